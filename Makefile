@@ -1,0 +1,144 @@
+# blitz: make (tests + examples), make test, make run, make bench,
+# make bench-compare, make amalgamate, make check-amalgamation.
+
+CC      ?= cc
+PYTHON  ?= python3
+BUILD   := build
+WARN    := -std=c11 -Wall -Wextra -Wpedantic -Werror -Wshadow -Wimplicit-fallthrough
+CFLAGS_TEST := $(WARN) -g -O2 -pthread -D_GNU_SOURCE
+LDLIBS  := -pthread
+
+SRC_FILES := $(wildcard src/*.c src/*.h src/*.txt) tools/manifest.txt tools/amalgamate.py
+TEST_FILES := blitz_tests.c $(wildcard tests/*.c tests/*.h)
+EXAMPLES := $(patsubst examples/%.c,%,$(wildcard examples/*.c))
+BENCHES  := $(patsubst bench/%.c,%,$(filter-out bench/bench_common.c,$(wildcard bench/*.c)))
+
+# The development header carries #line directives so diagnostics point into src/.
+DEV_HEADER := $(BUILD)/blitz_dev.h
+TEST_DEFS  := -DBLITZ_TEST_HEADER='"$(DEV_HEADER)"'
+
+.PHONY: all amalgamate check-amalgamation test test-quick test-gcc test-clang test-tsan \
+        test-asan test-small-queue test-cxx test-stress examples run bench bench-compare \
+        format clean
+
+all: $(BUILD)/blitz_tests $(addprefix $(BUILD)/examples/,$(EXAMPLES))
+
+blitz.h: $(SRC_FILES)
+	$(PYTHON) tools/amalgamate.py -o blitz.h
+
+amalgamate:
+	$(PYTHON) tools/amalgamate.py -o blitz.h
+
+check-amalgamation:
+	@mkdir -p $(BUILD)
+	@$(PYTHON) tools/amalgamate.py -o $(BUILD)/blitz_check.h
+	@cmp -s $(BUILD)/blitz_check.h blitz.h || \
+	  { echo "blitz.h is stale: run 'make amalgamate' and commit it"; exit 1; }
+	@echo "blitz.h is up to date"
+
+$(DEV_HEADER): $(SRC_FILES)
+	@mkdir -p $(BUILD)
+	$(PYTHON) tools/amalgamate.py --line -o $@
+
+# --- test builds: one binary per compiler / sanitizer -----------------------
+
+$(BUILD)/blitz_tests: $(TEST_FILES) $(DEV_HEADER)
+	$(CC) $(CFLAGS_TEST) $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
+
+$(BUILD)/blitz_tests_gcc: $(TEST_FILES) $(DEV_HEADER)
+	gcc $(CFLAGS_TEST) $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
+
+$(BUILD)/blitz_tests_clang: $(TEST_FILES) $(DEV_HEADER)
+	clang $(CFLAGS_TEST) $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
+
+# The shipped header (no #line) must build the suite too.
+$(BUILD)/blitz_tests_shipped: $(TEST_FILES) blitz.h
+	clang $(CFLAGS_TEST) blitz_tests.c -o $@ $(LDLIBS)
+
+$(BUILD)/blitz_tests_tsan: $(TEST_FILES) $(DEV_HEADER)
+	clang $(CFLAGS_TEST) -O1 -fsanitize=thread $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
+
+$(BUILD)/blitz_tests_asan: $(TEST_FILES) $(DEV_HEADER)
+	clang $(CFLAGS_TEST) -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+	  -fno-sanitize-recover=undefined $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
+
+$(BUILD)/blitz_tests_gcc_asan: $(TEST_FILES) $(DEV_HEADER)
+	gcc $(CFLAGS_TEST) -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+	  -fno-sanitize-recover=undefined $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
+
+# A 4-slot local queue makes overflow, steal and LIFO eviction happen all the time.
+$(BUILD)/blitz_tests_small_queue: $(TEST_FILES) $(DEV_HEADER)
+	clang $(CFLAGS_TEST) -DBLITZ_LOCAL_QUEUE_CAPACITY=4 $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
+
+$(BUILD)/blitz_tests_small_queue_tsan: $(TEST_FILES) $(DEV_HEADER)
+	clang $(CFLAGS_TEST) -O1 -fsanitize=thread -DBLITZ_LOCAL_QUEUE_CAPACITY=4 $(TEST_DEFS) \
+	  blitz_tests.c -o $@ $(LDLIBS)
+
+# --- examples ---------------------------------------------------------------
+
+$(BUILD)/examples/%: examples/%.c blitz.h
+	@mkdir -p $(BUILD)/examples
+	$(CC) $(WARN) -O2 -pthread -I. $< -o $@ $(LDLIBS)
+
+examples: $(addprefix $(BUILD)/examples/,$(EXAMPLES))
+
+# --- the suite ---------------------------------------------------------------
+
+test-gcc: $(BUILD)/blitz_tests_gcc
+	$(BUILD)/blitz_tests_gcc
+
+test-clang: $(BUILD)/blitz_tests_clang $(BUILD)/blitz_tests_shipped
+	$(BUILD)/blitz_tests_clang
+	$(BUILD)/blitz_tests_shipped
+
+test-small-queue: $(BUILD)/blitz_tests_small_queue $(BUILD)/blitz_tests_small_queue_tsan
+	$(BUILD)/blitz_tests_small_queue
+	BLITZ_TEST_SCALE=8 BLITZ_TEST_TIMEOUT_MULT=6 TSAN_OPTIONS=halt_on_error=1 \
+	  $(BUILD)/blitz_tests_small_queue_tsan
+
+test-tsan: $(BUILD)/blitz_tests_tsan
+	BLITZ_TEST_SCALE=8 BLITZ_TEST_TIMEOUT_MULT=6 TSAN_OPTIONS=halt_on_error=1 \
+	  $(BUILD)/blitz_tests_tsan
+
+test-asan: $(BUILD)/blitz_tests_asan $(BUILD)/blitz_tests_gcc_asan
+	BLITZ_TEST_SCALE=4 BLITZ_TEST_TIMEOUT_MULT=4 ASAN_OPTIONS=detect_leaks=1 \
+	  $(BUILD)/blitz_tests_asan
+	BLITZ_TEST_SCALE=4 BLITZ_TEST_TIMEOUT_MULT=4 ASAN_OPTIONS=detect_leaks=1 \
+	  $(BUILD)/blitz_tests_gcc_asan
+
+# The declarations must compile as C++ (extern "C"), and the header as C11
+# with both compilers in a TU that does not define the implementation.
+test-cxx: blitz.h
+	@mkdir -p $(BUILD)
+	g++ -x c++ -std=c++11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I. tools/cxx_check.cc
+	clang++ -x c++ -std=c++17 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I. tools/cxx_check.cc
+	gcc $(WARN) -fsyntax-only -I. tools/c_decl_check.c
+	clang $(WARN) -fsyntax-only -I. tools/c_decl_check.c
+
+test-quick: check-amalgamation $(BUILD)/blitz_tests
+	$(BUILD)/blitz_tests
+
+test: check-amalgamation examples test-cxx test-gcc test-clang test-small-queue test-tsan test-asan
+	@echo "all test builds passed"
+
+# --- showcase and benchmarks ---------------------------------------------------
+
+run: $(BUILD)/examples/showcase
+	$(BUILD)/examples/showcase
+
+$(BUILD)/bench/%: bench/%.c bench/bench_common.c bench/bench_common.h blitz.h
+	@mkdir -p $(BUILD)/bench
+	$(CC) -std=c11 -Wall -Wextra -Wpedantic -Werror -O2 -g -pthread -D_GNU_SOURCE -I. \
+	  $< bench/bench_common.c -o $@ $(LDLIBS)
+
+bench: $(addprefix $(BUILD)/bench/,$(BENCHES))
+	@bash bench/run.sh $(BUILD)/bench
+
+bench-compare: $(addprefix $(BUILD)/bench/,$(BENCHES))
+	@bash bench/compare.sh $(BUILD)/bench
+
+format:
+	clang-format -i src/*.c src/*.h tests/*.c tests/*.h blitz_tests.c examples/*.c bench/*.c bench/*.h
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,3124 @@
+/*
+blitz.h - a work-stealing async runtime for C, in one header.  v0.1.0
+(manual to be completed)
+*/
+#ifndef BLITZ_H
+#define BLITZ_H
+/* ====[ BEGIN src/blitz_api.h ]============================================ */
+/* >>blitz_api */
+/* Public declarations of blitz. This is the only source of the header half
+ * of blitz.h; everything here is visible to every includer. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BLITZ_VERSION_MAJOR  0
+#define BLITZ_VERSION_MINOR  1
+#define BLITZ_VERSION_PATCH  0
+#define BLITZ_VERSION_STRING "0.1.0"
+
+#ifndef BLITZ_API
+#ifdef BLITZ_STATIC
+#define BLITZ_API static
+#else
+#define BLITZ_API extern
+#endif
+#endif
+
+/* Hard ceiling on worker threads: the parked-worker bitmap is one 64-bit word. */
+#ifndef BLITZ_MAX_WORKERS
+#define BLITZ_MAX_WORKERS 64
+#endif
+
+/* Largest task state blitz_spawn accepts, in bytes. */
+#ifndef BLITZ_MAX_STATE_SIZE
+#define BLITZ_MAX_STATE_SIZE (64u * 1024u * 1024u)
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------
+ * Error codes
+ *
+ * Every function that can fail returns 0 (BLITZ_OK) or a negative code. On
+ * POSIX the errno-derived codes are -errno; blitz's own codes live in the
+ * -4000 band so they never collide with an errno value.
+ * ------------------------------------------------------------------------- */
+
+#define BLITZ_ERRNO_MAP(XX)                             \
+    XX(EPERM, -1, "operation not permitted")            \
+    XX(ENOENT, -2, "no such file or directory")         \
+    XX(EINTR, -4, "interrupted system call")            \
+    XX(EIO, -5, "i/o error")                            \
+    XX(EBADF, -9, "bad file descriptor")                \
+    XX(EAGAIN, -11, "resource temporarily unavailable") \
+    XX(ENOMEM, -12, "not enough memory")                \
+    XX(EACCES, -13, "permission denied")                \
+    XX(EFAULT, -14, "bad address")                      \
+    XX(EBUSY, -16, "resource busy")                     \
+    XX(EEXIST, -17, "file already exists")              \
+    XX(EINVAL, -22, "invalid argument")                 \
+    XX(EMFILE, -24, "too many open files")              \
+    XX(ENOSPC, -28, "no space left on device")          \
+    XX(EPIPE, -32, "broken pipe")                       \
+    XX(ERANGE, -34, "result out of range")              \
+    XX(EDEADLK, -35, "resource deadlock would occur")   \
+    XX(ENOSYS, -38, "function not implemented")         \
+    XX(ETIMEDOUT, -110, "operation timed out")          \
+    XX(ECANCELED, -125, "operation canceled")           \
+    XX(ESHUTDOWN, -4001, "runtime is shut down")        \
+    XX(ECLOSED, -4002, "closed")                        \
+    XX(EFULL, -4003, "queue is full")                   \
+    XX(EEMPTY, -4004, "queue is empty")                 \
+    XX(ELAGGED, -4005, "receiver lagged behind")        \
+    XX(ERELEASED, -4006, "handle already released")
+
+#define BLITZ_OK                             0
+#define BLITZ__ERRNO_ENUM(name, value, text) BLITZ_##name = (value),
+enum { BLITZ_ERRNO_MAP(BLITZ__ERRNO_ENUM) BLITZ__ERRNO_ENUM_END = 0 };
+#undef BLITZ__ERRNO_ENUM
+
+/* Human-readable text for a code; never NULL ("unknown error" for strangers). */
+BLITZ_API const char *blitz_strerror(int err);
+/* The code's name without the prefix, e.g. "EINVAL"; never NULL. */
+BLITZ_API const char *blitz_err_name(int err);
+/* BLITZ_VERSION_STRING of the implementation that was linked. */
+BLITZ_API const char *blitz_version(void);
+
+/* ---------------------------------------------------------------------------
+ * Tasks, poll functions and the poll context
+ * ------------------------------------------------------------------------- */
+
+typedef enum blitz_poll { BLITZ_PENDING = 0, BLITZ_READY = 1 } blitz_poll;
+
+typedef struct blitz_runtime blitz_runtime;
+/* A join handle: refers to a spawned task until blitz_task_release. */
+typedef struct blitz_task blitz_task;
+/* The poll context: which task is running, on which thread, for which
+ * runtime. Valid only for the duration of one call of a poll function. */
+typedef struct blitz_cx blitz_cx;
+
+/* A task's poll function. It runs the task until it must wait (returns
+ * BLITZ_PENDING after arranging for its waker to be woken) or is finished
+ * (returns BLITZ_READY). `state` is the task's own copy of the state given
+ * to blitz_spawn; it stays at the same address for the task's whole life. */
+typedef blitz_poll (*blitz_poll_fn)(blitz_cx *cx, void *state);
+/* Called once when a task's memory is reclaimed (after it finished or was
+ * cancelled, and its handle was released), to free what the state owns. */
+typedef void (*blitz_drop_fn)(void *state);
+/* A plain function run as a task by blitz_spawn_fn. */
+typedef void (*blitz_fn)(void *arg);
+
+/* ---------------------------------------------------------------------------
+ * Wakers: 16-byte values that make a waiting task runnable again.
+ * ------------------------------------------------------------------------- */
+
+typedef struct blitz_waker blitz_waker;
+typedef struct blitz_waker_vtable {
+    void (*wake)(const void *data);         /* wake and consume */
+    void (*wake_by_ref)(const void *data);  /* wake, keep the waker */
+    blitz_waker (*clone)(const void *data); /* new reference */
+    void (*drop)(const void *data);         /* give the reference up */
+} blitz_waker_vtable;
+struct blitz_waker {
+    const void *data;
+    const blitz_waker_vtable *vtable;
+};
+
+/* The running task's waker, borrowed: valid during this poll only. Clone it
+ * to keep it. */
+BLITZ_API blitz_waker blitz_cx_waker(blitz_cx *cx);
+BLITZ_API blitz_waker blitz_waker_clone(const blitz_waker *w);
+/* Wake and drop in one step; the waker is consumed. */
+BLITZ_API void blitz_waker_wake(blitz_waker w);
+BLITZ_API void blitz_waker_wake_by_ref(const blitz_waker *w);
+BLITZ_API void blitz_waker_drop(blitz_waker w);
+/* Nonzero when both wake the same task (lets an op skip a re-clone). */
+BLITZ_API int blitz_waker_will_wake(const blitz_waker *a, const blitz_waker *b);
+/* A waker that does nothing; clone/drop are free. */
+BLITZ_API blitz_waker blitz_waker_noop(void);
+
+/* ---------------------------------------------------------------------------
+ * Coroutine macros: stackless tasks written as straight-line C
+ *
+ *   typedef struct { BLITZ_CORO; blitz_task *child; int n; } my_state;
+ *
+ *   static blitz_poll my_poll(blitz_cx *cx, void *p) {
+ *       my_state *s = p;
+ *       BLITZ_BEGIN(s);
+ *       for (s->n = 0; s->n < 10; s->n++)
+ *           BLITZ_YIELD(s, cx);
+ *       BLITZ_AWAIT(s, blitz_join(cx, s->child));
+ *       BLITZ_END(s);
+ *   }
+ *
+ * The resume point lives in the state (BLITZ_CORO declares it), so a local
+ * variable of the poll function does not survive an await or a yield: keep
+ * such values in the state. Use at most one BLITZ_AWAIT / BLITZ_YIELD per
+ * source line, and no `switch` of your own around one.
+ * ------------------------------------------------------------------------- */
+
+#define BLITZ_CORO int blitz__resume
+#define BLITZ_BEGIN(s)            \
+    switch ((s)->blitz__resume) { \
+    case 0:
+/* Re-evaluates `expr` (a blitz_poll expression) on every resumption until it
+ * is BLITZ_READY. */
+#define BLITZ_AWAIT(s, expr)           \
+    do {                               \
+        (s)->blitz__resume = __LINE__; \
+        if (0) {                       \
+        case __LINE__:;                \
+        }                              \
+        if ((expr) == BLITZ_PENDING)   \
+            return BLITZ_PENDING;      \
+    } while (0)
+/* Lets every other runnable task run first, then continues here. */
+#define BLITZ_YIELD(s, cx)             \
+    do {                               \
+        (s)->blitz__resume = __LINE__; \
+        blitz_cx_yield(cx);            \
+        return BLITZ_PENDING;          \
+    case __LINE__:;                    \
+    } while (0)
+/* Returns BLITZ_READY from the poll function (also on later polls). */
+#define BLITZ_RETURN(s)          \
+    do {                         \
+        (s)->blitz__resume = -1; \
+        return BLITZ_READY;      \
+    } while (0)
+#define BLITZ_END(s)         \
+    if (0) {                 \
+    default:;                \
+    }                        \
+    }                        \
+    (s)->blitz__resume = -1; \
+    return BLITZ_READY
+
+/* ---------------------------------------------------------------------------
+ * Runtime
+ * ------------------------------------------------------------------------- */
+
+typedef enum blitz_flavor {
+    BLITZ_MULTI_THREAD = 0,   /* work-stealing pool of worker threads */
+    BLITZ_CURRENT_THREAD = 1, /* one queue, driven by the thread that waits on it */
+} blitz_flavor;
+
+/* Zero means default for every field. */
+typedef struct blitz_config {
+    blitz_flavor flavor;
+    /* Worker threads (multi-thread flavour). 0 = number of CPUs (at most
+     * BLITZ_MAX_WORKERS); more than BLITZ_MAX_WORKERS is BLITZ_EINVAL. */
+    uint32_t workers;
+    /* Longest a parked worker sleeps before it looks again. 0 = 10 ms. */
+    uint64_t park_timeout_ns;
+    /* Rounds an idle worker spins looking for work before it parks (waking a
+     * parked thread costs tens of microseconds). 0 = default (64);
+     * UINT32_MAX = never spin. */
+    uint32_t spin_before_park;
+    /* Fixed global-queue check interval in ticks instead of the adaptive one
+     * (0 = adaptive, 8..255 from the average poll time). */
+    uint32_t global_queue_interval;
+} blitz_config;
+
+/* Creates a runtime. Several runtimes may be alive at once. Worker threads
+ * start lazily, on the first spawn.
+ * Returns BLITZ_OK, BLITZ_EINVAL (NULL out, workers > BLITZ_MAX_WORKERS,
+ * unknown flavour), BLITZ_ENOMEM, or a thread-creation error. */
+BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out);
+
+/* Stops the runtime: spawning fails with BLITZ_ESHUTDOWN from now on, worker
+ * threads finish the poll they are in and exit, and every task that has not
+ * finished is completed as cancelled (its joiners wake with BLITZ_ECANCELED).
+ * Idempotent. Must not be called from inside one of this runtime's tasks
+ * (BLITZ_EDEADLK). */
+BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt);
+
+/* Shuts down (if not yet) and frees the runtime and every task block,
+ * calling each task's drop function. Task handles and wakers of this runtime
+ * are invalid afterwards. BLITZ_EINVAL for NULL, BLITZ_EDEADLK from inside a
+ * task of this runtime. */
+BLITZ_API int blitz_runtime_free(blitz_runtime *rt);
+
+/* Spawns `poll` with a copy of `state` and waits for it on the calling
+ * thread (which drives a current-thread runtime), then copies the final
+ * state back into `state`. Returns BLITZ_OK, BLITZ_ECANCELED if the task was
+ * cancelled, or a spawn error. */
+BLITZ_API int blitz_runtime_run(blitz_runtime *rt, blitz_poll_fn poll, void *state, size_t size);
+
+/* Creates a default multi-thread runtime, runs one main task on it as
+ * blitz_runtime_run does, and frees the runtime. */
+BLITZ_API int blitz_run(blitz_poll_fn poll, void *state, size_t size);
+
+/* The runtime whose task is running on this thread, or NULL. */
+BLITZ_API blitz_runtime *blitz_runtime_current(void);
+/* The flavour and the number of worker threads (1 for current-thread). */
+BLITZ_API blitz_flavor blitz_runtime_flavor(const blitz_runtime *rt);
+BLITZ_API uint32_t blitz_runtime_workers(const blitz_runtime *rt);
+
+/* ---------------------------------------------------------------------------
+ * Spawning
+ * ------------------------------------------------------------------------- */
+
+typedef struct blitz_spawn_opts {
+    blitz_poll_fn poll; /* required */
+    const void *state;  /* copied into the task; NULL = zero-filled */
+    size_t size;        /* bytes of state, 1..BLITZ_MAX_STATE_SIZE */
+    blitz_drop_fn drop; /* optional, see blitz_drop_fn */
+} blitz_spawn_opts;
+
+/* Spawns a task running `poll` over a private copy of `size` bytes of
+ * `state`. From a worker thread of `rt` the task goes to that worker's LIFO
+ * slot (it runs next, on the same core); from any other thread it goes to
+ * the global queue and a parked worker is woken.
+ * `handle` receives a join handle, or pass NULL to detach at once.
+ * Returns BLITZ_OK, BLITZ_EINVAL (NULL rt/poll, size 0 or larger than
+ * BLITZ_MAX_STATE_SIZE), BLITZ_ENOMEM, BLITZ_ESHUTDOWN. */
+BLITZ_API int blitz_spawn(blitz_runtime *rt, blitz_poll_fn poll, const void *state, size_t size,
+                          blitz_task **handle);
+BLITZ_API int blitz_spawn_ex(blitz_runtime *rt, const blitz_spawn_opts *opts, blitz_task **handle);
+/* Runs fn(arg) once as a task (it must not block for long: see the blocking
+ * pool for that). */
+BLITZ_API int blitz_spawn_fn(blitz_runtime *rt, blitz_fn fn, void *arg, blitz_task **handle);
+
+/* ---------------------------------------------------------------------------
+ * Join handles
+ * ------------------------------------------------------------------------- */
+
+/* Inside a task: BLITZ_READY once `t` has finished (completed or cancelled),
+ * else registers the caller's waker and returns BLITZ_PENDING. Use with
+ * BLITZ_AWAIT, then blitz_task_status / blitz_task_state. */
+BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t);
+
+/* Blocks the calling thread until `t` has finished. A worker thread keeps
+ * running other tasks meanwhile; any other thread runs queued tasks of the
+ * runtime while it waits (and drives a current-thread runtime).
+ * Returns BLITZ_OK (completed), BLITZ_ECANCELED, BLITZ_EINVAL (NULL). */
+BLITZ_API int blitz_task_wait(blitz_task *t);
+
+/* BLITZ_OK when completed, BLITZ_ECANCELED when cancelled, BLITZ_EAGAIN while
+ * not finished, BLITZ_EINVAL for NULL. Never blocks. */
+BLITZ_API int blitz_task_status(const blitz_task *t);
+
+/* The task's state, once it has finished; NULL before that (reading state
+ * that a running task writes would be a data race). Valid until the handle
+ * is released. */
+BLITZ_API void *blitz_task_state(blitz_task *t);
+
+/* Requests cancellation. A task that waits (idle) is completed as cancelled
+ * at once and its joiner woken; a queued or running one is completed as
+ * cancelled when it would next be polled. A shielded task (see
+ * blitz_cx_shield) is cancelled only once the shield is lowered.
+ * BLITZ_OK, or BLITZ_EINVAL for NULL. Cancelling a finished task does
+ * nothing. */
+BLITZ_API int blitz_task_cancel(blitz_task *t);
+
+/* Gives up the handle and sets *t to NULL. A task that has not finished
+ * keeps running, detached; a finished one is freed. BLITZ_EINVAL for NULL,
+ * BLITZ_ERELEASED when *t is already NULL (released twice). */
+BLITZ_API int blitz_task_release(blitz_task **t);
+#define blitz_task_detach(t) blitz_task_release(t)
+
+/* ---------------------------------------------------------------------------
+ * Inside a task
+ * ------------------------------------------------------------------------- */
+
+BLITZ_API blitz_runtime *blitz_cx_runtime(blitz_cx *cx);
+/* Asks to be polled again after the other runnable tasks (BLITZ_YIELD uses
+ * it); the poll function must return BLITZ_PENDING right after. */
+BLITZ_API void blitz_cx_yield(blitz_cx *cx);
+/* Nonzero once cancellation of the running task was requested. */
+BLITZ_API int blitz_cx_cancelled(blitz_cx *cx);
+/* Raise and lower the cancellation shield (nestable, up to 255 deep): while
+ * raised, a cancel request is remembered but not carried out.
+ * BLITZ_ERANGE when nesting too deep or lowering an unraised shield. */
+BLITZ_API int blitz_cx_shield(blitz_cx *cx);
+BLITZ_API int blitz_cx_unshield(blitz_cx *cx);
+/* Index of the worker running this task (0 for current-thread), or -1 when
+ * a non-worker thread runs it while it waits in blitz_task_wait. */
+BLITZ_API int blitz_cx_worker(blitz_cx *cx);
+
+/* ---------------------------------------------------------------------------
+ * Statistics
+ * ------------------------------------------------------------------------- */
+
+typedef struct blitz_worker_stats {
+    uint64_t tasks_polled;
+    uint64_t tasks_stolen; /* tasks taken from other workers */
+    uint64_t steals;       /* successful steal operations */
+    uint64_t times_parked;
+    uint64_t lifo_hits;
+    uint64_t global_batch_fetches;
+    uint64_t overflows; /* local queue full: half moved to the global queue */
+    uint32_t global_queue_interval;
+} blitz_worker_stats;
+
+typedef struct blitz_stats {
+    uint64_t total_spawned;
+    uint64_t total_polled;
+    uint64_t total_stolen;
+    uint64_t total_parked;
+    uint64_t tasks_alive; /* spawned and not yet freed */
+    uint64_t global_queue_depth;
+    uint32_t num_workers;
+    uint32_t workers_started;
+} blitz_stats;
+
+/* Snapshot of counters (each read atomically; the set is not one instant).
+ * BLITZ_EINVAL for NULL arguments or a worker index out of range. All zero
+ * when compiled with BLITZ_NO_STATS. */
+BLITZ_API int blitz_runtime_stats(const blitz_runtime *rt, blitz_stats *out);
+BLITZ_API int blitz_runtime_worker_stats(const blitz_runtime *rt, uint32_t worker,
+                                         blitz_worker_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+/* ====[ END src/blitz_api.h ]============================================== */
+#endif /* BLITZ_H */
+
+#if defined(BLITZ_IMPLEMENTATION) && !defined(BLITZ__IMPLEMENTATION_INCLUDED)
+#define BLITZ__IMPLEMENTATION_INCLUDED 1
+#define BLITZ__AMALGAMATION 1
+/* ====[ BEGIN src/error.c ]================================================ */
+/* >>error */
+/* Error codes: blitz_strerror and blitz_err_name, both generated from
+ * BLITZ_ERRNO_MAP, and the mapping from errno values. */
+/* ====[ BEGIN src/internal.h ]============================================= */
+/* >>internal */
+/* Internal definitions shared by every module: configuration defaults,
+ * linkage, and the layout of the runtime's structures. Everything below is
+ * private (blitz__ prefix) and may change at any time. */
+
+/* ====[ BEGIN src/platform.h ]============================================= */
+/* >>platform */
+/* The only place that includes system headers, grouped by OS. */
+#if !defined(_GNU_SOURCE) && defined(__linux__)
+#define _GNU_SOURCE
+#endif
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#define BLITZ__HAS_FUTEX 1
+#else
+#define BLITZ__HAS_FUTEX 0
+#endif
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+/* ====[ END src/platform.h ]=============================================== */
+/* ====[ BEGIN src/atomic.h ]=============================================== */
+/* >>atomic */
+/* The one atomics layer. Nothing else in blitz names a raw atomic: every
+ * shared word is one of the wrapper types below and is touched only through
+ * these functions, so a test build can swap the layer for an instrumented
+ * one. GCC/Clang __atomic builtins work in C and C++ alike and are seen by
+ * ThreadSanitizer.
+ *
+ * Orders: BLITZ__RELAXED, BLITZ__ACQUIRE, BLITZ__RELEASE, BLITZ__ACQ_REL,
+ * BLITZ__SEQ_CST. The ordering of every non-obvious use is argued at the
+ * call site. */
+
+#if !defined(__GNUC__) && !defined(__clang__)
+#error "blitz needs GCC or Clang __atomic builtins (MSVC support is not built yet)"
+#endif
+
+#define BLITZ__RELAXED __ATOMIC_RELAXED
+#define BLITZ__ACQUIRE __ATOMIC_ACQUIRE
+#define BLITZ__RELEASE __ATOMIC_RELEASE
+#define BLITZ__ACQ_REL __ATOMIC_ACQ_REL
+#define BLITZ__SEQ_CST __ATOMIC_SEQ_CST
+
+typedef struct {
+    uint32_t v;
+} blitz__atomic_u32;
+typedef struct {
+    uint64_t v;
+} blitz__atomic_u64;
+typedef struct {
+    void *v;
+} blitz__atomic_ptr;
+
+/* Failure order of a CAS may not be stronger than success nor a release. */
+#define BLITZ__CAS_FAIL_ORDER(o) \
+    ((o) == BLITZ__ACQ_REL ? BLITZ__ACQUIRE : (o) == BLITZ__RELEASE ? BLITZ__RELAXED : (o))
+
+#define BLITZ__DEFINE_ATOMIC(T, name)                                                           \
+    static inline T blitz__##name##_load(const blitz__atomic_##name *a, int o) {                \
+        return __atomic_load_n(&a->v, o);                                                       \
+    }                                                                                           \
+    static inline void blitz__##name##_store(blitz__atomic_##name *a, T x, int o) {             \
+        __atomic_store_n(&a->v, x, o);                                                          \
+    }                                                                                           \
+    static inline T blitz__##name##_swap(blitz__atomic_##name *a, T x, int o) {                 \
+        return __atomic_exchange_n(&a->v, x, o);                                                \
+    }                                                                                           \
+    /* On failure *expected receives the current value. */                                      \
+    static inline int blitz__##name##_cas(blitz__atomic_##name *a, T *expected, T desired,      \
+                                          int o) {                                              \
+        return __atomic_compare_exchange_n(&a->v, expected, desired, 0, o,                      \
+                                           BLITZ__CAS_FAIL_ORDER(o));                           \
+    }                                                                                           \
+    static inline int blitz__##name##_cas_weak(blitz__atomic_##name *a, T *expected, T desired, \
+                                               int o) {                                         \
+        return __atomic_compare_exchange_n(&a->v, expected, desired, 1, o,                      \
+                                           BLITZ__CAS_FAIL_ORDER(o));                           \
+    }
+
+BLITZ__DEFINE_ATOMIC(uint32_t, u32)
+BLITZ__DEFINE_ATOMIC(uint64_t, u64)
+BLITZ__DEFINE_ATOMIC(void *, ptr)
+
+#define BLITZ__DEFINE_ATOMIC_ARITH(T, name)                                          \
+    static inline T blitz__##name##_fetch_add(blitz__atomic_##name *a, T x, int o) { \
+        return __atomic_fetch_add(&a->v, x, o);                                      \
+    }                                                                                \
+    static inline T blitz__##name##_fetch_sub(blitz__atomic_##name *a, T x, int o) { \
+        return __atomic_fetch_sub(&a->v, x, o);                                      \
+    }                                                                                \
+    static inline T blitz__##name##_fetch_or(blitz__atomic_##name *a, T x, int o) {  \
+        return __atomic_fetch_or(&a->v, x, o);                                       \
+    }                                                                                \
+    static inline T blitz__##name##_fetch_and(blitz__atomic_##name *a, T x, int o) { \
+        return __atomic_fetch_and(&a->v, x, o);                                      \
+    }
+
+BLITZ__DEFINE_ATOMIC_ARITH(uint32_t, u32)
+BLITZ__DEFINE_ATOMIC_ARITH(uint64_t, u64)
+
+/* A counter written by one thread and read by others: a plain load+store
+ * (no locked RMW) is enough because there is a single writer. */
+static inline void blitz__u64_bump(blitz__atomic_u64 *a, uint64_t n) {
+    __atomic_store_n(&a->v, __atomic_load_n(&a->v, BLITZ__RELAXED) + n, BLITZ__RELAXED);
+}
+
+static inline void blitz__fence_seq_cst(void) {
+    __atomic_thread_fence(BLITZ__SEQ_CST);
+}
+
+static inline void blitz__cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+/* ====[ END src/atomic.h ]================================================= */
+
+/* blitz_api.h already included */
+
+/* ---- configuration ------------------------------------------------------ */
+
+#ifndef BLITZ_PRIVATE
+#define BLITZ_PRIVATE static __attribute__((unused))
+#endif
+
+#ifndef BLITZ_ASSERT
+#define BLITZ_ASSERT(c) assert(c)
+#endif
+
+#if defined(BLITZ_MALLOC) != defined(BLITZ_FREE)
+#error "define both BLITZ_MALLOC and BLITZ_FREE, or neither"
+#endif
+#ifndef BLITZ_MALLOC
+#define BLITZ_MALLOC(size)       malloc(size)
+#define BLITZ_FREE(ptr)          free(ptr)
+#define BLITZ__DEFAULT_ALLOCATOR 1
+#endif
+
+#ifndef BLITZ_LOCAL_QUEUE_CAPACITY
+#define BLITZ_LOCAL_QUEUE_CAPACITY 256
+#endif
+#ifndef BLITZ_BUDGET_PER_TICK
+#define BLITZ_BUDGET_PER_TICK 128
+#endif
+#ifndef BLITZ_MAX_LIFO_POLLS_PER_TICK
+#define BLITZ_MAX_LIFO_POLLS_PER_TICK 3
+#endif
+
+#ifndef BLITZ_CACHE_LINE
+#if defined(__x86_64__) || defined(__aarch64__) || defined(__powerpc64__)
+/* Adjacent-line prefetchers pull pairs of 64-byte lines (seed 002 table). */
+#define BLITZ_CACHE_LINE 128
+#elif defined(__s390x__)
+#define BLITZ_CACHE_LINE 256
+#elif defined(__arm__) || defined(__mips__) || defined(__sparc__)
+#define BLITZ_CACHE_LINE 32
+#else
+#define BLITZ_CACHE_LINE 64
+#endif
+#endif
+
+_Static_assert(BLITZ_MAX_WORKERS >= 1 && BLITZ_MAX_WORKERS <= 64,
+               "BLITZ_MAX_WORKERS must be 1..64: the parked-worker bitmap is one 64-bit word");
+_Static_assert(BLITZ_LOCAL_QUEUE_CAPACITY >= 2 && BLITZ_LOCAL_QUEUE_CAPACITY <= 16384 &&
+                   (BLITZ_LOCAL_QUEUE_CAPACITY & (BLITZ_LOCAL_QUEUE_CAPACITY - 1)) == 0,
+               "BLITZ_LOCAL_QUEUE_CAPACITY must be a power of two in 2..16384");
+_Static_assert(BLITZ_BUDGET_PER_TICK >= 1, "BLITZ_BUDGET_PER_TICK must be positive");
+
+/* Global-queue batches (seed 000): min(64, max(4, len / workers)). */
+#define BLITZ__GLOBAL_BATCH_MIN  4
+#define BLITZ__GLOBAL_BATCH_MAX  64
+#define BLITZ__BATCH_BUFFER_SIZE 32
+/* Adaptive global-queue interval: clamp(1 ms / EWMA(poll ns), 8, 255). */
+#define BLITZ__INTERVAL_MIN        8
+#define BLITZ__INTERVAL_MAX        255
+#define BLITZ__INTERVAL_TARGET_NS  1000000u
+#define BLITZ__INITIAL_AVG_POLL_NS 50000u
+#define BLITZ__DEFAULT_PARK_NS     10000000u
+#define BLITZ__DEFAULT_SPIN        64u
+
+#define BLITZ__ALIGNED     __attribute__((aligned(BLITZ_CACHE_LINE)))
+#define BLITZ__LIKELY(x)   __builtin_expect(!!(x), 1)
+#define BLITZ__UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+#ifdef BLITZ_NO_STATS
+#define BLITZ__STAT(expr) ((void)0)
+#else
+#define BLITZ__STAT(expr) (expr)
+#endif
+
+/* ---- threads and parking (thread.c) -------------------------------------- */
+
+typedef pthread_mutex_t blitz__mutex;
+
+/* ---- tasks (task_state.c, task.c, task_alloc.c) -------------------------- */
+
+/* The task header. A task is one block: this header, then the user's state
+ * (16-byte aligned), and, when the task has a drop function, that pointer in
+ * the block's last 8 bytes. The runtime a task belongs to is found from the
+ * 64 KiB-aligned chunk that holds the block, so the header carries no
+ * runtime pointer: 40 bytes in all. */
+struct blitz_task {
+    /* ref_count 24 | shield 8 | flags 8 | lifecycle 8 | low flags 16; see
+     * task_state.c. Zero means the block is free. */
+    blitz__atomic_u64 state;
+    blitz_poll_fn poll;
+    /* Intrusive link: global queue, current-thread queue, or a free list. A
+     * task is in at most one of them, guarded by the SCHEDULED lifecycle. */
+    struct blitz_task *next;
+    /* The waker of the task awaiting this one; owned by whoever the
+     * JOIN_WAKER protocol says (join.c). */
+    blitz_waker join_waker;
+};
+typedef struct blitz_task blitz__task;
+
+#define BLITZ__TASK_HEADER_SIZE 40u
+_Static_assert(sizeof(struct blitz_task) == BLITZ__TASK_HEADER_SIZE || sizeof(void *) != 8,
+               "task header layout");
+
+/* ---- the block allocator (task_alloc.c) ---------------------------------- */
+
+#define BLITZ__CHUNK_SIZE  ((size_t)64 * 1024)
+#define BLITZ__NUM_CLASSES 30
+#define BLITZ__CLASS_LARGE 0xffffu
+
+typedef struct blitz__chunk {
+    blitz_runtime *rt;
+    struct blitz__chunk *next;
+    void *raw; /* what to hand back to the allocator */
+    uint32_t block_size;
+    uint32_t class_index;
+    uint32_t capacity; /* blocks that fit */
+    uint32_t carved;   /* blocks handed out so far (by the chunk's carver) */
+} blitz__chunk;
+
+/* Free blocks by size class. Each worker has one (no locking); threads that
+ * are not workers share one behind a mutex. */
+typedef struct blitz__block_cache {
+    blitz__task *free_list[BLITZ__NUM_CLASSES];
+    uint32_t free_count[BLITZ__NUM_CLASSES];
+    blitz__chunk *carving[BLITZ__NUM_CLASSES];
+} blitz__block_cache;
+
+/* ---- queues ---------------------------------------------------------------- */
+
+/* The per-worker ring (local_queue.c): one producer (the owner), many
+ * consumers. head packs (steal << 16) | real as two 16-bit positions. */
+typedef struct blitz__local_queue {
+    BLITZ__ALIGNED blitz__atomic_u32 head;
+    BLITZ__ALIGNED blitz__atomic_u32 tail;
+    BLITZ__ALIGNED blitz__atomic_ptr buffer[BLITZ_LOCAL_QUEUE_CAPACITY];
+} blitz__local_queue;
+
+/* The injection queue (global_queue.c): mutex + intrusive list + atomic
+ * length for lock-free emptiness checks. */
+typedef struct blitz__global_queue {
+    blitz__mutex lock;
+    blitz__task *head;
+    blitz__task *tail;
+    int closed;
+    BLITZ__ALIGNED blitz__atomic_u64 len;
+} blitz__global_queue;
+
+/* ---- parking and idle workers (thread.c, idle.c) -------------------------- */
+
+#define BLITZ__UNPARKED 0u
+#define BLITZ__PARKED   1u
+#define BLITZ__NOTIFIED 2u
+
+typedef struct blitz__parker {
+    blitz__atomic_u32 state; /* UNPARKED / PARKED / NOTIFIED; the futex word */
+#if !BLITZ__HAS_FUTEX
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+#endif
+} blitz__parker;
+
+typedef struct blitz__idle {
+    BLITZ__ALIGNED blitz__atomic_u32 num_searching;
+    BLITZ__ALIGNED blitz__atomic_u64 parked_bitmap; /* bit i set: worker i parked */
+} blitz__idle;
+
+/* ---- workers (worker.c) ----------------------------------------------------- */
+
+typedef struct blitz__worker_counters {
+    blitz__atomic_u64 polled, stolen, steals, parked, lifo_hits, batch_fetches, overflows;
+    blitz__atomic_u64 spawned, freed;
+} blitz__worker_counters;
+
+typedef struct blitz__worker {
+    blitz__local_queue queue;
+    /* Owner-only fields. */
+    BLITZ__ALIGNED blitz_runtime *rt;
+    blitz__task *lifo_slot;
+    blitz__task *batch[BLITZ__BATCH_BUFFER_SIZE];
+    uint32_t batch_head, batch_len;
+    uint32_t index;
+    uint32_t tick;       /* polls, for the periodic global-queue check */
+    uint32_t lifo_polls; /* LIFO hits in this tick */
+    uint32_t global_interval;
+    uint64_t avg_poll_ns; /* EWMA of the time per poll */
+    uint64_t rng[2];      /* xorshift64+ for victim choice */
+    int searching;
+    int started;
+    pthread_t thread;
+    blitz__block_cache cache;
+    /* Read by producers on other threads (lost-wakeup guard, seed 000). */
+    BLITZ__ALIGNED blitz__atomic_u32 transitioning_to_park;
+    blitz__atomic_u32 interval_shared; /* for stats readers */
+    blitz__parker parker;
+    blitz__worker_counters counters;
+} blitz__worker;
+
+/* ---- the current-thread core (current_thread.c) ---------------------------- */
+
+typedef struct blitz__ct_core {
+    blitz__task *head, *tail;  /* run queue, touched only by the driving thread */
+    blitz__atomic_u32 driving; /* 1 while a thread drives the runtime */
+    blitz__parker parker;      /* the driver sleeps here */
+    uint32_t tick;
+    blitz__worker_counters counters;
+    blitz__block_cache cache;
+} blitz__ct_core;
+
+/* ---- thread context (seed 002 "Thread-Local Context") ---------------------- */
+
+typedef struct blitz__context {
+    blitz_runtime *rt;
+    blitz__worker *worker; /* NULL on the current-thread driver and on helpers */
+    int ct_driver;         /* this thread drives rt (current-thread flavour) */
+    blitz__task *current;  /* the task being polled, or NULL */
+} blitz__context;
+
+/* The poll context handed to poll functions. */
+struct blitz_cx {
+    blitz__task *task;
+    blitz__context *ctx;
+    int yielded;
+};
+
+/* ---- the runtime (runtime.c) ------------------------------------------------ */
+
+struct blitz_runtime {
+    blitz_flavor flavor;
+    uint32_t num_workers;
+    uint64_t park_timeout_ns;
+    uint32_t spin_before_park;
+    uint32_t fixed_interval;
+
+    BLITZ__ALIGNED blitz__global_queue global;
+    blitz__idle idle;
+    blitz__worker *workers;
+    blitz__ct_core *ct;
+
+    BLITZ__ALIGNED blitz__atomic_u32 shutdown;
+    blitz__atomic_u32 started;
+    blitz__atomic_u32 workers_started;
+    blitz__mutex start_lock;
+    int shutdown_done;
+    blitz__atomic_u32 sweeping; /* the shutdown sweep walks the chunk list */
+    /* Threads waiting in blitz_task_wait sleep on this futex word; a task
+     * whose joiner is such a thread bumps it on completion. */
+    BLITZ__ALIGNED blitz__atomic_u32 completion_seq;
+    /* Non-worker threads currently polling a task (blockOnComplete). */
+    blitz__atomic_u32 external_running;
+
+    /* Block allocator: every chunk, and the cache shared by non-worker
+     * threads. */
+    blitz__mutex alloc_lock;
+    blitz__chunk *chunks;
+    blitz__block_cache shared_cache;
+    blitz__worker_counters remote_counters; /* updated under alloc_lock */
+    void *workers_raw;
+};
+
+/* ---- forward declarations used across modules ------------------------------ */
+
+BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t);
+BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx);
+BLITZ_PRIVATE int blitz__task_spawn_schedule(blitz_runtime *rt, blitz__task *t);
+BLITZ_PRIVATE void blitz__ct_push(blitz_runtime *rt, blitz__task *t);
+BLITZ_PRIVATE int blitz__ct_inject(blitz_runtime *rt, blitz__task *t);
+BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__context *ctx);
+BLITZ_PRIVATE void blitz__worker_help_until(blitz__context *ctx, blitz__task *t);
+BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t);
+BLITZ_PRIVATE void blitz__task_free(blitz__task *t);
+static inline blitz_runtime *blitz__task_runtime(const blitz__task *t);
+/* ====[ END src/internal.h ]=============================================== */
+
+BLITZ_API const char *blitz_strerror(int err) {
+    switch (err) {
+    case BLITZ_OK:
+        return "success";
+#define BLITZ__ERR_TEXT(name, value, text) \
+    case value:                            \
+        return text;
+        BLITZ_ERRNO_MAP(BLITZ__ERR_TEXT)
+#undef BLITZ__ERR_TEXT
+    default:
+        return "unknown error";
+    }
+}
+
+BLITZ_API const char *blitz_err_name(int err) {
+    switch (err) {
+    case BLITZ_OK:
+        return "OK";
+#define BLITZ__ERR_NAME(name, value, text) \
+    case value:                            \
+        return #name;
+        BLITZ_ERRNO_MAP(BLITZ__ERR_NAME)
+#undef BLITZ__ERR_NAME
+    default:
+        return "UNKNOWN";
+    }
+}
+
+BLITZ_API const char *blitz_version(void) {
+    return BLITZ_VERSION_STRING;
+}
+
+/* -errno for a failed system call. The map's values are Linux's; on other
+ * systems the codes blitz returns itself are the map's, and raw errno values
+ * are passed through negated. */
+BLITZ_PRIVATE int blitz__from_errno(int e) {
+    return e > 0 ? -e : BLITZ_EIO;
+}
+/* ====[ END src/error.c ]================================================== */
+/* ====[ BEGIN src/alloc.c ]================================================ */
+/* >>alloc */
+/* Memory: every allocation blitz makes goes through BLITZ_MALLOC/BLITZ_FREE
+ * (malloc/free unless the user defines both). */
+/* internal.h already included */
+
+BLITZ_PRIVATE void *blitz__malloc(size_t size) {
+    return BLITZ_MALLOC(size);
+}
+
+BLITZ_PRIVATE void *blitz__calloc(size_t size) {
+    void *p = BLITZ_MALLOC(size);
+    if (p)
+        memset(p, 0, size);
+    return p;
+}
+
+BLITZ_PRIVATE void blitz__free(void *p) {
+    if (p)
+        BLITZ_FREE(p);
+}
+
+/* `size` bytes aligned to `align` (a power of two). *raw receives what must
+ * be passed to blitz__free. The default allocator uses posix_memalign, which
+ * gives the unused head back; a user allocator is over-asked and trimmed
+ * here. */
+BLITZ_PRIVATE void *blitz__alloc_aligned(size_t size, size_t align, void **raw) {
+#ifdef BLITZ__DEFAULT_ALLOCATOR
+    void *p = NULL;
+    if (posix_memalign(&p, align, size) != 0)
+        return NULL;
+    *raw = p;
+    return p;
+#else
+    if (size > SIZE_MAX - align)
+        return NULL;
+    char *p = (char *)BLITZ_MALLOC(size + align);
+    if (!p)
+        return NULL;
+    *raw = p;
+    return (void *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+#endif
+}
+/* ====[ END src/alloc.c ]================================================== */
+/* ====[ BEGIN src/thread.c ]=============================================== */
+/* >>thread */
+/* Threads, mutexes, the monotonic clock, futex waits, and the parker that
+ * puts an idle thread to sleep (seed 000 "Park state"). */
+/* internal.h already included */
+
+BLITZ_PRIVATE int blitz__mutex_init(blitz__mutex *m) {
+    return -pthread_mutex_init(m, NULL);
+}
+BLITZ_PRIVATE void blitz__mutex_destroy(blitz__mutex *m) {
+    pthread_mutex_destroy(m);
+}
+BLITZ_PRIVATE void blitz__mutex_lock(blitz__mutex *m) {
+    pthread_mutex_lock(m);
+}
+BLITZ_PRIVATE void blitz__mutex_unlock(blitz__mutex *m) {
+    pthread_mutex_unlock(m);
+}
+
+BLITZ_PRIVATE uint64_t blitz__now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+BLITZ_PRIVATE uint32_t blitz__cpu_count(void) {
+#if defined(__linux__)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0)
+            return (uint32_t)n;
+    }
+#endif
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (uint32_t)n : 1u;
+}
+
+static void blitz__timespec_from_ns(struct timespec *ts, uint64_t ns) {
+    ts->tv_sec = (time_t)(ns / 1000000000u);
+    ts->tv_nsec = (long)(ns % 1000000000u);
+}
+
+/* ---- futex-style waiting on a 32-bit word --------------------------------- */
+
+#if BLITZ__HAS_FUTEX
+/* Sleeps while *word == expected, at most timeout_ns (0 = no limit).
+ * Spurious returns are allowed; callers re-check. */
+BLITZ_PRIVATE void blitz__futex_wait(blitz__atomic_u32 *word, uint32_t expected,
+                                     uint64_t timeout_ns) {
+    struct timespec ts, *tsp = NULL;
+    if (timeout_ns) {
+        blitz__timespec_from_ns(&ts, timeout_ns);
+        tsp = &ts;
+    }
+    syscall(SYS_futex, &word->v, FUTEX_WAIT_PRIVATE, expected, tsp, NULL, 0);
+}
+BLITZ_PRIVATE void blitz__futex_wake(blitz__atomic_u32 *word, int n) {
+    syscall(SYS_futex, &word->v, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+#else
+/* Without futexes the completion word is polled with short sleeps; only the
+ * join-from-a-plain-thread path uses these two. */
+BLITZ_PRIVATE void blitz__futex_wait(blitz__atomic_u32 *word, uint32_t expected,
+                                     uint64_t timeout_ns) {
+    uint64_t slice = 50000, waited = 0;
+    while (blitz__u32_load(word, BLITZ__ACQUIRE) == expected &&
+           (timeout_ns == 0 || waited < timeout_ns)) {
+        struct timespec ts;
+        blitz__timespec_from_ns(&ts, slice);
+        nanosleep(&ts, NULL);
+        waited += slice;
+    }
+}
+BLITZ_PRIVATE void blitz__futex_wake(blitz__atomic_u32 *word, int n) {
+    (void)word;
+    (void)n;
+}
+#endif
+
+/* ---- the parker --------------------------------------------------------------
+ * unpark() leaves a token (NOTIFIED) that the next park() consumes, so an
+ * unpark that runs before the park is not lost:
+ *   park:   CAS UNPARKED -> PARKED, sleep while PARKED, then swap UNPARKED
+ *   unpark: swap NOTIFIED; wake the sleeper if the old value was PARKED
+ * The swap in park is acquire and the one in unpark release, so whatever the
+ * unparker wrote before unpark() is visible after park() returns. */
+
+BLITZ_PRIVATE void blitz__parker_init(blitz__parker *p) {
+    blitz__u32_store(&p->state, BLITZ__UNPARKED, BLITZ__RELAXED);
+#if !BLITZ__HAS_FUTEX
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->cond, NULL);
+#endif
+}
+
+BLITZ_PRIVATE void blitz__parker_destroy(blitz__parker *p) {
+#if !BLITZ__HAS_FUTEX
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->cond);
+#else
+    (void)p;
+#endif
+}
+
+/* Returns 1 when woken by a token, 0 on timeout or spurious wake-up. */
+BLITZ_PRIVATE int blitz__parker_park(blitz__parker *p, uint64_t timeout_ns) {
+    uint32_t expected = BLITZ__UNPARKED;
+    if (blitz__u32_cas(&p->state, &expected, BLITZ__PARKED, BLITZ__ACQ_REL)) {
+#if BLITZ__HAS_FUTEX
+        blitz__futex_wait(&p->state, BLITZ__PARKED, timeout_ns);
+#else
+        pthread_mutex_lock(&p->lock);
+        if (blitz__u32_load(&p->state, BLITZ__ACQUIRE) == BLITZ__PARKED) {
+            if (timeout_ns) {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                uint64_t ns = (uint64_t)ts.tv_nsec + timeout_ns;
+                ts.tv_sec += (time_t)(ns / 1000000000u);
+                ts.tv_nsec = (long)(ns % 1000000000u);
+                pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+            } else {
+                pthread_cond_wait(&p->cond, &p->lock);
+            }
+        }
+        pthread_mutex_unlock(&p->lock);
+#endif
+    }
+    return blitz__u32_swap(&p->state, BLITZ__UNPARKED, BLITZ__ACQUIRE) == BLITZ__NOTIFIED;
+}
+
+BLITZ_PRIVATE void blitz__parker_unpark(blitz__parker *p) {
+    if (blitz__u32_swap(&p->state, BLITZ__NOTIFIED, BLITZ__RELEASE) == BLITZ__PARKED) {
+#if BLITZ__HAS_FUTEX
+        blitz__futex_wake(&p->state, 1);
+#else
+        pthread_mutex_lock(&p->lock);
+        pthread_cond_signal(&p->cond);
+        pthread_mutex_unlock(&p->lock);
+#endif
+    }
+}
+
+/* ---- thread-local context ---------------------------------------------------- */
+
+static _Thread_local blitz__context *blitz__tls_context;
+
+BLITZ_PRIVATE blitz__context *blitz__context_get(void) {
+    return blitz__tls_context;
+}
+BLITZ_PRIVATE blitz__context *blitz__context_set(blitz__context *c) {
+    blitz__context *old = blitz__tls_context;
+    blitz__tls_context = c;
+    return old;
+}
+
+BLITZ_PRIVATE int blitz__thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
+    return -pthread_create(t, NULL, fn, arg);
+}
+/* ====[ END src/thread.c ]================================================= */
+/* ====[ BEGIN src/task_state.c ]=========================================== */
+/* >>task_state */
+/* The task state word (seed 002, "Task State Machine") and its transitions.
+ *
+ *   63        40 39    32 31    24 23       16 15          0
+ *  +------------+--------+--------+-----------+-------------+
+ *  | ref_count  | shield | flags  | lifecycle | low flags   |
+ *  +------------+--------+--------+-----------+-------------+
+ *
+ * lifecycle: IDLE (waiting for a wake), SCHEDULED (in a queue), RUNNING
+ * (being polled), COMPLETE (finished; the state stays readable).
+ * flags: NOTIFIED (woken while RUNNING: poll again), CANCELLED (cancel
+ * requested), JOIN_INTEREST (a handle exists), DETACHED (the handle was
+ * released before completion), JOIN_WAKER (join_waker holds a waker).
+ * low flags: OUTCOME_CANCELLED (completed by cancellation), HAS_DROP (the
+ * block ends with a drop function), THREAD_JOINER (a thread sleeps on the
+ * runtime's completion word waiting for this task).
+ * ref_count: one reference for the task's life until completion (the
+ * runtime's own, standing in for Tokio's owned-task list), one for the
+ * handle, one per cloned waker. The block is freed when it reaches zero.
+ *
+ * Every transition is one CAS (or one RMW) on the word, so two parties never
+ * both believe they own a step. Transitions that publish the user's state
+ * (RUNNING -> COMPLETE) are release; the matching readers are acquire. */
+/* internal.h already included */
+
+#define BLITZ__LC_SHIFT     16
+#define BLITZ__LC_MASK      ((uint64_t)0xff << BLITZ__LC_SHIFT)
+#define BLITZ__LC_IDLE      ((uint64_t)0 << BLITZ__LC_SHIFT)
+#define BLITZ__LC_SCHEDULED ((uint64_t)1 << BLITZ__LC_SHIFT)
+#define BLITZ__LC_RUNNING   ((uint64_t)2 << BLITZ__LC_SHIFT)
+#define BLITZ__LC_COMPLETE  ((uint64_t)3 << BLITZ__LC_SHIFT)
+
+#define BLITZ__TASK_OUTCOME_CANCELLED ((uint64_t)1 << 0)
+#define BLITZ__TASK_HAS_DROP          ((uint64_t)1 << 1)
+#define BLITZ__TASK_THREAD_JOINER     ((uint64_t)1 << 2)
+
+#define BLITZ__TASK_NOTIFIED      ((uint64_t)1 << 24)
+#define BLITZ__TASK_CANCELLED     ((uint64_t)1 << 25)
+#define BLITZ__TASK_JOIN_INTEREST ((uint64_t)1 << 26)
+#define BLITZ__TASK_DETACHED      ((uint64_t)1 << 27)
+#define BLITZ__TASK_JOIN_WAKER    ((uint64_t)1 << 28)
+
+#define BLITZ__SHIFT_SHIELD    32
+#define BLITZ__TASK_SHIELD_ONE ((uint64_t)1 << BLITZ__SHIFT_SHIELD)
+#define BLITZ__SHIELD_MASK     ((uint64_t)0xff << BLITZ__SHIFT_SHIELD)
+#define BLITZ__SHIFT_REF       40
+#define BLITZ__TASK_REF_ONE    ((uint64_t)1 << BLITZ__SHIFT_REF)
+#define BLITZ__REF_MAX         (((uint64_t)1 << 24) - 1)
+
+static inline uint64_t blitz__lifecycle(uint64_t s) {
+    return s & BLITZ__LC_MASK;
+}
+static inline uint64_t blitz__refs(uint64_t s) {
+    return s >> BLITZ__SHIFT_REF;
+}
+static inline uint64_t blitz__shield(uint64_t s) {
+    return (s & BLITZ__SHIELD_MASK) >> BLITZ__SHIFT_SHIELD;
+}
+static inline int blitz__cancel_due(uint64_t s) {
+    return (s & BLITZ__TASK_CANCELLED) && blitz__shield(s) == 0;
+}
+
+/* The word of a freshly spawned task: scheduled, holding the lifecycle
+ * reference and, with a handle, the handle's. */
+BLITZ_PRIVATE uint64_t blitz__state_initial(int with_handle, int with_drop) {
+    uint64_t s = BLITZ__LC_SCHEDULED | BLITZ__TASK_REF_ONE;
+    if (with_handle)
+        s += BLITZ__TASK_REF_ONE | BLITZ__TASK_JOIN_INTEREST;
+    if (with_drop)
+        s |= BLITZ__TASK_HAS_DROP;
+    return s;
+}
+
+typedef enum { BLITZ__RUN_POLL, BLITZ__RUN_CANCEL } blitz__run_transition;
+
+/* SCHEDULED -> RUNNING, clearing NOTIFIED. A due cancellation is also taken
+ * to RUNNING (so the caller owns the task) and reported; the caller then
+ * completes it as cancelled without polling. Acquire: the poll must see what
+ * the waker published before waking. */
+BLITZ_PRIVATE blitz__run_transition blitz__state_to_running(blitz__task *t) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    for (;;) {
+        BLITZ_ASSERT(blitz__lifecycle(s) == BLITZ__LC_SCHEDULED);
+        uint64_t next = (s & ~(BLITZ__LC_MASK | BLITZ__TASK_NOTIFIED)) | BLITZ__LC_RUNNING;
+        if (blitz__u64_cas_weak(&t->state, &s, next, BLITZ__ACQUIRE))
+            return blitz__cancel_due(s) ? BLITZ__RUN_CANCEL : BLITZ__RUN_POLL;
+    }
+}
+
+/* After a poll returned PENDING: RUNNING -> IDLE, or RUNNING -> SCHEDULED
+ * when it must run again (woken during the poll, yielded, or a cancel became
+ * due). Returns 1 when the caller must reschedule the task. Acq_rel: the
+ * release publishes the poll's writes to whoever wakes the task next; the
+ * acquire pairs with a waker's release when NOTIFIED was set. */
+BLITZ_PRIVATE int blitz__state_to_idle(blitz__task *t, int yielded) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    for (;;) {
+        BLITZ_ASSERT(blitz__lifecycle(s) == BLITZ__LC_RUNNING);
+        int again = yielded || (s & BLITZ__TASK_NOTIFIED) || blitz__cancel_due(s);
+        uint64_t next = (s & ~(BLITZ__LC_MASK | BLITZ__TASK_NOTIFIED)) |
+                        (again ? BLITZ__LC_SCHEDULED : BLITZ__LC_IDLE);
+        if (blitz__u64_cas_weak(&t->state, &s, next, BLITZ__ACQ_REL))
+            return again;
+    }
+}
+
+/* What a wake must do. */
+typedef enum { BLITZ__WAKE_NOTHING, BLITZ__WAKE_SCHEDULE } blitz__wake_transition;
+
+/* IDLE -> SCHEDULED (the caller enqueues); RUNNING: set NOTIFIED;
+ * SCHEDULED or COMPLETE: nothing. Release: the waker's writes happen before
+ * the poll that its wake causes. */
+BLITZ_PRIVATE blitz__wake_transition blitz__state_wake(blitz__task *t) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    for (;;) {
+        uint64_t lc = blitz__lifecycle(s), next;
+        if (lc == BLITZ__LC_COMPLETE || lc == BLITZ__LC_SCHEDULED)
+            return BLITZ__WAKE_NOTHING;
+        if (lc == BLITZ__LC_RUNNING) {
+            if (s & BLITZ__TASK_NOTIFIED)
+                return BLITZ__WAKE_NOTHING;
+            next = s | BLITZ__TASK_NOTIFIED;
+        } else {
+            next = (s & ~BLITZ__LC_MASK) | BLITZ__LC_SCHEDULED;
+        }
+        if (blitz__u64_cas_weak(&t->state, &s, next, BLITZ__RELEASE))
+            return lc == BLITZ__LC_IDLE ? BLITZ__WAKE_SCHEDULE : BLITZ__WAKE_NOTHING;
+    }
+}
+
+/* RUNNING -> COMPLETE. When no handle exists the lifecycle reference is
+ * dropped in the same step (*freed_ref = 1); otherwise the caller still holds
+ * it, because the handle's owner may free the block the moment it sees
+ * COMPLETE, while the caller must still wake the joiner. JOIN_WAKER is
+ * cleared: from here the completer owns join_waker. Release publishes the
+ * final state to joiners, which read the word with acquire. Returns the
+ * previous word. */
+BLITZ_PRIVATE uint64_t blitz__state_complete(blitz__task *t, int cancelled, int *dropped_ref) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    for (;;) {
+        BLITZ_ASSERT(blitz__lifecycle(s) == BLITZ__LC_RUNNING);
+        uint64_t next = (s & ~(BLITZ__LC_MASK | BLITZ__TASK_NOTIFIED | BLITZ__TASK_JOIN_WAKER)) |
+                        BLITZ__LC_COMPLETE;
+        if (cancelled)
+            next |= BLITZ__TASK_OUTCOME_CANCELLED;
+        int drop_now = !(s & BLITZ__TASK_JOIN_INTEREST);
+        if (drop_now)
+            next -= BLITZ__TASK_REF_ONE;
+        if (blitz__u64_cas_weak(&t->state, &s, next, BLITZ__ACQ_REL)) {
+            *dropped_ref = drop_now;
+            return s;
+        }
+    }
+}
+
+/* A cancel request. Sets CANCELLED; an IDLE unshielded task is taken to
+ * RUNNING so that the caller completes it as cancelled right away. Returns 1
+ * in that case. */
+BLITZ_PRIVATE int blitz__state_cancel(blitz__task *t) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    for (;;) {
+        uint64_t lc = blitz__lifecycle(s);
+        if (lc == BLITZ__LC_COMPLETE || (s & BLITZ__TASK_CANCELLED))
+            return 0;
+        uint64_t next = s | BLITZ__TASK_CANCELLED;
+        int claim = lc == BLITZ__LC_IDLE && blitz__shield(s) == 0;
+        if (claim)
+            next = (next & ~BLITZ__LC_MASK) | BLITZ__LC_RUNNING;
+        if (blitz__u64_cas_weak(&t->state, &s, next, BLITZ__ACQ_REL))
+            return claim;
+    }
+}
+
+/* Any unfinished task -> RUNNING + CANCELLED for the shutdown sweep, which
+ * runs when no thread polls tasks of the runtime any more. Returns 1 when the
+ * caller now owns the task (it was not complete and the block is live). */
+BLITZ_PRIVATE int blitz__state_claim_for_shutdown(blitz__task *t) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+    for (;;) {
+        if (s == 0 || blitz__lifecycle(s) == BLITZ__LC_COMPLETE)
+            return 0;
+        BLITZ_ASSERT(blitz__lifecycle(s) != BLITZ__LC_RUNNING);
+        uint64_t next = (s & ~BLITZ__LC_MASK) | BLITZ__LC_RUNNING | BLITZ__TASK_CANCELLED;
+        if (blitz__u64_cas_weak(&t->state, &s, next, BLITZ__ACQ_REL))
+            return 1;
+    }
+}
+
+/* Raise (+1) or lower (-1) the shield of the running task. */
+BLITZ_PRIVATE int blitz__state_shield(blitz__task *t, int delta) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    for (;;) {
+        uint64_t depth = blitz__shield(s);
+        if ((delta > 0 && depth == 255) || (delta < 0 && depth == 0))
+            return BLITZ_ERANGE;
+        uint64_t next = delta > 0 ? s + BLITZ__TASK_SHIELD_ONE : s - BLITZ__TASK_SHIELD_ONE;
+        if (blitz__u64_cas_weak(&t->state, &s, next, BLITZ__RELAXED))
+            return BLITZ_OK;
+    }
+}
+
+/* A new reference (waker clone). Relaxed: the caller already holds one, so
+ * the block cannot go away meanwhile (the Arc argument). */
+BLITZ_PRIVATE void blitz__task_ref(blitz__task *t) {
+    uint64_t prev = blitz__u64_fetch_add(&t->state, BLITZ__TASK_REF_ONE, BLITZ__RELAXED);
+    BLITZ_ASSERT(blitz__refs(prev) < BLITZ__REF_MAX);
+    (void)prev;
+}
+
+/* Drops a reference; frees the block on the last one. Acq_rel: this
+ * thread's uses of the task happen before the free, which the last
+ * decrement's acquire orders after everyone else's. */
+BLITZ_PRIVATE void blitz__task_unref(blitz__task *t) {
+    uint64_t prev = blitz__u64_fetch_sub(&t->state, BLITZ__TASK_REF_ONE, BLITZ__ACQ_REL);
+    BLITZ_ASSERT(blitz__refs(prev) >= 1);
+    if (blitz__refs(prev) == 1)
+        blitz__task_free(t);
+}
+
+static inline int blitz__state_is_complete(uint64_t s) {
+    return blitz__lifecycle(s) == BLITZ__LC_COMPLETE;
+}
+/* ====[ END src/task_state.c ]============================================= */
+/* ====[ BEGIN src/task_alloc.c ]=========================================== */
+/* >>task_alloc */
+/* Task blocks: size-classed slabs in 64 KiB-aligned chunks.
+ *
+ * Why: a task is one block (header + state), spawned and freed at high rates
+ * from every thread. Per-worker free lists make steady-state spawn free of
+ * malloc and of locks; the chunk header at the 64 KiB boundary below a block
+ * names the runtime, so the task header needs no runtime pointer; and the
+ * runtime can walk every live block at shutdown (a free block's state word
+ * is zero) instead of keeping an owned-task list in every task.
+ *
+ * Blocks start at an address that is 8 mod 16, so the state after the
+ * 40-byte header is 16-byte aligned. States too big for the largest class get
+ * a chunk of their own. Caches: one per worker and one for the
+ * current-thread driver (no locking: only their thread touches them), and a
+ * shared one behind alloc_lock for every other thread. A cache that holds
+ * too many free blocks of a class gives half to the shared one, so memory
+ * freed on one worker is reused by the others. */
+/* internal.h already included */
+
+static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
+    48,  64,  80,   96,   112,  128,  160,  192,  224,  256,  320,  384,  448,  512,  640,
+    768, 896, 1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192};
+
+/* First block offset: the smallest offset past the chunk header that is
+ * 8 mod 16. */
+#define BLITZ__FIRST_BLOCK ((sizeof(blitz__chunk) + 8 + 15) / 16 * 16 - 8)
+#define BLITZ__CACHE_HIGH  512u
+#define BLITZ__REFILL      64u
+
+static inline blitz__chunk *blitz__chunk_of(const void *block) {
+    return (blitz__chunk *)((uintptr_t)block & ~(uintptr_t)(BLITZ__CHUNK_SIZE - 1));
+}
+
+static inline blitz_runtime *blitz__task_runtime(const blitz__task *t) {
+    return blitz__chunk_of(t)->rt;
+}
+
+/* Bytes of the block holding `t` (for the drop pointer at its end). */
+static inline size_t blitz__block_size(const blitz__task *t) {
+    return blitz__chunk_of(t)->block_size;
+}
+
+BLITZ_PRIVATE uint32_t blitz__size_class(size_t need) {
+    for (uint32_t c = 0; c < BLITZ__NUM_CLASSES; c++)
+        if (need <= blitz__class_size[c])
+            return c;
+    return BLITZ__CLASS_LARGE;
+}
+
+/* The cache this thread may use without a lock for runtime `rt`, or NULL. */
+static blitz__block_cache *blitz__local_cache(blitz_runtime *rt) {
+    blitz__context *c = blitz__context_get();
+    if (!c || c->rt != rt)
+        return NULL;
+    if (c->worker)
+        return &c->worker->cache;
+    if (c->ct_driver)
+        return &rt->ct->cache;
+    return NULL;
+}
+
+/* Per-thread counters of spawned/freed blocks, or NULL for the shared ones
+ * (which are bumped under alloc_lock). */
+static blitz__worker_counters *blitz__local_counters(blitz_runtime *rt) {
+    blitz__context *c = blitz__context_get();
+    if (!c || c->rt != rt)
+        return NULL;
+    if (c->worker)
+        return &c->worker->counters;
+    if (c->ct_driver)
+        return &rt->ct->counters;
+    return NULL;
+}
+
+/* Adds a chunk of class `c` to the runtime's list. Caller holds nothing. */
+static blitz__chunk *blitz__chunk_new(blitz_runtime *rt, uint32_t c) {
+    void *raw;
+    blitz__chunk *ch =
+        (blitz__chunk *)blitz__alloc_aligned(BLITZ__CHUNK_SIZE, BLITZ__CHUNK_SIZE, &raw);
+    if (!ch)
+        return NULL;
+    ch->rt = rt;
+    ch->raw = raw;
+    ch->block_size = blitz__class_size[c];
+    ch->class_index = c;
+    ch->capacity = (uint32_t)((BLITZ__CHUNK_SIZE - BLITZ__FIRST_BLOCK) / ch->block_size);
+    ch->carved = 0;
+    blitz__mutex_lock(&rt->alloc_lock);
+    ch->next = rt->chunks;
+    rt->chunks = ch;
+    blitz__mutex_unlock(&rt->alloc_lock);
+    return ch;
+}
+
+static inline blitz__task *blitz__chunk_block(blitz__chunk *ch, uint32_t i) {
+    return (blitz__task *)((char *)ch + BLITZ__FIRST_BLOCK + (size_t)i * ch->block_size);
+}
+
+/* Takes a block of class c from `cache`, refilling from the shared cache or
+ * carving a chunk. `locked`: the caller holds alloc_lock and `cache` is the
+ * shared one. */
+static blitz__task *blitz__cache_take(blitz_runtime *rt, blitz__block_cache *cache, uint32_t c,
+                                      int locked) {
+    blitz__task *t = cache->free_list[c];
+    if (t) {
+        cache->free_list[c] = t->next;
+        cache->free_count[c]--;
+        return t;
+    }
+    if (!locked && rt->shared_cache.free_count[c]) {
+        /* Move a batch from the shared cache. */
+        blitz__mutex_lock(&rt->alloc_lock);
+        blitz__block_cache *sh = &rt->shared_cache;
+        for (uint32_t i = 0; i < BLITZ__REFILL && sh->free_list[c]; i++) {
+            blitz__task *b = sh->free_list[c];
+            sh->free_list[c] = b->next;
+            sh->free_count[c]--;
+            b->next = cache->free_list[c];
+            cache->free_list[c] = b;
+            cache->free_count[c]++;
+        }
+        blitz__mutex_unlock(&rt->alloc_lock);
+        t = cache->free_list[c];
+        if (t) {
+            cache->free_list[c] = t->next;
+            cache->free_count[c]--;
+            return t;
+        }
+    }
+    blitz__chunk *ch = cache->carving[c];
+    if (!ch || ch->carved == ch->capacity) {
+        if (locked)
+            blitz__mutex_unlock(&rt->alloc_lock);
+        ch = blitz__chunk_new(rt, c);
+        if (locked)
+            blitz__mutex_lock(&rt->alloc_lock);
+        if (!ch)
+            return NULL;
+        /* With the lock dropped another thread may have installed a chunk;
+         * the older one is full or nearly so and stays on the list. */
+        cache->carving[c] = ch;
+    }
+    return blitz__chunk_block(ch, ch->carved++);
+}
+
+/* A block for a task whose header + state (+ drop pointer) need `need`
+ * bytes; NULL when out of memory. Counts the spawn. */
+BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need) {
+    uint32_t c = blitz__size_class(need);
+    blitz__task *t;
+    if (c == BLITZ__CLASS_LARGE) {
+        size_t total = BLITZ__FIRST_BLOCK + ((need + 15) & ~(size_t)15);
+        void *raw;
+        blitz__chunk *ch = (blitz__chunk *)blitz__alloc_aligned(
+            total < BLITZ__CHUNK_SIZE ? BLITZ__CHUNK_SIZE : total, BLITZ__CHUNK_SIZE, &raw);
+        if (!ch)
+            return NULL;
+        ch->rt = rt;
+        ch->raw = raw;
+        ch->block_size = (uint32_t)(total - BLITZ__FIRST_BLOCK);
+        ch->class_index = BLITZ__CLASS_LARGE;
+        ch->capacity = 1;
+        ch->carved = 1;
+        blitz__mutex_lock(&rt->alloc_lock);
+        ch->next = rt->chunks;
+        rt->chunks = ch;
+        blitz__mutex_unlock(&rt->alloc_lock);
+        t = blitz__chunk_block(ch, 0);
+    } else {
+        blitz__block_cache *cache = blitz__local_cache(rt);
+        if (cache) {
+            t = blitz__cache_take(rt, cache, c, 0);
+        } else {
+            blitz__mutex_lock(&rt->alloc_lock);
+            t = blitz__cache_take(rt, &rt->shared_cache, c, 1);
+            blitz__mutex_unlock(&rt->alloc_lock);
+        }
+        if (!t)
+            return NULL;
+    }
+    blitz__worker_counters *k = blitz__local_counters(rt);
+    if (k) {
+        BLITZ__STAT(blitz__u64_bump(&k->spawned, 1));
+    } else {
+        BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.spawned, 1, BLITZ__RELAXED));
+    }
+    return t;
+}
+
+/* Returns the block of a task whose state word has already been zeroed. */
+BLITZ_PRIVATE void blitz__block_release(blitz__task *t) {
+    blitz__chunk *ch = blitz__chunk_of(t);
+    blitz_runtime *rt = ch->rt;
+    blitz__worker_counters *k = blitz__local_counters(rt);
+    if (k) {
+        BLITZ__STAT(blitz__u64_bump(&k->freed, 1));
+    } else {
+        BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.freed, 1, BLITZ__RELAXED));
+    }
+    uint32_t c = ch->class_index;
+    if (c == BLITZ__CLASS_LARGE) {
+        /* During the shutdown sweep the chunk list is being walked: leave the
+         * (now free) chunk on it for blitz__block_free_all. */
+        if (blitz__u32_load(&rt->sweeping, BLITZ__ACQUIRE))
+            return;
+        blitz__mutex_lock(&rt->alloc_lock);
+        blitz__chunk **p = &rt->chunks;
+        while (*p != ch)
+            p = &(*p)->next;
+        *p = ch->next;
+        blitz__mutex_unlock(&rt->alloc_lock);
+        blitz__free(ch->raw);
+        return;
+    }
+    blitz__block_cache *cache = blitz__local_cache(rt);
+    if (!cache) {
+        blitz__mutex_lock(&rt->alloc_lock);
+        t->next = rt->shared_cache.free_list[c];
+        rt->shared_cache.free_list[c] = t;
+        rt->shared_cache.free_count[c]++;
+        blitz__mutex_unlock(&rt->alloc_lock);
+        return;
+    }
+    t->next = cache->free_list[c];
+    cache->free_list[c] = t;
+    if (++cache->free_count[c] > BLITZ__CACHE_HIGH) {
+        /* Give half to the shared cache so other threads reuse it. */
+        blitz__task *first = cache->free_list[c], *last = first;
+        for (uint32_t i = 1; i < BLITZ__CACHE_HIGH / 2; i++)
+            last = last->next;
+        cache->free_list[c] = last->next;
+        cache->free_count[c] -= BLITZ__CACHE_HIGH / 2;
+        blitz__mutex_lock(&rt->alloc_lock);
+        last->next = rt->shared_cache.free_list[c];
+        rt->shared_cache.free_list[c] = first;
+        rt->shared_cache.free_count[c] += BLITZ__CACHE_HIGH / 2;
+        blitz__mutex_unlock(&rt->alloc_lock);
+    }
+}
+
+/* Calls fn on every live block of the runtime. Only for shutdown and free:
+ * no thread may be carving from a private cache meanwhile. Blocks carved
+ * after the walk started are not visited. */
+BLITZ_PRIVATE void blitz__block_walk(blitz_runtime *rt, void (*fn)(blitz__task *t)) {
+    blitz__mutex_lock(&rt->alloc_lock);
+    blitz__chunk *first = rt->chunks;
+    blitz__mutex_unlock(&rt->alloc_lock);
+    /* Chunks are only ever prepended (and large ones removed when their task
+     * is freed, which fn may do), so read each chunk's successor before fn. */
+    for (blitz__chunk *ch = first, *next; ch; ch = next) {
+        blitz__mutex_lock(&rt->alloc_lock);
+        next = ch->next;
+        uint32_t carved = ch->carved;
+        blitz__mutex_unlock(&rt->alloc_lock);
+        for (uint32_t i = 0; i < carved; i++) {
+            blitz__task *t = blitz__chunk_block(ch, i);
+            if (blitz__u64_load(&t->state, BLITZ__ACQUIRE) != 0)
+                fn(t);
+        }
+    }
+}
+
+/* Frees every chunk (runtime teardown). */
+BLITZ_PRIVATE void blitz__block_free_all(blitz_runtime *rt) {
+    blitz__chunk *ch = rt->chunks;
+    rt->chunks = NULL;
+    while (ch) {
+        blitz__chunk *next = ch->next;
+        blitz__free(ch->raw);
+        ch = next;
+    }
+}
+/* ====[ END src/task_alloc.c ]============================================= */
+/* ====[ BEGIN src/global_queue.c ]========================================= */
+/* >>global_queue */
+/* The global injection queue (seed 000): a mutex-protected intrusive list
+ * of tasks with an atomic length, so that "is it empty?" costs no lock. It
+ * takes spawns and wakes from threads that are not workers, local-queue
+ * overflow, and is closed at shutdown (pushes then fail). */
+/* internal.h already included */
+
+BLITZ_PRIVATE int blitz__global_queue_init(blitz__global_queue *q) {
+    q->head = q->tail = NULL;
+    q->closed = 0;
+    blitz__u64_store(&q->len, 0, BLITZ__RELAXED);
+    return blitz__mutex_init(&q->lock);
+}
+
+BLITZ_PRIVATE void blitz__global_queue_destroy(blitz__global_queue *q) {
+    blitz__mutex_destroy(&q->lock);
+}
+
+/* Length hint. Relaxed: callers that need ordering against their own
+ * earlier store (the parking protocol) put a seq_cst fence before it. */
+BLITZ_PRIVATE uint64_t blitz__global_queue_len(blitz__global_queue *q) {
+    return blitz__u64_load(&q->len, BLITZ__RELAXED);
+}
+
+/* Appends the chain first..last (n tasks, last->next == NULL). Returns
+ * BLITZ_ESHUTDOWN when the queue is closed (nothing is queued then). */
+BLITZ_PRIVATE int blitz__global_queue_push_batch(blitz__global_queue *q, blitz__task *first,
+                                                 blitz__task *last, uint64_t n) {
+    blitz__mutex_lock(&q->lock);
+    if (q->closed) {
+        blitz__mutex_unlock(&q->lock);
+        return BLITZ_ESHUTDOWN;
+    }
+    last->next = NULL;
+    if (q->tail)
+        q->tail->next = first;
+    else
+        q->head = first;
+    q->tail = last;
+    /* Written only under the lock, read anywhere. */
+    blitz__u64_store(&q->len, blitz__u64_load(&q->len, BLITZ__RELAXED) + n, BLITZ__RELAXED);
+    blitz__mutex_unlock(&q->lock);
+    return BLITZ_OK;
+}
+
+BLITZ_PRIVATE int blitz__global_queue_push(blitz__global_queue *q, blitz__task *t) {
+    return blitz__global_queue_push_batch(q, t, t, 1);
+}
+
+/* Takes up to `max` tasks into out[]; returns how many. */
+BLITZ_PRIVATE uint32_t blitz__global_queue_pop_batch(blitz__global_queue *q, blitz__task **out,
+                                                     uint32_t max) {
+    if (blitz__u64_load(&q->len, BLITZ__RELAXED) == 0)
+        return 0;
+    uint32_t n = 0;
+    blitz__mutex_lock(&q->lock);
+    while (n < max && q->head) {
+        blitz__task *t = q->head;
+        q->head = t->next;
+        out[n++] = t;
+    }
+    if (!q->head)
+        q->tail = NULL;
+    blitz__u64_store(&q->len, blitz__u64_load(&q->len, BLITZ__RELAXED) - n, BLITZ__RELAXED);
+    blitz__mutex_unlock(&q->lock);
+    return n;
+}
+
+/* Takes the whole list (current-thread driver, shutdown). */
+BLITZ_PRIVATE blitz__task *blitz__global_queue_take_all(blitz__global_queue *q) {
+    if (blitz__u64_load(&q->len, BLITZ__RELAXED) == 0)
+        return NULL;
+    blitz__mutex_lock(&q->lock);
+    blitz__task *h = q->head;
+    q->head = q->tail = NULL;
+    blitz__u64_store(&q->len, 0, BLITZ__RELAXED);
+    blitz__mutex_unlock(&q->lock);
+    return h;
+}
+
+BLITZ_PRIVATE void blitz__global_queue_close(blitz__global_queue *q) {
+    blitz__mutex_lock(&q->lock);
+    q->closed = 1;
+    blitz__mutex_unlock(&q->lock);
+}
+/* ====[ END src/global_queue.c ]=========================================== */
+/* ====[ BEGIN src/local_queue.c ]========================================== */
+/* >>local_queue */
+/* The per-worker run queue (seed 000 "WorkStealQueue", Tokio's queue.rs):
+ * a fixed ring of BLITZ_LOCAL_QUEUE_CAPACITY task pointers with one producer
+ * (the owning worker) and many consumers (the owner's pops and other
+ * workers' steals).
+ *
+ * Positions are 16-bit and wrap. `head` packs two of them: `real` (the next
+ * slot to consume) in the low half and `steal` in the high half. They differ
+ * only while a stealer copies the slots [steal, real) it has claimed; the
+ * owner must not overwrite those, so the free space is measured from
+ * `steal`. Steal protocol, three phases:
+ *   1. claim:   CAS head (steal, real) -> (steal, real + n), n = half
+ *   2. copy:    the claimed slots into the stealer's own ring
+ *   3. release: CAS head (steal, r) -> (r, r) for the current real r (the
+ *               owner may have popped meanwhile: retry until it sticks)
+ * A second stealer sees steal != real and backs off, so at most one steal
+ * per victim is in flight. When the ring is full, the owner claims half of
+ * it the same way and moves it, with the new task, to the global queue in
+ * one batch; while a steal is in flight it pushes just the task there. */
+/* internal.h already included */
+
+#define BLITZ__LQ_MASK ((uint16_t)(BLITZ_LOCAL_QUEUE_CAPACITY - 1))
+#define BLITZ__LQ_HALF ((uint16_t)(BLITZ_LOCAL_QUEUE_CAPACITY / 2))
+
+static inline uint32_t blitz__lq_pack(uint16_t steal, uint16_t real) {
+    return ((uint32_t)steal << 16) | real;
+}
+static inline uint16_t blitz__lq_steal(uint32_t head) {
+    return (uint16_t)(head >> 16);
+}
+static inline uint16_t blitz__lq_real(uint32_t head) {
+    return (uint16_t)head;
+}
+
+BLITZ_PRIVATE void blitz__local_queue_init(blitz__local_queue *q) {
+    blitz__u32_store(&q->head, 0, BLITZ__RELAXED);
+    blitz__u32_store(&q->tail, 0, BLITZ__RELAXED);
+    for (uint32_t i = 0; i < BLITZ_LOCAL_QUEUE_CAPACITY; i++)
+        blitz__ptr_store(&q->buffer[i], NULL, BLITZ__RELAXED);
+}
+
+/* Tasks in the queue, as a hint for any thread. */
+BLITZ_PRIVATE uint32_t blitz__local_queue_len(blitz__local_queue *q) {
+    uint32_t head = blitz__u32_load(&q->head, BLITZ__ACQUIRE);
+    uint16_t tail = (uint16_t)blitz__u32_load(&q->tail, BLITZ__ACQUIRE);
+    return (uint16_t)(tail - blitz__lq_real(head));
+}
+
+/* Owner only: the ring is full; try to move half of it plus `t` to the
+ * global queue. Returns 0 when a stealer got in first (the caller retries). */
+static int blitz__local_queue_overflow(blitz__local_queue *q, blitz__task *t, uint16_t real,
+                                       blitz_runtime *rt, blitz__worker_counters *k) {
+    uint32_t prev = blitz__lq_pack(real, real);
+    uint32_t next =
+        blitz__lq_pack((uint16_t)(real + BLITZ__LQ_HALF), (uint16_t)(real + BLITZ__LQ_HALF));
+    /* Release is not needed to publish the slots (the owner wrote them);
+     * relaxed would do, but acq_rel keeps this CAS ordered like every other
+     * head update for the reader of this code. */
+    if (!blitz__u32_cas(&q->head, &prev, next, BLITZ__ACQ_REL))
+        return 0;
+    blitz__task *first =
+        (blitz__task *)blitz__ptr_load(&q->buffer[real & BLITZ__LQ_MASK], BLITZ__RELAXED);
+    blitz__task *last = first;
+    for (uint16_t i = 1; i < BLITZ__LQ_HALF; i++) {
+        blitz__task *n = (blitz__task *)blitz__ptr_load(
+            &q->buffer[(uint16_t)(real + i) & BLITZ__LQ_MASK], BLITZ__RELAXED);
+        last->next = n;
+        last = n;
+    }
+    last->next = t;
+    t->next = NULL;
+    BLITZ__STAT(blitz__u64_bump(&k->overflows, 1));
+    if (blitz__global_queue_push_batch(&rt->global, first, t, (uint64_t)BLITZ__LQ_HALF + 1) != 0) {
+        /* Closed by shutdown: the tasks stay SCHEDULED and the shutdown
+         * sweep completes them as cancelled. */
+    }
+    return 1;
+}
+
+/* Owner only: appends `t`; spills to the global queue when full. */
+BLITZ_PRIVATE void blitz__local_queue_push(blitz__local_queue *q, blitz__task *t, blitz_runtime *rt,
+                                           blitz__worker_counters *k) {
+    for (;;) {
+        /* Acquire pairs with a stealer's release in phase 3: once we see
+         * `steal` advanced, its copy of those slots is done. */
+        uint32_t head = blitz__u32_load(&q->head, BLITZ__ACQUIRE);
+        uint16_t steal = blitz__lq_steal(head), real = blitz__lq_real(head);
+        uint16_t tail = (uint16_t)blitz__u32_load(&q->tail, BLITZ__RELAXED);
+        if ((uint16_t)(tail - steal) < (uint16_t)BLITZ_LOCAL_QUEUE_CAPACITY) {
+            blitz__ptr_store(&q->buffer[tail & BLITZ__LQ_MASK], t, BLITZ__RELAXED);
+            /* Release: a consumer that acquires the new tail sees the slot. */
+            blitz__u32_store(&q->tail, (uint16_t)(tail + 1), BLITZ__RELEASE);
+            return;
+        }
+        if (steal != real) {
+            /* A steal is copying out of the full ring: it will free room, but
+             * do not wait for it. */
+            t->next = NULL;
+            (void)blitz__global_queue_push_batch(&rt->global, t, t, 1);
+            return;
+        }
+        if (blitz__local_queue_overflow(q, t, real, rt, k))
+            return;
+    }
+}
+
+/* Owner only: takes the oldest task, or NULL. */
+BLITZ_PRIVATE blitz__task *blitz__local_queue_pop(blitz__local_queue *q) {
+    uint32_t head = blitz__u32_load(&q->head, BLITZ__ACQUIRE);
+    for (;;) {
+        uint16_t steal = blitz__lq_steal(head), real = blitz__lq_real(head);
+        uint16_t tail = (uint16_t)blitz__u32_load(&q->tail, BLITZ__RELAXED);
+        if (real == tail)
+            return NULL;
+        uint16_t next_real = (uint16_t)(real + 1);
+        /* With no steal in flight both halves move together. */
+        uint32_t next =
+            steal == real ? blitz__lq_pack(next_real, next_real) : blitz__lq_pack(steal, next_real);
+        /* Acq_rel: the CAS is what decides between the owner and a stealer
+         * for this slot; the owner wrote the slot itself, so the acquire
+         * only matters for the stealer's earlier release of `steal`. */
+        if (blitz__u32_cas_weak(&q->head, &head, next, BLITZ__ACQ_REL))
+            return (blitz__task *)blitz__ptr_load(&q->buffer[real & BLITZ__LQ_MASK],
+                                                  BLITZ__RELAXED);
+    }
+}
+
+/* Phases 1-3 of a steal from `src` into `dst` starting at dst position
+ * dst_tail. Returns the number of tasks copied (0: nothing or contended). */
+static uint16_t blitz__local_queue_steal_phases(blitz__local_queue *src, blitz__local_queue *dst,
+                                                uint16_t dst_tail) {
+    uint32_t prev = blitz__u32_load(&src->head, BLITZ__ACQUIRE), next;
+    uint16_t n, first;
+    for (;;) {
+        uint16_t steal = blitz__lq_steal(prev), real = blitz__lq_real(prev);
+        if (steal != real)
+            return 0; /* another stealer is copying */
+        /* Acquire pairs with the owner's release store of tail: the slots
+         * below it are written. */
+        uint16_t tail = (uint16_t)blitz__u32_load(&src->tail, BLITZ__ACQUIRE);
+        n = (uint16_t)(tail - real);
+        n = (uint16_t)(n - n / 2);
+        if (n == 0)
+            return 0;
+        /* The claim (phase 1). */
+        next = blitz__lq_pack(steal, (uint16_t)(real + n));
+        if (blitz__u32_cas_weak(&src->head, &prev, next, BLITZ__ACQ_REL)) {
+            first = real;
+            break;
+        }
+    }
+    BLITZ_ASSERT(n <= BLITZ__LQ_HALF);
+    /* The copy (phase 2): the owner will not reuse these slots until
+     * `steal` moves past them. */
+    for (uint16_t i = 0; i < n; i++) {
+        void *t =
+            blitz__ptr_load(&src->buffer[(uint16_t)(first + i) & BLITZ__LQ_MASK], BLITZ__RELAXED);
+        blitz__ptr_store(&dst->buffer[(uint16_t)(dst_tail + i) & BLITZ__LQ_MASK], t,
+                         BLITZ__RELAXED);
+    }
+    /* The release (phase 3): steal catches up with real. Acq_rel: the
+     * release half tells the owner (its acquire load of head in push) that
+     * our reads of the slots are done. */
+    prev = next;
+    for (;;) {
+        uint16_t real = blitz__lq_real(prev);
+        BLITZ_ASSERT(blitz__lq_steal(prev) == first);
+        if (blitz__u32_cas_weak(&src->head, &prev, blitz__lq_pack(real, real), BLITZ__ACQ_REL))
+            return n;
+    }
+}
+
+/* Owner of `dst` only: steals half of `src` into `dst` and returns one of
+ * the stolen tasks to run now, or NULL. */
+BLITZ_PRIVATE blitz__task *
+blitz__local_queue_steal_into(blitz__local_queue *src, blitz__local_queue *dst, uint32_t *stolen) {
+    uint16_t dst_tail = (uint16_t)blitz__u32_load(&dst->tail, BLITZ__RELAXED);
+    uint16_t dst_steal = blitz__lq_steal(blitz__u32_load(&dst->head, BLITZ__ACQUIRE));
+    /* Only steal when half the ring is free, so the copy cannot overflow. */
+    if ((uint16_t)(dst_tail - dst_steal) > BLITZ__LQ_HALF)
+        return NULL;
+    uint16_t n = blitz__local_queue_steal_phases(src, dst, dst_tail);
+    *stolen = n;
+    if (n == 0)
+        return NULL;
+    n--;
+    blitz__task *ret = (blitz__task *)blitz__ptr_load(
+        &dst->buffer[(uint16_t)(dst_tail + n) & BLITZ__LQ_MASK], BLITZ__RELAXED);
+    if (n)
+        blitz__u32_store(&dst->tail, (uint16_t)(dst_tail + n), BLITZ__RELEASE);
+    return ret;
+}
+/* ====[ END src/local_queue.c ]============================================ */
+/* ====[ BEGIN src/idle.c ]================================================= */
+/* >>idle */
+/* Idle workers (seed 000 "IdleState", "Last searcher must notify").
+ *
+ * parked_bitmap has bit i set while worker i is parked. Only worker i sets
+ * its bit; the bit is cleared either by a notifier that claims the worker
+ * (a CAS, so two notifiers never claim the same one) or by the worker itself
+ * when it stops parking without being claimed (fetch_and, whose old value
+ * tells it which happened). A claimed worker wakes up as a searcher: the
+ * notifier counts it in num_searching before unparking it.
+ *
+ * Lost-wakeup argument (a store-buffer pattern, so both sides use seq_cst):
+ *   producer: publish task (queue) ; fence ; read num_searching, bitmap
+ *   parker:   set bit / decrement num_searching (seq_cst RMW) ; fence ;
+ *             re-check every queue
+ * At least one side sees the other's write: either the producer sees the
+ * parker (and wakes it or a searcher), or the parker sees the task (and
+ * does not sleep). */
+/* internal.h already included */
+
+BLITZ_PRIVATE void blitz__idle_init(blitz__idle *idle) {
+    blitz__u32_store(&idle->num_searching, 0, BLITZ__RELAXED);
+    blitz__u64_store(&idle->parked_bitmap, 0, BLITZ__RELAXED);
+}
+
+/* Searcher cap: at most half the workers steal at once (thundering herd). */
+BLITZ_PRIVATE int blitz__idle_try_become_searcher(blitz_runtime *rt) {
+    uint32_t n = blitz__u32_load(&rt->idle.num_searching, BLITZ__RELAXED);
+    for (;;) {
+        if (2 * n >= rt->num_workers)
+            return 0;
+        if (blitz__u32_cas_weak(&rt->idle.num_searching, &n, n + 1, BLITZ__SEQ_CST))
+            return 1;
+    }
+}
+
+/* Wakes one parked worker, as a searcher, unless someone already searches.
+ * Called after making work visible to other workers. */
+BLITZ_PRIVATE void blitz__idle_notify_parked(blitz_runtime *rt) {
+    blitz__fence_seq_cst();
+    if (blitz__u32_load(&rt->idle.num_searching, BLITZ__RELAXED) != 0)
+        return;
+    uint64_t bm = blitz__u64_load(&rt->idle.parked_bitmap, BLITZ__RELAXED);
+    while (bm) {
+        uint32_t i = (uint32_t)__builtin_ctzll(bm);
+        if (blitz__u64_cas_weak(&rt->idle.parked_bitmap, &bm, bm & ~((uint64_t)1 << i),
+                                BLITZ__ACQ_REL)) {
+            blitz__u32_fetch_add(&rt->idle.num_searching, 1, BLITZ__SEQ_CST);
+            blitz__parker_unpark(&rt->workers[i].parker);
+            return;
+        }
+    }
+}
+
+/* A searcher found work. Returns 1 when it was the last one: then it must
+ * wake another worker, because more work may be waiting (the chain that
+ * keeps every queued task moving). */
+BLITZ_PRIVATE int blitz__idle_transition_from_searching(blitz_runtime *rt) {
+    return blitz__u32_fetch_sub(&rt->idle.num_searching, 1, BLITZ__SEQ_CST) == 1;
+}
+
+BLITZ_PRIVATE void blitz__idle_set_parked(blitz_runtime *rt, uint32_t index) {
+    blitz__u64_fetch_or(&rt->idle.parked_bitmap, (uint64_t)1 << index, BLITZ__SEQ_CST);
+}
+
+/* Clears our own bit. Returns 1 when it was still set (nobody claimed us),
+ * 0 when a notifier had claimed us (we are now counted as a searcher). */
+BLITZ_PRIVATE int blitz__idle_unset_parked(blitz_runtime *rt, uint32_t index) {
+    uint64_t bit = (uint64_t)1 << index;
+    return (blitz__u64_fetch_and(&rt->idle.parked_bitmap, ~bit, BLITZ__ACQ_REL) & bit) != 0;
+}
+
+/* Wakes every parked worker (shutdown). */
+BLITZ_PRIVATE void blitz__idle_unpark_all(blitz_runtime *rt) {
+    for (uint32_t i = 0; i < rt->num_workers; i++)
+        blitz__parker_unpark(&rt->workers[i].parker);
+}
+/* ====[ END src/idle.c ]=================================================== */
+/* ====[ BEGIN src/task.c ]================================================= */
+/* >>task */
+/* The poll harness (run, complete, free), task wakers, and spawning.
+ *
+ * The seed's vtable {poll, drop, schedule, reschedule} maps onto C as:
+ * poll = the user's poll function in the header, driven by blitz__task_run;
+ * drop = blitz__task_free (the user's drop function, if any, then the block
+ * goes back to its cache); schedule = blitz__task_schedule (a wake: the LIFO
+ * slot when the waker runs on a worker of the task's runtime, else the
+ * global queue); reschedule = blitz__task_reschedule (after NOTIFIED or a
+ * yield: the back of the local queue, so others run first). */
+/* internal.h already included */
+
+static inline void *blitz__task_state_ptr(blitz__task *t) {
+    return (char *)t + BLITZ__TASK_HEADER_SIZE;
+}
+
+static inline blitz_drop_fn *blitz__task_drop_slot(blitz__task *t) {
+    return (blitz_drop_fn *)((char *)t + blitz__block_size(t) - sizeof(blitz_drop_fn));
+}
+
+/* Last reference gone: run the drop function and recycle the block. */
+BLITZ_PRIVATE void blitz__task_free(blitz__task *t) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+    if (s & BLITZ__TASK_HAS_DROP)
+        (*blitz__task_drop_slot(t))(blitz__task_state_ptr(t));
+    blitz__u64_store(&t->state, 0, BLITZ__RELEASE);
+    blitz__block_release(t);
+}
+
+/* Wakes threads sleeping in blitz_task_wait on this runtime. Release: their
+ * acquire load of the word orders the completion before their re-check. */
+BLITZ_PRIVATE void blitz__wake_thread_joiners(blitz_runtime *rt) {
+    blitz__u32_fetch_add(&rt->completion_seq, 1, BLITZ__RELEASE);
+    blitz__futex_wake(&rt->completion_seq, INT_MAX);
+    /* A current-thread driver waiting for this task sleeps in its parker. */
+    if (rt->ct)
+        blitz__parker_unpark(&rt->ct->parker);
+}
+
+/* RUNNING -> COMPLETE and everything completion owes: the joiner's waker,
+ * sleeping joiner threads, and the lifecycle reference. */
+BLITZ_PRIVATE void blitz__task_finish(blitz__task *t, int cancelled) {
+    int dropped;
+    uint64_t prev = blitz__state_complete(t, cancelled, &dropped);
+    if (dropped) {
+        if (blitz__refs(prev) == 1)
+            blitz__task_free(t);
+        return;
+    }
+    if (prev & BLITZ__TASK_JOIN_WAKER) {
+        /* The completer only reads the slot (the handle owner may be reading
+         * it too, in blitz_join's will_wake check); the copy carries the
+         * waker's reference. */
+        blitz_waker w = t->join_waker;
+        w.vtable->wake(w.data);
+    }
+    if (prev & BLITZ__TASK_THREAD_JOINER)
+        blitz__wake_thread_joiners(blitz__task_runtime(t));
+    blitz__task_unref(t);
+}
+
+/* ---- wakers ----------------------------------------------------------------- */
+
+static void blitz__waker_wake_by_ref_fn(const void *data) {
+    blitz__task *t = (blitz__task *)data;
+    if (blitz__state_wake(t) == BLITZ__WAKE_SCHEDULE)
+        blitz__task_schedule(t);
+}
+static void blitz__waker_wake_fn(const void *data) {
+    blitz__waker_wake_by_ref_fn(data);
+    blitz__task_unref((blitz__task *)data);
+}
+static blitz_waker blitz__waker_clone_fn(const void *data);
+static void blitz__waker_drop_fn(const void *data) {
+    blitz__task_unref((blitz__task *)data);
+}
+static const blitz_waker_vtable blitz__task_waker_vtable = {
+    blitz__waker_wake_fn, blitz__waker_wake_by_ref_fn, blitz__waker_clone_fn, blitz__waker_drop_fn};
+static blitz_waker blitz__waker_clone_fn(const void *data) {
+    blitz__task_ref((blitz__task *)data);
+    blitz_waker w = {data, &blitz__task_waker_vtable};
+    return w;
+}
+
+static void blitz__noop_fn(const void *data) {
+    (void)data;
+}
+static blitz_waker blitz__noop_clone_fn(const void *data);
+static const blitz_waker_vtable blitz__noop_waker_vtable = {blitz__noop_fn, blitz__noop_fn,
+                                                            blitz__noop_clone_fn, blitz__noop_fn};
+static blitz_waker blitz__noop_clone_fn(const void *data) {
+    blitz_waker w = {data, &blitz__noop_waker_vtable};
+    return w;
+}
+
+BLITZ_API blitz_waker blitz_waker_noop(void) {
+    blitz_waker w = {NULL, &blitz__noop_waker_vtable};
+    return w;
+}
+
+BLITZ_API blitz_waker blitz_cx_waker(blitz_cx *cx) {
+    BLITZ_ASSERT(cx);
+    if (!cx)
+        return blitz_waker_noop();
+    blitz_waker w = {cx->task, &blitz__task_waker_vtable};
+    return w;
+}
+
+BLITZ_API blitz_waker blitz_waker_clone(const blitz_waker *w) {
+    if (!w || !w->vtable)
+        return blitz_waker_noop();
+    return w->vtable->clone(w->data);
+}
+BLITZ_API void blitz_waker_wake(blitz_waker w) {
+    if (w.vtable)
+        w.vtable->wake(w.data);
+}
+BLITZ_API void blitz_waker_wake_by_ref(const blitz_waker *w) {
+    if (w && w->vtable)
+        w->vtable->wake_by_ref(w->data);
+}
+BLITZ_API void blitz_waker_drop(blitz_waker w) {
+    if (w.vtable)
+        w.vtable->drop(w.data);
+}
+BLITZ_API int blitz_waker_will_wake(const blitz_waker *a, const blitz_waker *b) {
+    return a && b && a->data == b->data && a->vtable == b->vtable;
+}
+
+/* ---- the poll harness ------------------------------------------------------------ */
+
+/* Polls a SCHEDULED task once on the calling thread (context `ctx`). */
+BLITZ_PRIVATE void blitz__task_run(blitz__task *t, blitz__context *ctx) {
+    if (blitz__state_to_running(t) == BLITZ__RUN_CANCEL) {
+        blitz__task_finish(t, 1);
+        return;
+    }
+    blitz_cx cx;
+    cx.task = t;
+    cx.ctx = ctx;
+    cx.yielded = 0;
+    blitz__task *outer = ctx->current;
+    ctx->current = t;
+    blitz_poll r = t->poll(&cx, blitz__task_state_ptr(t));
+    ctx->current = outer;
+    if (r == BLITZ_READY)
+        blitz__task_finish(t, 0);
+    else if (blitz__state_to_idle(t, cx.yielded))
+        blitz__task_reschedule(t, ctx);
+}
+
+/* ---- poll-context accessors ---------------------------------------------------- */
+
+BLITZ_API blitz_runtime *blitz_cx_runtime(blitz_cx *cx) {
+    return cx ? cx->ctx->rt : NULL;
+}
+BLITZ_API void blitz_cx_yield(blitz_cx *cx) {
+    if (cx)
+        cx->yielded = 1;
+}
+BLITZ_API int blitz_cx_cancelled(blitz_cx *cx) {
+    if (!cx)
+        return 0;
+    return (blitz__u64_load(&cx->task->state, BLITZ__ACQUIRE) & BLITZ__TASK_CANCELLED) != 0;
+}
+BLITZ_API int blitz_cx_shield(blitz_cx *cx) {
+    return cx ? blitz__state_shield(cx->task, 1) : BLITZ_EINVAL;
+}
+BLITZ_API int blitz_cx_unshield(blitz_cx *cx) {
+    return cx ? blitz__state_shield(cx->task, -1) : BLITZ_EINVAL;
+}
+BLITZ_API int blitz_cx_worker(blitz_cx *cx) {
+    if (!cx)
+        return -1;
+    if (cx->ctx->worker)
+        return (int)cx->ctx->worker->index;
+    return cx->ctx->ct_driver ? 0 : -1;
+}
+
+/* ---- spawning ------------------------------------------------------------------- */
+
+BLITZ_API int blitz_spawn_ex(blitz_runtime *rt, const blitz_spawn_opts *o, blitz_task **handle) {
+    if (handle)
+        *handle = NULL;
+    if (!rt || !o || !o->poll || o->size == 0 || o->size > BLITZ_MAX_STATE_SIZE)
+        return BLITZ_EINVAL;
+    if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+        return BLITZ_ESHUTDOWN;
+    size_t need = BLITZ__TASK_HEADER_SIZE + o->size;
+    if (o->drop)
+        need = ((need + 7) & ~(size_t)7) + sizeof(blitz_drop_fn);
+    blitz__task *t = blitz__block_alloc(rt, need);
+    if (!t)
+        return BLITZ_ENOMEM;
+    t->poll = o->poll;
+    t->next = NULL;
+    t->join_waker.data = NULL;
+    t->join_waker.vtable = NULL;
+    if (o->state)
+        memcpy(blitz__task_state_ptr(t), o->state, o->size);
+    else
+        memset(blitz__task_state_ptr(t), 0, o->size);
+    if (o->drop)
+        *blitz__task_drop_slot(t) = o->drop;
+    /* Relaxed: the enqueue below publishes the block (queue release or the
+     * global queue's mutex). */
+    blitz__u64_store(&t->state, blitz__state_initial(handle != NULL, o->drop != NULL),
+                     BLITZ__RELAXED);
+    int rc = blitz__task_spawn_schedule(rt, t);
+    if (rc != BLITZ_OK) {
+        /* Nobody else has seen the task: recycle it without its drop
+         * function (the caller still owns what its state refers to). */
+        blitz__u64_store(&t->state, 0, BLITZ__RELAXED);
+        blitz__block_release(t);
+        return rc;
+    }
+    if (handle)
+        *handle = t;
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_spawn(blitz_runtime *rt, blitz_poll_fn poll, const void *state, size_t size,
+                          blitz_task **handle) {
+    blitz_spawn_opts o;
+    o.poll = poll;
+    o.state = state;
+    o.size = size;
+    o.drop = NULL;
+    return blitz_spawn_ex(rt, &o, handle);
+}
+
+typedef struct {
+    blitz_fn fn;
+    void *arg;
+} blitz__fn_state;
+
+static blitz_poll blitz__fn_poll(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz__fn_state *s = (blitz__fn_state *)p;
+    s->fn(s->arg);
+    return BLITZ_READY;
+}
+
+BLITZ_API int blitz_spawn_fn(blitz_runtime *rt, blitz_fn fn, void *arg, blitz_task **handle) {
+    if (handle)
+        *handle = NULL;
+    if (!fn)
+        return BLITZ_EINVAL;
+    blitz__fn_state s;
+    s.fn = fn;
+    s.arg = arg;
+    return blitz_spawn(rt, blitz__fn_poll, &s, sizeof s, handle);
+}
+/* ====[ END src/task.c ]=================================================== */
+/* ====[ BEGIN src/join.c ]================================================= */
+/* >>join */
+/* Join handles: await, wait, status, state, cancel, release.
+ *
+ * The join waker protocol (Tokio's JOIN_WAKER): the handle's owner writes
+ * join_waker only while JOIN_WAKER is clear, then sets the bit with a
+ * release CAS that fails once the task is COMPLETE. The completer clears the
+ * bit in its COMPLETE transition and then only reads the slot. To replace a
+ * stored waker the owner first clears the bit (a CAS that also fails on
+ * COMPLETE). So the slot is never written while another thread may read it. */
+/* internal.h already included */
+
+BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t) {
+    BLITZ_ASSERT(cx && t);
+    if (!cx || !t)
+        return BLITZ_READY; /* blitz_task_status reports the misuse */
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+    if (blitz__state_is_complete(s))
+        return BLITZ_READY;
+    blitz_waker mine = blitz_cx_waker(cx);
+    if (s & BLITZ__TASK_JOIN_WAKER) {
+        if (blitz_waker_will_wake(&t->join_waker, &mine))
+            return BLITZ_PENDING;
+        /* A different waker is stored (the handle moved to another task):
+         * take the slot back before overwriting it. */
+        for (;;) {
+            if (blitz__state_is_complete(s))
+                return BLITZ_READY;
+            if (blitz__u64_cas_weak(&t->state, &s, s & ~BLITZ__TASK_JOIN_WAKER, BLITZ__ACQ_REL))
+                break;
+        }
+        blitz_waker_drop(t->join_waker);
+    }
+    t->join_waker = blitz_waker_clone(&mine);
+    s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    for (;;) {
+        if (blitz__state_is_complete(s)) {
+            blitz_waker_drop(t->join_waker);
+            return BLITZ_READY;
+        }
+        if (blitz__u64_cas_weak(&t->state, &s, s | BLITZ__TASK_JOIN_WAKER, BLITZ__ACQ_REL))
+            return BLITZ_PENDING;
+    }
+}
+
+BLITZ_API int blitz_task_status(const blitz_task *t) {
+    if (!t)
+        return BLITZ_EINVAL;
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+    if (!blitz__state_is_complete(s))
+        return BLITZ_EAGAIN;
+    return (s & BLITZ__TASK_OUTCOME_CANCELLED) ? BLITZ_ECANCELED : BLITZ_OK;
+}
+
+BLITZ_API void *blitz_task_state(blitz_task *t) {
+    if (!t || !blitz__state_is_complete(blitz__u64_load(&t->state, BLITZ__ACQUIRE)))
+        return NULL;
+    return blitz__task_state_ptr(t);
+}
+
+BLITZ_API int blitz_task_cancel(blitz_task *t) {
+    if (!t)
+        return BLITZ_EINVAL;
+    /* An idle task is claimed (taken to RUNNING) and completed here. */
+    if (blitz__state_cancel(t))
+        blitz__task_finish(t, 1);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_task_release(blitz_task **tp) {
+    if (!tp)
+        return BLITZ_EINVAL;
+    blitz__task *t = *tp;
+    if (!t)
+        return BLITZ_ERELEASED;
+    *tp = NULL;
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED), next;
+    for (;;) {
+        BLITZ_ASSERT((s & BLITZ__TASK_JOIN_INTEREST) && "task handle released twice");
+        if (!(s & BLITZ__TASK_JOIN_INTEREST))
+            return BLITZ_ERELEASED;
+        next = (s & ~(BLITZ__TASK_JOIN_INTEREST | BLITZ__TASK_JOIN_WAKER)) - BLITZ__TASK_REF_ONE;
+        if (!blitz__state_is_complete(s))
+            next |= BLITZ__TASK_DETACHED;
+        if (blitz__u64_cas_weak(&t->state, &s, next, BLITZ__ACQ_REL))
+            break;
+    }
+    /* Before completion a stored join waker is ours again to drop. */
+    if (!blitz__state_is_complete(s) && (s & BLITZ__TASK_JOIN_WAKER))
+        blitz_waker_drop(t->join_waker);
+    if (blitz__refs(next) == 0)
+        blitz__task_free(t);
+    return BLITZ_OK;
+}
+
+/* Marks that a thread will sleep on the completion word for `t`. Returns 0
+ * when `t` is already complete. */
+BLITZ_PRIVATE int blitz__task_set_thread_joiner(blitz__task *t) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+    for (;;) {
+        if (blitz__state_is_complete(s))
+            return 0;
+        if (s & BLITZ__TASK_THREAD_JOINER)
+            return 1;
+        if (blitz__u64_cas_weak(&t->state, &s, s | BLITZ__TASK_THREAD_JOINER, BLITZ__ACQ_REL))
+            return 1;
+    }
+}
+
+BLITZ_PRIVATE int blitz__task_is_complete(const blitz__task *t) {
+    return blitz__state_is_complete(blitz__u64_load(&t->state, BLITZ__ACQUIRE));
+}
+
+/* Sleeps until `t` completes, the runtime's completion word changes, or
+ * timeout_ns passes. Returns 1 once `t` is complete. */
+BLITZ_PRIVATE int blitz__wait_completion(blitz_runtime *rt, blitz__task *t, uint64_t timeout_ns) {
+    /* Read the word before announcing ourselves: a completion after the
+     * announcement bumps it, so the futex wait cannot miss it. */
+    uint32_t seq = blitz__u32_load(&rt->completion_seq, BLITZ__ACQUIRE);
+    if (!blitz__task_set_thread_joiner(t))
+        return 1;
+    blitz__futex_wait(&rt->completion_seq, seq, timeout_ns);
+    return blitz__task_is_complete(t);
+}
+
+BLITZ_API int blitz_task_wait(blitz_task *t) {
+    if (!t)
+        return BLITZ_EINVAL;
+    if (!blitz__task_is_complete(t)) {
+        blitz_runtime *rt = blitz__task_runtime(t);
+        blitz__context *ctx = blitz__context_get();
+        if (rt->flavor == BLITZ_CURRENT_THREAD)
+            blitz__ct_wait(rt, t, ctx);
+        else if (ctx && ctx->rt == rt && ctx->worker)
+            blitz__worker_help_until(ctx, t);
+        else
+            blitz__external_help_until(rt, t);
+    }
+    return blitz_task_status(t);
+}
+/* ====[ END src/join.c ]=================================================== */
+/* ====[ BEGIN src/worker.c ]=============================================== */
+/* >>worker */
+/* The multi-thread scheduler's workers (seeds 000 and 001).
+ *
+ * Each worker owns a LIFO slot, a local ring (local_queue.c), a 32-slot
+ * buffer of tasks fetched from the global queue, a parker and a PRNG.
+ * Finding work, in order:
+ *   0. every `global_interval` polls, the global queue first (fairness for
+ *      remote spawns and wakes; the interval adapts to the poll time)
+ *   1. the global batch buffer
+ *   2. the LIFO slot, at most BLITZ_MAX_LIFO_POLLS_PER_TICK times a tick;
+ *      after that its task is flushed to the back of the ring
+ *   3. the local ring
+ *   4. a batch from the global queue
+ *   5. as a searcher (at most half the workers): steal half of a random
+ *      victim's ring, then the global queue once more
+ *   6. spin briefly, then park (idle.c has the protocol)
+ * A tick is up to BLITZ_BUDGET_PER_TICK polls; after each the EWMA of the
+ * poll time sets the next global-queue interval. */
+/* internal.h already included */
+
+static inline uint64_t blitz__rng_next(uint64_t s[2]) {
+    /* xorshift64+ */
+    uint64_t s1 = s[0];
+    const uint64_t s0 = s[1];
+    s[0] = s0;
+    s1 ^= s1 << 23;
+    s[1] = s1 ^ s0 ^ (s1 >> 17) ^ (s0 >> 26);
+    return s[1] + s0;
+}
+
+BLITZ_PRIVATE void blitz__worker_init(blitz__worker *w, blitz_runtime *rt, uint32_t index) {
+    memset(w, 0, sizeof *w);
+    blitz__local_queue_init(&w->queue);
+    blitz__parker_init(&w->parker);
+    w->rt = rt;
+    w->index = index;
+    w->avg_poll_ns = BLITZ__INITIAL_AVG_POLL_NS;
+    w->global_interval = rt->fixed_interval
+                             ? rt->fixed_interval
+                             : BLITZ__INTERVAL_TARGET_NS / BLITZ__INITIAL_AVG_POLL_NS;
+    blitz__u32_store(&w->interval_shared, w->global_interval, BLITZ__RELAXED);
+    uint64_t seed = (uint64_t)(uintptr_t)w ^ ((uint64_t)index * 0x9E3779B97F4A7C15u);
+    w->rng[0] = seed | 1;
+    w->rng[1] = (seed * 0xBF58476D1CE4E5B9u) | 2;
+}
+
+/* ---- scheduling onto a worker ------------------------------------------------ */
+
+static void blitz__remote_schedule(blitz_runtime *rt, blitz__task *t) {
+    if (blitz__global_queue_push(&rt->global, t) == BLITZ_OK)
+        blitz__idle_notify_parked(rt);
+    /* else: closed by shutdown; the task stays SCHEDULED and the sweep
+     * completes it as cancelled. */
+}
+
+/* A task woken or spawned on worker `w` itself goes to the LIFO slot; the
+ * task it displaces goes to the back of the ring, where others may steal
+ * it, so a parked worker is told. */
+static void blitz__worker_schedule_local(blitz__worker *w, blitz__task *t) {
+    /* Acquire: the flag is set by this same thread today, but maintenance
+     * that runs while parking (timers, I/O) may schedule from here too;
+     * then the task must not sit in the slot of a sleeping worker. */
+    if (blitz__u32_load(&w->transitioning_to_park, BLITZ__ACQUIRE)) {
+        blitz__remote_schedule(w->rt, t);
+        return;
+    }
+    blitz__task *prev = w->lifo_slot;
+    w->lifo_slot = t;
+    if (prev) {
+        blitz__local_queue_push(&w->queue, prev, w->rt, &w->counters);
+        blitz__idle_notify_parked(w->rt);
+    }
+}
+
+BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t) {
+    blitz_runtime *rt = blitz__task_runtime(t);
+    blitz__context *ctx = blitz__context_get();
+    if (rt->flavor == BLITZ_CURRENT_THREAD) {
+        if (ctx && ctx->rt == rt && ctx->ct_driver)
+            blitz__ct_push(rt, t);
+        else
+            blitz__ct_inject(rt, t);
+        return;
+    }
+    if (ctx && ctx->rt == rt && ctx->worker)
+        blitz__worker_schedule_local(ctx->worker, t);
+    else
+        blitz__remote_schedule(rt, t);
+}
+
+/* After NOTIFIED or a yield: behind everything already runnable here. */
+BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx) {
+    blitz_runtime *rt = ctx->rt;
+    if (rt != blitz__task_runtime(t)) {
+        blitz__task_schedule(t);
+    } else if (ctx->worker) {
+        blitz__local_queue_push(&ctx->worker->queue, t, rt, &ctx->worker->counters);
+        blitz__idle_notify_parked(rt);
+    } else if (ctx->ct_driver) {
+        blitz__ct_push(rt, t);
+    } else if (rt->flavor == BLITZ_CURRENT_THREAD) {
+        blitz__ct_inject(rt, t);
+    } else {
+        blitz__remote_schedule(rt, t);
+    }
+}
+
+/* ---- finding work ---------------------------------------------------------------- */
+
+/* Moves a batch from the global queue: the first task is returned, up to 32
+ * more go to the batch buffer, the rest to the ring. */
+static blitz__task *blitz__worker_fetch_global(blitz__worker *w) {
+    blitz_runtime *rt = w->rt;
+    uint64_t len = blitz__global_queue_len(&rt->global);
+    if (len == 0)
+        return NULL;
+    uint64_t want = len / rt->num_workers;
+    if (want < BLITZ__GLOBAL_BATCH_MIN)
+        want = BLITZ__GLOBAL_BATCH_MIN;
+    if (want > BLITZ__GLOBAL_BATCH_MAX)
+        want = BLITZ__GLOBAL_BATCH_MAX;
+    blitz__task *got[BLITZ__GLOBAL_BATCH_MAX];
+    uint32_t n = blitz__global_queue_pop_batch(&rt->global, got, (uint32_t)want);
+    if (n == 0)
+        return NULL;
+    BLITZ__STAT(blitz__u64_bump(&w->counters.batch_fetches, 1));
+    uint32_t i = 1;
+    if (w->batch_head == w->batch_len) {
+        w->batch_head = w->batch_len = 0;
+        while (i < n && w->batch_len < BLITZ__BATCH_BUFFER_SIZE)
+            w->batch[w->batch_len++] = got[i++];
+    }
+    if (i < n) {
+        for (; i < n; i++)
+            blitz__local_queue_push(&w->queue, got[i], rt, &w->counters);
+        blitz__idle_notify_parked(rt);
+    }
+    return got[0];
+}
+
+static blitz__task *blitz__worker_next_local(blitz__worker *w) {
+    blitz__task *t;
+    if (++w->tick % w->global_interval == 0 && (t = blitz__worker_fetch_global(w)) != NULL)
+        return t;
+    if (w->batch_head < w->batch_len)
+        return w->batch[w->batch_head++];
+    if (w->lifo_slot) {
+        t = w->lifo_slot;
+        w->lifo_slot = NULL;
+        if (w->lifo_polls < BLITZ_MAX_LIFO_POLLS_PER_TICK) {
+            w->lifo_polls++;
+            BLITZ__STAT(blitz__u64_bump(&w->counters.lifo_hits, 1));
+            return t;
+        }
+        /* Cap reached: the slot's task joins the FIFO order, visible to
+         * stealers. */
+        blitz__local_queue_push(&w->queue, t, w->rt, &w->counters);
+    }
+    if ((t = blitz__local_queue_pop(&w->queue)) != NULL)
+        return t;
+    return blitz__worker_fetch_global(w);
+}
+
+static blitz__task *blitz__worker_steal(blitz__worker *w) {
+    blitz_runtime *rt = w->rt;
+    uint32_t n = rt->num_workers;
+    uint32_t start = (uint32_t)(blitz__rng_next(w->rng) % n);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t v = (start + i) % n;
+        if (v == w->index)
+            continue;
+        uint32_t stolen = 0;
+        blitz__task *t = blitz__local_queue_steal_into(&rt->workers[v].queue, &w->queue, &stolen);
+        if (t) {
+            BLITZ__STAT(blitz__u64_bump(&w->counters.steals, 1));
+            BLITZ__STAT(blitz__u64_bump(&w->counters.stolen, stolen));
+            return t;
+        }
+    }
+    return NULL;
+}
+
+/* Steps 5: steal as a searcher, then the global queue. */
+static blitz__task *blitz__worker_search(blitz__worker *w) {
+    if (!w->searching) {
+        if (!blitz__idle_try_become_searcher(w->rt))
+            return blitz__worker_fetch_global(w);
+        w->searching = 1;
+    }
+    blitz__task *t = blitz__worker_steal(w);
+    if (!t)
+        t = blitz__worker_fetch_global(w);
+    return t;
+}
+
+static blitz__task *blitz__worker_find(blitz__worker *w) {
+    blitz__task *t = blitz__worker_next_local(w);
+    if (!t && w->rt->num_workers > 1)
+        t = blitz__worker_search(w);
+    if (t && w->searching) {
+        w->searching = 0;
+        if (blitz__idle_transition_from_searching(w->rt))
+            blitz__idle_notify_parked(w->rt);
+    }
+    return t;
+}
+
+/* Work another worker could take or this one could find: the global queue
+ * or any ring. */
+static int blitz__work_available(blitz_runtime *rt) {
+    if (blitz__global_queue_len(&rt->global))
+        return 1;
+    for (uint32_t i = 0; i < rt->num_workers; i++)
+        if (blitz__local_queue_len(&rt->workers[i].queue))
+            return 1;
+    return 0;
+}
+
+static void blitz__worker_poll(blitz__worker *w, blitz__task *t, blitz__context *ctx) {
+    blitz__task_run(t, ctx);
+    BLITZ__STAT(blitz__u64_bump(&w->counters.polled, 1));
+}
+
+/* ---- parking ------------------------------------------------------------------------ */
+
+static void blitz__worker_park(blitz__worker *w) {
+    blitz_runtime *rt = w->rt;
+    /* Spin first: a parked vCPU takes tens of microseconds to wake, far
+     * longer than the gap between bursts of work in a busy program. */
+    for (uint32_t i = 0; i < rt->spin_before_park; i++) {
+        if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt))
+            return;
+        for (int k = 0; k < 32; k++)
+            blitz__cpu_relax();
+    }
+    /* From here on tasks scheduled from this thread go to the global queue
+     * (seed 000 "Lost wakeup prevention"). */
+    blitz__u32_store(&w->transitioning_to_park, 1, BLITZ__SEQ_CST);
+    if (w->lifo_slot) {
+        blitz__local_queue_push(&w->queue, w->lifo_slot, rt, &w->counters);
+        w->lifo_slot = NULL;
+    }
+    if (blitz__local_queue_len(&w->queue) || w->batch_head < w->batch_len)
+        goto out;
+    if (w->searching) {
+        w->searching = 0;
+        /* The last searcher to leave re-checks every queue: a producer that
+         * saw it searching did not wake anyone. */
+        if (blitz__idle_transition_from_searching(rt)) {
+            blitz__fence_seq_cst();
+            if (blitz__work_available(rt))
+                goto out;
+        }
+    }
+    blitz__idle_set_parked(rt, w->index);
+    blitz__fence_seq_cst();
+    if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) || blitz__work_available(rt)) {
+        if (!blitz__idle_unset_parked(rt, w->index))
+            w->searching = 1; /* a notifier claimed us meanwhile */
+        goto out;
+    }
+    BLITZ__STAT(blitz__u64_bump(&w->counters.parked, 1));
+    blitz__parker_park(&w->parker, rt->park_timeout_ns);
+    if (!blitz__idle_unset_parked(rt, w->index))
+        w->searching = 1;
+out:
+    blitz__u32_store(&w->transitioning_to_park, 0, BLITZ__RELEASE);
+}
+
+/* ---- the run loop ------------------------------------------------------------------- */
+
+static void blitz__worker_update_interval(blitz__worker *w, uint32_t polls, uint64_t elapsed) {
+    if (w->rt->fixed_interval || polls == 0)
+        return;
+    uint64_t avg = elapsed / polls;
+    /* EWMA with alpha = 0.1. */
+    w->avg_poll_ns = (avg + 9 * w->avg_poll_ns) / 10;
+    uint64_t interval = BLITZ__INTERVAL_TARGET_NS / (w->avg_poll_ns ? w->avg_poll_ns : 1);
+    if (interval < BLITZ__INTERVAL_MIN)
+        interval = BLITZ__INTERVAL_MIN;
+    if (interval > BLITZ__INTERVAL_MAX)
+        interval = BLITZ__INTERVAL_MAX;
+    w->global_interval = (uint32_t)interval;
+    blitz__u32_store(&w->interval_shared, (uint32_t)interval, BLITZ__RELAXED);
+}
+
+static void *blitz__worker_main(void *arg) {
+    blitz__worker *w = (blitz__worker *)arg;
+    blitz_runtime *rt = w->rt;
+    blitz__context ctx;
+    ctx.rt = rt;
+    ctx.worker = w;
+    ctx.ct_driver = 0;
+    ctx.current = NULL;
+    blitz__context_set(&ctx);
+    while (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)) {
+        uint64_t start = blitz__now_ns();
+        uint32_t polls = 0;
+        while (polls < BLITZ_BUDGET_PER_TICK) {
+            blitz__task *t = blitz__worker_find(w);
+            if (!t)
+                break;
+            blitz__worker_poll(w, t, &ctx);
+            polls++;
+        }
+        w->lifo_polls = 0;
+        if (polls)
+            blitz__worker_update_interval(w, polls, blitz__now_ns() - start);
+        else
+            blitz__worker_park(w);
+    }
+    if (w->searching) {
+        w->searching = 0;
+        blitz__idle_transition_from_searching(rt);
+    }
+    blitz__context_set(NULL);
+    return NULL;
+}
+
+/* Starts the worker threads on first use (seed 002 "lazy start"). Returns
+ * an error only when not a single thread could be started. */
+BLITZ_PRIVATE int blitz__workers_start(blitz_runtime *rt) {
+    if (blitz__u32_load(&rt->started, BLITZ__ACQUIRE))
+        return BLITZ_OK;
+    int rc = BLITZ_OK;
+    blitz__mutex_lock(&rt->start_lock);
+    if (!blitz__u32_load(&rt->started, BLITZ__RELAXED)) {
+        uint32_t ok = 0;
+        for (uint32_t i = 0; i < rt->num_workers; i++) {
+            blitz__worker *w = &rt->workers[i];
+            int e = blitz__thread_start(&w->thread, blitz__worker_main, w);
+            if (e == 0) {
+                w->started = 1;
+                ok++;
+            } else {
+                rc = e;
+            }
+        }
+        blitz__u32_store(&rt->workers_started, ok, BLITZ__RELAXED);
+        if (ok)
+            rc = BLITZ_OK;
+        /* Release: a caller that sees `started` sees the threads' handles. */
+        if (ok)
+            blitz__u32_store(&rt->started, 1, BLITZ__RELEASE);
+    }
+    blitz__mutex_unlock(&rt->start_lock);
+    return rc;
+}
+
+BLITZ_PRIVATE int blitz__task_spawn_schedule(blitz_runtime *rt, blitz__task *t) {
+    blitz__context *ctx = blitz__context_get();
+    if (rt->flavor == BLITZ_CURRENT_THREAD) {
+        if (ctx && ctx->rt == rt && ctx->ct_driver) {
+            blitz__ct_push(rt, t);
+            return BLITZ_OK;
+        }
+        return blitz__ct_inject(rt, t);
+    }
+    if (ctx && ctx->rt == rt && ctx->worker) {
+        /* spawnFromWorker: the LIFO slot, so a join right after finds it. */
+        blitz__worker_schedule_local(ctx->worker, t);
+        return BLITZ_OK;
+    }
+    int rc = blitz__workers_start(rt);
+    if (rc != BLITZ_OK)
+        return rc;
+    rc = blitz__global_queue_push(&rt->global, t);
+    if (rc == BLITZ_OK)
+        blitz__idle_notify_parked(rt);
+    return rc;
+}
+
+/* ---- joins that keep the thread busy (seed 001 "Work-stealing join") ---- */
+
+#define BLITZ__HELP_WAIT_MIN_NS 50000u
+
+/* helpUntilComplete: a worker waiting for `t` runs other work meanwhile. */
+BLITZ_PRIVATE void blitz__worker_help_until(blitz__context *ctx, blitz__task *t) {
+    blitz__worker *w = ctx->worker;
+    blitz_runtime *rt = ctx->rt;
+    uint64_t wait_ns = BLITZ__HELP_WAIT_MIN_NS;
+    while (!blitz__task_is_complete(t)) {
+        blitz__task *next = NULL;
+        if (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+            next = blitz__worker_find(w);
+        if (next) {
+            blitz__worker_poll(w, next, ctx);
+            wait_ns = BLITZ__HELP_WAIT_MIN_NS;
+            continue;
+        }
+        /* Nothing to run: sleep until `t` completes, looking again now and
+         * then because this worker is not in the parked set. */
+        if (blitz__wait_completion(rt, t, wait_ns))
+            break;
+        if (wait_ns < rt->park_timeout_ns)
+            wait_ns *= 2;
+    }
+}
+
+/* blockOnComplete: a thread that is not a worker runs tasks from the global
+ * queue while it waits, so progress does not depend on a free worker. */
+BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t) {
+    blitz__context hctx;
+    hctx.rt = rt;
+    hctx.worker = NULL;
+    hctx.ct_driver = 0;
+    hctx.current = NULL;
+    uint64_t wait_ns = BLITZ__HELP_WAIT_MIN_NS;
+    while (!blitz__task_is_complete(t)) {
+        if (blitz__global_queue_len(&rt->global) &&
+            !blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)) {
+            /* Announce before checking shutdown again (seq_cst both ways):
+             * shutdown sets its flag, then waits for external_running == 0
+             * before it sweeps the tasks. */
+            blitz__u32_fetch_add(&rt->external_running, 1, BLITZ__SEQ_CST);
+            blitz__task *next = NULL;
+            if (!blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST) &&
+                blitz__global_queue_pop_batch(&rt->global, &next, 1) == 1) {
+                blitz__context *outer = blitz__context_set(&hctx);
+                blitz__task_run(next, &hctx);
+                blitz__context_set(outer);
+            }
+            blitz__u32_fetch_sub(&rt->external_running, 1, BLITZ__RELEASE);
+            wait_ns = BLITZ__HELP_WAIT_MIN_NS;
+            continue;
+        }
+        if (blitz__wait_completion(rt, t, wait_ns))
+            break;
+        if (wait_ns < rt->park_timeout_ns)
+            wait_ns *= 2;
+    }
+}
+/* ====[ END src/worker.c ]================================================= */
+/* ====[ BEGIN src/current_thread.c ]======================================= */
+/* >>current_thread */
+/* The current-thread scheduler (seed 004): one run queue, driven by
+ * whichever thread waits on the runtime (blitz_task_wait /
+ * blitz_runtime_run). Tasks scheduled on the driving thread go straight to
+ * the local list; other threads push to the global (injection) queue and
+ * unpark the driver. Only one thread drives at a time (`driving`); other
+ * waiters sleep on the completion word and take over when the driver
+ * leaves. */
+/* internal.h already included */
+
+/* Driving thread only. */
+BLITZ_PRIVATE void blitz__ct_push(blitz_runtime *rt, blitz__task *t) {
+    blitz__ct_core *ct = rt->ct;
+    t->next = NULL;
+    if (ct->tail)
+        ct->tail->next = t;
+    else
+        ct->head = t;
+    ct->tail = t;
+}
+
+/* Any thread. The parker's token makes an unpark that lands before the
+ * driver parks count. */
+BLITZ_PRIVATE int blitz__ct_inject(blitz_runtime *rt, blitz__task *t) {
+    int rc = blitz__global_queue_push(&rt->global, t);
+    if (rc == BLITZ_OK)
+        blitz__parker_unpark(&rt->ct->parker);
+    return rc;
+}
+
+static blitz__task *blitz__ct_pop(blitz__ct_core *ct) {
+    blitz__task *t = ct->head;
+    if (t) {
+        ct->head = t->next;
+        if (!ct->head)
+            ct->tail = NULL;
+    }
+    return t;
+}
+
+/* Moves everything injected by other threads to the back of the list. */
+static void blitz__ct_drain_inject(blitz_runtime *rt) {
+    blitz__task *t = blitz__global_queue_take_all(&rt->global);
+    while (t) {
+        blitz__task *next = t->next;
+        blitz__ct_push(rt, t);
+        t = next;
+    }
+}
+
+/* Runs tasks on the calling (driving) thread until `target` completes or
+ * the runtime shuts down. */
+static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz__context *ctx) {
+    blitz__ct_core *ct = rt->ct;
+    uint32_t interval = rt->fixed_interval ? rt->fixed_interval : 31;
+    for (;;) {
+        if (blitz__task_is_complete(target) || blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+            return;
+        uint32_t polls = 0;
+        while (polls < BLITZ_BUDGET_PER_TICK) {
+            /* Take injected tasks now and then even when the list is busy,
+             * so remote spawns and wakes are not starved. */
+            if (++ct->tick % interval == 0)
+                blitz__ct_drain_inject(rt);
+            blitz__task *t = blitz__ct_pop(ct);
+            if (!t) {
+                blitz__ct_drain_inject(rt);
+                if (!(t = blitz__ct_pop(ct)))
+                    break;
+            }
+            blitz__task_run(t, ctx);
+            BLITZ__STAT(blitz__u64_bump(&ct->counters.polled, 1));
+            polls++;
+            if (blitz__task_is_complete(target))
+                return;
+        }
+        if (polls == 0) {
+            /* Idle. A completion on another thread (a cancel) wakes the
+             * joiners and unparks us; so does any inject. */
+            if (!blitz__task_set_thread_joiner(target))
+                return;
+            if (blitz__global_queue_len(&rt->global))
+                continue;
+            BLITZ__STAT(blitz__u64_bump(&ct->counters.parked, 1));
+            blitz__parker_park(&ct->parker, rt->park_timeout_ns);
+        }
+    }
+}
+
+BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__context *ctx) {
+    if (ctx && ctx->rt == rt && ctx->ct_driver) {
+        /* Waiting inside one of our own tasks: keep driving, nested. */
+        blitz__ct_drive_until(rt, t, ctx);
+        while (!blitz__task_is_complete(t))
+            blitz__wait_completion(rt, t, rt->park_timeout_ns);
+        return;
+    }
+    while (!blitz__task_is_complete(t)) {
+        uint32_t idle = 0;
+        if (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) &&
+            blitz__u32_cas(&rt->ct->driving, &idle, 1, BLITZ__ACQUIRE)) {
+            blitz__context dctx;
+            dctx.rt = rt;
+            dctx.worker = NULL;
+            dctx.ct_driver = 1;
+            dctx.current = NULL;
+            blitz__context *outer = blitz__context_set(&dctx);
+            blitz__ct_drive_until(rt, t, &dctx);
+            blitz__context_set(outer);
+            /* Release: the next driver sees the run queue as we left it. */
+            blitz__u32_store(&rt->ct->driving, 0, BLITZ__RELEASE);
+            /* Another waiter may now take over driving. */
+            blitz__wake_thread_joiners(rt);
+            continue;
+        }
+        blitz__wait_completion(rt, t, rt->park_timeout_ns);
+    }
+}
+/* ====[ END src/current_thread.c ]========================================= */
+/* ====[ BEGIN src/runtime.c ]============================================== */
+/* >>runtime */
+/* The runtime's public face: create, run, shut down, free, statistics.
+ *
+ * Shutdown protocol:
+ *   1. set `shutdown` (spawns now fail) and close the global queue (pushes
+ *      fail; a task that cannot be queued stays SCHEDULED);
+ *   2. wake every worker / the current-thread driver and wait until no
+ *      thread polls a task of this runtime: join the workers, wait for the
+ *      driver to leave and for helping joiners (external_running) to finish;
+ *   3. sweep: walk every live task block and complete each unfinished task
+ *      as cancelled (joiners wake with BLITZ_ECANCELED; tasks nobody holds
+ *      are freed, running their drop functions);
+ * and blitz_runtime_free then runs the drop functions of the blocks still
+ * held (handles, wakers) and frees all memory. */
+/* internal.h already included */
+
+static void blitz__runtime_release_memory(blitz_runtime *rt) {
+    if (rt->workers) {
+        for (uint32_t i = 0; i < rt->num_workers; i++)
+            blitz__parker_destroy(&rt->workers[i].parker);
+        blitz__free(rt->workers_raw);
+    }
+    if (rt->ct) {
+        blitz__parker_destroy(&rt->ct->parker);
+        blitz__free(rt->ct);
+    }
+    blitz__global_queue_destroy(&rt->global);
+    blitz__mutex_destroy(&rt->start_lock);
+    blitz__mutex_destroy(&rt->alloc_lock);
+    blitz__free(rt);
+}
+
+BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out) {
+    if (!out)
+        return BLITZ_EINVAL;
+    *out = NULL;
+    blitz_config c;
+    memset(&c, 0, sizeof c);
+    if (cfg)
+        c = *cfg;
+    if (c.flavor != BLITZ_MULTI_THREAD && c.flavor != BLITZ_CURRENT_THREAD)
+        return BLITZ_EINVAL;
+    if (c.workers > BLITZ_MAX_WORKERS)
+        return BLITZ_EINVAL;
+    if (c.global_queue_interval > BLITZ__INTERVAL_MAX)
+        return BLITZ_EINVAL;
+    blitz_runtime *rt = (blitz_runtime *)blitz__calloc(sizeof *rt);
+    if (!rt)
+        return BLITZ_ENOMEM;
+    rt->flavor = c.flavor;
+    rt->park_timeout_ns = c.park_timeout_ns ? c.park_timeout_ns : BLITZ__DEFAULT_PARK_NS;
+    rt->spin_before_park = c.spin_before_park == UINT32_MAX ? 0
+                           : c.spin_before_park             ? c.spin_before_park
+                                                            : BLITZ__DEFAULT_SPIN;
+    rt->fixed_interval = c.global_queue_interval;
+    if (rt->fixed_interval && rt->fixed_interval < 1)
+        rt->fixed_interval = 1;
+    int rc = blitz__global_queue_init(&rt->global);
+    if (rc == 0)
+        rc = blitz__mutex_init(&rt->start_lock);
+    if (rc == 0)
+        rc = blitz__mutex_init(&rt->alloc_lock);
+    if (rc != 0) {
+        blitz__free(rt);
+        return rc;
+    }
+    blitz__idle_init(&rt->idle);
+    if (c.flavor == BLITZ_MULTI_THREAD) {
+        uint32_t n = c.workers;
+        if (n == 0) {
+            n = blitz__cpu_count();
+            if (n > BLITZ_MAX_WORKERS)
+                n = BLITZ_MAX_WORKERS;
+        }
+        rt->num_workers = n;
+        rt->workers = (blitz__worker *)blitz__alloc_aligned(sizeof(blitz__worker) * n,
+                                                            BLITZ_CACHE_LINE, &rt->workers_raw);
+        if (!rt->workers) {
+            blitz__runtime_release_memory(rt);
+            return BLITZ_ENOMEM;
+        }
+        for (uint32_t i = 0; i < n; i++)
+            blitz__worker_init(&rt->workers[i], rt, i);
+    } else {
+        rt->num_workers = 1;
+        rt->ct = (blitz__ct_core *)blitz__calloc(sizeof *rt->ct);
+        if (!rt->ct) {
+            blitz__runtime_release_memory(rt);
+            return BLITZ_ENOMEM;
+        }
+        blitz__parker_init(&rt->ct->parker);
+    }
+    *out = rt;
+    return BLITZ_OK;
+}
+
+/* A thread that is polling one of rt's tasks cannot wait for rt to stop. */
+static int blitz__inside(blitz_runtime *rt) {
+    blitz__context *ctx = blitz__context_get();
+    return ctx && ctx->rt == rt;
+}
+
+static void blitz__sweep_cancel(blitz__task *t) {
+    if (blitz__state_claim_for_shutdown(t))
+        blitz__task_finish(t, 1);
+}
+
+BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt) {
+    if (!rt)
+        return BLITZ_EINVAL;
+    if (blitz__inside(rt))
+        return BLITZ_EDEADLK;
+    blitz__mutex_lock(&rt->start_lock);
+    if (rt->shutdown_done) {
+        blitz__mutex_unlock(&rt->start_lock);
+        return BLITZ_OK;
+    }
+    /* Seq_cst pairs with the helpers' announce-then-check (worker.c). */
+    blitz__u32_store(&rt->shutdown, 1, BLITZ__SEQ_CST);
+    blitz__global_queue_close(&rt->global);
+    if (rt->workers) {
+        blitz__idle_unpark_all(rt);
+        for (uint32_t i = 0; i < rt->num_workers; i++)
+            if (rt->workers[i].started)
+                pthread_join(rt->workers[i].thread, NULL);
+    }
+    if (rt->ct) {
+        while (blitz__u32_load(&rt->ct->driving, BLITZ__ACQUIRE)) {
+            blitz__parker_unpark(&rt->ct->parker);
+            sched_yield();
+        }
+    }
+    while (blitz__u32_load(&rt->external_running, BLITZ__ACQUIRE))
+        sched_yield();
+    blitz__u32_store(&rt->sweeping, 1, BLITZ__RELEASE);
+    blitz__block_walk(rt, blitz__sweep_cancel);
+    rt->shutdown_done = 1;
+    blitz__mutex_unlock(&rt->start_lock);
+    blitz__wake_thread_joiners(rt);
+    return BLITZ_OK;
+}
+
+static void blitz__final_drop(blitz__task *t) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+    if (s & BLITZ__TASK_HAS_DROP)
+        (*blitz__task_drop_slot(t))(blitz__task_state_ptr(t));
+    blitz__u64_store(&t->state, 0, BLITZ__RELEASE);
+}
+
+BLITZ_API int blitz_runtime_free(blitz_runtime *rt) {
+    if (!rt)
+        return BLITZ_EINVAL;
+    int rc = blitz_runtime_shutdown(rt);
+    if (rc != BLITZ_OK)
+        return rc;
+    blitz__block_walk(rt, blitz__final_drop);
+    blitz__block_free_all(rt);
+    blitz__runtime_release_memory(rt);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_runtime_run(blitz_runtime *rt, blitz_poll_fn poll, void *state, size_t size) {
+    blitz_task *h;
+    int rc = blitz_spawn(rt, poll, state, size, &h);
+    if (rc != BLITZ_OK)
+        return rc;
+    rc = blitz_task_wait(h);
+    if (rc == BLITZ_OK && state)
+        memcpy(state, blitz_task_state(h), size);
+    blitz_task_release(&h);
+    return rc;
+}
+
+BLITZ_API int blitz_run(blitz_poll_fn poll, void *state, size_t size) {
+    blitz_runtime *rt;
+    int rc = blitz_runtime_new(NULL, &rt);
+    if (rc != BLITZ_OK)
+        return rc;
+    rc = blitz_runtime_run(rt, poll, state, size);
+    blitz_runtime_free(rt);
+    return rc;
+}
+
+BLITZ_API blitz_runtime *blitz_runtime_current(void) {
+    blitz__context *ctx = blitz__context_get();
+    return ctx ? ctx->rt : NULL;
+}
+
+BLITZ_API blitz_flavor blitz_runtime_flavor(const blitz_runtime *rt) {
+    return rt ? rt->flavor : BLITZ_MULTI_THREAD;
+}
+
+BLITZ_API uint32_t blitz_runtime_workers(const blitz_runtime *rt) {
+    return rt ? rt->num_workers : 0;
+}
+
+/* ---- statistics ---------------------------------------------------------------- */
+
+static uint64_t blitz__counter(const blitz__atomic_u64 *c) {
+    return blitz__u64_load(c, BLITZ__RELAXED);
+}
+
+BLITZ_API int blitz_runtime_worker_stats(const blitz_runtime *rt, uint32_t worker,
+                                         blitz_worker_stats *out) {
+    if (!rt || !out || worker >= rt->num_workers)
+        return BLITZ_EINVAL;
+    memset(out, 0, sizeof *out);
+    const blitz__worker_counters *k =
+        rt->workers ? &rt->workers[worker].counters : &rt->ct->counters;
+    out->tasks_polled = blitz__counter(&k->polled);
+    out->tasks_stolen = blitz__counter(&k->stolen);
+    out->steals = blitz__counter(&k->steals);
+    out->times_parked = blitz__counter(&k->parked);
+    out->lifo_hits = blitz__counter(&k->lifo_hits);
+    out->global_batch_fetches = blitz__counter(&k->batch_fetches);
+    out->overflows = blitz__counter(&k->overflows);
+    out->global_queue_interval =
+        rt->workers          ? blitz__u32_load(&rt->workers[worker].interval_shared, BLITZ__RELAXED)
+        : rt->fixed_interval ? rt->fixed_interval
+                             : 31;
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_runtime_stats(const blitz_runtime *rt, blitz_stats *out) {
+    if (!rt || !out)
+        return BLITZ_EINVAL;
+    memset(out, 0, sizeof *out);
+    uint64_t spawned = blitz__counter(&rt->remote_counters.spawned);
+    uint64_t freed = blitz__counter(&rt->remote_counters.freed);
+    for (uint32_t i = 0; i < rt->num_workers; i++) {
+        const blitz__worker_counters *k =
+            rt->workers ? &rt->workers[i].counters : &rt->ct->counters;
+        spawned += blitz__counter(&k->spawned);
+        freed += blitz__counter(&k->freed);
+        out->total_polled += blitz__counter(&k->polled);
+        out->total_stolen += blitz__counter(&k->stolen);
+        out->total_parked += blitz__counter(&k->parked);
+    }
+    out->total_spawned = spawned;
+    out->tasks_alive = spawned >= freed ? spawned - freed : 0;
+    out->global_queue_depth = blitz__u64_load(&rt->global.len, BLITZ__RELAXED);
+    out->num_workers = rt->num_workers;
+    out->workers_started = rt->workers
+                               ? blitz__u32_load(&rt->workers_started, BLITZ__RELAXED)
+                               : (uint32_t)(blitz__u32_load(&rt->ct->driving, BLITZ__RELAXED) != 0);
+    return BLITZ_OK;
+}
+/* ====[ END src/runtime.c ]================================================ */
+#endif /* BLITZ_IMPLEMENTATION */
+
+/*
+------------------------------------------------------------------------------
+blitz is available under either of two licences; choose whichever you like.
+------------------------------------------------------------------------------
+ALTERNATIVE A - MIT License
+Copyright (c) 2026 the blitz authors
+Permission is hereby granted, free of charge, to any person obtaining a copy of
+this software and associated documentation files (the "Software"), to deal in
+the Software without restriction, including without limitation the rights to
+use, copy, modify, merge, publish, distribute, sublicense, and/or sell copies
+of the Software, and to permit persons to whom the Software is furnished to do
+so, subject to the following conditions:
+The above copyright notice and this permission notice shall be included in all
+copies or substantial portions of the Software.
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+SOFTWARE.
+------------------------------------------------------------------------------
+ALTERNATIVE B - Public Domain (www.unlicense.org)
+This is free and unencumbered software released into the public domain.
+Anyone is free to copy, modify, publish, use, compile, sell, or distribute this
+software, either in source code form or as a compiled binary, for any purpose,
+commercial or non-commercial, and by any means.
+------------------------------------------------------------------------------
+*/

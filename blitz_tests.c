@@ -1,0 +1,115 @@
+/* The test program: one translation unit with the implementation, so the
+ * white-box tests can reach internal (static) functions.
+ *
+ *   ./blitz_tests            run every test, each in a child process, TAP output
+ *   ./blitz_tests --list     list the tests
+ *   ./blitz_tests NAME...    run the named tests in this process (for gdb)
+ *
+ * BLITZ_TEST_TIMEOUT_MULT multiplies every timeout (sanitizer builds). */
+#define _GNU_SOURCE
+#define BLITZ_IMPLEMENTATION
+#ifdef BLITZ_TEST_HEADER
+#include BLITZ_TEST_HEADER
+#else
+#include "blitz.h"
+#endif
+
+#include "tests/test.h"
+#include "tests/list.h"
+
+#include "tests/test_basics.c"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct {
+    const char *name;
+    int (*fn)(void);
+    long timeout_ms;
+} test_entry;
+
+#define TEST_ENTRY(name, timeout) {#name, test_##name, timeout},
+static const test_entry tests[] = {BLITZ_TEST_LIST(TEST_ENTRY)};
+#undef TEST_ENTRY
+#define NUM_TESTS (sizeof tests / sizeof tests[0])
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Runs one test in a child process; kills it when it overruns. */
+static int run_forked(const test_entry *t, double mult) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        alarm(0);
+        _exit(t->fn() == 0 ? 0 : 1);
+    }
+    double deadline = now_s() + (double)t->timeout_ms * mult / 1000.0;
+    for (;;) {
+        int status;
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid) {
+            if (WIFEXITED(status))
+                return WEXITSTATUS(status) == 0 ? 0 : 1;
+            fprintf(stderr, "# %s: killed by signal %d\n", t->name, WTERMSIG(status));
+            return 1;
+        }
+        if (now_s() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            fprintf(stderr, "# %s: timed out after %ld ms\n", t->name,
+                    (long)((double)t->timeout_ms * mult));
+            return 1;
+        }
+        usleep(2000);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--list") == 0) {
+        for (size_t i = 0; i < NUM_TESTS; i++)
+            printf("%s\n", tests[i].name);
+        return 0;
+    }
+    if (argc > 1) {
+        int failed = 0;
+        for (int a = 1; a < argc; a++) {
+            size_t i;
+            for (i = 0; i < NUM_TESTS; i++)
+                if (strcmp(argv[a], tests[i].name) == 0)
+                    break;
+            if (i == NUM_TESTS) {
+                fprintf(stderr, "no test named %s\n", argv[a]);
+                return 2;
+            }
+            int rc = tests[i].fn();
+            printf("%s %s\n", rc == 0 ? "ok" : "not ok", tests[i].name);
+            failed |= rc != 0;
+        }
+        return failed;
+    }
+    const char *m = getenv("BLITZ_TEST_TIMEOUT_MULT");
+    double mult = m ? atof(m) : 1.0;
+    if (mult <= 0)
+        mult = 1.0;
+    int failed = 0;
+    printf("1..%zu\n", NUM_TESTS);
+    for (size_t i = 0; i < NUM_TESTS; i++) {
+        double t0 = now_s();
+        int rc = run_forked(&tests[i], mult);
+        printf("%s %zu - %s # %.2fs\n", rc == 0 ? "ok" : "not ok", i + 1, tests[i].name,
+               now_s() - t0);
+        fflush(stdout);
+        failed += rc != 0;
+    }
+    if (failed)
+        printf("# %d of %zu tests failed\n", failed, NUM_TESTS);
+    return failed ? 1 : 0;
+}

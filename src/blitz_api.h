@@ -1,0 +1,370 @@
+/* Public declarations of blitz. This is the only source of the header half
+ * of blitz.h; everything here is visible to every includer. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BLITZ_VERSION_MAJOR  0
+#define BLITZ_VERSION_MINOR  1
+#define BLITZ_VERSION_PATCH  0
+#define BLITZ_VERSION_STRING "0.1.0"
+
+#ifndef BLITZ_API
+#ifdef BLITZ_STATIC
+#define BLITZ_API static
+#else
+#define BLITZ_API extern
+#endif
+#endif
+
+/* Hard ceiling on worker threads: the parked-worker bitmap is one 64-bit word. */
+#ifndef BLITZ_MAX_WORKERS
+#define BLITZ_MAX_WORKERS 64
+#endif
+
+/* Largest task state blitz_spawn accepts, in bytes. */
+#ifndef BLITZ_MAX_STATE_SIZE
+#define BLITZ_MAX_STATE_SIZE (64u * 1024u * 1024u)
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------
+ * Error codes
+ *
+ * Every function that can fail returns 0 (BLITZ_OK) or a negative code. On
+ * POSIX the errno-derived codes are -errno; blitz's own codes live in the
+ * -4000 band so they never collide with an errno value.
+ * ------------------------------------------------------------------------- */
+
+#define BLITZ_ERRNO_MAP(XX)                             \
+    XX(EPERM, -1, "operation not permitted")            \
+    XX(ENOENT, -2, "no such file or directory")         \
+    XX(EINTR, -4, "interrupted system call")            \
+    XX(EIO, -5, "i/o error")                            \
+    XX(EBADF, -9, "bad file descriptor")                \
+    XX(EAGAIN, -11, "resource temporarily unavailable") \
+    XX(ENOMEM, -12, "not enough memory")                \
+    XX(EACCES, -13, "permission denied")                \
+    XX(EFAULT, -14, "bad address")                      \
+    XX(EBUSY, -16, "resource busy")                     \
+    XX(EEXIST, -17, "file already exists")              \
+    XX(EINVAL, -22, "invalid argument")                 \
+    XX(EMFILE, -24, "too many open files")              \
+    XX(ENOSPC, -28, "no space left on device")          \
+    XX(EPIPE, -32, "broken pipe")                       \
+    XX(ERANGE, -34, "result out of range")              \
+    XX(EDEADLK, -35, "resource deadlock would occur")   \
+    XX(ENOSYS, -38, "function not implemented")         \
+    XX(ETIMEDOUT, -110, "operation timed out")          \
+    XX(ECANCELED, -125, "operation canceled")           \
+    XX(ESHUTDOWN, -4001, "runtime is shut down")        \
+    XX(ECLOSED, -4002, "closed")                        \
+    XX(EFULL, -4003, "queue is full")                   \
+    XX(EEMPTY, -4004, "queue is empty")                 \
+    XX(ELAGGED, -4005, "receiver lagged behind")        \
+    XX(ERELEASED, -4006, "handle already released")
+
+#define BLITZ_OK                             0
+#define BLITZ__ERRNO_ENUM(name, value, text) BLITZ_##name = (value),
+enum { BLITZ_ERRNO_MAP(BLITZ__ERRNO_ENUM) BLITZ__ERRNO_ENUM_END = 0 };
+#undef BLITZ__ERRNO_ENUM
+
+/* Human-readable text for a code; never NULL ("unknown error" for strangers). */
+BLITZ_API const char *blitz_strerror(int err);
+/* The code's name without the prefix, e.g. "EINVAL"; never NULL. */
+BLITZ_API const char *blitz_err_name(int err);
+/* BLITZ_VERSION_STRING of the implementation that was linked. */
+BLITZ_API const char *blitz_version(void);
+
+/* ---------------------------------------------------------------------------
+ * Tasks, poll functions and the poll context
+ * ------------------------------------------------------------------------- */
+
+typedef enum blitz_poll { BLITZ_PENDING = 0, BLITZ_READY = 1 } blitz_poll;
+
+typedef struct blitz_runtime blitz_runtime;
+/* A join handle: refers to a spawned task until blitz_task_release. */
+typedef struct blitz_task blitz_task;
+/* The poll context: which task is running, on which thread, for which
+ * runtime. Valid only for the duration of one call of a poll function. */
+typedef struct blitz_cx blitz_cx;
+
+/* A task's poll function. It runs the task until it must wait (returns
+ * BLITZ_PENDING after arranging for its waker to be woken) or is finished
+ * (returns BLITZ_READY). `state` is the task's own copy of the state given
+ * to blitz_spawn; it stays at the same address for the task's whole life. */
+typedef blitz_poll (*blitz_poll_fn)(blitz_cx *cx, void *state);
+/* Called once when a task's memory is reclaimed (after it finished or was
+ * cancelled, and its handle was released), to free what the state owns. */
+typedef void (*blitz_drop_fn)(void *state);
+/* A plain function run as a task by blitz_spawn_fn. */
+typedef void (*blitz_fn)(void *arg);
+
+/* ---------------------------------------------------------------------------
+ * Wakers: 16-byte values that make a waiting task runnable again.
+ * ------------------------------------------------------------------------- */
+
+typedef struct blitz_waker blitz_waker;
+typedef struct blitz_waker_vtable {
+    void (*wake)(const void *data);         /* wake and consume */
+    void (*wake_by_ref)(const void *data);  /* wake, keep the waker */
+    blitz_waker (*clone)(const void *data); /* new reference */
+    void (*drop)(const void *data);         /* give the reference up */
+} blitz_waker_vtable;
+struct blitz_waker {
+    const void *data;
+    const blitz_waker_vtable *vtable;
+};
+
+/* The running task's waker, borrowed: valid during this poll only. Clone it
+ * to keep it. */
+BLITZ_API blitz_waker blitz_cx_waker(blitz_cx *cx);
+BLITZ_API blitz_waker blitz_waker_clone(const blitz_waker *w);
+/* Wake and drop in one step; the waker is consumed. */
+BLITZ_API void blitz_waker_wake(blitz_waker w);
+BLITZ_API void blitz_waker_wake_by_ref(const blitz_waker *w);
+BLITZ_API void blitz_waker_drop(blitz_waker w);
+/* Nonzero when both wake the same task (lets an op skip a re-clone). */
+BLITZ_API int blitz_waker_will_wake(const blitz_waker *a, const blitz_waker *b);
+/* A waker that does nothing; clone/drop are free. */
+BLITZ_API blitz_waker blitz_waker_noop(void);
+
+/* ---------------------------------------------------------------------------
+ * Coroutine macros: stackless tasks written as straight-line C
+ *
+ *   typedef struct { BLITZ_CORO; blitz_task *child; int n; } my_state;
+ *
+ *   static blitz_poll my_poll(blitz_cx *cx, void *p) {
+ *       my_state *s = p;
+ *       BLITZ_BEGIN(s);
+ *       for (s->n = 0; s->n < 10; s->n++)
+ *           BLITZ_YIELD(s, cx);
+ *       BLITZ_AWAIT(s, blitz_join(cx, s->child));
+ *       BLITZ_END(s);
+ *   }
+ *
+ * The resume point lives in the state (BLITZ_CORO declares it), so a local
+ * variable of the poll function does not survive an await or a yield: keep
+ * such values in the state. Use at most one BLITZ_AWAIT / BLITZ_YIELD per
+ * source line, and no `switch` of your own around one.
+ * ------------------------------------------------------------------------- */
+
+#define BLITZ_CORO int blitz__resume
+#define BLITZ_BEGIN(s)            \
+    switch ((s)->blitz__resume) { \
+    case 0:
+/* Re-evaluates `expr` (a blitz_poll expression) on every resumption until it
+ * is BLITZ_READY. */
+#define BLITZ_AWAIT(s, expr)           \
+    do {                               \
+        (s)->blitz__resume = __LINE__; \
+        if (0) {                       \
+        case __LINE__:;                \
+        }                              \
+        if ((expr) == BLITZ_PENDING)   \
+            return BLITZ_PENDING;      \
+    } while (0)
+/* Lets every other runnable task run first, then continues here. */
+#define BLITZ_YIELD(s, cx)             \
+    do {                               \
+        (s)->blitz__resume = __LINE__; \
+        blitz_cx_yield(cx);            \
+        return BLITZ_PENDING;          \
+    case __LINE__:;                    \
+    } while (0)
+/* Returns BLITZ_READY from the poll function (also on later polls). */
+#define BLITZ_RETURN(s)          \
+    do {                         \
+        (s)->blitz__resume = -1; \
+        return BLITZ_READY;      \
+    } while (0)
+#define BLITZ_END(s)         \
+    if (0) {                 \
+    default:;                \
+    }                        \
+    }                        \
+    (s)->blitz__resume = -1; \
+    return BLITZ_READY
+
+/* ---------------------------------------------------------------------------
+ * Runtime
+ * ------------------------------------------------------------------------- */
+
+typedef enum blitz_flavor {
+    BLITZ_MULTI_THREAD = 0,   /* work-stealing pool of worker threads */
+    BLITZ_CURRENT_THREAD = 1, /* one queue, driven by the thread that waits on it */
+} blitz_flavor;
+
+/* Zero means default for every field. */
+typedef struct blitz_config {
+    blitz_flavor flavor;
+    /* Worker threads (multi-thread flavour). 0 = number of CPUs (at most
+     * BLITZ_MAX_WORKERS); more than BLITZ_MAX_WORKERS is BLITZ_EINVAL. */
+    uint32_t workers;
+    /* Longest a parked worker sleeps before it looks again. 0 = 10 ms. */
+    uint64_t park_timeout_ns;
+    /* Rounds an idle worker spins looking for work before it parks (waking a
+     * parked thread costs tens of microseconds). 0 = default (64);
+     * UINT32_MAX = never spin. */
+    uint32_t spin_before_park;
+    /* Fixed global-queue check interval in ticks instead of the adaptive one
+     * (0 = adaptive, 8..255 from the average poll time). */
+    uint32_t global_queue_interval;
+} blitz_config;
+
+/* Creates a runtime. Several runtimes may be alive at once. Worker threads
+ * start lazily, on the first spawn.
+ * Returns BLITZ_OK, BLITZ_EINVAL (NULL out, workers > BLITZ_MAX_WORKERS,
+ * unknown flavour), BLITZ_ENOMEM, or a thread-creation error. */
+BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out);
+
+/* Stops the runtime: spawning fails with BLITZ_ESHUTDOWN from now on, worker
+ * threads finish the poll they are in and exit, and every task that has not
+ * finished is completed as cancelled (its joiners wake with BLITZ_ECANCELED).
+ * Idempotent. Must not be called from inside one of this runtime's tasks
+ * (BLITZ_EDEADLK). */
+BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt);
+
+/* Shuts down (if not yet) and frees the runtime and every task block,
+ * calling each task's drop function. Task handles and wakers of this runtime
+ * are invalid afterwards. BLITZ_EINVAL for NULL, BLITZ_EDEADLK from inside a
+ * task of this runtime. */
+BLITZ_API int blitz_runtime_free(blitz_runtime *rt);
+
+/* Spawns `poll` with a copy of `state` and waits for it on the calling
+ * thread (which drives a current-thread runtime), then copies the final
+ * state back into `state`. Returns BLITZ_OK, BLITZ_ECANCELED if the task was
+ * cancelled, or a spawn error. */
+BLITZ_API int blitz_runtime_run(blitz_runtime *rt, blitz_poll_fn poll, void *state, size_t size);
+
+/* Creates a default multi-thread runtime, runs one main task on it as
+ * blitz_runtime_run does, and frees the runtime. */
+BLITZ_API int blitz_run(blitz_poll_fn poll, void *state, size_t size);
+
+/* The runtime whose task is running on this thread, or NULL. */
+BLITZ_API blitz_runtime *blitz_runtime_current(void);
+/* The flavour and the number of worker threads (1 for current-thread). */
+BLITZ_API blitz_flavor blitz_runtime_flavor(const blitz_runtime *rt);
+BLITZ_API uint32_t blitz_runtime_workers(const blitz_runtime *rt);
+
+/* ---------------------------------------------------------------------------
+ * Spawning
+ * ------------------------------------------------------------------------- */
+
+typedef struct blitz_spawn_opts {
+    blitz_poll_fn poll; /* required */
+    const void *state;  /* copied into the task; NULL = zero-filled */
+    size_t size;        /* bytes of state, 1..BLITZ_MAX_STATE_SIZE */
+    blitz_drop_fn drop; /* optional, see blitz_drop_fn */
+} blitz_spawn_opts;
+
+/* Spawns a task running `poll` over a private copy of `size` bytes of
+ * `state`. From a worker thread of `rt` the task goes to that worker's LIFO
+ * slot (it runs next, on the same core); from any other thread it goes to
+ * the global queue and a parked worker is woken.
+ * `handle` receives a join handle, or pass NULL to detach at once.
+ * Returns BLITZ_OK, BLITZ_EINVAL (NULL rt/poll, size 0 or larger than
+ * BLITZ_MAX_STATE_SIZE), BLITZ_ENOMEM, BLITZ_ESHUTDOWN. */
+BLITZ_API int blitz_spawn(blitz_runtime *rt, blitz_poll_fn poll, const void *state, size_t size,
+                          blitz_task **handle);
+BLITZ_API int blitz_spawn_ex(blitz_runtime *rt, const blitz_spawn_opts *opts, blitz_task **handle);
+/* Runs fn(arg) once as a task (it must not block for long: see the blocking
+ * pool for that). */
+BLITZ_API int blitz_spawn_fn(blitz_runtime *rt, blitz_fn fn, void *arg, blitz_task **handle);
+
+/* ---------------------------------------------------------------------------
+ * Join handles
+ * ------------------------------------------------------------------------- */
+
+/* Inside a task: BLITZ_READY once `t` has finished (completed or cancelled),
+ * else registers the caller's waker and returns BLITZ_PENDING. Use with
+ * BLITZ_AWAIT, then blitz_task_status / blitz_task_state. */
+BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t);
+
+/* Blocks the calling thread until `t` has finished. A worker thread keeps
+ * running other tasks meanwhile; any other thread runs queued tasks of the
+ * runtime while it waits (and drives a current-thread runtime).
+ * Returns BLITZ_OK (completed), BLITZ_ECANCELED, BLITZ_EINVAL (NULL). */
+BLITZ_API int blitz_task_wait(blitz_task *t);
+
+/* BLITZ_OK when completed, BLITZ_ECANCELED when cancelled, BLITZ_EAGAIN while
+ * not finished, BLITZ_EINVAL for NULL. Never blocks. */
+BLITZ_API int blitz_task_status(const blitz_task *t);
+
+/* The task's state, once it has finished; NULL before that (reading state
+ * that a running task writes would be a data race). Valid until the handle
+ * is released. */
+BLITZ_API void *blitz_task_state(blitz_task *t);
+
+/* Requests cancellation. A task that waits (idle) is completed as cancelled
+ * at once and its joiner woken; a queued or running one is completed as
+ * cancelled when it would next be polled. A shielded task (see
+ * blitz_cx_shield) is cancelled only once the shield is lowered.
+ * BLITZ_OK, or BLITZ_EINVAL for NULL. Cancelling a finished task does
+ * nothing. */
+BLITZ_API int blitz_task_cancel(blitz_task *t);
+
+/* Gives up the handle and sets *t to NULL. A task that has not finished
+ * keeps running, detached; a finished one is freed. BLITZ_EINVAL for NULL,
+ * BLITZ_ERELEASED when *t is already NULL (released twice). */
+BLITZ_API int blitz_task_release(blitz_task **t);
+#define blitz_task_detach(t) blitz_task_release(t)
+
+/* ---------------------------------------------------------------------------
+ * Inside a task
+ * ------------------------------------------------------------------------- */
+
+BLITZ_API blitz_runtime *blitz_cx_runtime(blitz_cx *cx);
+/* Asks to be polled again after the other runnable tasks (BLITZ_YIELD uses
+ * it); the poll function must return BLITZ_PENDING right after. */
+BLITZ_API void blitz_cx_yield(blitz_cx *cx);
+/* Nonzero once cancellation of the running task was requested. */
+BLITZ_API int blitz_cx_cancelled(blitz_cx *cx);
+/* Raise and lower the cancellation shield (nestable, up to 255 deep): while
+ * raised, a cancel request is remembered but not carried out.
+ * BLITZ_ERANGE when nesting too deep or lowering an unraised shield. */
+BLITZ_API int blitz_cx_shield(blitz_cx *cx);
+BLITZ_API int blitz_cx_unshield(blitz_cx *cx);
+/* Index of the worker running this task (0 for current-thread), or -1 when
+ * a non-worker thread runs it while it waits in blitz_task_wait. */
+BLITZ_API int blitz_cx_worker(blitz_cx *cx);
+
+/* ---------------------------------------------------------------------------
+ * Statistics
+ * ------------------------------------------------------------------------- */
+
+typedef struct blitz_worker_stats {
+    uint64_t tasks_polled;
+    uint64_t tasks_stolen; /* tasks taken from other workers */
+    uint64_t steals;       /* successful steal operations */
+    uint64_t times_parked;
+    uint64_t lifo_hits;
+    uint64_t global_batch_fetches;
+    uint64_t overflows; /* local queue full: half moved to the global queue */
+    uint32_t global_queue_interval;
+} blitz_worker_stats;
+
+typedef struct blitz_stats {
+    uint64_t total_spawned;
+    uint64_t total_polled;
+    uint64_t total_stolen;
+    uint64_t total_parked;
+    uint64_t tasks_alive; /* spawned and not yet freed */
+    uint64_t global_queue_depth;
+    uint32_t num_workers;
+    uint32_t workers_started;
+} blitz_stats;
+
+/* Snapshot of counters (each read atomically; the set is not one instant).
+ * BLITZ_EINVAL for NULL arguments or a worker index out of range. All zero
+ * when compiled with BLITZ_NO_STATS. */
+BLITZ_API int blitz_runtime_stats(const blitz_runtime *rt, blitz_stats *out);
+BLITZ_API int blitz_runtime_worker_stats(const blitz_runtime *rt, uint32_t worker,
+                                         blitz_worker_stats *out);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,117 @@
+/* The current-thread scheduler (seed 004): one run queue, driven by
+ * whichever thread waits on the runtime (blitz_task_wait /
+ * blitz_runtime_run). Tasks scheduled on the driving thread go straight to
+ * the local list; other threads push to the global (injection) queue and
+ * unpark the driver. Only one thread drives at a time (`driving`); other
+ * waiters sleep on the completion word and take over when the driver
+ * leaves. */
+#include "internal.h"
+
+/* Driving thread only. */
+BLITZ_PRIVATE void blitz__ct_push(blitz_runtime *rt, blitz__task *t) {
+    blitz__ct_core *ct = rt->ct;
+    t->next = NULL;
+    if (ct->tail)
+        ct->tail->next = t;
+    else
+        ct->head = t;
+    ct->tail = t;
+}
+
+/* Any thread. The parker's token makes an unpark that lands before the
+ * driver parks count. */
+BLITZ_PRIVATE int blitz__ct_inject(blitz_runtime *rt, blitz__task *t) {
+    int rc = blitz__global_queue_push(&rt->global, t);
+    if (rc == BLITZ_OK)
+        blitz__parker_unpark(&rt->ct->parker);
+    return rc;
+}
+
+static blitz__task *blitz__ct_pop(blitz__ct_core *ct) {
+    blitz__task *t = ct->head;
+    if (t) {
+        ct->head = t->next;
+        if (!ct->head)
+            ct->tail = NULL;
+    }
+    return t;
+}
+
+/* Moves everything injected by other threads to the back of the list. */
+static void blitz__ct_drain_inject(blitz_runtime *rt) {
+    blitz__task *t = blitz__global_queue_take_all(&rt->global);
+    while (t) {
+        blitz__task *next = t->next;
+        blitz__ct_push(rt, t);
+        t = next;
+    }
+}
+
+/* Runs tasks on the calling (driving) thread until `target` completes or
+ * the runtime shuts down. */
+static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz__context *ctx) {
+    blitz__ct_core *ct = rt->ct;
+    uint32_t interval = rt->fixed_interval ? rt->fixed_interval : 31;
+    for (;;) {
+        if (blitz__task_is_complete(target) || blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+            return;
+        uint32_t polls = 0;
+        while (polls < BLITZ_BUDGET_PER_TICK) {
+            /* Take injected tasks now and then even when the list is busy,
+             * so remote spawns and wakes are not starved. */
+            if (++ct->tick % interval == 0)
+                blitz__ct_drain_inject(rt);
+            blitz__task *t = blitz__ct_pop(ct);
+            if (!t) {
+                blitz__ct_drain_inject(rt);
+                if (!(t = blitz__ct_pop(ct)))
+                    break;
+            }
+            blitz__task_run(t, ctx);
+            BLITZ__STAT(blitz__u64_bump(&ct->counters.polled, 1));
+            polls++;
+            if (blitz__task_is_complete(target))
+                return;
+        }
+        if (polls == 0) {
+            /* Idle. A completion on another thread (a cancel) wakes the
+             * joiners and unparks us; so does any inject. */
+            if (!blitz__task_set_thread_joiner(target))
+                return;
+            if (blitz__global_queue_len(&rt->global))
+                continue;
+            BLITZ__STAT(blitz__u64_bump(&ct->counters.parked, 1));
+            blitz__parker_park(&ct->parker, rt->park_timeout_ns);
+        }
+    }
+}
+
+BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__context *ctx) {
+    if (ctx && ctx->rt == rt && ctx->ct_driver) {
+        /* Waiting inside one of our own tasks: keep driving, nested. */
+        blitz__ct_drive_until(rt, t, ctx);
+        while (!blitz__task_is_complete(t))
+            blitz__wait_completion(rt, t, rt->park_timeout_ns);
+        return;
+    }
+    while (!blitz__task_is_complete(t)) {
+        uint32_t idle = 0;
+        if (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) &&
+            blitz__u32_cas(&rt->ct->driving, &idle, 1, BLITZ__ACQUIRE)) {
+            blitz__context dctx;
+            dctx.rt = rt;
+            dctx.worker = NULL;
+            dctx.ct_driver = 1;
+            dctx.current = NULL;
+            blitz__context *outer = blitz__context_set(&dctx);
+            blitz__ct_drive_until(rt, t, &dctx);
+            blitz__context_set(outer);
+            /* Release: the next driver sees the run queue as we left it. */
+            blitz__u32_store(&rt->ct->driving, 0, BLITZ__RELEASE);
+            /* Another waiter may now take over driving. */
+            blitz__wake_thread_joiners(rt);
+            continue;
+        }
+        blitz__wait_completion(rt, t, rt->park_timeout_ns);
+    }
+}

@@ -1,0 +1,252 @@
+/* The poll harness (run, complete, free), task wakers, and spawning.
+ *
+ * The seed's vtable {poll, drop, schedule, reschedule} maps onto C as:
+ * poll = the user's poll function in the header, driven by blitz__task_run;
+ * drop = blitz__task_free (the user's drop function, if any, then the block
+ * goes back to its cache); schedule = blitz__task_schedule (a wake: the LIFO
+ * slot when the waker runs on a worker of the task's runtime, else the
+ * global queue); reschedule = blitz__task_reschedule (after NOTIFIED or a
+ * yield: the back of the local queue, so others run first). */
+#include "internal.h"
+
+static inline void *blitz__task_state_ptr(blitz__task *t) {
+    return (char *)t + BLITZ__TASK_HEADER_SIZE;
+}
+
+static inline blitz_drop_fn *blitz__task_drop_slot(blitz__task *t) {
+    return (blitz_drop_fn *)((char *)t + blitz__block_size(t) - sizeof(blitz_drop_fn));
+}
+
+/* Last reference gone: run the drop function and recycle the block. */
+BLITZ_PRIVATE void blitz__task_free(blitz__task *t) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+    if (s & BLITZ__TASK_HAS_DROP)
+        (*blitz__task_drop_slot(t))(blitz__task_state_ptr(t));
+    blitz__u64_store(&t->state, 0, BLITZ__RELEASE);
+    blitz__block_release(t);
+}
+
+/* Wakes threads sleeping in blitz_task_wait on this runtime. Release: their
+ * acquire load of the word orders the completion before their re-check. */
+BLITZ_PRIVATE void blitz__wake_thread_joiners(blitz_runtime *rt) {
+    blitz__u32_fetch_add(&rt->completion_seq, 1, BLITZ__RELEASE);
+    blitz__futex_wake(&rt->completion_seq, INT_MAX);
+    /* A current-thread driver waiting for this task sleeps in its parker. */
+    if (rt->ct)
+        blitz__parker_unpark(&rt->ct->parker);
+}
+
+/* RUNNING -> COMPLETE and everything completion owes: the joiner's waker,
+ * sleeping joiner threads, and the lifecycle reference. */
+BLITZ_PRIVATE void blitz__task_finish(blitz__task *t, int cancelled) {
+    int dropped;
+    uint64_t prev = blitz__state_complete(t, cancelled, &dropped);
+    if (dropped) {
+        if (blitz__refs(prev) == 1)
+            blitz__task_free(t);
+        return;
+    }
+    if (prev & BLITZ__TASK_JOIN_WAKER) {
+        /* The completer only reads the slot (the handle owner may be reading
+         * it too, in blitz_join's will_wake check); the copy carries the
+         * waker's reference. */
+        blitz_waker w = t->join_waker;
+        w.vtable->wake(w.data);
+    }
+    if (prev & BLITZ__TASK_THREAD_JOINER)
+        blitz__wake_thread_joiners(blitz__task_runtime(t));
+    blitz__task_unref(t);
+}
+
+/* ---- wakers ----------------------------------------------------------------- */
+
+static void blitz__waker_wake_by_ref_fn(const void *data) {
+    blitz__task *t = (blitz__task *)data;
+    if (blitz__state_wake(t) == BLITZ__WAKE_SCHEDULE)
+        blitz__task_schedule(t);
+}
+static void blitz__waker_wake_fn(const void *data) {
+    blitz__waker_wake_by_ref_fn(data);
+    blitz__task_unref((blitz__task *)data);
+}
+static blitz_waker blitz__waker_clone_fn(const void *data);
+static void blitz__waker_drop_fn(const void *data) {
+    blitz__task_unref((blitz__task *)data);
+}
+static const blitz_waker_vtable blitz__task_waker_vtable = {
+    blitz__waker_wake_fn, blitz__waker_wake_by_ref_fn, blitz__waker_clone_fn, blitz__waker_drop_fn};
+static blitz_waker blitz__waker_clone_fn(const void *data) {
+    blitz__task_ref((blitz__task *)data);
+    blitz_waker w = {data, &blitz__task_waker_vtable};
+    return w;
+}
+
+static void blitz__noop_fn(const void *data) {
+    (void)data;
+}
+static blitz_waker blitz__noop_clone_fn(const void *data);
+static const blitz_waker_vtable blitz__noop_waker_vtable = {blitz__noop_fn, blitz__noop_fn,
+                                                            blitz__noop_clone_fn, blitz__noop_fn};
+static blitz_waker blitz__noop_clone_fn(const void *data) {
+    blitz_waker w = {data, &blitz__noop_waker_vtable};
+    return w;
+}
+
+BLITZ_API blitz_waker blitz_waker_noop(void) {
+    blitz_waker w = {NULL, &blitz__noop_waker_vtable};
+    return w;
+}
+
+BLITZ_API blitz_waker blitz_cx_waker(blitz_cx *cx) {
+    BLITZ_ASSERT(cx);
+    if (!cx)
+        return blitz_waker_noop();
+    blitz_waker w = {cx->task, &blitz__task_waker_vtable};
+    return w;
+}
+
+BLITZ_API blitz_waker blitz_waker_clone(const blitz_waker *w) {
+    if (!w || !w->vtable)
+        return blitz_waker_noop();
+    return w->vtable->clone(w->data);
+}
+BLITZ_API void blitz_waker_wake(blitz_waker w) {
+    if (w.vtable)
+        w.vtable->wake(w.data);
+}
+BLITZ_API void blitz_waker_wake_by_ref(const blitz_waker *w) {
+    if (w && w->vtable)
+        w->vtable->wake_by_ref(w->data);
+}
+BLITZ_API void blitz_waker_drop(blitz_waker w) {
+    if (w.vtable)
+        w.vtable->drop(w.data);
+}
+BLITZ_API int blitz_waker_will_wake(const blitz_waker *a, const blitz_waker *b) {
+    return a && b && a->data == b->data && a->vtable == b->vtable;
+}
+
+/* ---- the poll harness ------------------------------------------------------------ */
+
+/* Polls a SCHEDULED task once on the calling thread (context `ctx`). */
+BLITZ_PRIVATE void blitz__task_run(blitz__task *t, blitz__context *ctx) {
+    if (blitz__state_to_running(t) == BLITZ__RUN_CANCEL) {
+        blitz__task_finish(t, 1);
+        return;
+    }
+    blitz_cx cx;
+    cx.task = t;
+    cx.ctx = ctx;
+    cx.yielded = 0;
+    blitz__task *outer = ctx->current;
+    ctx->current = t;
+    blitz_poll r = t->poll(&cx, blitz__task_state_ptr(t));
+    ctx->current = outer;
+    if (r == BLITZ_READY)
+        blitz__task_finish(t, 0);
+    else if (blitz__state_to_idle(t, cx.yielded))
+        blitz__task_reschedule(t, ctx);
+}
+
+/* ---- poll-context accessors ---------------------------------------------------- */
+
+BLITZ_API blitz_runtime *blitz_cx_runtime(blitz_cx *cx) {
+    return cx ? cx->ctx->rt : NULL;
+}
+BLITZ_API void blitz_cx_yield(blitz_cx *cx) {
+    if (cx)
+        cx->yielded = 1;
+}
+BLITZ_API int blitz_cx_cancelled(blitz_cx *cx) {
+    if (!cx)
+        return 0;
+    return (blitz__u64_load(&cx->task->state, BLITZ__ACQUIRE) & BLITZ__TASK_CANCELLED) != 0;
+}
+BLITZ_API int blitz_cx_shield(blitz_cx *cx) {
+    return cx ? blitz__state_shield(cx->task, 1) : BLITZ_EINVAL;
+}
+BLITZ_API int blitz_cx_unshield(blitz_cx *cx) {
+    return cx ? blitz__state_shield(cx->task, -1) : BLITZ_EINVAL;
+}
+BLITZ_API int blitz_cx_worker(blitz_cx *cx) {
+    if (!cx)
+        return -1;
+    if (cx->ctx->worker)
+        return (int)cx->ctx->worker->index;
+    return cx->ctx->ct_driver ? 0 : -1;
+}
+
+/* ---- spawning ------------------------------------------------------------------- */
+
+BLITZ_API int blitz_spawn_ex(blitz_runtime *rt, const blitz_spawn_opts *o, blitz_task **handle) {
+    if (handle)
+        *handle = NULL;
+    if (!rt || !o || !o->poll || o->size == 0 || o->size > BLITZ_MAX_STATE_SIZE)
+        return BLITZ_EINVAL;
+    if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+        return BLITZ_ESHUTDOWN;
+    size_t need = BLITZ__TASK_HEADER_SIZE + o->size;
+    if (o->drop)
+        need = ((need + 7) & ~(size_t)7) + sizeof(blitz_drop_fn);
+    blitz__task *t = blitz__block_alloc(rt, need);
+    if (!t)
+        return BLITZ_ENOMEM;
+    t->poll = o->poll;
+    t->next = NULL;
+    t->join_waker.data = NULL;
+    t->join_waker.vtable = NULL;
+    if (o->state)
+        memcpy(blitz__task_state_ptr(t), o->state, o->size);
+    else
+        memset(blitz__task_state_ptr(t), 0, o->size);
+    if (o->drop)
+        *blitz__task_drop_slot(t) = o->drop;
+    /* Relaxed: the enqueue below publishes the block (queue release or the
+     * global queue's mutex). */
+    blitz__u64_store(&t->state, blitz__state_initial(handle != NULL, o->drop != NULL),
+                     BLITZ__RELAXED);
+    int rc = blitz__task_spawn_schedule(rt, t);
+    if (rc != BLITZ_OK) {
+        /* Nobody else has seen the task: recycle it without its drop
+         * function (the caller still owns what its state refers to). */
+        blitz__u64_store(&t->state, 0, BLITZ__RELAXED);
+        blitz__block_release(t);
+        return rc;
+    }
+    if (handle)
+        *handle = t;
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_spawn(blitz_runtime *rt, blitz_poll_fn poll, const void *state, size_t size,
+                          blitz_task **handle) {
+    blitz_spawn_opts o;
+    o.poll = poll;
+    o.state = state;
+    o.size = size;
+    o.drop = NULL;
+    return blitz_spawn_ex(rt, &o, handle);
+}
+
+typedef struct {
+    blitz_fn fn;
+    void *arg;
+} blitz__fn_state;
+
+static blitz_poll blitz__fn_poll(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz__fn_state *s = (blitz__fn_state *)p;
+    s->fn(s->arg);
+    return BLITZ_READY;
+}
+
+BLITZ_API int blitz_spawn_fn(blitz_runtime *rt, blitz_fn fn, void *arg, blitz_task **handle) {
+    if (handle)
+        *handle = NULL;
+    if (!fn)
+        return BLITZ_EINVAL;
+    blitz__fn_state s;
+    s.fn = fn;
+    s.arg = arg;
+    return blitz_spawn(rt, blitz__fn_poll, &s, sizeof s, handle);
+}

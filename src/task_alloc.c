@@ -1,0 +1,271 @@
+/* Task blocks: size-classed slabs in 64 KiB-aligned chunks.
+ *
+ * Why: a task is one block (header + state), spawned and freed at high rates
+ * from every thread. Per-worker free lists make steady-state spawn free of
+ * malloc and of locks; the chunk header at the 64 KiB boundary below a block
+ * names the runtime, so the task header needs no runtime pointer; and the
+ * runtime can walk every live block at shutdown (a free block's state word
+ * is zero) instead of keeping an owned-task list in every task.
+ *
+ * Blocks start at an address that is 8 mod 16, so the state after the
+ * 40-byte header is 16-byte aligned. States too big for the largest class get
+ * a chunk of their own. Caches: one per worker and one for the
+ * current-thread driver (no locking: only their thread touches them), and a
+ * shared one behind alloc_lock for every other thread. A cache that holds
+ * too many free blocks of a class gives half to the shared one, so memory
+ * freed on one worker is reused by the others. */
+#include "internal.h"
+
+static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
+    48,  64,  80,   96,   112,  128,  160,  192,  224,  256,  320,  384,  448,  512,  640,
+    768, 896, 1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192};
+
+/* First block offset: the smallest offset past the chunk header that is
+ * 8 mod 16. */
+#define BLITZ__FIRST_BLOCK ((sizeof(blitz__chunk) + 8 + 15) / 16 * 16 - 8)
+#define BLITZ__CACHE_HIGH  512u
+#define BLITZ__REFILL      64u
+
+static inline blitz__chunk *blitz__chunk_of(const void *block) {
+    return (blitz__chunk *)((uintptr_t)block & ~(uintptr_t)(BLITZ__CHUNK_SIZE - 1));
+}
+
+static inline blitz_runtime *blitz__task_runtime(const blitz__task *t) {
+    return blitz__chunk_of(t)->rt;
+}
+
+/* Bytes of the block holding `t` (for the drop pointer at its end). */
+static inline size_t blitz__block_size(const blitz__task *t) {
+    return blitz__chunk_of(t)->block_size;
+}
+
+BLITZ_PRIVATE uint32_t blitz__size_class(size_t need) {
+    for (uint32_t c = 0; c < BLITZ__NUM_CLASSES; c++)
+        if (need <= blitz__class_size[c])
+            return c;
+    return BLITZ__CLASS_LARGE;
+}
+
+/* The cache this thread may use without a lock for runtime `rt`, or NULL. */
+static blitz__block_cache *blitz__local_cache(blitz_runtime *rt) {
+    blitz__context *c = blitz__context_get();
+    if (!c || c->rt != rt)
+        return NULL;
+    if (c->worker)
+        return &c->worker->cache;
+    if (c->ct_driver)
+        return &rt->ct->cache;
+    return NULL;
+}
+
+/* Per-thread counters of spawned/freed blocks, or NULL for the shared ones
+ * (which are bumped under alloc_lock). */
+static blitz__worker_counters *blitz__local_counters(blitz_runtime *rt) {
+    blitz__context *c = blitz__context_get();
+    if (!c || c->rt != rt)
+        return NULL;
+    if (c->worker)
+        return &c->worker->counters;
+    if (c->ct_driver)
+        return &rt->ct->counters;
+    return NULL;
+}
+
+/* Adds a chunk of class `c` to the runtime's list. Caller holds nothing. */
+static blitz__chunk *blitz__chunk_new(blitz_runtime *rt, uint32_t c) {
+    void *raw;
+    blitz__chunk *ch =
+        (blitz__chunk *)blitz__alloc_aligned(BLITZ__CHUNK_SIZE, BLITZ__CHUNK_SIZE, &raw);
+    if (!ch)
+        return NULL;
+    ch->rt = rt;
+    ch->raw = raw;
+    ch->block_size = blitz__class_size[c];
+    ch->class_index = c;
+    ch->capacity = (uint32_t)((BLITZ__CHUNK_SIZE - BLITZ__FIRST_BLOCK) / ch->block_size);
+    ch->carved = 0;
+    blitz__mutex_lock(&rt->alloc_lock);
+    ch->next = rt->chunks;
+    rt->chunks = ch;
+    blitz__mutex_unlock(&rt->alloc_lock);
+    return ch;
+}
+
+static inline blitz__task *blitz__chunk_block(blitz__chunk *ch, uint32_t i) {
+    return (blitz__task *)((char *)ch + BLITZ__FIRST_BLOCK + (size_t)i * ch->block_size);
+}
+
+/* Takes a block of class c from `cache`, refilling from the shared cache or
+ * carving a chunk. `locked`: the caller holds alloc_lock and `cache` is the
+ * shared one. */
+static blitz__task *blitz__cache_take(blitz_runtime *rt, blitz__block_cache *cache, uint32_t c,
+                                      int locked) {
+    blitz__task *t = cache->free_list[c];
+    if (t) {
+        cache->free_list[c] = t->next;
+        cache->free_count[c]--;
+        return t;
+    }
+    if (!locked && rt->shared_cache.free_count[c]) {
+        /* Move a batch from the shared cache. */
+        blitz__mutex_lock(&rt->alloc_lock);
+        blitz__block_cache *sh = &rt->shared_cache;
+        for (uint32_t i = 0; i < BLITZ__REFILL && sh->free_list[c]; i++) {
+            blitz__task *b = sh->free_list[c];
+            sh->free_list[c] = b->next;
+            sh->free_count[c]--;
+            b->next = cache->free_list[c];
+            cache->free_list[c] = b;
+            cache->free_count[c]++;
+        }
+        blitz__mutex_unlock(&rt->alloc_lock);
+        t = cache->free_list[c];
+        if (t) {
+            cache->free_list[c] = t->next;
+            cache->free_count[c]--;
+            return t;
+        }
+    }
+    blitz__chunk *ch = cache->carving[c];
+    if (!ch || ch->carved == ch->capacity) {
+        if (locked)
+            blitz__mutex_unlock(&rt->alloc_lock);
+        ch = blitz__chunk_new(rt, c);
+        if (locked)
+            blitz__mutex_lock(&rt->alloc_lock);
+        if (!ch)
+            return NULL;
+        /* With the lock dropped another thread may have installed a chunk;
+         * the older one is full or nearly so and stays on the list. */
+        cache->carving[c] = ch;
+    }
+    return blitz__chunk_block(ch, ch->carved++);
+}
+
+/* A block for a task whose header + state (+ drop pointer) need `need`
+ * bytes; NULL when out of memory. Counts the spawn. */
+BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need) {
+    uint32_t c = blitz__size_class(need);
+    blitz__task *t;
+    if (c == BLITZ__CLASS_LARGE) {
+        size_t total = BLITZ__FIRST_BLOCK + ((need + 15) & ~(size_t)15);
+        void *raw;
+        blitz__chunk *ch = (blitz__chunk *)blitz__alloc_aligned(
+            total < BLITZ__CHUNK_SIZE ? BLITZ__CHUNK_SIZE : total, BLITZ__CHUNK_SIZE, &raw);
+        if (!ch)
+            return NULL;
+        ch->rt = rt;
+        ch->raw = raw;
+        ch->block_size = (uint32_t)(total - BLITZ__FIRST_BLOCK);
+        ch->class_index = BLITZ__CLASS_LARGE;
+        ch->capacity = 1;
+        ch->carved = 1;
+        blitz__mutex_lock(&rt->alloc_lock);
+        ch->next = rt->chunks;
+        rt->chunks = ch;
+        blitz__mutex_unlock(&rt->alloc_lock);
+        t = blitz__chunk_block(ch, 0);
+    } else {
+        blitz__block_cache *cache = blitz__local_cache(rt);
+        if (cache) {
+            t = blitz__cache_take(rt, cache, c, 0);
+        } else {
+            blitz__mutex_lock(&rt->alloc_lock);
+            t = blitz__cache_take(rt, &rt->shared_cache, c, 1);
+            blitz__mutex_unlock(&rt->alloc_lock);
+        }
+        if (!t)
+            return NULL;
+    }
+    blitz__worker_counters *k = blitz__local_counters(rt);
+    if (k) {
+        BLITZ__STAT(blitz__u64_bump(&k->spawned, 1));
+    } else {
+        BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.spawned, 1, BLITZ__RELAXED));
+    }
+    return t;
+}
+
+/* Returns the block of a task whose state word has already been zeroed. */
+BLITZ_PRIVATE void blitz__block_release(blitz__task *t) {
+    blitz__chunk *ch = blitz__chunk_of(t);
+    blitz_runtime *rt = ch->rt;
+    blitz__worker_counters *k = blitz__local_counters(rt);
+    if (k) {
+        BLITZ__STAT(blitz__u64_bump(&k->freed, 1));
+    } else {
+        BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.freed, 1, BLITZ__RELAXED));
+    }
+    uint32_t c = ch->class_index;
+    if (c == BLITZ__CLASS_LARGE) {
+        /* During the shutdown sweep the chunk list is being walked: leave the
+         * (now free) chunk on it for blitz__block_free_all. */
+        if (blitz__u32_load(&rt->sweeping, BLITZ__ACQUIRE))
+            return;
+        blitz__mutex_lock(&rt->alloc_lock);
+        blitz__chunk **p = &rt->chunks;
+        while (*p != ch)
+            p = &(*p)->next;
+        *p = ch->next;
+        blitz__mutex_unlock(&rt->alloc_lock);
+        blitz__free(ch->raw);
+        return;
+    }
+    blitz__block_cache *cache = blitz__local_cache(rt);
+    if (!cache) {
+        blitz__mutex_lock(&rt->alloc_lock);
+        t->next = rt->shared_cache.free_list[c];
+        rt->shared_cache.free_list[c] = t;
+        rt->shared_cache.free_count[c]++;
+        blitz__mutex_unlock(&rt->alloc_lock);
+        return;
+    }
+    t->next = cache->free_list[c];
+    cache->free_list[c] = t;
+    if (++cache->free_count[c] > BLITZ__CACHE_HIGH) {
+        /* Give half to the shared cache so other threads reuse it. */
+        blitz__task *first = cache->free_list[c], *last = first;
+        for (uint32_t i = 1; i < BLITZ__CACHE_HIGH / 2; i++)
+            last = last->next;
+        cache->free_list[c] = last->next;
+        cache->free_count[c] -= BLITZ__CACHE_HIGH / 2;
+        blitz__mutex_lock(&rt->alloc_lock);
+        last->next = rt->shared_cache.free_list[c];
+        rt->shared_cache.free_list[c] = first;
+        rt->shared_cache.free_count[c] += BLITZ__CACHE_HIGH / 2;
+        blitz__mutex_unlock(&rt->alloc_lock);
+    }
+}
+
+/* Calls fn on every live block of the runtime. Only for shutdown and free:
+ * no thread may be carving from a private cache meanwhile. Blocks carved
+ * after the walk started are not visited. */
+BLITZ_PRIVATE void blitz__block_walk(blitz_runtime *rt, void (*fn)(blitz__task *t)) {
+    blitz__mutex_lock(&rt->alloc_lock);
+    blitz__chunk *first = rt->chunks;
+    blitz__mutex_unlock(&rt->alloc_lock);
+    /* Chunks are only ever prepended (and large ones removed when their task
+     * is freed, which fn may do), so read each chunk's successor before fn. */
+    for (blitz__chunk *ch = first, *next; ch; ch = next) {
+        blitz__mutex_lock(&rt->alloc_lock);
+        next = ch->next;
+        uint32_t carved = ch->carved;
+        blitz__mutex_unlock(&rt->alloc_lock);
+        for (uint32_t i = 0; i < carved; i++) {
+            blitz__task *t = blitz__chunk_block(ch, i);
+            if (blitz__u64_load(&t->state, BLITZ__ACQUIRE) != 0)
+                fn(t);
+        }
+    }
+}
+
+/* Frees every chunk (runtime teardown). */
+BLITZ_PRIVATE void blitz__block_free_all(blitz_runtime *rt) {
+    blitz__chunk *ch = rt->chunks;
+    rt->chunks = NULL;
+    while (ch) {
+        blitz__chunk *next = ch->next;
+        blitz__free(ch->raw);
+        ch = next;
+    }
+}

@@ -1,0 +1,431 @@
+/* The multi-thread scheduler's workers (seeds 000 and 001).
+ *
+ * Each worker owns a LIFO slot, a local ring (local_queue.c), a 32-slot
+ * buffer of tasks fetched from the global queue, a parker and a PRNG.
+ * Finding work, in order:
+ *   0. every `global_interval` polls, the global queue first (fairness for
+ *      remote spawns and wakes; the interval adapts to the poll time)
+ *   1. the global batch buffer
+ *   2. the LIFO slot, at most BLITZ_MAX_LIFO_POLLS_PER_TICK times a tick;
+ *      after that its task is flushed to the back of the ring
+ *   3. the local ring
+ *   4. a batch from the global queue
+ *   5. as a searcher (at most half the workers): steal half of a random
+ *      victim's ring, then the global queue once more
+ *   6. spin briefly, then park (idle.c has the protocol)
+ * A tick is up to BLITZ_BUDGET_PER_TICK polls; after each the EWMA of the
+ * poll time sets the next global-queue interval. */
+#include "internal.h"
+
+static inline uint64_t blitz__rng_next(uint64_t s[2]) {
+    /* xorshift64+ */
+    uint64_t s1 = s[0];
+    const uint64_t s0 = s[1];
+    s[0] = s0;
+    s1 ^= s1 << 23;
+    s[1] = s1 ^ s0 ^ (s1 >> 17) ^ (s0 >> 26);
+    return s[1] + s0;
+}
+
+BLITZ_PRIVATE void blitz__worker_init(blitz__worker *w, blitz_runtime *rt, uint32_t index) {
+    memset(w, 0, sizeof *w);
+    blitz__local_queue_init(&w->queue);
+    blitz__parker_init(&w->parker);
+    w->rt = rt;
+    w->index = index;
+    w->avg_poll_ns = BLITZ__INITIAL_AVG_POLL_NS;
+    w->global_interval = rt->fixed_interval
+                             ? rt->fixed_interval
+                             : BLITZ__INTERVAL_TARGET_NS / BLITZ__INITIAL_AVG_POLL_NS;
+    blitz__u32_store(&w->interval_shared, w->global_interval, BLITZ__RELAXED);
+    uint64_t seed = (uint64_t)(uintptr_t)w ^ ((uint64_t)index * 0x9E3779B97F4A7C15u);
+    w->rng[0] = seed | 1;
+    w->rng[1] = (seed * 0xBF58476D1CE4E5B9u) | 2;
+}
+
+/* ---- scheduling onto a worker ------------------------------------------------ */
+
+static void blitz__remote_schedule(blitz_runtime *rt, blitz__task *t) {
+    if (blitz__global_queue_push(&rt->global, t) == BLITZ_OK)
+        blitz__idle_notify_parked(rt);
+    /* else: closed by shutdown; the task stays SCHEDULED and the sweep
+     * completes it as cancelled. */
+}
+
+/* A task woken or spawned on worker `w` itself goes to the LIFO slot; the
+ * task it displaces goes to the back of the ring, where others may steal
+ * it, so a parked worker is told. */
+static void blitz__worker_schedule_local(blitz__worker *w, blitz__task *t) {
+    /* Acquire: the flag is set by this same thread today, but maintenance
+     * that runs while parking (timers, I/O) may schedule from here too;
+     * then the task must not sit in the slot of a sleeping worker. */
+    if (blitz__u32_load(&w->transitioning_to_park, BLITZ__ACQUIRE)) {
+        blitz__remote_schedule(w->rt, t);
+        return;
+    }
+    blitz__task *prev = w->lifo_slot;
+    w->lifo_slot = t;
+    if (prev) {
+        blitz__local_queue_push(&w->queue, prev, w->rt, &w->counters);
+        blitz__idle_notify_parked(w->rt);
+    }
+}
+
+BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t) {
+    blitz_runtime *rt = blitz__task_runtime(t);
+    blitz__context *ctx = blitz__context_get();
+    if (rt->flavor == BLITZ_CURRENT_THREAD) {
+        if (ctx && ctx->rt == rt && ctx->ct_driver)
+            blitz__ct_push(rt, t);
+        else
+            blitz__ct_inject(rt, t);
+        return;
+    }
+    if (ctx && ctx->rt == rt && ctx->worker)
+        blitz__worker_schedule_local(ctx->worker, t);
+    else
+        blitz__remote_schedule(rt, t);
+}
+
+/* After NOTIFIED or a yield: behind everything already runnable here. */
+BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx) {
+    blitz_runtime *rt = ctx->rt;
+    if (rt != blitz__task_runtime(t)) {
+        blitz__task_schedule(t);
+    } else if (ctx->worker) {
+        blitz__local_queue_push(&ctx->worker->queue, t, rt, &ctx->worker->counters);
+        blitz__idle_notify_parked(rt);
+    } else if (ctx->ct_driver) {
+        blitz__ct_push(rt, t);
+    } else if (rt->flavor == BLITZ_CURRENT_THREAD) {
+        blitz__ct_inject(rt, t);
+    } else {
+        blitz__remote_schedule(rt, t);
+    }
+}
+
+/* ---- finding work ---------------------------------------------------------------- */
+
+/* Moves a batch from the global queue: the first task is returned, up to 32
+ * more go to the batch buffer, the rest to the ring. */
+static blitz__task *blitz__worker_fetch_global(blitz__worker *w) {
+    blitz_runtime *rt = w->rt;
+    uint64_t len = blitz__global_queue_len(&rt->global);
+    if (len == 0)
+        return NULL;
+    uint64_t want = len / rt->num_workers;
+    if (want < BLITZ__GLOBAL_BATCH_MIN)
+        want = BLITZ__GLOBAL_BATCH_MIN;
+    if (want > BLITZ__GLOBAL_BATCH_MAX)
+        want = BLITZ__GLOBAL_BATCH_MAX;
+    blitz__task *got[BLITZ__GLOBAL_BATCH_MAX];
+    uint32_t n = blitz__global_queue_pop_batch(&rt->global, got, (uint32_t)want);
+    if (n == 0)
+        return NULL;
+    BLITZ__STAT(blitz__u64_bump(&w->counters.batch_fetches, 1));
+    uint32_t i = 1;
+    if (w->batch_head == w->batch_len) {
+        w->batch_head = w->batch_len = 0;
+        while (i < n && w->batch_len < BLITZ__BATCH_BUFFER_SIZE)
+            w->batch[w->batch_len++] = got[i++];
+    }
+    if (i < n) {
+        for (; i < n; i++)
+            blitz__local_queue_push(&w->queue, got[i], rt, &w->counters);
+        blitz__idle_notify_parked(rt);
+    }
+    return got[0];
+}
+
+static blitz__task *blitz__worker_next_local(blitz__worker *w) {
+    blitz__task *t;
+    if (++w->tick % w->global_interval == 0 && (t = blitz__worker_fetch_global(w)) != NULL)
+        return t;
+    if (w->batch_head < w->batch_len)
+        return w->batch[w->batch_head++];
+    if (w->lifo_slot) {
+        t = w->lifo_slot;
+        w->lifo_slot = NULL;
+        if (w->lifo_polls < BLITZ_MAX_LIFO_POLLS_PER_TICK) {
+            w->lifo_polls++;
+            BLITZ__STAT(blitz__u64_bump(&w->counters.lifo_hits, 1));
+            return t;
+        }
+        /* Cap reached: the slot's task joins the FIFO order, visible to
+         * stealers. */
+        blitz__local_queue_push(&w->queue, t, w->rt, &w->counters);
+    }
+    if ((t = blitz__local_queue_pop(&w->queue)) != NULL)
+        return t;
+    return blitz__worker_fetch_global(w);
+}
+
+static blitz__task *blitz__worker_steal(blitz__worker *w) {
+    blitz_runtime *rt = w->rt;
+    uint32_t n = rt->num_workers;
+    uint32_t start = (uint32_t)(blitz__rng_next(w->rng) % n);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t v = (start + i) % n;
+        if (v == w->index)
+            continue;
+        uint32_t stolen = 0;
+        blitz__task *t = blitz__local_queue_steal_into(&rt->workers[v].queue, &w->queue, &stolen);
+        if (t) {
+            BLITZ__STAT(blitz__u64_bump(&w->counters.steals, 1));
+            BLITZ__STAT(blitz__u64_bump(&w->counters.stolen, stolen));
+            return t;
+        }
+    }
+    return NULL;
+}
+
+/* Steps 5: steal as a searcher, then the global queue. */
+static blitz__task *blitz__worker_search(blitz__worker *w) {
+    if (!w->searching) {
+        if (!blitz__idle_try_become_searcher(w->rt))
+            return blitz__worker_fetch_global(w);
+        w->searching = 1;
+    }
+    blitz__task *t = blitz__worker_steal(w);
+    if (!t)
+        t = blitz__worker_fetch_global(w);
+    return t;
+}
+
+static blitz__task *blitz__worker_find(blitz__worker *w) {
+    blitz__task *t = blitz__worker_next_local(w);
+    if (!t && w->rt->num_workers > 1)
+        t = blitz__worker_search(w);
+    if (t && w->searching) {
+        w->searching = 0;
+        if (blitz__idle_transition_from_searching(w->rt))
+            blitz__idle_notify_parked(w->rt);
+    }
+    return t;
+}
+
+/* Work another worker could take or this one could find: the global queue
+ * or any ring. */
+static int blitz__work_available(blitz_runtime *rt) {
+    if (blitz__global_queue_len(&rt->global))
+        return 1;
+    for (uint32_t i = 0; i < rt->num_workers; i++)
+        if (blitz__local_queue_len(&rt->workers[i].queue))
+            return 1;
+    return 0;
+}
+
+static void blitz__worker_poll(blitz__worker *w, blitz__task *t, blitz__context *ctx) {
+    blitz__task_run(t, ctx);
+    BLITZ__STAT(blitz__u64_bump(&w->counters.polled, 1));
+}
+
+/* ---- parking ------------------------------------------------------------------------ */
+
+static void blitz__worker_park(blitz__worker *w) {
+    blitz_runtime *rt = w->rt;
+    /* Spin first: a parked vCPU takes tens of microseconds to wake, far
+     * longer than the gap between bursts of work in a busy program. */
+    for (uint32_t i = 0; i < rt->spin_before_park; i++) {
+        if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt))
+            return;
+        for (int k = 0; k < 32; k++)
+            blitz__cpu_relax();
+    }
+    /* From here on tasks scheduled from this thread go to the global queue
+     * (seed 000 "Lost wakeup prevention"). */
+    blitz__u32_store(&w->transitioning_to_park, 1, BLITZ__SEQ_CST);
+    if (w->lifo_slot) {
+        blitz__local_queue_push(&w->queue, w->lifo_slot, rt, &w->counters);
+        w->lifo_slot = NULL;
+    }
+    if (blitz__local_queue_len(&w->queue) || w->batch_head < w->batch_len)
+        goto out;
+    if (w->searching) {
+        w->searching = 0;
+        /* The last searcher to leave re-checks every queue: a producer that
+         * saw it searching did not wake anyone. */
+        if (blitz__idle_transition_from_searching(rt)) {
+            blitz__fence_seq_cst();
+            if (blitz__work_available(rt))
+                goto out;
+        }
+    }
+    blitz__idle_set_parked(rt, w->index);
+    blitz__fence_seq_cst();
+    if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) || blitz__work_available(rt)) {
+        if (!blitz__idle_unset_parked(rt, w->index))
+            w->searching = 1; /* a notifier claimed us meanwhile */
+        goto out;
+    }
+    BLITZ__STAT(blitz__u64_bump(&w->counters.parked, 1));
+    blitz__parker_park(&w->parker, rt->park_timeout_ns);
+    if (!blitz__idle_unset_parked(rt, w->index))
+        w->searching = 1;
+out:
+    blitz__u32_store(&w->transitioning_to_park, 0, BLITZ__RELEASE);
+}
+
+/* ---- the run loop ------------------------------------------------------------------- */
+
+static void blitz__worker_update_interval(blitz__worker *w, uint32_t polls, uint64_t elapsed) {
+    if (w->rt->fixed_interval || polls == 0)
+        return;
+    uint64_t avg = elapsed / polls;
+    /* EWMA with alpha = 0.1. */
+    w->avg_poll_ns = (avg + 9 * w->avg_poll_ns) / 10;
+    uint64_t interval = BLITZ__INTERVAL_TARGET_NS / (w->avg_poll_ns ? w->avg_poll_ns : 1);
+    if (interval < BLITZ__INTERVAL_MIN)
+        interval = BLITZ__INTERVAL_MIN;
+    if (interval > BLITZ__INTERVAL_MAX)
+        interval = BLITZ__INTERVAL_MAX;
+    w->global_interval = (uint32_t)interval;
+    blitz__u32_store(&w->interval_shared, (uint32_t)interval, BLITZ__RELAXED);
+}
+
+static void *blitz__worker_main(void *arg) {
+    blitz__worker *w = (blitz__worker *)arg;
+    blitz_runtime *rt = w->rt;
+    blitz__context ctx;
+    ctx.rt = rt;
+    ctx.worker = w;
+    ctx.ct_driver = 0;
+    ctx.current = NULL;
+    blitz__context_set(&ctx);
+    while (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)) {
+        uint64_t start = blitz__now_ns();
+        uint32_t polls = 0;
+        while (polls < BLITZ_BUDGET_PER_TICK) {
+            blitz__task *t = blitz__worker_find(w);
+            if (!t)
+                break;
+            blitz__worker_poll(w, t, &ctx);
+            polls++;
+        }
+        w->lifo_polls = 0;
+        if (polls)
+            blitz__worker_update_interval(w, polls, blitz__now_ns() - start);
+        else
+            blitz__worker_park(w);
+    }
+    if (w->searching) {
+        w->searching = 0;
+        blitz__idle_transition_from_searching(rt);
+    }
+    blitz__context_set(NULL);
+    return NULL;
+}
+
+/* Starts the worker threads on first use (seed 002 "lazy start"). Returns
+ * an error only when not a single thread could be started. */
+BLITZ_PRIVATE int blitz__workers_start(blitz_runtime *rt) {
+    if (blitz__u32_load(&rt->started, BLITZ__ACQUIRE))
+        return BLITZ_OK;
+    int rc = BLITZ_OK;
+    blitz__mutex_lock(&rt->start_lock);
+    if (!blitz__u32_load(&rt->started, BLITZ__RELAXED)) {
+        uint32_t ok = 0;
+        for (uint32_t i = 0; i < rt->num_workers; i++) {
+            blitz__worker *w = &rt->workers[i];
+            int e = blitz__thread_start(&w->thread, blitz__worker_main, w);
+            if (e == 0) {
+                w->started = 1;
+                ok++;
+            } else {
+                rc = e;
+            }
+        }
+        blitz__u32_store(&rt->workers_started, ok, BLITZ__RELAXED);
+        if (ok)
+            rc = BLITZ_OK;
+        /* Release: a caller that sees `started` sees the threads' handles. */
+        if (ok)
+            blitz__u32_store(&rt->started, 1, BLITZ__RELEASE);
+    }
+    blitz__mutex_unlock(&rt->start_lock);
+    return rc;
+}
+
+BLITZ_PRIVATE int blitz__task_spawn_schedule(blitz_runtime *rt, blitz__task *t) {
+    blitz__context *ctx = blitz__context_get();
+    if (rt->flavor == BLITZ_CURRENT_THREAD) {
+        if (ctx && ctx->rt == rt && ctx->ct_driver) {
+            blitz__ct_push(rt, t);
+            return BLITZ_OK;
+        }
+        return blitz__ct_inject(rt, t);
+    }
+    if (ctx && ctx->rt == rt && ctx->worker) {
+        /* spawnFromWorker: the LIFO slot, so a join right after finds it. */
+        blitz__worker_schedule_local(ctx->worker, t);
+        return BLITZ_OK;
+    }
+    int rc = blitz__workers_start(rt);
+    if (rc != BLITZ_OK)
+        return rc;
+    rc = blitz__global_queue_push(&rt->global, t);
+    if (rc == BLITZ_OK)
+        blitz__idle_notify_parked(rt);
+    return rc;
+}
+
+/* ---- joins that keep the thread busy (seed 001 "Work-stealing join") ---- */
+
+#define BLITZ__HELP_WAIT_MIN_NS 50000u
+
+/* helpUntilComplete: a worker waiting for `t` runs other work meanwhile. */
+BLITZ_PRIVATE void blitz__worker_help_until(blitz__context *ctx, blitz__task *t) {
+    blitz__worker *w = ctx->worker;
+    blitz_runtime *rt = ctx->rt;
+    uint64_t wait_ns = BLITZ__HELP_WAIT_MIN_NS;
+    while (!blitz__task_is_complete(t)) {
+        blitz__task *next = NULL;
+        if (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+            next = blitz__worker_find(w);
+        if (next) {
+            blitz__worker_poll(w, next, ctx);
+            wait_ns = BLITZ__HELP_WAIT_MIN_NS;
+            continue;
+        }
+        /* Nothing to run: sleep until `t` completes, looking again now and
+         * then because this worker is not in the parked set. */
+        if (blitz__wait_completion(rt, t, wait_ns))
+            break;
+        if (wait_ns < rt->park_timeout_ns)
+            wait_ns *= 2;
+    }
+}
+
+/* blockOnComplete: a thread that is not a worker runs tasks from the global
+ * queue while it waits, so progress does not depend on a free worker. */
+BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t) {
+    blitz__context hctx;
+    hctx.rt = rt;
+    hctx.worker = NULL;
+    hctx.ct_driver = 0;
+    hctx.current = NULL;
+    uint64_t wait_ns = BLITZ__HELP_WAIT_MIN_NS;
+    while (!blitz__task_is_complete(t)) {
+        if (blitz__global_queue_len(&rt->global) &&
+            !blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)) {
+            /* Announce before checking shutdown again (seq_cst both ways):
+             * shutdown sets its flag, then waits for external_running == 0
+             * before it sweeps the tasks. */
+            blitz__u32_fetch_add(&rt->external_running, 1, BLITZ__SEQ_CST);
+            blitz__task *next = NULL;
+            if (!blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST) &&
+                blitz__global_queue_pop_batch(&rt->global, &next, 1) == 1) {
+                blitz__context *outer = blitz__context_set(&hctx);
+                blitz__task_run(next, &hctx);
+                blitz__context_set(outer);
+            }
+            blitz__u32_fetch_sub(&rt->external_running, 1, BLITZ__RELEASE);
+            wait_ns = BLITZ__HELP_WAIT_MIN_NS;
+            continue;
+        }
+        if (blitz__wait_completion(rt, t, wait_ns))
+            break;
+        if (wait_ns < rt->park_timeout_ns)
+            wait_ns *= 2;
+    }
+}

@@ -1,0 +1,103 @@
+/* Helpers shared by the behaviour tests: runtime set-up per flavour,
+ * deadline-bounded waiting, small atomics and threads. Everything is static
+ * and prefixed tu_ because all test files share one translation unit. */
+#ifndef BLITZ_TEST_UTIL_H
+#define BLITZ_TEST_UTIL_H
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The flavours the behaviour tests run on. workers is ignored for
+ * current-thread. */
+typedef struct {
+    blitz_flavor flavor;
+    uint32_t workers;
+} tu_flavor;
+
+static const tu_flavor TU_MT2 = {BLITZ_MULTI_THREAD, 2};
+static const tu_flavor TU_MT4 = {BLITZ_MULTI_THREAD, 4};
+static const tu_flavor TU_CT = {BLITZ_CURRENT_THREAD, 0};
+
+/* Defines name_mt2, name_mt4 and name_ct from `static int name(tu_flavor)`. */
+#define TU_FLAVOR_TESTS(name)                                                                      \
+    BLITZ_TEST(name##_mt2) {                                                                       \
+        return name(TU_MT2);                                                                       \
+    }                                                                                              \
+    BLITZ_TEST(name##_mt4) {                                                                       \
+        return name(TU_MT4);                                                                       \
+    }                                                                                              \
+    BLITZ_TEST(name##_ct) {                                                                        \
+        return name(TU_CT);                                                                        \
+    }
+
+static blitz_runtime *tu_rt_new(tu_flavor f) {
+    blitz_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.flavor = f.flavor;
+    cfg.workers = f.flavor == BLITZ_MULTI_THREAD ? f.workers : 0;
+    blitz_runtime *rt = NULL;
+    CHECK_OK(blitz_runtime_new(&cfg, &rt));
+    CHECK_NOT_NULL(rt);
+    CHECK_EQ(blitz_runtime_flavor(rt), f.flavor);
+    if (f.flavor == BLITZ_MULTI_THREAD)
+        CHECK_EQ(blitz_runtime_workers(rt), f.workers);
+    else
+        CHECK_EQ(blitz_runtime_workers(rt), 1);
+    return rt;
+}
+
+static double tu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void tu_sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+/* Waits until *a >= want, failing the test after `seconds` (scaled by
+ * BLITZ_TEST_TIMEOUT_MULT so that sanitizer builds get more time). */
+static double tu_timeout_mult(void) {
+    const char *m = getenv("BLITZ_TEST_TIMEOUT_MULT");
+    double mult = m ? atof(m) : 1.0;
+    return mult > 0 ? mult : 1.0;
+}
+
+#define TU_WAIT_GE(a, want, seconds)                                                               \
+    do {                                                                                           \
+        double tu_deadline_ = tu_now() + (seconds) * tu_timeout_mult();                            \
+        long long tu_want_ = (long long)(want);                                                    \
+        while ((long long)atomic_load(a) < tu_want_) {                                             \
+            CHECK_BASE(tu_now() < tu_deadline_, "timed out waiting for %s >= %s (%lld vs %lld)",   \
+                       #a, #want, (long long)atomic_load(a), tu_want_);                            \
+            sched_yield();                                                                         \
+        }                                                                                          \
+    } while (0)
+
+typedef struct {
+    pthread_t th;
+} tu_thread;
+
+static void tu_thread_start(tu_thread *t, void *(*fn)(void *), void *arg) {
+    CHECK_EQ(pthread_create(&t->th, NULL, fn, arg), 0);
+}
+
+static void tu_thread_join(tu_thread *t) {
+    CHECK_EQ(pthread_join(t->th, NULL), 0);
+}
+
+static void tu_spin_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#else
+    sched_yield();
+#endif
+}
+
+#endif
