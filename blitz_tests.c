@@ -6,7 +6,9 @@
  *   ./blitz_tests NAME...    run the named tests in this process (for gdb)
  *
  * BLITZ_TEST_TIMEOUT_MULT multiplies every timeout (sanitizer builds). */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #define BLITZ_IMPLEMENTATION
 #ifdef BLITZ_TEST_HEADER
 #include BLITZ_TEST_HEADER
@@ -14,15 +16,16 @@
 #include "blitz.h"
 #endif
 
-#include "tests/test.h"
-#include "tests/list.h"
-
-#include "tests/test_basics.c"
-
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "tests/test.h"
+#include "tests/list.h"
+
+#include "tests/test_basics.c"
+#include "tests/test_internal.c"
 
 typedef struct {
     const char *name;

@@ -107,8 +107,10 @@ BLITZ_PRIVATE int blitz__state_to_idle(blitz__task *t, int yielded) {
 typedef enum { BLITZ__WAKE_NOTHING, BLITZ__WAKE_SCHEDULE } blitz__wake_transition;
 
 /* IDLE -> SCHEDULED (the caller enqueues); RUNNING: set NOTIFIED;
- * SCHEDULED or COMPLETE: nothing. Release: the waker's writes happen before
- * the poll that its wake causes. */
+ * SCHEDULED or COMPLETE: nothing. Acq_rel: the release half makes the
+ * waker's writes happen before the poll that its wake causes; the acquire
+ * half makes the last poll's writes (and the queue link the previous owner
+ * wrote) happen before the enqueue this wake performs. */
 BLITZ_PRIVATE blitz__wake_transition blitz__state_wake(blitz__task *t) {
     uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
     for (;;) {
@@ -122,7 +124,7 @@ BLITZ_PRIVATE blitz__wake_transition blitz__state_wake(blitz__task *t) {
         } else {
             next = (s & ~BLITZ__LC_MASK) | BLITZ__LC_SCHEDULED;
         }
-        if (blitz__u64_cas_weak(&t->state, &s, next, BLITZ__RELEASE))
+        if (blitz__u64_cas_weak(&t->state, &s, next, BLITZ__ACQ_REL))
             return lc == BLITZ__LC_IDLE ? BLITZ__WAKE_SCHEDULE : BLITZ__WAKE_NOTHING;
     }
 }

@@ -1,0 +1,623 @@
+/* White-box tests of the scheduler's lock-free parts: the local queue
+ * (push, pop, overflow, steal, all racing), the task state word (wake
+ * during RUNNING, cancel vs complete), the block allocator, and the parking
+ * protocol (lost wake-ups show up as hangs because the park timeout is set
+ * far beyond the test's own timeout). */
+#include <pthread.h>
+#include <sched.h>
+
+/* ---- local queue ---------------------------------------------------------- */
+
+/* Fake tasks for queue tests: only `next` and the identity matter. */
+typedef struct {
+    blitz__task *tasks;
+    unsigned char *seen; /* per task: times consumed */
+    long n;
+} iq_pool;
+
+static void iq_pool_init(iq_pool *p, long n) {
+    p->n = n;
+    p->tasks = (blitz__task *)calloc((size_t)n, sizeof(blitz__task));
+    p->seen = (unsigned char *)calloc((size_t)n, 1);
+    CHECK(p->tasks && p->seen);
+}
+static void iq_pool_free(iq_pool *p) {
+    free(p->tasks);
+    free(p->seen);
+}
+static void iq_consume(iq_pool *p, blitz__task *t) {
+    long i = (long)(t - p->tasks);
+    CHECK(i >= 0 && i < p->n);
+    __atomic_fetch_add(&p->seen[i], 1, __ATOMIC_RELAXED);
+}
+
+/* A multi-thread runtime that never starts its workers: its rings and
+ * global queue are driven by the test threads directly. */
+static blitz_runtime *iq_runtime(uint32_t workers) {
+    blitz_runtime *rt;
+    blitz_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.workers = workers;
+    CHECK_OK(blitz_runtime_new(&cfg, &rt));
+    return rt;
+}
+
+static long iq_drain_global(blitz_runtime *rt, iq_pool *p) {
+    long n = 0;
+    blitz__task *t = blitz__global_queue_take_all(&rt->global);
+    while (t) {
+        blitz__task *next = t->next;
+        iq_consume(p, t);
+        n++;
+        t = next;
+    }
+    return n;
+}
+
+BLITZ_TEST(local_queue_fifo_and_overflow) {
+    blitz_runtime *rt = iq_runtime(2);
+    blitz__worker *w = &rt->workers[0];
+    iq_pool p;
+    long cap = BLITZ_LOCAL_QUEUE_CAPACITY;
+    iq_pool_init(&p, cap * 3);
+    /* Fill exactly: nothing spills. */
+    for (long i = 0; i < cap; i++)
+        blitz__local_queue_push(&w->queue, &p.tasks[i], rt, &w->counters);
+    CHECK_EQ(blitz__local_queue_len(&w->queue), cap);
+    CHECK_EQ(blitz__global_queue_len(&rt->global), 0);
+    /* One more: half the ring plus the new task move to the global queue. */
+    blitz__local_queue_push(&w->queue, &p.tasks[cap], rt, &w->counters);
+    CHECK_EQ(blitz__global_queue_len(&rt->global), cap / 2 + 1);
+    CHECK_EQ(blitz__local_queue_len(&w->queue), cap / 2);
+    CHECK_EQ(blitz__counter(&w->counters.overflows), 1);
+    /* The global batch holds the oldest half, in order, then the new task. */
+    blitz__task *g = blitz__global_queue_take_all(&rt->global);
+    for (long i = 0; i < cap / 2; i++, g = g->next)
+        CHECK_PTR_EQ(g, &p.tasks[i]);
+    CHECK_PTR_EQ(g, &p.tasks[cap]);
+    CHECK_NULL(g->next);
+    /* The ring pops the rest FIFO. */
+    for (long i = cap / 2; i < cap; i++)
+        CHECK_PTR_EQ(blitz__local_queue_pop(&w->queue), &p.tasks[i]);
+    CHECK_NULL(blitz__local_queue_pop(&w->queue));
+    /* Wrap the 16-bit positions many times. */
+    for (long round = 0; round < 70000 / cap + 2; round++) {
+        for (long i = 0; i < cap; i++)
+            blitz__local_queue_push(&w->queue, &p.tasks[i], rt, &w->counters);
+        for (long i = 0; i < cap; i++)
+            CHECK_PTR_EQ(blitz__local_queue_pop(&w->queue), &p.tasks[i]);
+    }
+    CHECK_EQ(blitz__global_queue_len(&rt->global), 0);
+    iq_pool_free(&p);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
+BLITZ_TEST(local_queue_steal_half) {
+    blitz_runtime *rt = iq_runtime(2);
+    blitz__worker *a = &rt->workers[0], *b = &rt->workers[1];
+    iq_pool p;
+    iq_pool_init(&p, 8);
+    long n = BLITZ_LOCAL_QUEUE_CAPACITY < 8 ? BLITZ_LOCAL_QUEUE_CAPACITY : 8;
+    for (long i = 0; i < n; i++)
+        blitz__local_queue_push(&a->queue, &p.tasks[i], rt, &a->counters);
+    uint32_t stolen = 0;
+    blitz__task *t = blitz__local_queue_steal_into(&a->queue, &b->queue, &stolen);
+    /* Half, rounded up; the last stolen one is returned, the rest queued. */
+    CHECK_EQ(stolen, n - n / 2);
+    CHECK_PTR_EQ(t, &p.tasks[stolen - 1]);
+    CHECK_EQ(blitz__local_queue_len(&b->queue), stolen - 1);
+    CHECK_EQ(blitz__local_queue_len(&a->queue), n / 2);
+    for (long i = 0; i < (long)stolen - 1; i++)
+        CHECK_PTR_EQ(blitz__local_queue_pop(&b->queue), &p.tasks[i]);
+    for (long i = stolen; i < n; i++)
+        CHECK_PTR_EQ(blitz__local_queue_pop(&a->queue), &p.tasks[i]);
+    /* Nothing to steal from an empty ring. */
+    CHECK_NULL(blitz__local_queue_steal_into(&a->queue, &b->queue, &stolen));
+    iq_pool_free(&p);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
+typedef struct {
+    blitz_runtime *rt;
+    iq_pool *pool;
+    int index;
+    int *stop;
+    long consumed;
+} iq_thread;
+
+/* A stealer: steals from worker 0 into its own ring and consumes. */
+static void *iq_stealer(void *arg) {
+    iq_thread *th = (iq_thread *)arg;
+    blitz__worker *src = &th->rt->workers[0], *me = &th->rt->workers[th->index];
+    for (;;) {
+        int stop = __atomic_load_n(th->stop, __ATOMIC_ACQUIRE);
+        uint32_t stolen;
+        blitz__task *t = blitz__local_queue_steal_into(&src->queue, &me->queue, &stolen);
+        if (t) {
+            iq_consume(th->pool, t);
+            th->consumed++;
+        }
+        while ((t = blitz__local_queue_pop(&me->queue)) != NULL) {
+            iq_consume(th->pool, t);
+            th->consumed++;
+        }
+        if (stop && !t && blitz__local_queue_len(&src->queue) == 0)
+            break;
+        if (!stolen)
+            sched_yield();
+    }
+    return NULL;
+}
+
+/* The owner pushes (overflowing to the global queue now and then) and pops
+ * while two stealers take halves: every task is consumed exactly once. */
+BLITZ_TEST(local_queue_steal_pop_overflow_race) {
+    blitz_runtime *rt = iq_runtime(3);
+    long n = test_scaled(400000);
+    iq_pool p;
+    iq_pool_init(&p, n);
+    int stop = 0;
+    iq_thread th[2];
+    pthread_t tid[2];
+    for (int i = 0; i < 2; i++) {
+        th[i].rt = rt;
+        th[i].pool = &p;
+        th[i].index = i + 1;
+        th[i].stop = &stop;
+        th[i].consumed = 0;
+        CHECK_EQ(pthread_create(&tid[i], NULL, iq_stealer, &th[i]), 0);
+    }
+    blitz__worker *w = &rt->workers[0];
+    long owner = 0, global = 0;
+    for (long i = 0; i < n; i++) {
+        blitz__local_queue_push(&w->queue, &p.tasks[i], rt, &w->counters);
+        if (i % 3 == 0) {
+            blitz__task *t = blitz__local_queue_pop(&w->queue);
+            if (t) {
+                iq_consume(&p, t);
+                owner++;
+            }
+        }
+        if (i % 1000 == 0)
+            global += iq_drain_global(rt, &p);
+    }
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    blitz__task *t;
+    while ((t = blitz__local_queue_pop(&w->queue)) != NULL) {
+        iq_consume(&p, t);
+        owner++;
+    }
+    for (int i = 0; i < 2; i++)
+        CHECK_EQ(pthread_join(tid[i], NULL), 0);
+    global += iq_drain_global(rt, &p);
+    CHECK_EQ(owner + global + th[0].consumed + th[1].consumed, n);
+    for (long i = 0; i < n; i++)
+        CHECK_EQ(p.seen[i], 1);
+    CHECK_GT(th[0].consumed + th[1].consumed, 0);
+    iq_pool_free(&p);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
+/* ---- task state word ------------------------------------------------------- */
+
+BLITZ_TEST(task_state_wake_during_running) {
+    blitz__task t;
+    memset(&t, 0, sizeof t);
+    blitz__u64_store(&t.state, blitz__state_initial(1, 0), BLITZ__RELAXED);
+    CHECK_EQ(blitz__state_to_running(&t), BLITZ__RUN_POLL);
+    /* A wake while RUNNING only sets NOTIFIED... */
+    CHECK_EQ(blitz__state_wake(&t), BLITZ__WAKE_NOTHING);
+    CHECK(blitz__u64_load(&t.state, BLITZ__RELAXED) & BLITZ__TASK_NOTIFIED);
+    CHECK_EQ(blitz__state_wake(&t), BLITZ__WAKE_NOTHING);
+    /* ...and going idle turns it into a reschedule, clearing the bit. */
+    CHECK_EQ(blitz__state_to_idle(&t, 0), 1);
+    uint64_t s = blitz__u64_load(&t.state, BLITZ__RELAXED);
+    CHECK_EQ(blitz__lifecycle(s), BLITZ__LC_SCHEDULED);
+    CHECK(!(s & BLITZ__TASK_NOTIFIED));
+    /* Without a wake it goes idle; the next wake schedules it once. */
+    CHECK_EQ(blitz__state_to_running(&t), BLITZ__RUN_POLL);
+    CHECK_EQ(blitz__state_to_idle(&t, 0), 0);
+    CHECK_EQ(blitz__state_wake(&t), BLITZ__WAKE_SCHEDULE);
+    CHECK_EQ(blitz__state_wake(&t), BLITZ__WAKE_NOTHING);
+    /* A yield reschedules without a wake. */
+    CHECK_EQ(blitz__state_to_running(&t), BLITZ__RUN_POLL);
+    CHECK_EQ(blitz__state_to_idle(&t, 1), 1);
+    /* Shielded cancel is deferred until the shield drops. */
+    CHECK_EQ(blitz__state_to_running(&t), BLITZ__RUN_POLL);
+    CHECK_OK(blitz__state_shield(&t, 1));
+    CHECK_EQ(blitz__state_cancel(&t), 0);
+    CHECK_EQ(blitz__state_to_idle(&t, 0), 0);
+    CHECK_EQ(blitz__state_wake(&t), BLITZ__WAKE_SCHEDULE);
+    CHECK_EQ(blitz__state_to_running(&t), BLITZ__RUN_POLL);
+    CHECK_OK(blitz__state_shield(&t, -1));
+    CHECK_EQ(blitz__state_shield(&t, -1), BLITZ_ERANGE);
+    CHECK_EQ(blitz__state_to_idle(&t, 0), 1); /* due now: run again to cancel */
+    CHECK_EQ(blitz__state_to_running(&t), BLITZ__RUN_CANCEL);
+    int dropped;
+    uint64_t prev = blitz__state_complete(&t, 1, &dropped);
+    CHECK_EQ(dropped, 0); /* a handle exists: the completer keeps its ref */
+    CHECK_EQ(blitz__refs(prev), 2);
+    s = blitz__u64_load(&t.state, BLITZ__RELAXED);
+    CHECK(s & BLITZ__TASK_OUTCOME_CANCELLED);
+    CHECK_EQ(blitz__state_wake(&t), BLITZ__WAKE_NOTHING);
+    return 0;
+}
+
+/* ---- cancel vs complete, through the public API ---------------------------- */
+
+typedef struct {
+    int go;
+    blitz_waker waker; /* published by the task before `go` */
+} cvc_shared;
+
+typedef struct {
+    cvc_shared *shared;
+    int polled;
+} cvc_state;
+
+/* First poll: hands a clone of its waker to the test and waits; completes
+ * on the next poll. */
+static blitz_poll cvc_poll(blitz_cx *cx, void *p) {
+    cvc_state *s = (cvc_state *)p;
+    if (s->polled++)
+        return BLITZ_READY;
+    blitz_waker w = blitz_cx_waker(cx);
+    s->shared->waker = blitz_waker_clone(&w);
+    __atomic_store_n(&s->shared->go, 1, __ATOMIC_RELEASE);
+    return BLITZ_PENDING;
+}
+
+static int cvc_drops;
+static void cvc_drop(void *p) {
+    (void)p;
+    __atomic_fetch_add(&cvc_drops, 1, __ATOMIC_RELAXED);
+}
+
+typedef struct {
+    blitz_task *t;
+    cvc_shared *shared;
+} cvc_arg;
+
+static void *cvc_canceller(void *arg) {
+    cvc_arg *a = (cvc_arg *)arg;
+    while (!__atomic_load_n(&a->shared->go, __ATOMIC_ACQUIRE))
+        sched_yield();
+    blitz_task_cancel(a->t);
+    return NULL;
+}
+
+/* One thread wakes the task (it would complete) while another cancels it:
+ * the outcome is exactly one of the two, the joiner always wakes, the drop
+ * function runs once per task and no block is left behind. */
+BLITZ_TEST(task_cancel_vs_complete_race) {
+    blitz_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.workers = 2;
+    blitz_runtime *rt;
+    CHECK_OK(blitz_runtime_new(&cfg, &rt));
+    long rounds = test_scaled(3000), ok = 0, cancelled = 0;
+    cvc_drops = 0;
+    for (long r = 0; r < rounds; r++) {
+        cvc_shared shared;
+        memset(&shared, 0, sizeof shared);
+        cvc_state st = {&shared, 0};
+        blitz_spawn_opts o;
+        memset(&o, 0, sizeof o);
+        o.poll = cvc_poll;
+        o.state = &st;
+        o.size = sizeof st;
+        o.drop = cvc_drop;
+        blitz_task *t;
+        CHECK_OK(blitz_spawn_ex(rt, &o, &t));
+        cvc_arg a = {t, &shared};
+        pthread_t tid;
+        CHECK_EQ(pthread_create(&tid, NULL, cvc_canceller, &a), 0);
+        while (!__atomic_load_n(&shared.go, __ATOMIC_ACQUIRE))
+            sched_yield();
+        blitz_waker_wake(shared.waker);
+        int rc = blitz_task_wait(t);
+        CHECK(rc == BLITZ_OK || rc == BLITZ_ECANCELED);
+        ok += rc == BLITZ_OK;
+        cancelled += rc == BLITZ_ECANCELED;
+        CHECK_EQ(pthread_join(tid, NULL), 0);
+        CHECK_EQ(blitz_task_status(t), rc);
+        CHECK_OK(blitz_task_release(&t));
+    }
+    CHECK_EQ(ok + cancelled, rounds);
+    /* Freed blocks are counted when the last reference goes, which may be a
+     * worker dropping the waker just after the join returned. */
+    blitz_stats stats;
+    for (int i = 0; i < 2000; i++) {
+        CHECK_OK(blitz_runtime_stats(rt, &stats));
+        if (stats.tasks_alive == 0)
+            break;
+        usleep(1000);
+    }
+    CHECK_EQ(stats.tasks_alive, 0);
+    CHECK_EQ(__atomic_load_n(&cvc_drops, __ATOMIC_RELAXED), rounds);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
+/* ---- the block allocator ----------------------------------------------------- */
+
+typedef struct {
+    BLITZ_CORO;
+    long double wide; /* needs 16-byte alignment */
+} align_state;
+
+static blitz_poll align_poll(blitz_cx *cx, void *p) {
+    (void)cx;
+    CHECK_EQ((uintptr_t)p % 16, 0);
+    ((align_state *)p)->wide = 1.5L;
+    return BLITZ_READY;
+}
+
+static int drop_count;
+static void count_drop(void *p) {
+    (void)p;
+    __atomic_fetch_add(&drop_count, 1, __ATOMIC_RELAXED);
+}
+
+BLITZ_TEST(task_blocks_sizes_alignment_and_reuse) {
+    blitz_runtime *rt;
+    blitz_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.flavor = BLITZ_CURRENT_THREAD;
+    CHECK_OK(blitz_runtime_new(&cfg, &rt));
+    CHECK_EQ(BLITZ__FIRST_BLOCK % 16, 8);
+    /* Every size class boundary, plus states larger than any class. */
+    size_t sizes[] = {1, 8, 9, 24, 40, 100, 1000, 4000, 8152, 8153, 20000, 300000};
+    drop_count = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        size_t size = sizes[i] < sizeof(align_state) ? sizeof(align_state) : sizes[i];
+        unsigned char *init = (unsigned char *)malloc(size);
+        CHECK(init);
+        memset(init, 0, size);
+        for (size_t k = sizeof(align_state); k < size; k++)
+            init[k] = (unsigned char)(k * 7);
+        blitz_spawn_opts o;
+        memset(&o, 0, sizeof o);
+        o.poll = align_poll;
+        o.state = init;
+        o.size = size;
+        o.drop = count_drop;
+        blitz_task *t;
+        CHECK_OK(blitz_spawn_ex(rt, &o, &t));
+        CHECK_OK(blitz_task_wait(t));
+        unsigned char *st = (unsigned char *)blitz_task_state(t);
+        CHECK_NOT_NULL(st);
+        CHECK_EQ((uintptr_t)st % 16, 0);
+        /* The drop pointer at the end of the block did not clobber the state. */
+        for (size_t k = sizeof(align_state); k < size; k++)
+            CHECK_EQ(st[k], (unsigned char)(k * 7));
+        CHECK_EQ(blitz__chunk_of(t)->rt, rt);
+        CHECK_OK(blitz_task_release(&t));
+        free(init);
+    }
+    CHECK_EQ(drop_count, (int)(sizeof sizes / sizeof sizes[0]));
+    /* Steady state reuses blocks: a second round carves no new chunk. */
+    blitz__chunk *chunks_before = rt->chunks;
+    for (int i = 0; i < 1000; i++) {
+        align_state s;
+        memset(&s, 0, sizeof s);
+        blitz_task *t;
+        CHECK_OK(blitz_spawn(rt, align_poll, &s, sizeof s, &t));
+        CHECK_OK(blitz_task_wait(t));
+        CHECK_OK(blitz_task_release(&t));
+    }
+    CHECK_PTR_EQ(rt->chunks, chunks_before);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
+/* ---- parking: lost wake-ups hang --------------------------------------------- */
+
+/* A waker slot shared by two tasks. */
+typedef struct {
+    pthread_mutex_t lock;
+    blitz_waker waker;
+    int has;
+} pp_slot;
+
+static void pp_slot_put(pp_slot *s, blitz_cx *cx) {
+    blitz_waker w = blitz_cx_waker(cx);
+    blitz_waker mine = blitz_waker_clone(&w), old = blitz_waker_noop();
+    pthread_mutex_lock(&s->lock);
+    if (s->has)
+        old = s->waker;
+    s->waker = mine;
+    s->has = 1;
+    pthread_mutex_unlock(&s->lock);
+    blitz_waker_drop(old);
+}
+
+static void pp_slot_wake(pp_slot *s) {
+    blitz_waker w = blitz_waker_noop();
+    pthread_mutex_lock(&s->lock);
+    if (s->has) {
+        w = s->waker;
+        s->has = 0;
+    }
+    pthread_mutex_unlock(&s->lock);
+    blitz_waker_wake(w);
+}
+
+typedef struct {
+    long rounds, i;
+    int me;
+    int *turn;
+    pp_slot *slots; /* slots[k]: where task k waits */
+} pp_state;
+
+/* Two tasks hand a turn back and forth. Written as a plain poll function
+ * (no coroutine macros): all progress lives in the state. */
+static blitz_poll pp_poll(blitz_cx *cx, void *p) {
+    pp_state *s = (pp_state *)p;
+    while (s->i < s->rounds) {
+        if (__atomic_load_n(s->turn, __ATOMIC_ACQUIRE) != s->me) {
+            pp_slot_put(&s->slots[s->me], cx);
+            /* Re-check: the partner may have passed the turn before it saw
+             * the waker. */
+            if (__atomic_load_n(s->turn, __ATOMIC_ACQUIRE) != s->me)
+                return BLITZ_PENDING;
+        }
+        s->i++;
+        __atomic_store_n(s->turn, 1 - s->me, __ATOMIC_RELEASE);
+        pp_slot_wake(&s->slots[1 - s->me]);
+    }
+    return BLITZ_READY;
+}
+
+/* Workers park at once (no spinning) and would sleep far past the test's
+ * timeout: a single lost wake-up fails the test. Covers the wake from a
+ * worker to a parked worker, the last-searcher hand-off and
+ * transitioning_to_park. */
+static int pp_run(uint32_t workers, blitz_flavor flavor, long rounds) {
+    blitz_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.flavor = flavor;
+    cfg.workers = workers;
+    cfg.spin_before_park = UINT32_MAX;
+    cfg.park_timeout_ns = 60ull * 1000000000ull;
+    blitz_runtime *rt;
+    CHECK_OK(blitz_runtime_new(&cfg, &rt));
+    int turn = 0;
+    pp_slot slots[2];
+    memset(slots, 0, sizeof slots);
+    pthread_mutex_init(&slots[0].lock, NULL);
+    pthread_mutex_init(&slots[1].lock, NULL);
+    pp_state a = {rounds, 0, 0, &turn, slots}, b = {rounds, 0, 1, &turn, slots};
+    blitz_task *ta, *tb;
+    CHECK_OK(blitz_spawn(rt, pp_poll, &a, sizeof a, &ta));
+    CHECK_OK(blitz_spawn(rt, pp_poll, &b, sizeof b, &tb));
+    CHECK_OK(blitz_task_wait(ta));
+    CHECK_OK(blitz_task_wait(tb));
+    CHECK_EQ(((pp_state *)blitz_task_state(ta))->i, rounds);
+    CHECK_EQ(((pp_state *)blitz_task_state(tb))->i, rounds);
+    CHECK_OK(blitz_task_release(&ta));
+    CHECK_OK(blitz_task_release(&tb));
+    for (int k = 0; k < 2; k++) {
+        if (slots[k].has)
+            blitz_waker_drop(slots[k].waker);
+        pthread_mutex_destroy(&slots[k].lock);
+    }
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
+BLITZ_TEST(park_no_lost_wakeup_mt2) {
+    return pp_run(2, BLITZ_MULTI_THREAD, test_scaled(20000));
+}
+
+BLITZ_TEST(park_no_lost_wakeup_mt4) {
+    return pp_run(4, BLITZ_MULTI_THREAD, test_scaled(20000));
+}
+
+BLITZ_TEST(park_no_lost_wakeup_ct) {
+    return pp_run(1, BLITZ_CURRENT_THREAD, test_scaled(20000));
+}
+
+typedef struct {
+    long *done;
+} leaf_state;
+
+static blitz_poll leaf_poll(blitz_cx *cx, void *p) {
+    (void)cx;
+    __atomic_fetch_add(((leaf_state *)p)->done, 1, __ATOMIC_RELAXED);
+    return BLITZ_READY;
+}
+
+/* Bursts of remote spawns into an idle runtime whose workers park at once:
+ * the notify / last-searcher chain must get every task run. */
+BLITZ_TEST(park_remote_bursts_all_run) {
+    blitz_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.workers = 4;
+    cfg.spin_before_park = UINT32_MAX;
+    cfg.park_timeout_ns = 60ull * 1000000000ull;
+    blitz_runtime *rt;
+    CHECK_OK(blitz_runtime_new(&cfg, &rt));
+    long done = 0, expect = 0;
+    leaf_state st = {&done};
+    for (long burst = 0; burst < test_scaled(2000); burst++) {
+        long n = 1 + burst % 37;
+        blitz_task *last = NULL;
+        for (long i = 0; i < n; i++)
+            CHECK_OK(blitz_spawn(rt, leaf_poll, &st, sizeof st, i == n - 1 ? &last : NULL));
+        expect += n;
+        /* Wait from a thread that does not help, so only workers run them. */
+        while (blitz_task_status(last) == BLITZ_EAGAIN)
+            sched_yield();
+        CHECK_OK(blitz_task_release(&last));
+        while (__atomic_load_n(&done, __ATOMIC_RELAXED) != expect)
+            sched_yield();
+    }
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
+typedef struct {
+    pp_slot *slot;
+    int *turn;
+    long rounds;
+} relay_arg;
+
+/* A plain thread plays one side of the game: every wake it sends comes
+ * from outside the runtime (global queue + waking a parked worker). */
+static void *pp_relay(void *arg) {
+    relay_arg *r = (relay_arg *)arg;
+    for (long i = 0; i < r->rounds; i++) {
+        while (__atomic_load_n(r->turn, __ATOMIC_ACQUIRE) != 1)
+            sched_yield();
+        __atomic_store_n(r->turn, 0, __ATOMIC_RELEASE);
+        pp_slot_wake(r->slot);
+    }
+    return NULL;
+}
+
+static int pp_external(uint32_t workers, blitz_flavor flavor, long rounds) {
+    blitz_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.flavor = flavor;
+    cfg.workers = workers;
+    cfg.spin_before_park = UINT32_MAX;
+    cfg.park_timeout_ns = 60ull * 1000000000ull;
+    blitz_runtime *rt;
+    CHECK_OK(blitz_runtime_new(&cfg, &rt));
+    int turn = 0;
+    pp_slot slots[2];
+    memset(slots, 0, sizeof slots);
+    pthread_mutex_init(&slots[0].lock, NULL);
+    pthread_mutex_init(&slots[1].lock, NULL);
+    pp_state a = {rounds, 0, 0, &turn, slots};
+    relay_arg r = {&slots[0], &turn, rounds};
+    pthread_t tid;
+    CHECK_EQ(pthread_create(&tid, NULL, pp_relay, &r), 0);
+    blitz_task *ta;
+    CHECK_OK(blitz_spawn(rt, pp_poll, &a, sizeof a, &ta));
+    CHECK_OK(blitz_task_wait(ta));
+    CHECK_EQ(pthread_join(tid, NULL), 0);
+    CHECK_EQ(((pp_state *)blitz_task_state(ta))->i, rounds);
+    CHECK_OK(blitz_task_release(&ta));
+    for (int k = 0; k < 2; k++) {
+        if (slots[k].has)
+            blitz_waker_drop(slots[k].waker);
+        pthread_mutex_destroy(&slots[k].lock);
+    }
+    blitz_stats st;
+    CHECK_OK(blitz_runtime_stats(rt, &st));
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
+BLITZ_TEST(park_external_wakes_mt2) {
+    return pp_external(2, BLITZ_MULTI_THREAD, test_scaled(5000));
+}
+
+BLITZ_TEST(park_external_wakes_ct) {
+    return pp_external(1, BLITZ_CURRENT_THREAD, test_scaled(5000));
+}
