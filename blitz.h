@@ -1,6 +1,203 @@
 /*
-blitz.h - a work-stealing async runtime for C, in one header.  v0.1.0
-(manual to be completed)
+blitz.h - a work-stealing async runtime for C, in one header.   v0.1.0
+No warranty implied; use at your own risk. LICENSE: see end of file.
+
+Do this:
+    #define BLITZ_IMPLEMENTATION
+    #include "blitz.h"
+in exactly ONE C file (C11, gcc or clang) that includes blitz.h; every
+other file just does #include "blitz.h". Link with -pthread.
+
+A minimal program:
+
+    #define BLITZ_IMPLEMENTATION
+    #include "blitz.h"
+    #include <stdio.h>
+
+    typedef struct { BLITZ_CORO; long n; } square;      // a child task
+    static blitz_poll square_poll(blitz_cx *cx, void *p) {
+        (void)cx;
+        square *s = p;
+        s->n *= s->n;
+        return BLITZ_READY;                             // done in one poll
+    }
+
+    typedef struct { BLITZ_CORO; blitz_task *child; long result; } main_task;
+    static blitz_poll main_poll(blitz_cx *cx, void *p) {
+        main_task *m = p;
+        BLITZ_BEGIN(m);
+        square sq = {0, 12};
+        blitz_spawn(blitz_cx_runtime(cx), square_poll, &sq, sizeof sq, &m->child);
+        BLITZ_AWAIT(m, blitz_join(cx, m->child));      // suspends, no thread blocks
+        m->result = ((square *)blitz_task_state(m->child))->n;
+        blitz_task_release(&m->child);
+        BLITZ_END(m);
+    }
+
+    int main(void) {
+        main_task m = {0};
+        int rc = blitz_run(main_poll, &m, sizeof m);   // default runtime
+        printf("%d %ld\n", rc, m.result);              // 0 144
+        return rc;
+    }
+
+Build: cc -std=c11 -O2 -pthread main.c
+
+
+WHAT IS IN THIS VERSION
+=======================
+- a multi-thread work-stealing scheduler (per-worker LIFO slot and
+  256-slot ring, global injection queue, stealing half, adaptive fairness,
+  parking that never loses a wake-up) and a current-thread scheduler;
+- stackless tasks: a poll function plus a state block, written with the
+  BLITZ_BEGIN / BLITZ_AWAIT / BLITZ_YIELD / BLITZ_END macros;
+- join handles (await inside tasks, block on them from plain threads),
+  detach, cancellation with shields, drop functions, statistics.
+
+blitz DOES NOT yet have: timers, I/O (sockets, files), channels and async
+locks, a blocking pool, signals or processes. A task that must wait for
+something else today keeps a waker (blitz_cx_waker + blitz_waker_clone)
+and whoever completes the wait calls blitz_waker_wake.
+
+
+CONFIGURATION MACROS
+====================
+Define before including blitz.h (in the implementation file; the ones
+marked * in every file that includes it).
+
+  BLITZ_IMPLEMENTATION        emit the implementation in this file
+  BLITZ_STATIC                make every public function static (several
+                              copies in one program do not collide)
+  BLITZ_API *                 prefix of public declarations (default extern)
+  BLITZ_MALLOC(size),         the allocator; define both or neither
+  BLITZ_FREE(ptr)             (default malloc / free)
+  BLITZ_ASSERT(cond)          assertion used for API misuse and invariants
+                              (default assert; off with NDEBUG)
+  BLITZ_MAX_WORKERS *         upper bound of workers, 1..64 (default 64)
+  BLITZ_MAX_STATE_SIZE *      largest task state in bytes (default 64 MiB)
+  BLITZ_LOCAL_QUEUE_CAPACITY  per-worker ring, power of two (default 256)
+  BLITZ_BUDGET_PER_TICK       polls per scheduler tick (default 128)
+  BLITZ_MAX_LIFO_POLLS_PER_TICK  LIFO-slot runs per tick (default 3)
+  BLITZ_CACHE_LINE            alignment against false sharing (default by
+                              architecture: 128 on x86-64 and aarch64)
+  BLITZ_NO_STATS              compile the statistics counters out
+
+Run-time settings live in blitz_config (zero means default): flavour,
+workers (0 = CPU count; more than BLITZ_MAX_WORKERS is BLITZ_EINVAL),
+park timeout (10 ms), spin rounds before parking (64), and a fixed
+global-queue interval (0 = adaptive).
+
+
+TASKS AND POLL FUNCTIONS
+========================
+A task is a poll function plus a block of state. blitz_spawn copies the
+state into the task's own block (header + state, one allocation reused
+from a per-worker cache, no malloc in steady state) and the block stays at
+the same address until the task is freed. The runtime calls the poll
+function whenever the task may make progress; it returns BLITZ_READY when
+the task is finished, or BLITZ_PENDING after arranging to be woken:
+either it stored a clone of its waker where the event source will wake it,
+or it awaited a blitz operation (blitz_join) that did so.
+
+Coroutine macros turn a poll function into straight-line code. The state
+struct starts with BLITZ_CORO (the resume point); BLITZ_BEGIN(s) opens the
+body, BLITZ_AWAIT(s, op) re-evaluates op on each resumption until it is
+BLITZ_READY, BLITZ_YIELD(s, cx) lets every other runnable task run first,
+BLITZ_END(s) closes the body (the poll function returns BLITZ_READY there
+and on any later call). Rules:
+  - local variables do not survive an await or a yield: keep everything
+    that must in the state struct;
+  - at most one BLITZ_AWAIT / BLITZ_YIELD per source line (the line number
+    is the resume point), and no switch statement of your own around one;
+  - a plain poll function without the macros is fine too.
+
+Spawning from inside a task (a worker thread) puts the new task in that
+worker's LIFO slot: it runs next, on the same core, which makes
+spawn-then-join nearly a function call. Spawning from any other thread
+goes through the global queue and wakes a parked worker.
+
+
+JOINING, DETACHING, CANCELLING
+==============================
+blitz_spawn gives a handle unless you pass NULL (detached at once).
+  blitz_join(cx, h)       inside a task: BLITZ_READY once h has finished
+  blitz_task_wait(h)      from any thread: blocks until h has finished. A
+                          worker runs other tasks meanwhile; another thread
+                          runs queued tasks of the runtime while it waits,
+                          and drives a current-thread runtime.
+  blitz_task_status(h)    BLITZ_OK, BLITZ_ECANCELED, or BLITZ_EAGAIN
+  blitz_task_state(h)     the finished task's state (NULL before)
+  blitz_task_cancel(h)    see CANCELLATION
+  blitz_task_release(&h)  gives the handle up (sets h to NULL); an
+                          unfinished task keeps running, detached.
+                          Releasing twice is BLITZ_ERELEASED.
+Every handle must be released; a finished task's memory is reused only
+after that.
+
+
+CANCELLATION
+============
+blitz_task_cancel marks a task cancelled. A task waiting for a wake-up is
+completed as cancelled at once (its joiner wakes with BLITZ_ECANCELED); a
+queued or running task is completed as cancelled when it would next be
+polled: its poll function is simply not called again. A task can defer
+cancellation over a critical section with blitz_cx_shield(cx) ...
+blitz_cx_unshield(cx) (nestable); blitz_cx_cancelled(cx) tells a shielded
+task that a cancel is pending. What the state owns is released by the drop
+function given to blitz_spawn_ex, which runs exactly once, when the task's
+block is freed (after it finished and its handle was released), whether
+it completed or was cancelled. A wait that the task had registered (a
+cloned waker somewhere) stays registered until that waker is woken or
+dropped; the task being cancelled makes the wake a no-op.
+
+
+SHUTDOWN
+========
+blitz_runtime_shutdown: spawns fail with BLITZ_ESHUTDOWN, workers finish
+the poll they are in and exit, and every unfinished task is completed as
+cancelled (threads in blitz_task_wait return BLITZ_ECANCELED).
+blitz_runtime_free shuts down if needed, runs the drop function of every
+task block still alive and frees all memory; handles and wakers of that
+runtime are invalid afterwards. Neither may be called from inside a task
+of the same runtime (BLITZ_EDEADLK). Several runtimes may live in one
+process; a task of one may await a task of another.
+
+
+THREAD SAFETY
+=============
+Any thread: spawn, join-wait, cancel, release (each handle by one owner),
+wakers (wake, clone, drop), stats, shutdown and free (not from inside the
+runtime's own tasks). Inside a poll function only: the blitz_cx_*
+functions and blitz_join; the cx pointer is valid for that call only.
+
+
+THE SCHEDULER
+=============
+Each worker looks for work in this order: every N polls the global queue
+(N adapts between 8 and 255 so that a remote task waits about 1 ms at
+most: N = 1 ms / average poll time); its batch buffer of tasks fetched
+from the global queue; its LIFO slot (at most 3 times a tick, then the
+slot's task joins the ring); its ring; a batch from the global queue
+(min(64, max(4, queued / workers)) tasks); then, as one of at most half
+the workers that search, half of a random victim's ring; then it spins
+briefly and parks. A tick is 128 polls. Parking uses a futex with a 10 ms
+timeout; the last searcher to find work wakes another, so queued tasks
+never wait for a timeout.
+
+
+ERROR CODES
+===========
+Functions return BLITZ_OK (0) or a negative code: -errno values on POSIX
+(BLITZ_EINVAL, BLITZ_ENOMEM, ...) and blitz's own in the -4000 band
+(BLITZ_ESHUTDOWN, BLITZ_ERELEASED, ...). blitz_strerror(code) and
+blitz_err_name(code) describe any code.
+
+
+PLATFORMS
+=========
+Linux (futex parking) and other POSIX systems with pthreads (condition
+variable parking); gcc or clang (the atomics use __atomic builtins). The
+declarations also compile as C++; the implementation is C11.
 */
 #ifndef BLITZ_H
 #define BLITZ_H
@@ -8,6 +205,14 @@ blitz.h - a work-stealing async runtime for C, in one header.  v0.1.0
 /* >>blitz_api */
 /* Public declarations of blitz. This is the only source of the header half
  * of blitz.h; everything here is visible to every includer. */
+
+/* The implementation needs POSIX and Linux declarations (clock_gettime,
+ * futex, CPU affinity); ask for them before the first system header. This
+ * works when blitz.h comes before any system header in the implementation
+ * file; otherwise define _GNU_SOURCE (or _POSIX_C_SOURCE=200809L) yourself. */
+#if defined(BLITZ_IMPLEMENTATION) && !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
+#define _GNU_SOURCE 1
+#endif
 
 #include <stddef.h>
 #include <stdint.h>
@@ -395,9 +600,6 @@ BLITZ_API int blitz_runtime_worker_stats(const blitz_runtime *rt, uint32_t worke
 /* ====[ BEGIN src/platform.h ]============================================= */
 /* >>platform */
 /* The only place that includes system headers, grouped by OS. */
-#if !defined(_GNU_SOURCE) && defined(__linux__)
-#define _GNU_SOURCE
-#endif
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
@@ -410,9 +612,16 @@ BLITZ_API int blitz_runtime_worker_stats(const blitz_runtime *rt, uint32_t worke
 #include <sched.h>
 #include <unistd.h>
 
+#if !defined(CLOCK_MONOTONIC)
+#error \
+    "blitz.h: POSIX declarations are hidden (strict -std=c11?). Include blitz.h before any system header in the file that defines BLITZ_IMPLEMENTATION, or define _POSIX_C_SOURCE=200809L or _GNU_SOURCE."
+#endif
+
 #if defined(__linux__)
 #include <linux/futex.h>
 #include <sys/syscall.h>
+/* Hidden under strict _POSIX_C_SOURCE; the redeclaration is compatible. */
+long syscall(long number, ...);
 #define BLITZ__HAS_FUTEX 1
 #else
 #define BLITZ__HAS_FUTEX 0
@@ -901,7 +1110,7 @@ BLITZ_PRIVATE uint64_t blitz__now_ns(void) {
 }
 
 BLITZ_PRIVATE uint32_t blitz__cpu_count(void) {
-#if defined(__linux__)
+#if defined(__linux__) && defined(CPU_COUNT)
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0) {
         int n = CPU_COUNT(&set);

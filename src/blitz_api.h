@@ -1,6 +1,14 @@
 /* Public declarations of blitz. This is the only source of the header half
  * of blitz.h; everything here is visible to every includer. */
 
+/* The implementation needs POSIX and Linux declarations (clock_gettime,
+ * futex, CPU affinity); ask for them before the first system header. This
+ * works when blitz.h comes before any system header in the implementation
+ * file; otherwise define _GNU_SOURCE (or _POSIX_C_SOURCE=200809L) yourself. */
+#if defined(BLITZ_IMPLEMENTATION) && !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
+#define _GNU_SOURCE 1
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 

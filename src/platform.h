@@ -1,7 +1,4 @@
 /* The only place that includes system headers, grouped by OS. */
-#if !defined(_GNU_SOURCE) && defined(__linux__)
-#define _GNU_SOURCE
-#endif
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
@@ -14,9 +11,16 @@
 #include <sched.h>
 #include <unistd.h>
 
+#if !defined(CLOCK_MONOTONIC)
+#error \
+    "blitz.h: POSIX declarations are hidden (strict -std=c11?). Include blitz.h before any system header in the file that defines BLITZ_IMPLEMENTATION, or define _POSIX_C_SOURCE=200809L or _GNU_SOURCE."
+#endif
+
 #if defined(__linux__)
 #include <linux/futex.h>
 #include <sys/syscall.h>
+/* Hidden under strict _POSIX_C_SOURCE; the redeclaration is compatible. */
+long syscall(long number, ...);
 #define BLITZ__HAS_FUTEX 1
 #else
 #define BLITZ__HAS_FUTEX 0

@@ -22,7 +22,7 @@ BLITZ_PRIVATE uint64_t blitz__now_ns(void) {
 }
 
 BLITZ_PRIVATE uint32_t blitz__cpu_count(void) {
-#if defined(__linux__)
+#if defined(__linux__) && defined(CPU_COUNT)
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0) {
         int n = CPU_COUNT(&set);
