@@ -804,7 +804,15 @@ _Static_assert(BLITZ_BUDGET_PER_TICK >= 1, "BLITZ_BUDGET_PER_TICK must be positi
 
 /* ---- threads and parking (thread.c) -------------------------------------- */
 
+#if BLITZ__HAS_FUTEX
+/* A futex lock that spins briefly first: the critical sections it guards
+ * are a few pointer moves, far shorter than a sleep and a wake. */
+typedef struct {
+    blitz__atomic_u32 state; /* 0 free, 1 held, 2 held with sleepers */
+} blitz__mutex;
+#else
 typedef pthread_mutex_t blitz__mutex;
+#endif
 
 /* ---- tasks (task_state.c, task.c, task_alloc.c) -------------------------- */
 
@@ -847,11 +855,13 @@ typedef struct blitz__chunk {
     uint32_t carved;   /* blocks handed out so far (by the chunk's carver) */
 } blitz__chunk;
 
-/* Free blocks by size class. Each worker has one (no locking); threads that
- * are not workers share one behind a mutex. */
+/* Free blocks by size class, moved between caches in whole batches of
+ * BLITZ__FREE_BATCH blocks. Each worker has one (no locking); threads that
+ * are not workers share one behind alloc_lock. */
 typedef struct blitz__block_cache {
-    blitz__task *free_list[BLITZ__NUM_CLASSES];
-    uint32_t free_count[BLITZ__NUM_CLASSES];
+    blitz__task *active[BLITZ__NUM_CLASSES]; /* free blocks, LIFO */
+    uint32_t active_count[BLITZ__NUM_CLASSES];
+    blitz__task *full[BLITZ__NUM_CLASSES]; /* one full batch held back, or NULL */
     blitz__chunk *carving[BLITZ__NUM_CLASSES];
 } blitz__block_cache;
 
@@ -913,6 +923,8 @@ typedef struct blitz__worker {
     uint32_t lifo_polls; /* LIFO hits in this tick */
     uint32_t global_interval;
     uint64_t avg_poll_ns; /* EWMA of the time per poll */
+    uint64_t stamp_ns;    /* clock at the last interval update */
+    uint64_t stamp_polls; /* polls since then */
     uint64_t rng[2];      /* xorshift64+ for victim choice */
     int searching;
     int started;
@@ -975,6 +987,7 @@ struct blitz_runtime {
     /* Threads waiting in blitz_task_wait sleep on this futex word; a task
      * whose joiner is such a thread bumps it on completion. */
     BLITZ__ALIGNED blitz__atomic_u32 completion_seq;
+    blitz__atomic_u32 completion_sleepers;
     /* Non-worker threads currently polling a task (blockOnComplete). */
     blitz__atomic_u32 external_running;
 
@@ -983,6 +996,9 @@ struct blitz_runtime {
     blitz__mutex alloc_lock;
     blitz__chunk *chunks;
     blitz__block_cache shared_cache;
+    /* Full batches given up by caches, linked through each batch's first
+     * block (join_waker.data). */
+    blitz__task *spare_batches[BLITZ__NUM_CLASSES];
     blitz__worker_counters remote_counters; /* updated under alloc_lock */
     void *workers_raw;
 };
@@ -997,6 +1013,7 @@ BLITZ_PRIVATE int blitz__ct_inject(blitz_runtime *rt, blitz__task *t);
 BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__context *ctx);
 BLITZ_PRIVATE void blitz__worker_help_until(blitz__context *ctx, blitz__task *t);
 BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t);
+BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t);
 BLITZ_PRIVATE void blitz__task_free(blitz__task *t);
 static inline blitz_runtime *blitz__task_runtime(const blitz__task *t);
 /* ====[ END src/internal.h ]=============================================== */
@@ -1090,6 +1107,42 @@ BLITZ_PRIVATE void *blitz__alloc_aligned(size_t size, size_t align, void **raw) 
  * puts an idle thread to sleep (seed 000 "Park state"). */
 /* internal.h already included */
 
+#if BLITZ__HAS_FUTEX
+static void blitz__futex_wait_forever(blitz__atomic_u32 *word, uint32_t expected) {
+    syscall(SYS_futex, &word->v, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+BLITZ_PRIVATE int blitz__mutex_init(blitz__mutex *m) {
+    blitz__u32_store(&m->state, 0, BLITZ__RELAXED);
+    return 0;
+}
+BLITZ_PRIVATE void blitz__mutex_destroy(blitz__mutex *m) {
+    (void)m;
+}
+/* Drepper's three-state futex mutex ("Futexes are tricky", mutex 3) with a
+ * bounded spin before the first sleep. Acquire on taking the lock, release
+ * on giving it back. */
+BLITZ_PRIVATE void blitz__mutex_lock(blitz__mutex *m) {
+    uint32_t c = 0;
+    if (blitz__u32_cas(&m->state, &c, 1, BLITZ__ACQUIRE))
+        return;
+    for (int spin = 0; spin < 100; spin++) {
+        blitz__cpu_relax();
+        c = 0;
+        if (blitz__u32_load(&m->state, BLITZ__RELAXED) == 0 &&
+            blitz__u32_cas(&m->state, &c, 1, BLITZ__ACQUIRE))
+            return;
+    }
+    c = blitz__u32_swap(&m->state, 2, BLITZ__ACQUIRE);
+    while (c != 0) {
+        blitz__futex_wait_forever(&m->state, 2);
+        c = blitz__u32_swap(&m->state, 2, BLITZ__ACQUIRE);
+    }
+}
+BLITZ_PRIVATE void blitz__mutex_unlock(blitz__mutex *m) {
+    if (blitz__u32_swap(&m->state, 0, BLITZ__RELEASE) == 2)
+        syscall(SYS_futex, &m->state.v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+#else
 BLITZ_PRIVATE int blitz__mutex_init(blitz__mutex *m) {
     return -pthread_mutex_init(m, NULL);
 }
@@ -1102,6 +1155,7 @@ BLITZ_PRIVATE void blitz__mutex_lock(blitz__mutex *m) {
 BLITZ_PRIVATE void blitz__mutex_unlock(blitz__mutex *m) {
     pthread_mutex_unlock(m);
 }
+#endif
 
 BLITZ_PRIVATE uint64_t blitz__now_ns(void) {
     struct timespec ts;
@@ -1260,7 +1314,9 @@ BLITZ_PRIVATE int blitz__thread_start(pthread_t *t, void *(*fn)(void *), void *a
  * released before completion), JOIN_WAKER (join_waker holds a waker).
  * low flags: OUTCOME_CANCELLED (completed by cancellation), HAS_DROP (the
  * block ends with a drop function), THREAD_JOINER (a thread sleeps on the
- * runtime's completion word waiting for this task).
+ * runtime's completion word waiting for this task), PINNED (the task is
+ * polled only by the thread blocked in blitz_runtime_run on it, never
+ * queued: a wake just rouses that thread, as Tokio's block_on does).
  * ref_count: one reference for the task's life until completion (the
  * runtime's own, standing in for Tokio's owned-task list), one for the
  * handle, one per cloned waker. The block is freed when it reaches zero.
@@ -1280,6 +1336,7 @@ BLITZ_PRIVATE int blitz__thread_start(pthread_t *t, void *(*fn)(void *), void *a
 #define BLITZ__TASK_OUTCOME_CANCELLED ((uint64_t)1 << 0)
 #define BLITZ__TASK_HAS_DROP          ((uint64_t)1 << 1)
 #define BLITZ__TASK_THREAD_JOINER     ((uint64_t)1 << 2)
+#define BLITZ__TASK_PINNED            ((uint64_t)1 << 3)
 
 #define BLITZ__TASK_NOTIFIED      ((uint64_t)1 << 24)
 #define BLITZ__TASK_CANCELLED     ((uint64_t)1 << 25)
@@ -1485,9 +1542,11 @@ static inline int blitz__state_is_complete(uint64_t s) {
  * 40-byte header is 16-byte aligned. States too big for the largest class get
  * a chunk of their own. Caches: one per worker and one for the
  * current-thread driver (no locking: only their thread touches them), and a
- * shared one behind alloc_lock for every other thread. A cache that holds
- * too many free blocks of a class gives half to the shared one, so memory
- * freed on one worker is reused by the others. */
+ * shared one behind alloc_lock for every other thread. Free blocks travel in
+ * batches of BLITZ__FREE_BATCH: a cache keeps an active list and at most
+ * one full batch; a second full batch goes to the runtime's spare batches,
+ * where a cache that runs dry takes one. Every move is O(1) (no walking of
+ * cold blocks), and memory freed on one worker is reused by the others. */
 /* internal.h already included */
 
 static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
@@ -1497,8 +1556,16 @@ static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
 /* First block offset: the smallest offset past the chunk header that is
  * 8 mod 16. */
 #define BLITZ__FIRST_BLOCK ((sizeof(blitz__chunk) + 8 + 15) / 16 * 16 - 8)
-#define BLITZ__CACHE_HIGH  512u
-#define BLITZ__REFILL      64u
+#define BLITZ__FREE_BATCH  64u
+
+/* A free block's header is unused: a batch's first block links to the next
+ * batch through join_waker.data. */
+static inline blitz__task *blitz__batch_next(blitz__task *first) {
+    return (blitz__task *)(uintptr_t)first->join_waker.data;
+}
+static inline void blitz__batch_set_next(blitz__task *first, blitz__task *next) {
+    first->join_waker.data = next;
+}
 
 static inline blitz__chunk *blitz__chunk_of(const void *block) {
     return (blitz__chunk *)((uintptr_t)block & ~(uintptr_t)(BLITZ__CHUNK_SIZE - 1));
@@ -1569,36 +1636,33 @@ static inline blitz__task *blitz__chunk_block(blitz__chunk *ch, uint32_t i) {
     return (blitz__task *)((char *)ch + BLITZ__FIRST_BLOCK + (size_t)i * ch->block_size);
 }
 
-/* Takes a block of class c from `cache`, refilling from the shared cache or
- * carving a chunk. `locked`: the caller holds alloc_lock and `cache` is the
- * shared one. */
+/* Takes a block of class c from `cache`: its active list, its held-back
+ * batch, a spare batch of the runtime, or a fresh carve. `locked`: the
+ * caller holds alloc_lock (and `cache` is the shared one). */
 static blitz__task *blitz__cache_take(blitz_runtime *rt, blitz__block_cache *cache, uint32_t c,
                                       int locked) {
-    blitz__task *t = cache->free_list[c];
-    if (t) {
-        cache->free_list[c] = t->next;
-        cache->free_count[c]--;
-        return t;
+    if (!cache->active[c]) {
+        if (cache->full[c]) {
+            cache->active[c] = cache->full[c];
+            cache->full[c] = NULL;
+        } else if (rt->spare_batches[c]) {
+            if (!locked)
+                blitz__mutex_lock(&rt->alloc_lock);
+            blitz__task *b = rt->spare_batches[c];
+            if (b)
+                rt->spare_batches[c] = blitz__batch_next(b);
+            if (!locked)
+                blitz__mutex_unlock(&rt->alloc_lock);
+            cache->active[c] = b;
+        }
+        if (cache->active[c])
+            cache->active_count[c] = BLITZ__FREE_BATCH;
     }
-    if (!locked && rt->shared_cache.free_count[c]) {
-        /* Move a batch from the shared cache. */
-        blitz__mutex_lock(&rt->alloc_lock);
-        blitz__block_cache *sh = &rt->shared_cache;
-        for (uint32_t i = 0; i < BLITZ__REFILL && sh->free_list[c]; i++) {
-            blitz__task *b = sh->free_list[c];
-            sh->free_list[c] = b->next;
-            sh->free_count[c]--;
-            b->next = cache->free_list[c];
-            cache->free_list[c] = b;
-            cache->free_count[c]++;
-        }
-        blitz__mutex_unlock(&rt->alloc_lock);
-        t = cache->free_list[c];
-        if (t) {
-            cache->free_list[c] = t->next;
-            cache->free_count[c]--;
-            return t;
-        }
+    blitz__task *t = cache->active[c];
+    if (t) {
+        cache->active[c] = t->next;
+        cache->active_count[c]--;
+        return t;
     }
     blitz__chunk *ch = cache->carving[c];
     if (!ch || ch->carved == ch->capacity) {
@@ -1614,6 +1678,28 @@ static blitz__task *blitz__cache_take(blitz_runtime *rt, blitz__block_cache *cac
         cache->carving[c] = ch;
     }
     return blitz__chunk_block(ch, ch->carved++);
+}
+
+/* Puts a free block into `cache`; a second full batch goes to the spares.
+ * `locked` as for blitz__cache_take. */
+static void blitz__cache_put(blitz_runtime *rt, blitz__block_cache *cache, uint32_t c,
+                             blitz__task *t, int locked) {
+    t->next = cache->active[c];
+    cache->active[c] = t;
+    if (++cache->active_count[c] < BLITZ__FREE_BATCH)
+        return;
+    blitz__task *spill = cache->full[c];
+    cache->full[c] = cache->active[c];
+    cache->active[c] = NULL;
+    cache->active_count[c] = 0;
+    if (spill) {
+        if (!locked)
+            blitz__mutex_lock(&rt->alloc_lock);
+        blitz__batch_set_next(spill, rt->spare_batches[c]);
+        rt->spare_batches[c] = spill;
+        if (!locked)
+            blitz__mutex_unlock(&rt->alloc_lock);
+    }
 }
 
 /* A block for a task whose header + state (+ drop pointer) need `need`
@@ -1686,27 +1772,11 @@ BLITZ_PRIVATE void blitz__block_release(blitz__task *t) {
         return;
     }
     blitz__block_cache *cache = blitz__local_cache(rt);
-    if (!cache) {
+    if (cache) {
+        blitz__cache_put(rt, cache, c, t, 0);
+    } else {
         blitz__mutex_lock(&rt->alloc_lock);
-        t->next = rt->shared_cache.free_list[c];
-        rt->shared_cache.free_list[c] = t;
-        rt->shared_cache.free_count[c]++;
-        blitz__mutex_unlock(&rt->alloc_lock);
-        return;
-    }
-    t->next = cache->free_list[c];
-    cache->free_list[c] = t;
-    if (++cache->free_count[c] > BLITZ__CACHE_HIGH) {
-        /* Give half to the shared cache so other threads reuse it. */
-        blitz__task *first = cache->free_list[c], *last = first;
-        for (uint32_t i = 1; i < BLITZ__CACHE_HIGH / 2; i++)
-            last = last->next;
-        cache->free_list[c] = last->next;
-        cache->free_count[c] -= BLITZ__CACHE_HIGH / 2;
-        blitz__mutex_lock(&rt->alloc_lock);
-        last->next = rt->shared_cache.free_list[c];
-        rt->shared_cache.free_list[c] = first;
-        rt->shared_cache.free_count[c] += BLITZ__CACHE_HIGH / 2;
+        blitz__cache_put(rt, &rt->shared_cache, c, t, 1);
         blitz__mutex_unlock(&rt->alloc_lock);
     }
 }
@@ -2133,14 +2203,26 @@ BLITZ_PRIVATE void blitz__task_free(blitz__task *t) {
     blitz__block_release(t);
 }
 
-/* Wakes threads sleeping in blitz_task_wait on this runtime. Release: their
- * acquire load of the word orders the completion before their re-check. */
+/* Wakes threads sleeping on the runtime's completion word. The bump is
+ * seq_cst and so is a sleeper's announcement (blitz__sleep_on_completion):
+ * either the sleeper's futex compare sees the new value, or this side sees
+ * the sleeper and makes the system call; a wake nobody needs costs none. */
 BLITZ_PRIVATE void blitz__wake_thread_joiners(blitz_runtime *rt) {
-    blitz__u32_fetch_add(&rt->completion_seq, 1, BLITZ__RELEASE);
-    blitz__futex_wake(&rt->completion_seq, INT_MAX);
+    blitz__u32_fetch_add(&rt->completion_seq, 1, BLITZ__SEQ_CST);
+    if (blitz__u32_load(&rt->completion_sleepers, BLITZ__SEQ_CST))
+        blitz__futex_wake(&rt->completion_seq, INT_MAX);
     /* A current-thread driver waiting for this task sleeps in its parker. */
     if (rt->ct)
         blitz__parker_unpark(&rt->ct->parker);
+}
+
+/* Sleeps while the completion word still holds `seq` (read by the caller
+ * before it checked its condition), at most timeout_ns. */
+BLITZ_PRIVATE void blitz__sleep_on_completion(blitz_runtime *rt, uint32_t seq,
+                                              uint64_t timeout_ns) {
+    blitz__u32_fetch_add(&rt->completion_sleepers, 1, BLITZ__SEQ_CST);
+    blitz__futex_wait(&rt->completion_seq, seq, timeout_ns);
+    blitz__u32_fetch_sub(&rt->completion_sleepers, 1, BLITZ__RELAXED);
 }
 
 /* RUNNING -> COMPLETE and everything completion owes: the joiner's waker,
@@ -2285,7 +2367,9 @@ BLITZ_API int blitz_cx_worker(blitz_cx *cx) {
 
 /* ---- spawning ------------------------------------------------------------------- */
 
-BLITZ_API int blitz_spawn_ex(blitz_runtime *rt, const blitz_spawn_opts *o, blitz_task **handle) {
+/* Spawns; a PINNED task is not queued (blitz__block_on polls it). */
+BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, blitz_task **handle,
+                               int pinned) {
     if (handle)
         *handle = NULL;
     if (!rt || !o || !o->poll || o->size == 0 || o->size > BLITZ_MAX_STATE_SIZE)
@@ -2310,9 +2394,11 @@ BLITZ_API int blitz_spawn_ex(blitz_runtime *rt, const blitz_spawn_opts *o, blitz
         *blitz__task_drop_slot(t) = o->drop;
     /* Relaxed: the enqueue below publishes the block (queue release or the
      * global queue's mutex). */
-    blitz__u64_store(&t->state, blitz__state_initial(handle != NULL, o->drop != NULL),
-                     BLITZ__RELAXED);
-    int rc = blitz__task_spawn_schedule(rt, t);
+    uint64_t initial = blitz__state_initial(handle != NULL, o->drop != NULL);
+    if (pinned)
+        initial |= BLITZ__TASK_PINNED;
+    blitz__u64_store(&t->state, initial, BLITZ__RELAXED);
+    int rc = pinned ? BLITZ_OK : blitz__task_spawn_schedule(rt, t);
     if (rc != BLITZ_OK) {
         /* Nobody else has seen the task: recycle it without its drop
          * function (the caller still owns what its state refers to). */
@@ -2323,6 +2409,10 @@ BLITZ_API int blitz_spawn_ex(blitz_runtime *rt, const blitz_spawn_opts *o, blitz
     if (handle)
         *handle = t;
     return BLITZ_OK;
+}
+
+BLITZ_API int blitz_spawn_ex(blitz_runtime *rt, const blitz_spawn_opts *o, blitz_task **handle) {
+    return blitz__spawn(rt, o, handle, 0);
 }
 
 BLITZ_API int blitz_spawn(blitz_runtime *rt, blitz_poll_fn poll, const void *state, size_t size,
@@ -2479,7 +2569,7 @@ BLITZ_PRIVATE int blitz__wait_completion(blitz_runtime *rt, blitz__task *t, uint
     uint32_t seq = blitz__u32_load(&rt->completion_seq, BLITZ__ACQUIRE);
     if (!blitz__task_set_thread_joiner(t))
         return 1;
-    blitz__futex_wait(&rt->completion_seq, seq, timeout_ns);
+    blitz__sleep_on_completion(rt, seq, timeout_ns);
     return blitz__task_is_complete(t);
 }
 
@@ -2576,6 +2666,11 @@ static void blitz__worker_schedule_local(blitz__worker *w, blitz__task *t) {
 
 BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t) {
     blitz_runtime *rt = blitz__task_runtime(t);
+    /* Relaxed: PINNED never changes after spawn. */
+    if (BLITZ__UNLIKELY(blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_PINNED)) {
+        blitz__wake_thread_joiners(rt);
+        return;
+    }
     blitz__context *ctx = blitz__context_get();
     if (rt->flavor == BLITZ_CURRENT_THREAD) {
         if (ctx && ctx->rt == rt && ctx->ct_driver)
@@ -2593,7 +2688,8 @@ BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t) {
 /* After NOTIFIED or a yield: behind everything already runnable here. */
 BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx) {
     blitz_runtime *rt = ctx->rt;
-    if (rt != blitz__task_runtime(t)) {
+    if (rt != blitz__task_runtime(t) ||
+        (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_PINNED)) {
         blitz__task_schedule(t);
     } else if (ctx->worker) {
         blitz__local_queue_push(&ctx->worker->queue, t, rt, &ctx->worker->counters);
@@ -2725,13 +2821,15 @@ static void blitz__worker_poll(blitz__worker *w, blitz__task *t, blitz__context 
 
 /* ---- parking ------------------------------------------------------------------------ */
 
-static void blitz__worker_park(blitz__worker *w) {
+/* Returns 1 when the worker slept in the kernel. */
+static int blitz__worker_park(blitz__worker *w) {
     blitz_runtime *rt = w->rt;
     /* Spin first: a parked vCPU takes tens of microseconds to wake, far
      * longer than the gap between bursts of work in a busy program. */
+    int slept = 0;
     for (uint32_t i = 0; i < rt->spin_before_park; i++) {
         if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt))
-            return;
+            return 0;
         for (int k = 0; k < 32; k++)
             blitz__cpu_relax();
     }
@@ -2763,15 +2861,24 @@ static void blitz__worker_park(blitz__worker *w) {
     }
     BLITZ__STAT(blitz__u64_bump(&w->counters.parked, 1));
     blitz__parker_park(&w->parker, rt->park_timeout_ns);
+    slept = 1;
     if (!blitz__idle_unset_parked(rt, w->index))
         w->searching = 1;
 out:
     blitz__u32_store(&w->transitioning_to_park, 0, BLITZ__RELEASE);
+    return slept;
 }
 
 /* ---- the run loop ------------------------------------------------------------------- */
 
-static void blitz__worker_update_interval(blitz__worker *w, uint32_t polls, uint64_t elapsed) {
+/* The adaptive global-queue interval. The clock is read only after a full
+ * tick (BLITZ_BUDGET_PER_TICK polls) and after a sleep, so its cost is
+ * spread over at least a tick's worth of polls; the average covers every
+ * poll since the last reading. */
+static void blitz__worker_update_interval(blitz__worker *w, uint64_t now) {
+    uint64_t polls = w->stamp_polls, elapsed = now - w->stamp_ns;
+    w->stamp_ns = now;
+    w->stamp_polls = 0;
     if (w->rt->fixed_interval || polls == 0)
         return;
     uint64_t avg = elapsed / polls;
@@ -2795,8 +2902,8 @@ static void *blitz__worker_main(void *arg) {
     ctx.ct_driver = 0;
     ctx.current = NULL;
     blitz__context_set(&ctx);
+    w->stamp_ns = blitz__now_ns();
     while (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)) {
-        uint64_t start = blitz__now_ns();
         uint32_t polls = 0;
         while (polls < BLITZ_BUDGET_PER_TICK) {
             blitz__task *t = blitz__worker_find(w);
@@ -2806,10 +2913,14 @@ static void *blitz__worker_main(void *arg) {
             polls++;
         }
         w->lifo_polls = 0;
-        if (polls)
-            blitz__worker_update_interval(w, polls, blitz__now_ns() - start);
-        else
-            blitz__worker_park(w);
+        w->stamp_polls += polls;
+        if (polls == BLITZ_BUDGET_PER_TICK) {
+            blitz__worker_update_interval(w, blitz__now_ns());
+        } else if (polls == 0 && blitz__worker_park(w)) {
+            /* Time asleep is not poll time. */
+            w->stamp_ns = blitz__now_ns();
+            w->stamp_polls = 0;
+        }
     }
     if (w->searching) {
         w->searching = 0;
@@ -2899,35 +3010,102 @@ BLITZ_PRIVATE void blitz__worker_help_until(blitz__context *ctx, blitz__task *t)
     }
 }
 
+#define BLITZ__HELP_BATCH 8
+
+/* Runs a few tasks of the global queue on a thread that is not a worker
+ * (blockOnComplete), but only when the workers are not keeping up: the
+ * queue is no shorter than when this thread last looked (`*seen`). When
+ * they keep up, this thread stays out of their way: on a machine with as
+ * many workers as cores it would only take CPU time from them. Returns 1
+ * when it ran a task. */
+static int blitz__external_help(blitz_runtime *rt, blitz__context *hctx, uint64_t *seen) {
+    uint64_t len = blitz__global_queue_len(&rt->global);
+    uint64_t before = *seen;
+    *seen = len;
+    if (len == 0 || len < before || blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+        return 0;
+    /* Announce before checking shutdown again (seq_cst both ways): shutdown
+     * sets its flag, then waits for external_running == 0 before it sweeps
+     * the tasks. */
+    blitz__u32_fetch_add(&rt->external_running, 1, BLITZ__SEQ_CST);
+    blitz__task *batch[BLITZ__HELP_BATCH];
+    uint32_t n = 0;
+    if (!blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST))
+        n = blitz__global_queue_pop_batch(&rt->global, batch, BLITZ__HELP_BATCH);
+    if (n) {
+        blitz__context *outer = blitz__context_set(hctx);
+        for (uint32_t i = 0; i < n; i++)
+            blitz__task_run(batch[i], hctx);
+        blitz__context_set(outer);
+        BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.polled, n, BLITZ__RELAXED));
+    }
+    blitz__u32_fetch_sub(&rt->external_running, 1, BLITZ__RELEASE);
+    *seen = blitz__global_queue_len(&rt->global);
+    return n != 0;
+}
+
+static void blitz__helper_context(blitz__context *c, blitz_runtime *rt) {
+    c->rt = rt;
+    c->worker = NULL;
+    c->ct_driver = 0;
+    c->current = NULL;
+}
+
 /* blockOnComplete: a thread that is not a worker runs tasks from the global
  * queue while it waits, so progress does not depend on a free worker. */
 BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t) {
     blitz__context hctx;
-    hctx.rt = rt;
-    hctx.worker = NULL;
-    hctx.ct_driver = 0;
-    hctx.current = NULL;
-    uint64_t wait_ns = BLITZ__HELP_WAIT_MIN_NS;
+    blitz__helper_context(&hctx, rt);
+    uint64_t wait_ns = BLITZ__HELP_WAIT_MIN_NS, seen = UINT64_MAX;
     while (!blitz__task_is_complete(t)) {
-        if (blitz__global_queue_len(&rt->global) &&
-            !blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)) {
-            /* Announce before checking shutdown again (seq_cst both ways):
-             * shutdown sets its flag, then waits for external_running == 0
-             * before it sweeps the tasks. */
-            blitz__u32_fetch_add(&rt->external_running, 1, BLITZ__SEQ_CST);
-            blitz__task *next = NULL;
-            if (!blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST) &&
-                blitz__global_queue_pop_batch(&rt->global, &next, 1) == 1) {
-                blitz__context *outer = blitz__context_set(&hctx);
-                blitz__task_run(next, &hctx);
-                blitz__context_set(outer);
-            }
-            blitz__u32_fetch_sub(&rt->external_running, 1, BLITZ__RELEASE);
+        if (blitz__external_help(rt, &hctx, &seen)) {
             wait_ns = BLITZ__HELP_WAIT_MIN_NS;
             continue;
         }
         if (blitz__wait_completion(rt, t, wait_ns))
             break;
+        if (wait_ns < rt->park_timeout_ns)
+            wait_ns *= 2;
+    }
+}
+
+/* block_on: the calling thread polls the PINNED task `t` itself whenever it
+ * is woken, and runs global-queue tasks in between. */
+BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t) {
+    blitz__context hctx;
+    blitz__helper_context(&hctx, rt);
+    uint64_t wait_ns = BLITZ__HELP_WAIT_MIN_NS, seen = UINT64_MAX;
+    for (;;) {
+        uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+        if (blitz__state_is_complete(s))
+            return;
+        if (blitz__lifecycle(s) == BLITZ__LC_SCHEDULED) {
+            blitz__u32_fetch_add(&rt->external_running, 1, BLITZ__SEQ_CST);
+            if (!blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST)) {
+                blitz__context *outer = blitz__context_set(&hctx);
+                blitz__task_run(t, &hctx);
+                blitz__context_set(outer);
+                BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.polled, 1, BLITZ__RELAXED));
+            }
+            blitz__u32_fetch_sub(&rt->external_running, 1, BLITZ__RELEASE);
+            wait_ns = BLITZ__HELP_WAIT_MIN_NS;
+            if (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+                continue;
+        }
+        if (blitz__external_help(rt, &hctx, &seen)) {
+            wait_ns = BLITZ__HELP_WAIT_MIN_NS;
+            continue;
+        }
+        /* Sleep until a wake (PINNED: it bumps the completion word), the
+         * completion, or the timeout. The word is read before the re-check. */
+        uint32_t seq = blitz__u32_load(&rt->completion_seq, BLITZ__ACQUIRE);
+        s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+        if (blitz__lifecycle(s) == BLITZ__LC_SCHEDULED &&
+            !blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+            continue;
+        if (!blitz__task_set_thread_joiner(t))
+            return;
+        blitz__sleep_on_completion(rt, seq, wait_ns);
         if (wait_ns < rt->park_timeout_ns)
             wait_ns *= 2;
     }
@@ -3217,9 +3395,22 @@ BLITZ_API int blitz_runtime_free(blitz_runtime *rt) {
 
 BLITZ_API int blitz_runtime_run(blitz_runtime *rt, blitz_poll_fn poll, void *state, size_t size) {
     blitz_task *h;
-    int rc = blitz_spawn(rt, poll, state, size, &h);
+    blitz_spawn_opts o;
+    o.poll = poll;
+    o.state = state;
+    o.size = size;
+    o.drop = NULL;
+    /* Multi-thread: the calling thread polls the main task itself (it is
+     * pinned to this thread, like Tokio's block_on), so waking it costs no
+     * queue trip. Not when called from inside one of rt's tasks: then it is
+     * an ordinary spawn and join. */
+    blitz__context *ctx = blitz__context_get();
+    int pin = rt && rt->flavor == BLITZ_MULTI_THREAD && !(ctx && ctx->rt == rt);
+    int rc = blitz__spawn(rt, &o, &h, pin);
     if (rc != BLITZ_OK)
         return rc;
+    if (pin)
+        blitz__block_on(rt, h);
     rc = blitz_task_wait(h);
     if (rc == BLITZ_OK && state)
         memcpy(state, blitz_task_state(h), size);

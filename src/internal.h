@@ -80,7 +80,15 @@ _Static_assert(BLITZ_BUDGET_PER_TICK >= 1, "BLITZ_BUDGET_PER_TICK must be positi
 
 /* ---- threads and parking (thread.c) -------------------------------------- */
 
+#if BLITZ__HAS_FUTEX
+/* A futex lock that spins briefly first: the critical sections it guards
+ * are a few pointer moves, far shorter than a sleep and a wake. */
+typedef struct {
+    blitz__atomic_u32 state; /* 0 free, 1 held, 2 held with sleepers */
+} blitz__mutex;
+#else
 typedef pthread_mutex_t blitz__mutex;
+#endif
 
 /* ---- tasks (task_state.c, task.c, task_alloc.c) -------------------------- */
 
@@ -123,11 +131,13 @@ typedef struct blitz__chunk {
     uint32_t carved;   /* blocks handed out so far (by the chunk's carver) */
 } blitz__chunk;
 
-/* Free blocks by size class. Each worker has one (no locking); threads that
- * are not workers share one behind a mutex. */
+/* Free blocks by size class, moved between caches in whole batches of
+ * BLITZ__FREE_BATCH blocks. Each worker has one (no locking); threads that
+ * are not workers share one behind alloc_lock. */
 typedef struct blitz__block_cache {
-    blitz__task *free_list[BLITZ__NUM_CLASSES];
-    uint32_t free_count[BLITZ__NUM_CLASSES];
+    blitz__task *active[BLITZ__NUM_CLASSES]; /* free blocks, LIFO */
+    uint32_t active_count[BLITZ__NUM_CLASSES];
+    blitz__task *full[BLITZ__NUM_CLASSES]; /* one full batch held back, or NULL */
     blitz__chunk *carving[BLITZ__NUM_CLASSES];
 } blitz__block_cache;
 
@@ -189,6 +199,8 @@ typedef struct blitz__worker {
     uint32_t lifo_polls; /* LIFO hits in this tick */
     uint32_t global_interval;
     uint64_t avg_poll_ns; /* EWMA of the time per poll */
+    uint64_t stamp_ns;    /* clock at the last interval update */
+    uint64_t stamp_polls; /* polls since then */
     uint64_t rng[2];      /* xorshift64+ for victim choice */
     int searching;
     int started;
@@ -251,6 +263,7 @@ struct blitz_runtime {
     /* Threads waiting in blitz_task_wait sleep on this futex word; a task
      * whose joiner is such a thread bumps it on completion. */
     BLITZ__ALIGNED blitz__atomic_u32 completion_seq;
+    blitz__atomic_u32 completion_sleepers;
     /* Non-worker threads currently polling a task (blockOnComplete). */
     blitz__atomic_u32 external_running;
 
@@ -259,6 +272,9 @@ struct blitz_runtime {
     blitz__mutex alloc_lock;
     blitz__chunk *chunks;
     blitz__block_cache shared_cache;
+    /* Full batches given up by caches, linked through each batch's first
+     * block (join_waker.data). */
+    blitz__task *spare_batches[BLITZ__NUM_CLASSES];
     blitz__worker_counters remote_counters; /* updated under alloc_lock */
     void *workers_raw;
 };
@@ -273,5 +289,6 @@ BLITZ_PRIVATE int blitz__ct_inject(blitz_runtime *rt, blitz__task *t);
 BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__context *ctx);
 BLITZ_PRIVATE void blitz__worker_help_until(blitz__context *ctx, blitz__task *t);
 BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t);
+BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t);
 BLITZ_PRIVATE void blitz__task_free(blitz__task *t);
 static inline blitz_runtime *blitz__task_runtime(const blitz__task *t);

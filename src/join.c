@@ -117,7 +117,7 @@ BLITZ_PRIVATE int blitz__wait_completion(blitz_runtime *rt, blitz__task *t, uint
     uint32_t seq = blitz__u32_load(&rt->completion_seq, BLITZ__ACQUIRE);
     if (!blitz__task_set_thread_joiner(t))
         return 1;
-    blitz__futex_wait(&rt->completion_seq, seq, timeout_ns);
+    blitz__sleep_on_completion(rt, seq, timeout_ns);
     return blitz__task_is_complete(t);
 }
 

@@ -160,9 +160,22 @@ BLITZ_API int blitz_runtime_free(blitz_runtime *rt) {
 
 BLITZ_API int blitz_runtime_run(blitz_runtime *rt, blitz_poll_fn poll, void *state, size_t size) {
     blitz_task *h;
-    int rc = blitz_spawn(rt, poll, state, size, &h);
+    blitz_spawn_opts o;
+    o.poll = poll;
+    o.state = state;
+    o.size = size;
+    o.drop = NULL;
+    /* Multi-thread: the calling thread polls the main task itself (it is
+     * pinned to this thread, like Tokio's block_on), so waking it costs no
+     * queue trip. Not when called from inside one of rt's tasks: then it is
+     * an ordinary spawn and join. */
+    blitz__context *ctx = blitz__context_get();
+    int pin = rt && rt->flavor == BLITZ_MULTI_THREAD && !(ctx && ctx->rt == rt);
+    int rc = blitz__spawn(rt, &o, &h, pin);
     if (rc != BLITZ_OK)
         return rc;
+    if (pin)
+        blitz__block_on(rt, h);
     rc = blitz_task_wait(h);
     if (rc == BLITZ_OK && state)
         memcpy(state, blitz_task_state(h), size);

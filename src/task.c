@@ -26,14 +26,26 @@ BLITZ_PRIVATE void blitz__task_free(blitz__task *t) {
     blitz__block_release(t);
 }
 
-/* Wakes threads sleeping in blitz_task_wait on this runtime. Release: their
- * acquire load of the word orders the completion before their re-check. */
+/* Wakes threads sleeping on the runtime's completion word. The bump is
+ * seq_cst and so is a sleeper's announcement (blitz__sleep_on_completion):
+ * either the sleeper's futex compare sees the new value, or this side sees
+ * the sleeper and makes the system call; a wake nobody needs costs none. */
 BLITZ_PRIVATE void blitz__wake_thread_joiners(blitz_runtime *rt) {
-    blitz__u32_fetch_add(&rt->completion_seq, 1, BLITZ__RELEASE);
-    blitz__futex_wake(&rt->completion_seq, INT_MAX);
+    blitz__u32_fetch_add(&rt->completion_seq, 1, BLITZ__SEQ_CST);
+    if (blitz__u32_load(&rt->completion_sleepers, BLITZ__SEQ_CST))
+        blitz__futex_wake(&rt->completion_seq, INT_MAX);
     /* A current-thread driver waiting for this task sleeps in its parker. */
     if (rt->ct)
         blitz__parker_unpark(&rt->ct->parker);
+}
+
+/* Sleeps while the completion word still holds `seq` (read by the caller
+ * before it checked its condition), at most timeout_ns. */
+BLITZ_PRIVATE void blitz__sleep_on_completion(blitz_runtime *rt, uint32_t seq,
+                                              uint64_t timeout_ns) {
+    blitz__u32_fetch_add(&rt->completion_sleepers, 1, BLITZ__SEQ_CST);
+    blitz__futex_wait(&rt->completion_seq, seq, timeout_ns);
+    blitz__u32_fetch_sub(&rt->completion_sleepers, 1, BLITZ__RELAXED);
 }
 
 /* RUNNING -> COMPLETE and everything completion owes: the joiner's waker,
@@ -178,7 +190,9 @@ BLITZ_API int blitz_cx_worker(blitz_cx *cx) {
 
 /* ---- spawning ------------------------------------------------------------------- */
 
-BLITZ_API int blitz_spawn_ex(blitz_runtime *rt, const blitz_spawn_opts *o, blitz_task **handle) {
+/* Spawns; a PINNED task is not queued (blitz__block_on polls it). */
+BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, blitz_task **handle,
+                               int pinned) {
     if (handle)
         *handle = NULL;
     if (!rt || !o || !o->poll || o->size == 0 || o->size > BLITZ_MAX_STATE_SIZE)
@@ -203,9 +217,11 @@ BLITZ_API int blitz_spawn_ex(blitz_runtime *rt, const blitz_spawn_opts *o, blitz
         *blitz__task_drop_slot(t) = o->drop;
     /* Relaxed: the enqueue below publishes the block (queue release or the
      * global queue's mutex). */
-    blitz__u64_store(&t->state, blitz__state_initial(handle != NULL, o->drop != NULL),
-                     BLITZ__RELAXED);
-    int rc = blitz__task_spawn_schedule(rt, t);
+    uint64_t initial = blitz__state_initial(handle != NULL, o->drop != NULL);
+    if (pinned)
+        initial |= BLITZ__TASK_PINNED;
+    blitz__u64_store(&t->state, initial, BLITZ__RELAXED);
+    int rc = pinned ? BLITZ_OK : blitz__task_spawn_schedule(rt, t);
     if (rc != BLITZ_OK) {
         /* Nobody else has seen the task: recycle it without its drop
          * function (the caller still owns what its state refers to). */
@@ -216,6 +232,10 @@ BLITZ_API int blitz_spawn_ex(blitz_runtime *rt, const blitz_spawn_opts *o, blitz
     if (handle)
         *handle = t;
     return BLITZ_OK;
+}
+
+BLITZ_API int blitz_spawn_ex(blitz_runtime *rt, const blitz_spawn_opts *o, blitz_task **handle) {
+    return blitz__spawn(rt, o, handle, 0);
 }
 
 BLITZ_API int blitz_spawn(blitz_runtime *rt, blitz_poll_fn poll, const void *state, size_t size,

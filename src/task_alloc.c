@@ -11,9 +11,11 @@
  * 40-byte header is 16-byte aligned. States too big for the largest class get
  * a chunk of their own. Caches: one per worker and one for the
  * current-thread driver (no locking: only their thread touches them), and a
- * shared one behind alloc_lock for every other thread. A cache that holds
- * too many free blocks of a class gives half to the shared one, so memory
- * freed on one worker is reused by the others. */
+ * shared one behind alloc_lock for every other thread. Free blocks travel in
+ * batches of BLITZ__FREE_BATCH: a cache keeps an active list and at most
+ * one full batch; a second full batch goes to the runtime's spare batches,
+ * where a cache that runs dry takes one. Every move is O(1) (no walking of
+ * cold blocks), and memory freed on one worker is reused by the others. */
 #include "internal.h"
 
 static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
@@ -23,8 +25,16 @@ static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
 /* First block offset: the smallest offset past the chunk header that is
  * 8 mod 16. */
 #define BLITZ__FIRST_BLOCK ((sizeof(blitz__chunk) + 8 + 15) / 16 * 16 - 8)
-#define BLITZ__CACHE_HIGH  512u
-#define BLITZ__REFILL      64u
+#define BLITZ__FREE_BATCH  64u
+
+/* A free block's header is unused: a batch's first block links to the next
+ * batch through join_waker.data. */
+static inline blitz__task *blitz__batch_next(blitz__task *first) {
+    return (blitz__task *)(uintptr_t)first->join_waker.data;
+}
+static inline void blitz__batch_set_next(blitz__task *first, blitz__task *next) {
+    first->join_waker.data = next;
+}
 
 static inline blitz__chunk *blitz__chunk_of(const void *block) {
     return (blitz__chunk *)((uintptr_t)block & ~(uintptr_t)(BLITZ__CHUNK_SIZE - 1));
@@ -95,36 +105,33 @@ static inline blitz__task *blitz__chunk_block(blitz__chunk *ch, uint32_t i) {
     return (blitz__task *)((char *)ch + BLITZ__FIRST_BLOCK + (size_t)i * ch->block_size);
 }
 
-/* Takes a block of class c from `cache`, refilling from the shared cache or
- * carving a chunk. `locked`: the caller holds alloc_lock and `cache` is the
- * shared one. */
+/* Takes a block of class c from `cache`: its active list, its held-back
+ * batch, a spare batch of the runtime, or a fresh carve. `locked`: the
+ * caller holds alloc_lock (and `cache` is the shared one). */
 static blitz__task *blitz__cache_take(blitz_runtime *rt, blitz__block_cache *cache, uint32_t c,
                                       int locked) {
-    blitz__task *t = cache->free_list[c];
-    if (t) {
-        cache->free_list[c] = t->next;
-        cache->free_count[c]--;
-        return t;
+    if (!cache->active[c]) {
+        if (cache->full[c]) {
+            cache->active[c] = cache->full[c];
+            cache->full[c] = NULL;
+        } else if (rt->spare_batches[c]) {
+            if (!locked)
+                blitz__mutex_lock(&rt->alloc_lock);
+            blitz__task *b = rt->spare_batches[c];
+            if (b)
+                rt->spare_batches[c] = blitz__batch_next(b);
+            if (!locked)
+                blitz__mutex_unlock(&rt->alloc_lock);
+            cache->active[c] = b;
+        }
+        if (cache->active[c])
+            cache->active_count[c] = BLITZ__FREE_BATCH;
     }
-    if (!locked && rt->shared_cache.free_count[c]) {
-        /* Move a batch from the shared cache. */
-        blitz__mutex_lock(&rt->alloc_lock);
-        blitz__block_cache *sh = &rt->shared_cache;
-        for (uint32_t i = 0; i < BLITZ__REFILL && sh->free_list[c]; i++) {
-            blitz__task *b = sh->free_list[c];
-            sh->free_list[c] = b->next;
-            sh->free_count[c]--;
-            b->next = cache->free_list[c];
-            cache->free_list[c] = b;
-            cache->free_count[c]++;
-        }
-        blitz__mutex_unlock(&rt->alloc_lock);
-        t = cache->free_list[c];
-        if (t) {
-            cache->free_list[c] = t->next;
-            cache->free_count[c]--;
-            return t;
-        }
+    blitz__task *t = cache->active[c];
+    if (t) {
+        cache->active[c] = t->next;
+        cache->active_count[c]--;
+        return t;
     }
     blitz__chunk *ch = cache->carving[c];
     if (!ch || ch->carved == ch->capacity) {
@@ -140,6 +147,28 @@ static blitz__task *blitz__cache_take(blitz_runtime *rt, blitz__block_cache *cac
         cache->carving[c] = ch;
     }
     return blitz__chunk_block(ch, ch->carved++);
+}
+
+/* Puts a free block into `cache`; a second full batch goes to the spares.
+ * `locked` as for blitz__cache_take. */
+static void blitz__cache_put(blitz_runtime *rt, blitz__block_cache *cache, uint32_t c,
+                             blitz__task *t, int locked) {
+    t->next = cache->active[c];
+    cache->active[c] = t;
+    if (++cache->active_count[c] < BLITZ__FREE_BATCH)
+        return;
+    blitz__task *spill = cache->full[c];
+    cache->full[c] = cache->active[c];
+    cache->active[c] = NULL;
+    cache->active_count[c] = 0;
+    if (spill) {
+        if (!locked)
+            blitz__mutex_lock(&rt->alloc_lock);
+        blitz__batch_set_next(spill, rt->spare_batches[c]);
+        rt->spare_batches[c] = spill;
+        if (!locked)
+            blitz__mutex_unlock(&rt->alloc_lock);
+    }
 }
 
 /* A block for a task whose header + state (+ drop pointer) need `need`
@@ -212,27 +241,11 @@ BLITZ_PRIVATE void blitz__block_release(blitz__task *t) {
         return;
     }
     blitz__block_cache *cache = blitz__local_cache(rt);
-    if (!cache) {
+    if (cache) {
+        blitz__cache_put(rt, cache, c, t, 0);
+    } else {
         blitz__mutex_lock(&rt->alloc_lock);
-        t->next = rt->shared_cache.free_list[c];
-        rt->shared_cache.free_list[c] = t;
-        rt->shared_cache.free_count[c]++;
-        blitz__mutex_unlock(&rt->alloc_lock);
-        return;
-    }
-    t->next = cache->free_list[c];
-    cache->free_list[c] = t;
-    if (++cache->free_count[c] > BLITZ__CACHE_HIGH) {
-        /* Give half to the shared cache so other threads reuse it. */
-        blitz__task *first = cache->free_list[c], *last = first;
-        for (uint32_t i = 1; i < BLITZ__CACHE_HIGH / 2; i++)
-            last = last->next;
-        cache->free_list[c] = last->next;
-        cache->free_count[c] -= BLITZ__CACHE_HIGH / 2;
-        blitz__mutex_lock(&rt->alloc_lock);
-        last->next = rt->shared_cache.free_list[c];
-        rt->shared_cache.free_list[c] = first;
-        rt->shared_cache.free_count[c] += BLITZ__CACHE_HIGH / 2;
+        blitz__cache_put(rt, &rt->shared_cache, c, t, 1);
         blitz__mutex_unlock(&rt->alloc_lock);
     }
 }

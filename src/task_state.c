@@ -12,7 +12,9 @@
  * released before completion), JOIN_WAKER (join_waker holds a waker).
  * low flags: OUTCOME_CANCELLED (completed by cancellation), HAS_DROP (the
  * block ends with a drop function), THREAD_JOINER (a thread sleeps on the
- * runtime's completion word waiting for this task).
+ * runtime's completion word waiting for this task), PINNED (the task is
+ * polled only by the thread blocked in blitz_runtime_run on it, never
+ * queued: a wake just rouses that thread, as Tokio's block_on does).
  * ref_count: one reference for the task's life until completion (the
  * runtime's own, standing in for Tokio's owned-task list), one for the
  * handle, one per cloned waker. The block is freed when it reaches zero.
@@ -32,6 +34,7 @@
 #define BLITZ__TASK_OUTCOME_CANCELLED ((uint64_t)1 << 0)
 #define BLITZ__TASK_HAS_DROP          ((uint64_t)1 << 1)
 #define BLITZ__TASK_THREAD_JOINER     ((uint64_t)1 << 2)
+#define BLITZ__TASK_PINNED            ((uint64_t)1 << 3)
 
 #define BLITZ__TASK_NOTIFIED      ((uint64_t)1 << 24)
 #define BLITZ__TASK_CANCELLED     ((uint64_t)1 << 25)

@@ -73,6 +73,11 @@ static void blitz__worker_schedule_local(blitz__worker *w, blitz__task *t) {
 
 BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t) {
     blitz_runtime *rt = blitz__task_runtime(t);
+    /* Relaxed: PINNED never changes after spawn. */
+    if (BLITZ__UNLIKELY(blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_PINNED)) {
+        blitz__wake_thread_joiners(rt);
+        return;
+    }
     blitz__context *ctx = blitz__context_get();
     if (rt->flavor == BLITZ_CURRENT_THREAD) {
         if (ctx && ctx->rt == rt && ctx->ct_driver)
@@ -90,7 +95,8 @@ BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t) {
 /* After NOTIFIED or a yield: behind everything already runnable here. */
 BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx) {
     blitz_runtime *rt = ctx->rt;
-    if (rt != blitz__task_runtime(t)) {
+    if (rt != blitz__task_runtime(t) ||
+        (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_PINNED)) {
         blitz__task_schedule(t);
     } else if (ctx->worker) {
         blitz__local_queue_push(&ctx->worker->queue, t, rt, &ctx->worker->counters);
@@ -222,13 +228,15 @@ static void blitz__worker_poll(blitz__worker *w, blitz__task *t, blitz__context 
 
 /* ---- parking ------------------------------------------------------------------------ */
 
-static void blitz__worker_park(blitz__worker *w) {
+/* Returns 1 when the worker slept in the kernel. */
+static int blitz__worker_park(blitz__worker *w) {
     blitz_runtime *rt = w->rt;
     /* Spin first: a parked vCPU takes tens of microseconds to wake, far
      * longer than the gap between bursts of work in a busy program. */
+    int slept = 0;
     for (uint32_t i = 0; i < rt->spin_before_park; i++) {
         if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt))
-            return;
+            return 0;
         for (int k = 0; k < 32; k++)
             blitz__cpu_relax();
     }
@@ -260,15 +268,24 @@ static void blitz__worker_park(blitz__worker *w) {
     }
     BLITZ__STAT(blitz__u64_bump(&w->counters.parked, 1));
     blitz__parker_park(&w->parker, rt->park_timeout_ns);
+    slept = 1;
     if (!blitz__idle_unset_parked(rt, w->index))
         w->searching = 1;
 out:
     blitz__u32_store(&w->transitioning_to_park, 0, BLITZ__RELEASE);
+    return slept;
 }
 
 /* ---- the run loop ------------------------------------------------------------------- */
 
-static void blitz__worker_update_interval(blitz__worker *w, uint32_t polls, uint64_t elapsed) {
+/* The adaptive global-queue interval. The clock is read only after a full
+ * tick (BLITZ_BUDGET_PER_TICK polls) and after a sleep, so its cost is
+ * spread over at least a tick's worth of polls; the average covers every
+ * poll since the last reading. */
+static void blitz__worker_update_interval(blitz__worker *w, uint64_t now) {
+    uint64_t polls = w->stamp_polls, elapsed = now - w->stamp_ns;
+    w->stamp_ns = now;
+    w->stamp_polls = 0;
     if (w->rt->fixed_interval || polls == 0)
         return;
     uint64_t avg = elapsed / polls;
@@ -292,8 +309,8 @@ static void *blitz__worker_main(void *arg) {
     ctx.ct_driver = 0;
     ctx.current = NULL;
     blitz__context_set(&ctx);
+    w->stamp_ns = blitz__now_ns();
     while (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)) {
-        uint64_t start = blitz__now_ns();
         uint32_t polls = 0;
         while (polls < BLITZ_BUDGET_PER_TICK) {
             blitz__task *t = blitz__worker_find(w);
@@ -303,10 +320,14 @@ static void *blitz__worker_main(void *arg) {
             polls++;
         }
         w->lifo_polls = 0;
-        if (polls)
-            blitz__worker_update_interval(w, polls, blitz__now_ns() - start);
-        else
-            blitz__worker_park(w);
+        w->stamp_polls += polls;
+        if (polls == BLITZ_BUDGET_PER_TICK) {
+            blitz__worker_update_interval(w, blitz__now_ns());
+        } else if (polls == 0 && blitz__worker_park(w)) {
+            /* Time asleep is not poll time. */
+            w->stamp_ns = blitz__now_ns();
+            w->stamp_polls = 0;
+        }
     }
     if (w->searching) {
         w->searching = 0;
@@ -396,35 +417,102 @@ BLITZ_PRIVATE void blitz__worker_help_until(blitz__context *ctx, blitz__task *t)
     }
 }
 
+#define BLITZ__HELP_BATCH 8
+
+/* Runs a few tasks of the global queue on a thread that is not a worker
+ * (blockOnComplete), but only when the workers are not keeping up: the
+ * queue is no shorter than when this thread last looked (`*seen`). When
+ * they keep up, this thread stays out of their way: on a machine with as
+ * many workers as cores it would only take CPU time from them. Returns 1
+ * when it ran a task. */
+static int blitz__external_help(blitz_runtime *rt, blitz__context *hctx, uint64_t *seen) {
+    uint64_t len = blitz__global_queue_len(&rt->global);
+    uint64_t before = *seen;
+    *seen = len;
+    if (len == 0 || len < before || blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+        return 0;
+    /* Announce before checking shutdown again (seq_cst both ways): shutdown
+     * sets its flag, then waits for external_running == 0 before it sweeps
+     * the tasks. */
+    blitz__u32_fetch_add(&rt->external_running, 1, BLITZ__SEQ_CST);
+    blitz__task *batch[BLITZ__HELP_BATCH];
+    uint32_t n = 0;
+    if (!blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST))
+        n = blitz__global_queue_pop_batch(&rt->global, batch, BLITZ__HELP_BATCH);
+    if (n) {
+        blitz__context *outer = blitz__context_set(hctx);
+        for (uint32_t i = 0; i < n; i++)
+            blitz__task_run(batch[i], hctx);
+        blitz__context_set(outer);
+        BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.polled, n, BLITZ__RELAXED));
+    }
+    blitz__u32_fetch_sub(&rt->external_running, 1, BLITZ__RELEASE);
+    *seen = blitz__global_queue_len(&rt->global);
+    return n != 0;
+}
+
+static void blitz__helper_context(blitz__context *c, blitz_runtime *rt) {
+    c->rt = rt;
+    c->worker = NULL;
+    c->ct_driver = 0;
+    c->current = NULL;
+}
+
 /* blockOnComplete: a thread that is not a worker runs tasks from the global
  * queue while it waits, so progress does not depend on a free worker. */
 BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t) {
     blitz__context hctx;
-    hctx.rt = rt;
-    hctx.worker = NULL;
-    hctx.ct_driver = 0;
-    hctx.current = NULL;
-    uint64_t wait_ns = BLITZ__HELP_WAIT_MIN_NS;
+    blitz__helper_context(&hctx, rt);
+    uint64_t wait_ns = BLITZ__HELP_WAIT_MIN_NS, seen = UINT64_MAX;
     while (!blitz__task_is_complete(t)) {
-        if (blitz__global_queue_len(&rt->global) &&
-            !blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)) {
-            /* Announce before checking shutdown again (seq_cst both ways):
-             * shutdown sets its flag, then waits for external_running == 0
-             * before it sweeps the tasks. */
-            blitz__u32_fetch_add(&rt->external_running, 1, BLITZ__SEQ_CST);
-            blitz__task *next = NULL;
-            if (!blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST) &&
-                blitz__global_queue_pop_batch(&rt->global, &next, 1) == 1) {
-                blitz__context *outer = blitz__context_set(&hctx);
-                blitz__task_run(next, &hctx);
-                blitz__context_set(outer);
-            }
-            blitz__u32_fetch_sub(&rt->external_running, 1, BLITZ__RELEASE);
+        if (blitz__external_help(rt, &hctx, &seen)) {
             wait_ns = BLITZ__HELP_WAIT_MIN_NS;
             continue;
         }
         if (blitz__wait_completion(rt, t, wait_ns))
             break;
+        if (wait_ns < rt->park_timeout_ns)
+            wait_ns *= 2;
+    }
+}
+
+/* block_on: the calling thread polls the PINNED task `t` itself whenever it
+ * is woken, and runs global-queue tasks in between. */
+BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t) {
+    blitz__context hctx;
+    blitz__helper_context(&hctx, rt);
+    uint64_t wait_ns = BLITZ__HELP_WAIT_MIN_NS, seen = UINT64_MAX;
+    for (;;) {
+        uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+        if (blitz__state_is_complete(s))
+            return;
+        if (blitz__lifecycle(s) == BLITZ__LC_SCHEDULED) {
+            blitz__u32_fetch_add(&rt->external_running, 1, BLITZ__SEQ_CST);
+            if (!blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST)) {
+                blitz__context *outer = blitz__context_set(&hctx);
+                blitz__task_run(t, &hctx);
+                blitz__context_set(outer);
+                BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.polled, 1, BLITZ__RELAXED));
+            }
+            blitz__u32_fetch_sub(&rt->external_running, 1, BLITZ__RELEASE);
+            wait_ns = BLITZ__HELP_WAIT_MIN_NS;
+            if (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+                continue;
+        }
+        if (blitz__external_help(rt, &hctx, &seen)) {
+            wait_ns = BLITZ__HELP_WAIT_MIN_NS;
+            continue;
+        }
+        /* Sleep until a wake (PINNED: it bumps the completion word), the
+         * completion, or the timeout. The word is read before the re-check. */
+        uint32_t seq = blitz__u32_load(&rt->completion_seq, BLITZ__ACQUIRE);
+        s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+        if (blitz__lifecycle(s) == BLITZ__LC_SCHEDULED &&
+            !blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+            continue;
+        if (!blitz__task_set_thread_joiner(t))
+            return;
+        blitz__sleep_on_completion(rt, seq, wait_ns);
         if (wait_ns < rt->park_timeout_ns)
             wait_ns *= 2;
     }
