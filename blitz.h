@@ -928,6 +928,7 @@ typedef struct blitz__worker {
     uint64_t rng[2];      /* xorshift64+ for victim choice */
     int searching;
     int started;
+    blitz__task *deferred_head, *deferred_tail; /* yielded this tick */
     pthread_t thread;
     blitz__block_cache cache;
     /* Read by producers on other threads (lost-wakeup guard, seed 000). */
@@ -940,9 +941,10 @@ typedef struct blitz__worker {
 /* ---- the current-thread core (current_thread.c) ---------------------------- */
 
 typedef struct blitz__ct_core {
-    blitz__task *head, *tail;  /* run queue, touched only by the driving thread */
-    blitz__atomic_u32 driving; /* 1 while a thread drives the runtime */
-    blitz__parker parker;      /* the driver sleeps here */
+    blitz__task *head, *tail;                   /* run queue, touched only by the driving thread */
+    blitz__task *deferred_head, *deferred_tail; /* yielded this tick */
+    blitz__atomic_u32 driving;                  /* 1 while a thread drives the runtime */
+    blitz__parker parker;                       /* the driver sleeps here */
     uint32_t tick;
     blitz__worker_counters counters;
     blitz__block_cache cache;
@@ -1006,7 +1008,7 @@ struct blitz_runtime {
 /* ---- forward declarations used across modules ------------------------------ */
 
 BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t);
-BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx);
+BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx, int yielded);
 BLITZ_PRIVATE int blitz__task_spawn_schedule(blitz_runtime *rt, blitz__task *t);
 BLITZ_PRIVATE void blitz__ct_push(blitz_runtime *rt, blitz__task *t);
 BLITZ_PRIVATE int blitz__ct_inject(blitz_runtime *rt, blitz__task *t);
@@ -2008,6 +2010,17 @@ BLITZ_PRIVATE void blitz__local_queue_push(blitz__local_queue *q, blitz__task *t
     }
 }
 
+/* Owner only: appends `t` if the ring has room; returns 0 when full. */
+BLITZ_PRIVATE int blitz__local_queue_try_push(blitz__local_queue *q, blitz__task *t) {
+    uint32_t head = blitz__u32_load(&q->head, BLITZ__ACQUIRE);
+    uint16_t tail = (uint16_t)blitz__u32_load(&q->tail, BLITZ__RELAXED);
+    if ((uint16_t)(tail - blitz__lq_steal(head)) >= (uint16_t)BLITZ_LOCAL_QUEUE_CAPACITY)
+        return 0;
+    blitz__ptr_store(&q->buffer[tail & BLITZ__LQ_MASK], t, BLITZ__RELAXED);
+    blitz__u32_store(&q->tail, (uint16_t)(tail + 1), BLITZ__RELEASE);
+    return 1;
+}
+
 /* Owner only: takes the oldest task, or NULL. */
 BLITZ_PRIVATE blitz__task *blitz__local_queue_pop(blitz__local_queue *q) {
     uint32_t head = blitz__u32_load(&q->head, BLITZ__ACQUIRE);
@@ -2182,8 +2195,10 @@ BLITZ_PRIVATE void blitz__idle_unpark_all(blitz_runtime *rt) {
  * drop = blitz__task_free (the user's drop function, if any, then the block
  * goes back to its cache); schedule = blitz__task_schedule (a wake: the LIFO
  * slot when the waker runs on a worker of the task's runtime, else the
- * global queue); reschedule = blitz__task_reschedule (after NOTIFIED or a
- * yield: the back of the local queue, so others run first). */
+ * global queue); reschedule = blitz__task_reschedule (after NOTIFIED: the
+ * back of the local queue; after a yield: the thread's deferred list, which
+ * joins the queue at the end of the tick, so everything runnable, remote
+ * tasks included, runs first, as Tokio defers yield_now). */
 /* internal.h already included */
 
 static inline void *blitz__task_state_ptr(blitz__task *t) {
@@ -2317,11 +2332,12 @@ BLITZ_API int blitz_waker_will_wake(const blitz_waker *a, const blitz_waker *b) 
 
 /* ---- the poll harness ------------------------------------------------------------ */
 
-/* Polls a SCHEDULED task once on the calling thread (context `ctx`). */
-BLITZ_PRIVATE void blitz__task_run(blitz__task *t, blitz__context *ctx) {
+/* Runs a SCHEDULED task once on the calling thread (context `ctx`): polls
+ * it, or completes it as cancelled. Returns 1 when the poll function ran. */
+BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
     if (blitz__state_to_running(t) == BLITZ__RUN_CANCEL) {
         blitz__task_finish(t, 1);
-        return;
+        return 0;
     }
     blitz_cx cx;
     cx.task = t;
@@ -2334,7 +2350,8 @@ BLITZ_PRIVATE void blitz__task_run(blitz__task *t, blitz__context *ctx) {
     if (r == BLITZ_READY)
         blitz__task_finish(t, 0);
     else if (blitz__state_to_idle(t, cx.yielded))
-        blitz__task_reschedule(t, ctx);
+        blitz__task_reschedule(t, ctx, cx.yielded);
+    return 1;
 }
 
 /* ---- poll-context accessors ---------------------------------------------------- */
@@ -2685,17 +2702,55 @@ BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t) {
         blitz__remote_schedule(rt, t);
 }
 
-/* After NOTIFIED or a yield: behind everything already runnable here. */
-BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx) {
+/* Appends to an intrusive deferred list (the task is SCHEDULED and in no
+ * other queue, so its link is free). */
+static inline void blitz__defer(blitz__task **head, blitz__task **tail, blitz__task *t) {
+    t->next = NULL;
+    if (*tail)
+        (*tail)->next = t;
+    else
+        *head = t;
+    *tail = t;
+}
+
+/* Yielded tasks of this tick join the back of the ring, as far as it has
+ * room; the rest stay deferred (private to this worker) rather than
+ * overflow to the global queue: a task that only yields has no reason to
+ * change cores, and moving it costs cache misses on every poll. */
+static void blitz__worker_flush_deferred(blitz__worker *w) {
+    blitz__task *t = w->deferred_head;
+    while (t) {
+        /* Read the link first: once in the ring the task may be stolen. */
+        blitz__task *next = t->next;
+        if (!blitz__local_queue_try_push(&w->queue, t))
+            break;
+        t = next;
+    }
+    w->deferred_head = t;
+    if (!t)
+        w->deferred_tail = NULL;
+    blitz__idle_notify_parked(w->rt);
+}
+
+/* After NOTIFIED: behind everything already runnable here. After a yield:
+ * deferred to the end of the tick. */
+BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx, int yielded) {
     blitz_runtime *rt = ctx->rt;
     if (rt != blitz__task_runtime(t) ||
         (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_PINNED)) {
         blitz__task_schedule(t);
     } else if (ctx->worker) {
-        blitz__local_queue_push(&ctx->worker->queue, t, rt, &ctx->worker->counters);
-        blitz__idle_notify_parked(rt);
+        if (yielded) {
+            blitz__defer(&ctx->worker->deferred_head, &ctx->worker->deferred_tail, t);
+        } else {
+            blitz__local_queue_push(&ctx->worker->queue, t, rt, &ctx->worker->counters);
+            blitz__idle_notify_parked(rt);
+        }
     } else if (ctx->ct_driver) {
-        blitz__ct_push(rt, t);
+        if (yielded)
+            blitz__defer(&rt->ct->deferred_head, &rt->ct->deferred_tail, t);
+        else
+            blitz__ct_push(rt, t);
     } else if (rt->flavor == BLITZ_CURRENT_THREAD) {
         blitz__ct_inject(rt, t);
     } else {
@@ -2717,6 +2772,12 @@ static blitz__task *blitz__worker_fetch_global(blitz__worker *w) {
         want = BLITZ__GLOBAL_BATCH_MIN;
     if (want > BLITZ__GLOBAL_BATCH_MAX)
         want = BLITZ__GLOBAL_BATCH_MAX;
+    /* No more than fits in the batch buffer and the ring: a batch that
+     * overflowed the ring would go straight back to the global queue. */
+    uint64_t room = 1 + (w->batch_head == w->batch_len ? BLITZ__BATCH_BUFFER_SIZE : 0) +
+                    (BLITZ_LOCAL_QUEUE_CAPACITY - blitz__local_queue_len(&w->queue));
+    if (want > room)
+        want = room;
     blitz__task *got[BLITZ__GLOBAL_BATCH_MAX];
     uint32_t n = blitz__global_queue_pop_batch(&rt->global, got, (uint32_t)want);
     if (n == 0)
@@ -2793,6 +2854,10 @@ static blitz__task *blitz__worker_search(blitz__worker *w) {
 
 static blitz__task *blitz__worker_find(blitz__worker *w) {
     blitz__task *t = blitz__worker_next_local(w);
+    if (!t && w->deferred_head) {
+        blitz__worker_flush_deferred(w);
+        t = blitz__worker_next_local(w);
+    }
     if (!t && w->rt->num_workers > 1)
         t = blitz__worker_search(w);
     if (t && w->searching) {
@@ -2815,8 +2880,8 @@ static int blitz__work_available(blitz_runtime *rt) {
 }
 
 static void blitz__worker_poll(blitz__worker *w, blitz__task *t, blitz__context *ctx) {
-    blitz__task_run(t, ctx);
-    BLITZ__STAT(blitz__u64_bump(&w->counters.polled, 1));
+    if (blitz__task_run(t, ctx))
+        BLITZ__STAT(blitz__u64_bump(&w->counters.polled, 1));
 }
 
 /* ---- parking ------------------------------------------------------------------------ */
@@ -2911,8 +2976,13 @@ static void *blitz__worker_main(void *arg) {
                 break;
             blitz__worker_poll(w, t, &ctx);
             polls++;
+            /* Shutdown: finish the poll in progress, start no other. */
+            if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED))
+                break;
         }
         w->lifo_polls = 0;
+        if (w->deferred_head)
+            blitz__worker_flush_deferred(w);
         w->stamp_polls += polls;
         if (polls == BLITZ_BUDGET_PER_TICK) {
             blitz__worker_update_interval(w, blitz__now_ns());
@@ -3034,10 +3104,13 @@ static int blitz__external_help(blitz_runtime *rt, blitz__context *hctx, uint64_
         n = blitz__global_queue_pop_batch(&rt->global, batch, BLITZ__HELP_BATCH);
     if (n) {
         blitz__context *outer = blitz__context_set(hctx);
-        for (uint32_t i = 0; i < n; i++)
-            blitz__task_run(batch[i], hctx);
+        uint64_t polled = 0;
+        /* Tasks left unrun at shutdown stay SCHEDULED; the sweep takes
+         * them. */
+        for (uint32_t i = 0; i < n && !blitz__u32_load(&rt->shutdown, BLITZ__RELAXED); i++)
+            polled += (uint64_t)blitz__task_run(batch[i], hctx);
         blitz__context_set(outer);
-        BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.polled, n, BLITZ__RELAXED));
+        BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.polled, polled, BLITZ__RELAXED));
     }
     blitz__u32_fetch_sub(&rt->external_running, 1, BLITZ__RELEASE);
     *seen = blitz__global_queue_len(&rt->global);
@@ -3083,9 +3156,10 @@ BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t) {
             blitz__u32_fetch_add(&rt->external_running, 1, BLITZ__SEQ_CST);
             if (!blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST)) {
                 blitz__context *outer = blitz__context_set(&hctx);
-                blitz__task_run(t, &hctx);
+                int polled = blitz__task_run(t, &hctx);
                 blitz__context_set(outer);
-                BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.polled, 1, BLITZ__RELAXED));
+                BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.polled, (uint64_t)polled,
+                                                 BLITZ__RELAXED));
             }
             blitz__u32_fetch_sub(&rt->external_running, 1, BLITZ__RELEASE);
             wait_ns = BLITZ__HELP_WAIT_MIN_NS;
@@ -3162,6 +3236,18 @@ static void blitz__ct_drain_inject(blitz_runtime *rt) {
     }
 }
 
+/* Yielded tasks of this tick join the back of the list. */
+static void blitz__ct_flush_deferred(blitz__ct_core *ct) {
+    if (!ct->deferred_head)
+        return;
+    if (ct->tail)
+        ct->tail->next = ct->deferred_head;
+    else
+        ct->head = ct->deferred_head;
+    ct->tail = ct->deferred_tail;
+    ct->deferred_head = ct->deferred_tail = NULL;
+}
+
 /* Runs tasks on the calling (driving) thread until `target` completes or
  * the runtime shuts down. */
 static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz__context *ctx) {
@@ -3179,15 +3265,19 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
             blitz__task *t = blitz__ct_pop(ct);
             if (!t) {
                 blitz__ct_drain_inject(rt);
+                blitz__ct_flush_deferred(ct);
                 if (!(t = blitz__ct_pop(ct)))
                     break;
             }
-            blitz__task_run(t, ctx);
-            BLITZ__STAT(blitz__u64_bump(&ct->counters.polled, 1));
+            if (blitz__task_run(t, ctx))
+                BLITZ__STAT(blitz__u64_bump(&ct->counters.polled, 1));
             polls++;
-            if (blitz__task_is_complete(target))
+            if (blitz__task_is_complete(target) || blitz__u32_load(&rt->shutdown, BLITZ__RELAXED)) {
+                blitz__ct_flush_deferred(ct);
                 return;
+            }
         }
+        blitz__ct_flush_deferred(ct);
         if (polls == 0) {
             /* Idle. A completion on another thread (a cancel) wakes the
              * joiners and unparks us; so does any inject. */
@@ -3483,6 +3573,7 @@ BLITZ_API int blitz_runtime_stats(const blitz_runtime *rt, blitz_stats *out) {
         out->total_stolen += blitz__counter(&k->stolen);
         out->total_parked += blitz__counter(&k->parked);
     }
+    out->total_polled += blitz__counter(&rt->remote_counters.polled);
     out->total_spawned = spawned;
     out->tasks_alive = spawned >= freed ? spawned - freed : 0;
     out->global_queue_depth = blitz__u64_load(&rt->global.len, BLITZ__RELAXED);

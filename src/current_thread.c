@@ -47,6 +47,18 @@ static void blitz__ct_drain_inject(blitz_runtime *rt) {
     }
 }
 
+/* Yielded tasks of this tick join the back of the list. */
+static void blitz__ct_flush_deferred(blitz__ct_core *ct) {
+    if (!ct->deferred_head)
+        return;
+    if (ct->tail)
+        ct->tail->next = ct->deferred_head;
+    else
+        ct->head = ct->deferred_head;
+    ct->tail = ct->deferred_tail;
+    ct->deferred_head = ct->deferred_tail = NULL;
+}
+
 /* Runs tasks on the calling (driving) thread until `target` completes or
  * the runtime shuts down. */
 static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz__context *ctx) {
@@ -64,15 +76,19 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
             blitz__task *t = blitz__ct_pop(ct);
             if (!t) {
                 blitz__ct_drain_inject(rt);
+                blitz__ct_flush_deferred(ct);
                 if (!(t = blitz__ct_pop(ct)))
                     break;
             }
-            blitz__task_run(t, ctx);
-            BLITZ__STAT(blitz__u64_bump(&ct->counters.polled, 1));
+            if (blitz__task_run(t, ctx))
+                BLITZ__STAT(blitz__u64_bump(&ct->counters.polled, 1));
             polls++;
-            if (blitz__task_is_complete(target))
+            if (blitz__task_is_complete(target) || blitz__u32_load(&rt->shutdown, BLITZ__RELAXED)) {
+                blitz__ct_flush_deferred(ct);
                 return;
+            }
         }
+        blitz__ct_flush_deferred(ct);
         if (polls == 0) {
             /* Idle. A completion on another thread (a cancel) wakes the
              * joiners and unparks us; so does any inject. */

@@ -204,6 +204,7 @@ typedef struct blitz__worker {
     uint64_t rng[2];      /* xorshift64+ for victim choice */
     int searching;
     int started;
+    blitz__task *deferred_head, *deferred_tail; /* yielded this tick */
     pthread_t thread;
     blitz__block_cache cache;
     /* Read by producers on other threads (lost-wakeup guard, seed 000). */
@@ -216,9 +217,10 @@ typedef struct blitz__worker {
 /* ---- the current-thread core (current_thread.c) ---------------------------- */
 
 typedef struct blitz__ct_core {
-    blitz__task *head, *tail;  /* run queue, touched only by the driving thread */
-    blitz__atomic_u32 driving; /* 1 while a thread drives the runtime */
-    blitz__parker parker;      /* the driver sleeps here */
+    blitz__task *head, *tail;                   /* run queue, touched only by the driving thread */
+    blitz__task *deferred_head, *deferred_tail; /* yielded this tick */
+    blitz__atomic_u32 driving;                  /* 1 while a thread drives the runtime */
+    blitz__parker parker;                       /* the driver sleeps here */
     uint32_t tick;
     blitz__worker_counters counters;
     blitz__block_cache cache;
@@ -282,7 +284,7 @@ struct blitz_runtime {
 /* ---- forward declarations used across modules ------------------------------ */
 
 BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t);
-BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx);
+BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx, int yielded);
 BLITZ_PRIVATE int blitz__task_spawn_schedule(blitz_runtime *rt, blitz__task *t);
 BLITZ_PRIVATE void blitz__ct_push(blitz_runtime *rt, blitz__task *t);
 BLITZ_PRIVATE int blitz__ct_inject(blitz_runtime *rt, blitz__task *t);

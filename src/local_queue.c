@@ -103,6 +103,17 @@ BLITZ_PRIVATE void blitz__local_queue_push(blitz__local_queue *q, blitz__task *t
     }
 }
 
+/* Owner only: appends `t` if the ring has room; returns 0 when full. */
+BLITZ_PRIVATE int blitz__local_queue_try_push(blitz__local_queue *q, blitz__task *t) {
+    uint32_t head = blitz__u32_load(&q->head, BLITZ__ACQUIRE);
+    uint16_t tail = (uint16_t)blitz__u32_load(&q->tail, BLITZ__RELAXED);
+    if ((uint16_t)(tail - blitz__lq_steal(head)) >= (uint16_t)BLITZ_LOCAL_QUEUE_CAPACITY)
+        return 0;
+    blitz__ptr_store(&q->buffer[tail & BLITZ__LQ_MASK], t, BLITZ__RELAXED);
+    blitz__u32_store(&q->tail, (uint16_t)(tail + 1), BLITZ__RELEASE);
+    return 1;
+}
+
 /* Owner only: takes the oldest task, or NULL. */
 BLITZ_PRIVATE blitz__task *blitz__local_queue_pop(blitz__local_queue *q) {
     uint32_t head = blitz__u32_load(&q->head, BLITZ__ACQUIRE);

@@ -248,6 +248,7 @@ BLITZ_API int blitz_runtime_stats(const blitz_runtime *rt, blitz_stats *out) {
         out->total_stolen += blitz__counter(&k->stolen);
         out->total_parked += blitz__counter(&k->parked);
     }
+    out->total_polled += blitz__counter(&rt->remote_counters.polled);
     out->total_spawned = spawned;
     out->tasks_alive = spawned >= freed ? spawned - freed : 0;
     out->global_queue_depth = blitz__u64_load(&rt->global.len, BLITZ__RELAXED);

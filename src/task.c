@@ -5,8 +5,10 @@
  * drop = blitz__task_free (the user's drop function, if any, then the block
  * goes back to its cache); schedule = blitz__task_schedule (a wake: the LIFO
  * slot when the waker runs on a worker of the task's runtime, else the
- * global queue); reschedule = blitz__task_reschedule (after NOTIFIED or a
- * yield: the back of the local queue, so others run first). */
+ * global queue); reschedule = blitz__task_reschedule (after NOTIFIED: the
+ * back of the local queue; after a yield: the thread's deferred list, which
+ * joins the queue at the end of the tick, so everything runnable, remote
+ * tasks included, runs first, as Tokio defers yield_now). */
 #include "internal.h"
 
 static inline void *blitz__task_state_ptr(blitz__task *t) {
@@ -140,11 +142,12 @@ BLITZ_API int blitz_waker_will_wake(const blitz_waker *a, const blitz_waker *b) 
 
 /* ---- the poll harness ------------------------------------------------------------ */
 
-/* Polls a SCHEDULED task once on the calling thread (context `ctx`). */
-BLITZ_PRIVATE void blitz__task_run(blitz__task *t, blitz__context *ctx) {
+/* Runs a SCHEDULED task once on the calling thread (context `ctx`): polls
+ * it, or completes it as cancelled. Returns 1 when the poll function ran. */
+BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
     if (blitz__state_to_running(t) == BLITZ__RUN_CANCEL) {
         blitz__task_finish(t, 1);
-        return;
+        return 0;
     }
     blitz_cx cx;
     cx.task = t;
@@ -157,7 +160,8 @@ BLITZ_PRIVATE void blitz__task_run(blitz__task *t, blitz__context *ctx) {
     if (r == BLITZ_READY)
         blitz__task_finish(t, 0);
     else if (blitz__state_to_idle(t, cx.yielded))
-        blitz__task_reschedule(t, ctx);
+        blitz__task_reschedule(t, ctx, cx.yielded);
+    return 1;
 }
 
 /* ---- poll-context accessors ---------------------------------------------------- */

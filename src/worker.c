@@ -92,17 +92,55 @@ BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t) {
         blitz__remote_schedule(rt, t);
 }
 
-/* After NOTIFIED or a yield: behind everything already runnable here. */
-BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx) {
+/* Appends to an intrusive deferred list (the task is SCHEDULED and in no
+ * other queue, so its link is free). */
+static inline void blitz__defer(blitz__task **head, blitz__task **tail, blitz__task *t) {
+    t->next = NULL;
+    if (*tail)
+        (*tail)->next = t;
+    else
+        *head = t;
+    *tail = t;
+}
+
+/* Yielded tasks of this tick join the back of the ring, as far as it has
+ * room; the rest stay deferred (private to this worker) rather than
+ * overflow to the global queue: a task that only yields has no reason to
+ * change cores, and moving it costs cache misses on every poll. */
+static void blitz__worker_flush_deferred(blitz__worker *w) {
+    blitz__task *t = w->deferred_head;
+    while (t) {
+        /* Read the link first: once in the ring the task may be stolen. */
+        blitz__task *next = t->next;
+        if (!blitz__local_queue_try_push(&w->queue, t))
+            break;
+        t = next;
+    }
+    w->deferred_head = t;
+    if (!t)
+        w->deferred_tail = NULL;
+    blitz__idle_notify_parked(w->rt);
+}
+
+/* After NOTIFIED: behind everything already runnable here. After a yield:
+ * deferred to the end of the tick. */
+BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx, int yielded) {
     blitz_runtime *rt = ctx->rt;
     if (rt != blitz__task_runtime(t) ||
         (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_PINNED)) {
         blitz__task_schedule(t);
     } else if (ctx->worker) {
-        blitz__local_queue_push(&ctx->worker->queue, t, rt, &ctx->worker->counters);
-        blitz__idle_notify_parked(rt);
+        if (yielded) {
+            blitz__defer(&ctx->worker->deferred_head, &ctx->worker->deferred_tail, t);
+        } else {
+            blitz__local_queue_push(&ctx->worker->queue, t, rt, &ctx->worker->counters);
+            blitz__idle_notify_parked(rt);
+        }
     } else if (ctx->ct_driver) {
-        blitz__ct_push(rt, t);
+        if (yielded)
+            blitz__defer(&rt->ct->deferred_head, &rt->ct->deferred_tail, t);
+        else
+            blitz__ct_push(rt, t);
     } else if (rt->flavor == BLITZ_CURRENT_THREAD) {
         blitz__ct_inject(rt, t);
     } else {
@@ -124,6 +162,12 @@ static blitz__task *blitz__worker_fetch_global(blitz__worker *w) {
         want = BLITZ__GLOBAL_BATCH_MIN;
     if (want > BLITZ__GLOBAL_BATCH_MAX)
         want = BLITZ__GLOBAL_BATCH_MAX;
+    /* No more than fits in the batch buffer and the ring: a batch that
+     * overflowed the ring would go straight back to the global queue. */
+    uint64_t room = 1 + (w->batch_head == w->batch_len ? BLITZ__BATCH_BUFFER_SIZE : 0) +
+                    (BLITZ_LOCAL_QUEUE_CAPACITY - blitz__local_queue_len(&w->queue));
+    if (want > room)
+        want = room;
     blitz__task *got[BLITZ__GLOBAL_BATCH_MAX];
     uint32_t n = blitz__global_queue_pop_batch(&rt->global, got, (uint32_t)want);
     if (n == 0)
@@ -200,6 +244,10 @@ static blitz__task *blitz__worker_search(blitz__worker *w) {
 
 static blitz__task *blitz__worker_find(blitz__worker *w) {
     blitz__task *t = blitz__worker_next_local(w);
+    if (!t && w->deferred_head) {
+        blitz__worker_flush_deferred(w);
+        t = blitz__worker_next_local(w);
+    }
     if (!t && w->rt->num_workers > 1)
         t = blitz__worker_search(w);
     if (t && w->searching) {
@@ -222,8 +270,8 @@ static int blitz__work_available(blitz_runtime *rt) {
 }
 
 static void blitz__worker_poll(blitz__worker *w, blitz__task *t, blitz__context *ctx) {
-    blitz__task_run(t, ctx);
-    BLITZ__STAT(blitz__u64_bump(&w->counters.polled, 1));
+    if (blitz__task_run(t, ctx))
+        BLITZ__STAT(blitz__u64_bump(&w->counters.polled, 1));
 }
 
 /* ---- parking ------------------------------------------------------------------------ */
@@ -318,8 +366,13 @@ static void *blitz__worker_main(void *arg) {
                 break;
             blitz__worker_poll(w, t, &ctx);
             polls++;
+            /* Shutdown: finish the poll in progress, start no other. */
+            if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED))
+                break;
         }
         w->lifo_polls = 0;
+        if (w->deferred_head)
+            blitz__worker_flush_deferred(w);
         w->stamp_polls += polls;
         if (polls == BLITZ_BUDGET_PER_TICK) {
             blitz__worker_update_interval(w, blitz__now_ns());
@@ -441,10 +494,13 @@ static int blitz__external_help(blitz_runtime *rt, blitz__context *hctx, uint64_
         n = blitz__global_queue_pop_batch(&rt->global, batch, BLITZ__HELP_BATCH);
     if (n) {
         blitz__context *outer = blitz__context_set(hctx);
-        for (uint32_t i = 0; i < n; i++)
-            blitz__task_run(batch[i], hctx);
+        uint64_t polled = 0;
+        /* Tasks left unrun at shutdown stay SCHEDULED; the sweep takes
+         * them. */
+        for (uint32_t i = 0; i < n && !blitz__u32_load(&rt->shutdown, BLITZ__RELAXED); i++)
+            polled += (uint64_t)blitz__task_run(batch[i], hctx);
         blitz__context_set(outer);
-        BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.polled, n, BLITZ__RELAXED));
+        BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.polled, polled, BLITZ__RELAXED));
     }
     blitz__u32_fetch_sub(&rt->external_running, 1, BLITZ__RELEASE);
     *seen = blitz__global_queue_len(&rt->global);
@@ -490,9 +546,10 @@ BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t) {
             blitz__u32_fetch_add(&rt->external_running, 1, BLITZ__SEQ_CST);
             if (!blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST)) {
                 blitz__context *outer = blitz__context_set(&hctx);
-                blitz__task_run(t, &hctx);
+                int polled = blitz__task_run(t, &hctx);
                 blitz__context_set(outer);
-                BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.polled, 1, BLITZ__RELAXED));
+                BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.polled, (uint64_t)polled,
+                                                 BLITZ__RELAXED));
             }
             blitz__u32_fetch_sub(&rt->external_running, 1, BLITZ__RELEASE);
             wait_ns = BLITZ__HELP_WAIT_MIN_NS;
