@@ -1000,7 +1000,7 @@ struct blitz_runtime {
     blitz__block_cache shared_cache;
     /* Full batches given up by caches, linked through each batch's first
      * block (join_waker.data). */
-    blitz__task *spare_batches[BLITZ__NUM_CLASSES];
+    blitz__atomic_ptr spare_batches[BLITZ__NUM_CLASSES];
     blitz__worker_counters remote_counters; /* updated under alloc_lock */
     void *workers_raw;
 };
@@ -1647,12 +1647,14 @@ static blitz__task *blitz__cache_take(blitz_runtime *rt, blitz__block_cache *cac
         if (cache->full[c]) {
             cache->active[c] = cache->full[c];
             cache->full[c] = NULL;
-        } else if (rt->spare_batches[c]) {
+        } else if (blitz__ptr_load(&rt->spare_batches[c], BLITZ__RELAXED)) {
+            /* The unlocked peek above only saves a lock when there is
+             * nothing; the list itself is read and written under it. */
             if (!locked)
                 blitz__mutex_lock(&rt->alloc_lock);
-            blitz__task *b = rt->spare_batches[c];
+            blitz__task *b = (blitz__task *)blitz__ptr_load(&rt->spare_batches[c], BLITZ__RELAXED);
             if (b)
-                rt->spare_batches[c] = blitz__batch_next(b);
+                blitz__ptr_store(&rt->spare_batches[c], blitz__batch_next(b), BLITZ__RELAXED);
             if (!locked)
                 blitz__mutex_unlock(&rt->alloc_lock);
             cache->active[c] = b;
@@ -1697,8 +1699,9 @@ static void blitz__cache_put(blitz_runtime *rt, blitz__block_cache *cache, uint3
     if (spill) {
         if (!locked)
             blitz__mutex_lock(&rt->alloc_lock);
-        blitz__batch_set_next(spill, rt->spare_batches[c]);
-        rt->spare_batches[c] = spill;
+        blitz__batch_set_next(
+            spill, (blitz__task *)blitz__ptr_load(&rt->spare_batches[c], BLITZ__RELAXED));
+        blitz__ptr_store(&rt->spare_batches[c], spill, BLITZ__RELAXED);
         if (!locked)
             blitz__mutex_unlock(&rt->alloc_lock);
     }

@@ -276,7 +276,7 @@ struct blitz_runtime {
     blitz__block_cache shared_cache;
     /* Full batches given up by caches, linked through each batch's first
      * block (join_waker.data). */
-    blitz__task *spare_batches[BLITZ__NUM_CLASSES];
+    blitz__atomic_ptr spare_batches[BLITZ__NUM_CLASSES];
     blitz__worker_counters remote_counters; /* updated under alloc_lock */
     void *workers_raw;
 };
