@@ -711,9 +711,11 @@ BLITZ__DEFINE_ATOMIC_ARITH(uint32_t, u32)
 BLITZ__DEFINE_ATOMIC_ARITH(uint64_t, u64)
 
 /* A counter written by one thread and read by others: a plain load+store
- * (no locked RMW) is enough because there is a single writer. */
+ * (no locked RMW) is enough because there is a single writer. The store is
+ * release (free on x86 and cheap elsewhere) so that a reader that acquires
+ * the count also sees what the writer did before (see blitz__count_freed). */
 static inline void blitz__u64_bump(blitz__atomic_u64 *a, uint64_t n) {
-    __atomic_store_n(&a->v, __atomic_load_n(&a->v, BLITZ__RELAXED) + n, BLITZ__RELAXED);
+    __atomic_store_n(&a->v, __atomic_load_n(&a->v, BLITZ__RELAXED) + n, BLITZ__RELEASE);
 }
 
 static inline void blitz__fence_seq_cst(void) {
@@ -1751,39 +1753,45 @@ BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need) {
     return t;
 }
 
+/* Counts a freed block. It is the freeing thread's last access to the
+ * runtime: blitz_runtime_free waits for the count (acquire, pairing with the
+ * release here) before it frees the memory this thread was using. */
+static void blitz__count_freed(blitz_runtime *rt, blitz__worker_counters *k) {
+    if (k)
+        blitz__u64_bump(&k->freed, 1);
+    else
+        blitz__u64_fetch_add(&rt->remote_counters.freed, 1, BLITZ__RELEASE);
+}
+
 /* Returns the block of a task whose state word has already been zeroed. */
 BLITZ_PRIVATE void blitz__block_release(blitz__task *t) {
     blitz__chunk *ch = blitz__chunk_of(t);
     blitz_runtime *rt = ch->rt;
     blitz__worker_counters *k = blitz__local_counters(rt);
-    if (k) {
-        BLITZ__STAT(blitz__u64_bump(&k->freed, 1));
-    } else {
-        BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.freed, 1, BLITZ__RELAXED));
-    }
     uint32_t c = ch->class_index;
     if (c == BLITZ__CLASS_LARGE) {
         /* During the shutdown sweep the chunk list is being walked: leave the
          * (now free) chunk on it for blitz__block_free_all. */
-        if (blitz__u32_load(&rt->sweeping, BLITZ__ACQUIRE))
-            return;
-        blitz__mutex_lock(&rt->alloc_lock);
-        blitz__chunk **p = &rt->chunks;
-        while (*p != ch)
-            p = &(*p)->next;
-        *p = ch->next;
-        blitz__mutex_unlock(&rt->alloc_lock);
-        blitz__free(ch->raw);
-        return;
-    }
-    blitz__block_cache *cache = blitz__local_cache(rt);
-    if (cache) {
-        blitz__cache_put(rt, cache, c, t, 0);
+        if (!blitz__u32_load(&rt->sweeping, BLITZ__ACQUIRE)) {
+            blitz__mutex_lock(&rt->alloc_lock);
+            blitz__chunk **p = &rt->chunks;
+            while (*p != ch)
+                p = &(*p)->next;
+            *p = ch->next;
+            blitz__mutex_unlock(&rt->alloc_lock);
+            blitz__free(ch->raw);
+        }
     } else {
-        blitz__mutex_lock(&rt->alloc_lock);
-        blitz__cache_put(rt, &rt->shared_cache, c, t, 1);
-        blitz__mutex_unlock(&rt->alloc_lock);
+        blitz__block_cache *cache = blitz__local_cache(rt);
+        if (cache) {
+            blitz__cache_put(rt, cache, c, t, 0);
+        } else {
+            blitz__mutex_lock(&rt->alloc_lock);
+            blitz__cache_put(rt, &rt->shared_cache, c, t, 1);
+            blitz__mutex_unlock(&rt->alloc_lock);
+        }
     }
+    blitz__count_freed(rt, k);
 }
 
 /* Calls fn on every live block of the runtime. Only for shutdown and free:
@@ -3474,12 +3482,35 @@ static void blitz__final_drop(blitz__task *t) {
     blitz__u64_store(&t->state, 0, BLITZ__RELEASE);
 }
 
+/* Blocks not yet freed. Acquire pairs with blitz__count_freed. */
+static uint64_t blitz__live_blocks(blitz_runtime *rt) {
+    uint64_t spawned = blitz__u64_load(&rt->remote_counters.spawned, BLITZ__ACQUIRE);
+    uint64_t freed = blitz__u64_load(&rt->remote_counters.freed, BLITZ__ACQUIRE);
+    for (uint32_t i = 0; i < rt->num_workers; i++) {
+        const blitz__worker_counters *k =
+            rt->workers ? &rt->workers[i].counters : &rt->ct->counters;
+        spawned += blitz__u64_load(&k->spawned, BLITZ__ACQUIRE);
+        freed += blitz__u64_load(&k->freed, BLITZ__ACQUIRE);
+    }
+    return spawned - freed;
+}
+
+#define BLITZ__FREE_GRACE_NS 200000000u
+
 BLITZ_API int blitz_runtime_free(blitz_runtime *rt) {
     if (!rt)
         return BLITZ_EINVAL;
     int rc = blitz_runtime_shutdown(rt);
     if (rc != BLITZ_OK)
         return rc;
+    /* Every task is complete now, but a thread of another runtime may still
+     * hold one of ours for an instant: a completer that copied our task's
+     * join waker wakes and drops it after our task already saw the
+     * completion. Give such references a moment to go; handles and wakers
+     * the program still holds will not, and stay invalid after this. */
+    uint64_t start = blitz__now_ns();
+    while (blitz__live_blocks(rt) && blitz__now_ns() - start < BLITZ__FREE_GRACE_NS)
+        sched_yield();
     blitz__block_walk(rt, blitz__final_drop);
     blitz__block_free_all(rt);
     blitz__runtime_release_memory(rt);

@@ -76,9 +76,11 @@ BLITZ__DEFINE_ATOMIC_ARITH(uint32_t, u32)
 BLITZ__DEFINE_ATOMIC_ARITH(uint64_t, u64)
 
 /* A counter written by one thread and read by others: a plain load+store
- * (no locked RMW) is enough because there is a single writer. */
+ * (no locked RMW) is enough because there is a single writer. The store is
+ * release (free on x86 and cheap elsewhere) so that a reader that acquires
+ * the count also sees what the writer did before (see blitz__count_freed). */
 static inline void blitz__u64_bump(blitz__atomic_u64 *a, uint64_t n) {
-    __atomic_store_n(&a->v, __atomic_load_n(&a->v, BLITZ__RELAXED) + n, BLITZ__RELAXED);
+    __atomic_store_n(&a->v, __atomic_load_n(&a->v, BLITZ__RELAXED) + n, BLITZ__RELEASE);
 }
 
 static inline void blitz__fence_seq_cst(void) {

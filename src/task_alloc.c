@@ -218,39 +218,45 @@ BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need) {
     return t;
 }
 
+/* Counts a freed block. It is the freeing thread's last access to the
+ * runtime: blitz_runtime_free waits for the count (acquire, pairing with the
+ * release here) before it frees the memory this thread was using. */
+static void blitz__count_freed(blitz_runtime *rt, blitz__worker_counters *k) {
+    if (k)
+        blitz__u64_bump(&k->freed, 1);
+    else
+        blitz__u64_fetch_add(&rt->remote_counters.freed, 1, BLITZ__RELEASE);
+}
+
 /* Returns the block of a task whose state word has already been zeroed. */
 BLITZ_PRIVATE void blitz__block_release(blitz__task *t) {
     blitz__chunk *ch = blitz__chunk_of(t);
     blitz_runtime *rt = ch->rt;
     blitz__worker_counters *k = blitz__local_counters(rt);
-    if (k) {
-        BLITZ__STAT(blitz__u64_bump(&k->freed, 1));
-    } else {
-        BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.freed, 1, BLITZ__RELAXED));
-    }
     uint32_t c = ch->class_index;
     if (c == BLITZ__CLASS_LARGE) {
         /* During the shutdown sweep the chunk list is being walked: leave the
          * (now free) chunk on it for blitz__block_free_all. */
-        if (blitz__u32_load(&rt->sweeping, BLITZ__ACQUIRE))
-            return;
-        blitz__mutex_lock(&rt->alloc_lock);
-        blitz__chunk **p = &rt->chunks;
-        while (*p != ch)
-            p = &(*p)->next;
-        *p = ch->next;
-        blitz__mutex_unlock(&rt->alloc_lock);
-        blitz__free(ch->raw);
-        return;
-    }
-    blitz__block_cache *cache = blitz__local_cache(rt);
-    if (cache) {
-        blitz__cache_put(rt, cache, c, t, 0);
+        if (!blitz__u32_load(&rt->sweeping, BLITZ__ACQUIRE)) {
+            blitz__mutex_lock(&rt->alloc_lock);
+            blitz__chunk **p = &rt->chunks;
+            while (*p != ch)
+                p = &(*p)->next;
+            *p = ch->next;
+            blitz__mutex_unlock(&rt->alloc_lock);
+            blitz__free(ch->raw);
+        }
     } else {
-        blitz__mutex_lock(&rt->alloc_lock);
-        blitz__cache_put(rt, &rt->shared_cache, c, t, 1);
-        blitz__mutex_unlock(&rt->alloc_lock);
+        blitz__block_cache *cache = blitz__local_cache(rt);
+        if (cache) {
+            blitz__cache_put(rt, cache, c, t, 0);
+        } else {
+            blitz__mutex_lock(&rt->alloc_lock);
+            blitz__cache_put(rt, &rt->shared_cache, c, t, 1);
+            blitz__mutex_unlock(&rt->alloc_lock);
+        }
     }
+    blitz__count_freed(rt, k);
 }
 
 /* Calls fn on every live block of the runtime. Only for shutdown and free:
