@@ -1016,7 +1016,7 @@ BLITZ_PRIVATE void blitz__ct_push(blitz_runtime *rt, blitz__task *t);
 BLITZ_PRIVATE int blitz__ct_inject(blitz_runtime *rt, blitz__task *t);
 BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__context *ctx);
 BLITZ_PRIVATE void blitz__worker_help_until(blitz__context *ctx, blitz__task *t);
-BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t);
+BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t, int nested);
 BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t);
 BLITZ_PRIVATE void blitz__task_free(blitz__task *t);
 static inline blitz_runtime *blitz__task_runtime(const blitz__task *t);
@@ -2612,9 +2612,12 @@ BLITZ_API int blitz_task_wait(blitz_task *t) {
         else if (ctx && ctx->rt == rt && ctx->worker)
             blitz__worker_help_until(ctx, t);
         else
-            blitz__external_help_until(rt, t);
+            blitz__external_help_until(rt, t, ctx && ctx->rt == rt);
     }
-    return blitz_task_status(t);
+    int rc = blitz_task_status(t);
+    /* Only a wait inside one of the runtime's own polls returns unfinished:
+     * the runtime is shutting down and waits for that poll to end. */
+    return rc == BLITZ_EAGAIN ? BLITZ_ESHUTDOWN : rc;
 }
 /* ====[ END src/join.c ]=================================================== */
 /* ====[ BEGIN src/worker.c ]=============================================== */
@@ -2637,6 +2640,13 @@ BLITZ_API int blitz_task_wait(blitz_task *t) {
  * A tick is up to BLITZ_BUDGET_PER_TICK polls; after each the EWMA of the
  * poll time sets the next global-queue interval. */
 /* internal.h already included */
+
+/* Pauses between two looks at the queues while spinning before a park:
+ * looking reads other workers' ring indices, which they write on every push
+ * and pop, so looking too often slows them down. */
+#ifndef BLITZ__SPIN_PAUSES
+#define BLITZ__SPIN_PAUSES 32
+#endif
 
 static inline uint64_t blitz__rng_next(uint64_t s[2]) {
     /* xorshift64+ */
@@ -2906,7 +2916,7 @@ static int blitz__worker_park(blitz__worker *w) {
     for (uint32_t i = 0; i < rt->spin_before_park; i++) {
         if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt))
             return 0;
-        for (int k = 0; k < 32; k++)
+        for (int k = 0; k < BLITZ__SPIN_PAUSES; k++)
             blitz__cpu_relax();
     }
     /* From here on tasks scheduled from this thread go to the global queue
@@ -3074,9 +3084,11 @@ BLITZ_PRIVATE void blitz__worker_help_until(blitz__context *ctx, blitz__task *t)
     blitz_runtime *rt = ctx->rt;
     uint64_t wait_ns = BLITZ__HELP_WAIT_MIN_NS;
     while (!blitz__task_is_complete(t)) {
-        blitz__task *next = NULL;
-        if (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
-            next = blitz__worker_find(w);
+        /* Shutdown waits for this worker's poll to end: give up (the task
+         * is completed as cancelled by the sweep). */
+        if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+            return;
+        blitz__task *next = blitz__worker_find(w);
         if (next) {
             blitz__worker_poll(w, next, ctx);
             wait_ns = BLITZ__HELP_WAIT_MIN_NS;
@@ -3136,12 +3148,16 @@ static void blitz__helper_context(blitz__context *c, blitz_runtime *rt) {
 }
 
 /* blockOnComplete: a thread that is not a worker runs tasks from the global
- * queue while it waits, so progress does not depend on a free worker. */
-BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t) {
+ * queue while it waits, so progress does not depend on a free worker.
+ * `nested`: the thread is inside a poll of one of rt's tasks, which a
+ * shutdown waits for, so it gives up then. */
+BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t, int nested) {
     blitz__context hctx;
     blitz__helper_context(&hctx, rt);
     uint64_t wait_ns = BLITZ__HELP_WAIT_MIN_NS, seen = UINT64_MAX;
     while (!blitz__task_is_complete(t)) {
+        if (nested && blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+            return;
         if (blitz__external_help(rt, &hctx, &seen)) {
             wait_ns = BLITZ__HELP_WAIT_MIN_NS;
             continue;
@@ -3304,10 +3320,9 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
 
 BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__context *ctx) {
     if (ctx && ctx->rt == rt && ctx->ct_driver) {
-        /* Waiting inside one of our own tasks: keep driving, nested. */
+        /* Waiting inside one of our own tasks: keep driving, nested. It
+         * returns unfinished only at shutdown, which waits for this poll. */
         blitz__ct_drive_until(rt, t, ctx);
-        while (!blitz__task_is_complete(t))
-            blitz__wait_completion(rt, t, rt->park_timeout_ns);
         return;
     }
     while (!blitz__task_is_complete(t)) {
@@ -3453,6 +3468,8 @@ BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt) {
     /* Seq_cst pairs with the helpers' announce-then-check (worker.c). */
     blitz__u32_store(&rt->shutdown, 1, BLITZ__SEQ_CST);
     blitz__global_queue_close(&rt->global);
+    /* Waits nested in polls notice at once. */
+    blitz__wake_thread_joiners(rt);
     if (rt->workers) {
         blitz__idle_unpark_all(rt);
         for (uint32_t i = 0; i < rt->num_workers; i++)

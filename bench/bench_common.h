@@ -29,7 +29,7 @@
  * ------------------------------------------------------------------------- */
 
 #if defined(__GNUC__) || defined(__clang__)
-#define BENCH_NORETURN __attribute__((noreturn))
+#define BENCH_NORETURN     __attribute__((noreturn))
 #define BENCH_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
 #define BENCH_NORETURN
@@ -39,12 +39,12 @@
 /* Prints "# fatal: ..." to stderr and exits with status 1. */
 BENCH_NORETURN BENCH_PRINTF(1, 2) void bench_die(const char *fmt, ...);
 /* Dies with the call's text and blitz_strerror() unless `call` is BLITZ_OK. */
-#define BENCH_CHECK(call)                                                                          \
-    do {                                                                                           \
-        int bench_rc_ = (call);                                                                    \
-        if (bench_rc_ != BLITZ_OK)                                                                 \
-            bench_die("%s:%d: %s = %d (%s)", __FILE__, __LINE__, #call, bench_rc_,                  \
-                      blitz_strerror(bench_rc_));                                                  \
+#define BENCH_CHECK(call)                                                          \
+    do {                                                                           \
+        int bench_rc_ = (call);                                                    \
+        if (bench_rc_ != BLITZ_OK)                                                 \
+            bench_die("%s:%d: %s = %d (%s)", __FILE__, __LINE__, #call, bench_rc_, \
+                      blitz_strerror(bench_rc_));                                  \
     } while (0)
 
 /* CLOCK_MONOTONIC in nanoseconds (what Rust's Instant uses on Linux). */

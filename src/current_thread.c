@@ -104,10 +104,9 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
 
 BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__context *ctx) {
     if (ctx && ctx->rt == rt && ctx->ct_driver) {
-        /* Waiting inside one of our own tasks: keep driving, nested. */
+        /* Waiting inside one of our own tasks: keep driving, nested. It
+         * returns unfinished only at shutdown, which waits for this poll. */
         blitz__ct_drive_until(rt, t, ctx);
-        while (!blitz__task_is_complete(t))
-            blitz__wait_completion(rt, t, rt->park_timeout_ns);
         return;
     }
     while (!blitz__task_is_complete(t)) {

@@ -290,7 +290,7 @@ BLITZ_PRIVATE void blitz__ct_push(blitz_runtime *rt, blitz__task *t);
 BLITZ_PRIVATE int blitz__ct_inject(blitz_runtime *rt, blitz__task *t);
 BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__context *ctx);
 BLITZ_PRIVATE void blitz__worker_help_until(blitz__context *ctx, blitz__task *t);
-BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t);
+BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t, int nested);
 BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t);
 BLITZ_PRIVATE void blitz__task_free(blitz__task *t);
 static inline blitz_runtime *blitz__task_runtime(const blitz__task *t);

@@ -132,7 +132,10 @@ BLITZ_API int blitz_task_wait(blitz_task *t) {
         else if (ctx && ctx->rt == rt && ctx->worker)
             blitz__worker_help_until(ctx, t);
         else
-            blitz__external_help_until(rt, t);
+            blitz__external_help_until(rt, t, ctx && ctx->rt == rt);
     }
-    return blitz_task_status(t);
+    int rc = blitz_task_status(t);
+    /* Only a wait inside one of the runtime's own polls returns unfinished:
+     * the runtime is shutting down and waits for that poll to end. */
+    return rc == BLITZ_EAGAIN ? BLITZ_ESHUTDOWN : rc;
 }

@@ -117,6 +117,8 @@ BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt) {
     /* Seq_cst pairs with the helpers' announce-then-check (worker.c). */
     blitz__u32_store(&rt->shutdown, 1, BLITZ__SEQ_CST);
     blitz__global_queue_close(&rt->global);
+    /* Waits nested in polls notice at once. */
+    blitz__wake_thread_joiners(rt);
     if (rt->workers) {
         blitz__idle_unpark_all(rt);
         for (uint32_t i = 0; i < rt->num_workers; i++)

@@ -17,6 +17,13 @@
  * poll time sets the next global-queue interval. */
 #include "internal.h"
 
+/* Pauses between two looks at the queues while spinning before a park:
+ * looking reads other workers' ring indices, which they write on every push
+ * and pop, so looking too often slows them down. */
+#ifndef BLITZ__SPIN_PAUSES
+#define BLITZ__SPIN_PAUSES 32
+#endif
+
 static inline uint64_t blitz__rng_next(uint64_t s[2]) {
     /* xorshift64+ */
     uint64_t s1 = s[0];
@@ -285,7 +292,7 @@ static int blitz__worker_park(blitz__worker *w) {
     for (uint32_t i = 0; i < rt->spin_before_park; i++) {
         if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt))
             return 0;
-        for (int k = 0; k < 32; k++)
+        for (int k = 0; k < BLITZ__SPIN_PAUSES; k++)
             blitz__cpu_relax();
     }
     /* From here on tasks scheduled from this thread go to the global queue
@@ -453,9 +460,11 @@ BLITZ_PRIVATE void blitz__worker_help_until(blitz__context *ctx, blitz__task *t)
     blitz_runtime *rt = ctx->rt;
     uint64_t wait_ns = BLITZ__HELP_WAIT_MIN_NS;
     while (!blitz__task_is_complete(t)) {
-        blitz__task *next = NULL;
-        if (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
-            next = blitz__worker_find(w);
+        /* Shutdown waits for this worker's poll to end: give up (the task
+         * is completed as cancelled by the sweep). */
+        if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+            return;
+        blitz__task *next = blitz__worker_find(w);
         if (next) {
             blitz__worker_poll(w, next, ctx);
             wait_ns = BLITZ__HELP_WAIT_MIN_NS;
@@ -515,12 +524,16 @@ static void blitz__helper_context(blitz__context *c, blitz_runtime *rt) {
 }
 
 /* blockOnComplete: a thread that is not a worker runs tasks from the global
- * queue while it waits, so progress does not depend on a free worker. */
-BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t) {
+ * queue while it waits, so progress does not depend on a free worker.
+ * `nested`: the thread is inside a poll of one of rt's tasks, which a
+ * shutdown waits for, so it gives up then. */
+BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t, int nested) {
     blitz__context hctx;
     blitz__helper_context(&hctx, rt);
     uint64_t wait_ns = BLITZ__HELP_WAIT_MIN_NS, seen = UINT64_MAX;
     while (!blitz__task_is_complete(t)) {
+        if (nested && blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+            return;
         if (blitz__external_help(rt, &hctx, &seen)) {
             wait_ns = BLITZ__HELP_WAIT_MIN_NS;
             continue;

@@ -11,4 +11,7 @@
     X(park_no_lost_wakeup_ct, 30000)                \
     X(park_remote_bursts_all_run, 30000)            \
     X(park_external_wakes_mt2, 30000)               \
-    X(park_external_wakes_ct, 30000)
+    X(park_external_wakes_ct, 30000)                \
+    X(shutdown_nested_wait_mt1, 10000)              \
+    X(shutdown_nested_wait_mt2, 10000)              \
+    X(shutdown_nested_wait_ct, 10000)

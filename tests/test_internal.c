@@ -621,3 +621,82 @@ BLITZ_TEST(park_external_wakes_mt2) {
 BLITZ_TEST(park_external_wakes_ct) {
     return pp_external(1, BLITZ_CURRENT_THREAD, test_scaled(5000));
 }
+
+/* ---- shutdown while a poll blocks in blitz_task_wait ------------------------- */
+
+typedef struct {
+    int dummy;
+} forever_state;
+
+static blitz_poll forever_poll(blitz_cx *cx, void *p) {
+    (void)cx;
+    (void)p;
+    return BLITZ_PENDING; /* never woken */
+}
+
+typedef struct {
+    int *entered;
+    int rc;
+} nested_wait_state;
+
+/* Blocks its thread inside the poll until the runtime shuts down. */
+static blitz_poll nested_wait_poll(blitz_cx *cx, void *p) {
+    nested_wait_state *s = (nested_wait_state *)p;
+    forever_state f = {0};
+    blitz_task *h;
+    CHECK_OK(blitz_spawn(blitz_cx_runtime(cx), forever_poll, &f, sizeof f, &h));
+    __atomic_store_n(s->entered, 1, __ATOMIC_RELEASE);
+    s->rc = blitz_task_wait(h);
+    CHECK_OK(blitz_task_release(&h));
+    return BLITZ_READY;
+}
+
+typedef struct {
+    blitz_task *t;
+    int rc;
+} waiter_arg;
+
+static void *wait_thread(void *arg) {
+    waiter_arg *a = (waiter_arg *)arg;
+    a->rc = blitz_task_wait(a->t);
+    return NULL;
+}
+
+static int nested_wait_shutdown(blitz_flavor flavor, uint32_t workers) {
+    blitz_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.flavor = flavor;
+    cfg.workers = workers;
+    blitz_runtime *rt;
+    CHECK_OK(blitz_runtime_new(&cfg, &rt));
+    int entered = 0;
+    nested_wait_state st = {&entered, 0};
+    blitz_task *t;
+    CHECK_OK(blitz_spawn(rt, nested_wait_poll, &st, sizeof st, &t));
+    /* A plain thread waits on the task (and, on current-thread, drives). */
+    waiter_arg wa = {t, 0};
+    pthread_t tid;
+    CHECK_EQ(pthread_create(&tid, NULL, wait_thread, &wa), 0);
+    while (!__atomic_load_n(&entered, __ATOMIC_ACQUIRE))
+        sched_yield();
+    usleep(20000);
+    CHECK_OK(blitz_runtime_shutdown(rt));
+    CHECK_EQ(pthread_join(tid, NULL), 0);
+    /* The nested wait gave up with ESHUTDOWN, so the poll finished and the
+     * task completed normally before the sweep. */
+    CHECK_EQ(wa.rc, BLITZ_OK);
+    CHECK_EQ(((nested_wait_state *)blitz_task_state(t))->rc, BLITZ_ESHUTDOWN);
+    CHECK_OK(blitz_task_release(&t));
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
+BLITZ_TEST(shutdown_nested_wait_mt1) {
+    return nested_wait_shutdown(BLITZ_MULTI_THREAD, 1);
+}
+BLITZ_TEST(shutdown_nested_wait_mt2) {
+    return nested_wait_shutdown(BLITZ_MULTI_THREAD, 2);
+}
+BLITZ_TEST(shutdown_nested_wait_ct) {
+    return nested_wait_shutdown(BLITZ_CURRENT_THREAD, 1);
+}

@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# blitz against the Tokio anchor, in one run (`make bench-compare`).
+#
+#   bench/compare.sh DIR
+#
+# DIR holds the blitz benchmark programs (build/bench: sched, mem). For each
+# of REPEAT repetitions this builds (once) and runs the Tokio anchor's
+# `sched` and `mem` groups with ../shared/anchors/tokio/run.sh, then blitz's
+# `sched` and `mem` programs, each group in a fresh process; the value of a
+# benchmark is the median over the repetitions of the per-process medians
+# (as the anchor's own run.sh does). Then it prints compare.py's table and
+# one line per benchmark with the blitz/tokio ratio.
+#
+# Environment:
+#   REPEAT        repetitions (default 1; use 3 or more before trusting a
+#                 ratio under ~2x: this machine is a shared 2-vCPU VM)
+#   QUIET_MAX_S   seconds to wait for an idle machine before each group
+#                 (default 120, as the anchor), FOREIGN_MAX (5) and
+#                 RETRIES (2): re-run a group that saw more than FOREIGN_MAX %
+#                 of foreign CPU. The anchor's run.sh reads the same three.
+#   SHARED_DIR    the shared checkout (default: ../shared beside the repo)
+#   COMPARE_OUT   output folder (default build/bench-compare)
+# Nothing is written outside the repository's build/ folder: the anchor's
+# OUT_DIR and CARGO_TARGET_DIR point there. The anchor's run.sh installs
+# librust-tokio-dev with apt-get when it is missing (needs root).
+set -uo pipefail
+
+if [ "$#" -lt 1 ]; then
+    echo "usage: $0 DIR" >&2
+    exit 2
+fi
+DIR=$(cd "$1" && pwd) || exit 2
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SHARED=${SHARED_DIR:-$ROOT/../shared}
+ANCHOR=$SHARED/anchors/tokio
+OUT=${COMPARE_OUT:-$ROOT/build/bench-compare}
+REPEAT=${REPEAT:-1}
+GROUPS_RUN=(sched mem)
+declare -A LIMIT=([sched]=240 [mem]=240)
+
+[ -f "$ANCHOR/run.sh" ] || { echo "compare.sh: no Tokio anchor at $ANCHOR" >&2; exit 1; }
+for g in "${GROUPS_RUN[@]}"; do
+    [ -x "$DIR/$g" ] || { echo "compare.sh: $DIR/$g not built" >&2; exit 1; }
+done
+if ! command -v "${CARGO:-cargo}" >/dev/null 2>&1; then
+    for d in "${HOME:-/root}/.cargo/bin" /root/.cargo/bin; do
+        if [ -x "$d/cargo" ]; then
+            PATH="$PATH:$d"
+            break
+        fi
+    done
+fi
+export PATH
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/build/tokio-target}
+
+rm -rf "$OUT"
+mkdir -p "$OUT"
+
+# The same idle-machine wait as the anchor's run.sh: 3 consecutive one-second
+# /proc/stat samples with under 10% of all CPUs busy, at most QUIET_MAX_S s.
+busy_pct() {
+    local u n s i w q sq st b0 i0 b1 i1
+    read -r _ u n s i w q sq st _ </proc/stat
+    b0=$((u + n + s + q + sq + st))
+    i0=$((i + w))
+    sleep 1
+    read -r _ u n s i w q sq st _ </proc/stat
+    b1=$((u + n + s + q + sq + st))
+    i1=$((i + w))
+    echo $((100 * (b1 - b0) / ((b1 - b0) + (i1 - i0) + 1)))
+}
+wait_quiet() {
+    local max=${QUIET_MAX_S:-120} t=0 ok=0 b=100
+    while [ "$t" -lt "$max" ]; do
+        b=$(busy_pct)
+        t=$((t + 1))
+        if [ "$b" -lt 10 ]; then ok=$((ok + 1)); else ok=0; fi
+        if [ "$ok" -ge 3 ]; then
+            echo "quiet_after_s=$t"
+            return 0
+        fi
+    done
+    echo "NOT_QUIET_after_s=$t last_busy_pct=$b"
+}
+
+# One blitz group in a fresh process, with the anchor's retry rule.
+run_blitz_group() {
+    local g=$1 res=$2 lim=${LIMIT[$1]} attempt=0 q rc foreign start
+    local tmp="$OUT/blitz-$g.tmp"
+    while :; do
+        attempt=$((attempt + 1))
+        q=$(wait_quiet)
+        echo "== blitz rep $rep/$REPEAT: $g attempt $attempt ($q)" >&2
+        echo "# ==== rep=$rep group=$g attempt=$attempt $q" >>"$OUT/blitz-samples.log"
+        start=$(date +%s)
+        timeout -k 10 "$lim" "$DIR/$g" >"$tmp" 2>>"$OUT/blitz-samples.log"
+        rc=$?
+        cat "$tmp" >&2
+        foreign=$(sed -n 's/.*foreign_cpu_pct=\([0-9.]*\).*/\1/p' "$tmp" | tail -1)
+        foreign=${foreign:-100}
+        if [ "$rc" -eq 0 ] && [ "${foreign%.*}" -ge "${FOREIGN_MAX:-5}" ] &&
+            [ "$attempt" -le "${RETRIES:-2}" ]; then
+            echo "== blitz $g: other processes used ${foreign}% of the CPUs, discarding attempt $attempt" >&2
+            sed 's/^/# discarded: /' "$tmp" >>"$OUT/blitz-samples.log"
+            continue
+        fi
+        cat "$tmp" >>"$res"
+        echo "# rep=$rep group=$g rc=$rc attempt=$attempt seconds=$(($(date +%s) - start)) before:$q" >>"$res"
+        rm -f "$tmp"
+        [ "$rc" -eq 0 ] || {
+            echo "compare.sh: blitz $g failed (rc=$rc); see $OUT/blitz-samples.log" >&2
+            return 1
+        }
+        return 0
+    done
+}
+
+status=0
+tokio_reps=()
+blitz_reps=()
+for rep in $(seq 1 "$REPEAT"); do
+    echo "== rep $rep/$REPEAT: tokio anchor (sched mem)" >&2
+    OUT_DIR="$OUT/tokio/rep$rep" REPEAT=1 bash "$ANCHOR/run.sh" "${GROUPS_RUN[@]}" >&2 || {
+        echo "compare.sh: the Tokio anchor failed (see $OUT/tokio/rep$rep)" >&2
+        status=1
+    }
+    if [ -f "$OUT/tokio/rep$rep/rep1.txt" ]; then
+        cp "$OUT/tokio/rep$rep/rep1.txt" "$OUT/tokio-rep$rep.txt"
+        tokio_reps+=("$OUT/tokio-rep$rep.txt")
+    fi
+    : >"$OUT/blitz-rep$rep.txt"
+    for g in "${GROUPS_RUN[@]}"; do
+        run_blitz_group "$g" "$OUT/blitz-rep$rep.txt" || status=1
+    done
+    blitz_reps+=("$OUT/blitz-rep$rep.txt")
+done
+
+# Per-benchmark median across repetitions; `# bench=... status=...` lines
+# (benchmarks that could not finish) are kept once.
+merge() {
+    python3 - "$@" <<'EOF'
+import sys
+vals, units, impls, order, status = {}, {}, {}, [], {}
+for path in sys.argv[1:]:
+    for line in open(path):
+        line = line.strip()
+        if line.startswith("# bench=") and " status=" in line:
+            kv = dict(p.split("=", 1) for p in line[2:].split() if "=" in p)
+            status.setdefault(kv["bench"], line)
+            continue
+        if not line.startswith("bench="):
+            continue
+        kv = dict(p.split("=", 1) for p in line.split() if "=" in p)
+        n = kv["bench"]
+        if n not in vals:
+            vals[n] = []
+            order.append(n)
+        vals[n].append(float(kv["value"]))
+        units[n], impls[n] = kv["unit"], kv["impl"]
+for n in order:
+    v = sorted(vals[n])
+    k = len(v)
+    med = v[k // 2] if k % 2 else (v[k // 2 - 1] + v[k // 2]) / 2
+    print("bench=%s value=%.4f unit=%s impl=%s" % (n, med, units[n], impls[n]))
+for line in status.values():
+    print(line)
+EOF
+}
+
+if [ "${#tokio_reps[@]}" -eq 0 ]; then
+    echo "compare.sh: no Tokio results" >&2
+    exit 1
+fi
+merge "${tokio_reps[@]}" >"$OUT/tokio.txt"
+merge "${blitz_reps[@]}" >"$OUT/blitz.txt"
+
+echo
+echo "## blitz vs Tokio 1.24 anchor: groups sched mem, median of $REPEAT repetition(s) ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
+echo
+(cd "$OUT" && python3 "$ANCHOR/compare.py" tokio.txt blitz.txt)
+echo
+echo "blitz/tokio ratio (time or memory per op; < 1 means blitz is better):"
+python3 - "$OUT/tokio.txt" "$OUT/blitz.txt" <<'EOF'
+import sys
+LOWER = {"ns/op", "ms", "bytes/task"}
+def load(path):
+    rows, order, status = {}, [], {}
+    for line in open(path):
+        line = line.strip()
+        if line.startswith("# bench=") and " status=" in line:
+            kv = dict(p.split("=", 1) for p in line[2:].split() if "=" in p)
+            status[kv["bench"]] = kv.get("status", "?")
+        elif line.startswith("bench="):
+            kv = dict(p.split("=", 1) for p in line.split() if "=" in p)
+            rows[kv["bench"]] = (float(kv["value"]), kv["unit"])
+            order.append(kv["bench"])
+    return rows, order, status
+t, torder, tst = load(sys.argv[1])
+b, border, bst = load(sys.argv[2])
+names = []
+for n in torder + list(tst) + border + list(bst):
+    if n not in names:
+        names.append(n)
+for n in names:
+    if n in t and n in b and t[n][0] > 0 and b[n][0] > 0:
+        unit = t[n][1]
+        r = b[n][0] / t[n][0] if unit in LOWER else t[n][0] / b[n][0]
+        how = "%.2fx %s" % (r if r >= 1 else 1 / r, "worse" if r > 1 else "better")
+        print("ratio bench=%s blitz/tokio=%.3f (blitz %s)" % (n, r, how))
+    else:
+        tv = ("tokio %s" % tst[n]) if n in tst else ("tokio %.4g %s" % t[n] if n in t else "tokio -")
+        bv = ("blitz %s" % bst[n]) if n in bst else ("blitz %.4g %s" % b[n] if n in b else "blitz -")
+        print("ratio bench=%s blitz/tokio=- (%s, %s)" % (n, tv, bv))
+EOF
+for f in "$OUT/tokio.txt" "$OUT/blitz.txt"; do
+    grep -h '^# bench=.*status=' "$f" || true
+done
+grep -h '^# group=\|^# rep=' "${tokio_reps[@]}" "${blitz_reps[@]}" | sed 's/^/  /' >&2
+echo
+echo "results: $OUT/tokio.txt $OUT/blitz.txt (raw samples: $OUT/blitz-samples.log, $OUT/tokio/rep*/samples.log)"
+exit $status

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs every blitz benchmark program in DIR (`make bench`).
+#
+#   bench/run.sh DIR [FILTER...]
+#
+# DIR holds the programs built by `make build/bench/<name>` (sched, mem, ...).
+# stdout: one `bench=NAME value=N unit=U impl=blitz` line per benchmark;
+# everything else (raw samples, `# group=...` CPU reports, starvation notes,
+# build-free diagnostics) goes to stderr. FILTER arguments are passed to each
+# program (run only benchmarks whose name contains one of them).
+# Each program runs under `timeout` (BENCH_TIMEOUT_S, default 300 s) besides
+# its own watchdog. Exit status: 0 when every program succeeded.
+set -uo pipefail
+
+if [ "$#" -lt 1 ]; then
+    echo "usage: $0 DIR [FILTER...]" >&2
+    exit 2
+fi
+DIR=$1
+shift
+LIMIT=${BENCH_TIMEOUT_S:-300}
+
+# Known programs first, in the anchor's group order, then any other.
+progs=()
+for p in sched mem; do
+    [ -x "$DIR/$p" ] && progs+=("$DIR/$p")
+done
+for p in "$DIR"/*; do
+    [ -f "$p" ] && [ -x "$p" ] || continue
+    case " ${progs[*]} " in *" $p "*) continue ;; esac
+    progs+=("$p")
+done
+if [ "${#progs[@]}" -eq 0 ]; then
+    echo "run.sh: no benchmark programs in $DIR" >&2
+    exit 1
+fi
+
+status=0
+for p in "${progs[@]}"; do
+    name=$(basename "$p")
+    echo "== $name" >&2
+    start=$(date +%s)
+    # bench= lines to stdout, every other stdout line to stderr.
+    timeout -k 10 "$LIMIT" "$p" "$@" | while IFS= read -r line; do
+        case "$line" in
+        bench=*) printf '%s\n' "$line" ;;
+        *) printf '%s\n' "$line" >&2 ;;
+        esac
+    done
+    rc=${PIPESTATUS[0]}
+    echo "== $name rc=$rc seconds=$(($(date +%s) - start))" >&2
+    [ "$rc" -eq 0 ] || status=1
+done
+exit $status
