@@ -3169,6 +3169,19 @@ BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t,
     }
 }
 
+/* Spins (spin_before_park rounds) until `t` is runnable or complete.
+ * Returns 1 if it became so. */
+static int blitz__spin_until_runnable(blitz_runtime *rt, blitz__task *t) {
+    for (uint32_t i = 0; i < rt->spin_before_park; i++) {
+        uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+        if (blitz__lifecycle(s) != BLITZ__LC_IDLE || blitz__u32_load(&rt->shutdown, BLITZ__RELAXED))
+            return 1;
+        for (int k = 0; k < BLITZ__SPIN_PAUSES; k++)
+            blitz__cpu_relax();
+    }
+    return 0;
+}
+
 /* block_on: the calling thread polls the PINNED task `t` itself whenever it
  * is woken, and runs global-queue tasks in between. */
 BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t) {
@@ -3197,6 +3210,11 @@ BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t) {
             wait_ns = BLITZ__HELP_WAIT_MIN_NS;
             continue;
         }
+        /* Spin a little first, as workers do before parking: the wake often
+         * comes within microseconds, and sleeping would add a kernel wake-up
+         * on both sides. */
+        if (wait_ns == BLITZ__HELP_WAIT_MIN_NS && blitz__spin_until_runnable(rt, t))
+            continue;
         /* Sleep until a wake (PINNED: it bumps the completion word), the
          * completion, or the timeout. The word is read before the re-check. */
         uint32_t seq = blitz__u32_load(&rt->completion_seq, BLITZ__ACQUIRE);

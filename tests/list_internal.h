@@ -14,4 +14,5 @@
     X(park_external_wakes_ct, 30000)                \
     X(shutdown_nested_wait_mt1, 10000)              \
     X(shutdown_nested_wait_mt2, 10000)              \
-    X(shutdown_nested_wait_ct, 10000)
+    X(shutdown_nested_wait_ct, 10000)               \
+    X(lifo_eviction_and_transitioning_to_park, 5000)

@@ -700,3 +700,48 @@ BLITZ_TEST(shutdown_nested_wait_mt2) {
 BLITZ_TEST(shutdown_nested_wait_ct) {
     return nested_wait_shutdown(BLITZ_CURRENT_THREAD, 1);
 }
+
+/* ---- LIFO slot: eviction, and no LIFO push while a worker parks ------------- */
+
+BLITZ_TEST(lifo_eviction_and_transitioning_to_park) {
+    blitz_runtime *rt = iq_runtime(2);
+    blitz__worker *w = &rt->workers[0];
+    iq_pool p;
+    iq_pool_init(&p, 4);
+    blitz__context ctx = {rt, w, 0, NULL};
+    blitz__context *outer = blitz__context_set(&ctx);
+    /* The newest task takes the slot; the one it displaces joins the ring. */
+    blitz__worker_schedule_local(w, &p.tasks[0]);
+    CHECK_PTR_EQ(w->lifo_slot, &p.tasks[0]);
+    CHECK_EQ(blitz__local_queue_len(&w->queue), 0);
+    blitz__worker_schedule_local(w, &p.tasks[1]);
+    CHECK_PTR_EQ(w->lifo_slot, &p.tasks[1]);
+    CHECK_EQ(blitz__local_queue_len(&w->queue), 1);
+    CHECK_PTR_EQ(blitz__local_queue_pop(&w->queue), &p.tasks[0]);
+    /* While the worker is on its way to park, a task scheduled from it
+     * goes to the global queue, where a notified worker will find it. */
+    blitz__u32_store(&w->transitioning_to_park, 1, BLITZ__SEQ_CST);
+    blitz__worker_schedule_local(w, &p.tasks[2]);
+    CHECK_PTR_EQ(w->lifo_slot, &p.tasks[1]);
+    CHECK_EQ(blitz__global_queue_len(&rt->global), 1);
+    blitz__u32_store(&w->transitioning_to_park, 0, BLITZ__SEQ_CST);
+    CHECK_EQ(iq_drain_global(rt, &p), 1);
+    CHECK_EQ(p.seen[2], 1);
+    /* The LIFO cap: after BLITZ_MAX_LIFO_POLLS_PER_TICK hits in a tick the
+     * slot's task goes through the ring. */
+    w->lifo_slot = NULL;
+    w->lifo_polls = 0;
+    w->global_interval = 255;
+    for (int i = 0; i < BLITZ_MAX_LIFO_POLLS_PER_TICK; i++) {
+        blitz__worker_schedule_local(w, &p.tasks[3]);
+        CHECK_PTR_EQ(blitz__worker_next_local(w), &p.tasks[3]);
+    }
+    blitz__worker_schedule_local(w, &p.tasks[3]);
+    CHECK_PTR_EQ(blitz__worker_next_local(w), &p.tasks[3]);
+    CHECK_NULL(w->lifo_slot);
+    CHECK_EQ(blitz__counter(&w->counters.lifo_hits), BLITZ_MAX_LIFO_POLLS_PER_TICK);
+    blitz__context_set(outer);
+    iq_pool_free(&p);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
