@@ -18,7 +18,7 @@ DEV_HEADER := $(BUILD)/blitz_dev.h
 TEST_DEFS  := -DBLITZ_TEST_HEADER='"$(DEV_HEADER)"'
 
 .PHONY: all amalgamate check-amalgamation test test-quick test-gcc test-clang test-tsan \
-        test-asan test-small-queue test-cxx test-stress examples run bench bench-compare \
+        test-asan test-small-queue test-cxx examples run bench bench-compare \
         format clean
 
 all: $(BUILD)/blitz_tests $(addprefix $(BUILD)/examples/,$(EXAMPLES))

@@ -494,7 +494,9 @@ BLITZ_API int blitz_spawn_fn(blitz_runtime *rt, blitz_fn fn, void *arg, blitz_ta
 
 /* Inside a task: BLITZ_READY once `t` has finished (completed or cancelled),
  * else registers the caller's waker and returns BLITZ_PENDING. Use with
- * BLITZ_AWAIT, then blitz_task_status / blitz_task_state. */
+ * BLITZ_AWAIT, then blitz_task_status / blitz_task_state. A handle has one
+ * owner: one task awaits it at a time (a second awaiting task would replace
+ * the first one's registration). */
 BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t);
 
 /* Blocks the calling thread until `t` has finished. A worker thread keeps

@@ -17,6 +17,7 @@
 #endif
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,7 +26,31 @@
 #include "tests/list.h"
 
 #include "tests/test_basics.c"
+#include "tests/test_spawn.c"
+#include "tests/test_waker.c"
+#include "tests/test_cancel.c"
+#include "tests/test_shutdown.c"
+#include "tests/test_stats.c"
 #include "tests/test_internal.c"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_HAS_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_HAS_LSAN 1
+#endif
+#endif
+#ifdef TEST_HAS_LSAN
+#include <sanitizer/lsan_interface.h>
+/* Nonzero when LeakSanitizer finds a leak (reported on stderr). */
+static int test_leak_check(void) {
+    return __lsan_do_recoverable_leak_check();
+}
+#else
+static int test_leak_check(void) {
+    return 0;
+}
+#endif
 
 typedef struct {
     const char *name;
@@ -52,7 +77,14 @@ static int run_forked(const test_entry *t, double mult) {
         return -1;
     if (pid == 0) {
         alarm(0);
-        _exit(t->fn() == 0 ? 0 : 1);
+        /* A failing check aborts; no core files in the working tree. */
+        struct rlimit no_core = {0, 0};
+        setrlimit(RLIMIT_CORE, &no_core);
+        int rc = t->fn() == 0 ? 0 : 1;
+        /* _exit skips LeakSanitizer's exit-time check: run it here. */
+        if (rc == 0 && test_leak_check() != 0)
+            rc = 1;
+        _exit(rc);
     }
     double deadline = now_s() + (double)t->timeout_ms * mult / 1000.0;
     for (;;) {

@@ -35,10 +35,10 @@ BLITZ_TEST(error_strings) {
         const char *name = blitz_err_name(e->value);
         CHECK_NOT_NULL(text);
         CHECK_NOT_NULL(name);
-        CHECK_BASE(strcmp(text, e->text) == 0, "strerror(%d) = \"%s\", want \"%s\"", e->value,
-                   text, e->text);
-        CHECK_BASE(strcmp(name, e->name) == 0, "err_name(%d) = \"%s\", want \"%s\"", e->value,
-                   name, e->name);
+        CHECK_BASE(strcmp(text, e->text) == 0, "strerror(%d) = \"%s\", want \"%s\"", e->value, text,
+                   e->text);
+        CHECK_BASE(strcmp(name, e->name) == 0, "err_name(%d) = \"%s\", want \"%s\"", e->value, name,
+                   e->name);
     }
 
     /* A few by hand, so a broken map cannot hide behind itself. */
@@ -79,8 +79,8 @@ BLITZ_TEST(error_strings) {
         CHECK_BASE(strcmp(text, "unknown error") == 0, "strerror(%d) = \"%s\"", unknown[i], text);
         CHECK(strcmp(name, "OK") != 0);
         for (size_t j = 0; j < BASICS_NUM_ERRS; j++)
-            CHECK_BASE(strcmp(name, basics_errs[j].name) != 0, "err_name(%d) = \"%s\"",
-                       unknown[i], name);
+            CHECK_BASE(strcmp(name, basics_errs[j].name) != 0, "err_name(%d) = \"%s\"", unknown[i],
+                       name);
     }
     return 0;
 }
@@ -206,8 +206,8 @@ static int bad_spawn(tu_flavor f) {
     CHECK_OK(blitz_runtime_stats(rt, &st));
     CHECK_EQ(st.total_spawned, 0);
     CHECK_EQ(st.tasks_alive, 0);
-    CHECK_EQ(atomic_load(&basics_polls), 0);
-    CHECK_EQ(atomic_load(&fn_calls), 0);
+    CHECK_EQ(tu_ldi(&basics_polls), 0);
+    CHECK_EQ(tu_ldi(&fn_calls), 0);
 
     /* And the runtime still works after all that. */
     CHECK_OK(blitz_spawn(rt, basics_count_poll, state, sizeof state, &h));
@@ -217,8 +217,8 @@ static int bad_spawn(tu_flavor f) {
     CHECK_OK(blitz_spawn_fn(rt, basics_fn, &fn_calls, &h));
     CHECK_OK(blitz_task_wait(h));
     CHECK_OK(blitz_task_release(&h));
-    CHECK_EQ(atomic_load(&basics_polls), 1);
-    CHECK_EQ(atomic_load(&fn_calls), 1);
+    CHECK_EQ(tu_ldi(&basics_polls), 1);
+    CHECK_EQ(tu_ldi(&fn_calls), 1);
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
@@ -230,7 +230,7 @@ BLITZ_TEST(bad_run) {
     CHECK_EQ(blitz_run(NULL, state, sizeof state), BLITZ_EINVAL);
     CHECK_EQ(blitz_run(basics_count_poll, state, 0), BLITZ_EINVAL);
     CHECK_EQ(blitz_run(basics_count_poll, state, (size_t)BLITZ_MAX_STATE_SIZE + 1), BLITZ_EINVAL);
-    CHECK_EQ(atomic_load(&basics_polls), 0);
+    CHECK_EQ(tu_ldi(&basics_polls), 0);
     return 0;
 }
 

@@ -22,18 +22,18 @@ static const tu_flavor TU_MT4 = {BLITZ_MULTI_THREAD, 4};
 static const tu_flavor TU_CT = {BLITZ_CURRENT_THREAD, 0};
 
 /* Defines name_mt2, name_mt4 and name_ct from `static int name(tu_flavor)`. */
-#define TU_FLAVOR_TESTS(name)                                                                      \
-    BLITZ_TEST(name##_mt2) {                                                                       \
-        return name(TU_MT2);                                                                       \
-    }                                                                                              \
-    BLITZ_TEST(name##_mt4) {                                                                       \
-        return name(TU_MT4);                                                                       \
-    }                                                                                              \
-    BLITZ_TEST(name##_ct) {                                                                        \
-        return name(TU_CT);                                                                        \
+#define TU_FLAVOR_TESTS(name) \
+    BLITZ_TEST(name##_mt2) {  \
+        return name(TU_MT2);  \
+    }                         \
+    BLITZ_TEST(name##_mt4) {  \
+        return name(TU_MT4);  \
+    }                         \
+    BLITZ_TEST(name##_ct) {   \
+        return name(TU_CT);   \
     }
 
-static blitz_runtime *tu_rt_new(tu_flavor f) {
+static inline blitz_runtime *tu_rt_new(tu_flavor f) {
     blitz_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.flavor = f.flavor;
@@ -49,13 +49,13 @@ static blitz_runtime *tu_rt_new(tu_flavor f) {
     return rt;
 }
 
-static double tu_now(void) {
+static inline double tu_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void tu_sleep_ms(long ms) {
+static inline void tu_sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0) {
     }
@@ -63,41 +63,130 @@ static void tu_sleep_ms(long ms) {
 
 /* Waits until *a >= want, failing the test after `seconds` (scaled by
  * BLITZ_TEST_TIMEOUT_MULT so that sanitizer builds get more time). */
-static double tu_timeout_mult(void) {
+static inline double tu_timeout_mult(void) {
     const char *m = getenv("BLITZ_TEST_TIMEOUT_MULT");
     double mult = m ? atof(m) : 1.0;
     return mult > 0 ? mult : 1.0;
 }
 
-#define TU_WAIT_GE(a, want, seconds)                                                               \
-    do {                                                                                           \
-        double tu_deadline_ = tu_now() + (seconds) * tu_timeout_mult();                            \
-        long long tu_want_ = (long long)(want);                                                    \
-        while ((long long)atomic_load(a) < tu_want_) {                                             \
-            CHECK_BASE(tu_now() < tu_deadline_, "timed out waiting for %s >= %s (%lld vs %lld)",   \
-                       #a, #want, (long long)atomic_load(a), tu_want_);                            \
-            sched_yield();                                                                         \
-        }                                                                                          \
+#define TU_WAIT_GE(a, want, seconds)                                                             \
+    do {                                                                                         \
+        double tu_deadline_ = tu_now() + (seconds)*tu_timeout_mult();                            \
+        long long tu_want_ = (long long)(want);                                                  \
+        while ((long long)atomic_load(a) < tu_want_) {                                           \
+            CHECK_BASE(tu_now() < tu_deadline_, "timed out waiting for %s >= %s (%lld vs %lld)", \
+                       #a, #want, (long long)atomic_load(a), tu_want_);                          \
+            sched_yield();                                                                       \
+        }                                                                                        \
     } while (0)
+
+/* Plain functions, not the atomic_load macro, so that a failed CHECK prints
+ * the expression as written. */
+static inline int tu_ldi(atomic_int *a) {
+    return atomic_load(a);
+}
+static inline long tu_ldl(atomic_long *a) {
+    return atomic_load(a);
+}
 
 typedef struct {
     pthread_t th;
 } tu_thread;
 
-static void tu_thread_start(tu_thread *t, void *(*fn)(void *), void *arg) {
+static inline void tu_thread_start(tu_thread *t, void *(*fn)(void *), void *arg) {
     CHECK_EQ(pthread_create(&t->th, NULL, fn, arg), 0);
 }
 
-static void tu_thread_join(tu_thread *t) {
+static inline void tu_thread_join(tu_thread *t) {
     CHECK_EQ(pthread_join(t->th, NULL), 0);
 }
 
-static void tu_spin_pause(void) {
+static inline void tu_spin_pause(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #else
     sched_yield();
 #endif
+}
+
+/* A one-shot event a task can await: tu_gate_wait is READY once the gate
+ * is open, else it keeps (a clone of) the task's waker; tu_gate_open wakes
+ * it from any thread. One waiting task at a time. */
+typedef struct {
+    pthread_mutex_t lock;
+    int open;
+    int has_waker;
+    blitz_waker waker;
+    atomic_int waits; /* times a task found it closed */
+} tu_gate;
+
+static inline void tu_gate_init(tu_gate *g) {
+    pthread_mutex_init(&g->lock, NULL);
+    g->open = 0;
+    g->has_waker = 0;
+    atomic_store(&g->waits, 0);
+}
+
+static inline blitz_poll tu_gate_wait(blitz_cx *cx, tu_gate *g) {
+    pthread_mutex_lock(&g->lock);
+    if (g->open) {
+        pthread_mutex_unlock(&g->lock);
+        return BLITZ_READY;
+    }
+    blitz_waker mine = blitz_cx_waker(cx);
+    if (g->has_waker && !blitz_waker_will_wake(&g->waker, &mine)) {
+        blitz_waker_drop(g->waker);
+        g->has_waker = 0;
+    }
+    if (!g->has_waker) {
+        g->waker = blitz_waker_clone(&mine);
+        g->has_waker = 1;
+    }
+    atomic_fetch_add(&g->waits, 1);
+    pthread_mutex_unlock(&g->lock);
+    return BLITZ_PENDING;
+}
+
+static inline void tu_gate_open(tu_gate *g) {
+    pthread_mutex_lock(&g->lock);
+    g->open = 1;
+    int had = g->has_waker;
+    blitz_waker w = g->waker;
+    g->has_waker = 0;
+    pthread_mutex_unlock(&g->lock);
+    if (had)
+        blitz_waker_wake(w);
+}
+
+/* Drops a waker still held (call before the runtime is freed). */
+static inline void tu_gate_destroy(tu_gate *g) {
+    if (g->has_waker)
+        blitz_waker_drop(g->waker);
+    g->has_waker = 0;
+    pthread_mutex_destroy(&g->lock);
+}
+
+/* Keeps a runtime driven (current-thread) until *flag >= want. */
+typedef struct {
+    BLITZ_CORO;
+    atomic_long *flag;
+    long want;
+} tu_until;
+
+static inline blitz_poll tu_until_poll(blitz_cx *cx, void *p) {
+    tu_until *s = p;
+    BLITZ_BEGIN(s);
+    while (atomic_load(s->flag) < s->want)
+        BLITZ_YIELD(s, cx);
+    BLITZ_END(s);
+}
+
+/* A task that never finishes by itself: it returns PENDING and arranges
+ * for no wake at all. */
+static inline blitz_poll tu_forever_poll(blitz_cx *cx, void *p) {
+    (void)cx;
+    (void)p;
+    return BLITZ_PENDING;
 }
 
 #endif

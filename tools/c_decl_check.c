@@ -1,0 +1,68 @@
+/* Proves that blitz.h's declarations compile as C11 on their own (make
+ * test-cxx): included without BLITZ_IMPLEMENTATION, as every file but one
+ * of a program includes it. Syntax-checked only, never linked. */
+#include "blitz.h"
+#include "blitz.h" /* the header guard makes a second include harmless */
+
+#include <stdio.h>
+
+_Static_assert(BLITZ_OK == 0, "BLITZ_OK is zero");
+_Static_assert(BLITZ_EINVAL < 0 && BLITZ_ESHUTDOWN == -4001, "error codes");
+_Static_assert(sizeof(blitz_waker) == 2 * sizeof(void *), "a waker is two pointers");
+_Static_assert(BLITZ_MAX_WORKERS >= 1 && BLITZ_MAX_WORKERS <= 64, "worker bound");
+
+typedef struct {
+    BLITZ_CORO;
+    int n;
+    blitz_task *child;
+} counter;
+
+static blitz_poll leaf(blitz_cx *cx, void *p) {
+    (void)cx;
+    ((counter *)p)->n++;
+    return BLITZ_READY;
+}
+
+static blitz_poll parent(blitz_cx *cx, void *p) {
+    counter *s = p;
+    BLITZ_BEGIN(s);
+    for (s->n = 0; s->n < 3; s->n++)
+        BLITZ_YIELD(s, cx);
+    if (blitz_spawn(blitz_cx_runtime(cx), leaf, NULL, sizeof(counter), &s->child) != BLITZ_OK)
+        BLITZ_RETURN(s);
+    BLITZ_AWAIT(s, blitz_join(cx, s->child));
+    blitz_task_release(&s->child);
+    BLITZ_END(s);
+}
+
+static void drop(void *state) {
+    (void)state;
+}
+
+int main(void) {
+    blitz_config cfg = {0};
+    cfg.flavor = BLITZ_CURRENT_THREAD;
+    blitz_runtime *rt = NULL;
+    if (blitz_runtime_new(&cfg, &rt) != BLITZ_OK)
+        return 1;
+    blitz_spawn_opts opts = {parent, NULL, sizeof(counter), drop};
+    blitz_task *h = NULL;
+    int rc = blitz_spawn_ex(rt, &opts, &h);
+    if (rc == BLITZ_OK)
+        rc = blitz_task_wait(h);
+    printf("%s %s %d\n", blitz_version(), blitz_err_name(rc), blitz_task_status(h));
+    blitz_task_release(&h);
+
+    blitz_waker w = blitz_waker_noop();
+    blitz_waker c = blitz_waker_clone(&w);
+    (void)blitz_waker_will_wake(&w, &c);
+    blitz_waker_wake_by_ref(&c);
+    blitz_waker_drop(c);
+
+    blitz_stats st;
+    blitz_worker_stats ws;
+    blitz_runtime_stats(rt, &st);
+    blitz_runtime_worker_stats(rt, 0, &ws);
+    printf("%s\n", blitz_strerror(BLITZ_ERELEASED));
+    return blitz_runtime_free(rt) == BLITZ_OK ? 0 : 1;
+}
