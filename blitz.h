@@ -924,7 +924,7 @@ typedef struct blitz__worker {
     uint32_t batch_head, batch_len;
     uint32_t index;
     uint32_t tick;       /* polls, for the periodic global-queue check */
-    uint32_t lifo_polls; /* LIFO hits in this tick */
+    uint32_t lifo_polls; /* consecutive LIFO polls */
     uint32_t global_interval;
     uint64_t avg_poll_ns; /* EWMA of the time per poll */
     uint64_t stamp_ns;    /* clock at the last interval update */
@@ -2821,14 +2821,18 @@ static blitz__task *blitz__worker_fetch_global(blitz__worker *w) {
 }
 
 static blitz__task *blitz__worker_next_local(blitz__worker *w) {
-    blitz__task *t;
-    if (++w->tick % w->global_interval == 0 && (t = blitz__worker_fetch_global(w)) != NULL)
-        return t;
-    if (w->batch_head < w->batch_len)
-        return w->batch[w->batch_head++];
-    if (w->lifo_slot) {
+    blitz__task *t = NULL;
+    if (++w->tick % w->global_interval == 0)
+        t = blitz__worker_fetch_global(w);
+    if (!t && w->batch_head < w->batch_len)
+        t = w->batch[w->batch_head++];
+    if (!t && w->lifo_slot) {
         t = w->lifo_slot;
         w->lifo_slot = NULL;
+        /* At most BLITZ_MAX_LIFO_POLLS_PER_TICK LIFO polls in a row: two
+         * tasks that keep waking each other would otherwise hold the worker
+         * forever. The slot keeps a woken task on this core, next to the
+         * data its waker just wrote. */
         if (w->lifo_polls < BLITZ_MAX_LIFO_POLLS_PER_TICK) {
             w->lifo_polls++;
             BLITZ__STAT(blitz__u64_bump(&w->counters.lifo_hits, 1));
@@ -2837,10 +2841,15 @@ static blitz__task *blitz__worker_next_local(blitz__worker *w) {
         /* Cap reached: the slot's task joins the FIFO order, visible to
          * stealers. */
         blitz__local_queue_push(&w->queue, t, w->rt, &w->counters);
+        t = NULL;
     }
-    if ((t = blitz__local_queue_pop(&w->queue)) != NULL)
-        return t;
-    return blitz__worker_fetch_global(w);
+    if (!t)
+        t = blitz__local_queue_pop(&w->queue);
+    if (!t)
+        t = blitz__worker_fetch_global(w);
+    if (t)
+        w->lifo_polls = 0;
+    return t;
 }
 
 static blitz__task *blitz__worker_steal(blitz__worker *w) {

@@ -174,7 +174,8 @@ blitz_runtime *bench_runtime_new(bench_flavor f) {
     memset(&cfg, 0, sizeof cfg);
     if (f == BENCH_MT2) {
         cfg.flavor = BLITZ_MULTI_THREAD;
-        cfg.workers = BENCH_MT_WORKERS;
+        cfg.workers =
+            getenv("BENCH_WORKERS") ? (uint32_t)atoi(getenv("BENCH_WORKERS")) : BENCH_MT_WORKERS;
     } else {
         cfg.flavor = BLITZ_CURRENT_THREAD;
     }
@@ -183,6 +184,23 @@ blitz_runtime *bench_runtime_new(bench_flavor f) {
 }
 
 void bench_runtime_free(blitz_runtime *rt) {
+    /* BENCH_STATS=1 prints each runtime's scheduler counters (stderr). */
+    const char *show = getenv("BENCH_STATS");
+    if (show && *show == '1') {
+        uint32_t n = blitz_runtime_workers(rt);
+        for (uint32_t i = 0; i < n; i++) {
+            blitz_worker_stats ws;
+            if (blitz_runtime_worker_stats(rt, i, &ws) == 0)
+                fprintf(stderr,
+                        "# worker %u: polled %llu stolen %llu steals %llu parked %llu lifo %llu "
+                        "batches %llu overflows %llu interval %u\n",
+                        i, (unsigned long long)ws.tasks_polled, (unsigned long long)ws.tasks_stolen,
+                        (unsigned long long)ws.steals, (unsigned long long)ws.times_parked,
+                        (unsigned long long)ws.lifo_hits,
+                        (unsigned long long)ws.global_batch_fetches,
+                        (unsigned long long)ws.overflows, ws.global_queue_interval);
+        }
+    }
     BENCH_CHECK(blitz_runtime_free(rt));
 }
 

@@ -196,7 +196,7 @@ typedef struct blitz__worker {
     uint32_t batch_head, batch_len;
     uint32_t index;
     uint32_t tick;       /* polls, for the periodic global-queue check */
-    uint32_t lifo_polls; /* LIFO hits in this tick */
+    uint32_t lifo_polls; /* consecutive LIFO polls */
     uint32_t global_interval;
     uint64_t avg_poll_ns; /* EWMA of the time per poll */
     uint64_t stamp_ns;    /* clock at the last interval update */
