@@ -417,7 +417,9 @@ typedef struct blitz_config {
     /* Worker threads (multi-thread flavour). 0 = number of CPUs (at most
      * BLITZ_MAX_WORKERS); more than BLITZ_MAX_WORKERS is BLITZ_EINVAL. */
     uint32_t workers;
-    /* Longest a parked worker sleeps before it looks again. 0 = 10 ms. */
+    /* Longest a parked worker sleeps before it looks again. 0 = until woken
+     * (a worker sleeps until work or the next timer arrives; an idle runtime
+     * without timers uses no CPU). */
     uint64_t park_timeout_ns;
     /* Rounds an idle worker spins looking for work before it parks (waking a
      * parked thread costs tens of microseconds). 0 = default (64);
@@ -426,6 +428,10 @@ typedef struct blitz_config {
     /* Fixed global-queue check interval in ticks instead of the adaptive one
      * (0 = adaptive, 8..255 from the average poll time). */
     uint32_t global_queue_interval;
+    /* Virtual time for tests (Tokio's paused clock): the runtime's clock
+     * moves only with blitz_time_advance, or jumps to the next timer when
+     * every task is idle, so timeouts run instantly and deterministically. */
+    int start_paused;
 } blitz_config;
 
 /* Creates a runtime. Several runtimes may be alive at once. Worker threads
@@ -546,6 +552,103 @@ BLITZ_API int blitz_cx_unshield(blitz_cx *cx);
 /* Index of the worker running this task (0 for current-thread), or -1 when
  * a non-worker thread runs it while it waits in blitz_task_wait. */
 BLITZ_API int blitz_cx_worker(blitz_cx *cx);
+
+/* ---------------------------------------------------------------------------
+ * Time: the clock, sleeps, timeouts, intervals
+ *
+ * Times are nanoseconds on the runtime's monotonic clock; durations are
+ * signed nanoseconds (a negative or zero duration means "now"; a deadline
+ * past the end of time saturates to BLITZ_TIME_NEVER, never wraps). Timers
+ * have the wheel's resolution of 1 ms: a timer fires at the first
+ * millisecond tick at or after its deadline, never before it, plus
+ * scheduling delay.
+ * ------------------------------------------------------------------------- */
+
+#define BLITZ_TIME_NEVER UINT64_MAX
+#define BLITZ_USEC       ((int64_t)1000)
+#define BLITZ_MSEC       ((int64_t)1000000)
+#define BLITZ_SEC        ((int64_t)1000000000)
+
+/* Private: a timer's place in the runtime's wheel. */
+struct blitz__timer_entry {
+    uint64_t deadline; /* in ticks */
+    struct blitz__timer_entry *next, *prev;
+    uint32_t where;
+};
+
+/* A timer: an intrusive op that lives in the task's state (zero-filled is
+ * ready to use; no allocation per sleep). Its fields other than `deadline`
+ * and `expired` are private. */
+typedef struct blitz_timer {
+    struct blitz__timer_entry blitz__entry;
+    blitz_waker blitz__waker;
+    blitz_runtime *blitz__rt;
+    uint32_t blitz__state;
+    int expired;       /* set by blitz_timeout: 1 when the deadline won */
+    uint64_t deadline; /* the armed deadline, in ns */
+} blitz_timer;
+
+/* The runtime's clock in ns (virtual when the runtime's clock is paused);
+ * with rt NULL the real monotonic clock. */
+BLITZ_API uint64_t blitz_time_now(const blitz_runtime *rt);
+BLITZ_API uint64_t blitz_cx_now(blitz_cx *cx);
+/* now + ns, saturating at BLITZ_TIME_NEVER; ns <= 0 gives now. */
+BLITZ_API uint64_t blitz_deadline_after(uint64_t now_ns, int64_t ns);
+
+/* Await: BLITZ_AWAIT(s, blitz_sleep(cx, &s->timer, 5 * BLITZ_MSEC)).
+ * The first poll arms the timer; READY once the deadline has passed, and
+ * the timer is then ready for the next sleep. A deadline already reached is
+ * READY at once. */
+BLITZ_API blitz_poll blitz_sleep(blitz_cx *cx, blitz_timer *t, int64_t ns);
+BLITZ_API blitz_poll blitz_sleep_until(blitz_cx *cx, blitz_timer *t, uint64_t deadline_ns);
+
+/* Disarms: afterwards the timer never fires and holds no reference to its
+ * task. Safe to call twice, after it fired, and from any thread while it
+ * fires. BLITZ_EINVAL for NULL. */
+BLITZ_API int blitz_timer_cancel(blitz_timer *t);
+/* Nonzero while armed and not yet fired. */
+BLITZ_API int blitz_timer_armed(const blitz_timer *t);
+
+/* A deadline around another op:
+ *   BLITZ_AWAIT(s, blitz_timeout(cx, &s->timer, 50 * BLITZ_MSEC,
+ *                                blitz_join(cx, s->child)));
+ *   if (s->timer.expired) { ...the op did not finish in time: cancel it... }
+ * `inner` is the op's poll result, evaluated on every resumption. READY when
+ * the op is READY (timer disarmed, expired = 0) or when the deadline passed
+ * first (expired = 1); the op is then still registered, and the caller
+ * cancels it with the op's own cancel function (blitz_join_cancel,
+ * blitz_timer_cancel). */
+BLITZ_API blitz_poll blitz_timeout(blitz_cx *cx, blitz_timer *t, int64_t ns, blitz_poll inner);
+
+typedef enum blitz_missed_tick {
+    BLITZ_MISSED_BURST = 0, /* ticks that were missed fire back to back */
+    BLITZ_MISSED_DELAY = 1, /* the schedule restarts a period after the late tick */
+    BLITZ_MISSED_SKIP = 2,  /* missed ticks are dropped; the grid is kept */
+} blitz_missed_tick;
+
+typedef struct blitz_interval {
+    blitz_timer timer;
+    uint64_t period;    /* ns */
+    uint64_t next;      /* the next tick's deadline */
+    uint64_t last_tick; /* the deadline of the tick just returned */
+    blitz_missed_tick missed;
+} blitz_interval;
+
+/* First tick at start_ns (at once if already past), then every period_ns.
+ * BLITZ_EINVAL for NULL, period <= 0 or an unknown policy. */
+BLITZ_API int blitz_interval_init(blitz_interval *iv, uint64_t start_ns, int64_t period_ns,
+                                  blitz_missed_tick missed);
+/* Await the next tick: BLITZ_AWAIT(s, blitz_interval_tick(cx, &s->iv)). */
+BLITZ_API blitz_poll blitz_interval_tick(blitz_cx *cx, blitz_interval *iv);
+
+/* Paused clock only (blitz_config.start_paused): moves the runtime's clock
+ * forward by ns and fires what is due. BLITZ_EINVAL otherwise or for
+ * ns < 0. */
+BLITZ_API int blitz_time_advance(blitz_runtime *rt, int64_t ns);
+
+/* Removes the caller's registration from `t`'s join (after a timeout won):
+ * the handle is not awaited any more and keeps no reference to the caller. */
+BLITZ_API void blitz_join_cancel(blitz_cx *cx, blitz_task *t);
 
 /* ---------------------------------------------------------------------------
  * Statistics
@@ -712,6 +815,14 @@ BLITZ__DEFINE_ATOMIC(void *, ptr)
 BLITZ__DEFINE_ATOMIC_ARITH(uint32_t, u32)
 BLITZ__DEFINE_ATOMIC_ARITH(uint64_t, u64)
 
+/* A 32-bit word inside a public struct (the types above are private). */
+static inline uint32_t blitz__u32_field_load(const uint32_t *p, int o) {
+    return __atomic_load_n(p, o);
+}
+static inline void blitz__u32_field_store(uint32_t *p, uint32_t x, int o) {
+    __atomic_store_n(p, x, o);
+}
+
 /* A counter written by one thread and read by others: a plain load+store
  * (no locked RMW) is enough because there is a single writer. The store is
  * release (free on x86 and cheap elsewhere) so that a reader that acquires
@@ -793,7 +904,7 @@ _Static_assert(BLITZ_BUDGET_PER_TICK >= 1, "BLITZ_BUDGET_PER_TICK must be positi
 #define BLITZ__INTERVAL_MAX        255
 #define BLITZ__INTERVAL_TARGET_NS  1000000u
 #define BLITZ__INITIAL_AVG_POLL_NS 50000u
-#define BLITZ__DEFAULT_PARK_NS     10000000u
+#define BLITZ__HELP_WAIT_MAX_NS    10000000u
 #define BLITZ__DEFAULT_SPIN        64u
 
 #define BLITZ__ALIGNED     __attribute__((aligned(BLITZ_CACHE_LINE)))
@@ -868,6 +979,78 @@ typedef struct blitz__block_cache {
     blitz__task *full[BLITZ__NUM_CLASSES]; /* one full batch held back, or NULL */
     blitz__chunk *carving[BLITZ__NUM_CLASSES];
 } blitz__block_cache;
+
+/* ====[ BEGIN src/timer_wheel.h ]========================================== */
+/* >>timer_wheel */
+/* The hierarchical timer wheel's types and interface (timer_wheel.c).
+ *
+ * Deadlines are in ticks (the runtime's tick is 1 ms). The wheel is a plain
+ * data structure: no locking (the caller serializes), no allocation (entries
+ * are intrusive), no clock (the caller says what time it is). */
+
+#define BLITZ__WHEEL_LEVELS    5
+#define BLITZ__WHEEL_SLOT_BITS 6
+#define BLITZ__WHEEL_SLOTS     64
+/* The levels reach 64^5 = 2^30 ticks (~12 days at 1 ms); later deadlines
+ * wait in the overflow list. */
+#define BLITZ__WHEEL_SPAN_BITS (BLITZ__WHEEL_LEVELS * BLITZ__WHEEL_SLOT_BITS)
+
+/* entry->where: level * 64 + slot for an entry in a slot, or one of these. */
+#define BLITZ__WHEEL_WHERE_OVERFLOW (BLITZ__WHEEL_LEVELS * BLITZ__WHEEL_SLOTS)
+#define BLITZ__WHEEL_WHERE_DUE      (BLITZ__WHEEL_WHERE_OVERFLOW + 1)
+#define BLITZ__WHEEL_NOT_IN_WHEEL   0xffffffffu
+
+/* The entry, struct blitz__timer_entry, is defined in blitz_api.h because
+ * blitz_timer embeds it and users keep timers in their task state:
+ *   uint64_t deadline;  in ticks; set before insert, left alone while in
+ *   next, prev;         the wheel's links
+ *   uint32_t where;     level * 64 + slot, or one of the values above */
+typedef struct blitz__timer_entry blitz__timer_entry;
+
+/* An entry that is in no wheel. Zeroed memory is NOT a valid idle entry
+ * (where 0 means level 0, slot 0): initialize with this or
+ * blitz__timer_entry_init before the first insert or remove. */
+#define BLITZ__TIMER_ENTRY_INIT \
+    { .deadline = 0, .next = NULL, .prev = NULL, .where = BLITZ__WHEEL_NOT_IN_WHEEL }
+
+typedef struct blitz__timer_wheel {
+    uint64_t elapsed; /* every entry still in a slot or the overflow is due after this */
+    uint64_t occupied[BLITZ__WHEEL_LEVELS]; /* bit s of level l: slots[l][s] is not empty */
+    /* Lower bounds, UINT64_MAX when their list is empty: the earliest
+     * deadline in `due`, and the earliest 2^30-aligned start of a deadline
+     * in `overflow`. Removal may leave them lower than the truth. */
+    uint64_t due_min;
+    uint64_t overflow_start;
+    size_t count;
+    blitz__timer_entry *due;      /* inserted at or before elapsed */
+    blitz__timer_entry *overflow; /* beyond the levels' reach */
+    /* Doubly linked lists, NULL-terminated; the head's prev is NULL. */
+    blitz__timer_entry *slots[BLITZ__WHEEL_LEVELS][BLITZ__WHEEL_SLOTS];
+} blitz__timer_wheel;
+
+BLITZ_PRIVATE void blitz__timer_entry_init(blitz__timer_entry *e);
+BLITZ_PRIVATE void blitz__wheel_init(blitz__timer_wheel *w, uint64_t now_tick);
+/* Inserts e with e->deadline already set. A deadline <= w->elapsed is due
+ * at once: it goes to a "due" list that the next advance returns first. An
+ * entry already in the wheel is moved (removed, then inserted). */
+BLITZ_PRIVATE void blitz__wheel_insert(blitz__timer_wheel *w, blitz__timer_entry *e);
+/* O(1). Safe on an entry not in the wheel (no-op, returns 0); returns 1 if
+ * it was removed. */
+BLITZ_PRIVATE int blitz__wheel_remove(blitz__timer_wheel *w, blitz__timer_entry *e);
+/* The earliest tick at which some entry is due: exact for level-0 entries,
+ * a lower bound (the slot's start) for higher levels and the overflow, never
+ * later than the earliest deadline. UINT64_MAX when empty (and when every
+ * deadline left is UINT64_MAX: tell them apart by the count). O(levels). */
+BLITZ_PRIVATE uint64_t blitz__wheel_next_expiry(const blitz__timer_wheel *w);
+/* Advances elapsed to now_tick (never backwards) and sets *out to a list of
+ * every entry with deadline <= now_tick (linked through next, the first's
+ * prev NULL, order unspecified; NULL if none). Those entries are out of the
+ * wheel (where = NOT_IN_WHEEL) and may be re-inserted at once, but read
+ * e->next before re-inserting e. Returns the number moved. */
+BLITZ_PRIVATE size_t blitz__wheel_advance(blitz__timer_wheel *w, uint64_t now_tick,
+                                          blitz__timer_entry **out);
+BLITZ_PRIVATE size_t blitz__wheel_count(const blitz__timer_wheel *w);
+/* ====[ END src/timer_wheel.h ]============================================ */
 
 /* ---- queues ---------------------------------------------------------------- */
 
@@ -970,6 +1153,23 @@ struct blitz_cx {
     int yielded;
 };
 
+/* ---- the time driver (time_driver.c) ---------------------------------------- */
+
+typedef struct blitz__time_driver {
+    blitz__mutex lock; /* guards wheel, firing and armed timers' wakers */
+    blitz__timer_wheel wheel;
+    blitz__timer_entry *firing; /* due, being fired in batches */
+    uint64_t origin_ns;         /* tick 0 */
+    int paused;                 /* virtual clock */
+    blitz__atomic_u64 virtual_ns;
+    /* Earliest deadline in ns (never later than the truth), UINT64_MAX
+     * when no timer is armed. */
+    BLITZ__ALIGNED blitz__atomic_u64 next_expiry_ns;
+    /* 1 + index of the parked worker that sleeps until the next deadline,
+     * or 0. */
+    blitz__atomic_u32 sleeper;
+} blitz__time_driver;
+
 /* ---- the runtime (runtime.c) ------------------------------------------------ */
 
 struct blitz_runtime {
@@ -1006,6 +1206,7 @@ struct blitz_runtime {
      * block (join_waker.data). */
     blitz__atomic_ptr spare_batches[BLITZ__NUM_CLASSES];
     blitz__worker_counters remote_counters; /* updated under alloc_lock */
+    blitz__time_driver time;
     void *workers_raw;
 };
 
@@ -1144,6 +1345,10 @@ BLITZ_PRIVATE void blitz__mutex_lock(blitz__mutex *m) {
         c = blitz__u32_swap(&m->state, 2, BLITZ__ACQUIRE);
     }
 }
+BLITZ_PRIVATE int blitz__mutex_trylock(blitz__mutex *m) {
+    uint32_t c = 0;
+    return blitz__u32_cas(&m->state, &c, 1, BLITZ__ACQUIRE);
+}
 BLITZ_PRIVATE void blitz__mutex_unlock(blitz__mutex *m) {
     if (blitz__u32_swap(&m->state, 0, BLITZ__RELEASE) == 2)
         syscall(SYS_futex, &m->state.v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -1157,6 +1362,9 @@ BLITZ_PRIVATE void blitz__mutex_destroy(blitz__mutex *m) {
 }
 BLITZ_PRIVATE void blitz__mutex_lock(blitz__mutex *m) {
     pthread_mutex_lock(m);
+}
+BLITZ_PRIVATE int blitz__mutex_trylock(blitz__mutex *m) {
+    return pthread_mutex_trylock(m) == 0;
 }
 BLITZ_PRIVATE void blitz__mutex_unlock(blitz__mutex *m) {
     pthread_mutex_unlock(m);
@@ -2121,6 +2329,243 @@ blitz__local_queue_steal_into(blitz__local_queue *src, blitz__local_queue *dst, 
     return ret;
 }
 /* ====[ END src/local_queue.c ]============================================ */
+/* ====[ BEGIN src/timer_wheel.c ]========================================== */
+/* >>timer_wheel */
+/* The hierarchical timer wheel (seed 002 "Timer Wheel", Tokio's
+ * time/wheel): 5 levels of 64 slots, a level-l slot spanning 64^l ticks,
+ * one occupancy word per level, an overflow list beyond 64^5 ticks, and a
+ * due list for deadlines that had already passed when inserted.
+ *
+ * Placement. An entry with deadline d goes to the level of the highest bit
+ * in which d differs from `elapsed` (six bits per level: Tokio's level_for),
+ * in slot (d >> 6l) & 63. So d and elapsed agree on every bit above level l,
+ * and d's slot is after elapsed's own slot at that level. A difference at
+ * bit 30 or above means the overflow list.
+ *
+ * Invariants, relative to the current `elapsed`:
+ *   I1. an entry at level l slot s has (d >> 6(l+1)) == (elapsed >> 6(l+1))
+ *       and s > (elapsed >> 6l) & 63: the slot starts after elapsed and
+ *       within elapsed's current 64^(l+1)-tick span. So a lower non-empty
+ *       level always holds an earlier slot start than any higher level, and
+ *       the slots of a level never wrap around.
+ *   I2. an overflow entry has d >> 30 > elapsed >> 30, and overflow_start
+ *       (a lower bound of their 2^30-aligned starts) is > elapsed.
+ *   I3. occupied bit (l, s) is set iff slots[l][s] is non-empty; count is
+ *       the number of entries in slots, overflow and due.
+ *
+ * Advancing. elapsed only moves to the start of the earliest non-empty slot
+ * (or overflow start) or to a tick before all of them, which keeps I1 and
+ * I2. advance(now) repeatedly takes the earliest slot; if it starts at or
+ * before now, elapsed moves to its start, its entries with deadline <= now
+ * fire, and the rest are re-inserted relative to the new elapsed: they land
+ * at a lower level, in a more precise slot (the cascade). Entries never move
+ * up, so each is handled at most once per level (and the overflow list is
+ * walked at most twice per advance): a jump of any size costs the entries
+ * it touches, never the ticks it crosses. Empty stretches are skipped by
+ * the occupancy words (count-trailing-zeros after rotating to the current
+ * slot). All arithmetic stays within aligned spans below 2^64, so deadlines
+ * up to UINT64_MAX are fine. */
+/* internal.h already included */
+
+#define BLITZ__WHEEL_SLOT_MASK ((uint64_t)BLITZ__WHEEL_SLOTS - 1)
+
+BLITZ_PRIVATE void blitz__timer_entry_init(blitz__timer_entry *e) {
+    e->deadline = 0;
+    e->next = e->prev = NULL;
+    e->where = BLITZ__WHEEL_NOT_IN_WHEEL;
+}
+
+BLITZ_PRIVATE void blitz__wheel_init(blitz__timer_wheel *w, uint64_t now_tick) {
+    memset(w, 0, sizeof *w);
+    w->elapsed = now_tick;
+    w->due_min = UINT64_MAX;
+    w->overflow_start = UINT64_MAX;
+}
+
+BLITZ_PRIVATE size_t blitz__wheel_count(const blitz__timer_wheel *w) {
+    return w->count;
+}
+
+static inline uint64_t blitz__rotr64(uint64_t x, unsigned r) {
+    return (x >> r) | (x << ((64u - r) & 63u));
+}
+
+/* Tokio's level_for: the level of the highest bit where elapsed and when
+ * differ; the low six bits are or-ed in so the answer is 0, not undefined,
+ * when they are equal. >= BLITZ__WHEEL_LEVELS means the overflow. */
+static inline unsigned blitz__wheel_level_for(uint64_t elapsed, uint64_t when) {
+    uint64_t masked = (elapsed ^ when) | BLITZ__WHEEL_SLOT_MASK;
+    unsigned significant = 63u - (unsigned)__builtin_clzll(masked);
+    return significant / BLITZ__WHEEL_SLOT_BITS;
+}
+
+static inline void blitz__wheel_push(blitz__timer_entry **head, blitz__timer_entry *e) {
+    e->prev = NULL;
+    e->next = *head;
+    if (*head)
+        (*head)->prev = e;
+    *head = e;
+}
+
+/* Puts e where its deadline belongs relative to elapsed. Leaves count alone
+ * (the callers account for it). */
+static void blitz__wheel_place(blitz__timer_wheel *w, blitz__timer_entry *e) {
+    uint64_t d = e->deadline;
+    if (d <= w->elapsed) {
+        e->where = BLITZ__WHEEL_WHERE_DUE;
+        blitz__wheel_push(&w->due, e);
+        if (d < w->due_min)
+            w->due_min = d;
+        return;
+    }
+    unsigned level = blitz__wheel_level_for(w->elapsed, d);
+    if (level >= BLITZ__WHEEL_LEVELS) {
+        uint64_t start = d & ~(((uint64_t)1 << BLITZ__WHEEL_SPAN_BITS) - 1);
+        e->where = BLITZ__WHEEL_WHERE_OVERFLOW;
+        blitz__wheel_push(&w->overflow, e);
+        if (start < w->overflow_start)
+            w->overflow_start = start;
+        return;
+    }
+    unsigned slot = (unsigned)(d >> (level * BLITZ__WHEEL_SLOT_BITS)) & BLITZ__WHEEL_SLOT_MASK;
+    e->where = level * BLITZ__WHEEL_SLOTS + slot;
+    blitz__wheel_push(&w->slots[level][slot], e);
+    w->occupied[level] |= (uint64_t)1 << slot;
+}
+
+BLITZ_PRIVATE int blitz__wheel_remove(blitz__timer_wheel *w, blitz__timer_entry *e) {
+    uint32_t where = e->where;
+    if (where == BLITZ__WHEEL_NOT_IN_WHEEL)
+        return 0;
+    blitz__timer_entry **head;
+    if (where == BLITZ__WHEEL_WHERE_DUE)
+        head = &w->due;
+    else if (where == BLITZ__WHEEL_WHERE_OVERFLOW)
+        head = &w->overflow;
+    else {
+        BLITZ_ASSERT(where < BLITZ__WHEEL_WHERE_OVERFLOW);
+        head = &w->slots[where / BLITZ__WHEEL_SLOTS][where % BLITZ__WHEEL_SLOTS];
+    }
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        *head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    e->next = e->prev = NULL;
+    e->where = BLITZ__WHEEL_NOT_IN_WHEEL;
+    w->count--;
+    if (!*head) {
+        /* The cached minimums are only lower bounds, but an empty list must
+         * not keep one alive: next_expiry would report a phantom timer. */
+        if (where == BLITZ__WHEEL_WHERE_DUE)
+            w->due_min = UINT64_MAX;
+        else if (where == BLITZ__WHEEL_WHERE_OVERFLOW)
+            w->overflow_start = UINT64_MAX;
+        else
+            w->occupied[where / BLITZ__WHEEL_SLOTS] &=
+                ~((uint64_t)1 << (where % BLITZ__WHEEL_SLOTS));
+    }
+    return 1;
+}
+
+BLITZ_PRIVATE void blitz__wheel_insert(blitz__timer_wheel *w, blitz__timer_entry *e) {
+    blitz__wheel_remove(w, e);
+    blitz__wheel_place(w, e);
+    w->count++;
+}
+
+/* The start of the earliest non-empty slot in the levels, with its level and
+ * slot; 0 when the levels are empty. By I1 the lowest non-empty level holds
+ * it, and within a level the next occupied slot after elapsed's own. */
+static int blitz__wheel_next_slot(const blitz__timer_wheel *w, uint64_t *start, unsigned *level,
+                                  unsigned *slot) {
+    for (unsigned l = 0; l < BLITZ__WHEEL_LEVELS; l++) {
+        uint64_t occ = w->occupied[l];
+        if (!occ)
+            continue;
+        unsigned shift = l * BLITZ__WHEEL_SLOT_BITS;
+        unsigned cur = (unsigned)(w->elapsed >> shift) & BLITZ__WHEEL_SLOT_MASK;
+        unsigned s = cur + (unsigned)__builtin_ctzll(blitz__rotr64(occ, cur));
+        /* I1: never elapsed's own slot, never wrapped past slot 63. */
+        BLITZ_ASSERT(s > cur && s < BLITZ__WHEEL_SLOTS);
+        uint64_t level_start = w->elapsed & ~(((uint64_t)BLITZ__WHEEL_SLOTS << shift) - 1);
+        *start = level_start + ((uint64_t)s << shift);
+        *level = l;
+        *slot = s;
+        return 1;
+    }
+    return 0;
+}
+
+BLITZ_PRIVATE uint64_t blitz__wheel_next_expiry(const blitz__timer_wheel *w) {
+    uint64_t t = w->overflow_start; /* by I1 and I2, later than any slot */
+    uint64_t start;
+    unsigned level, slot;
+    if (blitz__wheel_next_slot(w, &start, &level, &slot))
+        t = start;
+    return w->due_min < t ? w->due_min : t;
+}
+
+BLITZ_PRIVATE size_t blitz__wheel_advance(blitz__timer_wheel *w, uint64_t now_tick,
+                                          blitz__timer_entry **out) {
+    blitz__timer_entry *fired = NULL, *e, *next;
+    size_t n = 0;
+    if (now_tick < w->elapsed)
+        now_tick = w->elapsed;
+    for (e = w->due; e; e = next, n++) {
+        next = e->next;
+        e->where = BLITZ__WHEEL_NOT_IN_WHEEL;
+        blitz__wheel_push(&fired, e);
+    }
+    w->due = NULL;
+    w->due_min = UINT64_MAX;
+    for (;;) {
+        uint64_t start;
+        unsigned level, slot;
+        blitz__timer_entry *list;
+        if (blitz__wheel_next_slot(w, &start, &level, &slot)) {
+            if (start > now_tick)
+                break;
+            list = w->slots[level][slot];
+            w->slots[level][slot] = NULL;
+            w->occupied[level] &= ~((uint64_t)1 << slot);
+        } else if (w->overflow && w->overflow_start <= now_tick) {
+            /* The levels are empty, so nothing is lost by jumping to the
+             * overflow's start; entries that come within the levels' reach
+             * of it are placed there, the rest stay (and set a fresh
+             * lower bound). */
+            start = w->overflow_start;
+            list = w->overflow;
+            w->overflow = NULL;
+            w->overflow_start = UINT64_MAX;
+        } else {
+            break;
+        }
+        BLITZ_ASSERT(start >= w->elapsed);
+        w->elapsed = start;
+        for (e = list; e; e = next) {
+            next = e->next;
+            if (e->deadline <= now_tick) {
+                /* Due by the end of this advance: no point cascading it. */
+                e->where = BLITZ__WHEEL_NOT_IN_WHEEL;
+                blitz__wheel_push(&fired, e);
+                n++;
+            } else {
+                /* deadline > now_tick >= elapsed: lands in a slot that
+                 * starts after elapsed, at a lower level than before (or
+                 * back in the overflow, further along). */
+                blitz__wheel_place(w, e);
+            }
+        }
+    }
+    /* Every slot and the overflow start after now_tick: I1 and I2 hold. */
+    w->elapsed = now_tick;
+    w->count -= n;
+    *out = fired;
+    return n;
+}
+/* ====[ END src/timer_wheel.c ]============================================ */
 /* ====[ BEGIN src/idle.c ]================================================= */
 /* >>idle */
 /* Idle workers (seed 000 "IdleState", "Last searcher must notify").
@@ -2523,6 +2968,22 @@ BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t) {
     }
 }
 
+BLITZ_API void blitz_join_cancel(blitz_cx *cx, blitz_task *t) {
+    (void)cx;
+    if (!t)
+        return;
+    /* Take the stored waker back unless the task completed (then the
+     * completer owns and consumes it). */
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+    for (;;) {
+        if (blitz__state_is_complete(s) || !(s & BLITZ__TASK_JOIN_WAKER))
+            return;
+        if (blitz__u64_cas_weak(&t->state, &s, s & ~BLITZ__TASK_JOIN_WAKER, BLITZ__ACQ_REL))
+            break;
+    }
+    blitz_waker_drop(t->join_waker);
+}
+
 BLITZ_API int blitz_task_status(const blitz_task *t) {
     if (!t)
         return BLITZ_EINVAL;
@@ -2622,6 +3083,398 @@ BLITZ_API int blitz_task_wait(blitz_task *t) {
     return rc == BLITZ_EAGAIN ? BLITZ_ESHUTDOWN : rc;
 }
 /* ====[ END src/join.c ]=================================================== */
+/* ====[ BEGIN src/time_driver.c ]========================================== */
+/* >>time_driver */
+/* The time driver: the runtime's clock and its timer wheel, wired to
+ * tasks.
+ *
+ * The clock is CLOCK_MONOTONIC in nanoseconds, or, for a runtime created
+ * with a paused clock, a virtual time that moves only when told
+ * (blitz_time_advance) or, when every worker is idle, jumps to the next
+ * deadline. Ticks are whole milliseconds since the runtime's origin; a
+ * deadline is rounded up to a tick and a timer fires once the current tick
+ * reaches it, so no timer fires before its deadline.
+ *
+ * The wheel and every armed timer's waker are guarded by `lock`. Firing
+ * moves the due entries out under the lock, marks them FIRED (release) and
+ * wakes their wakers after unlocking. `next_expiry_ns` is a lock-free hint
+ * for the earliest deadline (never later than the truth): workers compare
+ * the clock with it at each tick and only then take the lock (a try-lock,
+ * so that one worker stuck in a long poll never stops timers: any other
+ * worker fires them). One parked worker at a time (the "timer sleeper")
+ * sleeps with a timeout to the next deadline; the others sleep without one,
+ * so an idle runtime without timers wakes nobody. Arming a timer earlier
+ * than the hint wakes the sleeper (or a parked worker) to re-plan. */
+/* internal.h already included */
+
+#define BLITZ__TICK_NS     1000000u
+#define BLITZ__TIMER_IDLE  0u
+#define BLITZ__TIMER_ARMED 1u
+#define BLITZ__TIMER_FIRED 2u
+
+BLITZ_PRIVATE void blitz__time_init(blitz_runtime *rt, int paused) {
+    blitz__time_driver *td = &rt->time;
+    blitz__mutex_init(&td->lock);
+    td->origin_ns = blitz__now_ns();
+    td->paused = paused;
+    blitz__u64_store(&td->virtual_ns, td->origin_ns, BLITZ__RELAXED);
+    blitz__wheel_init(&td->wheel, 0);
+    blitz__u64_store(&td->next_expiry_ns, UINT64_MAX, BLITZ__RELAXED);
+    blitz__u32_store(&td->sleeper, 0, BLITZ__RELAXED);
+}
+
+BLITZ_PRIVATE void blitz__time_destroy(blitz_runtime *rt) {
+    blitz__mutex_destroy(&rt->time.lock);
+}
+
+/* The runtime's current time in nanoseconds. */
+BLITZ_PRIVATE uint64_t blitz__rt_now(const blitz_runtime *rt) {
+    if (rt->time.paused)
+        return blitz__u64_load(&rt->time.virtual_ns, BLITZ__ACQUIRE);
+    return blitz__now_ns();
+}
+
+/* Ticks since the origin that `ns` has fully reached (floor), and the tick
+ * at which a deadline is due (ceiling). */
+static uint64_t blitz__tick_floor(const blitz_runtime *rt, uint64_t ns) {
+    return ns <= rt->time.origin_ns ? 0 : (ns - rt->time.origin_ns) / BLITZ__TICK_NS;
+}
+static uint64_t blitz__tick_ceil(const blitz_runtime *rt, uint64_t ns) {
+    if (ns <= rt->time.origin_ns)
+        return 0;
+    uint64_t d = ns - rt->time.origin_ns;
+    return d / BLITZ__TICK_NS + (d % BLITZ__TICK_NS != 0);
+}
+/* The nanosecond at which tick `t` begins (saturating). */
+static uint64_t blitz__tick_start_ns(const blitz_runtime *rt, uint64_t t) {
+    if (t >= (UINT64_MAX - rt->time.origin_ns) / BLITZ__TICK_NS)
+        return UINT64_MAX;
+    return rt->time.origin_ns + t * BLITZ__TICK_NS;
+}
+
+/* Publishes the wheel's earliest expiry as the hint. Caller holds lock.
+ * Seq_cst: pairs with a parking worker's seq_cst re-check (worker.c). */
+static void blitz__time_update_hint(blitz_runtime *rt) {
+    uint64_t t = blitz__wheel_next_expiry(&rt->time.wheel);
+    blitz__u64_store(&rt->time.next_expiry_ns,
+                     t == UINT64_MAX ? UINT64_MAX : blitz__tick_start_ns(rt, t), BLITZ__SEQ_CST);
+}
+
+#define BLITZ__WHERE_FIRING (BLITZ__WHEEL_NOT_IN_WHEEL - 1)
+#define BLITZ__WAKE_BATCH   64
+
+static blitz_timer *blitz__timer_of(blitz__timer_entry *e) {
+    return (blitz_timer *)(void *)((char *)e - offsetof(blitz_timer, blitz__entry));
+}
+
+/* Moves every timer due at `now_ns` from the wheel to the firing list.
+ * Caller holds the lock. Entries in the firing list are still ARMED (a
+ * cancel unlinks them from there) until fired in batches. */
+static void blitz__time_collect(blitz_runtime *rt, uint64_t now_ns) {
+    blitz__time_driver *td = &rt->time;
+    blitz__timer_entry *due = NULL;
+    blitz__wheel_advance(&td->wheel, blitz__tick_floor(rt, now_ns), &due);
+    while (due) {
+        blitz__timer_entry *next = due->next;
+        due->where = BLITZ__WHERE_FIRING;
+        due->prev = NULL;
+        due->next = td->firing;
+        if (td->firing)
+            td->firing->prev = due;
+        td->firing = due;
+        due = next;
+    }
+    blitz__time_update_hint(rt);
+}
+
+/* Fires the firing list: a batch at a time, marked FIRED under the lock,
+ * woken after unlocking it (a woken task may run, re-arm and take the lock
+ * at once). Called and returns with the lock held. Returns how many. */
+static size_t blitz__time_fire(blitz_runtime *rt) {
+    blitz__time_driver *td = &rt->time;
+    size_t fired = 0;
+    while (td->firing) {
+        blitz_waker batch[BLITZ__WAKE_BATCH];
+        int n = 0;
+        while (td->firing && n < BLITZ__WAKE_BATCH) {
+            blitz__timer_entry *e = td->firing;
+            td->firing = e->next;
+            if (td->firing)
+                td->firing->prev = NULL;
+            e->where = BLITZ__WHEEL_NOT_IN_WHEEL;
+            blitz_timer *t = blitz__timer_of(e);
+            batch[n++] = t->blitz__waker;
+            t->blitz__waker = blitz_waker_noop();
+            /* Release: the task that sees FIRED sees the timer out of every
+             * list; from here its owner may reuse the memory. */
+            blitz__u32_field_store(&t->blitz__state, BLITZ__TIMER_FIRED, BLITZ__RELEASE);
+        }
+        fired += (size_t)n;
+        blitz__mutex_unlock(&td->lock);
+        for (int i = 0; i < n; i++)
+            blitz_waker_wake(batch[i]);
+        blitz__mutex_lock(&td->lock);
+    }
+    return fired;
+}
+
+/* Fires due timers if the hint says some are due. `block`: wait for the
+ * lock rather than try it. Returns 1 when it fired at least one. */
+BLITZ_PRIVATE int blitz__time_process(blitz_runtime *rt, int block) {
+    uint64_t hint = blitz__u64_load(&rt->time.next_expiry_ns, BLITZ__ACQUIRE);
+    if (hint == UINT64_MAX)
+        return 0;
+    if (blitz__rt_now(rt) < hint)
+        return 0;
+    if (block)
+        blitz__mutex_lock(&rt->time.lock);
+    else if (!blitz__mutex_trylock(&rt->time.lock))
+        return 0;
+    blitz__time_collect(rt, blitz__rt_now(rt));
+    size_t fired = blitz__time_fire(rt);
+    blitz__mutex_unlock(&rt->time.lock);
+    return fired != 0;
+}
+
+/* Nanoseconds a parked thread should sleep for the next timer: 0 for "no
+ * timer" (sleep until woken). */
+BLITZ_PRIVATE uint64_t blitz__time_sleep_ns(blitz_runtime *rt) {
+    uint64_t hint = blitz__u64_load(&rt->time.next_expiry_ns, BLITZ__SEQ_CST);
+    if (hint == UINT64_MAX || rt->time.paused)
+        return 0;
+    uint64_t now = blitz__now_ns();
+    return hint > now ? hint - now : 1;
+}
+
+/* Paused clock, every worker idle: jump to the next deadline and fire.
+ * Returns 1 when it moved the clock. */
+BLITZ_PRIVATE int blitz__time_auto_advance(blitz_runtime *rt) {
+    if (!rt->time.paused)
+        return 0;
+    blitz__mutex_lock(&rt->time.lock);
+    uint64_t t = blitz__wheel_next_expiry(&rt->time.wheel);
+    if (t != UINT64_MAX) {
+        uint64_t target = blitz__tick_start_ns(rt, t);
+        if (target > blitz__u64_load(&rt->time.virtual_ns, BLITZ__RELAXED))
+            blitz__u64_store(&rt->time.virtual_ns, target, BLITZ__RELEASE);
+        blitz__time_collect(rt, blitz__u64_load(&rt->time.virtual_ns, BLITZ__RELAXED));
+        blitz__time_fire(rt);
+    }
+    blitz__mutex_unlock(&rt->time.lock);
+    return t != UINT64_MAX;
+}
+
+/* Someone must notice a timer that is now the earliest: the sleeping
+ * driver re-plans, or a parked worker wakes up to become it. */
+static void blitz__time_kick(blitz_runtime *rt) {
+    if (rt->flavor == BLITZ_CURRENT_THREAD) {
+        blitz__parker_unpark(&rt->ct->parker);
+        return;
+    }
+    uint32_t s = blitz__u32_load(&rt->time.sleeper, BLITZ__SEQ_CST);
+    if (s)
+        blitz__parker_unpark(&rt->workers[s - 1].parker);
+    else
+        blitz__idle_notify_parked(rt);
+}
+
+/* ---- the public timer ------------------------------------------------------- */
+
+static blitz_runtime *blitz__cx_rt(blitz_cx *cx) {
+    return cx->ctx->rt;
+}
+
+/* Arms `t` for `deadline_ns` with the task's waker. */
+static void blitz__timer_arm(blitz_runtime *rt, blitz_timer *t, uint64_t deadline_ns,
+                             const blitz_waker *w) {
+    t->deadline = deadline_ns;
+    t->blitz__rt = rt;
+    t->blitz__entry.where = BLITZ__WHEEL_NOT_IN_WHEEL;
+    t->blitz__entry.deadline = blitz__tick_ceil(rt, deadline_ns);
+    blitz__mutex_lock(&rt->time.lock);
+    t->blitz__waker = blitz_waker_clone(w);
+    blitz__u32_field_store(&t->blitz__state, BLITZ__TIMER_ARMED, BLITZ__RELAXED);
+    blitz__wheel_insert(&rt->time.wheel, &t->blitz__entry);
+    uint64_t before = blitz__u64_load(&rt->time.next_expiry_ns, BLITZ__RELAXED);
+    blitz__time_update_hint(rt);
+    uint64_t after = blitz__u64_load(&rt->time.next_expiry_ns, BLITZ__RELAXED);
+    blitz__mutex_unlock(&rt->time.lock);
+    if (after < before)
+        blitz__time_kick(rt);
+}
+
+BLITZ_API blitz_poll blitz_sleep_until(blitz_cx *cx, blitz_timer *t, uint64_t deadline_ns) {
+    if (!cx || !t)
+        return BLITZ_READY;
+    uint32_t s = blitz__u32_field_load(&t->blitz__state, BLITZ__ACQUIRE);
+    if (s == BLITZ__TIMER_FIRED) {
+        blitz__u32_field_store(&t->blitz__state, BLITZ__TIMER_IDLE, BLITZ__RELAXED);
+        return BLITZ_READY;
+    }
+    blitz_runtime *rt = blitz__cx_rt(cx);
+    blitz_waker mine = blitz_cx_waker(cx);
+    if (s == BLITZ__TIMER_IDLE) {
+        if (deadline_ns <= blitz__rt_now(rt))
+            return BLITZ_READY;
+        blitz__timer_arm(rt, t, deadline_ns, &mine);
+        return BLITZ_PENDING;
+    }
+    /* Armed: polled again (a spurious wake, or another op of the task).
+     * Keep the registered waker if it still wakes this task; the driver
+     * takes it under the lock, so look at it under the lock too. */
+    blitz_waker old = blitz_waker_noop();
+    blitz__mutex_lock(&rt->time.lock);
+    if (blitz__u32_field_load(&t->blitz__state, BLITZ__RELAXED) == BLITZ__TIMER_ARMED &&
+        !blitz_waker_will_wake(&t->blitz__waker, &mine)) {
+        old = t->blitz__waker;
+        t->blitz__waker = blitz_waker_clone(&mine);
+    }
+    blitz__mutex_unlock(&rt->time.lock);
+    blitz_waker_drop(old);
+    if (blitz__u32_field_load(&t->blitz__state, BLITZ__ACQUIRE) == BLITZ__TIMER_FIRED) {
+        blitz__u32_field_store(&t->blitz__state, BLITZ__TIMER_IDLE, BLITZ__RELAXED);
+        return BLITZ_READY;
+    }
+    return BLITZ_PENDING;
+}
+
+BLITZ_API blitz_poll blitz_sleep(blitz_cx *cx, blitz_timer *t, int64_t ns) {
+    if (!cx || !t)
+        return BLITZ_READY;
+    /* Only the first poll computes the deadline; later polls keep it. */
+    if (blitz__u32_field_load(&t->blitz__state, BLITZ__ACQUIRE) != BLITZ__TIMER_IDLE)
+        return blitz_sleep_until(cx, t, t->deadline);
+    return blitz_sleep_until(cx, t, blitz_deadline_after(blitz__rt_now(blitz__cx_rt(cx)), ns));
+}
+
+BLITZ_API int blitz_timer_cancel(blitz_timer *t) {
+    if (!t)
+        return BLITZ_EINVAL;
+    uint32_t s = blitz__u32_field_load(&t->blitz__state, BLITZ__ACQUIRE);
+    if (s == BLITZ__TIMER_IDLE)
+        return BLITZ_OK;
+    blitz_runtime *rt = t->blitz__rt;
+    blitz_waker old = blitz_waker_noop();
+    blitz__mutex_lock(&rt->time.lock);
+    if (blitz__u32_field_load(&t->blitz__state, BLITZ__RELAXED) == BLITZ__TIMER_ARMED) {
+        blitz__timer_entry *e = &t->blitz__entry;
+        if (e->where == BLITZ__WHERE_FIRING) {
+            if (e->prev)
+                e->prev->next = e->next;
+            else
+                rt->time.firing = e->next;
+            if (e->next)
+                e->next->prev = e->prev;
+            e->where = BLITZ__WHEEL_NOT_IN_WHEEL;
+        } else {
+            blitz__wheel_remove(&rt->time.wheel, e);
+        }
+        old = t->blitz__waker;
+        t->blitz__waker = blitz_waker_noop();
+    }
+    blitz__u32_field_store(&t->blitz__state, BLITZ__TIMER_IDLE, BLITZ__RELAXED);
+    blitz__mutex_unlock(&rt->time.lock);
+    blitz_waker_drop(old);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_timer_armed(const blitz_timer *t) {
+    return t && blitz__u32_field_load(&t->blitz__state, BLITZ__ACQUIRE) == BLITZ__TIMER_ARMED;
+}
+
+BLITZ_API blitz_poll blitz_timeout(blitz_cx *cx, blitz_timer *t, int64_t ns, blitz_poll inner) {
+    if (!cx || !t)
+        return BLITZ_READY;
+    if (inner == BLITZ_READY) {
+        blitz_timer_cancel(t);
+        t->expired = 0;
+        return BLITZ_READY;
+    }
+    if (blitz_sleep(cx, t, ns) == BLITZ_READY) {
+        t->expired = 1;
+        return BLITZ_READY;
+    }
+    return BLITZ_PENDING;
+}
+
+/* ---- clock and deadlines ------------------------------------------------------ */
+
+BLITZ_API uint64_t blitz_time_now(const blitz_runtime *rt) {
+    return rt ? blitz__rt_now(rt) : blitz__now_ns();
+}
+
+BLITZ_API uint64_t blitz_cx_now(blitz_cx *cx) {
+    return cx ? blitz__rt_now(blitz__cx_rt(cx)) : blitz__now_ns();
+}
+
+BLITZ_API uint64_t blitz_deadline_after(uint64_t now_ns, int64_t ns) {
+    if (ns <= 0)
+        return now_ns;
+    uint64_t d = (uint64_t)ns;
+    return now_ns > UINT64_MAX - d ? BLITZ_TIME_NEVER : now_ns + d;
+}
+
+BLITZ_API int blitz_time_advance(blitz_runtime *rt, int64_t ns) {
+    if (!rt || ns < 0)
+        return BLITZ_EINVAL;
+    if (!rt->time.paused)
+        return BLITZ_EINVAL;
+    blitz__mutex_lock(&rt->time.lock);
+    uint64_t now = blitz__u64_load(&rt->time.virtual_ns, BLITZ__RELAXED);
+    now = blitz_deadline_after(now, ns);
+    blitz__u64_store(&rt->time.virtual_ns, now, BLITZ__RELEASE);
+    blitz__time_collect(rt, now);
+    blitz__time_fire(rt);
+    blitz__mutex_unlock(&rt->time.lock);
+    return BLITZ_OK;
+}
+
+/* ---- intervals ------------------------------------------------------------------ */
+
+BLITZ_API int blitz_interval_init(blitz_interval *iv, uint64_t start_ns, int64_t period_ns,
+                                  blitz_missed_tick missed) {
+    if (!iv || period_ns <= 0 ||
+        (missed != BLITZ_MISSED_BURST && missed != BLITZ_MISSED_DELAY &&
+         missed != BLITZ_MISSED_SKIP))
+        return BLITZ_EINVAL;
+    memset(iv, 0, sizeof *iv);
+    iv->period = (uint64_t)period_ns;
+    iv->next = start_ns;
+    iv->missed = missed;
+    return BLITZ_OK;
+}
+
+BLITZ_API blitz_poll blitz_interval_tick(blitz_cx *cx, blitz_interval *iv) {
+    if (!cx || !iv || iv->period == 0)
+        return BLITZ_READY;
+    if (blitz_sleep_until(cx, &iv->timer, iv->next) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    uint64_t now = blitz_cx_now(cx), due = iv->next;
+    iv->last_tick = due;
+    switch (iv->missed) {
+    case BLITZ_MISSED_BURST:
+        /* Catch up: the missed ticks come back to back. */
+        iv->next = blitz_deadline_after(due, (int64_t)iv->period);
+        break;
+    case BLITZ_MISSED_DELAY:
+        /* The schedule restarts one period after this (late) tick. */
+        iv->next = blitz_deadline_after(now > due ? now : due, (int64_t)iv->period);
+        break;
+    case BLITZ_MISSED_SKIP: {
+        /* The next tick on the original grid that is after now. */
+        uint64_t next = blitz_deadline_after(due, (int64_t)iv->period);
+        if (next <= now && next != BLITZ_TIME_NEVER) {
+            uint64_t behind = (now - next) / iv->period + 1;
+            next = behind > (BLITZ_TIME_NEVER - next) / iv->period ? BLITZ_TIME_NEVER
+                                                                   : next + behind * iv->period;
+        }
+        iv->next = next;
+        break;
+    }
+    }
+    return BLITZ_READY;
+}
+/* ====[ END src/time_driver.c ]============================================ */
 /* ====[ BEGIN src/worker.c ]=============================================== */
 /* >>worker */
 /* The multi-thread scheduler's workers (seeds 000 and 001).
@@ -2918,12 +3771,38 @@ static void blitz__worker_poll(blitz__worker *w, blitz__task *t, blitz__context 
 
 /* ---- parking ------------------------------------------------------------------------ */
 
+/* A timer is due now (the hint has passed). */
+static int blitz__time_due(blitz_runtime *rt) {
+    uint64_t hint = blitz__u64_load(&rt->time.next_expiry_ns, BLITZ__SEQ_CST);
+    return hint != UINT64_MAX && blitz__rt_now(rt) >= hint;
+}
+
+/* Paused clock: when this worker is the last to park and nothing else runs,
+ * every task is idle, so jump to the next timer. Returns 1 when it did. */
+static int blitz__worker_auto_advance(blitz_runtime *rt) {
+    if (!rt->time.paused)
+        return 0;
+    uint64_t parked = blitz__u64_load(&rt->idle.parked_bitmap, BLITZ__SEQ_CST);
+    if ((uint32_t)__builtin_popcountll(parked) <
+            blitz__u32_load(&rt->workers_started, BLITZ__RELAXED) ||
+        blitz__u32_load(&rt->external_running, BLITZ__SEQ_CST) ||
+        blitz__global_queue_len(&rt->global))
+        return 0;
+    return blitz__time_auto_advance(rt);
+}
+
 /* Returns 1 when the worker slept in the kernel. */
 static int blitz__worker_park(blitz__worker *w) {
     blitz_runtime *rt = w->rt;
     /* Spin first: a parked vCPU takes tens of microseconds to wake, far
      * longer than the gap between bursts of work in a busy program. */
     int slept = 0;
+    /* Yielded tasks are this worker's work, invisible to everyone else: a
+     * worker must never sleep on them. */
+    if (w->deferred_head) {
+        blitz__worker_flush_deferred(w);
+        return 0;
+    }
     for (uint32_t i = 0; i < rt->spin_before_park; i++) {
         if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt))
             return 0;
@@ -2951,14 +3830,33 @@ static int blitz__worker_park(blitz__worker *w) {
     }
     blitz__idle_set_parked(rt, w->index);
     blitz__fence_seq_cst();
-    if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) || blitz__work_available(rt)) {
+    if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) || blitz__work_available(rt) ||
+        blitz__time_due(rt) || blitz__worker_auto_advance(rt)) {
         if (!blitz__idle_unset_parked(rt, w->index))
             w->searching = 1; /* a notifier claimed us meanwhile */
         goto out;
     }
+    /* One parked worker sleeps until the next timer (the sleeper); the
+     * others until woken. Timer arming reads `sleeper` after publishing
+     * the new deadline (seq_cst both sides), and wakes the sleeper or, if
+     * there is none, a parked worker: this one, whose bit is already set. */
+    uint64_t timeout = rt->park_timeout_ns, timer_ns = blitz__time_sleep_ns(rt);
+    uint32_t none = 0;
+    int sleeper =
+        timer_ns && blitz__u32_cas(&rt->time.sleeper, &none, w->index + 1, BLITZ__SEQ_CST);
+    if (sleeper) {
+        /* Re-read after becoming the sleeper: an earlier timer armed in
+         * between saw no sleeper and woke a parked worker, maybe not us. */
+        timer_ns = blitz__time_sleep_ns(rt);
+        if (timer_ns && (timeout == 0 || timer_ns < timeout))
+            timeout = timer_ns;
+    }
     BLITZ__STAT(blitz__u64_bump(&w->counters.parked, 1));
-    blitz__parker_park(&w->parker, rt->park_timeout_ns);
+    if (!sleeper || timer_ns)
+        blitz__parker_park(&w->parker, timeout);
     slept = 1;
+    if (sleeper)
+        blitz__u32_store(&rt->time.sleeper, 0, BLITZ__SEQ_CST);
     if (!blitz__idle_unset_parked(rt, w->index))
         w->searching = 1;
 out:
@@ -3002,6 +3900,9 @@ static void *blitz__worker_main(void *arg) {
     w->stamp_ns = blitz__now_ns();
     while (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)) {
         uint32_t polls = 0;
+        /* Any worker fires due timers (a try-lock: one is enough), so a
+         * worker stuck in a long poll does not hold them back. */
+        blitz__time_process(rt, 0);
         while (polls < BLITZ_BUDGET_PER_TICK) {
             blitz__task *t = blitz__worker_find(w);
             if (!t)
@@ -3109,7 +4010,7 @@ BLITZ_PRIVATE void blitz__worker_help_until(blitz__context *ctx, blitz__task *t)
          * then because this worker is not in the parked set. */
         if (blitz__wait_completion(rt, t, wait_ns))
             break;
-        if (wait_ns < rt->park_timeout_ns)
+        if (wait_ns < BLITZ__HELP_WAIT_MAX_NS)
             wait_ns *= 2;
     }
 }
@@ -3175,7 +4076,7 @@ BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t,
         }
         if (blitz__wait_completion(rt, t, wait_ns))
             break;
-        if (wait_ns < rt->park_timeout_ns)
+        if (wait_ns < BLITZ__HELP_WAIT_MAX_NS)
             wait_ns *= 2;
     }
 }
@@ -3236,7 +4137,7 @@ BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t) {
         if (!blitz__task_set_thread_joiner(t))
             return;
         blitz__sleep_on_completion(rt, seq, wait_ns);
-        if (wait_ns < rt->park_timeout_ns)
+        if (wait_ns < BLITZ__HELP_WAIT_MAX_NS)
             wait_ns *= 2;
     }
 }
@@ -3313,6 +4214,7 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
         if (blitz__task_is_complete(target) || blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
             return;
         uint32_t polls = 0;
+        blitz__time_process(rt, 1);
         while (polls < BLITZ_BUDGET_PER_TICK) {
             /* Take injected tasks now and then even when the list is busy,
              * so remote spawns and wakes are not starved. */
@@ -3341,8 +4243,14 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
                 return;
             if (blitz__global_queue_len(&rt->global))
                 continue;
+            /* Idle with a paused clock: jump to the next timer. */
+            if (blitz__time_auto_advance(rt))
+                continue;
+            uint64_t timeout = rt->park_timeout_ns, timer_ns = blitz__time_sleep_ns(rt);
+            if (timer_ns && (timeout == 0 || timer_ns < timeout))
+                timeout = timer_ns;
             BLITZ__STAT(blitz__u64_bump(&ct->counters.parked, 1));
-            blitz__parker_park(&ct->parker, rt->park_timeout_ns);
+            blitz__parker_park(&ct->parker, timeout);
         }
     }
 }
@@ -3404,6 +4312,7 @@ static void blitz__runtime_release_memory(blitz_runtime *rt) {
         blitz__free(rt->ct);
     }
     blitz__global_queue_destroy(&rt->global);
+    blitz__time_destroy(rt);
     blitz__mutex_destroy(&rt->start_lock);
     blitz__mutex_destroy(&rt->alloc_lock);
     blitz__free(rt);
@@ -3427,7 +4336,7 @@ BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out) {
     if (!rt)
         return BLITZ_ENOMEM;
     rt->flavor = c.flavor;
-    rt->park_timeout_ns = c.park_timeout_ns ? c.park_timeout_ns : BLITZ__DEFAULT_PARK_NS;
+    rt->park_timeout_ns = c.park_timeout_ns;
     rt->spin_before_park = c.spin_before_park == UINT32_MAX ? 0
                            : c.spin_before_park             ? c.spin_before_park
                                                             : BLITZ__DEFAULT_SPIN;
@@ -3444,6 +4353,7 @@ BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out) {
         return rc;
     }
     blitz__idle_init(&rt->idle);
+    blitz__time_init(rt, c.start_paused != 0);
     if (c.flavor == BLITZ_MULTI_THREAD) {
         uint32_t n = c.workers;
         if (n == 0) {

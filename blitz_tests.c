@@ -32,6 +32,7 @@
 #include "tests/test_shutdown.c"
 #include "tests/test_stats.c"
 #include "tests/test_internal.c"
+#include "tests/test_timer_wheel.c"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define TEST_HAS_LSAN 1

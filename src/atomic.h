@@ -75,6 +75,14 @@ BLITZ__DEFINE_ATOMIC(void *, ptr)
 BLITZ__DEFINE_ATOMIC_ARITH(uint32_t, u32)
 BLITZ__DEFINE_ATOMIC_ARITH(uint64_t, u64)
 
+/* A 32-bit word inside a public struct (the types above are private). */
+static inline uint32_t blitz__u32_field_load(const uint32_t *p, int o) {
+    return __atomic_load_n(p, o);
+}
+static inline void blitz__u32_field_store(uint32_t *p, uint32_t x, int o) {
+    __atomic_store_n(p, x, o);
+}
+
 /* A counter written by one thread and read by others: a plain load+store
  * (no locked RMW) is enough because there is a single writer. The store is
  * release (free on x86 and cheap elsewhere) so that a reader that acquires

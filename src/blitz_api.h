@@ -212,7 +212,9 @@ typedef struct blitz_config {
     /* Worker threads (multi-thread flavour). 0 = number of CPUs (at most
      * BLITZ_MAX_WORKERS); more than BLITZ_MAX_WORKERS is BLITZ_EINVAL. */
     uint32_t workers;
-    /* Longest a parked worker sleeps before it looks again. 0 = 10 ms. */
+    /* Longest a parked worker sleeps before it looks again. 0 = until woken
+     * (a worker sleeps until work or the next timer arrives; an idle runtime
+     * without timers uses no CPU). */
     uint64_t park_timeout_ns;
     /* Rounds an idle worker spins looking for work before it parks (waking a
      * parked thread costs tens of microseconds). 0 = default (64);
@@ -221,6 +223,10 @@ typedef struct blitz_config {
     /* Fixed global-queue check interval in ticks instead of the adaptive one
      * (0 = adaptive, 8..255 from the average poll time). */
     uint32_t global_queue_interval;
+    /* Virtual time for tests (Tokio's paused clock): the runtime's clock
+     * moves only with blitz_time_advance, or jumps to the next timer when
+     * every task is idle, so timeouts run instantly and deterministically. */
+    int start_paused;
 } blitz_config;
 
 /* Creates a runtime. Several runtimes may be alive at once. Worker threads
@@ -341,6 +347,103 @@ BLITZ_API int blitz_cx_unshield(blitz_cx *cx);
 /* Index of the worker running this task (0 for current-thread), or -1 when
  * a non-worker thread runs it while it waits in blitz_task_wait. */
 BLITZ_API int blitz_cx_worker(blitz_cx *cx);
+
+/* ---------------------------------------------------------------------------
+ * Time: the clock, sleeps, timeouts, intervals
+ *
+ * Times are nanoseconds on the runtime's monotonic clock; durations are
+ * signed nanoseconds (a negative or zero duration means "now"; a deadline
+ * past the end of time saturates to BLITZ_TIME_NEVER, never wraps). Timers
+ * have the wheel's resolution of 1 ms: a timer fires at the first
+ * millisecond tick at or after its deadline, never before it, plus
+ * scheduling delay.
+ * ------------------------------------------------------------------------- */
+
+#define BLITZ_TIME_NEVER UINT64_MAX
+#define BLITZ_USEC       ((int64_t)1000)
+#define BLITZ_MSEC       ((int64_t)1000000)
+#define BLITZ_SEC        ((int64_t)1000000000)
+
+/* Private: a timer's place in the runtime's wheel. */
+struct blitz__timer_entry {
+    uint64_t deadline; /* in ticks */
+    struct blitz__timer_entry *next, *prev;
+    uint32_t where;
+};
+
+/* A timer: an intrusive op that lives in the task's state (zero-filled is
+ * ready to use; no allocation per sleep). Its fields other than `deadline`
+ * and `expired` are private. */
+typedef struct blitz_timer {
+    struct blitz__timer_entry blitz__entry;
+    blitz_waker blitz__waker;
+    blitz_runtime *blitz__rt;
+    uint32_t blitz__state;
+    int expired;       /* set by blitz_timeout: 1 when the deadline won */
+    uint64_t deadline; /* the armed deadline, in ns */
+} blitz_timer;
+
+/* The runtime's clock in ns (virtual when the runtime's clock is paused);
+ * with rt NULL the real monotonic clock. */
+BLITZ_API uint64_t blitz_time_now(const blitz_runtime *rt);
+BLITZ_API uint64_t blitz_cx_now(blitz_cx *cx);
+/* now + ns, saturating at BLITZ_TIME_NEVER; ns <= 0 gives now. */
+BLITZ_API uint64_t blitz_deadline_after(uint64_t now_ns, int64_t ns);
+
+/* Await: BLITZ_AWAIT(s, blitz_sleep(cx, &s->timer, 5 * BLITZ_MSEC)).
+ * The first poll arms the timer; READY once the deadline has passed, and
+ * the timer is then ready for the next sleep. A deadline already reached is
+ * READY at once. */
+BLITZ_API blitz_poll blitz_sleep(blitz_cx *cx, blitz_timer *t, int64_t ns);
+BLITZ_API blitz_poll blitz_sleep_until(blitz_cx *cx, blitz_timer *t, uint64_t deadline_ns);
+
+/* Disarms: afterwards the timer never fires and holds no reference to its
+ * task. Safe to call twice, after it fired, and from any thread while it
+ * fires. BLITZ_EINVAL for NULL. */
+BLITZ_API int blitz_timer_cancel(blitz_timer *t);
+/* Nonzero while armed and not yet fired. */
+BLITZ_API int blitz_timer_armed(const blitz_timer *t);
+
+/* A deadline around another op:
+ *   BLITZ_AWAIT(s, blitz_timeout(cx, &s->timer, 50 * BLITZ_MSEC,
+ *                                blitz_join(cx, s->child)));
+ *   if (s->timer.expired) { ...the op did not finish in time: cancel it... }
+ * `inner` is the op's poll result, evaluated on every resumption. READY when
+ * the op is READY (timer disarmed, expired = 0) or when the deadline passed
+ * first (expired = 1); the op is then still registered, and the caller
+ * cancels it with the op's own cancel function (blitz_join_cancel,
+ * blitz_timer_cancel). */
+BLITZ_API blitz_poll blitz_timeout(blitz_cx *cx, blitz_timer *t, int64_t ns, blitz_poll inner);
+
+typedef enum blitz_missed_tick {
+    BLITZ_MISSED_BURST = 0, /* ticks that were missed fire back to back */
+    BLITZ_MISSED_DELAY = 1, /* the schedule restarts a period after the late tick */
+    BLITZ_MISSED_SKIP = 2,  /* missed ticks are dropped; the grid is kept */
+} blitz_missed_tick;
+
+typedef struct blitz_interval {
+    blitz_timer timer;
+    uint64_t period;    /* ns */
+    uint64_t next;      /* the next tick's deadline */
+    uint64_t last_tick; /* the deadline of the tick just returned */
+    blitz_missed_tick missed;
+} blitz_interval;
+
+/* First tick at start_ns (at once if already past), then every period_ns.
+ * BLITZ_EINVAL for NULL, period <= 0 or an unknown policy. */
+BLITZ_API int blitz_interval_init(blitz_interval *iv, uint64_t start_ns, int64_t period_ns,
+                                  blitz_missed_tick missed);
+/* Await the next tick: BLITZ_AWAIT(s, blitz_interval_tick(cx, &s->iv)). */
+BLITZ_API blitz_poll blitz_interval_tick(blitz_cx *cx, blitz_interval *iv);
+
+/* Paused clock only (blitz_config.start_paused): moves the runtime's clock
+ * forward by ns and fires what is due. BLITZ_EINVAL otherwise or for
+ * ns < 0. */
+BLITZ_API int blitz_time_advance(blitz_runtime *rt, int64_t ns);
+
+/* Removes the caller's registration from `t`'s join (after a timeout won):
+ * the handle is not awaited any more and keeps no reference to the caller. */
+BLITZ_API void blitz_join_cancel(blitz_cx *cx, blitz_task *t);
 
 /* ---------------------------------------------------------------------------
  * Statistics

@@ -68,6 +68,7 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
         if (blitz__task_is_complete(target) || blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
             return;
         uint32_t polls = 0;
+        blitz__time_process(rt, 1);
         while (polls < BLITZ_BUDGET_PER_TICK) {
             /* Take injected tasks now and then even when the list is busy,
              * so remote spawns and wakes are not starved. */
@@ -96,8 +97,14 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
                 return;
             if (blitz__global_queue_len(&rt->global))
                 continue;
+            /* Idle with a paused clock: jump to the next timer. */
+            if (blitz__time_auto_advance(rt))
+                continue;
+            uint64_t timeout = rt->park_timeout_ns, timer_ns = blitz__time_sleep_ns(rt);
+            if (timer_ns && (timeout == 0 || timer_ns < timeout))
+                timeout = timer_ns;
             BLITZ__STAT(blitz__u64_bump(&ct->counters.parked, 1));
-            blitz__parker_park(&ct->parker, rt->park_timeout_ns);
+            blitz__parker_park(&ct->parker, timeout);
         }
     }
 }

@@ -65,7 +65,7 @@ _Static_assert(BLITZ_BUDGET_PER_TICK >= 1, "BLITZ_BUDGET_PER_TICK must be positi
 #define BLITZ__INTERVAL_MAX        255
 #define BLITZ__INTERVAL_TARGET_NS  1000000u
 #define BLITZ__INITIAL_AVG_POLL_NS 50000u
-#define BLITZ__DEFAULT_PARK_NS     10000000u
+#define BLITZ__HELP_WAIT_MAX_NS    10000000u
 #define BLITZ__DEFAULT_SPIN        64u
 
 #define BLITZ__ALIGNED     __attribute__((aligned(BLITZ_CACHE_LINE)))
@@ -140,6 +140,8 @@ typedef struct blitz__block_cache {
     blitz__task *full[BLITZ__NUM_CLASSES]; /* one full batch held back, or NULL */
     blitz__chunk *carving[BLITZ__NUM_CLASSES];
 } blitz__block_cache;
+
+#include "timer_wheel.h"
 
 /* ---- queues ---------------------------------------------------------------- */
 
@@ -242,6 +244,23 @@ struct blitz_cx {
     int yielded;
 };
 
+/* ---- the time driver (time_driver.c) ---------------------------------------- */
+
+typedef struct blitz__time_driver {
+    blitz__mutex lock; /* guards wheel, firing and armed timers' wakers */
+    blitz__timer_wheel wheel;
+    blitz__timer_entry *firing; /* due, being fired in batches */
+    uint64_t origin_ns;         /* tick 0 */
+    int paused;                 /* virtual clock */
+    blitz__atomic_u64 virtual_ns;
+    /* Earliest deadline in ns (never later than the truth), UINT64_MAX
+     * when no timer is armed. */
+    BLITZ__ALIGNED blitz__atomic_u64 next_expiry_ns;
+    /* 1 + index of the parked worker that sleeps until the next deadline,
+     * or 0. */
+    blitz__atomic_u32 sleeper;
+} blitz__time_driver;
+
 /* ---- the runtime (runtime.c) ------------------------------------------------ */
 
 struct blitz_runtime {
@@ -278,6 +297,7 @@ struct blitz_runtime {
      * block (join_waker.data). */
     blitz__atomic_ptr spare_batches[BLITZ__NUM_CLASSES];
     blitz__worker_counters remote_counters; /* updated under alloc_lock */
+    blitz__time_driver time;
     void *workers_raw;
 };
 

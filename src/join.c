@@ -41,6 +41,22 @@ BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t) {
     }
 }
 
+BLITZ_API void blitz_join_cancel(blitz_cx *cx, blitz_task *t) {
+    (void)cx;
+    if (!t)
+        return;
+    /* Take the stored waker back unless the task completed (then the
+     * completer owns and consumes it). */
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+    for (;;) {
+        if (blitz__state_is_complete(s) || !(s & BLITZ__TASK_JOIN_WAKER))
+            return;
+        if (blitz__u64_cas_weak(&t->state, &s, s & ~BLITZ__TASK_JOIN_WAKER, BLITZ__ACQ_REL))
+            break;
+    }
+    blitz_waker_drop(t->join_waker);
+}
+
 BLITZ_API int blitz_task_status(const blitz_task *t) {
     if (!t)
         return BLITZ_EINVAL;

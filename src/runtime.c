@@ -24,6 +24,7 @@ static void blitz__runtime_release_memory(blitz_runtime *rt) {
         blitz__free(rt->ct);
     }
     blitz__global_queue_destroy(&rt->global);
+    blitz__time_destroy(rt);
     blitz__mutex_destroy(&rt->start_lock);
     blitz__mutex_destroy(&rt->alloc_lock);
     blitz__free(rt);
@@ -47,7 +48,7 @@ BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out) {
     if (!rt)
         return BLITZ_ENOMEM;
     rt->flavor = c.flavor;
-    rt->park_timeout_ns = c.park_timeout_ns ? c.park_timeout_ns : BLITZ__DEFAULT_PARK_NS;
+    rt->park_timeout_ns = c.park_timeout_ns;
     rt->spin_before_park = c.spin_before_park == UINT32_MAX ? 0
                            : c.spin_before_park             ? c.spin_before_park
                                                             : BLITZ__DEFAULT_SPIN;
@@ -64,6 +65,7 @@ BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out) {
         return rc;
     }
     blitz__idle_init(&rt->idle);
+    blitz__time_init(rt, c.start_paused != 0);
     if (c.flavor == BLITZ_MULTI_THREAD) {
         uint32_t n = c.workers;
         if (n == 0) {

@@ -33,6 +33,10 @@ BLITZ_PRIVATE void blitz__mutex_lock(blitz__mutex *m) {
         c = blitz__u32_swap(&m->state, 2, BLITZ__ACQUIRE);
     }
 }
+BLITZ_PRIVATE int blitz__mutex_trylock(blitz__mutex *m) {
+    uint32_t c = 0;
+    return blitz__u32_cas(&m->state, &c, 1, BLITZ__ACQUIRE);
+}
 BLITZ_PRIVATE void blitz__mutex_unlock(blitz__mutex *m) {
     if (blitz__u32_swap(&m->state, 0, BLITZ__RELEASE) == 2)
         syscall(SYS_futex, &m->state.v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -46,6 +50,9 @@ BLITZ_PRIVATE void blitz__mutex_destroy(blitz__mutex *m) {
 }
 BLITZ_PRIVATE void blitz__mutex_lock(blitz__mutex *m) {
     pthread_mutex_lock(m);
+}
+BLITZ_PRIVATE int blitz__mutex_trylock(blitz__mutex *m) {
+    return pthread_mutex_trylock(m) == 0;
 }
 BLITZ_PRIVATE void blitz__mutex_unlock(blitz__mutex *m) {
     pthread_mutex_unlock(m);

@@ -292,12 +292,38 @@ static void blitz__worker_poll(blitz__worker *w, blitz__task *t, blitz__context 
 
 /* ---- parking ------------------------------------------------------------------------ */
 
+/* A timer is due now (the hint has passed). */
+static int blitz__time_due(blitz_runtime *rt) {
+    uint64_t hint = blitz__u64_load(&rt->time.next_expiry_ns, BLITZ__SEQ_CST);
+    return hint != UINT64_MAX && blitz__rt_now(rt) >= hint;
+}
+
+/* Paused clock: when this worker is the last to park and nothing else runs,
+ * every task is idle, so jump to the next timer. Returns 1 when it did. */
+static int blitz__worker_auto_advance(blitz_runtime *rt) {
+    if (!rt->time.paused)
+        return 0;
+    uint64_t parked = blitz__u64_load(&rt->idle.parked_bitmap, BLITZ__SEQ_CST);
+    if ((uint32_t)__builtin_popcountll(parked) <
+            blitz__u32_load(&rt->workers_started, BLITZ__RELAXED) ||
+        blitz__u32_load(&rt->external_running, BLITZ__SEQ_CST) ||
+        blitz__global_queue_len(&rt->global))
+        return 0;
+    return blitz__time_auto_advance(rt);
+}
+
 /* Returns 1 when the worker slept in the kernel. */
 static int blitz__worker_park(blitz__worker *w) {
     blitz_runtime *rt = w->rt;
     /* Spin first: a parked vCPU takes tens of microseconds to wake, far
      * longer than the gap between bursts of work in a busy program. */
     int slept = 0;
+    /* Yielded tasks are this worker's work, invisible to everyone else: a
+     * worker must never sleep on them. */
+    if (w->deferred_head) {
+        blitz__worker_flush_deferred(w);
+        return 0;
+    }
     for (uint32_t i = 0; i < rt->spin_before_park; i++) {
         if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt))
             return 0;
@@ -325,14 +351,33 @@ static int blitz__worker_park(blitz__worker *w) {
     }
     blitz__idle_set_parked(rt, w->index);
     blitz__fence_seq_cst();
-    if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) || blitz__work_available(rt)) {
+    if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) || blitz__work_available(rt) ||
+        blitz__time_due(rt) || blitz__worker_auto_advance(rt)) {
         if (!blitz__idle_unset_parked(rt, w->index))
             w->searching = 1; /* a notifier claimed us meanwhile */
         goto out;
     }
+    /* One parked worker sleeps until the next timer (the sleeper); the
+     * others until woken. Timer arming reads `sleeper` after publishing
+     * the new deadline (seq_cst both sides), and wakes the sleeper or, if
+     * there is none, a parked worker: this one, whose bit is already set. */
+    uint64_t timeout = rt->park_timeout_ns, timer_ns = blitz__time_sleep_ns(rt);
+    uint32_t none = 0;
+    int sleeper =
+        timer_ns && blitz__u32_cas(&rt->time.sleeper, &none, w->index + 1, BLITZ__SEQ_CST);
+    if (sleeper) {
+        /* Re-read after becoming the sleeper: an earlier timer armed in
+         * between saw no sleeper and woke a parked worker, maybe not us. */
+        timer_ns = blitz__time_sleep_ns(rt);
+        if (timer_ns && (timeout == 0 || timer_ns < timeout))
+            timeout = timer_ns;
+    }
     BLITZ__STAT(blitz__u64_bump(&w->counters.parked, 1));
-    blitz__parker_park(&w->parker, rt->park_timeout_ns);
+    if (!sleeper || timer_ns)
+        blitz__parker_park(&w->parker, timeout);
     slept = 1;
+    if (sleeper)
+        blitz__u32_store(&rt->time.sleeper, 0, BLITZ__SEQ_CST);
     if (!blitz__idle_unset_parked(rt, w->index))
         w->searching = 1;
 out:
@@ -376,6 +421,9 @@ static void *blitz__worker_main(void *arg) {
     w->stamp_ns = blitz__now_ns();
     while (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)) {
         uint32_t polls = 0;
+        /* Any worker fires due timers (a try-lock: one is enough), so a
+         * worker stuck in a long poll does not hold them back. */
+        blitz__time_process(rt, 0);
         while (polls < BLITZ_BUDGET_PER_TICK) {
             blitz__task *t = blitz__worker_find(w);
             if (!t)
@@ -483,7 +531,7 @@ BLITZ_PRIVATE void blitz__worker_help_until(blitz__context *ctx, blitz__task *t)
          * then because this worker is not in the parked set. */
         if (blitz__wait_completion(rt, t, wait_ns))
             break;
-        if (wait_ns < rt->park_timeout_ns)
+        if (wait_ns < BLITZ__HELP_WAIT_MAX_NS)
             wait_ns *= 2;
     }
 }
@@ -549,7 +597,7 @@ BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t,
         }
         if (blitz__wait_completion(rt, t, wait_ns))
             break;
-        if (wait_ns < rt->park_timeout_ns)
+        if (wait_ns < BLITZ__HELP_WAIT_MAX_NS)
             wait_ns *= 2;
     }
 }
@@ -610,7 +658,7 @@ BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t) {
         if (!blitz__task_set_thread_joiner(t))
             return;
         blitz__sleep_on_completion(rt, seq, wait_ns);
-        if (wait_ns < rt->park_timeout_ns)
+        if (wait_ns < BLITZ__HELP_WAIT_MAX_NS)
             wait_ns *= 2;
     }
 }

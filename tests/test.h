@@ -10,21 +10,21 @@
 
 #define BLITZ_TEST(name) int test_##name(void)
 
-#define CHECK_BASE(cond, fmt, ...)                                                                 \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__);   \
-            fflush(stderr);                                                                        \
-            abort();                                                                               \
-        }                                                                                          \
+#define CHECK_BASE(cond, fmt, ...)                                                              \
+    do {                                                                                        \
+        if (!(cond)) {                                                                          \
+            fprintf(stderr, "%s:%d: check failed: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__); \
+            fflush(stderr);                                                                     \
+            abort();                                                                            \
+        }                                                                                       \
     } while (0)
 
 #define CHECK(cond) CHECK_BASE(cond, "%s", #cond)
-#define CHECK_INT_OP(a, op, b)                                                                     \
-    do {                                                                                           \
-        long long check_a_ = (long long)(a), check_b_ = (long long)(b);                            \
-        CHECK_BASE(check_a_ op check_b_, "%s %s %s (%lld vs %lld)", #a, #op, #b, check_a_,         \
-                   check_b_);                                                                      \
+#define CHECK_INT_OP(a, op, b)                                                             \
+    do {                                                                                   \
+        long long check_a_ = (long long)(a), check_b_ = (long long)(b);                    \
+        CHECK_BASE(check_a_ op check_b_, "%s %s %s (%lld vs %lld)", #a, #op, #b, check_a_, \
+                   check_b_);                                                              \
     } while (0)
 #define CHECK_EQ(a, b) CHECK_INT_OP(a, ==, b)
 #define CHECK_NE(a, b) CHECK_INT_OP(a, !=, b)
@@ -32,14 +32,14 @@
 #define CHECK_LE(a, b) CHECK_INT_OP(a, <=, b)
 #define CHECK_GT(a, b) CHECK_INT_OP(a, >, b)
 #define CHECK_GE(a, b) CHECK_INT_OP(a, >=, b)
-#define CHECK_OK(expr)                                                                             \
-    do {                                                                                           \
-        int check_rc_ = (expr);                                                                    \
-        CHECK_BASE(check_rc_ == 0, "%s returned %d (%s)", #expr, check_rc_,                        \
-                   blitz_strerror(check_rc_));                                                     \
+#define CHECK_OK(expr)                                                      \
+    do {                                                                    \
+        int check_rc_ = (expr);                                             \
+        CHECK_BASE(check_rc_ == 0, "%s returned %d (%s)", #expr, check_rc_, \
+                   blitz_strerror(check_rc_));                              \
     } while (0)
-#define CHECK_PTR_EQ(a, b)                                                                         \
-    CHECK_BASE((const void *)(a) == (const void *)(b), "%s == %s (%p vs %p)", #a, #b,              \
+#define CHECK_PTR_EQ(a, b)                                                            \
+    CHECK_BASE((const void *)(a) == (const void *)(b), "%s == %s (%p vs %p)", #a, #b, \
                (const void *)(a), (const void *)(b))
 #define CHECK_NULL(a)     CHECK_PTR_EQ(a, NULL)
 #define CHECK_NOT_NULL(a) CHECK_BASE((a) != NULL, "%s != NULL", #a)
