@@ -4489,8 +4489,16 @@ BLITZ_API int blitz_runtime_run(blitz_runtime *rt, blitz_poll_fn poll, void *sta
     int rc = blitz__spawn(rt, &o, &h, pin);
     if (rc != BLITZ_OK)
         return rc;
-    if (pin)
+    if (pin) {
+        /* The workers also drive the timers of the pinned task. */
+        rc = blitz__workers_start(rt);
+        if (rc != BLITZ_OK) {
+            /* Never polled; the shutdown sweep reclaims it. */
+            blitz_task_release(&h);
+            return rc;
+        }
         blitz__block_on(rt, h);
+    }
     rc = blitz_task_wait(h);
     if (rc == BLITZ_OK && state)
         memcpy(state, blitz_task_state(h), size);
