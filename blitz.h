@@ -52,12 +52,14 @@ WHAT IS IN THIS VERSION
 - stackless tasks: a poll function plus a state block, written with the
   BLITZ_BEGIN / BLITZ_AWAIT / BLITZ_YIELD / BLITZ_END macros;
 - join handles (await inside tasks, block on them from plain threads),
-  detach, cancellation with shields, drop functions, statistics.
+  detach, cancellation with shields, drop functions, statistics;
+- time: a hierarchical timer wheel driving sleeps, timeouts and intervals,
+  and a paused (virtual) clock for tests.
 
-blitz DOES NOT yet have: timers, I/O (sockets, files), channels and async
-locks, a blocking pool, signals or processes. A task that must wait for
-something else today keeps a waker (blitz_cx_waker + blitz_waker_clone)
-and whoever completes the wait calls blitz_waker_wake.
+blitz DOES NOT yet have: I/O (sockets, files), channels and async locks, a
+blocking pool, signals or processes. A task that must wait for something
+else today keeps a waker (blitz_cx_waker + blitz_waker_clone) and whoever
+completes the wait calls blitz_waker_wake.
 
 
 CONFIGURATION MACROS
@@ -84,8 +86,9 @@ marked * in every file that includes it).
 
 Run-time settings live in blitz_config (zero means default): flavour,
 workers (0 = CPU count; more than BLITZ_MAX_WORKERS is BLITZ_EINVAL),
-park timeout (10 ms), spin rounds before parking (64), and a fixed
-global-queue interval (0 = adaptive).
+park timeout (0: a parked worker sleeps until work or its next timer),
+spin rounds before parking (64), a fixed global-queue interval (0 =
+adaptive), and start_paused (virtual time, see TIME).
 
 
 TASKS AND POLL FUNCTIONS
@@ -151,6 +154,42 @@ cloned waker somewhere) stays registered until that waker is woken or
 dropped; the task being cancelled makes the wake a no-op.
 
 
+TIME
+====
+Times are nanoseconds on the runtime's monotonic clock (blitz_time_now,
+blitz_cx_now); durations are signed nanoseconds (BLITZ_MSEC, BLITZ_SEC):
+zero or negative means "now", and a deadline beyond the end of time
+saturates to BLITZ_TIME_NEVER instead of wrapping. A blitz_timer lives in
+the task's state (zero-filled is ready; no allocation):
+
+    BLITZ_AWAIT(s, blitz_sleep(cx, &s->timer, 20 * BLITZ_MSEC));
+    BLITZ_AWAIT(s, blitz_sleep_until(cx, &s->timer, deadline));
+    BLITZ_AWAIT(s, blitz_timeout(cx, &s->timer, BLITZ_SEC,
+                                 blitz_join(cx, s->child)));
+    if (s->timer.expired)  // the join did not finish in a second
+        blitz_join_cancel(cx, s->child);
+
+Intervals tick on a grid (blitz_interval_init + blitz_interval_tick) with a
+policy for missed ticks: BLITZ_MISSED_BURST (catch up back to back),
+BLITZ_MISSED_DELAY (restart a period after the late tick) or
+BLITZ_MISSED_SKIP (drop them, keep the grid).
+
+Resolution is the wheel's 1 ms tick: a timer fires at the first tick at or
+after its deadline, never before it. The wheel has 5 levels of 64 slots
+(1 ms, 64 ms, 4 s, 4.4 min, 4.7 h per slot) and an overflow list beyond
+~12 days. Any worker fires due timers at the start of its tick (so one
+worker stuck in a long poll does not hold them back); when all are parked,
+one of them sleeps until the next deadline and the others until woken.
+
+blitz_timer_cancel disarms a timer; it is safe twice, after firing and
+from any thread. An armed timer holds a reference to its task: cancel it
+before abandoning it, or the task's memory is kept until it fires.
+
+With blitz_config.start_paused the clock is virtual: it moves only with
+blitz_time_advance(rt, ns), or jumps to the next deadline when every worker
+is idle, so tests of long timeouts run instantly and deterministically.
+
+
 SHUTDOWN
 ========
 blitz_runtime_shutdown: spawns fail with BLITZ_ESHUTDOWN, workers finish
@@ -180,9 +219,9 @@ from the global queue; its LIFO slot (at most 3 times a tick, then the
 slot's task joins the ring); its ring; a batch from the global queue
 (min(64, max(4, queued / workers)) tasks); then, as one of at most half
 the workers that search, half of a random victim's ring; then it spins
-briefly and parks. A tick is 128 polls. Parking uses a futex with a 10 ms
-timeout; the last searcher to find work wakes another, so queued tasks
-never wait for a timeout.
+briefly and parks. A tick is 128 polls. Parking uses a futex; the last
+searcher to find work wakes another, so queued tasks never wait for a
+timeout, and an idle runtime without timers sleeps until woken.
 
 
 ERROR CODES
