@@ -3275,6 +3275,39 @@ BLITZ_PRIVATE int blitz__time_process(blitz_runtime *rt, int block) {
     return fired != 0;
 }
 
+/* Shutdown: disarms every timer and drops its waker, so the references the
+ * timers hold on their (now cancelled) tasks go away. No task runs any more;
+ * a later blitz_timer_cancel finds the timer idle. */
+BLITZ_PRIVATE void blitz__time_shutdown(blitz_runtime *rt) {
+    blitz__time_driver *td = &rt->time;
+    blitz__mutex_lock(&td->lock);
+    /* Everything moves to the firing list, where a concurrent cancel can
+     * still unlink it. */
+    blitz__time_collect(rt, UINT64_MAX);
+    while (td->firing) {
+        blitz_waker batch[BLITZ__WAKE_BATCH];
+        int n = 0;
+        while (td->firing && n < BLITZ__WAKE_BATCH) {
+            blitz__timer_entry *e = td->firing;
+            td->firing = e->next;
+            if (td->firing)
+                td->firing->prev = NULL;
+            e->where = BLITZ__WHEEL_NOT_IN_WHEEL;
+            blitz_timer *t = blitz__timer_of(e);
+            batch[n++] = t->blitz__waker;
+            t->blitz__waker = blitz_waker_noop();
+            blitz__u32_field_store(&t->blitz__state, BLITZ__TIMER_IDLE, BLITZ__RELEASE);
+        }
+        /* Dropping may free a task block (and its timer): not under the
+         * lock. */
+        blitz__mutex_unlock(&td->lock);
+        for (int i = 0; i < n; i++)
+            blitz_waker_drop(batch[i]);
+        blitz__mutex_lock(&td->lock);
+    }
+    blitz__mutex_unlock(&td->lock);
+}
+
 /* Nanoseconds a parked thread should sleep for the next timer: 0 for "no
  * timer" (sleep until woken). */
 BLITZ_PRIVATE uint64_t blitz__time_sleep_ns(blitz_runtime *rt) {
@@ -4464,6 +4497,7 @@ BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt) {
         sched_yield();
     blitz__u32_store(&rt->sweeping, 1, BLITZ__RELEASE);
     blitz__block_walk(rt, blitz__sweep_cancel);
+    blitz__time_shutdown(rt);
     rt->shutdown_done = 1;
     blitz__mutex_unlock(&rt->start_lock);
     blitz__wake_thread_joiners(rt);

@@ -137,6 +137,7 @@ BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt) {
         sched_yield();
     blitz__u32_store(&rt->sweeping, 1, BLITZ__RELEASE);
     blitz__block_walk(rt, blitz__sweep_cancel);
+    blitz__time_shutdown(rt);
     rt->shutdown_done = 1;
     blitz__mutex_unlock(&rt->start_lock);
     blitz__wake_thread_joiners(rt);
