@@ -517,6 +517,13 @@ typedef struct blitz_spawn_opts {
     const void *state;  /* copied into the task; NULL = zero-filled */
     size_t size;        /* bytes of state, 1..BLITZ_MAX_STATE_SIZE */
     blitz_drop_fn drop; /* optional, see blitz_drop_fn */
+    /* Optional: called once when the task is completed as cancelled
+     * (blitz_task_cancel, a cancel that became due, or shutdown), on the
+     * thread that does it, before any joiner sees the task finished. It
+     * releases what the task's pending ops hold (blitz_timer_cancel,
+     * blitz_join_cancel), so the task's memory goes at once rather than when
+     * those ops would have fired. Not called when the task completes. */
+    blitz_drop_fn cancel;
 } blitz_spawn_opts;
 
 /* Spawns a task running `poll` over a private copy of `size` bytes of
@@ -1566,11 +1573,10 @@ BLITZ_PRIVATE int blitz__thread_start(pthread_t *t, void *(*fn)(void *), void *a
  * requested), JOIN_INTEREST (a handle exists), DETACHED (the handle was
  * released before completion), JOIN_WAKER (join_waker holds a waker).
  * low flags: OUTCOME_CANCELLED (completed by cancellation), HAS_DROP (the
- * block ends with a drop function), THREAD_JOINER (a thread sleeps on the
- * runtime's completion word waiting for this task), PINNED (the task is
- * polled only by the thread blocked in blitz_runtime_run on it, never
- * queued: a wake just rouses that thread, as Tokio's block_on does).
- * ref_count: one reference for the task's life until completion (the
+ * block ends with a drop function), HAS_CANCEL (and with a cancel hook), THREAD_JOINER (a thread
+ * sleeps on the runtime's completion word waiting for this task), PINNED (the task is polled only
+ * by the thread blocked in blitz_runtime_run on it, never queued: a wake just rouses that thread,
+ * as Tokio's block_on does). ref_count: one reference for the task's life until completion (the
  * runtime's own, standing in for Tokio's owned-task list), one for the
  * handle, one per cloned waker. The block is freed when it reaches zero.
  *
@@ -1590,6 +1596,7 @@ BLITZ_PRIVATE int blitz__thread_start(pthread_t *t, void *(*fn)(void *), void *a
 #define BLITZ__TASK_HAS_DROP          ((uint64_t)1 << 1)
 #define BLITZ__TASK_THREAD_JOINER     ((uint64_t)1 << 2)
 #define BLITZ__TASK_PINNED            ((uint64_t)1 << 3)
+#define BLITZ__TASK_HAS_CANCEL        ((uint64_t)1 << 4)
 
 #define BLITZ__TASK_NOTIFIED      ((uint64_t)1 << 24)
 #define BLITZ__TASK_CANCELLED     ((uint64_t)1 << 25)
@@ -1619,12 +1626,14 @@ static inline int blitz__cancel_due(uint64_t s) {
 
 /* The word of a freshly spawned task: scheduled, holding the lifecycle
  * reference and, with a handle, the handle's. */
-BLITZ_PRIVATE uint64_t blitz__state_initial(int with_handle, int with_drop) {
+BLITZ_PRIVATE uint64_t blitz__state_initial(int with_handle, int with_drop, int with_cancel) {
     uint64_t s = BLITZ__LC_SCHEDULED | BLITZ__TASK_REF_ONE;
     if (with_handle)
         s += BLITZ__TASK_REF_ONE | BLITZ__TASK_JOIN_INTEREST;
     if (with_drop)
         s |= BLITZ__TASK_HAS_DROP;
+    if (with_cancel)
+        s |= BLITZ__TASK_HAS_CANCEL;
     return s;
 }
 
@@ -2702,8 +2711,14 @@ static inline void *blitz__task_state_ptr(blitz__task *t) {
     return (char *)t + BLITZ__TASK_HEADER_SIZE;
 }
 
+/* The hooks sit at the end of the block: the drop function last, the
+ * cancel hook before it. */
 static inline blitz_drop_fn *blitz__task_drop_slot(blitz__task *t) {
     return (blitz_drop_fn *)((char *)t + blitz__block_size(t) - sizeof(blitz_drop_fn));
+}
+static inline blitz_drop_fn *blitz__task_cancel_slot(blitz__task *t, uint64_t s) {
+    size_t back = sizeof(blitz_drop_fn) * ((s & BLITZ__TASK_HAS_DROP) ? 2 : 1);
+    return (blitz_drop_fn *)((char *)t + blitz__block_size(t) - back);
 }
 
 /* Last reference gone: run the drop function and recycle the block. */
@@ -2741,6 +2756,13 @@ BLITZ_PRIVATE void blitz__sleep_on_completion(blitz_runtime *rt, uint32_t seq,
  * sleeping joiner threads, and the lifecycle reference. */
 BLITZ_PRIVATE void blitz__task_finish(blitz__task *t, int cancelled) {
     int dropped;
+    if (cancelled) {
+        /* The task is ours (RUNNING): its cancel hook releases what its
+         * pending ops hold, before any joiner sees it complete. */
+        uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+        if (s & BLITZ__TASK_HAS_CANCEL)
+            (*blitz__task_cancel_slot(t, s))(blitz__task_state_ptr(t));
+    }
     uint64_t prev = blitz__state_complete(t, cancelled, &dropped);
     if (dropped) {
         if (blitz__refs(prev) == 1)
@@ -2891,8 +2913,9 @@ BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, bli
     if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
         return BLITZ_ESHUTDOWN;
     size_t need = BLITZ__TASK_HEADER_SIZE + o->size;
-    if (o->drop)
-        need = ((need + 7) & ~(size_t)7) + sizeof(blitz_drop_fn);
+    size_t hooks = (o->drop != NULL) + (o->cancel != NULL);
+    if (hooks)
+        need = ((need + 7) & ~(size_t)7) + hooks * sizeof(blitz_drop_fn);
     blitz__task *t = blitz__block_alloc(rt, need);
     if (!t)
         return BLITZ_ENOMEM;
@@ -2904,11 +2927,13 @@ BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, bli
         memcpy(blitz__task_state_ptr(t), o->state, o->size);
     else
         memset(blitz__task_state_ptr(t), 0, o->size);
+    uint64_t initial = blitz__state_initial(handle != NULL, o->drop != NULL, o->cancel != NULL);
     if (o->drop)
         *blitz__task_drop_slot(t) = o->drop;
+    if (o->cancel)
+        *blitz__task_cancel_slot(t, initial) = o->cancel;
     /* Relaxed: the enqueue below publishes the block (queue release or the
      * global queue's mutex). */
-    uint64_t initial = blitz__state_initial(handle != NULL, o->drop != NULL);
     if (pinned)
         initial |= BLITZ__TASK_PINNED;
     blitz__u64_store(&t->state, initial, BLITZ__RELAXED);
@@ -2936,6 +2961,7 @@ BLITZ_API int blitz_spawn(blitz_runtime *rt, blitz_poll_fn poll, const void *sta
     o.state = state;
     o.size = size;
     o.drop = NULL;
+    o.cancel = NULL;
     return blitz_spawn_ex(rt, &o, handle);
 }
 
@@ -4553,6 +4579,7 @@ BLITZ_API int blitz_runtime_run(blitz_runtime *rt, blitz_poll_fn poll, void *sta
     o.state = state;
     o.size = size;
     o.drop = NULL;
+    o.cancel = NULL;
     /* Multi-thread: the calling thread polls the main task itself (it is
      * pinned to this thread, like Tokio's block_on), so waking it costs no
      * queue trip. Not when called from inside one of rt's tasks: then it is

@@ -273,6 +273,13 @@ typedef struct blitz_spawn_opts {
     const void *state;  /* copied into the task; NULL = zero-filled */
     size_t size;        /* bytes of state, 1..BLITZ_MAX_STATE_SIZE */
     blitz_drop_fn drop; /* optional, see blitz_drop_fn */
+    /* Optional: called once when the task is completed as cancelled
+     * (blitz_task_cancel, a cancel that became due, or shutdown), on the
+     * thread that does it, before any joiner sees the task finished. It
+     * releases what the task's pending ops hold (blitz_timer_cancel,
+     * blitz_join_cancel), so the task's memory goes at once rather than when
+     * those ops would have fired. Not called when the task completes. */
+    blitz_drop_fn cancel;
 } blitz_spawn_opts;
 
 /* Spawns a task running `poll` over a private copy of `size` bytes of

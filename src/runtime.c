@@ -193,6 +193,7 @@ BLITZ_API int blitz_runtime_run(blitz_runtime *rt, blitz_poll_fn poll, void *sta
     o.state = state;
     o.size = size;
     o.drop = NULL;
+    o.cancel = NULL;
     /* Multi-thread: the calling thread polls the main task itself (it is
      * pinned to this thread, like Tokio's block_on), so waking it costs no
      * queue trip. Not when called from inside one of rt's tasks: then it is

@@ -15,8 +15,14 @@ static inline void *blitz__task_state_ptr(blitz__task *t) {
     return (char *)t + BLITZ__TASK_HEADER_SIZE;
 }
 
+/* The hooks sit at the end of the block: the drop function last, the
+ * cancel hook before it. */
 static inline blitz_drop_fn *blitz__task_drop_slot(blitz__task *t) {
     return (blitz_drop_fn *)((char *)t + blitz__block_size(t) - sizeof(blitz_drop_fn));
+}
+static inline blitz_drop_fn *blitz__task_cancel_slot(blitz__task *t, uint64_t s) {
+    size_t back = sizeof(blitz_drop_fn) * ((s & BLITZ__TASK_HAS_DROP) ? 2 : 1);
+    return (blitz_drop_fn *)((char *)t + blitz__block_size(t) - back);
 }
 
 /* Last reference gone: run the drop function and recycle the block. */
@@ -54,6 +60,13 @@ BLITZ_PRIVATE void blitz__sleep_on_completion(blitz_runtime *rt, uint32_t seq,
  * sleeping joiner threads, and the lifecycle reference. */
 BLITZ_PRIVATE void blitz__task_finish(blitz__task *t, int cancelled) {
     int dropped;
+    if (cancelled) {
+        /* The task is ours (RUNNING): its cancel hook releases what its
+         * pending ops hold, before any joiner sees it complete. */
+        uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+        if (s & BLITZ__TASK_HAS_CANCEL)
+            (*blitz__task_cancel_slot(t, s))(blitz__task_state_ptr(t));
+    }
     uint64_t prev = blitz__state_complete(t, cancelled, &dropped);
     if (dropped) {
         if (blitz__refs(prev) == 1)
@@ -204,8 +217,9 @@ BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, bli
     if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
         return BLITZ_ESHUTDOWN;
     size_t need = BLITZ__TASK_HEADER_SIZE + o->size;
-    if (o->drop)
-        need = ((need + 7) & ~(size_t)7) + sizeof(blitz_drop_fn);
+    size_t hooks = (o->drop != NULL) + (o->cancel != NULL);
+    if (hooks)
+        need = ((need + 7) & ~(size_t)7) + hooks * sizeof(blitz_drop_fn);
     blitz__task *t = blitz__block_alloc(rt, need);
     if (!t)
         return BLITZ_ENOMEM;
@@ -217,11 +231,13 @@ BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, bli
         memcpy(blitz__task_state_ptr(t), o->state, o->size);
     else
         memset(blitz__task_state_ptr(t), 0, o->size);
+    uint64_t initial = blitz__state_initial(handle != NULL, o->drop != NULL, o->cancel != NULL);
     if (o->drop)
         *blitz__task_drop_slot(t) = o->drop;
+    if (o->cancel)
+        *blitz__task_cancel_slot(t, initial) = o->cancel;
     /* Relaxed: the enqueue below publishes the block (queue release or the
      * global queue's mutex). */
-    uint64_t initial = blitz__state_initial(handle != NULL, o->drop != NULL);
     if (pinned)
         initial |= BLITZ__TASK_PINNED;
     blitz__u64_store(&t->state, initial, BLITZ__RELAXED);
@@ -249,6 +265,7 @@ BLITZ_API int blitz_spawn(blitz_runtime *rt, blitz_poll_fn poll, const void *sta
     o.state = state;
     o.size = size;
     o.drop = NULL;
+    o.cancel = NULL;
     return blitz_spawn_ex(rt, &o, handle);
 }
 

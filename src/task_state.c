@@ -11,11 +11,10 @@
  * requested), JOIN_INTEREST (a handle exists), DETACHED (the handle was
  * released before completion), JOIN_WAKER (join_waker holds a waker).
  * low flags: OUTCOME_CANCELLED (completed by cancellation), HAS_DROP (the
- * block ends with a drop function), THREAD_JOINER (a thread sleeps on the
- * runtime's completion word waiting for this task), PINNED (the task is
- * polled only by the thread blocked in blitz_runtime_run on it, never
- * queued: a wake just rouses that thread, as Tokio's block_on does).
- * ref_count: one reference for the task's life until completion (the
+ * block ends with a drop function), HAS_CANCEL (and with a cancel hook), THREAD_JOINER (a thread
+ * sleeps on the runtime's completion word waiting for this task), PINNED (the task is polled only
+ * by the thread blocked in blitz_runtime_run on it, never queued: a wake just rouses that thread,
+ * as Tokio's block_on does). ref_count: one reference for the task's life until completion (the
  * runtime's own, standing in for Tokio's owned-task list), one for the
  * handle, one per cloned waker. The block is freed when it reaches zero.
  *
@@ -35,6 +34,7 @@
 #define BLITZ__TASK_HAS_DROP          ((uint64_t)1 << 1)
 #define BLITZ__TASK_THREAD_JOINER     ((uint64_t)1 << 2)
 #define BLITZ__TASK_PINNED            ((uint64_t)1 << 3)
+#define BLITZ__TASK_HAS_CANCEL        ((uint64_t)1 << 4)
 
 #define BLITZ__TASK_NOTIFIED      ((uint64_t)1 << 24)
 #define BLITZ__TASK_CANCELLED     ((uint64_t)1 << 25)
@@ -64,12 +64,14 @@ static inline int blitz__cancel_due(uint64_t s) {
 
 /* The word of a freshly spawned task: scheduled, holding the lifecycle
  * reference and, with a handle, the handle's. */
-BLITZ_PRIVATE uint64_t blitz__state_initial(int with_handle, int with_drop) {
+BLITZ_PRIVATE uint64_t blitz__state_initial(int with_handle, int with_drop, int with_cancel) {
     uint64_t s = BLITZ__LC_SCHEDULED | BLITZ__TASK_REF_ONE;
     if (with_handle)
         s += BLITZ__TASK_REF_ONE | BLITZ__TASK_JOIN_INTEREST;
     if (with_drop)
         s |= BLITZ__TASK_HAS_DROP;
+    if (with_cancel)
+        s |= BLITZ__TASK_HAS_CANCEL;
     return s;
 }
 

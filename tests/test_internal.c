@@ -206,7 +206,7 @@ BLITZ_TEST(local_queue_steal_pop_overflow_race) {
 BLITZ_TEST(task_state_wake_during_running) {
     blitz__task t;
     memset(&t, 0, sizeof t);
-    blitz__u64_store(&t.state, blitz__state_initial(1, 0), BLITZ__RELAXED);
+    blitz__u64_store(&t.state, blitz__state_initial(1, 0, 0), BLITZ__RELAXED);
     CHECK_EQ(blitz__state_to_running(&t), BLITZ__RUN_POLL);
     /* A wake while RUNNING only sets NOTIFIED... */
     CHECK_EQ(blitz__state_wake(&t), BLITZ__WAKE_NOTHING);
@@ -744,4 +744,81 @@ BLITZ_TEST(lifo_eviction_and_transitioning_to_park) {
     iq_pool_free(&p);
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
+}
+
+/* ---- the cancel hook releases what pending ops hold ---------------------------- */
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_timer timer;
+    int *hook_runs;
+} hooked_sleeper;
+
+static blitz_poll hooked_sleeper_poll(blitz_cx *cx, void *p) {
+    hooked_sleeper *s = (hooked_sleeper *)p;
+    BLITZ_BEGIN(s);
+    BLITZ_AWAIT(s, blitz_sleep(cx, &s->timer, 3600 * BLITZ_SEC));
+    BLITZ_END(s);
+}
+
+static void hooked_sleeper_cancel(void *p) {
+    hooked_sleeper *s = (hooked_sleeper *)p;
+    CHECK(blitz_timer_armed(&s->timer));
+    CHECK_OK(blitz_timer_cancel(&s->timer));
+    __atomic_fetch_add(s->hook_runs, 1, __ATOMIC_RELAXED);
+}
+
+/* A task cancelled while sleeping an hour: its hook disarms the timer, so
+ * the block is freed as soon as the handle goes, not in an hour. Without
+ * the hook the armed timer keeps it. */
+static int cancel_hook_frees(blitz_flavor flavor) {
+    blitz_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.flavor = flavor;
+    cfg.workers = 2;
+    blitz_runtime *rt;
+    CHECK_OK(blitz_runtime_new(&cfg, &rt));
+    int hook_runs = 0;
+    for (int with_hook = 1; with_hook >= 0; with_hook--) {
+        hooked_sleeper st;
+        memset(&st, 0, sizeof st);
+        st.hook_runs = &hook_runs;
+        blitz_spawn_opts o;
+        memset(&o, 0, sizeof o);
+        o.poll = hooked_sleeper_poll;
+        o.state = &st;
+        o.size = sizeof st;
+        o.cancel = with_hook ? hooked_sleeper_cancel : NULL;
+        blitz_task *t;
+        CHECK_OK(blitz_spawn_ex(rt, &o, &t));
+        /* Let it arm its timer (a current-thread runtime needs driving). */
+        forever_state f = {0};
+        blitz_task *d;
+        for (int i = 0;
+             i < 200 &&
+             !blitz_timer_armed(&((hooked_sleeper *)((char *)t + BLITZ__TASK_HEADER_SIZE))->timer);
+             i++) {
+            CHECK_OK(blitz_spawn(rt, forever_poll, &f, sizeof f, &d));
+            CHECK_OK(blitz_task_cancel(d));
+            CHECK_EQ(blitz_task_wait(d), BLITZ_ECANCELED);
+            CHECK_OK(blitz_task_release(&d));
+            usleep(1000);
+        }
+        CHECK_OK(blitz_task_cancel(t));
+        CHECK_EQ(blitz_task_wait(t), BLITZ_ECANCELED);
+        CHECK_OK(blitz_task_release(&t));
+        blitz_stats s;
+        CHECK_OK(blitz_runtime_stats(rt, &s));
+        CHECK_EQ(s.tasks_alive, with_hook ? 0 : 1);
+    }
+    CHECK_EQ(hook_runs, 1);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
+BLITZ_TEST(cancel_hook_frees_mt) {
+    return cancel_hook_frees(BLITZ_MULTI_THREAD);
+}
+BLITZ_TEST(cancel_hook_frees_ct) {
+    return cancel_hook_frees(BLITZ_CURRENT_THREAD);
 }
