@@ -150,8 +150,12 @@ task that a cancel is pending. What the state owns is released by the drop
 function given to blitz_spawn_ex, which runs exactly once, when the task's
 block is freed (after it finished and its handle was released), whether
 it completed or was cancelled. A wait that the task had registered (a
-cloned waker somewhere) stays registered until that waker is woken or
-dropped; the task being cancelled makes the wake a no-op.
+cloned waker somewhere: an armed timer, a join) holds a reference to the
+task until that waker is woken or dropped, and the task being cancelled
+makes the wake a no-op. To release such waits at once, give blitz_spawn_ex
+a cancel hook (blitz_spawn_opts.cancel): it runs once, when the task is
+completed as cancelled, before its joiners wake, and typically calls
+blitz_timer_cancel / blitz_join_cancel on the ops in the state.
 
 
 TIME
