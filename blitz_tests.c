@@ -33,6 +33,7 @@
 #include "tests/test_stats.c"
 #include "tests/test_internal.c"
 #include "tests/test_timer_wheel.c"
+#include "tests/test_time.c"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define TEST_HAS_LSAN 1

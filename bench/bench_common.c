@@ -95,6 +95,11 @@ void bench_emit_ns_per_op(const char *name, const double *samples_ns, size_t n, 
     bench_emit(name, bench_median(samples_ns, n) / (double)ops, "ns/op");
 }
 
+void bench_emit_ms(const char *name, const double *samples_ns, size_t n) {
+    bench_note(name, "run_ns", samples_ns, n);
+    bench_emit(name, bench_median(samples_ns, n) / 1e6, "ms");
+}
+
 void bench_sample_reps(size_t warmup, size_t runs, size_t reps, bench_iter_fn f, void *ctx,
                        double *out) {
     size_t i, r;

@@ -64,6 +64,8 @@ void bench_emit(const char *name, double value, const char *unit);
 void bench_note(const char *name, const char *what, const double *samples, size_t n);
 /* note(name, "run_ns", samples) then emit(name, median / ops, "ns/op"). */
 void bench_emit_ns_per_op(const char *name, const double *samples_ns, size_t n, size_t ops);
+/* note(name, "run_ns", samples) then emit(name, median / 1e6, "ms"). */
+void bench_emit_ms(const char *name, const double *samples_ns, size_t n);
 
 /* One timed iteration: returns the nanoseconds of its measured region. */
 typedef uint64_t (*bench_iter_fn)(void *ctx);

@@ -3,15 +3,19 @@
 #
 #   bench/compare.sh DIR
 #
-# DIR holds the blitz benchmark programs (build/bench: sched, mem). For each
-# of REPEAT repetitions this builds (once) and runs the Tokio anchor's
-# `sched` and `mem` groups with ../shared/anchors/tokio/run.sh, then blitz's
-# `sched` and `mem` programs, each group in a fresh process; the value of a
+# DIR holds the blitz benchmark programs (build/bench: sched, timers, mem).
+# For each of REPEAT repetitions this builds (once) and runs the Tokio
+# anchor's `sched`, `timers` and `mem` groups with
+# ../shared/anchors/tokio/run.sh (240 s limit per group there), then blitz's
+# programs of the same names, each group in a fresh process; the value of a
 # benchmark is the median over the repetitions of the per-process medians
 # (as the anchor's own run.sh does). Then it prints compare.py's table and
 # one line per benchmark with the blitz/tokio ratio.
 #
 # Environment:
+#   BENCH_GROUPS  the groups to run, space-separated (default "sched timers
+#                 mem"; e.g. BENCH_GROUPS=timers; not GROUPS, a
+#                 read-only bash variable)
 #   REPEAT        repetitions (default 1; use 3 or more before trusting a
 #                 ratio under ~2x: this machine is a shared 2-vCPU VM)
 #   QUIET_MAX_S   seconds to wait for an idle machine before each group
@@ -35,8 +39,12 @@ SHARED=${SHARED_DIR:-$ROOT/../shared}
 ANCHOR=$SHARED/anchors/tokio
 OUT=${COMPARE_OUT:-$ROOT/build/bench-compare}
 REPEAT=${REPEAT:-1}
-GROUPS_RUN=(sched mem)
-declare -A LIMIT=([sched]=240 [mem]=240)
+# BENCH_GROUPS="timers" (or "sched mem", ...) runs only those groups.
+read -r -a GROUPS_RUN <<<"${BENCH_GROUPS:-sched timers mem}"
+declare -A LIMIT=([sched]=240 [timers]=300 [mem]=240)
+for g in "${GROUPS_RUN[@]}"; do
+    [ -n "${LIMIT[$g]:-}" ] || { echo "compare.sh: unknown group '$g' (sched timers mem)" >&2; exit 2; }
+done
 
 [ -f "$ANCHOR/run.sh" ] || { echo "compare.sh: no Tokio anchor at $ANCHOR" >&2; exit 1; }
 for g in "${GROUPS_RUN[@]}"; do
@@ -119,7 +127,7 @@ status=0
 tokio_reps=()
 blitz_reps=()
 for rep in $(seq 1 "$REPEAT"); do
-    echo "== rep $rep/$REPEAT: tokio anchor (sched mem)" >&2
+    echo "== rep $rep/$REPEAT: tokio anchor (${GROUPS_RUN[*]})" >&2
     OUT_DIR="$OUT/tokio/rep$rep" REPEAT=1 bash "$ANCHOR/run.sh" "${GROUPS_RUN[@]}" >&2 || {
         echo "compare.sh: the Tokio anchor failed (see $OUT/tokio/rep$rep)" >&2
         status=1
@@ -175,7 +183,7 @@ merge "${tokio_reps[@]}" >"$OUT/tokio.txt"
 merge "${blitz_reps[@]}" >"$OUT/blitz.txt"
 
 echo
-echo "## blitz vs Tokio 1.24 anchor: groups sched mem, median of $REPEAT repetition(s) ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
+echo "## blitz vs Tokio 1.24 anchor: groups ${GROUPS_RUN[*]}, median of $REPEAT repetition(s) ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
 echo
 (cd "$OUT" && python3 "$ANCHOR/compare.py" tokio.txt blitz.txt)
 echo

@@ -3,7 +3,8 @@
 #
 #   bench/run.sh DIR [FILTER...]
 #
-# DIR holds the programs built by `make build/bench/<name>` (sched, mem, ...).
+# DIR holds the programs built by `make build/bench/<name>` (sched, timers,
+# mem, ...).
 # stdout: one `bench=NAME value=N unit=U impl=blitz` line per benchmark;
 # everything else (raw samples, `# group=...` CPU reports, starvation notes,
 # build-free diagnostics) goes to stderr. FILTER arguments are passed to each
@@ -22,7 +23,7 @@ LIMIT=${BENCH_TIMEOUT_S:-300}
 
 # Known programs first, in the anchor's group order, then any other.
 progs=()
-for p in sched mem; do
+for p in sched timers mem; do
     [ -x "$DIR/$p" ] && progs+=("$DIR/$p")
 done
 for p in "$DIR"/*; do

@@ -287,6 +287,8 @@ struct blitz_runtime {
     blitz__atomic_u32 completion_sleepers;
     /* Non-worker threads currently polling a task (blockOnComplete). */
     blitz__atomic_u32 external_running;
+    /* Pinned main tasks woken and not yet picked up by their thread. */
+    blitz__atomic_u32 pinned_runnable;
 
     /* Block allocator: every chunk, and the cache shared by non-worker
      * threads. */

@@ -238,8 +238,10 @@ BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, bli
         *blitz__task_cancel_slot(t, initial) = o->cancel;
     /* Relaxed: the enqueue below publishes the block (queue release or the
      * global queue's mutex). */
-    if (pinned)
+    if (pinned) {
         initial |= BLITZ__TASK_PINNED;
+        blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
+    }
     blitz__u64_store(&t->state, initial, BLITZ__RELAXED);
     int rc = pinned ? BLITZ_OK : blitz__task_spawn_schedule(rt, t);
     if (rc != BLITZ_OK) {

@@ -82,6 +82,9 @@ BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t) {
     blitz_runtime *rt = blitz__task_runtime(t);
     /* Relaxed: PINNED never changes after spawn. */
     if (BLITZ__UNLIKELY(blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_PINNED)) {
+        /* Counted runnable until its thread starts polling it (the paused
+         * clock must not jump meanwhile). */
+        blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
         blitz__wake_thread_joiners(rt);
         return;
     }
@@ -303,10 +306,15 @@ static int blitz__time_due(blitz_runtime *rt) {
 static int blitz__worker_auto_advance(blitz_runtime *rt) {
     if (!rt->time.paused)
         return 0;
+    /* Idle means: every started worker parked (the caller's bit is set),
+     * no task polled by another thread, no pinned main task runnable, and
+     * nothing queued. Seq_cst loads: each counter is raised before its
+     * thread starts the work it counts. */
     uint64_t parked = blitz__u64_load(&rt->idle.parked_bitmap, BLITZ__SEQ_CST);
     if ((uint32_t)__builtin_popcountll(parked) <
             blitz__u32_load(&rt->workers_started, BLITZ__RELAXED) ||
         blitz__u32_load(&rt->external_running, BLITZ__SEQ_CST) ||
+        blitz__u32_load(&rt->pinned_runnable, BLITZ__SEQ_CST) ||
         blitz__global_queue_len(&rt->global))
         return 0;
     return blitz__time_auto_advance(rt);
@@ -595,6 +603,8 @@ BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t,
             wait_ns = BLITZ__HELP_WAIT_MIN_NS;
             continue;
         }
+        if (!nested && blitz__worker_auto_advance(rt))
+            continue;
         if (blitz__wait_completion(rt, t, wait_ns))
             break;
         if (wait_ns < BLITZ__HELP_WAIT_MAX_NS)
@@ -628,6 +638,7 @@ BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t) {
         if (blitz__lifecycle(s) == BLITZ__LC_SCHEDULED) {
             blitz__u32_fetch_add(&rt->external_running, 1, BLITZ__SEQ_CST);
             if (!blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST)) {
+                blitz__u32_fetch_sub(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
                 blitz__context *outer = blitz__context_set(&hctx);
                 int polled = blitz__task_run(t, &hctx);
                 blitz__context_set(outer);
@@ -657,6 +668,10 @@ BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t) {
             continue;
         if (!blitz__task_set_thread_joiner(t))
             return;
+        /* Paused clock with every worker asleep: this thread is the last
+         * one awake, so it moves the clock. */
+        if (blitz__worker_auto_advance(rt))
+            continue;
         blitz__sleep_on_completion(rt, seq, wait_ns);
         if (wait_ns < BLITZ__HELP_WAIT_MAX_NS)
             wait_ns *= 2;

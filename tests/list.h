@@ -125,4 +125,27 @@
     X(stats_queue_depth_mt2, 10000)               \
     X(stats_fixed_interval, 10000)                \
     X(stats_idle_workers_park, 10000)             \
+    X(time_never_early_mt2, 20000)                \
+    X(time_never_early_ct, 20000)                 \
+    X(time_fires_during_long_poll_mt2, 10000)     \
+    X(time_idle_no_cpu_mt2, 10000)                \
+    X(time_paused_hour_mt2, 5000)                 \
+    X(time_paused_hour_ct, 5000)                  \
+    X(time_paused_order_mt2, 5000)                \
+    X(time_paused_order_ct, 5000)                 \
+    X(time_advance_fires_due_mt2, 10000)          \
+    X(time_advance_fires_due_ct, 10000)           \
+    X(time_advance_einval, 5000)                  \
+    X(time_timeout_mt2, 5000)                     \
+    X(time_timeout_ct, 5000)                      \
+    X(time_interval_mt2, 5000)                    \
+    X(time_interval_ct, 5000)                     \
+    X(time_cancel_mt2, 10000)                     \
+    X(time_cancel_ct, 10000)                      \
+    X(time_cancel_race_mt2, 60000)                \
+    X(time_cancel_race_mt4, 60000)                \
+    X(time_bad_input_mt2, 5000)                   \
+    X(time_bad_input_ct, 5000)                    \
+    X(time_shutdown_armed_mt2, 10000)             \
+    X(time_shutdown_armed_ct, 10000)              \
     BLITZ_INTERNAL_TEST_LIST(X)
