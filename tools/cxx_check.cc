@@ -50,7 +50,7 @@ int main() {
     blitz_runtime *rt = nullptr;
     if (blitz_runtime_new(&cfg, &rt) != BLITZ_OK)
         return 1;
-    blitz_spawn_opts opts = {parent, nullptr, sizeof(counter), drop};
+    blitz_spawn_opts opts = {parent, nullptr, sizeof(counter), drop, nullptr};
     blitz_task *h = nullptr;
     int rc = blitz_spawn_ex(rt, &opts, &h);
     if (rc == BLITZ_OK)
