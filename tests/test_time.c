@@ -749,8 +749,12 @@ static blitz_poll tm_race_task_poll(blitz_cx *cx, void *p) {
     pthread_mutex_lock(&s->sh->lock);
     int cancelled = s->sh->cancelled;
     pthread_mutex_unlock(&s->sh->lock);
-    if (cancelled)
+    if (cancelled) {
+        /* A poll that ran between the main thread's cancel and its flag may
+         * have re-armed the sleep: a finishing task disarms its timer. */
+        CHECK_OK(blitz_timer_cancel(&s->timer));
         return BLITZ_READY;
+    }
     /* Not cancelled yet: woken by the timer (or spuriously). */
     if (blitz_sleep(cx, &s->timer, 1 * BLITZ_MSEC) == BLITZ_READY) {
         s->fired = 1;
@@ -788,16 +792,18 @@ static int time_cancel_race(tu_flavor f) {
         double until = tu_now() + (double)((seed >> 16) % 1500) * 1e-6;
         while (tu_now() < until)
             tu_spin_pause();
+        /* Flag first: a poll from here on finishes instead of sleeping
+         * again. A poll already past the flag may re-arm after the cancel
+         * below; that task disarms on finishing. */
         pthread_mutex_lock(&sh.lock);
+        sh.cancelled = 1;
         blitz_timer *tm = sh.timer;
         pthread_mutex_unlock(&sh.lock);
         if (tm) {
             CHECK_OK(blitz_timer_cancel(tm));
-            CHECK(!blitz_timer_armed(tm));
             CHECK_OK(blitz_timer_cancel(tm));
         }
         pthread_mutex_lock(&sh.lock);
-        sh.cancelled = 1;
         int had = sh.has_waker;
         blitz_waker w = sh.waker;
         sh.has_waker = 0;
