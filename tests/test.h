@@ -10,6 +10,9 @@
 
 #define BLITZ_TEST(name) int test_##name(void)
 
+/* An intended fall-through between switch cases (-Wimplicit-fallthrough). */
+#define TEST_FALLTHROUGH __attribute__((fallthrough))
+
 #define CHECK_BASE(cond, fmt, ...)                                                              \
     do {                                                                                        \
         if (!(cond)) {                                                                          \

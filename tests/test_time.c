@@ -646,7 +646,7 @@ static blitz_poll tm_cancel_task_poll(blitz_cx *cx, void *p) {
         s->step = 1;
         if (tu_gate_wait(cx, s->gate) == BLITZ_PENDING)
             return BLITZ_PENDING;
-        /* fall through */
+        TEST_FALLTHROUGH;
     case 1:
         if (tu_gate_wait(cx, s->gate) == BLITZ_PENDING)
             return BLITZ_PENDING;
@@ -654,7 +654,7 @@ static blitz_poll tm_cancel_task_poll(blitz_cx *cx, void *p) {
         TM_EXPECT(s, blitz_timer_cancel(&s->never) == BLITZ_OK);
         TM_EXPECT(s, !blitz_timer_armed(&s->never));
         s->step = 2;
-        /* fall through */
+        TEST_FALLTHROUGH;
     case 2:
         /* A timer that fires, then is cancelled after firing. */
         if (blitz_sleep(cx, &s->b, 1 * BLITZ_MSEC) == BLITZ_PENDING)
@@ -665,7 +665,7 @@ static blitz_poll tm_cancel_task_poll(blitz_cx *cx, void *p) {
         TM_EXPECT(s, !blitz_timer_armed(&s->b));
         /* The timer is reusable after a cancel. */
         s->step = 3;
-        /* fall through */
+        TEST_FALLTHROUGH;
     default:
         if (blitz_sleep(cx, &s->a, 1 * BLITZ_MSEC) == BLITZ_PENDING)
             return BLITZ_PENDING;
