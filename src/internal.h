@@ -289,6 +289,8 @@ struct blitz_runtime {
     blitz__atomic_u32 external_running;
     /* Pinned main tasks woken and not yet picked up by their thread. */
     blitz__atomic_u32 pinned_runnable;
+    /* Paused clock only: threads polling a task of this runtime. */
+    blitz__atomic_u32 paused_polling;
 
     /* Block allocator: every chunk, and the cache shared by non-worker
      * threads. */

@@ -288,9 +288,22 @@ static int blitz__work_available(blitz_runtime *rt) {
     return 0;
 }
 
+/* With a paused clock, the threads polling a task are counted, so the
+ * clock never jumps while a poll might be about to arm a timer. */
+static inline void blitz__paused_poll_begin(blitz_runtime *rt) {
+    if (rt->time.paused)
+        blitz__u32_fetch_add(&rt->paused_polling, 1, BLITZ__SEQ_CST);
+}
+static inline void blitz__paused_poll_end(blitz_runtime *rt) {
+    if (rt->time.paused)
+        blitz__u32_fetch_sub(&rt->paused_polling, 1, BLITZ__SEQ_CST);
+}
+
 static void blitz__worker_poll(blitz__worker *w, blitz__task *t, blitz__context *ctx) {
+    blitz__paused_poll_begin(w->rt);
     if (blitz__task_run(t, ctx))
         BLITZ__STAT(blitz__u64_bump(&w->counters.polled, 1));
+    blitz__paused_poll_end(w->rt);
 }
 
 /* ---- parking ------------------------------------------------------------------------ */
@@ -315,6 +328,7 @@ static int blitz__worker_auto_advance(blitz_runtime *rt) {
             blitz__u32_load(&rt->workers_started, BLITZ__RELAXED) ||
         blitz__u32_load(&rt->external_running, BLITZ__SEQ_CST) ||
         blitz__u32_load(&rt->pinned_runnable, BLITZ__SEQ_CST) ||
+        blitz__u32_load(&rt->paused_polling, BLITZ__SEQ_CST) ||
         blitz__global_queue_len(&rt->global))
         return 0;
     return blitz__time_auto_advance(rt);

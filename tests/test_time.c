@@ -335,6 +335,10 @@ static int time_paused_order(tu_flavor f) {
     double t0 = tu_now();
     CHECK_OK(blitz_runtime_run(rt, tm_order_parent_poll, &s, sizeof s));
     CHECK_LT(tu_now() - t0, 1.0);
+    if (getenv("TM_DEBUG"))
+        for (int i = 0; i < 3; i++)
+            fprintf(stderr, "# child %d: order %d start %+lld woke %+lld\n", i, s.order[i],
+                    (long long)(s.start[i] - v0), (long long)(s.woke[i] - v0));
     /* Sleeping 3, 1, 2 s: they wake 3rd, 1st, 2nd, each exactly on time. */
     CHECK_EQ(s.order[0], 2);
     CHECK_EQ(s.order[1], 0);
