@@ -1166,6 +1166,9 @@ typedef struct blitz__worker {
     int searching;
     int started;
     blitz__task *deferred_head, *deferred_tail; /* yielded this tick */
+    int wake_batching;                          /* between blitz__wake_batch_begin and _end */
+    blitz__task *wake_head, *wake_tail;
+    uint64_t wake_count;
     pthread_t thread;
     blitz__block_cache cache;
     /* Read by producers on other threads (lost-wakeup guard, seed 000). */
@@ -1275,6 +1278,8 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
 BLITZ_PRIVATE void blitz__worker_help_until(blitz__context *ctx, blitz__task *t);
 BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t, int nested);
 BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t);
+BLITZ_PRIVATE void blitz__wake_batch_begin(void);
+BLITZ_PRIVATE void blitz__wake_batch_end(void);
 BLITZ_PRIVATE void blitz__task_free(blitz__task *t);
 static inline blitz_runtime *blitz__task_runtime(const blitz__task *t);
 /* ====[ END src/internal.h ]=============================================== */
@@ -3286,8 +3291,10 @@ static size_t blitz__time_fire(blitz_runtime *rt) {
         }
         fired += (size_t)n;
         blitz__mutex_unlock(&td->lock);
+        blitz__wake_batch_begin();
         for (int i = 0; i < n; i++)
             blitz_waker_wake(batch[i]);
+        blitz__wake_batch_end();
         blitz__mutex_lock(&td->lock);
     }
     return fired;
@@ -3399,15 +3406,20 @@ static void blitz__timer_arm(blitz_runtime *rt, blitz_timer *t, uint64_t deadlin
     t->blitz__rt = rt;
     t->blitz__entry.where = BLITZ__WHEEL_NOT_IN_WHEEL;
     t->blitz__entry.deadline = blitz__tick_ceil(rt, deadline_ns);
+    /* Outside the lock: the clone is an atomic increment on the task. */
+    blitz_waker mine = blitz_waker_clone(w);
+    uint64_t due_ns = blitz__tick_start_ns(rt, t->blitz__entry.deadline);
     blitz__mutex_lock(&rt->time.lock);
-    t->blitz__waker = blitz_waker_clone(w);
+    t->blitz__waker = mine;
     blitz__u32_field_store(&t->blitz__state, BLITZ__TIMER_ARMED, BLITZ__RELAXED);
     blitz__wheel_insert(&rt->time.wheel, &t->blitz__entry);
-    uint64_t before = blitz__u64_load(&rt->time.next_expiry_ns, BLITZ__RELAXED);
-    blitz__time_update_hint(rt);
-    uint64_t after = blitz__u64_load(&rt->time.next_expiry_ns, BLITZ__RELAXED);
+    /* Inserting can only move the earliest expiry earlier. Seq_cst pairs
+     * with a parking worker's seq_cst read of the hint (worker.c). */
+    int earlier = due_ns < blitz__u64_load(&rt->time.next_expiry_ns, BLITZ__RELAXED);
+    if (earlier)
+        blitz__u64_store(&rt->time.next_expiry_ns, due_ns, BLITZ__SEQ_CST);
     blitz__mutex_unlock(&rt->time.lock);
-    if (after < before)
+    if (earlier)
         blitz__time_kick(rt);
 }
 
@@ -3650,6 +3662,18 @@ static void blitz__remote_schedule(blitz_runtime *rt, blitz__task *t) {
  * task it displaces goes to the back of the ring, where others may steal
  * it, so a parked worker is told. */
 static void blitz__worker_schedule_local(blitz__worker *w, blitz__task *t) {
+    if (w->wake_batching) {
+        /* Many wakes at once (timers firing): collected, then spread in one
+         * go by blitz__wake_batch_end instead of churning the LIFO slot. */
+        t->next = NULL;
+        if (w->wake_tail)
+            w->wake_tail->next = t;
+        else
+            w->wake_head = t;
+        w->wake_tail = t;
+        w->wake_count++;
+        return;
+    }
     /* Acquire: the flag is set by this same thread today, but maintenance
      * that runs while parking (timers, I/O) may schedule from here too;
      * then the task must not sit in the slot of a sleeping worker. */
@@ -3663,6 +3687,44 @@ static void blitz__worker_schedule_local(blitz__worker *w, blitz__task *t) {
         blitz__local_queue_push(&w->queue, prev, w->rt, &w->counters);
         blitz__idle_notify_parked(w->rt);
     }
+}
+
+/* Wakes issued between begin and end on a worker thread are collected and
+ * then queued together: as many as fit into the ring, the rest to the
+ * global queue as one batch, and parked workers are told. Other threads
+ * schedule as usual. */
+BLITZ_PRIVATE void blitz__wake_batch_begin(void) {
+    blitz__context *ctx = blitz__context_get();
+    if (ctx && ctx->worker)
+        ctx->worker->wake_batching = 1;
+}
+
+BLITZ_PRIVATE void blitz__wake_batch_end(void) {
+    blitz__context *ctx = blitz__context_get();
+    if (!ctx || !ctx->worker || !ctx->worker->wake_batching)
+        return;
+    blitz__worker *w = ctx->worker;
+    w->wake_batching = 0;
+    blitz__task *t = w->wake_head;
+    uint64_t n = w->wake_count;
+    w->wake_head = w->wake_tail = NULL;
+    w->wake_count = 0;
+    if (!t)
+        return;
+    while (t) {
+        blitz__task *next = t->next;
+        if (!blitz__local_queue_try_push(&w->queue, t))
+            break;
+        t = next;
+        n--;
+    }
+    if (t) {
+        blitz__task *last = t;
+        while (last->next)
+            last = last->next;
+        (void)blitz__global_queue_push_batch(&w->rt->global, t, last, n);
+    }
+    blitz__idle_notify_parked(w->rt);
 }
 
 BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t) {

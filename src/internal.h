@@ -207,6 +207,9 @@ typedef struct blitz__worker {
     int searching;
     int started;
     blitz__task *deferred_head, *deferred_tail; /* yielded this tick */
+    int wake_batching;                          /* between blitz__wake_batch_begin and _end */
+    blitz__task *wake_head, *wake_tail;
+    uint64_t wake_count;
     pthread_t thread;
     blitz__block_cache cache;
     /* Read by producers on other threads (lost-wakeup guard, seed 000). */
@@ -316,5 +319,7 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
 BLITZ_PRIVATE void blitz__worker_help_until(blitz__context *ctx, blitz__task *t);
 BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t, int nested);
 BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t);
+BLITZ_PRIVATE void blitz__wake_batch_begin(void);
+BLITZ_PRIVATE void blitz__wake_batch_end(void);
 BLITZ_PRIVATE void blitz__task_free(blitz__task *t);
 static inline blitz_runtime *blitz__task_runtime(const blitz__task *t);

@@ -124,8 +124,10 @@ static size_t blitz__time_fire(blitz_runtime *rt) {
         }
         fired += (size_t)n;
         blitz__mutex_unlock(&td->lock);
+        blitz__wake_batch_begin();
         for (int i = 0; i < n; i++)
             blitz_waker_wake(batch[i]);
+        blitz__wake_batch_end();
         blitz__mutex_lock(&td->lock);
     }
     return fired;
@@ -237,15 +239,20 @@ static void blitz__timer_arm(blitz_runtime *rt, blitz_timer *t, uint64_t deadlin
     t->blitz__rt = rt;
     t->blitz__entry.where = BLITZ__WHEEL_NOT_IN_WHEEL;
     t->blitz__entry.deadline = blitz__tick_ceil(rt, deadline_ns);
+    /* Outside the lock: the clone is an atomic increment on the task. */
+    blitz_waker mine = blitz_waker_clone(w);
+    uint64_t due_ns = blitz__tick_start_ns(rt, t->blitz__entry.deadline);
     blitz__mutex_lock(&rt->time.lock);
-    t->blitz__waker = blitz_waker_clone(w);
+    t->blitz__waker = mine;
     blitz__u32_field_store(&t->blitz__state, BLITZ__TIMER_ARMED, BLITZ__RELAXED);
     blitz__wheel_insert(&rt->time.wheel, &t->blitz__entry);
-    uint64_t before = blitz__u64_load(&rt->time.next_expiry_ns, BLITZ__RELAXED);
-    blitz__time_update_hint(rt);
-    uint64_t after = blitz__u64_load(&rt->time.next_expiry_ns, BLITZ__RELAXED);
+    /* Inserting can only move the earliest expiry earlier. Seq_cst pairs
+     * with a parking worker's seq_cst read of the hint (worker.c). */
+    int earlier = due_ns < blitz__u64_load(&rt->time.next_expiry_ns, BLITZ__RELAXED);
+    if (earlier)
+        blitz__u64_store(&rt->time.next_expiry_ns, due_ns, BLITZ__SEQ_CST);
     blitz__mutex_unlock(&rt->time.lock);
-    if (after < before)
+    if (earlier)
         blitz__time_kick(rt);
 }
 

@@ -63,6 +63,18 @@ static void blitz__remote_schedule(blitz_runtime *rt, blitz__task *t) {
  * task it displaces goes to the back of the ring, where others may steal
  * it, so a parked worker is told. */
 static void blitz__worker_schedule_local(blitz__worker *w, blitz__task *t) {
+    if (w->wake_batching) {
+        /* Many wakes at once (timers firing): collected, then spread in one
+         * go by blitz__wake_batch_end instead of churning the LIFO slot. */
+        t->next = NULL;
+        if (w->wake_tail)
+            w->wake_tail->next = t;
+        else
+            w->wake_head = t;
+        w->wake_tail = t;
+        w->wake_count++;
+        return;
+    }
     /* Acquire: the flag is set by this same thread today, but maintenance
      * that runs while parking (timers, I/O) may schedule from here too;
      * then the task must not sit in the slot of a sleeping worker. */
@@ -76,6 +88,44 @@ static void blitz__worker_schedule_local(blitz__worker *w, blitz__task *t) {
         blitz__local_queue_push(&w->queue, prev, w->rt, &w->counters);
         blitz__idle_notify_parked(w->rt);
     }
+}
+
+/* Wakes issued between begin and end on a worker thread are collected and
+ * then queued together: as many as fit into the ring, the rest to the
+ * global queue as one batch, and parked workers are told. Other threads
+ * schedule as usual. */
+BLITZ_PRIVATE void blitz__wake_batch_begin(void) {
+    blitz__context *ctx = blitz__context_get();
+    if (ctx && ctx->worker)
+        ctx->worker->wake_batching = 1;
+}
+
+BLITZ_PRIVATE void blitz__wake_batch_end(void) {
+    blitz__context *ctx = blitz__context_get();
+    if (!ctx || !ctx->worker || !ctx->worker->wake_batching)
+        return;
+    blitz__worker *w = ctx->worker;
+    w->wake_batching = 0;
+    blitz__task *t = w->wake_head;
+    uint64_t n = w->wake_count;
+    w->wake_head = w->wake_tail = NULL;
+    w->wake_count = 0;
+    if (!t)
+        return;
+    while (t) {
+        blitz__task *next = t->next;
+        if (!blitz__local_queue_try_push(&w->queue, t))
+            break;
+        t = next;
+        n--;
+    }
+    if (t) {
+        blitz__task *last = t;
+        while (last->next)
+            last = last->next;
+        (void)blitz__global_queue_push_batch(&w->rt->global, t, last, n);
+    }
+    blitz__idle_notify_parked(w->rt);
 }
 
 BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t) {
