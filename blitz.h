@@ -1214,6 +1214,7 @@ typedef struct blitz__time_driver {
     blitz__timer_entry *firing; /* due, being fired in batches */
     uint64_t origin_ns;         /* tick 0 */
     int paused;                 /* virtual clock */
+    int advancing;              /* a paused-clock jump is firing its timers */
     blitz__atomic_u64 virtual_ns;
     /* Earliest deadline in ns (never later than the truth), UINT64_MAX
      * when no timer is armed. */
@@ -3363,17 +3364,26 @@ BLITZ_PRIVATE uint64_t blitz__time_sleep_ns(blitz_runtime *rt) {
 
 /* Paused clock, every worker idle: jump to the next deadline and fire.
  * Returns 1 when it moved the clock. */
-BLITZ_PRIVATE int blitz__time_auto_advance(blitz_runtime *rt) {
+/* `idle` is checked under the lock, after any earlier jump has finished
+ * waking its tasks (they are queued before `advancing` is cleared under the
+ * lock), so a jump never overtakes the tasks the previous one woke. */
+BLITZ_PRIVATE int blitz__time_auto_advance(blitz_runtime *rt, int (*idle)(blitz_runtime *rt)) {
     if (!rt->time.paused)
         return 0;
     blitz__mutex_lock(&rt->time.lock);
+    if (rt->time.advancing || (idle && !idle(rt))) {
+        blitz__mutex_unlock(&rt->time.lock);
+        return 0;
+    }
     uint64_t t = blitz__wheel_next_expiry(&rt->time.wheel);
     if (t != UINT64_MAX) {
         uint64_t target = blitz__tick_start_ns(rt, t);
         if (target > blitz__u64_load(&rt->time.virtual_ns, BLITZ__RELAXED))
             blitz__u64_store(&rt->time.virtual_ns, target, BLITZ__RELEASE);
+        rt->time.advancing = 1;
         blitz__time_collect(rt, blitz__u64_load(&rt->time.virtual_ns, BLITZ__RELAXED));
         blitz__time_fire(rt);
+        rt->time.advancing = 0;
     }
     blitz__mutex_unlock(&rt->time.lock);
     return t != UINT64_MAX;
@@ -3965,22 +3975,25 @@ static int blitz__time_due(blitz_runtime *rt) {
 
 /* Paused clock: when this worker is the last to park and nothing else runs,
  * every task is idle, so jump to the next timer. Returns 1 when it did. */
-static int blitz__worker_auto_advance(blitz_runtime *rt) {
-    if (!rt->time.paused)
-        return 0;
-    /* Idle means: every started worker parked (the caller's bit is set),
-     * no task polled by another thread, no pinned main task runnable, and
-     * nothing queued. Seq_cst loads: each counter is raised before its
-     * thread starts the work it counts. */
+/* Paused clock: every task is idle when every started worker is parked (the
+ * caller's own bit may be set), no other thread polls a task, no pinned
+ * main task is runnable, and nothing is queued. Seq_cst loads: each counter
+ * is raised before its thread starts the work it counts. */
+static int blitz__runtime_idle(blitz_runtime *rt) {
     uint64_t parked = blitz__u64_load(&rt->idle.parked_bitmap, BLITZ__SEQ_CST);
-    if ((uint32_t)__builtin_popcountll(parked) <
-            blitz__u32_load(&rt->workers_started, BLITZ__RELAXED) ||
-        blitz__u32_load(&rt->external_running, BLITZ__SEQ_CST) ||
-        blitz__u32_load(&rt->pinned_runnable, BLITZ__SEQ_CST) ||
-        blitz__u32_load(&rt->paused_polling, BLITZ__SEQ_CST) ||
-        blitz__global_queue_len(&rt->global))
+    return (uint32_t)__builtin_popcountll(parked) >=
+               blitz__u32_load(&rt->workers_started, BLITZ__RELAXED) &&
+           !blitz__u32_load(&rt->external_running, BLITZ__SEQ_CST) &&
+           !blitz__u32_load(&rt->pinned_runnable, BLITZ__SEQ_CST) &&
+           !blitz__u32_load(&rt->paused_polling, BLITZ__SEQ_CST) && !blitz__work_available(rt);
+}
+
+/* Jumps the paused clock to the next timer when the runtime is idle.
+ * Returns 1 when it did. */
+static int blitz__worker_auto_advance(blitz_runtime *rt) {
+    if (!rt->time.paused || !blitz__runtime_idle(rt))
         return 0;
-    return blitz__time_auto_advance(rt);
+    return blitz__time_auto_advance(rt, blitz__runtime_idle);
 }
 
 /* Returns 1 when the worker slept in the kernel. */
@@ -4443,7 +4456,7 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
             if (blitz__global_queue_len(&rt->global))
                 continue;
             /* Idle with a paused clock: jump to the next timer. */
-            if (blitz__time_auto_advance(rt))
+            if (blitz__time_auto_advance(rt, NULL))
                 continue;
             uint64_t timeout = rt->park_timeout_ns, timer_ns = blitz__time_sleep_ns(rt);
             if (timer_ns && (timeout == 0 || timer_ns < timeout))

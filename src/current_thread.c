@@ -98,7 +98,7 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
             if (blitz__global_queue_len(&rt->global))
                 continue;
             /* Idle with a paused clock: jump to the next timer. */
-            if (blitz__time_auto_advance(rt))
+            if (blitz__time_auto_advance(rt, NULL))
                 continue;
             uint64_t timeout = rt->park_timeout_ns, timer_ns = blitz__time_sleep_ns(rt);
             if (timer_ns && (timeout == 0 || timer_ns < timeout))

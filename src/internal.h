@@ -255,6 +255,7 @@ typedef struct blitz__time_driver {
     blitz__timer_entry *firing; /* due, being fired in batches */
     uint64_t origin_ns;         /* tick 0 */
     int paused;                 /* virtual clock */
+    int advancing;              /* a paused-clock jump is firing its timers */
     blitz__atomic_u64 virtual_ns;
     /* Earliest deadline in ns (never later than the truth), UINT64_MAX
      * when no timer is armed. */

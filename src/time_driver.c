@@ -196,17 +196,26 @@ BLITZ_PRIVATE uint64_t blitz__time_sleep_ns(blitz_runtime *rt) {
 
 /* Paused clock, every worker idle: jump to the next deadline and fire.
  * Returns 1 when it moved the clock. */
-BLITZ_PRIVATE int blitz__time_auto_advance(blitz_runtime *rt) {
+/* `idle` is checked under the lock, after any earlier jump has finished
+ * waking its tasks (they are queued before `advancing` is cleared under the
+ * lock), so a jump never overtakes the tasks the previous one woke. */
+BLITZ_PRIVATE int blitz__time_auto_advance(blitz_runtime *rt, int (*idle)(blitz_runtime *rt)) {
     if (!rt->time.paused)
         return 0;
     blitz__mutex_lock(&rt->time.lock);
+    if (rt->time.advancing || (idle && !idle(rt))) {
+        blitz__mutex_unlock(&rt->time.lock);
+        return 0;
+    }
     uint64_t t = blitz__wheel_next_expiry(&rt->time.wheel);
     if (t != UINT64_MAX) {
         uint64_t target = blitz__tick_start_ns(rt, t);
         if (target > blitz__u64_load(&rt->time.virtual_ns, BLITZ__RELAXED))
             blitz__u64_store(&rt->time.virtual_ns, target, BLITZ__RELEASE);
+        rt->time.advancing = 1;
         blitz__time_collect(rt, blitz__u64_load(&rt->time.virtual_ns, BLITZ__RELAXED));
         blitz__time_fire(rt);
+        rt->time.advancing = 0;
     }
     blitz__mutex_unlock(&rt->time.lock);
     return t != UINT64_MAX;

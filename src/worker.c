@@ -366,22 +366,25 @@ static int blitz__time_due(blitz_runtime *rt) {
 
 /* Paused clock: when this worker is the last to park and nothing else runs,
  * every task is idle, so jump to the next timer. Returns 1 when it did. */
-static int blitz__worker_auto_advance(blitz_runtime *rt) {
-    if (!rt->time.paused)
-        return 0;
-    /* Idle means: every started worker parked (the caller's bit is set),
-     * no task polled by another thread, no pinned main task runnable, and
-     * nothing queued. Seq_cst loads: each counter is raised before its
-     * thread starts the work it counts. */
+/* Paused clock: every task is idle when every started worker is parked (the
+ * caller's own bit may be set), no other thread polls a task, no pinned
+ * main task is runnable, and nothing is queued. Seq_cst loads: each counter
+ * is raised before its thread starts the work it counts. */
+static int blitz__runtime_idle(blitz_runtime *rt) {
     uint64_t parked = blitz__u64_load(&rt->idle.parked_bitmap, BLITZ__SEQ_CST);
-    if ((uint32_t)__builtin_popcountll(parked) <
-            blitz__u32_load(&rt->workers_started, BLITZ__RELAXED) ||
-        blitz__u32_load(&rt->external_running, BLITZ__SEQ_CST) ||
-        blitz__u32_load(&rt->pinned_runnable, BLITZ__SEQ_CST) ||
-        blitz__u32_load(&rt->paused_polling, BLITZ__SEQ_CST) ||
-        blitz__global_queue_len(&rt->global))
+    return (uint32_t)__builtin_popcountll(parked) >=
+               blitz__u32_load(&rt->workers_started, BLITZ__RELAXED) &&
+           !blitz__u32_load(&rt->external_running, BLITZ__SEQ_CST) &&
+           !blitz__u32_load(&rt->pinned_runnable, BLITZ__SEQ_CST) &&
+           !blitz__u32_load(&rt->paused_polling, BLITZ__SEQ_CST) && !blitz__work_available(rt);
+}
+
+/* Jumps the paused clock to the next timer when the runtime is idle.
+ * Returns 1 when it did. */
+static int blitz__worker_auto_advance(blitz_runtime *rt) {
+    if (!rt->time.paused || !blitz__runtime_idle(rt))
         return 0;
-    return blitz__time_auto_advance(rt);
+    return blitz__time_auto_advance(rt, blitz__runtime_idle);
 }
 
 /* Returns 1 when the worker slept in the kernel. */
