@@ -422,6 +422,16 @@ BLITZ_API int blitz_timer_armed(const blitz_timer *t);
  * blitz_timer_cancel). */
 BLITZ_API blitz_poll blitz_timeout(blitz_cx *cx, blitz_timer *t, int64_t ns, blitz_poll inner);
 
+/* Cancels an op's registration (the op's own cancel, adapted). */
+typedef void (*blitz_cancel_fn)(blitz_cx *cx, void *op);
+/* blitz_timeout that also cancels the inner op when the deadline wins, so
+ * nothing is left registered when it returns READY with expired = 1:
+ *   BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, BLITZ_SEC,
+ *                                   blitz_join(cx, s->child),
+ *                                   blitz_join_cancel_op, s->child)); */
+BLITZ_API blitz_poll blitz_timeout_op(blitz_cx *cx, blitz_timer *t, int64_t ns, blitz_poll inner,
+                                      blitz_cancel_fn cancel, void *op);
+
 typedef enum blitz_missed_tick {
     BLITZ_MISSED_BURST = 0, /* ticks that were missed fire back to back */
     BLITZ_MISSED_DELAY = 1, /* the schedule restarts a period after the late tick */
@@ -451,6 +461,8 @@ BLITZ_API int blitz_time_advance(blitz_runtime *rt, int64_t ns);
 /* Removes the caller's registration from `t`'s join (after a timeout won):
  * the handle is not awaited any more and keeps no reference to the caller. */
 BLITZ_API void blitz_join_cancel(blitz_cx *cx, blitz_task *t);
+/* blitz_join_cancel as a blitz_cancel_fn (op is the blitz_task handle). */
+BLITZ_API void blitz_join_cancel_op(blitz_cx *cx, void *handle);
 
 /* ---------------------------------------------------------------------------
  * Statistics

@@ -57,6 +57,10 @@ BLITZ_API void blitz_join_cancel(blitz_cx *cx, blitz_task *t) {
     blitz_waker_drop(t->join_waker);
 }
 
+BLITZ_API void blitz_join_cancel_op(blitz_cx *cx, void *handle) {
+    blitz_join_cancel(cx, (blitz_task *)handle);
+}
+
 BLITZ_API int blitz_task_status(const blitz_task *t) {
     if (!t)
         return BLITZ_EINVAL;

@@ -359,6 +359,14 @@ BLITZ_API blitz_poll blitz_timeout(blitz_cx *cx, blitz_timer *t, int64_t ns, bli
     return BLITZ_PENDING;
 }
 
+BLITZ_API blitz_poll blitz_timeout_op(blitz_cx *cx, blitz_timer *t, int64_t ns, blitz_poll inner,
+                                      blitz_cancel_fn cancel, void *op) {
+    blitz_poll r = blitz_timeout(cx, t, ns, inner);
+    if (r == BLITZ_READY && t && t->expired && cancel)
+        cancel(cx, op);
+    return r;
+}
+
 /* ---- clock and deadlines ------------------------------------------------------ */
 
 BLITZ_API uint64_t blitz_time_now(const blitz_runtime *rt) {

@@ -822,3 +822,56 @@ BLITZ_TEST(cancel_hook_frees_mt) {
 BLITZ_TEST(cancel_hook_frees_ct) {
     return cancel_hook_frees(BLITZ_CURRENT_THREAD);
 }
+
+/* ---- blitz_timeout_op cancels the inner op when the deadline wins ---------------- */
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_timer timer;
+    blitz_task *child;
+    int expired;
+    uint64_t join_bits_after; /* the child's JOIN_WAKER bit after the timeout */
+} timeout_op_parent;
+
+static blitz_poll timeout_op_parent_poll(blitz_cx *cx, void *p) {
+    timeout_op_parent *s = (timeout_op_parent *)p;
+    BLITZ_BEGIN(s);
+    {
+        forever_state f = {0};
+        CHECK_OK(blitz_spawn(blitz_cx_runtime(cx), forever_poll, &f, sizeof f, &s->child));
+    }
+    BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, 50 * BLITZ_MSEC, blitz_join(cx, s->child),
+                                    blitz_join_cancel_op, s->child));
+    s->expired = s->timer.expired;
+    s->join_bits_after = blitz__u64_load(&s->child->state, BLITZ__ACQUIRE) & BLITZ__TASK_JOIN_WAKER;
+    CHECK(!blitz_timer_armed(&s->timer));
+    CHECK_OK(blitz_task_cancel(s->child));
+    CHECK_OK(blitz_task_release(&s->child));
+    BLITZ_END(s);
+}
+
+BLITZ_TEST(timeout_op_cancels_join) {
+    for (int flavor = 0; flavor < 2; flavor++) {
+        blitz_config cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.flavor = flavor ? BLITZ_CURRENT_THREAD : BLITZ_MULTI_THREAD;
+        cfg.workers = 2;
+        cfg.start_paused = 1;
+        blitz_runtime *rt;
+        CHECK_OK(blitz_runtime_new(&cfg, &rt));
+        uint64_t t0 = blitz_time_now(rt);
+        timeout_op_parent st;
+        memset(&st, 0, sizeof st);
+        CHECK_OK(blitz_runtime_run(rt, timeout_op_parent_poll, &st, sizeof st));
+        CHECK_EQ(st.expired, 1);
+        /* The join registration was taken back: the child holds no waker of
+         * the parent any more. */
+        CHECK_EQ(st.join_bits_after, 0);
+        CHECK_EQ(blitz_time_now(rt) - t0, 50 * BLITZ_MSEC);
+        blitz_stats stats;
+        CHECK_OK(blitz_runtime_stats(rt, &stats));
+        CHECK_EQ(stats.tasks_alive, 0);
+        CHECK_OK(blitz_runtime_free(rt));
+    }
+    return 0;
+}
