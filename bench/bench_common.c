@@ -591,3 +591,32 @@ void bench_chan_rx_drop(bench_chan *c) {
     if (last)
         chan_free(c);
 }
+
+/* The block_on future of most benchmarks: optionally `tokio::spawn(root)`
+ * (detached), then `cd.wait().await`. */
+typedef struct spawn_wait_state {
+    BLITZ_CORO;
+    bench_countdown *cd;
+    blitz_poll_fn root; /* NULL: only wait */
+    const void *root_state;
+    size_t root_size;
+} spawn_wait_state;
+static blitz_poll spawn_wait_poll(blitz_cx *cx, void *p) {
+    spawn_wait_state *s = p;
+    BLITZ_BEGIN(s);
+    if (s->root)
+        bench_spawn(blitz_cx_runtime(cx), s->root, s->root_state, s->root_size, NULL);
+    BLITZ_AWAIT(s, bench_countdown_wait(cx, s->cd));
+    BLITZ_END(s);
+}
+
+void bench_block_on_countdown(blitz_runtime *rt, bench_countdown *cd, blitz_poll_fn root,
+                              const void *root_state, size_t root_size) {
+    spawn_wait_state m;
+    memset(&m, 0, sizeof m);
+    m.cd = cd;
+    m.root = root;
+    m.root_state = root_state;
+    m.root_size = root_size;
+    bench_block_on(rt, spawn_wait_poll, &m, sizeof m);
+}

@@ -208,4 +208,10 @@ blitz_poll bench_chan_recv(blitz_cx *cx, bench_chan *c, uint64_t *out, int *ok);
 void bench_chan_tx_drop(bench_chan *c);
 void bench_chan_rx_drop(bench_chan *c);
 
+/* The block_on future of most benchmarks: optionally `tokio::spawn(root)`
+ * (detached; root NULL: none), then `cd.wait().await`, run with
+ * blitz_runtime_run. */
+void bench_block_on_countdown(blitz_runtime *rt, bench_countdown *cd, blitz_poll_fn root,
+                              const void *root_state, size_t root_size);
+
 #endif /* BENCH_COMMON_H */

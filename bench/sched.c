@@ -103,35 +103,6 @@ static blitz_poll arrive_poll(blitz_cx *cx, void *p) {
     return BLITZ_READY;
 }
 
-/* The block_on future of most benchmarks: optionally `tokio::spawn(root)`
- * (detached), then `cd.wait().await`. */
-typedef struct spawn_wait_state {
-    BLITZ_CORO;
-    bench_countdown *cd;
-    blitz_poll_fn root; /* NULL: only wait */
-    const void *root_state;
-    size_t root_size;
-} spawn_wait_state;
-static blitz_poll spawn_wait_poll(blitz_cx *cx, void *p) {
-    spawn_wait_state *s = p;
-    BLITZ_BEGIN(s);
-    if (s->root)
-        bench_spawn(blitz_cx_runtime(cx), s->root, s->root_state, s->root_size, NULL);
-    BLITZ_AWAIT(s, bench_countdown_wait(cx, s->cd));
-    BLITZ_END(s);
-}
-
-static void block_on_countdown(blitz_runtime *rt, bench_countdown *cd, blitz_poll_fn root,
-                               const void *root_state, size_t root_size) {
-    spawn_wait_state m;
-    memset(&m, 0, sizeof m);
-    m.cd = cd;
-    m.root = root;
-    m.root_state = root_state;
-    m.root_size = root_size;
-    bench_block_on(rt, spawn_wait_poll, &m, sizeof m);
-}
-
 /* ---------------------------------------------------------------------------
  * spawn_many_local: one task (already running on a worker) spawns NUM_SPAWN
  * tasks; each task decrements the countdown.
@@ -159,7 +130,7 @@ static uint64_t spawn_many_local_iter(void *ctx) {
     bench_countdown_init(&cd, NUM_SPAWN);
     root.cd = &cd;
     t0 = bench_now_ns();
-    block_on_countdown(rt, &cd, sml_root_poll, &root, sizeof root);
+    bench_block_on_countdown(rt, &cd, sml_root_poll, &root, sizeof root);
     d = bench_now_ns() - t0;
     bench_countdown_destroy(&cd);
     return d;
@@ -413,7 +384,7 @@ static uint64_t yield_many_iter(void *ctx) {
     t0 = bench_now_ns();
     for (i = 0; i < YIELD_TASKS; i++)
         bench_spawn(rt, yield_poll, &y, sizeof y, NULL);
-    block_on_countdown(rt, &cd, NULL, NULL, 0);
+    bench_block_on_countdown(rt, &cd, NULL, NULL, 0);
     d = bench_now_ns() - t0;
     bench_countdown_destroy(&cd);
     return d;
@@ -504,7 +475,7 @@ static uint64_t ping_pong_iter(void *ctx) {
     bench_countdown_init(&cd, PINGS);
     root.cd = &cd;
     t0 = bench_now_ns();
-    block_on_countdown(rt, &cd, pp_root_poll, &root, sizeof root);
+    bench_block_on_countdown(rt, &cd, pp_root_poll, &root, sizeof root);
     d = bench_now_ns() - t0;
     bench_countdown_destroy(&cd);
     return d;
@@ -669,7 +640,7 @@ static uint64_t chained_spawn_iter(void *ctx) {
     first.cd = &cd;
     first.left = CHAIN_DEPTH - 1;
     t0 = bench_now_ns();
-    block_on_countdown(rt, &cd, chain_poll, &first, sizeof first);
+    bench_block_on_countdown(rt, &cd, chain_poll, &first, sizeof first);
     d = bench_now_ns() - t0;
     bench_countdown_destroy(&cd);
     return d;

@@ -68,34 +68,6 @@ static uint8_t *deadlines_ms(void) {
     return d;
 }
 
-/* The block_on future: `tokio::spawn(root)` (detached), then
- * `cd.wait().await`. */
-typedef struct spawn_wait_state {
-    BLITZ_CORO;
-    bench_countdown *cd;
-    blitz_poll_fn root;
-    const void *root_state;
-    size_t root_size;
-} spawn_wait_state;
-static blitz_poll spawn_wait_poll(blitz_cx *cx, void *p) {
-    spawn_wait_state *s = p;
-    BLITZ_BEGIN(s);
-    bench_spawn(blitz_cx_runtime(cx), s->root, s->root_state, s->root_size, NULL);
-    BLITZ_AWAIT(s, bench_countdown_wait(cx, s->cd));
-    BLITZ_END(s);
-}
-
-static void block_on_countdown(blitz_runtime *rt, bench_countdown *cd, blitz_poll_fn root,
-                               const void *root_state, size_t root_size) {
-    spawn_wait_state m;
-    memset(&m, 0, sizeof m);
-    m.cd = cd;
-    m.root = root;
-    m.root_state = root_state;
-    m.root_size = root_size;
-    bench_block_on(rt, spawn_wait_poll, &m, sizeof m);
-}
-
 /* ---------------------------------------------------------------------------
  * timers_1m_random
  * ------------------------------------------------------------------------- */
@@ -147,7 +119,7 @@ static uint64_t timers_1m_random_iter(void *ctx) {
     root.cd = &cd;
     root.d = c->d;
     t0 = bench_now_ns();
-    block_on_countdown(c->rt, &cd, random_root_poll, &root, sizeof root);
+    bench_block_on_countdown(c->rt, &cd, random_root_poll, &root, sizeof root);
     dt = bench_now_ns() - t0;
     bench_countdown_destroy(&cd);
     return dt;
@@ -247,7 +219,7 @@ static uint32_t *timers_1m_lateness(bench_flavor f, const uint8_t *d) {
         sh.late_us[i] = UINT32_MAX;
     root.sh = &sh;
     root.d = d;
-    block_on_countdown(rt, &sh.cd, late_root_poll, &root, sizeof root);
+    bench_block_on_countdown(rt, &sh.cd, late_root_poll, &root, sizeof root);
     bench_countdown_destroy(&sh.cd);
     bench_runtime_free(rt);
     for (i = 0; i < N_TIMERS; i++)
@@ -310,7 +282,7 @@ static uint64_t timers_heavy_iter(void *ctx) {
     bench_countdown_init(&cd, HEAVY_TASKS);
     root.cd = &cd;
     t0 = bench_now_ns();
-    block_on_countdown(rt, &cd, heavy_root_poll, &root, sizeof root);
+    bench_block_on_countdown(rt, &cd, heavy_root_poll, &root, sizeof root);
     dt = bench_now_ns() - t0;
     bench_countdown_destroy(&cd);
     return dt;
