@@ -1284,6 +1284,17 @@ struct blitz_runtime {
     void *workers_raw;
 };
 
+/* Appends `t` to an intrusive FIFO (head, tail) linked through `next`. A
+ * task is in at most one such list: it is SCHEDULED and in no queue. */
+static inline void blitz__list_append(blitz__task **head, blitz__task **tail, blitz__task *t) {
+    t->next = NULL;
+    if (*tail)
+        (*tail)->next = t;
+    else
+        *head = t;
+    *tail = t;
+}
+
 /* ---- forward declarations used across modules ------------------------------ */
 
 BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t);
@@ -1879,28 +1890,23 @@ BLITZ_PRIVATE uint32_t blitz__size_class(size_t need) {
     return BLITZ__CLASS_LARGE;
 }
 
-/* The cache this thread may use without a lock for runtime `rt`, or NULL. */
-static blitz__block_cache *blitz__local_cache(blitz_runtime *rt) {
+/* The cache and counters this thread may use without a lock for runtime
+ * `rt` (a worker's, or the current-thread driver's); NULL for any other
+ * thread, which uses the shared cache under alloc_lock and the shared
+ * counters. One thread-local lookup serves both. */
+static blitz__block_cache *blitz__local_owner(blitz_runtime *rt, blitz__worker_counters **k) {
     blitz__context *c = blitz__context_get();
+    *k = NULL;
     if (!c || c->rt != rt)
         return NULL;
-    if (c->worker)
+    if (c->worker) {
+        *k = &c->worker->counters;
         return &c->worker->cache;
-    if (c->ct_driver)
+    }
+    if (c->ct_driver) {
+        *k = &rt->ct->counters;
         return &rt->ct->cache;
-    return NULL;
-}
-
-/* Per-thread counters of spawned/freed blocks, or NULL for the shared ones
- * (which are bumped under alloc_lock). */
-static blitz__worker_counters *blitz__local_counters(blitz_runtime *rt) {
-    blitz__context *c = blitz__context_get();
-    if (!c || c->rt != rt)
-        return NULL;
-    if (c->worker)
-        return &c->worker->counters;
-    if (c->ct_driver)
-        return &rt->ct->counters;
+    }
     return NULL;
 }
 
@@ -2002,6 +2008,8 @@ static void blitz__cache_put(blitz_runtime *rt, blitz__block_cache *cache, uint3
 BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need) {
     uint32_t c = blitz__size_class(need);
     blitz__task *t;
+    blitz__worker_counters *k;
+    blitz__block_cache *cache = blitz__local_owner(rt, &k);
     if (c == BLITZ__CLASS_LARGE) {
         size_t total = BLITZ__FIRST_BLOCK + ((need + 15) & ~(size_t)15);
         void *raw;
@@ -2021,7 +2029,6 @@ BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need) {
         blitz__mutex_unlock(&rt->alloc_lock);
         t = blitz__chunk_block(ch, 0);
     } else {
-        blitz__block_cache *cache = blitz__local_cache(rt);
         if (cache) {
             t = blitz__cache_take(rt, cache, c, 0);
         } else {
@@ -2032,7 +2039,6 @@ BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need) {
         if (!t)
             return NULL;
     }
-    blitz__worker_counters *k = blitz__local_counters(rt);
     if (k) {
         BLITZ__STAT(blitz__u64_bump(&k->spawned, 1));
     } else {
@@ -2055,7 +2061,8 @@ static void blitz__count_freed(blitz_runtime *rt, blitz__worker_counters *k) {
 BLITZ_PRIVATE void blitz__block_release(blitz__task *t) {
     blitz__chunk *ch = blitz__chunk_of(t);
     blitz_runtime *rt = ch->rt;
-    blitz__worker_counters *k = blitz__local_counters(rt);
+    blitz__worker_counters *k;
+    blitz__block_cache *cache = blitz__local_owner(rt, &k);
     uint32_t c = ch->class_index;
     if (c == BLITZ__CLASS_LARGE) {
         /* During the shutdown sweep the chunk list is being walked: leave the
@@ -2070,7 +2077,6 @@ BLITZ_PRIVATE void blitz__block_release(blitz__task *t) {
             blitz__free(ch->raw);
         }
     } else {
-        blitz__block_cache *cache = blitz__local_cache(rt);
         if (cache) {
             blitz__cache_put(rt, cache, c, t, 0);
         } else {
@@ -2986,14 +2992,20 @@ BLITZ_API int blitz_spawn_ex(blitz_runtime *rt, const blitz_spawn_opts *o, blitz
     return blitz__spawn(rt, o, handle, 0);
 }
 
-BLITZ_API int blitz_spawn(blitz_runtime *rt, blitz_poll_fn poll, const void *state, size_t size,
-                          blitz_task **handle) {
+/* Options for a task without hooks. */
+BLITZ_PRIVATE blitz_spawn_opts blitz__plain_opts(blitz_poll_fn poll, const void *state,
+                                                 size_t size) {
     blitz_spawn_opts o;
+    memset(&o, 0, sizeof o);
     o.poll = poll;
     o.state = state;
     o.size = size;
-    o.drop = NULL;
-    o.cancel = NULL;
+    return o;
+}
+
+BLITZ_API int blitz_spawn(blitz_runtime *rt, blitz_poll_fn poll, const void *state, size_t size,
+                          blitz_task **handle) {
+    blitz_spawn_opts o = blitz__plain_opts(poll, state, size);
     return blitz_spawn_ex(rt, &o, handle);
 }
 
@@ -3288,10 +3300,12 @@ static void blitz__time_collect(blitz_runtime *rt, uint64_t now_ns) {
     blitz__time_update_hint(rt);
 }
 
-/* Fires the firing list: a batch at a time, marked FIRED under the lock,
- * woken after unlocking it (a woken task may run, re-arm and take the lock
- * at once). Called and returns with the lock held. Returns how many. */
-static size_t blitz__time_fire(blitz_runtime *rt) {
+/* Empties the firing list a batch at a time, each timer's waker taken
+ * under the lock and used after unlocking it (a woken task may run, re-arm
+ * and take the lock at once; a dropped waker may free the task and its
+ * timer). `fire`: mark FIRED and wake; else (shutdown) mark IDLE and drop.
+ * Called and returns with the lock held. Returns how many. */
+static size_t blitz__time_fire(blitz_runtime *rt, int fire) {
     blitz__time_driver *td = &rt->time;
     size_t fired = 0;
     while (td->firing) {
@@ -3308,14 +3322,20 @@ static size_t blitz__time_fire(blitz_runtime *rt) {
             t->blitz__waker = blitz_waker_noop();
             /* Release: the task that sees FIRED sees the timer out of every
              * list; from here its owner may reuse the memory. */
-            blitz__u32_field_store(&t->blitz__state, BLITZ__TIMER_FIRED, BLITZ__RELEASE);
+            blitz__u32_field_store(&t->blitz__state, fire ? BLITZ__TIMER_FIRED : BLITZ__TIMER_IDLE,
+                                   BLITZ__RELEASE);
         }
         fired += (size_t)n;
         blitz__mutex_unlock(&td->lock);
-        blitz__wake_batch_begin();
-        for (int i = 0; i < n; i++)
-            blitz_waker_wake(batch[i]);
-        blitz__wake_batch_end();
+        if (fire) {
+            blitz__wake_batch_begin();
+            for (int i = 0; i < n; i++)
+                blitz_waker_wake(batch[i]);
+            blitz__wake_batch_end();
+        } else {
+            for (int i = 0; i < n; i++)
+                blitz_waker_drop(batch[i]);
+        }
         blitz__mutex_lock(&td->lock);
     }
     return fired;
@@ -3334,7 +3354,7 @@ BLITZ_PRIVATE int blitz__time_process(blitz_runtime *rt, int block) {
     else if (!blitz__mutex_trylock(&rt->time.lock))
         return 0;
     blitz__time_collect(rt, blitz__rt_now(rt));
-    size_t fired = blitz__time_fire(rt);
+    size_t fired = blitz__time_fire(rt, 1);
     blitz__mutex_unlock(&rt->time.lock);
     return fired != 0;
 }
@@ -3348,27 +3368,7 @@ BLITZ_PRIVATE void blitz__time_shutdown(blitz_runtime *rt) {
     /* Everything moves to the firing list, where a concurrent cancel can
      * still unlink it. */
     blitz__time_collect(rt, UINT64_MAX);
-    while (td->firing) {
-        blitz_waker batch[BLITZ__WAKE_BATCH];
-        int n = 0;
-        while (td->firing && n < BLITZ__WAKE_BATCH) {
-            blitz__timer_entry *e = td->firing;
-            td->firing = e->next;
-            if (td->firing)
-                td->firing->prev = NULL;
-            e->where = BLITZ__WHEEL_NOT_IN_WHEEL;
-            blitz_timer *t = blitz__timer_of(e);
-            batch[n++] = t->blitz__waker;
-            t->blitz__waker = blitz_waker_noop();
-            blitz__u32_field_store(&t->blitz__state, BLITZ__TIMER_IDLE, BLITZ__RELEASE);
-        }
-        /* Dropping may free a task block (and its timer): not under the
-         * lock. */
-        blitz__mutex_unlock(&td->lock);
-        for (int i = 0; i < n; i++)
-            blitz_waker_drop(batch[i]);
-        blitz__mutex_lock(&td->lock);
-    }
+    blitz__time_fire(rt, 0);
     blitz__mutex_unlock(&td->lock);
 }
 
@@ -3402,7 +3402,7 @@ BLITZ_PRIVATE int blitz__time_auto_advance(blitz_runtime *rt, int (*idle)(blitz_
             blitz__u64_store(&rt->time.virtual_ns, target, BLITZ__RELEASE);
         rt->time.advancing = 1;
         blitz__time_collect(rt, blitz__u64_load(&rt->time.virtual_ns, BLITZ__RELAXED));
-        blitz__time_fire(rt);
+        blitz__time_fire(rt, 1);
         rt->time.advancing = 0;
     }
     blitz__mutex_unlock(&rt->time.lock);
@@ -3582,7 +3582,7 @@ BLITZ_API int blitz_time_advance(blitz_runtime *rt, int64_t ns) {
     now = blitz_deadline_after(now, ns);
     blitz__u64_store(&rt->time.virtual_ns, now, BLITZ__RELEASE);
     blitz__time_collect(rt, now);
-    blitz__time_fire(rt);
+    blitz__time_fire(rt, 1);
     blitz__mutex_unlock(&rt->time.lock);
     return BLITZ_OK;
 }
@@ -3703,12 +3703,7 @@ static void blitz__worker_schedule_local(blitz__worker *w, blitz__task *t) {
     if (w->wake_batching) {
         /* Many wakes at once (timers firing): collected, then spread in one
          * go by blitz__wake_batch_end instead of churning the LIFO slot. */
-        t->next = NULL;
-        if (w->wake_tail)
-            w->wake_tail->next = t;
-        else
-            w->wake_head = t;
-        w->wake_tail = t;
+        blitz__list_append(&w->wake_head, &w->wake_tail, t);
         w->wake_count++;
         return;
     }
@@ -3789,17 +3784,6 @@ BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t) {
         blitz__remote_schedule(rt, t);
 }
 
-/* Appends to an intrusive deferred list (the task is SCHEDULED and in no
- * other queue, so its link is free). */
-static inline void blitz__defer(blitz__task **head, blitz__task **tail, blitz__task *t) {
-    t->next = NULL;
-    if (*tail)
-        (*tail)->next = t;
-    else
-        *head = t;
-    *tail = t;
-}
-
 /* Yielded tasks of this tick join the back of the ring, as far as it has
  * room; the rest stay deferred (private to this worker) rather than
  * overflow to the global queue: a task that only yields has no reason to
@@ -3828,14 +3812,14 @@ BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx, i
         blitz__task_schedule(t);
     } else if (ctx->worker) {
         if (yielded) {
-            blitz__defer(&ctx->worker->deferred_head, &ctx->worker->deferred_tail, t);
+            blitz__list_append(&ctx->worker->deferred_head, &ctx->worker->deferred_tail, t);
         } else {
             blitz__local_queue_push(&ctx->worker->queue, t, rt, &ctx->worker->counters);
             blitz__idle_notify_parked(rt);
         }
     } else if (ctx->ct_driver) {
         if (yielded)
-            blitz__defer(&rt->ct->deferred_head, &rt->ct->deferred_tail, t);
+            blitz__list_append(&rt->ct->deferred_head, &rt->ct->deferred_tail, t);
         else
             blitz__ct_push(rt, t);
     } else if (rt->flavor == BLITZ_CURRENT_THREAD) {
@@ -4395,13 +4379,7 @@ BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t) {
 
 /* Driving thread only. */
 BLITZ_PRIVATE void blitz__ct_push(blitz_runtime *rt, blitz__task *t) {
-    blitz__ct_core *ct = rt->ct;
-    t->next = NULL;
-    if (ct->tail)
-        ct->tail->next = t;
-    else
-        ct->head = t;
-    ct->tail = t;
+    blitz__list_append(&rt->ct->head, &rt->ct->tail, t);
 }
 
 /* Any thread. The parker's token makes an unpark that lands before the
@@ -4716,12 +4694,7 @@ BLITZ_API int blitz_runtime_free(blitz_runtime *rt) {
 
 BLITZ_API int blitz_runtime_run(blitz_runtime *rt, blitz_poll_fn poll, void *state, size_t size) {
     blitz_task *h;
-    blitz_spawn_opts o;
-    o.poll = poll;
-    o.state = state;
-    o.size = size;
-    o.drop = NULL;
-    o.cancel = NULL;
+    blitz_spawn_opts o = blitz__plain_opts(poll, state, size);
     /* Multi-thread: the calling thread polls the main task itself (it is
      * pinned to this thread, like Tokio's block_on), so waking it costs no
      * queue trip. Not when called from inside one of rt's tasks: then it is

@@ -9,13 +9,7 @@
 
 /* Driving thread only. */
 BLITZ_PRIVATE void blitz__ct_push(blitz_runtime *rt, blitz__task *t) {
-    blitz__ct_core *ct = rt->ct;
-    t->next = NULL;
-    if (ct->tail)
-        ct->tail->next = t;
-    else
-        ct->head = t;
-    ct->tail = t;
+    blitz__list_append(&rt->ct->head, &rt->ct->tail, t);
 }
 
 /* Any thread. The parker's token makes an unpark that lands before the

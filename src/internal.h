@@ -309,6 +309,17 @@ struct blitz_runtime {
     void *workers_raw;
 };
 
+/* Appends `t` to an intrusive FIFO (head, tail) linked through `next`. A
+ * task is in at most one such list: it is SCHEDULED and in no queue. */
+static inline void blitz__list_append(blitz__task **head, blitz__task **tail, blitz__task *t) {
+    t->next = NULL;
+    if (*tail)
+        (*tail)->next = t;
+    else
+        *head = t;
+    *tail = t;
+}
+
 /* ---- forward declarations used across modules ------------------------------ */
 
 BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t);

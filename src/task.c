@@ -260,14 +260,20 @@ BLITZ_API int blitz_spawn_ex(blitz_runtime *rt, const blitz_spawn_opts *o, blitz
     return blitz__spawn(rt, o, handle, 0);
 }
 
-BLITZ_API int blitz_spawn(blitz_runtime *rt, blitz_poll_fn poll, const void *state, size_t size,
-                          blitz_task **handle) {
+/* Options for a task without hooks. */
+BLITZ_PRIVATE blitz_spawn_opts blitz__plain_opts(blitz_poll_fn poll, const void *state,
+                                                 size_t size) {
     blitz_spawn_opts o;
+    memset(&o, 0, sizeof o);
     o.poll = poll;
     o.state = state;
     o.size = size;
-    o.drop = NULL;
-    o.cancel = NULL;
+    return o;
+}
+
+BLITZ_API int blitz_spawn(blitz_runtime *rt, blitz_poll_fn poll, const void *state, size_t size,
+                          blitz_task **handle) {
+    blitz_spawn_opts o = blitz__plain_opts(poll, state, size);
     return blitz_spawn_ex(rt, &o, handle);
 }
 

@@ -56,28 +56,23 @@ BLITZ_PRIVATE uint32_t blitz__size_class(size_t need) {
     return BLITZ__CLASS_LARGE;
 }
 
-/* The cache this thread may use without a lock for runtime `rt`, or NULL. */
-static blitz__block_cache *blitz__local_cache(blitz_runtime *rt) {
+/* The cache and counters this thread may use without a lock for runtime
+ * `rt` (a worker's, or the current-thread driver's); NULL for any other
+ * thread, which uses the shared cache under alloc_lock and the shared
+ * counters. One thread-local lookup serves both. */
+static blitz__block_cache *blitz__local_owner(blitz_runtime *rt, blitz__worker_counters **k) {
     blitz__context *c = blitz__context_get();
+    *k = NULL;
     if (!c || c->rt != rt)
         return NULL;
-    if (c->worker)
+    if (c->worker) {
+        *k = &c->worker->counters;
         return &c->worker->cache;
-    if (c->ct_driver)
+    }
+    if (c->ct_driver) {
+        *k = &rt->ct->counters;
         return &rt->ct->cache;
-    return NULL;
-}
-
-/* Per-thread counters of spawned/freed blocks, or NULL for the shared ones
- * (which are bumped under alloc_lock). */
-static blitz__worker_counters *blitz__local_counters(blitz_runtime *rt) {
-    blitz__context *c = blitz__context_get();
-    if (!c || c->rt != rt)
-        return NULL;
-    if (c->worker)
-        return &c->worker->counters;
-    if (c->ct_driver)
-        return &rt->ct->counters;
+    }
     return NULL;
 }
 
@@ -179,6 +174,8 @@ static void blitz__cache_put(blitz_runtime *rt, blitz__block_cache *cache, uint3
 BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need) {
     uint32_t c = blitz__size_class(need);
     blitz__task *t;
+    blitz__worker_counters *k;
+    blitz__block_cache *cache = blitz__local_owner(rt, &k);
     if (c == BLITZ__CLASS_LARGE) {
         size_t total = BLITZ__FIRST_BLOCK + ((need + 15) & ~(size_t)15);
         void *raw;
@@ -198,7 +195,6 @@ BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need) {
         blitz__mutex_unlock(&rt->alloc_lock);
         t = blitz__chunk_block(ch, 0);
     } else {
-        blitz__block_cache *cache = blitz__local_cache(rt);
         if (cache) {
             t = blitz__cache_take(rt, cache, c, 0);
         } else {
@@ -209,7 +205,6 @@ BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need) {
         if (!t)
             return NULL;
     }
-    blitz__worker_counters *k = blitz__local_counters(rt);
     if (k) {
         BLITZ__STAT(blitz__u64_bump(&k->spawned, 1));
     } else {
@@ -232,7 +227,8 @@ static void blitz__count_freed(blitz_runtime *rt, blitz__worker_counters *k) {
 BLITZ_PRIVATE void blitz__block_release(blitz__task *t) {
     blitz__chunk *ch = blitz__chunk_of(t);
     blitz_runtime *rt = ch->rt;
-    blitz__worker_counters *k = blitz__local_counters(rt);
+    blitz__worker_counters *k;
+    blitz__block_cache *cache = blitz__local_owner(rt, &k);
     uint32_t c = ch->class_index;
     if (c == BLITZ__CLASS_LARGE) {
         /* During the shutdown sweep the chunk list is being walked: leave the
@@ -247,7 +243,6 @@ BLITZ_PRIVATE void blitz__block_release(blitz__task *t) {
             blitz__free(ch->raw);
         }
     } else {
-        blitz__block_cache *cache = blitz__local_cache(rt);
         if (cache) {
             blitz__cache_put(rt, cache, c, t, 0);
         } else {

@@ -100,10 +100,12 @@ static void blitz__time_collect(blitz_runtime *rt, uint64_t now_ns) {
     blitz__time_update_hint(rt);
 }
 
-/* Fires the firing list: a batch at a time, marked FIRED under the lock,
- * woken after unlocking it (a woken task may run, re-arm and take the lock
- * at once). Called and returns with the lock held. Returns how many. */
-static size_t blitz__time_fire(blitz_runtime *rt) {
+/* Empties the firing list a batch at a time, each timer's waker taken
+ * under the lock and used after unlocking it (a woken task may run, re-arm
+ * and take the lock at once; a dropped waker may free the task and its
+ * timer). `fire`: mark FIRED and wake; else (shutdown) mark IDLE and drop.
+ * Called and returns with the lock held. Returns how many. */
+static size_t blitz__time_fire(blitz_runtime *rt, int fire) {
     blitz__time_driver *td = &rt->time;
     size_t fired = 0;
     while (td->firing) {
@@ -120,14 +122,20 @@ static size_t blitz__time_fire(blitz_runtime *rt) {
             t->blitz__waker = blitz_waker_noop();
             /* Release: the task that sees FIRED sees the timer out of every
              * list; from here its owner may reuse the memory. */
-            blitz__u32_field_store(&t->blitz__state, BLITZ__TIMER_FIRED, BLITZ__RELEASE);
+            blitz__u32_field_store(&t->blitz__state, fire ? BLITZ__TIMER_FIRED : BLITZ__TIMER_IDLE,
+                                   BLITZ__RELEASE);
         }
         fired += (size_t)n;
         blitz__mutex_unlock(&td->lock);
-        blitz__wake_batch_begin();
-        for (int i = 0; i < n; i++)
-            blitz_waker_wake(batch[i]);
-        blitz__wake_batch_end();
+        if (fire) {
+            blitz__wake_batch_begin();
+            for (int i = 0; i < n; i++)
+                blitz_waker_wake(batch[i]);
+            blitz__wake_batch_end();
+        } else {
+            for (int i = 0; i < n; i++)
+                blitz_waker_drop(batch[i]);
+        }
         blitz__mutex_lock(&td->lock);
     }
     return fired;
@@ -146,7 +154,7 @@ BLITZ_PRIVATE int blitz__time_process(blitz_runtime *rt, int block) {
     else if (!blitz__mutex_trylock(&rt->time.lock))
         return 0;
     blitz__time_collect(rt, blitz__rt_now(rt));
-    size_t fired = blitz__time_fire(rt);
+    size_t fired = blitz__time_fire(rt, 1);
     blitz__mutex_unlock(&rt->time.lock);
     return fired != 0;
 }
@@ -160,27 +168,7 @@ BLITZ_PRIVATE void blitz__time_shutdown(blitz_runtime *rt) {
     /* Everything moves to the firing list, where a concurrent cancel can
      * still unlink it. */
     blitz__time_collect(rt, UINT64_MAX);
-    while (td->firing) {
-        blitz_waker batch[BLITZ__WAKE_BATCH];
-        int n = 0;
-        while (td->firing && n < BLITZ__WAKE_BATCH) {
-            blitz__timer_entry *e = td->firing;
-            td->firing = e->next;
-            if (td->firing)
-                td->firing->prev = NULL;
-            e->where = BLITZ__WHEEL_NOT_IN_WHEEL;
-            blitz_timer *t = blitz__timer_of(e);
-            batch[n++] = t->blitz__waker;
-            t->blitz__waker = blitz_waker_noop();
-            blitz__u32_field_store(&t->blitz__state, BLITZ__TIMER_IDLE, BLITZ__RELEASE);
-        }
-        /* Dropping may free a task block (and its timer): not under the
-         * lock. */
-        blitz__mutex_unlock(&td->lock);
-        for (int i = 0; i < n; i++)
-            blitz_waker_drop(batch[i]);
-        blitz__mutex_lock(&td->lock);
-    }
+    blitz__time_fire(rt, 0);
     blitz__mutex_unlock(&td->lock);
 }
 
@@ -214,7 +202,7 @@ BLITZ_PRIVATE int blitz__time_auto_advance(blitz_runtime *rt, int (*idle)(blitz_
             blitz__u64_store(&rt->time.virtual_ns, target, BLITZ__RELEASE);
         rt->time.advancing = 1;
         blitz__time_collect(rt, blitz__u64_load(&rt->time.virtual_ns, BLITZ__RELAXED));
-        blitz__time_fire(rt);
+        blitz__time_fire(rt, 1);
         rt->time.advancing = 0;
     }
     blitz__mutex_unlock(&rt->time.lock);
@@ -394,7 +382,7 @@ BLITZ_API int blitz_time_advance(blitz_runtime *rt, int64_t ns) {
     now = blitz_deadline_after(now, ns);
     blitz__u64_store(&rt->time.virtual_ns, now, BLITZ__RELEASE);
     blitz__time_collect(rt, now);
-    blitz__time_fire(rt);
+    blitz__time_fire(rt, 1);
     blitz__mutex_unlock(&rt->time.lock);
     return BLITZ_OK;
 }

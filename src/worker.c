@@ -66,12 +66,7 @@ static void blitz__worker_schedule_local(blitz__worker *w, blitz__task *t) {
     if (w->wake_batching) {
         /* Many wakes at once (timers firing): collected, then spread in one
          * go by blitz__wake_batch_end instead of churning the LIFO slot. */
-        t->next = NULL;
-        if (w->wake_tail)
-            w->wake_tail->next = t;
-        else
-            w->wake_head = t;
-        w->wake_tail = t;
+        blitz__list_append(&w->wake_head, &w->wake_tail, t);
         w->wake_count++;
         return;
     }
@@ -152,17 +147,6 @@ BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t) {
         blitz__remote_schedule(rt, t);
 }
 
-/* Appends to an intrusive deferred list (the task is SCHEDULED and in no
- * other queue, so its link is free). */
-static inline void blitz__defer(blitz__task **head, blitz__task **tail, blitz__task *t) {
-    t->next = NULL;
-    if (*tail)
-        (*tail)->next = t;
-    else
-        *head = t;
-    *tail = t;
-}
-
 /* Yielded tasks of this tick join the back of the ring, as far as it has
  * room; the rest stay deferred (private to this worker) rather than
  * overflow to the global queue: a task that only yields has no reason to
@@ -191,14 +175,14 @@ BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx, i
         blitz__task_schedule(t);
     } else if (ctx->worker) {
         if (yielded) {
-            blitz__defer(&ctx->worker->deferred_head, &ctx->worker->deferred_tail, t);
+            blitz__list_append(&ctx->worker->deferred_head, &ctx->worker->deferred_tail, t);
         } else {
             blitz__local_queue_push(&ctx->worker->queue, t, rt, &ctx->worker->counters);
             blitz__idle_notify_parked(rt);
         }
     } else if (ctx->ct_driver) {
         if (yielded)
-            blitz__defer(&rt->ct->deferred_head, &rt->ct->deferred_tail, t);
+            blitz__list_append(&rt->ct->deferred_head, &rt->ct->deferred_tail, t);
         else
             blitz__ct_push(rt, t);
     } else if (rt->flavor == BLITZ_CURRENT_THREAD) {
