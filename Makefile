@@ -126,7 +126,7 @@ test: check-amalgamation examples test-cxx test-gcc test-clang test-small-queue 
 run: $(BUILD)/examples/showcase
 	$(BUILD)/examples/showcase
 
-$(BUILD)/bench/%: bench/%.c bench/bench_common.c bench/bench_common.h blitz.h
+$(BUILD)/bench/%: bench/%.c bench/bench_common.c bench/bench_common.h $(wildcard bench/*.inc) blitz.h
 	@mkdir -p $(BUILD)/bench
 	$(CC) -std=c11 -Wall -Wextra -Wpedantic -Werror -O2 -g -pthread -D_GNU_SOURCE -I. \
 	  $< bench/bench_common.c -o $@ $(LDLIBS)

@@ -749,6 +749,25 @@ BLITZ_API int blitz_runtime_stats(const blitz_runtime *rt, blitz_stats *out);
 BLITZ_API int blitz_runtime_worker_stats(const blitz_runtime *rt, uint32_t worker,
                                          blitz_worker_stats *out);
 
+/* The rest of the API, one concern a file. */
+/* ====[ BEGIN src/api_sync.h ]============================================= */
+/* >>api_sync */
+/* Public API: Synchronization primitives: semaphore, mutex, rwlock, notify, barrier,
+ * once cell, cancellation token; and the generic op interface. */
+/* ====[ END src/api_sync.h ]=============================================== */
+/* ====[ BEGIN src/api_chan.h ]============================================= */
+/* >>api_chan */
+/* Public API: Channels: bounded MPMC, oneshot, broadcast, watch; select. */
+/* ====[ END src/api_chan.h ]=============================================== */
+/* ====[ BEGIN src/api_io.h ]=============================================== */
+/* >>api_io */
+/* Public API: The I/O driver and sockets. */
+/* ====[ END src/api_io.h ]================================================= */
+/* ====[ BEGIN src/api_pool.h ]============================================= */
+/* >>api_pool */
+/* Public API: The blocking pool, files, DNS, signals, processes, streams. */
+/* ====[ END src/api_pool.h ]=============================================== */
+
 #ifdef __cplusplus
 }
 #endif

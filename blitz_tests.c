@@ -34,6 +34,10 @@
 #include "tests/test_internal.c"
 #include "tests/test_timer_wheel.c"
 #include "tests/test_time.c"
+#include "tests/test_sync.c"
+#include "tests/test_chan.c"
+#include "tests/test_io.c"
+#include "tests/test_pool.c"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define TEST_HAS_LSAN 1

@@ -40,10 +40,10 @@ ANCHOR=$SHARED/anchors/tokio
 OUT=${COMPARE_OUT:-$ROOT/build/bench-compare}
 REPEAT=${REPEAT:-1}
 # BENCH_GROUPS="timers" (or "sched mem", ...) runs only those groups.
-read -r -a GROUPS_RUN <<<"${BENCH_GROUPS:-sched timers mem}"
-declare -A LIMIT=([sched]=240 [timers]=300 [mem]=240)
+read -r -a GROUPS_RUN <<<"${BENCH_GROUPS:-sync sched timers mem}"
+declare -A LIMIT=([sync]=240 [sched]=240 [timers]=300 [mem]=240)
 for g in "${GROUPS_RUN[@]}"; do
-    [ -n "${LIMIT[$g]:-}" ] || { echo "compare.sh: unknown group '$g' (sched timers mem)" >&2; exit 2; }
+    [ -n "${LIMIT[$g]:-}" ] || { echo "compare.sh: unknown group '$g' (sync sched timers mem)" >&2; exit 2; }
 done
 
 [ -f "$ANCHOR/run.sh" ] || { echo "compare.sh: no Tokio anchor at $ANCHOR" >&2; exit 1; }

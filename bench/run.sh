@@ -23,7 +23,7 @@ LIMIT=${BENCH_TIMEOUT_S:-300}
 
 # Known programs first, in the anchor's group order, then any other.
 progs=()
-for p in sched timers mem; do
+for p in sched timers mem sync tcp; do
     [ -x "$DIR/$p" ] && progs+=("$DIR/$p")
 done
 for p in "$DIR"/*; do

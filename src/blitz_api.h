@@ -497,6 +497,12 @@ BLITZ_API int blitz_runtime_stats(const blitz_runtime *rt, blitz_stats *out);
 BLITZ_API int blitz_runtime_worker_stats(const blitz_runtime *rt, uint32_t worker,
                                          blitz_worker_stats *out);
 
+/* The rest of the API, one concern a file. */
+#include "api_sync.h"
+#include "api_chan.h"
+#include "api_io.h"
+#include "api_pool.h"
+
 #ifdef __cplusplus
 }
 #endif

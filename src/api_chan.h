@@ -1,0 +1,1 @@
+/* Public API: Channels: bounded MPMC, oneshot, broadcast, watch; select. */

@@ -1,0 +1,1 @@
+/* Public API: The I/O driver and sockets. */

@@ -1,0 +1,1 @@
+/* Public API: The blocking pool, files, DNS, signals, processes, streams. */

@@ -1,0 +1,2 @@
+/* Tests of the chan area: X(name, timeout_ms). */
+#define BLITZ_CHAN_TEST_LIST(X)

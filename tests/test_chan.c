@@ -1,0 +1,1 @@
+/* Tests of the chan area (tests/list_chan.h). */

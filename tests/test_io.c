@@ -1,0 +1,1 @@
+/* Tests of the io area (tests/list_io.h). */

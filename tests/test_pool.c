@@ -1,0 +1,1 @@
+/* Tests of the pool area (tests/list_pool.h). */

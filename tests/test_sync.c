@@ -1,0 +1,1 @@
+/* Tests of the sync area (tests/list_sync.h). */
