@@ -750,10 +750,76 @@ BLITZ_API int blitz_runtime_worker_stats(const blitz_runtime *rt, uint32_t worke
                                          blitz_worker_stats *out);
 
 /* The rest of the API, one concern a file. */
+/* ====[ BEGIN src/api_op.h ]=============================================== */
+/* >>api_op */
+/* Public API: ops as values, the waiter queue that blocking primitives share,
+ * and the combinators over ops (join-all, race, select, task groups). */
+
+/* ---------------------------------------------------------------------------
+ * Ops as values
+ *
+ * An op is anything a task can await: a poll function over an object that
+ * lives in the task's state, plus a cancel function that withdraws a
+ * pending op (removes its waiter, hands back what it was given). Every
+ * awaitable in blitz has both; blitz_op bundles them with the object so the
+ * combinators below, and blitz_op_wait, can drive any op:
+ *
+ *   s->ops[0] = blitz_op_join(s->child);
+ *   s->ops[1] = blitz_op_sleep_until(&s->timer, deadline);
+ *   BLITZ_AWAIT(s, blitz_race(cx, &s->race, s->ops, 2));
+ *   if (s->race.winner == 1) { ...timed out; the join was withdrawn... }
+ *
+ * The poll function has the shape of a task's: it returns BLITZ_READY once
+ * the op finished (its result is then in the op's object) and BLITZ_PENDING
+ * after registering the waker of `cx`. The cancel function must be safe on
+ * an op that is idle, pending or finished.
+ * ------------------------------------------------------------------------- */
+
+typedef struct blitz_op {
+    blitz_poll_fn poll;
+    blitz_cancel_fn cancel; /* may be NULL for ops that hold nothing */
+    void *arg;
+} blitz_op;
+
+BLITZ_API blitz_op blitz_op_make(blitz_poll_fn poll, blitz_cancel_fn cancel, void *arg);
+/* Awaits a task handle (blitz_join / blitz_join_cancel). */
+BLITZ_API blitz_op blitz_op_join(blitz_task *t);
+/* Sleeps until `deadline_ns` (stored in t->deadline) / for `ns` from the
+ * op's first poll (blitz_sleep_until / blitz_sleep; cancel disarms). */
+BLITZ_API blitz_op blitz_op_sleep_until(blitz_timer *t, uint64_t deadline_ns);
+/* Cancel function for timers, as a blitz_cancel_fn. */
+BLITZ_API void blitz_timer_cancel_op(blitz_cx *cx, void *timer);
+
+/* Runs an op to completion on the calling plain thread, sleeping between
+ * polls (the blocking form of every awaitable). `rt` is the runtime whose
+ * clock timers in the op use; NULL when the op needs no timer.
+ * BLITZ_OK when the op finished; BLITZ_EINVAL for an op without a poll
+ * function; BLITZ_EDEADLK when called from inside a task or a runtime's
+ * thread (it would block the thread the op waits on). */
+BLITZ_API int blitz_op_wait(blitz_runtime *rt, blitz_op op);
+
+/* ---------------------------------------------------------------------------
+ * Private: an op's place in a primitive's queue of waiters. Primitives and
+ * channels embed it in their op structs (one per op, so waiting allocates
+ * nothing); the fields belong to the primitive's lock.
+ * ------------------------------------------------------------------------- */
+
+typedef struct blitz__waiter {
+    struct blitz__waiter *blitz__next, *blitz__prev;
+    blitz_waker blitz__waker;
+    uint64_t blitz__value; /* what the op still wants, or was handed */
+    uint32_t blitz__state; /* idle, queued or done; read without the lock */
+    uint32_t blitz__flags; /* the primitive's own */
+} blitz__waiter;
+
+typedef struct blitz__waitq {
+    blitz__waiter *blitz__head, *blitz__tail;
+} blitz__waitq;
+/* ====[ END src/api_op.h ]================================================= */
 /* ====[ BEGIN src/api_sync.h ]============================================= */
 /* >>api_sync */
-/* Public API: Synchronization primitives: semaphore, mutex, rwlock, notify, barrier,
- * once cell, cancellation token; and the generic op interface. */
+/* Public API: synchronization primitives: semaphore, mutex, rwlock, notify,
+ * barrier, once cell, cancellation token. */
 /* ====[ END src/api_sync.h ]=============================================== */
 /* ====[ BEGIN src/api_chan.h ]============================================= */
 /* >>api_chan */
@@ -1234,11 +1300,14 @@ typedef struct blitz__context {
     blitz__task *current;  /* the task being polled, or NULL */
 } blitz__context;
 
-/* The poll context handed to poll functions. */
+/* The poll context handed to poll functions. A context with no task polls
+ * an op for a plain thread (blitz_op_wait) or for a runtime-internal
+ * waiter: its waker is `waker` instead of the task's. */
 struct blitz_cx {
     blitz__task *task;
     blitz__context *ctx;
     int yielded;
+    blitz_waker waker;
 };
 
 /* ---- the time driver (time_driver.c) ---------------------------------------- */
@@ -2879,6 +2948,8 @@ BLITZ_API blitz_waker blitz_cx_waker(blitz_cx *cx) {
     BLITZ_ASSERT(cx);
     if (!cx)
         return blitz_waker_noop();
+    if (BLITZ__UNLIKELY(!cx->task))
+        return cx->waker;
     blitz_waker w = {cx->task, &blitz__task_waker_vtable};
     return w;
 }
@@ -2938,15 +3009,15 @@ BLITZ_API void blitz_cx_yield(blitz_cx *cx) {
         cx->yielded = 1;
 }
 BLITZ_API int blitz_cx_cancelled(blitz_cx *cx) {
-    if (!cx)
+    if (!cx || !cx->task)
         return 0;
     return (blitz__u64_load(&cx->task->state, BLITZ__ACQUIRE) & BLITZ__TASK_CANCELLED) != 0;
 }
 BLITZ_API int blitz_cx_shield(blitz_cx *cx) {
-    return cx ? blitz__state_shield(cx->task, 1) : BLITZ_EINVAL;
+    return cx && cx->task ? blitz__state_shield(cx->task, 1) : BLITZ_EINVAL;
 }
 BLITZ_API int blitz_cx_unshield(blitz_cx *cx) {
-    return cx ? blitz__state_shield(cx->task, -1) : BLITZ_EINVAL;
+    return cx && cx->task ? blitz__state_shield(cx->task, -1) : BLITZ_EINVAL;
 }
 BLITZ_API int blitz_cx_worker(blitz_cx *cx) {
     if (!cx)
@@ -3481,6 +3552,11 @@ BLITZ_API blitz_poll blitz_sleep_until(blitz_cx *cx, blitz_timer *t, uint64_t de
         return BLITZ_READY;
     }
     blitz_runtime *rt = blitz__cx_rt(cx);
+    /* A timer needs a runtime's wheel: blitz_op_wait without a runtime
+     * cannot sleep. */
+    BLITZ_ASSERT(rt && "a timer polled outside any runtime");
+    if (!rt)
+        return BLITZ_READY;
     blitz_waker mine = blitz_cx_waker(cx);
     if (s == BLITZ__TIMER_IDLE) {
         if (deadline_ns <= blitz__rt_now(rt))
@@ -3513,7 +3589,7 @@ BLITZ_API blitz_poll blitz_sleep(blitz_cx *cx, blitz_timer *t, int64_t ns) {
     /* Only the first poll computes the deadline; later polls keep it. */
     if (blitz__u32_field_load(&t->blitz__state, BLITZ__ACQUIRE) != BLITZ__TIMER_IDLE)
         return blitz_sleep_until(cx, t, t->deadline);
-    return blitz_sleep_until(cx, t, blitz_deadline_after(blitz__rt_now(blitz__cx_rt(cx)), ns));
+    return blitz_sleep_until(cx, t, blitz_deadline_after(blitz_cx_now(cx), ns));
 }
 
 BLITZ_API int blitz_timer_cancel(blitz_timer *t) {
@@ -3581,7 +3657,7 @@ BLITZ_API uint64_t blitz_time_now(const blitz_runtime *rt) {
 }
 
 BLITZ_API uint64_t blitz_cx_now(blitz_cx *cx) {
-    return cx ? blitz__rt_now(blitz__cx_rt(cx)) : blitz__now_ns();
+    return cx && blitz__cx_rt(cx) ? blitz__rt_now(blitz__cx_rt(cx)) : blitz__now_ns();
 }
 
 BLITZ_API uint64_t blitz_deadline_after(uint64_t now_ns, int64_t ns) {
@@ -3652,6 +3728,270 @@ BLITZ_API blitz_poll blitz_interval_tick(blitz_cx *cx, blitz_interval *iv) {
     return BLITZ_READY;
 }
 /* ====[ END src/time_driver.c ]============================================ */
+/* ====[ BEGIN src/op.c ]=================================================== */
+/* >>op */
+/* Ops as values (blitz_op) and the blocking form of any op: blitz_op_wait
+ * polls it on the calling thread and sleeps on a per-thread parker between
+ * polls. */
+/* internal.h already included */
+/* ====[ BEGIN src/waitq.h ]================================================ */
+/* >>waitq */
+/* The queue of waiting ops a primitive keeps: an intrusive FIFO of
+ * blitz__waiter, guarded by the primitive's lock.
+ *
+ * The protocol every primitive follows:
+ *  - an op that must wait enqueues its waiter (under the lock) with a clone
+ *    of its task's waker: state QUEUED;
+ *  - the party that satisfies it (under the lock) unlinks the waiter, stores
+ *    the result in it, takes its waker out, and only then publishes DONE
+ *    with a release store; the waker is woken after the lock is dropped.
+ *    From the DONE store on, the waiter's memory is the owner's again: the
+ *    owner may see DONE without taking the lock, return, and reuse or free
+ *    the task state, so nothing touches the waiter after that store;
+ *  - the owner polls: DONE (acquire) means the result is there; QUEUED
+ *    means refresh the waker (under the lock) and stay pending;
+ *  - cancel takes the lock: a QUEUED waiter is unlinked and its waker
+ *    dropped; a DONE one keeps its result, which the primitive then hands
+ *    on (permits to the next waiter, a message back to the channel). */
+#ifndef BLITZ__WAITQ_H
+#define BLITZ__WAITQ_H
+
+#define BLITZ__WAITER_IDLE   0u
+#define BLITZ__WAITER_QUEUED 1u
+#define BLITZ__WAITER_DONE   2u
+
+static inline uint32_t blitz__waiter_state(const blitz__waiter *w) {
+    return blitz__u32_field_load(&w->blitz__state, BLITZ__ACQUIRE);
+}
+
+/* Appends `w` (idle) with a clone of `waker`. Under the lock. */
+static inline void blitz__waitq_push(blitz__waitq *q, blitz__waiter *w, const blitz_waker *waker) {
+    w->blitz__waker = blitz_waker_clone(waker);
+    w->blitz__next = NULL;
+    w->blitz__prev = q->blitz__tail;
+    if (q->blitz__tail)
+        q->blitz__tail->blitz__next = w;
+    else
+        q->blitz__head = w;
+    q->blitz__tail = w;
+    blitz__u32_field_store(&w->blitz__state, BLITZ__WAITER_QUEUED, BLITZ__RELAXED);
+}
+
+/* Puts `w` (idle) first: a waiter that was handed something it must give
+ * back keeps its place. Under the lock. */
+static inline void blitz__waitq_push_front(blitz__waitq *q, blitz__waiter *w,
+                                           const blitz_waker *waker) {
+    w->blitz__waker = blitz_waker_clone(waker);
+    w->blitz__prev = NULL;
+    w->blitz__next = q->blitz__head;
+    if (q->blitz__head)
+        q->blitz__head->blitz__prev = w;
+    else
+        q->blitz__tail = w;
+    q->blitz__head = w;
+    blitz__u32_field_store(&w->blitz__state, BLITZ__WAITER_QUEUED, BLITZ__RELAXED);
+}
+
+/* Unlinks a queued `w` without changing its state. Under the lock. */
+static inline void blitz__waitq_unlink(blitz__waitq *q, blitz__waiter *w) {
+    if (w->blitz__prev)
+        w->blitz__prev->blitz__next = w->blitz__next;
+    else
+        q->blitz__head = w->blitz__next;
+    if (w->blitz__next)
+        w->blitz__next->blitz__prev = w->blitz__prev;
+    else
+        q->blitz__tail = w->blitz__prev;
+    w->blitz__next = w->blitz__prev = NULL;
+}
+
+static inline int blitz__waitq_empty(const blitz__waitq *q) {
+    return q->blitz__head == NULL;
+}
+
+/* Replaces the stored waker when the op is now polled by another task (or
+ * a combinator's waker). Under the lock; the old waker is returned to be
+ * dropped after the lock is released (noop when unchanged). */
+static inline blitz_waker blitz__waiter_refresh(blitz__waiter *w, const blitz_waker *waker) {
+    if (blitz_waker_will_wake(&w->blitz__waker, waker))
+        return blitz_waker_noop();
+    blitz_waker old = w->blitz__waker;
+    w->blitz__waker = blitz_waker_clone(waker);
+    return old;
+}
+
+/* Completes an unlinked waiter: returns its waker (wake it after the
+ * lock) and publishes DONE. Nothing may touch `w` afterwards. */
+static inline blitz_waker blitz__waiter_finish(blitz__waiter *w) {
+    blitz_waker waker = w->blitz__waker;
+    w->blitz__waker = blitz_waker_noop();
+    /* Release: the result written into the waiter before this store is
+     * visible to the owner that reads DONE with acquire. */
+    blitz__u32_field_store(&w->blitz__state, BLITZ__WAITER_DONE, BLITZ__RELEASE);
+    return waker;
+}
+
+/* Owner side, after it consumed a DONE result: ready for the next wait. */
+static inline void blitz__waiter_reset(blitz__waiter *w) {
+    blitz__u32_field_store(&w->blitz__state, BLITZ__WAITER_IDLE, BLITZ__RELAXED);
+}
+
+/* Wakers collected under a lock and woken after it is dropped, in batches
+ * so a broadcast to many waiters never wakes under the lock. */
+#define BLITZ__WAKE_LIST_CAP 32
+typedef struct blitz__wake_list {
+    blitz_waker wakers[BLITZ__WAKE_LIST_CAP];
+    uint32_t len;
+} blitz__wake_list;
+
+static inline int blitz__wake_list_full(const blitz__wake_list *l) {
+    return l->len == BLITZ__WAKE_LIST_CAP;
+}
+static inline void blitz__wake_list_push(blitz__wake_list *l, blitz_waker w) {
+    BLITZ_ASSERT(l->len < BLITZ__WAKE_LIST_CAP);
+    l->wakers[l->len++] = w;
+}
+/* Wakes and empties the list. Call without the lock held. */
+static inline void blitz__wake_list_wake(blitz__wake_list *l) {
+    uint32_t i;
+    for (i = 0; i < l->len; i++)
+        blitz_waker_wake(l->wakers[i]);
+    l->len = 0;
+}
+
+#endif
+/* ====[ END src/waitq.h ]================================================== */
+
+BLITZ_API blitz_op blitz_op_make(blitz_poll_fn poll, blitz_cancel_fn cancel, void *arg) {
+    blitz_op op;
+    op.poll = poll;
+    op.cancel = cancel;
+    op.arg = arg;
+    return op;
+}
+
+static blitz_poll blitz__join_op_poll(blitz_cx *cx, void *handle) {
+    return blitz_join(cx, (blitz_task *)handle);
+}
+BLITZ_API blitz_op blitz_op_join(blitz_task *t) {
+    return blitz_op_make(blitz__join_op_poll, blitz_join_cancel_op, t);
+}
+
+static blitz_poll blitz__sleep_op_poll(blitz_cx *cx, void *timer) {
+    blitz_timer *t = (blitz_timer *)timer;
+    return blitz_sleep_until(cx, t, t->deadline);
+}
+BLITZ_API void blitz_timer_cancel_op(blitz_cx *cx, void *timer) {
+    (void)cx;
+    blitz_timer_cancel((blitz_timer *)timer);
+}
+BLITZ_API blitz_op blitz_op_sleep_until(blitz_timer *t, uint64_t deadline_ns) {
+    if (t)
+        t->deadline = deadline_ns;
+    return blitz_op_make(blitz__sleep_op_poll, blitz_timer_cancel_op, t);
+}
+
+/* ---- the thread waker ---------------------------------------------------------- */
+
+/* A parker that wakers can reach after the thread stopped waiting: a
+ * waker may be woken after the op it was registered with completed (wakes
+ * happen outside the primitives' locks), so the parker is reference
+ * counted. Each thread keeps one for its whole life (released when the
+ * thread exits) and hands out references. */
+typedef struct blitz__thread_parker {
+    blitz__atomic_u32 refs;
+    blitz__parker parker;
+} blitz__thread_parker;
+
+static void blitz__thread_parker_unref(blitz__thread_parker *tp) {
+    /* Acq_rel: the last owner sees every other owner's unpark finished
+     * before it destroys the parker. */
+    if (blitz__u32_fetch_sub(&tp->refs, 1, BLITZ__ACQ_REL) == 1) {
+        blitz__parker_destroy(&tp->parker);
+        BLITZ_FREE(tp);
+    }
+}
+
+static void blitz__thread_waker_wake_by_ref(const void *data) {
+    blitz__parker_unpark(&((blitz__thread_parker *)data)->parker);
+}
+static void blitz__thread_waker_wake(const void *data) {
+    blitz__thread_waker_wake_by_ref(data);
+    blitz__thread_parker_unref((blitz__thread_parker *)data);
+}
+static void blitz__thread_waker_drop(const void *data) {
+    blitz__thread_parker_unref((blitz__thread_parker *)data);
+}
+static blitz_waker blitz__thread_waker_clone(const void *data);
+static const blitz_waker_vtable blitz__thread_waker_vtable = {
+    blitz__thread_waker_wake, blitz__thread_waker_wake_by_ref, blitz__thread_waker_clone,
+    blitz__thread_waker_drop};
+static blitz_waker blitz__thread_waker_clone(const void *data) {
+    blitz__u32_fetch_add(&((blitz__thread_parker *)data)->refs, 1, BLITZ__RELAXED);
+    blitz_waker w = {data, &blitz__thread_waker_vtable};
+    return w;
+}
+
+static pthread_key_t blitz__thread_parker_key;
+static pthread_once_t blitz__thread_parker_once = PTHREAD_ONCE_INIT;
+static _Thread_local blitz__thread_parker *blitz__thread_parker_cached;
+
+static void blitz__thread_parker_release(void *p) {
+    blitz__thread_parker_unref((blitz__thread_parker *)p);
+}
+static void blitz__thread_parker_key_init(void) {
+    pthread_key_create(&blitz__thread_parker_key, blitz__thread_parker_release);
+}
+
+/* The calling thread's parker, created on first use; NULL when out of
+ * memory. */
+static blitz__thread_parker *blitz__thread_parker_get(void) {
+    blitz__thread_parker *tp = blitz__thread_parker_cached;
+    if (BLITZ__LIKELY(tp != NULL))
+        return tp;
+    pthread_once(&blitz__thread_parker_once, blitz__thread_parker_key_init);
+    tp = (blitz__thread_parker *)BLITZ_MALLOC(sizeof *tp);
+    if (!tp)
+        return NULL;
+    blitz__u32_store(&tp->refs, 1, BLITZ__RELAXED);
+    blitz__parker_init(&tp->parker);
+    if (pthread_setspecific(blitz__thread_parker_key, tp) != 0) {
+        blitz__parker_destroy(&tp->parker);
+        BLITZ_FREE(tp);
+        return NULL;
+    }
+    blitz__thread_parker_cached = tp;
+    return tp;
+}
+
+/* A poll context whose waker is `waker` (no task). */
+BLITZ_PRIVATE void blitz__cx_init_waker(blitz_cx *cx, blitz__context *ctx, blitz_waker waker) {
+    cx->task = NULL;
+    cx->ctx = ctx;
+    cx->yielded = 0;
+    cx->waker = waker;
+}
+
+BLITZ_API int blitz_op_wait(blitz_runtime *rt, blitz_op op) {
+    if (!op.poll)
+        return BLITZ_EINVAL;
+    blitz__context *outer = blitz__context_get();
+    if (outer && (outer->current || outer->worker || outer->ct_driver))
+        return BLITZ_EDEADLK;
+    blitz__thread_parker *tp = blitz__thread_parker_get();
+    if (!tp)
+        return BLITZ_ENOMEM;
+    blitz__context ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.rt = rt;
+    blitz_cx cx;
+    blitz_waker borrowed = {tp, &blitz__thread_waker_vtable};
+    blitz__cx_init_waker(&cx, &ctx, borrowed);
+    while (op.poll(&cx, op.arg) == BLITZ_PENDING)
+        blitz__parker_park(&tp->parker, 0);
+    return BLITZ_OK;
+}
+/* ====[ END src/op.c ]===================================================== */
 /* ====[ BEGIN src/worker.c ]=============================================== */
 /* >>worker */
 /* The multi-thread scheduler's workers (seeds 000 and 001).

@@ -1,2 +1,2 @@
-/* Public API: Synchronization primitives: semaphore, mutex, rwlock, notify, barrier,
- * once cell, cancellation token; and the generic op interface. */
+/* Public API: synchronization primitives: semaphore, mutex, rwlock, notify,
+ * barrier, once cell, cancellation token. */

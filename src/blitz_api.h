@@ -498,6 +498,7 @@ BLITZ_API int blitz_runtime_worker_stats(const blitz_runtime *rt, uint32_t worke
                                          blitz_worker_stats *out);
 
 /* The rest of the API, one concern a file. */
+#include "api_op.h"
 #include "api_sync.h"
 #include "api_chan.h"
 #include "api_io.h"

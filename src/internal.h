@@ -240,11 +240,14 @@ typedef struct blitz__context {
     blitz__task *current;  /* the task being polled, or NULL */
 } blitz__context;
 
-/* The poll context handed to poll functions. */
+/* The poll context handed to poll functions. A context with no task polls
+ * an op for a plain thread (blitz_op_wait) or for a runtime-internal
+ * waiter: its waker is `waker` instead of the task's. */
 struct blitz_cx {
     blitz__task *task;
     blitz__context *ctx;
     int yielded;
+    blitz_waker waker;
 };
 
 /* ---- the time driver (time_driver.c) ---------------------------------------- */

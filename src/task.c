@@ -128,6 +128,8 @@ BLITZ_API blitz_waker blitz_cx_waker(blitz_cx *cx) {
     BLITZ_ASSERT(cx);
     if (!cx)
         return blitz_waker_noop();
+    if (BLITZ__UNLIKELY(!cx->task))
+        return cx->waker;
     blitz_waker w = {cx->task, &blitz__task_waker_vtable};
     return w;
 }
@@ -187,15 +189,15 @@ BLITZ_API void blitz_cx_yield(blitz_cx *cx) {
         cx->yielded = 1;
 }
 BLITZ_API int blitz_cx_cancelled(blitz_cx *cx) {
-    if (!cx)
+    if (!cx || !cx->task)
         return 0;
     return (blitz__u64_load(&cx->task->state, BLITZ__ACQUIRE) & BLITZ__TASK_CANCELLED) != 0;
 }
 BLITZ_API int blitz_cx_shield(blitz_cx *cx) {
-    return cx ? blitz__state_shield(cx->task, 1) : BLITZ_EINVAL;
+    return cx && cx->task ? blitz__state_shield(cx->task, 1) : BLITZ_EINVAL;
 }
 BLITZ_API int blitz_cx_unshield(blitz_cx *cx) {
-    return cx ? blitz__state_shield(cx->task, -1) : BLITZ_EINVAL;
+    return cx && cx->task ? blitz__state_shield(cx->task, -1) : BLITZ_EINVAL;
 }
 BLITZ_API int blitz_cx_worker(blitz_cx *cx) {
     if (!cx)

@@ -262,6 +262,11 @@ BLITZ_API blitz_poll blitz_sleep_until(blitz_cx *cx, blitz_timer *t, uint64_t de
         return BLITZ_READY;
     }
     blitz_runtime *rt = blitz__cx_rt(cx);
+    /* A timer needs a runtime's wheel: blitz_op_wait without a runtime
+     * cannot sleep. */
+    BLITZ_ASSERT(rt && "a timer polled outside any runtime");
+    if (!rt)
+        return BLITZ_READY;
     blitz_waker mine = blitz_cx_waker(cx);
     if (s == BLITZ__TIMER_IDLE) {
         if (deadline_ns <= blitz__rt_now(rt))
@@ -294,7 +299,7 @@ BLITZ_API blitz_poll blitz_sleep(blitz_cx *cx, blitz_timer *t, int64_t ns) {
     /* Only the first poll computes the deadline; later polls keep it. */
     if (blitz__u32_field_load(&t->blitz__state, BLITZ__ACQUIRE) != BLITZ__TIMER_IDLE)
         return blitz_sleep_until(cx, t, t->deadline);
-    return blitz_sleep_until(cx, t, blitz_deadline_after(blitz__rt_now(blitz__cx_rt(cx)), ns));
+    return blitz_sleep_until(cx, t, blitz_deadline_after(blitz_cx_now(cx), ns));
 }
 
 BLITZ_API int blitz_timer_cancel(blitz_timer *t) {
@@ -362,7 +367,7 @@ BLITZ_API uint64_t blitz_time_now(const blitz_runtime *rt) {
 }
 
 BLITZ_API uint64_t blitz_cx_now(blitz_cx *cx) {
-    return cx ? blitz__rt_now(blitz__cx_rt(cx)) : blitz__now_ns();
+    return cx && blitz__cx_rt(cx) ? blitz__rt_now(blitz__cx_rt(cx)) : blitz__now_ns();
 }
 
 BLITZ_API uint64_t blitz_deadline_after(uint64_t now_ns, int64_t ns) {
