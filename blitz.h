@@ -815,6 +815,89 @@ typedef struct blitz__waiter {
 typedef struct blitz__waitq {
     blitz__waiter *blitz__head, *blitz__tail;
 } blitz__waitq;
+
+/* ---------------------------------------------------------------------------
+ * Combinators over ops
+ *
+ * Each takes an array of up to BLITZ_COMBO_MAX ops that stays in the task's
+ * state for the whole await, and a blitz_combo (zero-filled or
+ * blitz_combo_reset) that remembers which ops finished:
+ *
+ *   blitz_join_all  READY when every op finished.
+ *   blitz_race      READY when the first op finishes (`winner`); every
+ *                   other op is cancelled before it returns.
+ *   blitz_select    READY when the first op finishes (`winner`); the others
+ *                   stay registered and keep what they hold, so awaiting
+ *                   blitz_select again (same combo) continues with them;
+ *                   winner is -1 once every op has finished. A loop that
+ *                   re-arms the same ops each round calls blitz_combo_reset
+ *                   between rounds (not memset: the reset keeps the
+ *                   rotating start). blitz_combo_cancel withdraws the rest.
+ *
+ * Ops are polled from a position that moves on each poll, so an op that is
+ * always ready cannot starve the others. A finished op is never polled
+ * again by the same combo. With n == 0 or n > BLITZ_COMBO_MAX, a NULL
+ * argument or an op without a poll function the combinator is READY at once
+ * with `error` = BLITZ_EINVAL and winner -1.
+ *
+ * Cancel safety is the ops' own: a combinator withdraws an op only through
+ * the op's cancel function, which keeps whatever the op was already handed
+ * (a received message, acquired permits) in the op's object.
+ * ------------------------------------------------------------------------- */
+
+#define BLITZ_COMBO_MAX 64
+
+typedef struct blitz_combo {
+    uint64_t blitz__done;  /* bit i: op i finished or was withdrawn */
+    uint32_t blitz__start; /* where the next poll begins */
+    int winner;            /* race/select: the op that finished, or -1 */
+    int error;             /* BLITZ_EINVAL on bad arguments, else 0 */
+} blitz_combo;
+
+BLITZ_API void blitz_combo_reset(blitz_combo *c);
+BLITZ_API blitz_poll blitz_join_all(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n);
+BLITZ_API blitz_poll blitz_race(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n);
+BLITZ_API blitz_poll blitz_select(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n);
+/* Withdraws (cancels) every op of `ops` that has not finished. */
+BLITZ_API void blitz_combo_cancel(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n);
+
+/* ---------------------------------------------------------------------------
+ * Task groups: spawn tasks into a group, await them in the order they
+ * finish, cancel them all at once (Tokio's JoinSet).
+ *
+ *   blitz_group *g;
+ *   blitz_group_new(rt, &g);
+ *   for (i = 0; i < n; i++) blitz_group_spawn(g, child_poll, &st, sizeof st);
+ *   ...in a task:
+ *   BLITZ_AWAIT(s, blitz_group_next(cx, s->g, &s->done));
+ *   if (s->done) { ...blitz_task_state(s->done)...; blitz_task_release(&s->done); }
+ *   else         { ...the group is empty... }
+ *
+ * blitz_group_next hands over the handle of a finished member (the caller
+ * owns it: read its state or status, then release it). One task awaits a
+ * group at a time. blitz_group_close cancels every member still running and
+ * refuses new spawns (BLITZ_ECLOSED); their completions are still handed out
+ * by blitz_group_next. blitz_group_free closes the group and releases every
+ * handle it still holds; members still running finish in the background.
+ * ------------------------------------------------------------------------- */
+
+typedef struct blitz_group blitz_group;
+
+BLITZ_API int blitz_group_new(blitz_runtime *rt, blitz_group **out);
+BLITZ_API int blitz_group_spawn(blitz_group *g, blitz_poll_fn poll, const void *state, size_t size);
+BLITZ_API int blitz_group_spawn_ex(blitz_group *g, const blitz_spawn_opts *opts);
+/* READY with *out = a finished member's handle, or *out = NULL when the
+ * group has no member left. */
+BLITZ_API blitz_poll blitz_group_next(blitz_cx *cx, blitz_group *g, blitz_task **out);
+/* Withdraws a pending blitz_group_next (a blitz_cancel_fn; op = the group). */
+BLITZ_API void blitz_group_next_cancel(blitz_cx *cx, void *group);
+/* Blocking form for plain threads: BLITZ_OK with *out as above. */
+BLITZ_API int blitz_group_wait_next(blitz_group *g, blitz_task **out);
+/* Members spawned and not yet handed out by blitz_group_next. */
+BLITZ_API size_t blitz_group_len(blitz_group *g);
+BLITZ_API int blitz_group_cancel_all(blitz_group *g);
+BLITZ_API int blitz_group_close(blitz_group *g);
+BLITZ_API int blitz_group_free(blitz_group *g);
 /* ====[ END src/api_op.h ]================================================= */
 /* ====[ BEGIN src/api_sync.h ]============================================= */
 /* >>api_sync */
@@ -3992,6 +4075,432 @@ BLITZ_API int blitz_op_wait(blitz_runtime *rt, blitz_op op) {
     return BLITZ_OK;
 }
 /* ====[ END src/op.c ]===================================================== */
+/* ====[ BEGIN src/combinators.c ]========================================== */
+/* >>combinators */
+/* Combinators over ops: join-all, race, select. */
+/* internal.h already included */
+
+BLITZ_API void blitz_combo_reset(blitz_combo *c) {
+    if (!c)
+        return;
+    /* The starting position survives, so a select loop that resets its
+     * combo each round still rotates through its ops. */
+    uint32_t start = c->blitz__start;
+    memset(c, 0, sizeof *c);
+    c->blitz__start = start;
+}
+
+static uint64_t blitz__combo_all(size_t n) {
+    return n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1);
+}
+
+/* Checks the arguments; on misuse the combinator is READY with an error. */
+static int blitz__combo_valid(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
+    size_t i;
+    if (!c)
+        return 0;
+    c->error = BLITZ_EINVAL;
+    c->winner = -1;
+    if (!cx || !ops || n == 0 || n > BLITZ_COMBO_MAX)
+        return 0;
+    for (i = 0; i < n; i++)
+        if (!ops[i].poll)
+            return 0;
+    c->error = 0;
+    return 1;
+}
+
+/* Polls the unfinished ops once, from the rotating start. With `first`,
+ * stops at the first op that finishes and returns its index; otherwise
+ * polls them all. Returns -1 when none finished (or `first` is 0). */
+static int blitz__combo_poll(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n,
+                             int first) {
+    size_t k, start = c->blitz__start % n;
+    c->blitz__start = (uint32_t)((start + 1) % n);
+    for (k = 0; k < n; k++) {
+        size_t i = (start + k) % n;
+        uint64_t bit = (uint64_t)1 << i;
+        if (c->blitz__done & bit)
+            continue;
+        if (ops[i].poll(cx, ops[i].arg) == BLITZ_READY) {
+            c->blitz__done |= bit;
+            if (first)
+                return (int)i;
+        }
+    }
+    return -1;
+}
+
+BLITZ_API blitz_poll blitz_join_all(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
+    if (!blitz__combo_valid(cx, c, ops, n))
+        return BLITZ_READY;
+    blitz__combo_poll(cx, c, ops, n, 0);
+    return c->blitz__done == blitz__combo_all(n) ? BLITZ_READY : BLITZ_PENDING;
+}
+
+BLITZ_API void blitz_combo_cancel(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
+    size_t i;
+    if (!c || !ops || n > BLITZ_COMBO_MAX)
+        return;
+    for (i = 0; i < n; i++) {
+        uint64_t bit = (uint64_t)1 << i;
+        if (c->blitz__done & bit)
+            continue;
+        if (ops[i].cancel)
+            ops[i].cancel(cx, ops[i].arg);
+        c->blitz__done |= bit;
+    }
+}
+
+BLITZ_API blitz_poll blitz_select(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
+    if (!blitz__combo_valid(cx, c, ops, n))
+        return BLITZ_READY;
+    if (c->blitz__done == blitz__combo_all(n))
+        return BLITZ_READY; /* nothing left: winner -1 */
+    int won = blitz__combo_poll(cx, c, ops, n, 1);
+    if (won < 0)
+        return BLITZ_PENDING;
+    c->winner = won;
+    return BLITZ_READY;
+}
+
+BLITZ_API blitz_poll blitz_race(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
+    blitz_poll r = blitz_select(cx, c, ops, n);
+    if (r == BLITZ_READY && c->error == 0)
+        blitz_combo_cancel(cx, c, ops, n);
+    return r;
+}
+/* ====[ END src/combinators.c ]============================================ */
+/* ====[ BEGIN src/task_group.c ]=========================================== */
+/* >>task_group */
+/* Task groups: members report their completion through their join waker,
+ * which moves them to the group's list of finished members.
+ *
+ * Every member is in exactly one of three lists, under the group's lock:
+ * `running` (not yet asked to cancel), `cancelling` (blitz_task_cancel sent
+ * or being sent) or `finished` (complete, handle not yet handed out). The
+ * group is reference counted: its owner holds one reference and every
+ * member another, so a member finishing after blitz_group_free still finds
+ * the group. */
+/* internal.h already included */
+
+#define BLITZ__MEMBER_RUNNING    0
+#define BLITZ__MEMBER_CANCELLING 1
+#define BLITZ__MEMBER_FINISHED   2
+
+typedef struct blitz__group_member {
+    blitz_group *group;
+    blitz_task *task;
+    struct blitz__group_member *next, *prev;
+    int list;
+} blitz__group_member;
+
+typedef struct blitz__member_list {
+    blitz__group_member *head, *tail;
+} blitz__member_list;
+
+struct blitz_group {
+    blitz_runtime *rt;
+    blitz__mutex lock;
+    blitz__atomic_u32 refs;
+    blitz__member_list lists[3]; /* running, cancelling, finished */
+    size_t len;                  /* members not yet handed out */
+    blitz_waker waiter;          /* the task awaiting blitz_group_next */
+    int has_waiter;
+    int closed;
+    int freed;
+};
+
+static void blitz__member_push(blitz__member_list *l, blitz__group_member *m) {
+    m->next = NULL;
+    m->prev = l->tail;
+    if (l->tail)
+        l->tail->next = m;
+    else
+        l->head = m;
+    l->tail = m;
+}
+
+static void blitz__member_unlink(blitz__member_list *l, blitz__group_member *m) {
+    if (m->prev)
+        m->prev->next = m->next;
+    else
+        l->head = m->next;
+    if (m->next)
+        m->next->prev = m->prev;
+    else
+        l->tail = m->prev;
+    m->next = m->prev = NULL;
+}
+
+static void blitz__group_unref(blitz_group *g) {
+    /* Acq_rel: the last reference sees every other holder's last use of
+     * the group before it frees it. */
+    if (blitz__u32_fetch_sub(&g->refs, 1, BLITZ__ACQ_REL) == 1) {
+        blitz__mutex_destroy(&g->lock);
+        BLITZ_FREE(g);
+    }
+}
+
+/* A member's task completed (its join waker fired, or it was already
+ * complete when the group registered). */
+static void blitz__member_finished(blitz__group_member *m) {
+    blitz_group *g = m->group;
+    blitz_waker waiter = blitz_waker_noop();
+    blitz__mutex_lock(&g->lock);
+    blitz__member_unlink(&g->lists[m->list], m);
+    if (g->freed) {
+        blitz__mutex_unlock(&g->lock);
+        blitz_task_release(&m->task);
+        BLITZ_FREE(m);
+        blitz__group_unref(g);
+        return;
+    }
+    m->list = BLITZ__MEMBER_FINISHED;
+    blitz__member_push(&g->lists[BLITZ__MEMBER_FINISHED], m);
+    if (g->has_waiter) {
+        waiter = g->waiter;
+        g->has_waiter = 0;
+    }
+    blitz__mutex_unlock(&g->lock);
+    blitz_waker_wake(waiter);
+}
+
+/* The member's join waker. A join waker is woken once or dropped once, so
+ * the member needs no count of its own. */
+static void blitz__member_wake(const void *data) {
+    blitz__member_finished((blitz__group_member *)data);
+}
+static void blitz__member_drop(const void *data) {
+    (void)data;
+}
+static blitz_waker blitz__member_clone(const void *data);
+static const blitz_waker_vtable blitz__member_waker_vtable = {
+    blitz__member_wake, blitz__member_wake, blitz__member_clone, blitz__member_drop};
+static blitz_waker blitz__member_clone(const void *data) {
+    blitz_waker w = {data, &blitz__member_waker_vtable};
+    return w;
+}
+
+BLITZ_API int blitz_group_new(blitz_runtime *rt, blitz_group **out) {
+    if (!rt || !out)
+        return BLITZ_EINVAL;
+    blitz_group *g = (blitz_group *)BLITZ_MALLOC(sizeof *g);
+    if (!g)
+        return BLITZ_ENOMEM;
+    memset(g, 0, sizeof *g);
+    g->rt = rt;
+    blitz__mutex_init(&g->lock);
+    blitz__u32_store(&g->refs, 1, BLITZ__RELAXED);
+    *out = g;
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_group_spawn_ex(blitz_group *g, const blitz_spawn_opts *opts) {
+    if (!g || !opts)
+        return BLITZ_EINVAL;
+    blitz__group_member *m = (blitz__group_member *)BLITZ_MALLOC(sizeof *m);
+    if (!m)
+        return BLITZ_ENOMEM;
+    blitz__mutex_lock(&g->lock);
+    int closed = g->closed;
+    blitz__mutex_unlock(&g->lock);
+    if (closed) {
+        BLITZ_FREE(m);
+        return BLITZ_ECLOSED;
+    }
+    blitz_task *t = NULL;
+    int rc = blitz_spawn_ex(g->rt, opts, &t);
+    if (rc != BLITZ_OK) {
+        BLITZ_FREE(m);
+        return rc;
+    }
+    m->group = g;
+    m->task = t;
+    blitz__u32_fetch_add(&g->refs, 1, BLITZ__RELAXED);
+    /* Listed before the join waker is registered: the task may finish at
+     * once, and its completion unlinks the member. */
+    blitz__mutex_lock(&g->lock);
+    m->list = BLITZ__MEMBER_RUNNING;
+    blitz__member_push(&g->lists[BLITZ__MEMBER_RUNNING], m);
+    g->len++;
+    int cancel_now = g->closed; /* closed while we spawned */
+    if (cancel_now) {
+        blitz__member_unlink(&g->lists[BLITZ__MEMBER_RUNNING], m);
+        m->list = BLITZ__MEMBER_CANCELLING;
+        blitz__member_push(&g->lists[BLITZ__MEMBER_CANCELLING], m);
+    }
+    blitz__mutex_unlock(&g->lock);
+    if (cancel_now)
+        blitz_task_cancel(t);
+    blitz_cx cx;
+    blitz_waker member = {m, &blitz__member_waker_vtable};
+    blitz__cx_init_waker(&cx, NULL, member);
+    if (blitz_join(&cx, t) == BLITZ_READY)
+        blitz__member_finished(m);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_group_spawn(blitz_group *g, blitz_poll_fn poll, const void *state,
+                                size_t size) {
+    blitz_spawn_opts opts;
+    memset(&opts, 0, sizeof opts);
+    opts.poll = poll;
+    opts.state = state;
+    opts.size = size;
+    return blitz_group_spawn_ex(g, &opts);
+}
+
+BLITZ_API blitz_poll blitz_group_next(blitz_cx *cx, blitz_group *g, blitz_task **out) {
+    if (!cx || !g || !out) {
+        if (out)
+            *out = NULL;
+        return BLITZ_READY;
+    }
+    blitz_waker old = blitz_waker_noop();
+    blitz__mutex_lock(&g->lock);
+    blitz__group_member *m = g->lists[BLITZ__MEMBER_FINISHED].head;
+    if (m) {
+        blitz__member_unlink(&g->lists[BLITZ__MEMBER_FINISHED], m);
+        g->len--;
+        if (g->has_waiter) {
+            old = g->waiter;
+            g->has_waiter = 0;
+        }
+        blitz__mutex_unlock(&g->lock);
+        blitz_waker_drop(old);
+        *out = m->task;
+        BLITZ_FREE(m);
+        blitz__group_unref(g);
+        return BLITZ_READY;
+    }
+    if (g->len == 0) {
+        blitz__mutex_unlock(&g->lock);
+        *out = NULL;
+        return BLITZ_READY;
+    }
+    blitz_waker mine = blitz_cx_waker(cx);
+    if (!g->has_waiter) {
+        g->waiter = blitz_waker_clone(&mine);
+        g->has_waiter = 1;
+    } else if (!blitz_waker_will_wake(&g->waiter, &mine)) {
+        old = g->waiter;
+        g->waiter = blitz_waker_clone(&mine);
+    }
+    blitz__mutex_unlock(&g->lock);
+    blitz_waker_drop(old);
+    return BLITZ_PENDING;
+}
+
+BLITZ_API void blitz_group_next_cancel(blitz_cx *cx, void *group) {
+    blitz_group *g = (blitz_group *)group;
+    blitz_waker old = blitz_waker_noop();
+    (void)cx;
+    if (!g)
+        return;
+    blitz__mutex_lock(&g->lock);
+    if (g->has_waiter) {
+        old = g->waiter;
+        g->has_waiter = 0;
+    }
+    blitz__mutex_unlock(&g->lock);
+    blitz_waker_drop(old);
+}
+
+typedef struct blitz__group_wait {
+    blitz_group *group;
+    blitz_task *task;
+} blitz__group_wait;
+
+static blitz_poll blitz__group_wait_poll(blitz_cx *cx, void *arg) {
+    blitz__group_wait *w = (blitz__group_wait *)arg;
+    return blitz_group_next(cx, w->group, &w->task);
+}
+
+BLITZ_API int blitz_group_wait_next(blitz_group *g, blitz_task **out) {
+    if (!g || !out)
+        return BLITZ_EINVAL;
+    blitz__group_wait w = {g, NULL};
+    int rc = blitz_op_wait(g->rt, blitz_op_make(blitz__group_wait_poll, NULL, &w));
+    *out = rc == BLITZ_OK ? w.task : NULL;
+    return rc;
+}
+
+BLITZ_API size_t blitz_group_len(blitz_group *g) {
+    if (!g)
+        return 0;
+    blitz__mutex_lock(&g->lock);
+    size_t n = g->len;
+    blitz__mutex_unlock(&g->lock);
+    return n;
+}
+
+/* Sends a cancel to every running member. Each task is pinned with a
+ * reference while the lock is dropped for blitz_task_cancel (which may
+ * complete the task at once, and that completion takes the lock). */
+static void blitz__group_cancel_running(blitz_group *g) {
+    for (;;) {
+        blitz__mutex_lock(&g->lock);
+        blitz__group_member *m = g->lists[BLITZ__MEMBER_RUNNING].head;
+        if (!m) {
+            blitz__mutex_unlock(&g->lock);
+            return;
+        }
+        blitz__member_unlink(&g->lists[BLITZ__MEMBER_RUNNING], m);
+        m->list = BLITZ__MEMBER_CANCELLING;
+        blitz__member_push(&g->lists[BLITZ__MEMBER_CANCELLING], m);
+        blitz__task *t = m->task;
+        blitz__task_ref(t);
+        blitz__mutex_unlock(&g->lock);
+        blitz_task_cancel(t);
+        blitz__task_unref(t);
+    }
+}
+
+BLITZ_API int blitz_group_cancel_all(blitz_group *g) {
+    if (!g)
+        return BLITZ_EINVAL;
+    blitz__group_cancel_running(g);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_group_close(blitz_group *g) {
+    if (!g)
+        return BLITZ_EINVAL;
+    blitz__mutex_lock(&g->lock);
+    g->closed = 1;
+    blitz__mutex_unlock(&g->lock);
+    blitz__group_cancel_running(g);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_group_free(blitz_group *g) {
+    if (!g)
+        return BLITZ_EINVAL;
+    blitz_waker old = blitz_waker_noop();
+    blitz__mutex_lock(&g->lock);
+    g->closed = 1;
+    g->freed = 1;
+    blitz__group_member *finished = g->lists[BLITZ__MEMBER_FINISHED].head;
+    g->lists[BLITZ__MEMBER_FINISHED].head = g->lists[BLITZ__MEMBER_FINISHED].tail = NULL;
+    if (g->has_waiter) {
+        old = g->waiter;
+        g->has_waiter = 0;
+    }
+    blitz__mutex_unlock(&g->lock);
+    blitz_waker_drop(old);
+    blitz__group_cancel_running(g);
+    while (finished) {
+        blitz__group_member *next = finished->next;
+        blitz_task_release(&finished->task);
+        BLITZ_FREE(finished);
+        blitz__group_unref(g);
+        finished = next;
+    }
+    blitz__group_unref(g);
+    return BLITZ_OK;
+}
+/* ====[ END src/task_group.c ]============================================= */
 /* ====[ BEGIN src/worker.c ]=============================================== */
 /* >>worker */
 /* The multi-thread scheduler's workers (seeds 000 and 001).

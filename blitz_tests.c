@@ -34,6 +34,7 @@
 #include "tests/test_internal.c"
 #include "tests/test_timer_wheel.c"
 #include "tests/test_time.c"
+#include "tests/test_op.c"
 #include "tests/test_sync.c"
 #include "tests/test_chan.c"
 #include "tests/test_io.c"

@@ -61,3 +61,86 @@ typedef struct blitz__waiter {
 typedef struct blitz__waitq {
     blitz__waiter *blitz__head, *blitz__tail;
 } blitz__waitq;
+
+/* ---------------------------------------------------------------------------
+ * Combinators over ops
+ *
+ * Each takes an array of up to BLITZ_COMBO_MAX ops that stays in the task's
+ * state for the whole await, and a blitz_combo (zero-filled or
+ * blitz_combo_reset) that remembers which ops finished:
+ *
+ *   blitz_join_all  READY when every op finished.
+ *   blitz_race      READY when the first op finishes (`winner`); every
+ *                   other op is cancelled before it returns.
+ *   blitz_select    READY when the first op finishes (`winner`); the others
+ *                   stay registered and keep what they hold, so awaiting
+ *                   blitz_select again (same combo) continues with them;
+ *                   winner is -1 once every op has finished. A loop that
+ *                   re-arms the same ops each round calls blitz_combo_reset
+ *                   between rounds (not memset: the reset keeps the
+ *                   rotating start). blitz_combo_cancel withdraws the rest.
+ *
+ * Ops are polled from a position that moves on each poll, so an op that is
+ * always ready cannot starve the others. A finished op is never polled
+ * again by the same combo. With n == 0 or n > BLITZ_COMBO_MAX, a NULL
+ * argument or an op without a poll function the combinator is READY at once
+ * with `error` = BLITZ_EINVAL and winner -1.
+ *
+ * Cancel safety is the ops' own: a combinator withdraws an op only through
+ * the op's cancel function, which keeps whatever the op was already handed
+ * (a received message, acquired permits) in the op's object.
+ * ------------------------------------------------------------------------- */
+
+#define BLITZ_COMBO_MAX 64
+
+typedef struct blitz_combo {
+    uint64_t blitz__done;  /* bit i: op i finished or was withdrawn */
+    uint32_t blitz__start; /* where the next poll begins */
+    int winner;            /* race/select: the op that finished, or -1 */
+    int error;             /* BLITZ_EINVAL on bad arguments, else 0 */
+} blitz_combo;
+
+BLITZ_API void blitz_combo_reset(blitz_combo *c);
+BLITZ_API blitz_poll blitz_join_all(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n);
+BLITZ_API blitz_poll blitz_race(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n);
+BLITZ_API blitz_poll blitz_select(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n);
+/* Withdraws (cancels) every op of `ops` that has not finished. */
+BLITZ_API void blitz_combo_cancel(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n);
+
+/* ---------------------------------------------------------------------------
+ * Task groups: spawn tasks into a group, await them in the order they
+ * finish, cancel them all at once (Tokio's JoinSet).
+ *
+ *   blitz_group *g;
+ *   blitz_group_new(rt, &g);
+ *   for (i = 0; i < n; i++) blitz_group_spawn(g, child_poll, &st, sizeof st);
+ *   ...in a task:
+ *   BLITZ_AWAIT(s, blitz_group_next(cx, s->g, &s->done));
+ *   if (s->done) { ...blitz_task_state(s->done)...; blitz_task_release(&s->done); }
+ *   else         { ...the group is empty... }
+ *
+ * blitz_group_next hands over the handle of a finished member (the caller
+ * owns it: read its state or status, then release it). One task awaits a
+ * group at a time. blitz_group_close cancels every member still running and
+ * refuses new spawns (BLITZ_ECLOSED); their completions are still handed out
+ * by blitz_group_next. blitz_group_free closes the group and releases every
+ * handle it still holds; members still running finish in the background.
+ * ------------------------------------------------------------------------- */
+
+typedef struct blitz_group blitz_group;
+
+BLITZ_API int blitz_group_new(blitz_runtime *rt, blitz_group **out);
+BLITZ_API int blitz_group_spawn(blitz_group *g, blitz_poll_fn poll, const void *state, size_t size);
+BLITZ_API int blitz_group_spawn_ex(blitz_group *g, const blitz_spawn_opts *opts);
+/* READY with *out = a finished member's handle, or *out = NULL when the
+ * group has no member left. */
+BLITZ_API blitz_poll blitz_group_next(blitz_cx *cx, blitz_group *g, blitz_task **out);
+/* Withdraws a pending blitz_group_next (a blitz_cancel_fn; op = the group). */
+BLITZ_API void blitz_group_next_cancel(blitz_cx *cx, void *group);
+/* Blocking form for plain threads: BLITZ_OK with *out as above. */
+BLITZ_API int blitz_group_wait_next(blitz_group *g, blitz_task **out);
+/* Members spawned and not yet handed out by blitz_group_next. */
+BLITZ_API size_t blitz_group_len(blitz_group *g);
+BLITZ_API int blitz_group_cancel_all(blitz_group *g);
+BLITZ_API int blitz_group_close(blitz_group *g);
+BLITZ_API int blitz_group_free(blitz_group *g);

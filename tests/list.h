@@ -2,6 +2,7 @@
  * defined with BLITZ_TEST(foo) in one of the tests/ files; the white-box
  * tests of tests/test_internal.c have their own list in list_internal.h. */
 #include "list_internal.h"
+#include "list_op.h"
 #include "list_sync.h"
 #include "list_chan.h"
 #include "list_io.h"
@@ -152,6 +153,7 @@
     X(time_bad_input_ct, 5000)                    \
     X(time_shutdown_armed_mt2, 10000)             \
     X(time_shutdown_armed_ct, 10000)              \
+    BLITZ_OP_TEST_LIST(X)                         \
     BLITZ_SYNC_TEST_LIST(X)                       \
     BLITZ_CHAN_TEST_LIST(X)                       \
     BLITZ_IO_TEST_LIST(X)                         \
