@@ -198,6 +198,44 @@ blitz_time_advance(rt, ns), or jumps to the next deadline when every worker
 is idle, so tests of long timeouts run instantly and deterministically.
 
 
+OPS, COMBINATORS AND TASK GROUPS
+================================
+An op is anything a task can await: an object in the task's state, a poll
+function and a cancel function (which withdraws a pending op and keeps
+whatever it was already handed). blitz_op bundles the three so any op can
+be driven generically:
+
+    blitz_op_join(handle)               blitz_op_sleep_until(&timer, when)
+    blitz_op_make(poll, cancel, obj)    (and every primitive, channel and
+                                         I/O op has a blitz_op constructor)
+
+A plain thread runs any op to completion with blitz_op_wait(rt, op): the
+blocking form of everything (BLITZ_EDEADLK inside a task). In a task, the
+combinators take an array of ops that stays in the state and a
+blitz_combo (zero-filled or blitz_combo_reset):
+
+    s->ops[0] = blitz_op_join(s->child);
+    s->ops[1] = blitz_op_sleep_until(&s->timer, deadline);
+    BLITZ_AWAIT(s, blitz_race(cx, &s->combo, s->ops, 2));
+    // s->combo.winner: 0 = the child finished, 1 = timed out (the join
+    // was withdrawn before blitz_race returned)
+
+blitz_join_all waits for every op; blitz_race for the first, cancelling
+the rest; blitz_select for the first, keeping the rest registered (await it
+again for the next; winner -1 when all finished; blitz_combo_cancel
+withdraws what is left). Polling starts at a rotating position, so an op
+that is always ready cannot starve the others. Up to BLITZ_COMBO_MAX (64)
+ops; bad arguments give combo.error = BLITZ_EINVAL at once.
+
+A task group owns the tasks spawned into it and hands them out as they
+finish (Tokio's JoinSet): blitz_group_new, blitz_group_spawn(_ex),
+blitz_group_next (await; NULL when empty), blitz_group_wait_next (plain
+threads), blitz_group_cancel_all, blitz_group_close (cancels the running
+members and refuses new ones) and blitz_group_free (also releases every
+handle; members still running finish in the background). Free groups
+before their runtime.
+
+
 SHUTDOWN
 ========
 blitz_runtime_shutdown: spawns fail with BLITZ_ESHUTDOWN, workers finish
