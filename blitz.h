@@ -810,7 +810,8 @@ BLITZ_API int blitz_runtime_worker_stats(const blitz_runtime *rt, uint32_t worke
  * The poll function has the shape of a task's: it returns BLITZ_READY once
  * the op finished (its result is then in the op's object) and BLITZ_PENDING
  * after registering the waker of `cx`. The cancel function must be safe on
- * an op that is idle, pending or finished.
+ * an op that is idle, pending or finished, and with `cx` NULL (an op
+ * withdrawn from a task's cancel hook has no poll context).
  * ------------------------------------------------------------------------- */
 
 typedef struct blitz_op {
@@ -828,12 +829,17 @@ BLITZ_API blitz_op blitz_op_sleep_until(blitz_timer *t, uint64_t deadline_ns);
 /* Cancel function for timers, as a blitz_cancel_fn. */
 BLITZ_API void blitz_timer_cancel_op(blitz_cx *cx, void *timer);
 
-/* Runs an op to completion on the calling plain thread, sleeping between
- * polls (the blocking form of every awaitable). `rt` is the runtime whose
- * clock timers in the op use; NULL when the op needs no timer.
+/* Runs an op to completion from a plain thread (the blocking form of every
+ * awaitable). With `rt` NULL the op is polled on the calling thread, which
+ * sleeps between polls: enough for ops that need no runtime (primitives,
+ * channels). With a runtime the op is polled by a task of `rt` while the
+ * thread waits for it (driving a current-thread runtime meanwhile); needed
+ * for timers and I/O.
  * BLITZ_OK when the op finished; BLITZ_EINVAL for an op without a poll
  * function; BLITZ_EDEADLK when called from inside a task or a runtime's
- * thread (it would block the thread the op waits on). */
+ * thread (it would block the thread the op waits on); with a runtime,
+ * BLITZ_ESHUTDOWN / BLITZ_ECANCELED when the runtime shut down first (the
+ * op was withdrawn with its cancel function). */
 BLITZ_API int blitz_op_wait(blitz_runtime *rt, blitz_op op);
 
 /* ---------------------------------------------------------------------------
@@ -4093,18 +4099,54 @@ BLITZ_PRIVATE void blitz__cx_init_waker(blitz_cx *cx, blitz__context *ctx, blitz
     cx->waker = waker;
 }
 
+/* With a runtime, the op runs inside a task of that runtime: a
+ * current-thread runtime is then driven by this thread while it waits, and
+ * a shutdown cancels the wait (and withdraws the op) instead of leaving the
+ * thread asleep on a timer that will never fire. */
+typedef struct blitz__op_task {
+    blitz_op op;
+} blitz__op_task;
+
+static blitz_poll blitz__op_task_poll(blitz_cx *cx, void *state) {
+    blitz__op_task *s = (blitz__op_task *)state;
+    return s->op.poll(cx, s->op.arg);
+}
+static void blitz__op_task_cancel(void *state) {
+    blitz__op_task *s = (blitz__op_task *)state;
+    if (s->op.cancel)
+        s->op.cancel(NULL, s->op.arg);
+}
+
+static int blitz__op_wait_in_task(blitz_runtime *rt, blitz_op op) {
+    blitz__op_task st = {op};
+    blitz_spawn_opts opts;
+    memset(&opts, 0, sizeof opts);
+    opts.poll = blitz__op_task_poll;
+    opts.state = &st;
+    opts.size = sizeof st;
+    opts.cancel = blitz__op_task_cancel;
+    blitz_task *t = NULL;
+    int rc = blitz_spawn_ex(rt, &opts, &t);
+    if (rc != BLITZ_OK)
+        return rc;
+    rc = blitz_task_wait(t);
+    blitz_task_release(&t);
+    return rc;
+}
+
 BLITZ_API int blitz_op_wait(blitz_runtime *rt, blitz_op op) {
     if (!op.poll)
         return BLITZ_EINVAL;
     blitz__context *outer = blitz__context_get();
     if (outer && (outer->current || outer->worker || outer->ct_driver))
         return BLITZ_EDEADLK;
+    if (rt)
+        return blitz__op_wait_in_task(rt, op);
     blitz__thread_parker *tp = blitz__thread_parker_get();
     if (!tp)
         return BLITZ_ENOMEM;
     blitz__context ctx;
     memset(&ctx, 0, sizeof ctx);
-    ctx.rt = rt;
     blitz_cx cx;
     blitz_waker borrowed = {tp, &blitz__thread_waker_vtable};
     blitz__cx_init_waker(&cx, &ctx, borrowed);

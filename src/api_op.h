@@ -18,7 +18,8 @@
  * The poll function has the shape of a task's: it returns BLITZ_READY once
  * the op finished (its result is then in the op's object) and BLITZ_PENDING
  * after registering the waker of `cx`. The cancel function must be safe on
- * an op that is idle, pending or finished.
+ * an op that is idle, pending or finished, and with `cx` NULL (an op
+ * withdrawn from a task's cancel hook has no poll context).
  * ------------------------------------------------------------------------- */
 
 typedef struct blitz_op {
@@ -36,12 +37,17 @@ BLITZ_API blitz_op blitz_op_sleep_until(blitz_timer *t, uint64_t deadline_ns);
 /* Cancel function for timers, as a blitz_cancel_fn. */
 BLITZ_API void blitz_timer_cancel_op(blitz_cx *cx, void *timer);
 
-/* Runs an op to completion on the calling plain thread, sleeping between
- * polls (the blocking form of every awaitable). `rt` is the runtime whose
- * clock timers in the op use; NULL when the op needs no timer.
+/* Runs an op to completion from a plain thread (the blocking form of every
+ * awaitable). With `rt` NULL the op is polled on the calling thread, which
+ * sleeps between polls: enough for ops that need no runtime (primitives,
+ * channels). With a runtime the op is polled by a task of `rt` while the
+ * thread waits for it (driving a current-thread runtime meanwhile); needed
+ * for timers and I/O.
  * BLITZ_OK when the op finished; BLITZ_EINVAL for an op without a poll
  * function; BLITZ_EDEADLK when called from inside a task or a runtime's
- * thread (it would block the thread the op waits on). */
+ * thread (it would block the thread the op waits on); with a runtime,
+ * BLITZ_ESHUTDOWN / BLITZ_ECANCELED when the runtime shut down first (the
+ * op was withdrawn with its cancel function). */
 BLITZ_API int blitz_op_wait(blitz_runtime *rt, blitz_op op);
 
 /* ---------------------------------------------------------------------------

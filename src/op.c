@@ -114,18 +114,54 @@ BLITZ_PRIVATE void blitz__cx_init_waker(blitz_cx *cx, blitz__context *ctx, blitz
     cx->waker = waker;
 }
 
+/* With a runtime, the op runs inside a task of that runtime: a
+ * current-thread runtime is then driven by this thread while it waits, and
+ * a shutdown cancels the wait (and withdraws the op) instead of leaving the
+ * thread asleep on a timer that will never fire. */
+typedef struct blitz__op_task {
+    blitz_op op;
+} blitz__op_task;
+
+static blitz_poll blitz__op_task_poll(blitz_cx *cx, void *state) {
+    blitz__op_task *s = (blitz__op_task *)state;
+    return s->op.poll(cx, s->op.arg);
+}
+static void blitz__op_task_cancel(void *state) {
+    blitz__op_task *s = (blitz__op_task *)state;
+    if (s->op.cancel)
+        s->op.cancel(NULL, s->op.arg);
+}
+
+static int blitz__op_wait_in_task(blitz_runtime *rt, blitz_op op) {
+    blitz__op_task st = {op};
+    blitz_spawn_opts opts;
+    memset(&opts, 0, sizeof opts);
+    opts.poll = blitz__op_task_poll;
+    opts.state = &st;
+    opts.size = sizeof st;
+    opts.cancel = blitz__op_task_cancel;
+    blitz_task *t = NULL;
+    int rc = blitz_spawn_ex(rt, &opts, &t);
+    if (rc != BLITZ_OK)
+        return rc;
+    rc = blitz_task_wait(t);
+    blitz_task_release(&t);
+    return rc;
+}
+
 BLITZ_API int blitz_op_wait(blitz_runtime *rt, blitz_op op) {
     if (!op.poll)
         return BLITZ_EINVAL;
     blitz__context *outer = blitz__context_get();
     if (outer && (outer->current || outer->worker || outer->ct_driver))
         return BLITZ_EDEADLK;
+    if (rt)
+        return blitz__op_wait_in_task(rt, op);
     blitz__thread_parker *tp = blitz__thread_parker_get();
     if (!tp)
         return BLITZ_ENOMEM;
     blitz__context ctx;
     memset(&ctx, 0, sizeof ctx);
-    ctx.rt = rt;
     blitz_cx cx;
     blitz_waker borrowed = {tp, &blitz__thread_waker_vtable};
     blitz__cx_init_waker(&cx, &ctx, borrowed);

@@ -127,6 +127,44 @@ BLITZ_TEST(op_wait_plain_thread) {
     return 0;
 }
 
+/* A current-thread runtime is driven by the waiting thread; a shutdown
+ * ends a wait that could otherwise never finish. */
+typedef struct {
+    blitz_runtime *rt;
+    int rc;
+} op_shutdown_arg;
+
+static void *op_hour_waiter_main(void *p) {
+    op_shutdown_arg *a = p;
+    blitz_timer timer;
+    memset(&timer, 0, sizeof timer);
+    a->rc = blitz_op_wait(
+        a->rt, blitz_op_sleep_until(&timer,
+                                    blitz_deadline_after(blitz_time_now(a->rt), 3600 * BLITZ_SEC)));
+    return NULL;
+}
+
+static int op_wait_runtime(tu_flavor f) {
+    blitz_runtime *rt = op_rt_new(f, 0);
+    blitz_timer timer;
+    memset(&timer, 0, sizeof timer);
+    uint64_t deadline = blitz_deadline_after(blitz_time_now(rt), 10 * BLITZ_MSEC);
+    CHECK_OK(blitz_op_wait(rt, blitz_op_sleep_until(&timer, deadline)));
+    CHECK_GE(blitz_time_now(rt), deadline);
+
+    op_shutdown_arg a = {rt, 1};
+    tu_thread th;
+    tu_thread_start(&th, op_hour_waiter_main, &a);
+    tu_sleep_ms(20);
+    CHECK_EQ(a.rc, 1); /* still waiting */
+    CHECK_OK(blitz_runtime_shutdown(rt));
+    tu_thread_join(&th);
+    CHECK(a.rc == BLITZ_ECANCELED || a.rc == BLITZ_ESHUTDOWN);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+TU_FLAVOR_TESTS(op_wait_runtime)
+
 /* Many plain threads wait on tasks that finish at random moments: every
  * wait returns once its task finished, none is lost. */
 typedef struct {
@@ -406,7 +444,16 @@ typedef struct {
 
 static blitz_poll op_group_drain_poll(blitz_cx *cx, void *p) {
     op_group_task *s = p;
+    int i;
     BLITZ_BEGIN(s);
+    /* Spawned inside the runtime: with a paused clock, a plain thread
+     * spawning one member at a time would let the clock jump between its
+     * spawns (the runtime is idle then). */
+    for (i = 0; i < s->n; i++) {
+        op_child c;
+        blitz_spawn_opts o = op_child_opts(&c, i, (int64_t)(s->n - i) * 10 * BLITZ_MSEC, NULL);
+        CHECK_OK(blitz_group_spawn_ex(s->group, &o));
+    }
     for (;;) {
         BLITZ_AWAIT(s, blitz_group_next(cx, s->group, &s->done));
         if (!s->done)
@@ -430,12 +477,7 @@ static int op_group_order(tu_flavor f) {
     memset(&s, 0, sizeof s);
     CHECK_OK(blitz_group_new(rt, &s.group));
     int i, n = 20;
-    for (i = 0; i < n; i++) {
-        op_child c;
-        blitz_spawn_opts o = op_child_opts(&c, i, (int64_t)(n - i) * 10 * BLITZ_MSEC, NULL);
-        CHECK_OK(blitz_group_spawn_ex(s.group, &o));
-    }
-    CHECK_EQ(blitz_group_len(s.group), (size_t)n);
+    s.n = n;
     CHECK_OK(blitz_runtime_run(rt, op_group_drain_poll, &s, sizeof s));
     CHECK_EQ(s.got, n);
     for (i = 0; i < n; i++) {
