@@ -676,6 +676,11 @@ typedef struct {
 static blitz_poll op_group_timeout_poll(blitz_cx *cx, void *p) {
     op_group_timeout_task *s = p;
     BLITZ_BEGIN(s);
+    {
+        op_child c;
+        blitz_spawn_opts o = op_child_opts(&c, 0, 50 * BLITZ_MSEC, NULL);
+        CHECK_OK(blitz_group_spawn_ex(s->group, &o));
+    }
     BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, 10 * BLITZ_MSEC,
                                     blitz_group_next(cx, s->group, &s->done),
                                     blitz_group_next_cancel, s->group));
@@ -692,9 +697,6 @@ static int op_group_timeout(tu_flavor f) {
     op_group_timeout_task s;
     memset(&s, 0, sizeof s);
     CHECK_OK(blitz_group_new(rt, &s.group));
-    op_child c;
-    blitz_spawn_opts o = op_child_opts(&c, 0, 50 * BLITZ_MSEC, NULL);
-    CHECK_OK(blitz_group_spawn_ex(s.group, &o));
     CHECK_OK(blitz_runtime_run(rt, op_group_timeout_poll, &s, sizeof s));
     CHECK_EQ(s.first_expired, 1);
     CHECK_EQ(s.second_got, 1);
