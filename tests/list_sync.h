@@ -1,2 +1,41 @@
 /* Tests of the sync area: X(name, timeout_ms). */
-#define BLITZ_SYNC_TEST_LIST(X)
+#define BLITZ_SYNC_TEST_LIST(X)              \
+    X(sync_sem_basics, 5000)                 \
+    X(sync_sem_fifo_handoff, 5000)           \
+    X(sync_sem_cancel_returns_permits, 5000) \
+    X(sync_sem_close, 5000)                  \
+    X(sync_mutex_basics, 5000)               \
+    X(sync_rwlock_writer_priority, 5000)     \
+    X(sync_notify_permit, 5000)              \
+    X(sync_barrier_generations, 5000)        \
+    X(sync_once_cell_claims, 5000)           \
+    X(sync_once_cell_init_blocking, 5000)    \
+    X(sync_cancel_token_tree, 5000)          \
+    X(sync_cancel_token_many_waiters, 5000)  \
+    X(sync_many_waiters_batches, 5000)       \
+    X(sync_blocking_in_task_mt2, 5000)       \
+    X(sync_blocking_in_task_mt4, 5000)       \
+    X(sync_blocking_in_task_ct, 5000)        \
+    X(sync_mutex_stress_mt2, 30000)          \
+    X(sync_mutex_stress_mt4, 30000)          \
+    X(sync_mutex_stress_ct, 30000)           \
+    X(sync_sem_stress_mt2, 30000)            \
+    X(sync_sem_stress_mt4, 30000)            \
+    X(sync_sem_stress_ct, 30000)             \
+    X(sync_sem_cancel_release_race, 30000)   \
+    X(sync_notify_cancel_race, 30000)        \
+    X(sync_rwlock_stress_mt2, 30000)         \
+    X(sync_rwlock_stress_mt4, 30000)         \
+    X(sync_rwlock_stress_ct, 30000)          \
+    X(sync_barrier_stress_mt2, 30000)        \
+    X(sync_barrier_stress_mt4, 30000)        \
+    X(sync_barrier_stress_ct, 30000)         \
+    X(sync_once_cell_race_mt2, 30000)        \
+    X(sync_once_cell_race_mt4, 30000)        \
+    X(sync_once_cell_race_ct, 30000)         \
+    X(sync_cancel_token_stress_mt2, 30000)   \
+    X(sync_cancel_token_stress_mt4, 30000)   \
+    X(sync_cancel_token_stress_ct, 30000)    \
+    X(sync_task_cancel_hook_mt2, 10000)      \
+    X(sync_task_cancel_hook_mt4, 10000)      \
+    X(sync_task_cancel_hook_ct, 10000)
