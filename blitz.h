@@ -54,9 +54,12 @@ WHAT IS IN THIS VERSION
 - join handles (await inside tasks, block on them from plain threads),
   detach, cancellation with shields, drop functions, statistics;
 - time: a hierarchical timer wheel driving sleeps, timeouts and intervals,
-  and a paused (virtual) clock for tests.
+  and a paused (virtual) clock for tests;
+- synchronization: semaphore, mutex, rwlock, notify, barrier, once cell and
+  cancellation tokens, each usable from tasks (async), from plain threads
+  (blocking) and without waiting (try_).
 
-blitz DOES NOT yet have: I/O (sockets, files), channels and async locks, a
+blitz DOES NOT yet have: I/O (sockets, files), channels, a
 blocking pool, signals or processes. A task that must wait for something
 else today keeps a waker (blitz_cx_waker + blitz_waker_clone) and whoever
 completes the wait calls blitz_waker_wake.
@@ -196,6 +199,56 @@ before abandoning it, or the task's memory is kept until it fires.
 With blitz_config.start_paused the clock is virtual: it moves only with
 blitz_time_advance(rt, ns), or jumps to the next deadline when every worker
 is idle, so tests of long timeouts run instantly and deterministically.
+
+
+SYNCHRONIZATION
+===============
+blitz_semaphore, blitz_mutex, blitz_rwlock, blitz_notify, blitz_barrier,
+blitz_once_cell and blitz_cancel_token are structs you allocate (embed them
+in the data they guard) with _init / _destroy. Every waiting operation has
+three forms:
+
+  try_      never waits, needs no runtime: blitz_mutex_try_lock(&m)
+  async     a poll function over an op struct kept in the task's state
+            (zero-filled; no allocation per wait):
+              BLITZ_AWAIT(s, blitz_mutex_lock(cx, &s->lock_op, &sh->mutex));
+              ...critical section...
+              blitz_mutex_unlock(&sh->mutex);
+  blocking  for plain threads: blitz_mutex_lock_blocking(&m); inside a task
+            it returns BLITZ_EDEADLK instead of blocking a worker.
+
+Results of async ops are in the op's public fields (result, is_leader,
+claimed, value). Waiters are served first come, first served: the
+semaphore hands released permits straight to the oldest waiter (filling a
+big request a part at a time), so a later, smaller request never overtakes
+it. The mutex is a one-permit semaphore; the rwlock a semaphore of
+BLITZ_RWLOCK_MAX_READERS permits where a writer takes them all, so a
+queued writer holds back later readers and neither side starves. Notify
+stores at most one permit (notify_one with nobody waiting); notify_waiters
+wakes only the current waiters. A barrier's last arrival is its
+generation's leader. A once cell holds a void *: one caller claims it and
+initializes (awaiting whatever it needs), the others wait; a claimer that
+fails calls blitz_once_cell_abandon and the next waiter gets the claim.
+Cancellation tokens form trees: cancelling one cancels its descendants.
+
+Each async op has a cancel function (blitz_mutex_lock_cancel, ...) and a
+blitz_op constructor (blitz_op_mutex_lock, ...), so it can be used with
+blitz_timeout_op, the combinators and blitz_op_wait:
+
+    BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, 10 * BLITZ_MSEC,
+                                    blitz_mutex_lock(cx, &s->lock_op, &sh->m),
+                                    blitz_mutex_lock_cancel, &s->lock_op));
+    if (s->timer.expired) ...no lock; nothing is left queued...
+
+Cancel safety: cancelling a waiting op removes it from the queue; what it
+had already been handed (permits, a notify_one notification, a once-cell
+claim) passes to the next waiter, never lost. An op that already returned
+READY keeps what it got. A cancelled barrier wait withdraws its arrival.
+A task cancelled while one of its ops waits must cancel the op from its
+cancel hook (blitz_spawn_opts.cancel; cx may be NULL there), and unlock
+what it holds; otherwise the queued op keeps the task's memory alive and
+the permit it is later handed is never returned. Destroying a primitive
+while ops wait on it is a bug.
 
 
 SHUTDOWN
@@ -4937,13 +4990,21 @@ BLITZ_API blitz_poll blitz_notify_wait(blitz_cx *cx, blitz_notify_wait_op *op, b
             op->result = BLITZ_EINVAL;
             return BLITZ_READY;
         }
+        /* The permit first: the op's fields are written after the locked
+         * instruction rather than queued in front of it. */
+        blitz__atomic_u32 *word = blitz__notify_word(n);
+        uint32_t s = blitz__u32_load(word, BLITZ__RELAXED);
+        while (s & BLITZ__NOTIFY_PERMIT) {
+            /* Acquire: pairs with the notifier's release. */
+            if (blitz__u32_cas_weak(word, &s, s & ~BLITZ__NOTIFY_PERMIT, BLITZ__ACQUIRE)) {
+                op->result = BLITZ_OK;
+                return BLITZ_READY;
+            }
+        }
         op->blitz__notify = n;
         op->result = BLITZ_OK;
-        if (blitz_notify_try_wait(n) == BLITZ_OK)
-            return BLITZ_READY;
-        blitz__atomic_u32 *word = blitz__notify_word(n);
         blitz__word_lock(&n->blitz__lock);
-        uint32_t s = blitz__u32_load(word, BLITZ__RELAXED);
+        s = blitz__u32_load(word, BLITZ__RELAXED);
         for (;;) {
             if (s & BLITZ__NOTIFY_PERMIT) {
                 if (blitz__u32_cas_weak(word, &s, s & ~BLITZ__NOTIFY_PERMIT, BLITZ__ACQUIRE)) {
@@ -5209,18 +5270,22 @@ BLITZ_API void blitz_once_cell_destroy(blitz_once_cell *c) {
         BLITZ_ASSERT(blitz__waitq_empty(&c->blitz__waiters));
 }
 
+static inline blitz__atomic_ptr *blitz__once_value(const blitz_once_cell *c) {
+    return (blitz__atomic_ptr *)(void *)&((blitz_once_cell *)c)->blitz__value;
+}
+
 BLITZ_API void *blitz_once_cell_get(const blitz_once_cell *c) {
-    /* Acquire: pairs with the release that published READY after the value
-     * was stored. */
-    if (c && (blitz__u32_load(blitz__once_word(c), BLITZ__ACQUIRE) & BLITZ__ONCE_PHASE) ==
-                 BLITZ__ONCE_READY)
-        return c->blitz__value;
-    return NULL;
+    if (BLITZ__UNLIKELY(c == NULL))
+        return NULL;
+    /* The value is written once, by complete, with release, and is NULL
+     * until then: one acquire load answers, and pairs with that store so
+     * what the initializer wrote before completing is visible. (A NULL
+     * value reads as "not set", which it also is to the caller.) */
+    return blitz__ptr_load(blitz__once_value(c), BLITZ__ACQUIRE);
 }
 
 BLITZ_API int blitz_once_cell_is_set(const blitz_once_cell *c) {
-    return c && (blitz__u32_load(blitz__once_word(c), BLITZ__ACQUIRE) & BLITZ__ONCE_PHASE) ==
-                    BLITZ__ONCE_READY;
+    return c && blitz__u32_load(blitz__once_word(c), BLITZ__ACQUIRE) == BLITZ__ONCE_READY;
 }
 
 BLITZ_API int blitz_once_cell_try_claim(blitz_once_cell *c) {
@@ -5239,7 +5304,7 @@ BLITZ_API int blitz_once_cell_complete(blitz_once_cell *c, void *value) {
     blitz__atomic_u32 *word = blitz__once_word(c);
     if ((blitz__u32_load(word, BLITZ__RELAXED) & BLITZ__ONCE_PHASE) != BLITZ__ONCE_INIT)
         return BLITZ_EINVAL;
-    c->blitz__value = value;
+    blitz__ptr_store(blitz__once_value(c), value, BLITZ__RELEASE);
     /* Release: publishes the value with READY. Acq_rel: when WAITERS was
      * set we go on to take the queue. */
     uint32_t old = blitz__u32_swap(word, BLITZ__ONCE_READY, BLITZ__ACQ_REL);
@@ -5304,7 +5369,8 @@ BLITZ_API int blitz_once_cell_abandon(blitz_once_cell *c) {
 static blitz_poll blitz__once_ready(blitz_once_cell_op *op, int claimed) {
     op->result = BLITZ_OK;
     op->claimed = claimed;
-    op->value = claimed ? NULL : op->blitz__cell->blitz__value;
+    op->value =
+        claimed ? NULL : blitz__ptr_load(blitz__once_value(op->blitz__cell), BLITZ__RELAXED);
     return BLITZ_READY;
 }
 

@@ -118,13 +118,21 @@ BLITZ_API blitz_poll blitz_notify_wait(blitz_cx *cx, blitz_notify_wait_op *op, b
             op->result = BLITZ_EINVAL;
             return BLITZ_READY;
         }
+        /* The permit first: the op's fields are written after the locked
+         * instruction rather than queued in front of it. */
+        blitz__atomic_u32 *word = blitz__notify_word(n);
+        uint32_t s = blitz__u32_load(word, BLITZ__RELAXED);
+        while (s & BLITZ__NOTIFY_PERMIT) {
+            /* Acquire: pairs with the notifier's release. */
+            if (blitz__u32_cas_weak(word, &s, s & ~BLITZ__NOTIFY_PERMIT, BLITZ__ACQUIRE)) {
+                op->result = BLITZ_OK;
+                return BLITZ_READY;
+            }
+        }
         op->blitz__notify = n;
         op->result = BLITZ_OK;
-        if (blitz_notify_try_wait(n) == BLITZ_OK)
-            return BLITZ_READY;
-        blitz__atomic_u32 *word = blitz__notify_word(n);
         blitz__word_lock(&n->blitz__lock);
-        uint32_t s = blitz__u32_load(word, BLITZ__RELAXED);
+        s = blitz__u32_load(word, BLITZ__RELAXED);
         for (;;) {
             if (s & BLITZ__NOTIFY_PERMIT) {
                 if (blitz__u32_cas_weak(word, &s, s & ~BLITZ__NOTIFY_PERMIT, BLITZ__ACQUIRE)) {

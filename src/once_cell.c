@@ -35,18 +35,22 @@ BLITZ_API void blitz_once_cell_destroy(blitz_once_cell *c) {
         BLITZ_ASSERT(blitz__waitq_empty(&c->blitz__waiters));
 }
 
+static inline blitz__atomic_ptr *blitz__once_value(const blitz_once_cell *c) {
+    return (blitz__atomic_ptr *)(void *)&((blitz_once_cell *)c)->blitz__value;
+}
+
 BLITZ_API void *blitz_once_cell_get(const blitz_once_cell *c) {
-    /* Acquire: pairs with the release that published READY after the value
-     * was stored. */
-    if (c && (blitz__u32_load(blitz__once_word(c), BLITZ__ACQUIRE) & BLITZ__ONCE_PHASE) ==
-                 BLITZ__ONCE_READY)
-        return c->blitz__value;
-    return NULL;
+    if (BLITZ__UNLIKELY(c == NULL))
+        return NULL;
+    /* The value is written once, by complete, with release, and is NULL
+     * until then: one acquire load answers, and pairs with that store so
+     * what the initializer wrote before completing is visible. (A NULL
+     * value reads as "not set", which it also is to the caller.) */
+    return blitz__ptr_load(blitz__once_value(c), BLITZ__ACQUIRE);
 }
 
 BLITZ_API int blitz_once_cell_is_set(const blitz_once_cell *c) {
-    return c && (blitz__u32_load(blitz__once_word(c), BLITZ__ACQUIRE) & BLITZ__ONCE_PHASE) ==
-                    BLITZ__ONCE_READY;
+    return c && blitz__u32_load(blitz__once_word(c), BLITZ__ACQUIRE) == BLITZ__ONCE_READY;
 }
 
 BLITZ_API int blitz_once_cell_try_claim(blitz_once_cell *c) {
@@ -65,7 +69,7 @@ BLITZ_API int blitz_once_cell_complete(blitz_once_cell *c, void *value) {
     blitz__atomic_u32 *word = blitz__once_word(c);
     if ((blitz__u32_load(word, BLITZ__RELAXED) & BLITZ__ONCE_PHASE) != BLITZ__ONCE_INIT)
         return BLITZ_EINVAL;
-    c->blitz__value = value;
+    blitz__ptr_store(blitz__once_value(c), value, BLITZ__RELEASE);
     /* Release: publishes the value with READY. Acq_rel: when WAITERS was
      * set we go on to take the queue. */
     uint32_t old = blitz__u32_swap(word, BLITZ__ONCE_READY, BLITZ__ACQ_REL);
@@ -130,7 +134,8 @@ BLITZ_API int blitz_once_cell_abandon(blitz_once_cell *c) {
 static blitz_poll blitz__once_ready(blitz_once_cell_op *op, int claimed) {
     op->result = BLITZ_OK;
     op->claimed = claimed;
-    op->value = claimed ? NULL : op->blitz__cell->blitz__value;
+    op->value =
+        claimed ? NULL : blitz__ptr_load(blitz__once_value(op->blitz__cell), BLITZ__RELAXED);
     return BLITZ_READY;
 }
 
