@@ -38,4 +38,11 @@
     X(sync_cancel_token_stress_ct, 30000)    \
     X(sync_task_cancel_hook_mt2, 10000)      \
     X(sync_task_cancel_hook_mt4, 10000)      \
-    X(sync_task_cancel_hook_ct, 10000)
+    X(sync_task_cancel_hook_ct, 10000)       \
+    X(sync_mutex_fifo_mt2, 10000)            \
+    X(sync_mutex_fifo_mt4, 10000)            \
+    X(sync_mutex_fifo_ct, 10000)             \
+    X(sync_mutex_many_tasks_mt2, 30000)      \
+    X(sync_mutex_many_tasks_mt4, 30000)      \
+    X(sync_mutex_many_tasks_ct, 30000)       \
+    X(sync_op_freed_after_done, 30000)

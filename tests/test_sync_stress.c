@@ -726,3 +726,161 @@ static int sync_task_cancel_hook(tu_flavor f) {
     return 0;
 }
 TU_FLAVOR_TESTS(sync_task_cancel_hook)
+
+/* ---- FIFO on a runtime: tasks get the lock in the order they queued ----------------------- */
+
+static int ts_queue_len(blitz_semaphore *sem) {
+    int n = 0;
+    blitz__word_lock(&sem->blitz__lock);
+    for (blitz__waiter *w = sem->blitz__waiters.blitz__head; w; w = w->blitz__next)
+        n++;
+    blitz__word_unlock(&sem->blitz__lock);
+    return n;
+}
+
+typedef struct {
+    blitz_mutex m;
+    atomic_int next;
+    int order[64];
+} ts_fifo_shared;
+
+typedef struct {
+    BLITZ_CORO;
+    ts_fifo_shared *sh;
+    blitz_mutex_lock_op lock_op;
+    int id;
+} ts_fifo_task;
+
+static blitz_poll ts_fifo_task_poll(blitz_cx *cx, void *p) {
+    ts_fifo_task *s = p;
+    BLITZ_BEGIN(s);
+    BLITZ_AWAIT(s, blitz_mutex_lock(cx, &s->lock_op, &s->sh->m));
+    s->sh->order[atomic_fetch_add(&s->sh->next, 1)] = s->id;
+    BLITZ_YIELD(s, cx); /* hold it across a suspension */
+    blitz_mutex_unlock(&s->sh->m);
+    BLITZ_END(s);
+}
+
+static int sync_mutex_fifo(tu_flavor f) {
+    enum { TASKS = 32 };
+    static ts_fifo_shared sh;
+    memset(&sh, 0, sizeof sh);
+    CHECK_OK(blitz_mutex_init(&sh.m));
+    CHECK_OK(blitz_mutex_try_lock(&sh.m));
+    blitz_runtime *rt = tu_rt_new(f);
+    blitz_task *h[TASKS];
+    for (int i = 0; i < TASKS; i++) {
+        ts_fifo_task s;
+        memset(&s, 0, sizeof s);
+        s.sh = &sh;
+        s.id = i;
+        CHECK_OK(blitz_spawn(rt, ts_fifo_task_poll, &s, sizeof s, &h[i]));
+        /* Let task i queue before task i + 1 is spawned. */
+        double deadline = tu_now() + 5.0 * tu_timeout_mult();
+        while (ts_queue_len(&sh.m.blitz__sem) < i + 1) {
+            CHECK(tu_now() < deadline);
+            if (f.flavor == BLITZ_CURRENT_THREAD) {
+                atomic_int zero;
+                atomic_store(&zero, 1);
+                ts_drive d;
+                memset(&d, 0, sizeof d);
+                d.count = &zero;
+                d.want = 1;
+                CHECK_OK(blitz_runtime_run(rt, ts_drive_poll, &d, sizeof d));
+            } else {
+                sched_yield();
+            }
+        }
+    }
+    blitz_mutex_unlock(&sh.m);
+    ts_wait_all(h, TASKS);
+    CHECK_EQ(tu_ldi(&sh.next), TASKS);
+    for (int i = 0; i < TASKS; i++)
+        CHECK_EQ(sh.order[i], i);
+    CHECK(!blitz_mutex_is_locked(&sh.m));
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+TU_FLAVOR_TESTS(sync_mutex_fifo)
+
+/* ---- many tasks on one mutex (upstream once hung with 100+) ------------------------------ */
+
+static int sync_mutex_many_tasks(tu_flavor f) {
+    enum { TASKS = 256 };
+    long per_task = test_scaled(40);
+    static ts_mutex_shared sh;
+    memset(&sh, 0, sizeof sh);
+    CHECK_OK(blitz_mutex_init(&sh.m));
+    blitz_runtime *rt = tu_rt_new(f);
+    static blitz_task *h[TASKS];
+    for (int i = 0; i < TASKS; i++) {
+        ts_mutex_task s;
+        memset(&s, 0, sizeof s);
+        s.sh = &sh;
+        s.n = per_task;
+        s.rng = (uint32_t)i * 31u + 7u;
+        CHECK_OK(blitz_spawn(rt, ts_mutex_task_poll, &s, sizeof s, &h[i]));
+    }
+    ts_wait_all(h, TASKS);
+    CHECK_EQ(sh.counter, TASKS * per_task);
+    CHECK(!blitz_mutex_is_locked(&sh.m));
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+TU_FLAVOR_TESTS(sync_mutex_many_tasks)
+
+/* ---- the owner frees its op the moment it sees it complete -------------------------------- */
+
+/* Each wait uses a freshly allocated op that is freed as soon as it is
+ * READY or cancelled, while releasers on other threads complete ops and
+ * wake their wakers: any touch of a waiter after its completion is
+ * published shows up under ASan as a use after free. */
+static void *ts_free_thread(void *p) {
+    ts_race_arg *a = p;
+    ts_race_shared *sh = a->sh;
+    uint32_t rng = a->seed;
+    for (long i = 0; i < sh->iters; i++) {
+        blitz_semaphore_acquire_op *op = calloc(1, sizeof *op);
+        CHECK_NOT_NULL(op);
+        blitz_poll r = blitz_semaphore_acquire(&a->t.cx, op, &sh->sem, 1);
+        if (r == BLITZ_PENDING && ts_rand(&rng) % 2 == 0) {
+            sched_yield();
+            blitz_semaphore_acquire_cancel(NULL, op);
+            free(op);
+            atomic_fetch_add(&sh->cancels, 1);
+            continue;
+        }
+        while (r == BLITZ_PENDING) {
+            sched_yield();
+            r = blitz_semaphore_acquire(&a->t.cx, op, &sh->sem, 1);
+        }
+        CHECK_EQ(op->result, BLITZ_OK);
+        free(op);
+        atomic_fetch_add(&sh->grants, 1);
+        CHECK_OK(blitz_semaphore_release(&sh->sem, 1));
+    }
+    return NULL;
+}
+
+BLITZ_TEST(sync_op_freed_after_done) {
+    enum { THREADS = 3 };
+    static ts_race_shared sh;
+    memset(&sh, 0, sizeof sh);
+    CHECK_OK(blitz_semaphore_init(&sh.sem, 1));
+    sh.iters = test_scaled(20000);
+    tu_thread th[THREADS];
+    static ts_race_arg args[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        ts_task_init(&args[i].t);
+        args[i].sh = &sh;
+        args[i].seed = (uint32_t)(i + 5) * 3266489917u;
+        tu_thread_start(&th[i], ts_free_thread, &args[i]);
+    }
+    for (int i = 0; i < THREADS; i++)
+        tu_thread_join(&th[i]);
+    CHECK_EQ(tu_ldl(&sh.grants) + tu_ldl(&sh.cancels), THREADS * sh.iters);
+    CHECK_EQ(blitz_semaphore_available(&sh.sem), 1);
+    for (int i = 0; i < THREADS; i++)
+        CHECK_EQ(ts_refs(&args[i].t), 0);
+    return 0;
+}
