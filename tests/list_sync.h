@@ -45,4 +45,5 @@
     X(sync_mutex_many_tasks_mt2, 30000)      \
     X(sync_mutex_many_tasks_mt4, 30000)      \
     X(sync_mutex_many_tasks_ct, 30000)       \
-    X(sync_op_freed_after_done, 30000)
+    X(sync_op_freed_after_done, 30000)       \
+    X(sync_once_cell_cancel_race, 30000)

@@ -884,3 +884,77 @@ BLITZ_TEST(sync_op_freed_after_done) {
         CHECK_EQ(ts_refs(&args[i].t), 0);
     return 0;
 }
+
+/* ---- once cell: claims, abandons and cancels racing from raw threads ---------------------- */
+
+typedef struct {
+    blitz_once_cell c;
+    atomic_int completes, claims;
+    long rounds;
+    int value;
+} ts_orace_shared;
+
+typedef struct {
+    ts_orace_shared *sh;
+    uint32_t seed;
+    ts_task t;
+} ts_orace_arg;
+
+static void *ts_orace_thread(void *p) {
+    ts_orace_arg *a = p;
+    ts_orace_shared *sh = a->sh;
+    uint32_t rng = a->seed;
+    blitz_once_cell_op op;
+    memset(&op, 0, sizeof op);
+    for (;;) {
+        blitz_poll r = blitz_once_cell_get_or_claim(&a->t.cx, &op, &sh->c);
+        int spins = (int)(ts_rand(&rng) % 4);
+        while (r == BLITZ_PENDING && spins-- > 0) {
+            sched_yield();
+            r = blitz_once_cell_get_or_claim(&a->t.cx, &op, &sh->c);
+        }
+        if (r == BLITZ_PENDING) {
+            /* Withdraw; a claim handed over meanwhile passes on. */
+            blitz_once_cell_get_or_claim_cancel(NULL, &op);
+            continue;
+        }
+        CHECK_OK(op.result);
+        if (!op.claimed) {
+            CHECK_PTR_EQ(op.value, &sh->value);
+            return NULL;
+        }
+        /* Most claimers fail, so the claim travels. */
+        if (atomic_fetch_add(&sh->claims, 1) < 50 && ts_rand(&rng) % 8 != 0) {
+            CHECK_OK(blitz_once_cell_abandon(&sh->c));
+            continue;
+        }
+        atomic_fetch_add(&sh->completes, 1);
+        CHECK_OK(blitz_once_cell_complete(&sh->c, &sh->value));
+    }
+}
+
+BLITZ_TEST(sync_once_cell_cancel_race) {
+    enum { THREADS = 4 };
+    long rounds = test_scaled(200);
+    for (long r = 0; r < rounds; r++) {
+        static ts_orace_shared sh;
+        memset(&sh, 0, sizeof sh);
+        CHECK_OK(blitz_once_cell_init(&sh.c));
+        tu_thread th[THREADS];
+        static ts_orace_arg args[THREADS];
+        for (int i = 0; i < THREADS; i++) {
+            ts_task_init(&args[i].t);
+            args[i].sh = &sh;
+            args[i].seed = (uint32_t)(r * THREADS + i + 1) * 2654435761u;
+            tu_thread_start(&th[i], ts_orace_thread, &args[i]);
+        }
+        for (int i = 0; i < THREADS; i++)
+            tu_thread_join(&th[i]);
+        CHECK_EQ(tu_ldi(&sh.completes), 1);
+        CHECK_PTR_EQ(blitz_once_cell_get(&sh.c), &sh.value);
+        CHECK(blitz__waitq_empty(&sh.c.blitz__waiters));
+        for (int i = 0; i < THREADS; i++)
+            CHECK_EQ(ts_refs(&args[i].t), 0);
+    }
+    return 0;
+}
