@@ -54,9 +54,12 @@ WHAT IS IN THIS VERSION
 - join handles (await inside tasks, block on them from plain threads),
   detach, cancellation with shields, drop functions, statistics;
 - time: a hierarchical timer wheel driving sleeps, timeouts and intervals,
-  and a paused (virtual) clock for tests.
+  and a paused (virtual) clock for tests;
+- synchronization: semaphore, mutex, rwlock, notify, barrier, once cell and
+  cancellation tokens, each usable from tasks (async), from plain threads
+  (blocking) and without waiting (try_).
 
-blitz DOES NOT yet have: I/O (sockets, files), channels and async locks, a
+blitz DOES NOT yet have: I/O (sockets, files), channels, a
 blocking pool, signals or processes. A task that must wait for something
 else today keeps a waker (blitz_cx_waker + blitz_waker_clone) and whoever
 completes the wait calls blitz_waker_wake.
@@ -234,6 +237,54 @@ threads), blitz_group_cancel_all, blitz_group_close (cancels the running
 members and refuses new ones) and blitz_group_free (also releases every
 handle; members still running finish in the background). Free groups
 before their runtime.
+SYNCHRONIZATION
+===============
+blitz_semaphore, blitz_mutex, blitz_rwlock, blitz_notify, blitz_barrier,
+blitz_once_cell and blitz_cancel_token are structs you allocate (embed them
+in the data they guard) with _init / _destroy. Every waiting operation has
+three forms:
+
+  try_      never waits, needs no runtime: blitz_mutex_try_lock(&m)
+  async     a poll function over an op struct kept in the task's state
+            (zero-filled; no allocation per wait):
+              BLITZ_AWAIT(s, blitz_mutex_lock(cx, &s->lock_op, &sh->mutex));
+              ...critical section...
+              blitz_mutex_unlock(&sh->mutex);
+  blocking  for plain threads: blitz_mutex_lock_blocking(&m); inside a task
+            it returns BLITZ_EDEADLK instead of blocking a worker.
+
+Results of async ops are in the op's public fields (result, is_leader,
+claimed, value). Waiters are served first come, first served: the
+semaphore hands released permits straight to the oldest waiter (filling a
+big request a part at a time), so a later, smaller request never overtakes
+it. The mutex is a one-permit semaphore; the rwlock a semaphore of
+BLITZ_RWLOCK_MAX_READERS permits where a writer takes them all, so a
+queued writer holds back later readers and neither side starves. Notify
+stores at most one permit (notify_one with nobody waiting); notify_waiters
+wakes only the current waiters. A barrier's last arrival is its
+generation's leader. A once cell holds a void *: one caller claims it and
+initializes (awaiting whatever it needs), the others wait; a claimer that
+fails calls blitz_once_cell_abandon and the next waiter gets the claim.
+Cancellation tokens form trees: cancelling one cancels its descendants.
+
+Each async op has a cancel function (blitz_mutex_lock_cancel, ...) and a
+blitz_op constructor (blitz_op_mutex_lock, ...), so it can be used with
+blitz_timeout_op, the combinators and blitz_op_wait:
+
+    BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, 10 * BLITZ_MSEC,
+                                    blitz_mutex_lock(cx, &s->lock_op, &sh->m),
+                                    blitz_mutex_lock_cancel, &s->lock_op));
+    if (s->timer.expired) ...no lock; nothing is left queued...
+
+Cancel safety: cancelling a waiting op removes it from the queue; what it
+had already been handed (permits, a notify_one notification, a once-cell
+claim) passes to the next waiter, never lost. An op that already returned
+READY keeps what it got. A cancelled barrier wait withdraws its arrival.
+A task cancelled while one of its ops waits must cancel the op from its
+cancel hook (blitz_spawn_opts.cancel; cx may be NULL there), and unlock
+what it holds; otherwise the queued op keeps the task's memory alive and
+the permit it is later handed is never returned. Destroying a primitive
+while ops wait on it is a bug.
 
 
 SHUTDOWN
@@ -947,6 +998,357 @@ BLITZ_API int blitz_group_free(blitz_group *g);
 /* >>api_sync */
 /* Public API: synchronization primitives: semaphore, mutex, rwlock, notify,
  * barrier, once cell, cancellation token. */
+
+/* ---------------------------------------------------------------------------
+ * Synchronization primitives
+ *
+ * Every primitive is a caller-allocated struct with private fields and an
+ * init / destroy pair (pthread style), so it can live inside the data it
+ * guards. Every waiting operation comes in three forms:
+ *
+ *  - try_:     never waits, needs no runtime (any thread, any time);
+ *  - async:    a poll function over an op struct that lives in the task's
+ *              state (zero-filled is ready to use; one op per concurrent
+ *              wait, no allocation per wait), used with BLITZ_AWAIT:
+ *
+ *                typedef struct { BLITZ_CORO; blitz_mutex_lock_op lock_op;
+ *                                 shared *sh; } my_state;
+ *                ...
+ *                BLITZ_AWAIT(s, blitz_mutex_lock(cx, &s->lock_op, &s->sh->mutex));
+ *                ...critical section...
+ *                blitz_mutex_unlock(&s->sh->mutex);
+ *
+ *              Each async op also has a cancel function (blitz_cancel_fn)
+ *              and a blitz_op constructor (blitz_op_mutex_lock, ...), so
+ *              blitz_timeout_op, the combinators and blitz_op_wait can drive
+ *              and abandon it;
+ *  - blocking: for plain threads (built on blitz_op_wait; BLITZ_EDEADLK
+ *              when called from inside a task or a runtime's thread).
+ *
+ * Waiters are served in FIFO order. A waiting op keeps a clone of its
+ * task's waker; the party that completes it stores the result in the op,
+ * and the next poll returns BLITZ_READY with the result in the op's
+ * `result` field (BLITZ_OK, or an error code).
+ *
+ * Cancel safety. An op is abandoned by calling its cancel function (what
+ * blitz_timeout_op, race and select do for you). Cancel is safe on an idle,
+ * waiting or completed op: a waiting op is removed from the queue, and
+ * whatever the primitive had already handed it (permits, a notification, the
+ * right to initialize a once cell) is passed on to the next waiter, never
+ * lost. An op whose poll already returned BLITZ_READY is not affected: what
+ * it acquired stays acquired (unlock / release it as usual).
+ *
+ * A task that is cancelled (blitz_task_cancel, shutdown) while one of its
+ * ops waits must withdraw the op before its state goes away: give the task
+ * a cancel hook (blitz_spawn_opts.cancel) that calls the op's cancel
+ * function with cx NULL (and releases what the task holds):
+ *
+ *   static void my_cancel(void *p) {
+ *       my_state *s = p;
+ *       blitz_mutex_lock_cancel(NULL, &s->lock_op);
+ *       if (s->holds_lock) blitz_mutex_unlock(&s->sh->mutex);
+ *   }
+ *
+ * Without it the op stays queued: it keeps the task's memory alive, and the
+ * permit it is eventually handed is never given back.
+ *
+ * Errors: BLITZ_EINVAL for NULL, zero or out-of-range arguments;
+ * BLITZ_EAGAIN from a try_ form that would have to wait; BLITZ_ECLOSED once
+ * a semaphore is closed; BLITZ_EDEADLK from a blocking form inside a task.
+ *
+ * Destroying a primitive while an op waits on it is a bug (the op would
+ * wait on freed memory); destroy takes nothing and frees nothing.
+ * ------------------------------------------------------------------------- */
+
+/* ---- semaphore -------------------------------------------------------------
+ * A counting semaphore with FIFO direct handoff: released permits go to the
+ * waiters in queue order (a waiter may be filled a part at a time), and only
+ * permits nobody waits for go back to the pool. While any op waits, the pool
+ * is empty, so a later, smaller request can never overtake an earlier, bigger
+ * one (no barging). */
+
+#define BLITZ_SEMAPHORE_MAX_PERMITS (SIZE_MAX >> 3)
+
+typedef struct blitz_semaphore {
+    uint64_t blitz__state; /* permits << 2 | waiters bit | closed bit */
+    uint32_t blitz__lock;  /* guards the queue */
+    uint32_t blitz__pad;
+    blitz__waitq blitz__waiters;
+} blitz_semaphore;
+
+typedef struct blitz_semaphore_acquire_op {
+    blitz__waiter blitz__w;
+    blitz_semaphore *blitz__sem;
+    size_t blitz__n;
+    int result; /* BLITZ_OK, BLITZ_ECLOSED or BLITZ_EINVAL once READY */
+} blitz_semaphore_acquire_op;
+
+/* BLITZ_EINVAL for NULL or more than BLITZ_SEMAPHORE_MAX_PERMITS. */
+BLITZ_API int blitz_semaphore_init(blitz_semaphore *sem, size_t permits);
+BLITZ_API void blitz_semaphore_destroy(blitz_semaphore *sem);
+/* Takes n permits now (lock-free): BLITZ_OK, BLITZ_EAGAIN when fewer are
+ * available or other ops wait, BLITZ_ECLOSED, BLITZ_EINVAL (n 0 or over the
+ * maximum). */
+BLITZ_API int blitz_semaphore_try_acquire(blitz_semaphore *sem, size_t n);
+/* Async: READY once n permits are held (result BLITZ_OK) or the semaphore
+ * was closed (BLITZ_ECLOSED; permits taken so far go back). `sem` and `n`
+ * are read on the first poll.
+ * Cancel safety: cancelling a waiting acquire gives the permits it was
+ * handed so far to the next waiters; its place in the queue is lost. */
+BLITZ_API blitz_poll blitz_semaphore_acquire(blitz_cx *cx, blitz_semaphore_acquire_op *op,
+                                             blitz_semaphore *sem, size_t n);
+BLITZ_API void blitz_semaphore_acquire_cancel(blitz_cx *cx, void *op);
+BLITZ_API blitz_op blitz_op_semaphore_acquire(blitz_semaphore_acquire_op *op, blitz_semaphore *sem,
+                                              size_t n);
+/* Blocking: BLITZ_OK, BLITZ_ECLOSED, BLITZ_EINVAL, BLITZ_EDEADLK. */
+BLITZ_API int blitz_semaphore_acquire_blocking(blitz_semaphore *sem, size_t n);
+/* Adds n permits, handing them to waiters first. Allowed after close (the
+ * permits go back to the pool). BLITZ_EINVAL for n 0 or when the pool would
+ * exceed BLITZ_SEMAPHORE_MAX_PERMITS. */
+BLITZ_API int blitz_semaphore_release(blitz_semaphore *sem, size_t n);
+/* Closes: every waiting acquire completes with BLITZ_ECLOSED, and so does
+ * every later acquire; release keeps working. Idempotent. */
+BLITZ_API void blitz_semaphore_close(blitz_semaphore *sem);
+BLITZ_API int blitz_semaphore_is_closed(const blitz_semaphore *sem);
+/* Permits in the pool (0 while ops wait). A snapshot. */
+BLITZ_API size_t blitz_semaphore_available(const blitz_semaphore *sem);
+
+/* ---- mutex -----------------------------------------------------------------
+ * A semaphore with one permit: FIFO, no spinning, no owner tracking (any
+ * thread or task may unlock). */
+
+typedef struct blitz_mutex {
+    blitz_semaphore blitz__sem;
+} blitz_mutex;
+
+typedef struct blitz_mutex_lock_op {
+    blitz_semaphore_acquire_op blitz__acq;
+} blitz_mutex_lock_op;
+
+BLITZ_API int blitz_mutex_init(blitz_mutex *m);
+BLITZ_API void blitz_mutex_destroy(blitz_mutex *m);
+/* BLITZ_OK or BLITZ_EAGAIN (held, or ops are queued). */
+BLITZ_API int blitz_mutex_try_lock(blitz_mutex *m);
+/* Async: READY once the caller holds the lock.
+ * Cancel safety: a waiting lock is withdrawn; if the lock had just been
+ * handed to it, it goes to the next waiter. */
+BLITZ_API blitz_poll blitz_mutex_lock(blitz_cx *cx, blitz_mutex_lock_op *op, blitz_mutex *m);
+BLITZ_API void blitz_mutex_lock_cancel(blitz_cx *cx, void *op);
+BLITZ_API blitz_op blitz_op_mutex_lock(blitz_mutex_lock_op *op, blitz_mutex *m);
+BLITZ_API int blitz_mutex_lock_blocking(blitz_mutex *m);
+BLITZ_API void blitz_mutex_unlock(blitz_mutex *m);
+BLITZ_API int blitz_mutex_is_locked(const blitz_mutex *m);
+
+/* ---- rwlock ----------------------------------------------------------------
+ * Many readers or one writer, in FIFO order: a reader takes one of
+ * BLITZ_RWLOCK_MAX_READERS permits, a writer takes them all. A queued writer
+ * therefore blocks readers that come after it, and gets the lock when the
+ * last earlier reader leaves; readers queued behind a writer get it together
+ * when the writer leaves. Neither side starves. */
+
+#define BLITZ_RWLOCK_MAX_READERS ((size_t)(UINT32_MAX >> 3))
+
+typedef struct blitz_rwlock {
+    blitz_semaphore blitz__sem;
+} blitz_rwlock;
+
+typedef struct blitz_rwlock_op {
+    blitz_semaphore_acquire_op blitz__acq;
+} blitz_rwlock_op;
+
+BLITZ_API int blitz_rwlock_init(blitz_rwlock *l);
+BLITZ_API void blitz_rwlock_destroy(blitz_rwlock *l);
+/* BLITZ_OK or BLITZ_EAGAIN (a writer holds it or waits; or, for try_read,
+ * BLITZ_RWLOCK_MAX_READERS readers hold it). */
+BLITZ_API int blitz_rwlock_try_read(blitz_rwlock *l);
+BLITZ_API int blitz_rwlock_try_write(blitz_rwlock *l);
+/* Async: READY once the caller holds a read (write) lock.
+ * Cancel safety: as blitz_mutex_lock; a cancelled writer that was partly
+ * filled gives the read permits it collected to the waiters behind it. */
+BLITZ_API blitz_poll blitz_rwlock_read(blitz_cx *cx, blitz_rwlock_op *op, blitz_rwlock *l);
+BLITZ_API blitz_poll blitz_rwlock_write(blitz_cx *cx, blitz_rwlock_op *op, blitz_rwlock *l);
+/* Cancels either kind. */
+BLITZ_API void blitz_rwlock_cancel(blitz_cx *cx, void *op);
+BLITZ_API blitz_op blitz_op_rwlock_read(blitz_rwlock_op *op, blitz_rwlock *l);
+BLITZ_API blitz_op blitz_op_rwlock_write(blitz_rwlock_op *op, blitz_rwlock *l);
+BLITZ_API int blitz_rwlock_read_blocking(blitz_rwlock *l);
+BLITZ_API int blitz_rwlock_write_blocking(blitz_rwlock *l);
+BLITZ_API void blitz_rwlock_read_unlock(blitz_rwlock *l);
+BLITZ_API void blitz_rwlock_write_unlock(blitz_rwlock *l);
+
+/* ---- notify ----------------------------------------------------------------
+ * Wakes waiting tasks (Tokio's Notify). notify_one wakes the first waiter,
+ * or, when nobody waits, stores one permit that the next wait consumes at
+ * once; permits do not accumulate (two notify_one with nobody waiting let
+ * one wait through). notify_waiters wakes every op waiting at the time of
+ * the call and stores nothing. */
+
+typedef struct blitz_notify {
+    uint32_t blitz__state; /* permit bit | waiters bit */
+    uint32_t blitz__lock;
+    uint64_t blitz__generation; /* notify_waiters calls so far */
+    blitz__waitq blitz__waiters;
+} blitz_notify;
+
+typedef struct blitz_notify_wait_op {
+    blitz__waiter blitz__w;
+    blitz_notify *blitz__notify;
+    int result; /* BLITZ_OK once READY (BLITZ_EINVAL for NULL) */
+} blitz_notify_wait_op;
+
+BLITZ_API int blitz_notify_init(blitz_notify *n);
+BLITZ_API void blitz_notify_destroy(blitz_notify *n);
+BLITZ_API void blitz_notify_one(blitz_notify *n);
+BLITZ_API void blitz_notify_waiters(blitz_notify *n);
+/* Consumes a stored permit: BLITZ_OK, or BLITZ_EAGAIN when there is none. */
+BLITZ_API int blitz_notify_try_wait(blitz_notify *n);
+/* Async: READY once notified (a stored permit counts).
+ * Cancel safety: a waiting op is withdrawn; if notify_one had already
+ * chosen it, that notification goes to the next waiter (or is stored as the
+ * permit). A notify_waiters wake-up is not passed on. */
+BLITZ_API blitz_poll blitz_notify_wait(blitz_cx *cx, blitz_notify_wait_op *op, blitz_notify *n);
+BLITZ_API void blitz_notify_wait_cancel(blitz_cx *cx, void *op);
+BLITZ_API blitz_op blitz_op_notify_wait(blitz_notify_wait_op *op, blitz_notify *n);
+BLITZ_API int blitz_notify_wait_blocking(blitz_notify *n);
+
+/* ---- barrier ---------------------------------------------------------------
+ * N parties meet: the first N-1 waits wait, the N-th releases them all and is
+ * the leader of that generation (exactly one per generation). The barrier is
+ * reusable; waits that arrive after a release belong to the next
+ * generation. */
+
+typedef struct blitz_barrier {
+    uint32_t blitz__lock;
+    uint32_t blitz__parties;
+    uint32_t blitz__arrived;
+    uint32_t blitz__pad;
+    uint64_t blitz__generation;
+    blitz__waitq blitz__waiters;
+} blitz_barrier;
+
+typedef struct blitz_barrier_wait_op {
+    blitz__waiter blitz__w;
+    blitz_barrier *blitz__barrier;
+    int result;    /* BLITZ_OK once READY (BLITZ_EINVAL for NULL) */
+    int is_leader; /* 1 for the wait that released its generation */
+} blitz_barrier_wait_op;
+
+/* BLITZ_EINVAL for NULL or 0 parties. */
+BLITZ_API int blitz_barrier_init(blitz_barrier *b, uint32_t parties);
+BLITZ_API void blitz_barrier_destroy(blitz_barrier *b);
+/* Async: READY once the generation the op joined is complete.
+ * Cancel safety: cancelling a waiting op withdraws its arrival, so the
+ * generation still needs N live waits; a wait whose generation already
+ * completed stays passed (cancel does nothing). */
+BLITZ_API blitz_poll blitz_barrier_wait(blitz_cx *cx, blitz_barrier_wait_op *op, blitz_barrier *b);
+BLITZ_API void blitz_barrier_wait_cancel(blitz_cx *cx, void *op);
+BLITZ_API blitz_op blitz_op_barrier_wait(blitz_barrier_wait_op *op, blitz_barrier *b);
+/* Blocking: BLITZ_OK (and *is_leader if not NULL), BLITZ_EINVAL,
+ * BLITZ_EDEADLK. */
+BLITZ_API int blitz_barrier_wait_blocking(blitz_barrier *b, int *is_leader);
+
+/* ---- once cell -------------------------------------------------------------
+ * A value set once (Tokio's OnceCell). The cell holds a `void *`: point it
+ * at memory you own (or store an integer through uintptr_t); the cell never
+ * frees it. Initialization can take as long as it needs (awaiting other
+ * ops): a caller claims the right to initialize, everybody else waits; the
+ * claimer then completes the cell with the value, or abandons the claim (it
+ * failed or was cancelled) and the first waiter gets the claim instead.
+ *
+ *   BLITZ_AWAIT(s, blitz_once_cell_get_or_claim(cx, &s->once_op, &sh->cell));
+ *   if (s->once_op.claimed) {
+ *       ...compute s->value, awaiting what it takes...
+ *       blitz_once_cell_complete(&sh->cell, s->value);  (or _abandon)
+ *   }
+ *   use blitz_once_cell_get(&sh->cell)
+ * ------------------------------------------------------------------------- */
+
+typedef struct blitz_once_cell {
+    uint32_t blitz__state; /* empty / initializing / ready, waiters bit */
+    uint32_t blitz__lock;
+    void *blitz__value;
+    blitz__waitq blitz__waiters;
+} blitz_once_cell;
+
+typedef struct blitz_once_cell_op {
+    blitz__waiter blitz__w;
+    blitz_once_cell *blitz__cell;
+    int result;  /* BLITZ_OK once READY (BLITZ_EINVAL for NULL) */
+    int claimed; /* 1: the caller must complete or abandon the cell */
+    void *value; /* the value when not claimed */
+} blitz_once_cell_op;
+
+BLITZ_API int blitz_once_cell_init(blitz_once_cell *c);
+BLITZ_API void blitz_once_cell_destroy(blitz_once_cell *c);
+/* The value, or NULL while not set (never waits). */
+BLITZ_API void *blitz_once_cell_get(const blitz_once_cell *c);
+BLITZ_API int blitz_once_cell_is_set(const blitz_once_cell *c);
+/* Sets the value now: BLITZ_OK, BLITZ_EEXIST when already set, BLITZ_EBUSY
+ * while a claimer initializes it. Wakes every waiter. */
+BLITZ_API int blitz_once_cell_set(blitz_once_cell *c, void *value);
+/* Claims without waiting: BLITZ_OK (claimed: complete or abandon it),
+ * BLITZ_EEXIST (already set), BLITZ_EBUSY (someone else holds the claim). */
+BLITZ_API int blitz_once_cell_try_claim(blitz_once_cell *c);
+/* Async: READY with `value` set, or with `claimed` = 1.
+ * Cancel safety: a waiting op is withdrawn; a claim that was handed to it
+ * and not yet seen passes to the next waiter (or the cell becomes empty). */
+BLITZ_API blitz_poll blitz_once_cell_get_or_claim(blitz_cx *cx, blitz_once_cell_op *op,
+                                                  blitz_once_cell *c);
+BLITZ_API void blitz_once_cell_get_or_claim_cancel(blitz_cx *cx, void *op);
+BLITZ_API blitz_op blitz_op_once_cell_get_or_claim(blitz_once_cell_op *op, blitz_once_cell *c);
+/* Blocking: BLITZ_OK with *value set (*claimed 0), or *claimed 1. */
+BLITZ_API int blitz_once_cell_get_or_claim_blocking(blitz_once_cell *c, void **value, int *claimed);
+/* By the claimer only: stores the value and wakes every waiter
+ * (BLITZ_EINVAL when the cell is not being initialized). */
+BLITZ_API int blitz_once_cell_complete(blitz_once_cell *c, void *value);
+/* By the claimer only: gives the claim up (to the first waiter, or the cell
+ * becomes empty again). */
+BLITZ_API int blitz_once_cell_abandon(blitz_once_cell *c);
+/* Blocking convenience: the value, running init(arg, &value) on this thread
+ * if the claim falls to it; an init error abandons the claim and is
+ * returned. */
+BLITZ_API int blitz_once_cell_get_or_init_blocking(blitz_once_cell *c,
+                                                   int (*init)(void *arg, void **value), void *arg,
+                                                   void **value);
+
+/* ---- cancellation token ----------------------------------------------------
+ * A flag that goes from "live" to "cancelled" once, with waiting (Tokio's
+ * CancellationToken). A child token is cancelled when its parent is (and
+ * can be cancelled on its own). Destroying a child unlinks it from its
+ * parent; destroying a parent with live children is allowed: they move to
+ * the destroyed token's own parent (or become roots). */
+
+typedef struct blitz_cancel_token {
+    uint32_t blitz__cancelled;
+    uint32_t blitz__lock;
+    blitz__waitq blitz__waiters;
+    struct blitz_cancel_token *blitz__parent;
+    struct blitz_cancel_token *blitz__children;           /* first child */
+    struct blitz_cancel_token *blitz__next, *blitz__prev; /* siblings */
+} blitz_cancel_token;
+
+typedef struct blitz_cancel_token_wait_op {
+    blitz__waiter blitz__w;
+    blitz_cancel_token *blitz__token;
+    int result; /* BLITZ_OK once READY (BLITZ_EINVAL for NULL) */
+} blitz_cancel_token_wait_op;
+
+BLITZ_API int blitz_cancel_token_init(blitz_cancel_token *t);
+/* A child of `parent` (cancelled at once if the parent already is). */
+BLITZ_API int blitz_cancel_token_init_child(blitz_cancel_token *child, blitz_cancel_token *parent);
+BLITZ_API void blitz_cancel_token_destroy(blitz_cancel_token *t);
+/* Cancels the token and its descendants and wakes their waiters.
+ * Idempotent. */
+BLITZ_API void blitz_cancel_token_cancel(blitz_cancel_token *t);
+BLITZ_API int blitz_cancel_token_is_cancelled(const blitz_cancel_token *t);
+/* Async: READY once the token is cancelled.
+ * Cancel safety: withdrawing a waiting op loses nothing. */
+BLITZ_API blitz_poll blitz_cancel_token_wait(blitz_cx *cx, blitz_cancel_token_wait_op *op,
+                                             blitz_cancel_token *t);
+BLITZ_API void blitz_cancel_token_wait_cancel(blitz_cx *cx, void *op);
+BLITZ_API blitz_op blitz_op_cancel_token_wait(blitz_cancel_token_wait_op *op,
+                                              blitz_cancel_token *t);
+BLITZ_API int blitz_cancel_token_wait_blocking(blitz_cancel_token *t);
 /* ====[ END src/api_sync.h ]=============================================== */
 /* ====[ BEGIN src/api_chan.h ]============================================= */
 /* >>api_chan */
@@ -4581,6 +4983,1334 @@ BLITZ_API int blitz_group_free(blitz_group *g) {
     return BLITZ_OK;
 }
 /* ====[ END src/task_group.c ]============================================= */
+/* ====[ BEGIN src/semaphore.c ]============================================ */
+/* >>semaphore */
+/* The counting semaphore with FIFO direct handoff that Mutex and RwLock
+ * are built on.
+ *
+ * State word: permits << 2 | WAITERS | CLOSED. The invariant that makes the
+ * queue fair: while WAITERS is set the word holds no permits, so a
+ * lock-free try_acquire can never take a permit a queued op is owed.
+ * WAITERS is set and cleared only under the lock, together with the queue
+ * becoming non-empty / empty, and always by a CAS on the same word that
+ * releases add permits to. A release therefore either adds its permits while
+ * WAITERS is clear (then the enqueuer's CAS fails and it takes them) or sees
+ * WAITERS and takes the lock to hand the permits over: no permit can slip
+ * into the pool between a waiter's check and its enqueue. */
+/* ====[ BEGIN src/sync_internal.h ]======================================== */
+/* >>sync_internal */
+/* Shared by the synchronization primitives: the lock word and the atomic
+ * words that live in their public structs. */
+#ifndef BLITZ__SYNC_INTERNAL_H
+#define BLITZ__SYNC_INTERNAL_H
+
+/* internal.h already included */
+/* waitq.h already included */
+
+/* The primitives' public structs hold plain integers; these give them the
+ * atomics layer's types (same size and layout: a struct of one word). */
+static inline blitz__atomic_u32 *blitz__atomic_u32_at(uint32_t *p) {
+    return (blitz__atomic_u32 *)(void *)p;
+}
+static inline blitz__atomic_u64 *blitz__atomic_u64_at(uint64_t *p) {
+    return (blitz__atomic_u64 *)(void *)p;
+}
+
+/* A lock in one 32-bit word of a public struct (zero = unlocked, so a
+ * zero-filled primitive and a static word are ready to use). With futexes it
+ * is blitz__mutex itself; elsewhere a test-and-test-and-set lock that yields
+ * the thread while it waits. */
+#if BLITZ__HAS_FUTEX
+typedef char blitz__word_lock_fits[sizeof(blitz__mutex) == sizeof(uint32_t) ? 1 : -1];
+static inline void blitz__word_lock(uint32_t *w) {
+    blitz__mutex_lock((blitz__mutex *)(void *)w);
+}
+static inline void blitz__word_unlock(uint32_t *w) {
+    blitz__mutex_unlock((blitz__mutex *)(void *)w);
+}
+#else
+static inline void blitz__word_lock(uint32_t *w) {
+    blitz__atomic_u32 *a = blitz__atomic_u32_at(w);
+    for (;;) {
+        uint32_t free_word = 0;
+        if (blitz__u32_cas(a, &free_word, 1, BLITZ__ACQUIRE))
+            return;
+        while (blitz__u32_load(a, BLITZ__RELAXED) != 0)
+            sched_yield();
+    }
+}
+static inline void blitz__word_unlock(uint32_t *w) {
+    blitz__u32_store(blitz__atomic_u32_at(w), 0, BLITZ__RELEASE);
+}
+#endif
+
+/* The waiter's container: every primitive embeds the waiter first in its
+ * op struct. */
+#define BLITZ__OP_OF(type, w) ((type *)(void *)(w))
+
+#endif
+/* ====[ END src/sync_internal.h ]========================================== */
+
+#define BLITZ__SEM_CLOSED  1u
+#define BLITZ__SEM_WAITERS 2u
+#define BLITZ__SEM_SHIFT   2
+
+static inline blitz__atomic_u64 *blitz__sem_word(blitz_semaphore *sem) {
+    return blitz__atomic_u64_at(&sem->blitz__state);
+}
+
+static inline uint64_t blitz__sem_permits(uint64_t s) {
+    return s >> BLITZ__SEM_SHIFT;
+}
+
+BLITZ_API int blitz_semaphore_init(blitz_semaphore *sem, size_t permits) {
+    if (!sem || permits > BLITZ_SEMAPHORE_MAX_PERMITS)
+        return BLITZ_EINVAL;
+    memset(sem, 0, sizeof *sem);
+    sem->blitz__state = (uint64_t)permits << BLITZ__SEM_SHIFT;
+    return BLITZ_OK;
+}
+
+BLITZ_API void blitz_semaphore_destroy(blitz_semaphore *sem) {
+    if (sem)
+        BLITZ_ASSERT(blitz__waitq_empty(&sem->blitz__waiters));
+}
+
+BLITZ_API int blitz_semaphore_try_acquire(blitz_semaphore *sem, size_t n) {
+    if (BLITZ__UNLIKELY(!sem || n == 0 || n > BLITZ_SEMAPHORE_MAX_PERMITS))
+        return BLITZ_EINVAL;
+    blitz__atomic_u64 *word = blitz__sem_word(sem);
+    uint64_t s = blitz__u64_load(word, BLITZ__RELAXED);
+    for (;;) {
+        if (s & BLITZ__SEM_CLOSED)
+            return BLITZ_ECLOSED;
+        if (blitz__sem_permits(s) < n)
+            return BLITZ_EAGAIN;
+        /* Acquire: pairs with the release that put these permits back, so
+         * what the previous holder did is visible to the new one. */
+        if (blitz__u64_cas_weak(word, &s, s - ((uint64_t)n << BLITZ__SEM_SHIFT), BLITZ__ACQUIRE))
+            return BLITZ_OK;
+    }
+}
+
+/* Hands `n` permits to the queue head first, the rest to the pool.
+ * Called with the lock held; returns with it released. Waiters are woken
+ * after unlocking, in batches (the lock is retaken for the next batch while
+ * the undistributed permits stay in hand, out of the pool). */
+static void blitz__sem_hand_out(blitz_semaphore *sem, uint64_t n) {
+    blitz__wake_list wl;
+    wl.len = 0;
+    for (;;) {
+        blitz__waiter *w;
+        while (n > 0 && (w = sem->blitz__waiters.blitz__head) != NULL) {
+            uint64_t take = n < w->blitz__value ? n : w->blitz__value;
+            w->blitz__value -= take;
+            n -= take;
+            if (w->blitz__value == 0) {
+                blitz__waitq_unlink(&sem->blitz__waiters, w);
+                w->blitz__flags = (uint32_t)BLITZ_OK;
+                blitz__wake_list_push(&wl, blitz__waiter_finish(w));
+                if (blitz__wake_list_full(&wl))
+                    break;
+            }
+        }
+        if (blitz__waitq_empty(&sem->blitz__waiters)) {
+            blitz__atomic_u64 *word = blitz__sem_word(sem);
+            uint64_t s = blitz__u64_load(word, BLITZ__RELAXED);
+            uint64_t add = n << BLITZ__SEM_SHIFT;
+            /* Release: a later acquirer of these permits sees this
+             * releaser's writes. A CAS because try_acquire may take permits
+             * concurrently once WAITERS is clear. */
+            while (!blitz__u64_cas_weak(word, &s, (s & ~(uint64_t)BLITZ__SEM_WAITERS) + add,
+                                        BLITZ__RELEASE)) {
+            }
+            n = 0;
+        }
+        blitz__word_unlock(&sem->blitz__lock);
+        blitz__wake_list_wake(&wl);
+        if (n == 0)
+            return;
+        blitz__word_lock(&sem->blitz__lock);
+    }
+}
+
+BLITZ_API int blitz_semaphore_release(blitz_semaphore *sem, size_t n) {
+    if (BLITZ__UNLIKELY(!sem || n == 0 || n > BLITZ_SEMAPHORE_MAX_PERMITS))
+        return BLITZ_EINVAL;
+    blitz__atomic_u64 *word = blitz__sem_word(sem);
+    uint64_t s = blitz__u64_load(word, BLITZ__RELAXED);
+    while (!(s & BLITZ__SEM_WAITERS)) {
+        if (blitz__sem_permits(s) + n > BLITZ_SEMAPHORE_MAX_PERMITS)
+            return BLITZ_EINVAL;
+        /* Release: pairs with the acquiring CAS of the next holder. Fails
+         * (and falls to the locked path) if an op queued meanwhile. */
+        if (blitz__u64_cas_weak(word, &s, s + ((uint64_t)n << BLITZ__SEM_SHIFT), BLITZ__RELEASE))
+            return BLITZ_OK;
+    }
+    blitz__word_lock(&sem->blitz__lock);
+    blitz__sem_hand_out(sem, n);
+    return BLITZ_OK;
+}
+
+BLITZ_API void blitz_semaphore_close(blitz_semaphore *sem) {
+    if (!sem)
+        return;
+    blitz__wake_list wl;
+    wl.len = 0;
+    uint64_t returned = 0;
+    blitz__word_lock(&sem->blitz__lock);
+    blitz__u64_fetch_or(blitz__sem_word(sem), BLITZ__SEM_CLOSED, BLITZ__RELEASE);
+    for (;;) {
+        blitz__waiter *w;
+        while (!blitz__wake_list_full(&wl) && (w = sem->blitz__waiters.blitz__head) != NULL) {
+            blitz_semaphore_acquire_op *op = BLITZ__OP_OF(blitz_semaphore_acquire_op, w);
+            returned += op->blitz__n - w->blitz__value;
+            blitz__waitq_unlink(&sem->blitz__waiters, w);
+            w->blitz__flags = (uint32_t)BLITZ_ECLOSED;
+            blitz__wake_list_push(&wl, blitz__waiter_finish(w));
+        }
+        if (blitz__waitq_empty(&sem->blitz__waiters))
+            break;
+        blitz__word_unlock(&sem->blitz__lock);
+        blitz__wake_list_wake(&wl);
+        blitz__word_lock(&sem->blitz__lock);
+    }
+    /* The partial fills of the closed-out waiters go back to the pool (no
+     * op can queue any more, so the pool may hold them). */
+    blitz__atomic_u64 *word = blitz__sem_word(sem);
+    uint64_t s = blitz__u64_load(word, BLITZ__RELAXED);
+    while (!blitz__u64_cas_weak(
+        word, &s, (s & ~(uint64_t)BLITZ__SEM_WAITERS) + (returned << BLITZ__SEM_SHIFT),
+        BLITZ__RELEASE)) {
+    }
+    blitz__word_unlock(&sem->blitz__lock);
+    blitz__wake_list_wake(&wl);
+}
+
+BLITZ_API int blitz_semaphore_is_closed(const blitz_semaphore *sem) {
+    if (!sem)
+        return 0;
+    return (blitz__u64_load(blitz__sem_word((blitz_semaphore *)sem), BLITZ__ACQUIRE) &
+            BLITZ__SEM_CLOSED) != 0;
+}
+
+BLITZ_API size_t blitz_semaphore_available(const blitz_semaphore *sem) {
+    if (!sem)
+        return 0;
+    return (size_t)blitz__sem_permits(
+        blitz__u64_load(blitz__sem_word((blitz_semaphore *)sem), BLITZ__ACQUIRE));
+}
+
+/* First poll of an acquire: the lock-free attempt, then, under the lock,
+ * take what the pool has and queue for the rest. */
+static blitz_poll blitz__sem_acquire_start(blitz_cx *cx, blitz_semaphore_acquire_op *op) {
+    blitz_semaphore *sem = op->blitz__sem;
+    uint64_t n = op->blitz__n;
+    int rc = blitz_semaphore_try_acquire(sem, (size_t)n);
+    if (rc != BLITZ_EAGAIN) {
+        op->result = rc;
+        return BLITZ_READY;
+    }
+    blitz__atomic_u64 *word = blitz__sem_word(sem);
+    blitz__word_lock(&sem->blitz__lock);
+    uint64_t s = blitz__u64_load(word, BLITZ__RELAXED);
+    for (;;) {
+        if (s & BLITZ__SEM_CLOSED) {
+            blitz__word_unlock(&sem->blitz__lock);
+            op->result = BLITZ_ECLOSED;
+            return BLITZ_READY;
+        }
+        uint64_t have = blitz__sem_permits(s);
+        if (have >= n) {
+            if (blitz__u64_cas_weak(word, &s, s - (n << BLITZ__SEM_SHIFT), BLITZ__ACQUIRE)) {
+                blitz__word_unlock(&sem->blitz__lock);
+                op->result = BLITZ_OK;
+                return BLITZ_READY;
+            }
+            continue;
+        }
+        /* Take the whole pool and raise WAITERS in one step: from here
+         * releases hand permits over under the lock. Acquire: the permits
+         * taken were put back by releases whose writes we must see. */
+        if (blitz__u64_cas_weak(word, &s, BLITZ__SEM_WAITERS, BLITZ__ACQUIRE)) {
+            op->blitz__w.blitz__value = n - have;
+            blitz_waker mine = blitz_cx_waker(cx);
+            blitz__waitq_push(&sem->blitz__waiters, &op->blitz__w, &mine);
+            blitz__word_unlock(&sem->blitz__lock);
+            return BLITZ_PENDING;
+        }
+    }
+}
+
+BLITZ_API blitz_poll blitz_semaphore_acquire(blitz_cx *cx, blitz_semaphore_acquire_op *op,
+                                             blitz_semaphore *sem, size_t n) {
+    if (BLITZ__UNLIKELY(!op))
+        return BLITZ_READY;
+    uint32_t st = blitz__waiter_state(&op->blitz__w);
+    if (st == BLITZ__WAITER_IDLE) {
+        if (BLITZ__UNLIKELY(!cx || !sem || n == 0 || n > BLITZ_SEMAPHORE_MAX_PERMITS)) {
+            op->result = BLITZ_EINVAL;
+            return BLITZ_READY;
+        }
+        op->blitz__sem = sem;
+        op->blitz__n = n;
+        return blitz__sem_acquire_start(cx, op);
+    }
+    sem = op->blitz__sem;
+    if (st == BLITZ__WAITER_QUEUED) {
+        blitz_waker old = blitz_waker_noop();
+        blitz_waker mine = blitz_cx_waker(cx);
+        blitz__word_lock(&sem->blitz__lock);
+        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
+        if (st == BLITZ__WAITER_QUEUED)
+            old = blitz__waiter_refresh(&op->blitz__w, &mine);
+        blitz__word_unlock(&sem->blitz__lock);
+        blitz_waker_drop(old);
+        if (st == BLITZ__WAITER_QUEUED)
+            return BLITZ_PENDING;
+    }
+    /* DONE: the lock (or the acquire load above) orders the handed-over
+     * result before this read. */
+    op->result = (int)op->blitz__w.blitz__flags;
+    blitz__waiter_reset(&op->blitz__w);
+    return BLITZ_READY;
+}
+
+BLITZ_API void blitz_semaphore_acquire_cancel(blitz_cx *cx, void *arg) {
+    blitz_semaphore_acquire_op *op = (blitz_semaphore_acquire_op *)arg;
+    (void)cx;
+    if (!op)
+        return;
+    uint32_t st = blitz__waiter_state(&op->blitz__w);
+    if (st == BLITZ__WAITER_IDLE)
+        return;
+    blitz_semaphore *sem = op->blitz__sem;
+    if (st == BLITZ__WAITER_QUEUED) {
+        blitz__word_lock(&sem->blitz__lock);
+        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
+        if (st == BLITZ__WAITER_QUEUED) {
+            blitz__waitq_unlink(&sem->blitz__waiters, &op->blitz__w);
+            blitz_waker mine = op->blitz__w.blitz__waker;
+            op->blitz__w.blitz__waker = blitz_waker_noop();
+            blitz__waiter_reset(&op->blitz__w);
+            /* The partial fill goes to the next waiters; with none left (or
+             * nothing to give) this also clears WAITERS. */
+            blitz__sem_hand_out(sem, op->blitz__n - op->blitz__w.blitz__value);
+            blitz_waker_drop(mine);
+            return;
+        }
+        blitz__word_unlock(&sem->blitz__lock);
+    }
+    /* Completed but never seen by its owner: what it was given goes back. */
+    int result = (int)op->blitz__w.blitz__flags;
+    blitz__waiter_reset(&op->blitz__w);
+    if (result == BLITZ_OK)
+        blitz_semaphore_release(sem, op->blitz__n);
+}
+
+static blitz_poll blitz__sem_acquire_op_poll(blitz_cx *cx, void *arg) {
+    blitz_semaphore_acquire_op *op = (blitz_semaphore_acquire_op *)arg;
+    if (!op)
+        return BLITZ_READY;
+    return blitz_semaphore_acquire(cx, op, op->blitz__sem, op->blitz__n);
+}
+
+BLITZ_API blitz_op blitz_op_semaphore_acquire(blitz_semaphore_acquire_op *op, blitz_semaphore *sem,
+                                              size_t n) {
+    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE) {
+        op->blitz__sem = sem;
+        op->blitz__n = n;
+    }
+    return blitz_op_make(blitz__sem_acquire_op_poll, blitz_semaphore_acquire_cancel, op);
+}
+
+BLITZ_API int blitz_semaphore_acquire_blocking(blitz_semaphore *sem, size_t n) {
+    blitz_semaphore_acquire_op op;
+    memset(&op, 0, sizeof op);
+    int rc = blitz_op_wait(NULL, blitz_op_semaphore_acquire(&op, sem, n));
+    return rc != BLITZ_OK ? rc : op.result;
+}
+/* ====[ END src/semaphore.c ]============================================== */
+/* ====[ BEGIN src/mutex.c ]================================================ */
+/* >>mutex */
+/* The async mutex: a semaphore with one permit (FIFO, no spinning). */
+/* sync_internal.h already included */
+
+BLITZ_API int blitz_mutex_init(blitz_mutex *m) {
+    return m ? blitz_semaphore_init(&m->blitz__sem, 1) : BLITZ_EINVAL;
+}
+
+BLITZ_API void blitz_mutex_destroy(blitz_mutex *m) {
+    if (m)
+        blitz_semaphore_destroy(&m->blitz__sem);
+}
+
+BLITZ_API int blitz_mutex_try_lock(blitz_mutex *m) {
+    return m ? blitz_semaphore_try_acquire(&m->blitz__sem, 1) : BLITZ_EINVAL;
+}
+
+BLITZ_API blitz_poll blitz_mutex_lock(blitz_cx *cx, blitz_mutex_lock_op *op, blitz_mutex *m) {
+    if (!op)
+        return BLITZ_READY;
+    return blitz_semaphore_acquire(cx, &op->blitz__acq, m ? &m->blitz__sem : NULL, 1);
+}
+
+BLITZ_API void blitz_mutex_lock_cancel(blitz_cx *cx, void *op) {
+    blitz_semaphore_acquire_cancel(cx, op ? &((blitz_mutex_lock_op *)op)->blitz__acq : NULL);
+}
+
+BLITZ_API blitz_op blitz_op_mutex_lock(blitz_mutex_lock_op *op, blitz_mutex *m) {
+    blitz_op o =
+        blitz_op_semaphore_acquire(op ? &op->blitz__acq : NULL, m ? &m->blitz__sem : NULL, 1);
+    o.cancel = blitz_mutex_lock_cancel;
+    return o;
+}
+
+BLITZ_API int blitz_mutex_lock_blocking(blitz_mutex *m) {
+    return m ? blitz_semaphore_acquire_blocking(&m->blitz__sem, 1) : BLITZ_EINVAL;
+}
+
+BLITZ_API void blitz_mutex_unlock(blitz_mutex *m) {
+    if (m)
+        blitz_semaphore_release(&m->blitz__sem, 1);
+}
+
+BLITZ_API int blitz_mutex_is_locked(const blitz_mutex *m) {
+    return m && blitz_semaphore_available(&m->blitz__sem) == 0;
+}
+/* ====[ END src/mutex.c ]================================================== */
+/* ====[ BEGIN src/rwlock.c ]=============================================== */
+/* >>rwlock */
+/* The async reader-writer lock: a semaphore with BLITZ_RWLOCK_MAX_READERS
+ * permits; a reader takes one, a writer all of them. FIFO handoff makes a
+ * queued writer block later readers (the pool stays empty while it waits)
+ * and hands the readers queued behind a writer the lock together. */
+/* sync_internal.h already included */
+
+#define BLITZ__RW_ALL BLITZ_RWLOCK_MAX_READERS
+
+BLITZ_API int blitz_rwlock_init(blitz_rwlock *l) {
+    return l ? blitz_semaphore_init(&l->blitz__sem, BLITZ__RW_ALL) : BLITZ_EINVAL;
+}
+
+BLITZ_API void blitz_rwlock_destroy(blitz_rwlock *l) {
+    if (l)
+        blitz_semaphore_destroy(&l->blitz__sem);
+}
+
+BLITZ_API int blitz_rwlock_try_read(blitz_rwlock *l) {
+    return l ? blitz_semaphore_try_acquire(&l->blitz__sem, 1) : BLITZ_EINVAL;
+}
+
+BLITZ_API int blitz_rwlock_try_write(blitz_rwlock *l) {
+    return l ? blitz_semaphore_try_acquire(&l->blitz__sem, BLITZ__RW_ALL) : BLITZ_EINVAL;
+}
+
+BLITZ_API blitz_poll blitz_rwlock_read(blitz_cx *cx, blitz_rwlock_op *op, blitz_rwlock *l) {
+    if (!op)
+        return BLITZ_READY;
+    return blitz_semaphore_acquire(cx, &op->blitz__acq, l ? &l->blitz__sem : NULL, 1);
+}
+
+BLITZ_API blitz_poll blitz_rwlock_write(blitz_cx *cx, blitz_rwlock_op *op, blitz_rwlock *l) {
+    if (!op)
+        return BLITZ_READY;
+    return blitz_semaphore_acquire(cx, &op->blitz__acq, l ? &l->blitz__sem : NULL, BLITZ__RW_ALL);
+}
+
+BLITZ_API void blitz_rwlock_cancel(blitz_cx *cx, void *op) {
+    blitz_semaphore_acquire_cancel(cx, op ? &((blitz_rwlock_op *)op)->blitz__acq : NULL);
+}
+
+static blitz_op blitz__rwlock_op(blitz_rwlock_op *op, blitz_rwlock *l, size_t n) {
+    blitz_op o =
+        blitz_op_semaphore_acquire(op ? &op->blitz__acq : NULL, l ? &l->blitz__sem : NULL, n);
+    o.cancel = blitz_rwlock_cancel;
+    return o;
+}
+
+BLITZ_API blitz_op blitz_op_rwlock_read(blitz_rwlock_op *op, blitz_rwlock *l) {
+    return blitz__rwlock_op(op, l, 1);
+}
+
+BLITZ_API blitz_op blitz_op_rwlock_write(blitz_rwlock_op *op, blitz_rwlock *l) {
+    return blitz__rwlock_op(op, l, BLITZ__RW_ALL);
+}
+
+BLITZ_API int blitz_rwlock_read_blocking(blitz_rwlock *l) {
+    return l ? blitz_semaphore_acquire_blocking(&l->blitz__sem, 1) : BLITZ_EINVAL;
+}
+
+BLITZ_API int blitz_rwlock_write_blocking(blitz_rwlock *l) {
+    return l ? blitz_semaphore_acquire_blocking(&l->blitz__sem, BLITZ__RW_ALL) : BLITZ_EINVAL;
+}
+
+BLITZ_API void blitz_rwlock_read_unlock(blitz_rwlock *l) {
+    if (l)
+        blitz_semaphore_release(&l->blitz__sem, 1);
+}
+
+BLITZ_API void blitz_rwlock_write_unlock(blitz_rwlock *l) {
+    if (l)
+        blitz_semaphore_release(&l->blitz__sem, BLITZ__RW_ALL);
+}
+/* ====[ END src/rwlock.c ]================================================= */
+/* ====[ BEGIN src/notify.c ]=============================================== */
+/* >>notify */
+/* Notify: one stored permit plus a FIFO of waiters.
+ *
+ * State word: PERMIT | WAITERS. WAITERS is set and cleared under the lock
+ * together with the queue becoming non-empty / empty; PERMIT is set without
+ * the lock only while WAITERS is clear, by a CAS on the same word. So a
+ * notify_one either stores the permit before a waiter's enqueue CAS (which
+ * then fails and consumes it) or sees WAITERS and wakes a queued op under
+ * the lock: a notification is never lost between a waiter's check and its
+ * enqueue. */
+/* sync_internal.h already included */
+
+#define BLITZ__NOTIFY_PERMIT  1u
+#define BLITZ__NOTIFY_WAITERS 2u
+
+/* How a waiter was completed (its flags): by notify_one (a notification that
+ * must be passed on if the op is abandoned unseen) or by notify_waiters. */
+#define BLITZ__NOTIFIED_ONE 1u
+#define BLITZ__NOTIFIED_ALL 2u
+
+static inline blitz__atomic_u32 *blitz__notify_word(blitz_notify *n) {
+    return blitz__atomic_u32_at(&n->blitz__state);
+}
+
+BLITZ_API int blitz_notify_init(blitz_notify *n) {
+    if (!n)
+        return BLITZ_EINVAL;
+    memset(n, 0, sizeof *n);
+    return BLITZ_OK;
+}
+
+BLITZ_API void blitz_notify_destroy(blitz_notify *n) {
+    if (n)
+        BLITZ_ASSERT(blitz__waitq_empty(&n->blitz__waiters));
+}
+
+/* Clears WAITERS once the queue is empty. Under the lock. */
+static void blitz__notify_settle(blitz_notify *n) {
+    if (blitz__waitq_empty(&n->blitz__waiters))
+        blitz__u32_fetch_and(blitz__notify_word(n), ~BLITZ__NOTIFY_WAITERS, BLITZ__RELAXED);
+}
+
+BLITZ_API void blitz_notify_one(blitz_notify *n) {
+    if (!n)
+        return;
+    blitz__atomic_u32 *word = blitz__notify_word(n);
+    uint32_t s = blitz__u32_load(word, BLITZ__RELAXED);
+    while (!(s & BLITZ__NOTIFY_WAITERS)) {
+        if (s & BLITZ__NOTIFY_PERMIT)
+            return; /* permits do not accumulate */
+        /* Release: the waiter that consumes the permit (acquire) sees what
+         * the notifier did before notifying. */
+        if (blitz__u32_cas_weak(word, &s, s | BLITZ__NOTIFY_PERMIT, BLITZ__RELEASE))
+            return;
+    }
+    blitz_waker waker = blitz_waker_noop();
+    blitz__word_lock(&n->blitz__lock);
+    blitz__waiter *w = n->blitz__waiters.blitz__head;
+    if (w) {
+        blitz__waitq_unlink(&n->blitz__waiters, w);
+        w->blitz__flags = BLITZ__NOTIFIED_ONE;
+        waker = blitz__waiter_finish(w);
+        blitz__notify_settle(n);
+    } else {
+        /* The waiters went (cancelled) after we looked: store the permit. */
+        blitz__u32_fetch_or(word, BLITZ__NOTIFY_PERMIT, BLITZ__RELEASE);
+    }
+    blitz__word_unlock(&n->blitz__lock);
+    blitz_waker_wake(waker);
+}
+
+BLITZ_API void blitz_notify_waiters(blitz_notify *n) {
+    if (!n)
+        return;
+    blitz__wake_list wl;
+    wl.len = 0;
+    blitz__word_lock(&n->blitz__lock);
+    /* Ops that queue while a batch is being woken carry the new generation
+     * and stay queued: only those waiting at the call are woken. */
+    uint64_t gen = ++n->blitz__generation;
+    for (;;) {
+        blitz__waiter *w;
+        while (!blitz__wake_list_full(&wl) && (w = n->blitz__waiters.blitz__head) != NULL &&
+               w->blitz__value < gen) {
+            blitz__waitq_unlink(&n->blitz__waiters, w);
+            w->blitz__flags = BLITZ__NOTIFIED_ALL;
+            blitz__wake_list_push(&wl, blitz__waiter_finish(w));
+        }
+        blitz__notify_settle(n);
+        w = n->blitz__waiters.blitz__head;
+        int more = w != NULL && w->blitz__value < gen;
+        blitz__word_unlock(&n->blitz__lock);
+        blitz__wake_list_wake(&wl);
+        if (!more)
+            return;
+        blitz__word_lock(&n->blitz__lock);
+    }
+}
+
+BLITZ_API int blitz_notify_try_wait(blitz_notify *n) {
+    if (!n)
+        return BLITZ_EINVAL;
+    blitz__atomic_u32 *word = blitz__notify_word(n);
+    uint32_t s = blitz__u32_load(word, BLITZ__RELAXED);
+    while (s & BLITZ__NOTIFY_PERMIT) {
+        /* Acquire: pairs with the notifier's release. */
+        if (blitz__u32_cas_weak(word, &s, s & ~BLITZ__NOTIFY_PERMIT, BLITZ__ACQUIRE))
+            return BLITZ_OK;
+    }
+    return BLITZ_EAGAIN;
+}
+
+BLITZ_API blitz_poll blitz_notify_wait(blitz_cx *cx, blitz_notify_wait_op *op, blitz_notify *n) {
+    if (!op)
+        return BLITZ_READY;
+    uint32_t st = blitz__waiter_state(&op->blitz__w);
+    if (st == BLITZ__WAITER_IDLE) {
+        if (!cx || !n) {
+            op->result = BLITZ_EINVAL;
+            return BLITZ_READY;
+        }
+        /* The permit first: the op's fields are written after the locked
+         * instruction rather than queued in front of it. */
+        blitz__atomic_u32 *word = blitz__notify_word(n);
+        uint32_t s = blitz__u32_load(word, BLITZ__RELAXED);
+        while (s & BLITZ__NOTIFY_PERMIT) {
+            /* Acquire: pairs with the notifier's release. */
+            if (blitz__u32_cas_weak(word, &s, s & ~BLITZ__NOTIFY_PERMIT, BLITZ__ACQUIRE)) {
+                op->result = BLITZ_OK;
+                return BLITZ_READY;
+            }
+        }
+        op->blitz__notify = n;
+        op->result = BLITZ_OK;
+        blitz__word_lock(&n->blitz__lock);
+        s = blitz__u32_load(word, BLITZ__RELAXED);
+        for (;;) {
+            if (s & BLITZ__NOTIFY_PERMIT) {
+                if (blitz__u32_cas_weak(word, &s, s & ~BLITZ__NOTIFY_PERMIT, BLITZ__ACQUIRE)) {
+                    blitz__word_unlock(&n->blitz__lock);
+                    return BLITZ_READY;
+                }
+                continue;
+            }
+            /* Fails if notify_one stores the permit meanwhile. */
+            if (blitz__u32_cas_weak(word, &s, s | BLITZ__NOTIFY_WAITERS, BLITZ__ACQUIRE))
+                break;
+        }
+        op->blitz__w.blitz__value = n->blitz__generation;
+        blitz_waker mine = blitz_cx_waker(cx);
+        blitz__waitq_push(&n->blitz__waiters, &op->blitz__w, &mine);
+        blitz__word_unlock(&n->blitz__lock);
+        return BLITZ_PENDING;
+    }
+    n = op->blitz__notify;
+    if (st == BLITZ__WAITER_QUEUED) {
+        blitz_waker old = blitz_waker_noop();
+        blitz_waker mine = blitz_cx_waker(cx);
+        blitz__word_lock(&n->blitz__lock);
+        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
+        if (st == BLITZ__WAITER_QUEUED)
+            old = blitz__waiter_refresh(&op->blitz__w, &mine);
+        blitz__word_unlock(&n->blitz__lock);
+        blitz_waker_drop(old);
+        if (st == BLITZ__WAITER_QUEUED)
+            return BLITZ_PENDING;
+    }
+    blitz__waiter_reset(&op->blitz__w);
+    op->result = BLITZ_OK;
+    return BLITZ_READY;
+}
+
+BLITZ_API void blitz_notify_wait_cancel(blitz_cx *cx, void *arg) {
+    blitz_notify_wait_op *op = (blitz_notify_wait_op *)arg;
+    (void)cx;
+    if (!op)
+        return;
+    uint32_t st = blitz__waiter_state(&op->blitz__w);
+    if (st == BLITZ__WAITER_IDLE)
+        return;
+    blitz_notify *n = op->blitz__notify;
+    if (st == BLITZ__WAITER_QUEUED) {
+        blitz_waker mine = blitz_waker_noop();
+        blitz__word_lock(&n->blitz__lock);
+        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
+        if (st == BLITZ__WAITER_QUEUED) {
+            blitz__waitq_unlink(&n->blitz__waiters, &op->blitz__w);
+            mine = op->blitz__w.blitz__waker;
+            op->blitz__w.blitz__waker = blitz_waker_noop();
+            blitz__notify_settle(n);
+        }
+        blitz__word_unlock(&n->blitz__lock);
+        blitz_waker_drop(mine);
+        if (st == BLITZ__WAITER_QUEUED) {
+            blitz__waiter_reset(&op->blitz__w);
+            return;
+        }
+    }
+    uint32_t how = op->blitz__w.blitz__flags;
+    blitz__waiter_reset(&op->blitz__w);
+    if (how == BLITZ__NOTIFIED_ONE)
+        blitz_notify_one(n);
+}
+
+static blitz_poll blitz__notify_wait_op_poll(blitz_cx *cx, void *arg) {
+    blitz_notify_wait_op *op = (blitz_notify_wait_op *)arg;
+    if (!op)
+        return BLITZ_READY;
+    return blitz_notify_wait(cx, op, op->blitz__notify);
+}
+
+BLITZ_API blitz_op blitz_op_notify_wait(blitz_notify_wait_op *op, blitz_notify *n) {
+    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+        op->blitz__notify = n;
+    return blitz_op_make(blitz__notify_wait_op_poll, blitz_notify_wait_cancel, op);
+}
+
+BLITZ_API int blitz_notify_wait_blocking(blitz_notify *n) {
+    blitz_notify_wait_op op;
+    memset(&op, 0, sizeof op);
+    int rc = blitz_op_wait(NULL, blitz_op_notify_wait(&op, n));
+    return rc != BLITZ_OK ? rc : op.result;
+}
+/* ====[ END src/notify.c ]================================================= */
+/* ====[ BEGIN src/barrier.c ]============================================== */
+/* >>barrier */
+/* Barrier: an arrival count and a generation under one lock. The wait
+ * that completes a generation is its leader: it bumps the generation,
+ * resets the count and wakes the waiters of its generation (each waiter
+ * remembers the generation it joined, so ops of the next one that queue
+ * while a batch is being woken stay queued). */
+/* sync_internal.h already included */
+
+BLITZ_API int blitz_barrier_init(blitz_barrier *b, uint32_t parties) {
+    if (!b || parties == 0)
+        return BLITZ_EINVAL;
+    memset(b, 0, sizeof *b);
+    b->blitz__parties = parties;
+    return BLITZ_OK;
+}
+
+BLITZ_API void blitz_barrier_destroy(blitz_barrier *b) {
+    if (b)
+        BLITZ_ASSERT(blitz__waitq_empty(&b->blitz__waiters));
+}
+
+/* Completes generation `gen`'s waiters. Called with the lock held; returns
+ * with it released. */
+static void blitz__barrier_release(blitz_barrier *b, uint64_t gen) {
+    blitz__wake_list wl;
+    wl.len = 0;
+    for (;;) {
+        blitz__waiter *w;
+        while (!blitz__wake_list_full(&wl) && (w = b->blitz__waiters.blitz__head) != NULL &&
+               w->blitz__value <= gen) {
+            blitz__waitq_unlink(&b->blitz__waiters, w);
+            blitz__wake_list_push(&wl, blitz__waiter_finish(w));
+        }
+        w = b->blitz__waiters.blitz__head;
+        int more = w != NULL && w->blitz__value <= gen;
+        blitz__word_unlock(&b->blitz__lock);
+        blitz__wake_list_wake(&wl);
+        if (!more)
+            return;
+        blitz__word_lock(&b->blitz__lock);
+    }
+}
+
+BLITZ_API blitz_poll blitz_barrier_wait(blitz_cx *cx, blitz_barrier_wait_op *op, blitz_barrier *b) {
+    if (!op)
+        return BLITZ_READY;
+    uint32_t st = blitz__waiter_state(&op->blitz__w);
+    if (st == BLITZ__WAITER_IDLE) {
+        if (!cx || !b) {
+            op->result = BLITZ_EINVAL;
+            op->is_leader = 0;
+            return BLITZ_READY;
+        }
+        op->blitz__barrier = b;
+        op->result = BLITZ_OK;
+        blitz__word_lock(&b->blitz__lock);
+        uint64_t gen = b->blitz__generation;
+        if (++b->blitz__arrived == b->blitz__parties) {
+            b->blitz__arrived = 0;
+            b->blitz__generation = gen + 1;
+            op->is_leader = 1;
+            if (blitz__waitq_empty(&b->blitz__waiters))
+                blitz__word_unlock(&b->blitz__lock);
+            else
+                blitz__barrier_release(b, gen);
+            return BLITZ_READY;
+        }
+        op->is_leader = 0;
+        op->blitz__w.blitz__value = gen;
+        blitz_waker mine = blitz_cx_waker(cx);
+        blitz__waitq_push(&b->blitz__waiters, &op->blitz__w, &mine);
+        blitz__word_unlock(&b->blitz__lock);
+        return BLITZ_PENDING;
+    }
+    b = op->blitz__barrier;
+    if (st == BLITZ__WAITER_QUEUED) {
+        blitz_waker old = blitz_waker_noop();
+        blitz_waker mine = blitz_cx_waker(cx);
+        blitz__word_lock(&b->blitz__lock);
+        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
+        if (st == BLITZ__WAITER_QUEUED)
+            old = blitz__waiter_refresh(&op->blitz__w, &mine);
+        blitz__word_unlock(&b->blitz__lock);
+        blitz_waker_drop(old);
+        if (st == BLITZ__WAITER_QUEUED)
+            return BLITZ_PENDING;
+    }
+    blitz__waiter_reset(&op->blitz__w);
+    return BLITZ_READY;
+}
+
+BLITZ_API void blitz_barrier_wait_cancel(blitz_cx *cx, void *arg) {
+    blitz_barrier_wait_op *op = (blitz_barrier_wait_op *)arg;
+    (void)cx;
+    if (!op || blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+        return;
+    blitz_barrier *b = op->blitz__barrier;
+    blitz_waker mine = blitz_waker_noop();
+    blitz__word_lock(&b->blitz__lock);
+    if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
+        blitz__waitq_unlink(&b->blitz__waiters, &op->blitz__w);
+        mine = op->blitz__w.blitz__waker;
+        op->blitz__w.blitz__waker = blitz_waker_noop();
+        /* Withdraw the arrival, unless its generation was already released
+         * (a leader still waking an earlier batch). */
+        if (op->blitz__w.blitz__value == b->blitz__generation)
+            b->blitz__arrived--;
+    }
+    blitz__word_unlock(&b->blitz__lock);
+    blitz_waker_drop(mine);
+    blitz__waiter_reset(&op->blitz__w);
+}
+
+static blitz_poll blitz__barrier_wait_op_poll(blitz_cx *cx, void *arg) {
+    blitz_barrier_wait_op *op = (blitz_barrier_wait_op *)arg;
+    if (!op)
+        return BLITZ_READY;
+    return blitz_barrier_wait(cx, op, op->blitz__barrier);
+}
+
+BLITZ_API blitz_op blitz_op_barrier_wait(blitz_barrier_wait_op *op, blitz_barrier *b) {
+    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+        op->blitz__barrier = b;
+    return blitz_op_make(blitz__barrier_wait_op_poll, blitz_barrier_wait_cancel, op);
+}
+
+BLITZ_API int blitz_barrier_wait_blocking(blitz_barrier *b, int *is_leader) {
+    blitz_barrier_wait_op op;
+    memset(&op, 0, sizeof op);
+    int rc = blitz_op_wait(NULL, blitz_op_barrier_wait(&op, b));
+    if (rc == BLITZ_OK)
+        rc = op.result;
+    if (is_leader)
+        *is_leader = rc == BLITZ_OK && op.is_leader;
+    return rc;
+}
+/* ====[ END src/barrier.c ]================================================ */
+/* ====[ BEGIN src/once_cell.c ]============================================ */
+/* >>once_cell */
+/* OnceCell: EMPTY -> INITIALIZING (one claimer) -> READY, or back to EMPTY
+ * (or to the first waiter) when the claimer abandons.
+ *
+ * State word: phase | WAITERS. WAITERS is raised under the lock, by a CAS
+ * that fails if the phase changed, when an op queues (only while
+ * INITIALIZING) and cleared under the lock when the queue empties. Complete
+ * and abandon look at the word first and take the lock only when WAITERS
+ * is set, so set / get with nobody waiting are lock-free; an enqueue that
+ * races a completion either sees READY (its CAS fails) or is seen by it. */
+/* sync_internal.h already included */
+
+#define BLITZ__ONCE_EMPTY   0u
+#define BLITZ__ONCE_INIT    1u
+#define BLITZ__ONCE_READY   2u
+#define BLITZ__ONCE_PHASE   3u
+#define BLITZ__ONCE_WAITERS 4u
+
+/* A completed waiter's flags: the value is there, or the claim is its. */
+#define BLITZ__ONCE_GOT_VALUE 1u
+#define BLITZ__ONCE_GOT_CLAIM 2u
+
+static inline blitz__atomic_u32 *blitz__once_word(const blitz_once_cell *c) {
+    return blitz__atomic_u32_at((uint32_t *)&c->blitz__state);
+}
+
+BLITZ_API int blitz_once_cell_init(blitz_once_cell *c) {
+    if (!c)
+        return BLITZ_EINVAL;
+    memset(c, 0, sizeof *c);
+    return BLITZ_OK;
+}
+
+BLITZ_API void blitz_once_cell_destroy(blitz_once_cell *c) {
+    if (c)
+        BLITZ_ASSERT(blitz__waitq_empty(&c->blitz__waiters));
+}
+
+static inline blitz__atomic_ptr *blitz__once_value(const blitz_once_cell *c) {
+    return (blitz__atomic_ptr *)(void *)&((blitz_once_cell *)c)->blitz__value;
+}
+
+BLITZ_API void *blitz_once_cell_get(const blitz_once_cell *c) {
+    if (BLITZ__UNLIKELY(c == NULL))
+        return NULL;
+    /* The value is written once, by complete, with release, and is NULL
+     * until then: one acquire load answers, and pairs with that store so
+     * what the initializer wrote before completing is visible. (A NULL
+     * value reads as "not set", which it also is to the caller.) */
+    return blitz__ptr_load(blitz__once_value(c), BLITZ__ACQUIRE);
+}
+
+BLITZ_API int blitz_once_cell_is_set(const blitz_once_cell *c) {
+    return c && blitz__u32_load(blitz__once_word(c), BLITZ__ACQUIRE) == BLITZ__ONCE_READY;
+}
+
+BLITZ_API int blitz_once_cell_try_claim(blitz_once_cell *c) {
+    if (!c)
+        return BLITZ_EINVAL;
+    uint32_t s = BLITZ__ONCE_EMPTY;
+    /* Acquire: a claim after an abandon sees what the abandoner left. */
+    if (blitz__u32_cas(blitz__once_word(c), &s, BLITZ__ONCE_INIT, BLITZ__ACQUIRE))
+        return BLITZ_OK;
+    return (s & BLITZ__ONCE_PHASE) == BLITZ__ONCE_READY ? BLITZ_EEXIST : BLITZ_EBUSY;
+}
+
+BLITZ_API int blitz_once_cell_complete(blitz_once_cell *c, void *value) {
+    if (!c)
+        return BLITZ_EINVAL;
+    blitz__atomic_u32 *word = blitz__once_word(c);
+    if ((blitz__u32_load(word, BLITZ__RELAXED) & BLITZ__ONCE_PHASE) != BLITZ__ONCE_INIT)
+        return BLITZ_EINVAL;
+    blitz__ptr_store(blitz__once_value(c), value, BLITZ__RELEASE);
+    /* Release: publishes the value with READY. Acq_rel: when WAITERS was
+     * set we go on to take the queue. */
+    uint32_t old = blitz__u32_swap(word, BLITZ__ONCE_READY, BLITZ__ACQ_REL);
+    if (!(old & BLITZ__ONCE_WAITERS))
+        return BLITZ_OK;
+    blitz__wake_list wl;
+    wl.len = 0;
+    blitz__word_lock(&c->blitz__lock);
+    for (;;) {
+        blitz__waiter *w;
+        while (!blitz__wake_list_full(&wl) && (w = c->blitz__waiters.blitz__head) != NULL) {
+            blitz__waitq_unlink(&c->blitz__waiters, w);
+            w->blitz__flags = BLITZ__ONCE_GOT_VALUE;
+            blitz__wake_list_push(&wl, blitz__waiter_finish(w));
+        }
+        int more = !blitz__waitq_empty(&c->blitz__waiters);
+        blitz__word_unlock(&c->blitz__lock);
+        blitz__wake_list_wake(&wl);
+        if (!more)
+            return BLITZ_OK;
+        blitz__word_lock(&c->blitz__lock);
+    }
+}
+
+BLITZ_API int blitz_once_cell_set(blitz_once_cell *c, void *value) {
+    int rc = blitz_once_cell_try_claim(c);
+    return rc == BLITZ_OK ? blitz_once_cell_complete(c, value) : rc;
+}
+
+BLITZ_API int blitz_once_cell_abandon(blitz_once_cell *c) {
+    if (!c)
+        return BLITZ_EINVAL;
+    blitz__atomic_u32 *word = blitz__once_word(c);
+    uint32_t s = blitz__u32_load(word, BLITZ__RELAXED);
+    for (;;) {
+        if ((s & BLITZ__ONCE_PHASE) != BLITZ__ONCE_INIT)
+            return BLITZ_EINVAL;
+        if (s & BLITZ__ONCE_WAITERS)
+            break;
+        /* Release: the next claimer sees what this one did. */
+        if (blitz__u32_cas_weak(word, &s, BLITZ__ONCE_EMPTY, BLITZ__RELEASE))
+            return BLITZ_OK;
+    }
+    blitz_waker waker = blitz_waker_noop();
+    blitz__word_lock(&c->blitz__lock);
+    blitz__waiter *w = c->blitz__waiters.blitz__head;
+    if (w) {
+        /* The claim passes to the first waiter; the phase stays INIT. */
+        blitz__waitq_unlink(&c->blitz__waiters, w);
+        w->blitz__flags = BLITZ__ONCE_GOT_CLAIM;
+        waker = blitz__waiter_finish(w);
+        if (blitz__waitq_empty(&c->blitz__waiters))
+            blitz__u32_fetch_and(word, ~BLITZ__ONCE_WAITERS, BLITZ__RELAXED);
+    } else {
+        blitz__u32_store(word, BLITZ__ONCE_EMPTY, BLITZ__RELEASE);
+    }
+    blitz__word_unlock(&c->blitz__lock);
+    blitz_waker_wake(waker);
+    return BLITZ_OK;
+}
+
+static blitz_poll blitz__once_ready(blitz_once_cell_op *op, int claimed) {
+    op->result = BLITZ_OK;
+    op->claimed = claimed;
+    op->value =
+        claimed ? NULL : blitz__ptr_load(blitz__once_value(op->blitz__cell), BLITZ__RELAXED);
+    return BLITZ_READY;
+}
+
+BLITZ_API blitz_poll blitz_once_cell_get_or_claim(blitz_cx *cx, blitz_once_cell_op *op,
+                                                  blitz_once_cell *c) {
+    if (!op)
+        return BLITZ_READY;
+    uint32_t st = blitz__waiter_state(&op->blitz__w);
+    if (st == BLITZ__WAITER_IDLE) {
+        if (!cx || !c) {
+            op->result = BLITZ_EINVAL;
+            op->claimed = 0;
+            op->value = NULL;
+            return BLITZ_READY;
+        }
+        op->blitz__cell = c;
+        blitz__atomic_u32 *word = blitz__once_word(c);
+        uint32_t s = blitz__u32_load(word, BLITZ__ACQUIRE);
+        if ((s & BLITZ__ONCE_PHASE) == BLITZ__ONCE_READY)
+            return blitz__once_ready(op, 0);
+        blitz__word_lock(&c->blitz__lock);
+        for (;;) {
+            uint32_t phase = s & BLITZ__ONCE_PHASE;
+            if (phase == BLITZ__ONCE_READY) {
+                blitz__word_unlock(&c->blitz__lock);
+                return blitz__once_ready(op, 0);
+            }
+            if (phase == BLITZ__ONCE_EMPTY) {
+                if (blitz__u32_cas_weak(word, &s, BLITZ__ONCE_INIT, BLITZ__ACQUIRE)) {
+                    blitz__word_unlock(&c->blitz__lock);
+                    return blitz__once_ready(op, 1);
+                }
+                continue;
+            }
+            /* Acquire: if this fails because the value was published, the
+             * reload sees it. */
+            if (blitz__u32_cas_weak(word, &s, s | BLITZ__ONCE_WAITERS, BLITZ__ACQUIRE))
+                break;
+        }
+        blitz_waker mine = blitz_cx_waker(cx);
+        blitz__waitq_push(&c->blitz__waiters, &op->blitz__w, &mine);
+        blitz__word_unlock(&c->blitz__lock);
+        return BLITZ_PENDING;
+    }
+    c = op->blitz__cell;
+    if (st == BLITZ__WAITER_QUEUED) {
+        blitz_waker old = blitz_waker_noop();
+        blitz_waker mine = blitz_cx_waker(cx);
+        blitz__word_lock(&c->blitz__lock);
+        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
+        if (st == BLITZ__WAITER_QUEUED)
+            old = blitz__waiter_refresh(&op->blitz__w, &mine);
+        blitz__word_unlock(&c->blitz__lock);
+        blitz_waker_drop(old);
+        if (st == BLITZ__WAITER_QUEUED)
+            return BLITZ_PENDING;
+    }
+    uint32_t how = op->blitz__w.blitz__flags;
+    blitz__waiter_reset(&op->blitz__w);
+    return blitz__once_ready(op, how == BLITZ__ONCE_GOT_CLAIM);
+}
+
+BLITZ_API void blitz_once_cell_get_or_claim_cancel(blitz_cx *cx, void *arg) {
+    blitz_once_cell_op *op = (blitz_once_cell_op *)arg;
+    (void)cx;
+    if (!op)
+        return;
+    uint32_t st = blitz__waiter_state(&op->blitz__w);
+    if (st == BLITZ__WAITER_IDLE)
+        return;
+    blitz_once_cell *c = op->blitz__cell;
+    if (st == BLITZ__WAITER_QUEUED) {
+        blitz_waker mine = blitz_waker_noop();
+        blitz__word_lock(&c->blitz__lock);
+        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
+        if (st == BLITZ__WAITER_QUEUED) {
+            blitz__waitq_unlink(&c->blitz__waiters, &op->blitz__w);
+            mine = op->blitz__w.blitz__waker;
+            op->blitz__w.blitz__waker = blitz_waker_noop();
+            if (blitz__waitq_empty(&c->blitz__waiters))
+                blitz__u32_fetch_and(blitz__once_word(c), ~BLITZ__ONCE_WAITERS, BLITZ__RELAXED);
+        }
+        blitz__word_unlock(&c->blitz__lock);
+        blitz_waker_drop(mine);
+        if (st == BLITZ__WAITER_QUEUED) {
+            blitz__waiter_reset(&op->blitz__w);
+            return;
+        }
+    }
+    uint32_t how = op->blitz__w.blitz__flags;
+    blitz__waiter_reset(&op->blitz__w);
+    if (how == BLITZ__ONCE_GOT_CLAIM)
+        blitz_once_cell_abandon(c);
+}
+
+static blitz_poll blitz__once_op_poll(blitz_cx *cx, void *arg) {
+    blitz_once_cell_op *op = (blitz_once_cell_op *)arg;
+    if (!op)
+        return BLITZ_READY;
+    return blitz_once_cell_get_or_claim(cx, op, op->blitz__cell);
+}
+
+BLITZ_API blitz_op blitz_op_once_cell_get_or_claim(blitz_once_cell_op *op, blitz_once_cell *c) {
+    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+        op->blitz__cell = c;
+    return blitz_op_make(blitz__once_op_poll, blitz_once_cell_get_or_claim_cancel, op);
+}
+
+BLITZ_API int blitz_once_cell_get_or_claim_blocking(blitz_once_cell *c, void **value,
+                                                    int *claimed) {
+    blitz_once_cell_op op;
+    memset(&op, 0, sizeof op);
+    int rc = blitz_op_wait(NULL, blitz_op_once_cell_get_or_claim(&op, c));
+    if (rc == BLITZ_OK)
+        rc = op.result;
+    if (value)
+        *value = rc == BLITZ_OK ? op.value : NULL;
+    if (claimed)
+        *claimed = rc == BLITZ_OK && op.claimed;
+    return rc;
+}
+
+BLITZ_API int blitz_once_cell_get_or_init_blocking(blitz_once_cell *c,
+                                                   int (*init)(void *arg, void **value), void *arg,
+                                                   void **value) {
+    if (!c || !init)
+        return BLITZ_EINVAL;
+    void *v = NULL;
+    int claimed = 0;
+    int rc = blitz_once_cell_get_or_claim_blocking(c, &v, &claimed);
+    if (rc == BLITZ_OK && claimed) {
+        rc = init(arg, &v);
+        if (rc == BLITZ_OK)
+            blitz_once_cell_complete(c, v);
+        else
+            blitz_once_cell_abandon(c);
+    }
+    if (value)
+        *value = rc == BLITZ_OK ? v : NULL;
+    return rc;
+}
+/* ====[ END src/once_cell.c ]============================================== */
+/* ====[ BEGIN src/cancel_token.c ]========================================= */
+/* >>cancel_token */
+/* Cancellation tokens: a flag, a waiter queue, and a place in a tree.
+ *
+ * Locks: one process-wide lock guards the tree links of every token (tokens
+ * are linked and unlinked rarely, and a parent and its children may be
+ * destroyed concurrently, which per-token locks could only order with a
+ * lock-order dance); each token's own lock guards its waiters. Order: tree
+ * lock, then a token's lock. Wakers are woken with neither held (a woken or
+ * dropped waker may free a task whose drop function destroys a token).
+ *
+ * Cancel marks the whole subtree under the tree lock, then drains the
+ * waiters node by node. A wait checks the flag under the token's lock and
+ * queues only if it is clear; the canceller sets the flag before it takes
+ * that lock to drain, so every waiter is either drained or sees the flag. */
+/* sync_internal.h already included */
+
+static uint32_t blitz__token_tree_lock;
+
+static inline blitz__atomic_u32 *blitz__token_flag(const blitz_cancel_token *t) {
+    return blitz__atomic_u32_at((uint32_t *)&t->blitz__cancelled);
+}
+
+BLITZ_API int blitz_cancel_token_init(blitz_cancel_token *t) {
+    if (!t)
+        return BLITZ_EINVAL;
+    memset(t, 0, sizeof *t);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_cancel_token_init_child(blitz_cancel_token *child, blitz_cancel_token *parent) {
+    if (!child || !parent || child == parent)
+        return BLITZ_EINVAL;
+    memset(child, 0, sizeof *child);
+    blitz__word_lock(&blitz__token_tree_lock);
+    child->blitz__parent = parent;
+    child->blitz__next = parent->blitz__children;
+    if (parent->blitz__children)
+        parent->blitz__children->blitz__prev = child;
+    parent->blitz__children = child;
+    if (blitz__u32_load(blitz__token_flag(parent), BLITZ__RELAXED))
+        blitz__u32_store(blitz__token_flag(child), 1, BLITZ__RELEASE);
+    blitz__word_unlock(&blitz__token_tree_lock);
+    return BLITZ_OK;
+}
+
+/* Unlinks `t` from its parent's list of children. Under the tree lock. */
+static void blitz__token_unlink(blitz_cancel_token *t) {
+    if (t->blitz__prev)
+        t->blitz__prev->blitz__next = t->blitz__next;
+    else if (t->blitz__parent)
+        t->blitz__parent->blitz__children = t->blitz__next;
+    if (t->blitz__next)
+        t->blitz__next->blitz__prev = t->blitz__prev;
+    t->blitz__next = t->blitz__prev = NULL;
+    t->blitz__parent = NULL;
+}
+
+BLITZ_API void blitz_cancel_token_destroy(blitz_cancel_token *t) {
+    if (!t)
+        return;
+    BLITZ_ASSERT(blitz__waitq_empty(&t->blitz__waiters));
+    blitz__word_lock(&blitz__token_tree_lock);
+    blitz_cancel_token *up = t->blitz__parent;
+    /* The children move up, so cancelling an ancestor still reaches them. */
+    while (t->blitz__children) {
+        blitz_cancel_token *c = t->blitz__children;
+        blitz__token_unlink(c);
+        if (up) {
+            c->blitz__parent = up;
+            c->blitz__next = up->blitz__children;
+            if (up->blitz__children)
+                up->blitz__children->blitz__prev = c;
+            up->blitz__children = c;
+        }
+    }
+    blitz__token_unlink(t);
+    blitz__word_unlock(&blitz__token_tree_lock);
+}
+
+/* The next node of `root`'s subtree after `n` in depth-first order, or NULL.
+ * Under the tree lock. */
+static blitz_cancel_token *blitz__token_next(blitz_cancel_token *root, blitz_cancel_token *n) {
+    if (n->blitz__children)
+        return n->blitz__children;
+    while (n != root && !n->blitz__next)
+        n = n->blitz__parent;
+    return n == root ? NULL : n->blitz__next;
+}
+
+BLITZ_API void blitz_cancel_token_cancel(blitz_cancel_token *t) {
+    if (!t)
+        return;
+    blitz__word_lock(&blitz__token_tree_lock);
+    if (blitz__u32_load(blitz__token_flag(t), BLITZ__RELAXED)) {
+        blitz__word_unlock(&blitz__token_tree_lock);
+        return;
+    }
+    blitz_cancel_token *n;
+    for (n = t; n; n = blitz__token_next(t, n))
+        /* Release: a task that sees the flag sees what the canceller did
+         * before cancelling. */
+        blitz__u32_store(blitz__token_flag(n), 1, BLITZ__RELEASE);
+    /* Drain a batch of waiters at a time; between batches the tree may
+     * change (nodes destroyed), so each batch walks it again. Cancelled
+     * tokens take no new waiters, so this ends. */
+    for (;;) {
+        blitz__wake_list wl;
+        wl.len = 0;
+        for (n = t; n && !blitz__wake_list_full(&wl); n = blitz__token_next(t, n)) {
+            blitz__word_lock(&n->blitz__lock);
+            blitz__waiter *w;
+            while (!blitz__wake_list_full(&wl) && (w = n->blitz__waiters.blitz__head) != NULL) {
+                blitz__waitq_unlink(&n->blitz__waiters, w);
+                blitz__wake_list_push(&wl, blitz__waiter_finish(w));
+            }
+            blitz__word_unlock(&n->blitz__lock);
+        }
+        int full = blitz__wake_list_full(&wl);
+        blitz__word_unlock(&blitz__token_tree_lock);
+        blitz__wake_list_wake(&wl);
+        if (!full)
+            return;
+        blitz__word_lock(&blitz__token_tree_lock);
+    }
+}
+
+BLITZ_API int blitz_cancel_token_is_cancelled(const blitz_cancel_token *t) {
+    return t && blitz__u32_load(blitz__token_flag(t), BLITZ__ACQUIRE) != 0;
+}
+
+BLITZ_API blitz_poll blitz_cancel_token_wait(blitz_cx *cx, blitz_cancel_token_wait_op *op,
+                                             blitz_cancel_token *t) {
+    if (!op)
+        return BLITZ_READY;
+    uint32_t st = blitz__waiter_state(&op->blitz__w);
+    if (st == BLITZ__WAITER_IDLE) {
+        if (!cx || !t) {
+            op->result = BLITZ_EINVAL;
+            return BLITZ_READY;
+        }
+        op->blitz__token = t;
+        op->result = BLITZ_OK;
+        if (blitz_cancel_token_is_cancelled(t))
+            return BLITZ_READY;
+        blitz__word_lock(&t->blitz__lock);
+        if (blitz_cancel_token_is_cancelled(t)) {
+            blitz__word_unlock(&t->blitz__lock);
+            return BLITZ_READY;
+        }
+        blitz_waker mine = blitz_cx_waker(cx);
+        blitz__waitq_push(&t->blitz__waiters, &op->blitz__w, &mine);
+        blitz__word_unlock(&t->blitz__lock);
+        return BLITZ_PENDING;
+    }
+    t = op->blitz__token;
+    if (st == BLITZ__WAITER_QUEUED) {
+        blitz_waker old = blitz_waker_noop();
+        blitz_waker mine = blitz_cx_waker(cx);
+        blitz__word_lock(&t->blitz__lock);
+        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
+        if (st == BLITZ__WAITER_QUEUED)
+            old = blitz__waiter_refresh(&op->blitz__w, &mine);
+        blitz__word_unlock(&t->blitz__lock);
+        blitz_waker_drop(old);
+        if (st == BLITZ__WAITER_QUEUED)
+            return BLITZ_PENDING;
+    }
+    blitz__waiter_reset(&op->blitz__w);
+    return BLITZ_READY;
+}
+
+BLITZ_API void blitz_cancel_token_wait_cancel(blitz_cx *cx, void *arg) {
+    blitz_cancel_token_wait_op *op = (blitz_cancel_token_wait_op *)arg;
+    (void)cx;
+    if (!op || blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+        return;
+    blitz_cancel_token *t = op->blitz__token;
+    blitz_waker mine = blitz_waker_noop();
+    blitz__word_lock(&t->blitz__lock);
+    if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
+        blitz__waitq_unlink(&t->blitz__waiters, &op->blitz__w);
+        mine = op->blitz__w.blitz__waker;
+        op->blitz__w.blitz__waker = blitz_waker_noop();
+    }
+    blitz__word_unlock(&t->blitz__lock);
+    blitz_waker_drop(mine);
+    blitz__waiter_reset(&op->blitz__w);
+}
+
+static blitz_poll blitz__token_wait_op_poll(blitz_cx *cx, void *arg) {
+    blitz_cancel_token_wait_op *op = (blitz_cancel_token_wait_op *)arg;
+    if (!op)
+        return BLITZ_READY;
+    return blitz_cancel_token_wait(cx, op, op->blitz__token);
+}
+
+BLITZ_API blitz_op blitz_op_cancel_token_wait(blitz_cancel_token_wait_op *op,
+                                              blitz_cancel_token *t) {
+    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+        op->blitz__token = t;
+    return blitz_op_make(blitz__token_wait_op_poll, blitz_cancel_token_wait_cancel, op);
+}
+
+BLITZ_API int blitz_cancel_token_wait_blocking(blitz_cancel_token *t) {
+    blitz_cancel_token_wait_op op;
+    memset(&op, 0, sizeof op);
+    int rc = blitz_op_wait(NULL, blitz_op_cancel_token_wait(&op, t));
+    return rc != BLITZ_OK ? rc : op.result;
+}
+/* ====[ END src/cancel_token.c ]=========================================== */
 /* ====[ BEGIN src/worker.c ]=============================================== */
 /* >>worker */
 /* The multi-thread scheduler's workers (seeds 000 and 001).
