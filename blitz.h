@@ -4301,6 +4301,7 @@ struct blitz_chan {
     BLITZ__ALIGNED blitz__mutex lock;
     blitz__waitq senders, receivers;
     /* senders in the low half, receivers in the high half */
+    void *raw; /* what blitz__alloc_aligned returned, to free */
     blitz__atomic_u64 refs;
 };
 
@@ -4461,13 +4462,16 @@ BLITZ_API int blitz_chan_new(blitz_chan **out, size_t elem_size, size_t capacity
     size_t stride = (sizeof(uint64_t) + elem_size + 7u) & ~(size_t)7u;
     if (capacity > SIZE_MAX / stride)
         return BLITZ_EINVAL;
-    blitz_chan *ch = (blitz_chan *)BLITZ_MALLOC(sizeof *ch);
+    void *raw = NULL;
+    /* Aligned: the hot fields sit on their own cache lines. */
+    blitz_chan *ch = (blitz_chan *)blitz__alloc_aligned(sizeof *ch, BLITZ_CACHE_LINE, &raw);
     if (!ch)
         return BLITZ_ENOMEM;
     memset(ch, 0, sizeof *ch);
+    ch->raw = raw;
     ch->slots = (unsigned char *)BLITZ_MALLOC(capacity * stride);
     if (!ch->slots) {
-        BLITZ_FREE(ch);
+        blitz__free(raw);
         return BLITZ_ENOMEM;
     }
     uint64_t mark = 1;
@@ -4490,7 +4494,7 @@ BLITZ_API int blitz_chan_new(blitz_chan **out, size_t elem_size, size_t capacity
 static void blitz__chan_free(blitz_chan *ch) {
     blitz__mutex_destroy(&ch->lock);
     BLITZ_FREE(ch->slots);
-    BLITZ_FREE(ch);
+    blitz__free(ch->raw);
 }
 
 static int blitz__chan_ref_add(blitz_chan *ch, int shift) {
@@ -4860,10 +4864,11 @@ static int blitz__oneshot_finish_tx(blitz_oneshot *os, uint32_t done) {
                 /* Release: the value is visible to the receiver that
                  * acquires VALUE. From here on the cell is not touched. */
             } while (!blitz__u32_cas_weak(a, &s, target, BLITZ__RELEASE));
-            if (done == BLITZ__OS_VALUE)
-                blitz_waker_wake(w);
-            else
-                blitz_waker_drop(w);
+            if (s & BLITZ__OS_RX_CLOSED) {
+                blitz_waker_drop(w); /* nobody listens any more */
+                return BLITZ_ECLOSED;
+            }
+            blitz_waker_wake(w);
             return done == BLITZ__OS_VALUE ? BLITZ_OK : BLITZ_ECLOSED;
         }
         /* No waker, or the receiver is registering one: it sees the new
@@ -5093,6 +5098,7 @@ struct blitz_broadcast {
     blitz__atomic_u64 *slots;
     BLITZ__ALIGNED blitz__mutex lock;
     blitz__waitq waiters;
+    void *raw;              /* what blitz__alloc_aligned returned, to free */
     blitz__atomic_u64 refs; /* senders low half, receivers high half */
 };
 
@@ -5113,14 +5119,18 @@ BLITZ_API int blitz_broadcast_new(blitz_broadcast **out, size_t elem_size, size_
     size_t slot_words = 1u + (elem_size + 7u) / 8u;
     if (cap > SIZE_MAX / (slot_words * sizeof(uint64_t)))
         return BLITZ_EINVAL;
-    blitz_broadcast *bc = (blitz_broadcast *)BLITZ_MALLOC(sizeof *bc);
+    void *raw = NULL;
+    /* Aligned: the hot fields sit on their own cache lines. */
+    blitz_broadcast *bc =
+        (blitz_broadcast *)blitz__alloc_aligned(sizeof *bc, BLITZ_CACHE_LINE, &raw);
     if (!bc)
         return BLITZ_ENOMEM;
     memset(bc, 0, sizeof *bc);
+    bc->raw = raw;
     size_t bytes = (size_t)cap * slot_words * sizeof(uint64_t);
     bc->slots = (blitz__atomic_u64 *)BLITZ_MALLOC(bytes);
     if (!bc->slots) {
-        BLITZ_FREE(bc);
+        blitz__free(raw);
         return BLITZ_ENOMEM;
     }
     memset(bc->slots, 0, bytes); /* stamp 0: no position yet */
@@ -5139,7 +5149,7 @@ static void blitz__bc_unref(blitz_broadcast *bc, uint64_t unit) {
     if (blitz__u64_fetch_sub(&bc->refs, unit, BLITZ__ACQ_REL) == unit) {
         blitz__mutex_destroy(&bc->lock);
         BLITZ_FREE(bc->slots);
-        BLITZ_FREE(bc);
+        blitz__free(bc->raw);
     }
 }
 
@@ -5187,7 +5197,7 @@ BLITZ_API int blitz_broadcast_sender_release(blitz_broadcast *bc) {
     if (cur == 1u) {
         blitz__mutex_destroy(&bc->lock);
         BLITZ_FREE(bc->slots);
-        BLITZ_FREE(bc);
+        blitz__free(bc->raw);
     }
     return BLITZ_OK;
 }
@@ -5389,13 +5399,14 @@ struct blitz_watch {
     blitz__atomic_u64 *words;
     BLITZ__ALIGNED blitz__mutex lock;
     blitz__waitq waiters;
+    void *raw;              /* what blitz__alloc_aligned returned, to free */
     blitz__atomic_u64 refs; /* senders low half, receivers high half */
 };
 
 static void blitz__watch_free(blitz_watch *w) {
     blitz__mutex_destroy(&w->lock);
     BLITZ_FREE(w->words);
-    BLITZ_FREE(w);
+    blitz__free(w->raw);
 }
 
 BLITZ_API int blitz_watch_new(blitz_watch **out, size_t elem_size, const void *initial) {
@@ -5404,13 +5415,16 @@ BLITZ_API int blitz_watch_new(blitz_watch **out, size_t elem_size, const void *i
     *out = NULL;
     if (!initial || elem_size == 0 || elem_size > ((size_t)1 << 30))
         return BLITZ_EINVAL;
-    blitz_watch *w = (blitz_watch *)BLITZ_MALLOC(sizeof *w);
+    void *raw = NULL;
+    /* Aligned: the hot fields sit on their own cache lines. */
+    blitz_watch *w = (blitz_watch *)blitz__alloc_aligned(sizeof *w, BLITZ_CACHE_LINE, &raw);
     if (!w)
         return BLITZ_ENOMEM;
     memset(w, 0, sizeof *w);
+    w->raw = raw;
     w->words = (blitz__atomic_u64 *)BLITZ_MALLOC((elem_size + 7u) / 8u * sizeof(uint64_t));
     if (!w->words) {
-        BLITZ_FREE(w);
+        blitz__free(raw);
         return BLITZ_ENOMEM;
     }
     w->elem_size = elem_size;

@@ -74,6 +74,7 @@ struct blitz_broadcast {
     blitz__atomic_u64 *slots;
     BLITZ__ALIGNED blitz__mutex lock;
     blitz__waitq waiters;
+    void *raw;              /* what blitz__alloc_aligned returned, to free */
     blitz__atomic_u64 refs; /* senders low half, receivers high half */
 };
 
@@ -94,14 +95,18 @@ BLITZ_API int blitz_broadcast_new(blitz_broadcast **out, size_t elem_size, size_
     size_t slot_words = 1u + (elem_size + 7u) / 8u;
     if (cap > SIZE_MAX / (slot_words * sizeof(uint64_t)))
         return BLITZ_EINVAL;
-    blitz_broadcast *bc = (blitz_broadcast *)BLITZ_MALLOC(sizeof *bc);
+    void *raw = NULL;
+    /* Aligned: the hot fields sit on their own cache lines. */
+    blitz_broadcast *bc =
+        (blitz_broadcast *)blitz__alloc_aligned(sizeof *bc, BLITZ_CACHE_LINE, &raw);
     if (!bc)
         return BLITZ_ENOMEM;
     memset(bc, 0, sizeof *bc);
+    bc->raw = raw;
     size_t bytes = (size_t)cap * slot_words * sizeof(uint64_t);
     bc->slots = (blitz__atomic_u64 *)BLITZ_MALLOC(bytes);
     if (!bc->slots) {
-        BLITZ_FREE(bc);
+        blitz__free(raw);
         return BLITZ_ENOMEM;
     }
     memset(bc->slots, 0, bytes); /* stamp 0: no position yet */
@@ -120,7 +125,7 @@ static void blitz__bc_unref(blitz_broadcast *bc, uint64_t unit) {
     if (blitz__u64_fetch_sub(&bc->refs, unit, BLITZ__ACQ_REL) == unit) {
         blitz__mutex_destroy(&bc->lock);
         BLITZ_FREE(bc->slots);
-        BLITZ_FREE(bc);
+        blitz__free(bc->raw);
     }
 }
 
@@ -168,7 +173,7 @@ BLITZ_API int blitz_broadcast_sender_release(blitz_broadcast *bc) {
     if (cur == 1u) {
         blitz__mutex_destroy(&bc->lock);
         BLITZ_FREE(bc->slots);
-        BLITZ_FREE(bc);
+        blitz__free(bc->raw);
     }
     return BLITZ_OK;
 }

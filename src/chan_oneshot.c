@@ -53,10 +53,11 @@ static int blitz__oneshot_finish_tx(blitz_oneshot *os, uint32_t done) {
                 /* Release: the value is visible to the receiver that
                  * acquires VALUE. From here on the cell is not touched. */
             } while (!blitz__u32_cas_weak(a, &s, target, BLITZ__RELEASE));
-            if (done == BLITZ__OS_VALUE)
-                blitz_waker_wake(w);
-            else
-                blitz_waker_drop(w);
+            if (s & BLITZ__OS_RX_CLOSED) {
+                blitz_waker_drop(w); /* nobody listens any more */
+                return BLITZ_ECLOSED;
+            }
+            blitz_waker_wake(w);
             return done == BLITZ__OS_VALUE ? BLITZ_OK : BLITZ_ECLOSED;
         }
         /* No waker, or the receiver is registering one: it sees the new

@@ -20,4 +20,20 @@
     X(chan_cancel_keeps_ct, 10000)       \
     X(chan_cancel_race_mt2, 30000)       \
     X(chan_cancel_race_mt4, 30000)       \
-    X(chan_cancel_race_ct, 30000)
+    X(chan_cancel_race_ct, 30000)        \
+    X(oneshot_basics, 5000)              \
+    X(oneshot_tasks_mt2, 20000)          \
+    X(oneshot_tasks_mt4, 20000)          \
+    X(oneshot_tasks_ct, 20000)           \
+    X(oneshot_race, 30000)               \
+    X(broadcast_basics, 5000)            \
+    X(broadcast_lag_small, 5000)         \
+    X(broadcast_tasks_mt2, 20000)        \
+    X(broadcast_tasks_mt4, 20000)        \
+    X(broadcast_tasks_ct, 20000)         \
+    X(broadcast_torn_reads, 30000)       \
+    X(watch_basics, 5000)                \
+    X(watch_tasks_mt2, 20000)            \
+    X(watch_tasks_mt4, 20000)            \
+    X(watch_tasks_ct, 20000)             \
+    X(watch_torn_reads, 30000)

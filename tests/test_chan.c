@@ -721,3 +721,580 @@ static int chan_cancel_race(tu_flavor f) {
     return 0;
 }
 TU_FLAVOR_TESTS(chan_cancel_race)
+
+/* ---- oneshot --------------------------------------------------------------------------- */
+
+BLITZ_TEST(oneshot_basics) {
+    blitz_oneshot os;
+    uint64_t v = 0;
+    blitz_oneshot_init(&os);
+    CHECK_EQ(blitz_oneshot_try_recv(&os, &v), BLITZ_EEMPTY);
+    CHECK_EQ(blitz_oneshot_done(&os), 0);
+    CHECK_OK(blitz_oneshot_send(&os, 7));
+    CHECK_EQ(blitz_oneshot_send(&os, 8), BLITZ_EINVAL);
+    CHECK_OK(blitz_oneshot_try_recv(&os, &v));
+    CHECK_EQ(v, 7);
+    CHECK_EQ(blitz_oneshot_try_recv(&os, &v), BLITZ_ECLOSED);
+    CHECK_EQ(blitz_oneshot_done(&os), 1);
+    /* Sender gone without a value. */
+    blitz_oneshot_init(&os);
+    blitz_oneshot_close_tx(&os);
+    blitz_oneshot_close_tx(&os);
+    CHECK_EQ(blitz_oneshot_try_recv(&os, &v), BLITZ_ECLOSED);
+    CHECK_EQ(blitz_oneshot_send(&os, 1), BLITZ_EINVAL);
+    /* Receiver gone: the send reports it (the value stays the caller's). */
+    blitz_oneshot_init(&os);
+    CHECK_EQ(blitz_oneshot_rx_closed(&os), 0);
+    blitz_oneshot_close_rx(&os);
+    CHECK_EQ(blitz_oneshot_rx_closed(&os), 1);
+    CHECK_EQ(blitz_oneshot_send(&os, 9), BLITZ_ECLOSED);
+    CHECK_EQ(blitz_oneshot_done(&os), 1);
+    /* A value sent before the receiver closed stays readable. */
+    blitz_oneshot_init(&os);
+    CHECK_OK(blitz_oneshot_send(&os, 11));
+    blitz_oneshot_close_rx(&os);
+    CHECK_OK(blitz_oneshot_try_recv(&os, &v));
+    CHECK_EQ(v, 11);
+    CHECK_EQ(blitz_oneshot_send(NULL, 1), BLITZ_EINVAL);
+    CHECK_EQ(blitz_oneshot_try_recv(NULL, &v), BLITZ_EINVAL);
+    CHECK_EQ(blitz_oneshot_try_recv(&os, NULL), BLITZ_EINVAL);
+    return 0;
+}
+
+/* Receiver tasks await cells that a thread fills (or closes) in a random
+ * order; every receiver gets its own value or ECLOSED, exactly. */
+typedef struct {
+    BLITZ_CORO;
+    blitz_oneshot *cell;
+    uint64_t v;
+    int rc;
+    atomic_long *done;
+} os_receiver;
+
+static blitz_poll os_receiver_poll(blitz_cx *cx, void *p) {
+    os_receiver *s = p;
+    BLITZ_BEGIN(s);
+    BLITZ_AWAIT(s, blitz_oneshot_recv(cx, s->cell));
+    s->rc = blitz_oneshot_try_recv(s->cell, &s->v);
+    atomic_fetch_add(s->done, 1);
+    BLITZ_END(s);
+}
+
+typedef struct {
+    blitz_oneshot *cells;
+    int n;
+} os_sender_arg;
+
+static void *os_sender_thread(void *p) {
+    os_sender_arg *a = p;
+    int i;
+    for (i = 0; i < a->n; i++) {
+        int k = (int)(((unsigned)i * 7919u) % (unsigned)a->n);
+        if (k % 5 == 4)
+            blitz_oneshot_close_tx(&a->cells[k]);
+        else
+            CHECK_OK(blitz_oneshot_send(&a->cells[k], (uint64_t)k * 3 + 1));
+        if (i % 64 == 0)
+            sched_yield();
+    }
+    return NULL;
+}
+
+static int oneshot_tasks(tu_flavor f) {
+    blitz_runtime *rt = tu_rt_new(f);
+    int rounds = (int)test_scaled(20), round;
+    for (round = 0; round < rounds; round++) {
+        enum { N = 499 };
+        blitz_oneshot *cells = calloc(N, sizeof *cells);
+        blitz_task **ts = calloc(N, sizeof *ts);
+        CHECK_NOT_NULL(cells);
+        CHECK_NOT_NULL(ts);
+        atomic_long done;
+        atomic_store(&done, 0);
+        int i;
+        for (i = 0; i < N; i++) {
+            blitz_oneshot_init(&cells[i]);
+            os_receiver r;
+            memset(&r, 0, sizeof r);
+            r.cell = &cells[i];
+            r.done = &done;
+            CHECK_OK(blitz_spawn(rt, os_receiver_poll, &r, sizeof r, &ts[i]));
+        }
+        os_sender_arg a = {cells, N};
+        tu_thread th;
+        tu_thread_start(&th, os_sender_thread, &a);
+        for (i = 0; i < N; i++) {
+            CHECK_OK(blitz_task_wait(ts[i]));
+            os_receiver *fin = blitz_task_state(ts[i]);
+            if (i % 5 == 4) {
+                CHECK_EQ(fin->rc, BLITZ_ECLOSED);
+            } else {
+                CHECK_OK(fin->rc);
+                CHECK_EQ(fin->v, (uint64_t)i * 3 + 1);
+            }
+            CHECK_OK(blitz_task_release(&ts[i]));
+        }
+        tu_thread_join(&th);
+        for (i = 0; i < N; i++)
+            CHECK_EQ(blitz_oneshot_done(&cells[i]), i % 5 == 4 ? 0 : 1);
+        free(cells);
+        free(ts);
+    }
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+TU_FLAVOR_TESTS(oneshot_tasks)
+
+/* The receiver's waker registration races the send: a thread sends while
+ * another thread waits with the blocking form, or closes its side. */
+typedef struct {
+    blitz_oneshot *cell;
+    atomic_int *go;
+    int mode; /* 0 blocking recv, 1 close_rx */
+    uint64_t v;
+    int rc;
+} os_race_arg;
+
+static void *os_race_rx(void *p) {
+    os_race_arg *a = p;
+    while (!atomic_load(a->go))
+        tu_spin_pause();
+    if (a->mode == 0) {
+        a->rc = blitz_oneshot_recv_blocking(a->cell, &a->v);
+    } else {
+        blitz_oneshot_close_rx(a->cell);
+        a->rc = BLITZ_OK;
+    }
+    return NULL;
+}
+
+BLITZ_TEST(oneshot_race) {
+    int iters = (int)test_scaled(3000), i;
+    for (i = 0; i < iters; i++) {
+        blitz_oneshot cell;
+        blitz_oneshot_init(&cell);
+        atomic_int go;
+        atomic_store(&go, 0);
+        os_race_arg a = {&cell, &go, i % 3 == 2, 0, -1};
+        tu_thread th;
+        tu_thread_start(&th, os_race_rx, &a);
+        atomic_store(&go, 1);
+        int rc = blitz_oneshot_send(&cell, (uint64_t)i + 1);
+        tu_thread_join(&th);
+        if (a.mode == 0) {
+            CHECK_OK(rc);
+            CHECK_OK(a.rc);
+            CHECK_EQ(a.v, (uint64_t)i + 1);
+        } else {
+            /* Either the send won (the value is readable) or the close did
+             * (the send reports ECLOSED). */
+            uint64_t v = 0;
+            if (rc == BLITZ_OK) {
+                CHECK_OK(blitz_oneshot_try_recv(&cell, &v));
+                CHECK_EQ(v, (uint64_t)i + 1);
+            } else {
+                CHECK_EQ(rc, BLITZ_ECLOSED);
+                CHECK_EQ(blitz_oneshot_try_recv(&cell, &v), BLITZ_ECLOSED);
+            }
+        }
+        CHECK_EQ(blitz_oneshot_done(&cell), 1);
+    }
+    return 0;
+}
+
+/* ---- broadcast ------------------------------------------------------------------------- */
+
+BLITZ_TEST(broadcast_basics) {
+    blitz_broadcast *bc;
+    CHECK_EQ(blitz_broadcast_new(&bc, 0, 4), BLITZ_EINVAL);
+    CHECK_EQ(blitz_broadcast_new(&bc, 8, 0), BLITZ_EINVAL);
+    CHECK_OK(blitz_broadcast_new(&bc, sizeof(uint64_t), 4));
+    uint64_t v = 1, out = 0;
+    /* Nobody listens: not kept. */
+    CHECK_EQ(blitz_broadcast_send(bc, &v), BLITZ_ECLOSED);
+    blitz_broadcast_rx a, b;
+    CHECK_OK(blitz_broadcast_subscribe(bc, &a));
+    CHECK_OK(blitz_broadcast_subscribe(bc, &b));
+    CHECK_EQ(blitz_broadcast_receiver_count(bc), 2);
+    CHECK_EQ(blitz_broadcast_try_recv(&a, &out), BLITZ_EEMPTY);
+    for (v = 10; v < 13; v++)
+        CHECK_EQ(blitz_broadcast_send(bc, &v), 2);
+    for (v = 10; v < 13; v++) {
+        CHECK_OK(blitz_broadcast_try_recv(&a, &out));
+        CHECK_EQ(out, v);
+    }
+    CHECK_EQ(blitz_broadcast_try_recv(&a, &out), BLITZ_EEMPTY);
+    /* b lags: 3 kept of 4, then 3 more sent: it missed 2. */
+    for (v = 13; v < 16; v++)
+        CHECK_EQ(blitz_broadcast_send(bc, &v), 2);
+    CHECK_EQ(blitz_broadcast_try_recv(&b, &out), BLITZ_ELAGGED);
+    CHECK_EQ(b.lagged, 2);
+    for (v = 12; v < 16; v++) {
+        CHECK_OK(blitz_broadcast_try_recv(&b, &out));
+        CHECK_EQ(out, v);
+    }
+    /* A late subscriber starts at the next value. */
+    blitz_broadcast_rx c;
+    CHECK_OK(blitz_broadcast_subscribe(bc, &c));
+    CHECK_EQ(blitz_broadcast_try_recv(&c, &out), BLITZ_EEMPTY);
+    CHECK_OK(blitz_broadcast_unsubscribe(&c));
+    CHECK_EQ(blitz_broadcast_unsubscribe(&c), BLITZ_ERELEASED);
+    CHECK_EQ(blitz_broadcast_receiver_count(bc), 2);
+    /* Close: what is kept is still read, then ECLOSED. */
+    v = 99;
+    CHECK_EQ(blitz_broadcast_send(bc, &v), 2);
+    CHECK_OK(blitz_broadcast_sender_release(bc));
+    CHECK_EQ(blitz_broadcast_send(bc, &v), BLITZ_ECLOSED);
+    CHECK_OK(blitz_broadcast_try_recv(&a, &out));
+    CHECK_EQ(out, 13);
+    CHECK_OK(blitz_broadcast_unsubscribe(&a));
+    int r, got = 0;
+    while ((r = blitz_broadcast_try_recv(&b, &out)) == BLITZ_OK)
+        got++;
+    CHECK_EQ(got, 1);
+    CHECK_EQ(out, 99);
+    CHECK_EQ(r, BLITZ_ECLOSED);
+    CHECK_OK(blitz_broadcast_unsubscribe(&b)); /* frees */
+    return 0;
+}
+
+BLITZ_TEST(broadcast_lag_small) {
+    /* Capacity 2: four sends make a receiver miss two, then it resumes at
+     * the oldest kept. */
+    blitz_broadcast *bc;
+    CHECK_OK(blitz_broadcast_new(&bc, 3, 2));
+    blitz_broadcast_rx rx;
+    CHECK_OK(blitz_broadcast_subscribe(bc, &rx));
+    unsigned char v[3], out[3];
+    int i;
+    for (i = 0; i < 4; i++) {
+        memset(v, i, sizeof v);
+        CHECK_EQ(blitz_broadcast_send(bc, v), 1);
+    }
+    CHECK_EQ(blitz_broadcast_try_recv(&rx, out), BLITZ_ELAGGED);
+    CHECK_EQ(rx.lagged, 2);
+    CHECK_OK(blitz_broadcast_try_recv(&rx, out));
+    CHECK_EQ(out[0], 2);
+    CHECK_EQ(out[2], 2);
+    CHECK_OK(blitz_broadcast_try_recv(&rx, out));
+    CHECK_EQ(out[1], 3);
+    CHECK_EQ(blitz_broadcast_try_recv(&rx, out), BLITZ_EEMPTY);
+    CHECK_OK(blitz_broadcast_unsubscribe(&rx));
+    CHECK_OK(blitz_broadcast_sender_release(bc));
+    return 0;
+}
+
+/* Receiver tasks await every value a thread sends; with a small capacity
+ * they lag: each sees increasing values, and received + missed == sent. */
+typedef struct {
+    uint64_t seq, check[2]; /* check = seq * constants: a torn copy shows */
+} bc_msg;
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_broadcast_rx rx;
+    bc_msg m;
+    uint64_t next; /* the value expected next */
+    uint64_t got, missed;
+} bc_receiver;
+
+static blitz_poll bc_receiver_poll(blitz_cx *cx, void *p) {
+    bc_receiver *s = p;
+    BLITZ_BEGIN(s);
+    for (;;) {
+        BLITZ_AWAIT(s, blitz_broadcast_recv(cx, &s->rx, &s->m));
+        if (s->rx.result == BLITZ_ECLOSED)
+            break;
+        if (s->rx.result == BLITZ_ELAGGED) {
+            CHECK_GT(s->rx.lagged, 0);
+            s->missed += s->rx.lagged;
+            s->next += s->rx.lagged;
+            continue;
+        }
+        CHECK_OK(s->rx.result);
+        CHECK_EQ(s->m.check[0], s->m.seq * 3);
+        CHECK_EQ(s->m.check[1], s->m.seq ^ 0x5555u);
+        CHECK_EQ(s->m.seq, s->next);
+        s->next++;
+        s->got++;
+    }
+    CHECK_OK(blitz_broadcast_unsubscribe(&s->rx));
+    BLITZ_END(s);
+}
+
+typedef struct {
+    blitz_broadcast *bc;
+    uint64_t n;
+} bc_sender_arg;
+
+static void *bc_sender_thread(void *p) {
+    bc_sender_arg *a = p;
+    bc_msg m;
+    for (m.seq = 0; m.seq < a->n; m.seq++) {
+        m.check[0] = m.seq * 3;
+        m.check[1] = m.seq ^ 0x5555u;
+        CHECK_GE(blitz_broadcast_send(a->bc, &m), 1);
+        if (m.seq % 128 == 0)
+            sched_yield();
+    }
+    CHECK_OK(blitz_broadcast_sender_release(a->bc));
+    return NULL;
+}
+
+static int broadcast_tasks(tu_flavor f) {
+    blitz_runtime *rt = tu_rt_new(f);
+    size_t caps[2] = {4, 1024};
+    int c;
+    for (c = 0; c < 2; c++) {
+        blitz_broadcast *bc;
+        CHECK_OK(blitz_broadcast_new(&bc, sizeof(bc_msg), caps[c]));
+        enum { R = 4 };
+        blitz_task *ts[R];
+        int i;
+        for (i = 0; i < R; i++) {
+            bc_receiver r;
+            memset(&r, 0, sizeof r);
+            CHECK_OK(blitz_broadcast_subscribe(bc, &r.rx));
+            CHECK_OK(blitz_spawn(rt, bc_receiver_poll, &r, sizeof r, &ts[i]));
+        }
+        bc_sender_arg a = {bc, (uint64_t)test_scaled(50000)};
+        tu_thread th;
+        tu_thread_start(&th, bc_sender_thread, &a);
+        for (i = 0; i < R; i++) {
+            CHECK_OK(blitz_task_wait(ts[i]));
+            bc_receiver *fin = blitz_task_state(ts[i]);
+            CHECK_EQ(fin->got + fin->missed, a.n);
+            if (caps[c] == 1024 && f.flavor != BLITZ_CURRENT_THREAD)
+                CHECK_GT(fin->got, 0);
+            CHECK_OK(blitz_task_release(&ts[i]));
+        }
+        tu_thread_join(&th);
+    }
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+TU_FLAVOR_TESTS(broadcast_tasks)
+
+/* Plain threads read with try_recv while a thread sends into a tiny ring:
+ * the seqlock never yields a torn value, and lag accounting adds up. */
+typedef struct {
+    blitz_broadcast_rx rx;
+    uint64_t n;
+} bc_reader_arg;
+
+static void *bc_reader_thread(void *p) {
+    bc_reader_arg *a = p;
+    uint64_t next = 0, got = 0, missed = 0;
+    bc_msg m;
+    for (;;) {
+        int r = blitz_broadcast_try_recv(&a->rx, &m);
+        if (r == BLITZ_ECLOSED)
+            break;
+        if (r == BLITZ_EEMPTY) {
+            tu_spin_pause();
+            continue;
+        }
+        if (r == BLITZ_ELAGGED) {
+            missed += a->rx.lagged;
+            next += a->rx.lagged;
+            continue;
+        }
+        CHECK_OK(r);
+        CHECK_EQ(m.seq, next);
+        CHECK_EQ(m.check[0], m.seq * 3);
+        CHECK_EQ(m.check[1], m.seq ^ 0x5555u);
+        next++;
+        got++;
+    }
+    CHECK_EQ(got + missed, a->n);
+    CHECK_OK(blitz_broadcast_unsubscribe(&a->rx));
+    return NULL;
+}
+
+BLITZ_TEST(broadcast_torn_reads) {
+    blitz_broadcast *bc;
+    CHECK_OK(blitz_broadcast_new(&bc, sizeof(bc_msg), 2));
+    bc_reader_arg r[2];
+    tu_thread th[3];
+    int i;
+    uint64_t n = (uint64_t)test_scaled(50000);
+    for (i = 0; i < 2; i++) {
+        CHECK_OK(blitz_broadcast_subscribe(bc, &r[i].rx));
+        r[i].n = n;
+        tu_thread_start(&th[i], bc_reader_thread, &r[i]);
+    }
+    bc_sender_arg a = {bc, n};
+    tu_thread_start(&th[2], bc_sender_thread, &a);
+    for (i = 0; i < 3; i++)
+        tu_thread_join(&th[i]);
+    return 0;
+}
+
+/* ---- watch ------------------------------------------------------------------------------ */
+
+BLITZ_TEST(watch_basics) {
+    blitz_watch *w;
+    uint64_t v = 5, out = 0;
+    CHECK_EQ(blitz_watch_new(&w, 0, &v), BLITZ_EINVAL);
+    CHECK_EQ(blitz_watch_new(&w, 8, NULL), BLITZ_EINVAL);
+    CHECK_OK(blitz_watch_new(&w, sizeof v, &v));
+    CHECK_EQ(blitz_watch_read(w, &out), 1);
+    CHECK_EQ(out, 5);
+    blitz_watch_rx rx;
+    CHECK_OK(blitz_watch_subscribe(w, &rx));
+    CHECK_EQ(rx.seen, 1);
+    CHECK_EQ(blitz_watch_has_changed(&rx), 0);
+    v = 6;
+    CHECK_OK(blitz_watch_send(w, &v));
+    v = 7;
+    CHECK_OK(blitz_watch_send(w, &v));
+    CHECK_EQ(blitz_watch_has_changed(&rx), 1);
+    CHECK_EQ(blitz_watch_read_update(&rx, &out), 3);
+    CHECK_EQ(out, 7);
+    CHECK_EQ(blitz_watch_has_changed(&rx), 0);
+    /* changed() through the blocking form: a newer version is there. */
+    CHECK_OK(blitz_watch_send(w, &v));
+    CHECK_OK(blitz_watch_changed_blocking(&rx));
+    CHECK_EQ(rx.seen, 4);
+    CHECK_OK(blitz_watch_sender_clone(w));
+    CHECK_OK(blitz_watch_sender_release(w));
+    CHECK_EQ(blitz_watch_has_changed(&rx), 0);
+    CHECK_OK(blitz_watch_sender_release(w)); /* closes */
+    CHECK_EQ(blitz_watch_has_changed(&rx), BLITZ_ECLOSED);
+    CHECK_EQ(blitz_watch_changed_blocking(&rx), BLITZ_ECLOSED);
+    CHECK_EQ(blitz_watch_send(w, &v), BLITZ_ECLOSED);
+    /* The last value stays readable after close. */
+    CHECK_EQ(blitz_watch_read(w, &out), 4);
+    CHECK_EQ(out, 7);
+    CHECK_OK(blitz_watch_unsubscribe(&rx)); /* frees */
+    CHECK_EQ(blitz_watch_unsubscribe(&rx), BLITZ_ERELEASED);
+    return 0;
+}
+
+/* Tasks wait in changed() while a thread sends; versions only go up, each
+ * read is a whole value, and the last value is seen before the close. */
+typedef struct {
+    uint64_t a, b, c, d, e; /* all equal: a torn read shows */
+} wt_val;
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_watch_rx rx;
+    wt_val v;
+    uint64_t last_version, last_a, wakeups;
+} wt_receiver;
+
+static void wt_check(const wt_val *v) {
+    CHECK_EQ(v->b, v->a);
+    CHECK_EQ(v->c, v->a);
+    CHECK_EQ(v->d, v->a);
+    CHECK_EQ(v->e, v->a);
+}
+
+static blitz_poll wt_receiver_poll(blitz_cx *cx, void *p) {
+    wt_receiver *s = p;
+    BLITZ_BEGIN(s);
+    for (;;) {
+        BLITZ_AWAIT(s, blitz_watch_changed(cx, &s->rx));
+        if (s->rx.result == BLITZ_ECLOSED)
+            break;
+        CHECK_OK(s->rx.result);
+        CHECK_GT(s->rx.seen, s->last_version);
+        s->last_version = s->rx.seen;
+        uint64_t ver = blitz_watch_read_update(&s->rx, &s->v);
+        CHECK_GE(ver, s->last_version);
+        wt_check(&s->v);
+        CHECK_GE(s->v.a, s->last_a);
+        s->last_a = s->v.a;
+        s->wakeups++;
+    }
+    CHECK_OK(blitz_watch_unsubscribe(&s->rx));
+    BLITZ_END(s);
+}
+
+typedef struct {
+    blitz_watch *w;
+    uint64_t n;
+} wt_sender_arg;
+
+static void *wt_sender_thread(void *p) {
+    wt_sender_arg *a = p;
+    uint64_t i;
+    for (i = 1; i <= a->n; i++) {
+        wt_val v = {i, i, i, i, i};
+        CHECK_OK(blitz_watch_send(a->w, &v));
+        if (i % 64 == 0)
+            sched_yield();
+    }
+    CHECK_OK(blitz_watch_sender_release(a->w));
+    return NULL;
+}
+
+static void *wt_reader_thread(void *p) {
+    blitz_watch *w = p;
+    uint64_t last = 0, lastv = 0;
+    for (;;) {
+        wt_val v;
+        uint64_t ver = blitz_watch_read(w, &v);
+        wt_check(&v);
+        CHECK(ver >= last);
+        CHECK(v.a >= lastv);
+        last = ver;
+        lastv = v.a;
+        if (v.a == UINT64_MAX)
+            break;
+    }
+    return NULL;
+}
+
+static int watch_tasks(tu_flavor f) {
+    blitz_runtime *rt = tu_rt_new(f);
+    wt_val init = {0, 0, 0, 0, 0};
+    blitz_watch *w;
+    CHECK_OK(blitz_watch_new(&w, sizeof init, &init));
+    enum { R = 4 };
+    blitz_task *ts[R];
+    int i;
+    for (i = 0; i < R; i++) {
+        wt_receiver r;
+        memset(&r, 0, sizeof r);
+        CHECK_OK(blitz_watch_subscribe(w, &r.rx));
+        r.last_version = r.rx.seen;
+        CHECK_OK(blitz_spawn(rt, wt_receiver_poll, &r, sizeof r, &ts[i]));
+    }
+    wt_sender_arg a = {w, (uint64_t)test_scaled(50000)};
+    tu_thread th;
+    tu_thread_start(&th, wt_sender_thread, &a);
+    for (i = 0; i < R; i++) {
+        CHECK_OK(blitz_task_wait(ts[i]));
+        wt_receiver *fin = blitz_task_state(ts[i]);
+        CHECK_EQ(fin->last_a, a.n); /* the last value is never missed */
+        CHECK_GT(fin->wakeups, 0);
+        CHECK_OK(blitz_task_release(&ts[i]));
+    }
+    tu_thread_join(&th);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+TU_FLAVOR_TESTS(watch_tasks)
+
+BLITZ_TEST(watch_torn_reads) {
+    wt_val init = {0, 0, 0, 0, 0};
+    blitz_watch *w;
+    CHECK_OK(blitz_watch_new(&w, sizeof init, &init));
+    tu_thread rd[2];
+    int i;
+    for (i = 0; i < 2; i++)
+        tu_thread_start(&rd[i], wt_reader_thread, w);
+    uint64_t n = (uint64_t)test_scaled(300000), k;
+    for (k = 1; k <= n; k++) {
+        wt_val v = {k, k, k, k, k};
+        CHECK_OK(blitz_watch_send(w, &v));
+    }
+    wt_val last = {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX};
+    CHECK_OK(blitz_watch_send(w, &last));
+    for (i = 0; i < 2; i++)
+        tu_thread_join(&rd[i]);
+    CHECK_OK(blitz_watch_sender_release(w)); /* no receiver: frees */
+    return 0;
+}
