@@ -4836,8 +4836,8 @@ static inline blitz__atomic_u32 *blitz__os_state(blitz_oneshot *os) {
 BLITZ_API void blitz_oneshot_init(blitz_oneshot *os) {
     if (!os)
         return;
+    /* The waker field is read only while HAS_WAKER is set: zero is fine. */
     memset(os, 0, sizeof *os);
-    os->blitz__waker = blitz_waker_noop();
 }
 
 /* Finishes the sender side with `done` (VALUE or TX_CLOSED). */
@@ -4938,7 +4938,9 @@ BLITZ_API int blitz_oneshot_try_recv(blitz_oneshot *os, uint64_t *out) {
     uint32_t s = blitz__u32_load(a, BLITZ__ACQUIRE);
     if ((s & (BLITZ__OS_VALUE | BLITZ__OS_TAKEN)) == BLITZ__OS_VALUE) {
         *out = os->blitz__value;
-        blitz__u32_fetch_or(a, BLITZ__OS_TAKEN, BLITZ__RELEASE);
+        /* After VALUE the sender never writes the word again, and the
+         * receiver is the only other writer: a plain store suffices. */
+        blitz__u32_store(a, s | BLITZ__OS_TAKEN, BLITZ__RELAXED);
         return BLITZ_OK;
     }
     return (s & (BLITZ__OS_VALUE | BLITZ__OS_TX_CLOSED)) ? BLITZ_ECLOSED : BLITZ_EEMPTY;
@@ -5024,9 +5026,12 @@ BLITZ_API int blitz_oneshot_done(const blitz_oneshot *os) {
 /* >>chan_broadcast */
 /* The broadcast channel: a ring of the last `cap` values, each slot a
  * seqlock (a stamp and the value's words), written by senders one at a time
- * under the channel lock and read by receivers without any lock, each from
- * its own position. A receiver that was lapped notices it from the stamp
- * and is moved to the oldest value still kept.
+ * and read by receivers without any lock, each from its own position. A
+ * receiver that was lapped notices it from the stamp and is moved to the
+ * oldest value still kept. Senders take turns through a lock bit in the
+ * tail (one CAS to take, a plain store to give back); the waiters of recv
+ * sit behind a separate lock that a send takes only when a counter says
+ * someone waits.
  *
  * Stamps: 2p + 2 when the slot holds position p in full, 2p + 1 while p is
  * being written into it. The value words are atomics (stored with release,
@@ -5069,13 +5074,15 @@ static void blitz__words_load(void *dst, const blitz__atomic_u64 *src, size_t n)
 }
 
 /* Wakes every waiter of `q`, in batches, never under `lock` (held on entry
- * and on return). */
-static void blitz__waitq_wake_all(blitz__mutex *lock, blitz__waitq *q) {
+ * and on return); `waiting` (if not NULL) counts the queued waiters. */
+static void blitz__waitq_wake_all(blitz__mutex *lock, blitz__waitq *q, blitz__atomic_u32 *waiting) {
     blitz__wake_list wl;
     wl.len = 0;
     while (!blitz__waitq_empty(q)) {
         blitz__waiter *w = q->blitz__head;
         blitz__waitq_unlink(q, w);
+        if (waiting)
+            blitz__u32_fetch_sub(waiting, 1, BLITZ__RELAXED);
         blitz__wake_list_push(&wl, blitz__waiter_finish(w));
         if (blitz__wake_list_full(&wl)) {
             blitz__mutex_unlock(lock);
@@ -5091,8 +5098,10 @@ static void blitz__waitq_wake_all(blitz__mutex *lock, blitz__waitq *q) {
 }
 
 struct blitz_broadcast {
-    BLITZ__ALIGNED blitz__atomic_u64 tail; /* next position; stored under the lock */
+    /* (next position << 1) | 1 while a sender writes */
+    BLITZ__ALIGNED blitz__atomic_u64 tail;
     blitz__atomic_u32 closed;
+    blitz__atomic_u32 waiting; /* queued receivers */
     size_t elem_size, slot_words;
     uint64_t cap, mask;
     blitz__atomic_u64 *slots;
@@ -5104,6 +5113,38 @@ struct blitz_broadcast {
 
 static inline blitz__atomic_u64 *blitz__bc_slot(const blitz_broadcast *bc, uint64_t pos) {
     return bc->slots + (pos & bc->mask) * bc->slot_words;
+}
+
+/* A sender that keeps finding another one writing yields after this many
+ * spins (the other was preempted mid-copy). */
+#define BLITZ__BC_SPINS 128
+
+/* Takes the senders' lock bit; returns the tail it found (unlocked). */
+static uint64_t blitz__bc_lock(blitz_broadcast *bc) {
+    unsigned spins = 0;
+    uint64_t t = blitz__u64_load(&bc->tail, BLITZ__RELAXED);
+    for (;;) {
+        /* Seq_cst: this claim is ordered before the later seq_cst load of
+         * `waiting`, against a receiver's seq_cst increment of it and its
+         * seq_cst load of the tail (see blitz__bc_recv_poll). */
+        if (!(t & 1u) && blitz__u64_cas_weak(&bc->tail, &t, t | 1u, BLITZ__SEQ_CST))
+            return t;
+        if (t & 1u) {
+            if (++spins < BLITZ__BC_SPINS) {
+                blitz__cpu_relax();
+            } else {
+                spins = 0;
+                sched_yield();
+            }
+            t = blitz__u64_load(&bc->tail, BLITZ__RELAXED);
+        }
+    }
+}
+
+static void blitz__bc_wake(blitz_broadcast *bc) {
+    blitz__mutex_lock(&bc->lock);
+    blitz__waitq_wake_all(&bc->lock, &bc->waiters, &bc->waiting);
+    blitz__mutex_unlock(&bc->lock);
 }
 
 BLITZ_API int blitz_broadcast_new(blitz_broadcast **out, size_t elem_size, size_t capacity) {
@@ -5156,12 +5197,12 @@ static void blitz__bc_unref(blitz_broadcast *bc, uint64_t unit) {
 BLITZ_API int blitz_broadcast_close(blitz_broadcast *bc) {
     if (!bc)
         return BLITZ_EINVAL;
-    blitz__mutex_lock(&bc->lock);
-    /* Release: a receiver that acquires `closed` sees every value sent
-     * before (sends happen under this lock). */
+    uint64_t t = blitz__bc_lock(bc);
+    /* Release (and the unlock's): a receiver that acquires `closed` sees
+     * every value sent before. */
     blitz__u32_store(&bc->closed, 1, BLITZ__RELEASE);
-    blitz__waitq_wake_all(&bc->lock, &bc->waiters);
-    blitz__mutex_unlock(&bc->lock);
+    blitz__u64_store(&bc->tail, t, BLITZ__RELEASE);
+    blitz__bc_wake(bc);
     return BLITZ_OK;
 }
 
@@ -5212,32 +5253,30 @@ BLITZ_API int blitz_broadcast_subscribe(blitz_broadcast *bc, blitz_broadcast_rx 
     memset(rx, 0, sizeof *rx);
     rx->blitz__bc = bc;
     blitz__u64_fetch_add(&bc->refs, (uint64_t)1 << 32, BLITZ__RELAXED);
-    blitz__mutex_lock(&bc->lock);
-    rx->blitz__pos = blitz__u64_load(&bc->tail, BLITZ__RELAXED);
-    blitz__mutex_unlock(&bc->lock);
+    /* A send in progress is for this position: the new receiver gets it. */
+    rx->blitz__pos = blitz__u64_load(&bc->tail, BLITZ__ACQUIRE) >> 1;
     return BLITZ_OK;
 }
 
 BLITZ_API int blitz_broadcast_send(blitz_broadcast *bc, const void *value) {
     if (!bc || !value)
         return BLITZ_EINVAL;
-    blitz__mutex_lock(&bc->lock);
+    uint64_t t = blitz__bc_lock(bc);
     uint32_t receivers = (uint32_t)(blitz__u64_load(&bc->refs, BLITZ__RELAXED) >> 32);
     if (blitz__u32_load(&bc->closed, BLITZ__RELAXED) || receivers == 0) {
-        blitz__mutex_unlock(&bc->lock);
+        blitz__u64_store(&bc->tail, t, BLITZ__RELEASE);
         return BLITZ_ECLOSED;
     }
-    uint64_t pos = blitz__u64_load(&bc->tail, BLITZ__RELAXED);
+    uint64_t pos = t >> 1;
     blitz__atomic_u64 *slot = blitz__bc_slot(bc, pos);
     blitz__u64_store(&slot[0], 2u * pos + 1u, BLITZ__RELAXED);
     blitz__words_store(slot + 1, value, bc->elem_size);
     /* Release: the value's words are visible to a reader that acquires
      * this stamp. */
     blitz__u64_store(&slot[0], 2u * pos + 2u, BLITZ__RELEASE);
-    blitz__u64_store(&bc->tail, pos + 1u, BLITZ__RELEASE);
-    if (!blitz__waitq_empty(&bc->waiters))
-        blitz__waitq_wake_all(&bc->lock, &bc->waiters);
-    blitz__mutex_unlock(&bc->lock);
+    blitz__u64_store(&bc->tail, t + 2u, BLITZ__RELEASE);
+    if (blitz__u32_load(&bc->waiting, BLITZ__SEQ_CST) != 0)
+        blitz__bc_wake(bc);
     return receivers > (uint32_t)INT32_MAX ? INT32_MAX : (int)receivers;
 }
 
@@ -5271,7 +5310,7 @@ BLITZ_API int blitz_broadcast_try_recv(blitz_broadcast_rx *rx, void *out) {
         /* Lapped: the slot holds (or is being filled with) position q, so
          * positions before q - cap + 1 are gone; the tail may say more. */
         uint64_t q = (s - 1u) / 2u;
-        uint64_t tail = blitz__u64_load(&bc->tail, BLITZ__ACQUIRE);
+        uint64_t tail = blitz__u64_load(&bc->tail, BLITZ__ACQUIRE) >> 1;
         uint64_t oldest = q + 1u - bc->cap;
         if (tail > bc->cap && tail - bc->cap > oldest)
             oldest = tail - bc->cap;
@@ -5288,6 +5327,7 @@ static blitz_waker blitz__bc_withdraw_locked(blitz_broadcast_rx *rx) {
     uint32_t st = blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED);
     if (st == BLITZ__WAITER_QUEUED) {
         blitz__waitq_unlink(&rx->blitz__bc->waiters, &rx->blitz__w);
+        blitz__u32_fetch_sub(&rx->blitz__bc->waiting, 1, BLITZ__RELAXED);
         old = rx->blitz__w.blitz__waker;
         rx->blitz__w.blitz__waker = blitz_waker_noop();
     }
@@ -5310,26 +5350,43 @@ static blitz_poll blitz__bc_recv_poll(blitz_cx *cx, void *p) {
     }
     blitz_waker mine = blitz_cx_waker(cx), old;
     blitz__mutex_lock(&bc->lock);
-    /* Under the lock no send is half done, so this look is exact. */
-    if (r == BLITZ_EEMPTY)
-        r = blitz_broadcast_try_recv(rx, rx->blitz__buf);
-    if (r != BLITZ_EEMPTY) {
-        old = blitz__bc_withdraw_locked(rx);
+    if (blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
+        if (r != BLITZ_EEMPTY) {
+            old = blitz__bc_withdraw_locked(rx);
+            blitz__mutex_unlock(&bc->lock);
+            blitz_waker_drop(old);
+            rx->result = r;
+            return BLITZ_READY;
+        }
+        old = blitz__waiter_refresh(&rx->blitz__w, &mine);
         blitz__mutex_unlock(&bc->lock);
         blitz_waker_drop(old);
-        rx->result = r;
-        return BLITZ_READY;
+        return BLITZ_PENDING;
     }
-    if (blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
-        old = blitz__waiter_refresh(&rx->blitz__w, &mine);
-    } else {
+    if (r == BLITZ_EEMPTY) {
         blitz__waiter_reset(&rx->blitz__w);
         blitz__waitq_push(&bc->waiters, &rx->blitz__w, &mine);
-        old = blitz_waker_noop();
+        /* Seq_cst: a sender whose seq_cst load of `waiting` misses this took
+         * the lock bit earlier in the total order, so this load of the tail
+         * sees it taken, or the tail past the position. */
+        blitz__u32_fetch_add(&bc->waiting, 1, BLITZ__SEQ_CST);
+        uint64_t t = blitz__u64_load(&bc->tail, BLITZ__SEQ_CST);
+        r = blitz_broadcast_try_recv(rx, rx->blitz__buf);
+        if (r == BLITZ_EEMPTY && !(t & 1u) && (t >> 1) <= rx->blitz__pos) {
+            blitz__mutex_unlock(&bc->lock);
+            return BLITZ_PENDING;
+        }
     }
+    old = blitz__bc_withdraw_locked(rx);
     blitz__mutex_unlock(&bc->lock);
     blitz_waker_drop(old);
-    return BLITZ_PENDING;
+    if (r == BLITZ_EEMPTY) {
+        /* A send is half done: look again once it had time to finish. */
+        blitz_waker_wake_by_ref(&mine);
+        return BLITZ_PENDING;
+    }
+    rx->result = r;
+    return BLITZ_READY;
 }
 
 BLITZ_API blitz_poll blitz_broadcast_recv(blitz_cx *cx, blitz_broadcast_rx *rx, void *out) {
@@ -5382,9 +5439,10 @@ BLITZ_API int blitz_broadcast_recv_blocking(blitz_broadcast_rx *rx, void *out) {
 /* >>chan_watch */
 /* The watch channel: one value behind a seqlock whose sequence is twice the
  * version (odd while a send writes), so readers never lock and never see a
- * torn value, and senders never wait for readers. Senders and the waiters
- * of changed() share one lock; a send bumps the version under it, so a
- * waiter that looks under the lock cannot miss a send. */
+ * torn value, and senders never wait for readers. The odd sequence is also
+ * the senders' lock: a send takes it with one CAS and gives it back with a
+ * plain store. The waiters of changed() sit behind a separate lock that a
+ * send takes only when a counter says someone waits. */
 /* internal.h already included */
 /* waitq.h already included */
 
@@ -5395,6 +5453,7 @@ BLITZ_API int blitz_broadcast_recv_blocking(blitz_broadcast_rx *rx, void *out) {
 struct blitz_watch {
     BLITZ__ALIGNED blitz__atomic_u64 seq;
     blitz__atomic_u32 closed;
+    blitz__atomic_u32 waiting; /* queued changed() waiters */
     size_t elem_size;
     blitz__atomic_u64 *words;
     BLITZ__ALIGNED blitz__mutex lock;
@@ -5441,24 +5500,51 @@ static inline uint64_t blitz__watch_version(const blitz_watch *w) {
     return blitz__u64_load(&w->seq, BLITZ__ACQUIRE) >> 1;
 }
 
+/* Takes the sequence lock: returns the (even) sequence it found. */
+static uint64_t blitz__watch_lock(blitz_watch *w) {
+    unsigned spins = 0;
+    uint64_t s = blitz__u64_load(&w->seq, BLITZ__RELAXED);
+    for (;;) {
+        /* Seq_cst: this claim is ordered before the later seq_cst load of
+         * `waiting`, against a waiter's seq_cst increment of it and its
+         * seq_cst load of the sequence (see blitz__watch_changed_poll). */
+        if (!(s & 1u) && blitz__u64_cas_weak(&w->seq, &s, s + 1u, BLITZ__SEQ_CST))
+            return s;
+        if (s & 1u) {
+            if (++spins < BLITZ__WATCH_SPINS) {
+                blitz__cpu_relax();
+            } else {
+                spins = 0;
+                sched_yield();
+            }
+            s = blitz__u64_load(&w->seq, BLITZ__RELAXED);
+        }
+    }
+}
+
+/* Wakes every changed() waiter, if there is one. */
+static void blitz__watch_wake(blitz_watch *w) {
+    if (blitz__u32_load(&w->waiting, BLITZ__SEQ_CST) == 0)
+        return;
+    blitz__mutex_lock(&w->lock);
+    blitz__waitq_wake_all(&w->lock, &w->waiters, &w->waiting);
+    blitz__mutex_unlock(&w->lock);
+}
+
 BLITZ_API int blitz_watch_send(blitz_watch *w, const void *value) {
     if (!w || !value)
         return BLITZ_EINVAL;
-    blitz__mutex_lock(&w->lock);
+    uint64_t s = blitz__watch_lock(w);
     if (blitz__u32_load(&w->closed, BLITZ__RELAXED)) {
-        blitz__mutex_unlock(&w->lock);
+        blitz__u64_store(&w->seq, s, BLITZ__RELEASE); /* unchanged version */
         return BLITZ_ECLOSED;
     }
-    uint64_t s = blitz__u64_load(&w->seq, BLITZ__RELAXED);
     /* The odd sequence is ordered before the words by their release
      * stores (see blitz__words_store). */
-    blitz__u64_store(&w->seq, s + 1u, BLITZ__RELAXED);
     blitz__words_store(w->words, value, w->elem_size);
     /* Release: the new words are visible to a reader that acquires it. */
     blitz__u64_store(&w->seq, s + 2u, BLITZ__RELEASE);
-    if (!blitz__waitq_empty(&w->waiters))
-        blitz__waitq_wake_all(&w->lock, &w->waiters);
-    blitz__mutex_unlock(&w->lock);
+    blitz__watch_wake(w);
     return BLITZ_OK;
 }
 
@@ -5486,9 +5572,12 @@ BLITZ_API uint64_t blitz_watch_read(const blitz_watch *w, void *out) {
 BLITZ_API int blitz_watch_close(blitz_watch *w) {
     if (!w)
         return BLITZ_EINVAL;
-    blitz__mutex_lock(&w->lock);
+    uint64_t s = blitz__watch_lock(w);
+    /* Release: a reader that acquires `closed` sees every send before. */
     blitz__u32_store(&w->closed, 1, BLITZ__RELEASE);
-    blitz__waitq_wake_all(&w->lock, &w->waiters);
+    blitz__u64_store(&w->seq, s, BLITZ__RELEASE);
+    blitz__mutex_lock(&w->lock);
+    blitz__waitq_wake_all(&w->lock, &w->waiters, &w->waiting);
     blitz__mutex_unlock(&w->lock);
     return BLITZ_OK;
 }
@@ -5560,6 +5649,7 @@ static blitz_waker blitz__watch_withdraw_locked(blitz_watch_rx *rx) {
     blitz_waker old = blitz_waker_noop();
     if (blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
         blitz__waitq_unlink(&rx->blitz__watch->waiters, &rx->blitz__w);
+        blitz__u32_fetch_sub(&rx->blitz__watch->waiting, 1, BLITZ__RELAXED);
         old = rx->blitz__w.blitz__waker;
         rx->blitz__w.blitz__waker = blitz_waker_noop();
     }
@@ -5602,21 +5692,37 @@ static blitz_poll blitz__watch_changed_poll(blitz_cx *cx, void *p) {
         return BLITZ_READY;
     blitz_waker mine = blitz_cx_waker(cx), old;
     blitz__mutex_lock(&w->lock);
-    if (blitz__watch_check(rx)) {
-        old = blitz__watch_withdraw_locked(rx);
+    if (blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
+        if (blitz__watch_check(rx)) {
+            old = blitz__watch_withdraw_locked(rx);
+            blitz__mutex_unlock(&w->lock);
+            blitz_waker_drop(old);
+            return BLITZ_READY;
+        }
+        old = blitz__waiter_refresh(&rx->blitz__w, &mine);
         blitz__mutex_unlock(&w->lock);
         blitz_waker_drop(old);
-        return BLITZ_READY;
+        return BLITZ_PENDING;
     }
-    if (blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
-        old = blitz__waiter_refresh(&rx->blitz__w, &mine);
-    } else {
-        blitz__waiter_reset(&rx->blitz__w);
-        blitz__waitq_push(&w->waiters, &rx->blitz__w, &mine);
-        old = blitz_waker_noop();
+    blitz__waiter_reset(&rx->blitz__w);
+    blitz__waitq_push(&w->waiters, &rx->blitz__w, &mine);
+    /* Seq_cst: a sender whose seq_cst load of `waiting` misses this took
+     * the sequence lock earlier in the total order, so the load of the
+     * sequence below sees its odd or newer sequence. */
+    blitz__u32_fetch_add(&w->waiting, 1, BLITZ__SEQ_CST);
+    uint64_t seq = blitz__u64_load(&w->seq, BLITZ__SEQ_CST);
+    int ready = blitz__watch_check(rx);
+    if (!ready && !(seq & 1u)) {
+        blitz__mutex_unlock(&w->lock);
+        return BLITZ_PENDING;
     }
+    old = blitz__watch_withdraw_locked(rx);
     blitz__mutex_unlock(&w->lock);
     blitz_waker_drop(old);
+    if (ready)
+        return BLITZ_READY;
+    /* A send is half done: look again once it had time to finish. */
+    blitz_waker_wake_by_ref(&mine);
     return BLITZ_PENDING;
 }
 

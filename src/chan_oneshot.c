@@ -25,8 +25,8 @@ static inline blitz__atomic_u32 *blitz__os_state(blitz_oneshot *os) {
 BLITZ_API void blitz_oneshot_init(blitz_oneshot *os) {
     if (!os)
         return;
+    /* The waker field is read only while HAS_WAKER is set: zero is fine. */
     memset(os, 0, sizeof *os);
-    os->blitz__waker = blitz_waker_noop();
 }
 
 /* Finishes the sender side with `done` (VALUE or TX_CLOSED). */
@@ -127,7 +127,9 @@ BLITZ_API int blitz_oneshot_try_recv(blitz_oneshot *os, uint64_t *out) {
     uint32_t s = blitz__u32_load(a, BLITZ__ACQUIRE);
     if ((s & (BLITZ__OS_VALUE | BLITZ__OS_TAKEN)) == BLITZ__OS_VALUE) {
         *out = os->blitz__value;
-        blitz__u32_fetch_or(a, BLITZ__OS_TAKEN, BLITZ__RELEASE);
+        /* After VALUE the sender never writes the word again, and the
+         * receiver is the only other writer: a plain store suffices. */
+        blitz__u32_store(a, s | BLITZ__OS_TAKEN, BLITZ__RELAXED);
         return BLITZ_OK;
     }
     return (s & (BLITZ__OS_VALUE | BLITZ__OS_TX_CLOSED)) ? BLITZ_ECLOSED : BLITZ_EEMPTY;

@@ -1,8 +1,9 @@
 /* The watch channel: one value behind a seqlock whose sequence is twice the
  * version (odd while a send writes), so readers never lock and never see a
- * torn value, and senders never wait for readers. Senders and the waiters
- * of changed() share one lock; a send bumps the version under it, so a
- * waiter that looks under the lock cannot miss a send. */
+ * torn value, and senders never wait for readers. The odd sequence is also
+ * the senders' lock: a send takes it with one CAS and gives it back with a
+ * plain store. The waiters of changed() sit behind a separate lock that a
+ * send takes only when a counter says someone waits. */
 #include "internal.h"
 #include "waitq.h"
 
@@ -13,6 +14,7 @@
 struct blitz_watch {
     BLITZ__ALIGNED blitz__atomic_u64 seq;
     blitz__atomic_u32 closed;
+    blitz__atomic_u32 waiting; /* queued changed() waiters */
     size_t elem_size;
     blitz__atomic_u64 *words;
     BLITZ__ALIGNED blitz__mutex lock;
@@ -59,24 +61,51 @@ static inline uint64_t blitz__watch_version(const blitz_watch *w) {
     return blitz__u64_load(&w->seq, BLITZ__ACQUIRE) >> 1;
 }
 
+/* Takes the sequence lock: returns the (even) sequence it found. */
+static uint64_t blitz__watch_lock(blitz_watch *w) {
+    unsigned spins = 0;
+    uint64_t s = blitz__u64_load(&w->seq, BLITZ__RELAXED);
+    for (;;) {
+        /* Seq_cst: this claim is ordered before the later seq_cst load of
+         * `waiting`, against a waiter's seq_cst increment of it and its
+         * seq_cst load of the sequence (see blitz__watch_changed_poll). */
+        if (!(s & 1u) && blitz__u64_cas_weak(&w->seq, &s, s + 1u, BLITZ__SEQ_CST))
+            return s;
+        if (s & 1u) {
+            if (++spins < BLITZ__WATCH_SPINS) {
+                blitz__cpu_relax();
+            } else {
+                spins = 0;
+                sched_yield();
+            }
+            s = blitz__u64_load(&w->seq, BLITZ__RELAXED);
+        }
+    }
+}
+
+/* Wakes every changed() waiter, if there is one. */
+static void blitz__watch_wake(blitz_watch *w) {
+    if (blitz__u32_load(&w->waiting, BLITZ__SEQ_CST) == 0)
+        return;
+    blitz__mutex_lock(&w->lock);
+    blitz__waitq_wake_all(&w->lock, &w->waiters, &w->waiting);
+    blitz__mutex_unlock(&w->lock);
+}
+
 BLITZ_API int blitz_watch_send(blitz_watch *w, const void *value) {
     if (!w || !value)
         return BLITZ_EINVAL;
-    blitz__mutex_lock(&w->lock);
+    uint64_t s = blitz__watch_lock(w);
     if (blitz__u32_load(&w->closed, BLITZ__RELAXED)) {
-        blitz__mutex_unlock(&w->lock);
+        blitz__u64_store(&w->seq, s, BLITZ__RELEASE); /* unchanged version */
         return BLITZ_ECLOSED;
     }
-    uint64_t s = blitz__u64_load(&w->seq, BLITZ__RELAXED);
     /* The odd sequence is ordered before the words by their release
      * stores (see blitz__words_store). */
-    blitz__u64_store(&w->seq, s + 1u, BLITZ__RELAXED);
     blitz__words_store(w->words, value, w->elem_size);
     /* Release: the new words are visible to a reader that acquires it. */
     blitz__u64_store(&w->seq, s + 2u, BLITZ__RELEASE);
-    if (!blitz__waitq_empty(&w->waiters))
-        blitz__waitq_wake_all(&w->lock, &w->waiters);
-    blitz__mutex_unlock(&w->lock);
+    blitz__watch_wake(w);
     return BLITZ_OK;
 }
 
@@ -104,9 +133,12 @@ BLITZ_API uint64_t blitz_watch_read(const blitz_watch *w, void *out) {
 BLITZ_API int blitz_watch_close(blitz_watch *w) {
     if (!w)
         return BLITZ_EINVAL;
-    blitz__mutex_lock(&w->lock);
+    uint64_t s = blitz__watch_lock(w);
+    /* Release: a reader that acquires `closed` sees every send before. */
     blitz__u32_store(&w->closed, 1, BLITZ__RELEASE);
-    blitz__waitq_wake_all(&w->lock, &w->waiters);
+    blitz__u64_store(&w->seq, s, BLITZ__RELEASE);
+    blitz__mutex_lock(&w->lock);
+    blitz__waitq_wake_all(&w->lock, &w->waiters, &w->waiting);
     blitz__mutex_unlock(&w->lock);
     return BLITZ_OK;
 }
@@ -178,6 +210,7 @@ static blitz_waker blitz__watch_withdraw_locked(blitz_watch_rx *rx) {
     blitz_waker old = blitz_waker_noop();
     if (blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
         blitz__waitq_unlink(&rx->blitz__watch->waiters, &rx->blitz__w);
+        blitz__u32_fetch_sub(&rx->blitz__watch->waiting, 1, BLITZ__RELAXED);
         old = rx->blitz__w.blitz__waker;
         rx->blitz__w.blitz__waker = blitz_waker_noop();
     }
@@ -220,21 +253,37 @@ static blitz_poll blitz__watch_changed_poll(blitz_cx *cx, void *p) {
         return BLITZ_READY;
     blitz_waker mine = blitz_cx_waker(cx), old;
     blitz__mutex_lock(&w->lock);
-    if (blitz__watch_check(rx)) {
-        old = blitz__watch_withdraw_locked(rx);
+    if (blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
+        if (blitz__watch_check(rx)) {
+            old = blitz__watch_withdraw_locked(rx);
+            blitz__mutex_unlock(&w->lock);
+            blitz_waker_drop(old);
+            return BLITZ_READY;
+        }
+        old = blitz__waiter_refresh(&rx->blitz__w, &mine);
         blitz__mutex_unlock(&w->lock);
         blitz_waker_drop(old);
-        return BLITZ_READY;
+        return BLITZ_PENDING;
     }
-    if (blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
-        old = blitz__waiter_refresh(&rx->blitz__w, &mine);
-    } else {
-        blitz__waiter_reset(&rx->blitz__w);
-        blitz__waitq_push(&w->waiters, &rx->blitz__w, &mine);
-        old = blitz_waker_noop();
+    blitz__waiter_reset(&rx->blitz__w);
+    blitz__waitq_push(&w->waiters, &rx->blitz__w, &mine);
+    /* Seq_cst: a sender whose seq_cst load of `waiting` misses this took
+     * the sequence lock earlier in the total order, so the load of the
+     * sequence below sees its odd or newer sequence. */
+    blitz__u32_fetch_add(&w->waiting, 1, BLITZ__SEQ_CST);
+    uint64_t seq = blitz__u64_load(&w->seq, BLITZ__SEQ_CST);
+    int ready = blitz__watch_check(rx);
+    if (!ready && !(seq & 1u)) {
+        blitz__mutex_unlock(&w->lock);
+        return BLITZ_PENDING;
     }
+    old = blitz__watch_withdraw_locked(rx);
     blitz__mutex_unlock(&w->lock);
     blitz_waker_drop(old);
+    if (ready)
+        return BLITZ_READY;
+    /* A send is half done: look again once it had time to finish. */
+    blitz_waker_wake_by_ref(&mine);
     return BLITZ_PENDING;
 }
 
