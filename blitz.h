@@ -198,6 +198,70 @@ blitz_time_advance(rt, ns), or jumps to the next deadline when every worker
 is idle, so tests of long timeouts run instantly and deterministically.
 
 
+CHANNELS
+========
+Four kinds, each with try_ forms (never wait; no runtime needed), async
+forms (an op struct in the task state with the waiter inside it: waiting
+allocates nothing) and blocking forms for plain threads (BLITZ_EDEADLK
+inside a task). Values are fixed-size byte blobs copied in and out; send
+a pointer to pass ownership of heap data.
+
+  blitz_chan       bounded MPMC FIFO (blitz_chan_new(&ch, elem_size, cap));
+                   lock-free ring with a sequence stamp per slot, waiters
+                   behind a separate lock touched only when someone waits
+  blitz_oneshot    one 64-bit value, in a cell the caller provides
+  blitz_broadcast  every receiver gets every value; a receiver that falls
+                   more than the capacity behind gets BLITZ_ELAGGED with
+                   rx.lagged = how many it missed, then the oldest kept
+  blitz_watch      one value with a version; changed() waits for a newer
+                   one; reads are a seqlock (never torn, never blocking)
+
+    typedef struct { BLITZ_CORO; blitz_chan *ch; blitz_chan_op op;
+                     uint64_t v; } consumer;
+    ...
+    for (;;) {
+        BLITZ_AWAIT(s, blitz_chan_recv(cx, &s->op, s->ch, &s->v));
+        if (s->op.result == BLITZ_ECLOSED)
+            break;                    // closed and drained
+        use(s->v);
+    }
+    blitz_chan_receiver_release(s->ch);
+
+A channel starts with one sender and one receiver reference; every holder
+clones one (blitz_chan_sender_clone / _receiver_clone) and releases it
+when done. When the last sender goes, the channel closes and receivers
+drain what is buffered, then see BLITZ_ECLOSED; when the last receiver
+goes, sends fail with BLITZ_ECLOSED. blitz_chan_close closes at once.
+Nothing is lost on close: every value is either received, or returned to
+its sender (a pending send finishes with BLITZ_ECLOSED, the value still in
+the sender's buffer). A send that waited for room really delivers its
+value: a receiver that frees a slot moves a waiting sender's value in.
+Capacity 0 is BLITZ_EINVAL (there is no rendezvous channel).
+
+Every async op is also a blitz_op (blitz_op_chan_send, blitz_op_chan_recv,
+blitz_op_oneshot_recv, blitz_op_broadcast_recv, blitz_op_watch_changed)
+for blitz_op_wait and the combinators, with a cancel function. Cancel
+safety, per operation:
+  chan recv       cancel returns BLITZ_OK if a value had already been
+                  handed to the op (it is in the op's buffer: the caller
+                  owns it), else BLITZ_ECANCELED (nothing taken; the value
+                  goes to another receiver).
+  chan send       BLITZ_OK: the value was already put in the channel and
+                  will be received; BLITZ_ECANCELED: not sent, still only
+                  in the caller's buffer.
+  oneshot recv    withdraws the waker; a value that arrived stays in the
+                  cell (blitz_oneshot_try_recv takes it).
+  broadcast recv  nothing is consumed (each receiver has its position).
+  watch changed   nothing is consumed (a newer version stays newer).
+A task that may be cancelled while it waits on a channel op must withdraw
+the op in its spawn `cancel` hook (blitz_chan_op_cancel(&s->op), ...),
+because its state is freed right after; the hook sees what the op kept.
+
+The oneshot cell is shared memory: keep it valid until both sides are done
+(blitz_oneshot_done). A receiver that got its value or BLITZ_ECLOSED knows
+the sender is done.
+
+
 SHUTDOWN
 ========
 blitz_runtime_shutdown: spawns fail with BLITZ_ESHUTDOWN, workers finish

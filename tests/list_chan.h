@@ -36,4 +36,7 @@
     X(watch_tasks_mt2, 20000)            \
     X(watch_tasks_mt4, 20000)            \
     X(watch_tasks_ct, 20000)             \
-    X(watch_torn_reads, 30000)
+    X(watch_torn_reads, 30000)           \
+    X(chan_select_keeps_mt2, 30000)      \
+    X(chan_select_keeps_mt4, 30000)      \
+    X(chan_select_keeps_ct, 30000)

@@ -1298,3 +1298,107 @@ BLITZ_TEST(watch_torn_reads) {
     CHECK_OK(blitz_watch_sender_release(w)); /* no receiver: frees */
     return 0;
 }
+
+/* ---- select over channel ops ------------------------------------------------------ */
+
+/* A task selects over receives on two channels through the blitz_op
+ * interface: each round polls both ops, takes every one that finished and
+ * cancels the other, keeping a value its cancel reports as received. Two
+ * threads feed the channels; nothing may be swallowed or seen twice. */
+typedef struct {
+    BLITZ_CORO;
+    blitz_chan *ch[2];
+    blitz_chan_op op[2];
+    ch_msg msg[2];
+    int closed[2];
+    ch_ledger *l;
+    long kept_by_cancel;
+} sel_task;
+
+static blitz_poll sel_poll(blitz_cx *cx, void *p) {
+    sel_task *s = p;
+    for (;;) {
+        if (s->closed[0] && s->closed[1])
+            return BLITZ_READY;
+        int i, done[2] = {0, 0}, any = 0;
+        for (i = 0; i < 2; i++) {
+            if (s->closed[i])
+                continue;
+            blitz_op op = blitz_op_chan_recv(&s->op[i], s->ch[i], &s->msg[i]);
+            if (op.poll(cx, op.arg) == BLITZ_READY) {
+                done[i] = any = 1;
+                if (s->op[i].result == BLITZ_ECLOSED)
+                    s->closed[i] = 1;
+                else
+                    ch_ledger_note(s->l, &s->msg[i]);
+            }
+        }
+        if (!any)
+            return BLITZ_PENDING;
+        /* A branch won: withdraw the one still pending. Its cancel keeps
+         * a value that was handed to it meanwhile (result BLITZ_OK). */
+        for (i = 0; i < 2; i++) {
+            if (s->closed[i] || done[i])
+                continue;
+            blitz_op op = blitz_op_chan_recv(&s->op[i], s->ch[i], &s->msg[i]);
+            op.cancel(cx, op.arg);
+            if (s->op[i].result == BLITZ_OK) {
+                ch_ledger_note(s->l, &s->msg[i]);
+                s->kept_by_cancel++;
+            } else if (s->op[i].result == BLITZ_ECLOSED) {
+                s->closed[i] = 1;
+            } else {
+                CHECK_EQ(s->op[i].result, BLITZ_ECANCELED);
+            }
+        }
+    }
+}
+
+typedef struct {
+    blitz_chan *ch;
+    uint32_t id, n;
+} sel_feed_arg;
+
+static void *sel_feed(void *p) {
+    sel_feed_arg *a = p;
+    ch_msg m;
+    for (m.seq = 0; m.seq < a->n; m.seq++) {
+        m.producer = a->id;
+        CHECK_OK(blitz_chan_send_blocking(a->ch, &m));
+        if (m.seq % 16 == 0)
+            sched_yield();
+    }
+    CHECK_OK(blitz_chan_sender_release(a->ch));
+    return NULL;
+}
+
+static int chan_select_keeps(tu_flavor f) {
+    blitz_runtime *rt = tu_rt_new(f);
+    const uint32_t per = (uint32_t)test_scaled(20000);
+    ch_ledger l;
+    ch_ledger_init(&l, 2, per);
+    sel_task st;
+    memset(&st, 0, sizeof st);
+    st.l = &l;
+    int i;
+    for (i = 0; i < 2; i++)
+        CHECK_OK(blitz_chan_new(&st.ch[i], sizeof(ch_msg), 1 + (size_t)i * 3));
+    blitz_task *t;
+    CHECK_OK(blitz_spawn(rt, sel_poll, &st, sizeof st, &t));
+    sel_feed_arg a[2] = {{st.ch[0], 0, per}, {st.ch[1], 1, per}};
+    tu_thread th[2];
+    for (i = 0; i < 2; i++)
+        tu_thread_start(&th[i], sel_feed, &a[i]);
+    CHECK_OK(blitz_task_wait(t));
+    for (i = 0; i < 2; i++)
+        tu_thread_join(&th[i]);
+    fprintf(stderr, "# values kept by a cancel: %ld\n",
+            ((sel_task *)blitz_task_state(t))->kept_by_cancel);
+    CHECK_OK(blitz_task_release(&t));
+    ch_ledger_check_once(&l, 2);
+    for (i = 0; i < 2; i++)
+        CHECK_OK(blitz_chan_receiver_release(st.ch[i]));
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+TU_FLAVOR_TESTS(chan_select_keeps)
