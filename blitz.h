@@ -4761,6 +4761,15 @@ static blitz_poll blitz__chan_poll(blitz_cx *cx, blitz_chan_op *op, int send) {
         return BLITZ_READY;
     }
     int r = blitz__chan_try(ch, op, send);
+    if (r == BLITZ__CHAN_BUSY) {
+        /* The other party is a few stores from done; its stores usually
+         * arrive sooner than a trip through the waiter lock. */
+        int spins;
+        for (spins = 0; r == BLITZ__CHAN_BUSY && spins < BLITZ__CHAN_BUSY_SPINS; spins++) {
+            blitz__cpu_relax();
+            r = blitz__chan_try(ch, op, send);
+        }
+    }
     if (BLITZ__LIKELY(r == BLITZ_OK)) {
         op->result = BLITZ_OK;
         if (send)
@@ -4772,6 +4781,13 @@ static blitz_poll blitz__chan_poll(blitz_cx *cx, blitz_chan_op *op, int send) {
     if (r == BLITZ_ECLOSED) {
         op->result = r;
         return BLITZ_READY;
+    }
+    if (r == BLITZ__CHAN_BUSY) {
+        /* The other party was preempted between its claim and its stamp:
+         * let this worker run something else and look again. */
+        blitz_waker self = blitz_cx_waker(cx);
+        blitz_waker_wake_by_ref(&self);
+        return BLITZ_PENDING;
     }
     return blitz__chan_wait(cx, op, send);
 }
