@@ -285,6 +285,68 @@ cancel hook (blitz_spawn_opts.cancel; cx may be NULL there), and unlock
 what it holds; otherwise the queued op keeps the task's memory alive and
 the permit it is later handed is never returned. Destroying a primitive
 while ops wait on it is a bug.
+CHANNELS
+========
+Four kinds, each with try_ forms (never wait; no runtime needed), async
+forms (an op struct in the task state with the waiter inside it: waiting
+allocates nothing) and blocking forms for plain threads (BLITZ_EDEADLK
+inside a task). Values are fixed-size byte blobs copied in and out; send
+a pointer to pass ownership of heap data.
+
+  blitz_chan       bounded MPMC FIFO (blitz_chan_new(&ch, elem_size, cap));
+                   lock-free ring with a sequence stamp per slot, waiters
+                   behind a separate lock touched only when someone waits
+  blitz_oneshot    one 64-bit value, in a cell the caller provides
+  blitz_broadcast  every receiver gets every value; a receiver that falls
+                   more than the capacity behind gets BLITZ_ELAGGED with
+                   rx.lagged = how many it missed, then the oldest kept
+  blitz_watch      one value with a version; changed() waits for a newer
+                   one; reads are a seqlock (never torn, never blocking)
+
+    typedef struct { BLITZ_CORO; blitz_chan *ch; blitz_chan_op op;
+                     uint64_t v; } consumer;
+    ...
+    for (;;) {
+        BLITZ_AWAIT(s, blitz_chan_recv(cx, &s->op, s->ch, &s->v));
+        if (s->op.result == BLITZ_ECLOSED)
+            break;                    // closed and drained
+        use(s->v);
+    }
+    blitz_chan_receiver_release(s->ch);
+
+A channel starts with one sender and one receiver reference; every holder
+clones one (blitz_chan_sender_clone / _receiver_clone) and releases it
+when done. When the last sender goes, the channel closes and receivers
+drain what is buffered, then see BLITZ_ECLOSED; when the last receiver
+goes, sends fail with BLITZ_ECLOSED. blitz_chan_close closes at once.
+Nothing is lost on close: every value is either received, or returned to
+its sender (a pending send finishes with BLITZ_ECLOSED, the value still in
+the sender's buffer). A send that waited for room really delivers its
+value: a receiver that frees a slot moves a waiting sender's value in.
+Capacity 0 is BLITZ_EINVAL (there is no rendezvous channel).
+
+Every async op is also a blitz_op (blitz_op_chan_send, blitz_op_chan_recv,
+blitz_op_oneshot_recv, blitz_op_broadcast_recv, blitz_op_watch_changed)
+for blitz_op_wait and the combinators, with a cancel function. Cancel
+safety, per operation:
+  chan recv       cancel returns BLITZ_OK if a value had already been
+                  handed to the op (it is in the op's buffer: the caller
+                  owns it), else BLITZ_ECANCELED (nothing taken; the value
+                  goes to another receiver).
+  chan send       BLITZ_OK: the value was already put in the channel and
+                  will be received; BLITZ_ECANCELED: not sent, still only
+                  in the caller's buffer.
+  oneshot recv    withdraws the waker; a value that arrived stays in the
+                  cell (blitz_oneshot_try_recv takes it).
+  broadcast recv  nothing is consumed (each receiver has its position).
+  watch changed   nothing is consumed (a newer version stays newer).
+A task that may be cancelled while it waits on a channel op must withdraw
+the op in its spawn `cancel` hook (blitz_chan_op_cancel(&s->op), ...),
+because its state is freed right after; the hook sees what the op kept.
+
+The oneshot cell is shared memory: keep it valid until both sides are done
+(blitz_oneshot_done). A receiver that got its value or BLITZ_ECLOSED knows
+the sender is done.
 
 
 SHUTDOWN
@@ -1353,6 +1415,276 @@ BLITZ_API int blitz_cancel_token_wait_blocking(blitz_cancel_token *t);
 /* ====[ BEGIN src/api_chan.h ]============================================= */
 /* >>api_chan */
 /* Public API: Channels: bounded MPMC, oneshot, broadcast, watch; select. */
+
+/* ---------------------------------------------------------------------------
+ * Channels
+ *
+ * Values are fixed-size byte blobs: the element size is given when a
+ * channel is created, a send copies `elem_size` bytes in, a receive copies
+ * them out. To pass ownership of heap data, send a pointer.
+ *
+ * Every operation has three forms:
+ *   try_    never waits (BLITZ_EFULL / BLITZ_EEMPTY when it would);
+ *   async   an op struct in the task state (it embeds the waiter, so
+ *           waiting allocates nothing), used with BLITZ_AWAIT, or wrapped
+ *           as a blitz_op (blitz_op_chan_send, ...) for blitz_op_wait and
+ *           the combinators (race, select, timeout);
+ *   blocking for plain threads (returns BLITZ_EDEADLK inside a task).
+ *
+ * Cancel safety. An async op is withdrawn with its cancel function (the
+ * combinators call it; a task that can be cancelled while it waits calls it
+ * from its spawn `cancel` hook, because its state is freed right after).
+ * The cancel function reports what the op had already done:
+ *   recv    BLITZ_OK: a message had already been handed to the op; it is
+ *           in the op's output buffer and the caller owns it (nothing is
+ *           lost). BLITZ_ECANCELED: nothing was taken; the message stays in
+ *           the channel for another receiver.
+ *   send    BLITZ_OK: the value had already been placed in the channel; it
+ *           will be received. BLITZ_ECANCELED: the value was not sent and
+ *           is still only in the caller's buffer.
+ * ------------------------------------------------------------------------- */
+
+/* ---- bounded MPMC channel ------------------------------------------------- */
+
+/* A bounded multi-producer multi-consumer FIFO. Opaque, on the heap. */
+typedef struct blitz_chan blitz_chan;
+
+/* Creates a channel of `capacity` values of `elem_size` bytes, with one
+ * sender and one receiver reference (the creator holds both).
+ * BLITZ_EINVAL for NULL out, elem_size 0, capacity 0 (there is no
+ * rendezvous channel: use capacity 1) or a size that overflows;
+ * BLITZ_ENOMEM. */
+BLITZ_API int blitz_chan_new(blitz_chan **out, size_t elem_size, size_t capacity);
+
+/* Reference counts of the two sides. A clone adds a reference for a new
+ * holder (call it while holding one of that side); a release gives one up.
+ * When the last sender is released the channel closes (receivers drain
+ * what is buffered, then see BLITZ_ECLOSED); when the last receiver is
+ * released it closes too (senders see BLITZ_ECLOSED; values still buffered
+ * stay in it for anyone still holding a reference to take out with
+ * blitz_chan_try_recv). The channel is freed with the last reference of
+ * either side. Clone: BLITZ_ECLOSED when that side has no reference left;
+ * release: BLITZ_ERELEASED when it has none. A holder must not release
+ * while one of its own ops is pending. */
+BLITZ_API int blitz_chan_sender_clone(blitz_chan *ch);
+BLITZ_API int blitz_chan_sender_release(blitz_chan *ch);
+BLITZ_API int blitz_chan_receiver_clone(blitz_chan *ch);
+BLITZ_API int blitz_chan_receiver_release(blitz_chan *ch);
+
+/* Closes the channel: sends fail with BLITZ_ECLOSED from now on (a waiting
+ * send returns BLITZ_ECLOSED with its value still in the caller's buffer);
+ * receivers first drain what was sent before, then see BLITZ_ECLOSED.
+ * Idempotent. BLITZ_EINVAL for NULL. */
+BLITZ_API int blitz_chan_close(blitz_chan *ch);
+BLITZ_API int blitz_chan_is_closed(const blitz_chan *ch);
+/* Values buffered right now (a snapshot), and the capacity. */
+BLITZ_API size_t blitz_chan_len(const blitz_chan *ch);
+BLITZ_API size_t blitz_chan_capacity(const blitz_chan *ch);
+BLITZ_API size_t blitz_chan_elem_size(const blitz_chan *ch);
+
+/* BLITZ_OK, BLITZ_EFULL, BLITZ_ECLOSED (the value was not taken),
+ * BLITZ_EINVAL for NULL. */
+BLITZ_API int blitz_chan_try_send(blitz_chan *ch, const void *value);
+/* BLITZ_OK (a value was copied to `out`), BLITZ_EEMPTY, BLITZ_ECLOSED
+ * (closed and drained), BLITZ_EINVAL for NULL. */
+BLITZ_API int blitz_chan_try_recv(blitz_chan *ch, void *out);
+
+/* An async send or receive. Zero-filled is idle; the fields other than
+ * `result` are private. One op does one send or receive at a time; after
+ * it returned BLITZ_READY it is idle again and can be reused. */
+typedef struct blitz_chan_op {
+    blitz__waiter blitz__w;
+    blitz_chan *blitz__ch;
+    void *blitz__buf;
+    /* BLITZ_OK, BLITZ_ECLOSED, BLITZ_EINVAL (NULL channel or buffer),
+     * BLITZ_ECANCELED (withdrawn by its cancel function). */
+    int result;
+} blitz_chan_op;
+
+/* Await: BLITZ_AWAIT(s, blitz_chan_send(cx, &s->op, s->ch, &s->value)).
+ * READY once the value is in the channel (result BLITZ_OK) or the channel
+ * closed first (BLITZ_ECLOSED: the value was not taken). `value` must stay
+ * valid and unchanged until then. FIFO among the values of one sender. */
+BLITZ_API blitz_poll blitz_chan_send(blitz_cx *cx, blitz_chan_op *op, blitz_chan *ch,
+                                     const void *value);
+/* Await: BLITZ_AWAIT(s, blitz_chan_recv(cx, &s->op, s->ch, &s->value)).
+ * READY with a value in `out` (result BLITZ_OK) or with BLITZ_ECLOSED once
+ * the channel is closed and drained. `out` must stay valid until then. */
+BLITZ_API blitz_poll blitz_chan_recv(blitz_cx *cx, blitz_chan_op *op, blitz_chan *ch, void *out);
+
+/* The same ops as blitz_op values (for blitz_op_wait, race, select). */
+BLITZ_API blitz_op blitz_op_chan_send(blitz_chan_op *op, blitz_chan *ch, const void *value);
+BLITZ_API blitz_op blitz_op_chan_recv(blitz_chan_op *op, blitz_chan *ch, void *out);
+
+/* Withdraws a pending op (see "Cancel safety" above). Returns BLITZ_OK
+ * when the op had completed without the caller having seen it yet (a
+ * received value is in its buffer; a sent value is in the channel),
+ * BLITZ_ECLOSED when it had completed with that, BLITZ_ECANCELED when it
+ * was withdrawn or nothing was pending; op->result is set to the same,
+ * except that an idle op keeps the result it last reported. Safe on an
+ * idle, pending or completed op, and from a task's cancel hook. */
+BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op);
+/* blitz_chan_op_cancel as a blitz_cancel_fn. */
+BLITZ_API void blitz_chan_cancel_op(blitz_cx *cx, void *op);
+
+/* Blocking forms for plain threads: wait until sent / received.
+ * BLITZ_OK, BLITZ_ECLOSED, BLITZ_EINVAL, BLITZ_EDEADLK inside a task. */
+BLITZ_API int blitz_chan_send_blocking(blitz_chan *ch, const void *value);
+BLITZ_API int blitz_chan_recv_blocking(blitz_chan *ch, void *out);
+
+/* ---- oneshot ------------------------------------------------------------------- */
+
+/* One value (64 bits: an integer or a pointer cast to uintptr_t) from one
+ * sender to one receiver, through a cell the caller provides: nothing is
+ * allocated. Zero-filled (or blitz_oneshot_init) is empty.
+ *
+ * The cell is shared memory: keep it where both sides reach it until both
+ * are done with it (blitz_oneshot_done). A receiver that got the value or
+ * BLITZ_ECLOSED knows the sender is done, so a receiver that is never
+ * cancelled while it waits may keep the cell in its own task state. */
+typedef struct blitz_oneshot {
+    uint32_t blitz__state;
+    uint32_t blitz__pad;
+    uint64_t blitz__value;
+    blitz_waker blitz__waker;
+} blitz_oneshot;
+
+BLITZ_API void blitz_oneshot_init(blitz_oneshot *os);
+/* Sends `value` and finishes the sender side. BLITZ_OK; BLITZ_ECLOSED when
+ * the receiver closed first (the value was not delivered: it is still the
+ * caller's); BLITZ_EINVAL for NULL, or when the sender side already sent or
+ * closed. Wakes a waiting receiver. */
+BLITZ_API int blitz_oneshot_send(blitz_oneshot *os, uint64_t value);
+/* Finishes the sender side without a value: the receiver sees
+ * BLITZ_ECLOSED. Idempotent; does nothing after a send. */
+BLITZ_API void blitz_oneshot_close_tx(blitz_oneshot *os);
+/* Finishes the receiver side: a later send fails with BLITZ_ECLOSED. A
+ * value sent before stays readable with blitz_oneshot_try_recv. */
+BLITZ_API void blitz_oneshot_close_rx(blitz_oneshot *os);
+/* Nonzero once the receiver closed (for a sender that wants to stop). */
+BLITZ_API int blitz_oneshot_rx_closed(const blitz_oneshot *os);
+/* BLITZ_OK (value in *out; the value is then consumed), BLITZ_EEMPTY,
+ * BLITZ_ECLOSED (the sender closed without sending, or the value was
+ * already taken), BLITZ_EINVAL for NULL. */
+BLITZ_API int blitz_oneshot_try_recv(blitz_oneshot *os, uint64_t *out);
+/* Await: BLITZ_AWAIT(s, blitz_oneshot_recv(cx, &s->cell)); then
+ * blitz_oneshot_try_recv gives the value or BLITZ_ECLOSED. READY once a
+ * value is there or the sender closed. One receiver at a time. */
+BLITZ_API blitz_poll blitz_oneshot_recv(blitz_cx *cx, blitz_oneshot *os);
+/* As a blitz_op; the cancel withdraws the receiver's waker and keeps a
+ * value that already arrived in the cell (take it with try_recv). */
+BLITZ_API blitz_op blitz_op_oneshot_recv(blitz_oneshot *os);
+BLITZ_API void blitz_oneshot_recv_cancel(blitz_oneshot *os);
+BLITZ_API void blitz_oneshot_cancel_op(blitz_cx *cx, void *os);
+/* Blocking receive for plain threads: BLITZ_OK with *out, BLITZ_ECLOSED,
+ * BLITZ_EINVAL, BLITZ_EDEADLK inside a task. */
+BLITZ_API int blitz_oneshot_recv_blocking(blitz_oneshot *os, uint64_t *out);
+/* Nonzero once neither side will touch the cell again: the sender sent or
+ * closed, and the receiver closed or took the result. */
+BLITZ_API int blitz_oneshot_done(const blitz_oneshot *os);
+
+/* ---- broadcast ----------------------------------------------------------------- */
+
+/* Every receiver gets every value sent after it subscribed. The channel
+ * keeps the last `capacity` values (rounded up to a power of two); senders
+ * never wait, so a receiver that falls further behind misses the oldest:
+ * its next receive returns BLITZ_ELAGGED with the number it missed in
+ * `lagged`, and the one after resumes at the oldest value still kept. */
+typedef struct blitz_broadcast blitz_broadcast;
+
+/* A receiver: caller-provided (in the task state), filled by subscribe.
+ * Fields other than `lagged` and `result` are private. */
+typedef struct blitz_broadcast_rx {
+    blitz__waiter blitz__w;
+    blitz_broadcast *blitz__bc;
+    void *blitz__buf;
+    uint64_t blitz__pos;
+    uint64_t lagged; /* values missed, set with BLITZ_ELAGGED */
+    int result;      /* of the last async receive */
+} blitz_broadcast_rx;
+
+/* Creates a channel with one sender reference and no receiver.
+ * BLITZ_EINVAL for NULL out, elem_size 0, capacity 0 or too large;
+ * BLITZ_ENOMEM. */
+BLITZ_API int blitz_broadcast_new(blitz_broadcast **out, size_t elem_size, size_t capacity);
+/* Sender references; the last release closes the channel (receivers read
+ * what is kept, then see BLITZ_ECLOSED). The channel is freed when no
+ * sender and no receiver is left. */
+BLITZ_API int blitz_broadcast_sender_clone(blitz_broadcast *bc);
+BLITZ_API int blitz_broadcast_sender_release(blitz_broadcast *bc);
+BLITZ_API int blitz_broadcast_close(blitz_broadcast *bc);
+/* Starts a receiver at the next value sent. BLITZ_EINVAL for NULL. A
+ * receiver subscribed to a closed channel sees BLITZ_ECLOSED. */
+BLITZ_API int blitz_broadcast_subscribe(blitz_broadcast *bc, blitz_broadcast_rx *rx);
+/* Gives the receiver up (withdrawing a pending receive). */
+BLITZ_API int blitz_broadcast_unsubscribe(blitz_broadcast_rx *rx);
+/* Sends to every current receiver: returns how many (>= 1), or
+ * BLITZ_ECLOSED when the channel is closed or has no receiver (the value is
+ * not kept). BLITZ_EINVAL for NULL. */
+BLITZ_API int blitz_broadcast_send(blitz_broadcast *bc, const void *value);
+BLITZ_API uint32_t blitz_broadcast_receiver_count(const blitz_broadcast *bc);
+/* BLITZ_OK (value in out), BLITZ_EEMPTY, BLITZ_ELAGGED (rx->lagged set;
+ * nothing copied), BLITZ_ECLOSED (closed and everything kept was read),
+ * BLITZ_EINVAL. */
+BLITZ_API int blitz_broadcast_try_recv(blitz_broadcast_rx *rx, void *out);
+/* Await: BLITZ_AWAIT(s, blitz_broadcast_recv(cx, &s->rx, &s->value)); then
+ * rx.result is BLITZ_OK, BLITZ_ELAGGED or BLITZ_ECLOSED. Cancel: nothing
+ * is consumed by a withdrawn receive (each receiver has its own position),
+ * so the next receive gets the same value. */
+BLITZ_API blitz_poll blitz_broadcast_recv(blitz_cx *cx, blitz_broadcast_rx *rx, void *out);
+BLITZ_API blitz_op blitz_op_broadcast_recv(blitz_broadcast_rx *rx, void *out);
+BLITZ_API void blitz_broadcast_recv_cancel(blitz_broadcast_rx *rx);
+BLITZ_API void blitz_broadcast_cancel_op(blitz_cx *cx, void *rx);
+BLITZ_API int blitz_broadcast_recv_blocking(blitz_broadcast_rx *rx, void *out);
+
+/* ---- watch ------------------------------------------------------------------------ */
+
+/* One value with a version that every send increments (the initial value
+ * is version 1). Receivers read the latest value and wait for a newer
+ * version. Reading is a seqlock: a read that overlaps a send retries, so
+ * a reader always copies one whole value, never a torn mix, and senders
+ * never wait for readers. */
+typedef struct blitz_watch blitz_watch;
+
+typedef struct blitz_watch_rx {
+    blitz__waiter blitz__w;
+    blitz_watch *blitz__watch;
+    uint64_t seen; /* the version this receiver saw last */
+    int result;    /* of the last blitz_watch_changed */
+} blitz_watch_rx;
+
+/* Creates a watch holding a copy of `initial` (elem_size bytes), with one
+ * sender reference. BLITZ_EINVAL for NULL arguments or elem_size 0;
+ * BLITZ_ENOMEM. */
+BLITZ_API int blitz_watch_new(blitz_watch **out, size_t elem_size, const void *initial);
+/* Replaces the value and wakes every receiver waiting in changed.
+ * BLITZ_OK, BLITZ_ECLOSED after close, BLITZ_EINVAL for NULL. */
+BLITZ_API int blitz_watch_send(blitz_watch *w, const void *value);
+/* Sender references; the last release closes the watch. The watch is freed
+ * when no sender and no receiver is left. */
+BLITZ_API int blitz_watch_sender_clone(blitz_watch *w);
+BLITZ_API int blitz_watch_sender_release(blitz_watch *w);
+BLITZ_API int blitz_watch_close(blitz_watch *w);
+/* Copies the current value to `out` and returns its version (0 for NULL
+ * arguments). Safe against concurrent sends. */
+BLITZ_API uint64_t blitz_watch_read(const blitz_watch *w, void *out);
+/* A receiver that has seen the current version. */
+BLITZ_API int blitz_watch_subscribe(blitz_watch *w, blitz_watch_rx *rx);
+BLITZ_API int blitz_watch_unsubscribe(blitz_watch_rx *rx);
+/* Reads and marks the version read as seen. Returns the version. */
+BLITZ_API uint64_t blitz_watch_read_update(blitz_watch_rx *rx, void *out);
+/* 1 when a version newer than rx->seen exists, 0 when not, BLITZ_ECLOSED
+ * when not and the watch is closed. */
+BLITZ_API int blitz_watch_has_changed(const blitz_watch_rx *rx);
+/* Await: READY once a version newer than rx->seen exists (result BLITZ_OK,
+ * and rx->seen becomes the newest version: read it with
+ * blitz_watch_read) or the watch closed without one (BLITZ_ECLOSED).
+ * Cancel consumes nothing: a newer version stays newer. */
+BLITZ_API blitz_poll blitz_watch_changed(blitz_cx *cx, blitz_watch_rx *rx);
+BLITZ_API blitz_op blitz_op_watch_changed(blitz_watch_rx *rx);
+BLITZ_API void blitz_watch_changed_cancel(blitz_watch_rx *rx);
+BLITZ_API void blitz_watch_cancel_op(blitz_cx *cx, void *rx);
+BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx);
 /* ====[ END src/api_chan.h ]=============================================== */
 /* ====[ BEGIN src/api_io.h ]=============================================== */
 /* >>api_io */
@@ -6311,6 +6643,1531 @@ BLITZ_API int blitz_cancel_token_wait_blocking(blitz_cancel_token *t) {
     return rc != BLITZ_OK ? rc : op.result;
 }
 /* ====[ END src/cancel_token.c ]=========================================== */
+/* ====[ BEGIN src/chan_mpmc.c ]============================================ */
+/* >>chan_mpmc */
+/* The bounded MPMC channel: a Vyukov ring with a sequence stamp per slot
+ * (lock-free send and receive), and two waiter queues behind a separate
+ * lock that the hot path touches only when a counter says someone waits.
+ *
+ * Positions encode (lap, index): index in the low bits, then a "closed"
+ * mark bit (only ever set in `tail`), then the lap. A slot whose stamp
+ * equals the tail is free for that position; stamp tail + 1 means it holds
+ * that position's value; after the value is taken the stamp becomes the
+ * position one lap later. The capacity is exact (not rounded), and no
+ * division is needed to wrap.
+ *
+ * Waiting ops get direct hand-off: whoever frees a slot pushes a waiting
+ * sender's value into the ring for it, and whoever fills one pops a value
+ * into a waiting receiver's buffer. A woken op therefore has already
+ * finished: a sender woken after backpressure has really delivered its
+ * value, and a receiver owns the value it was given even if it is then
+ * cancelled. */
+/* internal.h already included */
+/* waitq.h already included */
+
+/* Another party is between claiming a slot and stamping it: the ring is
+ * neither truly full nor truly empty, and that party will look at the
+ * waiter counters once it is done. */
+#define BLITZ__CHAN_BUSY 1
+
+struct blitz_chan {
+    BLITZ__ALIGNED blitz__atomic_u64 tail;
+    BLITZ__ALIGNED blitz__atomic_u64 head;
+    /* Read on every send and receive, written only by waiters: */
+    BLITZ__ALIGNED blitz__atomic_u32 send_waiting;
+    blitz__atomic_u32 recv_waiting;
+    size_t elem_size, stride, cap;
+    uint64_t mark, one_lap;
+    unsigned char *slots;
+    BLITZ__ALIGNED blitz__mutex lock;
+    blitz__waitq senders, receivers;
+    /* senders in the low half, receivers in the high half */
+    void *raw; /* what blitz__alloc_aligned returned, to free */
+    blitz__atomic_u64 refs;
+};
+
+static inline blitz__atomic_u64 *blitz__chan_stamp(const blitz_chan *ch, uint64_t idx) {
+    return (blitz__atomic_u64 *)(void *)(ch->slots + idx * ch->stride);
+}
+static inline unsigned char *blitz__chan_data(const blitz_chan *ch, uint64_t idx) {
+    return ch->slots + idx * ch->stride + sizeof(uint64_t);
+}
+static inline uint64_t blitz__chan_next(const blitz_chan *ch, uint64_t pos) {
+    uint64_t idx = pos & (ch->mark - 1);
+    return idx + 1 < ch->cap ? pos + 1 : (pos & ~(ch->one_lap - 1)) + ch->one_lap;
+}
+static inline void blitz__chan_copy(void *dst, const void *src, size_t n) {
+    /* The common word-sized element gets an inlined move. */
+    if (n == sizeof(uint64_t))
+        memcpy(dst, src, sizeof(uint64_t));
+    else
+        memcpy(dst, src, n);
+}
+
+/* BLITZ_OK, BLITZ_EFULL, BLITZ_ECLOSED or BLITZ__CHAN_BUSY. */
+static int blitz__chan_push(blitz_chan *ch, const void *src) {
+    uint64_t tail = blitz__u64_load(&ch->tail, BLITZ__RELAXED);
+    for (;;) {
+        if (tail & ch->mark)
+            return BLITZ_ECLOSED;
+        uint64_t idx = tail & (ch->mark - 1);
+        blitz__atomic_u64 *stamp = blitz__chan_stamp(ch, idx);
+        /* Acquire: the receiver that freed the slot finished reading it
+         * before it stored this stamp. */
+        uint64_t s = blitz__u64_load(stamp, BLITZ__ACQUIRE);
+        int64_t diff = (int64_t)(s - tail);
+        if (diff == 0) {
+            /* Seq_cst: the claim is ordered before this sender's later
+             * seq_cst load of recv_waiting, against a waiting receiver's
+             * seq_cst increment of it and its seq_cst load of the tail
+             * (see blitz__chan_pop): one of the two sees the other. */
+            if (blitz__u64_cas_weak(&ch->tail, &tail, blitz__chan_next(ch, tail), BLITZ__SEQ_CST)) {
+                blitz__chan_copy(blitz__chan_data(ch, idx), src, ch->elem_size);
+                /* Release: publishes the value to the receiver that
+                 * acquires the stamp. */
+                blitz__u64_store(stamp, tail + 1, BLITZ__RELEASE);
+                return BLITZ_OK;
+            }
+        } else if (diff < 0) {
+            /* The slot still holds the previous lap's value: full, unless a
+             * receiver already claimed it and is still copying it out. */
+            uint64_t head = blitz__u64_load(&ch->head, BLITZ__SEQ_CST);
+            return head + ch->one_lap == tail ? BLITZ_EFULL : BLITZ__CHAN_BUSY;
+        } else {
+            tail = blitz__u64_load(&ch->tail, BLITZ__RELAXED);
+        }
+    }
+}
+
+/* BLITZ_OK, BLITZ_EEMPTY, BLITZ_ECLOSED or BLITZ__CHAN_BUSY. */
+static int blitz__chan_pop(blitz_chan *ch, void *dst) {
+    uint64_t head = blitz__u64_load(&ch->head, BLITZ__RELAXED);
+    for (;;) {
+        uint64_t idx = head & (ch->mark - 1);
+        blitz__atomic_u64 *stamp = blitz__chan_stamp(ch, idx);
+        /* Acquire: pairs with the sender's release of the stamp. */
+        uint64_t s = blitz__u64_load(stamp, BLITZ__ACQUIRE);
+        int64_t diff = (int64_t)(s - (head + 1));
+        if (diff == 0) {
+            /* Seq_cst: ordered before the later load of send_waiting,
+             * mirroring blitz__chan_push. */
+            if (blitz__u64_cas_weak(&ch->head, &head, blitz__chan_next(ch, head), BLITZ__SEQ_CST)) {
+                blitz__chan_copy(dst, blitz__chan_data(ch, idx), ch->elem_size);
+                /* Release: the copy is done before a sender reuses it. */
+                blitz__u64_store(stamp, head + ch->one_lap, BLITZ__RELEASE);
+                return BLITZ_OK;
+            }
+        } else if (diff < 0) {
+            /* Seq_cst: a waiting receiver increments recv_waiting (seq_cst)
+             * before it gets here; a sender whose seq_cst load of that
+             * counter missed it claimed its slot earlier in the total
+             * order, so this load sees the moved tail and reports BUSY
+             * instead of sleeping past the value. */
+            uint64_t tail = blitz__u64_load(&ch->tail, BLITZ__SEQ_CST);
+            if ((tail & ~ch->mark) == head)
+                return (tail & ch->mark) ? BLITZ_ECLOSED : BLITZ_EEMPTY;
+            return BLITZ__CHAN_BUSY;
+        } else {
+            head = blitz__u64_load(&ch->head, BLITZ__RELAXED);
+        }
+    }
+}
+
+static inline blitz_chan_op *blitz__chan_op_of(blitz__waiter *w) {
+    return (blitz_chan_op *)(void *)w; /* the waiter is the op's first member */
+}
+
+/* Completes queued ops that can now proceed: receivers take buffered
+ * values, senders put theirs into free slots, until neither can move; on a
+ * closed channel the senders, and the receivers once it is drained, finish
+ * with BLITZ_ECLOSED. Wakes after unlocking. */
+static void blitz__chan_dispatch(blitz_chan *ch) {
+    blitz__wake_list wl;
+    wl.len = 0;
+    blitz__mutex_lock(&ch->lock);
+    for (;;) {
+        int progress = 0;
+        while (!blitz__waitq_empty(&ch->receivers) && !blitz__wake_list_full(&wl)) {
+            blitz__waiter *w = ch->receivers.blitz__head;
+            int r = blitz__chan_pop(ch, blitz__chan_op_of(w)->blitz__buf);
+            if (r != BLITZ_OK && r != BLITZ_ECLOSED)
+                break; /* empty, or a sender in flight that dispatches next */
+            blitz__waitq_unlink(&ch->receivers, w);
+            blitz__u32_fetch_sub(&ch->recv_waiting, 1, BLITZ__SEQ_CST);
+            w->blitz__value = (uint64_t)(int64_t)r;
+            blitz__wake_list_push(&wl, blitz__waiter_finish(w));
+            progress |= r == BLITZ_OK;
+        }
+        while (!blitz__waitq_empty(&ch->senders) && !blitz__wake_list_full(&wl)) {
+            blitz__waiter *w = ch->senders.blitz__head;
+            int r = blitz__chan_push(ch, blitz__chan_op_of(w)->blitz__buf);
+            if (r != BLITZ_OK && r != BLITZ_ECLOSED)
+                break;
+            blitz__waitq_unlink(&ch->senders, w);
+            blitz__u32_fetch_sub(&ch->send_waiting, 1, BLITZ__SEQ_CST);
+            w->blitz__value = (uint64_t)(int64_t)r;
+            blitz__wake_list_push(&wl, blitz__waiter_finish(w));
+            progress |= r == BLITZ_OK;
+        }
+        if (blitz__wake_list_full(&wl)) {
+            blitz__mutex_unlock(&ch->lock);
+            blitz__wake_list_wake(&wl);
+            blitz__mutex_lock(&ch->lock);
+            continue;
+        }
+        if (!progress)
+            break;
+    }
+    blitz__mutex_unlock(&ch->lock);
+    blitz__wake_list_wake(&wl);
+}
+
+/* After a successful push or pop: let the other side's waiters move.
+ * Seq_cst loads: see blitz__chan_push / blitz__chan_pop. */
+static inline void blitz__chan_after_push(blitz_chan *ch) {
+    if (blitz__u32_load(&ch->recv_waiting, BLITZ__SEQ_CST) != 0)
+        blitz__chan_dispatch(ch);
+}
+static inline void blitz__chan_after_pop(blitz_chan *ch) {
+    if (blitz__u32_load(&ch->send_waiting, BLITZ__SEQ_CST) != 0)
+        blitz__chan_dispatch(ch);
+}
+
+BLITZ_API int blitz_chan_new(blitz_chan **out, size_t elem_size, size_t capacity) {
+    if (!out)
+        return BLITZ_EINVAL;
+    *out = NULL;
+    if (elem_size == 0 || capacity == 0 || capacity > ((size_t)1 << 40) ||
+        elem_size > ((size_t)1 << 30))
+        return BLITZ_EINVAL;
+    size_t stride = (sizeof(uint64_t) + elem_size + 7u) & ~(size_t)7u;
+    if (capacity > SIZE_MAX / stride)
+        return BLITZ_EINVAL;
+    void *raw = NULL;
+    /* Aligned: the hot fields sit on their own cache lines. */
+    blitz_chan *ch = (blitz_chan *)blitz__alloc_aligned(sizeof *ch, BLITZ_CACHE_LINE, &raw);
+    if (!ch)
+        return BLITZ_ENOMEM;
+    memset(ch, 0, sizeof *ch);
+    ch->raw = raw;
+    ch->slots = (unsigned char *)BLITZ_MALLOC(capacity * stride);
+    if (!ch->slots) {
+        blitz__free(raw);
+        return BLITZ_ENOMEM;
+    }
+    uint64_t mark = 1;
+    while (mark < (uint64_t)capacity + 1)
+        mark <<= 1;
+    ch->mark = mark;
+    ch->one_lap = mark << 1;
+    ch->elem_size = elem_size;
+    ch->stride = stride;
+    ch->cap = capacity;
+    size_t i;
+    for (i = 0; i < capacity; i++)
+        blitz__u64_store(blitz__chan_stamp(ch, i), i, BLITZ__RELAXED);
+    blitz__mutex_init(&ch->lock);
+    blitz__u64_store(&ch->refs, 1u | ((uint64_t)1 << 32), BLITZ__RELAXED);
+    *out = ch;
+    return BLITZ_OK;
+}
+
+static void blitz__chan_free(blitz_chan *ch) {
+    blitz__mutex_destroy(&ch->lock);
+    BLITZ_FREE(ch->slots);
+    blitz__free(ch->raw);
+}
+
+static int blitz__chan_ref_add(blitz_chan *ch, int shift) {
+    if (!ch)
+        return BLITZ_EINVAL;
+    uint64_t cur = blitz__u64_load(&ch->refs, BLITZ__RELAXED);
+    for (;;) {
+        if (((cur >> shift) & 0xffffffffu) == 0)
+            return BLITZ_ECLOSED;
+        if (blitz__u64_cas_weak(&ch->refs, &cur, cur + ((uint64_t)1 << shift), BLITZ__RELAXED))
+            return BLITZ_OK;
+    }
+}
+
+static int blitz__chan_ref_release(blitz_chan *ch, int shift) {
+    if (!ch)
+        return BLITZ_EINVAL;
+    uint64_t unit = (uint64_t)1 << shift;
+    uint64_t cur = blitz__u64_load(&ch->refs, BLITZ__RELAXED);
+    int closed = 0;
+    for (;;) {
+        uint64_t side = (cur >> shift) & 0xffffffffu;
+        if (side == 0)
+            return BLITZ_ERELEASED;
+        /* The last of a side closes before its reference goes, so the
+         * channel is still alive while it does (the other side may free it
+         * right after). */
+        if (side == 1 && !closed) {
+            blitz_chan_close(ch);
+            closed = 1;
+        }
+        /* Acq_rel: the releaser that frees sees every other holder's use. */
+        if (blitz__u64_cas_weak(&ch->refs, &cur, cur - unit, BLITZ__ACQ_REL))
+            break;
+    }
+    if (cur == unit)
+        blitz__chan_free(ch);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_chan_sender_clone(blitz_chan *ch) {
+    return blitz__chan_ref_add(ch, 0);
+}
+BLITZ_API int blitz_chan_sender_release(blitz_chan *ch) {
+    return blitz__chan_ref_release(ch, 0);
+}
+BLITZ_API int blitz_chan_receiver_clone(blitz_chan *ch) {
+    return blitz__chan_ref_add(ch, 32);
+}
+BLITZ_API int blitz_chan_receiver_release(blitz_chan *ch) {
+    return blitz__chan_ref_release(ch, 32);
+}
+
+BLITZ_API int blitz_chan_close(blitz_chan *ch) {
+    if (!ch)
+        return BLITZ_EINVAL;
+    /* Seq_cst: a sender's claim CAS either lands before the mark (its
+     * value is in the ring and will be drained) or fails on it. */
+    uint64_t prev = blitz__u64_fetch_or(&ch->tail, ch->mark, BLITZ__SEQ_CST);
+    if (!(prev & ch->mark))
+        blitz__chan_dispatch(ch);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_chan_is_closed(const blitz_chan *ch) {
+    return ch ? (blitz__u64_load(&ch->tail, BLITZ__ACQUIRE) & ch->mark) != 0 : 1;
+}
+
+BLITZ_API size_t blitz_chan_len(const blitz_chan *ch) {
+    if (!ch)
+        return 0;
+    uint64_t tail, head;
+    /* A consistent pair: the tail did not move while the head was read. */
+    do {
+        tail = blitz__u64_load(&ch->tail, BLITZ__SEQ_CST);
+        head = blitz__u64_load(&ch->head, BLITZ__SEQ_CST);
+    } while (blitz__u64_load(&ch->tail, BLITZ__SEQ_CST) != tail);
+    tail &= ~ch->mark;
+    {
+        uint64_t hix = head & (ch->mark - 1), tix = tail & (ch->mark - 1);
+        if (hix < tix)
+            return (size_t)(tix - hix);
+        if (hix > tix)
+            return (size_t)(ch->cap - hix + tix);
+        return tail == head ? 0 : ch->cap;
+    }
+}
+
+BLITZ_API size_t blitz_chan_capacity(const blitz_chan *ch) {
+    return ch ? ch->cap : 0;
+}
+BLITZ_API size_t blitz_chan_elem_size(const blitz_chan *ch) {
+    return ch ? ch->elem_size : 0;
+}
+
+BLITZ_API int blitz_chan_try_send(blitz_chan *ch, const void *value) {
+    if (!ch || !value)
+        return BLITZ_EINVAL;
+    int r = blitz__chan_push(ch, value);
+    if (BLITZ__LIKELY(r == BLITZ_OK)) {
+        blitz__chan_after_push(ch);
+        return BLITZ_OK;
+    }
+    return r == BLITZ__CHAN_BUSY ? BLITZ_EFULL : r;
+}
+
+BLITZ_API int blitz_chan_try_recv(blitz_chan *ch, void *out) {
+    if (!ch || !out)
+        return BLITZ_EINVAL;
+    int r = blitz__chan_pop(ch, out);
+    if (BLITZ__LIKELY(r == BLITZ_OK)) {
+        blitz__chan_after_pop(ch);
+        return BLITZ_OK;
+    }
+    return r == BLITZ__CHAN_BUSY ? BLITZ_EEMPTY : r;
+}
+
+/* ---- async ops ------------------------------------------------------------------ */
+
+#define BLITZ__CHAN_OP_SEND 1u
+#define BLITZ__CHAN_OP_RECV 2u
+/* A party in flight is given this many re-tries before the op yields. */
+#define BLITZ__CHAN_BUSY_SPINS 64
+
+static inline int blitz__chan_try(blitz_chan *ch, blitz_chan_op *op, int send) {
+    return send ? blitz__chan_push(ch, op->blitz__buf) : blitz__chan_pop(ch, op->blitz__buf);
+}
+
+/* The slow path of an idle op: queue it, then look again (under the lock,
+ * so no hand-off can race the look). */
+static blitz_poll blitz__chan_wait(blitz_cx *cx, blitz_chan_op *op, int send) {
+    blitz_chan *ch = op->blitz__ch;
+    blitz__waitq *q = send ? &ch->senders : &ch->receivers;
+    blitz__atomic_u32 *waiting = send ? &ch->send_waiting : &ch->recv_waiting;
+    blitz_waker waker = blitz_cx_waker(cx);
+    int spins = 0, r;
+    blitz__mutex_lock(&ch->lock);
+    op->blitz__w.blitz__flags = send ? BLITZ__CHAN_OP_SEND : BLITZ__CHAN_OP_RECV;
+    blitz__waitq_push(q, &op->blitz__w, &waker);
+    /* Seq_cst: see blitz__chan_pop / blitz__chan_push. */
+    blitz__u32_fetch_add(waiting, 1, BLITZ__SEQ_CST);
+    for (;;) {
+        r = blitz__chan_try(ch, op, send);
+        if (r != BLITZ__CHAN_BUSY || ++spins > BLITZ__CHAN_BUSY_SPINS)
+            break;
+        blitz__cpu_relax();
+    }
+    if (r == BLITZ_EFULL || r == BLITZ_EEMPTY) {
+        blitz__mutex_unlock(&ch->lock);
+        return BLITZ_PENDING;
+    }
+    blitz__waitq_unlink(q, &op->blitz__w);
+    blitz__u32_fetch_sub(waiting, 1, BLITZ__SEQ_CST);
+    blitz_waker mine = op->blitz__w.blitz__waker;
+    op->blitz__w.blitz__waker = blitz_waker_noop();
+    blitz__waiter_reset(&op->blitz__w);
+    blitz__mutex_unlock(&ch->lock);
+    blitz_waker_drop(mine);
+    if (r == BLITZ__CHAN_BUSY) {
+        /* The party in flight is slow (preempted): poll again later rather
+         * than spin here. */
+        blitz_waker_wake_by_ref(&waker);
+        return BLITZ_PENDING;
+    }
+    op->result = r;
+    if (r == BLITZ_OK) {
+        if (send)
+            blitz__chan_after_push(ch);
+        else
+            blitz__chan_after_pop(ch);
+    }
+    return BLITZ_READY;
+}
+
+static blitz_poll blitz__chan_poll(blitz_cx *cx, blitz_chan_op *op, int send) {
+    blitz_chan *ch = op->blitz__ch;
+    uint32_t st = blitz__waiter_state(&op->blitz__w);
+    if (st == BLITZ__WAITER_DONE) {
+        op->result = (int)(int64_t)op->blitz__w.blitz__value;
+        blitz__waiter_reset(&op->blitz__w);
+        return BLITZ_READY;
+    }
+    if (st == BLITZ__WAITER_QUEUED) {
+        blitz_waker waker = blitz_cx_waker(cx);
+        blitz__mutex_lock(&ch->lock);
+        if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) ==
+            BLITZ__WAITER_DONE) {
+            blitz__mutex_unlock(&ch->lock);
+            op->result = (int)(int64_t)op->blitz__w.blitz__value;
+            blitz__waiter_reset(&op->blitz__w);
+            return BLITZ_READY;
+        }
+        blitz_waker old = blitz__waiter_refresh(&op->blitz__w, &waker);
+        blitz__mutex_unlock(&ch->lock);
+        blitz_waker_drop(old);
+        return BLITZ_PENDING;
+    }
+    if (!ch || !op->blitz__buf) {
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    int r = blitz__chan_try(ch, op, send);
+    if (r == BLITZ__CHAN_BUSY) {
+        /* The other party is a few stores from done; its stores usually
+         * arrive sooner than a trip through the waiter lock. */
+        int spins;
+        for (spins = 0; r == BLITZ__CHAN_BUSY && spins < BLITZ__CHAN_BUSY_SPINS; spins++) {
+            blitz__cpu_relax();
+            r = blitz__chan_try(ch, op, send);
+        }
+    }
+    if (BLITZ__LIKELY(r == BLITZ_OK)) {
+        op->result = BLITZ_OK;
+        if (send)
+            blitz__chan_after_push(ch);
+        else
+            blitz__chan_after_pop(ch);
+        return BLITZ_READY;
+    }
+    if (r == BLITZ_ECLOSED) {
+        op->result = r;
+        return BLITZ_READY;
+    }
+    if (r == BLITZ__CHAN_BUSY) {
+        /* The other party was preempted between its claim and its stamp:
+         * let this worker run something else and look again. */
+        blitz_waker self = blitz_cx_waker(cx);
+        blitz_waker_wake_by_ref(&self);
+        return BLITZ_PENDING;
+    }
+    return blitz__chan_wait(cx, op, send);
+}
+
+static blitz_poll blitz__chan_send_poll(blitz_cx *cx, void *op) {
+    return blitz__chan_poll(cx, (blitz_chan_op *)op, 1);
+}
+static blitz_poll blitz__chan_recv_poll(blitz_cx *cx, void *op) {
+    return blitz__chan_poll(cx, (blitz_chan_op *)op, 0);
+}
+
+static inline void blitz__chan_op_bind(blitz_chan_op *op, blitz_chan *ch, const void *buf) {
+    if (blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE) {
+        op->blitz__ch = ch;
+        op->blitz__buf = (void *)(uintptr_t)buf;
+    }
+}
+
+BLITZ_API blitz_poll blitz_chan_send(blitz_cx *cx, blitz_chan_op *op, blitz_chan *ch,
+                                     const void *value) {
+    if (!op)
+        return BLITZ_READY;
+    blitz__chan_op_bind(op, ch, value);
+    return blitz__chan_poll(cx, op, 1);
+}
+
+BLITZ_API blitz_poll blitz_chan_recv(blitz_cx *cx, blitz_chan_op *op, blitz_chan *ch, void *out) {
+    if (!op)
+        return BLITZ_READY;
+    blitz__chan_op_bind(op, ch, out);
+    return blitz__chan_poll(cx, op, 0);
+}
+
+BLITZ_API blitz_op blitz_op_chan_send(blitz_chan_op *op, blitz_chan *ch, const void *value) {
+    if (op)
+        blitz__chan_op_bind(op, ch, value);
+    return blitz_op_make(op ? blitz__chan_send_poll : NULL, blitz_chan_cancel_op, op);
+}
+
+BLITZ_API blitz_op blitz_op_chan_recv(blitz_chan_op *op, blitz_chan *ch, void *out) {
+    if (op)
+        blitz__chan_op_bind(op, ch, out);
+    return blitz_op_make(op ? blitz__chan_recv_poll : NULL, blitz_chan_cancel_op, op);
+}
+
+BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op) {
+    if (!op)
+        return BLITZ_EINVAL;
+    uint32_t st = blitz__waiter_state(&op->blitz__w);
+    if (st == BLITZ__WAITER_IDLE)
+        return BLITZ_ECANCELED; /* nothing pending; a reported result stays */
+    if (st == BLITZ__WAITER_QUEUED) {
+        blitz_chan *ch = op->blitz__ch;
+        blitz_waker old = blitz_waker_noop();
+        blitz__mutex_lock(&ch->lock);
+        if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) ==
+            BLITZ__WAITER_QUEUED) {
+            int send = op->blitz__w.blitz__flags == BLITZ__CHAN_OP_SEND;
+            blitz__waitq_unlink(send ? &ch->senders : &ch->receivers, &op->blitz__w);
+            blitz__u32_fetch_sub(send ? &ch->send_waiting : &ch->recv_waiting, 1, BLITZ__SEQ_CST);
+            old = op->blitz__w.blitz__waker;
+            op->blitz__w.blitz__waker = blitz_waker_noop();
+            blitz__waiter_reset(&op->blitz__w);
+            op->result = BLITZ_ECANCELED;
+            blitz__mutex_unlock(&ch->lock);
+            blitz_waker_drop(old);
+            return BLITZ_ECANCELED;
+        }
+        blitz__mutex_unlock(&ch->lock);
+    }
+    /* Completed (DONE) but not yet polled: the op keeps what it got. */
+    op->result = (int)(int64_t)op->blitz__w.blitz__value;
+    blitz__waiter_reset(&op->blitz__w);
+    return op->result;
+}
+
+BLITZ_API void blitz_chan_cancel_op(blitz_cx *cx, void *op) {
+    (void)cx;
+    blitz_chan_op_cancel((blitz_chan_op *)op);
+}
+
+BLITZ_API int blitz_chan_send_blocking(blitz_chan *ch, const void *value) {
+    if (!ch || !value)
+        return BLITZ_EINVAL;
+    blitz_chan_op op;
+    memset(&op, 0, sizeof op);
+    int rc = blitz_op_wait(NULL, blitz_op_chan_send(&op, ch, value));
+    return rc ? rc : op.result;
+}
+
+BLITZ_API int blitz_chan_recv_blocking(blitz_chan *ch, void *out) {
+    if (!ch || !out)
+        return BLITZ_EINVAL;
+    blitz_chan_op op;
+    memset(&op, 0, sizeof op);
+    int rc = blitz_op_wait(NULL, blitz_op_chan_recv(&op, ch, out));
+    return rc ? rc : op.result;
+}
+/* ====[ END src/chan_mpmc.c ]============================================== */
+/* ====[ BEGIN src/chan_oneshot.c ]========================================= */
+/* >>chan_oneshot */
+/* The oneshot channel: one 64-bit value in a caller-provided cell, handed
+ * over through one atomic state word; no lock, no allocation.
+ *
+ * The receiver's waker lives in the cell. Only the receiver writes it, and
+ * only while it holds REGISTERING; the sender reads it only while it holds
+ * TAKING, and the two exclude each other through the state word. The sender
+ * copies the waker out before the store that publishes the value, so it
+ * never touches the cell after the receiver can see the value (and free the
+ * cell). */
+/* internal.h already included */
+
+#define BLITZ__OS_VALUE       0x01u /* the sender stored a value */
+#define BLITZ__OS_TX_CLOSED   0x02u /* the sender finished without a value */
+#define BLITZ__OS_RX_CLOSED   0x04u /* the receiver gave up */
+#define BLITZ__OS_HAS_WAKER   0x08u /* the cell holds the receiver's waker */
+#define BLITZ__OS_REGISTERING 0x10u /* the receiver is writing the waker */
+#define BLITZ__OS_TAKING      0x20u /* the sender is copying the waker out */
+#define BLITZ__OS_TAKEN       0x40u /* the receiver took the value */
+
+static inline blitz__atomic_u32 *blitz__os_state(blitz_oneshot *os) {
+    /* blitz__atomic_u32 is a struct around one uint32_t: same layout. */
+    return (blitz__atomic_u32 *)(void *)&os->blitz__state;
+}
+
+BLITZ_API void blitz_oneshot_init(blitz_oneshot *os) {
+    if (!os)
+        return;
+    /* The waker field is read only while HAS_WAKER is set: zero is fine. */
+    memset(os, 0, sizeof *os);
+}
+
+/* Finishes the sender side with `done` (VALUE or TX_CLOSED). */
+static int blitz__oneshot_finish_tx(blitz_oneshot *os, uint32_t done) {
+    blitz__atomic_u32 *a = blitz__os_state(os);
+    uint32_t s = blitz__u32_load(a, BLITZ__ACQUIRE);
+    for (;;) {
+        if (s & (BLITZ__OS_VALUE | BLITZ__OS_TX_CLOSED))
+            return BLITZ_EINVAL;
+        if (s & BLITZ__OS_RX_CLOSED)
+            done = BLITZ__OS_TX_CLOSED;
+        if ((s & BLITZ__OS_HAS_WAKER) && !(s & BLITZ__OS_REGISTERING)) {
+            /* Acquire: the waker the receiver published with release. */
+            if (!blitz__u32_cas_weak(a, &s, s | BLITZ__OS_TAKING, BLITZ__ACQUIRE))
+                continue;
+            blitz_waker w = os->blitz__waker;
+            s |= BLITZ__OS_TAKING;
+            uint32_t target;
+            /* Only the receiver's close can change the word meanwhile. */
+            do {
+                if (s & BLITZ__OS_RX_CLOSED)
+                    done = BLITZ__OS_TX_CLOSED;
+                target = (s & ~(BLITZ__OS_TAKING | BLITZ__OS_HAS_WAKER)) | done;
+                /* Release: the value is visible to the receiver that
+                 * acquires VALUE. From here on the cell is not touched. */
+            } while (!blitz__u32_cas_weak(a, &s, target, BLITZ__RELEASE));
+            if (s & BLITZ__OS_RX_CLOSED) {
+                blitz_waker_drop(w); /* nobody listens any more */
+                return BLITZ_ECLOSED;
+            }
+            blitz_waker_wake(w);
+            return done == BLITZ__OS_VALUE ? BLITZ_OK : BLITZ_ECLOSED;
+        }
+        /* No waker, or the receiver is registering one: it sees the new
+         * state when it tries to finish and handles it. */
+        if (blitz__u32_cas_weak(a, &s, s | done, BLITZ__RELEASE))
+            return done == BLITZ__OS_VALUE ? BLITZ_OK : BLITZ_ECLOSED;
+    }
+}
+
+BLITZ_API int blitz_oneshot_send(blitz_oneshot *os, uint64_t value) {
+    if (!os)
+        return BLITZ_EINVAL;
+    uint32_t s = blitz__u32_load(blitz__os_state(os), BLITZ__ACQUIRE);
+    if (s & (BLITZ__OS_VALUE | BLITZ__OS_TX_CLOSED))
+        return BLITZ_EINVAL;
+    if (!(s & BLITZ__OS_RX_CLOSED))
+        os->blitz__value = value; /* read only after VALUE is acquired */
+    return blitz__oneshot_finish_tx(os, BLITZ__OS_VALUE);
+}
+
+BLITZ_API void blitz_oneshot_close_tx(blitz_oneshot *os) {
+    if (os)
+        blitz__oneshot_finish_tx(os, BLITZ__OS_TX_CLOSED);
+}
+
+/* Drops the receiver's waker if the cell still holds it and the sender is
+ * not copying it; with `close`, also marks the receiver gone. */
+static void blitz__oneshot_withdraw(blitz_oneshot *os, int close) {
+    blitz__atomic_u32 *a = blitz__os_state(os);
+    uint32_t s = blitz__u32_load(a, BLITZ__ACQUIRE);
+    uint32_t add = close ? BLITZ__OS_RX_CLOSED : 0u;
+    for (;;) {
+        uint32_t target = s | add;
+        /* While TAKING the sender owns the waker and wakes or drops it. */
+        int drop = (s & BLITZ__OS_HAS_WAKER) && !(s & BLITZ__OS_TAKING);
+        if (drop)
+            target &= ~BLITZ__OS_HAS_WAKER;
+        if (target == s)
+            return;
+        if (blitz__u32_cas_weak(a, &s, target, BLITZ__ACQ_REL)) {
+            if (drop) {
+                blitz_waker w = os->blitz__waker;
+                os->blitz__waker = blitz_waker_noop();
+                blitz_waker_drop(w);
+            }
+            return;
+        }
+    }
+}
+
+BLITZ_API void blitz_oneshot_close_rx(blitz_oneshot *os) {
+    if (os)
+        blitz__oneshot_withdraw(os, 1);
+}
+
+BLITZ_API int blitz_oneshot_rx_closed(const blitz_oneshot *os) {
+    return os ? (blitz__u32_field_load(&os->blitz__state, BLITZ__ACQUIRE) & BLITZ__OS_RX_CLOSED) !=
+                    0
+              : 1;
+}
+
+BLITZ_API int blitz_oneshot_try_recv(blitz_oneshot *os, uint64_t *out) {
+    if (!os || !out)
+        return BLITZ_EINVAL;
+    blitz__atomic_u32 *a = blitz__os_state(os);
+    /* Acquire: pairs with the sender's release of VALUE. */
+    uint32_t s = blitz__u32_load(a, BLITZ__ACQUIRE);
+    if ((s & (BLITZ__OS_VALUE | BLITZ__OS_TAKEN)) == BLITZ__OS_VALUE) {
+        *out = os->blitz__value;
+        /* After VALUE the sender never writes the word again, and the
+         * receiver is the only other writer: a plain store suffices. */
+        blitz__u32_store(a, s | BLITZ__OS_TAKEN, BLITZ__RELAXED);
+        return BLITZ_OK;
+    }
+    return (s & (BLITZ__OS_VALUE | BLITZ__OS_TX_CLOSED)) ? BLITZ_ECLOSED : BLITZ_EEMPTY;
+}
+
+BLITZ_API blitz_poll blitz_oneshot_recv(blitz_cx *cx, blitz_oneshot *os) {
+    if (!os)
+        return BLITZ_READY;
+    blitz__atomic_u32 *a = blitz__os_state(os);
+    blitz_waker mine = blitz_cx_waker(cx);
+    uint32_t s = blitz__u32_load(a, BLITZ__ACQUIRE);
+    for (;;) {
+        if (s & (BLITZ__OS_VALUE | BLITZ__OS_TX_CLOSED))
+            return BLITZ_READY;
+        if (s & BLITZ__OS_TAKING) {
+            /* The sender is waking the stored waker right now; poll again
+             * in case this poll comes from another waker. */
+            blitz_waker_wake_by_ref(&mine);
+            return BLITZ_PENDING;
+        }
+        if ((s & BLITZ__OS_HAS_WAKER) && blitz_waker_will_wake(&os->blitz__waker, &mine))
+            return BLITZ_PENDING;
+        if (blitz__u32_cas_weak(a, &s, s | BLITZ__OS_REGISTERING, BLITZ__ACQUIRE))
+            break;
+    }
+    /* REGISTERING: the waker field is ours until we clear it. */
+    blitz_waker old = (s & BLITZ__OS_HAS_WAKER) ? os->blitz__waker : blitz_waker_noop();
+    os->blitz__waker = blitz_waker_clone(&mine);
+    uint32_t expected = s | BLITZ__OS_REGISTERING;
+    uint32_t target = (s & ~BLITZ__OS_REGISTERING) | BLITZ__OS_HAS_WAKER;
+    /* Release: publishes the waker to a sender that acquires HAS_WAKER. */
+    if (blitz__u32_cas(a, &expected, target, BLITZ__ACQ_REL)) {
+        blitz_waker_drop(old);
+        return BLITZ_PENDING;
+    }
+    /* The sender finished meanwhile (it does not take a waker while we
+     * register): the waker is still ours to drop. */
+    blitz_waker again = os->blitz__waker;
+    os->blitz__waker = blitz_waker_noop();
+    blitz__u32_fetch_and(a, ~(BLITZ__OS_REGISTERING | BLITZ__OS_HAS_WAKER), BLITZ__ACQ_REL);
+    blitz_waker_drop(old);
+    blitz_waker_drop(again);
+    return BLITZ_READY;
+}
+
+static blitz_poll blitz__oneshot_recv_poll(blitz_cx *cx, void *os) {
+    return blitz_oneshot_recv(cx, (blitz_oneshot *)os);
+}
+
+BLITZ_API void blitz_oneshot_recv_cancel(blitz_oneshot *os) {
+    if (os)
+        blitz__oneshot_withdraw(os, 0);
+}
+
+BLITZ_API void blitz_oneshot_cancel_op(blitz_cx *cx, void *os) {
+    (void)cx;
+    blitz_oneshot_recv_cancel((blitz_oneshot *)os);
+}
+
+BLITZ_API blitz_op blitz_op_oneshot_recv(blitz_oneshot *os) {
+    return blitz_op_make(os ? blitz__oneshot_recv_poll : NULL, blitz_oneshot_cancel_op, os);
+}
+
+BLITZ_API int blitz_oneshot_recv_blocking(blitz_oneshot *os, uint64_t *out) {
+    if (!os || !out)
+        return BLITZ_EINVAL;
+    int rc = blitz_op_wait(NULL, blitz_op_oneshot_recv(os));
+    if (rc != BLITZ_OK)
+        return rc;
+    return blitz_oneshot_try_recv(os, out);
+}
+
+BLITZ_API int blitz_oneshot_done(const blitz_oneshot *os) {
+    if (!os)
+        return 1;
+    uint32_t s = blitz__u32_field_load(&os->blitz__state, BLITZ__ACQUIRE);
+    return (s & (BLITZ__OS_VALUE | BLITZ__OS_TX_CLOSED)) &&
+           (s & (BLITZ__OS_TAKEN | BLITZ__OS_RX_CLOSED)) &&
+           !(s & (BLITZ__OS_HAS_WAKER | BLITZ__OS_REGISTERING | BLITZ__OS_TAKING));
+}
+/* ====[ END src/chan_oneshot.c ]=========================================== */
+/* ====[ BEGIN src/chan_broadcast.c ]======================================= */
+/* >>chan_broadcast */
+/* The broadcast channel: a ring of the last `cap` values, each slot a
+ * seqlock (a stamp and the value's words), written by senders one at a time
+ * and read by receivers without any lock, each from its own position. A
+ * receiver that was lapped notices it from the stamp and is moved to the
+ * oldest value still kept. Senders take turns through a lock bit in the
+ * tail (one CAS to take, a plain store to give back); the waiters of recv
+ * sit behind a separate lock that a send takes only when a counter says
+ * someone waits.
+ *
+ * Stamps: 2p + 2 when the slot holds position p in full, 2p + 1 while p is
+ * being written into it. The value words are atomics (stored with release,
+ * loaded with acquire, both plain moves on x86), so a read that overlaps a
+ * write is no data race: it sees a changed stamp afterwards and is
+ * discarded. */
+/* internal.h already included */
+/* waitq.h already included */
+
+/* Copies n bytes into / out of atomic words. Release stores: a reader whose
+ * acquire load sees one of these words also sees the odd stamp stored
+ * before it, so its stamp re-check fails. Acquire loads: the stamp re-check
+ * after them cannot be done before them. */
+static void blitz__words_store(blitz__atomic_u64 *dst, const void *src, size_t n) {
+    const unsigned char *p = (const unsigned char *)src;
+    size_t i, full = n / 8u;
+    for (i = 0; i < full; i++) {
+        uint64_t w;
+        memcpy(&w, p + 8u * i, 8u);
+        blitz__u64_store(&dst[i], w, BLITZ__RELEASE);
+    }
+    if (n % 8u) {
+        uint64_t w = 0;
+        memcpy(&w, p + 8u * full, n % 8u);
+        blitz__u64_store(&dst[full], w, BLITZ__RELEASE);
+    }
+}
+
+static void blitz__words_load(void *dst, const blitz__atomic_u64 *src, size_t n) {
+    unsigned char *p = (unsigned char *)dst;
+    size_t i, full = n / 8u;
+    for (i = 0; i < full; i++) {
+        uint64_t w = blitz__u64_load(&src[i], BLITZ__ACQUIRE);
+        memcpy(p + 8u * i, &w, 8u);
+    }
+    if (n % 8u) {
+        uint64_t w = blitz__u64_load(&src[full], BLITZ__ACQUIRE);
+        memcpy(p + 8u * full, &w, n % 8u);
+    }
+}
+
+/* Wakes every waiter of `q`, in batches, never under `lock` (held on entry
+ * and on return); `waiting` (if not NULL) counts the queued waiters. */
+static void blitz__waitq_wake_all(blitz__mutex *lock, blitz__waitq *q, blitz__atomic_u32 *waiting) {
+    blitz__wake_list wl;
+    wl.len = 0;
+    while (!blitz__waitq_empty(q)) {
+        blitz__waiter *w = q->blitz__head;
+        blitz__waitq_unlink(q, w);
+        if (waiting)
+            blitz__u32_fetch_sub(waiting, 1, BLITZ__RELAXED);
+        blitz__wake_list_push(&wl, blitz__waiter_finish(w));
+        if (blitz__wake_list_full(&wl)) {
+            blitz__mutex_unlock(lock);
+            blitz__wake_list_wake(&wl);
+            blitz__mutex_lock(lock);
+        }
+    }
+    if (wl.len) {
+        blitz__mutex_unlock(lock);
+        blitz__wake_list_wake(&wl);
+        blitz__mutex_lock(lock);
+    }
+}
+
+struct blitz_broadcast {
+    /* (next position << 1) | 1 while a sender writes */
+    BLITZ__ALIGNED blitz__atomic_u64 tail;
+    blitz__atomic_u32 closed;
+    blitz__atomic_u32 waiting; /* queued receivers */
+    size_t elem_size, slot_words;
+    uint64_t cap, mask;
+    blitz__atomic_u64 *slots;
+    BLITZ__ALIGNED blitz__mutex lock;
+    blitz__waitq waiters;
+    void *raw;              /* what blitz__alloc_aligned returned, to free */
+    blitz__atomic_u64 refs; /* senders low half, receivers high half */
+};
+
+static inline blitz__atomic_u64 *blitz__bc_slot(const blitz_broadcast *bc, uint64_t pos) {
+    return bc->slots + (pos & bc->mask) * bc->slot_words;
+}
+
+/* A sender that keeps finding another one writing yields after this many
+ * spins (the other was preempted mid-copy). */
+#define BLITZ__BC_SPINS 128
+
+/* Takes the senders' lock bit; returns the tail it found (unlocked). */
+static uint64_t blitz__bc_lock(blitz_broadcast *bc) {
+    unsigned spins = 0;
+    uint64_t t = blitz__u64_load(&bc->tail, BLITZ__RELAXED);
+    for (;;) {
+        /* Seq_cst: this claim is ordered before the later seq_cst load of
+         * `waiting`, against a receiver's seq_cst increment of it and its
+         * seq_cst load of the tail (see blitz__bc_recv_poll). */
+        if (!(t & 1u) && blitz__u64_cas_weak(&bc->tail, &t, t | 1u, BLITZ__SEQ_CST))
+            return t;
+        if (t & 1u) {
+            if (++spins < BLITZ__BC_SPINS) {
+                blitz__cpu_relax();
+            } else {
+                spins = 0;
+                sched_yield();
+            }
+            t = blitz__u64_load(&bc->tail, BLITZ__RELAXED);
+        }
+    }
+}
+
+static void blitz__bc_wake(blitz_broadcast *bc) {
+    blitz__mutex_lock(&bc->lock);
+    blitz__waitq_wake_all(&bc->lock, &bc->waiters, &bc->waiting);
+    blitz__mutex_unlock(&bc->lock);
+}
+
+BLITZ_API int blitz_broadcast_new(blitz_broadcast **out, size_t elem_size, size_t capacity) {
+    if (!out)
+        return BLITZ_EINVAL;
+    *out = NULL;
+    if (elem_size == 0 || capacity == 0 || capacity > ((size_t)1 << 32) ||
+        elem_size > ((size_t)1 << 30))
+        return BLITZ_EINVAL;
+    uint64_t cap = 1;
+    while (cap < capacity)
+        cap <<= 1;
+    size_t slot_words = 1u + (elem_size + 7u) / 8u;
+    if (cap > SIZE_MAX / (slot_words * sizeof(uint64_t)))
+        return BLITZ_EINVAL;
+    void *raw = NULL;
+    /* Aligned: the hot fields sit on their own cache lines. */
+    blitz_broadcast *bc =
+        (blitz_broadcast *)blitz__alloc_aligned(sizeof *bc, BLITZ_CACHE_LINE, &raw);
+    if (!bc)
+        return BLITZ_ENOMEM;
+    memset(bc, 0, sizeof *bc);
+    bc->raw = raw;
+    size_t bytes = (size_t)cap * slot_words * sizeof(uint64_t);
+    bc->slots = (blitz__atomic_u64 *)BLITZ_MALLOC(bytes);
+    if (!bc->slots) {
+        blitz__free(raw);
+        return BLITZ_ENOMEM;
+    }
+    memset(bc->slots, 0, bytes); /* stamp 0: no position yet */
+    bc->elem_size = elem_size;
+    bc->slot_words = slot_words;
+    bc->cap = cap;
+    bc->mask = cap - 1;
+    blitz__mutex_init(&bc->lock);
+    blitz__u64_store(&bc->refs, 1u, BLITZ__RELAXED);
+    *out = bc;
+    return BLITZ_OK;
+}
+
+static void blitz__bc_unref(blitz_broadcast *bc, uint64_t unit) {
+    /* Acq_rel: whoever frees sees the other holders' use. */
+    if (blitz__u64_fetch_sub(&bc->refs, unit, BLITZ__ACQ_REL) == unit) {
+        blitz__mutex_destroy(&bc->lock);
+        BLITZ_FREE(bc->slots);
+        blitz__free(bc->raw);
+    }
+}
+
+BLITZ_API int blitz_broadcast_close(blitz_broadcast *bc) {
+    if (!bc)
+        return BLITZ_EINVAL;
+    uint64_t t = blitz__bc_lock(bc);
+    /* Release (and the unlock's): a receiver that acquires `closed` sees
+     * every value sent before. */
+    blitz__u32_store(&bc->closed, 1, BLITZ__RELEASE);
+    blitz__u64_store(&bc->tail, t, BLITZ__RELEASE);
+    blitz__bc_wake(bc);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_broadcast_sender_clone(blitz_broadcast *bc) {
+    if (!bc)
+        return BLITZ_EINVAL;
+    uint64_t cur = blitz__u64_load(&bc->refs, BLITZ__RELAXED);
+    for (;;) {
+        if ((cur & 0xffffffffu) == 0)
+            return BLITZ_ECLOSED;
+        if (blitz__u64_cas_weak(&bc->refs, &cur, cur + 1u, BLITZ__RELAXED))
+            return BLITZ_OK;
+    }
+}
+
+BLITZ_API int blitz_broadcast_sender_release(blitz_broadcast *bc) {
+    if (!bc)
+        return BLITZ_EINVAL;
+    uint64_t cur = blitz__u64_load(&bc->refs, BLITZ__RELAXED);
+    int closed = 0;
+    for (;;) {
+        if ((cur & 0xffffffffu) == 0)
+            return BLITZ_ERELEASED;
+        /* The last sender closes while its reference still keeps the
+         * channel alive. */
+        if ((cur & 0xffffffffu) == 1 && !closed) {
+            blitz_broadcast_close(bc);
+            closed = 1;
+        }
+        if (blitz__u64_cas_weak(&bc->refs, &cur, cur - 1u, BLITZ__ACQ_REL))
+            break;
+    }
+    if (cur == 1u) {
+        blitz__mutex_destroy(&bc->lock);
+        BLITZ_FREE(bc->slots);
+        blitz__free(bc->raw);
+    }
+    return BLITZ_OK;
+}
+
+BLITZ_API uint32_t blitz_broadcast_receiver_count(const blitz_broadcast *bc) {
+    return bc ? (uint32_t)(blitz__u64_load(&bc->refs, BLITZ__ACQUIRE) >> 32) : 0u;
+}
+
+BLITZ_API int blitz_broadcast_subscribe(blitz_broadcast *bc, blitz_broadcast_rx *rx) {
+    if (!bc || !rx)
+        return BLITZ_EINVAL;
+    memset(rx, 0, sizeof *rx);
+    rx->blitz__bc = bc;
+    blitz__u64_fetch_add(&bc->refs, (uint64_t)1 << 32, BLITZ__RELAXED);
+    /* A send in progress is for this position: the new receiver gets it. */
+    rx->blitz__pos = blitz__u64_load(&bc->tail, BLITZ__ACQUIRE) >> 1;
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_broadcast_send(blitz_broadcast *bc, const void *value) {
+    if (!bc || !value)
+        return BLITZ_EINVAL;
+    uint64_t t = blitz__bc_lock(bc);
+    uint32_t receivers = (uint32_t)(blitz__u64_load(&bc->refs, BLITZ__RELAXED) >> 32);
+    if (blitz__u32_load(&bc->closed, BLITZ__RELAXED) || receivers == 0) {
+        blitz__u64_store(&bc->tail, t, BLITZ__RELEASE);
+        return BLITZ_ECLOSED;
+    }
+    uint64_t pos = t >> 1;
+    blitz__atomic_u64 *slot = blitz__bc_slot(bc, pos);
+    blitz__u64_store(&slot[0], 2u * pos + 1u, BLITZ__RELAXED);
+    blitz__words_store(slot + 1, value, bc->elem_size);
+    /* Release: the value's words are visible to a reader that acquires
+     * this stamp. */
+    blitz__u64_store(&slot[0], 2u * pos + 2u, BLITZ__RELEASE);
+    blitz__u64_store(&bc->tail, t + 2u, BLITZ__RELEASE);
+    if (blitz__u32_load(&bc->waiting, BLITZ__SEQ_CST) != 0)
+        blitz__bc_wake(bc);
+    return receivers > (uint32_t)INT32_MAX ? INT32_MAX : (int)receivers;
+}
+
+BLITZ_API int blitz_broadcast_try_recv(blitz_broadcast_rx *rx, void *out) {
+    if (!rx || !rx->blitz__bc || !out)
+        return BLITZ_EINVAL;
+    blitz_broadcast *bc = rx->blitz__bc;
+    for (;;) {
+        uint64_t pos = rx->blitz__pos;
+        blitz__atomic_u64 *slot = blitz__bc_slot(bc, pos);
+        uint64_t want = 2u * pos + 2u;
+        uint64_t s = blitz__u64_load(&slot[0], BLITZ__ACQUIRE);
+        if (s == want) {
+            blitz__words_load(out, slot + 1, bc->elem_size);
+            /* Ordered after the acquire loads of the words. */
+            if (blitz__u64_load(&slot[0], BLITZ__RELAXED) == want) {
+                rx->blitz__pos = pos + 1u;
+                return BLITZ_OK;
+            }
+            continue; /* overwritten while copying: lagged */
+        }
+        if (s < want) {
+            /* Acquire: pairs with the release in close, after which every
+             * value sent is visible. */
+            if (!blitz__u32_load(&bc->closed, BLITZ__ACQUIRE))
+                return BLITZ_EEMPTY;
+            if (blitz__u64_load(&slot[0], BLITZ__ACQUIRE) < want)
+                return BLITZ_ECLOSED;
+            continue;
+        }
+        /* Lapped: the slot holds (or is being filled with) position q, so
+         * positions before q - cap + 1 are gone; the tail may say more. */
+        uint64_t q = (s - 1u) / 2u;
+        uint64_t tail = blitz__u64_load(&bc->tail, BLITZ__ACQUIRE) >> 1;
+        uint64_t oldest = q + 1u - bc->cap;
+        if (tail > bc->cap && tail - bc->cap > oldest)
+            oldest = tail - bc->cap;
+        rx->lagged = oldest - pos;
+        rx->blitz__pos = oldest;
+        return BLITZ_ELAGGED;
+    }
+}
+
+/* Takes a queued or woken waiter out. Under the lock; returns the waker to
+ * drop after it. */
+static blitz_waker blitz__bc_withdraw_locked(blitz_broadcast_rx *rx) {
+    blitz_waker old = blitz_waker_noop();
+    uint32_t st = blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED);
+    if (st == BLITZ__WAITER_QUEUED) {
+        blitz__waitq_unlink(&rx->blitz__bc->waiters, &rx->blitz__w);
+        blitz__u32_fetch_sub(&rx->blitz__bc->waiting, 1, BLITZ__RELAXED);
+        old = rx->blitz__w.blitz__waker;
+        rx->blitz__w.blitz__waker = blitz_waker_noop();
+    }
+    blitz__waiter_reset(&rx->blitz__w);
+    return old;
+}
+
+static blitz_poll blitz__bc_recv_poll(blitz_cx *cx, void *p) {
+    blitz_broadcast_rx *rx = (blitz_broadcast_rx *)p;
+    blitz_broadcast *bc = rx->blitz__bc;
+    if (!bc || !rx->blitz__buf) {
+        rx->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    int r = blitz_broadcast_try_recv(rx, rx->blitz__buf);
+    uint32_t st = blitz__waiter_state(&rx->blitz__w);
+    if (r != BLITZ_EEMPTY && st == BLITZ__WAITER_IDLE) {
+        rx->result = r;
+        return BLITZ_READY;
+    }
+    blitz_waker mine = blitz_cx_waker(cx), old;
+    blitz__mutex_lock(&bc->lock);
+    if (blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
+        if (r != BLITZ_EEMPTY) {
+            old = blitz__bc_withdraw_locked(rx);
+            blitz__mutex_unlock(&bc->lock);
+            blitz_waker_drop(old);
+            rx->result = r;
+            return BLITZ_READY;
+        }
+        old = blitz__waiter_refresh(&rx->blitz__w, &mine);
+        blitz__mutex_unlock(&bc->lock);
+        blitz_waker_drop(old);
+        return BLITZ_PENDING;
+    }
+    if (r == BLITZ_EEMPTY) {
+        blitz__waiter_reset(&rx->blitz__w);
+        blitz__waitq_push(&bc->waiters, &rx->blitz__w, &mine);
+        /* Seq_cst: a sender whose seq_cst load of `waiting` misses this took
+         * the lock bit earlier in the total order, so this load of the tail
+         * sees it taken, or the tail past the position. */
+        blitz__u32_fetch_add(&bc->waiting, 1, BLITZ__SEQ_CST);
+        uint64_t t = blitz__u64_load(&bc->tail, BLITZ__SEQ_CST);
+        r = blitz_broadcast_try_recv(rx, rx->blitz__buf);
+        if (r == BLITZ_EEMPTY && !(t & 1u) && (t >> 1) <= rx->blitz__pos) {
+            blitz__mutex_unlock(&bc->lock);
+            return BLITZ_PENDING;
+        }
+    }
+    old = blitz__bc_withdraw_locked(rx);
+    blitz__mutex_unlock(&bc->lock);
+    blitz_waker_drop(old);
+    if (r == BLITZ_EEMPTY) {
+        /* A send is half done: look again once it had time to finish. */
+        blitz_waker_wake_by_ref(&mine);
+        return BLITZ_PENDING;
+    }
+    rx->result = r;
+    return BLITZ_READY;
+}
+
+BLITZ_API blitz_poll blitz_broadcast_recv(blitz_cx *cx, blitz_broadcast_rx *rx, void *out) {
+    if (!rx)
+        return BLITZ_READY;
+    rx->blitz__buf = out;
+    return blitz__bc_recv_poll(cx, rx);
+}
+
+BLITZ_API blitz_op blitz_op_broadcast_recv(blitz_broadcast_rx *rx, void *out) {
+    if (rx)
+        rx->blitz__buf = out;
+    return blitz_op_make(rx ? blitz__bc_recv_poll : NULL, blitz_broadcast_cancel_op, rx);
+}
+
+BLITZ_API void blitz_broadcast_recv_cancel(blitz_broadcast_rx *rx) {
+    if (!rx || !rx->blitz__bc || blitz__waiter_state(&rx->blitz__w) == BLITZ__WAITER_IDLE)
+        return;
+    blitz__mutex_lock(&rx->blitz__bc->lock);
+    blitz_waker old = blitz__bc_withdraw_locked(rx);
+    blitz__mutex_unlock(&rx->blitz__bc->lock);
+    blitz_waker_drop(old);
+}
+
+BLITZ_API void blitz_broadcast_cancel_op(blitz_cx *cx, void *rx) {
+    (void)cx;
+    blitz_broadcast_recv_cancel((blitz_broadcast_rx *)rx);
+}
+
+BLITZ_API int blitz_broadcast_unsubscribe(blitz_broadcast_rx *rx) {
+    if (!rx)
+        return BLITZ_EINVAL;
+    if (!rx->blitz__bc)
+        return BLITZ_ERELEASED;
+    blitz_broadcast_recv_cancel(rx);
+    blitz_broadcast *bc = rx->blitz__bc;
+    rx->blitz__bc = NULL;
+    blitz__bc_unref(bc, (uint64_t)1 << 32);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_broadcast_recv_blocking(blitz_broadcast_rx *rx, void *out) {
+    if (!rx || !rx->blitz__bc || !out)
+        return BLITZ_EINVAL;
+    int rc = blitz_op_wait(NULL, blitz_op_broadcast_recv(rx, out));
+    return rc ? rc : rx->result;
+}
+/* ====[ END src/chan_broadcast.c ]========================================= */
+/* ====[ BEGIN src/chan_watch.c ]=========================================== */
+/* >>chan_watch */
+/* The watch channel: one value behind a seqlock whose sequence is twice the
+ * version (odd while a send writes), so readers never lock and never see a
+ * torn value, and senders never wait for readers. The odd sequence is also
+ * the senders' lock: a send takes it with one CAS and gives it back with a
+ * plain store. The waiters of changed() sit behind a separate lock that a
+ * send takes only when a counter says someone waits. */
+/* internal.h already included */
+/* waitq.h already included */
+
+/* A reader that keeps finding a send in progress yields after this many
+ * spins (the sender was preempted mid-copy). */
+#define BLITZ__WATCH_SPINS 128
+
+struct blitz_watch {
+    BLITZ__ALIGNED blitz__atomic_u64 seq;
+    blitz__atomic_u32 closed;
+    blitz__atomic_u32 waiting; /* queued changed() waiters */
+    size_t elem_size;
+    blitz__atomic_u64 *words;
+    BLITZ__ALIGNED blitz__mutex lock;
+    blitz__waitq waiters;
+    void *raw;              /* what blitz__alloc_aligned returned, to free */
+    blitz__atomic_u64 refs; /* senders low half, receivers high half */
+};
+
+static void blitz__watch_free(blitz_watch *w) {
+    blitz__mutex_destroy(&w->lock);
+    BLITZ_FREE(w->words);
+    blitz__free(w->raw);
+}
+
+BLITZ_API int blitz_watch_new(blitz_watch **out, size_t elem_size, const void *initial) {
+    if (!out)
+        return BLITZ_EINVAL;
+    *out = NULL;
+    if (!initial || elem_size == 0 || elem_size > ((size_t)1 << 30))
+        return BLITZ_EINVAL;
+    void *raw = NULL;
+    /* Aligned: the hot fields sit on their own cache lines. */
+    blitz_watch *w = (blitz_watch *)blitz__alloc_aligned(sizeof *w, BLITZ_CACHE_LINE, &raw);
+    if (!w)
+        return BLITZ_ENOMEM;
+    memset(w, 0, sizeof *w);
+    w->raw = raw;
+    w->words = (blitz__atomic_u64 *)BLITZ_MALLOC((elem_size + 7u) / 8u * sizeof(uint64_t));
+    if (!w->words) {
+        blitz__free(raw);
+        return BLITZ_ENOMEM;
+    }
+    w->elem_size = elem_size;
+    blitz__words_store(w->words, initial, elem_size);
+    blitz__u64_store(&w->seq, 2u, BLITZ__RELEASE); /* version 1 */
+    blitz__mutex_init(&w->lock);
+    blitz__u64_store(&w->refs, 1u, BLITZ__RELAXED);
+    *out = w;
+    return BLITZ_OK;
+}
+
+static inline uint64_t blitz__watch_version(const blitz_watch *w) {
+    /* An odd sequence (send in progress) still counts as the old version. */
+    return blitz__u64_load(&w->seq, BLITZ__ACQUIRE) >> 1;
+}
+
+/* Takes the sequence lock: returns the (even) sequence it found. */
+static uint64_t blitz__watch_lock(blitz_watch *w) {
+    unsigned spins = 0;
+    uint64_t s = blitz__u64_load(&w->seq, BLITZ__RELAXED);
+    for (;;) {
+        /* Seq_cst: this claim is ordered before the later seq_cst load of
+         * `waiting`, against a waiter's seq_cst increment of it and its
+         * seq_cst load of the sequence (see blitz__watch_changed_poll). */
+        if (!(s & 1u) && blitz__u64_cas_weak(&w->seq, &s, s + 1u, BLITZ__SEQ_CST))
+            return s;
+        if (s & 1u) {
+            if (++spins < BLITZ__WATCH_SPINS) {
+                blitz__cpu_relax();
+            } else {
+                spins = 0;
+                sched_yield();
+            }
+            s = blitz__u64_load(&w->seq, BLITZ__RELAXED);
+        }
+    }
+}
+
+/* Wakes every changed() waiter, if there is one. */
+static void blitz__watch_wake(blitz_watch *w) {
+    if (blitz__u32_load(&w->waiting, BLITZ__SEQ_CST) == 0)
+        return;
+    blitz__mutex_lock(&w->lock);
+    blitz__waitq_wake_all(&w->lock, &w->waiters, &w->waiting);
+    blitz__mutex_unlock(&w->lock);
+}
+
+BLITZ_API int blitz_watch_send(blitz_watch *w, const void *value) {
+    if (!w || !value)
+        return BLITZ_EINVAL;
+    uint64_t s = blitz__watch_lock(w);
+    if (blitz__u32_load(&w->closed, BLITZ__RELAXED)) {
+        blitz__u64_store(&w->seq, s, BLITZ__RELEASE); /* unchanged version */
+        return BLITZ_ECLOSED;
+    }
+    /* The odd sequence is ordered before the words by their release
+     * stores (see blitz__words_store). */
+    blitz__words_store(w->words, value, w->elem_size);
+    /* Release: the new words are visible to a reader that acquires it. */
+    blitz__u64_store(&w->seq, s + 2u, BLITZ__RELEASE);
+    blitz__watch_wake(w);
+    return BLITZ_OK;
+}
+
+BLITZ_API uint64_t blitz_watch_read(const blitz_watch *w, void *out) {
+    if (!w || !out)
+        return 0;
+    unsigned spins = 0;
+    for (;;) {
+        uint64_t s1 = blitz__u64_load(&w->seq, BLITZ__ACQUIRE);
+        if (!(s1 & 1u)) {
+            blitz__words_load(out, w->words, w->elem_size);
+            /* Ordered after the acquire loads of the words. */
+            if (blitz__u64_load(&w->seq, BLITZ__RELAXED) == s1)
+                return s1 >> 1;
+        }
+        if (++spins < BLITZ__WATCH_SPINS) {
+            blitz__cpu_relax();
+        } else {
+            spins = 0;
+            sched_yield();
+        }
+    }
+}
+
+BLITZ_API int blitz_watch_close(blitz_watch *w) {
+    if (!w)
+        return BLITZ_EINVAL;
+    uint64_t s = blitz__watch_lock(w);
+    /* Release: a reader that acquires `closed` sees every send before. */
+    blitz__u32_store(&w->closed, 1, BLITZ__RELEASE);
+    blitz__u64_store(&w->seq, s, BLITZ__RELEASE);
+    blitz__mutex_lock(&w->lock);
+    blitz__waitq_wake_all(&w->lock, &w->waiters, &w->waiting);
+    blitz__mutex_unlock(&w->lock);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_watch_sender_clone(blitz_watch *w) {
+    if (!w)
+        return BLITZ_EINVAL;
+    uint64_t cur = blitz__u64_load(&w->refs, BLITZ__RELAXED);
+    for (;;) {
+        if ((cur & 0xffffffffu) == 0)
+            return BLITZ_ECLOSED;
+        if (blitz__u64_cas_weak(&w->refs, &cur, cur + 1u, BLITZ__RELAXED))
+            return BLITZ_OK;
+    }
+}
+
+BLITZ_API int blitz_watch_sender_release(blitz_watch *w) {
+    if (!w)
+        return BLITZ_EINVAL;
+    uint64_t cur = blitz__u64_load(&w->refs, BLITZ__RELAXED);
+    int closed = 0;
+    for (;;) {
+        if ((cur & 0xffffffffu) == 0)
+            return BLITZ_ERELEASED;
+        if ((cur & 0xffffffffu) == 1 && !closed) {
+            blitz_watch_close(w);
+            closed = 1;
+        }
+        /* Acq_rel: whoever frees sees the other holders' use. */
+        if (blitz__u64_cas_weak(&w->refs, &cur, cur - 1u, BLITZ__ACQ_REL))
+            break;
+    }
+    if (cur == 1u)
+        blitz__watch_free(w);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_watch_subscribe(blitz_watch *w, blitz_watch_rx *rx) {
+    if (!w || !rx)
+        return BLITZ_EINVAL;
+    memset(rx, 0, sizeof *rx);
+    rx->blitz__watch = w;
+    blitz__u64_fetch_add(&w->refs, (uint64_t)1 << 32, BLITZ__RELAXED);
+    rx->seen = blitz__watch_version(w);
+    return BLITZ_OK;
+}
+
+BLITZ_API uint64_t blitz_watch_read_update(blitz_watch_rx *rx, void *out) {
+    if (!rx || !rx->blitz__watch || !out)
+        return 0;
+    uint64_t v = blitz_watch_read(rx->blitz__watch, out);
+    if (v > rx->seen)
+        rx->seen = v;
+    return v;
+}
+
+BLITZ_API int blitz_watch_has_changed(const blitz_watch_rx *rx) {
+    if (!rx || !rx->blitz__watch)
+        return BLITZ_EINVAL;
+    const blitz_watch *w = rx->blitz__watch;
+    if (blitz__watch_version(w) > rx->seen)
+        return 1;
+    if (blitz__u32_load(&w->closed, BLITZ__ACQUIRE) && blitz__watch_version(w) <= rx->seen)
+        return BLITZ_ECLOSED;
+    return 0;
+}
+
+static blitz_waker blitz__watch_withdraw_locked(blitz_watch_rx *rx) {
+    blitz_waker old = blitz_waker_noop();
+    if (blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
+        blitz__waitq_unlink(&rx->blitz__watch->waiters, &rx->blitz__w);
+        blitz__u32_fetch_sub(&rx->blitz__watch->waiting, 1, BLITZ__RELAXED);
+        old = rx->blitz__w.blitz__waker;
+        rx->blitz__w.blitz__waker = blitz_waker_noop();
+    }
+    blitz__waiter_reset(&rx->blitz__w);
+    return old;
+}
+
+/* 1 when changed() is done (rx->result set). */
+static int blitz__watch_check(blitz_watch_rx *rx) {
+    blitz_watch *w = rx->blitz__watch;
+    uint64_t v = blitz__watch_version(w);
+    if (v > rx->seen) {
+        rx->seen = v;
+        rx->result = BLITZ_OK;
+        return 1;
+    }
+    /* Acquire: pairs with the release in close; a send before the close
+     * is then visible in the version re-read. */
+    if (blitz__u32_load(&w->closed, BLITZ__ACQUIRE)) {
+        v = blitz__watch_version(w);
+        if (v > rx->seen) {
+            rx->seen = v;
+            rx->result = BLITZ_OK;
+        } else {
+            rx->result = BLITZ_ECLOSED;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+static blitz_poll blitz__watch_changed_poll(blitz_cx *cx, void *p) {
+    blitz_watch_rx *rx = (blitz_watch_rx *)p;
+    blitz_watch *w = rx->blitz__watch;
+    if (!w) {
+        rx->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    if (blitz__waiter_state(&rx->blitz__w) == BLITZ__WAITER_IDLE && blitz__watch_check(rx))
+        return BLITZ_READY;
+    blitz_waker mine = blitz_cx_waker(cx), old;
+    blitz__mutex_lock(&w->lock);
+    if (blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
+        if (blitz__watch_check(rx)) {
+            old = blitz__watch_withdraw_locked(rx);
+            blitz__mutex_unlock(&w->lock);
+            blitz_waker_drop(old);
+            return BLITZ_READY;
+        }
+        old = blitz__waiter_refresh(&rx->blitz__w, &mine);
+        blitz__mutex_unlock(&w->lock);
+        blitz_waker_drop(old);
+        return BLITZ_PENDING;
+    }
+    blitz__waiter_reset(&rx->blitz__w);
+    blitz__waitq_push(&w->waiters, &rx->blitz__w, &mine);
+    /* Seq_cst: a sender whose seq_cst load of `waiting` misses this took
+     * the sequence lock earlier in the total order, so the load of the
+     * sequence below sees its odd or newer sequence. */
+    blitz__u32_fetch_add(&w->waiting, 1, BLITZ__SEQ_CST);
+    uint64_t seq = blitz__u64_load(&w->seq, BLITZ__SEQ_CST);
+    int ready = blitz__watch_check(rx);
+    if (!ready && !(seq & 1u)) {
+        blitz__mutex_unlock(&w->lock);
+        return BLITZ_PENDING;
+    }
+    old = blitz__watch_withdraw_locked(rx);
+    blitz__mutex_unlock(&w->lock);
+    blitz_waker_drop(old);
+    if (ready)
+        return BLITZ_READY;
+    /* A send is half done: look again once it had time to finish. */
+    blitz_waker_wake_by_ref(&mine);
+    return BLITZ_PENDING;
+}
+
+BLITZ_API blitz_poll blitz_watch_changed(blitz_cx *cx, blitz_watch_rx *rx) {
+    if (!rx)
+        return BLITZ_READY;
+    return blitz__watch_changed_poll(cx, rx);
+}
+
+BLITZ_API blitz_op blitz_op_watch_changed(blitz_watch_rx *rx) {
+    return blitz_op_make(rx ? blitz__watch_changed_poll : NULL, blitz_watch_cancel_op, rx);
+}
+
+BLITZ_API void blitz_watch_changed_cancel(blitz_watch_rx *rx) {
+    if (!rx || !rx->blitz__watch || blitz__waiter_state(&rx->blitz__w) == BLITZ__WAITER_IDLE)
+        return;
+    blitz__mutex_lock(&rx->blitz__watch->lock);
+    blitz_waker old = blitz__watch_withdraw_locked(rx);
+    blitz__mutex_unlock(&rx->blitz__watch->lock);
+    blitz_waker_drop(old);
+}
+
+BLITZ_API void blitz_watch_cancel_op(blitz_cx *cx, void *rx) {
+    (void)cx;
+    blitz_watch_changed_cancel((blitz_watch_rx *)rx);
+}
+
+BLITZ_API int blitz_watch_unsubscribe(blitz_watch_rx *rx) {
+    if (!rx)
+        return BLITZ_EINVAL;
+    if (!rx->blitz__watch)
+        return BLITZ_ERELEASED;
+    blitz_watch_changed_cancel(rx);
+    blitz_watch *w = rx->blitz__watch;
+    rx->blitz__watch = NULL;
+    /* Acq_rel: whoever frees sees the other holders' use. */
+    if (blitz__u64_fetch_sub(&w->refs, (uint64_t)1 << 32, BLITZ__ACQ_REL) == ((uint64_t)1 << 32))
+        blitz__watch_free(w);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx) {
+    if (!rx || !rx->blitz__watch)
+        return BLITZ_EINVAL;
+    int rc = blitz_op_wait(NULL, blitz_op_watch_changed(rx));
+    return rc ? rc : rx->result;
+}
+/* ====[ END src/chan_watch.c ]============================================= */
 /* ====[ BEGIN src/worker.c ]=============================================== */
 /* >>worker */
 /* The multi-thread scheduler's workers (seeds 000 and 001).
