@@ -1521,7 +1521,8 @@ BLITZ_API blitz_op blitz_op_chan_recv(blitz_chan_op *op, blitz_chan *ch, void *o
  * received value is in its buffer; a sent value is in the channel),
  * BLITZ_ECLOSED when it had completed with that, BLITZ_ECANCELED when it
  * was withdrawn or nothing was pending; op->result is set to the same,
- * except that an idle op keeps the result it last reported. Safe on an
+ * except that an op whose last poll returned READY keeps the result it
+ * reported (while an op is unfinished its result is BLITZ_EAGAIN). Safe on an
  * idle, pending or completed op, and from a task's cancel hook. */
 BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op);
 /* blitz_chan_op_cancel as a blitz_cancel_fn. */
@@ -7077,6 +7078,10 @@ static blitz_poll blitz__chan_poll(blitz_cx *cx, blitz_chan_op *op, int send) {
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
+    /* Not finished until a branch below says otherwise: a cancel of an
+     * idle op that returned PENDING (a party in flight) must not report
+     * the result of the op's previous use. */
+    op->result = BLITZ_EAGAIN;
     int r = blitz__chan_try(ch, op, send);
     if (r == BLITZ__CHAN_BUSY) {
         /* The other party is a few stores from done; its stores usually
@@ -7154,8 +7159,13 @@ BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op) {
     if (!op)
         return BLITZ_EINVAL;
     uint32_t st = blitz__waiter_state(&op->blitz__w);
-    if (st == BLITZ__WAITER_IDLE)
-        return BLITZ_ECANCELED; /* nothing pending; a reported result stays */
+    if (st == BLITZ__WAITER_IDLE) {
+        /* Nothing queued. A result already reported stays; an attempt
+         * that returned PENDING without queueing is withdrawn. */
+        if (op->result == BLITZ_EAGAIN)
+            op->result = BLITZ_ECANCELED;
+        return BLITZ_ECANCELED;
+    }
     if (st == BLITZ__WAITER_QUEUED) {
         blitz_chan *ch = op->blitz__ch;
         blitz_waker old = blitz_waker_noop();
