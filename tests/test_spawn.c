@@ -115,6 +115,9 @@ static blitz_poll spawn_parent_poll(blitz_cx *cx, void *p) {
         spawn_child c = {0, s->i + 1, 0, s->i % 3, 0};
         CHECK_OK(blitz_spawn(blitz_cx_runtime(cx), spawn_child_poll, &c, sizeof c, &s->kids[s->i]));
     }
+    /* At least one resumption, even when every child finishes before its
+     * join is reached. */
+    BLITZ_YIELD(s, cx);
     for (s->i = 0; s->i < s->n; s->i++) {
         BLITZ_AWAIT(s, blitz_join(cx, s->kids[s->i]));
         s->statuses_ok += blitz_task_status(s->kids[s->i]) == BLITZ_OK;
