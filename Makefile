@@ -18,7 +18,7 @@ DEV_HEADER := $(BUILD)/blitz_dev.h
 TEST_DEFS  := -DBLITZ_TEST_HEADER='"$(DEV_HEADER)"'
 
 .PHONY: all amalgamate check-amalgamation test test-quick test-gcc test-clang test-tsan \
-        test-asan test-small-queue test-cxx examples run bench bench-compare \
+        test-asan test-small-queue test-cxx test-stress examples run bench bench-compare \
         format clean
 
 all: $(BUILD)/blitz_tests $(addprefix $(BUILD)/examples/,$(EXAMPLES))
@@ -114,6 +114,11 @@ test-cxx: blitz.h
 	clang++ -x c++ -std=c++17 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I. tools/cxx_check.cc
 	gcc $(WARN) -fsyntax-only -I. tools/c_decl_check.c
 	clang $(WARN) -fsyntax-only -I. tools/c_decl_check.c
+
+# The I/O tests each run on every backend (name_uring, name_epoll,
+# name_poll); the >= 10,000-connection stress runs here, not in make test.
+test-stress: $(BUILD)/blitz_tests
+	BLITZ_TEST_STRESS=1 $(BUILD)/blitz_tests io_stress_10k_uring io_stress_10k_epoll io_stress_10k_poll
 
 test-quick: check-amalgamation $(BUILD)/blitz_tests
 	$(BUILD)/blitz_tests
