@@ -136,7 +136,14 @@ $(BUILD)/bench/%: bench/%.c bench/bench_common.c bench/bench_common.h $(wildcard
 	$(CC) -std=c11 -Wall -Wextra -Wpedantic -Werror -O2 -g -pthread -D_GNU_SOURCE -I. \
 	  $< bench/bench_common.c -o $@ $(LDLIBS)
 
-bench: $(addprefix $(BUILD)/bench/,$(BENCHES))
+# The anchors' TCP load client (Go and libuv anchors), a fallback for
+# bench/tcp.c when the Tokio anchor's client is not built.
+UV_ECHO_CLIENT := $(wildcard ../shared/anchors/libuv/echo_client.c)
+$(BUILD)/bench/echo_client: $(UV_ECHO_CLIENT)
+	@mkdir -p $(BUILD)/bench
+	$(if $(UV_ECHO_CLIENT),gcc -O2 -Wall -o $@ $(UV_ECHO_CLIENT) -lpthread,@echo "no libuv echo_client.c")
+
+bench: $(addprefix $(BUILD)/bench/,$(BENCHES)) $(if $(UV_ECHO_CLIENT),$(BUILD)/bench/echo_client)
 	@bash bench/run.sh $(BUILD)/bench
 
 bench-compare: $(addprefix $(BUILD)/bench/,$(BENCHES))

@@ -56,7 +56,10 @@ WHAT IS IN THIS VERSION
 - time: a hierarchical timer wheel driving sleeps, timeouts and intervals,
   and a paused (virtual) clock for tests.
 
-blitz DOES NOT yet have: I/O (sockets, files), channels and async locks, a
+- I/O: one driver per runtime over io_uring, epoll or poll; TCP, UDP and
+  Unix sockets as intrusive ops (see I/O below).
+
+blitz DOES NOT yet have: file I/O, channels and async locks, a
 blocking pool, signals or processes. A task that must wait for something
 else today keeps a waker (blitz_cx_waker + blitz_waker_clone) and whoever
 completes the wait calls blitz_waker_wake.
@@ -83,12 +86,67 @@ marked * in every file that includes it).
   BLITZ_CACHE_LINE            alignment against false sharing (default by
                               architecture: 128 on x86-64 and aarch64)
   BLITZ_NO_STATS              compile the statistics counters out
+  BLITZ_NO_IO_URING, BLITZ_NO_EPOLL, BLITZ_NO_POLL
+                              leave an I/O backend out (see I/O)
+  BLITZ_URING_ENTRIES         io_uring submission queue size (1024; the
+                              completion queue is 8 times larger)
 
 Run-time settings live in blitz_config (zero means default): flavour,
 workers (0 = CPU count; more than BLITZ_MAX_WORKERS is BLITZ_EINVAL),
 park timeout (0: a parked worker sleeps until work or its next timer),
 spin rounds before parking (64), a fixed global-queue interval (0 =
-adaptive), and start_paused (virtual time, see TIME).
+adaptive), start_paused (virtual time, see TIME), and backend (the I/O
+backend: see I/O).
+
+
+I/O
+===
+Each runtime has one I/O driver over one backend, chosen at creation:
+blitz_config.backend forces one (creation fails when it cannot start);
+otherwise the BLITZ_BACKEND environment variable ("io_uring", "epoll",
+"poll") is a preference, then io_uring if the kernel allows it (probed:
+EXT_ARG, FAST_POLL, the socket opcodes), then epoll, then poll.
+blitz_runtime_backend tells which one runs.
+
+  io_uring  completion-based, raw system calls: the kernel does the
+            recv/send/accept/connect and writes into your buffer; sends try
+            the system call first. Workers batch their submissions into one
+            io_uring_enter per tick.
+  epoll     edge-triggered, every socket registered once; the task does the
+            system call and waits for the next edge of its direction.
+  poll      the portable fallback (level-triggered, only sockets with
+            waiters are polled).
+
+A parked runtime waits in the backend with the next timer's deadline (one
+parked worker, the "sleeper"; the current-thread driver always), so I/O
+reaches an idle runtime at once; busy workers reap completions without
+blocking at the start of each tick (a try-lock). Wakes reach a thread
+blocked in the backend through an eventfd.
+
+Ops are blitz_io structs in the task state, awaited like timers:
+    BLITZ_AWAIT(s, blitz_tcp_recv(cx, &s->io, s->sock, s->buf, sizeof s->buf));
+    if (s->io.result <= 0) ...        // 0 = end of stream, < 0 = error
+Results: bytes, 0 for accept/connect (the new socket in io.socket), or a
+negative code: BLITZ_ECONNRESET, BLITZ_EPIPE (SIGPIPE never fires),
+BLITZ_ECLOSED (the socket was closed while the op waited), BLITZ_EMFILE
+(accept: back off and accept again; the listener stays usable), ...
+Every op cancels with blitz_io_cancel / blitz_io_cancel_op, e.g. in a
+timeout: blitz_timeout_op(cx, &s->timer, ns, blitz_tcp_recv(...),
+blitz_io_cancel_op, &s->io). An io_uring op already in the kernel is
+cancelled asynchronously: it keeps a reference on its task, so the task's
+memory (the buffer) stays until the kernel has let go, even if the task
+is cancelled or finishes; blitz_io_settle waits for that before you reuse
+the buffer. Give tasks with pending ops a spawn cancel hook that calls
+blitz_io_cancel so cancelling them releases the op at once.
+
+Sockets: blitz_tcp_listen / blitz_tcp_accept / blitz_tcp_connect,
+blitz_sock_recv / send / send_all / recvv / sendv (also named blitz_tcp_*,
+blitz_unix_*, blitz_udp_*), blitz_sock_shutdown (half-close),
+blitz_sock_close, options (nodelay, keepalive, linger, buffer sizes),
+local and peer addresses; UDP bind / connect / send_to / recv_from /
+multicast; Unix stream listeners, datagram sockets, pairs, abstract names
+("@name"). Addresses: blitz_addr_parse("127.0.0.1:80" / "[::1]:80"),
+blitz_addr_unix, blitz_addr_format.
 
 
 TASKS AND POLL FUNCTIONS
@@ -4051,6 +4109,7 @@ typedef struct blitz__io {
     blitz__mutex socks_lock;
     blitz_socket *all;
     blitz_socket *free_list;
+    blitz__atomic_u32 has_free; /* free_list is not empty */
 
     /* epoll */
     int epfd;
@@ -4159,11 +4218,12 @@ static void blitz__sock_free_mem(blitz_socket *s) {
 /* Frees readiness sockets closed before this dispatch cycle. Caller holds
  * io->lock, so no event fetched earlier still names them. */
 static void blitz__io_free_deferred(blitz__io *io) {
-    if (!io->free_list)
+    if (!blitz__u32_load(&io->has_free, BLITZ__RELAXED))
         return;
     blitz__mutex_lock(&io->socks_lock);
     blitz_socket *s = io->free_list;
     io->free_list = NULL;
+    blitz__u32_store(&io->has_free, 0, BLITZ__RELAXED);
     blitz__mutex_unlock(&io->socks_lock);
     while (s) {
         blitz_socket *next = s->free_next;
@@ -4186,9 +4246,11 @@ static void blitz__sock_unref(blitz_socket *s) {
     blitz__io *io = s->io;
     if (io->kind == BLITZ_BACKEND_EPOLL)
         blitz__epoll_del(io, s);
-    if (s->fd >= 0)
-        close(s->fd);
-    s->fd = -1;
+    if (io->kind == BLITZ_BACKEND_POLL)
+        blitz__pollb_forget(io, s);
+    /* The number may be reused at once; an event already fetched for it
+     * only bumps this (closed) socket's sequence numbers. */
+    close(s->fd);
     blitz__mutex_lock(&io->socks_lock);
     if (s->all_prev)
         s->all_prev->all_next = s->all_next;
@@ -4203,6 +4265,7 @@ static void blitz__sock_unref(blitz_socket *s) {
     }
     s->free_next = io->free_list;
     io->free_list = s;
+    blitz__u32_store(&io->has_free, 1, BLITZ__RELAXED);
     blitz__mutex_unlock(&io->socks_lock);
 }
 
@@ -4553,6 +4616,9 @@ static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
 /* A completion (io_uring CQE) for `op`. Dispatching thread. */
 BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, uint32_t flags) {
     (void)flags;
+    /* Acquire: pairs with the submitter's release of INFLIGHT (the kernel
+     * orders the CQE after the SQE, but a race detector cannot see it). */
+    (void)blitz__op_state(op);
     blitz_socket *s = op->blitz__sock;
     blitz__mutex_lock(&s->lock);
     blitz__op_unlink(s, op);
@@ -5095,8 +5161,7 @@ BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
     blitz_socket *s = io->all;
     while (s) {
         blitz_socket *next = s->all_next;
-        if (s->fd >= 0)
-            close(s->fd);
+        close(s->fd);
         blitz__sock_free_mem(s);
         s = next;
     }

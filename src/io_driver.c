@@ -73,11 +73,12 @@ static void blitz__sock_free_mem(blitz_socket *s) {
 /* Frees readiness sockets closed before this dispatch cycle. Caller holds
  * io->lock, so no event fetched earlier still names them. */
 static void blitz__io_free_deferred(blitz__io *io) {
-    if (!io->free_list)
+    if (!blitz__u32_load(&io->has_free, BLITZ__RELAXED))
         return;
     blitz__mutex_lock(&io->socks_lock);
     blitz_socket *s = io->free_list;
     io->free_list = NULL;
+    blitz__u32_store(&io->has_free, 0, BLITZ__RELAXED);
     blitz__mutex_unlock(&io->socks_lock);
     while (s) {
         blitz_socket *next = s->free_next;
@@ -100,9 +101,11 @@ static void blitz__sock_unref(blitz_socket *s) {
     blitz__io *io = s->io;
     if (io->kind == BLITZ_BACKEND_EPOLL)
         blitz__epoll_del(io, s);
-    if (s->fd >= 0)
-        close(s->fd);
-    s->fd = -1;
+    if (io->kind == BLITZ_BACKEND_POLL)
+        blitz__pollb_forget(io, s);
+    /* The number may be reused at once; an event already fetched for it
+     * only bumps this (closed) socket's sequence numbers. */
+    close(s->fd);
     blitz__mutex_lock(&io->socks_lock);
     if (s->all_prev)
         s->all_prev->all_next = s->all_next;
@@ -117,6 +120,7 @@ static void blitz__sock_unref(blitz_socket *s) {
     }
     s->free_next = io->free_list;
     io->free_list = s;
+    blitz__u32_store(&io->has_free, 1, BLITZ__RELAXED);
     blitz__mutex_unlock(&io->socks_lock);
 }
 
@@ -467,6 +471,9 @@ static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
 /* A completion (io_uring CQE) for `op`. Dispatching thread. */
 BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, uint32_t flags) {
     (void)flags;
+    /* Acquire: pairs with the submitter's release of INFLIGHT (the kernel
+     * orders the CQE after the SQE, but a race detector cannot see it). */
+    (void)blitz__op_state(op);
     blitz_socket *s = op->blitz__sock;
     blitz__mutex_lock(&s->lock);
     blitz__op_unlink(s, op);
@@ -1009,8 +1016,7 @@ BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
     blitz_socket *s = io->all;
     while (s) {
         blitz_socket *next = s->all_next;
-        if (s->fd >= 0)
-            close(s->fd);
+        close(s->fd);
         blitz__sock_free_mem(s);
         s = next;
     }
