@@ -4090,6 +4090,7 @@ struct blitz_socket {
     blitz__atomic_u32 rd_seq, wr_seq;
     /* poll backend: directions that have waiters (bit per direction). */
     blitz__atomic_u32 want;
+    blitz__atomic_u32 rd_hot; /* the last receive filled its buffer */
     int poll_slot; /* index in the poll set, -1 when not in it (poll_lock) */
     blitz_io *ops; /* waiting (readiness) or in flight (io_uring); under lock */
     struct blitz_socket *all_next, *all_prev; /* every live socket (socks_lock) */
@@ -4441,6 +4442,10 @@ static int blitz__op_result(blitz_io *op, int64_t r) {
             blitz__connect_sock_drop(op);
         }
         break;
+    case BLITZ__OP_RECV:
+        blitz__u32_store(&op->blitz__sock->rd_hot, r > 0 && (size_t)r == op->blitz__len,
+                         BLITZ__RELAXED);
+        break;
     default:
         break;
     }
@@ -4562,6 +4567,11 @@ BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr) {
  * worker or the current-thread driver does at its next tick or park);
  * other threads submit at once. */
 static int blitz__io_batches(blitz_runtime *rt) {
+#ifdef BLITZ_URING_NO_BATCH
+    /* Measurement knob: one io_uring_enter per submission. */
+    (void)rt;
+    return 0;
+#endif
     blitz__context *ctx = blitz__context_get();
     return ctx && ctx->rt == rt && (ctx->worker || ctx->ct_driver);
 }
@@ -4572,14 +4582,21 @@ static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
     uint32_t k = op->blitz__kind;
     /* A send into a socket with room completes at once: one system call,
      * no completion to wait for. */
-    if (k == BLITZ__OP_SEND || k == BLITZ__OP_SEND_ALL || k == BLITZ__OP_SENDV ||
+    /* A receive right after one that filled its buffer (a bulk stream)
+     * finds data waiting: the system call beats a submission round trip. */
+    int hot = (k == BLITZ__OP_RECV || k == BLITZ__OP_RECVV || k == BLITZ__OP_RECV_FROM) &&
+              blitz__u32_load(&s->rd_hot, BLITZ__RELAXED);
+    if (hot || k == BLITZ__OP_SEND || k == BLITZ__OP_SEND_ALL || k == BLITZ__OP_SENDV ||
         k == BLITZ__OP_SEND_TO) {
         for (;;) {
             int64_t r = blitz__op_syscall(op);
             if (r == -EINTR)
                 continue;
-            if (r == -EAGAIN)
+            if (r == -EAGAIN) {
+                if (hot)
+                    blitz__u32_store(&s->rd_hot, 0, BLITZ__RELAXED);
                 break;
+            }
             if (blitz__op_result(op, r))
                 return BLITZ_READY;
         }

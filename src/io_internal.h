@@ -51,6 +51,7 @@ struct blitz_socket {
     blitz__atomic_u32 rd_seq, wr_seq;
     /* poll backend: directions that have waiters (bit per direction). */
     blitz__atomic_u32 want;
+    blitz__atomic_u32 rd_hot; /* the last receive filled its buffer */
     int poll_slot; /* index in the poll set, -1 when not in it (poll_lock) */
     blitz_io *ops; /* waiting (readiness) or in flight (io_uring); under lock */
     struct blitz_socket *all_next, *all_prev; /* every live socket (socks_lock) */
