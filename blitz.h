@@ -4998,6 +4998,13 @@ BLITZ_PRIVATE void blitz__io_poll(blitz_runtime *rt) {
     blitz__mutex_unlock(&io->lock);
 }
 
+/* Completions are waiting, known without a system call (io_uring's CQ
+ * ring): a spinning worker stops spinning and reaps them. */
+BLITZ_PRIVATE int blitz__io_ready_cheap(blitz_runtime *rt) {
+    blitz__io *io = rt->io;
+    return io && io->kind == BLITZ_BACKEND_IO_URING && blitz__uring_cq_ready(io);
+}
+
 /* Gives pending io_uring submissions to the kernel (before a thread sleeps
  * anywhere but in the backend). */
 BLITZ_PRIVATE void blitz__io_flush(blitz_runtime *rt) {
@@ -6534,7 +6541,7 @@ BLITZ_PRIVATE void blitz__wake_batch_end(void) {
     blitz__worker *w = ctx->worker;
     w->wake_batching = 0;
     blitz__task *t = w->wake_head;
-    uint64_t n = w->wake_count;
+    uint64_t n = w->wake_count, woken = n;
     w->wake_head = w->wake_tail = NULL;
     w->wake_count = 0;
     if (!t)
@@ -6552,7 +6559,10 @@ BLITZ_PRIVATE void blitz__wake_batch_end(void) {
             last = last->next;
         (void)blitz__global_queue_push_batch(&w->rt->global, t, last, n);
     }
-    blitz__idle_notify_parked(w->rt);
+    /* This worker runs the first task itself: wake another only when there
+     * is more (a futex wake costs tens of microseconds here). */
+    if (woken > 1)
+        blitz__idle_notify_parked(w->rt);
 }
 
 BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t) {
@@ -6837,7 +6847,8 @@ static int blitz__worker_park(blitz__worker *w) {
         return 0;
     }
     for (uint32_t i = 0; i < rt->spin_before_park; i++) {
-        if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt))
+        if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt) ||
+            blitz__io_ready_cheap(rt))
             return 0;
         for (int k = 0; k < BLITZ__SPIN_PAUSES; k++)
             blitz__cpu_relax();

@@ -115,6 +115,8 @@ static int server_main(int argc, char **argv) {
     memset(&cfg, 0, sizeof cfg);
     cfg.flavor = workers ? BLITZ_MULTI_THREAD : BLITZ_CURRENT_THREAD;
     cfg.workers = (uint32_t)workers;
+    if (getenv("BENCH_TCP_SPIN")) /* experiments: spin rounds before parking */
+        cfg.spin_before_park = (uint32_t)strtoul(getenv("BENCH_TCP_SPIN"), NULL, 10);
     blitz_runtime *rt;
     BENCH_CHECK(blitz_runtime_new(&cfg, &rt));
     blitz_addr a;

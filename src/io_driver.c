@@ -852,6 +852,13 @@ BLITZ_PRIVATE void blitz__io_poll(blitz_runtime *rt) {
     blitz__mutex_unlock(&io->lock);
 }
 
+/* Completions are waiting, known without a system call (io_uring's CQ
+ * ring): a spinning worker stops spinning and reaps them. */
+BLITZ_PRIVATE int blitz__io_ready_cheap(blitz_runtime *rt) {
+    blitz__io *io = rt->io;
+    return io && io->kind == BLITZ_BACKEND_IO_URING && blitz__uring_cq_ready(io);
+}
+
 /* Gives pending io_uring submissions to the kernel (before a thread sleeps
  * anywhere but in the backend). */
 BLITZ_PRIVATE void blitz__io_flush(blitz_runtime *rt) {
