@@ -18,7 +18,7 @@ DEV_HEADER := $(BUILD)/blitz_dev.h
 TEST_DEFS  := -DBLITZ_TEST_HEADER='"$(DEV_HEADER)"'
 
 .PHONY: all amalgamate check-amalgamation test test-quick test-gcc test-clang test-tsan \
-        test-asan test-small-queue test-cxx examples run bench bench-compare \
+        test-asan test-small-queue test-cxx test-stress examples run bench bench-compare \
         format clean
 
 all: $(BUILD)/blitz_tests $(addprefix $(BUILD)/examples/,$(EXAMPLES))
@@ -115,6 +115,11 @@ test-cxx: blitz.h
 	gcc $(WARN) -fsyntax-only -I. tools/c_decl_check.c
 	clang $(WARN) -fsyntax-only -I. tools/c_decl_check.c
 
+# The I/O tests each run on every backend (name_uring, name_epoll,
+# name_poll); the >= 10,000-connection stress runs here, not in make test.
+test-stress: $(BUILD)/blitz_tests
+	BLITZ_TEST_STRESS=1 $(BUILD)/blitz_tests io_stress_10k_uring io_stress_10k_epoll io_stress_10k_poll
+
 test-quick: check-amalgamation $(BUILD)/blitz_tests
 	$(BUILD)/blitz_tests
 
@@ -131,7 +136,14 @@ $(BUILD)/bench/%: bench/%.c bench/bench_common.c bench/bench_common.h $(wildcard
 	$(CC) -std=c11 -Wall -Wextra -Wpedantic -Werror -O2 -g -pthread -D_GNU_SOURCE -I. \
 	  $< bench/bench_common.c -o $@ $(LDLIBS)
 
-bench: $(addprefix $(BUILD)/bench/,$(BENCHES))
+# The anchors' TCP load client (Go and libuv anchors), a fallback for
+# bench/tcp.c when the Tokio anchor's client is not built.
+UV_ECHO_CLIENT := $(wildcard ../shared/anchors/libuv/echo_client.c)
+$(BUILD)/bench/echo_client: $(UV_ECHO_CLIENT)
+	@mkdir -p $(BUILD)/bench
+	$(if $(UV_ECHO_CLIENT),gcc -O2 -Wall -o $@ $(UV_ECHO_CLIENT) -lpthread,@echo "no libuv echo_client.c")
+
+bench: $(addprefix $(BUILD)/bench/,$(BENCHES)) $(if $(UV_ECHO_CLIENT),$(BUILD)/bench/echo_client)
 	@bash bench/run.sh $(BUILD)/bench
 
 bench-compare: $(addprefix $(BUILD)/bench/,$(BENCHES))

@@ -60,6 +60,10 @@ WHAT IS IN THIS VERSION
   (blocking) and without waiting (try_).
 
 blitz DOES NOT yet have: I/O (sockets, files), channels, a
+- I/O: one driver per runtime over io_uring, epoll or poll; TCP, UDP and
+  Unix sockets as intrusive ops (see I/O below).
+
+blitz DOES NOT yet have: file I/O, channels and async locks, a
 blocking pool, signals or processes. A task that must wait for something
 else today keeps a waker (blitz_cx_waker + blitz_waker_clone) and whoever
 completes the wait calls blitz_waker_wake.
@@ -86,12 +90,67 @@ marked * in every file that includes it).
   BLITZ_CACHE_LINE            alignment against false sharing (default by
                               architecture: 128 on x86-64 and aarch64)
   BLITZ_NO_STATS              compile the statistics counters out
+  BLITZ_NO_IO_URING, BLITZ_NO_EPOLL, BLITZ_NO_POLL
+                              leave an I/O backend out (see I/O)
+  BLITZ_URING_ENTRIES         io_uring submission queue size (1024; the
+                              completion queue is 8 times larger)
 
 Run-time settings live in blitz_config (zero means default): flavour,
 workers (0 = CPU count; more than BLITZ_MAX_WORKERS is BLITZ_EINVAL),
 park timeout (0: a parked worker sleeps until work or its next timer),
 spin rounds before parking (64), a fixed global-queue interval (0 =
-adaptive), and start_paused (virtual time, see TIME).
+adaptive), start_paused (virtual time, see TIME), and backend (the I/O
+backend: see I/O).
+
+
+I/O
+===
+Each runtime has one I/O driver over one backend, chosen at creation:
+blitz_config.backend forces one (creation fails when it cannot start);
+otherwise the BLITZ_BACKEND environment variable ("io_uring", "epoll",
+"poll") is a preference, then io_uring if the kernel allows it (probed:
+EXT_ARG, FAST_POLL, the socket opcodes), then epoll, then poll.
+blitz_runtime_backend tells which one runs.
+
+  io_uring  completion-based, raw system calls: the kernel does the
+            recv/send/accept/connect and writes into your buffer; sends try
+            the system call first. Workers batch their submissions into one
+            io_uring_enter per tick.
+  epoll     edge-triggered, every socket registered once; the task does the
+            system call and waits for the next edge of its direction.
+  poll      the portable fallback (level-triggered, only sockets with
+            waiters are polled).
+
+A parked runtime waits in the backend with the next timer's deadline (one
+parked worker, the "sleeper"; the current-thread driver always), so I/O
+reaches an idle runtime at once; busy workers reap completions without
+blocking at the start of each tick (a try-lock). Wakes reach a thread
+blocked in the backend through an eventfd.
+
+Ops are blitz_io structs in the task state, awaited like timers:
+    BLITZ_AWAIT(s, blitz_tcp_recv(cx, &s->io, s->sock, s->buf, sizeof s->buf));
+    if (s->io.result <= 0) ...        // 0 = end of stream, < 0 = error
+Results: bytes, 0 for accept/connect (the new socket in io.socket), or a
+negative code: BLITZ_ECONNRESET, BLITZ_EPIPE (SIGPIPE never fires),
+BLITZ_ECLOSED (the socket was closed while the op waited), BLITZ_EMFILE
+(accept: back off and accept again; the listener stays usable), ...
+Every op cancels with blitz_io_cancel / blitz_io_cancel_op, e.g. in a
+timeout: blitz_timeout_op(cx, &s->timer, ns, blitz_tcp_recv(...),
+blitz_io_cancel_op, &s->io). An io_uring op already in the kernel is
+cancelled asynchronously: it keeps a reference on its task, so the task's
+memory (the buffer) stays until the kernel has let go, even if the task
+is cancelled or finishes; blitz_io_settle waits for that before you reuse
+the buffer. Give tasks with pending ops a spawn cancel hook that calls
+blitz_io_cancel so cancelling them releases the op at once.
+
+Sockets: blitz_tcp_listen / blitz_tcp_accept / blitz_tcp_connect,
+blitz_sock_recv / send / send_all / recvv / sendv (also named blitz_tcp_*,
+blitz_unix_*, blitz_udp_*), blitz_sock_shutdown (half-close),
+blitz_sock_close, options (nodelay, keepalive, linger, buffer sizes),
+local and peer addresses; UDP bind / connect / send_to / recv_from /
+multicast; Unix stream listeners, datagram sockets, pairs, abstract names
+("@name"). Addresses: blitz_addr_parse("127.0.0.1:80" / "[::1]:80"),
+blitz_addr_unix, blitz_addr_format.
 
 
 TASKS AND POLL FUNCTIONS
@@ -463,13 +522,30 @@ extern "C" {
     XX(EBUSY, -16, "resource busy")                     \
     XX(EEXIST, -17, "file already exists")              \
     XX(EINVAL, -22, "invalid argument")                 \
+    XX(ENFILE, -23, "too many open files in system")    \
     XX(EMFILE, -24, "too many open files")              \
     XX(ENOSPC, -28, "no space left on device")          \
     XX(EPIPE, -32, "broken pipe")                       \
     XX(ERANGE, -34, "result out of range")              \
     XX(EDEADLK, -35, "resource deadlock would occur")   \
     XX(ENOSYS, -38, "function not implemented")         \
+    XX(ENOTSOCK, -88, "not a socket")                   \
+    XX(EMSGSIZE, -90, "message too long")               \
+    XX(EOPNOTSUPP, -95, "operation not supported")      \
+    XX(EAFNOSUPPORT, -97, "address family not supported") \
+    XX(EADDRINUSE, -98, "address already in use")       \
+    XX(EADDRNOTAVAIL, -99, "address not available")     \
+    XX(ENETUNREACH, -101, "network is unreachable")     \
+    XX(ECONNABORTED, -103, "connection aborted")        \
+    XX(ECONNRESET, -104, "connection reset by peer")    \
+    XX(ENOBUFS, -105, "no buffer space available")      \
+    XX(EISCONN, -106, "socket is already connected")    \
+    XX(ENOTCONN, -107, "socket is not connected")       \
     XX(ETIMEDOUT, -110, "operation timed out")          \
+    XX(ECONNREFUSED, -111, "connection refused")        \
+    XX(EHOSTUNREACH, -113, "host is unreachable")       \
+    XX(EALREADY, -114, "operation already in progress") \
+    XX(EINPROGRESS, -115, "operation in progress")      \
     XX(ECANCELED, -125, "operation canceled")           \
     XX(ESHUTDOWN, -4001, "runtime is shut down")        \
     XX(ECLOSED, -4002, "closed")                        \
@@ -609,6 +685,15 @@ typedef enum blitz_flavor {
     BLITZ_CURRENT_THREAD = 1, /* one queue, driven by the thread that waits on it */
 } blitz_flavor;
 
+/* The I/O backend of a runtime (see api_io.h). */
+typedef enum blitz_backend {
+    BLITZ_BACKEND_AUTO = 0,
+    BLITZ_BACKEND_IO_URING = 1,
+    BLITZ_BACKEND_EPOLL = 2,
+    BLITZ_BACKEND_POLL = 3,
+    BLITZ_BACKEND_NONE = 4, /* the runtime has no I/O driver (none could start) */
+} blitz_backend;
+
 /* Zero means default for every field. */
 typedef struct blitz_config {
     blitz_flavor flavor;
@@ -630,6 +715,14 @@ typedef struct blitz_config {
      * moves only with blitz_time_advance, or jumps to the next timer when
      * every task is idle, so timeouts run instantly and deterministically. */
     int start_paused;
+    /* The I/O backend. BLITZ_BACKEND_AUTO (0): the BLITZ_BACKEND environment
+     * variable ("io_uring", "epoll", "poll") if set, else io_uring when the
+     * kernel allows it, else epoll, else poll; an unavailable choice falls
+     * back the same way. Any other value forces that backend:
+     * blitz_runtime_new fails (BLITZ_ENOSYS, ...) when it cannot start.
+     * Compile-time exclusions: BLITZ_NO_IO_URING, BLITZ_NO_EPOLL,
+     * BLITZ_NO_POLL. */
+    blitz_backend backend;
 } blitz_config;
 
 /* Creates a runtime. Several runtimes may be alive at once. Worker threads
@@ -1689,7 +1782,219 @@ BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx);
 /* ====[ END src/api_chan.h ]=============================================== */
 /* ====[ BEGIN src/api_io.h ]=============================================== */
 /* >>api_io */
-/* Public API: The I/O driver and sockets. */
+/* Public API: The I/O driver and sockets.
+ *
+ * Every runtime owns one I/O driver over one backend: io_uring (completion
+ * based: the kernel performs the operation and writes into your buffer),
+ * epoll (edge-triggered readiness) or poll (the portable fallback). The
+ * backend is picked when the runtime is created: blitz_config.backend, else
+ * the BLITZ_BACKEND environment variable ("io_uring", "epoll", "poll"),
+ * else io_uring when the kernel allows it, then epoll, then poll.
+ *
+ * Sockets are non-blocking file descriptors wrapped in a blitz_socket
+ * handle that belongs to one runtime. Operations are intrusive ops: a
+ * blitz_io lives in the task's state (zero-filled is ready to use) and is
+ * polled repeatedly until READY; the result is then in the op:
+ *
+ *   BLITZ_AWAIT(s, blitz_tcp_recv(cx, &s->op, s->sock, s->buf, sizeof s->buf));
+ *   if (s->op.result <= 0) ...   // 0 = end of stream, < 0 = -errno / BLITZ_E*
+ *
+ * Buffers must stay where they are until the op is READY or cancelled and
+ * settled: in the task's state they do. A task that is cancelled or
+ * finishes with an io_uring op in flight keeps its memory until the kernel
+ * has let go of the buffer (the op holds a reference on the task). Every op
+ * has a cancel function usable with blitz_timeout_op:
+ *
+ *   BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, BLITZ_SEC,
+ *                                   blitz_tcp_recv(cx, &s->op, s->sock, s->buf, n),
+ *                                   blitz_io_cancel_op, &s->op));
+ *
+ * SIGPIPE never kills the process: sends use MSG_NOSIGNAL and report
+ * BLITZ_EPIPE / BLITZ_ECONNRESET. */
+
+
+/* The backend the runtime's I/O driver uses. */
+BLITZ_API blitz_backend blitz_runtime_backend(const blitz_runtime *rt);
+/* "io_uring", "epoll", "poll", "auto", "none". */
+BLITZ_API const char *blitz_backend_name(blitz_backend b);
+
+/* ---------------------------------------------------------------------------
+ * Addresses: IPv4, IPv6, Unix (path or Linux abstract name)
+ * ------------------------------------------------------------------------- */
+
+typedef struct blitz_addr {
+    uint32_t len; /* bytes of the socket address in `u` (0: none) */
+    union {
+        uint16_t family;
+        unsigned char bytes[128]; /* a struct sockaddr_storage */
+        uint64_t blitz__align;
+    } u;
+} blitz_addr;
+
+/* "1.2.3.4:80", "[::1]:8080", "[fe80::1%2]:80". BLITZ_EINVAL for anything
+ * else (missing port, port > 65535, bad address). */
+BLITZ_API int blitz_addr_parse(const char *s, blitz_addr *out);
+/* An IP literal ("127.0.0.1", "::1") and a port. */
+BLITZ_API int blitz_addr_ip(const char *ip, uint16_t port, blitz_addr *out);
+/* A Unix socket path; a leading '@' makes a Linux abstract name.
+ * BLITZ_EINVAL when too long (108 bytes) or empty. */
+BLITZ_API int blitz_addr_unix(const char *path, blitz_addr *out);
+/* "1.2.3.4:80", "[::1]:80", the path, or "@name". Returns the length, or
+ * BLITZ_EINVAL / BLITZ_ERANGE (buffer too small; it is still terminated). */
+BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size);
+/* The port of an IP address, or -1. */
+BLITZ_API int blitz_addr_port(const blitz_addr *a);
+/* AF_INET, AF_INET6, AF_UNIX, or 0. */
+BLITZ_API int blitz_addr_family(const blitz_addr *a);
+
+/* ---------------------------------------------------------------------------
+ * Sockets and ops
+ * ------------------------------------------------------------------------- */
+
+typedef struct blitz_socket blitz_socket;
+
+/* A buffer for vectored I/O (same layout as struct iovec). */
+typedef struct blitz_iovec {
+    void *base;
+    size_t len;
+} blitz_iovec;
+
+/* An I/O op. Fields other than `result` and `socket` are private. */
+typedef struct blitz_io {
+    /* After READY: bytes transferred (0 = end of stream for a receive), 0
+     * for accept/connect, or a negative error (-errno, BLITZ_ECLOSED when
+     * the socket was closed, BLITZ_ECANCELED when cancelled). */
+    int64_t result;
+    /* accept / connect: the new socket (the caller owns it and closes it). */
+    blitz_socket *socket;
+    struct blitz_io *blitz__next, *blitz__prev;
+    blitz_waker blitz__waker;
+    blitz_socket *blitz__sock;
+    void *blitz__buf;
+    size_t blitz__len, blitz__done;
+    blitz_addr *blitz__addr;
+    int64_t blitz__res;
+    uint32_t blitz__state, blitz__kind, blitz__dir, blitz__flags;
+    uint64_t blitz__scratch[18];
+} blitz_io;
+
+/* Options of the listen / bind calls. */
+#define BLITZ_SOCK_REUSEADDR 1u /* SO_REUSEADDR (listeners set it by default) */
+#define BLITZ_SOCK_REUSEPORT 2u /* SO_REUSEPORT */
+#define BLITZ_SOCK_V6ONLY    4u /* IPV6_V6ONLY */
+#define BLITZ_SOCK_NO_REUSEADDR 8u
+
+/* Cancels a pending op: afterwards it holds no reference on the task and
+ * the task is not woken for it. With io_uring an op already in the kernel
+ * is cancelled asynchronously: its buffer stays the kernel's until the
+ * cancellation completes, so reuse the buffer only after
+ * blitz_io_settle is READY (polling the same op again also waits for it).
+ * Safe to call on an idle or finished op. BLITZ_EINVAL for NULL. */
+BLITZ_API int blitz_io_cancel(blitz_io *op);
+/* blitz_io_cancel as a blitz_cancel_fn (for blitz_timeout_op and spawn
+ * cancel hooks). */
+BLITZ_API void blitz_io_cancel_op(blitz_cx *cx, void *op);
+/* READY once the kernel holds nothing of the op (always READY except
+ * after a cancel of an io_uring op whose completion has not arrived). */
+BLITZ_API blitz_poll blitz_io_settle(blitz_cx *cx, blitz_io *op);
+/* Nonzero while the op waits (registered or in flight). */
+BLITZ_API int blitz_io_pending(const blitz_io *op);
+
+/* TCP listener: socket, SO_REUSEADDR (unless BLITZ_SOCK_NO_REUSEADDR),
+ * bind, listen(backlog; 0 = SOMAXCONN). */
+BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
+                               unsigned flags, blitz_socket **out);
+/* Await a connection: op->socket is the new socket (result 0), or result
+ * < 0 (BLITZ_EMFILE when out of descriptors: the listener stays usable;
+ * sleep a little and accept again). */
+BLITZ_API blitz_poll blitz_tcp_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener);
+/* Await a connection to `addr` (copied): op->socket (result 0) or an error
+ * (BLITZ_ECONNREFUSED, ...). Use blitz_timeout_op for a connect timeout. */
+BLITZ_API blitz_poll blitz_tcp_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr);
+
+/* Stream and datagram transfers (TCP, Unix stream, connected UDP / Unix
+ * datagram). recv: result 0 at end of stream. send: may be partial.
+ * send_all: READY when all `len` bytes went out, or with the error (the
+ * bytes sent so far are lost to the caller; result is the error). */
+BLITZ_API blitz_poll blitz_sock_recv(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
+                                     size_t len);
+BLITZ_API blitz_poll blitz_sock_send(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                     const void *buf, size_t len);
+BLITZ_API blitz_poll blitz_sock_send_all(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                         const void *buf, size_t len);
+/* Vectored: `iov` (at most 16 entries) must stay valid until READY. */
+BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                      const blitz_iovec *iov, int iovcnt);
+BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                      const blitz_iovec *iov, int iovcnt);
+#define blitz_tcp_recv      blitz_sock_recv
+#define blitz_tcp_send      blitz_sock_send
+#define blitz_tcp_send_all  blitz_sock_send_all
+#define blitz_tcp_recvv     blitz_sock_recvv
+#define blitz_tcp_sendv     blitz_sock_sendv
+#define blitz_unix_recv     blitz_sock_recv
+#define blitz_unix_send     blitz_sock_send
+#define blitz_unix_send_all blitz_sock_send_all
+#define blitz_udp_recv      blitz_sock_recv
+#define blitz_udp_send      blitz_sock_send
+
+/* Shuts down reading (0), writing (1, sends FIN: half-close) or both (2). */
+BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
+/* Closes: pending ops complete with BLITZ_ECLOSED; the descriptor is
+ * closed once the kernel holds no op of it. The handle is invalid after. */
+BLITZ_API int blitz_sock_close(blitz_socket *s);
+#define blitz_tcp_close(s) blitz_sock_close(s)
+/* The descriptor (for options blitz does not wrap), or -1. */
+BLITZ_API int blitz_sock_fd(const blitz_socket *s);
+BLITZ_API int blitz_sock_local_addr(const blitz_socket *s, blitz_addr *out);
+BLITZ_API int blitz_sock_peer_addr(const blitz_socket *s, blitz_addr *out);
+
+/* Options (BLITZ_OK or -errno). */
+BLITZ_API int blitz_tcp_set_nodelay(blitz_socket *s, int on);
+BLITZ_API int blitz_tcp_nodelay(const blitz_socket *s); /* 1, 0, or < 0 */
+/* Keepalive on/off; idle_secs > 0 also sets TCP_KEEPIDLE. */
+BLITZ_API int blitz_tcp_set_keepalive(blitz_socket *s, int on, int idle_secs);
+/* SO_LINGER: on with 0 seconds makes close send a reset. */
+BLITZ_API int blitz_sock_set_linger(blitz_socket *s, int on, int secs);
+BLITZ_API int blitz_sock_set_recv_buffer(blitz_socket *s, int bytes);
+BLITZ_API int blitz_sock_set_send_buffer(blitz_socket *s, int bytes);
+BLITZ_API int blitz_sock_recv_buffer(const blitz_socket *s); /* bytes or < 0 */
+BLITZ_API int blitz_sock_send_buffer(const blitz_socket *s);
+
+/* UDP: bind (port 0 = any), connect (sets the default peer, sync). */
+BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned flags,
+                             blitz_socket **out);
+BLITZ_API int blitz_udp_connect(blitz_socket *s, const blitz_addr *addr);
+/* Datagram to `to` (must stay valid until READY); from: the sender
+ * (optional; must stay valid until READY). */
+BLITZ_API blitz_poll blitz_udp_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                       const void *buf, size_t len, const blitz_addr *to);
+BLITZ_API blitz_poll blitz_udp_recv_from(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
+                                         size_t len, blitz_addr *from);
+/* Multicast group membership (IPv4 or IPv6 group; interface: an IPv4
+ * address literal or NULL for any / an IPv6 interface index as text). */
+BLITZ_API int blitz_udp_join_multicast(blitz_socket *s, const char *group, const char *iface);
+BLITZ_API int blitz_udp_leave_multicast(blitz_socket *s, const char *group, const char *iface);
+BLITZ_API int blitz_udp_set_multicast_loop(blitz_socket *s, int on);
+BLITZ_API int blitz_udp_set_broadcast(blitz_socket *s, int on);
+
+/* Unix sockets: stream listener and connect (the op form, like TCP),
+ * datagram sockets (bound to addr, or unbound with addr NULL). A path
+ * listener unlinks a stale socket file first. */
+BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
+                                blitz_socket **out);
+#define blitz_unix_accept blitz_tcp_accept
+BLITZ_API blitz_poll blitz_unix_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr);
+BLITZ_API int blitz_unix_dgram(blitz_runtime *rt, const blitz_addr *addr, blitz_socket **out);
+/* A connected pair of Unix stream (type 1) or datagram (type 2) sockets. */
+BLITZ_API int blitz_unix_pair(blitz_runtime *rt, int type, blitz_socket **a, blitz_socket **b);
+#define blitz_unix_send_to   blitz_udp_send_to
+#define blitz_unix_recv_from blitz_udp_recv_from
+#define blitz_unix_connect_dgram blitz_udp_connect
+
+/* Adopts an existing descriptor (made non-blocking and close-on-exec);
+ * blitz closes it with the socket. */
+BLITZ_API int blitz_sock_adopt(blitz_runtime *rt, int fd, blitz_socket **out);
 /* ====[ END src/api_io.h ]================================================= */
 /* ====[ BEGIN src/api_pool.h ]============================================= */
 /* >>api_pool */
@@ -1722,6 +2027,7 @@ BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx);
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -1741,7 +2047,31 @@ BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx);
 /* Hidden under strict _POSIX_C_SOURCE; the redeclaration is compatible. */
 long syscall(long number, ...);
 #define BLITZ__HAS_FUTEX 1
+#endif
+
+/* Sockets and the I/O backends. */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#if defined(__linux__)
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <linux/io_uring.h>
+#define BLITZ__LINUX 1
 #else
+#define BLITZ__LINUX 0
+#define BLITZ_NO_IO_URING 1
+#define BLITZ_NO_EPOLL 1
+#endif
+
+#if !defined(__linux__)
 #define BLITZ__HAS_FUTEX 0
 #endif
 
@@ -2090,9 +2420,12 @@ typedef struct blitz__global_queue {
 #define BLITZ__UNPARKED 0u
 #define BLITZ__PARKED   1u
 #define BLITZ__NOTIFIED 2u
+/* Parked inside the I/O backend: unpark writes the driver's wake fd. */
+#define BLITZ__PARKED_DRIVER 3u
 
 typedef struct blitz__parker {
-    blitz__atomic_u32 state; /* UNPARKED / PARKED / NOTIFIED; the futex word */
+    blitz__atomic_u32 state; /* UNPARKED / PARKED / NOTIFIED / PARKED_DRIVER; the futex word */
+    int wake_fd;             /* the I/O driver's eventfd, or -1 */
 #if !BLITZ__HAS_FUTEX
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -2232,6 +2565,9 @@ struct blitz_runtime {
     blitz__worker_counters remote_counters; /* updated under alloc_lock */
     blitz__time_driver time;
     void *workers_raw;
+    /* The I/O driver (io_driver.c), or NULL when no backend could start. */
+    struct blitz__io *io;
+    blitz_backend backend_choice;
 };
 
 /* Appends `t` to an intrusive FIFO (head, tail) linked through `next`. A
@@ -2479,6 +2815,7 @@ BLITZ_PRIVATE void blitz__futex_wake(blitz__atomic_u32 *word, int n) {
 
 BLITZ_PRIVATE void blitz__parker_init(blitz__parker *p) {
     blitz__u32_store(&p->state, BLITZ__UNPARKED, BLITZ__RELAXED);
+    p->wake_fd = -1;
 #if !BLITZ__HAS_FUTEX
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->cond, NULL);
@@ -2520,8 +2857,24 @@ BLITZ_PRIVATE int blitz__parker_park(blitz__parker *p, uint64_t timeout_ns) {
     return blitz__u32_swap(&p->state, BLITZ__UNPARKED, BLITZ__ACQUIRE) == BLITZ__NOTIFIED;
 }
 
+/* Wakes a thread blocked in the I/O backend (epoll_wait, poll,
+ * io_uring_enter): the driver's eventfd is part of every wait. */
+static void blitz__wake_fd_signal(int fd) {
+    uint64_t one = 1;
+    ssize_t r;
+    do
+        r = write(fd, &one, sizeof one);
+    while (r < 0 && errno == EINTR);
+    /* EAGAIN: the counter is already nonzero, the waiter wakes anyway. */
+}
+
 BLITZ_PRIVATE void blitz__parker_unpark(blitz__parker *p) {
-    if (blitz__u32_swap(&p->state, BLITZ__NOTIFIED, BLITZ__RELEASE) == BLITZ__PARKED) {
+    uint32_t old = blitz__u32_swap(&p->state, BLITZ__NOTIFIED, BLITZ__RELEASE);
+    if (old == BLITZ__PARKED_DRIVER) {
+        blitz__wake_fd_signal(p->wake_fd);
+        return;
+    }
+    if (old == BLITZ__PARKED) {
 #if BLITZ__HAS_FUTEX
         blitz__futex_wake(&p->state, 1);
 #else
@@ -8178,6 +8531,2437 @@ BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx) {
     return rc ? rc : rx->result;
 }
 /* ====[ END src/chan_watch.c ]============================================= */
+/* ====[ BEGIN src/io_driver.c ]============================================ */
+/* >>io_driver */
+/* The I/O driver: one completion-style interface over the backends (seed
+ * 002 "I/O Driver"; DESIGN.md "I/O").
+ *
+ * An op is submitted by the task that polls it, waits, and completes with
+ * a result stored in the op:
+ *   io_uring   the kernel performs the operation (submit an SQE; the CQE
+ *              carries the result); sends try the system call first, since
+ *              a send into a socket with room completes at once;
+ *   epoll/poll the task performs the system call; on EAGAIN the op joins
+ *              the socket's waiter list and an event of its direction
+ *              wakes it to try again. Each event bumps the direction's
+ *              sequence number under the socket's lock, and a waiter
+ *              registers only if the number did not move since its
+ *              attempt, so no event between the attempt and the
+ *              registration is lost (the edge-triggered contract).
+ *
+ * Waiting and dispatching: any thread holding `io->lock` (a try-lock at the
+ * start of each worker tick, so it never blocks a busy worker) reaps
+ * without blocking; the one parked worker that is the runtime's "sleeper"
+ * blocks in the backend with the next timer's deadline as timeout (the
+ * current-thread driver always does), so an idle runtime sees I/O at once.
+ * Its parker is then PARKED_DRIVER, and an unpark writes the driver's
+ * eventfd, which is part of every backend wait.
+ *
+ * Buffer lifetime: an op the kernel holds (io_uring) keeps a reference on
+ * its task through its waker, so the task's block, where the buffer lives,
+ * is not freed before the completion arrives, even when the task was
+ * cancelled (its cancel hook submits ASYNC_CANCEL) or finished. */
+/* internal.h already included */
+/* ====[ BEGIN src/io_internal.h ]========================================== */
+/* >>io_internal */
+/* The I/O driver's private structures (io_driver.c and the backends).
+ *
+ * One driver per runtime, over one backend. A socket is a descriptor plus
+ * a small lock-protected record: for the readiness backends (epoll, poll)
+ * a pair of event sequence numbers and the list of ops waiting for
+ * readiness (Tokio's ScheduledIo); for io_uring the list of ops the kernel
+ * holds. Ops are the caller's blitz_io structs, linked intrusively. */
+
+/* Op states (blitz_io.blitz__state). */
+#define BLITZ__IO_IDLE       0u /* not started, or finished and consumed */
+#define BLITZ__IO_WAIT       1u /* readiness: in the socket's waiter list */
+#define BLITZ__IO_RETRY      2u /* readiness: woken by an event, try again */
+#define BLITZ__IO_INFLIGHT   3u /* io_uring: submitted, the kernel owns the buffer */
+#define BLITZ__IO_CANCELLING 4u /* io_uring: cancelled, completion still due */
+#define BLITZ__IO_DONE       5u /* completed; the result is in blitz__res */
+
+/* Op kinds. */
+#define BLITZ__OP_RECV      1u
+#define BLITZ__OP_SEND      2u
+#define BLITZ__OP_SEND_ALL  3u
+#define BLITZ__OP_RECVV     4u
+#define BLITZ__OP_SENDV     5u
+#define BLITZ__OP_RECV_FROM 6u
+#define BLITZ__OP_SEND_TO   7u
+#define BLITZ__OP_ACCEPT    8u
+#define BLITZ__OP_CONNECT   9u
+
+#define BLITZ__DIR_READ  0u
+#define BLITZ__DIR_WRITE 1u
+
+/* blitz_io.blitz__flags */
+#define BLITZ__OPF_CONNECTING 1u /* connect(2) returned EINPROGRESS */
+
+/* io_uring user_data tags below any pointer. */
+#define BLITZ__UD_IGNORE 0u
+#define BLITZ__UD_WAKE   1u
+
+#define BLITZ__IO_FOREVER  UINT64_MAX
+#define BLITZ__IO_MAX_IOV  16
+#define BLITZ__IO_EVENTS   256
+
+struct blitz_socket {
+    int fd;
+    int family;
+    int type;
+    int closed; /* under lock */
+    struct blitz__io *io;
+    blitz__mutex lock;
+    blitz__atomic_u32 refs; /* the handle, plus one per op in the kernel */
+    /* Readiness: bumped under lock by every event of that direction. */
+    blitz__atomic_u32 rd_seq, wr_seq;
+    /* poll backend: directions that have waiters (bit per direction). */
+    blitz__atomic_u32 want;
+    blitz__atomic_u32 rd_hot; /* the last receive filled its buffer */
+    int poll_slot; /* index in the poll set, -1 when not in it (poll_lock) */
+    blitz_io *ops; /* waiting (readiness) or in flight (io_uring); under lock */
+    struct blitz_socket *all_next, *all_prev; /* every live socket (socks_lock) */
+    struct blitz_socket *free_next;
+};
+
+typedef struct blitz__io {
+    blitz_runtime *rt;
+    blitz_backend kind;
+    int wake_fd; /* eventfd: writing it wakes a thread blocked in the backend */
+    /* One thread at a time waits in the backend or dispatches its events. */
+    blitz__mutex lock;
+    blitz__atomic_u32 shutdown;
+    /* Every live socket, and readiness sockets whose descriptor is closed
+     * but whose memory waits for the next dispatch cycle (an event fetched
+     * before the close may still name them). */
+    blitz__mutex socks_lock;
+    blitz_socket *all;
+    blitz_socket *free_list;
+    blitz__atomic_u32 has_free; /* free_list is not empty */
+
+    /* epoll */
+    int epfd;
+    int nevents;
+    struct epoll_event *events;
+
+    /* poll */
+    blitz__mutex poll_lock;
+    blitz_socket **pset;
+    uint32_t pcount, pcap;
+    struct pollfd *pfds;
+    blitz_socket **psocks;
+    uint32_t pfd_cap;
+    int npfds;
+    blitz__atomic_u32 poll_blocked;
+
+    /* io_uring */
+    int ring_fd;
+    blitz__mutex sq_lock;
+    blitz__atomic_u32 to_submit; /* SQEs written and not yet given to the kernel */
+    uint32_t sq_tail_local;
+    uint32_t sq_entries, cq_entries, features;
+    uint32_t *sq_head, *sq_tail, *sq_mask, *sq_array;
+    uint32_t *cq_head, *cq_tail, *cq_mask;
+    struct io_uring_sqe *sqes;
+    struct io_uring_cqe *cqes;
+    void *sq_map, *cq_map;
+    size_t sq_map_len, cq_map_len, sqes_len;
+    int ncqes; /* reaped into cqe_buf, not yet dispatched */
+    struct io_uring_cqe *cqe_buf;
+    blitz__atomic_u64 inflight; /* ops the kernel holds */
+    int skip_cancel_cqe;
+} blitz__io;
+
+/* Backends (each in its own file, stubs when compiled out). */
+BLITZ_PRIVATE int blitz__epoll_init(blitz__io *io);
+BLITZ_PRIVATE void blitz__epoll_destroy(blitz__io *io);
+BLITZ_PRIVATE int blitz__epoll_add(blitz__io *io, blitz_socket *s);
+BLITZ_PRIVATE void blitz__epoll_del(blitz__io *io, blitz_socket *s);
+BLITZ_PRIVATE void blitz__epoll_wait(blitz__io *io, uint64_t timeout_ns);
+BLITZ_PRIVATE void blitz__epoll_dispatch(blitz__io *io);
+
+BLITZ_PRIVATE int blitz__pollb_init(blitz__io *io);
+BLITZ_PRIVATE void blitz__pollb_destroy(blitz__io *io);
+BLITZ_PRIVATE void blitz__pollb_want(blitz__io *io, blitz_socket *s);
+BLITZ_PRIVATE void blitz__pollb_forget(blitz__io *io, blitz_socket *s);
+BLITZ_PRIVATE void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns);
+BLITZ_PRIVATE void blitz__pollb_dispatch(blitz__io *io);
+
+BLITZ_PRIVATE int blitz__uring_init(blitz__io *io);
+BLITZ_PRIVATE void blitz__uring_destroy(blitz__io *io);
+BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz_io *op, int flush);
+BLITZ_PRIVATE void blitz__uring_submit_cancel(blitz__io *io, blitz_io *op);
+BLITZ_PRIVATE void blitz__uring_flush(blitz__io *io);
+BLITZ_PRIVATE int blitz__uring_cq_ready(blitz__io *io);
+BLITZ_PRIVATE void blitz__uring_wait(blitz__io *io, uint64_t timeout_ns);
+BLITZ_PRIVATE void blitz__uring_dispatch(blitz__io *io);
+
+/* Shared by the backends (io_driver.c). */
+BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr);
+BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, uint32_t flags);
+BLITZ_PRIVATE void blitz__io_drain_wake_fd(blitz__io *io);
+/* ====[ END src/io_internal.h ]============================================ */
+
+static inline uint32_t blitz__op_state(const blitz_io *op) {
+    return blitz__u32_field_load(&op->blitz__state, BLITZ__ACQUIRE);
+}
+static inline void blitz__op_set_state(blitz_io *op, uint32_t st) {
+    blitz__u32_field_store(&op->blitz__state, st, BLITZ__RELEASE);
+}
+
+/* Wakes an op's task; after shutdown only drops the reference (no task
+ * runs any more). */
+static void blitz__io_wake(blitz__io *io, blitz_waker w) {
+    if (blitz__u32_load(&io->shutdown, BLITZ__ACQUIRE))
+        blitz_waker_drop(w);
+    else
+        blitz_waker_wake(w);
+}
+
+/* ---- the socket list and lifetimes ------------------------------------------- */
+
+static void blitz__op_link(blitz_socket *s, blitz_io *op) {
+    op->blitz__prev = NULL;
+    op->blitz__next = s->ops;
+    if (s->ops)
+        s->ops->blitz__prev = op;
+    s->ops = op;
+}
+
+static void blitz__op_unlink(blitz_socket *s, blitz_io *op) {
+    if (op->blitz__prev)
+        op->blitz__prev->blitz__next = op->blitz__next;
+    else if (s->ops == op)
+        s->ops = op->blitz__next;
+    if (op->blitz__next)
+        op->blitz__next->blitz__prev = op->blitz__prev;
+    op->blitz__next = op->blitz__prev = NULL;
+}
+
+static void blitz__sock_free_mem(blitz_socket *s) {
+    blitz__mutex_destroy(&s->lock);
+    blitz__free(s);
+}
+
+/* Frees readiness sockets closed before this dispatch cycle. Caller holds
+ * io->lock, so no event fetched earlier still names them. */
+static void blitz__io_free_deferred(blitz__io *io) {
+    if (!blitz__u32_load(&io->has_free, BLITZ__RELAXED))
+        return;
+    blitz__mutex_lock(&io->socks_lock);
+    blitz_socket *s = io->free_list;
+    io->free_list = NULL;
+    blitz__u32_store(&io->has_free, 0, BLITZ__RELAXED);
+    blitz__mutex_unlock(&io->socks_lock);
+    while (s) {
+        blitz_socket *next = s->free_next;
+        if (io->kind == BLITZ_BACKEND_POLL)
+            blitz__pollb_forget(io, s);
+        blitz__sock_free_mem(s);
+        s = next;
+    }
+}
+
+static void blitz__sock_ref(blitz_socket *s) {
+    blitz__u32_fetch_add(&s->refs, 1, BLITZ__RELAXED);
+}
+
+/* The last reference: close the descriptor; the memory goes now
+ * (io_uring) or at the next dispatch cycle (readiness backends). */
+static void blitz__sock_unref(blitz_socket *s) {
+    if (blitz__u32_fetch_sub(&s->refs, 1, BLITZ__ACQ_REL) != 1)
+        return;
+    blitz__io *io = s->io;
+    if (io->kind == BLITZ_BACKEND_EPOLL)
+        blitz__epoll_del(io, s);
+    if (io->kind == BLITZ_BACKEND_POLL)
+        blitz__pollb_forget(io, s);
+    /* The number may be reused at once; an event already fetched for it
+     * only bumps this (closed) socket's sequence numbers. */
+    close(s->fd);
+    blitz__mutex_lock(&io->socks_lock);
+    if (s->all_prev)
+        s->all_prev->all_next = s->all_next;
+    else
+        io->all = s->all_next;
+    if (s->all_next)
+        s->all_next->all_prev = s->all_prev;
+    if (io->kind == BLITZ_BACKEND_IO_URING) {
+        blitz__mutex_unlock(&io->socks_lock);
+        blitz__sock_free_mem(s);
+        return;
+    }
+    s->free_next = io->free_list;
+    io->free_list = s;
+    blitz__u32_store(&io->has_free, 1, BLITZ__RELAXED);
+    blitz__mutex_unlock(&io->socks_lock);
+}
+
+/* Wraps a non-blocking descriptor (closed on failure). */
+BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type,
+                                   blitz_socket **out) {
+    *out = NULL;
+    if (!io) {
+        close(fd);
+        return BLITZ_ENOSYS;
+    }
+    blitz_socket *s = (blitz_socket *)blitz__calloc(sizeof *s);
+    if (!s) {
+        close(fd);
+        return BLITZ_ENOMEM;
+    }
+    s->fd = fd;
+    s->family = family;
+    s->type = type;
+    s->io = io;
+    s->poll_slot = -1;
+    blitz__mutex_init(&s->lock);
+    blitz__u32_store(&s->refs, 1, BLITZ__RELAXED);
+    if (io->kind == BLITZ_BACKEND_EPOLL) {
+        int rc = blitz__epoll_add(io, s);
+        if (rc != BLITZ_OK) {
+            close(fd);
+            blitz__sock_free_mem(s);
+            return rc;
+        }
+    }
+    blitz__mutex_lock(&io->socks_lock);
+    s->all_next = io->all;
+    if (io->all)
+        io->all->all_prev = s;
+    io->all = s;
+    blitz__mutex_unlock(&io->socks_lock);
+    *out = s;
+    return BLITZ_OK;
+}
+
+/* ---- system calls of the readiness path --------------------------------------- */
+
+static int64_t blitz__neg_errno(void) {
+    return errno ? -(int64_t)errno : BLITZ_EIO;
+}
+
+static void blitz__op_msghdr(blitz_io *op, struct msghdr *m, struct iovec *one) {
+    memset(m, 0, sizeof *m);
+    if (op->blitz__kind == BLITZ__OP_RECVV || op->blitz__kind == BLITZ__OP_SENDV) {
+        m->msg_iov = (struct iovec *)op->blitz__buf;
+        m->msg_iovlen = op->blitz__len;
+    } else {
+        one->iov_base = op->blitz__buf;
+        one->iov_len = op->blitz__len;
+        m->msg_iov = one;
+        m->msg_iovlen = 1;
+    }
+    if (op->blitz__addr) {
+        m->msg_name = op->blitz__addr->u.bytes;
+        m->msg_namelen = op->blitz__kind == BLITZ__OP_SEND_TO ? op->blitz__addr->len
+                                                               : sizeof op->blitz__addr->u.bytes;
+    }
+}
+
+/* One non-blocking attempt: bytes, a new descriptor (accept), 0 (connect),
+ * or -errno. */
+static int64_t blitz__op_syscall(blitz_io *op) {
+    blitz_socket *s = op->blitz__sock;
+    ssize_t r;
+    errno = 0;
+    switch (op->blitz__kind) {
+    case BLITZ__OP_RECV:
+        r = recv(s->fd, op->blitz__buf, op->blitz__len, 0);
+        break;
+    case BLITZ__OP_SEND:
+    case BLITZ__OP_SEND_ALL:
+        r = send(s->fd, (char *)op->blitz__buf + op->blitz__done,
+                 op->blitz__len - op->blitz__done, MSG_NOSIGNAL | MSG_DONTWAIT);
+        break;
+    case BLITZ__OP_RECVV:
+    case BLITZ__OP_RECV_FROM: {
+        struct msghdr m;
+        struct iovec one;
+        blitz__op_msghdr(op, &m, &one);
+        r = recvmsg(s->fd, &m, MSG_DONTWAIT);
+        if (r >= 0 && op->blitz__addr)
+            op->blitz__addr->len = m.msg_namelen;
+        break;
+    }
+    case BLITZ__OP_SENDV:
+    case BLITZ__OP_SEND_TO: {
+        struct msghdr m;
+        struct iovec one;
+        blitz__op_msghdr(op, &m, &one);
+        r = sendmsg(s->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+        break;
+    }
+    case BLITZ__OP_ACCEPT:
+        r = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        break;
+    case BLITZ__OP_CONNECT: {
+        const blitz_addr *a = (const blitz_addr *)(void *)op->blitz__scratch;
+        if (!(op->blitz__flags & BLITZ__OPF_CONNECTING)) {
+            r = connect(s->fd, (const struct sockaddr *)(const void *)a->u.bytes, a->len);
+            if (r < 0 && errno == EINPROGRESS) {
+                op->blitz__flags |= BLITZ__OPF_CONNECTING;
+                return -EAGAIN;
+            }
+            break;
+        }
+        int err = 0;
+        socklen_t el = sizeof err;
+        if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
+            return blitz__neg_errno();
+        if (err)
+            return -(int64_t)err;
+        struct sockaddr_storage peer;
+        socklen_t pl = sizeof peer;
+        if (getpeername(s->fd, (struct sockaddr *)&peer, &pl) < 0)
+            return errno == ENOTCONN ? -EAGAIN : blitz__neg_errno();
+        return 0;
+    }
+    default:
+        return BLITZ_EINVAL;
+    }
+    if (r < 0) {
+        if (errno == EWOULDBLOCK)
+            return -EAGAIN;
+        return blitz__neg_errno();
+    }
+    return (int64_t)r;
+}
+
+/* ---- finishing an op ------------------------------------------------------------- */
+
+static void blitz__connect_sock_drop(blitz_io *op) {
+    if (op->blitz__kind == BLITZ__OP_CONNECT && op->blitz__sock) {
+        blitz_socket *s = op->blitz__sock;
+        op->blitz__sock = NULL;
+        blitz_sock_close(s);
+    }
+}
+
+/* A result for `op` (attempt or completion). Returns 1 when the op is
+ * finished (result set, op idle), 0 when it must go on (send_all). */
+static int blitz__op_result(blitz_io *op, int64_t r) {
+    switch (op->blitz__kind) {
+    case BLITZ__OP_SEND_ALL:
+        if (r > 0) {
+            op->blitz__done += (size_t)r;
+            if (op->blitz__done < op->blitz__len)
+                return 0;
+            r = (int64_t)op->blitz__done;
+        } else if (r == 0 && op->blitz__done < op->blitz__len) {
+            return 0;
+        }
+        break;
+    case BLITZ__OP_ACCEPT:
+        if (r >= 0) {
+            blitz_socket *ns = NULL;
+            int rc = blitz__sock_wrap(op->blitz__sock->io, (int)r, op->blitz__sock->family,
+                                      SOCK_STREAM, &ns);
+            op->socket = ns;
+            r = rc;
+        }
+        break;
+    case BLITZ__OP_CONNECT:
+        if (r == 0) {
+            op->socket = op->blitz__sock;
+            op->blitz__sock = NULL;
+        } else {
+            blitz__connect_sock_drop(op);
+        }
+        break;
+    case BLITZ__OP_RECV:
+        blitz__u32_store(&op->blitz__sock->rd_hot, r > 0 && (size_t)r == op->blitz__len,
+                         BLITZ__RELAXED);
+        break;
+    default:
+        break;
+    }
+    op->result = r;
+    blitz__op_set_state(op, BLITZ__IO_IDLE);
+    return 1;
+}
+
+/* ---- the readiness path ------------------------------------------------------------- */
+
+static blitz_poll blitz__ready_attempt(blitz_cx *cx, blitz_io *op) {
+    blitz_socket *s = op->blitz__sock;
+    blitz__atomic_u32 *seqp = op->blitz__dir == BLITZ__DIR_WRITE ? &s->wr_seq : &s->rd_seq;
+    for (;;) {
+        uint32_t seq0 = blitz__u32_load(seqp, BLITZ__ACQUIRE);
+        int64_t r = blitz__op_syscall(op);
+        if (r == -EINTR)
+            continue;
+        if (r != -EAGAIN) {
+            if (blitz__op_result(op, r))
+                return BLITZ_READY;
+            continue;
+        }
+        blitz__mutex_lock(&s->lock);
+        if (s->closed) {
+            blitz__mutex_unlock(&s->lock);
+            blitz__op_result(op, BLITZ_ECLOSED);
+            return BLITZ_READY;
+        }
+        if (blitz__u32_load(seqp, BLITZ__RELAXED) != seq0) {
+            blitz__mutex_unlock(&s->lock);
+            continue;
+        }
+        blitz_waker mine = blitz_cx_waker(cx);
+        op->blitz__waker = blitz_waker_clone(&mine);
+        blitz__op_set_state(op, BLITZ__IO_WAIT);
+        blitz__op_link(s, op);
+        if (s->io->kind == BLITZ_BACKEND_POLL) {
+            uint32_t bit = 1u << op->blitz__dir;
+            if (!(blitz__u32_load(&s->want, BLITZ__RELAXED) & bit)) {
+                blitz__u32_fetch_or(&s->want, bit, BLITZ__SEQ_CST);
+                blitz__pollb_want(s->io, s);
+            }
+        }
+        blitz__mutex_unlock(&s->lock);
+        return BLITZ_PENDING;
+    }
+}
+
+/* Polled again while registered: keep (or refresh) the waker. */
+static blitz_poll blitz__op_rewait(blitz_cx *cx, blitz_io *op) {
+    blitz_socket *s = op->blitz__sock;
+    blitz_waker mine = blitz_cx_waker(cx), old = blitz_waker_noop();
+    blitz__mutex_lock(&s->lock);
+    uint32_t st = blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED);
+    int waiting = st == BLITZ__IO_WAIT || st == BLITZ__IO_INFLIGHT || st == BLITZ__IO_CANCELLING;
+    if (waiting && !blitz_waker_will_wake(&op->blitz__waker, &mine)) {
+        old = op->blitz__waker;
+        op->blitz__waker = blitz_waker_clone(&mine);
+    }
+    blitz__mutex_unlock(&s->lock);
+    blitz_waker_drop(old);
+    return waiting ? BLITZ_PENDING : BLITZ_READY;
+}
+
+/* An event on `s`: bump the sequence numbers, wake the waiters of those
+ * directions. Any thread. */
+BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr) {
+    uint32_t mask = (rd ? 1u : 0u) | (wr ? 2u : 0u);
+    if (!mask)
+        return;
+    int bumped = 0;
+    for (;;) {
+        blitz_waker batch[16];
+        int n = 0, more = 0;
+        blitz__mutex_lock(&s->lock);
+        if (!bumped) {
+            if (mask & 1u)
+                blitz__u32_store(&s->rd_seq, blitz__u32_load(&s->rd_seq, BLITZ__RELAXED) + 1,
+                                 BLITZ__RELEASE);
+            if (mask & 2u)
+                blitz__u32_store(&s->wr_seq, blitz__u32_load(&s->wr_seq, BLITZ__RELAXED) + 1,
+                                 BLITZ__RELEASE);
+            bumped = 1;
+        }
+        uint32_t want = 0;
+        blitz_io *op = s->ops;
+        while (op) {
+            blitz_io *next = op->blitz__next;
+            uint32_t bit = 1u << op->blitz__dir;
+            if ((mask & bit) && !more) {
+                if (n == 16) {
+                    more = 1;
+                    want |= bit;
+                } else {
+                    blitz__op_unlink(s, op);
+                    batch[n++] = op->blitz__waker;
+                    op->blitz__waker = blitz_waker_noop();
+                    blitz__op_set_state(op, BLITZ__IO_RETRY);
+                }
+            } else {
+                want |= bit;
+            }
+            op = next;
+        }
+        if (s->io->kind == BLITZ_BACKEND_POLL)
+            blitz__u32_store(&s->want, want, BLITZ__RELAXED);
+        blitz__mutex_unlock(&s->lock);
+        for (int i = 0; i < n; i++)
+            blitz__io_wake(s->io, batch[i]);
+        if (!more)
+            return;
+    }
+}
+
+/* ---- the io_uring path ------------------------------------------------------------------ */
+
+/* Whether the calling thread will give pending SQEs to the kernel soon (a
+ * worker or the current-thread driver does at its next tick or park);
+ * other threads submit at once. */
+static int blitz__io_batches(blitz_runtime *rt) {
+#ifdef BLITZ_URING_NO_BATCH
+    /* Measurement knob: one io_uring_enter per submission. */
+    (void)rt;
+    return 0;
+#endif
+    blitz__context *ctx = blitz__context_get();
+    return ctx && ctx->rt == rt && (ctx->worker || ctx->ct_driver);
+}
+
+static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
+    blitz_socket *s = op->blitz__sock;
+    blitz__io *io = s->io;
+    uint32_t k = op->blitz__kind;
+    /* A send into a socket with room completes at once: one system call,
+     * no completion to wait for. */
+    /* A receive right after one that filled its buffer (a bulk stream)
+     * finds data waiting: the system call beats a submission round trip. */
+    int hot = (k == BLITZ__OP_RECV || k == BLITZ__OP_RECVV || k == BLITZ__OP_RECV_FROM) &&
+              blitz__u32_load(&s->rd_hot, BLITZ__RELAXED);
+    if (hot || k == BLITZ__OP_SEND || k == BLITZ__OP_SEND_ALL || k == BLITZ__OP_SENDV ||
+        k == BLITZ__OP_SEND_TO) {
+        for (;;) {
+            int64_t r = blitz__op_syscall(op);
+            if (r == -EINTR)
+                continue;
+            if (r == -EAGAIN) {
+                if (hot)
+                    blitz__u32_store(&s->rd_hot, 0, BLITZ__RELAXED);
+                break;
+            }
+            if (blitz__op_result(op, r))
+                return BLITZ_READY;
+        }
+    }
+    blitz__mutex_lock(&s->lock);
+    if (s->closed) {
+        blitz__mutex_unlock(&s->lock);
+        blitz__op_result(op, BLITZ_ECLOSED);
+        return BLITZ_READY;
+    }
+    blitz_waker mine = blitz_cx_waker(cx);
+    op->blitz__waker = blitz_waker_clone(&mine);
+    blitz__op_set_state(op, BLITZ__IO_INFLIGHT);
+    blitz__op_link(s, op);
+    blitz__sock_ref(s);
+    blitz__u64_fetch_add(&io->inflight, 1, BLITZ__RELAXED);
+    /* Under the socket's lock, so a close's ASYNC_CANCEL comes after it. */
+    int rc = blitz__uring_submit_op(io, op, !blitz__io_batches(io->rt));
+    if (rc != BLITZ_OK) {
+        blitz__op_unlink(s, op);
+        blitz_waker w = op->blitz__waker;
+        op->blitz__waker = blitz_waker_noop();
+        blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELAXED);
+        blitz__mutex_unlock(&s->lock);
+        blitz_waker_drop(w);
+        blitz__sock_unref(s);
+        blitz__op_result(op, rc);
+        return BLITZ_READY;
+    }
+    blitz__mutex_unlock(&s->lock);
+    return BLITZ_PENDING;
+}
+
+/* A completion (io_uring CQE) for `op`. Dispatching thread. */
+BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, uint32_t flags) {
+    (void)flags;
+    /* Acquire: pairs with the submitter's release of INFLIGHT (the kernel
+     * orders the CQE after the SQE, but a race detector cannot see it). */
+    (void)blitz__op_state(op);
+    blitz_socket *s = op->blitz__sock;
+    blitz__mutex_lock(&s->lock);
+    blitz__op_unlink(s, op);
+    blitz_waker w = op->blitz__waker;
+    op->blitz__waker = blitz_waker_noop();
+    uint32_t st = blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED);
+    int closed = s->closed;
+    blitz__mutex_unlock(&s->lock);
+    if (st == BLITZ__IO_CANCELLING) {
+        /* Nobody waits for the result: release what it created. */
+        if (op->blitz__kind == BLITZ__OP_ACCEPT && res >= 0)
+            close(res);
+        if (op->blitz__kind == BLITZ__OP_CONNECT) {
+            op->blitz__sock = NULL;
+            blitz__sock_unref(s); /* the in-flight reference */
+            blitz_sock_close(s);  /* the op's own */
+            op->blitz__res = res;
+            blitz__op_set_state(op, BLITZ__IO_IDLE);
+            blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELEASE);
+            blitz__io_wake(io, w);
+            return;
+        }
+        op->blitz__res = res;
+        blitz__op_set_state(op, BLITZ__IO_IDLE);
+    } else {
+        op->blitz__res = (res == -ECANCELED && closed) ? BLITZ_ECLOSED : res;
+        blitz__op_set_state(op, BLITZ__IO_DONE);
+    }
+    blitz__sock_unref(s);
+    blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELEASE);
+    blitz__io_wake(io, w);
+}
+
+/* ---- ops ------------------------------------------------------------------------------------ */
+
+static blitz_poll blitz__op_go(blitz_cx *cx, blitz_io *op) {
+    if (op->blitz__sock->io->kind == BLITZ_BACKEND_IO_URING)
+        return blitz__uring_start(cx, op);
+    return blitz__ready_attempt(cx, op);
+}
+
+/* The common poll of every op kind. */
+static blitz_poll blitz__op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s, uint32_t kind,
+                                 const void *buf, size_t len, const blitz_addr *addr,
+                                 uint32_t dir) {
+    if (!op)
+        return BLITZ_READY;
+    switch (blitz__op_state(op)) {
+    case BLITZ__IO_IDLE:
+        if (!cx || !s || (!buf && len)) {
+            op->result = BLITZ_EINVAL;
+            return BLITZ_READY;
+        }
+        op->blitz__sock = s;
+        op->blitz__kind = kind;
+        op->blitz__buf = (void *)(uintptr_t)buf;
+        op->blitz__len = len;
+        op->blitz__addr = (blitz_addr *)(uintptr_t)addr;
+        op->blitz__dir = dir;
+        op->blitz__done = 0;
+        op->blitz__flags = 0;
+        op->socket = NULL;
+        op->result = 0;
+        return blitz__op_go(cx, op);
+    case BLITZ__IO_RETRY:
+        return blitz__ready_attempt(cx, op);
+    case BLITZ__IO_DONE:
+        if (op->blitz__kind == BLITZ__OP_RECV_FROM && op->blitz__addr && op->blitz__res >= 0 &&
+            op->blitz__sock->io->kind == BLITZ_BACKEND_IO_URING)
+            op->blitz__addr->len = ((struct msghdr *)(void *)op->blitz__scratch)->msg_namelen;
+        if (blitz__op_result(op, op->blitz__res))
+            return BLITZ_READY;
+        return blitz__op_go(cx, op); /* send_all: the rest */
+    case BLITZ__IO_CANCELLING:
+        /* A cancelled op's completion is still due: wait for it, then
+         * start the new one. */
+        if (blitz__op_rewait(cx, op) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        return blitz__op_poll(cx, op, s, kind, buf, len, addr, dir);
+    default: /* WAIT, INFLIGHT */
+        if (blitz__op_rewait(cx, op) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        return blitz__op_poll(cx, op, s, kind, buf, len, addr, dir);
+    }
+}
+
+BLITZ_API int blitz_io_cancel(blitz_io *op) {
+    if (!op)
+        return BLITZ_EINVAL;
+    uint32_t st = blitz__op_state(op);
+    if (st == BLITZ__IO_IDLE || st == BLITZ__IO_CANCELLING)
+        return BLITZ_OK;
+    if (st == BLITZ__IO_RETRY || st == BLITZ__IO_DONE) {
+        if (st == BLITZ__IO_DONE && op->blitz__kind == BLITZ__OP_ACCEPT && op->blitz__res >= 0)
+            close((int)op->blitz__res);
+        if (st == BLITZ__IO_DONE && op->blitz__kind == BLITZ__OP_CONNECT)
+            op->blitz__res = BLITZ_ECANCELED; /* drop below closes the socket */
+        if (op->blitz__kind == BLITZ__OP_CONNECT)
+            blitz__connect_sock_drop(op);
+        op->result = BLITZ_ECANCELED;
+        blitz__op_set_state(op, BLITZ__IO_IDLE);
+        return BLITZ_OK;
+    }
+    blitz_socket *s = op->blitz__sock;
+    blitz_waker old = blitz_waker_noop();
+    int drop_connect = 0;
+    blitz__mutex_lock(&s->lock);
+    st = blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED);
+    if (st == BLITZ__IO_WAIT) {
+        blitz__op_unlink(s, op);
+        old = op->blitz__waker;
+        op->blitz__waker = blitz_waker_noop();
+        blitz__op_set_state(op, BLITZ__IO_IDLE);
+        drop_connect = op->blitz__kind == BLITZ__OP_CONNECT;
+    } else if (st == BLITZ__IO_INFLIGHT) {
+        /* The kernel keeps the buffer until the completion: the op keeps
+         * its waker (the task's memory) until then. */
+        blitz__op_set_state(op, BLITZ__IO_CANCELLING);
+        blitz__uring_submit_cancel(s->io, op);
+    }
+    blitz__mutex_unlock(&s->lock);
+    blitz_waker_drop(old);
+    if (drop_connect)
+        blitz__connect_sock_drop(op);
+    else if (st == BLITZ__IO_RETRY || st == BLITZ__IO_DONE)
+        blitz__op_set_state(op, BLITZ__IO_IDLE);
+    op->result = BLITZ_ECANCELED;
+    return BLITZ_OK;
+}
+
+BLITZ_API void blitz_io_cancel_op(blitz_cx *cx, void *op) {
+    (void)cx;
+    blitz_io_cancel((blitz_io *)op);
+}
+
+BLITZ_API blitz_poll blitz_io_settle(blitz_cx *cx, blitz_io *op) {
+    if (!op || blitz__op_state(op) != BLITZ__IO_CANCELLING)
+        return BLITZ_READY;
+    if (!cx)
+        return BLITZ_PENDING;
+    return blitz__op_rewait(cx, op);
+}
+
+BLITZ_API int blitz_io_pending(const blitz_io *op) {
+    if (!op)
+        return 0;
+    uint32_t st = blitz__op_state(op);
+    return st == BLITZ__IO_WAIT || st == BLITZ__IO_INFLIGHT || st == BLITZ__IO_CANCELLING;
+}
+
+BLITZ_API blitz_poll blitz_sock_recv(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
+                                     size_t len) {
+    return blitz__op_poll(cx, op, s, BLITZ__OP_RECV, buf, len, NULL, BLITZ__DIR_READ);
+}
+BLITZ_API blitz_poll blitz_sock_send(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                     const void *buf, size_t len) {
+    return blitz__op_poll(cx, op, s, BLITZ__OP_SEND, buf, len, NULL, BLITZ__DIR_WRITE);
+}
+BLITZ_API blitz_poll blitz_sock_send_all(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                         const void *buf, size_t len) {
+    return blitz__op_poll(cx, op, s, BLITZ__OP_SEND_ALL, buf, len, NULL, BLITZ__DIR_WRITE);
+}
+static int blitz__iov_ok(const blitz_iovec *iov, int n) {
+    return iov && n > 0 && n <= BLITZ__IO_MAX_IOV;
+}
+BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                      const blitz_iovec *iov, int iovcnt) {
+    if (op && blitz__op_state(op) == BLITZ__IO_IDLE && !blitz__iov_ok(iov, iovcnt)) {
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    return blitz__op_poll(cx, op, s, BLITZ__OP_RECVV, iov, (size_t)iovcnt, NULL,
+                          BLITZ__DIR_READ);
+}
+BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                      const blitz_iovec *iov, int iovcnt) {
+    if (op && blitz__op_state(op) == BLITZ__IO_IDLE && !blitz__iov_ok(iov, iovcnt)) {
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    return blitz__op_poll(cx, op, s, BLITZ__OP_SENDV, iov, (size_t)iovcnt, NULL,
+                          BLITZ__DIR_WRITE);
+}
+BLITZ_API blitz_poll blitz_udp_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                       const void *buf, size_t len, const blitz_addr *to) {
+    if (op && blitz__op_state(op) == BLITZ__IO_IDLE && (!to || !to->len)) {
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    return blitz__op_poll(cx, op, s, BLITZ__OP_SEND_TO, buf, len, to, BLITZ__DIR_WRITE);
+}
+BLITZ_API blitz_poll blitz_udp_recv_from(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
+                                         size_t len, blitz_addr *from) {
+    return blitz__op_poll(cx, op, s, from ? BLITZ__OP_RECV_FROM : BLITZ__OP_RECV, buf, len, from,
+                          BLITZ__DIR_READ);
+}
+BLITZ_API blitz_poll blitz_tcp_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener) {
+    return blitz__op_poll(cx, op, listener, BLITZ__OP_ACCEPT, NULL, 0, NULL, BLITZ__DIR_READ);
+}
+
+/* Connect: the op owns a fresh socket until it is connected. */
+static blitz_poll blitz__connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr, int family) {
+    if (!op)
+        return BLITZ_READY;
+    if (blitz__op_state(op) != BLITZ__IO_IDLE)
+        return blitz__op_poll(cx, op, op->blitz__sock, BLITZ__OP_CONNECT, NULL, 0, NULL,
+                              BLITZ__DIR_WRITE);
+    op->socket = NULL;
+    if (!cx || !addr || addr->len == 0 || addr->len > sizeof addr->u.bytes ||
+        (family && addr->u.family != family) ||
+        (!family && addr->u.family != AF_INET && addr->u.family != AF_INET6)) {
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    blitz__io *io = cx->ctx->rt->io;
+    int fd = socket(addr->u.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        op->result = blitz__neg_errno();
+        return BLITZ_READY;
+    }
+    blitz_socket *s = NULL;
+    int rc = blitz__sock_wrap(io, fd, addr->u.family, SOCK_STREAM, &s);
+    if (rc != BLITZ_OK) {
+        op->result = rc;
+        return BLITZ_READY;
+    }
+    _Static_assert(sizeof(((blitz_io *)0)->blitz__scratch) >= sizeof(blitz_addr),
+                   "connect keeps the address in the op");
+    memcpy(op->blitz__scratch, addr, sizeof *addr);
+    op->blitz__sock = s;
+    op->blitz__kind = BLITZ__OP_CONNECT;
+    op->blitz__buf = NULL;
+    op->blitz__len = 0;
+    op->blitz__addr = NULL;
+    op->blitz__dir = BLITZ__DIR_WRITE;
+    op->blitz__done = 0;
+    op->blitz__flags = 0;
+    op->result = 0;
+    return blitz__op_go(cx, op);
+}
+
+BLITZ_API blitz_poll blitz_tcp_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr) {
+    return blitz__connect(cx, op, addr, 0);
+}
+BLITZ_API blitz_poll blitz_unix_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr) {
+    return blitz__connect(cx, op, addr, AF_UNIX);
+}
+
+/* ---- close ------------------------------------------------------------------------------------ */
+
+BLITZ_API int blitz_sock_close(blitz_socket *s) {
+    if (!s)
+        return BLITZ_EINVAL;
+    blitz__io *io = s->io;
+    blitz__mutex_lock(&s->lock);
+    if (s->closed) {
+        blitz__mutex_unlock(&s->lock);
+        return BLITZ_ECLOSED;
+    }
+    s->closed = 1;
+    blitz_io *op = s->ops;
+    blitz_io *woken = NULL;
+    while (op) {
+        blitz_io *next = op->blitz__next;
+        if (blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) == BLITZ__IO_WAIT) {
+            blitz__op_unlink(s, op);
+            op->blitz__res = BLITZ_ECLOSED;
+            /* Chain through blitz__next (the op is out of every list). */
+            op->blitz__next = woken;
+            woken = op;
+        } else if (io->kind == BLITZ_BACKEND_IO_URING &&
+                   blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) ==
+                       BLITZ__IO_INFLIGHT) {
+            blitz__uring_submit_cancel(io, op);
+        }
+        op = next;
+    }
+    if (io->kind == BLITZ_BACKEND_IO_URING && s->ops && !blitz__io_batches(io->rt))
+        blitz__uring_flush(io);
+    blitz_waker batch[32];
+    int n = 0;
+    while (woken) {
+        blitz_io *next = woken->blitz__next;
+        woken->blitz__next = NULL;
+        if (n == 32) {
+            blitz__mutex_unlock(&s->lock);
+            for (int i = 0; i < n; i++)
+                blitz__io_wake(io, batch[i]);
+            n = 0;
+            blitz__mutex_lock(&s->lock);
+        }
+        batch[n++] = woken->blitz__waker;
+        woken->blitz__waker = blitz_waker_noop();
+        blitz__op_set_state(woken, BLITZ__IO_DONE);
+        woken = next;
+    }
+    blitz__u32_store(&s->want, 0, BLITZ__RELAXED);
+    blitz__mutex_unlock(&s->lock);
+    for (int i = 0; i < n; i++)
+        blitz__io_wake(io, batch[i]);
+    blitz__sock_unref(s);
+    return BLITZ_OK;
+}
+
+/* ---- waiting in the backend -------------------------------------------------------------- */
+
+BLITZ_PRIVATE void blitz__io_drain_wake_fd(blitz__io *io) {
+    uint64_t v;
+    while (read(io->wake_fd, &v, sizeof v) < 0 && errno == EINTR) {
+    }
+}
+
+static void blitz__io_backend_wait(blitz__io *io, uint64_t timeout_ns) {
+    switch (io->kind) {
+    case BLITZ_BACKEND_IO_URING:
+        blitz__uring_wait(io, timeout_ns);
+        break;
+    case BLITZ_BACKEND_EPOLL:
+        blitz__epoll_wait(io, timeout_ns);
+        break;
+    default:
+        blitz__pollb_wait(io, timeout_ns);
+        break;
+    }
+}
+
+static void blitz__io_backend_dispatch(blitz__io *io) {
+    blitz__wake_batch_begin();
+    switch (io->kind) {
+    case BLITZ_BACKEND_IO_URING:
+        blitz__uring_dispatch(io);
+        break;
+    case BLITZ_BACKEND_EPOLL:
+        blitz__epoll_dispatch(io);
+        break;
+    default:
+        blitz__pollb_dispatch(io);
+        break;
+    }
+    blitz__wake_batch_end();
+}
+
+/* Reaps without blocking (start of a tick). A try-lock: when another
+ * thread waits in or dispatches the backend, it does the work. */
+BLITZ_PRIVATE void blitz__io_poll(blitz_runtime *rt) {
+    blitz__io *io = rt->io;
+    if (!io)
+        return;
+    if (io->kind == BLITZ_BACKEND_IO_URING) {
+        if (blitz__u32_load(&io->to_submit, BLITZ__RELAXED))
+            blitz__uring_flush(io);
+        if (!blitz__uring_cq_ready(io))
+            return;
+    }
+    if (!blitz__mutex_trylock(&io->lock))
+        return;
+    blitz__io_free_deferred(io);
+    blitz__io_backend_wait(io, 0);
+    blitz__io_backend_dispatch(io);
+    blitz__mutex_unlock(&io->lock);
+}
+
+/* Completions are waiting, known without a system call (io_uring's CQ
+ * ring): a spinning worker stops spinning and reaps them. */
+BLITZ_PRIVATE int blitz__io_ready_cheap(blitz_runtime *rt) {
+    blitz__io *io = rt->io;
+    return io && io->kind == BLITZ_BACKEND_IO_URING && blitz__uring_cq_ready(io);
+}
+
+/* Gives pending io_uring submissions to the kernel (before a thread sleeps
+ * anywhere but in the backend). */
+BLITZ_PRIVATE void blitz__io_flush(blitz_runtime *rt) {
+    blitz__io *io = rt->io;
+    if (io && io->kind == BLITZ_BACKEND_IO_URING && blitz__u32_load(&io->to_submit, BLITZ__RELAXED))
+        blitz__uring_flush(io);
+}
+
+/* Parks the calling thread in the backend until an event, an unpark of
+ * `p`, or timeout_ns (0: no timeout). `woke(arg)` runs after the wait and
+ * before the events are dispatched (a worker leaves the parked set there,
+ * so the tasks it wakes go to other workers). */
+BLITZ_PRIVATE void blitz__io_park(blitz_runtime *rt, blitz__parker *p, uint64_t timeout_ns,
+                                  void (*woke)(void *), void *arg) {
+    blitz__io *io = rt->io;
+    blitz__mutex_lock(&io->lock);
+    blitz__io_free_deferred(io);
+    uint32_t expected = BLITZ__UNPARKED;
+    if (blitz__u32_cas(&p->state, &expected, BLITZ__PARKED_DRIVER, BLITZ__ACQ_REL))
+        blitz__io_backend_wait(io, timeout_ns ? timeout_ns : BLITZ__IO_FOREVER);
+    blitz__u32_swap(&p->state, BLITZ__UNPARKED, BLITZ__ACQUIRE);
+    if (woke)
+        woke(arg);
+    blitz__io_backend_dispatch(io);
+    blitz__mutex_unlock(&io->lock);
+}
+
+/* ---- creation, shutdown ------------------------------------------------------------------- */
+
+BLITZ_API const char *blitz_backend_name(blitz_backend b) {
+    switch (b) {
+    case BLITZ_BACKEND_AUTO:
+        return "auto";
+    case BLITZ_BACKEND_IO_URING:
+        return "io_uring";
+    case BLITZ_BACKEND_EPOLL:
+        return "epoll";
+    case BLITZ_BACKEND_POLL:
+        return "poll";
+    default:
+        return "none";
+    }
+}
+
+BLITZ_API blitz_backend blitz_runtime_backend(const blitz_runtime *rt) {
+    return rt && rt->io ? rt->io->kind : BLITZ_BACKEND_NONE;
+}
+
+static int blitz__io_try(blitz__io *io, blitz_backend b) {
+    io->kind = b;
+    switch (b) {
+    case BLITZ_BACKEND_IO_URING:
+        return blitz__uring_init(io);
+    case BLITZ_BACKEND_EPOLL:
+        return blitz__epoll_init(io);
+    case BLITZ_BACKEND_POLL:
+        return blitz__pollb_init(io);
+    default:
+        return BLITZ_EINVAL;
+    }
+}
+
+static blitz_backend blitz__backend_from_env(void) {
+    const char *e = getenv("BLITZ_BACKEND");
+    if (!e || !*e)
+        return BLITZ_BACKEND_AUTO;
+    if (!strcmp(e, "io_uring") || !strcmp(e, "uring"))
+        return BLITZ_BACKEND_IO_URING;
+    if (!strcmp(e, "epoll"))
+        return BLITZ_BACKEND_EPOLL;
+    if (!strcmp(e, "poll"))
+        return BLITZ_BACKEND_POLL;
+    return BLITZ_BACKEND_AUTO;
+}
+
+/* Creates rt->io. `forced`: a backend from the config that must start.
+ * Without one: the environment's preference, then io_uring, epoll, poll. */
+BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
+    if (forced > BLITZ_BACKEND_NONE)
+        return BLITZ_EINVAL;
+    if (forced == BLITZ_BACKEND_NONE)
+        return BLITZ_OK;
+    blitz__io *io = (blitz__io *)blitz__calloc(sizeof *io);
+    if (!io)
+        return BLITZ_ENOMEM;
+    io->rt = rt;
+    io->epfd = -1;
+    io->ring_fd = -1;
+    blitz__mutex_init(&io->lock);
+    blitz__mutex_init(&io->socks_lock);
+    blitz__mutex_init(&io->poll_lock);
+    blitz__mutex_init(&io->sq_lock);
+    io->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    int rc = io->wake_fd < 0 ? (int)blitz__neg_errno() : BLITZ_EINVAL;
+    if (io->wake_fd >= 0) {
+        if (forced != BLITZ_BACKEND_AUTO) {
+            rc = blitz__io_try(io, forced);
+        } else {
+            blitz_backend order[4] = {blitz__backend_from_env(), BLITZ_BACKEND_IO_URING,
+                                      BLITZ_BACKEND_EPOLL, BLITZ_BACKEND_POLL};
+            for (int i = 0; i < 4 && rc != BLITZ_OK; i++)
+                if (order[i] != BLITZ_BACKEND_AUTO)
+                    rc = blitz__io_try(io, order[i]);
+        }
+    }
+    if (rc != BLITZ_OK) {
+        if (io->wake_fd >= 0)
+            close(io->wake_fd);
+        blitz__mutex_destroy(&io->lock);
+        blitz__mutex_destroy(&io->socks_lock);
+        blitz__mutex_destroy(&io->poll_lock);
+        blitz__mutex_destroy(&io->sq_lock);
+        blitz__free(io);
+        /* Without a forced choice a runtime still works, without I/O. */
+        return forced == BLITZ_BACKEND_AUTO ? BLITZ_OK : rc;
+    }
+    rt->io = io;
+    if (rt->workers)
+        for (uint32_t i = 0; i < rt->num_workers; i++)
+            rt->workers[i].parker.wake_fd = io->wake_fd;
+    if (rt->ct)
+        rt->ct->parker.wake_fd = io->wake_fd;
+    return BLITZ_OK;
+}
+
+/* Shutdown (no task runs any more): every op is cancelled and its waker
+ * dropped; io_uring completions are awaited so the kernel holds no buffer
+ * when the task blocks are freed. */
+BLITZ_PRIVATE void blitz__io_shutdown(blitz_runtime *rt) {
+    blitz__io *io = rt->io;
+    if (!io || blitz__u32_load(&io->shutdown, BLITZ__RELAXED))
+        return;
+    blitz__u32_store(&io->shutdown, 1, BLITZ__SEQ_CST);
+    blitz__mutex_lock(&io->socks_lock);
+    for (blitz_socket *s = io->all; s; s = s->all_next) {
+        blitz__mutex_lock(&s->lock);
+        blitz_io *op = s->ops;
+        while (op) {
+            blitz_io *next = op->blitz__next;
+            uint32_t st = blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED);
+            if (st == BLITZ__IO_WAIT) {
+                blitz__op_unlink(s, op);
+                blitz_waker w = op->blitz__waker;
+                op->blitz__waker = blitz_waker_noop();
+                op->blitz__res = BLITZ_ESHUTDOWN;
+                blitz__op_set_state(op, BLITZ__IO_DONE);
+                blitz_waker_drop(w);
+            } else if (st == BLITZ__IO_INFLIGHT) {
+                blitz__op_set_state(op, BLITZ__IO_CANCELLING);
+                blitz__uring_submit_cancel(io, op);
+            }
+            op = next;
+        }
+        blitz__mutex_unlock(&s->lock);
+    }
+    blitz__mutex_unlock(&io->socks_lock);
+    if (io->kind == BLITZ_BACKEND_IO_URING) {
+        blitz__uring_flush(io);
+        uint64_t start = blitz__now_ns();
+        blitz__mutex_lock(&io->lock);
+        while (blitz__u64_load(&io->inflight, BLITZ__ACQUIRE) &&
+               blitz__now_ns() - start < 5000000000ull) {
+            blitz__uring_wait(io, 10000000u);
+            blitz__uring_dispatch(io);
+            blitz__uring_flush(io);
+        }
+        blitz__mutex_unlock(&io->lock);
+    }
+}
+
+/* Frees the driver and every socket still open. */
+BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
+    blitz__io *io = rt->io;
+    if (!io)
+        return;
+    blitz__io_shutdown(rt);
+    blitz__io_free_deferred(io);
+    blitz_socket *s = io->all;
+    while (s) {
+        blitz_socket *next = s->all_next;
+        close(s->fd);
+        blitz__sock_free_mem(s);
+        s = next;
+    }
+    io->all = NULL;
+    switch (io->kind) {
+    case BLITZ_BACKEND_IO_URING:
+        blitz__uring_destroy(io);
+        break;
+    case BLITZ_BACKEND_EPOLL:
+        blitz__epoll_destroy(io);
+        break;
+    default:
+        blitz__pollb_destroy(io);
+        break;
+    }
+    close(io->wake_fd);
+    blitz__mutex_destroy(&io->lock);
+    blitz__mutex_destroy(&io->socks_lock);
+    blitz__mutex_destroy(&io->poll_lock);
+    blitz__mutex_destroy(&io->sq_lock);
+    blitz__free(io);
+    rt->io = NULL;
+}
+/* ====[ END src/io_driver.c ]============================================== */
+/* ====[ BEGIN src/io_epoll.c ]============================================= */
+/* >>io_epoll */
+/* The epoll backend: every socket is registered once, edge-triggered, for
+ * both directions (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET), with the
+ * socket as the event's data; an event bumps the socket's sequence numbers
+ * and wakes the waiters of its directions (io_driver.c). The driver's
+ * eventfd is registered level-triggered with NULL data. */
+/* internal.h already included */
+/* io_internal.h already included */
+
+#if !defined(BLITZ_NO_EPOLL)
+
+BLITZ_PRIVATE int blitz__epoll_init(blitz__io *io) {
+    io->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (io->epfd < 0)
+        return blitz__from_errno(errno);
+    io->events = (struct epoll_event *)blitz__calloc(sizeof(struct epoll_event) * BLITZ__IO_EVENTS);
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.events = EPOLLIN;
+    ev.data.ptr = NULL;
+    if (!io->events || epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->wake_fd, &ev) < 0) {
+        int rc = io->events ? blitz__from_errno(errno) : BLITZ_ENOMEM;
+        blitz__free(io->events);
+        io->events = NULL;
+        close(io->epfd);
+        io->epfd = -1;
+        return rc;
+    }
+    return BLITZ_OK;
+}
+
+BLITZ_PRIVATE void blitz__epoll_destroy(blitz__io *io) {
+    if (io->epfd >= 0)
+        close(io->epfd);
+    io->epfd = -1;
+    blitz__free(io->events);
+    io->events = NULL;
+}
+
+BLITZ_PRIVATE int blitz__epoll_add(blitz__io *io, blitz_socket *s) {
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    ev.data.ptr = s;
+    if (epoll_ctl(io->epfd, EPOLL_CTL_ADD, s->fd, &ev) < 0)
+        return blitz__from_errno(errno);
+    return BLITZ_OK;
+}
+
+BLITZ_PRIVATE void blitz__epoll_del(blitz__io *io, blitz_socket *s) {
+    if (s->fd >= 0)
+        epoll_ctl(io->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+}
+
+/* Caller holds io->lock. timeout_ns: 0 = do not block, BLITZ__IO_FOREVER. */
+BLITZ_PRIVATE void blitz__epoll_wait(blitz__io *io, uint64_t timeout_ns) {
+    int ms;
+    if (timeout_ns == BLITZ__IO_FOREVER)
+        ms = -1;
+    else if (timeout_ns == 0)
+        ms = 0;
+    else {
+        /* Round up: waking early only to sleep again costs a wake-up. */
+        uint64_t m = (timeout_ns + 999999u) / 1000000u;
+        ms = m > INT_MAX ? INT_MAX : (int)m;
+    }
+    int n = epoll_wait(io->epfd, io->events, BLITZ__IO_EVENTS, ms);
+    io->nevents = n < 0 ? 0 : n;
+}
+
+BLITZ_PRIVATE void blitz__epoll_dispatch(blitz__io *io) {
+    int n = io->nevents;
+    io->nevents = 0;
+    for (int i = 0; i < n; i++) {
+        struct epoll_event *e = &io->events[i];
+        blitz_socket *s = (blitz_socket *)e->data.ptr;
+        if (!s) {
+            blitz__io_drain_wake_fd(io);
+            continue;
+        }
+        uint32_t ev = e->events;
+        int rd = (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLPRI)) != 0;
+        int wr = (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0;
+        blitz__io_ready(s, rd, wr);
+    }
+}
+
+#else
+
+BLITZ_PRIVATE int blitz__epoll_init(blitz__io *io) {
+    (void)io;
+    return BLITZ_ENOSYS;
+}
+BLITZ_PRIVATE void blitz__epoll_destroy(blitz__io *io) {
+    (void)io;
+}
+BLITZ_PRIVATE int blitz__epoll_add(blitz__io *io, blitz_socket *s) {
+    (void)io;
+    (void)s;
+    return BLITZ_ENOSYS;
+}
+BLITZ_PRIVATE void blitz__epoll_del(blitz__io *io, blitz_socket *s) {
+    (void)io;
+    (void)s;
+}
+BLITZ_PRIVATE void blitz__epoll_wait(blitz__io *io, uint64_t timeout_ns) {
+    (void)io;
+    (void)timeout_ns;
+}
+BLITZ_PRIVATE void blitz__epoll_dispatch(blitz__io *io) {
+    (void)io;
+}
+
+#endif
+/* ====[ END src/io_epoll.c ]=============================================== */
+/* ====[ BEGIN src/io_poll.c ]============================================== */
+/* >>io_poll */
+/* The poll backend, the portable fallback. Level-triggered, so only the
+ * directions that have waiters are polled: a socket joins the poll set
+ * when an op registers a waiter (its `want` bits) and leaves it when a
+ * wait cycle finds it without waiters. A thread blocked in poll() is
+ * kicked through the eventfd when a socket joins. */
+/* internal.h already included */
+/* io_internal.h already included */
+
+#if !defined(BLITZ_NO_POLL)
+
+BLITZ_PRIVATE int blitz__pollb_init(blitz__io *io) {
+    io->pcap = 64;
+    io->pset = (blitz_socket **)blitz__calloc(sizeof(blitz_socket *) * io->pcap);
+    io->pfd_cap = 65;
+    io->pfds = (struct pollfd *)blitz__calloc(sizeof(struct pollfd) * io->pfd_cap);
+    io->psocks = (blitz_socket **)blitz__calloc(sizeof(blitz_socket *) * io->pfd_cap);
+    if (!io->pset || !io->pfds || !io->psocks) {
+        blitz__free(io->pset);
+        blitz__free(io->pfds);
+        blitz__free(io->psocks);
+        io->pset = NULL;
+        io->pfds = NULL;
+        io->psocks = NULL;
+        return BLITZ_ENOMEM;
+    }
+    return BLITZ_OK;
+}
+
+BLITZ_PRIVATE void blitz__pollb_destroy(blitz__io *io) {
+    blitz__free(io->pset);
+    blitz__free(io->pfds);
+    blitz__free(io->psocks);
+    io->pset = NULL;
+    io->pfds = NULL;
+    io->psocks = NULL;
+}
+
+static int blitz__pollb_grow(void **p, uint32_t *cap, size_t elem, uint32_t need) {
+    if (need <= *cap)
+        return 1;
+    uint32_t n = *cap * 2;
+    while (n < need)
+        n *= 2;
+    void *q = blitz__calloc(elem * n);
+    if (!q)
+        return 0;
+    memcpy(q, *p, elem * *cap);
+    blitz__free(*p);
+    *p = q;
+    *cap = n;
+    return 1;
+}
+
+/* A socket got a waiter (caller holds its lock, `want` already set). */
+BLITZ_PRIVATE void blitz__pollb_want(blitz__io *io, blitz_socket *s) {
+    blitz__mutex_lock(&io->poll_lock);
+    if (s->poll_slot < 0) {
+        if (blitz__pollb_grow((void **)&io->pset, &io->pcap, sizeof(blitz_socket *),
+                              io->pcount + 1)) {
+            s->poll_slot = (int)io->pcount;
+            io->pset[io->pcount++] = s;
+        }
+    }
+    blitz__mutex_unlock(&io->poll_lock);
+    /* Seq_cst pairs with the poller's announcement before it builds its
+     * set: either it sees this socket or this side sees it blocked. */
+    if (blitz__u32_load(&io->poll_blocked, BLITZ__SEQ_CST)) {
+        uint64_t one = 1;
+        ssize_t r = write(io->wake_fd, &one, sizeof one);
+        (void)r;
+    }
+}
+
+static void blitz__pollb_remove_locked(blitz__io *io, blitz_socket *s) {
+    int i = s->poll_slot;
+    if (i < 0)
+        return;
+    blitz_socket *last = io->pset[--io->pcount];
+    io->pset[i] = last;
+    last->poll_slot = i;
+    s->poll_slot = -1;
+}
+
+/* A socket's memory is about to go. */
+BLITZ_PRIVATE void blitz__pollb_forget(blitz__io *io, blitz_socket *s) {
+    blitz__mutex_lock(&io->poll_lock);
+    blitz__pollb_remove_locked(io, s);
+    blitz__mutex_unlock(&io->poll_lock);
+}
+
+BLITZ_PRIVATE void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns) {
+    if (timeout_ns)
+        blitz__u32_store(&io->poll_blocked, 1, BLITZ__SEQ_CST);
+    blitz__mutex_lock(&io->poll_lock);
+    int n = 0;
+    if (io->pfd_cap < io->pcount + 1) {
+        uint32_t cap = io->pfd_cap;
+        uint32_t cap2 = io->pfd_cap;
+        if (!blitz__pollb_grow((void **)&io->pfds, &cap, sizeof(struct pollfd), io->pcount + 1) ||
+            !blitz__pollb_grow((void **)&io->psocks, &cap2, sizeof(blitz_socket *),
+                               io->pcount + 1)) {
+            /* Out of memory: poll what fits. */
+        }
+        io->pfd_cap = cap < cap2 ? cap : cap2;
+    }
+    io->pfds[n].fd = io->wake_fd;
+    io->pfds[n].events = POLLIN;
+    io->pfds[n].revents = 0;
+    io->psocks[n++] = NULL;
+    for (uint32_t i = 0; i < io->pcount && (uint32_t)n < io->pfd_cap;) {
+        blitz_socket *s = io->pset[i];
+        uint32_t want = blitz__u32_load(&s->want, BLITZ__SEQ_CST);
+        if (!want) {
+            blitz__pollb_remove_locked(io, s);
+            continue;
+        }
+        io->pfds[n].fd = s->fd;
+        io->pfds[n].events = (short)(((want & 1u) ? (POLLIN | POLLRDHUP) : 0) |
+                                     ((want & 2u) ? POLLOUT : 0));
+        io->pfds[n].revents = 0;
+        io->psocks[n++] = s;
+        i++;
+    }
+    blitz__mutex_unlock(&io->poll_lock);
+    struct timespec ts, *tsp = NULL;
+    if (timeout_ns != BLITZ__IO_FOREVER) {
+        ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
+        ts.tv_nsec = (long)(timeout_ns % 1000000000u);
+        tsp = &ts;
+    }
+    int r = ppoll(io->pfds, (nfds_t)n, tsp, NULL);
+    blitz__u32_store(&io->poll_blocked, 0, BLITZ__RELAXED);
+    io->npfds = r > 0 ? n : 0;
+}
+
+BLITZ_PRIVATE void blitz__pollb_dispatch(blitz__io *io) {
+    int n = io->npfds;
+    io->npfds = 0;
+    for (int i = 0; i < n; i++) {
+        short ev = io->pfds[i].revents;
+        if (!ev)
+            continue;
+        blitz_socket *s = io->psocks[i];
+        if (!s) {
+            blitz__io_drain_wake_fd(io);
+            continue;
+        }
+        int rd = (ev & (POLLIN | POLLRDHUP | POLLHUP | POLLERR | POLLNVAL | POLLPRI)) != 0;
+        int wr = (ev & (POLLOUT | POLLHUP | POLLERR | POLLNVAL)) != 0;
+        blitz__io_ready(s, rd, wr);
+    }
+}
+
+#else
+
+BLITZ_PRIVATE int blitz__pollb_init(blitz__io *io) {
+    (void)io;
+    return BLITZ_ENOSYS;
+}
+BLITZ_PRIVATE void blitz__pollb_destroy(blitz__io *io) {
+    (void)io;
+}
+BLITZ_PRIVATE void blitz__pollb_want(blitz__io *io, blitz_socket *s) {
+    (void)io;
+    (void)s;
+}
+BLITZ_PRIVATE void blitz__pollb_forget(blitz__io *io, blitz_socket *s) {
+    (void)io;
+    (void)s;
+}
+BLITZ_PRIVATE void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns) {
+    (void)io;
+    (void)timeout_ns;
+}
+BLITZ_PRIVATE void blitz__pollb_dispatch(blitz__io *io) {
+    (void)io;
+}
+
+#endif
+/* ====[ END src/io_poll.c ]================================================ */
+/* ====[ BEGIN src/io_uring.c ]============================================= */
+/* >>io_uring */
+/* The io_uring backend, through raw system calls (no liburing).
+ *
+ * One ring per runtime, shared by every thread: submissions take
+ * `sq_lock` (a few stores; workers leave the io_uring_enter to the start
+ * of their next tick or their park, so one system call carries a batch),
+ * reaping takes the driver's lock (io_driver.c). The parked sleeper waits
+ * in io_uring_enter(GETEVENTS | EXT_ARG) with the timer deadline; a
+ * multishot POLL_ADD on the driver's eventfd wakes it (re-armed when the
+ * kernel ends it). Start-up probes the opcodes and features it relies on
+ * (EXT_ARG, FAST_POLL, NODROP, RECV/SEND/ACCEPT/CONNECT/SENDMSG/RECVMSG/
+ * ASYNC_CANCEL/POLL_ADD) and refuses the ring otherwise, so the driver
+ * falls back to epoll. Constants newer than the system's uapi header are
+ * defined here. */
+/* internal.h already included */
+/* io_internal.h already included */
+
+#if !defined(BLITZ_NO_IO_URING)
+
+#ifndef SYS_io_uring_setup
+#define SYS_io_uring_setup 425
+#endif
+#ifndef SYS_io_uring_enter
+#define SYS_io_uring_enter 426
+#endif
+#ifndef SYS_io_uring_register
+#define SYS_io_uring_register 427
+#endif
+#ifndef IORING_FEAT_EXT_ARG
+#define IORING_FEAT_EXT_ARG (1U << 8)
+#endif
+#ifndef IORING_ENTER_EXT_ARG
+#define IORING_ENTER_EXT_ARG (1U << 3)
+#endif
+#ifndef IORING_POLL_ADD_MULTI
+#define IORING_POLL_ADD_MULTI (1U << 0)
+#endif
+#ifndef IORING_CQE_F_MORE
+#define IORING_CQE_F_MORE (1U << 1)
+#endif
+#ifndef IORING_SETUP_SUBMIT_ALL
+#define IORING_SETUP_SUBMIT_ALL (1U << 7)
+#endif
+#ifndef IORING_FEAT_CQE_SKIP
+#define IORING_FEAT_CQE_SKIP (1U << 11)
+#endif
+#ifndef IOSQE_CQE_SKIP_SUCCESS
+#define IOSQE_CQE_SKIP_SUCCESS (1U << 6)
+#endif
+
+#ifndef BLITZ_URING_ENTRIES
+#define BLITZ_URING_ENTRIES 1024u
+#endif
+#define BLITZ__URING_CQ_ENTRIES (BLITZ_URING_ENTRIES * 8u)
+/* Workers submit a batch once this many SQEs wait. */
+#define BLITZ__URING_BATCH 64u
+
+static int blitz__uring_enter(int fd, unsigned to_submit, unsigned min_complete, unsigned flags,
+                              const void *arg, size_t argsz) {
+    return (int)syscall(SYS_io_uring_enter, fd, to_submit, min_complete, flags, arg, argsz);
+}
+
+static int blitz__uring_probe(blitz__io *io) {
+    static const uint8_t need[] = {IORING_OP_RECV,    IORING_OP_SEND,         IORING_OP_ACCEPT,
+                                   IORING_OP_CONNECT, IORING_OP_SENDMSG,      IORING_OP_RECVMSG,
+                                   IORING_OP_POLL_ADD, IORING_OP_ASYNC_CANCEL};
+    size_t sz = sizeof(struct io_uring_probe) + 256 * sizeof(struct io_uring_probe_op);
+    struct io_uring_probe *p = (struct io_uring_probe *)blitz__calloc(sz);
+    if (!p)
+        return BLITZ_ENOMEM;
+    int rc = BLITZ_OK;
+    if (syscall(SYS_io_uring_register, io->ring_fd, IORING_REGISTER_PROBE, p, 256) < 0) {
+        rc = blitz__from_errno(errno);
+    } else {
+        for (size_t i = 0; i < sizeof need; i++)
+            if (need[i] > p->last_op || !(p->ops[need[i]].flags & IO_URING_OP_SUPPORTED))
+                rc = BLITZ_ENOSYS;
+    }
+    blitz__free(p);
+    return rc;
+}
+
+static struct io_uring_sqe *blitz__uring_get_sqe(blitz__io *io) {
+    uint32_t head = blitz__u32_field_load(io->sq_head, BLITZ__ACQUIRE);
+    uint32_t tail = io->sq_tail_local;
+    if (tail - head >= io->sq_entries)
+        return NULL;
+    uint32_t idx = tail & *io->sq_mask;
+    struct io_uring_sqe *sqe = &io->sqes[idx];
+    memset(sqe, 0, sizeof *sqe);
+    io->sq_array[idx] = idx;
+    return sqe;
+}
+
+/* Publishes the SQE got last. Caller holds sq_lock. */
+static void blitz__uring_push(blitz__io *io) {
+    io->sq_tail_local++;
+    blitz__u32_field_store(io->sq_tail, io->sq_tail_local, BLITZ__RELEASE);
+    blitz__u32_fetch_add(&io->to_submit, 1, BLITZ__RELAXED);
+}
+
+/* Caller holds sq_lock. */
+static void blitz__uring_flush_locked(blitz__io *io) {
+    uint32_t n = blitz__u32_load(&io->to_submit, BLITZ__RELAXED);
+    while (n) {
+        int r = blitz__uring_enter(io->ring_fd, n, 0, 0, NULL, 0);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            /* EAGAIN / EBUSY: the kernel is short of room (completions
+             * to reap first); the SQEs stay and go with the next flush. */
+            return;
+        }
+        if (r == 0)
+            return;
+        blitz__u32_fetch_sub(&io->to_submit, (uint32_t)r, BLITZ__RELAXED);
+        n -= (uint32_t)r;
+    }
+}
+
+BLITZ_PRIVATE void blitz__uring_flush(blitz__io *io) {
+    blitz__mutex_lock(&io->sq_lock);
+    blitz__uring_flush_locked(io);
+    blitz__mutex_unlock(&io->sq_lock);
+}
+
+/* Caller holds sq_lock. */
+static struct io_uring_sqe *blitz__uring_sqe_or_flush(blitz__io *io) {
+    struct io_uring_sqe *sqe = blitz__uring_get_sqe(io);
+    if (!sqe) {
+        blitz__uring_flush_locked(io);
+        sqe = blitz__uring_get_sqe(io);
+    }
+    return sqe;
+}
+
+static int blitz__uring_arm_wake(blitz__io *io) {
+    blitz__mutex_lock(&io->sq_lock);
+    struct io_uring_sqe *sqe = blitz__uring_sqe_or_flush(io);
+    if (sqe) {
+        sqe->opcode = IORING_OP_POLL_ADD;
+        sqe->fd = io->wake_fd;
+        sqe->poll32_events = POLLIN;
+        sqe->len = IORING_POLL_ADD_MULTI;
+        sqe->user_data = BLITZ__UD_WAKE;
+        blitz__uring_push(io);
+        blitz__uring_flush_locked(io);
+    }
+    blitz__mutex_unlock(&io->sq_lock);
+    return sqe ? BLITZ_OK : BLITZ_EBUSY;
+}
+
+BLITZ_PRIVATE int blitz__uring_init(blitz__io *io) {
+    struct io_uring_params p;
+    memset(&p, 0, sizeof p);
+    p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP;
+    p.cq_entries = BLITZ__URING_CQ_ENTRIES;
+    int fd = (int)syscall(SYS_io_uring_setup, BLITZ_URING_ENTRIES, &p);
+    if (fd < 0)
+        return blitz__from_errno(errno);
+    io->ring_fd = fd;
+    int rc = BLITZ_OK;
+    uint32_t need = IORING_FEAT_EXT_ARG | IORING_FEAT_FAST_POLL | IORING_FEAT_NODROP;
+    if ((p.features & need) != need)
+        rc = BLITZ_ENOSYS;
+    if (rc == BLITZ_OK)
+        rc = blitz__uring_probe(io);
+    if (rc == BLITZ_OK) {
+        io->features = p.features;
+        io->sq_entries = p.sq_entries;
+        io->cq_entries = p.cq_entries;
+        io->sq_map_len = p.sq_off.array + p.sq_entries * sizeof(uint32_t);
+        io->cq_map_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+        if (p.features & IORING_FEAT_SINGLE_MMAP) {
+            if (io->cq_map_len > io->sq_map_len)
+                io->sq_map_len = io->cq_map_len;
+        }
+        io->sq_map = mmap(NULL, io->sq_map_len, PROT_READ | PROT_WRITE,
+                          MAP_SHARED | MAP_POPULATE, fd, IORING_OFF_SQ_RING);
+        if (io->sq_map == MAP_FAILED) {
+            io->sq_map = NULL;
+            rc = blitz__from_errno(errno);
+        }
+    }
+    if (rc == BLITZ_OK) {
+        if (p.features & IORING_FEAT_SINGLE_MMAP) {
+            io->cq_map = io->sq_map;
+        } else {
+            io->cq_map = mmap(NULL, io->cq_map_len, PROT_READ | PROT_WRITE,
+                              MAP_SHARED | MAP_POPULATE, fd, IORING_OFF_CQ_RING);
+            if (io->cq_map == MAP_FAILED) {
+                io->cq_map = NULL;
+                rc = blitz__from_errno(errno);
+            }
+        }
+    }
+    if (rc == BLITZ_OK) {
+        io->sqes_len = p.sq_entries * sizeof(struct io_uring_sqe);
+        void *m = mmap(NULL, io->sqes_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
+                       IORING_OFF_SQES);
+        if (m == MAP_FAILED)
+            rc = blitz__from_errno(errno);
+        else
+            io->sqes = (struct io_uring_sqe *)m;
+    }
+    if (rc != BLITZ_OK) {
+        blitz__uring_destroy(io);
+        return rc;
+    }
+    char *sq = (char *)io->sq_map, *cq = (char *)io->cq_map;
+    io->sq_head = (uint32_t *)(void *)(sq + p.sq_off.head);
+    io->sq_tail = (uint32_t *)(void *)(sq + p.sq_off.tail);
+    io->sq_mask = (uint32_t *)(void *)(sq + p.sq_off.ring_mask);
+    io->sq_array = (uint32_t *)(void *)(sq + p.sq_off.array);
+    io->cq_head = (uint32_t *)(void *)(cq + p.cq_off.head);
+    io->cq_tail = (uint32_t *)(void *)(cq + p.cq_off.tail);
+    io->cq_mask = (uint32_t *)(void *)(cq + p.cq_off.ring_mask);
+    io->cqes = (struct io_uring_cqe *)(void *)(cq + p.cq_off.cqes);
+    io->sq_tail_local = *io->sq_tail;
+    io->skip_cancel_cqe = (p.features & IORING_FEAT_CQE_SKIP) != 0;
+    rc = blitz__uring_arm_wake(io);
+    if (rc != BLITZ_OK) {
+        blitz__uring_destroy(io);
+        return rc;
+    }
+    return BLITZ_OK;
+}
+
+BLITZ_PRIVATE void blitz__uring_destroy(blitz__io *io) {
+    if (io->sqes)
+        munmap(io->sqes, io->sqes_len);
+    if (io->cq_map && io->cq_map != io->sq_map)
+        munmap(io->cq_map, io->cq_map_len);
+    if (io->sq_map)
+        munmap(io->sq_map, io->sq_map_len);
+    io->sqes = NULL;
+    io->cq_map = io->sq_map = NULL;
+    if (io->ring_fd >= 0)
+        close(io->ring_fd);
+    io->ring_fd = -1;
+}
+
+/* Fills and queues the SQE of `op`. Caller holds the op's socket lock. */
+BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz_io *op, int flush) {
+    blitz_socket *s = op->blitz__sock;
+    blitz__mutex_lock(&io->sq_lock);
+    struct io_uring_sqe *sqe = blitz__uring_sqe_or_flush(io);
+    if (!sqe) {
+        blitz__mutex_unlock(&io->sq_lock);
+        return BLITZ_EBUSY;
+    }
+    sqe->fd = s->fd;
+    sqe->user_data = (uint64_t)(uintptr_t)op;
+    switch (op->blitz__kind) {
+    case BLITZ__OP_RECV:
+        sqe->opcode = IORING_OP_RECV;
+        sqe->addr = (uint64_t)(uintptr_t)op->blitz__buf;
+        sqe->len = (uint32_t)(op->blitz__len > 0x7ffff000u ? 0x7ffff000u : op->blitz__len);
+        break;
+    case BLITZ__OP_SEND:
+    case BLITZ__OP_SEND_ALL: {
+        size_t left = op->blitz__len - op->blitz__done;
+        sqe->opcode = IORING_OP_SEND;
+        sqe->addr = (uint64_t)(uintptr_t)((char *)op->blitz__buf + op->blitz__done);
+        sqe->len = (uint32_t)(left > 0x7ffff000u ? 0x7ffff000u : left);
+        sqe->msg_flags = MSG_NOSIGNAL;
+        break;
+    }
+    case BLITZ__OP_RECVV:
+    case BLITZ__OP_RECV_FROM:
+    case BLITZ__OP_SENDV:
+    case BLITZ__OP_SEND_TO: {
+        _Static_assert(sizeof(((blitz_io *)0)->blitz__scratch) >=
+                           sizeof(struct msghdr) + sizeof(struct iovec),
+                       "the op holds its msghdr");
+        struct msghdr *m = (struct msghdr *)(void *)op->blitz__scratch;
+        struct iovec *one = (struct iovec *)(void *)((char *)op->blitz__scratch + sizeof *m);
+        blitz__op_msghdr(op, m, one);
+        int send = op->blitz__kind == BLITZ__OP_SENDV || op->blitz__kind == BLITZ__OP_SEND_TO;
+        sqe->opcode = send ? IORING_OP_SENDMSG : IORING_OP_RECVMSG;
+        sqe->addr = (uint64_t)(uintptr_t)m;
+        sqe->len = 1;
+        sqe->msg_flags = send ? MSG_NOSIGNAL : 0;
+        break;
+    }
+    case BLITZ__OP_ACCEPT:
+        sqe->opcode = IORING_OP_ACCEPT;
+        sqe->accept_flags = SOCK_NONBLOCK | SOCK_CLOEXEC;
+        break;
+    case BLITZ__OP_CONNECT: {
+        const blitz_addr *a = (const blitz_addr *)(void *)op->blitz__scratch;
+        sqe->opcode = IORING_OP_CONNECT;
+        sqe->addr = (uint64_t)(uintptr_t)a->u.bytes;
+        sqe->off = a->len;
+        break;
+    }
+    default:
+        break;
+    }
+    blitz__uring_push(io);
+    if (flush || blitz__u32_load(&io->to_submit, BLITZ__RELAXED) >= BLITZ__URING_BATCH)
+        blitz__uring_flush_locked(io);
+    blitz__mutex_unlock(&io->sq_lock);
+    return BLITZ_OK;
+}
+
+/* ASYNC_CANCEL of an op in flight. Caller holds the op's socket lock. */
+BLITZ_PRIVATE void blitz__uring_submit_cancel(blitz__io *io, blitz_io *op) {
+    blitz__mutex_lock(&io->sq_lock);
+    struct io_uring_sqe *sqe = blitz__uring_sqe_or_flush(io);
+    if (sqe) {
+        sqe->opcode = IORING_OP_ASYNC_CANCEL;
+        sqe->fd = -1;
+        sqe->addr = (uint64_t)(uintptr_t)op;
+        sqe->user_data = BLITZ__UD_IGNORE;
+        if (io->skip_cancel_cqe)
+            sqe->flags = IOSQE_CQE_SKIP_SUCCESS;
+        blitz__uring_push(io);
+    }
+    /* Cancels go out at once: whoever cancels may wait for the result. */
+    blitz__uring_flush_locked(io);
+    blitz__mutex_unlock(&io->sq_lock);
+}
+
+BLITZ_PRIVATE int blitz__uring_cq_ready(blitz__io *io) {
+    return blitz__u32_field_load(io->cq_head, BLITZ__RELAXED) !=
+           blitz__u32_field_load(io->cq_tail, BLITZ__ACQUIRE);
+}
+
+/* Caller holds io->lock. Blocks unless completions are ready. */
+BLITZ_PRIVATE void blitz__uring_wait(blitz__io *io, uint64_t timeout_ns) {
+    if (blitz__u32_load(&io->to_submit, BLITZ__RELAXED))
+        blitz__uring_flush(io);
+    if (timeout_ns == 0 || blitz__uring_cq_ready(io))
+        return;
+    struct __kernel_timespec ts;
+    struct io_uring_getevents_arg arg;
+    memset(&arg, 0, sizeof arg);
+    if (timeout_ns != BLITZ__IO_FOREVER) {
+        ts.tv_sec = (long long)(timeout_ns / 1000000000u);
+        ts.tv_nsec = (long long)(timeout_ns % 1000000000u);
+        arg.ts = (uint64_t)(uintptr_t)&ts;
+    }
+    blitz__uring_enter(io->ring_fd, 0, 1, IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, &arg,
+                       sizeof arg);
+}
+
+/* Caller holds io->lock. */
+BLITZ_PRIVATE void blitz__uring_dispatch(blitz__io *io) {
+    for (;;) {
+        struct {
+            uint64_t user_data;
+            int32_t res;
+            uint32_t flags;
+        } batch[64];
+        uint32_t head = *io->cq_head;
+        uint32_t tail = blitz__u32_field_load(io->cq_tail, BLITZ__ACQUIRE);
+        uint32_t n = 0;
+        while (head != tail && n < 64) {
+            const struct io_uring_cqe *c = &io->cqes[head & *io->cq_mask];
+            batch[n].user_data = c->user_data;
+            batch[n].res = c->res;
+            batch[n].flags = c->flags;
+            n++;
+            head++;
+        }
+        if (n == 0)
+            return;
+        blitz__u32_field_store(io->cq_head, head, BLITZ__RELEASE);
+        int rearm = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t ud = batch[i].user_data;
+            if (ud == BLITZ__UD_IGNORE)
+                continue;
+            if (ud == BLITZ__UD_WAKE) {
+                blitz__io_drain_wake_fd(io);
+                if (!(batch[i].flags & IORING_CQE_F_MORE))
+                    rearm = 1;
+                continue;
+            }
+            blitz__io_complete(io, (blitz_io *)(uintptr_t)ud, batch[i].res, batch[i].flags);
+        }
+        if (rearm)
+            blitz__uring_arm_wake(io);
+    }
+}
+
+#else
+
+BLITZ_PRIVATE int blitz__uring_init(blitz__io *io) {
+    (void)io;
+    return BLITZ_ENOSYS;
+}
+BLITZ_PRIVATE void blitz__uring_destroy(blitz__io *io) {
+    (void)io;
+}
+BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz_io *op, int flush) {
+    (void)io;
+    (void)op;
+    (void)flush;
+    return BLITZ_ENOSYS;
+}
+BLITZ_PRIVATE void blitz__uring_submit_cancel(blitz__io *io, blitz_io *op) {
+    (void)io;
+    (void)op;
+}
+BLITZ_PRIVATE void blitz__uring_flush(blitz__io *io) {
+    (void)io;
+}
+BLITZ_PRIVATE int blitz__uring_cq_ready(blitz__io *io) {
+    (void)io;
+    return 0;
+}
+BLITZ_PRIVATE void blitz__uring_wait(blitz__io *io, uint64_t timeout_ns) {
+    (void)io;
+    (void)timeout_ns;
+}
+BLITZ_PRIVATE void blitz__uring_dispatch(blitz__io *io) {
+    (void)io;
+}
+
+#endif
+/* ====[ END src/io_uring.c ]=============================================== */
+/* ====[ BEGIN src/net_addr.c ]============================================= */
+/* >>net_addr */
+/* Socket addresses: parsing and formatting of IPv4, IPv6 and Unix
+ * addresses into blitz_addr (a sockaddr_storage with its length). */
+/* internal.h already included */
+
+_Static_assert(sizeof(((blitz_addr *)0)->u.bytes) >= sizeof(struct sockaddr_storage),
+               "blitz_addr holds any socket address");
+
+BLITZ_API int blitz_addr_ip(const char *ip, uint16_t port, blitz_addr *out) {
+    if (!ip || !out)
+        return BLITZ_EINVAL;
+    memset(out, 0, sizeof *out);
+    struct sockaddr_in *a4 = (struct sockaddr_in *)(void *)out->u.bytes;
+    if (inet_pton(AF_INET, ip, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons(port);
+        out->len = sizeof *a4;
+        return BLITZ_OK;
+    }
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)(void *)out->u.bytes;
+    char tmp[INET6_ADDRSTRLEN + IF_NAMESIZE + 2];
+    const char *pct = strchr(ip, '%');
+    size_t n = pct ? (size_t)(pct - ip) : strlen(ip);
+    if (n == 0 || n >= INET6_ADDRSTRLEN)
+        goto bad;
+    memcpy(tmp, ip, n);
+    tmp[n] = 0;
+    if (inet_pton(AF_INET6, tmp, &a6->sin6_addr) != 1)
+        goto bad;
+    if (pct) {
+        const char *z = pct + 1;
+        if (!*z)
+            goto bad;
+        char *end = NULL;
+        unsigned long id = strtoul(z, &end, 10);
+        if (end && *end == 0 && end != z) {
+            a6->sin6_scope_id = (uint32_t)id;
+        } else {
+            unsigned idx = if_nametoindex(z);
+            if (!idx)
+                goto bad;
+            a6->sin6_scope_id = idx;
+        }
+    }
+    a6->sin6_family = AF_INET6;
+    a6->sin6_port = htons(port);
+    out->len = sizeof *a6;
+    return BLITZ_OK;
+bad:
+    memset(out, 0, sizeof *out);
+    return BLITZ_EINVAL;
+}
+
+static int blitz__parse_port(const char *p, uint16_t *port) {
+    if (!*p)
+        return 0;
+    unsigned long v = 0;
+    for (const char *c = p; *c; c++) {
+        if (*c < '0' || *c > '9')
+            return 0;
+        v = v * 10 + (unsigned long)(*c - '0');
+        if (v > 65535)
+            return 0;
+    }
+    *port = (uint16_t)v;
+    return 1;
+}
+
+BLITZ_API int blitz_addr_parse(const char *s, blitz_addr *out) {
+    if (!s || !out)
+        return BLITZ_EINVAL;
+    memset(out, 0, sizeof *out);
+    char host[INET6_ADDRSTRLEN + IF_NAMESIZE + 2];
+    const char *port;
+    size_t n;
+    if (s[0] == '[') {
+        const char *close_br = strchr(s, ']');
+        if (!close_br || close_br[1] != ':')
+            return BLITZ_EINVAL;
+        n = (size_t)(close_br - s - 1);
+        if (n == 0 || n >= sizeof host)
+            return BLITZ_EINVAL;
+        memcpy(host, s + 1, n);
+        host[n] = 0;
+        port = close_br + 2;
+        if (!strchr(host, ':'))
+            return BLITZ_EINVAL; /* brackets are for IPv6 only */
+    } else {
+        const char *colon = strrchr(s, ':');
+        if (!colon || strchr(s, ':') != colon)
+            return BLITZ_EINVAL; /* no port, or an IPv6 address without brackets */
+        n = (size_t)(colon - s);
+        if (n == 0 || n >= sizeof host)
+            return BLITZ_EINVAL;
+        memcpy(host, s, n);
+        host[n] = 0;
+        port = colon + 1;
+    }
+    uint16_t p;
+    if (!blitz__parse_port(port, &p))
+        return BLITZ_EINVAL;
+    return blitz_addr_ip(host, p, out);
+}
+
+BLITZ_API int blitz_addr_unix(const char *path, blitz_addr *out) {
+    if (!path || !out)
+        return BLITZ_EINVAL;
+    memset(out, 0, sizeof *out);
+    struct sockaddr_un *u = (struct sockaddr_un *)(void *)out->u.bytes;
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof u->sun_path || (path[0] == '@' && n == 1))
+        return BLITZ_EINVAL;
+    u->sun_family = AF_UNIX;
+    if (path[0] == '@') {
+        /* Abstract: a leading NUL, the name, no terminator counted. */
+        u->sun_path[0] = 0;
+        memcpy(u->sun_path + 1, path + 1, n - 1);
+        out->len = (uint32_t)(offsetof(struct sockaddr_un, sun_path) + n);
+    } else {
+        memcpy(u->sun_path, path, n + 1);
+        out->len = (uint32_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
+    }
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_addr_family(const blitz_addr *a) {
+    return a && a->len ? a->u.family : 0;
+}
+
+BLITZ_API int blitz_addr_port(const blitz_addr *a) {
+    if (!a || !a->len)
+        return -1;
+    if (a->u.family == AF_INET)
+        return ntohs(((const struct sockaddr_in *)(const void *)a->u.bytes)->sin_port);
+    if (a->u.family == AF_INET6)
+        return ntohs(((const struct sockaddr_in6 *)(const void *)a->u.bytes)->sin6_port);
+    return -1;
+}
+
+BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size) {
+    if (!a || !buf || size == 0)
+        return BLITZ_EINVAL;
+    buf[0] = 0;
+    char tmp[160];
+    int n;
+    if (a->len && a->u.family == AF_INET) {
+        const struct sockaddr_in *a4 = (const struct sockaddr_in *)(const void *)a->u.bytes;
+        char ip[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &a4->sin_addr, ip, sizeof ip);
+        n = snprintf(tmp, sizeof tmp, "%s:%u", ip, (unsigned)ntohs(a4->sin_port));
+    } else if (a->len && a->u.family == AF_INET6) {
+        const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)(const void *)a->u.bytes;
+        char ip[INET6_ADDRSTRLEN];
+        inet_ntop(AF_INET6, &a6->sin6_addr, ip, sizeof ip);
+        if (a6->sin6_scope_id)
+            n = snprintf(tmp, sizeof tmp, "[%s%%%u]:%u", ip, (unsigned)a6->sin6_scope_id,
+                         (unsigned)ntohs(a6->sin6_port));
+        else
+            n = snprintf(tmp, sizeof tmp, "[%s]:%u", ip, (unsigned)ntohs(a6->sin6_port));
+    } else if (a->len && a->u.family == AF_UNIX) {
+        const struct sockaddr_un *u = (const struct sockaddr_un *)(const void *)a->u.bytes;
+        size_t plen = a->len > offsetof(struct sockaddr_un, sun_path)
+                          ? a->len - offsetof(struct sockaddr_un, sun_path)
+                          : 0;
+        if (plen == 0) {
+            n = snprintf(tmp, sizeof tmp, "(unnamed)");
+        } else if (u->sun_path[0] == 0) {
+            n = snprintf(tmp, sizeof tmp, "@%.*s", (int)(plen - 1), u->sun_path + 1);
+        } else {
+            n = snprintf(tmp, sizeof tmp, "%.*s", (int)strnlen(u->sun_path, plen), u->sun_path);
+        }
+    } else {
+        return BLITZ_EINVAL;
+    }
+    if (n < 0)
+        return BLITZ_EINVAL;
+    if ((size_t)n >= size) {
+        memcpy(buf, tmp, size - 1);
+        buf[size - 1] = 0;
+        return BLITZ_ERANGE;
+    }
+    memcpy(buf, tmp, (size_t)n + 1);
+    return n;
+}
+/* ====[ END src/net_addr.c ]=============================================== */
+/* ====[ BEGIN src/net_sock.c ]============================================= */
+/* >>net_sock */
+/* Sockets: creation (TCP listeners, UDP, Unix stream / datagram), options,
+ * addresses, shutdown. The transfers are ops (io_driver.c). */
+/* internal.h already included */
+/* io_internal.h already included */
+
+static int blitz__errno_rc(void) {
+    return blitz__from_errno(errno);
+}
+
+static int blitz__sock_new_fd(blitz_runtime *rt, int family, int type, int *fd) {
+    if (!rt)
+        return BLITZ_EINVAL;
+    if (!rt->io)
+        return BLITZ_ENOSYS;
+    *fd = socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    return *fd < 0 ? blitz__errno_rc() : BLITZ_OK;
+}
+
+static int blitz__apply_flags(int fd, int family, unsigned flags, int listener) {
+    int one = 1;
+    if ((listener && !(flags & BLITZ_SOCK_NO_REUSEADDR)) || (flags & BLITZ_SOCK_REUSEADDR))
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
+            return blitz__errno_rc();
+    if (flags & BLITZ_SOCK_REUSEPORT)
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0)
+            return blitz__errno_rc();
+    if ((flags & BLITZ_SOCK_V6ONLY) && family == AF_INET6)
+        if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
+            return blitz__errno_rc();
+    return BLITZ_OK;
+}
+
+static int blitz__addr_ok(const blitz_addr *a) {
+    return a && a->len > 0 && a->len <= sizeof a->u.bytes;
+}
+
+BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
+                               unsigned flags, blitz_socket **out) {
+    if (!out)
+        return BLITZ_EINVAL;
+    *out = NULL;
+    if (!blitz__addr_ok(addr) || (addr->u.family != AF_INET && addr->u.family != AF_INET6) ||
+        backlog < 0)
+        return BLITZ_EINVAL;
+    int fd, rc = blitz__sock_new_fd(rt, addr->u.family, SOCK_STREAM, &fd);
+    if (rc != BLITZ_OK)
+        return rc;
+    rc = blitz__apply_flags(fd, addr->u.family, flags, 1);
+    if (rc == BLITZ_OK && bind(fd, (const struct sockaddr *)(const void *)addr->u.bytes,
+                               addr->len) < 0)
+        rc = blitz__errno_rc();
+    if (rc == BLITZ_OK && listen(fd, backlog ? backlog : SOMAXCONN) < 0)
+        rc = blitz__errno_rc();
+    if (rc != BLITZ_OK) {
+        close(fd);
+        return rc;
+    }
+    return blitz__sock_wrap(rt->io, fd, addr->u.family, SOCK_STREAM, out);
+}
+
+BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned flags,
+                             blitz_socket **out) {
+    if (!out)
+        return BLITZ_EINVAL;
+    *out = NULL;
+    if (!blitz__addr_ok(addr) || (addr->u.family != AF_INET && addr->u.family != AF_INET6))
+        return BLITZ_EINVAL;
+    int fd, rc = blitz__sock_new_fd(rt, addr->u.family, SOCK_DGRAM, &fd);
+    if (rc != BLITZ_OK)
+        return rc;
+    rc = blitz__apply_flags(fd, addr->u.family, flags, 0);
+    if (rc == BLITZ_OK && bind(fd, (const struct sockaddr *)(const void *)addr->u.bytes,
+                               addr->len) < 0)
+        rc = blitz__errno_rc();
+    if (rc != BLITZ_OK) {
+        close(fd);
+        return rc;
+    }
+    return blitz__sock_wrap(rt->io, fd, addr->u.family, SOCK_DGRAM, out);
+}
+
+BLITZ_API int blitz_udp_connect(blitz_socket *s, const blitz_addr *addr) {
+    if (!s || !blitz__addr_ok(addr))
+        return BLITZ_EINVAL;
+    if (connect(s->fd, (const struct sockaddr *)(const void *)addr->u.bytes, addr->len) < 0)
+        return blitz__errno_rc();
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
+                                blitz_socket **out) {
+    if (!out)
+        return BLITZ_EINVAL;
+    *out = NULL;
+    if (!blitz__addr_ok(addr) || addr->u.family != AF_UNIX || backlog < 0)
+        return BLITZ_EINVAL;
+    int fd, rc = blitz__sock_new_fd(rt, AF_UNIX, SOCK_STREAM, &fd);
+    if (rc != BLITZ_OK)
+        return rc;
+    const struct sockaddr_un *u = (const struct sockaddr_un *)(const void *)addr->u.bytes;
+    if (u->sun_path[0]) {
+        /* A stale socket file from an earlier run; never another kind of file. */
+        struct sockaddr_un probe;
+        (void)probe;
+        int t = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (t >= 0) {
+            if (connect(t, (const struct sockaddr *)u, addr->len) < 0 && errno == ECONNREFUSED)
+                unlink(u->sun_path);
+            close(t);
+        }
+    }
+    if (bind(fd, (const struct sockaddr *)u, addr->len) < 0)
+        rc = blitz__errno_rc();
+    if (rc == BLITZ_OK && listen(fd, backlog ? backlog : SOMAXCONN) < 0)
+        rc = blitz__errno_rc();
+    if (rc != BLITZ_OK) {
+        close(fd);
+        return rc;
+    }
+    return blitz__sock_wrap(rt->io, fd, AF_UNIX, SOCK_STREAM, out);
+}
+
+BLITZ_API int blitz_unix_dgram(blitz_runtime *rt, const blitz_addr *addr, blitz_socket **out) {
+    if (!out)
+        return BLITZ_EINVAL;
+    *out = NULL;
+    if (addr && (!blitz__addr_ok(addr) || addr->u.family != AF_UNIX))
+        return BLITZ_EINVAL;
+    int fd, rc = blitz__sock_new_fd(rt, AF_UNIX, SOCK_DGRAM, &fd);
+    if (rc != BLITZ_OK)
+        return rc;
+    if (addr && bind(fd, (const struct sockaddr *)(const void *)addr->u.bytes, addr->len) < 0) {
+        rc = blitz__errno_rc();
+        close(fd);
+        return rc;
+    }
+    return blitz__sock_wrap(rt->io, fd, AF_UNIX, SOCK_DGRAM, out);
+}
+
+BLITZ_API int blitz_unix_pair(blitz_runtime *rt, int type, blitz_socket **a, blitz_socket **b) {
+    if (!a || !b)
+        return BLITZ_EINVAL;
+    *a = *b = NULL;
+    if (!rt || (type != 1 && type != 2))
+        return BLITZ_EINVAL;
+    if (!rt->io)
+        return BLITZ_ENOSYS;
+    int sv[2];
+    int st = type == 1 ? SOCK_STREAM : SOCK_DGRAM;
+    if (socketpair(AF_UNIX, st | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
+        return blitz__errno_rc();
+    int rc = blitz__sock_wrap(rt->io, sv[0], AF_UNIX, st, a);
+    if (rc != BLITZ_OK) {
+        close(sv[1]);
+        return rc;
+    }
+    rc = blitz__sock_wrap(rt->io, sv[1], AF_UNIX, st, b);
+    if (rc != BLITZ_OK) {
+        blitz_sock_close(*a);
+        *a = NULL;
+    }
+    return rc;
+}
+
+BLITZ_API int blitz_sock_adopt(blitz_runtime *rt, int fd, blitz_socket **out) {
+    if (!out)
+        return BLITZ_EINVAL;
+    *out = NULL;
+    if (!rt || fd < 0)
+        return BLITZ_EINVAL;
+    if (!rt->io)
+        return BLITZ_ENOSYS;
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+        return blitz__errno_rc();
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    int family = AF_UNSPEC, type = SOCK_STREAM;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+        family = ss.ss_family;
+    socklen_t tl = sizeof type;
+    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl);
+    return blitz__sock_wrap(rt->io, fd, family, type, out);
+}
+
+BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how) {
+    if (!s || how < 0 || how > 2)
+        return BLITZ_EINVAL;
+    int h = how == 0 ? SHUT_RD : how == 1 ? SHUT_WR : SHUT_RDWR;
+    return shutdown(s->fd, h) < 0 ? blitz__errno_rc() : BLITZ_OK;
+}
+
+BLITZ_API int blitz_sock_fd(const blitz_socket *s) {
+    return s ? s->fd : -1;
+}
+
+BLITZ_API int blitz_sock_local_addr(const blitz_socket *s, blitz_addr *out) {
+    if (!s || !out)
+        return BLITZ_EINVAL;
+    memset(out, 0, sizeof *out);
+    socklen_t l = sizeof out->u.bytes;
+    if (getsockname(s->fd, (struct sockaddr *)(void *)out->u.bytes, &l) < 0)
+        return blitz__errno_rc();
+    out->len = l;
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_sock_peer_addr(const blitz_socket *s, blitz_addr *out) {
+    if (!s || !out)
+        return BLITZ_EINVAL;
+    memset(out, 0, sizeof *out);
+    socklen_t l = sizeof out->u.bytes;
+    if (getpeername(s->fd, (struct sockaddr *)(void *)out->u.bytes, &l) < 0)
+        return blitz__errno_rc();
+    out->len = l;
+    return BLITZ_OK;
+}
+
+static int blitz__setopt(blitz_socket *s, int level, int name, int v) {
+    if (!s)
+        return BLITZ_EINVAL;
+    return setsockopt(s->fd, level, name, &v, sizeof v) < 0 ? blitz__errno_rc() : BLITZ_OK;
+}
+
+static int blitz__getopt(const blitz_socket *s, int level, int name) {
+    if (!s)
+        return BLITZ_EINVAL;
+    int v = 0;
+    socklen_t l = sizeof v;
+    return getsockopt(s->fd, level, name, &v, &l) < 0 ? blitz__errno_rc() : v;
+}
+
+BLITZ_API int blitz_tcp_set_nodelay(blitz_socket *s, int on) {
+    return blitz__setopt(s, IPPROTO_TCP, TCP_NODELAY, on != 0);
+}
+BLITZ_API int blitz_tcp_nodelay(const blitz_socket *s) {
+    int v = blitz__getopt(s, IPPROTO_TCP, TCP_NODELAY);
+    return v < 0 ? v : v != 0;
+}
+BLITZ_API int blitz_tcp_set_keepalive(blitz_socket *s, int on, int idle_secs) {
+    int rc = blitz__setopt(s, SOL_SOCKET, SO_KEEPALIVE, on != 0);
+    if (rc == BLITZ_OK && on && idle_secs > 0)
+        rc = blitz__setopt(s, IPPROTO_TCP, TCP_KEEPIDLE, idle_secs);
+    return rc;
+}
+BLITZ_API int blitz_sock_set_linger(blitz_socket *s, int on, int secs) {
+    if (!s || secs < 0)
+        return BLITZ_EINVAL;
+    struct linger l;
+    l.l_onoff = on != 0;
+    l.l_linger = secs;
+    return setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &l, sizeof l) < 0 ? blitz__errno_rc()
+                                                                        : BLITZ_OK;
+}
+BLITZ_API int blitz_sock_set_recv_buffer(blitz_socket *s, int bytes) {
+    return bytes <= 0 ? BLITZ_EINVAL : blitz__setopt(s, SOL_SOCKET, SO_RCVBUF, bytes);
+}
+BLITZ_API int blitz_sock_set_send_buffer(blitz_socket *s, int bytes) {
+    return bytes <= 0 ? BLITZ_EINVAL : blitz__setopt(s, SOL_SOCKET, SO_SNDBUF, bytes);
+}
+BLITZ_API int blitz_sock_recv_buffer(const blitz_socket *s) {
+    return blitz__getopt(s, SOL_SOCKET, SO_RCVBUF);
+}
+BLITZ_API int blitz_sock_send_buffer(const blitz_socket *s) {
+    return blitz__getopt(s, SOL_SOCKET, SO_SNDBUF);
+}
+
+static int blitz__multicast(blitz_socket *s, const char *group, const char *iface, int join) {
+    if (!s || !group)
+        return BLITZ_EINVAL;
+    struct in_addr g4;
+    struct in6_addr g6;
+    if (inet_pton(AF_INET, group, &g4) == 1) {
+        struct ip_mreq m;
+        memset(&m, 0, sizeof m);
+        m.imr_multiaddr = g4;
+        m.imr_interface.s_addr = htonl(INADDR_ANY);
+        if (iface && inet_pton(AF_INET, iface, &m.imr_interface) != 1)
+            return BLITZ_EINVAL;
+        if (setsockopt(s->fd, IPPROTO_IP, join ? IP_ADD_MEMBERSHIP : IP_DROP_MEMBERSHIP, &m,
+                       sizeof m) < 0)
+            return blitz__errno_rc();
+        return BLITZ_OK;
+    }
+    if (inet_pton(AF_INET6, group, &g6) == 1) {
+        struct ipv6_mreq m;
+        memset(&m, 0, sizeof m);
+        m.ipv6mr_multiaddr = g6;
+        m.ipv6mr_interface = iface ? (unsigned)atoi(iface) : 0;
+        if (setsockopt(s->fd, IPPROTO_IPV6, join ? IPV6_ADD_MEMBERSHIP : IPV6_DROP_MEMBERSHIP, &m,
+                       sizeof m) < 0)
+            return blitz__errno_rc();
+        return BLITZ_OK;
+    }
+    return BLITZ_EINVAL;
+}
+
+BLITZ_API int blitz_udp_join_multicast(blitz_socket *s, const char *group, const char *iface) {
+    return blitz__multicast(s, group, iface, 1);
+}
+BLITZ_API int blitz_udp_leave_multicast(blitz_socket *s, const char *group, const char *iface) {
+    return blitz__multicast(s, group, iface, 0);
+}
+BLITZ_API int blitz_udp_set_multicast_loop(blitz_socket *s, int on) {
+    if (!s)
+        return BLITZ_EINVAL;
+    if (s->family == AF_INET6)
+        return blitz__setopt(s, IPPROTO_IPV6, IPV6_MULTICAST_LOOP, on != 0);
+    return blitz__setopt(s, IPPROTO_IP, IP_MULTICAST_LOOP, on != 0);
+}
+BLITZ_API int blitz_udp_set_broadcast(blitz_socket *s, int on) {
+    return blitz__setopt(s, SOL_SOCKET, SO_BROADCAST, on != 0);
+}
+/* ====[ END src/net_sock.c ]=============================================== */
 /* ====[ BEGIN src/worker.c ]=============================================== */
 /* >>worker */
 /* The multi-thread scheduler's workers (seeds 000 and 001).
@@ -8284,7 +11068,7 @@ BLITZ_PRIVATE void blitz__wake_batch_end(void) {
     blitz__worker *w = ctx->worker;
     w->wake_batching = 0;
     blitz__task *t = w->wake_head;
-    uint64_t n = w->wake_count;
+    uint64_t n = w->wake_count, woken = n;
     w->wake_head = w->wake_tail = NULL;
     w->wake_count = 0;
     if (!t)
@@ -8302,7 +11086,10 @@ BLITZ_PRIVATE void blitz__wake_batch_end(void) {
             last = last->next;
         (void)blitz__global_queue_push_batch(&w->rt->global, t, last, n);
     }
-    blitz__idle_notify_parked(w->rt);
+    /* This worker runs the first task itself: wake another only when there
+     * is more (a futex wake costs tens of microseconds here). */
+    if (woken > 1)
+        blitz__idle_notify_parked(w->rt);
 }
 
 BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t) {
@@ -8553,6 +11340,27 @@ static int blitz__worker_auto_advance(blitz_runtime *rt) {
     return blitz__time_auto_advance(rt, blitz__runtime_idle);
 }
 
+/* Leaving the parked state after a sleep; for the I/O sleeper this runs
+ * before the backend's events are dispatched, so the tasks they wake are
+ * offered to the other parked workers rather than to this one. */
+typedef struct {
+    blitz__worker *w;
+    int done;
+    int sleeper;
+} blitz__worker_unpark_state;
+
+static void blitz__worker_io_woke(void *arg) {
+    blitz__worker_unpark_state *st = (blitz__worker_unpark_state *)arg;
+    if (st->done)
+        return;
+    st->done = 1;
+    blitz_runtime *rt = st->w->rt;
+    if (st->sleeper)
+        blitz__u32_store(&rt->time.sleeper, 0, BLITZ__SEQ_CST);
+    if (!blitz__idle_unset_parked(rt, st->w->index))
+        st->w->searching = 1; /* a notifier claimed us meanwhile */
+}
+
 /* Returns 1 when the worker slept in the kernel. */
 static int blitz__worker_park(blitz__worker *w) {
     blitz_runtime *rt = w->rt;
@@ -8566,7 +11374,8 @@ static int blitz__worker_park(blitz__worker *w) {
         return 0;
     }
     for (uint32_t i = 0; i < rt->spin_before_park; i++) {
-        if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt))
+        if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt) ||
+            blitz__io_ready_cheap(rt))
             return 0;
         for (int k = 0; k < BLITZ__SPIN_PAUSES; k++)
             blitz__cpu_relax();
@@ -8602,10 +11411,13 @@ static int blitz__worker_park(blitz__worker *w) {
      * others until woken. Timer arming reads `sleeper` after publishing
      * the new deadline (seq_cst both sides), and wakes the sleeper or, if
      * there is none, a parked worker: this one, whose bit is already set. */
+    /* With an I/O driver the sleeper waits in the backend, with the timer
+     * deadline as its timeout, so I/O reaches an idle runtime at once. */
     uint64_t timeout = rt->park_timeout_ns, timer_ns = blitz__time_sleep_ns(rt);
     uint32_t none = 0;
-    int sleeper =
-        timer_ns && blitz__u32_cas(&rt->time.sleeper, &none, w->index + 1, BLITZ__SEQ_CST);
+    int io = rt->io != NULL;
+    int sleeper = (timer_ns || io) &&
+                  blitz__u32_cas(&rt->time.sleeper, &none, w->index + 1, BLITZ__SEQ_CST);
     if (sleeper) {
         /* Re-read after becoming the sleeper: an earlier timer armed in
          * between saw no sleeper and woke a parked worker, maybe not us. */
@@ -8614,13 +11426,17 @@ static int blitz__worker_park(blitz__worker *w) {
             timeout = timer_ns;
     }
     BLITZ__STAT(blitz__u64_bump(&w->counters.parked, 1));
-    if (!sleeper || timer_ns)
-        blitz__parker_park(&w->parker, timeout);
+    blitz__worker_unpark_state st = {w, 0, sleeper};
+    if (sleeper && io) {
+        blitz__io_park(rt, &w->parker, timeout, blitz__worker_io_woke, &st);
+    } else {
+        /* Submissions must not wait for this worker. */
+        blitz__io_flush(rt);
+        if (!sleeper || timer_ns)
+            blitz__parker_park(&w->parker, timeout);
+    }
     slept = 1;
-    if (sleeper)
-        blitz__u32_store(&rt->time.sleeper, 0, BLITZ__SEQ_CST);
-    if (!blitz__idle_unset_parked(rt, w->index))
-        w->searching = 1;
+    blitz__worker_io_woke(&st);
 out:
     blitz__u32_store(&w->transitioning_to_park, 0, BLITZ__RELEASE);
     return slept;
@@ -8665,6 +11481,8 @@ static void *blitz__worker_main(void *arg) {
         /* Any worker fires due timers (a try-lock: one is enough), so a
          * worker stuck in a long poll does not hold them back. */
         blitz__time_process(rt, 0);
+        /* And reaps I/O completions the same way. */
+        blitz__io_poll(rt);
         while (polls < BLITZ_BUDGET_PER_TICK) {
             blitz__task *t = blitz__worker_find(w);
             if (!t)
@@ -8770,6 +11588,8 @@ BLITZ_PRIVATE void blitz__worker_help_until(blitz__context *ctx, blitz__task *t)
         }
         /* Nothing to run: sleep until `t` completes, looking again now and
          * then because this worker is not in the parked set. */
+        blitz__io_flush(rt);
+        blitz__io_poll(rt);
         if (blitz__wait_completion(rt, t, wait_ns))
             break;
         if (wait_ns < BLITZ__HELP_WAIT_MAX_NS)
@@ -8978,6 +11798,7 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
             return;
         uint32_t polls = 0;
         blitz__time_process(rt, 1);
+        blitz__io_poll(rt);
         while (polls < BLITZ_BUDGET_PER_TICK) {
             /* Take injected tasks now and then even when the list is busy,
              * so remote spawns and wakes are not starved. */
@@ -9013,7 +11834,11 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
             if (timer_ns && (timeout == 0 || timer_ns < timeout))
                 timeout = timer_ns;
             BLITZ__STAT(blitz__u64_bump(&ct->counters.parked, 1));
-            blitz__parker_park(&ct->parker, timeout);
+            /* The driver waits in the I/O backend, with the timer deadline. */
+            if (rt->io)
+                blitz__io_park(rt, &ct->parker, timeout, NULL, NULL);
+            else
+                blitz__parker_park(&ct->parker, timeout);
         }
     }
 }
@@ -9065,6 +11890,7 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
 /* internal.h already included */
 
 static void blitz__runtime_release_memory(blitz_runtime *rt) {
+    blitz__io_destroy(rt);
     if (rt->workers) {
         for (uint32_t i = 0; i < rt->num_workers; i++)
             blitz__parker_destroy(&rt->workers[i].parker);
@@ -9142,6 +11968,11 @@ BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out) {
         }
         blitz__parker_init(&rt->ct->parker);
     }
+    rc = blitz__io_create(rt, c.backend);
+    if (rc != BLITZ_OK) {
+        blitz__runtime_release_memory(rt);
+        return rc;
+    }
     *out = rt;
     return BLITZ_OK;
 }
@@ -9189,6 +12020,8 @@ BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt) {
     blitz__u32_store(&rt->sweeping, 1, BLITZ__RELEASE);
     blitz__block_walk(rt, blitz__sweep_cancel);
     blitz__time_shutdown(rt);
+    /* Cancels every op; waits until the kernel holds no buffer. */
+    blitz__io_shutdown(rt);
     rt->shutdown_done = 1;
     blitz__mutex_unlock(&rt->start_lock);
     blitz__wake_thread_joiners(rt);
@@ -9231,6 +12064,7 @@ BLITZ_API int blitz_runtime_free(blitz_runtime *rt) {
     uint64_t start = blitz__now_ns();
     while (blitz__live_blocks(rt) && blitz__now_ns() - start < BLITZ__FREE_GRACE_NS)
         sched_yield();
+    blitz__io_destroy(rt);
     blitz__block_walk(rt, blitz__final_drop);
     blitz__block_free_all(rt);
     blitz__runtime_release_memory(rt);

@@ -22,6 +22,9 @@
 #                 (default 120, as the anchor), FOREIGN_MAX (5) and
 #                 RETRIES (2): re-run a group that saw more than FOREIGN_MAX %
 #                 of foreign CPU. The anchor's run.sh reads the same three.
+# tcp: blitz's echo server is driven by the Tokio anchor's own client
+# (tokio-anchor echo-client, built here into build/tokio-target), the same
+# client as the anchor's tcp group; BLITZ_BACKEND picks blitz's backend.
 #   SHARED_DIR    the shared checkout (default: ../shared beside the repo)
 #   COMPARE_OUT   output folder (default build/bench-compare)
 # Nothing is written outside the repository's build/ folder: the anchor's
@@ -40,10 +43,10 @@ ANCHOR=$SHARED/anchors/tokio
 OUT=${COMPARE_OUT:-$ROOT/build/bench-compare}
 REPEAT=${REPEAT:-1}
 # BENCH_GROUPS="timers" (or "sched mem", ...) runs only those groups.
-read -r -a GROUPS_RUN <<<"${BENCH_GROUPS:-sync sched timers mem}"
-declare -A LIMIT=([sync]=240 [sched]=240 [timers]=300 [mem]=240)
+read -r -a GROUPS_RUN <<<"${BENCH_GROUPS:-sync sched timers mem tcp}"
+declare -A LIMIT=([sync]=240 [sched]=240 [timers]=300 [mem]=240 [tcp]=300)
 for g in "${GROUPS_RUN[@]}"; do
-    [ -n "${LIMIT[$g]:-}" ] || { echo "compare.sh: unknown group '$g' (sync sched timers mem)" >&2; exit 2; }
+    [ -n "${LIMIT[$g]:-}" ] || { echo "compare.sh: unknown group '$g' (sync sched timers mem tcp)" >&2; exit 2; }
 done
 
 [ -f "$ANCHOR/run.sh" ] || { echo "compare.sh: no Tokio anchor at $ANCHOR" >&2; exit 1; }

@@ -28,6 +28,7 @@ for p in sched timers mem sync tcp; do
 done
 for p in "$DIR"/*; do
     [ -f "$p" ] && [ -x "$p" ] || continue
+    [ "$(basename "$p")" = echo_client ] && continue # a tool, not a benchmark
     case " ${progs[*]} " in *" $p "*) continue ;; esac
     progs+=("$p")
 done

@@ -1,1 +1,213 @@
-/* Public API: The I/O driver and sockets. */
+/* Public API: The I/O driver and sockets.
+ *
+ * Every runtime owns one I/O driver over one backend: io_uring (completion
+ * based: the kernel performs the operation and writes into your buffer),
+ * epoll (edge-triggered readiness) or poll (the portable fallback). The
+ * backend is picked when the runtime is created: blitz_config.backend, else
+ * the BLITZ_BACKEND environment variable ("io_uring", "epoll", "poll"),
+ * else io_uring when the kernel allows it, then epoll, then poll.
+ *
+ * Sockets are non-blocking file descriptors wrapped in a blitz_socket
+ * handle that belongs to one runtime. Operations are intrusive ops: a
+ * blitz_io lives in the task's state (zero-filled is ready to use) and is
+ * polled repeatedly until READY; the result is then in the op:
+ *
+ *   BLITZ_AWAIT(s, blitz_tcp_recv(cx, &s->op, s->sock, s->buf, sizeof s->buf));
+ *   if (s->op.result <= 0) ...   // 0 = end of stream, < 0 = -errno / BLITZ_E*
+ *
+ * Buffers must stay where they are until the op is READY or cancelled and
+ * settled: in the task's state they do. A task that is cancelled or
+ * finishes with an io_uring op in flight keeps its memory until the kernel
+ * has let go of the buffer (the op holds a reference on the task). Every op
+ * has a cancel function usable with blitz_timeout_op:
+ *
+ *   BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, BLITZ_SEC,
+ *                                   blitz_tcp_recv(cx, &s->op, s->sock, s->buf, n),
+ *                                   blitz_io_cancel_op, &s->op));
+ *
+ * SIGPIPE never kills the process: sends use MSG_NOSIGNAL and report
+ * BLITZ_EPIPE / BLITZ_ECONNRESET. */
+
+
+/* The backend the runtime's I/O driver uses. */
+BLITZ_API blitz_backend blitz_runtime_backend(const blitz_runtime *rt);
+/* "io_uring", "epoll", "poll", "auto", "none". */
+BLITZ_API const char *blitz_backend_name(blitz_backend b);
+
+/* ---------------------------------------------------------------------------
+ * Addresses: IPv4, IPv6, Unix (path or Linux abstract name)
+ * ------------------------------------------------------------------------- */
+
+typedef struct blitz_addr {
+    uint32_t len; /* bytes of the socket address in `u` (0: none) */
+    union {
+        uint16_t family;
+        unsigned char bytes[128]; /* a struct sockaddr_storage */
+        uint64_t blitz__align;
+    } u;
+} blitz_addr;
+
+/* "1.2.3.4:80", "[::1]:8080", "[fe80::1%2]:80". BLITZ_EINVAL for anything
+ * else (missing port, port > 65535, bad address). */
+BLITZ_API int blitz_addr_parse(const char *s, blitz_addr *out);
+/* An IP literal ("127.0.0.1", "::1") and a port. */
+BLITZ_API int blitz_addr_ip(const char *ip, uint16_t port, blitz_addr *out);
+/* A Unix socket path; a leading '@' makes a Linux abstract name.
+ * BLITZ_EINVAL when too long (108 bytes) or empty. */
+BLITZ_API int blitz_addr_unix(const char *path, blitz_addr *out);
+/* "1.2.3.4:80", "[::1]:80", the path, or "@name". Returns the length, or
+ * BLITZ_EINVAL / BLITZ_ERANGE (buffer too small; it is still terminated). */
+BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size);
+/* The port of an IP address, or -1. */
+BLITZ_API int blitz_addr_port(const blitz_addr *a);
+/* AF_INET, AF_INET6, AF_UNIX, or 0. */
+BLITZ_API int blitz_addr_family(const blitz_addr *a);
+
+/* ---------------------------------------------------------------------------
+ * Sockets and ops
+ * ------------------------------------------------------------------------- */
+
+typedef struct blitz_socket blitz_socket;
+
+/* A buffer for vectored I/O (same layout as struct iovec). */
+typedef struct blitz_iovec {
+    void *base;
+    size_t len;
+} blitz_iovec;
+
+/* An I/O op. Fields other than `result` and `socket` are private. */
+typedef struct blitz_io {
+    /* After READY: bytes transferred (0 = end of stream for a receive), 0
+     * for accept/connect, or a negative error (-errno, BLITZ_ECLOSED when
+     * the socket was closed, BLITZ_ECANCELED when cancelled). */
+    int64_t result;
+    /* accept / connect: the new socket (the caller owns it and closes it). */
+    blitz_socket *socket;
+    struct blitz_io *blitz__next, *blitz__prev;
+    blitz_waker blitz__waker;
+    blitz_socket *blitz__sock;
+    void *blitz__buf;
+    size_t blitz__len, blitz__done;
+    blitz_addr *blitz__addr;
+    int64_t blitz__res;
+    uint32_t blitz__state, blitz__kind, blitz__dir, blitz__flags;
+    uint64_t blitz__scratch[18];
+} blitz_io;
+
+/* Options of the listen / bind calls. */
+#define BLITZ_SOCK_REUSEADDR 1u /* SO_REUSEADDR (listeners set it by default) */
+#define BLITZ_SOCK_REUSEPORT 2u /* SO_REUSEPORT */
+#define BLITZ_SOCK_V6ONLY    4u /* IPV6_V6ONLY */
+#define BLITZ_SOCK_NO_REUSEADDR 8u
+
+/* Cancels a pending op: afterwards it holds no reference on the task and
+ * the task is not woken for it. With io_uring an op already in the kernel
+ * is cancelled asynchronously: its buffer stays the kernel's until the
+ * cancellation completes, so reuse the buffer only after
+ * blitz_io_settle is READY (polling the same op again also waits for it).
+ * Safe to call on an idle or finished op. BLITZ_EINVAL for NULL. */
+BLITZ_API int blitz_io_cancel(blitz_io *op);
+/* blitz_io_cancel as a blitz_cancel_fn (for blitz_timeout_op and spawn
+ * cancel hooks). */
+BLITZ_API void blitz_io_cancel_op(blitz_cx *cx, void *op);
+/* READY once the kernel holds nothing of the op (always READY except
+ * after a cancel of an io_uring op whose completion has not arrived). */
+BLITZ_API blitz_poll blitz_io_settle(blitz_cx *cx, blitz_io *op);
+/* Nonzero while the op waits (registered or in flight). */
+BLITZ_API int blitz_io_pending(const blitz_io *op);
+
+/* TCP listener: socket, SO_REUSEADDR (unless BLITZ_SOCK_NO_REUSEADDR),
+ * bind, listen(backlog; 0 = SOMAXCONN). */
+BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
+                               unsigned flags, blitz_socket **out);
+/* Await a connection: op->socket is the new socket (result 0), or result
+ * < 0 (BLITZ_EMFILE when out of descriptors: the listener stays usable;
+ * sleep a little and accept again). */
+BLITZ_API blitz_poll blitz_tcp_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener);
+/* Await a connection to `addr` (copied): op->socket (result 0) or an error
+ * (BLITZ_ECONNREFUSED, ...). Use blitz_timeout_op for a connect timeout. */
+BLITZ_API blitz_poll blitz_tcp_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr);
+
+/* Stream and datagram transfers (TCP, Unix stream, connected UDP / Unix
+ * datagram). recv: result 0 at end of stream. send: may be partial.
+ * send_all: READY when all `len` bytes went out, or with the error (the
+ * bytes sent so far are lost to the caller; result is the error). */
+BLITZ_API blitz_poll blitz_sock_recv(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
+                                     size_t len);
+BLITZ_API blitz_poll blitz_sock_send(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                     const void *buf, size_t len);
+BLITZ_API blitz_poll blitz_sock_send_all(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                         const void *buf, size_t len);
+/* Vectored: `iov` (at most 16 entries) must stay valid until READY. */
+BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                      const blitz_iovec *iov, int iovcnt);
+BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                      const blitz_iovec *iov, int iovcnt);
+#define blitz_tcp_recv      blitz_sock_recv
+#define blitz_tcp_send      blitz_sock_send
+#define blitz_tcp_send_all  blitz_sock_send_all
+#define blitz_tcp_recvv     blitz_sock_recvv
+#define blitz_tcp_sendv     blitz_sock_sendv
+#define blitz_unix_recv     blitz_sock_recv
+#define blitz_unix_send     blitz_sock_send
+#define blitz_unix_send_all blitz_sock_send_all
+#define blitz_udp_recv      blitz_sock_recv
+#define blitz_udp_send      blitz_sock_send
+
+/* Shuts down reading (0), writing (1, sends FIN: half-close) or both (2). */
+BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
+/* Closes: pending ops complete with BLITZ_ECLOSED; the descriptor is
+ * closed once the kernel holds no op of it. The handle is invalid after. */
+BLITZ_API int blitz_sock_close(blitz_socket *s);
+#define blitz_tcp_close(s) blitz_sock_close(s)
+/* The descriptor (for options blitz does not wrap), or -1. */
+BLITZ_API int blitz_sock_fd(const blitz_socket *s);
+BLITZ_API int blitz_sock_local_addr(const blitz_socket *s, blitz_addr *out);
+BLITZ_API int blitz_sock_peer_addr(const blitz_socket *s, blitz_addr *out);
+
+/* Options (BLITZ_OK or -errno). */
+BLITZ_API int blitz_tcp_set_nodelay(blitz_socket *s, int on);
+BLITZ_API int blitz_tcp_nodelay(const blitz_socket *s); /* 1, 0, or < 0 */
+/* Keepalive on/off; idle_secs > 0 also sets TCP_KEEPIDLE. */
+BLITZ_API int blitz_tcp_set_keepalive(blitz_socket *s, int on, int idle_secs);
+/* SO_LINGER: on with 0 seconds makes close send a reset. */
+BLITZ_API int blitz_sock_set_linger(blitz_socket *s, int on, int secs);
+BLITZ_API int blitz_sock_set_recv_buffer(blitz_socket *s, int bytes);
+BLITZ_API int blitz_sock_set_send_buffer(blitz_socket *s, int bytes);
+BLITZ_API int blitz_sock_recv_buffer(const blitz_socket *s); /* bytes or < 0 */
+BLITZ_API int blitz_sock_send_buffer(const blitz_socket *s);
+
+/* UDP: bind (port 0 = any), connect (sets the default peer, sync). */
+BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned flags,
+                             blitz_socket **out);
+BLITZ_API int blitz_udp_connect(blitz_socket *s, const blitz_addr *addr);
+/* Datagram to `to` (must stay valid until READY); from: the sender
+ * (optional; must stay valid until READY). */
+BLITZ_API blitz_poll blitz_udp_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                       const void *buf, size_t len, const blitz_addr *to);
+BLITZ_API blitz_poll blitz_udp_recv_from(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
+                                         size_t len, blitz_addr *from);
+/* Multicast group membership (IPv4 or IPv6 group; interface: an IPv4
+ * address literal or NULL for any / an IPv6 interface index as text). */
+BLITZ_API int blitz_udp_join_multicast(blitz_socket *s, const char *group, const char *iface);
+BLITZ_API int blitz_udp_leave_multicast(blitz_socket *s, const char *group, const char *iface);
+BLITZ_API int blitz_udp_set_multicast_loop(blitz_socket *s, int on);
+BLITZ_API int blitz_udp_set_broadcast(blitz_socket *s, int on);
+
+/* Unix sockets: stream listener and connect (the op form, like TCP),
+ * datagram sockets (bound to addr, or unbound with addr NULL). A path
+ * listener unlinks a stale socket file first. */
+BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
+                                blitz_socket **out);
+#define blitz_unix_accept blitz_tcp_accept
+BLITZ_API blitz_poll blitz_unix_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr);
+BLITZ_API int blitz_unix_dgram(blitz_runtime *rt, const blitz_addr *addr, blitz_socket **out);
+/* A connected pair of Unix stream (type 1) or datagram (type 2) sockets. */
+BLITZ_API int blitz_unix_pair(blitz_runtime *rt, int type, blitz_socket **a, blitz_socket **b);
+#define blitz_unix_send_to   blitz_udp_send_to
+#define blitz_unix_recv_from blitz_udp_recv_from
+#define blitz_unix_connect_dgram blitz_udp_connect
+
+/* Adopts an existing descriptor (made non-blocking and close-on-exec);
+ * blitz closes it with the socket. */
+BLITZ_API int blitz_sock_adopt(blitz_runtime *rt, int fd, blitz_socket **out);

@@ -60,13 +60,30 @@ extern "C" {
     XX(EBUSY, -16, "resource busy")                     \
     XX(EEXIST, -17, "file already exists")              \
     XX(EINVAL, -22, "invalid argument")                 \
+    XX(ENFILE, -23, "too many open files in system")    \
     XX(EMFILE, -24, "too many open files")              \
     XX(ENOSPC, -28, "no space left on device")          \
     XX(EPIPE, -32, "broken pipe")                       \
     XX(ERANGE, -34, "result out of range")              \
     XX(EDEADLK, -35, "resource deadlock would occur")   \
     XX(ENOSYS, -38, "function not implemented")         \
+    XX(ENOTSOCK, -88, "not a socket")                   \
+    XX(EMSGSIZE, -90, "message too long")               \
+    XX(EOPNOTSUPP, -95, "operation not supported")      \
+    XX(EAFNOSUPPORT, -97, "address family not supported") \
+    XX(EADDRINUSE, -98, "address already in use")       \
+    XX(EADDRNOTAVAIL, -99, "address not available")     \
+    XX(ENETUNREACH, -101, "network is unreachable")     \
+    XX(ECONNABORTED, -103, "connection aborted")        \
+    XX(ECONNRESET, -104, "connection reset by peer")    \
+    XX(ENOBUFS, -105, "no buffer space available")      \
+    XX(EISCONN, -106, "socket is already connected")    \
+    XX(ENOTCONN, -107, "socket is not connected")       \
     XX(ETIMEDOUT, -110, "operation timed out")          \
+    XX(ECONNREFUSED, -111, "connection refused")        \
+    XX(EHOSTUNREACH, -113, "host is unreachable")       \
+    XX(EALREADY, -114, "operation already in progress") \
+    XX(EINPROGRESS, -115, "operation in progress")      \
     XX(ECANCELED, -125, "operation canceled")           \
     XX(ESHUTDOWN, -4001, "runtime is shut down")        \
     XX(ECLOSED, -4002, "closed")                        \
@@ -206,6 +223,15 @@ typedef enum blitz_flavor {
     BLITZ_CURRENT_THREAD = 1, /* one queue, driven by the thread that waits on it */
 } blitz_flavor;
 
+/* The I/O backend of a runtime (see api_io.h). */
+typedef enum blitz_backend {
+    BLITZ_BACKEND_AUTO = 0,
+    BLITZ_BACKEND_IO_URING = 1,
+    BLITZ_BACKEND_EPOLL = 2,
+    BLITZ_BACKEND_POLL = 3,
+    BLITZ_BACKEND_NONE = 4, /* the runtime has no I/O driver (none could start) */
+} blitz_backend;
+
 /* Zero means default for every field. */
 typedef struct blitz_config {
     blitz_flavor flavor;
@@ -227,6 +253,14 @@ typedef struct blitz_config {
      * moves only with blitz_time_advance, or jumps to the next timer when
      * every task is idle, so timeouts run instantly and deterministically. */
     int start_paused;
+    /* The I/O backend. BLITZ_BACKEND_AUTO (0): the BLITZ_BACKEND environment
+     * variable ("io_uring", "epoll", "poll") if set, else io_uring when the
+     * kernel allows it, else epoll, else poll; an unavailable choice falls
+     * back the same way. Any other value forces that backend:
+     * blitz_runtime_new fails (BLITZ_ENOSYS, ...) when it cannot start.
+     * Compile-time exclusions: BLITZ_NO_IO_URING, BLITZ_NO_EPOLL,
+     * BLITZ_NO_POLL. */
+    blitz_backend backend;
 } blitz_config;
 
 /* Creates a runtime. Several runtimes may be alive at once. Worker threads

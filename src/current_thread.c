@@ -63,6 +63,7 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
             return;
         uint32_t polls = 0;
         blitz__time_process(rt, 1);
+        blitz__io_poll(rt);
         while (polls < BLITZ_BUDGET_PER_TICK) {
             /* Take injected tasks now and then even when the list is busy,
              * so remote spawns and wakes are not starved. */
@@ -98,7 +99,11 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
             if (timer_ns && (timeout == 0 || timer_ns < timeout))
                 timeout = timer_ns;
             BLITZ__STAT(blitz__u64_bump(&ct->counters.parked, 1));
-            blitz__parker_park(&ct->parker, timeout);
+            /* The driver waits in the I/O backend, with the timer deadline. */
+            if (rt->io)
+                blitz__io_park(rt, &ct->parker, timeout, NULL, NULL);
+            else
+                blitz__parker_park(&ct->parker, timeout);
         }
     }
 }

@@ -168,9 +168,12 @@ typedef struct blitz__global_queue {
 #define BLITZ__UNPARKED 0u
 #define BLITZ__PARKED   1u
 #define BLITZ__NOTIFIED 2u
+/* Parked inside the I/O backend: unpark writes the driver's wake fd. */
+#define BLITZ__PARKED_DRIVER 3u
 
 typedef struct blitz__parker {
-    blitz__atomic_u32 state; /* UNPARKED / PARKED / NOTIFIED; the futex word */
+    blitz__atomic_u32 state; /* UNPARKED / PARKED / NOTIFIED / PARKED_DRIVER; the futex word */
+    int wake_fd;             /* the I/O driver's eventfd, or -1 */
 #if !BLITZ__HAS_FUTEX
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -310,6 +313,9 @@ struct blitz_runtime {
     blitz__worker_counters remote_counters; /* updated under alloc_lock */
     blitz__time_driver time;
     void *workers_raw;
+    /* The I/O driver (io_driver.c), or NULL when no backend could start. */
+    struct blitz__io *io;
+    blitz_backend backend_choice;
 };
 
 /* Appends `t` to an intrusive FIFO (head, tail) linked through `next`. A

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -22,7 +23,31 @@
 /* Hidden under strict _POSIX_C_SOURCE; the redeclaration is compatible. */
 long syscall(long number, ...);
 #define BLITZ__HAS_FUTEX 1
+#endif
+
+/* Sockets and the I/O backends. */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#if defined(__linux__)
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <linux/io_uring.h>
+#define BLITZ__LINUX 1
 #else
+#define BLITZ__LINUX 0
+#define BLITZ_NO_IO_URING 1
+#define BLITZ_NO_EPOLL 1
+#endif
+
+#if !defined(__linux__)
 #define BLITZ__HAS_FUTEX 0
 #endif
 

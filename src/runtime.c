@@ -14,6 +14,7 @@
 #include "internal.h"
 
 static void blitz__runtime_release_memory(blitz_runtime *rt) {
+    blitz__io_destroy(rt);
     if (rt->workers) {
         for (uint32_t i = 0; i < rt->num_workers; i++)
             blitz__parker_destroy(&rt->workers[i].parker);
@@ -91,6 +92,11 @@ BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out) {
         }
         blitz__parker_init(&rt->ct->parker);
     }
+    rc = blitz__io_create(rt, c.backend);
+    if (rc != BLITZ_OK) {
+        blitz__runtime_release_memory(rt);
+        return rc;
+    }
     *out = rt;
     return BLITZ_OK;
 }
@@ -138,6 +144,8 @@ BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt) {
     blitz__u32_store(&rt->sweeping, 1, BLITZ__RELEASE);
     blitz__block_walk(rt, blitz__sweep_cancel);
     blitz__time_shutdown(rt);
+    /* Cancels every op; waits until the kernel holds no buffer. */
+    blitz__io_shutdown(rt);
     rt->shutdown_done = 1;
     blitz__mutex_unlock(&rt->start_lock);
     blitz__wake_thread_joiners(rt);
@@ -180,6 +188,7 @@ BLITZ_API int blitz_runtime_free(blitz_runtime *rt) {
     uint64_t start = blitz__now_ns();
     while (blitz__live_blocks(rt) && blitz__now_ns() - start < BLITZ__FREE_GRACE_NS)
         sched_yield();
+    blitz__io_destroy(rt);
     blitz__block_walk(rt, blitz__final_drop);
     blitz__block_free_all(rt);
     blitz__runtime_release_memory(rt);

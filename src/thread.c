@@ -130,6 +130,7 @@ BLITZ_PRIVATE void blitz__futex_wake(blitz__atomic_u32 *word, int n) {
 
 BLITZ_PRIVATE void blitz__parker_init(blitz__parker *p) {
     blitz__u32_store(&p->state, BLITZ__UNPARKED, BLITZ__RELAXED);
+    p->wake_fd = -1;
 #if !BLITZ__HAS_FUTEX
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->cond, NULL);
@@ -171,8 +172,24 @@ BLITZ_PRIVATE int blitz__parker_park(blitz__parker *p, uint64_t timeout_ns) {
     return blitz__u32_swap(&p->state, BLITZ__UNPARKED, BLITZ__ACQUIRE) == BLITZ__NOTIFIED;
 }
 
+/* Wakes a thread blocked in the I/O backend (epoll_wait, poll,
+ * io_uring_enter): the driver's eventfd is part of every wait. */
+static void blitz__wake_fd_signal(int fd) {
+    uint64_t one = 1;
+    ssize_t r;
+    do
+        r = write(fd, &one, sizeof one);
+    while (r < 0 && errno == EINTR);
+    /* EAGAIN: the counter is already nonzero, the waiter wakes anyway. */
+}
+
 BLITZ_PRIVATE void blitz__parker_unpark(blitz__parker *p) {
-    if (blitz__u32_swap(&p->state, BLITZ__NOTIFIED, BLITZ__RELEASE) == BLITZ__PARKED) {
+    uint32_t old = blitz__u32_swap(&p->state, BLITZ__NOTIFIED, BLITZ__RELEASE);
+    if (old == BLITZ__PARKED_DRIVER) {
+        blitz__wake_fd_signal(p->wake_fd);
+        return;
+    }
+    if (old == BLITZ__PARKED) {
 #if BLITZ__HAS_FUTEX
         blitz__futex_wake(&p->state, 1);
 #else

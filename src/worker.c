@@ -102,7 +102,7 @@ BLITZ_PRIVATE void blitz__wake_batch_end(void) {
     blitz__worker *w = ctx->worker;
     w->wake_batching = 0;
     blitz__task *t = w->wake_head;
-    uint64_t n = w->wake_count;
+    uint64_t n = w->wake_count, woken = n;
     w->wake_head = w->wake_tail = NULL;
     w->wake_count = 0;
     if (!t)
@@ -120,7 +120,10 @@ BLITZ_PRIVATE void blitz__wake_batch_end(void) {
             last = last->next;
         (void)blitz__global_queue_push_batch(&w->rt->global, t, last, n);
     }
-    blitz__idle_notify_parked(w->rt);
+    /* This worker runs the first task itself: wake another only when there
+     * is more (a futex wake costs tens of microseconds here). */
+    if (woken > 1)
+        blitz__idle_notify_parked(w->rt);
 }
 
 BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t) {
@@ -371,6 +374,27 @@ static int blitz__worker_auto_advance(blitz_runtime *rt) {
     return blitz__time_auto_advance(rt, blitz__runtime_idle);
 }
 
+/* Leaving the parked state after a sleep; for the I/O sleeper this runs
+ * before the backend's events are dispatched, so the tasks they wake are
+ * offered to the other parked workers rather than to this one. */
+typedef struct {
+    blitz__worker *w;
+    int done;
+    int sleeper;
+} blitz__worker_unpark_state;
+
+static void blitz__worker_io_woke(void *arg) {
+    blitz__worker_unpark_state *st = (blitz__worker_unpark_state *)arg;
+    if (st->done)
+        return;
+    st->done = 1;
+    blitz_runtime *rt = st->w->rt;
+    if (st->sleeper)
+        blitz__u32_store(&rt->time.sleeper, 0, BLITZ__SEQ_CST);
+    if (!blitz__idle_unset_parked(rt, st->w->index))
+        st->w->searching = 1; /* a notifier claimed us meanwhile */
+}
+
 /* Returns 1 when the worker slept in the kernel. */
 static int blitz__worker_park(blitz__worker *w) {
     blitz_runtime *rt = w->rt;
@@ -384,7 +408,8 @@ static int blitz__worker_park(blitz__worker *w) {
         return 0;
     }
     for (uint32_t i = 0; i < rt->spin_before_park; i++) {
-        if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt))
+        if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt) ||
+            blitz__io_ready_cheap(rt))
             return 0;
         for (int k = 0; k < BLITZ__SPIN_PAUSES; k++)
             blitz__cpu_relax();
@@ -420,10 +445,13 @@ static int blitz__worker_park(blitz__worker *w) {
      * others until woken. Timer arming reads `sleeper` after publishing
      * the new deadline (seq_cst both sides), and wakes the sleeper or, if
      * there is none, a parked worker: this one, whose bit is already set. */
+    /* With an I/O driver the sleeper waits in the backend, with the timer
+     * deadline as its timeout, so I/O reaches an idle runtime at once. */
     uint64_t timeout = rt->park_timeout_ns, timer_ns = blitz__time_sleep_ns(rt);
     uint32_t none = 0;
-    int sleeper =
-        timer_ns && blitz__u32_cas(&rt->time.sleeper, &none, w->index + 1, BLITZ__SEQ_CST);
+    int io = rt->io != NULL;
+    int sleeper = (timer_ns || io) &&
+                  blitz__u32_cas(&rt->time.sleeper, &none, w->index + 1, BLITZ__SEQ_CST);
     if (sleeper) {
         /* Re-read after becoming the sleeper: an earlier timer armed in
          * between saw no sleeper and woke a parked worker, maybe not us. */
@@ -432,13 +460,17 @@ static int blitz__worker_park(blitz__worker *w) {
             timeout = timer_ns;
     }
     BLITZ__STAT(blitz__u64_bump(&w->counters.parked, 1));
-    if (!sleeper || timer_ns)
-        blitz__parker_park(&w->parker, timeout);
+    blitz__worker_unpark_state st = {w, 0, sleeper};
+    if (sleeper && io) {
+        blitz__io_park(rt, &w->parker, timeout, blitz__worker_io_woke, &st);
+    } else {
+        /* Submissions must not wait for this worker. */
+        blitz__io_flush(rt);
+        if (!sleeper || timer_ns)
+            blitz__parker_park(&w->parker, timeout);
+    }
     slept = 1;
-    if (sleeper)
-        blitz__u32_store(&rt->time.sleeper, 0, BLITZ__SEQ_CST);
-    if (!blitz__idle_unset_parked(rt, w->index))
-        w->searching = 1;
+    blitz__worker_io_woke(&st);
 out:
     blitz__u32_store(&w->transitioning_to_park, 0, BLITZ__RELEASE);
     return slept;
@@ -483,6 +515,8 @@ static void *blitz__worker_main(void *arg) {
         /* Any worker fires due timers (a try-lock: one is enough), so a
          * worker stuck in a long poll does not hold them back. */
         blitz__time_process(rt, 0);
+        /* And reaps I/O completions the same way. */
+        blitz__io_poll(rt);
         while (polls < BLITZ_BUDGET_PER_TICK) {
             blitz__task *t = blitz__worker_find(w);
             if (!t)
@@ -588,6 +622,8 @@ BLITZ_PRIVATE void blitz__worker_help_until(blitz__context *ctx, blitz__task *t)
         }
         /* Nothing to run: sleep until `t` completes, looking again now and
          * then because this worker is not in the parked set. */
+        blitz__io_flush(rt);
+        blitz__io_poll(rt);
         if (blitz__wait_completion(rt, t, wait_ns))
             break;
         if (wait_ns < BLITZ__HELP_WAIT_MAX_NS)

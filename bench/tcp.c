@@ -1,0 +1,323 @@
+/* TCP benchmarks: blitz's mirror of the Tokio anchor's `tcp` group
+ * (../shared/anchors/tokio/src/tcp.rs).
+ *
+ *   tcp                      the group: start a blitz echo server (this
+ *                            program, `echo-server`, a child process with a
+ *                            2-worker runtime), drive it with the anchors'
+ *                            load client, print the anchor's names:
+ *                            tcp_echo_c50_m64_rps / _p50 / _p99 (50
+ *                            connections x 64-byte ping-pong, 1 s warm-up,
+ *                            5 x 3 s windows, median) and tcp_bulk_1024mib.
+ *   tcp echo-server [--port N] [--workers N]
+ *                            the server alone: prints "PORT <n>", echoes
+ *                            (65,536-byte buffer per connection, TCP_NODELAY)
+ *                            until its stdin closes.
+ *
+ * The client, in order of preference (BENCH_TCP_CLIENT=tokio|uv forces one):
+ *   tokio  the Tokio anchor's own client (`tokio-anchor echo-client --addr
+ *          ... --impl blitz`), the one the anchor's numbers come from; found
+ *          through TOKIO_ANCHOR_BIN, build/tokio-target/release/ (where
+ *          make bench-compare builds it) or the anchor's own target/;
+ *   uv     ../shared/anchors/libuv/echo_client.c (the client of the Go and
+ *          libuv anchors), built by the Makefile as build/bench/echo_client;
+ *          its names and units are converted to the Tokio anchor's.
+ * The backend is the server's: BLITZ_BACKEND=io_uring|epoll|poll. The
+ * server reports its CPU time per request on stderr (# server_cpu ...). */
+#define BLITZ_IMPLEMENTATION
+#include "blitz.h"
+
+#include "bench_common.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- the server ------------------------------------------------------------------------ */
+
+#define SERVER_BUF 65536
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_socket *sock;
+    blitz_io op;
+    char buf[SERVER_BUF];
+} conn_task;
+
+static blitz_poll conn_poll(blitz_cx *cx, void *p) {
+    conn_task *c = p;
+    BLITZ_BEGIN(c);
+    for (;;) {
+        BLITZ_AWAIT(c, blitz_tcp_recv(cx, &c->op, c->sock, c->buf, sizeof c->buf));
+        if (c->op.result <= 0)
+            break;
+        BLITZ_AWAIT(c, blitz_tcp_send_all(cx, &c->op, c->sock, c->buf, (size_t)c->op.result));
+        if (c->op.result < 0)
+            break;
+    }
+    blitz_sock_close(c->sock);
+    BLITZ_END(c);
+}
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_socket *listener;
+    blitz_io op;
+    blitz_timer timer;
+    conn_task *proto;
+} accept_task;
+
+static blitz_poll accept_poll(blitz_cx *cx, void *p) {
+    accept_task *a = p;
+    BLITZ_BEGIN(a);
+    for (;;) {
+        BLITZ_AWAIT(a, blitz_tcp_accept(cx, &a->op, a->listener));
+        if (a->op.result < 0) {
+            fprintf(stderr, "# accept error: %s\n", blitz_strerror((int)a->op.result));
+            BLITZ_AWAIT(a, blitz_sleep(cx, &a->timer, 10 * BLITZ_MSEC));
+            continue;
+        }
+        blitz_tcp_set_nodelay(a->op.socket, 1);
+        a->proto->sock = a->op.socket;
+        if (blitz_spawn(blitz_cx_runtime(cx), conn_poll, a->proto, sizeof *a->proto, NULL) !=
+            BLITZ_OK)
+            blitz_sock_close(a->op.socket);
+    }
+    BLITZ_END(a);
+}
+
+static void *stdin_watch(void *arg) {
+    (void)arg;
+    char b[256];
+    while (read(0, b, sizeof b) > 0) {
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+                 (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+    fprintf(stderr, "# server_cpu_s=%.3f\n", cpu);
+    _exit(0);
+}
+
+static int server_main(int argc, char **argv) {
+    int port = 0, workers = BENCH_MT_WORKERS;
+    for (int i = 0; i + 1 < argc; i++) {
+        if (!strcmp(argv[i], "--port"))
+            port = atoi(argv[i + 1]);
+        if (!strcmp(argv[i], "--workers"))
+            workers = atoi(argv[i + 1]);
+    }
+    bench_watchdog(300, "echo-server");
+    blitz_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.flavor = workers ? BLITZ_MULTI_THREAD : BLITZ_CURRENT_THREAD;
+    cfg.workers = (uint32_t)workers;
+    if (getenv("BENCH_TCP_SPIN")) /* experiments: spin rounds before parking */
+        cfg.spin_before_park = (uint32_t)strtoul(getenv("BENCH_TCP_SPIN"), NULL, 10);
+    blitz_runtime *rt;
+    BENCH_CHECK(blitz_runtime_new(&cfg, &rt));
+    blitz_addr a;
+    BENCH_CHECK(blitz_addr_ip("127.0.0.1", (uint16_t)port, &a));
+    accept_task at;
+    memset(&at, 0, sizeof at);
+    BENCH_CHECK(blitz_tcp_listen(rt, &a, 1024, 0, &at.listener));
+    blitz_addr bound;
+    BENCH_CHECK(blitz_sock_local_addr(at.listener, &bound));
+    at.proto = calloc(1, sizeof *at.proto);
+    printf("PORT %d\n", blitz_addr_port(&bound));
+    fflush(stdout);
+    fprintf(stderr, "# echo-server backend=%s workers=%d\n",
+            blitz_backend_name(blitz_runtime_backend(rt)), workers);
+    pthread_t th;
+    pthread_create(&th, NULL, stdin_watch, NULL);
+    return blitz_runtime_run(rt, accept_poll, &at, sizeof at);
+}
+
+/* ---- the group: server child + client ------------------------------------------------------ */
+
+static int file_exists(const char *p) {
+    return p && access(p, X_OK) == 0;
+}
+
+static const char *find_tokio(char *buf, size_t n, const char *self) {
+    const char *e = getenv("TOKIO_ANCHOR_BIN");
+    if (e && file_exists(e))
+        return e;
+    /* self = .../build/bench/tcp */
+    char dir[2048];
+    if (strlen(self) >= sizeof dir)
+        return NULL;
+    memcpy(dir, self, strlen(self) + 1);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = 0;
+    else
+        memcpy(dir, ".", 2);
+    const char *cands[] = {"%s/../tokio-target/release/tokio-anchor",
+                           "%s/../../../shared/anchors/tokio/target/release/tokio-anchor"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(buf, n, cands[i], dir);
+        if (file_exists(buf))
+            return buf;
+    }
+    return NULL;
+}
+
+static const char *find_uv(char *buf, size_t n, const char *self) {
+    char dir[2048];
+    if (strlen(self) >= sizeof dir)
+        return NULL;
+    memcpy(dir, self, strlen(self) + 1);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = 0;
+    else
+        memcpy(dir, ".", 2);
+    snprintf(buf, n, "%s/echo_client", dir);
+    return file_exists(buf) ? buf : NULL;
+}
+
+/* Runs argv, returns its stdout (malloc'd) or NULL. */
+static char *run_capture(char *const argv[]) {
+    int pfd[2];
+    if (pipe(pfd) < 0)
+        return NULL;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(pfd[1], 1);
+        close(pfd[0]);
+        close(pfd[1]);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(pfd[1]);
+    size_t cap = 4096, len = 0;
+    char *out = malloc(cap);
+    ssize_t r;
+    while ((r = read(pfd[0], out + len, cap - len - 1)) > 0) {
+        len += (size_t)r;
+        if (cap - len < 512) {
+            cap *= 2;
+            out = realloc(out, cap);
+        }
+    }
+    out[len] = 0;
+    close(pfd[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "# client %s failed (status %d)\n", argv[0], st);
+    }
+    return out;
+}
+
+static double field(const char *out, const char *name) {
+    char key[128];
+    snprintf(key, sizeof key, "bench=%s value=", name);
+    const char *p = strstr(out, key);
+    return p ? atof(p + strlen(key)) : -1;
+}
+
+int main(int argc, char **argv) {
+    signal(SIGPIPE, SIG_IGN);
+    if (argc > 1 && !strcmp(argv[1], "echo-server"))
+        return server_main(argc - 2, argv + 2);
+    bench_cpu_snapshot cpu0;
+    bench_cpu_snapshot_take(&cpu0);
+    bench_set_filter(argc - 1, argv + 1);
+    bench_watchdog(280, "tcp");
+
+    int in[2], outp[2];
+    if (pipe(in) < 0 || pipe(outp) < 0)
+        bench_die("pipe");
+    pid_t srv = fork();
+    if (srv == 0) {
+        dup2(in[0], 0);
+        dup2(outp[1], 1);
+        close(in[1]);
+        close(outp[0]);
+        execl("/proc/self/exe", argv[0], "echo-server", "--port", "0", "--workers", "2",
+              (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(outp[1]);
+    char line[128] = {0};
+    size_t ln = 0;
+    while (ln + 1 < sizeof line) {
+        char ch;
+        if (read(outp[0], &ch, 1) != 1 || ch == '\n')
+            break;
+        line[ln++] = ch;
+    }
+    int port = 0;
+    if (sscanf(line, "PORT %d", &port) != 1 || port <= 0)
+        bench_die("bad server banner '%s'", line);
+    fprintf(stderr, "# echo-server pid=%d port=%d\n", (int)srv, port);
+
+    char tb[4200], ub[4200], addr[64], portstr[16];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+    snprintf(portstr, sizeof portstr, "%d", port);
+    const char *want = getenv("BENCH_TCP_CLIENT");
+    const char *tokio = (!want || !strcmp(want, "tokio")) ? find_tokio(tb, sizeof tb, argv[0]) : NULL;
+    const char *uv = (!want || !strcmp(want, "uv")) ? find_uv(ub, sizeof ub, argv[0]) : NULL;
+    int status = 0;
+    if (tokio) {
+        fprintf(stderr, "# client: %s echo-client\n", tokio);
+        char *cargv[] = {(char *)tokio, "echo-client", "--addr", addr, "--impl", "blitz", NULL};
+        char *out = run_capture(cargv);
+        if (!out || !strstr(out, "bench=tcp_echo_c50_m64_rps"))
+            status = 1;
+        /* The anchor's client prints the anchor's names: pass them on. */
+        for (char *l = out ? strtok(out, "\n") : NULL; l; l = strtok(NULL, "\n")) {
+            if (!strncmp(l, "bench=", 6)) {
+                char name[128];
+                if (sscanf(l, "bench=%127s", name) == 1 && bench_selected(name)) {
+                    printf("%s\n", l);
+                    fflush(stdout);
+                }
+            }
+        }
+        free(out);
+    } else if (uv) {
+        fprintf(stderr, "# client: %s (libuv anchor's echo_client)\n", uv);
+        char *eargv[] = {(char *)uv, "-H", "127.0.0.1", "-p", portstr, "-m", "echo", "-c", "50",
+                         "-s", "64", "-w", "1", "-d", "3", "-r", "5", "-t", "1", "-i", "blitz",
+                         NULL};
+        char *out = run_capture(eargv);
+        double rps = out ? field(out, "tcp_echo_50conn_64B_rps") : -1;
+        double p50 = out ? field(out, "tcp_echo_50conn_64B_p50") : -1;
+        double p99 = out ? field(out, "tcp_echo_50conn_64B_p99") : -1;
+        free(out);
+        if (rps <= 0)
+            status = 1;
+        else {
+            bench_emit("tcp_echo_c50_m64_rps", rps, "ops/s");
+            bench_emit("tcp_echo_c50_m64_p50", p50 / 1000.0, "ms");
+            bench_emit("tcp_echo_c50_m64_p99", p99 / 1000.0, "ms");
+        }
+        if (bench_selected("tcp_bulk_1024mib")) {
+            char *bargv[] = {(char *)uv, "-H", "127.0.0.1", "-p", portstr, "-m", "bulk", "-b",
+                             "1073741824", "-r", "5", "-i", "blitz", NULL};
+            out = run_capture(bargv);
+            double mbs = out ? field(out, "tcp_bulk_1GiB") : -1;
+            free(out);
+            if (mbs <= 0)
+                status = 1;
+            else
+                bench_emit("tcp_bulk_1024mib", mbs, "MB/s");
+        }
+    } else {
+        fprintf(stderr, "# no load client: build the Tokio anchor (make bench-compare) or "
+                        "build/bench/echo_client (make bench)\n");
+        status = 1;
+    }
+    close(in[1]); /* the server exits when its stdin closes */
+    int st;
+    waitpid(srv, &st, 0);
+    bench_cpu_report_since(&cpu0, "tcp");
+    return status;
+}

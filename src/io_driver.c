@@ -1,0 +1,1065 @@
+/* The I/O driver: one completion-style interface over the backends (seed
+ * 002 "I/O Driver"; DESIGN.md "I/O").
+ *
+ * An op is submitted by the task that polls it, waits, and completes with
+ * a result stored in the op:
+ *   io_uring   the kernel performs the operation (submit an SQE; the CQE
+ *              carries the result); sends try the system call first, since
+ *              a send into a socket with room completes at once;
+ *   epoll/poll the task performs the system call; on EAGAIN the op joins
+ *              the socket's waiter list and an event of its direction
+ *              wakes it to try again. Each event bumps the direction's
+ *              sequence number under the socket's lock, and a waiter
+ *              registers only if the number did not move since its
+ *              attempt, so no event between the attempt and the
+ *              registration is lost (the edge-triggered contract).
+ *
+ * Waiting and dispatching: any thread holding `io->lock` (a try-lock at the
+ * start of each worker tick, so it never blocks a busy worker) reaps
+ * without blocking; the one parked worker that is the runtime's "sleeper"
+ * blocks in the backend with the next timer's deadline as timeout (the
+ * current-thread driver always does), so an idle runtime sees I/O at once.
+ * Its parker is then PARKED_DRIVER, and an unpark writes the driver's
+ * eventfd, which is part of every backend wait.
+ *
+ * Buffer lifetime: an op the kernel holds (io_uring) keeps a reference on
+ * its task through its waker, so the task's block, where the buffer lives,
+ * is not freed before the completion arrives, even when the task was
+ * cancelled (its cancel hook submits ASYNC_CANCEL) or finished. */
+#include "internal.h"
+#include "io_internal.h"
+
+static inline uint32_t blitz__op_state(const blitz_io *op) {
+    return blitz__u32_field_load(&op->blitz__state, BLITZ__ACQUIRE);
+}
+static inline void blitz__op_set_state(blitz_io *op, uint32_t st) {
+    blitz__u32_field_store(&op->blitz__state, st, BLITZ__RELEASE);
+}
+
+/* Wakes an op's task; after shutdown only drops the reference (no task
+ * runs any more). */
+static void blitz__io_wake(blitz__io *io, blitz_waker w) {
+    if (blitz__u32_load(&io->shutdown, BLITZ__ACQUIRE))
+        blitz_waker_drop(w);
+    else
+        blitz_waker_wake(w);
+}
+
+/* ---- the socket list and lifetimes ------------------------------------------- */
+
+static void blitz__op_link(blitz_socket *s, blitz_io *op) {
+    op->blitz__prev = NULL;
+    op->blitz__next = s->ops;
+    if (s->ops)
+        s->ops->blitz__prev = op;
+    s->ops = op;
+}
+
+static void blitz__op_unlink(blitz_socket *s, blitz_io *op) {
+    if (op->blitz__prev)
+        op->blitz__prev->blitz__next = op->blitz__next;
+    else if (s->ops == op)
+        s->ops = op->blitz__next;
+    if (op->blitz__next)
+        op->blitz__next->blitz__prev = op->blitz__prev;
+    op->blitz__next = op->blitz__prev = NULL;
+}
+
+static void blitz__sock_free_mem(blitz_socket *s) {
+    blitz__mutex_destroy(&s->lock);
+    blitz__free(s);
+}
+
+/* Frees readiness sockets closed before this dispatch cycle. Caller holds
+ * io->lock, so no event fetched earlier still names them. */
+static void blitz__io_free_deferred(blitz__io *io) {
+    if (!blitz__u32_load(&io->has_free, BLITZ__RELAXED))
+        return;
+    blitz__mutex_lock(&io->socks_lock);
+    blitz_socket *s = io->free_list;
+    io->free_list = NULL;
+    blitz__u32_store(&io->has_free, 0, BLITZ__RELAXED);
+    blitz__mutex_unlock(&io->socks_lock);
+    while (s) {
+        blitz_socket *next = s->free_next;
+        if (io->kind == BLITZ_BACKEND_POLL)
+            blitz__pollb_forget(io, s);
+        blitz__sock_free_mem(s);
+        s = next;
+    }
+}
+
+static void blitz__sock_ref(blitz_socket *s) {
+    blitz__u32_fetch_add(&s->refs, 1, BLITZ__RELAXED);
+}
+
+/* The last reference: close the descriptor; the memory goes now
+ * (io_uring) or at the next dispatch cycle (readiness backends). */
+static void blitz__sock_unref(blitz_socket *s) {
+    if (blitz__u32_fetch_sub(&s->refs, 1, BLITZ__ACQ_REL) != 1)
+        return;
+    blitz__io *io = s->io;
+    if (io->kind == BLITZ_BACKEND_EPOLL)
+        blitz__epoll_del(io, s);
+    if (io->kind == BLITZ_BACKEND_POLL)
+        blitz__pollb_forget(io, s);
+    /* The number may be reused at once; an event already fetched for it
+     * only bumps this (closed) socket's sequence numbers. */
+    close(s->fd);
+    blitz__mutex_lock(&io->socks_lock);
+    if (s->all_prev)
+        s->all_prev->all_next = s->all_next;
+    else
+        io->all = s->all_next;
+    if (s->all_next)
+        s->all_next->all_prev = s->all_prev;
+    if (io->kind == BLITZ_BACKEND_IO_URING) {
+        blitz__mutex_unlock(&io->socks_lock);
+        blitz__sock_free_mem(s);
+        return;
+    }
+    s->free_next = io->free_list;
+    io->free_list = s;
+    blitz__u32_store(&io->has_free, 1, BLITZ__RELAXED);
+    blitz__mutex_unlock(&io->socks_lock);
+}
+
+/* Wraps a non-blocking descriptor (closed on failure). */
+BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type,
+                                   blitz_socket **out) {
+    *out = NULL;
+    if (!io) {
+        close(fd);
+        return BLITZ_ENOSYS;
+    }
+    blitz_socket *s = (blitz_socket *)blitz__calloc(sizeof *s);
+    if (!s) {
+        close(fd);
+        return BLITZ_ENOMEM;
+    }
+    s->fd = fd;
+    s->family = family;
+    s->type = type;
+    s->io = io;
+    s->poll_slot = -1;
+    blitz__mutex_init(&s->lock);
+    blitz__u32_store(&s->refs, 1, BLITZ__RELAXED);
+    if (io->kind == BLITZ_BACKEND_EPOLL) {
+        int rc = blitz__epoll_add(io, s);
+        if (rc != BLITZ_OK) {
+            close(fd);
+            blitz__sock_free_mem(s);
+            return rc;
+        }
+    }
+    blitz__mutex_lock(&io->socks_lock);
+    s->all_next = io->all;
+    if (io->all)
+        io->all->all_prev = s;
+    io->all = s;
+    blitz__mutex_unlock(&io->socks_lock);
+    *out = s;
+    return BLITZ_OK;
+}
+
+/* ---- system calls of the readiness path --------------------------------------- */
+
+static int64_t blitz__neg_errno(void) {
+    return errno ? -(int64_t)errno : BLITZ_EIO;
+}
+
+static void blitz__op_msghdr(blitz_io *op, struct msghdr *m, struct iovec *one) {
+    memset(m, 0, sizeof *m);
+    if (op->blitz__kind == BLITZ__OP_RECVV || op->blitz__kind == BLITZ__OP_SENDV) {
+        m->msg_iov = (struct iovec *)op->blitz__buf;
+        m->msg_iovlen = op->blitz__len;
+    } else {
+        one->iov_base = op->blitz__buf;
+        one->iov_len = op->blitz__len;
+        m->msg_iov = one;
+        m->msg_iovlen = 1;
+    }
+    if (op->blitz__addr) {
+        m->msg_name = op->blitz__addr->u.bytes;
+        m->msg_namelen = op->blitz__kind == BLITZ__OP_SEND_TO ? op->blitz__addr->len
+                                                               : sizeof op->blitz__addr->u.bytes;
+    }
+}
+
+/* One non-blocking attempt: bytes, a new descriptor (accept), 0 (connect),
+ * or -errno. */
+static int64_t blitz__op_syscall(blitz_io *op) {
+    blitz_socket *s = op->blitz__sock;
+    ssize_t r;
+    errno = 0;
+    switch (op->blitz__kind) {
+    case BLITZ__OP_RECV:
+        r = recv(s->fd, op->blitz__buf, op->blitz__len, 0);
+        break;
+    case BLITZ__OP_SEND:
+    case BLITZ__OP_SEND_ALL:
+        r = send(s->fd, (char *)op->blitz__buf + op->blitz__done,
+                 op->blitz__len - op->blitz__done, MSG_NOSIGNAL | MSG_DONTWAIT);
+        break;
+    case BLITZ__OP_RECVV:
+    case BLITZ__OP_RECV_FROM: {
+        struct msghdr m;
+        struct iovec one;
+        blitz__op_msghdr(op, &m, &one);
+        r = recvmsg(s->fd, &m, MSG_DONTWAIT);
+        if (r >= 0 && op->blitz__addr)
+            op->blitz__addr->len = m.msg_namelen;
+        break;
+    }
+    case BLITZ__OP_SENDV:
+    case BLITZ__OP_SEND_TO: {
+        struct msghdr m;
+        struct iovec one;
+        blitz__op_msghdr(op, &m, &one);
+        r = sendmsg(s->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+        break;
+    }
+    case BLITZ__OP_ACCEPT:
+        r = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        break;
+    case BLITZ__OP_CONNECT: {
+        const blitz_addr *a = (const blitz_addr *)(void *)op->blitz__scratch;
+        if (!(op->blitz__flags & BLITZ__OPF_CONNECTING)) {
+            r = connect(s->fd, (const struct sockaddr *)(const void *)a->u.bytes, a->len);
+            if (r < 0 && errno == EINPROGRESS) {
+                op->blitz__flags |= BLITZ__OPF_CONNECTING;
+                return -EAGAIN;
+            }
+            break;
+        }
+        int err = 0;
+        socklen_t el = sizeof err;
+        if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
+            return blitz__neg_errno();
+        if (err)
+            return -(int64_t)err;
+        struct sockaddr_storage peer;
+        socklen_t pl = sizeof peer;
+        if (getpeername(s->fd, (struct sockaddr *)&peer, &pl) < 0)
+            return errno == ENOTCONN ? -EAGAIN : blitz__neg_errno();
+        return 0;
+    }
+    default:
+        return BLITZ_EINVAL;
+    }
+    if (r < 0) {
+        if (errno == EWOULDBLOCK)
+            return -EAGAIN;
+        return blitz__neg_errno();
+    }
+    return (int64_t)r;
+}
+
+/* ---- finishing an op ------------------------------------------------------------- */
+
+static void blitz__connect_sock_drop(blitz_io *op) {
+    if (op->blitz__kind == BLITZ__OP_CONNECT && op->blitz__sock) {
+        blitz_socket *s = op->blitz__sock;
+        op->blitz__sock = NULL;
+        blitz_sock_close(s);
+    }
+}
+
+/* A result for `op` (attempt or completion). Returns 1 when the op is
+ * finished (result set, op idle), 0 when it must go on (send_all). */
+static int blitz__op_result(blitz_io *op, int64_t r) {
+    switch (op->blitz__kind) {
+    case BLITZ__OP_SEND_ALL:
+        if (r > 0) {
+            op->blitz__done += (size_t)r;
+            if (op->blitz__done < op->blitz__len)
+                return 0;
+            r = (int64_t)op->blitz__done;
+        } else if (r == 0 && op->blitz__done < op->blitz__len) {
+            return 0;
+        }
+        break;
+    case BLITZ__OP_ACCEPT:
+        if (r >= 0) {
+            blitz_socket *ns = NULL;
+            int rc = blitz__sock_wrap(op->blitz__sock->io, (int)r, op->blitz__sock->family,
+                                      SOCK_STREAM, &ns);
+            op->socket = ns;
+            r = rc;
+        }
+        break;
+    case BLITZ__OP_CONNECT:
+        if (r == 0) {
+            op->socket = op->blitz__sock;
+            op->blitz__sock = NULL;
+        } else {
+            blitz__connect_sock_drop(op);
+        }
+        break;
+    case BLITZ__OP_RECV:
+        blitz__u32_store(&op->blitz__sock->rd_hot, r > 0 && (size_t)r == op->blitz__len,
+                         BLITZ__RELAXED);
+        break;
+    default:
+        break;
+    }
+    op->result = r;
+    blitz__op_set_state(op, BLITZ__IO_IDLE);
+    return 1;
+}
+
+/* ---- the readiness path ------------------------------------------------------------- */
+
+static blitz_poll blitz__ready_attempt(blitz_cx *cx, blitz_io *op) {
+    blitz_socket *s = op->blitz__sock;
+    blitz__atomic_u32 *seqp = op->blitz__dir == BLITZ__DIR_WRITE ? &s->wr_seq : &s->rd_seq;
+    for (;;) {
+        uint32_t seq0 = blitz__u32_load(seqp, BLITZ__ACQUIRE);
+        int64_t r = blitz__op_syscall(op);
+        if (r == -EINTR)
+            continue;
+        if (r != -EAGAIN) {
+            if (blitz__op_result(op, r))
+                return BLITZ_READY;
+            continue;
+        }
+        blitz__mutex_lock(&s->lock);
+        if (s->closed) {
+            blitz__mutex_unlock(&s->lock);
+            blitz__op_result(op, BLITZ_ECLOSED);
+            return BLITZ_READY;
+        }
+        if (blitz__u32_load(seqp, BLITZ__RELAXED) != seq0) {
+            blitz__mutex_unlock(&s->lock);
+            continue;
+        }
+        blitz_waker mine = blitz_cx_waker(cx);
+        op->blitz__waker = blitz_waker_clone(&mine);
+        blitz__op_set_state(op, BLITZ__IO_WAIT);
+        blitz__op_link(s, op);
+        if (s->io->kind == BLITZ_BACKEND_POLL) {
+            uint32_t bit = 1u << op->blitz__dir;
+            if (!(blitz__u32_load(&s->want, BLITZ__RELAXED) & bit)) {
+                blitz__u32_fetch_or(&s->want, bit, BLITZ__SEQ_CST);
+                blitz__pollb_want(s->io, s);
+            }
+        }
+        blitz__mutex_unlock(&s->lock);
+        return BLITZ_PENDING;
+    }
+}
+
+/* Polled again while registered: keep (or refresh) the waker. */
+static blitz_poll blitz__op_rewait(blitz_cx *cx, blitz_io *op) {
+    blitz_socket *s = op->blitz__sock;
+    blitz_waker mine = blitz_cx_waker(cx), old = blitz_waker_noop();
+    blitz__mutex_lock(&s->lock);
+    uint32_t st = blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED);
+    int waiting = st == BLITZ__IO_WAIT || st == BLITZ__IO_INFLIGHT || st == BLITZ__IO_CANCELLING;
+    if (waiting && !blitz_waker_will_wake(&op->blitz__waker, &mine)) {
+        old = op->blitz__waker;
+        op->blitz__waker = blitz_waker_clone(&mine);
+    }
+    blitz__mutex_unlock(&s->lock);
+    blitz_waker_drop(old);
+    return waiting ? BLITZ_PENDING : BLITZ_READY;
+}
+
+/* An event on `s`: bump the sequence numbers, wake the waiters of those
+ * directions. Any thread. */
+BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr) {
+    uint32_t mask = (rd ? 1u : 0u) | (wr ? 2u : 0u);
+    if (!mask)
+        return;
+    int bumped = 0;
+    for (;;) {
+        blitz_waker batch[16];
+        int n = 0, more = 0;
+        blitz__mutex_lock(&s->lock);
+        if (!bumped) {
+            if (mask & 1u)
+                blitz__u32_store(&s->rd_seq, blitz__u32_load(&s->rd_seq, BLITZ__RELAXED) + 1,
+                                 BLITZ__RELEASE);
+            if (mask & 2u)
+                blitz__u32_store(&s->wr_seq, blitz__u32_load(&s->wr_seq, BLITZ__RELAXED) + 1,
+                                 BLITZ__RELEASE);
+            bumped = 1;
+        }
+        uint32_t want = 0;
+        blitz_io *op = s->ops;
+        while (op) {
+            blitz_io *next = op->blitz__next;
+            uint32_t bit = 1u << op->blitz__dir;
+            if ((mask & bit) && !more) {
+                if (n == 16) {
+                    more = 1;
+                    want |= bit;
+                } else {
+                    blitz__op_unlink(s, op);
+                    batch[n++] = op->blitz__waker;
+                    op->blitz__waker = blitz_waker_noop();
+                    blitz__op_set_state(op, BLITZ__IO_RETRY);
+                }
+            } else {
+                want |= bit;
+            }
+            op = next;
+        }
+        if (s->io->kind == BLITZ_BACKEND_POLL)
+            blitz__u32_store(&s->want, want, BLITZ__RELAXED);
+        blitz__mutex_unlock(&s->lock);
+        for (int i = 0; i < n; i++)
+            blitz__io_wake(s->io, batch[i]);
+        if (!more)
+            return;
+    }
+}
+
+/* ---- the io_uring path ------------------------------------------------------------------ */
+
+/* Whether the calling thread will give pending SQEs to the kernel soon (a
+ * worker or the current-thread driver does at its next tick or park);
+ * other threads submit at once. */
+static int blitz__io_batches(blitz_runtime *rt) {
+#ifdef BLITZ_URING_NO_BATCH
+    /* Measurement knob: one io_uring_enter per submission. */
+    (void)rt;
+    return 0;
+#endif
+    blitz__context *ctx = blitz__context_get();
+    return ctx && ctx->rt == rt && (ctx->worker || ctx->ct_driver);
+}
+
+static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
+    blitz_socket *s = op->blitz__sock;
+    blitz__io *io = s->io;
+    uint32_t k = op->blitz__kind;
+    /* A send into a socket with room completes at once: one system call,
+     * no completion to wait for. */
+    /* A receive right after one that filled its buffer (a bulk stream)
+     * finds data waiting: the system call beats a submission round trip. */
+    int hot = (k == BLITZ__OP_RECV || k == BLITZ__OP_RECVV || k == BLITZ__OP_RECV_FROM) &&
+              blitz__u32_load(&s->rd_hot, BLITZ__RELAXED);
+    if (hot || k == BLITZ__OP_SEND || k == BLITZ__OP_SEND_ALL || k == BLITZ__OP_SENDV ||
+        k == BLITZ__OP_SEND_TO) {
+        for (;;) {
+            int64_t r = blitz__op_syscall(op);
+            if (r == -EINTR)
+                continue;
+            if (r == -EAGAIN) {
+                if (hot)
+                    blitz__u32_store(&s->rd_hot, 0, BLITZ__RELAXED);
+                break;
+            }
+            if (blitz__op_result(op, r))
+                return BLITZ_READY;
+        }
+    }
+    blitz__mutex_lock(&s->lock);
+    if (s->closed) {
+        blitz__mutex_unlock(&s->lock);
+        blitz__op_result(op, BLITZ_ECLOSED);
+        return BLITZ_READY;
+    }
+    blitz_waker mine = blitz_cx_waker(cx);
+    op->blitz__waker = blitz_waker_clone(&mine);
+    blitz__op_set_state(op, BLITZ__IO_INFLIGHT);
+    blitz__op_link(s, op);
+    blitz__sock_ref(s);
+    blitz__u64_fetch_add(&io->inflight, 1, BLITZ__RELAXED);
+    /* Under the socket's lock, so a close's ASYNC_CANCEL comes after it. */
+    int rc = blitz__uring_submit_op(io, op, !blitz__io_batches(io->rt));
+    if (rc != BLITZ_OK) {
+        blitz__op_unlink(s, op);
+        blitz_waker w = op->blitz__waker;
+        op->blitz__waker = blitz_waker_noop();
+        blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELAXED);
+        blitz__mutex_unlock(&s->lock);
+        blitz_waker_drop(w);
+        blitz__sock_unref(s);
+        blitz__op_result(op, rc);
+        return BLITZ_READY;
+    }
+    blitz__mutex_unlock(&s->lock);
+    return BLITZ_PENDING;
+}
+
+/* A completion (io_uring CQE) for `op`. Dispatching thread. */
+BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, uint32_t flags) {
+    (void)flags;
+    /* Acquire: pairs with the submitter's release of INFLIGHT (the kernel
+     * orders the CQE after the SQE, but a race detector cannot see it). */
+    (void)blitz__op_state(op);
+    blitz_socket *s = op->blitz__sock;
+    blitz__mutex_lock(&s->lock);
+    blitz__op_unlink(s, op);
+    blitz_waker w = op->blitz__waker;
+    op->blitz__waker = blitz_waker_noop();
+    uint32_t st = blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED);
+    int closed = s->closed;
+    blitz__mutex_unlock(&s->lock);
+    if (st == BLITZ__IO_CANCELLING) {
+        /* Nobody waits for the result: release what it created. */
+        if (op->blitz__kind == BLITZ__OP_ACCEPT && res >= 0)
+            close(res);
+        if (op->blitz__kind == BLITZ__OP_CONNECT) {
+            op->blitz__sock = NULL;
+            blitz__sock_unref(s); /* the in-flight reference */
+            blitz_sock_close(s);  /* the op's own */
+            op->blitz__res = res;
+            blitz__op_set_state(op, BLITZ__IO_IDLE);
+            blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELEASE);
+            blitz__io_wake(io, w);
+            return;
+        }
+        op->blitz__res = res;
+        blitz__op_set_state(op, BLITZ__IO_IDLE);
+    } else {
+        op->blitz__res = (res == -ECANCELED && closed) ? BLITZ_ECLOSED : res;
+        blitz__op_set_state(op, BLITZ__IO_DONE);
+    }
+    blitz__sock_unref(s);
+    blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELEASE);
+    blitz__io_wake(io, w);
+}
+
+/* ---- ops ------------------------------------------------------------------------------------ */
+
+static blitz_poll blitz__op_go(blitz_cx *cx, blitz_io *op) {
+    if (op->blitz__sock->io->kind == BLITZ_BACKEND_IO_URING)
+        return blitz__uring_start(cx, op);
+    return blitz__ready_attempt(cx, op);
+}
+
+/* The common poll of every op kind. */
+static blitz_poll blitz__op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s, uint32_t kind,
+                                 const void *buf, size_t len, const blitz_addr *addr,
+                                 uint32_t dir) {
+    if (!op)
+        return BLITZ_READY;
+    switch (blitz__op_state(op)) {
+    case BLITZ__IO_IDLE:
+        if (!cx || !s || (!buf && len)) {
+            op->result = BLITZ_EINVAL;
+            return BLITZ_READY;
+        }
+        op->blitz__sock = s;
+        op->blitz__kind = kind;
+        op->blitz__buf = (void *)(uintptr_t)buf;
+        op->blitz__len = len;
+        op->blitz__addr = (blitz_addr *)(uintptr_t)addr;
+        op->blitz__dir = dir;
+        op->blitz__done = 0;
+        op->blitz__flags = 0;
+        op->socket = NULL;
+        op->result = 0;
+        return blitz__op_go(cx, op);
+    case BLITZ__IO_RETRY:
+        return blitz__ready_attempt(cx, op);
+    case BLITZ__IO_DONE:
+        if (op->blitz__kind == BLITZ__OP_RECV_FROM && op->blitz__addr && op->blitz__res >= 0 &&
+            op->blitz__sock->io->kind == BLITZ_BACKEND_IO_URING)
+            op->blitz__addr->len = ((struct msghdr *)(void *)op->blitz__scratch)->msg_namelen;
+        if (blitz__op_result(op, op->blitz__res))
+            return BLITZ_READY;
+        return blitz__op_go(cx, op); /* send_all: the rest */
+    case BLITZ__IO_CANCELLING:
+        /* A cancelled op's completion is still due: wait for it, then
+         * start the new one. */
+        if (blitz__op_rewait(cx, op) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        return blitz__op_poll(cx, op, s, kind, buf, len, addr, dir);
+    default: /* WAIT, INFLIGHT */
+        if (blitz__op_rewait(cx, op) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        return blitz__op_poll(cx, op, s, kind, buf, len, addr, dir);
+    }
+}
+
+BLITZ_API int blitz_io_cancel(blitz_io *op) {
+    if (!op)
+        return BLITZ_EINVAL;
+    uint32_t st = blitz__op_state(op);
+    if (st == BLITZ__IO_IDLE || st == BLITZ__IO_CANCELLING)
+        return BLITZ_OK;
+    if (st == BLITZ__IO_RETRY || st == BLITZ__IO_DONE) {
+        if (st == BLITZ__IO_DONE && op->blitz__kind == BLITZ__OP_ACCEPT && op->blitz__res >= 0)
+            close((int)op->blitz__res);
+        if (st == BLITZ__IO_DONE && op->blitz__kind == BLITZ__OP_CONNECT)
+            op->blitz__res = BLITZ_ECANCELED; /* drop below closes the socket */
+        if (op->blitz__kind == BLITZ__OP_CONNECT)
+            blitz__connect_sock_drop(op);
+        op->result = BLITZ_ECANCELED;
+        blitz__op_set_state(op, BLITZ__IO_IDLE);
+        return BLITZ_OK;
+    }
+    blitz_socket *s = op->blitz__sock;
+    blitz_waker old = blitz_waker_noop();
+    int drop_connect = 0;
+    blitz__mutex_lock(&s->lock);
+    st = blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED);
+    if (st == BLITZ__IO_WAIT) {
+        blitz__op_unlink(s, op);
+        old = op->blitz__waker;
+        op->blitz__waker = blitz_waker_noop();
+        blitz__op_set_state(op, BLITZ__IO_IDLE);
+        drop_connect = op->blitz__kind == BLITZ__OP_CONNECT;
+    } else if (st == BLITZ__IO_INFLIGHT) {
+        /* The kernel keeps the buffer until the completion: the op keeps
+         * its waker (the task's memory) until then. */
+        blitz__op_set_state(op, BLITZ__IO_CANCELLING);
+        blitz__uring_submit_cancel(s->io, op);
+    }
+    blitz__mutex_unlock(&s->lock);
+    blitz_waker_drop(old);
+    if (drop_connect)
+        blitz__connect_sock_drop(op);
+    else if (st == BLITZ__IO_RETRY || st == BLITZ__IO_DONE)
+        blitz__op_set_state(op, BLITZ__IO_IDLE);
+    op->result = BLITZ_ECANCELED;
+    return BLITZ_OK;
+}
+
+BLITZ_API void blitz_io_cancel_op(blitz_cx *cx, void *op) {
+    (void)cx;
+    blitz_io_cancel((blitz_io *)op);
+}
+
+BLITZ_API blitz_poll blitz_io_settle(blitz_cx *cx, blitz_io *op) {
+    if (!op || blitz__op_state(op) != BLITZ__IO_CANCELLING)
+        return BLITZ_READY;
+    if (!cx)
+        return BLITZ_PENDING;
+    return blitz__op_rewait(cx, op);
+}
+
+BLITZ_API int blitz_io_pending(const blitz_io *op) {
+    if (!op)
+        return 0;
+    uint32_t st = blitz__op_state(op);
+    return st == BLITZ__IO_WAIT || st == BLITZ__IO_INFLIGHT || st == BLITZ__IO_CANCELLING;
+}
+
+BLITZ_API blitz_poll blitz_sock_recv(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
+                                     size_t len) {
+    return blitz__op_poll(cx, op, s, BLITZ__OP_RECV, buf, len, NULL, BLITZ__DIR_READ);
+}
+BLITZ_API blitz_poll blitz_sock_send(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                     const void *buf, size_t len) {
+    return blitz__op_poll(cx, op, s, BLITZ__OP_SEND, buf, len, NULL, BLITZ__DIR_WRITE);
+}
+BLITZ_API blitz_poll blitz_sock_send_all(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                         const void *buf, size_t len) {
+    return blitz__op_poll(cx, op, s, BLITZ__OP_SEND_ALL, buf, len, NULL, BLITZ__DIR_WRITE);
+}
+static int blitz__iov_ok(const blitz_iovec *iov, int n) {
+    return iov && n > 0 && n <= BLITZ__IO_MAX_IOV;
+}
+BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                      const blitz_iovec *iov, int iovcnt) {
+    if (op && blitz__op_state(op) == BLITZ__IO_IDLE && !blitz__iov_ok(iov, iovcnt)) {
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    return blitz__op_poll(cx, op, s, BLITZ__OP_RECVV, iov, (size_t)iovcnt, NULL,
+                          BLITZ__DIR_READ);
+}
+BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                      const blitz_iovec *iov, int iovcnt) {
+    if (op && blitz__op_state(op) == BLITZ__IO_IDLE && !blitz__iov_ok(iov, iovcnt)) {
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    return blitz__op_poll(cx, op, s, BLITZ__OP_SENDV, iov, (size_t)iovcnt, NULL,
+                          BLITZ__DIR_WRITE);
+}
+BLITZ_API blitz_poll blitz_udp_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                       const void *buf, size_t len, const blitz_addr *to) {
+    if (op && blitz__op_state(op) == BLITZ__IO_IDLE && (!to || !to->len)) {
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    return blitz__op_poll(cx, op, s, BLITZ__OP_SEND_TO, buf, len, to, BLITZ__DIR_WRITE);
+}
+BLITZ_API blitz_poll blitz_udp_recv_from(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
+                                         size_t len, blitz_addr *from) {
+    return blitz__op_poll(cx, op, s, from ? BLITZ__OP_RECV_FROM : BLITZ__OP_RECV, buf, len, from,
+                          BLITZ__DIR_READ);
+}
+BLITZ_API blitz_poll blitz_tcp_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener) {
+    return blitz__op_poll(cx, op, listener, BLITZ__OP_ACCEPT, NULL, 0, NULL, BLITZ__DIR_READ);
+}
+
+/* Connect: the op owns a fresh socket until it is connected. */
+static blitz_poll blitz__connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr, int family) {
+    if (!op)
+        return BLITZ_READY;
+    if (blitz__op_state(op) != BLITZ__IO_IDLE)
+        return blitz__op_poll(cx, op, op->blitz__sock, BLITZ__OP_CONNECT, NULL, 0, NULL,
+                              BLITZ__DIR_WRITE);
+    op->socket = NULL;
+    if (!cx || !addr || addr->len == 0 || addr->len > sizeof addr->u.bytes ||
+        (family && addr->u.family != family) ||
+        (!family && addr->u.family != AF_INET && addr->u.family != AF_INET6)) {
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    blitz__io *io = cx->ctx->rt->io;
+    int fd = socket(addr->u.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        op->result = blitz__neg_errno();
+        return BLITZ_READY;
+    }
+    blitz_socket *s = NULL;
+    int rc = blitz__sock_wrap(io, fd, addr->u.family, SOCK_STREAM, &s);
+    if (rc != BLITZ_OK) {
+        op->result = rc;
+        return BLITZ_READY;
+    }
+    _Static_assert(sizeof(((blitz_io *)0)->blitz__scratch) >= sizeof(blitz_addr),
+                   "connect keeps the address in the op");
+    memcpy(op->blitz__scratch, addr, sizeof *addr);
+    op->blitz__sock = s;
+    op->blitz__kind = BLITZ__OP_CONNECT;
+    op->blitz__buf = NULL;
+    op->blitz__len = 0;
+    op->blitz__addr = NULL;
+    op->blitz__dir = BLITZ__DIR_WRITE;
+    op->blitz__done = 0;
+    op->blitz__flags = 0;
+    op->result = 0;
+    return blitz__op_go(cx, op);
+}
+
+BLITZ_API blitz_poll blitz_tcp_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr) {
+    return blitz__connect(cx, op, addr, 0);
+}
+BLITZ_API blitz_poll blitz_unix_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr) {
+    return blitz__connect(cx, op, addr, AF_UNIX);
+}
+
+/* ---- close ------------------------------------------------------------------------------------ */
+
+BLITZ_API int blitz_sock_close(blitz_socket *s) {
+    if (!s)
+        return BLITZ_EINVAL;
+    blitz__io *io = s->io;
+    blitz__mutex_lock(&s->lock);
+    if (s->closed) {
+        blitz__mutex_unlock(&s->lock);
+        return BLITZ_ECLOSED;
+    }
+    s->closed = 1;
+    blitz_io *op = s->ops;
+    blitz_io *woken = NULL;
+    while (op) {
+        blitz_io *next = op->blitz__next;
+        if (blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) == BLITZ__IO_WAIT) {
+            blitz__op_unlink(s, op);
+            op->blitz__res = BLITZ_ECLOSED;
+            /* Chain through blitz__next (the op is out of every list). */
+            op->blitz__next = woken;
+            woken = op;
+        } else if (io->kind == BLITZ_BACKEND_IO_URING &&
+                   blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) ==
+                       BLITZ__IO_INFLIGHT) {
+            blitz__uring_submit_cancel(io, op);
+        }
+        op = next;
+    }
+    if (io->kind == BLITZ_BACKEND_IO_URING && s->ops && !blitz__io_batches(io->rt))
+        blitz__uring_flush(io);
+    blitz_waker batch[32];
+    int n = 0;
+    while (woken) {
+        blitz_io *next = woken->blitz__next;
+        woken->blitz__next = NULL;
+        if (n == 32) {
+            blitz__mutex_unlock(&s->lock);
+            for (int i = 0; i < n; i++)
+                blitz__io_wake(io, batch[i]);
+            n = 0;
+            blitz__mutex_lock(&s->lock);
+        }
+        batch[n++] = woken->blitz__waker;
+        woken->blitz__waker = blitz_waker_noop();
+        blitz__op_set_state(woken, BLITZ__IO_DONE);
+        woken = next;
+    }
+    blitz__u32_store(&s->want, 0, BLITZ__RELAXED);
+    blitz__mutex_unlock(&s->lock);
+    for (int i = 0; i < n; i++)
+        blitz__io_wake(io, batch[i]);
+    blitz__sock_unref(s);
+    return BLITZ_OK;
+}
+
+/* ---- waiting in the backend -------------------------------------------------------------- */
+
+BLITZ_PRIVATE void blitz__io_drain_wake_fd(blitz__io *io) {
+    uint64_t v;
+    while (read(io->wake_fd, &v, sizeof v) < 0 && errno == EINTR) {
+    }
+}
+
+static void blitz__io_backend_wait(blitz__io *io, uint64_t timeout_ns) {
+    switch (io->kind) {
+    case BLITZ_BACKEND_IO_URING:
+        blitz__uring_wait(io, timeout_ns);
+        break;
+    case BLITZ_BACKEND_EPOLL:
+        blitz__epoll_wait(io, timeout_ns);
+        break;
+    default:
+        blitz__pollb_wait(io, timeout_ns);
+        break;
+    }
+}
+
+static void blitz__io_backend_dispatch(blitz__io *io) {
+    blitz__wake_batch_begin();
+    switch (io->kind) {
+    case BLITZ_BACKEND_IO_URING:
+        blitz__uring_dispatch(io);
+        break;
+    case BLITZ_BACKEND_EPOLL:
+        blitz__epoll_dispatch(io);
+        break;
+    default:
+        blitz__pollb_dispatch(io);
+        break;
+    }
+    blitz__wake_batch_end();
+}
+
+/* Reaps without blocking (start of a tick). A try-lock: when another
+ * thread waits in or dispatches the backend, it does the work. */
+BLITZ_PRIVATE void blitz__io_poll(blitz_runtime *rt) {
+    blitz__io *io = rt->io;
+    if (!io)
+        return;
+    if (io->kind == BLITZ_BACKEND_IO_URING) {
+        if (blitz__u32_load(&io->to_submit, BLITZ__RELAXED))
+            blitz__uring_flush(io);
+        if (!blitz__uring_cq_ready(io))
+            return;
+    }
+    if (!blitz__mutex_trylock(&io->lock))
+        return;
+    blitz__io_free_deferred(io);
+    blitz__io_backend_wait(io, 0);
+    blitz__io_backend_dispatch(io);
+    blitz__mutex_unlock(&io->lock);
+}
+
+/* Completions are waiting, known without a system call (io_uring's CQ
+ * ring): a spinning worker stops spinning and reaps them. */
+BLITZ_PRIVATE int blitz__io_ready_cheap(blitz_runtime *rt) {
+    blitz__io *io = rt->io;
+    return io && io->kind == BLITZ_BACKEND_IO_URING && blitz__uring_cq_ready(io);
+}
+
+/* Gives pending io_uring submissions to the kernel (before a thread sleeps
+ * anywhere but in the backend). */
+BLITZ_PRIVATE void blitz__io_flush(blitz_runtime *rt) {
+    blitz__io *io = rt->io;
+    if (io && io->kind == BLITZ_BACKEND_IO_URING && blitz__u32_load(&io->to_submit, BLITZ__RELAXED))
+        blitz__uring_flush(io);
+}
+
+/* Parks the calling thread in the backend until an event, an unpark of
+ * `p`, or timeout_ns (0: no timeout). `woke(arg)` runs after the wait and
+ * before the events are dispatched (a worker leaves the parked set there,
+ * so the tasks it wakes go to other workers). */
+BLITZ_PRIVATE void blitz__io_park(blitz_runtime *rt, blitz__parker *p, uint64_t timeout_ns,
+                                  void (*woke)(void *), void *arg) {
+    blitz__io *io = rt->io;
+    blitz__mutex_lock(&io->lock);
+    blitz__io_free_deferred(io);
+    uint32_t expected = BLITZ__UNPARKED;
+    if (blitz__u32_cas(&p->state, &expected, BLITZ__PARKED_DRIVER, BLITZ__ACQ_REL))
+        blitz__io_backend_wait(io, timeout_ns ? timeout_ns : BLITZ__IO_FOREVER);
+    blitz__u32_swap(&p->state, BLITZ__UNPARKED, BLITZ__ACQUIRE);
+    if (woke)
+        woke(arg);
+    blitz__io_backend_dispatch(io);
+    blitz__mutex_unlock(&io->lock);
+}
+
+/* ---- creation, shutdown ------------------------------------------------------------------- */
+
+BLITZ_API const char *blitz_backend_name(blitz_backend b) {
+    switch (b) {
+    case BLITZ_BACKEND_AUTO:
+        return "auto";
+    case BLITZ_BACKEND_IO_URING:
+        return "io_uring";
+    case BLITZ_BACKEND_EPOLL:
+        return "epoll";
+    case BLITZ_BACKEND_POLL:
+        return "poll";
+    default:
+        return "none";
+    }
+}
+
+BLITZ_API blitz_backend blitz_runtime_backend(const blitz_runtime *rt) {
+    return rt && rt->io ? rt->io->kind : BLITZ_BACKEND_NONE;
+}
+
+static int blitz__io_try(blitz__io *io, blitz_backend b) {
+    io->kind = b;
+    switch (b) {
+    case BLITZ_BACKEND_IO_URING:
+        return blitz__uring_init(io);
+    case BLITZ_BACKEND_EPOLL:
+        return blitz__epoll_init(io);
+    case BLITZ_BACKEND_POLL:
+        return blitz__pollb_init(io);
+    default:
+        return BLITZ_EINVAL;
+    }
+}
+
+static blitz_backend blitz__backend_from_env(void) {
+    const char *e = getenv("BLITZ_BACKEND");
+    if (!e || !*e)
+        return BLITZ_BACKEND_AUTO;
+    if (!strcmp(e, "io_uring") || !strcmp(e, "uring"))
+        return BLITZ_BACKEND_IO_URING;
+    if (!strcmp(e, "epoll"))
+        return BLITZ_BACKEND_EPOLL;
+    if (!strcmp(e, "poll"))
+        return BLITZ_BACKEND_POLL;
+    return BLITZ_BACKEND_AUTO;
+}
+
+/* Creates rt->io. `forced`: a backend from the config that must start.
+ * Without one: the environment's preference, then io_uring, epoll, poll. */
+BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
+    if (forced > BLITZ_BACKEND_NONE)
+        return BLITZ_EINVAL;
+    if (forced == BLITZ_BACKEND_NONE)
+        return BLITZ_OK;
+    blitz__io *io = (blitz__io *)blitz__calloc(sizeof *io);
+    if (!io)
+        return BLITZ_ENOMEM;
+    io->rt = rt;
+    io->epfd = -1;
+    io->ring_fd = -1;
+    blitz__mutex_init(&io->lock);
+    blitz__mutex_init(&io->socks_lock);
+    blitz__mutex_init(&io->poll_lock);
+    blitz__mutex_init(&io->sq_lock);
+    io->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    int rc = io->wake_fd < 0 ? (int)blitz__neg_errno() : BLITZ_EINVAL;
+    if (io->wake_fd >= 0) {
+        if (forced != BLITZ_BACKEND_AUTO) {
+            rc = blitz__io_try(io, forced);
+        } else {
+            blitz_backend order[4] = {blitz__backend_from_env(), BLITZ_BACKEND_IO_URING,
+                                      BLITZ_BACKEND_EPOLL, BLITZ_BACKEND_POLL};
+            for (int i = 0; i < 4 && rc != BLITZ_OK; i++)
+                if (order[i] != BLITZ_BACKEND_AUTO)
+                    rc = blitz__io_try(io, order[i]);
+        }
+    }
+    if (rc != BLITZ_OK) {
+        if (io->wake_fd >= 0)
+            close(io->wake_fd);
+        blitz__mutex_destroy(&io->lock);
+        blitz__mutex_destroy(&io->socks_lock);
+        blitz__mutex_destroy(&io->poll_lock);
+        blitz__mutex_destroy(&io->sq_lock);
+        blitz__free(io);
+        /* Without a forced choice a runtime still works, without I/O. */
+        return forced == BLITZ_BACKEND_AUTO ? BLITZ_OK : rc;
+    }
+    rt->io = io;
+    if (rt->workers)
+        for (uint32_t i = 0; i < rt->num_workers; i++)
+            rt->workers[i].parker.wake_fd = io->wake_fd;
+    if (rt->ct)
+        rt->ct->parker.wake_fd = io->wake_fd;
+    return BLITZ_OK;
+}
+
+/* Shutdown (no task runs any more): every op is cancelled and its waker
+ * dropped; io_uring completions are awaited so the kernel holds no buffer
+ * when the task blocks are freed. */
+BLITZ_PRIVATE void blitz__io_shutdown(blitz_runtime *rt) {
+    blitz__io *io = rt->io;
+    if (!io || blitz__u32_load(&io->shutdown, BLITZ__RELAXED))
+        return;
+    blitz__u32_store(&io->shutdown, 1, BLITZ__SEQ_CST);
+    blitz__mutex_lock(&io->socks_lock);
+    for (blitz_socket *s = io->all; s; s = s->all_next) {
+        blitz__mutex_lock(&s->lock);
+        blitz_io *op = s->ops;
+        while (op) {
+            blitz_io *next = op->blitz__next;
+            uint32_t st = blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED);
+            if (st == BLITZ__IO_WAIT) {
+                blitz__op_unlink(s, op);
+                blitz_waker w = op->blitz__waker;
+                op->blitz__waker = blitz_waker_noop();
+                op->blitz__res = BLITZ_ESHUTDOWN;
+                blitz__op_set_state(op, BLITZ__IO_DONE);
+                blitz_waker_drop(w);
+            } else if (st == BLITZ__IO_INFLIGHT) {
+                blitz__op_set_state(op, BLITZ__IO_CANCELLING);
+                blitz__uring_submit_cancel(io, op);
+            }
+            op = next;
+        }
+        blitz__mutex_unlock(&s->lock);
+    }
+    blitz__mutex_unlock(&io->socks_lock);
+    if (io->kind == BLITZ_BACKEND_IO_URING) {
+        blitz__uring_flush(io);
+        uint64_t start = blitz__now_ns();
+        blitz__mutex_lock(&io->lock);
+        while (blitz__u64_load(&io->inflight, BLITZ__ACQUIRE) &&
+               blitz__now_ns() - start < 5000000000ull) {
+            blitz__uring_wait(io, 10000000u);
+            blitz__uring_dispatch(io);
+            blitz__uring_flush(io);
+        }
+        blitz__mutex_unlock(&io->lock);
+    }
+}
+
+/* Frees the driver and every socket still open. */
+BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
+    blitz__io *io = rt->io;
+    if (!io)
+        return;
+    blitz__io_shutdown(rt);
+    blitz__io_free_deferred(io);
+    blitz_socket *s = io->all;
+    while (s) {
+        blitz_socket *next = s->all_next;
+        close(s->fd);
+        blitz__sock_free_mem(s);
+        s = next;
+    }
+    io->all = NULL;
+    switch (io->kind) {
+    case BLITZ_BACKEND_IO_URING:
+        blitz__uring_destroy(io);
+        break;
+    case BLITZ_BACKEND_EPOLL:
+        blitz__epoll_destroy(io);
+        break;
+    default:
+        blitz__pollb_destroy(io);
+        break;
+    }
+    close(io->wake_fd);
+    blitz__mutex_destroy(&io->lock);
+    blitz__mutex_destroy(&io->socks_lock);
+    blitz__mutex_destroy(&io->poll_lock);
+    blitz__mutex_destroy(&io->sq_lock);
+    blitz__free(io);
+    rt->io = NULL;
+}

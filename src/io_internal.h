@@ -1,0 +1,136 @@
+/* The I/O driver's private structures (io_driver.c and the backends).
+ *
+ * One driver per runtime, over one backend. A socket is a descriptor plus
+ * a small lock-protected record: for the readiness backends (epoll, poll)
+ * a pair of event sequence numbers and the list of ops waiting for
+ * readiness (Tokio's ScheduledIo); for io_uring the list of ops the kernel
+ * holds. Ops are the caller's blitz_io structs, linked intrusively. */
+
+/* Op states (blitz_io.blitz__state). */
+#define BLITZ__IO_IDLE       0u /* not started, or finished and consumed */
+#define BLITZ__IO_WAIT       1u /* readiness: in the socket's waiter list */
+#define BLITZ__IO_RETRY      2u /* readiness: woken by an event, try again */
+#define BLITZ__IO_INFLIGHT   3u /* io_uring: submitted, the kernel owns the buffer */
+#define BLITZ__IO_CANCELLING 4u /* io_uring: cancelled, completion still due */
+#define BLITZ__IO_DONE       5u /* completed; the result is in blitz__res */
+
+/* Op kinds. */
+#define BLITZ__OP_RECV      1u
+#define BLITZ__OP_SEND      2u
+#define BLITZ__OP_SEND_ALL  3u
+#define BLITZ__OP_RECVV     4u
+#define BLITZ__OP_SENDV     5u
+#define BLITZ__OP_RECV_FROM 6u
+#define BLITZ__OP_SEND_TO   7u
+#define BLITZ__OP_ACCEPT    8u
+#define BLITZ__OP_CONNECT   9u
+
+#define BLITZ__DIR_READ  0u
+#define BLITZ__DIR_WRITE 1u
+
+/* blitz_io.blitz__flags */
+#define BLITZ__OPF_CONNECTING 1u /* connect(2) returned EINPROGRESS */
+
+/* io_uring user_data tags below any pointer. */
+#define BLITZ__UD_IGNORE 0u
+#define BLITZ__UD_WAKE   1u
+
+#define BLITZ__IO_FOREVER  UINT64_MAX
+#define BLITZ__IO_MAX_IOV  16
+#define BLITZ__IO_EVENTS   256
+
+struct blitz_socket {
+    int fd;
+    int family;
+    int type;
+    int closed; /* under lock */
+    struct blitz__io *io;
+    blitz__mutex lock;
+    blitz__atomic_u32 refs; /* the handle, plus one per op in the kernel */
+    /* Readiness: bumped under lock by every event of that direction. */
+    blitz__atomic_u32 rd_seq, wr_seq;
+    /* poll backend: directions that have waiters (bit per direction). */
+    blitz__atomic_u32 want;
+    blitz__atomic_u32 rd_hot; /* the last receive filled its buffer */
+    int poll_slot; /* index in the poll set, -1 when not in it (poll_lock) */
+    blitz_io *ops; /* waiting (readiness) or in flight (io_uring); under lock */
+    struct blitz_socket *all_next, *all_prev; /* every live socket (socks_lock) */
+    struct blitz_socket *free_next;
+};
+
+typedef struct blitz__io {
+    blitz_runtime *rt;
+    blitz_backend kind;
+    int wake_fd; /* eventfd: writing it wakes a thread blocked in the backend */
+    /* One thread at a time waits in the backend or dispatches its events. */
+    blitz__mutex lock;
+    blitz__atomic_u32 shutdown;
+    /* Every live socket, and readiness sockets whose descriptor is closed
+     * but whose memory waits for the next dispatch cycle (an event fetched
+     * before the close may still name them). */
+    blitz__mutex socks_lock;
+    blitz_socket *all;
+    blitz_socket *free_list;
+    blitz__atomic_u32 has_free; /* free_list is not empty */
+
+    /* epoll */
+    int epfd;
+    int nevents;
+    struct epoll_event *events;
+
+    /* poll */
+    blitz__mutex poll_lock;
+    blitz_socket **pset;
+    uint32_t pcount, pcap;
+    struct pollfd *pfds;
+    blitz_socket **psocks;
+    uint32_t pfd_cap;
+    int npfds;
+    blitz__atomic_u32 poll_blocked;
+
+    /* io_uring */
+    int ring_fd;
+    blitz__mutex sq_lock;
+    blitz__atomic_u32 to_submit; /* SQEs written and not yet given to the kernel */
+    uint32_t sq_tail_local;
+    uint32_t sq_entries, cq_entries, features;
+    uint32_t *sq_head, *sq_tail, *sq_mask, *sq_array;
+    uint32_t *cq_head, *cq_tail, *cq_mask;
+    struct io_uring_sqe *sqes;
+    struct io_uring_cqe *cqes;
+    void *sq_map, *cq_map;
+    size_t sq_map_len, cq_map_len, sqes_len;
+    int ncqes; /* reaped into cqe_buf, not yet dispatched */
+    struct io_uring_cqe *cqe_buf;
+    blitz__atomic_u64 inflight; /* ops the kernel holds */
+    int skip_cancel_cqe;
+} blitz__io;
+
+/* Backends (each in its own file, stubs when compiled out). */
+BLITZ_PRIVATE int blitz__epoll_init(blitz__io *io);
+BLITZ_PRIVATE void blitz__epoll_destroy(blitz__io *io);
+BLITZ_PRIVATE int blitz__epoll_add(blitz__io *io, blitz_socket *s);
+BLITZ_PRIVATE void blitz__epoll_del(blitz__io *io, blitz_socket *s);
+BLITZ_PRIVATE void blitz__epoll_wait(blitz__io *io, uint64_t timeout_ns);
+BLITZ_PRIVATE void blitz__epoll_dispatch(blitz__io *io);
+
+BLITZ_PRIVATE int blitz__pollb_init(blitz__io *io);
+BLITZ_PRIVATE void blitz__pollb_destroy(blitz__io *io);
+BLITZ_PRIVATE void blitz__pollb_want(blitz__io *io, blitz_socket *s);
+BLITZ_PRIVATE void blitz__pollb_forget(blitz__io *io, blitz_socket *s);
+BLITZ_PRIVATE void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns);
+BLITZ_PRIVATE void blitz__pollb_dispatch(blitz__io *io);
+
+BLITZ_PRIVATE int blitz__uring_init(blitz__io *io);
+BLITZ_PRIVATE void blitz__uring_destroy(blitz__io *io);
+BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz_io *op, int flush);
+BLITZ_PRIVATE void blitz__uring_submit_cancel(blitz__io *io, blitz_io *op);
+BLITZ_PRIVATE void blitz__uring_flush(blitz__io *io);
+BLITZ_PRIVATE int blitz__uring_cq_ready(blitz__io *io);
+BLITZ_PRIVATE void blitz__uring_wait(blitz__io *io, uint64_t timeout_ns);
+BLITZ_PRIVATE void blitz__uring_dispatch(blitz__io *io);
+
+/* Shared by the backends (io_driver.c). */
+BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr);
+BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, uint32_t flags);
+BLITZ_PRIVATE void blitz__io_drain_wake_fd(blitz__io *io);
