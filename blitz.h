@@ -479,6 +479,16 @@ typedef struct blitz_config {
      * moves only with blitz_time_advance, or jumps to the next timer when
      * every task is idle, so timeouts run instantly and deterministically. */
     int start_paused;
+    /* Blocking pool: most threads at once (0 = 512). */
+    uint32_t max_blocking_threads;
+    /* Blocking pool: how long a thread waits for work before it exits
+     * (0 = 10 s). */
+    uint64_t blocking_keep_alive_ns;
+    /* Blocking pool: most jobs that may wait for a thread once every thread
+     * is busy and no more may start; a spawn beyond that fails with
+     * BLITZ_EFULL (or waits, with blitz_spawn_blocking_await). 0 = no
+     * limit. */
+    uint32_t blocking_queue_capacity;
 } blitz_config;
 
 /* Creates a runtime. Several runtimes may be alive at once. Worker threads
@@ -765,7 +775,104 @@ BLITZ_API int blitz_runtime_worker_stats(const blitz_runtime *rt, uint32_t worke
 /* ====[ END src/api_io.h ]================================================= */
 /* ====[ BEGIN src/api_pool.h ]============================================= */
 /* >>api_pool */
-/* Public API: The blocking pool, files, DNS, signals, processes, streams. */
+/* Public API: the blocking pool, files, DNS, signals, processes. */
+
+/* ---------------------------------------------------------------------------
+ * The blocking pool
+ *
+ * Work that blocks a thread (a system call without an async form, a long
+ * computation, a library that sleeps) runs on the runtime's blocking pool,
+ * never on a worker. Threads start on demand, up to
+ * blitz_config.max_blocking_threads, and exit after
+ * blitz_config.blocking_keep_alive_ns without work. Shutdown cancels the
+ * jobs that have not started and waits for the running ones.
+ * ------------------------------------------------------------------------- */
+
+/* Private: a job's place in the pool's queue. */
+struct blitz__pool_job {
+    struct blitz__pool_job *next, *prev;
+    /* Runs the job on a pool thread; `cancelled` when it never will run
+     * (shutdown), so it only reports that. */
+    void (*run)(struct blitz__pool_job *job, int cancelled);
+    int linked; /* in a pool list (guarded by the pool's lock) */
+};
+
+/* Private: an op carried out by a pool thread. The op lives in the task's
+ * state; its job holds a clone of the task's waker, and so the task's
+ * block, until the thread is done with it. */
+struct blitz__pool_op {
+    struct blitz__pool_job job;
+    blitz_waker waker;
+    blitz_runtime *rt;
+    uint32_t state;
+    /* The blocking work: fills the op's result (BLITZ_ECANCELED when
+     * `cancelled`). */
+    void (*exec)(struct blitz__pool_op *op, int cancelled);
+    /* Frees a result nobody will take (an op cancelled after it ran). */
+    void (*discard)(struct blitz__pool_op *op);
+};
+
+/* Runs fn(arg) on a pool thread. The handle is an ordinary task handle:
+ * await it with blitz_join, block on it with blitz_task_wait, read its
+ * status, release it. blitz_task_cancel before the job started removes it
+ * from the queue at once (it completes as cancelled and fn never runs);
+ * a running job cannot be stopped and finishes normally.
+ * `handle` may be NULL (detached).
+ * Returns BLITZ_OK, BLITZ_EINVAL (NULL rt or fn), BLITZ_ENOMEM,
+ * BLITZ_ESHUTDOWN, BLITZ_EFULL (blitz_config.blocking_queue_capacity is set
+ * and that many jobs already wait for a thread), or a thread-creation error
+ * when no pool thread exists and none could be started. */
+BLITZ_API int blitz_spawn_blocking(blitz_runtime *rt, blitz_fn fn, void *arg, blitz_task **handle);
+
+typedef struct blitz_blocking_opts {
+    blitz_fn fn;        /* required: called with the job's own copy of state */
+    const void *state;  /* copied into the job; NULL = zero-filled */
+    size_t size;        /* bytes of state, 1..BLITZ_MAX_STATE_SIZE */
+    blitz_drop_fn drop; /* optional: frees what the state owns */
+} blitz_blocking_opts;
+
+/* blitz_spawn_blocking with a state block that the job owns (as
+ * blitz_spawn copies a task's state): fn gets a pointer to the copy, and
+ * blitz_task_state(handle) reads it once the job has finished. Nothing the
+ * job writes can outlive the job, so the spawner may give up waiting at any
+ * time. Same returns as blitz_spawn_blocking (EINVAL also for a bad size). */
+BLITZ_API int blitz_spawn_blocking_ex(blitz_runtime *rt, const blitz_blocking_opts *opts,
+                                      blitz_task **handle);
+
+/* An awaitable spawn that waits for room in a bounded queue instead of
+ * failing with BLITZ_EFULL:
+ *   BLITZ_AWAIT(s, blitz_spawn_blocking_await(cx, &s->sp, &opts));
+ *   if (s->sp.result == BLITZ_OK) ... s->sp.task is the handle ...
+ * Without a capacity it never waits. Zero-filled is ready to use; READY
+ * once the job was queued (result BLITZ_OK, task set) or failed (result
+ * < 0, task NULL). Waiters get room first come, first served. */
+typedef struct blitz_blocking_spawn {
+    int result;
+    blitz_task *task;
+    struct blitz__pool_op blitz__op;
+} blitz_blocking_spawn;
+BLITZ_API blitz_poll blitz_spawn_blocking_await(blitz_cx *cx, blitz_blocking_spawn *op,
+                                                const blitz_blocking_opts *opts);
+/* Stops waiting for room (a blitz_cancel_fn; op is the blitz_blocking_spawn). */
+BLITZ_API void blitz_spawn_blocking_cancel(blitz_cx *cx, void *op);
+
+typedef struct blitz_pool_stats {
+    uint32_t threads;     /* alive pool threads */
+    uint32_t idle;        /* of which waiting for work */
+    uint32_t queued;      /* jobs waiting for a thread */
+    uint32_t max_threads; /* the cap */
+    uint64_t threads_started;
+    uint64_t jobs_run; /* jobs taken by a thread */
+    uint64_t rejected; /* BLITZ_EFULL answers */
+} blitz_pool_stats;
+
+/* A snapshot of the pool (taken under its lock, so one instant).
+ * BLITZ_EINVAL for NULL. */
+BLITZ_API int blitz_runtime_pool_stats(blitz_runtime *rt, blitz_pool_stats *out);
+
+/* Frees memory that blitz allocated and handed to the caller (a whole
+ * file's contents, a directory listing, resolved addresses); NULL is fine. */
+BLITZ_API void blitz_free(void *p);
 /* ====[ END src/api_pool.h ]=============================================== */
 
 #ifdef __cplusplus
@@ -906,6 +1013,9 @@ static inline uint32_t blitz__u32_field_load(const uint32_t *p, int o) {
 }
 static inline void blitz__u32_field_store(uint32_t *p, uint32_t x, int o) {
     __atomic_store_n(p, x, o);
+}
+static inline int blitz__u32_field_cas(uint32_t *p, uint32_t *expected, uint32_t desired, int o) {
+    return __atomic_compare_exchange_n(p, expected, desired, 0, o, BLITZ__CAS_FAIL_ORDER(o));
 }
 
 /* A counter written by one thread and read by others: a plain load+store
@@ -1259,6 +1369,34 @@ typedef struct blitz__time_driver {
     blitz__atomic_u32 sleeper;
 } blitz__time_driver;
 
+/* ---- the blocking pool (blocking_pool.c) ------------------------------------ */
+
+/* A pool thread's record, on its own stack. */
+typedef struct blitz__pool_thread {
+    struct blitz__pool_thread *next, *prev; /* the idle list */
+    blitz__parker parker;
+    int notified; /* handed work while idle; guarded by the pool's lock */
+} blitz__pool_thread;
+
+/* Everything below is guarded by `lock`. */
+typedef struct blitz__pool {
+    blitz__mutex lock;
+    struct blitz__pool_job *head, *tail;             /* jobs waiting for a thread */
+    struct blitz__pool_job *space_head, *space_tail; /* ops waiting for queue room */
+    blitz__pool_thread *idle_head;                   /* most recently idle first */
+    uint32_t queued, threads, idle;
+    /* Threads woken or started for queued jobs that have not yet taken
+     * the lock: jobs they are about to take do not count as a backlog. */
+    uint32_t inbound;
+    uint32_t max_threads, capacity;
+    uint64_t keep_alive_ns;
+    int closed;
+    int have_last_exiting;
+    pthread_t last_exiting; /* joined by the next thread to exit, or shutdown */
+    blitz__parker *shutdown_waiter;
+    uint64_t threads_started, jobs_run, rejected;
+} blitz__pool;
+
 /* ---- the runtime (runtime.c) ------------------------------------------------ */
 
 struct blitz_runtime {
@@ -1300,6 +1438,7 @@ struct blitz_runtime {
     blitz__atomic_ptr spare_batches[BLITZ__NUM_CLASSES];
     blitz__worker_counters remote_counters; /* updated under alloc_lock */
     blitz__time_driver time;
+    blitz__pool pool;
     void *workers_raw;
 };
 
@@ -1329,6 +1468,7 @@ BLITZ_PRIVATE void blitz__wake_batch_begin(void);
 BLITZ_PRIVATE void blitz__wake_batch_end(void);
 BLITZ_PRIVATE void blitz__task_free(blitz__task *t);
 static inline blitz_runtime *blitz__task_runtime(const blitz__task *t);
+BLITZ_PRIVATE void blitz__pool_cancel_task(blitz__task *t);
 /* ====[ END src/internal.h ]=============================================== */
 
 BLITZ_API const char *blitz_strerror(int err) {
@@ -1636,8 +1776,9 @@ BLITZ_PRIVATE int blitz__thread_start(pthread_t *t, void *(*fn)(void *), void *a
  * block ends with a drop function), HAS_CANCEL (and with a cancel hook), THREAD_JOINER (a thread
  * sleeps on the runtime's completion word waiting for this task), PINNED (the task is polled only
  * by the thread blocked in blitz_runtime_run on it, never queued: a wake just rouses that thread,
- * as Tokio's block_on does). ref_count: one reference for the task's life until completion (the
- * runtime's own, standing in for Tokio's owned-task list), one for the
+ * as Tokio's block_on does), BLOCKING (a blocking-pool job: queued on the pool, run there, with
+ * a trailer before the hooks; see blocking_pool.c). ref_count: one reference for the task's life
+ * until completion (the runtime's own, standing in for Tokio's owned-task list), one for the
  * handle, one per cloned waker. The block is freed when it reaches zero.
  *
  * Every transition is one CAS (or one RMW) on the word, so two parties never
@@ -1657,6 +1798,7 @@ BLITZ_PRIVATE int blitz__thread_start(pthread_t *t, void *(*fn)(void *), void *a
 #define BLITZ__TASK_THREAD_JOINER     ((uint64_t)1 << 2)
 #define BLITZ__TASK_PINNED            ((uint64_t)1 << 3)
 #define BLITZ__TASK_HAS_CANCEL        ((uint64_t)1 << 4)
+#define BLITZ__TASK_BLOCKING          ((uint64_t)1 << 5)
 
 #define BLITZ__TASK_NOTIFIED      ((uint64_t)1 << 24)
 #define BLITZ__TASK_CANCELLED     ((uint64_t)1 << 25)
@@ -2958,19 +3100,28 @@ BLITZ_API int blitz_cx_worker(blitz_cx *cx) {
 
 /* ---- spawning ------------------------------------------------------------------- */
 
-/* Spawns; a PINNED task is not queued (blitz__block_on polls it). */
-BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, blitz_task **handle,
-                               int pinned) {
-    if (handle)
-        *handle = NULL;
+/* `size` bytes (a multiple of 8) reserved in front of the hooks at the end
+ * of the block of a task spawned with a trailer. */
+static inline void *blitz__task_trailer(blitz__task *t, size_t size) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    size_t hooks = ((s & BLITZ__TASK_HAS_DROP) != 0) + ((s & BLITZ__TASK_HAS_CANCEL) != 0);
+    return (char *)t + blitz__block_size(t) - hooks * sizeof(blitz_drop_fn) - size;
+}
+
+/* A new task block in the SCHEDULED state that nobody has seen yet, with
+ * `trailer` bytes before the hooks and `flags` added to its state word.
+ * The caller queues it, or gives it back with blitz__task_discard. */
+BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *o, int with_handle,
+                                     size_t trailer, uint64_t flags, blitz__task **out) {
+    *out = NULL;
     if (!rt || !o || !o->poll || o->size == 0 || o->size > BLITZ_MAX_STATE_SIZE)
         return BLITZ_EINVAL;
     if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
         return BLITZ_ESHUTDOWN;
     size_t need = BLITZ__TASK_HEADER_SIZE + o->size;
     size_t hooks = (o->drop != NULL) + (o->cancel != NULL);
-    if (hooks)
-        need = ((need + 7) & ~(size_t)7) + hooks * sizeof(blitz_drop_fn);
+    if (hooks || trailer)
+        need = ((need + 7) & ~(size_t)7) + trailer + hooks * sizeof(blitz_drop_fn);
     blitz__task *t = blitz__block_alloc(rt, need);
     if (!t)
         return BLITZ_ENOMEM;
@@ -2982,24 +3133,41 @@ BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, bli
         memcpy(blitz__task_state_ptr(t), o->state, o->size);
     else
         memset(blitz__task_state_ptr(t), 0, o->size);
-    uint64_t initial = blitz__state_initial(handle != NULL, o->drop != NULL, o->cancel != NULL);
+    uint64_t initial =
+        blitz__state_initial(with_handle, o->drop != NULL, o->cancel != NULL) | flags;
     if (o->drop)
         *blitz__task_drop_slot(t) = o->drop;
     if (o->cancel)
         *blitz__task_cancel_slot(t, initial) = o->cancel;
-    /* Relaxed: the enqueue below publishes the block (queue release or the
-     * global queue's mutex). */
-    if (pinned) {
-        initial |= BLITZ__TASK_PINNED;
-        blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
-    }
+    /* Relaxed: the enqueue publishes the block (queue release or a
+     * mutex). */
     blitz__u64_store(&t->state, initial, BLITZ__RELAXED);
-    int rc = pinned ? BLITZ_OK : blitz__task_spawn_schedule(rt, t);
+    *out = t;
+    return BLITZ_OK;
+}
+
+/* Gives back a block from blitz__task_create that was never queued,
+ * without its drop function (the caller still owns what its state refers
+ * to). */
+BLITZ_PRIVATE void blitz__task_discard(blitz__task *t) {
+    blitz__u64_store(&t->state, 0, BLITZ__RELAXED);
+    blitz__block_release(t);
+}
+
+/* Spawns; a PINNED task is not queued (blitz__block_on polls it). */
+BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, blitz_task **handle,
+                               int pinned) {
+    if (handle)
+        *handle = NULL;
+    blitz__task *t;
+    int rc = blitz__task_create(rt, o, handle != NULL, 0, pinned ? BLITZ__TASK_PINNED : 0, &t);
+    if (rc != BLITZ_OK)
+        return rc;
+    if (pinned)
+        blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
+    rc = pinned ? BLITZ_OK : blitz__task_spawn_schedule(rt, t);
     if (rc != BLITZ_OK) {
-        /* Nobody else has seen the task: recycle it without its drop
-         * function (the caller still owns what its state refers to). */
-        blitz__u64_store(&t->state, 0, BLITZ__RELAXED);
-        blitz__block_release(t);
+        blitz__task_discard(t);
         return rc;
     }
     if (handle)
@@ -3137,6 +3305,8 @@ BLITZ_API int blitz_task_cancel(blitz_task *t) {
     /* An idle task is claimed (taken to RUNNING) and completed here. */
     if (blitz__state_cancel(t))
         blitz__task_finish(t, 1);
+    else if (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_BLOCKING)
+        blitz__pool_cancel_task(t); /* not started: out of the pool's queue now */
     return BLITZ_OK;
 }
 
@@ -4480,8 +4650,11 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
                 return;
             if (blitz__global_queue_len(&rt->global))
                 continue;
-            /* Idle with a paused clock: jump to the next timer. */
-            if (blitz__time_auto_advance(rt, NULL))
+            /* Idle with a paused clock: jump to the next timer, unless a
+             * blocking-pool job may still wake a task (it counts in
+             * paused_polling; seq_cst as it is raised). */
+            if (!blitz__u32_load(&rt->paused_polling, BLITZ__SEQ_CST) &&
+                blitz__time_auto_advance(rt, NULL))
                 continue;
             uint64_t timeout = rt->park_timeout_ns, timer_ns = blitz__time_sleep_ns(rt);
             if (timer_ns && (timeout == 0 || timer_ns < timeout))
@@ -4500,6 +4673,10 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
         return;
     }
     while (!blitz__task_is_complete(t)) {
+        /* A pool thread of this runtime: shutdown waits for its job, so
+         * the job must not wait for the sweep. */
+        if (ctx && ctx->rt == rt && blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+            return;
         uint32_t idle = 0;
         if (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) &&
             blitz__u32_cas(&rt->ct->driving, &idle, 1, BLITZ__ACQUIRE)) {
@@ -4521,6 +4698,629 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
     }
 }
 /* ====[ END src/current_thread.c ]========================================= */
+/* ====[ BEGIN src/blocking_pool.c ]======================================== */
+/* >>blocking_pool */
+/* The blocking pool (seed 002 "Blocking Pool"; Tokio's runtime/blocking):
+ * threads that run work which would block a worker.
+ *
+ * Threads start on demand, up to max_threads, and exit after keep_alive_ns
+ * without work. An idle thread waits on its own parker in the idle list,
+ * most recently idle first, and new work goes to the head of that list: a
+ * busy pool reuses its warm threads while the ones at the tail age out, so
+ * the pool shrinks when the load drops. The queue is intrusive (the job
+ * lives in the task block or in the op), so queueing never allocates.
+ *
+ * Protocols, all under `lock`:
+ *   submit:   closed: ESHUTDOWN. An idle thread: take it off the list, mark
+ *             it notified, inbound++, unpark it. Else below the cap: start
+ *             a thread (threads++, inbound++). Else, with a capacity, when
+ *             the jobs no thread is coming for (queued - inbound) reach it:
+ *             BLITZ_EFULL, or, for an op that may wait, join the room
+ *             waiters. Then append the job.
+ *   a thread: takes jobs until the queue is empty (each one taken frees
+ *             room: the first room waiter is woken), then goes idle until
+ *             it is notified, the pool closes, or keep_alive passes. Any
+ *             other wake-up (spurious, or a token left over from a notify
+ *             that raced its time-out) parks it again for the time left.
+ *   exit:     threads--, record itself as last_exiting and join the thread
+ *             recorded before it, so at most one exited thread is ever
+ *             unjoined; shutdown joins that one.
+ *   shutdown: closed = 1, take the queue and complete every job in it as
+ *             cancelled, wake the room waiters and every idle thread, wait
+ *             until threads == 0 (running jobs finish first), join
+ *             last_exiting.
+ *
+ * Pool ops (files, DNS, processes) follow one state machine in op->state:
+ *   IDLE -> INFLIGHT (queued or running; `job.linked` under the lock tells
+ *   which) -> DONE -> IDLE when the task takes the result; ROOM while
+ *   waiting for queue room (back to IDLE when woken, to try again); the
+ *   ABANDONED flag when the op was cancelled while running: the thread then
+ *   discards the result itself and returns the op to IDLE. The op's waker
+ *   clone keeps the task's block (and so the op and its buffers) alive
+ *   until the thread has finished with them. */
+/* internal.h already included */
+
+#define BLITZ__POOL_DEFAULT_MAX       512u
+#define BLITZ__POOL_DEFAULT_KEEPALIVE ((uint64_t)10 * 1000000000u)
+
+#define BLITZ__OP_IDLE      0u
+#define BLITZ__OP_INFLIGHT  1u
+#define BLITZ__OP_DONE      2u
+#define BLITZ__OP_ROOM      3u
+#define BLITZ__OP_ABANDONED 4u
+
+typedef struct blitz__pool_job blitz__pool_job;
+typedef struct blitz__pool_op blitz__pool_op;
+
+/* ---- intrusive lists ------------------------------------------------------- */
+
+static void blitz__jl_append(blitz__pool_job **head, blitz__pool_job **tail, blitz__pool_job *j) {
+    j->next = NULL;
+    j->prev = *tail;
+    if (*tail)
+        (*tail)->next = j;
+    else
+        *head = j;
+    *tail = j;
+    j->linked = 1;
+}
+
+static void blitz__jl_unlink(blitz__pool_job **head, blitz__pool_job **tail, blitz__pool_job *j) {
+    if (j->prev)
+        j->prev->next = j->next;
+    else
+        *head = j->next;
+    if (j->next)
+        j->next->prev = j->prev;
+    else
+        *tail = j->prev;
+    j->next = j->prev = NULL;
+    j->linked = 0;
+}
+
+static blitz__pool_job *blitz__jl_pop(blitz__pool_job **head, blitz__pool_job **tail) {
+    blitz__pool_job *j = *head;
+    if (j)
+        blitz__jl_unlink(head, tail, j);
+    return j;
+}
+
+static void blitz__idle_push(blitz__pool *p, blitz__pool_thread *th) {
+    th->prev = NULL;
+    th->next = p->idle_head;
+    if (p->idle_head)
+        p->idle_head->prev = th;
+    p->idle_head = th;
+    p->idle++;
+}
+
+static void blitz__idle_remove(blitz__pool *p, blitz__pool_thread *th) {
+    if (th->prev)
+        th->prev->next = th->next;
+    else
+        p->idle_head = th->next;
+    if (th->next)
+        th->next->prev = th->prev;
+    th->next = th->prev = NULL;
+    p->idle--;
+}
+
+/* ---- set-up ------------------------------------------------------------------ */
+
+BLITZ_PRIVATE int blitz__pool_init(blitz__pool *p, const blitz_config *c) {
+    memset(p, 0, sizeof *p);
+    p->max_threads = c->max_blocking_threads ? c->max_blocking_threads : BLITZ__POOL_DEFAULT_MAX;
+    p->keep_alive_ns =
+        c->blocking_keep_alive_ns ? c->blocking_keep_alive_ns : BLITZ__POOL_DEFAULT_KEEPALIVE;
+    p->capacity = c->blocking_queue_capacity;
+    return blitz__mutex_init(&p->lock);
+}
+
+BLITZ_PRIVATE void blitz__pool_destroy(blitz__pool *p) {
+    blitz__mutex_destroy(&p->lock);
+}
+
+/* With a paused clock, a job in flight counts as a thread polling a task:
+ * the clock must not jump to the next timer while a job may still wake its
+ * task (Tokio inhibits auto-advance during spawn_blocking, too). */
+static void blitz__pool_busy(blitz_runtime *rt, int delta) {
+    if (!rt->time.paused)
+        return;
+    if (delta > 0)
+        blitz__u32_fetch_add(&rt->paused_polling, 1, BLITZ__SEQ_CST);
+    else
+        blitz__u32_fetch_sub(&rt->paused_polling, 1, BLITZ__SEQ_CST);
+}
+
+/* Takes the first room waiter off its list (caller holds the lock) and
+ * returns its waker for the caller to wake after unlocking; a noop waker
+ * when nobody waits. */
+static blitz_waker blitz__pool_take_room_waiter(blitz__pool *p) {
+    blitz__pool_job *j = blitz__jl_pop(&p->space_head, &p->space_tail);
+    if (!j)
+        return blitz_waker_noop();
+    blitz__pool_op *op = (blitz__pool_op *)j;
+    blitz_waker w = op->waker;
+    /* Release: the waiter's next poll sees IDLE and tries again. */
+    blitz__u32_field_store(&op->state, BLITZ__OP_IDLE, BLITZ__RELEASE);
+    return w;
+}
+
+static int blitz__waker_is_noop(const blitz_waker *w) {
+    blitz_waker noop = blitz_waker_noop();
+    return w->vtable == noop.vtable;
+}
+
+/* ---- threads ------------------------------------------------------------------- */
+
+static void *blitz__pool_thread_main(void *arg) {
+    blitz_runtime *rt = (blitz_runtime *)arg;
+    blitz__pool *p = &rt->pool;
+    blitz__pool_thread self;
+    memset(&self, 0, sizeof self);
+    blitz__parker_init(&self.parker);
+    /* Jobs run as the runtime's code: spawns from them reach it, and a
+     * blitz_task_wait inside one gives up when the runtime shuts down
+     * (which waits for this thread). */
+    blitz__context ctx;
+    ctx.rt = rt;
+    ctx.worker = NULL;
+    ctx.ct_driver = 0;
+    ctx.current = NULL;
+    blitz__context_set(&ctx);
+
+    blitz__mutex_lock(&p->lock);
+    p->inbound--;
+    for (;;) {
+        blitz__pool_job *j;
+        while ((j = blitz__jl_pop(&p->head, &p->tail)) != NULL) {
+            p->queued--;
+            p->jobs_run++;
+            blitz_waker room = blitz__pool_take_room_waiter(p);
+            blitz__mutex_unlock(&p->lock);
+            blitz_waker_wake(room);
+            j->run(j, 0);
+            blitz__mutex_lock(&p->lock);
+        }
+        if (p->closed)
+            break;
+        self.notified = 0;
+        blitz__idle_push(p, &self);
+        uint64_t deadline = blitz__now_ns() + p->keep_alive_ns;
+        int leave = 0;
+        for (;;) {
+            blitz__mutex_unlock(&p->lock);
+            uint64_t now = blitz__now_ns();
+            blitz__parker_park(&self.parker, deadline > now ? deadline - now : 1);
+            blitz__mutex_lock(&p->lock);
+            if (self.notified) {
+                /* The notifier took us off the idle list. */
+                p->inbound--;
+                break;
+            }
+            if (p->closed || blitz__now_ns() >= deadline) {
+                blitz__idle_remove(p, &self);
+                leave = 1;
+                break;
+            }
+        }
+        if (leave)
+            break;
+    }
+    p->threads--;
+    int had_prev = p->have_last_exiting;
+    pthread_t prev = p->last_exiting;
+    p->last_exiting = pthread_self();
+    p->have_last_exiting = 1;
+    if (p->threads == 0 && p->shutdown_waiter)
+        blitz__parker_unpark(p->shutdown_waiter);
+    blitz__mutex_unlock(&p->lock);
+    if (had_prev)
+        pthread_join(prev, NULL);
+    blitz__context_set(NULL);
+    blitz__parker_destroy(&self.parker);
+    return NULL;
+}
+
+/* Queues job `j` (see the submit protocol). When the queue is full and
+ * `room` is given, `room` (whose waker the caller has cloned) joins the
+ * room waiters and BLITZ_EFULL is returned; the caller then waits for its
+ * waker. */
+static int blitz__pool_submit(blitz_runtime *rt, blitz__pool_job *j, blitz__pool_op *room) {
+    blitz__pool *p = &rt->pool;
+    blitz__mutex_lock(&p->lock);
+    if (p->closed) {
+        blitz__mutex_unlock(&p->lock);
+        return BLITZ_ESHUTDOWN;
+    }
+    if (p->idle_head) {
+        blitz__pool_thread *th = p->idle_head;
+        blitz__idle_remove(p, th);
+        th->notified = 1;
+        p->inbound++;
+        blitz__parker_unpark(&th->parker);
+    } else {
+        int have_thread = 0;
+        if (p->threads < p->max_threads) {
+            pthread_t tid;
+            int rc = blitz__thread_start(&tid, blitz__pool_thread_main, rt);
+            if (rc == 0) {
+                p->threads++;
+                p->inbound++;
+                p->threads_started++;
+                have_thread = 1;
+            } else if (p->threads == 0) {
+                /* Nobody would ever run the job. */
+                blitz__mutex_unlock(&p->lock);
+                return rc;
+            }
+        }
+        uint32_t backlog = p->queued > p->inbound ? p->queued - p->inbound : 0;
+        if (!have_thread && p->capacity && backlog >= p->capacity) {
+            p->rejected++;
+            if (room) {
+                blitz__jl_append(&p->space_head, &p->space_tail, &room->job);
+                blitz__u32_field_store(&room->state, BLITZ__OP_ROOM, BLITZ__RELAXED);
+            }
+            blitz__mutex_unlock(&p->lock);
+            return BLITZ_EFULL;
+        }
+    }
+    blitz__jl_append(&p->head, &p->tail, j);
+    p->queued++;
+    blitz__pool_busy(rt, 1);
+    blitz__mutex_unlock(&p->lock);
+    return BLITZ_OK;
+}
+
+/* Runtime shutdown, after the workers stopped and before the sweep: no job
+ * is left queued or running when it returns, and every thread is joined. */
+BLITZ_PRIVATE void blitz__pool_shutdown(blitz_runtime *rt) {
+    blitz__pool *p = &rt->pool;
+    blitz__parker waiter;
+    blitz__parker_init(&waiter);
+    blitz__mutex_lock(&p->lock);
+    p->closed = 1;
+    blitz__pool_job *jobs = p->head;
+    for (blitz__pool_job *j = jobs; j; j = j->next)
+        j->linked = 0;
+    p->head = p->tail = NULL;
+    p->queued = 0;
+    for (blitz__pool_thread *th = p->idle_head; th; th = th->next)
+        blitz__parker_unpark(&th->parker);
+    p->shutdown_waiter = &waiter;
+    blitz__mutex_unlock(&p->lock);
+
+    while (jobs) {
+        blitz__pool_job *next = jobs->next; /* the job may be gone after run */
+        jobs->run(jobs, 1);
+        jobs = next;
+    }
+    for (;;) {
+        blitz__mutex_lock(&p->lock);
+        blitz_waker w = blitz__pool_take_room_waiter(p);
+        blitz__mutex_unlock(&p->lock);
+        if (blitz__waker_is_noop(&w))
+            break;
+        blitz_waker_wake(w);
+    }
+    blitz__mutex_lock(&p->lock);
+    while (p->threads > 0) {
+        blitz__mutex_unlock(&p->lock);
+        blitz__parker_park(&waiter, 0);
+        blitz__mutex_lock(&p->lock);
+    }
+    p->shutdown_waiter = NULL;
+    int had = p->have_last_exiting;
+    pthread_t last = p->last_exiting;
+    p->have_last_exiting = 0;
+    blitz__mutex_unlock(&p->lock);
+    if (had)
+        pthread_join(last, NULL);
+    blitz__parker_destroy(&waiter);
+}
+
+BLITZ_API int blitz_runtime_pool_stats(blitz_runtime *rt, blitz_pool_stats *out) {
+    if (!rt || !out)
+        return BLITZ_EINVAL;
+    blitz__pool *p = &rt->pool;
+    memset(out, 0, sizeof *out);
+    blitz__mutex_lock(&p->lock);
+    out->threads = p->threads;
+    out->idle = p->idle;
+    out->queued = p->queued;
+    out->max_threads = p->max_threads;
+    out->threads_started = p->threads_started;
+    out->jobs_run = p->jobs_run;
+    out->rejected = p->rejected;
+    blitz__mutex_unlock(&p->lock);
+    return BLITZ_OK;
+}
+
+BLITZ_API void blitz_free(void *p) {
+    blitz__free(p);
+}
+
+/* ---- blocking tasks ---------------------------------------------------------------
+ * A blocking job is a task (so its handle is a task handle) that is queued
+ * on the pool instead of the scheduler and polled once, by a pool thread.
+ * Its job record sits in a trailer at the end of the block, so the user's
+ * state comes first and blitz_task_state finds it as for any task. */
+
+typedef struct blitz__blocking_trailer {
+    blitz__pool_job job; /* first: the pool hands back this pointer */
+    blitz__task *task;
+    blitz_fn fn;
+} blitz__blocking_trailer;
+
+_Static_assert(sizeof(blitz__blocking_trailer) % 8 == 0, "trailer keeps the hooks aligned");
+
+static blitz__blocking_trailer *blitz__blocking_of(blitz__task *t) {
+    return (blitz__blocking_trailer *)blitz__task_trailer(t, sizeof(blitz__blocking_trailer));
+}
+
+static blitz_poll blitz__blocking_poll(blitz_cx *cx, void *state) {
+    blitz__blocking_of(cx->task)->fn(state);
+    return BLITZ_READY;
+}
+
+static void blitz__blocking_run(blitz__pool_job *j, int cancelled) {
+    blitz__task *t = ((blitz__blocking_trailer *)j)->task;
+    blitz_runtime *rt = blitz__task_runtime(t); /* the block may be freed below */
+    if (!cancelled)
+        blitz__task_run(t, blitz__context_get());
+    else if (blitz__state_claim_for_shutdown(t))
+        blitz__task_finish(t, 1);
+    blitz__pool_busy(rt, -1);
+}
+
+/* blitz_task_cancel of a blocking task that is still queued: complete it
+ * as cancelled now rather than when a thread reaches it. */
+BLITZ_PRIVATE void blitz__pool_cancel_task(blitz__task *t) {
+    blitz_runtime *rt = blitz__task_runtime(t);
+    blitz__pool *p = &rt->pool;
+    blitz__pool_job *j = &blitz__blocking_of(t)->job;
+    blitz__mutex_lock(&p->lock);
+    int queued = j->linked;
+    blitz_waker room = blitz_waker_noop();
+    if (queued) {
+        blitz__jl_unlink(&p->head, &p->tail, j);
+        p->queued--;
+        room = blitz__pool_take_room_waiter(p);
+    }
+    blitz__mutex_unlock(&p->lock);
+    if (!queued)
+        return;
+    blitz_waker_wake(room);
+    /* CANCELLED is set and a blocking task has no shield, so this is the
+     * cancel transition; either way the task is ours to complete. */
+    (void)blitz__state_to_running(t);
+    blitz__task_finish(t, 1);
+    blitz__pool_busy(rt, -1);
+}
+
+typedef struct {
+    blitz_fn fn;
+    void *arg;
+} blitz__blocking_fn_state;
+
+static void blitz__blocking_call(void *state) {
+    blitz__blocking_fn_state *s = (blitz__blocking_fn_state *)state;
+    s->fn(s->arg);
+}
+
+static int blitz__spawn_blocking(blitz_runtime *rt, const blitz_blocking_opts *bo,
+                                 blitz_task **handle, blitz__pool_op *room) {
+    if (handle)
+        *handle = NULL;
+    if (!rt || !bo || !bo->fn)
+        return BLITZ_EINVAL;
+    blitz_spawn_opts o;
+    memset(&o, 0, sizeof o);
+    o.poll = blitz__blocking_poll;
+    o.state = bo->state;
+    o.size = bo->size;
+    o.drop = bo->drop;
+    blitz__task *t;
+    int rc = blitz__task_create(rt, &o, handle != NULL, sizeof(blitz__blocking_trailer),
+                                BLITZ__TASK_BLOCKING, &t);
+    if (rc != BLITZ_OK)
+        return rc;
+    blitz__blocking_trailer *b = blitz__blocking_of(t);
+    memset(&b->job, 0, sizeof b->job);
+    b->job.run = blitz__blocking_run;
+    b->task = t;
+    b->fn = bo->fn;
+    rc = blitz__pool_submit(rt, &b->job, room);
+    if (rc != BLITZ_OK) {
+        blitz__task_discard(t);
+        return rc;
+    }
+    if (handle)
+        *handle = t;
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_spawn_blocking_ex(blitz_runtime *rt, const blitz_blocking_opts *opts,
+                                      blitz_task **handle) {
+    return blitz__spawn_blocking(rt, opts, handle, NULL);
+}
+
+BLITZ_API int blitz_spawn_blocking(blitz_runtime *rt, blitz_fn fn, void *arg, blitz_task **handle) {
+    if (handle)
+        *handle = NULL;
+    if (!fn)
+        return BLITZ_EINVAL;
+    blitz__blocking_fn_state s;
+    s.fn = fn;
+    s.arg = arg;
+    blitz_blocking_opts o;
+    memset(&o, 0, sizeof o);
+    o.fn = blitz__blocking_call;
+    o.state = &s;
+    o.size = sizeof s;
+    return blitz__spawn_blocking(rt, &o, handle, NULL);
+}
+
+BLITZ_API blitz_poll blitz_spawn_blocking_await(blitz_cx *cx, blitz_blocking_spawn *op,
+                                                const blitz_blocking_opts *opts) {
+    if (!op)
+        return BLITZ_READY;
+    if (!cx) {
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    /* Acquire pairs with the release of the room wake. */
+    if (blitz__u32_field_load(&op->blitz__op.state, BLITZ__ACQUIRE) == BLITZ__OP_ROOM)
+        return BLITZ_PENDING;
+    blitz_runtime *rt = blitz_cx_runtime(cx);
+    blitz_waker mine = blitz_cx_waker(cx);
+    op->blitz__op.rt = rt;
+    op->blitz__op.waker = blitz_waker_clone(&mine);
+    int rc = blitz__spawn_blocking(rt, opts, &op->task, &op->blitz__op);
+    if (rc == BLITZ_EFULL && opts && opts->fn)
+        return BLITZ_PENDING; /* a room waiter now: the clone is the pool's */
+    blitz_waker_drop(op->blitz__op.waker);
+    op->result = rc;
+    return BLITZ_READY;
+}
+
+/* ---- pool ops ---------------------------------------------------------------------- */
+
+/* Takes an op off the room waiters or out of the queue. Returns 1 when it
+ * was in one of them (now IDLE, its waker dropped). */
+static int blitz__pool_op_unlink(blitz__pool_op *op, uint32_t s) {
+    blitz__pool *p = &op->rt->pool;
+    blitz_waker room = blitz_waker_noop();
+    blitz__mutex_lock(&p->lock);
+    int was = op->job.linked;
+    if (was) {
+        if (s == BLITZ__OP_ROOM) {
+            blitz__jl_unlink(&p->space_head, &p->space_tail, &op->job);
+        } else {
+            blitz__jl_unlink(&p->head, &p->tail, &op->job);
+            p->queued--;
+            room = blitz__pool_take_room_waiter(p);
+        }
+        blitz__u32_field_store(&op->state, BLITZ__OP_IDLE, BLITZ__RELAXED);
+    }
+    blitz__mutex_unlock(&p->lock);
+    if (was) {
+        blitz_waker_drop(op->waker);
+        blitz_waker_wake(room);
+        if (s == BLITZ__OP_INFLIGHT)
+            blitz__pool_busy(op->rt, -1);
+    }
+    return was;
+}
+
+BLITZ_API void blitz_spawn_blocking_cancel(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz_blocking_spawn *op = (blitz_blocking_spawn *)p;
+    if (op && blitz__u32_field_load(&op->blitz__op.state, BLITZ__ACQUIRE) == BLITZ__OP_ROOM)
+        (void)blitz__pool_op_unlink(&op->blitz__op, BLITZ__OP_ROOM);
+}
+
+/* The thread is done with the op: hand the result over, or discard it when
+ * the op was abandoned. Nothing of the op is touched after the state
+ * changes (the task may reuse it at once), except through the copied
+ * waker, whose reference keeps the task's block alive until the wake. */
+static void blitz__pool_op_finish(blitz__pool_op *op) {
+    blitz_waker w = op->waker;
+    uint32_t expected = BLITZ__OP_INFLIGHT;
+    /* Release publishes the result to the task's acquire load of DONE;
+     * acquire on failure pairs with the canceller's ABANDONED. */
+    if (!blitz__u32_field_cas(&op->state, &expected, BLITZ__OP_DONE, BLITZ__ACQ_REL)) {
+        op->discard(op);
+        blitz__u32_field_store(&op->state, BLITZ__OP_IDLE, BLITZ__RELEASE);
+    }
+    /* Also after an abandon: the task may be waiting to reuse the op. */
+    blitz_waker_wake(w);
+}
+
+static void blitz__pool_op_run(blitz__pool_job *j, int cancelled) {
+    blitz__pool_op *op = (blitz__pool_op *)j;
+    blitz_runtime *rt = op->rt;
+    op->exec(op, cancelled);
+    blitz__pool_op_finish(op);
+    blitz__pool_busy(rt, -1);
+}
+
+/* Starts an op whose request the caller has filled in. PENDING when it is
+ * queued or waits for room; READY with the error in *err when it could not
+ * be queued. */
+BLITZ_PRIVATE blitz_poll blitz__pool_op_start(blitz_cx *cx, blitz__pool_op *op,
+                                              void (*exec)(blitz__pool_op *, int),
+                                              void (*discard)(blitz__pool_op *), int *err) {
+    blitz_runtime *rt = blitz_cx_runtime(cx);
+    blitz_waker mine = blitz_cx_waker(cx);
+    memset(&op->job, 0, sizeof op->job);
+    op->job.run = blitz__pool_op_run;
+    op->rt = rt;
+    op->exec = exec;
+    op->discard = discard;
+    op->waker = blitz_waker_clone(&mine);
+    /* Relaxed: the pool's lock publishes the op to the thread. */
+    blitz__u32_field_store(&op->state, BLITZ__OP_INFLIGHT, BLITZ__RELAXED);
+    int rc = blitz__pool_submit(rt, &op->job, op);
+    if (rc == BLITZ_OK || rc == BLITZ_EFULL)
+        return BLITZ_PENDING;
+    blitz__u32_field_store(&op->state, BLITZ__OP_IDLE, BLITZ__RELAXED);
+    blitz_waker_drop(op->waker);
+    *err = rc;
+    return BLITZ_READY;
+}
+
+/* Nonzero when the op may take a new request (its poll then starts it). */
+BLITZ_PRIVATE int blitz__pool_op_idle(const blitz__pool_op *op) {
+    return blitz__u32_field_load(&op->state, BLITZ__ACQUIRE) == BLITZ__OP_IDLE;
+}
+
+/* A started op: READY once the thread has stored its result (the op is
+ * IDLE again and the result the caller's). Acquire pairs with the
+ * thread's release of DONE. */
+BLITZ_PRIVATE blitz_poll blitz__pool_op_poll(blitz__pool_op *op) {
+    if (blitz__u32_field_load(&op->state, BLITZ__ACQUIRE) != BLITZ__OP_DONE)
+        return BLITZ_PENDING;
+    blitz__u32_field_store(&op->state, BLITZ__OP_IDLE, BLITZ__RELAXED);
+    return BLITZ_READY;
+}
+
+/* Nonzero while a thread still works for the op (also after a cancel). */
+BLITZ_PRIVATE int blitz__pool_op_busy(const blitz__pool_op *op) {
+    uint32_t s = blitz__u32_field_load(&op->state, BLITZ__ACQUIRE);
+    return s != BLITZ__OP_IDLE && s != BLITZ__OP_DONE;
+}
+
+/* The op's cancel: a queued op or a room waiter leaves at once; a running
+ * one is abandoned (its thread discards the result when it finishes); a
+ * finished one whose result was not taken has it discarded now. */
+BLITZ_PRIVATE void blitz__pool_op_cancel(blitz__pool_op *op) {
+    uint32_t s = blitz__u32_field_load(&op->state, BLITZ__ACQUIRE);
+    if (s == BLITZ__OP_IDLE || (s & BLITZ__OP_ABANDONED))
+        return;
+    if (s == BLITZ__OP_ROOM || s == BLITZ__OP_INFLIGHT) {
+        if (blitz__pool_op_unlink(op, s) || s == BLITZ__OP_ROOM)
+            return; /* left a list, or a room wake made it IDLE already */
+        s = blitz__u32_field_load(&op->state, BLITZ__ACQUIRE);
+    }
+    for (;;) {
+        if (s == BLITZ__OP_INFLIGHT) {
+            /* Acq_rel: the thread's failed CAS sees ABANDONED, or this CAS
+             * fails because the thread already stored DONE. */
+            if (blitz__u32_field_cas(&op->state, &s, BLITZ__OP_INFLIGHT | BLITZ__OP_ABANDONED,
+                                     BLITZ__ACQ_REL))
+                return;
+            continue;
+        }
+        if (s == BLITZ__OP_DONE) {
+            op->discard(op);
+            blitz__u32_field_store(&op->state, BLITZ__OP_IDLE, BLITZ__RELAXED);
+        }
+        return;
+    }
+}
+/* ====[ END src/blocking_pool.c ]========================================== */
 /* ====[ BEGIN src/runtime.c ]============================================== */
 /* >>runtime */
 /* The runtime's public face: create, run, shut down, free, statistics.
@@ -4531,7 +5331,9 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
  *   2. wake every worker / the current-thread driver and wait until no
  *      thread polls a task of this runtime: join the workers, wait for the
  *      driver to leave and for helping joiners (external_running) to finish;
- *   3. sweep: walk every live task block and complete each unfinished task
+ *   3. stop the blocking pool (blitz__pool_shutdown): queued jobs complete
+ *      as cancelled, running ones are waited for;
+ *   4. sweep: walk every live task block and complete each unfinished task
  *      as cancelled (joiners wake with BLITZ_ECANCELED; tasks nobody holds
  *      are freed, running their drop functions);
  * and blitz_runtime_free then runs the drop functions of the blocks still
@@ -4550,6 +5352,7 @@ static void blitz__runtime_release_memory(blitz_runtime *rt) {
     }
     blitz__global_queue_destroy(&rt->global);
     blitz__time_destroy(rt);
+    blitz__pool_destroy(&rt->pool);
     blitz__mutex_destroy(&rt->start_lock);
     blitz__mutex_destroy(&rt->alloc_lock);
     blitz__free(rt);
@@ -4585,6 +5388,8 @@ BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out) {
         rc = blitz__mutex_init(&rt->start_lock);
     if (rc == 0)
         rc = blitz__mutex_init(&rt->alloc_lock);
+    if (rc == 0)
+        rc = blitz__pool_init(&rt->pool, &c);
     if (rc != 0) {
         blitz__free(rt);
         return rc;
@@ -4660,6 +5465,9 @@ BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt) {
     }
     while (blitz__u32_load(&rt->external_running, BLITZ__ACQUIRE))
         sched_yield();
+    /* Jobs that never started are cancelled, running ones finish: after
+     * this no pool thread touches a task, so the sweep may. */
+    blitz__pool_shutdown(rt);
     blitz__u32_store(&rt->sweeping, 1, BLITZ__RELEASE);
     blitz__block_walk(rt, blitz__sweep_cancel);
     blitz__time_shutdown(rt);

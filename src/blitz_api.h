@@ -227,6 +227,16 @@ typedef struct blitz_config {
      * moves only with blitz_time_advance, or jumps to the next timer when
      * every task is idle, so timeouts run instantly and deterministically. */
     int start_paused;
+    /* Blocking pool: most threads at once (0 = 512). */
+    uint32_t max_blocking_threads;
+    /* Blocking pool: how long a thread waits for work before it exits
+     * (0 = 10 s). */
+    uint64_t blocking_keep_alive_ns;
+    /* Blocking pool: most jobs that may wait for a thread once every thread
+     * is busy and no more may start; a spawn beyond that fails with
+     * BLITZ_EFULL (or waits, with blitz_spawn_blocking_await). 0 = no
+     * limit. */
+    uint32_t blocking_queue_capacity;
 } blitz_config;
 
 /* Creates a runtime. Several runtimes may be alive at once. Worker threads
