@@ -96,3 +96,144 @@ BLITZ_API int blitz_runtime_pool_stats(blitz_runtime *rt, blitz_pool_stats *out)
 /* Frees memory that blitz allocated and handed to the caller (a whole
  * file's contents, a directory listing, resolved addresses); NULL is fine. */
 BLITZ_API void blitz_free(void *p);
+
+/* ---------------------------------------------------------------------------
+ * Files
+ *
+ * Every file operation is an op awaited inside a task:
+ *   typedef struct { BLITZ_CORO; blitz_fs_op op; int fd; char buf[4096]; } s;
+ *   BLITZ_AWAIT(s, blitz_fs_open(cx, &s->op, "data.txt", BLITZ_FS_READ, 0));
+ *   if (s->op.result < 0) ...error...; s->fd = (int)s->op.result;
+ *   BLITZ_AWAIT(s, blitz_fs_read(cx, &s->op, s->fd, s->buf, sizeof s->buf));
+ * `result` is >= 0 on success (bytes, a file descriptor, a count) or a
+ * negative BLITZ_E* code (BLITZ_ENOENT, BLITZ_EACCES, ...). The work runs
+ * on the blocking pool today; the same calls are meant to map onto native
+ * kernel operations (io_uring) where the kernel has them.
+ *
+ * One op carries one operation at a time and is polled by one task. A
+ * zero-filled op is ready to use; after READY it is ready for the next
+ * operation. Buffers (and a metadata or iovec array) must stay valid
+ * until the op is READY. Paths are copied when the operation starts.
+ *
+ * Cancellation (blitz_fs_cancel, a blitz_cancel_fn; also what
+ * blitz_timeout_op calls): an operation that has not started is dropped;
+ * one that is running cannot be stopped, so the op stays busy
+ * (blitz_fs_busy) and its buffer in use until the thread finishes; the
+ * thread then releases what the result holds (closes a file it opened,
+ * frees data) and the op is free again. Polling the op again meanwhile
+ * waits for that, then starts the new operation. A task that can be
+ * cancelled while an op is pending calls blitz_fs_cancel from its cancel
+ * hook (blitz_spawn_opts.cancel), so no opened file or buffer is leaked.
+ * ------------------------------------------------------------------------- */
+
+/* Open flags (at least one of READ and WRITE). */
+#define BLITZ_FS_READ     0x01
+#define BLITZ_FS_WRITE    0x02
+#define BLITZ_FS_APPEND   0x04 /* every write goes to the end (implies WRITE) */
+#define BLITZ_FS_CREATE   0x08 /* create if missing (with `mode`) */
+#define BLITZ_FS_TRUNCATE 0x10 /* cut to zero length on open */
+#define BLITZ_FS_EXCL     0x20 /* with CREATE: fail with BLITZ_EEXIST if it exists */
+
+typedef enum blitz_file_type {
+    BLITZ_FILE_UNKNOWN = 0,
+    BLITZ_FILE_REGULAR = 1,
+    BLITZ_FILE_DIRECTORY = 2,
+    BLITZ_FILE_SYMLINK = 3,
+    BLITZ_FILE_OTHER = 4, /* device, FIFO, socket */
+} blitz_file_type;
+
+typedef struct blitz_fs_metadata {
+    blitz_file_type type;
+    uint32_t mode; /* permission bits (0777 and setuid/setgid/sticky) */
+    uint64_t size;
+    uint64_t mtime_ns, atime_ns, ctime_ns; /* since the epoch */
+    uint64_t dev, ino, nlink;
+    uint32_t uid, gid;
+} blitz_fs_metadata;
+
+/* One entry of blitz_fs_read_dir ("." and ".." are left out). */
+typedef struct blitz_fs_dirent {
+    const char *name;
+    blitz_file_type type; /* BLITZ_FILE_UNKNOWN when the file system does not say */
+} blitz_fs_dirent;
+
+/* A buffer of a vectored read or write (laid out as struct iovec). */
+typedef struct blitz_fs_iovec {
+    void *base;
+    size_t len;
+} blitz_fs_iovec;
+
+typedef struct blitz_fs_op {
+    int64_t result; /* see above */
+    /* blitz_fs_read_file: the contents (NUL-terminated, not counted);
+     * blitz_fs_read_dir: an array of `result` entries, names sorted. The
+     * caller owns it after READY and frees it with blitz_free. */
+    void *data;
+    struct blitz__pool_op blitz__op;
+    int blitz__kind, blitz__fd, blitz__flags;
+    uint32_t blitz__mode;
+    void *blitz__buf;
+    size_t blitz__len;
+    int64_t blitz__off;
+    char *blitz__path, *blitz__path2;
+} blitz_fs_op;
+
+/* Opens `path` with BLITZ_FS_* flags (close-on-exec); `mode` is used when
+ * a file is created (e.g. 0644). Result: the file descriptor. EINVAL for
+ * no READ/WRITE or unknown flags. */
+BLITZ_API blitz_poll blitz_fs_open(blitz_cx *cx, blitz_fs_op *op, const char *path, int flags,
+                                   uint32_t mode);
+/* Closes fd. Result 0. */
+BLITZ_API blitz_poll blitz_fs_close(blitz_cx *cx, blitz_fs_op *op, int fd);
+/* Reads up to len bytes at the file position; result 0 at end of file. */
+BLITZ_API blitz_poll blitz_fs_read(blitz_cx *cx, blitz_fs_op *op, int fd, void *buf, size_t len);
+/* Writes all len bytes at the file position (partial writes are
+ * continued); result len, or the error that stopped it. */
+BLITZ_API blitz_poll blitz_fs_write(blitz_cx *cx, blitz_fs_op *op, int fd, const void *buf,
+                                    size_t len);
+/* The same at an offset, leaving the file position alone. */
+BLITZ_API blitz_poll blitz_fs_pread(blitz_cx *cx, blitz_fs_op *op, int fd, void *buf, size_t len,
+                                    uint64_t offset);
+BLITZ_API blitz_poll blitz_fs_pwrite(blitz_cx *cx, blitz_fs_op *op, int fd, const void *buf,
+                                     size_t len, uint64_t offset);
+/* Vectored read and write (one system call each; the result may be short)
+ * at `offset`, or at the file position when offset is -1. */
+BLITZ_API blitz_poll blitz_fs_readv(blitz_cx *cx, blitz_fs_op *op, int fd,
+                                    const blitz_fs_iovec *iov, int iovcnt, int64_t offset);
+BLITZ_API blitz_poll blitz_fs_writev(blitz_cx *cx, blitz_fs_op *op, int fd,
+                                     const blitz_fs_iovec *iov, int iovcnt, int64_t offset);
+/* fsync / fdatasync. Result 0. */
+BLITZ_API blitz_poll blitz_fs_fsync(blitz_cx *cx, blitz_fs_op *op, int fd);
+BLITZ_API blitz_poll blitz_fs_fdatasync(blitz_cx *cx, blitz_fs_op *op, int fd);
+/* Sets the file's length (ftruncate). Result 0. */
+BLITZ_API blitz_poll blitz_fs_truncate(blitz_cx *cx, blitz_fs_op *op, int fd, uint64_t length);
+/* Metadata of a path (following symlinks), of a path itself (lstat), or of
+ * an open file, into *out. Result 0. */
+BLITZ_API blitz_poll blitz_fs_stat(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                   blitz_fs_metadata *out);
+BLITZ_API blitz_poll blitz_fs_lstat(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                    blitz_fs_metadata *out);
+BLITZ_API blitz_poll blitz_fs_fstat(blitz_cx *cx, blitz_fs_op *op, int fd, blitz_fs_metadata *out);
+/* rename, unlink, rmdir, mkdir. Result 0. */
+BLITZ_API blitz_poll blitz_fs_rename(blitz_cx *cx, blitz_fs_op *op, const char *from,
+                                     const char *to);
+BLITZ_API blitz_poll blitz_fs_unlink(blitz_cx *cx, blitz_fs_op *op, const char *path);
+BLITZ_API blitz_poll blitz_fs_rmdir(blitz_cx *cx, blitz_fs_op *op, const char *path);
+BLITZ_API blitz_poll blitz_fs_mkdir(blitz_cx *cx, blitz_fs_op *op, const char *path, uint32_t mode);
+/* mkdir -p: creates the missing parents too; an existing directory is not
+ * an error (an existing non-directory is BLITZ_EEXIST). */
+BLITZ_API blitz_poll blitz_fs_mkdir_all(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                        uint32_t mode);
+/* Lists a directory into op->data (blitz_fs_dirent array); result: the
+ * number of entries. */
+BLITZ_API blitz_poll blitz_fs_read_dir(blitz_cx *cx, blitz_fs_op *op, const char *path);
+/* Reads a whole file into op->data; result: its length. */
+BLITZ_API blitz_poll blitz_fs_read_file(blitz_cx *cx, blitz_fs_op *op, const char *path);
+/* Creates or truncates `path` (mode 0666 before the umask) and writes
+ * len bytes; result len. */
+BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                         const void *data, size_t len);
+/* The op's cancel (a blitz_cancel_fn; op is the blitz_fs_op). */
+BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *op);
+/* Nonzero while a pool thread still works for the op. */
+BLITZ_API int blitz_fs_busy(const blitz_fs_op *op);

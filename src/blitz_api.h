@@ -47,33 +47,47 @@ extern "C" {
  * -4000 band so they never collide with an errno value.
  * ------------------------------------------------------------------------- */
 
-#define BLITZ_ERRNO_MAP(XX)                             \
-    XX(EPERM, -1, "operation not permitted")            \
-    XX(ENOENT, -2, "no such file or directory")         \
-    XX(EINTR, -4, "interrupted system call")            \
-    XX(EIO, -5, "i/o error")                            \
-    XX(EBADF, -9, "bad file descriptor")                \
-    XX(EAGAIN, -11, "resource temporarily unavailable") \
-    XX(ENOMEM, -12, "not enough memory")                \
-    XX(EACCES, -13, "permission denied")                \
-    XX(EFAULT, -14, "bad address")                      \
-    XX(EBUSY, -16, "resource busy")                     \
-    XX(EEXIST, -17, "file already exists")              \
-    XX(EINVAL, -22, "invalid argument")                 \
-    XX(EMFILE, -24, "too many open files")              \
-    XX(ENOSPC, -28, "no space left on device")          \
-    XX(EPIPE, -32, "broken pipe")                       \
-    XX(ERANGE, -34, "result out of range")              \
-    XX(EDEADLK, -35, "resource deadlock would occur")   \
-    XX(ENOSYS, -38, "function not implemented")         \
-    XX(ETIMEDOUT, -110, "operation timed out")          \
-    XX(ECANCELED, -125, "operation canceled")           \
-    XX(ESHUTDOWN, -4001, "runtime is shut down")        \
-    XX(ECLOSED, -4002, "closed")                        \
-    XX(EFULL, -4003, "queue is full")                   \
-    XX(EEMPTY, -4004, "queue is empty")                 \
-    XX(ELAGGED, -4005, "receiver lagged behind")        \
-    XX(ERELEASED, -4006, "handle already released")
+#define BLITZ_ERRNO_MAP(XX)                              \
+    XX(EPERM, -1, "operation not permitted")             \
+    XX(ENOENT, -2, "no such file or directory")          \
+    XX(ESRCH, -3, "no such process")                     \
+    XX(EINTR, -4, "interrupted system call")             \
+    XX(EIO, -5, "i/o error")                             \
+    XX(E2BIG, -7, "argument list too long")              \
+    XX(ENOEXEC, -8, "exec format error")                 \
+    XX(EBADF, -9, "bad file descriptor")                 \
+    XX(ECHILD, -10, "no child processes")                \
+    XX(EAGAIN, -11, "resource temporarily unavailable")  \
+    XX(ENOMEM, -12, "not enough memory")                 \
+    XX(EACCES, -13, "permission denied")                 \
+    XX(EFAULT, -14, "bad address")                       \
+    XX(EBUSY, -16, "resource busy")                      \
+    XX(EEXIST, -17, "file already exists")               \
+    XX(EXDEV, -18, "cross-device link")                  \
+    XX(ENOTDIR, -20, "not a directory")                  \
+    XX(EISDIR, -21, "is a directory")                    \
+    XX(EINVAL, -22, "invalid argument")                  \
+    XX(EMFILE, -24, "too many open files")               \
+    XX(ENOSPC, -28, "no space left on device")           \
+    XX(EROFS, -30, "read-only file system")              \
+    XX(EPIPE, -32, "broken pipe")                        \
+    XX(ERANGE, -34, "result out of range")               \
+    XX(EDEADLK, -35, "resource deadlock would occur")    \
+    XX(ENAMETOOLONG, -36, "file name too long")          \
+    XX(ENOSYS, -38, "function not implemented")          \
+    XX(ENOTEMPTY, -39, "directory not empty")            \
+    XX(ELOOP, -40, "too many symbolic links")            \
+    XX(ETIMEDOUT, -110, "operation timed out")           \
+    XX(ECANCELED, -125, "operation canceled")            \
+    XX(ESHUTDOWN, -4001, "runtime is shut down")         \
+    XX(ECLOSED, -4002, "closed")                         \
+    XX(EFULL, -4003, "queue is full")                    \
+    XX(EEMPTY, -4004, "queue is empty")                  \
+    XX(ELAGGED, -4005, "receiver lagged behind")         \
+    XX(ERELEASED, -4006, "handle already released")      \
+    XX(ENOHOST, -4010, "host name not found")            \
+    XX(EDNSTEMP, -4011, "temporary name server failure") \
+    XX(EDNS, -4012, "name resolution failed")
 
 #define BLITZ_OK                             0
 #define BLITZ__ERRNO_ENUM(name, value, text) BLITZ_##name = (value),

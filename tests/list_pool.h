@@ -24,4 +24,12 @@
     X(pool_hammer, 20000)                       \
     X(pool_paused_clock_waits_mt2, 5000)        \
     X(pool_paused_clock_waits_mt4, 5000)        \
-    X(pool_paused_clock_waits_ct, 5000)
+    X(pool_paused_clock_waits_ct, 5000)         \
+    X(fs_roundtrip_mt2, 5000)                   \
+    X(fs_roundtrip_mt4, 5000)                   \
+    X(fs_roundtrip_ct, 5000)                    \
+    X(fs_errors, 5000)                          \
+    X(fs_cancel_race_mt2, 20000)                \
+    X(fs_cancel_race_mt4, 20000)                \
+    X(fs_cancel_race_ct, 20000)                 \
+    X(fs_cancelled_task_closes_files, 10000)

@@ -676,3 +676,5 @@ static int pool_paused_clock_waits(tu_flavor f) {
     return 0;
 }
 TU_FLAVOR_TESTS(pool_paused_clock_waits)
+
+#include "test_fs.c"
