@@ -237,3 +237,48 @@ BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const ch
 BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *op);
 /* Nonzero while a pool thread still works for the op. */
 BLITZ_API int blitz_fs_busy(const blitz_fs_op *op);
+
+/* ---------------------------------------------------------------------------
+ * DNS: name resolution on the blocking pool (getaddrinfo), cancellable
+ *
+ *   BLITZ_AWAIT(s, blitz_dns_resolve(cx, &s->dns, "example.com", 443, 0));
+ *   for (int i = 0; i < s->dns.result; i++) ... s->dns.addrs[i] ...
+ *   blitz_free(s->dns.addrs);
+ *
+ * Cancelling (blitz_dns_cancel, or blitz_timeout_op) never waits for the
+ * resolver: a lookup still queued is dropped, a running one finishes on its
+ * thread, which frees the answer nobody will read. The host name is copied.
+ * ------------------------------------------------------------------------- */
+
+/* One resolved address: `addr` holds a struct sockaddr_in or sockaddr_in6
+ * of `len` bytes, with the port filled in. */
+typedef struct blitz_resolved_addr {
+    int family; /* AF_INET or AF_INET6 */
+    uint32_t len;
+    union {
+        unsigned char bytes[112];
+        uint64_t align;
+    } addr;
+} blitz_resolved_addr;
+
+typedef struct blitz_dns_op {
+    /* Number of addresses (at least one), or BLITZ_ENOHOST (no such
+     * name, or none of the asked family), BLITZ_EDNSTEMP (try again
+     * later), BLITZ_EDNS, BLITZ_EINVAL, BLITZ_ENOMEM, BLITZ_ECANCELED. */
+    int result;
+    /* The addresses, in the resolver's order of preference; the caller
+     * owns them after READY and frees them with blitz_free. */
+    blitz_resolved_addr *addrs;
+    struct blitz__pool_op blitz__op;
+    char *blitz__host;
+    uint16_t blitz__port;
+    int blitz__family;
+} blitz_dns_op;
+
+/* Resolves `host` (a name or a numeric address) for TCP. family: 0 for
+ * any, 4 for IPv4 only, 6 for IPv6 only. A zero-filled op is ready to use;
+ * the same rules as for file ops apply. */
+BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const char *host,
+                                       uint16_t port, int family);
+/* The op's cancel (a blitz_cancel_fn; op is the blitz_dns_op). */
+BLITZ_API void blitz_dns_cancel(blitz_cx *cx, void *op);

@@ -678,3 +678,4 @@ static int pool_paused_clock_waits(tu_flavor f) {
 TU_FLAVOR_TESTS(pool_paused_clock_waits)
 
 #include "test_fs.c"
+#include "test_dns.c"
