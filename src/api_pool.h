@@ -282,3 +282,58 @@ BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const cha
                                        uint16_t port, int family);
 /* The op's cancel (a blitz_cancel_fn; op is the blitz_dns_op). */
 BLITZ_API void blitz_dns_cancel(blitz_cx *cx, void *op);
+
+/* ---------------------------------------------------------------------------
+ * Signals
+ *
+ *   typedef struct { BLITZ_CORO; blitz_signal sig; } s;
+ *   blitz_signal_init(&s->sig, SIGINT);   (then blitz_signal_add for more)
+ *   BLITZ_AWAIT(s, blitz_signal_recv(cx, &s->sig));
+ *   ... s->sig.signo arrived (s->sig.count times since the last recv) ...
+ *   blitz_signal_deinit(&s->sig);
+ *
+ * A listener counts every delivery of its signals from the moment it is
+ * initialised, whether or not a task awaits it at that moment; any number
+ * of listeners may listen to the same signal and each sees every delivery
+ * (the kernel merges deliveries of one standard signal that arrive before
+ * blitz sees the first). While at least one listener exists for a signal,
+ * its default action (terminating the process, for SIGINT or SIGTERM) is
+ * replaced by a small handler that works in whichever thread the kernel
+ * picks, runtime thread or not, so no signal mask needs setting anywhere;
+ * the previous disposition comes back when the last listener goes. One
+ * internal thread per process (started with the first listener) turns the
+ * handler's counts into wake-ups. Listeners do not belong to a runtime.
+ * ------------------------------------------------------------------------- */
+
+typedef struct blitz_signal {
+    int signo;      /* after a recv: the (lowest numbered) signal that arrived */
+    uint64_t count; /* after a recv: deliveries since the previous recv */
+    struct blitz_signal *blitz__next, *blitz__prev;
+    uint64_t blitz__mask;    /* bit n-1 for signal n */
+    uint64_t blitz__arrived; /* bits of signals arrived and not yet received */
+    uint64_t blitz__pending; /* deliveries not yet received */
+    blitz_waker blitz__waker;
+    int blitz__has_waker;
+} blitz_signal;
+
+/* Starts listening to `signo`. BLITZ_EINVAL for NULL, a number outside
+ * 1..64, SIGKILL, SIGSTOP, and the fault signals (SIGSEGV, SIGBUS, SIGFPE,
+ * SIGILL) that a handler cannot meaningfully return from; BLITZ_EBUSY when
+ * already initialised; an error from setting up the signal thread. The
+ * listener must stay at its address until blitz_signal_deinit. */
+BLITZ_API int blitz_signal_init(blitz_signal *s, int signo);
+/* Listens to one more signal. Same errors (EINVAL when not initialised). */
+BLITZ_API int blitz_signal_add(blitz_signal *s, int signo);
+/* READY once a listened signal arrived since the previous recv (at once
+ * when one arrived while nobody waited): fills signo and count and starts
+ * counting afresh. Polled by one task at a time. */
+BLITZ_API blitz_poll blitz_signal_recv(blitz_cx *cx, blitz_signal *s);
+/* Without waiting: 1 when something arrived (signo and count filled), 0
+ * when not, BLITZ_EINVAL for a listener not initialised. */
+BLITZ_API int blitz_signal_try_recv(blitz_signal *s);
+/* Stops waiting (a blitz_cancel_fn; op is the blitz_signal): drops the
+ * registered waker; deliveries keep being counted. */
+BLITZ_API void blitz_signal_cancel(blitz_cx *cx, void *s);
+/* Stops listening and drops any registered waker. BLITZ_EINVAL when not
+ * initialised. */
+BLITZ_API int blitz_signal_deinit(blitz_signal *s);

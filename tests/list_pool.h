@@ -36,4 +36,12 @@
     X(dns_resolve_mt2, 5000)                    \
     X(dns_resolve_mt4, 5000)                    \
     X(dns_resolve_ct, 5000)                     \
-    X(dns_cancel_race, 20000)
+    X(dns_cancel_race, 20000)                   \
+    X(signal_each_listener_mt2, 10000)          \
+    X(signal_each_listener_mt4, 10000)          \
+    X(signal_each_listener_ct, 10000)           \
+    X(signal_remembered, 5000)                  \
+    X(signal_bad_args_and_restore, 5000)        \
+    X(signal_timeout_and_pool_mt2, 5000)        \
+    X(signal_timeout_and_pool_mt4, 5000)        \
+    X(signal_timeout_and_pool_ct, 5000)

@@ -679,3 +679,4 @@ TU_FLAVOR_TESTS(pool_paused_clock_waits)
 
 #include "test_fs.c"
 #include "test_dns.c"
+#include "test_signal.c"
