@@ -811,20 +811,14 @@ struct blitz__pool_job {
     int linked; /* in a pool list (guarded by the pool's lock) */
 };
 
-/* Private: an op carried out by a pool thread. The op lives in the task's
- * state; its job holds a clone of the task's waker, and so the task's
- * block, until the thread is done with it. */
-struct blitz__pool_op {
-    struct blitz__pool_job job;
-    blitz_waker waker;
-    blitz_runtime *rt;
-    uint32_t state;
-    /* The blocking work: fills the op's result (BLITZ_ECANCELED when
-     * `cancelled`). */
-    void (*exec)(struct blitz__pool_op *op, int cancelled);
-    /* Frees a result nobody will take (an op cancelled after it ran). */
-    void (*discard)(struct blitz__pool_op *op);
-};
+/* Private: an op carried out by a pool thread. Everything the thread
+ * touches lives in a record on the heap that the op points at, so the op
+ * (and the task's state around it) can be reused or freed the moment the
+ * task stops waiting, whatever the thread is doing. */
+typedef struct blitz__pool_rec blitz__pool_rec;
+typedef struct blitz__pool_op {
+    blitz__pool_rec *rec;
+} blitz__pool_op;
 
 /* Runs fn(arg) on a pool thread. The handle is an ordinary task handle:
  * await it with blitz_join, block on it with blitz_task_wait, read its
@@ -903,18 +897,18 @@ BLITZ_API void blitz_free(void *p);
  *
  * One op carries one operation at a time and is polled by one task. A
  * zero-filled op is ready to use; after READY it is ready for the next
- * operation. Buffers (and a metadata or iovec array) must stay valid
- * until the op is READY. Paths are copied when the operation starts.
+ * operation. Paths and the data of writes are copied when the operation
+ * starts, and reads land in a buffer of the operation's own that is copied
+ * into yours when the op is READY (so at most BLITZ_FS_MAX_READ bytes per
+ * read): no pool thread ever touches your memory.
  *
  * Cancellation (blitz_fs_cancel, a blitz_cancel_fn; also what
- * blitz_timeout_op calls): an operation that has not started is dropped;
- * one that is running cannot be stopped, so the op stays busy
- * (blitz_fs_busy) and its buffer in use until the thread finishes; the
- * thread then releases what the result holds (closes a file it opened,
- * frees data) and the op is free again. Polling the op again meanwhile
- * waits for that, then starts the new operation. A task that can be
- * cancelled while an op is pending calls blitz_fs_cancel from its cancel
- * hook (blitz_spawn_opts.cancel), so no opened file or buffer is leaked.
+ * blitz_timeout_op calls) returns at once and leaves the op ready for the
+ * next operation: one that has not started is dropped; one that is
+ * running cannot be stopped, so its thread finishes it and then releases
+ * what the result holds (closes a file it opened, frees data). A task that
+ * can be cancelled while an op is pending calls blitz_fs_cancel from its
+ * cancel hook (blitz_spawn_opts.cancel), so nothing is leaked.
  * ------------------------------------------------------------------------- */
 
 /* Open flags (at least one of READ and WRITE). */
@@ -948,6 +942,9 @@ typedef struct blitz_fs_dirent {
     blitz_file_type type; /* BLITZ_FILE_UNKNOWN when the file system does not say */
 } blitz_fs_dirent;
 
+/* Most bytes one read returns (larger reads return this much). */
+#define BLITZ_FS_MAX_READ ((size_t)2 * 1024 * 1024)
+
 /* A buffer of a vectored read or write (laid out as struct iovec). */
 typedef struct blitz_fs_iovec {
     void *base;
@@ -961,12 +958,10 @@ typedef struct blitz_fs_op {
      * caller owns it after READY and frees it with blitz_free. */
     void *data;
     struct blitz__pool_op blitz__op;
-    int blitz__kind, blitz__fd, blitz__flags;
-    uint32_t blitz__mode;
-    void *blitz__buf;
-    size_t blitz__len;
-    int64_t blitz__off;
-    char *blitz__path, *blitz__path2;
+    /* Where the results go when READY (the caller's buffers). */
+    void *blitz__out;
+    const blitz_fs_iovec *blitz__iov;
+    int blitz__iovcnt;
 } blitz_fs_op;
 
 /* Opens `path` with BLITZ_FS_* flags (close-on-exec); `mode` is used when
@@ -1026,8 +1021,6 @@ BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const ch
                                          const void *data, size_t len);
 /* The op's cancel (a blitz_cancel_fn; op is the blitz_fs_op). */
 BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *op);
-/* Nonzero while a pool thread still works for the op. */
-BLITZ_API int blitz_fs_busy(const blitz_fs_op *op);
 
 /* ---------------------------------------------------------------------------
  * DNS: name resolution on the blocking pool (getaddrinfo), cancellable
@@ -1061,9 +1054,6 @@ typedef struct blitz_dns_op {
      * owns them after READY and frees them with blitz_free. */
     blitz_resolved_addr *addrs;
     struct blitz__pool_op blitz__op;
-    char *blitz__host;
-    uint16_t blitz__port;
-    int blitz__family;
 } blitz_dns_op;
 
 /* Resolves `host` (a name or a numeric address) for TCP. family: 0 for
@@ -1128,6 +1118,107 @@ BLITZ_API void blitz_signal_cancel(blitz_cx *cx, void *s);
 /* Stops listening and drops any registered waker. BLITZ_EINVAL when not
  * initialised. */
 BLITZ_API int blitz_signal_deinit(blitz_signal *s);
+
+/* ---------------------------------------------------------------------------
+ * Processes
+ *
+ *   const char *argv[] = {"ls", "-l", NULL};
+ *   blitz_command cmd = {argv, NULL, NULL, BLITZ_STDIO_NULL, BLITZ_STDIO_PIPE,
+ *                        BLITZ_STDIO_INHERIT};
+ *   blitz_child child;
+ *   int rc = blitz_process_spawn(rt, &cmd, &child);   (BLITZ_ENOENT: no program)
+ *   ... read child.stdout_fd (blitz_fs_read works on it) ...
+ *   BLITZ_AWAIT(s, blitz_process_wait(cx, &s->wait, &s->child));
+ *   s->wait.exited ? s->wait.code : s->wait.signal
+ *   blitz_process_release(&s->child);
+ *
+ * Waiting runs on a pool thread, which sleeps on the child's pidfd (Linux)
+ * or polls with a short sleep elsewhere, and notices within 50 ms that its
+ * op was cancelled or the runtime is shutting down: a wait never holds up
+ * shutdown. A child is reaped exactly once, and kill never signals a
+ * process id that was reaped and may have been reused.
+ * ------------------------------------------------------------------------- */
+
+typedef enum blitz_stdio {
+    BLITZ_STDIO_INHERIT = 0, /* the parent's descriptor */
+    BLITZ_STDIO_NULL = 1,    /* /dev/null */
+    BLITZ_STDIO_PIPE = 2,    /* a pipe; the parent's end is in blitz_child */
+} blitz_stdio;
+
+typedef struct blitz_command {
+    /* argv[0] is the program: a path (with a '/') or a name looked up in
+     * PATH. NULL-terminated. */
+    const char *const *argv;
+    /* The whole environment ("NAME=value", NULL-terminated), or NULL to
+     * inherit this process's. */
+    const char *const *env;
+    const char *cwd; /* working directory, or NULL to inherit */
+    blitz_stdio stdin_mode, stdout_mode, stderr_mode;
+} blitz_command;
+
+typedef struct blitz__proc blitz__proc;
+
+typedef struct blitz_child {
+    int pid;
+    /* Parent ends of the pipes asked for (close-on-exec), else -1. The
+     * caller may read and write them and close them; blitz_process_release
+     * closes those still open. */
+    int stdin_fd, stdout_fd, stderr_fd;
+    blitz__proc *blitz__proc;
+} blitz_child;
+
+/* Starts a child process. Returns BLITZ_OK, BLITZ_EINVAL (NULL, empty
+ * argv, unknown stdio mode), BLITZ_ENOENT (no such program, or no such
+ * cwd), BLITZ_EACCES (not executable), BLITZ_ENOEXEC, BLITZ_ENOMEM, or
+ * another exec or fork error: errors of the exec in the child are
+ * reported here, not as an exit code. */
+BLITZ_API int blitz_process_spawn(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child);
+
+typedef struct blitz_wait_op {
+    int result; /* BLITZ_OK, or BLITZ_ECANCELED, BLITZ_EINVAL */
+    int exited; /* 1: exited with `code`; 0: killed by `signal` */
+    int code;
+    int signal;
+    int core_dumped;
+    struct blitz__pool_op blitz__op;
+} blitz_wait_op;
+
+/* READY once the child has ended (also if it had already ended and was
+ * reaped by an earlier wait: the status is remembered). Several ops may
+ * wait for one child. */
+BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_child *child);
+/* The wait op's cancel (a blitz_cancel_fn). */
+BLITZ_API void blitz_process_wait_cancel(blitz_cx *cx, void *op);
+/* Without waiting: 1 when the child has ended (the op's status fields
+ * filled), 0 while it runs, BLITZ_EINVAL. */
+BLITZ_API int blitz_process_try_wait(blitz_child *child, blitz_wait_op *status);
+/* Sends a signal; BLITZ_ESRCH once the child has been reaped. */
+BLITZ_API int blitz_process_kill(blitz_child *child, int signo);
+/* SIGTERM. */
+BLITZ_API int blitz_process_terminate(blitz_child *child);
+/* Closes the pipe ends still open and lets go of the child; one not yet
+ * reaped is reaped by a pool job when it ends (no zombie is left, unless
+ * the runtime is shut down by then). BLITZ_EINVAL for NULL or a child
+ * already released. */
+BLITZ_API int blitz_process_release(blitz_child *child);
+
+/* Runs a command to its end, feeding it a copy of `input` (stdin is
+ * /dev/null when input is NULL) and collecting what it writes to stdout and stderr (the
+ * command's stdio modes are not used). The pipes are read by a pool
+ * thread. Cancelling kills the child (SIGKILL) and frees everything. */
+typedef struct blitz_output_op {
+    int result; /* BLITZ_OK (see exited/code/signal), a spawn error, BLITZ_ECANCELED */
+    int exited, code, signal;
+    /* The output, NUL-terminated (not counted); the caller owns both
+     * after READY and frees them with blitz_free. */
+    char *out, *err;
+    size_t out_len, err_len;
+    struct blitz__pool_op blitz__op;
+} blitz_output_op;
+BLITZ_API blitz_poll blitz_process_output(blitz_cx *cx, blitz_output_op *op,
+                                          const blitz_command *cmd, const void *input,
+                                          size_t input_len);
+BLITZ_API void blitz_process_output_cancel(blitz_cx *cx, void *op);
 /* ====[ END src/api_pool.h ]=============================================== */
 
 #ifdef __cplusplus
@@ -1662,8 +1753,25 @@ typedef struct blitz__pool {
     int have_last_exiting;
     pthread_t last_exiting; /* joined by the next thread to exit, or shutdown */
     blitz__parker *shutdown_waiter;
+    struct blitz__pool_rec *records; /* see blitz__pool_rec.all_next */
     uint64_t threads_started, jobs_run, rejected;
 } blitz__pool;
+
+/* An op's record on the blocking pool (blocking_pool.c); each kind of op
+ * puts its request and results after it. */
+struct blitz__pool_rec {
+    struct blitz__pool_job job; /* first: the pool hands back this pointer */
+    blitz_waker waker;
+    blitz_runtime *rt;
+    uint32_t state;
+    void (*exec)(blitz__pool_rec *rec, int cancelled); /* the work; ECANCELED when cancelled */
+    void (*discard)(blitz__pool_rec *rec);             /* frees what the record still holds */
+    /* Every record the pool has seen, so that blitz_runtime_free can free
+     * those whose task was cancelled without cancelling its op. */
+    blitz__pool_rec *all_next, *all_prev;
+    int tracked;
+};
+typedef struct blitz__pool_job blitz__pool_job;
 
 /* ---- the runtime (runtime.c) ------------------------------------------------ */
 
@@ -4998,14 +5106,16 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
  *             until threads == 0 (running jobs finish first), join
  *             last_exiting.
  *
- * Pool ops (files, DNS, processes) follow one state machine in op->state:
- *   IDLE -> INFLIGHT (queued or running; `job.linked` under the lock tells
- *   which) -> DONE -> IDLE when the task takes the result; ROOM while
- *   waiting for queue room (back to IDLE when woken, to try again); the
- *   ABANDONED flag when the op was cancelled while running: the thread then
- *   discards the result itself and returns the op to IDLE. The op's waker
- *   clone keeps the task's block (and so the op and its buffers) alive
- *   until the thread has finished with them. */
+ * Pool ops (files, DNS, processes) keep everything a thread touches in a
+ * heap record (blitz__pool_rec and the op's request and results after
+ * it); the op in the task's state only points at it. rec->state:
+ *   INFLIGHT (queued or running; `job.linked` under the lock tells which)
+ *   -> DONE, when the task's next poll takes the results and frees it;
+ *   ROOM while waiting for queue room, RETRY once woken for it (the
+ *   task's poll queues it again); ABANDONED (a flag) when the task gave
+ *   up while a thread ran it: the thread then frees it. Whoever owns the
+ *   record frees it, so a task that gives up never waits, and no thread
+ *   writes into a task's state after the task stopped caring. */
 /* internal.h already included */
 
 #define BLITZ__POOL_DEFAULT_MAX       512u
@@ -5015,10 +5125,8 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
 #define BLITZ__OP_INFLIGHT  1u
 #define BLITZ__OP_DONE      2u
 #define BLITZ__OP_ROOM      3u
+#define BLITZ__OP_RETRY     5u /* woken for room: the task queues it again */
 #define BLITZ__OP_ABANDONED 4u
-
-typedef struct blitz__pool_job blitz__pool_job;
-typedef struct blitz__pool_op blitz__pool_op;
 
 /* ---- intrusive lists ------------------------------------------------------- */
 
@@ -5107,10 +5215,11 @@ static blitz_waker blitz__pool_take_room_waiter(blitz__pool *p) {
     blitz__pool_job *j = blitz__jl_pop(&p->space_head, &p->space_tail);
     if (!j)
         return blitz_waker_noop();
-    blitz__pool_op *op = (blitz__pool_op *)j;
-    blitz_waker w = op->waker;
-    /* Release: the waiter's next poll sees IDLE and tries again. */
-    blitz__u32_field_store(&op->state, BLITZ__OP_IDLE, BLITZ__RELEASE);
+    blitz__pool_rec *rec = (blitz__pool_rec *)j;
+    blitz_waker w = rec->waker;
+    /* Release: the waiter's next poll sees RETRY and tries again. From
+     * here the record is the task's; only the copied waker is used. */
+    blitz__u32_field_store(&rec->state, BLITZ__OP_RETRY, BLITZ__RELEASE);
     return w;
 }
 
@@ -5120,6 +5229,19 @@ static int blitz__waker_is_noop(const blitz_waker *w) {
 }
 
 /* ---- threads ------------------------------------------------------------------- */
+
+/* A write to a pipe whose reader is gone raises SIGPIPE at the writing
+ * thread; pool threads block it, and whoever gets EPIPE takes it back here,
+ * so a broken pipe is an error code rather than the end of the process. */
+BLITZ_PRIVATE void blitz__consume_sigpipe(void) {
+    sigset_t pipe_set, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+        struct timespec zero = {0, 0};
+        sigtimedwait(&pipe_set, NULL, &zero);
+    }
+}
 
 static void *blitz__pool_thread_main(void *arg) {
     blitz_runtime *rt = (blitz_runtime *)arg;
@@ -5136,6 +5258,10 @@ static void *blitz__pool_thread_main(void *arg) {
     ctx.ct_driver = 0;
     ctx.current = NULL;
     blitz__context_set(&ctx);
+    sigset_t pipe_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
 
     blitz__mutex_lock(&p->lock);
     p->inbound--;
@@ -5194,9 +5320,17 @@ static void *blitz__pool_thread_main(void *arg) {
  * `room` is given, `room` (whose waker the caller has cloned) joins the
  * room waiters and BLITZ_EFULL is returned; the caller then waits for its
  * waker. */
-static int blitz__pool_submit(blitz_runtime *rt, blitz__pool_job *j, blitz__pool_op *room) {
+static int blitz__pool_submit(blitz_runtime *rt, blitz__pool_job *j, blitz__pool_rec *room) {
     blitz__pool *p = &rt->pool;
     blitz__mutex_lock(&p->lock);
+    if (room && !room->tracked) {
+        room->tracked = 1;
+        room->all_prev = NULL;
+        room->all_next = p->records;
+        if (p->records)
+            p->records->all_prev = room;
+        p->records = room;
+    }
     if (p->closed) {
         blitz__mutex_unlock(&p->lock);
         return BLITZ_ESHUTDOWN;
@@ -5378,7 +5512,7 @@ static void blitz__blocking_call(void *state) {
 }
 
 static int blitz__spawn_blocking(blitz_runtime *rt, const blitz_blocking_opts *bo,
-                                 blitz_task **handle, blitz__pool_op *room) {
+                                 blitz_task **handle, blitz__pool_rec *room) {
     if (handle)
         *handle = NULL;
     if (!rt || !bo || !bo->fn)
@@ -5430,6 +5564,200 @@ BLITZ_API int blitz_spawn_blocking(blitz_runtime *rt, blitz_fn fn, void *arg, bl
     return blitz__spawn_blocking(rt, &o, handle, NULL);
 }
 
+/* ---- pool ops ---------------------------------------------------------------------- */
+
+BLITZ_PRIVATE void blitz__pool_rec_free(blitz__pool_rec *rec) {
+    if (rec->tracked) {
+        blitz__pool *p = &rec->rt->pool;
+        blitz__mutex_lock(&p->lock);
+        if (rec->all_prev)
+            rec->all_prev->all_next = rec->all_next;
+        else
+            p->records = rec->all_next;
+        if (rec->all_next)
+            rec->all_next->all_prev = rec->all_prev;
+        blitz__mutex_unlock(&p->lock);
+    }
+    if (rec->discard)
+        rec->discard(rec);
+    blitz__free(rec);
+}
+
+/* blitz_runtime_free, after the pool stopped and the tasks' drop
+ * functions ran: records still alive belong to tasks that were cancelled
+ * without cancelling their ops (no cancel hook); nobody will take their
+ * results, so release those (close files, free data). */
+BLITZ_PRIVATE void blitz__pool_free_records(blitz_runtime *rt) {
+    blitz__pool_rec *rec = rt->pool.records;
+    rt->pool.records = NULL;
+    while (rec) {
+        blitz__pool_rec *next = rec->all_next;
+        rec->tracked = 0;
+        if (rec->discard)
+            rec->discard(rec);
+        blitz__free(rec);
+        rec = next;
+    }
+}
+
+/* The thread is done: hand the record over, or, when the task gave up on
+ * it, release what it holds and free it. The task never sees an
+ * abandoned record again, so nothing of the task is touched here but its
+ * waker, whose reference keeps the block alive until the wake. */
+static void blitz__pool_rec_run(blitz__pool_job *j, int cancelled) {
+    blitz__pool_rec *rec = (blitz__pool_rec *)j;
+    blitz_runtime *rt = rec->rt;
+    rec->exec(rec, cancelled);
+    blitz_waker w = rec->waker;
+    uint32_t expected = BLITZ__OP_INFLIGHT;
+    /* Release publishes the results to the task's acquire load of DONE;
+     * acquire on failure pairs with the canceller's ABANDONED. */
+    if (blitz__u32_field_cas(&rec->state, &expected, BLITZ__OP_DONE, BLITZ__ACQ_REL)) {
+        blitz_waker_wake(w);
+    } else {
+        blitz__pool_rec_free(rec);
+        blitz_waker_drop(w);
+    }
+    blitz__pool_busy(rt, -1);
+}
+
+/* A record for an op: `size` bytes (at least a blitz__pool_rec, which it
+ * starts with), zero-filled. NULL when out of memory. */
+BLITZ_PRIVATE void *blitz__pool_rec_new(size_t size, void (*exec)(blitz__pool_rec *, int),
+                                        void (*discard)(blitz__pool_rec *)) {
+    blitz__pool_rec *rec = (blitz__pool_rec *)blitz__calloc(size);
+    if (rec) {
+        rec->job.run = blitz__pool_rec_run;
+        rec->exec = exec;
+        rec->discard = discard;
+    }
+    return rec;
+}
+
+static int blitz__pool_rec_submit(blitz_cx *cx, blitz__pool_rec *rec) {
+    blitz_waker mine = blitz_cx_waker(cx);
+    rec->rt = blitz_cx_runtime(cx);
+    rec->waker = blitz_waker_clone(&mine);
+    /* Relaxed: the pool's lock publishes the record to the thread. */
+    blitz__u32_field_store(&rec->state, BLITZ__OP_INFLIGHT, BLITZ__RELAXED);
+    int rc = blitz__pool_submit(rec->rt, &rec->job, rec);
+    if (rc == BLITZ_OK || rc == BLITZ_EFULL)
+        return BLITZ_OK; /* queued, or waiting for room with the clone */
+    blitz_waker_drop(rec->waker);
+    return rc;
+}
+
+/* Starts an op with its filled-in record. PENDING once queued (or waiting
+ * for room); READY with *err when it could not be, the record freed. */
+BLITZ_PRIVATE blitz_poll blitz__pool_op_start(blitz_cx *cx, blitz__pool_op *op,
+                                              blitz__pool_rec *rec, int *err) {
+    int rc = blitz__pool_rec_submit(cx, rec);
+    if (rc == BLITZ_OK) {
+        op->rec = rec;
+        return BLITZ_PENDING;
+    }
+    blitz__pool_rec_free(rec);
+    *err = rc;
+    return BLITZ_READY;
+}
+
+/* Nonzero when the op carries no operation (its poll starts a new one). */
+BLITZ_PRIVATE int blitz__pool_op_idle(const blitz__pool_op *op) {
+    return op->rec == NULL;
+}
+
+/* A started op: READY with the finished record in *done (the caller takes
+ * its results and frees it with blitz__pool_rec_free); the op is idle
+ * again. A record woken for queue room is queued again here; if that
+ * fails its exec reports the cancellation. */
+BLITZ_PRIVATE blitz_poll blitz__pool_op_poll(blitz_cx *cx, blitz__pool_op *op,
+                                             blitz__pool_rec **done) {
+    blitz__pool_rec *rec = op->rec;
+    /* Acquire pairs with the thread's release of DONE (or the room
+     * wake's of RETRY). */
+    uint32_t s = blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE);
+    if (s == BLITZ__OP_RETRY) {
+        if (blitz__pool_rec_submit(cx, rec) == BLITZ_OK)
+            return BLITZ_PENDING;
+        rec->exec(rec, 1);
+        s = BLITZ__OP_DONE;
+    }
+    if (s != BLITZ__OP_DONE)
+        return BLITZ_PENDING;
+    op->rec = NULL;
+    *done = rec;
+    return BLITZ_READY;
+}
+
+/* Takes a record off the room waiters or out of the queue. Returns 1 when
+ * it was in one of them (its waker then dropped). */
+static int blitz__pool_rec_unlink(blitz__pool_rec *rec, uint32_t s) {
+    blitz__pool *p = &rec->rt->pool;
+    blitz_waker room = blitz_waker_noop();
+    blitz__mutex_lock(&p->lock);
+    int was = rec->job.linked;
+    if (was) {
+        if (s == BLITZ__OP_ROOM) {
+            blitz__jl_unlink(&p->space_head, &p->space_tail, &rec->job);
+        } else {
+            blitz__jl_unlink(&p->head, &p->tail, &rec->job);
+            p->queued--;
+            room = blitz__pool_take_room_waiter(p);
+        }
+    }
+    blitz__mutex_unlock(&p->lock);
+    if (was) {
+        blitz_waker_drop(rec->waker);
+        blitz_waker_wake(room);
+        if (s == BLITZ__OP_INFLIGHT)
+            blitz__pool_busy(rec->rt, -1);
+    }
+    return was;
+}
+
+/* The op's cancel. The op is idle afterwards in every case: a record that
+ * is queued, waits for room, is finished or was woken for room is freed
+ * here (with what it holds); a running one is marked ABANDONED and its
+ * thread frees it when done. */
+BLITZ_PRIVATE void blitz__pool_op_cancel(blitz__pool_op *op) {
+    blitz__pool_rec *rec = op->rec;
+    if (!rec)
+        return;
+    op->rec = NULL;
+    uint32_t s = blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE);
+    if (s == BLITZ__OP_ROOM || s == BLITZ__OP_INFLIGHT) {
+        if (blitz__pool_rec_unlink(rec, s)) {
+            blitz__pool_rec_free(rec);
+            return;
+        }
+        /* Taken by a thread, or woken for room (RETRY, stored under the
+         * lock, so this load sees it). */
+        s = blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE);
+    }
+    for (;;) {
+        if (s == BLITZ__OP_INFLIGHT) {
+            /* Acq_rel: the thread's failed CAS sees ABANDONED, or this CAS
+             * fails because the thread already stored DONE. */
+            if (blitz__u32_field_cas(&rec->state, &s, BLITZ__OP_INFLIGHT | BLITZ__OP_ABANDONED,
+                                     BLITZ__ACQ_REL))
+                return;
+            continue;
+        }
+        /* DONE or RETRY: the record is the task's alone. */
+        blitz__pool_rec_free(rec);
+        return;
+    }
+}
+
+/* Nonzero when the thread working for `rec` should stop early: its task
+ * gave up on it, or the runtime is shutting down. */
+BLITZ_PRIVATE int blitz__pool_rec_give_up(blitz__pool_rec *rec) {
+    return (blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE) & BLITZ__OP_ABANDONED) ||
+           blitz__u32_load(&rec->rt->shutdown, BLITZ__ACQUIRE);
+}
+
+/* ---- the awaitable spawn ------------------------------------------------------------ */
+
 BLITZ_API blitz_poll blitz_spawn_blocking_await(blitz_cx *cx, blitz_blocking_spawn *op,
                                                 const blitz_blocking_opts *opts) {
     if (!op)
@@ -5438,155 +5766,45 @@ BLITZ_API blitz_poll blitz_spawn_blocking_await(blitz_cx *cx, blitz_blocking_spa
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
-    /* Acquire pairs with the release of the room wake. */
-    if (blitz__u32_field_load(&op->blitz__op.state, BLITZ__ACQUIRE) == BLITZ__OP_ROOM)
-        return BLITZ_PENDING;
-    blitz_runtime *rt = blitz_cx_runtime(cx);
+    blitz__pool_rec *rec = op->blitz__op.rec;
+    if (rec) {
+        /* Acquire pairs with the release of the room wake. */
+        if (blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE) == BLITZ__OP_ROOM)
+            return BLITZ_PENDING;
+        op->blitz__op.rec = NULL; /* woken: the wake consumed its waker */
+        blitz__pool_rec_free(rec);
+    }
+    /* A room waiter's record: only its links, state and waker are used. */
+    rec = (blitz__pool_rec *)blitz__pool_rec_new(sizeof *rec, NULL, NULL);
+    if (!rec) {
+        op->task = NULL;
+        op->result = BLITZ_ENOMEM;
+        return BLITZ_READY;
+    }
     blitz_waker mine = blitz_cx_waker(cx);
-    op->blitz__op.rt = rt;
-    op->blitz__op.waker = blitz_waker_clone(&mine);
-    int rc = blitz__spawn_blocking(rt, opts, &op->task, &op->blitz__op);
-    if (rc == BLITZ_EFULL && opts && opts->fn)
-        return BLITZ_PENDING; /* a room waiter now: the clone is the pool's */
-    blitz_waker_drop(op->blitz__op.waker);
+    rec->rt = blitz_cx_runtime(cx);
+    rec->waker = blitz_waker_clone(&mine);
+    int rc = blitz__spawn_blocking(rec->rt, opts, &op->task, rec);
+    if (rc == BLITZ_EFULL && opts && opts->fn) {
+        op->blitz__op.rec = rec; /* a room waiter now: the clone is the pool's */
+        return BLITZ_PENDING;
+    }
+    blitz_waker_drop(rec->waker);
+    blitz__pool_rec_free(rec);
     op->result = rc;
     return BLITZ_READY;
-}
-
-/* ---- pool ops ---------------------------------------------------------------------- */
-
-/* Takes an op off the room waiters or out of the queue. Returns 1 when it
- * was in one of them (now IDLE, its waker dropped). */
-static int blitz__pool_op_unlink(blitz__pool_op *op, uint32_t s) {
-    blitz__pool *p = &op->rt->pool;
-    blitz_waker room = blitz_waker_noop();
-    blitz__mutex_lock(&p->lock);
-    int was = op->job.linked;
-    if (was) {
-        if (s == BLITZ__OP_ROOM) {
-            blitz__jl_unlink(&p->space_head, &p->space_tail, &op->job);
-        } else {
-            blitz__jl_unlink(&p->head, &p->tail, &op->job);
-            p->queued--;
-            room = blitz__pool_take_room_waiter(p);
-        }
-        blitz__u32_field_store(&op->state, BLITZ__OP_IDLE, BLITZ__RELAXED);
-    }
-    blitz__mutex_unlock(&p->lock);
-    if (was) {
-        blitz_waker_drop(op->waker);
-        blitz_waker_wake(room);
-        if (s == BLITZ__OP_INFLIGHT)
-            blitz__pool_busy(op->rt, -1);
-    }
-    return was;
 }
 
 BLITZ_API void blitz_spawn_blocking_cancel(blitz_cx *cx, void *p) {
     (void)cx;
     blitz_blocking_spawn *op = (blitz_blocking_spawn *)p;
-    if (op && blitz__u32_field_load(&op->blitz__op.state, BLITZ__ACQUIRE) == BLITZ__OP_ROOM)
-        (void)blitz__pool_op_unlink(&op->blitz__op, BLITZ__OP_ROOM);
-}
-
-/* The thread is done with the op: hand the result over, or discard it when
- * the op was abandoned. Nothing of the op is touched after the state
- * changes (the task may reuse it at once), except through the copied
- * waker, whose reference keeps the task's block alive until the wake. */
-static void blitz__pool_op_finish(blitz__pool_op *op) {
-    blitz_waker w = op->waker;
-    uint32_t expected = BLITZ__OP_INFLIGHT;
-    /* Release publishes the result to the task's acquire load of DONE;
-     * acquire on failure pairs with the canceller's ABANDONED. */
-    if (!blitz__u32_field_cas(&op->state, &expected, BLITZ__OP_DONE, BLITZ__ACQ_REL)) {
-        op->discard(op);
-        blitz__u32_field_store(&op->state, BLITZ__OP_IDLE, BLITZ__RELEASE);
-    }
-    /* Also after an abandon: the task may be waiting to reuse the op. */
-    blitz_waker_wake(w);
-}
-
-static void blitz__pool_op_run(blitz__pool_job *j, int cancelled) {
-    blitz__pool_op *op = (blitz__pool_op *)j;
-    blitz_runtime *rt = op->rt;
-    op->exec(op, cancelled);
-    blitz__pool_op_finish(op);
-    blitz__pool_busy(rt, -1);
-}
-
-/* Starts an op whose request the caller has filled in. PENDING when it is
- * queued or waits for room; READY with the error in *err when it could not
- * be queued. */
-BLITZ_PRIVATE blitz_poll blitz__pool_op_start(blitz_cx *cx, blitz__pool_op *op,
-                                              void (*exec)(blitz__pool_op *, int),
-                                              void (*discard)(blitz__pool_op *), int *err) {
-    blitz_runtime *rt = blitz_cx_runtime(cx);
-    blitz_waker mine = blitz_cx_waker(cx);
-    memset(&op->job, 0, sizeof op->job);
-    op->job.run = blitz__pool_op_run;
-    op->rt = rt;
-    op->exec = exec;
-    op->discard = discard;
-    op->waker = blitz_waker_clone(&mine);
-    /* Relaxed: the pool's lock publishes the op to the thread. */
-    blitz__u32_field_store(&op->state, BLITZ__OP_INFLIGHT, BLITZ__RELAXED);
-    int rc = blitz__pool_submit(rt, &op->job, op);
-    if (rc == BLITZ_OK || rc == BLITZ_EFULL)
-        return BLITZ_PENDING;
-    blitz__u32_field_store(&op->state, BLITZ__OP_IDLE, BLITZ__RELAXED);
-    blitz_waker_drop(op->waker);
-    *err = rc;
-    return BLITZ_READY;
-}
-
-/* Nonzero when the op may take a new request (its poll then starts it). */
-BLITZ_PRIVATE int blitz__pool_op_idle(const blitz__pool_op *op) {
-    return blitz__u32_field_load(&op->state, BLITZ__ACQUIRE) == BLITZ__OP_IDLE;
-}
-
-/* A started op: READY once the thread has stored its result (the op is
- * IDLE again and the result the caller's). Acquire pairs with the
- * thread's release of DONE. */
-BLITZ_PRIVATE blitz_poll blitz__pool_op_poll(blitz__pool_op *op) {
-    if (blitz__u32_field_load(&op->state, BLITZ__ACQUIRE) != BLITZ__OP_DONE)
-        return BLITZ_PENDING;
-    blitz__u32_field_store(&op->state, BLITZ__OP_IDLE, BLITZ__RELAXED);
-    return BLITZ_READY;
-}
-
-/* Nonzero while a thread still works for the op (also after a cancel). */
-BLITZ_PRIVATE int blitz__pool_op_busy(const blitz__pool_op *op) {
-    uint32_t s = blitz__u32_field_load(&op->state, BLITZ__ACQUIRE);
-    return s != BLITZ__OP_IDLE && s != BLITZ__OP_DONE;
-}
-
-/* The op's cancel: a queued op or a room waiter leaves at once; a running
- * one is abandoned (its thread discards the result when it finishes); a
- * finished one whose result was not taken has it discarded now. */
-BLITZ_PRIVATE void blitz__pool_op_cancel(blitz__pool_op *op) {
-    uint32_t s = blitz__u32_field_load(&op->state, BLITZ__ACQUIRE);
-    if (s == BLITZ__OP_IDLE || (s & BLITZ__OP_ABANDONED))
+    if (!op || !op->blitz__op.rec)
         return;
-    if (s == BLITZ__OP_ROOM || s == BLITZ__OP_INFLIGHT) {
-        if (blitz__pool_op_unlink(op, s) || s == BLITZ__OP_ROOM)
-            return; /* left a list, or a room wake made it IDLE already */
-        s = blitz__u32_field_load(&op->state, BLITZ__ACQUIRE);
-    }
-    for (;;) {
-        if (s == BLITZ__OP_INFLIGHT) {
-            /* Acq_rel: the thread's failed CAS sees ABANDONED, or this CAS
-             * fails because the thread already stored DONE. */
-            if (blitz__u32_field_cas(&op->state, &s, BLITZ__OP_INFLIGHT | BLITZ__OP_ABANDONED,
-                                     BLITZ__ACQ_REL))
-                return;
-            continue;
-        }
-        if (s == BLITZ__OP_DONE) {
-            op->discard(op);
-            blitz__u32_field_store(&op->state, BLITZ__OP_IDLE, BLITZ__RELAXED);
-        }
-        return;
-    }
+    blitz__pool_rec *rec = op->blitz__op.rec;
+    op->blitz__op.rec = NULL;
+    if (blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE) == BLITZ__OP_ROOM)
+        (void)blitz__pool_rec_unlink(rec, BLITZ__OP_ROOM);
+    blitz__pool_rec_free(rec);
 }
 /* ====[ END src/blocking_pool.c ]========================================== */
 /* ====[ BEGIN src/fs.c ]=================================================== */
@@ -5628,9 +5846,20 @@ enum {
     BLITZ__FS_WRITE_FILE,
 };
 
-_Static_assert(sizeof(blitz_fs_iovec) == sizeof(struct iovec), "blitz_fs_iovec is an iovec");
-
-#define BLITZ__FS_OF(pop) ((blitz_fs_op *)(void *)((char *)(pop)-offsetof(blitz_fs_op, blitz__op)))
+/* What a pool thread works on: the request, with copies of the paths
+ * and of the data to write, and the results, reads landing in `buf`. */
+typedef struct {
+    blitz__pool_rec base;
+    int kind, fd, flags;
+    uint32_t mode;
+    void *buf; /* owned: data to write, or room for what is read */
+    size_t len;
+    int64_t off;
+    char *path, *path2; /* one allocation */
+    blitz_fs_metadata md;
+    int64_t result;
+    void *data;
+} blitz__fs_rec;
 
 static int64_t blitz__fs_err(void) {
     return blitz__from_errno(errno);
@@ -5680,6 +5909,8 @@ static int64_t blitz__fs_write_all(int fd, const char *p, size_t len, int64_t of
         if (n < 0) {
             if (errno == EINTR)
                 continue;
+            if (errno == EPIPE)
+                blitz__consume_sigpipe();
             return blitz__fs_err();
         }
         if (n == 0)
@@ -5729,7 +5960,7 @@ static int64_t blitz__fs_mkdir_all(char *path, mode_t mode) {
 }
 
 /* Growable buffer on BLITZ_MALLOC/BLITZ_FREE (there is no realloc hook). */
-static int blitz__fs_grow(char **buf, size_t *cap, size_t used, size_t need) {
+BLITZ_PRIVATE int blitz__grow_buffer(char **buf, size_t *cap, size_t used, size_t need) {
     if (need <= *cap)
         return 0;
     size_t ncap = *cap ? *cap : 256;
@@ -5760,9 +5991,9 @@ static int64_t blitz__fs_read_file(const char *path, void **out) {
     size_t cap = 0, used = 0;
     char *buf = NULL;
     size_t hint = fstat(fd, &st) == 0 && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
-    int64_t rc = blitz__fs_grow(&buf, &cap, 0, hint);
+    int64_t rc = blitz__grow_buffer(&buf, &cap, 0, hint);
     while (rc == 0) {
-        if (used + 1 >= cap && (rc = blitz__fs_grow(&buf, &cap, used, cap * 2)) != 0)
+        if (used + 1 >= cap && (rc = blitz__grow_buffer(&buf, &cap, used, cap * 2)) != 0)
             break;
         int64_t n = blitz__fs_read_some(fd, buf + used, cap - used - 1, -1);
         if (n < 0)
@@ -5818,8 +6049,8 @@ static int64_t blitz__fs_read_dir(const char *path, void **out) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
         size_t n = strlen(e->d_name) + 1;
-        if ((rc = blitz__fs_grow(&names, &names_cap, names_used, names_used + n)) != 0 ||
-            (rc = blitz__fs_grow(&types, &types_cap, count, count + 1)) != 0)
+        if ((rc = blitz__grow_buffer(&names, &names_cap, names_used, names_used + n)) != 0 ||
+            (rc = blitz__grow_buffer(&types, &types_cap, count, count + 1)) != 0)
             break;
         memcpy(names + names_used, e->d_name, n);
         names_used += n;
@@ -5897,107 +6128,81 @@ static int64_t blitz__fs_stat_result(int rc, blitz_fs_metadata *out, const struc
     return 0;
 }
 
-static int64_t blitz__fs_do(blitz_fs_op *f) {
+static int64_t blitz__fs_do(blitz__fs_rec *f) {
     struct stat st;
     int rc;
-    switch (f->blitz__kind) {
+    switch (f->kind) {
     case BLITZ__FS_OPEN:
         do
-            rc = open(f->blitz__path, f->blitz__flags, (mode_t)f->blitz__mode);
+            rc = open(f->path, f->flags, (mode_t)f->mode);
         while (rc < 0 && errno == EINTR);
         return rc < 0 ? blitz__fs_err() : rc;
     case BLITZ__FS_CLOSE:
         /* Linux releases the descriptor even when close reports EINTR. */
-        return close(f->blitz__fd) == 0 || errno == EINTR ? 0 : blitz__fs_err();
+        return close(f->fd) == 0 || errno == EINTR ? 0 : blitz__fs_err();
     case BLITZ__FS_READ:
     case BLITZ__FS_PREAD:
-        return blitz__fs_read_some(f->blitz__fd, f->blitz__buf, f->blitz__len, f->blitz__off);
+    case BLITZ__FS_READV:
+        return blitz__fs_read_some(f->fd, f->buf, f->len, f->off);
     case BLITZ__FS_WRITE:
     case BLITZ__FS_PWRITE:
-        return blitz__fs_write_all(f->blitz__fd, (const char *)f->blitz__buf, f->blitz__len,
-                                   f->blitz__off);
-    case BLITZ__FS_READV:
-    case BLITZ__FS_WRITEV: {
-        const struct iovec *iov = (const struct iovec *)f->blitz__buf;
-        int n = (int)f->blitz__len;
-        ssize_t r;
-        do {
-            if (f->blitz__kind == BLITZ__FS_READV)
-                r = f->blitz__off >= 0 ? preadv(f->blitz__fd, iov, n, (off_t)f->blitz__off)
-                                       : readv(f->blitz__fd, iov, n);
-            else
-                r = f->blitz__off >= 0 ? pwritev(f->blitz__fd, iov, n, (off_t)f->blitz__off)
-                                       : writev(f->blitz__fd, iov, n);
-        } while (r < 0 && errno == EINTR);
-        return r < 0 ? blitz__fs_err() : r;
-    }
+    case BLITZ__FS_WRITEV:
+        return blitz__fs_write_all(f->fd, (const char *)f->buf, f->len, f->off);
     case BLITZ__FS_FSYNC:
-        return fsync(f->blitz__fd) == 0 ? 0 : blitz__fs_err();
+        return fsync(f->fd) == 0 ? 0 : blitz__fs_err();
     case BLITZ__FS_FDATASYNC:
 #if defined(__APPLE__)
-        return fsync(f->blitz__fd) == 0 ? 0 : blitz__fs_err();
+        return fsync(f->fd) == 0 ? 0 : blitz__fs_err();
 #else
-        return fdatasync(f->blitz__fd) == 0 ? 0 : blitz__fs_err();
+        return fdatasync(f->fd) == 0 ? 0 : blitz__fs_err();
 #endif
     case BLITZ__FS_TRUNCATE:
-        return ftruncate(f->blitz__fd, (off_t)f->blitz__off) == 0 ? 0 : blitz__fs_err();
+        return ftruncate(f->fd, (off_t)f->off) == 0 ? 0 : blitz__fs_err();
     case BLITZ__FS_STAT:
-        return blitz__fs_stat_result(stat(f->blitz__path, &st), (blitz_fs_metadata *)f->blitz__buf,
-                                     &st);
+        return blitz__fs_stat_result(stat(f->path, &st), &f->md, &st);
     case BLITZ__FS_LSTAT:
-        return blitz__fs_stat_result(lstat(f->blitz__path, &st), (blitz_fs_metadata *)f->blitz__buf,
-                                     &st);
+        return blitz__fs_stat_result(lstat(f->path, &st), &f->md, &st);
     case BLITZ__FS_FSTAT:
-        return blitz__fs_stat_result(fstat(f->blitz__fd, &st), (blitz_fs_metadata *)f->blitz__buf,
-                                     &st);
+        return blitz__fs_stat_result(fstat(f->fd, &st), &f->md, &st);
     case BLITZ__FS_RENAME:
-        return rename(f->blitz__path, f->blitz__path2) == 0 ? 0 : blitz__fs_err();
+        return rename(f->path, f->path2) == 0 ? 0 : blitz__fs_err();
     case BLITZ__FS_UNLINK:
-        return unlink(f->blitz__path) == 0 ? 0 : blitz__fs_err();
+        return unlink(f->path) == 0 ? 0 : blitz__fs_err();
     case BLITZ__FS_RMDIR:
-        return rmdir(f->blitz__path) == 0 ? 0 : blitz__fs_err();
+        return rmdir(f->path) == 0 ? 0 : blitz__fs_err();
     case BLITZ__FS_MKDIR:
-        return mkdir(f->blitz__path, (mode_t)f->blitz__mode) == 0 ? 0 : blitz__fs_err();
+        return mkdir(f->path, (mode_t)f->mode) == 0 ? 0 : blitz__fs_err();
     case BLITZ__FS_MKDIR_ALL:
-        return blitz__fs_mkdir_all(f->blitz__path, (mode_t)f->blitz__mode);
+        return blitz__fs_mkdir_all(f->path, (mode_t)f->mode);
     case BLITZ__FS_READ_DIR:
-        return blitz__fs_read_dir(f->blitz__path, &f->data);
+        return blitz__fs_read_dir(f->path, &f->data);
     case BLITZ__FS_READ_FILE:
-        return blitz__fs_read_file(f->blitz__path, &f->data);
+        return blitz__fs_read_file(f->path, &f->data);
     case BLITZ__FS_WRITE_FILE:
-        return blitz__fs_write_file(f->blitz__path, f->blitz__buf, f->blitz__len);
+        return blitz__fs_write_file(f->path, f->buf, f->len);
     default:
         return BLITZ_EINVAL;
     }
 }
 
-static void blitz__fs_free_paths(blitz_fs_op *f) {
-    blitz__free(f->blitz__path);
-    f->blitz__path = f->blitz__path2 = NULL;
-}
-
-static void blitz__fs_exec(blitz__pool_op *op, int cancelled) {
-    blitz_fs_op *f = BLITZ__FS_OF(op);
-    f->data = NULL;
+static void blitz__fs_exec(blitz__pool_rec *rec, int cancelled) {
+    blitz__fs_rec *f = (blitz__fs_rec *)rec;
     f->result = cancelled ? BLITZ_ECANCELED : blitz__fs_do(f);
-    blitz__fs_free_paths(f);
 }
 
-/* What a result nobody takes holds: an opened file, a buffer. */
-static void blitz__fs_discard(blitz__pool_op *op) {
-    blitz_fs_op *f = BLITZ__FS_OF(op);
-    if (f->blitz__kind == BLITZ__FS_OPEN && f->result >= 0)
+/* Frees what the record still holds; an opened file nobody took is
+ * closed. */
+static void blitz__fs_discard(blitz__pool_rec *rec) {
+    blitz__fs_rec *f = (blitz__fs_rec *)rec;
+    if (f->kind == BLITZ__FS_OPEN && f->result >= 0)
         close((int)f->result);
     blitz__free(f->data);
-    f->data = NULL;
-    f->result = BLITZ_ECANCELED;
+    blitz__free(f->buf);
+    blitz__free(f->path);
 }
 
-/* Copies the path(s) into the op. */
-static int blitz__fs_set_paths(blitz_fs_op *f, const char *a, const char *b) {
-    f->blitz__path = f->blitz__path2 = NULL;
-    if (!a)
-        return BLITZ_EINVAL;
+/* Copies the path(s) into the record. */
+static int blitz__fs_set_paths(blitz__fs_rec *f, const char *a, const char *b) {
     size_t la = strlen(a) + 1, lb = b ? strlen(b) + 1 : 0;
     char *p = (char *)blitz__malloc(la + lb);
     if (!p)
@@ -6005,51 +6210,134 @@ static int blitz__fs_set_paths(blitz_fs_op *f, const char *a, const char *b) {
     memcpy(p, a, la);
     if (b)
         memcpy(p + la, b, lb);
-    f->blitz__path = p;
-    f->blitz__path2 = b ? p + la : NULL;
+    f->path = p;
+    f->path2 = b ? p + la : NULL;
     return 0;
 }
 
-/* The shared body of every public call: a new request starts the op, an
- * op in flight is polled. `setup` fills the request and returns 0 or an
- * error that finishes the call at once. */
+/* A request, as the public calls describe it. */
 typedef struct {
     int kind, fd, flags;
     uint32_t mode;
-    const void *buf;
+    const void *buf; /* data to write; where a read goes */
     size_t len;
     int64_t off;
     const char *path, *path2;
+    const blitz_fs_iovec *iov;
+    int iovcnt;
+    blitz_fs_metadata *md;
 } blitz__fs_req;
 
+static int blitz__fs_is_read(int kind) {
+    return kind == BLITZ__FS_READ || kind == BLITZ__FS_PREAD || kind == BLITZ__FS_READV;
+}
+
+/* Builds the record: copies of paths and of data to write, room for a
+ * read. */
+static int blitz__fs_rec_fill(blitz__fs_rec *f, const blitz__fs_req *r) {
+    f->kind = r->kind;
+    f->fd = r->fd;
+    f->flags = r->flags;
+    f->mode = r->mode;
+    f->off = r->off;
+    f->result = -1;
+    if (r->path && blitz__fs_set_paths(f, r->path, r->path2) != 0)
+        return BLITZ_ENOMEM;
+    size_t len = r->len;
+    if (r->iov) {
+        len = 0;
+        for (int i = 0; i < r->iovcnt; i++) {
+            if (!r->iov[i].base && r->iov[i].len)
+                return BLITZ_EFAULT;
+            if (r->iov[i].len > SIZE_MAX - len)
+                return BLITZ_EINVAL;
+            len += r->iov[i].len;
+        }
+    }
+    if (blitz__fs_is_read(r->kind) && len > BLITZ_FS_MAX_READ)
+        len = BLITZ_FS_MAX_READ;
+    f->len = len;
+    if (len && (blitz__fs_is_read(r->kind) || r->buf || r->iov)) {
+        f->buf = blitz__malloc(len);
+        if (!f->buf)
+            return BLITZ_ENOMEM;
+        if (!blitz__fs_is_read(r->kind)) {
+            if (r->iov) {
+                size_t at = 0;
+                for (int i = 0; i < r->iovcnt; i++) {
+                    if (r->iov[i].len)
+                        memcpy((char *)f->buf + at, r->iov[i].base, r->iov[i].len);
+                    at += r->iov[i].len;
+                }
+            } else {
+                memcpy(f->buf, r->buf, len);
+            }
+        }
+    }
+    return 0;
+}
+
+/* Moves the results of a finished record into the op and the caller's
+ * buffers. */
+static void blitz__fs_take(blitz_fs_op *op, blitz__fs_rec *f) {
+    op->result = f->result;
+    if (f->result > 0 && blitz__fs_is_read(f->kind)) {
+        if (op->blitz__iov) {
+            size_t at = 0, left = (size_t)f->result;
+            for (int i = 0; i < op->blitz__iovcnt && left; i++) {
+                size_t n = op->blitz__iov[i].len < left ? op->blitz__iov[i].len : left;
+                if (n)
+                    memcpy(op->blitz__iov[i].base, (char *)f->buf + at, n);
+                at += n;
+                left -= n;
+            }
+        } else {
+            memcpy(op->blitz__out, f->buf, (size_t)f->result);
+        }
+    }
+    if (f->result == 0 &&
+        (f->kind == BLITZ__FS_STAT || f->kind == BLITZ__FS_LSTAT || f->kind == BLITZ__FS_FSTAT))
+        *(blitz_fs_metadata *)op->blitz__out = f->md;
+    op->data = f->data;
+    f->data = NULL;
+    f->result = -1; /* an opened file is the caller's now */
+    blitz__pool_rec_free(&f->base);
+}
+
+/* The shared body of every public call: a new request starts the op, an
+ * op in flight is polled. */
 static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_req *r) {
     if (!f)
         return BLITZ_READY;
+    blitz__pool_rec *done;
+    if (!blitz__pool_op_idle(&f->blitz__op)) {
+        if (blitz__pool_op_poll(cx, &f->blitz__op, &done) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        blitz__fs_take(f, (blitz__fs_rec *)done);
+        return BLITZ_READY;
+    }
+    f->data = NULL;
     if (!cx) {
         f->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
-    if (!blitz__pool_op_idle(&f->blitz__op))
-        return blitz__pool_op_poll(&f->blitz__op);
-    f->data = NULL;
-    f->blitz__kind = r->kind;
-    f->blitz__fd = r->fd;
-    f->blitz__flags = r->flags;
-    f->blitz__mode = r->mode;
-    f->blitz__buf = (void *)(uintptr_t)r->buf;
-    f->blitz__len = r->len;
-    f->blitz__off = r->off;
-    int rc = 0;
-    if (r->path || r->path2)
-        rc = blitz__fs_set_paths(f, r->path, r->path2);
-    else
-        f->blitz__path = f->blitz__path2 = NULL;
-    if (rc == 0 && r->path2 == NULL && r->kind == BLITZ__FS_RENAME)
-        rc = BLITZ_EINVAL;
-    if (rc == 0 && blitz__pool_op_start(cx, &f->blitz__op, blitz__fs_exec, blitz__fs_discard,
-                                        &rc) == BLITZ_PENDING)
+    blitz__fs_rec *rec =
+        (blitz__fs_rec *)blitz__pool_rec_new(sizeof *rec, blitz__fs_exec, blitz__fs_discard);
+    if (!rec) {
+        f->result = BLITZ_ENOMEM;
+        return BLITZ_READY;
+    }
+    int rc = blitz__fs_rec_fill(rec, r);
+    if (rc != 0) {
+        blitz__pool_rec_free(&rec->base);
+        f->result = rc;
+        return BLITZ_READY;
+    }
+    f->blitz__out = r->md ? (void *)r->md : (void *)(uintptr_t)r->buf;
+    f->blitz__iov = r->iov;
+    f->blitz__iovcnt = r->iovcnt;
+    if (blitz__pool_op_start(cx, &f->blitz__op, &rec->base, &rc) == BLITZ_PENDING)
         return BLITZ_PENDING;
-    blitz__fs_free_paths(f);
     f->result = rc;
     return BLITZ_READY;
 }
@@ -6064,20 +6352,20 @@ static blitz__fs_req blitz__fs_req_new(int kind) {
 }
 
 /* An argument error known before anything starts. */
-static blitz_poll blitz__fs_fail(blitz_fs_op *f, int err) {
+static blitz_poll blitz__fs_fail(blitz_cx *cx, blitz_fs_op *f, int err) {
     if (f && blitz__pool_op_idle(&f->blitz__op)) {
         f->data = NULL;
         f->result = err;
         return BLITZ_READY;
     }
-    return f ? blitz__pool_op_poll(&f->blitz__op) : BLITZ_READY;
+    blitz__fs_req none = blitz__fs_req_new(0);
+    return blitz__fs_call(cx, f, &none);
 }
-
 BLITZ_API blitz_poll blitz_fs_open(blitz_cx *cx, blitz_fs_op *op, const char *path, int flags,
                                    uint32_t mode) {
     blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_OPEN);
     if (blitz__fs_open_flags(flags, &r.flags) != 0 || !path)
-        return blitz__fs_fail(op, BLITZ_EINVAL);
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     r.mode = mode;
     r.path = path;
     return blitz__fs_call(cx, op, &r);
@@ -6085,7 +6373,7 @@ BLITZ_API blitz_poll blitz_fs_open(blitz_cx *cx, blitz_fs_op *op, const char *pa
 
 static blitz_poll blitz__fs_fd_call(blitz_cx *cx, blitz_fs_op *op, int kind, int fd) {
     if (fd < 0)
-        return blitz__fs_fail(op, BLITZ_EBADF);
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
     blitz__fs_req r = blitz__fs_req_new(kind);
     r.fd = fd;
     return blitz__fs_call(cx, op, &r);
@@ -6104,11 +6392,11 @@ BLITZ_API blitz_poll blitz_fs_fdatasync(blitz_cx *cx, blitz_fs_op *op, int fd) {
 static blitz_poll blitz__fs_io(blitz_cx *cx, blitz_fs_op *op, int kind, int fd, const void *buf,
                                size_t len, int64_t off) {
     if (fd < 0)
-        return blitz__fs_fail(op, BLITZ_EBADF);
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
     if (!buf && len)
-        return blitz__fs_fail(op, BLITZ_EFAULT);
+        return blitz__fs_fail(cx, op, BLITZ_EFAULT);
     if (off < -1 || (len > (size_t)INT64_MAX))
-        return blitz__fs_fail(op, BLITZ_EINVAL);
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     blitz__fs_req r = blitz__fs_req_new(kind);
     r.fd = fd;
     r.buf = buf;
@@ -6127,21 +6415,28 @@ BLITZ_API blitz_poll blitz_fs_write(blitz_cx *cx, blitz_fs_op *op, int fd, const
 BLITZ_API blitz_poll blitz_fs_pread(blitz_cx *cx, blitz_fs_op *op, int fd, void *buf, size_t len,
                                     uint64_t offset) {
     if (offset > (uint64_t)INT64_MAX)
-        return blitz__fs_fail(op, BLITZ_EINVAL);
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     return blitz__fs_io(cx, op, BLITZ__FS_PREAD, fd, buf, len, (int64_t)offset);
 }
 BLITZ_API blitz_poll blitz_fs_pwrite(blitz_cx *cx, blitz_fs_op *op, int fd, const void *buf,
                                      size_t len, uint64_t offset) {
     if (offset > (uint64_t)INT64_MAX)
-        return blitz__fs_fail(op, BLITZ_EINVAL);
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     return blitz__fs_io(cx, op, BLITZ__FS_PWRITE, fd, buf, len, (int64_t)offset);
 }
 
 static blitz_poll blitz__fs_vec(blitz_cx *cx, blitz_fs_op *op, int kind, int fd,
                                 const blitz_fs_iovec *iov, int iovcnt, int64_t offset) {
-    if (!iov || iovcnt <= 0 || iovcnt > IOV_MAX)
-        return blitz__fs_fail(op, BLITZ_EINVAL);
-    return blitz__fs_io(cx, op, kind, fd, iov, (size_t)iovcnt, offset);
+    if (!iov || iovcnt <= 0 || iovcnt > IOV_MAX || offset < -1)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    if (fd < 0)
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
+    blitz__fs_req r = blitz__fs_req_new(kind);
+    r.fd = fd;
+    r.iov = iov;
+    r.iovcnt = iovcnt;
+    r.off = offset;
+    return blitz__fs_call(cx, op, &r);
 }
 
 BLITZ_API blitz_poll blitz_fs_readv(blitz_cx *cx, blitz_fs_op *op, int fd,
@@ -6155,9 +6450,9 @@ BLITZ_API blitz_poll blitz_fs_writev(blitz_cx *cx, blitz_fs_op *op, int fd,
 
 BLITZ_API blitz_poll blitz_fs_truncate(blitz_cx *cx, blitz_fs_op *op, int fd, uint64_t length) {
     if (length > (uint64_t)INT64_MAX)
-        return blitz__fs_fail(op, BLITZ_EINVAL);
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     if (fd < 0)
-        return blitz__fs_fail(op, BLITZ_EBADF);
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
     blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_TRUNCATE);
     r.fd = fd;
     r.off = (int64_t)length;
@@ -6167,12 +6462,12 @@ BLITZ_API blitz_poll blitz_fs_truncate(blitz_cx *cx, blitz_fs_op *op, int fd, ui
 static blitz_poll blitz__fs_stat_call(blitz_cx *cx, blitz_fs_op *op, int kind, const char *path,
                                       int fd, blitz_fs_metadata *out) {
     if (!out || (kind != BLITZ__FS_FSTAT && !path))
-        return blitz__fs_fail(op, BLITZ_EINVAL);
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     if (kind == BLITZ__FS_FSTAT && fd < 0)
-        return blitz__fs_fail(op, BLITZ_EBADF);
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
     blitz__fs_req r = blitz__fs_req_new(kind);
     r.fd = fd;
-    r.buf = out;
+    r.md = out;
     r.path = path;
     return blitz__fs_call(cx, op, &r);
 }
@@ -6192,7 +6487,7 @@ BLITZ_API blitz_poll blitz_fs_fstat(blitz_cx *cx, blitz_fs_op *op, int fd, blitz
 static blitz_poll blitz__fs_path_call(blitz_cx *cx, blitz_fs_op *op, int kind, const char *path,
                                       const char *path2, uint32_t mode) {
     if (!path || (kind == BLITZ__FS_RENAME && !path2))
-        return blitz__fs_fail(op, BLITZ_EINVAL);
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     blitz__fs_req r = blitz__fs_req_new(kind);
     r.path = path;
     r.path2 = path2;
@@ -6217,7 +6512,7 @@ BLITZ_API blitz_poll blitz_fs_mkdir(blitz_cx *cx, blitz_fs_op *op, const char *p
 BLITZ_API blitz_poll blitz_fs_mkdir_all(blitz_cx *cx, blitz_fs_op *op, const char *path,
                                         uint32_t mode) {
     if (path && !*path)
-        return blitz__fs_fail(op, BLITZ_ENOENT);
+        return blitz__fs_fail(cx, op, BLITZ_ENOENT);
     return blitz__fs_path_call(cx, op, BLITZ__FS_MKDIR_ALL, path, NULL, mode);
 }
 BLITZ_API blitz_poll blitz_fs_read_dir(blitz_cx *cx, blitz_fs_op *op, const char *path) {
@@ -6229,9 +6524,9 @@ BLITZ_API blitz_poll blitz_fs_read_file(blitz_cx *cx, blitz_fs_op *op, const cha
 BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const char *path,
                                          const void *data, size_t len) {
     if (!path)
-        return blitz__fs_fail(op, BLITZ_EINVAL);
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     if (!data && len)
-        return blitz__fs_fail(op, BLITZ_EFAULT);
+        return blitz__fs_fail(cx, op, BLITZ_EFAULT);
     blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_WRITE_FILE);
     r.path = path;
     r.buf = data;
@@ -6242,17 +6537,8 @@ BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const ch
 BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *p) {
     (void)cx;
     blitz_fs_op *f = (blitz_fs_op *)p;
-    if (!f)
-        return;
-    blitz__pool_op_cancel(&f->blitz__op);
-    /* Taken out of the queue: the thread never saw the path copy. An
-     * abandoned op's thread frees it itself (the op is not IDLE then). */
-    if (blitz__pool_op_idle(&f->blitz__op))
-        blitz__fs_free_paths(f);
-}
-
-BLITZ_API int blitz_fs_busy(const blitz_fs_op *op) {
-    return op ? blitz__pool_op_busy(&op->blitz__op) : 0;
+    if (f)
+        blitz__pool_op_cancel(&f->blitz__op);
 }
 /* ====[ END src/fs.c ]===================================================== */
 /* ====[ BEGIN src/dns.c ]================================================== */
@@ -6262,9 +6548,6 @@ BLITZ_API int blitz_fs_busy(const blitz_fs_op *op) {
  * one block and a lookup abandoned by its task is freed by the thread that
  * finishes it (the op's discard). */
 /* internal.h already included */
-
-#define BLITZ__DNS_OF(pop) \
-    ((blitz_dns_op *)(void *)((char *)(pop)-offsetof(blitz_dns_op, blitz__op)))
 
 _Static_assert(sizeof(struct sockaddr_in6) <= sizeof(((blitz_resolved_addr *)0)->addr.bytes),
                "a resolved address holds an IPv6 socket address");
@@ -6335,53 +6618,65 @@ static int blitz__dns_lookup(const char *host, uint16_t port, int family,
     return (int)n;
 }
 
-static void blitz__dns_exec(blitz__pool_op *op, int cancelled) {
-    blitz_dns_op *d = BLITZ__DNS_OF(op);
-    d->addrs = NULL;
+typedef struct {
+    blitz__pool_rec base;
+    char *host;
+    uint16_t port;
+    int family;
+    int result;
+    blitz_resolved_addr *addrs;
+} blitz__dns_rec;
+
+static void blitz__dns_exec(blitz__pool_rec *rec, int cancelled) {
+    blitz__dns_rec *d = (blitz__dns_rec *)rec;
     d->result =
-        cancelled ? BLITZ_ECANCELED
-                  : blitz__dns_lookup(d->blitz__host, d->blitz__port, d->blitz__family, &d->addrs);
-    blitz__free(d->blitz__host);
-    d->blitz__host = NULL;
+        cancelled ? BLITZ_ECANCELED : blitz__dns_lookup(d->host, d->port, d->family, &d->addrs);
 }
 
-static void blitz__dns_discard(blitz__pool_op *op) {
-    blitz_dns_op *d = BLITZ__DNS_OF(op);
+static void blitz__dns_discard(blitz__pool_rec *rec) {
+    blitz__dns_rec *d = (blitz__dns_rec *)rec;
     blitz__free(d->addrs);
-    d->addrs = NULL;
-    d->result = BLITZ_ECANCELED;
+    blitz__free(d->host);
 }
 
 BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const char *host,
                                        uint16_t port, int family) {
     if (!op)
         return BLITZ_READY;
-    if (!blitz__pool_op_idle(&op->blitz__op))
-        return blitz__pool_op_poll(&op->blitz__op);
+    blitz__pool_rec *done;
+    if (!blitz__pool_op_idle(&op->blitz__op)) {
+        if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        blitz__dns_rec *d = (blitz__dns_rec *)done;
+        op->result = d->result;
+        op->addrs = d->addrs;
+        d->addrs = NULL;
+        blitz__pool_rec_free(done);
+        return BLITZ_READY;
+    }
     op->addrs = NULL;
-    if (!cx || !host || !*host || (family != 0 && family != 4 && family != 6)) {
+    size_t len = host ? strlen(host) + 1 : 0;
+    if (!cx || len <= 1 || len > 1025 /* NI_MAXHOST */ ||
+        (family != 0 && family != 4 && family != 6)) {
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
-    size_t len = strlen(host) + 1;
-    if (len > 1025) { /* NI_MAXHOST */
-        op->result = BLITZ_EINVAL;
-        return BLITZ_READY;
-    }
-    op->blitz__host = (char *)blitz__malloc(len);
-    if (!op->blitz__host) {
+    blitz__dns_rec *d =
+        (blitz__dns_rec *)blitz__pool_rec_new(sizeof *d, blitz__dns_exec, blitz__dns_discard);
+    if (d)
+        d->host = (char *)blitz__malloc(len);
+    if (!d || !d->host) {
+        if (d)
+            blitz__pool_rec_free(&d->base);
         op->result = BLITZ_ENOMEM;
         return BLITZ_READY;
     }
-    memcpy(op->blitz__host, host, len);
-    op->blitz__port = port;
-    op->blitz__family = family;
+    memcpy(d->host, host, len);
+    d->port = port;
+    d->family = family;
     int err = 0;
-    if (blitz__pool_op_start(cx, &op->blitz__op, blitz__dns_exec, blitz__dns_discard, &err) ==
-        BLITZ_PENDING)
+    if (blitz__pool_op_start(cx, &op->blitz__op, &d->base, &err) == BLITZ_PENDING)
         return BLITZ_PENDING;
-    blitz__free(op->blitz__host);
-    op->blitz__host = NULL;
     op->result = err;
     return BLITZ_READY;
 }
@@ -6389,14 +6684,8 @@ BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const cha
 BLITZ_API void blitz_dns_cancel(blitz_cx *cx, void *p) {
     (void)cx;
     blitz_dns_op *d = (blitz_dns_op *)p;
-    if (!d)
-        return;
-    blitz__pool_op_cancel(&d->blitz__op);
-    /* Out of the queue before a thread saw it: the host copy is ours. */
-    if (blitz__pool_op_idle(&d->blitz__op)) {
-        blitz__free(d->blitz__host);
-        d->blitz__host = NULL;
-    }
+    if (d)
+        blitz__pool_op_cancel(&d->blitz__op);
 }
 /* ====[ END src/dns.c ]==================================================== */
 /* ====[ BEGIN src/signal.c ]=============================================== */
@@ -6708,6 +6997,680 @@ BLITZ_API int blitz_signal_deinit(blitz_signal *s) {
     return BLITZ_OK;
 }
 /* ====[ END src/signal.c ]================================================= */
+/* ====[ BEGIN src/process.c ]============================================== */
+/* >>process */
+/* Processes: fork + exec with an error pipe, waits on pool threads, and a
+ * shared record per child so that reaping happens exactly once.
+ *
+ * The record (blitz__proc) is reference counted: the child handle holds
+ * one reference, every wait in flight another, so a wait abandoned by its
+ * task, or a child released while a wait still runs, never touches freed
+ * memory. `lock` orders reaping against kill: kill signals the pid only
+ * while the record says "not reaped", and reaping sets that under the
+ * same lock, so a reaped (and perhaps reused) pid is never signalled.
+ *
+ * Waiting: the pool thread sleeps on the child's pidfd (poll) or, without
+ * pidfds, in short sleeps, and reaps with waitpid(WNOHANG). It wakes at
+ * least every 50 ms to see whether its op was abandoned or the runtime is
+ * shutting down, so a wait never pins a pool thread or holds up shutdown.
+ *
+ * Spawning: everything the child needs (resolved path, descriptors) is
+ * prepared before fork; between fork and exec the child calls only
+ * async-signal-safe functions. Signals are blocked across fork so that no
+ * handler (blitz's counting one included) runs in the child before it has
+ * reset them. exec failures travel back through a close-on-exec pipe. */
+/* internal.h already included */
+
+#if defined(__linux__)
+/* Hidden under strict feature macros; the redeclaration is compatible. */
+int pipe2(int fds[2], int flags);
+#endif
+extern char **environ;
+
+#define BLITZ__PROC_TICK_MS 50
+
+struct blitz__proc {
+    blitz__atomic_u32 refs;
+    blitz__mutex lock;
+    int pid;
+    int pidfd; /* -1 when the system has none */
+    int reaped;
+    int status;        /* waitpid status, once reaped */
+    blitz_runtime *rt; /* whose pool reaps a released child */
+};
+
+static void blitz__proc_unref(blitz__proc *p) {
+    /* Acq_rel: every user's accesses happen before the free. */
+    if (blitz__u32_fetch_sub(&p->refs, 1, BLITZ__ACQ_REL) != 1)
+        return;
+    if (p->pidfd >= 0)
+        close(p->pidfd);
+    blitz__mutex_destroy(&p->lock);
+    blitz__free(p);
+}
+
+static void blitz__proc_ref(blitz__proc *p) {
+    blitz__u32_fetch_add(&p->refs, 1, BLITZ__RELAXED);
+}
+
+/* Reaps without blocking. Returns 1 once reaped (now or before). */
+static int blitz__proc_try_reap(blitz__proc *p, int *status) {
+    blitz__mutex_lock(&p->lock);
+    if (!p->reaped) {
+        int st;
+        pid_t r;
+        do
+            r = waitpid(p->pid, &st, WNOHANG);
+        while (r < 0 && errno == EINTR);
+        if (r == p->pid) {
+            p->reaped = 1;
+            p->status = st;
+        } else if (r < 0) {
+            /* Reaped behind our back (a waitpid(-1) elsewhere): the status
+             * is lost; report it as killed by nothing known. */
+            p->reaped = 1;
+            p->status = 0xff;
+        }
+    }
+    int done = p->reaped;
+    if (done)
+        *status = p->status;
+    blitz__mutex_unlock(&p->lock);
+    return done;
+}
+
+/* Sleeps until the child may have changed state, at most one tick. */
+static void blitz__proc_nap(blitz__proc *p, uint32_t *backoff_ms) {
+    if (p->pidfd >= 0) {
+        struct pollfd pfd = {p->pidfd, POLLIN, 0};
+        poll(&pfd, 1, BLITZ__PROC_TICK_MS);
+        return;
+    }
+    struct timespec ts = {0, (long)*backoff_ms * 1000000L};
+    nanosleep(&ts, NULL);
+    if (*backoff_ms < BLITZ__PROC_TICK_MS)
+        *backoff_ms *= 2;
+}
+
+static void blitz__decode_status(int st, int *exited, int *code, int *sig, int *core) {
+    *exited = WIFEXITED(st) ? 1 : 0;
+    *code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
+    *sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+    if (core) {
+#ifdef WCOREDUMP
+        *core = WIFSIGNALED(st) && WCOREDUMP(st) ? 1 : 0;
+#else
+        *core = 0;
+#endif
+    }
+}
+
+/* ---- spawning ------------------------------------------------------------------ */
+
+static int blitz__cloexec_pipe(int fds[2]) {
+#if defined(__linux__)
+    if (pipe2(fds, O_CLOEXEC) == 0)
+        return 0;
+    return blitz__from_errno(errno);
+#else
+    if (pipe(fds) != 0)
+        return blitz__from_errno(errno);
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+    return 0;
+#endif
+}
+
+/* The program's path: argv0 itself when it has a '/', else the first
+ * executable match in PATH. *out is allocated when not argv0. */
+static int blitz__resolve_program(const char *argv0, char **out) {
+    *out = NULL;
+    if (strchr(argv0, '/'))
+        return 0;
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    size_t nlen = strlen(argv0);
+    int err = BLITZ_ENOENT;
+    for (const char *dir = path;;) {
+        const char *end = strchr(dir, ':');
+        size_t dlen = end ? (size_t)(end - dir) : strlen(dir);
+        char *cand = (char *)blitz__malloc(dlen + nlen + 3);
+        if (!cand)
+            return BLITZ_ENOMEM;
+        if (dlen == 0)
+            memcpy(cand, ".", 2), dlen = 1;
+        else
+            memcpy(cand, dir, dlen);
+        cand[dlen] = '/';
+        memcpy(cand + dlen + 1, argv0, nlen + 1);
+        struct stat st;
+        if (stat(cand, &st) == 0 && S_ISREG(st.st_mode)) {
+            if (access(cand, X_OK) == 0) {
+                *out = cand;
+                return 0;
+            }
+            err = BLITZ_EACCES;
+        }
+        blitz__free(cand);
+        if (!end)
+            return err;
+        dir = end + 1;
+    }
+}
+
+static void blitz__close_fd(int *fd) {
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+/* In the child: tells the parent why exec did not happen, and ends. */
+static void blitz__report_errno(int err_fd) {
+    int e = errno;
+    ssize_t n = write(err_fd, &e, sizeof e);
+    (void)n;
+    _exit(127);
+}
+
+/* In the child, after fork: async-signal-safe calls only. */
+static void blitz__child_exec(const char *path, const blitz_command *cmd, char *const *env,
+                              const int child_fds[3], int err_fd) {
+    for (int sig = 1; sig < 65; sig++) {
+        struct sigaction cur;
+        if (sigaction(sig, NULL, &cur) != 0)
+            continue;
+        /* The counting handler belongs to the parent; a SIGPIPE ignored by
+         * the parent should not be ignored by a program that expects it. */
+        if ((cur.sa_handler == blitz__sig_handler) || (sig == SIGPIPE && cur.sa_handler == SIG_IGN))
+            signal(sig, SIG_DFL);
+    }
+    for (int i = 0; i < 3; i++) {
+        if (child_fds[i] < 0)
+            continue;
+        if (child_fds[i] == i) {
+            /* Already in place: only the close-on-exec flag must go. */
+            int fl = fcntl(i, F_GETFD);
+            if (fl >= 0)
+                fcntl(i, F_SETFD, fl & ~FD_CLOEXEC);
+        } else if (dup2(child_fds[i], i) < 0) {
+            goto fail;
+        }
+    }
+    if (cmd->cwd && chdir(cmd->cwd) != 0)
+        goto fail;
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(path, (char *const *)(uintptr_t)cmd->argv, env);
+fail:
+    blitz__report_errno(err_fd);
+}
+
+static int blitz__stdio_valid(blitz_stdio m) {
+    return m == BLITZ_STDIO_INHERIT || m == BLITZ_STDIO_NULL || m == BLITZ_STDIO_PIPE;
+}
+
+static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child) {
+    if (child) {
+        memset(child, 0, sizeof *child);
+        child->stdin_fd = child->stdout_fd = child->stderr_fd = -1;
+    }
+    if (!rt || !cmd || !child || !cmd->argv || !cmd->argv[0] || !*cmd->argv[0] ||
+        !blitz__stdio_valid(cmd->stdin_mode) || !blitz__stdio_valid(cmd->stdout_mode) ||
+        !blitz__stdio_valid(cmd->stderr_mode))
+        return BLITZ_EINVAL;
+    if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+        return BLITZ_ESHUTDOWN;
+    char *resolved = NULL;
+    int rc = blitz__resolve_program(cmd->argv[0], &resolved);
+    if (rc != 0)
+        return rc;
+    const char *path = resolved ? resolved : cmd->argv[0];
+    const blitz_stdio modes[3] = {cmd->stdin_mode, cmd->stdout_mode, cmd->stderr_mode};
+    int parent_fds[3] = {-1, -1, -1}, child_fds[3] = {-1, -1, -1}, err_pipe[2] = {-1, -1};
+    int devnull = -1;
+    blitz__proc *p = NULL;
+    for (int i = 0; i < 3 && rc == 0; i++) {
+        if (modes[i] == BLITZ_STDIO_PIPE) {
+            int fds[2];
+            rc = blitz__cloexec_pipe(fds);
+            if (rc == 0) {
+                /* stdin: the child reads fds[0]; stdout/stderr: it writes fds[1]. */
+                child_fds[i] = i == 0 ? fds[0] : fds[1];
+                parent_fds[i] = i == 0 ? fds[1] : fds[0];
+            }
+        } else if (modes[i] == BLITZ_STDIO_NULL) {
+            if (devnull < 0 && (devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
+                rc = blitz__from_errno(errno);
+            child_fds[i] = devnull;
+        }
+    }
+    if (rc == 0)
+        rc = blitz__cloexec_pipe(err_pipe);
+    if (rc == 0) {
+        p = (blitz__proc *)blitz__calloc(sizeof *p);
+        if (!p || blitz__mutex_init(&p->lock) != 0)
+            rc = BLITZ_ENOMEM;
+    }
+    pid_t pid = -1;
+    if (rc == 0) {
+        char *const *env = cmd->env ? (char *const *)(uintptr_t)cmd->env : environ;
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        pid = fork();
+        if (pid == 0)
+            blitz__child_exec(path, cmd, env, child_fds, err_pipe[1]);
+        int fork_errno = errno;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (pid < 0)
+            rc = blitz__from_errno(fork_errno);
+    }
+    blitz__close_fd(&err_pipe[1]);
+    for (int i = 0; i < 3; i++)
+        if (child_fds[i] >= 0 && child_fds[i] != devnull)
+            blitz__close_fd(&child_fds[i]);
+    blitz__close_fd(&devnull);
+    if (rc == 0) {
+        int e = 0;
+        ssize_t n;
+        do
+            n = read(err_pipe[0], &e, sizeof e);
+        while (n < 0 && errno == EINTR);
+        if (n == (ssize_t)sizeof e) {
+            /* exec failed: the child is already on its way out. */
+            int st;
+            while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+            }
+            rc = blitz__from_errno(e);
+        }
+    }
+    blitz__close_fd(&err_pipe[0]);
+    blitz__free(resolved);
+    if (rc != 0) {
+        for (int i = 0; i < 3; i++)
+            blitz__close_fd(&parent_fds[i]);
+        if (p) {
+            blitz__mutex_destroy(&p->lock);
+            blitz__free(p);
+        }
+        return rc;
+    }
+    blitz__u32_store(&p->refs, 1, BLITZ__RELAXED);
+    p->pid = (int)pid;
+    p->rt = rt;
+    p->pidfd = -1;
+#if defined(__linux__) && defined(SYS_pidfd_open)
+    p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (p->pidfd >= 0)
+        fcntl(p->pidfd, F_SETFD, FD_CLOEXEC);
+    else
+        p->pidfd = -1;
+#endif
+    child->pid = (int)pid;
+    child->stdin_fd = parent_fds[0];
+    child->stdout_fd = parent_fds[1];
+    child->stderr_fd = parent_fds[2];
+    child->blitz__proc = p;
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_process_spawn(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child) {
+    return blitz__spawn_process(rt, cmd, child);
+}
+
+/* ---- waiting ------------------------------------------------------------------ */
+
+typedef struct {
+    blitz__pool_rec base;
+    blitz__proc *proc;
+    int status, reaped;
+} blitz__wait_rec;
+
+/* Waits for the child on a pool thread; 1 when reaped, 0 when it gave up. */
+static int blitz__proc_wait_blocking(blitz__pool_rec *rec, blitz__proc *p, int *status) {
+    uint32_t backoff = 1;
+    while (!blitz__proc_try_reap(p, status)) {
+        if (blitz__pool_rec_give_up(rec))
+            return 0;
+        blitz__proc_nap(p, &backoff);
+    }
+    return 1;
+}
+
+static void blitz__wait_exec(blitz__pool_rec *rec, int cancelled) {
+    blitz__wait_rec *w = (blitz__wait_rec *)rec;
+    w->reaped = !cancelled && blitz__proc_wait_blocking(rec, w->proc, &w->status);
+}
+
+static void blitz__wait_discard(blitz__pool_rec *rec) {
+    blitz__proc_unref(((blitz__wait_rec *)rec)->proc);
+}
+
+static void blitz__wait_fill(blitz_wait_op *op, int st) {
+    op->result = BLITZ_OK;
+    blitz__decode_status(st, &op->exited, &op->code, &op->signal, &op->core_dumped);
+}
+
+BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_child *child) {
+    if (!op)
+        return BLITZ_READY;
+    blitz__pool_rec *done;
+    if (!blitz__pool_op_idle(&op->blitz__op)) {
+        if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        blitz__wait_rec *w = (blitz__wait_rec *)done;
+        if (w->reaped)
+            blitz__wait_fill(op, w->status);
+        else
+            op->result = BLITZ_ECANCELED;
+        blitz__pool_rec_free(done);
+        return BLITZ_READY;
+    }
+    if (!cx || !child || !child->blitz__proc) {
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    /* Already reaped: no thread needed. */
+    int st;
+    if (blitz__proc_try_reap(child->blitz__proc, &st)) {
+        blitz__wait_fill(op, st);
+        return BLITZ_READY;
+    }
+    blitz__wait_rec *w =
+        (blitz__wait_rec *)blitz__pool_rec_new(sizeof *w, blitz__wait_exec, blitz__wait_discard);
+    if (!w) {
+        op->result = BLITZ_ENOMEM;
+        return BLITZ_READY;
+    }
+    blitz__proc_ref(child->blitz__proc);
+    w->proc = child->blitz__proc;
+    int err = 0;
+    if (blitz__pool_op_start(cx, &op->blitz__op, &w->base, &err) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    op->result = err;
+    return BLITZ_READY;
+}
+
+BLITZ_API void blitz_process_wait_cancel(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz_wait_op *w = (blitz_wait_op *)p;
+    if (w)
+        blitz__pool_op_cancel(&w->blitz__op);
+}
+
+BLITZ_API int blitz_process_try_wait(blitz_child *child, blitz_wait_op *status) {
+    if (!child || !child->blitz__proc || !status)
+        return BLITZ_EINVAL;
+    int st;
+    if (!blitz__proc_try_reap(child->blitz__proc, &st))
+        return 0;
+    status->result = BLITZ_OK;
+    blitz__decode_status(st, &status->exited, &status->code, &status->signal, &status->core_dumped);
+    return 1;
+}
+
+BLITZ_API int blitz_process_kill(blitz_child *child, int signo) {
+    if (!child || !child->blitz__proc || signo < 0 || signo > 64)
+        return BLITZ_EINVAL;
+    blitz__proc *p = child->blitz__proc;
+    blitz__mutex_lock(&p->lock);
+    int rc = p->reaped                  ? BLITZ_ESRCH
+             : kill(p->pid, signo) == 0 ? BLITZ_OK
+                                        : blitz__from_errno(errno);
+    blitz__mutex_unlock(&p->lock);
+    return rc;
+}
+
+BLITZ_API int blitz_process_terminate(blitz_child *child) {
+    return blitz_process_kill(child, SIGTERM);
+}
+
+/* A released child that was still running: a detached pool job reaps it. */
+typedef struct {
+    blitz__proc *p;
+} blitz__reaper_state;
+
+static void blitz__reaper_fn(void *state) {
+    blitz__proc *p = ((blitz__reaper_state *)state)->p;
+    blitz_runtime *rt = p->rt;
+    uint32_t backoff = 1;
+    int st;
+    while (!blitz__proc_try_reap(p, &st) && !(rt && blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)))
+        blitz__proc_nap(p, &backoff);
+}
+
+static void blitz__reaper_drop(void *state) {
+    blitz__proc_unref(((blitz__reaper_state *)state)->p);
+}
+
+static int blitz__release_child(blitz_runtime *rt, blitz_child *child) {
+    if (!child || !child->blitz__proc)
+        return BLITZ_EINVAL;
+    blitz__close_fd(&child->stdin_fd);
+    blitz__close_fd(&child->stdout_fd);
+    blitz__close_fd(&child->stderr_fd);
+    blitz__proc *p = child->blitz__proc;
+    child->blitz__proc = NULL;
+    int st;
+    if (!blitz__proc_try_reap(p, &st) && rt) {
+        blitz__reaper_state rs = {p};
+        blitz_blocking_opts o = {blitz__reaper_fn, &rs, sizeof rs, blitz__reaper_drop};
+        if (blitz_spawn_blocking_ex(rt, &o, NULL) == BLITZ_OK)
+            return BLITZ_OK; /* the job's state holds our reference now */
+    }
+    blitz__proc_unref(p);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_process_release(blitz_child *child) {
+    return blitz__release_child(child && child->blitz__proc ? child->blitz__proc->rt : NULL, child);
+}
+
+/* ---- collecting output ------------------------------------------------------------ */
+
+typedef struct {
+    blitz__pool_rec base;
+    blitz_child child;
+    char *input; /* a copy */
+    size_t input_len;
+    int result, exited, code, signal;
+    char *out, *err;
+    size_t out_len, err_len;
+} blitz__output_rec;
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} blitz__outbuf;
+
+static int blitz__output_pump(blitz__output_rec *o) {
+    blitz_child *c = &o->child;
+    blitz__outbuf bufs[2];
+    memset(bufs, 0, sizeof bufs);
+    size_t written = 0;
+    int rc = 0;
+    if (c->stdin_fd >= 0 && o->input_len == 0)
+        blitz__close_fd(&c->stdin_fd);
+    /* A blocking write of the whole input would wait for the child to
+     * read while the child waits for us to drain its output. */
+    if (c->stdin_fd >= 0) {
+        int fl = fcntl(c->stdin_fd, F_GETFL);
+        if (fl >= 0)
+            fcntl(c->stdin_fd, F_SETFL, fl | O_NONBLOCK);
+    }
+    while (rc == 0 && (c->stdout_fd >= 0 || c->stderr_fd >= 0 || c->stdin_fd >= 0)) {
+        if (blitz__pool_rec_give_up(&o->base)) {
+            rc = BLITZ_ECANCELED;
+            break;
+        }
+        struct pollfd pfd[3];
+        int *fds[3] = {&c->stdout_fd, &c->stderr_fd, &c->stdin_fd};
+        nfds_t n = 0;
+        int which[3];
+        for (int i = 0; i < 3; i++) {
+            if (*fds[i] < 0)
+                continue;
+            pfd[n].fd = *fds[i];
+            pfd[n].events = i == 2 ? POLLOUT : POLLIN;
+            pfd[n].revents = 0;
+            which[n++] = i;
+        }
+        int r = poll(pfd, n, BLITZ__PROC_TICK_MS);
+        if (r < 0 && errno != EINTR) {
+            rc = blitz__from_errno(errno);
+            break;
+        }
+        for (nfds_t k = 0; k < (nfds_t)(r > 0 ? n : 0); k++) {
+            if (!pfd[k].revents)
+                continue;
+            int i = which[k];
+            if (i == 2) {
+                const char *in = (const char *)o->input + written;
+                ssize_t w = write(c->stdin_fd, in, o->input_len - written);
+                if (w > 0)
+                    written += (size_t)w;
+                if (w < 0 && errno == EPIPE)
+                    blitz__consume_sigpipe();
+                /* Done, or the child stopped reading: it gets EOF. */
+                if (written == o->input_len || (w < 0 && errno != EINTR && errno != EAGAIN))
+                    blitz__close_fd(&c->stdin_fd);
+                continue;
+            }
+            blitz__outbuf *b = &bufs[i];
+            if (b->len + 4096 + 1 > b->cap &&
+                (rc = blitz__grow_buffer(&b->buf, &b->cap, b->len, b->len + 4096 + 1)) != 0)
+                break;
+            ssize_t got = read(*fds[i], b->buf + b->len, b->cap - b->len - 1);
+            if (got > 0)
+                b->len += (size_t)got;
+            else if (got == 0 || (errno != EINTR && errno != EAGAIN))
+                blitz__close_fd(fds[i]);
+        }
+    }
+    for (int i = 0; i < 2 && rc == 0; i++)
+        if (!bufs[i].buf && (rc = blitz__grow_buffer(&bufs[i].buf, &bufs[i].cap, 0, 1)) != 0)
+            break;
+    if (rc != 0) {
+        blitz__free(bufs[0].buf);
+        blitz__free(bufs[1].buf);
+        return rc;
+    }
+    bufs[0].buf[bufs[0].len] = '\0';
+    bufs[1].buf[bufs[1].len] = '\0';
+    o->out = bufs[0].buf;
+    o->out_len = bufs[0].len;
+    o->err = bufs[1].buf;
+    o->err_len = bufs[1].len;
+    return 0;
+}
+
+/* Ends a child nobody will read from (SIGKILL) and reaps it. */
+static void blitz__output_end_child(blitz_child *c) {
+    blitz_process_kill(c, SIGKILL);
+    int st;
+    uint32_t backoff = 1;
+    while (!blitz__proc_try_reap(c->blitz__proc, &st))
+        blitz__proc_nap(c->blitz__proc, &backoff);
+}
+
+static void blitz__output_exec(blitz__pool_rec *rec, int cancelled) {
+    blitz__output_rec *o = (blitz__output_rec *)rec;
+    int rc = cancelled ? BLITZ_ECANCELED : blitz__output_pump(o);
+    int st = 0;
+    if (rc == 0 && !blitz__proc_wait_blocking(rec, o->child.blitz__proc, &st))
+        rc = BLITZ_ECANCELED;
+    if (rc != 0) {
+        blitz__output_end_child(&o->child);
+        blitz__free(o->out);
+        blitz__free(o->err);
+        o->out = o->err = NULL;
+        o->out_len = o->err_len = 0;
+    } else {
+        blitz__decode_status(st, &o->exited, &o->code, &o->signal, NULL);
+    }
+    o->result = rc;
+    blitz__release_child(NULL, &o->child);
+}
+
+static void blitz__output_discard(blitz__pool_rec *rec) {
+    blitz__output_rec *o = (blitz__output_rec *)rec;
+    if (o->child.blitz__proc) {
+        /* Never ran: the child is still ours to end. */
+        blitz__output_end_child(&o->child);
+        blitz__release_child(NULL, &o->child);
+    }
+    blitz__free(o->out);
+    blitz__free(o->err);
+    blitz__free(o->input);
+}
+
+BLITZ_API blitz_poll blitz_process_output(blitz_cx *cx, blitz_output_op *op,
+                                          const blitz_command *cmd, const void *input,
+                                          size_t input_len) {
+    if (!op)
+        return BLITZ_READY;
+    blitz__pool_rec *done;
+    if (!blitz__pool_op_idle(&op->blitz__op)) {
+        if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        blitz__output_rec *o = (blitz__output_rec *)done;
+        op->result = o->result;
+        op->exited = o->exited;
+        op->code = o->code;
+        op->signal = o->signal;
+        op->out = o->out;
+        op->err = o->err;
+        op->out_len = o->out_len;
+        op->err_len = o->err_len;
+        o->out = o->err = NULL;
+        blitz__pool_rec_free(done);
+        return BLITZ_READY;
+    }
+    op->out = op->err = NULL;
+    op->out_len = op->err_len = 0;
+    if (!cx || !cmd || (!input && input_len)) {
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    blitz__output_rec *o = (blitz__output_rec *)blitz__pool_rec_new(sizeof *o, blitz__output_exec,
+                                                                    blitz__output_discard);
+    if (o && input_len) {
+        o->input = (char *)blitz__malloc(input_len);
+        if (o->input)
+            memcpy(o->input, input, input_len);
+    }
+    if (!o || (input_len && !o->input)) {
+        if (o)
+            blitz__pool_rec_free(&o->base);
+        op->result = BLITZ_ENOMEM;
+        return BLITZ_READY;
+    }
+    o->input_len = input_len;
+    blitz_command c = *cmd;
+    c.stdin_mode = input ? BLITZ_STDIO_PIPE : BLITZ_STDIO_NULL;
+    c.stdout_mode = BLITZ_STDIO_PIPE;
+    c.stderr_mode = BLITZ_STDIO_PIPE;
+    int rc = blitz__spawn_process(blitz_cx_runtime(cx), &c, &o->child);
+    if (rc != 0) {
+        blitz__pool_rec_free(&o->base);
+        op->result = rc;
+        return BLITZ_READY;
+    }
+    if (blitz__pool_op_start(cx, &op->blitz__op, &o->base, &rc) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    op->result = rc;
+    return BLITZ_READY;
+}
+
+BLITZ_API void blitz_process_output_cancel(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz_output_op *o = (blitz_output_op *)p;
+    if (o)
+        blitz__pool_op_cancel(&o->blitz__op);
+}
+/* ====[ END src/process.c ]================================================ */
 /* ====[ BEGIN src/runtime.c ]============================================== */
 /* >>runtime */
 /* The runtime's public face: create, run, shut down, free, statistics.
@@ -6901,6 +7864,7 @@ BLITZ_API int blitz_runtime_free(blitz_runtime *rt) {
     while (blitz__live_blocks(rt) && blitz__now_ns() - start < BLITZ__FREE_GRACE_NS)
         sched_yield();
     blitz__block_walk(rt, blitz__final_drop);
+    blitz__pool_free_records(rt);
     blitz__block_free_all(rt);
     blitz__runtime_release_memory(rt);
     return BLITZ_OK;

@@ -20,20 +20,14 @@ struct blitz__pool_job {
     int linked; /* in a pool list (guarded by the pool's lock) */
 };
 
-/* Private: an op carried out by a pool thread. The op lives in the task's
- * state; its job holds a clone of the task's waker, and so the task's
- * block, until the thread is done with it. */
-struct blitz__pool_op {
-    struct blitz__pool_job job;
-    blitz_waker waker;
-    blitz_runtime *rt;
-    uint32_t state;
-    /* The blocking work: fills the op's result (BLITZ_ECANCELED when
-     * `cancelled`). */
-    void (*exec)(struct blitz__pool_op *op, int cancelled);
-    /* Frees a result nobody will take (an op cancelled after it ran). */
-    void (*discard)(struct blitz__pool_op *op);
-};
+/* Private: an op carried out by a pool thread. Everything the thread
+ * touches lives in a record on the heap that the op points at, so the op
+ * (and the task's state around it) can be reused or freed the moment the
+ * task stops waiting, whatever the thread is doing. */
+typedef struct blitz__pool_rec blitz__pool_rec;
+typedef struct blitz__pool_op {
+    blitz__pool_rec *rec;
+} blitz__pool_op;
 
 /* Runs fn(arg) on a pool thread. The handle is an ordinary task handle:
  * await it with blitz_join, block on it with blitz_task_wait, read its
@@ -112,18 +106,18 @@ BLITZ_API void blitz_free(void *p);
  *
  * One op carries one operation at a time and is polled by one task. A
  * zero-filled op is ready to use; after READY it is ready for the next
- * operation. Buffers (and a metadata or iovec array) must stay valid
- * until the op is READY. Paths are copied when the operation starts.
+ * operation. Paths and the data of writes are copied when the operation
+ * starts, and reads land in a buffer of the operation's own that is copied
+ * into yours when the op is READY (so at most BLITZ_FS_MAX_READ bytes per
+ * read): no pool thread ever touches your memory.
  *
  * Cancellation (blitz_fs_cancel, a blitz_cancel_fn; also what
- * blitz_timeout_op calls): an operation that has not started is dropped;
- * one that is running cannot be stopped, so the op stays busy
- * (blitz_fs_busy) and its buffer in use until the thread finishes; the
- * thread then releases what the result holds (closes a file it opened,
- * frees data) and the op is free again. Polling the op again meanwhile
- * waits for that, then starts the new operation. A task that can be
- * cancelled while an op is pending calls blitz_fs_cancel from its cancel
- * hook (blitz_spawn_opts.cancel), so no opened file or buffer is leaked.
+ * blitz_timeout_op calls) returns at once and leaves the op ready for the
+ * next operation: one that has not started is dropped; one that is
+ * running cannot be stopped, so its thread finishes it and then releases
+ * what the result holds (closes a file it opened, frees data). A task that
+ * can be cancelled while an op is pending calls blitz_fs_cancel from its
+ * cancel hook (blitz_spawn_opts.cancel), so nothing is leaked.
  * ------------------------------------------------------------------------- */
 
 /* Open flags (at least one of READ and WRITE). */
@@ -157,6 +151,9 @@ typedef struct blitz_fs_dirent {
     blitz_file_type type; /* BLITZ_FILE_UNKNOWN when the file system does not say */
 } blitz_fs_dirent;
 
+/* Most bytes one read returns (larger reads return this much). */
+#define BLITZ_FS_MAX_READ ((size_t)2 * 1024 * 1024)
+
 /* A buffer of a vectored read or write (laid out as struct iovec). */
 typedef struct blitz_fs_iovec {
     void *base;
@@ -170,12 +167,10 @@ typedef struct blitz_fs_op {
      * caller owns it after READY and frees it with blitz_free. */
     void *data;
     struct blitz__pool_op blitz__op;
-    int blitz__kind, blitz__fd, blitz__flags;
-    uint32_t blitz__mode;
-    void *blitz__buf;
-    size_t blitz__len;
-    int64_t blitz__off;
-    char *blitz__path, *blitz__path2;
+    /* Where the results go when READY (the caller's buffers). */
+    void *blitz__out;
+    const blitz_fs_iovec *blitz__iov;
+    int blitz__iovcnt;
 } blitz_fs_op;
 
 /* Opens `path` with BLITZ_FS_* flags (close-on-exec); `mode` is used when
@@ -235,8 +230,6 @@ BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const ch
                                          const void *data, size_t len);
 /* The op's cancel (a blitz_cancel_fn; op is the blitz_fs_op). */
 BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *op);
-/* Nonzero while a pool thread still works for the op. */
-BLITZ_API int blitz_fs_busy(const blitz_fs_op *op);
 
 /* ---------------------------------------------------------------------------
  * DNS: name resolution on the blocking pool (getaddrinfo), cancellable
@@ -270,9 +263,6 @@ typedef struct blitz_dns_op {
      * owns them after READY and frees them with blitz_free. */
     blitz_resolved_addr *addrs;
     struct blitz__pool_op blitz__op;
-    char *blitz__host;
-    uint16_t blitz__port;
-    int blitz__family;
 } blitz_dns_op;
 
 /* Resolves `host` (a name or a numeric address) for TCP. family: 0 for
@@ -337,3 +327,104 @@ BLITZ_API void blitz_signal_cancel(blitz_cx *cx, void *s);
 /* Stops listening and drops any registered waker. BLITZ_EINVAL when not
  * initialised. */
 BLITZ_API int blitz_signal_deinit(blitz_signal *s);
+
+/* ---------------------------------------------------------------------------
+ * Processes
+ *
+ *   const char *argv[] = {"ls", "-l", NULL};
+ *   blitz_command cmd = {argv, NULL, NULL, BLITZ_STDIO_NULL, BLITZ_STDIO_PIPE,
+ *                        BLITZ_STDIO_INHERIT};
+ *   blitz_child child;
+ *   int rc = blitz_process_spawn(rt, &cmd, &child);   (BLITZ_ENOENT: no program)
+ *   ... read child.stdout_fd (blitz_fs_read works on it) ...
+ *   BLITZ_AWAIT(s, blitz_process_wait(cx, &s->wait, &s->child));
+ *   s->wait.exited ? s->wait.code : s->wait.signal
+ *   blitz_process_release(&s->child);
+ *
+ * Waiting runs on a pool thread, which sleeps on the child's pidfd (Linux)
+ * or polls with a short sleep elsewhere, and notices within 50 ms that its
+ * op was cancelled or the runtime is shutting down: a wait never holds up
+ * shutdown. A child is reaped exactly once, and kill never signals a
+ * process id that was reaped and may have been reused.
+ * ------------------------------------------------------------------------- */
+
+typedef enum blitz_stdio {
+    BLITZ_STDIO_INHERIT = 0, /* the parent's descriptor */
+    BLITZ_STDIO_NULL = 1,    /* /dev/null */
+    BLITZ_STDIO_PIPE = 2,    /* a pipe; the parent's end is in blitz_child */
+} blitz_stdio;
+
+typedef struct blitz_command {
+    /* argv[0] is the program: a path (with a '/') or a name looked up in
+     * PATH. NULL-terminated. */
+    const char *const *argv;
+    /* The whole environment ("NAME=value", NULL-terminated), or NULL to
+     * inherit this process's. */
+    const char *const *env;
+    const char *cwd; /* working directory, or NULL to inherit */
+    blitz_stdio stdin_mode, stdout_mode, stderr_mode;
+} blitz_command;
+
+typedef struct blitz__proc blitz__proc;
+
+typedef struct blitz_child {
+    int pid;
+    /* Parent ends of the pipes asked for (close-on-exec), else -1. The
+     * caller may read and write them and close them; blitz_process_release
+     * closes those still open. */
+    int stdin_fd, stdout_fd, stderr_fd;
+    blitz__proc *blitz__proc;
+} blitz_child;
+
+/* Starts a child process. Returns BLITZ_OK, BLITZ_EINVAL (NULL, empty
+ * argv, unknown stdio mode), BLITZ_ENOENT (no such program, or no such
+ * cwd), BLITZ_EACCES (not executable), BLITZ_ENOEXEC, BLITZ_ENOMEM, or
+ * another exec or fork error: errors of the exec in the child are
+ * reported here, not as an exit code. */
+BLITZ_API int blitz_process_spawn(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child);
+
+typedef struct blitz_wait_op {
+    int result; /* BLITZ_OK, or BLITZ_ECANCELED, BLITZ_EINVAL */
+    int exited; /* 1: exited with `code`; 0: killed by `signal` */
+    int code;
+    int signal;
+    int core_dumped;
+    struct blitz__pool_op blitz__op;
+} blitz_wait_op;
+
+/* READY once the child has ended (also if it had already ended and was
+ * reaped by an earlier wait: the status is remembered). Several ops may
+ * wait for one child. */
+BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_child *child);
+/* The wait op's cancel (a blitz_cancel_fn). */
+BLITZ_API void blitz_process_wait_cancel(blitz_cx *cx, void *op);
+/* Without waiting: 1 when the child has ended (the op's status fields
+ * filled), 0 while it runs, BLITZ_EINVAL. */
+BLITZ_API int blitz_process_try_wait(blitz_child *child, blitz_wait_op *status);
+/* Sends a signal; BLITZ_ESRCH once the child has been reaped. */
+BLITZ_API int blitz_process_kill(blitz_child *child, int signo);
+/* SIGTERM. */
+BLITZ_API int blitz_process_terminate(blitz_child *child);
+/* Closes the pipe ends still open and lets go of the child; one not yet
+ * reaped is reaped by a pool job when it ends (no zombie is left, unless
+ * the runtime is shut down by then). BLITZ_EINVAL for NULL or a child
+ * already released. */
+BLITZ_API int blitz_process_release(blitz_child *child);
+
+/* Runs a command to its end, feeding it a copy of `input` (stdin is
+ * /dev/null when input is NULL) and collecting what it writes to stdout and stderr (the
+ * command's stdio modes are not used). The pipes are read by a pool
+ * thread. Cancelling kills the child (SIGKILL) and frees everything. */
+typedef struct blitz_output_op {
+    int result; /* BLITZ_OK (see exited/code/signal), a spawn error, BLITZ_ECANCELED */
+    int exited, code, signal;
+    /* The output, NUL-terminated (not counted); the caller owns both
+     * after READY and frees them with blitz_free. */
+    char *out, *err;
+    size_t out_len, err_len;
+    struct blitz__pool_op blitz__op;
+} blitz_output_op;
+BLITZ_API blitz_poll blitz_process_output(blitz_cx *cx, blitz_output_op *op,
+                                          const blitz_command *cmd, const void *input,
+                                          size_t input_len);
+BLITZ_API void blitz_process_output_cancel(blitz_cx *cx, void *op);

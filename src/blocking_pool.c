@@ -28,14 +28,16 @@
  *             until threads == 0 (running jobs finish first), join
  *             last_exiting.
  *
- * Pool ops (files, DNS, processes) follow one state machine in op->state:
- *   IDLE -> INFLIGHT (queued or running; `job.linked` under the lock tells
- *   which) -> DONE -> IDLE when the task takes the result; ROOM while
- *   waiting for queue room (back to IDLE when woken, to try again); the
- *   ABANDONED flag when the op was cancelled while running: the thread then
- *   discards the result itself and returns the op to IDLE. The op's waker
- *   clone keeps the task's block (and so the op and its buffers) alive
- *   until the thread has finished with them. */
+ * Pool ops (files, DNS, processes) keep everything a thread touches in a
+ * heap record (blitz__pool_rec and the op's request and results after
+ * it); the op in the task's state only points at it. rec->state:
+ *   INFLIGHT (queued or running; `job.linked` under the lock tells which)
+ *   -> DONE, when the task's next poll takes the results and frees it;
+ *   ROOM while waiting for queue room, RETRY once woken for it (the
+ *   task's poll queues it again); ABANDONED (a flag) when the task gave
+ *   up while a thread ran it: the thread then frees it. Whoever owns the
+ *   record frees it, so a task that gives up never waits, and no thread
+ *   writes into a task's state after the task stopped caring. */
 #include "internal.h"
 
 #define BLITZ__POOL_DEFAULT_MAX       512u
@@ -45,10 +47,8 @@
 #define BLITZ__OP_INFLIGHT  1u
 #define BLITZ__OP_DONE      2u
 #define BLITZ__OP_ROOM      3u
+#define BLITZ__OP_RETRY     5u /* woken for room: the task queues it again */
 #define BLITZ__OP_ABANDONED 4u
-
-typedef struct blitz__pool_job blitz__pool_job;
-typedef struct blitz__pool_op blitz__pool_op;
 
 /* ---- intrusive lists ------------------------------------------------------- */
 
@@ -137,10 +137,11 @@ static blitz_waker blitz__pool_take_room_waiter(blitz__pool *p) {
     blitz__pool_job *j = blitz__jl_pop(&p->space_head, &p->space_tail);
     if (!j)
         return blitz_waker_noop();
-    blitz__pool_op *op = (blitz__pool_op *)j;
-    blitz_waker w = op->waker;
-    /* Release: the waiter's next poll sees IDLE and tries again. */
-    blitz__u32_field_store(&op->state, BLITZ__OP_IDLE, BLITZ__RELEASE);
+    blitz__pool_rec *rec = (blitz__pool_rec *)j;
+    blitz_waker w = rec->waker;
+    /* Release: the waiter's next poll sees RETRY and tries again. From
+     * here the record is the task's; only the copied waker is used. */
+    blitz__u32_field_store(&rec->state, BLITZ__OP_RETRY, BLITZ__RELEASE);
     return w;
 }
 
@@ -150,6 +151,19 @@ static int blitz__waker_is_noop(const blitz_waker *w) {
 }
 
 /* ---- threads ------------------------------------------------------------------- */
+
+/* A write to a pipe whose reader is gone raises SIGPIPE at the writing
+ * thread; pool threads block it, and whoever gets EPIPE takes it back here,
+ * so a broken pipe is an error code rather than the end of the process. */
+BLITZ_PRIVATE void blitz__consume_sigpipe(void) {
+    sigset_t pipe_set, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+        struct timespec zero = {0, 0};
+        sigtimedwait(&pipe_set, NULL, &zero);
+    }
+}
 
 static void *blitz__pool_thread_main(void *arg) {
     blitz_runtime *rt = (blitz_runtime *)arg;
@@ -166,6 +180,10 @@ static void *blitz__pool_thread_main(void *arg) {
     ctx.ct_driver = 0;
     ctx.current = NULL;
     blitz__context_set(&ctx);
+    sigset_t pipe_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
 
     blitz__mutex_lock(&p->lock);
     p->inbound--;
@@ -224,9 +242,17 @@ static void *blitz__pool_thread_main(void *arg) {
  * `room` is given, `room` (whose waker the caller has cloned) joins the
  * room waiters and BLITZ_EFULL is returned; the caller then waits for its
  * waker. */
-static int blitz__pool_submit(blitz_runtime *rt, blitz__pool_job *j, blitz__pool_op *room) {
+static int blitz__pool_submit(blitz_runtime *rt, blitz__pool_job *j, blitz__pool_rec *room) {
     blitz__pool *p = &rt->pool;
     blitz__mutex_lock(&p->lock);
+    if (room && !room->tracked) {
+        room->tracked = 1;
+        room->all_prev = NULL;
+        room->all_next = p->records;
+        if (p->records)
+            p->records->all_prev = room;
+        p->records = room;
+    }
     if (p->closed) {
         blitz__mutex_unlock(&p->lock);
         return BLITZ_ESHUTDOWN;
@@ -408,7 +434,7 @@ static void blitz__blocking_call(void *state) {
 }
 
 static int blitz__spawn_blocking(blitz_runtime *rt, const blitz_blocking_opts *bo,
-                                 blitz_task **handle, blitz__pool_op *room) {
+                                 blitz_task **handle, blitz__pool_rec *room) {
     if (handle)
         *handle = NULL;
     if (!rt || !bo || !bo->fn)
@@ -460,6 +486,200 @@ BLITZ_API int blitz_spawn_blocking(blitz_runtime *rt, blitz_fn fn, void *arg, bl
     return blitz__spawn_blocking(rt, &o, handle, NULL);
 }
 
+/* ---- pool ops ---------------------------------------------------------------------- */
+
+BLITZ_PRIVATE void blitz__pool_rec_free(blitz__pool_rec *rec) {
+    if (rec->tracked) {
+        blitz__pool *p = &rec->rt->pool;
+        blitz__mutex_lock(&p->lock);
+        if (rec->all_prev)
+            rec->all_prev->all_next = rec->all_next;
+        else
+            p->records = rec->all_next;
+        if (rec->all_next)
+            rec->all_next->all_prev = rec->all_prev;
+        blitz__mutex_unlock(&p->lock);
+    }
+    if (rec->discard)
+        rec->discard(rec);
+    blitz__free(rec);
+}
+
+/* blitz_runtime_free, after the pool stopped and the tasks' drop
+ * functions ran: records still alive belong to tasks that were cancelled
+ * without cancelling their ops (no cancel hook); nobody will take their
+ * results, so release those (close files, free data). */
+BLITZ_PRIVATE void blitz__pool_free_records(blitz_runtime *rt) {
+    blitz__pool_rec *rec = rt->pool.records;
+    rt->pool.records = NULL;
+    while (rec) {
+        blitz__pool_rec *next = rec->all_next;
+        rec->tracked = 0;
+        if (rec->discard)
+            rec->discard(rec);
+        blitz__free(rec);
+        rec = next;
+    }
+}
+
+/* The thread is done: hand the record over, or, when the task gave up on
+ * it, release what it holds and free it. The task never sees an
+ * abandoned record again, so nothing of the task is touched here but its
+ * waker, whose reference keeps the block alive until the wake. */
+static void blitz__pool_rec_run(blitz__pool_job *j, int cancelled) {
+    blitz__pool_rec *rec = (blitz__pool_rec *)j;
+    blitz_runtime *rt = rec->rt;
+    rec->exec(rec, cancelled);
+    blitz_waker w = rec->waker;
+    uint32_t expected = BLITZ__OP_INFLIGHT;
+    /* Release publishes the results to the task's acquire load of DONE;
+     * acquire on failure pairs with the canceller's ABANDONED. */
+    if (blitz__u32_field_cas(&rec->state, &expected, BLITZ__OP_DONE, BLITZ__ACQ_REL)) {
+        blitz_waker_wake(w);
+    } else {
+        blitz__pool_rec_free(rec);
+        blitz_waker_drop(w);
+    }
+    blitz__pool_busy(rt, -1);
+}
+
+/* A record for an op: `size` bytes (at least a blitz__pool_rec, which it
+ * starts with), zero-filled. NULL when out of memory. */
+BLITZ_PRIVATE void *blitz__pool_rec_new(size_t size, void (*exec)(blitz__pool_rec *, int),
+                                        void (*discard)(blitz__pool_rec *)) {
+    blitz__pool_rec *rec = (blitz__pool_rec *)blitz__calloc(size);
+    if (rec) {
+        rec->job.run = blitz__pool_rec_run;
+        rec->exec = exec;
+        rec->discard = discard;
+    }
+    return rec;
+}
+
+static int blitz__pool_rec_submit(blitz_cx *cx, blitz__pool_rec *rec) {
+    blitz_waker mine = blitz_cx_waker(cx);
+    rec->rt = blitz_cx_runtime(cx);
+    rec->waker = blitz_waker_clone(&mine);
+    /* Relaxed: the pool's lock publishes the record to the thread. */
+    blitz__u32_field_store(&rec->state, BLITZ__OP_INFLIGHT, BLITZ__RELAXED);
+    int rc = blitz__pool_submit(rec->rt, &rec->job, rec);
+    if (rc == BLITZ_OK || rc == BLITZ_EFULL)
+        return BLITZ_OK; /* queued, or waiting for room with the clone */
+    blitz_waker_drop(rec->waker);
+    return rc;
+}
+
+/* Starts an op with its filled-in record. PENDING once queued (or waiting
+ * for room); READY with *err when it could not be, the record freed. */
+BLITZ_PRIVATE blitz_poll blitz__pool_op_start(blitz_cx *cx, blitz__pool_op *op,
+                                              blitz__pool_rec *rec, int *err) {
+    int rc = blitz__pool_rec_submit(cx, rec);
+    if (rc == BLITZ_OK) {
+        op->rec = rec;
+        return BLITZ_PENDING;
+    }
+    blitz__pool_rec_free(rec);
+    *err = rc;
+    return BLITZ_READY;
+}
+
+/* Nonzero when the op carries no operation (its poll starts a new one). */
+BLITZ_PRIVATE int blitz__pool_op_idle(const blitz__pool_op *op) {
+    return op->rec == NULL;
+}
+
+/* A started op: READY with the finished record in *done (the caller takes
+ * its results and frees it with blitz__pool_rec_free); the op is idle
+ * again. A record woken for queue room is queued again here; if that
+ * fails its exec reports the cancellation. */
+BLITZ_PRIVATE blitz_poll blitz__pool_op_poll(blitz_cx *cx, blitz__pool_op *op,
+                                             blitz__pool_rec **done) {
+    blitz__pool_rec *rec = op->rec;
+    /* Acquire pairs with the thread's release of DONE (or the room
+     * wake's of RETRY). */
+    uint32_t s = blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE);
+    if (s == BLITZ__OP_RETRY) {
+        if (blitz__pool_rec_submit(cx, rec) == BLITZ_OK)
+            return BLITZ_PENDING;
+        rec->exec(rec, 1);
+        s = BLITZ__OP_DONE;
+    }
+    if (s != BLITZ__OP_DONE)
+        return BLITZ_PENDING;
+    op->rec = NULL;
+    *done = rec;
+    return BLITZ_READY;
+}
+
+/* Takes a record off the room waiters or out of the queue. Returns 1 when
+ * it was in one of them (its waker then dropped). */
+static int blitz__pool_rec_unlink(blitz__pool_rec *rec, uint32_t s) {
+    blitz__pool *p = &rec->rt->pool;
+    blitz_waker room = blitz_waker_noop();
+    blitz__mutex_lock(&p->lock);
+    int was = rec->job.linked;
+    if (was) {
+        if (s == BLITZ__OP_ROOM) {
+            blitz__jl_unlink(&p->space_head, &p->space_tail, &rec->job);
+        } else {
+            blitz__jl_unlink(&p->head, &p->tail, &rec->job);
+            p->queued--;
+            room = blitz__pool_take_room_waiter(p);
+        }
+    }
+    blitz__mutex_unlock(&p->lock);
+    if (was) {
+        blitz_waker_drop(rec->waker);
+        blitz_waker_wake(room);
+        if (s == BLITZ__OP_INFLIGHT)
+            blitz__pool_busy(rec->rt, -1);
+    }
+    return was;
+}
+
+/* The op's cancel. The op is idle afterwards in every case: a record that
+ * is queued, waits for room, is finished or was woken for room is freed
+ * here (with what it holds); a running one is marked ABANDONED and its
+ * thread frees it when done. */
+BLITZ_PRIVATE void blitz__pool_op_cancel(blitz__pool_op *op) {
+    blitz__pool_rec *rec = op->rec;
+    if (!rec)
+        return;
+    op->rec = NULL;
+    uint32_t s = blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE);
+    if (s == BLITZ__OP_ROOM || s == BLITZ__OP_INFLIGHT) {
+        if (blitz__pool_rec_unlink(rec, s)) {
+            blitz__pool_rec_free(rec);
+            return;
+        }
+        /* Taken by a thread, or woken for room (RETRY, stored under the
+         * lock, so this load sees it). */
+        s = blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE);
+    }
+    for (;;) {
+        if (s == BLITZ__OP_INFLIGHT) {
+            /* Acq_rel: the thread's failed CAS sees ABANDONED, or this CAS
+             * fails because the thread already stored DONE. */
+            if (blitz__u32_field_cas(&rec->state, &s, BLITZ__OP_INFLIGHT | BLITZ__OP_ABANDONED,
+                                     BLITZ__ACQ_REL))
+                return;
+            continue;
+        }
+        /* DONE or RETRY: the record is the task's alone. */
+        blitz__pool_rec_free(rec);
+        return;
+    }
+}
+
+/* Nonzero when the thread working for `rec` should stop early: its task
+ * gave up on it, or the runtime is shutting down. */
+BLITZ_PRIVATE int blitz__pool_rec_give_up(blitz__pool_rec *rec) {
+    return (blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE) & BLITZ__OP_ABANDONED) ||
+           blitz__u32_load(&rec->rt->shutdown, BLITZ__ACQUIRE);
+}
+
+/* ---- the awaitable spawn ------------------------------------------------------------ */
+
 BLITZ_API blitz_poll blitz_spawn_blocking_await(blitz_cx *cx, blitz_blocking_spawn *op,
                                                 const blitz_blocking_opts *opts) {
     if (!op)
@@ -468,153 +688,43 @@ BLITZ_API blitz_poll blitz_spawn_blocking_await(blitz_cx *cx, blitz_blocking_spa
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
-    /* Acquire pairs with the release of the room wake. */
-    if (blitz__u32_field_load(&op->blitz__op.state, BLITZ__ACQUIRE) == BLITZ__OP_ROOM)
-        return BLITZ_PENDING;
-    blitz_runtime *rt = blitz_cx_runtime(cx);
+    blitz__pool_rec *rec = op->blitz__op.rec;
+    if (rec) {
+        /* Acquire pairs with the release of the room wake. */
+        if (blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE) == BLITZ__OP_ROOM)
+            return BLITZ_PENDING;
+        op->blitz__op.rec = NULL; /* woken: the wake consumed its waker */
+        blitz__pool_rec_free(rec);
+    }
+    /* A room waiter's record: only its links, state and waker are used. */
+    rec = (blitz__pool_rec *)blitz__pool_rec_new(sizeof *rec, NULL, NULL);
+    if (!rec) {
+        op->task = NULL;
+        op->result = BLITZ_ENOMEM;
+        return BLITZ_READY;
+    }
     blitz_waker mine = blitz_cx_waker(cx);
-    op->blitz__op.rt = rt;
-    op->blitz__op.waker = blitz_waker_clone(&mine);
-    int rc = blitz__spawn_blocking(rt, opts, &op->task, &op->blitz__op);
-    if (rc == BLITZ_EFULL && opts && opts->fn)
-        return BLITZ_PENDING; /* a room waiter now: the clone is the pool's */
-    blitz_waker_drop(op->blitz__op.waker);
+    rec->rt = blitz_cx_runtime(cx);
+    rec->waker = blitz_waker_clone(&mine);
+    int rc = blitz__spawn_blocking(rec->rt, opts, &op->task, rec);
+    if (rc == BLITZ_EFULL && opts && opts->fn) {
+        op->blitz__op.rec = rec; /* a room waiter now: the clone is the pool's */
+        return BLITZ_PENDING;
+    }
+    blitz_waker_drop(rec->waker);
+    blitz__pool_rec_free(rec);
     op->result = rc;
     return BLITZ_READY;
-}
-
-/* ---- pool ops ---------------------------------------------------------------------- */
-
-/* Takes an op off the room waiters or out of the queue. Returns 1 when it
- * was in one of them (now IDLE, its waker dropped). */
-static int blitz__pool_op_unlink(blitz__pool_op *op, uint32_t s) {
-    blitz__pool *p = &op->rt->pool;
-    blitz_waker room = blitz_waker_noop();
-    blitz__mutex_lock(&p->lock);
-    int was = op->job.linked;
-    if (was) {
-        if (s == BLITZ__OP_ROOM) {
-            blitz__jl_unlink(&p->space_head, &p->space_tail, &op->job);
-        } else {
-            blitz__jl_unlink(&p->head, &p->tail, &op->job);
-            p->queued--;
-            room = blitz__pool_take_room_waiter(p);
-        }
-        blitz__u32_field_store(&op->state, BLITZ__OP_IDLE, BLITZ__RELAXED);
-    }
-    blitz__mutex_unlock(&p->lock);
-    if (was) {
-        blitz_waker_drop(op->waker);
-        blitz_waker_wake(room);
-        if (s == BLITZ__OP_INFLIGHT)
-            blitz__pool_busy(op->rt, -1);
-    }
-    return was;
 }
 
 BLITZ_API void blitz_spawn_blocking_cancel(blitz_cx *cx, void *p) {
     (void)cx;
     blitz_blocking_spawn *op = (blitz_blocking_spawn *)p;
-    if (op && blitz__u32_field_load(&op->blitz__op.state, BLITZ__ACQUIRE) == BLITZ__OP_ROOM)
-        (void)blitz__pool_op_unlink(&op->blitz__op, BLITZ__OP_ROOM);
-}
-
-/* The thread is done with the op: hand the result over, or discard it when
- * the op was abandoned. Nothing of the op is touched after the state
- * changes (the task may reuse it at once), except through the copied
- * waker, whose reference keeps the task's block alive until the wake. */
-static void blitz__pool_op_finish(blitz__pool_op *op) {
-    blitz_waker w = op->waker;
-    uint32_t expected = BLITZ__OP_INFLIGHT;
-    /* Release publishes the result to the task's acquire load of DONE;
-     * acquire on failure pairs with the canceller's ABANDONED. */
-    if (!blitz__u32_field_cas(&op->state, &expected, BLITZ__OP_DONE, BLITZ__ACQ_REL)) {
-        op->discard(op);
-        blitz__u32_field_store(&op->state, BLITZ__OP_IDLE, BLITZ__RELEASE);
-    }
-    /* Also after an abandon: the task may be waiting to reuse the op. */
-    blitz_waker_wake(w);
-}
-
-static void blitz__pool_op_run(blitz__pool_job *j, int cancelled) {
-    blitz__pool_op *op = (blitz__pool_op *)j;
-    blitz_runtime *rt = op->rt;
-    op->exec(op, cancelled);
-    blitz__pool_op_finish(op);
-    blitz__pool_busy(rt, -1);
-}
-
-/* Starts an op whose request the caller has filled in. PENDING when it is
- * queued or waits for room; READY with the error in *err when it could not
- * be queued. */
-BLITZ_PRIVATE blitz_poll blitz__pool_op_start(blitz_cx *cx, blitz__pool_op *op,
-                                              void (*exec)(blitz__pool_op *, int),
-                                              void (*discard)(blitz__pool_op *), int *err) {
-    blitz_runtime *rt = blitz_cx_runtime(cx);
-    blitz_waker mine = blitz_cx_waker(cx);
-    memset(&op->job, 0, sizeof op->job);
-    op->job.run = blitz__pool_op_run;
-    op->rt = rt;
-    op->exec = exec;
-    op->discard = discard;
-    op->waker = blitz_waker_clone(&mine);
-    /* Relaxed: the pool's lock publishes the op to the thread. */
-    blitz__u32_field_store(&op->state, BLITZ__OP_INFLIGHT, BLITZ__RELAXED);
-    int rc = blitz__pool_submit(rt, &op->job, op);
-    if (rc == BLITZ_OK || rc == BLITZ_EFULL)
-        return BLITZ_PENDING;
-    blitz__u32_field_store(&op->state, BLITZ__OP_IDLE, BLITZ__RELAXED);
-    blitz_waker_drop(op->waker);
-    *err = rc;
-    return BLITZ_READY;
-}
-
-/* Nonzero when the op may take a new request (its poll then starts it). */
-BLITZ_PRIVATE int blitz__pool_op_idle(const blitz__pool_op *op) {
-    return blitz__u32_field_load(&op->state, BLITZ__ACQUIRE) == BLITZ__OP_IDLE;
-}
-
-/* A started op: READY once the thread has stored its result (the op is
- * IDLE again and the result the caller's). Acquire pairs with the
- * thread's release of DONE. */
-BLITZ_PRIVATE blitz_poll blitz__pool_op_poll(blitz__pool_op *op) {
-    if (blitz__u32_field_load(&op->state, BLITZ__ACQUIRE) != BLITZ__OP_DONE)
-        return BLITZ_PENDING;
-    blitz__u32_field_store(&op->state, BLITZ__OP_IDLE, BLITZ__RELAXED);
-    return BLITZ_READY;
-}
-
-/* Nonzero while a thread still works for the op (also after a cancel). */
-BLITZ_PRIVATE int blitz__pool_op_busy(const blitz__pool_op *op) {
-    uint32_t s = blitz__u32_field_load(&op->state, BLITZ__ACQUIRE);
-    return s != BLITZ__OP_IDLE && s != BLITZ__OP_DONE;
-}
-
-/* The op's cancel: a queued op or a room waiter leaves at once; a running
- * one is abandoned (its thread discards the result when it finishes); a
- * finished one whose result was not taken has it discarded now. */
-BLITZ_PRIVATE void blitz__pool_op_cancel(blitz__pool_op *op) {
-    uint32_t s = blitz__u32_field_load(&op->state, BLITZ__ACQUIRE);
-    if (s == BLITZ__OP_IDLE || (s & BLITZ__OP_ABANDONED))
+    if (!op || !op->blitz__op.rec)
         return;
-    if (s == BLITZ__OP_ROOM || s == BLITZ__OP_INFLIGHT) {
-        if (blitz__pool_op_unlink(op, s) || s == BLITZ__OP_ROOM)
-            return; /* left a list, or a room wake made it IDLE already */
-        s = blitz__u32_field_load(&op->state, BLITZ__ACQUIRE);
-    }
-    for (;;) {
-        if (s == BLITZ__OP_INFLIGHT) {
-            /* Acq_rel: the thread's failed CAS sees ABANDONED, or this CAS
-             * fails because the thread already stored DONE. */
-            if (blitz__u32_field_cas(&op->state, &s, BLITZ__OP_INFLIGHT | BLITZ__OP_ABANDONED,
-                                     BLITZ__ACQ_REL))
-                return;
-            continue;
-        }
-        if (s == BLITZ__OP_DONE) {
-            op->discard(op);
-            blitz__u32_field_store(&op->state, BLITZ__OP_IDLE, BLITZ__RELAXED);
-        }
-        return;
-    }
+    blitz__pool_rec *rec = op->blitz__op.rec;
+    op->blitz__op.rec = NULL;
+    if (blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE) == BLITZ__OP_ROOM)
+        (void)blitz__pool_rec_unlink(rec, BLITZ__OP_ROOM);
+    blitz__pool_rec_free(rec);
 }

@@ -4,9 +4,6 @@
  * finishes it (the op's discard). */
 #include "internal.h"
 
-#define BLITZ__DNS_OF(pop) \
-    ((blitz_dns_op *)(void *)((char *)(pop)-offsetof(blitz_dns_op, blitz__op)))
-
 _Static_assert(sizeof(struct sockaddr_in6) <= sizeof(((blitz_resolved_addr *)0)->addr.bytes),
                "a resolved address holds an IPv6 socket address");
 
@@ -76,53 +73,65 @@ static int blitz__dns_lookup(const char *host, uint16_t port, int family,
     return (int)n;
 }
 
-static void blitz__dns_exec(blitz__pool_op *op, int cancelled) {
-    blitz_dns_op *d = BLITZ__DNS_OF(op);
-    d->addrs = NULL;
+typedef struct {
+    blitz__pool_rec base;
+    char *host;
+    uint16_t port;
+    int family;
+    int result;
+    blitz_resolved_addr *addrs;
+} blitz__dns_rec;
+
+static void blitz__dns_exec(blitz__pool_rec *rec, int cancelled) {
+    blitz__dns_rec *d = (blitz__dns_rec *)rec;
     d->result =
-        cancelled ? BLITZ_ECANCELED
-                  : blitz__dns_lookup(d->blitz__host, d->blitz__port, d->blitz__family, &d->addrs);
-    blitz__free(d->blitz__host);
-    d->blitz__host = NULL;
+        cancelled ? BLITZ_ECANCELED : blitz__dns_lookup(d->host, d->port, d->family, &d->addrs);
 }
 
-static void blitz__dns_discard(blitz__pool_op *op) {
-    blitz_dns_op *d = BLITZ__DNS_OF(op);
+static void blitz__dns_discard(blitz__pool_rec *rec) {
+    blitz__dns_rec *d = (blitz__dns_rec *)rec;
     blitz__free(d->addrs);
-    d->addrs = NULL;
-    d->result = BLITZ_ECANCELED;
+    blitz__free(d->host);
 }
 
 BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const char *host,
                                        uint16_t port, int family) {
     if (!op)
         return BLITZ_READY;
-    if (!blitz__pool_op_idle(&op->blitz__op))
-        return blitz__pool_op_poll(&op->blitz__op);
+    blitz__pool_rec *done;
+    if (!blitz__pool_op_idle(&op->blitz__op)) {
+        if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        blitz__dns_rec *d = (blitz__dns_rec *)done;
+        op->result = d->result;
+        op->addrs = d->addrs;
+        d->addrs = NULL;
+        blitz__pool_rec_free(done);
+        return BLITZ_READY;
+    }
     op->addrs = NULL;
-    if (!cx || !host || !*host || (family != 0 && family != 4 && family != 6)) {
+    size_t len = host ? strlen(host) + 1 : 0;
+    if (!cx || len <= 1 || len > 1025 /* NI_MAXHOST */ ||
+        (family != 0 && family != 4 && family != 6)) {
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
-    size_t len = strlen(host) + 1;
-    if (len > 1025) { /* NI_MAXHOST */
-        op->result = BLITZ_EINVAL;
-        return BLITZ_READY;
-    }
-    op->blitz__host = (char *)blitz__malloc(len);
-    if (!op->blitz__host) {
+    blitz__dns_rec *d =
+        (blitz__dns_rec *)blitz__pool_rec_new(sizeof *d, blitz__dns_exec, blitz__dns_discard);
+    if (d)
+        d->host = (char *)blitz__malloc(len);
+    if (!d || !d->host) {
+        if (d)
+            blitz__pool_rec_free(&d->base);
         op->result = BLITZ_ENOMEM;
         return BLITZ_READY;
     }
-    memcpy(op->blitz__host, host, len);
-    op->blitz__port = port;
-    op->blitz__family = family;
+    memcpy(d->host, host, len);
+    d->port = port;
+    d->family = family;
     int err = 0;
-    if (blitz__pool_op_start(cx, &op->blitz__op, blitz__dns_exec, blitz__dns_discard, &err) ==
-        BLITZ_PENDING)
+    if (blitz__pool_op_start(cx, &op->blitz__op, &d->base, &err) == BLITZ_PENDING)
         return BLITZ_PENDING;
-    blitz__free(op->blitz__host);
-    op->blitz__host = NULL;
     op->result = err;
     return BLITZ_READY;
 }
@@ -130,12 +139,6 @@ BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const cha
 BLITZ_API void blitz_dns_cancel(blitz_cx *cx, void *p) {
     (void)cx;
     blitz_dns_op *d = (blitz_dns_op *)p;
-    if (!d)
-        return;
-    blitz__pool_op_cancel(&d->blitz__op);
-    /* Out of the queue before a thread saw it: the host copy is ours. */
-    if (blitz__pool_op_idle(&d->blitz__op)) {
-        blitz__free(d->blitz__host);
-        d->blitz__host = NULL;
-    }
+    if (d)
+        blitz__pool_op_cancel(&d->blitz__op);
 }

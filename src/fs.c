@@ -35,9 +35,20 @@ enum {
     BLITZ__FS_WRITE_FILE,
 };
 
-_Static_assert(sizeof(blitz_fs_iovec) == sizeof(struct iovec), "blitz_fs_iovec is an iovec");
-
-#define BLITZ__FS_OF(pop) ((blitz_fs_op *)(void *)((char *)(pop)-offsetof(blitz_fs_op, blitz__op)))
+/* What a pool thread works on: the request, with copies of the paths
+ * and of the data to write, and the results, reads landing in `buf`. */
+typedef struct {
+    blitz__pool_rec base;
+    int kind, fd, flags;
+    uint32_t mode;
+    void *buf; /* owned: data to write, or room for what is read */
+    size_t len;
+    int64_t off;
+    char *path, *path2; /* one allocation */
+    blitz_fs_metadata md;
+    int64_t result;
+    void *data;
+} blitz__fs_rec;
 
 static int64_t blitz__fs_err(void) {
     return blitz__from_errno(errno);
@@ -87,6 +98,8 @@ static int64_t blitz__fs_write_all(int fd, const char *p, size_t len, int64_t of
         if (n < 0) {
             if (errno == EINTR)
                 continue;
+            if (errno == EPIPE)
+                blitz__consume_sigpipe();
             return blitz__fs_err();
         }
         if (n == 0)
@@ -136,7 +149,7 @@ static int64_t blitz__fs_mkdir_all(char *path, mode_t mode) {
 }
 
 /* Growable buffer on BLITZ_MALLOC/BLITZ_FREE (there is no realloc hook). */
-static int blitz__fs_grow(char **buf, size_t *cap, size_t used, size_t need) {
+BLITZ_PRIVATE int blitz__grow_buffer(char **buf, size_t *cap, size_t used, size_t need) {
     if (need <= *cap)
         return 0;
     size_t ncap = *cap ? *cap : 256;
@@ -167,9 +180,9 @@ static int64_t blitz__fs_read_file(const char *path, void **out) {
     size_t cap = 0, used = 0;
     char *buf = NULL;
     size_t hint = fstat(fd, &st) == 0 && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
-    int64_t rc = blitz__fs_grow(&buf, &cap, 0, hint);
+    int64_t rc = blitz__grow_buffer(&buf, &cap, 0, hint);
     while (rc == 0) {
-        if (used + 1 >= cap && (rc = blitz__fs_grow(&buf, &cap, used, cap * 2)) != 0)
+        if (used + 1 >= cap && (rc = blitz__grow_buffer(&buf, &cap, used, cap * 2)) != 0)
             break;
         int64_t n = blitz__fs_read_some(fd, buf + used, cap - used - 1, -1);
         if (n < 0)
@@ -225,8 +238,8 @@ static int64_t blitz__fs_read_dir(const char *path, void **out) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
         size_t n = strlen(e->d_name) + 1;
-        if ((rc = blitz__fs_grow(&names, &names_cap, names_used, names_used + n)) != 0 ||
-            (rc = blitz__fs_grow(&types, &types_cap, count, count + 1)) != 0)
+        if ((rc = blitz__grow_buffer(&names, &names_cap, names_used, names_used + n)) != 0 ||
+            (rc = blitz__grow_buffer(&types, &types_cap, count, count + 1)) != 0)
             break;
         memcpy(names + names_used, e->d_name, n);
         names_used += n;
@@ -304,107 +317,81 @@ static int64_t blitz__fs_stat_result(int rc, blitz_fs_metadata *out, const struc
     return 0;
 }
 
-static int64_t blitz__fs_do(blitz_fs_op *f) {
+static int64_t blitz__fs_do(blitz__fs_rec *f) {
     struct stat st;
     int rc;
-    switch (f->blitz__kind) {
+    switch (f->kind) {
     case BLITZ__FS_OPEN:
         do
-            rc = open(f->blitz__path, f->blitz__flags, (mode_t)f->blitz__mode);
+            rc = open(f->path, f->flags, (mode_t)f->mode);
         while (rc < 0 && errno == EINTR);
         return rc < 0 ? blitz__fs_err() : rc;
     case BLITZ__FS_CLOSE:
         /* Linux releases the descriptor even when close reports EINTR. */
-        return close(f->blitz__fd) == 0 || errno == EINTR ? 0 : blitz__fs_err();
+        return close(f->fd) == 0 || errno == EINTR ? 0 : blitz__fs_err();
     case BLITZ__FS_READ:
     case BLITZ__FS_PREAD:
-        return blitz__fs_read_some(f->blitz__fd, f->blitz__buf, f->blitz__len, f->blitz__off);
+    case BLITZ__FS_READV:
+        return blitz__fs_read_some(f->fd, f->buf, f->len, f->off);
     case BLITZ__FS_WRITE:
     case BLITZ__FS_PWRITE:
-        return blitz__fs_write_all(f->blitz__fd, (const char *)f->blitz__buf, f->blitz__len,
-                                   f->blitz__off);
-    case BLITZ__FS_READV:
-    case BLITZ__FS_WRITEV: {
-        const struct iovec *iov = (const struct iovec *)f->blitz__buf;
-        int n = (int)f->blitz__len;
-        ssize_t r;
-        do {
-            if (f->blitz__kind == BLITZ__FS_READV)
-                r = f->blitz__off >= 0 ? preadv(f->blitz__fd, iov, n, (off_t)f->blitz__off)
-                                       : readv(f->blitz__fd, iov, n);
-            else
-                r = f->blitz__off >= 0 ? pwritev(f->blitz__fd, iov, n, (off_t)f->blitz__off)
-                                       : writev(f->blitz__fd, iov, n);
-        } while (r < 0 && errno == EINTR);
-        return r < 0 ? blitz__fs_err() : r;
-    }
+    case BLITZ__FS_WRITEV:
+        return blitz__fs_write_all(f->fd, (const char *)f->buf, f->len, f->off);
     case BLITZ__FS_FSYNC:
-        return fsync(f->blitz__fd) == 0 ? 0 : blitz__fs_err();
+        return fsync(f->fd) == 0 ? 0 : blitz__fs_err();
     case BLITZ__FS_FDATASYNC:
 #if defined(__APPLE__)
-        return fsync(f->blitz__fd) == 0 ? 0 : blitz__fs_err();
+        return fsync(f->fd) == 0 ? 0 : blitz__fs_err();
 #else
-        return fdatasync(f->blitz__fd) == 0 ? 0 : blitz__fs_err();
+        return fdatasync(f->fd) == 0 ? 0 : blitz__fs_err();
 #endif
     case BLITZ__FS_TRUNCATE:
-        return ftruncate(f->blitz__fd, (off_t)f->blitz__off) == 0 ? 0 : blitz__fs_err();
+        return ftruncate(f->fd, (off_t)f->off) == 0 ? 0 : blitz__fs_err();
     case BLITZ__FS_STAT:
-        return blitz__fs_stat_result(stat(f->blitz__path, &st), (blitz_fs_metadata *)f->blitz__buf,
-                                     &st);
+        return blitz__fs_stat_result(stat(f->path, &st), &f->md, &st);
     case BLITZ__FS_LSTAT:
-        return blitz__fs_stat_result(lstat(f->blitz__path, &st), (blitz_fs_metadata *)f->blitz__buf,
-                                     &st);
+        return blitz__fs_stat_result(lstat(f->path, &st), &f->md, &st);
     case BLITZ__FS_FSTAT:
-        return blitz__fs_stat_result(fstat(f->blitz__fd, &st), (blitz_fs_metadata *)f->blitz__buf,
-                                     &st);
+        return blitz__fs_stat_result(fstat(f->fd, &st), &f->md, &st);
     case BLITZ__FS_RENAME:
-        return rename(f->blitz__path, f->blitz__path2) == 0 ? 0 : blitz__fs_err();
+        return rename(f->path, f->path2) == 0 ? 0 : blitz__fs_err();
     case BLITZ__FS_UNLINK:
-        return unlink(f->blitz__path) == 0 ? 0 : blitz__fs_err();
+        return unlink(f->path) == 0 ? 0 : blitz__fs_err();
     case BLITZ__FS_RMDIR:
-        return rmdir(f->blitz__path) == 0 ? 0 : blitz__fs_err();
+        return rmdir(f->path) == 0 ? 0 : blitz__fs_err();
     case BLITZ__FS_MKDIR:
-        return mkdir(f->blitz__path, (mode_t)f->blitz__mode) == 0 ? 0 : blitz__fs_err();
+        return mkdir(f->path, (mode_t)f->mode) == 0 ? 0 : blitz__fs_err();
     case BLITZ__FS_MKDIR_ALL:
-        return blitz__fs_mkdir_all(f->blitz__path, (mode_t)f->blitz__mode);
+        return blitz__fs_mkdir_all(f->path, (mode_t)f->mode);
     case BLITZ__FS_READ_DIR:
-        return blitz__fs_read_dir(f->blitz__path, &f->data);
+        return blitz__fs_read_dir(f->path, &f->data);
     case BLITZ__FS_READ_FILE:
-        return blitz__fs_read_file(f->blitz__path, &f->data);
+        return blitz__fs_read_file(f->path, &f->data);
     case BLITZ__FS_WRITE_FILE:
-        return blitz__fs_write_file(f->blitz__path, f->blitz__buf, f->blitz__len);
+        return blitz__fs_write_file(f->path, f->buf, f->len);
     default:
         return BLITZ_EINVAL;
     }
 }
 
-static void blitz__fs_free_paths(blitz_fs_op *f) {
-    blitz__free(f->blitz__path);
-    f->blitz__path = f->blitz__path2 = NULL;
-}
-
-static void blitz__fs_exec(blitz__pool_op *op, int cancelled) {
-    blitz_fs_op *f = BLITZ__FS_OF(op);
-    f->data = NULL;
+static void blitz__fs_exec(blitz__pool_rec *rec, int cancelled) {
+    blitz__fs_rec *f = (blitz__fs_rec *)rec;
     f->result = cancelled ? BLITZ_ECANCELED : blitz__fs_do(f);
-    blitz__fs_free_paths(f);
 }
 
-/* What a result nobody takes holds: an opened file, a buffer. */
-static void blitz__fs_discard(blitz__pool_op *op) {
-    blitz_fs_op *f = BLITZ__FS_OF(op);
-    if (f->blitz__kind == BLITZ__FS_OPEN && f->result >= 0)
+/* Frees what the record still holds; an opened file nobody took is
+ * closed. */
+static void blitz__fs_discard(blitz__pool_rec *rec) {
+    blitz__fs_rec *f = (blitz__fs_rec *)rec;
+    if (f->kind == BLITZ__FS_OPEN && f->result >= 0)
         close((int)f->result);
     blitz__free(f->data);
-    f->data = NULL;
-    f->result = BLITZ_ECANCELED;
+    blitz__free(f->buf);
+    blitz__free(f->path);
 }
 
-/* Copies the path(s) into the op. */
-static int blitz__fs_set_paths(blitz_fs_op *f, const char *a, const char *b) {
-    f->blitz__path = f->blitz__path2 = NULL;
-    if (!a)
-        return BLITZ_EINVAL;
+/* Copies the path(s) into the record. */
+static int blitz__fs_set_paths(blitz__fs_rec *f, const char *a, const char *b) {
     size_t la = strlen(a) + 1, lb = b ? strlen(b) + 1 : 0;
     char *p = (char *)blitz__malloc(la + lb);
     if (!p)
@@ -412,51 +399,134 @@ static int blitz__fs_set_paths(blitz_fs_op *f, const char *a, const char *b) {
     memcpy(p, a, la);
     if (b)
         memcpy(p + la, b, lb);
-    f->blitz__path = p;
-    f->blitz__path2 = b ? p + la : NULL;
+    f->path = p;
+    f->path2 = b ? p + la : NULL;
     return 0;
 }
 
-/* The shared body of every public call: a new request starts the op, an
- * op in flight is polled. `setup` fills the request and returns 0 or an
- * error that finishes the call at once. */
+/* A request, as the public calls describe it. */
 typedef struct {
     int kind, fd, flags;
     uint32_t mode;
-    const void *buf;
+    const void *buf; /* data to write; where a read goes */
     size_t len;
     int64_t off;
     const char *path, *path2;
+    const blitz_fs_iovec *iov;
+    int iovcnt;
+    blitz_fs_metadata *md;
 } blitz__fs_req;
 
+static int blitz__fs_is_read(int kind) {
+    return kind == BLITZ__FS_READ || kind == BLITZ__FS_PREAD || kind == BLITZ__FS_READV;
+}
+
+/* Builds the record: copies of paths and of data to write, room for a
+ * read. */
+static int blitz__fs_rec_fill(blitz__fs_rec *f, const blitz__fs_req *r) {
+    f->kind = r->kind;
+    f->fd = r->fd;
+    f->flags = r->flags;
+    f->mode = r->mode;
+    f->off = r->off;
+    f->result = -1;
+    if (r->path && blitz__fs_set_paths(f, r->path, r->path2) != 0)
+        return BLITZ_ENOMEM;
+    size_t len = r->len;
+    if (r->iov) {
+        len = 0;
+        for (int i = 0; i < r->iovcnt; i++) {
+            if (!r->iov[i].base && r->iov[i].len)
+                return BLITZ_EFAULT;
+            if (r->iov[i].len > SIZE_MAX - len)
+                return BLITZ_EINVAL;
+            len += r->iov[i].len;
+        }
+    }
+    if (blitz__fs_is_read(r->kind) && len > BLITZ_FS_MAX_READ)
+        len = BLITZ_FS_MAX_READ;
+    f->len = len;
+    if (len && (blitz__fs_is_read(r->kind) || r->buf || r->iov)) {
+        f->buf = blitz__malloc(len);
+        if (!f->buf)
+            return BLITZ_ENOMEM;
+        if (!blitz__fs_is_read(r->kind)) {
+            if (r->iov) {
+                size_t at = 0;
+                for (int i = 0; i < r->iovcnt; i++) {
+                    if (r->iov[i].len)
+                        memcpy((char *)f->buf + at, r->iov[i].base, r->iov[i].len);
+                    at += r->iov[i].len;
+                }
+            } else {
+                memcpy(f->buf, r->buf, len);
+            }
+        }
+    }
+    return 0;
+}
+
+/* Moves the results of a finished record into the op and the caller's
+ * buffers. */
+static void blitz__fs_take(blitz_fs_op *op, blitz__fs_rec *f) {
+    op->result = f->result;
+    if (f->result > 0 && blitz__fs_is_read(f->kind)) {
+        if (op->blitz__iov) {
+            size_t at = 0, left = (size_t)f->result;
+            for (int i = 0; i < op->blitz__iovcnt && left; i++) {
+                size_t n = op->blitz__iov[i].len < left ? op->blitz__iov[i].len : left;
+                if (n)
+                    memcpy(op->blitz__iov[i].base, (char *)f->buf + at, n);
+                at += n;
+                left -= n;
+            }
+        } else {
+            memcpy(op->blitz__out, f->buf, (size_t)f->result);
+        }
+    }
+    if (f->result == 0 &&
+        (f->kind == BLITZ__FS_STAT || f->kind == BLITZ__FS_LSTAT || f->kind == BLITZ__FS_FSTAT))
+        *(blitz_fs_metadata *)op->blitz__out = f->md;
+    op->data = f->data;
+    f->data = NULL;
+    f->result = -1; /* an opened file is the caller's now */
+    blitz__pool_rec_free(&f->base);
+}
+
+/* The shared body of every public call: a new request starts the op, an
+ * op in flight is polled. */
 static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_req *r) {
     if (!f)
         return BLITZ_READY;
+    blitz__pool_rec *done;
+    if (!blitz__pool_op_idle(&f->blitz__op)) {
+        if (blitz__pool_op_poll(cx, &f->blitz__op, &done) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        blitz__fs_take(f, (blitz__fs_rec *)done);
+        return BLITZ_READY;
+    }
+    f->data = NULL;
     if (!cx) {
         f->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
-    if (!blitz__pool_op_idle(&f->blitz__op))
-        return blitz__pool_op_poll(&f->blitz__op);
-    f->data = NULL;
-    f->blitz__kind = r->kind;
-    f->blitz__fd = r->fd;
-    f->blitz__flags = r->flags;
-    f->blitz__mode = r->mode;
-    f->blitz__buf = (void *)(uintptr_t)r->buf;
-    f->blitz__len = r->len;
-    f->blitz__off = r->off;
-    int rc = 0;
-    if (r->path || r->path2)
-        rc = blitz__fs_set_paths(f, r->path, r->path2);
-    else
-        f->blitz__path = f->blitz__path2 = NULL;
-    if (rc == 0 && r->path2 == NULL && r->kind == BLITZ__FS_RENAME)
-        rc = BLITZ_EINVAL;
-    if (rc == 0 && blitz__pool_op_start(cx, &f->blitz__op, blitz__fs_exec, blitz__fs_discard,
-                                        &rc) == BLITZ_PENDING)
+    blitz__fs_rec *rec =
+        (blitz__fs_rec *)blitz__pool_rec_new(sizeof *rec, blitz__fs_exec, blitz__fs_discard);
+    if (!rec) {
+        f->result = BLITZ_ENOMEM;
+        return BLITZ_READY;
+    }
+    int rc = blitz__fs_rec_fill(rec, r);
+    if (rc != 0) {
+        blitz__pool_rec_free(&rec->base);
+        f->result = rc;
+        return BLITZ_READY;
+    }
+    f->blitz__out = r->md ? (void *)r->md : (void *)(uintptr_t)r->buf;
+    f->blitz__iov = r->iov;
+    f->blitz__iovcnt = r->iovcnt;
+    if (blitz__pool_op_start(cx, &f->blitz__op, &rec->base, &rc) == BLITZ_PENDING)
         return BLITZ_PENDING;
-    blitz__fs_free_paths(f);
     f->result = rc;
     return BLITZ_READY;
 }
@@ -471,20 +541,20 @@ static blitz__fs_req blitz__fs_req_new(int kind) {
 }
 
 /* An argument error known before anything starts. */
-static blitz_poll blitz__fs_fail(blitz_fs_op *f, int err) {
+static blitz_poll blitz__fs_fail(blitz_cx *cx, blitz_fs_op *f, int err) {
     if (f && blitz__pool_op_idle(&f->blitz__op)) {
         f->data = NULL;
         f->result = err;
         return BLITZ_READY;
     }
-    return f ? blitz__pool_op_poll(&f->blitz__op) : BLITZ_READY;
+    blitz__fs_req none = blitz__fs_req_new(0);
+    return blitz__fs_call(cx, f, &none);
 }
-
 BLITZ_API blitz_poll blitz_fs_open(blitz_cx *cx, blitz_fs_op *op, const char *path, int flags,
                                    uint32_t mode) {
     blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_OPEN);
     if (blitz__fs_open_flags(flags, &r.flags) != 0 || !path)
-        return blitz__fs_fail(op, BLITZ_EINVAL);
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     r.mode = mode;
     r.path = path;
     return blitz__fs_call(cx, op, &r);
@@ -492,7 +562,7 @@ BLITZ_API blitz_poll blitz_fs_open(blitz_cx *cx, blitz_fs_op *op, const char *pa
 
 static blitz_poll blitz__fs_fd_call(blitz_cx *cx, blitz_fs_op *op, int kind, int fd) {
     if (fd < 0)
-        return blitz__fs_fail(op, BLITZ_EBADF);
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
     blitz__fs_req r = blitz__fs_req_new(kind);
     r.fd = fd;
     return blitz__fs_call(cx, op, &r);
@@ -511,11 +581,11 @@ BLITZ_API blitz_poll blitz_fs_fdatasync(blitz_cx *cx, blitz_fs_op *op, int fd) {
 static blitz_poll blitz__fs_io(blitz_cx *cx, blitz_fs_op *op, int kind, int fd, const void *buf,
                                size_t len, int64_t off) {
     if (fd < 0)
-        return blitz__fs_fail(op, BLITZ_EBADF);
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
     if (!buf && len)
-        return blitz__fs_fail(op, BLITZ_EFAULT);
+        return blitz__fs_fail(cx, op, BLITZ_EFAULT);
     if (off < -1 || (len > (size_t)INT64_MAX))
-        return blitz__fs_fail(op, BLITZ_EINVAL);
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     blitz__fs_req r = blitz__fs_req_new(kind);
     r.fd = fd;
     r.buf = buf;
@@ -534,21 +604,28 @@ BLITZ_API blitz_poll blitz_fs_write(blitz_cx *cx, blitz_fs_op *op, int fd, const
 BLITZ_API blitz_poll blitz_fs_pread(blitz_cx *cx, blitz_fs_op *op, int fd, void *buf, size_t len,
                                     uint64_t offset) {
     if (offset > (uint64_t)INT64_MAX)
-        return blitz__fs_fail(op, BLITZ_EINVAL);
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     return blitz__fs_io(cx, op, BLITZ__FS_PREAD, fd, buf, len, (int64_t)offset);
 }
 BLITZ_API blitz_poll blitz_fs_pwrite(blitz_cx *cx, blitz_fs_op *op, int fd, const void *buf,
                                      size_t len, uint64_t offset) {
     if (offset > (uint64_t)INT64_MAX)
-        return blitz__fs_fail(op, BLITZ_EINVAL);
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     return blitz__fs_io(cx, op, BLITZ__FS_PWRITE, fd, buf, len, (int64_t)offset);
 }
 
 static blitz_poll blitz__fs_vec(blitz_cx *cx, blitz_fs_op *op, int kind, int fd,
                                 const blitz_fs_iovec *iov, int iovcnt, int64_t offset) {
-    if (!iov || iovcnt <= 0 || iovcnt > IOV_MAX)
-        return blitz__fs_fail(op, BLITZ_EINVAL);
-    return blitz__fs_io(cx, op, kind, fd, iov, (size_t)iovcnt, offset);
+    if (!iov || iovcnt <= 0 || iovcnt > IOV_MAX || offset < -1)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    if (fd < 0)
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
+    blitz__fs_req r = blitz__fs_req_new(kind);
+    r.fd = fd;
+    r.iov = iov;
+    r.iovcnt = iovcnt;
+    r.off = offset;
+    return blitz__fs_call(cx, op, &r);
 }
 
 BLITZ_API blitz_poll blitz_fs_readv(blitz_cx *cx, blitz_fs_op *op, int fd,
@@ -562,9 +639,9 @@ BLITZ_API blitz_poll blitz_fs_writev(blitz_cx *cx, blitz_fs_op *op, int fd,
 
 BLITZ_API blitz_poll blitz_fs_truncate(blitz_cx *cx, blitz_fs_op *op, int fd, uint64_t length) {
     if (length > (uint64_t)INT64_MAX)
-        return blitz__fs_fail(op, BLITZ_EINVAL);
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     if (fd < 0)
-        return blitz__fs_fail(op, BLITZ_EBADF);
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
     blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_TRUNCATE);
     r.fd = fd;
     r.off = (int64_t)length;
@@ -574,12 +651,12 @@ BLITZ_API blitz_poll blitz_fs_truncate(blitz_cx *cx, blitz_fs_op *op, int fd, ui
 static blitz_poll blitz__fs_stat_call(blitz_cx *cx, blitz_fs_op *op, int kind, const char *path,
                                       int fd, blitz_fs_metadata *out) {
     if (!out || (kind != BLITZ__FS_FSTAT && !path))
-        return blitz__fs_fail(op, BLITZ_EINVAL);
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     if (kind == BLITZ__FS_FSTAT && fd < 0)
-        return blitz__fs_fail(op, BLITZ_EBADF);
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
     blitz__fs_req r = blitz__fs_req_new(kind);
     r.fd = fd;
-    r.buf = out;
+    r.md = out;
     r.path = path;
     return blitz__fs_call(cx, op, &r);
 }
@@ -599,7 +676,7 @@ BLITZ_API blitz_poll blitz_fs_fstat(blitz_cx *cx, blitz_fs_op *op, int fd, blitz
 static blitz_poll blitz__fs_path_call(blitz_cx *cx, blitz_fs_op *op, int kind, const char *path,
                                       const char *path2, uint32_t mode) {
     if (!path || (kind == BLITZ__FS_RENAME && !path2))
-        return blitz__fs_fail(op, BLITZ_EINVAL);
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     blitz__fs_req r = blitz__fs_req_new(kind);
     r.path = path;
     r.path2 = path2;
@@ -624,7 +701,7 @@ BLITZ_API blitz_poll blitz_fs_mkdir(blitz_cx *cx, blitz_fs_op *op, const char *p
 BLITZ_API blitz_poll blitz_fs_mkdir_all(blitz_cx *cx, blitz_fs_op *op, const char *path,
                                         uint32_t mode) {
     if (path && !*path)
-        return blitz__fs_fail(op, BLITZ_ENOENT);
+        return blitz__fs_fail(cx, op, BLITZ_ENOENT);
     return blitz__fs_path_call(cx, op, BLITZ__FS_MKDIR_ALL, path, NULL, mode);
 }
 BLITZ_API blitz_poll blitz_fs_read_dir(blitz_cx *cx, blitz_fs_op *op, const char *path) {
@@ -636,9 +713,9 @@ BLITZ_API blitz_poll blitz_fs_read_file(blitz_cx *cx, blitz_fs_op *op, const cha
 BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const char *path,
                                          const void *data, size_t len) {
     if (!path)
-        return blitz__fs_fail(op, BLITZ_EINVAL);
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     if (!data && len)
-        return blitz__fs_fail(op, BLITZ_EFAULT);
+        return blitz__fs_fail(cx, op, BLITZ_EFAULT);
     blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_WRITE_FILE);
     r.path = path;
     r.buf = data;
@@ -649,15 +726,6 @@ BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const ch
 BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *p) {
     (void)cx;
     blitz_fs_op *f = (blitz_fs_op *)p;
-    if (!f)
-        return;
-    blitz__pool_op_cancel(&f->blitz__op);
-    /* Taken out of the queue: the thread never saw the path copy. An
-     * abandoned op's thread frees it itself (the op is not IDLE then). */
-    if (blitz__pool_op_idle(&f->blitz__op))
-        blitz__fs_free_paths(f);
-}
-
-BLITZ_API int blitz_fs_busy(const blitz_fs_op *op) {
-    return op ? blitz__pool_op_busy(&op->blitz__op) : 0;
+    if (f)
+        blitz__pool_op_cancel(&f->blitz__op);
 }

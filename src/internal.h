@@ -290,8 +290,25 @@ typedef struct blitz__pool {
     int have_last_exiting;
     pthread_t last_exiting; /* joined by the next thread to exit, or shutdown */
     blitz__parker *shutdown_waiter;
+    struct blitz__pool_rec *records; /* see blitz__pool_rec.all_next */
     uint64_t threads_started, jobs_run, rejected;
 } blitz__pool;
+
+/* An op's record on the blocking pool (blocking_pool.c); each kind of op
+ * puts its request and results after it. */
+struct blitz__pool_rec {
+    struct blitz__pool_job job; /* first: the pool hands back this pointer */
+    blitz_waker waker;
+    blitz_runtime *rt;
+    uint32_t state;
+    void (*exec)(blitz__pool_rec *rec, int cancelled); /* the work; ECANCELED when cancelled */
+    void (*discard)(blitz__pool_rec *rec);             /* frees what the record still holds */
+    /* Every record the pool has seen, so that blitz_runtime_free can free
+     * those whose task was cancelled without cancelling its op. */
+    blitz__pool_rec *all_next, *all_prev;
+    int tracked;
+};
+typedef struct blitz__pool_job blitz__pool_job;
 
 /* ---- the runtime (runtime.c) ------------------------------------------------ */
 

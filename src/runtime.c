@@ -189,6 +189,7 @@ BLITZ_API int blitz_runtime_free(blitz_runtime *rt) {
     while (blitz__live_blocks(rt) && blitz__now_ns() - start < BLITZ__FREE_GRACE_NS)
         sched_yield();
     blitz__block_walk(rt, blitz__final_drop);
+    blitz__pool_free_records(rt);
     blitz__block_free_all(rt);
     blitz__runtime_release_memory(rt);
     return BLITZ_OK;

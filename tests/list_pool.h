@@ -44,4 +44,18 @@
     X(signal_bad_args_and_restore, 5000)        \
     X(signal_timeout_and_pool_mt2, 5000)        \
     X(signal_timeout_and_pool_mt4, 5000)        \
-    X(signal_timeout_and_pool_ct, 5000)
+    X(signal_timeout_and_pool_ct, 5000)         \
+    X(process_exit_status_mt2, 10000)           \
+    X(process_exit_status_mt4, 10000)           \
+    X(process_exit_status_ct, 10000)            \
+    X(process_spawn_errors, 5000)               \
+    X(process_pipes_mt2, 10000)                 \
+    X(process_pipes_mt4, 10000)                 \
+    X(process_pipes_ct, 10000)                  \
+    X(process_broken_pipe, 5000)                \
+    X(process_kill_and_cancel_mt2, 10000)       \
+    X(process_kill_and_cancel_mt4, 10000)       \
+    X(process_kill_and_cancel_ct, 10000)        \
+    X(process_shutdown_and_release, 10000)      \
+    X(process_output, 10000)                    \
+    X(process_output_cancel, 10000)

@@ -84,7 +84,7 @@ static blitz_poll td_race_poll(blitz_cx *cx, void *p) {
     BLITZ_BEGIN(s);
     for (s->i = 0; s->i < s->n; s->i++) {
         s->seed = s->seed * 1103515245u + 12345u;
-        BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, (int64_t)(s->seed >> 20) % 200 * 1000,
+        BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, tf_race_timeout(s->seed),
                                         blitz_dns_resolve(cx, &s->dns, "localhost", 80, 0),
                                         blitz_dns_cancel, &s->dns));
         if (s->timer.expired) {

@@ -680,3 +680,4 @@ TU_FLAVOR_TESTS(pool_paused_clock_waits)
 #include "test_fs.c"
 #include "test_dns.c"
 #include "test_signal.c"
+#include "test_process.c"
