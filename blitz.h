@@ -509,50 +509,64 @@ extern "C" {
  * -4000 band so they never collide with an errno value.
  * ------------------------------------------------------------------------- */
 
-#define BLITZ_ERRNO_MAP(XX)                             \
-    XX(EPERM, -1, "operation not permitted")            \
-    XX(ENOENT, -2, "no such file or directory")         \
-    XX(EINTR, -4, "interrupted system call")            \
-    XX(EIO, -5, "i/o error")                            \
-    XX(EBADF, -9, "bad file descriptor")                \
-    XX(EAGAIN, -11, "resource temporarily unavailable") \
-    XX(ENOMEM, -12, "not enough memory")                \
-    XX(EACCES, -13, "permission denied")                \
-    XX(EFAULT, -14, "bad address")                      \
-    XX(EBUSY, -16, "resource busy")                     \
-    XX(EEXIST, -17, "file already exists")              \
-    XX(EINVAL, -22, "invalid argument")                 \
-    XX(ENFILE, -23, "too many open files in system")    \
-    XX(EMFILE, -24, "too many open files")              \
-    XX(ENOSPC, -28, "no space left on device")          \
-    XX(EPIPE, -32, "broken pipe")                       \
-    XX(ERANGE, -34, "result out of range")              \
-    XX(EDEADLK, -35, "resource deadlock would occur")   \
-    XX(ENOSYS, -38, "function not implemented")         \
-    XX(ENOTSOCK, -88, "not a socket")                   \
-    XX(EMSGSIZE, -90, "message too long")               \
-    XX(EOPNOTSUPP, -95, "operation not supported")      \
+#define BLITZ_ERRNO_MAP(XX)                               \
+    XX(EPERM, -1, "operation not permitted")              \
+    XX(ENOENT, -2, "no such file or directory")           \
+    XX(ESRCH, -3, "no such process")                      \
+    XX(EINTR, -4, "interrupted system call")              \
+    XX(EIO, -5, "i/o error")                              \
+    XX(E2BIG, -7, "argument list too long")               \
+    XX(ENOEXEC, -8, "exec format error")                  \
+    XX(EBADF, -9, "bad file descriptor")                  \
+    XX(ECHILD, -10, "no child processes")                 \
+    XX(EAGAIN, -11, "resource temporarily unavailable")   \
+    XX(ENOMEM, -12, "not enough memory")                  \
+    XX(EACCES, -13, "permission denied")                  \
+    XX(EFAULT, -14, "bad address")                        \
+    XX(EBUSY, -16, "resource busy")                       \
+    XX(EEXIST, -17, "file already exists")                \
+    XX(EXDEV, -18, "cross-device link")                   \
+    XX(ENOTDIR, -20, "not a directory")                   \
+    XX(EISDIR, -21, "is a directory")                     \
+    XX(EINVAL, -22, "invalid argument")                   \
+    XX(ENFILE, -23, "too many open files in system")      \
+    XX(EMFILE, -24, "too many open files")                \
+    XX(ENOSPC, -28, "no space left on device")            \
+    XX(EROFS, -30, "read-only file system")               \
+    XX(EPIPE, -32, "broken pipe")                         \
+    XX(ERANGE, -34, "result out of range")                \
+    XX(EDEADLK, -35, "resource deadlock would occur")     \
+    XX(ENAMETOOLONG, -36, "file name too long")           \
+    XX(ENOSYS, -38, "function not implemented")           \
+    XX(ENOTEMPTY, -39, "directory not empty")             \
+    XX(ELOOP, -40, "too many symbolic links")             \
+    XX(ENOTSOCK, -88, "not a socket")                     \
+    XX(EMSGSIZE, -90, "message too long")                 \
+    XX(EOPNOTSUPP, -95, "operation not supported")        \
     XX(EAFNOSUPPORT, -97, "address family not supported") \
-    XX(EADDRINUSE, -98, "address already in use")       \
-    XX(EADDRNOTAVAIL, -99, "address not available")     \
-    XX(ENETUNREACH, -101, "network is unreachable")     \
-    XX(ECONNABORTED, -103, "connection aborted")        \
-    XX(ECONNRESET, -104, "connection reset by peer")    \
-    XX(ENOBUFS, -105, "no buffer space available")      \
-    XX(EISCONN, -106, "socket is already connected")    \
-    XX(ENOTCONN, -107, "socket is not connected")       \
-    XX(ETIMEDOUT, -110, "operation timed out")          \
-    XX(ECONNREFUSED, -111, "connection refused")        \
-    XX(EHOSTUNREACH, -113, "host is unreachable")       \
-    XX(EALREADY, -114, "operation already in progress") \
-    XX(EINPROGRESS, -115, "operation in progress")      \
-    XX(ECANCELED, -125, "operation canceled")           \
-    XX(ESHUTDOWN, -4001, "runtime is shut down")        \
-    XX(ECLOSED, -4002, "closed")                        \
-    XX(EFULL, -4003, "queue is full")                   \
-    XX(EEMPTY, -4004, "queue is empty")                 \
-    XX(ELAGGED, -4005, "receiver lagged behind")        \
-    XX(ERELEASED, -4006, "handle already released")
+    XX(EADDRINUSE, -98, "address already in use")         \
+    XX(EADDRNOTAVAIL, -99, "address not available")       \
+    XX(ENETUNREACH, -101, "network is unreachable")       \
+    XX(ECONNABORTED, -103, "connection aborted")          \
+    XX(ECONNRESET, -104, "connection reset by peer")      \
+    XX(ENOBUFS, -105, "no buffer space available")        \
+    XX(EISCONN, -106, "socket is already connected")      \
+    XX(ENOTCONN, -107, "socket is not connected")         \
+    XX(ETIMEDOUT, -110, "operation timed out")            \
+    XX(ECONNREFUSED, -111, "connection refused")          \
+    XX(EHOSTUNREACH, -113, "host is unreachable")         \
+    XX(EALREADY, -114, "operation already in progress")   \
+    XX(EINPROGRESS, -115, "operation in progress")        \
+    XX(ECANCELED, -125, "operation canceled")             \
+    XX(ESHUTDOWN, -4001, "runtime is shut down")          \
+    XX(ECLOSED, -4002, "closed")                          \
+    XX(EFULL, -4003, "queue is full")                     \
+    XX(EEMPTY, -4004, "queue is empty")                   \
+    XX(ELAGGED, -4005, "receiver lagged behind")          \
+    XX(ERELEASED, -4006, "handle already released")       \
+    XX(ENOHOST, -4010, "host name not found")             \
+    XX(EDNSTEMP, -4011, "temporary name server failure")  \
+    XX(EDNS, -4012, "name resolution failed")
 
 #define BLITZ_OK                             0
 #define BLITZ__ERRNO_ENUM(name, value, text) BLITZ_##name = (value),
@@ -723,6 +737,16 @@ typedef struct blitz_config {
      * Compile-time exclusions: BLITZ_NO_IO_URING, BLITZ_NO_EPOLL,
      * BLITZ_NO_POLL. */
     blitz_backend backend;
+    /* Blocking pool: most threads at once (0 = 512). */
+    uint32_t max_blocking_threads;
+    /* Blocking pool: how long a thread waits for work before it exits
+     * (0 = 10 s). */
+    uint64_t blocking_keep_alive_ns;
+    /* Blocking pool: most jobs that may wait for a thread once every thread
+     * is busy and no more may start; a spawn beyond that fails with
+     * BLITZ_EFULL (or waits, with blitz_spawn_blocking_await). 0 = no
+     * limit. */
+    uint32_t blocking_queue_capacity;
 } blitz_config;
 
 /* Creates a runtime. Several runtimes may be alive at once. Worker threads
@@ -1998,7 +2022,436 @@ BLITZ_API int blitz_sock_adopt(blitz_runtime *rt, int fd, blitz_socket **out);
 /* ====[ END src/api_io.h ]================================================= */
 /* ====[ BEGIN src/api_pool.h ]============================================= */
 /* >>api_pool */
-/* Public API: The blocking pool, files, DNS, signals, processes, streams. */
+/* Public API: the blocking pool, files, DNS, signals, processes. */
+
+/* ---------------------------------------------------------------------------
+ * The blocking pool
+ *
+ * Work that blocks a thread (a system call without an async form, a long
+ * computation, a library that sleeps) runs on the runtime's blocking pool,
+ * never on a worker. Threads start on demand, up to
+ * blitz_config.max_blocking_threads, and exit after
+ * blitz_config.blocking_keep_alive_ns without work. Shutdown cancels the
+ * jobs that have not started and waits for the running ones.
+ * ------------------------------------------------------------------------- */
+
+/* Private: a job's place in the pool's queue. */
+struct blitz__pool_job {
+    struct blitz__pool_job *next, *prev;
+    /* Runs the job on a pool thread; `cancelled` when it never will run
+     * (shutdown), so it only reports that. */
+    void (*run)(struct blitz__pool_job *job, int cancelled);
+    int linked; /* in a pool list (guarded by the pool's lock) */
+};
+
+/* Private: an op carried out by a pool thread. Everything the thread
+ * touches lives in a record on the heap that the op points at, so the op
+ * (and the task's state around it) can be reused or freed the moment the
+ * task stops waiting, whatever the thread is doing. */
+typedef struct blitz__pool_rec blitz__pool_rec;
+typedef struct blitz__pool_op {
+    blitz__pool_rec *rec;
+} blitz__pool_op;
+
+/* Runs fn(arg) on a pool thread. The handle is an ordinary task handle:
+ * await it with blitz_join, block on it with blitz_task_wait, read its
+ * status, release it. blitz_task_cancel before the job started removes it
+ * from the queue at once (it completes as cancelled and fn never runs);
+ * a running job cannot be stopped and finishes normally.
+ * `handle` may be NULL (detached).
+ * Returns BLITZ_OK, BLITZ_EINVAL (NULL rt or fn), BLITZ_ENOMEM,
+ * BLITZ_ESHUTDOWN, BLITZ_EFULL (blitz_config.blocking_queue_capacity is set
+ * and that many jobs already wait for a thread), or a thread-creation error
+ * when no pool thread exists and none could be started. */
+BLITZ_API int blitz_spawn_blocking(blitz_runtime *rt, blitz_fn fn, void *arg, blitz_task **handle);
+
+typedef struct blitz_blocking_opts {
+    blitz_fn fn;        /* required: called with the job's own copy of state */
+    const void *state;  /* copied into the job; NULL = zero-filled */
+    size_t size;        /* bytes of state, 1..BLITZ_MAX_STATE_SIZE */
+    blitz_drop_fn drop; /* optional: frees what the state owns */
+} blitz_blocking_opts;
+
+/* blitz_spawn_blocking with a state block that the job owns (as
+ * blitz_spawn copies a task's state): fn gets a pointer to the copy, and
+ * blitz_task_state(handle) reads it once the job has finished. Nothing the
+ * job writes can outlive the job, so the spawner may give up waiting at any
+ * time. Same returns as blitz_spawn_blocking (EINVAL also for a bad size). */
+BLITZ_API int blitz_spawn_blocking_ex(blitz_runtime *rt, const blitz_blocking_opts *opts,
+                                      blitz_task **handle);
+
+/* An awaitable spawn that waits for room in a bounded queue instead of
+ * failing with BLITZ_EFULL:
+ *   BLITZ_AWAIT(s, blitz_spawn_blocking_await(cx, &s->sp, &opts));
+ *   if (s->sp.result == BLITZ_OK) ... s->sp.task is the handle ...
+ * Without a capacity it never waits. Zero-filled is ready to use; READY
+ * once the job was queued (result BLITZ_OK, task set) or failed (result
+ * < 0, task NULL). Waiters get room first come, first served. */
+typedef struct blitz_blocking_spawn {
+    int result;
+    blitz_task *task;
+    struct blitz__pool_op blitz__op;
+} blitz_blocking_spawn;
+BLITZ_API blitz_poll blitz_spawn_blocking_await(blitz_cx *cx, blitz_blocking_spawn *op,
+                                                const blitz_blocking_opts *opts);
+/* Stops waiting for room (a blitz_cancel_fn; op is the blitz_blocking_spawn). */
+BLITZ_API void blitz_spawn_blocking_cancel(blitz_cx *cx, void *op);
+
+typedef struct blitz_pool_stats {
+    uint32_t threads;     /* alive pool threads */
+    uint32_t idle;        /* of which waiting for work */
+    uint32_t queued;      /* jobs waiting for a thread */
+    uint32_t max_threads; /* the cap */
+    uint64_t threads_started;
+    uint64_t jobs_run; /* jobs taken by a thread */
+    uint64_t rejected; /* BLITZ_EFULL answers */
+} blitz_pool_stats;
+
+/* A snapshot of the pool (taken under its lock, so one instant).
+ * BLITZ_EINVAL for NULL. */
+BLITZ_API int blitz_runtime_pool_stats(blitz_runtime *rt, blitz_pool_stats *out);
+
+/* Frees memory that blitz allocated and handed to the caller (a whole
+ * file's contents, a directory listing, resolved addresses); NULL is fine. */
+BLITZ_API void blitz_free(void *p);
+
+/* ---------------------------------------------------------------------------
+ * Files
+ *
+ * Every file operation is an op awaited inside a task:
+ *   typedef struct { BLITZ_CORO; blitz_fs_op op; int fd; char buf[4096]; } s;
+ *   BLITZ_AWAIT(s, blitz_fs_open(cx, &s->op, "data.txt", BLITZ_FS_READ, 0));
+ *   if (s->op.result < 0) ...error...; s->fd = (int)s->op.result;
+ *   BLITZ_AWAIT(s, blitz_fs_read(cx, &s->op, s->fd, s->buf, sizeof s->buf));
+ * `result` is >= 0 on success (bytes, a file descriptor, a count) or a
+ * negative BLITZ_E* code (BLITZ_ENOENT, BLITZ_EACCES, ...). The work runs
+ * on the blocking pool today; the same calls are meant to map onto native
+ * kernel operations (io_uring) where the kernel has them.
+ *
+ * One op carries one operation at a time and is polled by one task. A
+ * zero-filled op is ready to use; after READY it is ready for the next
+ * operation. Paths and the data of writes are copied when the operation
+ * starts, and reads land in a buffer of the operation's own that is copied
+ * into yours when the op is READY (so at most BLITZ_FS_MAX_READ bytes per
+ * read): no pool thread ever touches your memory.
+ *
+ * Cancellation (blitz_fs_cancel, a blitz_cancel_fn; also what
+ * blitz_timeout_op calls) returns at once and leaves the op ready for the
+ * next operation: one that has not started is dropped; one that is
+ * running cannot be stopped, so its thread finishes it and then releases
+ * what the result holds (closes a file it opened, frees data). A task that
+ * can be cancelled while an op is pending calls blitz_fs_cancel from its
+ * cancel hook (blitz_spawn_opts.cancel), so nothing is leaked.
+ * ------------------------------------------------------------------------- */
+
+/* Open flags (at least one of READ and WRITE). */
+#define BLITZ_FS_READ     0x01
+#define BLITZ_FS_WRITE    0x02
+#define BLITZ_FS_APPEND   0x04 /* every write goes to the end (implies WRITE) */
+#define BLITZ_FS_CREATE   0x08 /* create if missing (with `mode`) */
+#define BLITZ_FS_TRUNCATE 0x10 /* cut to zero length on open */
+#define BLITZ_FS_EXCL     0x20 /* with CREATE: fail with BLITZ_EEXIST if it exists */
+
+typedef enum blitz_file_type {
+    BLITZ_FILE_UNKNOWN = 0,
+    BLITZ_FILE_REGULAR = 1,
+    BLITZ_FILE_DIRECTORY = 2,
+    BLITZ_FILE_SYMLINK = 3,
+    BLITZ_FILE_OTHER = 4, /* device, FIFO, socket */
+} blitz_file_type;
+
+typedef struct blitz_fs_metadata {
+    blitz_file_type type;
+    uint32_t mode; /* permission bits (0777 and setuid/setgid/sticky) */
+    uint64_t size;
+    uint64_t mtime_ns, atime_ns, ctime_ns; /* since the epoch */
+    uint64_t dev, ino, nlink;
+    uint32_t uid, gid;
+} blitz_fs_metadata;
+
+/* One entry of blitz_fs_read_dir ("." and ".." are left out). */
+typedef struct blitz_fs_dirent {
+    const char *name;
+    blitz_file_type type; /* BLITZ_FILE_UNKNOWN when the file system does not say */
+} blitz_fs_dirent;
+
+/* Most bytes one read returns (larger reads return this much). */
+#define BLITZ_FS_MAX_READ ((size_t)2 * 1024 * 1024)
+
+/* A buffer of a vectored read or write (laid out as struct iovec). */
+typedef struct blitz_fs_iovec {
+    void *base;
+    size_t len;
+} blitz_fs_iovec;
+
+typedef struct blitz_fs_op {
+    int64_t result; /* see above */
+    /* blitz_fs_read_file: the contents (NUL-terminated, not counted);
+     * blitz_fs_read_dir: an array of `result` entries, names sorted. The
+     * caller owns it after READY and frees it with blitz_free. */
+    void *data;
+    struct blitz__pool_op blitz__op;
+    /* Where the results go when READY (the caller's buffers). */
+    void *blitz__out;
+    const blitz_fs_iovec *blitz__iov;
+    int blitz__iovcnt;
+} blitz_fs_op;
+
+/* Opens `path` with BLITZ_FS_* flags (close-on-exec); `mode` is used when
+ * a file is created (e.g. 0644). Result: the file descriptor. EINVAL for
+ * no READ/WRITE or unknown flags. */
+BLITZ_API blitz_poll blitz_fs_open(blitz_cx *cx, blitz_fs_op *op, const char *path, int flags,
+                                   uint32_t mode);
+/* Closes fd. Result 0. */
+BLITZ_API blitz_poll blitz_fs_close(blitz_cx *cx, blitz_fs_op *op, int fd);
+/* Reads up to len bytes at the file position; result 0 at end of file. */
+BLITZ_API blitz_poll blitz_fs_read(blitz_cx *cx, blitz_fs_op *op, int fd, void *buf, size_t len);
+/* Writes all len bytes at the file position (partial writes are
+ * continued); result len, or the error that stopped it. */
+BLITZ_API blitz_poll blitz_fs_write(blitz_cx *cx, blitz_fs_op *op, int fd, const void *buf,
+                                    size_t len);
+/* The same at an offset, leaving the file position alone. */
+BLITZ_API blitz_poll blitz_fs_pread(blitz_cx *cx, blitz_fs_op *op, int fd, void *buf, size_t len,
+                                    uint64_t offset);
+BLITZ_API blitz_poll blitz_fs_pwrite(blitz_cx *cx, blitz_fs_op *op, int fd, const void *buf,
+                                     size_t len, uint64_t offset);
+/* Vectored read and write (one system call each; the result may be short)
+ * at `offset`, or at the file position when offset is -1. */
+BLITZ_API blitz_poll blitz_fs_readv(blitz_cx *cx, blitz_fs_op *op, int fd,
+                                    const blitz_fs_iovec *iov, int iovcnt, int64_t offset);
+BLITZ_API blitz_poll blitz_fs_writev(blitz_cx *cx, blitz_fs_op *op, int fd,
+                                     const blitz_fs_iovec *iov, int iovcnt, int64_t offset);
+/* fsync / fdatasync. Result 0. */
+BLITZ_API blitz_poll blitz_fs_fsync(blitz_cx *cx, blitz_fs_op *op, int fd);
+BLITZ_API blitz_poll blitz_fs_fdatasync(blitz_cx *cx, blitz_fs_op *op, int fd);
+/* Sets the file's length (ftruncate). Result 0. */
+BLITZ_API blitz_poll blitz_fs_truncate(blitz_cx *cx, blitz_fs_op *op, int fd, uint64_t length);
+/* Metadata of a path (following symlinks), of a path itself (lstat), or of
+ * an open file, into *out. Result 0. */
+BLITZ_API blitz_poll blitz_fs_stat(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                   blitz_fs_metadata *out);
+BLITZ_API blitz_poll blitz_fs_lstat(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                    blitz_fs_metadata *out);
+BLITZ_API blitz_poll blitz_fs_fstat(blitz_cx *cx, blitz_fs_op *op, int fd, blitz_fs_metadata *out);
+/* rename, unlink, rmdir, mkdir. Result 0. */
+BLITZ_API blitz_poll blitz_fs_rename(blitz_cx *cx, blitz_fs_op *op, const char *from,
+                                     const char *to);
+BLITZ_API blitz_poll blitz_fs_unlink(blitz_cx *cx, blitz_fs_op *op, const char *path);
+BLITZ_API blitz_poll blitz_fs_rmdir(blitz_cx *cx, blitz_fs_op *op, const char *path);
+BLITZ_API blitz_poll blitz_fs_mkdir(blitz_cx *cx, blitz_fs_op *op, const char *path, uint32_t mode);
+/* mkdir -p: creates the missing parents too; an existing directory is not
+ * an error (an existing non-directory is BLITZ_EEXIST). */
+BLITZ_API blitz_poll blitz_fs_mkdir_all(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                        uint32_t mode);
+/* Lists a directory into op->data (blitz_fs_dirent array); result: the
+ * number of entries. */
+BLITZ_API blitz_poll blitz_fs_read_dir(blitz_cx *cx, blitz_fs_op *op, const char *path);
+/* Reads a whole file into op->data; result: its length. */
+BLITZ_API blitz_poll blitz_fs_read_file(blitz_cx *cx, blitz_fs_op *op, const char *path);
+/* Creates or truncates `path` (mode 0666 before the umask) and writes
+ * len bytes; result len. */
+BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                         const void *data, size_t len);
+/* The op's cancel (a blitz_cancel_fn; op is the blitz_fs_op). */
+BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *op);
+
+/* ---------------------------------------------------------------------------
+ * DNS: name resolution on the blocking pool (getaddrinfo), cancellable
+ *
+ *   BLITZ_AWAIT(s, blitz_dns_resolve(cx, &s->dns, "example.com", 443, 0));
+ *   for (int i = 0; i < s->dns.result; i++) ... s->dns.addrs[i] ...
+ *   blitz_free(s->dns.addrs);
+ *
+ * Cancelling (blitz_dns_cancel, or blitz_timeout_op) never waits for the
+ * resolver: a lookup still queued is dropped, a running one finishes on its
+ * thread, which frees the answer nobody will read. The host name is copied.
+ * ------------------------------------------------------------------------- */
+
+/* One resolved address: `addr` holds a struct sockaddr_in or sockaddr_in6
+ * of `len` bytes, with the port filled in. */
+typedef struct blitz_resolved_addr {
+    int family; /* AF_INET or AF_INET6 */
+    uint32_t len;
+    union {
+        unsigned char bytes[112];
+        uint64_t align;
+    } addr;
+} blitz_resolved_addr;
+
+typedef struct blitz_dns_op {
+    /* Number of addresses (at least one), or BLITZ_ENOHOST (no such
+     * name, or none of the asked family), BLITZ_EDNSTEMP (try again
+     * later), BLITZ_EDNS, BLITZ_EINVAL, BLITZ_ENOMEM, BLITZ_ECANCELED. */
+    int result;
+    /* The addresses, in the resolver's order of preference; the caller
+     * owns them after READY and frees them with blitz_free. */
+    blitz_resolved_addr *addrs;
+    struct blitz__pool_op blitz__op;
+} blitz_dns_op;
+
+/* Resolves `host` (a name or a numeric address) for TCP. family: 0 for
+ * any, 4 for IPv4 only, 6 for IPv6 only. A zero-filled op is ready to use;
+ * the same rules as for file ops apply. */
+BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const char *host,
+                                       uint16_t port, int family);
+/* The op's cancel (a blitz_cancel_fn; op is the blitz_dns_op). */
+BLITZ_API void blitz_dns_cancel(blitz_cx *cx, void *op);
+
+/* ---------------------------------------------------------------------------
+ * Signals
+ *
+ *   typedef struct { BLITZ_CORO; blitz_signal sig; } s;
+ *   blitz_signal_init(&s->sig, SIGINT);   (then blitz_signal_add for more)
+ *   BLITZ_AWAIT(s, blitz_signal_recv(cx, &s->sig));
+ *   ... s->sig.signo arrived (s->sig.count times since the last recv) ...
+ *   blitz_signal_deinit(&s->sig);
+ *
+ * A listener counts every delivery of its signals from the moment it is
+ * initialised, whether or not a task awaits it at that moment; any number
+ * of listeners may listen to the same signal and each sees every delivery
+ * (the kernel merges deliveries of one standard signal that arrive before
+ * blitz sees the first). While at least one listener exists for a signal,
+ * its default action (terminating the process, for SIGINT or SIGTERM) is
+ * replaced by a small handler that works in whichever thread the kernel
+ * picks, runtime thread or not, so no signal mask needs setting anywhere;
+ * the previous disposition comes back when the last listener goes. One
+ * internal thread per process (started with the first listener) turns the
+ * handler's counts into wake-ups. Listeners do not belong to a runtime.
+ * ------------------------------------------------------------------------- */
+
+typedef struct blitz_signal {
+    int signo;      /* after a recv: the (lowest numbered) signal that arrived */
+    uint64_t count; /* after a recv: deliveries since the previous recv */
+    struct blitz_signal *blitz__next, *blitz__prev;
+    uint64_t blitz__mask;    /* bit n-1 for signal n */
+    uint64_t blitz__arrived; /* bits of signals arrived and not yet received */
+    uint64_t blitz__pending; /* deliveries not yet received */
+    blitz_waker blitz__waker;
+    int blitz__has_waker;
+} blitz_signal;
+
+/* Starts listening to `signo`. BLITZ_EINVAL for NULL, a number outside
+ * 1..64, SIGKILL, SIGSTOP, and the fault signals (SIGSEGV, SIGBUS, SIGFPE,
+ * SIGILL) that a handler cannot meaningfully return from; BLITZ_EBUSY when
+ * already initialised; an error from setting up the signal thread. The
+ * listener must stay at its address until blitz_signal_deinit. */
+BLITZ_API int blitz_signal_init(blitz_signal *s, int signo);
+/* Listens to one more signal. Same errors (EINVAL when not initialised). */
+BLITZ_API int blitz_signal_add(blitz_signal *s, int signo);
+/* READY once a listened signal arrived since the previous recv (at once
+ * when one arrived while nobody waited): fills signo and count and starts
+ * counting afresh. Polled by one task at a time. */
+BLITZ_API blitz_poll blitz_signal_recv(blitz_cx *cx, blitz_signal *s);
+/* Without waiting: 1 when something arrived (signo and count filled), 0
+ * when not, BLITZ_EINVAL for a listener not initialised. */
+BLITZ_API int blitz_signal_try_recv(blitz_signal *s);
+/* Stops waiting (a blitz_cancel_fn; op is the blitz_signal): drops the
+ * registered waker; deliveries keep being counted. */
+BLITZ_API void blitz_signal_cancel(blitz_cx *cx, void *s);
+/* Stops listening and drops any registered waker. BLITZ_EINVAL when not
+ * initialised. */
+BLITZ_API int blitz_signal_deinit(blitz_signal *s);
+
+/* ---------------------------------------------------------------------------
+ * Processes
+ *
+ *   const char *argv[] = {"ls", "-l", NULL};
+ *   blitz_command cmd = {argv, NULL, NULL, BLITZ_STDIO_NULL, BLITZ_STDIO_PIPE,
+ *                        BLITZ_STDIO_INHERIT};
+ *   blitz_child child;
+ *   int rc = blitz_process_spawn(rt, &cmd, &child);   (BLITZ_ENOENT: no program)
+ *   ... read child.stdout_fd (blitz_fs_read works on it) ...
+ *   BLITZ_AWAIT(s, blitz_process_wait(cx, &s->wait, &s->child));
+ *   s->wait.exited ? s->wait.code : s->wait.signal
+ *   blitz_process_release(&s->child);
+ *
+ * Waiting runs on a pool thread, which sleeps on the child's pidfd (Linux)
+ * or polls with a short sleep elsewhere, and notices within 50 ms that its
+ * op was cancelled or the runtime is shutting down: a wait never holds up
+ * shutdown. A child is reaped exactly once, and kill never signals a
+ * process id that was reaped and may have been reused.
+ * ------------------------------------------------------------------------- */
+
+typedef enum blitz_stdio {
+    BLITZ_STDIO_INHERIT = 0, /* the parent's descriptor */
+    BLITZ_STDIO_NULL = 1,    /* /dev/null */
+    BLITZ_STDIO_PIPE = 2,    /* a pipe; the parent's end is in blitz_child */
+} blitz_stdio;
+
+typedef struct blitz_command {
+    /* argv[0] is the program: a path (with a '/') or a name looked up in
+     * PATH. NULL-terminated. */
+    const char *const *argv;
+    /* The whole environment ("NAME=value", NULL-terminated), or NULL to
+     * inherit this process's. */
+    const char *const *env;
+    const char *cwd; /* working directory, or NULL to inherit */
+    blitz_stdio stdin_mode, stdout_mode, stderr_mode;
+} blitz_command;
+
+typedef struct blitz__proc blitz__proc;
+
+typedef struct blitz_child {
+    int pid;
+    /* Parent ends of the pipes asked for (close-on-exec), else -1. The
+     * caller may read and write them and close them; blitz_process_release
+     * closes those still open. */
+    int stdin_fd, stdout_fd, stderr_fd;
+    blitz__proc *blitz__proc;
+} blitz_child;
+
+/* Starts a child process. Returns BLITZ_OK, BLITZ_EINVAL (NULL, empty
+ * argv, unknown stdio mode), BLITZ_ENOENT (no such program, or no such
+ * cwd), BLITZ_EACCES (not executable), BLITZ_ENOEXEC, BLITZ_ENOMEM, or
+ * another exec or fork error: errors of the exec in the child are
+ * reported here, not as an exit code. */
+BLITZ_API int blitz_process_spawn(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child);
+
+typedef struct blitz_wait_op {
+    int result; /* BLITZ_OK, or BLITZ_ECANCELED, BLITZ_EINVAL */
+    int exited; /* 1: exited with `code`; 0: killed by `signal` */
+    int code;
+    int signal;
+    int core_dumped;
+    struct blitz__pool_op blitz__op;
+} blitz_wait_op;
+
+/* READY once the child has ended (also if it had already ended and was
+ * reaped by an earlier wait: the status is remembered). Several ops may
+ * wait for one child. */
+BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_child *child);
+/* The wait op's cancel (a blitz_cancel_fn). */
+BLITZ_API void blitz_process_wait_cancel(blitz_cx *cx, void *op);
+/* Without waiting: 1 when the child has ended (the op's status fields
+ * filled), 0 while it runs, BLITZ_EINVAL. */
+BLITZ_API int blitz_process_try_wait(blitz_child *child, blitz_wait_op *status);
+/* Sends a signal; BLITZ_ESRCH once the child has been reaped. */
+BLITZ_API int blitz_process_kill(blitz_child *child, int signo);
+/* SIGTERM. */
+BLITZ_API int blitz_process_terminate(blitz_child *child);
+/* Closes the pipe ends still open and lets go of the child; one not yet
+ * reaped is reaped by a pool job when it ends (no zombie is left, unless
+ * the runtime is shut down by then). BLITZ_EINVAL for NULL or a child
+ * already released. */
+BLITZ_API int blitz_process_release(blitz_child *child);
+
+/* Runs a command to its end, feeding it a copy of `input` (stdin is
+ * /dev/null when input is NULL) and collecting what it writes to stdout and stderr (the
+ * command's stdio modes are not used). The pipes are read by a pool
+ * thread. Cancelling kills the child (SIGKILL) and frees everything. */
+typedef struct blitz_output_op {
+    int result; /* BLITZ_OK (see exited/code/signal), a spawn error, BLITZ_ECANCELED */
+    int exited, code, signal;
+    /* The output, NUL-terminated (not counted); the caller owns both
+     * after READY and frees them with blitz_free. */
+    char *out, *err;
+    size_t out_len, err_len;
+    struct blitz__pool_op blitz__op;
+} blitz_output_op;
+BLITZ_API blitz_poll blitz_process_output(blitz_cx *cx, blitz_output_op *op,
+                                          const blitz_command *cmd, const void *input,
+                                          size_t input_len);
+BLITZ_API void blitz_process_output_cancel(blitz_cx *cx, void *op);
 /* ====[ END src/api_pool.h ]=============================================== */
 
 #ifdef __cplusplus
@@ -2078,6 +2531,19 @@ long syscall(long number, ...);
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
+
+/* Files, DNS, signals and processes. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
 /* ====[ END src/platform.h ]=============================================== */
 /* ====[ BEGIN src/atomic.h ]=============================================== */
 /* >>atomic */
@@ -2164,6 +2630,9 @@ static inline uint32_t blitz__u32_field_load(const uint32_t *p, int o) {
 }
 static inline void blitz__u32_field_store(uint32_t *p, uint32_t x, int o) {
     __atomic_store_n(p, x, o);
+}
+static inline int blitz__u32_field_cas(uint32_t *p, uint32_t *expected, uint32_t desired, int o) {
+    return __atomic_compare_exchange_n(p, expected, desired, 0, o, BLITZ__CAS_FAIL_ORDER(o));
 }
 
 /* A counter written by one thread and read by others: a plain load+store
@@ -2523,6 +2992,51 @@ typedef struct blitz__time_driver {
     blitz__atomic_u32 sleeper;
 } blitz__time_driver;
 
+/* ---- the blocking pool (blocking_pool.c) ------------------------------------ */
+
+/* A pool thread's record, on its own stack. */
+typedef struct blitz__pool_thread {
+    struct blitz__pool_thread *next, *prev; /* the idle list */
+    blitz__parker parker;
+    int notified; /* handed work while idle; guarded by the pool's lock */
+} blitz__pool_thread;
+
+/* Everything below is guarded by `lock`. */
+typedef struct blitz__pool {
+    blitz__mutex lock;
+    struct blitz__pool_job *head, *tail;             /* jobs waiting for a thread */
+    struct blitz__pool_job *space_head, *space_tail; /* ops waiting for queue room */
+    blitz__pool_thread *idle_head;                   /* most recently idle first */
+    uint32_t queued, threads, idle;
+    /* Threads woken or started for queued jobs that have not yet taken
+     * the lock: jobs they are about to take do not count as a backlog. */
+    uint32_t inbound;
+    uint32_t max_threads, capacity;
+    uint64_t keep_alive_ns;
+    int closed;
+    int have_last_exiting;
+    pthread_t last_exiting; /* joined by the next thread to exit, or shutdown */
+    blitz__parker *shutdown_waiter;
+    struct blitz__pool_rec *records; /* see blitz__pool_rec.all_next */
+    uint64_t threads_started, jobs_run, rejected;
+} blitz__pool;
+
+/* An op's record on the blocking pool (blocking_pool.c); each kind of op
+ * puts its request and results after it. */
+struct blitz__pool_rec {
+    struct blitz__pool_job job; /* first: the pool hands back this pointer */
+    blitz_waker waker;
+    blitz_runtime *rt;
+    uint32_t state;
+    void (*exec)(blitz__pool_rec *rec, int cancelled); /* the work; ECANCELED when cancelled */
+    void (*discard)(blitz__pool_rec *rec);             /* frees what the record still holds */
+    /* Every record the pool has seen, so that blitz_runtime_free can free
+     * those whose task was cancelled without cancelling its op. */
+    blitz__pool_rec *all_next, *all_prev;
+    int tracked;
+};
+typedef struct blitz__pool_job blitz__pool_job;
+
 /* ---- the runtime (runtime.c) ------------------------------------------------ */
 
 struct blitz_runtime {
@@ -2564,6 +3078,7 @@ struct blitz_runtime {
     blitz__atomic_ptr spare_batches[BLITZ__NUM_CLASSES];
     blitz__worker_counters remote_counters; /* updated under alloc_lock */
     blitz__time_driver time;
+    blitz__pool pool;
     void *workers_raw;
     /* The I/O driver (io_driver.c), or NULL when no backend could start. */
     struct blitz__io *io;
@@ -2596,6 +3111,7 @@ BLITZ_PRIVATE void blitz__wake_batch_begin(void);
 BLITZ_PRIVATE void blitz__wake_batch_end(void);
 BLITZ_PRIVATE void blitz__task_free(blitz__task *t);
 static inline blitz_runtime *blitz__task_runtime(const blitz__task *t);
+BLITZ_PRIVATE void blitz__pool_cancel_task(blitz__task *t);
 /* ====[ END src/internal.h ]=============================================== */
 
 BLITZ_API const char *blitz_strerror(int err) {
@@ -2920,8 +3436,9 @@ BLITZ_PRIVATE int blitz__thread_start(pthread_t *t, void *(*fn)(void *), void *a
  * block ends with a drop function), HAS_CANCEL (and with a cancel hook), THREAD_JOINER (a thread
  * sleeps on the runtime's completion word waiting for this task), PINNED (the task is polled only
  * by the thread blocked in blitz_runtime_run on it, never queued: a wake just rouses that thread,
- * as Tokio's block_on does). ref_count: one reference for the task's life until completion (the
- * runtime's own, standing in for Tokio's owned-task list), one for the
+ * as Tokio's block_on does), BLOCKING (a blocking-pool job: queued on the pool, run there, with
+ * a trailer before the hooks; see blocking_pool.c). ref_count: one reference for the task's life
+ * until completion (the runtime's own, standing in for Tokio's owned-task list), one for the
  * handle, one per cloned waker. The block is freed when it reaches zero.
  *
  * Every transition is one CAS (or one RMW) on the word, so two parties never
@@ -2941,6 +3458,7 @@ BLITZ_PRIVATE int blitz__thread_start(pthread_t *t, void *(*fn)(void *), void *a
 #define BLITZ__TASK_THREAD_JOINER     ((uint64_t)1 << 2)
 #define BLITZ__TASK_PINNED            ((uint64_t)1 << 3)
 #define BLITZ__TASK_HAS_CANCEL        ((uint64_t)1 << 4)
+#define BLITZ__TASK_BLOCKING          ((uint64_t)1 << 5)
 
 #define BLITZ__TASK_NOTIFIED      ((uint64_t)1 << 24)
 #define BLITZ__TASK_CANCELLED     ((uint64_t)1 << 25)
@@ -4244,19 +4762,28 @@ BLITZ_API int blitz_cx_worker(blitz_cx *cx) {
 
 /* ---- spawning ------------------------------------------------------------------- */
 
-/* Spawns; a PINNED task is not queued (blitz__block_on polls it). */
-BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, blitz_task **handle,
-                               int pinned) {
-    if (handle)
-        *handle = NULL;
+/* `size` bytes (a multiple of 8) reserved in front of the hooks at the end
+ * of the block of a task spawned with a trailer. */
+static inline void *blitz__task_trailer(blitz__task *t, size_t size) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    size_t hooks = ((s & BLITZ__TASK_HAS_DROP) != 0) + ((s & BLITZ__TASK_HAS_CANCEL) != 0);
+    return (char *)t + blitz__block_size(t) - hooks * sizeof(blitz_drop_fn) - size;
+}
+
+/* A new task block in the SCHEDULED state that nobody has seen yet, with
+ * `trailer` bytes before the hooks and `flags` added to its state word.
+ * The caller queues it, or gives it back with blitz__task_discard. */
+BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *o, int with_handle,
+                                     size_t trailer, uint64_t flags, blitz__task **out) {
+    *out = NULL;
     if (!rt || !o || !o->poll || o->size == 0 || o->size > BLITZ_MAX_STATE_SIZE)
         return BLITZ_EINVAL;
     if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
         return BLITZ_ESHUTDOWN;
     size_t need = BLITZ__TASK_HEADER_SIZE + o->size;
     size_t hooks = (o->drop != NULL) + (o->cancel != NULL);
-    if (hooks)
-        need = ((need + 7) & ~(size_t)7) + hooks * sizeof(blitz_drop_fn);
+    if (hooks || trailer)
+        need = ((need + 7) & ~(size_t)7) + trailer + hooks * sizeof(blitz_drop_fn);
     blitz__task *t = blitz__block_alloc(rt, need);
     if (!t)
         return BLITZ_ENOMEM;
@@ -4268,24 +4795,41 @@ BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, bli
         memcpy(blitz__task_state_ptr(t), o->state, o->size);
     else
         memset(blitz__task_state_ptr(t), 0, o->size);
-    uint64_t initial = blitz__state_initial(handle != NULL, o->drop != NULL, o->cancel != NULL);
+    uint64_t initial =
+        blitz__state_initial(with_handle, o->drop != NULL, o->cancel != NULL) | flags;
     if (o->drop)
         *blitz__task_drop_slot(t) = o->drop;
     if (o->cancel)
         *blitz__task_cancel_slot(t, initial) = o->cancel;
-    /* Relaxed: the enqueue below publishes the block (queue release or the
-     * global queue's mutex). */
-    if (pinned) {
-        initial |= BLITZ__TASK_PINNED;
-        blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
-    }
+    /* Relaxed: the enqueue publishes the block (queue release or a
+     * mutex). */
     blitz__u64_store(&t->state, initial, BLITZ__RELAXED);
-    int rc = pinned ? BLITZ_OK : blitz__task_spawn_schedule(rt, t);
+    *out = t;
+    return BLITZ_OK;
+}
+
+/* Gives back a block from blitz__task_create that was never queued,
+ * without its drop function (the caller still owns what its state refers
+ * to). */
+BLITZ_PRIVATE void blitz__task_discard(blitz__task *t) {
+    blitz__u64_store(&t->state, 0, BLITZ__RELAXED);
+    blitz__block_release(t);
+}
+
+/* Spawns; a PINNED task is not queued (blitz__block_on polls it). */
+BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, blitz_task **handle,
+                               int pinned) {
+    if (handle)
+        *handle = NULL;
+    blitz__task *t;
+    int rc = blitz__task_create(rt, o, handle != NULL, 0, pinned ? BLITZ__TASK_PINNED : 0, &t);
+    if (rc != BLITZ_OK)
+        return rc;
+    if (pinned)
+        blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
+    rc = pinned ? BLITZ_OK : blitz__task_spawn_schedule(rt, t);
     if (rc != BLITZ_OK) {
-        /* Nobody else has seen the task: recycle it without its drop
-         * function (the caller still owns what its state refers to). */
-        blitz__u64_store(&t->state, 0, BLITZ__RELAXED);
-        blitz__block_release(t);
+        blitz__task_discard(t);
         return rc;
     }
     if (handle)
@@ -4423,6 +4967,8 @@ BLITZ_API int blitz_task_cancel(blitz_task *t) {
     /* An idle task is claimed (taken to RUNNING) and completed here. */
     if (blitz__state_cancel(t))
         blitz__task_finish(t, 1);
+    else if (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_BLOCKING)
+        blitz__pool_cancel_task(t); /* not started: out of the pool's queue now */
     return BLITZ_OK;
 }
 
@@ -11827,8 +12373,11 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
                 return;
             if (blitz__global_queue_len(&rt->global))
                 continue;
-            /* Idle with a paused clock: jump to the next timer. */
-            if (blitz__time_auto_advance(rt, NULL))
+            /* Idle with a paused clock: jump to the next timer, unless a
+             * blocking-pool job may still wake a task (it counts in
+             * paused_polling; seq_cst as it is raised). */
+            if (!blitz__u32_load(&rt->paused_polling, BLITZ__SEQ_CST) &&
+                blitz__time_auto_advance(rt, NULL))
                 continue;
             uint64_t timeout = rt->park_timeout_ns, timer_ns = blitz__time_sleep_ns(rt);
             if (timer_ns && (timeout == 0 || timer_ns < timeout))
@@ -11851,6 +12400,10 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
         return;
     }
     while (!blitz__task_is_complete(t)) {
+        /* A pool thread of this runtime: shutdown waits for its job, so
+         * the job must not wait for the sweep. */
+        if (ctx && ctx->rt == rt && blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+            return;
         uint32_t idle = 0;
         if (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) &&
             blitz__u32_cas(&rt->ct->driving, &idle, 1, BLITZ__ACQUIRE)) {
@@ -11872,6 +12425,2603 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
     }
 }
 /* ====[ END src/current_thread.c ]========================================= */
+/* ====[ BEGIN src/blocking_pool.c ]======================================== */
+/* >>blocking_pool */
+/* The blocking pool (seed 002 "Blocking Pool"; Tokio's runtime/blocking):
+ * threads that run work which would block a worker.
+ *
+ * Threads start on demand, up to max_threads, and exit after keep_alive_ns
+ * without work. An idle thread waits on its own parker in the idle list,
+ * most recently idle first, and new work goes to the head of that list: a
+ * busy pool reuses its warm threads while the ones at the tail age out, so
+ * the pool shrinks when the load drops. The queue is intrusive (the job
+ * lives in the task block or in the op), so queueing never allocates.
+ *
+ * Protocols, all under `lock`:
+ *   submit:   closed: ESHUTDOWN. An idle thread: take it off the list, mark
+ *             it notified, inbound++, unpark it. Else below the cap: start
+ *             a thread (threads++, inbound++). Else, with a capacity, when
+ *             the jobs no thread is coming for (queued - inbound) reach it:
+ *             BLITZ_EFULL, or, for an op that may wait, join the room
+ *             waiters. Then append the job.
+ *   a thread: takes jobs until the queue is empty (each one taken frees
+ *             room: the first room waiter is woken), then goes idle until
+ *             it is notified, the pool closes, or keep_alive passes. Any
+ *             other wake-up (spurious, or a token left over from a notify
+ *             that raced its time-out) parks it again for the time left.
+ *   exit:     threads--, record itself as last_exiting and join the thread
+ *             recorded before it, so at most one exited thread is ever
+ *             unjoined; shutdown joins that one.
+ *   shutdown: closed = 1, take the queue and complete every job in it as
+ *             cancelled, wake the room waiters and every idle thread, wait
+ *             until threads == 0 (running jobs finish first), join
+ *             last_exiting.
+ *
+ * Pool ops (files, DNS, processes) keep everything a thread touches in a
+ * heap record (blitz__pool_rec and the op's request and results after
+ * it); the op in the task's state only points at it. rec->state:
+ *   INFLIGHT (queued or running; `job.linked` under the lock tells which)
+ *   -> DONE, when the task's next poll takes the results and frees it;
+ *   ROOM while waiting for queue room, RETRY once woken for it (the
+ *   task's poll queues it again); ABANDONED (a flag) when the task gave
+ *   up while a thread ran it: the thread then frees it. Whoever owns the
+ *   record frees it, so a task that gives up never waits, and no thread
+ *   writes into a task's state after the task stopped caring. */
+/* internal.h already included */
+
+#define BLITZ__POOL_DEFAULT_MAX       512u
+#define BLITZ__POOL_DEFAULT_KEEPALIVE ((uint64_t)10 * 1000000000u)
+
+#define BLITZ__OP_IDLE      0u
+#define BLITZ__OP_INFLIGHT  1u
+#define BLITZ__OP_DONE      2u
+#define BLITZ__OP_ROOM      3u
+#define BLITZ__OP_RETRY     5u /* woken for room: the task queues it again */
+#define BLITZ__OP_ABANDONED 4u
+
+/* ---- intrusive lists ------------------------------------------------------- */
+
+static void blitz__jl_append(blitz__pool_job **head, blitz__pool_job **tail, blitz__pool_job *j) {
+    j->next = NULL;
+    j->prev = *tail;
+    if (*tail)
+        (*tail)->next = j;
+    else
+        *head = j;
+    *tail = j;
+    j->linked = 1;
+}
+
+static void blitz__jl_unlink(blitz__pool_job **head, blitz__pool_job **tail, blitz__pool_job *j) {
+    if (j->prev)
+        j->prev->next = j->next;
+    else
+        *head = j->next;
+    if (j->next)
+        j->next->prev = j->prev;
+    else
+        *tail = j->prev;
+    j->next = j->prev = NULL;
+    j->linked = 0;
+}
+
+static blitz__pool_job *blitz__jl_pop(blitz__pool_job **head, blitz__pool_job **tail) {
+    blitz__pool_job *j = *head;
+    if (j)
+        blitz__jl_unlink(head, tail, j);
+    return j;
+}
+
+static void blitz__idle_push(blitz__pool *p, blitz__pool_thread *th) {
+    th->prev = NULL;
+    th->next = p->idle_head;
+    if (p->idle_head)
+        p->idle_head->prev = th;
+    p->idle_head = th;
+    p->idle++;
+}
+
+static void blitz__idle_remove(blitz__pool *p, blitz__pool_thread *th) {
+    if (th->prev)
+        th->prev->next = th->next;
+    else
+        p->idle_head = th->next;
+    if (th->next)
+        th->next->prev = th->prev;
+    th->next = th->prev = NULL;
+    p->idle--;
+}
+
+/* ---- set-up ------------------------------------------------------------------ */
+
+BLITZ_PRIVATE int blitz__pool_init(blitz__pool *p, const blitz_config *c) {
+    memset(p, 0, sizeof *p);
+    p->max_threads = c->max_blocking_threads ? c->max_blocking_threads : BLITZ__POOL_DEFAULT_MAX;
+    p->keep_alive_ns =
+        c->blocking_keep_alive_ns ? c->blocking_keep_alive_ns : BLITZ__POOL_DEFAULT_KEEPALIVE;
+    p->capacity = c->blocking_queue_capacity;
+    return blitz__mutex_init(&p->lock);
+}
+
+BLITZ_PRIVATE void blitz__pool_destroy(blitz__pool *p) {
+    blitz__mutex_destroy(&p->lock);
+}
+
+/* With a paused clock, a job in flight counts as a thread polling a task:
+ * the clock must not jump to the next timer while a job may still wake its
+ * task (Tokio inhibits auto-advance during spawn_blocking, too). */
+static void blitz__pool_busy(blitz_runtime *rt, int delta) {
+    if (!rt->time.paused)
+        return;
+    if (delta > 0)
+        blitz__u32_fetch_add(&rt->paused_polling, 1, BLITZ__SEQ_CST);
+    else
+        blitz__u32_fetch_sub(&rt->paused_polling, 1, BLITZ__SEQ_CST);
+}
+
+/* Takes the first room waiter off its list (caller holds the lock) and
+ * returns its waker for the caller to wake after unlocking; a noop waker
+ * when nobody waits. */
+static blitz_waker blitz__pool_take_room_waiter(blitz__pool *p) {
+    blitz__pool_job *j = blitz__jl_pop(&p->space_head, &p->space_tail);
+    if (!j)
+        return blitz_waker_noop();
+    blitz__pool_rec *rec = (blitz__pool_rec *)j;
+    blitz_waker w = rec->waker;
+    /* Release: the waiter's next poll sees RETRY and tries again. From
+     * here the record is the task's; only the copied waker is used. */
+    blitz__u32_field_store(&rec->state, BLITZ__OP_RETRY, BLITZ__RELEASE);
+    return w;
+}
+
+static int blitz__waker_is_noop(const blitz_waker *w) {
+    blitz_waker noop = blitz_waker_noop();
+    return w->vtable == noop.vtable;
+}
+
+/* ---- threads ------------------------------------------------------------------- */
+
+/* A write to a pipe whose reader is gone raises SIGPIPE at the writing
+ * thread; pool threads block it, and whoever gets EPIPE takes it back here,
+ * so a broken pipe is an error code rather than the end of the process. */
+BLITZ_PRIVATE void blitz__consume_sigpipe(void) {
+    sigset_t pipe_set, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+        struct timespec zero = {0, 0};
+        sigtimedwait(&pipe_set, NULL, &zero);
+    }
+}
+
+static void *blitz__pool_thread_main(void *arg) {
+    blitz_runtime *rt = (blitz_runtime *)arg;
+    blitz__pool *p = &rt->pool;
+    blitz__pool_thread self;
+    memset(&self, 0, sizeof self);
+    blitz__parker_init(&self.parker);
+    /* Jobs run as the runtime's code: spawns from them reach it, and a
+     * blitz_task_wait inside one gives up when the runtime shuts down
+     * (which waits for this thread). */
+    blitz__context ctx;
+    ctx.rt = rt;
+    ctx.worker = NULL;
+    ctx.ct_driver = 0;
+    ctx.current = NULL;
+    blitz__context_set(&ctx);
+    sigset_t pipe_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
+
+    blitz__mutex_lock(&p->lock);
+    p->inbound--;
+    for (;;) {
+        blitz__pool_job *j;
+        while ((j = blitz__jl_pop(&p->head, &p->tail)) != NULL) {
+            p->queued--;
+            p->jobs_run++;
+            blitz_waker room = blitz__pool_take_room_waiter(p);
+            blitz__mutex_unlock(&p->lock);
+            blitz_waker_wake(room);
+            j->run(j, 0);
+            blitz__mutex_lock(&p->lock);
+        }
+        if (p->closed)
+            break;
+        self.notified = 0;
+        blitz__idle_push(p, &self);
+        uint64_t deadline = blitz__now_ns() + p->keep_alive_ns;
+        int leave = 0;
+        for (;;) {
+            blitz__mutex_unlock(&p->lock);
+            uint64_t now = blitz__now_ns();
+            blitz__parker_park(&self.parker, deadline > now ? deadline - now : 1);
+            blitz__mutex_lock(&p->lock);
+            if (self.notified) {
+                /* The notifier took us off the idle list. */
+                p->inbound--;
+                break;
+            }
+            if (p->closed || blitz__now_ns() >= deadline) {
+                blitz__idle_remove(p, &self);
+                leave = 1;
+                break;
+            }
+        }
+        if (leave)
+            break;
+    }
+    p->threads--;
+    int had_prev = p->have_last_exiting;
+    pthread_t prev = p->last_exiting;
+    p->last_exiting = pthread_self();
+    p->have_last_exiting = 1;
+    if (p->threads == 0 && p->shutdown_waiter)
+        blitz__parker_unpark(p->shutdown_waiter);
+    blitz__mutex_unlock(&p->lock);
+    if (had_prev)
+        pthread_join(prev, NULL);
+    blitz__context_set(NULL);
+    blitz__parker_destroy(&self.parker);
+    return NULL;
+}
+
+/* Queues job `j` (see the submit protocol). When the queue is full and
+ * `room` is given, `room` (whose waker the caller has cloned) joins the
+ * room waiters and BLITZ_EFULL is returned; the caller then waits for its
+ * waker. */
+static int blitz__pool_submit(blitz_runtime *rt, blitz__pool_job *j, blitz__pool_rec *room) {
+    blitz__pool *p = &rt->pool;
+    blitz__mutex_lock(&p->lock);
+    if (room && !room->tracked) {
+        room->tracked = 1;
+        room->all_prev = NULL;
+        room->all_next = p->records;
+        if (p->records)
+            p->records->all_prev = room;
+        p->records = room;
+    }
+    if (p->closed) {
+        blitz__mutex_unlock(&p->lock);
+        return BLITZ_ESHUTDOWN;
+    }
+    if (p->idle_head) {
+        blitz__pool_thread *th = p->idle_head;
+        blitz__idle_remove(p, th);
+        th->notified = 1;
+        p->inbound++;
+        blitz__parker_unpark(&th->parker);
+    } else {
+        int have_thread = 0;
+        if (p->threads < p->max_threads) {
+            pthread_t tid;
+            int rc = blitz__thread_start(&tid, blitz__pool_thread_main, rt);
+            if (rc == 0) {
+                p->threads++;
+                p->inbound++;
+                p->threads_started++;
+                have_thread = 1;
+            } else if (p->threads == 0) {
+                /* Nobody would ever run the job. */
+                blitz__mutex_unlock(&p->lock);
+                return rc;
+            }
+        }
+        uint32_t backlog = p->queued > p->inbound ? p->queued - p->inbound : 0;
+        if (!have_thread && p->capacity && backlog >= p->capacity) {
+            p->rejected++;
+            if (room) {
+                blitz__jl_append(&p->space_head, &p->space_tail, &room->job);
+                blitz__u32_field_store(&room->state, BLITZ__OP_ROOM, BLITZ__RELAXED);
+            }
+            blitz__mutex_unlock(&p->lock);
+            return BLITZ_EFULL;
+        }
+    }
+    blitz__jl_append(&p->head, &p->tail, j);
+    p->queued++;
+    blitz__pool_busy(rt, 1);
+    blitz__mutex_unlock(&p->lock);
+    return BLITZ_OK;
+}
+
+/* Runtime shutdown, after the workers stopped and before the sweep: no job
+ * is left queued or running when it returns, and every thread is joined. */
+BLITZ_PRIVATE void blitz__pool_shutdown(blitz_runtime *rt) {
+    blitz__pool *p = &rt->pool;
+    blitz__parker waiter;
+    blitz__parker_init(&waiter);
+    blitz__mutex_lock(&p->lock);
+    p->closed = 1;
+    blitz__pool_job *jobs = p->head;
+    for (blitz__pool_job *j = jobs; j; j = j->next)
+        j->linked = 0;
+    p->head = p->tail = NULL;
+    p->queued = 0;
+    for (blitz__pool_thread *th = p->idle_head; th; th = th->next)
+        blitz__parker_unpark(&th->parker);
+    p->shutdown_waiter = &waiter;
+    blitz__mutex_unlock(&p->lock);
+
+    while (jobs) {
+        blitz__pool_job *next = jobs->next; /* the job may be gone after run */
+        jobs->run(jobs, 1);
+        jobs = next;
+    }
+    for (;;) {
+        blitz__mutex_lock(&p->lock);
+        blitz_waker w = blitz__pool_take_room_waiter(p);
+        blitz__mutex_unlock(&p->lock);
+        if (blitz__waker_is_noop(&w))
+            break;
+        blitz_waker_wake(w);
+    }
+    blitz__mutex_lock(&p->lock);
+    while (p->threads > 0) {
+        blitz__mutex_unlock(&p->lock);
+        blitz__parker_park(&waiter, 0);
+        blitz__mutex_lock(&p->lock);
+    }
+    p->shutdown_waiter = NULL;
+    int had = p->have_last_exiting;
+    pthread_t last = p->last_exiting;
+    p->have_last_exiting = 0;
+    blitz__mutex_unlock(&p->lock);
+    if (had)
+        pthread_join(last, NULL);
+    blitz__parker_destroy(&waiter);
+}
+
+BLITZ_API int blitz_runtime_pool_stats(blitz_runtime *rt, blitz_pool_stats *out) {
+    if (!rt || !out)
+        return BLITZ_EINVAL;
+    blitz__pool *p = &rt->pool;
+    memset(out, 0, sizeof *out);
+    blitz__mutex_lock(&p->lock);
+    out->threads = p->threads;
+    out->idle = p->idle;
+    out->queued = p->queued;
+    out->max_threads = p->max_threads;
+    out->threads_started = p->threads_started;
+    out->jobs_run = p->jobs_run;
+    out->rejected = p->rejected;
+    blitz__mutex_unlock(&p->lock);
+    return BLITZ_OK;
+}
+
+BLITZ_API void blitz_free(void *p) {
+    blitz__free(p);
+}
+
+/* ---- blocking tasks ---------------------------------------------------------------
+ * A blocking job is a task (so its handle is a task handle) that is queued
+ * on the pool instead of the scheduler and polled once, by a pool thread.
+ * Its job record sits in a trailer at the end of the block, so the user's
+ * state comes first and blitz_task_state finds it as for any task. */
+
+typedef struct blitz__blocking_trailer {
+    blitz__pool_job job; /* first: the pool hands back this pointer */
+    blitz__task *task;
+    blitz_fn fn;
+} blitz__blocking_trailer;
+
+_Static_assert(sizeof(blitz__blocking_trailer) % 8 == 0, "trailer keeps the hooks aligned");
+
+static blitz__blocking_trailer *blitz__blocking_of(blitz__task *t) {
+    return (blitz__blocking_trailer *)blitz__task_trailer(t, sizeof(blitz__blocking_trailer));
+}
+
+static blitz_poll blitz__blocking_poll(blitz_cx *cx, void *state) {
+    blitz__blocking_of(cx->task)->fn(state);
+    return BLITZ_READY;
+}
+
+static void blitz__blocking_run(blitz__pool_job *j, int cancelled) {
+    blitz__task *t = ((blitz__blocking_trailer *)j)->task;
+    blitz_runtime *rt = blitz__task_runtime(t); /* the block may be freed below */
+    if (!cancelled)
+        blitz__task_run(t, blitz__context_get());
+    else if (blitz__state_claim_for_shutdown(t))
+        blitz__task_finish(t, 1);
+    blitz__pool_busy(rt, -1);
+}
+
+/* blitz_task_cancel of a blocking task that is still queued: complete it
+ * as cancelled now rather than when a thread reaches it. */
+BLITZ_PRIVATE void blitz__pool_cancel_task(blitz__task *t) {
+    blitz_runtime *rt = blitz__task_runtime(t);
+    blitz__pool *p = &rt->pool;
+    blitz__pool_job *j = &blitz__blocking_of(t)->job;
+    blitz__mutex_lock(&p->lock);
+    int queued = j->linked;
+    blitz_waker room = blitz_waker_noop();
+    if (queued) {
+        blitz__jl_unlink(&p->head, &p->tail, j);
+        p->queued--;
+        room = blitz__pool_take_room_waiter(p);
+    }
+    blitz__mutex_unlock(&p->lock);
+    if (!queued)
+        return;
+    blitz_waker_wake(room);
+    /* CANCELLED is set and a blocking task has no shield, so this is the
+     * cancel transition; either way the task is ours to complete. */
+    (void)blitz__state_to_running(t);
+    blitz__task_finish(t, 1);
+    blitz__pool_busy(rt, -1);
+}
+
+typedef struct {
+    blitz_fn fn;
+    void *arg;
+} blitz__blocking_fn_state;
+
+static void blitz__blocking_call(void *state) {
+    blitz__blocking_fn_state *s = (blitz__blocking_fn_state *)state;
+    s->fn(s->arg);
+}
+
+static int blitz__spawn_blocking(blitz_runtime *rt, const blitz_blocking_opts *bo,
+                                 blitz_task **handle, blitz__pool_rec *room) {
+    if (handle)
+        *handle = NULL;
+    if (!rt || !bo || !bo->fn)
+        return BLITZ_EINVAL;
+    blitz_spawn_opts o;
+    memset(&o, 0, sizeof o);
+    o.poll = blitz__blocking_poll;
+    o.state = bo->state;
+    o.size = bo->size;
+    o.drop = bo->drop;
+    blitz__task *t;
+    int rc = blitz__task_create(rt, &o, handle != NULL, sizeof(blitz__blocking_trailer),
+                                BLITZ__TASK_BLOCKING, &t);
+    if (rc != BLITZ_OK)
+        return rc;
+    blitz__blocking_trailer *b = blitz__blocking_of(t);
+    memset(&b->job, 0, sizeof b->job);
+    b->job.run = blitz__blocking_run;
+    b->task = t;
+    b->fn = bo->fn;
+    rc = blitz__pool_submit(rt, &b->job, room);
+    if (rc != BLITZ_OK) {
+        blitz__task_discard(t);
+        return rc;
+    }
+    if (handle)
+        *handle = t;
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_spawn_blocking_ex(blitz_runtime *rt, const blitz_blocking_opts *opts,
+                                      blitz_task **handle) {
+    return blitz__spawn_blocking(rt, opts, handle, NULL);
+}
+
+BLITZ_API int blitz_spawn_blocking(blitz_runtime *rt, blitz_fn fn, void *arg, blitz_task **handle) {
+    if (handle)
+        *handle = NULL;
+    if (!fn)
+        return BLITZ_EINVAL;
+    blitz__blocking_fn_state s;
+    s.fn = fn;
+    s.arg = arg;
+    blitz_blocking_opts o;
+    memset(&o, 0, sizeof o);
+    o.fn = blitz__blocking_call;
+    o.state = &s;
+    o.size = sizeof s;
+    return blitz__spawn_blocking(rt, &o, handle, NULL);
+}
+
+/* ---- pool ops ---------------------------------------------------------------------- */
+
+BLITZ_PRIVATE void blitz__pool_rec_free(blitz__pool_rec *rec) {
+    if (rec->tracked) {
+        blitz__pool *p = &rec->rt->pool;
+        blitz__mutex_lock(&p->lock);
+        if (rec->all_prev)
+            rec->all_prev->all_next = rec->all_next;
+        else
+            p->records = rec->all_next;
+        if (rec->all_next)
+            rec->all_next->all_prev = rec->all_prev;
+        blitz__mutex_unlock(&p->lock);
+    }
+    if (rec->discard)
+        rec->discard(rec);
+    blitz__free(rec);
+}
+
+/* blitz_runtime_free, after the pool stopped and the tasks' drop
+ * functions ran: records still alive belong to tasks that were cancelled
+ * without cancelling their ops (no cancel hook); nobody will take their
+ * results, so release those (close files, free data). */
+BLITZ_PRIVATE void blitz__pool_free_records(blitz_runtime *rt) {
+    blitz__pool_rec *rec = rt->pool.records;
+    rt->pool.records = NULL;
+    while (rec) {
+        blitz__pool_rec *next = rec->all_next;
+        rec->tracked = 0;
+        if (rec->discard)
+            rec->discard(rec);
+        blitz__free(rec);
+        rec = next;
+    }
+}
+
+/* The thread is done: hand the record over, or, when the task gave up on
+ * it, release what it holds and free it. The task never sees an
+ * abandoned record again, so nothing of the task is touched here but its
+ * waker, whose reference keeps the block alive until the wake. */
+static void blitz__pool_rec_run(blitz__pool_job *j, int cancelled) {
+    blitz__pool_rec *rec = (blitz__pool_rec *)j;
+    blitz_runtime *rt = rec->rt;
+    rec->exec(rec, cancelled);
+    blitz_waker w = rec->waker;
+    uint32_t expected = BLITZ__OP_INFLIGHT;
+    /* Release publishes the results to the task's acquire load of DONE;
+     * acquire on failure pairs with the canceller's ABANDONED. */
+    if (blitz__u32_field_cas(&rec->state, &expected, BLITZ__OP_DONE, BLITZ__ACQ_REL)) {
+        blitz_waker_wake(w);
+    } else {
+        blitz__pool_rec_free(rec);
+        blitz_waker_drop(w);
+    }
+    blitz__pool_busy(rt, -1);
+}
+
+/* A record for an op: `size` bytes (at least a blitz__pool_rec, which it
+ * starts with), zero-filled. NULL when out of memory. */
+BLITZ_PRIVATE void *blitz__pool_rec_new(size_t size, void (*exec)(blitz__pool_rec *, int),
+                                        void (*discard)(blitz__pool_rec *)) {
+    blitz__pool_rec *rec = (blitz__pool_rec *)blitz__calloc(size);
+    if (rec) {
+        rec->job.run = blitz__pool_rec_run;
+        rec->exec = exec;
+        rec->discard = discard;
+    }
+    return rec;
+}
+
+static int blitz__pool_rec_submit(blitz_cx *cx, blitz__pool_rec *rec) {
+    blitz_waker mine = blitz_cx_waker(cx);
+    rec->rt = blitz_cx_runtime(cx);
+    rec->waker = blitz_waker_clone(&mine);
+    /* Relaxed: the pool's lock publishes the record to the thread. */
+    blitz__u32_field_store(&rec->state, BLITZ__OP_INFLIGHT, BLITZ__RELAXED);
+    int rc = blitz__pool_submit(rec->rt, &rec->job, rec);
+    if (rc == BLITZ_OK || rc == BLITZ_EFULL)
+        return BLITZ_OK; /* queued, or waiting for room with the clone */
+    blitz_waker_drop(rec->waker);
+    return rc;
+}
+
+/* Starts an op with its filled-in record. PENDING once queued (or waiting
+ * for room); READY with *err when it could not be, the record freed. */
+BLITZ_PRIVATE blitz_poll blitz__pool_op_start(blitz_cx *cx, blitz__pool_op *op,
+                                              blitz__pool_rec *rec, int *err) {
+    int rc = blitz__pool_rec_submit(cx, rec);
+    if (rc == BLITZ_OK) {
+        op->rec = rec;
+        return BLITZ_PENDING;
+    }
+    blitz__pool_rec_free(rec);
+    *err = rc;
+    return BLITZ_READY;
+}
+
+/* Nonzero when the op carries no operation (its poll starts a new one). */
+BLITZ_PRIVATE int blitz__pool_op_idle(const blitz__pool_op *op) {
+    return op->rec == NULL;
+}
+
+/* A started op: READY with the finished record in *done (the caller takes
+ * its results and frees it with blitz__pool_rec_free); the op is idle
+ * again. A record woken for queue room is queued again here; if that
+ * fails its exec reports the cancellation. */
+BLITZ_PRIVATE blitz_poll blitz__pool_op_poll(blitz_cx *cx, blitz__pool_op *op,
+                                             blitz__pool_rec **done) {
+    blitz__pool_rec *rec = op->rec;
+    /* Acquire pairs with the thread's release of DONE (or the room
+     * wake's of RETRY). */
+    uint32_t s = blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE);
+    if (s == BLITZ__OP_RETRY) {
+        if (blitz__pool_rec_submit(cx, rec) == BLITZ_OK)
+            return BLITZ_PENDING;
+        rec->exec(rec, 1);
+        s = BLITZ__OP_DONE;
+    }
+    if (s != BLITZ__OP_DONE)
+        return BLITZ_PENDING;
+    op->rec = NULL;
+    *done = rec;
+    return BLITZ_READY;
+}
+
+/* Takes a record off the room waiters or out of the queue. Returns 1 when
+ * it was in one of them (its waker then dropped). */
+static int blitz__pool_rec_unlink(blitz__pool_rec *rec, uint32_t s) {
+    blitz__pool *p = &rec->rt->pool;
+    blitz_waker room = blitz_waker_noop();
+    blitz__mutex_lock(&p->lock);
+    int was = rec->job.linked;
+    if (was) {
+        if (s == BLITZ__OP_ROOM) {
+            blitz__jl_unlink(&p->space_head, &p->space_tail, &rec->job);
+        } else {
+            blitz__jl_unlink(&p->head, &p->tail, &rec->job);
+            p->queued--;
+            room = blitz__pool_take_room_waiter(p);
+        }
+    }
+    blitz__mutex_unlock(&p->lock);
+    if (was) {
+        blitz_waker_drop(rec->waker);
+        blitz_waker_wake(room);
+        if (s == BLITZ__OP_INFLIGHT)
+            blitz__pool_busy(rec->rt, -1);
+    }
+    return was;
+}
+
+/* The op's cancel. The op is idle afterwards in every case: a record that
+ * is queued, waits for room, is finished or was woken for room is freed
+ * here (with what it holds); a running one is marked ABANDONED and its
+ * thread frees it when done. */
+BLITZ_PRIVATE void blitz__pool_op_cancel(blitz__pool_op *op) {
+    blitz__pool_rec *rec = op->rec;
+    if (!rec)
+        return;
+    op->rec = NULL;
+    uint32_t s = blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE);
+    if (s == BLITZ__OP_ROOM || s == BLITZ__OP_INFLIGHT) {
+        if (blitz__pool_rec_unlink(rec, s)) {
+            blitz__pool_rec_free(rec);
+            return;
+        }
+        /* Taken by a thread, or woken for room (RETRY, stored under the
+         * lock, so this load sees it). */
+        s = blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE);
+    }
+    for (;;) {
+        if (s == BLITZ__OP_INFLIGHT) {
+            /* Acq_rel: the thread's failed CAS sees ABANDONED, or this CAS
+             * fails because the thread already stored DONE. */
+            if (blitz__u32_field_cas(&rec->state, &s, BLITZ__OP_INFLIGHT | BLITZ__OP_ABANDONED,
+                                     BLITZ__ACQ_REL))
+                return;
+            continue;
+        }
+        /* DONE or RETRY: the record is the task's alone. */
+        blitz__pool_rec_free(rec);
+        return;
+    }
+}
+
+/* Nonzero when the thread working for `rec` should stop early: its task
+ * gave up on it, or the runtime is shutting down. */
+BLITZ_PRIVATE int blitz__pool_rec_give_up(blitz__pool_rec *rec) {
+    return (blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE) & BLITZ__OP_ABANDONED) ||
+           blitz__u32_load(&rec->rt->shutdown, BLITZ__ACQUIRE);
+}
+
+/* ---- the awaitable spawn ------------------------------------------------------------ */
+
+BLITZ_API blitz_poll blitz_spawn_blocking_await(blitz_cx *cx, blitz_blocking_spawn *op,
+                                                const blitz_blocking_opts *opts) {
+    if (!op)
+        return BLITZ_READY;
+    if (!cx) {
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    blitz__pool_rec *rec = op->blitz__op.rec;
+    if (rec) {
+        /* Acquire pairs with the release of the room wake. */
+        if (blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE) == BLITZ__OP_ROOM)
+            return BLITZ_PENDING;
+        op->blitz__op.rec = NULL; /* woken: the wake consumed its waker */
+        blitz__pool_rec_free(rec);
+    }
+    /* A room waiter's record: only its links, state and waker are used. */
+    rec = (blitz__pool_rec *)blitz__pool_rec_new(sizeof *rec, NULL, NULL);
+    if (!rec) {
+        op->task = NULL;
+        op->result = BLITZ_ENOMEM;
+        return BLITZ_READY;
+    }
+    blitz_waker mine = blitz_cx_waker(cx);
+    rec->rt = blitz_cx_runtime(cx);
+    rec->waker = blitz_waker_clone(&mine);
+    int rc = blitz__spawn_blocking(rec->rt, opts, &op->task, rec);
+    if (rc == BLITZ_EFULL && opts && opts->fn) {
+        op->blitz__op.rec = rec; /* a room waiter now: the clone is the pool's */
+        return BLITZ_PENDING;
+    }
+    blitz_waker_drop(rec->waker);
+    blitz__pool_rec_free(rec);
+    op->result = rc;
+    return BLITZ_READY;
+}
+
+BLITZ_API void blitz_spawn_blocking_cancel(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz_blocking_spawn *op = (blitz_blocking_spawn *)p;
+    if (!op || !op->blitz__op.rec)
+        return;
+    blitz__pool_rec *rec = op->blitz__op.rec;
+    op->blitz__op.rec = NULL;
+    if (blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE) == BLITZ__OP_ROOM)
+        (void)blitz__pool_rec_unlink(rec, BLITZ__OP_ROOM);
+    blitz__pool_rec_free(rec);
+}
+/* ====[ END src/blocking_pool.c ]========================================== */
+/* ====[ BEGIN src/fs.c ]=================================================== */
+/* >>fs */
+/* Files: every operation is a pool op (blocking_pool.c) whose thread makes
+ * the system calls. The public calls take the request, the op struct keeps
+ * it, and one exec function carries it out, so a backend with native file
+ * operations (io_uring) can take the same request from the op instead.
+ *
+ * Paths are copied (one allocation for both paths of a rename) when the
+ * operation starts: a cancelled operation whose thread is still running
+ * must not read the caller's string after the caller moved on. The thread
+ * frees the copy when it is done; a cancel that takes the op out of the
+ * queue frees it instead. */
+/* internal.h already included */
+
+enum {
+    BLITZ__FS_OPEN = 1,
+    BLITZ__FS_CLOSE,
+    BLITZ__FS_READ,
+    BLITZ__FS_WRITE,
+    BLITZ__FS_PREAD,
+    BLITZ__FS_PWRITE,
+    BLITZ__FS_READV,
+    BLITZ__FS_WRITEV,
+    BLITZ__FS_FSYNC,
+    BLITZ__FS_FDATASYNC,
+    BLITZ__FS_TRUNCATE,
+    BLITZ__FS_STAT,
+    BLITZ__FS_LSTAT,
+    BLITZ__FS_FSTAT,
+    BLITZ__FS_RENAME,
+    BLITZ__FS_UNLINK,
+    BLITZ__FS_RMDIR,
+    BLITZ__FS_MKDIR,
+    BLITZ__FS_MKDIR_ALL,
+    BLITZ__FS_READ_DIR,
+    BLITZ__FS_READ_FILE,
+    BLITZ__FS_WRITE_FILE,
+};
+
+/* What a pool thread works on: the request, with copies of the paths
+ * and of the data to write, and the results, reads landing in `buf`. */
+typedef struct {
+    blitz__pool_rec base;
+    int kind, fd, flags;
+    uint32_t mode;
+    void *buf; /* owned: data to write, or room for what is read */
+    size_t len;
+    int64_t off;
+    char *path, *path2; /* one allocation */
+    blitz_fs_metadata md;
+    int64_t result;
+    void *data;
+} blitz__fs_rec;
+
+static int64_t blitz__fs_err(void) {
+    return blitz__from_errno(errno);
+}
+
+static blitz_file_type blitz__fs_type_of_mode(mode_t m) {
+    if (S_ISREG(m))
+        return BLITZ_FILE_REGULAR;
+    if (S_ISDIR(m))
+        return BLITZ_FILE_DIRECTORY;
+    if (S_ISLNK(m))
+        return BLITZ_FILE_SYMLINK;
+    return BLITZ_FILE_OTHER;
+}
+
+static uint64_t blitz__fs_ns(struct timespec ts) {
+    return ts.tv_sec < 0 ? 0 : (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void blitz__fs_fill_metadata(blitz_fs_metadata *m, const struct stat *st) {
+    memset(m, 0, sizeof *m);
+    m->type = blitz__fs_type_of_mode(st->st_mode);
+    m->mode = (uint32_t)(st->st_mode & 07777);
+    m->size = st->st_size < 0 ? 0 : (uint64_t)st->st_size;
+#if defined(__APPLE__)
+    m->mtime_ns = blitz__fs_ns(st->st_mtimespec);
+    m->atime_ns = blitz__fs_ns(st->st_atimespec);
+    m->ctime_ns = blitz__fs_ns(st->st_ctimespec);
+#else
+    m->mtime_ns = blitz__fs_ns(st->st_mtim);
+    m->atime_ns = blitz__fs_ns(st->st_atim);
+    m->ctime_ns = blitz__fs_ns(st->st_ctim);
+#endif
+    m->dev = (uint64_t)st->st_dev;
+    m->ino = (uint64_t)st->st_ino;
+    m->nlink = (uint64_t)st->st_nlink;
+    m->uid = (uint32_t)st->st_uid;
+    m->gid = (uint32_t)st->st_gid;
+}
+
+/* Writes everything, continuing after short writes and EINTR. */
+static int64_t blitz__fs_write_all(int fd, const char *p, size_t len, int64_t off) {
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = off >= 0 ? pwrite(fd, p + done, len - done, (off_t)(off + (int64_t)done))
+                             : write(fd, p + done, len - done);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EPIPE)
+                blitz__consume_sigpipe();
+            return blitz__fs_err();
+        }
+        if (n == 0)
+            return BLITZ_EIO;
+        done += (size_t)n;
+    }
+    return (int64_t)done;
+}
+
+static int64_t blitz__fs_read_some(int fd, void *buf, size_t len, int64_t off) {
+    for (;;) {
+        ssize_t n = off >= 0 ? pread(fd, buf, len, (off_t)off) : read(fd, buf, len);
+        if (n >= 0)
+            return n;
+        if (errno != EINTR)
+            return blitz__fs_err();
+    }
+}
+
+static int64_t blitz__fs_mkdir_all(char *path, mode_t mode) {
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/')
+        path[--len] = '\0';
+    for (char *p = path + 1;; p++) {
+        int last = *p == '\0';
+        if (*p != '/' && !last)
+            continue;
+        if (!last && p[-1] == '/')
+            continue; /* doubled slash */
+        char saved = *p;
+        *p = '\0';
+        if (mkdir(path, mode) != 0) {
+            /* An existing directory is fine whatever mkdir said (it may
+             * say EACCES for a parent we cannot write). */
+            int e = errno;
+            struct stat st;
+            int exists = stat(path, &st) == 0;
+            if (!exists || !S_ISDIR(st.st_mode)) {
+                *p = saved;
+                return blitz__from_errno(!exists ? e : last ? EEXIST : ENOTDIR);
+            }
+        }
+        *p = saved;
+        if (last)
+            return 0;
+    }
+}
+
+/* Growable buffer on BLITZ_MALLOC/BLITZ_FREE (there is no realloc hook). */
+BLITZ_PRIVATE int blitz__grow_buffer(char **buf, size_t *cap, size_t used, size_t need) {
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap : 256;
+    while (ncap < need) {
+        if (ncap > SIZE_MAX / 2)
+            return BLITZ_ENOMEM;
+        ncap *= 2;
+    }
+    char *n = (char *)blitz__malloc(ncap);
+    if (!n)
+        return BLITZ_ENOMEM;
+    if (used)
+        memcpy(n, *buf, used);
+    blitz__free(*buf);
+    *buf = n;
+    *cap = ncap;
+    return 0;
+}
+
+static int64_t blitz__fs_read_file(const char *path, void **out) {
+    int fd;
+    do
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return blitz__fs_err();
+    struct stat st;
+    size_t cap = 0, used = 0;
+    char *buf = NULL;
+    size_t hint = fstat(fd, &st) == 0 && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+    int64_t rc = blitz__grow_buffer(&buf, &cap, 0, hint);
+    while (rc == 0) {
+        if (used + 1 >= cap && (rc = blitz__grow_buffer(&buf, &cap, used, cap * 2)) != 0)
+            break;
+        int64_t n = blitz__fs_read_some(fd, buf + used, cap - used - 1, -1);
+        if (n < 0)
+            rc = n;
+        else if (n == 0)
+            break;
+        else
+            used += (size_t)n;
+    }
+    close(fd);
+    if (rc != 0) {
+        blitz__free(buf);
+        return rc;
+    }
+    buf[used] = '\0';
+    *out = buf;
+    return (int64_t)used;
+}
+
+static int64_t blitz__fs_write_file(const char *path, const void *data, size_t len) {
+    int fd;
+    do
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return blitz__fs_err();
+    int64_t rc = blitz__fs_write_all(fd, (const char *)data, len, -1);
+    if (close(fd) != 0 && rc >= 0 && errno != EINTR)
+        rc = blitz__fs_err();
+    return rc;
+}
+
+static int blitz__fs_dirent_cmp(const void *a, const void *b) {
+    return strcmp(((const blitz_fs_dirent *)a)->name, ((const blitz_fs_dirent *)b)->name);
+}
+
+/* One block: the entry array, then the names it points into. */
+static int64_t blitz__fs_read_dir(const char *path, void **out) {
+    DIR *d = opendir(path);
+    if (!d)
+        return blitz__fs_err();
+    char *names = NULL, *types = NULL;
+    size_t names_cap = 0, names_used = 0, types_cap = 0, count = 0;
+    int64_t rc = 0;
+    for (;;) {
+        errno = 0;
+        struct dirent *e = readdir(d);
+        if (!e) {
+            if (errno)
+                rc = blitz__fs_err();
+            break;
+        }
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        size_t n = strlen(e->d_name) + 1;
+        if ((rc = blitz__grow_buffer(&names, &names_cap, names_used, names_used + n)) != 0 ||
+            (rc = blitz__grow_buffer(&types, &types_cap, count, count + 1)) != 0)
+            break;
+        memcpy(names + names_used, e->d_name, n);
+        names_used += n;
+        blitz_file_type t = BLITZ_FILE_UNKNOWN;
+#ifdef DT_UNKNOWN
+        switch (e->d_type) {
+        case DT_REG:
+            t = BLITZ_FILE_REGULAR;
+            break;
+        case DT_DIR:
+            t = BLITZ_FILE_DIRECTORY;
+            break;
+        case DT_LNK:
+            t = BLITZ_FILE_SYMLINK;
+            break;
+        case DT_UNKNOWN:
+            break;
+        default:
+            t = BLITZ_FILE_OTHER;
+        }
+#endif
+        types[count++] = (char)t;
+    }
+    closedir(d);
+    blitz_fs_dirent *list = NULL;
+    if (rc == 0) {
+        size_t head = (count ? count : 1) * sizeof(blitz_fs_dirent);
+        list = (blitz_fs_dirent *)blitz__malloc(head + names_used);
+        if (!list) {
+            rc = BLITZ_ENOMEM;
+        } else {
+            char *copy = (char *)list + head;
+            if (names_used)
+                memcpy(copy, names, names_used);
+            for (size_t i = 0; i < count; i++) {
+                list[i].name = copy;
+                list[i].type = (blitz_file_type)types[i];
+                copy += strlen(copy) + 1;
+            }
+            qsort(list, count, sizeof *list, blitz__fs_dirent_cmp);
+        }
+    }
+    blitz__free(names);
+    blitz__free(types);
+    if (rc != 0)
+        return rc;
+    *out = list;
+    return (int64_t)count;
+}
+
+static int blitz__fs_open_flags(int flags, int *out) {
+    if (flags & ~(BLITZ_FS_READ | BLITZ_FS_WRITE | BLITZ_FS_APPEND | BLITZ_FS_CREATE |
+                  BLITZ_FS_TRUNCATE | BLITZ_FS_EXCL))
+        return BLITZ_EINVAL;
+    int w = (flags & (BLITZ_FS_WRITE | BLITZ_FS_APPEND)) != 0, r = (flags & BLITZ_FS_READ) != 0;
+    if (!w && !r)
+        return BLITZ_EINVAL;
+    int o = (r && w) ? O_RDWR : w ? O_WRONLY : O_RDONLY;
+    if (flags & BLITZ_FS_APPEND)
+        o |= O_APPEND;
+    if (flags & BLITZ_FS_CREATE)
+        o |= O_CREAT;
+    if (flags & BLITZ_FS_TRUNCATE)
+        o |= O_TRUNC;
+    if (flags & BLITZ_FS_EXCL)
+        o |= O_EXCL;
+    *out = o | O_CLOEXEC;
+    return 0;
+}
+
+static int64_t blitz__fs_stat_result(int rc, blitz_fs_metadata *out, const struct stat *st) {
+    if (rc != 0)
+        return blitz__fs_err();
+    blitz__fs_fill_metadata(out, st);
+    return 0;
+}
+
+static int64_t blitz__fs_do(blitz__fs_rec *f) {
+    struct stat st;
+    int rc;
+    switch (f->kind) {
+    case BLITZ__FS_OPEN:
+        do
+            rc = open(f->path, f->flags, (mode_t)f->mode);
+        while (rc < 0 && errno == EINTR);
+        return rc < 0 ? blitz__fs_err() : rc;
+    case BLITZ__FS_CLOSE:
+        /* Linux releases the descriptor even when close reports EINTR. */
+        return close(f->fd) == 0 || errno == EINTR ? 0 : blitz__fs_err();
+    case BLITZ__FS_READ:
+    case BLITZ__FS_PREAD:
+    case BLITZ__FS_READV:
+        return blitz__fs_read_some(f->fd, f->buf, f->len, f->off);
+    case BLITZ__FS_WRITE:
+    case BLITZ__FS_PWRITE:
+    case BLITZ__FS_WRITEV:
+        return blitz__fs_write_all(f->fd, (const char *)f->buf, f->len, f->off);
+    case BLITZ__FS_FSYNC:
+        return fsync(f->fd) == 0 ? 0 : blitz__fs_err();
+    case BLITZ__FS_FDATASYNC:
+#if defined(__APPLE__)
+        return fsync(f->fd) == 0 ? 0 : blitz__fs_err();
+#else
+        return fdatasync(f->fd) == 0 ? 0 : blitz__fs_err();
+#endif
+    case BLITZ__FS_TRUNCATE:
+        return ftruncate(f->fd, (off_t)f->off) == 0 ? 0 : blitz__fs_err();
+    case BLITZ__FS_STAT:
+        return blitz__fs_stat_result(stat(f->path, &st), &f->md, &st);
+    case BLITZ__FS_LSTAT:
+        return blitz__fs_stat_result(lstat(f->path, &st), &f->md, &st);
+    case BLITZ__FS_FSTAT:
+        return blitz__fs_stat_result(fstat(f->fd, &st), &f->md, &st);
+    case BLITZ__FS_RENAME:
+        return rename(f->path, f->path2) == 0 ? 0 : blitz__fs_err();
+    case BLITZ__FS_UNLINK:
+        return unlink(f->path) == 0 ? 0 : blitz__fs_err();
+    case BLITZ__FS_RMDIR:
+        return rmdir(f->path) == 0 ? 0 : blitz__fs_err();
+    case BLITZ__FS_MKDIR:
+        return mkdir(f->path, (mode_t)f->mode) == 0 ? 0 : blitz__fs_err();
+    case BLITZ__FS_MKDIR_ALL:
+        return blitz__fs_mkdir_all(f->path, (mode_t)f->mode);
+    case BLITZ__FS_READ_DIR:
+        return blitz__fs_read_dir(f->path, &f->data);
+    case BLITZ__FS_READ_FILE:
+        return blitz__fs_read_file(f->path, &f->data);
+    case BLITZ__FS_WRITE_FILE:
+        return blitz__fs_write_file(f->path, f->buf, f->len);
+    default:
+        return BLITZ_EINVAL;
+    }
+}
+
+static void blitz__fs_exec(blitz__pool_rec *rec, int cancelled) {
+    blitz__fs_rec *f = (blitz__fs_rec *)rec;
+    f->result = cancelled ? BLITZ_ECANCELED : blitz__fs_do(f);
+}
+
+/* Frees what the record still holds; an opened file nobody took is
+ * closed. */
+static void blitz__fs_discard(blitz__pool_rec *rec) {
+    blitz__fs_rec *f = (blitz__fs_rec *)rec;
+    if (f->kind == BLITZ__FS_OPEN && f->result >= 0)
+        close((int)f->result);
+    blitz__free(f->data);
+    blitz__free(f->buf);
+    blitz__free(f->path);
+}
+
+/* Copies the path(s) into the record. */
+static int blitz__fs_set_paths(blitz__fs_rec *f, const char *a, const char *b) {
+    size_t la = strlen(a) + 1, lb = b ? strlen(b) + 1 : 0;
+    char *p = (char *)blitz__malloc(la + lb);
+    if (!p)
+        return BLITZ_ENOMEM;
+    memcpy(p, a, la);
+    if (b)
+        memcpy(p + la, b, lb);
+    f->path = p;
+    f->path2 = b ? p + la : NULL;
+    return 0;
+}
+
+/* A request, as the public calls describe it. */
+typedef struct {
+    int kind, fd, flags;
+    uint32_t mode;
+    const void *buf; /* data to write; where a read goes */
+    size_t len;
+    int64_t off;
+    const char *path, *path2;
+    const blitz_fs_iovec *iov;
+    int iovcnt;
+    blitz_fs_metadata *md;
+} blitz__fs_req;
+
+static int blitz__fs_is_read(int kind) {
+    return kind == BLITZ__FS_READ || kind == BLITZ__FS_PREAD || kind == BLITZ__FS_READV;
+}
+
+/* Builds the record: copies of paths and of data to write, room for a
+ * read. */
+static int blitz__fs_rec_fill(blitz__fs_rec *f, const blitz__fs_req *r) {
+    f->kind = r->kind;
+    f->fd = r->fd;
+    f->flags = r->flags;
+    f->mode = r->mode;
+    f->off = r->off;
+    f->result = -1;
+    if (r->path && blitz__fs_set_paths(f, r->path, r->path2) != 0)
+        return BLITZ_ENOMEM;
+    size_t len = r->len;
+    if (r->iov) {
+        len = 0;
+        for (int i = 0; i < r->iovcnt; i++) {
+            if (!r->iov[i].base && r->iov[i].len)
+                return BLITZ_EFAULT;
+            if (r->iov[i].len > SIZE_MAX - len)
+                return BLITZ_EINVAL;
+            len += r->iov[i].len;
+        }
+    }
+    if (blitz__fs_is_read(r->kind) && len > BLITZ_FS_MAX_READ)
+        len = BLITZ_FS_MAX_READ;
+    f->len = len;
+    if (len && (blitz__fs_is_read(r->kind) || r->buf || r->iov)) {
+        f->buf = blitz__malloc(len);
+        if (!f->buf)
+            return BLITZ_ENOMEM;
+        if (!blitz__fs_is_read(r->kind)) {
+            if (r->iov) {
+                size_t at = 0;
+                for (int i = 0; i < r->iovcnt; i++) {
+                    if (r->iov[i].len)
+                        memcpy((char *)f->buf + at, r->iov[i].base, r->iov[i].len);
+                    at += r->iov[i].len;
+                }
+            } else {
+                memcpy(f->buf, r->buf, len);
+            }
+        }
+    }
+    return 0;
+}
+
+/* Moves the results of a finished record into the op and the caller's
+ * buffers. */
+static void blitz__fs_take(blitz_fs_op *op, blitz__fs_rec *f) {
+    op->result = f->result;
+    if (f->result > 0 && blitz__fs_is_read(f->kind)) {
+        if (op->blitz__iov) {
+            size_t at = 0, left = (size_t)f->result;
+            for (int i = 0; i < op->blitz__iovcnt && left; i++) {
+                size_t n = op->blitz__iov[i].len < left ? op->blitz__iov[i].len : left;
+                if (n)
+                    memcpy(op->blitz__iov[i].base, (char *)f->buf + at, n);
+                at += n;
+                left -= n;
+            }
+        } else {
+            memcpy(op->blitz__out, f->buf, (size_t)f->result);
+        }
+    }
+    if (f->result == 0 &&
+        (f->kind == BLITZ__FS_STAT || f->kind == BLITZ__FS_LSTAT || f->kind == BLITZ__FS_FSTAT))
+        *(blitz_fs_metadata *)op->blitz__out = f->md;
+    op->data = f->data;
+    f->data = NULL;
+    f->result = -1; /* an opened file is the caller's now */
+    blitz__pool_rec_free(&f->base);
+}
+
+/* The shared body of every public call: a new request starts the op, an
+ * op in flight is polled. */
+static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_req *r) {
+    if (!f)
+        return BLITZ_READY;
+    blitz__pool_rec *done;
+    if (!blitz__pool_op_idle(&f->blitz__op)) {
+        if (blitz__pool_op_poll(cx, &f->blitz__op, &done) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        blitz__fs_take(f, (blitz__fs_rec *)done);
+        return BLITZ_READY;
+    }
+    f->data = NULL;
+    if (!cx) {
+        f->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    blitz__fs_rec *rec =
+        (blitz__fs_rec *)blitz__pool_rec_new(sizeof *rec, blitz__fs_exec, blitz__fs_discard);
+    if (!rec) {
+        f->result = BLITZ_ENOMEM;
+        return BLITZ_READY;
+    }
+    int rc = blitz__fs_rec_fill(rec, r);
+    if (rc != 0) {
+        blitz__pool_rec_free(&rec->base);
+        f->result = rc;
+        return BLITZ_READY;
+    }
+    f->blitz__out = r->md ? (void *)r->md : (void *)(uintptr_t)r->buf;
+    f->blitz__iov = r->iov;
+    f->blitz__iovcnt = r->iovcnt;
+    if (blitz__pool_op_start(cx, &f->blitz__op, &rec->base, &rc) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    f->result = rc;
+    return BLITZ_READY;
+}
+
+static blitz__fs_req blitz__fs_req_new(int kind) {
+    blitz__fs_req r;
+    memset(&r, 0, sizeof r);
+    r.kind = kind;
+    r.fd = -1;
+    r.off = -1;
+    return r;
+}
+
+/* An argument error known before anything starts. */
+static blitz_poll blitz__fs_fail(blitz_cx *cx, blitz_fs_op *f, int err) {
+    if (f && blitz__pool_op_idle(&f->blitz__op)) {
+        f->data = NULL;
+        f->result = err;
+        return BLITZ_READY;
+    }
+    blitz__fs_req none = blitz__fs_req_new(0);
+    return blitz__fs_call(cx, f, &none);
+}
+BLITZ_API blitz_poll blitz_fs_open(blitz_cx *cx, blitz_fs_op *op, const char *path, int flags,
+                                   uint32_t mode) {
+    blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_OPEN);
+    if (blitz__fs_open_flags(flags, &r.flags) != 0 || !path)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    r.mode = mode;
+    r.path = path;
+    return blitz__fs_call(cx, op, &r);
+}
+
+static blitz_poll blitz__fs_fd_call(blitz_cx *cx, blitz_fs_op *op, int kind, int fd) {
+    if (fd < 0)
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
+    blitz__fs_req r = blitz__fs_req_new(kind);
+    r.fd = fd;
+    return blitz__fs_call(cx, op, &r);
+}
+
+BLITZ_API blitz_poll blitz_fs_close(blitz_cx *cx, blitz_fs_op *op, int fd) {
+    return blitz__fs_fd_call(cx, op, BLITZ__FS_CLOSE, fd);
+}
+BLITZ_API blitz_poll blitz_fs_fsync(blitz_cx *cx, blitz_fs_op *op, int fd) {
+    return blitz__fs_fd_call(cx, op, BLITZ__FS_FSYNC, fd);
+}
+BLITZ_API blitz_poll blitz_fs_fdatasync(blitz_cx *cx, blitz_fs_op *op, int fd) {
+    return blitz__fs_fd_call(cx, op, BLITZ__FS_FDATASYNC, fd);
+}
+
+static blitz_poll blitz__fs_io(blitz_cx *cx, blitz_fs_op *op, int kind, int fd, const void *buf,
+                               size_t len, int64_t off) {
+    if (fd < 0)
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
+    if (!buf && len)
+        return blitz__fs_fail(cx, op, BLITZ_EFAULT);
+    if (off < -1 || (len > (size_t)INT64_MAX))
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    blitz__fs_req r = blitz__fs_req_new(kind);
+    r.fd = fd;
+    r.buf = buf;
+    r.len = len;
+    r.off = off;
+    return blitz__fs_call(cx, op, &r);
+}
+
+BLITZ_API blitz_poll blitz_fs_read(blitz_cx *cx, blitz_fs_op *op, int fd, void *buf, size_t len) {
+    return blitz__fs_io(cx, op, BLITZ__FS_READ, fd, buf, len, -1);
+}
+BLITZ_API blitz_poll blitz_fs_write(blitz_cx *cx, blitz_fs_op *op, int fd, const void *buf,
+                                    size_t len) {
+    return blitz__fs_io(cx, op, BLITZ__FS_WRITE, fd, buf, len, -1);
+}
+BLITZ_API blitz_poll blitz_fs_pread(blitz_cx *cx, blitz_fs_op *op, int fd, void *buf, size_t len,
+                                    uint64_t offset) {
+    if (offset > (uint64_t)INT64_MAX)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    return blitz__fs_io(cx, op, BLITZ__FS_PREAD, fd, buf, len, (int64_t)offset);
+}
+BLITZ_API blitz_poll blitz_fs_pwrite(blitz_cx *cx, blitz_fs_op *op, int fd, const void *buf,
+                                     size_t len, uint64_t offset) {
+    if (offset > (uint64_t)INT64_MAX)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    return blitz__fs_io(cx, op, BLITZ__FS_PWRITE, fd, buf, len, (int64_t)offset);
+}
+
+static blitz_poll blitz__fs_vec(blitz_cx *cx, blitz_fs_op *op, int kind, int fd,
+                                const blitz_fs_iovec *iov, int iovcnt, int64_t offset) {
+    if (!iov || iovcnt <= 0 || iovcnt > IOV_MAX || offset < -1)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    if (fd < 0)
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
+    blitz__fs_req r = blitz__fs_req_new(kind);
+    r.fd = fd;
+    r.iov = iov;
+    r.iovcnt = iovcnt;
+    r.off = offset;
+    return blitz__fs_call(cx, op, &r);
+}
+
+BLITZ_API blitz_poll blitz_fs_readv(blitz_cx *cx, blitz_fs_op *op, int fd,
+                                    const blitz_fs_iovec *iov, int iovcnt, int64_t offset) {
+    return blitz__fs_vec(cx, op, BLITZ__FS_READV, fd, iov, iovcnt, offset);
+}
+BLITZ_API blitz_poll blitz_fs_writev(blitz_cx *cx, blitz_fs_op *op, int fd,
+                                     const blitz_fs_iovec *iov, int iovcnt, int64_t offset) {
+    return blitz__fs_vec(cx, op, BLITZ__FS_WRITEV, fd, iov, iovcnt, offset);
+}
+
+BLITZ_API blitz_poll blitz_fs_truncate(blitz_cx *cx, blitz_fs_op *op, int fd, uint64_t length) {
+    if (length > (uint64_t)INT64_MAX)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    if (fd < 0)
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
+    blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_TRUNCATE);
+    r.fd = fd;
+    r.off = (int64_t)length;
+    return blitz__fs_call(cx, op, &r);
+}
+
+static blitz_poll blitz__fs_stat_call(blitz_cx *cx, blitz_fs_op *op, int kind, const char *path,
+                                      int fd, blitz_fs_metadata *out) {
+    if (!out || (kind != BLITZ__FS_FSTAT && !path))
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    if (kind == BLITZ__FS_FSTAT && fd < 0)
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
+    blitz__fs_req r = blitz__fs_req_new(kind);
+    r.fd = fd;
+    r.md = out;
+    r.path = path;
+    return blitz__fs_call(cx, op, &r);
+}
+
+BLITZ_API blitz_poll blitz_fs_stat(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                   blitz_fs_metadata *out) {
+    return blitz__fs_stat_call(cx, op, BLITZ__FS_STAT, path, -1, out);
+}
+BLITZ_API blitz_poll blitz_fs_lstat(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                    blitz_fs_metadata *out) {
+    return blitz__fs_stat_call(cx, op, BLITZ__FS_LSTAT, path, -1, out);
+}
+BLITZ_API blitz_poll blitz_fs_fstat(blitz_cx *cx, blitz_fs_op *op, int fd, blitz_fs_metadata *out) {
+    return blitz__fs_stat_call(cx, op, BLITZ__FS_FSTAT, NULL, fd, out);
+}
+
+static blitz_poll blitz__fs_path_call(blitz_cx *cx, blitz_fs_op *op, int kind, const char *path,
+                                      const char *path2, uint32_t mode) {
+    if (!path || (kind == BLITZ__FS_RENAME && !path2))
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    blitz__fs_req r = blitz__fs_req_new(kind);
+    r.path = path;
+    r.path2 = path2;
+    r.mode = mode;
+    return blitz__fs_call(cx, op, &r);
+}
+
+BLITZ_API blitz_poll blitz_fs_rename(blitz_cx *cx, blitz_fs_op *op, const char *from,
+                                     const char *to) {
+    return blitz__fs_path_call(cx, op, BLITZ__FS_RENAME, from, to, 0);
+}
+BLITZ_API blitz_poll blitz_fs_unlink(blitz_cx *cx, blitz_fs_op *op, const char *path) {
+    return blitz__fs_path_call(cx, op, BLITZ__FS_UNLINK, path, NULL, 0);
+}
+BLITZ_API blitz_poll blitz_fs_rmdir(blitz_cx *cx, blitz_fs_op *op, const char *path) {
+    return blitz__fs_path_call(cx, op, BLITZ__FS_RMDIR, path, NULL, 0);
+}
+BLITZ_API blitz_poll blitz_fs_mkdir(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                    uint32_t mode) {
+    return blitz__fs_path_call(cx, op, BLITZ__FS_MKDIR, path, NULL, mode);
+}
+BLITZ_API blitz_poll blitz_fs_mkdir_all(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                        uint32_t mode) {
+    if (path && !*path)
+        return blitz__fs_fail(cx, op, BLITZ_ENOENT);
+    return blitz__fs_path_call(cx, op, BLITZ__FS_MKDIR_ALL, path, NULL, mode);
+}
+BLITZ_API blitz_poll blitz_fs_read_dir(blitz_cx *cx, blitz_fs_op *op, const char *path) {
+    return blitz__fs_path_call(cx, op, BLITZ__FS_READ_DIR, path, NULL, 0);
+}
+BLITZ_API blitz_poll blitz_fs_read_file(blitz_cx *cx, blitz_fs_op *op, const char *path) {
+    return blitz__fs_path_call(cx, op, BLITZ__FS_READ_FILE, path, NULL, 0);
+}
+BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                         const void *data, size_t len) {
+    if (!path)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    if (!data && len)
+        return blitz__fs_fail(cx, op, BLITZ_EFAULT);
+    blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_WRITE_FILE);
+    r.path = path;
+    r.buf = data;
+    r.len = len;
+    return blitz__fs_call(cx, op, &r);
+}
+
+BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz_fs_op *f = (blitz_fs_op *)p;
+    if (f)
+        blitz__pool_op_cancel(&f->blitz__op);
+}
+/* ====[ END src/fs.c ]===================================================== */
+/* ====[ BEGIN src/dns.c ]================================================== */
+/* >>dns */
+/* DNS: getaddrinfo on the blocking pool (blocking_pool.c ops). The answer
+ * is copied into one array of fixed-size addresses, so the caller frees
+ * one block and a lookup abandoned by its task is freed by the thread that
+ * finishes it (the op's discard). */
+/* internal.h already included */
+
+_Static_assert(sizeof(struct sockaddr_in6) <= sizeof(((blitz_resolved_addr *)0)->addr.bytes),
+               "a resolved address holds an IPv6 socket address");
+
+static int blitz__dns_error(int gai) {
+    switch (gai) {
+    case EAI_NONAME:
+#ifdef EAI_NODATA
+    case EAI_NODATA:
+#endif
+#ifdef EAI_ADDRFAMILY
+    case EAI_ADDRFAMILY:
+#endif
+        return BLITZ_ENOHOST;
+    case EAI_AGAIN:
+        return BLITZ_EDNSTEMP;
+    case EAI_MEMORY:
+        return BLITZ_ENOMEM;
+    case EAI_FAMILY:
+    case EAI_SERVICE:
+    case EAI_BADFLAGS:
+        return BLITZ_EINVAL;
+    case EAI_SYSTEM:
+        return blitz__from_errno(errno);
+    default:
+        return BLITZ_EDNS;
+    }
+}
+
+static int blitz__dns_lookup(const char *host, uint16_t port, int family,
+                             blitz_resolved_addr **out) {
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = family == 4 ? AF_INET : family == 6 ? AF_INET6 : AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    char service[8];
+    snprintf(service, sizeof service, "%u", (unsigned)port);
+    int rc = getaddrinfo(host, service, &hints, &res);
+    if (rc != 0)
+        return blitz__dns_error(rc);
+    size_t n = 0;
+    for (struct addrinfo *a = res; a; a = a->ai_next)
+        if ((a->ai_family == AF_INET || a->ai_family == AF_INET6) &&
+            a->ai_addrlen <= sizeof(((blitz_resolved_addr *)0)->addr.bytes))
+            n++;
+    if (n == 0) {
+        freeaddrinfo(res);
+        return BLITZ_ENOHOST;
+    }
+    blitz_resolved_addr *list = (blitz_resolved_addr *)blitz__calloc(n * sizeof *list);
+    if (!list) {
+        freeaddrinfo(res);
+        return BLITZ_ENOMEM;
+    }
+    size_t i = 0;
+    for (struct addrinfo *a = res; a; a = a->ai_next) {
+        if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) ||
+            a->ai_addrlen > sizeof list[i].addr.bytes)
+            continue;
+        list[i].family = a->ai_family;
+        list[i].len = (uint32_t)a->ai_addrlen;
+        memcpy(list[i].addr.bytes, a->ai_addr, a->ai_addrlen);
+        i++;
+    }
+    freeaddrinfo(res);
+    *out = list;
+    return (int)n;
+}
+
+typedef struct {
+    blitz__pool_rec base;
+    char *host;
+    uint16_t port;
+    int family;
+    int result;
+    blitz_resolved_addr *addrs;
+} blitz__dns_rec;
+
+static void blitz__dns_exec(blitz__pool_rec *rec, int cancelled) {
+    blitz__dns_rec *d = (blitz__dns_rec *)rec;
+    d->result =
+        cancelled ? BLITZ_ECANCELED : blitz__dns_lookup(d->host, d->port, d->family, &d->addrs);
+}
+
+static void blitz__dns_discard(blitz__pool_rec *rec) {
+    blitz__dns_rec *d = (blitz__dns_rec *)rec;
+    blitz__free(d->addrs);
+    blitz__free(d->host);
+}
+
+BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const char *host,
+                                       uint16_t port, int family) {
+    if (!op)
+        return BLITZ_READY;
+    blitz__pool_rec *done;
+    if (!blitz__pool_op_idle(&op->blitz__op)) {
+        if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        blitz__dns_rec *d = (blitz__dns_rec *)done;
+        op->result = d->result;
+        op->addrs = d->addrs;
+        d->addrs = NULL;
+        blitz__pool_rec_free(done);
+        return BLITZ_READY;
+    }
+    op->addrs = NULL;
+    size_t len = host ? strlen(host) + 1 : 0;
+    if (!cx || len <= 1 || len > 1025 /* NI_MAXHOST */ ||
+        (family != 0 && family != 4 && family != 6)) {
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    blitz__dns_rec *d =
+        (blitz__dns_rec *)blitz__pool_rec_new(sizeof *d, blitz__dns_exec, blitz__dns_discard);
+    if (d)
+        d->host = (char *)blitz__malloc(len);
+    if (!d || !d->host) {
+        if (d)
+            blitz__pool_rec_free(&d->base);
+        op->result = BLITZ_ENOMEM;
+        return BLITZ_READY;
+    }
+    memcpy(d->host, host, len);
+    d->port = port;
+    d->family = family;
+    int err = 0;
+    if (blitz__pool_op_start(cx, &op->blitz__op, &d->base, &err) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    op->result = err;
+    return BLITZ_READY;
+}
+
+BLITZ_API void blitz_dns_cancel(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz_dns_op *d = (blitz_dns_op *)p;
+    if (d)
+        blitz__pool_op_cancel(&d->blitz__op);
+}
+/* ====[ END src/dns.c ]==================================================== */
+/* ====[ BEGIN src/signal.c ]=============================================== */
+/* >>signal */
+/* Signals: a counting handler, a self-pipe, and one thread per process
+ * that turns counts into wake-ups.
+ *
+ * Why a handler and not sigwait/signalfd: those need the signal blocked in
+ * every thread of the process, and a thread blitz did not create (main,
+ * or the program's own) may leave it unblocked; a process-directed signal
+ * that lands there takes its default action and kills the process. A
+ * handler works in whichever thread the kernel picks. It only does what
+ * is async-signal-safe: an atomic add to the signal's counter and a
+ * one-byte write to the pipe (non-blocking: when the pipe is full, a wake-
+ * up is already pending and the counter carries the count).
+ *
+ * The signal thread blocks every signal, sleeps in read() on the pipe,
+ * and, under `lock`, moves each counter into the listeners of that signal
+ * and wakes their waiting tasks. `lock` also guards the listener list and
+ * the per-signal handler reference counts. */
+/* internal.h already included */
+
+#define BLITZ__SIG_MAX 64
+
+static struct {
+    pthread_once_t once;
+    int init_rc;
+    blitz__mutex lock;
+    blitz_signal *head;
+    uint32_t refs[BLITZ__SIG_MAX + 1];
+    struct sigaction saved[BLITZ__SIG_MAX + 1];
+    blitz__atomic_u32 counts[BLITZ__SIG_MAX + 1];
+    int pipe_r, pipe_w;
+} blitz__sig = {.once = PTHREAD_ONCE_INIT};
+
+static void blitz__sig_handler(int signo) {
+    int saved = errno;
+    if (signo > 0 && signo <= BLITZ__SIG_MAX) {
+        /* Release: the signal thread's swap (acq_rel) sees the count
+         * whenever it sees the byte written after it. */
+        blitz__u32_fetch_add(&blitz__sig.counts[signo], 1, BLITZ__RELEASE);
+        char b = (char)signo;
+        ssize_t n = write(blitz__sig.pipe_w, &b, 1);
+        (void)n;
+    }
+    errno = saved;
+}
+
+/* Caller holds the lock. */
+static void blitz__sig_dispatch(void) {
+    for (int n = 1; n <= BLITZ__SIG_MAX; n++) {
+        uint32_t c = blitz__u32_swap(&blitz__sig.counts[n], 0, BLITZ__ACQ_REL);
+        if (!c)
+            continue;
+        uint64_t bit = (uint64_t)1 << (n - 1);
+        for (blitz_signal *s = blitz__sig.head; s; s = s->blitz__next) {
+            if (!(s->blitz__mask & bit))
+                continue;
+            s->blitz__arrived |= bit;
+            s->blitz__pending += c;
+            if (s->blitz__has_waker) {
+                s->blitz__has_waker = 0;
+                blitz_waker_wake(s->blitz__waker);
+            }
+        }
+    }
+}
+
+static void *blitz__sig_thread(void *arg) {
+    (void)arg;
+    for (;;) {
+        char buf[64];
+        ssize_t n = read(blitz__sig.pipe_r, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return NULL; /* the pipe is never closed: cannot happen */
+        blitz__mutex_lock(&blitz__sig.lock);
+        blitz__sig_dispatch();
+        blitz__mutex_unlock(&blitz__sig.lock);
+    }
+}
+
+static int blitz__sig_cloexec(int fd, int nonblock) {
+    int fl = fcntl(fd, F_GETFD);
+    if (fl < 0 || fcntl(fd, F_SETFD, fl | FD_CLOEXEC) < 0)
+        return -1;
+    if (nonblock) {
+        fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void blitz__sig_init_once(void) {
+    int rc = blitz__mutex_init(&blitz__sig.lock);
+    int fds[2];
+    if (rc == 0 && pipe(fds) != 0)
+        rc = blitz__from_errno(errno);
+    if (rc == 0) {
+        if (blitz__sig_cloexec(fds[0], 0) != 0 || blitz__sig_cloexec(fds[1], 1) != 0) {
+            rc = blitz__from_errno(errno);
+            close(fds[0]);
+            close(fds[1]);
+        }
+    }
+    if (rc == 0) {
+        blitz__sig.pipe_r = fds[0];
+        blitz__sig.pipe_w = fds[1];
+        /* The thread starts with every signal blocked (it inherits the
+         * mask), so no handler ever runs on it. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        pthread_t th;
+        rc = blitz__thread_start(&th, blitz__sig_thread, NULL);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc == 0)
+            pthread_detach(th);
+    }
+    blitz__sig.init_rc = rc;
+}
+
+static int blitz__sig_valid(int signo) {
+    if (signo < 1 || signo > BLITZ__SIG_MAX)
+        return 0;
+#ifdef NSIG
+    if (signo >= NSIG)
+        return 0;
+#endif
+    switch (signo) {
+    case SIGKILL:
+    case SIGSTOP:
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGFPE:
+    case SIGILL:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+/* Caller holds the lock. */
+static int blitz__sig_ref(int signo) {
+    if (blitz__sig.refs[signo]++ > 0)
+        return 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = blitz__sig_handler;
+    sigfillset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    if (sigaction(signo, &sa, &blitz__sig.saved[signo]) != 0) {
+        blitz__sig.refs[signo]--;
+        return blitz__from_errno(errno);
+    }
+    return 0;
+}
+
+static void blitz__sig_unref(int signo) {
+    if (--blitz__sig.refs[signo] == 0)
+        sigaction(signo, &blitz__sig.saved[signo], NULL);
+}
+
+/* Nonzero when `s` is a registered listener (caller holds the lock). The
+ * list is searched rather than trusting s's own fields, which may be
+ * garbage for a listener never initialised. */
+static int blitz__sig_registered(const blitz_signal *s) {
+    for (blitz_signal *x = blitz__sig.head; x; x = x->blitz__next)
+        if (x == s)
+            return 1;
+    return 0;
+}
+
+BLITZ_API int blitz_signal_init(blitz_signal *s, int signo) {
+    if (!s || !blitz__sig_valid(signo))
+        return BLITZ_EINVAL;
+    pthread_once(&blitz__sig.once, blitz__sig_init_once);
+    if (blitz__sig.init_rc != 0)
+        return blitz__sig.init_rc;
+    blitz__mutex_lock(&blitz__sig.lock);
+    int rc = BLITZ_OK;
+    for (blitz_signal *x = blitz__sig.head; x; x = x->blitz__next)
+        if (x == s)
+            rc = BLITZ_EBUSY;
+    if (rc == BLITZ_OK)
+        rc = blitz__sig_ref(signo);
+    if (rc == BLITZ_OK) {
+        memset(s, 0, sizeof *s);
+        s->blitz__mask = (uint64_t)1 << (signo - 1);
+        s->blitz__next = blitz__sig.head;
+        if (blitz__sig.head)
+            blitz__sig.head->blitz__prev = s;
+        blitz__sig.head = s;
+    }
+    blitz__mutex_unlock(&blitz__sig.lock);
+    return rc;
+}
+
+static int blitz__sig_ready(void) {
+    pthread_once(&blitz__sig.once, blitz__sig_init_once);
+    return blitz__sig.init_rc == 0;
+}
+
+BLITZ_API int blitz_signal_add(blitz_signal *s, int signo) {
+    if (!s || !blitz__sig_valid(signo) || !blitz__sig_ready())
+        return BLITZ_EINVAL;
+    blitz__mutex_lock(&blitz__sig.lock);
+    int rc = BLITZ_EINVAL;
+    if (blitz__sig_registered(s)) {
+        uint64_t bit = (uint64_t)1 << (signo - 1);
+        rc = (s->blitz__mask & bit) ? BLITZ_OK : blitz__sig_ref(signo);
+        if (rc == BLITZ_OK)
+            s->blitz__mask |= bit;
+    }
+    blitz__mutex_unlock(&blitz__sig.lock);
+    return rc;
+}
+
+/* Caller holds the lock; something arrived. */
+static void blitz__sig_take(blitz_signal *s) {
+    s->signo = __builtin_ctzll(s->blitz__arrived) + 1;
+    s->count = s->blitz__pending;
+    s->blitz__arrived = 0;
+    s->blitz__pending = 0;
+}
+
+BLITZ_API blitz_poll blitz_signal_recv(blitz_cx *cx, blitz_signal *s) {
+    if (!s || !cx || !blitz__sig_ready())
+        return BLITZ_READY;
+    blitz__mutex_lock(&blitz__sig.lock);
+    int live = blitz__sig_registered(s);
+    if (!live || s->blitz__arrived) {
+        if (live) {
+            blitz__sig_take(s);
+        } else {
+            s->signo = 0; /* not listening: nothing will come */
+            s->count = 0;
+        }
+        if (s->blitz__has_waker) {
+            s->blitz__has_waker = 0;
+            blitz_waker_drop(s->blitz__waker);
+        }
+        blitz__mutex_unlock(&blitz__sig.lock);
+        return BLITZ_READY;
+    }
+    blitz_waker mine = blitz_cx_waker(cx);
+    if (s->blitz__has_waker && !blitz_waker_will_wake(&s->blitz__waker, &mine)) {
+        blitz_waker_drop(s->blitz__waker);
+        s->blitz__has_waker = 0;
+    }
+    if (!s->blitz__has_waker) {
+        s->blitz__waker = blitz_waker_clone(&mine);
+        s->blitz__has_waker = 1;
+    }
+    blitz__mutex_unlock(&blitz__sig.lock);
+    return BLITZ_PENDING;
+}
+
+BLITZ_API int blitz_signal_try_recv(blitz_signal *s) {
+    if (!s || !blitz__sig_ready())
+        return BLITZ_EINVAL;
+    blitz__mutex_lock(&blitz__sig.lock);
+    int rc = blitz__sig_registered(s) ? 0 : BLITZ_EINVAL;
+    if (rc == 0 && s->blitz__arrived) {
+        blitz__sig_take(s);
+        rc = 1;
+    }
+    blitz__mutex_unlock(&blitz__sig.lock);
+    return rc;
+}
+
+BLITZ_API void blitz_signal_cancel(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz_signal *s = (blitz_signal *)p;
+    if (!s || !blitz__sig_ready())
+        return;
+    blitz__mutex_lock(&blitz__sig.lock);
+    if (blitz__sig_registered(s) && s->blitz__has_waker) {
+        s->blitz__has_waker = 0;
+        blitz_waker_drop(s->blitz__waker);
+    }
+    blitz__mutex_unlock(&blitz__sig.lock);
+}
+
+BLITZ_API int blitz_signal_deinit(blitz_signal *s) {
+    if (!s || !blitz__sig_ready())
+        return BLITZ_EINVAL;
+    blitz__mutex_lock(&blitz__sig.lock);
+    if (!blitz__sig_registered(s)) {
+        blitz__mutex_unlock(&blitz__sig.lock);
+        return BLITZ_EINVAL;
+    }
+    if (s->blitz__prev)
+        s->blitz__prev->blitz__next = s->blitz__next;
+    else
+        blitz__sig.head = s->blitz__next;
+    if (s->blitz__next)
+        s->blitz__next->blitz__prev = s->blitz__prev;
+    for (int n = 1; n <= BLITZ__SIG_MAX; n++)
+        if (s->blitz__mask & ((uint64_t)1 << (n - 1)))
+            blitz__sig_unref(n);
+    if (s->blitz__has_waker)
+        blitz_waker_drop(s->blitz__waker);
+    s->blitz__has_waker = 0;
+    s->blitz__next = s->blitz__prev = NULL;
+    blitz__mutex_unlock(&blitz__sig.lock);
+    return BLITZ_OK;
+}
+/* ====[ END src/signal.c ]================================================= */
+/* ====[ BEGIN src/process.c ]============================================== */
+/* >>process */
+/* Processes: fork + exec with an error pipe, waits on pool threads, and a
+ * shared record per child so that reaping happens exactly once.
+ *
+ * The record (blitz__proc) is reference counted: the child handle holds
+ * one reference, every wait in flight another, so a wait abandoned by its
+ * task, or a child released while a wait still runs, never touches freed
+ * memory. `lock` orders reaping against kill: kill signals the pid only
+ * while the record says "not reaped", and reaping sets that under the
+ * same lock, so a reaped (and perhaps reused) pid is never signalled.
+ *
+ * Waiting: the pool thread sleeps on the child's pidfd (poll) or, without
+ * pidfds, in short sleeps, and reaps with waitpid(WNOHANG). It wakes at
+ * least every 50 ms to see whether its op was abandoned or the runtime is
+ * shutting down, so a wait never pins a pool thread or holds up shutdown.
+ *
+ * Spawning: everything the child needs (resolved path, descriptors) is
+ * prepared before fork; between fork and exec the child calls only
+ * async-signal-safe functions. Signals are blocked across fork so that no
+ * handler (blitz's counting one included) runs in the child before it has
+ * reset them. exec failures travel back through a close-on-exec pipe. */
+/* internal.h already included */
+
+#if defined(__linux__)
+/* Hidden under strict feature macros; the redeclaration is compatible. */
+int pipe2(int fds[2], int flags);
+#endif
+extern char **environ;
+
+#define BLITZ__PROC_TICK_MS 50
+
+struct blitz__proc {
+    blitz__atomic_u32 refs;
+    blitz__mutex lock;
+    int pid;
+    int pidfd; /* -1 when the system has none */
+    int reaped;
+    int status;        /* waitpid status, once reaped */
+    blitz_runtime *rt; /* whose pool reaps a released child */
+};
+
+static void blitz__proc_unref(blitz__proc *p) {
+    /* Acq_rel: every user's accesses happen before the free. */
+    if (blitz__u32_fetch_sub(&p->refs, 1, BLITZ__ACQ_REL) != 1)
+        return;
+    if (p->pidfd >= 0)
+        close(p->pidfd);
+    blitz__mutex_destroy(&p->lock);
+    blitz__free(p);
+}
+
+static void blitz__proc_ref(blitz__proc *p) {
+    blitz__u32_fetch_add(&p->refs, 1, BLITZ__RELAXED);
+}
+
+/* Reaps without blocking. Returns 1 once reaped (now or before). */
+static int blitz__proc_try_reap(blitz__proc *p, int *status) {
+    blitz__mutex_lock(&p->lock);
+    if (!p->reaped) {
+        int st;
+        pid_t r;
+        do
+            r = waitpid(p->pid, &st, WNOHANG);
+        while (r < 0 && errno == EINTR);
+        if (r == p->pid) {
+            p->reaped = 1;
+            p->status = st;
+        } else if (r < 0) {
+            /* Reaped behind our back (a waitpid(-1) elsewhere): the status
+             * is lost; report it as killed by nothing known. */
+            p->reaped = 1;
+            p->status = 0xff;
+        }
+    }
+    int done = p->reaped;
+    if (done)
+        *status = p->status;
+    blitz__mutex_unlock(&p->lock);
+    return done;
+}
+
+/* Sleeps until the child may have changed state, at most one tick. */
+static void blitz__proc_nap(blitz__proc *p, uint32_t *backoff_ms) {
+    if (p->pidfd >= 0) {
+        struct pollfd pfd = {p->pidfd, POLLIN, 0};
+        poll(&pfd, 1, BLITZ__PROC_TICK_MS);
+        return;
+    }
+    struct timespec ts = {0, (long)*backoff_ms * 1000000L};
+    nanosleep(&ts, NULL);
+    if (*backoff_ms < BLITZ__PROC_TICK_MS)
+        *backoff_ms *= 2;
+}
+
+static void blitz__decode_status(int st, int *exited, int *code, int *sig, int *core) {
+    *exited = WIFEXITED(st) ? 1 : 0;
+    *code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
+    *sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+    if (core) {
+#ifdef WCOREDUMP
+        *core = WIFSIGNALED(st) && WCOREDUMP(st) ? 1 : 0;
+#else
+        *core = 0;
+#endif
+    }
+}
+
+/* ---- spawning ------------------------------------------------------------------ */
+
+static int blitz__cloexec_pipe(int fds[2]) {
+#if defined(__linux__)
+    if (pipe2(fds, O_CLOEXEC) == 0)
+        return 0;
+    return blitz__from_errno(errno);
+#else
+    if (pipe(fds) != 0)
+        return blitz__from_errno(errno);
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+    return 0;
+#endif
+}
+
+/* The program's path: argv0 itself when it has a '/', else the first
+ * executable match in PATH. *out is allocated when not argv0. */
+static int blitz__resolve_program(const char *argv0, char **out) {
+    *out = NULL;
+    if (strchr(argv0, '/'))
+        return 0;
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    size_t nlen = strlen(argv0);
+    int err = BLITZ_ENOENT;
+    for (const char *dir = path;;) {
+        const char *end = strchr(dir, ':');
+        size_t dlen = end ? (size_t)(end - dir) : strlen(dir);
+        char *cand = (char *)blitz__malloc(dlen + nlen + 3);
+        if (!cand)
+            return BLITZ_ENOMEM;
+        if (dlen == 0)
+            memcpy(cand, ".", 2), dlen = 1;
+        else
+            memcpy(cand, dir, dlen);
+        cand[dlen] = '/';
+        memcpy(cand + dlen + 1, argv0, nlen + 1);
+        struct stat st;
+        if (stat(cand, &st) == 0 && S_ISREG(st.st_mode)) {
+            if (access(cand, X_OK) == 0) {
+                *out = cand;
+                return 0;
+            }
+            err = BLITZ_EACCES;
+        }
+        blitz__free(cand);
+        if (!end)
+            return err;
+        dir = end + 1;
+    }
+}
+
+static void blitz__close_fd(int *fd) {
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+/* In the child: tells the parent why exec did not happen, and ends. */
+static void blitz__report_errno(int err_fd) {
+    int e = errno;
+    ssize_t n = write(err_fd, &e, sizeof e);
+    (void)n;
+    _exit(127);
+}
+
+/* In the child, after fork: async-signal-safe calls only. */
+static void blitz__child_exec(const char *path, const blitz_command *cmd, char *const *env,
+                              const int child_fds[3], int err_fd) {
+    for (int sig = 1; sig < 65; sig++) {
+        struct sigaction cur;
+        if (sigaction(sig, NULL, &cur) != 0)
+            continue;
+        /* The counting handler belongs to the parent; a SIGPIPE ignored by
+         * the parent should not be ignored by a program that expects it. */
+        if ((cur.sa_handler == blitz__sig_handler) || (sig == SIGPIPE && cur.sa_handler == SIG_IGN))
+            signal(sig, SIG_DFL);
+    }
+    for (int i = 0; i < 3; i++) {
+        if (child_fds[i] < 0)
+            continue;
+        if (child_fds[i] == i) {
+            /* Already in place: only the close-on-exec flag must go. */
+            int fl = fcntl(i, F_GETFD);
+            if (fl >= 0)
+                fcntl(i, F_SETFD, fl & ~FD_CLOEXEC);
+        } else if (dup2(child_fds[i], i) < 0) {
+            goto fail;
+        }
+    }
+    if (cmd->cwd && chdir(cmd->cwd) != 0)
+        goto fail;
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(path, (char *const *)(uintptr_t)cmd->argv, env);
+fail:
+    blitz__report_errno(err_fd);
+}
+
+static int blitz__stdio_valid(blitz_stdio m) {
+    return m == BLITZ_STDIO_INHERIT || m == BLITZ_STDIO_NULL || m == BLITZ_STDIO_PIPE;
+}
+
+static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child) {
+    if (child) {
+        memset(child, 0, sizeof *child);
+        child->stdin_fd = child->stdout_fd = child->stderr_fd = -1;
+    }
+    if (!rt || !cmd || !child || !cmd->argv || !cmd->argv[0] || !*cmd->argv[0] ||
+        !blitz__stdio_valid(cmd->stdin_mode) || !blitz__stdio_valid(cmd->stdout_mode) ||
+        !blitz__stdio_valid(cmd->stderr_mode))
+        return BLITZ_EINVAL;
+    if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+        return BLITZ_ESHUTDOWN;
+    char *resolved = NULL;
+    int rc = blitz__resolve_program(cmd->argv[0], &resolved);
+    if (rc != 0)
+        return rc;
+    const char *path = resolved ? resolved : cmd->argv[0];
+    const blitz_stdio modes[3] = {cmd->stdin_mode, cmd->stdout_mode, cmd->stderr_mode};
+    int parent_fds[3] = {-1, -1, -1}, child_fds[3] = {-1, -1, -1}, err_pipe[2] = {-1, -1};
+    int devnull = -1;
+    blitz__proc *p = NULL;
+    for (int i = 0; i < 3 && rc == 0; i++) {
+        if (modes[i] == BLITZ_STDIO_PIPE) {
+            int fds[2];
+            rc = blitz__cloexec_pipe(fds);
+            if (rc == 0) {
+                /* stdin: the child reads fds[0]; stdout/stderr: it writes fds[1]. */
+                child_fds[i] = i == 0 ? fds[0] : fds[1];
+                parent_fds[i] = i == 0 ? fds[1] : fds[0];
+            }
+        } else if (modes[i] == BLITZ_STDIO_NULL) {
+            if (devnull < 0 && (devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
+                rc = blitz__from_errno(errno);
+            child_fds[i] = devnull;
+        }
+    }
+    if (rc == 0)
+        rc = blitz__cloexec_pipe(err_pipe);
+    if (rc == 0) {
+        p = (blitz__proc *)blitz__calloc(sizeof *p);
+        if (!p || blitz__mutex_init(&p->lock) != 0)
+            rc = BLITZ_ENOMEM;
+    }
+    pid_t pid = -1;
+    if (rc == 0) {
+        char *const *env = cmd->env ? (char *const *)(uintptr_t)cmd->env : environ;
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        pid = fork();
+        if (pid == 0)
+            blitz__child_exec(path, cmd, env, child_fds, err_pipe[1]);
+        int fork_errno = errno;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (pid < 0)
+            rc = blitz__from_errno(fork_errno);
+    }
+    blitz__close_fd(&err_pipe[1]);
+    for (int i = 0; i < 3; i++)
+        if (child_fds[i] >= 0 && child_fds[i] != devnull)
+            blitz__close_fd(&child_fds[i]);
+    blitz__close_fd(&devnull);
+    if (rc == 0) {
+        int e = 0;
+        ssize_t n;
+        do
+            n = read(err_pipe[0], &e, sizeof e);
+        while (n < 0 && errno == EINTR);
+        if (n == (ssize_t)sizeof e) {
+            /* exec failed: the child is already on its way out. */
+            int st;
+            while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+            }
+            rc = blitz__from_errno(e);
+        }
+    }
+    blitz__close_fd(&err_pipe[0]);
+    blitz__free(resolved);
+    if (rc != 0) {
+        for (int i = 0; i < 3; i++)
+            blitz__close_fd(&parent_fds[i]);
+        if (p) {
+            blitz__mutex_destroy(&p->lock);
+            blitz__free(p);
+        }
+        return rc;
+    }
+    blitz__u32_store(&p->refs, 1, BLITZ__RELAXED);
+    p->pid = (int)pid;
+    p->rt = rt;
+    p->pidfd = -1;
+#if defined(__linux__) && defined(SYS_pidfd_open)
+    p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (p->pidfd >= 0)
+        fcntl(p->pidfd, F_SETFD, FD_CLOEXEC);
+    else
+        p->pidfd = -1;
+#endif
+    child->pid = (int)pid;
+    child->stdin_fd = parent_fds[0];
+    child->stdout_fd = parent_fds[1];
+    child->stderr_fd = parent_fds[2];
+    child->blitz__proc = p;
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_process_spawn(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child) {
+    return blitz__spawn_process(rt, cmd, child);
+}
+
+/* ---- waiting ------------------------------------------------------------------ */
+
+typedef struct {
+    blitz__pool_rec base;
+    blitz__proc *proc;
+    int status, reaped;
+} blitz__wait_rec;
+
+/* Waits for the child on a pool thread; 1 when reaped, 0 when it gave up. */
+static int blitz__proc_wait_blocking(blitz__pool_rec *rec, blitz__proc *p, int *status) {
+    uint32_t backoff = 1;
+    while (!blitz__proc_try_reap(p, status)) {
+        if (blitz__pool_rec_give_up(rec))
+            return 0;
+        blitz__proc_nap(p, &backoff);
+    }
+    return 1;
+}
+
+static void blitz__wait_exec(blitz__pool_rec *rec, int cancelled) {
+    blitz__wait_rec *w = (blitz__wait_rec *)rec;
+    w->reaped = !cancelled && blitz__proc_wait_blocking(rec, w->proc, &w->status);
+}
+
+static void blitz__wait_discard(blitz__pool_rec *rec) {
+    blitz__proc_unref(((blitz__wait_rec *)rec)->proc);
+}
+
+static void blitz__wait_fill(blitz_wait_op *op, int st) {
+    op->result = BLITZ_OK;
+    blitz__decode_status(st, &op->exited, &op->code, &op->signal, &op->core_dumped);
+}
+
+BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_child *child) {
+    if (!op)
+        return BLITZ_READY;
+    blitz__pool_rec *done;
+    if (!blitz__pool_op_idle(&op->blitz__op)) {
+        if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        blitz__wait_rec *w = (blitz__wait_rec *)done;
+        if (w->reaped)
+            blitz__wait_fill(op, w->status);
+        else
+            op->result = BLITZ_ECANCELED;
+        blitz__pool_rec_free(done);
+        return BLITZ_READY;
+    }
+    if (!cx || !child || !child->blitz__proc) {
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    /* Already reaped: no thread needed. */
+    int st;
+    if (blitz__proc_try_reap(child->blitz__proc, &st)) {
+        blitz__wait_fill(op, st);
+        return BLITZ_READY;
+    }
+    blitz__wait_rec *w =
+        (blitz__wait_rec *)blitz__pool_rec_new(sizeof *w, blitz__wait_exec, blitz__wait_discard);
+    if (!w) {
+        op->result = BLITZ_ENOMEM;
+        return BLITZ_READY;
+    }
+    blitz__proc_ref(child->blitz__proc);
+    w->proc = child->blitz__proc;
+    int err = 0;
+    if (blitz__pool_op_start(cx, &op->blitz__op, &w->base, &err) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    op->result = err;
+    return BLITZ_READY;
+}
+
+BLITZ_API void blitz_process_wait_cancel(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz_wait_op *w = (blitz_wait_op *)p;
+    if (w)
+        blitz__pool_op_cancel(&w->blitz__op);
+}
+
+BLITZ_API int blitz_process_try_wait(blitz_child *child, blitz_wait_op *status) {
+    if (!child || !child->blitz__proc || !status)
+        return BLITZ_EINVAL;
+    int st;
+    if (!blitz__proc_try_reap(child->blitz__proc, &st))
+        return 0;
+    status->result = BLITZ_OK;
+    blitz__decode_status(st, &status->exited, &status->code, &status->signal, &status->core_dumped);
+    return 1;
+}
+
+BLITZ_API int blitz_process_kill(blitz_child *child, int signo) {
+    if (!child || !child->blitz__proc || signo < 0 || signo > 64)
+        return BLITZ_EINVAL;
+    blitz__proc *p = child->blitz__proc;
+    blitz__mutex_lock(&p->lock);
+    int rc = p->reaped                  ? BLITZ_ESRCH
+             : kill(p->pid, signo) == 0 ? BLITZ_OK
+                                        : blitz__from_errno(errno);
+    blitz__mutex_unlock(&p->lock);
+    return rc;
+}
+
+BLITZ_API int blitz_process_terminate(blitz_child *child) {
+    return blitz_process_kill(child, SIGTERM);
+}
+
+/* A released child that was still running: a detached pool job reaps it. */
+typedef struct {
+    blitz__proc *p;
+} blitz__reaper_state;
+
+static void blitz__reaper_fn(void *state) {
+    blitz__proc *p = ((blitz__reaper_state *)state)->p;
+    blitz_runtime *rt = p->rt;
+    uint32_t backoff = 1;
+    int st;
+    while (!blitz__proc_try_reap(p, &st) && !(rt && blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)))
+        blitz__proc_nap(p, &backoff);
+}
+
+static void blitz__reaper_drop(void *state) {
+    blitz__proc_unref(((blitz__reaper_state *)state)->p);
+}
+
+static int blitz__release_child(blitz_runtime *rt, blitz_child *child) {
+    if (!child || !child->blitz__proc)
+        return BLITZ_EINVAL;
+    blitz__close_fd(&child->stdin_fd);
+    blitz__close_fd(&child->stdout_fd);
+    blitz__close_fd(&child->stderr_fd);
+    blitz__proc *p = child->blitz__proc;
+    child->blitz__proc = NULL;
+    int st;
+    if (!blitz__proc_try_reap(p, &st) && rt) {
+        blitz__reaper_state rs = {p};
+        blitz_blocking_opts o = {blitz__reaper_fn, &rs, sizeof rs, blitz__reaper_drop};
+        if (blitz_spawn_blocking_ex(rt, &o, NULL) == BLITZ_OK)
+            return BLITZ_OK; /* the job's state holds our reference now */
+    }
+    blitz__proc_unref(p);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_process_release(blitz_child *child) {
+    return blitz__release_child(child && child->blitz__proc ? child->blitz__proc->rt : NULL, child);
+}
+
+/* ---- collecting output ------------------------------------------------------------ */
+
+typedef struct {
+    blitz__pool_rec base;
+    blitz_child child;
+    char *input; /* a copy */
+    size_t input_len;
+    int result, exited, code, signal;
+    char *out, *err;
+    size_t out_len, err_len;
+} blitz__output_rec;
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} blitz__outbuf;
+
+static int blitz__output_pump(blitz__output_rec *o) {
+    blitz_child *c = &o->child;
+    blitz__outbuf bufs[2];
+    memset(bufs, 0, sizeof bufs);
+    size_t written = 0;
+    int rc = 0;
+    if (c->stdin_fd >= 0 && o->input_len == 0)
+        blitz__close_fd(&c->stdin_fd);
+    /* A blocking write of the whole input would wait for the child to
+     * read while the child waits for us to drain its output. */
+    if (c->stdin_fd >= 0) {
+        int fl = fcntl(c->stdin_fd, F_GETFL);
+        if (fl >= 0)
+            fcntl(c->stdin_fd, F_SETFL, fl | O_NONBLOCK);
+    }
+    while (rc == 0 && (c->stdout_fd >= 0 || c->stderr_fd >= 0 || c->stdin_fd >= 0)) {
+        if (blitz__pool_rec_give_up(&o->base)) {
+            rc = BLITZ_ECANCELED;
+            break;
+        }
+        struct pollfd pfd[3];
+        int *fds[3] = {&c->stdout_fd, &c->stderr_fd, &c->stdin_fd};
+        nfds_t n = 0;
+        int which[3];
+        for (int i = 0; i < 3; i++) {
+            if (*fds[i] < 0)
+                continue;
+            pfd[n].fd = *fds[i];
+            pfd[n].events = i == 2 ? POLLOUT : POLLIN;
+            pfd[n].revents = 0;
+            which[n++] = i;
+        }
+        int r = poll(pfd, n, BLITZ__PROC_TICK_MS);
+        if (r < 0 && errno != EINTR) {
+            rc = blitz__from_errno(errno);
+            break;
+        }
+        for (nfds_t k = 0; k < (nfds_t)(r > 0 ? n : 0); k++) {
+            if (!pfd[k].revents)
+                continue;
+            int i = which[k];
+            if (i == 2) {
+                const char *in = (const char *)o->input + written;
+                ssize_t w = write(c->stdin_fd, in, o->input_len - written);
+                if (w > 0)
+                    written += (size_t)w;
+                if (w < 0 && errno == EPIPE)
+                    blitz__consume_sigpipe();
+                /* Done, or the child stopped reading: it gets EOF. */
+                if (written == o->input_len || (w < 0 && errno != EINTR && errno != EAGAIN))
+                    blitz__close_fd(&c->stdin_fd);
+                continue;
+            }
+            blitz__outbuf *b = &bufs[i];
+            if (b->len + 4096 + 1 > b->cap &&
+                (rc = blitz__grow_buffer(&b->buf, &b->cap, b->len, b->len + 4096 + 1)) != 0)
+                break;
+            ssize_t got = read(*fds[i], b->buf + b->len, b->cap - b->len - 1);
+            if (got > 0)
+                b->len += (size_t)got;
+            else if (got == 0 || (errno != EINTR && errno != EAGAIN))
+                blitz__close_fd(fds[i]);
+        }
+    }
+    for (int i = 0; i < 2 && rc == 0; i++)
+        if (!bufs[i].buf && (rc = blitz__grow_buffer(&bufs[i].buf, &bufs[i].cap, 0, 1)) != 0)
+            break;
+    if (rc != 0) {
+        blitz__free(bufs[0].buf);
+        blitz__free(bufs[1].buf);
+        return rc;
+    }
+    bufs[0].buf[bufs[0].len] = '\0';
+    bufs[1].buf[bufs[1].len] = '\0';
+    o->out = bufs[0].buf;
+    o->out_len = bufs[0].len;
+    o->err = bufs[1].buf;
+    o->err_len = bufs[1].len;
+    return 0;
+}
+
+/* Ends a child nobody will read from (SIGKILL) and reaps it. */
+static void blitz__output_end_child(blitz_child *c) {
+    blitz_process_kill(c, SIGKILL);
+    int st;
+    uint32_t backoff = 1;
+    while (!blitz__proc_try_reap(c->blitz__proc, &st))
+        blitz__proc_nap(c->blitz__proc, &backoff);
+}
+
+static void blitz__output_exec(blitz__pool_rec *rec, int cancelled) {
+    blitz__output_rec *o = (blitz__output_rec *)rec;
+    int rc = cancelled ? BLITZ_ECANCELED : blitz__output_pump(o);
+    int st = 0;
+    if (rc == 0 && !blitz__proc_wait_blocking(rec, o->child.blitz__proc, &st))
+        rc = BLITZ_ECANCELED;
+    if (rc != 0) {
+        blitz__output_end_child(&o->child);
+        blitz__free(o->out);
+        blitz__free(o->err);
+        o->out = o->err = NULL;
+        o->out_len = o->err_len = 0;
+    } else {
+        blitz__decode_status(st, &o->exited, &o->code, &o->signal, NULL);
+    }
+    o->result = rc;
+    blitz__release_child(NULL, &o->child);
+}
+
+static void blitz__output_discard(blitz__pool_rec *rec) {
+    blitz__output_rec *o = (blitz__output_rec *)rec;
+    if (o->child.blitz__proc) {
+        /* Never ran: the child is still ours to end. */
+        blitz__output_end_child(&o->child);
+        blitz__release_child(NULL, &o->child);
+    }
+    blitz__free(o->out);
+    blitz__free(o->err);
+    blitz__free(o->input);
+}
+
+BLITZ_API blitz_poll blitz_process_output(blitz_cx *cx, blitz_output_op *op,
+                                          const blitz_command *cmd, const void *input,
+                                          size_t input_len) {
+    if (!op)
+        return BLITZ_READY;
+    blitz__pool_rec *done;
+    if (!blitz__pool_op_idle(&op->blitz__op)) {
+        if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        blitz__output_rec *o = (blitz__output_rec *)done;
+        op->result = o->result;
+        op->exited = o->exited;
+        op->code = o->code;
+        op->signal = o->signal;
+        op->out = o->out;
+        op->err = o->err;
+        op->out_len = o->out_len;
+        op->err_len = o->err_len;
+        o->out = o->err = NULL;
+        blitz__pool_rec_free(done);
+        return BLITZ_READY;
+    }
+    op->out = op->err = NULL;
+    op->out_len = op->err_len = 0;
+    if (!cx || !cmd || (!input && input_len)) {
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    blitz__output_rec *o = (blitz__output_rec *)blitz__pool_rec_new(sizeof *o, blitz__output_exec,
+                                                                    blitz__output_discard);
+    if (o && input_len) {
+        o->input = (char *)blitz__malloc(input_len);
+        if (o->input)
+            memcpy(o->input, input, input_len);
+    }
+    if (!o || (input_len && !o->input)) {
+        if (o)
+            blitz__pool_rec_free(&o->base);
+        op->result = BLITZ_ENOMEM;
+        return BLITZ_READY;
+    }
+    o->input_len = input_len;
+    blitz_command c = *cmd;
+    c.stdin_mode = input ? BLITZ_STDIO_PIPE : BLITZ_STDIO_NULL;
+    c.stdout_mode = BLITZ_STDIO_PIPE;
+    c.stderr_mode = BLITZ_STDIO_PIPE;
+    int rc = blitz__spawn_process(blitz_cx_runtime(cx), &c, &o->child);
+    if (rc != 0) {
+        blitz__pool_rec_free(&o->base);
+        op->result = rc;
+        return BLITZ_READY;
+    }
+    if (blitz__pool_op_start(cx, &op->blitz__op, &o->base, &rc) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    op->result = rc;
+    return BLITZ_READY;
+}
+
+BLITZ_API void blitz_process_output_cancel(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz_output_op *o = (blitz_output_op *)p;
+    if (o)
+        blitz__pool_op_cancel(&o->blitz__op);
+}
+/* ====[ END src/process.c ]================================================ */
 /* ====[ BEGIN src/runtime.c ]============================================== */
 /* >>runtime */
 /* The runtime's public face: create, run, shut down, free, statistics.
@@ -11882,7 +15032,9 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
  *   2. wake every worker / the current-thread driver and wait until no
  *      thread polls a task of this runtime: join the workers, wait for the
  *      driver to leave and for helping joiners (external_running) to finish;
- *   3. sweep: walk every live task block and complete each unfinished task
+ *   3. stop the blocking pool (blitz__pool_shutdown): queued jobs complete
+ *      as cancelled, running ones are waited for;
+ *   4. sweep: walk every live task block and complete each unfinished task
  *      as cancelled (joiners wake with BLITZ_ECANCELED; tasks nobody holds
  *      are freed, running their drop functions);
  * and blitz_runtime_free then runs the drop functions of the blocks still
@@ -11902,6 +15054,7 @@ static void blitz__runtime_release_memory(blitz_runtime *rt) {
     }
     blitz__global_queue_destroy(&rt->global);
     blitz__time_destroy(rt);
+    blitz__pool_destroy(&rt->pool);
     blitz__mutex_destroy(&rt->start_lock);
     blitz__mutex_destroy(&rt->alloc_lock);
     blitz__free(rt);
@@ -11937,6 +15090,8 @@ BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out) {
         rc = blitz__mutex_init(&rt->start_lock);
     if (rc == 0)
         rc = blitz__mutex_init(&rt->alloc_lock);
+    if (rc == 0)
+        rc = blitz__pool_init(&rt->pool, &c);
     if (rc != 0) {
         blitz__free(rt);
         return rc;
@@ -12017,6 +15172,9 @@ BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt) {
     }
     while (blitz__u32_load(&rt->external_running, BLITZ__ACQUIRE))
         sched_yield();
+    /* Jobs that never started are cancelled, running ones finish: after
+     * this no pool thread touches a task, so the sweep may. */
+    blitz__pool_shutdown(rt);
     blitz__u32_store(&rt->sweeping, 1, BLITZ__RELEASE);
     blitz__block_walk(rt, blitz__sweep_cancel);
     blitz__time_shutdown(rt);
@@ -12066,6 +15224,7 @@ BLITZ_API int blitz_runtime_free(blitz_runtime *rt) {
         sched_yield();
     blitz__io_destroy(rt);
     blitz__block_walk(rt, blitz__final_drop);
+    blitz__pool_free_records(rt);
     blitz__block_free_all(rt);
     blitz__runtime_release_memory(rt);
     return BLITZ_OK;

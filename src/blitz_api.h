@@ -47,50 +47,64 @@ extern "C" {
  * -4000 band so they never collide with an errno value.
  * ------------------------------------------------------------------------- */
 
-#define BLITZ_ERRNO_MAP(XX)                             \
-    XX(EPERM, -1, "operation not permitted")            \
-    XX(ENOENT, -2, "no such file or directory")         \
-    XX(EINTR, -4, "interrupted system call")            \
-    XX(EIO, -5, "i/o error")                            \
-    XX(EBADF, -9, "bad file descriptor")                \
-    XX(EAGAIN, -11, "resource temporarily unavailable") \
-    XX(ENOMEM, -12, "not enough memory")                \
-    XX(EACCES, -13, "permission denied")                \
-    XX(EFAULT, -14, "bad address")                      \
-    XX(EBUSY, -16, "resource busy")                     \
-    XX(EEXIST, -17, "file already exists")              \
-    XX(EINVAL, -22, "invalid argument")                 \
-    XX(ENFILE, -23, "too many open files in system")    \
-    XX(EMFILE, -24, "too many open files")              \
-    XX(ENOSPC, -28, "no space left on device")          \
-    XX(EPIPE, -32, "broken pipe")                       \
-    XX(ERANGE, -34, "result out of range")              \
-    XX(EDEADLK, -35, "resource deadlock would occur")   \
-    XX(ENOSYS, -38, "function not implemented")         \
-    XX(ENOTSOCK, -88, "not a socket")                   \
-    XX(EMSGSIZE, -90, "message too long")               \
-    XX(EOPNOTSUPP, -95, "operation not supported")      \
+#define BLITZ_ERRNO_MAP(XX)                               \
+    XX(EPERM, -1, "operation not permitted")              \
+    XX(ENOENT, -2, "no such file or directory")           \
+    XX(ESRCH, -3, "no such process")                      \
+    XX(EINTR, -4, "interrupted system call")              \
+    XX(EIO, -5, "i/o error")                              \
+    XX(E2BIG, -7, "argument list too long")               \
+    XX(ENOEXEC, -8, "exec format error")                  \
+    XX(EBADF, -9, "bad file descriptor")                  \
+    XX(ECHILD, -10, "no child processes")                 \
+    XX(EAGAIN, -11, "resource temporarily unavailable")   \
+    XX(ENOMEM, -12, "not enough memory")                  \
+    XX(EACCES, -13, "permission denied")                  \
+    XX(EFAULT, -14, "bad address")                        \
+    XX(EBUSY, -16, "resource busy")                       \
+    XX(EEXIST, -17, "file already exists")                \
+    XX(EXDEV, -18, "cross-device link")                   \
+    XX(ENOTDIR, -20, "not a directory")                   \
+    XX(EISDIR, -21, "is a directory")                     \
+    XX(EINVAL, -22, "invalid argument")                   \
+    XX(ENFILE, -23, "too many open files in system")      \
+    XX(EMFILE, -24, "too many open files")                \
+    XX(ENOSPC, -28, "no space left on device")            \
+    XX(EROFS, -30, "read-only file system")               \
+    XX(EPIPE, -32, "broken pipe")                         \
+    XX(ERANGE, -34, "result out of range")                \
+    XX(EDEADLK, -35, "resource deadlock would occur")     \
+    XX(ENAMETOOLONG, -36, "file name too long")           \
+    XX(ENOSYS, -38, "function not implemented")           \
+    XX(ENOTEMPTY, -39, "directory not empty")             \
+    XX(ELOOP, -40, "too many symbolic links")             \
+    XX(ENOTSOCK, -88, "not a socket")                     \
+    XX(EMSGSIZE, -90, "message too long")                 \
+    XX(EOPNOTSUPP, -95, "operation not supported")        \
     XX(EAFNOSUPPORT, -97, "address family not supported") \
-    XX(EADDRINUSE, -98, "address already in use")       \
-    XX(EADDRNOTAVAIL, -99, "address not available")     \
-    XX(ENETUNREACH, -101, "network is unreachable")     \
-    XX(ECONNABORTED, -103, "connection aborted")        \
-    XX(ECONNRESET, -104, "connection reset by peer")    \
-    XX(ENOBUFS, -105, "no buffer space available")      \
-    XX(EISCONN, -106, "socket is already connected")    \
-    XX(ENOTCONN, -107, "socket is not connected")       \
-    XX(ETIMEDOUT, -110, "operation timed out")          \
-    XX(ECONNREFUSED, -111, "connection refused")        \
-    XX(EHOSTUNREACH, -113, "host is unreachable")       \
-    XX(EALREADY, -114, "operation already in progress") \
-    XX(EINPROGRESS, -115, "operation in progress")      \
-    XX(ECANCELED, -125, "operation canceled")           \
-    XX(ESHUTDOWN, -4001, "runtime is shut down")        \
-    XX(ECLOSED, -4002, "closed")                        \
-    XX(EFULL, -4003, "queue is full")                   \
-    XX(EEMPTY, -4004, "queue is empty")                 \
-    XX(ELAGGED, -4005, "receiver lagged behind")        \
-    XX(ERELEASED, -4006, "handle already released")
+    XX(EADDRINUSE, -98, "address already in use")         \
+    XX(EADDRNOTAVAIL, -99, "address not available")       \
+    XX(ENETUNREACH, -101, "network is unreachable")       \
+    XX(ECONNABORTED, -103, "connection aborted")          \
+    XX(ECONNRESET, -104, "connection reset by peer")      \
+    XX(ENOBUFS, -105, "no buffer space available")        \
+    XX(EISCONN, -106, "socket is already connected")      \
+    XX(ENOTCONN, -107, "socket is not connected")         \
+    XX(ETIMEDOUT, -110, "operation timed out")            \
+    XX(ECONNREFUSED, -111, "connection refused")          \
+    XX(EHOSTUNREACH, -113, "host is unreachable")         \
+    XX(EALREADY, -114, "operation already in progress")   \
+    XX(EINPROGRESS, -115, "operation in progress")        \
+    XX(ECANCELED, -125, "operation canceled")             \
+    XX(ESHUTDOWN, -4001, "runtime is shut down")          \
+    XX(ECLOSED, -4002, "closed")                          \
+    XX(EFULL, -4003, "queue is full")                     \
+    XX(EEMPTY, -4004, "queue is empty")                   \
+    XX(ELAGGED, -4005, "receiver lagged behind")          \
+    XX(ERELEASED, -4006, "handle already released")       \
+    XX(ENOHOST, -4010, "host name not found")             \
+    XX(EDNSTEMP, -4011, "temporary name server failure")  \
+    XX(EDNS, -4012, "name resolution failed")
 
 #define BLITZ_OK                             0
 #define BLITZ__ERRNO_ENUM(name, value, text) BLITZ_##name = (value),
@@ -261,6 +275,16 @@ typedef struct blitz_config {
      * Compile-time exclusions: BLITZ_NO_IO_URING, BLITZ_NO_EPOLL,
      * BLITZ_NO_POLL. */
     blitz_backend backend;
+    /* Blocking pool: most threads at once (0 = 512). */
+    uint32_t max_blocking_threads;
+    /* Blocking pool: how long a thread waits for work before it exits
+     * (0 = 10 s). */
+    uint64_t blocking_keep_alive_ns;
+    /* Blocking pool: most jobs that may wait for a thread once every thread
+     * is busy and no more may start; a spawn beyond that fails with
+     * BLITZ_EFULL (or waits, with blitz_spawn_blocking_await). 0 = no
+     * limit. */
+    uint32_t blocking_queue_capacity;
 } blitz_config;
 
 /* Creates a runtime. Several runtimes may be alive at once. Worker threads

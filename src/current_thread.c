@@ -92,8 +92,11 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
                 return;
             if (blitz__global_queue_len(&rt->global))
                 continue;
-            /* Idle with a paused clock: jump to the next timer. */
-            if (blitz__time_auto_advance(rt, NULL))
+            /* Idle with a paused clock: jump to the next timer, unless a
+             * blocking-pool job may still wake a task (it counts in
+             * paused_polling; seq_cst as it is raised). */
+            if (!blitz__u32_load(&rt->paused_polling, BLITZ__SEQ_CST) &&
+                blitz__time_auto_advance(rt, NULL))
                 continue;
             uint64_t timeout = rt->park_timeout_ns, timer_ns = blitz__time_sleep_ns(rt);
             if (timer_ns && (timeout == 0 || timer_ns < timeout))
@@ -116,6 +119,10 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
         return;
     }
     while (!blitz__task_is_complete(t)) {
+        /* A pool thread of this runtime: shutdown waits for its job, so
+         * the job must not wait for the sweep. */
+        if (ctx && ctx->rt == rt && blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+            return;
         uint32_t idle = 0;
         if (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) &&
             blitz__u32_cas(&rt->ct->driving, &idle, 1, BLITZ__ACQUIRE)) {

@@ -271,6 +271,51 @@ typedef struct blitz__time_driver {
     blitz__atomic_u32 sleeper;
 } blitz__time_driver;
 
+/* ---- the blocking pool (blocking_pool.c) ------------------------------------ */
+
+/* A pool thread's record, on its own stack. */
+typedef struct blitz__pool_thread {
+    struct blitz__pool_thread *next, *prev; /* the idle list */
+    blitz__parker parker;
+    int notified; /* handed work while idle; guarded by the pool's lock */
+} blitz__pool_thread;
+
+/* Everything below is guarded by `lock`. */
+typedef struct blitz__pool {
+    blitz__mutex lock;
+    struct blitz__pool_job *head, *tail;             /* jobs waiting for a thread */
+    struct blitz__pool_job *space_head, *space_tail; /* ops waiting for queue room */
+    blitz__pool_thread *idle_head;                   /* most recently idle first */
+    uint32_t queued, threads, idle;
+    /* Threads woken or started for queued jobs that have not yet taken
+     * the lock: jobs they are about to take do not count as a backlog. */
+    uint32_t inbound;
+    uint32_t max_threads, capacity;
+    uint64_t keep_alive_ns;
+    int closed;
+    int have_last_exiting;
+    pthread_t last_exiting; /* joined by the next thread to exit, or shutdown */
+    blitz__parker *shutdown_waiter;
+    struct blitz__pool_rec *records; /* see blitz__pool_rec.all_next */
+    uint64_t threads_started, jobs_run, rejected;
+} blitz__pool;
+
+/* An op's record on the blocking pool (blocking_pool.c); each kind of op
+ * puts its request and results after it. */
+struct blitz__pool_rec {
+    struct blitz__pool_job job; /* first: the pool hands back this pointer */
+    blitz_waker waker;
+    blitz_runtime *rt;
+    uint32_t state;
+    void (*exec)(blitz__pool_rec *rec, int cancelled); /* the work; ECANCELED when cancelled */
+    void (*discard)(blitz__pool_rec *rec);             /* frees what the record still holds */
+    /* Every record the pool has seen, so that blitz_runtime_free can free
+     * those whose task was cancelled without cancelling its op. */
+    blitz__pool_rec *all_next, *all_prev;
+    int tracked;
+};
+typedef struct blitz__pool_job blitz__pool_job;
+
 /* ---- the runtime (runtime.c) ------------------------------------------------ */
 
 struct blitz_runtime {
@@ -312,6 +357,7 @@ struct blitz_runtime {
     blitz__atomic_ptr spare_batches[BLITZ__NUM_CLASSES];
     blitz__worker_counters remote_counters; /* updated under alloc_lock */
     blitz__time_driver time;
+    blitz__pool pool;
     void *workers_raw;
     /* The I/O driver (io_driver.c), or NULL when no backend could start. */
     struct blitz__io *io;
@@ -344,3 +390,4 @@ BLITZ_PRIVATE void blitz__wake_batch_begin(void);
 BLITZ_PRIVATE void blitz__wake_batch_end(void);
 BLITZ_PRIVATE void blitz__task_free(blitz__task *t);
 static inline blitz_runtime *blitz__task_runtime(const blitz__task *t);
+BLITZ_PRIVATE void blitz__pool_cancel_task(blitz__task *t);

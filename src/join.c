@@ -82,6 +82,8 @@ BLITZ_API int blitz_task_cancel(blitz_task *t) {
     /* An idle task is claimed (taken to RUNNING) and completed here. */
     if (blitz__state_cancel(t))
         blitz__task_finish(t, 1);
+    else if (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_BLOCKING)
+        blitz__pool_cancel_task(t); /* not started: out of the pool's queue now */
     return BLITZ_OK;
 }
 

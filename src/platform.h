@@ -54,3 +54,16 @@ long syscall(long number, ...);
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
+
+/* Files, DNS, signals and processes. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/wait.h>

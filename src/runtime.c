@@ -6,7 +6,9 @@
  *   2. wake every worker / the current-thread driver and wait until no
  *      thread polls a task of this runtime: join the workers, wait for the
  *      driver to leave and for helping joiners (external_running) to finish;
- *   3. sweep: walk every live task block and complete each unfinished task
+ *   3. stop the blocking pool (blitz__pool_shutdown): queued jobs complete
+ *      as cancelled, running ones are waited for;
+ *   4. sweep: walk every live task block and complete each unfinished task
  *      as cancelled (joiners wake with BLITZ_ECANCELED; tasks nobody holds
  *      are freed, running their drop functions);
  * and blitz_runtime_free then runs the drop functions of the blocks still
@@ -26,6 +28,7 @@ static void blitz__runtime_release_memory(blitz_runtime *rt) {
     }
     blitz__global_queue_destroy(&rt->global);
     blitz__time_destroy(rt);
+    blitz__pool_destroy(&rt->pool);
     blitz__mutex_destroy(&rt->start_lock);
     blitz__mutex_destroy(&rt->alloc_lock);
     blitz__free(rt);
@@ -61,6 +64,8 @@ BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out) {
         rc = blitz__mutex_init(&rt->start_lock);
     if (rc == 0)
         rc = blitz__mutex_init(&rt->alloc_lock);
+    if (rc == 0)
+        rc = blitz__pool_init(&rt->pool, &c);
     if (rc != 0) {
         blitz__free(rt);
         return rc;
@@ -141,6 +146,9 @@ BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt) {
     }
     while (blitz__u32_load(&rt->external_running, BLITZ__ACQUIRE))
         sched_yield();
+    /* Jobs that never started are cancelled, running ones finish: after
+     * this no pool thread touches a task, so the sweep may. */
+    blitz__pool_shutdown(rt);
     blitz__u32_store(&rt->sweeping, 1, BLITZ__RELEASE);
     blitz__block_walk(rt, blitz__sweep_cancel);
     blitz__time_shutdown(rt);
@@ -190,6 +198,7 @@ BLITZ_API int blitz_runtime_free(blitz_runtime *rt) {
         sched_yield();
     blitz__io_destroy(rt);
     blitz__block_walk(rt, blitz__final_drop);
+    blitz__pool_free_records(rt);
     blitz__block_free_all(rt);
     blitz__runtime_release_memory(rt);
     return BLITZ_OK;

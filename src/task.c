@@ -209,19 +209,28 @@ BLITZ_API int blitz_cx_worker(blitz_cx *cx) {
 
 /* ---- spawning ------------------------------------------------------------------- */
 
-/* Spawns; a PINNED task is not queued (blitz__block_on polls it). */
-BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, blitz_task **handle,
-                               int pinned) {
-    if (handle)
-        *handle = NULL;
+/* `size` bytes (a multiple of 8) reserved in front of the hooks at the end
+ * of the block of a task spawned with a trailer. */
+static inline void *blitz__task_trailer(blitz__task *t, size_t size) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    size_t hooks = ((s & BLITZ__TASK_HAS_DROP) != 0) + ((s & BLITZ__TASK_HAS_CANCEL) != 0);
+    return (char *)t + blitz__block_size(t) - hooks * sizeof(blitz_drop_fn) - size;
+}
+
+/* A new task block in the SCHEDULED state that nobody has seen yet, with
+ * `trailer` bytes before the hooks and `flags` added to its state word.
+ * The caller queues it, or gives it back with blitz__task_discard. */
+BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *o, int with_handle,
+                                     size_t trailer, uint64_t flags, blitz__task **out) {
+    *out = NULL;
     if (!rt || !o || !o->poll || o->size == 0 || o->size > BLITZ_MAX_STATE_SIZE)
         return BLITZ_EINVAL;
     if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
         return BLITZ_ESHUTDOWN;
     size_t need = BLITZ__TASK_HEADER_SIZE + o->size;
     size_t hooks = (o->drop != NULL) + (o->cancel != NULL);
-    if (hooks)
-        need = ((need + 7) & ~(size_t)7) + hooks * sizeof(blitz_drop_fn);
+    if (hooks || trailer)
+        need = ((need + 7) & ~(size_t)7) + trailer + hooks * sizeof(blitz_drop_fn);
     blitz__task *t = blitz__block_alloc(rt, need);
     if (!t)
         return BLITZ_ENOMEM;
@@ -233,24 +242,41 @@ BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, bli
         memcpy(blitz__task_state_ptr(t), o->state, o->size);
     else
         memset(blitz__task_state_ptr(t), 0, o->size);
-    uint64_t initial = blitz__state_initial(handle != NULL, o->drop != NULL, o->cancel != NULL);
+    uint64_t initial =
+        blitz__state_initial(with_handle, o->drop != NULL, o->cancel != NULL) | flags;
     if (o->drop)
         *blitz__task_drop_slot(t) = o->drop;
     if (o->cancel)
         *blitz__task_cancel_slot(t, initial) = o->cancel;
-    /* Relaxed: the enqueue below publishes the block (queue release or the
-     * global queue's mutex). */
-    if (pinned) {
-        initial |= BLITZ__TASK_PINNED;
-        blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
-    }
+    /* Relaxed: the enqueue publishes the block (queue release or a
+     * mutex). */
     blitz__u64_store(&t->state, initial, BLITZ__RELAXED);
-    int rc = pinned ? BLITZ_OK : blitz__task_spawn_schedule(rt, t);
+    *out = t;
+    return BLITZ_OK;
+}
+
+/* Gives back a block from blitz__task_create that was never queued,
+ * without its drop function (the caller still owns what its state refers
+ * to). */
+BLITZ_PRIVATE void blitz__task_discard(blitz__task *t) {
+    blitz__u64_store(&t->state, 0, BLITZ__RELAXED);
+    blitz__block_release(t);
+}
+
+/* Spawns; a PINNED task is not queued (blitz__block_on polls it). */
+BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, blitz_task **handle,
+                               int pinned) {
+    if (handle)
+        *handle = NULL;
+    blitz__task *t;
+    int rc = blitz__task_create(rt, o, handle != NULL, 0, pinned ? BLITZ__TASK_PINNED : 0, &t);
+    if (rc != BLITZ_OK)
+        return rc;
+    if (pinned)
+        blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
+    rc = pinned ? BLITZ_OK : blitz__task_spawn_schedule(rt, t);
     if (rc != BLITZ_OK) {
-        /* Nobody else has seen the task: recycle it without its drop
-         * function (the caller still owns what its state refers to). */
-        blitz__u64_store(&t->state, 0, BLITZ__RELAXED);
-        blitz__block_release(t);
+        blitz__task_discard(t);
         return rc;
     }
     if (handle)

@@ -14,8 +14,9 @@
  * block ends with a drop function), HAS_CANCEL (and with a cancel hook), THREAD_JOINER (a thread
  * sleeps on the runtime's completion word waiting for this task), PINNED (the task is polled only
  * by the thread blocked in blitz_runtime_run on it, never queued: a wake just rouses that thread,
- * as Tokio's block_on does). ref_count: one reference for the task's life until completion (the
- * runtime's own, standing in for Tokio's owned-task list), one for the
+ * as Tokio's block_on does), BLOCKING (a blocking-pool job: queued on the pool, run there, with
+ * a trailer before the hooks; see blocking_pool.c). ref_count: one reference for the task's life
+ * until completion (the runtime's own, standing in for Tokio's owned-task list), one for the
  * handle, one per cloned waker. The block is freed when it reaches zero.
  *
  * Every transition is one CAS (or one RMW) on the word, so two parties never
@@ -35,6 +36,7 @@
 #define BLITZ__TASK_THREAD_JOINER     ((uint64_t)1 << 2)
 #define BLITZ__TASK_PINNED            ((uint64_t)1 << 3)
 #define BLITZ__TASK_HAS_CANCEL        ((uint64_t)1 << 4)
+#define BLITZ__TASK_BLOCKING          ((uint64_t)1 << 5)
 
 #define BLITZ__TASK_NOTIFIED      ((uint64_t)1 << 24)
 #define BLITZ__TASK_CANCELLED     ((uint64_t)1 << 25)
