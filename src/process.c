@@ -578,7 +578,7 @@ static void blitz__output_exec(blitz__pool_rec *rec, int cancelled) {
     blitz__output_rec *o = (blitz__output_rec *)rec;
     int rc = cancelled ? BLITZ_ECANCELED : blitz__output_pump(o);
     int st = 0;
-    if (rc == 0 && !blitz__proc_wait_blocking(rec, o->child.blitz__proc, &st))
+    if (rc == 0 && !blitz__proc_wait_blocking(rec, o->child.blitz__record, &st))
         rc = BLITZ_ECANCELED;
     if (rc != 0) {
         blitz__output_end_child(&o->child);
@@ -595,7 +595,7 @@ static void blitz__output_exec(blitz__pool_rec *rec, int cancelled) {
 
 static void blitz__output_discard(blitz__pool_rec *rec) {
     blitz__output_rec *o = (blitz__output_rec *)rec;
-    if (o->child.blitz__proc) {
+    if (o->child.blitz__record) {
         /* Never ran: the child is still ours to end. */
         blitz__output_end_child(&o->child);
         blitz__release_child(NULL, &o->child);
