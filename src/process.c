@@ -570,8 +570,8 @@ static void blitz__output_end_child(blitz_child *c) {
     blitz_process_kill(c, SIGKILL);
     int st;
     uint32_t backoff = 1;
-    while (!blitz__proc_try_reap(c->blitz__proc, &st))
-        blitz__proc_nap(c->blitz__proc, &backoff);
+    while (!blitz__proc_try_reap(c->blitz__record, &st))
+        blitz__proc_nap(c->blitz__record, &backoff);
 }
 
 static void blitz__output_exec(blitz__pool_rec *rec, int cancelled) {
