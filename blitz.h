@@ -4572,6 +4572,9 @@ BLITZ_API void blitz_semaphore_close(blitz_semaphore *sem) {
     wl.len = 0;
     uint64_t returned = 0;
     blitz__word_lock(&sem->blitz__lock);
+    /* Set under the lock, so an acquire that checks CLOSED under the lock
+     * before queueing cannot queue after the drain below. Release: a
+     * lock-free try_acquire that sees CLOSED sees what came before close. */
     blitz__u64_fetch_or(blitz__sem_word(sem), BLITZ__SEM_CLOSED, BLITZ__RELEASE);
     for (;;) {
         blitz__waiter *w;
@@ -4905,7 +4908,10 @@ BLITZ_API void blitz_notify_destroy(blitz_notify *n) {
         BLITZ_ASSERT(blitz__waitq_empty(&n->blitz__waiters));
 }
 
-/* Clears WAITERS once the queue is empty. Under the lock. */
+/* Clears WAITERS once the queue is empty. Under the lock. Relaxed: every
+ * other change of WAITERS is made under the same lock, and a lock-free
+ * notify_one that then sees it clear publishes its permit with a CAS on
+ * this word, which orders itself. */
 static void blitz__notify_settle(blitz_notify *n) {
     if (blitz__waitq_empty(&n->blitz__waiters))
         blitz__u32_fetch_and(blitz__notify_word(n), ~BLITZ__NOTIFY_WAITERS, BLITZ__RELAXED);
@@ -4933,7 +4939,9 @@ BLITZ_API void blitz_notify_one(blitz_notify *n) {
         waker = blitz__waiter_finish(w);
         blitz__notify_settle(n);
     } else {
-        /* The waiters went (cancelled) after we looked: store the permit. */
+        /* The waiters went (cancelled) after we looked: store the permit.
+         * Release, as on the fast path: the consumer's acquire sees what
+         * the notifier did. */
         blitz__u32_fetch_or(word, BLITZ__NOTIFY_PERMIT, BLITZ__RELEASE);
     }
     blitz__word_unlock(&n->blitz__lock);
@@ -5356,6 +5364,8 @@ BLITZ_API int blitz_once_cell_abandon(blitz_once_cell *c) {
         blitz__waitq_unlink(&c->blitz__waiters, w);
         w->blitz__flags = BLITZ__ONCE_GOT_CLAIM;
         waker = blitz__waiter_finish(w);
+        /* Relaxed: WAITERS only changes under the lock; the claimer reads
+         * it before its own CAS or swap on this word. */
         if (blitz__waitq_empty(&c->blitz__waiters))
             blitz__u32_fetch_and(word, ~BLITZ__ONCE_WAITERS, BLITZ__RELAXED);
     } else {

@@ -121,6 +121,8 @@ BLITZ_API int blitz_once_cell_abandon(blitz_once_cell *c) {
         blitz__waitq_unlink(&c->blitz__waiters, w);
         w->blitz__flags = BLITZ__ONCE_GOT_CLAIM;
         waker = blitz__waiter_finish(w);
+        /* Relaxed: WAITERS only changes under the lock; the claimer reads
+         * it before its own CAS or swap on this word. */
         if (blitz__waitq_empty(&c->blitz__waiters))
             blitz__u32_fetch_and(word, ~BLITZ__ONCE_WAITERS, BLITZ__RELAXED);
     } else {

@@ -120,6 +120,9 @@ BLITZ_API void blitz_semaphore_close(blitz_semaphore *sem) {
     wl.len = 0;
     uint64_t returned = 0;
     blitz__word_lock(&sem->blitz__lock);
+    /* Set under the lock, so an acquire that checks CLOSED under the lock
+     * before queueing cannot queue after the drain below. Release: a
+     * lock-free try_acquire that sees CLOSED sees what came before close. */
     blitz__u64_fetch_or(blitz__sem_word(sem), BLITZ__SEM_CLOSED, BLITZ__RELEASE);
     for (;;) {
         blitz__waiter *w;
