@@ -1183,7 +1183,9 @@ BLITZ_API int blitz_group_free(blitz_group *g);
  *
  * Every primitive is a caller-allocated struct with private fields and an
  * init / destroy pair (pthread style), so it can live inside the data it
- * guards. Every waiting operation comes in three forms:
+ * guards. Every waiting operation comes in an async and a blocking form
+ * and, where waiting is optional, a try_ form (the barrier has none: an
+ * arrival that does not wait would still count):
  *
  *  - try_:     never waits, needs no runtime (any thread, any time);
  *  - async:    a poll function over an op struct that lives in the task's
@@ -1207,7 +1209,8 @@ BLITZ_API int blitz_group_free(blitz_group *g);
  * Waiters are served in FIFO order. A waiting op keeps a clone of its
  * task's waker; the party that completes it stores the result in the op,
  * and the next poll returns BLITZ_READY with the result in the op's
- * `result` field (BLITZ_OK, or an error code).
+ * `result` field (BLITZ_OK, or an error code). Locking a valid mutex or rwlock
+ * cannot fail, so their ops have no result field.
  *
  * Cancel safety. An op is abandoned by calling its cancel function (what
  * blitz_timeout_op, race and select do for you). Cancel is safe on an idle,
@@ -6276,6 +6279,20 @@ static inline void blitz__word_unlock(uint32_t *w) {
 }
 #endif
 
+/* Wakes a list collected under a lock (call without it). Several wake-ups
+ * from a worker are queued together, in queue order, and idle workers are
+ * told, instead of each one taking the worker's LIFO slot in turn; a single
+ * one keeps the LIFO slot (the woken task runs next, on this core). */
+static inline void blitz__sync_wake(blitz__wake_list *wl) {
+    if (wl->len > 1) {
+        blitz__wake_batch_begin();
+        blitz__wake_list_wake(wl);
+        blitz__wake_batch_end();
+    } else {
+        blitz__wake_list_wake(wl);
+    }
+}
+
 /* The waiter's container: every primitive embeds the waiter first in its
  * op struct. */
 #define BLITZ__OP_OF(type, w) ((type *)(void *)(w))
@@ -6359,7 +6376,7 @@ static void blitz__sem_hand_out(blitz_semaphore *sem, uint64_t n) {
             n = 0;
         }
         blitz__word_unlock(&sem->blitz__lock);
-        blitz__wake_list_wake(&wl);
+        blitz__sync_wake(&wl);
         if (n == 0)
             return;
         blitz__word_lock(&sem->blitz__lock);
@@ -6391,6 +6408,9 @@ BLITZ_API void blitz_semaphore_close(blitz_semaphore *sem) {
     wl.len = 0;
     uint64_t returned = 0;
     blitz__word_lock(&sem->blitz__lock);
+    /* Set under the lock, so an acquire that checks CLOSED under the lock
+     * before queueing cannot queue after the drain below. Release: a
+     * lock-free try_acquire that sees CLOSED sees what came before close. */
     blitz__u64_fetch_or(blitz__sem_word(sem), BLITZ__SEM_CLOSED, BLITZ__RELEASE);
     for (;;) {
         blitz__waiter *w;
@@ -6404,7 +6424,7 @@ BLITZ_API void blitz_semaphore_close(blitz_semaphore *sem) {
         if (blitz__waitq_empty(&sem->blitz__waiters))
             break;
         blitz__word_unlock(&sem->blitz__lock);
-        blitz__wake_list_wake(&wl);
+        blitz__sync_wake(&wl);
         blitz__word_lock(&sem->blitz__lock);
     }
     /* The partial fills of the closed-out waiters go back to the pool (no
@@ -6416,7 +6436,7 @@ BLITZ_API void blitz_semaphore_close(blitz_semaphore *sem) {
         BLITZ__RELEASE)) {
     }
     blitz__word_unlock(&sem->blitz__lock);
-    blitz__wake_list_wake(&wl);
+    blitz__sync_wake(&wl);
 }
 
 BLITZ_API int blitz_semaphore_is_closed(const blitz_semaphore *sem) {
@@ -6724,7 +6744,10 @@ BLITZ_API void blitz_notify_destroy(blitz_notify *n) {
         BLITZ_ASSERT(blitz__waitq_empty(&n->blitz__waiters));
 }
 
-/* Clears WAITERS once the queue is empty. Under the lock. */
+/* Clears WAITERS once the queue is empty. Under the lock. Relaxed: every
+ * other change of WAITERS is made under the same lock, and a lock-free
+ * notify_one that then sees it clear publishes its permit with a CAS on
+ * this word, which orders itself. */
 static void blitz__notify_settle(blitz_notify *n) {
     if (blitz__waitq_empty(&n->blitz__waiters))
         blitz__u32_fetch_and(blitz__notify_word(n), ~BLITZ__NOTIFY_WAITERS, BLITZ__RELAXED);
@@ -6752,7 +6775,9 @@ BLITZ_API void blitz_notify_one(blitz_notify *n) {
         waker = blitz__waiter_finish(w);
         blitz__notify_settle(n);
     } else {
-        /* The waiters went (cancelled) after we looked: store the permit. */
+        /* The waiters went (cancelled) after we looked: store the permit.
+         * Release, as on the fast path: the consumer's acquire sees what
+         * the notifier did. */
         blitz__u32_fetch_or(word, BLITZ__NOTIFY_PERMIT, BLITZ__RELEASE);
     }
     blitz__word_unlock(&n->blitz__lock);
@@ -6780,7 +6805,7 @@ BLITZ_API void blitz_notify_waiters(blitz_notify *n) {
         w = n->blitz__waiters.blitz__head;
         int more = w != NULL && w->blitz__value < gen;
         blitz__word_unlock(&n->blitz__lock);
-        blitz__wake_list_wake(&wl);
+        blitz__sync_wake(&wl);
         if (!more)
             return;
         blitz__word_lock(&n->blitz__lock);
@@ -6949,7 +6974,7 @@ static void blitz__barrier_release(blitz_barrier *b, uint64_t gen) {
         w = b->blitz__waiters.blitz__head;
         int more = w != NULL && w->blitz__value <= gen;
         blitz__word_unlock(&b->blitz__lock);
-        blitz__wake_list_wake(&wl);
+        blitz__sync_wake(&wl);
         if (!more)
             return;
         blitz__word_lock(&b->blitz__lock);
@@ -7141,7 +7166,7 @@ BLITZ_API int blitz_once_cell_complete(blitz_once_cell *c, void *value) {
         }
         int more = !blitz__waitq_empty(&c->blitz__waiters);
         blitz__word_unlock(&c->blitz__lock);
-        blitz__wake_list_wake(&wl);
+        blitz__sync_wake(&wl);
         if (!more)
             return BLITZ_OK;
         blitz__word_lock(&c->blitz__lock);
@@ -7175,6 +7200,8 @@ BLITZ_API int blitz_once_cell_abandon(blitz_once_cell *c) {
         blitz__waitq_unlink(&c->blitz__waiters, w);
         w->blitz__flags = BLITZ__ONCE_GOT_CLAIM;
         waker = blitz__waiter_finish(w);
+        /* Relaxed: WAITERS only changes under the lock; the claimer reads
+         * it before its own CAS or swap on this word. */
         if (blitz__waitq_empty(&c->blitz__waiters))
             blitz__u32_fetch_and(word, ~BLITZ__ONCE_WAITERS, BLITZ__RELAXED);
     } else {
@@ -7452,7 +7479,7 @@ BLITZ_API void blitz_cancel_token_cancel(blitz_cancel_token *t) {
         }
         int full = blitz__wake_list_full(&wl);
         blitz__word_unlock(&blitz__token_tree_lock);
-        blitz__wake_list_wake(&wl);
+        blitz__sync_wake(&wl);
         if (!full)
             return;
         blitz__word_lock(&blitz__token_tree_lock);

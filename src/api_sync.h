@@ -6,7 +6,9 @@
  *
  * Every primitive is a caller-allocated struct with private fields and an
  * init / destroy pair (pthread style), so it can live inside the data it
- * guards. Every waiting operation comes in three forms:
+ * guards. Every waiting operation comes in an async and a blocking form
+ * and, where waiting is optional, a try_ form (the barrier has none: an
+ * arrival that does not wait would still count):
  *
  *  - try_:     never waits, needs no runtime (any thread, any time);
  *  - async:    a poll function over an op struct that lives in the task's
@@ -30,7 +32,8 @@
  * Waiters are served in FIFO order. A waiting op keeps a clone of its
  * task's waker; the party that completes it stores the result in the op,
  * and the next poll returns BLITZ_READY with the result in the op's
- * `result` field (BLITZ_OK, or an error code).
+ * `result` field (BLITZ_OK, or an error code). Locking a valid mutex or rwlock
+ * cannot fail, so their ops have no result field.
  *
  * Cancel safety. An op is abandoned by calling its cancel function (what
  * blitz_timeout_op, race and select do for you). Cancel is safe on an idle,

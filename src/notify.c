@@ -33,7 +33,10 @@ BLITZ_API void blitz_notify_destroy(blitz_notify *n) {
         BLITZ_ASSERT(blitz__waitq_empty(&n->blitz__waiters));
 }
 
-/* Clears WAITERS once the queue is empty. Under the lock. */
+/* Clears WAITERS once the queue is empty. Under the lock. Relaxed: every
+ * other change of WAITERS is made under the same lock, and a lock-free
+ * notify_one that then sees it clear publishes its permit with a CAS on
+ * this word, which orders itself. */
 static void blitz__notify_settle(blitz_notify *n) {
     if (blitz__waitq_empty(&n->blitz__waiters))
         blitz__u32_fetch_and(blitz__notify_word(n), ~BLITZ__NOTIFY_WAITERS, BLITZ__RELAXED);
@@ -61,7 +64,9 @@ BLITZ_API void blitz_notify_one(blitz_notify *n) {
         waker = blitz__waiter_finish(w);
         blitz__notify_settle(n);
     } else {
-        /* The waiters went (cancelled) after we looked: store the permit. */
+        /* The waiters went (cancelled) after we looked: store the permit.
+         * Release, as on the fast path: the consumer's acquire sees what
+         * the notifier did. */
         blitz__u32_fetch_or(word, BLITZ__NOTIFY_PERMIT, BLITZ__RELEASE);
     }
     blitz__word_unlock(&n->blitz__lock);
@@ -89,7 +94,7 @@ BLITZ_API void blitz_notify_waiters(blitz_notify *n) {
         w = n->blitz__waiters.blitz__head;
         int more = w != NULL && w->blitz__value < gen;
         blitz__word_unlock(&n->blitz__lock);
-        blitz__wake_list_wake(&wl);
+        blitz__sync_wake(&wl);
         if (!more)
             return;
         blitz__word_lock(&n->blitz__lock);

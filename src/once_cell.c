@@ -87,7 +87,7 @@ BLITZ_API int blitz_once_cell_complete(blitz_once_cell *c, void *value) {
         }
         int more = !blitz__waitq_empty(&c->blitz__waiters);
         blitz__word_unlock(&c->blitz__lock);
-        blitz__wake_list_wake(&wl);
+        blitz__sync_wake(&wl);
         if (!more)
             return BLITZ_OK;
         blitz__word_lock(&c->blitz__lock);
@@ -121,6 +121,8 @@ BLITZ_API int blitz_once_cell_abandon(blitz_once_cell *c) {
         blitz__waitq_unlink(&c->blitz__waiters, w);
         w->blitz__flags = BLITZ__ONCE_GOT_CLAIM;
         waker = blitz__waiter_finish(w);
+        /* Relaxed: WAITERS only changes under the lock; the claimer reads
+         * it before its own CAS or swap on this word. */
         if (blitz__waitq_empty(&c->blitz__waiters))
             blitz__u32_fetch_and(word, ~BLITZ__ONCE_WAITERS, BLITZ__RELAXED);
     } else {

@@ -13,6 +13,7 @@
     X(sync_cancel_token_tree, 5000)          \
     X(sync_cancel_token_many_waiters, 5000)  \
     X(sync_many_waiters_batches, 5000)       \
+    X(sync_waits_do_not_allocate, 5000)      \
     X(sync_blocking_in_task_mt2, 5000)       \
     X(sync_blocking_in_task_mt4, 5000)       \
     X(sync_blocking_in_task_ct, 5000)        \
