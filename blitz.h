@@ -1052,8 +1052,8 @@ BLITZ_API void blitz_oneshot_cancel_op(blitz_cx *cx, void *os);
 /* Blocking receive for plain threads: BLITZ_OK with *out, BLITZ_ECLOSED,
  * BLITZ_EINVAL, BLITZ_EDEADLK inside a task. */
 BLITZ_API int blitz_oneshot_recv_blocking(blitz_oneshot *os, uint64_t *out);
-/* Nonzero once neither side will touch the cell again: the sender sent or
- * closed, and the receiver closed or took the result. */
+/* Nonzero once neither side will touch the cell again: the sender closed,
+ * or it sent and the receiver took the value or closed. */
 BLITZ_API int blitz_oneshot_done(const blitz_oneshot *os);
 
 /* ---- broadcast ----------------------------------------------------------------- */
@@ -5097,9 +5097,10 @@ BLITZ_API int blitz_oneshot_done(const blitz_oneshot *os) {
     if (!os)
         return 1;
     uint32_t s = blitz__u32_field_load(&os->blitz__state, BLITZ__ACQUIRE);
-    return (s & (BLITZ__OS_VALUE | BLITZ__OS_TX_CLOSED)) &&
-           (s & (BLITZ__OS_TAKEN | BLITZ__OS_RX_CLOSED)) &&
-           !(s & (BLITZ__OS_HAS_WAKER | BLITZ__OS_REGISTERING | BLITZ__OS_TAKING));
+    /* Without a value there is nothing left for the receiver to take. */
+    int finished = (s & BLITZ__OS_TX_CLOSED) ||
+                   ((s & BLITZ__OS_VALUE) && (s & (BLITZ__OS_TAKEN | BLITZ__OS_RX_CLOSED)));
+    return finished && !(s & (BLITZ__OS_HAS_WAKER | BLITZ__OS_REGISTERING | BLITZ__OS_TAKING));
 }
 /* ====[ END src/chan_oneshot.c ]=========================================== */
 /* ====[ BEGIN src/chan_broadcast.c ]======================================= */

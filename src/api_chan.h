@@ -163,8 +163,8 @@ BLITZ_API void blitz_oneshot_cancel_op(blitz_cx *cx, void *os);
 /* Blocking receive for plain threads: BLITZ_OK with *out, BLITZ_ECLOSED,
  * BLITZ_EINVAL, BLITZ_EDEADLK inside a task. */
 BLITZ_API int blitz_oneshot_recv_blocking(blitz_oneshot *os, uint64_t *out);
-/* Nonzero once neither side will touch the cell again: the sender sent or
- * closed, and the receiver closed or took the result. */
+/* Nonzero once neither side will touch the cell again: the sender closed,
+ * or it sent and the receiver took the value or closed. */
 BLITZ_API int blitz_oneshot_done(const blitz_oneshot *os);
 
 /* ---- broadcast ----------------------------------------------------------------- */

@@ -836,7 +836,7 @@ static int oneshot_tasks(tu_flavor f) {
         }
         tu_thread_join(&th);
         for (i = 0; i < N; i++)
-            CHECK_EQ(blitz_oneshot_done(&cells[i]), i % 5 == 4 ? 0 : 1);
+            CHECK_EQ(blitz_oneshot_done(&cells[i]), 1);
         free(cells);
         free(ts);
     }
