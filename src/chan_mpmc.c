@@ -352,6 +352,8 @@ BLITZ_API int blitz_chan_try_recv(blitz_chan *ch, void *out) {
 #define BLITZ__CHAN_OP_RECV 2u
 /* A party in flight is given this many re-tries before the op yields. */
 #define BLITZ__CHAN_BUSY_SPINS 64
+/* ...and then this many gives of its thread's CPU. */
+#define BLITZ__CHAN_BUSY_YIELDS 2
 
 static inline int blitz__chan_try(blitz_chan *ch, blitz_chan_op *op, int send) {
     return send ? blitz__chan_push(ch, op->blitz__buf) : blitz__chan_pop(ch, op->blitz__buf);
@@ -437,6 +439,11 @@ static blitz_poll blitz__chan_poll(blitz_cx *cx, blitz_chan_op *op, int send) {
         int spins;
         for (spins = 0; r == BLITZ__CHAN_BUSY && spins < BLITZ__CHAN_BUSY_SPINS; spins++) {
             blitz__cpu_relax();
+            r = blitz__chan_try(ch, op, send);
+        }
+        /* Still there: its thread probably lost its CPU; offer ours. */
+        for (spins = 0; r == BLITZ__CHAN_BUSY && spins < BLITZ__CHAN_BUSY_YIELDS; spins++) {
+            sched_yield();
             r = blitz__chan_try(ch, op, send);
         }
     }
