@@ -1097,8 +1097,8 @@ BLITZ_API int blitz_broadcast_unsubscribe(blitz_broadcast_rx *rx);
 BLITZ_API int blitz_broadcast_send(blitz_broadcast *bc, const void *value);
 BLITZ_API uint32_t blitz_broadcast_receiver_count(const blitz_broadcast *bc);
 /* BLITZ_OK (value in out), BLITZ_EEMPTY, BLITZ_ELAGGED (rx->lagged set;
- * nothing copied), BLITZ_ECLOSED (closed and everything kept was read),
- * BLITZ_EINVAL. */
+ * `out` holds no value), BLITZ_ECLOSED (closed and everything kept was
+ * read), BLITZ_EINVAL. */
 BLITZ_API int blitz_broadcast_try_recv(blitz_broadcast_rx *rx, void *out);
 /* Await: BLITZ_AWAIT(s, blitz_broadcast_recv(cx, &s->rx, &s->value)); then
  * rx.result is BLITZ_OK, BLITZ_ELAGGED or BLITZ_ECLOSED. Cancel: nothing
