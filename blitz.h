@@ -969,8 +969,10 @@ typedef struct blitz_chan_op {
     blitz__waiter blitz__w;
     blitz_chan *blitz__ch;
     void *blitz__buf;
-    /* BLITZ_OK, BLITZ_ECLOSED, BLITZ_EINVAL (NULL channel or buffer),
-     * BLITZ_ECANCELED (withdrawn by its cancel function). */
+    /* BLITZ_EAGAIN from when the op is armed (blitz_op_chan_send/recv or
+     * the await form) until it finishes; then BLITZ_OK, BLITZ_ECLOSED,
+     * BLITZ_EINVAL (NULL channel or buffer) or BLITZ_ECANCELED (withdrawn
+     * by its cancel function). */
     int result;
 } blitz_chan_op;
 
@@ -993,9 +995,11 @@ BLITZ_API blitz_op blitz_op_chan_recv(blitz_chan_op *op, blitz_chan *ch, void *o
  * when the op had completed without the caller having seen it yet (a
  * received value is in its buffer; a sent value is in the channel),
  * BLITZ_ECLOSED when it had completed with that, BLITZ_ECANCELED when it
- * was withdrawn or nothing was pending; op->result is set to the same,
- * except that an idle op keeps the result it last reported. Safe on an
- * idle, pending or completed op, and from a task's cancel hook. */
+ * was withdrawn or nothing was pending. op->result is set to the same,
+ * except that an op whose READY was already reported keeps that result.
+ * So after a combinator withdrew an op, op->result == BLITZ_OK means it
+ * holds a received value (or sent its value). Safe on an idle, pending or
+ * completed op, and from a task's cancel hook. */
 BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op);
 /* blitz_chan_op_cancel as a blitz_cancel_fn. */
 BLITZ_API void blitz_chan_cancel_op(blitz_cx *cx, void *op);
@@ -4810,6 +4814,9 @@ static inline void blitz__chan_op_bind(blitz_chan_op *op, blitz_chan *ch, const 
     if (blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE) {
         op->blitz__ch = ch;
         op->blitz__buf = (void *)(uintptr_t)buf;
+        /* Armed: a cancel before the op finishes reports ECANCELED, not a
+         * result left from an earlier use of the op. */
+        op->result = BLITZ_EAGAIN;
     }
 }
 
@@ -4844,8 +4851,13 @@ BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op) {
     if (!op)
         return BLITZ_EINVAL;
     uint32_t st = blitz__waiter_state(&op->blitz__w);
-    if (st == BLITZ__WAITER_IDLE)
-        return BLITZ_ECANCELED; /* nothing pending; a reported result stays */
+    if (st == BLITZ__WAITER_IDLE) {
+        /* Nothing pending. Armed and never finished: withdrawn; finished
+         * and reported: the result stays. */
+        if (op->result == BLITZ_EAGAIN)
+            op->result = BLITZ_ECANCELED;
+        return BLITZ_ECANCELED;
+    }
     if (st == BLITZ__WAITER_QUEUED) {
         blitz_chan *ch = op->blitz__ch;
         blitz_waker old = blitz_waker_noop();
@@ -5133,7 +5145,7 @@ BLITZ_API int blitz_oneshot_done(const blitz_oneshot *os) {
  * acquire load sees one of these words also sees the odd stamp stored
  * before it, so its stamp re-check fails. Acquire loads: the stamp re-check
  * after them cannot be done before them. */
-static void blitz__words_store(blitz__atomic_u64 *dst, const void *src, size_t n) {
+static void blitz__chan_words_store(blitz__atomic_u64 *dst, const void *src, size_t n) {
     const unsigned char *p = (const unsigned char *)src;
     size_t i, full = n / 8u;
     for (i = 0; i < full; i++) {
@@ -5148,7 +5160,7 @@ static void blitz__words_store(blitz__atomic_u64 *dst, const void *src, size_t n
     }
 }
 
-static void blitz__words_load(void *dst, const blitz__atomic_u64 *src, size_t n) {
+static void blitz__chan_words_load(void *dst, const blitz__atomic_u64 *src, size_t n) {
     unsigned char *p = (unsigned char *)dst;
     size_t i, full = n / 8u;
     for (i = 0; i < full; i++) {
@@ -5163,7 +5175,7 @@ static void blitz__words_load(void *dst, const blitz__atomic_u64 *src, size_t n)
 
 /* Wakes every waiter of `q`, in batches, never under `lock` (held on entry
  * and on return); `waiting` (if not NULL) counts the queued waiters. */
-static void blitz__waitq_wake_all(blitz__mutex *lock, blitz__waitq *q, blitz__atomic_u32 *waiting) {
+static void blitz__chan_wake_all(blitz__mutex *lock, blitz__waitq *q, blitz__atomic_u32 *waiting) {
     blitz__wake_list wl;
     wl.len = 0;
     while (!blitz__waitq_empty(q)) {
@@ -5231,7 +5243,7 @@ static uint64_t blitz__bc_lock(blitz_broadcast *bc) {
 
 static void blitz__bc_wake(blitz_broadcast *bc) {
     blitz__mutex_lock(&bc->lock);
-    blitz__waitq_wake_all(&bc->lock, &bc->waiters, &bc->waiting);
+    blitz__chan_wake_all(&bc->lock, &bc->waiters, &bc->waiting);
     blitz__mutex_unlock(&bc->lock);
 }
 
@@ -5358,7 +5370,7 @@ BLITZ_API int blitz_broadcast_send(blitz_broadcast *bc, const void *value) {
     uint64_t pos = t >> 1;
     blitz__atomic_u64 *slot = blitz__bc_slot(bc, pos);
     blitz__u64_store(&slot[0], 2u * pos + 1u, BLITZ__RELAXED);
-    blitz__words_store(slot + 1, value, bc->elem_size);
+    blitz__chan_words_store(slot + 1, value, bc->elem_size);
     /* Release: the value's words are visible to a reader that acquires
      * this stamp. */
     blitz__u64_store(&slot[0], 2u * pos + 2u, BLITZ__RELEASE);
@@ -5378,7 +5390,7 @@ BLITZ_API int blitz_broadcast_try_recv(blitz_broadcast_rx *rx, void *out) {
         uint64_t want = 2u * pos + 2u;
         uint64_t s = blitz__u64_load(&slot[0], BLITZ__ACQUIRE);
         if (s == want) {
-            blitz__words_load(out, slot + 1, bc->elem_size);
+            blitz__chan_words_load(out, slot + 1, bc->elem_size);
             /* Ordered after the acquire loads of the words. */
             if (blitz__u64_load(&slot[0], BLITZ__RELAXED) == want) {
                 rx->blitz__pos = pos + 1u;
@@ -5575,7 +5587,7 @@ BLITZ_API int blitz_watch_new(blitz_watch **out, size_t elem_size, const void *i
         return BLITZ_ENOMEM;
     }
     w->elem_size = elem_size;
-    blitz__words_store(w->words, initial, elem_size);
+    blitz__chan_words_store(w->words, initial, elem_size);
     blitz__u64_store(&w->seq, 2u, BLITZ__RELEASE); /* version 1 */
     blitz__mutex_init(&w->lock);
     blitz__u64_store(&w->refs, 1u, BLITZ__RELAXED);
@@ -5615,7 +5627,7 @@ static void blitz__watch_wake(blitz_watch *w) {
     if (blitz__u32_load(&w->waiting, BLITZ__SEQ_CST) == 0)
         return;
     blitz__mutex_lock(&w->lock);
-    blitz__waitq_wake_all(&w->lock, &w->waiters, &w->waiting);
+    blitz__chan_wake_all(&w->lock, &w->waiters, &w->waiting);
     blitz__mutex_unlock(&w->lock);
 }
 
@@ -5628,8 +5640,8 @@ BLITZ_API int blitz_watch_send(blitz_watch *w, const void *value) {
         return BLITZ_ECLOSED;
     }
     /* The odd sequence is ordered before the words by their release
-     * stores (see blitz__words_store). */
-    blitz__words_store(w->words, value, w->elem_size);
+     * stores (see blitz__chan_words_store). */
+    blitz__chan_words_store(w->words, value, w->elem_size);
     /* Release: the new words are visible to a reader that acquires it. */
     blitz__u64_store(&w->seq, s + 2u, BLITZ__RELEASE);
     blitz__watch_wake(w);
@@ -5643,7 +5655,7 @@ BLITZ_API uint64_t blitz_watch_read(const blitz_watch *w, void *out) {
     for (;;) {
         uint64_t s1 = blitz__u64_load(&w->seq, BLITZ__ACQUIRE);
         if (!(s1 & 1u)) {
-            blitz__words_load(out, w->words, w->elem_size);
+            blitz__chan_words_load(out, w->words, w->elem_size);
             /* Ordered after the acquire loads of the words. */
             if (blitz__u64_load(&w->seq, BLITZ__RELAXED) == s1)
                 return s1 >> 1;
@@ -5665,7 +5677,7 @@ BLITZ_API int blitz_watch_close(blitz_watch *w) {
     blitz__u32_store(&w->closed, 1, BLITZ__RELEASE);
     blitz__u64_store(&w->seq, s, BLITZ__RELEASE);
     blitz__mutex_lock(&w->lock);
-    blitz__waitq_wake_all(&w->lock, &w->waiters, &w->waiting);
+    blitz__chan_wake_all(&w->lock, &w->waiters, &w->waiting);
     blitz__mutex_unlock(&w->lock);
     return BLITZ_OK;
 }

@@ -26,7 +26,7 @@ int main(int argc, char **argv) {
     bench_cpu_snapshot cpu0;
     bench_cpu_snapshot_take(&cpu0);
     bench_set_filter(argc - 1, argv + 1);
-    bench_watchdog(200, "sync");
+    bench_watchdog(240, "sync");
     bench_cpu_warmup();
     bench_sync_prims();
     bench_sync_chan();

@@ -80,8 +80,10 @@ typedef struct blitz_chan_op {
     blitz__waiter blitz__w;
     blitz_chan *blitz__ch;
     void *blitz__buf;
-    /* BLITZ_OK, BLITZ_ECLOSED, BLITZ_EINVAL (NULL channel or buffer),
-     * BLITZ_ECANCELED (withdrawn by its cancel function). */
+    /* BLITZ_EAGAIN from when the op is armed (blitz_op_chan_send/recv or
+     * the await form) until it finishes; then BLITZ_OK, BLITZ_ECLOSED,
+     * BLITZ_EINVAL (NULL channel or buffer) or BLITZ_ECANCELED (withdrawn
+     * by its cancel function). */
     int result;
 } blitz_chan_op;
 
@@ -104,9 +106,11 @@ BLITZ_API blitz_op blitz_op_chan_recv(blitz_chan_op *op, blitz_chan *ch, void *o
  * when the op had completed without the caller having seen it yet (a
  * received value is in its buffer; a sent value is in the channel),
  * BLITZ_ECLOSED when it had completed with that, BLITZ_ECANCELED when it
- * was withdrawn or nothing was pending; op->result is set to the same,
- * except that an idle op keeps the result it last reported. Safe on an
- * idle, pending or completed op, and from a task's cancel hook. */
+ * was withdrawn or nothing was pending. op->result is set to the same,
+ * except that an op whose READY was already reported keeps that result.
+ * So after a combinator withdrew an op, op->result == BLITZ_OK means it
+ * holds a received value (or sent its value). Safe on an idle, pending or
+ * completed op, and from a task's cancel hook. */
 BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op);
 /* blitz_chan_op_cancel as a blitz_cancel_fn. */
 BLITZ_API void blitz_chan_cancel_op(blitz_cx *cx, void *op);

@@ -480,6 +480,9 @@ static inline void blitz__chan_op_bind(blitz_chan_op *op, blitz_chan *ch, const 
     if (blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE) {
         op->blitz__ch = ch;
         op->blitz__buf = (void *)(uintptr_t)buf;
+        /* Armed: a cancel before the op finishes reports ECANCELED, not a
+         * result left from an earlier use of the op. */
+        op->result = BLITZ_EAGAIN;
     }
 }
 
@@ -514,8 +517,13 @@ BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op) {
     if (!op)
         return BLITZ_EINVAL;
     uint32_t st = blitz__waiter_state(&op->blitz__w);
-    if (st == BLITZ__WAITER_IDLE)
-        return BLITZ_ECANCELED; /* nothing pending; a reported result stays */
+    if (st == BLITZ__WAITER_IDLE) {
+        /* Nothing pending. Armed and never finished: withdrawn; finished
+         * and reported: the result stays. */
+        if (op->result == BLITZ_EAGAIN)
+            op->result = BLITZ_ECANCELED;
+        return BLITZ_ECANCELED;
+    }
     if (st == BLITZ__WAITER_QUEUED) {
         blitz_chan *ch = op->blitz__ch;
         blitz_waker old = blitz_waker_noop();
