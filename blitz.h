@@ -995,11 +995,10 @@ BLITZ_API blitz_op blitz_op_chan_recv(blitz_chan_op *op, blitz_chan *ch, void *o
  * when the op had completed without the caller having seen it yet (a
  * received value is in its buffer; a sent value is in the channel),
  * BLITZ_ECLOSED when it had completed with that, BLITZ_ECANCELED when it
- * was withdrawn or nothing was pending. op->result is set to the same,
- * except that an op whose READY was already reported keeps that result.
- * So after a combinator withdrew an op, op->result == BLITZ_OK means it
- * holds a received value (or sent its value). Safe on an idle, pending or
- * completed op, and from a task's cancel hook. */
+ * was withdrawn or nothing was pending; op->result is set to the same,
+ * except that an op whose last poll returned READY keeps the result it
+ * reported (while an op is unfinished its result is BLITZ_EAGAIN). Safe on an
+ * idle, pending or completed op, and from a task's cancel hook. */
 BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op);
 /* blitz_chan_op_cancel as a blitz_cancel_fn. */
 BLITZ_API void blitz_chan_cancel_op(blitz_cx *cx, void *op);
@@ -4766,6 +4765,10 @@ static blitz_poll blitz__chan_poll(blitz_cx *cx, blitz_chan_op *op, int send) {
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
+    /* Not finished until a branch below says otherwise: a cancel of an
+     * idle op that returned PENDING (a party in flight) must not report
+     * the result of the op's previous use. */
+    op->result = BLITZ_EAGAIN;
     int r = blitz__chan_try(ch, op, send);
     if (r == BLITZ__CHAN_BUSY) {
         /* The other party is a few stores from done; its stores usually
@@ -4852,8 +4855,8 @@ BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op) {
         return BLITZ_EINVAL;
     uint32_t st = blitz__waiter_state(&op->blitz__w);
     if (st == BLITZ__WAITER_IDLE) {
-        /* Nothing pending. Armed and never finished: withdrawn; finished
-         * and reported: the result stays. */
+        /* Nothing queued. A result already reported stays; an attempt
+         * that returned PENDING without queueing is withdrawn. */
         if (op->result == BLITZ_EAGAIN)
             op->result = BLITZ_ECANCELED;
         return BLITZ_ECANCELED;

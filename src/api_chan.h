@@ -106,11 +106,10 @@ BLITZ_API blitz_op blitz_op_chan_recv(blitz_chan_op *op, blitz_chan *ch, void *o
  * when the op had completed without the caller having seen it yet (a
  * received value is in its buffer; a sent value is in the channel),
  * BLITZ_ECLOSED when it had completed with that, BLITZ_ECANCELED when it
- * was withdrawn or nothing was pending. op->result is set to the same,
- * except that an op whose READY was already reported keeps that result.
- * So after a combinator withdrew an op, op->result == BLITZ_OK means it
- * holds a received value (or sent its value). Safe on an idle, pending or
- * completed op, and from a task's cancel hook. */
+ * was withdrawn or nothing was pending; op->result is set to the same,
+ * except that an op whose last poll returned READY keeps the result it
+ * reported (while an op is unfinished its result is BLITZ_EAGAIN). Safe on an
+ * idle, pending or completed op, and from a task's cancel hook. */
 BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op);
 /* blitz_chan_op_cancel as a blitz_cancel_fn. */
 BLITZ_API void blitz_chan_cancel_op(blitz_cx *cx, void *op);

@@ -432,6 +432,10 @@ static blitz_poll blitz__chan_poll(blitz_cx *cx, blitz_chan_op *op, int send) {
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
+    /* Not finished until a branch below says otherwise: a cancel of an
+     * idle op that returned PENDING (a party in flight) must not report
+     * the result of the op's previous use. */
+    op->result = BLITZ_EAGAIN;
     int r = blitz__chan_try(ch, op, send);
     if (r == BLITZ__CHAN_BUSY) {
         /* The other party is a few stores from done; its stores usually
@@ -518,8 +522,8 @@ BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op) {
         return BLITZ_EINVAL;
     uint32_t st = blitz__waiter_state(&op->blitz__w);
     if (st == BLITZ__WAITER_IDLE) {
-        /* Nothing pending. Armed and never finished: withdrawn; finished
-         * and reported: the result stays. */
+        /* Nothing queued. A result already reported stays; an attempt
+         * that returned PENDING without queueing is withdrawn. */
         if (op->result == BLITZ_EAGAIN)
             op->result = BLITZ_ECANCELED;
         return BLITZ_ECANCELED;
