@@ -1616,8 +1616,10 @@ typedef struct blitz_chan_op {
     blitz__waiter blitz__w;
     blitz_chan *blitz__ch;
     void *blitz__buf;
-    /* BLITZ_OK, BLITZ_ECLOSED, BLITZ_EINVAL (NULL channel or buffer),
-     * BLITZ_ECANCELED (withdrawn by its cancel function). */
+    /* BLITZ_EAGAIN from when the op is armed (blitz_op_chan_send/recv or
+     * the await form) until it finishes; then BLITZ_OK, BLITZ_ECLOSED,
+     * BLITZ_EINVAL (NULL channel or buffer) or BLITZ_ECANCELED (withdrawn
+     * by its cancel function). */
     int result;
 } blitz_chan_op;
 
@@ -1700,8 +1702,8 @@ BLITZ_API void blitz_oneshot_cancel_op(blitz_cx *cx, void *os);
 /* Blocking receive for plain threads: BLITZ_OK with *out, BLITZ_ECLOSED,
  * BLITZ_EINVAL, BLITZ_EDEADLK inside a task. */
 BLITZ_API int blitz_oneshot_recv_blocking(blitz_oneshot *os, uint64_t *out);
-/* Nonzero once neither side will touch the cell again: the sender sent or
- * closed, and the receiver closed or took the result. */
+/* Nonzero once neither side will touch the cell again: the sender closed,
+ * or it sent and the receiver took the value or closed. */
 BLITZ_API int blitz_oneshot_done(const blitz_oneshot *os);
 
 /* ---- broadcast ----------------------------------------------------------------- */
@@ -1745,8 +1747,8 @@ BLITZ_API int blitz_broadcast_unsubscribe(blitz_broadcast_rx *rx);
 BLITZ_API int blitz_broadcast_send(blitz_broadcast *bc, const void *value);
 BLITZ_API uint32_t blitz_broadcast_receiver_count(const blitz_broadcast *bc);
 /* BLITZ_OK (value in out), BLITZ_EEMPTY, BLITZ_ELAGGED (rx->lagged set;
- * nothing copied), BLITZ_ECLOSED (closed and everything kept was read),
- * BLITZ_EINVAL. */
+ * `out` holds no value), BLITZ_ECLOSED (closed and everything kept was
+ * read), BLITZ_EINVAL. */
 BLITZ_API int blitz_broadcast_try_recv(blitz_broadcast_rx *rx, void *out);
 /* Await: BLITZ_AWAIT(s, blitz_broadcast_recv(cx, &s->rx, &s->value)); then
  * rx.result is BLITZ_OK, BLITZ_ELAGGED or BLITZ_ECLOSED. Cancel: nothing
@@ -7926,6 +7928,8 @@ BLITZ_API int blitz_chan_try_recv(blitz_chan *ch, void *out) {
 #define BLITZ__CHAN_OP_RECV 2u
 /* A party in flight is given this many re-tries before the op yields. */
 #define BLITZ__CHAN_BUSY_SPINS 64
+/* ...and then this many gives of its thread's CPU. */
+#define BLITZ__CHAN_BUSY_YIELDS 2
 
 static inline int blitz__chan_try(blitz_chan *ch, blitz_chan_op *op, int send) {
     return send ? blitz__chan_push(ch, op->blitz__buf) : blitz__chan_pop(ch, op->blitz__buf);
@@ -8017,6 +8021,11 @@ static blitz_poll blitz__chan_poll(blitz_cx *cx, blitz_chan_op *op, int send) {
             blitz__cpu_relax();
             r = blitz__chan_try(ch, op, send);
         }
+        /* Still there: its thread probably lost its CPU; offer ours. */
+        for (spins = 0; r == BLITZ__CHAN_BUSY && spins < BLITZ__CHAN_BUSY_YIELDS; spins++) {
+            sched_yield();
+            r = blitz__chan_try(ch, op, send);
+        }
     }
     if (BLITZ__LIKELY(r == BLITZ_OK)) {
         op->result = BLITZ_OK;
@@ -8051,6 +8060,9 @@ static inline void blitz__chan_op_bind(blitz_chan_op *op, blitz_chan *ch, const 
     if (blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE) {
         op->blitz__ch = ch;
         op->blitz__buf = (void *)(uintptr_t)buf;
+        /* Armed: a cancel before the op finishes reports ECANCELED, not a
+         * result left from an earlier use of the op. */
+        op->result = BLITZ_EAGAIN;
     }
 }
 
@@ -8350,9 +8362,10 @@ BLITZ_API int blitz_oneshot_done(const blitz_oneshot *os) {
     if (!os)
         return 1;
     uint32_t s = blitz__u32_field_load(&os->blitz__state, BLITZ__ACQUIRE);
-    return (s & (BLITZ__OS_VALUE | BLITZ__OS_TX_CLOSED)) &&
-           (s & (BLITZ__OS_TAKEN | BLITZ__OS_RX_CLOSED)) &&
-           !(s & (BLITZ__OS_HAS_WAKER | BLITZ__OS_REGISTERING | BLITZ__OS_TAKING));
+    /* Without a value there is nothing left for the receiver to take. */
+    int finished = (s & BLITZ__OS_TX_CLOSED) ||
+                   ((s & BLITZ__OS_VALUE) && (s & (BLITZ__OS_TAKEN | BLITZ__OS_RX_CLOSED)));
+    return finished && !(s & (BLITZ__OS_HAS_WAKER | BLITZ__OS_REGISTERING | BLITZ__OS_TAKING));
 }
 /* ====[ END src/chan_oneshot.c ]=========================================== */
 /* ====[ BEGIN src/chan_broadcast.c ]======================================= */
@@ -8378,7 +8391,7 @@ BLITZ_API int blitz_oneshot_done(const blitz_oneshot *os) {
  * acquire load sees one of these words also sees the odd stamp stored
  * before it, so its stamp re-check fails. Acquire loads: the stamp re-check
  * after them cannot be done before them. */
-static void blitz__words_store(blitz__atomic_u64 *dst, const void *src, size_t n) {
+static void blitz__chan_words_store(blitz__atomic_u64 *dst, const void *src, size_t n) {
     const unsigned char *p = (const unsigned char *)src;
     size_t i, full = n / 8u;
     for (i = 0; i < full; i++) {
@@ -8393,7 +8406,7 @@ static void blitz__words_store(blitz__atomic_u64 *dst, const void *src, size_t n
     }
 }
 
-static void blitz__words_load(void *dst, const blitz__atomic_u64 *src, size_t n) {
+static void blitz__chan_words_load(void *dst, const blitz__atomic_u64 *src, size_t n) {
     unsigned char *p = (unsigned char *)dst;
     size_t i, full = n / 8u;
     for (i = 0; i < full; i++) {
@@ -8408,7 +8421,7 @@ static void blitz__words_load(void *dst, const blitz__atomic_u64 *src, size_t n)
 
 /* Wakes every waiter of `q`, in batches, never under `lock` (held on entry
  * and on return); `waiting` (if not NULL) counts the queued waiters. */
-static void blitz__waitq_wake_all(blitz__mutex *lock, blitz__waitq *q, blitz__atomic_u32 *waiting) {
+static void blitz__chan_wake_all(blitz__mutex *lock, blitz__waitq *q, blitz__atomic_u32 *waiting) {
     blitz__wake_list wl;
     wl.len = 0;
     while (!blitz__waitq_empty(q)) {
@@ -8476,7 +8489,7 @@ static uint64_t blitz__bc_lock(blitz_broadcast *bc) {
 
 static void blitz__bc_wake(blitz_broadcast *bc) {
     blitz__mutex_lock(&bc->lock);
-    blitz__waitq_wake_all(&bc->lock, &bc->waiters, &bc->waiting);
+    blitz__chan_wake_all(&bc->lock, &bc->waiters, &bc->waiting);
     blitz__mutex_unlock(&bc->lock);
 }
 
@@ -8603,7 +8616,7 @@ BLITZ_API int blitz_broadcast_send(blitz_broadcast *bc, const void *value) {
     uint64_t pos = t >> 1;
     blitz__atomic_u64 *slot = blitz__bc_slot(bc, pos);
     blitz__u64_store(&slot[0], 2u * pos + 1u, BLITZ__RELAXED);
-    blitz__words_store(slot + 1, value, bc->elem_size);
+    blitz__chan_words_store(slot + 1, value, bc->elem_size);
     /* Release: the value's words are visible to a reader that acquires
      * this stamp. */
     blitz__u64_store(&slot[0], 2u * pos + 2u, BLITZ__RELEASE);
@@ -8623,7 +8636,7 @@ BLITZ_API int blitz_broadcast_try_recv(blitz_broadcast_rx *rx, void *out) {
         uint64_t want = 2u * pos + 2u;
         uint64_t s = blitz__u64_load(&slot[0], BLITZ__ACQUIRE);
         if (s == want) {
-            blitz__words_load(out, slot + 1, bc->elem_size);
+            blitz__chan_words_load(out, slot + 1, bc->elem_size);
             /* Ordered after the acquire loads of the words. */
             if (blitz__u64_load(&slot[0], BLITZ__RELAXED) == want) {
                 rx->blitz__pos = pos + 1u;
@@ -8820,7 +8833,7 @@ BLITZ_API int blitz_watch_new(blitz_watch **out, size_t elem_size, const void *i
         return BLITZ_ENOMEM;
     }
     w->elem_size = elem_size;
-    blitz__words_store(w->words, initial, elem_size);
+    blitz__chan_words_store(w->words, initial, elem_size);
     blitz__u64_store(&w->seq, 2u, BLITZ__RELEASE); /* version 1 */
     blitz__mutex_init(&w->lock);
     blitz__u64_store(&w->refs, 1u, BLITZ__RELAXED);
@@ -8860,7 +8873,7 @@ static void blitz__watch_wake(blitz_watch *w) {
     if (blitz__u32_load(&w->waiting, BLITZ__SEQ_CST) == 0)
         return;
     blitz__mutex_lock(&w->lock);
-    blitz__waitq_wake_all(&w->lock, &w->waiters, &w->waiting);
+    blitz__chan_wake_all(&w->lock, &w->waiters, &w->waiting);
     blitz__mutex_unlock(&w->lock);
 }
 
@@ -8873,8 +8886,8 @@ BLITZ_API int blitz_watch_send(blitz_watch *w, const void *value) {
         return BLITZ_ECLOSED;
     }
     /* The odd sequence is ordered before the words by their release
-     * stores (see blitz__words_store). */
-    blitz__words_store(w->words, value, w->elem_size);
+     * stores (see blitz__chan_words_store). */
+    blitz__chan_words_store(w->words, value, w->elem_size);
     /* Release: the new words are visible to a reader that acquires it. */
     blitz__u64_store(&w->seq, s + 2u, BLITZ__RELEASE);
     blitz__watch_wake(w);
@@ -8888,7 +8901,7 @@ BLITZ_API uint64_t blitz_watch_read(const blitz_watch *w, void *out) {
     for (;;) {
         uint64_t s1 = blitz__u64_load(&w->seq, BLITZ__ACQUIRE);
         if (!(s1 & 1u)) {
-            blitz__words_load(out, w->words, w->elem_size);
+            blitz__chan_words_load(out, w->words, w->elem_size);
             /* Ordered after the acquire loads of the words. */
             if (blitz__u64_load(&w->seq, BLITZ__RELAXED) == s1)
                 return s1 >> 1;
@@ -8910,7 +8923,7 @@ BLITZ_API int blitz_watch_close(blitz_watch *w) {
     blitz__u32_store(&w->closed, 1, BLITZ__RELEASE);
     blitz__u64_store(&w->seq, s, BLITZ__RELEASE);
     blitz__mutex_lock(&w->lock);
-    blitz__waitq_wake_all(&w->lock, &w->waiters, &w->waiting);
+    blitz__chan_wake_all(&w->lock, &w->waiters, &w->waiting);
     blitz__mutex_unlock(&w->lock);
     return BLITZ_OK;
 }

@@ -80,8 +80,10 @@ typedef struct blitz_chan_op {
     blitz__waiter blitz__w;
     blitz_chan *blitz__ch;
     void *blitz__buf;
-    /* BLITZ_OK, BLITZ_ECLOSED, BLITZ_EINVAL (NULL channel or buffer),
-     * BLITZ_ECANCELED (withdrawn by its cancel function). */
+    /* BLITZ_EAGAIN from when the op is armed (blitz_op_chan_send/recv or
+     * the await form) until it finishes; then BLITZ_OK, BLITZ_ECLOSED,
+     * BLITZ_EINVAL (NULL channel or buffer) or BLITZ_ECANCELED (withdrawn
+     * by its cancel function). */
     int result;
 } blitz_chan_op;
 
@@ -164,8 +166,8 @@ BLITZ_API void blitz_oneshot_cancel_op(blitz_cx *cx, void *os);
 /* Blocking receive for plain threads: BLITZ_OK with *out, BLITZ_ECLOSED,
  * BLITZ_EINVAL, BLITZ_EDEADLK inside a task. */
 BLITZ_API int blitz_oneshot_recv_blocking(blitz_oneshot *os, uint64_t *out);
-/* Nonzero once neither side will touch the cell again: the sender sent or
- * closed, and the receiver closed or took the result. */
+/* Nonzero once neither side will touch the cell again: the sender closed,
+ * or it sent and the receiver took the value or closed. */
 BLITZ_API int blitz_oneshot_done(const blitz_oneshot *os);
 
 /* ---- broadcast ----------------------------------------------------------------- */
@@ -209,8 +211,8 @@ BLITZ_API int blitz_broadcast_unsubscribe(blitz_broadcast_rx *rx);
 BLITZ_API int blitz_broadcast_send(blitz_broadcast *bc, const void *value);
 BLITZ_API uint32_t blitz_broadcast_receiver_count(const blitz_broadcast *bc);
 /* BLITZ_OK (value in out), BLITZ_EEMPTY, BLITZ_ELAGGED (rx->lagged set;
- * nothing copied), BLITZ_ECLOSED (closed and everything kept was read),
- * BLITZ_EINVAL. */
+ * `out` holds no value), BLITZ_ECLOSED (closed and everything kept was
+ * read), BLITZ_EINVAL. */
 BLITZ_API int blitz_broadcast_try_recv(blitz_broadcast_rx *rx, void *out);
 /* Await: BLITZ_AWAIT(s, blitz_broadcast_recv(cx, &s->rx, &s->value)); then
  * rx.result is BLITZ_OK, BLITZ_ELAGGED or BLITZ_ECLOSED. Cancel: nothing

@@ -19,7 +19,7 @@
  * acquire load sees one of these words also sees the odd stamp stored
  * before it, so its stamp re-check fails. Acquire loads: the stamp re-check
  * after them cannot be done before them. */
-static void blitz__words_store(blitz__atomic_u64 *dst, const void *src, size_t n) {
+static void blitz__chan_words_store(blitz__atomic_u64 *dst, const void *src, size_t n) {
     const unsigned char *p = (const unsigned char *)src;
     size_t i, full = n / 8u;
     for (i = 0; i < full; i++) {
@@ -34,7 +34,7 @@ static void blitz__words_store(blitz__atomic_u64 *dst, const void *src, size_t n
     }
 }
 
-static void blitz__words_load(void *dst, const blitz__atomic_u64 *src, size_t n) {
+static void blitz__chan_words_load(void *dst, const blitz__atomic_u64 *src, size_t n) {
     unsigned char *p = (unsigned char *)dst;
     size_t i, full = n / 8u;
     for (i = 0; i < full; i++) {
@@ -49,7 +49,7 @@ static void blitz__words_load(void *dst, const blitz__atomic_u64 *src, size_t n)
 
 /* Wakes every waiter of `q`, in batches, never under `lock` (held on entry
  * and on return); `waiting` (if not NULL) counts the queued waiters. */
-static void blitz__waitq_wake_all(blitz__mutex *lock, blitz__waitq *q, blitz__atomic_u32 *waiting) {
+static void blitz__chan_wake_all(blitz__mutex *lock, blitz__waitq *q, blitz__atomic_u32 *waiting) {
     blitz__wake_list wl;
     wl.len = 0;
     while (!blitz__waitq_empty(q)) {
@@ -117,7 +117,7 @@ static uint64_t blitz__bc_lock(blitz_broadcast *bc) {
 
 static void blitz__bc_wake(blitz_broadcast *bc) {
     blitz__mutex_lock(&bc->lock);
-    blitz__waitq_wake_all(&bc->lock, &bc->waiters, &bc->waiting);
+    blitz__chan_wake_all(&bc->lock, &bc->waiters, &bc->waiting);
     blitz__mutex_unlock(&bc->lock);
 }
 
@@ -244,7 +244,7 @@ BLITZ_API int blitz_broadcast_send(blitz_broadcast *bc, const void *value) {
     uint64_t pos = t >> 1;
     blitz__atomic_u64 *slot = blitz__bc_slot(bc, pos);
     blitz__u64_store(&slot[0], 2u * pos + 1u, BLITZ__RELAXED);
-    blitz__words_store(slot + 1, value, bc->elem_size);
+    blitz__chan_words_store(slot + 1, value, bc->elem_size);
     /* Release: the value's words are visible to a reader that acquires
      * this stamp. */
     blitz__u64_store(&slot[0], 2u * pos + 2u, BLITZ__RELEASE);
@@ -264,7 +264,7 @@ BLITZ_API int blitz_broadcast_try_recv(blitz_broadcast_rx *rx, void *out) {
         uint64_t want = 2u * pos + 2u;
         uint64_t s = blitz__u64_load(&slot[0], BLITZ__ACQUIRE);
         if (s == want) {
-            blitz__words_load(out, slot + 1, bc->elem_size);
+            blitz__chan_words_load(out, slot + 1, bc->elem_size);
             /* Ordered after the acquire loads of the words. */
             if (blitz__u64_load(&slot[0], BLITZ__RELAXED) == want) {
                 rx->blitz__pos = pos + 1u;

@@ -352,6 +352,8 @@ BLITZ_API int blitz_chan_try_recv(blitz_chan *ch, void *out) {
 #define BLITZ__CHAN_OP_RECV 2u
 /* A party in flight is given this many re-tries before the op yields. */
 #define BLITZ__CHAN_BUSY_SPINS 64
+/* ...and then this many gives of its thread's CPU. */
+#define BLITZ__CHAN_BUSY_YIELDS 2
 
 static inline int blitz__chan_try(blitz_chan *ch, blitz_chan_op *op, int send) {
     return send ? blitz__chan_push(ch, op->blitz__buf) : blitz__chan_pop(ch, op->blitz__buf);
@@ -443,6 +445,11 @@ static blitz_poll blitz__chan_poll(blitz_cx *cx, blitz_chan_op *op, int send) {
             blitz__cpu_relax();
             r = blitz__chan_try(ch, op, send);
         }
+        /* Still there: its thread probably lost its CPU; offer ours. */
+        for (spins = 0; r == BLITZ__CHAN_BUSY && spins < BLITZ__CHAN_BUSY_YIELDS; spins++) {
+            sched_yield();
+            r = blitz__chan_try(ch, op, send);
+        }
     }
     if (BLITZ__LIKELY(r == BLITZ_OK)) {
         op->result = BLITZ_OK;
@@ -477,6 +484,9 @@ static inline void blitz__chan_op_bind(blitz_chan_op *op, blitz_chan *ch, const 
     if (blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE) {
         op->blitz__ch = ch;
         op->blitz__buf = (void *)(uintptr_t)buf;
+        /* Armed: a cancel before the op finishes reports ECANCELED, not a
+         * result left from an earlier use of the op. */
+        op->result = BLITZ_EAGAIN;
     }
 }
 

@@ -206,7 +206,8 @@ BLITZ_API int blitz_oneshot_done(const blitz_oneshot *os) {
     if (!os)
         return 1;
     uint32_t s = blitz__u32_field_load(&os->blitz__state, BLITZ__ACQUIRE);
-    return (s & (BLITZ__OS_VALUE | BLITZ__OS_TX_CLOSED)) &&
-           (s & (BLITZ__OS_TAKEN | BLITZ__OS_RX_CLOSED)) &&
-           !(s & (BLITZ__OS_HAS_WAKER | BLITZ__OS_REGISTERING | BLITZ__OS_TAKING));
+    /* Without a value there is nothing left for the receiver to take. */
+    int finished = (s & BLITZ__OS_TX_CLOSED) ||
+                   ((s & BLITZ__OS_VALUE) && (s & (BLITZ__OS_TAKEN | BLITZ__OS_RX_CLOSED)));
+    return finished && !(s & (BLITZ__OS_HAS_WAKER | BLITZ__OS_REGISTERING | BLITZ__OS_TAKING));
 }

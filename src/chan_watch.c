@@ -48,7 +48,7 @@ BLITZ_API int blitz_watch_new(blitz_watch **out, size_t elem_size, const void *i
         return BLITZ_ENOMEM;
     }
     w->elem_size = elem_size;
-    blitz__words_store(w->words, initial, elem_size);
+    blitz__chan_words_store(w->words, initial, elem_size);
     blitz__u64_store(&w->seq, 2u, BLITZ__RELEASE); /* version 1 */
     blitz__mutex_init(&w->lock);
     blitz__u64_store(&w->refs, 1u, BLITZ__RELAXED);
@@ -88,7 +88,7 @@ static void blitz__watch_wake(blitz_watch *w) {
     if (blitz__u32_load(&w->waiting, BLITZ__SEQ_CST) == 0)
         return;
     blitz__mutex_lock(&w->lock);
-    blitz__waitq_wake_all(&w->lock, &w->waiters, &w->waiting);
+    blitz__chan_wake_all(&w->lock, &w->waiters, &w->waiting);
     blitz__mutex_unlock(&w->lock);
 }
 
@@ -101,8 +101,8 @@ BLITZ_API int blitz_watch_send(blitz_watch *w, const void *value) {
         return BLITZ_ECLOSED;
     }
     /* The odd sequence is ordered before the words by their release
-     * stores (see blitz__words_store). */
-    blitz__words_store(w->words, value, w->elem_size);
+     * stores (see blitz__chan_words_store). */
+    blitz__chan_words_store(w->words, value, w->elem_size);
     /* Release: the new words are visible to a reader that acquires it. */
     blitz__u64_store(&w->seq, s + 2u, BLITZ__RELEASE);
     blitz__watch_wake(w);
@@ -116,7 +116,7 @@ BLITZ_API uint64_t blitz_watch_read(const blitz_watch *w, void *out) {
     for (;;) {
         uint64_t s1 = blitz__u64_load(&w->seq, BLITZ__ACQUIRE);
         if (!(s1 & 1u)) {
-            blitz__words_load(out, w->words, w->elem_size);
+            blitz__chan_words_load(out, w->words, w->elem_size);
             /* Ordered after the acquire loads of the words. */
             if (blitz__u64_load(&w->seq, BLITZ__RELAXED) == s1)
                 return s1 >> 1;
@@ -138,7 +138,7 @@ BLITZ_API int blitz_watch_close(blitz_watch *w) {
     blitz__u32_store(&w->closed, 1, BLITZ__RELEASE);
     blitz__u64_store(&w->seq, s, BLITZ__RELEASE);
     blitz__mutex_lock(&w->lock);
-    blitz__waitq_wake_all(&w->lock, &w->waiters, &w->waiting);
+    blitz__chan_wake_all(&w->lock, &w->waiters, &w->waiting);
     blitz__mutex_unlock(&w->lock);
     return BLITZ_OK;
 }
