@@ -54,12 +54,14 @@ WHAT IS IN THIS VERSION
 - join handles (await inside tasks, block on them from plain threads),
   detach, cancellation with shields, drop functions, statistics;
 - time: a hierarchical timer wheel driving sleeps, timeouts and intervals,
-  and a paused (virtual) clock for tests.
+  and a paused (virtual) clock for tests;
+- a blocking pool (blitz_spawn_blocking), and on it files, DNS lookups and
+  child processes; signal listeners.
 
-blitz DOES NOT yet have: I/O (sockets, files), channels and async locks, a
-blocking pool, signals or processes. A task that must wait for something
-else today keeps a waker (blitz_cx_waker + blitz_waker_clone) and whoever
-completes the wait calls blitz_waker_wake.
+blitz DOES NOT yet have: I/O (sockets, byte streams over pipes), channels
+and async locks. A task that must wait for something else today keeps a
+waker (blitz_cx_waker + blitz_waker_clone) and whoever completes the wait
+calls blitz_waker_wake.
 
 
 CONFIGURATION MACROS
@@ -88,7 +90,9 @@ Run-time settings live in blitz_config (zero means default): flavour,
 workers (0 = CPU count; more than BLITZ_MAX_WORKERS is BLITZ_EINVAL),
 park timeout (0: a parked worker sleeps until work or its next timer),
 spin rounds before parking (64), a fixed global-queue interval (0 =
-adaptive), and start_paused (virtual time, see TIME).
+adaptive), start_paused (virtual time, see TIME), and the blocking pool's
+max_blocking_threads (512), blocking_keep_alive_ns (10 s) and
+blocking_queue_capacity (0 = unbounded; see BLOCKING WORK).
 
 
 TASKS AND POLL FUNCTIONS
@@ -198,11 +202,120 @@ blitz_time_advance(rt, ns), or jumps to the next deadline when every worker
 is idle, so tests of long timeouts run instantly and deterministically.
 
 
+BLOCKING WORK
+=============
+Work that blocks a thread (a system call without an async form, a long
+computation, a library that sleeps) belongs on the blocking pool, never
+in a poll function:
+
+    blitz_spawn_blocking(rt, fn, arg, &h);      // fn(arg) on a pool thread
+    blitz_blocking_opts o = {fn, &in, sizeof in, drop_fn};
+    blitz_spawn_blocking_ex(rt, &o, &h);        // fn gets the job's own copy
+    BLITZ_AWAIT(s, blitz_join(cx, h));          // or blitz_task_wait(h)
+    result = blitz_task_state(h);               // the copy, after fn ran
+
+The handle is an ordinary task handle. Threads start on demand up to
+max_blocking_threads and exit after blocking_keep_alive_ns idle; new work
+goes to the most recently idle thread, so a pool shrinks when load drops.
+blitz_task_cancel of a job that has not started takes it out of the queue
+at once (fn never runs); a running job cannot be stopped. With
+blocking_queue_capacity set, a spawn that finds every thread busy, none
+left to start and that many jobs waiting fails with BLITZ_EFULL, and
+blitz_spawn_blocking_await(cx, &op, &opts) waits for room instead (first
+come, first served). blitz_runtime_pool_stats reports threads, idle
+threads, queued jobs and totals. A job runs as part of its runtime:
+blitz_runtime_current() is set, and blitz_task_wait inside a job returns
+BLITZ_ESHUTDOWN when the runtime shuts down. Pool threads block SIGPIPE
+(a write to a closed pipe is BLITZ_EPIPE, not the end of the process).
+
+Files, DNS lookups and process waits are pool ops: an op struct in the
+task's state (zero-filled is ready), awaited with BLITZ_AWAIT, its result
+in op.result. Each operation keeps what its thread works on in a record
+of its own (with copies of paths and of data to write; reads are copied
+into your buffer when the op is READY), so cancelling (the op's cancel
+function, or blitz_timeout_op) returns at once and the op and your memory
+are free again: a queued operation is dropped, a running one finishes on
+its thread, which then releases its result (closes a file it opened,
+frees an answer). If a task can be cancelled while such an op is pending,
+call the op's cancel function from the task's cancel hook; otherwise
+such results are only released by blitz_runtime_free.
+
+
+FILES
+=====
+    BLITZ_AWAIT(s, blitz_fs_open(cx, &s->op, path, BLITZ_FS_READ, 0));
+    if (s->op.result < 0) ... BLITZ_ENOENT, BLITZ_EACCES ...
+    s->fd = (int)s->op.result;
+    BLITZ_AWAIT(s, blitz_fs_read(cx, &s->op, s->fd, s->buf, sizeof s->buf));
+
+open (BLITZ_FS_READ / WRITE / APPEND / CREATE / TRUNCATE / EXCL, always
+close-on-exec), close, read / write (at the file position; write writes
+everything), pread / pwrite, readv / writev (one call, may be short),
+fsync, fdatasync, truncate, stat / lstat / fstat (blitz_fs_metadata),
+rename, unlink, rmdir, mkdir, mkdir_all (-p), read_dir (sorted
+blitz_fs_dirent array in op.data), read_file (op.data, NUL-terminated),
+write_file. Memory blitz hands you (op.data) is freed with blitz_free. A
+read returns at most BLITZ_FS_MAX_READ (2 MiB). Cancel: blitz_fs_cancel.
+The work runs on the blocking pool; the calls are shaped so that native
+kernel operations (io_uring) can serve them later.
+
+
+DNS
+===
+    BLITZ_AWAIT(s, blitz_dns_resolve(cx, &s->dns, "example.com", 443, 0));
+    for (i = 0; i < s->dns.result; i++) use(s->dns.addrs[i]);  // sockaddr
+    blitz_free(s->dns.addrs);
+
+getaddrinfo on the blocking pool; family 0 (any), 4 or 6. Errors:
+BLITZ_ENOHOST (no such name, or no address of that family),
+BLITZ_EDNSTEMP (try later), BLITZ_EDNS. Cancel: blitz_dns_cancel; a lookup
+already running finishes on its thread, which frees the answer.
+
+
+SIGNALS
+=======
+    blitz_signal_init(&s->sig, SIGTERM);  blitz_signal_add(&s->sig, SIGINT);
+    BLITZ_AWAIT(s, blitz_signal_recv(cx, &s->sig));   // s->sig.signo, .count
+    blitz_signal_deinit(&s->sig);
+
+A listener counts deliveries from its init on, whether or not a task
+awaits it; several listeners of one signal each see every delivery. While
+a signal has listeners its default action is replaced by a small counting
+handler (restored after the last one), which works in whichever thread
+the kernel picks, so no signal mask is needed anywhere; one internal
+thread per process wakes the listeners. SIGKILL, SIGSTOP and the fault
+signals (SEGV, BUS, FPE, ILL) are BLITZ_EINVAL. Listeners belong to no
+runtime; one must stay at its address until deinit.
+
+
+PROCESSES
+=========
+    const char *argv[] = {"sort", NULL};
+    blitz_command cmd = {argv, env_or_NULL, cwd_or_NULL, BLITZ_STDIO_PIPE,
+                         BLITZ_STDIO_PIPE, BLITZ_STDIO_INHERIT};
+    rc = blitz_process_spawn(rt, &cmd, &s->child);  // BLITZ_ENOENT, ...
+    ... s->child.stdin_fd / stdout_fd with the file ops ...
+    BLITZ_AWAIT(s, blitz_process_wait(cx, &s->wait, &s->child));
+    s->wait.exited ? s->wait.code : s->wait.signal
+    blitz_process_release(&s->child);
+
+fork + exec; a failed exec (missing program or cwd, not executable) is
+the spawn's error, not an exit code. A wait sleeps on a pool thread (on a
+pidfd on Linux) and gives up within 50 ms when cancelled or at shutdown;
+the child is reaped once and its status remembered for later waits;
+blitz_process_kill never signals a reaped pid; a child released before it
+ended is reaped by a pool job. blitz_process_output runs a command to its
+end with optional input and collects stdout and stderr (read by a pool
+thread); cancelling it kills the child.
+
+
 SHUTDOWN
 ========
 blitz_runtime_shutdown: spawns fail with BLITZ_ESHUTDOWN, workers finish
-the poll they are in and exit, and every unfinished task is completed as
-cancelled (threads in blitz_task_wait return BLITZ_ECANCELED).
+the poll they are in and exit, blocking jobs that have not started are
+cancelled and running ones are waited for, and every unfinished task is
+completed as cancelled (threads in blitz_task_wait return
+BLITZ_ECANCELED).
 blitz_runtime_free shuts down if needed, runs the drop function of every
 task block still alive and frees all memory; handles and wakers of that
 runtime are invalid afterwards. Neither may be called from inside a task
