@@ -1277,7 +1277,7 @@ typedef struct blitz_child {
      * caller may read and write them and close them; blitz_process_release
      * closes those still open. */
     int stdin_fd, stdout_fd, stderr_fd;
-    blitz__proc *blitz__proc;
+    blitz__proc *blitz__handle;
 } blitz_child;
 
 /* Starts a child process. Returns BLITZ_OK, BLITZ_EINVAL (NULL, empty
@@ -7425,7 +7425,7 @@ static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, bli
     child->stdin_fd = parent_fds[0];
     child->stdout_fd = parent_fds[1];
     child->stderr_fd = parent_fds[2];
-    child->blitz__proc = p;
+    child->blitz__handle = p;
     return BLITZ_OK;
 }
 
@@ -7481,13 +7481,13 @@ BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_c
         blitz__pool_rec_free(done);
         return BLITZ_READY;
     }
-    if (!cx || !child || !child->blitz__proc) {
+    if (!cx || !child || !child->blitz__handle) {
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
     /* Already reaped: no thread needed. */
     int st;
-    if (blitz__proc_try_reap(child->blitz__proc, &st)) {
+    if (blitz__proc_try_reap(child->blitz__handle, &st)) {
         blitz__wait_fill(op, st);
         return BLITZ_READY;
     }
@@ -7497,8 +7497,8 @@ BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_c
         op->result = BLITZ_ENOMEM;
         return BLITZ_READY;
     }
-    blitz__proc_ref(child->blitz__proc);
-    w->proc = child->blitz__proc;
+    blitz__proc_ref(child->blitz__handle);
+    w->proc = child->blitz__handle;
     int err = 0;
     if (blitz__pool_op_start(cx, &op->blitz__op, &w->base, &err) == BLITZ_PENDING)
         return BLITZ_PENDING;
@@ -7514,10 +7514,10 @@ BLITZ_API void blitz_process_wait_cancel(blitz_cx *cx, void *p) {
 }
 
 BLITZ_API int blitz_process_try_wait(blitz_child *child, blitz_wait_op *status) {
-    if (!child || !child->blitz__proc || !status)
+    if (!child || !child->blitz__handle || !status)
         return BLITZ_EINVAL;
     int st;
-    if (!blitz__proc_try_reap(child->blitz__proc, &st))
+    if (!blitz__proc_try_reap(child->blitz__handle, &st))
         return 0;
     status->result = BLITZ_OK;
     blitz__decode_status(st, &status->exited, &status->code, &status->signal, &status->core_dumped);
@@ -7525,9 +7525,9 @@ BLITZ_API int blitz_process_try_wait(blitz_child *child, blitz_wait_op *status) 
 }
 
 BLITZ_API int blitz_process_kill(blitz_child *child, int signo) {
-    if (!child || !child->blitz__proc || signo < 0 || signo > 64)
+    if (!child || !child->blitz__handle || signo < 0 || signo > 64)
         return BLITZ_EINVAL;
-    blitz__proc *p = child->blitz__proc;
+    blitz__proc *p = child->blitz__handle;
     blitz__mutex_lock(&p->lock);
     int rc = p->reaped                  ? BLITZ_ESRCH
              : kill(p->pid, signo) == 0 ? BLITZ_OK
@@ -7559,13 +7559,13 @@ static void blitz__reaper_drop(void *state) {
 }
 
 static int blitz__release_child(blitz_runtime *rt, blitz_child *child) {
-    if (!child || !child->blitz__proc)
+    if (!child || !child->blitz__handle)
         return BLITZ_EINVAL;
     blitz__close_fd(&child->stdin_fd);
     blitz__close_fd(&child->stdout_fd);
     blitz__close_fd(&child->stderr_fd);
-    blitz__proc *p = child->blitz__proc;
-    child->blitz__proc = NULL;
+    blitz__proc *p = child->blitz__handle;
+    child->blitz__handle = NULL;
     int st;
     if (!blitz__proc_try_reap(p, &st) && rt) {
         blitz__reaper_state rs = {p};
@@ -7578,7 +7578,7 @@ static int blitz__release_child(blitz_runtime *rt, blitz_child *child) {
 }
 
 BLITZ_API int blitz_process_release(blitz_child *child) {
-    return blitz__release_child(child && child->blitz__proc ? child->blitz__proc->rt : NULL, child);
+    return blitz__release_child(child && child->blitz__handle ? child->blitz__handle->rt : NULL, child);
 }
 
 /* ---- collecting output ------------------------------------------------------------ */
@@ -7684,15 +7684,15 @@ static void blitz__output_end_child(blitz_child *c) {
     blitz_process_kill(c, SIGKILL);
     int st;
     uint32_t backoff = 1;
-    while (!blitz__proc_try_reap(c->blitz__proc, &st))
-        blitz__proc_nap(c->blitz__proc, &backoff);
+    while (!blitz__proc_try_reap(c->blitz__handle, &st))
+        blitz__proc_nap(c->blitz__handle, &backoff);
 }
 
 static void blitz__output_exec(blitz__pool_rec *rec, int cancelled) {
     blitz__output_rec *o = (blitz__output_rec *)rec;
     int rc = cancelled ? BLITZ_ECANCELED : blitz__output_pump(o);
     int st = 0;
-    if (rc == 0 && !blitz__proc_wait_blocking(rec, o->child.blitz__proc, &st))
+    if (rc == 0 && !blitz__proc_wait_blocking(rec, o->child.blitz__handle, &st))
         rc = BLITZ_ECANCELED;
     if (rc != 0) {
         blitz__output_end_child(&o->child);
@@ -7709,7 +7709,7 @@ static void blitz__output_exec(blitz__pool_rec *rec, int cancelled) {
 
 static void blitz__output_discard(blitz__pool_rec *rec) {
     blitz__output_rec *o = (blitz__output_rec *)rec;
-    if (o->child.blitz__proc) {
+    if (o->child.blitz__handle) {
         /* Never ran: the child is still ours to end. */
         blitz__output_end_child(&o->child);
         blitz__release_child(NULL, &o->child);

@@ -373,7 +373,7 @@ typedef struct blitz_child {
      * caller may read and write them and close them; blitz_process_release
      * closes those still open. */
     int stdin_fd, stdout_fd, stderr_fd;
-    blitz__proc *blitz__proc;
+    blitz__proc *blitz__handle;
 } blitz_child;
 
 /* Starts a child process. Returns BLITZ_OK, BLITZ_EINVAL (NULL, empty

@@ -77,7 +77,7 @@ BLITZ_TEST(process_spawn_errors) {
     blitz_command cmd = tpr_cmd(missing_path);
     CHECK_EQ(blitz_process_spawn(rt, &cmd, &c), BLITZ_ENOENT);
     CHECK_EQ(c.pid, 0);
-    CHECK_NULL(c.blitz__proc);
+    CHECK_NULL(c.blitz__handle);
     cmd = tpr_cmd(missing_name);
     CHECK_EQ(blitz_process_spawn(rt, &cmd, &c), BLITZ_ENOENT);
     cmd = tpr_cmd(ok);
