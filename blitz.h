@@ -299,8 +299,10 @@ PROCESSES
     s->wait.exited ? s->wait.code : s->wait.signal
     blitz_process_release(&s->child);
 
-fork + exec; a failed exec (missing program or cwd, not executable) is
-the spawn's error, not an exit code. A wait sleeps on a pool thread (on a
+posix_spawn where glibc has everything needed (fork + exec elsewhere);
+a failed exec (missing program or cwd, not executable) is the spawn's
+error, not an exit code. The spawn itself runs on the calling thread
+until the child has exec'd. A wait sleeps on a pool thread (on a
 pidfd on Linux) and gives up within 50 ms when cancelled or at shutdown;
 the child is reaped once and its status remembered for later waits;
 blitz_process_kill never signals a reaped pid; a child released before it
@@ -1393,6 +1395,7 @@ long syscall(long number, ...);
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -7112,8 +7115,9 @@ BLITZ_API int blitz_signal_deinit(blitz_signal *s) {
 /* ====[ END src/signal.c ]================================================= */
 /* ====[ BEGIN src/process.c ]============================================== */
 /* >>process */
-/* Processes: fork + exec with an error pipe, waits on pool threads, and a
- * shared record per child so that reaping happens exactly once.
+/* Processes: posix_spawn (glibc) or fork + exec with an error pipe, waits
+ * on pool threads, and a shared record per child so that reaping happens
+ * exactly once.
  *
  * The record (blitz__proc) is reference counted: the child handle holds
  * one reference, every wait in flight another, so a wait abandoned by its
@@ -7127,8 +7131,8 @@ BLITZ_API int blitz_signal_deinit(blitz_signal *s) {
  * least every 50 ms to see whether its op was abandoned or the runtime is
  * shutting down, so a wait never pins a pool thread or holds up shutdown.
  *
- * Spawning: everything the child needs (resolved path, descriptors) is
- * prepared before fork; between fork and exec the child calls only
+ * Spawning, when fork is used: everything the child needs (resolved
+ * path, descriptors) is prepared before fork; between fork and exec the child calls only
  * async-signal-safe functions. Signals are blocked across fork so that no
  * handler (blitz's counting one included) runs in the child before it has
  * reset them. exec failures travel back through a close-on-exec pipe. */
@@ -7320,6 +7324,58 @@ fail:
     blitz__report_errno(err_fd);
 }
 
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))
+#define BLITZ__SPAWN_FALLBACK 1
+/* Hidden under strict feature macros; the redeclaration is compatible. */
+int posix_spawn_file_actions_addchdir_np(posix_spawn_file_actions_t *actions, const char *path);
+
+/* posix_spawn shares the parent's memory until the exec (no page tables
+ * to copy and tear down), which makes it several times faster than fork
+ * here; glibc reports exec errors and resets the parent's handlers in the
+ * child. Returns BLITZ__SPAWN_FALLBACK when fork must do it (a standard
+ * descriptor that is already in place keeps its close-on-exec flag
+ * through a self-dup2 in older libcs). */
+static int blitz__spawn_posix(const char *path, const blitz_command *cmd, char *const *env,
+                              const int child_fds[3], pid_t *pid) {
+    for (int i = 0; i < 3; i++)
+        if (child_fds[i] == i)
+            return BLITZ__SPAWN_FALLBACK;
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    if (posix_spawn_file_actions_init(&fa) != 0)
+        return BLITZ_ENOMEM;
+    if (posix_spawnattr_init(&attr) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        return BLITZ_ENOMEM;
+    }
+    int e = 0;
+    for (int i = 0; i < 3 && e == 0; i++)
+        if (child_fds[i] >= 0)
+            e = posix_spawn_file_actions_adddup2(&fa, child_fds[i], i);
+    if (e == 0 && cmd->cwd)
+        e = posix_spawn_file_actions_addchdir_np(&fa, cmd->cwd);
+    /* The child starts with no signal blocked and SIGPIPE at its default
+     * even when this process ignores it. */
+    sigset_t none, deflt;
+    sigemptyset(&none);
+    sigemptyset(&deflt);
+    struct sigaction cur;
+    if (sigaction(SIGPIPE, NULL, &cur) == 0 && cur.sa_handler == SIG_IGN)
+        sigaddset(&deflt, SIGPIPE);
+    if (e == 0)
+        e = posix_spawnattr_setsigmask(&attr, &none);
+    if (e == 0)
+        e = posix_spawnattr_setsigdefault(&attr, &deflt);
+    if (e == 0)
+        e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    if (e == 0)
+        e = posix_spawn(pid, path, &fa, &attr, (char *const *)(uintptr_t)cmd->argv, env);
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&fa);
+    return e == 0 ? 0 : blitz__from_errno(e);
+}
+#endif
+
 static int blitz__stdio_valid(blitz_stdio m) {
     return m == BLITZ_STDIO_INHERIT || m == BLITZ_STDIO_NULL || m == BLITZ_STDIO_PIPE;
 }
@@ -7367,8 +7423,19 @@ static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, bli
             rc = BLITZ_ENOMEM;
     }
     pid_t pid = -1;
+    int forked = 0;
+    char *const *env = cmd->env ? (char *const *)(uintptr_t)cmd->env : environ;
+#ifdef BLITZ__SPAWN_FALLBACK
     if (rc == 0) {
-        char *const *env = cmd->env ? (char *const *)(uintptr_t)cmd->env : environ;
+        rc = blitz__spawn_posix(path, cmd, env, child_fds, &pid);
+        forked = rc == BLITZ__SPAWN_FALLBACK;
+        if (forked)
+            rc = 0;
+    }
+#else
+    forked = 1;
+#endif
+    if (rc == 0 && forked) {
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -7385,7 +7452,7 @@ static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, bli
         if (child_fds[i] >= 0 && child_fds[i] != devnull)
             blitz__close_fd(&child_fds[i]);
     blitz__close_fd(&devnull);
-    if (rc == 0) {
+    if (rc == 0 && forked) {
         int e = 0;
         ssize_t n;
         do
@@ -7578,7 +7645,8 @@ static int blitz__release_child(blitz_runtime *rt, blitz_child *child) {
 }
 
 BLITZ_API int blitz_process_release(blitz_child *child) {
-    return blitz__release_child(child && child->blitz__handle ? child->blitz__handle->rt : NULL, child);
+    return blitz__release_child(child && child->blitz__handle ? child->blitz__handle->rt : NULL,
+                                child);
 }
 
 /* ---- collecting output ------------------------------------------------------------ */

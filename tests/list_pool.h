@@ -58,4 +58,5 @@
     X(process_kill_and_cancel_ct, 10000)        \
     X(process_shutdown_and_release, 10000)      \
     X(process_output, 10000)                    \
-    X(process_output_cancel, 10000)
+    X(process_output_cancel, 10000)             \
+    X(process_fork_path, 10000)
