@@ -1060,7 +1060,8 @@ typedef struct blitz_fs_dirent {
 /* Most bytes one read returns (larger reads return this much). */
 #define BLITZ_FS_MAX_READ ((size_t)2 * 1024 * 1024)
 
-/* A buffer of a vectored read or write (laid out as struct iovec). */
+/* A buffer of a vectored read or write. For a read, the array and its
+ * buffers must stay valid until the op is READY (they are filled then). */
 typedef struct blitz_fs_iovec {
     void *base;
     size_t len;
