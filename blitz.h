@@ -55,18 +55,18 @@ WHAT IS IN THIS VERSION
   detach, cancellation with shields, drop functions, statistics;
 - time: a hierarchical timer wheel driving sleeps, timeouts and intervals,
   and a paused (virtual) clock for tests;
+- ops as values (blitz_op) with join-all, race, select and task groups;
 - synchronization: semaphore, mutex, rwlock, notify, barrier, once cell and
   cancellation tokens, each usable from tasks (async), from plain threads
-  (blocking) and without waiting (try_).
-
-blitz DOES NOT yet have: I/O (sockets, files), channels, a
+  (blocking) and without waiting (try_);
+- channels: bounded MPMC, oneshot, broadcast and watch;
 - I/O: one driver per runtime over io_uring, epoll or poll; TCP, UDP and
-  Unix sockets as intrusive ops (see I/O below).
+  Unix sockets as intrusive ops (see I/O below);
+- a blocking pool (blitz_spawn_blocking), and on it files, DNS lookups and
+  child processes; signal listeners.
 
-blitz DOES NOT yet have: file I/O, channels and async locks, a
-blocking pool, signals or processes. A task that must wait for something
-else today keeps a waker (blitz_cx_waker + blitz_waker_clone) and whoever
-completes the wait calls blitz_waker_wake.
+blitz DOES NOT yet have: kqueue (BSD, macOS) and IOCP (Windows) backends,
+TLS, or native io_uring file operations (files use the blocking pool).
 
 
 CONFIGURATION MACROS
@@ -99,8 +99,10 @@ Run-time settings live in blitz_config (zero means default): flavour,
 workers (0 = CPU count; more than BLITZ_MAX_WORKERS is BLITZ_EINVAL),
 park timeout (0: a parked worker sleeps until work or its next timer),
 spin rounds before parking (64), a fixed global-queue interval (0 =
-adaptive), start_paused (virtual time, see TIME), and backend (the I/O
-backend: see I/O).
+adaptive), start_paused (virtual time, see TIME), backend (the I/O
+backend: see I/O), and the blocking pool's max_blocking_threads (512),
+blocking_keep_alive_ns (10 s) and blocking_queue_capacity (0 = unbounded;
+see BLOCKING WORK).
 
 
 I/O
@@ -406,13 +408,122 @@ because its state is freed right after; the hook sees what the op kept.
 The oneshot cell is shared memory: keep it valid until both sides are done
 (blitz_oneshot_done). A receiver that got its value or BLITZ_ECLOSED knows
 the sender is done.
+BLOCKING WORK
+=============
+Work that blocks a thread (a system call without an async form, a long
+computation, a library that sleeps) belongs on the blocking pool, never
+in a poll function:
+
+    blitz_spawn_blocking(rt, fn, arg, &h);      // fn(arg) on a pool thread
+    blitz_blocking_opts o = {fn, &in, sizeof in, drop_fn};
+    blitz_spawn_blocking_ex(rt, &o, &h);        // fn gets the job's own copy
+    BLITZ_AWAIT(s, blitz_join(cx, h));          // or blitz_task_wait(h)
+    result = blitz_task_state(h);               // the copy, after fn ran
+
+The handle is an ordinary task handle. Threads start on demand up to
+max_blocking_threads and exit after blocking_keep_alive_ns idle; new work
+goes to the most recently idle thread, so a pool shrinks when load drops.
+blitz_task_cancel of a job that has not started takes it out of the queue
+at once (fn never runs); a running job cannot be stopped. With
+blocking_queue_capacity set, a spawn that finds every thread busy, none
+left to start and that many jobs waiting fails with BLITZ_EFULL, and
+blitz_spawn_blocking_await(cx, &op, &opts) waits for room instead (first
+come, first served). blitz_runtime_pool_stats reports threads, idle
+threads, queued jobs and totals. A job runs as part of its runtime:
+blitz_runtime_current() is set, and blitz_task_wait inside a job returns
+BLITZ_ESHUTDOWN when the runtime shuts down. Pool threads block SIGPIPE
+(a write to a closed pipe is BLITZ_EPIPE, not the end of the process).
+
+Files, DNS lookups and process waits are pool ops: an op struct in the
+task's state (zero-filled is ready), awaited with BLITZ_AWAIT, its result
+in op.result. Each operation keeps what its thread works on in a record
+of its own (with copies of paths and of data to write; reads are copied
+into your buffer when the op is READY), so cancelling (the op's cancel
+function, or blitz_timeout_op) returns at once and the op and your memory
+are free again: a queued operation is dropped, a running one finishes on
+its thread, which then releases its result (closes a file it opened,
+frees an answer). If a task can be cancelled while such an op is pending,
+call the op's cancel function from the task's cancel hook; otherwise
+such results are only released by blitz_runtime_free.
+
+
+FILES
+=====
+    BLITZ_AWAIT(s, blitz_fs_open(cx, &s->op, path, BLITZ_FS_READ, 0));
+    if (s->op.result < 0) ... BLITZ_ENOENT, BLITZ_EACCES ...
+    s->fd = (int)s->op.result;
+    BLITZ_AWAIT(s, blitz_fs_read(cx, &s->op, s->fd, s->buf, sizeof s->buf));
+
+open (BLITZ_FS_READ / WRITE / APPEND / CREATE / TRUNCATE / EXCL, always
+close-on-exec), close, read / write (at the file position; write writes
+everything), pread / pwrite, readv / writev (one call, may be short),
+fsync, fdatasync, truncate, stat / lstat / fstat (blitz_fs_metadata),
+rename, unlink, rmdir, mkdir, mkdir_all (-p), read_dir (sorted
+blitz_fs_dirent array in op.data), read_file (op.data, NUL-terminated),
+write_file. Memory blitz hands you (op.data) is freed with blitz_free. A
+read returns at most BLITZ_FS_MAX_READ (2 MiB). Cancel: blitz_fs_cancel.
+The work runs on the blocking pool; the calls are shaped so that native
+kernel operations (io_uring) can serve them later.
+
+
+DNS
+===
+    BLITZ_AWAIT(s, blitz_dns_resolve(cx, &s->dns, "example.com", 443, 0));
+    for (i = 0; i < s->dns.result; i++) use(s->dns.addrs[i]);  // sockaddr
+    blitz_free(s->dns.addrs);
+
+getaddrinfo on the blocking pool; family 0 (any), 4 or 6. Errors:
+BLITZ_ENOHOST (no such name, or no address of that family),
+BLITZ_EDNSTEMP (try later), BLITZ_EDNS. Cancel: blitz_dns_cancel; a lookup
+already running finishes on its thread, which frees the answer.
+
+
+SIGNALS
+=======
+    blitz_signal_init(&s->sig, SIGTERM);  blitz_signal_add(&s->sig, SIGINT);
+    BLITZ_AWAIT(s, blitz_signal_recv(cx, &s->sig));   // s->sig.signo, .count
+    blitz_signal_deinit(&s->sig);
+
+A listener counts deliveries from its init on, whether or not a task
+awaits it; several listeners of one signal each see every delivery. While
+a signal has listeners its default action is replaced by a small counting
+handler (restored after the last one), which works in whichever thread
+the kernel picks, so no signal mask is needed anywhere; one internal
+thread per process wakes the listeners. SIGKILL, SIGSTOP and the fault
+signals (SEGV, BUS, FPE, ILL) are BLITZ_EINVAL. Listeners belong to no
+runtime; one must stay at its address until deinit.
+
+
+PROCESSES
+=========
+    const char *argv[] = {"sort", NULL};
+    blitz_command cmd = {argv, env_or_NULL, cwd_or_NULL, BLITZ_STDIO_PIPE,
+                         BLITZ_STDIO_PIPE, BLITZ_STDIO_INHERIT};
+    rc = blitz_process_spawn(rt, &cmd, &s->child);  // BLITZ_ENOENT, ...
+    ... s->child.stdin_fd / stdout_fd with the file ops ...
+    BLITZ_AWAIT(s, blitz_process_wait(cx, &s->wait, &s->child));
+    s->wait.exited ? s->wait.code : s->wait.signal
+    blitz_process_release(&s->child);
+
+posix_spawn where glibc has everything needed (fork + exec elsewhere);
+a failed exec (missing program or cwd, not executable) is the spawn's
+error, not an exit code. The spawn itself runs on the calling thread
+until the child has exec'd. A wait sleeps on a pool thread (on a
+pidfd on Linux) and gives up within 50 ms when cancelled or at shutdown;
+the child is reaped once and its status remembered for later waits;
+blitz_process_kill never signals a reaped pid; a child released before it
+ended is reaped by a pool job. blitz_process_output runs a command to its
+end with optional input and collects stdout and stderr (read by a pool
+thread); cancelling it kills the child.
 
 
 SHUTDOWN
 ========
 blitz_runtime_shutdown: spawns fail with BLITZ_ESHUTDOWN, workers finish
-the poll they are in and exit, and every unfinished task is completed as
-cancelled (threads in blitz_task_wait return BLITZ_ECANCELED).
+the poll they are in and exit, blocking jobs that have not started are
+cancelled and running ones are waited for, and every unfinished task is
+completed as cancelled (threads in blitz_task_wait return
+BLITZ_ECANCELED).
 blitz_runtime_free shuts down if needed, runs the drop function of every
 task block still alive and frees all memory; handles and wakers of that
 runtime are invalid afterwards. Neither may be called from inside a task
@@ -2183,7 +2294,8 @@ typedef struct blitz_fs_dirent {
 /* Most bytes one read returns (larger reads return this much). */
 #define BLITZ_FS_MAX_READ ((size_t)2 * 1024 * 1024)
 
-/* A buffer of a vectored read or write (laid out as struct iovec). */
+/* A buffer of a vectored read or write. For a read, the array and its
+ * buffers must stay valid until the op is READY (they are filled then). */
 typedef struct blitz_fs_iovec {
     void *base;
     size_t len;
@@ -2402,7 +2514,7 @@ typedef struct blitz_child {
      * caller may read and write them and close them; blitz_process_release
      * closes those still open. */
     int stdin_fd, stdout_fd, stderr_fd;
-    blitz__proc *blitz__record;
+    blitz__proc *blitz__handle;
 } blitz_child;
 
 /* Starts a child process. Returns BLITZ_OK, BLITZ_EINVAL (NULL, empty
@@ -2543,6 +2655,7 @@ long syscall(long number, ...);
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -14390,8 +14503,9 @@ BLITZ_API int blitz_signal_deinit(blitz_signal *s) {
 /* ====[ END src/signal.c ]================================================= */
 /* ====[ BEGIN src/process.c ]============================================== */
 /* >>process */
-/* Processes: fork + exec with an error pipe, waits on pool threads, and a
- * shared record per child so that reaping happens exactly once.
+/* Processes: posix_spawn (glibc) or fork + exec with an error pipe, waits
+ * on pool threads, and a shared record per child so that reaping happens
+ * exactly once.
  *
  * The record (blitz__proc) is reference counted: the child handle holds
  * one reference, every wait in flight another, so a wait abandoned by its
@@ -14405,8 +14519,8 @@ BLITZ_API int blitz_signal_deinit(blitz_signal *s) {
  * least every 50 ms to see whether its op was abandoned or the runtime is
  * shutting down, so a wait never pins a pool thread or holds up shutdown.
  *
- * Spawning: everything the child needs (resolved path, descriptors) is
- * prepared before fork; between fork and exec the child calls only
+ * Spawning, when fork is used: everything the child needs (resolved
+ * path, descriptors) is prepared before fork; between fork and exec the child calls only
  * async-signal-safe functions. Signals are blocked across fork so that no
  * handler (blitz's counting one included) runs in the child before it has
  * reset them. exec failures travel back through a close-on-exec pipe. */
@@ -14598,6 +14712,58 @@ fail:
     blitz__report_errno(err_fd);
 }
 
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))
+#define BLITZ__SPAWN_FALLBACK 1
+/* Hidden under strict feature macros; the redeclaration is compatible. */
+int posix_spawn_file_actions_addchdir_np(posix_spawn_file_actions_t *actions, const char *path);
+
+/* posix_spawn shares the parent's memory until the exec (no page tables
+ * to copy and tear down), which makes it several times faster than fork
+ * here; glibc reports exec errors and resets the parent's handlers in the
+ * child. Returns BLITZ__SPAWN_FALLBACK when fork must do it (a standard
+ * descriptor that is already in place keeps its close-on-exec flag
+ * through a self-dup2 in older libcs). */
+static int blitz__spawn_posix(const char *path, const blitz_command *cmd, char *const *env,
+                              const int child_fds[3], pid_t *pid) {
+    for (int i = 0; i < 3; i++)
+        if (child_fds[i] == i)
+            return BLITZ__SPAWN_FALLBACK;
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    if (posix_spawn_file_actions_init(&fa) != 0)
+        return BLITZ_ENOMEM;
+    if (posix_spawnattr_init(&attr) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        return BLITZ_ENOMEM;
+    }
+    int e = 0;
+    for (int i = 0; i < 3 && e == 0; i++)
+        if (child_fds[i] >= 0)
+            e = posix_spawn_file_actions_adddup2(&fa, child_fds[i], i);
+    if (e == 0 && cmd->cwd)
+        e = posix_spawn_file_actions_addchdir_np(&fa, cmd->cwd);
+    /* The child starts with no signal blocked and SIGPIPE at its default
+     * even when this process ignores it. */
+    sigset_t none, deflt;
+    sigemptyset(&none);
+    sigemptyset(&deflt);
+    struct sigaction cur;
+    if (sigaction(SIGPIPE, NULL, &cur) == 0 && cur.sa_handler == SIG_IGN)
+        sigaddset(&deflt, SIGPIPE);
+    if (e == 0)
+        e = posix_spawnattr_setsigmask(&attr, &none);
+    if (e == 0)
+        e = posix_spawnattr_setsigdefault(&attr, &deflt);
+    if (e == 0)
+        e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    if (e == 0)
+        e = posix_spawn(pid, path, &fa, &attr, (char *const *)(uintptr_t)cmd->argv, env);
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&fa);
+    return e == 0 ? 0 : blitz__from_errno(e);
+}
+#endif
+
 static int blitz__stdio_valid(blitz_stdio m) {
     return m == BLITZ_STDIO_INHERIT || m == BLITZ_STDIO_NULL || m == BLITZ_STDIO_PIPE;
 }
@@ -14645,8 +14811,19 @@ static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, bli
             rc = BLITZ_ENOMEM;
     }
     pid_t pid = -1;
+    int forked = 0;
+    char *const *env = cmd->env ? (char *const *)(uintptr_t)cmd->env : environ;
+#ifdef BLITZ__SPAWN_FALLBACK
     if (rc == 0) {
-        char *const *env = cmd->env ? (char *const *)(uintptr_t)cmd->env : environ;
+        rc = blitz__spawn_posix(path, cmd, env, child_fds, &pid);
+        forked = rc == BLITZ__SPAWN_FALLBACK;
+        if (forked)
+            rc = 0;
+    }
+#else
+    forked = 1;
+#endif
+    if (rc == 0 && forked) {
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -14663,7 +14840,7 @@ static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, bli
         if (child_fds[i] >= 0 && child_fds[i] != devnull)
             blitz__close_fd(&child_fds[i]);
     blitz__close_fd(&devnull);
-    if (rc == 0) {
+    if (rc == 0 && forked) {
         int e = 0;
         ssize_t n;
         do
@@ -14703,7 +14880,7 @@ static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, bli
     child->stdin_fd = parent_fds[0];
     child->stdout_fd = parent_fds[1];
     child->stderr_fd = parent_fds[2];
-    child->blitz__record = p;
+    child->blitz__handle = p;
     return BLITZ_OK;
 }
 
@@ -14759,13 +14936,13 @@ BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_c
         blitz__pool_rec_free(done);
         return BLITZ_READY;
     }
-    if (!cx || !child || !child->blitz__record) {
+    if (!cx || !child || !child->blitz__handle) {
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
     /* Already reaped: no thread needed. */
     int st;
-    if (blitz__proc_try_reap(child->blitz__record, &st)) {
+    if (blitz__proc_try_reap(child->blitz__handle, &st)) {
         blitz__wait_fill(op, st);
         return BLITZ_READY;
     }
@@ -14775,8 +14952,8 @@ BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_c
         op->result = BLITZ_ENOMEM;
         return BLITZ_READY;
     }
-    blitz__proc_ref(child->blitz__record);
-    w->proc = child->blitz__record;
+    blitz__proc_ref(child->blitz__handle);
+    w->proc = child->blitz__handle;
     int err = 0;
     if (blitz__pool_op_start(cx, &op->blitz__op, &w->base, &err) == BLITZ_PENDING)
         return BLITZ_PENDING;
@@ -14792,10 +14969,10 @@ BLITZ_API void blitz_process_wait_cancel(blitz_cx *cx, void *p) {
 }
 
 BLITZ_API int blitz_process_try_wait(blitz_child *child, blitz_wait_op *status) {
-    if (!child || !child->blitz__record || !status)
+    if (!child || !child->blitz__handle || !status)
         return BLITZ_EINVAL;
     int st;
-    if (!blitz__proc_try_reap(child->blitz__record, &st))
+    if (!blitz__proc_try_reap(child->blitz__handle, &st))
         return 0;
     status->result = BLITZ_OK;
     blitz__decode_status(st, &status->exited, &status->code, &status->signal, &status->core_dumped);
@@ -14803,9 +14980,9 @@ BLITZ_API int blitz_process_try_wait(blitz_child *child, blitz_wait_op *status) 
 }
 
 BLITZ_API int blitz_process_kill(blitz_child *child, int signo) {
-    if (!child || !child->blitz__record || signo < 0 || signo > 64)
+    if (!child || !child->blitz__handle || signo < 0 || signo > 64)
         return BLITZ_EINVAL;
-    blitz__proc *p = child->blitz__record;
+    blitz__proc *p = child->blitz__handle;
     blitz__mutex_lock(&p->lock);
     int rc = p->reaped                  ? BLITZ_ESRCH
              : kill(p->pid, signo) == 0 ? BLITZ_OK
@@ -14837,13 +15014,13 @@ static void blitz__reaper_drop(void *state) {
 }
 
 static int blitz__release_child(blitz_runtime *rt, blitz_child *child) {
-    if (!child || !child->blitz__record)
+    if (!child || !child->blitz__handle)
         return BLITZ_EINVAL;
     blitz__close_fd(&child->stdin_fd);
     blitz__close_fd(&child->stdout_fd);
     blitz__close_fd(&child->stderr_fd);
-    blitz__proc *p = child->blitz__record;
-    child->blitz__record = NULL;
+    blitz__proc *p = child->blitz__handle;
+    child->blitz__handle = NULL;
     int st;
     if (!blitz__proc_try_reap(p, &st) && rt) {
         blitz__reaper_state rs = {p};
@@ -14856,7 +15033,8 @@ static int blitz__release_child(blitz_runtime *rt, blitz_child *child) {
 }
 
 BLITZ_API int blitz_process_release(blitz_child *child) {
-    return blitz__release_child(child && child->blitz__record ? child->blitz__record->rt : NULL, child);
+    return blitz__release_child(child && child->blitz__handle ? child->blitz__handle->rt : NULL,
+                                child);
 }
 
 /* ---- collecting output ------------------------------------------------------------ */
@@ -14962,15 +15140,15 @@ static void blitz__output_end_child(blitz_child *c) {
     blitz_process_kill(c, SIGKILL);
     int st;
     uint32_t backoff = 1;
-    while (!blitz__proc_try_reap(c->blitz__record, &st))
-        blitz__proc_nap(c->blitz__record, &backoff);
+    while (!blitz__proc_try_reap(c->blitz__handle, &st))
+        blitz__proc_nap(c->blitz__handle, &backoff);
 }
 
 static void blitz__output_exec(blitz__pool_rec *rec, int cancelled) {
     blitz__output_rec *o = (blitz__output_rec *)rec;
     int rc = cancelled ? BLITZ_ECANCELED : blitz__output_pump(o);
     int st = 0;
-    if (rc == 0 && !blitz__proc_wait_blocking(rec, o->child.blitz__record, &st))
+    if (rc == 0 && !blitz__proc_wait_blocking(rec, o->child.blitz__handle, &st))
         rc = BLITZ_ECANCELED;
     if (rc != 0) {
         blitz__output_end_child(&o->child);
@@ -14987,7 +15165,7 @@ static void blitz__output_exec(blitz__pool_rec *rec, int cancelled) {
 
 static void blitz__output_discard(blitz__pool_rec *rec) {
     blitz__output_rec *o = (blitz__output_rec *)rec;
-    if (o->child.blitz__record) {
+    if (o->child.blitz__handle) {
         /* Never ran: the child is still ours to end. */
         blitz__output_end_child(&o->child);
         blitz__release_child(NULL, &o->child);

@@ -154,7 +154,8 @@ typedef struct blitz_fs_dirent {
 /* Most bytes one read returns (larger reads return this much). */
 #define BLITZ_FS_MAX_READ ((size_t)2 * 1024 * 1024)
 
-/* A buffer of a vectored read or write (laid out as struct iovec). */
+/* A buffer of a vectored read or write. For a read, the array and its
+ * buffers must stay valid until the op is READY (they are filled then). */
 typedef struct blitz_fs_iovec {
     void *base;
     size_t len;
@@ -373,7 +374,7 @@ typedef struct blitz_child {
      * caller may read and write them and close them; blitz_process_release
      * closes those still open. */
     int stdin_fd, stdout_fd, stderr_fd;
-    blitz__proc *blitz__record;
+    blitz__proc *blitz__handle;
 } blitz_child;
 
 /* Starts a child process. Returns BLITZ_OK, BLITZ_EINVAL (NULL, empty

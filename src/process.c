@@ -1,5 +1,6 @@
-/* Processes: fork + exec with an error pipe, waits on pool threads, and a
- * shared record per child so that reaping happens exactly once.
+/* Processes: posix_spawn (glibc) or fork + exec with an error pipe, waits
+ * on pool threads, and a shared record per child so that reaping happens
+ * exactly once.
  *
  * The record (blitz__proc) is reference counted: the child handle holds
  * one reference, every wait in flight another, so a wait abandoned by its
@@ -13,8 +14,8 @@
  * least every 50 ms to see whether its op was abandoned or the runtime is
  * shutting down, so a wait never pins a pool thread or holds up shutdown.
  *
- * Spawning: everything the child needs (resolved path, descriptors) is
- * prepared before fork; between fork and exec the child calls only
+ * Spawning, when fork is used: everything the child needs (resolved
+ * path, descriptors) is prepared before fork; between fork and exec the child calls only
  * async-signal-safe functions. Signals are blocked across fork so that no
  * handler (blitz's counting one included) runs in the child before it has
  * reset them. exec failures travel back through a close-on-exec pipe. */
@@ -206,6 +207,58 @@ fail:
     blitz__report_errno(err_fd);
 }
 
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))
+#define BLITZ__SPAWN_FALLBACK 1
+/* Hidden under strict feature macros; the redeclaration is compatible. */
+int posix_spawn_file_actions_addchdir_np(posix_spawn_file_actions_t *actions, const char *path);
+
+/* posix_spawn shares the parent's memory until the exec (no page tables
+ * to copy and tear down), which makes it several times faster than fork
+ * here; glibc reports exec errors and resets the parent's handlers in the
+ * child. Returns BLITZ__SPAWN_FALLBACK when fork must do it (a standard
+ * descriptor that is already in place keeps its close-on-exec flag
+ * through a self-dup2 in older libcs). */
+static int blitz__spawn_posix(const char *path, const blitz_command *cmd, char *const *env,
+                              const int child_fds[3], pid_t *pid) {
+    for (int i = 0; i < 3; i++)
+        if (child_fds[i] == i)
+            return BLITZ__SPAWN_FALLBACK;
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    if (posix_spawn_file_actions_init(&fa) != 0)
+        return BLITZ_ENOMEM;
+    if (posix_spawnattr_init(&attr) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        return BLITZ_ENOMEM;
+    }
+    int e = 0;
+    for (int i = 0; i < 3 && e == 0; i++)
+        if (child_fds[i] >= 0)
+            e = posix_spawn_file_actions_adddup2(&fa, child_fds[i], i);
+    if (e == 0 && cmd->cwd)
+        e = posix_spawn_file_actions_addchdir_np(&fa, cmd->cwd);
+    /* The child starts with no signal blocked and SIGPIPE at its default
+     * even when this process ignores it. */
+    sigset_t none, deflt;
+    sigemptyset(&none);
+    sigemptyset(&deflt);
+    struct sigaction cur;
+    if (sigaction(SIGPIPE, NULL, &cur) == 0 && cur.sa_handler == SIG_IGN)
+        sigaddset(&deflt, SIGPIPE);
+    if (e == 0)
+        e = posix_spawnattr_setsigmask(&attr, &none);
+    if (e == 0)
+        e = posix_spawnattr_setsigdefault(&attr, &deflt);
+    if (e == 0)
+        e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    if (e == 0)
+        e = posix_spawn(pid, path, &fa, &attr, (char *const *)(uintptr_t)cmd->argv, env);
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&fa);
+    return e == 0 ? 0 : blitz__from_errno(e);
+}
+#endif
+
 static int blitz__stdio_valid(blitz_stdio m) {
     return m == BLITZ_STDIO_INHERIT || m == BLITZ_STDIO_NULL || m == BLITZ_STDIO_PIPE;
 }
@@ -253,8 +306,19 @@ static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, bli
             rc = BLITZ_ENOMEM;
     }
     pid_t pid = -1;
+    int forked = 0;
+    char *const *env = cmd->env ? (char *const *)(uintptr_t)cmd->env : environ;
+#ifdef BLITZ__SPAWN_FALLBACK
     if (rc == 0) {
-        char *const *env = cmd->env ? (char *const *)(uintptr_t)cmd->env : environ;
+        rc = blitz__spawn_posix(path, cmd, env, child_fds, &pid);
+        forked = rc == BLITZ__SPAWN_FALLBACK;
+        if (forked)
+            rc = 0;
+    }
+#else
+    forked = 1;
+#endif
+    if (rc == 0 && forked) {
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -271,7 +335,7 @@ static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, bli
         if (child_fds[i] >= 0 && child_fds[i] != devnull)
             blitz__close_fd(&child_fds[i]);
     blitz__close_fd(&devnull);
-    if (rc == 0) {
+    if (rc == 0 && forked) {
         int e = 0;
         ssize_t n;
         do
@@ -311,7 +375,7 @@ static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, bli
     child->stdin_fd = parent_fds[0];
     child->stdout_fd = parent_fds[1];
     child->stderr_fd = parent_fds[2];
-    child->blitz__record = p;
+    child->blitz__handle = p;
     return BLITZ_OK;
 }
 
@@ -367,13 +431,13 @@ BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_c
         blitz__pool_rec_free(done);
         return BLITZ_READY;
     }
-    if (!cx || !child || !child->blitz__record) {
+    if (!cx || !child || !child->blitz__handle) {
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
     /* Already reaped: no thread needed. */
     int st;
-    if (blitz__proc_try_reap(child->blitz__record, &st)) {
+    if (blitz__proc_try_reap(child->blitz__handle, &st)) {
         blitz__wait_fill(op, st);
         return BLITZ_READY;
     }
@@ -383,8 +447,8 @@ BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_c
         op->result = BLITZ_ENOMEM;
         return BLITZ_READY;
     }
-    blitz__proc_ref(child->blitz__record);
-    w->proc = child->blitz__record;
+    blitz__proc_ref(child->blitz__handle);
+    w->proc = child->blitz__handle;
     int err = 0;
     if (blitz__pool_op_start(cx, &op->blitz__op, &w->base, &err) == BLITZ_PENDING)
         return BLITZ_PENDING;
@@ -400,10 +464,10 @@ BLITZ_API void blitz_process_wait_cancel(blitz_cx *cx, void *p) {
 }
 
 BLITZ_API int blitz_process_try_wait(blitz_child *child, blitz_wait_op *status) {
-    if (!child || !child->blitz__record || !status)
+    if (!child || !child->blitz__handle || !status)
         return BLITZ_EINVAL;
     int st;
-    if (!blitz__proc_try_reap(child->blitz__record, &st))
+    if (!blitz__proc_try_reap(child->blitz__handle, &st))
         return 0;
     status->result = BLITZ_OK;
     blitz__decode_status(st, &status->exited, &status->code, &status->signal, &status->core_dumped);
@@ -411,9 +475,9 @@ BLITZ_API int blitz_process_try_wait(blitz_child *child, blitz_wait_op *status) 
 }
 
 BLITZ_API int blitz_process_kill(blitz_child *child, int signo) {
-    if (!child || !child->blitz__record || signo < 0 || signo > 64)
+    if (!child || !child->blitz__handle || signo < 0 || signo > 64)
         return BLITZ_EINVAL;
-    blitz__proc *p = child->blitz__record;
+    blitz__proc *p = child->blitz__handle;
     blitz__mutex_lock(&p->lock);
     int rc = p->reaped                  ? BLITZ_ESRCH
              : kill(p->pid, signo) == 0 ? BLITZ_OK
@@ -445,13 +509,13 @@ static void blitz__reaper_drop(void *state) {
 }
 
 static int blitz__release_child(blitz_runtime *rt, blitz_child *child) {
-    if (!child || !child->blitz__record)
+    if (!child || !child->blitz__handle)
         return BLITZ_EINVAL;
     blitz__close_fd(&child->stdin_fd);
     blitz__close_fd(&child->stdout_fd);
     blitz__close_fd(&child->stderr_fd);
-    blitz__proc *p = child->blitz__record;
-    child->blitz__record = NULL;
+    blitz__proc *p = child->blitz__handle;
+    child->blitz__handle = NULL;
     int st;
     if (!blitz__proc_try_reap(p, &st) && rt) {
         blitz__reaper_state rs = {p};
@@ -464,7 +528,8 @@ static int blitz__release_child(blitz_runtime *rt, blitz_child *child) {
 }
 
 BLITZ_API int blitz_process_release(blitz_child *child) {
-    return blitz__release_child(child && child->blitz__record ? child->blitz__record->rt : NULL, child);
+    return blitz__release_child(child && child->blitz__handle ? child->blitz__handle->rt : NULL,
+                                child);
 }
 
 /* ---- collecting output ------------------------------------------------------------ */
@@ -570,15 +635,15 @@ static void blitz__output_end_child(blitz_child *c) {
     blitz_process_kill(c, SIGKILL);
     int st;
     uint32_t backoff = 1;
-    while (!blitz__proc_try_reap(c->blitz__record, &st))
-        blitz__proc_nap(c->blitz__record, &backoff);
+    while (!blitz__proc_try_reap(c->blitz__handle, &st))
+        blitz__proc_nap(c->blitz__handle, &backoff);
 }
 
 static void blitz__output_exec(blitz__pool_rec *rec, int cancelled) {
     blitz__output_rec *o = (blitz__output_rec *)rec;
     int rc = cancelled ? BLITZ_ECANCELED : blitz__output_pump(o);
     int st = 0;
-    if (rc == 0 && !blitz__proc_wait_blocking(rec, o->child.blitz__record, &st))
+    if (rc == 0 && !blitz__proc_wait_blocking(rec, o->child.blitz__handle, &st))
         rc = BLITZ_ECANCELED;
     if (rc != 0) {
         blitz__output_end_child(&o->child);
@@ -595,7 +660,7 @@ static void blitz__output_exec(blitz__pool_rec *rec, int cancelled) {
 
 static void blitz__output_discard(blitz__pool_rec *rec) {
     blitz__output_rec *o = (blitz__output_rec *)rec;
-    if (o->child.blitz__record) {
+    if (o->child.blitz__handle) {
         /* Never ran: the child is still ours to end. */
         blitz__output_end_child(&o->child);
         blitz__release_child(NULL, &o->child);

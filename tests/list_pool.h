@@ -33,6 +33,7 @@
     X(fs_cancel_race_mt4, 20000)                \
     X(fs_cancel_race_ct, 20000)                 \
     X(fs_cancelled_task_closes_files, 10000)    \
+    X(fs_room_cancel_race, 20000)               \
     X(dns_resolve_mt2, 5000)                    \
     X(dns_resolve_mt4, 5000)                    \
     X(dns_resolve_ct, 5000)                     \
@@ -58,4 +59,5 @@
     X(process_kill_and_cancel_ct, 10000)        \
     X(process_shutdown_and_release, 10000)      \
     X(process_output, 10000)                    \
-    X(process_output_cancel, 10000)
+    X(process_output_cancel, 10000)             \
+    X(process_fork_path, 10000)

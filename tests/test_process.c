@@ -77,7 +77,7 @@ BLITZ_TEST(process_spawn_errors) {
     blitz_command cmd = tpr_cmd(missing_path);
     CHECK_EQ(blitz_process_spawn(rt, &cmd, &c), BLITZ_ENOENT);
     CHECK_EQ(c.pid, 0);
-    CHECK_NULL(c.blitz__record);
+    CHECK_NULL(c.blitz__handle);
     cmd = tpr_cmd(missing_name);
     CHECK_EQ(blitz_process_spawn(rt, &cmd, &c), BLITZ_ENOENT);
     cmd = tpr_cmd(ok);
@@ -428,5 +428,34 @@ BLITZ_TEST(process_output_cancel) {
     CHECK_LT(tu_now() - t0, 3.0 * tu_timeout_mult());
     int st;
     CHECK_EQ(waitpid(-1, &st, WNOHANG), -1); /* no child left behind */
+    return 0;
+}
+
+/* With this process's stdin closed, the child's stdin pipe end is
+ * descriptor 0 already: the fork path spawns it then. */
+BLITZ_TEST(process_fork_path) {
+    int saved = dup(0);
+    CHECK_GE(saved, 0);
+    close(0);
+    blitz_runtime *rt = tu_rt_new(TU_MT2);
+    static char input[] = "through the fork path\n";
+    tpr_output s;
+    memset(&s, 0, sizeof s);
+    s.which = 1; /* cat */
+    s.input = input;
+    s.input_len = sizeof input - 1;
+    CHECK_OK(blitz_runtime_run(rt, tpr_output_poll, &s, sizeof s));
+    CHECK_OK(s.out.result);
+    CHECK(strcmp(s.out.out, input) == 0);
+    blitz_free(s.out.out);
+    blitz_free(s.out.err);
+    static const char *const missing[] = {"/nonexistent/blitz-prog", NULL};
+    blitz_command cmd = tpr_cmd(missing);
+    cmd.stdin_mode = BLITZ_STDIO_PIPE;
+    blitz_child c;
+    CHECK_EQ(blitz_process_spawn(rt, &cmd, &c), BLITZ_ENOENT);
+    CHECK_OK(blitz_runtime_free(rt));
+    CHECK_EQ(dup2(saved, 0), 0);
+    close(saved);
     return 0;
 }

@@ -39,6 +39,10 @@ static void drop(void *state) {
     (void)state;
 }
 
+static void leaf_blocking(void *state) {
+    (void)state;
+}
+
 int main(void) {
     blitz_config cfg = {0};
     cfg.flavor = BLITZ_CURRENT_THREAD;
@@ -64,5 +68,38 @@ int main(void) {
     blitz_runtime_stats(rt, &st);
     blitz_runtime_worker_stats(rt, 0, &ws);
     printf("%s\n", blitz_strerror(BLITZ_ERELEASED));
+
+    /* The blocking pool, files, DNS, signals and processes: the op structs
+     * zero-initialise and the calls are declared. */
+    blitz_blocking_opts bo = {leaf_blocking, NULL, 1, drop};
+    blitz_task *bh = NULL;
+    if (blitz_spawn_blocking_ex(rt, &bo, &bh) == BLITZ_OK)
+        blitz_task_release(&bh);
+    blitz_pool_stats ps;
+    blitz_runtime_pool_stats(rt, &ps);
+    blitz_fs_op fop = {0};
+    blitz_dns_op dop = {0};
+    blitz_wait_op wop = {0};
+    blitz_output_op oop = {0};
+    blitz_blocking_spawn bs = {0};
+    blitz_fs_metadata md;
+    blitz_signal sig;
+    if (blitz_signal_init(&sig, 10) == BLITZ_OK)
+        blitz_signal_deinit(&sig);
+    const char *const argv[] = {"true", NULL};
+    blitz_command cmd = {argv, NULL, NULL, BLITZ_STDIO_NULL, BLITZ_STDIO_NULL, BLITZ_STDIO_INHERIT};
+    blitz_child child;
+    if (blitz_process_spawn(rt, &cmd, &child) == BLITZ_OK)
+        blitz_process_release(&child);
+    (void)fop;
+    (void)dop;
+    (void)wop;
+    (void)oop;
+    (void)bs;
+    (void)md;
+    blitz_cancel_fn cancels[] = {blitz_fs_cancel,           blitz_dns_cancel,
+                                 blitz_process_wait_cancel, blitz_process_output_cancel,
+                                 blitz_signal_cancel,       blitz_spawn_blocking_cancel};
+    (void)cancels;
     return blitz_runtime_free(rt) == BLITZ_OK ? 0 : 1;
 }
