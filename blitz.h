@@ -477,6 +477,11 @@ BLITZ_ENOHOST (no such name, or no address of that family),
 BLITZ_EDNSTEMP (try later), BLITZ_EDNS. Cancel: blitz_dns_cancel; a lookup
 already running finishes on its thread, which frees the answer.
 
+blitz_tcp_connect_host(cx, &s->conn, "example.com", 443) resolves and then
+tries each address in turn until one connects (conn.attempt_timeout_ns
+bounds each try); conn.result is 0 with conn.socket, the DNS error, or the
+last attempt's error. Cancel: blitz_tcp_connect_host_cancel.
+
 
 SIGNALS
 =======
@@ -2413,6 +2418,37 @@ BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const cha
                                        uint16_t port, int family);
 /* The op's cancel (a blitz_cancel_fn; op is the blitz_dns_op). */
 BLITZ_API void blitz_dns_cancel(blitz_cx *cx, void *op);
+
+/* Connecting by host name: resolves `host` (on the blocking pool), then
+ * tries each address in the resolver's order until one connects:
+ *
+ *   BLITZ_AWAIT(s, blitz_tcp_connect_host(cx, &s->conn, "example.com", 443));
+ *   if (s->conn.result == 0) ...s->conn.socket is yours (close it)...
+ *
+ * `host` must stay valid until the op is READY. attempt_timeout_ns (set it
+ * before the first poll; 0 = none) bounds each attempt, so one address that
+ * never answers does not hold back the next. result: 0 with `socket`, a DNS
+ * error (BLITZ_ENOHOST, ...), or the error of the last attempt
+ * (BLITZ_ECONNREFUSED, BLITZ_ETIMEDOUT, ...). `attempts` counts the
+ * addresses tried. A zero-filled op is ready to use and reusable after
+ * READY. Cancel with blitz_tcp_connect_host_cancel (also from a spawn
+ * cancel hook): a lookup is abandoned, a connect in progress withdrawn, and
+ * a socket connected meanwhile closed. */
+typedef struct blitz_connect_op {
+    int64_t result;
+    blitz_socket *socket;
+    int64_t attempt_timeout_ns;
+    int attempts;
+    int blitz__stage, blitz__next;
+    blitz_dns_op blitz__dns;
+    blitz_io blitz__io;
+    blitz_timer blitz__timer;
+    blitz_addr blitz__addr;
+} blitz_connect_op;
+
+BLITZ_API blitz_poll blitz_tcp_connect_host(blitz_cx *cx, blitz_connect_op *op, const char *host,
+                                            uint16_t port);
+BLITZ_API void blitz_tcp_connect_host_cancel(blitz_cx *cx, void *op);
 
 /* ---------------------------------------------------------------------------
  * Signals
@@ -14192,6 +14228,103 @@ BLITZ_API void blitz_dns_cancel(blitz_cx *cx, void *p) {
         blitz__pool_op_cancel(&d->blitz__op);
 }
 /* ====[ END src/dns.c ]==================================================== */
+/* ====[ BEGIN src/net_connect_host.c ]===================================== */
+/* >>net_connect_host */
+/* Connecting by host name: a DNS lookup on the blocking pool, then one
+ * connect attempt per address, in the resolver's order. */
+/* internal.h already included */
+
+#define BLITZ__CONNECT_IDLE       0
+#define BLITZ__CONNECT_RESOLVING  1
+#define BLITZ__CONNECT_CONNECTING 2
+
+static void blitz__connect_host_release_addrs(blitz_connect_op *op) {
+    if (op->blitz__dns.addrs) {
+        blitz_free(op->blitz__dns.addrs);
+        op->blitz__dns.addrs = NULL;
+    }
+}
+
+static blitz_poll blitz__connect_host_done(blitz_connect_op *op, int64_t result) {
+    blitz__connect_host_release_addrs(op);
+    op->result = result;
+    op->blitz__stage = BLITZ__CONNECT_IDLE;
+    return BLITZ_READY;
+}
+
+BLITZ_API blitz_poll blitz_tcp_connect_host(blitz_cx *cx, blitz_connect_op *op, const char *host,
+                                            uint16_t port) {
+    if (!op)
+        return BLITZ_READY;
+    if (op->blitz__stage == BLITZ__CONNECT_IDLE) {
+        op->socket = NULL;
+        op->attempts = 0;
+        if (!cx || !host || !*host) {
+            op->result = BLITZ_EINVAL;
+            return BLITZ_READY;
+        }
+        memset(&op->blitz__dns, 0, sizeof op->blitz__dns);
+        op->blitz__stage = BLITZ__CONNECT_RESOLVING;
+    }
+    if (op->blitz__stage == BLITZ__CONNECT_RESOLVING) {
+        if (blitz_dns_resolve(cx, &op->blitz__dns, host, port, 0) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        if (op->blitz__dns.result <= 0)
+            return blitz__connect_host_done(op, op->blitz__dns.result < 0 ? op->blitz__dns.result
+                                                                          : BLITZ_ENOHOST);
+        op->blitz__next = 0;
+        op->blitz__stage = BLITZ__CONNECT_CONNECTING;
+        op->result = BLITZ_ECONNREFUSED;
+        memset(&op->blitz__timer, 0, sizeof op->blitz__timer);
+        goto start_attempt;
+    }
+    for (;;) {
+        /* An attempt is in progress: poll it. */
+        blitz_poll r = blitz_tcp_connect(cx, &op->blitz__io, &op->blitz__addr);
+        if (op->attempt_timeout_ns > 0)
+            r = blitz_timeout_op(cx, &op->blitz__timer, op->attempt_timeout_ns, r,
+                                 blitz_io_cancel_op, &op->blitz__io);
+        if (r == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        if (op->attempt_timeout_ns > 0 && op->blitz__timer.expired) {
+            op->result = BLITZ_ETIMEDOUT;
+        } else if (op->blitz__io.result == 0) {
+            op->socket = op->blitz__io.socket;
+            op->blitz__io.socket = NULL;
+            return blitz__connect_host_done(op, 0);
+        } else {
+            op->result = op->blitz__io.result;
+        }
+        op->blitz__next++;
+    start_attempt:
+        if (op->blitz__next >= op->blitz__dns.result)
+            return blitz__connect_host_done(op, op->result);
+        {
+            const blitz_resolved_addr *ra = &op->blitz__dns.addrs[op->blitz__next];
+            memset(&op->blitz__addr, 0, sizeof op->blitz__addr);
+            size_t len =
+                ra->len < sizeof op->blitz__addr.u.bytes ? ra->len : sizeof op->blitz__addr.u.bytes;
+            memcpy(op->blitz__addr.u.bytes, ra->addr.bytes, len);
+            op->blitz__addr.len = (uint32_t)len;
+        }
+        op->attempts++;
+    }
+}
+
+BLITZ_API void blitz_tcp_connect_host_cancel(blitz_cx *cx, void *opp) {
+    blitz_connect_op *op = (blitz_connect_op *)opp;
+    if (!op)
+        return;
+    if (op->blitz__stage == BLITZ__CONNECT_RESOLVING) {
+        blitz_dns_cancel(cx, &op->blitz__dns);
+    } else if (op->blitz__stage == BLITZ__CONNECT_CONNECTING) {
+        blitz_timer_cancel(&op->blitz__timer);
+        blitz_io_cancel(&op->blitz__io);
+    }
+    if (op->blitz__stage != BLITZ__CONNECT_IDLE)
+        blitz__connect_host_done(op, BLITZ_ECANCELED);
+}
+/* ====[ END src/net_connect_host.c ]======================================= */
 /* ====[ BEGIN src/signal.c ]=============================================== */
 /* >>signal */
 /* Signals: a counting handler, a self-pipe, and one thread per process

@@ -274,6 +274,37 @@ BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const cha
 /* The op's cancel (a blitz_cancel_fn; op is the blitz_dns_op). */
 BLITZ_API void blitz_dns_cancel(blitz_cx *cx, void *op);
 
+/* Connecting by host name: resolves `host` (on the blocking pool), then
+ * tries each address in the resolver's order until one connects:
+ *
+ *   BLITZ_AWAIT(s, blitz_tcp_connect_host(cx, &s->conn, "example.com", 443));
+ *   if (s->conn.result == 0) ...s->conn.socket is yours (close it)...
+ *
+ * `host` must stay valid until the op is READY. attempt_timeout_ns (set it
+ * before the first poll; 0 = none) bounds each attempt, so one address that
+ * never answers does not hold back the next. result: 0 with `socket`, a DNS
+ * error (BLITZ_ENOHOST, ...), or the error of the last attempt
+ * (BLITZ_ECONNREFUSED, BLITZ_ETIMEDOUT, ...). `attempts` counts the
+ * addresses tried. A zero-filled op is ready to use and reusable after
+ * READY. Cancel with blitz_tcp_connect_host_cancel (also from a spawn
+ * cancel hook): a lookup is abandoned, a connect in progress withdrawn, and
+ * a socket connected meanwhile closed. */
+typedef struct blitz_connect_op {
+    int64_t result;
+    blitz_socket *socket;
+    int64_t attempt_timeout_ns;
+    int attempts;
+    int blitz__stage, blitz__next;
+    blitz_dns_op blitz__dns;
+    blitz_io blitz__io;
+    blitz_timer blitz__timer;
+    blitz_addr blitz__addr;
+} blitz_connect_op;
+
+BLITZ_API blitz_poll blitz_tcp_connect_host(blitz_cx *cx, blitz_connect_op *op, const char *host,
+                                            uint16_t port);
+BLITZ_API void blitz_tcp_connect_host_cancel(blitz_cx *cx, void *op);
+
 /* ---------------------------------------------------------------------------
  * Signals
  *

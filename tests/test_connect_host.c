@@ -1,0 +1,74 @@
+/* Connecting by host name: every address is tried in turn; DNS errors,
+ * refusals and cancellation are reported; nothing leaks. */
+
+typedef struct {
+    BLITZ_CORO;
+    const char *host;
+    uint16_t port;
+    int cancel_at_once;
+    blitz_connect_op conn;
+    int64_t result;
+    int attempts;
+} ch_connector;
+
+static blitz_poll ch_connector_poll(blitz_cx *cx, void *p) {
+    ch_connector *c = p;
+    BLITZ_BEGIN(c);
+    if (c->cancel_at_once) {
+        if (blitz_tcp_connect_host(cx, &c->conn, c->host, c->port) == BLITZ_PENDING)
+            blitz_tcp_connect_host_cancel(cx, &c->conn);
+    } else {
+        BLITZ_AWAIT(c, blitz_tcp_connect_host(cx, &c->conn, c->host, c->port));
+    }
+    c->result = c->conn.result;
+    c->attempts = c->conn.attempts;
+    if (c->conn.result == 0)
+        blitz_sock_close(c->conn.socket);
+    BLITZ_END(c);
+}
+
+static ch_connector ch_connect(blitz_runtime *rt, const char *host, uint16_t port, int cancel) {
+    ch_connector c;
+    memset(&c, 0, sizeof c);
+    c.host = host;
+    c.port = port;
+    c.cancel_at_once = cancel;
+    CHECK_OK(blitz_runtime_run(rt, ch_connector_poll, &c, sizeof c));
+    return c;
+}
+
+static int io_connect_host(blitz_backend b) {
+    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    if (!rt)
+        return 0;
+    blitz_addr a;
+    blitz_socket *l = io_listen_any(rt, &a);
+    uint16_t port = (uint16_t)blitz_addr_port(&a);
+
+    /* "localhost" may resolve to ::1 first, where nobody listens: the
+     * connect then moves on to 127.0.0.1. */
+    ch_connector c = ch_connect(rt, "localhost", port, 0);
+    CHECK_EQ(c.result, 0);
+    CHECK_GE(c.attempts, 1);
+    c = ch_connect(rt, "127.0.0.1", port, 0);
+    CHECK_EQ(c.result, 0);
+    CHECK_EQ(c.attempts, 1);
+
+    /* Nobody listens any more: every address is tried and refused. */
+    blitz_sock_close(l);
+    c = ch_connect(rt, "localhost", port, 0);
+    CHECK_EQ(c.result, BLITZ_ECONNREFUSED);
+    CHECK_GE(c.attempts, 1);
+
+    /* Names that do not resolve, bad input, a cancel during the lookup. */
+    c = ch_connect(rt, "no-such-host.invalid", port, 0);
+    CHECK(c.result == BLITZ_ENOHOST || c.result == BLITZ_EDNSTEMP || c.result == BLITZ_EDNS);
+    CHECK_EQ(c.attempts, 0);
+    c = ch_connect(rt, "", port, 0);
+    CHECK_EQ(c.result, BLITZ_EINVAL);
+    c = ch_connect(rt, "localhost", port, 1);
+    CHECK_EQ(c.result, BLITZ_ECANCELED);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+IO_BACKEND_TESTS(io_connect_host)
