@@ -6430,20 +6430,6 @@ static inline void blitz__word_unlock(uint32_t *w) {
 }
 #endif
 
-/* Wakes a list collected under a lock (call without it). Several wake-ups
- * from a worker are queued together, in queue order, and idle workers are
- * told, instead of each one taking the worker's LIFO slot in turn; a single
- * one keeps the LIFO slot (the woken task runs next, on this core). */
-static inline void blitz__sync_wake(blitz__wake_list *wl) {
-    if (wl->len > 1) {
-        blitz__wake_batch_begin();
-        blitz__wake_list_wake(wl);
-        blitz__wake_batch_end();
-    } else {
-        blitz__wake_list_wake(wl);
-    }
-}
-
 /* The waiter's container: every primitive embeds the waiter first in its
  * op struct. */
 #define BLITZ__OP_OF(type, w) ((type *)(void *)(w))
@@ -6527,7 +6513,7 @@ static void blitz__sem_hand_out(blitz_semaphore *sem, uint64_t n) {
             n = 0;
         }
         blitz__word_unlock(&sem->blitz__lock);
-        blitz__sync_wake(&wl);
+        blitz__wake_list_wake(&wl);
         if (n == 0)
             return;
         blitz__word_lock(&sem->blitz__lock);
@@ -6575,7 +6561,7 @@ BLITZ_API void blitz_semaphore_close(blitz_semaphore *sem) {
         if (blitz__waitq_empty(&sem->blitz__waiters))
             break;
         blitz__word_unlock(&sem->blitz__lock);
-        blitz__sync_wake(&wl);
+        blitz__wake_list_wake(&wl);
         blitz__word_lock(&sem->blitz__lock);
     }
     /* The partial fills of the closed-out waiters go back to the pool (no
@@ -6587,7 +6573,7 @@ BLITZ_API void blitz_semaphore_close(blitz_semaphore *sem) {
         BLITZ__RELEASE)) {
     }
     blitz__word_unlock(&sem->blitz__lock);
-    blitz__sync_wake(&wl);
+    blitz__wake_list_wake(&wl);
 }
 
 BLITZ_API int blitz_semaphore_is_closed(const blitz_semaphore *sem) {
@@ -6956,7 +6942,7 @@ BLITZ_API void blitz_notify_waiters(blitz_notify *n) {
         w = n->blitz__waiters.blitz__head;
         int more = w != NULL && w->blitz__value < gen;
         blitz__word_unlock(&n->blitz__lock);
-        blitz__sync_wake(&wl);
+        blitz__wake_list_wake(&wl);
         if (!more)
             return;
         blitz__word_lock(&n->blitz__lock);
@@ -7125,7 +7111,7 @@ static void blitz__barrier_release(blitz_barrier *b, uint64_t gen) {
         w = b->blitz__waiters.blitz__head;
         int more = w != NULL && w->blitz__value <= gen;
         blitz__word_unlock(&b->blitz__lock);
-        blitz__sync_wake(&wl);
+        blitz__wake_list_wake(&wl);
         if (!more)
             return;
         blitz__word_lock(&b->blitz__lock);
@@ -7317,7 +7303,7 @@ BLITZ_API int blitz_once_cell_complete(blitz_once_cell *c, void *value) {
         }
         int more = !blitz__waitq_empty(&c->blitz__waiters);
         blitz__word_unlock(&c->blitz__lock);
-        blitz__sync_wake(&wl);
+        blitz__wake_list_wake(&wl);
         if (!more)
             return BLITZ_OK;
         blitz__word_lock(&c->blitz__lock);
@@ -7630,7 +7616,7 @@ BLITZ_API void blitz_cancel_token_cancel(blitz_cancel_token *t) {
         }
         int full = blitz__wake_list_full(&wl);
         blitz__word_unlock(&blitz__token_tree_lock);
-        blitz__sync_wake(&wl);
+        blitz__wake_list_wake(&wl);
         if (!full)
             return;
         blitz__word_lock(&blitz__token_tree_lock);

@@ -33,7 +33,7 @@ static void blitz__barrier_release(blitz_barrier *b, uint64_t gen) {
         w = b->blitz__waiters.blitz__head;
         int more = w != NULL && w->blitz__value <= gen;
         blitz__word_unlock(&b->blitz__lock);
-        blitz__sync_wake(&wl);
+        blitz__wake_list_wake(&wl);
         if (!more)
             return;
         blitz__word_lock(&b->blitz__lock);

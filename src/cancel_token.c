@@ -116,7 +116,7 @@ BLITZ_API void blitz_cancel_token_cancel(blitz_cancel_token *t) {
         }
         int full = blitz__wake_list_full(&wl);
         blitz__word_unlock(&blitz__token_tree_lock);
-        blitz__sync_wake(&wl);
+        blitz__wake_list_wake(&wl);
         if (!full)
             return;
         blitz__word_lock(&blitz__token_tree_lock);

@@ -94,7 +94,7 @@ BLITZ_API void blitz_notify_waiters(blitz_notify *n) {
         w = n->blitz__waiters.blitz__head;
         int more = w != NULL && w->blitz__value < gen;
         blitz__word_unlock(&n->blitz__lock);
-        blitz__sync_wake(&wl);
+        blitz__wake_list_wake(&wl);
         if (!more)
             return;
         blitz__word_lock(&n->blitz__lock);

@@ -87,7 +87,7 @@ BLITZ_API int blitz_once_cell_complete(blitz_once_cell *c, void *value) {
         }
         int more = !blitz__waitq_empty(&c->blitz__waiters);
         blitz__word_unlock(&c->blitz__lock);
-        blitz__sync_wake(&wl);
+        blitz__wake_list_wake(&wl);
         if (!more)
             return BLITZ_OK;
         blitz__word_lock(&c->blitz__lock);

@@ -88,7 +88,7 @@ static void blitz__sem_hand_out(blitz_semaphore *sem, uint64_t n) {
             n = 0;
         }
         blitz__word_unlock(&sem->blitz__lock);
-        blitz__sync_wake(&wl);
+        blitz__wake_list_wake(&wl);
         if (n == 0)
             return;
         blitz__word_lock(&sem->blitz__lock);
@@ -136,7 +136,7 @@ BLITZ_API void blitz_semaphore_close(blitz_semaphore *sem) {
         if (blitz__waitq_empty(&sem->blitz__waiters))
             break;
         blitz__word_unlock(&sem->blitz__lock);
-        blitz__sync_wake(&wl);
+        blitz__wake_list_wake(&wl);
         blitz__word_lock(&sem->blitz__lock);
     }
     /* The partial fills of the closed-out waiters go back to the pool (no
@@ -148,7 +148,7 @@ BLITZ_API void blitz_semaphore_close(blitz_semaphore *sem) {
         BLITZ__RELEASE)) {
     }
     blitz__word_unlock(&sem->blitz__lock);
-    blitz__sync_wake(&wl);
+    blitz__wake_list_wake(&wl);
 }
 
 BLITZ_API int blitz_semaphore_is_closed(const blitz_semaphore *sem) {

@@ -43,20 +43,6 @@ static inline void blitz__word_unlock(uint32_t *w) {
 }
 #endif
 
-/* Wakes a list collected under a lock (call without it). Several wake-ups
- * from a worker are queued together, in queue order, and idle workers are
- * told, instead of each one taking the worker's LIFO slot in turn; a single
- * one keeps the LIFO slot (the woken task runs next, on this core). */
-static inline void blitz__sync_wake(blitz__wake_list *wl) {
-    if (wl->len > 1) {
-        blitz__wake_batch_begin();
-        blitz__wake_list_wake(wl);
-        blitz__wake_batch_end();
-    } else {
-        blitz__wake_list_wake(wl);
-    }
-}
-
 /* The waiter's container: every primitive embeds the waiter first in its
  * op struct. */
 #define BLITZ__OP_OF(type, w) ((type *)(void *)(w))
