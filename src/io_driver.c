@@ -66,6 +66,9 @@ static void blitz__op_unlink(blitz_socket *s, blitz_io *op) {
 }
 
 static void blitz__sock_free_mem(blitz_socket *s) {
+    for (uint32_t i = 0; i < s->ms_count; i++)
+        close(s->ms_fds[(s->ms_head + i) % s->ms_cap]);
+    blitz__free(s->ms_fds);
     blitz__mutex_destroy(&s->lock);
     blitz__free(s);
 }
@@ -267,7 +270,16 @@ static void blitz__connect_sock_drop(blitz_io *op) {
 
 /* A result for `op` (attempt or completion). Returns 1 when the op is
  * finished (result set, op idle), 0 when it must go on (send_all). */
+static int blitz__op_result_ex(blitz_io *op, int64_t r, int live);
+/* A result of an attempt by the task itself (the socket is in use). */
 static int blitz__op_result(blitz_io *op, int64_t r) {
+    return blitz__op_result_ex(op, r, 1);
+}
+
+/* `live`: the caller is using the socket. A completion delivered by the
+ * driver (DONE) is consumed without touching the socket, which may be
+ * closed and freed by now. */
+static int blitz__op_result_ex(blitz_io *op, int64_t r, int live) {
     switch (op->blitz__kind) {
     case BLITZ__OP_SEND_ALL:
         if (r > 0) {
@@ -281,9 +293,10 @@ static int blitz__op_result(blitz_io *op, int64_t r) {
         break;
     case BLITZ__OP_ACCEPT:
         if (r >= 0) {
+            /* The listener's driver and family were noted at the start. */
             blitz_socket *ns = NULL;
-            int rc = blitz__sock_wrap(op->blitz__sock->io, (int)r, op->blitz__sock->family,
-                                      SOCK_STREAM, &ns);
+            int rc = blitz__sock_wrap((blitz__io *)(uintptr_t)op->blitz__scratch[0], (int)r,
+                                      (int)op->blitz__scratch[1], SOCK_STREAM, &ns);
             op->socket = ns;
             r = rc;
         }
@@ -297,8 +310,9 @@ static int blitz__op_result(blitz_io *op, int64_t r) {
         }
         break;
     case BLITZ__OP_RECV:
-        blitz__u32_store(&op->blitz__sock->rd_hot, r > 0 && (size_t)r == op->blitz__len,
-                         BLITZ__RELAXED);
+        if (live)
+            blitz__u32_store(&op->blitz__sock->rd_hot, r > 0 && (size_t)r == op->blitz__len,
+                             BLITZ__RELAXED);
         break;
     default:
         break;
@@ -430,10 +444,126 @@ static int blitz__io_batches(blitz_runtime *rt) {
     return ctx && ctx->rt == rt && (ctx->worker || ctx->ct_driver);
 }
 
+/* Accept through the listener's multishot accept: take a connection the
+ * kernel already accepted, or wait for the next one (arming it first). */
+static blitz_poll blitz__uring_accept_ms(blitz_cx *cx, blitz_io *op) {
+    blitz_socket *s = op->blitz__sock;
+    blitz__io *io = s->io;
+    blitz__mutex_lock(&s->lock);
+    int64_t r = 1;
+    if (s->closed) {
+        r = BLITZ_ECLOSED;
+    } else if (s->ms_count) {
+        r = s->ms_fds[s->ms_head];
+        s->ms_head = (s->ms_head + 1) % s->ms_cap;
+        s->ms_count--;
+    } else if (s->ms_err) {
+        r = s->ms_err;
+        s->ms_err = 0;
+    }
+    if (r != 1) {
+        blitz__mutex_unlock(&s->lock);
+        blitz__op_result(op, r);
+        return BLITZ_READY;
+    }
+    blitz_waker mine = blitz_cx_waker(cx);
+    op->blitz__waker = blitz_waker_clone(&mine);
+    blitz__op_set_state(op, BLITZ__IO_WAIT);
+    blitz__op_link(s, op);
+    if (!s->ms_armed) {
+        if (blitz__uring_arm_accept(io, s) == BLITZ_OK) {
+            s->ms_armed = 1;
+            blitz__sock_ref(s);
+            blitz__u64_fetch_add(&io->inflight, 1, BLITZ__RELAXED);
+        } else {
+            blitz__op_unlink(s, op);
+            blitz_waker w = op->blitz__waker;
+            op->blitz__waker = blitz_waker_noop();
+            blitz__mutex_unlock(&s->lock);
+            blitz_waker_drop(w);
+            blitz__op_result(op, BLITZ_EBUSY);
+            return BLITZ_READY;
+        }
+    }
+    blitz__mutex_unlock(&s->lock);
+    return BLITZ_PENDING;
+}
+
+/* A CQE of a listener's multishot accept. Dispatching thread. */
+BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz_socket *s, int32_t res,
+                                       uint32_t flags) {
+    blitz_waker w = blitz_waker_noop();
+    int ended = !(flags & IORING_CQE_F_MORE);
+    blitz__mutex_lock(&s->lock);
+    if (ended)
+        s->ms_armed = 0;
+    blitz_io *waiter = NULL;
+    for (blitz_io *op = s->ops; op; op = op->blitz__next)
+        if (op->blitz__kind == BLITZ__OP_ACCEPT &&
+            blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) == BLITZ__IO_WAIT) {
+            waiter = op;
+            break;
+        }
+    if (res == -ECANCELED && !s->closed && !blitz__u32_load(&io->shutdown, BLITZ__RELAXED))
+        res = -EAGAIN; /* not ours: re-armed by the next accept */
+    if (waiter && res != -EAGAIN) {
+        blitz__op_unlink(s, waiter);
+        w = waiter->blitz__waker;
+        waiter->blitz__waker = blitz_waker_noop();
+        waiter->blitz__res = (res == -ECANCELED && s->closed) ? BLITZ_ECLOSED : res;
+        blitz__op_set_state(waiter, BLITZ__IO_DONE);
+    } else if (res >= 0) {
+        if (s->closed) {
+            close(res);
+        } else {
+            if (s->ms_count == s->ms_cap) {
+                uint32_t cap = s->ms_cap ? s->ms_cap * 2 : 16;
+                int *q = (int *)blitz__calloc(sizeof(int) * cap);
+                if (q) {
+                    for (uint32_t i = 0; i < s->ms_count; i++)
+                        q[i] = s->ms_fds[(s->ms_head + i) % s->ms_cap];
+                    blitz__free(s->ms_fds);
+                    s->ms_fds = q;
+                    s->ms_head = 0;
+                    s->ms_cap = cap;
+                }
+            }
+            if (s->ms_count < s->ms_cap) {
+                s->ms_fds[(s->ms_head + s->ms_count) % s->ms_cap] = res;
+                s->ms_count++;
+            } else {
+                close(res);
+            }
+        }
+    } else if (res != -EAGAIN && res != -ECANCELED) {
+        s->ms_err = res;
+    }
+    /* Ended with someone still waiting (an error ended it, or the kernel
+     * stopped it): arm again, unless closing. */
+    int rearm = 0;
+    if (ended && !s->closed && !blitz__u32_load(&io->shutdown, BLITZ__RELAXED)) {
+        for (blitz_io *op = s->ops; op; op = op->blitz__next)
+            if (op->blitz__kind == BLITZ__OP_ACCEPT)
+                rearm = 1;
+        if (rearm && blitz__uring_arm_accept(io, s) == BLITZ_OK)
+            s->ms_armed = 1;
+        else
+            rearm = 0;
+    }
+    blitz__mutex_unlock(&s->lock);
+    if (ended && !rearm) {
+        blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELEASE);
+        blitz__sock_unref(s);
+    }
+    blitz__io_wake(io, w);
+}
+
 static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
     blitz_socket *s = op->blitz__sock;
     blitz__io *io = s->io;
     uint32_t k = op->blitz__kind;
+    if (k == BLITZ__OP_ACCEPT && io->ms_accept)
+        return blitz__uring_accept_ms(cx, op);
     /* A send into a socket with room completes at once: one system call,
      * no completion to wait for. */
     /* A receive right after one that filled its buffer (a bulk stream)
@@ -463,6 +593,7 @@ static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
     }
     blitz_waker mine = blitz_cx_waker(cx);
     op->blitz__waker = blitz_waker_clone(&mine);
+    op->blitz__flags |= BLITZ__OPF_URING;
     blitz__op_set_state(op, BLITZ__IO_INFLIGHT);
     blitz__op_link(s, op);
     blitz__sock_ref(s);
@@ -516,6 +647,9 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
         blitz__op_set_state(op, BLITZ__IO_IDLE);
     } else {
         op->blitz__res = (res == -ECANCELED && closed) ? BLITZ_ECLOSED : res;
+        if (op->blitz__kind == BLITZ__OP_RECV)
+            blitz__u32_store(&s->rd_hot, res > 0 && (size_t)res == op->blitz__len,
+                             BLITZ__RELAXED);
         blitz__op_set_state(op, BLITZ__IO_DONE);
     }
     blitz__sock_unref(s);
@@ -553,14 +687,18 @@ static blitz_poll blitz__op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s, ui
         op->blitz__flags = 0;
         op->socket = NULL;
         op->result = 0;
+        if (kind == BLITZ__OP_ACCEPT) {
+            op->blitz__scratch[0] = (uint64_t)(uintptr_t)s->io;
+            op->blitz__scratch[1] = (uint64_t)s->family;
+        }
         return blitz__op_go(cx, op);
     case BLITZ__IO_RETRY:
         return blitz__ready_attempt(cx, op);
     case BLITZ__IO_DONE:
         if (op->blitz__kind == BLITZ__OP_RECV_FROM && op->blitz__addr && op->blitz__res >= 0 &&
-            op->blitz__sock->io->kind == BLITZ_BACKEND_IO_URING)
+            (op->blitz__flags & BLITZ__OPF_URING))
             op->blitz__addr->len = ((struct msghdr *)(void *)op->blitz__scratch)->msg_namelen;
-        if (blitz__op_result(op, op->blitz__res))
+        if (blitz__op_result_ex(op, op->blitz__res, 0))
             return BLITZ_READY;
         return blitz__op_go(cx, op); /* send_all: the rest */
     case BLITZ__IO_CANCELLING:
@@ -767,6 +905,8 @@ BLITZ_API int blitz_sock_close(blitz_socket *s) {
         }
         op = next;
     }
+    if (s->ms_armed)
+        blitz__uring_cancel_ud(io, (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
     if (io->kind == BLITZ_BACKEND_IO_URING && s->ops && !blitz__io_batches(io->rt))
         blitz__uring_flush(io);
     blitz_waker batch[32];
@@ -1012,6 +1152,8 @@ BLITZ_PRIVATE void blitz__io_shutdown(blitz_runtime *rt) {
             }
             op = next;
         }
+        if (s->ms_armed)
+            blitz__uring_cancel_ud(io, (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
         blitz__mutex_unlock(&s->lock);
     }
     blitz__mutex_unlock(&io->socks_lock);
