@@ -109,6 +109,7 @@ static void blitz__sock_unref(blitz_socket *s) {
     /* The number may be reused at once; an event already fetched for it
      * only bumps this (closed) socket's sequence numbers. */
     close(s->fd);
+    blitz__u32_fetch_sub(&io->nsocks, 1, BLITZ__RELAXED);
     blitz__mutex_lock(&io->socks_lock);
     if (s->all_prev)
         s->all_prev->all_next = s->all_next;
@@ -155,6 +156,7 @@ BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type,
             return rc;
         }
     }
+    blitz__u32_fetch_add(&io->nsocks, 1, BLITZ__RELAXED);
     blitz__mutex_lock(&io->socks_lock);
     s->all_next = io->all;
     if (io->all)
@@ -990,6 +992,18 @@ BLITZ_PRIVATE void blitz__io_poll(blitz_runtime *rt) {
     blitz__io_backend_wait(io, 0);
     blitz__io_backend_dispatch(io);
     blitz__mutex_unlock(&io->lock);
+}
+
+/* Spin rounds before a worker parks. A runtime that serves sockets does
+ * not spin by default: its wake-ups come from the kernel, which reaches a
+ * worker parked in the backend directly, and spinning only takes CPU time
+ * from the peers (measured: 10-13 us of server CPU per echo request with
+ * spinning, 6-7 without, on io_uring). An explicit spin_before_park is
+ * kept. */
+BLITZ_PRIVATE uint32_t blitz__io_spin_rounds(blitz_runtime *rt) {
+    if (!rt->spin_explicit && rt->io && blitz__u32_load(&rt->io->nsocks, BLITZ__RELAXED))
+        return 0;
+    return rt->spin_before_park;
 }
 
 /* Completions are waiting, known without a system call (io_uring's CQ

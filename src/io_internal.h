@@ -84,6 +84,7 @@ typedef struct blitz__io {
     blitz__mutex socks_lock;
     blitz_socket *all;
     blitz_socket *free_list;
+    blitz__atomic_u32 nsocks; /* live sockets */
     blitz__atomic_u32 has_free; /* free_list is not empty */
 
     /* epoll */
