@@ -82,6 +82,9 @@ static inline uint32_t blitz__u32_field_load(const uint32_t *p, int o) {
 static inline void blitz__u32_field_store(uint32_t *p, uint32_t x, int o) {
     __atomic_store_n(p, x, o);
 }
+static inline int blitz__u32_field_cas(uint32_t *p, uint32_t *expected, uint32_t desired, int o) {
+    return __atomic_compare_exchange_n(p, expected, desired, 0, o, BLITZ__CAS_FAIL_ORDER(o));
+}
 
 /* A counter written by one thread and read by others: a plain load+store
  * (no locked RMW) is enough because there is a single writer. The store is

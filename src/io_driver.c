@@ -366,9 +366,42 @@ static blitz_poll blitz__ready_attempt(blitz_cx *cx, blitz_io *op) {
 }
 
 /* Polled again while registered: keep (or refresh) the waker. */
+/* The op's own lock (a spin bit) guards the waker and state of an
+ * io_uring op between submission and completion, so the task, a cancel
+ * and the completing thread never need the socket, which may be closed
+ * and freed as soon as the completion is delivered. Order: socket lock,
+ * then op lock, then sq_lock. */
+static void blitz__op_lock(blitz_io *op) {
+    for (;;) {
+        uint32_t v = 0;
+        if (blitz__u32_field_cas(&op->blitz__lock, &v, 1u, BLITZ__ACQUIRE))
+            return;
+        while (blitz__u32_field_load(&op->blitz__lock, BLITZ__RELAXED))
+            blitz__cpu_relax();
+    }
+}
+static void blitz__op_unlock(blitz_io *op) {
+    blitz__u32_field_store(&op->blitz__lock, 0u, BLITZ__RELEASE);
+}
+
 static blitz_poll blitz__op_rewait(blitz_cx *cx, blitz_io *op) {
-    blitz_socket *s = op->blitz__sock;
     blitz_waker mine = blitz_cx_waker(cx), old = blitz_waker_noop();
+    uint32_t st0 = blitz__op_state(op);
+    if (st0 == BLITZ__IO_INFLIGHT || st0 == BLITZ__IO_CANCELLING) {
+        blitz__op_lock(op);
+        uint32_t st = blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED);
+        int waiting = st == BLITZ__IO_INFLIGHT || st == BLITZ__IO_CANCELLING;
+        if (waiting && !blitz_waker_will_wake(&op->blitz__waker, &mine)) {
+            old = op->blitz__waker;
+            op->blitz__waker = blitz_waker_clone(&mine);
+        }
+        blitz__op_unlock(op);
+        blitz_waker_drop(old);
+        return waiting ? BLITZ_PENDING : BLITZ_READY;
+    }
+    if (st0 != BLITZ__IO_WAIT)
+        return BLITZ_READY;
+    blitz_socket *s = op->blitz__sock;
     blitz__mutex_lock(&s->lock);
     uint32_t st = blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED);
     int waiting = st == BLITZ__IO_WAIT || st == BLITZ__IO_INFLIGHT || st == BLITZ__IO_CANCELLING;
@@ -624,36 +657,33 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
      * orders the CQE after the SQE, but a race detector cannot see it). */
     (void)blitz__op_state(op);
     blitz_socket *s = op->blitz__sock;
+    int is_connect = op->blitz__kind == BLITZ__OP_CONNECT;
     blitz__mutex_lock(&s->lock);
     blitz__op_unlink(s, op);
+    int closed = s->closed;
+    if (op->blitz__kind == BLITZ__OP_RECV && res >= 0)
+        blitz__u32_store(&s->rd_hot, res > 0 && (size_t)res == op->blitz__len, BLITZ__RELAXED);
+    blitz__op_lock(op);
     blitz_waker w = op->blitz__waker;
     op->blitz__waker = blitz_waker_noop();
     uint32_t st = blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED);
-    int closed = s->closed;
-    blitz__mutex_unlock(&s->lock);
     if (st == BLITZ__IO_CANCELLING) {
-        /* Nobody waits for the result: release what it created. */
+        /* Nobody waits for the result. */
         if (op->blitz__kind == BLITZ__OP_ACCEPT && res >= 0)
             close(res);
-        if (op->blitz__kind == BLITZ__OP_CONNECT) {
-            op->blitz__sock = NULL;
-            blitz__sock_unref(s); /* the in-flight reference */
-            blitz_sock_close(s);  /* the op's own */
-            op->blitz__res = res;
-            blitz__op_set_state(op, BLITZ__IO_IDLE);
-            blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELEASE);
-            blitz__io_wake(io, w);
-            return;
-        }
         op->blitz__res = res;
+        if (op->blitz__kind == BLITZ__OP_CONNECT)
+            op->blitz__sock = NULL; /* closed below */
         blitz__op_set_state(op, BLITZ__IO_IDLE);
     } else {
         op->blitz__res = (res == -ECANCELED && closed) ? BLITZ_ECLOSED : res;
-        if (op->blitz__kind == BLITZ__OP_RECV)
-            blitz__u32_store(&s->rd_hot, res > 0 && (size_t)res == op->blitz__len,
-                             BLITZ__RELAXED);
         blitz__op_set_state(op, BLITZ__IO_DONE);
     }
+    blitz__op_unlock(op);
+    blitz__mutex_unlock(&s->lock);
+    /* From here on the op belongs to its task again: no more access. */
+    if (is_connect && st == BLITZ__IO_CANCELLING)
+        blitz_sock_close(s); /* the op's own reference */
     blitz__sock_unref(s);
     blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELEASE);
     blitz__io_wake(io, w);
@@ -733,6 +763,23 @@ BLITZ_API int blitz_io_cancel(blitz_io *op) {
         blitz__op_set_state(op, BLITZ__IO_IDLE);
         return BLITZ_OK;
     }
+    if (st == BLITZ__IO_INFLIGHT) {
+        /* Under the op's lock: while it is INFLIGHT the completion has not
+         * been taken, so the socket (and its driver) are still alive. The
+         * kernel keeps the buffer until the completion: the op keeps its
+         * waker (the task's memory) until then. */
+        blitz__op_lock(op);
+        if (blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) == BLITZ__IO_INFLIGHT) {
+            blitz__op_set_state(op, BLITZ__IO_CANCELLING);
+            blitz__uring_submit_cancel(op->blitz__sock->io, op);
+            blitz__op_unlock(op);
+            op->result = BLITZ_ECANCELED;
+            return BLITZ_OK;
+        }
+        blitz__op_unlock(op);
+        /* Completed meanwhile: consume the result as for DONE below. */
+        return blitz_io_cancel(op);
+    }
     blitz_socket *s = op->blitz__sock;
     blitz_waker old = blitz_waker_noop();
     int drop_connect = 0;
@@ -744,11 +791,6 @@ BLITZ_API int blitz_io_cancel(blitz_io *op) {
         op->blitz__waker = blitz_waker_noop();
         blitz__op_set_state(op, BLITZ__IO_IDLE);
         drop_connect = op->blitz__kind == BLITZ__OP_CONNECT;
-    } else if (st == BLITZ__IO_INFLIGHT) {
-        /* The kernel keeps the buffer until the completion: the op keeps
-         * its waker (the task's memory) until then. */
-        blitz__op_set_state(op, BLITZ__IO_CANCELLING);
-        blitz__uring_submit_cancel(s->io, op);
     }
     blitz__mutex_unlock(&s->lock);
     blitz_waker_drop(old);
@@ -1161,7 +1203,9 @@ BLITZ_PRIVATE void blitz__io_shutdown(blitz_runtime *rt) {
                 blitz__op_set_state(op, BLITZ__IO_DONE);
                 blitz_waker_drop(w);
             } else if (st == BLITZ__IO_INFLIGHT) {
+                blitz__op_lock(op);
                 blitz__op_set_state(op, BLITZ__IO_CANCELLING);
+                blitz__op_unlock(op);
                 blitz__uring_submit_cancel(io, op);
             }
             op = next;
