@@ -835,8 +835,10 @@ typedef struct blitz_config {
      * without timers uses no CPU). */
     uint64_t park_timeout_ns;
     /* Rounds an idle worker spins looking for work before it parks (waking a
-     * parked thread costs tens of microseconds). 0 = default (64);
-     * UINT32_MAX = never spin. */
+     * parked thread costs tens of microseconds). 0 = default (64, or no
+     * spinning while the runtime has open sockets: their wake-ups come from
+     * the kernel into the worker parked in the I/O backend, and spinning
+     * would only take CPU time from the peers); UINT32_MAX = never spin. */
     uint32_t spin_before_park;
     /* Fixed global-queue check interval in ticks instead of the adaptive one
      * (0 = adaptive, 8..255 from the average poll time). */
@@ -2020,6 +2022,7 @@ typedef struct blitz_io {
     blitz_addr *blitz__addr;
     int64_t blitz__res;
     uint32_t blitz__state, blitz__kind, blitz__dir, blitz__flags;
+    uint32_t blitz__lock;
     uint64_t blitz__scratch[18];
 } blitz_io;
 
@@ -3198,6 +3201,7 @@ struct blitz_runtime {
     uint32_t num_workers;
     uint64_t park_timeout_ns;
     uint32_t spin_before_park;
+    int spin_explicit; /* spin_before_park was set in the config */
     uint32_t fixed_interval;
 
     BLITZ__ALIGNED blitz__global_queue global;
@@ -9330,10 +9334,17 @@ BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx) {
 
 /* blitz_io.blitz__flags */
 #define BLITZ__OPF_CONNECTING 1u /* connect(2) returned EINPROGRESS */
+#define BLITZ__OPF_URING      2u /* submitted to io_uring (its msghdr is in the op) */
 
 /* io_uring user_data tags below any pointer. */
 #define BLITZ__UD_IGNORE 0u
 #define BLITZ__UD_WAKE   1u
+/* A listener's multishot accept: the socket pointer with this bit set. */
+#define BLITZ__UD_ACCEPT_MS 2u
+
+#ifndef IORING_CQE_F_MORE
+#define IORING_CQE_F_MORE (1U << 1)
+#endif
 
 #define BLITZ__IO_FOREVER  UINT64_MAX
 #define BLITZ__IO_MAX_IOV  16
@@ -9354,6 +9365,12 @@ struct blitz_socket {
     blitz__atomic_u32 rd_hot; /* the last receive filled its buffer */
     int poll_slot; /* index in the poll set, -1 when not in it (poll_lock) */
     blitz_io *ops; /* waiting (readiness) or in flight (io_uring); under lock */
+    /* io_uring multishot accept (listeners; under lock): armed in the
+     * kernel, connections accepted before anyone asked, a pending error. */
+    int ms_armed;
+    int ms_err;
+    int *ms_fds;
+    uint32_t ms_head, ms_count, ms_cap;
     struct blitz_socket *all_next, *all_prev; /* every live socket (socks_lock) */
     struct blitz_socket *free_next;
 };
@@ -9371,6 +9388,7 @@ typedef struct blitz__io {
     blitz__mutex socks_lock;
     blitz_socket *all;
     blitz_socket *free_list;
+    blitz__atomic_u32 nsocks; /* live sockets */
     blitz__atomic_u32 has_free; /* free_list is not empty */
 
     /* epoll */
@@ -9404,6 +9422,7 @@ typedef struct blitz__io {
     struct io_uring_cqe *cqe_buf;
     blitz__atomic_u64 inflight; /* ops the kernel holds */
     int skip_cancel_cqe;
+    int ms_accept; /* multishot accept is available (Linux 5.19+) */
 } blitz__io;
 
 /* Backends (each in its own file, stubs when compiled out). */
@@ -9425,6 +9444,8 @@ BLITZ_PRIVATE int blitz__uring_init(blitz__io *io);
 BLITZ_PRIVATE void blitz__uring_destroy(blitz__io *io);
 BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz_io *op, int flush);
 BLITZ_PRIVATE void blitz__uring_submit_cancel(blitz__io *io, blitz_io *op);
+BLITZ_PRIVATE int blitz__uring_arm_accept(blitz__io *io, blitz_socket *s);
+BLITZ_PRIVATE void blitz__uring_cancel_ud(blitz__io *io, uint64_t ud);
 BLITZ_PRIVATE void blitz__uring_flush(blitz__io *io);
 BLITZ_PRIVATE int blitz__uring_cq_ready(blitz__io *io);
 BLITZ_PRIVATE void blitz__uring_wait(blitz__io *io, uint64_t timeout_ns);
@@ -9434,6 +9455,7 @@ BLITZ_PRIVATE void blitz__uring_dispatch(blitz__io *io);
 BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr);
 BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, uint32_t flags);
 BLITZ_PRIVATE void blitz__io_drain_wake_fd(blitz__io *io);
+BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz_socket *s, int32_t res, uint32_t flags);
 /* ====[ END src/io_internal.h ]============================================ */
 
 static inline uint32_t blitz__op_state(const blitz_io *op) {
@@ -9473,6 +9495,9 @@ static void blitz__op_unlink(blitz_socket *s, blitz_io *op) {
 }
 
 static void blitz__sock_free_mem(blitz_socket *s) {
+    for (uint32_t i = 0; i < s->ms_count; i++)
+        close(s->ms_fds[(s->ms_head + i) % s->ms_cap]);
+    blitz__free(s->ms_fds);
     blitz__mutex_destroy(&s->lock);
     blitz__free(s);
 }
@@ -9513,6 +9538,7 @@ static void blitz__sock_unref(blitz_socket *s) {
     /* The number may be reused at once; an event already fetched for it
      * only bumps this (closed) socket's sequence numbers. */
     close(s->fd);
+    blitz__u32_fetch_sub(&io->nsocks, 1, BLITZ__RELAXED);
     blitz__mutex_lock(&io->socks_lock);
     if (s->all_prev)
         s->all_prev->all_next = s->all_next;
@@ -9559,6 +9585,7 @@ BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type,
             return rc;
         }
     }
+    blitz__u32_fetch_add(&io->nsocks, 1, BLITZ__RELAXED);
     blitz__mutex_lock(&io->socks_lock);
     s->all_next = io->all;
     if (io->all)
@@ -9674,7 +9701,16 @@ static void blitz__connect_sock_drop(blitz_io *op) {
 
 /* A result for `op` (attempt or completion). Returns 1 when the op is
  * finished (result set, op idle), 0 when it must go on (send_all). */
+static int blitz__op_result_ex(blitz_io *op, int64_t r, int live);
+/* A result of an attempt by the task itself (the socket is in use). */
 static int blitz__op_result(blitz_io *op, int64_t r) {
+    return blitz__op_result_ex(op, r, 1);
+}
+
+/* `live`: the caller is using the socket. A completion delivered by the
+ * driver (DONE) is consumed without touching the socket, which may be
+ * closed and freed by now. */
+static int blitz__op_result_ex(blitz_io *op, int64_t r, int live) {
     switch (op->blitz__kind) {
     case BLITZ__OP_SEND_ALL:
         if (r > 0) {
@@ -9688,9 +9724,10 @@ static int blitz__op_result(blitz_io *op, int64_t r) {
         break;
     case BLITZ__OP_ACCEPT:
         if (r >= 0) {
+            /* The listener's driver and family were noted at the start. */
             blitz_socket *ns = NULL;
-            int rc = blitz__sock_wrap(op->blitz__sock->io, (int)r, op->blitz__sock->family,
-                                      SOCK_STREAM, &ns);
+            int rc = blitz__sock_wrap((blitz__io *)(uintptr_t)op->blitz__scratch[0], (int)r,
+                                      (int)op->blitz__scratch[1], SOCK_STREAM, &ns);
             op->socket = ns;
             r = rc;
         }
@@ -9704,8 +9741,9 @@ static int blitz__op_result(blitz_io *op, int64_t r) {
         }
         break;
     case BLITZ__OP_RECV:
-        blitz__u32_store(&op->blitz__sock->rd_hot, r > 0 && (size_t)r == op->blitz__len,
-                         BLITZ__RELAXED);
+        if (live)
+            blitz__u32_store(&op->blitz__sock->rd_hot, r > 0 && (size_t)r == op->blitz__len,
+                             BLITZ__RELAXED);
         break;
     default:
         break;
@@ -9757,9 +9795,42 @@ static blitz_poll blitz__ready_attempt(blitz_cx *cx, blitz_io *op) {
 }
 
 /* Polled again while registered: keep (or refresh) the waker. */
+/* The op's own lock (a spin bit) guards the waker and state of an
+ * io_uring op between submission and completion, so the task, a cancel
+ * and the completing thread never need the socket, which may be closed
+ * and freed as soon as the completion is delivered. Order: socket lock,
+ * then op lock, then sq_lock. */
+static void blitz__op_lock(blitz_io *op) {
+    for (;;) {
+        uint32_t v = 0;
+        if (blitz__u32_field_cas(&op->blitz__lock, &v, 1u, BLITZ__ACQUIRE))
+            return;
+        while (blitz__u32_field_load(&op->blitz__lock, BLITZ__RELAXED))
+            blitz__cpu_relax();
+    }
+}
+static void blitz__op_unlock(blitz_io *op) {
+    blitz__u32_field_store(&op->blitz__lock, 0u, BLITZ__RELEASE);
+}
+
 static blitz_poll blitz__op_rewait(blitz_cx *cx, blitz_io *op) {
-    blitz_socket *s = op->blitz__sock;
     blitz_waker mine = blitz_cx_waker(cx), old = blitz_waker_noop();
+    uint32_t st0 = blitz__op_state(op);
+    if (st0 == BLITZ__IO_INFLIGHT || st0 == BLITZ__IO_CANCELLING) {
+        blitz__op_lock(op);
+        uint32_t st = blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED);
+        int waiting = st == BLITZ__IO_INFLIGHT || st == BLITZ__IO_CANCELLING;
+        if (waiting && !blitz_waker_will_wake(&op->blitz__waker, &mine)) {
+            old = op->blitz__waker;
+            op->blitz__waker = blitz_waker_clone(&mine);
+        }
+        blitz__op_unlock(op);
+        blitz_waker_drop(old);
+        return waiting ? BLITZ_PENDING : BLITZ_READY;
+    }
+    if (st0 != BLITZ__IO_WAIT)
+        return BLITZ_READY;
+    blitz_socket *s = op->blitz__sock;
     blitz__mutex_lock(&s->lock);
     uint32_t st = blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED);
     int waiting = st == BLITZ__IO_WAIT || st == BLITZ__IO_INFLIGHT || st == BLITZ__IO_CANCELLING;
@@ -9837,10 +9908,126 @@ static int blitz__io_batches(blitz_runtime *rt) {
     return ctx && ctx->rt == rt && (ctx->worker || ctx->ct_driver);
 }
 
+/* Accept through the listener's multishot accept: take a connection the
+ * kernel already accepted, or wait for the next one (arming it first). */
+static blitz_poll blitz__uring_accept_ms(blitz_cx *cx, blitz_io *op) {
+    blitz_socket *s = op->blitz__sock;
+    blitz__io *io = s->io;
+    blitz__mutex_lock(&s->lock);
+    int64_t r = 1;
+    if (s->closed) {
+        r = BLITZ_ECLOSED;
+    } else if (s->ms_count) {
+        r = s->ms_fds[s->ms_head];
+        s->ms_head = (s->ms_head + 1) % s->ms_cap;
+        s->ms_count--;
+    } else if (s->ms_err) {
+        r = s->ms_err;
+        s->ms_err = 0;
+    }
+    if (r != 1) {
+        blitz__mutex_unlock(&s->lock);
+        blitz__op_result(op, r);
+        return BLITZ_READY;
+    }
+    blitz_waker mine = blitz_cx_waker(cx);
+    op->blitz__waker = blitz_waker_clone(&mine);
+    blitz__op_set_state(op, BLITZ__IO_WAIT);
+    blitz__op_link(s, op);
+    if (!s->ms_armed) {
+        if (blitz__uring_arm_accept(io, s) == BLITZ_OK) {
+            s->ms_armed = 1;
+            blitz__sock_ref(s);
+            blitz__u64_fetch_add(&io->inflight, 1, BLITZ__RELAXED);
+        } else {
+            blitz__op_unlink(s, op);
+            blitz_waker w = op->blitz__waker;
+            op->blitz__waker = blitz_waker_noop();
+            blitz__mutex_unlock(&s->lock);
+            blitz_waker_drop(w);
+            blitz__op_result(op, BLITZ_EBUSY);
+            return BLITZ_READY;
+        }
+    }
+    blitz__mutex_unlock(&s->lock);
+    return BLITZ_PENDING;
+}
+
+/* A CQE of a listener's multishot accept. Dispatching thread. */
+BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz_socket *s, int32_t res,
+                                       uint32_t flags) {
+    blitz_waker w = blitz_waker_noop();
+    int ended = !(flags & IORING_CQE_F_MORE);
+    blitz__mutex_lock(&s->lock);
+    if (ended)
+        s->ms_armed = 0;
+    blitz_io *waiter = NULL;
+    for (blitz_io *op = s->ops; op; op = op->blitz__next)
+        if (op->blitz__kind == BLITZ__OP_ACCEPT &&
+            blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) == BLITZ__IO_WAIT) {
+            waiter = op;
+            break;
+        }
+    if (res == -ECANCELED && !s->closed && !blitz__u32_load(&io->shutdown, BLITZ__RELAXED))
+        res = -EAGAIN; /* not ours: re-armed by the next accept */
+    if (waiter && res != -EAGAIN) {
+        blitz__op_unlink(s, waiter);
+        w = waiter->blitz__waker;
+        waiter->blitz__waker = blitz_waker_noop();
+        waiter->blitz__res = (res == -ECANCELED && s->closed) ? BLITZ_ECLOSED : res;
+        blitz__op_set_state(waiter, BLITZ__IO_DONE);
+    } else if (res >= 0) {
+        if (s->closed) {
+            close(res);
+        } else {
+            if (s->ms_count == s->ms_cap) {
+                uint32_t cap = s->ms_cap ? s->ms_cap * 2 : 16;
+                int *q = (int *)blitz__calloc(sizeof(int) * cap);
+                if (q) {
+                    for (uint32_t i = 0; i < s->ms_count; i++)
+                        q[i] = s->ms_fds[(s->ms_head + i) % s->ms_cap];
+                    blitz__free(s->ms_fds);
+                    s->ms_fds = q;
+                    s->ms_head = 0;
+                    s->ms_cap = cap;
+                }
+            }
+            if (s->ms_count < s->ms_cap) {
+                s->ms_fds[(s->ms_head + s->ms_count) % s->ms_cap] = res;
+                s->ms_count++;
+            } else {
+                close(res);
+            }
+        }
+    } else if (res != -EAGAIN && res != -ECANCELED) {
+        s->ms_err = res;
+    }
+    /* Ended with someone still waiting (an error ended it, or the kernel
+     * stopped it): arm again, unless closing. */
+    int rearm = 0;
+    if (ended && !s->closed && !blitz__u32_load(&io->shutdown, BLITZ__RELAXED)) {
+        for (blitz_io *op = s->ops; op; op = op->blitz__next)
+            if (op->blitz__kind == BLITZ__OP_ACCEPT)
+                rearm = 1;
+        if (rearm && blitz__uring_arm_accept(io, s) == BLITZ_OK)
+            s->ms_armed = 1;
+        else
+            rearm = 0;
+    }
+    blitz__mutex_unlock(&s->lock);
+    if (ended && !rearm) {
+        blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELEASE);
+        blitz__sock_unref(s);
+    }
+    blitz__io_wake(io, w);
+}
+
 static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
     blitz_socket *s = op->blitz__sock;
     blitz__io *io = s->io;
     uint32_t k = op->blitz__kind;
+    if (k == BLITZ__OP_ACCEPT && io->ms_accept)
+        return blitz__uring_accept_ms(cx, op);
     /* A send into a socket with room completes at once: one system call,
      * no completion to wait for. */
     /* A receive right after one that filled its buffer (a bulk stream)
@@ -9870,6 +10057,7 @@ static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
     }
     blitz_waker mine = blitz_cx_waker(cx);
     op->blitz__waker = blitz_waker_clone(&mine);
+    op->blitz__flags |= BLITZ__OPF_URING;
     blitz__op_set_state(op, BLITZ__IO_INFLIGHT);
     blitz__op_link(s, op);
     blitz__sock_ref(s);
@@ -9898,33 +10086,33 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
      * orders the CQE after the SQE, but a race detector cannot see it). */
     (void)blitz__op_state(op);
     blitz_socket *s = op->blitz__sock;
+    int is_connect = op->blitz__kind == BLITZ__OP_CONNECT;
     blitz__mutex_lock(&s->lock);
     blitz__op_unlink(s, op);
+    int closed = s->closed;
+    if (op->blitz__kind == BLITZ__OP_RECV && res >= 0)
+        blitz__u32_store(&s->rd_hot, res > 0 && (size_t)res == op->blitz__len, BLITZ__RELAXED);
+    blitz__op_lock(op);
     blitz_waker w = op->blitz__waker;
     op->blitz__waker = blitz_waker_noop();
     uint32_t st = blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED);
-    int closed = s->closed;
-    blitz__mutex_unlock(&s->lock);
     if (st == BLITZ__IO_CANCELLING) {
-        /* Nobody waits for the result: release what it created. */
+        /* Nobody waits for the result. */
         if (op->blitz__kind == BLITZ__OP_ACCEPT && res >= 0)
             close(res);
-        if (op->blitz__kind == BLITZ__OP_CONNECT) {
-            op->blitz__sock = NULL;
-            blitz__sock_unref(s); /* the in-flight reference */
-            blitz_sock_close(s);  /* the op's own */
-            op->blitz__res = res;
-            blitz__op_set_state(op, BLITZ__IO_IDLE);
-            blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELEASE);
-            blitz__io_wake(io, w);
-            return;
-        }
         op->blitz__res = res;
+        if (op->blitz__kind == BLITZ__OP_CONNECT)
+            op->blitz__sock = NULL; /* closed below */
         blitz__op_set_state(op, BLITZ__IO_IDLE);
     } else {
         op->blitz__res = (res == -ECANCELED && closed) ? BLITZ_ECLOSED : res;
         blitz__op_set_state(op, BLITZ__IO_DONE);
     }
+    blitz__op_unlock(op);
+    blitz__mutex_unlock(&s->lock);
+    /* From here on the op belongs to its task again: no more access. */
+    if (is_connect && st == BLITZ__IO_CANCELLING)
+        blitz_sock_close(s); /* the op's own reference */
     blitz__sock_unref(s);
     blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELEASE);
     blitz__io_wake(io, w);
@@ -9960,14 +10148,18 @@ static blitz_poll blitz__op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s, ui
         op->blitz__flags = 0;
         op->socket = NULL;
         op->result = 0;
+        if (kind == BLITZ__OP_ACCEPT) {
+            op->blitz__scratch[0] = (uint64_t)(uintptr_t)s->io;
+            op->blitz__scratch[1] = (uint64_t)s->family;
+        }
         return blitz__op_go(cx, op);
     case BLITZ__IO_RETRY:
         return blitz__ready_attempt(cx, op);
     case BLITZ__IO_DONE:
         if (op->blitz__kind == BLITZ__OP_RECV_FROM && op->blitz__addr && op->blitz__res >= 0 &&
-            op->blitz__sock->io->kind == BLITZ_BACKEND_IO_URING)
+            (op->blitz__flags & BLITZ__OPF_URING))
             op->blitz__addr->len = ((struct msghdr *)(void *)op->blitz__scratch)->msg_namelen;
-        if (blitz__op_result(op, op->blitz__res))
+        if (blitz__op_result_ex(op, op->blitz__res, 0))
             return BLITZ_READY;
         return blitz__op_go(cx, op); /* send_all: the rest */
     case BLITZ__IO_CANCELLING:
@@ -10000,6 +10192,23 @@ BLITZ_API int blitz_io_cancel(blitz_io *op) {
         blitz__op_set_state(op, BLITZ__IO_IDLE);
         return BLITZ_OK;
     }
+    if (st == BLITZ__IO_INFLIGHT) {
+        /* Under the op's lock: while it is INFLIGHT the completion has not
+         * been taken, so the socket (and its driver) are still alive. The
+         * kernel keeps the buffer until the completion: the op keeps its
+         * waker (the task's memory) until then. */
+        blitz__op_lock(op);
+        if (blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) == BLITZ__IO_INFLIGHT) {
+            blitz__op_set_state(op, BLITZ__IO_CANCELLING);
+            blitz__uring_submit_cancel(op->blitz__sock->io, op);
+            blitz__op_unlock(op);
+            op->result = BLITZ_ECANCELED;
+            return BLITZ_OK;
+        }
+        blitz__op_unlock(op);
+        /* Completed meanwhile: consume the result as for DONE below. */
+        return blitz_io_cancel(op);
+    }
     blitz_socket *s = op->blitz__sock;
     blitz_waker old = blitz_waker_noop();
     int drop_connect = 0;
@@ -10011,11 +10220,6 @@ BLITZ_API int blitz_io_cancel(blitz_io *op) {
         op->blitz__waker = blitz_waker_noop();
         blitz__op_set_state(op, BLITZ__IO_IDLE);
         drop_connect = op->blitz__kind == BLITZ__OP_CONNECT;
-    } else if (st == BLITZ__IO_INFLIGHT) {
-        /* The kernel keeps the buffer until the completion: the op keeps
-         * its waker (the task's memory) until then. */
-        blitz__op_set_state(op, BLITZ__IO_CANCELLING);
-        blitz__uring_submit_cancel(s->io, op);
     }
     blitz__mutex_unlock(&s->lock);
     blitz_waker_drop(old);
@@ -10174,6 +10378,8 @@ BLITZ_API int blitz_sock_close(blitz_socket *s) {
         }
         op = next;
     }
+    if (s->ms_armed)
+        blitz__uring_cancel_ud(io, (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
     if (io->kind == BLITZ_BACKEND_IO_URING && s->ops && !blitz__io_batches(io->rt))
         blitz__uring_flush(io);
     blitz_waker batch[32];
@@ -10257,6 +10463,18 @@ BLITZ_PRIVATE void blitz__io_poll(blitz_runtime *rt) {
     blitz__io_backend_wait(io, 0);
     blitz__io_backend_dispatch(io);
     blitz__mutex_unlock(&io->lock);
+}
+
+/* Spin rounds before a worker parks. A runtime that serves sockets does
+ * not spin by default: its wake-ups come from the kernel, which reaches a
+ * worker parked in the backend directly, and spinning only takes CPU time
+ * from the peers (measured: 10-13 us of server CPU per echo request with
+ * spinning, 6-7 without, on io_uring). An explicit spin_before_park is
+ * kept. */
+BLITZ_PRIVATE uint32_t blitz__io_spin_rounds(blitz_runtime *rt) {
+    if (!rt->spin_explicit && rt->io && blitz__u32_load(&rt->io->nsocks, BLITZ__RELAXED))
+        return 0;
+    return rt->spin_before_park;
 }
 
 /* Completions are waiting, known without a system call (io_uring's CQ
@@ -10414,11 +10632,15 @@ BLITZ_PRIVATE void blitz__io_shutdown(blitz_runtime *rt) {
                 blitz__op_set_state(op, BLITZ__IO_DONE);
                 blitz_waker_drop(w);
             } else if (st == BLITZ__IO_INFLIGHT) {
+                blitz__op_lock(op);
                 blitz__op_set_state(op, BLITZ__IO_CANCELLING);
+                blitz__op_unlock(op);
                 blitz__uring_submit_cancel(io, op);
             }
             op = next;
         }
+        if (s->ms_armed)
+            blitz__uring_cancel_ud(io, (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
         blitz__mutex_unlock(&s->lock);
     }
     blitz__mutex_unlock(&io->socks_lock);
@@ -10804,6 +11026,9 @@ BLITZ_PRIVATE void blitz__pollb_dispatch(blitz__io *io) {
 #ifndef IORING_ENTER_EXT_ARG
 #define IORING_ENTER_EXT_ARG (1U << 3)
 #endif
+#ifndef IORING_ACCEPT_MULTISHOT
+#define IORING_ACCEPT_MULTISHOT (1U << 0)
+#endif
 #ifndef IORING_POLL_ADD_MULTI
 #define IORING_POLL_ADD_MULTI (1U << 0)
 #endif
@@ -10847,6 +11072,8 @@ static int blitz__uring_probe(blitz__io *io) {
         for (size_t i = 0; i < sizeof need; i++)
             if (need[i] > p->last_op || !(p->ops[need[i]].flags & IO_URING_OP_SUPPORTED))
                 rc = BLITZ_ENOSYS;
+        /* Multishot accept came with Linux 5.19, as did IORING_OP_SOCKET. */
+        io->ms_accept = p->last_op >= 45 /* IORING_OP_SOCKET */;
     }
     blitz__free(p);
     return rc;
@@ -11076,6 +11303,40 @@ BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz_io *op, int flush)
     return BLITZ_OK;
 }
 
+/* Arms a listener's multishot accept. Caller holds the socket's lock. */
+BLITZ_PRIVATE int blitz__uring_arm_accept(blitz__io *io, blitz_socket *s) {
+    blitz__mutex_lock(&io->sq_lock);
+    struct io_uring_sqe *sqe = blitz__uring_sqe_or_flush(io);
+    if (sqe) {
+        sqe->opcode = IORING_OP_ACCEPT;
+        sqe->fd = s->fd;
+        sqe->accept_flags = SOCK_NONBLOCK | SOCK_CLOEXEC;
+        sqe->ioprio = IORING_ACCEPT_MULTISHOT;
+        sqe->user_data = (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS;
+        blitz__uring_push(io);
+        blitz__uring_flush_locked(io);
+    }
+    blitz__mutex_unlock(&io->sq_lock);
+    return sqe ? BLITZ_OK : BLITZ_EBUSY;
+}
+
+/* ASYNC_CANCEL by user_data. */
+BLITZ_PRIVATE void blitz__uring_cancel_ud(blitz__io *io, uint64_t ud) {
+    blitz__mutex_lock(&io->sq_lock);
+    struct io_uring_sqe *sqe = blitz__uring_sqe_or_flush(io);
+    if (sqe) {
+        sqe->opcode = IORING_OP_ASYNC_CANCEL;
+        sqe->fd = -1;
+        sqe->addr = ud;
+        sqe->user_data = BLITZ__UD_IGNORE;
+        if (io->skip_cancel_cqe)
+            sqe->flags = IOSQE_CQE_SKIP_SUCCESS;
+        blitz__uring_push(io);
+    }
+    blitz__uring_flush_locked(io);
+    blitz__mutex_unlock(&io->sq_lock);
+}
+
 /* ASYNC_CANCEL of an op in flight. Caller holds the op's socket lock. */
 BLITZ_PRIVATE void blitz__uring_submit_cancel(blitz__io *io, blitz_io *op) {
     blitz__mutex_lock(&io->sq_lock);
@@ -11150,6 +11411,11 @@ BLITZ_PRIVATE void blitz__uring_dispatch(blitz__io *io) {
                     rearm = 1;
                 continue;
             }
+            if (ud & BLITZ__UD_ACCEPT_MS) {
+                blitz__io_accept_ms(io, (blitz_socket *)(uintptr_t)(ud & ~(uint64_t)7),
+                                    batch[i].res, batch[i].flags);
+                continue;
+            }
             blitz__io_complete(io, (blitz_io *)(uintptr_t)ud, batch[i].res, batch[i].flags);
         }
         if (rearm)
@@ -11175,6 +11441,15 @@ BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz_io *op, int flush)
 BLITZ_PRIVATE void blitz__uring_submit_cancel(blitz__io *io, blitz_io *op) {
     (void)io;
     (void)op;
+}
+BLITZ_PRIVATE int blitz__uring_arm_accept(blitz__io *io, blitz_socket *s) {
+    (void)io;
+    (void)s;
+    return BLITZ_ENOSYS;
+}
+BLITZ_PRIVATE void blitz__uring_cancel_ud(blitz__io *io, uint64_t ud) {
+    (void)io;
+    (void)ud;
 }
 BLITZ_PRIVATE void blitz__uring_flush(blitz__io *io) {
     (void)io;
@@ -12107,7 +12382,8 @@ static int blitz__worker_park(blitz__worker *w) {
         blitz__worker_flush_deferred(w);
         return 0;
     }
-    for (uint32_t i = 0; i < rt->spin_before_park; i++) {
+    uint32_t spin = blitz__io_spin_rounds(rt);
+    for (uint32_t i = 0; i < spin; i++) {
         if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt) ||
             blitz__io_ready_cheap(rt))
             return 0;
@@ -15432,6 +15708,7 @@ BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out) {
     rt->spin_before_park = c.spin_before_park == UINT32_MAX ? 0
                            : c.spin_before_park             ? c.spin_before_park
                                                             : BLITZ__DEFAULT_SPIN;
+    rt->spin_explicit = c.spin_before_park != 0;
     rt->fixed_interval = c.global_queue_interval;
     if (rt->fixed_interval && rt->fixed_interval < 1)
         rt->fixed_interval = 1;

@@ -91,6 +91,7 @@ typedef struct blitz_io {
     blitz_addr *blitz__addr;
     int64_t blitz__res;
     uint32_t blitz__state, blitz__kind, blitz__dir, blitz__flags;
+    uint32_t blitz__lock;
     uint64_t blitz__scratch[18];
 } blitz_io;
 

@@ -257,8 +257,10 @@ typedef struct blitz_config {
      * without timers uses no CPU). */
     uint64_t park_timeout_ns;
     /* Rounds an idle worker spins looking for work before it parks (waking a
-     * parked thread costs tens of microseconds). 0 = default (64);
-     * UINT32_MAX = never spin. */
+     * parked thread costs tens of microseconds). 0 = default (64, or no
+     * spinning while the runtime has open sockets: their wake-ups come from
+     * the kernel into the worker parked in the I/O backend, and spinning
+     * would only take CPU time from the peers); UINT32_MAX = never spin. */
     uint32_t spin_before_park;
     /* Fixed global-queue check interval in ticks instead of the adaptive one
      * (0 = adaptive, 8..255 from the average poll time). */

@@ -323,6 +323,7 @@ struct blitz_runtime {
     uint32_t num_workers;
     uint64_t park_timeout_ns;
     uint32_t spin_before_park;
+    int spin_explicit; /* spin_before_park was set in the config */
     uint32_t fixed_interval;
 
     BLITZ__ALIGNED blitz__global_queue global;

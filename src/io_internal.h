@@ -30,10 +30,17 @@
 
 /* blitz_io.blitz__flags */
 #define BLITZ__OPF_CONNECTING 1u /* connect(2) returned EINPROGRESS */
+#define BLITZ__OPF_URING      2u /* submitted to io_uring (its msghdr is in the op) */
 
 /* io_uring user_data tags below any pointer. */
 #define BLITZ__UD_IGNORE 0u
 #define BLITZ__UD_WAKE   1u
+/* A listener's multishot accept: the socket pointer with this bit set. */
+#define BLITZ__UD_ACCEPT_MS 2u
+
+#ifndef IORING_CQE_F_MORE
+#define IORING_CQE_F_MORE (1U << 1)
+#endif
 
 #define BLITZ__IO_FOREVER  UINT64_MAX
 #define BLITZ__IO_MAX_IOV  16
@@ -54,6 +61,12 @@ struct blitz_socket {
     blitz__atomic_u32 rd_hot; /* the last receive filled its buffer */
     int poll_slot; /* index in the poll set, -1 when not in it (poll_lock) */
     blitz_io *ops; /* waiting (readiness) or in flight (io_uring); under lock */
+    /* io_uring multishot accept (listeners; under lock): armed in the
+     * kernel, connections accepted before anyone asked, a pending error. */
+    int ms_armed;
+    int ms_err;
+    int *ms_fds;
+    uint32_t ms_head, ms_count, ms_cap;
     struct blitz_socket *all_next, *all_prev; /* every live socket (socks_lock) */
     struct blitz_socket *free_next;
 };
@@ -71,6 +84,7 @@ typedef struct blitz__io {
     blitz__mutex socks_lock;
     blitz_socket *all;
     blitz_socket *free_list;
+    blitz__atomic_u32 nsocks; /* live sockets */
     blitz__atomic_u32 has_free; /* free_list is not empty */
 
     /* epoll */
@@ -104,6 +118,7 @@ typedef struct blitz__io {
     struct io_uring_cqe *cqe_buf;
     blitz__atomic_u64 inflight; /* ops the kernel holds */
     int skip_cancel_cqe;
+    int ms_accept; /* multishot accept is available (Linux 5.19+) */
 } blitz__io;
 
 /* Backends (each in its own file, stubs when compiled out). */
@@ -125,6 +140,8 @@ BLITZ_PRIVATE int blitz__uring_init(blitz__io *io);
 BLITZ_PRIVATE void blitz__uring_destroy(blitz__io *io);
 BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz_io *op, int flush);
 BLITZ_PRIVATE void blitz__uring_submit_cancel(blitz__io *io, blitz_io *op);
+BLITZ_PRIVATE int blitz__uring_arm_accept(blitz__io *io, blitz_socket *s);
+BLITZ_PRIVATE void blitz__uring_cancel_ud(blitz__io *io, uint64_t ud);
 BLITZ_PRIVATE void blitz__uring_flush(blitz__io *io);
 BLITZ_PRIVATE int blitz__uring_cq_ready(blitz__io *io);
 BLITZ_PRIVATE void blitz__uring_wait(blitz__io *io, uint64_t timeout_ns);
@@ -134,3 +151,4 @@ BLITZ_PRIVATE void blitz__uring_dispatch(blitz__io *io);
 BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr);
 BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, uint32_t flags);
 BLITZ_PRIVATE void blitz__io_drain_wake_fd(blitz__io *io);
+BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz_socket *s, int32_t res, uint32_t flags);

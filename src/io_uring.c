@@ -31,6 +31,9 @@
 #ifndef IORING_ENTER_EXT_ARG
 #define IORING_ENTER_EXT_ARG (1U << 3)
 #endif
+#ifndef IORING_ACCEPT_MULTISHOT
+#define IORING_ACCEPT_MULTISHOT (1U << 0)
+#endif
 #ifndef IORING_POLL_ADD_MULTI
 #define IORING_POLL_ADD_MULTI (1U << 0)
 #endif
@@ -74,6 +77,8 @@ static int blitz__uring_probe(blitz__io *io) {
         for (size_t i = 0; i < sizeof need; i++)
             if (need[i] > p->last_op || !(p->ops[need[i]].flags & IO_URING_OP_SUPPORTED))
                 rc = BLITZ_ENOSYS;
+        /* Multishot accept came with Linux 5.19, as did IORING_OP_SOCKET. */
+        io->ms_accept = p->last_op >= 45 /* IORING_OP_SOCKET */;
     }
     blitz__free(p);
     return rc;
@@ -303,6 +308,40 @@ BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz_io *op, int flush)
     return BLITZ_OK;
 }
 
+/* Arms a listener's multishot accept. Caller holds the socket's lock. */
+BLITZ_PRIVATE int blitz__uring_arm_accept(blitz__io *io, blitz_socket *s) {
+    blitz__mutex_lock(&io->sq_lock);
+    struct io_uring_sqe *sqe = blitz__uring_sqe_or_flush(io);
+    if (sqe) {
+        sqe->opcode = IORING_OP_ACCEPT;
+        sqe->fd = s->fd;
+        sqe->accept_flags = SOCK_NONBLOCK | SOCK_CLOEXEC;
+        sqe->ioprio = IORING_ACCEPT_MULTISHOT;
+        sqe->user_data = (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS;
+        blitz__uring_push(io);
+        blitz__uring_flush_locked(io);
+    }
+    blitz__mutex_unlock(&io->sq_lock);
+    return sqe ? BLITZ_OK : BLITZ_EBUSY;
+}
+
+/* ASYNC_CANCEL by user_data. */
+BLITZ_PRIVATE void blitz__uring_cancel_ud(blitz__io *io, uint64_t ud) {
+    blitz__mutex_lock(&io->sq_lock);
+    struct io_uring_sqe *sqe = blitz__uring_sqe_or_flush(io);
+    if (sqe) {
+        sqe->opcode = IORING_OP_ASYNC_CANCEL;
+        sqe->fd = -1;
+        sqe->addr = ud;
+        sqe->user_data = BLITZ__UD_IGNORE;
+        if (io->skip_cancel_cqe)
+            sqe->flags = IOSQE_CQE_SKIP_SUCCESS;
+        blitz__uring_push(io);
+    }
+    blitz__uring_flush_locked(io);
+    blitz__mutex_unlock(&io->sq_lock);
+}
+
 /* ASYNC_CANCEL of an op in flight. Caller holds the op's socket lock. */
 BLITZ_PRIVATE void blitz__uring_submit_cancel(blitz__io *io, blitz_io *op) {
     blitz__mutex_lock(&io->sq_lock);
@@ -377,6 +416,11 @@ BLITZ_PRIVATE void blitz__uring_dispatch(blitz__io *io) {
                     rearm = 1;
                 continue;
             }
+            if (ud & BLITZ__UD_ACCEPT_MS) {
+                blitz__io_accept_ms(io, (blitz_socket *)(uintptr_t)(ud & ~(uint64_t)7),
+                                    batch[i].res, batch[i].flags);
+                continue;
+            }
             blitz__io_complete(io, (blitz_io *)(uintptr_t)ud, batch[i].res, batch[i].flags);
         }
         if (rearm)
@@ -402,6 +446,15 @@ BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz_io *op, int flush)
 BLITZ_PRIVATE void blitz__uring_submit_cancel(blitz__io *io, blitz_io *op) {
     (void)io;
     (void)op;
+}
+BLITZ_PRIVATE int blitz__uring_arm_accept(blitz__io *io, blitz_socket *s) {
+    (void)io;
+    (void)s;
+    return BLITZ_ENOSYS;
+}
+BLITZ_PRIVATE void blitz__uring_cancel_ud(blitz__io *io, uint64_t ud) {
+    (void)io;
+    (void)ud;
 }
 BLITZ_PRIVATE void blitz__uring_flush(blitz__io *io) {
     (void)io;

@@ -56,6 +56,7 @@ BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out) {
     rt->spin_before_park = c.spin_before_park == UINT32_MAX ? 0
                            : c.spin_before_park             ? c.spin_before_park
                                                             : BLITZ__DEFAULT_SPIN;
+    rt->spin_explicit = c.spin_before_park != 0;
     rt->fixed_interval = c.global_queue_interval;
     if (rt->fixed_interval && rt->fixed_interval < 1)
         rt->fixed_interval = 1;

@@ -407,7 +407,8 @@ static int blitz__worker_park(blitz__worker *w) {
         blitz__worker_flush_deferred(w);
         return 0;
     }
-    for (uint32_t i = 0; i < rt->spin_before_park; i++) {
+    uint32_t spin = blitz__io_spin_rounds(rt);
+    for (uint32_t i = 0; i < spin; i++) {
         if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt) ||
             blitz__io_ready_cheap(rt))
             return 0;
