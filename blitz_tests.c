@@ -39,6 +39,7 @@
 #include "tests/test_chan.c"
 #include "tests/test_io.c"
 #include "tests/test_pool.c"
+#include "tests/test_stream.c"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define TEST_HAS_LSAN 1
