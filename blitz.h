@@ -62,6 +62,9 @@ WHAT IS IN THIS VERSION
 blitz DOES NOT yet have: I/O (sockets, files), channels, a
 - I/O: one driver per runtime over io_uring, epoll or poll; TCP, UDP and
   Unix sockets as intrusive ops (see I/O below).
+- pipes and descriptor ops, byte streams (buffered reader and writer,
+  copy with splice / sendfile) and a graceful-shutdown coordinator (see
+  STREAMS, PIPES AND COPY and GRACEFUL SHUTDOWN below).
 
 blitz DOES NOT yet have: file I/O, channels and async locks, a
 blocking pool, signals or processes. A task that must wait for something
