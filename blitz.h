@@ -64,6 +64,10 @@ WHAT IS IN THIS VERSION
   Unix sockets as intrusive ops (see I/O below);
 - a blocking pool (blitz_spawn_blocking), and on it files, DNS lookups and
   child processes; signal listeners.
+  Unix sockets as intrusive ops (see I/O below).
+- pipes and descriptor ops, byte streams (buffered reader and writer,
+  copy with splice / sendfile) and a graceful-shutdown coordinator (see
+  STREAMS, PIPES AND COPY and GRACEFUL SHUTDOWN below).
 
 blitz DOES NOT yet have: kqueue (BSD, macOS) and IOCP (Windows) backends,
 TLS, or native io_uring file operations (files use the blocking pool).
@@ -153,6 +157,52 @@ local and peer addresses; UDP bind / connect / send_to / recv_from /
 multicast; Unix stream listeners, datagram sockets, pairs, abstract names
 ("@name"). Addresses: blitz_addr_parse("127.0.0.1:80" / "[::1]:80"),
 blitz_addr_unix, blitz_addr_format.
+
+
+STREAMS, PIPES AND COPY
+=======================
+Descriptor ops work on any descriptor a blitz_socket wraps (blitz_pipe
+makes a non-blocking pipe pair, blitz_sock_adopt wraps a tty, a device or
+a child's pipe end): blitz_fd_read / blitz_fd_write / blitz_fd_write_all
+use read(2)/write(2), which work on pipes where recv/send do not, and
+blitz_fd_readable / blitz_fd_writable wait for readiness. They are
+blitz_io ops on every backend (on io_uring a POLL_ADD followed by the
+system call, so the kernel never holds the buffer). A write into a pipe
+without a reader returns BLITZ_EPIPE: SIGPIPE is held back around the
+call and never reaches the process.
+
+A blitz_stream is a read side and a write side over a socket
+(blitz_stream_socket), a pipe or other pollable descriptor
+(blitz_stream_pipe), a regular file (blitz_stream_file: reads and writes
+at the file position on the blocking pool) or your own vtable
+(blitz_stream_custom). Buffered reader: blitz_reader_read, read_exact
+(BLITZ_EEOF when the stream ends first), read_until(delim, max) and
+read_line (BLITZ_EMSGSIZE when the record does not fit: its first bytes
+are returned, the rest comes next; a last line without "\n" is returned
+as it is; 0 at the end of the stream). Buffered writer: write,
+write_all, flush, close (flushes, then ends the write side); an error
+sticks. blitz_copy_run copies until src ends: splice(2) when a side is a
+pipe (through a pipe of its own between two sockets), sendfile(2) from a
+file, else read and write through a 64 KiB buffer (also when the kernel
+refuses, or with BLITZ_COPY_NO_SPLICE); c.kernel counts the bytes the
+kernel moved. Every op has a cancel function and a blitz_op constructor
+(blitz_op_reader_read_line, blitz_op_copy, ...), so timeouts, races and
+blitz_op_wait work on them. Keep a reader's buffer in the task's state
+when the task can be cancelled: a cancelled io_uring socket read may
+still land in it until blitz_stream_settle.
+
+
+GRACEFUL SHUTDOWN
+=================
+blitz_shutdown_new(rt, opts, &sd) listens to SIGINT and SIGTERM (or the
+signals in opts). Accept loops race their accept against
+blitz_shutdown_token(sd) (blitz_op_cancel_token_wait); connections are
+spawned with blitz_shutdown_spawn. A supervising task awaits
+blitz_shutdown_run(cx, &run, sd, grace_ns): on the trigger (a signal, or
+blitz_shutdown_trigger from any thread) the token is cancelled at once,
+the tasks in flight may finish until the grace period ends, the rest are
+cancelled; run.finished and run.cancelled count them and run.signo tells
+the signal. See examples/graceful_server.c.
 
 
 TASKS AND POLL FUNCTIONS
@@ -682,7 +732,8 @@ extern "C" {
     XX(ERELEASED, -4006, "handle already released")       \
     XX(ENOHOST, -4010, "host name not found")             \
     XX(EDNSTEMP, -4011, "temporary name server failure")  \
-    XX(EDNS, -4012, "name resolution failed")
+    XX(EDNS, -4012, "name resolution failed")             \
+    XX(EEOF, -4020, "unexpected end of stream")
 
 #define BLITZ_OK                             0
 #define BLITZ__ERRNO_ENUM(name, value, text) BLITZ_##name = (value),
@@ -2609,6 +2660,344 @@ BLITZ_API blitz_poll blitz_process_output(blitz_cx *cx, blitz_output_op *op,
                                           size_t input_len);
 BLITZ_API void blitz_process_output_cancel(blitz_cx *cx, void *op);
 /* ====[ END src/api_pool.h ]=============================================== */
+/* ====[ BEGIN src/api_stream.h ]=========================================== */
+/* >>api_stream */
+/* Public API: descriptor ops and pipes, byte streams (buffered reader and
+ * writer, copy), graceful shutdown. */
+
+/* ---------------------------------------------------------------------------
+ * Descriptor ops and pipes
+ *
+ * The socket ops of api_io.h use recv/send, which fail on pipes, ttys and
+ * character devices. These ops use read(2)/write(2) on any descriptor a
+ * blitz_socket wraps (blitz_pipe, blitz_sock_adopt; sockets too), on every
+ * backend: readiness and the system call on epoll and poll, a POLL_ADD
+ * followed by the system call on io_uring (so the kernel never holds your
+ * buffer). They are blitz_io ops: the result is in op->result (bytes, 0 at
+ * end of stream, or a negative code), blitz_io_cancel / blitz_io_cancel_op
+ * withdraw them. A write to a pipe whose reader is gone returns
+ * BLITZ_EPIPE; SIGPIPE never reaches the process for it.
+ *
+ * Regular files and /dev/null cannot be waited for (epoll refuses them):
+ * use a file stream (blitz_stream_file) or the file ops of api_pool.h.
+ * ------------------------------------------------------------------------- */
+
+/* A non-blocking, close-on-exec pipe: bytes written to *write_end come out
+ * of *read_end. Closing the write end (blitz_sock_close) ends the stream
+ * for the reader; closing the read end makes writes fail with BLITZ_EPIPE.
+ * BLITZ_EINVAL (NULL), BLITZ_ENOSYS (runtime without I/O), BLITZ_EMFILE. */
+BLITZ_API int blitz_pipe(blitz_runtime *rt, blitz_socket **read_end, blitz_socket **write_end);
+
+/* Up to len bytes; result 0 at end of stream. */
+BLITZ_API blitz_poll blitz_fd_read(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
+                                   size_t len);
+/* At least one byte (or the error); may be partial. */
+BLITZ_API blitz_poll blitz_fd_write(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
+                                    size_t len);
+/* All len bytes; result len, or the error that stopped it. */
+BLITZ_API blitz_poll blitz_fd_write_all(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                        const void *buf, size_t len);
+/* READY once the descriptor is readable / writable (or at end of stream,
+ * or in error): result is the poll(2) event mask (> 0) or a negative
+ * code. */
+BLITZ_API blitz_poll blitz_fd_readable(blitz_cx *cx, blitz_io *op, blitz_socket *s);
+BLITZ_API blitz_poll blitz_fd_writable(blitz_cx *cx, blitz_io *op, blitz_socket *s);
+
+/* ---------------------------------------------------------------------------
+ * Byte streams
+ *
+ * A blitz_stream is one read side and one write side over a socket, a pipe
+ * (or any descriptor a blitz_socket wraps), a file, or an implementation of
+ * your own (a vtable). The buffered reader and writer and blitz_copy work
+ * on any of them. A stream holds one pending read and one pending write at
+ * a time (one task may read while another writes); it keeps the op structs
+ * of both, so it lives where an op lives: in a task's state, or anywhere
+ * that outlives the ops polled on it (after a cancel, until
+ * blitz_stream_settle is READY).
+ *
+ * Every awaitable below is an intrusive op: a poll function over an object
+ * (the stream, the reader, the writer, the copy), a cancel function (a
+ * blitz_cancel_fn, safe with cx NULL and on an idle or finished op), and a
+ * blitz_op constructor, so they work with blitz_timeout_op, blitz_race and
+ * blitz_op_wait (the blocking form). Results are in the object's `result`:
+ * a count >= 0 or a negative code.
+ * ------------------------------------------------------------------------- */
+
+typedef struct blitz_stream blitz_stream;
+
+/* A stream implementation. read / write are polled until READY and then
+ * store their result in *result (bytes; 0 from read = end of stream; < 0
+ * an error); write may be partial but moves at least one byte. cancel
+ * withdraws the pending read (dir 0) or write (dir 1); cx may be NULL.
+ * shutdown_write (optional) ends the write side: the peer reads end of
+ * stream. */
+typedef struct blitz_stream_vtable {
+    blitz_poll (*read)(blitz_cx *cx, blitz_stream *st, void *buf, size_t len, int64_t *result);
+    blitz_poll (*write)(blitz_cx *cx, blitz_stream *st, const void *buf, size_t len,
+                        int64_t *result);
+    void (*cancel)(blitz_cx *cx, blitz_stream *st, int dir);
+    int (*shutdown_write)(blitz_stream *st);
+} blitz_stream_vtable;
+
+#define BLITZ_STREAM_SOCKET 1 /* a socket: send/recv */
+#define BLITZ_STREAM_PIPE   2 /* any other pollable descriptor: read/write */
+#define BLITZ_STREAM_FILE   3 /* a regular file, through the blocking pool */
+#define BLITZ_STREAM_CUSTOM 4
+
+/* The stream closes its socket / descriptor in blitz_stream_close. */
+#define BLITZ_STREAM_OWN 1u
+
+struct blitz_stream {
+    const blitz_stream_vtable *vtable;
+    void *user; /* for a custom implementation */
+    int kind;   /* BLITZ_STREAM_* */
+    int fd;     /* the descriptor, or -1 */
+    blitz_socket *sock;
+    /* blitz_stream_read / _write: the result after READY. */
+    int64_t read_result, write_result;
+    unsigned blitz__flags;
+    int blitz__wr_shut;
+    void *blitz__rbuf;
+    const void *blitz__wbuf;
+    size_t blitz__rlen, blitz__wlen;
+    blitz_io blitz__rio, blitz__wio;
+    blitz_fs_op blitz__rfs, blitz__wfs;
+};
+
+/* A socket stream (recv/send), or a pipe stream (read/write) for any other
+ * descriptor a blitz_socket wraps. flags: BLITZ_STREAM_OWN or 0.
+ * BLITZ_EINVAL for NULL. */
+BLITZ_API int blitz_stream_socket(blitz_stream *st, blitz_socket *s, unsigned flags);
+BLITZ_API int blitz_stream_pipe(blitz_stream *st, blitz_socket *s, unsigned flags);
+/* A stream over an open file descriptor: reads and writes at the file
+ * position, on the blocking pool. */
+BLITZ_API int blitz_stream_file(blitz_stream *st, int fd, unsigned flags);
+BLITZ_API int blitz_stream_custom(blitz_stream *st, const blitz_stream_vtable *vt, void *user);
+/* Ends the write side (socket: shutdown(SHUT_WR); owned pipe end: close;
+ * file: nothing). BLITZ_OK, or the system's error. */
+BLITZ_API int blitz_stream_shutdown_write(blitz_stream *st);
+/* Withdraws pending ops and closes what the stream owns. Idempotent. */
+BLITZ_API int blitz_stream_close(blitz_stream *st);
+
+/* One read / one (possibly partial) write: result in st->read_result /
+ * st->write_result. */
+BLITZ_API blitz_poll blitz_stream_read(blitz_cx *cx, blitz_stream *st, void *buf, size_t len);
+BLITZ_API blitz_poll blitz_stream_write(blitz_cx *cx, blitz_stream *st, const void *buf,
+                                        size_t len);
+BLITZ_API void blitz_stream_read_cancel(blitz_cx *cx, void *st);
+BLITZ_API void blitz_stream_write_cancel(blitz_cx *cx, void *st);
+/* READY once no cancelled op of the stream is still held by the kernel
+ * (only io_uring has such a wait); then the stream may be freed. */
+BLITZ_API blitz_poll blitz_stream_settle(blitz_cx *cx, blitz_stream *st);
+/* The arguments are kept in the stream until the op is polled. */
+BLITZ_API blitz_op blitz_op_stream_read(blitz_stream *st, void *buf, size_t len);
+BLITZ_API blitz_op blitz_op_stream_write(blitz_stream *st, const void *buf, size_t len);
+
+/* ---- the buffered reader --------------------------------------------------
+ *
+ *   blitz_reader_init(&s->rd, &s->stream, NULL, 0);        (8 KiB, allocated)
+ *   for (;;) {
+ *       BLITZ_AWAIT(s, blitz_reader_read_line(cx, &s->rd, s->line, sizeof s->line));
+ *       if (s->rd.result <= 0) break;      0: end of stream; < 0: error
+ *       ... s->line (NUL-terminated, without "\n" or "\r\n"), s->rd.len bytes ...
+ *   }
+ *   blitz_reader_deinit(&s->rd);
+ *
+ * read_until / read_line take a record that fits the reader's buffer only
+ * once the delimiter is in it, so a cancelled one loses nothing; a longer
+ * record is moved into the destination as it comes (a cancel then leaves
+ * the part moved in dst, `len` bytes of it). A last record without a
+ * delimiter at the end of the stream is returned as it is.
+ *
+ * The reader's buffer is where the stream reads into: with io_uring a
+ * socket read that was cancelled may still land there until
+ * blitz_stream_settle is READY. A reader whose task can be cancelled
+ * therefore gets a buffer inside the task's state (which the runtime keeps
+ * until the kernel lets go), not an allocated one it would free in the
+ * cancel hook.
+ * ------------------------------------------------------------------------- */
+
+typedef struct blitz_reader {
+    /* After READY: bytes consumed from the stream (> 0), 0 at end of
+     * stream with nothing read, or a negative code: BLITZ_EMSGSIZE (the
+     * record is longer than the destination), BLITZ_EEOF (read_exact: the
+     * stream ended first), or the stream's error. */
+    int64_t result;
+    /* read_line: the line's length without its ending; read_until /
+     * read_exact / EMSGSIZE: the bytes stored in the destination. */
+    size_t len;
+    blitz_stream *stream;
+    unsigned char *blitz__buf;
+    size_t blitz__cap, blitz__start, blitz__end, blitz__scanned;
+    int blitz__owns, blitz__eof, blitz__op, blitz__reading;
+    int64_t blitz__err;
+    unsigned char *blitz__dst;
+    size_t blitz__max, blitz__got;
+} blitz_reader;
+
+/* buf NULL: the reader allocates cap bytes (0 = 8 KiB). BLITZ_EINVAL (NULL
+ * reader or stream, cap 0 with a buffer), BLITZ_ENOMEM. */
+BLITZ_API int blitz_reader_init(blitz_reader *r, blitz_stream *st, void *buf, size_t cap);
+/* Frees an allocated buffer. */
+BLITZ_API void blitz_reader_deinit(blitz_reader *r);
+/* Bytes buffered and not yet consumed. */
+BLITZ_API size_t blitz_reader_buffered(const blitz_reader *r);
+/* Up to len bytes (from the buffer, else one read of the stream). */
+BLITZ_API blitz_poll blitz_reader_read(blitz_cx *cx, blitz_reader *r, void *dst, size_t len);
+/* Exactly len bytes, or BLITZ_EEOF (len: what arrived). */
+BLITZ_API blitz_poll blitz_reader_read_exact(blitz_cx *cx, blitz_reader *r, void *dst, size_t len);
+/* Bytes up to and including `delim` (0..255) into dst, at most max; result
+ * and len: bytes stored. BLITZ_EMSGSIZE when max bytes came without the
+ * delimiter: they are in dst and consumed, the rest of the record is
+ * next. */
+BLITZ_API blitz_poll blitz_reader_read_until(blitz_cx *cx, blitz_reader *r, int delim, void *dst,
+                                             size_t max);
+/* A '\n'-terminated line into dst (size max >= 2), NUL-terminated, without
+ * "\n" / "\r\n"; len is its length. BLITZ_EMSGSIZE when the line does not
+ * fit (max - 1 bytes of it in dst and consumed). */
+BLITZ_API blitz_poll blitz_reader_read_line(blitz_cx *cx, blitz_reader *r, char *dst, size_t max);
+/* Withdraws a pending reader op (a blitz_cancel_fn; op = the reader). */
+BLITZ_API void blitz_reader_cancel(blitz_cx *cx, void *reader);
+BLITZ_API blitz_op blitz_op_reader_read_line(blitz_reader *r, char *dst, size_t max);
+BLITZ_API blitz_op blitz_op_reader_read_exact(blitz_reader *r, void *dst, size_t len);
+
+/* ---- the buffered writer --------------------------------------------------
+ *
+ * Bytes collect in the buffer and go out when it is full, on flush, and on
+ * close. After an error every later op reports it. */
+
+typedef struct blitz_writer {
+    int64_t result; /* after READY: bytes accepted / 0 (flush, close) / < 0 */
+    blitz_stream *stream;
+    unsigned char *blitz__buf;
+    size_t blitz__cap, blitz__len, blitz__sent;
+    int blitz__owns, blitz__op, blitz__writing;
+    int64_t blitz__err;
+    const unsigned char *blitz__src;
+    size_t blitz__srclen, blitz__taken;
+} blitz_writer;
+
+BLITZ_API int blitz_writer_init(blitz_writer *w, blitz_stream *st, void *buf, size_t cap);
+/* Frees an allocated buffer; bytes not flushed are dropped. */
+BLITZ_API void blitz_writer_deinit(blitz_writer *w);
+BLITZ_API size_t blitz_writer_buffered(const blitz_writer *w);
+/* Accepts at least one byte (waits for room only when the buffer is
+ * full); result: bytes accepted. */
+BLITZ_API blitz_poll blitz_writer_write(blitz_cx *cx, blitz_writer *w, const void *src, size_t len);
+/* Accepts all len bytes (writes larger than the buffer go straight out). */
+BLITZ_API blitz_poll blitz_writer_write_all(blitz_cx *cx, blitz_writer *w, const void *src,
+                                            size_t len);
+/* Writes out what is buffered; result 0. */
+BLITZ_API blitz_poll blitz_writer_flush(blitz_cx *cx, blitz_writer *w);
+/* Flushes, then ends the stream's write side; result 0. */
+BLITZ_API blitz_poll blitz_writer_close(blitz_cx *cx, blitz_writer *w);
+BLITZ_API void blitz_writer_cancel(blitz_cx *cx, void *writer);
+BLITZ_API blitz_op blitz_op_writer_write_all(blitz_writer *w, const void *src, size_t len);
+BLITZ_API blitz_op blitz_op_writer_flush(blitz_writer *w);
+
+/* ---- copy -----------------------------------------------------------------
+ *
+ * Everything from src until its end into dst. The kernel moves the bytes
+ * where it can: splice(2) when one side is a pipe (through a pipe of the
+ * op's own between two sockets), sendfile(2) from a file to a socket or
+ * pipe; otherwise, or when the kernel refuses, read and write through a
+ * buffer. dst's write side is left open. */
+
+#define BLITZ_COPY_NO_SPLICE 1u /* always read and write through a buffer */
+
+typedef struct blitz_copy {
+    int64_t result;  /* after READY: bytes copied, or a negative code */
+    uint64_t bytes;  /* copied so far */
+    uint64_t kernel; /* of which moved by splice / sendfile */
+    blitz_stream *src, *dst;
+    unsigned flags;
+    int blitz__mode, blitz__wait, blitz__eof;
+    int blitz__pipe[2];
+    size_t blitz__inpipe;
+    unsigned char *blitz__buf;
+    size_t blitz__len, blitz__off;
+    blitz_io blitz__src_io, blitz__dst_io;
+} blitz_copy;
+
+/* Prepares a copy (flags: BLITZ_COPY_* or 0). BLITZ_EINVAL for NULL. */
+BLITZ_API int blitz_copy_init(blitz_copy *c, blitz_stream *src, blitz_stream *dst, unsigned flags);
+BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c);
+/* Withdraws the copy and frees what it holds (the bytes in flight are
+ * lost). */
+BLITZ_API void blitz_copy_cancel(blitz_cx *cx, void *copy);
+BLITZ_API blitz_op blitz_op_copy(blitz_copy *c);
+
+/* ---------------------------------------------------------------------------
+ * Graceful shutdown
+ *
+ *   blitz_shutdown *sd;
+ *   blitz_shutdown_new(rt, NULL, &sd);                (SIGINT and SIGTERM)
+ *   ... the accept loop races its accept against the token:
+ *   s->ops[0] = blitz_op_make(accept_poll, blitz_io_cancel_op, &s->io);
+ *   s->ops[1] = blitz_op_cancel_token_wait(&s->tw, blitz_shutdown_token(sd));
+ *   ... connections: blitz_shutdown_spawn(sd, conn_poll, &c, sizeof c);
+ *   ... a supervising task:
+ *   BLITZ_AWAIT(s, blitz_shutdown_run(cx, &s->run, sd, 5 * BLITZ_SEC));
+ *   s->run.finished, s->run.cancelled
+ *
+ * blitz_shutdown_run waits for the trigger (blitz_shutdown_trigger from any
+ * thread, or one of the signals), cancels the token at once (acceptors
+ * stop), lets the tasks spawned with blitz_shutdown_spawn finish until the
+ * grace period ends, cancels those still running, and reports how many
+ * finished and how many were cancelled.
+ * ------------------------------------------------------------------------- */
+
+typedef struct blitz_shutdown blitz_shutdown;
+
+typedef struct blitz_shutdown_opts {
+    /* Signals that trigger the shutdown; nsignals 0 = SIGINT and SIGTERM,
+     * nsignals < 0 = none. */
+    const int *signals;
+    int nsignals;
+} blitz_shutdown_opts;
+
+/* BLITZ_EINVAL, BLITZ_ENOMEM, or a signal set-up error. */
+BLITZ_API int blitz_shutdown_new(blitz_runtime *rt, const blitz_shutdown_opts *opts,
+                                 blitz_shutdown **out);
+/* Starts the shutdown (any thread, idempotent). */
+BLITZ_API int blitz_shutdown_trigger(blitz_shutdown *sd);
+/* Nonzero once triggered. */
+BLITZ_API int blitz_shutdown_triggered(const blitz_shutdown *sd);
+/* Cancelled the moment the shutdown starts. */
+BLITZ_API blitz_cancel_token *blitz_shutdown_token(blitz_shutdown *sd);
+/* Spawns in-flight work the shutdown waits for (BLITZ_ECLOSED once the
+ * grace period is over, BLITZ_ESHUTDOWN / BLITZ_ENOMEM as blitz_spawn). */
+BLITZ_API int blitz_shutdown_spawn(blitz_shutdown *sd, blitz_poll_fn poll, const void *state,
+                                   size_t size);
+BLITZ_API int blitz_shutdown_spawn_ex(blitz_shutdown *sd, const blitz_spawn_opts *opts);
+/* Tracked tasks spawned and not yet finished. */
+BLITZ_API size_t blitz_shutdown_in_flight(blitz_shutdown *sd);
+
+typedef struct blitz_shutdown_run_op {
+    int result; /* BLITZ_OK, BLITZ_EINVAL, BLITZ_EBUSY (another run) */
+    int signo;  /* the signal that triggered it, 0 for a call */
+    /* Of the tracked tasks still running at the trigger: */
+    uint64_t finished;  /* completed by themselves */
+    uint64_t cancelled; /* tracked tasks cancelled after the grace period */
+    uint64_t blitz__deadline;
+    size_t blitz__idx;
+    int blitz__phase;
+    blitz_shutdown *blitz__sd;
+    blitz_timer blitz__timer;
+    blitz_cancel_token_wait_op blitz__tw;
+    blitz_combo blitz__combo;
+    blitz_op blitz__ops[2];
+} blitz_shutdown_run_op;
+
+/* Awaits the whole shutdown (see above); grace_ns <= 0 cancels the
+ * tracked tasks at once. One run per coordinator. */
+BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op, blitz_shutdown *sd,
+                                        int64_t grace_ns);
+/* Withdraws a run (cancels every tracked task still running). */
+BLITZ_API void blitz_shutdown_run_cancel(blitz_cx *cx, void *op);
+/* Frees the coordinator (tracked tasks still running are cancelled). */
+BLITZ_API int blitz_shutdown_free(blitz_shutdown *sd);
+/* ====[ END src/api_stream.h ]============================================= */
 
 #ifdef __cplusplus
 }
@@ -9328,6 +9717,15 @@ BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx) {
 #define BLITZ__OP_SEND_TO   7u
 #define BLITZ__OP_ACCEPT    8u
 #define BLITZ__OP_CONNECT   9u
+/* Descriptor ops (io_fd.c): read(2)/write(2) on pipes, ttys, devices and
+ * sockets, and a plain readiness wait. io_uring carries them as a POLL_ADD
+ * followed by the system call, which works whatever the descriptor's
+ * O_NONBLOCK flag. */
+#define BLITZ__OP_FD_READ      10u
+#define BLITZ__OP_FD_WRITE     11u
+#define BLITZ__OP_FD_WRITE_ALL 12u
+#define BLITZ__OP_FD_POLL      13u
+#define BLITZ__OP_IS_FD(k)     ((k) >= BLITZ__OP_FD_READ && (k) <= BLITZ__OP_FD_POLL)
 
 #define BLITZ__DIR_READ  0u
 #define BLITZ__DIR_WRITE 1u
@@ -9456,6 +9854,12 @@ BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr);
 BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, uint32_t flags);
 BLITZ_PRIVATE void blitz__io_drain_wake_fd(blitz__io *io);
 BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz_socket *s, int32_t res, uint32_t flags);
+/* The common poll of every op kind (io_driver.c), and the system call of
+ * the descriptor kinds (io_fd.c). */
+BLITZ_PRIVATE blitz_poll blitz__io_op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                           uint32_t kind, const void *buf, size_t len,
+                                           uint32_t dir);
+BLITZ_PRIVATE int64_t blitz__fd_syscall(blitz_io *op);
 /* ====[ END src/io_internal.h ]============================================ */
 
 static inline uint32_t blitz__op_state(const blitz_io *op) {
@@ -9679,6 +10083,8 @@ static int64_t blitz__op_syscall(blitz_io *op) {
         return 0;
     }
     default:
+        if (BLITZ__OP_IS_FD(op->blitz__kind))
+            return blitz__fd_syscall(op);
         return BLITZ_EINVAL;
     }
     if (r < 0) {
@@ -9713,6 +10119,7 @@ static int blitz__op_result(blitz_io *op, int64_t r) {
 static int blitz__op_result_ex(blitz_io *op, int64_t r, int live) {
     switch (op->blitz__kind) {
     case BLITZ__OP_SEND_ALL:
+    case BLITZ__OP_FD_WRITE_ALL:
         if (r > 0) {
             op->blitz__done += (size_t)r;
             if (op->blitz__done < op->blitz__len)
@@ -10035,7 +10442,7 @@ static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
     int hot = (k == BLITZ__OP_RECV || k == BLITZ__OP_RECVV || k == BLITZ__OP_RECV_FROM) &&
               blitz__u32_load(&s->rd_hot, BLITZ__RELAXED);
     if (hot || k == BLITZ__OP_SEND || k == BLITZ__OP_SEND_ALL || k == BLITZ__OP_SENDV ||
-        k == BLITZ__OP_SEND_TO) {
+        k == BLITZ__OP_SEND_TO || BLITZ__OP_IS_FD(k)) {
         for (;;) {
             int64_t r = blitz__op_syscall(op);
             if (r == -EINTR)
@@ -10156,6 +10563,11 @@ static blitz_poll blitz__op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s, ui
     case BLITZ__IO_RETRY:
         return blitz__ready_attempt(cx, op);
     case BLITZ__IO_DONE:
+        /* A descriptor op's io_uring completion is readiness (POLL_ADD):
+         * the system call comes now. */
+        if (BLITZ__OP_IS_FD(op->blitz__kind) && op->blitz__kind != BLITZ__OP_FD_POLL &&
+            op->blitz__res >= 0)
+            return blitz__op_go(cx, op);
         if (op->blitz__kind == BLITZ__OP_RECV_FROM && op->blitz__addr && op->blitz__res >= 0 &&
             (op->blitz__flags & BLITZ__OPF_URING))
             op->blitz__addr->len = ((struct msghdr *)(void *)op->blitz__scratch)->msg_namelen;
@@ -10173,6 +10585,12 @@ static blitz_poll blitz__op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s, ui
             return BLITZ_PENDING;
         return blitz__op_poll(cx, op, s, kind, buf, len, addr, dir);
     }
+}
+
+BLITZ_PRIVATE blitz_poll blitz__io_op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                           uint32_t kind, const void *buf, size_t len,
+                                           uint32_t dir) {
+    return blitz__op_poll(cx, op, s, kind, buf, len, NULL, dir);
 }
 
 BLITZ_API int blitz_io_cancel(blitz_io *op) {
@@ -11293,6 +11711,13 @@ BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz_io *op, int flush)
         sqe->off = a->len;
         break;
     }
+    case BLITZ__OP_FD_READ:
+    case BLITZ__OP_FD_WRITE:
+    case BLITZ__OP_FD_WRITE_ALL:
+    case BLITZ__OP_FD_POLL:
+        sqe->opcode = IORING_OP_POLL_ADD;
+        sqe->poll32_events = op->blitz__dir == BLITZ__DIR_WRITE ? POLLOUT : POLLIN;
+        break;
     default:
         break;
     }
@@ -11971,6 +12396,1525 @@ BLITZ_API int blitz_udp_set_broadcast(blitz_socket *s, int on) {
     return blitz__setopt(s, SOL_SOCKET, SO_BROADCAST, on != 0);
 }
 /* ====[ END src/net_sock.c ]=============================================== */
+/* ====[ BEGIN src/io_fd.c ]================================================ */
+/* >>io_fd */
+/* Descriptor ops: read(2)/write(2) and readiness waits on any descriptor a
+ * blitz_socket wraps (pipes, ttys, character devices, sockets), and
+ * blitz_pipe.
+ *
+ * They are op kinds of the I/O driver (io_driver.c runs them like the
+ * socket ops): on epoll and poll the system call is tried and, on EAGAIN,
+ * the op waits for the direction's event; on io_uring the same system call
+ * is tried first and the wait is a POLL_ADD. io_uring's own READ/WRITE are
+ * not used: on a descriptor with O_NONBLOCK they complete with -EAGAIN
+ * instead of waiting, and the kernel would own the caller's buffer. */
+/* internal.h already included */
+/* io_internal.h already included */
+
+/* ---- writes without SIGPIPE ---------------------------------------------------- */
+
+/* A write into a pipe (or a splice / sendfile into a socket) whose reader
+ * is gone raises SIGPIPE at the calling thread, which kills the process by
+ * default. The signal is blocked around the call, and one that the call
+ * raised is taken back before the mask is restored, so the caller sees
+ * BLITZ_EPIPE only. */
+typedef struct blitz__nosig {
+    sigset_t old;
+    int was_pending; /* a SIGPIPE that was not ours */
+    int changed;
+} blitz__nosig;
+
+BLITZ_PRIVATE void blitz__nosig_begin(blitz__nosig *g) {
+    sigset_t pipe_set, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    g->was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    g->changed = pthread_sigmask(SIG_BLOCK, &pipe_set, &g->old) == 0;
+}
+
+BLITZ_PRIVATE void blitz__nosig_end(blitz__nosig *g, int epipe) {
+    int saved = errno;
+    if (epipe && !g->was_pending) {
+        sigset_t pipe_set, pending;
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+            struct timespec zero = {0, 0};
+            while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {
+            }
+        }
+    }
+    if (g->changed)
+        pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+    errno = saved;
+}
+
+/* Whether the wrapped descriptor is a socket (send with MSG_NOSIGNAL
+ * needs no signal mask). */
+static int blitz__fd_is_socket(const blitz_socket *s) {
+    return s->family != AF_UNSPEC;
+}
+
+/* ---- the system calls of the descriptor kinds --------------------------------------- */
+
+BLITZ_PRIVATE int64_t blitz__fd_syscall(blitz_io *op) {
+    blitz_socket *s = op->blitz__sock;
+    ssize_t r;
+    errno = 0;
+    switch (op->blitz__kind) {
+    case BLITZ__OP_FD_READ:
+        r = read(s->fd, op->blitz__buf, op->blitz__len);
+        break;
+    case BLITZ__OP_FD_WRITE:
+    case BLITZ__OP_FD_WRITE_ALL: {
+        const char *p = (const char *)op->blitz__buf + op->blitz__done;
+        size_t n = op->blitz__len - op->blitz__done;
+        if (blitz__fd_is_socket(s)) {
+            r = send(s->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (r < 0 && errno == ENOTSOCK) {
+                /* adopted descriptor with a family but not a socket */
+                blitz__nosig g;
+                blitz__nosig_begin(&g);
+                r = write(s->fd, p, n);
+                blitz__nosig_end(&g, r < 0 && errno == EPIPE);
+            }
+        } else {
+            blitz__nosig g;
+            blitz__nosig_begin(&g);
+            r = write(s->fd, p, n);
+            blitz__nosig_end(&g, r < 0 && errno == EPIPE);
+        }
+        break;
+    }
+    case BLITZ__OP_FD_POLL: {
+        struct pollfd pfd;
+        pfd.fd = s->fd;
+        pfd.events = op->blitz__dir == BLITZ__DIR_WRITE ? POLLOUT : POLLIN;
+        pfd.revents = 0;
+        r = poll(&pfd, 1, 0);
+        if (r > 0)
+            return pfd.revents;
+        if (r == 0)
+            return -EAGAIN;
+        break;
+    }
+    default:
+        return BLITZ_EINVAL;
+    }
+    if (r < 0) {
+        if (errno == EWOULDBLOCK || errno == EAGAIN)
+            return -EAGAIN;
+        return errno ? -(int64_t)errno : BLITZ_EIO;
+    }
+    return (int64_t)r;
+}
+
+/* ---- public ops --------------------------------------------------------------------------- */
+
+BLITZ_API blitz_poll blitz_fd_read(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
+                                   size_t len) {
+    return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_READ, buf, len, BLITZ__DIR_READ);
+}
+BLITZ_API blitz_poll blitz_fd_write(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
+                                    size_t len) {
+    return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_WRITE, buf, len, BLITZ__DIR_WRITE);
+}
+BLITZ_API blitz_poll blitz_fd_write_all(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                        const void *buf, size_t len) {
+    return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_WRITE_ALL, buf, len, BLITZ__DIR_WRITE);
+}
+BLITZ_API blitz_poll blitz_fd_readable(blitz_cx *cx, blitz_io *op, blitz_socket *s) {
+    return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_POLL, NULL, 0, BLITZ__DIR_READ);
+}
+BLITZ_API blitz_poll blitz_fd_writable(blitz_cx *cx, blitz_io *op, blitz_socket *s) {
+    return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_POLL, NULL, 0, BLITZ__DIR_WRITE);
+}
+
+/* ---- pipes ---------------------------------------------------------------------------------- */
+
+BLITZ_PRIVATE int blitz__pipe_fds(int fds[2]) {
+#if BLITZ__LINUX
+    if (syscall(SYS_pipe2, fds, O_NONBLOCK | O_CLOEXEC) < 0)
+        return blitz__from_errno(errno);
+    return BLITZ_OK;
+#else
+    if (pipe(fds) < 0)
+        return blitz__from_errno(errno);
+    for (int i = 0; i < 2; i++) {
+        fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
+        fcntl(fds[i], F_SETFD, FD_CLOEXEC);
+    }
+    return BLITZ_OK;
+#endif
+}
+
+BLITZ_API int blitz_pipe(blitz_runtime *rt, blitz_socket **read_end, blitz_socket **write_end) {
+    if (read_end)
+        *read_end = NULL;
+    if (write_end)
+        *write_end = NULL;
+    if (!rt || !read_end || !write_end)
+        return BLITZ_EINVAL;
+    if (!rt->io)
+        return BLITZ_ENOSYS;
+    int fds[2];
+    int rc = blitz__pipe_fds(fds);
+    if (rc != BLITZ_OK)
+        return rc;
+    blitz_socket *r = NULL, *w = NULL;
+    rc = blitz__sock_wrap(rt->io, fds[0], AF_UNSPEC, 0, &r);
+    if (rc != BLITZ_OK) {
+        close(fds[1]);
+        return rc;
+    }
+    rc = blitz__sock_wrap(rt->io, fds[1], AF_UNSPEC, 0, &w);
+    if (rc != BLITZ_OK) {
+        blitz_sock_close(r);
+        return rc;
+    }
+    *read_end = r;
+    *write_end = w;
+    return BLITZ_OK;
+}
+/* ====[ END src/io_fd.c ]================================================== */
+/* ====[ BEGIN src/stream.c ]=============================================== */
+/* >>stream */
+/* Byte streams: the stream vtables over sockets, descriptors and files;
+ * the buffered reader and writer; copy with splice / sendfile. */
+/* internal.h already included */
+/* io_internal.h already included */
+
+#ifndef SPLICE_F_MOVE
+#define SPLICE_F_MOVE 1u
+#endif
+#ifndef SPLICE_F_NONBLOCK
+#define SPLICE_F_NONBLOCK 2u
+#endif
+#ifndef F_SETPIPE_SZ
+#define F_SETPIPE_SZ 1031
+#endif
+
+#define BLITZ__READER_DEFAULT ((size_t)8192)
+#define BLITZ__COPY_BUF       ((size_t)64 * 1024)
+#define BLITZ__COPY_CHUNK     ((size_t)1 << 20)
+/* Transfers one poll of a copy makes before it lets other tasks run. */
+#define BLITZ__COPY_BUDGET 16
+
+/* ---- stream implementations ------------------------------------------------------- */
+
+static blitz_poll blitz__sock_st_read(blitz_cx *cx, blitz_stream *st, void *buf, size_t len,
+                                      int64_t *res) {
+    if (blitz_sock_recv(cx, &st->blitz__rio, st->sock, buf, len) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    *res = st->blitz__rio.result;
+    return BLITZ_READY;
+}
+static blitz_poll blitz__sock_st_write(blitz_cx *cx, blitz_stream *st, const void *buf, size_t len,
+                                       int64_t *res) {
+    if (blitz_sock_send(cx, &st->blitz__wio, st->sock, buf, len) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    *res = st->blitz__wio.result;
+    return BLITZ_READY;
+}
+static void blitz__io_st_cancel(blitz_cx *cx, blitz_stream *st, int dir) {
+    (void)cx;
+    blitz_io_cancel(dir ? &st->blitz__wio : &st->blitz__rio);
+}
+static int blitz__sock_st_shutdown(blitz_stream *st) {
+    return blitz_sock_shutdown(st->sock, 1);
+}
+static const blitz_stream_vtable blitz__sock_vt = {blitz__sock_st_read, blitz__sock_st_write,
+                                                   blitz__io_st_cancel, blitz__sock_st_shutdown};
+
+static blitz_poll blitz__fd_st_read(blitz_cx *cx, blitz_stream *st, void *buf, size_t len,
+                                    int64_t *res) {
+    if (blitz_fd_read(cx, &st->blitz__rio, st->sock, buf, len) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    *res = st->blitz__rio.result;
+    return BLITZ_READY;
+}
+static blitz_poll blitz__fd_st_write(blitz_cx *cx, blitz_stream *st, const void *buf, size_t len,
+                                     int64_t *res) {
+    if (blitz_fd_write(cx, &st->blitz__wio, st->sock, buf, len) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    *res = st->blitz__wio.result;
+    return BLITZ_READY;
+}
+/* A pipe's write side ends only when its descriptor closes. */
+static int blitz__fd_st_shutdown(blitz_stream *st) {
+    if (st->sock->family != AF_UNSPEC)
+        return blitz_sock_shutdown(st->sock, 1);
+    if (!(st->blitz__flags & BLITZ_STREAM_OWN))
+        return BLITZ_OK;
+    blitz_socket *s = st->sock;
+    st->sock = NULL;
+    st->fd = -1;
+    return blitz_sock_close(s);
+}
+static const blitz_stream_vtable blitz__fd_vt = {blitz__fd_st_read, blitz__fd_st_write,
+                                                 blitz__io_st_cancel, blitz__fd_st_shutdown};
+
+static blitz_poll blitz__file_st_read(blitz_cx *cx, blitz_stream *st, void *buf, size_t len,
+                                      int64_t *res) {
+    if (blitz_fs_read(cx, &st->blitz__rfs, st->fd, buf, len) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    *res = st->blitz__rfs.result;
+    return BLITZ_READY;
+}
+static blitz_poll blitz__file_st_write(blitz_cx *cx, blitz_stream *st, const void *buf, size_t len,
+                                       int64_t *res) {
+    if (blitz_fs_write(cx, &st->blitz__wfs, st->fd, buf, len) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    *res = st->blitz__wfs.result;
+    return BLITZ_READY;
+}
+static void blitz__file_st_cancel(blitz_cx *cx, blitz_stream *st, int dir) {
+    blitz_fs_cancel(cx, dir ? &st->blitz__wfs : &st->blitz__rfs);
+}
+static int blitz__file_st_shutdown(blitz_stream *st) {
+    (void)st;
+    return BLITZ_OK;
+}
+static const blitz_stream_vtable blitz__file_vt = {blitz__file_st_read, blitz__file_st_write,
+                                                   blitz__file_st_cancel, blitz__file_st_shutdown};
+
+static void blitz__stream_base(blitz_stream *st, int kind, unsigned flags) {
+    memset(st, 0, sizeof *st);
+    st->kind = kind;
+    st->fd = -1;
+    st->blitz__flags = flags;
+}
+
+BLITZ_API int blitz_stream_socket(blitz_stream *st, blitz_socket *s, unsigned flags) {
+    if (!st || !s || (flags & ~BLITZ_STREAM_OWN))
+        return BLITZ_EINVAL;
+    blitz__stream_base(st, BLITZ_STREAM_SOCKET, flags);
+    st->vtable = &blitz__sock_vt;
+    st->sock = s;
+    st->fd = s->fd;
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_stream_pipe(blitz_stream *st, blitz_socket *s, unsigned flags) {
+    if (!st || !s || (flags & ~BLITZ_STREAM_OWN))
+        return BLITZ_EINVAL;
+    blitz__stream_base(st, BLITZ_STREAM_PIPE, flags);
+    st->vtable = &blitz__fd_vt;
+    st->sock = s;
+    st->fd = s->fd;
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_stream_file(blitz_stream *st, int fd, unsigned flags) {
+    if (!st || fd < 0 || (flags & ~BLITZ_STREAM_OWN))
+        return BLITZ_EINVAL;
+    blitz__stream_base(st, BLITZ_STREAM_FILE, flags);
+    st->vtable = &blitz__file_vt;
+    st->fd = fd;
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_stream_custom(blitz_stream *st, const blitz_stream_vtable *vt, void *user) {
+    if (!st || !vt || !vt->read || !vt->write || !vt->cancel)
+        return BLITZ_EINVAL;
+    blitz__stream_base(st, BLITZ_STREAM_CUSTOM, 0);
+    st->vtable = vt;
+    st->user = user;
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_stream_shutdown_write(blitz_stream *st) {
+    if (!st || !st->vtable)
+        return BLITZ_EINVAL;
+    if (st->blitz__wr_shut)
+        return BLITZ_OK;
+    st->blitz__wr_shut = 1;
+    return st->vtable->shutdown_write ? st->vtable->shutdown_write(st) : BLITZ_OK;
+}
+
+BLITZ_API int blitz_stream_close(blitz_stream *st) {
+    if (!st || !st->vtable)
+        return BLITZ_EINVAL;
+    st->vtable->cancel(NULL, st, 0);
+    st->vtable->cancel(NULL, st, 1);
+    if (st->blitz__flags & BLITZ_STREAM_OWN) {
+        st->blitz__flags &= ~BLITZ_STREAM_OWN;
+        if (st->sock)
+            blitz_sock_close(st->sock);
+        else if (st->kind == BLITZ_STREAM_FILE && st->fd >= 0)
+            close(st->fd);
+        st->sock = NULL;
+        st->fd = -1;
+    }
+    return BLITZ_OK;
+}
+
+BLITZ_API blitz_poll blitz_stream_read(blitz_cx *cx, blitz_stream *st, void *buf, size_t len) {
+    if (!st)
+        return BLITZ_READY;
+    if (!st->vtable || (!buf && len)) {
+        st->read_result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    if ((st->kind == BLITZ_STREAM_SOCKET || st->kind == BLITZ_STREAM_PIPE) && !st->sock) {
+        st->read_result = BLITZ_ECLOSED;
+        return BLITZ_READY;
+    }
+    return st->vtable->read(cx, st, buf, len, &st->read_result);
+}
+
+BLITZ_API blitz_poll blitz_stream_write(blitz_cx *cx, blitz_stream *st, const void *buf,
+                                        size_t len) {
+    if (!st)
+        return BLITZ_READY;
+    if (!st->vtable || (!buf && len)) {
+        st->write_result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    if (st->blitz__wr_shut ||
+        ((st->kind == BLITZ_STREAM_SOCKET || st->kind == BLITZ_STREAM_PIPE) && !st->sock)) {
+        st->write_result = BLITZ_ECLOSED;
+        return BLITZ_READY;
+    }
+    return st->vtable->write(cx, st, buf, len, &st->write_result);
+}
+
+BLITZ_API void blitz_stream_read_cancel(blitz_cx *cx, void *p) {
+    blitz_stream *st = (blitz_stream *)p;
+    if (st && st->vtable)
+        st->vtable->cancel(cx, st, 0);
+}
+BLITZ_API void blitz_stream_write_cancel(blitz_cx *cx, void *p) {
+    blitz_stream *st = (blitz_stream *)p;
+    if (st && st->vtable)
+        st->vtable->cancel(cx, st, 1);
+}
+
+BLITZ_API blitz_poll blitz_stream_settle(blitz_cx *cx, blitz_stream *st) {
+    if (!st)
+        return BLITZ_READY;
+    if (blitz_io_settle(cx, &st->blitz__rio) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    return blitz_io_settle(cx, &st->blitz__wio);
+}
+
+static blitz_poll blitz__op_stream_read_poll(blitz_cx *cx, void *p) {
+    blitz_stream *st = (blitz_stream *)p;
+    return blitz_stream_read(cx, st, st->blitz__rbuf, st->blitz__rlen);
+}
+static blitz_poll blitz__op_stream_write_poll(blitz_cx *cx, void *p) {
+    blitz_stream *st = (blitz_stream *)p;
+    return blitz_stream_write(cx, st, st->blitz__wbuf, st->blitz__wlen);
+}
+BLITZ_API blitz_op blitz_op_stream_read(blitz_stream *st, void *buf, size_t len) {
+    if (st) {
+        st->blitz__rbuf = buf;
+        st->blitz__rlen = len;
+    }
+    return blitz_op_make(blitz__op_stream_read_poll, blitz_stream_read_cancel, st);
+}
+BLITZ_API blitz_op blitz_op_stream_write(blitz_stream *st, const void *buf, size_t len) {
+    if (st) {
+        st->blitz__wbuf = buf;
+        st->blitz__wlen = len;
+    }
+    return blitz_op_make(blitz__op_stream_write_poll, blitz_stream_write_cancel, st);
+}
+
+/* ---- the buffered reader ------------------------------------------------------------------ */
+
+#define BLITZ__RD_READ  1
+#define BLITZ__RD_EXACT 2
+#define BLITZ__RD_UNTIL 3
+
+BLITZ_API int blitz_reader_init(blitz_reader *r, blitz_stream *st, void *buf, size_t cap) {
+    if (!r)
+        return BLITZ_EINVAL;
+    memset(r, 0, sizeof *r);
+    if (!st || (buf && !cap))
+        return BLITZ_EINVAL;
+    if (!buf) {
+        if (!cap)
+            cap = BLITZ__READER_DEFAULT;
+        buf = blitz__malloc(cap);
+        if (!buf)
+            return BLITZ_ENOMEM;
+        r->blitz__owns = 1;
+    }
+    r->stream = st;
+    r->blitz__buf = (unsigned char *)buf;
+    r->blitz__cap = cap;
+    return BLITZ_OK;
+}
+
+BLITZ_API void blitz_reader_deinit(blitz_reader *r) {
+    if (!r)
+        return;
+    if (r->blitz__owns)
+        blitz__free(r->blitz__buf);
+    r->blitz__owns = 0;
+    r->blitz__buf = NULL;
+    r->blitz__cap = r->blitz__start = r->blitz__end = r->blitz__scanned = 0;
+}
+
+BLITZ_API size_t blitz_reader_buffered(const blitz_reader *r) {
+    return r ? r->blitz__end - r->blitz__start : 0;
+}
+
+/* One read of the stream into the free end of the buffer (compacted first
+ * when full). READY with the buffer grown, eof or err set. The buffer's
+ * layout does not change while the read is pending: the stream may own
+ * that memory until it completes. */
+static blitz_poll blitz__reader_fill(blitz_cx *cx, blitz_reader *r) {
+    if (!r->blitz__reading) {
+        if (r->blitz__start == r->blitz__end) {
+            r->blitz__start = r->blitz__end = r->blitz__scanned = 0;
+        } else if (r->blitz__end == r->blitz__cap && r->blitz__start > 0) {
+            size_t n = r->blitz__end - r->blitz__start;
+            memmove(r->blitz__buf, r->blitz__buf + r->blitz__start, n);
+            r->blitz__scanned -= r->blitz__start;
+            r->blitz__start = 0;
+            r->blitz__end = n;
+        }
+        if (r->blitz__end == r->blitz__cap)
+            return BLITZ_READY;
+        r->blitz__reading = 1;
+    }
+    blitz_stream *st = r->stream;
+    if (blitz_stream_read(cx, st, r->blitz__buf + r->blitz__end, r->blitz__cap - r->blitz__end) ==
+        BLITZ_PENDING)
+        return BLITZ_PENDING;
+    r->blitz__reading = 0;
+    int64_t res = st->read_result;
+    if (res > 0)
+        r->blitz__end += (size_t)res;
+    else if (res == 0)
+        r->blitz__eof = 1;
+    else
+        r->blitz__err = res;
+    return BLITZ_READY;
+}
+
+static blitz_poll blitz__reader_done(blitz_reader *r, int64_t result) {
+    r->result = result;
+    r->blitz__op = 0;
+    return BLITZ_READY;
+}
+
+static size_t blitz__reader_take(blitz_reader *r, void *dst, size_t n) {
+    size_t avail = r->blitz__end - r->blitz__start;
+    if (n > avail)
+        n = avail;
+    if (n)
+        memcpy(dst, r->blitz__buf + r->blitz__start, n);
+    r->blitz__start += n;
+    if (r->blitz__scanned < r->blitz__start)
+        r->blitz__scanned = r->blitz__start;
+    return n;
+}
+
+static int blitz__reader_bad(blitz_reader *r) {
+    return !r->stream || !r->blitz__buf;
+}
+
+BLITZ_API blitz_poll blitz_reader_read(blitz_cx *cx, blitz_reader *r, void *dst, size_t len) {
+    if (!r)
+        return BLITZ_READY;
+    if (blitz__reader_bad(r) || (!dst && len))
+        return blitz__reader_done(r, BLITZ_EINVAL);
+    r->blitz__op = BLITZ__RD_READ;
+    for (;;) {
+        if (r->blitz__end > r->blitz__start || !len) {
+            r->len = blitz__reader_take(r, dst, len);
+            return blitz__reader_done(r, (int64_t)r->len);
+        }
+        r->len = 0;
+        if (r->blitz__err)
+            return blitz__reader_done(r, r->blitz__err);
+        if (r->blitz__eof)
+            return blitz__reader_done(r, 0);
+        if (blitz__reader_fill(cx, r) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+    }
+}
+
+BLITZ_API blitz_poll blitz_reader_read_exact(blitz_cx *cx, blitz_reader *r, void *dst, size_t len) {
+    if (!r)
+        return BLITZ_READY;
+    if (blitz__reader_bad(r) || (!dst && len))
+        return blitz__reader_done(r, BLITZ_EINVAL);
+    if (r->blitz__op != BLITZ__RD_EXACT) {
+        r->blitz__op = BLITZ__RD_EXACT;
+        r->blitz__got = 0;
+    }
+    for (;;) {
+        r->blitz__got +=
+            blitz__reader_take(r, (unsigned char *)dst + r->blitz__got, len - r->blitz__got);
+        r->len = r->blitz__got;
+        if (r->blitz__got == len)
+            return blitz__reader_done(r, (int64_t)len);
+        if (r->blitz__err)
+            return blitz__reader_done(r, r->blitz__err);
+        if (r->blitz__eof)
+            return blitz__reader_done(r, BLITZ_EEOF);
+        if (blitz__reader_fill(cx, r) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+    }
+}
+
+/* The record scan shared by read_until and read_line. */
+static blitz_poll blitz__reader_until(blitz_cx *cx, blitz_reader *r, int delim, unsigned char *dst,
+                                      size_t max) {
+    if (r->blitz__op != BLITZ__RD_UNTIL) {
+        r->blitz__op = BLITZ__RD_UNTIL;
+        r->blitz__got = 0;
+        r->blitz__scanned = r->blitz__start;
+    }
+    for (;;) {
+        unsigned char *base = r->blitz__buf;
+        size_t from = r->blitz__scanned, end = r->blitz__end;
+        unsigned char *hit =
+            end > from ? (unsigned char *)memchr(base + from, delim, end - from) : NULL;
+        if (hit) {
+            size_t n = (size_t)(hit - (base + r->blitz__start)) + 1;
+            if (r->blitz__got + n > max) {
+                r->blitz__got += blitz__reader_take(r, dst + r->blitz__got, max - r->blitz__got);
+                r->len = r->blitz__got;
+                return blitz__reader_done(r, BLITZ_EMSGSIZE);
+            }
+            r->blitz__got += blitz__reader_take(r, dst + r->blitz__got, n);
+            r->len = r->blitz__got;
+            return blitz__reader_done(r, (int64_t)r->blitz__got);
+        }
+        r->blitz__scanned = end;
+        size_t avail = end - r->blitz__start;
+        if (r->blitz__got + avail > max) {
+            /* more than max bytes and no delimiter among them */
+            r->blitz__got += blitz__reader_take(r, dst + r->blitz__got, max - r->blitz__got);
+            r->len = r->blitz__got;
+            return blitz__reader_done(r, BLITZ_EMSGSIZE);
+        }
+        if (r->blitz__err) {
+            r->len = r->blitz__got;
+            return blitz__reader_done(r, r->blitz__err);
+        }
+        if (r->blitz__eof) {
+            r->blitz__got += blitz__reader_take(r, dst + r->blitz__got, avail);
+            r->len = r->blitz__got;
+            return blitz__reader_done(r, (int64_t)r->blitz__got);
+        }
+        if (!r->blitz__reading && r->blitz__end == r->blitz__cap && r->blitz__start == 0) {
+            /* A record longer than the buffer moves into dst as it comes. */
+            r->blitz__got += blitz__reader_take(r, dst + r->blitz__got, avail);
+            r->len = r->blitz__got;
+        }
+        if (blitz__reader_fill(cx, r) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+    }
+}
+
+BLITZ_API blitz_poll blitz_reader_read_until(blitz_cx *cx, blitz_reader *r, int delim, void *dst,
+                                             size_t max) {
+    if (!r)
+        return BLITZ_READY;
+    if (blitz__reader_bad(r) || !dst || !max || delim < 0 || delim > 255)
+        return blitz__reader_done(r, BLITZ_EINVAL);
+    return blitz__reader_until(cx, r, delim, (unsigned char *)dst, max);
+}
+
+BLITZ_API blitz_poll blitz_reader_read_line(blitz_cx *cx, blitz_reader *r, char *dst, size_t max) {
+    if (!r)
+        return BLITZ_READY;
+    if (blitz__reader_bad(r) || !dst || max < 2)
+        return blitz__reader_done(r, BLITZ_EINVAL);
+    if (blitz__reader_until(cx, r, '\n', (unsigned char *)dst, max - 1) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    size_t n = r->len;
+    if (r->result > 0 && n > 0 && dst[n - 1] == '\n') {
+        n--;
+        if (n > 0 && dst[n - 1] == '\r')
+            n--;
+    }
+    dst[n] = '\0';
+    r->len = n;
+    return BLITZ_READY;
+}
+
+BLITZ_API void blitz_reader_cancel(blitz_cx *cx, void *p) {
+    blitz_reader *r = (blitz_reader *)p;
+    if (!r)
+        return;
+    if (r->blitz__reading && r->stream)
+        blitz_stream_read_cancel(cx, r->stream);
+    r->blitz__reading = 0;
+    if (r->blitz__op)
+        r->result = BLITZ_ECANCELED;
+    r->blitz__op = 0;
+}
+
+static blitz_poll blitz__op_read_line_poll(blitz_cx *cx, void *p) {
+    blitz_reader *r = (blitz_reader *)p;
+    return blitz_reader_read_line(cx, r, (char *)r->blitz__dst, r->blitz__max);
+}
+static blitz_poll blitz__op_read_exact_poll(blitz_cx *cx, void *p) {
+    blitz_reader *r = (blitz_reader *)p;
+    return blitz_reader_read_exact(cx, r, r->blitz__dst, r->blitz__max);
+}
+BLITZ_API blitz_op blitz_op_reader_read_line(blitz_reader *r, char *dst, size_t max) {
+    if (r) {
+        r->blitz__dst = (unsigned char *)dst;
+        r->blitz__max = max;
+    }
+    return blitz_op_make(blitz__op_read_line_poll, blitz_reader_cancel, r);
+}
+BLITZ_API blitz_op blitz_op_reader_read_exact(blitz_reader *r, void *dst, size_t len) {
+    if (r) {
+        r->blitz__dst = (unsigned char *)dst;
+        r->blitz__max = len;
+    }
+    return blitz_op_make(blitz__op_read_exact_poll, blitz_reader_cancel, r);
+}
+
+/* ---- the buffered writer ------------------------------------------------------------------ */
+
+#define BLITZ__WR_WRITE 1
+#define BLITZ__WR_ALL   2
+#define BLITZ__WR_FLUSH 3
+#define BLITZ__WR_CLOSE 4
+/* blitz__writing: what the pending stream write carries */
+#define BLITZ__WRITING_BUF    1
+#define BLITZ__WRITING_DIRECT 2
+
+BLITZ_API int blitz_writer_init(blitz_writer *w, blitz_stream *st, void *buf, size_t cap) {
+    if (!w)
+        return BLITZ_EINVAL;
+    memset(w, 0, sizeof *w);
+    if (!st || (buf && !cap))
+        return BLITZ_EINVAL;
+    if (!buf) {
+        if (!cap)
+            cap = BLITZ__READER_DEFAULT;
+        buf = blitz__malloc(cap);
+        if (!buf)
+            return BLITZ_ENOMEM;
+        w->blitz__owns = 1;
+    }
+    w->stream = st;
+    w->blitz__buf = (unsigned char *)buf;
+    w->blitz__cap = cap;
+    return BLITZ_OK;
+}
+
+BLITZ_API void blitz_writer_deinit(blitz_writer *w) {
+    if (!w)
+        return;
+    if (w->blitz__owns)
+        blitz__free(w->blitz__buf);
+    w->blitz__owns = 0;
+    w->blitz__buf = NULL;
+    w->blitz__cap = w->blitz__len = w->blitz__sent = 0;
+}
+
+BLITZ_API size_t blitz_writer_buffered(const blitz_writer *w) {
+    return w ? w->blitz__len - w->blitz__sent : 0;
+}
+
+static blitz_poll blitz__writer_done(blitz_writer *w, int64_t result) {
+    w->result = result;
+    w->blitz__op = 0;
+    return BLITZ_READY;
+}
+
+/* One stream write of the buffered bytes. READY with progress made or
+ * blitz__err set. */
+static blitz_poll blitz__writer_push(blitz_cx *cx, blitz_writer *w) {
+    blitz_stream *st = w->stream;
+    w->blitz__writing = BLITZ__WRITING_BUF;
+    if (blitz_stream_write(cx, st, w->blitz__buf + w->blitz__sent,
+                           w->blitz__len - w->blitz__sent) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    w->blitz__writing = 0;
+    int64_t res = st->write_result;
+    if (res < 0) {
+        w->blitz__err = res;
+    } else if (res == 0) {
+        w->blitz__err = BLITZ_EIO; /* a stream that takes nothing */
+    } else {
+        w->blitz__sent += (size_t)res;
+        if (w->blitz__sent == w->blitz__len)
+            w->blitz__sent = w->blitz__len = 0;
+    }
+    return BLITZ_READY;
+}
+
+static size_t blitz__writer_put(blitz_writer *w, const unsigned char *src, size_t len) {
+    if (w->blitz__sent > 0 && w->blitz__len == w->blitz__cap) {
+        /* nothing pending here: the push is finished when we get here */
+        memmove(w->blitz__buf, w->blitz__buf + w->blitz__sent, w->blitz__len - w->blitz__sent);
+        w->blitz__len -= w->blitz__sent;
+        w->blitz__sent = 0;
+    }
+    size_t room = w->blitz__cap - w->blitz__len;
+    if (len > room)
+        len = room;
+    memcpy(w->blitz__buf + w->blitz__len, src, len);
+    w->blitz__len += len;
+    return len;
+}
+
+static int blitz__writer_bad(blitz_writer *w) {
+    return !w->stream || !w->blitz__buf;
+}
+
+BLITZ_API blitz_poll blitz_writer_write(blitz_cx *cx, blitz_writer *w, const void *src,
+                                        size_t len) {
+    if (!w)
+        return BLITZ_READY;
+    if (blitz__writer_bad(w) || (!src && len))
+        return blitz__writer_done(w, BLITZ_EINVAL);
+    w->blitz__op = BLITZ__WR_WRITE;
+    for (;;) {
+        if (w->blitz__err)
+            return blitz__writer_done(w, w->blitz__err);
+        if (!len)
+            return blitz__writer_done(w, 0);
+        if (w->blitz__writing == 0) {
+            size_t n = blitz__writer_put(w, (const unsigned char *)src, len);
+            if (n)
+                return blitz__writer_done(w, (int64_t)n);
+        }
+        if (blitz__writer_push(cx, w) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+    }
+}
+
+BLITZ_API blitz_poll blitz_writer_write_all(blitz_cx *cx, blitz_writer *w, const void *src,
+                                            size_t len) {
+    if (!w)
+        return BLITZ_READY;
+    if (blitz__writer_bad(w) || (!src && len))
+        return blitz__writer_done(w, BLITZ_EINVAL);
+    if (w->blitz__op != BLITZ__WR_ALL) {
+        w->blitz__op = BLITZ__WR_ALL;
+        w->blitz__taken = 0;
+    }
+    const unsigned char *p = (const unsigned char *)src;
+    blitz_stream *st = w->stream;
+    for (;;) {
+        if (w->blitz__err)
+            return blitz__writer_done(w, w->blitz__err);
+        if (w->blitz__taken == len)
+            return blitz__writer_done(w, (int64_t)len);
+        size_t left = len - w->blitz__taken;
+        if (w->blitz__writing == BLITZ__WRITING_DIRECT ||
+            (w->blitz__writing == 0 && w->blitz__len == 0 && left >= w->blitz__cap)) {
+            /* Larger than the buffer: straight from the caller's memory. */
+            w->blitz__writing = BLITZ__WRITING_DIRECT;
+            if (blitz_stream_write(cx, st, p + w->blitz__taken, left) == BLITZ_PENDING)
+                return BLITZ_PENDING;
+            w->blitz__writing = 0;
+            if (st->write_result <= 0)
+                w->blitz__err = st->write_result < 0 ? st->write_result : BLITZ_EIO;
+            else
+                w->blitz__taken += (size_t)st->write_result;
+            continue;
+        }
+        if (w->blitz__writing == 0) {
+            size_t n = blitz__writer_put(w, p + w->blitz__taken, left);
+            w->blitz__taken += n;
+            if (n)
+                continue;
+        }
+        if (blitz__writer_push(cx, w) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+    }
+}
+
+BLITZ_API blitz_poll blitz_writer_flush(blitz_cx *cx, blitz_writer *w) {
+    if (!w)
+        return BLITZ_READY;
+    if (blitz__writer_bad(w))
+        return blitz__writer_done(w, BLITZ_EINVAL);
+    w->blitz__op = BLITZ__WR_FLUSH;
+    for (;;) {
+        if (w->blitz__err)
+            return blitz__writer_done(w, w->blitz__err);
+        if (w->blitz__len == 0)
+            return blitz__writer_done(w, 0);
+        if (blitz__writer_push(cx, w) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+    }
+}
+
+BLITZ_API blitz_poll blitz_writer_close(blitz_cx *cx, blitz_writer *w) {
+    if (!w)
+        return BLITZ_READY;
+    if (blitz_writer_flush(cx, w) == BLITZ_PENDING) {
+        w->blitz__op = BLITZ__WR_CLOSE;
+        return BLITZ_PENDING;
+    }
+    if (w->result < 0)
+        return BLITZ_READY;
+    return blitz__writer_done(w, blitz_stream_shutdown_write(w->stream));
+}
+
+BLITZ_API void blitz_writer_cancel(blitz_cx *cx, void *p) {
+    blitz_writer *w = (blitz_writer *)p;
+    if (!w)
+        return;
+    if (w->blitz__writing && w->stream) {
+        blitz_stream_write_cancel(cx, w->stream);
+        /* How much of the withdrawn write reached the stream is unknown:
+         * the writer stays failed rather than resend or drop bytes. */
+        if (!w->blitz__err)
+            w->blitz__err = BLITZ_ECANCELED;
+    }
+    w->blitz__writing = 0;
+    if (w->blitz__op)
+        w->result = BLITZ_ECANCELED;
+    w->blitz__op = 0;
+}
+
+static blitz_poll blitz__op_write_all_poll(blitz_cx *cx, void *p) {
+    blitz_writer *w = (blitz_writer *)p;
+    return blitz_writer_write_all(cx, w, w->blitz__src, w->blitz__srclen);
+}
+static blitz_poll blitz__op_flush_poll(blitz_cx *cx, void *p) {
+    return blitz_writer_flush(cx, (blitz_writer *)p);
+}
+BLITZ_API blitz_op blitz_op_writer_write_all(blitz_writer *w, const void *src, size_t len) {
+    if (w) {
+        w->blitz__src = (const unsigned char *)src;
+        w->blitz__srclen = len;
+    }
+    return blitz_op_make(blitz__op_write_all_poll, blitz_writer_cancel, w);
+}
+BLITZ_API blitz_op blitz_op_writer_flush(blitz_writer *w) {
+    return blitz_op_make(blitz__op_flush_poll, blitz_writer_cancel, w);
+}
+
+/* ---- copy ------------------------------------------------------------------------------------ */
+
+#define BLITZ__CP_UNSET    0
+#define BLITZ__CP_BUF      1
+#define BLITZ__CP_SPLICE   2 /* one side is a pipe */
+#define BLITZ__CP_SPLICE2  3 /* socket to socket through a pipe of the copy's own */
+#define BLITZ__CP_SENDFILE 4
+#define BLITZ__CP_DONE     5
+
+#define BLITZ__CPW_NONE  0
+#define BLITZ__CPW_SRC   1 /* readiness of src */
+#define BLITZ__CPW_DST   2 /* readiness of dst */
+#define BLITZ__CPW_READ  3 /* a stream read */
+#define BLITZ__CPW_WRITE 4 /* a stream write */
+
+BLITZ_API int blitz_copy_init(blitz_copy *c, blitz_stream *src, blitz_stream *dst, unsigned flags) {
+    if (!c)
+        return BLITZ_EINVAL;
+    memset(c, 0, sizeof *c);
+    c->blitz__pipe[0] = c->blitz__pipe[1] = -1;
+    if (!src || !dst || !src->vtable || !dst->vtable || (flags & ~BLITZ_COPY_NO_SPLICE))
+        return BLITZ_EINVAL;
+    c->src = src;
+    c->dst = dst;
+    c->flags = flags;
+    return BLITZ_OK;
+}
+
+static void blitz__copy_release(blitz_copy *c) {
+    if (c->blitz__pipe[0] >= 0)
+        close(c->blitz__pipe[0]);
+    if (c->blitz__pipe[1] >= 0)
+        close(c->blitz__pipe[1]);
+    c->blitz__pipe[0] = c->blitz__pipe[1] = -1;
+    c->blitz__inpipe = 0;
+    blitz__free(c->blitz__buf);
+    c->blitz__buf = NULL;
+    c->blitz__len = c->blitz__off = 0;
+}
+
+static blitz_poll blitz__copy_finish(blitz_copy *c, int64_t result) {
+    blitz__copy_release(c);
+    c->result = result;
+    c->blitz__mode = BLITZ__CP_DONE;
+    c->blitz__wait = BLITZ__CPW_NONE;
+    return BLITZ_READY;
+}
+
+static int blitz__is_fifo(int fd) {
+    struct stat sb;
+    return fd >= 0 && fstat(fd, &sb) == 0 && S_ISFIFO(sb.st_mode);
+}
+static int blitz__is_sock(const blitz_stream *st) {
+    struct stat sb;
+    return st->sock && st->fd >= 0 && fstat(st->fd, &sb) == 0 && S_ISSOCK(sb.st_mode);
+}
+static int blitz__pollable(const blitz_stream *st) {
+    return (st->kind == BLITZ_STREAM_SOCKET || st->kind == BLITZ_STREAM_PIPE) && st->sock;
+}
+
+static int blitz__copy_pick(blitz_copy *c) {
+#if BLITZ__LINUX
+    blitz_stream *src = c->src, *dst = c->dst;
+    if (c->flags & BLITZ_COPY_NO_SPLICE)
+        return BLITZ__CP_BUF;
+    if (src->kind == BLITZ_STREAM_FILE && blitz__pollable(dst))
+        return BLITZ__CP_SENDFILE;
+    if (blitz__pollable(src) && blitz__pollable(dst)) {
+        if (blitz__is_fifo(src->fd) || blitz__is_fifo(dst->fd))
+            return BLITZ__CP_SPLICE;
+        if (blitz__is_sock(src) && blitz__is_sock(dst))
+            return BLITZ__CP_SPLICE2;
+    }
+#else
+    (void)c;
+#endif
+    return BLITZ__CP_BUF;
+}
+
+/* A kernel transfer; -errno on failure. SIGPIPE is held back. */
+static int64_t blitz__copy_splice(int in, int out, size_t n) {
+#if BLITZ__LINUX
+    blitz__nosig g;
+    blitz__nosig_begin(&g);
+    long r = syscall(SYS_splice, in, NULL, out, NULL, n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    int e = errno;
+    blitz__nosig_end(&g, r < 0 && e == EPIPE);
+    return r < 0 ? -(int64_t)e : (int64_t)r;
+#else
+    (void)in;
+    (void)out;
+    (void)n;
+    return -ENOSYS;
+#endif
+}
+static int64_t blitz__copy_sendfile(int in, int out, size_t n) {
+#if BLITZ__LINUX
+    blitz__nosig g;
+    blitz__nosig_begin(&g);
+    long r = syscall(SYS_sendfile, out, in, NULL, n);
+    int e = errno;
+    blitz__nosig_end(&g, r < 0 && e == EPIPE);
+    return r < 0 ? -(int64_t)e : (int64_t)r;
+#else
+    (void)in;
+    (void)out;
+    (void)n;
+    return -ENOSYS;
+#endif
+}
+
+/* The kernel refused this pair of descriptors: read and write instead. */
+static int blitz__copy_refused(int64_t r) {
+    return r == -EINVAL || r == -ENOSYS || r == -EOPNOTSUPP || r == -EBADF;
+}
+
+/* Which side held up a transfer that would block. */
+static int blitz__copy_blocker(blitz_copy *c, int src_fd, int dst_fd) {
+    struct pollfd p[2];
+    p[0].fd = src_fd;
+    p[0].events = POLLIN;
+    p[1].fd = dst_fd;
+    p[1].events = POLLOUT;
+    p[0].revents = p[1].revents = 0;
+    int n = src_fd >= 0 ? 2 : 1;
+    if (poll(src_fd >= 0 ? p : p + 1, (nfds_t)n, 0) < 0)
+        return BLITZ__CPW_DST;
+    if (src_fd >= 0 && !p[0].revents)
+        return BLITZ__CPW_SRC;
+    if (!p[1].revents)
+        return BLITZ__CPW_DST;
+    (void)c;
+    return BLITZ__CPW_NONE;
+}
+
+/* READY when the wait the copy is in is over (or it is in none); an
+ * error of the wait ends the copy. */
+static blitz_poll blitz__copy_wait(blitz_cx *cx, blitz_copy *c, int *failed) {
+    blitz_io *op;
+    blitz_poll p;
+    *failed = 0;
+    switch (c->blitz__wait) {
+    case BLITZ__CPW_SRC:
+        op = &c->blitz__src_io;
+        p = blitz_fd_readable(cx, op, c->src->sock);
+        break;
+    case BLITZ__CPW_DST:
+        op = &c->blitz__dst_io;
+        p = blitz_fd_writable(cx, op, c->dst->sock);
+        break;
+    default:
+        return BLITZ_READY;
+    }
+    if (p == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    c->blitz__wait = BLITZ__CPW_NONE;
+    if (op->result < 0) {
+        *failed = 1;
+        blitz__copy_finish(c, op->result);
+    }
+    return BLITZ_READY;
+}
+
+static blitz_poll blitz__copy_buf(blitz_cx *cx, blitz_copy *c) {
+    if (!c->blitz__buf) {
+        c->blitz__buf = (unsigned char *)blitz__malloc(BLITZ__COPY_BUF);
+        if (!c->blitz__buf)
+            return blitz__copy_finish(c, BLITZ_ENOMEM);
+    }
+    for (int budget = 0;; budget++) {
+        if (budget == BLITZ__COPY_BUDGET) {
+            blitz_cx_yield(cx);
+            return BLITZ_PENDING;
+        }
+        if (c->blitz__off < c->blitz__len) {
+            c->blitz__wait = BLITZ__CPW_WRITE;
+            if (blitz_stream_write(cx, c->dst, c->blitz__buf + c->blitz__off,
+                                   c->blitz__len - c->blitz__off) == BLITZ_PENDING)
+                return BLITZ_PENDING;
+            c->blitz__wait = BLITZ__CPW_NONE;
+            int64_t r = c->dst->write_result;
+            if (r <= 0)
+                return blitz__copy_finish(c, r < 0 ? r : BLITZ_EIO);
+            c->blitz__off += (size_t)r;
+            c->bytes += (uint64_t)r;
+            continue;
+        }
+        c->blitz__wait = BLITZ__CPW_READ;
+        if (blitz_stream_read(cx, c->src, c->blitz__buf, BLITZ__COPY_BUF) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        c->blitz__wait = BLITZ__CPW_NONE;
+        int64_t r = c->src->read_result;
+        if (r < 0)
+            return blitz__copy_finish(c, r);
+        if (r == 0)
+            return blitz__copy_finish(c, (int64_t)c->bytes);
+        c->blitz__len = (size_t)r;
+        c->blitz__off = 0;
+    }
+}
+
+BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
+    if (!c)
+        return BLITZ_READY;
+    if (!c->src || !c->dst || !cx) {
+        c->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    if (c->blitz__mode == BLITZ__CP_DONE) {
+        /* a finished copy polled again (BLITZ_AWAIT's re-check) */
+        return BLITZ_READY;
+    }
+    if (c->blitz__mode == BLITZ__CP_UNSET) {
+        c->bytes = c->kernel = 0;
+        c->blitz__eof = 0;
+        c->blitz__mode = blitz__copy_pick(c);
+        if (c->blitz__mode == BLITZ__CP_SPLICE2) {
+            if (blitz__pipe_fds(c->blitz__pipe) != BLITZ_OK) {
+                c->blitz__pipe[0] = c->blitz__pipe[1] = -1;
+                c->blitz__mode = BLITZ__CP_BUF;
+            } else {
+                /* fewer, larger transfers; the default size is fine too */
+                fcntl(c->blitz__pipe[1], F_SETPIPE_SZ, 1 << 20);
+            }
+        }
+    }
+    for (int budget = 0;; budget++) {
+        if (c->blitz__mode == BLITZ__CP_BUF)
+            return blitz__copy_buf(cx, c);
+        int failed;
+        if (blitz__copy_wait(cx, c, &failed) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        if (failed)
+            return BLITZ_READY;
+        if (budget == BLITZ__COPY_BUDGET) {
+            blitz_cx_yield(cx);
+            return BLITZ_PENDING;
+        }
+        int src_fd = c->src->fd, dst_fd = c->dst->fd;
+        int64_t r;
+        int src_side = 1; /* whether src could be the side that blocks */
+        if (c->blitz__mode == BLITZ__CP_SENDFILE) {
+            r = blitz__copy_sendfile(src_fd, dst_fd, BLITZ__COPY_CHUNK);
+            src_side = 0;
+        } else if (c->blitz__mode == BLITZ__CP_SPLICE) {
+            r = blitz__copy_splice(src_fd, dst_fd, BLITZ__COPY_CHUNK);
+        } else if (c->blitz__inpipe > 0) {
+            r = blitz__copy_splice(c->blitz__pipe[0], dst_fd, c->blitz__inpipe);
+            src_side = 0;
+        } else {
+            if (c->blitz__eof)
+                return blitz__copy_finish(c, (int64_t)c->bytes);
+            r = blitz__copy_splice(src_fd, c->blitz__pipe[1], BLITZ__COPY_CHUNK);
+            if (r > 0) {
+                c->blitz__inpipe = (size_t)r;
+                continue;
+            }
+            if (r == -EAGAIN) {
+                c->blitz__wait = BLITZ__CPW_SRC;
+                continue;
+            }
+            if (r == 0) {
+                c->blitz__eof = 1;
+                continue;
+            }
+        }
+        if (r > 0) {
+            c->bytes += (uint64_t)r;
+            c->kernel += (uint64_t)r;
+            if (c->blitz__mode == BLITZ__CP_SPLICE2)
+                c->blitz__inpipe -= (size_t)r;
+            continue;
+        }
+        if (r == 0)
+            return blitz__copy_finish(c, (int64_t)c->bytes);
+        if (r == -EAGAIN) {
+            c->blitz__wait = blitz__copy_blocker(c, src_side ? src_fd : -1, dst_fd);
+            if (c->blitz__wait == BLITZ__CPW_NONE) {
+                blitz_cx_yield(cx);
+                return BLITZ_PENDING;
+            }
+            continue;
+        }
+        if (r == -EINTR)
+            continue;
+        if (blitz__copy_refused(r) && c->blitz__inpipe == 0) {
+            /* nothing is held in a pipe of ours: the rest goes through a
+             * buffer */
+            blitz__copy_release(c);
+            c->blitz__mode = BLITZ__CP_BUF;
+            continue;
+        }
+        return blitz__copy_finish(c, r);
+    }
+}
+
+BLITZ_API void blitz_copy_cancel(blitz_cx *cx, void *p) {
+    blitz_copy *c = (blitz_copy *)p;
+    if (!c)
+        return;
+    if (c->blitz__mode == BLITZ__CP_UNSET || c->blitz__mode == BLITZ__CP_DONE)
+        return;
+    blitz_io_cancel(&c->blitz__src_io);
+    blitz_io_cancel(&c->blitz__dst_io);
+    if (c->blitz__wait == BLITZ__CPW_READ)
+        blitz_stream_read_cancel(cx, c->src);
+    if (c->blitz__wait == BLITZ__CPW_WRITE)
+        blitz_stream_write_cancel(cx, c->dst);
+    blitz__copy_finish(c, BLITZ_ECANCELED);
+}
+
+static blitz_poll blitz__op_copy_poll(blitz_cx *cx, void *p) {
+    return blitz_copy_run(cx, (blitz_copy *)p);
+}
+BLITZ_API blitz_op blitz_op_copy(blitz_copy *c) {
+    return blitz_op_make(blitz__op_copy_poll, blitz_copy_cancel, c);
+}
+/* ====[ END src/stream.c ]================================================= */
+/* ====[ BEGIN src/shutdown.c ]============================================= */
+/* >>shutdown */
+/* Graceful shutdown: a trigger (a call or a signal), a cancellation token
+ * the acceptors race against, and the handles of the tracked in-flight
+ * tasks, which the run awaits until the grace period ends and then
+ * cancels. */
+/* internal.h already included */
+
+struct blitz_shutdown {
+    blitz_runtime *rt;
+    blitz_cancel_token token;
+    blitz_signal sig;
+    int has_sig;
+    blitz__mutex lock;
+    /* Tracked tasks not yet known to be finished (under lock). */
+    blitz_task **tasks;
+    size_t ntasks, cap;
+    int closed;   /* the grace period is over: no more tracked spawns */
+    int running;  /* a run has started */
+    int draining; /* triggered: the run now holds indexes into `tasks` */
+    blitz__atomic_u32 triggered;
+};
+
+BLITZ_API int blitz_shutdown_new(blitz_runtime *rt, const blitz_shutdown_opts *opts,
+                                 blitz_shutdown **out) {
+    if (out)
+        *out = NULL;
+    if (!rt || !out)
+        return BLITZ_EINVAL;
+    blitz_shutdown *sd = (blitz_shutdown *)blitz__calloc(sizeof *sd);
+    if (!sd)
+        return BLITZ_ENOMEM;
+    sd->rt = rt;
+    blitz_cancel_token_init(&sd->token);
+    blitz__mutex_init(&sd->lock);
+    static const int defaults[2] = {SIGINT, SIGTERM};
+    const int *sigs = defaults;
+    int n = 2;
+    if (opts && opts->nsignals != 0) {
+        sigs = opts->signals;
+        n = opts->nsignals < 0 ? 0 : opts->nsignals;
+        if (n > 0 && !sigs) {
+            blitz_shutdown_free(sd);
+            return BLITZ_EINVAL;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        int rc = sd->has_sig ? blitz_signal_add(&sd->sig, sigs[i])
+                             : blitz_signal_init(&sd->sig, sigs[i]);
+        if (rc != BLITZ_OK) {
+            blitz_shutdown_free(sd);
+            return rc;
+        }
+        sd->has_sig = 1;
+    }
+    *out = sd;
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_shutdown_trigger(blitz_shutdown *sd) {
+    if (!sd)
+        return BLITZ_EINVAL;
+    blitz__u32_store(&sd->triggered, 1, BLITZ__RELEASE);
+    blitz_cancel_token_cancel(&sd->token);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_shutdown_triggered(const blitz_shutdown *sd) {
+    return sd ? (int)blitz__u32_load(&sd->triggered, BLITZ__ACQUIRE) : 0;
+}
+
+BLITZ_API blitz_cancel_token *blitz_shutdown_token(blitz_shutdown *sd) {
+    return sd ? &sd->token : NULL;
+}
+
+/* Releases the handles of tasks that finished (under lock): a server
+ * that runs for days keeps only its live connections here. */
+static void blitz__shutdown_prune(blitz_shutdown *sd) {
+    size_t keep = 0;
+    for (size_t i = 0; i < sd->ntasks; i++) {
+        if (blitz_task_status(sd->tasks[i]) == BLITZ_EAGAIN)
+            sd->tasks[keep++] = sd->tasks[i];
+        else
+            blitz_task_release(&sd->tasks[i]);
+    }
+    sd->ntasks = keep;
+}
+
+BLITZ_API int blitz_shutdown_spawn_ex(blitz_shutdown *sd, const blitz_spawn_opts *opts) {
+    if (!sd || !opts)
+        return BLITZ_EINVAL;
+    blitz__mutex_lock(&sd->lock);
+    if (sd->closed) {
+        blitz__mutex_unlock(&sd->lock);
+        return BLITZ_ECLOSED;
+    }
+    if (sd->ntasks == sd->cap && !sd->draining)
+        blitz__shutdown_prune(sd);
+    if (sd->ntasks == sd->cap) {
+        size_t cap = sd->cap ? sd->cap * 2 : 16;
+        blitz_task **t = (blitz_task **)blitz__malloc(cap * sizeof *t);
+        if (!t) {
+            blitz__mutex_unlock(&sd->lock);
+            return BLITZ_ENOMEM;
+        }
+        if (sd->ntasks)
+            memcpy(t, sd->tasks, sd->ntasks * sizeof *t);
+        blitz__free(sd->tasks);
+        sd->tasks = t;
+        sd->cap = cap;
+    }
+    blitz_task *h = NULL;
+    int rc = blitz_spawn_ex(sd->rt, opts, &h);
+    if (rc == BLITZ_OK)
+        sd->tasks[sd->ntasks++] = h;
+    blitz__mutex_unlock(&sd->lock);
+    return rc;
+}
+
+BLITZ_API int blitz_shutdown_spawn(blitz_shutdown *sd, blitz_poll_fn poll, const void *state,
+                                   size_t size) {
+    blitz_spawn_opts o;
+    memset(&o, 0, sizeof o);
+    o.poll = poll;
+    o.state = state;
+    o.size = size;
+    return blitz_shutdown_spawn_ex(sd, &o);
+}
+
+BLITZ_API size_t blitz_shutdown_in_flight(blitz_shutdown *sd) {
+    if (!sd)
+        return 0;
+    size_t n = 0;
+    blitz__mutex_lock(&sd->lock);
+    for (size_t i = 0; i < sd->ntasks; i++)
+        n += blitz_task_status(sd->tasks[i]) == BLITZ_EAGAIN;
+    blitz__mutex_unlock(&sd->lock);
+    return n;
+}
+
+/* The handle at index i, or NULL past the end; closes the coordinator
+ * when asked to at the end, so no spawn slips in after the last look. */
+static blitz_task *blitz__shutdown_at(blitz_shutdown *sd, size_t i, int close_at_end) {
+    blitz__mutex_lock(&sd->lock);
+    blitz_task *t = i < sd->ntasks ? sd->tasks[i] : NULL;
+    if (!t && close_at_end)
+        sd->closed = 1;
+    blitz__mutex_unlock(&sd->lock);
+    return t;
+}
+
+#define BLITZ__SD_WAIT   0 /* for the trigger */
+#define BLITZ__SD_GRACE  1 /* tracked tasks may finish */
+#define BLITZ__SD_CANCEL 2 /* cancel and join the rest */
+#define BLITZ__SD_DONE   3
+
+static blitz_poll blitz__sig_op_poll(blitz_cx *cx, void *p) {
+    return blitz_signal_recv(cx, (blitz_signal *)p);
+}
+
+BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op, blitz_shutdown *sd,
+                                        int64_t grace_ns) {
+    if (!op)
+        return BLITZ_READY;
+    if (op->blitz__sd != sd || !sd) {
+        if (!sd || !cx) {
+            op->result = BLITZ_EINVAL;
+            return BLITZ_READY;
+        }
+        blitz__mutex_lock(&sd->lock);
+        int busy = sd->running;
+        sd->running = 1;
+        blitz__mutex_unlock(&sd->lock);
+        if (busy) {
+            op->result = BLITZ_EBUSY;
+            return BLITZ_READY;
+        }
+        memset(op, 0, sizeof *op);
+        op->blitz__sd = sd;
+        op->blitz__phase = BLITZ__SD_WAIT;
+        blitz_combo_reset(&op->blitz__combo);
+    }
+    for (;;) {
+        switch (op->blitz__phase) {
+        case BLITZ__SD_WAIT: {
+            size_t n = 1;
+            op->blitz__ops[0] = blitz_op_cancel_token_wait(&op->blitz__tw, &sd->token);
+            if (sd->has_sig)
+                op->blitz__ops[n++] =
+                    blitz_op_make(blitz__sig_op_poll, blitz_signal_cancel, &sd->sig);
+            if (blitz_race(cx, &op->blitz__combo, op->blitz__ops, n) == BLITZ_PENDING)
+                return BLITZ_PENDING;
+            if (op->blitz__combo.winner == 1)
+                op->signo = sd->sig.signo;
+            blitz_shutdown_trigger(sd);
+            /* What finished before the trigger was not in flight. */
+            blitz__mutex_lock(&sd->lock);
+            blitz__shutdown_prune(sd);
+            sd->draining = 1;
+            blitz__mutex_unlock(&sd->lock);
+            op->blitz__deadline = blitz_deadline_after(blitz_cx_now(cx), grace_ns);
+            op->blitz__phase = grace_ns > 0 ? BLITZ__SD_GRACE : BLITZ__SD_CANCEL;
+            op->blitz__idx = 0;
+            blitz_combo_reset(&op->blitz__combo);
+            break;
+        }
+        case BLITZ__SD_GRACE: {
+            blitz_task *t = blitz__shutdown_at(sd, op->blitz__idx, 0);
+            if (!t) {
+                /* every tracked task finished in time; close, then look
+                 * once more for one spawned meanwhile */
+                if (!blitz__shutdown_at(sd, op->blitz__idx, 1)) {
+                    op->blitz__phase = BLITZ__SD_CANCEL;
+                    break;
+                }
+                continue;
+            }
+            op->blitz__ops[0] = blitz_op_join(t);
+            op->blitz__ops[1] = blitz_op_sleep_until(&op->blitz__timer, op->blitz__deadline);
+            if (blitz_race(cx, &op->blitz__combo, op->blitz__ops, 2) == BLITZ_PENDING)
+                return BLITZ_PENDING;
+            int won = op->blitz__combo.winner;
+            blitz_combo_reset(&op->blitz__combo);
+            if (won == 0) {
+                op->blitz__idx++;
+                break;
+            }
+            op->blitz__phase = BLITZ__SD_CANCEL;
+            break;
+        }
+        case BLITZ__SD_CANCEL: {
+            blitz__mutex_lock(&sd->lock);
+            sd->closed = 1;
+            for (size_t i = op->blitz__idx; i < sd->ntasks; i++)
+                blitz_task_cancel(sd->tasks[i]);
+            blitz_task *t = op->blitz__idx < sd->ntasks ? sd->tasks[op->blitz__idx] : NULL;
+            blitz__mutex_unlock(&sd->lock);
+            if (t) {
+                if (blitz_join(cx, t) == BLITZ_PENDING)
+                    return BLITZ_PENDING;
+                op->blitz__idx++;
+                break;
+            }
+            /* Every handle is finished: count and release them. */
+            blitz__mutex_lock(&sd->lock);
+            for (size_t i = 0; i < sd->ntasks; i++) {
+                if (blitz_task_status(sd->tasks[i]) == BLITZ_OK)
+                    op->finished++;
+                else
+                    op->cancelled++;
+                blitz_task_release(&sd->tasks[i]);
+            }
+            sd->ntasks = 0;
+            blitz__mutex_unlock(&sd->lock);
+            op->result = BLITZ_OK;
+            op->blitz__phase = BLITZ__SD_DONE;
+            return BLITZ_READY;
+        }
+        default:
+            return BLITZ_READY;
+        }
+    }
+}
+
+BLITZ_API void blitz_shutdown_run_cancel(blitz_cx *cx, void *p) {
+    blitz_shutdown_run_op *op = (blitz_shutdown_run_op *)p;
+    if (!op || !op->blitz__sd || op->blitz__phase == BLITZ__SD_DONE)
+        return;
+    blitz_shutdown *sd = op->blitz__sd;
+    if (op->blitz__phase == BLITZ__SD_WAIT || op->blitz__phase == BLITZ__SD_GRACE)
+        blitz_combo_cancel(cx, &op->blitz__combo, op->blitz__ops,
+                           op->blitz__phase == BLITZ__SD_WAIT ? (size_t)(1 + sd->has_sig) : 2);
+    if (op->blitz__phase == BLITZ__SD_CANCEL) {
+        blitz__mutex_lock(&sd->lock);
+        if (op->blitz__idx < sd->ntasks)
+            blitz_join_cancel(cx, sd->tasks[op->blitz__idx]);
+        blitz__mutex_unlock(&sd->lock);
+    }
+    blitz__mutex_lock(&sd->lock);
+    sd->closed = 1;
+    sd->running = 0;
+    for (size_t i = 0; i < sd->ntasks; i++)
+        blitz_task_cancel(sd->tasks[i]);
+    blitz__mutex_unlock(&sd->lock);
+    op->result = BLITZ_ECANCELED;
+    op->blitz__phase = BLITZ__SD_DONE;
+}
+
+BLITZ_API int blitz_shutdown_free(blitz_shutdown *sd) {
+    if (!sd)
+        return BLITZ_EINVAL;
+    if (sd->has_sig)
+        blitz_signal_deinit(&sd->sig);
+    for (size_t i = 0; i < sd->ntasks; i++) {
+        blitz_task_cancel(sd->tasks[i]);
+        blitz_task_release(&sd->tasks[i]);
+    }
+    blitz__free(sd->tasks);
+    blitz_cancel_token_destroy(&sd->token);
+    blitz__mutex_destroy(&sd->lock);
+    blitz__free(sd);
+    return BLITZ_OK;
+}
+/* ====[ END src/shutdown.c ]=============================================== */
 /* ====[ BEGIN src/worker.c ]=============================================== */
 /* >>worker */
 /* The multi-thread scheduler's workers (seeds 000 and 001).

@@ -40,6 +40,7 @@
 #include "tests/test_io.c"
 #include "tests/test_pool.c"
 #include "tests/test_connect_host.c"
+#include "tests/test_stream.c"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define TEST_HAS_LSAN 1

@@ -104,7 +104,8 @@ extern "C" {
     XX(ERELEASED, -4006, "handle already released")       \
     XX(ENOHOST, -4010, "host name not found")             \
     XX(EDNSTEMP, -4011, "temporary name server failure")  \
-    XX(EDNS, -4012, "name resolution failed")
+    XX(EDNS, -4012, "name resolution failed")             \
+    XX(EEOF, -4020, "unexpected end of stream")
 
 #define BLITZ_OK                             0
 #define BLITZ__ERRNO_ENUM(name, value, text) BLITZ_##name = (value),
@@ -563,6 +564,7 @@ BLITZ_API int blitz_runtime_worker_stats(const blitz_runtime *rt, uint32_t worke
 #include "api_chan.h"
 #include "api_io.h"
 #include "api_pool.h"
+#include "api_stream.h"
 
 #ifdef __cplusplus
 }

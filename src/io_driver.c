@@ -250,6 +250,8 @@ static int64_t blitz__op_syscall(blitz_io *op) {
         return 0;
     }
     default:
+        if (BLITZ__OP_IS_FD(op->blitz__kind))
+            return blitz__fd_syscall(op);
         return BLITZ_EINVAL;
     }
     if (r < 0) {
@@ -284,6 +286,7 @@ static int blitz__op_result(blitz_io *op, int64_t r) {
 static int blitz__op_result_ex(blitz_io *op, int64_t r, int live) {
     switch (op->blitz__kind) {
     case BLITZ__OP_SEND_ALL:
+    case BLITZ__OP_FD_WRITE_ALL:
         if (r > 0) {
             op->blitz__done += (size_t)r;
             if (op->blitz__done < op->blitz__len)
@@ -606,7 +609,7 @@ static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
     int hot = (k == BLITZ__OP_RECV || k == BLITZ__OP_RECVV || k == BLITZ__OP_RECV_FROM) &&
               blitz__u32_load(&s->rd_hot, BLITZ__RELAXED);
     if (hot || k == BLITZ__OP_SEND || k == BLITZ__OP_SEND_ALL || k == BLITZ__OP_SENDV ||
-        k == BLITZ__OP_SEND_TO) {
+        k == BLITZ__OP_SEND_TO || BLITZ__OP_IS_FD(k)) {
         for (;;) {
             int64_t r = blitz__op_syscall(op);
             if (r == -EINTR)
@@ -727,6 +730,11 @@ static blitz_poll blitz__op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s, ui
     case BLITZ__IO_RETRY:
         return blitz__ready_attempt(cx, op);
     case BLITZ__IO_DONE:
+        /* A descriptor op's io_uring completion is readiness (POLL_ADD):
+         * the system call comes now. */
+        if (BLITZ__OP_IS_FD(op->blitz__kind) && op->blitz__kind != BLITZ__OP_FD_POLL &&
+            op->blitz__res >= 0)
+            return blitz__op_go(cx, op);
         if (op->blitz__kind == BLITZ__OP_RECV_FROM && op->blitz__addr && op->blitz__res >= 0 &&
             (op->blitz__flags & BLITZ__OPF_URING))
             op->blitz__addr->len = ((struct msghdr *)(void *)op->blitz__scratch)->msg_namelen;
@@ -744,6 +752,12 @@ static blitz_poll blitz__op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s, ui
             return BLITZ_PENDING;
         return blitz__op_poll(cx, op, s, kind, buf, len, addr, dir);
     }
+}
+
+BLITZ_PRIVATE blitz_poll blitz__io_op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                           uint32_t kind, const void *buf, size_t len,
+                                           uint32_t dir) {
+    return blitz__op_poll(cx, op, s, kind, buf, len, NULL, dir);
 }
 
 BLITZ_API int blitz_io_cancel(blitz_io *op) {

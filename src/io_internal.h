@@ -24,6 +24,15 @@
 #define BLITZ__OP_SEND_TO   7u
 #define BLITZ__OP_ACCEPT    8u
 #define BLITZ__OP_CONNECT   9u
+/* Descriptor ops (io_fd.c): read(2)/write(2) on pipes, ttys, devices and
+ * sockets, and a plain readiness wait. io_uring carries them as a POLL_ADD
+ * followed by the system call, which works whatever the descriptor's
+ * O_NONBLOCK flag. */
+#define BLITZ__OP_FD_READ      10u
+#define BLITZ__OP_FD_WRITE     11u
+#define BLITZ__OP_FD_WRITE_ALL 12u
+#define BLITZ__OP_FD_POLL      13u
+#define BLITZ__OP_IS_FD(k)     ((k) >= BLITZ__OP_FD_READ && (k) <= BLITZ__OP_FD_POLL)
 
 #define BLITZ__DIR_READ  0u
 #define BLITZ__DIR_WRITE 1u
@@ -152,3 +161,9 @@ BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr);
 BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, uint32_t flags);
 BLITZ_PRIVATE void blitz__io_drain_wake_fd(blitz__io *io);
 BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz_socket *s, int32_t res, uint32_t flags);
+/* The common poll of every op kind (io_driver.c), and the system call of
+ * the descriptor kinds (io_fd.c). */
+BLITZ_PRIVATE blitz_poll blitz__io_op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                           uint32_t kind, const void *buf, size_t len,
+                                           uint32_t dir);
+BLITZ_PRIVATE int64_t blitz__fd_syscall(blitz_io *op);

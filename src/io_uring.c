@@ -298,6 +298,13 @@ BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz_io *op, int flush)
         sqe->off = a->len;
         break;
     }
+    case BLITZ__OP_FD_READ:
+    case BLITZ__OP_FD_WRITE:
+    case BLITZ__OP_FD_WRITE_ALL:
+    case BLITZ__OP_FD_POLL:
+        sqe->opcode = IORING_OP_POLL_ADD;
+        sqe->poll32_events = op->blitz__dir == BLITZ__DIR_WRITE ? POLLOUT : POLLIN;
+        break;
     default:
         break;
     }

@@ -7,6 +7,7 @@
 #include "list_chan.h"
 #include "list_io.h"
 #include "list_pool.h"
+#include "list_stream.h"
 
 #define BLITZ_TEST_LIST(X)                        \
     X(error_strings, 5000)                        \
@@ -158,4 +159,5 @@
     BLITZ_CHAN_TEST_LIST(X)                       \
     BLITZ_IO_TEST_LIST(X)                         \
     BLITZ_POOL_TEST_LIST(X)                       \
+    BLITZ_STREAM_TEST_LIST(X)                     \
     BLITZ_INTERNAL_TEST_LIST(X)
