@@ -63,8 +63,7 @@ WHAT IS IN THIS VERSION
 - I/O: one driver per runtime over io_uring, epoll or poll; TCP, UDP and
   Unix sockets as intrusive ops (see I/O below);
 - a blocking pool (blitz_spawn_blocking), and on it files, DNS lookups and
-  child processes; signal listeners.
-  Unix sockets as intrusive ops (see I/O below).
+  child processes; signal listeners;
 - pipes and descriptor ops, byte streams (buffered reader and writer,
   copy with splice / sendfile) and a graceful-shutdown coordinator (see
   STREAMS, PIPES AND COPY and GRACEFUL SHUTDOWN below).
