@@ -2009,7 +2009,6 @@ BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx);
  * SIGPIPE never kills the process: sends use MSG_NOSIGNAL and report
  * BLITZ_EPIPE / BLITZ_ECONNRESET. */
 
-
 /* The backend the runtime's I/O driver uses. */
 BLITZ_API blitz_backend blitz_runtime_backend(const blitz_runtime *rt);
 /* "io_uring", "epoll", "poll", "auto", "none". */
@@ -2077,9 +2076,9 @@ typedef struct blitz_io {
 } blitz_io;
 
 /* Options of the listen / bind calls. */
-#define BLITZ_SOCK_REUSEADDR 1u /* SO_REUSEADDR (listeners set it by default) */
-#define BLITZ_SOCK_REUSEPORT 2u /* SO_REUSEPORT */
-#define BLITZ_SOCK_V6ONLY    4u /* IPV6_V6ONLY */
+#define BLITZ_SOCK_REUSEADDR    1u /* SO_REUSEADDR (listeners set it by default) */
+#define BLITZ_SOCK_REUSEPORT    2u /* SO_REUSEPORT */
+#define BLITZ_SOCK_V6ONLY       4u /* IPV6_V6ONLY */
 #define BLITZ_SOCK_NO_REUSEADDR 8u
 
 /* Cancels a pending op: afterwards it holds no reference on the task and
@@ -2116,8 +2115,8 @@ BLITZ_API blitz_poll blitz_tcp_connect(blitz_cx *cx, blitz_io *op, const blitz_a
  * bytes sent so far are lost to the caller; result is the error). */
 BLITZ_API blitz_poll blitz_sock_recv(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
                                      size_t len);
-BLITZ_API blitz_poll blitz_sock_send(blitz_cx *cx, blitz_io *op, blitz_socket *s,
-                                     const void *buf, size_t len);
+BLITZ_API blitz_poll blitz_sock_send(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
+                                     size_t len);
 BLITZ_API blitz_poll blitz_sock_send_all(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                          const void *buf, size_t len);
 /* Vectored: `iov` (at most 16 entries) must stay valid until READY. */
@@ -2165,8 +2164,8 @@ BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned
 BLITZ_API int blitz_udp_connect(blitz_socket *s, const blitz_addr *addr);
 /* Datagram to `to` (must stay valid until READY); from: the sender
  * (optional; must stay valid until READY). */
-BLITZ_API blitz_poll blitz_udp_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s,
-                                       const void *buf, size_t len, const blitz_addr *to);
+BLITZ_API blitz_poll blitz_udp_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
+                                       size_t len, const blitz_addr *to);
 BLITZ_API blitz_poll blitz_udp_recv_from(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
                                          size_t len, blitz_addr *from);
 /* Multicast group membership (IPv4 or IPv6 group; interface: an IPv4
@@ -2186,8 +2185,8 @@ BLITZ_API blitz_poll blitz_unix_connect(blitz_cx *cx, blitz_io *op, const blitz_
 BLITZ_API int blitz_unix_dgram(blitz_runtime *rt, const blitz_addr *addr, blitz_socket **out);
 /* A connected pair of Unix stream (type 1) or datagram (type 2) sockets. */
 BLITZ_API int blitz_unix_pair(blitz_runtime *rt, int type, blitz_socket **a, blitz_socket **b);
-#define blitz_unix_send_to   blitz_udp_send_to
-#define blitz_unix_recv_from blitz_udp_recv_from
+#define blitz_unix_send_to       blitz_udp_send_to
+#define blitz_unix_recv_from     blitz_udp_recv_from
 #define blitz_unix_connect_dgram blitz_udp_connect
 
 /* Adopts an existing descriptor (made non-blocking and close-on-exec);
@@ -3063,9 +3062,9 @@ long syscall(long number, ...);
 #include <linux/io_uring.h>
 #define BLITZ__LINUX 1
 #else
-#define BLITZ__LINUX 0
+#define BLITZ__LINUX      0
 #define BLITZ_NO_IO_URING 1
-#define BLITZ_NO_EPOLL 1
+#define BLITZ_NO_EPOLL    1
 #endif
 
 #if !defined(__linux__)
@@ -9743,9 +9742,9 @@ BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx) {
 #define IORING_CQE_F_MORE (1U << 1)
 #endif
 
-#define BLITZ__IO_FOREVER  UINT64_MAX
-#define BLITZ__IO_MAX_IOV  16
-#define BLITZ__IO_EVENTS   256
+#define BLITZ__IO_FOREVER UINT64_MAX
+#define BLITZ__IO_MAX_IOV 16
+#define BLITZ__IO_EVENTS  256
 
 struct blitz_socket {
     int fd;
@@ -9760,8 +9759,8 @@ struct blitz_socket {
     /* poll backend: directions that have waiters (bit per direction). */
     blitz__atomic_u32 want;
     blitz__atomic_u32 rd_hot; /* the last receive filled its buffer */
-    int poll_slot; /* index in the poll set, -1 when not in it (poll_lock) */
-    blitz_io *ops; /* waiting (readiness) or in flight (io_uring); under lock */
+    int poll_slot;            /* index in the poll set, -1 when not in it (poll_lock) */
+    blitz_io *ops;            /* waiting (readiness) or in flight (io_uring); under lock */
     /* io_uring multishot accept (listeners; under lock): armed in the
      * kernel, connections accepted before anyone asked, a pending error. */
     int ms_armed;
@@ -9785,7 +9784,7 @@ typedef struct blitz__io {
     blitz__mutex socks_lock;
     blitz_socket *all;
     blitz_socket *free_list;
-    blitz__atomic_u32 nsocks; /* live sockets */
+    blitz__atomic_u32 nsocks;   /* live sockets */
     blitz__atomic_u32 has_free; /* free_list is not empty */
 
     /* epoll */
@@ -10019,7 +10018,7 @@ static void blitz__op_msghdr(blitz_io *op, struct msghdr *m, struct iovec *one) 
     if (op->blitz__addr) {
         m->msg_name = op->blitz__addr->u.bytes;
         m->msg_namelen = op->blitz__kind == BLITZ__OP_SEND_TO ? op->blitz__addr->len
-                                                               : sizeof op->blitz__addr->u.bytes;
+                                                              : sizeof op->blitz__addr->u.bytes;
     }
 }
 
@@ -10035,8 +10034,8 @@ static int64_t blitz__op_syscall(blitz_io *op) {
         break;
     case BLITZ__OP_SEND:
     case BLITZ__OP_SEND_ALL:
-        r = send(s->fd, (char *)op->blitz__buf + op->blitz__done,
-                 op->blitz__len - op->blitz__done, MSG_NOSIGNAL | MSG_DONTWAIT);
+        r = send(s->fd, (char *)op->blitz__buf + op->blitz__done, op->blitz__len - op->blitz__done,
+                 MSG_NOSIGNAL | MSG_DONTWAIT);
         break;
     case BLITZ__OP_RECVV:
     case BLITZ__OP_RECV_FROM: {
@@ -10672,8 +10671,8 @@ BLITZ_API blitz_poll blitz_sock_recv(blitz_cx *cx, blitz_io *op, blitz_socket *s
                                      size_t len) {
     return blitz__op_poll(cx, op, s, BLITZ__OP_RECV, buf, len, NULL, BLITZ__DIR_READ);
 }
-BLITZ_API blitz_poll blitz_sock_send(blitz_cx *cx, blitz_io *op, blitz_socket *s,
-                                     const void *buf, size_t len) {
+BLITZ_API blitz_poll blitz_sock_send(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
+                                     size_t len) {
     return blitz__op_poll(cx, op, s, BLITZ__OP_SEND, buf, len, NULL, BLITZ__DIR_WRITE);
 }
 BLITZ_API blitz_poll blitz_sock_send_all(blitz_cx *cx, blitz_io *op, blitz_socket *s,
@@ -10689,8 +10688,7 @@ BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
-    return blitz__op_poll(cx, op, s, BLITZ__OP_RECVV, iov, (size_t)iovcnt, NULL,
-                          BLITZ__DIR_READ);
+    return blitz__op_poll(cx, op, s, BLITZ__OP_RECVV, iov, (size_t)iovcnt, NULL, BLITZ__DIR_READ);
 }
 BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                       const blitz_iovec *iov, int iovcnt) {
@@ -10698,11 +10696,10 @@ BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
-    return blitz__op_poll(cx, op, s, BLITZ__OP_SENDV, iov, (size_t)iovcnt, NULL,
-                          BLITZ__DIR_WRITE);
+    return blitz__op_poll(cx, op, s, BLITZ__OP_SENDV, iov, (size_t)iovcnt, NULL, BLITZ__DIR_WRITE);
 }
-BLITZ_API blitz_poll blitz_udp_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s,
-                                       const void *buf, size_t len, const blitz_addr *to) {
+BLITZ_API blitz_poll blitz_udp_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
+                                       size_t len, const blitz_addr *to) {
     if (op && blitz__op_state(op) == BLITZ__IO_IDLE && (!to || !to->len)) {
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
@@ -10766,7 +10763,8 @@ BLITZ_API blitz_poll blitz_unix_connect(blitz_cx *cx, blitz_io *op, const blitz_
     return blitz__connect(cx, op, addr, AF_UNIX);
 }
 
-/* ---- close ------------------------------------------------------------------------------------ */
+/* ---- close ------------------------------------------------------------------------------------
+ */
 
 BLITZ_API int blitz_sock_close(blitz_socket *s) {
     if (!s)
@@ -10789,8 +10787,7 @@ BLITZ_API int blitz_sock_close(blitz_socket *s) {
             op->blitz__next = woken;
             woken = op;
         } else if (io->kind == BLITZ_BACKEND_IO_URING &&
-                   blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) ==
-                       BLITZ__IO_INFLIGHT) {
+                   blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) == BLITZ__IO_INFLIGHT) {
             blitz__uring_submit_cancel(io, op);
         }
         op = next;
@@ -11345,8 +11342,8 @@ BLITZ_PRIVATE void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns) {
             continue;
         }
         io->pfds[n].fd = s->fd;
-        io->pfds[n].events = (short)(((want & 1u) ? (POLLIN | POLLRDHUP) : 0) |
-                                     ((want & 2u) ? POLLOUT : 0));
+        io->pfds[n].events =
+            (short)(((want & 1u) ? (POLLIN | POLLRDHUP) : 0) | ((want & 2u) ? POLLOUT : 0));
         io->pfds[n].revents = 0;
         io->psocks[n++] = s;
         i++;
@@ -11475,8 +11472,8 @@ static int blitz__uring_enter(int fd, unsigned to_submit, unsigned min_complete,
 }
 
 static int blitz__uring_probe(blitz__io *io) {
-    static const uint8_t need[] = {IORING_OP_RECV,    IORING_OP_SEND,         IORING_OP_ACCEPT,
-                                   IORING_OP_CONNECT, IORING_OP_SENDMSG,      IORING_OP_RECVMSG,
+    static const uint8_t need[] = {IORING_OP_RECV,     IORING_OP_SEND,        IORING_OP_ACCEPT,
+                                   IORING_OP_CONNECT,  IORING_OP_SENDMSG,     IORING_OP_RECVMSG,
                                    IORING_OP_POLL_ADD, IORING_OP_ASYNC_CANCEL};
     size_t sz = sizeof(struct io_uring_probe) + 256 * sizeof(struct io_uring_probe_op);
     struct io_uring_probe *p = (struct io_uring_probe *)blitz__calloc(sz);
@@ -11591,8 +11588,8 @@ BLITZ_PRIVATE int blitz__uring_init(blitz__io *io) {
             if (io->cq_map_len > io->sq_map_len)
                 io->sq_map_len = io->cq_map_len;
         }
-        io->sq_map = mmap(NULL, io->sq_map_len, PROT_READ | PROT_WRITE,
-                          MAP_SHARED | MAP_POPULATE, fd, IORING_OFF_SQ_RING);
+        io->sq_map = mmap(NULL, io->sq_map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+                          fd, IORING_OFF_SQ_RING);
         if (io->sq_map == MAP_FAILED) {
             io->sq_map = NULL;
             rc = blitz__from_errno(errno);
@@ -12128,8 +12125,8 @@ BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int ba
     if (rc != BLITZ_OK)
         return rc;
     rc = blitz__apply_flags(fd, addr->u.family, flags, 1);
-    if (rc == BLITZ_OK && bind(fd, (const struct sockaddr *)(const void *)addr->u.bytes,
-                               addr->len) < 0)
+    if (rc == BLITZ_OK &&
+        bind(fd, (const struct sockaddr *)(const void *)addr->u.bytes, addr->len) < 0)
         rc = blitz__errno_rc();
     if (rc == BLITZ_OK && listen(fd, backlog ? backlog : SOMAXCONN) < 0)
         rc = blitz__errno_rc();
@@ -12151,8 +12148,8 @@ BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned
     if (rc != BLITZ_OK)
         return rc;
     rc = blitz__apply_flags(fd, addr->u.family, flags, 0);
-    if (rc == BLITZ_OK && bind(fd, (const struct sockaddr *)(const void *)addr->u.bytes,
-                               addr->len) < 0)
+    if (rc == BLITZ_OK &&
+        bind(fd, (const struct sockaddr *)(const void *)addr->u.bytes, addr->len) < 0)
         rc = blitz__errno_rc();
     if (rc != BLITZ_OK) {
         close(fd);
@@ -12333,7 +12330,7 @@ BLITZ_API int blitz_sock_set_linger(blitz_socket *s, int on, int secs) {
     l.l_onoff = on != 0;
     l.l_linger = secs;
     return setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &l, sizeof l) < 0 ? blitz__errno_rc()
-                                                                        : BLITZ_OK;
+                                                                      : BLITZ_OK;
 }
 BLITZ_API int blitz_sock_set_recv_buffer(blitz_socket *s, int bytes) {
     return bytes <= 0 ? BLITZ_EINVAL : blitz__setopt(s, SOL_SOCKET, SO_RCVBUF, bytes);
@@ -14369,8 +14366,8 @@ static int blitz__worker_park(blitz__worker *w) {
     uint64_t timeout = rt->park_timeout_ns, timer_ns = blitz__time_sleep_ns(rt);
     uint32_t none = 0;
     int io = rt->io != NULL;
-    int sleeper = (timer_ns || io) &&
-                  blitz__u32_cas(&rt->time.sleeper, &none, w->index + 1, BLITZ__SEQ_CST);
+    int sleeper =
+        (timer_ns || io) && blitz__u32_cas(&rt->time.sleeper, &none, w->index + 1, BLITZ__SEQ_CST);
     if (sleeper) {
         /* Re-read after becoming the sleeper: an earlier timer armed in
          * between saw no sleeper and woke a parked worker, maybe not us. */

@@ -262,7 +262,8 @@ int main(int argc, char **argv) {
     snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
     snprintf(portstr, sizeof portstr, "%d", port);
     const char *want = getenv("BENCH_TCP_CLIENT");
-    const char *tokio = (!want || !strcmp(want, "tokio")) ? find_tokio(tb, sizeof tb, argv[0]) : NULL;
+    const char *tokio =
+        (!want || !strcmp(want, "tokio")) ? find_tokio(tb, sizeof tb, argv[0]) : NULL;
     const char *uv = (!want || !strcmp(want, "uv")) ? find_uv(ub, sizeof ub, argv[0]) : NULL;
     int status = 0;
     if (tokio) {
@@ -284,9 +285,9 @@ int main(int argc, char **argv) {
         free(out);
     } else if (uv) {
         fprintf(stderr, "# client: %s (libuv anchor's echo_client)\n", uv);
-        char *eargv[] = {(char *)uv, "-H", "127.0.0.1", "-p", portstr, "-m", "echo", "-c", "50",
-                         "-s", "64", "-w", "1", "-d", "3", "-r", "5", "-t", "1", "-i", "blitz",
-                         NULL};
+        char *eargv[] = {(char *)uv, "-H", "127.0.0.1", "-p", portstr, "-m", "echo", "-c",
+                         "50",       "-s", "64",        "-w", "1",     "-d", "3",    "-r",
+                         "5",        "-t", "1",         "-i", "blitz", NULL};
         char *out = run_capture(eargv);
         double rps = out ? field(out, "tcp_echo_50conn_64B_rps") : -1;
         double p50 = out ? field(out, "tcp_echo_50conn_64B_p50") : -1;
@@ -300,8 +301,8 @@ int main(int argc, char **argv) {
             bench_emit("tcp_echo_c50_m64_p99", p99 / 1000.0, "ms");
         }
         if (bench_selected("tcp_bulk_1024mib")) {
-            char *bargv[] = {(char *)uv, "-H", "127.0.0.1", "-p", portstr, "-m", "bulk", "-b",
-                             "1073741824", "-r", "5", "-i", "blitz", NULL};
+            char *bargv[] = {(char *)uv, "-H",         "127.0.0.1", "-p", portstr, "-m",    "bulk",
+                             "-b",       "1073741824", "-r",        "5",  "-i",    "blitz", NULL};
             out = run_capture(bargv);
             double mbs = out ? field(out, "tcp_bulk_1GiB") : -1;
             free(out);

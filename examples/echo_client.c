@@ -117,7 +117,8 @@ int main(int argc, char **argv) {
     }
     qsort(g_lat, g_nlat, sizeof *g_lat, cmp_u32);
     printf("%zu requests in %.2f s: %.0f req/s, p50 %.3f ms, p99 %.3f ms\n", g_nlat, el,
-           (double)g_nlat / el, g_lat[g_nlat / 2] / 1e6, g_lat[(size_t)((double)g_nlat * 0.99)] / 1e6);
+           (double)g_nlat / el, g_lat[g_nlat / 2] / 1e6,
+           g_lat[(size_t)((double)g_nlat * 0.99)] / 1e6);
     free(g_lat);
     free(d.tasks);
     return 0;

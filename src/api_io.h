@@ -28,7 +28,6 @@
  * SIGPIPE never kills the process: sends use MSG_NOSIGNAL and report
  * BLITZ_EPIPE / BLITZ_ECONNRESET. */
 
-
 /* The backend the runtime's I/O driver uses. */
 BLITZ_API blitz_backend blitz_runtime_backend(const blitz_runtime *rt);
 /* "io_uring", "epoll", "poll", "auto", "none". */
@@ -96,9 +95,9 @@ typedef struct blitz_io {
 } blitz_io;
 
 /* Options of the listen / bind calls. */
-#define BLITZ_SOCK_REUSEADDR 1u /* SO_REUSEADDR (listeners set it by default) */
-#define BLITZ_SOCK_REUSEPORT 2u /* SO_REUSEPORT */
-#define BLITZ_SOCK_V6ONLY    4u /* IPV6_V6ONLY */
+#define BLITZ_SOCK_REUSEADDR    1u /* SO_REUSEADDR (listeners set it by default) */
+#define BLITZ_SOCK_REUSEPORT    2u /* SO_REUSEPORT */
+#define BLITZ_SOCK_V6ONLY       4u /* IPV6_V6ONLY */
 #define BLITZ_SOCK_NO_REUSEADDR 8u
 
 /* Cancels a pending op: afterwards it holds no reference on the task and
@@ -135,8 +134,8 @@ BLITZ_API blitz_poll blitz_tcp_connect(blitz_cx *cx, blitz_io *op, const blitz_a
  * bytes sent so far are lost to the caller; result is the error). */
 BLITZ_API blitz_poll blitz_sock_recv(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
                                      size_t len);
-BLITZ_API blitz_poll blitz_sock_send(blitz_cx *cx, blitz_io *op, blitz_socket *s,
-                                     const void *buf, size_t len);
+BLITZ_API blitz_poll blitz_sock_send(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
+                                     size_t len);
 BLITZ_API blitz_poll blitz_sock_send_all(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                          const void *buf, size_t len);
 /* Vectored: `iov` (at most 16 entries) must stay valid until READY. */
@@ -184,8 +183,8 @@ BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned
 BLITZ_API int blitz_udp_connect(blitz_socket *s, const blitz_addr *addr);
 /* Datagram to `to` (must stay valid until READY); from: the sender
  * (optional; must stay valid until READY). */
-BLITZ_API blitz_poll blitz_udp_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s,
-                                       const void *buf, size_t len, const blitz_addr *to);
+BLITZ_API blitz_poll blitz_udp_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
+                                       size_t len, const blitz_addr *to);
 BLITZ_API blitz_poll blitz_udp_recv_from(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
                                          size_t len, blitz_addr *from);
 /* Multicast group membership (IPv4 or IPv6 group; interface: an IPv4
@@ -205,8 +204,8 @@ BLITZ_API blitz_poll blitz_unix_connect(blitz_cx *cx, blitz_io *op, const blitz_
 BLITZ_API int blitz_unix_dgram(blitz_runtime *rt, const blitz_addr *addr, blitz_socket **out);
 /* A connected pair of Unix stream (type 1) or datagram (type 2) sockets. */
 BLITZ_API int blitz_unix_pair(blitz_runtime *rt, int type, blitz_socket **a, blitz_socket **b);
-#define blitz_unix_send_to   blitz_udp_send_to
-#define blitz_unix_recv_from blitz_udp_recv_from
+#define blitz_unix_send_to       blitz_udp_send_to
+#define blitz_unix_recv_from     blitz_udp_recv_from
 #define blitz_unix_connect_dgram blitz_udp_connect
 
 /* Adopts an existing descriptor (made non-blocking and close-on-exec);

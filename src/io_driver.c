@@ -187,7 +187,7 @@ static void blitz__op_msghdr(blitz_io *op, struct msghdr *m, struct iovec *one) 
     if (op->blitz__addr) {
         m->msg_name = op->blitz__addr->u.bytes;
         m->msg_namelen = op->blitz__kind == BLITZ__OP_SEND_TO ? op->blitz__addr->len
-                                                               : sizeof op->blitz__addr->u.bytes;
+                                                              : sizeof op->blitz__addr->u.bytes;
     }
 }
 
@@ -203,8 +203,8 @@ static int64_t blitz__op_syscall(blitz_io *op) {
         break;
     case BLITZ__OP_SEND:
     case BLITZ__OP_SEND_ALL:
-        r = send(s->fd, (char *)op->blitz__buf + op->blitz__done,
-                 op->blitz__len - op->blitz__done, MSG_NOSIGNAL | MSG_DONTWAIT);
+        r = send(s->fd, (char *)op->blitz__buf + op->blitz__done, op->blitz__len - op->blitz__done,
+                 MSG_NOSIGNAL | MSG_DONTWAIT);
         break;
     case BLITZ__OP_RECVV:
     case BLITZ__OP_RECV_FROM: {
@@ -840,8 +840,8 @@ BLITZ_API blitz_poll blitz_sock_recv(blitz_cx *cx, blitz_io *op, blitz_socket *s
                                      size_t len) {
     return blitz__op_poll(cx, op, s, BLITZ__OP_RECV, buf, len, NULL, BLITZ__DIR_READ);
 }
-BLITZ_API blitz_poll blitz_sock_send(blitz_cx *cx, blitz_io *op, blitz_socket *s,
-                                     const void *buf, size_t len) {
+BLITZ_API blitz_poll blitz_sock_send(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
+                                     size_t len) {
     return blitz__op_poll(cx, op, s, BLITZ__OP_SEND, buf, len, NULL, BLITZ__DIR_WRITE);
 }
 BLITZ_API blitz_poll blitz_sock_send_all(blitz_cx *cx, blitz_io *op, blitz_socket *s,
@@ -857,8 +857,7 @@ BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
-    return blitz__op_poll(cx, op, s, BLITZ__OP_RECVV, iov, (size_t)iovcnt, NULL,
-                          BLITZ__DIR_READ);
+    return blitz__op_poll(cx, op, s, BLITZ__OP_RECVV, iov, (size_t)iovcnt, NULL, BLITZ__DIR_READ);
 }
 BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                       const blitz_iovec *iov, int iovcnt) {
@@ -866,11 +865,10 @@ BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
-    return blitz__op_poll(cx, op, s, BLITZ__OP_SENDV, iov, (size_t)iovcnt, NULL,
-                          BLITZ__DIR_WRITE);
+    return blitz__op_poll(cx, op, s, BLITZ__OP_SENDV, iov, (size_t)iovcnt, NULL, BLITZ__DIR_WRITE);
 }
-BLITZ_API blitz_poll blitz_udp_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s,
-                                       const void *buf, size_t len, const blitz_addr *to) {
+BLITZ_API blitz_poll blitz_udp_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
+                                       size_t len, const blitz_addr *to) {
     if (op && blitz__op_state(op) == BLITZ__IO_IDLE && (!to || !to->len)) {
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
@@ -934,7 +932,8 @@ BLITZ_API blitz_poll blitz_unix_connect(blitz_cx *cx, blitz_io *op, const blitz_
     return blitz__connect(cx, op, addr, AF_UNIX);
 }
 
-/* ---- close ------------------------------------------------------------------------------------ */
+/* ---- close ------------------------------------------------------------------------------------
+ */
 
 BLITZ_API int blitz_sock_close(blitz_socket *s) {
     if (!s)
@@ -957,8 +956,7 @@ BLITZ_API int blitz_sock_close(blitz_socket *s) {
             op->blitz__next = woken;
             woken = op;
         } else if (io->kind == BLITZ_BACKEND_IO_URING &&
-                   blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) ==
-                       BLITZ__IO_INFLIGHT) {
+                   blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) == BLITZ__IO_INFLIGHT) {
             blitz__uring_submit_cancel(io, op);
         }
         op = next;

@@ -51,9 +51,9 @@
 #define IORING_CQE_F_MORE (1U << 1)
 #endif
 
-#define BLITZ__IO_FOREVER  UINT64_MAX
-#define BLITZ__IO_MAX_IOV  16
-#define BLITZ__IO_EVENTS   256
+#define BLITZ__IO_FOREVER UINT64_MAX
+#define BLITZ__IO_MAX_IOV 16
+#define BLITZ__IO_EVENTS  256
 
 struct blitz_socket {
     int fd;
@@ -68,8 +68,8 @@ struct blitz_socket {
     /* poll backend: directions that have waiters (bit per direction). */
     blitz__atomic_u32 want;
     blitz__atomic_u32 rd_hot; /* the last receive filled its buffer */
-    int poll_slot; /* index in the poll set, -1 when not in it (poll_lock) */
-    blitz_io *ops; /* waiting (readiness) or in flight (io_uring); under lock */
+    int poll_slot;            /* index in the poll set, -1 when not in it (poll_lock) */
+    blitz_io *ops;            /* waiting (readiness) or in flight (io_uring); under lock */
     /* io_uring multishot accept (listeners; under lock): armed in the
      * kernel, connections accepted before anyone asked, a pending error. */
     int ms_armed;
@@ -93,7 +93,7 @@ typedef struct blitz__io {
     blitz__mutex socks_lock;
     blitz_socket *all;
     blitz_socket *free_list;
-    blitz__atomic_u32 nsocks; /* live sockets */
+    blitz__atomic_u32 nsocks;   /* live sockets */
     blitz__atomic_u32 has_free; /* free_list is not empty */
 
     /* epoll */

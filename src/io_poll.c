@@ -115,8 +115,8 @@ BLITZ_PRIVATE void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns) {
             continue;
         }
         io->pfds[n].fd = s->fd;
-        io->pfds[n].events = (short)(((want & 1u) ? (POLLIN | POLLRDHUP) : 0) |
-                                     ((want & 2u) ? POLLOUT : 0));
+        io->pfds[n].events =
+            (short)(((want & 1u) ? (POLLIN | POLLRDHUP) : 0) | ((want & 2u) ? POLLOUT : 0));
         io->pfds[n].revents = 0;
         io->psocks[n++] = s;
         i++;

@@ -63,8 +63,8 @@ static int blitz__uring_enter(int fd, unsigned to_submit, unsigned min_complete,
 }
 
 static int blitz__uring_probe(blitz__io *io) {
-    static const uint8_t need[] = {IORING_OP_RECV,    IORING_OP_SEND,         IORING_OP_ACCEPT,
-                                   IORING_OP_CONNECT, IORING_OP_SENDMSG,      IORING_OP_RECVMSG,
+    static const uint8_t need[] = {IORING_OP_RECV,     IORING_OP_SEND,        IORING_OP_ACCEPT,
+                                   IORING_OP_CONNECT,  IORING_OP_SENDMSG,     IORING_OP_RECVMSG,
                                    IORING_OP_POLL_ADD, IORING_OP_ASYNC_CANCEL};
     size_t sz = sizeof(struct io_uring_probe) + 256 * sizeof(struct io_uring_probe_op);
     struct io_uring_probe *p = (struct io_uring_probe *)blitz__calloc(sz);
@@ -179,8 +179,8 @@ BLITZ_PRIVATE int blitz__uring_init(blitz__io *io) {
             if (io->cq_map_len > io->sq_map_len)
                 io->sq_map_len = io->cq_map_len;
         }
-        io->sq_map = mmap(NULL, io->sq_map_len, PROT_READ | PROT_WRITE,
-                          MAP_SHARED | MAP_POPULATE, fd, IORING_OFF_SQ_RING);
+        io->sq_map = mmap(NULL, io->sq_map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+                          fd, IORING_OFF_SQ_RING);
         if (io->sq_map == MAP_FAILED) {
             io->sq_map = NULL;
             rc = blitz__from_errno(errno);

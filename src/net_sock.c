@@ -46,8 +46,8 @@ BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int ba
     if (rc != BLITZ_OK)
         return rc;
     rc = blitz__apply_flags(fd, addr->u.family, flags, 1);
-    if (rc == BLITZ_OK && bind(fd, (const struct sockaddr *)(const void *)addr->u.bytes,
-                               addr->len) < 0)
+    if (rc == BLITZ_OK &&
+        bind(fd, (const struct sockaddr *)(const void *)addr->u.bytes, addr->len) < 0)
         rc = blitz__errno_rc();
     if (rc == BLITZ_OK && listen(fd, backlog ? backlog : SOMAXCONN) < 0)
         rc = blitz__errno_rc();
@@ -69,8 +69,8 @@ BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned
     if (rc != BLITZ_OK)
         return rc;
     rc = blitz__apply_flags(fd, addr->u.family, flags, 0);
-    if (rc == BLITZ_OK && bind(fd, (const struct sockaddr *)(const void *)addr->u.bytes,
-                               addr->len) < 0)
+    if (rc == BLITZ_OK &&
+        bind(fd, (const struct sockaddr *)(const void *)addr->u.bytes, addr->len) < 0)
         rc = blitz__errno_rc();
     if (rc != BLITZ_OK) {
         close(fd);
@@ -251,7 +251,7 @@ BLITZ_API int blitz_sock_set_linger(blitz_socket *s, int on, int secs) {
     l.l_onoff = on != 0;
     l.l_linger = secs;
     return setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &l, sizeof l) < 0 ? blitz__errno_rc()
-                                                                        : BLITZ_OK;
+                                                                      : BLITZ_OK;
 }
 BLITZ_API int blitz_sock_set_recv_buffer(blitz_socket *s, int bytes) {
     return bytes <= 0 ? BLITZ_EINVAL : blitz__setopt(s, SOL_SOCKET, SO_RCVBUF, bytes);

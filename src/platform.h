@@ -42,9 +42,9 @@ long syscall(long number, ...);
 #include <linux/io_uring.h>
 #define BLITZ__LINUX 1
 #else
-#define BLITZ__LINUX 0
+#define BLITZ__LINUX      0
 #define BLITZ_NO_IO_URING 1
-#define BLITZ_NO_EPOLL 1
+#define BLITZ_NO_EPOLL    1
 #endif
 
 #if !defined(__linux__)

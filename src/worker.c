@@ -451,8 +451,8 @@ static int blitz__worker_park(blitz__worker *w) {
     uint64_t timeout = rt->park_timeout_ns, timer_ns = blitz__time_sleep_ns(rt);
     uint32_t none = 0;
     int io = rt->io != NULL;
-    int sleeper = (timer_ns || io) &&
-                  blitz__u32_cas(&rt->time.sleeper, &none, w->index + 1, BLITZ__SEQ_CST);
+    int sleeper =
+        (timer_ns || io) && blitz__u32_cas(&rt->time.sleeper, &none, w->index + 1, BLITZ__SEQ_CST);
     if (sleeper) {
         /* Re-read after becoming the sleeper: an earlier timer armed in
          * between saw no sleeper and woke a parked worker, maybe not us. */

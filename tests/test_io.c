@@ -33,15 +33,15 @@ static blitz_runtime *io_rt_new(blitz_backend b, blitz_flavor flavor, uint32_t w
     return rt;
 }
 
-#define IO_BACKEND_TESTS(name)                    \
-    BLITZ_TEST(name##_uring) {                    \
-        return name(BLITZ_BACKEND_IO_URING);      \
-    }                                             \
-    BLITZ_TEST(name##_epoll) {                    \
-        return name(BLITZ_BACKEND_EPOLL);         \
-    }                                             \
-    BLITZ_TEST(name##_poll) {                     \
-        return name(BLITZ_BACKEND_POLL);          \
+#define IO_BACKEND_TESTS(name)               \
+    BLITZ_TEST(name##_uring) {               \
+        return name(BLITZ_BACKEND_IO_URING); \
+    }                                        \
+    BLITZ_TEST(name##_epoll) {               \
+        return name(BLITZ_BACKEND_EPOLL);    \
+    }                                        \
+    BLITZ_TEST(name##_poll) {                \
+        return name(BLITZ_BACKEND_POLL);     \
     }
 
 static blitz_socket *io_listen_any(blitz_runtime *rt, blitz_addr *bound) {
@@ -149,8 +149,8 @@ static blitz_poll io_client_poll(blitz_cx *cx, void *p) {
         BLITZ_AWAIT(c, blitz_tcp_send_all(cx, &c->op, c->sock, c->out, sizeof c->out));
         CHECK_EQ(c->op.result, (long long)sizeof c->out);
         for (c->got = 0; c->got < sizeof c->in;) {
-            BLITZ_AWAIT(c, blitz_tcp_recv(cx, &c->op, c->sock, c->in + c->got,
-                                          sizeof c->in - c->got));
+            BLITZ_AWAIT(c,
+                        blitz_tcp_recv(cx, &c->op, c->sock, c->in + c->got, sizeof c->in - c->got));
             CHECK_GT(c->op.result, 0);
             c->got += (size_t)c->op.result;
         }
@@ -184,8 +184,7 @@ static blitz_poll io_echo_main_poll(blitz_cx *cx, void *p) {
         s.listener = m->listener;
         s.conns = m->conns;
         s.echoed = &m->echoed;
-        CHECK_OK(blitz_spawn(blitz_cx_runtime(cx), io_echo_server_poll, &s, sizeof s,
-                             &m->server));
+        CHECK_OK(blitz_spawn(blitz_cx_runtime(cx), io_echo_server_poll, &s, sizeof s, &m->server));
     }
     for (m->i = 0; m->i < m->conns; m->i++) {
         io_client c;
@@ -194,8 +193,8 @@ static blitz_poll io_echo_main_poll(blitz_cx *cx, void *p) {
         c.id = m->i;
         c.rounds = m->rounds;
         c.done = &m->done;
-        CHECK_OK(blitz_spawn(blitz_cx_runtime(cx), io_client_poll, &c, sizeof c,
-                             &m->clients[m->i]));
+        CHECK_OK(
+            blitz_spawn(blitz_cx_runtime(cx), io_client_poll, &c, sizeof c, &m->clients[m->i]));
     }
     for (m->i = 0; m->i < m->conns; m->i++) {
         BLITZ_AWAIT(m, blitz_join(cx, m->clients[m->i]));
@@ -262,10 +261,22 @@ BLITZ_TEST(io_addr_parse) {
     CHECK(strcmp(buf, "[fe80::1%1]:80") == 0);
     CHECK_OK(blitz_addr_parse("0.0.0.0:0", &a));
     CHECK_EQ(blitz_addr_port(&a), 0);
-    const char *bad[] = {"",          "127.0.0.1",    "127.0.0.1:",  "127.0.0.1:65536",
-                         "1.2.3:80",  "::1:80",       "[::1]",       "[::1]80",
-                         "[1.2.3.4]:80", "host:80",   "1.2.3.4:8x",  "[::1]:-1",
-                         "256.1.1.1:1", ":80",        "[]:80",       "1.2.3.4:99999999999"};
+    const char *bad[] = {"",
+                         "127.0.0.1",
+                         "127.0.0.1:",
+                         "127.0.0.1:65536",
+                         "1.2.3:80",
+                         "::1:80",
+                         "[::1]",
+                         "[::1]80",
+                         "[1.2.3.4]:80",
+                         "host:80",
+                         "1.2.3.4:8x",
+                         "[::1]:-1",
+                         "256.1.1.1:1",
+                         ":80",
+                         "[]:80",
+                         "1.2.3.4:99999999999"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = blitz_addr_parse(bad[i], &a);
         CHECK_BASE(rc == BLITZ_EINVAL, "parse(\"%s\") = %d", bad[i], rc);
@@ -524,8 +535,7 @@ static blitz_poll io_half_main_poll(blitz_cx *cx, void *p) {
     CHECK_EQ(m->op.result, 4);
     blitz_sock_close(m->srv);
     for (m->got = 0;;) {
-        BLITZ_AWAIT(m, blitz_tcp_recv(cx, &m->op, m->cli, m->buf + m->got,
-                                      sizeof m->buf - m->got));
+        BLITZ_AWAIT(m, blitz_tcp_recv(cx, &m->op, m->cli, m->buf + m->got, sizeof m->buf - m->got));
         CHECK_GE(m->op.result, 0);
         if (m->op.result == 0)
             break;
@@ -1220,8 +1230,8 @@ static blitz_poll io_stress_clients_poll(blitz_cx *cx, void *p) {
         c.id = m->i;
         c.rounds = 3;
         c.done = &m->done;
-        CHECK_OK(blitz_spawn(blitz_cx_runtime(cx), io_client_poll, &c, sizeof c,
-                             &m->clients[m->i]));
+        CHECK_OK(
+            blitz_spawn(blitz_cx_runtime(cx), io_client_poll, &c, sizeof c, &m->clients[m->i]));
     }
     for (m->i = 0; m->i < m->conns; m->i++) {
         BLITZ_AWAIT(m, blitz_join(cx, m->clients[m->i]));
