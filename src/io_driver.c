@@ -29,8 +29,17 @@
 #include "internal.h"
 #include "io_internal.h"
 
+/* The owner's view of an op's state. A completion publishes the final
+ * state while it still holds the op's lock (blitz__op_lock below), so an
+ * owner that sees a final state also waits for that lock's release
+ * (acquire): only then is the completer done with the op, and the task may
+ * reuse the op or let its memory go. Never called with the op lock held. */
 static inline uint32_t blitz__op_state(const blitz_io *op) {
-    return blitz__u32_field_load(&op->blitz__state, BLITZ__ACQUIRE);
+    uint32_t st = blitz__u32_field_load(&op->blitz__state, BLITZ__ACQUIRE);
+    if (st != BLITZ__IO_INFLIGHT && st != BLITZ__IO_CANCELLING)
+        while (blitz__u32_field_load(&op->blitz__lock, BLITZ__ACQUIRE))
+            blitz__cpu_relax();
+    return st;
 }
 static inline void blitz__op_set_state(blitz_io *op, uint32_t st) {
     blitz__u32_field_store(&op->blitz__state, st, BLITZ__RELEASE);
