@@ -6111,6 +6111,15 @@ static inline void blitz__waitq_unlink(blitz__waitq *q, blitz__waiter *w) {
     w->blitz__next = w->blitz__prev = NULL;
 }
 
+/* Withdraws a queued `w` (its op is being cancelled): unlinks it and
+ * returns its waker, to be dropped after the lock. Under the lock. */
+static inline blitz_waker blitz__waitq_withdraw(blitz__waitq *q, blitz__waiter *w) {
+    blitz__waitq_unlink(q, w);
+    blitz_waker waker = w->blitz__waker;
+    w->blitz__waker = blitz_waker_noop();
+    return waker;
+}
+
 static inline int blitz__waitq_empty(const blitz__waitq *q) {
     return q->blitz__head == NULL;
 }
@@ -7069,9 +7078,7 @@ BLITZ_API void blitz_semaphore_acquire_cancel(blitz_cx *cx, void *arg) {
         blitz__word_lock(&sem->blitz__lock);
         st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
         if (st == BLITZ__WAITER_QUEUED) {
-            blitz__waitq_unlink(&sem->blitz__waiters, &op->blitz__w);
-            blitz_waker mine = op->blitz__w.blitz__waker;
-            op->blitz__w.blitz__waker = blitz_waker_noop();
+            blitz_waker mine = blitz__waitq_withdraw(&sem->blitz__waiters, &op->blitz__w);
             blitz__waiter_reset(&op->blitz__w);
             /* The partial fill goes to the next waiters; with none left (or
              * nothing to give) this also clears WAITERS. */
@@ -7427,9 +7434,7 @@ BLITZ_API void blitz_notify_wait_cancel(blitz_cx *cx, void *arg) {
         blitz__word_lock(&n->blitz__lock);
         st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
         if (st == BLITZ__WAITER_QUEUED) {
-            blitz__waitq_unlink(&n->blitz__waiters, &op->blitz__w);
-            mine = op->blitz__w.blitz__waker;
-            op->blitz__w.blitz__waker = blitz_waker_noop();
+            mine = blitz__waitq_withdraw(&n->blitz__waiters, &op->blitz__w);
             blitz__notify_settle(n);
         }
         blitz__word_unlock(&n->blitz__lock);
@@ -7566,9 +7571,7 @@ BLITZ_API void blitz_barrier_wait_cancel(blitz_cx *cx, void *arg) {
     blitz_waker mine = blitz_waker_noop();
     blitz__word_lock(&b->blitz__lock);
     if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
-        blitz__waitq_unlink(&b->blitz__waiters, &op->blitz__w);
-        mine = op->blitz__w.blitz__waker;
-        op->blitz__w.blitz__waker = blitz_waker_noop();
+        mine = blitz__waitq_withdraw(&b->blitz__waiters, &op->blitz__w);
         /* Withdraw the arrival, unless its generation was already released
          * (a leader still waking an earlier batch). */
         if (op->blitz__w.blitz__value == b->blitz__generation)
@@ -7821,9 +7824,7 @@ BLITZ_API void blitz_once_cell_get_or_claim_cancel(blitz_cx *cx, void *arg) {
         blitz__word_lock(&c->blitz__lock);
         st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
         if (st == BLITZ__WAITER_QUEUED) {
-            blitz__waitq_unlink(&c->blitz__waiters, &op->blitz__w);
-            mine = op->blitz__w.blitz__waker;
-            op->blitz__w.blitz__waker = blitz_waker_noop();
+            mine = blitz__waitq_withdraw(&c->blitz__waiters, &op->blitz__w);
             if (blitz__waitq_empty(&c->blitz__waiters))
                 blitz__u32_fetch_and(blitz__once_word(c), ~BLITZ__ONCE_WAITERS, BLITZ__RELAXED);
         }
@@ -8068,9 +8069,7 @@ BLITZ_API void blitz_cancel_token_wait_cancel(blitz_cx *cx, void *arg) {
     blitz_waker mine = blitz_waker_noop();
     blitz__word_lock(&t->blitz__lock);
     if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
-        blitz__waitq_unlink(&t->blitz__waiters, &op->blitz__w);
-        mine = op->blitz__w.blitz__waker;
-        op->blitz__w.blitz__waker = blitz_waker_noop();
+        mine = blitz__waitq_withdraw(&t->blitz__waiters, &op->blitz__w);
     }
     blitz__word_unlock(&t->blitz__lock);
     blitz_waker_drop(mine);
@@ -8486,10 +8485,8 @@ static blitz_poll blitz__chan_wait(blitz_cx *cx, blitz_chan_op *op, int send) {
         blitz__mutex_unlock(&ch->lock);
         return BLITZ_PENDING;
     }
-    blitz__waitq_unlink(q, &op->blitz__w);
     blitz__u32_fetch_sub(waiting, 1, BLITZ__SEQ_CST);
-    blitz_waker mine = op->blitz__w.blitz__waker;
-    op->blitz__w.blitz__waker = blitz_waker_noop();
+    blitz_waker mine = blitz__waitq_withdraw(q, &op->blitz__w);
     blitz__waiter_reset(&op->blitz__w);
     blitz__mutex_unlock(&ch->lock);
     blitz_waker_drop(mine);
@@ -8650,10 +8647,8 @@ BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op) {
         if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) ==
             BLITZ__WAITER_QUEUED) {
             int send = op->blitz__w.blitz__flags == BLITZ__CHAN_OP_SEND;
-            blitz__waitq_unlink(send ? &ch->senders : &ch->receivers, &op->blitz__w);
             blitz__u32_fetch_sub(send ? &ch->send_waiting : &ch->recv_waiting, 1, BLITZ__SEQ_CST);
-            old = op->blitz__w.blitz__waker;
-            op->blitz__w.blitz__waker = blitz_waker_noop();
+            old = blitz__waitq_withdraw(send ? &ch->senders : &ch->receivers, &op->blitz__w);
             blitz__waiter_reset(&op->blitz__w);
             op->result = BLITZ_ECANCELED;
             blitz__mutex_unlock(&ch->lock);
@@ -9211,10 +9206,8 @@ static blitz_waker blitz__bc_withdraw_locked(blitz_broadcast_rx *rx) {
     blitz_waker old = blitz_waker_noop();
     uint32_t st = blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED);
     if (st == BLITZ__WAITER_QUEUED) {
-        blitz__waitq_unlink(&rx->blitz__bc->waiters, &rx->blitz__w);
         blitz__u32_fetch_sub(&rx->blitz__bc->waiting, 1, BLITZ__RELAXED);
-        old = rx->blitz__w.blitz__waker;
-        rx->blitz__w.blitz__waker = blitz_waker_noop();
+        old = blitz__waitq_withdraw(&rx->blitz__bc->waiters, &rx->blitz__w);
     }
     blitz__waiter_reset(&rx->blitz__w);
     return old;
@@ -9533,10 +9526,8 @@ BLITZ_API int blitz_watch_has_changed(const blitz_watch_rx *rx) {
 static blitz_waker blitz__watch_withdraw_locked(blitz_watch_rx *rx) {
     blitz_waker old = blitz_waker_noop();
     if (blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
-        blitz__waitq_unlink(&rx->blitz__watch->waiters, &rx->blitz__w);
         blitz__u32_fetch_sub(&rx->blitz__watch->waiting, 1, BLITZ__RELAXED);
-        old = rx->blitz__w.blitz__waker;
-        rx->blitz__w.blitz__waker = blitz_waker_noop();
+        old = blitz__waitq_withdraw(&rx->blitz__watch->waiters, &rx->blitz__w);
     }
     blitz__waiter_reset(&rx->blitz__w);
     return old;

@@ -97,9 +97,7 @@ BLITZ_API void blitz_barrier_wait_cancel(blitz_cx *cx, void *arg) {
     blitz_waker mine = blitz_waker_noop();
     blitz__word_lock(&b->blitz__lock);
     if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
-        blitz__waitq_unlink(&b->blitz__waiters, &op->blitz__w);
-        mine = op->blitz__w.blitz__waker;
-        op->blitz__w.blitz__waker = blitz_waker_noop();
+        mine = blitz__waitq_withdraw(&b->blitz__waiters, &op->blitz__w);
         /* Withdraw the arrival, unless its generation was already released
          * (a leader still waking an earlier batch). */
         if (op->blitz__w.blitz__value == b->blitz__generation)

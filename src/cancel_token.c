@@ -177,9 +177,7 @@ BLITZ_API void blitz_cancel_token_wait_cancel(blitz_cx *cx, void *arg) {
     blitz_waker mine = blitz_waker_noop();
     blitz__word_lock(&t->blitz__lock);
     if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
-        blitz__waitq_unlink(&t->blitz__waiters, &op->blitz__w);
-        mine = op->blitz__w.blitz__waker;
-        op->blitz__w.blitz__waker = blitz_waker_noop();
+        mine = blitz__waitq_withdraw(&t->blitz__waiters, &op->blitz__w);
     }
     blitz__word_unlock(&t->blitz__lock);
     blitz_waker_drop(mine);

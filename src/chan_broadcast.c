@@ -300,10 +300,8 @@ static blitz_waker blitz__bc_withdraw_locked(blitz_broadcast_rx *rx) {
     blitz_waker old = blitz_waker_noop();
     uint32_t st = blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED);
     if (st == BLITZ__WAITER_QUEUED) {
-        blitz__waitq_unlink(&rx->blitz__bc->waiters, &rx->blitz__w);
         blitz__u32_fetch_sub(&rx->blitz__bc->waiting, 1, BLITZ__RELAXED);
-        old = rx->blitz__w.blitz__waker;
-        rx->blitz__w.blitz__waker = blitz_waker_noop();
+        old = blitz__waitq_withdraw(&rx->blitz__bc->waiters, &rx->blitz__w);
     }
     blitz__waiter_reset(&rx->blitz__w);
     return old;

@@ -384,10 +384,8 @@ static blitz_poll blitz__chan_wait(blitz_cx *cx, blitz_chan_op *op, int send) {
         blitz__mutex_unlock(&ch->lock);
         return BLITZ_PENDING;
     }
-    blitz__waitq_unlink(q, &op->blitz__w);
     blitz__u32_fetch_sub(waiting, 1, BLITZ__SEQ_CST);
-    blitz_waker mine = op->blitz__w.blitz__waker;
-    op->blitz__w.blitz__waker = blitz_waker_noop();
+    blitz_waker mine = blitz__waitq_withdraw(q, &op->blitz__w);
     blitz__waiter_reset(&op->blitz__w);
     blitz__mutex_unlock(&ch->lock);
     blitz_waker_drop(mine);
@@ -548,10 +546,8 @@ BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op) {
         if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) ==
             BLITZ__WAITER_QUEUED) {
             int send = op->blitz__w.blitz__flags == BLITZ__CHAN_OP_SEND;
-            blitz__waitq_unlink(send ? &ch->senders : &ch->receivers, &op->blitz__w);
             blitz__u32_fetch_sub(send ? &ch->send_waiting : &ch->recv_waiting, 1, BLITZ__SEQ_CST);
-            old = op->blitz__w.blitz__waker;
-            op->blitz__w.blitz__waker = blitz_waker_noop();
+            old = blitz__waitq_withdraw(send ? &ch->senders : &ch->receivers, &op->blitz__w);
             blitz__waiter_reset(&op->blitz__w);
             op->result = BLITZ_ECANCELED;
             blitz__mutex_unlock(&ch->lock);

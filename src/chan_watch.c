@@ -209,10 +209,8 @@ BLITZ_API int blitz_watch_has_changed(const blitz_watch_rx *rx) {
 static blitz_waker blitz__watch_withdraw_locked(blitz_watch_rx *rx) {
     blitz_waker old = blitz_waker_noop();
     if (blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
-        blitz__waitq_unlink(&rx->blitz__watch->waiters, &rx->blitz__w);
         blitz__u32_fetch_sub(&rx->blitz__watch->waiting, 1, BLITZ__RELAXED);
-        old = rx->blitz__w.blitz__waker;
-        rx->blitz__w.blitz__waker = blitz_waker_noop();
+        old = blitz__waitq_withdraw(&rx->blitz__watch->waiters, &rx->blitz__w);
     }
     blitz__waiter_reset(&rx->blitz__w);
     return old;

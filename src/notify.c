@@ -188,9 +188,7 @@ BLITZ_API void blitz_notify_wait_cancel(blitz_cx *cx, void *arg) {
         blitz__word_lock(&n->blitz__lock);
         st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
         if (st == BLITZ__WAITER_QUEUED) {
-            blitz__waitq_unlink(&n->blitz__waiters, &op->blitz__w);
-            mine = op->blitz__w.blitz__waker;
-            op->blitz__w.blitz__waker = blitz_waker_noop();
+            mine = blitz__waitq_withdraw(&n->blitz__waiters, &op->blitz__w);
             blitz__notify_settle(n);
         }
         blitz__word_unlock(&n->blitz__lock);

@@ -214,9 +214,7 @@ BLITZ_API void blitz_once_cell_get_or_claim_cancel(blitz_cx *cx, void *arg) {
         blitz__word_lock(&c->blitz__lock);
         st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
         if (st == BLITZ__WAITER_QUEUED) {
-            blitz__waitq_unlink(&c->blitz__waiters, &op->blitz__w);
-            mine = op->blitz__w.blitz__waker;
-            op->blitz__w.blitz__waker = blitz_waker_noop();
+            mine = blitz__waitq_withdraw(&c->blitz__waiters, &op->blitz__w);
             if (blitz__waitq_empty(&c->blitz__waiters))
                 blitz__u32_fetch_and(blitz__once_word(c), ~BLITZ__ONCE_WAITERS, BLITZ__RELAXED);
         }

@@ -253,9 +253,7 @@ BLITZ_API void blitz_semaphore_acquire_cancel(blitz_cx *cx, void *arg) {
         blitz__word_lock(&sem->blitz__lock);
         st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
         if (st == BLITZ__WAITER_QUEUED) {
-            blitz__waitq_unlink(&sem->blitz__waiters, &op->blitz__w);
-            blitz_waker mine = op->blitz__w.blitz__waker;
-            op->blitz__w.blitz__waker = blitz_waker_noop();
+            blitz_waker mine = blitz__waitq_withdraw(&sem->blitz__waiters, &op->blitz__w);
             blitz__waiter_reset(&op->blitz__w);
             /* The partial fill goes to the next waiters; with none left (or
              * nothing to give) this also clears WAITERS. */

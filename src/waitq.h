@@ -67,6 +67,15 @@ static inline void blitz__waitq_unlink(blitz__waitq *q, blitz__waiter *w) {
     w->blitz__next = w->blitz__prev = NULL;
 }
 
+/* Withdraws a queued `w` (its op is being cancelled): unlinks it and
+ * returns its waker, to be dropped after the lock. Under the lock. */
+static inline blitz_waker blitz__waitq_withdraw(blitz__waitq *q, blitz__waiter *w) {
+    blitz__waitq_unlink(q, w);
+    blitz_waker waker = w->blitz__waker;
+    w->blitz__waker = blitz_waker_noop();
+    return waker;
+}
+
 static inline int blitz__waitq_empty(const blitz__waitq *q) {
     return q->blitz__head == NULL;
 }
