@@ -12823,20 +12823,29 @@ BLITZ_API blitz_op blitz_op_stream_write(blitz_stream *st, const void *buf, size
 #define BLITZ__RD_EXACT 2
 #define BLITZ__RD_UNTIL 3
 
+/* The buffer of a reader or writer: the caller's, or one of `*cap` bytes
+ * (default BLITZ__READER_DEFAULT) that the reader or writer owns. */
+static int blitz__stream_buffer(void **buf, size_t *cap, int *owns) {
+    if (*buf)
+        return BLITZ_OK;
+    if (!*cap)
+        *cap = BLITZ__READER_DEFAULT;
+    *buf = blitz__malloc(*cap);
+    if (!*buf)
+        return BLITZ_ENOMEM;
+    *owns = 1;
+    return BLITZ_OK;
+}
+
 BLITZ_API int blitz_reader_init(blitz_reader *r, blitz_stream *st, void *buf, size_t cap) {
     if (!r)
         return BLITZ_EINVAL;
     memset(r, 0, sizeof *r);
     if (!st || (buf && !cap))
         return BLITZ_EINVAL;
-    if (!buf) {
-        if (!cap)
-            cap = BLITZ__READER_DEFAULT;
-        buf = blitz__malloc(cap);
-        if (!buf)
-            return BLITZ_ENOMEM;
-        r->blitz__owns = 1;
-    }
+    int rc = blitz__stream_buffer(&buf, &cap, &r->blitz__owns);
+    if (rc != BLITZ_OK)
+        return rc;
     r->stream = st;
     r->blitz__buf = (unsigned char *)buf;
     r->blitz__cap = cap;
@@ -13087,14 +13096,9 @@ BLITZ_API int blitz_writer_init(blitz_writer *w, blitz_stream *st, void *buf, si
     memset(w, 0, sizeof *w);
     if (!st || (buf && !cap))
         return BLITZ_EINVAL;
-    if (!buf) {
-        if (!cap)
-            cap = BLITZ__READER_DEFAULT;
-        buf = blitz__malloc(cap);
-        if (!buf)
-            return BLITZ_ENOMEM;
-        w->blitz__owns = 1;
-    }
+    int rc = blitz__stream_buffer(&buf, &cap, &w->blitz__owns);
+    if (rc != BLITZ_OK)
+        return rc;
     w->stream = st;
     w->blitz__buf = (unsigned char *)buf;
     w->blitz__cap = cap;
