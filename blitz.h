@@ -6307,11 +6307,7 @@ static void blitz__op_task_cancel(void *state) {
 
 static int blitz__op_wait_in_task(blitz_runtime *rt, blitz_op op) {
     blitz__op_task st = {op};
-    blitz_spawn_opts opts;
-    memset(&opts, 0, sizeof opts);
-    opts.poll = blitz__op_task_poll;
-    opts.state = &st;
-    opts.size = sizeof st;
+    blitz_spawn_opts opts = blitz__plain_opts(blitz__op_task_poll, &st, sizeof st);
     opts.cancel = blitz__op_task_cancel;
     blitz_task *t = NULL;
     int rc = blitz_spawn_ex(rt, &opts, &t);
@@ -6611,11 +6607,7 @@ BLITZ_API int blitz_group_spawn_ex(blitz_group *g, const blitz_spawn_opts *opts)
 
 BLITZ_API int blitz_group_spawn(blitz_group *g, blitz_poll_fn poll, const void *state,
                                 size_t size) {
-    blitz_spawn_opts opts;
-    memset(&opts, 0, sizeof opts);
-    opts.poll = poll;
-    opts.state = state;
-    opts.size = size;
+    blitz_spawn_opts opts = blitz__plain_opts(poll, state, size);
     return blitz_group_spawn_ex(g, &opts);
 }
 
@@ -13732,11 +13724,7 @@ BLITZ_API int blitz_shutdown_spawn_ex(blitz_shutdown *sd, const blitz_spawn_opts
 
 BLITZ_API int blitz_shutdown_spawn(blitz_shutdown *sd, blitz_poll_fn poll, const void *state,
                                    size_t size) {
-    blitz_spawn_opts o;
-    memset(&o, 0, sizeof o);
-    o.poll = poll;
-    o.state = state;
-    o.size = size;
+    blitz_spawn_opts o = blitz__plain_opts(poll, state, size);
     return blitz_shutdown_spawn_ex(sd, &o);
 }
 
@@ -15276,11 +15264,7 @@ static int blitz__spawn_blocking(blitz_runtime *rt, const blitz_blocking_opts *b
         *handle = NULL;
     if (!rt || !bo || !bo->fn)
         return BLITZ_EINVAL;
-    blitz_spawn_opts o;
-    memset(&o, 0, sizeof o);
-    o.poll = blitz__blocking_poll;
-    o.state = bo->state;
-    o.size = bo->size;
+    blitz_spawn_opts o = blitz__plain_opts(blitz__blocking_poll, bo->state, bo->size);
     o.drop = bo->drop;
     blitz__task *t;
     int rc = blitz__task_create(rt, &o, handle != NULL, sizeof(blitz__blocking_trailer),

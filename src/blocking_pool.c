@@ -439,11 +439,7 @@ static int blitz__spawn_blocking(blitz_runtime *rt, const blitz_blocking_opts *b
         *handle = NULL;
     if (!rt || !bo || !bo->fn)
         return BLITZ_EINVAL;
-    blitz_spawn_opts o;
-    memset(&o, 0, sizeof o);
-    o.poll = blitz__blocking_poll;
-    o.state = bo->state;
-    o.size = bo->size;
+    blitz_spawn_opts o = blitz__plain_opts(blitz__blocking_poll, bo->state, bo->size);
     o.drop = bo->drop;
     blitz__task *t;
     int rc = blitz__task_create(rt, &o, handle != NULL, sizeof(blitz__blocking_trailer),

@@ -134,11 +134,7 @@ static void blitz__op_task_cancel(void *state) {
 
 static int blitz__op_wait_in_task(blitz_runtime *rt, blitz_op op) {
     blitz__op_task st = {op};
-    blitz_spawn_opts opts;
-    memset(&opts, 0, sizeof opts);
-    opts.poll = blitz__op_task_poll;
-    opts.state = &st;
-    opts.size = sizeof st;
+    blitz_spawn_opts opts = blitz__plain_opts(blitz__op_task_poll, &st, sizeof st);
     opts.cancel = blitz__op_task_cancel;
     blitz_task *t = NULL;
     int rc = blitz_spawn_ex(rt, &opts, &t);
