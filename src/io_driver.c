@@ -478,19 +478,6 @@ BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr) {
 
 /* ---- the io_uring path ------------------------------------------------------------------ */
 
-/* Whether the calling thread will give pending SQEs to the kernel soon (a
- * worker or the current-thread driver does at its next tick or park);
- * other threads submit at once. */
-static int blitz__io_batches(blitz_runtime *rt) {
-#ifdef BLITZ_URING_NO_BATCH
-    /* Measurement knob: one io_uring_enter per submission. */
-    (void)rt;
-    return 0;
-#endif
-    blitz__context *ctx = blitz__context_get();
-    return ctx && ctx->rt == rt && (ctx->worker || ctx->ct_driver);
-}
-
 /* Accept through the listener's multishot accept: take a connection the
  * kernel already accepted, or wait for the next one (arming it first). */
 static blitz_poll blitz__uring_accept_ms(blitz_cx *cx, blitz_io *op) {
@@ -518,7 +505,7 @@ static blitz_poll blitz__uring_accept_ms(blitz_cx *cx, blitz_io *op) {
     blitz__op_set_state(op, BLITZ__IO_WAIT);
     blitz__op_link(s, op);
     if (!s->ms_armed) {
-        if (blitz__uring_arm_accept(io, s) == BLITZ_OK) {
+        if (blitz__uring_arm_accept(io, blitz__uring_mine(io, NULL), s) == BLITZ_OK) {
             s->ms_armed = 1;
             blitz__sock_ref(s);
             blitz__u64_fetch_add(&io->inflight, 1, BLITZ__RELAXED);
@@ -537,7 +524,7 @@ static blitz_poll blitz__uring_accept_ms(blitz_cx *cx, blitz_io *op) {
 }
 
 /* A CQE of a listener's multishot accept. Dispatching thread. */
-BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz_socket *s, int32_t res,
+BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
                                        uint32_t flags) {
     blitz_waker w = blitz_waker_noop();
     int ended = !(flags & IORING_CQE_F_MORE);
@@ -592,7 +579,7 @@ BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz_socket *s, int32_t r
         for (blitz_io *op = s->ops; op; op = op->blitz__next)
             if (op->blitz__kind == BLITZ__OP_ACCEPT)
                 rearm = 1;
-        if (rearm && blitz__uring_arm_accept(io, s) == BLITZ_OK)
+        if (rearm && blitz__uring_arm_accept(io, r, s) == BLITZ_OK)
             s->ms_armed = 1;
         else
             rearm = 0;
@@ -638,15 +625,19 @@ static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
         blitz__op_result(op, BLITZ_ECLOSED);
         return BLITZ_READY;
     }
+    int batches = 0;
+    blitz__ring *ring = blitz__uring_mine(io, &batches);
     blitz_waker mine = blitz_cx_waker(cx);
     op->blitz__waker = blitz_waker_clone(&mine);
-    op->blitz__flags |= BLITZ__OPF_URING;
+    /* The ring goes with the op: its cancel must reach the same ring. */
+    op->blitz__flags = (op->blitz__flags & ((1u << BLITZ__OPF_RING_SHIFT) - 1u)) | BLITZ__OPF_URING |
+                       ((ring->index + 1u) << BLITZ__OPF_RING_SHIFT);
     blitz__op_set_state(op, BLITZ__IO_INFLIGHT);
     blitz__op_link(s, op);
     blitz__sock_ref(s);
     blitz__u64_fetch_add(&io->inflight, 1, BLITZ__RELAXED);
     /* Under the socket's lock, so a close's ASYNC_CANCEL comes after it. */
-    int rc = blitz__uring_submit_op(io, op, !blitz__io_batches(io->rt));
+    int rc = blitz__uring_submit_op(io, ring, op, !batches);
     if (rc != BLITZ_OK) {
         blitz__op_unlink(s, op);
         blitz_waker w = op->blitz__waker;
@@ -971,9 +962,7 @@ BLITZ_API int blitz_sock_close(blitz_socket *s) {
         op = next;
     }
     if (s->ms_armed)
-        blitz__uring_cancel_ud(io, (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
-    if (io->kind == BLITZ_BACKEND_IO_URING && s->ops && !blitz__io_batches(io->rt))
-        blitz__uring_flush(io);
+        blitz__uring_cancel_ud(io, &io->rings[s->ms_ring], (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
     blitz_waker batch[32];
     int n = 0;
     while (woken) {
@@ -1001,17 +990,14 @@ BLITZ_API int blitz_sock_close(blitz_socket *s) {
 
 /* ---- waiting in the backend -------------------------------------------------------------- */
 
-BLITZ_PRIVATE void blitz__io_drain_wake_fd(blitz__io *io) {
+BLITZ_PRIVATE void blitz__io_drain_fd(int fd) {
     uint64_t v;
-    while (read(io->wake_fd, &v, sizeof v) < 0 && errno == EINTR) {
+    while (read(fd, &v, sizeof v) < 0 && errno == EINTR) {
     }
 }
 
 static void blitz__io_backend_wait(blitz__io *io, uint64_t timeout_ns) {
     switch (io->kind) {
-    case BLITZ_BACKEND_IO_URING:
-        blitz__uring_wait(io, timeout_ns);
-        break;
     case BLITZ_BACKEND_EPOLL:
         blitz__epoll_wait(io, timeout_ns);
         break;
@@ -1024,9 +1010,6 @@ static void blitz__io_backend_wait(blitz__io *io, uint64_t timeout_ns) {
 static void blitz__io_backend_dispatch(blitz__io *io) {
     blitz__wake_batch_begin();
     switch (io->kind) {
-    case BLITZ_BACKEND_IO_URING:
-        blitz__uring_dispatch(io);
-        break;
     case BLITZ_BACKEND_EPOLL:
         blitz__epoll_dispatch(io);
         break;
@@ -1044,10 +1027,8 @@ BLITZ_PRIVATE void blitz__io_poll(blitz_runtime *rt) {
     if (!io)
         return;
     if (io->kind == BLITZ_BACKEND_IO_URING) {
-        if (blitz__u32_load(&io->to_submit, BLITZ__RELAXED))
-            blitz__uring_flush(io);
-        if (!blitz__uring_cq_ready(io))
-            return;
+        blitz__uring_poll(io);
+        return;
     }
     if (!blitz__mutex_trylock(&io->lock))
         return;
@@ -1070,18 +1051,24 @@ BLITZ_PRIVATE uint32_t blitz__io_spin_rounds(blitz_runtime *rt) {
 }
 
 /* Completions are waiting, known without a system call (io_uring's CQ
- * ring): a spinning worker stops spinning and reaps them. */
+ * rings): a spinning worker stops spinning and reaps them. */
 BLITZ_PRIVATE int blitz__io_ready_cheap(blitz_runtime *rt) {
     blitz__io *io = rt->io;
-    return io && io->kind == BLITZ_BACKEND_IO_URING && blitz__uring_cq_ready(io);
+    return io && io->kind == BLITZ_BACKEND_IO_URING && blitz__uring_ready_cheap(io);
+}
+
+/* Every parked worker waits in the backend (its own io_uring ring), not
+ * only the timer sleeper. */
+BLITZ_PRIVATE int blitz__io_parks_workers(blitz_runtime *rt) {
+    return rt->io && rt->io->kind == BLITZ_BACKEND_IO_URING && rt->io->nrings > 1;
 }
 
 /* Gives pending io_uring submissions to the kernel (before a thread sleeps
  * anywhere but in the backend). */
 BLITZ_PRIVATE void blitz__io_flush(blitz_runtime *rt) {
     blitz__io *io = rt->io;
-    if (io && io->kind == BLITZ_BACKEND_IO_URING && blitz__u32_load(&io->to_submit, BLITZ__RELAXED))
-        blitz__uring_flush(io);
+    if (io && io->kind == BLITZ_BACKEND_IO_URING)
+        blitz__uring_flush_mine(io);
 }
 
 /* Parks the calling thread in the backend until an event, an unpark of
@@ -1091,6 +1078,10 @@ BLITZ_PRIVATE void blitz__io_flush(blitz_runtime *rt) {
 BLITZ_PRIVATE void blitz__io_park(blitz_runtime *rt, blitz__parker *p, uint64_t timeout_ns,
                                   void (*woke)(void *), void *arg) {
     blitz__io *io = rt->io;
+    if (io->kind == BLITZ_BACKEND_IO_URING) {
+        blitz__uring_park(io, p, timeout_ns ? timeout_ns : BLITZ__IO_FOREVER, woke, arg);
+        return;
+    }
     blitz__mutex_lock(&io->lock);
     blitz__io_free_deferred(io);
     uint32_t expected = BLITZ__UNPARKED;
@@ -1128,7 +1119,7 @@ static int blitz__io_try(blitz__io *io, blitz_backend b) {
     io->kind = b;
     switch (b) {
     case BLITZ_BACKEND_IO_URING:
-        return blitz__uring_init(io);
+        return blitz__uring_init(io, io->rt->workers ? io->rt->num_workers : 0);
     case BLITZ_BACKEND_EPOLL:
         return blitz__epoll_init(io);
     case BLITZ_BACKEND_POLL:
@@ -1163,11 +1154,10 @@ BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
         return BLITZ_ENOMEM;
     io->rt = rt;
     io->epfd = -1;
-    io->ring_fd = -1;
+    io->shared_efd = -1;
     blitz__mutex_init(&io->lock);
     blitz__mutex_init(&io->socks_lock);
     blitz__mutex_init(&io->poll_lock);
-    blitz__mutex_init(&io->sq_lock);
     io->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     int rc = io->wake_fd < 0 ? (int)blitz__neg_errno() : BLITZ_EINVAL;
     if (io->wake_fd >= 0) {
@@ -1187,7 +1177,6 @@ BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
         blitz__mutex_destroy(&io->lock);
         blitz__mutex_destroy(&io->socks_lock);
         blitz__mutex_destroy(&io->poll_lock);
-        blitz__mutex_destroy(&io->sq_lock);
         blitz__free(io);
         /* Without a forced choice a runtime still works, without I/O. */
         return forced == BLITZ_BACKEND_AUTO ? BLITZ_OK : rc;
@@ -1195,7 +1184,8 @@ BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
     rt->io = io;
     if (rt->workers)
         for (uint32_t i = 0; i < rt->num_workers; i++)
-            rt->workers[i].parker.wake_fd = io->wake_fd;
+            rt->workers[i].parker.wake_fd =
+                io->kind == BLITZ_BACKEND_IO_URING ? io->rings[i].wake_fd : io->wake_fd;
     if (rt->ct)
         rt->ct->parker.wake_fd = io->wake_fd;
     return BLITZ_OK;
@@ -1232,22 +1222,13 @@ BLITZ_PRIVATE void blitz__io_shutdown(blitz_runtime *rt) {
             op = next;
         }
         if (s->ms_armed)
-            blitz__uring_cancel_ud(io, (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
+            blitz__uring_cancel_ud(io, &io->rings[s->ms_ring],
+                                   (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
         blitz__mutex_unlock(&s->lock);
     }
     blitz__mutex_unlock(&io->socks_lock);
-    if (io->kind == BLITZ_BACKEND_IO_URING) {
-        blitz__uring_flush(io);
-        uint64_t start = blitz__now_ns();
-        blitz__mutex_lock(&io->lock);
-        while (blitz__u64_load(&io->inflight, BLITZ__ACQUIRE) &&
-               blitz__now_ns() - start < 5000000000ull) {
-            blitz__uring_wait(io, 10000000u);
-            blitz__uring_dispatch(io);
-            blitz__uring_flush(io);
-        }
-        blitz__mutex_unlock(&io->lock);
-    }
+    if (io->kind == BLITZ_BACKEND_IO_URING)
+        blitz__uring_drain(io);
 }
 
 /* Frees the driver and every socket still open. */
@@ -1280,7 +1261,6 @@ BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
     blitz__mutex_destroy(&io->lock);
     blitz__mutex_destroy(&io->socks_lock);
     blitz__mutex_destroy(&io->poll_lock);
-    blitz__mutex_destroy(&io->sq_lock);
     blitz__free(io);
     rt->io = NULL;
 }

@@ -74,7 +74,7 @@ BLITZ_PRIVATE void blitz__epoll_dispatch(blitz__io *io) {
         struct epoll_event *e = &io->events[i];
         blitz_socket *s = (blitz_socket *)e->data.ptr;
         if (!s) {
-            blitz__io_drain_wake_fd(io);
+            blitz__io_drain_fd(io->wake_fd);
             continue;
         }
         uint32_t ev = e->events;

@@ -40,12 +40,16 @@
 /* blitz_io.blitz__flags */
 #define BLITZ__OPF_CONNECTING 1u /* connect(2) returned EINPROGRESS */
 #define BLITZ__OPF_URING      2u /* submitted to io_uring (its msghdr is in the op) */
+/* Bits from here up: 1 + the index of the ring the op was submitted to. */
+#define BLITZ__OPF_RING_SHIFT 8u
 
 /* io_uring user_data tags below any pointer. */
 #define BLITZ__UD_IGNORE 0u
 #define BLITZ__UD_WAKE   1u
 /* A listener's multishot accept: the socket pointer with this bit set. */
 #define BLITZ__UD_ACCEPT_MS 2u
+/* A worker ring's poll of io->shared_efd. */
+#define BLITZ__UD_SHARED 3u
 
 #ifndef IORING_CQE_F_MORE
 #define IORING_CQE_F_MORE (1U << 1)
@@ -74,11 +78,36 @@ struct blitz_socket {
      * kernel, connections accepted before anyone asked, a pending error. */
     int ms_armed;
     int ms_err;
+    uint32_t ms_ring; /* index of the ring the multishot accept is armed in */
     int *ms_fds;
     uint32_t ms_head, ms_count, ms_cap;
     struct blitz_socket *all_next, *all_prev; /* every live socket (socks_lock) */
     struct blitz_socket *free_next;
 };
+
+/* One io_uring instance. A worker's own ring (`owned`) gets submissions
+ * only from that worker, which is also the only thread that waits in it
+ * or reaps it; cancels may come from any thread. The shared ring takes
+ * submissions from every other thread (sq_lock), and any thread reaps it
+ * (reap_lock, tried). */
+typedef struct blitz__ring {
+    int fd;
+    int wake_fd; /* an eventfd polled (multishot) by this ring */
+    int owned;
+    uint32_t index; /* in io->rings */
+    blitz__mutex sq_lock;
+    blitz__mutex reap_lock;
+    blitz__atomic_u32 to_submit; /* SQEs written and not yet given to the kernel */
+    uint32_t sq_tail_local;
+    uint32_t sq_entries, cq_entries;
+    uint32_t *sq_head, *sq_tail, *sq_mask, *sq_array, *sq_flags;
+    uint32_t *cq_head, *cq_tail, *cq_mask;
+    struct io_uring_sqe *sqes;
+    struct io_uring_cqe *cqes;
+    void *sq_map, *cq_map;
+    size_t sq_map_len, cq_map_len, sqes_len;
+    char pad[64]; /* rings sit in one array, each written by its own worker */
+} blitz__ring;
 
 typedef struct blitz__io {
     blitz_runtime *rt;
@@ -111,20 +140,15 @@ typedef struct blitz__io {
     int npfds;
     blitz__atomic_u32 poll_blocked;
 
-    /* io_uring */
-    int ring_fd;
-    blitz__mutex sq_lock;
-    blitz__atomic_u32 to_submit; /* SQEs written and not yet given to the kernel */
-    uint32_t sq_tail_local;
-    uint32_t sq_entries, cq_entries, features;
-    uint32_t *sq_head, *sq_tail, *sq_mask, *sq_array;
-    uint32_t *cq_head, *cq_tail, *cq_mask;
-    struct io_uring_sqe *sqes;
-    struct io_uring_cqe *cqes;
-    void *sq_map, *cq_map;
-    size_t sq_map_len, cq_map_len, sqes_len;
-    int ncqes; /* reaped into cqe_buf, not yet dispatched */
-    struct io_uring_cqe *cqe_buf;
+    /* io_uring: a ring per worker, then the shared ring (the only one of
+     * a current-thread runtime). */
+    struct blitz__ring *rings;
+    uint32_t nrings;
+    struct blitz__ring *shared;
+    /* Multi-thread: the kernel signals it for every CQE of the shared
+     * ring, and every worker ring polls it, so a parked worker reaps
+     * completions of ops submitted by threads that are not workers. */
+    int shared_efd;
     blitz__atomic_u64 inflight; /* ops the kernel holds */
     int skip_cancel_cqe;
     int ms_accept; /* multishot accept is available (Linux 5.19+) */
@@ -145,22 +169,29 @@ BLITZ_PRIVATE void blitz__pollb_forget(blitz__io *io, blitz_socket *s);
 BLITZ_PRIVATE void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns);
 BLITZ_PRIVATE void blitz__pollb_dispatch(blitz__io *io);
 
-BLITZ_PRIVATE int blitz__uring_init(blitz__io *io);
+BLITZ_PRIVATE int blitz__uring_init(blitz__io *io, uint32_t workers);
 BLITZ_PRIVATE void blitz__uring_destroy(blitz__io *io);
-BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz_io *op, int flush);
+BLITZ_PRIVATE blitz__ring *blitz__uring_mine(blitz__io *io, int *batches);
+BLITZ_PRIVATE blitz__ring *blitz__uring_op_ring(blitz__io *io, const blitz_io *op);
+BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io *op, int flush);
 BLITZ_PRIVATE void blitz__uring_submit_cancel(blitz__io *io, blitz_io *op);
-BLITZ_PRIVATE int blitz__uring_arm_accept(blitz__io *io, blitz_socket *s);
-BLITZ_PRIVATE void blitz__uring_cancel_ud(blitz__io *io, uint64_t ud);
-BLITZ_PRIVATE void blitz__uring_flush(blitz__io *io);
-BLITZ_PRIVATE int blitz__uring_cq_ready(blitz__io *io);
-BLITZ_PRIVATE void blitz__uring_wait(blitz__io *io, uint64_t timeout_ns);
-BLITZ_PRIVATE void blitz__uring_dispatch(blitz__io *io);
+BLITZ_PRIVATE int blitz__uring_arm_accept(blitz__io *io, blitz__ring *r, blitz_socket *s);
+BLITZ_PRIVATE void blitz__uring_cancel_ud(blitz__io *io, blitz__ring *r, uint64_t ud);
+BLITZ_PRIVATE void blitz__uring_flush(blitz__ring *r);
+BLITZ_PRIVATE int blitz__uring_cq_ready(const blitz__ring *r);
+BLITZ_PRIVATE void blitz__uring_poll(blitz__io *io);
+BLITZ_PRIVATE int blitz__uring_ready_cheap(blitz__io *io);
+BLITZ_PRIVATE void blitz__uring_flush_mine(blitz__io *io);
+BLITZ_PRIVATE void blitz__uring_park(blitz__io *io, blitz__parker *p, uint64_t timeout_ns,
+                                     void (*woke)(void *), void *arg);
+BLITZ_PRIVATE void blitz__uring_drain(blitz__io *io);
 
 /* Shared by the backends (io_driver.c). */
 BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr);
 BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, uint32_t flags);
-BLITZ_PRIVATE void blitz__io_drain_wake_fd(blitz__io *io);
-BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz_socket *s, int32_t res, uint32_t flags);
+BLITZ_PRIVATE void blitz__io_drain_fd(int fd);
+BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
+                                       uint32_t flags);
 /* The common poll of every op kind (io_driver.c), and the system call of
  * the descriptor kinds (io_fd.c). */
 BLITZ_PRIVATE blitz_poll blitz__io_op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s,

@@ -142,7 +142,7 @@ BLITZ_PRIVATE void blitz__pollb_dispatch(blitz__io *io) {
             continue;
         blitz_socket *s = io->psocks[i];
         if (!s) {
-            blitz__io_drain_wake_fd(io);
+            blitz__io_drain_fd(io->wake_fd);
             continue;
         }
         int rd = (ev & (POLLIN | POLLRDHUP | POLLHUP | POLLERR | POLLNVAL | POLLPRI)) != 0;

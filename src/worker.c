@@ -462,7 +462,9 @@ static int blitz__worker_park(blitz__worker *w) {
     }
     BLITZ__STAT(blitz__u64_bump(&w->counters.parked, 1));
     blitz__worker_unpark_state st = {w, 0, sleeper};
-    if (sleeper && io) {
+    /* A worker with its own io_uring ring parks in it, sleeper or not: the
+     * completions of the ops it submitted come back to it. */
+    if (io && (sleeper || blitz__io_parks_workers(rt))) {
         blitz__io_park(rt, &w->parker, timeout, blitz__worker_io_woke, &st);
     } else {
         /* Submissions must not wait for this worker. */
