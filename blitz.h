@@ -9746,8 +9746,13 @@ struct blitz_socket {
     /* poll backend: directions that have waiters (bit per direction). */
     blitz__atomic_u32 want;
     blitz__atomic_u32 rd_hot; /* the last receive filled its buffer */
-    int poll_slot;            /* index in the poll set, -1 when not in it (poll_lock) */
-    blitz_io *ops;            /* waiting (readiness) or in flight (io_uring); under lock */
+    /* Readiness, TCP sockets: 1 + the read sequence number at which a
+     * receive came back short (the socket was drained then), 0 for none.
+     * Until the next read event a receive waits without a system call. */
+    blitz__atomic_u32 rd_drained;
+    blitz__atomic_u32 rd_final; /* epoll saw the peer's FIN, a hang-up or an error */
+    int poll_slot;              /* index in the poll set, -1 when not in it (poll_lock) */
+    blitz_io *ops;              /* waiting (readiness) or in flight (io_uring); under lock */
     /* io_uring multishot accept (listeners; under lock): armed in the
      * kernel, connections accepted before anyone asked, a pending error. */
     int ms_armed;
@@ -9825,7 +9830,7 @@ typedef struct blitz__io {
     int shared_efd;
     blitz__atomic_u64 inflight; /* ops the kernel holds */
     int skip_cancel_cqe;
-    int ms_accept; /* multishot accept is available (Linux 5.19+) */
+    int ms_accept; /* multishot accept and RECVSEND_POLL_FIRST are available (Linux 5.19+) */
 } blitz__io;
 
 /* Backends (each in its own file, stubs when compiled out). */
@@ -10186,11 +10191,25 @@ static int blitz__op_result_ex(blitz_io *op, int64_t r, int live) {
 static blitz_poll blitz__ready_attempt(blitz_cx *cx, blitz_io *op) {
     blitz_socket *s = op->blitz__sock;
     blitz__atomic_u32 *seqp = op->blitz__dir == BLITZ__DIR_WRITE ? &s->wr_seq : &s->rd_seq;
+    /* A TCP receive after a short one waits for the next read event
+     * without trying: TCP copies until the buffer is full or its queues are
+     * empty, so a short receive drained the socket. The registration below
+     * re-checks the sequence number, so an event since then still leads to
+     * an attempt; once the end of the stream was seen (no further edge
+     * comes) every receive tries. (A Unix stream receive may stop short of queued data: it
+     * does not join segments of different senders.) */
+    int stream_recv = s->type == SOCK_STREAM && (s->family == AF_INET || s->family == AF_INET6) &&
+                      (op->blitz__kind == BLITZ__OP_RECV || op->blitz__kind == BLITZ__OP_RECVV);
     for (;;) {
         uint32_t seq0 = blitz__u32_load(seqp, BLITZ__ACQUIRE);
-        int64_t r = blitz__op_syscall(op);
+        int64_t r = -EAGAIN;
+        if (!stream_recv || blitz__u32_load(&s->rd_drained, BLITZ__RELAXED) != seq0 + 1u ||
+            blitz__u32_load(&s->rd_final, BLITZ__RELAXED))
+            r = blitz__op_syscall(op);
         if (r == -EINTR)
             continue;
+        if (stream_recv && r > 0 && op->blitz__kind == BLITZ__OP_RECV && (size_t)r < op->blitz__len)
+            blitz__u32_store(&s->rd_drained, seq0 + 1u, BLITZ__RELAXED);
         if (r != -EAGAIN) {
             if (blitz__op_result(op, r))
                 return BLITZ_READY;
@@ -10475,8 +10494,8 @@ static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
     blitz_waker mine = blitz_cx_waker(cx);
     op->blitz__waker = blitz_waker_clone(&mine);
     /* The ring goes with the op: its cancel must reach the same ring. */
-    op->blitz__flags = (op->blitz__flags & ((1u << BLITZ__OPF_RING_SHIFT) - 1u)) | BLITZ__OPF_URING |
-                       ((ring->index + 1u) << BLITZ__OPF_RING_SHIFT);
+    op->blitz__flags = (op->blitz__flags & ((1u << BLITZ__OPF_RING_SHIFT) - 1u)) |
+                       BLITZ__OPF_URING | ((ring->index + 1u) << BLITZ__OPF_RING_SHIFT);
     blitz__op_set_state(op, BLITZ__IO_INFLIGHT);
     blitz__op_link(s, op);
     blitz__sock_ref(s);
@@ -10807,7 +10826,8 @@ BLITZ_API int blitz_sock_close(blitz_socket *s) {
         op = next;
     }
     if (s->ms_armed)
-        blitz__uring_cancel_ud(io, &io->rings[s->ms_ring], (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
+        blitz__uring_cancel_ud(io, &io->rings[s->ms_ring],
+                               (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
     blitz_waker batch[32];
     int n = 0;
     while (woken) {
@@ -10893,6 +10913,14 @@ BLITZ_PRIVATE uint32_t blitz__io_spin_rounds(blitz_runtime *rt) {
     if (!rt->spin_explicit && rt->io && blitz__u32_load(&rt->io->nsocks, BLITZ__RELAXED))
         return 0;
     return rt->spin_before_park;
+}
+
+/* Whether the runtime serves sockets. A thread that is not a worker then
+ * leaves the global queue to the workers: the tasks there do I/O, which
+ * belongs on the workers' rings, and the workers are the CPU budget the
+ * program chose. */
+BLITZ_PRIVATE int blitz__io_serving(blitz_runtime *rt) {
+    return rt->io && blitz__u32_load(&rt->io->nsocks, BLITZ__RELAXED) != 0;
 }
 
 /* Completions are waiting, known without a system call (io_uring's CQ
@@ -11194,6 +11222,11 @@ BLITZ_PRIVATE void blitz__epoll_dispatch(blitz__io *io) {
         uint32_t ev = e->events;
         int rd = (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLPRI)) != 0;
         int wr = (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0;
+        /* The end of the stream or an error stays readable with no further
+         * edge: receives try again from now on (published by the
+         * sequence bump's release in blitz__io_ready). */
+        if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+            blitz__u32_store(&s->rd_final, 1, BLITZ__RELAXED);
         blitz__io_ready(s, rd, wr);
     }
 }
@@ -11482,6 +11515,9 @@ BLITZ_PRIVATE void blitz__pollb_dispatch(blitz__io *io) {
 #endif
 #ifndef IORING_SQ_TASKRUN
 #define IORING_SQ_TASKRUN (1U << 2)
+#endif
+#ifndef IORING_RECVSEND_POLL_FIRST
+#define IORING_RECVSEND_POLL_FIRST (1U << 0)
 #endif
 #ifndef IORING_REGISTER_EVENTFD
 #define IORING_REGISTER_EVENTFD 4
@@ -11793,7 +11829,6 @@ BLITZ_PRIVATE blitz__ring *blitz__uring_op_ring(blitz__io *io, const blitz_io *o
 /* Fills and queues the SQE of `op` in `r`. Caller holds the op's socket
  * lock. */
 BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io *op, int flush) {
-    (void)io;
     blitz_socket *s = op->blitz__sock;
     blitz__mutex_lock(&r->sq_lock);
     struct io_uring_sqe *sqe = blitz__uring_sqe_or_flush(r);
@@ -11808,6 +11843,12 @@ BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io
         sqe->opcode = IORING_OP_RECV;
         sqe->addr = (uint64_t)(uintptr_t)op->blitz__buf;
         sqe->len = (uint32_t)(op->blitz__len > 0x7ffff000u ? 0x7ffff000u : op->blitz__len);
+        /* A stream receive is submitted when the socket is most likely
+         * empty (the last one came back short, or the system call just
+         * said EAGAIN): wait for data at once instead of the kernel's
+         * failing first attempt. */
+        if (io->ms_accept && s->type == SOCK_STREAM)
+            sqe->ioprio = IORING_RECVSEND_POLL_FIRST;
         break;
     case BLITZ__OP_SEND:
     case BLITZ__OP_SEND_ALL: {
@@ -14825,7 +14866,8 @@ static int blitz__external_help(blitz_runtime *rt, blitz__context *hctx, uint64_
     uint64_t len = blitz__global_queue_len(&rt->global);
     uint64_t before = *seen;
     *seen = len;
-    if (len == 0 || len < before || blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+    if (len == 0 || len < before || blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) ||
+        blitz__io_serving(rt))
         return 0;
     /* Announce before checking shutdown again (seq_cst both ways): shutdown
      * sets its flag, then waits for external_running == 0 before it sweeps

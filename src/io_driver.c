@@ -341,11 +341,25 @@ static int blitz__op_result_ex(blitz_io *op, int64_t r, int live) {
 static blitz_poll blitz__ready_attempt(blitz_cx *cx, blitz_io *op) {
     blitz_socket *s = op->blitz__sock;
     blitz__atomic_u32 *seqp = op->blitz__dir == BLITZ__DIR_WRITE ? &s->wr_seq : &s->rd_seq;
+    /* A TCP receive after a short one waits for the next read event
+     * without trying: TCP copies until the buffer is full or its queues are
+     * empty, so a short receive drained the socket. The registration below
+     * re-checks the sequence number, so an event since then still leads to
+     * an attempt; once the end of the stream was seen (no further edge
+     * comes) every receive tries. (A Unix stream receive may stop short of queued data: it
+     * does not join segments of different senders.) */
+    int stream_recv = s->type == SOCK_STREAM && (s->family == AF_INET || s->family == AF_INET6) &&
+                      (op->blitz__kind == BLITZ__OP_RECV || op->blitz__kind == BLITZ__OP_RECVV);
     for (;;) {
         uint32_t seq0 = blitz__u32_load(seqp, BLITZ__ACQUIRE);
-        int64_t r = blitz__op_syscall(op);
+        int64_t r = -EAGAIN;
+        if (!stream_recv || blitz__u32_load(&s->rd_drained, BLITZ__RELAXED) != seq0 + 1u ||
+            blitz__u32_load(&s->rd_final, BLITZ__RELAXED))
+            r = blitz__op_syscall(op);
         if (r == -EINTR)
             continue;
+        if (stream_recv && r > 0 && op->blitz__kind == BLITZ__OP_RECV && (size_t)r < op->blitz__len)
+            blitz__u32_store(&s->rd_drained, seq0 + 1u, BLITZ__RELAXED);
         if (r != -EAGAIN) {
             if (blitz__op_result(op, r))
                 return BLITZ_READY;
@@ -630,8 +644,8 @@ static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
     blitz_waker mine = blitz_cx_waker(cx);
     op->blitz__waker = blitz_waker_clone(&mine);
     /* The ring goes with the op: its cancel must reach the same ring. */
-    op->blitz__flags = (op->blitz__flags & ((1u << BLITZ__OPF_RING_SHIFT) - 1u)) | BLITZ__OPF_URING |
-                       ((ring->index + 1u) << BLITZ__OPF_RING_SHIFT);
+    op->blitz__flags = (op->blitz__flags & ((1u << BLITZ__OPF_RING_SHIFT) - 1u)) |
+                       BLITZ__OPF_URING | ((ring->index + 1u) << BLITZ__OPF_RING_SHIFT);
     blitz__op_set_state(op, BLITZ__IO_INFLIGHT);
     blitz__op_link(s, op);
     blitz__sock_ref(s);
@@ -962,7 +976,8 @@ BLITZ_API int blitz_sock_close(blitz_socket *s) {
         op = next;
     }
     if (s->ms_armed)
-        blitz__uring_cancel_ud(io, &io->rings[s->ms_ring], (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
+        blitz__uring_cancel_ud(io, &io->rings[s->ms_ring],
+                               (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
     blitz_waker batch[32];
     int n = 0;
     while (woken) {
@@ -1048,6 +1063,14 @@ BLITZ_PRIVATE uint32_t blitz__io_spin_rounds(blitz_runtime *rt) {
     if (!rt->spin_explicit && rt->io && blitz__u32_load(&rt->io->nsocks, BLITZ__RELAXED))
         return 0;
     return rt->spin_before_park;
+}
+
+/* Whether the runtime serves sockets. A thread that is not a worker then
+ * leaves the global queue to the workers: the tasks there do I/O, which
+ * belongs on the workers' rings, and the workers are the CPU budget the
+ * program chose. */
+BLITZ_PRIVATE int blitz__io_serving(blitz_runtime *rt) {
+    return rt->io && blitz__u32_load(&rt->io->nsocks, BLITZ__RELAXED) != 0;
 }
 
 /* Completions are waiting, known without a system call (io_uring's CQ

@@ -80,6 +80,11 @@ BLITZ_PRIVATE void blitz__epoll_dispatch(blitz__io *io) {
         uint32_t ev = e->events;
         int rd = (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLPRI)) != 0;
         int wr = (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0;
+        /* The end of the stream or an error stays readable with no further
+         * edge: receives try again from now on (published by the
+         * sequence bump's release in blitz__io_ready). */
+        if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+            blitz__u32_store(&s->rd_final, 1, BLITZ__RELAXED);
         blitz__io_ready(s, rd, wr);
     }
 }

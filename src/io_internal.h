@@ -72,8 +72,13 @@ struct blitz_socket {
     /* poll backend: directions that have waiters (bit per direction). */
     blitz__atomic_u32 want;
     blitz__atomic_u32 rd_hot; /* the last receive filled its buffer */
-    int poll_slot;            /* index in the poll set, -1 when not in it (poll_lock) */
-    blitz_io *ops;            /* waiting (readiness) or in flight (io_uring); under lock */
+    /* Readiness, TCP sockets: 1 + the read sequence number at which a
+     * receive came back short (the socket was drained then), 0 for none.
+     * Until the next read event a receive waits without a system call. */
+    blitz__atomic_u32 rd_drained;
+    blitz__atomic_u32 rd_final; /* epoll saw the peer's FIN, a hang-up or an error */
+    int poll_slot;              /* index in the poll set, -1 when not in it (poll_lock) */
+    blitz_io *ops;              /* waiting (readiness) or in flight (io_uring); under lock */
     /* io_uring multishot accept (listeners; under lock): armed in the
      * kernel, connections accepted before anyone asked, a pending error. */
     int ms_armed;
@@ -151,7 +156,7 @@ typedef struct blitz__io {
     int shared_efd;
     blitz__atomic_u64 inflight; /* ops the kernel holds */
     int skip_cancel_cqe;
-    int ms_accept; /* multishot accept is available (Linux 5.19+) */
+    int ms_accept; /* multishot accept and RECVSEND_POLL_FIRST are available (Linux 5.19+) */
 } blitz__io;
 
 /* Backends (each in its own file, stubs when compiled out). */

@@ -71,6 +71,9 @@
 #ifndef IORING_SQ_TASKRUN
 #define IORING_SQ_TASKRUN (1U << 2)
 #endif
+#ifndef IORING_RECVSEND_POLL_FIRST
+#define IORING_RECVSEND_POLL_FIRST (1U << 0)
+#endif
 #ifndef IORING_REGISTER_EVENTFD
 #define IORING_REGISTER_EVENTFD 4
 #endif
@@ -381,7 +384,6 @@ BLITZ_PRIVATE blitz__ring *blitz__uring_op_ring(blitz__io *io, const blitz_io *o
 /* Fills and queues the SQE of `op` in `r`. Caller holds the op's socket
  * lock. */
 BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io *op, int flush) {
-    (void)io;
     blitz_socket *s = op->blitz__sock;
     blitz__mutex_lock(&r->sq_lock);
     struct io_uring_sqe *sqe = blitz__uring_sqe_or_flush(r);
@@ -396,6 +398,12 @@ BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io
         sqe->opcode = IORING_OP_RECV;
         sqe->addr = (uint64_t)(uintptr_t)op->blitz__buf;
         sqe->len = (uint32_t)(op->blitz__len > 0x7ffff000u ? 0x7ffff000u : op->blitz__len);
+        /* A stream receive is submitted when the socket is most likely
+         * empty (the last one came back short, or the system call just
+         * said EAGAIN): wait for data at once instead of the kernel's
+         * failing first attempt. */
+        if (io->ms_accept && s->type == SOCK_STREAM)
+            sqe->ioprio = IORING_RECVSEND_POLL_FIRST;
         break;
     case BLITZ__OP_SEND:
     case BLITZ__OP_SEND_ALL: {

@@ -646,7 +646,8 @@ static int blitz__external_help(blitz_runtime *rt, blitz__context *hctx, uint64_
     uint64_t len = blitz__global_queue_len(&rt->global);
     uint64_t before = *seen;
     *seen = len;
-    if (len == 0 || len < before || blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+    if (len == 0 || len < before || blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) ||
+        blitz__io_serving(rt))
         return 0;
     /* Announce before checking shutdown again (seq_cst both ways): shutdown
      * sets its flag, then waits for external_running == 0 before it sweeps
