@@ -1,0 +1,139 @@
+/* I/O across threads: sockets used by threads that are not the runtime's
+ * workers. With io_uring each worker submits to its own ring and threads
+ * that are not workers go through the shared ring, whose completions
+ * reach the workers through an eventfd; a close from a plain thread
+ * cancels ops that sit in the workers' rings. Every case runs on every
+ * backend (tests/list_io.h). Uses the harness of tests/test_io.c. */
+
+/* ---- a socket of one runtime used by the tasks of another ------------------------------- */
+
+#define IO_FOREIGN_MSG 8 /* the round number, int64_t */
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_socket *sock;
+    blitz_io op;
+    long rounds, done;
+    int serve; /* 1: receive then answer; 0: send then wait for the answer */
+    char buf[IO_FOREIGN_MSG];
+} io_foreign_peer;
+
+static blitz_poll io_foreign_peer_poll(blitz_cx *cx, void *p) {
+    io_foreign_peer *f = p;
+    BLITZ_BEGIN(f);
+    for (f->done = 0; f->done < f->rounds; f->done++) {
+        if (!f->serve) {
+            int64_t n = f->done;
+            memcpy(f->buf, &n, sizeof n);
+            BLITZ_AWAIT(f, blitz_sock_send_all(cx, &f->op, f->sock, f->buf, IO_FOREIGN_MSG));
+            CHECK_EQ(f->op.result, IO_FOREIGN_MSG);
+        }
+        /* One message in flight at a time: it arrives whole. */
+        BLITZ_AWAIT(f, blitz_sock_recv(cx, &f->op, f->sock, f->buf, IO_FOREIGN_MSG));
+        CHECK_EQ(f->op.result, IO_FOREIGN_MSG);
+        {
+            int64_t got;
+            memcpy(&got, f->buf, sizeof got);
+            CHECK_EQ(got, f->done);
+        }
+        if (f->serve) {
+            BLITZ_AWAIT(f, blitz_sock_send_all(cx, &f->op, f->sock, f->buf, IO_FOREIGN_MSG));
+            CHECK_EQ(f->op.result, IO_FOREIGN_MSG);
+        }
+    }
+    BLITZ_END(f);
+}
+
+static int io_foreign_runtime(blitz_backend b) {
+    blitz_runtime *owner = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    if (!owner)
+        return 0;
+    blitz_runtime *user = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    CHECK_NOT_NULL(user);
+    blitz_socket *x = NULL, *y = NULL;
+    CHECK_OK(blitz_unix_pair(owner, 1, &x, &y));
+    io_foreign_peer server, client;
+    memset(&server, 0, sizeof server);
+    memset(&client, 0, sizeof client);
+    server.sock = x; /* owner's socket, polled by the other runtime's workers */
+    server.serve = 1;
+    client.sock = y;
+    server.rounds = client.rounds = test_scaled(300);
+    blitz_task *ts, *tc;
+    CHECK_OK(blitz_spawn(user, io_foreign_peer_poll, &server, sizeof server, &ts));
+    /* Let the server's first receive wait in the kernel before any data. */
+    tu_sleep_ms(20);
+    CHECK_OK(blitz_spawn(owner, io_foreign_peer_poll, &client, sizeof client, &tc));
+    CHECK_OK(blitz_task_wait(tc));
+    CHECK_OK(blitz_task_wait(ts));
+    CHECK_EQ(((io_foreign_peer *)blitz_task_state(ts))->done, server.rounds);
+    CHECK_EQ(((io_foreign_peer *)blitz_task_state(tc))->done, client.rounds);
+    blitz_task_release(&ts);
+    blitz_task_release(&tc);
+    CHECK_OK(blitz_runtime_free(user));
+    blitz_sock_close(x);
+    blitz_sock_close(y);
+    CHECK_OK(blitz_runtime_free(owner));
+    return 0;
+}
+IO_BACKEND_TESTS(io_foreign_runtime)
+
+/* ---- a plain thread closes sockets whose receives wait on the workers --------------------- */
+
+#define IO_CLOSE_TASKS 16
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_socket *sock;
+    blitz_io op;
+    _Atomic(blitz_io *) *where; /* tells the test where the op lives */
+    char buf[64];
+} io_close_waiter;
+
+static blitz_poll io_close_waiter_poll(blitz_cx *cx, void *p) {
+    io_close_waiter *w = p;
+    BLITZ_BEGIN(w);
+    atomic_store(w->where, &w->op);
+    BLITZ_AWAIT(w, blitz_sock_recv(cx, &w->op, w->sock, w->buf, sizeof w->buf));
+    BLITZ_END(w);
+}
+
+static int io_close_from_thread(blitz_backend b) {
+    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    if (!rt)
+        return 0;
+    for (int round = 0; round < test_scaled(10); round++) {
+        blitz_socket *mine[IO_CLOSE_TASKS], *peer[IO_CLOSE_TASKS];
+        blitz_task *t[IO_CLOSE_TASKS];
+        _Atomic(blitz_io *) ops[IO_CLOSE_TASKS];
+        for (int i = 0; i < IO_CLOSE_TASKS; i++) {
+            atomic_init(&ops[i], NULL);
+            CHECK_OK(blitz_unix_pair(rt, 1, &mine[i], &peer[i]));
+            io_close_waiter w;
+            memset(&w, 0, sizeof w);
+            w.sock = mine[i];
+            w.where = &ops[i];
+            CHECK_OK(blitz_spawn(rt, io_close_waiter_poll, &w, sizeof w, &t[i]));
+        }
+        /* Close only receives that are pending (closing a socket an op is
+         * about to start on is the caller's race). Odd rounds close at
+         * once (io_uring: the SQE may still wait in the worker's batch),
+         * even ones after the receives had time to wait in the kernel. */
+        for (int i = 0; i < IO_CLOSE_TASKS; i++)
+            while (!atomic_load(&ops[i]) || !blitz_io_pending(atomic_load(&ops[i])))
+                tu_sleep_ms(1);
+        if (round % 2 == 0)
+            tu_sleep_ms(5);
+        for (int i = 0; i < IO_CLOSE_TASKS; i++)
+            CHECK_OK(blitz_sock_close(mine[i]));
+        for (int i = 0; i < IO_CLOSE_TASKS; i++) {
+            CHECK_OK(blitz_task_wait(t[i]));
+            CHECK_EQ(((io_close_waiter *)blitz_task_state(t[i]))->op.result, BLITZ_ECLOSED);
+            blitz_task_release(&t[i]);
+            blitz_sock_close(peer[i]);
+        }
+    }
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+IO_BACKEND_TESTS(io_close_from_thread)
