@@ -119,18 +119,29 @@ blitz_runtime_backend tells which one runs.
 
   io_uring  completion-based, raw system calls: the kernel does the
             recv/send/accept/connect and writes into your buffer; sends try
-            the system call first. Workers batch their submissions into one
-            io_uring_enter per tick.
+            the system call first. Each worker has its own ring (with
+            COOP_TASKRUN where the kernel has it, Linux 5.19+): it submits
+            its tasks' ops there, batched into one io_uring_enter per tick
+            or park, parks in it and reaps it, so the kernel finishes an
+            op on the thread that will run its task. Other threads (the
+            current-thread driver, plain threads, another runtime's tasks
+            using this runtime's sockets) use one shared ring.
   epoll     edge-triggered, every socket registered once; the task does the
-            system call and waits for the next edge of its direction.
+            system call and waits for the next edge of its direction. A
+            TCP receive after a short one waits for the next edge without
+            trying (the short one drained the socket).
   poll      the portable fallback (level-triggered, only sockets with
             waiters are polled).
 
-A parked runtime waits in the backend with the next timer's deadline (one
-parked worker, the "sleeper"; the current-thread driver always), so I/O
-reaches an idle runtime at once; busy workers reap completions without
-blocking at the start of each tick (a try-lock). Wakes reach a thread
-blocked in the backend through an eventfd.
+A parked runtime waits in the backend with the next timer's deadline (with
+epoll and poll one parked worker, the "sleeper"; with io_uring every parked
+worker in its own ring; the current-thread driver always), so I/O reaches
+an idle runtime at once; busy workers reap completions without blocking at
+the start of each tick. Wakes reach a thread blocked in the backend
+through an eventfd. A task that computes for long without yielding delays
+the completions of the ops its worker submitted (io_uring runs them at the
+worker's next system call or tick), as it delays every task queued behind
+it.
 
 Ops are blitz_io structs in the task state, awaited like timers:
     BLITZ_AWAIT(s, blitz_tcp_recv(cx, &s->io, s->sock, s->buf, sizeof s->buf));
