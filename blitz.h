@@ -14529,6 +14529,17 @@ static blitz__task *blitz__worker_search(blitz__worker *w) {
     return t;
 }
 
+/* Work another worker could take or this one could find: the global queue
+ * or any ring. */
+static int blitz__work_available(blitz_runtime *rt) {
+    if (blitz__global_queue_len(&rt->global))
+        return 1;
+    for (uint32_t i = 0; i < rt->num_workers; i++)
+        if (blitz__local_queue_len(&rt->workers[i].queue))
+            return 1;
+    return 0;
+}
+
 static blitz__task *blitz__worker_find(blitz__worker *w) {
     blitz__task *t = blitz__worker_next_local(w);
     if (!t && w->deferred_head) {
@@ -14539,21 +14550,21 @@ static blitz__task *blitz__worker_find(blitz__worker *w) {
         t = blitz__worker_search(w);
     if (t && w->searching) {
         w->searching = 0;
-        if (blitz__idle_transition_from_searching(w->rt))
-            blitz__idle_notify_parked(w->rt);
+        /* The last searcher to find work wakes another worker, but only
+         * for work that worker could take: producers skipped their wake
+         * while we searched, and their work is visible here (their push,
+         * fence, read of the searcher count against our decrement, fence,
+         * read of the queues). Waking one for nothing costs a sleep and a
+         * wake of a thread, which an I/O-bound runtime pays per request
+         * (measured on the TCP echo with io_uring: p99 2.2 ms with the
+         * unconditional wake, 0.6-0.9 ms without). */
+        if (blitz__idle_transition_from_searching(w->rt)) {
+            blitz__fence_seq_cst();
+            if (blitz__work_available(w->rt))
+                blitz__idle_notify_parked(w->rt);
+        }
     }
     return t;
-}
-
-/* Work another worker could take or this one could find: the global queue
- * or any ring. */
-static int blitz__work_available(blitz_runtime *rt) {
-    if (blitz__global_queue_len(&rt->global))
-        return 1;
-    for (uint32_t i = 0; i < rt->num_workers; i++)
-        if (blitz__local_queue_len(&rt->workers[i].queue))
-            return 1;
-    return 0;
 }
 
 /* With a paused clock, the threads polling a task are counted, so the
