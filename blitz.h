@@ -3190,6 +3190,11 @@ static inline int blitz__u32_field_cas(uint32_t *p, uint32_t *expected, uint32_t
     return __atomic_compare_exchange_n(p, expected, desired, 0, o, BLITZ__CAS_FAIL_ORDER(o));
 }
 
+/* A 16-bit word shared with the kernel (io_uring's buffer ring tail). */
+static inline void blitz__u16_field_store(uint16_t *p, uint16_t x, int o) {
+    __atomic_store_n(p, x, o);
+}
+
 /* A counter written by one thread and read by others: a plain load+store
  * (no locked RMW) is enough because there is a single writer. The store is
  * release (free on x86 and cheap elsewhere) so that a reader that acquires
@@ -9735,14 +9740,31 @@ BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx) {
 #define BLITZ__UD_ACCEPT_MS 2u
 /* A worker ring's poll of io->shared_efd. */
 #define BLITZ__UD_SHARED 3u
+/* A stream socket's multishot receive: the socket pointer with this tag
+ * (sockets are at least 8-byte aligned). */
+#define BLITZ__UD_RECV_MS 4u
+#define BLITZ__UD_TAG     7u
 
 #ifndef IORING_CQE_F_MORE
 #define IORING_CQE_F_MORE (1U << 1)
+#endif
+#ifndef IORING_CQE_F_BUFFER
+#define IORING_CQE_F_BUFFER (1U << 0)
+#endif
+#ifndef IORING_CQE_BUFFER_SHIFT
+#define IORING_CQE_BUFFER_SHIFT 16
 #endif
 
 #define BLITZ__IO_FOREVER UINT64_MAX
 #define BLITZ__IO_MAX_IOV 16
 #define BLITZ__IO_EVENTS  256
+
+/* Data a multishot receive put in a provided buffer, not yet read. */
+typedef struct blitz__rbuf {
+    uint32_t ring; /* index of the ring whose pool holds the buffer */
+    uint32_t bid;
+    uint32_t off, len;
+} blitz__rbuf;
 
 struct blitz_socket {
     int fd;
@@ -9771,6 +9793,17 @@ struct blitz_socket {
     uint32_t ms_ring; /* index of the ring the multishot accept is armed in */
     int *ms_fds;
     uint32_t ms_head, ms_count, ms_cap;
+    /* io_uring multishot receive (stream sockets; under lock): armed in
+     * the kernel (in ring rms_ring), a cancel of it is due, how the last
+     * one ended, and the data received and not yet read, in order. */
+    int rms_armed, rms_cancelling;
+    uint32_t rms_ring;
+    int rms_nobufs; /* ended for want of buffers: the next receive is single-shot */
+    int rms_off;    /* the kernel refused it (EINVAL): single-shot receives only */
+    int rms_eof;
+    int32_t rms_err;
+    blitz__rbuf *rq;
+    uint32_t rq_head, rq_count, rq_cap;
     struct blitz_socket *all_next, *all_prev; /* every live socket (socks_lock) */
     struct blitz_socket *free_next;
 };
@@ -9796,6 +9829,14 @@ typedef struct blitz__ring {
     struct io_uring_cqe *cqes;
     void *sq_map, *cq_map;
     size_t sq_map_len, cq_map_len, sqes_len;
+    /* Provided buffers for multishot receives (buffer group 0), set up on
+     * first use: the ring of buffer entries shared with the kernel and
+     * the buffers. Any thread gives buffers back (pbuf_lock). */
+    blitz__atomic_u32 pbuf_state; /* BLITZ__PBUF_* */
+    blitz__mutex pbuf_lock;
+    void *pbuf_ring;
+    char *pbuf_mem;
+    uint16_t pbuf_tail;
     char pad[64]; /* rings sit in one array, each written by its own worker */
 } blitz__ring;
 
@@ -9842,7 +9883,29 @@ typedef struct blitz__io {
     blitz__atomic_u64 inflight; /* ops the kernel holds */
     int skip_cancel_cqe;
     int ms_accept; /* multishot accept and RECVSEND_POLL_FIRST are available (Linux 5.19+) */
+    /* Multishot receive with provided buffers is available (Linux 6.0+)
+     * and wanted (BLITZ_URING_RECV_BUFS > 0); cleared if the kernel
+     * refuses it. */
+    blitz__atomic_u32 ms_recv;
+    /* Counters for tests and diagnosis. */
+    blitz__atomic_u64 rms_armed_count, rms_nobufs_count, rms_held_cancels;
 } blitz__io;
+
+#define BLITZ__PBUF_NONE  0u
+#define BLITZ__PBUF_READY 1u
+#define BLITZ__PBUF_FAIL  2u
+
+/* Provided buffers of multishot receives, per ring. A power of two;
+ * 0 turns multishot receives off. */
+#ifndef BLITZ_URING_RECV_BUFS
+#define BLITZ_URING_RECV_BUFS 256u
+#endif
+#ifndef BLITZ_URING_RECV_BUF_SIZE
+#define BLITZ_URING_RECV_BUF_SIZE 4096u
+#endif
+/* A socket whose reader lags holds at most this many buffers: then its
+ * multishot receive is cancelled until the reader catches up. */
+#define BLITZ__RECV_MS_HOLD (BLITZ_URING_RECV_BUFS / 8u > 2u ? BLITZ_URING_RECV_BUFS / 8u : 2u)
 
 /* Backends (each in its own file, stubs when compiled out). */
 BLITZ_PRIVATE int blitz__epoll_init(blitz__io *io);
@@ -9875,13 +9938,33 @@ BLITZ_PRIVATE void blitz__uring_flush_mine(blitz__io *io);
 BLITZ_PRIVATE void blitz__uring_park(blitz__io *io, blitz__parker *p, uint64_t timeout_ns,
                                      void (*woke)(void *), void *arg);
 BLITZ_PRIVATE void blitz__uring_drain(blitz__io *io);
+BLITZ_PRIVATE int blitz__uring_pbuf_ready(blitz__ring *r);
+BLITZ_PRIVATE void blitz__uring_pbuf_put(blitz__ring *r, uint32_t bid);
+BLITZ_PRIVATE const char *blitz__uring_pbuf_addr(const blitz__ring *r, uint32_t bid);
+BLITZ_PRIVATE void blitz__uring_pbuf_free(blitz__ring *r);
+BLITZ_PRIVATE int blitz__uring_arm_recv(blitz__io *io, blitz__ring *r, blitz_socket *s, int flush);
 
 /* Shared by the backends (io_driver.c). */
+BLITZ_PRIVATE void blitz__op_set_state(blitz_io *op, uint32_t st);
+BLITZ_PRIVATE void blitz__io_wake(blitz__io *io, blitz_waker w);
+BLITZ_PRIVATE void blitz__op_link(blitz_socket *s, blitz_io *op);
+BLITZ_PRIVATE void blitz__op_unlink(blitz_socket *s, blitz_io *op);
+BLITZ_PRIVATE void blitz__sock_ref(blitz_socket *s);
+BLITZ_PRIVATE void blitz__sock_unref(blitz_socket *s);
+BLITZ_PRIVATE int blitz__op_result(blitz_io *op, int64_t r);
 BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr);
 BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, uint32_t flags);
 BLITZ_PRIVATE void blitz__io_drain_fd(int fd);
 BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
                                        uint32_t flags);
+/* Multishot receive (io_recv_ms.c). */
+BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *single_shot);
+BLITZ_PRIVATE void blitz__io_recv_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
+                                     uint32_t flags);
+BLITZ_PRIVATE void blitz__recv_ms_close(blitz_socket *s);
+BLITZ_PRIVATE void blitz__recv_ms_release(blitz_socket *s);
+BLITZ_PRIVATE int blitz__recv_ms_wants(const blitz_socket *s, uint32_t kind, uint32_t dir);
+BLITZ_PRIVATE int blitz__recv_ms_direct(blitz_socket *s);
 /* The common poll of every op kind (io_driver.c), and the system call of
  * the descriptor kinds (io_fd.c). */
 BLITZ_PRIVATE blitz_poll blitz__io_op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s,
@@ -9902,13 +9985,13 @@ static inline uint32_t blitz__op_state(const blitz_io *op) {
             blitz__cpu_relax();
     return st;
 }
-static inline void blitz__op_set_state(blitz_io *op, uint32_t st) {
+BLITZ_PRIVATE void blitz__op_set_state(blitz_io *op, uint32_t st) {
     blitz__u32_field_store(&op->blitz__state, st, BLITZ__RELEASE);
 }
 
 /* Wakes an op's task; after shutdown only drops the reference (no task
  * runs any more). */
-static void blitz__io_wake(blitz__io *io, blitz_waker w) {
+BLITZ_PRIVATE void blitz__io_wake(blitz__io *io, blitz_waker w) {
     if (blitz__u32_load(&io->shutdown, BLITZ__ACQUIRE))
         blitz_waker_drop(w);
     else
@@ -9917,7 +10000,7 @@ static void blitz__io_wake(blitz__io *io, blitz_waker w) {
 
 /* ---- the socket list and lifetimes ------------------------------------------- */
 
-static void blitz__op_link(blitz_socket *s, blitz_io *op) {
+BLITZ_PRIVATE void blitz__op_link(blitz_socket *s, blitz_io *op) {
     op->blitz__prev = NULL;
     op->blitz__next = s->ops;
     if (s->ops)
@@ -9925,7 +10008,7 @@ static void blitz__op_link(blitz_socket *s, blitz_io *op) {
     s->ops = op;
 }
 
-static void blitz__op_unlink(blitz_socket *s, blitz_io *op) {
+BLITZ_PRIVATE void blitz__op_unlink(blitz_socket *s, blitz_io *op) {
     if (op->blitz__prev)
         op->blitz__prev->blitz__next = op->blitz__next;
     else if (s->ops == op)
@@ -9939,6 +10022,7 @@ static void blitz__sock_free_mem(blitz_socket *s) {
     for (uint32_t i = 0; i < s->ms_count; i++)
         close(s->ms_fds[(s->ms_head + i) % s->ms_cap]);
     blitz__free(s->ms_fds);
+    blitz__recv_ms_release(s);
     blitz__mutex_destroy(&s->lock);
     blitz__free(s);
 }
@@ -9962,13 +10046,13 @@ static void blitz__io_free_deferred(blitz__io *io) {
     }
 }
 
-static void blitz__sock_ref(blitz_socket *s) {
+BLITZ_PRIVATE void blitz__sock_ref(blitz_socket *s) {
     blitz__u32_fetch_add(&s->refs, 1, BLITZ__RELAXED);
 }
 
 /* The last reference: close the descriptor; the memory goes now
  * (io_uring) or at the next dispatch cycle (readiness backends). */
-static void blitz__sock_unref(blitz_socket *s) {
+BLITZ_PRIVATE void blitz__sock_unref(blitz_socket *s) {
     if (blitz__u32_fetch_sub(&s->refs, 1, BLITZ__ACQ_REL) != 1)
         return;
     blitz__io *io = s->io;
@@ -10146,7 +10230,7 @@ static void blitz__connect_sock_drop(blitz_io *op) {
  * finished (result set, op idle), 0 when it must go on (send_all). */
 static int blitz__op_result_ex(blitz_io *op, int64_t r, int live);
 /* A result of an attempt by the task itself (the socket is in use). */
-static int blitz__op_result(blitz_io *op, int64_t r) {
+BLITZ_PRIVATE int blitz__op_result(blitz_io *op, int64_t r) {
     return blitz__op_result_ex(op, r, 1);
 }
 
@@ -10473,6 +10557,12 @@ static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
     uint32_t k = op->blitz__kind;
     if (k == BLITZ__OP_ACCEPT && io->ms_accept)
         return blitz__uring_accept_ms(cx, op);
+    if (blitz__recv_ms_wants(s, k, op->blitz__dir)) {
+        int single_shot = 0;
+        blitz_poll p = blitz__recv_ms_start(cx, op, &single_shot);
+        if (!single_shot)
+            return p;
+    }
     /* A send into a socket with room completes at once: one system call,
      * no completion to wait for. */
     /* A receive right after one that filled its buffer (a bulk stream)
@@ -10603,7 +10693,7 @@ static blitz_poll blitz__op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s, ui
         }
         return blitz__op_go(cx, op);
     case BLITZ__IO_RETRY:
-        return blitz__ready_attempt(cx, op);
+        return blitz__op_go(cx, op);
     case BLITZ__IO_DONE:
         /* A descriptor op's io_uring completion is readiness (POLL_ADD):
          * the system call comes now. */
@@ -10839,6 +10929,7 @@ BLITZ_API int blitz_sock_close(blitz_socket *s) {
     if (s->ms_armed)
         blitz__uring_cancel_ud(io, &io->rings[s->ms_ring],
                                (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
+    blitz__recv_ms_close(s);
     blitz_waker batch[32];
     int n = 0;
     while (woken) {
@@ -11108,6 +11199,7 @@ BLITZ_PRIVATE void blitz__io_shutdown(blitz_runtime *rt) {
         if (s->ms_armed)
             blitz__uring_cancel_ud(io, &io->rings[s->ms_ring],
                                    (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
+        blitz__recv_ms_close(s);
         blitz__mutex_unlock(&s->lock);
     }
     blitz__mutex_unlock(&io->socks_lock);
@@ -11149,6 +11241,298 @@ BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
     rt->io = NULL;
 }
 /* ====[ END src/io_driver.c ]============================================== */
+/* ====[ BEGIN src/io_recv_ms.c ]=========================================== */
+/* >>io_recv_ms */
+/* Multishot receives on io_uring stream sockets.
+ *
+ * A receive on a socket whose last receive came back short (a request /
+ * response stream, most likely empty now) arms one multishot RECV with
+ * provided buffers instead of a single-shot RECV. It stays armed for the
+ * connection: each arrival of data completes into a buffer of the ring's
+ * pool with no new submission and no new poll arming. The completions
+ * queue the buffers on the socket in order (`rq`), and a receive copies
+ * from there. While one is armed no receive may use the system call (it
+ * could overtake data in completions not yet reaped), so it is ended:
+ *   - by a receive that fills a buffer of at least a pool buffer's size
+ *     (a bulk reader): bulk data goes straight into the reader's buffer
+ *     again, without the copy;
+ *   - when the socket holds BLITZ__RECV_MS_HOLD buffers (its reader lags):
+ *     the socket's own receive buffer and TCP's window hold the rest, as
+ *     they would without it, and the next receive that finds the queue
+ *     empty arms it again;
+ *   - by the kernel with ENOBUFS when the pool runs dry: the receive that
+ *     waits then goes single-shot into its own buffer, the next one arms
+ *     again.
+ * The ring's owner reaps the completions; a receive that waits is woken
+ * to retry and copies by itself, so only its task touches its buffer. */
+/* internal.h already included */
+/* io_internal.h already included */
+
+/* Asks the kernel to end the multishot receive. Caller holds the
+ * socket's lock. */
+static void blitz__recv_ms_cancel(blitz_socket *s) {
+    if (!s->rms_armed || s->rms_cancelling)
+        return;
+    s->rms_cancelling = 1;
+    blitz__uring_cancel_ud(s->io, &s->io->rings[s->rms_ring],
+                           (uint64_t)(uintptr_t)s | BLITZ__UD_RECV_MS);
+}
+
+/* Whether a receive op of `kind` / `dir` on `s` takes the multishot path:
+ * receives on TCP sockets, and descriptor reads of a socket that has
+ * multishot state (they hand out what it queued first). Unix sockets stay
+ * single-shot: a multishot receive there can miss the peer's end of
+ * stream (seen on Linux 6.18: the last data arrives, the EOF never does;
+ * reported upstream as liburing issue 1549). */
+BLITZ_PRIVATE int blitz__recv_ms_wants(const blitz_socket *s, uint32_t kind, uint32_t dir) {
+    if (s->type != SOCK_STREAM || (s->family != AF_INET && s->family != AF_INET6) ||
+        !blitz__u32_load(&s->io->ms_recv, BLITZ__RELAXED))
+        return 0;
+    if (kind == BLITZ__OP_RECV || kind == BLITZ__OP_RECVV)
+        return 1;
+    if (kind == BLITZ__OP_FD_READ || (kind == BLITZ__OP_FD_POLL && dir == BLITZ__DIR_READ))
+        return !blitz__recv_ms_direct((blitz_socket *)(uintptr_t)s);
+    return 0;
+}
+
+/* The descriptor is about to be read directly (a descriptor op, a splice):
+ * no multishot receive is armed on the socket from now on. Returns 1 when
+ * the direct read is safe at once (nothing armed, nothing queued). */
+BLITZ_PRIVATE int blitz__recv_ms_direct(blitz_socket *s) {
+    blitz__mutex_lock(&s->lock);
+    s->rms_off = 1;
+    blitz__recv_ms_cancel(s);
+    int safe = !s->rms_armed && !s->rq_count;
+    blitz__mutex_unlock(&s->lock);
+    return safe;
+}
+
+/* Bytes the op asks for. */
+static size_t blitz__recv_room(const blitz_io *op) {
+    if (op->blitz__kind != BLITZ__OP_RECVV)
+        return op->blitz__len;
+    const blitz_iovec *iov = (const blitz_iovec *)op->blitz__buf;
+    size_t room = 0;
+    for (size_t i = 0; i < op->blitz__len; i++)
+        room += iov[i].len;
+    return room;
+}
+
+/* Gives the head buffer of the queue back to its ring's pool. Caller
+ * holds the socket's lock. */
+static void blitz__rq_pop(blitz_socket *s) {
+    blitz__rbuf *b = &s->rq[s->rq_head];
+    blitz__uring_pbuf_put(&s->io->rings[b->ring], b->bid);
+    s->rq_head = (s->rq_head + 1) % s->rq_cap;
+    s->rq_count--;
+}
+
+/* Copies queued data into the op's buffers, in order. Caller holds the
+ * socket's lock. */
+static size_t blitz__rq_copy(blitz_socket *s, blitz_io *op) {
+    blitz_iovec one;
+    const blitz_iovec *iov = &one;
+    size_t n = 1;
+    if (op->blitz__kind == BLITZ__OP_RECVV) {
+        iov = (const blitz_iovec *)op->blitz__buf;
+        n = op->blitz__len;
+    } else {
+        one.base = op->blitz__buf;
+        one.len = op->blitz__len;
+    }
+    size_t total = 0;
+    for (size_t i = 0; i < n && s->rq_count; i++) {
+        char *dst = (char *)iov[i].base;
+        size_t room = iov[i].len;
+        while (room && s->rq_count) {
+            blitz__rbuf *b = &s->rq[s->rq_head];
+            size_t take = b->len - b->off;
+            if (take > room)
+                take = room;
+            memcpy(dst, blitz__uring_pbuf_addr(&s->io->rings[b->ring], b->bid) + b->off, take);
+            dst += take;
+            room -= take;
+            total += take;
+            b->off += (uint32_t)take;
+            if (b->off == b->len)
+                blitz__rq_pop(s);
+        }
+    }
+    return total;
+}
+
+/* Appends a filled buffer to the queue; 0 when out of memory. Caller
+ * holds the socket's lock. */
+static int blitz__rq_push(blitz_socket *s, uint32_t ring, uint32_t bid, uint32_t len) {
+    if (s->rq_count == s->rq_cap) {
+        uint32_t cap = s->rq_cap ? s->rq_cap * 2 : 8;
+        blitz__rbuf *q = (blitz__rbuf *)blitz__calloc(sizeof(blitz__rbuf) * cap);
+        if (!q)
+            return 0;
+        for (uint32_t i = 0; i < s->rq_count; i++)
+            q[i] = s->rq[(s->rq_head + i) % s->rq_cap];
+        blitz__free(s->rq);
+        s->rq = q;
+        s->rq_head = 0;
+        s->rq_cap = cap;
+    }
+    blitz__rbuf *b = &s->rq[(s->rq_head + s->rq_count) % s->rq_cap];
+    b->ring = ring;
+    b->bid = bid;
+    b->off = 0;
+    b->len = len;
+    s->rq_count++;
+    return 1;
+}
+
+/* A receive on a stream socket (io_uring). Serves it from the queue, or
+ * waits on the armed multishot receive, or arms one. `*single_shot` set:
+ * the caller goes on with the system call / single-shot path. */
+BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *single_shot) {
+    blitz_socket *s = op->blitz__sock;
+    blitz__io *io = s->io;
+    *single_shot = 0;
+    blitz__mutex_lock(&s->lock);
+    int64_t r = 0;
+    int done = 1;
+    size_t room = blitz__recv_room(op);
+    if (s->closed) {
+        r = BLITZ_ECLOSED;
+    } else if (op->blitz__kind == BLITZ__OP_FD_POLL) {
+        /* Readable: queued data, the end of the stream, or an error. */
+        if (s->rq_count || s->rms_eof || s->rms_err)
+            r = POLLIN;
+        else
+            done = 0;
+    } else if (s->rq_count || !room) {
+        r = (int64_t)blitz__rq_copy(s, op);
+        /* A bulk reader keeping up: its data goes straight into its own
+         * buffers again once the multishot receive has ended. */
+        if ((size_t)r == room && room >= BLITZ_URING_RECV_BUF_SIZE)
+            blitz__recv_ms_cancel(s);
+    } else if (s->rms_err) {
+        r = s->rms_err;
+        s->rms_err = 0;
+    } else if (!s->rms_eof) {
+        done = 0; /* nothing to hand out: wait */
+    }
+    if (done) {
+        blitz__mutex_unlock(&s->lock);
+        blitz__op_result(op, r);
+        return BLITZ_READY;
+    }
+    if (!s->rms_armed) {
+        /* Nothing queued and nothing armed: the system call is safe. A
+         * bulk reader (its last receive filled its buffer), a socket the
+         * pool could not serve last time, or one the kernel refused, goes
+         * single-shot. */
+        int batches = 0;
+        blitz__ring *ring = blitz__uring_mine(io, &batches);
+        if (blitz__u32_load(&s->rd_hot, BLITZ__RELAXED) || s->rms_nobufs || s->rms_off ||
+            !blitz__uring_pbuf_ready(ring) || blitz__uring_arm_recv(io, ring, s, !batches)) {
+            s->rms_nobufs = 0;
+            blitz__mutex_unlock(&s->lock);
+            *single_shot = 1;
+            return BLITZ_PENDING;
+        }
+        s->rms_armed = 1;
+        s->rms_ring = ring->index;
+        blitz__sock_ref(s);
+        blitz__u64_fetch_add(&io->inflight, 1, BLITZ__RELAXED);
+        blitz__u64_fetch_add(&io->rms_armed_count, 1, BLITZ__RELAXED);
+    }
+    blitz_waker mine = blitz_cx_waker(cx);
+    op->blitz__waker = blitz_waker_clone(&mine);
+    blitz__op_set_state(op, BLITZ__IO_WAIT);
+    blitz__op_link(s, op);
+    blitz__mutex_unlock(&s->lock);
+    return BLITZ_PENDING;
+}
+
+/* A completion of a socket's multishot receive. The ring's reaping
+ * thread. */
+BLITZ_PRIVATE void blitz__io_recv_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
+                                     uint32_t flags) {
+    int ended = !(flags & IORING_CQE_F_MORE);
+    blitz_waker batch[8];
+    int n = 0;
+    blitz__mutex_lock(&s->lock);
+    if (flags & IORING_CQE_F_BUFFER) {
+        uint32_t bid = flags >> IORING_CQE_BUFFER_SHIFT;
+        if (res <= 0 || s->closed) {
+            blitz__uring_pbuf_put(r, bid);
+        } else if (!blitz__rq_push(s, r->index, bid, (uint32_t)res)) {
+            /* Out of memory for the queue: the stream lost this data, and
+             * its reader learns it. */
+            blitz__uring_pbuf_put(r, bid);
+            s->rms_err = BLITZ_ENOMEM;
+            blitz__recv_ms_cancel(s);
+        }
+    }
+    if (res == 0) {
+        s->rms_eof = 1;
+    } else if (res == -ENOBUFS) {
+        s->rms_nobufs = 1;
+        blitz__u64_fetch_add(&io->rms_nobufs_count, 1, BLITZ__RELAXED);
+    } else if (res == -EINVAL) {
+        s->rms_off = 1;
+    } else if (res < 0 && res != -ECANCELED && !s->rms_err) {
+        s->rms_err = res;
+    }
+    if (ended) {
+        s->rms_armed = 0;
+        s->rms_cancelling = 0;
+    } else if (s->rq_count >= BLITZ__RECV_MS_HOLD && !s->rms_cancelling) {
+        blitz__recv_ms_cancel(s);
+        blitz__u64_fetch_add(&io->rms_held_cancels, 1, BLITZ__RELAXED);
+    }
+    /* Every receive waiting on the socket tries again (normally one). */
+    for (;;) {
+        int more = 0;
+        for (blitz_io *op = s->ops, *next; op; op = next) {
+            next = op->blitz__next;
+            if ((op->blitz__kind == BLITZ__OP_RECV || op->blitz__kind == BLITZ__OP_RECVV) &&
+                blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) == BLITZ__IO_WAIT) {
+                if (n == 8) {
+                    more = 1;
+                    break;
+                }
+                blitz__op_unlink(s, op);
+                batch[n++] = op->blitz__waker;
+                op->blitz__waker = blitz_waker_noop();
+                blitz__op_set_state(op, BLITZ__IO_RETRY);
+            }
+        }
+        blitz__mutex_unlock(&s->lock);
+        for (int i = 0; i < n; i++)
+            blitz__io_wake(io, batch[i]);
+        n = 0;
+        if (!more)
+            break;
+        blitz__mutex_lock(&s->lock);
+    }
+    if (ended) {
+        blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELEASE);
+        blitz__sock_unref(s);
+    }
+}
+
+/* The socket closes (or the runtime shuts down): end the multishot
+ * receive, give the queued buffers back. Caller holds the socket's
+ * lock. */
+BLITZ_PRIVATE void blitz__recv_ms_close(blitz_socket *s) {
+    blitz__recv_ms_cancel(s);
+    while (s->rq_count)
+        blitz__rq_pop(s);
+}
+
+/* The socket's memory goes (its rings may be gone already). */
+BLITZ_PRIVATE void blitz__recv_ms_release(blitz_socket *s) {
+    blitz__free(s->rq);
+    s->rq = NULL;
+    s->rq_count = s->rq_cap = 0;
+}
+/* ====[ END src/io_recv_ms.c ]============================================= */
 /* ====[ BEGIN src/io_epoll.c ]============================================= */
 /* >>io_epoll */
 /* The epoll backend: every socket is registered once, edge-triggered, for
@@ -11533,6 +11917,37 @@ BLITZ_PRIVATE void blitz__pollb_dispatch(blitz__io *io) {
 #ifndef IORING_REGISTER_EVENTFD
 #define IORING_REGISTER_EVENTFD 4
 #endif
+#ifndef IORING_REGISTER_PBUF_RING
+#define IORING_REGISTER_PBUF_RING 22
+#endif
+#ifndef IORING_RECV_MULTISHOT
+#define IORING_RECV_MULTISHOT (1U << 1)
+#endif
+#ifndef IOSQE_BUFFER_SELECT
+#define IOSQE_BUFFER_SELECT (1U << 5)
+#endif
+
+/* The kernel's provided-buffer ring layouts (struct io_uring_buf and
+ * io_uring_buf_reg), spelled out for older uapi headers. The ring's tail
+ * is the 16-bit word at offset 14, over the first entry's unused field. */
+typedef struct {
+    uint64_t addr;
+    uint32_t len;
+    uint16_t bid;
+    uint16_t tail_or_unused;
+} blitz__pbuf_entry;
+typedef struct {
+    uint64_t ring_addr;
+    uint32_t ring_entries;
+    uint16_t bgid;
+    uint16_t flags;
+    uint64_t resv[3];
+} blitz__pbuf_reg;
+_Static_assert(sizeof(blitz__pbuf_entry) == 16 && sizeof(blitz__pbuf_reg) == 40,
+               "the kernel's provided-buffer layouts");
+_Static_assert((BLITZ_URING_RECV_BUFS & (BLITZ_URING_RECV_BUFS - 1)) == 0 &&
+                   BLITZ_URING_RECV_BUFS <= 32768,
+               "BLITZ_URING_RECV_BUFS is a power of two, at most 32768");
 
 #ifndef BLITZ_URING_ENTRIES
 #define BLITZ_URING_ENTRIES 1024u
@@ -11561,8 +11976,12 @@ static int blitz__uring_probe(blitz__io *io, int fd) {
         for (size_t i = 0; i < sizeof need; i++)
             if (need[i] > p->last_op || !(p->ops[need[i]].flags & IO_URING_OP_SUPPORTED))
                 rc = BLITZ_ENOSYS;
-        /* Multishot accept came with Linux 5.19, as did IORING_OP_SOCKET. */
+        /* Multishot accept came with Linux 5.19, as did IORING_OP_SOCKET;
+         * multishot receive with 6.0, as did IORING_OP_SEND_ZC. */
         io->ms_accept = p->last_op >= 45 /* IORING_OP_SOCKET */;
+        blitz__u32_store(&io->ms_recv,
+                         p->last_op >= 47 /* IORING_OP_SEND_ZC */ && BLITZ_URING_RECV_BUFS > 0,
+                         BLITZ__RELAXED);
     }
     blitz__free(p);
     return rc;
@@ -11748,10 +12167,12 @@ static void blitz__rings_free(blitz__io *io) {
     for (uint32_t i = 0; i < io->nrings; i++) {
         blitz__ring *r = &io->rings[i];
         blitz__ring_unmap(r);
+        blitz__uring_pbuf_free(r);
         if (r->wake_fd >= 0 && r->wake_fd != io->wake_fd)
             close(r->wake_fd);
         blitz__mutex_destroy(&r->sq_lock);
         blitz__mutex_destroy(&r->reap_lock);
+        blitz__mutex_destroy(&r->pbuf_lock);
     }
     blitz__free(io->rings);
     io->rings = NULL;
@@ -11779,6 +12200,7 @@ BLITZ_PRIVATE int blitz__uring_init(blitz__io *io, uint32_t workers) {
         r->index = i;
         blitz__mutex_init(&r->sq_lock);
         blitz__mutex_init(&r->reap_lock);
+        blitz__mutex_init(&r->pbuf_lock);
     }
     int rc = BLITZ_OK;
     if (workers) {
@@ -11935,6 +12357,119 @@ BLITZ_PRIVATE int blitz__uring_arm_accept(blitz__io *io, blitz__ring *r, blitz_s
     return sqe ? BLITZ_OK : BLITZ_EBUSY;
 }
 
+/* Arms a stream socket's multishot receive in `r`, with the ring's
+ * provided buffers. Caller holds the socket's lock. */
+BLITZ_PRIVATE int blitz__uring_arm_recv(blitz__io *io, blitz__ring *r, blitz_socket *s, int flush) {
+    (void)io;
+    blitz__mutex_lock(&r->sq_lock);
+    struct io_uring_sqe *sqe = blitz__uring_sqe_or_flush(r);
+    if (sqe) {
+        sqe->opcode = IORING_OP_RECV;
+        sqe->fd = s->fd;
+        /* Armed when the socket is most likely empty: wait for data first. */
+        sqe->ioprio = IORING_RECV_MULTISHOT | IORING_RECVSEND_POLL_FIRST;
+        sqe->flags = IOSQE_BUFFER_SELECT;
+        sqe->buf_group = 0;
+        sqe->user_data = (uint64_t)(uintptr_t)s | BLITZ__UD_RECV_MS;
+        blitz__uring_push(r);
+        if (flush || blitz__u32_load(&r->to_submit, BLITZ__RELAXED) >= BLITZ__URING_BATCH)
+            blitz__uring_flush_locked(r);
+    }
+    blitz__mutex_unlock(&r->sq_lock);
+    return sqe ? BLITZ_OK : BLITZ_EBUSY;
+}
+
+/* ---- provided buffers of multishot receives ---------------------------------------------- */
+
+static size_t blitz__pbuf_ring_len(void) {
+    size_t len = BLITZ_URING_RECV_BUFS * sizeof(blitz__pbuf_entry);
+    return (len + 4095u) & ~(size_t)4095u;
+}
+
+static uint16_t *blitz__pbuf_tail_word(blitz__ring *r) {
+    return (uint16_t *)(void *)((char *)r->pbuf_ring + 14);
+}
+
+/* Sets up the ring's buffer pool on first use; 1 when it is ready. A
+ * kernel that refuses it leaves the ring without one (single-shot
+ * receives). */
+BLITZ_PRIVATE int blitz__uring_pbuf_ready(blitz__ring *r) {
+    /* Acquire: pairs with the release below, so the pool's pointers are
+     * seen set up. */
+    uint32_t st = blitz__u32_load(&r->pbuf_state, BLITZ__ACQUIRE);
+    if (st != BLITZ__PBUF_NONE)
+        return st == BLITZ__PBUF_READY;
+    blitz__mutex_lock(&r->pbuf_lock);
+    st = blitz__u32_load(&r->pbuf_state, BLITZ__RELAXED);
+    if (st == BLITZ__PBUF_NONE) {
+        size_t mem_len = (size_t)BLITZ_URING_RECV_BUFS * BLITZ_URING_RECV_BUF_SIZE;
+        void *ring = mmap(NULL, blitz__pbuf_ring_len(), PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void *mem = mmap(NULL, mem_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        int ok = ring != MAP_FAILED && mem != MAP_FAILED;
+        if (ok) {
+            r->pbuf_ring = ring;
+            r->pbuf_mem = (char *)mem;
+            blitz__pbuf_entry *e = (blitz__pbuf_entry *)ring;
+            for (uint32_t i = 0; i < BLITZ_URING_RECV_BUFS; i++) {
+                e[i].addr =
+                    (uint64_t)(uintptr_t)(r->pbuf_mem + (size_t)i * BLITZ_URING_RECV_BUF_SIZE);
+                e[i].len = BLITZ_URING_RECV_BUF_SIZE;
+                e[i].bid = (uint16_t)i;
+            }
+            r->pbuf_tail = (uint16_t)BLITZ_URING_RECV_BUFS;
+            blitz__u16_field_store(blitz__pbuf_tail_word(r), r->pbuf_tail, BLITZ__RELEASE);
+            blitz__pbuf_reg reg;
+            memset(&reg, 0, sizeof reg);
+            reg.ring_addr = (uint64_t)(uintptr_t)ring;
+            reg.ring_entries = BLITZ_URING_RECV_BUFS;
+            reg.bgid = 0;
+            ok = syscall(SYS_io_uring_register, r->fd, IORING_REGISTER_PBUF_RING, &reg, 1) == 0;
+        }
+        if (!ok) {
+            if (ring != MAP_FAILED)
+                munmap(ring, blitz__pbuf_ring_len());
+            if (mem != MAP_FAILED)
+                munmap(mem, mem_len);
+            r->pbuf_ring = NULL;
+            r->pbuf_mem = NULL;
+        }
+        st = ok ? BLITZ__PBUF_READY : BLITZ__PBUF_FAIL;
+        blitz__u32_store(&r->pbuf_state, st, BLITZ__RELEASE);
+    }
+    blitz__mutex_unlock(&r->pbuf_lock);
+    return st == BLITZ__PBUF_READY;
+}
+
+BLITZ_PRIVATE const char *blitz__uring_pbuf_addr(const blitz__ring *r, uint32_t bid) {
+    return r->pbuf_mem + (size_t)bid * BLITZ_URING_RECV_BUF_SIZE;
+}
+
+/* Gives buffer `bid` back to the kernel. Any thread. */
+BLITZ_PRIVATE void blitz__uring_pbuf_put(blitz__ring *r, uint32_t bid) {
+    blitz__mutex_lock(&r->pbuf_lock);
+    blitz__pbuf_entry *e =
+        &((blitz__pbuf_entry *)r->pbuf_ring)[r->pbuf_tail & (BLITZ_URING_RECV_BUFS - 1u)];
+    /* Field by field: the first entry's last field is the tail. */
+    e->addr = (uint64_t)(uintptr_t)blitz__uring_pbuf_addr(r, bid);
+    e->len = BLITZ_URING_RECV_BUF_SIZE;
+    e->bid = (uint16_t)bid;
+    r->pbuf_tail++;
+    /* Release: the kernel reads the tail with acquire, then the entry. */
+    blitz__u16_field_store(blitz__pbuf_tail_word(r), r->pbuf_tail, BLITZ__RELEASE);
+    blitz__mutex_unlock(&r->pbuf_lock);
+}
+
+/* After the ring's descriptor is closed. */
+BLITZ_PRIVATE void blitz__uring_pbuf_free(blitz__ring *r) {
+    if (r->pbuf_ring)
+        munmap(r->pbuf_ring, blitz__pbuf_ring_len());
+    if (r->pbuf_mem)
+        munmap(r->pbuf_mem, (size_t)BLITZ_URING_RECV_BUFS * BLITZ_URING_RECV_BUF_SIZE);
+    r->pbuf_ring = NULL;
+    r->pbuf_mem = NULL;
+}
+
 /* ASYNC_CANCEL by user_data in `r`, submitted at once: whoever cancels may
  * wait for the result. Any thread: the cancel runs in the submitting
  * thread, the cancelled op's completion goes to the ring's owner. */
@@ -12002,6 +12537,11 @@ static int blitz__uring_dispatch(blitz__io *io, blitz__ring *r) {
             if (ud == BLITZ__UD_SHARED) {
                 shared = 1;
                 rearm_shared |= !more;
+                continue;
+            }
+            if ((ud & BLITZ__UD_TAG) == BLITZ__UD_RECV_MS) {
+                blitz__io_recv_ms(io, r, (blitz_socket *)(uintptr_t)(ud & ~(uint64_t)BLITZ__UD_TAG),
+                                  batch[i].res, batch[i].flags);
                 continue;
             }
             if (ud & BLITZ__UD_ACCEPT_MS) {
@@ -12201,6 +12741,29 @@ BLITZ_PRIVATE void blitz__uring_park(blitz__io *io, blitz__parker *p, uint64_t t
 }
 BLITZ_PRIVATE void blitz__uring_drain(blitz__io *io) {
     (void)io;
+}
+BLITZ_PRIVATE int blitz__uring_pbuf_ready(blitz__ring *r) {
+    (void)r;
+    return 0;
+}
+BLITZ_PRIVATE void blitz__uring_pbuf_put(blitz__ring *r, uint32_t bid) {
+    (void)r;
+    (void)bid;
+}
+BLITZ_PRIVATE const char *blitz__uring_pbuf_addr(const blitz__ring *r, uint32_t bid) {
+    (void)r;
+    (void)bid;
+    return NULL;
+}
+BLITZ_PRIVATE void blitz__uring_pbuf_free(blitz__ring *r) {
+    (void)r;
+}
+BLITZ_PRIVATE int blitz__uring_arm_recv(blitz__io *io, blitz__ring *r, blitz_socket *s, int flush) {
+    (void)io;
+    (void)r;
+    (void)s;
+    (void)flush;
+    return BLITZ_ENOSYS;
 }
 
 #endif
@@ -13677,9 +14240,14 @@ static int blitz__copy_pick(blitz_copy *c) {
     if (src->kind == BLITZ_STREAM_FILE && blitz__pollable(dst))
         return BLITZ__CP_SENDFILE;
     if (blitz__pollable(src) && blitz__pollable(dst)) {
+        /* A splice reads a source socket directly: not while data its
+         * multishot receive queued waits (the buffered copy hands it out). */
+        int src_sock = blitz__is_sock(src);
+        if (src_sock && !blitz__recv_ms_direct(src->sock))
+            return BLITZ__CP_BUF;
         if (blitz__is_fifo(src->fd) || blitz__is_fifo(dst->fd))
             return BLITZ__CP_SPLICE;
-        if (blitz__is_sock(src) && blitz__is_sock(dst))
+        if (src_sock && blitz__is_sock(dst))
             return BLITZ__CP_SPLICE2;
     }
 #else

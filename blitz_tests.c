@@ -144,9 +144,13 @@ int main(int argc, char **argv) {
     double mult = m ? atof(m) : 1.0;
     if (mult <= 0)
         mult = 1.0;
+    /* BLITZ_TEST_FILTER=text: only the tests whose name contains it. */
+    const char *filter = getenv("BLITZ_TEST_FILTER");
     int failed = 0;
     printf("1..%zu\n", NUM_TESTS);
     for (size_t i = 0; i < NUM_TESTS; i++) {
+        if (filter && !strstr(tests[i].name, filter))
+            continue;
         double t0 = now_s();
         int rc = run_forked(&tests[i], mult);
         printf("%s %zu - %s # %.2fs\n", rc == 0 ? "ok" : "not ok", i + 1, tests[i].name,

@@ -86,6 +86,11 @@ static inline int blitz__u32_field_cas(uint32_t *p, uint32_t *expected, uint32_t
     return __atomic_compare_exchange_n(p, expected, desired, 0, o, BLITZ__CAS_FAIL_ORDER(o));
 }
 
+/* A 16-bit word shared with the kernel (io_uring's buffer ring tail). */
+static inline void blitz__u16_field_store(uint16_t *p, uint16_t x, int o) {
+    __atomic_store_n(p, x, o);
+}
+
 /* A counter written by one thread and read by others: a plain load+store
  * (no locked RMW) is enough because there is a single writer. The store is
  * release (free on x86 and cheap elsewhere) so that a reader that acquires

@@ -41,13 +41,13 @@ static inline uint32_t blitz__op_state(const blitz_io *op) {
             blitz__cpu_relax();
     return st;
 }
-static inline void blitz__op_set_state(blitz_io *op, uint32_t st) {
+BLITZ_PRIVATE void blitz__op_set_state(blitz_io *op, uint32_t st) {
     blitz__u32_field_store(&op->blitz__state, st, BLITZ__RELEASE);
 }
 
 /* Wakes an op's task; after shutdown only drops the reference (no task
  * runs any more). */
-static void blitz__io_wake(blitz__io *io, blitz_waker w) {
+BLITZ_PRIVATE void blitz__io_wake(blitz__io *io, blitz_waker w) {
     if (blitz__u32_load(&io->shutdown, BLITZ__ACQUIRE))
         blitz_waker_drop(w);
     else
@@ -56,7 +56,7 @@ static void blitz__io_wake(blitz__io *io, blitz_waker w) {
 
 /* ---- the socket list and lifetimes ------------------------------------------- */
 
-static void blitz__op_link(blitz_socket *s, blitz_io *op) {
+BLITZ_PRIVATE void blitz__op_link(blitz_socket *s, blitz_io *op) {
     op->blitz__prev = NULL;
     op->blitz__next = s->ops;
     if (s->ops)
@@ -64,7 +64,7 @@ static void blitz__op_link(blitz_socket *s, blitz_io *op) {
     s->ops = op;
 }
 
-static void blitz__op_unlink(blitz_socket *s, blitz_io *op) {
+BLITZ_PRIVATE void blitz__op_unlink(blitz_socket *s, blitz_io *op) {
     if (op->blitz__prev)
         op->blitz__prev->blitz__next = op->blitz__next;
     else if (s->ops == op)
@@ -78,6 +78,7 @@ static void blitz__sock_free_mem(blitz_socket *s) {
     for (uint32_t i = 0; i < s->ms_count; i++)
         close(s->ms_fds[(s->ms_head + i) % s->ms_cap]);
     blitz__free(s->ms_fds);
+    blitz__recv_ms_release(s);
     blitz__mutex_destroy(&s->lock);
     blitz__free(s);
 }
@@ -101,13 +102,13 @@ static void blitz__io_free_deferred(blitz__io *io) {
     }
 }
 
-static void blitz__sock_ref(blitz_socket *s) {
+BLITZ_PRIVATE void blitz__sock_ref(blitz_socket *s) {
     blitz__u32_fetch_add(&s->refs, 1, BLITZ__RELAXED);
 }
 
 /* The last reference: close the descriptor; the memory goes now
  * (io_uring) or at the next dispatch cycle (readiness backends). */
-static void blitz__sock_unref(blitz_socket *s) {
+BLITZ_PRIVATE void blitz__sock_unref(blitz_socket *s) {
     if (blitz__u32_fetch_sub(&s->refs, 1, BLITZ__ACQ_REL) != 1)
         return;
     blitz__io *io = s->io;
@@ -285,7 +286,7 @@ static void blitz__connect_sock_drop(blitz_io *op) {
  * finished (result set, op idle), 0 when it must go on (send_all). */
 static int blitz__op_result_ex(blitz_io *op, int64_t r, int live);
 /* A result of an attempt by the task itself (the socket is in use). */
-static int blitz__op_result(blitz_io *op, int64_t r) {
+BLITZ_PRIVATE int blitz__op_result(blitz_io *op, int64_t r) {
     return blitz__op_result_ex(op, r, 1);
 }
 
@@ -612,6 +613,12 @@ static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
     uint32_t k = op->blitz__kind;
     if (k == BLITZ__OP_ACCEPT && io->ms_accept)
         return blitz__uring_accept_ms(cx, op);
+    if (blitz__recv_ms_wants(s, k, op->blitz__dir)) {
+        int single_shot = 0;
+        blitz_poll p = blitz__recv_ms_start(cx, op, &single_shot);
+        if (!single_shot)
+            return p;
+    }
     /* A send into a socket with room completes at once: one system call,
      * no completion to wait for. */
     /* A receive right after one that filled its buffer (a bulk stream)
@@ -742,7 +749,7 @@ static blitz_poll blitz__op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s, ui
         }
         return blitz__op_go(cx, op);
     case BLITZ__IO_RETRY:
-        return blitz__ready_attempt(cx, op);
+        return blitz__op_go(cx, op);
     case BLITZ__IO_DONE:
         /* A descriptor op's io_uring completion is readiness (POLL_ADD):
          * the system call comes now. */
@@ -978,6 +985,7 @@ BLITZ_API int blitz_sock_close(blitz_socket *s) {
     if (s->ms_armed)
         blitz__uring_cancel_ud(io, &io->rings[s->ms_ring],
                                (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
+    blitz__recv_ms_close(s);
     blitz_waker batch[32];
     int n = 0;
     while (woken) {
@@ -1247,6 +1255,7 @@ BLITZ_PRIVATE void blitz__io_shutdown(blitz_runtime *rt) {
         if (s->ms_armed)
             blitz__uring_cancel_ud(io, &io->rings[s->ms_ring],
                                    (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
+        blitz__recv_ms_close(s);
         blitz__mutex_unlock(&s->lock);
     }
     blitz__mutex_unlock(&io->socks_lock);

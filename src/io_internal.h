@@ -50,14 +50,31 @@
 #define BLITZ__UD_ACCEPT_MS 2u
 /* A worker ring's poll of io->shared_efd. */
 #define BLITZ__UD_SHARED 3u
+/* A stream socket's multishot receive: the socket pointer with this tag
+ * (sockets are at least 8-byte aligned). */
+#define BLITZ__UD_RECV_MS 4u
+#define BLITZ__UD_TAG     7u
 
 #ifndef IORING_CQE_F_MORE
 #define IORING_CQE_F_MORE (1U << 1)
+#endif
+#ifndef IORING_CQE_F_BUFFER
+#define IORING_CQE_F_BUFFER (1U << 0)
+#endif
+#ifndef IORING_CQE_BUFFER_SHIFT
+#define IORING_CQE_BUFFER_SHIFT 16
 #endif
 
 #define BLITZ__IO_FOREVER UINT64_MAX
 #define BLITZ__IO_MAX_IOV 16
 #define BLITZ__IO_EVENTS  256
+
+/* Data a multishot receive put in a provided buffer, not yet read. */
+typedef struct blitz__rbuf {
+    uint32_t ring; /* index of the ring whose pool holds the buffer */
+    uint32_t bid;
+    uint32_t off, len;
+} blitz__rbuf;
 
 struct blitz_socket {
     int fd;
@@ -86,6 +103,17 @@ struct blitz_socket {
     uint32_t ms_ring; /* index of the ring the multishot accept is armed in */
     int *ms_fds;
     uint32_t ms_head, ms_count, ms_cap;
+    /* io_uring multishot receive (stream sockets; under lock): armed in
+     * the kernel (in ring rms_ring), a cancel of it is due, how the last
+     * one ended, and the data received and not yet read, in order. */
+    int rms_armed, rms_cancelling;
+    uint32_t rms_ring;
+    int rms_nobufs; /* ended for want of buffers: the next receive is single-shot */
+    int rms_off;    /* the kernel refused it (EINVAL): single-shot receives only */
+    int rms_eof;
+    int32_t rms_err;
+    blitz__rbuf *rq;
+    uint32_t rq_head, rq_count, rq_cap;
     struct blitz_socket *all_next, *all_prev; /* every live socket (socks_lock) */
     struct blitz_socket *free_next;
 };
@@ -111,6 +139,14 @@ typedef struct blitz__ring {
     struct io_uring_cqe *cqes;
     void *sq_map, *cq_map;
     size_t sq_map_len, cq_map_len, sqes_len;
+    /* Provided buffers for multishot receives (buffer group 0), set up on
+     * first use: the ring of buffer entries shared with the kernel and
+     * the buffers. Any thread gives buffers back (pbuf_lock). */
+    blitz__atomic_u32 pbuf_state; /* BLITZ__PBUF_* */
+    blitz__mutex pbuf_lock;
+    void *pbuf_ring;
+    char *pbuf_mem;
+    uint16_t pbuf_tail;
     char pad[64]; /* rings sit in one array, each written by its own worker */
 } blitz__ring;
 
@@ -157,7 +193,29 @@ typedef struct blitz__io {
     blitz__atomic_u64 inflight; /* ops the kernel holds */
     int skip_cancel_cqe;
     int ms_accept; /* multishot accept and RECVSEND_POLL_FIRST are available (Linux 5.19+) */
+    /* Multishot receive with provided buffers is available (Linux 6.0+)
+     * and wanted (BLITZ_URING_RECV_BUFS > 0); cleared if the kernel
+     * refuses it. */
+    blitz__atomic_u32 ms_recv;
+    /* Counters for tests and diagnosis. */
+    blitz__atomic_u64 rms_armed_count, rms_nobufs_count, rms_held_cancels;
 } blitz__io;
+
+#define BLITZ__PBUF_NONE  0u
+#define BLITZ__PBUF_READY 1u
+#define BLITZ__PBUF_FAIL  2u
+
+/* Provided buffers of multishot receives, per ring. A power of two;
+ * 0 turns multishot receives off. */
+#ifndef BLITZ_URING_RECV_BUFS
+#define BLITZ_URING_RECV_BUFS 256u
+#endif
+#ifndef BLITZ_URING_RECV_BUF_SIZE
+#define BLITZ_URING_RECV_BUF_SIZE 4096u
+#endif
+/* A socket whose reader lags holds at most this many buffers: then its
+ * multishot receive is cancelled until the reader catches up. */
+#define BLITZ__RECV_MS_HOLD (BLITZ_URING_RECV_BUFS / 8u > 2u ? BLITZ_URING_RECV_BUFS / 8u : 2u)
 
 /* Backends (each in its own file, stubs when compiled out). */
 BLITZ_PRIVATE int blitz__epoll_init(blitz__io *io);
@@ -190,13 +248,33 @@ BLITZ_PRIVATE void blitz__uring_flush_mine(blitz__io *io);
 BLITZ_PRIVATE void blitz__uring_park(blitz__io *io, blitz__parker *p, uint64_t timeout_ns,
                                      void (*woke)(void *), void *arg);
 BLITZ_PRIVATE void blitz__uring_drain(blitz__io *io);
+BLITZ_PRIVATE int blitz__uring_pbuf_ready(blitz__ring *r);
+BLITZ_PRIVATE void blitz__uring_pbuf_put(blitz__ring *r, uint32_t bid);
+BLITZ_PRIVATE const char *blitz__uring_pbuf_addr(const blitz__ring *r, uint32_t bid);
+BLITZ_PRIVATE void blitz__uring_pbuf_free(blitz__ring *r);
+BLITZ_PRIVATE int blitz__uring_arm_recv(blitz__io *io, blitz__ring *r, blitz_socket *s, int flush);
 
 /* Shared by the backends (io_driver.c). */
+BLITZ_PRIVATE void blitz__op_set_state(blitz_io *op, uint32_t st);
+BLITZ_PRIVATE void blitz__io_wake(blitz__io *io, blitz_waker w);
+BLITZ_PRIVATE void blitz__op_link(blitz_socket *s, blitz_io *op);
+BLITZ_PRIVATE void blitz__op_unlink(blitz_socket *s, blitz_io *op);
+BLITZ_PRIVATE void blitz__sock_ref(blitz_socket *s);
+BLITZ_PRIVATE void blitz__sock_unref(blitz_socket *s);
+BLITZ_PRIVATE int blitz__op_result(blitz_io *op, int64_t r);
 BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr);
 BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, uint32_t flags);
 BLITZ_PRIVATE void blitz__io_drain_fd(int fd);
 BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
                                        uint32_t flags);
+/* Multishot receive (io_recv_ms.c). */
+BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *single_shot);
+BLITZ_PRIVATE void blitz__io_recv_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
+                                     uint32_t flags);
+BLITZ_PRIVATE void blitz__recv_ms_close(blitz_socket *s);
+BLITZ_PRIVATE void blitz__recv_ms_release(blitz_socket *s);
+BLITZ_PRIVATE int blitz__recv_ms_wants(const blitz_socket *s, uint32_t kind, uint32_t dir);
+BLITZ_PRIVATE int blitz__recv_ms_direct(blitz_socket *s);
 /* The common poll of every op kind (io_driver.c), and the system call of
  * the descriptor kinds (io_fd.c). */
 BLITZ_PRIVATE blitz_poll blitz__io_op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s,

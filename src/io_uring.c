@@ -77,6 +77,37 @@
 #ifndef IORING_REGISTER_EVENTFD
 #define IORING_REGISTER_EVENTFD 4
 #endif
+#ifndef IORING_REGISTER_PBUF_RING
+#define IORING_REGISTER_PBUF_RING 22
+#endif
+#ifndef IORING_RECV_MULTISHOT
+#define IORING_RECV_MULTISHOT (1U << 1)
+#endif
+#ifndef IOSQE_BUFFER_SELECT
+#define IOSQE_BUFFER_SELECT (1U << 5)
+#endif
+
+/* The kernel's provided-buffer ring layouts (struct io_uring_buf and
+ * io_uring_buf_reg), spelled out for older uapi headers. The ring's tail
+ * is the 16-bit word at offset 14, over the first entry's unused field. */
+typedef struct {
+    uint64_t addr;
+    uint32_t len;
+    uint16_t bid;
+    uint16_t tail_or_unused;
+} blitz__pbuf_entry;
+typedef struct {
+    uint64_t ring_addr;
+    uint32_t ring_entries;
+    uint16_t bgid;
+    uint16_t flags;
+    uint64_t resv[3];
+} blitz__pbuf_reg;
+_Static_assert(sizeof(blitz__pbuf_entry) == 16 && sizeof(blitz__pbuf_reg) == 40,
+               "the kernel's provided-buffer layouts");
+_Static_assert((BLITZ_URING_RECV_BUFS & (BLITZ_URING_RECV_BUFS - 1)) == 0 &&
+                   BLITZ_URING_RECV_BUFS <= 32768,
+               "BLITZ_URING_RECV_BUFS is a power of two, at most 32768");
 
 #ifndef BLITZ_URING_ENTRIES
 #define BLITZ_URING_ENTRIES 1024u
@@ -105,8 +136,12 @@ static int blitz__uring_probe(blitz__io *io, int fd) {
         for (size_t i = 0; i < sizeof need; i++)
             if (need[i] > p->last_op || !(p->ops[need[i]].flags & IO_URING_OP_SUPPORTED))
                 rc = BLITZ_ENOSYS;
-        /* Multishot accept came with Linux 5.19, as did IORING_OP_SOCKET. */
+        /* Multishot accept came with Linux 5.19, as did IORING_OP_SOCKET;
+         * multishot receive with 6.0, as did IORING_OP_SEND_ZC. */
         io->ms_accept = p->last_op >= 45 /* IORING_OP_SOCKET */;
+        blitz__u32_store(&io->ms_recv,
+                         p->last_op >= 47 /* IORING_OP_SEND_ZC */ && BLITZ_URING_RECV_BUFS > 0,
+                         BLITZ__RELAXED);
     }
     blitz__free(p);
     return rc;
@@ -292,10 +327,12 @@ static void blitz__rings_free(blitz__io *io) {
     for (uint32_t i = 0; i < io->nrings; i++) {
         blitz__ring *r = &io->rings[i];
         blitz__ring_unmap(r);
+        blitz__uring_pbuf_free(r);
         if (r->wake_fd >= 0 && r->wake_fd != io->wake_fd)
             close(r->wake_fd);
         blitz__mutex_destroy(&r->sq_lock);
         blitz__mutex_destroy(&r->reap_lock);
+        blitz__mutex_destroy(&r->pbuf_lock);
     }
     blitz__free(io->rings);
     io->rings = NULL;
@@ -323,6 +360,7 @@ BLITZ_PRIVATE int blitz__uring_init(blitz__io *io, uint32_t workers) {
         r->index = i;
         blitz__mutex_init(&r->sq_lock);
         blitz__mutex_init(&r->reap_lock);
+        blitz__mutex_init(&r->pbuf_lock);
     }
     int rc = BLITZ_OK;
     if (workers) {
@@ -479,6 +517,119 @@ BLITZ_PRIVATE int blitz__uring_arm_accept(blitz__io *io, blitz__ring *r, blitz_s
     return sqe ? BLITZ_OK : BLITZ_EBUSY;
 }
 
+/* Arms a stream socket's multishot receive in `r`, with the ring's
+ * provided buffers. Caller holds the socket's lock. */
+BLITZ_PRIVATE int blitz__uring_arm_recv(blitz__io *io, blitz__ring *r, blitz_socket *s, int flush) {
+    (void)io;
+    blitz__mutex_lock(&r->sq_lock);
+    struct io_uring_sqe *sqe = blitz__uring_sqe_or_flush(r);
+    if (sqe) {
+        sqe->opcode = IORING_OP_RECV;
+        sqe->fd = s->fd;
+        /* Armed when the socket is most likely empty: wait for data first. */
+        sqe->ioprio = IORING_RECV_MULTISHOT | IORING_RECVSEND_POLL_FIRST;
+        sqe->flags = IOSQE_BUFFER_SELECT;
+        sqe->buf_group = 0;
+        sqe->user_data = (uint64_t)(uintptr_t)s | BLITZ__UD_RECV_MS;
+        blitz__uring_push(r);
+        if (flush || blitz__u32_load(&r->to_submit, BLITZ__RELAXED) >= BLITZ__URING_BATCH)
+            blitz__uring_flush_locked(r);
+    }
+    blitz__mutex_unlock(&r->sq_lock);
+    return sqe ? BLITZ_OK : BLITZ_EBUSY;
+}
+
+/* ---- provided buffers of multishot receives ---------------------------------------------- */
+
+static size_t blitz__pbuf_ring_len(void) {
+    size_t len = BLITZ_URING_RECV_BUFS * sizeof(blitz__pbuf_entry);
+    return (len + 4095u) & ~(size_t)4095u;
+}
+
+static uint16_t *blitz__pbuf_tail_word(blitz__ring *r) {
+    return (uint16_t *)(void *)((char *)r->pbuf_ring + 14);
+}
+
+/* Sets up the ring's buffer pool on first use; 1 when it is ready. A
+ * kernel that refuses it leaves the ring without one (single-shot
+ * receives). */
+BLITZ_PRIVATE int blitz__uring_pbuf_ready(blitz__ring *r) {
+    /* Acquire: pairs with the release below, so the pool's pointers are
+     * seen set up. */
+    uint32_t st = blitz__u32_load(&r->pbuf_state, BLITZ__ACQUIRE);
+    if (st != BLITZ__PBUF_NONE)
+        return st == BLITZ__PBUF_READY;
+    blitz__mutex_lock(&r->pbuf_lock);
+    st = blitz__u32_load(&r->pbuf_state, BLITZ__RELAXED);
+    if (st == BLITZ__PBUF_NONE) {
+        size_t mem_len = (size_t)BLITZ_URING_RECV_BUFS * BLITZ_URING_RECV_BUF_SIZE;
+        void *ring = mmap(NULL, blitz__pbuf_ring_len(), PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void *mem = mmap(NULL, mem_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        int ok = ring != MAP_FAILED && mem != MAP_FAILED;
+        if (ok) {
+            r->pbuf_ring = ring;
+            r->pbuf_mem = (char *)mem;
+            blitz__pbuf_entry *e = (blitz__pbuf_entry *)ring;
+            for (uint32_t i = 0; i < BLITZ_URING_RECV_BUFS; i++) {
+                e[i].addr =
+                    (uint64_t)(uintptr_t)(r->pbuf_mem + (size_t)i * BLITZ_URING_RECV_BUF_SIZE);
+                e[i].len = BLITZ_URING_RECV_BUF_SIZE;
+                e[i].bid = (uint16_t)i;
+            }
+            r->pbuf_tail = (uint16_t)BLITZ_URING_RECV_BUFS;
+            blitz__u16_field_store(blitz__pbuf_tail_word(r), r->pbuf_tail, BLITZ__RELEASE);
+            blitz__pbuf_reg reg;
+            memset(&reg, 0, sizeof reg);
+            reg.ring_addr = (uint64_t)(uintptr_t)ring;
+            reg.ring_entries = BLITZ_URING_RECV_BUFS;
+            reg.bgid = 0;
+            ok = syscall(SYS_io_uring_register, r->fd, IORING_REGISTER_PBUF_RING, &reg, 1) == 0;
+        }
+        if (!ok) {
+            if (ring != MAP_FAILED)
+                munmap(ring, blitz__pbuf_ring_len());
+            if (mem != MAP_FAILED)
+                munmap(mem, mem_len);
+            r->pbuf_ring = NULL;
+            r->pbuf_mem = NULL;
+        }
+        st = ok ? BLITZ__PBUF_READY : BLITZ__PBUF_FAIL;
+        blitz__u32_store(&r->pbuf_state, st, BLITZ__RELEASE);
+    }
+    blitz__mutex_unlock(&r->pbuf_lock);
+    return st == BLITZ__PBUF_READY;
+}
+
+BLITZ_PRIVATE const char *blitz__uring_pbuf_addr(const blitz__ring *r, uint32_t bid) {
+    return r->pbuf_mem + (size_t)bid * BLITZ_URING_RECV_BUF_SIZE;
+}
+
+/* Gives buffer `bid` back to the kernel. Any thread. */
+BLITZ_PRIVATE void blitz__uring_pbuf_put(blitz__ring *r, uint32_t bid) {
+    blitz__mutex_lock(&r->pbuf_lock);
+    blitz__pbuf_entry *e =
+        &((blitz__pbuf_entry *)r->pbuf_ring)[r->pbuf_tail & (BLITZ_URING_RECV_BUFS - 1u)];
+    /* Field by field: the first entry's last field is the tail. */
+    e->addr = (uint64_t)(uintptr_t)blitz__uring_pbuf_addr(r, bid);
+    e->len = BLITZ_URING_RECV_BUF_SIZE;
+    e->bid = (uint16_t)bid;
+    r->pbuf_tail++;
+    /* Release: the kernel reads the tail with acquire, then the entry. */
+    blitz__u16_field_store(blitz__pbuf_tail_word(r), r->pbuf_tail, BLITZ__RELEASE);
+    blitz__mutex_unlock(&r->pbuf_lock);
+}
+
+/* After the ring's descriptor is closed. */
+BLITZ_PRIVATE void blitz__uring_pbuf_free(blitz__ring *r) {
+    if (r->pbuf_ring)
+        munmap(r->pbuf_ring, blitz__pbuf_ring_len());
+    if (r->pbuf_mem)
+        munmap(r->pbuf_mem, (size_t)BLITZ_URING_RECV_BUFS * BLITZ_URING_RECV_BUF_SIZE);
+    r->pbuf_ring = NULL;
+    r->pbuf_mem = NULL;
+}
+
 /* ASYNC_CANCEL by user_data in `r`, submitted at once: whoever cancels may
  * wait for the result. Any thread: the cancel runs in the submitting
  * thread, the cancelled op's completion goes to the ring's owner. */
@@ -546,6 +697,11 @@ static int blitz__uring_dispatch(blitz__io *io, blitz__ring *r) {
             if (ud == BLITZ__UD_SHARED) {
                 shared = 1;
                 rearm_shared |= !more;
+                continue;
+            }
+            if ((ud & BLITZ__UD_TAG) == BLITZ__UD_RECV_MS) {
+                blitz__io_recv_ms(io, r, (blitz_socket *)(uintptr_t)(ud & ~(uint64_t)BLITZ__UD_TAG),
+                                  batch[i].res, batch[i].flags);
                 continue;
             }
             if (ud & BLITZ__UD_ACCEPT_MS) {
@@ -745,6 +901,29 @@ BLITZ_PRIVATE void blitz__uring_park(blitz__io *io, blitz__parker *p, uint64_t t
 }
 BLITZ_PRIVATE void blitz__uring_drain(blitz__io *io) {
     (void)io;
+}
+BLITZ_PRIVATE int blitz__uring_pbuf_ready(blitz__ring *r) {
+    (void)r;
+    return 0;
+}
+BLITZ_PRIVATE void blitz__uring_pbuf_put(blitz__ring *r, uint32_t bid) {
+    (void)r;
+    (void)bid;
+}
+BLITZ_PRIVATE const char *blitz__uring_pbuf_addr(const blitz__ring *r, uint32_t bid) {
+    (void)r;
+    (void)bid;
+    return NULL;
+}
+BLITZ_PRIVATE void blitz__uring_pbuf_free(blitz__ring *r) {
+    (void)r;
+}
+BLITZ_PRIVATE int blitz__uring_arm_recv(blitz__io *io, blitz__ring *r, blitz_socket *s, int flush) {
+    (void)io;
+    (void)r;
+    (void)s;
+    (void)flush;
+    return BLITZ_ENOSYS;
 }
 
 #endif

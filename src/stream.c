@@ -784,9 +784,14 @@ static int blitz__copy_pick(blitz_copy *c) {
     if (src->kind == BLITZ_STREAM_FILE && blitz__pollable(dst))
         return BLITZ__CP_SENDFILE;
     if (blitz__pollable(src) && blitz__pollable(dst)) {
+        /* A splice reads a source socket directly: not while data its
+         * multishot receive queued waits (the buffered copy hands it out). */
+        int src_sock = blitz__is_sock(src);
+        if (src_sock && !blitz__recv_ms_direct(src->sock))
+            return BLITZ__CP_BUF;
         if (blitz__is_fifo(src->fd) || blitz__is_fifo(dst->fd))
             return BLITZ__CP_SPLICE;
-        if (blitz__is_sock(src) && blitz__is_sock(dst))
+        if (src_sock && blitz__is_sock(dst))
             return BLITZ__CP_SPLICE2;
     }
 #else
