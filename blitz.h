@@ -9778,7 +9778,8 @@ struct blitz_socket {
     blitz__atomic_u32 rd_seq, wr_seq;
     /* poll backend: directions that have waiters (bit per direction). */
     blitz__atomic_u32 want;
-    blitz__atomic_u32 rd_hot; /* the last receive filled its buffer */
+    blitz__atomic_u32 rd_hot;  /* the last receive filled its buffer */
+    blitz__atomic_u32 rd_bulk; /* the last receive got a pool buffer's worth or more */
     /* Readiness, TCP sockets: 1 + the read sequence number at which a
      * receive came back short (the socket was drained then), 0 for none.
      * Until the next read event a receive waits without a system call. */
@@ -10269,9 +10270,12 @@ static int blitz__op_result_ex(blitz_io *op, int64_t r, int live) {
         }
         break;
     case BLITZ__OP_RECV:
-        if (live)
+        if (live) {
             blitz__u32_store(&op->blitz__sock->rd_hot, r > 0 && (size_t)r == op->blitz__len,
                              BLITZ__RELAXED);
+            blitz__u32_store(&op->blitz__sock->rd_bulk, r >= BLITZ_URING_RECV_BUF_SIZE,
+                             BLITZ__RELAXED);
+        }
         break;
     default:
         break;
@@ -10629,8 +10633,10 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
     blitz__mutex_lock(&s->lock);
     blitz__op_unlink(s, op);
     int closed = s->closed;
-    if (op->blitz__kind == BLITZ__OP_RECV && res >= 0)
+    if (op->blitz__kind == BLITZ__OP_RECV && res >= 0) {
         blitz__u32_store(&s->rd_hot, res > 0 && (size_t)res == op->blitz__len, BLITZ__RELAXED);
+        blitz__u32_store(&s->rd_bulk, res >= (int32_t)BLITZ_URING_RECV_BUF_SIZE, BLITZ__RELAXED);
+    }
     blitz__op_lock(op);
     blitz_waker w = op->blitz__waker;
     op->blitz__waker = blitz_waker_noop();
@@ -11406,9 +11412,10 @@ BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *s
             done = 0;
     } else if (s->rq_count || !room) {
         r = (int64_t)blitz__rq_copy(s, op);
-        /* A bulk reader keeping up: its data goes straight into its own
-         * buffers again once the multishot receive has ended. */
-        if ((size_t)r == room && room >= BLITZ_URING_RECV_BUF_SIZE)
+        /* A bulk reader (a pool buffer's worth at once): its data goes
+         * straight into its own buffers again once the multishot receive
+         * has ended. */
+        if (r >= BLITZ_URING_RECV_BUF_SIZE)
             blitz__recv_ms_cancel(s);
     } else if (s->rms_err) {
         r = s->rms_err;
@@ -11423,12 +11430,13 @@ BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *s
     }
     if (!s->rms_armed) {
         /* Nothing queued and nothing armed: the system call is safe. A
-         * bulk reader (its last receive filled its buffer), a socket the
-         * pool could not serve last time, or one the kernel refused, goes
-         * single-shot. */
+         * bulk reader (its last receive filled its buffer, or got a pool
+         * buffer's worth), a socket the pool could not serve last time, or
+         * one the kernel refused, goes single-shot. */
         int batches = 0;
         blitz__ring *ring = blitz__uring_mine(io, &batches);
-        if (blitz__u32_load(&s->rd_hot, BLITZ__RELAXED) || s->rms_nobufs || s->rms_off ||
+        if (blitz__u32_load(&s->rd_hot, BLITZ__RELAXED) ||
+            blitz__u32_load(&s->rd_bulk, BLITZ__RELAXED) || s->rms_nobufs || s->rms_off ||
             !blitz__uring_pbuf_ready(ring) || blitz__uring_arm_recv(io, ring, s, !batches)) {
             s->rms_nobufs = 0;
             blitz__mutex_unlock(&s->lock);

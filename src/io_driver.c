@@ -325,9 +325,12 @@ static int blitz__op_result_ex(blitz_io *op, int64_t r, int live) {
         }
         break;
     case BLITZ__OP_RECV:
-        if (live)
+        if (live) {
             blitz__u32_store(&op->blitz__sock->rd_hot, r > 0 && (size_t)r == op->blitz__len,
                              BLITZ__RELAXED);
+            blitz__u32_store(&op->blitz__sock->rd_bulk, r >= BLITZ_URING_RECV_BUF_SIZE,
+                             BLITZ__RELAXED);
+        }
         break;
     default:
         break;
@@ -685,8 +688,10 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
     blitz__mutex_lock(&s->lock);
     blitz__op_unlink(s, op);
     int closed = s->closed;
-    if (op->blitz__kind == BLITZ__OP_RECV && res >= 0)
+    if (op->blitz__kind == BLITZ__OP_RECV && res >= 0) {
         blitz__u32_store(&s->rd_hot, res > 0 && (size_t)res == op->blitz__len, BLITZ__RELAXED);
+        blitz__u32_store(&s->rd_bulk, res >= (int32_t)BLITZ_URING_RECV_BUF_SIZE, BLITZ__RELAXED);
+    }
     blitz__op_lock(op);
     blitz_waker w = op->blitz__waker;
     op->blitz__waker = blitz_waker_noop();

@@ -88,7 +88,8 @@ struct blitz_socket {
     blitz__atomic_u32 rd_seq, wr_seq;
     /* poll backend: directions that have waiters (bit per direction). */
     blitz__atomic_u32 want;
-    blitz__atomic_u32 rd_hot; /* the last receive filled its buffer */
+    blitz__atomic_u32 rd_hot;  /* the last receive filled its buffer */
+    blitz__atomic_u32 rd_bulk; /* the last receive got a pool buffer's worth or more */
     /* Readiness, TCP sockets: 1 + the read sequence number at which a
      * receive came back short (the socket was drained then), 0 for none.
      * Until the next read event a receive waits without a system call. */

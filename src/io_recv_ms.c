@@ -161,9 +161,10 @@ BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *s
             done = 0;
     } else if (s->rq_count || !room) {
         r = (int64_t)blitz__rq_copy(s, op);
-        /* A bulk reader keeping up: its data goes straight into its own
-         * buffers again once the multishot receive has ended. */
-        if ((size_t)r == room && room >= BLITZ_URING_RECV_BUF_SIZE)
+        /* A bulk reader (a pool buffer's worth at once): its data goes
+         * straight into its own buffers again once the multishot receive
+         * has ended. */
+        if (r >= BLITZ_URING_RECV_BUF_SIZE)
             blitz__recv_ms_cancel(s);
     } else if (s->rms_err) {
         r = s->rms_err;
@@ -178,12 +179,13 @@ BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *s
     }
     if (!s->rms_armed) {
         /* Nothing queued and nothing armed: the system call is safe. A
-         * bulk reader (its last receive filled its buffer), a socket the
-         * pool could not serve last time, or one the kernel refused, goes
-         * single-shot. */
+         * bulk reader (its last receive filled its buffer, or got a pool
+         * buffer's worth), a socket the pool could not serve last time, or
+         * one the kernel refused, goes single-shot. */
         int batches = 0;
         blitz__ring *ring = blitz__uring_mine(io, &batches);
-        if (blitz__u32_load(&s->rd_hot, BLITZ__RELAXED) || s->rms_nobufs || s->rms_off ||
+        if (blitz__u32_load(&s->rd_hot, BLITZ__RELAXED) ||
+            blitz__u32_load(&s->rd_bulk, BLITZ__RELAXED) || s->rms_nobufs || s->rms_off ||
             !blitz__uring_pbuf_ready(ring) || blitz__uring_arm_recv(io, ring, s, !batches)) {
             s->rms_nobufs = 0;
             blitz__mutex_unlock(&s->lock);

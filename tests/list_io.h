@@ -23,4 +23,10 @@
     BLITZ_IO_TEST3(X, io_idle_wakeup, 10000)       \
     BLITZ_IO_TEST3(X, io_stress_10k, 120000)       \
     BLITZ_IO_TEST3(X, io_foreign_runtime, 20000)   \
-    BLITZ_IO_TEST3(X, io_close_from_thread, 20000)
+    BLITZ_IO_TEST3(X, io_close_from_thread, 20000) \
+    X(io_ms_messages, 20000)                       \
+    X(io_ms_lagging_reader, 20000)                 \
+    X(io_ms_pool_exhausted, 30000)                 \
+    X(io_ms_bulk_reader, 30000)                    \
+    X(io_ms_eof_after_data, 20000)                 \
+    X(io_ms_then_fd_read, 20000)

@@ -1,0 +1,310 @@
+/* io_uring multishot receives (src/io_recv_ms.c): data arrives in order
+ * through the provided buffers, the buffers go back to the pool, a lagging
+ * reader holds a bounded number of them, an empty pool falls back to
+ * single-shot receives, a bulk reader leaves the multishot path, the end
+ * of the stream comes after the data, and a descriptor read after
+ * multishot receives gets the queued data first. The peer is a plain
+ * descriptor driven by the test thread. Uses the harness of
+ * tests/test_io.c. */
+
+/* A runtime on io_uring with multishot receives, or NULL (skipped). */
+static blitz_runtime *ms_rt_new(void) {
+    blitz_runtime *rt = io_rt_new(BLITZ_BACKEND_IO_URING, BLITZ_MULTI_THREAD, 2);
+    if (rt && !blitz__u32_load(&rt->io->ms_recv, BLITZ__RELAXED)) {
+        printf("# skipped: this kernel has no multishot receive\n");
+        CHECK_OK(blitz_runtime_free(rt));
+        return NULL;
+    }
+    return rt;
+}
+
+/* A loopback TCP connection: the runtime's end as a socket, the other as
+ * a plain blocking descriptor. */
+static void ms_tcp_pair(blitz_runtime *rt, blitz_socket **sock, int *peer) {
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK_GE(l, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_EQ(bind(l, (struct sockaddr *)&a, sizeof a), 0);
+    CHECK_EQ(listen(l, 4), 0);
+    socklen_t al = sizeof a;
+    CHECK_EQ(getsockname(l, (struct sockaddr *)&a, &al), 0);
+    *peer = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK_GE(*peer, 0);
+    CHECK_EQ(connect(*peer, (struct sockaddr *)&a, sizeof a), 0);
+    int fd = accept(l, NULL, NULL);
+    CHECK_GE(fd, 0);
+    close(l);
+    int one = 1;
+    setsockopt(*peer, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    CHECK_OK(blitz_sock_adopt(rt, fd, sock));
+}
+
+static void ms_write_all(int fd, const unsigned char *p, size_t n) {
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        CHECK_GT(w, 0);
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+/* Reads `total` bytes of io_pattern in receives of at most `chunk` bytes,
+ * pausing `pause_ms` after the first one; then expects the end of the
+ * stream (twice) when `eof` is set. From `fd_read_at` bytes on it reads
+ * with blitz_fd_read instead. */
+typedef struct {
+    BLITZ_CORO;
+    blitz_socket *sock;
+    blitz_io op;
+    blitz_timer timer;
+    size_t chunk;
+    uint64_t total, got, fd_read_at;
+    int pause_ms, eof, i;
+    atomic_int *first;
+    unsigned char *buf;
+} ms_reader;
+
+static blitz_poll ms_reader_poll(blitz_cx *cx, void *p) {
+    ms_reader *r = p;
+    BLITZ_BEGIN(r);
+    while (r->got < r->total) {
+        if (r->got >= r->fd_read_at)
+            BLITZ_AWAIT(r, blitz_fd_read(cx, &r->op, r->sock, r->buf, r->chunk));
+        else
+            BLITZ_AWAIT(r, blitz_tcp_recv(cx, &r->op, r->sock, r->buf, r->chunk));
+        CHECK_GT(r->op.result, 0);
+        for (long long k = 0; k < r->op.result; k++)
+            CHECK_EQ(r->buf[k], io_pattern(r->got + (uint64_t)k));
+        r->got += (uint64_t)r->op.result;
+        if (r->first && !atomic_load(r->first)) {
+            atomic_store(r->first, 1);
+            if (r->pause_ms)
+                BLITZ_AWAIT(r, blitz_sleep(cx, &r->timer, r->pause_ms * BLITZ_MSEC));
+        }
+    }
+    for (r->i = 0; r->eof && r->i < 2; r->i++) {
+        BLITZ_AWAIT(r, blitz_tcp_recv(cx, &r->op, r->sock, r->buf, r->chunk));
+        CHECK_EQ(r->op.result, 0);
+    }
+    BLITZ_END(r);
+}
+
+static blitz_task *ms_spawn_reader_ex(blitz_runtime *rt, blitz_socket *s, size_t chunk,
+                                      uint64_t total, int pause_ms, atomic_int *first, int eof,
+                                      uint64_t fd_read_at) {
+    ms_reader r;
+    memset(&r, 0, sizeof r);
+    r.sock = s;
+    r.chunk = chunk;
+    r.total = total;
+    r.pause_ms = pause_ms;
+    r.first = first;
+    r.eof = eof;
+    r.fd_read_at = fd_read_at;
+    r.buf = malloc(chunk);
+    CHECK_NOT_NULL(r.buf);
+    blitz_task *t = NULL;
+    CHECK_OK(blitz_spawn(rt, ms_reader_poll, &r, sizeof r, &t));
+    return t;
+}
+
+static blitz_task *ms_spawn_reader(blitz_runtime *rt, blitz_socket *s, size_t chunk, uint64_t total,
+                                   int pause_ms, atomic_int *first) {
+    return ms_spawn_reader_ex(rt, s, chunk, total, pause_ms, first, 0, UINT64_MAX);
+}
+
+static void ms_reader_done(blitz_task **t) {
+    CHECK_OK(blitz_task_wait(*t));
+    CHECK_OK(blitz_task_status(*t));
+    ms_reader *r = blitz_task_state(*t);
+    CHECK_EQ(r->got, r->total);
+    free(r->buf);
+    blitz_task_release(t);
+}
+
+static unsigned char *ms_pattern_buf(uint64_t from, size_t n) {
+    unsigned char *b = malloc(n);
+    CHECK_NOT_NULL(b);
+    for (size_t i = 0; i < n; i++)
+        b[i] = io_pattern(from + i);
+    return b;
+}
+
+/* Many small messages, each read as it comes: one multishot receive
+ * carries them all, and the pool never runs dry although the messages
+ * outnumber its buffers (each buffer went back). */
+BLITZ_TEST(io_ms_messages) {
+    blitz_runtime *rt = ms_rt_new();
+    if (!rt)
+        return 0;
+    blitz_socket *s;
+    int peer;
+    ms_tcp_pair(rt, &s, &peer);
+    const int msgs = (int)test_scaled(3 * BLITZ_URING_RECV_BUFS);
+    const size_t size = 100;
+    atomic_int first = 0;
+    blitz_task *t = ms_spawn_reader(rt, s, 1000, (uint64_t)msgs * size, 0, &first);
+    unsigned char *all = ms_pattern_buf(0, (size_t)msgs * size);
+    for (int i = 0; i < msgs; i++) {
+        ms_write_all(peer, all + (size_t)i * size, size);
+        if (i % 64 == 0)
+            tu_sleep_ms(1); /* let the reader catch up: short receives */
+    }
+    ms_reader_done(&t);
+    blitz__io *io = rt->io;
+    printf("# %d messages: %llu multishot arms, %llu pool exhaustions\n", msgs,
+           (unsigned long long)blitz__u64_load(&io->rms_armed_count, BLITZ__RELAXED),
+           (unsigned long long)blitz__u64_load(&io->rms_nobufs_count, BLITZ__RELAXED));
+    CHECK_GE(blitz__u64_load(&io->rms_armed_count, BLITZ__RELAXED), 1);
+    CHECK_EQ(blitz__u64_load(&io->rms_nobufs_count, BLITZ__RELAXED), 0);
+    free(all);
+    close(peer);
+    blitz_sock_close(s);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
+/* A reader that stops reading while 4 MiB arrive: its multishot receive
+ * is cancelled at BLITZ__RECV_MS_HOLD buffers, the rest waits in the
+ * kernel, and every byte comes out in order afterwards. */
+BLITZ_TEST(io_ms_lagging_reader) {
+    blitz_runtime *rt = ms_rt_new();
+    if (!rt)
+        return 0;
+    blitz_socket *s;
+    int peer;
+    ms_tcp_pair(rt, &s, &peer);
+    const size_t total = (size_t)test_scaled(4) << 20;
+    atomic_int first = 0;
+    blitz_task *t = ms_spawn_reader(rt, s, 1000, total, 100, &first);
+    unsigned char *all = ms_pattern_buf(0, total);
+    ms_write_all(peer, all, 10); /* the first receive, then the pause */
+    TU_WAIT_GE(&first, 1, 5);
+    ms_write_all(peer, all + 10, total - 10);
+    ms_reader_done(&t);
+    CHECK_GE(blitz__u64_load(&rt->io->rms_held_cancels, BLITZ__RELAXED), 1);
+    free(all);
+    close(peer);
+    blitz_sock_close(s);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
+/* More lagging readers than the pool can hold (each may hold
+ * BLITZ__RECV_MS_HOLD buffers): the kernel ends their multishot receives
+ * with ENOBUFS, they go on single-shot, and no byte is lost. */
+BLITZ_TEST(io_ms_pool_exhausted) {
+    blitz_runtime *rt = ms_rt_new();
+    if (!rt)
+        return 0;
+    enum { CONNS = 3 * BLITZ_URING_RECV_BUFS / BLITZ__RECV_MS_HOLD };
+    const size_t each = (size_t)BLITZ__RECV_MS_HOLD * BLITZ_URING_RECV_BUF_SIZE * 2;
+    blitz_socket *s[CONNS];
+    int peer[CONNS];
+    blitz_task *t[CONNS];
+    atomic_int first[CONNS];
+    unsigned char *all = ms_pattern_buf(0, each);
+    for (int i = 0; i < CONNS; i++) {
+        atomic_init(&first[i], 0);
+        ms_tcp_pair(rt, &s[i], &peer[i]);
+        t[i] = ms_spawn_reader(rt, s[i], 1000, each, 300, &first[i]);
+        ms_write_all(peer[i], all, 10);
+    }
+    for (int i = 0; i < CONNS; i++) {
+        TU_WAIT_GE(&first[i], 1, 5);
+        ms_write_all(peer[i], all + 10, each - 10);
+    }
+    for (int i = 0; i < CONNS; i++)
+        ms_reader_done(&t[i]);
+    printf("# %d readers: %llu pool exhaustions\n", CONNS,
+           (unsigned long long)blitz__u64_load(&rt->io->rms_nobufs_count, BLITZ__RELAXED));
+    CHECK_GE(blitz__u64_load(&rt->io->rms_nobufs_count, BLITZ__RELAXED), 1);
+    for (int i = 0; i < CONNS; i++) {
+        close(peer[i]);
+        blitz_sock_close(s[i]);
+    }
+    free(all);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
+/* A bulk reader (64 KiB receives that come back full) leaves the
+ * multishot path after a few arms instead of paying a copy per byte. */
+BLITZ_TEST(io_ms_bulk_reader) {
+    blitz_runtime *rt = ms_rt_new();
+    if (!rt)
+        return 0;
+    blitz_socket *s;
+    int peer;
+    ms_tcp_pair(rt, &s, &peer);
+    const size_t total = (size_t)test_scaled(32) << 20;
+    atomic_int first = 0;
+    blitz_task *t = ms_spawn_reader(rt, s, 64 << 10, total, 0, &first);
+    unsigned char *all = ms_pattern_buf(0, total);
+    ms_write_all(peer, all, total);
+    ms_reader_done(&t);
+    uint64_t arms = blitz__u64_load(&rt->io->rms_armed_count, BLITZ__RELAXED);
+    printf("# %zu MiB in 64 KiB receives: %llu multishot arms\n", total >> 20,
+           (unsigned long long)arms);
+    CHECK_LT(arms, 32);
+    free(all);
+    close(peer);
+    blitz_sock_close(s);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
+/* The end of the stream after data already queued: the data first, then
+ * 0, and 0 again. */
+BLITZ_TEST(io_ms_eof_after_data) {
+    blitz_runtime *rt = ms_rt_new();
+    if (!rt)
+        return 0;
+    for (int round = 0; round < (int)test_scaled(20); round++) {
+        blitz_socket *s;
+        int peer;
+        ms_tcp_pair(rt, &s, &peer);
+        atomic_int first = 0;
+        const size_t total = 3000;
+        blitz_task *t =
+            ms_spawn_reader_ex(rt, s, 700, total, round % 2 ? 20 : 0, &first, 1, UINT64_MAX);
+        unsigned char *all = ms_pattern_buf(0, total);
+        ms_write_all(peer, all, 100);
+        TU_WAIT_GE(&first, 1, 5);
+        ms_write_all(peer, all + 100, total - 100);
+        CHECK_EQ(shutdown(peer, SHUT_WR), 0);
+        ms_reader_done(&t);
+        free(all);
+        close(peer);
+        blitz_sock_close(s);
+    }
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
+/* Descriptor reads after multishot receives: the data the multishot
+ * receive queued comes first, then the descriptor's, in order. */
+BLITZ_TEST(io_ms_then_fd_read) {
+    blitz_runtime *rt = ms_rt_new();
+    if (!rt)
+        return 0;
+    blitz_socket *s;
+    int peer;
+    ms_tcp_pair(rt, &s, &peer);
+    const size_t total = 256 << 10;
+    atomic_int first = 0;
+    blitz_task *t = ms_spawn_reader_ex(rt, s, 500, total, 50, &first, 0, 100);
+    unsigned char *all = ms_pattern_buf(0, total);
+    ms_write_all(peer, all, 100);
+    TU_WAIT_GE(&first, 1, 5);
+    ms_write_all(peer, all + 100, total - 100);
+    ms_reader_done(&t);
+    free(all);
+    close(peer);
+    blitz_sock_close(s);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
