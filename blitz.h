@@ -97,6 +97,10 @@ marked * in every file that includes it).
                               leave an I/O backend out (see I/O)
   BLITZ_URING_ENTRIES         io_uring submission queue size (1024; the
                               completion queue is 8 times larger)
+  BLITZ_URING_RECV_BUFS       provided buffers per io_uring ring for
+                              multishot receives (256, a power of two up
+                              to 32768; 0 turns multishot receives off)
+  BLITZ_URING_RECV_BUF_SIZE   bytes per provided buffer (4096)
 
 Run-time settings live in blitz_config (zero means default): flavour,
 workers (0 = CPU count; more than BLITZ_MAX_WORKERS is BLITZ_EINVAL),
@@ -126,6 +130,18 @@ blitz_runtime_backend tells which one runs.
             op on the thread that will run its task. Other threads (the
             current-thread driver, plain threads, another runtime's tasks
             using this runtime's sockets) use one shared ring.
+            A TCP receive after a short one (request/response traffic)
+            arms a multishot receive (Linux 6.0+): it stays armed for the
+            connection and the kernel receives each arrival of data into
+            a buffer of the ring's pool (BLITZ_URING_RECV_BUFS buffers set
+            up on first use), with no new submission; your receive copies
+            from there, in order. A reader that receives a pool buffer's
+            worth at once (bulk) goes back to receives straight into its
+            own buffer; a reader that lags holds at most 1/8 of the pool
+            (then the rest waits in the kernel's socket buffer, as without
+            it); when the pool runs dry the kernel ends the multishot
+            receive and the next receive is single-shot. Unix sockets
+            always use single-shot receives.
   epoll     edge-triggered, every socket registered once; the task does the
             system call and waits for the next edge of its direction. A
             TCP receive after a short one waits for the next edge without
@@ -9798,6 +9814,10 @@ struct blitz_socket {
      * the kernel (in ring rms_ring), a cancel of it is due, how the last
      * one ended, and the data received and not yet read, in order. */
     int rms_armed, rms_cancelling;
+    /* Released before each arming, acquired by each completion: the
+     * kernel orders the CQE after the SQE, but a race detector cannot see
+     * it (the socket may be new to the reaping thread). */
+    blitz__atomic_u32 rms_published;
     uint32_t rms_ring;
     int rms_nobufs; /* ended for want of buffers: the next receive is single-shot */
     int rms_off;    /* the kernel refused it (EINVAL): single-shot receives only */
@@ -11435,6 +11455,7 @@ BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *s
          * one the kernel refused, goes single-shot. */
         int batches = 0;
         blitz__ring *ring = blitz__uring_mine(io, &batches);
+        blitz__u32_store(&s->rms_published, 1, BLITZ__RELEASE);
         if (blitz__u32_load(&s->rd_hot, BLITZ__RELAXED) ||
             blitz__u32_load(&s->rd_bulk, BLITZ__RELAXED) || s->rms_nobufs || s->rms_off ||
             !blitz__uring_pbuf_ready(ring) || blitz__uring_arm_recv(io, ring, s, !batches)) {
@@ -11462,6 +11483,7 @@ BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *s
 BLITZ_PRIVATE void blitz__io_recv_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
                                      uint32_t flags) {
     int ended = !(flags & IORING_CQE_F_MORE);
+    (void)blitz__u32_load(&s->rms_published, BLITZ__ACQUIRE);
     blitz_waker batch[8];
     int n = 0;
     blitz__mutex_lock(&s->lock);

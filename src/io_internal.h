@@ -108,6 +108,10 @@ struct blitz_socket {
      * the kernel (in ring rms_ring), a cancel of it is due, how the last
      * one ended, and the data received and not yet read, in order. */
     int rms_armed, rms_cancelling;
+    /* Released before each arming, acquired by each completion: the
+     * kernel orders the CQE after the SQE, but a race detector cannot see
+     * it (the socket may be new to the reaping thread). */
+    blitz__atomic_u32 rms_published;
     uint32_t rms_ring;
     int rms_nobufs; /* ended for want of buffers: the next receive is single-shot */
     int rms_off;    /* the kernel refused it (EINVAL): single-shot receives only */

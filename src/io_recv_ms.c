@@ -184,6 +184,7 @@ BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *s
          * one the kernel refused, goes single-shot. */
         int batches = 0;
         blitz__ring *ring = blitz__uring_mine(io, &batches);
+        blitz__u32_store(&s->rms_published, 1, BLITZ__RELEASE);
         if (blitz__u32_load(&s->rd_hot, BLITZ__RELAXED) ||
             blitz__u32_load(&s->rd_bulk, BLITZ__RELAXED) || s->rms_nobufs || s->rms_off ||
             !blitz__uring_pbuf_ready(ring) || blitz__uring_arm_recv(io, ring, s, !batches)) {
@@ -211,6 +212,7 @@ BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *s
 BLITZ_PRIVATE void blitz__io_recv_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
                                      uint32_t flags) {
     int ended = !(flags & IORING_CQE_F_MORE);
+    (void)blitz__u32_load(&s->rms_published, BLITZ__ACQUIRE);
     blitz_waker batch[8];
     int n = 0;
     blitz__mutex_lock(&s->lock);
