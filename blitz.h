@@ -178,7 +178,10 @@ blitz_io_cancel so cancelling them releases the op at once.
 Sockets: blitz_tcp_listen / blitz_tcp_accept / blitz_tcp_connect,
 blitz_sock_recv / send / send_all / recvv / sendv (also named blitz_tcp_*,
 blitz_unix_*, blitz_udp_*), blitz_sock_shutdown (half-close),
-blitz_sock_close, options (nodelay, keepalive, linger, buffer sizes),
+blitz_sock_close (from any thread, also while ops are in progress: they
+end with BLITZ_ECLOSED and the descriptor closes when the last one lets
+go; starting an op on a closed handle is the caller's bug), options
+(nodelay, keepalive, linger, buffer sizes),
 local and peer addresses; UDP bind / connect / send_to / recv_from /
 multicast; Unix stream listeners, datagram sockets, pairs, abstract names
 ("@name"). Addresses: blitz_addr_parse("127.0.0.1:80" / "[::1]:80"),
@@ -2099,6 +2102,7 @@ typedef struct blitz_io {
     int64_t blitz__res;
     uint32_t blitz__state, blitz__kind, blitz__dir, blitz__flags;
     uint32_t blitz__lock;
+    uint32_t blitz__sockref; /* the task's reference on blitz__sock (task only) */
     uint64_t blitz__scratch[18];
 } blitz_io;
 
@@ -2165,7 +2169,9 @@ BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *
 /* Shuts down reading (0), writing (1, sends FIN: half-close) or both (2). */
 BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
 /* Closes: pending ops complete with BLITZ_ECLOSED; the descriptor is
- * closed once the kernel holds no op of it. The handle is invalid after. */
+ * closed once no op uses it any more (the kernel's, or a task's in the
+ * middle of its system call). Any thread may close while tasks' ops are
+ * in progress; the handle is invalid after, so no new op may start. */
 BLITZ_API int blitz_sock_close(blitz_socket *s);
 #define blitz_tcp_close(s) blitz_sock_close(s)
 /* The descriptor (for options blitz does not wrap), or -1. */
@@ -9746,6 +9752,7 @@ BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx) {
 /* blitz_io.blitz__flags */
 #define BLITZ__OPF_CONNECTING 1u /* connect(2) returned EINPROGRESS */
 #define BLITZ__OPF_URING      2u /* submitted to io_uring (its msghdr is in the op) */
+
 /* Bits from here up: 1 + the index of the ring the op was submitted to. */
 #define BLITZ__OPF_RING_SHIFT 8u
 
@@ -10691,12 +10698,37 @@ static blitz_poll blitz__op_go(blitz_cx *cx, blitz_io *op) {
     return blitz__ready_attempt(cx, op);
 }
 
+/* An op holds a reference on its socket from its start until its task
+ * has the result (or cancels it): a close from another thread then never
+ * frees the socket, or closes its descriptor, under the task's system
+ * call or lock, or under a re-poll of a waiting op. Connect ops own their
+ * socket and take none. */
+static void blitz__op_drop_sock(blitz_io *op) {
+    if (op->blitz__sockref) {
+        op->blitz__sockref = 0;
+        blitz__sock_unref(op->blitz__sock);
+    }
+}
+
+static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket *s, uint32_t kind,
+                                       const void *buf, size_t len, const blitz_addr *addr,
+                                       uint32_t dir);
+
 /* The common poll of every op kind. */
 static blitz_poll blitz__op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s, uint32_t kind,
                                  const void *buf, size_t len, const blitz_addr *addr,
                                  uint32_t dir) {
     if (!op)
         return BLITZ_READY;
+    blitz_poll p = blitz__op_poll_state(cx, op, s, kind, buf, len, addr, dir);
+    if (p == BLITZ_READY)
+        blitz__op_drop_sock(op);
+    return p;
+}
+
+static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket *s, uint32_t kind,
+                                       const void *buf, size_t len, const blitz_addr *addr,
+                                       uint32_t dir) {
     switch (blitz__op_state(op)) {
     case BLITZ__IO_IDLE:
         if (!cx || !s || (!buf && len)) {
@@ -10717,6 +10749,8 @@ static blitz_poll blitz__op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s, ui
             op->blitz__scratch[0] = (uint64_t)(uintptr_t)s->io;
             op->blitz__scratch[1] = (uint64_t)s->family;
         }
+        blitz__sock_ref(s);
+        op->blitz__sockref = 1;
         return blitz__op_go(cx, op);
     case BLITZ__IO_RETRY:
         return blitz__op_go(cx, op);
@@ -10751,9 +10785,17 @@ BLITZ_PRIVATE blitz_poll blitz__io_op_poll(blitz_cx *cx, blitz_io *op, blitz_soc
     return blitz__op_poll(cx, op, s, kind, buf, len, NULL, dir);
 }
 
+static int blitz__io_cancel_state(blitz_io *op);
+
 BLITZ_API int blitz_io_cancel(blitz_io *op) {
     if (!op)
         return BLITZ_EINVAL;
+    int rc = blitz__io_cancel_state(op);
+    blitz__op_drop_sock(op);
+    return rc;
+}
+
+static int blitz__io_cancel_state(blitz_io *op) {
     uint32_t st = blitz__op_state(op);
     if (st == BLITZ__IO_IDLE || st == BLITZ__IO_CANCELLING)
         return BLITZ_OK;
@@ -10783,7 +10825,7 @@ BLITZ_API int blitz_io_cancel(blitz_io *op) {
         }
         blitz__op_unlock(op);
         /* Completed meanwhile: consume the result as for DONE below. */
-        return blitz_io_cancel(op);
+        return blitz__io_cancel_state(op);
     }
     blitz_socket *s = op->blitz__sock;
     blitz_waker old = blitz_waker_noop();

@@ -91,6 +91,7 @@ typedef struct blitz_io {
     int64_t blitz__res;
     uint32_t blitz__state, blitz__kind, blitz__dir, blitz__flags;
     uint32_t blitz__lock;
+    uint32_t blitz__sockref; /* the task's reference on blitz__sock (task only) */
     uint64_t blitz__scratch[18];
 } blitz_io;
 
@@ -157,7 +158,9 @@ BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *
 /* Shuts down reading (0), writing (1, sends FIN: half-close) or both (2). */
 BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
 /* Closes: pending ops complete with BLITZ_ECLOSED; the descriptor is
- * closed once the kernel holds no op of it. The handle is invalid after. */
+ * closed once no op uses it any more (the kernel's, or a task's in the
+ * middle of its system call). Any thread may close while tasks' ops are
+ * in progress; the handle is invalid after, so no new op may start. */
 BLITZ_API int blitz_sock_close(blitz_socket *s);
 #define blitz_tcp_close(s) blitz_sock_close(s)
 /* The descriptor (for options blitz does not wrap), or -1. */

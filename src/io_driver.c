@@ -726,12 +726,37 @@ static blitz_poll blitz__op_go(blitz_cx *cx, blitz_io *op) {
     return blitz__ready_attempt(cx, op);
 }
 
+/* An op holds a reference on its socket from its start until its task
+ * has the result (or cancels it): a close from another thread then never
+ * frees the socket, or closes its descriptor, under the task's system
+ * call or lock, or under a re-poll of a waiting op. Connect ops own their
+ * socket and take none. */
+static void blitz__op_drop_sock(blitz_io *op) {
+    if (op->blitz__sockref) {
+        op->blitz__sockref = 0;
+        blitz__sock_unref(op->blitz__sock);
+    }
+}
+
+static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket *s, uint32_t kind,
+                                       const void *buf, size_t len, const blitz_addr *addr,
+                                       uint32_t dir);
+
 /* The common poll of every op kind. */
 static blitz_poll blitz__op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s, uint32_t kind,
                                  const void *buf, size_t len, const blitz_addr *addr,
                                  uint32_t dir) {
     if (!op)
         return BLITZ_READY;
+    blitz_poll p = blitz__op_poll_state(cx, op, s, kind, buf, len, addr, dir);
+    if (p == BLITZ_READY)
+        blitz__op_drop_sock(op);
+    return p;
+}
+
+static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket *s, uint32_t kind,
+                                       const void *buf, size_t len, const blitz_addr *addr,
+                                       uint32_t dir) {
     switch (blitz__op_state(op)) {
     case BLITZ__IO_IDLE:
         if (!cx || !s || (!buf && len)) {
@@ -752,6 +777,8 @@ static blitz_poll blitz__op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s, ui
             op->blitz__scratch[0] = (uint64_t)(uintptr_t)s->io;
             op->blitz__scratch[1] = (uint64_t)s->family;
         }
+        blitz__sock_ref(s);
+        op->blitz__sockref = 1;
         return blitz__op_go(cx, op);
     case BLITZ__IO_RETRY:
         return blitz__op_go(cx, op);
@@ -786,9 +813,17 @@ BLITZ_PRIVATE blitz_poll blitz__io_op_poll(blitz_cx *cx, blitz_io *op, blitz_soc
     return blitz__op_poll(cx, op, s, kind, buf, len, NULL, dir);
 }
 
+static int blitz__io_cancel_state(blitz_io *op);
+
 BLITZ_API int blitz_io_cancel(blitz_io *op) {
     if (!op)
         return BLITZ_EINVAL;
+    int rc = blitz__io_cancel_state(op);
+    blitz__op_drop_sock(op);
+    return rc;
+}
+
+static int blitz__io_cancel_state(blitz_io *op) {
     uint32_t st = blitz__op_state(op);
     if (st == BLITZ__IO_IDLE || st == BLITZ__IO_CANCELLING)
         return BLITZ_OK;
@@ -818,7 +853,7 @@ BLITZ_API int blitz_io_cancel(blitz_io *op) {
         }
         blitz__op_unlock(op);
         /* Completed meanwhile: consume the result as for DONE below. */
-        return blitz_io_cancel(op);
+        return blitz__io_cancel_state(op);
     }
     blitz_socket *s = op->blitz__sock;
     blitz_waker old = blitz_waker_noop();

@@ -40,6 +40,7 @@
 /* blitz_io.blitz__flags */
 #define BLITZ__OPF_CONNECTING 1u /* connect(2) returned EINPROGRESS */
 #define BLITZ__OPF_URING      2u /* submitted to io_uring (its msghdr is in the op) */
+
 /* Bits from here up: 1 + the index of the ring the op was submitted to. */
 #define BLITZ__OPF_RING_SHIFT 8u
 

@@ -137,3 +137,95 @@ static int io_close_from_thread(blitz_backend b) {
     return 0;
 }
 IO_BACKEND_TESTS(io_close_from_thread)
+
+/* ---- a plain thread closing sockets whose sends are in progress ------------------------- */
+
+/* A send_all of more than the socket can buffer to a peer that never
+ * reads, re-polled every 50 us by a timer, so a close from another thread
+ * lands while the task is inside the op: in its system call, in a wait,
+ * or re-registering its waker. The op must end with BLITZ_ECLOSED, the
+ * socket's memory must outlive the task's use of it (AddressSanitizer),
+ * and nothing may hang. */
+#define IO_BUSY_SOCKS 16
+#define IO_BUSY_BYTES (4u << 20)
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_socket *sock;
+    blitz_io op;
+    blitz_timer tick;
+    atomic_int *started;
+    unsigned char *data;
+    long polls;
+} io_busy_sender;
+
+static blitz_poll io_busy_sender_poll(blitz_cx *cx, void *p) {
+    io_busy_sender *s = p;
+    if (s->polls++ == 0)
+        atomic_fetch_add(s->started, 1);
+    if (blitz_sock_send_all(cx, &s->op, s->sock, s->data, IO_BUSY_BYTES) == BLITZ_READY) {
+        blitz_timer_cancel(&s->tick);
+        return BLITZ_READY;
+    }
+    /* Re-armed whenever it fired: the next poll comes from the timer even
+     * while the send waits. */
+    while (blitz_sleep(cx, &s->tick, 50 * BLITZ_USEC) == BLITZ_READY) {
+    }
+    return BLITZ_PENDING;
+}
+
+static void io_busy_sender_cancel(void *p) {
+    io_busy_sender *s = p;
+    blitz_io_cancel(&s->op);
+    blitz_timer_cancel(&s->tick);
+}
+
+static int io_close_busy(blitz_backend b) {
+    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    if (!rt)
+        return 0;
+    unsigned char *data = calloc(1, IO_BUSY_BYTES);
+    CHECK_NOT_NULL(data);
+    unsigned seed = 12345;
+    for (int round = 0; round < test_scaled(20); round++) {
+        blitz_socket *mine[IO_BUSY_SOCKS];
+        int peer[IO_BUSY_SOCKS];
+        blitz_task *t[IO_BUSY_SOCKS];
+        atomic_int started = 0;
+        for (int i = 0; i < IO_BUSY_SOCKS; i++) {
+            int sv[2];
+            CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+            CHECK_OK(blitz_sock_adopt(rt, sv[0], &mine[i]));
+            peer[i] = sv[1];
+            io_busy_sender s;
+            memset(&s, 0, sizeof s);
+            s.sock = mine[i];
+            s.started = &started;
+            s.data = data;
+            blitz_spawn_opts o;
+            memset(&o, 0, sizeof o);
+            o.poll = io_busy_sender_poll;
+            o.state = &s;
+            o.size = sizeof s;
+            o.cancel = io_busy_sender_cancel;
+            CHECK_OK(blitz_spawn_ex(rt, &o, &t[i]));
+        }
+        /* The op starts on the first poll, before the count moves: from
+         * here on every close lands inside a send. */
+        TU_WAIT_GE(&started, IO_BUSY_SOCKS, 5);
+        seed = seed * 1103515245u + 12345u;
+        tu_sleep_ms((int)((seed >> 16) % 4));
+        for (int i = 0; i < IO_BUSY_SOCKS; i++)
+            CHECK_OK(blitz_sock_close(mine[i]));
+        for (int i = 0; i < IO_BUSY_SOCKS; i++) {
+            CHECK_OK(blitz_task_wait(t[i]));
+            CHECK_EQ(((io_busy_sender *)blitz_task_state(t[i]))->op.result, BLITZ_ECLOSED);
+            blitz_task_release(&t[i]);
+            close(peer[i]);
+        }
+    }
+    free(data);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+IO_BACKEND_TESTS(io_close_busy)
