@@ -66,12 +66,14 @@ $(BUILD)/blitz_tests_gcc_asan: $(TEST_FILES) $(DEV_HEADER)
 	gcc $(CFLAGS_TEST) -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
 	  -fno-sanitize-recover=undefined $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
 
-# A 4-slot local queue makes overflow, steal and LIFO eviction happen all the time.
+# A 4-slot local queue makes overflow, steal and LIFO eviction happen all the time;
+# an 8-buffer io_uring receive pool makes multishot receives run dry all the time.
+SMALL_DEFS := -DBLITZ_LOCAL_QUEUE_CAPACITY=4 -DBLITZ_URING_RECV_BUFS=8
 $(BUILD)/blitz_tests_small_queue: $(TEST_FILES) $(DEV_HEADER)
-	clang $(CFLAGS_TEST) -DBLITZ_LOCAL_QUEUE_CAPACITY=4 $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
+	clang $(CFLAGS_TEST) $(SMALL_DEFS) $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
 
 $(BUILD)/blitz_tests_small_queue_tsan: $(TEST_FILES) $(DEV_HEADER)
-	clang $(CFLAGS_TEST) -O1 -fsanitize=thread -DBLITZ_LOCAL_QUEUE_CAPACITY=4 $(TEST_DEFS) \
+	clang $(CFLAGS_TEST) -O1 -fsanitize=thread $(SMALL_DEFS) $(TEST_DEFS) \
 	  blitz_tests.c -o $@ $(LDLIBS)
 
 # --- examples ---------------------------------------------------------------
