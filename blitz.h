@@ -9952,6 +9952,7 @@ BLITZ_PRIVATE void blitz__pollb_dispatch(blitz__io *io);
 
 BLITZ_PRIVATE int blitz__uring_init(blitz__io *io, uint32_t workers);
 BLITZ_PRIVATE void blitz__uring_destroy(blitz__io *io);
+BLITZ_PRIVATE void blitz__uring_worker_start(blitz__io *io, uint32_t index);
 BLITZ_PRIVATE blitz__ring *blitz__uring_mine(blitz__io *io, int *batches);
 BLITZ_PRIVATE blitz__ring *blitz__uring_op_ring(blitz__io *io, const blitz_io *op);
 BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io *op, int flush);
@@ -11104,6 +11105,13 @@ BLITZ_PRIVATE int blitz__io_ready_cheap(blitz_runtime *rt) {
  * only the timer sleeper. */
 BLITZ_PRIVATE int blitz__io_parks_workers(blitz_runtime *rt) {
     return rt->io && rt->io->kind == BLITZ_BACKEND_IO_URING && rt->io->nrings > 1;
+}
+
+/* A worker thread starts: with io_uring it arms its own ring's polls. */
+BLITZ_PRIVATE void blitz__io_worker_start(blitz_runtime *rt, uint32_t index) {
+    blitz__io *io = rt->io;
+    if (io && io->kind == BLITZ_BACKEND_IO_URING)
+        blitz__uring_worker_start(io, index);
 }
 
 /* Gives pending io_uring submissions to the kernel (before a thread sleeps
@@ -12291,10 +12299,14 @@ BLITZ_PRIVATE int blitz__uring_init(blitz__io *io, uint32_t workers) {
         r->wake_fd = worker ? eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) : io->wake_fd;
         if (r->wake_fd < 0)
             rc = blitz__from_errno(errno);
-        if (rc == BLITZ_OK)
+        /* A worker ring's polls are armed by its worker when it starts
+         * (blitz__uring_worker_start): the kernel runs a poll's task work
+         * on the thread that submitted it, and this thread may sleep
+         * elsewhere for good (measured: the thread that created the
+         * runtime, blocked in block_on, was woken by signal-like task
+         * work for every worker wake-up, 80-100k times per echo run). */
+        if (rc == BLITZ_OK && !worker)
             rc = blitz__uring_arm_poll(r, r->wake_fd, BLITZ__UD_WAKE);
-        if (rc == BLITZ_OK && worker)
-            rc = blitz__uring_arm_poll(r, io->shared_efd, BLITZ__UD_SHARED);
         if (rc == BLITZ_OK && !worker && workers &&
             syscall(SYS_io_uring_register, r->fd, IORING_REGISTER_EVENTFD, &io->shared_efd, 1) < 0)
             rc = blitz__from_errno(errno);
@@ -12306,6 +12318,18 @@ BLITZ_PRIVATE int blitz__uring_init(blitz__io *io, uint32_t workers) {
 
 BLITZ_PRIVATE void blitz__uring_destroy(blitz__io *io) {
     blitz__rings_free(io);
+}
+
+/* On worker `index`'s thread, before it runs anything: arms its ring's
+ * polls of its eventfd and of the shared ring's eventfd (an eventfd that
+ * was written before is readable at once, so no wake is lost). */
+BLITZ_PRIVATE void blitz__uring_worker_start(blitz__io *io, uint32_t index) {
+    if (index + 1 >= io->nrings)
+        return;
+    blitz__ring *r = &io->rings[index];
+    /* EBUSY (no room even after a flush) cannot happen on a fresh ring. */
+    (void)blitz__uring_arm_poll(r, r->wake_fd, BLITZ__UD_WAKE);
+    (void)blitz__uring_arm_poll(r, io->shared_efd, BLITZ__UD_SHARED);
 }
 
 /* The ring the calling thread submits to: a worker of this runtime its
@@ -12755,6 +12779,10 @@ BLITZ_PRIVATE int blitz__uring_init(blitz__io *io, uint32_t workers) {
 }
 BLITZ_PRIVATE void blitz__uring_destroy(blitz__io *io) {
     (void)io;
+}
+BLITZ_PRIVATE void blitz__uring_worker_start(blitz__io *io, uint32_t index) {
+    (void)io;
+    (void)index;
 }
 BLITZ_PRIVATE blitz__ring *blitz__uring_mine(blitz__io *io, int *batches) {
     (void)batches;
@@ -15396,6 +15424,7 @@ static void *blitz__worker_main(void *arg) {
     ctx.ct_driver = 0;
     ctx.current = NULL;
     blitz__context_set(&ctx);
+    blitz__io_worker_start(rt, w->index);
     w->stamp_ns = blitz__now_ns();
     while (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)) {
         uint32_t polls = 0;

@@ -1134,6 +1134,13 @@ BLITZ_PRIVATE int blitz__io_parks_workers(blitz_runtime *rt) {
     return rt->io && rt->io->kind == BLITZ_BACKEND_IO_URING && rt->io->nrings > 1;
 }
 
+/* A worker thread starts: with io_uring it arms its own ring's polls. */
+BLITZ_PRIVATE void blitz__io_worker_start(blitz_runtime *rt, uint32_t index) {
+    blitz__io *io = rt->io;
+    if (io && io->kind == BLITZ_BACKEND_IO_URING)
+        blitz__uring_worker_start(io, index);
+}
+
 /* Gives pending io_uring submissions to the kernel (before a thread sleeps
  * anywhere but in the backend). */
 BLITZ_PRIVATE void blitz__io_flush(blitz_runtime *rt) {

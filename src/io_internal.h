@@ -240,6 +240,7 @@ BLITZ_PRIVATE void blitz__pollb_dispatch(blitz__io *io);
 
 BLITZ_PRIVATE int blitz__uring_init(blitz__io *io, uint32_t workers);
 BLITZ_PRIVATE void blitz__uring_destroy(blitz__io *io);
+BLITZ_PRIVATE void blitz__uring_worker_start(blitz__io *io, uint32_t index);
 BLITZ_PRIVATE blitz__ring *blitz__uring_mine(blitz__io *io, int *batches);
 BLITZ_PRIVATE blitz__ring *blitz__uring_op_ring(blitz__io *io, const blitz_io *op);
 BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io *op, int flush);

@@ -25,6 +25,7 @@
     BLITZ_IO_TEST3(X, io_foreign_runtime, 20000)   \
     BLITZ_IO_TEST3(X, io_close_from_thread, 20000) \
     BLITZ_IO_TEST3(X, io_close_busy, 30000)        \
+    X(io_uring_creator_not_woken, 20000)           \
     X(io_ms_messages, 20000)                       \
     X(io_ms_lagging_reader, 20000)                 \
     X(io_ms_pool_exhausted, 30000)                 \

@@ -229,3 +229,60 @@ static int io_close_busy(blitz_backend b) {
     return 0;
 }
 IO_BACKEND_TESTS(io_close_busy)
+
+/* ---- the thread that created an io_uring runtime is left alone ------------------------- */
+
+/* The kernel runs a poll's task work on the thread that submitted it, even
+ * when that thread sleeps elsewhere. Each worker arms its own ring's
+ * polls, so waking parked workers (here: 200 spawns from a plain thread,
+ * 0.5 ms apart) never wakes the thread that created the runtime, asleep
+ * in one long nanosleep meanwhile. */
+typedef struct {
+    blitz_runtime *rt;
+    atomic_int ran;
+} io_creator_spawner;
+
+static blitz_poll io_creator_noop(blitz_cx *cx, void *p) {
+    (void)cx;
+    atomic_fetch_add(*(atomic_int **)p, 1);
+    return BLITZ_READY;
+}
+
+static void *io_creator_spawn_thread(void *p) {
+    io_creator_spawner *sp = p;
+    atomic_int *ran = &sp->ran;
+    for (int i = 0; i < 200; i++) {
+        CHECK_OK(blitz_spawn(sp->rt, io_creator_noop, &ran, sizeof ran, NULL));
+        usleep(500);
+    }
+    return NULL;
+}
+
+BLITZ_TEST(io_uring_creator_not_woken) {
+    blitz_runtime *rt = io_rt_new(BLITZ_BACKEND_IO_URING, BLITZ_MULTI_THREAD, 2);
+    if (!rt)
+        return 0;
+    io_creator_spawner sp;
+    sp.rt = rt;
+    atomic_init(&sp.ran, 0);
+    /* Start the workers and let them park in their rings. */
+    atomic_int *ran = &sp.ran;
+    CHECK_OK(blitz_spawn(rt, io_creator_noop, &ran, sizeof ran, NULL));
+    TU_WAIT_GE(&sp.ran, 1, 5);
+    tu_sleep_ms(20);
+    struct rusage before, after;
+    CHECK_EQ(getrusage(RUSAGE_THREAD, &before), 0);
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, io_creator_spawn_thread, &sp), 0);
+    struct timespec ts = {0, 300 * 1000 * 1000};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+    CHECK_EQ(getrusage(RUSAGE_THREAD, &after), 0);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    TU_WAIT_GE(&sp.ran, 201, 5);
+    long woken = after.ru_nvcsw - before.ru_nvcsw;
+    printf("# the creating thread slept %ld times while 200 spawns woke the workers\n", woken);
+    CHECK_LT(woken, 20);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
