@@ -9981,6 +9981,9 @@ BLITZ_PRIVATE void blitz__op_unlink(blitz_socket *s, blitz_io *op);
 BLITZ_PRIVATE void blitz__sock_ref(blitz_socket *s);
 BLITZ_PRIVATE void blitz__sock_unref(blitz_socket *s);
 BLITZ_PRIVATE int blitz__op_result(blitz_io *op, int64_t r);
+BLITZ_PRIVATE struct iovec *blitz__op_iov(const blitz_io *op, struct iovec *one, size_t *n);
+BLITZ_PRIVATE int blitz__fifo_grow(void **buf, uint32_t *head, uint32_t count, uint32_t *cap,
+                                   size_t elem, uint32_t first);
 BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr);
 BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, uint32_t flags);
 BLITZ_PRIVATE void blitz__io_drain_fd(int fd);
@@ -10025,6 +10028,24 @@ BLITZ_PRIVATE void blitz__io_wake(blitz__io *io, blitz_waker w) {
         blitz_waker_drop(w);
     else
         blitz_waker_wake(w);
+}
+
+/* Doubles a circular queue of `elem`-byte entries (at least `first`),
+ * laying its `count` entries out from index 0. Returns 0 when out of
+ * memory (the queue is unchanged). */
+BLITZ_PRIVATE int blitz__fifo_grow(void **buf, uint32_t *head, uint32_t count, uint32_t *cap,
+                                   size_t elem, uint32_t first) {
+    uint32_t ncap = *cap ? *cap * 2 : first;
+    char *q = (char *)blitz__calloc(elem * ncap);
+    if (!q)
+        return 0;
+    for (uint32_t i = 0; i < count; i++)
+        memcpy(q + (size_t)i * elem, (char *)*buf + (size_t)((*head + i) % *cap) * elem, elem);
+    blitz__free(*buf);
+    *buf = q;
+    *head = 0;
+    *cap = ncap;
+    return 1;
 }
 
 /* ---- the socket list and lifetimes ------------------------------------------- */
@@ -10073,6 +10094,14 @@ static void blitz__io_free_deferred(blitz__io *io) {
         blitz__sock_free_mem(s);
         s = next;
     }
+}
+
+/* A receive of `len` bytes got `r`: whether it filled its buffer (the next
+ * one finds data waiting) and whether it took a pool buffer's worth (a
+ * bulk reader: no multishot receive). */
+static void blitz__recv_note(blitz_socket *s, int64_t r, size_t len) {
+    blitz__u32_store(&s->rd_hot, r > 0 && (size_t)r == len, BLITZ__RELAXED);
+    blitz__u32_store(&s->rd_bulk, r >= (int64_t)BLITZ_URING_RECV_BUF_SIZE, BLITZ__RELAXED);
 }
 
 BLITZ_PRIVATE void blitz__sock_ref(blitz_socket *s) {
@@ -10156,17 +10185,24 @@ static int64_t blitz__neg_errno(void) {
     return errno ? -(int64_t)errno : BLITZ_EIO;
 }
 
+/* The op's buffers as an iovec array: its own for the vectored kinds,
+ * else `one` describing its single buffer. */
+BLITZ_PRIVATE struct iovec *blitz__op_iov(const blitz_io *op, struct iovec *one, size_t *n) {
+    if (op->blitz__kind == BLITZ__OP_RECVV || op->blitz__kind == BLITZ__OP_SENDV) {
+        *n = op->blitz__len;
+        return (struct iovec *)op->blitz__buf;
+    }
+    one->iov_base = op->blitz__buf;
+    one->iov_len = op->blitz__len;
+    *n = 1;
+    return one;
+}
+
 static void blitz__op_msghdr(blitz_io *op, struct msghdr *m, struct iovec *one) {
     memset(m, 0, sizeof *m);
-    if (op->blitz__kind == BLITZ__OP_RECVV || op->blitz__kind == BLITZ__OP_SENDV) {
-        m->msg_iov = (struct iovec *)op->blitz__buf;
-        m->msg_iovlen = op->blitz__len;
-    } else {
-        one->iov_base = op->blitz__buf;
-        one->iov_len = op->blitz__len;
-        m->msg_iov = one;
-        m->msg_iovlen = 1;
-    }
+    size_t n;
+    m->msg_iov = blitz__op_iov(op, one, &n);
+    m->msg_iovlen = n;
     if (op->blitz__addr) {
         m->msg_name = op->blitz__addr->u.bytes;
         m->msg_namelen = op->blitz__kind == BLITZ__OP_SEND_TO ? op->blitz__addr->len
@@ -10298,12 +10334,8 @@ static int blitz__op_result_ex(blitz_io *op, int64_t r, int live) {
         }
         break;
     case BLITZ__OP_RECV:
-        if (live) {
-            blitz__u32_store(&op->blitz__sock->rd_hot, r > 0 && (size_t)r == op->blitz__len,
-                             BLITZ__RELAXED);
-            blitz__u32_store(&op->blitz__sock->rd_bulk, r >= BLITZ_URING_RECV_BUF_SIZE,
-                             BLITZ__RELAXED);
-        }
+        if (live)
+            blitz__recv_note(op->blitz__sock, r, op->blitz__len);
         break;
     default:
         break;
@@ -10418,7 +10450,8 @@ static blitz_poll blitz__op_rewait(blitz_cx *cx, blitz_io *op) {
 }
 
 /* An event on `s`: bump the sequence numbers, wake the waiters of those
- * directions. Any thread. */
+ * directions (ops in WAIT; on io_uring the list also holds ops the kernel
+ * owns, which are left alone). Any thread. */
 BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr) {
     uint32_t mask = (rd ? 1u : 0u) | (wr ? 2u : 0u);
     if (!mask)
@@ -10442,6 +10475,10 @@ BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr) {
         while (op) {
             blitz_io *next = op->blitz__next;
             uint32_t bit = 1u << op->blitz__dir;
+            if (blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) != BLITZ__IO_WAIT) {
+                op = next;
+                continue;
+            }
             if ((mask & bit) && !more) {
                 if (n == 16) {
                     more = 1;
@@ -10541,18 +10578,10 @@ BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_sock
         if (s->closed) {
             close(res);
         } else {
-            if (s->ms_count == s->ms_cap) {
-                uint32_t cap = s->ms_cap ? s->ms_cap * 2 : 16;
-                int *q = (int *)blitz__calloc(sizeof(int) * cap);
-                if (q) {
-                    for (uint32_t i = 0; i < s->ms_count; i++)
-                        q[i] = s->ms_fds[(s->ms_head + i) % s->ms_cap];
-                    blitz__free(s->ms_fds);
-                    s->ms_fds = q;
-                    s->ms_head = 0;
-                    s->ms_cap = cap;
-                }
-            }
+            void *fds = s->ms_fds;
+            if (s->ms_count == s->ms_cap)
+                blitz__fifo_grow(&fds, &s->ms_head, s->ms_count, &s->ms_cap, sizeof(int), 16);
+            s->ms_fds = (int *)fds;
             if (s->ms_count < s->ms_cap) {
                 s->ms_fds[(s->ms_head + s->ms_count) % s->ms_cap] = res;
                 s->ms_count++;
@@ -10661,10 +10690,8 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
     blitz__mutex_lock(&s->lock);
     blitz__op_unlink(s, op);
     int closed = s->closed;
-    if (op->blitz__kind == BLITZ__OP_RECV && res >= 0) {
-        blitz__u32_store(&s->rd_hot, res > 0 && (size_t)res == op->blitz__len, BLITZ__RELAXED);
-        blitz__u32_store(&s->rd_bulk, res >= (int32_t)BLITZ_URING_RECV_BUF_SIZE, BLITZ__RELAXED);
-    }
+    if (op->blitz__kind == BLITZ__OP_RECV && res >= 0)
+        blitz__recv_note(s, res, op->blitz__len);
     blitz__op_lock(op);
     blitz_waker w = op->blitz__waker;
     op->blitz__waker = blitz_waker_noop();
@@ -11385,12 +11412,11 @@ BLITZ_PRIVATE int blitz__recv_ms_direct(blitz_socket *s) {
 
 /* Bytes the op asks for. */
 static size_t blitz__recv_room(const blitz_io *op) {
-    if (op->blitz__kind != BLITZ__OP_RECVV)
-        return op->blitz__len;
-    const blitz_iovec *iov = (const blitz_iovec *)op->blitz__buf;
-    size_t room = 0;
-    for (size_t i = 0; i < op->blitz__len; i++)
-        room += iov[i].len;
+    struct iovec one;
+    size_t n, room = 0;
+    const struct iovec *iov = blitz__op_iov(op, &one, &n);
+    for (size_t i = 0; i < n; i++)
+        room += iov[i].iov_len;
     return room;
 }
 
@@ -11406,20 +11432,13 @@ static void blitz__rq_pop(blitz_socket *s) {
 /* Copies queued data into the op's buffers, in order. Caller holds the
  * socket's lock. */
 static size_t blitz__rq_copy(blitz_socket *s, blitz_io *op) {
-    blitz_iovec one;
-    const blitz_iovec *iov = &one;
-    size_t n = 1;
-    if (op->blitz__kind == BLITZ__OP_RECVV) {
-        iov = (const blitz_iovec *)op->blitz__buf;
-        n = op->blitz__len;
-    } else {
-        one.base = op->blitz__buf;
-        one.len = op->blitz__len;
-    }
+    struct iovec one;
+    size_t n;
+    const struct iovec *iov = blitz__op_iov(op, &one, &n);
     size_t total = 0;
     for (size_t i = 0; i < n && s->rq_count; i++) {
-        char *dst = (char *)iov[i].base;
-        size_t room = iov[i].len;
+        char *dst = (char *)iov[i].iov_base;
+        size_t room = iov[i].iov_len;
         while (room && s->rq_count) {
             blitz__rbuf *b = &s->rq[s->rq_head];
             size_t take = b->len - b->off;
@@ -11440,18 +11459,11 @@ static size_t blitz__rq_copy(blitz_socket *s, blitz_io *op) {
 /* Appends a filled buffer to the queue; 0 when out of memory. Caller
  * holds the socket's lock. */
 static int blitz__rq_push(blitz_socket *s, uint32_t ring, uint32_t bid, uint32_t len) {
-    if (s->rq_count == s->rq_cap) {
-        uint32_t cap = s->rq_cap ? s->rq_cap * 2 : 8;
-        blitz__rbuf *q = (blitz__rbuf *)blitz__calloc(sizeof(blitz__rbuf) * cap);
-        if (!q)
-            return 0;
-        for (uint32_t i = 0; i < s->rq_count; i++)
-            q[i] = s->rq[(s->rq_head + i) % s->rq_cap];
-        blitz__free(s->rq);
-        s->rq = q;
-        s->rq_head = 0;
-        s->rq_cap = cap;
-    }
+    void *q = s->rq;
+    if (s->rq_count == s->rq_cap &&
+        !blitz__fifo_grow(&q, &s->rq_head, s->rq_count, &s->rq_cap, sizeof(blitz__rbuf), 8))
+        return 0;
+    s->rq = (blitz__rbuf *)q;
     blitz__rbuf *b = &s->rq[(s->rq_head + s->rq_count) % s->rq_cap];
     b->ring = ring;
     b->bid = bid;
@@ -11534,8 +11546,6 @@ BLITZ_PRIVATE void blitz__io_recv_ms(blitz__io *io, blitz__ring *r, blitz_socket
                                      uint32_t flags) {
     int ended = !(flags & IORING_CQE_F_MORE);
     (void)blitz__u32_load(&s->rms_published, BLITZ__ACQUIRE);
-    blitz_waker batch[8];
-    int n = 0;
     blitz__mutex_lock(&s->lock);
     if (flags & IORING_CQE_F_BUFFER) {
         uint32_t bid = flags >> IORING_CQE_BUFFER_SHIFT;
@@ -11566,31 +11576,10 @@ BLITZ_PRIVATE void blitz__io_recv_ms(blitz__io *io, blitz__ring *r, blitz_socket
         blitz__recv_ms_cancel(s);
         blitz__u64_fetch_add(&io->rms_held_cancels, 1, BLITZ__RELAXED);
     }
-    /* Every receive waiting on the socket tries again (normally one). */
-    for (;;) {
-        int more = 0;
-        for (blitz_io *op = s->ops, *next; op; op = next) {
-            next = op->blitz__next;
-            if ((op->blitz__kind == BLITZ__OP_RECV || op->blitz__kind == BLITZ__OP_RECVV) &&
-                blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) == BLITZ__IO_WAIT) {
-                if (n == 8) {
-                    more = 1;
-                    break;
-                }
-                blitz__op_unlink(s, op);
-                batch[n++] = op->blitz__waker;
-                op->blitz__waker = blitz_waker_noop();
-                blitz__op_set_state(op, BLITZ__IO_RETRY);
-            }
-        }
-        blitz__mutex_unlock(&s->lock);
-        for (int i = 0; i < n; i++)
-            blitz__io_wake(io, batch[i]);
-        n = 0;
-        if (!more)
-            break;
-        blitz__mutex_lock(&s->lock);
-    }
+    blitz__mutex_unlock(&s->lock);
+    /* Every read waiting on the socket tries again (normally one), as for
+     * a readiness event. */
+    blitz__io_ready(s, 1, 0);
     if (ended) {
         blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELEASE);
         blitz__sock_unref(s);
@@ -12140,21 +12129,32 @@ static struct io_uring_sqe *blitz__uring_sqe_or_flush(blitz__ring *r) {
     return sqe;
 }
 
-/* A multishot POLL_ADD of `fd` (POLLIN) tagged `ud`. */
-static int blitz__uring_arm_poll(blitz__ring *r, int fd, uint64_t ud) {
+/* Queues a copy of `sqe` in `r`; submits at once when `flush` is set or a
+ * batch is full. BLITZ_EBUSY when the ring has no room even after a
+ * flush. */
+static int blitz__uring_queue(blitz__ring *r, const struct io_uring_sqe *sqe, int flush) {
     blitz__mutex_lock(&r->sq_lock);
-    struct io_uring_sqe *sqe = blitz__uring_sqe_or_flush(r);
-    if (sqe) {
-        sqe->opcode = IORING_OP_POLL_ADD;
-        sqe->fd = fd;
-        sqe->poll32_events = POLLIN;
-        sqe->len = IORING_POLL_ADD_MULTI;
-        sqe->user_data = ud;
+    struct io_uring_sqe *slot = blitz__uring_sqe_or_flush(r);
+    if (slot) {
+        *slot = *sqe;
         blitz__uring_push(r);
-        blitz__uring_flush_locked(r);
+        if (flush || blitz__u32_load(&r->to_submit, BLITZ__RELAXED) >= BLITZ__URING_BATCH)
+            blitz__uring_flush_locked(r);
     }
     blitz__mutex_unlock(&r->sq_lock);
-    return sqe ? BLITZ_OK : BLITZ_EBUSY;
+    return slot ? BLITZ_OK : BLITZ_EBUSY;
+}
+
+/* A multishot POLL_ADD of `fd` (POLLIN) tagged `ud`. */
+static int blitz__uring_arm_poll(blitz__ring *r, int fd, uint64_t ud) {
+    struct io_uring_sqe sqe;
+    memset(&sqe, 0, sizeof sqe);
+    sqe.opcode = IORING_OP_POLL_ADD;
+    sqe.fd = fd;
+    sqe.poll32_events = POLLIN;
+    sqe.len = IORING_POLL_ADD_MULTI;
+    sqe.user_data = ud;
+    return blitz__uring_queue(r, &sqe, 1);
 }
 
 static void blitz__ring_unmap(blitz__ring *r) {
@@ -12437,42 +12437,33 @@ BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io
  * lock. */
 BLITZ_PRIVATE int blitz__uring_arm_accept(blitz__io *io, blitz__ring *r, blitz_socket *s) {
     (void)io;
-    blitz__mutex_lock(&r->sq_lock);
-    struct io_uring_sqe *sqe = blitz__uring_sqe_or_flush(r);
-    if (sqe) {
-        sqe->opcode = IORING_OP_ACCEPT;
-        sqe->fd = s->fd;
-        sqe->accept_flags = SOCK_NONBLOCK | SOCK_CLOEXEC;
-        sqe->ioprio = IORING_ACCEPT_MULTISHOT;
-        sqe->user_data = (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS;
-        blitz__uring_push(r);
-        blitz__uring_flush_locked(r);
+    struct io_uring_sqe sqe;
+    memset(&sqe, 0, sizeof sqe);
+    sqe.opcode = IORING_OP_ACCEPT;
+    sqe.fd = s->fd;
+    sqe.accept_flags = SOCK_NONBLOCK | SOCK_CLOEXEC;
+    sqe.ioprio = IORING_ACCEPT_MULTISHOT;
+    sqe.user_data = (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS;
+    int rc = blitz__uring_queue(r, &sqe, 1);
+    if (rc == BLITZ_OK)
         s->ms_ring = r->index;
-    }
-    blitz__mutex_unlock(&r->sq_lock);
-    return sqe ? BLITZ_OK : BLITZ_EBUSY;
+    return rc;
 }
 
 /* Arms a stream socket's multishot receive in `r`, with the ring's
  * provided buffers. Caller holds the socket's lock. */
 BLITZ_PRIVATE int blitz__uring_arm_recv(blitz__io *io, blitz__ring *r, blitz_socket *s, int flush) {
     (void)io;
-    blitz__mutex_lock(&r->sq_lock);
-    struct io_uring_sqe *sqe = blitz__uring_sqe_or_flush(r);
-    if (sqe) {
-        sqe->opcode = IORING_OP_RECV;
-        sqe->fd = s->fd;
-        /* Armed when the socket is most likely empty: wait for data first. */
-        sqe->ioprio = IORING_RECV_MULTISHOT | IORING_RECVSEND_POLL_FIRST;
-        sqe->flags = IOSQE_BUFFER_SELECT;
-        sqe->buf_group = 0;
-        sqe->user_data = (uint64_t)(uintptr_t)s | BLITZ__UD_RECV_MS;
-        blitz__uring_push(r);
-        if (flush || blitz__u32_load(&r->to_submit, BLITZ__RELAXED) >= BLITZ__URING_BATCH)
-            blitz__uring_flush_locked(r);
-    }
-    blitz__mutex_unlock(&r->sq_lock);
-    return sqe ? BLITZ_OK : BLITZ_EBUSY;
+    struct io_uring_sqe sqe;
+    memset(&sqe, 0, sizeof sqe);
+    sqe.opcode = IORING_OP_RECV;
+    sqe.fd = s->fd;
+    /* Armed when the socket is most likely empty: wait for data first. */
+    sqe.ioprio = IORING_RECV_MULTISHOT | IORING_RECVSEND_POLL_FIRST;
+    sqe.flags = IOSQE_BUFFER_SELECT;
+    sqe.buf_group = 0;
+    sqe.user_data = (uint64_t)(uintptr_t)s | BLITZ__UD_RECV_MS;
+    return blitz__uring_queue(r, &sqe, flush);
 }
 
 /* ---- provided buffers of multishot receives ---------------------------------------------- */
@@ -12570,19 +12561,15 @@ BLITZ_PRIVATE void blitz__uring_pbuf_free(blitz__ring *r) {
  * wait for the result. Any thread: the cancel runs in the submitting
  * thread, the cancelled op's completion goes to the ring's owner. */
 BLITZ_PRIVATE void blitz__uring_cancel_ud(blitz__io *io, blitz__ring *r, uint64_t ud) {
-    blitz__mutex_lock(&r->sq_lock);
-    struct io_uring_sqe *sqe = blitz__uring_sqe_or_flush(r);
-    if (sqe) {
-        sqe->opcode = IORING_OP_ASYNC_CANCEL;
-        sqe->fd = -1;
-        sqe->addr = ud;
-        sqe->user_data = BLITZ__UD_IGNORE;
-        if (io->skip_cancel_cqe)
-            sqe->flags = IOSQE_CQE_SKIP_SUCCESS;
-        blitz__uring_push(r);
-    }
-    blitz__uring_flush_locked(r);
-    blitz__mutex_unlock(&r->sq_lock);
+    struct io_uring_sqe sqe;
+    memset(&sqe, 0, sizeof sqe);
+    sqe.opcode = IORING_OP_ASYNC_CANCEL;
+    sqe.fd = -1;
+    sqe.addr = ud;
+    sqe.user_data = BLITZ__UD_IGNORE;
+    if (io->skip_cancel_cqe)
+        sqe.flags = IOSQE_CQE_SKIP_SUCCESS;
+    (void)blitz__uring_queue(r, &sqe, 1);
 }
 
 /* ASYNC_CANCEL of an op in flight. Caller holds the op's lock. */

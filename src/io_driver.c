@@ -54,6 +54,24 @@ BLITZ_PRIVATE void blitz__io_wake(blitz__io *io, blitz_waker w) {
         blitz_waker_wake(w);
 }
 
+/* Doubles a circular queue of `elem`-byte entries (at least `first`),
+ * laying its `count` entries out from index 0. Returns 0 when out of
+ * memory (the queue is unchanged). */
+BLITZ_PRIVATE int blitz__fifo_grow(void **buf, uint32_t *head, uint32_t count, uint32_t *cap,
+                                   size_t elem, uint32_t first) {
+    uint32_t ncap = *cap ? *cap * 2 : first;
+    char *q = (char *)blitz__calloc(elem * ncap);
+    if (!q)
+        return 0;
+    for (uint32_t i = 0; i < count; i++)
+        memcpy(q + (size_t)i * elem, (char *)*buf + (size_t)((*head + i) % *cap) * elem, elem);
+    blitz__free(*buf);
+    *buf = q;
+    *head = 0;
+    *cap = ncap;
+    return 1;
+}
+
 /* ---- the socket list and lifetimes ------------------------------------------- */
 
 BLITZ_PRIVATE void blitz__op_link(blitz_socket *s, blitz_io *op) {
@@ -100,6 +118,14 @@ static void blitz__io_free_deferred(blitz__io *io) {
         blitz__sock_free_mem(s);
         s = next;
     }
+}
+
+/* A receive of `len` bytes got `r`: whether it filled its buffer (the next
+ * one finds data waiting) and whether it took a pool buffer's worth (a
+ * bulk reader: no multishot receive). */
+static void blitz__recv_note(blitz_socket *s, int64_t r, size_t len) {
+    blitz__u32_store(&s->rd_hot, r > 0 && (size_t)r == len, BLITZ__RELAXED);
+    blitz__u32_store(&s->rd_bulk, r >= (int64_t)BLITZ_URING_RECV_BUF_SIZE, BLITZ__RELAXED);
 }
 
 BLITZ_PRIVATE void blitz__sock_ref(blitz_socket *s) {
@@ -183,17 +209,24 @@ static int64_t blitz__neg_errno(void) {
     return errno ? -(int64_t)errno : BLITZ_EIO;
 }
 
+/* The op's buffers as an iovec array: its own for the vectored kinds,
+ * else `one` describing its single buffer. */
+BLITZ_PRIVATE struct iovec *blitz__op_iov(const blitz_io *op, struct iovec *one, size_t *n) {
+    if (op->blitz__kind == BLITZ__OP_RECVV || op->blitz__kind == BLITZ__OP_SENDV) {
+        *n = op->blitz__len;
+        return (struct iovec *)op->blitz__buf;
+    }
+    one->iov_base = op->blitz__buf;
+    one->iov_len = op->blitz__len;
+    *n = 1;
+    return one;
+}
+
 static void blitz__op_msghdr(blitz_io *op, struct msghdr *m, struct iovec *one) {
     memset(m, 0, sizeof *m);
-    if (op->blitz__kind == BLITZ__OP_RECVV || op->blitz__kind == BLITZ__OP_SENDV) {
-        m->msg_iov = (struct iovec *)op->blitz__buf;
-        m->msg_iovlen = op->blitz__len;
-    } else {
-        one->iov_base = op->blitz__buf;
-        one->iov_len = op->blitz__len;
-        m->msg_iov = one;
-        m->msg_iovlen = 1;
-    }
+    size_t n;
+    m->msg_iov = blitz__op_iov(op, one, &n);
+    m->msg_iovlen = n;
     if (op->blitz__addr) {
         m->msg_name = op->blitz__addr->u.bytes;
         m->msg_namelen = op->blitz__kind == BLITZ__OP_SEND_TO ? op->blitz__addr->len
@@ -325,12 +358,8 @@ static int blitz__op_result_ex(blitz_io *op, int64_t r, int live) {
         }
         break;
     case BLITZ__OP_RECV:
-        if (live) {
-            blitz__u32_store(&op->blitz__sock->rd_hot, r > 0 && (size_t)r == op->blitz__len,
-                             BLITZ__RELAXED);
-            blitz__u32_store(&op->blitz__sock->rd_bulk, r >= BLITZ_URING_RECV_BUF_SIZE,
-                             BLITZ__RELAXED);
-        }
+        if (live)
+            blitz__recv_note(op->blitz__sock, r, op->blitz__len);
         break;
     default:
         break;
@@ -445,7 +474,8 @@ static blitz_poll blitz__op_rewait(blitz_cx *cx, blitz_io *op) {
 }
 
 /* An event on `s`: bump the sequence numbers, wake the waiters of those
- * directions. Any thread. */
+ * directions (ops in WAIT; on io_uring the list also holds ops the kernel
+ * owns, which are left alone). Any thread. */
 BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr) {
     uint32_t mask = (rd ? 1u : 0u) | (wr ? 2u : 0u);
     if (!mask)
@@ -469,6 +499,10 @@ BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr) {
         while (op) {
             blitz_io *next = op->blitz__next;
             uint32_t bit = 1u << op->blitz__dir;
+            if (blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) != BLITZ__IO_WAIT) {
+                op = next;
+                continue;
+            }
             if ((mask & bit) && !more) {
                 if (n == 16) {
                     more = 1;
@@ -568,18 +602,10 @@ BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_sock
         if (s->closed) {
             close(res);
         } else {
-            if (s->ms_count == s->ms_cap) {
-                uint32_t cap = s->ms_cap ? s->ms_cap * 2 : 16;
-                int *q = (int *)blitz__calloc(sizeof(int) * cap);
-                if (q) {
-                    for (uint32_t i = 0; i < s->ms_count; i++)
-                        q[i] = s->ms_fds[(s->ms_head + i) % s->ms_cap];
-                    blitz__free(s->ms_fds);
-                    s->ms_fds = q;
-                    s->ms_head = 0;
-                    s->ms_cap = cap;
-                }
-            }
+            void *fds = s->ms_fds;
+            if (s->ms_count == s->ms_cap)
+                blitz__fifo_grow(&fds, &s->ms_head, s->ms_count, &s->ms_cap, sizeof(int), 16);
+            s->ms_fds = (int *)fds;
             if (s->ms_count < s->ms_cap) {
                 s->ms_fds[(s->ms_head + s->ms_count) % s->ms_cap] = res;
                 s->ms_count++;
@@ -688,10 +714,8 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
     blitz__mutex_lock(&s->lock);
     blitz__op_unlink(s, op);
     int closed = s->closed;
-    if (op->blitz__kind == BLITZ__OP_RECV && res >= 0) {
-        blitz__u32_store(&s->rd_hot, res > 0 && (size_t)res == op->blitz__len, BLITZ__RELAXED);
-        blitz__u32_store(&s->rd_bulk, res >= (int32_t)BLITZ_URING_RECV_BUF_SIZE, BLITZ__RELAXED);
-    }
+    if (op->blitz__kind == BLITZ__OP_RECV && res >= 0)
+        blitz__recv_note(s, res, op->blitz__len);
     blitz__op_lock(op);
     blitz_waker w = op->blitz__waker;
     op->blitz__waker = blitz_waker_noop();

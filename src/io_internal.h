@@ -269,6 +269,9 @@ BLITZ_PRIVATE void blitz__op_unlink(blitz_socket *s, blitz_io *op);
 BLITZ_PRIVATE void blitz__sock_ref(blitz_socket *s);
 BLITZ_PRIVATE void blitz__sock_unref(blitz_socket *s);
 BLITZ_PRIVATE int blitz__op_result(blitz_io *op, int64_t r);
+BLITZ_PRIVATE struct iovec *blitz__op_iov(const blitz_io *op, struct iovec *one, size_t *n);
+BLITZ_PRIVATE int blitz__fifo_grow(void **buf, uint32_t *head, uint32_t count, uint32_t *cap,
+                                   size_t elem, uint32_t first);
 BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr);
 BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, uint32_t flags);
 BLITZ_PRIVATE void blitz__io_drain_fd(int fd);

@@ -64,12 +64,11 @@ BLITZ_PRIVATE int blitz__recv_ms_direct(blitz_socket *s) {
 
 /* Bytes the op asks for. */
 static size_t blitz__recv_room(const blitz_io *op) {
-    if (op->blitz__kind != BLITZ__OP_RECVV)
-        return op->blitz__len;
-    const blitz_iovec *iov = (const blitz_iovec *)op->blitz__buf;
-    size_t room = 0;
-    for (size_t i = 0; i < op->blitz__len; i++)
-        room += iov[i].len;
+    struct iovec one;
+    size_t n, room = 0;
+    const struct iovec *iov = blitz__op_iov(op, &one, &n);
+    for (size_t i = 0; i < n; i++)
+        room += iov[i].iov_len;
     return room;
 }
 
@@ -85,20 +84,13 @@ static void blitz__rq_pop(blitz_socket *s) {
 /* Copies queued data into the op's buffers, in order. Caller holds the
  * socket's lock. */
 static size_t blitz__rq_copy(blitz_socket *s, blitz_io *op) {
-    blitz_iovec one;
-    const blitz_iovec *iov = &one;
-    size_t n = 1;
-    if (op->blitz__kind == BLITZ__OP_RECVV) {
-        iov = (const blitz_iovec *)op->blitz__buf;
-        n = op->blitz__len;
-    } else {
-        one.base = op->blitz__buf;
-        one.len = op->blitz__len;
-    }
+    struct iovec one;
+    size_t n;
+    const struct iovec *iov = blitz__op_iov(op, &one, &n);
     size_t total = 0;
     for (size_t i = 0; i < n && s->rq_count; i++) {
-        char *dst = (char *)iov[i].base;
-        size_t room = iov[i].len;
+        char *dst = (char *)iov[i].iov_base;
+        size_t room = iov[i].iov_len;
         while (room && s->rq_count) {
             blitz__rbuf *b = &s->rq[s->rq_head];
             size_t take = b->len - b->off;
@@ -119,18 +111,11 @@ static size_t blitz__rq_copy(blitz_socket *s, blitz_io *op) {
 /* Appends a filled buffer to the queue; 0 when out of memory. Caller
  * holds the socket's lock. */
 static int blitz__rq_push(blitz_socket *s, uint32_t ring, uint32_t bid, uint32_t len) {
-    if (s->rq_count == s->rq_cap) {
-        uint32_t cap = s->rq_cap ? s->rq_cap * 2 : 8;
-        blitz__rbuf *q = (blitz__rbuf *)blitz__calloc(sizeof(blitz__rbuf) * cap);
-        if (!q)
-            return 0;
-        for (uint32_t i = 0; i < s->rq_count; i++)
-            q[i] = s->rq[(s->rq_head + i) % s->rq_cap];
-        blitz__free(s->rq);
-        s->rq = q;
-        s->rq_head = 0;
-        s->rq_cap = cap;
-    }
+    void *q = s->rq;
+    if (s->rq_count == s->rq_cap &&
+        !blitz__fifo_grow(&q, &s->rq_head, s->rq_count, &s->rq_cap, sizeof(blitz__rbuf), 8))
+        return 0;
+    s->rq = (blitz__rbuf *)q;
     blitz__rbuf *b = &s->rq[(s->rq_head + s->rq_count) % s->rq_cap];
     b->ring = ring;
     b->bid = bid;
@@ -213,8 +198,6 @@ BLITZ_PRIVATE void blitz__io_recv_ms(blitz__io *io, blitz__ring *r, blitz_socket
                                      uint32_t flags) {
     int ended = !(flags & IORING_CQE_F_MORE);
     (void)blitz__u32_load(&s->rms_published, BLITZ__ACQUIRE);
-    blitz_waker batch[8];
-    int n = 0;
     blitz__mutex_lock(&s->lock);
     if (flags & IORING_CQE_F_BUFFER) {
         uint32_t bid = flags >> IORING_CQE_BUFFER_SHIFT;
@@ -245,31 +228,10 @@ BLITZ_PRIVATE void blitz__io_recv_ms(blitz__io *io, blitz__ring *r, blitz_socket
         blitz__recv_ms_cancel(s);
         blitz__u64_fetch_add(&io->rms_held_cancels, 1, BLITZ__RELAXED);
     }
-    /* Every receive waiting on the socket tries again (normally one). */
-    for (;;) {
-        int more = 0;
-        for (blitz_io *op = s->ops, *next; op; op = next) {
-            next = op->blitz__next;
-            if ((op->blitz__kind == BLITZ__OP_RECV || op->blitz__kind == BLITZ__OP_RECVV) &&
-                blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) == BLITZ__IO_WAIT) {
-                if (n == 8) {
-                    more = 1;
-                    break;
-                }
-                blitz__op_unlink(s, op);
-                batch[n++] = op->blitz__waker;
-                op->blitz__waker = blitz_waker_noop();
-                blitz__op_set_state(op, BLITZ__IO_RETRY);
-            }
-        }
-        blitz__mutex_unlock(&s->lock);
-        for (int i = 0; i < n; i++)
-            blitz__io_wake(io, batch[i]);
-        n = 0;
-        if (!more)
-            break;
-        blitz__mutex_lock(&s->lock);
-    }
+    blitz__mutex_unlock(&s->lock);
+    /* Every read waiting on the socket tries again (normally one), as for
+     * a readiness event. */
+    blitz__io_ready(s, 1, 0);
     if (ended) {
         blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELEASE);
         blitz__sock_unref(s);

@@ -220,21 +220,32 @@ static struct io_uring_sqe *blitz__uring_sqe_or_flush(blitz__ring *r) {
     return sqe;
 }
 
-/* A multishot POLL_ADD of `fd` (POLLIN) tagged `ud`. */
-static int blitz__uring_arm_poll(blitz__ring *r, int fd, uint64_t ud) {
+/* Queues a copy of `sqe` in `r`; submits at once when `flush` is set or a
+ * batch is full. BLITZ_EBUSY when the ring has no room even after a
+ * flush. */
+static int blitz__uring_queue(blitz__ring *r, const struct io_uring_sqe *sqe, int flush) {
     blitz__mutex_lock(&r->sq_lock);
-    struct io_uring_sqe *sqe = blitz__uring_sqe_or_flush(r);
-    if (sqe) {
-        sqe->opcode = IORING_OP_POLL_ADD;
-        sqe->fd = fd;
-        sqe->poll32_events = POLLIN;
-        sqe->len = IORING_POLL_ADD_MULTI;
-        sqe->user_data = ud;
+    struct io_uring_sqe *slot = blitz__uring_sqe_or_flush(r);
+    if (slot) {
+        *slot = *sqe;
         blitz__uring_push(r);
-        blitz__uring_flush_locked(r);
+        if (flush || blitz__u32_load(&r->to_submit, BLITZ__RELAXED) >= BLITZ__URING_BATCH)
+            blitz__uring_flush_locked(r);
     }
     blitz__mutex_unlock(&r->sq_lock);
-    return sqe ? BLITZ_OK : BLITZ_EBUSY;
+    return slot ? BLITZ_OK : BLITZ_EBUSY;
+}
+
+/* A multishot POLL_ADD of `fd` (POLLIN) tagged `ud`. */
+static int blitz__uring_arm_poll(blitz__ring *r, int fd, uint64_t ud) {
+    struct io_uring_sqe sqe;
+    memset(&sqe, 0, sizeof sqe);
+    sqe.opcode = IORING_OP_POLL_ADD;
+    sqe.fd = fd;
+    sqe.poll32_events = POLLIN;
+    sqe.len = IORING_POLL_ADD_MULTI;
+    sqe.user_data = ud;
+    return blitz__uring_queue(r, &sqe, 1);
 }
 
 static void blitz__ring_unmap(blitz__ring *r) {
@@ -517,42 +528,33 @@ BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io
  * lock. */
 BLITZ_PRIVATE int blitz__uring_arm_accept(blitz__io *io, blitz__ring *r, blitz_socket *s) {
     (void)io;
-    blitz__mutex_lock(&r->sq_lock);
-    struct io_uring_sqe *sqe = blitz__uring_sqe_or_flush(r);
-    if (sqe) {
-        sqe->opcode = IORING_OP_ACCEPT;
-        sqe->fd = s->fd;
-        sqe->accept_flags = SOCK_NONBLOCK | SOCK_CLOEXEC;
-        sqe->ioprio = IORING_ACCEPT_MULTISHOT;
-        sqe->user_data = (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS;
-        blitz__uring_push(r);
-        blitz__uring_flush_locked(r);
+    struct io_uring_sqe sqe;
+    memset(&sqe, 0, sizeof sqe);
+    sqe.opcode = IORING_OP_ACCEPT;
+    sqe.fd = s->fd;
+    sqe.accept_flags = SOCK_NONBLOCK | SOCK_CLOEXEC;
+    sqe.ioprio = IORING_ACCEPT_MULTISHOT;
+    sqe.user_data = (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS;
+    int rc = blitz__uring_queue(r, &sqe, 1);
+    if (rc == BLITZ_OK)
         s->ms_ring = r->index;
-    }
-    blitz__mutex_unlock(&r->sq_lock);
-    return sqe ? BLITZ_OK : BLITZ_EBUSY;
+    return rc;
 }
 
 /* Arms a stream socket's multishot receive in `r`, with the ring's
  * provided buffers. Caller holds the socket's lock. */
 BLITZ_PRIVATE int blitz__uring_arm_recv(blitz__io *io, blitz__ring *r, blitz_socket *s, int flush) {
     (void)io;
-    blitz__mutex_lock(&r->sq_lock);
-    struct io_uring_sqe *sqe = blitz__uring_sqe_or_flush(r);
-    if (sqe) {
-        sqe->opcode = IORING_OP_RECV;
-        sqe->fd = s->fd;
-        /* Armed when the socket is most likely empty: wait for data first. */
-        sqe->ioprio = IORING_RECV_MULTISHOT | IORING_RECVSEND_POLL_FIRST;
-        sqe->flags = IOSQE_BUFFER_SELECT;
-        sqe->buf_group = 0;
-        sqe->user_data = (uint64_t)(uintptr_t)s | BLITZ__UD_RECV_MS;
-        blitz__uring_push(r);
-        if (flush || blitz__u32_load(&r->to_submit, BLITZ__RELAXED) >= BLITZ__URING_BATCH)
-            blitz__uring_flush_locked(r);
-    }
-    blitz__mutex_unlock(&r->sq_lock);
-    return sqe ? BLITZ_OK : BLITZ_EBUSY;
+    struct io_uring_sqe sqe;
+    memset(&sqe, 0, sizeof sqe);
+    sqe.opcode = IORING_OP_RECV;
+    sqe.fd = s->fd;
+    /* Armed when the socket is most likely empty: wait for data first. */
+    sqe.ioprio = IORING_RECV_MULTISHOT | IORING_RECVSEND_POLL_FIRST;
+    sqe.flags = IOSQE_BUFFER_SELECT;
+    sqe.buf_group = 0;
+    sqe.user_data = (uint64_t)(uintptr_t)s | BLITZ__UD_RECV_MS;
+    return blitz__uring_queue(r, &sqe, flush);
 }
 
 /* ---- provided buffers of multishot receives ---------------------------------------------- */
@@ -650,19 +652,15 @@ BLITZ_PRIVATE void blitz__uring_pbuf_free(blitz__ring *r) {
  * wait for the result. Any thread: the cancel runs in the submitting
  * thread, the cancelled op's completion goes to the ring's owner. */
 BLITZ_PRIVATE void blitz__uring_cancel_ud(blitz__io *io, blitz__ring *r, uint64_t ud) {
-    blitz__mutex_lock(&r->sq_lock);
-    struct io_uring_sqe *sqe = blitz__uring_sqe_or_flush(r);
-    if (sqe) {
-        sqe->opcode = IORING_OP_ASYNC_CANCEL;
-        sqe->fd = -1;
-        sqe->addr = ud;
-        sqe->user_data = BLITZ__UD_IGNORE;
-        if (io->skip_cancel_cqe)
-            sqe->flags = IOSQE_CQE_SKIP_SUCCESS;
-        blitz__uring_push(r);
-    }
-    blitz__uring_flush_locked(r);
-    blitz__mutex_unlock(&r->sq_lock);
+    struct io_uring_sqe sqe;
+    memset(&sqe, 0, sizeof sqe);
+    sqe.opcode = IORING_OP_ASYNC_CANCEL;
+    sqe.fd = -1;
+    sqe.addr = ud;
+    sqe.user_data = BLITZ__UD_IGNORE;
+    if (io->skip_cancel_cqe)
+        sqe.flags = IOSQE_CQE_SKIP_SUCCESS;
+    (void)blitz__uring_queue(r, &sqe, 1);
 }
 
 /* ASYNC_CANCEL of an op in flight. Caller holds the op's lock. */

@@ -51,6 +51,20 @@ static void ms_write_all(int fd, const unsigned char *p, size_t n) {
     }
 }
 
+/* Writes the first `head` bytes, waits for the reader's first receive,
+ * then writes the rest. */
+static void ms_feed(int peer, const unsigned char *all, size_t head, size_t total,
+                    atomic_int *first) {
+    ms_write_all(peer, all, head);
+    TU_WAIT_GE(first, 1, 5);
+    ms_write_all(peer, all + head, total - head);
+}
+
+static void ms_close_pair(blitz_socket *s, int peer) {
+    close(peer);
+    blitz_sock_close(s);
+}
+
 /* Reads `total` bytes of io_pattern in receives of at most `chunk` bytes,
  * pausing `pause_ms` after the first one; then expects the end of the
  * stream (twice) when `eof` is set. From `fd_read_at` bytes on it reads
@@ -161,8 +175,7 @@ BLITZ_TEST(io_ms_messages) {
     CHECK_GE(blitz__u64_load(&io->rms_armed_count, BLITZ__RELAXED), 1);
     CHECK_EQ(blitz__u64_load(&io->rms_nobufs_count, BLITZ__RELAXED), 0);
     free(all);
-    close(peer);
-    blitz_sock_close(s);
+    ms_close_pair(s, peer);
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
@@ -181,14 +194,11 @@ BLITZ_TEST(io_ms_lagging_reader) {
     atomic_int first = 0;
     blitz_task *t = ms_spawn_reader(rt, s, 1000, total, 100, &first);
     unsigned char *all = ms_pattern_buf(0, total);
-    ms_write_all(peer, all, 10); /* the first receive, then the pause */
-    TU_WAIT_GE(&first, 1, 5);
-    ms_write_all(peer, all + 10, total - 10);
+    ms_feed(peer, all, 10, total, &first); /* the first receive, then the pause */
     ms_reader_done(&t);
     CHECK_GE(blitz__u64_load(&rt->io->rms_held_cancels, BLITZ__RELAXED), 1);
     free(all);
-    close(peer);
-    blitz_sock_close(s);
+    ms_close_pair(s, peer);
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
@@ -223,8 +233,7 @@ BLITZ_TEST(io_ms_pool_exhausted) {
            (unsigned long long)blitz__u64_load(&rt->io->rms_nobufs_count, BLITZ__RELAXED));
     CHECK_GE(blitz__u64_load(&rt->io->rms_nobufs_count, BLITZ__RELAXED), 1);
     for (int i = 0; i < CONNS; i++) {
-        close(peer[i]);
-        blitz_sock_close(s[i]);
+        ms_close_pair(s[i], peer[i]);
     }
     free(all);
     CHECK_OK(blitz_runtime_free(rt));
@@ -251,8 +260,7 @@ BLITZ_TEST(io_ms_bulk_reader) {
            (unsigned long long)arms);
     CHECK_LT(arms, 32);
     free(all);
-    close(peer);
-    blitz_sock_close(s);
+    ms_close_pair(s, peer);
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
@@ -272,14 +280,11 @@ BLITZ_TEST(io_ms_eof_after_data) {
         blitz_task *t =
             ms_spawn_reader_ex(rt, s, 700, total, round % 2 ? 20 : 0, &first, 1, UINT64_MAX);
         unsigned char *all = ms_pattern_buf(0, total);
-        ms_write_all(peer, all, 100);
-        TU_WAIT_GE(&first, 1, 5);
-        ms_write_all(peer, all + 100, total - 100);
+        ms_feed(peer, all, 100, total, &first);
         CHECK_EQ(shutdown(peer, SHUT_WR), 0);
         ms_reader_done(&t);
         free(all);
-        close(peer);
-        blitz_sock_close(s);
+        ms_close_pair(s, peer);
     }
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
@@ -298,13 +303,10 @@ BLITZ_TEST(io_ms_then_fd_read) {
     atomic_int first = 0;
     blitz_task *t = ms_spawn_reader_ex(rt, s, 500, total, 50, &first, 0, 100);
     unsigned char *all = ms_pattern_buf(0, total);
-    ms_write_all(peer, all, 100);
-    TU_WAIT_GE(&first, 1, 5);
-    ms_write_all(peer, all + 100, total - 100);
+    ms_feed(peer, all, 100, total, &first);
     ms_reader_done(&t);
     free(all);
-    close(peer);
-    blitz_sock_close(s);
+    ms_close_pair(s, peer);
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
