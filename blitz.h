@@ -175,7 +175,9 @@ is cancelled or finishes; blitz_io_settle waits for that before you reuse
 the buffer. Give tasks with pending ops a spawn cancel hook that calls
 blitz_io_cancel so cancelling them releases the op at once.
 
-Sockets: blitz_tcp_listen / blitz_tcp_accept / blitz_tcp_connect,
+Sockets: blitz_tcp_listen / blitz_tcp_accept / blitz_tcp_connect
+(blitz_tcp_connect_timeout: BLITZ_ETIMEDOUT after a limit; on io_uring the
+kernel times it with a linked LINK_TIMEOUT, elsewhere the runtime's timer),
 blitz_sock_recv / send / send_all / recvv / sendv (also named blitz_tcp_*,
 blitz_unix_*, blitz_udp_*), blitz_sock_shutdown (half-close),
 blitz_sock_close (from any thread, also while ops are in progress: they
@@ -2137,8 +2139,17 @@ BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int ba
  * sleep a little and accept again). */
 BLITZ_API blitz_poll blitz_tcp_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener);
 /* Await a connection to `addr` (copied): op->socket (result 0) or an error
- * (BLITZ_ECONNREFUSED, ...). Use blitz_timeout_op for a connect timeout. */
+ * (BLITZ_ECONNREFUSED, ...). */
 BLITZ_API blitz_poll blitz_tcp_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr);
+/* blitz_tcp_connect with a time limit: result BLITZ_ETIMEDOUT (and the
+ * half-open socket closed) when the connection is not made within
+ * timeout_ns; timeout_ns <= 0 is no limit. On io_uring the kernel times it
+ * (a LINK_TIMEOUT linked to the CONNECT: no timer, one submission) when
+ * the op starts on a worker or the current-thread driver; otherwise, and
+ * while the runtime's clock is paused, the runtime's timer does. Cancel
+ * with blitz_io_cancel as any op. */
+BLITZ_API blitz_poll blitz_tcp_connect_timeout(blitz_cx *cx, blitz_io *op, const blitz_addr *addr,
+                                               int64_t timeout_ns);
 
 /* Stream and datagram transfers (TCP, Unix stream, connected UDP / Unix
  * datagram). recv: result 0 at end of stream. send: may be partial.
@@ -2527,7 +2538,6 @@ typedef struct blitz_connect_op {
     int blitz__stage, blitz__next;
     blitz_dns_op blitz__dns;
     blitz_io blitz__io;
-    blitz_timer blitz__timer;
     blitz_addr blitz__addr;
 } blitz_connect_op;
 
@@ -9752,6 +9762,17 @@ BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx) {
 /* blitz_io.blitz__flags */
 #define BLITZ__OPF_CONNECTING 1u /* connect(2) returned EINPROGRESS */
 #define BLITZ__OPF_URING      2u /* submitted to io_uring (its msghdr is in the op) */
+/* A TCP connect with a time limit, timed by the kernel (an io_uring
+ * LINK_TIMEOUT linked to the CONNECT) or by the runtime's timer. */
+#define BLITZ__OPF_LIMIT_KERNEL 4u
+#define BLITZ__OPF_LIMIT_TIMER  8u
+
+/* A TCP connect keeps its address at the start of the op's scratch (an
+ * IPv6 socket address takes 28 of blitz_addr's 128 bytes), then the timer
+ * and the kernel's timespec of its time limit. */
+#define BLITZ__CONNECT_ADDR_MAX 32u
+#define BLITZ__CONNECT_TIMER_AT 40u
+#define BLITZ__CONNECT_TS_AT    (BLITZ__CONNECT_TIMER_AT + sizeof(blitz_timer))
 
 /* Bits from here up: 1 + the index of the ring the op was submitted to. */
 #define BLITZ__OPF_RING_SHIFT 8u
@@ -9910,13 +9931,15 @@ typedef struct blitz__io {
     int shared_efd;
     blitz__atomic_u64 inflight; /* ops the kernel holds */
     int skip_cancel_cqe;
-    int ms_accept; /* multishot accept and RECVSEND_POLL_FIRST are available (Linux 5.19+) */
+    int ms_accept;    /* multishot accept and RECVSEND_POLL_FIRST are available (Linux 5.19+) */
+    int link_timeout; /* IORING_OP_LINK_TIMEOUT is available (Linux 5.5+) */
     /* Multishot receive with provided buffers is available (Linux 6.0+)
      * and wanted (BLITZ_URING_RECV_BUFS > 0); cleared if the kernel
      * refuses it. */
     blitz__atomic_u32 ms_recv;
     /* Counters for tests and diagnosis. */
     blitz__atomic_u64 rms_armed_count, rms_nobufs_count, rms_held_cancels;
+    blitz__atomic_u64 link_timeout_count; /* connects queued with a LINK_TIMEOUT */
 } blitz__io;
 
 #define BLITZ__PBUF_NONE  0u
@@ -10279,6 +10302,15 @@ static int64_t blitz__op_syscall(blitz_io *op) {
         return blitz__neg_errno();
     }
     return (int64_t)r;
+}
+
+static blitz_timer *blitz__connect_timer(blitz_io *op) {
+    _Static_assert(BLITZ__CONNECT_TS_AT + sizeof(struct __kernel_timespec) <=
+                       sizeof(((blitz_io *)0)->blitz__scratch),
+                   "a limited connect keeps its address, timer and timespec in the op");
+    _Static_assert(offsetof(blitz_addr, u) + BLITZ__CONNECT_ADDR_MAX <= BLITZ__CONNECT_TIMER_AT,
+                   "the timer comes after the address");
+    return (blitz_timer *)(void *)((char *)op->blitz__scratch + BLITZ__CONNECT_TIMER_AT);
 }
 
 /* ---- finishing an op ------------------------------------------------------------- */
@@ -10705,7 +10737,11 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
             op->blitz__sock = NULL; /* closed below */
         blitz__op_set_state(op, BLITZ__IO_IDLE);
     } else {
-        op->blitz__res = (res == -ECANCELED && closed) ? BLITZ_ECLOSED : res;
+        if (res == -ECANCELED && closed)
+            res = BLITZ_ECLOSED;
+        else if (res == -ECANCELED && is_connect && (op->blitz__flags & BLITZ__OPF_LIMIT_KERNEL))
+            res = BLITZ_ETIMEDOUT; /* its linked timeout fired */
+        op->blitz__res = res;
         blitz__op_set_state(op, BLITZ__IO_DONE);
     }
     blitz__op_unlock(op);
@@ -10818,6 +10854,10 @@ static int blitz__io_cancel_state(blitz_io *op);
 BLITZ_API int blitz_io_cancel(blitz_io *op) {
     if (!op)
         return BLITZ_EINVAL;
+    if (op->blitz__kind == BLITZ__OP_CONNECT && (op->blitz__flags & BLITZ__OPF_LIMIT_TIMER)) {
+        blitz_timer_cancel(blitz__connect_timer(op));
+        blitz__connect_timer(op)->expired = 0;
+    }
     int rc = blitz__io_cancel_state(op);
     blitz__op_drop_sock(op);
     return rc;
@@ -10945,21 +10985,70 @@ BLITZ_API blitz_poll blitz_tcp_accept(blitz_cx *cx, blitz_io *op, blitz_socket *
     return blitz__op_poll(cx, op, listener, BLITZ__OP_ACCEPT, NULL, 0, NULL, BLITZ__DIR_READ);
 }
 
-/* Connect: the op owns a fresh socket until it is connected. */
-static blitz_poll blitz__connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr, int family) {
+static int blitz__connect_expired(blitz_io *op) {
+    return op->blitz__kind == BLITZ__OP_CONNECT && (op->blitz__flags & BLITZ__OPF_LIMIT_TIMER) &&
+           blitz__connect_timer(op)->expired;
+}
+
+/* A connect whose limit fired: READY with BLITZ_ETIMEDOUT once its
+ * withdrawal has settled. */
+static blitz_poll blitz__connect_timed_out(blitz_cx *cx, blitz_io *op) {
+    if (blitz_io_settle(cx, op) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    blitz__connect_timer(op)->expired = 0;
+    op->result = BLITZ_ETIMEDOUT;
+    return BLITZ_READY;
+}
+
+/* A connect timed by the runtime's timer: the timer runs while the op
+ * waits; when it fires first the op is withdrawn (its socket closed) and,
+ * once the kernel has let go of a withdrawn io_uring op, the result is
+ * BLITZ_ETIMEDOUT. The timer's `expired` marks that wait. */
+static blitz_poll blitz__connect_timed(blitz_cx *cx, blitz_io *op, blitz_poll p) {
+    if (!(op->blitz__flags & BLITZ__OPF_LIMIT_TIMER))
+        return p;
+    blitz_timer *t = blitz__connect_timer(op);
+    if (p == BLITZ_READY) {
+        blitz_timer_cancel(t);
+        return BLITZ_READY;
+    }
+    if (blitz_sleep_until(cx, t, t->deadline) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    blitz_io_cancel(op);
+    t->expired = 1;
+    return blitz__connect_timed_out(cx, op);
+}
+
+/* Connect: the op owns a fresh socket until it is connected. limit_ns > 0:
+ * a TCP connect's time limit. */
+static blitz_poll blitz__connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr, int family,
+                                 int64_t limit_ns) {
     if (!op)
         return BLITZ_READY;
-    if (blitz__op_state(op) != BLITZ__IO_IDLE)
-        return blitz__op_poll(cx, op, op->blitz__sock, BLITZ__OP_CONNECT, NULL, 0, NULL,
-                              BLITZ__DIR_WRITE);
+    if (blitz__connect_expired(op))
+        return blitz__connect_timed_out(cx, op);
+    uint32_t st = blitz__op_state(op);
+    if (st == BLITZ__IO_CANCELLING && cx) {
+        /* A cancelled connect: its completion is still due and closes the
+         * socket; wait for it, then start the new one. */
+        if (blitz__op_rewait(cx, op) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        st = blitz__op_state(op);
+    }
+    if (st != BLITZ__IO_IDLE)
+        return blitz__connect_timed(cx, op,
+                                    blitz__op_poll(cx, op, op->blitz__sock, BLITZ__OP_CONNECT, NULL,
+                                                   0, NULL, BLITZ__DIR_WRITE));
     op->socket = NULL;
     if (!cx || !addr || addr->len == 0 || addr->len > sizeof addr->u.bytes ||
         (family && addr->u.family != family) ||
-        (!family && addr->u.family != AF_INET && addr->u.family != AF_INET6)) {
+        (!family && addr->u.family != AF_INET && addr->u.family != AF_INET6) ||
+        (limit_ns > 0 && addr->len > BLITZ__CONNECT_ADDR_MAX)) {
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
-    blitz__io *io = cx->ctx->rt->io;
+    blitz_runtime *rt = cx->ctx->rt;
+    blitz__io *io = rt->io;
     int fd = socket(addr->u.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         op->result = blitz__neg_errno();
@@ -10973,7 +11062,35 @@ static blitz_poll blitz__connect(blitz_cx *cx, blitz_io *op, const blitz_addr *a
     }
     _Static_assert(sizeof(((blitz_io *)0)->blitz__scratch) >= sizeof(blitz_addr),
                    "connect keeps the address in the op");
-    memcpy(op->blitz__scratch, addr, sizeof *addr);
+    op->blitz__flags = 0;
+    if (limit_ns > 0) {
+        /* The address fits before the limit's timer and timespec. */
+        memcpy(op->blitz__scratch, addr, offsetof(blitz_addr, u) + addr->len);
+        blitz_timer *t = blitz__connect_timer(op);
+        memset(t, 0, sizeof *t);
+        t->deadline = blitz_deadline_after(blitz_cx_now(cx), limit_ns);
+        /* The kernel times it with a LINK_TIMEOUT behind the CONNECT, when
+         * the kernel has it, the runtime's clock runs (the kernel's clock
+         * is not a paused one) and this thread parks in the ring it
+         * submits to (a worker, the current-thread driver): a linked pair
+         * must reach the kernel in one piece, and only the ring's parker
+         * submits outside the ring's lock. */
+        int parker = 0;
+        if (io->kind == BLITZ_BACKEND_IO_URING)
+            (void)blitz__uring_mine(io, &parker);
+        if (parker && io->link_timeout && !rt->time.paused) {
+            struct __kernel_timespec *ts =
+                (struct __kernel_timespec *)(void *)((char *)op->blitz__scratch +
+                                                     BLITZ__CONNECT_TS_AT);
+            ts->tv_sec = (long long)(limit_ns / 1000000000);
+            ts->tv_nsec = (long long)(limit_ns % 1000000000);
+            op->blitz__flags = BLITZ__OPF_LIMIT_KERNEL;
+        } else {
+            op->blitz__flags = BLITZ__OPF_LIMIT_TIMER;
+        }
+    } else {
+        memcpy(op->blitz__scratch, addr, sizeof *addr);
+    }
     op->blitz__sock = s;
     op->blitz__kind = BLITZ__OP_CONNECT;
     op->blitz__buf = NULL;
@@ -10981,16 +11098,19 @@ static blitz_poll blitz__connect(blitz_cx *cx, blitz_io *op, const blitz_addr *a
     op->blitz__addr = NULL;
     op->blitz__dir = BLITZ__DIR_WRITE;
     op->blitz__done = 0;
-    op->blitz__flags = 0;
     op->result = 0;
-    return blitz__op_go(cx, op);
+    return blitz__connect_timed(cx, op, blitz__op_go(cx, op));
 }
 
 BLITZ_API blitz_poll blitz_tcp_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr) {
-    return blitz__connect(cx, op, addr, 0);
+    return blitz__connect(cx, op, addr, 0, 0);
+}
+BLITZ_API blitz_poll blitz_tcp_connect_timeout(blitz_cx *cx, blitz_io *op, const blitz_addr *addr,
+                                               int64_t timeout_ns) {
+    return blitz__connect(cx, op, addr, 0, timeout_ns);
 }
 BLITZ_API blitz_poll blitz_unix_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr) {
-    return blitz__connect(cx, op, addr, AF_UNIX);
+    return blitz__connect(cx, op, addr, AF_UNIX, 0);
 }
 
 /* ---- close ------------------------------------------------------------------------------------
@@ -12048,6 +12168,8 @@ static int blitz__uring_probe(blitz__io *io, int fd) {
         /* Multishot accept came with Linux 5.19, as did IORING_OP_SOCKET;
          * multishot receive with 6.0, as did IORING_OP_SEND_ZC. */
         io->ms_accept = p->last_op >= 45 /* IORING_OP_SOCKET */;
+        io->link_timeout = IORING_OP_LINK_TIMEOUT <= p->last_op &&
+                           (p->ops[IORING_OP_LINK_TIMEOUT].flags & IO_URING_OP_SUPPORTED);
         blitz__u32_store(&io->ms_recv,
                          p->last_op >= 47 /* IORING_OP_SEND_ZC */ && BLITZ_URING_RECV_BUFS > 0,
                          BLITZ__RELAXED);
@@ -12068,11 +12190,17 @@ static struct io_uring_sqe *blitz__uring_get_sqe(blitz__ring *r) {
     return sqe;
 }
 
-/* Publishes the SQE got last. Caller holds sq_lock. */
-static void blitz__uring_push(blitz__ring *r) {
+/* Takes the SQE got last without showing it to the kernel yet (the head
+ * of a linked pair). Caller holds sq_lock. */
+static void blitz__uring_stage(blitz__ring *r) {
     r->sq_tail_local++;
-    blitz__u32_field_store(r->sq_tail, r->sq_tail_local, BLITZ__RELEASE);
     blitz__u32_fetch_add(&r->to_submit, 1, BLITZ__RELAXED);
+}
+
+/* Publishes the SQEs got so far. Caller holds sq_lock. */
+static void blitz__uring_push(blitz__ring *r) {
+    blitz__uring_stage(r);
+    blitz__u32_field_store(r->sq_tail, r->sq_tail_local, BLITZ__RELEASE);
 }
 
 /* Gives `n` claimed SQEs to the kernel, optionally waiting for a
@@ -12104,9 +12232,17 @@ static uint32_t blitz__uring_claim(blitz__ring *r) {
     return blitz__u32_swap(&r->to_submit, 0, BLITZ__RELAXED);
 }
 
-/* Caller holds sq_lock. */
+/* Submits every published SQE, not only the claimed count: another
+ * thread's claim may have been overtaken by this submission's, and a
+ * count short of the tail could end between the two SQEs of a linked
+ * pair (a CONNECT and its LINK_TIMEOUT), which the kernel would run
+ * apart. Pairs are queued only by the thread that parks in the ring, so
+ * a parked thread's own submission never meets half a pair either.
+ * Caller holds sq_lock. */
 static void blitz__uring_flush_locked(blitz__ring *r) {
-    uint32_t n = blitz__uring_claim(r);
+    (void)blitz__uring_claim(r);
+    /* Acquire: the kernel's consumption of the SQEs before its head. */
+    uint32_t n = r->sq_tail_local - blitz__u32_field_load(r->sq_head, BLITZ__ACQUIRE);
     if (n)
         blitz__uring_submit_n(r, n);
 }
@@ -12127,6 +12263,20 @@ static struct io_uring_sqe *blitz__uring_sqe_or_flush(blitz__ring *r) {
         sqe = blitz__uring_get_sqe(r);
     }
     return sqe;
+}
+
+/* 1 when `n` SQEs can be claimed back to back (after a flush if need be):
+ * a linked pair must reach the kernel in one submission, or the link is
+ * cut. Caller holds sq_lock. */
+static int blitz__uring_room(blitz__ring *r, uint32_t n) {
+    for (int round = 0; round < 2; round++) {
+        uint32_t head = blitz__u32_field_load(r->sq_head, BLITZ__ACQUIRE);
+        if (r->sq_entries - (r->sq_tail_local - head) >= n)
+            return 1;
+        if (round == 0)
+            blitz__uring_flush_locked(r);
+    }
+    return 0;
 }
 
 /* Queues a copy of `sqe` in `r`; submits at once when `flush` is set or a
@@ -12359,8 +12509,11 @@ BLITZ_PRIVATE blitz__ring *blitz__uring_op_ring(blitz__io *io, const blitz_io *o
  * lock. */
 BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io *op, int flush) {
     blitz_socket *s = op->blitz__sock;
+    int linked =
+        op->blitz__kind == BLITZ__OP_CONNECT && (op->blitz__flags & BLITZ__OPF_LIMIT_KERNEL);
     blitz__mutex_lock(&r->sq_lock);
-    struct io_uring_sqe *sqe = blitz__uring_sqe_or_flush(r);
+    struct io_uring_sqe *sqe =
+        (!linked || blitz__uring_room(r, 2)) ? blitz__uring_sqe_or_flush(r) : NULL;
     if (!sqe) {
         blitz__mutex_unlock(&r->sq_lock);
         return BLITZ_EBUSY;
@@ -12414,6 +12567,21 @@ BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io
         sqe->opcode = IORING_OP_CONNECT;
         sqe->addr = (uint64_t)(uintptr_t)a->u.bytes;
         sqe->off = a->len;
+        if (linked) {
+            /* The time limit: a LINK_TIMEOUT right behind the CONNECT
+             * cancels it (-ECANCELED) when it fires first. The kernel
+             * copies the timespec when it takes the SQEs; the op keeps it
+             * until then. Its own completion is of no interest. */
+            sqe->flags |= IOSQE_IO_LINK;
+            blitz__uring_stage(r);
+            sqe = blitz__uring_get_sqe(r);
+            sqe->opcode = IORING_OP_LINK_TIMEOUT;
+            sqe->fd = -1;
+            sqe->addr = (uint64_t)(uintptr_t)((char *)op->blitz__scratch + BLITZ__CONNECT_TS_AT);
+            sqe->len = 1;
+            sqe->user_data = BLITZ__UD_IGNORE;
+            blitz__u64_fetch_add(&io->link_timeout_count, 1, BLITZ__RELAXED);
+        }
         break;
     }
     case BLITZ__OP_FD_READ:
@@ -17474,20 +17642,14 @@ BLITZ_API blitz_poll blitz_tcp_connect_host(blitz_cx *cx, blitz_connect_op *op, 
         op->blitz__next = 0;
         op->blitz__stage = BLITZ__CONNECT_CONNECTING;
         op->result = BLITZ_ECONNREFUSED;
-        memset(&op->blitz__timer, 0, sizeof op->blitz__timer);
         goto start_attempt;
     }
     for (;;) {
         /* An attempt is in progress: poll it. */
-        blitz_poll r = blitz_tcp_connect(cx, &op->blitz__io, &op->blitz__addr);
-        if (op->attempt_timeout_ns > 0)
-            r = blitz_timeout_op(cx, &op->blitz__timer, op->attempt_timeout_ns, r,
-                                 blitz_io_cancel_op, &op->blitz__io);
-        if (r == BLITZ_PENDING)
+        if (blitz_tcp_connect_timeout(cx, &op->blitz__io, &op->blitz__addr,
+                                      op->attempt_timeout_ns) == BLITZ_PENDING)
             return BLITZ_PENDING;
-        if (op->attempt_timeout_ns > 0 && op->blitz__timer.expired) {
-            op->result = BLITZ_ETIMEDOUT;
-        } else if (op->blitz__io.result == 0) {
+        if (op->blitz__io.result == 0) {
             op->socket = op->blitz__io.socket;
             op->blitz__io.socket = NULL;
             return blitz__connect_host_done(op, 0);
@@ -17517,7 +17679,6 @@ BLITZ_API void blitz_tcp_connect_host_cancel(blitz_cx *cx, void *opp) {
     if (op->blitz__stage == BLITZ__CONNECT_RESOLVING) {
         blitz_dns_cancel(cx, &op->blitz__dns);
     } else if (op->blitz__stage == BLITZ__CONNECT_CONNECTING) {
-        blitz_timer_cancel(&op->blitz__timer);
         blitz_io_cancel(&op->blitz__io);
     }
     if (op->blitz__stage != BLITZ__CONNECT_IDLE)

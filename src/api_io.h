@@ -126,8 +126,17 @@ BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int ba
  * sleep a little and accept again). */
 BLITZ_API blitz_poll blitz_tcp_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener);
 /* Await a connection to `addr` (copied): op->socket (result 0) or an error
- * (BLITZ_ECONNREFUSED, ...). Use blitz_timeout_op for a connect timeout. */
+ * (BLITZ_ECONNREFUSED, ...). */
 BLITZ_API blitz_poll blitz_tcp_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr);
+/* blitz_tcp_connect with a time limit: result BLITZ_ETIMEDOUT (and the
+ * half-open socket closed) when the connection is not made within
+ * timeout_ns; timeout_ns <= 0 is no limit. On io_uring the kernel times it
+ * (a LINK_TIMEOUT linked to the CONNECT: no timer, one submission) when
+ * the op starts on a worker or the current-thread driver; otherwise, and
+ * while the runtime's clock is paused, the runtime's timer does. Cancel
+ * with blitz_io_cancel as any op. */
+BLITZ_API blitz_poll blitz_tcp_connect_timeout(blitz_cx *cx, blitz_io *op, const blitz_addr *addr,
+                                               int64_t timeout_ns);
 
 /* Stream and datagram transfers (TCP, Unix stream, connected UDP / Unix
  * datagram). recv: result 0 at end of stream. send: may be partial.

@@ -297,7 +297,6 @@ typedef struct blitz_connect_op {
     int blitz__stage, blitz__next;
     blitz_dns_op blitz__dns;
     blitz_io blitz__io;
-    blitz_timer blitz__timer;
     blitz_addr blitz__addr;
 } blitz_connect_op;
 

@@ -305,6 +305,15 @@ static int64_t blitz__op_syscall(blitz_io *op) {
     return (int64_t)r;
 }
 
+static blitz_timer *blitz__connect_timer(blitz_io *op) {
+    _Static_assert(BLITZ__CONNECT_TS_AT + sizeof(struct __kernel_timespec) <=
+                       sizeof(((blitz_io *)0)->blitz__scratch),
+                   "a limited connect keeps its address, timer and timespec in the op");
+    _Static_assert(offsetof(blitz_addr, u) + BLITZ__CONNECT_ADDR_MAX <= BLITZ__CONNECT_TIMER_AT,
+                   "the timer comes after the address");
+    return (blitz_timer *)(void *)((char *)op->blitz__scratch + BLITZ__CONNECT_TIMER_AT);
+}
+
 /* ---- finishing an op ------------------------------------------------------------- */
 
 static void blitz__connect_sock_drop(blitz_io *op) {
@@ -729,7 +738,11 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
             op->blitz__sock = NULL; /* closed below */
         blitz__op_set_state(op, BLITZ__IO_IDLE);
     } else {
-        op->blitz__res = (res == -ECANCELED && closed) ? BLITZ_ECLOSED : res;
+        if (res == -ECANCELED && closed)
+            res = BLITZ_ECLOSED;
+        else if (res == -ECANCELED && is_connect && (op->blitz__flags & BLITZ__OPF_LIMIT_KERNEL))
+            res = BLITZ_ETIMEDOUT; /* its linked timeout fired */
+        op->blitz__res = res;
         blitz__op_set_state(op, BLITZ__IO_DONE);
     }
     blitz__op_unlock(op);
@@ -842,6 +855,10 @@ static int blitz__io_cancel_state(blitz_io *op);
 BLITZ_API int blitz_io_cancel(blitz_io *op) {
     if (!op)
         return BLITZ_EINVAL;
+    if (op->blitz__kind == BLITZ__OP_CONNECT && (op->blitz__flags & BLITZ__OPF_LIMIT_TIMER)) {
+        blitz_timer_cancel(blitz__connect_timer(op));
+        blitz__connect_timer(op)->expired = 0;
+    }
     int rc = blitz__io_cancel_state(op);
     blitz__op_drop_sock(op);
     return rc;
@@ -969,21 +986,70 @@ BLITZ_API blitz_poll blitz_tcp_accept(blitz_cx *cx, blitz_io *op, blitz_socket *
     return blitz__op_poll(cx, op, listener, BLITZ__OP_ACCEPT, NULL, 0, NULL, BLITZ__DIR_READ);
 }
 
-/* Connect: the op owns a fresh socket until it is connected. */
-static blitz_poll blitz__connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr, int family) {
+static int blitz__connect_expired(blitz_io *op) {
+    return op->blitz__kind == BLITZ__OP_CONNECT && (op->blitz__flags & BLITZ__OPF_LIMIT_TIMER) &&
+           blitz__connect_timer(op)->expired;
+}
+
+/* A connect whose limit fired: READY with BLITZ_ETIMEDOUT once its
+ * withdrawal has settled. */
+static blitz_poll blitz__connect_timed_out(blitz_cx *cx, blitz_io *op) {
+    if (blitz_io_settle(cx, op) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    blitz__connect_timer(op)->expired = 0;
+    op->result = BLITZ_ETIMEDOUT;
+    return BLITZ_READY;
+}
+
+/* A connect timed by the runtime's timer: the timer runs while the op
+ * waits; when it fires first the op is withdrawn (its socket closed) and,
+ * once the kernel has let go of a withdrawn io_uring op, the result is
+ * BLITZ_ETIMEDOUT. The timer's `expired` marks that wait. */
+static blitz_poll blitz__connect_timed(blitz_cx *cx, blitz_io *op, blitz_poll p) {
+    if (!(op->blitz__flags & BLITZ__OPF_LIMIT_TIMER))
+        return p;
+    blitz_timer *t = blitz__connect_timer(op);
+    if (p == BLITZ_READY) {
+        blitz_timer_cancel(t);
+        return BLITZ_READY;
+    }
+    if (blitz_sleep_until(cx, t, t->deadline) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    blitz_io_cancel(op);
+    t->expired = 1;
+    return blitz__connect_timed_out(cx, op);
+}
+
+/* Connect: the op owns a fresh socket until it is connected. limit_ns > 0:
+ * a TCP connect's time limit. */
+static blitz_poll blitz__connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr, int family,
+                                 int64_t limit_ns) {
     if (!op)
         return BLITZ_READY;
-    if (blitz__op_state(op) != BLITZ__IO_IDLE)
-        return blitz__op_poll(cx, op, op->blitz__sock, BLITZ__OP_CONNECT, NULL, 0, NULL,
-                              BLITZ__DIR_WRITE);
+    if (blitz__connect_expired(op))
+        return blitz__connect_timed_out(cx, op);
+    uint32_t st = blitz__op_state(op);
+    if (st == BLITZ__IO_CANCELLING && cx) {
+        /* A cancelled connect: its completion is still due and closes the
+         * socket; wait for it, then start the new one. */
+        if (blitz__op_rewait(cx, op) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        st = blitz__op_state(op);
+    }
+    if (st != BLITZ__IO_IDLE)
+        return blitz__connect_timed(cx, op,
+                                    blitz__op_poll(cx, op, op->blitz__sock, BLITZ__OP_CONNECT, NULL,
+                                                   0, NULL, BLITZ__DIR_WRITE));
     op->socket = NULL;
     if (!cx || !addr || addr->len == 0 || addr->len > sizeof addr->u.bytes ||
         (family && addr->u.family != family) ||
-        (!family && addr->u.family != AF_INET && addr->u.family != AF_INET6)) {
+        (!family && addr->u.family != AF_INET && addr->u.family != AF_INET6) ||
+        (limit_ns > 0 && addr->len > BLITZ__CONNECT_ADDR_MAX)) {
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
-    blitz__io *io = cx->ctx->rt->io;
+    blitz_runtime *rt = cx->ctx->rt;
+    blitz__io *io = rt->io;
     int fd = socket(addr->u.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         op->result = blitz__neg_errno();
@@ -997,7 +1063,35 @@ static blitz_poll blitz__connect(blitz_cx *cx, blitz_io *op, const blitz_addr *a
     }
     _Static_assert(sizeof(((blitz_io *)0)->blitz__scratch) >= sizeof(blitz_addr),
                    "connect keeps the address in the op");
-    memcpy(op->blitz__scratch, addr, sizeof *addr);
+    op->blitz__flags = 0;
+    if (limit_ns > 0) {
+        /* The address fits before the limit's timer and timespec. */
+        memcpy(op->blitz__scratch, addr, offsetof(blitz_addr, u) + addr->len);
+        blitz_timer *t = blitz__connect_timer(op);
+        memset(t, 0, sizeof *t);
+        t->deadline = blitz_deadline_after(blitz_cx_now(cx), limit_ns);
+        /* The kernel times it with a LINK_TIMEOUT behind the CONNECT, when
+         * the kernel has it, the runtime's clock runs (the kernel's clock
+         * is not a paused one) and this thread parks in the ring it
+         * submits to (a worker, the current-thread driver): a linked pair
+         * must reach the kernel in one piece, and only the ring's parker
+         * submits outside the ring's lock. */
+        int parker = 0;
+        if (io->kind == BLITZ_BACKEND_IO_URING)
+            (void)blitz__uring_mine(io, &parker);
+        if (parker && io->link_timeout && !rt->time.paused) {
+            struct __kernel_timespec *ts =
+                (struct __kernel_timespec *)(void *)((char *)op->blitz__scratch +
+                                                     BLITZ__CONNECT_TS_AT);
+            ts->tv_sec = (long long)(limit_ns / 1000000000);
+            ts->tv_nsec = (long long)(limit_ns % 1000000000);
+            op->blitz__flags = BLITZ__OPF_LIMIT_KERNEL;
+        } else {
+            op->blitz__flags = BLITZ__OPF_LIMIT_TIMER;
+        }
+    } else {
+        memcpy(op->blitz__scratch, addr, sizeof *addr);
+    }
     op->blitz__sock = s;
     op->blitz__kind = BLITZ__OP_CONNECT;
     op->blitz__buf = NULL;
@@ -1005,16 +1099,19 @@ static blitz_poll blitz__connect(blitz_cx *cx, blitz_io *op, const blitz_addr *a
     op->blitz__addr = NULL;
     op->blitz__dir = BLITZ__DIR_WRITE;
     op->blitz__done = 0;
-    op->blitz__flags = 0;
     op->result = 0;
-    return blitz__op_go(cx, op);
+    return blitz__connect_timed(cx, op, blitz__op_go(cx, op));
 }
 
 BLITZ_API blitz_poll blitz_tcp_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr) {
-    return blitz__connect(cx, op, addr, 0);
+    return blitz__connect(cx, op, addr, 0, 0);
+}
+BLITZ_API blitz_poll blitz_tcp_connect_timeout(blitz_cx *cx, blitz_io *op, const blitz_addr *addr,
+                                               int64_t timeout_ns) {
+    return blitz__connect(cx, op, addr, 0, timeout_ns);
 }
 BLITZ_API blitz_poll blitz_unix_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr) {
-    return blitz__connect(cx, op, addr, AF_UNIX);
+    return blitz__connect(cx, op, addr, AF_UNIX, 0);
 }
 
 /* ---- close ------------------------------------------------------------------------------------

@@ -40,6 +40,17 @@
 /* blitz_io.blitz__flags */
 #define BLITZ__OPF_CONNECTING 1u /* connect(2) returned EINPROGRESS */
 #define BLITZ__OPF_URING      2u /* submitted to io_uring (its msghdr is in the op) */
+/* A TCP connect with a time limit, timed by the kernel (an io_uring
+ * LINK_TIMEOUT linked to the CONNECT) or by the runtime's timer. */
+#define BLITZ__OPF_LIMIT_KERNEL 4u
+#define BLITZ__OPF_LIMIT_TIMER  8u
+
+/* A TCP connect keeps its address at the start of the op's scratch (an
+ * IPv6 socket address takes 28 of blitz_addr's 128 bytes), then the timer
+ * and the kernel's timespec of its time limit. */
+#define BLITZ__CONNECT_ADDR_MAX 32u
+#define BLITZ__CONNECT_TIMER_AT 40u
+#define BLITZ__CONNECT_TS_AT    (BLITZ__CONNECT_TIMER_AT + sizeof(blitz_timer))
 
 /* Bits from here up: 1 + the index of the ring the op was submitted to. */
 #define BLITZ__OPF_RING_SHIFT 8u
@@ -198,13 +209,15 @@ typedef struct blitz__io {
     int shared_efd;
     blitz__atomic_u64 inflight; /* ops the kernel holds */
     int skip_cancel_cqe;
-    int ms_accept; /* multishot accept and RECVSEND_POLL_FIRST are available (Linux 5.19+) */
+    int ms_accept;    /* multishot accept and RECVSEND_POLL_FIRST are available (Linux 5.19+) */
+    int link_timeout; /* IORING_OP_LINK_TIMEOUT is available (Linux 5.5+) */
     /* Multishot receive with provided buffers is available (Linux 6.0+)
      * and wanted (BLITZ_URING_RECV_BUFS > 0); cleared if the kernel
      * refuses it. */
     blitz__atomic_u32 ms_recv;
     /* Counters for tests and diagnosis. */
     blitz__atomic_u64 rms_armed_count, rms_nobufs_count, rms_held_cancels;
+    blitz__atomic_u64 link_timeout_count; /* connects queued with a LINK_TIMEOUT */
 } blitz__io;
 
 #define BLITZ__PBUF_NONE  0u

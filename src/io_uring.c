@@ -139,6 +139,8 @@ static int blitz__uring_probe(blitz__io *io, int fd) {
         /* Multishot accept came with Linux 5.19, as did IORING_OP_SOCKET;
          * multishot receive with 6.0, as did IORING_OP_SEND_ZC. */
         io->ms_accept = p->last_op >= 45 /* IORING_OP_SOCKET */;
+        io->link_timeout = IORING_OP_LINK_TIMEOUT <= p->last_op &&
+                           (p->ops[IORING_OP_LINK_TIMEOUT].flags & IO_URING_OP_SUPPORTED);
         blitz__u32_store(&io->ms_recv,
                          p->last_op >= 47 /* IORING_OP_SEND_ZC */ && BLITZ_URING_RECV_BUFS > 0,
                          BLITZ__RELAXED);
@@ -159,11 +161,17 @@ static struct io_uring_sqe *blitz__uring_get_sqe(blitz__ring *r) {
     return sqe;
 }
 
-/* Publishes the SQE got last. Caller holds sq_lock. */
-static void blitz__uring_push(blitz__ring *r) {
+/* Takes the SQE got last without showing it to the kernel yet (the head
+ * of a linked pair). Caller holds sq_lock. */
+static void blitz__uring_stage(blitz__ring *r) {
     r->sq_tail_local++;
-    blitz__u32_field_store(r->sq_tail, r->sq_tail_local, BLITZ__RELEASE);
     blitz__u32_fetch_add(&r->to_submit, 1, BLITZ__RELAXED);
+}
+
+/* Publishes the SQEs got so far. Caller holds sq_lock. */
+static void blitz__uring_push(blitz__ring *r) {
+    blitz__uring_stage(r);
+    blitz__u32_field_store(r->sq_tail, r->sq_tail_local, BLITZ__RELEASE);
 }
 
 /* Gives `n` claimed SQEs to the kernel, optionally waiting for a
@@ -195,9 +203,17 @@ static uint32_t blitz__uring_claim(blitz__ring *r) {
     return blitz__u32_swap(&r->to_submit, 0, BLITZ__RELAXED);
 }
 
-/* Caller holds sq_lock. */
+/* Submits every published SQE, not only the claimed count: another
+ * thread's claim may have been overtaken by this submission's, and a
+ * count short of the tail could end between the two SQEs of a linked
+ * pair (a CONNECT and its LINK_TIMEOUT), which the kernel would run
+ * apart. Pairs are queued only by the thread that parks in the ring, so
+ * a parked thread's own submission never meets half a pair either.
+ * Caller holds sq_lock. */
 static void blitz__uring_flush_locked(blitz__ring *r) {
-    uint32_t n = blitz__uring_claim(r);
+    (void)blitz__uring_claim(r);
+    /* Acquire: the kernel's consumption of the SQEs before its head. */
+    uint32_t n = r->sq_tail_local - blitz__u32_field_load(r->sq_head, BLITZ__ACQUIRE);
     if (n)
         blitz__uring_submit_n(r, n);
 }
@@ -218,6 +234,20 @@ static struct io_uring_sqe *blitz__uring_sqe_or_flush(blitz__ring *r) {
         sqe = blitz__uring_get_sqe(r);
     }
     return sqe;
+}
+
+/* 1 when `n` SQEs can be claimed back to back (after a flush if need be):
+ * a linked pair must reach the kernel in one submission, or the link is
+ * cut. Caller holds sq_lock. */
+static int blitz__uring_room(blitz__ring *r, uint32_t n) {
+    for (int round = 0; round < 2; round++) {
+        uint32_t head = blitz__u32_field_load(r->sq_head, BLITZ__ACQUIRE);
+        if (r->sq_entries - (r->sq_tail_local - head) >= n)
+            return 1;
+        if (round == 0)
+            blitz__uring_flush_locked(r);
+    }
+    return 0;
 }
 
 /* Queues a copy of `sqe` in `r`; submits at once when `flush` is set or a
@@ -450,8 +480,11 @@ BLITZ_PRIVATE blitz__ring *blitz__uring_op_ring(blitz__io *io, const blitz_io *o
  * lock. */
 BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io *op, int flush) {
     blitz_socket *s = op->blitz__sock;
+    int linked =
+        op->blitz__kind == BLITZ__OP_CONNECT && (op->blitz__flags & BLITZ__OPF_LIMIT_KERNEL);
     blitz__mutex_lock(&r->sq_lock);
-    struct io_uring_sqe *sqe = blitz__uring_sqe_or_flush(r);
+    struct io_uring_sqe *sqe =
+        (!linked || blitz__uring_room(r, 2)) ? blitz__uring_sqe_or_flush(r) : NULL;
     if (!sqe) {
         blitz__mutex_unlock(&r->sq_lock);
         return BLITZ_EBUSY;
@@ -505,6 +538,21 @@ BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io
         sqe->opcode = IORING_OP_CONNECT;
         sqe->addr = (uint64_t)(uintptr_t)a->u.bytes;
         sqe->off = a->len;
+        if (linked) {
+            /* The time limit: a LINK_TIMEOUT right behind the CONNECT
+             * cancels it (-ECANCELED) when it fires first. The kernel
+             * copies the timespec when it takes the SQEs; the op keeps it
+             * until then. Its own completion is of no interest. */
+            sqe->flags |= IOSQE_IO_LINK;
+            blitz__uring_stage(r);
+            sqe = blitz__uring_get_sqe(r);
+            sqe->opcode = IORING_OP_LINK_TIMEOUT;
+            sqe->fd = -1;
+            sqe->addr = (uint64_t)(uintptr_t)((char *)op->blitz__scratch + BLITZ__CONNECT_TS_AT);
+            sqe->len = 1;
+            sqe->user_data = BLITZ__UD_IGNORE;
+            blitz__u64_fetch_add(&io->link_timeout_count, 1, BLITZ__RELAXED);
+        }
         break;
     }
     case BLITZ__OP_FD_READ:

@@ -43,20 +43,14 @@ BLITZ_API blitz_poll blitz_tcp_connect_host(blitz_cx *cx, blitz_connect_op *op, 
         op->blitz__next = 0;
         op->blitz__stage = BLITZ__CONNECT_CONNECTING;
         op->result = BLITZ_ECONNREFUSED;
-        memset(&op->blitz__timer, 0, sizeof op->blitz__timer);
         goto start_attempt;
     }
     for (;;) {
         /* An attempt is in progress: poll it. */
-        blitz_poll r = blitz_tcp_connect(cx, &op->blitz__io, &op->blitz__addr);
-        if (op->attempt_timeout_ns > 0)
-            r = blitz_timeout_op(cx, &op->blitz__timer, op->attempt_timeout_ns, r,
-                                 blitz_io_cancel_op, &op->blitz__io);
-        if (r == BLITZ_PENDING)
+        if (blitz_tcp_connect_timeout(cx, &op->blitz__io, &op->blitz__addr,
+                                      op->attempt_timeout_ns) == BLITZ_PENDING)
             return BLITZ_PENDING;
-        if (op->attempt_timeout_ns > 0 && op->blitz__timer.expired) {
-            op->result = BLITZ_ETIMEDOUT;
-        } else if (op->blitz__io.result == 0) {
+        if (op->blitz__io.result == 0) {
             op->socket = op->blitz__io.socket;
             op->blitz__io.socket = NULL;
             return blitz__connect_host_done(op, 0);
@@ -86,7 +80,6 @@ BLITZ_API void blitz_tcp_connect_host_cancel(blitz_cx *cx, void *opp) {
     if (op->blitz__stage == BLITZ__CONNECT_RESOLVING) {
         blitz_dns_cancel(cx, &op->blitz__dns);
     } else if (op->blitz__stage == BLITZ__CONNECT_CONNECTING) {
-        blitz_timer_cancel(&op->blitz__timer);
         blitz_io_cancel(&op->blitz__io);
     }
     if (op->blitz__stage != BLITZ__CONNECT_IDLE)

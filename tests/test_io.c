@@ -806,6 +806,37 @@ static int io_shutdown_inflight(blitz_backend b) {
 }
 IO_BACKEND_TESTS(io_shutdown_inflight)
 
+/* A loopback listener whose accept queue is full (backlog 0, connections
+ * nobody accepts in `fill`): the kernel drops further SYNs, so a connect
+ * to `*addr` hangs. Returns the listener's descriptor. */
+static int io_full_listener(blitz_addr *addr, int fill[8]) {
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK_GE(lfd, 0);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_EQ(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+    CHECK_EQ(listen(lfd, 0), 0);
+    socklen_t sl = sizeof sa;
+    CHECK_EQ(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
+    for (int i = 0; i < 8; i++) {
+        fill[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        connect(fill[i], (struct sockaddr *)&sa, sizeof sa);
+    }
+    tu_sleep_ms(50);
+    memset(addr, 0, sizeof *addr);
+    addr->len = sizeof sa;
+    memcpy(addr->u.bytes, &sa, sizeof sa);
+    return lfd;
+}
+
+static void io_full_listener_close(int lfd, int fill[8]) {
+    for (int i = 0; i < 8; i++)
+        close(fill[i]);
+    close(lfd);
+}
+
 /* Connect timeout: a listener whose accept queue is full drops SYNs, so a
  * connect hangs; blitz_timeout_op ends it. */
 typedef struct {
@@ -835,26 +866,10 @@ static int io_connect_timeout(blitz_backend b) {
     blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
     if (!rt)
         return 0;
-    int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK_EQ(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
-    CHECK_EQ(listen(lfd, 0), 0);
-    socklen_t sl = sizeof sa;
-    getsockname(lfd, (struct sockaddr *)&sa, &sl);
-    /* Fill the queue with connections nobody accepts. */
-    int fill[8], nfill = 0;
-    for (; nfill < 8; nfill++) {
-        fill[nfill] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-        connect(fill[nfill], (struct sockaddr *)&sa, sizeof sa);
-    }
-    tu_sleep_ms(50);
     io_connect_to c;
     memset(&c, 0, sizeof c);
-    c.addr.len = sizeof sa;
-    memcpy(c.addr.u.bytes, &sa, sizeof sa);
+    int fill[8];
+    int lfd = io_full_listener(&c.addr, fill);
     double t0 = tu_now();
     CHECK_OK(blitz_runtime_run(rt, io_connect_to_poll, &c, sizeof c));
     double dt = tu_now() - t0;
@@ -864,9 +879,7 @@ static int io_connect_timeout(blitz_backend b) {
         CHECK(dt >= 0.09);
         CHECK(dt < 2.0 * tu_timeout_mult());
     }
-    for (int i = 0; i < nfill; i++)
-        close(fill[i]);
-    close(lfd);
+    io_full_listener_close(lfd, fill);
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
