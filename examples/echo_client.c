@@ -31,7 +31,7 @@ typedef struct {
 static blitz_poll client_poll(blitz_cx *cx, void *p) {
     client *c = p;
     BLITZ_BEGIN(c);
-    BLITZ_AWAIT(c, blitz_tcp_connect(cx, &c->io, &c->addr));
+    BLITZ_AWAIT(c, blitz_tcp_connect_timeout(cx, &c->io, &c->addr, 5 * BLITZ_SEC));
     if (c->io.result < 0) {
         fprintf(stderr, "connect: %s\n", blitz_strerror((int)c->io.result));
         return BLITZ_READY;
