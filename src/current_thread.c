@@ -132,6 +132,7 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
             dctx.ct_driver = 1;
             dctx.current = NULL;
             blitz__context *outer = blitz__context_set(&dctx);
+            blitz__io_driver_start(rt);
             blitz__ct_drive_until(rt, t, &dctx);
             blitz__context_set(outer);
             /* Release: the next driver sees the run queue as we left it. */

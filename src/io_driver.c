@@ -1262,6 +1262,13 @@ BLITZ_PRIVATE void blitz__io_worker_start(blitz_runtime *rt, uint32_t index) {
         blitz__uring_worker_start(io, index);
 }
 
+/* The calling thread starts driving a current-thread runtime. */
+BLITZ_PRIVATE void blitz__io_driver_start(blitz_runtime *rt) {
+    blitz__io *io = rt->io;
+    if (io && io->kind == BLITZ_BACKEND_IO_URING)
+        blitz__uring_driver_start(io);
+}
+
 /* Gives pending io_uring submissions to the kernel (before a thread sleeps
  * anywhere but in the backend). */
 BLITZ_PRIVATE void blitz__io_flush(blitz_runtime *rt) {

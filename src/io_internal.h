@@ -58,6 +58,9 @@
 /* io_uring user_data tags below any pointer. */
 #define BLITZ__UD_IGNORE 0u
 #define BLITZ__UD_WAKE   1u
+/* The other tag of a ring's wake poll: a new current-thread driver arms
+ * its own poll under the tag not in use (see blitz__uring_driver_start). */
+#define BLITZ__UD_WAKE_ALT 5u
 /* A listener's multishot accept: the socket pointer with this bit set. */
 #define BLITZ__UD_ACCEPT_MS 2u
 /* A worker ring's poll of io->shared_efd. */
@@ -135,15 +138,20 @@ struct blitz_socket {
     struct blitz_socket *free_next;
 };
 
-/* One io_uring instance. A worker's own ring (`owned`) gets submissions
- * only from that worker, which is also the only thread that waits in it
- * or reaps it; cancels may come from any thread. The shared ring takes
+/* One io_uring instance. A worker's own ring gets submissions only from
+ * that worker, which is also the only thread that waits in it or reaps
+ * it; cancels may come from any thread. The shared ring takes
  * submissions from every other thread (sq_lock), and any thread reaps it
  * (reap_lock, tried). */
 typedef struct blitz__ring {
     int fd;
     int wake_fd; /* an eventfd polled (multishot) by this ring */
-    int owned;
+    int coop;    /* asked for COOP_TASKRUN: flagged task work is run at a tick */
+    /* The poll of wake_fd in use: its tag (BLITZ__UD_WAKE or _ALT) and the
+     * blitz__thread_tag of the thread that armed it (the poll's task work
+     * runs there). Changed by the thread that reaps the ring. */
+    blitz__atomic_u64 wake_armer;
+    blitz__atomic_u32 wake_ud;
     uint32_t index; /* in io->rings */
     blitz__mutex sq_lock;
     blitz__mutex reap_lock;
@@ -254,6 +262,7 @@ BLITZ_PRIVATE void blitz__pollb_dispatch(blitz__io *io);
 BLITZ_PRIVATE int blitz__uring_init(blitz__io *io, uint32_t workers);
 BLITZ_PRIVATE void blitz__uring_destroy(blitz__io *io);
 BLITZ_PRIVATE void blitz__uring_worker_start(blitz__io *io, uint32_t index);
+BLITZ_PRIVATE void blitz__uring_driver_start(blitz__io *io);
 BLITZ_PRIVATE blitz__ring *blitz__uring_mine(blitz__io *io, int *batches);
 BLITZ_PRIVATE blitz__ring *blitz__uring_op_ring(blitz__io *io, const blitz_io *op);
 BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io *op, int flush);

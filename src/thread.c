@@ -207,6 +207,10 @@ static _Thread_local blitz__context *blitz__tls_context;
 BLITZ_PRIVATE blitz__context *blitz__context_get(void) {
     return blitz__tls_context;
 }
+/* A value unique to the calling thread while it lives. */
+BLITZ_PRIVATE uintptr_t blitz__thread_tag(void) {
+    return (uintptr_t)&blitz__tls_context;
+}
 BLITZ_PRIVATE blitz__context *blitz__context_set(blitz__context *c) {
     blitz__context *old = blitz__tls_context;
     blitz__tls_context = c;

@@ -286,3 +286,97 @@ BLITZ_TEST(io_uring_creator_not_woken) {
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
+
+/* ---- a current-thread runtime driven by another thread ------------------------------- */
+
+/* A current-thread runtime's ring is COOP_TASKRUN: the task work of the
+ * poll that wakes its parked driver runs on the thread that armed the
+ * poll, without interrupting it. Here the runtime is created (its poll
+ * armed) on the test thread, which then computes without system calls
+ * while a second thread drives the runtime and a third spawns into it one
+ * task at a time: the driver arms its own poll, so each spawn reaches it
+ * at once instead of at the computing thread's next timer interrupt. */
+#define IO_CT_MOVE_SPAWNS 100
+
+typedef struct {
+    blitz_runtime *rt;
+    blitz_notify done;
+    atomic_int ran, stop;
+    double total_wait;
+    double worst_wait;
+} io_ct_move;
+
+typedef struct {
+    BLITZ_CORO;
+    io_ct_move *m;
+    blitz_notify_wait_op wait;
+} io_ct_root;
+
+static blitz_poll io_ct_root_poll(blitz_cx *cx, void *p) {
+    io_ct_root *r = p;
+    BLITZ_BEGIN(r);
+    BLITZ_AWAIT(r, blitz_notify_wait(cx, &r->wait, &r->m->done));
+    BLITZ_END(r);
+}
+
+static blitz_poll io_ct_move_task(blitz_cx *cx, void *p) {
+    (void)cx;
+    io_ct_move *m = *(io_ct_move **)p;
+    if (atomic_fetch_add(&m->ran, 1) + 1 == IO_CT_MOVE_SPAWNS)
+        blitz_notify_one(&m->done);
+    return BLITZ_READY;
+}
+
+static void *io_ct_move_driver(void *p) {
+    io_ct_move *m = p;
+    io_ct_root r;
+    memset(&r, 0, sizeof r);
+    r.m = m;
+    CHECK_OK(blitz_runtime_run(m->rt, io_ct_root_poll, &r, sizeof r));
+    return NULL;
+}
+
+static void *io_ct_move_spawner(void *p) {
+    io_ct_move *m = p;
+    tu_sleep_ms(50); /* the driver has parked */
+    for (int i = 0; i < IO_CT_MOVE_SPAWNS; i++) {
+        double t0 = tu_now();
+        CHECK_OK(blitz_spawn(m->rt, io_ct_move_task, &m, sizeof m, NULL));
+        while (atomic_load(&m->ran) <= i)
+            sched_yield();
+        double w = tu_now() - t0;
+        m->total_wait += w;
+        if (w > m->worst_wait)
+            m->worst_wait = w;
+        usleep(200);
+    }
+    atomic_store(&m->stop, 1);
+    return NULL;
+}
+
+BLITZ_TEST(io_uring_ct_driver_moves) {
+    blitz_runtime *rt = io_rt_new(BLITZ_BACKEND_IO_URING, BLITZ_CURRENT_THREAD, 0);
+    if (!rt)
+        return 0;
+    io_ct_move m;
+    memset(&m, 0, sizeof m);
+    m.rt = rt;
+    CHECK_OK(blitz_notify_init(&m.done));
+    pthread_t driver, spawner;
+    CHECK_EQ(pthread_create(&driver, NULL, io_ct_move_driver, &m), 0);
+    CHECK_EQ(pthread_create(&spawner, NULL, io_ct_move_spawner, &m), 0);
+    /* Compute, with no system call (the clock is read in user space),
+     * until the spawner is done. */
+    double t0 = tu_now();
+    while (!atomic_load(&m.stop) && tu_now() - t0 < 20.0 * tu_timeout_mult())
+        ;
+    CHECK_EQ(pthread_join(spawner, NULL), 0);
+    CHECK_EQ(pthread_join(driver, NULL), 0);
+    double mean = m.total_wait / IO_CT_MOVE_SPAWNS;
+    printf("# spawn to run: mean %.1f us, worst %.1f us\n", mean * 1e6, m.worst_wait * 1e6);
+    CHECK_EQ(atomic_load(&m.ran), IO_CT_MOVE_SPAWNS);
+    CHECK(mean < 0.0005 * tu_timeout_mult());
+    blitz_notify_destroy(&m.done);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
