@@ -374,6 +374,7 @@ BLITZ_TEST(io_uring_ct_driver_moves) {
     CHECK_EQ(pthread_join(driver, NULL), 0);
     double mean = m.total_wait / IO_CT_MOVE_SPAWNS;
     printf("# spawn to run: mean %.1f us, worst %.1f us\n", mean * 1e6, m.worst_wait * 1e6);
+    fflush(stdout);
     CHECK_EQ(atomic_load(&m.ran), IO_CT_MOVE_SPAWNS);
     CHECK(mean < 0.0005 * tu_timeout_mult());
     blitz_notify_destroy(&m.done);
