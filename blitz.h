@@ -11018,7 +11018,7 @@ static blitz_poll blitz__connect_timed_out(blitz_cx *cx, blitz_io *op) {
  * once the kernel has let go of a withdrawn io_uring op, the result is
  * BLITZ_ETIMEDOUT. The timer's `expired` marks that wait. */
 static blitz_poll blitz__connect_timed(blitz_cx *cx, blitz_io *op, blitz_poll p) {
-    if (!(op->blitz__flags & BLITZ__OPF_LIMIT_TIMER))
+    if (!cx || !(op->blitz__flags & BLITZ__OPF_LIMIT_TIMER))
         return p;
     blitz_timer *t = blitz__connect_timer(op);
     if (p == BLITZ_READY) {
