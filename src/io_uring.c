@@ -227,6 +227,35 @@ static void blitz__uring_flush_locked(blitz__ring *r) {
         blitz__uring_submit_n(r, n);
 }
 
+/* Takes every published SQE for a submission outside sq_lock (a park's,
+ * which also waits): the count of SQEs in the ring now, not the claimed
+ * hint, which may be short or, after an overtaken claim, high. */
+static uint32_t blitz__uring_claim_all(blitz__ring *r) {
+    blitz__mutex_lock(&r->sq_lock);
+    (void)blitz__uring_claim(r);
+    uint32_t n = r->sq_tail_local - blitz__u32_field_load(r->sq_head, BLITZ__ACQUIRE);
+    blitz__mutex_unlock(&r->sq_lock);
+    return n;
+}
+
+/* After a submission outside sq_lock of `n` SQEs took `done`. The rest
+ * were either submitted meanwhile by a flush under the lock (it takes
+ * every published SQE) or refused by the kernel (EBUSY): only SQEs still
+ * in the ring are owed, and their count re-arms the next flush. Owing the
+ * claim itself would leave a count that no SQE backs: a park asking to
+ * submit more SQEs than the ring holds returns at once without waiting,
+ * so the idle thread would spin. */
+static void blitz__uring_settle_claim(blitz__ring *r, uint32_t n, uint32_t done) {
+    if (done >= n)
+        return;
+    blitz__mutex_lock(&r->sq_lock);
+    uint32_t left = r->sq_tail_local - blitz__u32_field_load(r->sq_head, BLITZ__ACQUIRE);
+    uint32_t hint = blitz__u32_load(&r->to_submit, BLITZ__RELAXED);
+    if (left > hint)
+        blitz__u32_fetch_add(&r->to_submit, left - hint, BLITZ__RELAXED);
+    blitz__mutex_unlock(&r->sq_lock);
+}
+
 BLITZ_PRIVATE void blitz__uring_flush(blitz__ring *r) {
     if (!blitz__u32_load(&r->to_submit, BLITZ__RELAXED))
         return;
@@ -874,9 +903,7 @@ BLITZ_PRIVATE void blitz__uring_park(blitz__io *io, blitz__parker *p, uint64_t t
     uint32_t expected = BLITZ__UNPARKED;
     if (blitz__u32_cas(&p->state, &expected, BLITZ__PARKED_DRIVER, BLITZ__ACQ_REL) &&
         !blitz__uring_cq_ready(r)) {
-        blitz__mutex_lock(&r->sq_lock);
-        uint32_t n = blitz__uring_claim(r);
-        blitz__mutex_unlock(&r->sq_lock);
+        uint32_t n = blitz__uring_claim_all(r);
         struct __kernel_timespec ts;
         struct io_uring_getevents_arg ea;
         memset(&ea, 0, sizeof ea);
@@ -890,9 +917,7 @@ BLITZ_PRIVATE void blitz__uring_park(blitz__io *io, blitz__parker *p, uint64_t t
         /* The kernel returns how many it submitted, or an error when it
          * submitted none (then the wait may not have happened: EBUSY;
          * the caller's loop comes back). */
-        uint32_t done = got > 0 ? (uint32_t)got : 0;
-        if (done < n)
-            blitz__uring_submit_n(r, n - done);
+        blitz__uring_settle_claim(r, n, got > 0 ? (uint32_t)got : 0);
     }
     blitz__u32_swap(&p->state, BLITZ__UNPARKED, BLITZ__ACQUIRE);
     if (woke)

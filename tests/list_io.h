@@ -27,6 +27,7 @@
     BLITZ_IO_TEST3(X, io_close_busy, 30000)           \
     X(io_uring_creator_not_woken, 20000)              \
     X(io_uring_ct_driver_moves, 30000)                \
+    X(io_uring_overtaken_park, 10000)                 \
     X(io_ms_messages, 20000)                          \
     X(io_ms_lagging_reader, 20000)                    \
     X(io_ms_pool_exhausted, 30000)                    \
