@@ -129,7 +129,9 @@ blitz_runtime_backend tells which one runs.
             or park, parks in it and reaps it, so the kernel finishes an
             op on the thread that will run its task. Other threads (the
             current-thread driver, plain threads, another runtime's tasks
-            using this runtime's sockets) use one shared ring.
+            using this runtime's sockets) use one shared ring; a
+            current-thread runtime's is COOP_TASKRUN too, and the thread
+            that drives it arms its own wake-up poll there.
             A TCP receive after a short one (request/response traffic)
             arms a multishot receive (Linux 6.0+): it stays armed for the
             connection and the kernel receives each arrival of data into
