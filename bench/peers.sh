@@ -21,6 +21,10 @@
 # with apt-get when missing and root) and go (Debian's golang-go, the same);
 # a peer that cannot be built is left out and said so.
 #
+# The servers take turns in an order that rotates each round; the ratios
+# are also given round by round (against that round's best peer) with
+# their median, which the VM's drift in speed disturbs less.
+#
 # Environment: REPEAT, ECHO_SECS, SHARED_DIR (default ../shared beside the
 # repository), PEERS_OUT (default build/bench-peers).
 set -uo pipefail
@@ -117,10 +121,14 @@ run_server() {
     echo "$out" | sed -n 's/^bench=tcp_echo_50conn_64B_rps value=\([0-9.]*\).*/  '"$name"' \1 req\/s/p' >&2
 }
 
+# The servers take turns in a rotating order (this VM's speed drifts over
+# tens of seconds: a fixed order would favour the first).
+ns=${#SERVERS[@]}
 for rep in $(seq 1 "$REPEAT"); do
     echo "== round $rep/$REPEAT" >&2
-    for s in "${SERVERS[@]}"; do
-        run_server "$s"
+    echo "# round=$rep" >>"$OUT/samples.txt"
+    for k in $(seq 0 $((ns - 1))); do
+        run_server "${SERVERS[$(((k + rep - 1) % ns))]}"
     done
 done
 
@@ -130,14 +138,20 @@ echo
 python3 - "$OUT/samples.txt" "${SERVERS[@]}" <<'EOF'
 import sys
 path, servers = sys.argv[1], sys.argv[2:]
-vals, units = {}, {}
+vals, units, rounds, rnd = {}, {}, [], None
 for line in open(path):
     line = line.strip()
+    if line.startswith("# round="):
+        rnd = {}
+        rounds.append(rnd)
+        continue
     if not line.startswith("bench="):
         continue
     kv = dict(p.split("=", 1) for p in line.split() if "=" in p)
     vals.setdefault((kv["bench"], kv["impl"]), []).append(float(kv["value"]))
     units[kv["bench"]] = kv["unit"]
+    if rnd is not None:
+        rnd[(kv["bench"], kv["impl"])] = float(kv["value"])
 benches = []
 for (b, _) in vals:
     if b not in benches:
@@ -168,8 +182,21 @@ for b in benches:
     for s in servers:
         if s.startswith("blitz") and table[(b, s)]:
             r = table[(b, s)] / best if up else best / table[(b, s)]
-            print("ratio bench=%s %s/best_peer(%s)=%.3f (%s)" %
-                  (b, s, who, r, "blitz better" if r > 1 else "peer better" if r < 1 else "even"))
+            # The same ratio within each round (against that round's best
+            # peer), then its median: less exposed to the VM's drift.
+            per = []
+            for rd in rounds:
+                pv = [rd[(b, p)] for p in peers if (b, p) in rd]
+                if (b, s) in rd and pv:
+                    bp = (max if up else min)(pv)
+                    per.append(rd[(b, s)] / bp if up else bp / rd[(b, s)])
+            extra = ""
+            if per:
+                extra = "; per round %s, median %.3f" % (
+                    "/".join("%.2f" % x for x in per), med(per))
+            print("ratio bench=%s %s/best_peer(%s)=%.3f (%s%s)" %
+                  (b, s, who, r, "blitz better" if r > 1 else "peer better" if r < 1 else "even",
+                   extra))
 EOF
 echo
 echo "samples: $OUT/samples.txt"
