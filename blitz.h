@@ -144,6 +144,14 @@ blitz_runtime_backend tells which one runs.
             it); when the pool runs dry the kernel ends the multishot
             receive and the next receive is single-shot. Unix sockets
             always use single-shot receives.
+            A listener's first accept arms a multishot accept (Linux
+            5.19+): the kernel accepts each new connection ahead and the
+            next blitz_tcp_accept takes it without a system call. At most
+            64 wait so (plus those that arrived together with the 64th);
+            then the multishot accept is cancelled and further clients
+            wait in the listen backlog until the program accepts again, so
+            a program that stops accepting does not hold descriptors for
+            them. Closing the listener closes the connections it held.
   epoll     edge-triggered, every socket registered once; the task does the
             system call and waits for the next edge of its direction. A
             TCP receive after a short one waits for the next edge without
@@ -9841,8 +9849,9 @@ struct blitz_socket {
     int poll_slot;              /* index in the poll set, -1 when not in it (poll_lock) */
     blitz_io *ops;              /* waiting (readiness) or in flight (io_uring); under lock */
     /* io_uring multishot accept (listeners; under lock): armed in the
-     * kernel, connections accepted before anyone asked, a pending error. */
-    int ms_armed;
+     * kernel, a cancel of it is due (the queue is full), connections
+     * accepted before anyone asked, a pending error. */
+    int ms_armed, ms_cancelling;
     int ms_err;
     uint32_t ms_ring; /* index of the ring the multishot accept is armed in */
     int *ms_fds;
@@ -10598,6 +10607,14 @@ static blitz_poll blitz__uring_accept_ms(blitz_cx *cx, blitz_io *op) {
     return BLITZ_PENDING;
 }
 
+/* Connections a listener's multishot accept may hold for tasks that have
+ * not asked yet. Past it the multishot accept is cancelled and the rest
+ * wait in the kernel's backlog, as with a plain accept: a program that
+ * stops accepting (a concurrency limit, a graceful stop) must not have
+ * the kernel take descriptors for it without bound. The next accept that
+ * finds the queue empty arms it again. */
+#define BLITZ__ACCEPT_QUEUE_MAX 64u
+
 /* A CQE of a listener's multishot accept. Dispatching thread. */
 BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
                                        uint32_t flags) {
@@ -10605,7 +10622,7 @@ BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_sock
     int ended = !(flags & IORING_CQE_F_MORE);
     blitz__mutex_lock(&s->lock);
     if (ended)
-        s->ms_armed = 0;
+        s->ms_armed = s->ms_cancelling = 0;
     blitz_io *waiter = NULL;
     for (blitz_io *op = s->ops; op; op = op->blitz__next)
         if (op->blitz__kind == BLITZ__OP_ACCEPT &&
@@ -10634,6 +10651,10 @@ BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_sock
                 s->ms_count++;
             } else {
                 close(res);
+            }
+            if (s->ms_count >= BLITZ__ACCEPT_QUEUE_MAX && !ended && !s->ms_cancelling) {
+                s->ms_cancelling = 1;
+                blitz__uring_cancel_ud(io, r, (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
             }
         }
     } else if (res != -EAGAIN && res != -ECANCELED) {

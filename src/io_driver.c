@@ -584,6 +584,14 @@ static blitz_poll blitz__uring_accept_ms(blitz_cx *cx, blitz_io *op) {
     return BLITZ_PENDING;
 }
 
+/* Connections a listener's multishot accept may hold for tasks that have
+ * not asked yet. Past it the multishot accept is cancelled and the rest
+ * wait in the kernel's backlog, as with a plain accept: a program that
+ * stops accepting (a concurrency limit, a graceful stop) must not have
+ * the kernel take descriptors for it without bound. The next accept that
+ * finds the queue empty arms it again. */
+#define BLITZ__ACCEPT_QUEUE_MAX 64u
+
 /* A CQE of a listener's multishot accept. Dispatching thread. */
 BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
                                        uint32_t flags) {
@@ -591,7 +599,7 @@ BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_sock
     int ended = !(flags & IORING_CQE_F_MORE);
     blitz__mutex_lock(&s->lock);
     if (ended)
-        s->ms_armed = 0;
+        s->ms_armed = s->ms_cancelling = 0;
     blitz_io *waiter = NULL;
     for (blitz_io *op = s->ops; op; op = op->blitz__next)
         if (op->blitz__kind == BLITZ__OP_ACCEPT &&
@@ -620,6 +628,10 @@ BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_sock
                 s->ms_count++;
             } else {
                 close(res);
+            }
+            if (s->ms_count >= BLITZ__ACCEPT_QUEUE_MAX && !ended && !s->ms_cancelling) {
+                s->ms_cancelling = 1;
+                blitz__uring_cancel_ud(io, r, (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
             }
         }
     } else if (res != -EAGAIN && res != -ECANCELED) {

@@ -113,8 +113,9 @@ struct blitz_socket {
     int poll_slot;              /* index in the poll set, -1 when not in it (poll_lock) */
     blitz_io *ops;              /* waiting (readiness) or in flight (io_uring); under lock */
     /* io_uring multishot accept (listeners; under lock): armed in the
-     * kernel, connections accepted before anyone asked, a pending error. */
-    int ms_armed;
+     * kernel, a cancel of it is due (the queue is full), connections
+     * accepted before anyone asked, a pending error. */
+    int ms_armed, ms_cancelling;
     int ms_err;
     uint32_t ms_ring; /* index of the ring the multishot accept is armed in */
     int *ms_fds;

@@ -34,6 +34,7 @@
     X(io_ms_bulk_reader, 30000)                       \
     X(io_ms_eof_after_data, 20000)                    \
     X(io_ms_then_fd_read, 20000)                      \
+    X(io_ms_accept_bounded, 20000)                    \
     BLITZ_IO_TEST3(X, io_connect_limit, 20000)        \
     BLITZ_IO_TEST3(X, io_connect_limit_ok, 20000)     \
     BLITZ_IO_TEST3(X, io_connect_limit_cancel, 20000) \

@@ -33,18 +33,6 @@ static void tf_rm_rf(const char *path) {
     }
 }
 
-/* Open descriptors of this process. */
-static int tf_open_fds(void) {
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return -1;
-    while (readdir(d))
-        n++;
-    closedir(d);
-    return n;
-}
-
 typedef struct {
     BLITZ_CORO;
     char dir[64], path[160], path2[160], nested[160];
@@ -185,10 +173,10 @@ static int fs_roundtrip(tu_flavor f) {
     tf_round s;
     memset(&s, 0, sizeof s);
     tf_tmpdir(s.dir, sizeof s.dir);
-    int fds = tf_open_fds();
+    int fds = tu_open_fds();
     CHECK_OK(blitz_runtime_run(rt, tf_round_poll, &s, sizeof s));
     CHECK_EQ(s.step, 1);
-    CHECK_EQ(tf_open_fds(), fds);
+    CHECK_EQ(tu_open_fds(), fds);
     CHECK_OK(blitz_runtime_free(rt));
     tf_rm_rf(s.dir);
     return 0;
@@ -392,7 +380,7 @@ static int fs_cancel_race(tu_flavor f) {
     CHECK_NOT_NULL(fp);
     fputs("four", fp);
     fclose(fp);
-    int fds = tf_open_fds();
+    int fds = tu_open_fds();
     enum { N = 6 };
     blitz_task *h[N];
     for (int i = 0; i < N; i++) {
@@ -413,7 +401,7 @@ static int fs_cancel_race(tu_flavor f) {
     }
     /* Before the runtime is freed: it holds descriptors of its own (the
      * I/O backend's). */
-    CHECK_EQ(tf_open_fds(), fds);
+    CHECK_EQ(tu_open_fds(), fds);
     CHECK_OK(blitz_runtime_free(rt));
     CHECK_GT(timeouts, 0);
     CHECK_GT(opened, 0);
@@ -454,7 +442,7 @@ BLITZ_TEST(fs_cancelled_task_closes_files) {
     tf_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/f", dir);
     close(open(path, O_CREAT | O_WRONLY, 0644));
-    int fds = tf_open_fds();
+    int fds = tu_open_fds();
     tp_job gate;
     tp_job_init(&gate, 0);
     blitz_task *blocker;
@@ -510,7 +498,7 @@ BLITZ_TEST(fs_cancelled_task_closes_files) {
         blitz_task_release(&h[i]);
     }
     blitz_task_release(&blocker);
-    CHECK_EQ(tf_open_fds(), fds);
+    CHECK_EQ(tu_open_fds(), fds);
     CHECK_OK(blitz_runtime_free(rt));
     tf_rm_rf(dir);
     return 0;
@@ -535,7 +523,7 @@ BLITZ_TEST(fs_room_cancel_race) {
     CHECK_NOT_NULL(fp);
     fputs("four", fp);
     fclose(fp);
-    int fds = tf_open_fds();
+    int fds = tu_open_fds();
     enum { N = 8 };
     blitz_task *h[N];
     for (int i = 0; i < N; i++) {
@@ -558,7 +546,7 @@ BLITZ_TEST(fs_room_cancel_race) {
     CHECK_GT(st.rejected, 0); /* ops did wait for room */
     CHECK_EQ(st.threads_started, 1);
     /* Before the runtime is freed: it holds its I/O backend's descriptors. */
-    CHECK_EQ(tf_open_fds(), fds);
+    CHECK_EQ(tu_open_fds(), fds);
     CHECK_OK(blitz_runtime_free(rt));
     CHECK_GT(timeouts, 0);
     CHECK_GT(opened, 0);

@@ -166,7 +166,7 @@ static blitz_poll tpr_pipe_poll(blitz_cx *cx, void *p) {
 static int process_pipes(tu_flavor f) {
     blitz_runtime *rt = tu_rt_new(f);
     static const char *const want[] = {"through cat\n", "yes-\n", "/\n"};
-    int fds = tf_open_fds();
+    int fds = tu_open_fds();
     for (int mode = 0; mode < 3; mode++) {
         tpr_pipe s;
         memset(&s, 0, sizeof s);
@@ -174,7 +174,7 @@ static int process_pipes(tu_flavor f) {
         CHECK_OK(blitz_runtime_run(rt, tpr_pipe_poll, &s, sizeof s));
         CHECK_BASE(strcmp(s.buf, want[mode]) == 0, "mode %d: got \"%s\"", mode, s.buf);
     }
-    CHECK_EQ(tf_open_fds(), fds);
+    CHECK_EQ(tu_open_fds(), fds);
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
@@ -350,7 +350,7 @@ BLITZ_TEST(process_output) {
     CHECK_NOT_NULL(input);
     for (size_t i = 0; i < big; i++)
         input[i] = (char)('a' + i % 26);
-    int fds = tf_open_fds();
+    int fds = tu_open_fds();
     for (int which = 0; which < 4; which++) {
         tpr_output s;
         memset(&s, 0, sizeof s);
@@ -381,7 +381,7 @@ BLITZ_TEST(process_output) {
         blitz_free(s.out.out);
         blitz_free(s.out.err);
     }
-    CHECK_EQ(tf_open_fds(), fds);
+    CHECK_EQ(tu_open_fds(), fds);
     free(input);
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
@@ -412,7 +412,7 @@ static blitz_poll tpr_output_cancel_poll(blitz_cx *cx, void *p) {
 
 BLITZ_TEST(process_output_cancel) {
     blitz_runtime *rt = tu_rt_new(TU_MT2);
-    int fds = tf_open_fds();
+    int fds = tu_open_fds();
     tpr_output_cancel s;
     memset(&s, 0, sizeof s);
     double t0 = tu_now();
@@ -420,7 +420,7 @@ BLITZ_TEST(process_output_cancel) {
     CHECK_EQ(s.expired, 1);
     /* The thread notices within a tick, kills and reaps the child. */
     double deadline = tu_now() + 5.0 * tu_timeout_mult();
-    while (tf_open_fds() != fds) {
+    while (tu_open_fds() != fds) {
         CHECK(tu_now() < deadline);
         tu_sleep_ms(2);
     }

@@ -4,6 +4,7 @@
 #ifndef BLITZ_TEST_UTIL_H
 #define BLITZ_TEST_UTIL_H
 
+#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -63,6 +64,18 @@ static inline void tu_sleep_ms(long ms) {
 
 /* Waits until *a >= want, failing the test after `seconds` (scaled by
  * BLITZ_TEST_TIMEOUT_MULT so that sanitizer builds get more time). */
+/* Open descriptors of this process. */
+static inline int tu_open_fds(void) {
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
 static inline double tu_timeout_mult(void) {
     const char *m = getenv("BLITZ_TEST_TIMEOUT_MULT");
     double mult = m ? atof(m) : 1.0;
