@@ -183,7 +183,20 @@ cancelled asynchronously: it keeps a reference on its task, so the task's
 memory (the buffer) stays until the kernel has let go, even if the task
 is cancelled or finishes; blitz_io_settle waits for that before you reuse
 the buffer. Give tasks with pending ops a spawn cancel hook that calls
-blitz_io_cancel so cancelling them releases the op at once.
+blitz_io_cancel so cancelling them releases the op at once (without one,
+closing the socket still closes its descriptor, and the op's record of the
+socket stays until the runtime is freed).
+A cancel loses no data. A receive the kernel filled before the cancel
+reached it keeps its result BLITZ_ECANCELED, and its bytes go to the next
+receive on the socket (call blitz_io_settle first, or poll the same op
+again, so the next one comes after it). A cancelled send that had sent
+bytes (an io_uring send the kernel performed first, or part of a
+send_all) reports them: after blitz_io_settle, result is the count sent
+instead of BLITZ_ECANCELED. Send only the rest again:
+    BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->t, ns, blitz_sock_send(...),
+                                    blitz_io_cancel_op, &s->io));
+    if (s->t.expired)
+        BLITZ_AWAIT(s, blitz_io_settle(cx, &s->io)); // result: sent or ECANCELED
 
 Sockets: blitz_tcp_listen / blitz_tcp_accept / blitz_tcp_connect
 (blitz_tcp_connect_timeout: BLITZ_ETIMEDOUT after a limit; on io_uring the
@@ -191,8 +204,9 @@ kernel times it with a linked LINK_TIMEOUT, elsewhere the runtime's timer),
 blitz_sock_recv / send / send_all / recvv / sendv (also named blitz_tcp_*,
 blitz_unix_*, blitz_udp_*), blitz_sock_shutdown (half-close),
 blitz_sock_close (from any thread, also while ops are in progress: they
-end with BLITZ_ECLOSED and the descriptor closes when the last one lets
-go; starting an op on a closed handle is the caller's bug), options
+end with BLITZ_ECLOSED and the descriptor closes when the last system
+call on it ends; the handle may be freed by the close, so using it after
+is a use after free, as with free(3)), options
 (nodelay, keepalive, linger, buffer sizes),
 local and peer addresses; UDP bind / connect / send_to / recv_from /
 multicast; Unix stream listeners, datagram sockets, pairs, abstract names
@@ -2135,7 +2149,12 @@ BLITZ_API int blitz_io_cancel(blitz_io *op);
  * cancel hooks). */
 BLITZ_API void blitz_io_cancel_op(blitz_cx *cx, void *op);
 /* READY once the kernel holds nothing of the op (always READY except
- * after a cancel of an io_uring op whose completion has not arrived). */
+ * after a cancel of an io_uring op whose completion has not arrived).
+ * Then a cancelled send that had sent bytes (the kernel performed it
+ * before the cancel reached it, or part of a send_all went out) has that
+ * count in `result` instead of BLITZ_ECANCELED. A cancelled receive's
+ * result stays BLITZ_ECANCELED; bytes it had received go to the next
+ * receive on the socket. */
 BLITZ_API blitz_poll blitz_io_settle(blitz_cx *cx, blitz_io *op);
 /* Nonzero while the op waits (registered or in flight). */
 BLITZ_API int blitz_io_pending(const blitz_io *op);
@@ -2191,8 +2210,10 @@ BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *
 BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
 /* Closes: pending ops complete with BLITZ_ECLOSED; the descriptor is
  * closed once no op uses it any more (the kernel's, or a task's in the
- * middle of its system call). Any thread may close while tasks' ops are
- * in progress; the handle is invalid after, so no new op may start. */
+ * middle of its system call), whether or not the ops' tasks ever run
+ * again. Any thread may close while tasks' ops are in progress. The
+ * handle may be freed by the call: using it after (a new op, a second
+ * close) is a use after free, as with free(3). */
 BLITZ_API int blitz_sock_close(blitz_socket *s);
 #define blitz_tcp_close(s) blitz_sock_close(s)
 /* The descriptor (for options blitz does not wrap), or -1. */
@@ -9834,7 +9855,15 @@ struct blitz_socket {
     int closed; /* under lock */
     struct blitz__io *io;
     blitz__mutex lock;
-    blitz__atomic_u32 refs; /* the handle, plus one per op in the kernel */
+    /* References. Low 32 bits: holders that may use the descriptor (the
+     * handle, an op in the kernel, a task between its start of an op and
+     * the end of its system call); the descriptor is closed when they
+     * are gone. High 32 bits: holders of the memory only (a task whose op
+     * waits for readiness or a completion: it will look at the socket's
+     * lock and state, never its descriptor, before it takes a descriptor
+     * reference again). The memory goes when both are gone. */
+    blitz__atomic_u64 refs;
+    int fd_closed; /* set once the descriptor is closed (see refs) */
     /* Readiness: bumped under lock by every event of that direction. */
     blitz__atomic_u32 rd_seq, wr_seq;
     /* poll backend: directions that have waiters (bit per direction). */
@@ -9871,6 +9900,12 @@ struct blitz_socket {
     int32_t rms_err;
     blitz__rbuf *rq;
     uint32_t rq_head, rq_count, rq_cap;
+    /* Data of receives cancelled after the kernel had filled them
+     * (io_salvage.c; under lock), in order, and an error in keeping it.
+     * salvage_n: nonzero while either is there (read without the lock). */
+    struct blitz__salvage *salvage_head, *salvage_tail;
+    int32_t salvage_err;
+    blitz__atomic_u32 salvage_n;
     struct blitz_socket *all_next, *all_prev; /* every live socket (socks_lock) */
     struct blitz_socket *free_next;
 };
@@ -10044,6 +10079,13 @@ BLITZ_PRIVATE void blitz__recv_ms_close(blitz_socket *s);
 BLITZ_PRIVATE void blitz__recv_ms_release(blitz_socket *s);
 BLITZ_PRIVATE int blitz__recv_ms_wants(const blitz_socket *s, uint32_t kind, uint32_t dir);
 BLITZ_PRIVATE int blitz__recv_ms_direct(blitz_socket *s);
+/* Data of receives cancelled too late (io_salvage.c). */
+BLITZ_PRIVATE int blitz__salvage_kind(uint32_t kind);
+BLITZ_PRIVATE void blitz__salvage_keep(blitz_socket *s, const blitz_io *op, size_t n,
+                                       uint32_t from_len);
+BLITZ_PRIVATE int blitz__salvage_take(blitz_socket *s, blitz_io *op, int64_t *r);
+BLITZ_PRIVATE int blitz__salvage_waiting(const blitz_socket *s);
+BLITZ_PRIVATE void blitz__salvage_release(blitz_socket *s);
 /* The common poll of every op kind (io_driver.c), and the system call of
  * the descriptor kinds (io_fd.c). */
 BLITZ_PRIVATE blitz_poll blitz__io_op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s,
@@ -10120,6 +10162,7 @@ static void blitz__sock_free_mem(blitz_socket *s) {
         close(s->ms_fds[(s->ms_head + i) % s->ms_cap]);
     blitz__free(s->ms_fds);
     blitz__recv_ms_release(s);
+    blitz__salvage_release(s);
     blitz__mutex_destroy(&s->lock);
     blitz__free(s);
 }
@@ -10151,24 +10194,19 @@ static void blitz__recv_note(blitz_socket *s, int64_t r, size_t len) {
     blitz__u32_store(&s->rd_bulk, r >= (int64_t)BLITZ_URING_RECV_BUF_SIZE, BLITZ__RELAXED);
 }
 
+#define BLITZ__SOCK_FD_REF     ((uint64_t)1)
+#define BLITZ__SOCK_MEM_REF    ((uint64_t)1 << 32)
+#define BLITZ__SOCK_FD_REFS(v) ((uint32_t)(v))
+
 BLITZ_PRIVATE void blitz__sock_ref(blitz_socket *s) {
-    blitz__u32_fetch_add(&s->refs, 1, BLITZ__RELAXED);
+    blitz__u64_fetch_add(&s->refs, BLITZ__SOCK_FD_REF, BLITZ__RELAXED);
 }
 
-/* The last reference: close the descriptor; the memory goes now
- * (io_uring) or at the next dispatch cycle (readiness backends). */
-BLITZ_PRIVATE void blitz__sock_unref(blitz_socket *s) {
-    if (blitz__u32_fetch_sub(&s->refs, 1, BLITZ__ACQ_REL) != 1)
-        return;
+/* The socket's memory: off the driver's list, then freed now (io_uring)
+ * or at the next dispatch cycle (readiness backends: an event fetched
+ * before the close may still name it). */
+static void blitz__sock_release_mem(blitz_socket *s) {
     blitz__io *io = s->io;
-    if (io->kind == BLITZ_BACKEND_EPOLL)
-        blitz__epoll_del(io, s);
-    if (io->kind == BLITZ_BACKEND_POLL)
-        blitz__pollb_forget(io, s);
-    /* The number may be reused at once; an event already fetched for it
-     * only bumps this (closed) socket's sequence numbers. */
-    close(s->fd);
-    blitz__u32_fetch_sub(&io->nsocks, 1, BLITZ__RELAXED);
     blitz__mutex_lock(&io->socks_lock);
     if (s->all_prev)
         s->all_prev->all_next = s->all_next;
@@ -10185,6 +10223,70 @@ BLITZ_PRIVATE void blitz__sock_unref(blitz_socket *s) {
     io->free_list = s;
     blitz__u32_store(&io->has_free, 1, BLITZ__RELAXED);
     blitz__mutex_unlock(&io->socks_lock);
+}
+
+/* Drops a memory-only reference. Acquire-release: the last one orders
+ * every holder's use of the socket before the free. */
+static void blitz__sock_unref_mem(blitz_socket *s) {
+    if (blitz__u64_fetch_sub(&s->refs, BLITZ__SOCK_MEM_REF, BLITZ__ACQ_REL) == BLITZ__SOCK_MEM_REF)
+        blitz__sock_release_mem(s);
+}
+
+/* Drops a descriptor reference. The last one closes the descriptor; it
+ * turns into a memory reference in the same step, so a memory holder
+ * letting go meanwhile cannot free the socket under the close. */
+BLITZ_PRIVATE void blitz__sock_unref(blitz_socket *s) {
+    uint64_t cur = blitz__u64_load(&s->refs, BLITZ__RELAXED);
+    for (;;) {
+        uint64_t next = cur - BLITZ__SOCK_FD_REF;
+        if (BLITZ__SOCK_FD_REFS(cur) == 1)
+            next += BLITZ__SOCK_MEM_REF;
+        /* Acquire-release: as for any last reference. */
+        if (blitz__u64_cas_weak(&s->refs, &cur, next, BLITZ__ACQ_REL))
+            break;
+    }
+    if (BLITZ__SOCK_FD_REFS(cur) != 1)
+        return;
+    blitz__io *io = s->io;
+    if (io->kind == BLITZ_BACKEND_EPOLL)
+        blitz__epoll_del(io, s);
+    if (io->kind == BLITZ_BACKEND_POLL)
+        blitz__pollb_forget(io, s);
+    /* The number may be reused at once; an event already fetched for it
+     * only bumps this (closed) socket's sequence numbers. */
+    close(s->fd);
+    s->fd_closed = 1;
+    blitz__u32_fetch_sub(&io->nsocks, 1, BLITZ__RELAXED);
+    blitz__sock_unref_mem(s);
+}
+
+/* A task's descriptor reference becomes a memory reference: its op now
+ * waits, and the descriptor may close under it (a close of the socket
+ * completes the op without the descriptor). */
+static void blitz__sock_fd_to_mem(blitz_socket *s) {
+    uint64_t cur = blitz__u64_load(&s->refs, BLITZ__RELAXED);
+    if (BLITZ__SOCK_FD_REFS(cur) > 1) {
+        /* Not the last descriptor reference: one step. Relaxed: the
+         * memory reference keeps the socket, nothing is published. */
+        if (blitz__u64_cas_weak(&s->refs, &cur, cur - BLITZ__SOCK_FD_REF + BLITZ__SOCK_MEM_REF,
+                                BLITZ__RELAXED))
+            return;
+    }
+    blitz__u64_fetch_add(&s->refs, BLITZ__SOCK_MEM_REF, BLITZ__RELAXED);
+    blitz__sock_unref(s);
+}
+
+/* A memory reference becomes a descriptor reference again, unless the
+ * descriptor is closed (or closing): returns 0 then and keeps the memory
+ * reference. Acquire: the holder's use of the descriptor comes after. */
+static int blitz__sock_mem_to_fd(blitz_socket *s) {
+    uint64_t cur = blitz__u64_load(&s->refs, BLITZ__RELAXED);
+    do {
+        if (!BLITZ__SOCK_FD_REFS(cur))
+            return 0;
+    } while (!blitz__u64_cas_weak(&s->refs, &cur, cur + BLITZ__SOCK_FD_REF - BLITZ__SOCK_MEM_REF,
+                                  BLITZ__ACQUIRE));
+    return 1;
 }
 
 /* Wraps a non-blocking descriptor (closed on failure). */
@@ -10206,7 +10308,7 @@ BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type,
     s->io = io;
     s->poll_slot = -1;
     blitz__mutex_init(&s->lock);
-    blitz__u32_store(&s->refs, 1, BLITZ__RELAXED);
+    blitz__u64_store(&s->refs, BLITZ__SOCK_FD_REF, BLITZ__RELAXED);
     if (io->kind == BLITZ_BACKEND_EPOLL) {
         int rc = blitz__epoll_add(io, s);
         if (rc != BLITZ_OK) {
@@ -10255,6 +10357,14 @@ static void blitz__op_msghdr(blitz_io *op, struct msghdr *m, struct iovec *one) 
         m->msg_namelen = op->blitz__kind == BLITZ__OP_SEND_TO ? op->blitz__addr->len
                                                               : sizeof op->blitz__addr->u.bytes;
     }
+}
+
+/* The sender's address length an io_uring RECV_FROM got (its msghdr is in
+ * the op). */
+static uint32_t blitz__op_from_len(const blitz_io *op) {
+    if (op->blitz__kind != BLITZ__OP_RECV_FROM || !(op->blitz__flags & BLITZ__OPF_URING))
+        return 0;
+    return (uint32_t)((const struct msghdr *)(const void *)op->blitz__scratch)->msg_namelen;
 }
 
 /* One non-blocking attempt: bytes, a new descriptor (accept), 0 (connect),
@@ -10684,6 +10794,11 @@ static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
     blitz_socket *s = op->blitz__sock;
     blitz__io *io = s->io;
     uint32_t k = op->blitz__kind;
+    int64_t kept;
+    if ((blitz__salvage_kind(k) || k == BLITZ__OP_FD_READ) && blitz__salvage_take(s, op, &kept)) {
+        blitz__op_result(op, kept);
+        return BLITZ_READY;
+    }
     if (k == BLITZ__OP_ACCEPT && io->ms_accept)
         return blitz__uring_accept_ms(cx, op);
     if (blitz__recv_ms_wants(s, k, op->blitz__dir)) {
@@ -10765,9 +10880,12 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
     op->blitz__waker = blitz_waker_noop();
     uint32_t st = blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED);
     if (st == BLITZ__IO_CANCELLING) {
-        /* Nobody waits for the result. */
+        /* Nobody waits for the result. Data it received stays the
+         * stream's; a send's count is reported by blitz_io_settle. */
         if (op->blitz__kind == BLITZ__OP_ACCEPT && res >= 0)
             close(res);
+        if (blitz__salvage_kind(op->blitz__kind) && res > 0 && !closed)
+            blitz__salvage_keep(s, op, (size_t)res, blitz__op_from_len(op));
         op->blitz__res = res;
         if (op->blitz__kind == BLITZ__OP_CONNECT)
             op->blitz__sock = NULL; /* closed below */
@@ -10801,13 +10919,40 @@ static blitz_poll blitz__op_go(blitz_cx *cx, blitz_io *op) {
 /* An op holds a reference on its socket from its start until its task
  * has the result (or cancels it): a close from another thread then never
  * frees the socket, or closes its descriptor, under the task's system
- * call or lock, or under a re-poll of a waiting op. Connect ops own their
+ * call or lock, or under a re-poll of a waiting op. While the op waits
+ * the reference is to the memory only (blitz__sockref 2), so a close
+ * closes the descriptor even if the op's task never runs again (it was
+ * cancelled without a cancel hook); before another system call it is a
+ * descriptor reference again (blitz__sockref 1). Connect ops own their
  * socket and take none. */
 static void blitz__op_drop_sock(blitz_io *op) {
-    if (op->blitz__sockref) {
-        op->blitz__sockref = 0;
+    uint32_t held = op->blitz__sockref;
+    op->blitz__sockref = 0;
+    if (held == 1)
         blitz__sock_unref(op->blitz__sock);
+    else if (held == 2)
+        blitz__sock_unref_mem(op->blitz__sock);
+}
+
+/* The task is about to use the descriptor again (a retry after
+ * readiness, the system call after an io_uring poll, the rest of a
+ * send_all): 0 when the socket's descriptor is closed by now. */
+static int blitz__op_hold_fd(blitz_io *op) {
+    if (op->blitz__sockref != 2)
+        return 1;
+    if (!blitz__sock_mem_to_fd(op->blitz__sock))
+        return 0;
+    op->blitz__sockref = 1;
+    return 1;
+}
+
+/* The op continues with its own system calls (see blitz__op_hold_fd). */
+static blitz_poll blitz__op_go_on(blitz_cx *cx, blitz_io *op) {
+    if (!blitz__op_hold_fd(op)) {
+        blitz__op_result_ex(op, BLITZ_ECLOSED, 0);
+        return BLITZ_READY;
     }
+    return blitz__op_go(cx, op);
 }
 
 static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket *s, uint32_t kind,
@@ -10821,8 +10966,12 @@ static blitz_poll blitz__op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s, ui
     if (!op)
         return BLITZ_READY;
     blitz_poll p = blitz__op_poll_state(cx, op, s, kind, buf, len, addr, dir);
-    if (p == BLITZ_READY)
+    if (p == BLITZ_READY) {
         blitz__op_drop_sock(op);
+    } else if (op->blitz__sockref == 1) {
+        op->blitz__sockref = 2;
+        blitz__sock_fd_to_mem(op->blitz__sock);
+    }
     return p;
 }
 
@@ -10853,19 +11002,19 @@ static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket 
         op->blitz__sockref = 1;
         return blitz__op_go(cx, op);
     case BLITZ__IO_RETRY:
-        return blitz__op_go(cx, op);
+        return blitz__op_go_on(cx, op);
     case BLITZ__IO_DONE:
         /* A descriptor op's io_uring completion is readiness (POLL_ADD):
          * the system call comes now. */
         if (BLITZ__OP_IS_FD(op->blitz__kind) && op->blitz__kind != BLITZ__OP_FD_POLL &&
             op->blitz__res >= 0)
-            return blitz__op_go(cx, op);
+            return blitz__op_go_on(cx, op);
         if (op->blitz__kind == BLITZ__OP_RECV_FROM && op->blitz__addr && op->blitz__res >= 0 &&
             (op->blitz__flags & BLITZ__OPF_URING))
             op->blitz__addr->len = ((struct msghdr *)(void *)op->blitz__scratch)->msg_namelen;
         if (blitz__op_result_ex(op, op->blitz__res, 0))
             return BLITZ_READY;
-        return blitz__op_go(cx, op); /* send_all: the rest */
+        return blitz__op_go_on(cx, op); /* send_all: the rest */
     case BLITZ__IO_CANCELLING:
         /* A cancelled op's completion is still due: wait for it, then
          * start the new one. */
@@ -10906,6 +11055,16 @@ static int blitz__io_cancel_state(blitz_io *op) {
     if (st == BLITZ__IO_RETRY || st == BLITZ__IO_DONE) {
         if (st == BLITZ__IO_DONE && op->blitz__kind == BLITZ__OP_ACCEPT && op->blitz__res >= 0)
             close((int)op->blitz__res);
+        if (st == BLITZ__IO_DONE && blitz__salvage_kind(op->blitz__kind) && op->blitz__res > 0) {
+            /* Received and not handed out: it stays the stream's. */
+            blitz_socket *s = op->blitz__sock;
+            blitz__mutex_lock(&s->lock);
+            if (!s->closed)
+                blitz__salvage_keep(s, op, (size_t)op->blitz__res, blitz__op_from_len(op));
+            blitz__mutex_unlock(&s->lock);
+        }
+        if (st == BLITZ__IO_RETRY)
+            op->blitz__res = 0; /* nothing sent since the last attempt */
         if (st == BLITZ__IO_DONE && op->blitz__kind == BLITZ__OP_CONNECT)
             op->blitz__res = BLITZ_ECANCELED; /* drop below closes the socket */
         if (op->blitz__kind == BLITZ__OP_CONNECT)
@@ -10921,6 +11080,7 @@ static int blitz__io_cancel_state(blitz_io *op) {
          * waker (the task's memory) until then. */
         blitz__op_lock(op);
         if (blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) == BLITZ__IO_INFLIGHT) {
+            op->blitz__res = 0; /* the completion's count replaces it */
             blitz__op_set_state(op, BLITZ__IO_CANCELLING);
             blitz__uring_submit_cancel(op->blitz__sock->io, op);
             blitz__op_unlock(op);
@@ -10940,6 +11100,7 @@ static int blitz__io_cancel_state(blitz_io *op) {
         blitz__op_unlink(s, op);
         old = op->blitz__waker;
         op->blitz__waker = blitz_waker_noop();
+        op->blitz__res = 0;
         blitz__op_set_state(op, BLITZ__IO_IDLE);
         drop_connect = op->blitz__kind == BLITZ__OP_CONNECT;
     }
@@ -10958,12 +11119,35 @@ BLITZ_API void blitz_io_cancel_op(blitz_cx *cx, void *op) {
     blitz_io_cancel((blitz_io *)op);
 }
 
+static int blitz__op_sends(uint32_t kind) {
+    return kind == BLITZ__OP_SEND || kind == BLITZ__OP_SEND_ALL || kind == BLITZ__OP_SENDV ||
+           kind == BLITZ__OP_SEND_TO || kind == BLITZ__OP_FD_WRITE ||
+           kind == BLITZ__OP_FD_WRITE_ALL;
+}
+
+/* A cancelled op that had sent bytes (a send_all part of its data; an
+ * io_uring send the kernel performed before the cancel reached it):
+ * `result` becomes that count. */
+static void blitz__op_settled(blitz_io *op) {
+    if (op->result != BLITZ_ECANCELED || !blitz__op_sends(op->blitz__kind))
+        return;
+    uint64_t sent = op->blitz__done;
+    /* A descriptor op's completion is readiness, not a count. */
+    if (!BLITZ__OP_IS_FD(op->blitz__kind) && op->blitz__res > 0)
+        sent += (uint64_t)op->blitz__res;
+    if (sent)
+        op->result = (int64_t)sent;
+}
+
 BLITZ_API blitz_poll blitz_io_settle(blitz_cx *cx, blitz_io *op) {
-    if (!op || blitz__op_state(op) != BLITZ__IO_CANCELLING)
+    if (!op)
         return BLITZ_READY;
-    if (!cx)
-        return BLITZ_PENDING;
-    return blitz__op_rewait(cx, op);
+    if (blitz__op_state(op) == BLITZ__IO_CANCELLING) {
+        if (!cx || blitz__op_rewait(cx, op) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+    }
+    blitz__op_settled(op);
+    return BLITZ_READY;
 }
 
 BLITZ_API int blitz_io_pending(const blitz_io *op) {
@@ -11483,7 +11667,8 @@ BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
     blitz_socket *s = io->all;
     while (s) {
         blitz_socket *next = s->all_next;
-        close(s->fd);
+        if (!s->fd_closed)
+            close(s->fd);
         blitz__sock_free_mem(s);
         s = next;
     }
@@ -11765,6 +11950,129 @@ BLITZ_PRIVATE void blitz__recv_ms_release(blitz_socket *s) {
     s->rq_count = s->rq_cap = 0;
 }
 /* ====[ END src/io_recv_ms.c ]============================================= */
+/* ====[ BEGIN src/io_salvage.c ]=========================================== */
+/* >>io_salvage */
+/* Data of a receive that was cancelled too late (io_uring).
+ *
+ * A cancel of a receive the kernel holds races with its completion: the
+ * kernel may have copied data into the op's buffer already, and then the
+ * cancel finds nothing to stop. The op's task gave the receive up, so the
+ * data would be lost to the stream; instead the completion keeps a copy
+ * on the socket, and the next receive on the socket hands it out before
+ * anything newer. A stream's copy is read in as many pieces as the
+ * readers ask for; a datagram's goes whole to one reader (what does not
+ * fit is dropped, as the system call would), with its sender's
+ * address. */
+/* internal.h already included */
+/* io_internal.h already included */
+
+typedef struct blitz__salvage {
+    struct blitz__salvage *next;
+    size_t len, off;
+    blitz_addr from; /* RECV_FROM: the sender (len 0 for none) */
+    unsigned char data[];
+} blitz__salvage;
+
+/* Whether an op of this kind consumes data from the socket. */
+BLITZ_PRIVATE int blitz__salvage_kind(uint32_t kind) {
+    return kind == BLITZ__OP_RECV || kind == BLITZ__OP_RECVV || kind == BLITZ__OP_RECV_FROM;
+}
+
+/* Keeps the `n` bytes the cancelled op received (still in its buffers,
+ * which stay the caller's until the op settles). Caller holds the
+ * socket's lock. Out of memory: the stream lost the data, and its next
+ * reader learns it (BLITZ_ENOMEM). */
+BLITZ_PRIVATE void blitz__salvage_keep(blitz_socket *s, const blitz_io *op, size_t n,
+                                       uint32_t from_len) {
+    blitz__salvage *c = (blitz__salvage *)blitz__malloc(sizeof *c + n);
+    if (!c) {
+        s->salvage_err = BLITZ_ENOMEM;
+        blitz__u32_store(&s->salvage_n, 1, BLITZ__RELAXED);
+        return;
+    }
+    c->next = NULL;
+    c->len = n;
+    c->off = 0;
+    memset(&c->from, 0, sizeof c->from);
+    if (op->blitz__kind == BLITZ__OP_RECV_FROM && op->blitz__addr) {
+        c->from.len = from_len <= sizeof c->from.u.bytes ? from_len : sizeof c->from.u.bytes;
+        memcpy(c->from.u.bytes, op->blitz__addr->u.bytes, c->from.len);
+    }
+    struct iovec one;
+    size_t iovn, at = 0;
+    const struct iovec *iov = blitz__op_iov(op, &one, &iovn);
+    for (size_t i = 0; i < iovn && at < n; i++) {
+        size_t take = iov[i].iov_len < n - at ? iov[i].iov_len : n - at;
+        memcpy(c->data + at, iov[i].iov_base, take);
+        at += take;
+    }
+    c->len = at;
+    if (s->salvage_tail)
+        s->salvage_tail->next = c;
+    else
+        s->salvage_head = c;
+    s->salvage_tail = c;
+    blitz__u32_store(&s->salvage_n, 1, BLITZ__RELAXED);
+}
+
+/* Serves a receive from kept data: 1 with the result in *r, or 0 when
+ * there is none. The op's task; a receive that settled its cancelled one
+ * sees the data (the completion kept it before the op's state turned
+ * idle, a release the settle acquired). */
+BLITZ_PRIVATE int blitz__salvage_take(blitz_socket *s, blitz_io *op, int64_t *r) {
+    if (!blitz__u32_load(&s->salvage_n, BLITZ__RELAXED))
+        return 0;
+    blitz__mutex_lock(&s->lock);
+    blitz__salvage *c = s->salvage_head;
+    if (!c && !s->salvage_err) {
+        blitz__mutex_unlock(&s->lock);
+        return 0;
+    }
+    if (!c) {
+        *r = s->salvage_err;
+        s->salvage_err = 0;
+    } else {
+        struct iovec one;
+        size_t iovn, got = 0;
+        const struct iovec *iov = blitz__op_iov(op, &one, &iovn);
+        for (size_t i = 0; i < iovn && c->off + got < c->len; i++) {
+            size_t left = c->len - c->off - got;
+            size_t take = iov[i].iov_len < left ? iov[i].iov_len : left;
+            memcpy(iov[i].iov_base, c->data + c->off + got, take);
+            got += take;
+        }
+        c->off += got;
+        if (op->blitz__kind == BLITZ__OP_RECV_FROM && op->blitz__addr)
+            *op->blitz__addr = c->from;
+        if (c->off == c->len || s->type != SOCK_STREAM) {
+            s->salvage_head = c->next;
+            if (!s->salvage_head)
+                s->salvage_tail = NULL;
+            blitz__free(c);
+        }
+        *r = (int64_t)got;
+    }
+    blitz__u32_store(&s->salvage_n, s->salvage_head || s->salvage_err, BLITZ__RELAXED);
+    blitz__mutex_unlock(&s->lock);
+    return 1;
+}
+
+/* Whether kept data (or its loss) waits: the socket reads as readable.
+ * Caller holds the socket's lock. */
+BLITZ_PRIVATE int blitz__salvage_waiting(const blitz_socket *s) {
+    return s->salvage_head || s->salvage_err;
+}
+
+/* The socket's memory goes. */
+BLITZ_PRIVATE void blitz__salvage_release(blitz_socket *s) {
+    while (s->salvage_head) {
+        blitz__salvage *next = s->salvage_head->next;
+        blitz__free(s->salvage_head);
+        s->salvage_head = next;
+    }
+    s->salvage_tail = NULL;
+}
+/* ====[ END src/io_salvage.c ]============================================= */
 /* ====[ BEGIN src/io_epoll.c ]============================================= */
 /* >>io_epoll */
 /* The epoll backend: every socket is registered once, edge-triggered, for
@@ -11971,11 +12279,20 @@ static void blitz__pollb_remove_locked(blitz__io *io, blitz_socket *s) {
     s->poll_slot = -1;
 }
 
-/* A socket's memory is about to go. */
+/* A socket's descriptor is closed (or its memory is about to go). A
+ * poller blocked with it in its set is woken: its ppoll holds the file
+ * open (a TCP peer would not see the end of the stream until it
+ * returns). */
 BLITZ_PRIVATE void blitz__pollb_forget(blitz__io *io, blitz_socket *s) {
     blitz__mutex_lock(&io->poll_lock);
+    int was_in_set = s->poll_slot >= 0;
     blitz__pollb_remove_locked(io, s);
     blitz__mutex_unlock(&io->poll_lock);
+    if (was_in_set && blitz__u32_load(&io->poll_blocked, BLITZ__SEQ_CST)) {
+        uint64_t one = 1;
+        ssize_t r = write(io->wake_fd, &one, sizeof one);
+        (void)r;
+    }
 }
 
 BLITZ_PRIVATE void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns) {

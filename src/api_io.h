@@ -112,7 +112,12 @@ BLITZ_API int blitz_io_cancel(blitz_io *op);
  * cancel hooks). */
 BLITZ_API void blitz_io_cancel_op(blitz_cx *cx, void *op);
 /* READY once the kernel holds nothing of the op (always READY except
- * after a cancel of an io_uring op whose completion has not arrived). */
+ * after a cancel of an io_uring op whose completion has not arrived).
+ * Then a cancelled send that had sent bytes (the kernel performed it
+ * before the cancel reached it, or part of a send_all went out) has that
+ * count in `result` instead of BLITZ_ECANCELED. A cancelled receive's
+ * result stays BLITZ_ECANCELED; bytes it had received go to the next
+ * receive on the socket. */
 BLITZ_API blitz_poll blitz_io_settle(blitz_cx *cx, blitz_io *op);
 /* Nonzero while the op waits (registered or in flight). */
 BLITZ_API int blitz_io_pending(const blitz_io *op);
@@ -168,8 +173,10 @@ BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *
 BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
 /* Closes: pending ops complete with BLITZ_ECLOSED; the descriptor is
  * closed once no op uses it any more (the kernel's, or a task's in the
- * middle of its system call). Any thread may close while tasks' ops are
- * in progress; the handle is invalid after, so no new op may start. */
+ * middle of its system call), whether or not the ops' tasks ever run
+ * again. Any thread may close while tasks' ops are in progress. The
+ * handle may be freed by the call: using it after (a new op, a second
+ * close) is a use after free, as with free(3). */
 BLITZ_API int blitz_sock_close(blitz_socket *s);
 #define blitz_tcp_close(s) blitz_sock_close(s)
 /* The descriptor (for options blitz does not wrap), or -1. */

@@ -97,6 +97,7 @@ static void blitz__sock_free_mem(blitz_socket *s) {
         close(s->ms_fds[(s->ms_head + i) % s->ms_cap]);
     blitz__free(s->ms_fds);
     blitz__recv_ms_release(s);
+    blitz__salvage_release(s);
     blitz__mutex_destroy(&s->lock);
     blitz__free(s);
 }
@@ -128,24 +129,19 @@ static void blitz__recv_note(blitz_socket *s, int64_t r, size_t len) {
     blitz__u32_store(&s->rd_bulk, r >= (int64_t)BLITZ_URING_RECV_BUF_SIZE, BLITZ__RELAXED);
 }
 
+#define BLITZ__SOCK_FD_REF     ((uint64_t)1)
+#define BLITZ__SOCK_MEM_REF    ((uint64_t)1 << 32)
+#define BLITZ__SOCK_FD_REFS(v) ((uint32_t)(v))
+
 BLITZ_PRIVATE void blitz__sock_ref(blitz_socket *s) {
-    blitz__u32_fetch_add(&s->refs, 1, BLITZ__RELAXED);
+    blitz__u64_fetch_add(&s->refs, BLITZ__SOCK_FD_REF, BLITZ__RELAXED);
 }
 
-/* The last reference: close the descriptor; the memory goes now
- * (io_uring) or at the next dispatch cycle (readiness backends). */
-BLITZ_PRIVATE void blitz__sock_unref(blitz_socket *s) {
-    if (blitz__u32_fetch_sub(&s->refs, 1, BLITZ__ACQ_REL) != 1)
-        return;
+/* The socket's memory: off the driver's list, then freed now (io_uring)
+ * or at the next dispatch cycle (readiness backends: an event fetched
+ * before the close may still name it). */
+static void blitz__sock_release_mem(blitz_socket *s) {
     blitz__io *io = s->io;
-    if (io->kind == BLITZ_BACKEND_EPOLL)
-        blitz__epoll_del(io, s);
-    if (io->kind == BLITZ_BACKEND_POLL)
-        blitz__pollb_forget(io, s);
-    /* The number may be reused at once; an event already fetched for it
-     * only bumps this (closed) socket's sequence numbers. */
-    close(s->fd);
-    blitz__u32_fetch_sub(&io->nsocks, 1, BLITZ__RELAXED);
     blitz__mutex_lock(&io->socks_lock);
     if (s->all_prev)
         s->all_prev->all_next = s->all_next;
@@ -162,6 +158,70 @@ BLITZ_PRIVATE void blitz__sock_unref(blitz_socket *s) {
     io->free_list = s;
     blitz__u32_store(&io->has_free, 1, BLITZ__RELAXED);
     blitz__mutex_unlock(&io->socks_lock);
+}
+
+/* Drops a memory-only reference. Acquire-release: the last one orders
+ * every holder's use of the socket before the free. */
+static void blitz__sock_unref_mem(blitz_socket *s) {
+    if (blitz__u64_fetch_sub(&s->refs, BLITZ__SOCK_MEM_REF, BLITZ__ACQ_REL) == BLITZ__SOCK_MEM_REF)
+        blitz__sock_release_mem(s);
+}
+
+/* Drops a descriptor reference. The last one closes the descriptor; it
+ * turns into a memory reference in the same step, so a memory holder
+ * letting go meanwhile cannot free the socket under the close. */
+BLITZ_PRIVATE void blitz__sock_unref(blitz_socket *s) {
+    uint64_t cur = blitz__u64_load(&s->refs, BLITZ__RELAXED);
+    for (;;) {
+        uint64_t next = cur - BLITZ__SOCK_FD_REF;
+        if (BLITZ__SOCK_FD_REFS(cur) == 1)
+            next += BLITZ__SOCK_MEM_REF;
+        /* Acquire-release: as for any last reference. */
+        if (blitz__u64_cas_weak(&s->refs, &cur, next, BLITZ__ACQ_REL))
+            break;
+    }
+    if (BLITZ__SOCK_FD_REFS(cur) != 1)
+        return;
+    blitz__io *io = s->io;
+    if (io->kind == BLITZ_BACKEND_EPOLL)
+        blitz__epoll_del(io, s);
+    if (io->kind == BLITZ_BACKEND_POLL)
+        blitz__pollb_forget(io, s);
+    /* The number may be reused at once; an event already fetched for it
+     * only bumps this (closed) socket's sequence numbers. */
+    close(s->fd);
+    s->fd_closed = 1;
+    blitz__u32_fetch_sub(&io->nsocks, 1, BLITZ__RELAXED);
+    blitz__sock_unref_mem(s);
+}
+
+/* A task's descriptor reference becomes a memory reference: its op now
+ * waits, and the descriptor may close under it (a close of the socket
+ * completes the op without the descriptor). */
+static void blitz__sock_fd_to_mem(blitz_socket *s) {
+    uint64_t cur = blitz__u64_load(&s->refs, BLITZ__RELAXED);
+    if (BLITZ__SOCK_FD_REFS(cur) > 1) {
+        /* Not the last descriptor reference: one step. Relaxed: the
+         * memory reference keeps the socket, nothing is published. */
+        if (blitz__u64_cas_weak(&s->refs, &cur, cur - BLITZ__SOCK_FD_REF + BLITZ__SOCK_MEM_REF,
+                                BLITZ__RELAXED))
+            return;
+    }
+    blitz__u64_fetch_add(&s->refs, BLITZ__SOCK_MEM_REF, BLITZ__RELAXED);
+    blitz__sock_unref(s);
+}
+
+/* A memory reference becomes a descriptor reference again, unless the
+ * descriptor is closed (or closing): returns 0 then and keeps the memory
+ * reference. Acquire: the holder's use of the descriptor comes after. */
+static int blitz__sock_mem_to_fd(blitz_socket *s) {
+    uint64_t cur = blitz__u64_load(&s->refs, BLITZ__RELAXED);
+    do {
+        if (!BLITZ__SOCK_FD_REFS(cur))
+            return 0;
+    } while (!blitz__u64_cas_weak(&s->refs, &cur, cur + BLITZ__SOCK_FD_REF - BLITZ__SOCK_MEM_REF,
+                                  BLITZ__ACQUIRE));
+    return 1;
 }
 
 /* Wraps a non-blocking descriptor (closed on failure). */
@@ -183,7 +243,7 @@ BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type,
     s->io = io;
     s->poll_slot = -1;
     blitz__mutex_init(&s->lock);
-    blitz__u32_store(&s->refs, 1, BLITZ__RELAXED);
+    blitz__u64_store(&s->refs, BLITZ__SOCK_FD_REF, BLITZ__RELAXED);
     if (io->kind == BLITZ_BACKEND_EPOLL) {
         int rc = blitz__epoll_add(io, s);
         if (rc != BLITZ_OK) {
@@ -232,6 +292,14 @@ static void blitz__op_msghdr(blitz_io *op, struct msghdr *m, struct iovec *one) 
         m->msg_namelen = op->blitz__kind == BLITZ__OP_SEND_TO ? op->blitz__addr->len
                                                               : sizeof op->blitz__addr->u.bytes;
     }
+}
+
+/* The sender's address length an io_uring RECV_FROM got (its msghdr is in
+ * the op). */
+static uint32_t blitz__op_from_len(const blitz_io *op) {
+    if (op->blitz__kind != BLITZ__OP_RECV_FROM || !(op->blitz__flags & BLITZ__OPF_URING))
+        return 0;
+    return (uint32_t)((const struct msghdr *)(const void *)op->blitz__scratch)->msg_namelen;
 }
 
 /* One non-blocking attempt: bytes, a new descriptor (accept), 0 (connect),
@@ -661,6 +729,11 @@ static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
     blitz_socket *s = op->blitz__sock;
     blitz__io *io = s->io;
     uint32_t k = op->blitz__kind;
+    int64_t kept;
+    if ((blitz__salvage_kind(k) || k == BLITZ__OP_FD_READ) && blitz__salvage_take(s, op, &kept)) {
+        blitz__op_result(op, kept);
+        return BLITZ_READY;
+    }
     if (k == BLITZ__OP_ACCEPT && io->ms_accept)
         return blitz__uring_accept_ms(cx, op);
     if (blitz__recv_ms_wants(s, k, op->blitz__dir)) {
@@ -742,9 +815,12 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
     op->blitz__waker = blitz_waker_noop();
     uint32_t st = blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED);
     if (st == BLITZ__IO_CANCELLING) {
-        /* Nobody waits for the result. */
+        /* Nobody waits for the result. Data it received stays the
+         * stream's; a send's count is reported by blitz_io_settle. */
         if (op->blitz__kind == BLITZ__OP_ACCEPT && res >= 0)
             close(res);
+        if (blitz__salvage_kind(op->blitz__kind) && res > 0 && !closed)
+            blitz__salvage_keep(s, op, (size_t)res, blitz__op_from_len(op));
         op->blitz__res = res;
         if (op->blitz__kind == BLITZ__OP_CONNECT)
             op->blitz__sock = NULL; /* closed below */
@@ -778,13 +854,40 @@ static blitz_poll blitz__op_go(blitz_cx *cx, blitz_io *op) {
 /* An op holds a reference on its socket from its start until its task
  * has the result (or cancels it): a close from another thread then never
  * frees the socket, or closes its descriptor, under the task's system
- * call or lock, or under a re-poll of a waiting op. Connect ops own their
+ * call or lock, or under a re-poll of a waiting op. While the op waits
+ * the reference is to the memory only (blitz__sockref 2), so a close
+ * closes the descriptor even if the op's task never runs again (it was
+ * cancelled without a cancel hook); before another system call it is a
+ * descriptor reference again (blitz__sockref 1). Connect ops own their
  * socket and take none. */
 static void blitz__op_drop_sock(blitz_io *op) {
-    if (op->blitz__sockref) {
-        op->blitz__sockref = 0;
+    uint32_t held = op->blitz__sockref;
+    op->blitz__sockref = 0;
+    if (held == 1)
         blitz__sock_unref(op->blitz__sock);
+    else if (held == 2)
+        blitz__sock_unref_mem(op->blitz__sock);
+}
+
+/* The task is about to use the descriptor again (a retry after
+ * readiness, the system call after an io_uring poll, the rest of a
+ * send_all): 0 when the socket's descriptor is closed by now. */
+static int blitz__op_hold_fd(blitz_io *op) {
+    if (op->blitz__sockref != 2)
+        return 1;
+    if (!blitz__sock_mem_to_fd(op->blitz__sock))
+        return 0;
+    op->blitz__sockref = 1;
+    return 1;
+}
+
+/* The op continues with its own system calls (see blitz__op_hold_fd). */
+static blitz_poll blitz__op_go_on(blitz_cx *cx, blitz_io *op) {
+    if (!blitz__op_hold_fd(op)) {
+        blitz__op_result_ex(op, BLITZ_ECLOSED, 0);
+        return BLITZ_READY;
     }
+    return blitz__op_go(cx, op);
 }
 
 static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket *s, uint32_t kind,
@@ -798,8 +901,12 @@ static blitz_poll blitz__op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s, ui
     if (!op)
         return BLITZ_READY;
     blitz_poll p = blitz__op_poll_state(cx, op, s, kind, buf, len, addr, dir);
-    if (p == BLITZ_READY)
+    if (p == BLITZ_READY) {
         blitz__op_drop_sock(op);
+    } else if (op->blitz__sockref == 1) {
+        op->blitz__sockref = 2;
+        blitz__sock_fd_to_mem(op->blitz__sock);
+    }
     return p;
 }
 
@@ -830,19 +937,19 @@ static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket 
         op->blitz__sockref = 1;
         return blitz__op_go(cx, op);
     case BLITZ__IO_RETRY:
-        return blitz__op_go(cx, op);
+        return blitz__op_go_on(cx, op);
     case BLITZ__IO_DONE:
         /* A descriptor op's io_uring completion is readiness (POLL_ADD):
          * the system call comes now. */
         if (BLITZ__OP_IS_FD(op->blitz__kind) && op->blitz__kind != BLITZ__OP_FD_POLL &&
             op->blitz__res >= 0)
-            return blitz__op_go(cx, op);
+            return blitz__op_go_on(cx, op);
         if (op->blitz__kind == BLITZ__OP_RECV_FROM && op->blitz__addr && op->blitz__res >= 0 &&
             (op->blitz__flags & BLITZ__OPF_URING))
             op->blitz__addr->len = ((struct msghdr *)(void *)op->blitz__scratch)->msg_namelen;
         if (blitz__op_result_ex(op, op->blitz__res, 0))
             return BLITZ_READY;
-        return blitz__op_go(cx, op); /* send_all: the rest */
+        return blitz__op_go_on(cx, op); /* send_all: the rest */
     case BLITZ__IO_CANCELLING:
         /* A cancelled op's completion is still due: wait for it, then
          * start the new one. */
@@ -883,6 +990,16 @@ static int blitz__io_cancel_state(blitz_io *op) {
     if (st == BLITZ__IO_RETRY || st == BLITZ__IO_DONE) {
         if (st == BLITZ__IO_DONE && op->blitz__kind == BLITZ__OP_ACCEPT && op->blitz__res >= 0)
             close((int)op->blitz__res);
+        if (st == BLITZ__IO_DONE && blitz__salvage_kind(op->blitz__kind) && op->blitz__res > 0) {
+            /* Received and not handed out: it stays the stream's. */
+            blitz_socket *s = op->blitz__sock;
+            blitz__mutex_lock(&s->lock);
+            if (!s->closed)
+                blitz__salvage_keep(s, op, (size_t)op->blitz__res, blitz__op_from_len(op));
+            blitz__mutex_unlock(&s->lock);
+        }
+        if (st == BLITZ__IO_RETRY)
+            op->blitz__res = 0; /* nothing sent since the last attempt */
         if (st == BLITZ__IO_DONE && op->blitz__kind == BLITZ__OP_CONNECT)
             op->blitz__res = BLITZ_ECANCELED; /* drop below closes the socket */
         if (op->blitz__kind == BLITZ__OP_CONNECT)
@@ -898,6 +1015,7 @@ static int blitz__io_cancel_state(blitz_io *op) {
          * waker (the task's memory) until then. */
         blitz__op_lock(op);
         if (blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) == BLITZ__IO_INFLIGHT) {
+            op->blitz__res = 0; /* the completion's count replaces it */
             blitz__op_set_state(op, BLITZ__IO_CANCELLING);
             blitz__uring_submit_cancel(op->blitz__sock->io, op);
             blitz__op_unlock(op);
@@ -917,6 +1035,7 @@ static int blitz__io_cancel_state(blitz_io *op) {
         blitz__op_unlink(s, op);
         old = op->blitz__waker;
         op->blitz__waker = blitz_waker_noop();
+        op->blitz__res = 0;
         blitz__op_set_state(op, BLITZ__IO_IDLE);
         drop_connect = op->blitz__kind == BLITZ__OP_CONNECT;
     }
@@ -935,12 +1054,35 @@ BLITZ_API void blitz_io_cancel_op(blitz_cx *cx, void *op) {
     blitz_io_cancel((blitz_io *)op);
 }
 
+static int blitz__op_sends(uint32_t kind) {
+    return kind == BLITZ__OP_SEND || kind == BLITZ__OP_SEND_ALL || kind == BLITZ__OP_SENDV ||
+           kind == BLITZ__OP_SEND_TO || kind == BLITZ__OP_FD_WRITE ||
+           kind == BLITZ__OP_FD_WRITE_ALL;
+}
+
+/* A cancelled op that had sent bytes (a send_all part of its data; an
+ * io_uring send the kernel performed before the cancel reached it):
+ * `result` becomes that count. */
+static void blitz__op_settled(blitz_io *op) {
+    if (op->result != BLITZ_ECANCELED || !blitz__op_sends(op->blitz__kind))
+        return;
+    uint64_t sent = op->blitz__done;
+    /* A descriptor op's completion is readiness, not a count. */
+    if (!BLITZ__OP_IS_FD(op->blitz__kind) && op->blitz__res > 0)
+        sent += (uint64_t)op->blitz__res;
+    if (sent)
+        op->result = (int64_t)sent;
+}
+
 BLITZ_API blitz_poll blitz_io_settle(blitz_cx *cx, blitz_io *op) {
-    if (!op || blitz__op_state(op) != BLITZ__IO_CANCELLING)
+    if (!op)
         return BLITZ_READY;
-    if (!cx)
-        return BLITZ_PENDING;
-    return blitz__op_rewait(cx, op);
+    if (blitz__op_state(op) == BLITZ__IO_CANCELLING) {
+        if (!cx || blitz__op_rewait(cx, op) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+    }
+    blitz__op_settled(op);
+    return BLITZ_READY;
 }
 
 BLITZ_API int blitz_io_pending(const blitz_io *op) {
@@ -1460,7 +1602,8 @@ BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
     blitz_socket *s = io->all;
     while (s) {
         blitz_socket *next = s->all_next;
-        close(s->fd);
+        if (!s->fd_closed)
+            close(s->fd);
         blitz__sock_free_mem(s);
         s = next;
     }

@@ -98,7 +98,15 @@ struct blitz_socket {
     int closed; /* under lock */
     struct blitz__io *io;
     blitz__mutex lock;
-    blitz__atomic_u32 refs; /* the handle, plus one per op in the kernel */
+    /* References. Low 32 bits: holders that may use the descriptor (the
+     * handle, an op in the kernel, a task between its start of an op and
+     * the end of its system call); the descriptor is closed when they
+     * are gone. High 32 bits: holders of the memory only (a task whose op
+     * waits for readiness or a completion: it will look at the socket's
+     * lock and state, never its descriptor, before it takes a descriptor
+     * reference again). The memory goes when both are gone. */
+    blitz__atomic_u64 refs;
+    int fd_closed; /* set once the descriptor is closed (see refs) */
     /* Readiness: bumped under lock by every event of that direction. */
     blitz__atomic_u32 rd_seq, wr_seq;
     /* poll backend: directions that have waiters (bit per direction). */
@@ -135,6 +143,12 @@ struct blitz_socket {
     int32_t rms_err;
     blitz__rbuf *rq;
     uint32_t rq_head, rq_count, rq_cap;
+    /* Data of receives cancelled after the kernel had filled them
+     * (io_salvage.c; under lock), in order, and an error in keeping it.
+     * salvage_n: nonzero while either is there (read without the lock). */
+    struct blitz__salvage *salvage_head, *salvage_tail;
+    int32_t salvage_err;
+    blitz__atomic_u32 salvage_n;
     struct blitz_socket *all_next, *all_prev; /* every live socket (socks_lock) */
     struct blitz_socket *free_next;
 };
@@ -308,6 +322,13 @@ BLITZ_PRIVATE void blitz__recv_ms_close(blitz_socket *s);
 BLITZ_PRIVATE void blitz__recv_ms_release(blitz_socket *s);
 BLITZ_PRIVATE int blitz__recv_ms_wants(const blitz_socket *s, uint32_t kind, uint32_t dir);
 BLITZ_PRIVATE int blitz__recv_ms_direct(blitz_socket *s);
+/* Data of receives cancelled too late (io_salvage.c). */
+BLITZ_PRIVATE int blitz__salvage_kind(uint32_t kind);
+BLITZ_PRIVATE void blitz__salvage_keep(blitz_socket *s, const blitz_io *op, size_t n,
+                                       uint32_t from_len);
+BLITZ_PRIVATE int blitz__salvage_take(blitz_socket *s, blitz_io *op, int64_t *r);
+BLITZ_PRIVATE int blitz__salvage_waiting(const blitz_socket *s);
+BLITZ_PRIVATE void blitz__salvage_release(blitz_socket *s);
 /* The common poll of every op kind (io_driver.c), and the system call of
  * the descriptor kinds (io_fd.c). */
 BLITZ_PRIVATE blitz_poll blitz__io_op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s,

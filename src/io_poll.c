@@ -81,11 +81,20 @@ static void blitz__pollb_remove_locked(blitz__io *io, blitz_socket *s) {
     s->poll_slot = -1;
 }
 
-/* A socket's memory is about to go. */
+/* A socket's descriptor is closed (or its memory is about to go). A
+ * poller blocked with it in its set is woken: its ppoll holds the file
+ * open (a TCP peer would not see the end of the stream until it
+ * returns). */
 BLITZ_PRIVATE void blitz__pollb_forget(blitz__io *io, blitz_socket *s) {
     blitz__mutex_lock(&io->poll_lock);
+    int was_in_set = s->poll_slot >= 0;
     blitz__pollb_remove_locked(io, s);
     blitz__mutex_unlock(&io->poll_lock);
+    if (was_in_set && blitz__u32_load(&io->poll_blocked, BLITZ__SEQ_CST)) {
+        uint64_t one = 1;
+        ssize_t r = write(io->wake_fd, &one, sizeof one);
+        (void)r;
+    }
 }
 
 BLITZ_PRIVATE void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns) {
