@@ -109,13 +109,19 @@ test-asan: $(BUILD)/blitz_tests_asan $(BUILD)/blitz_tests_gcc_asan
 	  $(BUILD)/blitz_tests_gcc_asan
 
 # The declarations must compile as C++ (extern "C"), and the header as C11
-# with both compilers in a TU that does not define the implementation.
+# with both compilers in a TU that does not define the implementation; the
+# implementation must build and run after other system headers.
 test-cxx: blitz.h
 	@mkdir -p $(BUILD)
 	g++ -x c++ -std=c++11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I. tools/cxx_check.cc
 	clang++ -x c++ -std=c++17 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I. tools/cxx_check.cc
 	gcc $(WARN) -fsyntax-only -I. tools/c_decl_check.c
 	clang $(WARN) -fsyntax-only -I. tools/c_decl_check.c
+	gcc $(WARN) -std=gnu11 -O1 -pthread -I. tools/include_order_check.c -o $(BUILD)/include_order_gnu
+	clang $(WARN) -D_POSIX_C_SOURCE=200809L -O1 -pthread -I. tools/include_order_check.c \
+	  -o $(BUILD)/include_order_posix
+	$(BUILD)/include_order_gnu
+	$(BUILD)/include_order_posix
 
 # The I/O tests each run on every backend (name_uring, name_epoll,
 # name_poll); the >= 10,000-connection stress runs here, not in make test.

@@ -6,7 +6,10 @@ Do this:
     #define BLITZ_IMPLEMENTATION
     #include "blitz.h"
 in exactly ONE C file (C11, gcc or clang) that includes blitz.h; every
-other file just does #include "blitz.h". Link with -pthread.
+other file just does #include "blitz.h". Link with -pthread. Other system
+headers may come before it, except under strict -std=c11 (which hides
+POSIX): there include blitz.h first in that file or define _GNU_SOURCE at
+its top; blitz.h stops with an #error saying so otherwise.
 
 A minimal program:
 
@@ -685,9 +688,10 @@ declarations also compile as C++; the implementation is C11.
  * of blitz.h; everything here is visible to every includer. */
 
 /* The implementation needs POSIX and Linux declarations (clock_gettime,
- * futex, CPU affinity); ask for them before the first system header. This
- * works when blitz.h comes before any system header in the implementation
- * file; otherwise define _GNU_SOURCE (or _POSIX_C_SOURCE=200809L) yourself. */
+ * futex, CPU affinity); ask for them before the first system header. When
+ * another system header came first, the compilers' default GNU dialects
+ * (or an explicit _POSIX_C_SOURCE=200809L) are enough; strict -std=c11
+ * then needs _GNU_SOURCE defined at the top of that file. */
 #if defined(BLITZ_IMPLEMENTATION) && !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
 #define _GNU_SOURCE 1
 #endif
@@ -3106,11 +3110,6 @@ BLITZ_API int blitz_shutdown_free(blitz_shutdown *sd);
 #include <sched.h>
 #include <unistd.h>
 
-#if !defined(CLOCK_MONOTONIC)
-#error \
-    "blitz.h: POSIX declarations are hidden (strict -std=c11?). Include blitz.h before any system header in the file that defines BLITZ_IMPLEMENTATION, or define _POSIX_C_SOURCE=200809L or _GNU_SOURCE."
-#endif
-
 #if defined(__linux__)
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -3162,6 +3161,48 @@ long syscall(long number, ...);
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+
+/* A system header included before blitz.h in the implementation file fixes
+ * the C library's feature set before blitz.h can ask for _GNU_SOURCE. Plain
+ * POSIX 2008 (the compilers' default GNU dialects, or an explicit
+ * _POSIX_C_SOURCE) is enough: the few Linux extensions used here are
+ * declared below when the C library hid them. Strict ISO C hides POSIX
+ * itself, which no declaration here can make up for. */
+#if !defined(CLOCK_MONOTONIC) || !defined(O_CLOEXEC)
+#error \
+    "blitz.h: POSIX 2008 declarations are hidden (strict -std=c11 with a system header included first?). In the file that defines BLITZ_IMPLEMENTATION, include blitz.h before any system header, or define _GNU_SOURCE (or _POSIX_C_SOURCE=200809L) at its top, or compile with -std=gnu11."
+#endif
+#if defined(__linux__)
+#ifndef POLLRDHUP
+#define POLLRDHUP 0x2000
+#endif
+#ifndef IOV_MAX
+#define IOV_MAX 1024 /* the kernel's UIO_MAXIOV */
+#endif
+#if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__) || defined(__arm__) || \
+    defined(__riscv) || defined(__loongarch__)
+/* The asm-generic values these architectures share. */
+#ifndef MAP_ANONYMOUS
+#define MAP_ANONYMOUS 0x20
+#endif
+#ifndef MAP_POPULATE
+#define MAP_POPULATE 0x8000
+#endif
+#ifndef SO_REUSEPORT
+#define SO_REUSEPORT 15
+#endif
+#endif
+/* Compatible redeclarations of two GNU extensions (harmless when visible). */
+int accept4(int fd, struct sockaddr *addr, socklen_t *addr_len, int flags);
+int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const sigset_t *mask);
+#endif
+
+/* struct ip_mreq's layout, which the kernel reads (the C library hides the
+ * struct without _DEFAULT_SOURCE). */
+struct blitz__ip_mreq {
+    struct in_addr multiaddr;
+    struct in_addr interface_addr;
+};
 /* ====[ END src/platform.h ]=============================================== */
 /* ====[ BEGIN src/atomic.h ]=============================================== */
 /* >>atomic */
@@ -13911,11 +13952,11 @@ static int blitz__multicast(blitz_socket *s, const char *group, const char *ifac
     struct in_addr g4;
     struct in6_addr g6;
     if (inet_pton(AF_INET, group, &g4) == 1) {
-        struct ip_mreq m;
+        struct blitz__ip_mreq m;
         memset(&m, 0, sizeof m);
-        m.imr_multiaddr = g4;
-        m.imr_interface.s_addr = htonl(INADDR_ANY);
-        if (iface && inet_pton(AF_INET, iface, &m.imr_interface) != 1)
+        m.multiaddr = g4;
+        m.interface_addr.s_addr = htonl(INADDR_ANY);
+        if (iface && inet_pton(AF_INET, iface, &m.interface_addr) != 1)
             return BLITZ_EINVAL;
         if (setsockopt(s->fd, IPPROTO_IP, join ? IP_ADD_MEMBERSHIP : IP_DROP_MEMBERSHIP, &m,
                        sizeof m) < 0)

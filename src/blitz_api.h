@@ -2,9 +2,10 @@
  * of blitz.h; everything here is visible to every includer. */
 
 /* The implementation needs POSIX and Linux declarations (clock_gettime,
- * futex, CPU affinity); ask for them before the first system header. This
- * works when blitz.h comes before any system header in the implementation
- * file; otherwise define _GNU_SOURCE (or _POSIX_C_SOURCE=200809L) yourself. */
+ * futex, CPU affinity); ask for them before the first system header. When
+ * another system header came first, the compilers' default GNU dialects
+ * (or an explicit _POSIX_C_SOURCE=200809L) are enough; strict -std=c11
+ * then needs _GNU_SOURCE defined at the top of that file. */
 #if defined(BLITZ_IMPLEMENTATION) && !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
 #define _GNU_SOURCE 1
 #endif

@@ -272,11 +272,11 @@ static int blitz__multicast(blitz_socket *s, const char *group, const char *ifac
     struct in_addr g4;
     struct in6_addr g6;
     if (inet_pton(AF_INET, group, &g4) == 1) {
-        struct ip_mreq m;
+        struct blitz__ip_mreq m;
         memset(&m, 0, sizeof m);
-        m.imr_multiaddr = g4;
-        m.imr_interface.s_addr = htonl(INADDR_ANY);
-        if (iface && inet_pton(AF_INET, iface, &m.imr_interface) != 1)
+        m.multiaddr = g4;
+        m.interface_addr.s_addr = htonl(INADDR_ANY);
+        if (iface && inet_pton(AF_INET, iface, &m.interface_addr) != 1)
             return BLITZ_EINVAL;
         if (setsockopt(s->fd, IPPROTO_IP, join ? IP_ADD_MEMBERSHIP : IP_DROP_MEMBERSHIP, &m,
                        sizeof m) < 0)

@@ -12,11 +12,6 @@
 #include <sched.h>
 #include <unistd.h>
 
-#if !defined(CLOCK_MONOTONIC)
-#error \
-    "blitz.h: POSIX declarations are hidden (strict -std=c11?). Include blitz.h before any system header in the file that defines BLITZ_IMPLEMENTATION, or define _POSIX_C_SOURCE=200809L or _GNU_SOURCE."
-#endif
-
 #if defined(__linux__)
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -68,3 +63,45 @@ long syscall(long number, ...);
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+
+/* A system header included before blitz.h in the implementation file fixes
+ * the C library's feature set before blitz.h can ask for _GNU_SOURCE. Plain
+ * POSIX 2008 (the compilers' default GNU dialects, or an explicit
+ * _POSIX_C_SOURCE) is enough: the few Linux extensions used here are
+ * declared below when the C library hid them. Strict ISO C hides POSIX
+ * itself, which no declaration here can make up for. */
+#if !defined(CLOCK_MONOTONIC) || !defined(O_CLOEXEC)
+#error \
+    "blitz.h: POSIX 2008 declarations are hidden (strict -std=c11 with a system header included first?). In the file that defines BLITZ_IMPLEMENTATION, include blitz.h before any system header, or define _GNU_SOURCE (or _POSIX_C_SOURCE=200809L) at its top, or compile with -std=gnu11."
+#endif
+#if defined(__linux__)
+#ifndef POLLRDHUP
+#define POLLRDHUP 0x2000
+#endif
+#ifndef IOV_MAX
+#define IOV_MAX 1024 /* the kernel's UIO_MAXIOV */
+#endif
+#if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__) || defined(__arm__) || \
+    defined(__riscv) || defined(__loongarch__)
+/* The asm-generic values these architectures share. */
+#ifndef MAP_ANONYMOUS
+#define MAP_ANONYMOUS 0x20
+#endif
+#ifndef MAP_POPULATE
+#define MAP_POPULATE 0x8000
+#endif
+#ifndef SO_REUSEPORT
+#define SO_REUSEPORT 15
+#endif
+#endif
+/* Compatible redeclarations of two GNU extensions (harmless when visible). */
+int accept4(int fd, struct sockaddr *addr, socklen_t *addr_len, int flags);
+int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const sigset_t *mask);
+#endif
+
+/* struct ip_mreq's layout, which the kernel reads (the C library hides the
+ * struct without _DEFAULT_SOURCE). */
+struct blitz__ip_mreq {
+    struct in_addr multiaddr;
+    struct in_addr interface_addr;
+};
