@@ -94,9 +94,12 @@ long syscall(long number, ...);
 #define SO_REUSEPORT 15
 #endif
 #endif
-/* Compatible redeclarations of two GNU extensions (harmless when visible). */
+/* Two GNU extensions, declared when the C library hid them (glibc's own
+ * declaration of accept4 takes a transparent union, not this type). */
+#if (defined(__GLIBC__) && !defined(__USE_GNU)) || (!defined(__GLIBC__) && !defined(_GNU_SOURCE))
 int accept4(int fd, struct sockaddr *addr, socklen_t *addr_len, int flags);
 int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const sigset_t *mask);
+#endif
 #endif
 
 /* struct ip_mreq's layout, which the kernel reads (the C library hides the
