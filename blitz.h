@@ -209,7 +209,10 @@ blitz_unix_*, blitz_udp_*), blitz_sock_shutdown (half-close),
 blitz_sock_close (from any thread, also while ops are in progress: they
 end with BLITZ_ECLOSED and the descriptor closes when the last system
 call on it ends; the handle may be freed by the close, so using it after
-is a use after free, as with free(3)), options
+is a use after free, as with free(3): a connection whose task loops over
+ops is closed by that task, and ended from elsewhere with
+blitz_sock_shutdown(s, 2), which ends the task's receive with end of
+stream and fails its sends), options
 (nodelay, keepalive, linger, buffer sizes),
 local and peer addresses; UDP bind / connect / send_to / recv_from /
 multicast; Unix stream listeners, datagram sockets, pairs, abstract names
@@ -958,9 +961,9 @@ typedef struct blitz_config {
      * every task is idle, so timeouts run instantly and deterministically. */
     int start_paused;
     /* The I/O backend. BLITZ_BACKEND_AUTO (0): the BLITZ_BACKEND environment
-     * variable ("io_uring", "epoll", "poll") if set, else io_uring when the
-     * kernel allows it, else epoll, else poll; an unavailable choice falls
-     * back the same way. Any other value forces that backend:
+     * variable ("io_uring", "epoll", "poll"; any other value is ignored) if
+     * set, else io_uring when the kernel allows it, else epoll, else poll;
+     * an unavailable choice falls back the same way. Any other value forces that backend:
      * blitz_runtime_new fails (BLITZ_ENOSYS, ...) when it cannot start.
      * Compile-time exclusions: BLITZ_NO_IO_URING, BLITZ_NO_EPOLL,
      * BLITZ_NO_POLL. */
@@ -2096,7 +2099,8 @@ BLITZ_API int blitz_addr_ip(const char *ip, uint16_t port, blitz_addr *out);
  * BLITZ_EINVAL when too long (108 bytes) or empty. */
 BLITZ_API int blitz_addr_unix(const char *path, blitz_addr *out);
 /* "1.2.3.4:80", "[::1]:80", the path, or "@name". Returns the length, or
- * BLITZ_EINVAL / BLITZ_ERANGE (buffer too small; it is still terminated). */
+ * BLITZ_ERANGE (buffer too small; it is still terminated), or BLITZ_EINVAL
+ * (NULL argument, size 0, or an address of no known family). */
 BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size);
 /* The port of an IP address, or -1. */
 BLITZ_API int blitz_addr_port(const blitz_addr *a);
@@ -2164,7 +2168,9 @@ BLITZ_API blitz_poll blitz_io_settle(blitz_cx *cx, blitz_io *op);
 BLITZ_API int blitz_io_pending(const blitz_io *op);
 
 /* TCP listener: socket, SO_REUSEADDR (unless BLITZ_SOCK_NO_REUSEADDR),
- * bind, listen(backlog; 0 = SOMAXCONN). */
+ * bind, listen(backlog; 0 = SOMAXCONN). `flags`: BLITZ_SOCK_* bits.
+ * BLITZ_EINVAL for a NULL argument, a negative backlog or a Unix address
+ * (use blitz_unix_listen); bind errors as -errno (BLITZ_EADDRINUSE, ...). */
 BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
                                unsigned flags, blitz_socket **out);
 /* Await a connection: op->socket is the new socket (result 0), or result
@@ -2217,7 +2223,10 @@ BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
  * middle of its system call), whether or not the ops' tasks ever run
  * again. Any thread may close while tasks' ops are in progress. The
  * handle may be freed by the call: using it after (a new op, a second
- * close) is a use after free, as with free(3). */
+ * close) is a use after free, as with free(3). So a connection whose task
+ * loops over ops is closed by that task: to end it from elsewhere, call
+ * blitz_sock_shutdown(s, 2) (the task's receive sees end of stream, its
+ * sends fail) or cancel the task, and let the task close it. */
 BLITZ_API int blitz_sock_close(blitz_socket *s);
 #define blitz_tcp_close(s) blitz_sock_close(s)
 /* The descriptor (for options blitz does not wrap), or -1. */

@@ -55,7 +55,8 @@ BLITZ_API int blitz_addr_ip(const char *ip, uint16_t port, blitz_addr *out);
  * BLITZ_EINVAL when too long (108 bytes) or empty. */
 BLITZ_API int blitz_addr_unix(const char *path, blitz_addr *out);
 /* "1.2.3.4:80", "[::1]:80", the path, or "@name". Returns the length, or
- * BLITZ_EINVAL / BLITZ_ERANGE (buffer too small; it is still terminated). */
+ * BLITZ_ERANGE (buffer too small; it is still terminated), or BLITZ_EINVAL
+ * (NULL argument, size 0, or an address of no known family). */
 BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size);
 /* The port of an IP address, or -1. */
 BLITZ_API int blitz_addr_port(const blitz_addr *a);
@@ -123,7 +124,9 @@ BLITZ_API blitz_poll blitz_io_settle(blitz_cx *cx, blitz_io *op);
 BLITZ_API int blitz_io_pending(const blitz_io *op);
 
 /* TCP listener: socket, SO_REUSEADDR (unless BLITZ_SOCK_NO_REUSEADDR),
- * bind, listen(backlog; 0 = SOMAXCONN). */
+ * bind, listen(backlog; 0 = SOMAXCONN). `flags`: BLITZ_SOCK_* bits.
+ * BLITZ_EINVAL for a NULL argument, a negative backlog or a Unix address
+ * (use blitz_unix_listen); bind errors as -errno (BLITZ_EADDRINUSE, ...). */
 BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
                                unsigned flags, blitz_socket **out);
 /* Await a connection: op->socket is the new socket (result 0), or result
@@ -176,7 +179,10 @@ BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
  * middle of its system call), whether or not the ops' tasks ever run
  * again. Any thread may close while tasks' ops are in progress. The
  * handle may be freed by the call: using it after (a new op, a second
- * close) is a use after free, as with free(3). */
+ * close) is a use after free, as with free(3). So a connection whose task
+ * loops over ops is closed by that task: to end it from elsewhere, call
+ * blitz_sock_shutdown(s, 2) (the task's receive sees end of stream, its
+ * sends fail) or cancel the task, and let the task close it. */
 BLITZ_API int blitz_sock_close(blitz_socket *s);
 #define blitz_tcp_close(s) blitz_sock_close(s)
 /* The descriptor (for options blitz does not wrap), or -1. */

@@ -230,6 +230,125 @@ static int io_close_busy(blitz_backend b) {
 }
 IO_BACKEND_TESTS(io_close_busy)
 
+/* ---- ending connections that their tasks own, from a plain thread ------------------------ */
+
+/* The way the manual gives to end a connection whose task loops over ops:
+ * blitz_sock_shutdown(s, 2) from anywhere, and the task closes. Half the
+ * connections idle after one round trip (their receive waits: a multishot
+ * one on io_uring), the other half have a client that sends and never
+ * reads (their task waits in send_all). Every task must leave its loop,
+ * and every client must then see the end of stream of the closed socket. */
+#define IO_SHUT_CONNS 16
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_socket *sock;
+    blitz_io op;
+    int64_t recv_result, send_result;
+    char buf[4096];
+} io_shut_server;
+
+static blitz_poll io_shut_server_poll(blitz_cx *cx, void *p) {
+    io_shut_server *s = p;
+    BLITZ_BEGIN(s);
+    s->send_result = 1;
+    for (;;) {
+        BLITZ_AWAIT(s, blitz_sock_recv(cx, &s->op, s->sock, s->buf, sizeof s->buf));
+        s->recv_result = s->op.result;
+        if (s->op.result <= 0)
+            break;
+        BLITZ_AWAIT(s, blitz_sock_send_all(cx, &s->op, s->sock, s->buf, (size_t)s->op.result));
+        s->send_result = s->op.result;
+        if (s->op.result < 0)
+            break;
+    }
+    blitz_sock_close(s->sock);
+    BLITZ_END(s);
+}
+
+static int io_shutdown_from_thread(blitz_backend b) {
+    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    if (!rt)
+        return 0;
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(lfd >= 0);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof sa;
+    CHECK_EQ(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+    CHECK_EQ(listen(lfd, IO_SHUT_CONNS), 0);
+    CHECK_EQ(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
+    int client[IO_SHUT_CONNS];
+    blitz_socket *server[IO_SHUT_CONNS];
+    blitz_task *t[IO_SHUT_CONNS];
+    static char chunk[65536];
+    for (int i = 0; i < IO_SHUT_CONNS; i++) {
+        client[i] = socket(AF_INET, SOCK_STREAM, 0);
+        CHECK(client[i] >= 0);
+        CHECK_EQ(connect(client[i], (struct sockaddr *)&sa, sizeof sa), 0);
+        int fd = accept(lfd, NULL, NULL);
+        CHECK(fd >= 0);
+        CHECK_OK(blitz_sock_adopt(rt, fd, &server[i]));
+        io_shut_server st;
+        memset(&st, 0, sizeof st);
+        st.sock = server[i];
+        CHECK_OK(blitz_spawn(rt, io_shut_server_poll, &st, sizeof st, &t[i]));
+        if (i % 2 == 0) {
+            /* One round trip, then idle. */
+            CHECK_EQ(send(client[i], "ping", 4, 0), 4);
+            char got[4];
+            CHECK_EQ(recv(client[i], got, 4, MSG_WAITALL), 4);
+            CHECK_EQ(memcmp(got, "ping", 4), 0);
+        } else {
+            /* Fill both directions: the echo backs up until the task's
+             * send_all waits and then the client's send does. */
+            CHECK_EQ(fcntl(client[i], F_SETFL, O_NONBLOCK), 0);
+            double deadline = tu_now() + 10 * tu_timeout_mult();
+            int full_rounds = 0;
+            while (full_rounds < 20) {
+                CHECK(tu_now() < deadline);
+                if (send(client[i], chunk, sizeof chunk, MSG_NOSIGNAL) < 0) {
+                    CHECK(errno == EAGAIN || errno == EWOULDBLOCK);
+                    full_rounds++;
+                    tu_sleep_ms(1);
+                } else {
+                    full_rounds = 0;
+                }
+            }
+        }
+    }
+    tu_sleep_ms(10); /* the idle receives are back in the kernel */
+    for (int i = 0; i < IO_SHUT_CONNS; i++)
+        CHECK_OK(blitz_sock_shutdown(server[i], 2));
+    for (int i = 0; i < IO_SHUT_CONNS; i++) {
+        CHECK_OK(blitz_task_wait(t[i]));
+        io_shut_server *st = blitz_task_state(t[i]);
+        if (i % 2 == 0) {
+            CHECK_EQ(st->recv_result, 0);
+            CHECK_EQ(st->send_result, 4);
+        } else {
+            CHECK_LT(st->send_result, 0);
+        }
+        blitz_task_release(&t[i]);
+    }
+    /* The tasks closed their sockets: each client reads (the rest of its
+     * echo, then) the end of stream. */
+    for (int i = 0; i < IO_SHUT_CONNS; i++) {
+        CHECK_EQ(fcntl(client[i], F_SETFL, 0), 0);
+        ssize_t r;
+        while ((r = recv(client[i], chunk, sizeof chunk, 0)) > 0) {
+        }
+        CHECK(r == 0 || (r < 0 && errno == ECONNRESET));
+        close(client[i]);
+    }
+    close(lfd);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+IO_BACKEND_TESTS(io_shutdown_from_thread)
+
 /* ---- the thread that created an io_uring runtime is left alone ------------------------- */
 
 /* The kernel runs a poll's task work on the thread that submitted it, even
