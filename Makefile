@@ -1,5 +1,5 @@
 # blitz: make (tests + examples), make test, make run, make bench,
-# make bench-compare, make bench-peers, make amalgamate, make check-amalgamation.
+# make bench-compare, make bench-peers, make bench-ceiling, make amalgamate, make check-amalgamation.
 
 CC      ?= cc
 PYTHON  ?= python3
@@ -18,7 +18,7 @@ DEV_HEADER := $(BUILD)/blitz_dev.h
 TEST_DEFS  := -DBLITZ_TEST_HEADER='"$(DEV_HEADER)"'
 
 .PHONY: all amalgamate check-amalgamation test test-quick test-gcc test-clang test-tsan \
-        test-asan test-small-queue test-cxx test-stress examples run bench bench-compare bench-peers \
+        test-asan test-small-queue test-cxx test-stress examples run bench bench-compare bench-peers bench-ceiling \
         format clean
 
 all: $(BUILD)/blitz_tests $(addprefix $(BUILD)/examples/,$(EXAMPLES))
@@ -159,6 +159,9 @@ bench-compare: $(addprefix $(BUILD)/bench/,$(BENCHES))
 
 bench-peers: $(BUILD)/bench/tcp
 	@bash bench/peers.sh $(BUILD)/bench
+
+bench-ceiling: $(BUILD)/bench/tcp
+	@bash bench/ceiling.sh $(BUILD)/bench
 
 format:
 	clang-format -i src/*.c src/*.h tests/*.c tests/*.h blitz_tests.c examples/*.c bench/*.c bench/*.h
