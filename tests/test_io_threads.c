@@ -233,16 +233,25 @@ IO_BACKEND_TESTS(io_close_busy)
 /* ---- ending connections that their tasks own, from a plain thread ------------------------ */
 
 /* The way the manual gives to end a connection whose task loops over ops:
- * blitz_sock_shutdown(s, 2) from anywhere, and the task closes. Half the
- * connections idle after one round trip (their receive waits: a multishot
- * one on io_uring), the other half have a client that sends and never
- * reads (their task waits in send_all). Every task must leave its loop,
- * and every client must then see the end of stream of the closed socket. */
+ * blitz_sock_shutdown(s, 2) from another thread, under the lock of the
+ * table the task leaves before it closes (so the handle is open while it
+ * is used). Half the connections idle after one round trip (their receive
+ * waits: a multishot one on io_uring), the other half have a client that
+ * sends and never reads (their task waits in send_all). Every task must
+ * leave its loop, and every client must then see the end of stream of the
+ * closed socket. */
 #define IO_SHUT_CONNS 16
+
+typedef struct {
+    pthread_mutex_t lock;
+    blitz_socket *open[IO_SHUT_CONNS];
+} io_shut_table;
 
 typedef struct {
     BLITZ_CORO;
     blitz_socket *sock;
+    io_shut_table *table;
+    int index;
     blitz_io op;
     int64_t recv_result, send_result;
     char buf[4096];
@@ -262,6 +271,9 @@ static blitz_poll io_shut_server_poll(blitz_cx *cx, void *p) {
         if (s->op.result < 0)
             break;
     }
+    pthread_mutex_lock(&s->table->lock);
+    s->table->open[s->index] = NULL;
+    pthread_mutex_unlock(&s->table->lock);
     blitz_sock_close(s->sock);
     BLITZ_END(s);
 }
@@ -281,7 +293,8 @@ static int io_shutdown_from_thread(blitz_backend b) {
     CHECK_EQ(listen(lfd, IO_SHUT_CONNS), 0);
     CHECK_EQ(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
     int client[IO_SHUT_CONNS];
-    blitz_socket *server[IO_SHUT_CONNS];
+    io_shut_table table;
+    pthread_mutex_init(&table.lock, NULL);
     blitz_task *t[IO_SHUT_CONNS];
     static char chunk[65536];
     for (int i = 0; i < IO_SHUT_CONNS; i++) {
@@ -290,10 +303,12 @@ static int io_shutdown_from_thread(blitz_backend b) {
         CHECK_EQ(connect(client[i], (struct sockaddr *)&sa, sizeof sa), 0);
         int fd = accept(lfd, NULL, NULL);
         CHECK(fd >= 0);
-        CHECK_OK(blitz_sock_adopt(rt, fd, &server[i]));
         io_shut_server st;
         memset(&st, 0, sizeof st);
-        st.sock = server[i];
+        CHECK_OK(blitz_sock_adopt(rt, fd, &st.sock));
+        st.table = &table;
+        st.index = i;
+        table.open[i] = st.sock;
         CHECK_OK(blitz_spawn(rt, io_shut_server_poll, &st, sizeof st, &t[i]));
         if (i % 2 == 0) {
             /* One round trip, then idle. */
@@ -320,8 +335,12 @@ static int io_shutdown_from_thread(blitz_backend b) {
         }
     }
     tu_sleep_ms(10); /* the idle receives are back in the kernel */
-    for (int i = 0; i < IO_SHUT_CONNS; i++)
-        CHECK_OK(blitz_sock_shutdown(server[i], 2));
+    pthread_mutex_lock(&table.lock);
+    for (int i = 0; i < IO_SHUT_CONNS; i++) {
+        CHECK_NOT_NULL(table.open[i]); /* nothing else ends them */
+        CHECK_OK(blitz_sock_shutdown(table.open[i], 2));
+    }
+    pthread_mutex_unlock(&table.lock);
     for (int i = 0; i < IO_SHUT_CONNS; i++) {
         CHECK_OK(blitz_task_wait(t[i]));
         io_shut_server *st = blitz_task_state(t[i]);
@@ -344,6 +363,7 @@ static int io_shutdown_from_thread(blitz_backend b) {
         close(client[i]);
     }
     close(lfd);
+    pthread_mutex_destroy(&table.lock);
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
