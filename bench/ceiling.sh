@@ -61,11 +61,10 @@ TOKIO=$CARGO_TARGET_DIR/release/tokio-anchor
 gcc -O2 -Wall -Wextra -o "$OUT/echo_floor" "$ROOT/bench/floor/echo_floor.c" || exit 1
 
 SERVERS=(tokio tokio_w1 tokio_ct floor blitz_uring_w2 blitz_uring_w1 blitz_uring_ct blitz_epoll_w2)
-# Every server runs until its stdin closes: a FIFO this script holds open
-# (read-write, so opening it never blocks); each is also killed.
-rm -f "$OUT/stdin.fifo"
-mkfifo "$OUT/stdin.fifo" || exit 1
-exec 9<>"$OUT/stdin.fifo"
+SCRIPT=ceiling.sh
+# shellcheck source=bench/server_lib.sh
+. "$ROOT/bench/server_lib.sh"
+server_stdin_open
 
 start_server() {
     local portfile="$OUT/server.port"
@@ -81,14 +80,7 @@ start_server() {
     blitz_epoll_w2) BLITZ_BACKEND=epoll exec "$DIR/tcp" echo-server --port 0 --workers 2 ;;
     esac >"$portfile" 2>/dev/null <"$OUT/stdin.fifo" &
     SPID=$!
-    PORT=
-    for _ in $(seq 100); do
-        PORT=$(sed -n 's/^PORT //p' "$portfile" | head -1)
-        [ -n "$PORT" ] && return 0
-        sleep 0.05
-    done
-    echo "ceiling.sh: $1 did not start" >&2
-    return 1
+    server_wait_port "$1" "$portfile"
 }
 
 # One round of server $1. CPU per request: the server's CPU time over the
@@ -96,10 +88,10 @@ start_server() {
 run_server() {
     local name=$1 s0 s1 out rps cpu
     start_server "$name" || return 1
-    s0=$(awk '{print $14 + $15}' "/proc/$SPID/stat")
+    s0=$(server_cpu_ticks "$SPID")
     out=$(/usr/bin/time -f "client_cpu_s=%U %S" "$TOKIO" echo-client \
         --addr "127.0.0.1:$PORT" --impl "$name" --no-bulk 2>&1)
-    s1=$(awk '{print $14 + $15}' "/proc/$SPID/stat")
+    s1=$(server_cpu_ticks "$SPID")
     kill -TERM "$SPID" 2>/dev/null
     wait "$SPID" 2>/dev/null
     echo "$out" | grep '^bench=tcp_echo' >>"$OUT/samples.txt"
@@ -114,14 +106,7 @@ run_server() {
     printf '  %-15s %8.0f req/s\n' "$name" "$rps" >&2
 }
 
-ns=${#SERVERS[@]}
-for rep in $(seq 1 "$REPEAT"); do
-    echo "== round $rep/$REPEAT" >&2
-    echo "# round=$rep" >>"$OUT/samples.txt"
-    for k in $(seq 0 $((ns - 1))); do
-        run_server "${SERVERS[$(((k + rep - 1) % ns))]}"
-    done
-done
+server_rounds
 
 echo
 echo "## Servers driven by the Tokio anchor's client, median of $REPEAT round(s) ($(date -u +%Y-%m-%dT%H:%M:%SZ))"

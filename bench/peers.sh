@@ -70,11 +70,10 @@ else
     echo "peers.sh: Go anchor left out (no go toolchain)" >&2
 fi
 SERVERS+=(blitz_uring_w2 blitz_uring_ct blitz_epoll_w2)
-# blitz's server runs until its stdin closes: a FIFO this script holds open
-# (read-write, so opening it never blocks) and the server is killed.
-rm -f "$OUT/stdin.fifo"
-mkfifo "$OUT/stdin.fifo" || exit 1
-exec 9<>"$OUT/stdin.fifo"
+SCRIPT=peers.sh
+# shellcheck source=bench/server_lib.sh
+. "$ROOT/bench/server_lib.sh"
+server_stdin_open
 
 # Starts server $1 in the background; sets SPID and PORT.
 start_server() {
@@ -91,24 +90,17 @@ start_server() {
         >"$portfile" 2>/dev/null <"$OUT/stdin.fifo" & ;;
     esac
     SPID=$!
-    PORT=
-    for _ in $(seq 100); do
-        PORT=$(sed -n 's/^PORT[= ]//p' "$portfile" | head -1)
-        [ -n "$PORT" ] && return 0
-        sleep 0.05
-    done
-    echo "peers.sh: $1 did not start" >&2
-    return 1
+    server_wait_port "$1" "$portfile"
 }
 
 # One round of server $1: echo, server CPU per request, bulk.
 run_server() {
     local name=$1 s0 s1 out err nreq
     start_server "$name" || return 1
-    s0=$(awk '{print $14 + $15}' "/proc/$SPID/stat")
+    s0=$(server_cpu_ticks "$SPID")
     out=$("$OUT/echo_client" -H 127.0.0.1 -p "$PORT" -m echo -c 50 -s 64 -w 1 -d "$ECHO_SECS" \
         -r 1 -t 1 -i "$name" 2>"$OUT/client.err")
-    s1=$(awk '{print $14 + $15}' "/proc/$SPID/stat")
+    s1=$(server_cpu_ticks "$SPID")
     nreq=$(sed -n 's/^# all_requests=//p' "$OUT/client.err")
     echo "$out" >>"$OUT/samples.txt"
     awk -v a="$s0" -v b="$s1" -v n="${nreq:-0}" -v i="$name" \
@@ -121,16 +113,7 @@ run_server() {
     echo "$out" | sed -n 's/^bench=tcp_echo_50conn_64B_rps value=\([0-9.]*\).*/  '"$name"' \1 req\/s/p' >&2
 }
 
-# The servers take turns in a rotating order (this VM's speed drifts over
-# tens of seconds: a fixed order would favour the first).
-ns=${#SERVERS[@]}
-for rep in $(seq 1 "$REPEAT"); do
-    echo "== round $rep/$REPEAT" >&2
-    echo "# round=$rep" >>"$OUT/samples.txt"
-    for k in $(seq 0 $((ns - 1))); do
-        run_server "${SERVERS[$(((k + rep - 1) % ns))]}"
-    done
-done
+server_rounds
 
 echo
 echo "## blitz vs the libuv and Go anchors' servers, the anchors' client, median of $REPEAT round(s) ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
