@@ -778,8 +778,11 @@ extern "C" {
     XX(ENOSYS, -38, "function not implemented")           \
     XX(ENOTEMPTY, -39, "directory not empty")             \
     XX(ELOOP, -40, "too many symbolic links")             \
+    XX(EPROTO, -71, "protocol error")                     \
     XX(ENOTSOCK, -88, "not a socket")                     \
+    XX(EDESTADDRREQ, -89, "destination address required") \
     XX(EMSGSIZE, -90, "message too long")                 \
+    XX(ENOPROTOOPT, -92, "protocol not available")        \
     XX(EOPNOTSUPP, -95, "operation not supported")        \
     XX(EAFNOSUPPORT, -97, "address family not supported") \
     XX(EADDRINUSE, -98, "address already in use")         \
@@ -11686,25 +11689,54 @@ BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
 /* Shutdown (no task runs any more): every op is cancelled and its waker
  * dropped; io_uring completions are awaited so the kernel holds no buffer
  * when the task blocks are freed. */
-BLITZ_PRIVATE void blitz__io_shutdown(blitz_runtime *rt) {
-    blitz__io *io = rt->io;
-    if (!io || blitz__u32_load(&io->shutdown, BLITZ__RELAXED))
-        return;
-    blitz__u32_store(&io->shutdown, 1, BLITZ__SEQ_CST);
+/* Wakers taken from ops while the sockets' locks are held, dropped after:
+ * dropping the last reference to a task runs its drop function, which may
+ * close a socket (its lock) or free one (the socket list's lock). */
+typedef struct {
+    blitz_waker *items;
+    size_t len, cap;
+    blitz_waker inline_items[64];
+} blitz__waker_list;
+
+/* 0 when full and no more memory: the caller stops collecting. */
+static int blitz__waker_list_push(blitz__waker_list *l, blitz_waker w) {
+    if (l->len == l->cap) {
+        size_t cap = l->cap * 2;
+        blitz_waker *items = blitz__calloc(cap * sizeof *items);
+        if (!items)
+            return 0;
+        memcpy(items, l->items, l->len * sizeof *items);
+        if (l->items != l->inline_items)
+            blitz__free(l->items);
+        l->items = items;
+        l->cap = cap;
+    }
+    l->items[l->len++] = w;
+    return 1;
+}
+
+/* One pass over the sockets: waiting ops end with BLITZ_ESHUTDOWN (their
+ * wakers go to `dropped`), ops in the kernel are cancelled. Returns 0 when
+ * `dropped` ran out of memory before the pass ended; a further pass
+ * finishes the job (what this one did is not done again). */
+static int blitz__io_shutdown_pass(blitz__io *io, blitz__waker_list *dropped) {
+    int complete = 1;
     blitz__mutex_lock(&io->socks_lock);
-    for (blitz_socket *s = io->all; s; s = s->all_next) {
+    for (blitz_socket *s = io->all; s && complete; s = s->all_next) {
         blitz__mutex_lock(&s->lock);
         blitz_io *op = s->ops;
         while (op) {
             blitz_io *next = op->blitz__next;
             uint32_t st = blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED);
             if (st == BLITZ__IO_WAIT) {
+                if (!blitz__waker_list_push(dropped, op->blitz__waker)) {
+                    complete = 0;
+                    break;
+                }
                 blitz__op_unlink(s, op);
-                blitz_waker w = op->blitz__waker;
                 op->blitz__waker = blitz_waker_noop();
                 op->blitz__res = BLITZ_ESHUTDOWN;
                 blitz__op_set_state(op, BLITZ__IO_DONE);
-                blitz_waker_drop(w);
             } else if (st == BLITZ__IO_INFLIGHT) {
                 blitz__op_lock(op);
                 blitz__op_set_state(op, BLITZ__IO_CANCELLING);
@@ -11713,13 +11745,36 @@ BLITZ_PRIVATE void blitz__io_shutdown(blitz_runtime *rt) {
             }
             op = next;
         }
-        if (s->ms_armed)
-            blitz__uring_cancel_ud(io, &io->rings[s->ms_ring],
-                                   (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
-        blitz__recv_ms_close(s);
+        if (complete) {
+            if (s->ms_armed)
+                blitz__uring_cancel_ud(io, &io->rings[s->ms_ring],
+                                       (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
+            blitz__recv_ms_close(s);
+        }
         blitz__mutex_unlock(&s->lock);
     }
     blitz__mutex_unlock(&io->socks_lock);
+    return complete;
+}
+
+BLITZ_PRIVATE void blitz__io_shutdown(blitz_runtime *rt) {
+    blitz__io *io = rt->io;
+    if (!io || blitz__u32_load(&io->shutdown, BLITZ__RELAXED))
+        return;
+    blitz__u32_store(&io->shutdown, 1, BLITZ__SEQ_CST);
+    blitz__waker_list dropped;
+    dropped.items = dropped.inline_items;
+    dropped.len = 0;
+    dropped.cap = sizeof dropped.inline_items / sizeof dropped.inline_items[0];
+    int complete;
+    do {
+        complete = blitz__io_shutdown_pass(io, &dropped);
+        for (size_t i = 0; i < dropped.len; i++)
+            blitz_waker_drop(dropped.items[i]);
+        dropped.len = 0;
+    } while (!complete);
+    if (dropped.items != dropped.inline_items)
+        blitz__free(dropped.items);
     if (io->kind == BLITZ_BACKEND_IO_URING)
         blitz__uring_drain(io);
 }

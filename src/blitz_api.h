@@ -79,8 +79,11 @@ extern "C" {
     XX(ENOSYS, -38, "function not implemented")           \
     XX(ENOTEMPTY, -39, "directory not empty")             \
     XX(ELOOP, -40, "too many symbolic links")             \
+    XX(EPROTO, -71, "protocol error")                     \
     XX(ENOTSOCK, -88, "not a socket")                     \
+    XX(EDESTADDRREQ, -89, "destination address required") \
     XX(EMSGSIZE, -90, "message too long")                 \
+    XX(ENOPROTOOPT, -92, "protocol not available")        \
     XX(EOPNOTSUPP, -95, "operation not supported")        \
     XX(EAFNOSUPPORT, -97, "address family not supported") \
     XX(EADDRINUSE, -98, "address already in use")         \

@@ -806,6 +806,63 @@ static int io_shutdown_inflight(blitz_backend b) {
 }
 IO_BACKEND_TESTS(io_shutdown_inflight)
 
+/* Freeing a runtime whose tasks wait in receives, when each task's drop
+ * function closes its socket (the cleanup the manual suggests): the
+ * shutdown ends the waits and drops the tasks, and those closes must not
+ * find the socket's lock (or the socket list's) still held. More tasks
+ * than the shutdown's first batch of wakers. */
+#define IO_DROP_CLOSERS 100
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_socket *sock;
+    blitz_io op;
+    atomic_int *started, *closed;
+    char buf[64];
+} io_drop_closer;
+
+static blitz_poll io_drop_closer_poll(blitz_cx *cx, void *p) {
+    io_drop_closer *d = p;
+    BLITZ_BEGIN(d);
+    atomic_fetch_add(d->started, 1);
+    BLITZ_AWAIT(d, blitz_sock_recv(cx, &d->op, d->sock, d->buf, sizeof d->buf));
+    BLITZ_END(d);
+}
+
+static void io_drop_closer_drop(void *p) {
+    io_drop_closer *d = p;
+    CHECK_OK(blitz_sock_close(d->sock));
+    atomic_fetch_add(d->closed, 1);
+}
+
+static int io_free_drop_closes(blitz_backend b) {
+    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    if (!rt)
+        return 0;
+    atomic_int started = 0, closed = 0;
+    blitz_socket *peer[IO_DROP_CLOSERS];
+    for (int i = 0; i < IO_DROP_CLOSERS; i++) {
+        io_drop_closer d;
+        memset(&d, 0, sizeof d);
+        CHECK_OK(blitz_unix_pair(rt, 1, &d.sock, &peer[i]));
+        d.started = &started;
+        d.closed = &closed;
+        blitz_spawn_opts o;
+        memset(&o, 0, sizeof o);
+        o.poll = io_drop_closer_poll;
+        o.state = &d;
+        o.size = sizeof d;
+        o.drop = io_drop_closer_drop;
+        CHECK_OK(blitz_spawn_ex(rt, &o, NULL));
+    }
+    TU_WAIT_GE(&started, IO_DROP_CLOSERS, 5);
+    tu_sleep_ms(20); /* the receives wait (in the kernel on io_uring) */
+    CHECK_OK(blitz_runtime_free(rt));
+    CHECK_EQ(tu_ldi(&closed), IO_DROP_CLOSERS); /* the peers went with the runtime */
+    return 0;
+}
+IO_BACKEND_TESTS(io_free_drop_closes)
+
 /* A loopback listener whose accept queue is full (backlog 0, connections
  * nobody accepts in `fill`): the kernel drops further SYNs, so a connect
  * to `*addr` hangs. Returns the listener's descriptor. */
