@@ -147,7 +147,10 @@ BLITZ_API blitz_poll blitz_tcp_connect_timeout(blitz_cx *cx, blitz_io *op, const
                                                int64_t timeout_ns);
 
 /* Stream and datagram transfers (TCP, Unix stream, connected UDP / Unix
- * datagram). recv: result 0 at end of stream. send: may be partial.
+ * datagram). recv: result 0 at end of stream (a stream receive of len 0
+ * is READY at once with 0); on a datagram socket it takes one datagram,
+ * truncated to len without notice, and 0 may be an empty datagram.
+ * send: may be partial.
  * send_all: READY when all `len` bytes went out, or with the error (the
  * bytes sent so far are lost to the caller; result is the error). */
 BLITZ_API blitz_poll blitz_sock_recv(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
@@ -225,7 +228,9 @@ BLITZ_API int blitz_udp_set_broadcast(blitz_socket *s, int on);
 
 /* Unix sockets: stream listener and connect (the op form, like TCP),
  * datagram sockets (bound to addr, or unbound with addr NULL). A path
- * listener unlinks a stale socket file first. */
+ * listener unlinks a stale socket file first; a bound datagram socket
+ * does not (remove its path yourself: a second bind while the file exists
+ * is BLITZ_EADDRINUSE). */
 BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
                                 blitz_socket **out);
 #define blitz_unix_accept blitz_tcp_accept

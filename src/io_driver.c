@@ -1094,6 +1094,13 @@ BLITZ_API int blitz_io_pending(const blitz_io *op) {
 
 BLITZ_API blitz_poll blitz_sock_recv(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
                                      size_t len) {
+    /* A stream receive of nothing has nothing to wait for (recv(2) says 0
+     * at once); a datagram one still takes the next datagram. */
+    if (op && s && len == 0 && s->type == SOCK_STREAM && blitz__op_state(op) == BLITZ__IO_IDLE) {
+        op->result = 0;
+        op->socket = NULL;
+        return BLITZ_READY;
+    }
     return blitz__op_poll(cx, op, s, BLITZ__OP_RECV, buf, len, NULL, BLITZ__DIR_READ);
 }
 BLITZ_API blitz_poll blitz_sock_send(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
