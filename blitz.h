@@ -11238,7 +11238,6 @@ BLITZ_API blitz_poll blitz_sock_recv(blitz_cx *cx, blitz_io *op, blitz_socket *s
      * at once); a datagram one still takes the next datagram. */
     if (op && s && len == 0 && s->type == SOCK_STREAM && blitz__op_state(op) == BLITZ__IO_IDLE) {
         op->result = 0;
-        op->socket = NULL;
         return BLITZ_READY;
     }
     return blitz__op_poll(cx, op, s, BLITZ__OP_RECV, buf, len, NULL, BLITZ__DIR_READ);
@@ -11698,9 +11697,6 @@ BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
     return BLITZ_OK;
 }
 
-/* Shutdown (no task runs any more): every op is cancelled and its waker
- * dropped; io_uring completions are awaited so the kernel holds no buffer
- * when the task blocks are freed. */
 /* Wakers taken from ops while the sockets' locks are held, dropped after:
  * dropping the last reference to a task runs its drop function, which may
  * close a socket (its lock) or free one (the socket list's lock). */
@@ -11769,6 +11765,9 @@ static int blitz__io_shutdown_pass(blitz__io *io, blitz__waker_list *dropped) {
     return complete;
 }
 
+/* Shutdown (no task runs any more): every op is cancelled and its waker
+ * dropped; io_uring completions are awaited so the kernel holds no buffer
+ * when the task blocks are freed. */
 BLITZ_PRIVATE void blitz__io_shutdown(blitz_runtime *rt) {
     blitz__io *io = rt->io;
     if (!io || blitz__u32_load(&io->shutdown, BLITZ__RELAXED))
