@@ -10557,7 +10557,8 @@ static int blitz__op_result_ex(blitz_io *op, int64_t r, int live) {
         }
         break;
     case BLITZ__OP_ACCEPT:
-        if (r >= 0) {
+        /* A completion's descriptor is a socket already. */
+        if (r >= 0 && !op->socket) {
             /* The listener's driver and family were noted at the start. */
             blitz_socket *ns = NULL;
             int rc = blitz__sock_wrap((blitz__io *)(uintptr_t)op->blitz__scratch[0], (int)r,
@@ -10817,13 +10818,11 @@ BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_sock
         }
     if (res == -ECANCELED && !s->closed && !blitz__u32_load(&io->shutdown, BLITZ__RELAXED))
         res = -EAGAIN; /* not ours: re-armed by the next accept */
-    if (waiter && res != -EAGAIN) {
-        blitz__op_unlink(s, waiter);
-        w = waiter->blitz__waker;
-        waiter->blitz__waker = blitz_waker_noop();
-        waiter->blitz__res = (res == -ECANCELED && s->closed) ? BLITZ_ECLOSED : res;
-        blitz__op_set_state(waiter, BLITZ__IO_DONE);
-    } else if (res >= 0) {
+    if (res >= 0) {
+        /* Queued even with a task waiting, which is woken to take it: a
+         * descriptor stays the listener's (closed with it, or with the
+         * runtime) until a task holds it as a socket, so a waiting task
+         * that never runs again cannot leak it. */
         if (s->closed) {
             close(res);
         } else {
@@ -10834,6 +10833,12 @@ BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_sock
             if (s->ms_count < s->ms_cap) {
                 s->ms_fds[(s->ms_head + s->ms_count) % s->ms_cap] = res;
                 s->ms_count++;
+                if (waiter) {
+                    blitz__op_unlink(s, waiter);
+                    w = waiter->blitz__waker;
+                    waiter->blitz__waker = blitz_waker_noop();
+                    blitz__op_set_state(waiter, BLITZ__IO_RETRY);
+                }
             } else {
                 close(res);
             }
@@ -10842,6 +10847,12 @@ BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_sock
                 blitz__uring_cancel_ud(io, r, (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
             }
         }
+    } else if (waiter && res != -EAGAIN) {
+        blitz__op_unlink(s, waiter);
+        w = waiter->blitz__waker;
+        waiter->blitz__waker = blitz_waker_noop();
+        waiter->blitz__res = (res == -ECANCELED && s->closed) ? BLITZ_ECLOSED : res;
+        blitz__op_set_state(waiter, BLITZ__IO_DONE);
     } else if (res != -EAGAIN && res != -ECANCELED) {
         s->ms_err = res;
     }
@@ -10945,6 +10956,14 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
     (void)blitz__op_state(op);
     blitz_socket *s = op->blitz__sock;
     int is_connect = op->blitz__kind == BLITZ__OP_CONNECT;
+    /* An accepted descriptor becomes a socket here, not when the task
+     * runs: the runtime then closes it with the rest even if the task
+     * never runs again. (Before the listener's lock: the socket list's
+     * lock comes first.) */
+    blitz_socket *accepted = NULL;
+    if (op->blitz__kind == BLITZ__OP_ACCEPT && res >= 0)
+        res = blitz__sock_wrap((blitz__io *)(uintptr_t)op->blitz__scratch[0], res,
+                               (int)op->blitz__scratch[1], SOCK_STREAM, &accepted);
     blitz__mutex_lock(&s->lock);
     blitz__op_unlink(s, op);
     int closed = s->closed;
@@ -10957,8 +10976,6 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
     if (st == BLITZ__IO_CANCELLING) {
         /* Nobody waits for the result. Data it received stays the
          * stream's; a send's count is reported by blitz_io_settle. */
-        if (op->blitz__kind == BLITZ__OP_ACCEPT && res >= 0)
-            close(res);
         if (blitz__salvage_kind(op->blitz__kind) && res > 0 && !closed)
             blitz__salvage_keep(s, op, (size_t)res, blitz__op_from_len(op));
         op->blitz__res = res;
@@ -10971,10 +10988,14 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
         else if (res == -ECANCELED && is_connect && (op->blitz__flags & BLITZ__OPF_LIMIT_KERNEL))
             res = BLITZ_ETIMEDOUT; /* its linked timeout fired */
         op->blitz__res = res;
+        op->socket = accepted;
+        accepted = NULL;
         blitz__op_set_state(op, BLITZ__IO_DONE);
     }
     blitz__op_unlock(op);
     blitz__mutex_unlock(&s->lock);
+    if (accepted)
+        blitz_sock_close(accepted); /* the op was cancelled */
     /* From here on the op belongs to its task again: no more access. */
     if (is_connect && st == BLITZ__IO_CANCELLING)
         blitz_sock_close(s); /* the op's own reference */
@@ -11128,8 +11149,10 @@ static int blitz__io_cancel_state(blitz_io *op) {
     if (st == BLITZ__IO_IDLE || st == BLITZ__IO_CANCELLING)
         return BLITZ_OK;
     if (st == BLITZ__IO_RETRY || st == BLITZ__IO_DONE) {
-        if (st == BLITZ__IO_DONE && op->blitz__kind == BLITZ__OP_ACCEPT && op->blitz__res >= 0)
-            close((int)op->blitz__res);
+        if (st == BLITZ__IO_DONE && op->blitz__kind == BLITZ__OP_ACCEPT && op->socket) {
+            blitz_sock_close(op->socket);
+            op->socket = NULL;
+        }
         if (st == BLITZ__IO_DONE && blitz__salvage_kind(op->blitz__kind) && op->blitz__res > 0) {
             /* Received and not handed out: it stays the stream's. */
             blitz_socket *s = op->blitz__sock;

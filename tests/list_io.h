@@ -38,6 +38,7 @@
     X(io_ms_eof_after_data, 20000)                     \
     X(io_ms_then_fd_read, 20000)                       \
     X(io_ms_accept_bounded, 20000)                     \
+    X(io_uring_accept_unclaimed, 20000)                \
     BLITZ_IO_TEST3(X, io_recv_cancel_race, 60000)      \
     BLITZ_IO_TEST3(X, io_send_cancel_race, 60000)      \
     BLITZ_IO_TEST3(X, io_send_all_cancel_count, 20000) \

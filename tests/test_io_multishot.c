@@ -410,3 +410,71 @@ BLITZ_TEST(io_ms_accept_bounded) {
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
+
+/* A connection the kernel accepted for a task that never takes it (the
+ * task ended or was dropped between the completion and its next poll) is
+ * the runtime's to close: no descriptor is left behind, and the client
+ * sees its connection end. Both io_uring accept paths: the listener's
+ * multishot accept, and one accept per op (kernels before 5.19). */
+typedef struct {
+    blitz_socket *listener;
+    blitz_addr addr;
+    blitz_io op;
+    int client, dispatched;
+} ms_unclaimed;
+
+static blitz_poll ms_unclaimed_poll(blitz_cx *cx, void *p) {
+    ms_unclaimed *u = p;
+    if (blitz_tcp_accept(cx, &u->op, u->listener) == BLITZ_READY)
+        return BLITZ_READY; /* dispatched stays 0: the check below fails */
+    u->client = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK_GE(u->client, 0);
+    CHECK_EQ(connect(u->client, (struct sockaddr *)(void *)u->addr.u.bytes, u->addr.len), 0);
+    /* The completion is taken from the ring here, in the task: the op is
+     * over, and the task ends without polling it again. */
+    blitz__io *io = blitz_cx_runtime(cx)->io;
+    blitz__ring *r = blitz__uring_mine(io, NULL);
+    blitz__uring_flush(r);
+    double deadline = tu_now() + 5 * tu_timeout_mult();
+    while (!blitz__uring_cq_ready(r) && tu_now() < deadline) {
+        blitz__uring_enter(r->fd, 0, 0, IORING_ENTER_GETEVENTS, NULL, 0);
+        if (!blitz__uring_cq_ready(r))
+            tu_sleep_ms(1);
+    }
+    blitz__uring_poll(io);
+    u->dispatched = blitz__op_state(&u->op) != BLITZ__IO_WAIT;
+    return BLITZ_READY;
+}
+
+BLITZ_TEST(io_uring_accept_unclaimed) {
+    for (int multishot = 1; multishot >= 0; multishot--) {
+        int fds = tu_open_fds();
+        blitz_runtime *rt = io_rt_new(BLITZ_BACKEND_IO_URING, BLITZ_CURRENT_THREAD, 0);
+        if (!rt)
+            return 0;
+        if (multishot && !rt->io->ms_accept) {
+            printf("# this kernel has no multishot accept\n");
+            CHECK_OK(blitz_runtime_free(rt));
+            continue;
+        }
+        rt->io->ms_accept = multishot;
+        ms_unclaimed *u = calloc(1, sizeof *u);
+        CHECK(u != NULL);
+        u->listener = io_listen_any(rt, &u->addr);
+        CHECK_OK(blitz_runtime_run(rt, ms_unclaimed_poll, u, sizeof *u));
+        CHECK(u->dispatched);
+        blitz_tcp_close(u->listener);
+        CHECK_OK(blitz_runtime_free(rt));
+        /* The server's end is closed: end of stream (or a reset, for a
+         * connection still in the backlog). */
+        struct pollfd pfd = {u->client, POLLIN, 0};
+        CHECK_EQ(poll(&pfd, 1, (int)(5000 * tu_timeout_mult())), 1);
+        char c;
+        ssize_t n = read(u->client, &c, 1);
+        CHECK(n == 0 || (n < 0 && errno == ECONNRESET));
+        close(u->client);
+        CHECK_EQ(tu_open_fds(), fds);
+        free(u);
+    }
+    return 0;
+}
