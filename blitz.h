@@ -2132,7 +2132,13 @@ typedef struct blitz_iovec {
     size_t len;
 } blitz_iovec;
 
-/* An I/O op. Fields other than `result` and `socket` are private. */
+/* An I/O op. Fields other than `result` and `socket` are private. It lives
+ * in the task's state (zero-filled is ready) and is reused once READY. Every op function
+ * wants a non-NULL op (with NULL it is READY at once and does nothing:
+ * there is nowhere to put an error). BLITZ_EINVAL as the result for a
+ * NULL socket or task context, a NULL buffer with a length, a vectored
+ * array that is NULL, empty, longer than 16 or has a NULL base with a
+ * length. */
 typedef struct blitz_io {
     /* After READY: bytes transferred (0 = end of stream for a receive), 0
      * for accept/connect, or a negative error (-errno, BLITZ_ECLOSED when
@@ -2153,7 +2159,7 @@ typedef struct blitz_io {
     uint64_t blitz__scratch[18];
 } blitz_io;
 
-/* Options of the listen / bind calls. */
+/* Options of the listen / bind calls (other bits: BLITZ_EINVAL). */
 #define BLITZ_SOCK_REUSEADDR    1u /* SO_REUSEADDR (listeners set it by default) */
 #define BLITZ_SOCK_REUSEPORT    2u /* SO_REUSEPORT */
 #define BLITZ_SOCK_V6ONLY       4u /* IPV6_V6ONLY */
@@ -2182,8 +2188,10 @@ BLITZ_API int blitz_io_pending(const blitz_io *op);
 
 /* TCP listener: socket, SO_REUSEADDR (unless BLITZ_SOCK_NO_REUSEADDR),
  * bind, listen(backlog; 0 = SOMAXCONN). `flags`: BLITZ_SOCK_* bits.
- * BLITZ_EINVAL for a NULL argument, a negative backlog or a Unix address
- * (use blitz_unix_listen); bind errors as -errno (BLITZ_EADDRINUSE, ...). */
+ * BLITZ_EINVAL for a NULL argument, a negative backlog, unknown flags or a
+ * Unix address (use blitz_unix_listen); bind errors as -errno
+ * (BLITZ_EADDRINUSE, ...). A receive on a listener (TCP or Unix) is
+ * READY at once with BLITZ_ENOTCONN. */
 BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
                                unsigned flags, blitz_socket **out);
 /* Await a connection: op->socket is the new socket (result 0), or result
@@ -2300,7 +2308,10 @@ BLITZ_API int blitz_unix_pair(blitz_runtime *rt, int type, blitz_socket **a, bli
 #define blitz_unix_connect_dgram blitz_udp_connect
 
 /* Adopts an existing descriptor (made non-blocking and close-on-exec);
- * blitz closes it with the socket. */
+ * blitz closes it with the socket. On failure the descriptor stays the
+ * caller's, its flags as they were: BLITZ_EPERM for a regular file or a
+ * directory (never anything to wait for; use the file ops of api_pool.h),
+ * and on epoll for other descriptors it cannot watch (/dev/null). */
 BLITZ_API int blitz_sock_adopt(blitz_runtime *rt, int fd, blitz_socket **out);
 /* ====[ END src/api_io.h ]================================================= */
 /* ====[ BEGIN src/api_pool.h ]============================================= */
@@ -9927,7 +9938,8 @@ struct blitz_socket {
     int fd;
     int family;
     int type;
-    int closed; /* under lock */
+    int closed;    /* under lock */
+    int listening; /* set before the socket is handed out */
     struct blitz__io *io;
     blitz__mutex lock;
     /* References. Low 32 bits: holders that may use the descriptor (the
@@ -10364,19 +10376,15 @@ static int blitz__sock_mem_to_fd(blitz_socket *s) {
     return 1;
 }
 
-/* Wraps a non-blocking descriptor (closed on failure). */
-BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type,
-                                   blitz_socket **out) {
+/* Wraps a non-blocking descriptor (left open on failure). */
+BLITZ_PRIVATE int blitz__sock_wrap_keep(blitz__io *io, int fd, int family, int type,
+                                        blitz_socket **out) {
     *out = NULL;
-    if (!io) {
-        close(fd);
+    if (!io)
         return BLITZ_ENOSYS;
-    }
     blitz_socket *s = (blitz_socket *)blitz__calloc(sizeof *s);
-    if (!s) {
-        close(fd);
+    if (!s)
         return BLITZ_ENOMEM;
-    }
     s->fd = fd;
     s->family = family;
     s->type = type;
@@ -10387,7 +10395,6 @@ BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type,
     if (io->kind == BLITZ_BACKEND_EPOLL) {
         int rc = blitz__epoll_add(io, s);
         if (rc != BLITZ_OK) {
-            close(fd);
             blitz__sock_free_mem(s);
             return rc;
         }
@@ -10401,6 +10408,15 @@ BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type,
     blitz__mutex_unlock(&io->socks_lock);
     *out = s;
     return BLITZ_OK;
+}
+
+/* Wraps a non-blocking descriptor (closed on failure). */
+BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type,
+                                   blitz_socket **out) {
+    int rc = blitz__sock_wrap_keep(io, fd, family, type, out);
+    if (rc != BLITZ_OK)
+        close(fd);
+    return rc;
 }
 
 /* ---- system calls of the readiness path --------------------------------------- */
@@ -11080,6 +11096,13 @@ static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket 
             op->result = BLITZ_EINVAL;
             return BLITZ_READY;
         }
+        /* The same code on every backend (the kernel says EINVAL for a
+         * Unix listener, and io_uring waits for a connection first). */
+        if (s->listening &&
+            (kind == BLITZ__OP_RECV || kind == BLITZ__OP_RECVV || kind == BLITZ__OP_RECV_FROM)) {
+            op->result = BLITZ_ENOTCONN;
+            return BLITZ_READY;
+        }
         op->blitz__sock = s;
         op->blitz__kind = kind;
         op->blitz__buf = (void *)(uintptr_t)buf;
@@ -11273,8 +11296,15 @@ BLITZ_API blitz_poll blitz_sock_send_all(blitz_cx *cx, blitz_io *op, blitz_socke
                                          const void *buf, size_t len) {
     return blitz__op_poll(cx, op, s, BLITZ__OP_SEND_ALL, buf, len, NULL, BLITZ__DIR_WRITE);
 }
+/* Also each entry: a NULL base with a length would fail with EFAULT only
+ * once data came. */
 static int blitz__iov_ok(const blitz_iovec *iov, int n) {
-    return iov && n > 0 && n <= BLITZ__IO_MAX_IOV;
+    if (!iov || n <= 0 || n > BLITZ__IO_MAX_IOV)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (!iov[i].base && iov[i].len)
+            return 0;
+    return 1;
 }
 BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                       const blitz_iovec *iov, int iovcnt) {
@@ -13811,8 +13841,13 @@ static int blitz__sock_new_fd(blitz_runtime *rt, int family, int type, int *fd) 
     return *fd < 0 ? blitz__errno_rc() : BLITZ_OK;
 }
 
+#define BLITZ__SOCK_FLAGS_ALL \
+    (BLITZ_SOCK_REUSEADDR | BLITZ_SOCK_REUSEPORT | BLITZ_SOCK_V6ONLY | BLITZ_SOCK_NO_REUSEADDR)
+
 static int blitz__apply_flags(int fd, int family, unsigned flags, int listener) {
     int one = 1;
+    if (flags & ~BLITZ__SOCK_FLAGS_ALL)
+        return BLITZ_EINVAL;
     if ((listener && !(flags & BLITZ_SOCK_NO_REUSEADDR)) || (flags & BLITZ_SOCK_REUSEADDR))
         if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
             return blitz__errno_rc();
@@ -13823,6 +13858,15 @@ static int blitz__apply_flags(int fd, int family, unsigned flags, int listener) 
         if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
             return blitz__errno_rc();
     return BLITZ_OK;
+}
+
+/* A listening descriptor as a socket: its receives fail at once with
+ * BLITZ_ENOTCONN on every backend (io_uring would wait for a connection). */
+static int blitz__listener_wrap(blitz_runtime *rt, int fd, int family, blitz_socket **out) {
+    int rc = blitz__sock_wrap(rt->io, fd, family, SOCK_STREAM, out);
+    if (rc == BLITZ_OK)
+        (*out)->listening = 1;
+    return rc;
 }
 
 static int blitz__addr_ok(const blitz_addr *a) {
@@ -13850,7 +13894,7 @@ BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int ba
         close(fd);
         return rc;
     }
-    return blitz__sock_wrap(rt->io, fd, addr->u.family, SOCK_STREAM, out);
+    return blitz__listener_wrap(rt, fd, addr->u.family, out);
 }
 
 BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned flags,
@@ -13895,8 +13939,6 @@ BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int b
     const struct sockaddr_un *u = (const struct sockaddr_un *)(const void *)addr->u.bytes;
     if (u->sun_path[0]) {
         /* A stale socket file from an earlier run; never another kind of file. */
-        struct sockaddr_un probe;
-        (void)probe;
         int t = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (t >= 0) {
             if (connect(t, (const struct sockaddr *)u, addr->len) < 0 && errno == ECONNREFUSED)
@@ -13912,7 +13954,7 @@ BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int b
         close(fd);
         return rc;
     }
-    return blitz__sock_wrap(rt->io, fd, AF_UNIX, SOCK_STREAM, out);
+    return blitz__listener_wrap(rt, fd, AF_UNIX, out);
 }
 
 BLITZ_API int blitz_unix_dgram(blitz_runtime *rt, const blitz_addr *addr, blitz_socket **out) {
@@ -13965,18 +14007,33 @@ BLITZ_API int blitz_sock_adopt(blitz_runtime *rt, int fd, blitz_socket **out) {
         return BLITZ_EINVAL;
     if (!rt->io)
         return BLITZ_ENOSYS;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return blitz__errno_rc();
+    /* Always "ready": nothing to wait for (epoll refuses them). */
+    if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+        return BLITZ_EPERM;
     int fl = fcntl(fd, F_GETFL);
     if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
         return blitz__errno_rc();
-    fcntl(fd, F_SETFD, FD_CLOEXEC);
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
-    int family = AF_UNSPEC, type = SOCK_STREAM;
+    int family = AF_UNSPEC, type = SOCK_STREAM, listening = 0;
     if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
         family = ss.ss_family;
-    socklen_t tl = sizeof type;
-    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl);
-    return blitz__sock_wrap(rt->io, fd, family, type, out);
+    socklen_t ol = sizeof type;
+    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &ol);
+    ol = sizeof listening;
+    if (family != AF_UNSPEC && getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ol) < 0)
+        listening = 0;
+    int rc = blitz__sock_wrap_keep(rt->io, fd, family, type, out);
+    if (rc != BLITZ_OK) {
+        fcntl(fd, F_SETFL, fl); /* still the caller's, as it was */
+        return rc;
+    }
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    (*out)->listening = listening != 0;
+    return BLITZ_OK;
 }
 
 BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how) {

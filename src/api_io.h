@@ -75,7 +75,13 @@ typedef struct blitz_iovec {
     size_t len;
 } blitz_iovec;
 
-/* An I/O op. Fields other than `result` and `socket` are private. */
+/* An I/O op. Fields other than `result` and `socket` are private. It lives
+ * in the task's state (zero-filled is ready) and is reused once READY. Every op function
+ * wants a non-NULL op (with NULL it is READY at once and does nothing:
+ * there is nowhere to put an error). BLITZ_EINVAL as the result for a
+ * NULL socket or task context, a NULL buffer with a length, a vectored
+ * array that is NULL, empty, longer than 16 or has a NULL base with a
+ * length. */
 typedef struct blitz_io {
     /* After READY: bytes transferred (0 = end of stream for a receive), 0
      * for accept/connect, or a negative error (-errno, BLITZ_ECLOSED when
@@ -96,7 +102,7 @@ typedef struct blitz_io {
     uint64_t blitz__scratch[18];
 } blitz_io;
 
-/* Options of the listen / bind calls. */
+/* Options of the listen / bind calls (other bits: BLITZ_EINVAL). */
 #define BLITZ_SOCK_REUSEADDR    1u /* SO_REUSEADDR (listeners set it by default) */
 #define BLITZ_SOCK_REUSEPORT    2u /* SO_REUSEPORT */
 #define BLITZ_SOCK_V6ONLY       4u /* IPV6_V6ONLY */
@@ -125,8 +131,10 @@ BLITZ_API int blitz_io_pending(const blitz_io *op);
 
 /* TCP listener: socket, SO_REUSEADDR (unless BLITZ_SOCK_NO_REUSEADDR),
  * bind, listen(backlog; 0 = SOMAXCONN). `flags`: BLITZ_SOCK_* bits.
- * BLITZ_EINVAL for a NULL argument, a negative backlog or a Unix address
- * (use blitz_unix_listen); bind errors as -errno (BLITZ_EADDRINUSE, ...). */
+ * BLITZ_EINVAL for a NULL argument, a negative backlog, unknown flags or a
+ * Unix address (use blitz_unix_listen); bind errors as -errno
+ * (BLITZ_EADDRINUSE, ...). A receive on a listener (TCP or Unix) is
+ * READY at once with BLITZ_ENOTCONN. */
 BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
                                unsigned flags, blitz_socket **out);
 /* Await a connection: op->socket is the new socket (result 0), or result
@@ -243,5 +251,8 @@ BLITZ_API int blitz_unix_pair(blitz_runtime *rt, int type, blitz_socket **a, bli
 #define blitz_unix_connect_dgram blitz_udp_connect
 
 /* Adopts an existing descriptor (made non-blocking and close-on-exec);
- * blitz closes it with the socket. */
+ * blitz closes it with the socket. On failure the descriptor stays the
+ * caller's, its flags as they were: BLITZ_EPERM for a regular file or a
+ * directory (never anything to wait for; use the file ops of api_pool.h),
+ * and on epoll for other descriptors it cannot watch (/dev/null). */
 BLITZ_API int blitz_sock_adopt(blitz_runtime *rt, int fd, blitz_socket **out);

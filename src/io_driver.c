@@ -224,19 +224,15 @@ static int blitz__sock_mem_to_fd(blitz_socket *s) {
     return 1;
 }
 
-/* Wraps a non-blocking descriptor (closed on failure). */
-BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type,
-                                   blitz_socket **out) {
+/* Wraps a non-blocking descriptor (left open on failure). */
+BLITZ_PRIVATE int blitz__sock_wrap_keep(blitz__io *io, int fd, int family, int type,
+                                        blitz_socket **out) {
     *out = NULL;
-    if (!io) {
-        close(fd);
+    if (!io)
         return BLITZ_ENOSYS;
-    }
     blitz_socket *s = (blitz_socket *)blitz__calloc(sizeof *s);
-    if (!s) {
-        close(fd);
+    if (!s)
         return BLITZ_ENOMEM;
-    }
     s->fd = fd;
     s->family = family;
     s->type = type;
@@ -247,7 +243,6 @@ BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type,
     if (io->kind == BLITZ_BACKEND_EPOLL) {
         int rc = blitz__epoll_add(io, s);
         if (rc != BLITZ_OK) {
-            close(fd);
             blitz__sock_free_mem(s);
             return rc;
         }
@@ -261,6 +256,15 @@ BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type,
     blitz__mutex_unlock(&io->socks_lock);
     *out = s;
     return BLITZ_OK;
+}
+
+/* Wraps a non-blocking descriptor (closed on failure). */
+BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type,
+                                   blitz_socket **out) {
+    int rc = blitz__sock_wrap_keep(io, fd, family, type, out);
+    if (rc != BLITZ_OK)
+        close(fd);
+    return rc;
 }
 
 /* ---- system calls of the readiness path --------------------------------------- */
@@ -940,6 +944,13 @@ static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket 
             op->result = BLITZ_EINVAL;
             return BLITZ_READY;
         }
+        /* The same code on every backend (the kernel says EINVAL for a
+         * Unix listener, and io_uring waits for a connection first). */
+        if (s->listening &&
+            (kind == BLITZ__OP_RECV || kind == BLITZ__OP_RECVV || kind == BLITZ__OP_RECV_FROM)) {
+            op->result = BLITZ_ENOTCONN;
+            return BLITZ_READY;
+        }
         op->blitz__sock = s;
         op->blitz__kind = kind;
         op->blitz__buf = (void *)(uintptr_t)buf;
@@ -1133,8 +1144,15 @@ BLITZ_API blitz_poll blitz_sock_send_all(blitz_cx *cx, blitz_io *op, blitz_socke
                                          const void *buf, size_t len) {
     return blitz__op_poll(cx, op, s, BLITZ__OP_SEND_ALL, buf, len, NULL, BLITZ__DIR_WRITE);
 }
+/* Also each entry: a NULL base with a length would fail with EFAULT only
+ * once data came. */
 static int blitz__iov_ok(const blitz_iovec *iov, int n) {
-    return iov && n > 0 && n <= BLITZ__IO_MAX_IOV;
+    if (!iov || n <= 0 || n > BLITZ__IO_MAX_IOV)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (!iov[i].base && iov[i].len)
+            return 0;
+    return 1;
 }
 BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                       const blitz_iovec *iov, int iovcnt) {

@@ -95,7 +95,8 @@ struct blitz_socket {
     int fd;
     int family;
     int type;
-    int closed; /* under lock */
+    int closed;    /* under lock */
+    int listening; /* set before the socket is handed out */
     struct blitz__io *io;
     blitz__mutex lock;
     /* References. Low 32 bits: holders that may use the descriptor (the

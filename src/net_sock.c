@@ -16,8 +16,13 @@ static int blitz__sock_new_fd(blitz_runtime *rt, int family, int type, int *fd) 
     return *fd < 0 ? blitz__errno_rc() : BLITZ_OK;
 }
 
+#define BLITZ__SOCK_FLAGS_ALL \
+    (BLITZ_SOCK_REUSEADDR | BLITZ_SOCK_REUSEPORT | BLITZ_SOCK_V6ONLY | BLITZ_SOCK_NO_REUSEADDR)
+
 static int blitz__apply_flags(int fd, int family, unsigned flags, int listener) {
     int one = 1;
+    if (flags & ~BLITZ__SOCK_FLAGS_ALL)
+        return BLITZ_EINVAL;
     if ((listener && !(flags & BLITZ_SOCK_NO_REUSEADDR)) || (flags & BLITZ_SOCK_REUSEADDR))
         if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
             return blitz__errno_rc();
@@ -28,6 +33,15 @@ static int blitz__apply_flags(int fd, int family, unsigned flags, int listener) 
         if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
             return blitz__errno_rc();
     return BLITZ_OK;
+}
+
+/* A listening descriptor as a socket: its receives fail at once with
+ * BLITZ_ENOTCONN on every backend (io_uring would wait for a connection). */
+static int blitz__listener_wrap(blitz_runtime *rt, int fd, int family, blitz_socket **out) {
+    int rc = blitz__sock_wrap(rt->io, fd, family, SOCK_STREAM, out);
+    if (rc == BLITZ_OK)
+        (*out)->listening = 1;
+    return rc;
 }
 
 static int blitz__addr_ok(const blitz_addr *a) {
@@ -55,7 +69,7 @@ BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int ba
         close(fd);
         return rc;
     }
-    return blitz__sock_wrap(rt->io, fd, addr->u.family, SOCK_STREAM, out);
+    return blitz__listener_wrap(rt, fd, addr->u.family, out);
 }
 
 BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned flags,
@@ -100,8 +114,6 @@ BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int b
     const struct sockaddr_un *u = (const struct sockaddr_un *)(const void *)addr->u.bytes;
     if (u->sun_path[0]) {
         /* A stale socket file from an earlier run; never another kind of file. */
-        struct sockaddr_un probe;
-        (void)probe;
         int t = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (t >= 0) {
             if (connect(t, (const struct sockaddr *)u, addr->len) < 0 && errno == ECONNREFUSED)
@@ -117,7 +129,7 @@ BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int b
         close(fd);
         return rc;
     }
-    return blitz__sock_wrap(rt->io, fd, AF_UNIX, SOCK_STREAM, out);
+    return blitz__listener_wrap(rt, fd, AF_UNIX, out);
 }
 
 BLITZ_API int blitz_unix_dgram(blitz_runtime *rt, const blitz_addr *addr, blitz_socket **out) {
@@ -170,18 +182,33 @@ BLITZ_API int blitz_sock_adopt(blitz_runtime *rt, int fd, blitz_socket **out) {
         return BLITZ_EINVAL;
     if (!rt->io)
         return BLITZ_ENOSYS;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return blitz__errno_rc();
+    /* Always "ready": nothing to wait for (epoll refuses them). */
+    if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+        return BLITZ_EPERM;
     int fl = fcntl(fd, F_GETFL);
     if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
         return blitz__errno_rc();
-    fcntl(fd, F_SETFD, FD_CLOEXEC);
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
-    int family = AF_UNSPEC, type = SOCK_STREAM;
+    int family = AF_UNSPEC, type = SOCK_STREAM, listening = 0;
     if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
         family = ss.ss_family;
-    socklen_t tl = sizeof type;
-    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl);
-    return blitz__sock_wrap(rt->io, fd, family, type, out);
+    socklen_t ol = sizeof type;
+    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &ol);
+    ol = sizeof listening;
+    if (family != AF_UNSPEC && getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ol) < 0)
+        listening = 0;
+    int rc = blitz__sock_wrap_keep(rt->io, fd, family, type, out);
+    if (rc != BLITZ_OK) {
+        fcntl(fd, F_SETFL, fl); /* still the caller's, as it was */
+        return rc;
+    }
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    (*out)->listening = listening != 0;
+    return BLITZ_OK;
 }
 
 BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how) {
