@@ -39,6 +39,7 @@ ANCHOR=$SHARED/anchors/tokio
 OUT=${CEILING_OUT:-$ROOT/build/bench-ceiling}
 REPEAT=${REPEAT:-3}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
 : >"$OUT/samples.txt"
 
 [ -x "$DIR/tcp" ] || { echo "ceiling.sh: $DIR/tcp not built" >&2; exit 1; }

@@ -66,6 +66,8 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/build/tokio-target}
 
 rm -rf "$OUT"
 mkdir -p "$OUT"
+# Absolute: the anchor's run.sh works in its own directory.
+OUT=$(cd "$OUT" && pwd)
 
 # The same idle-machine wait as the anchor's run.sh: 3 consecutive one-second
 # /proc/stat samples with under 10% of all CPUs busy, at most QUIET_MAX_S s.

@@ -42,6 +42,7 @@ OUT=${PEERS_OUT:-$ROOT/build/bench-peers}
 REPEAT=${REPEAT:-3}
 ECHO_SECS=${ECHO_SECS:-5}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd) # absolute: the Go build runs in its own directory
 : >"$OUT/samples.txt"
 
 [ -x "$DIR/tcp" ] || { echo "peers.sh: $DIR/tcp not built" >&2; exit 1; }
