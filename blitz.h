@@ -11575,6 +11575,25 @@ BLITZ_PRIVATE void blitz__io_poll(blitz_runtime *rt) {
     blitz__mutex_unlock(&io->lock);
 }
 
+/* Task polls between two non-blocking looks at a readiness backend by a
+ * thread that runs tasks (Tokio's event interval). */
+#define BLITZ__IO_EVENT_INTERVAL 61u
+
+/* Whether a thread that ran `polls_since` task polls since it last looked
+ * at the backend (or parked in it) looks now, before its next tick. A
+ * look at epoll or poll is a system call, and one right after a park or
+ * after a tick that ran its queue dry mostly finds nothing: the thread
+ * parks in the backend next anyway when it has nothing to run. So it
+ * looks only after an interval of polls, enough to keep a busy thread's
+ * I/O flowing. io_uring's look costs no system call, and flushes the
+ * submissions of the tick: every tick. */
+BLITZ_PRIVATE int blitz__io_poll_due(blitz_runtime *rt, uint32_t polls_since) {
+    blitz__io *io = rt->io;
+    if (!io)
+        return 0;
+    return io->kind == BLITZ_BACKEND_IO_URING || polls_since >= BLITZ__IO_EVENT_INTERVAL;
+}
+
 /* Spin rounds before a worker parks. A runtime that serves sockets does
  * not spin by default: its wake-ups come from the kernel, which reaches a
  * worker parked in the backend directly, and spinning only takes CPU time
@@ -16220,13 +16239,17 @@ static void *blitz__worker_main(void *arg) {
     blitz__context_set(&ctx);
     blitz__io_worker_start(rt, w->index);
     w->stamp_ns = blitz__now_ns();
+    uint32_t polls_since_io = UINT32_MAX;
     while (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)) {
         uint32_t polls = 0;
         /* Any worker fires due timers (a try-lock: one is enough), so a
          * worker stuck in a long poll does not hold them back. */
         blitz__time_process(rt, 0);
         /* And reaps I/O completions the same way. */
-        blitz__io_poll(rt);
+        if (blitz__io_poll_due(rt, polls_since_io)) {
+            blitz__io_poll(rt);
+            polls_since_io = 0;
+        }
         while (polls < BLITZ_BUDGET_PER_TICK) {
             blitz__task *t = blitz__worker_find(w);
             if (!t)
@@ -16241,12 +16264,20 @@ static void *blitz__worker_main(void *arg) {
         if (w->deferred_head)
             blitz__worker_flush_deferred(w);
         w->stamp_polls += polls;
+        polls_since_io = polls_since_io > UINT32_MAX - polls ? UINT32_MAX : polls_since_io + polls;
         if (polls == BLITZ_BUDGET_PER_TICK) {
             blitz__worker_update_interval(w, blitz__now_ns());
-        } else if (polls == 0 && blitz__worker_park(w)) {
-            /* Time asleep is not poll time. */
-            w->stamp_ns = blitz__now_ns();
-            w->stamp_polls = 0;
+        } else if (polls == 0) {
+            if (blitz__worker_park(w)) {
+                /* Time asleep is not poll time. */
+                w->stamp_ns = blitz__now_ns();
+                w->stamp_polls = 0;
+                /* The backend was waited in, or another worker waits
+                 * in it. */
+                polls_since_io = 0;
+            } else {
+                polls_since_io = UINT32_MAX;
+            }
         }
     }
     if (w->searching) {
@@ -16538,12 +16569,16 @@ static void blitz__ct_flush_deferred(blitz__ct_core *ct) {
 static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz__context *ctx) {
     blitz__ct_core *ct = rt->ct;
     uint32_t interval = rt->fixed_interval ? rt->fixed_interval : 31;
+    uint32_t polls_since_io = UINT32_MAX;
     for (;;) {
         if (blitz__task_is_complete(target) || blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
             return;
         uint32_t polls = 0;
         blitz__time_process(rt, 1);
-        blitz__io_poll(rt);
+        if (blitz__io_poll_due(rt, polls_since_io)) {
+            blitz__io_poll(rt);
+            polls_since_io = 0;
+        }
         while (polls < BLITZ_BUDGET_PER_TICK) {
             /* Take injected tasks now and then even when the list is busy,
              * so remote spawns and wakes are not starved. */
@@ -16565,6 +16600,7 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
             }
         }
         blitz__ct_flush_deferred(ct);
+        polls_since_io = polls_since_io > UINT32_MAX - polls ? UINT32_MAX : polls_since_io + polls;
         if (polls == 0) {
             /* Idle. A completion on another thread (a cancel) wakes the
              * joiners and unparks us; so does any inject. */
@@ -16583,10 +16619,12 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
                 timeout = timer_ns;
             BLITZ__STAT(blitz__u64_bump(&ct->counters.parked, 1));
             /* The driver waits in the I/O backend, with the timer deadline. */
-            if (rt->io)
+            if (rt->io) {
                 blitz__io_park(rt, &ct->parker, timeout, NULL, NULL);
-            else
+                polls_since_io = 0;
+            } else {
                 blitz__parker_park(&ct->parker, timeout);
+            }
         }
     }
 }

@@ -58,12 +58,16 @@ static void blitz__ct_flush_deferred(blitz__ct_core *ct) {
 static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz__context *ctx) {
     blitz__ct_core *ct = rt->ct;
     uint32_t interval = rt->fixed_interval ? rt->fixed_interval : 31;
+    uint32_t polls_since_io = UINT32_MAX;
     for (;;) {
         if (blitz__task_is_complete(target) || blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
             return;
         uint32_t polls = 0;
         blitz__time_process(rt, 1);
-        blitz__io_poll(rt);
+        if (blitz__io_poll_due(rt, polls_since_io)) {
+            blitz__io_poll(rt);
+            polls_since_io = 0;
+        }
         while (polls < BLITZ_BUDGET_PER_TICK) {
             /* Take injected tasks now and then even when the list is busy,
              * so remote spawns and wakes are not starved. */
@@ -85,6 +89,7 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
             }
         }
         blitz__ct_flush_deferred(ct);
+        polls_since_io = polls_since_io > UINT32_MAX - polls ? UINT32_MAX : polls_since_io + polls;
         if (polls == 0) {
             /* Idle. A completion on another thread (a cancel) wakes the
              * joiners and unparks us; so does any inject. */
@@ -103,10 +108,12 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
                 timeout = timer_ns;
             BLITZ__STAT(blitz__u64_bump(&ct->counters.parked, 1));
             /* The driver waits in the I/O backend, with the timer deadline. */
-            if (rt->io)
+            if (rt->io) {
                 blitz__io_park(rt, &ct->parker, timeout, NULL, NULL);
-            else
+                polls_since_io = 0;
+            } else {
                 blitz__parker_park(&ct->parker, timeout);
+            }
         }
     }
 }

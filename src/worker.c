@@ -527,13 +527,17 @@ static void *blitz__worker_main(void *arg) {
     blitz__context_set(&ctx);
     blitz__io_worker_start(rt, w->index);
     w->stamp_ns = blitz__now_ns();
+    uint32_t polls_since_io = UINT32_MAX;
     while (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)) {
         uint32_t polls = 0;
         /* Any worker fires due timers (a try-lock: one is enough), so a
          * worker stuck in a long poll does not hold them back. */
         blitz__time_process(rt, 0);
         /* And reaps I/O completions the same way. */
-        blitz__io_poll(rt);
+        if (blitz__io_poll_due(rt, polls_since_io)) {
+            blitz__io_poll(rt);
+            polls_since_io = 0;
+        }
         while (polls < BLITZ_BUDGET_PER_TICK) {
             blitz__task *t = blitz__worker_find(w);
             if (!t)
@@ -548,12 +552,20 @@ static void *blitz__worker_main(void *arg) {
         if (w->deferred_head)
             blitz__worker_flush_deferred(w);
         w->stamp_polls += polls;
+        polls_since_io = polls_since_io > UINT32_MAX - polls ? UINT32_MAX : polls_since_io + polls;
         if (polls == BLITZ_BUDGET_PER_TICK) {
             blitz__worker_update_interval(w, blitz__now_ns());
-        } else if (polls == 0 && blitz__worker_park(w)) {
-            /* Time asleep is not poll time. */
-            w->stamp_ns = blitz__now_ns();
-            w->stamp_polls = 0;
+        } else if (polls == 0) {
+            if (blitz__worker_park(w)) {
+                /* Time asleep is not poll time. */
+                w->stamp_ns = blitz__now_ns();
+                w->stamp_polls = 0;
+                /* The backend was waited in, or another worker waits
+                 * in it. */
+                polls_since_io = 0;
+            } else {
+                polls_since_io = UINT32_MAX;
+            }
         }
     }
     if (w->searching) {
