@@ -2132,13 +2132,13 @@ typedef struct blitz_iovec {
     size_t len;
 } blitz_iovec;
 
-/* An I/O op. Fields other than `result` and `socket` are private. It lives
- * in the task's state (zero-filled is ready) and is reused once READY. Every op function
- * wants a non-NULL op (with NULL it is READY at once and does nothing:
- * there is nowhere to put an error). BLITZ_EINVAL as the result for a
- * NULL socket or task context, a NULL buffer with a length, a vectored
- * array that is NULL, empty, longer than 16 or has a NULL base with a
- * length. */
+/* An I/O op. Fields other than `result` and `socket` are private. It
+ * lives in the task's state (zero-filled is ready) and is reused once
+ * READY. Every op function wants a non-NULL op (with NULL it is READY at
+ * once and does nothing: there is nowhere to put an error). BLITZ_EINVAL
+ * as the result for a NULL socket or task context, a NULL buffer with a
+ * length, a vectored array that is NULL, empty, longer than 16 or has a
+ * NULL base with a length. */
 typedef struct blitz_io {
     /* After READY: bytes transferred (0 = end of stream for a receive), 0
      * for accept/connect, or a negative error (-errno, BLITZ_ECLOSED when
