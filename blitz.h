@@ -11575,23 +11575,26 @@ BLITZ_PRIVATE void blitz__io_poll(blitz_runtime *rt) {
     blitz__mutex_unlock(&io->lock);
 }
 
-/* Task polls between two non-blocking looks at a readiness backend by a
- * thread that runs tasks (Tokio's event interval). */
+/* Task polls between two non-blocking looks at epoll by a thread that
+ * runs tasks (Tokio's event interval). */
 #define BLITZ__IO_EVENT_INTERVAL 61u
 
 /* Whether a thread that ran `polls_since` task polls since it last looked
- * at the backend (or parked in it) looks now, before its next tick. A
- * look at epoll or poll is a system call, and one right after a park or
- * after a tick that ran its queue dry mostly finds nothing: the thread
- * parks in the backend next anyway when it has nothing to run. So it
- * looks only after an interval of polls, enough to keep a busy thread's
- * I/O flowing. io_uring's look costs no system call, and flushes the
- * submissions of the tick: every tick. */
+ * at the backend (or parked in it) looks now, before its next tick.
+ * epoll: a look is a system call, and one right after a park or after a
+ * tick that ran its queue dry mostly finds nothing (the thread parks in
+ * the backend next anyway when it has nothing to run), so it looks only
+ * after an interval of polls, enough to keep a busy thread's I/O flowing.
+ * Every tick for the others: io_uring's look costs no system call and
+ * flushes the tick's submissions; poll's picks up the interest the tick
+ * registered, which would otherwise interrupt a blocked poller to rebuild
+ * its set (measured with 3,000 idle connections: 0.33 ms echo latency
+ * instead of 0.64). */
 BLITZ_PRIVATE int blitz__io_poll_due(blitz_runtime *rt, uint32_t polls_since) {
     blitz__io *io = rt->io;
     if (!io)
         return 0;
-    return io->kind == BLITZ_BACKEND_IO_URING || polls_since >= BLITZ__IO_EVENT_INTERVAL;
+    return io->kind != BLITZ_BACKEND_EPOLL || polls_since >= BLITZ__IO_EVENT_INTERVAL;
 }
 
 /* Spin rounds before a worker parks. A runtime that serves sockets does
