@@ -24,6 +24,7 @@
     BLITZ_IO_TEST3(X, io_unix, 10000)                  \
     BLITZ_IO_TEST3(X, io_options, 10000)               \
     BLITZ_IO_TEST3(X, io_idle_wakeup, 10000)           \
+    BLITZ_IO_TEST3(X, io_busy_sees_io, 10000)          \
     BLITZ_IO_TEST3(X, io_stress_10k, 120000)           \
     BLITZ_IO_TEST3(X, io_foreign_runtime, 20000)       \
     BLITZ_IO_TEST3(X, io_close_from_thread, 20000)     \

@@ -1320,6 +1320,86 @@ static int io_idle_wakeup(blitz_backend b) {
 }
 IO_BACKEND_TESTS(io_idle_wakeup)
 
+/* A runtime that never runs out of work still sees I/O: every thread that
+ * runs tasks is kept busy by tasks that yield until a receive (waiting on
+ * another task) has its data, so nothing parks in the backend and only the
+ * looks between ticks can deliver it. Current-thread and multi-thread. */
+typedef struct {
+    atomic_int *done;
+    atomic_int *spinning;
+} io_spinner;
+
+static blitz_poll io_spinner_poll(blitz_cx *cx, void *p) {
+    io_spinner *sp = p;
+    if (atomic_load(sp->done))
+        return BLITZ_READY;
+    atomic_fetch_add(sp->spinning, 1);
+    blitz_cx_yield(cx);
+    return BLITZ_PENDING;
+}
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_socket *sock;
+    blitz_io op;
+    atomic_int *done;
+    int spinners;
+    atomic_int *spinning;
+    int64_t result;
+    char buf[8];
+} io_busy_main;
+
+static blitz_poll io_busy_main_poll(blitz_cx *cx, void *p) {
+    io_busy_main *m = p;
+    BLITZ_BEGIN(m);
+    for (int i = 0; i < m->spinners; i++) {
+        io_spinner sp = {m->done, m->spinning};
+        CHECK_OK(blitz_spawn(blitz_cx_runtime(cx), io_spinner_poll, &sp, sizeof sp, NULL));
+    }
+    BLITZ_AWAIT(m, blitz_sock_recv(cx, &m->op, m->sock, m->buf, sizeof m->buf));
+    m->result = m->op.result;
+    atomic_store(m->done, 1);
+    BLITZ_END(m);
+}
+
+static void *io_busy_writer(void *p) {
+    int *w = p;
+    tu_sleep_ms(50); /* the spinners have kept the runtime busy a while */
+    CHECK_EQ(write(w[0], "ping", 4), 4);
+    return NULL;
+}
+
+static int io_busy_sees_io(blitz_backend b) {
+    for (int flavor = 0; flavor < 2; flavor++) {
+        blitz_runtime *rt =
+            flavor ? io_rt_new(b, BLITZ_MULTI_THREAD, 2) : io_rt_new(b, BLITZ_CURRENT_THREAD, 0);
+        if (!rt)
+            return 0;
+        int sv[2];
+        CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+        atomic_int done = 0, spinning = 0;
+        io_busy_main *m = calloc(1, sizeof *m);
+        CHECK(m != NULL);
+        CHECK_OK(blitz_sock_adopt(rt, sv[0], &m->sock));
+        m->done = &done;
+        m->spinning = &spinning;
+        m->spinners = flavor ? 4 : 1;
+        pthread_t writer;
+        CHECK_EQ(pthread_create(&writer, NULL, io_busy_writer, &sv[1]), 0);
+        CHECK_OK(blitz_runtime_run(rt, io_busy_main_poll, m, sizeof *m));
+        CHECK_EQ(pthread_join(writer, NULL), 0);
+        CHECK_EQ(m->result, 4);
+        CHECK_EQ(memcmp(m->buf, "ping", 4), 0);
+        CHECK_GT(atomic_load(&spinning), 0);
+        blitz_sock_close(m->sock);
+        close(sv[1]);
+        CHECK_OK(blitz_runtime_free(rt));
+        free(m);
+    }
+    return 0;
+}
+IO_BACKEND_TESTS(io_busy_sees_io)
+
 /* ---- the 10,000-connection stress (make test-stress) ---------------------------------------- */
 
 /* Client side of the stress: its own runtime in a child process (each
