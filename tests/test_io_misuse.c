@@ -80,7 +80,11 @@ static int io_misuse(blitz_backend b) {
     /* A listener made with plain calls, then adopted. */
     int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     CHECK_GE(lfd, 0);
-    CHECK_EQ(bind(lfd, (struct sockaddr *)(void *)bound.u.bytes, sizeof(struct sockaddr_in)), 0);
+    struct sockaddr_in any4;
+    memset(&any4, 0, sizeof any4);
+    any4.sin_family = AF_INET;
+    any4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_EQ(bind(lfd, (struct sockaddr *)&any4, sizeof any4), 0); /* port 0: any free one */
     CHECK_EQ(listen(lfd, 4), 0);
     CHECK_OK(blitz_sock_adopt(rt, lfd, &l));
     io_misuse_check_listener(rt, l, NULL);
