@@ -3392,6 +3392,10 @@ static inline void blitz__cpu_relax(void) {
 #ifndef BLITZ_BUDGET_PER_TICK
 #define BLITZ_BUDGET_PER_TICK 128
 #endif
+/* Task polls between two non-blocking looks at epoll by a thread that
+ * runs tasks (Tokio's event interval; see blitz__io_between_ticks). A
+ * count at least this large makes the next look due. */
+#define BLITZ__IO_EVENT_INTERVAL 61u
 #ifndef BLITZ_MAX_LIFO_POLLS_PER_TICK
 #define BLITZ_MAX_LIFO_POLLS_PER_TICK 3
 #endif
@@ -11575,12 +11579,10 @@ BLITZ_PRIVATE void blitz__io_poll(blitz_runtime *rt) {
     blitz__mutex_unlock(&io->lock);
 }
 
-/* Task polls between two non-blocking looks at epoll by a thread that
- * runs tasks (Tokio's event interval). */
-#define BLITZ__IO_EVENT_INTERVAL 61u
-
-/* Whether a thread that ran `polls_since` task polls since it last looked
- * at the backend (or parked in it) looks now, before its next tick.
+/* Before a tick of a thread that runs tasks: a non-blocking look at the
+ * backend when one is due. `*polls_since` counts the thread's task polls
+ * since it last looked or parked in the backend (the caller adds each
+ * tick's and clears it after a park); reset here after a look.
  * epoll: a look is a system call, and one right after a park or after a
  * tick that ran its queue dry mostly finds nothing (the thread parks in
  * the backend next anyway when it has nothing to run), so it looks only
@@ -11590,11 +11592,12 @@ BLITZ_PRIVATE void blitz__io_poll(blitz_runtime *rt) {
  * registered, which would otherwise interrupt a blocked poller to rebuild
  * its set (measured with 3,000 idle connections: 0.33 ms echo latency
  * instead of 0.64). */
-BLITZ_PRIVATE int blitz__io_poll_due(blitz_runtime *rt, uint32_t polls_since) {
+BLITZ_PRIVATE void blitz__io_between_ticks(blitz_runtime *rt, uint64_t *polls_since) {
     blitz__io *io = rt->io;
-    if (!io)
-        return 0;
-    return io->kind != BLITZ_BACKEND_EPOLL || polls_since >= BLITZ__IO_EVENT_INTERVAL;
+    if (!io || (io->kind == BLITZ_BACKEND_EPOLL && *polls_since < BLITZ__IO_EVENT_INTERVAL))
+        return;
+    blitz__io_poll(rt);
+    *polls_since = 0;
 }
 
 /* Spin rounds before a worker parks. A runtime that serves sockets does
@@ -16242,17 +16245,14 @@ static void *blitz__worker_main(void *arg) {
     blitz__context_set(&ctx);
     blitz__io_worker_start(rt, w->index);
     w->stamp_ns = blitz__now_ns();
-    uint32_t polls_since_io = UINT32_MAX;
+    uint64_t polls_since_io = BLITZ__IO_EVENT_INTERVAL; /* look first */
     while (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)) {
         uint32_t polls = 0;
         /* Any worker fires due timers (a try-lock: one is enough), so a
          * worker stuck in a long poll does not hold them back. */
         blitz__time_process(rt, 0);
         /* And reaps I/O completions the same way. */
-        if (blitz__io_poll_due(rt, polls_since_io)) {
-            blitz__io_poll(rt);
-            polls_since_io = 0;
-        }
+        blitz__io_between_ticks(rt, &polls_since_io);
         while (polls < BLITZ_BUDGET_PER_TICK) {
             blitz__task *t = blitz__worker_find(w);
             if (!t)
@@ -16267,7 +16267,7 @@ static void *blitz__worker_main(void *arg) {
         if (w->deferred_head)
             blitz__worker_flush_deferred(w);
         w->stamp_polls += polls;
-        polls_since_io = polls_since_io > UINT32_MAX - polls ? UINT32_MAX : polls_since_io + polls;
+        polls_since_io += polls;
         if (polls == BLITZ_BUDGET_PER_TICK) {
             blitz__worker_update_interval(w, blitz__now_ns());
         } else if (polls == 0) {
@@ -16279,7 +16279,7 @@ static void *blitz__worker_main(void *arg) {
                  * in it. */
                 polls_since_io = 0;
             } else {
-                polls_since_io = UINT32_MAX;
+                polls_since_io = BLITZ__IO_EVENT_INTERVAL;
             }
         }
     }
@@ -16572,16 +16572,13 @@ static void blitz__ct_flush_deferred(blitz__ct_core *ct) {
 static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz__context *ctx) {
     blitz__ct_core *ct = rt->ct;
     uint32_t interval = rt->fixed_interval ? rt->fixed_interval : 31;
-    uint32_t polls_since_io = UINT32_MAX;
+    uint64_t polls_since_io = BLITZ__IO_EVENT_INTERVAL; /* look first */
     for (;;) {
         if (blitz__task_is_complete(target) || blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
             return;
         uint32_t polls = 0;
         blitz__time_process(rt, 1);
-        if (blitz__io_poll_due(rt, polls_since_io)) {
-            blitz__io_poll(rt);
-            polls_since_io = 0;
-        }
+        blitz__io_between_ticks(rt, &polls_since_io);
         while (polls < BLITZ_BUDGET_PER_TICK) {
             /* Take injected tasks now and then even when the list is busy,
              * so remote spawns and wakes are not starved. */
@@ -16603,7 +16600,7 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
             }
         }
         blitz__ct_flush_deferred(ct);
-        polls_since_io = polls_since_io > UINT32_MAX - polls ? UINT32_MAX : polls_since_io + polls;
+        polls_since_io += polls;
         if (polls == 0) {
             /* Idle. A completion on another thread (a cancel) wakes the
              * joiners and unparks us; so does any inject. */

@@ -38,9 +38,10 @@ SHARED=${SHARED_DIR:-$ROOT/../shared}
 ANCHOR=$SHARED/anchors/tokio
 OUT=${CEILING_OUT:-$ROOT/build/bench-ceiling}
 REPEAT=${REPEAT:-3}
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-: >"$OUT/samples.txt"
+SCRIPT=ceiling.sh
+# shellcheck source=bench/server_lib.sh
+. "$ROOT/bench/server_lib.sh"
+server_out_open
 
 [ -x "$DIR/tcp" ] || { echo "ceiling.sh: $DIR/tcp not built" >&2; exit 1; }
 [ -f "$ANCHOR/Cargo.toml" ] || { echo "ceiling.sh: no Tokio anchor at $ANCHOR" >&2; exit 1; }
@@ -62,9 +63,6 @@ TOKIO=$CARGO_TARGET_DIR/release/tokio-anchor
 gcc -O2 -Wall -Wextra -o "$OUT/echo_floor" "$ROOT/bench/floor/echo_floor.c" || exit 1
 
 SERVERS=(tokio tokio_w1 tokio_ct floor blitz_uring_w2 blitz_uring_w1 blitz_uring_ct blitz_epoll_w2)
-SCRIPT=ceiling.sh
-# shellcheck source=bench/server_lib.sh
-. "$ROOT/bench/server_lib.sh"
 server_stdin_open
 
 start_server() {

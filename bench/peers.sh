@@ -41,9 +41,10 @@ GO=$SHARED/anchors/go
 OUT=${PEERS_OUT:-$ROOT/build/bench-peers}
 REPEAT=${REPEAT:-3}
 ECHO_SECS=${ECHO_SECS:-5}
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd) # absolute: the Go build runs in its own directory
-: >"$OUT/samples.txt"
+SCRIPT=peers.sh
+# shellcheck source=bench/server_lib.sh
+. "$ROOT/bench/server_lib.sh"
+server_out_open
 
 [ -x "$DIR/tcp" ] || { echo "peers.sh: $DIR/tcp not built" >&2; exit 1; }
 [ -f "$UV/echo_client.c" ] || { echo "peers.sh: no anchors at $SHARED/anchors" >&2; exit 1; }
@@ -71,9 +72,6 @@ else
     echo "peers.sh: Go anchor left out (no go toolchain)" >&2
 fi
 SERVERS+=(blitz_uring_w2 blitz_uring_ct blitz_epoll_w2)
-SCRIPT=peers.sh
-# shellcheck source=bench/server_lib.sh
-. "$ROOT/bench/server_lib.sh"
 server_stdin_open
 
 # Starts server $1 in the background; sets SPID and PORT.

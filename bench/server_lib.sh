@@ -4,6 +4,14 @@
 # The caller sets OUT (its output folder) and SCRIPT (its name, for
 # messages), and defines run_server NAME (one measured run of a server).
 
+# Creates the output folder $OUT, makes it absolute (builds run in their
+# own directories) and empties its samples file.
+server_out_open() {
+    mkdir -p "$OUT" || exit 1
+    OUT=$(cd "$OUT" && pwd)
+    : >"$OUT/samples.txt"
+}
+
 # blitz's and Tokio's servers run until their stdin closes: a FIFO the
 # script holds open on descriptor 9 (read-write, so opening it never
 # blocks); every server is also killed after its run.

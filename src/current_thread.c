@@ -58,16 +58,13 @@ static void blitz__ct_flush_deferred(blitz__ct_core *ct) {
 static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz__context *ctx) {
     blitz__ct_core *ct = rt->ct;
     uint32_t interval = rt->fixed_interval ? rt->fixed_interval : 31;
-    uint32_t polls_since_io = UINT32_MAX;
+    uint64_t polls_since_io = BLITZ__IO_EVENT_INTERVAL; /* look first */
     for (;;) {
         if (blitz__task_is_complete(target) || blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
             return;
         uint32_t polls = 0;
         blitz__time_process(rt, 1);
-        if (blitz__io_poll_due(rt, polls_since_io)) {
-            blitz__io_poll(rt);
-            polls_since_io = 0;
-        }
+        blitz__io_between_ticks(rt, &polls_since_io);
         while (polls < BLITZ_BUDGET_PER_TICK) {
             /* Take injected tasks now and then even when the list is busy,
              * so remote spawns and wakes are not starved. */
@@ -89,7 +86,7 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
             }
         }
         blitz__ct_flush_deferred(ct);
-        polls_since_io = polls_since_io > UINT32_MAX - polls ? UINT32_MAX : polls_since_io + polls;
+        polls_since_io += polls;
         if (polls == 0) {
             /* Idle. A completion on another thread (a cancel) wakes the
              * joiners and unparks us; so does any inject. */

@@ -32,6 +32,10 @@
 #ifndef BLITZ_BUDGET_PER_TICK
 #define BLITZ_BUDGET_PER_TICK 128
 #endif
+/* Task polls between two non-blocking looks at epoll by a thread that
+ * runs tasks (Tokio's event interval; see blitz__io_between_ticks). A
+ * count at least this large makes the next look due. */
+#define BLITZ__IO_EVENT_INTERVAL 61u
 #ifndef BLITZ_MAX_LIFO_POLLS_PER_TICK
 #define BLITZ_MAX_LIFO_POLLS_PER_TICK 3
 #endif

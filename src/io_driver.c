@@ -1423,12 +1423,10 @@ BLITZ_PRIVATE void blitz__io_poll(blitz_runtime *rt) {
     blitz__mutex_unlock(&io->lock);
 }
 
-/* Task polls between two non-blocking looks at epoll by a thread that
- * runs tasks (Tokio's event interval). */
-#define BLITZ__IO_EVENT_INTERVAL 61u
-
-/* Whether a thread that ran `polls_since` task polls since it last looked
- * at the backend (or parked in it) looks now, before its next tick.
+/* Before a tick of a thread that runs tasks: a non-blocking look at the
+ * backend when one is due. `*polls_since` counts the thread's task polls
+ * since it last looked or parked in the backend (the caller adds each
+ * tick's and clears it after a park); reset here after a look.
  * epoll: a look is a system call, and one right after a park or after a
  * tick that ran its queue dry mostly finds nothing (the thread parks in
  * the backend next anyway when it has nothing to run), so it looks only
@@ -1438,11 +1436,12 @@ BLITZ_PRIVATE void blitz__io_poll(blitz_runtime *rt) {
  * registered, which would otherwise interrupt a blocked poller to rebuild
  * its set (measured with 3,000 idle connections: 0.33 ms echo latency
  * instead of 0.64). */
-BLITZ_PRIVATE int blitz__io_poll_due(blitz_runtime *rt, uint32_t polls_since) {
+BLITZ_PRIVATE void blitz__io_between_ticks(blitz_runtime *rt, uint64_t *polls_since) {
     blitz__io *io = rt->io;
-    if (!io)
-        return 0;
-    return io->kind != BLITZ_BACKEND_EPOLL || polls_since >= BLITZ__IO_EVENT_INTERVAL;
+    if (!io || (io->kind == BLITZ_BACKEND_EPOLL && *polls_since < BLITZ__IO_EVENT_INTERVAL))
+        return;
+    blitz__io_poll(rt);
+    *polls_since = 0;
 }
 
 /* Spin rounds before a worker parks. A runtime that serves sockets does

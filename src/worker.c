@@ -527,17 +527,14 @@ static void *blitz__worker_main(void *arg) {
     blitz__context_set(&ctx);
     blitz__io_worker_start(rt, w->index);
     w->stamp_ns = blitz__now_ns();
-    uint32_t polls_since_io = UINT32_MAX;
+    uint64_t polls_since_io = BLITZ__IO_EVENT_INTERVAL; /* look first */
     while (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)) {
         uint32_t polls = 0;
         /* Any worker fires due timers (a try-lock: one is enough), so a
          * worker stuck in a long poll does not hold them back. */
         blitz__time_process(rt, 0);
         /* And reaps I/O completions the same way. */
-        if (blitz__io_poll_due(rt, polls_since_io)) {
-            blitz__io_poll(rt);
-            polls_since_io = 0;
-        }
+        blitz__io_between_ticks(rt, &polls_since_io);
         while (polls < BLITZ_BUDGET_PER_TICK) {
             blitz__task *t = blitz__worker_find(w);
             if (!t)
@@ -552,7 +549,7 @@ static void *blitz__worker_main(void *arg) {
         if (w->deferred_head)
             blitz__worker_flush_deferred(w);
         w->stamp_polls += polls;
-        polls_since_io = polls_since_io > UINT32_MAX - polls ? UINT32_MAX : polls_since_io + polls;
+        polls_since_io += polls;
         if (polls == BLITZ_BUDGET_PER_TICK) {
             blitz__worker_update_interval(w, blitz__now_ns());
         } else if (polls == 0) {
@@ -564,7 +561,7 @@ static void *blitz__worker_main(void *arg) {
                  * in it. */
                 polls_since_io = 0;
             } else {
-                polls_since_io = UINT32_MAX;
+                polls_since_io = BLITZ__IO_EVENT_INTERVAL;
             }
         }
     }

@@ -430,14 +430,7 @@ typedef struct {
 
 static void cs_run_task_work(blitz_cx *cx, cs_late *l) {
     blitz__io *io = blitz_cx_runtime(cx)->io;
-    blitz__ring *r = blitz__uring_mine(io, NULL);
-    blitz__uring_flush(r);
-    for (int i = 0; i < 200 && !blitz__uring_cq_ready(r); i++) {
-        blitz__uring_enter(r->fd, 0, 0, IORING_ENTER_GETEVENTS, NULL, 0);
-        if (!blitz__uring_cq_ready(r))
-            tu_sleep_ms(1);
-    }
-    l->completed_early = blitz__uring_cq_ready(r);
+    l->completed_early = ms_uring_wait_cq(blitz__uring_mine(io, NULL), 200);
     if (l->reaped)
         blitz__uring_poll(io);
 }

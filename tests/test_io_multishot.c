@@ -423,6 +423,20 @@ typedef struct {
     int client, dispatched;
 } ms_unclaimed;
 
+/* Submits what `r` holds and waits up to `ms` milliseconds for a
+ * completion to show in it (running the ring's task work); nonzero when
+ * one did. */
+static int ms_uring_wait_cq(blitz__ring *r, double ms) {
+    blitz__uring_flush(r);
+    double deadline = tu_now() + ms / 1e3;
+    while (!blitz__uring_cq_ready(r) && tu_now() < deadline) {
+        blitz__uring_enter(r->fd, 0, 0, IORING_ENTER_GETEVENTS, NULL, 0);
+        if (!blitz__uring_cq_ready(r))
+            tu_sleep_ms(1);
+    }
+    return blitz__uring_cq_ready(r);
+}
+
 static blitz_poll ms_unclaimed_poll(blitz_cx *cx, void *p) {
     ms_unclaimed *u = p;
     if (blitz_tcp_accept(cx, &u->op, u->listener) == BLITZ_READY)
@@ -433,14 +447,7 @@ static blitz_poll ms_unclaimed_poll(blitz_cx *cx, void *p) {
     /* The completion is taken from the ring here, in the task: the op is
      * over, and the task ends without polling it again. */
     blitz__io *io = blitz_cx_runtime(cx)->io;
-    blitz__ring *r = blitz__uring_mine(io, NULL);
-    blitz__uring_flush(r);
-    double deadline = tu_now() + 5 * tu_timeout_mult();
-    while (!blitz__uring_cq_ready(r) && tu_now() < deadline) {
-        blitz__uring_enter(r->fd, 0, 0, IORING_ENTER_GETEVENTS, NULL, 0);
-        if (!blitz__uring_cq_ready(r))
-            tu_sleep_ms(1);
-    }
+    ms_uring_wait_cq(blitz__uring_mine(io, NULL), 5000 * tu_timeout_mult());
     blitz__uring_poll(io);
     u->dispatched = blitz__op_state(&u->op) != BLITZ__IO_WAIT;
     return BLITZ_READY;
