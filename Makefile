@@ -122,6 +122,9 @@ test-cxx: blitz.h
 	  -o $(BUILD)/include_order_posix
 	$(BUILD)/include_order_gnu
 	$(BUILD)/include_order_posix
+	# gcc's ThreadSanitizer warns about fences (-Wtsan) unless told not to
+	gcc $(WARN) -std=gnu11 -O1 -fsanitize=thread -pthread -I. -c tools/include_order_check.c \
+	  -o $(BUILD)/include_order_tsan.o
 
 # The I/O tests each run on every backend (name_uring, name_epoll,
 # name_poll); the >= 10,000-connection stress runs here, not in make test.

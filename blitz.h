@@ -391,8 +391,23 @@ whatever it was already handed). blitz_op bundles the three so any op can
 be driven generically:
 
     blitz_op_join(handle)               blitz_op_sleep_until(&timer, when)
-    blitz_op_make(poll, cancel, obj)    (and every primitive, channel and
-                                         I/O op has a blitz_op constructor)
+    blitz_op_make(poll, cancel, obj)    (primitives, channels and copies
+                                         have blitz_op_* constructors too)
+
+A socket op has none: its arguments (socket, buffer, length) do not fit
+one object. Wrap it in a poll function over a struct that holds them, with
+blitz_io_cancel_op on the blitz_io as its cancel (examples/graceful_server.c
+races an accept against a shutdown token this way):
+
+    typedef struct { blitz_io io; blitz_socket *listener; } accept_op;
+    static blitz_poll accept_poll(blitz_cx *cx, void *p) {
+        accept_op *a = p;
+        return blitz_tcp_accept(cx, &a->io, a->listener);
+    }
+    static void accept_cancel(blitz_cx *cx, void *p) {
+        blitz_io_cancel_op(cx, &((accept_op *)p)->io);
+    }
+    ... s->ops[0] = blitz_op_make(accept_poll, accept_cancel, &s->acc);
 
 A plain thread runs any op to completion with blitz_op_wait(rt, op): the
 blocking form of everything (BLITZ_EDEADLK inside a task). In a task, the
@@ -2103,17 +2118,23 @@ typedef struct blitz_addr {
     } u;
 } blitz_addr;
 
-/* "1.2.3.4:80", "[::1]:8080", "[fe80::1%2]:80". BLITZ_EINVAL for anything
- * else (missing port, port > 65535, bad address). */
+/* "1.2.3.4:80", "[::1]:8080", "[fe80::1%2]:80" (the IPv6 scope: a
+ * number up to 4294967295, digits only, or an interface name such as
+ * "lo"). BLITZ_EINVAL for anything else (missing port, port > 65535, bad
+ * address, bad scope). */
 BLITZ_API int blitz_addr_parse(const char *s, blitz_addr *out);
 /* An IP literal ("127.0.0.1", "::1") and a port. */
 BLITZ_API int blitz_addr_ip(const char *ip, uint16_t port, blitz_addr *out);
 /* A Unix socket path; a leading '@' makes a Linux abstract name.
- * BLITZ_EINVAL when too long (108 bytes) or empty. */
+ * BLITZ_EINVAL when empty or too long: a path has at most 107 bytes (its
+ * terminator fills the 108 of sun_path), an abstract name at most 107
+ * after the '@'. */
 BLITZ_API int blitz_addr_unix(const char *path, blitz_addr *out);
-/* "1.2.3.4:80", "[::1]:80", the path, or "@name". Returns the length, or
- * BLITZ_ERANGE (buffer too small; it is still terminated), or BLITZ_EINVAL
- * (NULL argument, size 0, or an address of no known family). */
+/* "1.2.3.4:80", "[::1]:80", the path, "@name", or "(unnamed)" for a Unix
+ * socket with no name (an unbound one's local address, the sender of a
+ * datagram from one). Returns the length, or BLITZ_ERANGE (buffer too
+ * small; it is still terminated), or BLITZ_EINVAL (NULL argument, size 0,
+ * an address of no known family, or a `len` that does not fit it). */
 BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size);
 /* The port of an IP address, or -1. */
 BLITZ_API int blitz_addr_port(const blitz_addr *a);
@@ -2196,7 +2217,9 @@ BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int ba
                                unsigned flags, blitz_socket **out);
 /* Await a connection: op->socket is the new socket (result 0), or result
  * < 0 (BLITZ_EMFILE when out of descriptors: the listener stays usable;
- * sleep a little and accept again). */
+ * sleep a little and accept again). On io_uring the listener's multishot
+ * accept counts against the descriptor limit that held when it was armed
+ * (the first accept): lower RLIMIT_NOFILE before listening. */
 BLITZ_API blitz_poll blitz_tcp_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener);
 /* Await a connection to `addr` (copied): op->socket (result 0) or an error
  * (BLITZ_ECONNREFUSED, ...). */
@@ -2245,7 +2268,10 @@ BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
 /* Closes: pending ops complete with BLITZ_ECLOSED; the descriptor is
  * closed once no op uses it any more (the kernel's, or a task's in the
  * middle of its system call), whether or not the ops' tasks ever run
- * again. Any thread may close while tasks' ops are in progress. The
+ * again. A listener made by blitz_tcp_listen or blitz_unix_listen refuses
+ * new connections from the return on every backend; an adopted one on
+ * io_uring may still take (and reset) some until its accept's cancel
+ * completes. Any thread may close while tasks' ops are in progress. The
  * handle may be freed by the call: using it after (a new op, a second
  * close) is a use after free, as with free(3). So a connection whose task
  * loops over ops is closed by that task. To end it from elsewhere, cancel
@@ -2265,7 +2291,8 @@ BLITZ_API int blitz_sock_peer_addr(const blitz_socket *s, blitz_addr *out);
 /* Options (BLITZ_OK or -errno). */
 BLITZ_API int blitz_tcp_set_nodelay(blitz_socket *s, int on);
 BLITZ_API int blitz_tcp_nodelay(const blitz_socket *s); /* 1, 0, or < 0 */
-/* Keepalive on/off; idle_secs > 0 also sets TCP_KEEPIDLE. */
+/* Keepalive on/off; idle_secs > 0 also sets TCP_KEEPIDLE (TCP only: on
+ * another socket that fails with -errno and nothing is changed). */
 BLITZ_API int blitz_tcp_set_keepalive(blitz_socket *s, int on, int idle_secs);
 /* SO_LINGER: on with 0 seconds makes close send a reset. */
 BLITZ_API int blitz_sock_set_linger(blitz_socket *s, int on, int secs);
@@ -2279,7 +2306,9 @@ BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned
                              blitz_socket **out);
 BLITZ_API int blitz_udp_connect(blitz_socket *s, const blitz_addr *addr);
 /* Datagram to `to` (must stay valid until READY); from: the sender
- * (optional; must stay valid until READY). */
+ * (optional; must stay valid until READY). A datagram longer than `len`
+ * is truncated to `len` without notice (the rest is dropped), as with
+ * blitz_sock_recv. */
 BLITZ_API blitz_poll blitz_udp_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
                                        size_t len, const blitz_addr *to);
 BLITZ_API blitz_poll blitz_udp_recv_from(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
@@ -2293,9 +2322,11 @@ BLITZ_API int blitz_udp_set_broadcast(blitz_socket *s, int on);
 
 /* Unix sockets: stream listener and connect (the op form, like TCP),
  * datagram sockets (bound to addr, or unbound with addr NULL). A path
- * listener unlinks a stale socket file first; a bound datagram socket
- * does not (remove its path yourself: a second bind while the file exists
- * is BLITZ_EADDRINUSE). */
+ * listener unlinks a stale socket file first (a socket nobody listens
+ * on); any other file at the path stays and the listen fails with
+ * BLITZ_EADDRINUSE. A bound datagram socket unlinks nothing (remove its
+ * path yourself: a second bind while the file exists is
+ * BLITZ_EADDRINUSE). */
 BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
                                 blitz_socket **out);
 #define blitz_unix_accept blitz_tcp_accept
@@ -2683,9 +2714,10 @@ BLITZ_API int blitz_signal_deinit(blitz_signal *s);
  *   const char *argv[] = {"ls", "-l", NULL};
  *   blitz_command cmd = {argv, NULL, NULL, BLITZ_STDIO_NULL, BLITZ_STDIO_PIPE,
  *                        BLITZ_STDIO_INHERIT};
- *   blitz_child child;
- *   int rc = blitz_process_spawn(rt, &cmd, &child);   (BLITZ_ENOENT: no program)
- *   ... read child.stdout_fd (blitz_fs_read works on it) ...
+ *   int rc = blitz_process_spawn(rt, &cmd, &s->child); (BLITZ_ENOENT: no program)
+ *   ... read s->child.stdout_fd: blitz_fs_read works on it, or adopt it
+ *   with blitz_sock_adopt (then set s->child.stdout_fd = -1: the socket
+ *   closes it) ...
  *   BLITZ_AWAIT(s, blitz_process_wait(cx, &s->wait, &s->child));
  *   s->wait.exited ? s->wait.code : s->wait.signal
  *   blitz_process_release(&s->child);
@@ -2720,7 +2752,10 @@ typedef struct blitz_child {
     int pid;
     /* Parent ends of the pipes asked for (close-on-exec), else -1. The
      * caller may read and write them and close them; blitz_process_release
-     * closes those still open. */
+     * closes those that are not -1. A caller that closes one, or hands it
+     * to blitz_sock_adopt (the socket then closes it), sets the field to
+     * -1 first: release would otherwise close whatever descriptor has
+     * that number by then. */
     int stdin_fd, stdout_fd, stderr_fd;
     blitz__proc *blitz__handle;
 } blitz_child;
@@ -2754,10 +2789,12 @@ BLITZ_API int blitz_process_try_wait(blitz_child *child, blitz_wait_op *status);
 BLITZ_API int blitz_process_kill(blitz_child *child, int signo);
 /* SIGTERM. */
 BLITZ_API int blitz_process_terminate(blitz_child *child);
-/* Closes the pipe ends still open and lets go of the child; one not yet
- * reaped is reaped by a pool job when it ends (no zombie is left, unless
- * the runtime is shut down by then). BLITZ_EINVAL for NULL or a child
- * already released. */
+/* Closes the pipe ends that are not -1 and lets go of the child; one not
+ * yet reaped is reaped by a pool job when it ends (no zombie is left,
+ * unless the runtime is shut down by then). BLITZ_EINVAL for NULL or a
+ * child already released. A child is the caller's to release, also when
+ * the runtime is freed first (a task that may be dropped releases it in
+ * its drop function). */
 BLITZ_API int blitz_process_release(blitz_child *child);
 
 /* Runs a command to its end, feeding it a copy of `input` (stdin is
@@ -3050,10 +3087,14 @@ BLITZ_API blitz_op blitz_op_copy(blitz_copy *c);
  *
  *   blitz_shutdown *sd;
  *   blitz_shutdown_new(rt, NULL, &sd);                (SIGINT and SIGTERM)
- *   ... the accept loop races its accept against the token:
- *   s->ops[0] = blitz_op_make(accept_poll, blitz_io_cancel_op, &s->io);
+ *   ... the accept loop races its accept (wrapped as an op: "OPS,
+ *   COMBINATORS AND TASK GROUPS" above) against the token:
+ *   s->ops[0] = blitz_op_make(accept_poll, accept_cancel, &s->acc);
  *   s->ops[1] = blitz_op_cancel_token_wait(&s->tw, blitz_shutdown_token(sd));
  *   ... connections: blitz_shutdown_spawn(sd, conn_poll, &c, sizeof c);
+ *   (a connection cancelled after the grace period closes its socket in
+ *   its drop function: blitz_shutdown_spawn_ex with a drop that calls
+ *   blitz_sock_close and a cancel hook that calls blitz_io_cancel)
  *   ... a supervising task:
  *   BLITZ_AWAIT(s, blitz_shutdown_run(cx, &s->run, sd, 5 * BLITZ_SEC));
  *   s->run.finished, s->run.cancelled
@@ -3352,8 +3393,20 @@ static inline void blitz__u64_bump(blitz__atomic_u64 *a, uint64_t n) {
     __atomic_store_n(&a->v, __atomic_load_n(&a->v, BLITZ__RELAXED) + n, BLITZ__RELEASE);
 }
 
+/* gcc's ThreadSanitizer does not model fences and says so (-Wtsan) at
+ * every use; the header must build warning-free there too. */
+#if defined(__SANITIZE_THREAD__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#define BLITZ__TSAN_FENCE_QUIET 1
+#endif
 static inline void blitz__fence_seq_cst(void) {
+#ifdef BLITZ__TSAN_FENCE_QUIET
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wtsan"
+#endif
     __atomic_thread_fence(BLITZ__SEQ_CST);
+#ifdef BLITZ__TSAN_FENCE_QUIET
+#pragma GCC diagnostic pop
+#endif
 }
 
 static inline void blitz__cpu_relax(void) {
@@ -9944,6 +9997,9 @@ struct blitz_socket {
     int type;
     int closed;    /* under lock */
     int listening; /* set before the socket is handed out */
+    /* A listener blitz bound itself (not adopted, so no other process
+     * shares it): its close stops the listening at once. */
+    int listen_own;
     struct blitz__io *io;
     blitz__mutex lock;
     /* References. Low 32 bits: holders that may use the descriptor (the
@@ -10108,6 +10164,8 @@ typedef struct blitz__io {
 #define BLITZ__RECV_MS_HOLD (BLITZ_URING_RECV_BUFS / 8u > 2u ? BLITZ_URING_RECV_BUFS / 8u : 2u)
 
 /* Backends (each in its own file, stubs when compiled out). */
+BLITZ_PRIVATE int blitz__addr_valid(const blitz_addr *a);
+BLITZ_PRIVATE void blitz__addr_set_from(blitz_addr *a, uint32_t namelen, int family);
 BLITZ_PRIVATE int blitz__epoll_init(blitz__io *io);
 BLITZ_PRIVATE void blitz__epoll_destroy(blitz__io *io);
 BLITZ_PRIVATE int blitz__epoll_add(blitz__io *io, blitz_socket *s);
@@ -10484,7 +10542,7 @@ static int64_t blitz__op_syscall(blitz_io *op) {
         blitz__op_msghdr(op, &m, &one);
         r = recvmsg(s->fd, &m, MSG_DONTWAIT);
         if (r >= 0 && op->blitz__addr)
-            op->blitz__addr->len = m.msg_namelen;
+            blitz__addr_set_from(op->blitz__addr, m.msg_namelen, s->family);
         break;
     }
     case BLITZ__OP_SENDV:
@@ -11134,7 +11192,9 @@ static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket 
             return blitz__op_go_on(cx, op);
         if (op->blitz__kind == BLITZ__OP_RECV_FROM && op->blitz__addr && op->blitz__res >= 0 &&
             (op->blitz__flags & BLITZ__OPF_URING))
-            op->blitz__addr->len = ((struct msghdr *)(void *)op->blitz__scratch)->msg_namelen;
+            blitz__addr_set_from(op->blitz__addr,
+                                 ((struct msghdr *)(void *)op->blitz__scratch)->msg_namelen,
+                                 op->blitz__sock ? op->blitz__sock->family : 0);
         if (blitz__op_result_ex(op, op->blitz__res, 0))
             return BLITZ_READY;
         return blitz__op_go_on(cx, op); /* send_all: the rest */
@@ -11328,7 +11388,7 @@ BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *
 }
 BLITZ_API blitz_poll blitz_udp_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
                                        size_t len, const blitz_addr *to) {
-    if (op && blitz__op_state(op) == BLITZ__IO_IDLE && (!to || !to->len)) {
+    if (op && blitz__op_state(op) == BLITZ__IO_IDLE && !blitz__addr_valid(to)) {
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
@@ -11398,8 +11458,7 @@ static blitz_poll blitz__connect(blitz_cx *cx, blitz_io *op, const blitz_addr *a
                                     blitz__op_poll(cx, op, op->blitz__sock, BLITZ__OP_CONNECT, NULL,
                                                    0, NULL, BLITZ__DIR_WRITE));
     op->socket = NULL;
-    if (!cx || !addr || addr->len == 0 || addr->len > sizeof addr->u.bytes ||
-        (family && addr->u.family != family) ||
+    if (!cx || !blitz__addr_valid(addr) || (family && addr->u.family != family) ||
         (!family && addr->u.family != AF_INET && addr->u.family != AF_INET6) ||
         (limit_ns > 0 && addr->len > BLITZ__CONNECT_ADDR_MAX)) {
         op->result = BLITZ_EINVAL;
@@ -11503,6 +11562,13 @@ BLITZ_API int blitz_sock_close(blitz_socket *s) {
     if (s->ms_armed)
         blitz__uring_cancel_ud(io, &io->rings[s->ms_ring],
                                (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
+    /* The descriptor is closed when the last op lets go of it; io_uring's
+     * accepts hold the listening socket until their cancels complete, and
+     * meanwhile it would take connections only to reset them. Shut down,
+     * it refuses new ones at once, as after a close on the other
+     * backends. (Not an adopted listener: another process may share it.) */
+    if (s->listen_own && io->kind == BLITZ_BACKEND_IO_URING)
+        (void)shutdown(s->fd, SHUT_RD);
     blitz__recv_ms_close(s);
     blitz_waker batch[32];
     int n = 0;
@@ -12253,8 +12319,10 @@ BLITZ_PRIVATE int blitz__salvage_take(blitz_socket *s, blitz_io *op, int64_t *r)
             got += take;
         }
         c->off += got;
-        if (op->blitz__kind == BLITZ__OP_RECV_FROM && op->blitz__addr)
+        if (op->blitz__kind == BLITZ__OP_RECV_FROM && op->blitz__addr) {
             *op->blitz__addr = c->from;
+            blitz__addr_set_from(op->blitz__addr, c->from.len, s->family);
+        }
         if (c->off == c->len || s->type != SOCK_STREAM) {
             s->salvage_head = c->next;
             if (!s->salvage_head)
@@ -13694,9 +13762,17 @@ BLITZ_API int blitz_addr_ip(const char *ip, uint16_t port, blitz_addr *out) {
         const char *z = pct + 1;
         if (!*z)
             goto bad;
-        char *end = NULL;
-        unsigned long id = strtoul(z, &end, 10);
-        if (end && *end == 0 && end != z) {
+        if (*z >= '0' && *z <= '9') {
+            /* A numeric scope: digits only, within 32 bits (strtoul would
+             * take a sign and spaces and wrap). */
+            uint64_t id = 0;
+            for (; *z; z++) {
+                if (*z < '0' || *z > '9')
+                    goto bad;
+                id = id * 10u + (uint64_t)(*z - '0');
+                if (id > UINT32_MAX)
+                    goto bad;
+            }
             a6->sin6_scope_id = (uint32_t)id;
         } else {
             unsigned idx = if_nametoindex(z);
@@ -13771,7 +13847,9 @@ BLITZ_API int blitz_addr_unix(const char *path, blitz_addr *out) {
     memset(out, 0, sizeof *out);
     struct sockaddr_un *u = (struct sockaddr_un *)(void *)out->u.bytes;
     size_t n = strlen(path);
-    if (n == 0 || n >= sizeof u->sun_path || (path[0] == '@' && n == 1))
+    /* A path needs its terminator inside sun_path; an abstract name ("@"
+     * then up to 107 bytes) has none and may fill it. */
+    if (n == 0 || (path[0] == '@' ? n == 1 || n > sizeof u->sun_path : n >= sizeof u->sun_path))
         return BLITZ_EINVAL;
     u->sun_family = AF_UNIX;
     if (path[0] == '@') {
@@ -13800,18 +13878,52 @@ BLITZ_API int blitz_addr_port(const blitz_addr *a) {
     return -1;
 }
 
+/* Whether `a` holds a whole socket address of its family, as the kernel
+ * would take it: for IPv4 and IPv6 at least their sockaddr (a length up to
+ * the whole storage is fine), for Unix at least the family and at most a
+ * struct sockaddr_un (an unnamed Unix address is the family alone). */
+BLITZ_PRIVATE int blitz__addr_valid(const blitz_addr *a) {
+    if (!a)
+        return 0;
+    switch (a->u.family) {
+    case AF_INET:
+        return a->len >= sizeof(struct sockaddr_in) && a->len <= sizeof a->u.bytes;
+    case AF_INET6:
+        return a->len >= sizeof(struct sockaddr_in6) && a->len <= sizeof a->u.bytes;
+    case AF_UNIX:
+        return a->len >= offsetof(struct sockaddr_un, sun_path) &&
+               a->len <= sizeof(struct sockaddr_un);
+    default:
+        return 0;
+    }
+}
+
+/* Stores a received datagram's source of `namelen` bytes (already in
+ * a->u) as `a`'s length. A Unix sender that never bound has no name: the
+ * kernel gives none, and it becomes the unnamed Unix address (the family
+ * alone), the one blitz_sock_peer_addr gives for such a peer. */
+BLITZ_PRIVATE void blitz__addr_set_from(blitz_addr *a, uint32_t namelen, int family) {
+    if (family == AF_UNIX && namelen < offsetof(struct sockaddr_un, sun_path)) {
+        a->u.family = AF_UNIX;
+        namelen = (uint32_t)offsetof(struct sockaddr_un, sun_path);
+    }
+    a->len = namelen <= sizeof a->u.bytes ? namelen : (uint32_t)sizeof a->u.bytes;
+}
+
 BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size) {
-    if (!a || !buf || size == 0)
+    if (!buf || size == 0)
         return BLITZ_EINVAL;
     buf[0] = 0;
+    if (!blitz__addr_valid(a))
+        return BLITZ_EINVAL;
     char tmp[160];
     int n;
-    if (a->len && a->u.family == AF_INET) {
+    if (a->u.family == AF_INET) {
         const struct sockaddr_in *a4 = (const struct sockaddr_in *)(const void *)a->u.bytes;
         char ip[INET_ADDRSTRLEN];
         inet_ntop(AF_INET, &a4->sin_addr, ip, sizeof ip);
         n = snprintf(tmp, sizeof tmp, "%s:%u", ip, (unsigned)ntohs(a4->sin_port));
-    } else if (a->len && a->u.family == AF_INET6) {
+    } else if (a->u.family == AF_INET6) {
         const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)(const void *)a->u.bytes;
         char ip[INET6_ADDRSTRLEN];
         inet_ntop(AF_INET6, &a6->sin6_addr, ip, sizeof ip);
@@ -13820,7 +13932,7 @@ BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size) {
                          (unsigned)ntohs(a6->sin6_port));
         else
             n = snprintf(tmp, sizeof tmp, "[%s]:%u", ip, (unsigned)ntohs(a6->sin6_port));
-    } else if (a->len && a->u.family == AF_UNIX) {
+    } else {
         const struct sockaddr_un *u = (const struct sockaddr_un *)(const void *)a->u.bytes;
         size_t plen = a->len > offsetof(struct sockaddr_un, sun_path)
                           ? a->len - offsetof(struct sockaddr_un, sun_path)
@@ -13832,8 +13944,6 @@ BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size) {
         } else {
             n = snprintf(tmp, sizeof tmp, "%.*s", (int)strnlen(u->sun_path, plen), u->sun_path);
         }
-    } else {
-        return BLITZ_EINVAL;
     }
     if (n < 0)
         return BLITZ_EINVAL;
@@ -13885,17 +13995,16 @@ static int blitz__apply_flags(int fd, int family, unsigned flags, int listener) 
     return BLITZ_OK;
 }
 
-/* A listening descriptor as a socket: its receives fail at once with
- * BLITZ_ENOTCONN on every backend (io_uring would wait for a connection). */
+/* A listening descriptor blitz bound as a socket: its receives fail at
+ * once with BLITZ_ENOTCONN on every backend (io_uring would wait for a
+ * connection). */
 static int blitz__listener_wrap(blitz_runtime *rt, int fd, int family, blitz_socket **out) {
     int rc = blitz__sock_wrap(rt->io, fd, family, SOCK_STREAM, out);
-    if (rc == BLITZ_OK)
+    if (rc == BLITZ_OK) {
         (*out)->listening = 1;
+        (*out)->listen_own = 1;
+    }
     return rc;
-}
-
-static int blitz__addr_ok(const blitz_addr *a) {
-    return a && a->len > 0 && a->len <= sizeof a->u.bytes;
 }
 
 BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
@@ -13903,7 +14012,7 @@ BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int ba
     if (!out)
         return BLITZ_EINVAL;
     *out = NULL;
-    if (!blitz__addr_ok(addr) || (addr->u.family != AF_INET && addr->u.family != AF_INET6) ||
+    if (!blitz__addr_valid(addr) || (addr->u.family != AF_INET && addr->u.family != AF_INET6) ||
         backlog < 0)
         return BLITZ_EINVAL;
     int fd, rc = blitz__sock_new_fd(rt, addr->u.family, SOCK_STREAM, &fd);
@@ -13927,7 +14036,7 @@ BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned
     if (!out)
         return BLITZ_EINVAL;
     *out = NULL;
-    if (!blitz__addr_ok(addr) || (addr->u.family != AF_INET && addr->u.family != AF_INET6))
+    if (!blitz__addr_valid(addr) || (addr->u.family != AF_INET && addr->u.family != AF_INET6))
         return BLITZ_EINVAL;
     int fd, rc = blitz__sock_new_fd(rt, addr->u.family, SOCK_DGRAM, &fd);
     if (rc != BLITZ_OK)
@@ -13944,7 +14053,7 @@ BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned
 }
 
 BLITZ_API int blitz_udp_connect(blitz_socket *s, const blitz_addr *addr) {
-    if (!s || !blitz__addr_ok(addr))
+    if (!s || !blitz__addr_valid(addr))
         return BLITZ_EINVAL;
     if (connect(s->fd, (const struct sockaddr *)(const void *)addr->u.bytes, addr->len) < 0)
         return blitz__errno_rc();
@@ -13956,18 +14065,26 @@ BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int b
     if (!out)
         return BLITZ_EINVAL;
     *out = NULL;
-    if (!blitz__addr_ok(addr) || addr->u.family != AF_UNIX || backlog < 0)
+    if (!blitz__addr_valid(addr) || addr->u.family != AF_UNIX || backlog < 0)
         return BLITZ_EINVAL;
     int fd, rc = blitz__sock_new_fd(rt, AF_UNIX, SOCK_STREAM, &fd);
     if (rc != BLITZ_OK)
         return rc;
     const struct sockaddr_un *u = (const struct sockaddr_un *)(const void *)addr->u.bytes;
-    if (u->sun_path[0]) {
-        /* A stale socket file from an earlier run; never another kind of file. */
+    /* The path as bind takes it: at most len's bytes, terminated here. */
+    char path[sizeof u->sun_path + 1];
+    size_t plen = addr->len - offsetof(struct sockaddr_un, sun_path);
+    memcpy(path, u->sun_path, plen);
+    path[plen] = 0;
+    struct stat st;
+    if (path[0] && lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+        /* A stale socket file from an earlier run: nobody listens on it.
+         * Never another kind of file (a connect to a regular file is
+         * refused too), which bind then reports as in use. */
         int t = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (t >= 0) {
             if (connect(t, (const struct sockaddr *)u, addr->len) < 0 && errno == ECONNREFUSED)
-                unlink(u->sun_path);
+                unlink(path);
             close(t);
         }
     }
@@ -13986,7 +14103,7 @@ BLITZ_API int blitz_unix_dgram(blitz_runtime *rt, const blitz_addr *addr, blitz_
     if (!out)
         return BLITZ_EINVAL;
     *out = NULL;
-    if (addr && (!blitz__addr_ok(addr) || addr->u.family != AF_UNIX))
+    if (addr && (!blitz__addr_valid(addr) || addr->u.family != AF_UNIX))
         return BLITZ_EINVAL;
     int fd, rc = blitz__sock_new_fd(rt, AF_UNIX, SOCK_DGRAM, &fd);
     if (rc != BLITZ_OK)
@@ -14116,10 +14233,14 @@ BLITZ_API int blitz_tcp_nodelay(const blitz_socket *s) {
     return v < 0 ? v : v != 0;
 }
 BLITZ_API int blitz_tcp_set_keepalive(blitz_socket *s, int on, int idle_secs) {
-    int rc = blitz__setopt(s, SOL_SOCKET, SO_KEEPALIVE, on != 0);
-    if (rc == BLITZ_OK && on && idle_secs > 0)
-        rc = blitz__setopt(s, IPPROTO_TCP, TCP_KEEPIDLE, idle_secs);
-    return rc;
+    /* The idle time first: on a socket that is not TCP it fails, and then
+     * keep-alive stays as it was. */
+    if (s && on && idle_secs > 0) {
+        int rc = blitz__setopt(s, IPPROTO_TCP, TCP_KEEPIDLE, idle_secs);
+        if (rc != BLITZ_OK)
+            return rc;
+    }
+    return blitz__setopt(s, SOL_SOCKET, SO_KEEPALIVE, on != 0);
 }
 BLITZ_API int blitz_sock_set_linger(blitz_socket *s, int on, int secs) {
     if (!s || secs < 0)

@@ -46,17 +46,23 @@ typedef struct blitz_addr {
     } u;
 } blitz_addr;
 
-/* "1.2.3.4:80", "[::1]:8080", "[fe80::1%2]:80". BLITZ_EINVAL for anything
- * else (missing port, port > 65535, bad address). */
+/* "1.2.3.4:80", "[::1]:8080", "[fe80::1%2]:80" (the IPv6 scope: a
+ * number up to 4294967295, digits only, or an interface name such as
+ * "lo"). BLITZ_EINVAL for anything else (missing port, port > 65535, bad
+ * address, bad scope). */
 BLITZ_API int blitz_addr_parse(const char *s, blitz_addr *out);
 /* An IP literal ("127.0.0.1", "::1") and a port. */
 BLITZ_API int blitz_addr_ip(const char *ip, uint16_t port, blitz_addr *out);
 /* A Unix socket path; a leading '@' makes a Linux abstract name.
- * BLITZ_EINVAL when too long (108 bytes) or empty. */
+ * BLITZ_EINVAL when empty or too long: a path has at most 107 bytes (its
+ * terminator fills the 108 of sun_path), an abstract name at most 107
+ * after the '@'. */
 BLITZ_API int blitz_addr_unix(const char *path, blitz_addr *out);
-/* "1.2.3.4:80", "[::1]:80", the path, or "@name". Returns the length, or
- * BLITZ_ERANGE (buffer too small; it is still terminated), or BLITZ_EINVAL
- * (NULL argument, size 0, or an address of no known family). */
+/* "1.2.3.4:80", "[::1]:80", the path, "@name", or "(unnamed)" for a Unix
+ * socket with no name (an unbound one's local address, the sender of a
+ * datagram from one). Returns the length, or BLITZ_ERANGE (buffer too
+ * small; it is still terminated), or BLITZ_EINVAL (NULL argument, size 0,
+ * an address of no known family, or a `len` that does not fit it). */
 BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size);
 /* The port of an IP address, or -1. */
 BLITZ_API int blitz_addr_port(const blitz_addr *a);
@@ -139,7 +145,9 @@ BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int ba
                                unsigned flags, blitz_socket **out);
 /* Await a connection: op->socket is the new socket (result 0), or result
  * < 0 (BLITZ_EMFILE when out of descriptors: the listener stays usable;
- * sleep a little and accept again). */
+ * sleep a little and accept again). On io_uring the listener's multishot
+ * accept counts against the descriptor limit that held when it was armed
+ * (the first accept): lower RLIMIT_NOFILE before listening. */
 BLITZ_API blitz_poll blitz_tcp_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener);
 /* Await a connection to `addr` (copied): op->socket (result 0) or an error
  * (BLITZ_ECONNREFUSED, ...). */
@@ -188,7 +196,10 @@ BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
 /* Closes: pending ops complete with BLITZ_ECLOSED; the descriptor is
  * closed once no op uses it any more (the kernel's, or a task's in the
  * middle of its system call), whether or not the ops' tasks ever run
- * again. Any thread may close while tasks' ops are in progress. The
+ * again. A listener made by blitz_tcp_listen or blitz_unix_listen refuses
+ * new connections from the return on every backend; an adopted one on
+ * io_uring may still take (and reset) some until its accept's cancel
+ * completes. Any thread may close while tasks' ops are in progress. The
  * handle may be freed by the call: using it after (a new op, a second
  * close) is a use after free, as with free(3). So a connection whose task
  * loops over ops is closed by that task. To end it from elsewhere, cancel
@@ -208,7 +219,8 @@ BLITZ_API int blitz_sock_peer_addr(const blitz_socket *s, blitz_addr *out);
 /* Options (BLITZ_OK or -errno). */
 BLITZ_API int blitz_tcp_set_nodelay(blitz_socket *s, int on);
 BLITZ_API int blitz_tcp_nodelay(const blitz_socket *s); /* 1, 0, or < 0 */
-/* Keepalive on/off; idle_secs > 0 also sets TCP_KEEPIDLE. */
+/* Keepalive on/off; idle_secs > 0 also sets TCP_KEEPIDLE (TCP only: on
+ * another socket that fails with -errno and nothing is changed). */
 BLITZ_API int blitz_tcp_set_keepalive(blitz_socket *s, int on, int idle_secs);
 /* SO_LINGER: on with 0 seconds makes close send a reset. */
 BLITZ_API int blitz_sock_set_linger(blitz_socket *s, int on, int secs);
@@ -222,7 +234,9 @@ BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned
                              blitz_socket **out);
 BLITZ_API int blitz_udp_connect(blitz_socket *s, const blitz_addr *addr);
 /* Datagram to `to` (must stay valid until READY); from: the sender
- * (optional; must stay valid until READY). */
+ * (optional; must stay valid until READY). A datagram longer than `len`
+ * is truncated to `len` without notice (the rest is dropped), as with
+ * blitz_sock_recv. */
 BLITZ_API blitz_poll blitz_udp_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
                                        size_t len, const blitz_addr *to);
 BLITZ_API blitz_poll blitz_udp_recv_from(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
@@ -236,9 +250,11 @@ BLITZ_API int blitz_udp_set_broadcast(blitz_socket *s, int on);
 
 /* Unix sockets: stream listener and connect (the op form, like TCP),
  * datagram sockets (bound to addr, or unbound with addr NULL). A path
- * listener unlinks a stale socket file first; a bound datagram socket
- * does not (remove its path yourself: a second bind while the file exists
- * is BLITZ_EADDRINUSE). */
+ * listener unlinks a stale socket file first (a socket nobody listens
+ * on); any other file at the path stays and the listen fails with
+ * BLITZ_EADDRINUSE. A bound datagram socket unlinks nothing (remove its
+ * path yourself: a second bind while the file exists is
+ * BLITZ_EADDRINUSE). */
 BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
                                 blitz_socket **out);
 #define blitz_unix_accept blitz_tcp_accept

@@ -365,9 +365,10 @@ BLITZ_API int blitz_signal_deinit(blitz_signal *s);
  *   const char *argv[] = {"ls", "-l", NULL};
  *   blitz_command cmd = {argv, NULL, NULL, BLITZ_STDIO_NULL, BLITZ_STDIO_PIPE,
  *                        BLITZ_STDIO_INHERIT};
- *   blitz_child child;
- *   int rc = blitz_process_spawn(rt, &cmd, &child);   (BLITZ_ENOENT: no program)
- *   ... read child.stdout_fd (blitz_fs_read works on it) ...
+ *   int rc = blitz_process_spawn(rt, &cmd, &s->child); (BLITZ_ENOENT: no program)
+ *   ... read s->child.stdout_fd: blitz_fs_read works on it, or adopt it
+ *   with blitz_sock_adopt (then set s->child.stdout_fd = -1: the socket
+ *   closes it) ...
  *   BLITZ_AWAIT(s, blitz_process_wait(cx, &s->wait, &s->child));
  *   s->wait.exited ? s->wait.code : s->wait.signal
  *   blitz_process_release(&s->child);
@@ -402,7 +403,10 @@ typedef struct blitz_child {
     int pid;
     /* Parent ends of the pipes asked for (close-on-exec), else -1. The
      * caller may read and write them and close them; blitz_process_release
-     * closes those still open. */
+     * closes those that are not -1. A caller that closes one, or hands it
+     * to blitz_sock_adopt (the socket then closes it), sets the field to
+     * -1 first: release would otherwise close whatever descriptor has
+     * that number by then. */
     int stdin_fd, stdout_fd, stderr_fd;
     blitz__proc *blitz__handle;
 } blitz_child;
@@ -436,10 +440,12 @@ BLITZ_API int blitz_process_try_wait(blitz_child *child, blitz_wait_op *status);
 BLITZ_API int blitz_process_kill(blitz_child *child, int signo);
 /* SIGTERM. */
 BLITZ_API int blitz_process_terminate(blitz_child *child);
-/* Closes the pipe ends still open and lets go of the child; one not yet
- * reaped is reaped by a pool job when it ends (no zombie is left, unless
- * the runtime is shut down by then). BLITZ_EINVAL for NULL or a child
- * already released. */
+/* Closes the pipe ends that are not -1 and lets go of the child; one not
+ * yet reaped is reaped by a pool job when it ends (no zombie is left,
+ * unless the runtime is shut down by then). BLITZ_EINVAL for NULL or a
+ * child already released. A child is the caller's to release, also when
+ * the runtime is freed first (a task that may be dropped releases it in
+ * its drop function). */
 BLITZ_API int blitz_process_release(blitz_child *child);
 
 /* Runs a command to its end, feeding it a copy of `input` (stdin is

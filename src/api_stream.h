@@ -268,10 +268,14 @@ BLITZ_API blitz_op blitz_op_copy(blitz_copy *c);
  *
  *   blitz_shutdown *sd;
  *   blitz_shutdown_new(rt, NULL, &sd);                (SIGINT and SIGTERM)
- *   ... the accept loop races its accept against the token:
- *   s->ops[0] = blitz_op_make(accept_poll, blitz_io_cancel_op, &s->io);
+ *   ... the accept loop races its accept (wrapped as an op: "OPS,
+ *   COMBINATORS AND TASK GROUPS" above) against the token:
+ *   s->ops[0] = blitz_op_make(accept_poll, accept_cancel, &s->acc);
  *   s->ops[1] = blitz_op_cancel_token_wait(&s->tw, blitz_shutdown_token(sd));
  *   ... connections: blitz_shutdown_spawn(sd, conn_poll, &c, sizeof c);
+ *   (a connection cancelled after the grace period closes its socket in
+ *   its drop function: blitz_shutdown_spawn_ex with a drop that calls
+ *   blitz_sock_close and a cancel hook that calls blitz_io_cancel)
  *   ... a supervising task:
  *   BLITZ_AWAIT(s, blitz_shutdown_run(cx, &s->run, sd, 5 * BLITZ_SEC));
  *   s->run.finished, s->run.cancelled

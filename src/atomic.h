@@ -99,8 +99,20 @@ static inline void blitz__u64_bump(blitz__atomic_u64 *a, uint64_t n) {
     __atomic_store_n(&a->v, __atomic_load_n(&a->v, BLITZ__RELAXED) + n, BLITZ__RELEASE);
 }
 
+/* gcc's ThreadSanitizer does not model fences and says so (-Wtsan) at
+ * every use; the header must build warning-free there too. */
+#if defined(__SANITIZE_THREAD__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#define BLITZ__TSAN_FENCE_QUIET 1
+#endif
 static inline void blitz__fence_seq_cst(void) {
+#ifdef BLITZ__TSAN_FENCE_QUIET
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wtsan"
+#endif
     __atomic_thread_fence(BLITZ__SEQ_CST);
+#ifdef BLITZ__TSAN_FENCE_QUIET
+#pragma GCC diagnostic pop
+#endif
 }
 
 static inline void blitz__cpu_relax(void) {

@@ -328,7 +328,7 @@ static int64_t blitz__op_syscall(blitz_io *op) {
         blitz__op_msghdr(op, &m, &one);
         r = recvmsg(s->fd, &m, MSG_DONTWAIT);
         if (r >= 0 && op->blitz__addr)
-            op->blitz__addr->len = m.msg_namelen;
+            blitz__addr_set_from(op->blitz__addr, m.msg_namelen, s->family);
         break;
     }
     case BLITZ__OP_SENDV:
@@ -978,7 +978,9 @@ static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket 
             return blitz__op_go_on(cx, op);
         if (op->blitz__kind == BLITZ__OP_RECV_FROM && op->blitz__addr && op->blitz__res >= 0 &&
             (op->blitz__flags & BLITZ__OPF_URING))
-            op->blitz__addr->len = ((struct msghdr *)(void *)op->blitz__scratch)->msg_namelen;
+            blitz__addr_set_from(op->blitz__addr,
+                                 ((struct msghdr *)(void *)op->blitz__scratch)->msg_namelen,
+                                 op->blitz__sock ? op->blitz__sock->family : 0);
         if (blitz__op_result_ex(op, op->blitz__res, 0))
             return BLITZ_READY;
         return blitz__op_go_on(cx, op); /* send_all: the rest */
@@ -1172,7 +1174,7 @@ BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *
 }
 BLITZ_API blitz_poll blitz_udp_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
                                        size_t len, const blitz_addr *to) {
-    if (op && blitz__op_state(op) == BLITZ__IO_IDLE && (!to || !to->len)) {
+    if (op && blitz__op_state(op) == BLITZ__IO_IDLE && !blitz__addr_valid(to)) {
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
@@ -1242,8 +1244,7 @@ static blitz_poll blitz__connect(blitz_cx *cx, blitz_io *op, const blitz_addr *a
                                     blitz__op_poll(cx, op, op->blitz__sock, BLITZ__OP_CONNECT, NULL,
                                                    0, NULL, BLITZ__DIR_WRITE));
     op->socket = NULL;
-    if (!cx || !addr || addr->len == 0 || addr->len > sizeof addr->u.bytes ||
-        (family && addr->u.family != family) ||
+    if (!cx || !blitz__addr_valid(addr) || (family && addr->u.family != family) ||
         (!family && addr->u.family != AF_INET && addr->u.family != AF_INET6) ||
         (limit_ns > 0 && addr->len > BLITZ__CONNECT_ADDR_MAX)) {
         op->result = BLITZ_EINVAL;
@@ -1347,6 +1348,13 @@ BLITZ_API int blitz_sock_close(blitz_socket *s) {
     if (s->ms_armed)
         blitz__uring_cancel_ud(io, &io->rings[s->ms_ring],
                                (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
+    /* The descriptor is closed when the last op lets go of it; io_uring's
+     * accepts hold the listening socket until their cancels complete, and
+     * meanwhile it would take connections only to reset them. Shut down,
+     * it refuses new ones at once, as after a close on the other
+     * backends. (Not an adopted listener: another process may share it.) */
+    if (s->listen_own && io->kind == BLITZ_BACKEND_IO_URING)
+        (void)shutdown(s->fd, SHUT_RD);
     blitz__recv_ms_close(s);
     blitz_waker batch[32];
     int n = 0;

@@ -97,6 +97,9 @@ struct blitz_socket {
     int type;
     int closed;    /* under lock */
     int listening; /* set before the socket is handed out */
+    /* A listener blitz bound itself (not adopted, so no other process
+     * shares it): its close stops the listening at once. */
+    int listen_own;
     struct blitz__io *io;
     blitz__mutex lock;
     /* References. Low 32 bits: holders that may use the descriptor (the
@@ -261,6 +264,8 @@ typedef struct blitz__io {
 #define BLITZ__RECV_MS_HOLD (BLITZ_URING_RECV_BUFS / 8u > 2u ? BLITZ_URING_RECV_BUFS / 8u : 2u)
 
 /* Backends (each in its own file, stubs when compiled out). */
+BLITZ_PRIVATE int blitz__addr_valid(const blitz_addr *a);
+BLITZ_PRIVATE void blitz__addr_set_from(blitz_addr *a, uint32_t namelen, int family);
 BLITZ_PRIVATE int blitz__epoll_init(blitz__io *io);
 BLITZ_PRIVATE void blitz__epoll_destroy(blitz__io *io);
 BLITZ_PRIVATE int blitz__epoll_add(blitz__io *io, blitz_socket *s);

@@ -88,8 +88,10 @@ BLITZ_PRIVATE int blitz__salvage_take(blitz_socket *s, blitz_io *op, int64_t *r)
             got += take;
         }
         c->off += got;
-        if (op->blitz__kind == BLITZ__OP_RECV_FROM && op->blitz__addr)
+        if (op->blitz__kind == BLITZ__OP_RECV_FROM && op->blitz__addr) {
             *op->blitz__addr = c->from;
+            blitz__addr_set_from(op->blitz__addr, c->from.len, s->family);
+        }
         if (c->off == c->len || s->type != SOCK_STREAM) {
             s->salvage_head = c->next;
             if (!s->salvage_head)

@@ -30,9 +30,17 @@ BLITZ_API int blitz_addr_ip(const char *ip, uint16_t port, blitz_addr *out) {
         const char *z = pct + 1;
         if (!*z)
             goto bad;
-        char *end = NULL;
-        unsigned long id = strtoul(z, &end, 10);
-        if (end && *end == 0 && end != z) {
+        if (*z >= '0' && *z <= '9') {
+            /* A numeric scope: digits only, within 32 bits (strtoul would
+             * take a sign and spaces and wrap). */
+            uint64_t id = 0;
+            for (; *z; z++) {
+                if (*z < '0' || *z > '9')
+                    goto bad;
+                id = id * 10u + (uint64_t)(*z - '0');
+                if (id > UINT32_MAX)
+                    goto bad;
+            }
             a6->sin6_scope_id = (uint32_t)id;
         } else {
             unsigned idx = if_nametoindex(z);
@@ -107,7 +115,9 @@ BLITZ_API int blitz_addr_unix(const char *path, blitz_addr *out) {
     memset(out, 0, sizeof *out);
     struct sockaddr_un *u = (struct sockaddr_un *)(void *)out->u.bytes;
     size_t n = strlen(path);
-    if (n == 0 || n >= sizeof u->sun_path || (path[0] == '@' && n == 1))
+    /* A path needs its terminator inside sun_path; an abstract name ("@"
+     * then up to 107 bytes) has none and may fill it. */
+    if (n == 0 || (path[0] == '@' ? n == 1 || n > sizeof u->sun_path : n >= sizeof u->sun_path))
         return BLITZ_EINVAL;
     u->sun_family = AF_UNIX;
     if (path[0] == '@') {
@@ -136,18 +146,52 @@ BLITZ_API int blitz_addr_port(const blitz_addr *a) {
     return -1;
 }
 
+/* Whether `a` holds a whole socket address of its family, as the kernel
+ * would take it: for IPv4 and IPv6 at least their sockaddr (a length up to
+ * the whole storage is fine), for Unix at least the family and at most a
+ * struct sockaddr_un (an unnamed Unix address is the family alone). */
+BLITZ_PRIVATE int blitz__addr_valid(const blitz_addr *a) {
+    if (!a)
+        return 0;
+    switch (a->u.family) {
+    case AF_INET:
+        return a->len >= sizeof(struct sockaddr_in) && a->len <= sizeof a->u.bytes;
+    case AF_INET6:
+        return a->len >= sizeof(struct sockaddr_in6) && a->len <= sizeof a->u.bytes;
+    case AF_UNIX:
+        return a->len >= offsetof(struct sockaddr_un, sun_path) &&
+               a->len <= sizeof(struct sockaddr_un);
+    default:
+        return 0;
+    }
+}
+
+/* Stores a received datagram's source of `namelen` bytes (already in
+ * a->u) as `a`'s length. A Unix sender that never bound has no name: the
+ * kernel gives none, and it becomes the unnamed Unix address (the family
+ * alone), the one blitz_sock_peer_addr gives for such a peer. */
+BLITZ_PRIVATE void blitz__addr_set_from(blitz_addr *a, uint32_t namelen, int family) {
+    if (family == AF_UNIX && namelen < offsetof(struct sockaddr_un, sun_path)) {
+        a->u.family = AF_UNIX;
+        namelen = (uint32_t)offsetof(struct sockaddr_un, sun_path);
+    }
+    a->len = namelen <= sizeof a->u.bytes ? namelen : (uint32_t)sizeof a->u.bytes;
+}
+
 BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size) {
-    if (!a || !buf || size == 0)
+    if (!buf || size == 0)
         return BLITZ_EINVAL;
     buf[0] = 0;
+    if (!blitz__addr_valid(a))
+        return BLITZ_EINVAL;
     char tmp[160];
     int n;
-    if (a->len && a->u.family == AF_INET) {
+    if (a->u.family == AF_INET) {
         const struct sockaddr_in *a4 = (const struct sockaddr_in *)(const void *)a->u.bytes;
         char ip[INET_ADDRSTRLEN];
         inet_ntop(AF_INET, &a4->sin_addr, ip, sizeof ip);
         n = snprintf(tmp, sizeof tmp, "%s:%u", ip, (unsigned)ntohs(a4->sin_port));
-    } else if (a->len && a->u.family == AF_INET6) {
+    } else if (a->u.family == AF_INET6) {
         const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)(const void *)a->u.bytes;
         char ip[INET6_ADDRSTRLEN];
         inet_ntop(AF_INET6, &a6->sin6_addr, ip, sizeof ip);
@@ -156,7 +200,7 @@ BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size) {
                          (unsigned)ntohs(a6->sin6_port));
         else
             n = snprintf(tmp, sizeof tmp, "[%s]:%u", ip, (unsigned)ntohs(a6->sin6_port));
-    } else if (a->len && a->u.family == AF_UNIX) {
+    } else {
         const struct sockaddr_un *u = (const struct sockaddr_un *)(const void *)a->u.bytes;
         size_t plen = a->len > offsetof(struct sockaddr_un, sun_path)
                           ? a->len - offsetof(struct sockaddr_un, sun_path)
@@ -168,8 +212,6 @@ BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size) {
         } else {
             n = snprintf(tmp, sizeof tmp, "%.*s", (int)strnlen(u->sun_path, plen), u->sun_path);
         }
-    } else {
-        return BLITZ_EINVAL;
     }
     if (n < 0)
         return BLITZ_EINVAL;

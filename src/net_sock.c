@@ -35,17 +35,16 @@ static int blitz__apply_flags(int fd, int family, unsigned flags, int listener) 
     return BLITZ_OK;
 }
 
-/* A listening descriptor as a socket: its receives fail at once with
- * BLITZ_ENOTCONN on every backend (io_uring would wait for a connection). */
+/* A listening descriptor blitz bound as a socket: its receives fail at
+ * once with BLITZ_ENOTCONN on every backend (io_uring would wait for a
+ * connection). */
 static int blitz__listener_wrap(blitz_runtime *rt, int fd, int family, blitz_socket **out) {
     int rc = blitz__sock_wrap(rt->io, fd, family, SOCK_STREAM, out);
-    if (rc == BLITZ_OK)
+    if (rc == BLITZ_OK) {
         (*out)->listening = 1;
+        (*out)->listen_own = 1;
+    }
     return rc;
-}
-
-static int blitz__addr_ok(const blitz_addr *a) {
-    return a && a->len > 0 && a->len <= sizeof a->u.bytes;
 }
 
 BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
@@ -53,7 +52,7 @@ BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int ba
     if (!out)
         return BLITZ_EINVAL;
     *out = NULL;
-    if (!blitz__addr_ok(addr) || (addr->u.family != AF_INET && addr->u.family != AF_INET6) ||
+    if (!blitz__addr_valid(addr) || (addr->u.family != AF_INET && addr->u.family != AF_INET6) ||
         backlog < 0)
         return BLITZ_EINVAL;
     int fd, rc = blitz__sock_new_fd(rt, addr->u.family, SOCK_STREAM, &fd);
@@ -77,7 +76,7 @@ BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned
     if (!out)
         return BLITZ_EINVAL;
     *out = NULL;
-    if (!blitz__addr_ok(addr) || (addr->u.family != AF_INET && addr->u.family != AF_INET6))
+    if (!blitz__addr_valid(addr) || (addr->u.family != AF_INET && addr->u.family != AF_INET6))
         return BLITZ_EINVAL;
     int fd, rc = blitz__sock_new_fd(rt, addr->u.family, SOCK_DGRAM, &fd);
     if (rc != BLITZ_OK)
@@ -94,7 +93,7 @@ BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned
 }
 
 BLITZ_API int blitz_udp_connect(blitz_socket *s, const blitz_addr *addr) {
-    if (!s || !blitz__addr_ok(addr))
+    if (!s || !blitz__addr_valid(addr))
         return BLITZ_EINVAL;
     if (connect(s->fd, (const struct sockaddr *)(const void *)addr->u.bytes, addr->len) < 0)
         return blitz__errno_rc();
@@ -106,18 +105,26 @@ BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int b
     if (!out)
         return BLITZ_EINVAL;
     *out = NULL;
-    if (!blitz__addr_ok(addr) || addr->u.family != AF_UNIX || backlog < 0)
+    if (!blitz__addr_valid(addr) || addr->u.family != AF_UNIX || backlog < 0)
         return BLITZ_EINVAL;
     int fd, rc = blitz__sock_new_fd(rt, AF_UNIX, SOCK_STREAM, &fd);
     if (rc != BLITZ_OK)
         return rc;
     const struct sockaddr_un *u = (const struct sockaddr_un *)(const void *)addr->u.bytes;
-    if (u->sun_path[0]) {
-        /* A stale socket file from an earlier run; never another kind of file. */
+    /* The path as bind takes it: at most len's bytes, terminated here. */
+    char path[sizeof u->sun_path + 1];
+    size_t plen = addr->len - offsetof(struct sockaddr_un, sun_path);
+    memcpy(path, u->sun_path, plen);
+    path[plen] = 0;
+    struct stat st;
+    if (path[0] && lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+        /* A stale socket file from an earlier run: nobody listens on it.
+         * Never another kind of file (a connect to a regular file is
+         * refused too), which bind then reports as in use. */
         int t = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (t >= 0) {
             if (connect(t, (const struct sockaddr *)u, addr->len) < 0 && errno == ECONNREFUSED)
-                unlink(u->sun_path);
+                unlink(path);
             close(t);
         }
     }
@@ -136,7 +143,7 @@ BLITZ_API int blitz_unix_dgram(blitz_runtime *rt, const blitz_addr *addr, blitz_
     if (!out)
         return BLITZ_EINVAL;
     *out = NULL;
-    if (addr && (!blitz__addr_ok(addr) || addr->u.family != AF_UNIX))
+    if (addr && (!blitz__addr_valid(addr) || addr->u.family != AF_UNIX))
         return BLITZ_EINVAL;
     int fd, rc = blitz__sock_new_fd(rt, AF_UNIX, SOCK_DGRAM, &fd);
     if (rc != BLITZ_OK)
@@ -266,10 +273,14 @@ BLITZ_API int blitz_tcp_nodelay(const blitz_socket *s) {
     return v < 0 ? v : v != 0;
 }
 BLITZ_API int blitz_tcp_set_keepalive(blitz_socket *s, int on, int idle_secs) {
-    int rc = blitz__setopt(s, SOL_SOCKET, SO_KEEPALIVE, on != 0);
-    if (rc == BLITZ_OK && on && idle_secs > 0)
-        rc = blitz__setopt(s, IPPROTO_TCP, TCP_KEEPIDLE, idle_secs);
-    return rc;
+    /* The idle time first: on a socket that is not TCP it fails, and then
+     * keep-alive stays as it was. */
+    if (s && on && idle_secs > 0) {
+        int rc = blitz__setopt(s, IPPROTO_TCP, TCP_KEEPIDLE, idle_secs);
+        if (rc != BLITZ_OK)
+            return rc;
+    }
+    return blitz__setopt(s, SOL_SOCKET, SO_KEEPALIVE, on != 0);
 }
 BLITZ_API int blitz_sock_set_linger(blitz_socket *s, int on, int secs) {
     if (!s || secs < 0)

@@ -18,6 +18,7 @@
     BLITZ_IO_TEST3(X, io_free_drop_closes, 10000)      \
     BLITZ_IO_TEST3(X, io_recv_len0, 10000)             \
     BLITZ_IO_TEST3(X, io_misuse, 10000)                \
+    BLITZ_IO_TEST3(X, io_edges, 10000)                 \
     BLITZ_IO_TEST3(X, io_connect_timeout, 10000)       \
     BLITZ_IO_TEST3(X, io_emfile, 10000)                \
     BLITZ_IO_TEST3(X, io_udp, 10000)                   \

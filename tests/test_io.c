@@ -278,7 +278,14 @@ BLITZ_TEST(io_addr_parse) {
                          "256.1.1.1:1",
                          ":80",
                          "[]:80",
-                         "1.2.3.4:99999999999"};
+                         "1.2.3.4:99999999999",
+                         "[fe80::1%4294967296]:80",
+                         "[fe80::1%99999999999999999999]:80",
+                         "[fe80::1%-1]:80",
+                         "[fe80::1%+7]:80",
+                         "[fe80::1% 7]:80",
+                         "[fe80::1%7x]:80",
+                         "[fe80::1%]:80"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = blitz_addr_parse(bad[i], &a);
         CHECK_BASE(rc == BLITZ_EINVAL, "parse(\"%s\") = %d", bad[i], rc);
@@ -301,6 +308,35 @@ BLITZ_TEST(io_addr_parse) {
     memset(longp, 'a', sizeof longp - 1);
     longp[sizeof longp - 1] = 0;
     CHECK_EQ(blitz_addr_unix(longp, &a), BLITZ_EINVAL);
+    /* An abstract name may fill sun_path (107 bytes after its NUL); a
+     * path needs room for its terminator. */
+    longp[0] = '@';
+    longp[108] = 0;
+    CHECK_OK(blitz_addr_unix(longp, &a));
+    CHECK_EQ(blitz_addr_format(&a, buf, sizeof buf), 108);
+    CHECK(memcmp(buf, longp, 109) == 0);
+    longp[108] = 'a';
+    longp[109] = 0;
+    CHECK_EQ(blitz_addr_unix(longp, &a), BLITZ_EINVAL);
+    longp[0] = 'a';
+    longp[107] = 0;
+    CHECK_OK(blitz_addr_unix(longp, &a));
+    longp[107] = 'a';
+    longp[108] = 0;
+    CHECK_EQ(blitz_addr_unix(longp, &a), BLITZ_EINVAL);
+    CHECK_OK(blitz_addr_parse("[fe80::1%4294967295]:80", &a));
+    /* A length that does not fit its family: an error, no read past it. */
+    CHECK_OK(blitz_addr_unix("/tmp/x.sock", &a));
+    a.len = sizeof a.u.bytes + 1;
+    CHECK_EQ(blitz_addr_format(&a, buf, sizeof buf), BLITZ_EINVAL);
+    a.len = 111; /* longer than a struct sockaddr_un */
+    CHECK_EQ(blitz_addr_format(&a, buf, sizeof buf), BLITZ_EINVAL);
+    a.len = 2; /* the family alone: a Unix socket with no name */
+    CHECK_EQ(blitz_addr_format(&a, buf, sizeof buf), (int)strlen("(unnamed)"));
+    CHECK_OK(blitz_addr_parse("127.0.0.1:80", &a));
+    a.len = 4;
+    CHECK_EQ(blitz_addr_format(&a, buf, sizeof buf), BLITZ_EINVAL);
+    CHECK(buf[0] == 0);
     CHECK_OK(blitz_addr_parse("127.0.0.1:80", &a));
     CHECK_EQ(blitz_addr_format(&a, buf, 5), BLITZ_ERANGE);
     CHECK_EQ(strlen(buf), 4);

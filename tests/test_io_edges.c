@@ -1,0 +1,138 @@
+/* Sockets at their edges, the same on every backend:
+ *   - a closed listener refuses connections at once (io_uring's accept
+ *     held it open until its cancel completed, and it took connections
+ *     only to reset them);
+ *   - a Unix listener replaces a stale socket file, never a file of
+ *     another kind (bind reports it in use);
+ *   - a datagram from a Unix sender that never bound comes from the
+ *     unnamed Unix address, which formats as "(unnamed)";
+ *   - keep-alive with an idle time on a socket that is not TCP fails and
+ *     leaves keep-alive off.
+ * Uses the harness of tests/test_io.c. */
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_socket *listener;
+    blitz_addr addr;
+    blitz_io connect, accept;
+    blitz_socket *client, *server;
+    int round, rounds, refused, wrong;
+} io_edges_close;
+
+static blitz_poll io_edges_close_poll(blitz_cx *cx, void *p) {
+    io_edges_close *e = p;
+    BLITZ_BEGIN(e);
+    for (e->round = 0; e->round < e->rounds; e->round++) {
+        e->listener = io_listen_any(blitz_cx_runtime(cx), &e->addr);
+        /* One connection accepted: the accept (multishot on io_uring)
+         * stays armed on the listener. */
+        BLITZ_AWAIT(e, blitz_tcp_connect(cx, &e->connect, &e->addr));
+        CHECK_OK(e->connect.result);
+        e->client = e->connect.socket;
+        BLITZ_AWAIT(e, blitz_tcp_accept(cx, &e->accept, e->listener));
+        CHECK_OK(e->accept.result);
+        e->server = e->accept.socket;
+        CHECK_OK(blitz_tcp_close(e->listener));
+        BLITZ_AWAIT(e, blitz_tcp_connect(cx, &e->connect, &e->addr));
+        if (e->connect.result == BLITZ_ECONNREFUSED) {
+            e->refused++;
+        } else {
+            e->wrong++;
+            if (e->connect.result == BLITZ_OK)
+                blitz_tcp_close(e->connect.socket);
+        }
+        blitz_tcp_close(e->client);
+        blitz_tcp_close(e->server);
+    }
+    BLITZ_END(e);
+}
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_socket *bound, *unbound;
+    blitz_addr to, from;
+    blitz_io op;
+    char buf[8];
+} io_edges_unnamed;
+
+static blitz_poll io_edges_unnamed_poll(blitz_cx *cx, void *p) {
+    io_edges_unnamed *u = p;
+    BLITZ_BEGIN(u);
+    BLITZ_AWAIT(u, blitz_udp_send_to(cx, &u->op, u->unbound, "hi", 2, &u->to));
+    CHECK_EQ(u->op.result, 2);
+    memset(&u->from, 0x5a, sizeof u->from);
+    BLITZ_AWAIT(u, blitz_udp_recv_from(cx, &u->op, u->bound, u->buf, sizeof u->buf, &u->from));
+    CHECK_EQ(u->op.result, 2);
+    BLITZ_END(u);
+}
+
+static int io_edges(blitz_backend b) {
+    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    if (!rt)
+        return 0;
+    io_edges_close c;
+    memset(&c, 0, sizeof c);
+    c.rounds = (int)test_scaled(40);
+    CHECK_OK(blitz_runtime_run(rt, io_edges_close_poll, &c, sizeof c));
+    CHECK_EQ(c.wrong, 0);
+    CHECK_EQ(c.refused, c.rounds);
+
+    /* A regular file where the listener's path points: left alone. */
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/blitz-edges-%d-%d", (int)getpid(), (int)b);
+    int ffd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    CHECK_GE(ffd, 0);
+    CHECK_EQ(write(ffd, "keep", 4), 4);
+    close(ffd);
+    blitz_addr ua;
+    CHECK_OK(blitz_addr_unix(path, &ua));
+    blitz_socket *l = NULL;
+    CHECK_EQ(blitz_unix_listen(rt, &ua, 0, &l), BLITZ_EADDRINUSE);
+    CHECK(l == NULL);
+    struct stat st;
+    CHECK_EQ(lstat(path, &st), 0);
+    CHECK(S_ISREG(st.st_mode));
+    CHECK_EQ(st.st_size, 4);
+    CHECK_EQ(unlink(path), 0);
+    /* A stale socket file (its listener closed without unlinking): reused. */
+    int sfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_GE(sfd, 0);
+    CHECK_EQ(bind(sfd, (struct sockaddr *)(void *)ua.u.bytes, ua.len), 0);
+    close(sfd);
+    CHECK_OK(blitz_unix_listen(rt, &ua, 0, &l));
+    blitz_sock_close(l);
+    /* A live one: in use. */
+    CHECK_OK(blitz_unix_listen(rt, &ua, 0, &l));
+    blitz_socket *l2 = NULL;
+    CHECK_EQ(blitz_unix_listen(rt, &ua, 0, &l2), BLITZ_EADDRINUSE);
+    blitz_sock_close(l);
+    unlink(path);
+
+    /* A datagram from a sender with no name. */
+    io_edges_unnamed u;
+    memset(&u, 0, sizeof u);
+    snprintf(path, sizeof path, "@blitz-edges-dgram-%d-%d", (int)getpid(), (int)b);
+    CHECK_OK(blitz_addr_unix(path, &u.to));
+    CHECK_OK(blitz_unix_dgram(rt, &u.to, &u.bound));
+    CHECK_OK(blitz_unix_dgram(rt, NULL, &u.unbound));
+    CHECK_OK(blitz_runtime_run(rt, io_edges_unnamed_poll, &u, sizeof u));
+    CHECK_EQ(blitz_addr_family(&u.from), AF_UNIX);
+    char text[32];
+    CHECK_EQ(blitz_addr_format(&u.from, text, sizeof text), (int)strlen("(unnamed)"));
+    CHECK(strcmp(text, "(unnamed)") == 0);
+    blitz_addr peer;
+    CHECK_OK(blitz_sock_local_addr(u.unbound, &peer));
+    CHECK_EQ(blitz_addr_format(&peer, text, sizeof text), (int)strlen("(unnamed)"));
+
+    /* Keep-alive with an idle time on a datagram socket: refused, off. */
+    CHECK_LT(blitz_tcp_set_keepalive(u.bound, 1, 30), 0);
+    int on = -1;
+    socklen_t ol = sizeof on;
+    CHECK_EQ(getsockopt(blitz_sock_fd(u.bound), SOL_SOCKET, SO_KEEPALIVE, &on, &ol), 0);
+    CHECK_EQ(on, 0);
+    blitz_sock_close(u.bound);
+    blitz_sock_close(u.unbound);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+IO_BACKEND_TESTS(io_edges)
