@@ -100,7 +100,9 @@ BLITZ_API void blitz_free(void *p);
  *   if (s->op.result < 0) ...error...; s->fd = (int)s->op.result;
  *   BLITZ_AWAIT(s, blitz_fs_read(cx, &s->op, s->fd, s->buf, sizeof s->buf));
  * `result` is >= 0 on success (bytes, a file descriptor, a count) or a
- * negative BLITZ_E* code (BLITZ_ENOENT, BLITZ_EACCES, ...). The work runs
+ * negative BLITZ_E* code (BLITZ_ENOENT, BLITZ_EACCES, ...; BLITZ_EFAULT
+ * for a NULL buffer with a nonzero length, as the system call would give:
+ * socket ops give BLITZ_EINVAL there). The work runs
  * on the blocking pool today; the same calls are meant to map onto native
  * kernel operations (io_uring) where the kernel has them.
  *
