@@ -117,9 +117,14 @@ BLITZ_PRIVATE void blitz__cx_init_waker(blitz_cx *cx, blitz__context *ctx, blitz
 /* With a runtime, the op runs inside a task of that runtime: a
  * current-thread runtime is then driven by this thread while it waits, and
  * a shutdown cancels the wait (and withdraws the op) instead of leaving the
- * thread asleep on a timer that will never fire. */
+ * thread asleep on a timer that will never fire. A withdrawn op may still
+ * be in the kernel (an io_uring receive): it holds the task until its
+ * completion, as it does any task's memory, so the wait returns only once
+ * the task is freed, and the op is the caller's again. */
 typedef struct blitz__op_task {
     blitz_op op;
+    blitz__atomic_u32 *freed; /* on the waiting thread's stack */
+    blitz__thread_parker *tp; /* the waiting thread's; a reference of its own */
 } blitz__op_task;
 
 static blitz_poll blitz__op_task_poll(blitz_cx *cx, void *state) {
@@ -131,17 +136,39 @@ static void blitz__op_task_cancel(void *state) {
     if (s->op.cancel)
         s->op.cancel(NULL, s->op.arg);
 }
+/* The task's last reference is gone: nothing uses the op any more. */
+static void blitz__op_task_drop(void *state) {
+    blitz__op_task *s = (blitz__op_task *)state;
+    blitz__thread_parker *tp = s->tp;
+    /* Release: the waiter that sees the flag sees every use of the op
+     * before it. After the store the waiter may return (its stack, the
+     * flag, is gone): only the parker, kept by our reference, is used. */
+    blitz__u32_store(s->freed, 1, BLITZ__RELEASE);
+    blitz__parker_unpark(&tp->parker);
+    blitz__thread_parker_unref(tp);
+}
 
 static int blitz__op_wait_in_task(blitz_runtime *rt, blitz_op op) {
-    blitz__op_task st = {op};
+    blitz__thread_parker *tp = blitz__thread_parker_get();
+    if (!tp)
+        return BLITZ_ENOMEM;
+    blitz__atomic_u32 freed;
+    blitz__u32_store(&freed, 0, BLITZ__RELAXED);
+    blitz__u32_fetch_add(&tp->refs, 1, BLITZ__RELAXED);
+    blitz__op_task st = {op, &freed, tp};
     blitz_spawn_opts opts = blitz__plain_opts(blitz__op_task_poll, &st, sizeof st);
     opts.cancel = blitz__op_task_cancel;
+    opts.drop = blitz__op_task_drop;
     blitz_task *t = NULL;
     int rc = blitz_spawn_ex(rt, &opts, &t);
-    if (rc != BLITZ_OK)
+    if (rc != BLITZ_OK) {
+        blitz__thread_parker_unref(tp); /* a task never queued runs no drop */
         return rc;
+    }
     rc = blitz_task_wait(t);
     blitz_task_release(&t);
+    while (!blitz__u32_load(&freed, BLITZ__ACQUIRE))
+        blitz__parker_park(&tp->parker, 0);
     return rc;
 }
 

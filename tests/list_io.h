@@ -31,6 +31,7 @@
     BLITZ_IO_TEST3(X, io_close_from_thread, 20000)     \
     BLITZ_IO_TEST3(X, io_close_busy, 30000)            \
     BLITZ_IO_TEST3(X, io_shutdown_from_thread, 30000)  \
+    BLITZ_IO_TEST3(X, io_opwait_shutdown, 30000)       \
     X(io_uring_creator_not_woken, 20000)               \
     X(io_uring_ct_driver_moves, 30000)                 \
     X(io_uring_overtaken_park, 10000)                  \

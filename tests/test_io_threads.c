@@ -573,3 +573,66 @@ BLITZ_TEST(io_uring_overtaken_park) {
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
+
+/* ---- a plain thread's blitz_op_wait on a receive, and a shutdown ------------------------- */
+
+/* The shutdown withdraws the receive (on io_uring it is in the kernel and
+ * its cancel completes later). blitz_op_wait must return only once nothing
+ * uses the op: the thread then finds it settled and may free it. */
+typedef struct {
+    blitz_io io;
+    blitz_socket *sock;
+    char buf[16];
+    atomic_int started;
+    int rc, pending_after;
+} io_opwait_recv;
+
+static blitz_poll io_opwait_recv_poll(blitz_cx *cx, void *p) {
+    io_opwait_recv *o = p;
+    atomic_store(&o->started, 1);
+    return blitz_sock_recv(cx, &o->io, o->sock, o->buf, sizeof o->buf);
+}
+static void io_opwait_recv_cancel(blitz_cx *cx, void *p) {
+    blitz_io_cancel_op(cx, &((io_opwait_recv *)p)->io);
+}
+
+static blitz_runtime *io_opwait_rt;
+
+static void *io_opwait_thread(void *p) {
+    io_opwait_recv *o = p;
+    o->rc =
+        blitz_op_wait(io_opwait_rt, blitz_op_make(io_opwait_recv_poll, io_opwait_recv_cancel, o));
+    o->pending_after = blitz_io_pending(&o->io);
+    /* The op is the thread's again: scribble over it, as a free would. */
+    memset(&o->io, 0xa5, sizeof o->io);
+    return NULL;
+}
+
+static int io_opwait_shutdown(blitz_backend b) {
+    for (int round = 0; round < test_scaled(5); round++) {
+        blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+        if (!rt)
+            return 0;
+        io_opwait_rt = rt;
+        blitz_socket *x = NULL, *y = NULL;
+        CHECK_OK(blitz_unix_pair(rt, 1, &x, &y));
+        io_opwait_recv *o = calloc(1, sizeof *o);
+        CHECK(o != NULL);
+        o->sock = x;
+        pthread_t th;
+        CHECK_EQ(pthread_create(&th, NULL, io_opwait_thread, o), 0);
+        while (!atomic_load(&o->started))
+            tu_sleep_ms(1);
+        tu_sleep_ms(20); /* io_uring: the receive reaches the kernel */
+        CHECK_OK(blitz_runtime_shutdown(rt));
+        CHECK_EQ(pthread_join(th, NULL), 0);
+        CHECK_EQ(o->rc, BLITZ_ECANCELED);
+        CHECK_EQ(o->pending_after, 0);
+        blitz_sock_close(x);
+        blitz_sock_close(y);
+        CHECK_OK(blitz_runtime_free(rt));
+        free(o);
+    }
+    return 0;
+}
+IO_BACKEND_TESTS(io_opwait_shutdown)
