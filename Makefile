@@ -125,6 +125,11 @@ test-cxx: blitz.h
 	# gcc's ThreadSanitizer warns about fences (-Wtsan) unless told not to
 	gcc $(WARN) -std=gnu11 -O1 -fsanitize=thread -pthread -I. -c tools/include_order_check.c \
 	  -o $(BUILD)/include_order_tsan.o
+	# configuration macros that remove code leave nothing unused behind
+	gcc $(WARN) -std=gnu11 -Wtype-limits -DBLITZ_NO_STATS -DBLITZ_URING_RECV_BUFS=0 -DBLITZ_STATIC -c \
+	  -I. tools/include_order_check.c -o $(BUILD)/include_order_cfg.o
+	clang $(WARN) -std=gnu11 -DBLITZ_NO_STATS -DBLITZ_URING_RECV_BUFS=0 -DBLITZ_STATIC -c \
+	  -I. tools/include_order_check.c -o $(BUILD)/include_order_cfg.o
 
 # The I/O tests each run on every backend (name_uring, name_epoll,
 # name_poll); the >= 10,000-connection stress runs here, not in make test.

@@ -734,7 +734,12 @@ declarations also compile as C++; the implementation is C11.
 
 #ifndef BLITZ_API
 #ifdef BLITZ_STATIC
+#if defined(__GNUC__)
+/* Static functions the program never calls are no -Wunused-function. */
+#define BLITZ_API static __attribute__((unused))
+#else
 #define BLITZ_API static
+#endif
 #else
 #define BLITZ_API extern
 #endif
@@ -3492,7 +3497,8 @@ _Static_assert(BLITZ_BUDGET_PER_TICK >= 1, "BLITZ_BUDGET_PER_TICK must be positi
 #define BLITZ__UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 #ifdef BLITZ_NO_STATS
-#define BLITZ__STAT(expr) ((void)0)
+/* Not evaluated, but what it names counts as used (no unused warnings). */
+#define BLITZ__STAT(expr) ((void)sizeof((expr), 0))
 #else
 #define BLITZ__STAT(expr) (expr)
 #endif
@@ -13377,7 +13383,10 @@ BLITZ_PRIVATE int blitz__uring_pbuf_ready(blitz__ring *r) {
             r->pbuf_ring = ring;
             r->pbuf_mem = (char *)mem;
             blitz__pbuf_entry *e = (blitz__pbuf_entry *)ring;
-            for (uint32_t i = 0; i < BLITZ_URING_RECV_BUFS; i++) {
+            /* A variable: with the pool configured to 0 a constant bound
+             * would be a comparison that is always false (-Wtype-limits). */
+            uint32_t nbufs = BLITZ_URING_RECV_BUFS;
+            for (uint32_t i = 0; i < nbufs; i++) {
                 e[i].addr =
                     (uint64_t)(uintptr_t)(r->pbuf_mem + (size_t)i * BLITZ_URING_RECV_BUF_SIZE);
                 e[i].len = BLITZ_URING_RECV_BUF_SIZE;

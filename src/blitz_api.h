@@ -20,7 +20,12 @@
 
 #ifndef BLITZ_API
 #ifdef BLITZ_STATIC
+#if defined(__GNUC__)
+/* Static functions the program never calls are no -Wunused-function. */
+#define BLITZ_API static __attribute__((unused))
+#else
 #define BLITZ_API static
+#endif
 #else
 #define BLITZ_API extern
 #endif

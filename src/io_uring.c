@@ -680,7 +680,10 @@ BLITZ_PRIVATE int blitz__uring_pbuf_ready(blitz__ring *r) {
             r->pbuf_ring = ring;
             r->pbuf_mem = (char *)mem;
             blitz__pbuf_entry *e = (blitz__pbuf_entry *)ring;
-            for (uint32_t i = 0; i < BLITZ_URING_RECV_BUFS; i++) {
+            /* A variable: with the pool configured to 0 a constant bound
+             * would be a comparison that is always false (-Wtype-limits). */
+            uint32_t nbufs = BLITZ_URING_RECV_BUFS;
+            for (uint32_t i = 0; i < nbufs; i++) {
                 e[i].addr =
                     (uint64_t)(uintptr_t)(r->pbuf_mem + (size_t)i * BLITZ_URING_RECV_BUF_SIZE);
                 e[i].len = BLITZ_URING_RECV_BUF_SIZE;
