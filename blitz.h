@@ -1023,7 +1023,8 @@ BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out);
  * threads finish the poll they are in and exit, and every task that has not
  * finished is completed as cancelled (its joiners wake with BLITZ_ECANCELED).
  * Idempotent. Must not be called from inside one of this runtime's tasks
- * (BLITZ_EDEADLK). */
+ * (BLITZ_EDEADLK). Sockets and pipes can still be created and closed on a
+ * runtime that is shut down, but no task runs any more to use them. */
 BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt);
 
 /* Shuts down (if not yet) and frees the runtime and every task block,
@@ -2285,7 +2286,10 @@ BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
  * cancellation token, or call blitz_sock_shutdown(s, 2) while the handle
  * is known to be open (e.g. under the lock of a table the task leaves
  * before it closes): the task's receive sees end of stream, its sends
- * fail, and it closes. */
+ * fail, and it closes. On a current-thread runtime, completions are only
+ * collected while a thread drives it (blitz_runtime_run, blitz_task_wait)
+ * or at blitz_runtime_free: a socket closed with an op in the kernel keeps
+ * its descriptor until then. */
 BLITZ_API int blitz_sock_close(blitz_socket *s);
 #define blitz_tcp_close(s) blitz_sock_close(s)
 /* The descriptor (for options blitz does not wrap), or -1. */
@@ -2703,7 +2707,9 @@ BLITZ_API int blitz_signal_init(blitz_signal *s, int signo);
 BLITZ_API int blitz_signal_add(blitz_signal *s, int signo);
 /* READY once a listened signal arrived since the previous recv (at once
  * when one arrived while nobody waited): fills signo and count and starts
- * counting afresh. Polled by one task at a time. */
+ * counting afresh. Polled by one task at a time. On a listener that is not
+ * initialised (or already deinitialised) it is READY at once with signo 0
+ * and count 0, since nothing would ever arrive: check signo. */
 BLITZ_API blitz_poll blitz_signal_recv(blitz_cx *cx, blitz_signal *s);
 /* Without waiting: 1 when something arrived (signo and count filled), 0
  * when not, BLITZ_EINVAL for a listener not initialised. */

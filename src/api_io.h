@@ -208,7 +208,10 @@ BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
  * cancellation token, or call blitz_sock_shutdown(s, 2) while the handle
  * is known to be open (e.g. under the lock of a table the task leaves
  * before it closes): the task's receive sees end of stream, its sends
- * fail, and it closes. */
+ * fail, and it closes. On a current-thread runtime, completions are only
+ * collected while a thread drives it (blitz_runtime_run, blitz_task_wait)
+ * or at blitz_runtime_free: a socket closed with an op in the kernel keeps
+ * its descriptor until then. */
 BLITZ_API int blitz_sock_close(blitz_socket *s);
 #define blitz_tcp_close(s) blitz_sock_close(s)
 /* The descriptor (for options blitz does not wrap), or -1. */

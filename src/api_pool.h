@@ -349,7 +349,9 @@ BLITZ_API int blitz_signal_init(blitz_signal *s, int signo);
 BLITZ_API int blitz_signal_add(blitz_signal *s, int signo);
 /* READY once a listened signal arrived since the previous recv (at once
  * when one arrived while nobody waited): fills signo and count and starts
- * counting afresh. Polled by one task at a time. */
+ * counting afresh. Polled by one task at a time. On a listener that is not
+ * initialised (or already deinitialised) it is READY at once with signo 0
+ * and count 0, since nothing would ever arrive: check signo. */
 BLITZ_API blitz_poll blitz_signal_recv(blitz_cx *cx, blitz_signal *s);
 /* Without waiting: 1 when something arrived (signo and count filled), 0
  * when not, BLITZ_EINVAL for a listener not initialised. */

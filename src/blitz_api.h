@@ -309,7 +309,8 @@ BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out);
  * threads finish the poll they are in and exit, and every task that has not
  * finished is completed as cancelled (its joiners wake with BLITZ_ECANCELED).
  * Idempotent. Must not be called from inside one of this runtime's tasks
- * (BLITZ_EDEADLK). */
+ * (BLITZ_EDEADLK). Sockets and pipes can still be created and closed on a
+ * runtime that is shut down, but no task runs any more to use them. */
 BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt);
 
 /* Shuts down (if not yet) and frees the runtime and every task block,
