@@ -359,6 +359,11 @@ static int blitz__ring_init(blitz__io *io, blitz__ring *r, int coop) {
     uint32_t need = IORING_FEAT_EXT_ARG | IORING_FEAT_FAST_POLL | IORING_FEAT_NODROP;
     if ((p.features & need) != need)
         rc = BLITZ_ENOSYS;
+    /* A seccomp filter may let io_uring_setup through and refuse
+     * io_uring_enter, without which the ring never moves (workers would
+     * retry it forever): the backend is only taken once an enter worked. */
+    if (rc == BLITZ_OK && blitz__uring_enter(fd, 0, 0, 0, NULL, 0) < 0)
+        rc = blitz__from_errno(errno);
     if (rc == BLITZ_OK && r->index == 0)
         rc = blitz__uring_probe(io, fd);
     if (rc == BLITZ_OK) {

@@ -5,6 +5,8 @@
     X(io_addr_parse, 5000)                             \
     X(io_backend_names, 5000)                          \
     X(io_uring_refused_fallback, 20000)                \
+    X(io_uring_enter_refused_fallback, 20000)          \
+    X(io_uring_register_refused_fallback, 20000)       \
     BLITZ_IO_TEST3(X, io_echo_many, 30000)             \
     BLITZ_IO_TEST3(X, io_echo_ct, 30000)               \
     BLITZ_IO_TEST3(X, io_echo_mt4, 30000)              \

@@ -374,14 +374,17 @@ BLITZ_TEST(io_backend_names) {
     return 0;
 }
 
-/* io_uring refused (seccomp makes io_uring_setup fail with ENOSYS, as on
- * kernels without it or where it is disabled): an AUTO runtime falls back
- * to epoll and serves TCP; a forced io_uring runtime reports the error. */
-BLITZ_TEST(io_uring_refused_fallback) {
+/* io_uring refused: a seccomp filter makes system call `nr` fail with
+ * `err`. Refusing io_uring_setup is what kernels without io_uring, or with
+ * it disabled, do; some container profiles let the setup through and
+ * refuse io_uring_enter or io_uring_register instead. Either way an AUTO
+ * runtime falls back to epoll and serves TCP; a forced io_uring runtime
+ * reports the error. */
+static int io_uring_refused(int nr, int err) {
     struct sock_filter filter[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 0 /* offsetof(struct seccomp_data, nr) */),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 425 /* io_uring_setup */, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ((unsigned)err & SECCOMP_RET_DATA)),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
     struct sock_fprog prog = {(unsigned short)(sizeof filter / sizeof filter[0]), filter};
@@ -391,14 +394,27 @@ BLITZ_TEST(io_uring_refused_fallback) {
     memset(&cfg, 0, sizeof cfg);
     cfg.backend = BLITZ_BACKEND_IO_URING;
     blitz_runtime *rt = NULL;
-    CHECK_EQ(blitz_runtime_new(&cfg, &rt), BLITZ_ENOSYS);
+    CHECK_EQ(blitz_runtime_new(&cfg, &rt), -err);
+    cfg.flavor = BLITZ_CURRENT_THREAD;
+    CHECK_EQ(blitz_runtime_new(&cfg, &rt), -err);
     setenv("BLITZ_BACKEND", "io_uring", 1);
     CHECK_OK(blitz_runtime_new(NULL, &rt));
     CHECK_EQ(blitz_runtime_backend(rt), BLITZ_BACKEND_EPOLL);
     CHECK_OK(blitz_runtime_free(rt));
     unsetenv("BLITZ_BACKEND");
-    return io_echo_many_run(BLITZ_BACKEND_AUTO == 0 ? BLITZ_BACKEND_EPOLL : BLITZ_BACKEND_EPOLL,
-                            BLITZ_MULTI_THREAD, 2, 20);
+    return io_echo_many_run(BLITZ_BACKEND_EPOLL, BLITZ_MULTI_THREAD, 2, 20);
+}
+
+BLITZ_TEST(io_uring_refused_fallback) {
+    return io_uring_refused(425 /* io_uring_setup */, ENOSYS);
+}
+
+BLITZ_TEST(io_uring_enter_refused_fallback) {
+    return io_uring_refused(426 /* io_uring_enter */, EPERM);
+}
+
+BLITZ_TEST(io_uring_register_refused_fallback) {
+    return io_uring_refused(427 /* io_uring_register */, ENOSYS);
 }
 
 /* ---- 1 GiB (scaled under sanitizers) checked byte for byte --------------------------- */
