@@ -2740,6 +2740,12 @@ BLITZ_API int blitz_signal_deinit(blitz_signal *s);
  * op was cancelled or the runtime is shutting down: a wait never holds up
  * shutdown. A child is reaped exactly once, and kill never signals a
  * process id that was reaped and may have been reused.
+ *
+ * The exit status needs the child to be reaped by blitz: with SIGCHLD set
+ * to SIG_IGN (also when inherited from the parent across exec) the kernel
+ * discards it at exit, and a waitpid(-1) elsewhere in the program takes
+ * it. Such a wait ends with BLITZ_ECHILD. Listening to SIGCHLD with
+ * blitz_signal, or a handler that does not reap, is fine.
  * ------------------------------------------------------------------------- */
 
 typedef enum blitz_stdio {
@@ -2781,7 +2787,9 @@ typedef struct blitz_child {
 BLITZ_API int blitz_process_spawn(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child);
 
 typedef struct blitz_wait_op {
-    int result; /* BLITZ_OK, or BLITZ_ECANCELED, BLITZ_EINVAL */
+    /* BLITZ_OK, or BLITZ_ECANCELED, BLITZ_EINVAL, BLITZ_ECHILD (the status
+     * was lost: see above; the other fields are 0) */
+    int result;
     int exited; /* 1: exited with `code`; 0: killed by `signal` */
     int code;
     int signal;
@@ -2815,10 +2823,13 @@ BLITZ_API int blitz_process_release(blitz_child *child);
  * command's stdio modes are not used). The pipes are read by a pool
  * thread. Cancelling kills the child (SIGKILL) and frees everything. */
 typedef struct blitz_output_op {
-    int result; /* BLITZ_OK (see exited/code/signal), a spawn error, BLITZ_ECANCELED */
+    /* BLITZ_OK (see exited/code/signal), a spawn error, BLITZ_ECANCELED,
+     * BLITZ_ECHILD (the output is there, the status was lost) */
+    int result;
     int exited, code, signal;
-    /* The output, NUL-terminated (not counted); the caller owns both
-     * after READY and frees them with blitz_free. */
+    /* The output, NUL-terminated (not counted), or NULL; the caller owns
+     * both after READY, whatever the result, and frees them with
+     * blitz_free. */
     char *out, *err;
     size_t out_len, err_len;
     struct blitz__pool_op blitz__op;
@@ -3934,6 +3945,30 @@ BLITZ_PRIVATE int blitz__from_errno(int e) {
     return e > 0 ? -e : BLITZ_EIO;
 }
 /* ====[ END src/error.c ]================================================== */
+/* ====[ BEGIN src/fd_guard.c ]============================================= */
+/* >>fd_guard */
+/* The runtime's own descriptors (rings, epoll, eventfds, the signal
+ * thread's pipe) are kept above stdin, stdout and stderr. A program
+ * started with one of those closed would otherwise find a runtime
+ * descriptor at 0, 1 or 2: reading "stdin" (or adopting it as a socket)
+ * would consume the runtime's wake-ups, and closing it would close the
+ * runtime's descriptor under it. */
+/* internal.h already included */
+
+/* Returns `fd`, or a close-on-exec duplicate at 3 or above (and closes
+ * `fd`) when it is 0, 1 or 2. Keeps `fd` when the duplicate cannot be made:
+ * a low number is a hazard only for a program that misuses stdio, running
+ * out of descriptors is one for every program. */
+BLITZ_PRIVATE int blitz__fd_above_stdio(int fd) {
+    if (fd < 0 || fd > 2)
+        return fd;
+    int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (moved < 0)
+        return fd;
+    close(fd);
+    return moved;
+}
+/* ====[ END src/fd_guard.c ]=============================================== */
 /* ====[ BEGIN src/alloc.c ]================================================ */
 /* >>alloc */
 /* Memory: every allocation blitz makes goes through BLITZ_MALLOC/BLITZ_FREE
@@ -11849,7 +11884,7 @@ BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
     blitz__mutex_init(&io->lock);
     blitz__mutex_init(&io->socks_lock);
     blitz__mutex_init(&io->poll_lock);
-    io->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    io->wake_fd = blitz__fd_above_stdio(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     int rc = io->wake_fd < 0 ? (int)blitz__neg_errno() : BLITZ_EINVAL;
     if (io->wake_fd >= 0) {
         if (forced != BLITZ_BACKEND_AUTO) {
@@ -12406,7 +12441,7 @@ BLITZ_PRIVATE void blitz__salvage_release(blitz_socket *s) {
 #if !defined(BLITZ_NO_EPOLL)
 
 BLITZ_PRIVATE int blitz__epoll_init(blitz__io *io) {
-    io->epfd = epoll_create1(EPOLL_CLOEXEC);
+    io->epfd = blitz__fd_above_stdio(epoll_create1(EPOLL_CLOEXEC));
     if (io->epfd < 0)
         return blitz__from_errno(errno);
     io->events = (struct epoll_event *)blitz__calloc(sizeof(struct epoll_event) * BLITZ__IO_EVENTS);
@@ -12414,7 +12449,10 @@ BLITZ_PRIVATE int blitz__epoll_init(blitz__io *io) {
     memset(&ev, 0, sizeof ev);
     ev.events = EPOLLIN;
     ev.data.ptr = NULL;
-    if (!io->events || epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->wake_fd, &ev) < 0) {
+    /* The wait is tried once: a seccomp filter may refuse epoll_wait
+     * alone, and workers would retry it forever. */
+    if (!io->events || epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->wake_fd, &ev) < 0 ||
+        (epoll_wait(io->epfd, io->events, 1, 0) < 0 && errno != EINTR)) {
         int rc = io->events ? blitz__from_errno(errno) : BLITZ_ENOMEM;
         blitz__free(io->events);
         io->events = NULL;
@@ -12540,6 +12578,14 @@ BLITZ_PRIVATE int blitz__pollb_init(blitz__io *io) {
         io->pfds = NULL;
         io->psocks = NULL;
         return BLITZ_ENOMEM;
+    }
+    /* The wait is tried once: a seccomp filter may refuse ppoll, and
+     * workers would retry it forever. */
+    struct timespec zero = {0, 0};
+    if (ppoll(NULL, 0, &zero, NULL) < 0 && errno != EINTR) {
+        int rc = blitz__from_errno(errno);
+        blitz__pollb_destroy(io);
+        return rc;
     }
     return BLITZ_OK;
 }
@@ -13058,7 +13104,7 @@ static int blitz__ring_init(blitz__io *io, blitz__ring *r, int coop) {
         if (attempt == 0)
             p.flags |= IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
         p.cq_entries = BLITZ__URING_CQ_ENTRIES;
-        fd = (int)syscall(SYS_io_uring_setup, BLITZ_URING_ENTRIES, &p);
+        fd = blitz__fd_above_stdio((int)syscall(SYS_io_uring_setup, BLITZ_URING_ENTRIES, &p));
         /* Before Linux 5.19 the flags are EINVAL: a plain ring instead. */
         if (fd < 0 && (attempt == 1 || errno != EINVAL))
             return blitz__from_errno(errno);
@@ -13161,7 +13207,7 @@ BLITZ_PRIVATE int blitz__uring_init(blitz__io *io, uint32_t workers) {
     }
     int rc = BLITZ_OK;
     if (workers) {
-        io->shared_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        io->shared_efd = blitz__fd_above_stdio(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
         if (io->shared_efd < 0)
             rc = blitz__from_errno(errno);
     }
@@ -13174,7 +13220,8 @@ BLITZ_PRIVATE int blitz__uring_init(blitz__io *io, uint32_t workers) {
         if (rc != BLITZ_OK)
             break;
         r->coop = coop;
-        r->wake_fd = worker ? eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) : io->wake_fd;
+        r->wake_fd =
+            worker ? blitz__fd_above_stdio(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) : io->wake_fd;
         if (r->wake_fd < 0)
             rc = blitz__from_errno(errno);
         /* A worker ring's polls are armed by its worker when it starts
@@ -18639,8 +18686,8 @@ static void blitz__sig_init_once(void) {
         }
     }
     if (rc == 0) {
-        blitz__sig.pipe_r = fds[0];
-        blitz__sig.pipe_w = fds[1];
+        blitz__sig.pipe_r = blitz__fd_above_stdio(fds[0]);
+        blitz__sig.pipe_w = blitz__fd_above_stdio(fds[1]);
         /* The thread starts with every signal blocked (it inherits the
          * mask), so no handler ever runs on it. */
         sigset_t all, old;
@@ -18874,6 +18921,8 @@ int pipe2(int fds[2], int flags);
 extern char **environ;
 
 #define BLITZ__PROC_TICK_MS 50
+/* The status of a child that something else reaped: lost. */
+#define BLITZ__PROC_STATUS_LOST (-1)
 
 struct blitz__proc {
     blitz__atomic_u32 refs;
@@ -18912,10 +18961,10 @@ static int blitz__proc_try_reap(blitz__proc *p, int *status) {
             p->reaped = 1;
             p->status = st;
         } else if (r < 0) {
-            /* Reaped behind our back (a waitpid(-1) elsewhere): the status
-             * is lost; report it as killed by nothing known. */
+            /* Reaped behind our back (SIGCHLD ignored, so the kernel
+             * reaped it, or a waitpid(-1) elsewhere): the status is lost. */
             p->reaped = 1;
-            p->status = 0xff;
+            p->status = BLITZ__PROC_STATUS_LOST;
         }
     }
     int done = p->reaped;
@@ -18938,7 +18987,15 @@ static void blitz__proc_nap(blitz__proc *p, uint32_t *backoff_ms) {
         *backoff_ms *= 2;
 }
 
-static void blitz__decode_status(int st, int *exited, int *code, int *sig, int *core) {
+/* BLITZ_ECHILD (every field 0) when the status was lost, else BLITZ_OK
+ * and the fields. */
+static int blitz__decode_status(int st, int *exited, int *code, int *sig, int *core) {
+    if (st == BLITZ__PROC_STATUS_LOST) {
+        *exited = *code = *sig = 0;
+        if (core)
+            *core = 0;
+        return BLITZ_ECHILD;
+    }
     *exited = WIFEXITED(st) ? 1 : 0;
     *code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
     *sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
@@ -18949,6 +19006,7 @@ static void blitz__decode_status(int st, int *exited, int *code, int *sig, int *
         *core = 0;
 #endif
     }
+    return BLITZ_OK;
 }
 
 /* ---- spawning ------------------------------------------------------------------ */
@@ -19211,7 +19269,7 @@ static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, bli
     p->rt = rt;
     p->pidfd = -1;
 #if defined(__linux__) && defined(SYS_pidfd_open)
-    p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    p->pidfd = blitz__fd_above_stdio((int)syscall(SYS_pidfd_open, pid, 0));
     if (p->pidfd >= 0)
         fcntl(p->pidfd, F_SETFD, FD_CLOEXEC);
     else
@@ -19258,8 +19316,7 @@ static void blitz__wait_discard(blitz__pool_rec *rec) {
 }
 
 static void blitz__wait_fill(blitz_wait_op *op, int st) {
-    op->result = BLITZ_OK;
-    blitz__decode_status(st, &op->exited, &op->code, &op->signal, &op->core_dumped);
+    op->result = blitz__decode_status(st, &op->exited, &op->code, &op->signal, &op->core_dumped);
 }
 
 BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_child *child) {
@@ -19315,8 +19372,8 @@ BLITZ_API int blitz_process_try_wait(blitz_child *child, blitz_wait_op *status) 
     int st;
     if (!blitz__proc_try_reap(child->blitz__handle, &st))
         return 0;
-    status->result = BLITZ_OK;
-    blitz__decode_status(st, &status->exited, &status->code, &status->signal, &status->core_dumped);
+    status->result = blitz__decode_status(st, &status->exited, &status->code, &status->signal,
+                                          &status->core_dumped);
     return 1;
 }
 
@@ -19498,7 +19555,7 @@ static void blitz__output_exec(blitz__pool_rec *rec, int cancelled) {
         o->out = o->err = NULL;
         o->out_len = o->err_len = 0;
     } else {
-        blitz__decode_status(st, &o->exited, &o->code, &o->signal, NULL);
+        rc = blitz__decode_status(st, &o->exited, &o->code, &o->signal, NULL);
     }
     o->result = rc;
     blitz__release_child(NULL, &o->child);

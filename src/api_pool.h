@@ -382,6 +382,12 @@ BLITZ_API int blitz_signal_deinit(blitz_signal *s);
  * op was cancelled or the runtime is shutting down: a wait never holds up
  * shutdown. A child is reaped exactly once, and kill never signals a
  * process id that was reaped and may have been reused.
+ *
+ * The exit status needs the child to be reaped by blitz: with SIGCHLD set
+ * to SIG_IGN (also when inherited from the parent across exec) the kernel
+ * discards it at exit, and a waitpid(-1) elsewhere in the program takes
+ * it. Such a wait ends with BLITZ_ECHILD. Listening to SIGCHLD with
+ * blitz_signal, or a handler that does not reap, is fine.
  * ------------------------------------------------------------------------- */
 
 typedef enum blitz_stdio {
@@ -423,7 +429,9 @@ typedef struct blitz_child {
 BLITZ_API int blitz_process_spawn(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child);
 
 typedef struct blitz_wait_op {
-    int result; /* BLITZ_OK, or BLITZ_ECANCELED, BLITZ_EINVAL */
+    /* BLITZ_OK, or BLITZ_ECANCELED, BLITZ_EINVAL, BLITZ_ECHILD (the status
+     * was lost: see above; the other fields are 0) */
+    int result;
     int exited; /* 1: exited with `code`; 0: killed by `signal` */
     int code;
     int signal;
@@ -457,10 +465,13 @@ BLITZ_API int blitz_process_release(blitz_child *child);
  * command's stdio modes are not used). The pipes are read by a pool
  * thread. Cancelling kills the child (SIGKILL) and frees everything. */
 typedef struct blitz_output_op {
-    int result; /* BLITZ_OK (see exited/code/signal), a spawn error, BLITZ_ECANCELED */
+    /* BLITZ_OK (see exited/code/signal), a spawn error, BLITZ_ECANCELED,
+     * BLITZ_ECHILD (the output is there, the status was lost) */
+    int result;
     int exited, code, signal;
-    /* The output, NUL-terminated (not counted); the caller owns both
-     * after READY and frees them with blitz_free. */
+    /* The output, NUL-terminated (not counted), or NULL; the caller owns
+     * both after READY, whatever the result, and frees them with
+     * blitz_free. */
     char *out, *err;
     size_t out_len, err_len;
     struct blitz__pool_op blitz__op;

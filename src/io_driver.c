@@ -1594,7 +1594,7 @@ BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
     blitz__mutex_init(&io->lock);
     blitz__mutex_init(&io->socks_lock);
     blitz__mutex_init(&io->poll_lock);
-    io->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    io->wake_fd = blitz__fd_above_stdio(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     int rc = io->wake_fd < 0 ? (int)blitz__neg_errno() : BLITZ_EINVAL;
     if (io->wake_fd >= 0) {
         if (forced != BLITZ_BACKEND_AUTO) {

@@ -9,7 +9,7 @@
 #if !defined(BLITZ_NO_EPOLL)
 
 BLITZ_PRIVATE int blitz__epoll_init(blitz__io *io) {
-    io->epfd = epoll_create1(EPOLL_CLOEXEC);
+    io->epfd = blitz__fd_above_stdio(epoll_create1(EPOLL_CLOEXEC));
     if (io->epfd < 0)
         return blitz__from_errno(errno);
     io->events = (struct epoll_event *)blitz__calloc(sizeof(struct epoll_event) * BLITZ__IO_EVENTS);
@@ -17,7 +17,10 @@ BLITZ_PRIVATE int blitz__epoll_init(blitz__io *io) {
     memset(&ev, 0, sizeof ev);
     ev.events = EPOLLIN;
     ev.data.ptr = NULL;
-    if (!io->events || epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->wake_fd, &ev) < 0) {
+    /* The wait is tried once: a seccomp filter may refuse epoll_wait
+     * alone, and workers would retry it forever. */
+    if (!io->events || epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->wake_fd, &ev) < 0 ||
+        (epoll_wait(io->epfd, io->events, 1, 0) < 0 && errno != EINTR)) {
         int rc = io->events ? blitz__from_errno(errno) : BLITZ_ENOMEM;
         blitz__free(io->events);
         io->events = NULL;

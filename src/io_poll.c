@@ -23,6 +23,14 @@ BLITZ_PRIVATE int blitz__pollb_init(blitz__io *io) {
         io->psocks = NULL;
         return BLITZ_ENOMEM;
     }
+    /* The wait is tried once: a seccomp filter may refuse ppoll, and
+     * workers would retry it forever. */
+    struct timespec zero = {0, 0};
+    if (ppoll(NULL, 0, &zero, NULL) < 0 && errno != EINTR) {
+        int rc = blitz__from_errno(errno);
+        blitz__pollb_destroy(io);
+        return rc;
+    }
     return BLITZ_OK;
 }
 

@@ -349,7 +349,7 @@ static int blitz__ring_init(blitz__io *io, blitz__ring *r, int coop) {
         if (attempt == 0)
             p.flags |= IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
         p.cq_entries = BLITZ__URING_CQ_ENTRIES;
-        fd = (int)syscall(SYS_io_uring_setup, BLITZ_URING_ENTRIES, &p);
+        fd = blitz__fd_above_stdio((int)syscall(SYS_io_uring_setup, BLITZ_URING_ENTRIES, &p));
         /* Before Linux 5.19 the flags are EINVAL: a plain ring instead. */
         if (fd < 0 && (attempt == 1 || errno != EINVAL))
             return blitz__from_errno(errno);
@@ -452,7 +452,7 @@ BLITZ_PRIVATE int blitz__uring_init(blitz__io *io, uint32_t workers) {
     }
     int rc = BLITZ_OK;
     if (workers) {
-        io->shared_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        io->shared_efd = blitz__fd_above_stdio(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
         if (io->shared_efd < 0)
             rc = blitz__from_errno(errno);
     }
@@ -465,7 +465,8 @@ BLITZ_PRIVATE int blitz__uring_init(blitz__io *io, uint32_t workers) {
         if (rc != BLITZ_OK)
             break;
         r->coop = coop;
-        r->wake_fd = worker ? eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) : io->wake_fd;
+        r->wake_fd =
+            worker ? blitz__fd_above_stdio(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) : io->wake_fd;
         if (r->wake_fd < 0)
             rc = blitz__from_errno(errno);
         /* A worker ring's polls are armed by its worker when it starts

@@ -28,6 +28,8 @@ int pipe2(int fds[2], int flags);
 extern char **environ;
 
 #define BLITZ__PROC_TICK_MS 50
+/* The status of a child that something else reaped: lost. */
+#define BLITZ__PROC_STATUS_LOST (-1)
 
 struct blitz__proc {
     blitz__atomic_u32 refs;
@@ -66,10 +68,10 @@ static int blitz__proc_try_reap(blitz__proc *p, int *status) {
             p->reaped = 1;
             p->status = st;
         } else if (r < 0) {
-            /* Reaped behind our back (a waitpid(-1) elsewhere): the status
-             * is lost; report it as killed by nothing known. */
+            /* Reaped behind our back (SIGCHLD ignored, so the kernel
+             * reaped it, or a waitpid(-1) elsewhere): the status is lost. */
             p->reaped = 1;
-            p->status = 0xff;
+            p->status = BLITZ__PROC_STATUS_LOST;
         }
     }
     int done = p->reaped;
@@ -92,7 +94,15 @@ static void blitz__proc_nap(blitz__proc *p, uint32_t *backoff_ms) {
         *backoff_ms *= 2;
 }
 
-static void blitz__decode_status(int st, int *exited, int *code, int *sig, int *core) {
+/* BLITZ_ECHILD (every field 0) when the status was lost, else BLITZ_OK
+ * and the fields. */
+static int blitz__decode_status(int st, int *exited, int *code, int *sig, int *core) {
+    if (st == BLITZ__PROC_STATUS_LOST) {
+        *exited = *code = *sig = 0;
+        if (core)
+            *core = 0;
+        return BLITZ_ECHILD;
+    }
     *exited = WIFEXITED(st) ? 1 : 0;
     *code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
     *sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
@@ -103,6 +113,7 @@ static void blitz__decode_status(int st, int *exited, int *code, int *sig, int *
         *core = 0;
 #endif
     }
+    return BLITZ_OK;
 }
 
 /* ---- spawning ------------------------------------------------------------------ */
@@ -365,7 +376,7 @@ static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, bli
     p->rt = rt;
     p->pidfd = -1;
 #if defined(__linux__) && defined(SYS_pidfd_open)
-    p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    p->pidfd = blitz__fd_above_stdio((int)syscall(SYS_pidfd_open, pid, 0));
     if (p->pidfd >= 0)
         fcntl(p->pidfd, F_SETFD, FD_CLOEXEC);
     else
@@ -412,8 +423,7 @@ static void blitz__wait_discard(blitz__pool_rec *rec) {
 }
 
 static void blitz__wait_fill(blitz_wait_op *op, int st) {
-    op->result = BLITZ_OK;
-    blitz__decode_status(st, &op->exited, &op->code, &op->signal, &op->core_dumped);
+    op->result = blitz__decode_status(st, &op->exited, &op->code, &op->signal, &op->core_dumped);
 }
 
 BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_child *child) {
@@ -469,8 +479,8 @@ BLITZ_API int blitz_process_try_wait(blitz_child *child, blitz_wait_op *status) 
     int st;
     if (!blitz__proc_try_reap(child->blitz__handle, &st))
         return 0;
-    status->result = BLITZ_OK;
-    blitz__decode_status(st, &status->exited, &status->code, &status->signal, &status->core_dumped);
+    status->result = blitz__decode_status(st, &status->exited, &status->code, &status->signal,
+                                          &status->core_dumped);
     return 1;
 }
 
@@ -652,7 +662,7 @@ static void blitz__output_exec(blitz__pool_rec *rec, int cancelled) {
         o->out = o->err = NULL;
         o->out_len = o->err_len = 0;
     } else {
-        blitz__decode_status(st, &o->exited, &o->code, &o->signal, NULL);
+        rc = blitz__decode_status(st, &o->exited, &o->code, &o->signal, NULL);
     }
     o->result = rc;
     blitz__release_child(NULL, &o->child);

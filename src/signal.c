@@ -102,8 +102,8 @@ static void blitz__sig_init_once(void) {
         }
     }
     if (rc == 0) {
-        blitz__sig.pipe_r = fds[0];
-        blitz__sig.pipe_w = fds[1];
+        blitz__sig.pipe_r = blitz__fd_above_stdio(fds[0]);
+        blitz__sig.pipe_w = blitz__fd_above_stdio(fds[1]);
         /* The thread starts with every signal blocked (it inherits the
          * mask), so no handler ever runs on it. */
         sigset_t all, old;

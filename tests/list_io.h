@@ -7,6 +7,7 @@
     X(io_uring_refused_fallback, 20000)                \
     X(io_uring_enter_refused_fallback, 20000)          \
     X(io_uring_register_refused_fallback, 20000)       \
+    X(epoll_wait_refused_fallback, 20000)              \
     BLITZ_IO_TEST3(X, io_echo_many, 30000)             \
     BLITZ_IO_TEST3(X, io_echo_ct, 30000)               \
     BLITZ_IO_TEST3(X, io_echo_mt4, 30000)              \
@@ -21,6 +22,7 @@
     BLITZ_IO_TEST3(X, io_recv_len0, 10000)             \
     BLITZ_IO_TEST3(X, io_misuse, 10000)                \
     BLITZ_IO_TEST3(X, io_edges, 10000)                 \
+    BLITZ_IO_TEST3(X, io_stdio_closed, 10000)          \
     BLITZ_IO_TEST3(X, io_connect_timeout, 10000)       \
     BLITZ_IO_TEST3(X, io_emfile, 10000)                \
     BLITZ_IO_TEST3(X, io_udp, 10000)                   \

@@ -61,6 +61,7 @@
     X(process_output, 10000)                    \
     X(process_output_cancel, 10000)             \
     X(process_fork_path, 10000)                 \
+    X(process_sigchld_ignored, 10000)           \
     X(io_connect_host_uring, 10000)             \
     X(io_connect_host_epoll, 10000)             \
     X(io_connect_host_poll, 10000)

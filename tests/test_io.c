@@ -380,16 +380,28 @@ BLITZ_TEST(io_backend_names) {
  * refuse io_uring_enter or io_uring_register instead. Either way an AUTO
  * runtime falls back to epoll and serves TCP; a forced io_uring runtime
  * reports the error. */
-static int io_uring_refused(int nr, int err) {
-    struct sock_filter filter[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 0 /* offsetof(struct seccomp_data, nr) */),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ((unsigned)err & SECCOMP_RET_DATA)),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = {(unsigned short)(sizeof filter / sizeof filter[0]), filter};
+/* Installs a seccomp filter that makes the system calls `nrs` (n of them)
+ * fail with `err`. */
+static int io_refuse_syscalls(const int *nrs, int n, int err) {
+    struct sock_filter filter[16];
+    int len = 0;
+    CHECK_LE(n, 12);
+    filter[len++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                                                 0 /* offsetof(struct seccomp_data, nr) */);
+    for (int i = 0; i < n; i++)
+        filter[len++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nrs[i],
+                                                     (unsigned char)(n - i), 0);
+    filter[len++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    filter[len++] = (struct sock_filter)BPF_STMT(
+        BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ((unsigned)err & SECCOMP_RET_DATA));
+    struct sock_fprog prog = {(unsigned short)len, filter};
     CHECK_EQ(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
     CHECK_EQ(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+    return 0;
+}
+
+static int io_uring_refused(int nr, int err) {
+    CHECK_OK(io_refuse_syscalls(&nr, 1, err));
     blitz_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.backend = BLITZ_BACKEND_IO_URING;
@@ -415,6 +427,22 @@ BLITZ_TEST(io_uring_enter_refused_fallback) {
 
 BLITZ_TEST(io_uring_register_refused_fallback) {
     return io_uring_refused(427 /* io_uring_register */, ENOSYS);
+}
+
+/* Neither io_uring nor epoll's wait: poll serves. */
+BLITZ_TEST(epoll_wait_refused_fallback) {
+    static const int nrs[] = {425 /* io_uring_setup */, 232 /* epoll_wait */, 281 /* epoll_pwait */,
+                              441 /* epoll_pwait2 */};
+    CHECK_OK(io_refuse_syscalls(nrs, 4, EPERM));
+    blitz_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.backend = BLITZ_BACKEND_EPOLL;
+    blitz_runtime *rt = NULL;
+    CHECK_EQ(blitz_runtime_new(&cfg, &rt), BLITZ_EPERM);
+    CHECK_OK(blitz_runtime_new(NULL, &rt));
+    CHECK_EQ(blitz_runtime_backend(rt), BLITZ_BACKEND_POLL);
+    CHECK_OK(blitz_runtime_free(rt));
+    return io_echo_many_run(BLITZ_BACKEND_POLL, BLITZ_MULTI_THREAD, 2, 20);
 }
 
 /* ---- 1 GiB (scaled under sanitizers) checked byte for byte --------------------------- */

@@ -136,3 +136,46 @@ static int io_edges(blitz_backend b) {
     return 0;
 }
 IO_BACKEND_TESTS(io_edges)
+
+/* A program started with stdin, stdout and stderr closed: the runtime's
+ * own descriptors (rings, epoll, eventfds, the signal thread's pipe) stay
+ * off 0..2, so what the program takes for stdio is never one of them. */
+static int io_stdio_closed(blitz_backend b) {
+    int saved[3];
+    for (int i = 0; i < 3; i++) {
+        saved[i] = fcntl(i, F_DUPFD_CLOEXEC, 10);
+        CHECK_GE(saved[i], 0);
+    }
+    for (int i = 0; i < 3; i++)
+        close(i);
+    blitz_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.workers = 2;
+    cfg.backend = b;
+    blitz_runtime *rt = NULL;
+    int rc = blitz_runtime_new(&cfg, &rt);
+    blitz_signal sig;
+    memset(&sig, 0, sizeof sig);
+    int sig_rc = rc == BLITZ_OK ? blitz_signal_init(&sig, SIGUSR2) : BLITZ_OK;
+    int low[3];
+    for (int i = 0; i < 3; i++)
+        low[i] = fcntl(i, F_GETFD) >= 0;
+    if (sig_rc == BLITZ_OK && rc == BLITZ_OK)
+        blitz_signal_deinit(&sig);
+    if (rc == BLITZ_OK)
+        blitz_runtime_free(rt);
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(dup2(saved[i], i), i);
+        close(saved[i]);
+    }
+    if (rc != BLITZ_OK && b == BLITZ_BACKEND_IO_URING) {
+        printf("# skipped: io_uring unavailable (%s)\n", blitz_strerror(rc));
+        return 0;
+    }
+    CHECK_OK(rc);
+    CHECK_OK(sig_rc);
+    for (int i = 0; i < 3; i++)
+        CHECK_BASE(!low[i], "descriptor %d was taken by the runtime", i);
+    return 0;
+}
+IO_BACKEND_TESTS(io_stdio_closed)

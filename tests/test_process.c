@@ -459,3 +459,55 @@ BLITZ_TEST(process_fork_path) {
     close(saved);
     return 0;
 }
+
+/* With SIGCHLD ignored the kernel reaps children itself and their status
+ * is gone: waits say so (BLITZ_ECHILD) instead of inventing one. */
+typedef struct {
+    BLITZ_CORO;
+    blitz_child child;
+    blitz_wait_op wait;
+    blitz_output_op out;
+} tpr_lost_status;
+
+static blitz_poll tpr_lost_status_poll(blitz_cx *cx, void *p) {
+    tpr_lost_status *s = p;
+    static const char *const exit3[] = {"sh", "-c", "echo gone; exit 3", NULL};
+    BLITZ_BEGIN(s);
+    {
+        blitz_command c = tpr_cmd(exit3);
+        CHECK_OK(blitz_process_spawn(blitz_cx_runtime(cx), &c, &s->child));
+    }
+    BLITZ_AWAIT(s, blitz_process_wait(cx, &s->wait, &s->child));
+    CHECK_EQ(s->wait.result, BLITZ_ECHILD);
+    CHECK_EQ(s->wait.exited, 0);
+    CHECK_EQ(s->wait.code, 0);
+    CHECK_EQ(s->wait.signal, 0);
+    s->wait.result = BLITZ_OK;
+    CHECK_EQ(blitz_process_try_wait(&s->child, &s->wait), 1);
+    CHECK_EQ(s->wait.result, BLITZ_ECHILD);
+    CHECK_EQ(blitz_process_kill(&s->child, SIGTERM), BLITZ_ESRCH);
+    CHECK_OK(blitz_process_release(&s->child));
+    BLITZ_AWAIT(s, blitz_process_output(cx, &s->out,
+                                        &(blitz_command){exit3, NULL, NULL, BLITZ_STDIO_INHERIT,
+                                                         BLITZ_STDIO_INHERIT, BLITZ_STDIO_INHERIT},
+                                        NULL, 0));
+    CHECK_EQ(s->out.result, BLITZ_ECHILD);
+    CHECK(s->out.out && strcmp(s->out.out, "gone\n") == 0);
+    blitz_free(s->out.out);
+    blitz_free(s->out.err);
+    BLITZ_END(s);
+}
+
+BLITZ_TEST(process_sigchld_ignored) {
+    struct sigaction ign, old;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    CHECK_OK(sigaction(SIGCHLD, &ign, &old));
+    blitz_runtime *rt = tu_rt_new(TU_MT2);
+    tpr_lost_status s;
+    memset(&s, 0, sizeof s);
+    CHECK_OK(blitz_runtime_run(rt, tpr_lost_status_poll, &s, sizeof s));
+    CHECK_OK(blitz_runtime_free(rt));
+    CHECK_OK(sigaction(SIGCHLD, &old, NULL));
+    return 0;
+}
