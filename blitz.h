@@ -3855,6 +3855,9 @@ struct blitz_runtime {
     blitz__atomic_u32 completion_sleepers;
     /* Non-worker threads currently polling a task (blockOnComplete). */
     blitz__atomic_u32 external_running;
+    /* Spawns in progress on threads that shutdown does not otherwise wait
+     * for (blitz__spawn_enter). */
+    blitz__atomic_u32 spawning;
     /* Pinned main tasks woken and not yet picked up by their thread. */
     blitz__atomic_u32 pinned_runnable;
     /* Paused clock only: threads polling a task of this runtime. */
@@ -5590,6 +5593,31 @@ static inline void *blitz__task_trailer(blitz__task *t, size_t size) {
     return (char *)t + blitz__block_size(t) - hooks * sizeof(blitz_drop_fn) - size;
 }
 
+/* A spawn on a thread that shutdown does not wait for (a plain thread,
+ * or one polling another runtime's task) announces itself in `spawning`
+ * until its block is queued or given back; shutdown waits for the count
+ * to reach 0 before it sweeps the blocks, so it never finishes a block
+ * its spawner is still filling in or discarding. Threads polling rt's
+ * tasks need no announcement: shutdown waits for all of them first.
+ * Returns whether the caller announced itself (pass it to leave). */
+BLITZ_PRIVATE int blitz__spawn_enter(blitz_runtime *rt) {
+    blitz__context *ctx = blitz__context_get();
+    if (!rt || (ctx && ctx->rt == rt))
+        return 0;
+    /* Seq_cst, with the seq_cst shutdown check in blitz__task_create:
+     * shutdown stores its flag (seq_cst) and then reads this count, so
+     * either the spawn sees the flag or shutdown sees the count. */
+    blitz__u32_fetch_add(&rt->spawning, 1, BLITZ__SEQ_CST);
+    return 1;
+}
+
+BLITZ_PRIVATE void blitz__spawn_leave(blitz_runtime *rt, int entered) {
+    /* Release: the block's contents (or its discard) happen before the
+     * sweep, which reads the count with acquire. */
+    if (entered)
+        blitz__u32_fetch_sub(&rt->spawning, 1, BLITZ__RELEASE);
+}
+
 /* A new task block in the SCHEDULED state that nobody has seen yet, with
  * `trailer` bytes before the hooks and `flags` added to its state word.
  * The caller queues it, or gives it back with blitz__task_discard. */
@@ -5598,7 +5626,7 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
     *out = NULL;
     if (!rt || !o || !o->poll || o->size == 0 || o->size > BLITZ_MAX_STATE_SIZE)
         return BLITZ_EINVAL;
-    if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+    if (blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST))
         return BLITZ_ESHUTDOWN;
     size_t need = BLITZ__TASK_HEADER_SIZE + o->size;
     size_t hooks = (o->drop != NULL) + (o->cancel != NULL);
@@ -5642,19 +5670,19 @@ BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, bli
     if (handle)
         *handle = NULL;
     blitz__task *t;
+    int entered = blitz__spawn_enter(rt);
     int rc = blitz__task_create(rt, o, handle != NULL, 0, pinned ? BLITZ__TASK_PINNED : 0, &t);
-    if (rc != BLITZ_OK)
-        return rc;
-    if (pinned)
-        blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
-    rc = pinned ? BLITZ_OK : blitz__task_spawn_schedule(rt, t);
-    if (rc != BLITZ_OK) {
-        blitz__task_discard(t);
-        return rc;
+    if (rc == BLITZ_OK) {
+        if (pinned)
+            blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
+        rc = pinned ? BLITZ_OK : blitz__task_spawn_schedule(rt, t);
+        if (rc != BLITZ_OK)
+            blitz__task_discard(t);
+        else if (handle)
+            *handle = t;
     }
-    if (handle)
-        *handle = t;
-    return BLITZ_OK;
+    blitz__spawn_leave(rt, entered);
+    return rc;
 }
 
 BLITZ_API int blitz_spawn_ex(blitz_runtime *rt, const blitz_spawn_opts *o, blitz_task **handle) {
@@ -16515,7 +16543,11 @@ BLITZ_PRIVATE int blitz__workers_start(blitz_runtime *rt) {
         return BLITZ_OK;
     int rc = BLITZ_OK;
     blitz__mutex_lock(&rt->start_lock);
-    if (!blitz__u32_load(&rt->started, BLITZ__RELAXED)) {
+    /* Threads started after shutdown joined the workers would never be
+     * joined. */
+    if (rt->shutdown_done)
+        rc = BLITZ_ESHUTDOWN;
+    else if (!blitz__u32_load(&rt->started, BLITZ__RELAXED)) {
         uint32_t ok = 0;
         for (uint32_t i = 0; i < rt->num_workers; i++) {
             blitz__worker *w = &rt->workers[i];
@@ -17326,23 +17358,23 @@ static int blitz__spawn_blocking(blitz_runtime *rt, const blitz_blocking_opts *b
     blitz_spawn_opts o = blitz__plain_opts(blitz__blocking_poll, bo->state, bo->size);
     o.drop = bo->drop;
     blitz__task *t;
+    int entered = blitz__spawn_enter(rt);
     int rc = blitz__task_create(rt, &o, handle != NULL, sizeof(blitz__blocking_trailer),
                                 BLITZ__TASK_BLOCKING, &t);
-    if (rc != BLITZ_OK)
-        return rc;
-    blitz__blocking_trailer *b = blitz__blocking_of(t);
-    memset(&b->job, 0, sizeof b->job);
-    b->job.run = blitz__blocking_run;
-    b->task = t;
-    b->fn = bo->fn;
-    rc = blitz__pool_submit(rt, &b->job, room);
-    if (rc != BLITZ_OK) {
-        blitz__task_discard(t);
-        return rc;
+    if (rc == BLITZ_OK) {
+        blitz__blocking_trailer *b = blitz__blocking_of(t);
+        memset(&b->job, 0, sizeof b->job);
+        b->job.run = blitz__blocking_run;
+        b->task = t;
+        b->fn = bo->fn;
+        rc = blitz__pool_submit(rt, &b->job, room);
+        if (rc != BLITZ_OK)
+            blitz__task_discard(t);
+        else if (handle)
+            *handle = t;
     }
-    if (handle)
-        *handle = t;
-    return BLITZ_OK;
+    blitz__spawn_leave(rt, entered);
+    return rc;
 }
 
 BLITZ_API int blitz_spawn_blocking_ex(blitz_runtime *rt, const blitz_blocking_opts *opts,
@@ -19643,8 +19675,10 @@ BLITZ_API void blitz_process_output_cancel(blitz_cx *cx, void *p) {
 /* The runtime's public face: create, run, shut down, free, statistics.
  *
  * Shutdown protocol:
- *   1. set `shutdown` (spawns now fail) and close the global queue (pushes
- *      fail; a task that cannot be queued stays SCHEDULED);
+ *   1. set `shutdown` (spawns now fail), wait for spawns on other threads
+ *      that passed the check to queue their blocks (`spawning`), and close
+ *      the global queue (pushes fail; a task that cannot be queued stays
+ *      SCHEDULED);
  *   2. wake every worker / the current-thread driver and wait until no
  *      thread polls a task of this runtime: join the workers, wait for the
  *      driver to leave and for helping joiners (external_running) to finish;
@@ -19765,13 +19799,19 @@ BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt) {
         return BLITZ_EINVAL;
     if (blitz__inside(rt))
         return BLITZ_EDEADLK;
+    /* Seq_cst pairs with the helpers' announce-then-check (worker.c) and
+     * with spawns' (blitz__spawn_enter). */
+    blitz__u32_store(&rt->shutdown, 1, BLITZ__SEQ_CST);
+    /* Spawns on other threads that passed the check finish queueing their
+     * blocks, before the queue closes: no block is left half made or
+     * being given back when the sweep comes. They may need start_lock. */
+    while (blitz__u32_load(&rt->spawning, BLITZ__ACQUIRE))
+        sched_yield();
     blitz__mutex_lock(&rt->start_lock);
     if (rt->shutdown_done) {
         blitz__mutex_unlock(&rt->start_lock);
         return BLITZ_OK;
     }
-    /* Seq_cst pairs with the helpers' announce-then-check (worker.c). */
-    blitz__u32_store(&rt->shutdown, 1, BLITZ__SEQ_CST);
     blitz__global_queue_close(&rt->global);
     /* Waits nested in polls notice at once. */
     blitz__wake_thread_joiners(rt);

@@ -442,23 +442,23 @@ static int blitz__spawn_blocking(blitz_runtime *rt, const blitz_blocking_opts *b
     blitz_spawn_opts o = blitz__plain_opts(blitz__blocking_poll, bo->state, bo->size);
     o.drop = bo->drop;
     blitz__task *t;
+    int entered = blitz__spawn_enter(rt);
     int rc = blitz__task_create(rt, &o, handle != NULL, sizeof(blitz__blocking_trailer),
                                 BLITZ__TASK_BLOCKING, &t);
-    if (rc != BLITZ_OK)
-        return rc;
-    blitz__blocking_trailer *b = blitz__blocking_of(t);
-    memset(&b->job, 0, sizeof b->job);
-    b->job.run = blitz__blocking_run;
-    b->task = t;
-    b->fn = bo->fn;
-    rc = blitz__pool_submit(rt, &b->job, room);
-    if (rc != BLITZ_OK) {
-        blitz__task_discard(t);
-        return rc;
+    if (rc == BLITZ_OK) {
+        blitz__blocking_trailer *b = blitz__blocking_of(t);
+        memset(&b->job, 0, sizeof b->job);
+        b->job.run = blitz__blocking_run;
+        b->task = t;
+        b->fn = bo->fn;
+        rc = blitz__pool_submit(rt, &b->job, room);
+        if (rc != BLITZ_OK)
+            blitz__task_discard(t);
+        else if (handle)
+            *handle = t;
     }
-    if (handle)
-        *handle = t;
-    return BLITZ_OK;
+    blitz__spawn_leave(rt, entered);
+    return rc;
 }
 
 BLITZ_API int blitz_spawn_blocking_ex(blitz_runtime *rt, const blitz_blocking_opts *opts,

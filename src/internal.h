@@ -348,6 +348,9 @@ struct blitz_runtime {
     blitz__atomic_u32 completion_sleepers;
     /* Non-worker threads currently polling a task (blockOnComplete). */
     blitz__atomic_u32 external_running;
+    /* Spawns in progress on threads that shutdown does not otherwise wait
+     * for (blitz__spawn_enter). */
+    blitz__atomic_u32 spawning;
     /* Pinned main tasks woken and not yet picked up by their thread. */
     blitz__atomic_u32 pinned_runnable;
     /* Paused clock only: threads polling a task of this runtime. */

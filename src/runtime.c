@@ -1,8 +1,10 @@
 /* The runtime's public face: create, run, shut down, free, statistics.
  *
  * Shutdown protocol:
- *   1. set `shutdown` (spawns now fail) and close the global queue (pushes
- *      fail; a task that cannot be queued stays SCHEDULED);
+ *   1. set `shutdown` (spawns now fail), wait for spawns on other threads
+ *      that passed the check to queue their blocks (`spawning`), and close
+ *      the global queue (pushes fail; a task that cannot be queued stays
+ *      SCHEDULED);
  *   2. wake every worker / the current-thread driver and wait until no
  *      thread polls a task of this runtime: join the workers, wait for the
  *      driver to leave and for helping joiners (external_running) to finish;
@@ -123,13 +125,19 @@ BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt) {
         return BLITZ_EINVAL;
     if (blitz__inside(rt))
         return BLITZ_EDEADLK;
+    /* Seq_cst pairs with the helpers' announce-then-check (worker.c) and
+     * with spawns' (blitz__spawn_enter). */
+    blitz__u32_store(&rt->shutdown, 1, BLITZ__SEQ_CST);
+    /* Spawns on other threads that passed the check finish queueing their
+     * blocks, before the queue closes: no block is left half made or
+     * being given back when the sweep comes. They may need start_lock. */
+    while (blitz__u32_load(&rt->spawning, BLITZ__ACQUIRE))
+        sched_yield();
     blitz__mutex_lock(&rt->start_lock);
     if (rt->shutdown_done) {
         blitz__mutex_unlock(&rt->start_lock);
         return BLITZ_OK;
     }
-    /* Seq_cst pairs with the helpers' announce-then-check (worker.c). */
-    blitz__u32_store(&rt->shutdown, 1, BLITZ__SEQ_CST);
     blitz__global_queue_close(&rt->global);
     /* Waits nested in polls notice at once. */
     blitz__wake_thread_joiners(rt);

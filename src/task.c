@@ -217,6 +217,31 @@ static inline void *blitz__task_trailer(blitz__task *t, size_t size) {
     return (char *)t + blitz__block_size(t) - hooks * sizeof(blitz_drop_fn) - size;
 }
 
+/* A spawn on a thread that shutdown does not wait for (a plain thread,
+ * or one polling another runtime's task) announces itself in `spawning`
+ * until its block is queued or given back; shutdown waits for the count
+ * to reach 0 before it sweeps the blocks, so it never finishes a block
+ * its spawner is still filling in or discarding. Threads polling rt's
+ * tasks need no announcement: shutdown waits for all of them first.
+ * Returns whether the caller announced itself (pass it to leave). */
+BLITZ_PRIVATE int blitz__spawn_enter(blitz_runtime *rt) {
+    blitz__context *ctx = blitz__context_get();
+    if (!rt || (ctx && ctx->rt == rt))
+        return 0;
+    /* Seq_cst, with the seq_cst shutdown check in blitz__task_create:
+     * shutdown stores its flag (seq_cst) and then reads this count, so
+     * either the spawn sees the flag or shutdown sees the count. */
+    blitz__u32_fetch_add(&rt->spawning, 1, BLITZ__SEQ_CST);
+    return 1;
+}
+
+BLITZ_PRIVATE void blitz__spawn_leave(blitz_runtime *rt, int entered) {
+    /* Release: the block's contents (or its discard) happen before the
+     * sweep, which reads the count with acquire. */
+    if (entered)
+        blitz__u32_fetch_sub(&rt->spawning, 1, BLITZ__RELEASE);
+}
+
 /* A new task block in the SCHEDULED state that nobody has seen yet, with
  * `trailer` bytes before the hooks and `flags` added to its state word.
  * The caller queues it, or gives it back with blitz__task_discard. */
@@ -225,7 +250,7 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
     *out = NULL;
     if (!rt || !o || !o->poll || o->size == 0 || o->size > BLITZ_MAX_STATE_SIZE)
         return BLITZ_EINVAL;
-    if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+    if (blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST))
         return BLITZ_ESHUTDOWN;
     size_t need = BLITZ__TASK_HEADER_SIZE + o->size;
     size_t hooks = (o->drop != NULL) + (o->cancel != NULL);
@@ -269,19 +294,19 @@ BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, bli
     if (handle)
         *handle = NULL;
     blitz__task *t;
+    int entered = blitz__spawn_enter(rt);
     int rc = blitz__task_create(rt, o, handle != NULL, 0, pinned ? BLITZ__TASK_PINNED : 0, &t);
-    if (rc != BLITZ_OK)
-        return rc;
-    if (pinned)
-        blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
-    rc = pinned ? BLITZ_OK : blitz__task_spawn_schedule(rt, t);
-    if (rc != BLITZ_OK) {
-        blitz__task_discard(t);
-        return rc;
+    if (rc == BLITZ_OK) {
+        if (pinned)
+            blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
+        rc = pinned ? BLITZ_OK : blitz__task_spawn_schedule(rt, t);
+        if (rc != BLITZ_OK)
+            blitz__task_discard(t);
+        else if (handle)
+            *handle = t;
     }
-    if (handle)
-        *handle = t;
-    return BLITZ_OK;
+    blitz__spawn_leave(rt, entered);
+    return rc;
 }
 
 BLITZ_API int blitz_spawn_ex(blitz_runtime *rt, const blitz_spawn_opts *o, blitz_task **handle) {

@@ -580,7 +580,11 @@ BLITZ_PRIVATE int blitz__workers_start(blitz_runtime *rt) {
         return BLITZ_OK;
     int rc = BLITZ_OK;
     blitz__mutex_lock(&rt->start_lock);
-    if (!blitz__u32_load(&rt->started, BLITZ__RELAXED)) {
+    /* Threads started after shutdown joined the workers would never be
+     * joined. */
+    if (rt->shutdown_done)
+        rc = BLITZ_ESHUTDOWN;
+    else if (!blitz__u32_load(&rt->started, BLITZ__RELAXED)) {
         uint32_t ok = 0;
         for (uint32_t i = 0; i < rt->num_workers; i++) {
             blitz__worker *w = &rt->workers[i];

@@ -122,6 +122,9 @@
     X(shutdown_many_mt2, 20000)                   \
     X(shutdown_many_mt4, 20000)                   \
     X(shutdown_many_ct, 20000)                    \
+    X(shutdown_spawn_race_mt2, 20000)             \
+    X(shutdown_spawn_race_mt4, 20000)             \
+    X(shutdown_spawn_race_ct, 20000)              \
     X(stats_fresh_mt2, 5000)                      \
     X(stats_fresh_mt4, 5000)                      \
     X(stats_fresh_ct, 5000)                       \

@@ -328,3 +328,123 @@ static int shutdown_many(tu_flavor f) {
     return 0;
 }
 TU_FLAVOR_TESTS(shutdown_many)
+
+/* Plain threads spawn tasks with cancel hooks and drop functions (and
+ * blocking tasks) without pause while another thread shuts the runtime
+ * down: every spawn either fails with nothing run, or its task completes
+ * or is cancelled with its state intact when the hooks see it, and its
+ * drop runs exactly once. */
+#define SHUT_RACE_MAGIC 0x5eed5eed5eed5eedull
+
+typedef struct {
+    uint64_t magic;
+    char pad[200];
+    uint64_t magic2;
+    atomic_long *bad;
+    atomic_long *drops;
+    blitz_timer timer;
+    BLITZ_CORO;
+} shut_race_task;
+
+static blitz_poll shut_race_poll(blitz_cx *cx, void *p) {
+    shut_race_task *s = p;
+    BLITZ_BEGIN(s);
+    BLITZ_AWAIT(s, blitz_sleep(cx, &s->timer, BLITZ_MSEC));
+    BLITZ_END(s);
+}
+
+static void shut_race_check(shut_race_task *s) {
+    if (s->magic != SHUT_RACE_MAGIC || s->magic2 != SHUT_RACE_MAGIC)
+        atomic_fetch_add(s->bad, 1);
+}
+
+static void shut_race_cancel(void *p) {
+    shut_race_task *s = p;
+    shut_race_check(s);
+    blitz_timer_cancel(&s->timer);
+}
+
+static void shut_race_drop(void *p) {
+    shut_race_task *s = p;
+    shut_race_check(s);
+    atomic_fetch_add(s->drops, 1);
+    s->magic = 0;
+}
+
+static void shut_race_blocking(void *p) {
+    shut_race_check(p);
+}
+
+typedef struct {
+    blitz_runtime *rt;
+    atomic_long bad, drops;
+    long spawned, finished;
+} shut_race_spawner;
+
+static void *shut_race_spawner_main(void *p) {
+    shut_race_spawner *a = p;
+    blitz_task *handles[32];
+    int n = 0;
+    for (long i = 0;; i++) {
+        shut_race_task s;
+        memset(&s, 0, sizeof s);
+        s.magic = s.magic2 = SHUT_RACE_MAGIC;
+        s.bad = &a->bad;
+        s.drops = &a->drops;
+        int rc;
+        if (i % 4 == 3) {
+            blitz_blocking_opts bo = {shut_race_blocking, &s, sizeof s, shut_race_drop};
+            rc = blitz_spawn_blocking_ex(a->rt, &bo, &handles[n]);
+        } else {
+            blitz_spawn_opts o = {shut_race_poll, &s, sizeof s, shut_race_drop, shut_race_cancel};
+            rc = blitz_spawn_ex(a->rt, &o, &handles[n]);
+        }
+        if (rc != BLITZ_OK) {
+            CHECK_EQ(rc, BLITZ_ESHUTDOWN);
+            break;
+        }
+        a->spawned++;
+        if (++n == 32 || i % 7 == 0) {
+            for (int k = 0; k < n; k++) {
+                int w = blitz_task_wait(handles[k]);
+                CHECK(w == BLITZ_OK || w == BLITZ_ECANCELED);
+                blitz_task_release(&handles[k]);
+                a->finished++;
+            }
+            n = 0;
+        }
+    }
+    for (int k = 0; k < n; k++) {
+        int w = blitz_task_wait(handles[k]);
+        CHECK(w == BLITZ_OK || w == BLITZ_ECANCELED);
+        blitz_task_release(&handles[k]);
+        a->finished++;
+    }
+    return NULL;
+}
+
+static int shutdown_spawn_race(tu_flavor f) {
+    int rounds = (int)test_scaled(100);
+    for (int r = 0; r < rounds; r++) {
+        blitz_runtime *rt = tu_rt_new(f);
+        shut_race_spawner sp[3];
+        pthread_t th[3];
+        for (int i = 0; i < 3; i++) {
+            memset(&sp[i], 0, sizeof sp[i]);
+            sp[i].rt = rt;
+            CHECK_EQ(pthread_create(&th[i], NULL, shut_race_spawner_main, &sp[i]), 0);
+        }
+        tu_sleep_ms(1 + r % 5);
+        CHECK_OK(blitz_runtime_shutdown(rt));
+        for (int i = 0; i < 3; i++)
+            CHECK_EQ(pthread_join(th[i], NULL), 0);
+        CHECK_OK(blitz_runtime_free(rt));
+        for (int i = 0; i < 3; i++) {
+            CHECK_EQ(tu_ldl(&sp[i].bad), 0);
+            CHECK_EQ(sp[i].finished, sp[i].spawned);
+            CHECK_EQ(tu_ldl(&sp[i].drops), sp[i].spawned);
+        }
+    }
+    return 0;
+}
+TU_FLAVOR_TESTS(shutdown_spawn_race)
