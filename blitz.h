@@ -1219,8 +1219,10 @@ BLITZ_API blitz_poll blitz_timeout_op(blitz_cx *cx, blitz_timer *t, int64_t ns, 
 
 typedef enum blitz_missed_tick {
     BLITZ_MISSED_BURST = 0, /* ticks that were missed fire back to back */
-    BLITZ_MISSED_DELAY = 1, /* the schedule restarts a period after the late tick */
-    BLITZ_MISSED_SKIP = 2,  /* missed ticks are dropped; the grid is kept */
+    /* the schedule restarts a period after a tick that came 5 ms or more
+     * late (less is on time: timers fire on whole milliseconds) */
+    BLITZ_MISSED_DELAY = 1,
+    BLITZ_MISSED_SKIP = 2, /* missed ticks are dropped; the grid is kept */
 } blitz_missed_tick;
 
 typedef struct blitz_interval {
@@ -6293,6 +6295,10 @@ BLITZ_API int blitz_time_advance(blitz_runtime *rt, int64_t ns) {
 
 /* ---- intervals ------------------------------------------------------------------ */
 
+/* Lateness below which an interval's tick counts as on time (Tokio's
+ * bound too). */
+#define BLITZ__INTERVAL_ON_TIME_NS (5 * BLITZ_MSEC)
+
 BLITZ_API int blitz_interval_init(blitz_interval *iv, uint64_t start_ns, int64_t period_ns,
                                   blitz_missed_tick missed) {
     if (!iv || period_ns <= 0 ||
@@ -6319,8 +6325,12 @@ BLITZ_API blitz_poll blitz_interval_tick(blitz_cx *cx, blitz_interval *iv) {
         iv->next = blitz_deadline_after(due, (int64_t)iv->period);
         break;
     case BLITZ_MISSED_DELAY:
-        /* The schedule restarts one period after this (late) tick. */
-        iv->next = blitz_deadline_after(now > due ? now : due, (int64_t)iv->period);
+        /* The schedule restarts one period after this tick when it is
+         * late; a timer fires on the wheel's next millisecond, so a tick a
+         * little late is on time (else every tick would be late and the
+         * period would stretch by the wheel's delay each time). */
+        iv->next = blitz_deadline_after(
+            now > due && now - due >= BLITZ__INTERVAL_ON_TIME_NS ? now : due, (int64_t)iv->period);
         break;
     case BLITZ_MISSED_SKIP: {
         /* The next tick on the original grid that is after now. */

@@ -505,8 +505,10 @@ BLITZ_API blitz_poll blitz_timeout_op(blitz_cx *cx, blitz_timer *t, int64_t ns, 
 
 typedef enum blitz_missed_tick {
     BLITZ_MISSED_BURST = 0, /* ticks that were missed fire back to back */
-    BLITZ_MISSED_DELAY = 1, /* the schedule restarts a period after the late tick */
-    BLITZ_MISSED_SKIP = 2,  /* missed ticks are dropped; the grid is kept */
+    /* the schedule restarts a period after a tick that came 5 ms or more
+     * late (less is on time: timers fire on whole milliseconds) */
+    BLITZ_MISSED_DELAY = 1,
+    BLITZ_MISSED_SKIP = 2, /* missed ticks are dropped; the grid is kept */
 } blitz_missed_tick;
 
 typedef struct blitz_interval {

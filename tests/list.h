@@ -149,6 +149,8 @@
     X(time_timeout_ct, 5000)                      \
     X(time_interval_mt2, 5000)                    \
     X(time_interval_ct, 5000)                     \
+    X(time_interval_delay_grace_mt2, 5000)        \
+    X(time_interval_delay_grace_ct, 5000)         \
     X(time_cancel_mt2, 10000)                     \
     X(time_cancel_ct, 10000)                      \
     X(time_cancel_race_mt2, 60000)                \

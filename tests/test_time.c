@@ -612,6 +612,49 @@ static int time_interval(tu_flavor f) {
 }
 TM_FLAVOR_TESTS(time_interval)
 
+/* MISSED_DELAY: a tick less than 5 ms late is on time (the grid is kept),
+ * one 5 ms or more late restarts the schedule. */
+typedef struct {
+    BLITZ_CORO;
+    blitz_interval iv;
+    blitz_timer nap;
+    int i;
+    uint64_t t0;
+    uint64_t at[5], due[5];
+} tm_delay_ticker;
+
+static blitz_poll tm_delay_ticker_poll(blitz_cx *cx, void *p) {
+    tm_delay_ticker *s = p;
+    BLITZ_BEGIN(s);
+    s->t0 = blitz_cx_now(cx);
+    CHECK_OK(blitz_interval_init(&s->iv, s->t0, 10 * BLITZ_MSEC, BLITZ_MISSED_DELAY));
+    for (s->i = 0; s->i < 5; s->i++) {
+        BLITZ_AWAIT(s, blitz_interval_tick(cx, &s->iv));
+        s->at[s->i] = blitz_cx_now(cx) - s->t0;
+        s->due[s->i] = s->iv.last_tick - s->t0;
+        if (s->i == 0)
+            BLITZ_AWAIT(s, blitz_sleep(cx, &s->nap, 13 * BLITZ_MSEC));
+        if (s->i == 2)
+            BLITZ_AWAIT(s, blitz_sleep(cx, &s->nap, 16 * BLITZ_MSEC));
+    }
+    BLITZ_END(s);
+}
+
+static int time_interval_delay_grace(tu_flavor f) {
+    static const uint64_t at[5] = {0, 13, 20, 36, 46}, due[5] = {0, 10, 20, 30, 46};
+    blitz_runtime *rt = tm_rt_new(f, 1);
+    tm_delay_ticker s;
+    memset(&s, 0, sizeof s);
+    CHECK_OK(blitz_runtime_run(rt, tm_delay_ticker_poll, &s, sizeof s));
+    for (int i = 0; i < 5; i++) {
+        CHECK_EQ(s.at[i], at[i] * BLITZ_MSEC);
+        CHECK_EQ(s.due[i], due[i] * BLITZ_MSEC);
+    }
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+TM_FLAVOR_TESTS(time_interval_delay_grace)
+
 /* ---- cancelling timers ------------------------------------------------------- */
 
 typedef struct {
