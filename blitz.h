@@ -1334,7 +1334,8 @@ BLITZ_API void blitz_timer_cancel_op(blitz_cx *cx, void *timer);
  * for timers and I/O.
  * BLITZ_OK when the op finished; BLITZ_EINVAL for an op without a poll
  * function; BLITZ_EDEADLK when called from inside a task or a runtime's
- * thread (it would block the thread the op waits on); with a runtime,
+ * thread (it would block the thread the op waits on; a blitz_spawn_blocking
+ * job may wait, its pool thread runs nothing else); with a runtime,
  * BLITZ_ESHUTDOWN / BLITZ_ECANCELED when the runtime shut down first (the
  * op was withdrawn with its cancel function). */
 BLITZ_API int blitz_op_wait(blitz_runtime *rt, blitz_op op);
@@ -1470,8 +1471,9 @@ BLITZ_API int blitz_group_free(blitz_group *g);
  *              and a blitz_op constructor (blitz_op_mutex_lock, ...), so
  *              blitz_timeout_op, the combinators and blitz_op_wait can drive
  *              and abandon it;
- *  - blocking: for plain threads (built on blitz_op_wait; BLITZ_EDEADLK
- *              when called from inside a task or a runtime's thread).
+ *  - blocking: for plain threads and blocking-pool jobs (built on
+ *              blitz_op_wait; BLITZ_EDEADLK when called from inside a task
+ *              or a runtime's thread).
  *
  * Waiters are served in FIFO order. A waiting op keeps a clone of its
  * task's waker; the party that completes it stores the result in the op,
@@ -1816,7 +1818,8 @@ BLITZ_API int blitz_cancel_token_wait_blocking(blitz_cancel_token *t);
  *           waiting allocates nothing), used with BLITZ_AWAIT, or wrapped
  *           as a blitz_op (blitz_op_chan_send, ...) for blitz_op_wait and
  *           the combinators (race, select, timeout);
- *   blocking for plain threads (returns BLITZ_EDEADLK inside a task).
+ *   blocking for plain threads and blocking-pool jobs (returns
+ *   BLITZ_EDEADLK inside a task).
  *
  * Cancel safety. An async op is withdrawn with its cancel function (the
  * combinators call it; a task that can be cancelled while it waits calls it
@@ -6658,11 +6661,22 @@ static int blitz__op_wait_in_task(blitz_runtime *rt, blitz_op op) {
     return rc;
 }
 
+/* Whether the calling thread may block: not a worker or a current-thread
+ * driver, and not polling a task, unless that task is a blocking-pool job
+ * (a pool thread runs nothing else, so blocking it holds up nobody). */
+static int blitz__thread_may_block(const blitz__context *c) {
+    if (!c)
+        return 1;
+    if (c->worker || c->ct_driver)
+        return 0;
+    return !c->current ||
+           (blitz__u64_load(&c->current->state, BLITZ__RELAXED) & BLITZ__TASK_BLOCKING) != 0;
+}
+
 BLITZ_API int blitz_op_wait(blitz_runtime *rt, blitz_op op) {
     if (!op.poll)
         return BLITZ_EINVAL;
-    blitz__context *outer = blitz__context_get();
-    if (outer && (outer->current || outer->worker || outer->ct_driver))
+    if (!blitz__thread_may_block(blitz__context_get()))
         return BLITZ_EDEADLK;
     if (rt)
         return blitz__op_wait_in_task(rt, op);

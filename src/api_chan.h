@@ -13,7 +13,8 @@
  *           waiting allocates nothing), used with BLITZ_AWAIT, or wrapped
  *           as a blitz_op (blitz_op_chan_send, ...) for blitz_op_wait and
  *           the combinators (race, select, timeout);
- *   blocking for plain threads (returns BLITZ_EDEADLK inside a task).
+ *   blocking for plain threads and blocking-pool jobs (returns
+ *   BLITZ_EDEADLK inside a task).
  *
  * Cancel safety. An async op is withdrawn with its cancel function (the
  * combinators call it; a task that can be cancelled while it waits calls it

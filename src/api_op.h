@@ -45,7 +45,8 @@ BLITZ_API void blitz_timer_cancel_op(blitz_cx *cx, void *timer);
  * for timers and I/O.
  * BLITZ_OK when the op finished; BLITZ_EINVAL for an op without a poll
  * function; BLITZ_EDEADLK when called from inside a task or a runtime's
- * thread (it would block the thread the op waits on); with a runtime,
+ * thread (it would block the thread the op waits on; a blitz_spawn_blocking
+ * job may wait, its pool thread runs nothing else); with a runtime,
  * BLITZ_ESHUTDOWN / BLITZ_ECANCELED when the runtime shut down first (the
  * op was withdrawn with its cancel function). */
 BLITZ_API int blitz_op_wait(blitz_runtime *rt, blitz_op op);

@@ -26,8 +26,9 @@
  *              and a blitz_op constructor (blitz_op_mutex_lock, ...), so
  *              blitz_timeout_op, the combinators and blitz_op_wait can drive
  *              and abandon it;
- *  - blocking: for plain threads (built on blitz_op_wait; BLITZ_EDEADLK
- *              when called from inside a task or a runtime's thread).
+ *  - blocking: for plain threads and blocking-pool jobs (built on
+ *              blitz_op_wait; BLITZ_EDEADLK when called from inside a task
+ *              or a runtime's thread).
  *
  * Waiters are served in FIFO order. A waiting op keeps a clone of its
  * task's waker; the party that completes it stores the result in the op,

@@ -172,11 +172,22 @@ static int blitz__op_wait_in_task(blitz_runtime *rt, blitz_op op) {
     return rc;
 }
 
+/* Whether the calling thread may block: not a worker or a current-thread
+ * driver, and not polling a task, unless that task is a blocking-pool job
+ * (a pool thread runs nothing else, so blocking it holds up nobody). */
+static int blitz__thread_may_block(const blitz__context *c) {
+    if (!c)
+        return 1;
+    if (c->worker || c->ct_driver)
+        return 0;
+    return !c->current ||
+           (blitz__u64_load(&c->current->state, BLITZ__RELAXED) & BLITZ__TASK_BLOCKING) != 0;
+}
+
 BLITZ_API int blitz_op_wait(blitz_runtime *rt, blitz_op op) {
     if (!op.poll)
         return BLITZ_EINVAL;
-    blitz__context *outer = blitz__context_get();
-    if (outer && (outer->current || outer->worker || outer->ct_driver))
+    if (!blitz__thread_may_block(blitz__context_get()))
         return BLITZ_EDEADLK;
     if (rt)
         return blitz__op_wait_in_task(rt, op);

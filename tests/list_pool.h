@@ -4,6 +4,9 @@
     X(pool_runs_jobs_mt2, 5000)                 \
     X(pool_runs_jobs_mt4, 5000)                 \
     X(pool_runs_jobs_ct, 5000)                  \
+    X(pool_job_blocking_forms_mt2, 10000)       \
+    X(pool_job_blocking_forms_mt4, 10000)       \
+    X(pool_job_blocking_forms_ct, 10000)        \
     X(pool_state_copy, 5000)                    \
     X(pool_await_in_task_mt2, 5000)             \
     X(pool_await_in_task_mt4, 5000)             \

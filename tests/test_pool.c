@@ -681,3 +681,83 @@ TU_FLAVOR_TESTS(pool_paused_clock_waits)
 #include "test_dns.c"
 #include "test_signal.c"
 #include "test_process.c"
+
+/* A blocking job may use the blocking forms: it feeds a bounded channel
+ * with back-pressure while a task drains it, and takes an async mutex
+ * that a task holds for a while. */
+typedef struct {
+    blitz_chan *ch;
+    blitz_mutex *mutex;
+    int sent_rc, lock_rc, n;
+} tp_feeder;
+
+static void tp_feeder_fn(void *p) {
+    tp_feeder *f = p;
+    f->lock_rc = blitz_mutex_lock_blocking(f->mutex);
+    if (f->lock_rc == BLITZ_OK)
+        blitz_mutex_unlock(f->mutex);
+    f->sent_rc = BLITZ_OK;
+    for (int i = 0; i < f->n && f->sent_rc == BLITZ_OK; i++)
+        f->sent_rc = blitz_chan_send_blocking(f->ch, &i);
+    blitz_chan_close(f->ch);
+}
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_chan *ch;
+    blitz_mutex *mutex;
+    blitz_mutex_lock_op lock;
+    blitz_timer nap;
+    blitz_chan_op op;
+    blitz_task *job;
+    int value, got, in_order;
+} tp_drain;
+
+static blitz_poll tp_drain_poll(blitz_cx *cx, void *p) {
+    tp_drain *s = p;
+    BLITZ_BEGIN(s);
+    BLITZ_AWAIT(s, blitz_mutex_lock(cx, &s->lock, s->mutex));
+    {
+        tp_feeder f = {s->ch, s->mutex, -1, -1, 200};
+        blitz_blocking_opts bo = {tp_feeder_fn, &f, sizeof f, NULL};
+        CHECK_OK(blitz_spawn_blocking_ex(blitz_cx_runtime(cx), &bo, &s->job));
+    }
+    BLITZ_AWAIT(s, blitz_sleep(cx, &s->nap, 5 * BLITZ_MSEC));
+    blitz_mutex_unlock(s->mutex);
+    s->in_order = 1;
+    for (;;) {
+        BLITZ_AWAIT(s, blitz_chan_recv(cx, &s->op, s->ch, &s->value));
+        if (s->op.result != BLITZ_OK)
+            break;
+        s->in_order &= s->value == s->got;
+        s->got++;
+    }
+    CHECK_EQ(s->op.result, BLITZ_ECLOSED);
+    BLITZ_AWAIT(s, blitz_join(cx, s->job));
+    {
+        tp_feeder *f = blitz_task_state(s->job);
+        CHECK_OK(f->lock_rc);
+        CHECK_OK(f->sent_rc);
+    }
+    blitz_task_release(&s->job);
+    BLITZ_END(s);
+}
+
+static int pool_job_blocking_forms(tu_flavor f) {
+    blitz_runtime *rt = tp_rt_new(f, 0, 0, 0);
+    blitz_mutex mutex;
+    CHECK_OK(blitz_mutex_init(&mutex));
+    tp_drain s;
+    memset(&s, 0, sizeof s);
+    CHECK_OK(blitz_chan_new(&s.ch, sizeof(int), 1));
+    s.mutex = &mutex;
+    CHECK_OK(blitz_runtime_run(rt, tp_drain_poll, &s, sizeof s));
+    CHECK_EQ(s.got, 200);
+    CHECK_EQ(s.in_order, 1);
+    blitz_chan_sender_release(s.ch);
+    blitz_chan_receiver_release(s.ch);
+    blitz_mutex_destroy(&mutex);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+TU_FLAVOR_TESTS(pool_job_blocking_forms)
