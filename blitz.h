@@ -29,8 +29,10 @@ A minimal program:
     static blitz_poll main_poll(blitz_cx *cx, void *p) {
         main_task *m = p;
         BLITZ_BEGIN(m);
-        square sq = {0, 12};
-        blitz_spawn(blitz_cx_runtime(cx), square_poll, &sq, sizeof sq, &m->child);
+        {
+            square sq = {0, 12};                        // copied by the spawn
+            blitz_spawn(blitz_cx_runtime(cx), square_poll, &sq, sizeof sq, &m->child);
+        }
         BLITZ_AWAIT(m, blitz_join(cx, m->child));      // suspends, no thread blocks
         m->result = ((square *)blitz_task_state(m->child))->n;
         blitz_task_release(&m->child);
@@ -89,21 +91,24 @@ marked * in every file that includes it).
   BLITZ_ASSERT(cond)          assertion used for API misuse and invariants
                               (default assert; off with NDEBUG)
   BLITZ_MAX_WORKERS *         upper bound of workers, 1..64 (default 64)
-  BLITZ_MAX_STATE_SIZE *      largest task state in bytes (default 64 MiB)
-  BLITZ_LOCAL_QUEUE_CAPACITY  per-worker ring, power of two (default 256)
+  BLITZ_MAX_STATE_SIZE *      largest task state in bytes, up to 1 GiB
+                              (default 64 MiB)
+  BLITZ_LOCAL_QUEUE_CAPACITY  per-worker ring, power of two in 2..16384
+                              (default 256)
   BLITZ_BUDGET_PER_TICK       polls per scheduler tick (default 128)
-  BLITZ_MAX_LIFO_POLLS_PER_TICK  LIFO-slot runs per tick (default 3)
-  BLITZ_CACHE_LINE            alignment against false sharing (default by
-                              architecture: 128 on x86-64 and aarch64)
+  BLITZ_MAX_LIFO_POLLS_PER_TICK  LIFO-slot runs per tick, 1..1024 (default 3)
+  BLITZ_CACHE_LINE            alignment against false sharing, a power of
+                              two in 8..4096 (default by architecture: 128
+                              on x86-64 and aarch64)
   BLITZ_NO_STATS              compile the statistics counters out
   BLITZ_NO_IO_URING, BLITZ_NO_EPOLL, BLITZ_NO_POLL
                               leave an I/O backend out (see I/O)
-  BLITZ_URING_ENTRIES         io_uring submission queue size (1024; the
-                              completion queue is 8 times larger)
+  BLITZ_URING_ENTRIES         io_uring submission queue size, 1..32768
+                              (1024; the completion queue is 8 times larger)
   BLITZ_URING_RECV_BUFS       provided buffers per io_uring ring for
                               multishot receives (256, a power of two up
                               to 32768; 0 turns multishot receives off)
-  BLITZ_URING_RECV_BUF_SIZE   bytes per provided buffer (4096)
+  BLITZ_URING_RECV_BUF_SIZE   bytes per provided buffer, 64..1048576 (4096)
 
 Run-time settings live in blitz_config (zero means default): flavour,
 workers (0 = CPU count; more than BLITZ_MAX_WORKERS is BLITZ_EINVAL),
@@ -706,7 +711,20 @@ PLATFORMS
 =========
 Linux (futex parking) and other POSIX systems with pthreads (condition
 variable parking); gcc or clang (the atomics use __atomic builtins). The
-declarations also compile as C++; the implementation is C11.
+implementation is C11: define BLITZ_IMPLEMENTATION in a .c file (a C++
+compiler stops with an #error there). The declarations compile as C++11
+and later, for C++ code using blitz:
+  - locals declared between BLITZ_BEGIN and BLITZ_END go in a { } block of
+    their own (C++ forbids jumping past an initialisation to a resume
+    point);
+  - poll functions, drop and cancel hooks and blocking jobs must not let an
+    exception escape: blitz's frames are C, and the runtime would be left
+    in the middle of an update (catch inside, return an error in the
+    state);
+  - BLITZ_STATIC is for C files.
+Shared libraries built with -fvisibility=hidden export blitz's functions
+when BLITZ_API is defined as extern __attribute__((visibility("default")))
+in every file that includes blitz.h.
 */
 #ifndef BLITZ_H
 #define BLITZ_H
@@ -1152,9 +1170,9 @@ BLITZ_API int blitz_cx_worker(blitz_cx *cx);
  * ------------------------------------------------------------------------- */
 
 #define BLITZ_TIME_NEVER UINT64_MAX
-#define BLITZ_USEC       ((int64_t)1000)
-#define BLITZ_MSEC       ((int64_t)1000000)
-#define BLITZ_SEC        ((int64_t)1000000000)
+#define BLITZ_USEC       INT64_C(1000)
+#define BLITZ_MSEC       INT64_C(1000000)
+#define BLITZ_SEC        INT64_C(1000000000)
 
 /* Private: a timer's place in the runtime's wheel. */
 struct blitz__timer_entry {
@@ -3206,6 +3224,11 @@ BLITZ_API int blitz_shutdown_free(blitz_shutdown *sd);
  * linkage, and the layout of the runtime's structures. Everything below is
  * private (blitz__ prefix) and may change at any time. */
 
+#ifdef __cplusplus
+#error \
+    "blitz.h: the implementation is C11. Define BLITZ_IMPLEMENTATION in a .c file compiled as C; the declarations compile as C++ in every other file."
+#endif
+
 /* ====[ BEGIN src/platform.h ]============================================= */
 /* >>platform */
 /* The only place that includes system headers, grouped by OS. */
@@ -3282,7 +3305,7 @@ long syscall(long number, ...);
  * itself, which no declaration here can make up for. */
 #if !defined(CLOCK_MONOTONIC) || !defined(O_CLOEXEC)
 #error \
-    "blitz.h: POSIX 2008 declarations are hidden (strict -std=c11 with a system header included first?). In the file that defines BLITZ_IMPLEMENTATION, include blitz.h before any system header, or define _GNU_SOURCE (or _POSIX_C_SOURCE=200809L) at its top, or compile with -std=gnu11."
+    "blitz.h: POSIX 2008 declarations are hidden (strict -std=c11 with a system header included first, or _POSIX_C_SOURCE below 200809L?). In the file that defines BLITZ_IMPLEMENTATION, include blitz.h before any system header, or define _GNU_SOURCE (or _POSIX_C_SOURCE=200809L) at its top, or compile with -std=gnu11."
 #endif
 #if defined(__linux__)
 #ifndef POLLRDHUP
@@ -3501,6 +3524,13 @@ _Static_assert(BLITZ_LOCAL_QUEUE_CAPACITY >= 2 && BLITZ_LOCAL_QUEUE_CAPACITY <= 
                    (BLITZ_LOCAL_QUEUE_CAPACITY & (BLITZ_LOCAL_QUEUE_CAPACITY - 1)) == 0,
                "BLITZ_LOCAL_QUEUE_CAPACITY must be a power of two in 2..16384");
 _Static_assert(BLITZ_BUDGET_PER_TICK >= 1, "BLITZ_BUDGET_PER_TICK must be positive");
+_Static_assert(BLITZ_MAX_LIFO_POLLS_PER_TICK >= 1 && BLITZ_MAX_LIFO_POLLS_PER_TICK <= 1024,
+               "BLITZ_MAX_LIFO_POLLS_PER_TICK must be 1..1024");
+_Static_assert(BLITZ_CACHE_LINE >= 8 && BLITZ_CACHE_LINE <= 4096 &&
+                   (BLITZ_CACHE_LINE & (BLITZ_CACHE_LINE - 1)) == 0,
+               "BLITZ_CACHE_LINE must be a power of two in 8..4096");
+_Static_assert(BLITZ_MAX_STATE_SIZE >= 1 && BLITZ_MAX_STATE_SIZE <= (1u << 30),
+               "BLITZ_MAX_STATE_SIZE must be 1..2^30 bytes");
 
 /* Global-queue batches (seed 000): min(64, max(4, len / workers)). */
 #define BLITZ__GLOBAL_BATCH_MIN  4
@@ -12928,6 +12958,10 @@ _Static_assert((BLITZ_URING_RECV_BUFS & (BLITZ_URING_RECV_BUFS - 1)) == 0 &&
 #ifndef BLITZ_URING_ENTRIES
 #define BLITZ_URING_ENTRIES 1024u
 #endif
+_Static_assert(BLITZ_URING_ENTRIES >= 1 && BLITZ_URING_ENTRIES <= 32768,
+               "BLITZ_URING_ENTRIES must be 1..32768 (the kernel's limit)");
+_Static_assert(BLITZ_URING_RECV_BUF_SIZE >= 64 && BLITZ_URING_RECV_BUF_SIZE <= (1u << 20),
+               "BLITZ_URING_RECV_BUF_SIZE must be 64..1048576 bytes");
 #define BLITZ__URING_CQ_ENTRIES (BLITZ_URING_ENTRIES * 8u)
 /* Workers submit a batch once this many SQEs wait. */
 #define BLITZ__URING_BATCH 64u

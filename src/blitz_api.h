@@ -438,9 +438,9 @@ BLITZ_API int blitz_cx_worker(blitz_cx *cx);
  * ------------------------------------------------------------------------- */
 
 #define BLITZ_TIME_NEVER UINT64_MAX
-#define BLITZ_USEC       ((int64_t)1000)
-#define BLITZ_MSEC       ((int64_t)1000000)
-#define BLITZ_SEC        ((int64_t)1000000000)
+#define BLITZ_USEC       INT64_C(1000)
+#define BLITZ_MSEC       INT64_C(1000000)
+#define BLITZ_SEC        INT64_C(1000000000)
 
 /* Private: a timer's place in the runtime's wheel. */
 struct blitz__timer_entry {

@@ -2,6 +2,11 @@
  * linkage, and the layout of the runtime's structures. Everything below is
  * private (blitz__ prefix) and may change at any time. */
 
+#ifdef __cplusplus
+#error \
+    "blitz.h: the implementation is C11. Define BLITZ_IMPLEMENTATION in a .c file compiled as C; the declarations compile as C++ in every other file."
+#endif
+
 #include "platform.h"
 #include "atomic.h"
 
@@ -59,6 +64,13 @@ _Static_assert(BLITZ_LOCAL_QUEUE_CAPACITY >= 2 && BLITZ_LOCAL_QUEUE_CAPACITY <= 
                    (BLITZ_LOCAL_QUEUE_CAPACITY & (BLITZ_LOCAL_QUEUE_CAPACITY - 1)) == 0,
                "BLITZ_LOCAL_QUEUE_CAPACITY must be a power of two in 2..16384");
 _Static_assert(BLITZ_BUDGET_PER_TICK >= 1, "BLITZ_BUDGET_PER_TICK must be positive");
+_Static_assert(BLITZ_MAX_LIFO_POLLS_PER_TICK >= 1 && BLITZ_MAX_LIFO_POLLS_PER_TICK <= 1024,
+               "BLITZ_MAX_LIFO_POLLS_PER_TICK must be 1..1024");
+_Static_assert(BLITZ_CACHE_LINE >= 8 && BLITZ_CACHE_LINE <= 4096 &&
+                   (BLITZ_CACHE_LINE & (BLITZ_CACHE_LINE - 1)) == 0,
+               "BLITZ_CACHE_LINE must be a power of two in 8..4096");
+_Static_assert(BLITZ_MAX_STATE_SIZE >= 1 && BLITZ_MAX_STATE_SIZE <= (1u << 30),
+               "BLITZ_MAX_STATE_SIZE must be 1..2^30 bytes");
 
 /* Global-queue batches (seed 000): min(64, max(4, len / workers)). */
 #define BLITZ__GLOBAL_BATCH_MIN  4

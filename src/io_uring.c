@@ -121,6 +121,10 @@ _Static_assert((BLITZ_URING_RECV_BUFS & (BLITZ_URING_RECV_BUFS - 1)) == 0 &&
 #ifndef BLITZ_URING_ENTRIES
 #define BLITZ_URING_ENTRIES 1024u
 #endif
+_Static_assert(BLITZ_URING_ENTRIES >= 1 && BLITZ_URING_ENTRIES <= 32768,
+               "BLITZ_URING_ENTRIES must be 1..32768 (the kernel's limit)");
+_Static_assert(BLITZ_URING_RECV_BUF_SIZE >= 64 && BLITZ_URING_RECV_BUF_SIZE <= (1u << 20),
+               "BLITZ_URING_RECV_BUF_SIZE must be 64..1048576 bytes");
 #define BLITZ__URING_CQ_ENTRIES (BLITZ_URING_ENTRIES * 8u)
 /* Workers submit a batch once this many SQEs wait. */
 #define BLITZ__URING_BATCH 64u

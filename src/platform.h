@@ -72,7 +72,7 @@ long syscall(long number, ...);
  * itself, which no declaration here can make up for. */
 #if !defined(CLOCK_MONOTONIC) || !defined(O_CLOEXEC)
 #error \
-    "blitz.h: POSIX 2008 declarations are hidden (strict -std=c11 with a system header included first?). In the file that defines BLITZ_IMPLEMENTATION, include blitz.h before any system header, or define _GNU_SOURCE (or _POSIX_C_SOURCE=200809L) at its top, or compile with -std=gnu11."
+    "blitz.h: POSIX 2008 declarations are hidden (strict -std=c11 with a system header included first, or _POSIX_C_SOURCE below 200809L?). In the file that defines BLITZ_IMPLEMENTATION, include blitz.h before any system header, or define _GNU_SOURCE (or _POSIX_C_SOURCE=200809L) at its top, or compile with -std=gnu11."
 #endif
 #if defined(__linux__)
 #ifndef POLLRDHUP
