@@ -202,7 +202,12 @@ BLITZ_API int blitz_broadcast_sender_clone(blitz_broadcast *bc);
 BLITZ_API int blitz_broadcast_sender_release(blitz_broadcast *bc);
 BLITZ_API int blitz_broadcast_close(blitz_broadcast *bc);
 /* Starts a receiver at the next value sent. BLITZ_EINVAL for NULL. A
- * receiver subscribed to a closed channel sees BLITZ_ECLOSED. */
+ * receiver subscribed to a closed channel sees BLITZ_ECLOSED. The channel
+ * must be alive at the call: a receiver is a reference, but until it
+ * exists only a sender reference keeps the channel, so subscribe before
+ * that may be released (e.g. before spawning a task that receives, not
+ * inside it). A subscribed receiver stays at its address until it is
+ * unsubscribed: subscribe it in the task state, not in a copy of it. */
 BLITZ_API int blitz_broadcast_subscribe(blitz_broadcast *bc, blitz_broadcast_rx *rx);
 /* Gives the receiver up (withdrawing a pending receive). */
 BLITZ_API int blitz_broadcast_unsubscribe(blitz_broadcast_rx *rx);
@@ -256,7 +261,10 @@ BLITZ_API int blitz_watch_close(blitz_watch *w);
 /* Copies the current value to `out` and returns its version (0 for NULL
  * arguments). Safe against concurrent sends. */
 BLITZ_API uint64_t blitz_watch_read(const blitz_watch *w, void *out);
-/* A receiver that has seen the current version. */
+/* A receiver that has seen the current version. As for broadcast, the
+ * watch must be alive at the call (subscribe before the last sender
+ * reference may be released) and the receiver stays at its address until
+ * it is unsubscribed. */
 BLITZ_API int blitz_watch_subscribe(blitz_watch *w, blitz_watch_rx *rx);
 BLITZ_API int blitz_watch_unsubscribe(blitz_watch_rx *rx);
 /* Reads and marks the version read as seen. Returns the version. */

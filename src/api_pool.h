@@ -62,7 +62,9 @@ BLITZ_API int blitz_spawn_blocking_ex(blitz_runtime *rt, const blitz_blocking_op
  *   if (s->sp.result == BLITZ_OK) ... s->sp.task is the handle ...
  * Without a capacity it never waits. Zero-filled is ready to use; READY
  * once the job was queued (result BLITZ_OK, task set) or failed (result
- * < 0, task NULL). Waiters get room first come, first served. */
+ * < 0, task NULL). Waiters get room first come, first served. `opts` is
+ * read at every poll until READY: keep it (and its state) in the task
+ * state, not in a block that ends across the await. */
 typedef struct blitz_blocking_spawn {
     int result;
     blitz_task *task;
