@@ -1012,9 +1012,13 @@ typedef struct blitz_config {
      * every task is idle, so timeouts run instantly and deterministically. */
     int start_paused;
     /* The I/O backend. BLITZ_BACKEND_AUTO (0): the BLITZ_BACKEND environment
-     * variable ("io_uring", "epoll", "poll"; any other value is ignored) if
-     * set, else io_uring when the kernel allows it, else epoll, else poll;
-     * an unavailable choice falls back the same way. Any other value forces that backend:
+     * variable ("io_uring", "epoll", "poll", in any case; any other value is
+     * ignored) if set, else io_uring when the kernel allows it (its setup
+     * and first enter work), else epoll, else poll; an unavailable choice
+     * falls back the same way. When none can start (no eventfd, say) the
+     * runtime still runs tasks and timers, blitz_runtime_backend says
+     * BLITZ_BACKEND_NONE and socket calls fail with BLITZ_ENOSYS. Any other
+     * value forces that backend:
      * blitz_runtime_new fails (BLITZ_ENOSYS, ...) when it cannot start.
      * Compile-time exclusions: BLITZ_NO_IO_URING, BLITZ_NO_EPOLL,
      * BLITZ_NO_POLL. */
@@ -3247,6 +3251,7 @@ BLITZ_API int blitz_shutdown_free(blitz_shutdown *sd);
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <strings.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -11951,11 +11956,11 @@ static blitz_backend blitz__backend_from_env(void) {
     const char *e = getenv("BLITZ_BACKEND");
     if (!e || !*e)
         return BLITZ_BACKEND_AUTO;
-    if (!strcmp(e, "io_uring") || !strcmp(e, "uring"))
+    if (!strcasecmp(e, "io_uring") || !strcasecmp(e, "uring"))
         return BLITZ_BACKEND_IO_URING;
-    if (!strcmp(e, "epoll"))
+    if (!strcasecmp(e, "epoll"))
         return BLITZ_BACKEND_EPOLL;
-    if (!strcmp(e, "poll"))
+    if (!strcasecmp(e, "poll"))
         return BLITZ_BACKEND_POLL;
     return BLITZ_BACKEND_AUTO;
 }

@@ -280,9 +280,13 @@ typedef struct blitz_config {
      * every task is idle, so timeouts run instantly and deterministically. */
     int start_paused;
     /* The I/O backend. BLITZ_BACKEND_AUTO (0): the BLITZ_BACKEND environment
-     * variable ("io_uring", "epoll", "poll"; any other value is ignored) if
-     * set, else io_uring when the kernel allows it, else epoll, else poll;
-     * an unavailable choice falls back the same way. Any other value forces that backend:
+     * variable ("io_uring", "epoll", "poll", in any case; any other value is
+     * ignored) if set, else io_uring when the kernel allows it (its setup
+     * and first enter work), else epoll, else poll; an unavailable choice
+     * falls back the same way. When none can start (no eventfd, say) the
+     * runtime still runs tasks and timers, blitz_runtime_backend says
+     * BLITZ_BACKEND_NONE and socket calls fail with BLITZ_ENOSYS. Any other
+     * value forces that backend:
      * blitz_runtime_new fails (BLITZ_ENOSYS, ...) when it cannot start.
      * Compile-time exclusions: BLITZ_NO_IO_URING, BLITZ_NO_EPOLL,
      * BLITZ_NO_POLL. */

@@ -1569,11 +1569,11 @@ static blitz_backend blitz__backend_from_env(void) {
     const char *e = getenv("BLITZ_BACKEND");
     if (!e || !*e)
         return BLITZ_BACKEND_AUTO;
-    if (!strcmp(e, "io_uring") || !strcmp(e, "uring"))
+    if (!strcasecmp(e, "io_uring") || !strcasecmp(e, "uring"))
         return BLITZ_BACKEND_IO_URING;
-    if (!strcmp(e, "epoll"))
+    if (!strcasecmp(e, "epoll"))
         return BLITZ_BACKEND_EPOLL;
-    if (!strcmp(e, "poll"))
+    if (!strcasecmp(e, "poll"))
         return BLITZ_BACKEND_POLL;
     return BLITZ_BACKEND_AUTO;
 }

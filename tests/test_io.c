@@ -362,6 +362,10 @@ BLITZ_TEST(io_backend_names) {
     CHECK_OK(blitz_runtime_new(NULL, &rt));
     CHECK_EQ(blitz_runtime_backend(rt), BLITZ_BACKEND_EPOLL);
     CHECK_OK(blitz_runtime_free(rt));
+    setenv("BLITZ_BACKEND", "Poll", 1); /* in any case */
+    CHECK_OK(blitz_runtime_new(NULL, &rt));
+    CHECK_EQ(blitz_runtime_backend(rt), BLITZ_BACKEND_POLL);
+    CHECK_OK(blitz_runtime_free(rt));
     unsetenv("BLITZ_BACKEND");
     cfg.backend = BLITZ_BACKEND_NONE;
     CHECK_OK(blitz_runtime_new(&cfg, &rt));
