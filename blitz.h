@@ -1051,7 +1051,10 @@ BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt);
 
 /* Shuts down (if not yet) and frees the runtime and every task block,
  * calling each task's drop function. Task handles and wakers of this runtime
- * are invalid afterwards. BLITZ_EINVAL for NULL, BLITZ_EDEADLK from inside a
+ * are invalid afterwards. After fork(2) the child has a copy of each
+ * runtime without its threads (whose locks may be held for good): it must
+ * neither use nor free it; it may exec, _exit, or create runtimes of its
+ * own. BLITZ_EINVAL for NULL, BLITZ_EDEADLK from inside a
  * task of this runtime. */
 BLITZ_API int blitz_runtime_free(blitz_runtime *rt);
 
@@ -3114,10 +3117,11 @@ BLITZ_API blitz_op blitz_op_writer_flush(blitz_writer *w);
 /* ---- copy -----------------------------------------------------------------
  *
  * Everything from src until its end into dst. The kernel moves the bytes
- * where it can: splice(2) when one side is a pipe (through a pipe of the
- * op's own between two sockets), sendfile(2) from a file to a socket or
- * pipe; otherwise, or when the kernel refuses, read and write through a
- * buffer. dst's write side is left open. */
+ * where it can: splice(2) between a pipe and a pipe or socket (through a
+ * pipe of the op's own between two sockets), sendfile(2) from a file to a
+ * socket or pipe; otherwise (a copy into a file, say), or when the kernel
+ * refuses, read and write through a buffer. dst's write side is left
+ * open. */
 
 #define BLITZ_COPY_NO_SPLICE 1u /* always read and write through a buffer */
 

@@ -234,10 +234,11 @@ BLITZ_API blitz_op blitz_op_writer_flush(blitz_writer *w);
 /* ---- copy -----------------------------------------------------------------
  *
  * Everything from src until its end into dst. The kernel moves the bytes
- * where it can: splice(2) when one side is a pipe (through a pipe of the
- * op's own between two sockets), sendfile(2) from a file to a socket or
- * pipe; otherwise, or when the kernel refuses, read and write through a
- * buffer. dst's write side is left open. */
+ * where it can: splice(2) between a pipe and a pipe or socket (through a
+ * pipe of the op's own between two sockets), sendfile(2) from a file to a
+ * socket or pipe; otherwise (a copy into a file, say), or when the kernel
+ * refuses, read and write through a buffer. dst's write side is left
+ * open. */
 
 #define BLITZ_COPY_NO_SPLICE 1u /* always read and write through a buffer */
 

@@ -319,7 +319,10 @@ BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt);
 
 /* Shuts down (if not yet) and frees the runtime and every task block,
  * calling each task's drop function. Task handles and wakers of this runtime
- * are invalid afterwards. BLITZ_EINVAL for NULL, BLITZ_EDEADLK from inside a
+ * are invalid afterwards. After fork(2) the child has a copy of each
+ * runtime without its threads (whose locks may be held for good): it must
+ * neither use nor free it; it may exec, _exit, or create runtimes of its
+ * own. BLITZ_EINVAL for NULL, BLITZ_EDEADLK from inside a
  * task of this runtime. */
 BLITZ_API int blitz_runtime_free(blitz_runtime *rt);
 
