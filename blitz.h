@@ -1296,7 +1296,9 @@ typedef struct blitz_stats {
     uint64_t total_polled;
     uint64_t total_stolen;
     uint64_t total_parked;
-    uint64_t tasks_alive; /* spawned and not yet freed */
+    /* spawned and not yet freed: a finished task's block is freed by the
+     * thread that ran it, which may be just after a joiner saw it finish */
+    uint64_t tasks_alive;
     uint64_t global_queue_depth;
     uint32_t num_workers;
     uint32_t workers_started;
