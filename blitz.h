@@ -1036,7 +1036,7 @@ typedef struct blitz_config {
 } blitz_config;
 
 /* Creates a runtime. Several runtimes may be alive at once. Worker threads
- * start lazily, on the first spawn.
+ * start lazily, on the first spawn or the first socket made on it.
  * Returns BLITZ_OK, BLITZ_EINVAL (NULL out, workers > BLITZ_MAX_WORKERS,
  * unknown flavour), BLITZ_ENOMEM, or a thread-creation error. */
 BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out);
@@ -3952,6 +3952,7 @@ static inline void blitz__list_append(blitz__task **head, blitz__task **tail, bl
 BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t);
 BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx, int yielded);
 BLITZ_PRIVATE int blitz__task_spawn_schedule(blitz_runtime *rt, blitz__task *t);
+BLITZ_PRIVATE int blitz__workers_start(blitz_runtime *rt);
 BLITZ_PRIVATE void blitz__ct_push(blitz_runtime *rt, blitz__task *t);
 BLITZ_PRIVATE int blitz__ct_inject(blitz_runtime *rt, blitz__task *t);
 BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__context *ctx);
@@ -10189,7 +10190,8 @@ struct blitz_socket {
      * lock and state, never its descriptor, before it takes a descriptor
      * reference again). The memory goes when both are gone. */
     blitz__atomic_u64 refs;
-    int fd_closed; /* set once the descriptor is closed (see refs) */
+    int fd_closed;      /* set once the descriptor is closed (see refs) */
+    int fd_placeholder; /* the descriptor now names an eventfd (release_early) */
     /* Readiness: bumped under lock by every event of that direction. */
     blitz__atomic_u32 rd_seq, wr_seq;
     /* poll backend: directions that have waiters (bit per direction). */
@@ -10215,7 +10217,8 @@ struct blitz_socket {
      * the kernel (in ring rms_ring), a cancel of it is due, how the last
      * one ended, and the data received and not yet read, in order. */
     int rms_armed, rms_cancelling;
-    /* Released before each arming, acquired by each completion: the
+    /* Released before each arming (of this multishot receive, or of a
+     * listener's multishot accept), acquired by each completion: the
      * kernel orders the CQE after the SQE, but a race detector cannot see
      * it (the socket may be new to the reaping thread). */
     blitz__atomic_u32 rms_published;
@@ -10286,7 +10289,12 @@ typedef struct blitz__io {
     blitz__mutex socks_lock;
     blitz_socket *all;
     blitz_socket *free_list;
-    blitz__atomic_u32 nsocks;   /* live sockets */
+    blitz__atomic_u32 nsocks; /* live sockets */
+    /* When a listener was last closed (blitz__now_ns): its socket may
+     * outlive the close for a moment (io_uring: until the kernel lets go
+     * of its accept; poll: until a blocked ppoll, which holds the file,
+     * returns), and a listen on its address meanwhile retries. */
+    blitz__atomic_u64 listener_closed_ns;
     blitz__atomic_u32 has_free; /* free_list is not empty */
 
     /* epoll */
@@ -10409,6 +10417,7 @@ BLITZ_PRIVATE int blitz__recv_ms_wants(const blitz_socket *s, uint32_t kind, uin
 BLITZ_PRIVATE int blitz__recv_ms_direct(blitz_socket *s);
 /* Data of receives cancelled too late (io_salvage.c). */
 BLITZ_PRIVATE int blitz__salvage_kind(uint32_t kind);
+BLITZ_PRIVATE int blitz__salvage_worth(const blitz_socket *s, int64_t res);
 BLITZ_PRIVATE void blitz__salvage_keep(blitz_socket *s, const blitz_io *op, size_t n,
                                        uint32_t from_len);
 BLITZ_PRIVATE int blitz__salvage_take(blitz_socket *s, blitz_io *op, int64_t *r);
@@ -10640,6 +10649,12 @@ BLITZ_PRIVATE int blitz__sock_wrap_keep(blitz__io *io, int fd, int family, int t
             return rc;
         }
     }
+    /* The workers reap this socket's I/O even when only another runtime's
+     * tasks or plain threads use it: they start with the first socket as
+     * with the first spawn (after a shutdown they do not, and the socket
+     * only closes). */
+    if (io->rt->flavor != BLITZ_CURRENT_THREAD)
+        (void)blitz__workers_start(io->rt);
     blitz__u32_fetch_add(&io->nsocks, 1, BLITZ__RELAXED);
     blitz__mutex_lock(&io->socks_lock);
     s->all_next = io->all;
@@ -11032,6 +11047,7 @@ static blitz_poll blitz__uring_accept_ms(blitz_cx *cx, blitz_io *op) {
     blitz__op_set_state(op, BLITZ__IO_WAIT);
     blitz__op_link(s, op);
     if (!s->ms_armed) {
+        blitz__u32_store(&s->rms_published, 1, BLITZ__RELEASE);
         if (blitz__uring_arm_accept(io, blitz__uring_mine(io, NULL), s) == BLITZ_OK) {
             s->ms_armed = 1;
             blitz__sock_ref(s);
@@ -11063,6 +11079,7 @@ BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_sock
                                        uint32_t flags) {
     blitz_waker w = blitz_waker_noop();
     int ended = !(flags & IORING_CQE_F_MORE);
+    (void)blitz__u32_load(&s->rms_published, BLITZ__ACQUIRE);
     blitz__mutex_lock(&s->lock);
     if (ended)
         s->ms_armed = s->ms_cancelling = 0;
@@ -11120,6 +11137,8 @@ BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_sock
         for (blitz_io *op = s->ops; op; op = op->blitz__next)
             if (op->blitz__kind == BLITZ__OP_ACCEPT)
                 rearm = 1;
+        if (rearm)
+            blitz__u32_store(&s->rms_published, 1, BLITZ__RELEASE);
         if (rearm && blitz__uring_arm_accept(io, r, s) == BLITZ_OK)
             s->ms_armed = 1;
         else
@@ -11233,14 +11252,15 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
     if (st == BLITZ__IO_CANCELLING) {
         /* Nobody waits for the result. Data it received stays the
          * stream's; a send's count is reported by blitz_io_settle. */
-        if (blitz__salvage_kind(op->blitz__kind) && res > 0 && !closed)
+        if (blitz__salvage_kind(op->blitz__kind) && blitz__salvage_worth(s, res) && !closed)
             blitz__salvage_keep(s, op, (size_t)res, blitz__op_from_len(op));
         op->blitz__res = res;
         if (op->blitz__kind == BLITZ__OP_CONNECT)
             op->blitz__sock = NULL; /* closed below */
         blitz__op_set_state(op, BLITZ__IO_IDLE);
     } else {
-        if (res == -ECANCELED && closed)
+        /* ENOTSOCK: submitted after the close put its placeholder in. */
+        if ((res == -ECANCELED || (res == -ENOTSOCK && s->fd_placeholder)) && closed)
             res = BLITZ_ECLOSED;
         else if (res == -ECANCELED && is_connect && (op->blitz__flags & BLITZ__OPF_LIMIT_KERNEL))
             res = BLITZ_ETIMEDOUT; /* its linked timeout fired */
@@ -11419,7 +11439,8 @@ static int blitz__io_cancel_state(blitz_io *op) {
             blitz_sock_close(op->socket);
             op->socket = NULL;
         }
-        if (st == BLITZ__IO_DONE && blitz__salvage_kind(op->blitz__kind) && op->blitz__res > 0) {
+        if (st == BLITZ__IO_DONE && blitz__salvage_kind(op->blitz__kind) &&
+            blitz__salvage_worth(op->blitz__sock, op->blitz__res)) {
             /* Received and not handed out: it stays the stream's. */
             blitz_socket *s = op->blitz__sock;
             blitz__mutex_lock(&s->lock);
@@ -11554,6 +11575,15 @@ BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *
     if (op && blitz__op_state(op) == BLITZ__IO_IDLE && !blitz__iov_ok(iov, iovcnt)) {
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
+    }
+    if (op && s && s->type == SOCK_STREAM && blitz__op_state(op) == BLITZ__IO_IDLE) {
+        size_t total = 0;
+        for (int i = 0; i < iovcnt; i++)
+            total |= iov[i].len;
+        if (total == 0) { /* as blitz_sock_recv of len 0 */
+            op->result = 0;
+            return BLITZ_READY;
+        }
     }
     return blitz__op_poll(cx, op, s, BLITZ__OP_RECVV, iov, (size_t)iovcnt, NULL, BLITZ__DIR_READ);
 }
@@ -11712,6 +11742,26 @@ BLITZ_API blitz_poll blitz_unix_connect(blitz_cx *cx, blitz_io *op, const blitz_
 /* ---- close ------------------------------------------------------------------------------------
  */
 
+/* io_uring: a listener's accept in the kernel holds the socket until its
+ * cancel completes, and the handle's descriptor holds it until that
+ * completion is reaped, by a worker or the driver, which may be later
+ * still; until then its address stays taken (an abstract Unix name, a port
+ * bound without SO_REUSEADDR). An eventfd takes the descriptor's number
+ * (which stays reserved while ops may name it, and any op on it fails),
+ * so the socket goes as soon as the kernel lets go: at once when the
+ * closing thread armed the accept (the cancel's task work runs as its
+ * submission returns), a moment later otherwise. The caller holds the
+ * socket's lock; listeners make no system calls on their descriptor
+ * outside it. Without a descriptor to spare nothing changes. */
+static void blitz__sock_release_early(blitz_socket *s) {
+    int ph = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (ph < 0)
+        return;
+    if (syscall(SYS_dup3, ph, s->fd, O_CLOEXEC) >= 0)
+        s->fd_placeholder = 1;
+    close(ph);
+}
+
 BLITZ_API int blitz_sock_close(blitz_socket *s) {
     if (!s)
         return BLITZ_EINVAL;
@@ -11748,6 +11798,10 @@ BLITZ_API int blitz_sock_close(blitz_socket *s) {
      * backends. (Not an adopted listener: another process may share it.) */
     if (s->listen_own && io->kind == BLITZ_BACKEND_IO_URING)
         (void)shutdown(s->fd, SHUT_RD);
+    if (s->listening && io->kind == BLITZ_BACKEND_IO_URING && (s->ms_armed || s->ops))
+        blitz__sock_release_early(s);
+    if (s->listening)
+        blitz__u64_store(&io->listener_closed_ns, blitz__now_ns(), BLITZ__RELAXED);
     blitz__recv_ms_close(s);
     blitz_waker batch[32];
     int n = 0;
@@ -11822,6 +11876,16 @@ BLITZ_PRIVATE void blitz__io_poll(blitz_runtime *rt) {
     blitz__io_backend_wait(io, 0);
     blitz__io_backend_dispatch(io);
     blitz__mutex_unlock(&io->lock);
+}
+
+/* A current-thread driver stops driving (its run returns). On io_uring a
+ * socket closed in that run keeps its descriptor until its ops' cancels
+ * are reaped; the cancels ran when they were submitted, so one look now
+ * closes it, rather than at the next drive or the free, which may be much
+ * later (a peer waits for the end of the stream meanwhile). */
+BLITZ_PRIVATE void blitz__io_after_drive(blitz_runtime *rt) {
+    if (rt->io && rt->io->kind == BLITZ_BACKEND_IO_URING)
+        blitz__uring_poll(rt->io);
 }
 
 /* Before a tick of a thread that runs tasks: a non-blocking look at the
@@ -12432,6 +12496,13 @@ typedef struct blitz__salvage {
 /* Whether an op of this kind consumes data from the socket. */
 BLITZ_PRIVATE int blitz__salvage_kind(uint32_t kind) {
     return kind == BLITZ__OP_RECV || kind == BLITZ__OP_RECVV || kind == BLITZ__OP_RECV_FROM;
+}
+
+/* Whether a receive's result `res` is data to keep: bytes, or on a
+ * datagram socket an empty datagram too (a stream's 0 is its end, which
+ * the next receive sees again). */
+BLITZ_PRIVATE int blitz__salvage_worth(const blitz_socket *s, int64_t res) {
+    return res > 0 || (res == 0 && s->type != SOCK_STREAM);
 }
 
 /* Keeps the `n` bytes the cancelled op received (still in its buffers,
@@ -14198,6 +14269,23 @@ static int blitz__apply_flags(int fd, int family, unsigned flags, int listener) 
     return BLITZ_OK;
 }
 
+/* Binds a listener's descriptor. A listener of this runtime closed a
+ * moment ago may still hold the address (see listener_closed_ns), so
+ * EADDRINUSE is retried for up to 200 ms after such a close. */
+static int blitz__bind_listener(blitz_runtime *rt, int fd, const blitz_addr *addr) {
+    for (;;) {
+        if (bind(fd, (const struct sockaddr *)(const void *)addr->u.bytes, addr->len) == 0)
+            return BLITZ_OK;
+        int err = errno;
+        if (err != EADDRINUSE ||
+            blitz__now_ns() - blitz__u64_load(&rt->io->listener_closed_ns, BLITZ__RELAXED) >
+                200000000u)
+            return blitz__from_errno(err);
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
+    }
+}
+
 /* A listening descriptor blitz bound as a socket: its receives fail at
  * once with BLITZ_ENOTCONN on every backend (io_uring would wait for a
  * connection). */
@@ -14222,9 +14310,8 @@ BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int ba
     if (rc != BLITZ_OK)
         return rc;
     rc = blitz__apply_flags(fd, addr->u.family, flags, 1);
-    if (rc == BLITZ_OK &&
-        bind(fd, (const struct sockaddr *)(const void *)addr->u.bytes, addr->len) < 0)
-        rc = blitz__errno_rc();
+    if (rc == BLITZ_OK)
+        rc = blitz__bind_listener(rt, fd, addr);
     if (rc == BLITZ_OK && listen(fd, backlog ? backlog : SOMAXCONN) < 0)
         rc = blitz__errno_rc();
     if (rc != BLITZ_OK) {
@@ -14284,15 +14371,18 @@ BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int b
         /* A stale socket file from an earlier run: nobody listens on it.
          * Never another kind of file (a connect to a regular file is
          * refused too), which bind then reports as in use. */
-        int t = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int t = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
         if (t >= 0) {
+            /* A datagram probe: only a file no socket is bound to refuses
+             * it; a live stream listener answers EPROTOTYPE at once, so the
+             * probe neither waits on a full backlog nor hands the listener
+             * a connection. */
             if (connect(t, (const struct sockaddr *)u, addr->len) < 0 && errno == ECONNREFUSED)
                 unlink(path);
             close(t);
         }
     }
-    if (bind(fd, (const struct sockaddr *)u, addr->len) < 0)
-        rc = blitz__errno_rc();
+    rc = blitz__bind_listener(rt, fd, addr);
     if (rc == BLITZ_OK && listen(fd, backlog ? backlog : SOMAXCONN) < 0)
         rc = blitz__errno_rc();
     if (rc != BLITZ_OK) {
@@ -16980,6 +17070,7 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
             blitz__context *outer = blitz__context_set(&dctx);
             blitz__io_driver_start(rt);
             blitz__ct_drive_until(rt, t, &dctx);
+            blitz__io_after_drive(rt);
             blitz__context_set(outer);
             /* Release: the next driver sees the run queue as we left it. */
             blitz__u32_store(&rt->ct->driving, 0, BLITZ__RELEASE);

@@ -44,6 +44,7 @@
 #include "tests/test_io_cancel_safe.c"
 #include "tests/test_io_misuse.c"
 #include "tests/test_io_edges.c"
+#include "tests/test_io_release.c"
 #include "tests/test_pool.c"
 #include "tests/test_connect_host.c"
 #include "tests/test_stream.c"

@@ -304,7 +304,7 @@ typedef struct blitz_config {
 } blitz_config;
 
 /* Creates a runtime. Several runtimes may be alive at once. Worker threads
- * start lazily, on the first spawn.
+ * start lazily, on the first spawn or the first socket made on it.
  * Returns BLITZ_OK, BLITZ_EINVAL (NULL out, workers > BLITZ_MAX_WORKERS,
  * unknown flavour), BLITZ_ENOMEM, or a thread-creation error. */
 BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out);

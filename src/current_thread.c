@@ -138,6 +138,7 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
             blitz__context *outer = blitz__context_set(&dctx);
             blitz__io_driver_start(rt);
             blitz__ct_drive_until(rt, t, &dctx);
+            blitz__io_after_drive(rt);
             blitz__context_set(outer);
             /* Release: the next driver sees the run queue as we left it. */
             blitz__u32_store(&rt->ct->driving, 0, BLITZ__RELEASE);

@@ -401,6 +401,7 @@ static inline void blitz__list_append(blitz__task **head, blitz__task **tail, bl
 BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t);
 BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx, int yielded);
 BLITZ_PRIVATE int blitz__task_spawn_schedule(blitz_runtime *rt, blitz__task *t);
+BLITZ_PRIVATE int blitz__workers_start(blitz_runtime *rt);
 BLITZ_PRIVATE void blitz__ct_push(blitz_runtime *rt, blitz__task *t);
 BLITZ_PRIVATE int blitz__ct_inject(blitz_runtime *rt, blitz__task *t);
 BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__context *ctx);

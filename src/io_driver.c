@@ -247,6 +247,12 @@ BLITZ_PRIVATE int blitz__sock_wrap_keep(blitz__io *io, int fd, int family, int t
             return rc;
         }
     }
+    /* The workers reap this socket's I/O even when only another runtime's
+     * tasks or plain threads use it: they start with the first socket as
+     * with the first spawn (after a shutdown they do not, and the socket
+     * only closes). */
+    if (io->rt->flavor != BLITZ_CURRENT_THREAD)
+        (void)blitz__workers_start(io->rt);
     blitz__u32_fetch_add(&io->nsocks, 1, BLITZ__RELAXED);
     blitz__mutex_lock(&io->socks_lock);
     s->all_next = io->all;
@@ -639,6 +645,7 @@ static blitz_poll blitz__uring_accept_ms(blitz_cx *cx, blitz_io *op) {
     blitz__op_set_state(op, BLITZ__IO_WAIT);
     blitz__op_link(s, op);
     if (!s->ms_armed) {
+        blitz__u32_store(&s->rms_published, 1, BLITZ__RELEASE);
         if (blitz__uring_arm_accept(io, blitz__uring_mine(io, NULL), s) == BLITZ_OK) {
             s->ms_armed = 1;
             blitz__sock_ref(s);
@@ -670,6 +677,7 @@ BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_sock
                                        uint32_t flags) {
     blitz_waker w = blitz_waker_noop();
     int ended = !(flags & IORING_CQE_F_MORE);
+    (void)blitz__u32_load(&s->rms_published, BLITZ__ACQUIRE);
     blitz__mutex_lock(&s->lock);
     if (ended)
         s->ms_armed = s->ms_cancelling = 0;
@@ -727,6 +735,8 @@ BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_sock
         for (blitz_io *op = s->ops; op; op = op->blitz__next)
             if (op->blitz__kind == BLITZ__OP_ACCEPT)
                 rearm = 1;
+        if (rearm)
+            blitz__u32_store(&s->rms_published, 1, BLITZ__RELEASE);
         if (rearm && blitz__uring_arm_accept(io, r, s) == BLITZ_OK)
             s->ms_armed = 1;
         else
@@ -840,14 +850,15 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
     if (st == BLITZ__IO_CANCELLING) {
         /* Nobody waits for the result. Data it received stays the
          * stream's; a send's count is reported by blitz_io_settle. */
-        if (blitz__salvage_kind(op->blitz__kind) && res > 0 && !closed)
+        if (blitz__salvage_kind(op->blitz__kind) && blitz__salvage_worth(s, res) && !closed)
             blitz__salvage_keep(s, op, (size_t)res, blitz__op_from_len(op));
         op->blitz__res = res;
         if (op->blitz__kind == BLITZ__OP_CONNECT)
             op->blitz__sock = NULL; /* closed below */
         blitz__op_set_state(op, BLITZ__IO_IDLE);
     } else {
-        if (res == -ECANCELED && closed)
+        /* ENOTSOCK: submitted after the close put its placeholder in. */
+        if ((res == -ECANCELED || (res == -ENOTSOCK && s->fd_placeholder)) && closed)
             res = BLITZ_ECLOSED;
         else if (res == -ECANCELED && is_connect && (op->blitz__flags & BLITZ__OPF_LIMIT_KERNEL))
             res = BLITZ_ETIMEDOUT; /* its linked timeout fired */
@@ -1026,7 +1037,8 @@ static int blitz__io_cancel_state(blitz_io *op) {
             blitz_sock_close(op->socket);
             op->socket = NULL;
         }
-        if (st == BLITZ__IO_DONE && blitz__salvage_kind(op->blitz__kind) && op->blitz__res > 0) {
+        if (st == BLITZ__IO_DONE && blitz__salvage_kind(op->blitz__kind) &&
+            blitz__salvage_worth(op->blitz__sock, op->blitz__res)) {
             /* Received and not handed out: it stays the stream's. */
             blitz_socket *s = op->blitz__sock;
             blitz__mutex_lock(&s->lock);
@@ -1161,6 +1173,15 @@ BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *
     if (op && blitz__op_state(op) == BLITZ__IO_IDLE && !blitz__iov_ok(iov, iovcnt)) {
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
+    }
+    if (op && s && s->type == SOCK_STREAM && blitz__op_state(op) == BLITZ__IO_IDLE) {
+        size_t total = 0;
+        for (int i = 0; i < iovcnt; i++)
+            total |= iov[i].len;
+        if (total == 0) { /* as blitz_sock_recv of len 0 */
+            op->result = 0;
+            return BLITZ_READY;
+        }
     }
     return blitz__op_poll(cx, op, s, BLITZ__OP_RECVV, iov, (size_t)iovcnt, NULL, BLITZ__DIR_READ);
 }
@@ -1319,6 +1340,26 @@ BLITZ_API blitz_poll blitz_unix_connect(blitz_cx *cx, blitz_io *op, const blitz_
 /* ---- close ------------------------------------------------------------------------------------
  */
 
+/* io_uring: a listener's accept in the kernel holds the socket until its
+ * cancel completes, and the handle's descriptor holds it until that
+ * completion is reaped, by a worker or the driver, which may be later
+ * still; until then its address stays taken (an abstract Unix name, a port
+ * bound without SO_REUSEADDR). An eventfd takes the descriptor's number
+ * (which stays reserved while ops may name it, and any op on it fails),
+ * so the socket goes as soon as the kernel lets go: at once when the
+ * closing thread armed the accept (the cancel's task work runs as its
+ * submission returns), a moment later otherwise. The caller holds the
+ * socket's lock; listeners make no system calls on their descriptor
+ * outside it. Without a descriptor to spare nothing changes. */
+static void blitz__sock_release_early(blitz_socket *s) {
+    int ph = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (ph < 0)
+        return;
+    if (syscall(SYS_dup3, ph, s->fd, O_CLOEXEC) >= 0)
+        s->fd_placeholder = 1;
+    close(ph);
+}
+
 BLITZ_API int blitz_sock_close(blitz_socket *s) {
     if (!s)
         return BLITZ_EINVAL;
@@ -1355,6 +1396,10 @@ BLITZ_API int blitz_sock_close(blitz_socket *s) {
      * backends. (Not an adopted listener: another process may share it.) */
     if (s->listen_own && io->kind == BLITZ_BACKEND_IO_URING)
         (void)shutdown(s->fd, SHUT_RD);
+    if (s->listening && io->kind == BLITZ_BACKEND_IO_URING && (s->ms_armed || s->ops))
+        blitz__sock_release_early(s);
+    if (s->listening)
+        blitz__u64_store(&io->listener_closed_ns, blitz__now_ns(), BLITZ__RELAXED);
     blitz__recv_ms_close(s);
     blitz_waker batch[32];
     int n = 0;
@@ -1429,6 +1474,16 @@ BLITZ_PRIVATE void blitz__io_poll(blitz_runtime *rt) {
     blitz__io_backend_wait(io, 0);
     blitz__io_backend_dispatch(io);
     blitz__mutex_unlock(&io->lock);
+}
+
+/* A current-thread driver stops driving (its run returns). On io_uring a
+ * socket closed in that run keeps its descriptor until its ops' cancels
+ * are reaped; the cancels ran when they were submitted, so one look now
+ * closes it, rather than at the next drive or the free, which may be much
+ * later (a peer waits for the end of the stream meanwhile). */
+BLITZ_PRIVATE void blitz__io_after_drive(blitz_runtime *rt) {
+    if (rt->io && rt->io->kind == BLITZ_BACKEND_IO_URING)
+        blitz__uring_poll(rt->io);
 }
 
 /* Before a tick of a thread that runs tasks: a non-blocking look at the

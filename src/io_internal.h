@@ -110,7 +110,8 @@ struct blitz_socket {
      * lock and state, never its descriptor, before it takes a descriptor
      * reference again). The memory goes when both are gone. */
     blitz__atomic_u64 refs;
-    int fd_closed; /* set once the descriptor is closed (see refs) */
+    int fd_closed;      /* set once the descriptor is closed (see refs) */
+    int fd_placeholder; /* the descriptor now names an eventfd (release_early) */
     /* Readiness: bumped under lock by every event of that direction. */
     blitz__atomic_u32 rd_seq, wr_seq;
     /* poll backend: directions that have waiters (bit per direction). */
@@ -136,7 +137,8 @@ struct blitz_socket {
      * the kernel (in ring rms_ring), a cancel of it is due, how the last
      * one ended, and the data received and not yet read, in order. */
     int rms_armed, rms_cancelling;
-    /* Released before each arming, acquired by each completion: the
+    /* Released before each arming (of this multishot receive, or of a
+     * listener's multishot accept), acquired by each completion: the
      * kernel orders the CQE after the SQE, but a race detector cannot see
      * it (the socket may be new to the reaping thread). */
     blitz__atomic_u32 rms_published;
@@ -207,7 +209,12 @@ typedef struct blitz__io {
     blitz__mutex socks_lock;
     blitz_socket *all;
     blitz_socket *free_list;
-    blitz__atomic_u32 nsocks;   /* live sockets */
+    blitz__atomic_u32 nsocks; /* live sockets */
+    /* When a listener was last closed (blitz__now_ns): its socket may
+     * outlive the close for a moment (io_uring: until the kernel lets go
+     * of its accept; poll: until a blocked ppoll, which holds the file,
+     * returns), and a listen on its address meanwhile retries. */
+    blitz__atomic_u64 listener_closed_ns;
     blitz__atomic_u32 has_free; /* free_list is not empty */
 
     /* epoll */
@@ -330,6 +337,7 @@ BLITZ_PRIVATE int blitz__recv_ms_wants(const blitz_socket *s, uint32_t kind, uin
 BLITZ_PRIVATE int blitz__recv_ms_direct(blitz_socket *s);
 /* Data of receives cancelled too late (io_salvage.c). */
 BLITZ_PRIVATE int blitz__salvage_kind(uint32_t kind);
+BLITZ_PRIVATE int blitz__salvage_worth(const blitz_socket *s, int64_t res);
 BLITZ_PRIVATE void blitz__salvage_keep(blitz_socket *s, const blitz_io *op, size_t n,
                                        uint32_t from_len);
 BLITZ_PRIVATE int blitz__salvage_take(blitz_socket *s, blitz_io *op, int64_t *r);

@@ -24,6 +24,13 @@ BLITZ_PRIVATE int blitz__salvage_kind(uint32_t kind) {
     return kind == BLITZ__OP_RECV || kind == BLITZ__OP_RECVV || kind == BLITZ__OP_RECV_FROM;
 }
 
+/* Whether a receive's result `res` is data to keep: bytes, or on a
+ * datagram socket an empty datagram too (a stream's 0 is its end, which
+ * the next receive sees again). */
+BLITZ_PRIVATE int blitz__salvage_worth(const blitz_socket *s, int64_t res) {
+    return res > 0 || (res == 0 && s->type != SOCK_STREAM);
+}
+
 /* Keeps the `n` bytes the cancelled op received (still in its buffers,
  * which stay the caller's until the op settles). Caller holds the
  * socket's lock. Out of memory: the stream lost the data, and its next

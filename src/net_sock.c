@@ -35,6 +35,23 @@ static int blitz__apply_flags(int fd, int family, unsigned flags, int listener) 
     return BLITZ_OK;
 }
 
+/* Binds a listener's descriptor. A listener of this runtime closed a
+ * moment ago may still hold the address (see listener_closed_ns), so
+ * EADDRINUSE is retried for up to 200 ms after such a close. */
+static int blitz__bind_listener(blitz_runtime *rt, int fd, const blitz_addr *addr) {
+    for (;;) {
+        if (bind(fd, (const struct sockaddr *)(const void *)addr->u.bytes, addr->len) == 0)
+            return BLITZ_OK;
+        int err = errno;
+        if (err != EADDRINUSE ||
+            blitz__now_ns() - blitz__u64_load(&rt->io->listener_closed_ns, BLITZ__RELAXED) >
+                200000000u)
+            return blitz__from_errno(err);
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
+    }
+}
+
 /* A listening descriptor blitz bound as a socket: its receives fail at
  * once with BLITZ_ENOTCONN on every backend (io_uring would wait for a
  * connection). */
@@ -59,9 +76,8 @@ BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int ba
     if (rc != BLITZ_OK)
         return rc;
     rc = blitz__apply_flags(fd, addr->u.family, flags, 1);
-    if (rc == BLITZ_OK &&
-        bind(fd, (const struct sockaddr *)(const void *)addr->u.bytes, addr->len) < 0)
-        rc = blitz__errno_rc();
+    if (rc == BLITZ_OK)
+        rc = blitz__bind_listener(rt, fd, addr);
     if (rc == BLITZ_OK && listen(fd, backlog ? backlog : SOMAXCONN) < 0)
         rc = blitz__errno_rc();
     if (rc != BLITZ_OK) {
@@ -121,15 +137,18 @@ BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int b
         /* A stale socket file from an earlier run: nobody listens on it.
          * Never another kind of file (a connect to a regular file is
          * refused too), which bind then reports as in use. */
-        int t = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int t = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
         if (t >= 0) {
+            /* A datagram probe: only a file no socket is bound to refuses
+             * it; a live stream listener answers EPROTOTYPE at once, so the
+             * probe neither waits on a full backlog nor hands the listener
+             * a connection. */
             if (connect(t, (const struct sockaddr *)u, addr->len) < 0 && errno == ECONNREFUSED)
                 unlink(path);
             close(t);
         }
     }
-    if (bind(fd, (const struct sockaddr *)u, addr->len) < 0)
-        rc = blitz__errno_rc();
+    rc = blitz__bind_listener(rt, fd, addr);
     if (rc == BLITZ_OK && listen(fd, backlog ? backlog : SOMAXCONN) < 0)
         rc = blitz__errno_rc();
     if (rc != BLITZ_OK) {

@@ -57,4 +57,10 @@
     BLITZ_IO_TEST3(X, io_connect_limit_cancel, 20000)  \
     BLITZ_IO_TEST3(X, io_connect_limit_paused, 20000)  \
     BLITZ_IO_TEST3(X, io_connect_limit_host, 20000)    \
-    X(io_connect_limit_bad_input, 5000)
+    X(io_connect_limit_bad_input, 5000)                \
+    BLITZ_IO_TEST3(X, io_relisten, 20000)              \
+    BLITZ_IO_TEST3(X, io_ct_close_eof, 10000)          \
+    BLITZ_IO_TEST3(X, io_unix_listen_live, 10000)      \
+    BLITZ_IO_TEST3(X, io_foreign_unstarted, 20000)     \
+    BLITZ_IO_TEST3(X, io_dgram_empty_cancel, 20000)    \
+    BLITZ_IO_TEST3(X, io_recvv_zero, 10000)
