@@ -2143,6 +2143,13 @@ BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx);
  *                                   blitz_tcp_recv(cx, &s->op, s->sock, s->buf, n),
  *                                   blitz_io_cancel_op, &s->op));
  *
+ * A limit is not a way to try without waiting: on io_uring a receive goes
+ * to the kernel with the task's next pause, so a limit of 0 or a few
+ * nanoseconds may expire before it looked, even with data waiting (epoll
+ * and poll try first). Nothing is lost (blitz_io_settle, then the next
+ * receive gets it); a loop that retries such a limit should yield between
+ * tries, or it never pauses and never submits.
+ *
  * SIGPIPE never kills the process: sends use MSG_NOSIGNAL and report
  * BLITZ_EPIPE / BLITZ_ECONNRESET. */
 
@@ -2327,9 +2334,13 @@ BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
  * is known to be open (e.g. under the lock of a table the task leaves
  * before it closes): the task's receive sees end of stream, its sends
  * fail, and it closes. On a current-thread runtime, completions are only
- * collected while a thread drives it (blitz_runtime_run, blitz_task_wait)
- * or at blitz_runtime_free: a socket closed with an op in the kernel keeps
- * its descriptor until then. */
+ * collected while a thread drives it (blitz_runtime_run, blitz_task_wait;
+ * once more as the drive returns) or at blitz_runtime_free: a socket
+ * closed from elsewhere with an op in the kernel keeps its descriptor
+ * until then. A listener's address is free for a new listen of the same
+ * runtime as soon as the close returns (a listen retries for up to 200 ms
+ * while a socket just closed still holds it); another process may find
+ * it taken for a moment. */
 BLITZ_API int blitz_sock_close(blitz_socket *s);
 #define blitz_tcp_close(s) blitz_sock_close(s)
 /* The descriptor (for options blitz does not wrap), or -1. */
@@ -2371,9 +2382,10 @@ BLITZ_API int blitz_udp_set_broadcast(blitz_socket *s, int on);
 
 /* Unix sockets: stream listener and connect (the op form, like TCP),
  * datagram sockets (bound to addr, or unbound with addr NULL). A path
- * listener unlinks a stale socket file first (a socket nobody listens
- * on); any other file at the path stays and the listen fails with
- * BLITZ_EADDRINUSE. A bound datagram socket unlinks nothing (remove its
+ * listener unlinks a stale socket file first (a socket nobody has bound:
+ * tested with a datagram connect, which neither waits nor reaches a live
+ * listener's accept); any other file at the path, or a live socket, stays
+ * and the listen fails with BLITZ_EADDRINUSE. A bound datagram socket unlinks nothing (remove its
  * path yourself: a second bind while the file exists is
  * BLITZ_EADDRINUSE). */
 BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
