@@ -3075,6 +3075,10 @@ BLITZ_API int blitz_reader_init(blitz_reader *r, blitz_stream *st, void *buf, si
 BLITZ_API void blitz_reader_deinit(blitz_reader *r);
 /* Bytes buffered and not yet consumed. */
 BLITZ_API size_t blitz_reader_buffered(const blitz_reader *r);
+/* The buffered bytes themselves, without consuming them (*len of them;
+ * NULL when there are none), valid until the reader's next op: e.g. to
+ * see whether a whole line already waits (memchr for '\n'). */
+BLITZ_API const void *blitz_reader_peek(const blitz_reader *r, size_t *len);
 /* Up to len bytes (from the buffer, else one read of the stream). */
 BLITZ_API blitz_poll blitz_reader_read(blitz_cx *cx, blitz_reader *r, void *dst, size_t len);
 /* Exactly len bytes, or BLITZ_EEOF (len: what arrived). */
@@ -15088,6 +15092,13 @@ BLITZ_API void blitz_reader_deinit(blitz_reader *r) {
 
 BLITZ_API size_t blitz_reader_buffered(const blitz_reader *r) {
     return r ? r->blitz__end - r->blitz__start : 0;
+}
+
+BLITZ_API const void *blitz_reader_peek(const blitz_reader *r, size_t *len) {
+    size_t n = blitz_reader_buffered(r);
+    if (len)
+        *len = n;
+    return n ? r->blitz__buf + r->blitz__start : NULL;
 }
 
 /* One read of the stream into the free end of the buffer (compacted first

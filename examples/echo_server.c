@@ -58,7 +58,7 @@ static blitz_poll acceptor_poll(blitz_cx *cx, void *p) {
 }
 
 int main(int argc, char **argv) {
-    blitz_runtime *rt;
+    blitz_runtime *rt = NULL;
     blitz_addr addr;
     acceptor a = {0};
     int rc = blitz_addr_parse(argc > 1 ? argv[1] : "127.0.0.1:7777", &addr);
@@ -68,6 +68,8 @@ int main(int argc, char **argv) {
         rc = blitz_tcp_listen(rt, &addr, 0, 0, &a.listener);
     if (rc != BLITZ_OK) {
         fprintf(stderr, "echo_server: %s\n", blitz_strerror(rc));
+        if (rt)
+            blitz_runtime_free(rt);
         return 1;
     }
     char where[64];

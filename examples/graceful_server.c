@@ -27,6 +27,8 @@ typedef struct {
     char line[1024];
     char out[1100];
     int n;
+    const void *peek;
+    size_t peek_len;
     /* in the task's state: a cancelled read may still land here (io_uring) */
     unsigned char rbuf[4096], wbuf[4096];
 } conn;
@@ -44,8 +46,10 @@ static blitz_poll conn_poll(blitz_cx *cx, void *p) {
             break; /* 0: the client hung up */
         c->n = snprintf(c->out, sizeof c->out, "echo: %s\n", c->line);
         BLITZ_AWAIT(c, blitz_writer_write_all(cx, &c->wr, c->out, (size_t)c->n));
-        /* answer at once when no further line is already waiting */
-        if (blitz_reader_buffered(&c->rd) == 0)
+        /* answer at once unless a further whole line already waits (a
+         * part of one may wait for its end for as long as the client likes) */
+        c->peek = blitz_reader_peek(&c->rd, &c->peek_len);
+        if (!c->peek || !memchr(c->peek, '\n', c->peek_len))
             BLITZ_AWAIT(c, blitz_writer_flush(cx, &c->wr));
         if (c->wr.result < 0)
             break;
@@ -211,10 +215,14 @@ int main(int argc, char **argv) {
     memset(&sv, 0, sizeof sv);
     sv.seconds = argc > 2 ? atoll(argv[2]) : 2;
     sv.grace_ms = argc > 3 ? atoll(argv[3]) : 500;
-    if (sv.seconds <= 0)
+    if (sv.seconds <= 0 || sv.seconds > 86400 * 365)
         sv.seconds = 2;
+    if (sv.grace_ms < 0)
+        sv.grace_ms = 0; /* cancel the open connections at once */
+    if (sv.grace_ms > 3600 * 1000)
+        sv.grace_ms = 3600 * 1000;
 
-    blitz_runtime *rt;
+    blitz_runtime *rt = NULL;
     blitz_addr addr;
     acceptor a;
     memset(&a, 0, sizeof a);
@@ -227,6 +235,10 @@ int main(int argc, char **argv) {
         rc = blitz_tcp_listen(rt, &addr, 128, 0, &a.listener);
     if (rc != BLITZ_OK) {
         fprintf(stderr, "graceful_server: %s\n", blitz_strerror(rc));
+        if (sv.sd)
+            blitz_shutdown_free(sv.sd);
+        if (rt)
+            blitz_runtime_free(rt);
         return 1;
     }
     blitz_sock_local_addr(a.listener, &addr);

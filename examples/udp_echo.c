@@ -61,14 +61,19 @@ static blitz_poll client_poll(blitz_cx *cx, void *p) {
 }
 
 int main(int argc, char **argv) {
-    blitz_runtime *rt;
+    blitz_runtime *rt = NULL;
     blitz_addr addr;
     server s;
     memset(&s, 0, sizeof s);
-    if (blitz_addr_parse(argc > 1 ? argv[1] : "127.0.0.1:0", &addr) != BLITZ_OK ||
-        blitz_runtime_new(NULL, &rt) != BLITZ_OK ||
-        blitz_udp_bind(rt, &addr, 0, &s.sock) != BLITZ_OK) {
-        fprintf(stderr, "udp_echo: cannot bind\n");
+    int rc = blitz_addr_parse(argc > 1 ? argv[1] : "127.0.0.1:0", &addr);
+    if (rc == BLITZ_OK)
+        rc = blitz_runtime_new(NULL, &rt);
+    if (rc == BLITZ_OK)
+        rc = blitz_udp_bind(rt, &addr, 0, &s.sock);
+    if (rc != BLITZ_OK) {
+        fprintf(stderr, "udp_echo: cannot bind: %s\n", blitz_strerror(rc));
+        if (rt)
+            blitz_runtime_free(rt);
         return 1;
     }
     blitz_sock_local_addr(s.sock, &addr);

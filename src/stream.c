@@ -289,6 +289,13 @@ BLITZ_API size_t blitz_reader_buffered(const blitz_reader *r) {
     return r ? r->blitz__end - r->blitz__start : 0;
 }
 
+BLITZ_API const void *blitz_reader_peek(const blitz_reader *r, size_t *len) {
+    size_t n = blitz_reader_buffered(r);
+    if (len)
+        *len = n;
+    return n ? r->blitz__buf + r->blitz__start : NULL;
+}
+
 /* One read of the stream into the free end of the buffer (compacted first
  * when full). READY with the buffer grown, eof or err set. The buffer's
  * layout does not change while the read is pending: the stream may own

@@ -136,6 +136,17 @@ static blitz_poll st_lines_poll(blitz_cx *cx, void *p) {
     BLITZ_AWAIT(m, blitz_reader_read_until(cx, &m->rd, ';', m->line, sizeof m->line));
     CHECK_EQ(m->rd.result, 6);
     CHECK(memcmp(m->line, "k1=v1;", 6) == 0);
+    {
+        /* what waits in the buffer, unconsumed: a prefix of the rest */
+        size_t plen = 12345;
+        const char *pk = (const char *)blitz_reader_peek(&m->rd, &plen);
+        CHECK_EQ(plen, blitz_reader_buffered(&m->rd));
+        CHECK_LE(plen, strlen("k2=v2;tail"));
+        CHECK(plen == 0 ? pk == NULL : memcmp(pk, "k2=v2;tail", plen) == 0);
+        plen = 12345;
+        CHECK(blitz_reader_peek(NULL, &plen) == NULL);
+        CHECK_EQ(plen, 0);
+    }
     BLITZ_AWAIT(m, blitz_reader_read_until(cx, &m->rd, ';', m->line, 4));
     CHECK_EQ(m->rd.result, BLITZ_EMSGSIZE);
     CHECK(memcmp(m->line, "k2=v", 4) == 0);
