@@ -3090,8 +3090,11 @@ BLITZ_API blitz_poll blitz_reader_read_exact(blitz_cx *cx, blitz_reader *r, void
 BLITZ_API blitz_poll blitz_reader_read_until(blitz_cx *cx, blitz_reader *r, int delim, void *dst,
                                              size_t max);
 /* A '\n'-terminated line into dst (size max >= 2), NUL-terminated, without
- * "\n" / "\r\n"; len is its length. BLITZ_EMSGSIZE when the line does not
- * fit (max - 1 bytes of it in dst and consumed). */
+ * "\n" / "\r\n"; len is its length. The line with its '\n' must fit in
+ * max - 1 bytes (dst holds it before the ending is cut off): otherwise
+ * BLITZ_EMSGSIZE, with max - 1 bytes of it in dst and consumed and the
+ * rest of the line next. So dst of 1024 bytes takes lines of up to 1022
+ * characters (1021 with "\r\n"). */
 BLITZ_API blitz_poll blitz_reader_read_line(blitz_cx *cx, blitz_reader *r, char *dst, size_t max);
 /* Withdraws a pending reader op (a blitz_cancel_fn; op = the reader). */
 BLITZ_API void blitz_reader_cancel(blitz_cx *cx, void *reader);
