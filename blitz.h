@@ -2230,6 +2230,7 @@ typedef struct blitz_io {
     uint32_t blitz__state, blitz__kind, blitz__dir, blitz__flags;
     uint32_t blitz__lock;
     uint32_t blitz__sockref; /* the task's reference on blitz__sock (task only) */
+    void *blitz__free_after; /* freed by the completion of a cancelled op */
     uint64_t blitz__scratch[18];
 } blitz_io;
 
@@ -3164,8 +3165,16 @@ typedef struct blitz_copy {
 BLITZ_API int blitz_copy_init(blitz_copy *c, blitz_stream *src, blitz_stream *dst, unsigned flags);
 BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c);
 /* Withdraws the copy and frees what it holds (the bytes in flight are
- * lost). */
+ * lost). On io_uring a receive or send of the copy may still be in the
+ * kernel: its buffer goes when the kernel lets go, and the copy's own
+ * waits finish later too, so before the copy is initialised again (or
+ * its memory reused) wait for blitz_copy_settle. */
 BLITZ_API void blitz_copy_cancel(blitz_cx *cx, void *copy);
+/* READY once nothing of a cancelled copy is in the kernel any more (its
+ * waits, and the streams' receive and send): the struct may then be
+ * initialised again and the streams used by other ops. READY at once on
+ * every backend but io_uring, and for a copy that finished. */
+BLITZ_API blitz_poll blitz_copy_settle(blitz_cx *cx, blitz_copy *c);
 BLITZ_API blitz_op blitz_op_copy(blitz_copy *c);
 
 /* ---------------------------------------------------------------------------
@@ -11256,6 +11265,7 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
      * never runs again. (Before the listener's lock: the socket list's
      * lock comes first.) */
     blitz_socket *accepted = NULL;
+    void *free_after = NULL;
     if (op->blitz__kind == BLITZ__OP_ACCEPT && res >= 0)
         res = blitz__sock_wrap((blitz__io *)(uintptr_t)op->blitz__scratch[0], res,
                                (int)op->blitz__scratch[1], SOCK_STREAM, &accepted);
@@ -11273,6 +11283,8 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
          * stream's; a send's count is reported by blitz_io_settle. */
         if (blitz__salvage_kind(op->blitz__kind) && blitz__salvage_worth(s, res) && !closed)
             blitz__salvage_keep(s, op, (size_t)res, blitz__op_from_len(op));
+        free_after = op->blitz__free_after;
+        op->blitz__free_after = NULL;
         op->blitz__res = res;
         if (op->blitz__kind == BLITZ__OP_CONNECT)
             op->blitz__sock = NULL; /* closed below */
@@ -11290,6 +11302,7 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
     }
     blitz__op_unlock(op);
     blitz__mutex_unlock(&s->lock);
+    blitz__free(free_after);
     if (accepted)
         blitz_sock_close(accepted); /* the op was cancelled */
     /* From here on the op belongs to its task again: no more access. */
@@ -11301,6 +11314,21 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
 }
 
 /* ---- ops ------------------------------------------------------------------------------------ */
+
+/* A buffer of the runtime's own (blitz__malloc) that `op` was using, now
+ * given up by its owner: when the kernel still holds the op (io_uring, in
+ * flight or cancelled and not yet completed) the op's completion frees it
+ * (1: the caller must not); otherwise the caller frees it (0). Under the
+ * op's lock, which the completion holds as it turns the op idle. */
+BLITZ_PRIVATE int blitz__io_free_after(blitz_io *op, void *buf) {
+    blitz__op_lock(op);
+    uint32_t st = blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED);
+    int kept = st == BLITZ__IO_INFLIGHT || st == BLITZ__IO_CANCELLING;
+    if (kept)
+        op->blitz__free_after = buf;
+    blitz__op_unlock(op);
+    return kept;
+}
 
 static blitz_poll blitz__op_go(blitz_cx *cx, blitz_io *op) {
     if (op->blitz__sock->io->kind == BLITZ_BACKEND_IO_URING)
@@ -11391,6 +11419,7 @@ static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket 
         op->blitz__dir = dir;
         op->blitz__done = 0;
         op->blitz__flags = 0;
+        op->blitz__free_after = NULL;
         op->socket = NULL;
         op->result = 0;
         if (kind == BLITZ__OP_ACCEPT) {
@@ -11738,6 +11767,7 @@ static blitz_poll blitz__connect(blitz_cx *cx, blitz_io *op, const blitz_addr *a
     }
     op->blitz__sock = s;
     op->blitz__kind = BLITZ__OP_CONNECT;
+    op->blitz__free_after = NULL;
     op->blitz__buf = NULL;
     op->blitz__len = 0;
     op->blitz__addr = NULL;
@@ -15844,7 +15874,27 @@ BLITZ_API void blitz_copy_cancel(blitz_cx *cx, void *p) {
         blitz_stream_read_cancel(cx, c->src);
     if (c->blitz__wait == BLITZ__CPW_WRITE)
         blitz_stream_write_cancel(cx, c->dst);
+    /* A cancelled io_uring receive or send may still use the buffer: then
+     * its completion frees it. */
+    if (c->blitz__buf && ((c->blitz__wait == BLITZ__CPW_READ && c->src->sock &&
+                           blitz__io_free_after(&c->src->blitz__rio, c->blitz__buf)) ||
+                          (c->blitz__wait == BLITZ__CPW_WRITE && c->dst->sock &&
+                           blitz__io_free_after(&c->dst->blitz__wio, c->blitz__buf))))
+        c->blitz__buf = NULL;
     blitz__copy_finish(c, BLITZ_ECANCELED);
+}
+
+BLITZ_API blitz_poll blitz_copy_settle(blitz_cx *cx, blitz_copy *c) {
+    if (!c)
+        return BLITZ_READY;
+    if (blitz_io_settle(cx, &c->blitz__src_io) == BLITZ_PENDING ||
+        blitz_io_settle(cx, &c->blitz__dst_io) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    if (c->src && blitz_stream_settle(cx, c->src) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    if (c->dst && blitz_stream_settle(cx, c->dst) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    return BLITZ_READY;
 }
 
 static blitz_poll blitz__op_copy_poll(blitz_cx *cx, void *p) {

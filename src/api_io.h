@@ -112,6 +112,7 @@ typedef struct blitz_io {
     uint32_t blitz__state, blitz__kind, blitz__dir, blitz__flags;
     uint32_t blitz__lock;
     uint32_t blitz__sockref; /* the task's reference on blitz__sock (task only) */
+    void *blitz__free_after; /* freed by the completion of a cancelled op */
     uint64_t blitz__scratch[18];
 } blitz_io;
 

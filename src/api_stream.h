@@ -267,8 +267,16 @@ typedef struct blitz_copy {
 BLITZ_API int blitz_copy_init(blitz_copy *c, blitz_stream *src, blitz_stream *dst, unsigned flags);
 BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c);
 /* Withdraws the copy and frees what it holds (the bytes in flight are
- * lost). */
+ * lost). On io_uring a receive or send of the copy may still be in the
+ * kernel: its buffer goes when the kernel lets go, and the copy's own
+ * waits finish later too, so before the copy is initialised again (or
+ * its memory reused) wait for blitz_copy_settle. */
 BLITZ_API void blitz_copy_cancel(blitz_cx *cx, void *copy);
+/* READY once nothing of a cancelled copy is in the kernel any more (its
+ * waits, and the streams' receive and send): the struct may then be
+ * initialised again and the streams used by other ops. READY at once on
+ * every backend but io_uring, and for a copy that finished. */
+BLITZ_API blitz_poll blitz_copy_settle(blitz_cx *cx, blitz_copy *c);
 BLITZ_API blitz_op blitz_op_copy(blitz_copy *c);
 
 /* ---------------------------------------------------------------------------

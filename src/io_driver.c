@@ -835,6 +835,7 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
      * never runs again. (Before the listener's lock: the socket list's
      * lock comes first.) */
     blitz_socket *accepted = NULL;
+    void *free_after = NULL;
     if (op->blitz__kind == BLITZ__OP_ACCEPT && res >= 0)
         res = blitz__sock_wrap((blitz__io *)(uintptr_t)op->blitz__scratch[0], res,
                                (int)op->blitz__scratch[1], SOCK_STREAM, &accepted);
@@ -852,6 +853,8 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
          * stream's; a send's count is reported by blitz_io_settle. */
         if (blitz__salvage_kind(op->blitz__kind) && blitz__salvage_worth(s, res) && !closed)
             blitz__salvage_keep(s, op, (size_t)res, blitz__op_from_len(op));
+        free_after = op->blitz__free_after;
+        op->blitz__free_after = NULL;
         op->blitz__res = res;
         if (op->blitz__kind == BLITZ__OP_CONNECT)
             op->blitz__sock = NULL; /* closed below */
@@ -869,6 +872,7 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
     }
     blitz__op_unlock(op);
     blitz__mutex_unlock(&s->lock);
+    blitz__free(free_after);
     if (accepted)
         blitz_sock_close(accepted); /* the op was cancelled */
     /* From here on the op belongs to its task again: no more access. */
@@ -880,6 +884,21 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
 }
 
 /* ---- ops ------------------------------------------------------------------------------------ */
+
+/* A buffer of the runtime's own (blitz__malloc) that `op` was using, now
+ * given up by its owner: when the kernel still holds the op (io_uring, in
+ * flight or cancelled and not yet completed) the op's completion frees it
+ * (1: the caller must not); otherwise the caller frees it (0). Under the
+ * op's lock, which the completion holds as it turns the op idle. */
+BLITZ_PRIVATE int blitz__io_free_after(blitz_io *op, void *buf) {
+    blitz__op_lock(op);
+    uint32_t st = blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED);
+    int kept = st == BLITZ__IO_INFLIGHT || st == BLITZ__IO_CANCELLING;
+    if (kept)
+        op->blitz__free_after = buf;
+    blitz__op_unlock(op);
+    return kept;
+}
 
 static blitz_poll blitz__op_go(blitz_cx *cx, blitz_io *op) {
     if (op->blitz__sock->io->kind == BLITZ_BACKEND_IO_URING)
@@ -970,6 +989,7 @@ static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket 
         op->blitz__dir = dir;
         op->blitz__done = 0;
         op->blitz__flags = 0;
+        op->blitz__free_after = NULL;
         op->socket = NULL;
         op->result = 0;
         if (kind == BLITZ__OP_ACCEPT) {
@@ -1317,6 +1337,7 @@ static blitz_poll blitz__connect(blitz_cx *cx, blitz_io *op, const blitz_addr *a
     }
     op->blitz__sock = s;
     op->blitz__kind = BLITZ__OP_CONNECT;
+    op->blitz__free_after = NULL;
     op->blitz__buf = NULL;
     op->blitz__len = 0;
     op->blitz__addr = NULL;

@@ -1036,7 +1036,27 @@ BLITZ_API void blitz_copy_cancel(blitz_cx *cx, void *p) {
         blitz_stream_read_cancel(cx, c->src);
     if (c->blitz__wait == BLITZ__CPW_WRITE)
         blitz_stream_write_cancel(cx, c->dst);
+    /* A cancelled io_uring receive or send may still use the buffer: then
+     * its completion frees it. */
+    if (c->blitz__buf && ((c->blitz__wait == BLITZ__CPW_READ && c->src->sock &&
+                           blitz__io_free_after(&c->src->blitz__rio, c->blitz__buf)) ||
+                          (c->blitz__wait == BLITZ__CPW_WRITE && c->dst->sock &&
+                           blitz__io_free_after(&c->dst->blitz__wio, c->blitz__buf))))
+        c->blitz__buf = NULL;
     blitz__copy_finish(c, BLITZ_ECANCELED);
+}
+
+BLITZ_API blitz_poll blitz_copy_settle(blitz_cx *cx, blitz_copy *c) {
+    if (!c)
+        return BLITZ_READY;
+    if (blitz_io_settle(cx, &c->blitz__src_io) == BLITZ_PENDING ||
+        blitz_io_settle(cx, &c->blitz__dst_io) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    if (c->src && blitz_stream_settle(cx, c->src) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    if (c->dst && blitz_stream_settle(cx, c->dst) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    return BLITZ_READY;
 }
 
 static blitz_poll blitz__op_copy_poll(blitz_cx *cx, void *p) {

@@ -5,11 +5,12 @@
     X(stream_##name##_uring_ct, ms)     \
     X(stream_##name##_epoll_mt2, ms)    \
     X(stream_##name##_epoll_ct, ms) X(stream_##name##_poll_mt2, ms) X(stream_##name##_poll_ct, ms)
-#define BLITZ_STREAM_TEST_LIST(X)          \
-    X(stream_custom_and_bad_args, 5000)    \
-    BLITZ_STREAM_TEST6(X, lines, 10000)    \
-    BLITZ_STREAM_TEST6(X, copy, 20000)     \
-    BLITZ_STREAM_TEST6(X, sendfile, 20000) \
-    BLITZ_STREAM_TEST6(X, broken, 10000)   \
-    BLITZ_STREAM_TEST6(X, cancel, 10000)   \
+#define BLITZ_STREAM_TEST_LIST(X)            \
+    X(stream_custom_and_bad_args, 5000)      \
+    BLITZ_STREAM_TEST6(X, lines, 10000)      \
+    BLITZ_STREAM_TEST6(X, copy, 20000)       \
+    BLITZ_STREAM_TEST6(X, sendfile, 20000)   \
+    BLITZ_STREAM_TEST6(X, broken, 10000)     \
+    BLITZ_STREAM_TEST6(X, cancel, 10000)     \
+    BLITZ_STREAM_TEST6(X, copy_again, 20000) \
     BLITZ_STREAM_TEST6(X, shutdown, 10000)
