@@ -835,7 +835,6 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
      * never runs again. (Before the listener's lock: the socket list's
      * lock comes first.) */
     blitz_socket *accepted = NULL;
-    void *free_after = NULL;
     if (op->blitz__kind == BLITZ__OP_ACCEPT && res >= 0)
         res = blitz__sock_wrap((blitz__io *)(uintptr_t)op->blitz__scratch[0], res,
                                (int)op->blitz__scratch[1], SOCK_STREAM, &accepted);
@@ -848,13 +847,13 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
     blitz_waker w = op->blitz__waker;
     op->blitz__waker = blitz_waker_noop();
     uint32_t st = blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED);
+    void *free_after = op->blitz__free_after; /* after the salvage below */
+    op->blitz__free_after = NULL;
     if (st == BLITZ__IO_CANCELLING) {
         /* Nobody waits for the result. Data it received stays the
          * stream's; a send's count is reported by blitz_io_settle. */
         if (blitz__salvage_kind(op->blitz__kind) && blitz__salvage_worth(s, res) && !closed)
             blitz__salvage_keep(s, op, (size_t)res, blitz__op_from_len(op));
-        free_after = op->blitz__free_after;
-        op->blitz__free_after = NULL;
         op->blitz__res = res;
         if (op->blitz__kind == BLITZ__OP_CONNECT)
             op->blitz__sock = NULL; /* closed below */
@@ -872,7 +871,8 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
     }
     blitz__op_unlock(op);
     blitz__mutex_unlock(&s->lock);
-    blitz__free(free_after);
+    if (free_after)
+        blitz__free(free_after);
     if (accepted)
         blitz_sock_close(accepted); /* the op was cancelled */
     /* From here on the op belongs to its task again: no more access. */
@@ -1160,14 +1160,20 @@ BLITZ_API int blitz_io_pending(const blitz_io *op) {
     return st == BLITZ__IO_WAIT || st == BLITZ__IO_INFLIGHT || st == BLITZ__IO_CANCELLING;
 }
 
-BLITZ_API blitz_poll blitz_sock_recv(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
-                                     size_t len) {
-    /* A stream receive of nothing has nothing to wait for (recv(2) says 0
-     * at once); a datagram one still takes the next datagram. */
+/* A stream receive of nothing has nothing to wait for (recv(2) says 0 at
+ * once): READY with 0. A datagram one still takes the next datagram. */
+static int blitz__recv_nothing(blitz_io *op, const blitz_socket *s, size_t len) {
     if (op && s && len == 0 && s->type == SOCK_STREAM && blitz__op_state(op) == BLITZ__IO_IDLE) {
         op->result = 0;
-        return BLITZ_READY;
+        return 1;
     }
+    return 0;
+}
+
+BLITZ_API blitz_poll blitz_sock_recv(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
+                                     size_t len) {
+    if (blitz__recv_nothing(op, s, len))
+        return BLITZ_READY;
     return blitz__op_poll(cx, op, s, BLITZ__OP_RECV, buf, len, NULL, BLITZ__DIR_READ);
 }
 BLITZ_API blitz_poll blitz_sock_send(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
@@ -1179,35 +1185,33 @@ BLITZ_API blitz_poll blitz_sock_send_all(blitz_cx *cx, blitz_io *op, blitz_socke
     return blitz__op_poll(cx, op, s, BLITZ__OP_SEND_ALL, buf, len, NULL, BLITZ__DIR_WRITE);
 }
 /* Also each entry: a NULL base with a length would fail with EFAULT only
- * once data came. */
-static int blitz__iov_ok(const blitz_iovec *iov, int n) {
+ * once data came. `*lens`: nonzero when an entry has a length. */
+static int blitz__iov_ok(const blitz_iovec *iov, int n, size_t *lens) {
+    *lens = 0;
     if (!iov || n <= 0 || n > BLITZ__IO_MAX_IOV)
         return 0;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         if (!iov[i].base && iov[i].len)
             return 0;
+        *lens |= iov[i].len;
+    }
     return 1;
 }
 BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                       const blitz_iovec *iov, int iovcnt) {
-    if (op && blitz__op_state(op) == BLITZ__IO_IDLE && !blitz__iov_ok(iov, iovcnt)) {
+    size_t lens = 1;
+    if (op && blitz__op_state(op) == BLITZ__IO_IDLE && !blitz__iov_ok(iov, iovcnt, &lens)) {
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
-    if (op && s && s->type == SOCK_STREAM && blitz__op_state(op) == BLITZ__IO_IDLE) {
-        size_t total = 0;
-        for (int i = 0; i < iovcnt; i++)
-            total |= iov[i].len;
-        if (total == 0) { /* as blitz_sock_recv of len 0 */
-            op->result = 0;
-            return BLITZ_READY;
-        }
-    }
+    if (blitz__recv_nothing(op, s, lens))
+        return BLITZ_READY;
     return blitz__op_poll(cx, op, s, BLITZ__OP_RECVV, iov, (size_t)iovcnt, NULL, BLITZ__DIR_READ);
 }
 BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                       const blitz_iovec *iov, int iovcnt) {
-    if (op && blitz__op_state(op) == BLITZ__IO_IDLE && !blitz__iov_ok(iov, iovcnt)) {
+    size_t lens;
+    if (op && blitz__op_state(op) == BLITZ__IO_IDLE && !blitz__iov_ok(iov, iovcnt, &lens)) {
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
@@ -1415,10 +1419,12 @@ BLITZ_API int blitz_sock_close(blitz_socket *s) {
      * meanwhile it would take connections only to reset them. Shut down,
      * it refuses new ones at once, as after a close on the other
      * backends. (Not an adopted listener: another process may share it.) */
-    if (s->listen_own && io->kind == BLITZ_BACKEND_IO_URING)
-        (void)shutdown(s->fd, SHUT_RD);
-    if (s->listening && io->kind == BLITZ_BACKEND_IO_URING && (s->ms_armed || s->ops))
-        blitz__sock_release_early(s);
+    if (s->listening && io->kind == BLITZ_BACKEND_IO_URING) {
+        if (s->listen_own)
+            (void)shutdown(s->fd, SHUT_RD);
+        if (s->ms_armed || s->ops)
+            blitz__sock_release_early(s);
+    }
     if (s->listening)
         blitz__u64_store(&io->listener_closed_ns, blitz__now_ns(), BLITZ__RELAXED);
     blitz__recv_ms_close(s);

@@ -1032,16 +1032,18 @@ BLITZ_API void blitz_copy_cancel(blitz_cx *cx, void *p) {
         return;
     blitz_io_cancel(&c->blitz__src_io);
     blitz_io_cancel(&c->blitz__dst_io);
-    if (c->blitz__wait == BLITZ__CPW_READ)
+    /* The stream op the copy waits in; a cancelled io_uring receive or
+     * send may still use the buffer, and then its completion frees it. */
+    blitz_io *held = NULL;
+    if (c->blitz__wait == BLITZ__CPW_READ) {
         blitz_stream_read_cancel(cx, c->src);
-    if (c->blitz__wait == BLITZ__CPW_WRITE)
+        held = c->src->sock ? &c->src->blitz__rio : NULL;
+    }
+    if (c->blitz__wait == BLITZ__CPW_WRITE) {
         blitz_stream_write_cancel(cx, c->dst);
-    /* A cancelled io_uring receive or send may still use the buffer: then
-     * its completion frees it. */
-    if (c->blitz__buf && ((c->blitz__wait == BLITZ__CPW_READ && c->src->sock &&
-                           blitz__io_free_after(&c->src->blitz__rio, c->blitz__buf)) ||
-                          (c->blitz__wait == BLITZ__CPW_WRITE && c->dst->sock &&
-                           blitz__io_free_after(&c->dst->blitz__wio, c->blitz__buf))))
+        held = c->dst->sock ? &c->dst->blitz__wio : NULL;
+    }
+    if (c->blitz__buf && held && blitz__io_free_after(held, c->blitz__buf))
         c->blitz__buf = NULL;
     blitz__copy_finish(c, BLITZ_ECANCELED);
 }
