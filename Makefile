@@ -8,7 +8,7 @@ WARN    := -std=c11 -Wall -Wextra -Wpedantic -Werror -Wshadow -Wimplicit-fallthr
 CFLAGS_TEST := $(WARN) -g -O2 -pthread -D_GNU_SOURCE
 LDLIBS  := -pthread
 
-SRC_FILES := $(wildcard src/*.c src/*.h src/*.txt) tools/manifest.txt tools/amalgamate.py
+SRC_FILES := $(wildcard src/*.txt src/*/*.c src/*/*.h) tools/manifest.txt tools/amalgamate.py
 TEST_FILES := blitz_tests.c $(wildcard tests/*.c tests/*.h)
 EXAMPLES := $(patsubst examples/%.c,%,$(wildcard examples/*.c))
 BENCHES  := $(patsubst bench/%.c,%,$(filter-out bench/bench_common.c,$(wildcard bench/*.c)))
@@ -172,7 +172,7 @@ bench-ceiling: $(BUILD)/bench/tcp
 	@bash bench/ceiling.sh $(BUILD)/bench
 
 format:
-	clang-format -i src/*.c src/*.h tests/*.c tests/*.h blitz_tests.c examples/*.c bench/*.c bench/*.h
+	clang-format -i src/*/*.c src/*/*.h tests/*.c tests/*.h blitz_tests.c examples/*.c bench/*.c bench/*.h
 
 clean:
 	rm -rf $(BUILD)

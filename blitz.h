@@ -728,8 +728,8 @@ in every file that includes blitz.h.
 */
 #ifndef BLITZ_H
 #define BLITZ_H
-/* ====[ BEGIN src/blitz_api.h ]============================================ */
-/* >>blitz_api */
+/* ====[ BEGIN src/api/blitz_api.h ]======================================== */
+/* >>api/blitz_api */
 /* Public declarations of blitz. This is the only source of the header half
  * of blitz.h; everything here is visible to every includer. */
 
@@ -1312,8 +1312,8 @@ BLITZ_API int blitz_runtime_worker_stats(const blitz_runtime *rt, uint32_t worke
                                          blitz_worker_stats *out);
 
 /* The rest of the API, one concern a file. */
-/* ====[ BEGIN src/api_op.h ]=============================================== */
-/* >>api_op */
+/* ====[ BEGIN src/api/api_op.h ]=========================================== */
+/* >>api/api_op */
 /* Public API: ops as values, the waiter queue that blocking primitives share,
  * and the combinators over ops (join-all, race, select, task groups). */
 
@@ -1467,9 +1467,10 @@ BLITZ_API size_t blitz_group_len(blitz_group *g);
 BLITZ_API int blitz_group_cancel_all(blitz_group *g);
 BLITZ_API int blitz_group_close(blitz_group *g);
 BLITZ_API int blitz_group_free(blitz_group *g);
-/* ====[ END src/api_op.h ]================================================= */
-/* ====[ BEGIN src/api_sync.h ]============================================= */
-/* >>api_sync */
+/* ====[ END src/api/api_op.h ]============================================= */
+/* ----[ RESUME src/api/blitz_api.h ] */
+/* ====[ BEGIN src/api/api_sync.h ]========================================= */
+/* >>api/api_sync */
 /* Public API: synchronization primitives: semaphore, mutex, rwlock, notify,
  * barrier, once cell, cancellation token. */
 
@@ -1827,9 +1828,10 @@ BLITZ_API void blitz_cancel_token_wait_cancel(blitz_cx *cx, void *op);
 BLITZ_API blitz_op blitz_op_cancel_token_wait(blitz_cancel_token_wait_op *op,
                                               blitz_cancel_token *t);
 BLITZ_API int blitz_cancel_token_wait_blocking(blitz_cancel_token *t);
-/* ====[ END src/api_sync.h ]=============================================== */
-/* ====[ BEGIN src/api_chan.h ]============================================= */
-/* >>api_chan */
+/* ====[ END src/api/api_sync.h ]=========================================== */
+/* ----[ RESUME src/api/blitz_api.h ] */
+/* ====[ BEGIN src/api/api_chan.h ]========================================= */
+/* >>api/api_chan */
 /* Public API: Channels: bounded MPMC, oneshot, broadcast, watch; select. */
 
 /* ---------------------------------------------------------------------------
@@ -2113,9 +2115,10 @@ BLITZ_API blitz_op blitz_op_watch_changed(blitz_watch_rx *rx);
 BLITZ_API void blitz_watch_changed_cancel(blitz_watch_rx *rx);
 BLITZ_API void blitz_watch_cancel_op(blitz_cx *cx, void *rx);
 BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx);
-/* ====[ END src/api_chan.h ]=============================================== */
-/* ====[ BEGIN src/api_io.h ]=============================================== */
-/* >>api_io */
+/* ====[ END src/api/api_chan.h ]=========================================== */
+/* ----[ RESUME src/api/blitz_api.h ] */
+/* ====[ BEGIN src/api/api_io.h ]=========================================== */
+/* >>api/api_io */
 /* Public API: The I/O driver and sockets.
  *
  * Every runtime owns one I/O driver over one backend: io_uring (completion
@@ -2406,9 +2409,10 @@ BLITZ_API int blitz_unix_pair(blitz_runtime *rt, int type, blitz_socket **a, bli
  * directory (never anything to wait for; use the file ops of api_pool.h),
  * and on epoll for other descriptors it cannot watch (/dev/null). */
 BLITZ_API int blitz_sock_adopt(blitz_runtime *rt, int fd, blitz_socket **out);
-/* ====[ END src/api_io.h ]================================================= */
-/* ====[ BEGIN src/api_pool.h ]============================================= */
-/* >>api_pool */
+/* ====[ END src/api/api_io.h ]============================================= */
+/* ----[ RESUME src/api/blitz_api.h ] */
+/* ====[ BEGIN src/api/api_pool.h ]========================================= */
+/* >>api/api_pool */
 /* Public API: the blocking pool, files, DNS, signals, processes. */
 
 /* ---------------------------------------------------------------------------
@@ -2893,9 +2897,10 @@ BLITZ_API blitz_poll blitz_process_output(blitz_cx *cx, blitz_output_op *op,
                                           const blitz_command *cmd, const void *input,
                                           size_t input_len);
 BLITZ_API void blitz_process_output_cancel(blitz_cx *cx, void *op);
-/* ====[ END src/api_pool.h ]=============================================== */
-/* ====[ BEGIN src/api_stream.h ]=========================================== */
-/* >>api_stream */
+/* ====[ END src/api/api_pool.h ]=========================================== */
+/* ----[ RESUME src/api/blitz_api.h ] */
+/* ====[ BEGIN src/api/api_stream.h ]======================================= */
+/* >>api/api_stream */
 /* Public API: descriptor ops and pipes, byte streams (buffered reader and
  * writer, copy), graceful shutdown. */
 
@@ -3251,34 +3256,40 @@ BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op,
 BLITZ_API void blitz_shutdown_run_cancel(blitz_cx *cx, void *op);
 /* Frees the coordinator (tracked tasks still running are cancelled). */
 BLITZ_API int blitz_shutdown_free(blitz_shutdown *sd);
-/* ====[ END src/api_stream.h ]============================================= */
+/* ====[ END src/api/api_stream.h ]========================================= */
+/* ----[ RESUME src/api/blitz_api.h ] */
 
 #ifdef __cplusplus
 }
 #endif
-/* ====[ END src/blitz_api.h ]============================================== */
+/* ====[ END src/api/blitz_api.h ]========================================== */
 #endif /* BLITZ_H */
 
 #if defined(BLITZ_IMPLEMENTATION) && !defined(BLITZ__IMPLEMENTATION_INCLUDED)
 #define BLITZ__IMPLEMENTATION_INCLUDED 1
 #define BLITZ__AMALGAMATION 1
-/* ====[ BEGIN src/error.c ]================================================ */
-/* >>error */
+/* ########################################################################## */
+/* LAYER platform: atomics, threads and parking, clock, allocation, errors, descriptors */
+/* ########################################################################## */
+/* ====[ BEGIN src/platform/error.c ]======================================= */
+/* >>platform/error */
 /* Error codes: blitz_strerror and blitz_err_name, both generated from
  * BLITZ_ERRNO_MAP, and the mapping from errno values. */
-/* ====[ BEGIN src/internal.h ]============================================= */
-/* >>internal */
-/* Internal definitions shared by every module: configuration defaults,
- * linkage, and the layout of the runtime's structures. Everything below is
- * private (blitz__ prefix) and may change at any time. */
-
+/* ====[ BEGIN src/platform/base.h ]======================================== */
+/* >>platform/base */
+/* The platform layer's internal API for every layer above it:
+ * configuration defaults and limits, linkage, locks and parkers. The only
+ * system includes are in platform.h; everything here is private (blitz__
+ * prefix) and may change at any time. */
+#ifndef BLITZ__PLATFORM_BASE_H
+#define BLITZ__PLATFORM_BASE_H
 #ifdef __cplusplus
 #error \
     "blitz.h: the implementation is C11. Define BLITZ_IMPLEMENTATION in a .c file compiled as C; the declarations compile as C++ in every other file."
 #endif
 
-/* ====[ BEGIN src/platform.h ]============================================= */
-/* >>platform */
+/* ====[ BEGIN src/platform/platform.h ]==================================== */
+/* >>platform/platform */
 /* The only place that includes system headers, grouped by OS. */
 #include <assert.h>
 #include <errno.h>
@@ -3390,9 +3401,10 @@ struct blitz__ip_mreq {
     struct in_addr multiaddr;
     struct in_addr interface_addr;
 };
-/* ====[ END src/platform.h ]=============================================== */
-/* ====[ BEGIN src/atomic.h ]=============================================== */
-/* >>atomic */
+/* ====[ END src/platform/platform.h ]====================================== */
+/* ----[ RESUME src/platform/base.h ] */
+/* ====[ BEGIN src/platform/atomic.h ]====================================== */
+/* >>platform/atomic */
 /* The one atomics layer. Nothing else in blitz names a raw atomic: every
  * shared word is one of the wrapper types below and is touched only through
  * these functions, so a test build can swap the layer for an instrumented
@@ -3517,9 +3529,10 @@ static inline void blitz__cpu_relax(void) {
     __asm__ __volatile__("yield");
 #endif
 }
-/* ====[ END src/atomic.h ]================================================= */
+/* ====[ END src/platform/atomic.h ]======================================== */
+/* ----[ RESUME src/platform/base.h ] */
 
-/* blitz_api.h already included */
+/* src/api/blitz_api.h already included */
 
 /* ---- configuration ------------------------------------------------------ */
 
@@ -3606,6 +3619,10 @@ _Static_assert(BLITZ_MAX_STATE_SIZE >= 1 && BLITZ_MAX_STATE_SIZE <= (1u << 30),
 
 /* ---- threads and parking (thread.c) -------------------------------------- */
 
+/* The per-thread context (core/core.h) that thread.c keeps in the one
+ * thread-local the runtime has. */
+typedef struct blitz__context blitz__context;
+
 #if BLITZ__HAS_FUTEX
 /* A futex lock that spins briefly first: the critical sections it guards
  * are a few pointer moves, far shorter than a sleep and a wake. */
@@ -3615,150 +3632,6 @@ typedef struct {
 #else
 typedef pthread_mutex_t blitz__mutex;
 #endif
-
-/* ---- tasks (task_state.c, task.c, task_alloc.c) -------------------------- */
-
-/* The task header. A task is one block: this header, then the user's state
- * (16-byte aligned), and, when the task has a drop function, that pointer in
- * the block's last 8 bytes. The runtime a task belongs to is found from the
- * 64 KiB-aligned chunk that holds the block, so the header carries no
- * runtime pointer: 40 bytes in all. */
-struct blitz_task {
-    /* ref_count 24 | shield 8 | flags 8 | lifecycle 8 | low flags 16; see
-     * task_state.c. Zero means the block is free. */
-    blitz__atomic_u64 state;
-    blitz_poll_fn poll;
-    /* Intrusive link: global queue, current-thread queue, or a free list. A
-     * task is in at most one of them, guarded by the SCHEDULED lifecycle. */
-    struct blitz_task *next;
-    /* The waker of the task awaiting this one; owned by whoever the
-     * JOIN_WAKER protocol says (join.c). */
-    blitz_waker join_waker;
-};
-typedef struct blitz_task blitz__task;
-
-#define BLITZ__TASK_HEADER_SIZE 40u
-_Static_assert(sizeof(struct blitz_task) == BLITZ__TASK_HEADER_SIZE || sizeof(void *) != 8,
-               "task header layout");
-
-/* ---- the block allocator (task_alloc.c) ---------------------------------- */
-
-#define BLITZ__CHUNK_SIZE  ((size_t)64 * 1024)
-#define BLITZ__NUM_CLASSES 30
-#define BLITZ__CLASS_LARGE 0xffffu
-
-typedef struct blitz__chunk {
-    blitz_runtime *rt;
-    struct blitz__chunk *next;
-    void *raw; /* what to hand back to the allocator */
-    uint32_t block_size;
-    uint32_t class_index;
-    uint32_t capacity; /* blocks that fit */
-    uint32_t carved;   /* blocks handed out so far (by the chunk's carver) */
-} blitz__chunk;
-
-/* Free blocks by size class, moved between caches in whole batches of
- * BLITZ__FREE_BATCH blocks. Each worker has one (no locking); threads that
- * are not workers share one behind alloc_lock. */
-typedef struct blitz__block_cache {
-    blitz__task *active[BLITZ__NUM_CLASSES]; /* free blocks, LIFO */
-    uint32_t active_count[BLITZ__NUM_CLASSES];
-    blitz__task *full[BLITZ__NUM_CLASSES]; /* one full batch held back, or NULL */
-    blitz__chunk *carving[BLITZ__NUM_CLASSES];
-} blitz__block_cache;
-
-/* ====[ BEGIN src/timer_wheel.h ]========================================== */
-/* >>timer_wheel */
-/* The hierarchical timer wheel's types and interface (timer_wheel.c).
- *
- * Deadlines are in ticks (the runtime's tick is 1 ms). The wheel is a plain
- * data structure: no locking (the caller serializes), no allocation (entries
- * are intrusive), no clock (the caller says what time it is). */
-
-#define BLITZ__WHEEL_LEVELS    5
-#define BLITZ__WHEEL_SLOT_BITS 6
-#define BLITZ__WHEEL_SLOTS     64
-/* The levels reach 64^5 = 2^30 ticks (~12 days at 1 ms); later deadlines
- * wait in the overflow list. */
-#define BLITZ__WHEEL_SPAN_BITS (BLITZ__WHEEL_LEVELS * BLITZ__WHEEL_SLOT_BITS)
-
-/* entry->where: level * 64 + slot for an entry in a slot, or one of these. */
-#define BLITZ__WHEEL_WHERE_OVERFLOW (BLITZ__WHEEL_LEVELS * BLITZ__WHEEL_SLOTS)
-#define BLITZ__WHEEL_WHERE_DUE      (BLITZ__WHEEL_WHERE_OVERFLOW + 1)
-#define BLITZ__WHEEL_NOT_IN_WHEEL   0xffffffffu
-
-/* The entry, struct blitz__timer_entry, is defined in blitz_api.h because
- * blitz_timer embeds it and users keep timers in their task state:
- *   uint64_t deadline;  in ticks; set before insert, left alone while in
- *   next, prev;         the wheel's links
- *   uint32_t where;     level * 64 + slot, or one of the values above */
-typedef struct blitz__timer_entry blitz__timer_entry;
-
-/* An entry that is in no wheel. Zeroed memory is NOT a valid idle entry
- * (where 0 means level 0, slot 0): initialize with this or
- * blitz__timer_entry_init before the first insert or remove. */
-#define BLITZ__TIMER_ENTRY_INIT \
-    { .deadline = 0, .next = NULL, .prev = NULL, .where = BLITZ__WHEEL_NOT_IN_WHEEL }
-
-typedef struct blitz__timer_wheel {
-    uint64_t elapsed; /* every entry still in a slot or the overflow is due after this */
-    uint64_t occupied[BLITZ__WHEEL_LEVELS]; /* bit s of level l: slots[l][s] is not empty */
-    /* Lower bounds, UINT64_MAX when their list is empty: the earliest
-     * deadline in `due`, and the earliest 2^30-aligned start of a deadline
-     * in `overflow`. Removal may leave them lower than the truth. */
-    uint64_t due_min;
-    uint64_t overflow_start;
-    size_t count;
-    blitz__timer_entry *due;      /* inserted at or before elapsed */
-    blitz__timer_entry *overflow; /* beyond the levels' reach */
-    /* Doubly linked lists, NULL-terminated; the head's prev is NULL. */
-    blitz__timer_entry *slots[BLITZ__WHEEL_LEVELS][BLITZ__WHEEL_SLOTS];
-} blitz__timer_wheel;
-
-BLITZ_PRIVATE void blitz__timer_entry_init(blitz__timer_entry *e);
-BLITZ_PRIVATE void blitz__wheel_init(blitz__timer_wheel *w, uint64_t now_tick);
-/* Inserts e with e->deadline already set. A deadline <= w->elapsed is due
- * at once: it goes to a "due" list that the next advance returns first. An
- * entry already in the wheel is moved (removed, then inserted). */
-BLITZ_PRIVATE void blitz__wheel_insert(blitz__timer_wheel *w, blitz__timer_entry *e);
-/* O(1). Safe on an entry not in the wheel (no-op, returns 0); returns 1 if
- * it was removed. */
-BLITZ_PRIVATE int blitz__wheel_remove(blitz__timer_wheel *w, blitz__timer_entry *e);
-/* The earliest tick at which some entry is due: exact for level-0 entries,
- * a lower bound (the slot's start) for higher levels and the overflow, never
- * later than the earliest deadline. UINT64_MAX when empty (and when every
- * deadline left is UINT64_MAX: tell them apart by the count). O(levels). */
-BLITZ_PRIVATE uint64_t blitz__wheel_next_expiry(const blitz__timer_wheel *w);
-/* Advances elapsed to now_tick (never backwards) and sets *out to a list of
- * every entry with deadline <= now_tick (linked through next, the first's
- * prev NULL, order unspecified; NULL if none). Those entries are out of the
- * wheel (where = NOT_IN_WHEEL) and may be re-inserted at once, but read
- * e->next before re-inserting e. Returns the number moved. */
-BLITZ_PRIVATE size_t blitz__wheel_advance(blitz__timer_wheel *w, uint64_t now_tick,
-                                          blitz__timer_entry **out);
-BLITZ_PRIVATE size_t blitz__wheel_count(const blitz__timer_wheel *w);
-/* ====[ END src/timer_wheel.h ]============================================ */
-
-/* ---- queues ---------------------------------------------------------------- */
-
-/* The per-worker ring (local_queue.c): one producer (the owner), many
- * consumers. head packs (steal << 16) | real as two 16-bit positions. */
-typedef struct blitz__local_queue {
-    BLITZ__ALIGNED blitz__atomic_u32 head;
-    BLITZ__ALIGNED blitz__atomic_u32 tail;
-    BLITZ__ALIGNED blitz__atomic_ptr buffer[BLITZ_LOCAL_QUEUE_CAPACITY];
-} blitz__local_queue;
-
-/* The injection queue (global_queue.c): mutex + intrusive list + atomic
- * length for lock-free emptiness checks. */
-typedef struct blitz__global_queue {
-    blitz__mutex lock;
-    blitz__task *head;
-    blitz__task *tail;
-    int closed;
-    BLITZ__ALIGNED blitz__atomic_u64 len;
-} blitz__global_queue;
-
 /* ---- parking and idle workers (thread.c, idle.c) -------------------------- */
 
 #define BLITZ__UNPARKED 0u
@@ -3776,223 +3649,9 @@ typedef struct blitz__parker {
 #endif
 } blitz__parker;
 
-typedef struct blitz__idle {
-    BLITZ__ALIGNED blitz__atomic_u32 num_searching;
-    BLITZ__ALIGNED blitz__atomic_u64 parked_bitmap; /* bit i set: worker i parked */
-} blitz__idle;
-
-/* ---- workers (worker.c) ----------------------------------------------------- */
-
-typedef struct blitz__worker_counters {
-    blitz__atomic_u64 polled, stolen, steals, parked, lifo_hits, batch_fetches, overflows;
-    blitz__atomic_u64 spawned, freed;
-} blitz__worker_counters;
-
-typedef struct blitz__worker {
-    blitz__local_queue queue;
-    /* Owner-only fields. */
-    BLITZ__ALIGNED blitz_runtime *rt;
-    blitz__task *lifo_slot;
-    blitz__task *batch[BLITZ__BATCH_BUFFER_SIZE];
-    uint32_t batch_head, batch_len;
-    uint32_t index;
-    uint32_t tick;       /* polls, for the periodic global-queue check */
-    uint32_t lifo_polls; /* consecutive LIFO polls */
-    uint32_t global_interval;
-    uint64_t avg_poll_ns; /* EWMA of the time per poll */
-    uint64_t stamp_ns;    /* clock at the last interval update */
-    uint64_t stamp_polls; /* polls since then */
-    uint64_t rng[2];      /* xorshift64+ for victim choice */
-    int searching;
-    int started;
-    blitz__task *deferred_head, *deferred_tail; /* yielded this tick */
-    int wake_batching;                          /* between blitz__wake_batch_begin and _end */
-    blitz__task *wake_head, *wake_tail;
-    uint64_t wake_count;
-    pthread_t thread;
-    blitz__block_cache cache;
-    /* Read by producers on other threads (lost-wakeup guard, seed 000). */
-    BLITZ__ALIGNED blitz__atomic_u32 transitioning_to_park;
-    blitz__atomic_u32 interval_shared; /* for stats readers */
-    blitz__parker parker;
-    blitz__worker_counters counters;
-} blitz__worker;
-
-/* ---- the current-thread core (current_thread.c) ---------------------------- */
-
-typedef struct blitz__ct_core {
-    blitz__task *head, *tail;                   /* run queue, touched only by the driving thread */
-    blitz__task *deferred_head, *deferred_tail; /* yielded this tick */
-    blitz__atomic_u32 driving;                  /* 1 while a thread drives the runtime */
-    blitz__parker parker;                       /* the driver sleeps here */
-    uint32_t tick;
-    blitz__worker_counters counters;
-    blitz__block_cache cache;
-} blitz__ct_core;
-
-/* ---- thread context (seed 002 "Thread-Local Context") ---------------------- */
-
-typedef struct blitz__context {
-    blitz_runtime *rt;
-    blitz__worker *worker; /* NULL on the current-thread driver and on helpers */
-    int ct_driver;         /* this thread drives rt (current-thread flavour) */
-    blitz__task *current;  /* the task being polled, or NULL */
-} blitz__context;
-
-/* The poll context handed to poll functions. A context with no task polls
- * an op for a plain thread (blitz_op_wait) or for a runtime-internal
- * waiter: its waker is `waker` instead of the task's. */
-struct blitz_cx {
-    blitz__task *task;
-    blitz__context *ctx;
-    int yielded;
-    blitz_waker waker;
-};
-
-/* ---- the time driver (time_driver.c) ---------------------------------------- */
-
-typedef struct blitz__time_driver {
-    blitz__mutex lock; /* guards wheel, firing and armed timers' wakers */
-    blitz__timer_wheel wheel;
-    blitz__timer_entry *firing; /* due, being fired in batches */
-    uint64_t origin_ns;         /* tick 0 */
-    int paused;                 /* virtual clock */
-    int advancing;              /* a paused-clock jump is firing its timers */
-    blitz__atomic_u64 virtual_ns;
-    /* Earliest deadline in ns (never later than the truth), UINT64_MAX
-     * when no timer is armed. */
-    BLITZ__ALIGNED blitz__atomic_u64 next_expiry_ns;
-    /* 1 + index of the parked worker that sleeps until the next deadline,
-     * or 0. */
-    blitz__atomic_u32 sleeper;
-} blitz__time_driver;
-
-/* ---- the blocking pool (blocking_pool.c) ------------------------------------ */
-
-/* A pool thread's record, on its own stack. */
-typedef struct blitz__pool_thread {
-    struct blitz__pool_thread *next, *prev; /* the idle list */
-    blitz__parker parker;
-    int notified; /* handed work while idle; guarded by the pool's lock */
-} blitz__pool_thread;
-
-/* Everything below is guarded by `lock`. */
-typedef struct blitz__pool {
-    blitz__mutex lock;
-    struct blitz__pool_job *head, *tail;             /* jobs waiting for a thread */
-    struct blitz__pool_job *space_head, *space_tail; /* ops waiting for queue room */
-    blitz__pool_thread *idle_head;                   /* most recently idle first */
-    uint32_t queued, threads, idle;
-    /* Threads woken or started for queued jobs that have not yet taken
-     * the lock: jobs they are about to take do not count as a backlog. */
-    uint32_t inbound;
-    uint32_t max_threads, capacity;
-    uint64_t keep_alive_ns;
-    int closed;
-    int have_last_exiting;
-    pthread_t last_exiting; /* joined by the next thread to exit, or shutdown */
-    blitz__parker *shutdown_waiter;
-    struct blitz__pool_rec *records; /* see blitz__pool_rec.all_next */
-    uint64_t threads_started, jobs_run, rejected;
-} blitz__pool;
-
-/* An op's record on the blocking pool (blocking_pool.c); each kind of op
- * puts its request and results after it. */
-struct blitz__pool_rec {
-    struct blitz__pool_job job; /* first: the pool hands back this pointer */
-    blitz_waker waker;
-    blitz_runtime *rt;
-    uint32_t state;
-    void (*exec)(blitz__pool_rec *rec, int cancelled); /* the work; ECANCELED when cancelled */
-    void (*discard)(blitz__pool_rec *rec);             /* frees what the record still holds */
-    /* Every record the pool has seen, so that blitz_runtime_free can free
-     * those whose task was cancelled without cancelling its op. */
-    blitz__pool_rec *all_next, *all_prev;
-    int tracked;
-};
-typedef struct blitz__pool_job blitz__pool_job;
-
-/* ---- the runtime (runtime.c) ------------------------------------------------ */
-
-struct blitz_runtime {
-    blitz_flavor flavor;
-    uint32_t num_workers;
-    uint64_t park_timeout_ns;
-    uint32_t spin_before_park;
-    int spin_explicit; /* spin_before_park was set in the config */
-    uint32_t fixed_interval;
-
-    BLITZ__ALIGNED blitz__global_queue global;
-    blitz__idle idle;
-    blitz__worker *workers;
-    blitz__ct_core *ct;
-
-    BLITZ__ALIGNED blitz__atomic_u32 shutdown;
-    blitz__atomic_u32 started;
-    blitz__atomic_u32 workers_started;
-    blitz__mutex start_lock;
-    int shutdown_done;
-    blitz__atomic_u32 sweeping; /* the shutdown sweep walks the chunk list */
-    /* Threads waiting in blitz_task_wait sleep on this futex word; a task
-     * whose joiner is such a thread bumps it on completion. */
-    BLITZ__ALIGNED blitz__atomic_u32 completion_seq;
-    blitz__atomic_u32 completion_sleepers;
-    /* Non-worker threads currently polling a task (blockOnComplete). */
-    blitz__atomic_u32 external_running;
-    /* Spawns in progress on threads that shutdown does not otherwise wait
-     * for (blitz__spawn_enter). */
-    blitz__atomic_u32 spawning;
-    /* Pinned main tasks woken and not yet picked up by their thread. */
-    blitz__atomic_u32 pinned_runnable;
-    /* Paused clock only: threads polling a task of this runtime. */
-    blitz__atomic_u32 paused_polling;
-
-    /* Block allocator: every chunk, and the cache shared by non-worker
-     * threads. */
-    blitz__mutex alloc_lock;
-    blitz__chunk *chunks;
-    blitz__block_cache shared_cache;
-    /* Full batches given up by caches, linked through each batch's first
-     * block (join_waker.data). */
-    blitz__atomic_ptr spare_batches[BLITZ__NUM_CLASSES];
-    blitz__worker_counters remote_counters; /* updated under alloc_lock */
-    blitz__time_driver time;
-    blitz__pool pool;
-    void *workers_raw;
-    /* The I/O driver (io_driver.c), or NULL when no backend could start. */
-    struct blitz__io *io;
-    blitz_backend backend_choice;
-};
-
-/* Appends `t` to an intrusive FIFO (head, tail) linked through `next`. A
- * task is in at most one such list: it is SCHEDULED and in no queue. */
-static inline void blitz__list_append(blitz__task **head, blitz__task **tail, blitz__task *t) {
-    t->next = NULL;
-    if (*tail)
-        (*tail)->next = t;
-    else
-        *head = t;
-    *tail = t;
-}
-
-/* ---- forward declarations used across modules ------------------------------ */
-
-BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t);
-BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx, int yielded);
-BLITZ_PRIVATE int blitz__task_spawn_schedule(blitz_runtime *rt, blitz__task *t);
-BLITZ_PRIVATE int blitz__workers_start(blitz_runtime *rt);
-BLITZ_PRIVATE void blitz__ct_push(blitz_runtime *rt, blitz__task *t);
-BLITZ_PRIVATE int blitz__ct_inject(blitz_runtime *rt, blitz__task *t);
-BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__context *ctx);
-BLITZ_PRIVATE void blitz__worker_help_until(blitz__context *ctx, blitz__task *t);
-BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t, int nested);
-BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t);
-BLITZ_PRIVATE void blitz__wake_batch_begin(void);
-BLITZ_PRIVATE void blitz__wake_batch_end(void);
-BLITZ_PRIVATE void blitz__task_free(blitz__task *t);
-static inline blitz_runtime *blitz__task_runtime(const blitz__task *t);
-BLITZ_PRIVATE void blitz__pool_cancel_task(blitz__task *t);
-/* ====[ END src/internal.h ]=============================================== */
+#endif
+/* ====[ END src/platform/base.h ]========================================== */
+/* ----[ RESUME src/platform/error.c ] */
 
 BLITZ_API const char *blitz_strerror(int err) {
     switch (err) {
@@ -4032,16 +3691,16 @@ BLITZ_API const char *blitz_version(void) {
 BLITZ_PRIVATE int blitz__from_errno(int e) {
     return e > 0 ? -e : BLITZ_EIO;
 }
-/* ====[ END src/error.c ]================================================== */
-/* ====[ BEGIN src/fd_guard.c ]============================================= */
-/* >>fd_guard */
+/* ====[ END src/platform/error.c ]========================================= */
+/* ====[ BEGIN src/platform/fd_guard.c ]==================================== */
+/* >>platform/fd_guard */
 /* The runtime's own descriptors (rings, epoll, eventfds, the signal
  * thread's pipe) are kept above stdin, stdout and stderr. A program
  * started with one of those closed would otherwise find a runtime
  * descriptor at 0, 1 or 2: reading "stdin" (or adopting it as a socket)
  * would consume the runtime's wake-ups, and closing it would close the
  * runtime's descriptor under it. */
-/* internal.h already included */
+/* src/platform/base.h already included */
 
 /* Returns `fd`, or a close-on-exec duplicate at 3 or above (and closes
  * `fd`) when it is 0, 1 or 2. Keeps `fd` when the duplicate cannot be made:
@@ -4056,12 +3715,12 @@ BLITZ_PRIVATE int blitz__fd_above_stdio(int fd) {
     close(fd);
     return moved;
 }
-/* ====[ END src/fd_guard.c ]=============================================== */
-/* ====[ BEGIN src/alloc.c ]================================================ */
-/* >>alloc */
+/* ====[ END src/platform/fd_guard.c ]====================================== */
+/* ====[ BEGIN src/platform/alloc.c ]======================================= */
+/* >>platform/alloc */
 /* Memory: every allocation blitz makes goes through BLITZ_MALLOC/BLITZ_FREE
  * (malloc/free unless the user defines both). */
-/* internal.h already included */
+/* src/platform/base.h already included */
 
 BLITZ_PRIVATE void *blitz__malloc(size_t size) {
     return BLITZ_MALLOC(size);
@@ -4100,12 +3759,12 @@ BLITZ_PRIVATE void *blitz__alloc_aligned(size_t size, size_t align, void **raw) 
     return (void *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
 #endif
 }
-/* ====[ END src/alloc.c ]================================================== */
-/* ====[ BEGIN src/thread.c ]=============================================== */
-/* >>thread */
+/* ====[ END src/platform/alloc.c ]========================================= */
+/* ====[ BEGIN src/platform/thread.c ]====================================== */
+/* >>platform/thread */
 /* Threads, mutexes, the monotonic clock, futex waits, and the parker that
  * puts an idle thread to sleep (seed 000 "Park state"). */
-/* internal.h already included */
+/* src/platform/base.h already included */
 
 #if BLITZ__HAS_FUTEX
 static void blitz__futex_wait_forever(blitz__atomic_u32 *word, uint32_t expected) {
@@ -4325,9 +3984,12 @@ BLITZ_PRIVATE blitz__context *blitz__context_set(blitz__context *c) {
 BLITZ_PRIVATE int blitz__thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
     return -pthread_create(t, NULL, fn, arg);
 }
-/* ====[ END src/thread.c ]================================================= */
-/* ====[ BEGIN src/task_state.c ]=========================================== */
-/* >>task_state */
+/* ====[ END src/platform/thread.c ]======================================== */
+/* ########################################################################## */
+/* LAYER core: the task block and its state word, wakers, join, the block allocator */
+/* ########################################################################## */
+/* ====[ BEGIN src/core/task_state.c ]====================================== */
+/* >>core/task_state */
 /* The task state word (seed 002, "Task State Machine") and its transitions.
  *
  *   63        40 39    32 31    24 23       16 15          0
@@ -4352,7 +4014,210 @@ BLITZ_PRIVATE int blitz__thread_start(pthread_t *t, void *(*fn)(void *), void *a
  * Every transition is one CAS (or one RMW) on the word, so two parties never
  * both believe they own a step. Transitions that publish the user's state
  * (RUNNING -> COMPLETE) are release; the matching readers are acquire. */
-/* internal.h already included */
+/* ====[ BEGIN src/core/core.h ]============================================ */
+/* >>core/core */
+/* The task core's internal API: the task block, the block allocator, the
+ * thread context, and the runtime every task belongs to.
+ *
+ * The runtime struct lives here because every layer reads it; the parts
+ * owned by higher layers (run queues, idle set, workers, the time driver,
+ * the blocking pool, the I/O driver) are behind pointers to types those
+ * layers define, and runtime.c allocates them in one block with it. */
+#ifndef BLITZ__CORE_H
+#define BLITZ__CORE_H
+/* src/platform/base.h already included */
+
+/* ---- tasks (task_state.c, task.c, task_alloc.c) -------------------------- */
+
+/* The task header. A task is one block: this header, then the user's state
+ * (16-byte aligned), and, when the task has a drop function, that pointer in
+ * the block's last 8 bytes. The runtime a task belongs to is found from the
+ * 64 KiB-aligned chunk that holds the block, so the header carries no
+ * runtime pointer: 40 bytes in all. */
+struct blitz_task {
+    /* ref_count 24 | shield 8 | flags 8 | lifecycle 8 | low flags 16; see
+     * task_state.c. Zero means the block is free. */
+    blitz__atomic_u64 state;
+    blitz_poll_fn poll;
+    /* Intrusive link: global queue, current-thread queue, or a free list. A
+     * task is in at most one of them, guarded by the SCHEDULED lifecycle. */
+    struct blitz_task *next;
+    /* The waker of the task awaiting this one; owned by whoever the
+     * JOIN_WAKER protocol says (join.c). */
+    blitz_waker join_waker;
+};
+typedef struct blitz_task blitz__task;
+
+#define BLITZ__TASK_HEADER_SIZE 40u
+_Static_assert(sizeof(struct blitz_task) == BLITZ__TASK_HEADER_SIZE || sizeof(void *) != 8,
+               "task header layout");
+
+/* ---- the block allocator (task_alloc.c) ---------------------------------- */
+
+#define BLITZ__CHUNK_SIZE  ((size_t)64 * 1024)
+#define BLITZ__NUM_CLASSES 30
+#define BLITZ__CLASS_LARGE 0xffffu
+
+typedef struct blitz__chunk {
+    blitz_runtime *rt;
+    struct blitz__chunk *next;
+    void *raw; /* what to hand back to the allocator */
+    uint32_t block_size;
+    uint32_t class_index;
+    uint32_t capacity; /* blocks that fit */
+    uint32_t carved;   /* blocks handed out so far (by the chunk's carver) */
+} blitz__chunk;
+
+/* Free blocks by size class, moved between caches in whole batches of
+ * BLITZ__FREE_BATCH blocks. Each worker has one (no locking); threads that
+ * are not workers share one behind alloc_lock. */
+typedef struct blitz__block_cache {
+    blitz__task *active[BLITZ__NUM_CLASSES]; /* free blocks, LIFO */
+    uint32_t active_count[BLITZ__NUM_CLASSES];
+    blitz__task *full[BLITZ__NUM_CLASSES]; /* one full batch held back, or NULL */
+    blitz__chunk *carving[BLITZ__NUM_CLASSES];
+} blitz__block_cache;
+
+typedef struct blitz__worker_counters {
+    blitz__atomic_u64 polled, stolen, steals, parked, lifo_hits, batch_fetches, overflows;
+    blitz__atomic_u64 spawned, freed;
+} blitz__worker_counters;
+
+/* Defined by the layers above (sched, time, io). */
+typedef struct blitz__worker blitz__worker;
+typedef struct blitz__ct_core blitz__ct_core;
+typedef struct blitz__global_queue blitz__global_queue;
+typedef struct blitz__idle blitz__idle;
+typedef struct blitz__time_driver blitz__time_driver;
+typedef struct blitz__pool blitz__pool;
+
+/* ---- thread context (seed 002 "Thread-Local Context") ---------------------- */
+
+struct blitz__context {
+    blitz_runtime *rt;
+    blitz__worker *worker; /* NULL on the current-thread driver and on helpers */
+    int ct_driver;         /* this thread drives rt (current-thread flavour) */
+    blitz__task *current;  /* the task being polled, or NULL */
+    /* Filled in by the scheduler that owns the thread, so the layers below
+     * it need not know its types: the thread's block cache and counters
+     * (NULL: the shared ones), and its worker index (-1: not a worker). */
+    blitz__block_cache *cache;
+    blitz__worker_counters *counters;
+    int worker_index;
+};
+
+/* A context for `rt` that owns no cache and is no worker. */
+static inline void blitz__context_init(blitz__context *c, blitz_runtime *rt) {
+    c->rt = rt;
+    c->worker = NULL;
+    c->ct_driver = 0;
+    c->current = NULL;
+    c->cache = NULL;
+    c->counters = NULL;
+    c->worker_index = -1;
+}
+
+/* The poll context handed to poll functions. A context with no task polls
+ * an op for a plain thread (blitz_op_wait) or for a runtime-internal
+ * waiter: its waker is `waker` instead of the task's. */
+struct blitz_cx {
+    blitz__task *task;
+    blitz__context *ctx;
+    int yielded;
+    blitz_waker waker;
+};
+
+/* ---- the runtime (runtime.c) ------------------------------------------------ */
+
+struct blitz_runtime {
+    blitz_flavor flavor;
+    uint32_t num_workers;
+    uint64_t park_timeout_ns;
+    uint32_t spin_before_park;
+    int spin_explicit; /* spin_before_park was set in the config */
+    uint32_t fixed_interval;
+
+    blitz__global_queue *global;
+    blitz__idle *idle;
+    blitz__worker *workers;
+    blitz__ct_core *ct;
+
+    BLITZ__ALIGNED blitz__atomic_u32 shutdown;
+    blitz__atomic_u32 started;
+    blitz__atomic_u32 workers_started;
+    blitz__mutex start_lock;
+    int shutdown_done;
+    blitz__atomic_u32 sweeping; /* the shutdown sweep walks the chunk list */
+    /* Threads waiting in blitz_task_wait sleep on this futex word; a task
+     * whose joiner is such a thread bumps it on completion. */
+    BLITZ__ALIGNED blitz__atomic_u32 completion_seq;
+    blitz__atomic_u32 completion_sleepers;
+    /* Non-worker threads currently polling a task (blockOnComplete). */
+    blitz__atomic_u32 external_running;
+    /* Spawns in progress on threads that shutdown does not otherwise wait
+     * for (blitz__spawn_enter). */
+    blitz__atomic_u32 spawning;
+    /* Pinned main tasks woken and not yet picked up by their thread. */
+    blitz__atomic_u32 pinned_runnable;
+    /* Paused clock only: threads polling a task of this runtime. */
+    blitz__atomic_u32 paused_polling;
+
+    /* Block allocator: every chunk, and the cache shared by non-worker
+     * threads. */
+    blitz__mutex alloc_lock;
+    blitz__chunk *chunks;
+    blitz__block_cache shared_cache;
+    /* Full batches given up by caches, linked through each batch's first
+     * block (join_waker.data). */
+    blitz__atomic_ptr spare_batches[BLITZ__NUM_CLASSES];
+    blitz__worker_counters remote_counters; /* updated under alloc_lock */
+    blitz__time_driver *time;
+    blitz__pool *pool;
+    void *workers_raw;
+    /* The I/O driver (io_driver.c), or NULL when no backend could start. */
+    struct blitz__io *io;
+    /* The current-thread driver's parker (&ct->parker), or NULL. */
+    blitz__parker *ct_parker;
+    blitz_backend backend_choice;
+};
+
+/* Appends `t` to an intrusive FIFO (head, tail) linked through `next`. A
+ * task is in at most one such list: it is SCHEDULED and in no queue. */
+static inline void blitz__list_append(blitz__task **head, blitz__task **tail, blitz__task *t) {
+    t->next = NULL;
+    if (*tail)
+        (*tail)->next = t;
+    else
+        *head = t;
+    *tail = t;
+}
+
+/* ---- hooks into the scheduler ------------------------------------------------
+ * The only calls from the task core up into sched/: a woken task goes to
+ * its scheduler, and a thread that waits for a task helps run it. */
+BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t);
+BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx, int yielded);
+BLITZ_PRIVATE int blitz__task_spawn_schedule(blitz_runtime *rt, blitz__task *t);
+BLITZ_PRIVATE int blitz__workers_start(blitz_runtime *rt);
+BLITZ_PRIVATE void blitz__ct_push(blitz_runtime *rt, blitz__task *t);
+BLITZ_PRIVATE int blitz__ct_inject(blitz_runtime *rt, blitz__task *t);
+BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__context *ctx);
+BLITZ_PRIVATE void blitz__worker_help_until(blitz__context *ctx, blitz__task *t);
+BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t, int nested);
+BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t);
+BLITZ_PRIVATE void blitz__wake_batch_begin(void);
+BLITZ_PRIVATE void blitz__wake_batch_end(void);
+BLITZ_PRIVATE void blitz__task_free(blitz__task *t);
+static inline blitz_runtime *blitz__task_runtime(const blitz__task *t);
+BLITZ_PRIVATE void blitz__pool_cancel_task(blitz__task *t);
+/* A timer became the earliest: wake the worker sleeping for timers (1 +
+ * its index in `sleeper`), or any parked worker when there is none. */
+BLITZ_PRIVATE void blitz__sched_kick_timers(blitz_runtime *rt, uint32_t sleeper);
+/* The first socket of a runtime starts its workers. */
+
+#endif
+/* ====[ END src/core/core.h ]============================================== */
+/* ----[ RESUME src/core/task_state.c ] */
 
 #define BLITZ__LC_SHIFT     16
 #define BLITZ__LC_MASK      ((uint64_t)0xff << BLITZ__LC_SHIFT)
@@ -4558,9 +4423,9 @@ BLITZ_PRIVATE void blitz__task_unref(blitz__task *t) {
 static inline int blitz__state_is_complete(uint64_t s) {
     return blitz__lifecycle(s) == BLITZ__LC_COMPLETE;
 }
-/* ====[ END src/task_state.c ]============================================= */
-/* ====[ BEGIN src/task_alloc.c ]=========================================== */
-/* >>task_alloc */
+/* ====[ END src/core/task_state.c ]======================================== */
+/* ====[ BEGIN src/core/task_alloc.c ]====================================== */
+/* >>core/task_alloc */
 /* Task blocks: size-classed slabs in 64 KiB-aligned chunks.
  *
  * Why: a task is one block (header + state), spawned and freed at high rates
@@ -4579,7 +4444,7 @@ static inline int blitz__state_is_complete(uint64_t s) {
  * one full batch; a second full batch goes to the runtime's spare batches,
  * where a cache that runs dry takes one. Every move is O(1) (no walking of
  * cold blocks), and memory freed on one worker is reused by the others. */
-/* internal.h already included */
+/* src/core/core.h already included */
 
 static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
     48,  64,  80,   96,   112,  128,  160,  192,  224,  256,  320,  384,  448,  512,  640,
@@ -4628,15 +4493,8 @@ static blitz__block_cache *blitz__local_owner(blitz_runtime *rt, blitz__worker_c
     *k = NULL;
     if (!c || c->rt != rt)
         return NULL;
-    if (c->worker) {
-        *k = &c->worker->counters;
-        return &c->worker->cache;
-    }
-    if (c->ct_driver) {
-        *k = &rt->ct->counters;
-        return &rt->ct->cache;
-    }
-    return NULL;
+    *k = c->counters;
+    return c->cache;
 }
 
 /* Adds a chunk of class `c` to the runtime's list. Caller holds nothing. */
@@ -4849,301 +4707,535 @@ BLITZ_PRIVATE void blitz__block_free_all(blitz_runtime *rt) {
         ch = next;
     }
 }
-/* ====[ END src/task_alloc.c ]============================================= */
-/* ====[ BEGIN src/global_queue.c ]========================================= */
-/* >>global_queue */
-/* The global injection queue (seed 000): a mutex-protected intrusive list
- * of tasks with an atomic length, so that "is it empty?" costs no lock. It
- * takes spawns and wakes from threads that are not workers, local-queue
- * overflow, and is closed at shutdown (pushes then fail). */
-/* internal.h already included */
+/* ====[ END src/core/task_alloc.c ]======================================== */
+/* ====[ BEGIN src/core/task.c ]============================================ */
+/* >>core/task */
+/* The poll harness (run, complete, free), task wakers, and spawning.
+ *
+ * The seed's vtable {poll, drop, schedule, reschedule} maps onto C as:
+ * poll = the user's poll function in the header, driven by blitz__task_run;
+ * drop = blitz__task_free (the user's drop function, if any, then the block
+ * goes back to its cache); schedule = blitz__task_schedule (a wake: the LIFO
+ * slot when the waker runs on a worker of the task's runtime, else the
+ * global queue); reschedule = blitz__task_reschedule (after NOTIFIED: the
+ * back of the local queue; after a yield: the thread's deferred list, which
+ * joins the queue at the end of the tick, so everything runnable, remote
+ * tasks included, runs first, as Tokio defers yield_now). */
+/* src/core/core.h already included */
 
-BLITZ_PRIVATE int blitz__global_queue_init(blitz__global_queue *q) {
-    q->head = q->tail = NULL;
-    q->closed = 0;
-    blitz__u64_store(&q->len, 0, BLITZ__RELAXED);
-    return blitz__mutex_init(&q->lock);
+static inline void *blitz__task_state_ptr(blitz__task *t) {
+    return (char *)t + BLITZ__TASK_HEADER_SIZE;
 }
 
-BLITZ_PRIVATE void blitz__global_queue_destroy(blitz__global_queue *q) {
-    blitz__mutex_destroy(&q->lock);
+/* The hooks sit at the end of the block: the drop function last, the
+ * cancel hook before it. */
+static inline blitz_drop_fn *blitz__task_drop_slot(blitz__task *t) {
+    return (blitz_drop_fn *)((char *)t + blitz__block_size(t) - sizeof(blitz_drop_fn));
+}
+static inline blitz_drop_fn *blitz__task_cancel_slot(blitz__task *t, uint64_t s) {
+    size_t back = sizeof(blitz_drop_fn) * ((s & BLITZ__TASK_HAS_DROP) ? 2 : 1);
+    return (blitz_drop_fn *)((char *)t + blitz__block_size(t) - back);
 }
 
-/* Length hint. Relaxed: callers that need ordering against their own
- * earlier store (the parking protocol) put a seq_cst fence before it. */
-BLITZ_PRIVATE uint64_t blitz__global_queue_len(blitz__global_queue *q) {
-    return blitz__u64_load(&q->len, BLITZ__RELAXED);
+/* Last reference gone: run the drop function and recycle the block. */
+BLITZ_PRIVATE void blitz__task_free(blitz__task *t) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+    if (s & BLITZ__TASK_HAS_DROP)
+        (*blitz__task_drop_slot(t))(blitz__task_state_ptr(t));
+    blitz__u64_store(&t->state, 0, BLITZ__RELEASE);
+    blitz__block_release(t);
 }
 
-/* Appends the chain first..last (n tasks, last->next == NULL). Returns
- * BLITZ_ESHUTDOWN when the queue is closed (nothing is queued then). */
-BLITZ_PRIVATE int blitz__global_queue_push_batch(blitz__global_queue *q, blitz__task *first,
-                                                 blitz__task *last, uint64_t n) {
-    blitz__mutex_lock(&q->lock);
-    if (q->closed) {
-        blitz__mutex_unlock(&q->lock);
-        return BLITZ_ESHUTDOWN;
+/* Wakes threads sleeping on the runtime's completion word. The bump is
+ * seq_cst and so is a sleeper's announcement (blitz__sleep_on_completion):
+ * either the sleeper's futex compare sees the new value, or this side sees
+ * the sleeper and makes the system call; a wake nobody needs costs none. */
+BLITZ_PRIVATE void blitz__wake_thread_joiners(blitz_runtime *rt) {
+    blitz__u32_fetch_add(&rt->completion_seq, 1, BLITZ__SEQ_CST);
+    if (blitz__u32_load(&rt->completion_sleepers, BLITZ__SEQ_CST))
+        blitz__futex_wake(&rt->completion_seq, INT_MAX);
+    /* A current-thread driver waiting for this task sleeps in its parker. */
+    if (rt->ct_parker)
+        blitz__parker_unpark(rt->ct_parker);
+}
+
+/* Sleeps while the completion word still holds `seq` (read by the caller
+ * before it checked its condition), at most timeout_ns. */
+BLITZ_PRIVATE void blitz__sleep_on_completion(blitz_runtime *rt, uint32_t seq,
+                                              uint64_t timeout_ns) {
+    blitz__u32_fetch_add(&rt->completion_sleepers, 1, BLITZ__SEQ_CST);
+    blitz__futex_wait(&rt->completion_seq, seq, timeout_ns);
+    blitz__u32_fetch_sub(&rt->completion_sleepers, 1, BLITZ__RELAXED);
+}
+
+/* RUNNING -> COMPLETE and everything completion owes: the joiner's waker,
+ * sleeping joiner threads, and the lifecycle reference. */
+BLITZ_PRIVATE void blitz__task_finish(blitz__task *t, int cancelled) {
+    int dropped;
+    if (cancelled) {
+        /* The task is ours (RUNNING): its cancel hook releases what its
+         * pending ops hold, before any joiner sees it complete. */
+        uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+        if (s & BLITZ__TASK_HAS_CANCEL)
+            (*blitz__task_cancel_slot(t, s))(blitz__task_state_ptr(t));
     }
-    last->next = NULL;
-    if (q->tail)
-        q->tail->next = first;
+    uint64_t prev = blitz__state_complete(t, cancelled, &dropped);
+    if (dropped) {
+        if (blitz__refs(prev) == 1)
+            blitz__task_free(t);
+        return;
+    }
+    if (prev & BLITZ__TASK_JOIN_WAKER) {
+        /* The completer only reads the slot (the handle owner may be reading
+         * it too, in blitz_join's will_wake check); the copy carries the
+         * waker's reference. */
+        blitz_waker w = t->join_waker;
+        w.vtable->wake(w.data);
+    }
+    if (prev & BLITZ__TASK_THREAD_JOINER)
+        blitz__wake_thread_joiners(blitz__task_runtime(t));
+    blitz__task_unref(t);
+}
+
+/* ---- wakers ----------------------------------------------------------------- */
+
+static void blitz__waker_wake_by_ref_fn(const void *data) {
+    blitz__task *t = (blitz__task *)data;
+    if (blitz__state_wake(t) == BLITZ__WAKE_SCHEDULE)
+        blitz__task_schedule(t);
+}
+static void blitz__waker_wake_fn(const void *data) {
+    blitz__waker_wake_by_ref_fn(data);
+    blitz__task_unref((blitz__task *)data);
+}
+static blitz_waker blitz__waker_clone_fn(const void *data);
+static void blitz__waker_drop_fn(const void *data) {
+    blitz__task_unref((blitz__task *)data);
+}
+static const blitz_waker_vtable blitz__task_waker_vtable = {
+    blitz__waker_wake_fn, blitz__waker_wake_by_ref_fn, blitz__waker_clone_fn, blitz__waker_drop_fn};
+static blitz_waker blitz__waker_clone_fn(const void *data) {
+    blitz__task_ref((blitz__task *)data);
+    blitz_waker w = {data, &blitz__task_waker_vtable};
+    return w;
+}
+
+static void blitz__noop_fn(const void *data) {
+    (void)data;
+}
+static blitz_waker blitz__noop_clone_fn(const void *data);
+static const blitz_waker_vtable blitz__noop_waker_vtable = {blitz__noop_fn, blitz__noop_fn,
+                                                            blitz__noop_clone_fn, blitz__noop_fn};
+static blitz_waker blitz__noop_clone_fn(const void *data) {
+    blitz_waker w = {data, &blitz__noop_waker_vtable};
+    return w;
+}
+
+BLITZ_API blitz_waker blitz_waker_noop(void) {
+    blitz_waker w = {NULL, &blitz__noop_waker_vtable};
+    return w;
+}
+
+BLITZ_API blitz_waker blitz_cx_waker(blitz_cx *cx) {
+    BLITZ_ASSERT(cx);
+    if (!cx)
+        return blitz_waker_noop();
+    if (BLITZ__UNLIKELY(!cx->task))
+        return cx->waker;
+    blitz_waker w = {cx->task, &blitz__task_waker_vtable};
+    return w;
+}
+
+BLITZ_API blitz_waker blitz_waker_clone(const blitz_waker *w) {
+    if (!w || !w->vtable)
+        return blitz_waker_noop();
+    return w->vtable->clone(w->data);
+}
+BLITZ_API void blitz_waker_wake(blitz_waker w) {
+    if (w.vtable)
+        w.vtable->wake(w.data);
+}
+BLITZ_API void blitz_waker_wake_by_ref(const blitz_waker *w) {
+    if (w && w->vtable)
+        w->vtable->wake_by_ref(w->data);
+}
+BLITZ_API void blitz_waker_drop(blitz_waker w) {
+    if (w.vtable)
+        w.vtable->drop(w.data);
+}
+BLITZ_API int blitz_waker_will_wake(const blitz_waker *a, const blitz_waker *b) {
+    return a && b && a->data == b->data && a->vtable == b->vtable;
+}
+
+/* ---- the poll harness ------------------------------------------------------------ */
+
+/* Runs a SCHEDULED task once on the calling thread (context `ctx`): polls
+ * it, or completes it as cancelled. Returns 1 when the poll function ran. */
+BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
+    if (blitz__state_to_running(t) == BLITZ__RUN_CANCEL) {
+        blitz__task_finish(t, 1);
+        return 0;
+    }
+    blitz_cx cx;
+    cx.task = t;
+    cx.ctx = ctx;
+    cx.yielded = 0;
+    blitz__task *outer = ctx->current;
+    ctx->current = t;
+    blitz_poll r = t->poll(&cx, blitz__task_state_ptr(t));
+    ctx->current = outer;
+    if (r == BLITZ_READY)
+        blitz__task_finish(t, 0);
+    else if (blitz__state_to_idle(t, cx.yielded))
+        blitz__task_reschedule(t, ctx, cx.yielded);
+    return 1;
+}
+
+/* ---- poll-context accessors ---------------------------------------------------- */
+
+BLITZ_API blitz_runtime *blitz_cx_runtime(blitz_cx *cx) {
+    return cx ? cx->ctx->rt : NULL;
+}
+BLITZ_API void blitz_cx_yield(blitz_cx *cx) {
+    if (cx)
+        cx->yielded = 1;
+}
+BLITZ_API int blitz_cx_cancelled(blitz_cx *cx) {
+    if (!cx || !cx->task)
+        return 0;
+    return (blitz__u64_load(&cx->task->state, BLITZ__ACQUIRE) & BLITZ__TASK_CANCELLED) != 0;
+}
+BLITZ_API int blitz_cx_shield(blitz_cx *cx) {
+    return cx && cx->task ? blitz__state_shield(cx->task, 1) : BLITZ_EINVAL;
+}
+BLITZ_API int blitz_cx_unshield(blitz_cx *cx) {
+    return cx && cx->task ? blitz__state_shield(cx->task, -1) : BLITZ_EINVAL;
+}
+BLITZ_API int blitz_cx_worker(blitz_cx *cx) {
+    if (!cx)
+        return -1;
+    if (cx->ctx->worker)
+        return cx->ctx->worker_index;
+    return cx->ctx->ct_driver ? 0 : -1;
+}
+
+/* ---- spawning ------------------------------------------------------------------- */
+
+/* `size` bytes (a multiple of 8) reserved in front of the hooks at the end
+ * of the block of a task spawned with a trailer. */
+static inline void *blitz__task_trailer(blitz__task *t, size_t size) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    size_t hooks = ((s & BLITZ__TASK_HAS_DROP) != 0) + ((s & BLITZ__TASK_HAS_CANCEL) != 0);
+    return (char *)t + blitz__block_size(t) - hooks * sizeof(blitz_drop_fn) - size;
+}
+
+/* A spawn on a thread that shutdown does not wait for (a plain thread,
+ * or one polling another runtime's task) announces itself in `spawning`
+ * until its block is queued or given back; shutdown waits for the count
+ * to reach 0 before it sweeps the blocks, so it never finishes a block
+ * its spawner is still filling in or discarding. Threads polling rt's
+ * tasks need no announcement: shutdown waits for all of them first.
+ * Returns whether the caller announced itself (pass it to leave). */
+BLITZ_PRIVATE int blitz__spawn_enter(blitz_runtime *rt) {
+    blitz__context *ctx = blitz__context_get();
+    if (!rt || (ctx && ctx->rt == rt))
+        return 0;
+    /* Seq_cst, with the seq_cst shutdown check in blitz__task_create:
+     * shutdown stores its flag (seq_cst) and then reads this count, so
+     * either the spawn sees the flag or shutdown sees the count. */
+    blitz__u32_fetch_add(&rt->spawning, 1, BLITZ__SEQ_CST);
+    return 1;
+}
+
+BLITZ_PRIVATE void blitz__spawn_leave(blitz_runtime *rt, int entered) {
+    /* Release: the block's contents (or its discard) happen before the
+     * sweep, which reads the count with acquire. */
+    if (entered)
+        blitz__u32_fetch_sub(&rt->spawning, 1, BLITZ__RELEASE);
+}
+
+/* A new task block in the SCHEDULED state that nobody has seen yet, with
+ * `trailer` bytes before the hooks and `flags` added to its state word.
+ * The caller queues it, or gives it back with blitz__task_discard. */
+BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *o, int with_handle,
+                                     size_t trailer, uint64_t flags, blitz__task **out) {
+    *out = NULL;
+    if (!rt || !o || !o->poll || o->size == 0 || o->size > BLITZ_MAX_STATE_SIZE)
+        return BLITZ_EINVAL;
+    if (blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST))
+        return BLITZ_ESHUTDOWN;
+    size_t need = BLITZ__TASK_HEADER_SIZE + o->size;
+    size_t hooks = (o->drop != NULL) + (o->cancel != NULL);
+    if (hooks || trailer)
+        need = ((need + 7) & ~(size_t)7) + trailer + hooks * sizeof(blitz_drop_fn);
+    blitz__task *t = blitz__block_alloc(rt, need);
+    if (!t)
+        return BLITZ_ENOMEM;
+    t->poll = o->poll;
+    t->next = NULL;
+    t->join_waker.data = NULL;
+    t->join_waker.vtable = NULL;
+    if (o->state)
+        memcpy(blitz__task_state_ptr(t), o->state, o->size);
     else
-        q->head = first;
-    q->tail = last;
-    /* Written only under the lock, read anywhere. */
-    blitz__u64_store(&q->len, blitz__u64_load(&q->len, BLITZ__RELAXED) + n, BLITZ__RELAXED);
-    blitz__mutex_unlock(&q->lock);
+        memset(blitz__task_state_ptr(t), 0, o->size);
+    uint64_t initial =
+        blitz__state_initial(with_handle, o->drop != NULL, o->cancel != NULL) | flags;
+    if (o->drop)
+        *blitz__task_drop_slot(t) = o->drop;
+    if (o->cancel)
+        *blitz__task_cancel_slot(t, initial) = o->cancel;
+    /* Relaxed: the enqueue publishes the block (queue release or a
+     * mutex). */
+    blitz__u64_store(&t->state, initial, BLITZ__RELAXED);
+    *out = t;
     return BLITZ_OK;
 }
 
-BLITZ_PRIVATE int blitz__global_queue_push(blitz__global_queue *q, blitz__task *t) {
-    return blitz__global_queue_push_batch(q, t, t, 1);
+/* Gives back a block from blitz__task_create that was never queued,
+ * without its drop function (the caller still owns what its state refers
+ * to). */
+BLITZ_PRIVATE void blitz__task_discard(blitz__task *t) {
+    blitz__u64_store(&t->state, 0, BLITZ__RELAXED);
+    blitz__block_release(t);
 }
 
-/* Takes up to `max` tasks into out[]; returns how many. */
-BLITZ_PRIVATE uint32_t blitz__global_queue_pop_batch(blitz__global_queue *q, blitz__task **out,
-                                                     uint32_t max) {
-    if (blitz__u64_load(&q->len, BLITZ__RELAXED) == 0)
-        return 0;
-    uint32_t n = 0;
-    blitz__mutex_lock(&q->lock);
-    while (n < max && q->head) {
-        blitz__task *t = q->head;
-        q->head = t->next;
-        out[n++] = t;
+/* Spawns; a PINNED task is not queued (blitz__block_on polls it). */
+BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, blitz_task **handle,
+                               int pinned) {
+    if (handle)
+        *handle = NULL;
+    blitz__task *t;
+    int entered = blitz__spawn_enter(rt);
+    int rc = blitz__task_create(rt, o, handle != NULL, 0, pinned ? BLITZ__TASK_PINNED : 0, &t);
+    if (rc == BLITZ_OK) {
+        if (pinned)
+            blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
+        rc = pinned ? BLITZ_OK : blitz__task_spawn_schedule(rt, t);
+        if (rc != BLITZ_OK)
+            blitz__task_discard(t);
+        else if (handle)
+            *handle = t;
     }
-    if (!q->head)
-        q->tail = NULL;
-    blitz__u64_store(&q->len, blitz__u64_load(&q->len, BLITZ__RELAXED) - n, BLITZ__RELAXED);
-    blitz__mutex_unlock(&q->lock);
-    return n;
+    blitz__spawn_leave(rt, entered);
+    return rc;
 }
 
-/* Takes the whole list (current-thread driver, shutdown). */
-BLITZ_PRIVATE blitz__task *blitz__global_queue_take_all(blitz__global_queue *q) {
-    if (blitz__u64_load(&q->len, BLITZ__RELAXED) == 0)
-        return NULL;
-    blitz__mutex_lock(&q->lock);
-    blitz__task *h = q->head;
-    q->head = q->tail = NULL;
-    blitz__u64_store(&q->len, 0, BLITZ__RELAXED);
-    blitz__mutex_unlock(&q->lock);
-    return h;
+BLITZ_API int blitz_spawn_ex(blitz_runtime *rt, const blitz_spawn_opts *o, blitz_task **handle) {
+    return blitz__spawn(rt, o, handle, 0);
 }
 
-BLITZ_PRIVATE void blitz__global_queue_close(blitz__global_queue *q) {
-    blitz__mutex_lock(&q->lock);
-    q->closed = 1;
-    blitz__mutex_unlock(&q->lock);
+/* Options for a task without hooks. */
+BLITZ_PRIVATE blitz_spawn_opts blitz__plain_opts(blitz_poll_fn poll, const void *state,
+                                                 size_t size) {
+    blitz_spawn_opts o;
+    memset(&o, 0, sizeof o);
+    o.poll = poll;
+    o.state = state;
+    o.size = size;
+    return o;
 }
-/* ====[ END src/global_queue.c ]=========================================== */
-/* ====[ BEGIN src/local_queue.c ]========================================== */
-/* >>local_queue */
-/* The per-worker run queue (seed 000 "WorkStealQueue", Tokio's queue.rs):
- * a fixed ring of BLITZ_LOCAL_QUEUE_CAPACITY task pointers with one producer
- * (the owning worker) and many consumers (the owner's pops and other
- * workers' steals).
+
+BLITZ_API int blitz_spawn(blitz_runtime *rt, blitz_poll_fn poll, const void *state, size_t size,
+                          blitz_task **handle) {
+    blitz_spawn_opts o = blitz__plain_opts(poll, state, size);
+    return blitz_spawn_ex(rt, &o, handle);
+}
+
+typedef struct {
+    blitz_fn fn;
+    void *arg;
+} blitz__fn_state;
+
+static blitz_poll blitz__fn_poll(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz__fn_state *s = (blitz__fn_state *)p;
+    s->fn(s->arg);
+    return BLITZ_READY;
+}
+
+BLITZ_API int blitz_spawn_fn(blitz_runtime *rt, blitz_fn fn, void *arg, blitz_task **handle) {
+    if (handle)
+        *handle = NULL;
+    if (!fn)
+        return BLITZ_EINVAL;
+    blitz__fn_state s;
+    s.fn = fn;
+    s.arg = arg;
+    return blitz_spawn(rt, blitz__fn_poll, &s, sizeof s, handle);
+}
+/* ====[ END src/core/task.c ]============================================== */
+/* ====[ BEGIN src/core/join.c ]============================================ */
+/* >>core/join */
+/* Join handles: await, wait, status, state, cancel, release.
  *
- * Positions are 16-bit and wrap. `head` packs two of them: `real` (the next
- * slot to consume) in the low half and `steal` in the high half. They differ
- * only while a stealer copies the slots [steal, real) it has claimed; the
- * owner must not overwrite those, so the free space is measured from
- * `steal`. Steal protocol, three phases:
- *   1. claim:   CAS head (steal, real) -> (steal, real + n), n = half
- *   2. copy:    the claimed slots into the stealer's own ring
- *   3. release: CAS head (steal, r) -> (r, r) for the current real r (the
- *               owner may have popped meanwhile: retry until it sticks)
- * A second stealer sees steal != real and backs off, so at most one steal
- * per victim is in flight. When the ring is full, the owner claims half of
- * it the same way and moves it, with the new task, to the global queue in
- * one batch; while a steal is in flight it pushes just the task there. */
-/* internal.h already included */
+ * The join waker protocol (Tokio's JOIN_WAKER): the handle's owner writes
+ * join_waker only while JOIN_WAKER is clear, then sets the bit with a
+ * release CAS that fails once the task is COMPLETE. The completer clears the
+ * bit in its COMPLETE transition and then only reads the slot. To replace a
+ * stored waker the owner first clears the bit (a CAS that also fails on
+ * COMPLETE). So the slot is never written while another thread may read it. */
+/* src/core/core.h already included */
 
-#define BLITZ__LQ_MASK ((uint16_t)(BLITZ_LOCAL_QUEUE_CAPACITY - 1))
-#define BLITZ__LQ_HALF ((uint16_t)(BLITZ_LOCAL_QUEUE_CAPACITY / 2))
-
-static inline uint32_t blitz__lq_pack(uint16_t steal, uint16_t real) {
-    return ((uint32_t)steal << 16) | real;
-}
-static inline uint16_t blitz__lq_steal(uint32_t head) {
-    return (uint16_t)(head >> 16);
-}
-static inline uint16_t blitz__lq_real(uint32_t head) {
-    return (uint16_t)head;
-}
-
-BLITZ_PRIVATE void blitz__local_queue_init(blitz__local_queue *q) {
-    blitz__u32_store(&q->head, 0, BLITZ__RELAXED);
-    blitz__u32_store(&q->tail, 0, BLITZ__RELAXED);
-    for (uint32_t i = 0; i < BLITZ_LOCAL_QUEUE_CAPACITY; i++)
-        blitz__ptr_store(&q->buffer[i], NULL, BLITZ__RELAXED);
-}
-
-/* Tasks in the queue, as a hint for any thread. */
-BLITZ_PRIVATE uint32_t blitz__local_queue_len(blitz__local_queue *q) {
-    uint32_t head = blitz__u32_load(&q->head, BLITZ__ACQUIRE);
-    uint16_t tail = (uint16_t)blitz__u32_load(&q->tail, BLITZ__ACQUIRE);
-    return (uint16_t)(tail - blitz__lq_real(head));
-}
-
-/* Owner only: the ring is full; try to move half of it plus `t` to the
- * global queue. Returns 0 when a stealer got in first (the caller retries). */
-static int blitz__local_queue_overflow(blitz__local_queue *q, blitz__task *t, uint16_t real,
-                                       blitz_runtime *rt, blitz__worker_counters *k) {
-    uint32_t prev = blitz__lq_pack(real, real);
-    uint32_t next =
-        blitz__lq_pack((uint16_t)(real + BLITZ__LQ_HALF), (uint16_t)(real + BLITZ__LQ_HALF));
-    /* Release is not needed to publish the slots (the owner wrote them);
-     * relaxed would do, but acq_rel keeps this CAS ordered like every other
-     * head update for the reader of this code. */
-    if (!blitz__u32_cas(&q->head, &prev, next, BLITZ__ACQ_REL))
-        return 0;
-    blitz__task *first =
-        (blitz__task *)blitz__ptr_load(&q->buffer[real & BLITZ__LQ_MASK], BLITZ__RELAXED);
-    blitz__task *last = first;
-    for (uint16_t i = 1; i < BLITZ__LQ_HALF; i++) {
-        blitz__task *n = (blitz__task *)blitz__ptr_load(
-            &q->buffer[(uint16_t)(real + i) & BLITZ__LQ_MASK], BLITZ__RELAXED);
-        last->next = n;
-        last = n;
-    }
-    last->next = t;
-    t->next = NULL;
-    BLITZ__STAT(blitz__u64_bump(&k->overflows, 1));
-    if (blitz__global_queue_push_batch(&rt->global, first, t, (uint64_t)BLITZ__LQ_HALF + 1) != 0) {
-        /* Closed by shutdown: the tasks stay SCHEDULED and the shutdown
-         * sweep completes them as cancelled. */
-    }
-    return 1;
-}
-
-/* Owner only: appends `t`; spills to the global queue when full. */
-BLITZ_PRIVATE void blitz__local_queue_push(blitz__local_queue *q, blitz__task *t, blitz_runtime *rt,
-                                           blitz__worker_counters *k) {
-    for (;;) {
-        /* Acquire pairs with a stealer's release in phase 3: once we see
-         * `steal` advanced, its copy of those slots is done. */
-        uint32_t head = blitz__u32_load(&q->head, BLITZ__ACQUIRE);
-        uint16_t steal = blitz__lq_steal(head), real = blitz__lq_real(head);
-        uint16_t tail = (uint16_t)blitz__u32_load(&q->tail, BLITZ__RELAXED);
-        if ((uint16_t)(tail - steal) < (uint16_t)BLITZ_LOCAL_QUEUE_CAPACITY) {
-            blitz__ptr_store(&q->buffer[tail & BLITZ__LQ_MASK], t, BLITZ__RELAXED);
-            /* Release: a consumer that acquires the new tail sees the slot. */
-            blitz__u32_store(&q->tail, (uint16_t)(tail + 1), BLITZ__RELEASE);
-            return;
+BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t) {
+    BLITZ_ASSERT(cx && t);
+    if (!cx || !t)
+        return BLITZ_READY; /* blitz_task_status reports the misuse */
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+    if (blitz__state_is_complete(s))
+        return BLITZ_READY;
+    blitz_waker mine = blitz_cx_waker(cx);
+    if (s & BLITZ__TASK_JOIN_WAKER) {
+        if (blitz_waker_will_wake(&t->join_waker, &mine))
+            return BLITZ_PENDING;
+        /* A different waker is stored (the handle moved to another task):
+         * take the slot back before overwriting it. */
+        for (;;) {
+            if (blitz__state_is_complete(s))
+                return BLITZ_READY;
+            if (blitz__u64_cas_weak(&t->state, &s, s & ~BLITZ__TASK_JOIN_WAKER, BLITZ__ACQ_REL))
+                break;
         }
-        if (steal != real) {
-            /* A steal is copying out of the full ring: it will free room, but
-             * do not wait for it. */
-            t->next = NULL;
-            (void)blitz__global_queue_push_batch(&rt->global, t, t, 1);
-            return;
+        blitz_waker_drop(t->join_waker);
+    }
+    t->join_waker = blitz_waker_clone(&mine);
+    s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    for (;;) {
+        if (blitz__state_is_complete(s)) {
+            blitz_waker_drop(t->join_waker);
+            return BLITZ_READY;
         }
-        if (blitz__local_queue_overflow(q, t, real, rt, k))
+        if (blitz__u64_cas_weak(&t->state, &s, s | BLITZ__TASK_JOIN_WAKER, BLITZ__ACQ_REL))
+            return BLITZ_PENDING;
+    }
+}
+
+BLITZ_API void blitz_join_cancel(blitz_cx *cx, blitz_task *t) {
+    (void)cx;
+    if (!t)
+        return;
+    /* Take the stored waker back unless the task completed (then the
+     * completer owns and consumes it). */
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+    for (;;) {
+        if (blitz__state_is_complete(s) || !(s & BLITZ__TASK_JOIN_WAKER))
             return;
-    }
-}
-
-/* Owner only: appends `t` if the ring has room; returns 0 when full. */
-BLITZ_PRIVATE int blitz__local_queue_try_push(blitz__local_queue *q, blitz__task *t) {
-    uint32_t head = blitz__u32_load(&q->head, BLITZ__ACQUIRE);
-    uint16_t tail = (uint16_t)blitz__u32_load(&q->tail, BLITZ__RELAXED);
-    if ((uint16_t)(tail - blitz__lq_steal(head)) >= (uint16_t)BLITZ_LOCAL_QUEUE_CAPACITY)
-        return 0;
-    blitz__ptr_store(&q->buffer[tail & BLITZ__LQ_MASK], t, BLITZ__RELAXED);
-    blitz__u32_store(&q->tail, (uint16_t)(tail + 1), BLITZ__RELEASE);
-    return 1;
-}
-
-/* Owner only: takes the oldest task, or NULL. */
-BLITZ_PRIVATE blitz__task *blitz__local_queue_pop(blitz__local_queue *q) {
-    uint32_t head = blitz__u32_load(&q->head, BLITZ__ACQUIRE);
-    for (;;) {
-        uint16_t steal = blitz__lq_steal(head), real = blitz__lq_real(head);
-        uint16_t tail = (uint16_t)blitz__u32_load(&q->tail, BLITZ__RELAXED);
-        if (real == tail)
-            return NULL;
-        uint16_t next_real = (uint16_t)(real + 1);
-        /* With no steal in flight both halves move together. */
-        uint32_t next =
-            steal == real ? blitz__lq_pack(next_real, next_real) : blitz__lq_pack(steal, next_real);
-        /* Acq_rel: the CAS is what decides between the owner and a stealer
-         * for this slot; the owner wrote the slot itself, so the acquire
-         * only matters for the stealer's earlier release of `steal`. */
-        if (blitz__u32_cas_weak(&q->head, &head, next, BLITZ__ACQ_REL))
-            return (blitz__task *)blitz__ptr_load(&q->buffer[real & BLITZ__LQ_MASK],
-                                                  BLITZ__RELAXED);
-    }
-}
-
-/* Phases 1-3 of a steal from `src` into `dst` starting at dst position
- * dst_tail. Returns the number of tasks copied (0: nothing or contended). */
-static uint16_t blitz__local_queue_steal_phases(blitz__local_queue *src, blitz__local_queue *dst,
-                                                uint16_t dst_tail) {
-    uint32_t prev = blitz__u32_load(&src->head, BLITZ__ACQUIRE), next;
-    uint16_t n, first;
-    for (;;) {
-        uint16_t steal = blitz__lq_steal(prev), real = blitz__lq_real(prev);
-        if (steal != real)
-            return 0; /* another stealer is copying */
-        /* Acquire pairs with the owner's release store of tail: the slots
-         * below it are written. */
-        uint16_t tail = (uint16_t)blitz__u32_load(&src->tail, BLITZ__ACQUIRE);
-        n = (uint16_t)(tail - real);
-        n = (uint16_t)(n - n / 2);
-        if (n == 0)
-            return 0;
-        /* The claim (phase 1). */
-        next = blitz__lq_pack(steal, (uint16_t)(real + n));
-        if (blitz__u32_cas_weak(&src->head, &prev, next, BLITZ__ACQ_REL)) {
-            first = real;
+        if (blitz__u64_cas_weak(&t->state, &s, s & ~BLITZ__TASK_JOIN_WAKER, BLITZ__ACQ_REL))
             break;
-        }
     }
-    BLITZ_ASSERT(n <= BLITZ__LQ_HALF);
-    /* The copy (phase 2): the owner will not reuse these slots until
-     * `steal` moves past them. */
-    for (uint16_t i = 0; i < n; i++) {
-        void *t =
-            blitz__ptr_load(&src->buffer[(uint16_t)(first + i) & BLITZ__LQ_MASK], BLITZ__RELAXED);
-        blitz__ptr_store(&dst->buffer[(uint16_t)(dst_tail + i) & BLITZ__LQ_MASK], t,
-                         BLITZ__RELAXED);
-    }
-    /* The release (phase 3): steal catches up with real. Acq_rel: the
-     * release half tells the owner (its acquire load of head in push) that
-     * our reads of the slots are done. */
-    prev = next;
+    blitz_waker_drop(t->join_waker);
+}
+
+BLITZ_API void blitz_join_cancel_op(blitz_cx *cx, void *handle) {
+    blitz_join_cancel(cx, (blitz_task *)handle);
+}
+
+BLITZ_API int blitz_task_status(const blitz_task *t) {
+    if (!t)
+        return BLITZ_EINVAL;
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+    if (!blitz__state_is_complete(s))
+        return BLITZ_EAGAIN;
+    return (s & BLITZ__TASK_OUTCOME_CANCELLED) ? BLITZ_ECANCELED : BLITZ_OK;
+}
+
+BLITZ_API void *blitz_task_state(blitz_task *t) {
+    if (!t || !blitz__state_is_complete(blitz__u64_load(&t->state, BLITZ__ACQUIRE)))
+        return NULL;
+    return blitz__task_state_ptr(t);
+}
+
+BLITZ_API int blitz_task_cancel(blitz_task *t) {
+    if (!t)
+        return BLITZ_EINVAL;
+    /* An idle task is claimed (taken to RUNNING) and completed here. */
+    if (blitz__state_cancel(t))
+        blitz__task_finish(t, 1);
+    else if (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_BLOCKING)
+        blitz__pool_cancel_task(t); /* not started: out of the pool's queue now */
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_task_release(blitz_task **tp) {
+    if (!tp)
+        return BLITZ_EINVAL;
+    blitz__task *t = *tp;
+    if (!t)
+        return BLITZ_ERELEASED;
+    *tp = NULL;
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED), next;
     for (;;) {
-        uint16_t real = blitz__lq_real(prev);
-        BLITZ_ASSERT(blitz__lq_steal(prev) == first);
-        if (blitz__u32_cas_weak(&src->head, &prev, blitz__lq_pack(real, real), BLITZ__ACQ_REL))
-            return n;
+        BLITZ_ASSERT((s & BLITZ__TASK_JOIN_INTEREST) && "task handle released twice");
+        if (!(s & BLITZ__TASK_JOIN_INTEREST))
+            return BLITZ_ERELEASED;
+        next = (s & ~(BLITZ__TASK_JOIN_INTEREST | BLITZ__TASK_JOIN_WAKER)) - BLITZ__TASK_REF_ONE;
+        if (!blitz__state_is_complete(s))
+            next |= BLITZ__TASK_DETACHED;
+        if (blitz__u64_cas_weak(&t->state, &s, next, BLITZ__ACQ_REL))
+            break;
+    }
+    /* Before completion a stored join waker is ours again to drop. */
+    if (!blitz__state_is_complete(s) && (s & BLITZ__TASK_JOIN_WAKER))
+        blitz_waker_drop(t->join_waker);
+    if (blitz__refs(next) == 0)
+        blitz__task_free(t);
+    return BLITZ_OK;
+}
+
+/* Marks that a thread will sleep on the completion word for `t`. Returns 0
+ * when `t` is already complete. */
+BLITZ_PRIVATE int blitz__task_set_thread_joiner(blitz__task *t) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+    for (;;) {
+        if (blitz__state_is_complete(s))
+            return 0;
+        if (s & BLITZ__TASK_THREAD_JOINER)
+            return 1;
+        if (blitz__u64_cas_weak(&t->state, &s, s | BLITZ__TASK_THREAD_JOINER, BLITZ__ACQ_REL))
+            return 1;
     }
 }
 
-/* Owner of `dst` only: steals half of `src` into `dst` and returns one of
- * the stolen tasks to run now, or NULL. */
-BLITZ_PRIVATE blitz__task *
-blitz__local_queue_steal_into(blitz__local_queue *src, blitz__local_queue *dst, uint32_t *stolen) {
-    uint16_t dst_tail = (uint16_t)blitz__u32_load(&dst->tail, BLITZ__RELAXED);
-    uint16_t dst_steal = blitz__lq_steal(blitz__u32_load(&dst->head, BLITZ__ACQUIRE));
-    /* Only steal when half the ring is free, so the copy cannot overflow. */
-    if ((uint16_t)(dst_tail - dst_steal) > BLITZ__LQ_HALF)
-        return NULL;
-    uint16_t n = blitz__local_queue_steal_phases(src, dst, dst_tail);
-    *stolen = n;
-    if (n == 0)
-        return NULL;
-    n--;
-    blitz__task *ret = (blitz__task *)blitz__ptr_load(
-        &dst->buffer[(uint16_t)(dst_tail + n) & BLITZ__LQ_MASK], BLITZ__RELAXED);
-    if (n)
-        blitz__u32_store(&dst->tail, (uint16_t)(dst_tail + n), BLITZ__RELEASE);
-    return ret;
+BLITZ_PRIVATE int blitz__task_is_complete(const blitz__task *t) {
+    return blitz__state_is_complete(blitz__u64_load(&t->state, BLITZ__ACQUIRE));
 }
-/* ====[ END src/local_queue.c ]============================================ */
-/* ====[ BEGIN src/timer_wheel.c ]========================================== */
-/* >>timer_wheel */
+
+/* Sleeps until `t` completes, the runtime's completion word changes, or
+ * timeout_ns passes. Returns 1 once `t` is complete. */
+BLITZ_PRIVATE int blitz__wait_completion(blitz_runtime *rt, blitz__task *t, uint64_t timeout_ns) {
+    /* Read the word before announcing ourselves: a completion after the
+     * announcement bumps it, so the futex wait cannot miss it. */
+    uint32_t seq = blitz__u32_load(&rt->completion_seq, BLITZ__ACQUIRE);
+    if (!blitz__task_set_thread_joiner(t))
+        return 1;
+    blitz__sleep_on_completion(rt, seq, timeout_ns);
+    return blitz__task_is_complete(t);
+}
+
+BLITZ_API int blitz_task_wait(blitz_task *t) {
+    if (!t)
+        return BLITZ_EINVAL;
+    if (!blitz__task_is_complete(t)) {
+        blitz_runtime *rt = blitz__task_runtime(t);
+        blitz__context *ctx = blitz__context_get();
+        if (rt->flavor == BLITZ_CURRENT_THREAD)
+            blitz__ct_wait(rt, t, ctx);
+        else if (ctx && ctx->rt == rt && ctx->worker)
+            blitz__worker_help_until(ctx, t);
+        else
+            blitz__external_help_until(rt, t, ctx && ctx->rt == rt);
+    }
+    int rc = blitz_task_status(t);
+    /* Only a wait inside one of the runtime's own polls returns unfinished:
+     * the runtime is shutting down and waits for that poll to end. */
+    return rc == BLITZ_EAGAIN ? BLITZ_ESHUTDOWN : rc;
+}
+/* ====[ END src/core/join.c ]============================================== */
+/* ########################################################################## */
+/* LAYER time: the timer wheel and the time driver                           */
+/* ########################################################################## */
+/* ====[ BEGIN src/time/timer_wheel.c ]===================================== */
+/* >>time/timer_wheel */
 /* The hierarchical timer wheel (seed 002 "Timer Wheel", Tokio's
  * time/wheel): 5 levels of 64 slots, a level-l slot spanning 64^l ticks,
  * one occupancy word per level, an overflow list beyond 64^5 ticks, and a
@@ -5178,7 +5270,106 @@ blitz__local_queue_steal_into(blitz__local_queue *src, blitz__local_queue *dst, 
  * the occupancy words (count-trailing-zeros after rotating to the current
  * slot). All arithmetic stays within aligned spans below 2^64, so deadlines
  * up to UINT64_MAX are fine. */
-/* internal.h already included */
+/* ====[ BEGIN src/time/time.h ]============================================ */
+/* >>time/time */
+/* The time layer's internal API: the time driver every runtime owns. */
+#ifndef BLITZ__TIME_H
+#define BLITZ__TIME_H
+/* src/core/core.h already included */
+/* ====[ BEGIN src/time/timer_wheel.h ]===================================== */
+/* >>time/timer_wheel */
+/* The hierarchical timer wheel's types and interface (timer_wheel.c).
+ *
+ * Deadlines are in ticks (the runtime's tick is 1 ms). The wheel is a plain
+ * data structure: no locking (the caller serializes), no allocation (entries
+ * are intrusive), no clock (the caller says what time it is). */
+
+#define BLITZ__WHEEL_LEVELS    5
+#define BLITZ__WHEEL_SLOT_BITS 6
+#define BLITZ__WHEEL_SLOTS     64
+/* The levels reach 64^5 = 2^30 ticks (~12 days at 1 ms); later deadlines
+ * wait in the overflow list. */
+#define BLITZ__WHEEL_SPAN_BITS (BLITZ__WHEEL_LEVELS * BLITZ__WHEEL_SLOT_BITS)
+
+/* entry->where: level * 64 + slot for an entry in a slot, or one of these. */
+#define BLITZ__WHEEL_WHERE_OVERFLOW (BLITZ__WHEEL_LEVELS * BLITZ__WHEEL_SLOTS)
+#define BLITZ__WHEEL_WHERE_DUE      (BLITZ__WHEEL_WHERE_OVERFLOW + 1)
+#define BLITZ__WHEEL_NOT_IN_WHEEL   0xffffffffu
+
+/* The entry, struct blitz__timer_entry, is defined in blitz_api.h because
+ * blitz_timer embeds it and users keep timers in their task state:
+ *   uint64_t deadline;  in ticks; set before insert, left alone while in
+ *   next, prev;         the wheel's links
+ *   uint32_t where;     level * 64 + slot, or one of the values above */
+typedef struct blitz__timer_entry blitz__timer_entry;
+
+/* An entry that is in no wheel. Zeroed memory is NOT a valid idle entry
+ * (where 0 means level 0, slot 0): initialize with this or
+ * blitz__timer_entry_init before the first insert or remove. */
+#define BLITZ__TIMER_ENTRY_INIT \
+    { .deadline = 0, .next = NULL, .prev = NULL, .where = BLITZ__WHEEL_NOT_IN_WHEEL }
+
+typedef struct blitz__timer_wheel {
+    uint64_t elapsed; /* every entry still in a slot or the overflow is due after this */
+    uint64_t occupied[BLITZ__WHEEL_LEVELS]; /* bit s of level l: slots[l][s] is not empty */
+    /* Lower bounds, UINT64_MAX when their list is empty: the earliest
+     * deadline in `due`, and the earliest 2^30-aligned start of a deadline
+     * in `overflow`. Removal may leave them lower than the truth. */
+    uint64_t due_min;
+    uint64_t overflow_start;
+    size_t count;
+    blitz__timer_entry *due;      /* inserted at or before elapsed */
+    blitz__timer_entry *overflow; /* beyond the levels' reach */
+    /* Doubly linked lists, NULL-terminated; the head's prev is NULL. */
+    blitz__timer_entry *slots[BLITZ__WHEEL_LEVELS][BLITZ__WHEEL_SLOTS];
+} blitz__timer_wheel;
+
+BLITZ_PRIVATE void blitz__timer_entry_init(blitz__timer_entry *e);
+BLITZ_PRIVATE void blitz__wheel_init(blitz__timer_wheel *w, uint64_t now_tick);
+/* Inserts e with e->deadline already set. A deadline <= w->elapsed is due
+ * at once: it goes to a "due" list that the next advance returns first. An
+ * entry already in the wheel is moved (removed, then inserted). */
+BLITZ_PRIVATE void blitz__wheel_insert(blitz__timer_wheel *w, blitz__timer_entry *e);
+/* O(1). Safe on an entry not in the wheel (no-op, returns 0); returns 1 if
+ * it was removed. */
+BLITZ_PRIVATE int blitz__wheel_remove(blitz__timer_wheel *w, blitz__timer_entry *e);
+/* The earliest tick at which some entry is due: exact for level-0 entries,
+ * a lower bound (the slot's start) for higher levels and the overflow, never
+ * later than the earliest deadline. UINT64_MAX when empty (and when every
+ * deadline left is UINT64_MAX: tell them apart by the count). O(levels). */
+BLITZ_PRIVATE uint64_t blitz__wheel_next_expiry(const blitz__timer_wheel *w);
+/* Advances elapsed to now_tick (never backwards) and sets *out to a list of
+ * every entry with deadline <= now_tick (linked through next, the first's
+ * prev NULL, order unspecified; NULL if none). Those entries are out of the
+ * wheel (where = NOT_IN_WHEEL) and may be re-inserted at once, but read
+ * e->next before re-inserting e. Returns the number moved. */
+BLITZ_PRIVATE size_t blitz__wheel_advance(blitz__timer_wheel *w, uint64_t now_tick,
+                                          blitz__timer_entry **out);
+BLITZ_PRIVATE size_t blitz__wheel_count(const blitz__timer_wheel *w);
+/* ====[ END src/time/timer_wheel.h ]======================================= */
+/* ----[ RESUME src/time/time.h ] */
+
+/* ---- the time driver (time_driver.c) ---------------------------------------- */
+
+struct blitz__time_driver {
+    blitz__mutex lock; /* guards wheel, firing and armed timers' wakers */
+    blitz__timer_wheel wheel;
+    blitz__timer_entry *firing; /* due, being fired in batches */
+    uint64_t origin_ns;         /* tick 0 */
+    int paused;                 /* virtual clock */
+    int advancing;              /* a paused-clock jump is firing its timers */
+    blitz__atomic_u64 virtual_ns;
+    /* Earliest deadline in ns (never later than the truth), UINT64_MAX
+     * when no timer is armed. */
+    BLITZ__ALIGNED blitz__atomic_u64 next_expiry_ns;
+    /* 1 + index of the parked worker that sleeps until the next deadline,
+     * or 0. */
+    blitz__atomic_u32 sleeper;
+};
+
+#endif
+/* ====[ END src/time/time.h ]============================================== */
+/* ----[ RESUME src/time/timer_wheel.c ] */
 
 #define BLITZ__WHEEL_SLOT_MASK ((uint64_t)BLITZ__WHEEL_SLOTS - 1)
 
@@ -5378,610 +5569,9 @@ BLITZ_PRIVATE size_t blitz__wheel_advance(blitz__timer_wheel *w, uint64_t now_ti
     *out = fired;
     return n;
 }
-/* ====[ END src/timer_wheel.c ]============================================ */
-/* ====[ BEGIN src/idle.c ]================================================= */
-/* >>idle */
-/* Idle workers (seed 000 "IdleState", "Last searcher must notify").
- *
- * parked_bitmap has bit i set while worker i is parked. Only worker i sets
- * its bit; the bit is cleared either by a notifier that claims the worker
- * (a CAS, so two notifiers never claim the same one) or by the worker itself
- * when it stops parking without being claimed (fetch_and, whose old value
- * tells it which happened). A claimed worker wakes up as a searcher: the
- * notifier counts it in num_searching before unparking it.
- *
- * Lost-wakeup argument (a store-buffer pattern, so both sides use seq_cst):
- *   producer: publish task (queue) ; fence ; read num_searching, bitmap
- *   parker:   set bit / decrement num_searching (seq_cst RMW) ; fence ;
- *             re-check every queue
- * At least one side sees the other's write: either the producer sees the
- * parker (and wakes it or a searcher), or the parker sees the task (and
- * does not sleep). */
-/* internal.h already included */
-
-BLITZ_PRIVATE void blitz__idle_init(blitz__idle *idle) {
-    blitz__u32_store(&idle->num_searching, 0, BLITZ__RELAXED);
-    blitz__u64_store(&idle->parked_bitmap, 0, BLITZ__RELAXED);
-}
-
-/* Searcher cap: at most half the workers steal at once (thundering herd). */
-BLITZ_PRIVATE int blitz__idle_try_become_searcher(blitz_runtime *rt) {
-    uint32_t n = blitz__u32_load(&rt->idle.num_searching, BLITZ__RELAXED);
-    for (;;) {
-        if (2 * n >= rt->num_workers)
-            return 0;
-        if (blitz__u32_cas_weak(&rt->idle.num_searching, &n, n + 1, BLITZ__SEQ_CST))
-            return 1;
-    }
-}
-
-/* Wakes one parked worker, as a searcher, unless someone already searches.
- * Called after making work visible to other workers. */
-BLITZ_PRIVATE void blitz__idle_notify_parked(blitz_runtime *rt) {
-    blitz__fence_seq_cst();
-    if (blitz__u32_load(&rt->idle.num_searching, BLITZ__RELAXED) != 0)
-        return;
-    uint64_t bm = blitz__u64_load(&rt->idle.parked_bitmap, BLITZ__RELAXED);
-    while (bm) {
-        uint32_t i = (uint32_t)__builtin_ctzll(bm);
-        if (blitz__u64_cas_weak(&rt->idle.parked_bitmap, &bm, bm & ~((uint64_t)1 << i),
-                                BLITZ__ACQ_REL)) {
-            blitz__u32_fetch_add(&rt->idle.num_searching, 1, BLITZ__SEQ_CST);
-            blitz__parker_unpark(&rt->workers[i].parker);
-            return;
-        }
-    }
-}
-
-/* A searcher found work. Returns 1 when it was the last one: then it must
- * wake another worker, because more work may be waiting (the chain that
- * keeps every queued task moving). */
-BLITZ_PRIVATE int blitz__idle_transition_from_searching(blitz_runtime *rt) {
-    return blitz__u32_fetch_sub(&rt->idle.num_searching, 1, BLITZ__SEQ_CST) == 1;
-}
-
-BLITZ_PRIVATE void blitz__idle_set_parked(blitz_runtime *rt, uint32_t index) {
-    blitz__u64_fetch_or(&rt->idle.parked_bitmap, (uint64_t)1 << index, BLITZ__SEQ_CST);
-}
-
-/* Clears our own bit. Returns 1 when it was still set (nobody claimed us),
- * 0 when a notifier had claimed us (we are now counted as a searcher). */
-BLITZ_PRIVATE int blitz__idle_unset_parked(blitz_runtime *rt, uint32_t index) {
-    uint64_t bit = (uint64_t)1 << index;
-    return (blitz__u64_fetch_and(&rt->idle.parked_bitmap, ~bit, BLITZ__ACQ_REL) & bit) != 0;
-}
-
-/* Wakes every parked worker (shutdown). */
-BLITZ_PRIVATE void blitz__idle_unpark_all(blitz_runtime *rt) {
-    for (uint32_t i = 0; i < rt->num_workers; i++)
-        blitz__parker_unpark(&rt->workers[i].parker);
-}
-/* ====[ END src/idle.c ]=================================================== */
-/* ====[ BEGIN src/task.c ]================================================= */
-/* >>task */
-/* The poll harness (run, complete, free), task wakers, and spawning.
- *
- * The seed's vtable {poll, drop, schedule, reschedule} maps onto C as:
- * poll = the user's poll function in the header, driven by blitz__task_run;
- * drop = blitz__task_free (the user's drop function, if any, then the block
- * goes back to its cache); schedule = blitz__task_schedule (a wake: the LIFO
- * slot when the waker runs on a worker of the task's runtime, else the
- * global queue); reschedule = blitz__task_reschedule (after NOTIFIED: the
- * back of the local queue; after a yield: the thread's deferred list, which
- * joins the queue at the end of the tick, so everything runnable, remote
- * tasks included, runs first, as Tokio defers yield_now). */
-/* internal.h already included */
-
-static inline void *blitz__task_state_ptr(blitz__task *t) {
-    return (char *)t + BLITZ__TASK_HEADER_SIZE;
-}
-
-/* The hooks sit at the end of the block: the drop function last, the
- * cancel hook before it. */
-static inline blitz_drop_fn *blitz__task_drop_slot(blitz__task *t) {
-    return (blitz_drop_fn *)((char *)t + blitz__block_size(t) - sizeof(blitz_drop_fn));
-}
-static inline blitz_drop_fn *blitz__task_cancel_slot(blitz__task *t, uint64_t s) {
-    size_t back = sizeof(blitz_drop_fn) * ((s & BLITZ__TASK_HAS_DROP) ? 2 : 1);
-    return (blitz_drop_fn *)((char *)t + blitz__block_size(t) - back);
-}
-
-/* Last reference gone: run the drop function and recycle the block. */
-BLITZ_PRIVATE void blitz__task_free(blitz__task *t) {
-    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
-    if (s & BLITZ__TASK_HAS_DROP)
-        (*blitz__task_drop_slot(t))(blitz__task_state_ptr(t));
-    blitz__u64_store(&t->state, 0, BLITZ__RELEASE);
-    blitz__block_release(t);
-}
-
-/* Wakes threads sleeping on the runtime's completion word. The bump is
- * seq_cst and so is a sleeper's announcement (blitz__sleep_on_completion):
- * either the sleeper's futex compare sees the new value, or this side sees
- * the sleeper and makes the system call; a wake nobody needs costs none. */
-BLITZ_PRIVATE void blitz__wake_thread_joiners(blitz_runtime *rt) {
-    blitz__u32_fetch_add(&rt->completion_seq, 1, BLITZ__SEQ_CST);
-    if (blitz__u32_load(&rt->completion_sleepers, BLITZ__SEQ_CST))
-        blitz__futex_wake(&rt->completion_seq, INT_MAX);
-    /* A current-thread driver waiting for this task sleeps in its parker. */
-    if (rt->ct)
-        blitz__parker_unpark(&rt->ct->parker);
-}
-
-/* Sleeps while the completion word still holds `seq` (read by the caller
- * before it checked its condition), at most timeout_ns. */
-BLITZ_PRIVATE void blitz__sleep_on_completion(blitz_runtime *rt, uint32_t seq,
-                                              uint64_t timeout_ns) {
-    blitz__u32_fetch_add(&rt->completion_sleepers, 1, BLITZ__SEQ_CST);
-    blitz__futex_wait(&rt->completion_seq, seq, timeout_ns);
-    blitz__u32_fetch_sub(&rt->completion_sleepers, 1, BLITZ__RELAXED);
-}
-
-/* RUNNING -> COMPLETE and everything completion owes: the joiner's waker,
- * sleeping joiner threads, and the lifecycle reference. */
-BLITZ_PRIVATE void blitz__task_finish(blitz__task *t, int cancelled) {
-    int dropped;
-    if (cancelled) {
-        /* The task is ours (RUNNING): its cancel hook releases what its
-         * pending ops hold, before any joiner sees it complete. */
-        uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
-        if (s & BLITZ__TASK_HAS_CANCEL)
-            (*blitz__task_cancel_slot(t, s))(blitz__task_state_ptr(t));
-    }
-    uint64_t prev = blitz__state_complete(t, cancelled, &dropped);
-    if (dropped) {
-        if (blitz__refs(prev) == 1)
-            blitz__task_free(t);
-        return;
-    }
-    if (prev & BLITZ__TASK_JOIN_WAKER) {
-        /* The completer only reads the slot (the handle owner may be reading
-         * it too, in blitz_join's will_wake check); the copy carries the
-         * waker's reference. */
-        blitz_waker w = t->join_waker;
-        w.vtable->wake(w.data);
-    }
-    if (prev & BLITZ__TASK_THREAD_JOINER)
-        blitz__wake_thread_joiners(blitz__task_runtime(t));
-    blitz__task_unref(t);
-}
-
-/* ---- wakers ----------------------------------------------------------------- */
-
-static void blitz__waker_wake_by_ref_fn(const void *data) {
-    blitz__task *t = (blitz__task *)data;
-    if (blitz__state_wake(t) == BLITZ__WAKE_SCHEDULE)
-        blitz__task_schedule(t);
-}
-static void blitz__waker_wake_fn(const void *data) {
-    blitz__waker_wake_by_ref_fn(data);
-    blitz__task_unref((blitz__task *)data);
-}
-static blitz_waker blitz__waker_clone_fn(const void *data);
-static void blitz__waker_drop_fn(const void *data) {
-    blitz__task_unref((blitz__task *)data);
-}
-static const blitz_waker_vtable blitz__task_waker_vtable = {
-    blitz__waker_wake_fn, blitz__waker_wake_by_ref_fn, blitz__waker_clone_fn, blitz__waker_drop_fn};
-static blitz_waker blitz__waker_clone_fn(const void *data) {
-    blitz__task_ref((blitz__task *)data);
-    blitz_waker w = {data, &blitz__task_waker_vtable};
-    return w;
-}
-
-static void blitz__noop_fn(const void *data) {
-    (void)data;
-}
-static blitz_waker blitz__noop_clone_fn(const void *data);
-static const blitz_waker_vtable blitz__noop_waker_vtable = {blitz__noop_fn, blitz__noop_fn,
-                                                            blitz__noop_clone_fn, blitz__noop_fn};
-static blitz_waker blitz__noop_clone_fn(const void *data) {
-    blitz_waker w = {data, &blitz__noop_waker_vtable};
-    return w;
-}
-
-BLITZ_API blitz_waker blitz_waker_noop(void) {
-    blitz_waker w = {NULL, &blitz__noop_waker_vtable};
-    return w;
-}
-
-BLITZ_API blitz_waker blitz_cx_waker(blitz_cx *cx) {
-    BLITZ_ASSERT(cx);
-    if (!cx)
-        return blitz_waker_noop();
-    if (BLITZ__UNLIKELY(!cx->task))
-        return cx->waker;
-    blitz_waker w = {cx->task, &blitz__task_waker_vtable};
-    return w;
-}
-
-BLITZ_API blitz_waker blitz_waker_clone(const blitz_waker *w) {
-    if (!w || !w->vtable)
-        return blitz_waker_noop();
-    return w->vtable->clone(w->data);
-}
-BLITZ_API void blitz_waker_wake(blitz_waker w) {
-    if (w.vtable)
-        w.vtable->wake(w.data);
-}
-BLITZ_API void blitz_waker_wake_by_ref(const blitz_waker *w) {
-    if (w && w->vtable)
-        w->vtable->wake_by_ref(w->data);
-}
-BLITZ_API void blitz_waker_drop(blitz_waker w) {
-    if (w.vtable)
-        w.vtable->drop(w.data);
-}
-BLITZ_API int blitz_waker_will_wake(const blitz_waker *a, const blitz_waker *b) {
-    return a && b && a->data == b->data && a->vtable == b->vtable;
-}
-
-/* ---- the poll harness ------------------------------------------------------------ */
-
-/* Runs a SCHEDULED task once on the calling thread (context `ctx`): polls
- * it, or completes it as cancelled. Returns 1 when the poll function ran. */
-BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
-    if (blitz__state_to_running(t) == BLITZ__RUN_CANCEL) {
-        blitz__task_finish(t, 1);
-        return 0;
-    }
-    blitz_cx cx;
-    cx.task = t;
-    cx.ctx = ctx;
-    cx.yielded = 0;
-    blitz__task *outer = ctx->current;
-    ctx->current = t;
-    blitz_poll r = t->poll(&cx, blitz__task_state_ptr(t));
-    ctx->current = outer;
-    if (r == BLITZ_READY)
-        blitz__task_finish(t, 0);
-    else if (blitz__state_to_idle(t, cx.yielded))
-        blitz__task_reschedule(t, ctx, cx.yielded);
-    return 1;
-}
-
-/* ---- poll-context accessors ---------------------------------------------------- */
-
-BLITZ_API blitz_runtime *blitz_cx_runtime(blitz_cx *cx) {
-    return cx ? cx->ctx->rt : NULL;
-}
-BLITZ_API void blitz_cx_yield(blitz_cx *cx) {
-    if (cx)
-        cx->yielded = 1;
-}
-BLITZ_API int blitz_cx_cancelled(blitz_cx *cx) {
-    if (!cx || !cx->task)
-        return 0;
-    return (blitz__u64_load(&cx->task->state, BLITZ__ACQUIRE) & BLITZ__TASK_CANCELLED) != 0;
-}
-BLITZ_API int blitz_cx_shield(blitz_cx *cx) {
-    return cx && cx->task ? blitz__state_shield(cx->task, 1) : BLITZ_EINVAL;
-}
-BLITZ_API int blitz_cx_unshield(blitz_cx *cx) {
-    return cx && cx->task ? blitz__state_shield(cx->task, -1) : BLITZ_EINVAL;
-}
-BLITZ_API int blitz_cx_worker(blitz_cx *cx) {
-    if (!cx)
-        return -1;
-    if (cx->ctx->worker)
-        return (int)cx->ctx->worker->index;
-    return cx->ctx->ct_driver ? 0 : -1;
-}
-
-/* ---- spawning ------------------------------------------------------------------- */
-
-/* `size` bytes (a multiple of 8) reserved in front of the hooks at the end
- * of the block of a task spawned with a trailer. */
-static inline void *blitz__task_trailer(blitz__task *t, size_t size) {
-    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
-    size_t hooks = ((s & BLITZ__TASK_HAS_DROP) != 0) + ((s & BLITZ__TASK_HAS_CANCEL) != 0);
-    return (char *)t + blitz__block_size(t) - hooks * sizeof(blitz_drop_fn) - size;
-}
-
-/* A spawn on a thread that shutdown does not wait for (a plain thread,
- * or one polling another runtime's task) announces itself in `spawning`
- * until its block is queued or given back; shutdown waits for the count
- * to reach 0 before it sweeps the blocks, so it never finishes a block
- * its spawner is still filling in or discarding. Threads polling rt's
- * tasks need no announcement: shutdown waits for all of them first.
- * Returns whether the caller announced itself (pass it to leave). */
-BLITZ_PRIVATE int blitz__spawn_enter(blitz_runtime *rt) {
-    blitz__context *ctx = blitz__context_get();
-    if (!rt || (ctx && ctx->rt == rt))
-        return 0;
-    /* Seq_cst, with the seq_cst shutdown check in blitz__task_create:
-     * shutdown stores its flag (seq_cst) and then reads this count, so
-     * either the spawn sees the flag or shutdown sees the count. */
-    blitz__u32_fetch_add(&rt->spawning, 1, BLITZ__SEQ_CST);
-    return 1;
-}
-
-BLITZ_PRIVATE void blitz__spawn_leave(blitz_runtime *rt, int entered) {
-    /* Release: the block's contents (or its discard) happen before the
-     * sweep, which reads the count with acquire. */
-    if (entered)
-        blitz__u32_fetch_sub(&rt->spawning, 1, BLITZ__RELEASE);
-}
-
-/* A new task block in the SCHEDULED state that nobody has seen yet, with
- * `trailer` bytes before the hooks and `flags` added to its state word.
- * The caller queues it, or gives it back with blitz__task_discard. */
-BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *o, int with_handle,
-                                     size_t trailer, uint64_t flags, blitz__task **out) {
-    *out = NULL;
-    if (!rt || !o || !o->poll || o->size == 0 || o->size > BLITZ_MAX_STATE_SIZE)
-        return BLITZ_EINVAL;
-    if (blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST))
-        return BLITZ_ESHUTDOWN;
-    size_t need = BLITZ__TASK_HEADER_SIZE + o->size;
-    size_t hooks = (o->drop != NULL) + (o->cancel != NULL);
-    if (hooks || trailer)
-        need = ((need + 7) & ~(size_t)7) + trailer + hooks * sizeof(blitz_drop_fn);
-    blitz__task *t = blitz__block_alloc(rt, need);
-    if (!t)
-        return BLITZ_ENOMEM;
-    t->poll = o->poll;
-    t->next = NULL;
-    t->join_waker.data = NULL;
-    t->join_waker.vtable = NULL;
-    if (o->state)
-        memcpy(blitz__task_state_ptr(t), o->state, o->size);
-    else
-        memset(blitz__task_state_ptr(t), 0, o->size);
-    uint64_t initial =
-        blitz__state_initial(with_handle, o->drop != NULL, o->cancel != NULL) | flags;
-    if (o->drop)
-        *blitz__task_drop_slot(t) = o->drop;
-    if (o->cancel)
-        *blitz__task_cancel_slot(t, initial) = o->cancel;
-    /* Relaxed: the enqueue publishes the block (queue release or a
-     * mutex). */
-    blitz__u64_store(&t->state, initial, BLITZ__RELAXED);
-    *out = t;
-    return BLITZ_OK;
-}
-
-/* Gives back a block from blitz__task_create that was never queued,
- * without its drop function (the caller still owns what its state refers
- * to). */
-BLITZ_PRIVATE void blitz__task_discard(blitz__task *t) {
-    blitz__u64_store(&t->state, 0, BLITZ__RELAXED);
-    blitz__block_release(t);
-}
-
-/* Spawns; a PINNED task is not queued (blitz__block_on polls it). */
-BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, blitz_task **handle,
-                               int pinned) {
-    if (handle)
-        *handle = NULL;
-    blitz__task *t;
-    int entered = blitz__spawn_enter(rt);
-    int rc = blitz__task_create(rt, o, handle != NULL, 0, pinned ? BLITZ__TASK_PINNED : 0, &t);
-    if (rc == BLITZ_OK) {
-        if (pinned)
-            blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
-        rc = pinned ? BLITZ_OK : blitz__task_spawn_schedule(rt, t);
-        if (rc != BLITZ_OK)
-            blitz__task_discard(t);
-        else if (handle)
-            *handle = t;
-    }
-    blitz__spawn_leave(rt, entered);
-    return rc;
-}
-
-BLITZ_API int blitz_spawn_ex(blitz_runtime *rt, const blitz_spawn_opts *o, blitz_task **handle) {
-    return blitz__spawn(rt, o, handle, 0);
-}
-
-/* Options for a task without hooks. */
-BLITZ_PRIVATE blitz_spawn_opts blitz__plain_opts(blitz_poll_fn poll, const void *state,
-                                                 size_t size) {
-    blitz_spawn_opts o;
-    memset(&o, 0, sizeof o);
-    o.poll = poll;
-    o.state = state;
-    o.size = size;
-    return o;
-}
-
-BLITZ_API int blitz_spawn(blitz_runtime *rt, blitz_poll_fn poll, const void *state, size_t size,
-                          blitz_task **handle) {
-    blitz_spawn_opts o = blitz__plain_opts(poll, state, size);
-    return blitz_spawn_ex(rt, &o, handle);
-}
-
-typedef struct {
-    blitz_fn fn;
-    void *arg;
-} blitz__fn_state;
-
-static blitz_poll blitz__fn_poll(blitz_cx *cx, void *p) {
-    (void)cx;
-    blitz__fn_state *s = (blitz__fn_state *)p;
-    s->fn(s->arg);
-    return BLITZ_READY;
-}
-
-BLITZ_API int blitz_spawn_fn(blitz_runtime *rt, blitz_fn fn, void *arg, blitz_task **handle) {
-    if (handle)
-        *handle = NULL;
-    if (!fn)
-        return BLITZ_EINVAL;
-    blitz__fn_state s;
-    s.fn = fn;
-    s.arg = arg;
-    return blitz_spawn(rt, blitz__fn_poll, &s, sizeof s, handle);
-}
-/* ====[ END src/task.c ]=================================================== */
-/* ====[ BEGIN src/join.c ]================================================= */
-/* >>join */
-/* Join handles: await, wait, status, state, cancel, release.
- *
- * The join waker protocol (Tokio's JOIN_WAKER): the handle's owner writes
- * join_waker only while JOIN_WAKER is clear, then sets the bit with a
- * release CAS that fails once the task is COMPLETE. The completer clears the
- * bit in its COMPLETE transition and then only reads the slot. To replace a
- * stored waker the owner first clears the bit (a CAS that also fails on
- * COMPLETE). So the slot is never written while another thread may read it. */
-/* internal.h already included */
-
-BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t) {
-    BLITZ_ASSERT(cx && t);
-    if (!cx || !t)
-        return BLITZ_READY; /* blitz_task_status reports the misuse */
-    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
-    if (blitz__state_is_complete(s))
-        return BLITZ_READY;
-    blitz_waker mine = blitz_cx_waker(cx);
-    if (s & BLITZ__TASK_JOIN_WAKER) {
-        if (blitz_waker_will_wake(&t->join_waker, &mine))
-            return BLITZ_PENDING;
-        /* A different waker is stored (the handle moved to another task):
-         * take the slot back before overwriting it. */
-        for (;;) {
-            if (blitz__state_is_complete(s))
-                return BLITZ_READY;
-            if (blitz__u64_cas_weak(&t->state, &s, s & ~BLITZ__TASK_JOIN_WAKER, BLITZ__ACQ_REL))
-                break;
-        }
-        blitz_waker_drop(t->join_waker);
-    }
-    t->join_waker = blitz_waker_clone(&mine);
-    s = blitz__u64_load(&t->state, BLITZ__RELAXED);
-    for (;;) {
-        if (blitz__state_is_complete(s)) {
-            blitz_waker_drop(t->join_waker);
-            return BLITZ_READY;
-        }
-        if (blitz__u64_cas_weak(&t->state, &s, s | BLITZ__TASK_JOIN_WAKER, BLITZ__ACQ_REL))
-            return BLITZ_PENDING;
-    }
-}
-
-BLITZ_API void blitz_join_cancel(blitz_cx *cx, blitz_task *t) {
-    (void)cx;
-    if (!t)
-        return;
-    /* Take the stored waker back unless the task completed (then the
-     * completer owns and consumes it). */
-    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
-    for (;;) {
-        if (blitz__state_is_complete(s) || !(s & BLITZ__TASK_JOIN_WAKER))
-            return;
-        if (blitz__u64_cas_weak(&t->state, &s, s & ~BLITZ__TASK_JOIN_WAKER, BLITZ__ACQ_REL))
-            break;
-    }
-    blitz_waker_drop(t->join_waker);
-}
-
-BLITZ_API void blitz_join_cancel_op(blitz_cx *cx, void *handle) {
-    blitz_join_cancel(cx, (blitz_task *)handle);
-}
-
-BLITZ_API int blitz_task_status(const blitz_task *t) {
-    if (!t)
-        return BLITZ_EINVAL;
-    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
-    if (!blitz__state_is_complete(s))
-        return BLITZ_EAGAIN;
-    return (s & BLITZ__TASK_OUTCOME_CANCELLED) ? BLITZ_ECANCELED : BLITZ_OK;
-}
-
-BLITZ_API void *blitz_task_state(blitz_task *t) {
-    if (!t || !blitz__state_is_complete(blitz__u64_load(&t->state, BLITZ__ACQUIRE)))
-        return NULL;
-    return blitz__task_state_ptr(t);
-}
-
-BLITZ_API int blitz_task_cancel(blitz_task *t) {
-    if (!t)
-        return BLITZ_EINVAL;
-    /* An idle task is claimed (taken to RUNNING) and completed here. */
-    if (blitz__state_cancel(t))
-        blitz__task_finish(t, 1);
-    else if (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_BLOCKING)
-        blitz__pool_cancel_task(t); /* not started: out of the pool's queue now */
-    return BLITZ_OK;
-}
-
-BLITZ_API int blitz_task_release(blitz_task **tp) {
-    if (!tp)
-        return BLITZ_EINVAL;
-    blitz__task *t = *tp;
-    if (!t)
-        return BLITZ_ERELEASED;
-    *tp = NULL;
-    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED), next;
-    for (;;) {
-        BLITZ_ASSERT((s & BLITZ__TASK_JOIN_INTEREST) && "task handle released twice");
-        if (!(s & BLITZ__TASK_JOIN_INTEREST))
-            return BLITZ_ERELEASED;
-        next = (s & ~(BLITZ__TASK_JOIN_INTEREST | BLITZ__TASK_JOIN_WAKER)) - BLITZ__TASK_REF_ONE;
-        if (!blitz__state_is_complete(s))
-            next |= BLITZ__TASK_DETACHED;
-        if (blitz__u64_cas_weak(&t->state, &s, next, BLITZ__ACQ_REL))
-            break;
-    }
-    /* Before completion a stored join waker is ours again to drop. */
-    if (!blitz__state_is_complete(s) && (s & BLITZ__TASK_JOIN_WAKER))
-        blitz_waker_drop(t->join_waker);
-    if (blitz__refs(next) == 0)
-        blitz__task_free(t);
-    return BLITZ_OK;
-}
-
-/* Marks that a thread will sleep on the completion word for `t`. Returns 0
- * when `t` is already complete. */
-BLITZ_PRIVATE int blitz__task_set_thread_joiner(blitz__task *t) {
-    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
-    for (;;) {
-        if (blitz__state_is_complete(s))
-            return 0;
-        if (s & BLITZ__TASK_THREAD_JOINER)
-            return 1;
-        if (blitz__u64_cas_weak(&t->state, &s, s | BLITZ__TASK_THREAD_JOINER, BLITZ__ACQ_REL))
-            return 1;
-    }
-}
-
-BLITZ_PRIVATE int blitz__task_is_complete(const blitz__task *t) {
-    return blitz__state_is_complete(blitz__u64_load(&t->state, BLITZ__ACQUIRE));
-}
-
-/* Sleeps until `t` completes, the runtime's completion word changes, or
- * timeout_ns passes. Returns 1 once `t` is complete. */
-BLITZ_PRIVATE int blitz__wait_completion(blitz_runtime *rt, blitz__task *t, uint64_t timeout_ns) {
-    /* Read the word before announcing ourselves: a completion after the
-     * announcement bumps it, so the futex wait cannot miss it. */
-    uint32_t seq = blitz__u32_load(&rt->completion_seq, BLITZ__ACQUIRE);
-    if (!blitz__task_set_thread_joiner(t))
-        return 1;
-    blitz__sleep_on_completion(rt, seq, timeout_ns);
-    return blitz__task_is_complete(t);
-}
-
-BLITZ_API int blitz_task_wait(blitz_task *t) {
-    if (!t)
-        return BLITZ_EINVAL;
-    if (!blitz__task_is_complete(t)) {
-        blitz_runtime *rt = blitz__task_runtime(t);
-        blitz__context *ctx = blitz__context_get();
-        if (rt->flavor == BLITZ_CURRENT_THREAD)
-            blitz__ct_wait(rt, t, ctx);
-        else if (ctx && ctx->rt == rt && ctx->worker)
-            blitz__worker_help_until(ctx, t);
-        else
-            blitz__external_help_until(rt, t, ctx && ctx->rt == rt);
-    }
-    int rc = blitz_task_status(t);
-    /* Only a wait inside one of the runtime's own polls returns unfinished:
-     * the runtime is shutting down and waits for that poll to end. */
-    return rc == BLITZ_EAGAIN ? BLITZ_ESHUTDOWN : rc;
-}
-/* ====[ END src/join.c ]=================================================== */
-/* ====[ BEGIN src/time_driver.c ]========================================== */
-/* >>time_driver */
+/* ====[ END src/time/timer_wheel.c ]======================================= */
+/* ====[ BEGIN src/time/time_driver.c ]===================================== */
+/* >>time/time_driver */
 /* The time driver: the runtime's clock and its timer wheel, wired to
  * tasks.
  *
@@ -6002,7 +5592,7 @@ BLITZ_API int blitz_task_wait(blitz_task *t) {
  * sleeps with a timeout to the next deadline; the others sleep without one,
  * so an idle runtime without timers wakes nobody. Arming a timer earlier
  * than the hint wakes the sleeper (or a parked worker) to re-plan. */
-/* internal.h already included */
+/* src/time/time.h already included */
 
 #define BLITZ__TICK_NS     1000000u
 #define BLITZ__TIMER_IDLE  0u
@@ -6010,7 +5600,7 @@ BLITZ_API int blitz_task_wait(blitz_task *t) {
 #define BLITZ__TIMER_FIRED 2u
 
 BLITZ_PRIVATE void blitz__time_init(blitz_runtime *rt, int paused) {
-    blitz__time_driver *td = &rt->time;
+    blitz__time_driver *td = rt->time;
     blitz__mutex_init(&td->lock);
     td->origin_ns = blitz__now_ns();
     td->paused = paused;
@@ -6021,39 +5611,39 @@ BLITZ_PRIVATE void blitz__time_init(blitz_runtime *rt, int paused) {
 }
 
 BLITZ_PRIVATE void blitz__time_destroy(blitz_runtime *rt) {
-    blitz__mutex_destroy(&rt->time.lock);
+    blitz__mutex_destroy(&rt->time->lock);
 }
 
 /* The runtime's current time in nanoseconds. */
 BLITZ_PRIVATE uint64_t blitz__rt_now(const blitz_runtime *rt) {
-    if (rt->time.paused)
-        return blitz__u64_load(&rt->time.virtual_ns, BLITZ__ACQUIRE);
+    if (rt->time->paused)
+        return blitz__u64_load(&rt->time->virtual_ns, BLITZ__ACQUIRE);
     return blitz__now_ns();
 }
 
 /* Ticks since the origin that `ns` has fully reached (floor), and the tick
  * at which a deadline is due (ceiling). */
 static uint64_t blitz__tick_floor(const blitz_runtime *rt, uint64_t ns) {
-    return ns <= rt->time.origin_ns ? 0 : (ns - rt->time.origin_ns) / BLITZ__TICK_NS;
+    return ns <= rt->time->origin_ns ? 0 : (ns - rt->time->origin_ns) / BLITZ__TICK_NS;
 }
 static uint64_t blitz__tick_ceil(const blitz_runtime *rt, uint64_t ns) {
-    if (ns <= rt->time.origin_ns)
+    if (ns <= rt->time->origin_ns)
         return 0;
-    uint64_t d = ns - rt->time.origin_ns;
+    uint64_t d = ns - rt->time->origin_ns;
     return d / BLITZ__TICK_NS + (d % BLITZ__TICK_NS != 0);
 }
 /* The nanosecond at which tick `t` begins (saturating). */
 static uint64_t blitz__tick_start_ns(const blitz_runtime *rt, uint64_t t) {
-    if (t >= (UINT64_MAX - rt->time.origin_ns) / BLITZ__TICK_NS)
+    if (t >= (UINT64_MAX - rt->time->origin_ns) / BLITZ__TICK_NS)
         return UINT64_MAX;
-    return rt->time.origin_ns + t * BLITZ__TICK_NS;
+    return rt->time->origin_ns + t * BLITZ__TICK_NS;
 }
 
 /* Publishes the wheel's earliest expiry as the hint. Caller holds lock.
  * Seq_cst: pairs with a parking worker's seq_cst re-check (worker.c). */
 static void blitz__time_update_hint(blitz_runtime *rt) {
-    uint64_t t = blitz__wheel_next_expiry(&rt->time.wheel);
-    blitz__u64_store(&rt->time.next_expiry_ns,
+    uint64_t t = blitz__wheel_next_expiry(&rt->time->wheel);
+    blitz__u64_store(&rt->time->next_expiry_ns,
                      t == UINT64_MAX ? UINT64_MAX : blitz__tick_start_ns(rt, t), BLITZ__SEQ_CST);
 }
 
@@ -6068,7 +5658,7 @@ static blitz_timer *blitz__timer_of(blitz__timer_entry *e) {
  * Caller holds the lock. Entries in the firing list are still ARMED (a
  * cancel unlinks them from there) until fired in batches. */
 static void blitz__time_collect(blitz_runtime *rt, uint64_t now_ns) {
-    blitz__time_driver *td = &rt->time;
+    blitz__time_driver *td = rt->time;
     blitz__timer_entry *due = NULL;
     blitz__wheel_advance(&td->wheel, blitz__tick_floor(rt, now_ns), &due);
     while (due) {
@@ -6090,7 +5680,7 @@ static void blitz__time_collect(blitz_runtime *rt, uint64_t now_ns) {
  * timer). `fire`: mark FIRED and wake; else (shutdown) mark IDLE and drop.
  * Called and returns with the lock held. Returns how many. */
 static size_t blitz__time_fire(blitz_runtime *rt, int fire) {
-    blitz__time_driver *td = &rt->time;
+    blitz__time_driver *td = rt->time;
     size_t fired = 0;
     while (td->firing) {
         blitz_waker batch[BLITZ__WAKE_BATCH];
@@ -6128,18 +5718,18 @@ static size_t blitz__time_fire(blitz_runtime *rt, int fire) {
 /* Fires due timers if the hint says some are due. `block`: wait for the
  * lock rather than try it. Returns 1 when it fired at least one. */
 BLITZ_PRIVATE int blitz__time_process(blitz_runtime *rt, int block) {
-    uint64_t hint = blitz__u64_load(&rt->time.next_expiry_ns, BLITZ__ACQUIRE);
+    uint64_t hint = blitz__u64_load(&rt->time->next_expiry_ns, BLITZ__ACQUIRE);
     if (hint == UINT64_MAX)
         return 0;
     if (blitz__rt_now(rt) < hint)
         return 0;
     if (block)
-        blitz__mutex_lock(&rt->time.lock);
-    else if (!blitz__mutex_trylock(&rt->time.lock))
+        blitz__mutex_lock(&rt->time->lock);
+    else if (!blitz__mutex_trylock(&rt->time->lock))
         return 0;
     blitz__time_collect(rt, blitz__rt_now(rt));
     size_t fired = blitz__time_fire(rt, 1);
-    blitz__mutex_unlock(&rt->time.lock);
+    blitz__mutex_unlock(&rt->time->lock);
     return fired != 0;
 }
 
@@ -6147,7 +5737,7 @@ BLITZ_PRIVATE int blitz__time_process(blitz_runtime *rt, int block) {
  * timers hold on their (now cancelled) tasks go away. No task runs any more;
  * a later blitz_timer_cancel finds the timer idle. */
 BLITZ_PRIVATE void blitz__time_shutdown(blitz_runtime *rt) {
-    blitz__time_driver *td = &rt->time;
+    blitz__time_driver *td = rt->time;
     blitz__mutex_lock(&td->lock);
     /* Everything moves to the firing list, where a concurrent cancel can
      * still unlink it. */
@@ -6159,8 +5749,8 @@ BLITZ_PRIVATE void blitz__time_shutdown(blitz_runtime *rt) {
 /* Nanoseconds a parked thread should sleep for the next timer: 0 for "no
  * timer" (sleep until woken). */
 BLITZ_PRIVATE uint64_t blitz__time_sleep_ns(blitz_runtime *rt) {
-    uint64_t hint = blitz__u64_load(&rt->time.next_expiry_ns, BLITZ__SEQ_CST);
-    if (hint == UINT64_MAX || rt->time.paused)
+    uint64_t hint = blitz__u64_load(&rt->time->next_expiry_ns, BLITZ__SEQ_CST);
+    if (hint == UINT64_MAX || rt->time->paused)
         return 0;
     uint64_t now = blitz__now_ns();
     return hint > now ? hint - now : 1;
@@ -6172,24 +5762,24 @@ BLITZ_PRIVATE uint64_t blitz__time_sleep_ns(blitz_runtime *rt) {
  * waking its tasks (they are queued before `advancing` is cleared under the
  * lock), so a jump never overtakes the tasks the previous one woke. */
 BLITZ_PRIVATE int blitz__time_auto_advance(blitz_runtime *rt, int (*idle)(blitz_runtime *rt)) {
-    if (!rt->time.paused)
+    if (!rt->time->paused)
         return 0;
-    blitz__mutex_lock(&rt->time.lock);
-    if (rt->time.advancing || (idle && !idle(rt))) {
-        blitz__mutex_unlock(&rt->time.lock);
+    blitz__mutex_lock(&rt->time->lock);
+    if (rt->time->advancing || (idle && !idle(rt))) {
+        blitz__mutex_unlock(&rt->time->lock);
         return 0;
     }
-    uint64_t t = blitz__wheel_next_expiry(&rt->time.wheel);
+    uint64_t t = blitz__wheel_next_expiry(&rt->time->wheel);
     if (t != UINT64_MAX) {
         uint64_t target = blitz__tick_start_ns(rt, t);
-        if (target > blitz__u64_load(&rt->time.virtual_ns, BLITZ__RELAXED))
-            blitz__u64_store(&rt->time.virtual_ns, target, BLITZ__RELEASE);
-        rt->time.advancing = 1;
-        blitz__time_collect(rt, blitz__u64_load(&rt->time.virtual_ns, BLITZ__RELAXED));
+        if (target > blitz__u64_load(&rt->time->virtual_ns, BLITZ__RELAXED))
+            blitz__u64_store(&rt->time->virtual_ns, target, BLITZ__RELEASE);
+        rt->time->advancing = 1;
+        blitz__time_collect(rt, blitz__u64_load(&rt->time->virtual_ns, BLITZ__RELAXED));
         blitz__time_fire(rt, 1);
-        rt->time.advancing = 0;
+        rt->time->advancing = 0;
     }
-    blitz__mutex_unlock(&rt->time.lock);
+    blitz__mutex_unlock(&rt->time->lock);
     return t != UINT64_MAX;
 }
 
@@ -6197,14 +5787,10 @@ BLITZ_PRIVATE int blitz__time_auto_advance(blitz_runtime *rt, int (*idle)(blitz_
  * driver re-plans, or a parked worker wakes up to become it. */
 static void blitz__time_kick(blitz_runtime *rt) {
     if (rt->flavor == BLITZ_CURRENT_THREAD) {
-        blitz__parker_unpark(&rt->ct->parker);
+        blitz__parker_unpark(rt->ct_parker);
         return;
     }
-    uint32_t s = blitz__u32_load(&rt->time.sleeper, BLITZ__SEQ_CST);
-    if (s)
-        blitz__parker_unpark(&rt->workers[s - 1].parker);
-    else
-        blitz__idle_notify_parked(rt);
+    blitz__sched_kick_timers(rt, blitz__u32_load(&rt->time->sleeper, BLITZ__SEQ_CST));
 }
 
 /* ---- the public timer ------------------------------------------------------- */
@@ -6223,16 +5809,16 @@ static void blitz__timer_arm(blitz_runtime *rt, blitz_timer *t, uint64_t deadlin
     /* Outside the lock: the clone is an atomic increment on the task. */
     blitz_waker mine = blitz_waker_clone(w);
     uint64_t due_ns = blitz__tick_start_ns(rt, t->blitz__entry.deadline);
-    blitz__mutex_lock(&rt->time.lock);
+    blitz__mutex_lock(&rt->time->lock);
     t->blitz__waker = mine;
     blitz__u32_field_store(&t->blitz__state, BLITZ__TIMER_ARMED, BLITZ__RELAXED);
-    blitz__wheel_insert(&rt->time.wheel, &t->blitz__entry);
+    blitz__wheel_insert(&rt->time->wheel, &t->blitz__entry);
     /* Inserting can only move the earliest expiry earlier. Seq_cst pairs
      * with a parking worker's seq_cst read of the hint (worker.c). */
-    int earlier = due_ns < blitz__u64_load(&rt->time.next_expiry_ns, BLITZ__RELAXED);
+    int earlier = due_ns < blitz__u64_load(&rt->time->next_expiry_ns, BLITZ__RELAXED);
     if (earlier)
-        blitz__u64_store(&rt->time.next_expiry_ns, due_ns, BLITZ__SEQ_CST);
-    blitz__mutex_unlock(&rt->time.lock);
+        blitz__u64_store(&rt->time->next_expiry_ns, due_ns, BLITZ__SEQ_CST);
+    blitz__mutex_unlock(&rt->time->lock);
     if (earlier)
         blitz__time_kick(rt);
 }
@@ -6262,13 +5848,13 @@ BLITZ_API blitz_poll blitz_sleep_until(blitz_cx *cx, blitz_timer *t, uint64_t de
      * Keep the registered waker if it still wakes this task; the driver
      * takes it under the lock, so look at it under the lock too. */
     blitz_waker old = blitz_waker_noop();
-    blitz__mutex_lock(&rt->time.lock);
+    blitz__mutex_lock(&rt->time->lock);
     if (blitz__u32_field_load(&t->blitz__state, BLITZ__RELAXED) == BLITZ__TIMER_ARMED &&
         !blitz_waker_will_wake(&t->blitz__waker, &mine)) {
         old = t->blitz__waker;
         t->blitz__waker = blitz_waker_clone(&mine);
     }
-    blitz__mutex_unlock(&rt->time.lock);
+    blitz__mutex_unlock(&rt->time->lock);
     blitz_waker_drop(old);
     if (blitz__u32_field_load(&t->blitz__state, BLITZ__ACQUIRE) == BLITZ__TIMER_FIRED) {
         blitz__u32_field_store(&t->blitz__state, BLITZ__TIMER_IDLE, BLITZ__RELAXED);
@@ -6294,25 +5880,25 @@ BLITZ_API int blitz_timer_cancel(blitz_timer *t) {
         return BLITZ_OK;
     blitz_runtime *rt = t->blitz__rt;
     blitz_waker old = blitz_waker_noop();
-    blitz__mutex_lock(&rt->time.lock);
+    blitz__mutex_lock(&rt->time->lock);
     if (blitz__u32_field_load(&t->blitz__state, BLITZ__RELAXED) == BLITZ__TIMER_ARMED) {
         blitz__timer_entry *e = &t->blitz__entry;
         if (e->where == BLITZ__WHERE_FIRING) {
             if (e->prev)
                 e->prev->next = e->next;
             else
-                rt->time.firing = e->next;
+                rt->time->firing = e->next;
             if (e->next)
                 e->next->prev = e->prev;
             e->where = BLITZ__WHEEL_NOT_IN_WHEEL;
         } else {
-            blitz__wheel_remove(&rt->time.wheel, e);
+            blitz__wheel_remove(&rt->time->wheel, e);
         }
         old = t->blitz__waker;
         t->blitz__waker = blitz_waker_noop();
     }
     blitz__u32_field_store(&t->blitz__state, BLITZ__TIMER_IDLE, BLITZ__RELAXED);
-    blitz__mutex_unlock(&rt->time.lock);
+    blitz__mutex_unlock(&rt->time->lock);
     blitz_waker_drop(old);
     return BLITZ_OK;
 }
@@ -6364,15 +5950,15 @@ BLITZ_API uint64_t blitz_deadline_after(uint64_t now_ns, int64_t ns) {
 BLITZ_API int blitz_time_advance(blitz_runtime *rt, int64_t ns) {
     if (!rt || ns < 0)
         return BLITZ_EINVAL;
-    if (!rt->time.paused)
+    if (!rt->time->paused)
         return BLITZ_EINVAL;
-    blitz__mutex_lock(&rt->time.lock);
-    uint64_t now = blitz__u64_load(&rt->time.virtual_ns, BLITZ__RELAXED);
+    blitz__mutex_lock(&rt->time->lock);
+    uint64_t now = blitz__u64_load(&rt->time->virtual_ns, BLITZ__RELAXED);
     now = blitz_deadline_after(now, ns);
-    blitz__u64_store(&rt->time.virtual_ns, now, BLITZ__RELEASE);
+    blitz__u64_store(&rt->time->virtual_ns, now, BLITZ__RELEASE);
     blitz__time_collect(rt, now);
     blitz__time_fire(rt, 1);
-    blitz__mutex_unlock(&rt->time.lock);
+    blitz__mutex_unlock(&rt->time->lock);
     return BLITZ_OK;
 }
 
@@ -6429,3683 +6015,16 @@ BLITZ_API blitz_poll blitz_interval_tick(blitz_cx *cx, blitz_interval *iv) {
     }
     return BLITZ_READY;
 }
-/* ====[ END src/time_driver.c ]============================================ */
-/* ====[ BEGIN src/op.c ]=================================================== */
-/* >>op */
-/* Ops as values (blitz_op) and the blocking form of any op: blitz_op_wait
- * polls it on the calling thread and sleeps on a per-thread parker between
- * polls. */
-/* internal.h already included */
-/* ====[ BEGIN src/waitq.h ]================================================ */
-/* >>waitq */
-/* The queue of waiting ops a primitive keeps: an intrusive FIFO of
- * blitz__waiter, guarded by the primitive's lock.
- *
- * The protocol every primitive follows:
- *  - an op that must wait enqueues its waiter (under the lock) with a clone
- *    of its task's waker: state QUEUED;
- *  - the party that satisfies it (under the lock) unlinks the waiter, stores
- *    the result in it, takes its waker out, and only then publishes DONE
- *    with a release store; the waker is woken after the lock is dropped.
- *    From the DONE store on, the waiter's memory is the owner's again: the
- *    owner may see DONE without taking the lock, return, and reuse or free
- *    the task state, so nothing touches the waiter after that store;
- *  - the owner polls: DONE (acquire) means the result is there; QUEUED
- *    means refresh the waker (under the lock) and stay pending;
- *  - cancel takes the lock: a QUEUED waiter is unlinked and its waker
- *    dropped; a DONE one keeps its result, which the primitive then hands
- *    on (permits to the next waiter, a message back to the channel). */
-#ifndef BLITZ__WAITQ_H
-#define BLITZ__WAITQ_H
-
-#define BLITZ__WAITER_IDLE   0u
-#define BLITZ__WAITER_QUEUED 1u
-#define BLITZ__WAITER_DONE   2u
-
-static inline uint32_t blitz__waiter_state(const blitz__waiter *w) {
-    return blitz__u32_field_load(&w->blitz__state, BLITZ__ACQUIRE);
-}
-
-/* Appends `w` (idle) with a clone of `waker`. Under the lock. */
-static inline void blitz__waitq_push(blitz__waitq *q, blitz__waiter *w, const blitz_waker *waker) {
-    w->blitz__waker = blitz_waker_clone(waker);
-    w->blitz__next = NULL;
-    w->blitz__prev = q->blitz__tail;
-    if (q->blitz__tail)
-        q->blitz__tail->blitz__next = w;
-    else
-        q->blitz__head = w;
-    q->blitz__tail = w;
-    blitz__u32_field_store(&w->blitz__state, BLITZ__WAITER_QUEUED, BLITZ__RELAXED);
-}
-
-/* Puts `w` (idle) first: a waiter that was handed something it must give
- * back keeps its place. Under the lock. */
-static inline void blitz__waitq_push_front(blitz__waitq *q, blitz__waiter *w,
-                                           const blitz_waker *waker) {
-    w->blitz__waker = blitz_waker_clone(waker);
-    w->blitz__prev = NULL;
-    w->blitz__next = q->blitz__head;
-    if (q->blitz__head)
-        q->blitz__head->blitz__prev = w;
-    else
-        q->blitz__tail = w;
-    q->blitz__head = w;
-    blitz__u32_field_store(&w->blitz__state, BLITZ__WAITER_QUEUED, BLITZ__RELAXED);
-}
-
-/* Unlinks a queued `w` without changing its state. Under the lock. */
-static inline void blitz__waitq_unlink(blitz__waitq *q, blitz__waiter *w) {
-    if (w->blitz__prev)
-        w->blitz__prev->blitz__next = w->blitz__next;
-    else
-        q->blitz__head = w->blitz__next;
-    if (w->blitz__next)
-        w->blitz__next->blitz__prev = w->blitz__prev;
-    else
-        q->blitz__tail = w->blitz__prev;
-    w->blitz__next = w->blitz__prev = NULL;
-}
-
-/* Withdraws a queued `w` (its op is being cancelled): unlinks it and
- * returns its waker, to be dropped after the lock. Under the lock. */
-static inline blitz_waker blitz__waitq_withdraw(blitz__waitq *q, blitz__waiter *w) {
-    blitz__waitq_unlink(q, w);
-    blitz_waker waker = w->blitz__waker;
-    w->blitz__waker = blitz_waker_noop();
-    return waker;
-}
-
-static inline int blitz__waitq_empty(const blitz__waitq *q) {
-    return q->blitz__head == NULL;
-}
-
-/* Replaces the stored waker when the op is now polled by another task (or
- * a combinator's waker). Under the lock; the old waker is returned to be
- * dropped after the lock is released (noop when unchanged). */
-static inline blitz_waker blitz__waiter_refresh(blitz__waiter *w, const blitz_waker *waker) {
-    if (blitz_waker_will_wake(&w->blitz__waker, waker))
-        return blitz_waker_noop();
-    blitz_waker old = w->blitz__waker;
-    w->blitz__waker = blitz_waker_clone(waker);
-    return old;
-}
-
-/* Completes an unlinked waiter: returns its waker (wake it after the
- * lock) and publishes DONE. Nothing may touch `w` afterwards. */
-static inline blitz_waker blitz__waiter_finish(blitz__waiter *w) {
-    blitz_waker waker = w->blitz__waker;
-    w->blitz__waker = blitz_waker_noop();
-    /* Release: the result written into the waiter before this store is
-     * visible to the owner that reads DONE with acquire. */
-    blitz__u32_field_store(&w->blitz__state, BLITZ__WAITER_DONE, BLITZ__RELEASE);
-    return waker;
-}
-
-/* Owner side, after it consumed a DONE result: ready for the next wait. */
-static inline void blitz__waiter_reset(blitz__waiter *w) {
-    blitz__u32_field_store(&w->blitz__state, BLITZ__WAITER_IDLE, BLITZ__RELAXED);
-}
-
-/* Wakers collected under a lock and woken after it is dropped, in batches
- * so a broadcast to many waiters never wakes under the lock. */
-#define BLITZ__WAKE_LIST_CAP 32
-typedef struct blitz__wake_list {
-    blitz_waker wakers[BLITZ__WAKE_LIST_CAP];
-    uint32_t len;
-} blitz__wake_list;
-
-static inline int blitz__wake_list_full(const blitz__wake_list *l) {
-    return l->len == BLITZ__WAKE_LIST_CAP;
-}
-static inline void blitz__wake_list_push(blitz__wake_list *l, blitz_waker w) {
-    BLITZ_ASSERT(l->len < BLITZ__WAKE_LIST_CAP);
-    l->wakers[l->len++] = w;
-}
-/* Wakes and empties the list. Call without the lock held. */
-static inline void blitz__wake_list_wake(blitz__wake_list *l) {
-    uint32_t i;
-    for (i = 0; i < l->len; i++)
-        blitz_waker_wake(l->wakers[i]);
-    l->len = 0;
-}
-
-#endif
-/* ====[ END src/waitq.h ]================================================== */
-
-BLITZ_API blitz_op blitz_op_make(blitz_poll_fn poll, blitz_cancel_fn cancel, void *arg) {
-    blitz_op op;
-    op.poll = poll;
-    op.cancel = cancel;
-    op.arg = arg;
-    return op;
-}
-
-static blitz_poll blitz__join_op_poll(blitz_cx *cx, void *handle) {
-    return blitz_join(cx, (blitz_task *)handle);
-}
-BLITZ_API blitz_op blitz_op_join(blitz_task *t) {
-    return blitz_op_make(blitz__join_op_poll, blitz_join_cancel_op, t);
-}
-
-static blitz_poll blitz__sleep_op_poll(blitz_cx *cx, void *timer) {
-    blitz_timer *t = (blitz_timer *)timer;
-    return blitz_sleep_until(cx, t, t->deadline);
-}
-BLITZ_API void blitz_timer_cancel_op(blitz_cx *cx, void *timer) {
-    (void)cx;
-    blitz_timer_cancel((blitz_timer *)timer);
-}
-BLITZ_API blitz_op blitz_op_sleep_until(blitz_timer *t, uint64_t deadline_ns) {
-    if (t)
-        t->deadline = deadline_ns;
-    return blitz_op_make(blitz__sleep_op_poll, blitz_timer_cancel_op, t);
-}
-
-/* ---- the thread waker ---------------------------------------------------------- */
-
-/* A parker that wakers can reach after the thread stopped waiting: a
- * waker may be woken after the op it was registered with completed (wakes
- * happen outside the primitives' locks), so the parker is reference
- * counted. Each thread keeps one for its whole life (released when the
- * thread exits) and hands out references. */
-typedef struct blitz__thread_parker {
-    blitz__atomic_u32 refs;
-    blitz__parker parker;
-} blitz__thread_parker;
-
-static void blitz__thread_parker_unref(blitz__thread_parker *tp) {
-    /* Acq_rel: the last owner sees every other owner's unpark finished
-     * before it destroys the parker. */
-    if (blitz__u32_fetch_sub(&tp->refs, 1, BLITZ__ACQ_REL) == 1) {
-        blitz__parker_destroy(&tp->parker);
-        BLITZ_FREE(tp);
-    }
-}
-
-static void blitz__thread_waker_wake_by_ref(const void *data) {
-    blitz__parker_unpark(&((blitz__thread_parker *)data)->parker);
-}
-static void blitz__thread_waker_wake(const void *data) {
-    blitz__thread_waker_wake_by_ref(data);
-    blitz__thread_parker_unref((blitz__thread_parker *)data);
-}
-static void blitz__thread_waker_drop(const void *data) {
-    blitz__thread_parker_unref((blitz__thread_parker *)data);
-}
-static blitz_waker blitz__thread_waker_clone(const void *data);
-static const blitz_waker_vtable blitz__thread_waker_vtable = {
-    blitz__thread_waker_wake, blitz__thread_waker_wake_by_ref, blitz__thread_waker_clone,
-    blitz__thread_waker_drop};
-static blitz_waker blitz__thread_waker_clone(const void *data) {
-    blitz__u32_fetch_add(&((blitz__thread_parker *)data)->refs, 1, BLITZ__RELAXED);
-    blitz_waker w = {data, &blitz__thread_waker_vtable};
-    return w;
-}
-
-static pthread_key_t blitz__thread_parker_key;
-static pthread_once_t blitz__thread_parker_once = PTHREAD_ONCE_INIT;
-static _Thread_local blitz__thread_parker *blitz__thread_parker_cached;
-
-static void blitz__thread_parker_release(void *p) {
-    blitz__thread_parker_unref((blitz__thread_parker *)p);
-}
-static void blitz__thread_parker_key_init(void) {
-    pthread_key_create(&blitz__thread_parker_key, blitz__thread_parker_release);
-}
-
-/* The calling thread's parker, created on first use; NULL when out of
- * memory. */
-static blitz__thread_parker *blitz__thread_parker_get(void) {
-    blitz__thread_parker *tp = blitz__thread_parker_cached;
-    if (BLITZ__LIKELY(tp != NULL))
-        return tp;
-    pthread_once(&blitz__thread_parker_once, blitz__thread_parker_key_init);
-    tp = (blitz__thread_parker *)BLITZ_MALLOC(sizeof *tp);
-    if (!tp)
-        return NULL;
-    blitz__u32_store(&tp->refs, 1, BLITZ__RELAXED);
-    blitz__parker_init(&tp->parker);
-    if (pthread_setspecific(blitz__thread_parker_key, tp) != 0) {
-        blitz__parker_destroy(&tp->parker);
-        BLITZ_FREE(tp);
-        return NULL;
-    }
-    blitz__thread_parker_cached = tp;
-    return tp;
-}
-
-/* A poll context whose waker is `waker` (no task). */
-BLITZ_PRIVATE void blitz__cx_init_waker(blitz_cx *cx, blitz__context *ctx, blitz_waker waker) {
-    cx->task = NULL;
-    cx->ctx = ctx;
-    cx->yielded = 0;
-    cx->waker = waker;
-}
-
-/* With a runtime, the op runs inside a task of that runtime: a
- * current-thread runtime is then driven by this thread while it waits, and
- * a shutdown cancels the wait (and withdraws the op) instead of leaving the
- * thread asleep on a timer that will never fire. A withdrawn op may still
- * be in the kernel (an io_uring receive): it holds the task until its
- * completion, as it does any task's memory, so the wait returns only once
- * the task is freed, and the op is the caller's again. */
-typedef struct blitz__op_task {
-    blitz_op op;
-    blitz__atomic_u32 *freed; /* on the waiting thread's stack */
-    blitz__thread_parker *tp; /* the waiting thread's; a reference of its own */
-} blitz__op_task;
-
-static blitz_poll blitz__op_task_poll(blitz_cx *cx, void *state) {
-    blitz__op_task *s = (blitz__op_task *)state;
-    return s->op.poll(cx, s->op.arg);
-}
-static void blitz__op_task_cancel(void *state) {
-    blitz__op_task *s = (blitz__op_task *)state;
-    if (s->op.cancel)
-        s->op.cancel(NULL, s->op.arg);
-}
-/* The task's last reference is gone: nothing uses the op any more. */
-static void blitz__op_task_drop(void *state) {
-    blitz__op_task *s = (blitz__op_task *)state;
-    blitz__thread_parker *tp = s->tp;
-    /* Release: the waiter that sees the flag sees every use of the op
-     * before it. After the store the waiter may return (its stack, the
-     * flag, is gone): only the parker, kept by our reference, is used. */
-    blitz__u32_store(s->freed, 1, BLITZ__RELEASE);
-    blitz__parker_unpark(&tp->parker);
-    blitz__thread_parker_unref(tp);
-}
-
-static int blitz__op_wait_in_task(blitz_runtime *rt, blitz_op op) {
-    blitz__thread_parker *tp = blitz__thread_parker_get();
-    if (!tp)
-        return BLITZ_ENOMEM;
-    blitz__atomic_u32 freed;
-    blitz__u32_store(&freed, 0, BLITZ__RELAXED);
-    blitz__u32_fetch_add(&tp->refs, 1, BLITZ__RELAXED);
-    blitz__op_task st = {op, &freed, tp};
-    blitz_spawn_opts opts = blitz__plain_opts(blitz__op_task_poll, &st, sizeof st);
-    opts.cancel = blitz__op_task_cancel;
-    opts.drop = blitz__op_task_drop;
-    blitz_task *t = NULL;
-    int rc = blitz_spawn_ex(rt, &opts, &t);
-    if (rc != BLITZ_OK) {
-        blitz__thread_parker_unref(tp); /* a task never queued runs no drop */
-        return rc;
-    }
-    rc = blitz_task_wait(t);
-    blitz_task_release(&t);
-    while (!blitz__u32_load(&freed, BLITZ__ACQUIRE))
-        blitz__parker_park(&tp->parker, 0);
-    return rc;
-}
-
-/* Whether the calling thread may block: not a worker or a current-thread
- * driver, and not polling a task, unless that task is a blocking-pool job
- * (a pool thread runs nothing else, so blocking it holds up nobody). */
-static int blitz__thread_may_block(const blitz__context *c) {
-    if (!c)
-        return 1;
-    if (c->worker || c->ct_driver)
-        return 0;
-    return !c->current ||
-           (blitz__u64_load(&c->current->state, BLITZ__RELAXED) & BLITZ__TASK_BLOCKING) != 0;
-}
-
-BLITZ_API int blitz_op_wait(blitz_runtime *rt, blitz_op op) {
-    if (!op.poll)
-        return BLITZ_EINVAL;
-    if (!blitz__thread_may_block(blitz__context_get()))
-        return BLITZ_EDEADLK;
-    if (rt)
-        return blitz__op_wait_in_task(rt, op);
-    blitz__thread_parker *tp = blitz__thread_parker_get();
-    if (!tp)
-        return BLITZ_ENOMEM;
-    blitz__context ctx;
-    memset(&ctx, 0, sizeof ctx);
-    blitz_cx cx;
-    blitz_waker borrowed = {tp, &blitz__thread_waker_vtable};
-    blitz__cx_init_waker(&cx, &ctx, borrowed);
-    while (op.poll(&cx, op.arg) == BLITZ_PENDING)
-        blitz__parker_park(&tp->parker, 0);
-    return BLITZ_OK;
-}
-/* ====[ END src/op.c ]===================================================== */
-/* ====[ BEGIN src/combinators.c ]========================================== */
-/* >>combinators */
-/* Combinators over ops: join-all, race, select. */
-/* internal.h already included */
-
-BLITZ_API void blitz_combo_reset(blitz_combo *c) {
-    if (!c)
-        return;
-    /* The starting position survives, so a select loop that resets its
-     * combo each round still rotates through its ops. */
-    uint32_t start = c->blitz__start;
-    memset(c, 0, sizeof *c);
-    c->blitz__start = start;
-}
-
-static uint64_t blitz__combo_all(size_t n) {
-    return n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1);
-}
-
-/* Checks the arguments; on misuse the combinator is READY with an error. */
-static int blitz__combo_valid(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
-    size_t i;
-    if (!c)
-        return 0;
-    c->error = BLITZ_EINVAL;
-    c->winner = -1;
-    if (!cx || !ops || n == 0 || n > BLITZ_COMBO_MAX)
-        return 0;
-    for (i = 0; i < n; i++)
-        if (!ops[i].poll)
-            return 0;
-    c->error = 0;
-    return 1;
-}
-
-/* Polls the unfinished ops once, from the rotating start. With `first`,
- * stops at the first op that finishes and returns its index; otherwise
- * polls them all. Returns -1 when none finished (or `first` is 0). */
-static int blitz__combo_poll(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n,
-                             int first) {
-    size_t k, start = c->blitz__start % n;
-    c->blitz__start = (uint32_t)((start + 1) % n);
-    for (k = 0; k < n; k++) {
-        size_t i = (start + k) % n;
-        uint64_t bit = (uint64_t)1 << i;
-        if (c->blitz__done & bit)
-            continue;
-        if (ops[i].poll(cx, ops[i].arg) == BLITZ_READY) {
-            c->blitz__done |= bit;
-            if (first)
-                return (int)i;
-        }
-    }
-    return -1;
-}
-
-BLITZ_API blitz_poll blitz_join_all(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
-    if (!blitz__combo_valid(cx, c, ops, n))
-        return BLITZ_READY;
-    blitz__combo_poll(cx, c, ops, n, 0);
-    return c->blitz__done == blitz__combo_all(n) ? BLITZ_READY : BLITZ_PENDING;
-}
-
-BLITZ_API void blitz_combo_cancel(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
-    size_t i;
-    if (!c || !ops || n > BLITZ_COMBO_MAX)
-        return;
-    for (i = 0; i < n; i++) {
-        uint64_t bit = (uint64_t)1 << i;
-        if (c->blitz__done & bit)
-            continue;
-        if (ops[i].cancel)
-            ops[i].cancel(cx, ops[i].arg);
-        c->blitz__done |= bit;
-    }
-}
-
-BLITZ_API blitz_poll blitz_select(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
-    if (!blitz__combo_valid(cx, c, ops, n))
-        return BLITZ_READY;
-    if (c->blitz__done == blitz__combo_all(n))
-        return BLITZ_READY; /* nothing left: winner -1 */
-    int won = blitz__combo_poll(cx, c, ops, n, 1);
-    if (won < 0)
-        return BLITZ_PENDING;
-    c->winner = won;
-    return BLITZ_READY;
-}
-
-BLITZ_API blitz_poll blitz_race(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
-    blitz_poll r = blitz_select(cx, c, ops, n);
-    if (r == BLITZ_READY && c->error == 0)
-        blitz_combo_cancel(cx, c, ops, n);
-    return r;
-}
-/* ====[ END src/combinators.c ]============================================ */
-/* ====[ BEGIN src/task_group.c ]=========================================== */
-/* >>task_group */
-/* Task groups: members report their completion through their join waker,
- * which moves them to the group's list of finished members.
- *
- * Every member is in exactly one of three lists, under the group's lock:
- * `running` (not yet asked to cancel), `cancelling` (blitz_task_cancel sent
- * or being sent) or `finished` (complete, handle not yet handed out). The
- * group is reference counted: its owner holds one reference and every
- * member another, so a member finishing after blitz_group_free still finds
- * the group. */
-/* internal.h already included */
-
-#define BLITZ__MEMBER_RUNNING    0
-#define BLITZ__MEMBER_CANCELLING 1
-#define BLITZ__MEMBER_FINISHED   2
-
-typedef struct blitz__group_member {
-    blitz_group *group;
-    blitz_task *task;
-    struct blitz__group_member *next, *prev;
-    int list;
-} blitz__group_member;
-
-typedef struct blitz__member_list {
-    blitz__group_member *head, *tail;
-} blitz__member_list;
-
-struct blitz_group {
-    blitz_runtime *rt;
-    blitz__mutex lock;
-    blitz__atomic_u32 refs;
-    blitz__member_list lists[3]; /* running, cancelling, finished */
-    size_t len;                  /* members not yet handed out */
-    blitz_waker waiter;          /* the task awaiting blitz_group_next */
-    int has_waiter;
-    int closed;
-    int freed;
-};
-
-static void blitz__member_push(blitz__member_list *l, blitz__group_member *m) {
-    m->next = NULL;
-    m->prev = l->tail;
-    if (l->tail)
-        l->tail->next = m;
-    else
-        l->head = m;
-    l->tail = m;
-}
-
-static void blitz__member_unlink(blitz__member_list *l, blitz__group_member *m) {
-    if (m->prev)
-        m->prev->next = m->next;
-    else
-        l->head = m->next;
-    if (m->next)
-        m->next->prev = m->prev;
-    else
-        l->tail = m->prev;
-    m->next = m->prev = NULL;
-}
-
-static void blitz__group_unref(blitz_group *g) {
-    /* Acq_rel: the last reference sees every other holder's last use of
-     * the group before it frees it. */
-    if (blitz__u32_fetch_sub(&g->refs, 1, BLITZ__ACQ_REL) == 1) {
-        blitz__mutex_destroy(&g->lock);
-        BLITZ_FREE(g);
-    }
-}
-
-/* A member's task completed (its join waker fired, or it was already
- * complete when the group registered). */
-static void blitz__member_finished(blitz__group_member *m) {
-    blitz_group *g = m->group;
-    blitz_waker waiter = blitz_waker_noop();
-    blitz__mutex_lock(&g->lock);
-    blitz__member_unlink(&g->lists[m->list], m);
-    if (g->freed) {
-        blitz__mutex_unlock(&g->lock);
-        blitz_task_release(&m->task);
-        BLITZ_FREE(m);
-        blitz__group_unref(g);
-        return;
-    }
-    m->list = BLITZ__MEMBER_FINISHED;
-    blitz__member_push(&g->lists[BLITZ__MEMBER_FINISHED], m);
-    if (g->has_waiter) {
-        waiter = g->waiter;
-        g->has_waiter = 0;
-    }
-    blitz__mutex_unlock(&g->lock);
-    blitz_waker_wake(waiter);
-}
-
-/* The member's join waker. A join waker is woken once or dropped once, so
- * the member needs no count of its own. */
-static void blitz__member_wake(const void *data) {
-    blitz__member_finished((blitz__group_member *)data);
-}
-static void blitz__member_drop(const void *data) {
-    (void)data;
-}
-static blitz_waker blitz__member_clone(const void *data);
-static const blitz_waker_vtable blitz__member_waker_vtable = {
-    blitz__member_wake, blitz__member_wake, blitz__member_clone, blitz__member_drop};
-static blitz_waker blitz__member_clone(const void *data) {
-    blitz_waker w = {data, &blitz__member_waker_vtable};
-    return w;
-}
-
-BLITZ_API int blitz_group_new(blitz_runtime *rt, blitz_group **out) {
-    if (!rt || !out)
-        return BLITZ_EINVAL;
-    blitz_group *g = (blitz_group *)BLITZ_MALLOC(sizeof *g);
-    if (!g)
-        return BLITZ_ENOMEM;
-    memset(g, 0, sizeof *g);
-    g->rt = rt;
-    blitz__mutex_init(&g->lock);
-    blitz__u32_store(&g->refs, 1, BLITZ__RELAXED);
-    *out = g;
-    return BLITZ_OK;
-}
-
-BLITZ_API int blitz_group_spawn_ex(blitz_group *g, const blitz_spawn_opts *opts) {
-    if (!g || !opts)
-        return BLITZ_EINVAL;
-    blitz__group_member *m = (blitz__group_member *)BLITZ_MALLOC(sizeof *m);
-    if (!m)
-        return BLITZ_ENOMEM;
-    blitz__mutex_lock(&g->lock);
-    int closed = g->closed;
-    blitz__mutex_unlock(&g->lock);
-    if (closed) {
-        BLITZ_FREE(m);
-        return BLITZ_ECLOSED;
-    }
-    blitz_task *t = NULL;
-    int rc = blitz_spawn_ex(g->rt, opts, &t);
-    if (rc != BLITZ_OK) {
-        BLITZ_FREE(m);
-        return rc;
-    }
-    m->group = g;
-    m->task = t;
-    blitz__u32_fetch_add(&g->refs, 1, BLITZ__RELAXED);
-    /* Listed before the join waker is registered: the task may finish at
-     * once, and its completion unlinks the member. */
-    blitz__mutex_lock(&g->lock);
-    m->list = BLITZ__MEMBER_RUNNING;
-    blitz__member_push(&g->lists[BLITZ__MEMBER_RUNNING], m);
-    g->len++;
-    int cancel_now = g->closed; /* closed while we spawned */
-    if (cancel_now) {
-        blitz__member_unlink(&g->lists[BLITZ__MEMBER_RUNNING], m);
-        m->list = BLITZ__MEMBER_CANCELLING;
-        blitz__member_push(&g->lists[BLITZ__MEMBER_CANCELLING], m);
-    }
-    blitz__mutex_unlock(&g->lock);
-    if (cancel_now)
-        blitz_task_cancel(t);
-    blitz_cx cx;
-    blitz_waker member = {m, &blitz__member_waker_vtable};
-    blitz__cx_init_waker(&cx, NULL, member);
-    if (blitz_join(&cx, t) == BLITZ_READY)
-        blitz__member_finished(m);
-    return BLITZ_OK;
-}
-
-BLITZ_API int blitz_group_spawn(blitz_group *g, blitz_poll_fn poll, const void *state,
-                                size_t size) {
-    blitz_spawn_opts opts = blitz__plain_opts(poll, state, size);
-    return blitz_group_spawn_ex(g, &opts);
-}
-
-BLITZ_API blitz_poll blitz_group_next(blitz_cx *cx, blitz_group *g, blitz_task **out) {
-    if (!cx || !g || !out) {
-        if (out)
-            *out = NULL;
-        return BLITZ_READY;
-    }
-    blitz_waker old = blitz_waker_noop();
-    blitz__mutex_lock(&g->lock);
-    blitz__group_member *m = g->lists[BLITZ__MEMBER_FINISHED].head;
-    if (m) {
-        blitz__member_unlink(&g->lists[BLITZ__MEMBER_FINISHED], m);
-        g->len--;
-        if (g->has_waiter) {
-            old = g->waiter;
-            g->has_waiter = 0;
-        }
-        blitz__mutex_unlock(&g->lock);
-        blitz_waker_drop(old);
-        *out = m->task;
-        BLITZ_FREE(m);
-        blitz__group_unref(g);
-        return BLITZ_READY;
-    }
-    if (g->len == 0) {
-        blitz__mutex_unlock(&g->lock);
-        *out = NULL;
-        return BLITZ_READY;
-    }
-    blitz_waker mine = blitz_cx_waker(cx);
-    if (!g->has_waiter) {
-        g->waiter = blitz_waker_clone(&mine);
-        g->has_waiter = 1;
-    } else if (!blitz_waker_will_wake(&g->waiter, &mine)) {
-        old = g->waiter;
-        g->waiter = blitz_waker_clone(&mine);
-    }
-    blitz__mutex_unlock(&g->lock);
-    blitz_waker_drop(old);
-    return BLITZ_PENDING;
-}
-
-BLITZ_API void blitz_group_next_cancel(blitz_cx *cx, void *group) {
-    blitz_group *g = (blitz_group *)group;
-    blitz_waker old = blitz_waker_noop();
-    (void)cx;
-    if (!g)
-        return;
-    blitz__mutex_lock(&g->lock);
-    if (g->has_waiter) {
-        old = g->waiter;
-        g->has_waiter = 0;
-    }
-    blitz__mutex_unlock(&g->lock);
-    blitz_waker_drop(old);
-}
-
-typedef struct blitz__group_wait {
-    blitz_group *group;
-    blitz_task *task;
-} blitz__group_wait;
-
-static blitz_poll blitz__group_wait_poll(blitz_cx *cx, void *arg) {
-    blitz__group_wait *w = (blitz__group_wait *)arg;
-    return blitz_group_next(cx, w->group, &w->task);
-}
-
-BLITZ_API int blitz_group_wait_next(blitz_group *g, blitz_task **out) {
-    if (!g || !out)
-        return BLITZ_EINVAL;
-    blitz__group_wait w = {g, NULL};
-    int rc = blitz_op_wait(g->rt, blitz_op_make(blitz__group_wait_poll, NULL, &w));
-    *out = rc == BLITZ_OK ? w.task : NULL;
-    return rc;
-}
-
-BLITZ_API size_t blitz_group_len(blitz_group *g) {
-    if (!g)
-        return 0;
-    blitz__mutex_lock(&g->lock);
-    size_t n = g->len;
-    blitz__mutex_unlock(&g->lock);
-    return n;
-}
-
-/* Sends a cancel to every running member. Each task is pinned with a
- * reference while the lock is dropped for blitz_task_cancel (which may
- * complete the task at once, and that completion takes the lock). */
-static void blitz__group_cancel_running(blitz_group *g) {
-    for (;;) {
-        blitz__mutex_lock(&g->lock);
-        blitz__group_member *m = g->lists[BLITZ__MEMBER_RUNNING].head;
-        if (!m) {
-            blitz__mutex_unlock(&g->lock);
-            return;
-        }
-        blitz__member_unlink(&g->lists[BLITZ__MEMBER_RUNNING], m);
-        m->list = BLITZ__MEMBER_CANCELLING;
-        blitz__member_push(&g->lists[BLITZ__MEMBER_CANCELLING], m);
-        blitz__task *t = m->task;
-        blitz__task_ref(t);
-        blitz__mutex_unlock(&g->lock);
-        blitz_task_cancel(t);
-        blitz__task_unref(t);
-    }
-}
-
-BLITZ_API int blitz_group_cancel_all(blitz_group *g) {
-    if (!g)
-        return BLITZ_EINVAL;
-    blitz__group_cancel_running(g);
-    return BLITZ_OK;
-}
-
-BLITZ_API int blitz_group_close(blitz_group *g) {
-    if (!g)
-        return BLITZ_EINVAL;
-    blitz__mutex_lock(&g->lock);
-    g->closed = 1;
-    blitz__mutex_unlock(&g->lock);
-    blitz__group_cancel_running(g);
-    return BLITZ_OK;
-}
-
-BLITZ_API int blitz_group_free(blitz_group *g) {
-    if (!g)
-        return BLITZ_EINVAL;
-    blitz_waker old = blitz_waker_noop();
-    blitz__mutex_lock(&g->lock);
-    g->closed = 1;
-    g->freed = 1;
-    blitz__group_member *finished = g->lists[BLITZ__MEMBER_FINISHED].head;
-    g->lists[BLITZ__MEMBER_FINISHED].head = g->lists[BLITZ__MEMBER_FINISHED].tail = NULL;
-    if (g->has_waiter) {
-        old = g->waiter;
-        g->has_waiter = 0;
-    }
-    blitz__mutex_unlock(&g->lock);
-    blitz_waker_drop(old);
-    blitz__group_cancel_running(g);
-    while (finished) {
-        blitz__group_member *next = finished->next;
-        blitz_task_release(&finished->task);
-        BLITZ_FREE(finished);
-        blitz__group_unref(g);
-        finished = next;
-    }
-    blitz__group_unref(g);
-    return BLITZ_OK;
-}
-/* ====[ END src/task_group.c ]============================================= */
-/* ====[ BEGIN src/semaphore.c ]============================================ */
-/* >>semaphore */
-/* The counting semaphore with FIFO direct handoff that Mutex and RwLock
- * are built on.
- *
- * State word: permits << 2 | WAITERS | CLOSED. The invariant that makes the
- * queue fair: while WAITERS is set the word holds no permits, so a
- * lock-free try_acquire can never take a permit a queued op is owed.
- * WAITERS is set and cleared only under the lock, together with the queue
- * becoming non-empty / empty, and always by a CAS on the same word that
- * releases add permits to. A release therefore either adds its permits while
- * WAITERS is clear (then the enqueuer's CAS fails and it takes them) or sees
- * WAITERS and takes the lock to hand the permits over: no permit can slip
- * into the pool between a waiter's check and its enqueue. */
-/* ====[ BEGIN src/sync_internal.h ]======================================== */
-/* >>sync_internal */
-/* Shared by the synchronization primitives: the lock word and the atomic
- * words that live in their public structs. */
-#ifndef BLITZ__SYNC_INTERNAL_H
-#define BLITZ__SYNC_INTERNAL_H
-
-/* internal.h already included */
-/* waitq.h already included */
-
-/* The primitives' public structs hold plain integers; these give them the
- * atomics layer's types (same size and layout: a struct of one word). */
-static inline blitz__atomic_u32 *blitz__atomic_u32_at(uint32_t *p) {
-    return (blitz__atomic_u32 *)(void *)p;
-}
-static inline blitz__atomic_u64 *blitz__atomic_u64_at(uint64_t *p) {
-    return (blitz__atomic_u64 *)(void *)p;
-}
-
-/* A lock in one 32-bit word of a public struct (zero = unlocked, so a
- * zero-filled primitive and a static word are ready to use). With futexes it
- * is blitz__mutex itself; elsewhere a test-and-test-and-set lock that yields
- * the thread while it waits. */
-#if BLITZ__HAS_FUTEX
-typedef char blitz__word_lock_fits[sizeof(blitz__mutex) == sizeof(uint32_t) ? 1 : -1];
-static inline void blitz__word_lock(uint32_t *w) {
-    blitz__mutex_lock((blitz__mutex *)(void *)w);
-}
-static inline void blitz__word_unlock(uint32_t *w) {
-    blitz__mutex_unlock((blitz__mutex *)(void *)w);
-}
-#else
-static inline void blitz__word_lock(uint32_t *w) {
-    blitz__atomic_u32 *a = blitz__atomic_u32_at(w);
-    for (;;) {
-        uint32_t free_word = 0;
-        if (blitz__u32_cas(a, &free_word, 1, BLITZ__ACQUIRE))
-            return;
-        while (blitz__u32_load(a, BLITZ__RELAXED) != 0)
-            sched_yield();
-    }
-}
-static inline void blitz__word_unlock(uint32_t *w) {
-    blitz__u32_store(blitz__atomic_u32_at(w), 0, BLITZ__RELEASE);
-}
-#endif
-
-/* The waiter's container: every primitive embeds the waiter first in its
- * op struct. */
-#define BLITZ__OP_OF(type, w) ((type *)(void *)(w))
-
-#endif
-/* ====[ END src/sync_internal.h ]========================================== */
-
-#define BLITZ__SEM_CLOSED  1u
-#define BLITZ__SEM_WAITERS 2u
-#define BLITZ__SEM_SHIFT   2
-
-static inline blitz__atomic_u64 *blitz__sem_word(blitz_semaphore *sem) {
-    return blitz__atomic_u64_at(&sem->blitz__state);
-}
-
-static inline uint64_t blitz__sem_permits(uint64_t s) {
-    return s >> BLITZ__SEM_SHIFT;
-}
-
-BLITZ_API int blitz_semaphore_init(blitz_semaphore *sem, size_t permits) {
-    if (!sem || permits > BLITZ_SEMAPHORE_MAX_PERMITS)
-        return BLITZ_EINVAL;
-    memset(sem, 0, sizeof *sem);
-    sem->blitz__state = (uint64_t)permits << BLITZ__SEM_SHIFT;
-    return BLITZ_OK;
-}
-
-BLITZ_API void blitz_semaphore_destroy(blitz_semaphore *sem) {
-    if (sem)
-        BLITZ_ASSERT(blitz__waitq_empty(&sem->blitz__waiters));
-}
-
-BLITZ_API int blitz_semaphore_try_acquire(blitz_semaphore *sem, size_t n) {
-    if (BLITZ__UNLIKELY(!sem || n == 0 || n > BLITZ_SEMAPHORE_MAX_PERMITS))
-        return BLITZ_EINVAL;
-    blitz__atomic_u64 *word = blitz__sem_word(sem);
-    uint64_t s = blitz__u64_load(word, BLITZ__RELAXED);
-    for (;;) {
-        if (s & BLITZ__SEM_CLOSED)
-            return BLITZ_ECLOSED;
-        if (blitz__sem_permits(s) < n)
-            return BLITZ_EAGAIN;
-        /* Acquire: pairs with the release that put these permits back, so
-         * what the previous holder did is visible to the new one. */
-        if (blitz__u64_cas_weak(word, &s, s - ((uint64_t)n << BLITZ__SEM_SHIFT), BLITZ__ACQUIRE))
-            return BLITZ_OK;
-    }
-}
-
-/* Hands `n` permits to the queue head first, the rest to the pool.
- * Called with the lock held; returns with it released. Waiters are woken
- * after unlocking, in batches (the lock is retaken for the next batch while
- * the undistributed permits stay in hand, out of the pool). */
-static void blitz__sem_hand_out(blitz_semaphore *sem, uint64_t n) {
-    blitz__wake_list wl;
-    wl.len = 0;
-    for (;;) {
-        blitz__waiter *w;
-        while (n > 0 && (w = sem->blitz__waiters.blitz__head) != NULL) {
-            uint64_t take = n < w->blitz__value ? n : w->blitz__value;
-            w->blitz__value -= take;
-            n -= take;
-            if (w->blitz__value == 0) {
-                blitz__waitq_unlink(&sem->blitz__waiters, w);
-                w->blitz__flags = (uint32_t)BLITZ_OK;
-                blitz__wake_list_push(&wl, blitz__waiter_finish(w));
-                if (blitz__wake_list_full(&wl))
-                    break;
-            }
-        }
-        if (blitz__waitq_empty(&sem->blitz__waiters)) {
-            blitz__atomic_u64 *word = blitz__sem_word(sem);
-            uint64_t s = blitz__u64_load(word, BLITZ__RELAXED);
-            uint64_t add = n << BLITZ__SEM_SHIFT;
-            /* Release: a later acquirer of these permits sees this
-             * releaser's writes. A CAS because try_acquire may take permits
-             * concurrently once WAITERS is clear. */
-            while (!blitz__u64_cas_weak(word, &s, (s & ~(uint64_t)BLITZ__SEM_WAITERS) + add,
-                                        BLITZ__RELEASE)) {
-            }
-            n = 0;
-        }
-        blitz__word_unlock(&sem->blitz__lock);
-        blitz__wake_list_wake(&wl);
-        if (n == 0)
-            return;
-        blitz__word_lock(&sem->blitz__lock);
-    }
-}
-
-BLITZ_API int blitz_semaphore_release(blitz_semaphore *sem, size_t n) {
-    if (BLITZ__UNLIKELY(!sem || n == 0 || n > BLITZ_SEMAPHORE_MAX_PERMITS))
-        return BLITZ_EINVAL;
-    blitz__atomic_u64 *word = blitz__sem_word(sem);
-    uint64_t s = blitz__u64_load(word, BLITZ__RELAXED);
-    while (!(s & BLITZ__SEM_WAITERS)) {
-        if (blitz__sem_permits(s) + n > BLITZ_SEMAPHORE_MAX_PERMITS)
-            return BLITZ_EINVAL;
-        /* Release: pairs with the acquiring CAS of the next holder. Fails
-         * (and falls to the locked path) if an op queued meanwhile. */
-        if (blitz__u64_cas_weak(word, &s, s + ((uint64_t)n << BLITZ__SEM_SHIFT), BLITZ__RELEASE))
-            return BLITZ_OK;
-    }
-    blitz__word_lock(&sem->blitz__lock);
-    blitz__sem_hand_out(sem, n);
-    return BLITZ_OK;
-}
-
-BLITZ_API void blitz_semaphore_close(blitz_semaphore *sem) {
-    if (!sem)
-        return;
-    blitz__wake_list wl;
-    wl.len = 0;
-    uint64_t returned = 0;
-    blitz__word_lock(&sem->blitz__lock);
-    /* Set under the lock, so an acquire that checks CLOSED under the lock
-     * before queueing cannot queue after the drain below. Release: a
-     * lock-free try_acquire that sees CLOSED sees what came before close. */
-    blitz__u64_fetch_or(blitz__sem_word(sem), BLITZ__SEM_CLOSED, BLITZ__RELEASE);
-    for (;;) {
-        blitz__waiter *w;
-        while (!blitz__wake_list_full(&wl) && (w = sem->blitz__waiters.blitz__head) != NULL) {
-            blitz_semaphore_acquire_op *op = BLITZ__OP_OF(blitz_semaphore_acquire_op, w);
-            returned += op->blitz__n - w->blitz__value;
-            blitz__waitq_unlink(&sem->blitz__waiters, w);
-            w->blitz__flags = (uint32_t)BLITZ_ECLOSED;
-            blitz__wake_list_push(&wl, blitz__waiter_finish(w));
-        }
-        if (blitz__waitq_empty(&sem->blitz__waiters))
-            break;
-        blitz__word_unlock(&sem->blitz__lock);
-        blitz__wake_list_wake(&wl);
-        blitz__word_lock(&sem->blitz__lock);
-    }
-    /* The partial fills of the closed-out waiters go back to the pool (no
-     * op can queue any more, so the pool may hold them). */
-    blitz__atomic_u64 *word = blitz__sem_word(sem);
-    uint64_t s = blitz__u64_load(word, BLITZ__RELAXED);
-    while (!blitz__u64_cas_weak(
-        word, &s, (s & ~(uint64_t)BLITZ__SEM_WAITERS) + (returned << BLITZ__SEM_SHIFT),
-        BLITZ__RELEASE)) {
-    }
-    blitz__word_unlock(&sem->blitz__lock);
-    blitz__wake_list_wake(&wl);
-}
-
-BLITZ_API int blitz_semaphore_is_closed(const blitz_semaphore *sem) {
-    if (!sem)
-        return 0;
-    return (blitz__u64_load(blitz__sem_word((blitz_semaphore *)sem), BLITZ__ACQUIRE) &
-            BLITZ__SEM_CLOSED) != 0;
-}
-
-BLITZ_API size_t blitz_semaphore_available(const blitz_semaphore *sem) {
-    if (!sem)
-        return 0;
-    return (size_t)blitz__sem_permits(
-        blitz__u64_load(blitz__sem_word((blitz_semaphore *)sem), BLITZ__ACQUIRE));
-}
-
-/* First poll of an acquire: the lock-free attempt, then, under the lock,
- * take what the pool has and queue for the rest. */
-static blitz_poll blitz__sem_acquire_start(blitz_cx *cx, blitz_semaphore_acquire_op *op) {
-    blitz_semaphore *sem = op->blitz__sem;
-    uint64_t n = op->blitz__n;
-    int rc = blitz_semaphore_try_acquire(sem, (size_t)n);
-    if (rc != BLITZ_EAGAIN) {
-        op->result = rc;
-        return BLITZ_READY;
-    }
-    blitz__atomic_u64 *word = blitz__sem_word(sem);
-    blitz__word_lock(&sem->blitz__lock);
-    uint64_t s = blitz__u64_load(word, BLITZ__RELAXED);
-    for (;;) {
-        if (s & BLITZ__SEM_CLOSED) {
-            blitz__word_unlock(&sem->blitz__lock);
-            op->result = BLITZ_ECLOSED;
-            return BLITZ_READY;
-        }
-        uint64_t have = blitz__sem_permits(s);
-        if (have >= n) {
-            if (blitz__u64_cas_weak(word, &s, s - (n << BLITZ__SEM_SHIFT), BLITZ__ACQUIRE)) {
-                blitz__word_unlock(&sem->blitz__lock);
-                op->result = BLITZ_OK;
-                return BLITZ_READY;
-            }
-            continue;
-        }
-        /* Take the whole pool and raise WAITERS in one step: from here
-         * releases hand permits over under the lock. Acquire: the permits
-         * taken were put back by releases whose writes we must see. */
-        if (blitz__u64_cas_weak(word, &s, BLITZ__SEM_WAITERS, BLITZ__ACQUIRE)) {
-            op->blitz__w.blitz__value = n - have;
-            blitz_waker mine = blitz_cx_waker(cx);
-            blitz__waitq_push(&sem->blitz__waiters, &op->blitz__w, &mine);
-            blitz__word_unlock(&sem->blitz__lock);
-            return BLITZ_PENDING;
-        }
-    }
-}
-
-BLITZ_API blitz_poll blitz_semaphore_acquire(blitz_cx *cx, blitz_semaphore_acquire_op *op,
-                                             blitz_semaphore *sem, size_t n) {
-    if (BLITZ__UNLIKELY(!op))
-        return BLITZ_READY;
-    uint32_t st = blitz__waiter_state(&op->blitz__w);
-    if (st == BLITZ__WAITER_IDLE) {
-        if (BLITZ__UNLIKELY(!cx || !sem || n == 0 || n > BLITZ_SEMAPHORE_MAX_PERMITS)) {
-            op->result = BLITZ_EINVAL;
-            return BLITZ_READY;
-        }
-        op->blitz__sem = sem;
-        op->blitz__n = n;
-        return blitz__sem_acquire_start(cx, op);
-    }
-    sem = op->blitz__sem;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz_waker old = blitz_waker_noop();
-        blitz_waker mine = blitz_cx_waker(cx);
-        blitz__word_lock(&sem->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED)
-            old = blitz__waiter_refresh(&op->blitz__w, &mine);
-        blitz__word_unlock(&sem->blitz__lock);
-        blitz_waker_drop(old);
-        if (st == BLITZ__WAITER_QUEUED)
-            return BLITZ_PENDING;
-    }
-    /* DONE: the lock (or the acquire load above) orders the handed-over
-     * result before this read. */
-    op->result = (int)op->blitz__w.blitz__flags;
-    blitz__waiter_reset(&op->blitz__w);
-    return BLITZ_READY;
-}
-
-BLITZ_API void blitz_semaphore_acquire_cancel(blitz_cx *cx, void *arg) {
-    blitz_semaphore_acquire_op *op = (blitz_semaphore_acquire_op *)arg;
-    (void)cx;
-    if (!op)
-        return;
-    uint32_t st = blitz__waiter_state(&op->blitz__w);
-    if (st == BLITZ__WAITER_IDLE)
-        return;
-    blitz_semaphore *sem = op->blitz__sem;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz__word_lock(&sem->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED) {
-            blitz_waker mine = blitz__waitq_withdraw(&sem->blitz__waiters, &op->blitz__w);
-            blitz__waiter_reset(&op->blitz__w);
-            /* The partial fill goes to the next waiters; with none left (or
-             * nothing to give) this also clears WAITERS. */
-            blitz__sem_hand_out(sem, op->blitz__n - op->blitz__w.blitz__value);
-            blitz_waker_drop(mine);
-            return;
-        }
-        blitz__word_unlock(&sem->blitz__lock);
-    }
-    /* Completed but never seen by its owner: what it was given goes back. */
-    int result = (int)op->blitz__w.blitz__flags;
-    blitz__waiter_reset(&op->blitz__w);
-    if (result == BLITZ_OK)
-        blitz_semaphore_release(sem, op->blitz__n);
-}
-
-static blitz_poll blitz__sem_acquire_op_poll(blitz_cx *cx, void *arg) {
-    blitz_semaphore_acquire_op *op = (blitz_semaphore_acquire_op *)arg;
-    if (!op)
-        return BLITZ_READY;
-    return blitz_semaphore_acquire(cx, op, op->blitz__sem, op->blitz__n);
-}
-
-BLITZ_API blitz_op blitz_op_semaphore_acquire(blitz_semaphore_acquire_op *op, blitz_semaphore *sem,
-                                              size_t n) {
-    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE) {
-        op->blitz__sem = sem;
-        op->blitz__n = n;
-    }
-    return blitz_op_make(blitz__sem_acquire_op_poll, blitz_semaphore_acquire_cancel, op);
-}
-
-BLITZ_API int blitz_semaphore_acquire_blocking(blitz_semaphore *sem, size_t n) {
-    blitz_semaphore_acquire_op op;
-    memset(&op, 0, sizeof op);
-    int rc = blitz_op_wait(NULL, blitz_op_semaphore_acquire(&op, sem, n));
-    return rc != BLITZ_OK ? rc : op.result;
-}
-/* ====[ END src/semaphore.c ]============================================== */
-/* ====[ BEGIN src/mutex.c ]================================================ */
-/* >>mutex */
-/* The async mutex: a semaphore with one permit (FIFO, no spinning). */
-/* sync_internal.h already included */
-
-BLITZ_API int blitz_mutex_init(blitz_mutex *m) {
-    return m ? blitz_semaphore_init(&m->blitz__sem, 1) : BLITZ_EINVAL;
-}
-
-BLITZ_API void blitz_mutex_destroy(blitz_mutex *m) {
-    if (m)
-        blitz_semaphore_destroy(&m->blitz__sem);
-}
-
-BLITZ_API int blitz_mutex_try_lock(blitz_mutex *m) {
-    return m ? blitz_semaphore_try_acquire(&m->blitz__sem, 1) : BLITZ_EINVAL;
-}
-
-BLITZ_API blitz_poll blitz_mutex_lock(blitz_cx *cx, blitz_mutex_lock_op *op, blitz_mutex *m) {
-    if (!op)
-        return BLITZ_READY;
-    return blitz_semaphore_acquire(cx, &op->blitz__acq, m ? &m->blitz__sem : NULL, 1);
-}
-
-BLITZ_API void blitz_mutex_lock_cancel(blitz_cx *cx, void *op) {
-    blitz_semaphore_acquire_cancel(cx, op ? &((blitz_mutex_lock_op *)op)->blitz__acq : NULL);
-}
-
-BLITZ_API blitz_op blitz_op_mutex_lock(blitz_mutex_lock_op *op, blitz_mutex *m) {
-    blitz_op o =
-        blitz_op_semaphore_acquire(op ? &op->blitz__acq : NULL, m ? &m->blitz__sem : NULL, 1);
-    o.cancel = blitz_mutex_lock_cancel;
-    return o;
-}
-
-BLITZ_API int blitz_mutex_lock_blocking(blitz_mutex *m) {
-    return m ? blitz_semaphore_acquire_blocking(&m->blitz__sem, 1) : BLITZ_EINVAL;
-}
-
-BLITZ_API void blitz_mutex_unlock(blitz_mutex *m) {
-    if (m)
-        blitz_semaphore_release(&m->blitz__sem, 1);
-}
-
-BLITZ_API int blitz_mutex_is_locked(const blitz_mutex *m) {
-    return m && blitz_semaphore_available(&m->blitz__sem) == 0;
-}
-/* ====[ END src/mutex.c ]================================================== */
-/* ====[ BEGIN src/rwlock.c ]=============================================== */
-/* >>rwlock */
-/* The async reader-writer lock: a semaphore with BLITZ_RWLOCK_MAX_READERS
- * permits; a reader takes one, a writer all of them. FIFO handoff makes a
- * queued writer block later readers (the pool stays empty while it waits)
- * and hands the readers queued behind a writer the lock together. */
-/* sync_internal.h already included */
-
-#define BLITZ__RW_ALL BLITZ_RWLOCK_MAX_READERS
-
-BLITZ_API int blitz_rwlock_init(blitz_rwlock *l) {
-    return l ? blitz_semaphore_init(&l->blitz__sem, BLITZ__RW_ALL) : BLITZ_EINVAL;
-}
-
-BLITZ_API void blitz_rwlock_destroy(blitz_rwlock *l) {
-    if (l)
-        blitz_semaphore_destroy(&l->blitz__sem);
-}
-
-BLITZ_API int blitz_rwlock_try_read(blitz_rwlock *l) {
-    return l ? blitz_semaphore_try_acquire(&l->blitz__sem, 1) : BLITZ_EINVAL;
-}
-
-BLITZ_API int blitz_rwlock_try_write(blitz_rwlock *l) {
-    return l ? blitz_semaphore_try_acquire(&l->blitz__sem, BLITZ__RW_ALL) : BLITZ_EINVAL;
-}
-
-BLITZ_API blitz_poll blitz_rwlock_read(blitz_cx *cx, blitz_rwlock_op *op, blitz_rwlock *l) {
-    if (!op)
-        return BLITZ_READY;
-    return blitz_semaphore_acquire(cx, &op->blitz__acq, l ? &l->blitz__sem : NULL, 1);
-}
-
-BLITZ_API blitz_poll blitz_rwlock_write(blitz_cx *cx, blitz_rwlock_op *op, blitz_rwlock *l) {
-    if (!op)
-        return BLITZ_READY;
-    return blitz_semaphore_acquire(cx, &op->blitz__acq, l ? &l->blitz__sem : NULL, BLITZ__RW_ALL);
-}
-
-BLITZ_API void blitz_rwlock_cancel(blitz_cx *cx, void *op) {
-    blitz_semaphore_acquire_cancel(cx, op ? &((blitz_rwlock_op *)op)->blitz__acq : NULL);
-}
-
-static blitz_op blitz__rwlock_op(blitz_rwlock_op *op, blitz_rwlock *l, size_t n) {
-    blitz_op o =
-        blitz_op_semaphore_acquire(op ? &op->blitz__acq : NULL, l ? &l->blitz__sem : NULL, n);
-    o.cancel = blitz_rwlock_cancel;
-    return o;
-}
-
-BLITZ_API blitz_op blitz_op_rwlock_read(blitz_rwlock_op *op, blitz_rwlock *l) {
-    return blitz__rwlock_op(op, l, 1);
-}
-
-BLITZ_API blitz_op blitz_op_rwlock_write(blitz_rwlock_op *op, blitz_rwlock *l) {
-    return blitz__rwlock_op(op, l, BLITZ__RW_ALL);
-}
-
-BLITZ_API int blitz_rwlock_read_blocking(blitz_rwlock *l) {
-    return l ? blitz_semaphore_acquire_blocking(&l->blitz__sem, 1) : BLITZ_EINVAL;
-}
-
-BLITZ_API int blitz_rwlock_write_blocking(blitz_rwlock *l) {
-    return l ? blitz_semaphore_acquire_blocking(&l->blitz__sem, BLITZ__RW_ALL) : BLITZ_EINVAL;
-}
-
-BLITZ_API void blitz_rwlock_read_unlock(blitz_rwlock *l) {
-    if (l)
-        blitz_semaphore_release(&l->blitz__sem, 1);
-}
-
-BLITZ_API void blitz_rwlock_write_unlock(blitz_rwlock *l) {
-    if (l)
-        blitz_semaphore_release(&l->blitz__sem, BLITZ__RW_ALL);
-}
-/* ====[ END src/rwlock.c ]================================================= */
-/* ====[ BEGIN src/notify.c ]=============================================== */
-/* >>notify */
-/* Notify: one stored permit plus a FIFO of waiters.
- *
- * State word: PERMIT | WAITERS. WAITERS is set and cleared under the lock
- * together with the queue becoming non-empty / empty; PERMIT is set without
- * the lock only while WAITERS is clear, by a CAS on the same word. So a
- * notify_one either stores the permit before a waiter's enqueue CAS (which
- * then fails and consumes it) or sees WAITERS and wakes a queued op under
- * the lock: a notification is never lost between a waiter's check and its
- * enqueue. */
-/* sync_internal.h already included */
-
-#define BLITZ__NOTIFY_PERMIT  1u
-#define BLITZ__NOTIFY_WAITERS 2u
-
-/* How a waiter was completed (its flags): by notify_one (a notification that
- * must be passed on if the op is abandoned unseen) or by notify_waiters. */
-#define BLITZ__NOTIFIED_ONE 1u
-#define BLITZ__NOTIFIED_ALL 2u
-
-static inline blitz__atomic_u32 *blitz__notify_word(blitz_notify *n) {
-    return blitz__atomic_u32_at(&n->blitz__state);
-}
-
-BLITZ_API int blitz_notify_init(blitz_notify *n) {
-    if (!n)
-        return BLITZ_EINVAL;
-    memset(n, 0, sizeof *n);
-    return BLITZ_OK;
-}
-
-BLITZ_API void blitz_notify_destroy(blitz_notify *n) {
-    if (n)
-        BLITZ_ASSERT(blitz__waitq_empty(&n->blitz__waiters));
-}
-
-/* Clears WAITERS once the queue is empty. Under the lock. Relaxed: every
- * other change of WAITERS is made under the same lock, and a lock-free
- * notify_one that then sees it clear publishes its permit with a CAS on
- * this word, which orders itself. */
-static void blitz__notify_settle(blitz_notify *n) {
-    if (blitz__waitq_empty(&n->blitz__waiters))
-        blitz__u32_fetch_and(blitz__notify_word(n), ~BLITZ__NOTIFY_WAITERS, BLITZ__RELAXED);
-}
-
-BLITZ_API void blitz_notify_one(blitz_notify *n) {
-    if (!n)
-        return;
-    blitz__atomic_u32 *word = blitz__notify_word(n);
-    uint32_t s = blitz__u32_load(word, BLITZ__RELAXED);
-    while (!(s & BLITZ__NOTIFY_WAITERS)) {
-        if (s & BLITZ__NOTIFY_PERMIT)
-            return; /* permits do not accumulate */
-        /* Release: the waiter that consumes the permit (acquire) sees what
-         * the notifier did before notifying. */
-        if (blitz__u32_cas_weak(word, &s, s | BLITZ__NOTIFY_PERMIT, BLITZ__RELEASE))
-            return;
-    }
-    blitz_waker waker = blitz_waker_noop();
-    blitz__word_lock(&n->blitz__lock);
-    blitz__waiter *w = n->blitz__waiters.blitz__head;
-    if (w) {
-        blitz__waitq_unlink(&n->blitz__waiters, w);
-        w->blitz__flags = BLITZ__NOTIFIED_ONE;
-        waker = blitz__waiter_finish(w);
-        blitz__notify_settle(n);
-    } else {
-        /* The waiters went (cancelled) after we looked: store the permit.
-         * Release, as on the fast path: the consumer's acquire sees what
-         * the notifier did. */
-        blitz__u32_fetch_or(word, BLITZ__NOTIFY_PERMIT, BLITZ__RELEASE);
-    }
-    blitz__word_unlock(&n->blitz__lock);
-    blitz_waker_wake(waker);
-}
-
-BLITZ_API void blitz_notify_waiters(blitz_notify *n) {
-    if (!n)
-        return;
-    blitz__wake_list wl;
-    wl.len = 0;
-    blitz__word_lock(&n->blitz__lock);
-    /* Ops that queue while a batch is being woken carry the new generation
-     * and stay queued: only those waiting at the call are woken. */
-    uint64_t gen = ++n->blitz__generation;
-    for (;;) {
-        blitz__waiter *w;
-        while (!blitz__wake_list_full(&wl) && (w = n->blitz__waiters.blitz__head) != NULL &&
-               w->blitz__value < gen) {
-            blitz__waitq_unlink(&n->blitz__waiters, w);
-            w->blitz__flags = BLITZ__NOTIFIED_ALL;
-            blitz__wake_list_push(&wl, blitz__waiter_finish(w));
-        }
-        blitz__notify_settle(n);
-        w = n->blitz__waiters.blitz__head;
-        int more = w != NULL && w->blitz__value < gen;
-        blitz__word_unlock(&n->blitz__lock);
-        blitz__wake_list_wake(&wl);
-        if (!more)
-            return;
-        blitz__word_lock(&n->blitz__lock);
-    }
-}
-
-BLITZ_API int blitz_notify_try_wait(blitz_notify *n) {
-    if (!n)
-        return BLITZ_EINVAL;
-    blitz__atomic_u32 *word = blitz__notify_word(n);
-    uint32_t s = blitz__u32_load(word, BLITZ__RELAXED);
-    while (s & BLITZ__NOTIFY_PERMIT) {
-        /* Acquire: pairs with the notifier's release. */
-        if (blitz__u32_cas_weak(word, &s, s & ~BLITZ__NOTIFY_PERMIT, BLITZ__ACQUIRE))
-            return BLITZ_OK;
-    }
-    return BLITZ_EAGAIN;
-}
-
-BLITZ_API blitz_poll blitz_notify_wait(blitz_cx *cx, blitz_notify_wait_op *op, blitz_notify *n) {
-    if (!op)
-        return BLITZ_READY;
-    uint32_t st = blitz__waiter_state(&op->blitz__w);
-    if (st == BLITZ__WAITER_IDLE) {
-        if (!cx || !n) {
-            op->result = BLITZ_EINVAL;
-            return BLITZ_READY;
-        }
-        /* The permit first: the op's fields are written after the locked
-         * instruction rather than queued in front of it. */
-        blitz__atomic_u32 *word = blitz__notify_word(n);
-        uint32_t s = blitz__u32_load(word, BLITZ__RELAXED);
-        while (s & BLITZ__NOTIFY_PERMIT) {
-            /* Acquire: pairs with the notifier's release. */
-            if (blitz__u32_cas_weak(word, &s, s & ~BLITZ__NOTIFY_PERMIT, BLITZ__ACQUIRE)) {
-                op->result = BLITZ_OK;
-                return BLITZ_READY;
-            }
-        }
-        op->blitz__notify = n;
-        op->result = BLITZ_OK;
-        blitz__word_lock(&n->blitz__lock);
-        s = blitz__u32_load(word, BLITZ__RELAXED);
-        for (;;) {
-            if (s & BLITZ__NOTIFY_PERMIT) {
-                if (blitz__u32_cas_weak(word, &s, s & ~BLITZ__NOTIFY_PERMIT, BLITZ__ACQUIRE)) {
-                    blitz__word_unlock(&n->blitz__lock);
-                    return BLITZ_READY;
-                }
-                continue;
-            }
-            /* Fails if notify_one stores the permit meanwhile. */
-            if (blitz__u32_cas_weak(word, &s, s | BLITZ__NOTIFY_WAITERS, BLITZ__ACQUIRE))
-                break;
-        }
-        op->blitz__w.blitz__value = n->blitz__generation;
-        blitz_waker mine = blitz_cx_waker(cx);
-        blitz__waitq_push(&n->blitz__waiters, &op->blitz__w, &mine);
-        blitz__word_unlock(&n->blitz__lock);
-        return BLITZ_PENDING;
-    }
-    n = op->blitz__notify;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz_waker old = blitz_waker_noop();
-        blitz_waker mine = blitz_cx_waker(cx);
-        blitz__word_lock(&n->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED)
-            old = blitz__waiter_refresh(&op->blitz__w, &mine);
-        blitz__word_unlock(&n->blitz__lock);
-        blitz_waker_drop(old);
-        if (st == BLITZ__WAITER_QUEUED)
-            return BLITZ_PENDING;
-    }
-    blitz__waiter_reset(&op->blitz__w);
-    op->result = BLITZ_OK;
-    return BLITZ_READY;
-}
-
-BLITZ_API void blitz_notify_wait_cancel(blitz_cx *cx, void *arg) {
-    blitz_notify_wait_op *op = (blitz_notify_wait_op *)arg;
-    (void)cx;
-    if (!op)
-        return;
-    uint32_t st = blitz__waiter_state(&op->blitz__w);
-    if (st == BLITZ__WAITER_IDLE)
-        return;
-    blitz_notify *n = op->blitz__notify;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz_waker mine = blitz_waker_noop();
-        blitz__word_lock(&n->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED) {
-            mine = blitz__waitq_withdraw(&n->blitz__waiters, &op->blitz__w);
-            blitz__notify_settle(n);
-        }
-        blitz__word_unlock(&n->blitz__lock);
-        blitz_waker_drop(mine);
-        if (st == BLITZ__WAITER_QUEUED) {
-            blitz__waiter_reset(&op->blitz__w);
-            return;
-        }
-    }
-    uint32_t how = op->blitz__w.blitz__flags;
-    blitz__waiter_reset(&op->blitz__w);
-    if (how == BLITZ__NOTIFIED_ONE)
-        blitz_notify_one(n);
-}
-
-static blitz_poll blitz__notify_wait_op_poll(blitz_cx *cx, void *arg) {
-    blitz_notify_wait_op *op = (blitz_notify_wait_op *)arg;
-    if (!op)
-        return BLITZ_READY;
-    return blitz_notify_wait(cx, op, op->blitz__notify);
-}
-
-BLITZ_API blitz_op blitz_op_notify_wait(blitz_notify_wait_op *op, blitz_notify *n) {
-    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
-        op->blitz__notify = n;
-    return blitz_op_make(blitz__notify_wait_op_poll, blitz_notify_wait_cancel, op);
-}
-
-BLITZ_API int blitz_notify_wait_blocking(blitz_notify *n) {
-    blitz_notify_wait_op op;
-    memset(&op, 0, sizeof op);
-    int rc = blitz_op_wait(NULL, blitz_op_notify_wait(&op, n));
-    return rc != BLITZ_OK ? rc : op.result;
-}
-/* ====[ END src/notify.c ]================================================= */
-/* ====[ BEGIN src/barrier.c ]============================================== */
-/* >>barrier */
-/* Barrier: an arrival count and a generation under one lock. The wait
- * that completes a generation is its leader: it bumps the generation,
- * resets the count and wakes the waiters of its generation (each waiter
- * remembers the generation it joined, so ops of the next one that queue
- * while a batch is being woken stay queued). */
-/* sync_internal.h already included */
-
-BLITZ_API int blitz_barrier_init(blitz_barrier *b, uint32_t parties) {
-    if (!b || parties == 0)
-        return BLITZ_EINVAL;
-    memset(b, 0, sizeof *b);
-    b->blitz__parties = parties;
-    return BLITZ_OK;
-}
-
-BLITZ_API void blitz_barrier_destroy(blitz_barrier *b) {
-    if (b)
-        BLITZ_ASSERT(blitz__waitq_empty(&b->blitz__waiters));
-}
-
-/* Completes generation `gen`'s waiters. Called with the lock held; returns
- * with it released. */
-static void blitz__barrier_release(blitz_barrier *b, uint64_t gen) {
-    blitz__wake_list wl;
-    wl.len = 0;
-    for (;;) {
-        blitz__waiter *w;
-        while (!blitz__wake_list_full(&wl) && (w = b->blitz__waiters.blitz__head) != NULL &&
-               w->blitz__value <= gen) {
-            blitz__waitq_unlink(&b->blitz__waiters, w);
-            blitz__wake_list_push(&wl, blitz__waiter_finish(w));
-        }
-        w = b->blitz__waiters.blitz__head;
-        int more = w != NULL && w->blitz__value <= gen;
-        blitz__word_unlock(&b->blitz__lock);
-        blitz__wake_list_wake(&wl);
-        if (!more)
-            return;
-        blitz__word_lock(&b->blitz__lock);
-    }
-}
-
-BLITZ_API blitz_poll blitz_barrier_wait(blitz_cx *cx, blitz_barrier_wait_op *op, blitz_barrier *b) {
-    if (!op)
-        return BLITZ_READY;
-    uint32_t st = blitz__waiter_state(&op->blitz__w);
-    if (st == BLITZ__WAITER_IDLE) {
-        if (!cx || !b) {
-            op->result = BLITZ_EINVAL;
-            op->is_leader = 0;
-            return BLITZ_READY;
-        }
-        op->blitz__barrier = b;
-        op->result = BLITZ_OK;
-        blitz__word_lock(&b->blitz__lock);
-        uint64_t gen = b->blitz__generation;
-        if (++b->blitz__arrived == b->blitz__parties) {
-            b->blitz__arrived = 0;
-            b->blitz__generation = gen + 1;
-            op->is_leader = 1;
-            if (blitz__waitq_empty(&b->blitz__waiters))
-                blitz__word_unlock(&b->blitz__lock);
-            else
-                blitz__barrier_release(b, gen);
-            return BLITZ_READY;
-        }
-        op->is_leader = 0;
-        op->blitz__w.blitz__value = gen;
-        blitz_waker mine = blitz_cx_waker(cx);
-        blitz__waitq_push(&b->blitz__waiters, &op->blitz__w, &mine);
-        blitz__word_unlock(&b->blitz__lock);
-        return BLITZ_PENDING;
-    }
-    b = op->blitz__barrier;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz_waker old = blitz_waker_noop();
-        blitz_waker mine = blitz_cx_waker(cx);
-        blitz__word_lock(&b->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED)
-            old = blitz__waiter_refresh(&op->blitz__w, &mine);
-        blitz__word_unlock(&b->blitz__lock);
-        blitz_waker_drop(old);
-        if (st == BLITZ__WAITER_QUEUED)
-            return BLITZ_PENDING;
-    }
-    blitz__waiter_reset(&op->blitz__w);
-    return BLITZ_READY;
-}
-
-BLITZ_API void blitz_barrier_wait_cancel(blitz_cx *cx, void *arg) {
-    blitz_barrier_wait_op *op = (blitz_barrier_wait_op *)arg;
-    (void)cx;
-    if (!op || blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
-        return;
-    blitz_barrier *b = op->blitz__barrier;
-    blitz_waker mine = blitz_waker_noop();
-    blitz__word_lock(&b->blitz__lock);
-    if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
-        mine = blitz__waitq_withdraw(&b->blitz__waiters, &op->blitz__w);
-        /* Withdraw the arrival, unless its generation was already released
-         * (a leader still waking an earlier batch). */
-        if (op->blitz__w.blitz__value == b->blitz__generation)
-            b->blitz__arrived--;
-    }
-    blitz__word_unlock(&b->blitz__lock);
-    blitz_waker_drop(mine);
-    blitz__waiter_reset(&op->blitz__w);
-}
-
-static blitz_poll blitz__barrier_wait_op_poll(blitz_cx *cx, void *arg) {
-    blitz_barrier_wait_op *op = (blitz_barrier_wait_op *)arg;
-    if (!op)
-        return BLITZ_READY;
-    return blitz_barrier_wait(cx, op, op->blitz__barrier);
-}
-
-BLITZ_API blitz_op blitz_op_barrier_wait(blitz_barrier_wait_op *op, blitz_barrier *b) {
-    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
-        op->blitz__barrier = b;
-    return blitz_op_make(blitz__barrier_wait_op_poll, blitz_barrier_wait_cancel, op);
-}
-
-BLITZ_API int blitz_barrier_wait_blocking(blitz_barrier *b, int *is_leader) {
-    blitz_barrier_wait_op op;
-    memset(&op, 0, sizeof op);
-    int rc = blitz_op_wait(NULL, blitz_op_barrier_wait(&op, b));
-    if (rc == BLITZ_OK)
-        rc = op.result;
-    if (is_leader)
-        *is_leader = rc == BLITZ_OK && op.is_leader;
-    return rc;
-}
-/* ====[ END src/barrier.c ]================================================ */
-/* ====[ BEGIN src/once_cell.c ]============================================ */
-/* >>once_cell */
-/* OnceCell: EMPTY -> INITIALIZING (one claimer) -> READY, or back to EMPTY
- * (or to the first waiter) when the claimer abandons.
- *
- * State word: phase | WAITERS. WAITERS is raised under the lock, by a CAS
- * that fails if the phase changed, when an op queues (only while
- * INITIALIZING) and cleared under the lock when the queue empties. Complete
- * and abandon look at the word first and take the lock only when WAITERS
- * is set, so set / get with nobody waiting are lock-free; an enqueue that
- * races a completion either sees READY (its CAS fails) or is seen by it. */
-/* sync_internal.h already included */
-
-#define BLITZ__ONCE_EMPTY   0u
-#define BLITZ__ONCE_INIT    1u
-#define BLITZ__ONCE_READY   2u
-#define BLITZ__ONCE_PHASE   3u
-#define BLITZ__ONCE_WAITERS 4u
-
-/* A completed waiter's flags: the value is there, or the claim is its. */
-#define BLITZ__ONCE_GOT_VALUE 1u
-#define BLITZ__ONCE_GOT_CLAIM 2u
-
-static inline blitz__atomic_u32 *blitz__once_word(const blitz_once_cell *c) {
-    return blitz__atomic_u32_at((uint32_t *)&c->blitz__state);
-}
-
-BLITZ_API int blitz_once_cell_init(blitz_once_cell *c) {
-    if (!c)
-        return BLITZ_EINVAL;
-    memset(c, 0, sizeof *c);
-    return BLITZ_OK;
-}
-
-BLITZ_API void blitz_once_cell_destroy(blitz_once_cell *c) {
-    if (c)
-        BLITZ_ASSERT(blitz__waitq_empty(&c->blitz__waiters));
-}
-
-static inline blitz__atomic_ptr *blitz__once_value(const blitz_once_cell *c) {
-    return (blitz__atomic_ptr *)(void *)&((blitz_once_cell *)c)->blitz__value;
-}
-
-BLITZ_API void *blitz_once_cell_get(const blitz_once_cell *c) {
-    if (BLITZ__UNLIKELY(c == NULL))
-        return NULL;
-    /* The value is written once, by complete, with release, and is NULL
-     * until then: one acquire load answers, and pairs with that store so
-     * what the initializer wrote before completing is visible. (A NULL
-     * value reads as "not set", which it also is to the caller.) */
-    return blitz__ptr_load(blitz__once_value(c), BLITZ__ACQUIRE);
-}
-
-BLITZ_API int blitz_once_cell_is_set(const blitz_once_cell *c) {
-    return c && blitz__u32_load(blitz__once_word(c), BLITZ__ACQUIRE) == BLITZ__ONCE_READY;
-}
-
-BLITZ_API int blitz_once_cell_try_claim(blitz_once_cell *c) {
-    if (!c)
-        return BLITZ_EINVAL;
-    uint32_t s = BLITZ__ONCE_EMPTY;
-    /* Acquire: a claim after an abandon sees what the abandoner left. */
-    if (blitz__u32_cas(blitz__once_word(c), &s, BLITZ__ONCE_INIT, BLITZ__ACQUIRE))
-        return BLITZ_OK;
-    return (s & BLITZ__ONCE_PHASE) == BLITZ__ONCE_READY ? BLITZ_EEXIST : BLITZ_EBUSY;
-}
-
-BLITZ_API int blitz_once_cell_complete(blitz_once_cell *c, void *value) {
-    if (!c)
-        return BLITZ_EINVAL;
-    blitz__atomic_u32 *word = blitz__once_word(c);
-    if ((blitz__u32_load(word, BLITZ__RELAXED) & BLITZ__ONCE_PHASE) != BLITZ__ONCE_INIT)
-        return BLITZ_EINVAL;
-    blitz__ptr_store(blitz__once_value(c), value, BLITZ__RELEASE);
-    /* Release: publishes the value with READY. Acq_rel: when WAITERS was
-     * set we go on to take the queue. */
-    uint32_t old = blitz__u32_swap(word, BLITZ__ONCE_READY, BLITZ__ACQ_REL);
-    if (!(old & BLITZ__ONCE_WAITERS))
-        return BLITZ_OK;
-    blitz__wake_list wl;
-    wl.len = 0;
-    blitz__word_lock(&c->blitz__lock);
-    for (;;) {
-        blitz__waiter *w;
-        while (!blitz__wake_list_full(&wl) && (w = c->blitz__waiters.blitz__head) != NULL) {
-            blitz__waitq_unlink(&c->blitz__waiters, w);
-            w->blitz__flags = BLITZ__ONCE_GOT_VALUE;
-            blitz__wake_list_push(&wl, blitz__waiter_finish(w));
-        }
-        int more = !blitz__waitq_empty(&c->blitz__waiters);
-        blitz__word_unlock(&c->blitz__lock);
-        blitz__wake_list_wake(&wl);
-        if (!more)
-            return BLITZ_OK;
-        blitz__word_lock(&c->blitz__lock);
-    }
-}
-
-BLITZ_API int blitz_once_cell_set(blitz_once_cell *c, void *value) {
-    int rc = blitz_once_cell_try_claim(c);
-    return rc == BLITZ_OK ? blitz_once_cell_complete(c, value) : rc;
-}
-
-BLITZ_API int blitz_once_cell_abandon(blitz_once_cell *c) {
-    if (!c)
-        return BLITZ_EINVAL;
-    blitz__atomic_u32 *word = blitz__once_word(c);
-    uint32_t s = blitz__u32_load(word, BLITZ__RELAXED);
-    for (;;) {
-        if ((s & BLITZ__ONCE_PHASE) != BLITZ__ONCE_INIT)
-            return BLITZ_EINVAL;
-        if (s & BLITZ__ONCE_WAITERS)
-            break;
-        /* Release: the next claimer sees what this one did. */
-        if (blitz__u32_cas_weak(word, &s, BLITZ__ONCE_EMPTY, BLITZ__RELEASE))
-            return BLITZ_OK;
-    }
-    blitz_waker waker = blitz_waker_noop();
-    blitz__word_lock(&c->blitz__lock);
-    blitz__waiter *w = c->blitz__waiters.blitz__head;
-    if (w) {
-        /* The claim passes to the first waiter; the phase stays INIT. */
-        blitz__waitq_unlink(&c->blitz__waiters, w);
-        w->blitz__flags = BLITZ__ONCE_GOT_CLAIM;
-        waker = blitz__waiter_finish(w);
-        /* Relaxed: WAITERS only changes under the lock; the claimer reads
-         * it before its own CAS or swap on this word. */
-        if (blitz__waitq_empty(&c->blitz__waiters))
-            blitz__u32_fetch_and(word, ~BLITZ__ONCE_WAITERS, BLITZ__RELAXED);
-    } else {
-        blitz__u32_store(word, BLITZ__ONCE_EMPTY, BLITZ__RELEASE);
-    }
-    blitz__word_unlock(&c->blitz__lock);
-    blitz_waker_wake(waker);
-    return BLITZ_OK;
-}
-
-static blitz_poll blitz__once_ready(blitz_once_cell_op *op, int claimed) {
-    op->result = BLITZ_OK;
-    op->claimed = claimed;
-    op->value =
-        claimed ? NULL : blitz__ptr_load(blitz__once_value(op->blitz__cell), BLITZ__RELAXED);
-    return BLITZ_READY;
-}
-
-BLITZ_API blitz_poll blitz_once_cell_get_or_claim(blitz_cx *cx, blitz_once_cell_op *op,
-                                                  blitz_once_cell *c) {
-    if (!op)
-        return BLITZ_READY;
-    uint32_t st = blitz__waiter_state(&op->blitz__w);
-    if (st == BLITZ__WAITER_IDLE) {
-        if (!cx || !c) {
-            op->result = BLITZ_EINVAL;
-            op->claimed = 0;
-            op->value = NULL;
-            return BLITZ_READY;
-        }
-        op->blitz__cell = c;
-        blitz__atomic_u32 *word = blitz__once_word(c);
-        uint32_t s = blitz__u32_load(word, BLITZ__ACQUIRE);
-        if ((s & BLITZ__ONCE_PHASE) == BLITZ__ONCE_READY)
-            return blitz__once_ready(op, 0);
-        blitz__word_lock(&c->blitz__lock);
-        for (;;) {
-            uint32_t phase = s & BLITZ__ONCE_PHASE;
-            if (phase == BLITZ__ONCE_READY) {
-                blitz__word_unlock(&c->blitz__lock);
-                return blitz__once_ready(op, 0);
-            }
-            if (phase == BLITZ__ONCE_EMPTY) {
-                if (blitz__u32_cas_weak(word, &s, BLITZ__ONCE_INIT, BLITZ__ACQUIRE)) {
-                    blitz__word_unlock(&c->blitz__lock);
-                    return blitz__once_ready(op, 1);
-                }
-                continue;
-            }
-            /* Acquire: if this fails because the value was published, the
-             * reload sees it. */
-            if (blitz__u32_cas_weak(word, &s, s | BLITZ__ONCE_WAITERS, BLITZ__ACQUIRE))
-                break;
-        }
-        blitz_waker mine = blitz_cx_waker(cx);
-        blitz__waitq_push(&c->blitz__waiters, &op->blitz__w, &mine);
-        blitz__word_unlock(&c->blitz__lock);
-        return BLITZ_PENDING;
-    }
-    c = op->blitz__cell;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz_waker old = blitz_waker_noop();
-        blitz_waker mine = blitz_cx_waker(cx);
-        blitz__word_lock(&c->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED)
-            old = blitz__waiter_refresh(&op->blitz__w, &mine);
-        blitz__word_unlock(&c->blitz__lock);
-        blitz_waker_drop(old);
-        if (st == BLITZ__WAITER_QUEUED)
-            return BLITZ_PENDING;
-    }
-    uint32_t how = op->blitz__w.blitz__flags;
-    blitz__waiter_reset(&op->blitz__w);
-    return blitz__once_ready(op, how == BLITZ__ONCE_GOT_CLAIM);
-}
-
-BLITZ_API void blitz_once_cell_get_or_claim_cancel(blitz_cx *cx, void *arg) {
-    blitz_once_cell_op *op = (blitz_once_cell_op *)arg;
-    (void)cx;
-    if (!op)
-        return;
-    uint32_t st = blitz__waiter_state(&op->blitz__w);
-    if (st == BLITZ__WAITER_IDLE)
-        return;
-    blitz_once_cell *c = op->blitz__cell;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz_waker mine = blitz_waker_noop();
-        blitz__word_lock(&c->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED) {
-            mine = blitz__waitq_withdraw(&c->blitz__waiters, &op->blitz__w);
-            if (blitz__waitq_empty(&c->blitz__waiters))
-                blitz__u32_fetch_and(blitz__once_word(c), ~BLITZ__ONCE_WAITERS, BLITZ__RELAXED);
-        }
-        blitz__word_unlock(&c->blitz__lock);
-        blitz_waker_drop(mine);
-        if (st == BLITZ__WAITER_QUEUED) {
-            blitz__waiter_reset(&op->blitz__w);
-            return;
-        }
-    }
-    uint32_t how = op->blitz__w.blitz__flags;
-    blitz__waiter_reset(&op->blitz__w);
-    if (how == BLITZ__ONCE_GOT_CLAIM)
-        blitz_once_cell_abandon(c);
-}
-
-static blitz_poll blitz__once_op_poll(blitz_cx *cx, void *arg) {
-    blitz_once_cell_op *op = (blitz_once_cell_op *)arg;
-    if (!op)
-        return BLITZ_READY;
-    return blitz_once_cell_get_or_claim(cx, op, op->blitz__cell);
-}
-
-BLITZ_API blitz_op blitz_op_once_cell_get_or_claim(blitz_once_cell_op *op, blitz_once_cell *c) {
-    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
-        op->blitz__cell = c;
-    return blitz_op_make(blitz__once_op_poll, blitz_once_cell_get_or_claim_cancel, op);
-}
-
-BLITZ_API int blitz_once_cell_get_or_claim_blocking(blitz_once_cell *c, void **value,
-                                                    int *claimed) {
-    blitz_once_cell_op op;
-    memset(&op, 0, sizeof op);
-    int rc = blitz_op_wait(NULL, blitz_op_once_cell_get_or_claim(&op, c));
-    if (rc == BLITZ_OK)
-        rc = op.result;
-    if (value)
-        *value = rc == BLITZ_OK ? op.value : NULL;
-    if (claimed)
-        *claimed = rc == BLITZ_OK && op.claimed;
-    return rc;
-}
-
-BLITZ_API int blitz_once_cell_get_or_init_blocking(blitz_once_cell *c,
-                                                   int (*init)(void *arg, void **value), void *arg,
-                                                   void **value) {
-    if (!c || !init)
-        return BLITZ_EINVAL;
-    void *v = NULL;
-    int claimed = 0;
-    int rc = blitz_once_cell_get_or_claim_blocking(c, &v, &claimed);
-    if (rc == BLITZ_OK && claimed) {
-        rc = init(arg, &v);
-        if (rc == BLITZ_OK)
-            blitz_once_cell_complete(c, v);
-        else
-            blitz_once_cell_abandon(c);
-    }
-    if (value)
-        *value = rc == BLITZ_OK ? v : NULL;
-    return rc;
-}
-/* ====[ END src/once_cell.c ]============================================== */
-/* ====[ BEGIN src/cancel_token.c ]========================================= */
-/* >>cancel_token */
-/* Cancellation tokens: a flag, a waiter queue, and a place in a tree.
- *
- * Locks: one process-wide lock guards the tree links of every token (tokens
- * are linked and unlinked rarely, and a parent and its children may be
- * destroyed concurrently, which per-token locks could only order with a
- * lock-order dance); each token's own lock guards its waiters. Order: tree
- * lock, then a token's lock. Wakers are woken with neither held (a woken or
- * dropped waker may free a task whose drop function destroys a token).
- *
- * Cancel marks the whole subtree under the tree lock, then drains the
- * waiters node by node. A wait checks the flag under the token's lock and
- * queues only if it is clear; the canceller sets the flag before it takes
- * that lock to drain, so every waiter is either drained or sees the flag. */
-/* sync_internal.h already included */
-
-static uint32_t blitz__token_tree_lock;
-
-static inline blitz__atomic_u32 *blitz__token_flag(const blitz_cancel_token *t) {
-    return blitz__atomic_u32_at((uint32_t *)&t->blitz__cancelled);
-}
-
-BLITZ_API int blitz_cancel_token_init(blitz_cancel_token *t) {
-    if (!t)
-        return BLITZ_EINVAL;
-    memset(t, 0, sizeof *t);
-    return BLITZ_OK;
-}
-
-BLITZ_API int blitz_cancel_token_init_child(blitz_cancel_token *child, blitz_cancel_token *parent) {
-    if (!child || !parent || child == parent)
-        return BLITZ_EINVAL;
-    memset(child, 0, sizeof *child);
-    blitz__word_lock(&blitz__token_tree_lock);
-    child->blitz__parent = parent;
-    child->blitz__next = parent->blitz__children;
-    if (parent->blitz__children)
-        parent->blitz__children->blitz__prev = child;
-    parent->blitz__children = child;
-    if (blitz__u32_load(blitz__token_flag(parent), BLITZ__RELAXED))
-        blitz__u32_store(blitz__token_flag(child), 1, BLITZ__RELEASE);
-    blitz__word_unlock(&blitz__token_tree_lock);
-    return BLITZ_OK;
-}
-
-/* Unlinks `t` from its parent's list of children. Under the tree lock. */
-static void blitz__token_unlink(blitz_cancel_token *t) {
-    if (t->blitz__prev)
-        t->blitz__prev->blitz__next = t->blitz__next;
-    else if (t->blitz__parent)
-        t->blitz__parent->blitz__children = t->blitz__next;
-    if (t->blitz__next)
-        t->blitz__next->blitz__prev = t->blitz__prev;
-    t->blitz__next = t->blitz__prev = NULL;
-    t->blitz__parent = NULL;
-}
-
-BLITZ_API void blitz_cancel_token_destroy(blitz_cancel_token *t) {
-    if (!t)
-        return;
-    BLITZ_ASSERT(blitz__waitq_empty(&t->blitz__waiters));
-    blitz__word_lock(&blitz__token_tree_lock);
-    blitz_cancel_token *up = t->blitz__parent;
-    /* The children move up, so cancelling an ancestor still reaches them. */
-    while (t->blitz__children) {
-        blitz_cancel_token *c = t->blitz__children;
-        blitz__token_unlink(c);
-        if (up) {
-            c->blitz__parent = up;
-            c->blitz__next = up->blitz__children;
-            if (up->blitz__children)
-                up->blitz__children->blitz__prev = c;
-            up->blitz__children = c;
-        }
-    }
-    blitz__token_unlink(t);
-    blitz__word_unlock(&blitz__token_tree_lock);
-}
-
-/* The next node of `root`'s subtree after `n` in depth-first order, or NULL.
- * Under the tree lock. */
-static blitz_cancel_token *blitz__token_next(blitz_cancel_token *root, blitz_cancel_token *n) {
-    if (n->blitz__children)
-        return n->blitz__children;
-    while (n != root && !n->blitz__next)
-        n = n->blitz__parent;
-    return n == root ? NULL : n->blitz__next;
-}
-
-BLITZ_API void blitz_cancel_token_cancel(blitz_cancel_token *t) {
-    if (!t)
-        return;
-    blitz__word_lock(&blitz__token_tree_lock);
-    if (blitz__u32_load(blitz__token_flag(t), BLITZ__RELAXED)) {
-        blitz__word_unlock(&blitz__token_tree_lock);
-        return;
-    }
-    blitz_cancel_token *n;
-    for (n = t; n; n = blitz__token_next(t, n))
-        /* Release: a task that sees the flag sees what the canceller did
-         * before cancelling. */
-        blitz__u32_store(blitz__token_flag(n), 1, BLITZ__RELEASE);
-    /* Drain a batch of waiters at a time; between batches the tree may
-     * change (nodes destroyed), so each batch walks it again. Cancelled
-     * tokens take no new waiters, so this ends. */
-    for (;;) {
-        blitz__wake_list wl;
-        wl.len = 0;
-        for (n = t; n && !blitz__wake_list_full(&wl); n = blitz__token_next(t, n)) {
-            blitz__word_lock(&n->blitz__lock);
-            blitz__waiter *w;
-            while (!blitz__wake_list_full(&wl) && (w = n->blitz__waiters.blitz__head) != NULL) {
-                blitz__waitq_unlink(&n->blitz__waiters, w);
-                blitz__wake_list_push(&wl, blitz__waiter_finish(w));
-            }
-            blitz__word_unlock(&n->blitz__lock);
-        }
-        int full = blitz__wake_list_full(&wl);
-        blitz__word_unlock(&blitz__token_tree_lock);
-        blitz__wake_list_wake(&wl);
-        if (!full)
-            return;
-        blitz__word_lock(&blitz__token_tree_lock);
-    }
-}
-
-BLITZ_API int blitz_cancel_token_is_cancelled(const blitz_cancel_token *t) {
-    return t && blitz__u32_load(blitz__token_flag(t), BLITZ__ACQUIRE) != 0;
-}
-
-BLITZ_API blitz_poll blitz_cancel_token_wait(blitz_cx *cx, blitz_cancel_token_wait_op *op,
-                                             blitz_cancel_token *t) {
-    if (!op)
-        return BLITZ_READY;
-    uint32_t st = blitz__waiter_state(&op->blitz__w);
-    if (st == BLITZ__WAITER_IDLE) {
-        if (!cx || !t) {
-            op->result = BLITZ_EINVAL;
-            return BLITZ_READY;
-        }
-        op->blitz__token = t;
-        op->result = BLITZ_OK;
-        if (blitz_cancel_token_is_cancelled(t))
-            return BLITZ_READY;
-        blitz__word_lock(&t->blitz__lock);
-        if (blitz_cancel_token_is_cancelled(t)) {
-            blitz__word_unlock(&t->blitz__lock);
-            return BLITZ_READY;
-        }
-        blitz_waker mine = blitz_cx_waker(cx);
-        blitz__waitq_push(&t->blitz__waiters, &op->blitz__w, &mine);
-        blitz__word_unlock(&t->blitz__lock);
-        return BLITZ_PENDING;
-    }
-    t = op->blitz__token;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz_waker old = blitz_waker_noop();
-        blitz_waker mine = blitz_cx_waker(cx);
-        blitz__word_lock(&t->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED)
-            old = blitz__waiter_refresh(&op->blitz__w, &mine);
-        blitz__word_unlock(&t->blitz__lock);
-        blitz_waker_drop(old);
-        if (st == BLITZ__WAITER_QUEUED)
-            return BLITZ_PENDING;
-    }
-    blitz__waiter_reset(&op->blitz__w);
-    return BLITZ_READY;
-}
-
-BLITZ_API void blitz_cancel_token_wait_cancel(blitz_cx *cx, void *arg) {
-    blitz_cancel_token_wait_op *op = (blitz_cancel_token_wait_op *)arg;
-    (void)cx;
-    if (!op || blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
-        return;
-    blitz_cancel_token *t = op->blitz__token;
-    blitz_waker mine = blitz_waker_noop();
-    blitz__word_lock(&t->blitz__lock);
-    if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
-        mine = blitz__waitq_withdraw(&t->blitz__waiters, &op->blitz__w);
-    }
-    blitz__word_unlock(&t->blitz__lock);
-    blitz_waker_drop(mine);
-    blitz__waiter_reset(&op->blitz__w);
-}
-
-static blitz_poll blitz__token_wait_op_poll(blitz_cx *cx, void *arg) {
-    blitz_cancel_token_wait_op *op = (blitz_cancel_token_wait_op *)arg;
-    if (!op)
-        return BLITZ_READY;
-    return blitz_cancel_token_wait(cx, op, op->blitz__token);
-}
-
-BLITZ_API blitz_op blitz_op_cancel_token_wait(blitz_cancel_token_wait_op *op,
-                                              blitz_cancel_token *t) {
-    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
-        op->blitz__token = t;
-    return blitz_op_make(blitz__token_wait_op_poll, blitz_cancel_token_wait_cancel, op);
-}
-
-BLITZ_API int blitz_cancel_token_wait_blocking(blitz_cancel_token *t) {
-    blitz_cancel_token_wait_op op;
-    memset(&op, 0, sizeof op);
-    int rc = blitz_op_wait(NULL, blitz_op_cancel_token_wait(&op, t));
-    return rc != BLITZ_OK ? rc : op.result;
-}
-/* ====[ END src/cancel_token.c ]=========================================== */
-/* ====[ BEGIN src/chan_mpmc.c ]============================================ */
-/* >>chan_mpmc */
-/* The bounded MPMC channel: a Vyukov ring with a sequence stamp per slot
- * (lock-free send and receive), and two waiter queues behind a separate
- * lock that the hot path touches only when a counter says someone waits.
- *
- * Positions encode (lap, index): index in the low bits, then a "closed"
- * mark bit (only ever set in `tail`), then the lap. A slot whose stamp
- * equals the tail is free for that position; stamp tail + 1 means it holds
- * that position's value; after the value is taken the stamp becomes the
- * position one lap later. The capacity is exact (not rounded), and no
- * division is needed to wrap.
- *
- * Waiting ops get direct hand-off: whoever frees a slot pushes a waiting
- * sender's value into the ring for it, and whoever fills one pops a value
- * into a waiting receiver's buffer. A woken op therefore has already
- * finished: a sender woken after backpressure has really delivered its
- * value, and a receiver owns the value it was given even if it is then
- * cancelled. */
-/* internal.h already included */
-/* waitq.h already included */
-
-/* Another party is between claiming a slot and stamping it: the ring is
- * neither truly full nor truly empty, and that party will look at the
- * waiter counters once it is done. */
-#define BLITZ__CHAN_BUSY 1
-
-struct blitz_chan {
-    BLITZ__ALIGNED blitz__atomic_u64 tail;
-    BLITZ__ALIGNED blitz__atomic_u64 head;
-    /* Read on every send and receive, written only by waiters: */
-    BLITZ__ALIGNED blitz__atomic_u32 send_waiting;
-    blitz__atomic_u32 recv_waiting;
-    size_t elem_size, stride, cap;
-    uint64_t mark, one_lap;
-    unsigned char *slots;
-    BLITZ__ALIGNED blitz__mutex lock;
-    blitz__waitq senders, receivers;
-    /* senders in the low half, receivers in the high half */
-    void *raw; /* what blitz__alloc_aligned returned, to free */
-    blitz__atomic_u64 refs;
-};
-
-static inline blitz__atomic_u64 *blitz__chan_stamp(const blitz_chan *ch, uint64_t idx) {
-    return (blitz__atomic_u64 *)(void *)(ch->slots + idx * ch->stride);
-}
-static inline unsigned char *blitz__chan_data(const blitz_chan *ch, uint64_t idx) {
-    return ch->slots + idx * ch->stride + sizeof(uint64_t);
-}
-static inline uint64_t blitz__chan_next(const blitz_chan *ch, uint64_t pos) {
-    uint64_t idx = pos & (ch->mark - 1);
-    return idx + 1 < ch->cap ? pos + 1 : (pos & ~(ch->one_lap - 1)) + ch->one_lap;
-}
-static inline void blitz__chan_copy(void *dst, const void *src, size_t n) {
-    /* The common word-sized element gets an inlined move. */
-    if (n == sizeof(uint64_t))
-        memcpy(dst, src, sizeof(uint64_t));
-    else
-        memcpy(dst, src, n);
-}
-
-/* BLITZ_OK, BLITZ_EFULL, BLITZ_ECLOSED or BLITZ__CHAN_BUSY. */
-static int blitz__chan_push(blitz_chan *ch, const void *src) {
-    uint64_t tail = blitz__u64_load(&ch->tail, BLITZ__RELAXED);
-    for (;;) {
-        if (tail & ch->mark)
-            return BLITZ_ECLOSED;
-        uint64_t idx = tail & (ch->mark - 1);
-        blitz__atomic_u64 *stamp = blitz__chan_stamp(ch, idx);
-        /* Acquire: the receiver that freed the slot finished reading it
-         * before it stored this stamp. */
-        uint64_t s = blitz__u64_load(stamp, BLITZ__ACQUIRE);
-        int64_t diff = (int64_t)(s - tail);
-        if (diff == 0) {
-            /* Seq_cst: the claim is ordered before this sender's later
-             * seq_cst load of recv_waiting, against a waiting receiver's
-             * seq_cst increment of it and its seq_cst load of the tail
-             * (see blitz__chan_pop): one of the two sees the other. */
-            if (blitz__u64_cas_weak(&ch->tail, &tail, blitz__chan_next(ch, tail), BLITZ__SEQ_CST)) {
-                blitz__chan_copy(blitz__chan_data(ch, idx), src, ch->elem_size);
-                /* Release: publishes the value to the receiver that
-                 * acquires the stamp. */
-                blitz__u64_store(stamp, tail + 1, BLITZ__RELEASE);
-                return BLITZ_OK;
-            }
-        } else if (diff < 0) {
-            /* The slot still holds the previous lap's value: full, unless a
-             * receiver already claimed it and is still copying it out. */
-            uint64_t head = blitz__u64_load(&ch->head, BLITZ__SEQ_CST);
-            return head + ch->one_lap == tail ? BLITZ_EFULL : BLITZ__CHAN_BUSY;
-        } else {
-            tail = blitz__u64_load(&ch->tail, BLITZ__RELAXED);
-        }
-    }
-}
-
-/* BLITZ_OK, BLITZ_EEMPTY, BLITZ_ECLOSED or BLITZ__CHAN_BUSY. */
-static int blitz__chan_pop(blitz_chan *ch, void *dst) {
-    uint64_t head = blitz__u64_load(&ch->head, BLITZ__RELAXED);
-    for (;;) {
-        uint64_t idx = head & (ch->mark - 1);
-        blitz__atomic_u64 *stamp = blitz__chan_stamp(ch, idx);
-        /* Acquire: pairs with the sender's release of the stamp. */
-        uint64_t s = blitz__u64_load(stamp, BLITZ__ACQUIRE);
-        int64_t diff = (int64_t)(s - (head + 1));
-        if (diff == 0) {
-            /* Seq_cst: ordered before the later load of send_waiting,
-             * mirroring blitz__chan_push. */
-            if (blitz__u64_cas_weak(&ch->head, &head, blitz__chan_next(ch, head), BLITZ__SEQ_CST)) {
-                blitz__chan_copy(dst, blitz__chan_data(ch, idx), ch->elem_size);
-                /* Release: the copy is done before a sender reuses it. */
-                blitz__u64_store(stamp, head + ch->one_lap, BLITZ__RELEASE);
-                return BLITZ_OK;
-            }
-        } else if (diff < 0) {
-            /* Seq_cst: a waiting receiver increments recv_waiting (seq_cst)
-             * before it gets here; a sender whose seq_cst load of that
-             * counter missed it claimed its slot earlier in the total
-             * order, so this load sees the moved tail and reports BUSY
-             * instead of sleeping past the value. */
-            uint64_t tail = blitz__u64_load(&ch->tail, BLITZ__SEQ_CST);
-            if ((tail & ~ch->mark) == head)
-                return (tail & ch->mark) ? BLITZ_ECLOSED : BLITZ_EEMPTY;
-            return BLITZ__CHAN_BUSY;
-        } else {
-            head = blitz__u64_load(&ch->head, BLITZ__RELAXED);
-        }
-    }
-}
-
-static inline blitz_chan_op *blitz__chan_op_of(blitz__waiter *w) {
-    return (blitz_chan_op *)(void *)w; /* the waiter is the op's first member */
-}
-
-/* Completes queued ops that can now proceed: receivers take buffered
- * values, senders put theirs into free slots, until neither can move; on a
- * closed channel the senders, and the receivers once it is drained, finish
- * with BLITZ_ECLOSED. Wakes after unlocking. */
-static void blitz__chan_dispatch(blitz_chan *ch) {
-    blitz__wake_list wl;
-    wl.len = 0;
-    blitz__mutex_lock(&ch->lock);
-    for (;;) {
-        int progress = 0;
-        while (!blitz__waitq_empty(&ch->receivers) && !blitz__wake_list_full(&wl)) {
-            blitz__waiter *w = ch->receivers.blitz__head;
-            int r = blitz__chan_pop(ch, blitz__chan_op_of(w)->blitz__buf);
-            if (r != BLITZ_OK && r != BLITZ_ECLOSED)
-                break; /* empty, or a sender in flight that dispatches next */
-            blitz__waitq_unlink(&ch->receivers, w);
-            blitz__u32_fetch_sub(&ch->recv_waiting, 1, BLITZ__SEQ_CST);
-            w->blitz__value = (uint64_t)(int64_t)r;
-            blitz__wake_list_push(&wl, blitz__waiter_finish(w));
-            progress |= r == BLITZ_OK;
-        }
-        while (!blitz__waitq_empty(&ch->senders) && !blitz__wake_list_full(&wl)) {
-            blitz__waiter *w = ch->senders.blitz__head;
-            int r = blitz__chan_push(ch, blitz__chan_op_of(w)->blitz__buf);
-            if (r != BLITZ_OK && r != BLITZ_ECLOSED)
-                break;
-            blitz__waitq_unlink(&ch->senders, w);
-            blitz__u32_fetch_sub(&ch->send_waiting, 1, BLITZ__SEQ_CST);
-            w->blitz__value = (uint64_t)(int64_t)r;
-            blitz__wake_list_push(&wl, blitz__waiter_finish(w));
-            progress |= r == BLITZ_OK;
-        }
-        if (blitz__wake_list_full(&wl)) {
-            blitz__mutex_unlock(&ch->lock);
-            blitz__wake_list_wake(&wl);
-            blitz__mutex_lock(&ch->lock);
-            continue;
-        }
-        if (!progress)
-            break;
-    }
-    blitz__mutex_unlock(&ch->lock);
-    blitz__wake_list_wake(&wl);
-}
-
-/* After a successful push or pop: let the other side's waiters move.
- * Seq_cst loads: see blitz__chan_push / blitz__chan_pop. */
-static inline void blitz__chan_after_push(blitz_chan *ch) {
-    if (blitz__u32_load(&ch->recv_waiting, BLITZ__SEQ_CST) != 0)
-        blitz__chan_dispatch(ch);
-}
-static inline void blitz__chan_after_pop(blitz_chan *ch) {
-    if (blitz__u32_load(&ch->send_waiting, BLITZ__SEQ_CST) != 0)
-        blitz__chan_dispatch(ch);
-}
-
-BLITZ_API int blitz_chan_new(blitz_chan **out, size_t elem_size, size_t capacity) {
-    if (!out)
-        return BLITZ_EINVAL;
-    *out = NULL;
-    if (elem_size == 0 || capacity == 0 || capacity > ((size_t)1 << 40) ||
-        elem_size > ((size_t)1 << 30))
-        return BLITZ_EINVAL;
-    size_t stride = (sizeof(uint64_t) + elem_size + 7u) & ~(size_t)7u;
-    if (capacity > SIZE_MAX / stride)
-        return BLITZ_EINVAL;
-    void *raw = NULL;
-    /* Aligned: the hot fields sit on their own cache lines. */
-    blitz_chan *ch = (blitz_chan *)blitz__alloc_aligned(sizeof *ch, BLITZ_CACHE_LINE, &raw);
-    if (!ch)
-        return BLITZ_ENOMEM;
-    memset(ch, 0, sizeof *ch);
-    ch->raw = raw;
-    ch->slots = (unsigned char *)BLITZ_MALLOC(capacity * stride);
-    if (!ch->slots) {
-        blitz__free(raw);
-        return BLITZ_ENOMEM;
-    }
-    uint64_t mark = 1;
-    while (mark < (uint64_t)capacity + 1)
-        mark <<= 1;
-    ch->mark = mark;
-    ch->one_lap = mark << 1;
-    ch->elem_size = elem_size;
-    ch->stride = stride;
-    ch->cap = capacity;
-    size_t i;
-    for (i = 0; i < capacity; i++)
-        blitz__u64_store(blitz__chan_stamp(ch, i), i, BLITZ__RELAXED);
-    blitz__mutex_init(&ch->lock);
-    blitz__u64_store(&ch->refs, 1u | ((uint64_t)1 << 32), BLITZ__RELAXED);
-    *out = ch;
-    return BLITZ_OK;
-}
-
-static void blitz__chan_free(blitz_chan *ch) {
-    blitz__mutex_destroy(&ch->lock);
-    BLITZ_FREE(ch->slots);
-    blitz__free(ch->raw);
-}
-
-static int blitz__chan_ref_add(blitz_chan *ch, int shift) {
-    if (!ch)
-        return BLITZ_EINVAL;
-    uint64_t cur = blitz__u64_load(&ch->refs, BLITZ__RELAXED);
-    for (;;) {
-        if (((cur >> shift) & 0xffffffffu) == 0)
-            return BLITZ_ECLOSED;
-        if (blitz__u64_cas_weak(&ch->refs, &cur, cur + ((uint64_t)1 << shift), BLITZ__RELAXED))
-            return BLITZ_OK;
-    }
-}
-
-static int blitz__chan_ref_release(blitz_chan *ch, int shift) {
-    if (!ch)
-        return BLITZ_EINVAL;
-    uint64_t unit = (uint64_t)1 << shift;
-    uint64_t cur = blitz__u64_load(&ch->refs, BLITZ__RELAXED);
-    int closed = 0;
-    for (;;) {
-        uint64_t side = (cur >> shift) & 0xffffffffu;
-        if (side == 0)
-            return BLITZ_ERELEASED;
-        /* The last of a side closes before its reference goes, so the
-         * channel is still alive while it does (the other side may free it
-         * right after). */
-        if (side == 1 && !closed) {
-            blitz_chan_close(ch);
-            closed = 1;
-        }
-        /* Acq_rel: the releaser that frees sees every other holder's use. */
-        if (blitz__u64_cas_weak(&ch->refs, &cur, cur - unit, BLITZ__ACQ_REL))
-            break;
-    }
-    if (cur == unit)
-        blitz__chan_free(ch);
-    return BLITZ_OK;
-}
-
-BLITZ_API int blitz_chan_sender_clone(blitz_chan *ch) {
-    return blitz__chan_ref_add(ch, 0);
-}
-BLITZ_API int blitz_chan_sender_release(blitz_chan *ch) {
-    return blitz__chan_ref_release(ch, 0);
-}
-BLITZ_API int blitz_chan_receiver_clone(blitz_chan *ch) {
-    return blitz__chan_ref_add(ch, 32);
-}
-BLITZ_API int blitz_chan_receiver_release(blitz_chan *ch) {
-    return blitz__chan_ref_release(ch, 32);
-}
-
-BLITZ_API int blitz_chan_close(blitz_chan *ch) {
-    if (!ch)
-        return BLITZ_EINVAL;
-    /* Seq_cst: a sender's claim CAS either lands before the mark (its
-     * value is in the ring and will be drained) or fails on it. */
-    uint64_t prev = blitz__u64_fetch_or(&ch->tail, ch->mark, BLITZ__SEQ_CST);
-    if (!(prev & ch->mark))
-        blitz__chan_dispatch(ch);
-    return BLITZ_OK;
-}
-
-BLITZ_API int blitz_chan_is_closed(const blitz_chan *ch) {
-    return ch ? (blitz__u64_load(&ch->tail, BLITZ__ACQUIRE) & ch->mark) != 0 : 1;
-}
-
-BLITZ_API size_t blitz_chan_len(const blitz_chan *ch) {
-    if (!ch)
-        return 0;
-    uint64_t tail, head;
-    /* A consistent pair: the tail did not move while the head was read. */
-    do {
-        tail = blitz__u64_load(&ch->tail, BLITZ__SEQ_CST);
-        head = blitz__u64_load(&ch->head, BLITZ__SEQ_CST);
-    } while (blitz__u64_load(&ch->tail, BLITZ__SEQ_CST) != tail);
-    tail &= ~ch->mark;
-    {
-        uint64_t hix = head & (ch->mark - 1), tix = tail & (ch->mark - 1);
-        if (hix < tix)
-            return (size_t)(tix - hix);
-        if (hix > tix)
-            return (size_t)(ch->cap - hix + tix);
-        return tail == head ? 0 : ch->cap;
-    }
-}
-
-BLITZ_API size_t blitz_chan_capacity(const blitz_chan *ch) {
-    return ch ? ch->cap : 0;
-}
-BLITZ_API size_t blitz_chan_elem_size(const blitz_chan *ch) {
-    return ch ? ch->elem_size : 0;
-}
-
-BLITZ_API int blitz_chan_try_send(blitz_chan *ch, const void *value) {
-    if (!ch || !value)
-        return BLITZ_EINVAL;
-    int r = blitz__chan_push(ch, value);
-    if (BLITZ__LIKELY(r == BLITZ_OK)) {
-        blitz__chan_after_push(ch);
-        return BLITZ_OK;
-    }
-    return r == BLITZ__CHAN_BUSY ? BLITZ_EFULL : r;
-}
-
-BLITZ_API int blitz_chan_try_recv(blitz_chan *ch, void *out) {
-    if (!ch || !out)
-        return BLITZ_EINVAL;
-    int r = blitz__chan_pop(ch, out);
-    if (BLITZ__LIKELY(r == BLITZ_OK)) {
-        blitz__chan_after_pop(ch);
-        return BLITZ_OK;
-    }
-    return r == BLITZ__CHAN_BUSY ? BLITZ_EEMPTY : r;
-}
-
-/* ---- async ops ------------------------------------------------------------------ */
-
-#define BLITZ__CHAN_OP_SEND 1u
-#define BLITZ__CHAN_OP_RECV 2u
-/* A party in flight is given this many re-tries before the op yields. */
-#define BLITZ__CHAN_BUSY_SPINS 64
-/* ...and then this many gives of its thread's CPU. */
-#define BLITZ__CHAN_BUSY_YIELDS 2
-/* Looks an op takes at a full or empty channel before it queues. */
-#define BLITZ__CHAN_WAIT_SPINS 16
-
-static inline int blitz__chan_try(blitz_chan *ch, blitz_chan_op *op, int send) {
-    return send ? blitz__chan_push(ch, op->blitz__buf) : blitz__chan_pop(ch, op->blitz__buf);
-}
-
-/* The slow path of an idle op: queue it, then look again (under the lock,
- * so no hand-off can race the look). */
-static blitz_poll blitz__chan_wait(blitz_cx *cx, blitz_chan_op *op, int send) {
-    blitz_chan *ch = op->blitz__ch;
-    blitz__waitq *q = send ? &ch->senders : &ch->receivers;
-    blitz__atomic_u32 *waiting = send ? &ch->send_waiting : &ch->recv_waiting;
-    blitz_waker waker = blitz_cx_waker(cx);
-    int spins = 0, r;
-    blitz__mutex_lock(&ch->lock);
-    op->blitz__w.blitz__flags = send ? BLITZ__CHAN_OP_SEND : BLITZ__CHAN_OP_RECV;
-    blitz__waitq_push(q, &op->blitz__w, &waker);
-    /* Seq_cst: see blitz__chan_pop / blitz__chan_push. */
-    blitz__u32_fetch_add(waiting, 1, BLITZ__SEQ_CST);
-    for (;;) {
-        r = blitz__chan_try(ch, op, send);
-        if (r != BLITZ__CHAN_BUSY || ++spins > BLITZ__CHAN_BUSY_SPINS)
-            break;
-        blitz__cpu_relax();
-    }
-    if (r == BLITZ_EFULL || r == BLITZ_EEMPTY) {
-        blitz__mutex_unlock(&ch->lock);
-        return BLITZ_PENDING;
-    }
-    blitz__u32_fetch_sub(waiting, 1, BLITZ__SEQ_CST);
-    blitz_waker mine = blitz__waitq_withdraw(q, &op->blitz__w);
-    blitz__waiter_reset(&op->blitz__w);
-    blitz__mutex_unlock(&ch->lock);
-    blitz_waker_drop(mine);
-    if (r == BLITZ__CHAN_BUSY) {
-        /* The party in flight is slow (preempted): poll again later rather
-         * than spin here. */
-        blitz_waker_wake_by_ref(&waker);
-        return BLITZ_PENDING;
-    }
-    op->result = r;
-    if (r == BLITZ_OK) {
-        if (send)
-            blitz__chan_after_push(ch);
-        else
-            blitz__chan_after_pop(ch);
-    }
-    return BLITZ_READY;
-}
-
-static blitz_poll blitz__chan_poll(blitz_cx *cx, blitz_chan_op *op, int send) {
-    blitz_chan *ch = op->blitz__ch;
-    uint32_t st = blitz__waiter_state(&op->blitz__w);
-    if (st == BLITZ__WAITER_DONE) {
-        op->result = (int)(int64_t)op->blitz__w.blitz__value;
-        blitz__waiter_reset(&op->blitz__w);
-        return BLITZ_READY;
-    }
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz_waker waker = blitz_cx_waker(cx);
-        blitz__mutex_lock(&ch->lock);
-        if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) ==
-            BLITZ__WAITER_DONE) {
-            blitz__mutex_unlock(&ch->lock);
-            op->result = (int)(int64_t)op->blitz__w.blitz__value;
-            blitz__waiter_reset(&op->blitz__w);
-            return BLITZ_READY;
-        }
-        blitz_waker old = blitz__waiter_refresh(&op->blitz__w, &waker);
-        blitz__mutex_unlock(&ch->lock);
-        blitz_waker_drop(old);
-        return BLITZ_PENDING;
-    }
-    if (!ch || !op->blitz__buf) {
-        op->result = BLITZ_EINVAL;
-        return BLITZ_READY;
-    }
-    /* Not finished until a branch below says otherwise: a cancel of an
-     * idle op that returned PENDING (a party in flight) must not report
-     * the result of the op's previous use. */
-    op->result = BLITZ_EAGAIN;
-    int r = blitz__chan_try(ch, op, send);
-    if (r == BLITZ_EEMPTY || r == BLITZ_EFULL) {
-        /* With the other side active, a value or a slot often turns up
-         * within a few hundred cycles: cheaper than queueing, being handed
-         * it and being woken. */
-        int spins;
-        for (spins = 0; (r == BLITZ_EEMPTY || r == BLITZ_EFULL) && spins < BLITZ__CHAN_WAIT_SPINS;
-             spins++) {
-            blitz__cpu_relax();
-            r = blitz__chan_try(ch, op, send);
-        }
-    }
-    if (r == BLITZ__CHAN_BUSY) {
-        /* The other party is a few stores from done; its stores usually
-         * arrive sooner than a trip through the waiter lock. */
-        int spins;
-        for (spins = 0; r == BLITZ__CHAN_BUSY && spins < BLITZ__CHAN_BUSY_SPINS; spins++) {
-            blitz__cpu_relax();
-            r = blitz__chan_try(ch, op, send);
-        }
-        /* Still there: its thread probably lost its CPU; offer ours. */
-        for (spins = 0; r == BLITZ__CHAN_BUSY && spins < BLITZ__CHAN_BUSY_YIELDS; spins++) {
-            sched_yield();
-            r = blitz__chan_try(ch, op, send);
-        }
-    }
-    if (BLITZ__LIKELY(r == BLITZ_OK)) {
-        op->result = BLITZ_OK;
-        if (send)
-            blitz__chan_after_push(ch);
-        else
-            blitz__chan_after_pop(ch);
-        return BLITZ_READY;
-    }
-    if (r == BLITZ_ECLOSED) {
-        op->result = r;
-        return BLITZ_READY;
-    }
-    if (r == BLITZ__CHAN_BUSY) {
-        /* The other party was preempted between its claim and its stamp:
-         * let this worker run something else and look again. */
-        blitz_waker self = blitz_cx_waker(cx);
-        blitz_waker_wake_by_ref(&self);
-        return BLITZ_PENDING;
-    }
-    return blitz__chan_wait(cx, op, send);
-}
-
-static blitz_poll blitz__chan_send_poll(blitz_cx *cx, void *op) {
-    return blitz__chan_poll(cx, (blitz_chan_op *)op, 1);
-}
-static blitz_poll blitz__chan_recv_poll(blitz_cx *cx, void *op) {
-    return blitz__chan_poll(cx, (blitz_chan_op *)op, 0);
-}
-
-static inline void blitz__chan_op_bind(blitz_chan_op *op, blitz_chan *ch, const void *buf) {
-    if (blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE) {
-        op->blitz__ch = ch;
-        op->blitz__buf = (void *)(uintptr_t)buf;
-        /* Armed: a cancel before the op finishes reports ECANCELED, not a
-         * result left from an earlier use of the op. */
-        op->result = BLITZ_EAGAIN;
-    }
-}
-
-BLITZ_API blitz_poll blitz_chan_send(blitz_cx *cx, blitz_chan_op *op, blitz_chan *ch,
-                                     const void *value) {
-    if (!op)
-        return BLITZ_READY;
-    blitz__chan_op_bind(op, ch, value);
-    return blitz__chan_poll(cx, op, 1);
-}
-
-BLITZ_API blitz_poll blitz_chan_recv(blitz_cx *cx, blitz_chan_op *op, blitz_chan *ch, void *out) {
-    if (!op)
-        return BLITZ_READY;
-    blitz__chan_op_bind(op, ch, out);
-    return blitz__chan_poll(cx, op, 0);
-}
-
-BLITZ_API blitz_op blitz_op_chan_send(blitz_chan_op *op, blitz_chan *ch, const void *value) {
-    if (op)
-        blitz__chan_op_bind(op, ch, value);
-    return blitz_op_make(op ? blitz__chan_send_poll : NULL, blitz_chan_cancel_op, op);
-}
-
-BLITZ_API blitz_op blitz_op_chan_recv(blitz_chan_op *op, blitz_chan *ch, void *out) {
-    if (op)
-        blitz__chan_op_bind(op, ch, out);
-    return blitz_op_make(op ? blitz__chan_recv_poll : NULL, blitz_chan_cancel_op, op);
-}
-
-BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op) {
-    if (!op)
-        return BLITZ_EINVAL;
-    uint32_t st = blitz__waiter_state(&op->blitz__w);
-    if (st == BLITZ__WAITER_IDLE) {
-        /* Nothing queued. A result already reported stays; an attempt
-         * that returned PENDING without queueing is withdrawn. */
-        if (op->result == BLITZ_EAGAIN)
-            op->result = BLITZ_ECANCELED;
-        return BLITZ_ECANCELED;
-    }
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz_chan *ch = op->blitz__ch;
-        blitz_waker old = blitz_waker_noop();
-        blitz__mutex_lock(&ch->lock);
-        if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) ==
-            BLITZ__WAITER_QUEUED) {
-            int send = op->blitz__w.blitz__flags == BLITZ__CHAN_OP_SEND;
-            blitz__u32_fetch_sub(send ? &ch->send_waiting : &ch->recv_waiting, 1, BLITZ__SEQ_CST);
-            old = blitz__waitq_withdraw(send ? &ch->senders : &ch->receivers, &op->blitz__w);
-            blitz__waiter_reset(&op->blitz__w);
-            op->result = BLITZ_ECANCELED;
-            blitz__mutex_unlock(&ch->lock);
-            blitz_waker_drop(old);
-            return BLITZ_ECANCELED;
-        }
-        blitz__mutex_unlock(&ch->lock);
-    }
-    /* Completed (DONE) but not yet polled: the op keeps what it got. */
-    op->result = (int)(int64_t)op->blitz__w.blitz__value;
-    blitz__waiter_reset(&op->blitz__w);
-    return op->result;
-}
-
-BLITZ_API void blitz_chan_cancel_op(blitz_cx *cx, void *op) {
-    (void)cx;
-    blitz_chan_op_cancel((blitz_chan_op *)op);
-}
-
-BLITZ_API int blitz_chan_send_blocking(blitz_chan *ch, const void *value) {
-    if (!ch || !value)
-        return BLITZ_EINVAL;
-    blitz_chan_op op;
-    memset(&op, 0, sizeof op);
-    int rc = blitz_op_wait(NULL, blitz_op_chan_send(&op, ch, value));
-    return rc ? rc : op.result;
-}
-
-BLITZ_API int blitz_chan_recv_blocking(blitz_chan *ch, void *out) {
-    if (!ch || !out)
-        return BLITZ_EINVAL;
-    blitz_chan_op op;
-    memset(&op, 0, sizeof op);
-    int rc = blitz_op_wait(NULL, blitz_op_chan_recv(&op, ch, out));
-    return rc ? rc : op.result;
-}
-/* ====[ END src/chan_mpmc.c ]============================================== */
-/* ====[ BEGIN src/chan_oneshot.c ]========================================= */
-/* >>chan_oneshot */
-/* The oneshot channel: one 64-bit value in a caller-provided cell, handed
- * over through one atomic state word; no lock, no allocation.
- *
- * The receiver's waker lives in the cell. Only the receiver writes it, and
- * only while it holds REGISTERING; the sender reads it only while it holds
- * TAKING, and the two exclude each other through the state word. The sender
- * copies the waker out before the store that publishes the value, so it
- * never touches the cell after the receiver can see the value (and free the
- * cell). */
-/* internal.h already included */
-
-#define BLITZ__OS_VALUE       0x01u /* the sender stored a value */
-#define BLITZ__OS_TX_CLOSED   0x02u /* the sender finished without a value */
-#define BLITZ__OS_RX_CLOSED   0x04u /* the receiver gave up */
-#define BLITZ__OS_HAS_WAKER   0x08u /* the cell holds the receiver's waker */
-#define BLITZ__OS_REGISTERING 0x10u /* the receiver is writing the waker */
-#define BLITZ__OS_TAKING      0x20u /* the sender is copying the waker out */
-#define BLITZ__OS_TAKEN       0x40u /* the receiver took the value */
-
-static inline blitz__atomic_u32 *blitz__os_state(blitz_oneshot *os) {
-    /* blitz__atomic_u32 is a struct around one uint32_t: same layout. */
-    return (blitz__atomic_u32 *)(void *)&os->blitz__state;
-}
-
-BLITZ_API void blitz_oneshot_init(blitz_oneshot *os) {
-    if (!os)
-        return;
-    /* The waker field is read only while HAS_WAKER is set: zero is fine. */
-    memset(os, 0, sizeof *os);
-}
-
-/* Finishes the sender side with `done` (VALUE or TX_CLOSED). */
-static int blitz__oneshot_finish_tx(blitz_oneshot *os, uint32_t done) {
-    blitz__atomic_u32 *a = blitz__os_state(os);
-    uint32_t s = blitz__u32_load(a, BLITZ__ACQUIRE);
-    for (;;) {
-        if (s & (BLITZ__OS_VALUE | BLITZ__OS_TX_CLOSED))
-            return BLITZ_EINVAL;
-        if (s & BLITZ__OS_RX_CLOSED)
-            done = BLITZ__OS_TX_CLOSED;
-        if ((s & BLITZ__OS_HAS_WAKER) && !(s & BLITZ__OS_REGISTERING)) {
-            /* Acquire: the waker the receiver published with release. */
-            if (!blitz__u32_cas_weak(a, &s, s | BLITZ__OS_TAKING, BLITZ__ACQUIRE))
-                continue;
-            blitz_waker w = os->blitz__waker;
-            s |= BLITZ__OS_TAKING;
-            uint32_t target;
-            /* Only the receiver's close can change the word meanwhile. */
-            do {
-                if (s & BLITZ__OS_RX_CLOSED)
-                    done = BLITZ__OS_TX_CLOSED;
-                target = (s & ~(BLITZ__OS_TAKING | BLITZ__OS_HAS_WAKER)) | done;
-                /* Release: the value is visible to the receiver that
-                 * acquires VALUE. From here on the cell is not touched. */
-            } while (!blitz__u32_cas_weak(a, &s, target, BLITZ__RELEASE));
-            if (s & BLITZ__OS_RX_CLOSED) {
-                blitz_waker_drop(w); /* nobody listens any more */
-                return BLITZ_ECLOSED;
-            }
-            blitz_waker_wake(w);
-            return done == BLITZ__OS_VALUE ? BLITZ_OK : BLITZ_ECLOSED;
-        }
-        /* No waker, or the receiver is registering one: it sees the new
-         * state when it tries to finish and handles it. */
-        if (blitz__u32_cas_weak(a, &s, s | done, BLITZ__RELEASE))
-            return done == BLITZ__OS_VALUE ? BLITZ_OK : BLITZ_ECLOSED;
-    }
-}
-
-BLITZ_API int blitz_oneshot_send(blitz_oneshot *os, uint64_t value) {
-    if (!os)
-        return BLITZ_EINVAL;
-    uint32_t s = blitz__u32_load(blitz__os_state(os), BLITZ__ACQUIRE);
-    if (s & (BLITZ__OS_VALUE | BLITZ__OS_TX_CLOSED))
-        return BLITZ_EINVAL;
-    if (!(s & BLITZ__OS_RX_CLOSED))
-        os->blitz__value = value; /* read only after VALUE is acquired */
-    return blitz__oneshot_finish_tx(os, BLITZ__OS_VALUE);
-}
-
-BLITZ_API void blitz_oneshot_close_tx(blitz_oneshot *os) {
-    if (os)
-        blitz__oneshot_finish_tx(os, BLITZ__OS_TX_CLOSED);
-}
-
-/* Drops the receiver's waker if the cell still holds it and the sender is
- * not copying it; with `close`, also marks the receiver gone. */
-static void blitz__oneshot_withdraw(blitz_oneshot *os, int close) {
-    blitz__atomic_u32 *a = blitz__os_state(os);
-    uint32_t s = blitz__u32_load(a, BLITZ__ACQUIRE);
-    uint32_t add = close ? BLITZ__OS_RX_CLOSED : 0u;
-    for (;;) {
-        uint32_t target = s | add;
-        /* While TAKING the sender owns the waker and wakes or drops it. */
-        int drop = (s & BLITZ__OS_HAS_WAKER) && !(s & BLITZ__OS_TAKING);
-        if (drop)
-            target &= ~BLITZ__OS_HAS_WAKER;
-        if (target == s)
-            return;
-        if (blitz__u32_cas_weak(a, &s, target, BLITZ__ACQ_REL)) {
-            if (drop) {
-                blitz_waker w = os->blitz__waker;
-                os->blitz__waker = blitz_waker_noop();
-                blitz_waker_drop(w);
-            }
-            return;
-        }
-    }
-}
-
-BLITZ_API void blitz_oneshot_close_rx(blitz_oneshot *os) {
-    if (os)
-        blitz__oneshot_withdraw(os, 1);
-}
-
-BLITZ_API int blitz_oneshot_rx_closed(const blitz_oneshot *os) {
-    return os ? (blitz__u32_field_load(&os->blitz__state, BLITZ__ACQUIRE) & BLITZ__OS_RX_CLOSED) !=
-                    0
-              : 1;
-}
-
-BLITZ_API int blitz_oneshot_try_recv(blitz_oneshot *os, uint64_t *out) {
-    if (!os || !out)
-        return BLITZ_EINVAL;
-    blitz__atomic_u32 *a = blitz__os_state(os);
-    /* Acquire: pairs with the sender's release of VALUE. */
-    uint32_t s = blitz__u32_load(a, BLITZ__ACQUIRE);
-    if ((s & (BLITZ__OS_VALUE | BLITZ__OS_TAKEN)) == BLITZ__OS_VALUE) {
-        *out = os->blitz__value;
-        /* After VALUE the sender never writes the word again, and the
-         * receiver is the only other writer: a plain store suffices. */
-        blitz__u32_store(a, s | BLITZ__OS_TAKEN, BLITZ__RELAXED);
-        return BLITZ_OK;
-    }
-    return (s & (BLITZ__OS_VALUE | BLITZ__OS_TX_CLOSED)) ? BLITZ_ECLOSED : BLITZ_EEMPTY;
-}
-
-BLITZ_API blitz_poll blitz_oneshot_recv(blitz_cx *cx, blitz_oneshot *os) {
-    if (!os)
-        return BLITZ_READY;
-    blitz__atomic_u32 *a = blitz__os_state(os);
-    blitz_waker mine = blitz_cx_waker(cx);
-    uint32_t s = blitz__u32_load(a, BLITZ__ACQUIRE);
-    for (;;) {
-        if (s & (BLITZ__OS_VALUE | BLITZ__OS_TX_CLOSED))
-            return BLITZ_READY;
-        if (s & BLITZ__OS_TAKING) {
-            /* The sender is waking the stored waker right now; poll again
-             * in case this poll comes from another waker. */
-            blitz_waker_wake_by_ref(&mine);
-            return BLITZ_PENDING;
-        }
-        if ((s & BLITZ__OS_HAS_WAKER) && blitz_waker_will_wake(&os->blitz__waker, &mine))
-            return BLITZ_PENDING;
-        if (blitz__u32_cas_weak(a, &s, s | BLITZ__OS_REGISTERING, BLITZ__ACQUIRE))
-            break;
-    }
-    /* REGISTERING: the waker field is ours until we clear it. */
-    blitz_waker old = (s & BLITZ__OS_HAS_WAKER) ? os->blitz__waker : blitz_waker_noop();
-    os->blitz__waker = blitz_waker_clone(&mine);
-    uint32_t expected = s | BLITZ__OS_REGISTERING;
-    uint32_t target = (s & ~BLITZ__OS_REGISTERING) | BLITZ__OS_HAS_WAKER;
-    /* Release: publishes the waker to a sender that acquires HAS_WAKER. */
-    if (blitz__u32_cas(a, &expected, target, BLITZ__ACQ_REL)) {
-        blitz_waker_drop(old);
-        return BLITZ_PENDING;
-    }
-    /* The sender finished meanwhile (it does not take a waker while we
-     * register): the waker is still ours to drop. */
-    blitz_waker again = os->blitz__waker;
-    os->blitz__waker = blitz_waker_noop();
-    blitz__u32_fetch_and(a, ~(BLITZ__OS_REGISTERING | BLITZ__OS_HAS_WAKER), BLITZ__ACQ_REL);
-    blitz_waker_drop(old);
-    blitz_waker_drop(again);
-    return BLITZ_READY;
-}
-
-static blitz_poll blitz__oneshot_recv_poll(blitz_cx *cx, void *os) {
-    return blitz_oneshot_recv(cx, (blitz_oneshot *)os);
-}
-
-BLITZ_API void blitz_oneshot_recv_cancel(blitz_oneshot *os) {
-    if (os)
-        blitz__oneshot_withdraw(os, 0);
-}
-
-BLITZ_API void blitz_oneshot_cancel_op(blitz_cx *cx, void *os) {
-    (void)cx;
-    blitz_oneshot_recv_cancel((blitz_oneshot *)os);
-}
-
-BLITZ_API blitz_op blitz_op_oneshot_recv(blitz_oneshot *os) {
-    return blitz_op_make(os ? blitz__oneshot_recv_poll : NULL, blitz_oneshot_cancel_op, os);
-}
-
-BLITZ_API int blitz_oneshot_recv_blocking(blitz_oneshot *os, uint64_t *out) {
-    if (!os || !out)
-        return BLITZ_EINVAL;
-    int rc = blitz_op_wait(NULL, blitz_op_oneshot_recv(os));
-    if (rc != BLITZ_OK)
-        return rc;
-    return blitz_oneshot_try_recv(os, out);
-}
-
-BLITZ_API int blitz_oneshot_done(const blitz_oneshot *os) {
-    if (!os)
-        return 1;
-    uint32_t s = blitz__u32_field_load(&os->blitz__state, BLITZ__ACQUIRE);
-    /* Without a value there is nothing left for the receiver to take. */
-    int finished = (s & BLITZ__OS_TX_CLOSED) ||
-                   ((s & BLITZ__OS_VALUE) && (s & (BLITZ__OS_TAKEN | BLITZ__OS_RX_CLOSED)));
-    return finished && !(s & (BLITZ__OS_HAS_WAKER | BLITZ__OS_REGISTERING | BLITZ__OS_TAKING));
-}
-/* ====[ END src/chan_oneshot.c ]=========================================== */
-/* ====[ BEGIN src/chan_broadcast.c ]======================================= */
-/* >>chan_broadcast */
-/* The broadcast channel: a ring of the last `cap` values, each slot a
- * seqlock (a stamp and the value's words), written by senders one at a time
- * and read by receivers without any lock, each from its own position. A
- * receiver that was lapped notices it from the stamp and is moved to the
- * oldest value still kept. Senders take turns through a lock bit in the
- * tail (one CAS to take, a plain store to give back); the waiters of recv
- * sit behind a separate lock that a send takes only when a counter says
- * someone waits.
- *
- * Stamps: 2p + 2 when the slot holds position p in full, 2p + 1 while p is
- * being written into it. The value words are atomics (stored with release,
- * loaded with acquire, both plain moves on x86), so a read that overlaps a
- * write is no data race: it sees a changed stamp afterwards and is
- * discarded. */
-/* internal.h already included */
-/* waitq.h already included */
-
-/* Copies n bytes into / out of atomic words. Release stores: a reader whose
- * acquire load sees one of these words also sees the odd stamp stored
- * before it, so its stamp re-check fails. Acquire loads: the stamp re-check
- * after them cannot be done before them. */
-static void blitz__chan_words_store(blitz__atomic_u64 *dst, const void *src, size_t n) {
-    const unsigned char *p = (const unsigned char *)src;
-    size_t i, full = n / 8u;
-    for (i = 0; i < full; i++) {
-        uint64_t w;
-        memcpy(&w, p + 8u * i, 8u);
-        blitz__u64_store(&dst[i], w, BLITZ__RELEASE);
-    }
-    if (n % 8u) {
-        uint64_t w = 0;
-        memcpy(&w, p + 8u * full, n % 8u);
-        blitz__u64_store(&dst[full], w, BLITZ__RELEASE);
-    }
-}
-
-static void blitz__chan_words_load(void *dst, const blitz__atomic_u64 *src, size_t n) {
-    unsigned char *p = (unsigned char *)dst;
-    size_t i, full = n / 8u;
-    for (i = 0; i < full; i++) {
-        uint64_t w = blitz__u64_load(&src[i], BLITZ__ACQUIRE);
-        memcpy(p + 8u * i, &w, 8u);
-    }
-    if (n % 8u) {
-        uint64_t w = blitz__u64_load(&src[full], BLITZ__ACQUIRE);
-        memcpy(p + 8u * full, &w, n % 8u);
-    }
-}
-
-/* Wakes every waiter of `q`, in batches, never under `lock` (held on entry
- * and on return); `waiting` (if not NULL) counts the queued waiters. */
-static void blitz__chan_wake_all(blitz__mutex *lock, blitz__waitq *q, blitz__atomic_u32 *waiting) {
-    blitz__wake_list wl;
-    wl.len = 0;
-    while (!blitz__waitq_empty(q)) {
-        blitz__waiter *w = q->blitz__head;
-        blitz__waitq_unlink(q, w);
-        if (waiting)
-            blitz__u32_fetch_sub(waiting, 1, BLITZ__RELAXED);
-        blitz__wake_list_push(&wl, blitz__waiter_finish(w));
-        if (blitz__wake_list_full(&wl)) {
-            blitz__mutex_unlock(lock);
-            blitz__wake_list_wake(&wl);
-            blitz__mutex_lock(lock);
-        }
-    }
-    if (wl.len) {
-        blitz__mutex_unlock(lock);
-        blitz__wake_list_wake(&wl);
-        blitz__mutex_lock(lock);
-    }
-}
-
-struct blitz_broadcast {
-    /* (next position << 1) | 1 while a sender writes */
-    BLITZ__ALIGNED blitz__atomic_u64 tail;
-    blitz__atomic_u32 closed;
-    blitz__atomic_u32 waiting; /* queued receivers */
-    size_t elem_size, slot_words;
-    uint64_t cap, mask;
-    blitz__atomic_u64 *slots;
-    BLITZ__ALIGNED blitz__mutex lock;
-    blitz__waitq waiters;
-    void *raw;              /* what blitz__alloc_aligned returned, to free */
-    blitz__atomic_u64 refs; /* senders low half, receivers high half */
-};
-
-static inline blitz__atomic_u64 *blitz__bc_slot(const blitz_broadcast *bc, uint64_t pos) {
-    return bc->slots + (pos & bc->mask) * bc->slot_words;
-}
-
-/* A sender that keeps finding another one writing yields after this many
- * spins (the other was preempted mid-copy). */
-#define BLITZ__BC_SPINS 128
-
-/* Takes the senders' lock bit; returns the tail it found (unlocked). */
-static uint64_t blitz__bc_lock(blitz_broadcast *bc) {
-    unsigned spins = 0;
-    uint64_t t = blitz__u64_load(&bc->tail, BLITZ__RELAXED);
-    for (;;) {
-        /* Seq_cst: this claim is ordered before the later seq_cst load of
-         * `waiting`, against a receiver's seq_cst increment of it and its
-         * seq_cst load of the tail (see blitz__bc_recv_poll). */
-        if (!(t & 1u) && blitz__u64_cas_weak(&bc->tail, &t, t | 1u, BLITZ__SEQ_CST))
-            return t;
-        if (t & 1u) {
-            if (++spins < BLITZ__BC_SPINS) {
-                blitz__cpu_relax();
-            } else {
-                spins = 0;
-                sched_yield();
-            }
-            t = blitz__u64_load(&bc->tail, BLITZ__RELAXED);
-        }
-    }
-}
-
-static void blitz__bc_wake(blitz_broadcast *bc) {
-    blitz__mutex_lock(&bc->lock);
-    blitz__chan_wake_all(&bc->lock, &bc->waiters, &bc->waiting);
-    blitz__mutex_unlock(&bc->lock);
-}
-
-BLITZ_API int blitz_broadcast_new(blitz_broadcast **out, size_t elem_size, size_t capacity) {
-    if (!out)
-        return BLITZ_EINVAL;
-    *out = NULL;
-    if (elem_size == 0 || capacity == 0 || capacity > ((size_t)1 << 32) ||
-        elem_size > ((size_t)1 << 30))
-        return BLITZ_EINVAL;
-    uint64_t cap = 1;
-    while (cap < capacity)
-        cap <<= 1;
-    size_t slot_words = 1u + (elem_size + 7u) / 8u;
-    if (cap > SIZE_MAX / (slot_words * sizeof(uint64_t)))
-        return BLITZ_EINVAL;
-    void *raw = NULL;
-    /* Aligned: the hot fields sit on their own cache lines. */
-    blitz_broadcast *bc =
-        (blitz_broadcast *)blitz__alloc_aligned(sizeof *bc, BLITZ_CACHE_LINE, &raw);
-    if (!bc)
-        return BLITZ_ENOMEM;
-    memset(bc, 0, sizeof *bc);
-    bc->raw = raw;
-    size_t bytes = (size_t)cap * slot_words * sizeof(uint64_t);
-    bc->slots = (blitz__atomic_u64 *)BLITZ_MALLOC(bytes);
-    if (!bc->slots) {
-        blitz__free(raw);
-        return BLITZ_ENOMEM;
-    }
-    memset(bc->slots, 0, bytes); /* stamp 0: no position yet */
-    bc->elem_size = elem_size;
-    bc->slot_words = slot_words;
-    bc->cap = cap;
-    bc->mask = cap - 1;
-    blitz__mutex_init(&bc->lock);
-    blitz__u64_store(&bc->refs, 1u, BLITZ__RELAXED);
-    *out = bc;
-    return BLITZ_OK;
-}
-
-static void blitz__bc_unref(blitz_broadcast *bc, uint64_t unit) {
-    /* Acq_rel: whoever frees sees the other holders' use. */
-    if (blitz__u64_fetch_sub(&bc->refs, unit, BLITZ__ACQ_REL) == unit) {
-        blitz__mutex_destroy(&bc->lock);
-        BLITZ_FREE(bc->slots);
-        blitz__free(bc->raw);
-    }
-}
-
-BLITZ_API int blitz_broadcast_close(blitz_broadcast *bc) {
-    if (!bc)
-        return BLITZ_EINVAL;
-    uint64_t t = blitz__bc_lock(bc);
-    /* Release (and the unlock's): a receiver that acquires `closed` sees
-     * every value sent before. */
-    blitz__u32_store(&bc->closed, 1, BLITZ__RELEASE);
-    blitz__u64_store(&bc->tail, t, BLITZ__RELEASE);
-    blitz__bc_wake(bc);
-    return BLITZ_OK;
-}
-
-BLITZ_API int blitz_broadcast_sender_clone(blitz_broadcast *bc) {
-    if (!bc)
-        return BLITZ_EINVAL;
-    uint64_t cur = blitz__u64_load(&bc->refs, BLITZ__RELAXED);
-    for (;;) {
-        if ((cur & 0xffffffffu) == 0)
-            return BLITZ_ECLOSED;
-        if (blitz__u64_cas_weak(&bc->refs, &cur, cur + 1u, BLITZ__RELAXED))
-            return BLITZ_OK;
-    }
-}
-
-BLITZ_API int blitz_broadcast_sender_release(blitz_broadcast *bc) {
-    if (!bc)
-        return BLITZ_EINVAL;
-    uint64_t cur = blitz__u64_load(&bc->refs, BLITZ__RELAXED);
-    int closed = 0;
-    for (;;) {
-        if ((cur & 0xffffffffu) == 0)
-            return BLITZ_ERELEASED;
-        /* The last sender closes while its reference still keeps the
-         * channel alive. */
-        if ((cur & 0xffffffffu) == 1 && !closed) {
-            blitz_broadcast_close(bc);
-            closed = 1;
-        }
-        if (blitz__u64_cas_weak(&bc->refs, &cur, cur - 1u, BLITZ__ACQ_REL))
-            break;
-    }
-    if (cur == 1u) {
-        blitz__mutex_destroy(&bc->lock);
-        BLITZ_FREE(bc->slots);
-        blitz__free(bc->raw);
-    }
-    return BLITZ_OK;
-}
-
-BLITZ_API uint32_t blitz_broadcast_receiver_count(const blitz_broadcast *bc) {
-    return bc ? (uint32_t)(blitz__u64_load(&bc->refs, BLITZ__ACQUIRE) >> 32) : 0u;
-}
-
-BLITZ_API int blitz_broadcast_subscribe(blitz_broadcast *bc, blitz_broadcast_rx *rx) {
-    if (!bc || !rx)
-        return BLITZ_EINVAL;
-    memset(rx, 0, sizeof *rx);
-    rx->blitz__bc = bc;
-    blitz__u64_fetch_add(&bc->refs, (uint64_t)1 << 32, BLITZ__RELAXED);
-    /* A send in progress is for this position: the new receiver gets it. */
-    rx->blitz__pos = blitz__u64_load(&bc->tail, BLITZ__ACQUIRE) >> 1;
-    return BLITZ_OK;
-}
-
-BLITZ_API int blitz_broadcast_send(blitz_broadcast *bc, const void *value) {
-    if (!bc || !value)
-        return BLITZ_EINVAL;
-    uint64_t t = blitz__bc_lock(bc);
-    uint32_t receivers = (uint32_t)(blitz__u64_load(&bc->refs, BLITZ__RELAXED) >> 32);
-    if (blitz__u32_load(&bc->closed, BLITZ__RELAXED) || receivers == 0) {
-        blitz__u64_store(&bc->tail, t, BLITZ__RELEASE);
-        return BLITZ_ECLOSED;
-    }
-    uint64_t pos = t >> 1;
-    blitz__atomic_u64 *slot = blitz__bc_slot(bc, pos);
-    blitz__u64_store(&slot[0], 2u * pos + 1u, BLITZ__RELAXED);
-    blitz__chan_words_store(slot + 1, value, bc->elem_size);
-    /* Release: the value's words are visible to a reader that acquires
-     * this stamp. */
-    blitz__u64_store(&slot[0], 2u * pos + 2u, BLITZ__RELEASE);
-    blitz__u64_store(&bc->tail, t + 2u, BLITZ__RELEASE);
-    if (blitz__u32_load(&bc->waiting, BLITZ__SEQ_CST) != 0)
-        blitz__bc_wake(bc);
-    return receivers > (uint32_t)INT32_MAX ? INT32_MAX : (int)receivers;
-}
-
-BLITZ_API int blitz_broadcast_try_recv(blitz_broadcast_rx *rx, void *out) {
-    if (!rx || !rx->blitz__bc || !out)
-        return BLITZ_EINVAL;
-    blitz_broadcast *bc = rx->blitz__bc;
-    for (;;) {
-        uint64_t pos = rx->blitz__pos;
-        blitz__atomic_u64 *slot = blitz__bc_slot(bc, pos);
-        uint64_t want = 2u * pos + 2u;
-        uint64_t s = blitz__u64_load(&slot[0], BLITZ__ACQUIRE);
-        if (s == want) {
-            blitz__chan_words_load(out, slot + 1, bc->elem_size);
-            /* Ordered after the acquire loads of the words. */
-            if (blitz__u64_load(&slot[0], BLITZ__RELAXED) == want) {
-                rx->blitz__pos = pos + 1u;
-                return BLITZ_OK;
-            }
-            continue; /* overwritten while copying: lagged */
-        }
-        if (s < want) {
-            /* Acquire: pairs with the release in close, after which every
-             * value sent is visible. */
-            if (!blitz__u32_load(&bc->closed, BLITZ__ACQUIRE))
-                return BLITZ_EEMPTY;
-            if (blitz__u64_load(&slot[0], BLITZ__ACQUIRE) < want)
-                return BLITZ_ECLOSED;
-            continue;
-        }
-        /* Lapped: the slot holds (or is being filled with) position q, so
-         * positions before q - cap + 1 are gone; the tail may say more. */
-        uint64_t q = (s - 1u) / 2u;
-        uint64_t tail = blitz__u64_load(&bc->tail, BLITZ__ACQUIRE) >> 1;
-        uint64_t oldest = q + 1u - bc->cap;
-        if (tail > bc->cap && tail - bc->cap > oldest)
-            oldest = tail - bc->cap;
-        rx->lagged = oldest - pos;
-        rx->blitz__pos = oldest;
-        return BLITZ_ELAGGED;
-    }
-}
-
-/* Takes a queued or woken waiter out. Under the lock; returns the waker to
- * drop after it. */
-static blitz_waker blitz__bc_withdraw_locked(blitz_broadcast_rx *rx) {
-    blitz_waker old = blitz_waker_noop();
-    uint32_t st = blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED);
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz__u32_fetch_sub(&rx->blitz__bc->waiting, 1, BLITZ__RELAXED);
-        old = blitz__waitq_withdraw(&rx->blitz__bc->waiters, &rx->blitz__w);
-    }
-    blitz__waiter_reset(&rx->blitz__w);
-    return old;
-}
-
-static blitz_poll blitz__bc_recv_poll(blitz_cx *cx, void *p) {
-    blitz_broadcast_rx *rx = (blitz_broadcast_rx *)p;
-    blitz_broadcast *bc = rx->blitz__bc;
-    if (!bc || !rx->blitz__buf) {
-        rx->result = BLITZ_EINVAL;
-        return BLITZ_READY;
-    }
-    int r = blitz_broadcast_try_recv(rx, rx->blitz__buf);
-    uint32_t st = blitz__waiter_state(&rx->blitz__w);
-    if (r != BLITZ_EEMPTY && st == BLITZ__WAITER_IDLE) {
-        rx->result = r;
-        return BLITZ_READY;
-    }
-    blitz_waker mine = blitz_cx_waker(cx), old;
-    blitz__mutex_lock(&bc->lock);
-    if (blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
-        if (r != BLITZ_EEMPTY) {
-            old = blitz__bc_withdraw_locked(rx);
-            blitz__mutex_unlock(&bc->lock);
-            blitz_waker_drop(old);
-            rx->result = r;
-            return BLITZ_READY;
-        }
-        old = blitz__waiter_refresh(&rx->blitz__w, &mine);
-        blitz__mutex_unlock(&bc->lock);
-        blitz_waker_drop(old);
-        return BLITZ_PENDING;
-    }
-    if (r == BLITZ_EEMPTY) {
-        blitz__waiter_reset(&rx->blitz__w);
-        blitz__waitq_push(&bc->waiters, &rx->blitz__w, &mine);
-        /* Seq_cst: a sender whose seq_cst load of `waiting` misses this took
-         * the lock bit earlier in the total order, so this load of the tail
-         * sees it taken, or the tail past the position. */
-        blitz__u32_fetch_add(&bc->waiting, 1, BLITZ__SEQ_CST);
-        uint64_t t = blitz__u64_load(&bc->tail, BLITZ__SEQ_CST);
-        r = blitz_broadcast_try_recv(rx, rx->blitz__buf);
-        if (r == BLITZ_EEMPTY && !(t & 1u) && (t >> 1) <= rx->blitz__pos) {
-            blitz__mutex_unlock(&bc->lock);
-            return BLITZ_PENDING;
-        }
-    }
-    old = blitz__bc_withdraw_locked(rx);
-    blitz__mutex_unlock(&bc->lock);
-    blitz_waker_drop(old);
-    if (r == BLITZ_EEMPTY) {
-        /* A send is half done: look again once it had time to finish. */
-        blitz_waker_wake_by_ref(&mine);
-        return BLITZ_PENDING;
-    }
-    rx->result = r;
-    return BLITZ_READY;
-}
-
-BLITZ_API blitz_poll blitz_broadcast_recv(blitz_cx *cx, blitz_broadcast_rx *rx, void *out) {
-    if (!rx)
-        return BLITZ_READY;
-    rx->blitz__buf = out;
-    return blitz__bc_recv_poll(cx, rx);
-}
-
-BLITZ_API blitz_op blitz_op_broadcast_recv(blitz_broadcast_rx *rx, void *out) {
-    if (rx)
-        rx->blitz__buf = out;
-    return blitz_op_make(rx ? blitz__bc_recv_poll : NULL, blitz_broadcast_cancel_op, rx);
-}
-
-BLITZ_API void blitz_broadcast_recv_cancel(blitz_broadcast_rx *rx) {
-    if (!rx || !rx->blitz__bc || blitz__waiter_state(&rx->blitz__w) == BLITZ__WAITER_IDLE)
-        return;
-    blitz__mutex_lock(&rx->blitz__bc->lock);
-    blitz_waker old = blitz__bc_withdraw_locked(rx);
-    blitz__mutex_unlock(&rx->blitz__bc->lock);
-    blitz_waker_drop(old);
-}
-
-BLITZ_API void blitz_broadcast_cancel_op(blitz_cx *cx, void *rx) {
-    (void)cx;
-    blitz_broadcast_recv_cancel((blitz_broadcast_rx *)rx);
-}
-
-BLITZ_API int blitz_broadcast_unsubscribe(blitz_broadcast_rx *rx) {
-    if (!rx)
-        return BLITZ_EINVAL;
-    if (!rx->blitz__bc)
-        return BLITZ_ERELEASED;
-    blitz_broadcast_recv_cancel(rx);
-    blitz_broadcast *bc = rx->blitz__bc;
-    rx->blitz__bc = NULL;
-    blitz__bc_unref(bc, (uint64_t)1 << 32);
-    return BLITZ_OK;
-}
-
-BLITZ_API int blitz_broadcast_recv_blocking(blitz_broadcast_rx *rx, void *out) {
-    if (!rx || !rx->blitz__bc || !out)
-        return BLITZ_EINVAL;
-    int rc = blitz_op_wait(NULL, blitz_op_broadcast_recv(rx, out));
-    return rc ? rc : rx->result;
-}
-/* ====[ END src/chan_broadcast.c ]========================================= */
-/* ====[ BEGIN src/chan_watch.c ]=========================================== */
-/* >>chan_watch */
-/* The watch channel: one value behind a seqlock whose sequence is twice the
- * version (odd while a send writes), so readers never lock and never see a
- * torn value, and senders never wait for readers. The odd sequence is also
- * the senders' lock: a send takes it with one CAS and gives it back with a
- * plain store. The waiters of changed() sit behind a separate lock that a
- * send takes only when a counter says someone waits. */
-/* internal.h already included */
-/* waitq.h already included */
-
-/* A reader that keeps finding a send in progress yields after this many
- * spins (the sender was preempted mid-copy). */
-#define BLITZ__WATCH_SPINS 128
-
-struct blitz_watch {
-    BLITZ__ALIGNED blitz__atomic_u64 seq;
-    blitz__atomic_u32 closed;
-    blitz__atomic_u32 waiting; /* queued changed() waiters */
-    size_t elem_size;
-    blitz__atomic_u64 *words;
-    BLITZ__ALIGNED blitz__mutex lock;
-    blitz__waitq waiters;
-    void *raw;              /* what blitz__alloc_aligned returned, to free */
-    blitz__atomic_u64 refs; /* senders low half, receivers high half */
-};
-
-static void blitz__watch_free(blitz_watch *w) {
-    blitz__mutex_destroy(&w->lock);
-    BLITZ_FREE(w->words);
-    blitz__free(w->raw);
-}
-
-BLITZ_API int blitz_watch_new(blitz_watch **out, size_t elem_size, const void *initial) {
-    if (!out)
-        return BLITZ_EINVAL;
-    *out = NULL;
-    if (!initial || elem_size == 0 || elem_size > ((size_t)1 << 30))
-        return BLITZ_EINVAL;
-    void *raw = NULL;
-    /* Aligned: the hot fields sit on their own cache lines. */
-    blitz_watch *w = (blitz_watch *)blitz__alloc_aligned(sizeof *w, BLITZ_CACHE_LINE, &raw);
-    if (!w)
-        return BLITZ_ENOMEM;
-    memset(w, 0, sizeof *w);
-    w->raw = raw;
-    w->words = (blitz__atomic_u64 *)BLITZ_MALLOC((elem_size + 7u) / 8u * sizeof(uint64_t));
-    if (!w->words) {
-        blitz__free(raw);
-        return BLITZ_ENOMEM;
-    }
-    w->elem_size = elem_size;
-    blitz__chan_words_store(w->words, initial, elem_size);
-    blitz__u64_store(&w->seq, 2u, BLITZ__RELEASE); /* version 1 */
-    blitz__mutex_init(&w->lock);
-    blitz__u64_store(&w->refs, 1u, BLITZ__RELAXED);
-    *out = w;
-    return BLITZ_OK;
-}
-
-static inline uint64_t blitz__watch_version(const blitz_watch *w) {
-    /* An odd sequence (send in progress) still counts as the old version. */
-    return blitz__u64_load(&w->seq, BLITZ__ACQUIRE) >> 1;
-}
-
-/* Takes the sequence lock: returns the (even) sequence it found. */
-static uint64_t blitz__watch_lock(blitz_watch *w) {
-    unsigned spins = 0;
-    uint64_t s = blitz__u64_load(&w->seq, BLITZ__RELAXED);
-    for (;;) {
-        /* Seq_cst: this claim is ordered before the later seq_cst load of
-         * `waiting`, against a waiter's seq_cst increment of it and its
-         * seq_cst load of the sequence (see blitz__watch_changed_poll). */
-        if (!(s & 1u) && blitz__u64_cas_weak(&w->seq, &s, s + 1u, BLITZ__SEQ_CST))
-            return s;
-        if (s & 1u) {
-            if (++spins < BLITZ__WATCH_SPINS) {
-                blitz__cpu_relax();
-            } else {
-                spins = 0;
-                sched_yield();
-            }
-            s = blitz__u64_load(&w->seq, BLITZ__RELAXED);
-        }
-    }
-}
-
-/* Wakes every changed() waiter, if there is one. */
-static void blitz__watch_wake(blitz_watch *w) {
-    if (blitz__u32_load(&w->waiting, BLITZ__SEQ_CST) == 0)
-        return;
-    blitz__mutex_lock(&w->lock);
-    blitz__chan_wake_all(&w->lock, &w->waiters, &w->waiting);
-    blitz__mutex_unlock(&w->lock);
-}
-
-BLITZ_API int blitz_watch_send(blitz_watch *w, const void *value) {
-    if (!w || !value)
-        return BLITZ_EINVAL;
-    uint64_t s = blitz__watch_lock(w);
-    if (blitz__u32_load(&w->closed, BLITZ__RELAXED)) {
-        blitz__u64_store(&w->seq, s, BLITZ__RELEASE); /* unchanged version */
-        return BLITZ_ECLOSED;
-    }
-    /* The odd sequence is ordered before the words by their release
-     * stores (see blitz__chan_words_store). */
-    blitz__chan_words_store(w->words, value, w->elem_size);
-    /* Release: the new words are visible to a reader that acquires it. */
-    blitz__u64_store(&w->seq, s + 2u, BLITZ__RELEASE);
-    blitz__watch_wake(w);
-    return BLITZ_OK;
-}
-
-BLITZ_API uint64_t blitz_watch_read(const blitz_watch *w, void *out) {
-    if (!w || !out)
-        return 0;
-    unsigned spins = 0;
-    for (;;) {
-        uint64_t s1 = blitz__u64_load(&w->seq, BLITZ__ACQUIRE);
-        if (!(s1 & 1u)) {
-            blitz__chan_words_load(out, w->words, w->elem_size);
-            /* Ordered after the acquire loads of the words. */
-            if (blitz__u64_load(&w->seq, BLITZ__RELAXED) == s1)
-                return s1 >> 1;
-        }
-        if (++spins < BLITZ__WATCH_SPINS) {
-            blitz__cpu_relax();
-        } else {
-            spins = 0;
-            sched_yield();
-        }
-    }
-}
-
-BLITZ_API int blitz_watch_close(blitz_watch *w) {
-    if (!w)
-        return BLITZ_EINVAL;
-    uint64_t s = blitz__watch_lock(w);
-    /* Release: a reader that acquires `closed` sees every send before. */
-    blitz__u32_store(&w->closed, 1, BLITZ__RELEASE);
-    blitz__u64_store(&w->seq, s, BLITZ__RELEASE);
-    blitz__mutex_lock(&w->lock);
-    blitz__chan_wake_all(&w->lock, &w->waiters, &w->waiting);
-    blitz__mutex_unlock(&w->lock);
-    return BLITZ_OK;
-}
-
-BLITZ_API int blitz_watch_sender_clone(blitz_watch *w) {
-    if (!w)
-        return BLITZ_EINVAL;
-    uint64_t cur = blitz__u64_load(&w->refs, BLITZ__RELAXED);
-    for (;;) {
-        if ((cur & 0xffffffffu) == 0)
-            return BLITZ_ECLOSED;
-        if (blitz__u64_cas_weak(&w->refs, &cur, cur + 1u, BLITZ__RELAXED))
-            return BLITZ_OK;
-    }
-}
-
-BLITZ_API int blitz_watch_sender_release(blitz_watch *w) {
-    if (!w)
-        return BLITZ_EINVAL;
-    uint64_t cur = blitz__u64_load(&w->refs, BLITZ__RELAXED);
-    int closed = 0;
-    for (;;) {
-        if ((cur & 0xffffffffu) == 0)
-            return BLITZ_ERELEASED;
-        if ((cur & 0xffffffffu) == 1 && !closed) {
-            blitz_watch_close(w);
-            closed = 1;
-        }
-        /* Acq_rel: whoever frees sees the other holders' use. */
-        if (blitz__u64_cas_weak(&w->refs, &cur, cur - 1u, BLITZ__ACQ_REL))
-            break;
-    }
-    if (cur == 1u)
-        blitz__watch_free(w);
-    return BLITZ_OK;
-}
-
-BLITZ_API int blitz_watch_subscribe(blitz_watch *w, blitz_watch_rx *rx) {
-    if (!w || !rx)
-        return BLITZ_EINVAL;
-    memset(rx, 0, sizeof *rx);
-    rx->blitz__watch = w;
-    blitz__u64_fetch_add(&w->refs, (uint64_t)1 << 32, BLITZ__RELAXED);
-    rx->seen = blitz__watch_version(w);
-    return BLITZ_OK;
-}
-
-BLITZ_API uint64_t blitz_watch_read_update(blitz_watch_rx *rx, void *out) {
-    if (!rx || !rx->blitz__watch || !out)
-        return 0;
-    uint64_t v = blitz_watch_read(rx->blitz__watch, out);
-    if (v > rx->seen)
-        rx->seen = v;
-    return v;
-}
-
-BLITZ_API int blitz_watch_has_changed(const blitz_watch_rx *rx) {
-    if (!rx || !rx->blitz__watch)
-        return BLITZ_EINVAL;
-    const blitz_watch *w = rx->blitz__watch;
-    if (blitz__watch_version(w) > rx->seen)
-        return 1;
-    if (blitz__u32_load(&w->closed, BLITZ__ACQUIRE) && blitz__watch_version(w) <= rx->seen)
-        return BLITZ_ECLOSED;
-    return 0;
-}
-
-static blitz_waker blitz__watch_withdraw_locked(blitz_watch_rx *rx) {
-    blitz_waker old = blitz_waker_noop();
-    if (blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
-        blitz__u32_fetch_sub(&rx->blitz__watch->waiting, 1, BLITZ__RELAXED);
-        old = blitz__waitq_withdraw(&rx->blitz__watch->waiters, &rx->blitz__w);
-    }
-    blitz__waiter_reset(&rx->blitz__w);
-    return old;
-}
-
-/* 1 when changed() is done (rx->result set). */
-static int blitz__watch_check(blitz_watch_rx *rx) {
-    blitz_watch *w = rx->blitz__watch;
-    uint64_t v = blitz__watch_version(w);
-    if (v > rx->seen) {
-        rx->seen = v;
-        rx->result = BLITZ_OK;
-        return 1;
-    }
-    /* Acquire: pairs with the release in close; a send before the close
-     * is then visible in the version re-read. */
-    if (blitz__u32_load(&w->closed, BLITZ__ACQUIRE)) {
-        v = blitz__watch_version(w);
-        if (v > rx->seen) {
-            rx->seen = v;
-            rx->result = BLITZ_OK;
-        } else {
-            rx->result = BLITZ_ECLOSED;
-        }
-        return 1;
-    }
-    return 0;
-}
-
-static blitz_poll blitz__watch_changed_poll(blitz_cx *cx, void *p) {
-    blitz_watch_rx *rx = (blitz_watch_rx *)p;
-    blitz_watch *w = rx->blitz__watch;
-    if (!w) {
-        rx->result = BLITZ_EINVAL;
-        return BLITZ_READY;
-    }
-    if (blitz__waiter_state(&rx->blitz__w) == BLITZ__WAITER_IDLE && blitz__watch_check(rx))
-        return BLITZ_READY;
-    blitz_waker mine = blitz_cx_waker(cx), old;
-    blitz__mutex_lock(&w->lock);
-    if (blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
-        if (blitz__watch_check(rx)) {
-            old = blitz__watch_withdraw_locked(rx);
-            blitz__mutex_unlock(&w->lock);
-            blitz_waker_drop(old);
-            return BLITZ_READY;
-        }
-        old = blitz__waiter_refresh(&rx->blitz__w, &mine);
-        blitz__mutex_unlock(&w->lock);
-        blitz_waker_drop(old);
-        return BLITZ_PENDING;
-    }
-    blitz__waiter_reset(&rx->blitz__w);
-    blitz__waitq_push(&w->waiters, &rx->blitz__w, &mine);
-    /* Seq_cst: a sender whose seq_cst load of `waiting` misses this took
-     * the sequence lock earlier in the total order, so the load of the
-     * sequence below sees its odd or newer sequence. */
-    blitz__u32_fetch_add(&w->waiting, 1, BLITZ__SEQ_CST);
-    uint64_t seq = blitz__u64_load(&w->seq, BLITZ__SEQ_CST);
-    int ready = blitz__watch_check(rx);
-    if (!ready && !(seq & 1u)) {
-        blitz__mutex_unlock(&w->lock);
-        return BLITZ_PENDING;
-    }
-    old = blitz__watch_withdraw_locked(rx);
-    blitz__mutex_unlock(&w->lock);
-    blitz_waker_drop(old);
-    if (ready)
-        return BLITZ_READY;
-    /* A send is half done: look again once it had time to finish. */
-    blitz_waker_wake_by_ref(&mine);
-    return BLITZ_PENDING;
-}
-
-BLITZ_API blitz_poll blitz_watch_changed(blitz_cx *cx, blitz_watch_rx *rx) {
-    if (!rx)
-        return BLITZ_READY;
-    return blitz__watch_changed_poll(cx, rx);
-}
-
-BLITZ_API blitz_op blitz_op_watch_changed(blitz_watch_rx *rx) {
-    return blitz_op_make(rx ? blitz__watch_changed_poll : NULL, blitz_watch_cancel_op, rx);
-}
-
-BLITZ_API void blitz_watch_changed_cancel(blitz_watch_rx *rx) {
-    if (!rx || !rx->blitz__watch || blitz__waiter_state(&rx->blitz__w) == BLITZ__WAITER_IDLE)
-        return;
-    blitz__mutex_lock(&rx->blitz__watch->lock);
-    blitz_waker old = blitz__watch_withdraw_locked(rx);
-    blitz__mutex_unlock(&rx->blitz__watch->lock);
-    blitz_waker_drop(old);
-}
-
-BLITZ_API void blitz_watch_cancel_op(blitz_cx *cx, void *rx) {
-    (void)cx;
-    blitz_watch_changed_cancel((blitz_watch_rx *)rx);
-}
-
-BLITZ_API int blitz_watch_unsubscribe(blitz_watch_rx *rx) {
-    if (!rx)
-        return BLITZ_EINVAL;
-    if (!rx->blitz__watch)
-        return BLITZ_ERELEASED;
-    blitz_watch_changed_cancel(rx);
-    blitz_watch *w = rx->blitz__watch;
-    rx->blitz__watch = NULL;
-    /* Acq_rel: whoever frees sees the other holders' use. */
-    if (blitz__u64_fetch_sub(&w->refs, (uint64_t)1 << 32, BLITZ__ACQ_REL) == ((uint64_t)1 << 32))
-        blitz__watch_free(w);
-    return BLITZ_OK;
-}
-
-BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx) {
-    if (!rx || !rx->blitz__watch)
-        return BLITZ_EINVAL;
-    int rc = blitz_op_wait(NULL, blitz_op_watch_changed(rx));
-    return rc ? rc : rx->result;
-}
-/* ====[ END src/chan_watch.c ]============================================= */
-/* ====[ BEGIN src/io_driver.c ]============================================ */
-/* >>io_driver */
-/* The I/O driver: one completion-style interface over the backends (seed
- * 002 "I/O Driver"; DESIGN.md "I/O").
- *
- * An op is submitted by the task that polls it, waits, and completes with
- * a result stored in the op:
- *   io_uring   the kernel performs the operation (submit an SQE; the CQE
- *              carries the result); sends try the system call first, since
- *              a send into a socket with room completes at once;
- *   epoll/poll the task performs the system call; on EAGAIN the op joins
- *              the socket's waiter list and an event of its direction
- *              wakes it to try again. Each event bumps the direction's
- *              sequence number under the socket's lock, and a waiter
- *              registers only if the number did not move since its
- *              attempt, so no event between the attempt and the
- *              registration is lost (the edge-triggered contract).
- *
- * Waiting and dispatching: any thread holding `io->lock` (a try-lock at the
- * start of each worker tick, so it never blocks a busy worker) reaps
- * without blocking; the one parked worker that is the runtime's "sleeper"
- * blocks in the backend with the next timer's deadline as timeout (the
- * current-thread driver always does), so an idle runtime sees I/O at once.
- * Its parker is then PARKED_DRIVER, and an unpark writes the driver's
- * eventfd, which is part of every backend wait.
- *
- * Buffer lifetime: an op the kernel holds (io_uring) keeps a reference on
- * its task through its waker, so the task's block, where the buffer lives,
- * is not freed before the completion arrives, even when the task was
- * cancelled (its cancel hook submits ASYNC_CANCEL) or finished. */
-/* internal.h already included */
-/* ====[ BEGIN src/io_internal.h ]========================================== */
-/* >>io_internal */
+/* ====[ END src/time/time_driver.c ]======================================= */
+/* ########################################################################## */
+/* LAYER io: the I/O driver core, its backends, addresses and descriptors    */
+/* ########################################################################## */
+/* ====[ BEGIN src/io/addr.c ]============================================== */
+/* >>io/addr */
+/* Socket addresses: parsing and formatting of IPv4, IPv6 and Unix
+ * addresses into blitz_addr (a sockaddr_storage with its length). */
+/* ====[ BEGIN src/io/io.h ]================================================ */
+/* >>io/io */
 /* The I/O driver's private structures (io_driver.c and the backends).
  *
  * One driver per runtime, over one backend. A socket is a descriptor plus
@@ -10113,6 +6032,9 @@ BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx) {
  * a pair of event sequence numbers and the list of ops waiting for
  * readiness (Tokio's ScheduledIo); for io_uring the list of ops the kernel
  * holds. Ops are the caller's blitz_io structs, linked intrusively. */
+#ifndef BLITZ__IO_H
+#define BLITZ__IO_H
+/* src/time/time.h already included */
 
 /* Op states (blitz_io.blitz__state). */
 #define BLITZ__IO_IDLE       0u /* not started, or finished and consumed */
@@ -10457,7 +6379,263 @@ BLITZ_PRIVATE blitz_poll blitz__io_op_poll(blitz_cx *cx, blitz_io *op, blitz_soc
                                            uint32_t kind, const void *buf, size_t len,
                                            uint32_t dir);
 BLITZ_PRIVATE int64_t blitz__fd_syscall(blitz_io *op);
-/* ====[ END src/io_internal.h ]============================================ */
+#endif
+/* ====[ END src/io/io.h ]================================================== */
+/* ----[ RESUME src/io/addr.c ] */
+
+_Static_assert(sizeof(((blitz_addr *)0)->u.bytes) >= sizeof(struct sockaddr_storage),
+               "blitz_addr holds any socket address");
+
+BLITZ_API int blitz_addr_ip(const char *ip, uint16_t port, blitz_addr *out) {
+    if (!ip || !out)
+        return BLITZ_EINVAL;
+    memset(out, 0, sizeof *out);
+    struct sockaddr_in *a4 = (struct sockaddr_in *)(void *)out->u.bytes;
+    if (inet_pton(AF_INET, ip, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons(port);
+        out->len = sizeof *a4;
+        return BLITZ_OK;
+    }
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)(void *)out->u.bytes;
+    char tmp[INET6_ADDRSTRLEN + IF_NAMESIZE + 2];
+    const char *pct = strchr(ip, '%');
+    size_t n = pct ? (size_t)(pct - ip) : strlen(ip);
+    if (n == 0 || n >= INET6_ADDRSTRLEN)
+        goto bad;
+    memcpy(tmp, ip, n);
+    tmp[n] = 0;
+    if (inet_pton(AF_INET6, tmp, &a6->sin6_addr) != 1)
+        goto bad;
+    if (pct) {
+        const char *z = pct + 1;
+        if (!*z)
+            goto bad;
+        if (*z >= '0' && *z <= '9') {
+            /* A numeric scope: digits only, within 32 bits (strtoul would
+             * take a sign and spaces and wrap). */
+            uint64_t id = 0;
+            for (; *z; z++) {
+                if (*z < '0' || *z > '9')
+                    goto bad;
+                id = id * 10u + (uint64_t)(*z - '0');
+                if (id > UINT32_MAX)
+                    goto bad;
+            }
+            a6->sin6_scope_id = (uint32_t)id;
+        } else {
+            unsigned idx = if_nametoindex(z);
+            if (!idx)
+                goto bad;
+            a6->sin6_scope_id = idx;
+        }
+    }
+    a6->sin6_family = AF_INET6;
+    a6->sin6_port = htons(port);
+    out->len = sizeof *a6;
+    return BLITZ_OK;
+bad:
+    memset(out, 0, sizeof *out);
+    return BLITZ_EINVAL;
+}
+
+static int blitz__parse_port(const char *p, uint16_t *port) {
+    if (!*p)
+        return 0;
+    unsigned long v = 0;
+    for (const char *c = p; *c; c++) {
+        if (*c < '0' || *c > '9')
+            return 0;
+        v = v * 10 + (unsigned long)(*c - '0');
+        if (v > 65535)
+            return 0;
+    }
+    *port = (uint16_t)v;
+    return 1;
+}
+
+BLITZ_API int blitz_addr_parse(const char *s, blitz_addr *out) {
+    if (!s || !out)
+        return BLITZ_EINVAL;
+    memset(out, 0, sizeof *out);
+    char host[INET6_ADDRSTRLEN + IF_NAMESIZE + 2];
+    const char *port;
+    size_t n;
+    if (s[0] == '[') {
+        const char *close_br = strchr(s, ']');
+        if (!close_br || close_br[1] != ':')
+            return BLITZ_EINVAL;
+        n = (size_t)(close_br - s - 1);
+        if (n == 0 || n >= sizeof host)
+            return BLITZ_EINVAL;
+        memcpy(host, s + 1, n);
+        host[n] = 0;
+        port = close_br + 2;
+        if (!strchr(host, ':'))
+            return BLITZ_EINVAL; /* brackets are for IPv6 only */
+    } else {
+        const char *colon = strrchr(s, ':');
+        if (!colon || strchr(s, ':') != colon)
+            return BLITZ_EINVAL; /* no port, or an IPv6 address without brackets */
+        n = (size_t)(colon - s);
+        if (n == 0 || n >= sizeof host)
+            return BLITZ_EINVAL;
+        memcpy(host, s, n);
+        host[n] = 0;
+        port = colon + 1;
+    }
+    uint16_t p;
+    if (!blitz__parse_port(port, &p))
+        return BLITZ_EINVAL;
+    return blitz_addr_ip(host, p, out);
+}
+
+BLITZ_API int blitz_addr_unix(const char *path, blitz_addr *out) {
+    if (!path || !out)
+        return BLITZ_EINVAL;
+    memset(out, 0, sizeof *out);
+    struct sockaddr_un *u = (struct sockaddr_un *)(void *)out->u.bytes;
+    size_t n = strlen(path);
+    /* A path needs its terminator inside sun_path; an abstract name ("@"
+     * then up to 107 bytes) has none and may fill it. */
+    if (n == 0 || (path[0] == '@' ? n == 1 || n > sizeof u->sun_path : n >= sizeof u->sun_path))
+        return BLITZ_EINVAL;
+    u->sun_family = AF_UNIX;
+    if (path[0] == '@') {
+        /* Abstract: a leading NUL, the name, no terminator counted. */
+        u->sun_path[0] = 0;
+        memcpy(u->sun_path + 1, path + 1, n - 1);
+        out->len = (uint32_t)(offsetof(struct sockaddr_un, sun_path) + n);
+    } else {
+        memcpy(u->sun_path, path, n + 1);
+        out->len = (uint32_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
+    }
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_addr_family(const blitz_addr *a) {
+    return a && a->len ? a->u.family : 0;
+}
+
+BLITZ_API int blitz_addr_port(const blitz_addr *a) {
+    if (!a || !a->len)
+        return -1;
+    if (a->u.family == AF_INET)
+        return ntohs(((const struct sockaddr_in *)(const void *)a->u.bytes)->sin_port);
+    if (a->u.family == AF_INET6)
+        return ntohs(((const struct sockaddr_in6 *)(const void *)a->u.bytes)->sin6_port);
+    return -1;
+}
+
+/* Whether `a` holds a whole socket address of its family, as the kernel
+ * would take it: for IPv4 and IPv6 at least their sockaddr (a length up to
+ * the whole storage is fine), for Unix at least the family and at most a
+ * struct sockaddr_un (an unnamed Unix address is the family alone). */
+BLITZ_PRIVATE int blitz__addr_valid(const blitz_addr *a) {
+    if (!a)
+        return 0;
+    switch (a->u.family) {
+    case AF_INET:
+        return a->len >= sizeof(struct sockaddr_in) && a->len <= sizeof a->u.bytes;
+    case AF_INET6:
+        return a->len >= sizeof(struct sockaddr_in6) && a->len <= sizeof a->u.bytes;
+    case AF_UNIX:
+        return a->len >= offsetof(struct sockaddr_un, sun_path) &&
+               a->len <= sizeof(struct sockaddr_un);
+    default:
+        return 0;
+    }
+}
+
+/* Stores a received datagram's source of `namelen` bytes (already in
+ * a->u) as `a`'s length. A Unix sender that never bound has no name: the
+ * kernel gives none, and it becomes the unnamed Unix address (the family
+ * alone), the one blitz_sock_peer_addr gives for such a peer. */
+BLITZ_PRIVATE void blitz__addr_set_from(blitz_addr *a, uint32_t namelen, int family) {
+    if (family == AF_UNIX && namelen < offsetof(struct sockaddr_un, sun_path)) {
+        a->u.family = AF_UNIX;
+        namelen = (uint32_t)offsetof(struct sockaddr_un, sun_path);
+    }
+    a->len = namelen <= sizeof a->u.bytes ? namelen : (uint32_t)sizeof a->u.bytes;
+}
+
+BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size) {
+    if (!buf || size == 0)
+        return BLITZ_EINVAL;
+    buf[0] = 0;
+    if (!blitz__addr_valid(a))
+        return BLITZ_EINVAL;
+    char tmp[160];
+    int n;
+    if (a->u.family == AF_INET) {
+        const struct sockaddr_in *a4 = (const struct sockaddr_in *)(const void *)a->u.bytes;
+        char ip[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &a4->sin_addr, ip, sizeof ip);
+        n = snprintf(tmp, sizeof tmp, "%s:%u", ip, (unsigned)ntohs(a4->sin_port));
+    } else if (a->u.family == AF_INET6) {
+        const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)(const void *)a->u.bytes;
+        char ip[INET6_ADDRSTRLEN];
+        inet_ntop(AF_INET6, &a6->sin6_addr, ip, sizeof ip);
+        if (a6->sin6_scope_id)
+            n = snprintf(tmp, sizeof tmp, "[%s%%%u]:%u", ip, (unsigned)a6->sin6_scope_id,
+                         (unsigned)ntohs(a6->sin6_port));
+        else
+            n = snprintf(tmp, sizeof tmp, "[%s]:%u", ip, (unsigned)ntohs(a6->sin6_port));
+    } else {
+        const struct sockaddr_un *u = (const struct sockaddr_un *)(const void *)a->u.bytes;
+        size_t plen = a->len > offsetof(struct sockaddr_un, sun_path)
+                          ? a->len - offsetof(struct sockaddr_un, sun_path)
+                          : 0;
+        if (plen == 0) {
+            n = snprintf(tmp, sizeof tmp, "(unnamed)");
+        } else if (u->sun_path[0] == 0) {
+            n = snprintf(tmp, sizeof tmp, "@%.*s", (int)(plen - 1), u->sun_path + 1);
+        } else {
+            n = snprintf(tmp, sizeof tmp, "%.*s", (int)strnlen(u->sun_path, plen), u->sun_path);
+        }
+    }
+    if (n < 0)
+        return BLITZ_EINVAL;
+    if ((size_t)n >= size) {
+        memcpy(buf, tmp, size - 1);
+        buf[size - 1] = 0;
+        return BLITZ_ERANGE;
+    }
+    memcpy(buf, tmp, (size_t)n + 1);
+    return n;
+}
+/* ====[ END src/io/addr.c ]================================================ */
+/* ====[ BEGIN src/io/driver.c ]============================================ */
+/* >>io/driver */
+/* The I/O driver: one completion-style interface over the backends (seed
+ * 002 "I/O Driver"; DESIGN.md "I/O").
+ *
+ * An op is submitted by the task that polls it, waits, and completes with
+ * a result stored in the op:
+ *   io_uring   the kernel performs the operation (submit an SQE; the CQE
+ *              carries the result); sends try the system call first, since
+ *              a send into a socket with room completes at once;
+ *   epoll/poll the task performs the system call; on EAGAIN the op joins
+ *              the socket's waiter list and an event of its direction
+ *              wakes it to try again. Each event bumps the direction's
+ *              sequence number under the socket's lock, and a waiter
+ *              registers only if the number did not move since its
+ *              attempt, so no event between the attempt and the
+ *              registration is lost (the edge-triggered contract).
+ *
+ * Waiting and dispatching: any thread holding `io->lock` (a try-lock at the
+ * start of each worker tick, so it never blocks a busy worker) reaps
+ * without blocking; the one parked worker that is the runtime's "sleeper"
+ * blocks in the backend with the next timer's deadline as timeout (the
+ * current-thread driver always does), so an idle runtime sees I/O at once.
+ * Its parker is then PARKED_DRIVER, and an unpark writes the driver's
+ * eventfd, which is part of every backend wait.
+ *
+ * Buffer lifetime: an op the kernel holds (io_uring) keeps a reference on
+ * its task through its waker, so the task's block, where the buffer lives,
+ * is not freed before the completion arrives, even when the task was
+ * cancelled (its cancel hook submits ASYNC_CANCEL) or finished. */
+/* src/io/io.h already included */
 
 /* The owner's view of an op's state. A completion publishes the final
  * state while it still holds the op's lock (blitz__op_lock below), so an
@@ -11756,7 +7934,7 @@ static blitz_poll blitz__connect(blitz_cx *cx, blitz_io *op, const blitz_addr *a
         int parker = 0;
         if (io->kind == BLITZ_BACKEND_IO_URING)
             (void)blitz__uring_mine(io, &parker);
-        if (parker && io->link_timeout && !rt->time.paused) {
+        if (parker && io->link_timeout && !rt->time->paused) {
             struct __kernel_timespec *ts =
                 (struct __kernel_timespec *)(void *)((char *)op->blitz__scratch +
                                                      BLITZ__CONNECT_TS_AT);
@@ -12130,13 +8308,14 @@ BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
         return forced == BLITZ_BACKEND_AUTO ? BLITZ_OK : rc;
     }
     rt->io = io;
-    if (rt->workers)
-        for (uint32_t i = 0; i < rt->num_workers; i++)
-            rt->workers[i].parker.wake_fd =
-                io->kind == BLITZ_BACKEND_IO_URING ? io->rings[i].wake_fd : io->wake_fd;
-    if (rt->ct)
-        rt->ct->parker.wake_fd = io->wake_fd;
     return BLITZ_OK;
+}
+
+/* The descriptor that wakes worker `index` (UINT32_MAX: the current-thread
+ * driver) when it is parked in the backend. */
+BLITZ_PRIVATE int blitz__io_wake_fd(const blitz__io *io, uint32_t index) {
+    return io->kind == BLITZ_BACKEND_IO_URING && index != UINT32_MAX ? io->rings[index].wake_fd
+                                                                     : io->wake_fd;
 }
 
 /* Wakers taken from ops while the sockets' locks are held, dropped after:
@@ -12266,9 +8445,9 @@ BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
     blitz__free(io);
     rt->io = NULL;
 }
-/* ====[ END src/io_driver.c ]============================================== */
-/* ====[ BEGIN src/io_recv_ms.c ]=========================================== */
-/* >>io_recv_ms */
+/* ====[ END src/io/driver.c ]============================================== */
+/* ====[ BEGIN src/io/uring_recv_ms.c ]===================================== */
+/* >>io/uring_recv_ms */
 /* Multishot receives on io_uring stream sockets.
  *
  * A receive on a socket whose last receive came back short (a request /
@@ -12291,8 +8470,7 @@ BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
  *     again.
  * The ring's owner reaps the completions; a receive that waits is woken
  * to retry and copies by itself, so only its task touches its buffer. */
-/* internal.h already included */
-/* io_internal.h already included */
+/* src/io/io.h already included */
 
 /* Asks the kernel to end the multishot receive. Caller holds the
  * socket's lock. */
@@ -12524,9 +8702,9 @@ BLITZ_PRIVATE void blitz__recv_ms_release(blitz_socket *s) {
     s->rq = NULL;
     s->rq_count = s->rq_cap = 0;
 }
-/* ====[ END src/io_recv_ms.c ]============================================= */
-/* ====[ BEGIN src/io_salvage.c ]=========================================== */
-/* >>io_salvage */
+/* ====[ END src/io/uring_recv_ms.c ]======================================= */
+/* ====[ BEGIN src/io/salvage.c ]=========================================== */
+/* >>io/salvage */
 /* Data of a receive that was cancelled too late (io_uring).
  *
  * A cancel of a receive the kernel holds races with its completion: the
@@ -12538,8 +8716,7 @@ BLITZ_PRIVATE void blitz__recv_ms_release(blitz_socket *s) {
  * readers ask for; a datagram's goes whole to one reader (what does not
  * fit is dropped, as the system call would), with its sender's
  * address. */
-/* internal.h already included */
-/* io_internal.h already included */
+/* src/io/io.h already included */
 
 typedef struct blitz__salvage {
     struct blitz__salvage *next;
@@ -12656,16 +8833,15 @@ BLITZ_PRIVATE void blitz__salvage_release(blitz_socket *s) {
     }
     s->salvage_tail = NULL;
 }
-/* ====[ END src/io_salvage.c ]============================================= */
-/* ====[ BEGIN src/io_epoll.c ]============================================= */
-/* >>io_epoll */
+/* ====[ END src/io/salvage.c ]============================================= */
+/* ====[ BEGIN src/io/epoll.c ]============================================= */
+/* >>io/epoll */
 /* The epoll backend: every socket is registered once, edge-triggered, for
  * both directions (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET), with the
  * socket as the event's data; an event bumps the socket's sequence numbers
  * and wakes the waiters of its directions (io_driver.c). The driver's
  * eventfd is registered level-triggered with NULL data. */
-/* internal.h already included */
-/* io_internal.h already included */
+/* src/io/io.h already included */
 
 #if !defined(BLITZ_NO_EPOLL)
 
@@ -12780,16 +8956,15 @@ BLITZ_PRIVATE void blitz__epoll_dispatch(blitz__io *io) {
 }
 
 #endif
-/* ====[ END src/io_epoll.c ]=============================================== */
-/* ====[ BEGIN src/io_poll.c ]============================================== */
-/* >>io_poll */
+/* ====[ END src/io/epoll.c ]=============================================== */
+/* ====[ BEGIN src/io/poll.c ]============================================== */
+/* >>io/poll */
 /* The poll backend, the portable fallback. Level-triggered, so only the
  * directions that have waiters are polled: a socket joins the poll set
  * when an op registers a waiter (its `want` bits) and leaves it when a
  * wait cycle finds it without waiters. A thread blocked in poll() is
  * kicked through the eventfd when a socket joins. */
-/* internal.h already included */
-/* io_internal.h already included */
+/* src/io/io.h already included */
 
 #if !defined(BLITZ_NO_POLL)
 
@@ -12979,9 +9154,9 @@ BLITZ_PRIVATE void blitz__pollb_dispatch(blitz__io *io) {
 }
 
 #endif
-/* ====[ END src/io_poll.c ]================================================ */
-/* ====[ BEGIN src/io_uring.c ]============================================= */
-/* >>io_uring */
+/* ====[ END src/io/poll.c ]================================================ */
+/* ====[ BEGIN src/io/uring.c ]============================================= */
+/* >>io/uring */
 /* The io_uring backend, through raw system calls (no liburing).
  *
  * A ring per worker, plus one shared ring. The kernel finishes a socket
@@ -13017,8 +9192,7 @@ BLITZ_PRIVATE void blitz__pollb_dispatch(blitz__io *io) {
  * ASYNC_CANCEL/POLL_ADD) and refuses the ring otherwise, so the driver
  * falls back to epoll. Constants newer than the system's uapi header are
  * defined here. */
-/* internal.h already included */
-/* io_internal.h already included */
+/* src/io/io.h already included */
 
 #if !defined(BLITZ_NO_IO_URING)
 
@@ -13499,8 +9673,8 @@ BLITZ_PRIVATE blitz__ring *blitz__uring_mine(blitz__io *io, int *batches) {
     if (ctx && ctx->rt == io->rt && (ctx->worker || ctx->ct_driver)) {
         if (batches)
             *batches = 1;
-        if (ctx->worker && ctx->worker->index < io->nrings - 1)
-            return &io->rings[ctx->worker->index];
+        if (ctx->worker && (uint32_t)ctx->worker_index < io->nrings - 1)
+            return &io->rings[ctx->worker_index];
         return io->shared;
     }
     if (batches)
@@ -14056,241 +10230,6027 @@ BLITZ_PRIVATE int blitz__uring_arm_recv(blitz__io *io, blitz__ring *r, blitz_soc
 }
 
 #endif
-/* ====[ END src/io_uring.c ]=============================================== */
-/* ====[ BEGIN src/net_addr.c ]============================================= */
-/* >>net_addr */
-/* Socket addresses: parsing and formatting of IPv4, IPv6 and Unix
- * addresses into blitz_addr (a sockaddr_storage with its length). */
-/* internal.h already included */
+/* ====[ END src/io/uring.c ]=============================================== */
+/* ====[ BEGIN src/io/fd.c ]================================================ */
+/* >>io/fd */
+/* Descriptor ops: read(2)/write(2) and readiness waits on any descriptor a
+ * blitz_socket wraps (pipes, ttys, character devices, sockets), and
+ * blitz_pipe.
+ *
+ * They are op kinds of the I/O driver (io_driver.c runs them like the
+ * socket ops): on epoll and poll the system call is tried and, on EAGAIN,
+ * the op waits for the direction's event; on io_uring the same system call
+ * is tried first and the wait is a POLL_ADD. io_uring's own READ/WRITE are
+ * not used: on a descriptor with O_NONBLOCK they complete with -EAGAIN
+ * instead of waiting, and the kernel would own the caller's buffer. */
+/* src/io/io.h already included */
 
-_Static_assert(sizeof(((blitz_addr *)0)->u.bytes) >= sizeof(struct sockaddr_storage),
-               "blitz_addr holds any socket address");
+/* ---- writes without SIGPIPE ---------------------------------------------------- */
 
-BLITZ_API int blitz_addr_ip(const char *ip, uint16_t port, blitz_addr *out) {
-    if (!ip || !out)
-        return BLITZ_EINVAL;
-    memset(out, 0, sizeof *out);
-    struct sockaddr_in *a4 = (struct sockaddr_in *)(void *)out->u.bytes;
-    if (inet_pton(AF_INET, ip, &a4->sin_addr) == 1) {
-        a4->sin_family = AF_INET;
-        a4->sin_port = htons(port);
-        out->len = sizeof *a4;
-        return BLITZ_OK;
-    }
-    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)(void *)out->u.bytes;
-    char tmp[INET6_ADDRSTRLEN + IF_NAMESIZE + 2];
-    const char *pct = strchr(ip, '%');
-    size_t n = pct ? (size_t)(pct - ip) : strlen(ip);
-    if (n == 0 || n >= INET6_ADDRSTRLEN)
-        goto bad;
-    memcpy(tmp, ip, n);
-    tmp[n] = 0;
-    if (inet_pton(AF_INET6, tmp, &a6->sin6_addr) != 1)
-        goto bad;
-    if (pct) {
-        const char *z = pct + 1;
-        if (!*z)
-            goto bad;
-        if (*z >= '0' && *z <= '9') {
-            /* A numeric scope: digits only, within 32 bits (strtoul would
-             * take a sign and spaces and wrap). */
-            uint64_t id = 0;
-            for (; *z; z++) {
-                if (*z < '0' || *z > '9')
-                    goto bad;
-                id = id * 10u + (uint64_t)(*z - '0');
-                if (id > UINT32_MAX)
-                    goto bad;
-            }
-            a6->sin6_scope_id = (uint32_t)id;
-        } else {
-            unsigned idx = if_nametoindex(z);
-            if (!idx)
-                goto bad;
-            a6->sin6_scope_id = idx;
-        }
-    }
-    a6->sin6_family = AF_INET6;
-    a6->sin6_port = htons(port);
-    out->len = sizeof *a6;
-    return BLITZ_OK;
-bad:
-    memset(out, 0, sizeof *out);
-    return BLITZ_EINVAL;
+/* A write into a pipe (or a splice / sendfile into a socket) whose reader
+ * is gone raises SIGPIPE at the calling thread, which kills the process by
+ * default. The signal is blocked around the call, and one that the call
+ * raised is taken back before the mask is restored, so the caller sees
+ * BLITZ_EPIPE only. */
+typedef struct blitz__nosig {
+    sigset_t old;
+    int was_pending; /* a SIGPIPE that was not ours */
+    int changed;
+} blitz__nosig;
+
+BLITZ_PRIVATE void blitz__nosig_begin(blitz__nosig *g) {
+    sigset_t pipe_set, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    g->was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    g->changed = pthread_sigmask(SIG_BLOCK, &pipe_set, &g->old) == 0;
 }
 
-static int blitz__parse_port(const char *p, uint16_t *port) {
-    if (!*p)
-        return 0;
-    unsigned long v = 0;
-    for (const char *c = p; *c; c++) {
-        if (*c < '0' || *c > '9')
-            return 0;
-        v = v * 10 + (unsigned long)(*c - '0');
-        if (v > 65535)
-            return 0;
+BLITZ_PRIVATE void blitz__nosig_end(blitz__nosig *g, int epipe) {
+    int saved = errno;
+    if (epipe && !g->was_pending) {
+        sigset_t pipe_set, pending;
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+            struct timespec zero = {0, 0};
+            while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {
+            }
+        }
     }
-    *port = (uint16_t)v;
+    if (g->changed)
+        pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+    errno = saved;
+}
+
+/* Whether the wrapped descriptor is a socket (send with MSG_NOSIGNAL
+ * needs no signal mask). */
+static int blitz__fd_is_socket(const blitz_socket *s) {
+    return s->family != AF_UNSPEC;
+}
+
+/* ---- the system calls of the descriptor kinds --------------------------------------- */
+
+BLITZ_PRIVATE int64_t blitz__fd_syscall(blitz_io *op) {
+    blitz_socket *s = op->blitz__sock;
+    ssize_t r;
+    errno = 0;
+    switch (op->blitz__kind) {
+    case BLITZ__OP_FD_READ:
+        r = read(s->fd, op->blitz__buf, op->blitz__len);
+        break;
+    case BLITZ__OP_FD_WRITE:
+    case BLITZ__OP_FD_WRITE_ALL: {
+        const char *p = (const char *)op->blitz__buf + op->blitz__done;
+        size_t n = op->blitz__len - op->blitz__done;
+        if (blitz__fd_is_socket(s)) {
+            r = send(s->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (r < 0 && errno == ENOTSOCK) {
+                /* adopted descriptor with a family but not a socket */
+                blitz__nosig g;
+                blitz__nosig_begin(&g);
+                r = write(s->fd, p, n);
+                blitz__nosig_end(&g, r < 0 && errno == EPIPE);
+            }
+        } else {
+            blitz__nosig g;
+            blitz__nosig_begin(&g);
+            r = write(s->fd, p, n);
+            blitz__nosig_end(&g, r < 0 && errno == EPIPE);
+        }
+        break;
+    }
+    case BLITZ__OP_FD_POLL: {
+        struct pollfd pfd;
+        pfd.fd = s->fd;
+        pfd.events = op->blitz__dir == BLITZ__DIR_WRITE ? POLLOUT : POLLIN;
+        pfd.revents = 0;
+        r = poll(&pfd, 1, 0);
+        if (r > 0)
+            return pfd.revents;
+        if (r == 0)
+            return -EAGAIN;
+        break;
+    }
+    default:
+        return BLITZ_EINVAL;
+    }
+    if (r < 0) {
+        if (errno == EWOULDBLOCK || errno == EAGAIN)
+            return -EAGAIN;
+        return errno ? -(int64_t)errno : BLITZ_EIO;
+    }
+    return (int64_t)r;
+}
+
+/* ---- public ops --------------------------------------------------------------------------- */
+
+BLITZ_API blitz_poll blitz_fd_read(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
+                                   size_t len) {
+    return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_READ, buf, len, BLITZ__DIR_READ);
+}
+BLITZ_API blitz_poll blitz_fd_write(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
+                                    size_t len) {
+    return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_WRITE, buf, len, BLITZ__DIR_WRITE);
+}
+BLITZ_API blitz_poll blitz_fd_write_all(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                        const void *buf, size_t len) {
+    return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_WRITE_ALL, buf, len, BLITZ__DIR_WRITE);
+}
+BLITZ_API blitz_poll blitz_fd_readable(blitz_cx *cx, blitz_io *op, blitz_socket *s) {
+    return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_POLL, NULL, 0, BLITZ__DIR_READ);
+}
+BLITZ_API blitz_poll blitz_fd_writable(blitz_cx *cx, blitz_io *op, blitz_socket *s) {
+    return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_POLL, NULL, 0, BLITZ__DIR_WRITE);
+}
+
+/* ---- pipes ---------------------------------------------------------------------------------- */
+
+BLITZ_PRIVATE int blitz__pipe_fds(int fds[2]) {
+#if BLITZ__LINUX
+    if (syscall(SYS_pipe2, fds, O_NONBLOCK | O_CLOEXEC) < 0)
+        return blitz__from_errno(errno);
+    return BLITZ_OK;
+#else
+    if (pipe(fds) < 0)
+        return blitz__from_errno(errno);
+    for (int i = 0; i < 2; i++) {
+        fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
+        fcntl(fds[i], F_SETFD, FD_CLOEXEC);
+    }
+    return BLITZ_OK;
+#endif
+}
+
+BLITZ_API int blitz_pipe(blitz_runtime *rt, blitz_socket **read_end, blitz_socket **write_end) {
+    if (read_end)
+        *read_end = NULL;
+    if (write_end)
+        *write_end = NULL;
+    if (!rt || !read_end || !write_end)
+        return BLITZ_EINVAL;
+    if (!rt->io)
+        return BLITZ_ENOSYS;
+    int fds[2];
+    int rc = blitz__pipe_fds(fds);
+    if (rc != BLITZ_OK)
+        return rc;
+    blitz_socket *r = NULL, *w = NULL;
+    rc = blitz__sock_wrap(rt->io, fds[0], AF_UNSPEC, 0, &r);
+    if (rc != BLITZ_OK) {
+        close(fds[1]);
+        return rc;
+    }
+    rc = blitz__sock_wrap(rt->io, fds[1], AF_UNSPEC, 0, &w);
+    if (rc != BLITZ_OK) {
+        blitz_sock_close(r);
+        return rc;
+    }
+    *read_end = r;
+    *write_end = w;
+    return BLITZ_OK;
+}
+/* ====[ END src/io/fd.c ]================================================== */
+/* ########################################################################## */
+/* LAYER sched: run queues, idle workers, the multi-thread and current-thread schedulers, the blocking pool */
+/* ########################################################################## */
+/* ====[ BEGIN src/sched/global_queue.c ]=================================== */
+/* >>sched/global_queue */
+/* The global injection queue (seed 000): a mutex-protected intrusive list
+ * of tasks with an atomic length, so that "is it empty?" costs no lock. It
+ * takes spawns and wakes from threads that are not workers, local-queue
+ * overflow, and is closed at shutdown (pushes then fail). */
+/* ====[ BEGIN src/sched/sched.h ]========================================== */
+/* >>sched/sched */
+/* The schedulers' internal API: run queues, idle workers, the worker and
+ * current-thread cores, and the blocking pool. */
+#ifndef BLITZ__SCHED_H
+#define BLITZ__SCHED_H
+/* src/io/io.h already included */
+
+/* ---- queues ---------------------------------------------------------------- */
+
+/* The per-worker ring (local_queue.c): one producer (the owner), many
+ * consumers. head packs (steal << 16) | real as two 16-bit positions. */
+typedef struct blitz__local_queue {
+    BLITZ__ALIGNED blitz__atomic_u32 head;
+    BLITZ__ALIGNED blitz__atomic_u32 tail;
+    BLITZ__ALIGNED blitz__atomic_ptr buffer[BLITZ_LOCAL_QUEUE_CAPACITY];
+} blitz__local_queue;
+
+/* The injection queue (global_queue.c): mutex + intrusive list + atomic
+ * length for lock-free emptiness checks. */
+struct blitz__global_queue {
+    blitz__mutex lock;
+    blitz__task *head;
+    blitz__task *tail;
+    int closed;
+    BLITZ__ALIGNED blitz__atomic_u64 len;
+};
+
+struct blitz__idle {
+    BLITZ__ALIGNED blitz__atomic_u32 num_searching;
+    BLITZ__ALIGNED blitz__atomic_u64 parked_bitmap; /* bit i set: worker i parked */
+};
+
+/* ---- workers (worker.c) ----------------------------------------------------- */
+
+struct blitz__worker {
+    blitz__local_queue queue;
+    /* Owner-only fields. */
+    BLITZ__ALIGNED blitz_runtime *rt;
+    blitz__task *lifo_slot;
+    blitz__task *batch[BLITZ__BATCH_BUFFER_SIZE];
+    uint32_t batch_head, batch_len;
+    uint32_t index;
+    uint32_t tick;       /* polls, for the periodic global-queue check */
+    uint32_t lifo_polls; /* consecutive LIFO polls */
+    uint32_t global_interval;
+    uint64_t avg_poll_ns; /* EWMA of the time per poll */
+    uint64_t stamp_ns;    /* clock at the last interval update */
+    uint64_t stamp_polls; /* polls since then */
+    uint64_t rng[2];      /* xorshift64+ for victim choice */
+    int searching;
+    int started;
+    blitz__task *deferred_head, *deferred_tail; /* yielded this tick */
+    int wake_batching;                          /* between blitz__wake_batch_begin and _end */
+    blitz__task *wake_head, *wake_tail;
+    uint64_t wake_count;
+    pthread_t thread;
+    blitz__block_cache cache;
+    /* Read by producers on other threads (lost-wakeup guard, seed 000). */
+    BLITZ__ALIGNED blitz__atomic_u32 transitioning_to_park;
+    blitz__atomic_u32 interval_shared; /* for stats readers */
+    blitz__parker parker;
+    blitz__worker_counters counters;
+};
+
+/* ---- the current-thread core (current_thread.c) ---------------------------- */
+
+struct blitz__ct_core {
+    blitz__task *head, *tail;                   /* run queue, touched only by the driving thread */
+    blitz__task *deferred_head, *deferred_tail; /* yielded this tick */
+    blitz__atomic_u32 driving;                  /* 1 while a thread drives the runtime */
+    blitz__parker parker;                       /* the driver sleeps here */
+    uint32_t tick;
+    blitz__worker_counters counters;
+    blitz__block_cache cache;
+};
+
+/* ---- the blocking pool (blocking_pool.c) ------------------------------------ */
+
+/* A pool thread's record, on its own stack. */
+typedef struct blitz__pool_thread {
+    struct blitz__pool_thread *next, *prev; /* the idle list */
+    blitz__parker parker;
+    int notified; /* handed work while idle; guarded by the pool's lock */
+} blitz__pool_thread;
+
+/* Everything below is guarded by `lock`. */
+struct blitz__pool {
+    blitz__mutex lock;
+    struct blitz__pool_job *head, *tail;             /* jobs waiting for a thread */
+    struct blitz__pool_job *space_head, *space_tail; /* ops waiting for queue room */
+    blitz__pool_thread *idle_head;                   /* most recently idle first */
+    uint32_t queued, threads, idle;
+    /* Threads woken or started for queued jobs that have not yet taken
+     * the lock: jobs they are about to take do not count as a backlog. */
+    uint32_t inbound;
+    uint32_t max_threads, capacity;
+    uint64_t keep_alive_ns;
+    int closed;
+    int have_last_exiting;
+    pthread_t last_exiting; /* joined by the next thread to exit, or shutdown */
+    blitz__parker *shutdown_waiter;
+    struct blitz__pool_rec *records; /* see blitz__pool_rec.all_next */
+    uint64_t threads_started, jobs_run, rejected;
+};
+
+/* An op's record on the blocking pool (blocking_pool.c); each kind of op
+ * puts its request and results after it. */
+struct blitz__pool_rec {
+    struct blitz__pool_job job; /* first: the pool hands back this pointer */
+    blitz_waker waker;
+    blitz_runtime *rt;
+    uint32_t state;
+    void (*exec)(blitz__pool_rec *rec, int cancelled); /* the work; ECANCELED when cancelled */
+    void (*discard)(blitz__pool_rec *rec);             /* frees what the record still holds */
+    /* Every record the pool has seen, so that blitz_runtime_free can free
+     * those whose task was cancelled without cancelling its op. */
+    blitz__pool_rec *all_next, *all_prev;
+    int tracked;
+};
+typedef struct blitz__pool_job blitz__pool_job;
+
+#endif
+/* ====[ END src/sched/sched.h ]============================================ */
+/* ----[ RESUME src/sched/global_queue.c ] */
+
+BLITZ_PRIVATE int blitz__global_queue_init(blitz__global_queue *q) {
+    q->head = q->tail = NULL;
+    q->closed = 0;
+    blitz__u64_store(&q->len, 0, BLITZ__RELAXED);
+    return blitz__mutex_init(&q->lock);
+}
+
+BLITZ_PRIVATE void blitz__global_queue_destroy(blitz__global_queue *q) {
+    blitz__mutex_destroy(&q->lock);
+}
+
+/* Length hint. Relaxed: callers that need ordering against their own
+ * earlier store (the parking protocol) put a seq_cst fence before it. */
+BLITZ_PRIVATE uint64_t blitz__global_queue_len(blitz__global_queue *q) {
+    return blitz__u64_load(&q->len, BLITZ__RELAXED);
+}
+
+/* Appends the chain first..last (n tasks, last->next == NULL). Returns
+ * BLITZ_ESHUTDOWN when the queue is closed (nothing is queued then). */
+BLITZ_PRIVATE int blitz__global_queue_push_batch(blitz__global_queue *q, blitz__task *first,
+                                                 blitz__task *last, uint64_t n) {
+    blitz__mutex_lock(&q->lock);
+    if (q->closed) {
+        blitz__mutex_unlock(&q->lock);
+        return BLITZ_ESHUTDOWN;
+    }
+    last->next = NULL;
+    if (q->tail)
+        q->tail->next = first;
+    else
+        q->head = first;
+    q->tail = last;
+    /* Written only under the lock, read anywhere. */
+    blitz__u64_store(&q->len, blitz__u64_load(&q->len, BLITZ__RELAXED) + n, BLITZ__RELAXED);
+    blitz__mutex_unlock(&q->lock);
+    return BLITZ_OK;
+}
+
+BLITZ_PRIVATE int blitz__global_queue_push(blitz__global_queue *q, blitz__task *t) {
+    return blitz__global_queue_push_batch(q, t, t, 1);
+}
+
+/* Takes up to `max` tasks into out[]; returns how many. */
+BLITZ_PRIVATE uint32_t blitz__global_queue_pop_batch(blitz__global_queue *q, blitz__task **out,
+                                                     uint32_t max) {
+    if (blitz__u64_load(&q->len, BLITZ__RELAXED) == 0)
+        return 0;
+    uint32_t n = 0;
+    blitz__mutex_lock(&q->lock);
+    while (n < max && q->head) {
+        blitz__task *t = q->head;
+        q->head = t->next;
+        out[n++] = t;
+    }
+    if (!q->head)
+        q->tail = NULL;
+    blitz__u64_store(&q->len, blitz__u64_load(&q->len, BLITZ__RELAXED) - n, BLITZ__RELAXED);
+    blitz__mutex_unlock(&q->lock);
+    return n;
+}
+
+/* Takes the whole list (current-thread driver, shutdown). */
+BLITZ_PRIVATE blitz__task *blitz__global_queue_take_all(blitz__global_queue *q) {
+    if (blitz__u64_load(&q->len, BLITZ__RELAXED) == 0)
+        return NULL;
+    blitz__mutex_lock(&q->lock);
+    blitz__task *h = q->head;
+    q->head = q->tail = NULL;
+    blitz__u64_store(&q->len, 0, BLITZ__RELAXED);
+    blitz__mutex_unlock(&q->lock);
+    return h;
+}
+
+BLITZ_PRIVATE void blitz__global_queue_close(blitz__global_queue *q) {
+    blitz__mutex_lock(&q->lock);
+    q->closed = 1;
+    blitz__mutex_unlock(&q->lock);
+}
+/* ====[ END src/sched/global_queue.c ]===================================== */
+/* ====[ BEGIN src/sched/local_queue.c ]==================================== */
+/* >>sched/local_queue */
+/* The per-worker run queue (seed 000 "WorkStealQueue", Tokio's queue.rs):
+ * a fixed ring of BLITZ_LOCAL_QUEUE_CAPACITY task pointers with one producer
+ * (the owning worker) and many consumers (the owner's pops and other
+ * workers' steals).
+ *
+ * Positions are 16-bit and wrap. `head` packs two of them: `real` (the next
+ * slot to consume) in the low half and `steal` in the high half. They differ
+ * only while a stealer copies the slots [steal, real) it has claimed; the
+ * owner must not overwrite those, so the free space is measured from
+ * `steal`. Steal protocol, three phases:
+ *   1. claim:   CAS head (steal, real) -> (steal, real + n), n = half
+ *   2. copy:    the claimed slots into the stealer's own ring
+ *   3. release: CAS head (steal, r) -> (r, r) for the current real r (the
+ *               owner may have popped meanwhile: retry until it sticks)
+ * A second stealer sees steal != real and backs off, so at most one steal
+ * per victim is in flight. When the ring is full, the owner claims half of
+ * it the same way and moves it, with the new task, to the global queue in
+ * one batch; while a steal is in flight it pushes just the task there. */
+/* src/sched/sched.h already included */
+
+#define BLITZ__LQ_MASK ((uint16_t)(BLITZ_LOCAL_QUEUE_CAPACITY - 1))
+#define BLITZ__LQ_HALF ((uint16_t)(BLITZ_LOCAL_QUEUE_CAPACITY / 2))
+
+static inline uint32_t blitz__lq_pack(uint16_t steal, uint16_t real) {
+    return ((uint32_t)steal << 16) | real;
+}
+static inline uint16_t blitz__lq_steal(uint32_t head) {
+    return (uint16_t)(head >> 16);
+}
+static inline uint16_t blitz__lq_real(uint32_t head) {
+    return (uint16_t)head;
+}
+
+BLITZ_PRIVATE void blitz__local_queue_init(blitz__local_queue *q) {
+    blitz__u32_store(&q->head, 0, BLITZ__RELAXED);
+    blitz__u32_store(&q->tail, 0, BLITZ__RELAXED);
+    for (uint32_t i = 0; i < BLITZ_LOCAL_QUEUE_CAPACITY; i++)
+        blitz__ptr_store(&q->buffer[i], NULL, BLITZ__RELAXED);
+}
+
+/* Tasks in the queue, as a hint for any thread. */
+BLITZ_PRIVATE uint32_t blitz__local_queue_len(blitz__local_queue *q) {
+    uint32_t head = blitz__u32_load(&q->head, BLITZ__ACQUIRE);
+    uint16_t tail = (uint16_t)blitz__u32_load(&q->tail, BLITZ__ACQUIRE);
+    return (uint16_t)(tail - blitz__lq_real(head));
+}
+
+/* Owner only: the ring is full; try to move half of it plus `t` to the
+ * global queue. Returns 0 when a stealer got in first (the caller retries). */
+static int blitz__local_queue_overflow(blitz__local_queue *q, blitz__task *t, uint16_t real,
+                                       blitz_runtime *rt, blitz__worker_counters *k) {
+    uint32_t prev = blitz__lq_pack(real, real);
+    uint32_t next =
+        blitz__lq_pack((uint16_t)(real + BLITZ__LQ_HALF), (uint16_t)(real + BLITZ__LQ_HALF));
+    /* Release is not needed to publish the slots (the owner wrote them);
+     * relaxed would do, but acq_rel keeps this CAS ordered like every other
+     * head update for the reader of this code. */
+    if (!blitz__u32_cas(&q->head, &prev, next, BLITZ__ACQ_REL))
+        return 0;
+    blitz__task *first =
+        (blitz__task *)blitz__ptr_load(&q->buffer[real & BLITZ__LQ_MASK], BLITZ__RELAXED);
+    blitz__task *last = first;
+    for (uint16_t i = 1; i < BLITZ__LQ_HALF; i++) {
+        blitz__task *n = (blitz__task *)blitz__ptr_load(
+            &q->buffer[(uint16_t)(real + i) & BLITZ__LQ_MASK], BLITZ__RELAXED);
+        last->next = n;
+        last = n;
+    }
+    last->next = t;
+    t->next = NULL;
+    BLITZ__STAT(blitz__u64_bump(&k->overflows, 1));
+    if (blitz__global_queue_push_batch(rt->global, first, t, (uint64_t)BLITZ__LQ_HALF + 1) != 0) {
+        /* Closed by shutdown: the tasks stay SCHEDULED and the shutdown
+         * sweep completes them as cancelled. */
+    }
     return 1;
 }
 
-BLITZ_API int blitz_addr_parse(const char *s, blitz_addr *out) {
-    if (!s || !out)
-        return BLITZ_EINVAL;
-    memset(out, 0, sizeof *out);
-    char host[INET6_ADDRSTRLEN + IF_NAMESIZE + 2];
-    const char *port;
-    size_t n;
-    if (s[0] == '[') {
-        const char *close_br = strchr(s, ']');
-        if (!close_br || close_br[1] != ':')
-            return BLITZ_EINVAL;
-        n = (size_t)(close_br - s - 1);
-        if (n == 0 || n >= sizeof host)
-            return BLITZ_EINVAL;
-        memcpy(host, s + 1, n);
-        host[n] = 0;
-        port = close_br + 2;
-        if (!strchr(host, ':'))
-            return BLITZ_EINVAL; /* brackets are for IPv6 only */
-    } else {
-        const char *colon = strrchr(s, ':');
-        if (!colon || strchr(s, ':') != colon)
-            return BLITZ_EINVAL; /* no port, or an IPv6 address without brackets */
-        n = (size_t)(colon - s);
-        if (n == 0 || n >= sizeof host)
-            return BLITZ_EINVAL;
-        memcpy(host, s, n);
-        host[n] = 0;
-        port = colon + 1;
+/* Owner only: appends `t`; spills to the global queue when full. */
+BLITZ_PRIVATE void blitz__local_queue_push(blitz__local_queue *q, blitz__task *t, blitz_runtime *rt,
+                                           blitz__worker_counters *k) {
+    for (;;) {
+        /* Acquire pairs with a stealer's release in phase 3: once we see
+         * `steal` advanced, its copy of those slots is done. */
+        uint32_t head = blitz__u32_load(&q->head, BLITZ__ACQUIRE);
+        uint16_t steal = blitz__lq_steal(head), real = blitz__lq_real(head);
+        uint16_t tail = (uint16_t)blitz__u32_load(&q->tail, BLITZ__RELAXED);
+        if ((uint16_t)(tail - steal) < (uint16_t)BLITZ_LOCAL_QUEUE_CAPACITY) {
+            blitz__ptr_store(&q->buffer[tail & BLITZ__LQ_MASK], t, BLITZ__RELAXED);
+            /* Release: a consumer that acquires the new tail sees the slot. */
+            blitz__u32_store(&q->tail, (uint16_t)(tail + 1), BLITZ__RELEASE);
+            return;
+        }
+        if (steal != real) {
+            /* A steal is copying out of the full ring: it will free room, but
+             * do not wait for it. */
+            t->next = NULL;
+            (void)blitz__global_queue_push_batch(rt->global, t, t, 1);
+            return;
+        }
+        if (blitz__local_queue_overflow(q, t, real, rt, k))
+            return;
     }
-    uint16_t p;
-    if (!blitz__parse_port(port, &p))
-        return BLITZ_EINVAL;
-    return blitz_addr_ip(host, p, out);
 }
 
-BLITZ_API int blitz_addr_unix(const char *path, blitz_addr *out) {
-    if (!path || !out)
-        return BLITZ_EINVAL;
-    memset(out, 0, sizeof *out);
-    struct sockaddr_un *u = (struct sockaddr_un *)(void *)out->u.bytes;
-    size_t n = strlen(path);
-    /* A path needs its terminator inside sun_path; an abstract name ("@"
-     * then up to 107 bytes) has none and may fill it. */
-    if (n == 0 || (path[0] == '@' ? n == 1 || n > sizeof u->sun_path : n >= sizeof u->sun_path))
-        return BLITZ_EINVAL;
-    u->sun_family = AF_UNIX;
-    if (path[0] == '@') {
-        /* Abstract: a leading NUL, the name, no terminator counted. */
-        u->sun_path[0] = 0;
-        memcpy(u->sun_path + 1, path + 1, n - 1);
-        out->len = (uint32_t)(offsetof(struct sockaddr_un, sun_path) + n);
+/* Owner only: appends `t` if the ring has room; returns 0 when full. */
+BLITZ_PRIVATE int blitz__local_queue_try_push(blitz__local_queue *q, blitz__task *t) {
+    uint32_t head = blitz__u32_load(&q->head, BLITZ__ACQUIRE);
+    uint16_t tail = (uint16_t)blitz__u32_load(&q->tail, BLITZ__RELAXED);
+    if ((uint16_t)(tail - blitz__lq_steal(head)) >= (uint16_t)BLITZ_LOCAL_QUEUE_CAPACITY)
+        return 0;
+    blitz__ptr_store(&q->buffer[tail & BLITZ__LQ_MASK], t, BLITZ__RELAXED);
+    blitz__u32_store(&q->tail, (uint16_t)(tail + 1), BLITZ__RELEASE);
+    return 1;
+}
+
+/* Owner only: takes the oldest task, or NULL. */
+BLITZ_PRIVATE blitz__task *blitz__local_queue_pop(blitz__local_queue *q) {
+    uint32_t head = blitz__u32_load(&q->head, BLITZ__ACQUIRE);
+    for (;;) {
+        uint16_t steal = blitz__lq_steal(head), real = blitz__lq_real(head);
+        uint16_t tail = (uint16_t)blitz__u32_load(&q->tail, BLITZ__RELAXED);
+        if (real == tail)
+            return NULL;
+        uint16_t next_real = (uint16_t)(real + 1);
+        /* With no steal in flight both halves move together. */
+        uint32_t next =
+            steal == real ? blitz__lq_pack(next_real, next_real) : blitz__lq_pack(steal, next_real);
+        /* Acq_rel: the CAS is what decides between the owner and a stealer
+         * for this slot; the owner wrote the slot itself, so the acquire
+         * only matters for the stealer's earlier release of `steal`. */
+        if (blitz__u32_cas_weak(&q->head, &head, next, BLITZ__ACQ_REL))
+            return (blitz__task *)blitz__ptr_load(&q->buffer[real & BLITZ__LQ_MASK],
+                                                  BLITZ__RELAXED);
+    }
+}
+
+/* Phases 1-3 of a steal from `src` into `dst` starting at dst position
+ * dst_tail. Returns the number of tasks copied (0: nothing or contended). */
+static uint16_t blitz__local_queue_steal_phases(blitz__local_queue *src, blitz__local_queue *dst,
+                                                uint16_t dst_tail) {
+    uint32_t prev = blitz__u32_load(&src->head, BLITZ__ACQUIRE), next;
+    uint16_t n, first;
+    for (;;) {
+        uint16_t steal = blitz__lq_steal(prev), real = blitz__lq_real(prev);
+        if (steal != real)
+            return 0; /* another stealer is copying */
+        /* Acquire pairs with the owner's release store of tail: the slots
+         * below it are written. */
+        uint16_t tail = (uint16_t)blitz__u32_load(&src->tail, BLITZ__ACQUIRE);
+        n = (uint16_t)(tail - real);
+        n = (uint16_t)(n - n / 2);
+        if (n == 0)
+            return 0;
+        /* The claim (phase 1). */
+        next = blitz__lq_pack(steal, (uint16_t)(real + n));
+        if (blitz__u32_cas_weak(&src->head, &prev, next, BLITZ__ACQ_REL)) {
+            first = real;
+            break;
+        }
+    }
+    BLITZ_ASSERT(n <= BLITZ__LQ_HALF);
+    /* The copy (phase 2): the owner will not reuse these slots until
+     * `steal` moves past them. */
+    for (uint16_t i = 0; i < n; i++) {
+        void *t =
+            blitz__ptr_load(&src->buffer[(uint16_t)(first + i) & BLITZ__LQ_MASK], BLITZ__RELAXED);
+        blitz__ptr_store(&dst->buffer[(uint16_t)(dst_tail + i) & BLITZ__LQ_MASK], t,
+                         BLITZ__RELAXED);
+    }
+    /* The release (phase 3): steal catches up with real. Acq_rel: the
+     * release half tells the owner (its acquire load of head in push) that
+     * our reads of the slots are done. */
+    prev = next;
+    for (;;) {
+        uint16_t real = blitz__lq_real(prev);
+        BLITZ_ASSERT(blitz__lq_steal(prev) == first);
+        if (blitz__u32_cas_weak(&src->head, &prev, blitz__lq_pack(real, real), BLITZ__ACQ_REL))
+            return n;
+    }
+}
+
+/* Owner of `dst` only: steals half of `src` into `dst` and returns one of
+ * the stolen tasks to run now, or NULL. */
+BLITZ_PRIVATE blitz__task *
+blitz__local_queue_steal_into(blitz__local_queue *src, blitz__local_queue *dst, uint32_t *stolen) {
+    uint16_t dst_tail = (uint16_t)blitz__u32_load(&dst->tail, BLITZ__RELAXED);
+    uint16_t dst_steal = blitz__lq_steal(blitz__u32_load(&dst->head, BLITZ__ACQUIRE));
+    /* Only steal when half the ring is free, so the copy cannot overflow. */
+    if ((uint16_t)(dst_tail - dst_steal) > BLITZ__LQ_HALF)
+        return NULL;
+    uint16_t n = blitz__local_queue_steal_phases(src, dst, dst_tail);
+    *stolen = n;
+    if (n == 0)
+        return NULL;
+    n--;
+    blitz__task *ret = (blitz__task *)blitz__ptr_load(
+        &dst->buffer[(uint16_t)(dst_tail + n) & BLITZ__LQ_MASK], BLITZ__RELAXED);
+    if (n)
+        blitz__u32_store(&dst->tail, (uint16_t)(dst_tail + n), BLITZ__RELEASE);
+    return ret;
+}
+/* ====[ END src/sched/local_queue.c ]====================================== */
+/* ====[ BEGIN src/sched/idle.c ]=========================================== */
+/* >>sched/idle */
+/* Idle workers (seed 000 "IdleState", "Last searcher must notify").
+ *
+ * parked_bitmap has bit i set while worker i is parked. Only worker i sets
+ * its bit; the bit is cleared either by a notifier that claims the worker
+ * (a CAS, so two notifiers never claim the same one) or by the worker itself
+ * when it stops parking without being claimed (fetch_and, whose old value
+ * tells it which happened). A claimed worker wakes up as a searcher: the
+ * notifier counts it in num_searching before unparking it.
+ *
+ * Lost-wakeup argument (a store-buffer pattern, so both sides use seq_cst):
+ *   producer: publish task (queue) ; fence ; read num_searching, bitmap
+ *   parker:   set bit / decrement num_searching (seq_cst RMW) ; fence ;
+ *             re-check every queue
+ * At least one side sees the other's write: either the producer sees the
+ * parker (and wakes it or a searcher), or the parker sees the task (and
+ * does not sleep). */
+/* src/sched/sched.h already included */
+
+BLITZ_PRIVATE void blitz__idle_init(blitz__idle *idle) {
+    blitz__u32_store(&idle->num_searching, 0, BLITZ__RELAXED);
+    blitz__u64_store(&idle->parked_bitmap, 0, BLITZ__RELAXED);
+}
+
+/* Searcher cap: at most half the workers steal at once (thundering herd). */
+BLITZ_PRIVATE int blitz__idle_try_become_searcher(blitz_runtime *rt) {
+    uint32_t n = blitz__u32_load(&rt->idle->num_searching, BLITZ__RELAXED);
+    for (;;) {
+        if (2 * n >= rt->num_workers)
+            return 0;
+        if (blitz__u32_cas_weak(&rt->idle->num_searching, &n, n + 1, BLITZ__SEQ_CST))
+            return 1;
+    }
+}
+
+/* Wakes one parked worker, as a searcher, unless someone already searches.
+ * Called after making work visible to other workers. */
+BLITZ_PRIVATE void blitz__idle_notify_parked(blitz_runtime *rt) {
+    blitz__fence_seq_cst();
+    if (blitz__u32_load(&rt->idle->num_searching, BLITZ__RELAXED) != 0)
+        return;
+    uint64_t bm = blitz__u64_load(&rt->idle->parked_bitmap, BLITZ__RELAXED);
+    while (bm) {
+        uint32_t i = (uint32_t)__builtin_ctzll(bm);
+        if (blitz__u64_cas_weak(&rt->idle->parked_bitmap, &bm, bm & ~((uint64_t)1 << i),
+                                BLITZ__ACQ_REL)) {
+            blitz__u32_fetch_add(&rt->idle->num_searching, 1, BLITZ__SEQ_CST);
+            blitz__parker_unpark(&rt->workers[i].parker);
+            return;
+        }
+    }
+}
+
+/* A searcher found work. Returns 1 when it was the last one: then it must
+ * wake another worker, because more work may be waiting (the chain that
+ * keeps every queued task moving). */
+BLITZ_PRIVATE int blitz__idle_transition_from_searching(blitz_runtime *rt) {
+    return blitz__u32_fetch_sub(&rt->idle->num_searching, 1, BLITZ__SEQ_CST) == 1;
+}
+
+BLITZ_PRIVATE void blitz__idle_set_parked(blitz_runtime *rt, uint32_t index) {
+    blitz__u64_fetch_or(&rt->idle->parked_bitmap, (uint64_t)1 << index, BLITZ__SEQ_CST);
+}
+
+/* Clears our own bit. Returns 1 when it was still set (nobody claimed us),
+ * 0 when a notifier had claimed us (we are now counted as a searcher). */
+BLITZ_PRIVATE int blitz__idle_unset_parked(blitz_runtime *rt, uint32_t index) {
+    uint64_t bit = (uint64_t)1 << index;
+    return (blitz__u64_fetch_and(&rt->idle->parked_bitmap, ~bit, BLITZ__ACQ_REL) & bit) != 0;
+}
+
+/* Wakes every parked worker (shutdown). */
+BLITZ_PRIVATE void blitz__idle_unpark_all(blitz_runtime *rt) {
+    for (uint32_t i = 0; i < rt->num_workers; i++)
+        blitz__parker_unpark(&rt->workers[i].parker);
+}
+/* ====[ END src/sched/idle.c ]============================================= */
+/* ====[ BEGIN src/sched/worker.c ]========================================= */
+/* >>sched/worker */
+/* The multi-thread scheduler's workers (seeds 000 and 001).
+ *
+ * Each worker owns a LIFO slot, a local ring (local_queue.c), a 32-slot
+ * buffer of tasks fetched from the global queue, a parker and a PRNG.
+ * Finding work, in order:
+ *   0. every `global_interval` polls, the global queue first (fairness for
+ *      remote spawns and wakes; the interval adapts to the poll time)
+ *   1. the global batch buffer
+ *   2. the LIFO slot, at most BLITZ_MAX_LIFO_POLLS_PER_TICK times a tick;
+ *      after that its task is flushed to the back of the ring
+ *   3. the local ring
+ *   4. a batch from the global queue
+ *   5. as a searcher (at most half the workers): steal half of a random
+ *      victim's ring, then the global queue once more
+ *   6. spin briefly, then park (idle.c has the protocol)
+ * A tick is up to BLITZ_BUDGET_PER_TICK polls; after each the EWMA of the
+ * poll time sets the next global-queue interval. */
+/* src/sched/sched.h already included */
+
+/* Pauses between two looks at the queues while spinning before a park:
+ * looking reads other workers' ring indices, which they write on every push
+ * and pop, so looking too often slows them down. */
+#ifndef BLITZ__SPIN_PAUSES
+#define BLITZ__SPIN_PAUSES 32
+#endif
+
+static inline uint64_t blitz__rng_next(uint64_t s[2]) {
+    /* xorshift64+ */
+    uint64_t s1 = s[0];
+    const uint64_t s0 = s[1];
+    s[0] = s0;
+    s1 ^= s1 << 23;
+    s[1] = s1 ^ s0 ^ (s1 >> 17) ^ (s0 >> 26);
+    return s[1] + s0;
+}
+
+BLITZ_PRIVATE void blitz__worker_init(blitz__worker *w, blitz_runtime *rt, uint32_t index) {
+    memset(w, 0, sizeof *w);
+    blitz__local_queue_init(&w->queue);
+    blitz__parker_init(&w->parker);
+    w->rt = rt;
+    w->index = index;
+    w->avg_poll_ns = BLITZ__INITIAL_AVG_POLL_NS;
+    w->global_interval = rt->fixed_interval
+                             ? rt->fixed_interval
+                             : BLITZ__INTERVAL_TARGET_NS / BLITZ__INITIAL_AVG_POLL_NS;
+    blitz__u32_store(&w->interval_shared, w->global_interval, BLITZ__RELAXED);
+    uint64_t seed = (uint64_t)(uintptr_t)w ^ ((uint64_t)index * 0x9E3779B97F4A7C15u);
+    w->rng[0] = seed | 1;
+    w->rng[1] = (seed * 0xBF58476D1CE4E5B9u) | 2;
+}
+
+/* ---- scheduling onto a worker ------------------------------------------------ */
+
+static void blitz__remote_schedule(blitz_runtime *rt, blitz__task *t) {
+    if (blitz__global_queue_push(rt->global, t) == BLITZ_OK)
+        blitz__idle_notify_parked(rt);
+    /* else: closed by shutdown; the task stays SCHEDULED and the sweep
+     * completes it as cancelled. */
+}
+
+/* A task woken or spawned on worker `w` itself goes to the LIFO slot; the
+ * task it displaces goes to the back of the ring, where others may steal
+ * it, so a parked worker is told. */
+static void blitz__worker_schedule_local(blitz__worker *w, blitz__task *t) {
+    if (w->wake_batching) {
+        /* Many wakes at once (timers firing): collected, then spread in one
+         * go by blitz__wake_batch_end instead of churning the LIFO slot. */
+        blitz__list_append(&w->wake_head, &w->wake_tail, t);
+        w->wake_count++;
+        return;
+    }
+    /* Acquire: the flag is set by this same thread today, but maintenance
+     * that runs while parking (timers, I/O) may schedule from here too;
+     * then the task must not sit in the slot of a sleeping worker. */
+    if (blitz__u32_load(&w->transitioning_to_park, BLITZ__ACQUIRE)) {
+        blitz__remote_schedule(w->rt, t);
+        return;
+    }
+    blitz__task *prev = w->lifo_slot;
+    w->lifo_slot = t;
+    if (prev) {
+        blitz__local_queue_push(&w->queue, prev, w->rt, &w->counters);
+        blitz__idle_notify_parked(w->rt);
+    }
+}
+
+/* Wakes issued between begin and end on a worker thread are collected and
+ * then queued together: as many as fit into the ring, the rest to the
+ * global queue as one batch, and parked workers are told. Other threads
+ * schedule as usual. */
+BLITZ_PRIVATE void blitz__wake_batch_begin(void) {
+    blitz__context *ctx = blitz__context_get();
+    if (ctx && ctx->worker)
+        ctx->worker->wake_batching = 1;
+}
+
+BLITZ_PRIVATE void blitz__wake_batch_end(void) {
+    blitz__context *ctx = blitz__context_get();
+    if (!ctx || !ctx->worker || !ctx->worker->wake_batching)
+        return;
+    blitz__worker *w = ctx->worker;
+    w->wake_batching = 0;
+    blitz__task *t = w->wake_head;
+    uint64_t n = w->wake_count, woken = n;
+    w->wake_head = w->wake_tail = NULL;
+    w->wake_count = 0;
+    if (!t)
+        return;
+    while (t) {
+        blitz__task *next = t->next;
+        if (!blitz__local_queue_try_push(&w->queue, t))
+            break;
+        t = next;
+        n--;
+    }
+    if (t) {
+        blitz__task *last = t;
+        while (last->next)
+            last = last->next;
+        (void)blitz__global_queue_push_batch(w->rt->global, t, last, n);
+    }
+    /* This worker runs the first task itself: wake another only when there
+     * is more (a futex wake costs tens of microseconds here). */
+    if (woken > 1)
+        blitz__idle_notify_parked(w->rt);
+}
+
+BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t) {
+    blitz_runtime *rt = blitz__task_runtime(t);
+    /* Relaxed: PINNED never changes after spawn. */
+    if (BLITZ__UNLIKELY(blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_PINNED)) {
+        /* Counted runnable until its thread starts polling it (the paused
+         * clock must not jump meanwhile). */
+        blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
+        blitz__wake_thread_joiners(rt);
+        return;
+    }
+    blitz__context *ctx = blitz__context_get();
+    if (rt->flavor == BLITZ_CURRENT_THREAD) {
+        if (ctx && ctx->rt == rt && ctx->ct_driver)
+            blitz__ct_push(rt, t);
+        else
+            blitz__ct_inject(rt, t);
+        return;
+    }
+    if (ctx && ctx->rt == rt && ctx->worker)
+        blitz__worker_schedule_local(ctx->worker, t);
+    else
+        blitz__remote_schedule(rt, t);
+}
+
+/* Yielded tasks of this tick join the back of the ring, as far as it has
+ * room; the rest stay deferred (private to this worker) rather than
+ * overflow to the global queue: a task that only yields has no reason to
+ * change cores, and moving it costs cache misses on every poll. */
+static void blitz__worker_flush_deferred(blitz__worker *w) {
+    blitz__task *t = w->deferred_head;
+    while (t) {
+        /* Read the link first: once in the ring the task may be stolen. */
+        blitz__task *next = t->next;
+        if (!blitz__local_queue_try_push(&w->queue, t))
+            break;
+        t = next;
+    }
+    w->deferred_head = t;
+    if (!t)
+        w->deferred_tail = NULL;
+    blitz__idle_notify_parked(w->rt);
+}
+
+/* After NOTIFIED: behind everything already runnable here. After a yield:
+ * deferred to the end of the tick. */
+BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx, int yielded) {
+    blitz_runtime *rt = ctx->rt;
+    if (rt != blitz__task_runtime(t) ||
+        (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_PINNED)) {
+        blitz__task_schedule(t);
+    } else if (ctx->worker) {
+        if (yielded) {
+            blitz__list_append(&ctx->worker->deferred_head, &ctx->worker->deferred_tail, t);
+        } else {
+            blitz__local_queue_push(&ctx->worker->queue, t, rt, &ctx->worker->counters);
+            blitz__idle_notify_parked(rt);
+        }
+    } else if (ctx->ct_driver) {
+        if (yielded)
+            blitz__list_append(&rt->ct->deferred_head, &rt->ct->deferred_tail, t);
+        else
+            blitz__ct_push(rt, t);
+    } else if (rt->flavor == BLITZ_CURRENT_THREAD) {
+        blitz__ct_inject(rt, t);
     } else {
-        memcpy(u->sun_path, path, n + 1);
-        out->len = (uint32_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
+        blitz__remote_schedule(rt, t);
+    }
+}
+
+/* ---- finding work ---------------------------------------------------------------- */
+
+/* Moves a batch from the global queue: the first task is returned, up to 32
+ * more go to the batch buffer, the rest to the ring. */
+static blitz__task *blitz__worker_fetch_global(blitz__worker *w) {
+    blitz_runtime *rt = w->rt;
+    uint64_t len = blitz__global_queue_len(rt->global);
+    if (len == 0)
+        return NULL;
+    uint64_t want = len / rt->num_workers;
+    if (want < BLITZ__GLOBAL_BATCH_MIN)
+        want = BLITZ__GLOBAL_BATCH_MIN;
+    if (want > BLITZ__GLOBAL_BATCH_MAX)
+        want = BLITZ__GLOBAL_BATCH_MAX;
+    /* No more than fits in the batch buffer and the ring: a batch that
+     * overflowed the ring would go straight back to the global queue. */
+    uint64_t room = 1 + (w->batch_head == w->batch_len ? BLITZ__BATCH_BUFFER_SIZE : 0) +
+                    (BLITZ_LOCAL_QUEUE_CAPACITY - blitz__local_queue_len(&w->queue));
+    if (want > room)
+        want = room;
+    blitz__task *got[BLITZ__GLOBAL_BATCH_MAX];
+    uint32_t n = blitz__global_queue_pop_batch(rt->global, got, (uint32_t)want);
+    if (n == 0)
+        return NULL;
+    BLITZ__STAT(blitz__u64_bump(&w->counters.batch_fetches, 1));
+    uint32_t i = 1;
+    if (w->batch_head == w->batch_len) {
+        w->batch_head = w->batch_len = 0;
+        while (i < n && w->batch_len < BLITZ__BATCH_BUFFER_SIZE)
+            w->batch[w->batch_len++] = got[i++];
+    }
+    if (i < n) {
+        for (; i < n; i++)
+            blitz__local_queue_push(&w->queue, got[i], rt, &w->counters);
+        blitz__idle_notify_parked(rt);
+    }
+    return got[0];
+}
+
+static blitz__task *blitz__worker_next_local(blitz__worker *w) {
+    blitz__task *t = NULL;
+    if (++w->tick % w->global_interval == 0)
+        t = blitz__worker_fetch_global(w);
+    if (!t && w->batch_head < w->batch_len)
+        t = w->batch[w->batch_head++];
+    if (!t && w->lifo_slot) {
+        t = w->lifo_slot;
+        w->lifo_slot = NULL;
+        /* At most BLITZ_MAX_LIFO_POLLS_PER_TICK LIFO polls in a row: two
+         * tasks that keep waking each other would otherwise hold the worker
+         * forever. The slot keeps a woken task on this core, next to the
+         * data its waker just wrote. */
+        if (w->lifo_polls < BLITZ_MAX_LIFO_POLLS_PER_TICK) {
+            w->lifo_polls++;
+            BLITZ__STAT(blitz__u64_bump(&w->counters.lifo_hits, 1));
+            return t;
+        }
+        /* Cap reached: the slot's task joins the FIFO order, visible to
+         * stealers. */
+        blitz__local_queue_push(&w->queue, t, w->rt, &w->counters);
+        t = NULL;
+    }
+    if (!t)
+        t = blitz__local_queue_pop(&w->queue);
+    if (!t)
+        t = blitz__worker_fetch_global(w);
+    if (t)
+        w->lifo_polls = 0;
+    return t;
+}
+
+static blitz__task *blitz__worker_steal(blitz__worker *w) {
+    blitz_runtime *rt = w->rt;
+    uint32_t n = rt->num_workers;
+    uint32_t start = (uint32_t)(blitz__rng_next(w->rng) % n);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t v = (start + i) % n;
+        if (v == w->index)
+            continue;
+        uint32_t stolen = 0;
+        blitz__task *t = blitz__local_queue_steal_into(&rt->workers[v].queue, &w->queue, &stolen);
+        if (t) {
+            BLITZ__STAT(blitz__u64_bump(&w->counters.steals, 1));
+            BLITZ__STAT(blitz__u64_bump(&w->counters.stolen, stolen));
+            return t;
+        }
+    }
+    return NULL;
+}
+
+/* Steps 5: steal as a searcher, then the global queue. */
+static blitz__task *blitz__worker_search(blitz__worker *w) {
+    if (!w->searching) {
+        if (!blitz__idle_try_become_searcher(w->rt))
+            return blitz__worker_fetch_global(w);
+        w->searching = 1;
+    }
+    blitz__task *t = blitz__worker_steal(w);
+    if (!t)
+        t = blitz__worker_fetch_global(w);
+    return t;
+}
+
+/* Work another worker could take or this one could find: the global queue
+ * or any ring. */
+static int blitz__work_available(blitz_runtime *rt) {
+    if (blitz__global_queue_len(rt->global))
+        return 1;
+    for (uint32_t i = 0; i < rt->num_workers; i++)
+        if (blitz__local_queue_len(&rt->workers[i].queue))
+            return 1;
+    return 0;
+}
+
+static blitz__task *blitz__worker_find(blitz__worker *w) {
+    blitz__task *t = blitz__worker_next_local(w);
+    if (!t && w->deferred_head) {
+        blitz__worker_flush_deferred(w);
+        t = blitz__worker_next_local(w);
+    }
+    if (!t && w->rt->num_workers > 1)
+        t = blitz__worker_search(w);
+    if (t && w->searching) {
+        w->searching = 0;
+        /* The last searcher to find work wakes another worker for work
+         * that worker could take: producers skipped their wake while we
+         * searched, and their work is visible here (their push, fence,
+         * read of the searcher count against our decrement, fence, read
+         * of the queues). With nothing visible the wake only pays off
+         * when the woken worker spins before parking again, staying ready
+         * for the next task; a runtime that serves sockets does not spin,
+         * and there the wake cost a thread sleep and wake per steal
+         * (measured on the TCP echo with io_uring: p99 2.2 ms with the
+         * unconditional wake, 0.6-0.9 ms without). */
+        if (blitz__idle_transition_from_searching(w->rt)) {
+            blitz__fence_seq_cst();
+            if (blitz__io_spin_rounds(w->rt) || blitz__work_available(w->rt))
+                blitz__idle_notify_parked(w->rt);
+        }
+    }
+    return t;
+}
+
+/* With a paused clock, the threads polling a task are counted, so the
+ * clock never jumps while a poll might be about to arm a timer. */
+static inline void blitz__paused_poll_begin(blitz_runtime *rt) {
+    if (rt->time->paused)
+        blitz__u32_fetch_add(&rt->paused_polling, 1, BLITZ__SEQ_CST);
+}
+static inline void blitz__paused_poll_end(blitz_runtime *rt) {
+    if (rt->time->paused)
+        blitz__u32_fetch_sub(&rt->paused_polling, 1, BLITZ__SEQ_CST);
+}
+
+static void blitz__worker_poll(blitz__worker *w, blitz__task *t, blitz__context *ctx) {
+    blitz__paused_poll_begin(w->rt);
+    if (blitz__task_run(t, ctx))
+        BLITZ__STAT(blitz__u64_bump(&w->counters.polled, 1));
+    blitz__paused_poll_end(w->rt);
+}
+
+/* ---- parking ------------------------------------------------------------------------ */
+
+/* A timer is due now (the hint has passed). */
+static int blitz__time_due(blitz_runtime *rt) {
+    uint64_t hint = blitz__u64_load(&rt->time->next_expiry_ns, BLITZ__SEQ_CST);
+    return hint != UINT64_MAX && blitz__rt_now(rt) >= hint;
+}
+
+/* Paused clock: when this worker is the last to park and nothing else runs,
+ * every task is idle, so jump to the next timer. Returns 1 when it did. */
+/* Paused clock: every task is idle when every started worker is parked (the
+ * caller's own bit may be set), no other thread polls a task, no pinned
+ * main task is runnable, and nothing is queued. Seq_cst loads: each counter
+ * is raised before its thread starts the work it counts. */
+static int blitz__runtime_idle(blitz_runtime *rt) {
+    uint64_t parked = blitz__u64_load(&rt->idle->parked_bitmap, BLITZ__SEQ_CST);
+    return (uint32_t)__builtin_popcountll(parked) >=
+               blitz__u32_load(&rt->workers_started, BLITZ__RELAXED) &&
+           !blitz__u32_load(&rt->external_running, BLITZ__SEQ_CST) &&
+           !blitz__u32_load(&rt->pinned_runnable, BLITZ__SEQ_CST) &&
+           !blitz__u32_load(&rt->paused_polling, BLITZ__SEQ_CST) && !blitz__work_available(rt);
+}
+
+/* Jumps the paused clock to the next timer when the runtime is idle.
+ * Returns 1 when it did. */
+static int blitz__worker_auto_advance(blitz_runtime *rt) {
+    if (!rt->time->paused || !blitz__runtime_idle(rt))
+        return 0;
+    return blitz__time_auto_advance(rt, blitz__runtime_idle);
+}
+
+/* Leaving the parked state after a sleep; for the I/O sleeper this runs
+ * before the backend's events are dispatched, so the tasks they wake are
+ * offered to the other parked workers rather than to this one. */
+typedef struct {
+    blitz__worker *w;
+    int done;
+    int sleeper;
+} blitz__worker_unpark_state;
+
+static void blitz__worker_io_woke(void *arg) {
+    blitz__worker_unpark_state *st = (blitz__worker_unpark_state *)arg;
+    if (st->done)
+        return;
+    st->done = 1;
+    blitz_runtime *rt = st->w->rt;
+    if (st->sleeper)
+        blitz__u32_store(&rt->time->sleeper, 0, BLITZ__SEQ_CST);
+    if (!blitz__idle_unset_parked(rt, st->w->index))
+        st->w->searching = 1; /* a notifier claimed us meanwhile */
+}
+
+/* Returns 1 when the worker slept in the kernel. */
+static int blitz__worker_park(blitz__worker *w) {
+    blitz_runtime *rt = w->rt;
+    /* Spin first: a parked vCPU takes tens of microseconds to wake, far
+     * longer than the gap between bursts of work in a busy program. */
+    int slept = 0;
+    /* Yielded tasks are this worker's work, invisible to everyone else: a
+     * worker must never sleep on them. */
+    if (w->deferred_head) {
+        blitz__worker_flush_deferred(w);
+        return 0;
+    }
+    uint32_t spin = blitz__io_spin_rounds(rt);
+    for (uint32_t i = 0; i < spin; i++) {
+        if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt) ||
+            blitz__io_ready_cheap(rt))
+            return 0;
+        for (int k = 0; k < BLITZ__SPIN_PAUSES; k++)
+            blitz__cpu_relax();
+    }
+    /* From here on tasks scheduled from this thread go to the global queue
+     * (seed 000 "Lost wakeup prevention"). */
+    blitz__u32_store(&w->transitioning_to_park, 1, BLITZ__SEQ_CST);
+    if (w->lifo_slot) {
+        blitz__local_queue_push(&w->queue, w->lifo_slot, rt, &w->counters);
+        w->lifo_slot = NULL;
+    }
+    if (blitz__local_queue_len(&w->queue) || w->batch_head < w->batch_len)
+        goto out;
+    if (w->searching) {
+        w->searching = 0;
+        /* The last searcher to leave re-checks every queue: a producer that
+         * saw it searching did not wake anyone. */
+        if (blitz__idle_transition_from_searching(rt)) {
+            blitz__fence_seq_cst();
+            if (blitz__work_available(rt))
+                goto out;
+        }
+    }
+    blitz__idle_set_parked(rt, w->index);
+    blitz__fence_seq_cst();
+    if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) || blitz__work_available(rt) ||
+        blitz__time_due(rt) || blitz__worker_auto_advance(rt)) {
+        if (!blitz__idle_unset_parked(rt, w->index))
+            w->searching = 1; /* a notifier claimed us meanwhile */
+        goto out;
+    }
+    /* One parked worker sleeps until the next timer (the sleeper); the
+     * others until woken. Timer arming reads `sleeper` after publishing
+     * the new deadline (seq_cst both sides), and wakes the sleeper or, if
+     * there is none, a parked worker: this one, whose bit is already set. */
+    /* With an I/O driver the sleeper waits in the backend, with the timer
+     * deadline as its timeout, so I/O reaches an idle runtime at once. */
+    uint64_t timeout = rt->park_timeout_ns, timer_ns = blitz__time_sleep_ns(rt);
+    uint32_t none = 0;
+    int io = rt->io != NULL;
+    int sleeper =
+        (timer_ns || io) && blitz__u32_cas(&rt->time->sleeper, &none, w->index + 1, BLITZ__SEQ_CST);
+    if (sleeper) {
+        /* Re-read after becoming the sleeper: an earlier timer armed in
+         * between saw no sleeper and woke a parked worker, maybe not us. */
+        timer_ns = blitz__time_sleep_ns(rt);
+        if (timer_ns && (timeout == 0 || timer_ns < timeout))
+            timeout = timer_ns;
+    }
+    BLITZ__STAT(blitz__u64_bump(&w->counters.parked, 1));
+    blitz__worker_unpark_state st = {w, 0, sleeper};
+    /* A worker with its own io_uring ring parks in it, sleeper or not: the
+     * completions of the ops it submitted come back to it. */
+    if (io && (sleeper || blitz__io_parks_workers(rt))) {
+        blitz__io_park(rt, &w->parker, timeout, blitz__worker_io_woke, &st);
+    } else {
+        /* Submissions must not wait for this worker. */
+        blitz__io_flush(rt);
+        if (!sleeper || timer_ns)
+            blitz__parker_park(&w->parker, timeout);
+    }
+    slept = 1;
+    blitz__worker_io_woke(&st);
+out:
+    blitz__u32_store(&w->transitioning_to_park, 0, BLITZ__RELEASE);
+    return slept;
+}
+
+/* ---- the run loop ------------------------------------------------------------------- */
+
+/* The adaptive global-queue interval. The clock is read only after a full
+ * tick (BLITZ_BUDGET_PER_TICK polls) and after a sleep, so its cost is
+ * spread over at least a tick's worth of polls; the average covers every
+ * poll since the last reading. */
+static void blitz__worker_update_interval(blitz__worker *w, uint64_t now) {
+    uint64_t polls = w->stamp_polls, elapsed = now - w->stamp_ns;
+    w->stamp_ns = now;
+    w->stamp_polls = 0;
+    if (w->rt->fixed_interval || polls == 0)
+        return;
+    uint64_t avg = elapsed / polls;
+    /* EWMA with alpha = 0.1. */
+    w->avg_poll_ns = (avg + 9 * w->avg_poll_ns) / 10;
+    uint64_t interval = BLITZ__INTERVAL_TARGET_NS / (w->avg_poll_ns ? w->avg_poll_ns : 1);
+    if (interval < BLITZ__INTERVAL_MIN)
+        interval = BLITZ__INTERVAL_MIN;
+    if (interval > BLITZ__INTERVAL_MAX)
+        interval = BLITZ__INTERVAL_MAX;
+    w->global_interval = (uint32_t)interval;
+    blitz__u32_store(&w->interval_shared, (uint32_t)interval, BLITZ__RELAXED);
+}
+
+static void *blitz__worker_main(void *arg) {
+    blitz__worker *w = (blitz__worker *)arg;
+    blitz_runtime *rt = w->rt;
+    blitz__context ctx;
+    blitz__context_init(&ctx, rt);
+    ctx.worker = w;
+    ctx.cache = &w->cache;
+    ctx.counters = &w->counters;
+    ctx.worker_index = (int)w->index;
+    blitz__context_set(&ctx);
+    blitz__io_worker_start(rt, w->index);
+    w->stamp_ns = blitz__now_ns();
+    uint64_t polls_since_io = BLITZ__IO_EVENT_INTERVAL; /* look first */
+    while (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)) {
+        uint32_t polls = 0;
+        /* Any worker fires due timers (a try-lock: one is enough), so a
+         * worker stuck in a long poll does not hold them back. */
+        blitz__time_process(rt, 0);
+        /* And reaps I/O completions the same way. */
+        blitz__io_between_ticks(rt, &polls_since_io);
+        while (polls < BLITZ_BUDGET_PER_TICK) {
+            blitz__task *t = blitz__worker_find(w);
+            if (!t)
+                break;
+            blitz__worker_poll(w, t, &ctx);
+            polls++;
+            /* Shutdown: finish the poll in progress, start no other. */
+            if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED))
+                break;
+        }
+        w->lifo_polls = 0;
+        if (w->deferred_head)
+            blitz__worker_flush_deferred(w);
+        w->stamp_polls += polls;
+        polls_since_io += polls;
+        if (polls == BLITZ_BUDGET_PER_TICK) {
+            blitz__worker_update_interval(w, blitz__now_ns());
+        } else if (polls == 0) {
+            if (blitz__worker_park(w)) {
+                /* Time asleep is not poll time. */
+                w->stamp_ns = blitz__now_ns();
+                w->stamp_polls = 0;
+                /* The backend was waited in, or another worker waits
+                 * in it. */
+                polls_since_io = 0;
+            } else {
+                polls_since_io = BLITZ__IO_EVENT_INTERVAL;
+            }
+        }
+    }
+    if (w->searching) {
+        w->searching = 0;
+        blitz__idle_transition_from_searching(rt);
+    }
+    blitz__context_set(NULL);
+    return NULL;
+}
+
+/* Starts the worker threads on first use (seed 002 "lazy start"). Returns
+ * an error only when not a single thread could be started. */
+BLITZ_PRIVATE int blitz__workers_start(blitz_runtime *rt) {
+    if (blitz__u32_load(&rt->started, BLITZ__ACQUIRE))
+        return BLITZ_OK;
+    int rc = BLITZ_OK;
+    blitz__mutex_lock(&rt->start_lock);
+    /* Threads started after shutdown joined the workers would never be
+     * joined. */
+    if (rt->shutdown_done)
+        rc = BLITZ_ESHUTDOWN;
+    else if (!blitz__u32_load(&rt->started, BLITZ__RELAXED)) {
+        uint32_t ok = 0;
+        for (uint32_t i = 0; i < rt->num_workers; i++) {
+            blitz__worker *w = &rt->workers[i];
+            int e = blitz__thread_start(&w->thread, blitz__worker_main, w);
+            if (e == 0) {
+                w->started = 1;
+                ok++;
+            } else {
+                rc = e;
+            }
+        }
+        blitz__u32_store(&rt->workers_started, ok, BLITZ__RELAXED);
+        if (ok)
+            rc = BLITZ_OK;
+        /* Release: a caller that sees `started` sees the threads' handles. */
+        if (ok)
+            blitz__u32_store(&rt->started, 1, BLITZ__RELEASE);
+    }
+    blitz__mutex_unlock(&rt->start_lock);
+    return rc;
+}
+
+BLITZ_PRIVATE int blitz__task_spawn_schedule(blitz_runtime *rt, blitz__task *t) {
+    blitz__context *ctx = blitz__context_get();
+    if (rt->flavor == BLITZ_CURRENT_THREAD) {
+        if (ctx && ctx->rt == rt && ctx->ct_driver) {
+            blitz__ct_push(rt, t);
+            return BLITZ_OK;
+        }
+        return blitz__ct_inject(rt, t);
+    }
+    if (ctx && ctx->rt == rt && ctx->worker) {
+        /* spawnFromWorker: the LIFO slot, so a join right after finds it. */
+        blitz__worker_schedule_local(ctx->worker, t);
+        return BLITZ_OK;
+    }
+    int rc = blitz__workers_start(rt);
+    if (rc != BLITZ_OK)
+        return rc;
+    rc = blitz__global_queue_push(rt->global, t);
+    if (rc == BLITZ_OK)
+        blitz__idle_notify_parked(rt);
+    return rc;
+}
+
+/* ---- joins that keep the thread busy (seed 001 "Work-stealing join") ---- */
+
+#define BLITZ__HELP_WAIT_MIN_NS 50000u
+
+/* helpUntilComplete: a worker waiting for `t` runs other work meanwhile. */
+BLITZ_PRIVATE void blitz__worker_help_until(blitz__context *ctx, blitz__task *t) {
+    blitz__worker *w = ctx->worker;
+    blitz_runtime *rt = ctx->rt;
+    uint64_t wait_ns = BLITZ__HELP_WAIT_MIN_NS;
+    while (!blitz__task_is_complete(t)) {
+        /* Shutdown waits for this worker's poll to end: give up (the task
+         * is completed as cancelled by the sweep). */
+        if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+            return;
+        blitz__task *next = blitz__worker_find(w);
+        if (next) {
+            blitz__worker_poll(w, next, ctx);
+            wait_ns = BLITZ__HELP_WAIT_MIN_NS;
+            continue;
+        }
+        /* Nothing to run: sleep until `t` completes, looking again now and
+         * then because this worker is not in the parked set. */
+        blitz__io_flush(rt);
+        blitz__io_poll(rt);
+        if (blitz__wait_completion(rt, t, wait_ns))
+            break;
+        if (wait_ns < BLITZ__HELP_WAIT_MAX_NS)
+            wait_ns *= 2;
+    }
+}
+
+#define BLITZ__HELP_BATCH 8
+
+/* Runs a few tasks of the global queue on a thread that is not a worker
+ * (blockOnComplete), but only when the workers are not keeping up: the
+ * queue is no shorter than when this thread last looked (`*seen`). When
+ * they keep up, this thread stays out of their way: on a machine with as
+ * many workers as cores it would only take CPU time from them. Returns 1
+ * when it ran a task. */
+static int blitz__external_help(blitz_runtime *rt, blitz__context *hctx, uint64_t *seen) {
+    uint64_t len = blitz__global_queue_len(rt->global);
+    uint64_t before = *seen;
+    *seen = len;
+    if (len == 0 || len < before || blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) ||
+        blitz__io_serving(rt))
+        return 0;
+    /* Announce before checking shutdown again (seq_cst both ways): shutdown
+     * sets its flag, then waits for external_running == 0 before it sweeps
+     * the tasks. */
+    blitz__u32_fetch_add(&rt->external_running, 1, BLITZ__SEQ_CST);
+    blitz__task *batch[BLITZ__HELP_BATCH];
+    uint32_t n = 0;
+    if (!blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST))
+        n = blitz__global_queue_pop_batch(rt->global, batch, BLITZ__HELP_BATCH);
+    if (n) {
+        blitz__context *outer = blitz__context_set(hctx);
+        uint64_t polled = 0;
+        /* Tasks left unrun at shutdown stay SCHEDULED; the sweep takes
+         * them. */
+        for (uint32_t i = 0; i < n && !blitz__u32_load(&rt->shutdown, BLITZ__RELAXED); i++)
+            polled += (uint64_t)blitz__task_run(batch[i], hctx);
+        blitz__context_set(outer);
+        BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.polled, polled, BLITZ__RELAXED));
+    }
+    blitz__u32_fetch_sub(&rt->external_running, 1, BLITZ__RELEASE);
+    *seen = blitz__global_queue_len(rt->global);
+    return n != 0;
+}
+
+/* blockOnComplete: a thread that is not a worker runs tasks from the global
+ * queue while it waits, so progress does not depend on a free worker.
+ * `nested`: the thread is inside a poll of one of rt's tasks, which a
+ * shutdown waits for, so it gives up then. */
+BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t, int nested) {
+    blitz__context hctx;
+    blitz__context_init(&hctx, rt);
+    uint64_t wait_ns = BLITZ__HELP_WAIT_MIN_NS, seen = UINT64_MAX;
+    while (!blitz__task_is_complete(t)) {
+        if (nested && blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+            return;
+        if (blitz__external_help(rt, &hctx, &seen)) {
+            wait_ns = BLITZ__HELP_WAIT_MIN_NS;
+            continue;
+        }
+        if (!nested && blitz__worker_auto_advance(rt))
+            continue;
+        if (blitz__wait_completion(rt, t, wait_ns))
+            break;
+        if (wait_ns < BLITZ__HELP_WAIT_MAX_NS)
+            wait_ns *= 2;
+    }
+}
+
+/* Spins (spin_before_park rounds) until `t` is runnable or complete.
+ * Returns 1 if it became so. */
+static int blitz__spin_until_runnable(blitz_runtime *rt, blitz__task *t) {
+    for (uint32_t i = 0; i < rt->spin_before_park; i++) {
+        uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+        if (blitz__lifecycle(s) != BLITZ__LC_IDLE || blitz__u32_load(&rt->shutdown, BLITZ__RELAXED))
+            return 1;
+        for (int k = 0; k < BLITZ__SPIN_PAUSES; k++)
+            blitz__cpu_relax();
+    }
+    return 0;
+}
+
+/* block_on: the calling thread polls the PINNED task `t` itself whenever it
+ * is woken, and runs global-queue tasks in between. */
+BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t) {
+    blitz__context hctx;
+    blitz__context_init(&hctx, rt);
+    uint64_t wait_ns = BLITZ__HELP_WAIT_MIN_NS, seen = UINT64_MAX;
+    for (;;) {
+        uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+        if (blitz__state_is_complete(s))
+            return;
+        if (blitz__lifecycle(s) == BLITZ__LC_SCHEDULED) {
+            blitz__u32_fetch_add(&rt->external_running, 1, BLITZ__SEQ_CST);
+            if (!blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST)) {
+                blitz__u32_fetch_sub(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
+                blitz__context *outer = blitz__context_set(&hctx);
+                int polled = blitz__task_run(t, &hctx);
+                blitz__context_set(outer);
+                BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.polled, (uint64_t)polled,
+                                                 BLITZ__RELAXED));
+            }
+            blitz__u32_fetch_sub(&rt->external_running, 1, BLITZ__RELEASE);
+            wait_ns = BLITZ__HELP_WAIT_MIN_NS;
+            if (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+                continue;
+        }
+        if (blitz__external_help(rt, &hctx, &seen)) {
+            wait_ns = BLITZ__HELP_WAIT_MIN_NS;
+            continue;
+        }
+        /* Spin a little first, as workers do before parking: the wake often
+         * comes within microseconds, and sleeping would add a kernel wake-up
+         * on both sides. */
+        if (wait_ns == BLITZ__HELP_WAIT_MIN_NS && blitz__spin_until_runnable(rt, t))
+            continue;
+        /* Sleep until a wake (PINNED: it bumps the completion word), the
+         * completion, or the timeout. The word is read before the re-check. */
+        uint32_t seq = blitz__u32_load(&rt->completion_seq, BLITZ__ACQUIRE);
+        s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+        if (blitz__lifecycle(s) == BLITZ__LC_SCHEDULED &&
+            !blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+            continue;
+        if (!blitz__task_set_thread_joiner(t))
+            return;
+        /* Paused clock with every worker asleep: this thread is the last
+         * one awake, so it moves the clock. */
+        if (blitz__worker_auto_advance(rt))
+            continue;
+        blitz__sleep_on_completion(rt, seq, wait_ns);
+        if (wait_ns < BLITZ__HELP_WAIT_MAX_NS)
+            wait_ns *= 2;
+    }
+}
+
+BLITZ_PRIVATE void blitz__sched_kick_timers(blitz_runtime *rt, uint32_t sleeper) {
+    if (sleeper)
+        blitz__parker_unpark(&rt->workers[sleeper - 1].parker);
+    else
+        blitz__idle_notify_parked(rt);
+}
+/* ====[ END src/sched/worker.c ]=========================================== */
+/* ====[ BEGIN src/sched/current_thread.c ]================================= */
+/* >>sched/current_thread */
+/* The current-thread scheduler (seed 004): one run queue, driven by
+ * whichever thread waits on the runtime (blitz_task_wait /
+ * blitz_runtime_run). Tasks scheduled on the driving thread go straight to
+ * the local list; other threads push to the global (injection) queue and
+ * unpark the driver. Only one thread drives at a time (`driving`); other
+ * waiters sleep on the completion word and take over when the driver
+ * leaves. */
+/* src/sched/sched.h already included */
+
+/* Driving thread only. */
+BLITZ_PRIVATE void blitz__ct_push(blitz_runtime *rt, blitz__task *t) {
+    blitz__list_append(&rt->ct->head, &rt->ct->tail, t);
+}
+
+/* Any thread. The parker's token makes an unpark that lands before the
+ * driver parks count. */
+BLITZ_PRIVATE int blitz__ct_inject(blitz_runtime *rt, blitz__task *t) {
+    int rc = blitz__global_queue_push(rt->global, t);
+    if (rc == BLITZ_OK)
+        blitz__parker_unpark(&rt->ct->parker);
+    return rc;
+}
+
+static blitz__task *blitz__ct_pop(blitz__ct_core *ct) {
+    blitz__task *t = ct->head;
+    if (t) {
+        ct->head = t->next;
+        if (!ct->head)
+            ct->tail = NULL;
+    }
+    return t;
+}
+
+/* Moves everything injected by other threads to the back of the list. */
+static void blitz__ct_drain_inject(blitz_runtime *rt) {
+    blitz__task *t = blitz__global_queue_take_all(rt->global);
+    while (t) {
+        blitz__task *next = t->next;
+        blitz__ct_push(rt, t);
+        t = next;
+    }
+}
+
+/* Yielded tasks of this tick join the back of the list. */
+static void blitz__ct_flush_deferred(blitz__ct_core *ct) {
+    if (!ct->deferred_head)
+        return;
+    if (ct->tail)
+        ct->tail->next = ct->deferred_head;
+    else
+        ct->head = ct->deferred_head;
+    ct->tail = ct->deferred_tail;
+    ct->deferred_head = ct->deferred_tail = NULL;
+}
+
+/* Runs tasks on the calling (driving) thread until `target` completes or
+ * the runtime shuts down. */
+static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz__context *ctx) {
+    blitz__ct_core *ct = rt->ct;
+    uint32_t interval = rt->fixed_interval ? rt->fixed_interval : 31;
+    uint64_t polls_since_io = BLITZ__IO_EVENT_INTERVAL; /* look first */
+    for (;;) {
+        if (blitz__task_is_complete(target) || blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+            return;
+        uint32_t polls = 0;
+        blitz__time_process(rt, 1);
+        blitz__io_between_ticks(rt, &polls_since_io);
+        while (polls < BLITZ_BUDGET_PER_TICK) {
+            /* Take injected tasks now and then even when the list is busy,
+             * so remote spawns and wakes are not starved. */
+            if (++ct->tick % interval == 0)
+                blitz__ct_drain_inject(rt);
+            blitz__task *t = blitz__ct_pop(ct);
+            if (!t) {
+                blitz__ct_drain_inject(rt);
+                blitz__ct_flush_deferred(ct);
+                if (!(t = blitz__ct_pop(ct)))
+                    break;
+            }
+            if (blitz__task_run(t, ctx))
+                BLITZ__STAT(blitz__u64_bump(&ct->counters.polled, 1));
+            polls++;
+            if (blitz__task_is_complete(target) || blitz__u32_load(&rt->shutdown, BLITZ__RELAXED)) {
+                blitz__ct_flush_deferred(ct);
+                return;
+            }
+        }
+        blitz__ct_flush_deferred(ct);
+        polls_since_io += polls;
+        if (polls == 0) {
+            /* Idle. A completion on another thread (a cancel) wakes the
+             * joiners and unparks us; so does any inject. */
+            if (!blitz__task_set_thread_joiner(target))
+                return;
+            if (blitz__global_queue_len(rt->global))
+                continue;
+            /* Idle with a paused clock: jump to the next timer, unless a
+             * blocking-pool job may still wake a task (it counts in
+             * paused_polling; seq_cst as it is raised). */
+            if (!blitz__u32_load(&rt->paused_polling, BLITZ__SEQ_CST) &&
+                blitz__time_auto_advance(rt, NULL))
+                continue;
+            uint64_t timeout = rt->park_timeout_ns, timer_ns = blitz__time_sleep_ns(rt);
+            if (timer_ns && (timeout == 0 || timer_ns < timeout))
+                timeout = timer_ns;
+            BLITZ__STAT(blitz__u64_bump(&ct->counters.parked, 1));
+            /* The driver waits in the I/O backend, with the timer deadline. */
+            if (rt->io) {
+                blitz__io_park(rt, &ct->parker, timeout, NULL, NULL);
+                polls_since_io = 0;
+            } else {
+                blitz__parker_park(&ct->parker, timeout);
+            }
+        }
+    }
+}
+
+BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__context *ctx) {
+    if (ctx && ctx->rt == rt && ctx->ct_driver) {
+        /* Waiting inside one of our own tasks: keep driving, nested. It
+         * returns unfinished only at shutdown, which waits for this poll. */
+        blitz__ct_drive_until(rt, t, ctx);
+        return;
+    }
+    while (!blitz__task_is_complete(t)) {
+        /* A pool thread of this runtime: shutdown waits for its job, so
+         * the job must not wait for the sweep. */
+        if (ctx && ctx->rt == rt && blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+            return;
+        uint32_t idle = 0;
+        if (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) &&
+            blitz__u32_cas(&rt->ct->driving, &idle, 1, BLITZ__ACQUIRE)) {
+            blitz__context dctx;
+            blitz__context_init(&dctx, rt);
+            dctx.ct_driver = 1;
+            dctx.cache = &rt->ct->cache;
+            dctx.counters = &rt->ct->counters;
+            blitz__context *outer = blitz__context_set(&dctx);
+            blitz__io_driver_start(rt);
+            blitz__ct_drive_until(rt, t, &dctx);
+            blitz__io_after_drive(rt);
+            blitz__context_set(outer);
+            /* Release: the next driver sees the run queue as we left it. */
+            blitz__u32_store(&rt->ct->driving, 0, BLITZ__RELEASE);
+            /* Another waiter may now take over driving. */
+            blitz__wake_thread_joiners(rt);
+            continue;
+        }
+        blitz__wait_completion(rt, t, rt->park_timeout_ns);
+    }
+}
+/* ====[ END src/sched/current_thread.c ]=================================== */
+/* ====[ BEGIN src/sched/blocking_pool.c ]================================== */
+/* >>sched/blocking_pool */
+/* The blocking pool (seed 002 "Blocking Pool"; Tokio's runtime/blocking):
+ * threads that run work which would block a worker.
+ *
+ * Threads start on demand, up to max_threads, and exit after keep_alive_ns
+ * without work. An idle thread waits on its own parker in the idle list,
+ * most recently idle first, and new work goes to the head of that list: a
+ * busy pool reuses its warm threads while the ones at the tail age out, so
+ * the pool shrinks when the load drops. The queue is intrusive (the job
+ * lives in the task block or in the op), so queueing never allocates.
+ *
+ * Protocols, all under `lock`:
+ *   submit:   closed: ESHUTDOWN. An idle thread: take it off the list, mark
+ *             it notified, inbound++, unpark it. Else below the cap: start
+ *             a thread (threads++, inbound++). Else, with a capacity, when
+ *             the jobs no thread is coming for (queued - inbound) reach it:
+ *             BLITZ_EFULL, or, for an op that may wait, join the room
+ *             waiters. Then append the job.
+ *   a thread: takes jobs until the queue is empty (each one taken frees
+ *             room: the first room waiter is woken), then goes idle until
+ *             it is notified, the pool closes, or keep_alive passes. Any
+ *             other wake-up (spurious, or a token left over from a notify
+ *             that raced its time-out) parks it again for the time left.
+ *   exit:     threads--, record itself as last_exiting and join the thread
+ *             recorded before it, so at most one exited thread is ever
+ *             unjoined; shutdown joins that one.
+ *   shutdown: closed = 1, take the queue and complete every job in it as
+ *             cancelled, wake the room waiters and every idle thread, wait
+ *             until threads == 0 (running jobs finish first), join
+ *             last_exiting.
+ *
+ * Pool ops (files, DNS, processes) keep everything a thread touches in a
+ * heap record (blitz__pool_rec and the op's request and results after
+ * it); the op in the task's state only points at it. rec->state:
+ *   INFLIGHT (queued or running; `job.linked` under the lock tells which)
+ *   -> DONE, when the task's next poll takes the results and frees it;
+ *   ROOM while waiting for queue room, RETRY once woken for it (the
+ *   task's poll queues it again); ABANDONED (a flag) when the task gave
+ *   up while a thread ran it: the thread then frees it. Whoever owns the
+ *   record frees it, so a task that gives up never waits, and no thread
+ *   writes into a task's state after the task stopped caring. */
+/* src/sched/sched.h already included */
+
+#define BLITZ__POOL_DEFAULT_MAX       512u
+#define BLITZ__POOL_DEFAULT_KEEPALIVE ((uint64_t)10 * 1000000000u)
+
+#define BLITZ__OP_IDLE      0u
+#define BLITZ__OP_INFLIGHT  1u
+#define BLITZ__OP_DONE      2u
+#define BLITZ__OP_ROOM      3u
+#define BLITZ__OP_RETRY     5u /* woken for room: the task queues it again */
+#define BLITZ__OP_ABANDONED 4u
+
+/* ---- intrusive lists ------------------------------------------------------- */
+
+static void blitz__jl_append(blitz__pool_job **head, blitz__pool_job **tail, blitz__pool_job *j) {
+    j->next = NULL;
+    j->prev = *tail;
+    if (*tail)
+        (*tail)->next = j;
+    else
+        *head = j;
+    *tail = j;
+    j->linked = 1;
+}
+
+static void blitz__jl_unlink(blitz__pool_job **head, blitz__pool_job **tail, blitz__pool_job *j) {
+    if (j->prev)
+        j->prev->next = j->next;
+    else
+        *head = j->next;
+    if (j->next)
+        j->next->prev = j->prev;
+    else
+        *tail = j->prev;
+    j->next = j->prev = NULL;
+    j->linked = 0;
+}
+
+static blitz__pool_job *blitz__jl_pop(blitz__pool_job **head, blitz__pool_job **tail) {
+    blitz__pool_job *j = *head;
+    if (j)
+        blitz__jl_unlink(head, tail, j);
+    return j;
+}
+
+static void blitz__idle_push(blitz__pool *p, blitz__pool_thread *th) {
+    th->prev = NULL;
+    th->next = p->idle_head;
+    if (p->idle_head)
+        p->idle_head->prev = th;
+    p->idle_head = th;
+    p->idle++;
+}
+
+static void blitz__idle_remove(blitz__pool *p, blitz__pool_thread *th) {
+    if (th->prev)
+        th->prev->next = th->next;
+    else
+        p->idle_head = th->next;
+    if (th->next)
+        th->next->prev = th->prev;
+    th->next = th->prev = NULL;
+    p->idle--;
+}
+
+/* ---- set-up ------------------------------------------------------------------ */
+
+BLITZ_PRIVATE int blitz__pool_init(blitz__pool *p, const blitz_config *c) {
+    memset(p, 0, sizeof *p);
+    p->max_threads = c->max_blocking_threads ? c->max_blocking_threads : BLITZ__POOL_DEFAULT_MAX;
+    p->keep_alive_ns =
+        c->blocking_keep_alive_ns ? c->blocking_keep_alive_ns : BLITZ__POOL_DEFAULT_KEEPALIVE;
+    p->capacity = c->blocking_queue_capacity;
+    return blitz__mutex_init(&p->lock);
+}
+
+BLITZ_PRIVATE void blitz__pool_destroy(blitz__pool *p) {
+    blitz__mutex_destroy(&p->lock);
+}
+
+/* With a paused clock, a job in flight counts as a thread polling a task:
+ * the clock must not jump to the next timer while a job may still wake its
+ * task (Tokio inhibits auto-advance during spawn_blocking, too). */
+static void blitz__pool_busy(blitz_runtime *rt, int delta) {
+    if (!rt->time->paused)
+        return;
+    if (delta > 0)
+        blitz__u32_fetch_add(&rt->paused_polling, 1, BLITZ__SEQ_CST);
+    else
+        blitz__u32_fetch_sub(&rt->paused_polling, 1, BLITZ__SEQ_CST);
+}
+
+/* Takes the first room waiter off its list (caller holds the lock) and
+ * returns its waker for the caller to wake after unlocking; a noop waker
+ * when nobody waits. */
+static blitz_waker blitz__pool_take_room_waiter(blitz__pool *p) {
+    blitz__pool_job *j = blitz__jl_pop(&p->space_head, &p->space_tail);
+    if (!j)
+        return blitz_waker_noop();
+    blitz__pool_rec *rec = (blitz__pool_rec *)j;
+    blitz_waker w = rec->waker;
+    /* Release: the waiter's next poll sees RETRY and tries again. From
+     * here the record is the task's; only the copied waker is used. */
+    blitz__u32_field_store(&rec->state, BLITZ__OP_RETRY, BLITZ__RELEASE);
+    return w;
+}
+
+static int blitz__waker_is_noop(const blitz_waker *w) {
+    blitz_waker noop = blitz_waker_noop();
+    return w->vtable == noop.vtable;
+}
+
+/* ---- threads ------------------------------------------------------------------- */
+
+/* A write to a pipe whose reader is gone raises SIGPIPE at the writing
+ * thread; pool threads block it, and whoever gets EPIPE takes it back here,
+ * so a broken pipe is an error code rather than the end of the process. */
+BLITZ_PRIVATE void blitz__consume_sigpipe(void) {
+    sigset_t pipe_set, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+        struct timespec zero = {0, 0};
+        sigtimedwait(&pipe_set, NULL, &zero);
+    }
+}
+
+static void *blitz__pool_thread_main(void *arg) {
+    blitz_runtime *rt = (blitz_runtime *)arg;
+    blitz__pool *p = rt->pool;
+    blitz__pool_thread self;
+    memset(&self, 0, sizeof self);
+    blitz__parker_init(&self.parker);
+    /* Jobs run as the runtime's code: spawns from them reach it, and a
+     * blitz_task_wait inside one gives up when the runtime shuts down
+     * (which waits for this thread). */
+    blitz__context ctx;
+    blitz__context_init(&ctx, rt);
+    blitz__context_set(&ctx);
+    sigset_t pipe_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
+
+    blitz__mutex_lock(&p->lock);
+    p->inbound--;
+    for (;;) {
+        blitz__pool_job *j;
+        while ((j = blitz__jl_pop(&p->head, &p->tail)) != NULL) {
+            p->queued--;
+            p->jobs_run++;
+            blitz_waker room = blitz__pool_take_room_waiter(p);
+            blitz__mutex_unlock(&p->lock);
+            blitz_waker_wake(room);
+            j->run(j, 0);
+            blitz__mutex_lock(&p->lock);
+        }
+        if (p->closed)
+            break;
+        self.notified = 0;
+        blitz__idle_push(p, &self);
+        uint64_t deadline = blitz__now_ns() + p->keep_alive_ns;
+        int leave = 0;
+        for (;;) {
+            blitz__mutex_unlock(&p->lock);
+            uint64_t now = blitz__now_ns();
+            blitz__parker_park(&self.parker, deadline > now ? deadline - now : 1);
+            blitz__mutex_lock(&p->lock);
+            if (self.notified) {
+                /* The notifier took us off the idle list. */
+                p->inbound--;
+                break;
+            }
+            if (p->closed || blitz__now_ns() >= deadline) {
+                blitz__idle_remove(p, &self);
+                leave = 1;
+                break;
+            }
+        }
+        if (leave)
+            break;
+    }
+    p->threads--;
+    int had_prev = p->have_last_exiting;
+    pthread_t prev = p->last_exiting;
+    p->last_exiting = pthread_self();
+    p->have_last_exiting = 1;
+    if (p->threads == 0 && p->shutdown_waiter)
+        blitz__parker_unpark(p->shutdown_waiter);
+    blitz__mutex_unlock(&p->lock);
+    if (had_prev)
+        pthread_join(prev, NULL);
+    blitz__context_set(NULL);
+    blitz__parker_destroy(&self.parker);
+    return NULL;
+}
+
+/* Queues job `j` (see the submit protocol). When the queue is full and
+ * `room` is given, `room` (whose waker the caller has cloned) joins the
+ * room waiters and BLITZ_EFULL is returned; the caller then waits for its
+ * waker. */
+static int blitz__pool_submit(blitz_runtime *rt, blitz__pool_job *j, blitz__pool_rec *room) {
+    blitz__pool *p = rt->pool;
+    blitz__mutex_lock(&p->lock);
+    if (room && !room->tracked) {
+        room->tracked = 1;
+        room->all_prev = NULL;
+        room->all_next = p->records;
+        if (p->records)
+            p->records->all_prev = room;
+        p->records = room;
+    }
+    if (p->closed) {
+        blitz__mutex_unlock(&p->lock);
+        return BLITZ_ESHUTDOWN;
+    }
+    if (p->idle_head) {
+        blitz__pool_thread *th = p->idle_head;
+        blitz__idle_remove(p, th);
+        th->notified = 1;
+        p->inbound++;
+        blitz__parker_unpark(&th->parker);
+    } else {
+        int have_thread = 0;
+        if (p->threads < p->max_threads) {
+            pthread_t tid;
+            int rc = blitz__thread_start(&tid, blitz__pool_thread_main, rt);
+            if (rc == 0) {
+                p->threads++;
+                p->inbound++;
+                p->threads_started++;
+                have_thread = 1;
+            } else if (p->threads == 0) {
+                /* Nobody would ever run the job. */
+                blitz__mutex_unlock(&p->lock);
+                return rc;
+            }
+        }
+        uint32_t backlog = p->queued > p->inbound ? p->queued - p->inbound : 0;
+        if (!have_thread && p->capacity && backlog >= p->capacity) {
+            p->rejected++;
+            if (room) {
+                blitz__jl_append(&p->space_head, &p->space_tail, &room->job);
+                blitz__u32_field_store(&room->state, BLITZ__OP_ROOM, BLITZ__RELAXED);
+            }
+            blitz__mutex_unlock(&p->lock);
+            return BLITZ_EFULL;
+        }
+    }
+    blitz__jl_append(&p->head, &p->tail, j);
+    p->queued++;
+    blitz__pool_busy(rt, 1);
+    blitz__mutex_unlock(&p->lock);
+    return BLITZ_OK;
+}
+
+/* Runtime shutdown, after the workers stopped and before the sweep: no job
+ * is left queued or running when it returns, and every thread is joined. */
+BLITZ_PRIVATE void blitz__pool_shutdown(blitz_runtime *rt) {
+    blitz__pool *p = rt->pool;
+    blitz__parker waiter;
+    blitz__parker_init(&waiter);
+    blitz__mutex_lock(&p->lock);
+    p->closed = 1;
+    blitz__pool_job *jobs = p->head;
+    for (blitz__pool_job *j = jobs; j; j = j->next)
+        j->linked = 0;
+    p->head = p->tail = NULL;
+    p->queued = 0;
+    for (blitz__pool_thread *th = p->idle_head; th; th = th->next)
+        blitz__parker_unpark(&th->parker);
+    p->shutdown_waiter = &waiter;
+    blitz__mutex_unlock(&p->lock);
+
+    while (jobs) {
+        blitz__pool_job *next = jobs->next; /* the job may be gone after run */
+        jobs->run(jobs, 1);
+        jobs = next;
+    }
+    for (;;) {
+        blitz__mutex_lock(&p->lock);
+        blitz_waker w = blitz__pool_take_room_waiter(p);
+        blitz__mutex_unlock(&p->lock);
+        if (blitz__waker_is_noop(&w))
+            break;
+        blitz_waker_wake(w);
+    }
+    blitz__mutex_lock(&p->lock);
+    while (p->threads > 0) {
+        blitz__mutex_unlock(&p->lock);
+        blitz__parker_park(&waiter, 0);
+        blitz__mutex_lock(&p->lock);
+    }
+    p->shutdown_waiter = NULL;
+    int had = p->have_last_exiting;
+    pthread_t last = p->last_exiting;
+    p->have_last_exiting = 0;
+    blitz__mutex_unlock(&p->lock);
+    if (had)
+        pthread_join(last, NULL);
+    blitz__parker_destroy(&waiter);
+}
+
+BLITZ_API int blitz_runtime_pool_stats(blitz_runtime *rt, blitz_pool_stats *out) {
+    if (!rt || !out)
+        return BLITZ_EINVAL;
+    blitz__pool *p = rt->pool;
+    memset(out, 0, sizeof *out);
+    blitz__mutex_lock(&p->lock);
+    out->threads = p->threads;
+    out->idle = p->idle;
+    out->queued = p->queued;
+    out->max_threads = p->max_threads;
+    out->threads_started = p->threads_started;
+    out->jobs_run = p->jobs_run;
+    out->rejected = p->rejected;
+    blitz__mutex_unlock(&p->lock);
+    return BLITZ_OK;
+}
+
+BLITZ_API void blitz_free(void *p) {
+    blitz__free(p);
+}
+
+/* ---- blocking tasks ---------------------------------------------------------------
+ * A blocking job is a task (so its handle is a task handle) that is queued
+ * on the pool instead of the scheduler and polled once, by a pool thread.
+ * Its job record sits in a trailer at the end of the block, so the user's
+ * state comes first and blitz_task_state finds it as for any task. */
+
+typedef struct blitz__blocking_trailer {
+    blitz__pool_job job; /* first: the pool hands back this pointer */
+    blitz__task *task;
+    blitz_fn fn;
+} blitz__blocking_trailer;
+
+_Static_assert(sizeof(blitz__blocking_trailer) % 8 == 0, "trailer keeps the hooks aligned");
+
+static blitz__blocking_trailer *blitz__blocking_of(blitz__task *t) {
+    return (blitz__blocking_trailer *)blitz__task_trailer(t, sizeof(blitz__blocking_trailer));
+}
+
+static blitz_poll blitz__blocking_poll(blitz_cx *cx, void *state) {
+    blitz__blocking_of(cx->task)->fn(state);
+    return BLITZ_READY;
+}
+
+static void blitz__blocking_run(blitz__pool_job *j, int cancelled) {
+    blitz__task *t = ((blitz__blocking_trailer *)j)->task;
+    blitz_runtime *rt = blitz__task_runtime(t); /* the block may be freed below */
+    if (!cancelled)
+        blitz__task_run(t, blitz__context_get());
+    else if (blitz__state_claim_for_shutdown(t))
+        blitz__task_finish(t, 1);
+    blitz__pool_busy(rt, -1);
+}
+
+/* blitz_task_cancel of a blocking task that is still queued: complete it
+ * as cancelled now rather than when a thread reaches it. */
+BLITZ_PRIVATE void blitz__pool_cancel_task(blitz__task *t) {
+    blitz_runtime *rt = blitz__task_runtime(t);
+    blitz__pool *p = rt->pool;
+    blitz__pool_job *j = &blitz__blocking_of(t)->job;
+    blitz__mutex_lock(&p->lock);
+    int queued = j->linked;
+    blitz_waker room = blitz_waker_noop();
+    if (queued) {
+        blitz__jl_unlink(&p->head, &p->tail, j);
+        p->queued--;
+        room = blitz__pool_take_room_waiter(p);
+    }
+    blitz__mutex_unlock(&p->lock);
+    if (!queued)
+        return;
+    blitz_waker_wake(room);
+    /* CANCELLED is set and a blocking task has no shield, so this is the
+     * cancel transition; either way the task is ours to complete. */
+    (void)blitz__state_to_running(t);
+    blitz__task_finish(t, 1);
+    blitz__pool_busy(rt, -1);
+}
+
+typedef struct {
+    blitz_fn fn;
+    void *arg;
+} blitz__blocking_fn_state;
+
+static void blitz__blocking_call(void *state) {
+    blitz__blocking_fn_state *s = (blitz__blocking_fn_state *)state;
+    s->fn(s->arg);
+}
+
+static int blitz__spawn_blocking(blitz_runtime *rt, const blitz_blocking_opts *bo,
+                                 blitz_task **handle, blitz__pool_rec *room) {
+    if (handle)
+        *handle = NULL;
+    if (!rt || !bo || !bo->fn)
+        return BLITZ_EINVAL;
+    blitz_spawn_opts o = blitz__plain_opts(blitz__blocking_poll, bo->state, bo->size);
+    o.drop = bo->drop;
+    blitz__task *t;
+    int entered = blitz__spawn_enter(rt);
+    int rc = blitz__task_create(rt, &o, handle != NULL, sizeof(blitz__blocking_trailer),
+                                BLITZ__TASK_BLOCKING, &t);
+    if (rc == BLITZ_OK) {
+        blitz__blocking_trailer *b = blitz__blocking_of(t);
+        memset(&b->job, 0, sizeof b->job);
+        b->job.run = blitz__blocking_run;
+        b->task = t;
+        b->fn = bo->fn;
+        rc = blitz__pool_submit(rt, &b->job, room);
+        if (rc != BLITZ_OK)
+            blitz__task_discard(t);
+        else if (handle)
+            *handle = t;
+    }
+    blitz__spawn_leave(rt, entered);
+    return rc;
+}
+
+BLITZ_API int blitz_spawn_blocking_ex(blitz_runtime *rt, const blitz_blocking_opts *opts,
+                                      blitz_task **handle) {
+    return blitz__spawn_blocking(rt, opts, handle, NULL);
+}
+
+BLITZ_API int blitz_spawn_blocking(blitz_runtime *rt, blitz_fn fn, void *arg, blitz_task **handle) {
+    if (handle)
+        *handle = NULL;
+    if (!fn)
+        return BLITZ_EINVAL;
+    blitz__blocking_fn_state s;
+    s.fn = fn;
+    s.arg = arg;
+    blitz_blocking_opts o;
+    memset(&o, 0, sizeof o);
+    o.fn = blitz__blocking_call;
+    o.state = &s;
+    o.size = sizeof s;
+    return blitz__spawn_blocking(rt, &o, handle, NULL);
+}
+
+/* ---- pool ops ---------------------------------------------------------------------- */
+
+BLITZ_PRIVATE void blitz__pool_rec_free(blitz__pool_rec *rec) {
+    if (rec->tracked) {
+        blitz__pool *p = rec->rt->pool;
+        blitz__mutex_lock(&p->lock);
+        if (rec->all_prev)
+            rec->all_prev->all_next = rec->all_next;
+        else
+            p->records = rec->all_next;
+        if (rec->all_next)
+            rec->all_next->all_prev = rec->all_prev;
+        blitz__mutex_unlock(&p->lock);
+    }
+    if (rec->discard)
+        rec->discard(rec);
+    blitz__free(rec);
+}
+
+/* blitz_runtime_free, after the pool stopped and the tasks' drop
+ * functions ran: records still alive belong to tasks that were cancelled
+ * without cancelling their ops (no cancel hook); nobody will take their
+ * results, so release those (close files, free data). */
+BLITZ_PRIVATE void blitz__pool_free_records(blitz_runtime *rt) {
+    blitz__pool_rec *rec = rt->pool->records;
+    rt->pool->records = NULL;
+    while (rec) {
+        blitz__pool_rec *next = rec->all_next;
+        rec->tracked = 0;
+        if (rec->discard)
+            rec->discard(rec);
+        blitz__free(rec);
+        rec = next;
+    }
+}
+
+/* The thread is done: hand the record over, or, when the task gave up on
+ * it, release what it holds and free it. The task never sees an
+ * abandoned record again, so nothing of the task is touched here but its
+ * waker, whose reference keeps the block alive until the wake. */
+static void blitz__pool_rec_run(blitz__pool_job *j, int cancelled) {
+    blitz__pool_rec *rec = (blitz__pool_rec *)j;
+    blitz_runtime *rt = rec->rt;
+    rec->exec(rec, cancelled);
+    blitz_waker w = rec->waker;
+    uint32_t expected = BLITZ__OP_INFLIGHT;
+    /* Release publishes the results to the task's acquire load of DONE;
+     * acquire on failure pairs with the canceller's ABANDONED. */
+    if (blitz__u32_field_cas(&rec->state, &expected, BLITZ__OP_DONE, BLITZ__ACQ_REL)) {
+        blitz_waker_wake(w);
+    } else {
+        blitz__pool_rec_free(rec);
+        blitz_waker_drop(w);
+    }
+    blitz__pool_busy(rt, -1);
+}
+
+/* A record for an op: `size` bytes (at least a blitz__pool_rec, which it
+ * starts with), zero-filled. NULL when out of memory. */
+BLITZ_PRIVATE void *blitz__pool_rec_new(size_t size, void (*exec)(blitz__pool_rec *, int),
+                                        void (*discard)(blitz__pool_rec *)) {
+    blitz__pool_rec *rec = (blitz__pool_rec *)blitz__calloc(size);
+    if (rec) {
+        rec->job.run = blitz__pool_rec_run;
+        rec->exec = exec;
+        rec->discard = discard;
+    }
+    return rec;
+}
+
+static int blitz__pool_rec_submit(blitz_cx *cx, blitz__pool_rec *rec) {
+    blitz_waker mine = blitz_cx_waker(cx);
+    rec->rt = blitz_cx_runtime(cx);
+    rec->waker = blitz_waker_clone(&mine);
+    /* Relaxed: the pool's lock publishes the record to the thread. */
+    blitz__u32_field_store(&rec->state, BLITZ__OP_INFLIGHT, BLITZ__RELAXED);
+    int rc = blitz__pool_submit(rec->rt, &rec->job, rec);
+    if (rc == BLITZ_OK || rc == BLITZ_EFULL)
+        return BLITZ_OK; /* queued, or waiting for room with the clone */
+    blitz_waker_drop(rec->waker);
+    return rc;
+}
+
+/* Starts an op with its filled-in record. PENDING once queued (or waiting
+ * for room); READY with *err when it could not be, the record freed. */
+BLITZ_PRIVATE blitz_poll blitz__pool_op_start(blitz_cx *cx, blitz__pool_op *op,
+                                              blitz__pool_rec *rec, int *err) {
+    int rc = blitz__pool_rec_submit(cx, rec);
+    if (rc == BLITZ_OK) {
+        op->rec = rec;
+        return BLITZ_PENDING;
+    }
+    blitz__pool_rec_free(rec);
+    *err = rc;
+    return BLITZ_READY;
+}
+
+/* Nonzero when the op carries no operation (its poll starts a new one). */
+BLITZ_PRIVATE int blitz__pool_op_idle(const blitz__pool_op *op) {
+    return op->rec == NULL;
+}
+
+/* A started op: READY with the finished record in *done (the caller takes
+ * its results and frees it with blitz__pool_rec_free); the op is idle
+ * again. A record woken for queue room is queued again here; if that
+ * fails its exec reports the cancellation. */
+BLITZ_PRIVATE blitz_poll blitz__pool_op_poll(blitz_cx *cx, blitz__pool_op *op,
+                                             blitz__pool_rec **done) {
+    blitz__pool_rec *rec = op->rec;
+    /* Acquire pairs with the thread's release of DONE (or the room
+     * wake's of RETRY). */
+    uint32_t s = blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE);
+    if (s == BLITZ__OP_RETRY) {
+        if (blitz__pool_rec_submit(cx, rec) == BLITZ_OK)
+            return BLITZ_PENDING;
+        rec->exec(rec, 1);
+        s = BLITZ__OP_DONE;
+    }
+    if (s != BLITZ__OP_DONE)
+        return BLITZ_PENDING;
+    op->rec = NULL;
+    *done = rec;
+    return BLITZ_READY;
+}
+
+/* Takes a record off the room waiters or out of the queue. Returns 1 when
+ * it was in one of them (its waker then dropped). */
+static int blitz__pool_rec_unlink(blitz__pool_rec *rec, uint32_t s) {
+    blitz__pool *p = rec->rt->pool;
+    blitz_waker room = blitz_waker_noop();
+    blitz__mutex_lock(&p->lock);
+    int was = rec->job.linked;
+    if (was) {
+        if (s == BLITZ__OP_ROOM) {
+            blitz__jl_unlink(&p->space_head, &p->space_tail, &rec->job);
+        } else {
+            blitz__jl_unlink(&p->head, &p->tail, &rec->job);
+            p->queued--;
+            room = blitz__pool_take_room_waiter(p);
+        }
+    }
+    blitz__mutex_unlock(&p->lock);
+    if (was) {
+        blitz_waker_drop(rec->waker);
+        blitz_waker_wake(room);
+        if (s == BLITZ__OP_INFLIGHT)
+            blitz__pool_busy(rec->rt, -1);
+    }
+    return was;
+}
+
+/* The op's cancel. The op is idle afterwards in every case: a record that
+ * is queued, waits for room, is finished or was woken for room is freed
+ * here (with what it holds); a running one is marked ABANDONED and its
+ * thread frees it when done. */
+BLITZ_PRIVATE void blitz__pool_op_cancel(blitz__pool_op *op) {
+    blitz__pool_rec *rec = op->rec;
+    if (!rec)
+        return;
+    op->rec = NULL;
+    uint32_t s = blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE);
+    if (s == BLITZ__OP_ROOM || s == BLITZ__OP_INFLIGHT) {
+        if (blitz__pool_rec_unlink(rec, s)) {
+            blitz__pool_rec_free(rec);
+            return;
+        }
+        /* Taken by a thread, or woken for room (RETRY, stored under the
+         * lock, so this load sees it). */
+        s = blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE);
+    }
+    for (;;) {
+        if (s == BLITZ__OP_INFLIGHT) {
+            /* Acq_rel: the thread's failed CAS sees ABANDONED, or this CAS
+             * fails because the thread already stored DONE. */
+            if (blitz__u32_field_cas(&rec->state, &s, BLITZ__OP_INFLIGHT | BLITZ__OP_ABANDONED,
+                                     BLITZ__ACQ_REL))
+                return;
+            continue;
+        }
+        /* DONE or RETRY: the record is the task's alone. */
+        blitz__pool_rec_free(rec);
+        return;
+    }
+}
+
+/* Nonzero when the thread working for `rec` should stop early: its task
+ * gave up on it, or the runtime is shutting down. */
+BLITZ_PRIVATE int blitz__pool_rec_give_up(blitz__pool_rec *rec) {
+    return (blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE) & BLITZ__OP_ABANDONED) ||
+           blitz__u32_load(&rec->rt->shutdown, BLITZ__ACQUIRE);
+}
+
+/* ---- the awaitable spawn ------------------------------------------------------------ */
+
+BLITZ_API blitz_poll blitz_spawn_blocking_await(blitz_cx *cx, blitz_blocking_spawn *op,
+                                                const blitz_blocking_opts *opts) {
+    if (!op)
+        return BLITZ_READY;
+    if (!cx) {
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    blitz__pool_rec *rec = op->blitz__op.rec;
+    if (rec) {
+        /* Acquire pairs with the release of the room wake. */
+        if (blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE) == BLITZ__OP_ROOM)
+            return BLITZ_PENDING;
+        op->blitz__op.rec = NULL; /* woken: the wake consumed its waker */
+        blitz__pool_rec_free(rec);
+    }
+    /* A room waiter's record: only its links, state and waker are used. */
+    rec = (blitz__pool_rec *)blitz__pool_rec_new(sizeof *rec, NULL, NULL);
+    if (!rec) {
+        op->task = NULL;
+        op->result = BLITZ_ENOMEM;
+        return BLITZ_READY;
+    }
+    blitz_waker mine = blitz_cx_waker(cx);
+    rec->rt = blitz_cx_runtime(cx);
+    rec->waker = blitz_waker_clone(&mine);
+    int rc = blitz__spawn_blocking(rec->rt, opts, &op->task, rec);
+    if (rc == BLITZ_EFULL && opts && opts->fn) {
+        op->blitz__op.rec = rec; /* a room waiter now: the clone is the pool's */
+        return BLITZ_PENDING;
+    }
+    blitz_waker_drop(rec->waker);
+    blitz__pool_rec_free(rec);
+    op->result = rc;
+    return BLITZ_READY;
+}
+
+BLITZ_API void blitz_spawn_blocking_cancel(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz_blocking_spawn *op = (blitz_blocking_spawn *)p;
+    if (!op || !op->blitz__op.rec)
+        return;
+    blitz__pool_rec *rec = op->blitz__op.rec;
+    op->blitz__op.rec = NULL;
+    if (blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE) == BLITZ__OP_ROOM)
+        (void)blitz__pool_rec_unlink(rec, BLITZ__OP_ROOM);
+    blitz__pool_rec_free(rec);
+}
+/* ====[ END src/sched/blocking_pool.c ]==================================== */
+/* ########################################################################## */
+/* LAYER op: ops as values, combinators, task groups                         */
+/* ########################################################################## */
+/* ====[ BEGIN src/op/op.c ]================================================ */
+/* >>op/op */
+/* Ops as values (blitz_op) and the blocking form of any op: blitz_op_wait
+ * polls it on the calling thread and sleeps on a per-thread parker between
+ * polls. */
+/* src/time/time.h already included */
+/* ====[ BEGIN src/core/waitq.h ]=========================================== */
+/* >>core/waitq */
+/* The queue of waiting ops a primitive keeps: an intrusive FIFO of
+ * blitz__waiter, guarded by the primitive's lock.
+ *
+ * The protocol every primitive follows:
+ *  - an op that must wait enqueues its waiter (under the lock) with a clone
+ *    of its task's waker: state QUEUED;
+ *  - the party that satisfies it (under the lock) unlinks the waiter, stores
+ *    the result in it, takes its waker out, and only then publishes DONE
+ *    with a release store; the waker is woken after the lock is dropped.
+ *    From the DONE store on, the waiter's memory is the owner's again: the
+ *    owner may see DONE without taking the lock, return, and reuse or free
+ *    the task state, so nothing touches the waiter after that store;
+ *  - the owner polls: DONE (acquire) means the result is there; QUEUED
+ *    means refresh the waker (under the lock) and stay pending;
+ *  - cancel takes the lock: a QUEUED waiter is unlinked and its waker
+ *    dropped; a DONE one keeps its result, which the primitive then hands
+ *    on (permits to the next waiter, a message back to the channel). */
+#ifndef BLITZ__WAITQ_H
+#define BLITZ__WAITQ_H
+
+#define BLITZ__WAITER_IDLE   0u
+#define BLITZ__WAITER_QUEUED 1u
+#define BLITZ__WAITER_DONE   2u
+
+static inline uint32_t blitz__waiter_state(const blitz__waiter *w) {
+    return blitz__u32_field_load(&w->blitz__state, BLITZ__ACQUIRE);
+}
+
+/* Appends `w` (idle) with a clone of `waker`. Under the lock. */
+static inline void blitz__waitq_push(blitz__waitq *q, blitz__waiter *w, const blitz_waker *waker) {
+    w->blitz__waker = blitz_waker_clone(waker);
+    w->blitz__next = NULL;
+    w->blitz__prev = q->blitz__tail;
+    if (q->blitz__tail)
+        q->blitz__tail->blitz__next = w;
+    else
+        q->blitz__head = w;
+    q->blitz__tail = w;
+    blitz__u32_field_store(&w->blitz__state, BLITZ__WAITER_QUEUED, BLITZ__RELAXED);
+}
+
+/* Puts `w` (idle) first: a waiter that was handed something it must give
+ * back keeps its place. Under the lock. */
+static inline void blitz__waitq_push_front(blitz__waitq *q, blitz__waiter *w,
+                                           const blitz_waker *waker) {
+    w->blitz__waker = blitz_waker_clone(waker);
+    w->blitz__prev = NULL;
+    w->blitz__next = q->blitz__head;
+    if (q->blitz__head)
+        q->blitz__head->blitz__prev = w;
+    else
+        q->blitz__tail = w;
+    q->blitz__head = w;
+    blitz__u32_field_store(&w->blitz__state, BLITZ__WAITER_QUEUED, BLITZ__RELAXED);
+}
+
+/* Unlinks a queued `w` without changing its state. Under the lock. */
+static inline void blitz__waitq_unlink(blitz__waitq *q, blitz__waiter *w) {
+    if (w->blitz__prev)
+        w->blitz__prev->blitz__next = w->blitz__next;
+    else
+        q->blitz__head = w->blitz__next;
+    if (w->blitz__next)
+        w->blitz__next->blitz__prev = w->blitz__prev;
+    else
+        q->blitz__tail = w->blitz__prev;
+    w->blitz__next = w->blitz__prev = NULL;
+}
+
+/* Withdraws a queued `w` (its op is being cancelled): unlinks it and
+ * returns its waker, to be dropped after the lock. Under the lock. */
+static inline blitz_waker blitz__waitq_withdraw(blitz__waitq *q, blitz__waiter *w) {
+    blitz__waitq_unlink(q, w);
+    blitz_waker waker = w->blitz__waker;
+    w->blitz__waker = blitz_waker_noop();
+    return waker;
+}
+
+static inline int blitz__waitq_empty(const blitz__waitq *q) {
+    return q->blitz__head == NULL;
+}
+
+/* Replaces the stored waker when the op is now polled by another task (or
+ * a combinator's waker). Under the lock; the old waker is returned to be
+ * dropped after the lock is released (noop when unchanged). */
+static inline blitz_waker blitz__waiter_refresh(blitz__waiter *w, const blitz_waker *waker) {
+    if (blitz_waker_will_wake(&w->blitz__waker, waker))
+        return blitz_waker_noop();
+    blitz_waker old = w->blitz__waker;
+    w->blitz__waker = blitz_waker_clone(waker);
+    return old;
+}
+
+/* Completes an unlinked waiter: returns its waker (wake it after the
+ * lock) and publishes DONE. Nothing may touch `w` afterwards. */
+static inline blitz_waker blitz__waiter_finish(blitz__waiter *w) {
+    blitz_waker waker = w->blitz__waker;
+    w->blitz__waker = blitz_waker_noop();
+    /* Release: the result written into the waiter before this store is
+     * visible to the owner that reads DONE with acquire. */
+    blitz__u32_field_store(&w->blitz__state, BLITZ__WAITER_DONE, BLITZ__RELEASE);
+    return waker;
+}
+
+/* Owner side, after it consumed a DONE result: ready for the next wait. */
+static inline void blitz__waiter_reset(blitz__waiter *w) {
+    blitz__u32_field_store(&w->blitz__state, BLITZ__WAITER_IDLE, BLITZ__RELAXED);
+}
+
+/* Wakers collected under a lock and woken after it is dropped, in batches
+ * so a broadcast to many waiters never wakes under the lock. */
+#define BLITZ__WAKE_LIST_CAP 32
+typedef struct blitz__wake_list {
+    blitz_waker wakers[BLITZ__WAKE_LIST_CAP];
+    uint32_t len;
+} blitz__wake_list;
+
+static inline int blitz__wake_list_full(const blitz__wake_list *l) {
+    return l->len == BLITZ__WAKE_LIST_CAP;
+}
+static inline void blitz__wake_list_push(blitz__wake_list *l, blitz_waker w) {
+    BLITZ_ASSERT(l->len < BLITZ__WAKE_LIST_CAP);
+    l->wakers[l->len++] = w;
+}
+/* Wakes and empties the list. Call without the lock held. */
+static inline void blitz__wake_list_wake(blitz__wake_list *l) {
+    uint32_t i;
+    for (i = 0; i < l->len; i++)
+        blitz_waker_wake(l->wakers[i]);
+    l->len = 0;
+}
+
+#endif
+/* ====[ END src/core/waitq.h ]============================================= */
+/* ----[ RESUME src/op/op.c ] */
+
+BLITZ_API blitz_op blitz_op_make(blitz_poll_fn poll, blitz_cancel_fn cancel, void *arg) {
+    blitz_op op;
+    op.poll = poll;
+    op.cancel = cancel;
+    op.arg = arg;
+    return op;
+}
+
+static blitz_poll blitz__join_op_poll(blitz_cx *cx, void *handle) {
+    return blitz_join(cx, (blitz_task *)handle);
+}
+BLITZ_API blitz_op blitz_op_join(blitz_task *t) {
+    return blitz_op_make(blitz__join_op_poll, blitz_join_cancel_op, t);
+}
+
+static blitz_poll blitz__sleep_op_poll(blitz_cx *cx, void *timer) {
+    blitz_timer *t = (blitz_timer *)timer;
+    return blitz_sleep_until(cx, t, t->deadline);
+}
+BLITZ_API void blitz_timer_cancel_op(blitz_cx *cx, void *timer) {
+    (void)cx;
+    blitz_timer_cancel((blitz_timer *)timer);
+}
+BLITZ_API blitz_op blitz_op_sleep_until(blitz_timer *t, uint64_t deadline_ns) {
+    if (t)
+        t->deadline = deadline_ns;
+    return blitz_op_make(blitz__sleep_op_poll, blitz_timer_cancel_op, t);
+}
+
+/* ---- the thread waker ---------------------------------------------------------- */
+
+/* A parker that wakers can reach after the thread stopped waiting: a
+ * waker may be woken after the op it was registered with completed (wakes
+ * happen outside the primitives' locks), so the parker is reference
+ * counted. Each thread keeps one for its whole life (released when the
+ * thread exits) and hands out references. */
+typedef struct blitz__thread_parker {
+    blitz__atomic_u32 refs;
+    blitz__parker parker;
+} blitz__thread_parker;
+
+static void blitz__thread_parker_unref(blitz__thread_parker *tp) {
+    /* Acq_rel: the last owner sees every other owner's unpark finished
+     * before it destroys the parker. */
+    if (blitz__u32_fetch_sub(&tp->refs, 1, BLITZ__ACQ_REL) == 1) {
+        blitz__parker_destroy(&tp->parker);
+        BLITZ_FREE(tp);
+    }
+}
+
+static void blitz__thread_waker_wake_by_ref(const void *data) {
+    blitz__parker_unpark(&((blitz__thread_parker *)data)->parker);
+}
+static void blitz__thread_waker_wake(const void *data) {
+    blitz__thread_waker_wake_by_ref(data);
+    blitz__thread_parker_unref((blitz__thread_parker *)data);
+}
+static void blitz__thread_waker_drop(const void *data) {
+    blitz__thread_parker_unref((blitz__thread_parker *)data);
+}
+static blitz_waker blitz__thread_waker_clone(const void *data);
+static const blitz_waker_vtable blitz__thread_waker_vtable = {
+    blitz__thread_waker_wake, blitz__thread_waker_wake_by_ref, blitz__thread_waker_clone,
+    blitz__thread_waker_drop};
+static blitz_waker blitz__thread_waker_clone(const void *data) {
+    blitz__u32_fetch_add(&((blitz__thread_parker *)data)->refs, 1, BLITZ__RELAXED);
+    blitz_waker w = {data, &blitz__thread_waker_vtable};
+    return w;
+}
+
+static pthread_key_t blitz__thread_parker_key;
+static pthread_once_t blitz__thread_parker_once = PTHREAD_ONCE_INIT;
+static _Thread_local blitz__thread_parker *blitz__thread_parker_cached;
+
+static void blitz__thread_parker_release(void *p) {
+    blitz__thread_parker_unref((blitz__thread_parker *)p);
+}
+static void blitz__thread_parker_key_init(void) {
+    pthread_key_create(&blitz__thread_parker_key, blitz__thread_parker_release);
+}
+
+/* The calling thread's parker, created on first use; NULL when out of
+ * memory. */
+static blitz__thread_parker *blitz__thread_parker_get(void) {
+    blitz__thread_parker *tp = blitz__thread_parker_cached;
+    if (BLITZ__LIKELY(tp != NULL))
+        return tp;
+    pthread_once(&blitz__thread_parker_once, blitz__thread_parker_key_init);
+    tp = (blitz__thread_parker *)BLITZ_MALLOC(sizeof *tp);
+    if (!tp)
+        return NULL;
+    blitz__u32_store(&tp->refs, 1, BLITZ__RELAXED);
+    blitz__parker_init(&tp->parker);
+    if (pthread_setspecific(blitz__thread_parker_key, tp) != 0) {
+        blitz__parker_destroy(&tp->parker);
+        BLITZ_FREE(tp);
+        return NULL;
+    }
+    blitz__thread_parker_cached = tp;
+    return tp;
+}
+
+/* A poll context whose waker is `waker` (no task). */
+BLITZ_PRIVATE void blitz__cx_init_waker(blitz_cx *cx, blitz__context *ctx, blitz_waker waker) {
+    cx->task = NULL;
+    cx->ctx = ctx;
+    cx->yielded = 0;
+    cx->waker = waker;
+}
+
+/* With a runtime, the op runs inside a task of that runtime: a
+ * current-thread runtime is then driven by this thread while it waits, and
+ * a shutdown cancels the wait (and withdraws the op) instead of leaving the
+ * thread asleep on a timer that will never fire. A withdrawn op may still
+ * be in the kernel (an io_uring receive): it holds the task until its
+ * completion, as it does any task's memory, so the wait returns only once
+ * the task is freed, and the op is the caller's again. */
+typedef struct blitz__op_task {
+    blitz_op op;
+    blitz__atomic_u32 *freed; /* on the waiting thread's stack */
+    blitz__thread_parker *tp; /* the waiting thread's; a reference of its own */
+} blitz__op_task;
+
+static blitz_poll blitz__op_task_poll(blitz_cx *cx, void *state) {
+    blitz__op_task *s = (blitz__op_task *)state;
+    return s->op.poll(cx, s->op.arg);
+}
+static void blitz__op_task_cancel(void *state) {
+    blitz__op_task *s = (blitz__op_task *)state;
+    if (s->op.cancel)
+        s->op.cancel(NULL, s->op.arg);
+}
+/* The task's last reference is gone: nothing uses the op any more. */
+static void blitz__op_task_drop(void *state) {
+    blitz__op_task *s = (blitz__op_task *)state;
+    blitz__thread_parker *tp = s->tp;
+    /* Release: the waiter that sees the flag sees every use of the op
+     * before it. After the store the waiter may return (its stack, the
+     * flag, is gone): only the parker, kept by our reference, is used. */
+    blitz__u32_store(s->freed, 1, BLITZ__RELEASE);
+    blitz__parker_unpark(&tp->parker);
+    blitz__thread_parker_unref(tp);
+}
+
+static int blitz__op_wait_in_task(blitz_runtime *rt, blitz_op op) {
+    blitz__thread_parker *tp = blitz__thread_parker_get();
+    if (!tp)
+        return BLITZ_ENOMEM;
+    blitz__atomic_u32 freed;
+    blitz__u32_store(&freed, 0, BLITZ__RELAXED);
+    blitz__u32_fetch_add(&tp->refs, 1, BLITZ__RELAXED);
+    blitz__op_task st = {op, &freed, tp};
+    blitz_spawn_opts opts = blitz__plain_opts(blitz__op_task_poll, &st, sizeof st);
+    opts.cancel = blitz__op_task_cancel;
+    opts.drop = blitz__op_task_drop;
+    blitz_task *t = NULL;
+    int rc = blitz_spawn_ex(rt, &opts, &t);
+    if (rc != BLITZ_OK) {
+        blitz__thread_parker_unref(tp); /* a task never queued runs no drop */
+        return rc;
+    }
+    rc = blitz_task_wait(t);
+    blitz_task_release(&t);
+    while (!blitz__u32_load(&freed, BLITZ__ACQUIRE))
+        blitz__parker_park(&tp->parker, 0);
+    return rc;
+}
+
+/* Whether the calling thread may block: not a worker or a current-thread
+ * driver, and not polling a task, unless that task is a blocking-pool job
+ * (a pool thread runs nothing else, so blocking it holds up nobody). */
+static int blitz__thread_may_block(const blitz__context *c) {
+    if (!c)
+        return 1;
+    if (c->worker || c->ct_driver)
+        return 0;
+    return !c->current ||
+           (blitz__u64_load(&c->current->state, BLITZ__RELAXED) & BLITZ__TASK_BLOCKING) != 0;
+}
+
+BLITZ_API int blitz_op_wait(blitz_runtime *rt, blitz_op op) {
+    if (!op.poll)
+        return BLITZ_EINVAL;
+    if (!blitz__thread_may_block(blitz__context_get()))
+        return BLITZ_EDEADLK;
+    if (rt)
+        return blitz__op_wait_in_task(rt, op);
+    blitz__thread_parker *tp = blitz__thread_parker_get();
+    if (!tp)
+        return BLITZ_ENOMEM;
+    blitz__context ctx;
+    blitz__context_init(&ctx, NULL);
+    blitz_cx cx;
+    blitz_waker borrowed = {tp, &blitz__thread_waker_vtable};
+    blitz__cx_init_waker(&cx, &ctx, borrowed);
+    while (op.poll(&cx, op.arg) == BLITZ_PENDING)
+        blitz__parker_park(&tp->parker, 0);
+    return BLITZ_OK;
+}
+/* ====[ END src/op/op.c ]================================================== */
+/* ====[ BEGIN src/op/combinators.c ]======================================= */
+/* >>op/combinators */
+/* Combinators over ops: join-all, race, select. */
+/* src/time/time.h already included */
+
+BLITZ_API void blitz_combo_reset(blitz_combo *c) {
+    if (!c)
+        return;
+    /* The starting position survives, so a select loop that resets its
+     * combo each round still rotates through its ops. */
+    uint32_t start = c->blitz__start;
+    memset(c, 0, sizeof *c);
+    c->blitz__start = start;
+}
+
+static uint64_t blitz__combo_all(size_t n) {
+    return n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1);
+}
+
+/* Checks the arguments; on misuse the combinator is READY with an error. */
+static int blitz__combo_valid(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
+    size_t i;
+    if (!c)
+        return 0;
+    c->error = BLITZ_EINVAL;
+    c->winner = -1;
+    if (!cx || !ops || n == 0 || n > BLITZ_COMBO_MAX)
+        return 0;
+    for (i = 0; i < n; i++)
+        if (!ops[i].poll)
+            return 0;
+    c->error = 0;
+    return 1;
+}
+
+/* Polls the unfinished ops once, from the rotating start. With `first`,
+ * stops at the first op that finishes and returns its index; otherwise
+ * polls them all. Returns -1 when none finished (or `first` is 0). */
+static int blitz__combo_poll(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n,
+                             int first) {
+    size_t k, start = c->blitz__start % n;
+    c->blitz__start = (uint32_t)((start + 1) % n);
+    for (k = 0; k < n; k++) {
+        size_t i = (start + k) % n;
+        uint64_t bit = (uint64_t)1 << i;
+        if (c->blitz__done & bit)
+            continue;
+        if (ops[i].poll(cx, ops[i].arg) == BLITZ_READY) {
+            c->blitz__done |= bit;
+            if (first)
+                return (int)i;
+        }
+    }
+    return -1;
+}
+
+BLITZ_API blitz_poll blitz_join_all(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
+    if (!blitz__combo_valid(cx, c, ops, n))
+        return BLITZ_READY;
+    blitz__combo_poll(cx, c, ops, n, 0);
+    return c->blitz__done == blitz__combo_all(n) ? BLITZ_READY : BLITZ_PENDING;
+}
+
+BLITZ_API void blitz_combo_cancel(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
+    size_t i;
+    if (!c || !ops || n > BLITZ_COMBO_MAX)
+        return;
+    for (i = 0; i < n; i++) {
+        uint64_t bit = (uint64_t)1 << i;
+        if (c->blitz__done & bit)
+            continue;
+        if (ops[i].cancel)
+            ops[i].cancel(cx, ops[i].arg);
+        c->blitz__done |= bit;
+    }
+}
+
+BLITZ_API blitz_poll blitz_select(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
+    if (!blitz__combo_valid(cx, c, ops, n))
+        return BLITZ_READY;
+    if (c->blitz__done == blitz__combo_all(n))
+        return BLITZ_READY; /* nothing left: winner -1 */
+    int won = blitz__combo_poll(cx, c, ops, n, 1);
+    if (won < 0)
+        return BLITZ_PENDING;
+    c->winner = won;
+    return BLITZ_READY;
+}
+
+BLITZ_API blitz_poll blitz_race(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
+    blitz_poll r = blitz_select(cx, c, ops, n);
+    if (r == BLITZ_READY && c->error == 0)
+        blitz_combo_cancel(cx, c, ops, n);
+    return r;
+}
+/* ====[ END src/op/combinators.c ]========================================= */
+/* ====[ BEGIN src/op/task_group.c ]======================================== */
+/* >>op/task_group */
+/* Task groups: members report their completion through their join waker,
+ * which moves them to the group's list of finished members.
+ *
+ * Every member is in exactly one of three lists, under the group's lock:
+ * `running` (not yet asked to cancel), `cancelling` (blitz_task_cancel sent
+ * or being sent) or `finished` (complete, handle not yet handed out). The
+ * group is reference counted: its owner holds one reference and every
+ * member another, so a member finishing after blitz_group_free still finds
+ * the group. */
+/* src/time/time.h already included */
+
+#define BLITZ__MEMBER_RUNNING    0
+#define BLITZ__MEMBER_CANCELLING 1
+#define BLITZ__MEMBER_FINISHED   2
+
+typedef struct blitz__group_member {
+    blitz_group *group;
+    blitz_task *task;
+    struct blitz__group_member *next, *prev;
+    int list;
+} blitz__group_member;
+
+typedef struct blitz__member_list {
+    blitz__group_member *head, *tail;
+} blitz__member_list;
+
+struct blitz_group {
+    blitz_runtime *rt;
+    blitz__mutex lock;
+    blitz__atomic_u32 refs;
+    blitz__member_list lists[3]; /* running, cancelling, finished */
+    size_t len;                  /* members not yet handed out */
+    blitz_waker waiter;          /* the task awaiting blitz_group_next */
+    int has_waiter;
+    int closed;
+    int freed;
+};
+
+static void blitz__member_push(blitz__member_list *l, blitz__group_member *m) {
+    m->next = NULL;
+    m->prev = l->tail;
+    if (l->tail)
+        l->tail->next = m;
+    else
+        l->head = m;
+    l->tail = m;
+}
+
+static void blitz__member_unlink(blitz__member_list *l, blitz__group_member *m) {
+    if (m->prev)
+        m->prev->next = m->next;
+    else
+        l->head = m->next;
+    if (m->next)
+        m->next->prev = m->prev;
+    else
+        l->tail = m->prev;
+    m->next = m->prev = NULL;
+}
+
+static void blitz__group_unref(blitz_group *g) {
+    /* Acq_rel: the last reference sees every other holder's last use of
+     * the group before it frees it. */
+    if (blitz__u32_fetch_sub(&g->refs, 1, BLITZ__ACQ_REL) == 1) {
+        blitz__mutex_destroy(&g->lock);
+        BLITZ_FREE(g);
+    }
+}
+
+/* A member's task completed (its join waker fired, or it was already
+ * complete when the group registered). */
+static void blitz__member_finished(blitz__group_member *m) {
+    blitz_group *g = m->group;
+    blitz_waker waiter = blitz_waker_noop();
+    blitz__mutex_lock(&g->lock);
+    blitz__member_unlink(&g->lists[m->list], m);
+    if (g->freed) {
+        blitz__mutex_unlock(&g->lock);
+        blitz_task_release(&m->task);
+        BLITZ_FREE(m);
+        blitz__group_unref(g);
+        return;
+    }
+    m->list = BLITZ__MEMBER_FINISHED;
+    blitz__member_push(&g->lists[BLITZ__MEMBER_FINISHED], m);
+    if (g->has_waiter) {
+        waiter = g->waiter;
+        g->has_waiter = 0;
+    }
+    blitz__mutex_unlock(&g->lock);
+    blitz_waker_wake(waiter);
+}
+
+/* The member's join waker. A join waker is woken once or dropped once, so
+ * the member needs no count of its own. */
+static void blitz__member_wake(const void *data) {
+    blitz__member_finished((blitz__group_member *)data);
+}
+static void blitz__member_drop(const void *data) {
+    (void)data;
+}
+static blitz_waker blitz__member_clone(const void *data);
+static const blitz_waker_vtable blitz__member_waker_vtable = {
+    blitz__member_wake, blitz__member_wake, blitz__member_clone, blitz__member_drop};
+static blitz_waker blitz__member_clone(const void *data) {
+    blitz_waker w = {data, &blitz__member_waker_vtable};
+    return w;
+}
+
+BLITZ_API int blitz_group_new(blitz_runtime *rt, blitz_group **out) {
+    if (!rt || !out)
+        return BLITZ_EINVAL;
+    blitz_group *g = (blitz_group *)BLITZ_MALLOC(sizeof *g);
+    if (!g)
+        return BLITZ_ENOMEM;
+    memset(g, 0, sizeof *g);
+    g->rt = rt;
+    blitz__mutex_init(&g->lock);
+    blitz__u32_store(&g->refs, 1, BLITZ__RELAXED);
+    *out = g;
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_group_spawn_ex(blitz_group *g, const blitz_spawn_opts *opts) {
+    if (!g || !opts)
+        return BLITZ_EINVAL;
+    blitz__group_member *m = (blitz__group_member *)BLITZ_MALLOC(sizeof *m);
+    if (!m)
+        return BLITZ_ENOMEM;
+    blitz__mutex_lock(&g->lock);
+    int closed = g->closed;
+    blitz__mutex_unlock(&g->lock);
+    if (closed) {
+        BLITZ_FREE(m);
+        return BLITZ_ECLOSED;
+    }
+    blitz_task *t = NULL;
+    int rc = blitz_spawn_ex(g->rt, opts, &t);
+    if (rc != BLITZ_OK) {
+        BLITZ_FREE(m);
+        return rc;
+    }
+    m->group = g;
+    m->task = t;
+    blitz__u32_fetch_add(&g->refs, 1, BLITZ__RELAXED);
+    /* Listed before the join waker is registered: the task may finish at
+     * once, and its completion unlinks the member. */
+    blitz__mutex_lock(&g->lock);
+    m->list = BLITZ__MEMBER_RUNNING;
+    blitz__member_push(&g->lists[BLITZ__MEMBER_RUNNING], m);
+    g->len++;
+    int cancel_now = g->closed; /* closed while we spawned */
+    if (cancel_now) {
+        blitz__member_unlink(&g->lists[BLITZ__MEMBER_RUNNING], m);
+        m->list = BLITZ__MEMBER_CANCELLING;
+        blitz__member_push(&g->lists[BLITZ__MEMBER_CANCELLING], m);
+    }
+    blitz__mutex_unlock(&g->lock);
+    if (cancel_now)
+        blitz_task_cancel(t);
+    blitz_cx cx;
+    blitz_waker member = {m, &blitz__member_waker_vtable};
+    blitz__cx_init_waker(&cx, NULL, member);
+    if (blitz_join(&cx, t) == BLITZ_READY)
+        blitz__member_finished(m);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_group_spawn(blitz_group *g, blitz_poll_fn poll, const void *state,
+                                size_t size) {
+    blitz_spawn_opts opts = blitz__plain_opts(poll, state, size);
+    return blitz_group_spawn_ex(g, &opts);
+}
+
+BLITZ_API blitz_poll blitz_group_next(blitz_cx *cx, blitz_group *g, blitz_task **out) {
+    if (!cx || !g || !out) {
+        if (out)
+            *out = NULL;
+        return BLITZ_READY;
+    }
+    blitz_waker old = blitz_waker_noop();
+    blitz__mutex_lock(&g->lock);
+    blitz__group_member *m = g->lists[BLITZ__MEMBER_FINISHED].head;
+    if (m) {
+        blitz__member_unlink(&g->lists[BLITZ__MEMBER_FINISHED], m);
+        g->len--;
+        if (g->has_waiter) {
+            old = g->waiter;
+            g->has_waiter = 0;
+        }
+        blitz__mutex_unlock(&g->lock);
+        blitz_waker_drop(old);
+        *out = m->task;
+        BLITZ_FREE(m);
+        blitz__group_unref(g);
+        return BLITZ_READY;
+    }
+    if (g->len == 0) {
+        blitz__mutex_unlock(&g->lock);
+        *out = NULL;
+        return BLITZ_READY;
+    }
+    blitz_waker mine = blitz_cx_waker(cx);
+    if (!g->has_waiter) {
+        g->waiter = blitz_waker_clone(&mine);
+        g->has_waiter = 1;
+    } else if (!blitz_waker_will_wake(&g->waiter, &mine)) {
+        old = g->waiter;
+        g->waiter = blitz_waker_clone(&mine);
+    }
+    blitz__mutex_unlock(&g->lock);
+    blitz_waker_drop(old);
+    return BLITZ_PENDING;
+}
+
+BLITZ_API void blitz_group_next_cancel(blitz_cx *cx, void *group) {
+    blitz_group *g = (blitz_group *)group;
+    blitz_waker old = blitz_waker_noop();
+    (void)cx;
+    if (!g)
+        return;
+    blitz__mutex_lock(&g->lock);
+    if (g->has_waiter) {
+        old = g->waiter;
+        g->has_waiter = 0;
+    }
+    blitz__mutex_unlock(&g->lock);
+    blitz_waker_drop(old);
+}
+
+typedef struct blitz__group_wait {
+    blitz_group *group;
+    blitz_task *task;
+} blitz__group_wait;
+
+static blitz_poll blitz__group_wait_poll(blitz_cx *cx, void *arg) {
+    blitz__group_wait *w = (blitz__group_wait *)arg;
+    return blitz_group_next(cx, w->group, &w->task);
+}
+
+BLITZ_API int blitz_group_wait_next(blitz_group *g, blitz_task **out) {
+    if (!g || !out)
+        return BLITZ_EINVAL;
+    blitz__group_wait w = {g, NULL};
+    int rc = blitz_op_wait(g->rt, blitz_op_make(blitz__group_wait_poll, NULL, &w));
+    *out = rc == BLITZ_OK ? w.task : NULL;
+    return rc;
+}
+
+BLITZ_API size_t blitz_group_len(blitz_group *g) {
+    if (!g)
+        return 0;
+    blitz__mutex_lock(&g->lock);
+    size_t n = g->len;
+    blitz__mutex_unlock(&g->lock);
+    return n;
+}
+
+/* Sends a cancel to every running member. Each task is pinned with a
+ * reference while the lock is dropped for blitz_task_cancel (which may
+ * complete the task at once, and that completion takes the lock). */
+static void blitz__group_cancel_running(blitz_group *g) {
+    for (;;) {
+        blitz__mutex_lock(&g->lock);
+        blitz__group_member *m = g->lists[BLITZ__MEMBER_RUNNING].head;
+        if (!m) {
+            blitz__mutex_unlock(&g->lock);
+            return;
+        }
+        blitz__member_unlink(&g->lists[BLITZ__MEMBER_RUNNING], m);
+        m->list = BLITZ__MEMBER_CANCELLING;
+        blitz__member_push(&g->lists[BLITZ__MEMBER_CANCELLING], m);
+        blitz__task *t = m->task;
+        blitz__task_ref(t);
+        blitz__mutex_unlock(&g->lock);
+        blitz_task_cancel(t);
+        blitz__task_unref(t);
+    }
+}
+
+BLITZ_API int blitz_group_cancel_all(blitz_group *g) {
+    if (!g)
+        return BLITZ_EINVAL;
+    blitz__group_cancel_running(g);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_group_close(blitz_group *g) {
+    if (!g)
+        return BLITZ_EINVAL;
+    blitz__mutex_lock(&g->lock);
+    g->closed = 1;
+    blitz__mutex_unlock(&g->lock);
+    blitz__group_cancel_running(g);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_group_free(blitz_group *g) {
+    if (!g)
+        return BLITZ_EINVAL;
+    blitz_waker old = blitz_waker_noop();
+    blitz__mutex_lock(&g->lock);
+    g->closed = 1;
+    g->freed = 1;
+    blitz__group_member *finished = g->lists[BLITZ__MEMBER_FINISHED].head;
+    g->lists[BLITZ__MEMBER_FINISHED].head = g->lists[BLITZ__MEMBER_FINISHED].tail = NULL;
+    if (g->has_waiter) {
+        old = g->waiter;
+        g->has_waiter = 0;
+    }
+    blitz__mutex_unlock(&g->lock);
+    blitz_waker_drop(old);
+    blitz__group_cancel_running(g);
+    while (finished) {
+        blitz__group_member *next = finished->next;
+        blitz_task_release(&finished->task);
+        BLITZ_FREE(finished);
+        blitz__group_unref(g);
+        finished = next;
+    }
+    blitz__group_unref(g);
+    return BLITZ_OK;
+}
+/* ====[ END src/op/task_group.c ]========================================== */
+/* ########################################################################## */
+/* LAYER sync: semaphore, mutex, rwlock, notify, barrier, once cell, cancel token */
+/* ########################################################################## */
+/* ====[ BEGIN src/sync/semaphore.c ]======================================= */
+/* >>sync/semaphore */
+/* The counting semaphore with FIFO direct handoff that Mutex and RwLock
+ * are built on.
+ *
+ * State word: permits << 2 | WAITERS | CLOSED. The invariant that makes the
+ * queue fair: while WAITERS is set the word holds no permits, so a
+ * lock-free try_acquire can never take a permit a queued op is owed.
+ * WAITERS is set and cleared only under the lock, together with the queue
+ * becoming non-empty / empty, and always by a CAS on the same word that
+ * releases add permits to. A release therefore either adds its permits while
+ * WAITERS is clear (then the enqueuer's CAS fails and it takes them) or sees
+ * WAITERS and takes the lock to hand the permits over: no permit can slip
+ * into the pool between a waiter's check and its enqueue. */
+/* ====[ BEGIN src/sync/sync_internal.h ]=================================== */
+/* >>sync/sync_internal */
+/* Shared by the synchronization primitives: the lock word and the atomic
+ * words that live in their public structs. */
+#ifndef BLITZ__SYNC_INTERNAL_H
+#define BLITZ__SYNC_INTERNAL_H
+
+/* src/core/core.h already included */
+/* src/core/waitq.h already included */
+
+/* The primitives' public structs hold plain integers; these give them the
+ * atomics layer's types (same size and layout: a struct of one word). */
+static inline blitz__atomic_u32 *blitz__atomic_u32_at(uint32_t *p) {
+    return (blitz__atomic_u32 *)(void *)p;
+}
+static inline blitz__atomic_u64 *blitz__atomic_u64_at(uint64_t *p) {
+    return (blitz__atomic_u64 *)(void *)p;
+}
+
+/* A lock in one 32-bit word of a public struct (zero = unlocked, so a
+ * zero-filled primitive and a static word are ready to use). With futexes it
+ * is blitz__mutex itself; elsewhere a test-and-test-and-set lock that yields
+ * the thread while it waits. */
+#if BLITZ__HAS_FUTEX
+typedef char blitz__word_lock_fits[sizeof(blitz__mutex) == sizeof(uint32_t) ? 1 : -1];
+static inline void blitz__word_lock(uint32_t *w) {
+    blitz__mutex_lock((blitz__mutex *)(void *)w);
+}
+static inline void blitz__word_unlock(uint32_t *w) {
+    blitz__mutex_unlock((blitz__mutex *)(void *)w);
+}
+#else
+static inline void blitz__word_lock(uint32_t *w) {
+    blitz__atomic_u32 *a = blitz__atomic_u32_at(w);
+    for (;;) {
+        uint32_t free_word = 0;
+        if (blitz__u32_cas(a, &free_word, 1, BLITZ__ACQUIRE))
+            return;
+        while (blitz__u32_load(a, BLITZ__RELAXED) != 0)
+            sched_yield();
+    }
+}
+static inline void blitz__word_unlock(uint32_t *w) {
+    blitz__u32_store(blitz__atomic_u32_at(w), 0, BLITZ__RELEASE);
+}
+#endif
+
+/* The waiter's container: every primitive embeds the waiter first in its
+ * op struct. */
+#define BLITZ__OP_OF(type, w) ((type *)(void *)(w))
+
+#endif
+/* ====[ END src/sync/sync_internal.h ]===================================== */
+/* ----[ RESUME src/sync/semaphore.c ] */
+
+#define BLITZ__SEM_CLOSED  1u
+#define BLITZ__SEM_WAITERS 2u
+#define BLITZ__SEM_SHIFT   2
+
+static inline blitz__atomic_u64 *blitz__sem_word(blitz_semaphore *sem) {
+    return blitz__atomic_u64_at(&sem->blitz__state);
+}
+
+static inline uint64_t blitz__sem_permits(uint64_t s) {
+    return s >> BLITZ__SEM_SHIFT;
+}
+
+BLITZ_API int blitz_semaphore_init(blitz_semaphore *sem, size_t permits) {
+    if (!sem || permits > BLITZ_SEMAPHORE_MAX_PERMITS)
+        return BLITZ_EINVAL;
+    memset(sem, 0, sizeof *sem);
+    sem->blitz__state = (uint64_t)permits << BLITZ__SEM_SHIFT;
+    return BLITZ_OK;
+}
+
+BLITZ_API void blitz_semaphore_destroy(blitz_semaphore *sem) {
+    if (sem)
+        BLITZ_ASSERT(blitz__waitq_empty(&sem->blitz__waiters));
+}
+
+BLITZ_API int blitz_semaphore_try_acquire(blitz_semaphore *sem, size_t n) {
+    if (BLITZ__UNLIKELY(!sem || n == 0 || n > BLITZ_SEMAPHORE_MAX_PERMITS))
+        return BLITZ_EINVAL;
+    blitz__atomic_u64 *word = blitz__sem_word(sem);
+    uint64_t s = blitz__u64_load(word, BLITZ__RELAXED);
+    for (;;) {
+        if (s & BLITZ__SEM_CLOSED)
+            return BLITZ_ECLOSED;
+        if (blitz__sem_permits(s) < n)
+            return BLITZ_EAGAIN;
+        /* Acquire: pairs with the release that put these permits back, so
+         * what the previous holder did is visible to the new one. */
+        if (blitz__u64_cas_weak(word, &s, s - ((uint64_t)n << BLITZ__SEM_SHIFT), BLITZ__ACQUIRE))
+            return BLITZ_OK;
+    }
+}
+
+/* Hands `n` permits to the queue head first, the rest to the pool.
+ * Called with the lock held; returns with it released. Waiters are woken
+ * after unlocking, in batches (the lock is retaken for the next batch while
+ * the undistributed permits stay in hand, out of the pool). */
+static void blitz__sem_hand_out(blitz_semaphore *sem, uint64_t n) {
+    blitz__wake_list wl;
+    wl.len = 0;
+    for (;;) {
+        blitz__waiter *w;
+        while (n > 0 && (w = sem->blitz__waiters.blitz__head) != NULL) {
+            uint64_t take = n < w->blitz__value ? n : w->blitz__value;
+            w->blitz__value -= take;
+            n -= take;
+            if (w->blitz__value == 0) {
+                blitz__waitq_unlink(&sem->blitz__waiters, w);
+                w->blitz__flags = (uint32_t)BLITZ_OK;
+                blitz__wake_list_push(&wl, blitz__waiter_finish(w));
+                if (blitz__wake_list_full(&wl))
+                    break;
+            }
+        }
+        if (blitz__waitq_empty(&sem->blitz__waiters)) {
+            blitz__atomic_u64 *word = blitz__sem_word(sem);
+            uint64_t s = blitz__u64_load(word, BLITZ__RELAXED);
+            uint64_t add = n << BLITZ__SEM_SHIFT;
+            /* Release: a later acquirer of these permits sees this
+             * releaser's writes. A CAS because try_acquire may take permits
+             * concurrently once WAITERS is clear. */
+            while (!blitz__u64_cas_weak(word, &s, (s & ~(uint64_t)BLITZ__SEM_WAITERS) + add,
+                                        BLITZ__RELEASE)) {
+            }
+            n = 0;
+        }
+        blitz__word_unlock(&sem->blitz__lock);
+        blitz__wake_list_wake(&wl);
+        if (n == 0)
+            return;
+        blitz__word_lock(&sem->blitz__lock);
+    }
+}
+
+BLITZ_API int blitz_semaphore_release(blitz_semaphore *sem, size_t n) {
+    if (BLITZ__UNLIKELY(!sem || n == 0 || n > BLITZ_SEMAPHORE_MAX_PERMITS))
+        return BLITZ_EINVAL;
+    blitz__atomic_u64 *word = blitz__sem_word(sem);
+    uint64_t s = blitz__u64_load(word, BLITZ__RELAXED);
+    while (!(s & BLITZ__SEM_WAITERS)) {
+        if (blitz__sem_permits(s) + n > BLITZ_SEMAPHORE_MAX_PERMITS)
+            return BLITZ_EINVAL;
+        /* Release: pairs with the acquiring CAS of the next holder. Fails
+         * (and falls to the locked path) if an op queued meanwhile. */
+        if (blitz__u64_cas_weak(word, &s, s + ((uint64_t)n << BLITZ__SEM_SHIFT), BLITZ__RELEASE))
+            return BLITZ_OK;
+    }
+    blitz__word_lock(&sem->blitz__lock);
+    blitz__sem_hand_out(sem, n);
+    return BLITZ_OK;
+}
+
+BLITZ_API void blitz_semaphore_close(blitz_semaphore *sem) {
+    if (!sem)
+        return;
+    blitz__wake_list wl;
+    wl.len = 0;
+    uint64_t returned = 0;
+    blitz__word_lock(&sem->blitz__lock);
+    /* Set under the lock, so an acquire that checks CLOSED under the lock
+     * before queueing cannot queue after the drain below. Release: a
+     * lock-free try_acquire that sees CLOSED sees what came before close. */
+    blitz__u64_fetch_or(blitz__sem_word(sem), BLITZ__SEM_CLOSED, BLITZ__RELEASE);
+    for (;;) {
+        blitz__waiter *w;
+        while (!blitz__wake_list_full(&wl) && (w = sem->blitz__waiters.blitz__head) != NULL) {
+            blitz_semaphore_acquire_op *op = BLITZ__OP_OF(blitz_semaphore_acquire_op, w);
+            returned += op->blitz__n - w->blitz__value;
+            blitz__waitq_unlink(&sem->blitz__waiters, w);
+            w->blitz__flags = (uint32_t)BLITZ_ECLOSED;
+            blitz__wake_list_push(&wl, blitz__waiter_finish(w));
+        }
+        if (blitz__waitq_empty(&sem->blitz__waiters))
+            break;
+        blitz__word_unlock(&sem->blitz__lock);
+        blitz__wake_list_wake(&wl);
+        blitz__word_lock(&sem->blitz__lock);
+    }
+    /* The partial fills of the closed-out waiters go back to the pool (no
+     * op can queue any more, so the pool may hold them). */
+    blitz__atomic_u64 *word = blitz__sem_word(sem);
+    uint64_t s = blitz__u64_load(word, BLITZ__RELAXED);
+    while (!blitz__u64_cas_weak(
+        word, &s, (s & ~(uint64_t)BLITZ__SEM_WAITERS) + (returned << BLITZ__SEM_SHIFT),
+        BLITZ__RELEASE)) {
+    }
+    blitz__word_unlock(&sem->blitz__lock);
+    blitz__wake_list_wake(&wl);
+}
+
+BLITZ_API int blitz_semaphore_is_closed(const blitz_semaphore *sem) {
+    if (!sem)
+        return 0;
+    return (blitz__u64_load(blitz__sem_word((blitz_semaphore *)sem), BLITZ__ACQUIRE) &
+            BLITZ__SEM_CLOSED) != 0;
+}
+
+BLITZ_API size_t blitz_semaphore_available(const blitz_semaphore *sem) {
+    if (!sem)
+        return 0;
+    return (size_t)blitz__sem_permits(
+        blitz__u64_load(blitz__sem_word((blitz_semaphore *)sem), BLITZ__ACQUIRE));
+}
+
+/* First poll of an acquire: the lock-free attempt, then, under the lock,
+ * take what the pool has and queue for the rest. */
+static blitz_poll blitz__sem_acquire_start(blitz_cx *cx, blitz_semaphore_acquire_op *op) {
+    blitz_semaphore *sem = op->blitz__sem;
+    uint64_t n = op->blitz__n;
+    int rc = blitz_semaphore_try_acquire(sem, (size_t)n);
+    if (rc != BLITZ_EAGAIN) {
+        op->result = rc;
+        return BLITZ_READY;
+    }
+    blitz__atomic_u64 *word = blitz__sem_word(sem);
+    blitz__word_lock(&sem->blitz__lock);
+    uint64_t s = blitz__u64_load(word, BLITZ__RELAXED);
+    for (;;) {
+        if (s & BLITZ__SEM_CLOSED) {
+            blitz__word_unlock(&sem->blitz__lock);
+            op->result = BLITZ_ECLOSED;
+            return BLITZ_READY;
+        }
+        uint64_t have = blitz__sem_permits(s);
+        if (have >= n) {
+            if (blitz__u64_cas_weak(word, &s, s - (n << BLITZ__SEM_SHIFT), BLITZ__ACQUIRE)) {
+                blitz__word_unlock(&sem->blitz__lock);
+                op->result = BLITZ_OK;
+                return BLITZ_READY;
+            }
+            continue;
+        }
+        /* Take the whole pool and raise WAITERS in one step: from here
+         * releases hand permits over under the lock. Acquire: the permits
+         * taken were put back by releases whose writes we must see. */
+        if (blitz__u64_cas_weak(word, &s, BLITZ__SEM_WAITERS, BLITZ__ACQUIRE)) {
+            op->blitz__w.blitz__value = n - have;
+            blitz_waker mine = blitz_cx_waker(cx);
+            blitz__waitq_push(&sem->blitz__waiters, &op->blitz__w, &mine);
+            blitz__word_unlock(&sem->blitz__lock);
+            return BLITZ_PENDING;
+        }
+    }
+}
+
+BLITZ_API blitz_poll blitz_semaphore_acquire(blitz_cx *cx, blitz_semaphore_acquire_op *op,
+                                             blitz_semaphore *sem, size_t n) {
+    if (BLITZ__UNLIKELY(!op))
+        return BLITZ_READY;
+    uint32_t st = blitz__waiter_state(&op->blitz__w);
+    if (st == BLITZ__WAITER_IDLE) {
+        if (BLITZ__UNLIKELY(!cx || !sem || n == 0 || n > BLITZ_SEMAPHORE_MAX_PERMITS)) {
+            op->result = BLITZ_EINVAL;
+            return BLITZ_READY;
+        }
+        op->blitz__sem = sem;
+        op->blitz__n = n;
+        return blitz__sem_acquire_start(cx, op);
+    }
+    sem = op->blitz__sem;
+    if (st == BLITZ__WAITER_QUEUED) {
+        blitz_waker old = blitz_waker_noop();
+        blitz_waker mine = blitz_cx_waker(cx);
+        blitz__word_lock(&sem->blitz__lock);
+        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
+        if (st == BLITZ__WAITER_QUEUED)
+            old = blitz__waiter_refresh(&op->blitz__w, &mine);
+        blitz__word_unlock(&sem->blitz__lock);
+        blitz_waker_drop(old);
+        if (st == BLITZ__WAITER_QUEUED)
+            return BLITZ_PENDING;
+    }
+    /* DONE: the lock (or the acquire load above) orders the handed-over
+     * result before this read. */
+    op->result = (int)op->blitz__w.blitz__flags;
+    blitz__waiter_reset(&op->blitz__w);
+    return BLITZ_READY;
+}
+
+BLITZ_API void blitz_semaphore_acquire_cancel(blitz_cx *cx, void *arg) {
+    blitz_semaphore_acquire_op *op = (blitz_semaphore_acquire_op *)arg;
+    (void)cx;
+    if (!op)
+        return;
+    uint32_t st = blitz__waiter_state(&op->blitz__w);
+    if (st == BLITZ__WAITER_IDLE)
+        return;
+    blitz_semaphore *sem = op->blitz__sem;
+    if (st == BLITZ__WAITER_QUEUED) {
+        blitz__word_lock(&sem->blitz__lock);
+        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
+        if (st == BLITZ__WAITER_QUEUED) {
+            blitz_waker mine = blitz__waitq_withdraw(&sem->blitz__waiters, &op->blitz__w);
+            blitz__waiter_reset(&op->blitz__w);
+            /* The partial fill goes to the next waiters; with none left (or
+             * nothing to give) this also clears WAITERS. */
+            blitz__sem_hand_out(sem, op->blitz__n - op->blitz__w.blitz__value);
+            blitz_waker_drop(mine);
+            return;
+        }
+        blitz__word_unlock(&sem->blitz__lock);
+    }
+    /* Completed but never seen by its owner: what it was given goes back. */
+    int result = (int)op->blitz__w.blitz__flags;
+    blitz__waiter_reset(&op->blitz__w);
+    if (result == BLITZ_OK)
+        blitz_semaphore_release(sem, op->blitz__n);
+}
+
+static blitz_poll blitz__sem_acquire_op_poll(blitz_cx *cx, void *arg) {
+    blitz_semaphore_acquire_op *op = (blitz_semaphore_acquire_op *)arg;
+    if (!op)
+        return BLITZ_READY;
+    return blitz_semaphore_acquire(cx, op, op->blitz__sem, op->blitz__n);
+}
+
+BLITZ_API blitz_op blitz_op_semaphore_acquire(blitz_semaphore_acquire_op *op, blitz_semaphore *sem,
+                                              size_t n) {
+    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE) {
+        op->blitz__sem = sem;
+        op->blitz__n = n;
+    }
+    return blitz_op_make(blitz__sem_acquire_op_poll, blitz_semaphore_acquire_cancel, op);
+}
+
+BLITZ_API int blitz_semaphore_acquire_blocking(blitz_semaphore *sem, size_t n) {
+    blitz_semaphore_acquire_op op;
+    memset(&op, 0, sizeof op);
+    int rc = blitz_op_wait(NULL, blitz_op_semaphore_acquire(&op, sem, n));
+    return rc != BLITZ_OK ? rc : op.result;
+}
+/* ====[ END src/sync/semaphore.c ]========================================= */
+/* ====[ BEGIN src/sync/mutex.c ]=========================================== */
+/* >>sync/mutex */
+/* The async mutex: a semaphore with one permit (FIFO, no spinning). */
+/* src/sync/sync_internal.h already included */
+
+BLITZ_API int blitz_mutex_init(blitz_mutex *m) {
+    return m ? blitz_semaphore_init(&m->blitz__sem, 1) : BLITZ_EINVAL;
+}
+
+BLITZ_API void blitz_mutex_destroy(blitz_mutex *m) {
+    if (m)
+        blitz_semaphore_destroy(&m->blitz__sem);
+}
+
+BLITZ_API int blitz_mutex_try_lock(blitz_mutex *m) {
+    return m ? blitz_semaphore_try_acquire(&m->blitz__sem, 1) : BLITZ_EINVAL;
+}
+
+BLITZ_API blitz_poll blitz_mutex_lock(blitz_cx *cx, blitz_mutex_lock_op *op, blitz_mutex *m) {
+    if (!op)
+        return BLITZ_READY;
+    return blitz_semaphore_acquire(cx, &op->blitz__acq, m ? &m->blitz__sem : NULL, 1);
+}
+
+BLITZ_API void blitz_mutex_lock_cancel(blitz_cx *cx, void *op) {
+    blitz_semaphore_acquire_cancel(cx, op ? &((blitz_mutex_lock_op *)op)->blitz__acq : NULL);
+}
+
+BLITZ_API blitz_op blitz_op_mutex_lock(blitz_mutex_lock_op *op, blitz_mutex *m) {
+    blitz_op o =
+        blitz_op_semaphore_acquire(op ? &op->blitz__acq : NULL, m ? &m->blitz__sem : NULL, 1);
+    o.cancel = blitz_mutex_lock_cancel;
+    return o;
+}
+
+BLITZ_API int blitz_mutex_lock_blocking(blitz_mutex *m) {
+    return m ? blitz_semaphore_acquire_blocking(&m->blitz__sem, 1) : BLITZ_EINVAL;
+}
+
+BLITZ_API void blitz_mutex_unlock(blitz_mutex *m) {
+    if (m)
+        blitz_semaphore_release(&m->blitz__sem, 1);
+}
+
+BLITZ_API int blitz_mutex_is_locked(const blitz_mutex *m) {
+    return m && blitz_semaphore_available(&m->blitz__sem) == 0;
+}
+/* ====[ END src/sync/mutex.c ]============================================= */
+/* ====[ BEGIN src/sync/rwlock.c ]========================================== */
+/* >>sync/rwlock */
+/* The async reader-writer lock: a semaphore with BLITZ_RWLOCK_MAX_READERS
+ * permits; a reader takes one, a writer all of them. FIFO handoff makes a
+ * queued writer block later readers (the pool stays empty while it waits)
+ * and hands the readers queued behind a writer the lock together. */
+/* src/sync/sync_internal.h already included */
+
+#define BLITZ__RW_ALL BLITZ_RWLOCK_MAX_READERS
+
+BLITZ_API int blitz_rwlock_init(blitz_rwlock *l) {
+    return l ? blitz_semaphore_init(&l->blitz__sem, BLITZ__RW_ALL) : BLITZ_EINVAL;
+}
+
+BLITZ_API void blitz_rwlock_destroy(blitz_rwlock *l) {
+    if (l)
+        blitz_semaphore_destroy(&l->blitz__sem);
+}
+
+BLITZ_API int blitz_rwlock_try_read(blitz_rwlock *l) {
+    return l ? blitz_semaphore_try_acquire(&l->blitz__sem, 1) : BLITZ_EINVAL;
+}
+
+BLITZ_API int blitz_rwlock_try_write(blitz_rwlock *l) {
+    return l ? blitz_semaphore_try_acquire(&l->blitz__sem, BLITZ__RW_ALL) : BLITZ_EINVAL;
+}
+
+BLITZ_API blitz_poll blitz_rwlock_read(blitz_cx *cx, blitz_rwlock_op *op, blitz_rwlock *l) {
+    if (!op)
+        return BLITZ_READY;
+    return blitz_semaphore_acquire(cx, &op->blitz__acq, l ? &l->blitz__sem : NULL, 1);
+}
+
+BLITZ_API blitz_poll blitz_rwlock_write(blitz_cx *cx, blitz_rwlock_op *op, blitz_rwlock *l) {
+    if (!op)
+        return BLITZ_READY;
+    return blitz_semaphore_acquire(cx, &op->blitz__acq, l ? &l->blitz__sem : NULL, BLITZ__RW_ALL);
+}
+
+BLITZ_API void blitz_rwlock_cancel(blitz_cx *cx, void *op) {
+    blitz_semaphore_acquire_cancel(cx, op ? &((blitz_rwlock_op *)op)->blitz__acq : NULL);
+}
+
+static blitz_op blitz__rwlock_op(blitz_rwlock_op *op, blitz_rwlock *l, size_t n) {
+    blitz_op o =
+        blitz_op_semaphore_acquire(op ? &op->blitz__acq : NULL, l ? &l->blitz__sem : NULL, n);
+    o.cancel = blitz_rwlock_cancel;
+    return o;
+}
+
+BLITZ_API blitz_op blitz_op_rwlock_read(blitz_rwlock_op *op, blitz_rwlock *l) {
+    return blitz__rwlock_op(op, l, 1);
+}
+
+BLITZ_API blitz_op blitz_op_rwlock_write(blitz_rwlock_op *op, blitz_rwlock *l) {
+    return blitz__rwlock_op(op, l, BLITZ__RW_ALL);
+}
+
+BLITZ_API int blitz_rwlock_read_blocking(blitz_rwlock *l) {
+    return l ? blitz_semaphore_acquire_blocking(&l->blitz__sem, 1) : BLITZ_EINVAL;
+}
+
+BLITZ_API int blitz_rwlock_write_blocking(blitz_rwlock *l) {
+    return l ? blitz_semaphore_acquire_blocking(&l->blitz__sem, BLITZ__RW_ALL) : BLITZ_EINVAL;
+}
+
+BLITZ_API void blitz_rwlock_read_unlock(blitz_rwlock *l) {
+    if (l)
+        blitz_semaphore_release(&l->blitz__sem, 1);
+}
+
+BLITZ_API void blitz_rwlock_write_unlock(blitz_rwlock *l) {
+    if (l)
+        blitz_semaphore_release(&l->blitz__sem, BLITZ__RW_ALL);
+}
+/* ====[ END src/sync/rwlock.c ]============================================ */
+/* ====[ BEGIN src/sync/notify.c ]========================================== */
+/* >>sync/notify */
+/* Notify: one stored permit plus a FIFO of waiters.
+ *
+ * State word: PERMIT | WAITERS. WAITERS is set and cleared under the lock
+ * together with the queue becoming non-empty / empty; PERMIT is set without
+ * the lock only while WAITERS is clear, by a CAS on the same word. So a
+ * notify_one either stores the permit before a waiter's enqueue CAS (which
+ * then fails and consumes it) or sees WAITERS and wakes a queued op under
+ * the lock: a notification is never lost between a waiter's check and its
+ * enqueue. */
+/* src/sync/sync_internal.h already included */
+
+#define BLITZ__NOTIFY_PERMIT  1u
+#define BLITZ__NOTIFY_WAITERS 2u
+
+/* How a waiter was completed (its flags): by notify_one (a notification that
+ * must be passed on if the op is abandoned unseen) or by notify_waiters. */
+#define BLITZ__NOTIFIED_ONE 1u
+#define BLITZ__NOTIFIED_ALL 2u
+
+static inline blitz__atomic_u32 *blitz__notify_word(blitz_notify *n) {
+    return blitz__atomic_u32_at(&n->blitz__state);
+}
+
+BLITZ_API int blitz_notify_init(blitz_notify *n) {
+    if (!n)
+        return BLITZ_EINVAL;
+    memset(n, 0, sizeof *n);
+    return BLITZ_OK;
+}
+
+BLITZ_API void blitz_notify_destroy(blitz_notify *n) {
+    if (n)
+        BLITZ_ASSERT(blitz__waitq_empty(&n->blitz__waiters));
+}
+
+/* Clears WAITERS once the queue is empty. Under the lock. Relaxed: every
+ * other change of WAITERS is made under the same lock, and a lock-free
+ * notify_one that then sees it clear publishes its permit with a CAS on
+ * this word, which orders itself. */
+static void blitz__notify_settle(blitz_notify *n) {
+    if (blitz__waitq_empty(&n->blitz__waiters))
+        blitz__u32_fetch_and(blitz__notify_word(n), ~BLITZ__NOTIFY_WAITERS, BLITZ__RELAXED);
+}
+
+BLITZ_API void blitz_notify_one(blitz_notify *n) {
+    if (!n)
+        return;
+    blitz__atomic_u32 *word = blitz__notify_word(n);
+    uint32_t s = blitz__u32_load(word, BLITZ__RELAXED);
+    while (!(s & BLITZ__NOTIFY_WAITERS)) {
+        if (s & BLITZ__NOTIFY_PERMIT)
+            return; /* permits do not accumulate */
+        /* Release: the waiter that consumes the permit (acquire) sees what
+         * the notifier did before notifying. */
+        if (blitz__u32_cas_weak(word, &s, s | BLITZ__NOTIFY_PERMIT, BLITZ__RELEASE))
+            return;
+    }
+    blitz_waker waker = blitz_waker_noop();
+    blitz__word_lock(&n->blitz__lock);
+    blitz__waiter *w = n->blitz__waiters.blitz__head;
+    if (w) {
+        blitz__waitq_unlink(&n->blitz__waiters, w);
+        w->blitz__flags = BLITZ__NOTIFIED_ONE;
+        waker = blitz__waiter_finish(w);
+        blitz__notify_settle(n);
+    } else {
+        /* The waiters went (cancelled) after we looked: store the permit.
+         * Release, as on the fast path: the consumer's acquire sees what
+         * the notifier did. */
+        blitz__u32_fetch_or(word, BLITZ__NOTIFY_PERMIT, BLITZ__RELEASE);
+    }
+    blitz__word_unlock(&n->blitz__lock);
+    blitz_waker_wake(waker);
+}
+
+BLITZ_API void blitz_notify_waiters(blitz_notify *n) {
+    if (!n)
+        return;
+    blitz__wake_list wl;
+    wl.len = 0;
+    blitz__word_lock(&n->blitz__lock);
+    /* Ops that queue while a batch is being woken carry the new generation
+     * and stay queued: only those waiting at the call are woken. */
+    uint64_t gen = ++n->blitz__generation;
+    for (;;) {
+        blitz__waiter *w;
+        while (!blitz__wake_list_full(&wl) && (w = n->blitz__waiters.blitz__head) != NULL &&
+               w->blitz__value < gen) {
+            blitz__waitq_unlink(&n->blitz__waiters, w);
+            w->blitz__flags = BLITZ__NOTIFIED_ALL;
+            blitz__wake_list_push(&wl, blitz__waiter_finish(w));
+        }
+        blitz__notify_settle(n);
+        w = n->blitz__waiters.blitz__head;
+        int more = w != NULL && w->blitz__value < gen;
+        blitz__word_unlock(&n->blitz__lock);
+        blitz__wake_list_wake(&wl);
+        if (!more)
+            return;
+        blitz__word_lock(&n->blitz__lock);
+    }
+}
+
+BLITZ_API int blitz_notify_try_wait(blitz_notify *n) {
+    if (!n)
+        return BLITZ_EINVAL;
+    blitz__atomic_u32 *word = blitz__notify_word(n);
+    uint32_t s = blitz__u32_load(word, BLITZ__RELAXED);
+    while (s & BLITZ__NOTIFY_PERMIT) {
+        /* Acquire: pairs with the notifier's release. */
+        if (blitz__u32_cas_weak(word, &s, s & ~BLITZ__NOTIFY_PERMIT, BLITZ__ACQUIRE))
+            return BLITZ_OK;
+    }
+    return BLITZ_EAGAIN;
+}
+
+BLITZ_API blitz_poll blitz_notify_wait(blitz_cx *cx, blitz_notify_wait_op *op, blitz_notify *n) {
+    if (!op)
+        return BLITZ_READY;
+    uint32_t st = blitz__waiter_state(&op->blitz__w);
+    if (st == BLITZ__WAITER_IDLE) {
+        if (!cx || !n) {
+            op->result = BLITZ_EINVAL;
+            return BLITZ_READY;
+        }
+        /* The permit first: the op's fields are written after the locked
+         * instruction rather than queued in front of it. */
+        blitz__atomic_u32 *word = blitz__notify_word(n);
+        uint32_t s = blitz__u32_load(word, BLITZ__RELAXED);
+        while (s & BLITZ__NOTIFY_PERMIT) {
+            /* Acquire: pairs with the notifier's release. */
+            if (blitz__u32_cas_weak(word, &s, s & ~BLITZ__NOTIFY_PERMIT, BLITZ__ACQUIRE)) {
+                op->result = BLITZ_OK;
+                return BLITZ_READY;
+            }
+        }
+        op->blitz__notify = n;
+        op->result = BLITZ_OK;
+        blitz__word_lock(&n->blitz__lock);
+        s = blitz__u32_load(word, BLITZ__RELAXED);
+        for (;;) {
+            if (s & BLITZ__NOTIFY_PERMIT) {
+                if (blitz__u32_cas_weak(word, &s, s & ~BLITZ__NOTIFY_PERMIT, BLITZ__ACQUIRE)) {
+                    blitz__word_unlock(&n->blitz__lock);
+                    return BLITZ_READY;
+                }
+                continue;
+            }
+            /* Fails if notify_one stores the permit meanwhile. */
+            if (blitz__u32_cas_weak(word, &s, s | BLITZ__NOTIFY_WAITERS, BLITZ__ACQUIRE))
+                break;
+        }
+        op->blitz__w.blitz__value = n->blitz__generation;
+        blitz_waker mine = blitz_cx_waker(cx);
+        blitz__waitq_push(&n->blitz__waiters, &op->blitz__w, &mine);
+        blitz__word_unlock(&n->blitz__lock);
+        return BLITZ_PENDING;
+    }
+    n = op->blitz__notify;
+    if (st == BLITZ__WAITER_QUEUED) {
+        blitz_waker old = blitz_waker_noop();
+        blitz_waker mine = blitz_cx_waker(cx);
+        blitz__word_lock(&n->blitz__lock);
+        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
+        if (st == BLITZ__WAITER_QUEUED)
+            old = blitz__waiter_refresh(&op->blitz__w, &mine);
+        blitz__word_unlock(&n->blitz__lock);
+        blitz_waker_drop(old);
+        if (st == BLITZ__WAITER_QUEUED)
+            return BLITZ_PENDING;
+    }
+    blitz__waiter_reset(&op->blitz__w);
+    op->result = BLITZ_OK;
+    return BLITZ_READY;
+}
+
+BLITZ_API void blitz_notify_wait_cancel(blitz_cx *cx, void *arg) {
+    blitz_notify_wait_op *op = (blitz_notify_wait_op *)arg;
+    (void)cx;
+    if (!op)
+        return;
+    uint32_t st = blitz__waiter_state(&op->blitz__w);
+    if (st == BLITZ__WAITER_IDLE)
+        return;
+    blitz_notify *n = op->blitz__notify;
+    if (st == BLITZ__WAITER_QUEUED) {
+        blitz_waker mine = blitz_waker_noop();
+        blitz__word_lock(&n->blitz__lock);
+        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
+        if (st == BLITZ__WAITER_QUEUED) {
+            mine = blitz__waitq_withdraw(&n->blitz__waiters, &op->blitz__w);
+            blitz__notify_settle(n);
+        }
+        blitz__word_unlock(&n->blitz__lock);
+        blitz_waker_drop(mine);
+        if (st == BLITZ__WAITER_QUEUED) {
+            blitz__waiter_reset(&op->blitz__w);
+            return;
+        }
+    }
+    uint32_t how = op->blitz__w.blitz__flags;
+    blitz__waiter_reset(&op->blitz__w);
+    if (how == BLITZ__NOTIFIED_ONE)
+        blitz_notify_one(n);
+}
+
+static blitz_poll blitz__notify_wait_op_poll(blitz_cx *cx, void *arg) {
+    blitz_notify_wait_op *op = (blitz_notify_wait_op *)arg;
+    if (!op)
+        return BLITZ_READY;
+    return blitz_notify_wait(cx, op, op->blitz__notify);
+}
+
+BLITZ_API blitz_op blitz_op_notify_wait(blitz_notify_wait_op *op, blitz_notify *n) {
+    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+        op->blitz__notify = n;
+    return blitz_op_make(blitz__notify_wait_op_poll, blitz_notify_wait_cancel, op);
+}
+
+BLITZ_API int blitz_notify_wait_blocking(blitz_notify *n) {
+    blitz_notify_wait_op op;
+    memset(&op, 0, sizeof op);
+    int rc = blitz_op_wait(NULL, blitz_op_notify_wait(&op, n));
+    return rc != BLITZ_OK ? rc : op.result;
+}
+/* ====[ END src/sync/notify.c ]============================================ */
+/* ====[ BEGIN src/sync/barrier.c ]========================================= */
+/* >>sync/barrier */
+/* Barrier: an arrival count and a generation under one lock. The wait
+ * that completes a generation is its leader: it bumps the generation,
+ * resets the count and wakes the waiters of its generation (each waiter
+ * remembers the generation it joined, so ops of the next one that queue
+ * while a batch is being woken stay queued). */
+/* src/sync/sync_internal.h already included */
+
+BLITZ_API int blitz_barrier_init(blitz_barrier *b, uint32_t parties) {
+    if (!b || parties == 0)
+        return BLITZ_EINVAL;
+    memset(b, 0, sizeof *b);
+    b->blitz__parties = parties;
+    return BLITZ_OK;
+}
+
+BLITZ_API void blitz_barrier_destroy(blitz_barrier *b) {
+    if (b)
+        BLITZ_ASSERT(blitz__waitq_empty(&b->blitz__waiters));
+}
+
+/* Completes generation `gen`'s waiters. Called with the lock held; returns
+ * with it released. */
+static void blitz__barrier_release(blitz_barrier *b, uint64_t gen) {
+    blitz__wake_list wl;
+    wl.len = 0;
+    for (;;) {
+        blitz__waiter *w;
+        while (!blitz__wake_list_full(&wl) && (w = b->blitz__waiters.blitz__head) != NULL &&
+               w->blitz__value <= gen) {
+            blitz__waitq_unlink(&b->blitz__waiters, w);
+            blitz__wake_list_push(&wl, blitz__waiter_finish(w));
+        }
+        w = b->blitz__waiters.blitz__head;
+        int more = w != NULL && w->blitz__value <= gen;
+        blitz__word_unlock(&b->blitz__lock);
+        blitz__wake_list_wake(&wl);
+        if (!more)
+            return;
+        blitz__word_lock(&b->blitz__lock);
+    }
+}
+
+BLITZ_API blitz_poll blitz_barrier_wait(blitz_cx *cx, blitz_barrier_wait_op *op, blitz_barrier *b) {
+    if (!op)
+        return BLITZ_READY;
+    uint32_t st = blitz__waiter_state(&op->blitz__w);
+    if (st == BLITZ__WAITER_IDLE) {
+        if (!cx || !b) {
+            op->result = BLITZ_EINVAL;
+            op->is_leader = 0;
+            return BLITZ_READY;
+        }
+        op->blitz__barrier = b;
+        op->result = BLITZ_OK;
+        blitz__word_lock(&b->blitz__lock);
+        uint64_t gen = b->blitz__generation;
+        if (++b->blitz__arrived == b->blitz__parties) {
+            b->blitz__arrived = 0;
+            b->blitz__generation = gen + 1;
+            op->is_leader = 1;
+            if (blitz__waitq_empty(&b->blitz__waiters))
+                blitz__word_unlock(&b->blitz__lock);
+            else
+                blitz__barrier_release(b, gen);
+            return BLITZ_READY;
+        }
+        op->is_leader = 0;
+        op->blitz__w.blitz__value = gen;
+        blitz_waker mine = blitz_cx_waker(cx);
+        blitz__waitq_push(&b->blitz__waiters, &op->blitz__w, &mine);
+        blitz__word_unlock(&b->blitz__lock);
+        return BLITZ_PENDING;
+    }
+    b = op->blitz__barrier;
+    if (st == BLITZ__WAITER_QUEUED) {
+        blitz_waker old = blitz_waker_noop();
+        blitz_waker mine = blitz_cx_waker(cx);
+        blitz__word_lock(&b->blitz__lock);
+        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
+        if (st == BLITZ__WAITER_QUEUED)
+            old = blitz__waiter_refresh(&op->blitz__w, &mine);
+        blitz__word_unlock(&b->blitz__lock);
+        blitz_waker_drop(old);
+        if (st == BLITZ__WAITER_QUEUED)
+            return BLITZ_PENDING;
+    }
+    blitz__waiter_reset(&op->blitz__w);
+    return BLITZ_READY;
+}
+
+BLITZ_API void blitz_barrier_wait_cancel(blitz_cx *cx, void *arg) {
+    blitz_barrier_wait_op *op = (blitz_barrier_wait_op *)arg;
+    (void)cx;
+    if (!op || blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+        return;
+    blitz_barrier *b = op->blitz__barrier;
+    blitz_waker mine = blitz_waker_noop();
+    blitz__word_lock(&b->blitz__lock);
+    if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
+        mine = blitz__waitq_withdraw(&b->blitz__waiters, &op->blitz__w);
+        /* Withdraw the arrival, unless its generation was already released
+         * (a leader still waking an earlier batch). */
+        if (op->blitz__w.blitz__value == b->blitz__generation)
+            b->blitz__arrived--;
+    }
+    blitz__word_unlock(&b->blitz__lock);
+    blitz_waker_drop(mine);
+    blitz__waiter_reset(&op->blitz__w);
+}
+
+static blitz_poll blitz__barrier_wait_op_poll(blitz_cx *cx, void *arg) {
+    blitz_barrier_wait_op *op = (blitz_barrier_wait_op *)arg;
+    if (!op)
+        return BLITZ_READY;
+    return blitz_barrier_wait(cx, op, op->blitz__barrier);
+}
+
+BLITZ_API blitz_op blitz_op_barrier_wait(blitz_barrier_wait_op *op, blitz_barrier *b) {
+    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+        op->blitz__barrier = b;
+    return blitz_op_make(blitz__barrier_wait_op_poll, blitz_barrier_wait_cancel, op);
+}
+
+BLITZ_API int blitz_barrier_wait_blocking(blitz_barrier *b, int *is_leader) {
+    blitz_barrier_wait_op op;
+    memset(&op, 0, sizeof op);
+    int rc = blitz_op_wait(NULL, blitz_op_barrier_wait(&op, b));
+    if (rc == BLITZ_OK)
+        rc = op.result;
+    if (is_leader)
+        *is_leader = rc == BLITZ_OK && op.is_leader;
+    return rc;
+}
+/* ====[ END src/sync/barrier.c ]=========================================== */
+/* ====[ BEGIN src/sync/once_cell.c ]======================================= */
+/* >>sync/once_cell */
+/* OnceCell: EMPTY -> INITIALIZING (one claimer) -> READY, or back to EMPTY
+ * (or to the first waiter) when the claimer abandons.
+ *
+ * State word: phase | WAITERS. WAITERS is raised under the lock, by a CAS
+ * that fails if the phase changed, when an op queues (only while
+ * INITIALIZING) and cleared under the lock when the queue empties. Complete
+ * and abandon look at the word first and take the lock only when WAITERS
+ * is set, so set / get with nobody waiting are lock-free; an enqueue that
+ * races a completion either sees READY (its CAS fails) or is seen by it. */
+/* src/sync/sync_internal.h already included */
+
+#define BLITZ__ONCE_EMPTY   0u
+#define BLITZ__ONCE_INIT    1u
+#define BLITZ__ONCE_READY   2u
+#define BLITZ__ONCE_PHASE   3u
+#define BLITZ__ONCE_WAITERS 4u
+
+/* A completed waiter's flags: the value is there, or the claim is its. */
+#define BLITZ__ONCE_GOT_VALUE 1u
+#define BLITZ__ONCE_GOT_CLAIM 2u
+
+static inline blitz__atomic_u32 *blitz__once_word(const blitz_once_cell *c) {
+    return blitz__atomic_u32_at((uint32_t *)&c->blitz__state);
+}
+
+BLITZ_API int blitz_once_cell_init(blitz_once_cell *c) {
+    if (!c)
+        return BLITZ_EINVAL;
+    memset(c, 0, sizeof *c);
+    return BLITZ_OK;
+}
+
+BLITZ_API void blitz_once_cell_destroy(blitz_once_cell *c) {
+    if (c)
+        BLITZ_ASSERT(blitz__waitq_empty(&c->blitz__waiters));
+}
+
+static inline blitz__atomic_ptr *blitz__once_value(const blitz_once_cell *c) {
+    return (blitz__atomic_ptr *)(void *)&((blitz_once_cell *)c)->blitz__value;
+}
+
+BLITZ_API void *blitz_once_cell_get(const blitz_once_cell *c) {
+    if (BLITZ__UNLIKELY(c == NULL))
+        return NULL;
+    /* The value is written once, by complete, with release, and is NULL
+     * until then: one acquire load answers, and pairs with that store so
+     * what the initializer wrote before completing is visible. (A NULL
+     * value reads as "not set", which it also is to the caller.) */
+    return blitz__ptr_load(blitz__once_value(c), BLITZ__ACQUIRE);
+}
+
+BLITZ_API int blitz_once_cell_is_set(const blitz_once_cell *c) {
+    return c && blitz__u32_load(blitz__once_word(c), BLITZ__ACQUIRE) == BLITZ__ONCE_READY;
+}
+
+BLITZ_API int blitz_once_cell_try_claim(blitz_once_cell *c) {
+    if (!c)
+        return BLITZ_EINVAL;
+    uint32_t s = BLITZ__ONCE_EMPTY;
+    /* Acquire: a claim after an abandon sees what the abandoner left. */
+    if (blitz__u32_cas(blitz__once_word(c), &s, BLITZ__ONCE_INIT, BLITZ__ACQUIRE))
+        return BLITZ_OK;
+    return (s & BLITZ__ONCE_PHASE) == BLITZ__ONCE_READY ? BLITZ_EEXIST : BLITZ_EBUSY;
+}
+
+BLITZ_API int blitz_once_cell_complete(blitz_once_cell *c, void *value) {
+    if (!c)
+        return BLITZ_EINVAL;
+    blitz__atomic_u32 *word = blitz__once_word(c);
+    if ((blitz__u32_load(word, BLITZ__RELAXED) & BLITZ__ONCE_PHASE) != BLITZ__ONCE_INIT)
+        return BLITZ_EINVAL;
+    blitz__ptr_store(blitz__once_value(c), value, BLITZ__RELEASE);
+    /* Release: publishes the value with READY. Acq_rel: when WAITERS was
+     * set we go on to take the queue. */
+    uint32_t old = blitz__u32_swap(word, BLITZ__ONCE_READY, BLITZ__ACQ_REL);
+    if (!(old & BLITZ__ONCE_WAITERS))
+        return BLITZ_OK;
+    blitz__wake_list wl;
+    wl.len = 0;
+    blitz__word_lock(&c->blitz__lock);
+    for (;;) {
+        blitz__waiter *w;
+        while (!blitz__wake_list_full(&wl) && (w = c->blitz__waiters.blitz__head) != NULL) {
+            blitz__waitq_unlink(&c->blitz__waiters, w);
+            w->blitz__flags = BLITZ__ONCE_GOT_VALUE;
+            blitz__wake_list_push(&wl, blitz__waiter_finish(w));
+        }
+        int more = !blitz__waitq_empty(&c->blitz__waiters);
+        blitz__word_unlock(&c->blitz__lock);
+        blitz__wake_list_wake(&wl);
+        if (!more)
+            return BLITZ_OK;
+        blitz__word_lock(&c->blitz__lock);
+    }
+}
+
+BLITZ_API int blitz_once_cell_set(blitz_once_cell *c, void *value) {
+    int rc = blitz_once_cell_try_claim(c);
+    return rc == BLITZ_OK ? blitz_once_cell_complete(c, value) : rc;
+}
+
+BLITZ_API int blitz_once_cell_abandon(blitz_once_cell *c) {
+    if (!c)
+        return BLITZ_EINVAL;
+    blitz__atomic_u32 *word = blitz__once_word(c);
+    uint32_t s = blitz__u32_load(word, BLITZ__RELAXED);
+    for (;;) {
+        if ((s & BLITZ__ONCE_PHASE) != BLITZ__ONCE_INIT)
+            return BLITZ_EINVAL;
+        if (s & BLITZ__ONCE_WAITERS)
+            break;
+        /* Release: the next claimer sees what this one did. */
+        if (blitz__u32_cas_weak(word, &s, BLITZ__ONCE_EMPTY, BLITZ__RELEASE))
+            return BLITZ_OK;
+    }
+    blitz_waker waker = blitz_waker_noop();
+    blitz__word_lock(&c->blitz__lock);
+    blitz__waiter *w = c->blitz__waiters.blitz__head;
+    if (w) {
+        /* The claim passes to the first waiter; the phase stays INIT. */
+        blitz__waitq_unlink(&c->blitz__waiters, w);
+        w->blitz__flags = BLITZ__ONCE_GOT_CLAIM;
+        waker = blitz__waiter_finish(w);
+        /* Relaxed: WAITERS only changes under the lock; the claimer reads
+         * it before its own CAS or swap on this word. */
+        if (blitz__waitq_empty(&c->blitz__waiters))
+            blitz__u32_fetch_and(word, ~BLITZ__ONCE_WAITERS, BLITZ__RELAXED);
+    } else {
+        blitz__u32_store(word, BLITZ__ONCE_EMPTY, BLITZ__RELEASE);
+    }
+    blitz__word_unlock(&c->blitz__lock);
+    blitz_waker_wake(waker);
+    return BLITZ_OK;
+}
+
+static blitz_poll blitz__once_ready(blitz_once_cell_op *op, int claimed) {
+    op->result = BLITZ_OK;
+    op->claimed = claimed;
+    op->value =
+        claimed ? NULL : blitz__ptr_load(blitz__once_value(op->blitz__cell), BLITZ__RELAXED);
+    return BLITZ_READY;
+}
+
+BLITZ_API blitz_poll blitz_once_cell_get_or_claim(blitz_cx *cx, blitz_once_cell_op *op,
+                                                  blitz_once_cell *c) {
+    if (!op)
+        return BLITZ_READY;
+    uint32_t st = blitz__waiter_state(&op->blitz__w);
+    if (st == BLITZ__WAITER_IDLE) {
+        if (!cx || !c) {
+            op->result = BLITZ_EINVAL;
+            op->claimed = 0;
+            op->value = NULL;
+            return BLITZ_READY;
+        }
+        op->blitz__cell = c;
+        blitz__atomic_u32 *word = blitz__once_word(c);
+        uint32_t s = blitz__u32_load(word, BLITZ__ACQUIRE);
+        if ((s & BLITZ__ONCE_PHASE) == BLITZ__ONCE_READY)
+            return blitz__once_ready(op, 0);
+        blitz__word_lock(&c->blitz__lock);
+        for (;;) {
+            uint32_t phase = s & BLITZ__ONCE_PHASE;
+            if (phase == BLITZ__ONCE_READY) {
+                blitz__word_unlock(&c->blitz__lock);
+                return blitz__once_ready(op, 0);
+            }
+            if (phase == BLITZ__ONCE_EMPTY) {
+                if (blitz__u32_cas_weak(word, &s, BLITZ__ONCE_INIT, BLITZ__ACQUIRE)) {
+                    blitz__word_unlock(&c->blitz__lock);
+                    return blitz__once_ready(op, 1);
+                }
+                continue;
+            }
+            /* Acquire: if this fails because the value was published, the
+             * reload sees it. */
+            if (blitz__u32_cas_weak(word, &s, s | BLITZ__ONCE_WAITERS, BLITZ__ACQUIRE))
+                break;
+        }
+        blitz_waker mine = blitz_cx_waker(cx);
+        blitz__waitq_push(&c->blitz__waiters, &op->blitz__w, &mine);
+        blitz__word_unlock(&c->blitz__lock);
+        return BLITZ_PENDING;
+    }
+    c = op->blitz__cell;
+    if (st == BLITZ__WAITER_QUEUED) {
+        blitz_waker old = blitz_waker_noop();
+        blitz_waker mine = blitz_cx_waker(cx);
+        blitz__word_lock(&c->blitz__lock);
+        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
+        if (st == BLITZ__WAITER_QUEUED)
+            old = blitz__waiter_refresh(&op->blitz__w, &mine);
+        blitz__word_unlock(&c->blitz__lock);
+        blitz_waker_drop(old);
+        if (st == BLITZ__WAITER_QUEUED)
+            return BLITZ_PENDING;
+    }
+    uint32_t how = op->blitz__w.blitz__flags;
+    blitz__waiter_reset(&op->blitz__w);
+    return blitz__once_ready(op, how == BLITZ__ONCE_GOT_CLAIM);
+}
+
+BLITZ_API void blitz_once_cell_get_or_claim_cancel(blitz_cx *cx, void *arg) {
+    blitz_once_cell_op *op = (blitz_once_cell_op *)arg;
+    (void)cx;
+    if (!op)
+        return;
+    uint32_t st = blitz__waiter_state(&op->blitz__w);
+    if (st == BLITZ__WAITER_IDLE)
+        return;
+    blitz_once_cell *c = op->blitz__cell;
+    if (st == BLITZ__WAITER_QUEUED) {
+        blitz_waker mine = blitz_waker_noop();
+        blitz__word_lock(&c->blitz__lock);
+        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
+        if (st == BLITZ__WAITER_QUEUED) {
+            mine = blitz__waitq_withdraw(&c->blitz__waiters, &op->blitz__w);
+            if (blitz__waitq_empty(&c->blitz__waiters))
+                blitz__u32_fetch_and(blitz__once_word(c), ~BLITZ__ONCE_WAITERS, BLITZ__RELAXED);
+        }
+        blitz__word_unlock(&c->blitz__lock);
+        blitz_waker_drop(mine);
+        if (st == BLITZ__WAITER_QUEUED) {
+            blitz__waiter_reset(&op->blitz__w);
+            return;
+        }
+    }
+    uint32_t how = op->blitz__w.blitz__flags;
+    blitz__waiter_reset(&op->blitz__w);
+    if (how == BLITZ__ONCE_GOT_CLAIM)
+        blitz_once_cell_abandon(c);
+}
+
+static blitz_poll blitz__once_op_poll(blitz_cx *cx, void *arg) {
+    blitz_once_cell_op *op = (blitz_once_cell_op *)arg;
+    if (!op)
+        return BLITZ_READY;
+    return blitz_once_cell_get_or_claim(cx, op, op->blitz__cell);
+}
+
+BLITZ_API blitz_op blitz_op_once_cell_get_or_claim(blitz_once_cell_op *op, blitz_once_cell *c) {
+    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+        op->blitz__cell = c;
+    return blitz_op_make(blitz__once_op_poll, blitz_once_cell_get_or_claim_cancel, op);
+}
+
+BLITZ_API int blitz_once_cell_get_or_claim_blocking(blitz_once_cell *c, void **value,
+                                                    int *claimed) {
+    blitz_once_cell_op op;
+    memset(&op, 0, sizeof op);
+    int rc = blitz_op_wait(NULL, blitz_op_once_cell_get_or_claim(&op, c));
+    if (rc == BLITZ_OK)
+        rc = op.result;
+    if (value)
+        *value = rc == BLITZ_OK ? op.value : NULL;
+    if (claimed)
+        *claimed = rc == BLITZ_OK && op.claimed;
+    return rc;
+}
+
+BLITZ_API int blitz_once_cell_get_or_init_blocking(blitz_once_cell *c,
+                                                   int (*init)(void *arg, void **value), void *arg,
+                                                   void **value) {
+    if (!c || !init)
+        return BLITZ_EINVAL;
+    void *v = NULL;
+    int claimed = 0;
+    int rc = blitz_once_cell_get_or_claim_blocking(c, &v, &claimed);
+    if (rc == BLITZ_OK && claimed) {
+        rc = init(arg, &v);
+        if (rc == BLITZ_OK)
+            blitz_once_cell_complete(c, v);
+        else
+            blitz_once_cell_abandon(c);
+    }
+    if (value)
+        *value = rc == BLITZ_OK ? v : NULL;
+    return rc;
+}
+/* ====[ END src/sync/once_cell.c ]========================================= */
+/* ====[ BEGIN src/sync/cancel_token.c ]==================================== */
+/* >>sync/cancel_token */
+/* Cancellation tokens: a flag, a waiter queue, and a place in a tree.
+ *
+ * Locks: one process-wide lock guards the tree links of every token (tokens
+ * are linked and unlinked rarely, and a parent and its children may be
+ * destroyed concurrently, which per-token locks could only order with a
+ * lock-order dance); each token's own lock guards its waiters. Order: tree
+ * lock, then a token's lock. Wakers are woken with neither held (a woken or
+ * dropped waker may free a task whose drop function destroys a token).
+ *
+ * Cancel marks the whole subtree under the tree lock, then drains the
+ * waiters node by node. A wait checks the flag under the token's lock and
+ * queues only if it is clear; the canceller sets the flag before it takes
+ * that lock to drain, so every waiter is either drained or sees the flag. */
+/* src/sync/sync_internal.h already included */
+
+static uint32_t blitz__token_tree_lock;
+
+static inline blitz__atomic_u32 *blitz__token_flag(const blitz_cancel_token *t) {
+    return blitz__atomic_u32_at((uint32_t *)&t->blitz__cancelled);
+}
+
+BLITZ_API int blitz_cancel_token_init(blitz_cancel_token *t) {
+    if (!t)
+        return BLITZ_EINVAL;
+    memset(t, 0, sizeof *t);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_cancel_token_init_child(blitz_cancel_token *child, blitz_cancel_token *parent) {
+    if (!child || !parent || child == parent)
+        return BLITZ_EINVAL;
+    memset(child, 0, sizeof *child);
+    blitz__word_lock(&blitz__token_tree_lock);
+    child->blitz__parent = parent;
+    child->blitz__next = parent->blitz__children;
+    if (parent->blitz__children)
+        parent->blitz__children->blitz__prev = child;
+    parent->blitz__children = child;
+    if (blitz__u32_load(blitz__token_flag(parent), BLITZ__RELAXED))
+        blitz__u32_store(blitz__token_flag(child), 1, BLITZ__RELEASE);
+    blitz__word_unlock(&blitz__token_tree_lock);
+    return BLITZ_OK;
+}
+
+/* Unlinks `t` from its parent's list of children. Under the tree lock. */
+static void blitz__token_unlink(blitz_cancel_token *t) {
+    if (t->blitz__prev)
+        t->blitz__prev->blitz__next = t->blitz__next;
+    else if (t->blitz__parent)
+        t->blitz__parent->blitz__children = t->blitz__next;
+    if (t->blitz__next)
+        t->blitz__next->blitz__prev = t->blitz__prev;
+    t->blitz__next = t->blitz__prev = NULL;
+    t->blitz__parent = NULL;
+}
+
+BLITZ_API void blitz_cancel_token_destroy(blitz_cancel_token *t) {
+    if (!t)
+        return;
+    BLITZ_ASSERT(blitz__waitq_empty(&t->blitz__waiters));
+    blitz__word_lock(&blitz__token_tree_lock);
+    blitz_cancel_token *up = t->blitz__parent;
+    /* The children move up, so cancelling an ancestor still reaches them. */
+    while (t->blitz__children) {
+        blitz_cancel_token *c = t->blitz__children;
+        blitz__token_unlink(c);
+        if (up) {
+            c->blitz__parent = up;
+            c->blitz__next = up->blitz__children;
+            if (up->blitz__children)
+                up->blitz__children->blitz__prev = c;
+            up->blitz__children = c;
+        }
+    }
+    blitz__token_unlink(t);
+    blitz__word_unlock(&blitz__token_tree_lock);
+}
+
+/* The next node of `root`'s subtree after `n` in depth-first order, or NULL.
+ * Under the tree lock. */
+static blitz_cancel_token *blitz__token_next(blitz_cancel_token *root, blitz_cancel_token *n) {
+    if (n->blitz__children)
+        return n->blitz__children;
+    while (n != root && !n->blitz__next)
+        n = n->blitz__parent;
+    return n == root ? NULL : n->blitz__next;
+}
+
+BLITZ_API void blitz_cancel_token_cancel(blitz_cancel_token *t) {
+    if (!t)
+        return;
+    blitz__word_lock(&blitz__token_tree_lock);
+    if (blitz__u32_load(blitz__token_flag(t), BLITZ__RELAXED)) {
+        blitz__word_unlock(&blitz__token_tree_lock);
+        return;
+    }
+    blitz_cancel_token *n;
+    for (n = t; n; n = blitz__token_next(t, n))
+        /* Release: a task that sees the flag sees what the canceller did
+         * before cancelling. */
+        blitz__u32_store(blitz__token_flag(n), 1, BLITZ__RELEASE);
+    /* Drain a batch of waiters at a time; between batches the tree may
+     * change (nodes destroyed), so each batch walks it again. Cancelled
+     * tokens take no new waiters, so this ends. */
+    for (;;) {
+        blitz__wake_list wl;
+        wl.len = 0;
+        for (n = t; n && !blitz__wake_list_full(&wl); n = blitz__token_next(t, n)) {
+            blitz__word_lock(&n->blitz__lock);
+            blitz__waiter *w;
+            while (!blitz__wake_list_full(&wl) && (w = n->blitz__waiters.blitz__head) != NULL) {
+                blitz__waitq_unlink(&n->blitz__waiters, w);
+                blitz__wake_list_push(&wl, blitz__waiter_finish(w));
+            }
+            blitz__word_unlock(&n->blitz__lock);
+        }
+        int full = blitz__wake_list_full(&wl);
+        blitz__word_unlock(&blitz__token_tree_lock);
+        blitz__wake_list_wake(&wl);
+        if (!full)
+            return;
+        blitz__word_lock(&blitz__token_tree_lock);
+    }
+}
+
+BLITZ_API int blitz_cancel_token_is_cancelled(const blitz_cancel_token *t) {
+    return t && blitz__u32_load(blitz__token_flag(t), BLITZ__ACQUIRE) != 0;
+}
+
+BLITZ_API blitz_poll blitz_cancel_token_wait(blitz_cx *cx, blitz_cancel_token_wait_op *op,
+                                             blitz_cancel_token *t) {
+    if (!op)
+        return BLITZ_READY;
+    uint32_t st = blitz__waiter_state(&op->blitz__w);
+    if (st == BLITZ__WAITER_IDLE) {
+        if (!cx || !t) {
+            op->result = BLITZ_EINVAL;
+            return BLITZ_READY;
+        }
+        op->blitz__token = t;
+        op->result = BLITZ_OK;
+        if (blitz_cancel_token_is_cancelled(t))
+            return BLITZ_READY;
+        blitz__word_lock(&t->blitz__lock);
+        if (blitz_cancel_token_is_cancelled(t)) {
+            blitz__word_unlock(&t->blitz__lock);
+            return BLITZ_READY;
+        }
+        blitz_waker mine = blitz_cx_waker(cx);
+        blitz__waitq_push(&t->blitz__waiters, &op->blitz__w, &mine);
+        blitz__word_unlock(&t->blitz__lock);
+        return BLITZ_PENDING;
+    }
+    t = op->blitz__token;
+    if (st == BLITZ__WAITER_QUEUED) {
+        blitz_waker old = blitz_waker_noop();
+        blitz_waker mine = blitz_cx_waker(cx);
+        blitz__word_lock(&t->blitz__lock);
+        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
+        if (st == BLITZ__WAITER_QUEUED)
+            old = blitz__waiter_refresh(&op->blitz__w, &mine);
+        blitz__word_unlock(&t->blitz__lock);
+        blitz_waker_drop(old);
+        if (st == BLITZ__WAITER_QUEUED)
+            return BLITZ_PENDING;
+    }
+    blitz__waiter_reset(&op->blitz__w);
+    return BLITZ_READY;
+}
+
+BLITZ_API void blitz_cancel_token_wait_cancel(blitz_cx *cx, void *arg) {
+    blitz_cancel_token_wait_op *op = (blitz_cancel_token_wait_op *)arg;
+    (void)cx;
+    if (!op || blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+        return;
+    blitz_cancel_token *t = op->blitz__token;
+    blitz_waker mine = blitz_waker_noop();
+    blitz__word_lock(&t->blitz__lock);
+    if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
+        mine = blitz__waitq_withdraw(&t->blitz__waiters, &op->blitz__w);
+    }
+    blitz__word_unlock(&t->blitz__lock);
+    blitz_waker_drop(mine);
+    blitz__waiter_reset(&op->blitz__w);
+}
+
+static blitz_poll blitz__token_wait_op_poll(blitz_cx *cx, void *arg) {
+    blitz_cancel_token_wait_op *op = (blitz_cancel_token_wait_op *)arg;
+    if (!op)
+        return BLITZ_READY;
+    return blitz_cancel_token_wait(cx, op, op->blitz__token);
+}
+
+BLITZ_API blitz_op blitz_op_cancel_token_wait(blitz_cancel_token_wait_op *op,
+                                              blitz_cancel_token *t) {
+    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+        op->blitz__token = t;
+    return blitz_op_make(blitz__token_wait_op_poll, blitz_cancel_token_wait_cancel, op);
+}
+
+BLITZ_API int blitz_cancel_token_wait_blocking(blitz_cancel_token *t) {
+    blitz_cancel_token_wait_op op;
+    memset(&op, 0, sizeof op);
+    int rc = blitz_op_wait(NULL, blitz_op_cancel_token_wait(&op, t));
+    return rc != BLITZ_OK ? rc : op.result;
+}
+/* ====[ END src/sync/cancel_token.c ]====================================== */
+/* ########################################################################## */
+/* LAYER chan: mpmc, oneshot, broadcast and watch channels                   */
+/* ########################################################################## */
+/* ====[ BEGIN src/chan/mpmc.c ]============================================ */
+/* >>chan/mpmc */
+/* The bounded MPMC channel: a Vyukov ring with a sequence stamp per slot
+ * (lock-free send and receive), and two waiter queues behind a separate
+ * lock that the hot path touches only when a counter says someone waits.
+ *
+ * Positions encode (lap, index): index in the low bits, then a "closed"
+ * mark bit (only ever set in `tail`), then the lap. A slot whose stamp
+ * equals the tail is free for that position; stamp tail + 1 means it holds
+ * that position's value; after the value is taken the stamp becomes the
+ * position one lap later. The capacity is exact (not rounded), and no
+ * division is needed to wrap.
+ *
+ * Waiting ops get direct hand-off: whoever frees a slot pushes a waiting
+ * sender's value into the ring for it, and whoever fills one pops a value
+ * into a waiting receiver's buffer. A woken op therefore has already
+ * finished: a sender woken after backpressure has really delivered its
+ * value, and a receiver owns the value it was given even if it is then
+ * cancelled. */
+/* src/core/core.h already included */
+/* src/core/waitq.h already included */
+
+/* Another party is between claiming a slot and stamping it: the ring is
+ * neither truly full nor truly empty, and that party will look at the
+ * waiter counters once it is done. */
+#define BLITZ__CHAN_BUSY 1
+
+struct blitz_chan {
+    BLITZ__ALIGNED blitz__atomic_u64 tail;
+    BLITZ__ALIGNED blitz__atomic_u64 head;
+    /* Read on every send and receive, written only by waiters: */
+    BLITZ__ALIGNED blitz__atomic_u32 send_waiting;
+    blitz__atomic_u32 recv_waiting;
+    size_t elem_size, stride, cap;
+    uint64_t mark, one_lap;
+    unsigned char *slots;
+    BLITZ__ALIGNED blitz__mutex lock;
+    blitz__waitq senders, receivers;
+    /* senders in the low half, receivers in the high half */
+    void *raw; /* what blitz__alloc_aligned returned, to free */
+    blitz__atomic_u64 refs;
+};
+
+static inline blitz__atomic_u64 *blitz__chan_stamp(const blitz_chan *ch, uint64_t idx) {
+    return (blitz__atomic_u64 *)(void *)(ch->slots + idx * ch->stride);
+}
+static inline unsigned char *blitz__chan_data(const blitz_chan *ch, uint64_t idx) {
+    return ch->slots + idx * ch->stride + sizeof(uint64_t);
+}
+static inline uint64_t blitz__chan_next(const blitz_chan *ch, uint64_t pos) {
+    uint64_t idx = pos & (ch->mark - 1);
+    return idx + 1 < ch->cap ? pos + 1 : (pos & ~(ch->one_lap - 1)) + ch->one_lap;
+}
+static inline void blitz__chan_copy(void *dst, const void *src, size_t n) {
+    /* The common word-sized element gets an inlined move. */
+    if (n == sizeof(uint64_t))
+        memcpy(dst, src, sizeof(uint64_t));
+    else
+        memcpy(dst, src, n);
+}
+
+/* BLITZ_OK, BLITZ_EFULL, BLITZ_ECLOSED or BLITZ__CHAN_BUSY. */
+static int blitz__chan_push(blitz_chan *ch, const void *src) {
+    uint64_t tail = blitz__u64_load(&ch->tail, BLITZ__RELAXED);
+    for (;;) {
+        if (tail & ch->mark)
+            return BLITZ_ECLOSED;
+        uint64_t idx = tail & (ch->mark - 1);
+        blitz__atomic_u64 *stamp = blitz__chan_stamp(ch, idx);
+        /* Acquire: the receiver that freed the slot finished reading it
+         * before it stored this stamp. */
+        uint64_t s = blitz__u64_load(stamp, BLITZ__ACQUIRE);
+        int64_t diff = (int64_t)(s - tail);
+        if (diff == 0) {
+            /* Seq_cst: the claim is ordered before this sender's later
+             * seq_cst load of recv_waiting, against a waiting receiver's
+             * seq_cst increment of it and its seq_cst load of the tail
+             * (see blitz__chan_pop): one of the two sees the other. */
+            if (blitz__u64_cas_weak(&ch->tail, &tail, blitz__chan_next(ch, tail), BLITZ__SEQ_CST)) {
+                blitz__chan_copy(blitz__chan_data(ch, idx), src, ch->elem_size);
+                /* Release: publishes the value to the receiver that
+                 * acquires the stamp. */
+                blitz__u64_store(stamp, tail + 1, BLITZ__RELEASE);
+                return BLITZ_OK;
+            }
+        } else if (diff < 0) {
+            /* The slot still holds the previous lap's value: full, unless a
+             * receiver already claimed it and is still copying it out. */
+            uint64_t head = blitz__u64_load(&ch->head, BLITZ__SEQ_CST);
+            return head + ch->one_lap == tail ? BLITZ_EFULL : BLITZ__CHAN_BUSY;
+        } else {
+            tail = blitz__u64_load(&ch->tail, BLITZ__RELAXED);
+        }
+    }
+}
+
+/* BLITZ_OK, BLITZ_EEMPTY, BLITZ_ECLOSED or BLITZ__CHAN_BUSY. */
+static int blitz__chan_pop(blitz_chan *ch, void *dst) {
+    uint64_t head = blitz__u64_load(&ch->head, BLITZ__RELAXED);
+    for (;;) {
+        uint64_t idx = head & (ch->mark - 1);
+        blitz__atomic_u64 *stamp = blitz__chan_stamp(ch, idx);
+        /* Acquire: pairs with the sender's release of the stamp. */
+        uint64_t s = blitz__u64_load(stamp, BLITZ__ACQUIRE);
+        int64_t diff = (int64_t)(s - (head + 1));
+        if (diff == 0) {
+            /* Seq_cst: ordered before the later load of send_waiting,
+             * mirroring blitz__chan_push. */
+            if (blitz__u64_cas_weak(&ch->head, &head, blitz__chan_next(ch, head), BLITZ__SEQ_CST)) {
+                blitz__chan_copy(dst, blitz__chan_data(ch, idx), ch->elem_size);
+                /* Release: the copy is done before a sender reuses it. */
+                blitz__u64_store(stamp, head + ch->one_lap, BLITZ__RELEASE);
+                return BLITZ_OK;
+            }
+        } else if (diff < 0) {
+            /* Seq_cst: a waiting receiver increments recv_waiting (seq_cst)
+             * before it gets here; a sender whose seq_cst load of that
+             * counter missed it claimed its slot earlier in the total
+             * order, so this load sees the moved tail and reports BUSY
+             * instead of sleeping past the value. */
+            uint64_t tail = blitz__u64_load(&ch->tail, BLITZ__SEQ_CST);
+            if ((tail & ~ch->mark) == head)
+                return (tail & ch->mark) ? BLITZ_ECLOSED : BLITZ_EEMPTY;
+            return BLITZ__CHAN_BUSY;
+        } else {
+            head = blitz__u64_load(&ch->head, BLITZ__RELAXED);
+        }
+    }
+}
+
+static inline blitz_chan_op *blitz__chan_op_of(blitz__waiter *w) {
+    return (blitz_chan_op *)(void *)w; /* the waiter is the op's first member */
+}
+
+/* Completes queued ops that can now proceed: receivers take buffered
+ * values, senders put theirs into free slots, until neither can move; on a
+ * closed channel the senders, and the receivers once it is drained, finish
+ * with BLITZ_ECLOSED. Wakes after unlocking. */
+static void blitz__chan_dispatch(blitz_chan *ch) {
+    blitz__wake_list wl;
+    wl.len = 0;
+    blitz__mutex_lock(&ch->lock);
+    for (;;) {
+        int progress = 0;
+        while (!blitz__waitq_empty(&ch->receivers) && !blitz__wake_list_full(&wl)) {
+            blitz__waiter *w = ch->receivers.blitz__head;
+            int r = blitz__chan_pop(ch, blitz__chan_op_of(w)->blitz__buf);
+            if (r != BLITZ_OK && r != BLITZ_ECLOSED)
+                break; /* empty, or a sender in flight that dispatches next */
+            blitz__waitq_unlink(&ch->receivers, w);
+            blitz__u32_fetch_sub(&ch->recv_waiting, 1, BLITZ__SEQ_CST);
+            w->blitz__value = (uint64_t)(int64_t)r;
+            blitz__wake_list_push(&wl, blitz__waiter_finish(w));
+            progress |= r == BLITZ_OK;
+        }
+        while (!blitz__waitq_empty(&ch->senders) && !blitz__wake_list_full(&wl)) {
+            blitz__waiter *w = ch->senders.blitz__head;
+            int r = blitz__chan_push(ch, blitz__chan_op_of(w)->blitz__buf);
+            if (r != BLITZ_OK && r != BLITZ_ECLOSED)
+                break;
+            blitz__waitq_unlink(&ch->senders, w);
+            blitz__u32_fetch_sub(&ch->send_waiting, 1, BLITZ__SEQ_CST);
+            w->blitz__value = (uint64_t)(int64_t)r;
+            blitz__wake_list_push(&wl, blitz__waiter_finish(w));
+            progress |= r == BLITZ_OK;
+        }
+        if (blitz__wake_list_full(&wl)) {
+            blitz__mutex_unlock(&ch->lock);
+            blitz__wake_list_wake(&wl);
+            blitz__mutex_lock(&ch->lock);
+            continue;
+        }
+        if (!progress)
+            break;
+    }
+    blitz__mutex_unlock(&ch->lock);
+    blitz__wake_list_wake(&wl);
+}
+
+/* After a successful push or pop: let the other side's waiters move.
+ * Seq_cst loads: see blitz__chan_push / blitz__chan_pop. */
+static inline void blitz__chan_after_push(blitz_chan *ch) {
+    if (blitz__u32_load(&ch->recv_waiting, BLITZ__SEQ_CST) != 0)
+        blitz__chan_dispatch(ch);
+}
+static inline void blitz__chan_after_pop(blitz_chan *ch) {
+    if (blitz__u32_load(&ch->send_waiting, BLITZ__SEQ_CST) != 0)
+        blitz__chan_dispatch(ch);
+}
+
+BLITZ_API int blitz_chan_new(blitz_chan **out, size_t elem_size, size_t capacity) {
+    if (!out)
+        return BLITZ_EINVAL;
+    *out = NULL;
+    if (elem_size == 0 || capacity == 0 || capacity > ((size_t)1 << 40) ||
+        elem_size > ((size_t)1 << 30))
+        return BLITZ_EINVAL;
+    size_t stride = (sizeof(uint64_t) + elem_size + 7u) & ~(size_t)7u;
+    if (capacity > SIZE_MAX / stride)
+        return BLITZ_EINVAL;
+    void *raw = NULL;
+    /* Aligned: the hot fields sit on their own cache lines. */
+    blitz_chan *ch = (blitz_chan *)blitz__alloc_aligned(sizeof *ch, BLITZ_CACHE_LINE, &raw);
+    if (!ch)
+        return BLITZ_ENOMEM;
+    memset(ch, 0, sizeof *ch);
+    ch->raw = raw;
+    ch->slots = (unsigned char *)BLITZ_MALLOC(capacity * stride);
+    if (!ch->slots) {
+        blitz__free(raw);
+        return BLITZ_ENOMEM;
+    }
+    uint64_t mark = 1;
+    while (mark < (uint64_t)capacity + 1)
+        mark <<= 1;
+    ch->mark = mark;
+    ch->one_lap = mark << 1;
+    ch->elem_size = elem_size;
+    ch->stride = stride;
+    ch->cap = capacity;
+    size_t i;
+    for (i = 0; i < capacity; i++)
+        blitz__u64_store(blitz__chan_stamp(ch, i), i, BLITZ__RELAXED);
+    blitz__mutex_init(&ch->lock);
+    blitz__u64_store(&ch->refs, 1u | ((uint64_t)1 << 32), BLITZ__RELAXED);
+    *out = ch;
+    return BLITZ_OK;
+}
+
+static void blitz__chan_free(blitz_chan *ch) {
+    blitz__mutex_destroy(&ch->lock);
+    BLITZ_FREE(ch->slots);
+    blitz__free(ch->raw);
+}
+
+static int blitz__chan_ref_add(blitz_chan *ch, int shift) {
+    if (!ch)
+        return BLITZ_EINVAL;
+    uint64_t cur = blitz__u64_load(&ch->refs, BLITZ__RELAXED);
+    for (;;) {
+        if (((cur >> shift) & 0xffffffffu) == 0)
+            return BLITZ_ECLOSED;
+        if (blitz__u64_cas_weak(&ch->refs, &cur, cur + ((uint64_t)1 << shift), BLITZ__RELAXED))
+            return BLITZ_OK;
+    }
+}
+
+static int blitz__chan_ref_release(blitz_chan *ch, int shift) {
+    if (!ch)
+        return BLITZ_EINVAL;
+    uint64_t unit = (uint64_t)1 << shift;
+    uint64_t cur = blitz__u64_load(&ch->refs, BLITZ__RELAXED);
+    int closed = 0;
+    for (;;) {
+        uint64_t side = (cur >> shift) & 0xffffffffu;
+        if (side == 0)
+            return BLITZ_ERELEASED;
+        /* The last of a side closes before its reference goes, so the
+         * channel is still alive while it does (the other side may free it
+         * right after). */
+        if (side == 1 && !closed) {
+            blitz_chan_close(ch);
+            closed = 1;
+        }
+        /* Acq_rel: the releaser that frees sees every other holder's use. */
+        if (blitz__u64_cas_weak(&ch->refs, &cur, cur - unit, BLITZ__ACQ_REL))
+            break;
+    }
+    if (cur == unit)
+        blitz__chan_free(ch);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_chan_sender_clone(blitz_chan *ch) {
+    return blitz__chan_ref_add(ch, 0);
+}
+BLITZ_API int blitz_chan_sender_release(blitz_chan *ch) {
+    return blitz__chan_ref_release(ch, 0);
+}
+BLITZ_API int blitz_chan_receiver_clone(blitz_chan *ch) {
+    return blitz__chan_ref_add(ch, 32);
+}
+BLITZ_API int blitz_chan_receiver_release(blitz_chan *ch) {
+    return blitz__chan_ref_release(ch, 32);
+}
+
+BLITZ_API int blitz_chan_close(blitz_chan *ch) {
+    if (!ch)
+        return BLITZ_EINVAL;
+    /* Seq_cst: a sender's claim CAS either lands before the mark (its
+     * value is in the ring and will be drained) or fails on it. */
+    uint64_t prev = blitz__u64_fetch_or(&ch->tail, ch->mark, BLITZ__SEQ_CST);
+    if (!(prev & ch->mark))
+        blitz__chan_dispatch(ch);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_chan_is_closed(const blitz_chan *ch) {
+    return ch ? (blitz__u64_load(&ch->tail, BLITZ__ACQUIRE) & ch->mark) != 0 : 1;
+}
+
+BLITZ_API size_t blitz_chan_len(const blitz_chan *ch) {
+    if (!ch)
+        return 0;
+    uint64_t tail, head;
+    /* A consistent pair: the tail did not move while the head was read. */
+    do {
+        tail = blitz__u64_load(&ch->tail, BLITZ__SEQ_CST);
+        head = blitz__u64_load(&ch->head, BLITZ__SEQ_CST);
+    } while (blitz__u64_load(&ch->tail, BLITZ__SEQ_CST) != tail);
+    tail &= ~ch->mark;
+    {
+        uint64_t hix = head & (ch->mark - 1), tix = tail & (ch->mark - 1);
+        if (hix < tix)
+            return (size_t)(tix - hix);
+        if (hix > tix)
+            return (size_t)(ch->cap - hix + tix);
+        return tail == head ? 0 : ch->cap;
+    }
+}
+
+BLITZ_API size_t blitz_chan_capacity(const blitz_chan *ch) {
+    return ch ? ch->cap : 0;
+}
+BLITZ_API size_t blitz_chan_elem_size(const blitz_chan *ch) {
+    return ch ? ch->elem_size : 0;
+}
+
+BLITZ_API int blitz_chan_try_send(blitz_chan *ch, const void *value) {
+    if (!ch || !value)
+        return BLITZ_EINVAL;
+    int r = blitz__chan_push(ch, value);
+    if (BLITZ__LIKELY(r == BLITZ_OK)) {
+        blitz__chan_after_push(ch);
+        return BLITZ_OK;
+    }
+    return r == BLITZ__CHAN_BUSY ? BLITZ_EFULL : r;
+}
+
+BLITZ_API int blitz_chan_try_recv(blitz_chan *ch, void *out) {
+    if (!ch || !out)
+        return BLITZ_EINVAL;
+    int r = blitz__chan_pop(ch, out);
+    if (BLITZ__LIKELY(r == BLITZ_OK)) {
+        blitz__chan_after_pop(ch);
+        return BLITZ_OK;
+    }
+    return r == BLITZ__CHAN_BUSY ? BLITZ_EEMPTY : r;
+}
+
+/* ---- async ops ------------------------------------------------------------------ */
+
+#define BLITZ__CHAN_OP_SEND 1u
+#define BLITZ__CHAN_OP_RECV 2u
+/* A party in flight is given this many re-tries before the op yields. */
+#define BLITZ__CHAN_BUSY_SPINS 64
+/* ...and then this many gives of its thread's CPU. */
+#define BLITZ__CHAN_BUSY_YIELDS 2
+/* Looks an op takes at a full or empty channel before it queues. */
+#define BLITZ__CHAN_WAIT_SPINS 16
+
+static inline int blitz__chan_try(blitz_chan *ch, blitz_chan_op *op, int send) {
+    return send ? blitz__chan_push(ch, op->blitz__buf) : blitz__chan_pop(ch, op->blitz__buf);
+}
+
+/* The slow path of an idle op: queue it, then look again (under the lock,
+ * so no hand-off can race the look). */
+static blitz_poll blitz__chan_wait(blitz_cx *cx, blitz_chan_op *op, int send) {
+    blitz_chan *ch = op->blitz__ch;
+    blitz__waitq *q = send ? &ch->senders : &ch->receivers;
+    blitz__atomic_u32 *waiting = send ? &ch->send_waiting : &ch->recv_waiting;
+    blitz_waker waker = blitz_cx_waker(cx);
+    int spins = 0, r;
+    blitz__mutex_lock(&ch->lock);
+    op->blitz__w.blitz__flags = send ? BLITZ__CHAN_OP_SEND : BLITZ__CHAN_OP_RECV;
+    blitz__waitq_push(q, &op->blitz__w, &waker);
+    /* Seq_cst: see blitz__chan_pop / blitz__chan_push. */
+    blitz__u32_fetch_add(waiting, 1, BLITZ__SEQ_CST);
+    for (;;) {
+        r = blitz__chan_try(ch, op, send);
+        if (r != BLITZ__CHAN_BUSY || ++spins > BLITZ__CHAN_BUSY_SPINS)
+            break;
+        blitz__cpu_relax();
+    }
+    if (r == BLITZ_EFULL || r == BLITZ_EEMPTY) {
+        blitz__mutex_unlock(&ch->lock);
+        return BLITZ_PENDING;
+    }
+    blitz__u32_fetch_sub(waiting, 1, BLITZ__SEQ_CST);
+    blitz_waker mine = blitz__waitq_withdraw(q, &op->blitz__w);
+    blitz__waiter_reset(&op->blitz__w);
+    blitz__mutex_unlock(&ch->lock);
+    blitz_waker_drop(mine);
+    if (r == BLITZ__CHAN_BUSY) {
+        /* The party in flight is slow (preempted): poll again later rather
+         * than spin here. */
+        blitz_waker_wake_by_ref(&waker);
+        return BLITZ_PENDING;
+    }
+    op->result = r;
+    if (r == BLITZ_OK) {
+        if (send)
+            blitz__chan_after_push(ch);
+        else
+            blitz__chan_after_pop(ch);
+    }
+    return BLITZ_READY;
+}
+
+static blitz_poll blitz__chan_poll(blitz_cx *cx, blitz_chan_op *op, int send) {
+    blitz_chan *ch = op->blitz__ch;
+    uint32_t st = blitz__waiter_state(&op->blitz__w);
+    if (st == BLITZ__WAITER_DONE) {
+        op->result = (int)(int64_t)op->blitz__w.blitz__value;
+        blitz__waiter_reset(&op->blitz__w);
+        return BLITZ_READY;
+    }
+    if (st == BLITZ__WAITER_QUEUED) {
+        blitz_waker waker = blitz_cx_waker(cx);
+        blitz__mutex_lock(&ch->lock);
+        if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) ==
+            BLITZ__WAITER_DONE) {
+            blitz__mutex_unlock(&ch->lock);
+            op->result = (int)(int64_t)op->blitz__w.blitz__value;
+            blitz__waiter_reset(&op->blitz__w);
+            return BLITZ_READY;
+        }
+        blitz_waker old = blitz__waiter_refresh(&op->blitz__w, &waker);
+        blitz__mutex_unlock(&ch->lock);
+        blitz_waker_drop(old);
+        return BLITZ_PENDING;
+    }
+    if (!ch || !op->blitz__buf) {
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    /* Not finished until a branch below says otherwise: a cancel of an
+     * idle op that returned PENDING (a party in flight) must not report
+     * the result of the op's previous use. */
+    op->result = BLITZ_EAGAIN;
+    int r = blitz__chan_try(ch, op, send);
+    if (r == BLITZ_EEMPTY || r == BLITZ_EFULL) {
+        /* With the other side active, a value or a slot often turns up
+         * within a few hundred cycles: cheaper than queueing, being handed
+         * it and being woken. */
+        int spins;
+        for (spins = 0; (r == BLITZ_EEMPTY || r == BLITZ_EFULL) && spins < BLITZ__CHAN_WAIT_SPINS;
+             spins++) {
+            blitz__cpu_relax();
+            r = blitz__chan_try(ch, op, send);
+        }
+    }
+    if (r == BLITZ__CHAN_BUSY) {
+        /* The other party is a few stores from done; its stores usually
+         * arrive sooner than a trip through the waiter lock. */
+        int spins;
+        for (spins = 0; r == BLITZ__CHAN_BUSY && spins < BLITZ__CHAN_BUSY_SPINS; spins++) {
+            blitz__cpu_relax();
+            r = blitz__chan_try(ch, op, send);
+        }
+        /* Still there: its thread probably lost its CPU; offer ours. */
+        for (spins = 0; r == BLITZ__CHAN_BUSY && spins < BLITZ__CHAN_BUSY_YIELDS; spins++) {
+            sched_yield();
+            r = blitz__chan_try(ch, op, send);
+        }
+    }
+    if (BLITZ__LIKELY(r == BLITZ_OK)) {
+        op->result = BLITZ_OK;
+        if (send)
+            blitz__chan_after_push(ch);
+        else
+            blitz__chan_after_pop(ch);
+        return BLITZ_READY;
+    }
+    if (r == BLITZ_ECLOSED) {
+        op->result = r;
+        return BLITZ_READY;
+    }
+    if (r == BLITZ__CHAN_BUSY) {
+        /* The other party was preempted between its claim and its stamp:
+         * let this worker run something else and look again. */
+        blitz_waker self = blitz_cx_waker(cx);
+        blitz_waker_wake_by_ref(&self);
+        return BLITZ_PENDING;
+    }
+    return blitz__chan_wait(cx, op, send);
+}
+
+static blitz_poll blitz__chan_send_poll(blitz_cx *cx, void *op) {
+    return blitz__chan_poll(cx, (blitz_chan_op *)op, 1);
+}
+static blitz_poll blitz__chan_recv_poll(blitz_cx *cx, void *op) {
+    return blitz__chan_poll(cx, (blitz_chan_op *)op, 0);
+}
+
+static inline void blitz__chan_op_bind(blitz_chan_op *op, blitz_chan *ch, const void *buf) {
+    if (blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE) {
+        op->blitz__ch = ch;
+        op->blitz__buf = (void *)(uintptr_t)buf;
+        /* Armed: a cancel before the op finishes reports ECANCELED, not a
+         * result left from an earlier use of the op. */
+        op->result = BLITZ_EAGAIN;
+    }
+}
+
+BLITZ_API blitz_poll blitz_chan_send(blitz_cx *cx, blitz_chan_op *op, blitz_chan *ch,
+                                     const void *value) {
+    if (!op)
+        return BLITZ_READY;
+    blitz__chan_op_bind(op, ch, value);
+    return blitz__chan_poll(cx, op, 1);
+}
+
+BLITZ_API blitz_poll blitz_chan_recv(blitz_cx *cx, blitz_chan_op *op, blitz_chan *ch, void *out) {
+    if (!op)
+        return BLITZ_READY;
+    blitz__chan_op_bind(op, ch, out);
+    return blitz__chan_poll(cx, op, 0);
+}
+
+BLITZ_API blitz_op blitz_op_chan_send(blitz_chan_op *op, blitz_chan *ch, const void *value) {
+    if (op)
+        blitz__chan_op_bind(op, ch, value);
+    return blitz_op_make(op ? blitz__chan_send_poll : NULL, blitz_chan_cancel_op, op);
+}
+
+BLITZ_API blitz_op blitz_op_chan_recv(blitz_chan_op *op, blitz_chan *ch, void *out) {
+    if (op)
+        blitz__chan_op_bind(op, ch, out);
+    return blitz_op_make(op ? blitz__chan_recv_poll : NULL, blitz_chan_cancel_op, op);
+}
+
+BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op) {
+    if (!op)
+        return BLITZ_EINVAL;
+    uint32_t st = blitz__waiter_state(&op->blitz__w);
+    if (st == BLITZ__WAITER_IDLE) {
+        /* Nothing queued. A result already reported stays; an attempt
+         * that returned PENDING without queueing is withdrawn. */
+        if (op->result == BLITZ_EAGAIN)
+            op->result = BLITZ_ECANCELED;
+        return BLITZ_ECANCELED;
+    }
+    if (st == BLITZ__WAITER_QUEUED) {
+        blitz_chan *ch = op->blitz__ch;
+        blitz_waker old = blitz_waker_noop();
+        blitz__mutex_lock(&ch->lock);
+        if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) ==
+            BLITZ__WAITER_QUEUED) {
+            int send = op->blitz__w.blitz__flags == BLITZ__CHAN_OP_SEND;
+            blitz__u32_fetch_sub(send ? &ch->send_waiting : &ch->recv_waiting, 1, BLITZ__SEQ_CST);
+            old = blitz__waitq_withdraw(send ? &ch->senders : &ch->receivers, &op->blitz__w);
+            blitz__waiter_reset(&op->blitz__w);
+            op->result = BLITZ_ECANCELED;
+            blitz__mutex_unlock(&ch->lock);
+            blitz_waker_drop(old);
+            return BLITZ_ECANCELED;
+        }
+        blitz__mutex_unlock(&ch->lock);
+    }
+    /* Completed (DONE) but not yet polled: the op keeps what it got. */
+    op->result = (int)(int64_t)op->blitz__w.blitz__value;
+    blitz__waiter_reset(&op->blitz__w);
+    return op->result;
+}
+
+BLITZ_API void blitz_chan_cancel_op(blitz_cx *cx, void *op) {
+    (void)cx;
+    blitz_chan_op_cancel((blitz_chan_op *)op);
+}
+
+BLITZ_API int blitz_chan_send_blocking(blitz_chan *ch, const void *value) {
+    if (!ch || !value)
+        return BLITZ_EINVAL;
+    blitz_chan_op op;
+    memset(&op, 0, sizeof op);
+    int rc = blitz_op_wait(NULL, blitz_op_chan_send(&op, ch, value));
+    return rc ? rc : op.result;
+}
+
+BLITZ_API int blitz_chan_recv_blocking(blitz_chan *ch, void *out) {
+    if (!ch || !out)
+        return BLITZ_EINVAL;
+    blitz_chan_op op;
+    memset(&op, 0, sizeof op);
+    int rc = blitz_op_wait(NULL, blitz_op_chan_recv(&op, ch, out));
+    return rc ? rc : op.result;
+}
+/* ====[ END src/chan/mpmc.c ]============================================== */
+/* ====[ BEGIN src/chan/oneshot.c ]========================================= */
+/* >>chan/oneshot */
+/* The oneshot channel: one 64-bit value in a caller-provided cell, handed
+ * over through one atomic state word; no lock, no allocation.
+ *
+ * The receiver's waker lives in the cell. Only the receiver writes it, and
+ * only while it holds REGISTERING; the sender reads it only while it holds
+ * TAKING, and the two exclude each other through the state word. The sender
+ * copies the waker out before the store that publishes the value, so it
+ * never touches the cell after the receiver can see the value (and free the
+ * cell). */
+/* src/core/core.h already included */
+
+#define BLITZ__OS_VALUE       0x01u /* the sender stored a value */
+#define BLITZ__OS_TX_CLOSED   0x02u /* the sender finished without a value */
+#define BLITZ__OS_RX_CLOSED   0x04u /* the receiver gave up */
+#define BLITZ__OS_HAS_WAKER   0x08u /* the cell holds the receiver's waker */
+#define BLITZ__OS_REGISTERING 0x10u /* the receiver is writing the waker */
+#define BLITZ__OS_TAKING      0x20u /* the sender is copying the waker out */
+#define BLITZ__OS_TAKEN       0x40u /* the receiver took the value */
+
+static inline blitz__atomic_u32 *blitz__os_state(blitz_oneshot *os) {
+    /* blitz__atomic_u32 is a struct around one uint32_t: same layout. */
+    return (blitz__atomic_u32 *)(void *)&os->blitz__state;
+}
+
+BLITZ_API void blitz_oneshot_init(blitz_oneshot *os) {
+    if (!os)
+        return;
+    /* The waker field is read only while HAS_WAKER is set: zero is fine. */
+    memset(os, 0, sizeof *os);
+}
+
+/* Finishes the sender side with `done` (VALUE or TX_CLOSED). */
+static int blitz__oneshot_finish_tx(blitz_oneshot *os, uint32_t done) {
+    blitz__atomic_u32 *a = blitz__os_state(os);
+    uint32_t s = blitz__u32_load(a, BLITZ__ACQUIRE);
+    for (;;) {
+        if (s & (BLITZ__OS_VALUE | BLITZ__OS_TX_CLOSED))
+            return BLITZ_EINVAL;
+        if (s & BLITZ__OS_RX_CLOSED)
+            done = BLITZ__OS_TX_CLOSED;
+        if ((s & BLITZ__OS_HAS_WAKER) && !(s & BLITZ__OS_REGISTERING)) {
+            /* Acquire: the waker the receiver published with release. */
+            if (!blitz__u32_cas_weak(a, &s, s | BLITZ__OS_TAKING, BLITZ__ACQUIRE))
+                continue;
+            blitz_waker w = os->blitz__waker;
+            s |= BLITZ__OS_TAKING;
+            uint32_t target;
+            /* Only the receiver's close can change the word meanwhile. */
+            do {
+                if (s & BLITZ__OS_RX_CLOSED)
+                    done = BLITZ__OS_TX_CLOSED;
+                target = (s & ~(BLITZ__OS_TAKING | BLITZ__OS_HAS_WAKER)) | done;
+                /* Release: the value is visible to the receiver that
+                 * acquires VALUE. From here on the cell is not touched. */
+            } while (!blitz__u32_cas_weak(a, &s, target, BLITZ__RELEASE));
+            if (s & BLITZ__OS_RX_CLOSED) {
+                blitz_waker_drop(w); /* nobody listens any more */
+                return BLITZ_ECLOSED;
+            }
+            blitz_waker_wake(w);
+            return done == BLITZ__OS_VALUE ? BLITZ_OK : BLITZ_ECLOSED;
+        }
+        /* No waker, or the receiver is registering one: it sees the new
+         * state when it tries to finish and handles it. */
+        if (blitz__u32_cas_weak(a, &s, s | done, BLITZ__RELEASE))
+            return done == BLITZ__OS_VALUE ? BLITZ_OK : BLITZ_ECLOSED;
+    }
+}
+
+BLITZ_API int blitz_oneshot_send(blitz_oneshot *os, uint64_t value) {
+    if (!os)
+        return BLITZ_EINVAL;
+    uint32_t s = blitz__u32_load(blitz__os_state(os), BLITZ__ACQUIRE);
+    if (s & (BLITZ__OS_VALUE | BLITZ__OS_TX_CLOSED))
+        return BLITZ_EINVAL;
+    if (!(s & BLITZ__OS_RX_CLOSED))
+        os->blitz__value = value; /* read only after VALUE is acquired */
+    return blitz__oneshot_finish_tx(os, BLITZ__OS_VALUE);
+}
+
+BLITZ_API void blitz_oneshot_close_tx(blitz_oneshot *os) {
+    if (os)
+        blitz__oneshot_finish_tx(os, BLITZ__OS_TX_CLOSED);
+}
+
+/* Drops the receiver's waker if the cell still holds it and the sender is
+ * not copying it; with `close`, also marks the receiver gone. */
+static void blitz__oneshot_withdraw(blitz_oneshot *os, int close) {
+    blitz__atomic_u32 *a = blitz__os_state(os);
+    uint32_t s = blitz__u32_load(a, BLITZ__ACQUIRE);
+    uint32_t add = close ? BLITZ__OS_RX_CLOSED : 0u;
+    for (;;) {
+        uint32_t target = s | add;
+        /* While TAKING the sender owns the waker and wakes or drops it. */
+        int drop = (s & BLITZ__OS_HAS_WAKER) && !(s & BLITZ__OS_TAKING);
+        if (drop)
+            target &= ~BLITZ__OS_HAS_WAKER;
+        if (target == s)
+            return;
+        if (blitz__u32_cas_weak(a, &s, target, BLITZ__ACQ_REL)) {
+            if (drop) {
+                blitz_waker w = os->blitz__waker;
+                os->blitz__waker = blitz_waker_noop();
+                blitz_waker_drop(w);
+            }
+            return;
+        }
+    }
+}
+
+BLITZ_API void blitz_oneshot_close_rx(blitz_oneshot *os) {
+    if (os)
+        blitz__oneshot_withdraw(os, 1);
+}
+
+BLITZ_API int blitz_oneshot_rx_closed(const blitz_oneshot *os) {
+    return os ? (blitz__u32_field_load(&os->blitz__state, BLITZ__ACQUIRE) & BLITZ__OS_RX_CLOSED) !=
+                    0
+              : 1;
+}
+
+BLITZ_API int blitz_oneshot_try_recv(blitz_oneshot *os, uint64_t *out) {
+    if (!os || !out)
+        return BLITZ_EINVAL;
+    blitz__atomic_u32 *a = blitz__os_state(os);
+    /* Acquire: pairs with the sender's release of VALUE. */
+    uint32_t s = blitz__u32_load(a, BLITZ__ACQUIRE);
+    if ((s & (BLITZ__OS_VALUE | BLITZ__OS_TAKEN)) == BLITZ__OS_VALUE) {
+        *out = os->blitz__value;
+        /* After VALUE the sender never writes the word again, and the
+         * receiver is the only other writer: a plain store suffices. */
+        blitz__u32_store(a, s | BLITZ__OS_TAKEN, BLITZ__RELAXED);
+        return BLITZ_OK;
+    }
+    return (s & (BLITZ__OS_VALUE | BLITZ__OS_TX_CLOSED)) ? BLITZ_ECLOSED : BLITZ_EEMPTY;
+}
+
+BLITZ_API blitz_poll blitz_oneshot_recv(blitz_cx *cx, blitz_oneshot *os) {
+    if (!os)
+        return BLITZ_READY;
+    blitz__atomic_u32 *a = blitz__os_state(os);
+    blitz_waker mine = blitz_cx_waker(cx);
+    uint32_t s = blitz__u32_load(a, BLITZ__ACQUIRE);
+    for (;;) {
+        if (s & (BLITZ__OS_VALUE | BLITZ__OS_TX_CLOSED))
+            return BLITZ_READY;
+        if (s & BLITZ__OS_TAKING) {
+            /* The sender is waking the stored waker right now; poll again
+             * in case this poll comes from another waker. */
+            blitz_waker_wake_by_ref(&mine);
+            return BLITZ_PENDING;
+        }
+        if ((s & BLITZ__OS_HAS_WAKER) && blitz_waker_will_wake(&os->blitz__waker, &mine))
+            return BLITZ_PENDING;
+        if (blitz__u32_cas_weak(a, &s, s | BLITZ__OS_REGISTERING, BLITZ__ACQUIRE))
+            break;
+    }
+    /* REGISTERING: the waker field is ours until we clear it. */
+    blitz_waker old = (s & BLITZ__OS_HAS_WAKER) ? os->blitz__waker : blitz_waker_noop();
+    os->blitz__waker = blitz_waker_clone(&mine);
+    uint32_t expected = s | BLITZ__OS_REGISTERING;
+    uint32_t target = (s & ~BLITZ__OS_REGISTERING) | BLITZ__OS_HAS_WAKER;
+    /* Release: publishes the waker to a sender that acquires HAS_WAKER. */
+    if (blitz__u32_cas(a, &expected, target, BLITZ__ACQ_REL)) {
+        blitz_waker_drop(old);
+        return BLITZ_PENDING;
+    }
+    /* The sender finished meanwhile (it does not take a waker while we
+     * register): the waker is still ours to drop. */
+    blitz_waker again = os->blitz__waker;
+    os->blitz__waker = blitz_waker_noop();
+    blitz__u32_fetch_and(a, ~(BLITZ__OS_REGISTERING | BLITZ__OS_HAS_WAKER), BLITZ__ACQ_REL);
+    blitz_waker_drop(old);
+    blitz_waker_drop(again);
+    return BLITZ_READY;
+}
+
+static blitz_poll blitz__oneshot_recv_poll(blitz_cx *cx, void *os) {
+    return blitz_oneshot_recv(cx, (blitz_oneshot *)os);
+}
+
+BLITZ_API void blitz_oneshot_recv_cancel(blitz_oneshot *os) {
+    if (os)
+        blitz__oneshot_withdraw(os, 0);
+}
+
+BLITZ_API void blitz_oneshot_cancel_op(blitz_cx *cx, void *os) {
+    (void)cx;
+    blitz_oneshot_recv_cancel((blitz_oneshot *)os);
+}
+
+BLITZ_API blitz_op blitz_op_oneshot_recv(blitz_oneshot *os) {
+    return blitz_op_make(os ? blitz__oneshot_recv_poll : NULL, blitz_oneshot_cancel_op, os);
+}
+
+BLITZ_API int blitz_oneshot_recv_blocking(blitz_oneshot *os, uint64_t *out) {
+    if (!os || !out)
+        return BLITZ_EINVAL;
+    int rc = blitz_op_wait(NULL, blitz_op_oneshot_recv(os));
+    if (rc != BLITZ_OK)
+        return rc;
+    return blitz_oneshot_try_recv(os, out);
+}
+
+BLITZ_API int blitz_oneshot_done(const blitz_oneshot *os) {
+    if (!os)
+        return 1;
+    uint32_t s = blitz__u32_field_load(&os->blitz__state, BLITZ__ACQUIRE);
+    /* Without a value there is nothing left for the receiver to take. */
+    int finished = (s & BLITZ__OS_TX_CLOSED) ||
+                   ((s & BLITZ__OS_VALUE) && (s & (BLITZ__OS_TAKEN | BLITZ__OS_RX_CLOSED)));
+    return finished && !(s & (BLITZ__OS_HAS_WAKER | BLITZ__OS_REGISTERING | BLITZ__OS_TAKING));
+}
+/* ====[ END src/chan/oneshot.c ]=========================================== */
+/* ====[ BEGIN src/chan/broadcast.c ]======================================= */
+/* >>chan/broadcast */
+/* The broadcast channel: a ring of the last `cap` values, each slot a
+ * seqlock (a stamp and the value's words), written by senders one at a time
+ * and read by receivers without any lock, each from its own position. A
+ * receiver that was lapped notices it from the stamp and is moved to the
+ * oldest value still kept. Senders take turns through a lock bit in the
+ * tail (one CAS to take, a plain store to give back); the waiters of recv
+ * sit behind a separate lock that a send takes only when a counter says
+ * someone waits.
+ *
+ * Stamps: 2p + 2 when the slot holds position p in full, 2p + 1 while p is
+ * being written into it. The value words are atomics (stored with release,
+ * loaded with acquire, both plain moves on x86), so a read that overlaps a
+ * write is no data race: it sees a changed stamp afterwards and is
+ * discarded. */
+/* src/core/core.h already included */
+/* src/core/waitq.h already included */
+
+/* Copies n bytes into / out of atomic words. Release stores: a reader whose
+ * acquire load sees one of these words also sees the odd stamp stored
+ * before it, so its stamp re-check fails. Acquire loads: the stamp re-check
+ * after them cannot be done before them. */
+static void blitz__chan_words_store(blitz__atomic_u64 *dst, const void *src, size_t n) {
+    const unsigned char *p = (const unsigned char *)src;
+    size_t i, full = n / 8u;
+    for (i = 0; i < full; i++) {
+        uint64_t w;
+        memcpy(&w, p + 8u * i, 8u);
+        blitz__u64_store(&dst[i], w, BLITZ__RELEASE);
+    }
+    if (n % 8u) {
+        uint64_t w = 0;
+        memcpy(&w, p + 8u * full, n % 8u);
+        blitz__u64_store(&dst[full], w, BLITZ__RELEASE);
+    }
+}
+
+static void blitz__chan_words_load(void *dst, const blitz__atomic_u64 *src, size_t n) {
+    unsigned char *p = (unsigned char *)dst;
+    size_t i, full = n / 8u;
+    for (i = 0; i < full; i++) {
+        uint64_t w = blitz__u64_load(&src[i], BLITZ__ACQUIRE);
+        memcpy(p + 8u * i, &w, 8u);
+    }
+    if (n % 8u) {
+        uint64_t w = blitz__u64_load(&src[full], BLITZ__ACQUIRE);
+        memcpy(p + 8u * full, &w, n % 8u);
+    }
+}
+
+/* Wakes every waiter of `q`, in batches, never under `lock` (held on entry
+ * and on return); `waiting` (if not NULL) counts the queued waiters. */
+static void blitz__chan_wake_all(blitz__mutex *lock, blitz__waitq *q, blitz__atomic_u32 *waiting) {
+    blitz__wake_list wl;
+    wl.len = 0;
+    while (!blitz__waitq_empty(q)) {
+        blitz__waiter *w = q->blitz__head;
+        blitz__waitq_unlink(q, w);
+        if (waiting)
+            blitz__u32_fetch_sub(waiting, 1, BLITZ__RELAXED);
+        blitz__wake_list_push(&wl, blitz__waiter_finish(w));
+        if (blitz__wake_list_full(&wl)) {
+            blitz__mutex_unlock(lock);
+            blitz__wake_list_wake(&wl);
+            blitz__mutex_lock(lock);
+        }
+    }
+    if (wl.len) {
+        blitz__mutex_unlock(lock);
+        blitz__wake_list_wake(&wl);
+        blitz__mutex_lock(lock);
+    }
+}
+
+struct blitz_broadcast {
+    /* (next position << 1) | 1 while a sender writes */
+    BLITZ__ALIGNED blitz__atomic_u64 tail;
+    blitz__atomic_u32 closed;
+    blitz__atomic_u32 waiting; /* queued receivers */
+    size_t elem_size, slot_words;
+    uint64_t cap, mask;
+    blitz__atomic_u64 *slots;
+    BLITZ__ALIGNED blitz__mutex lock;
+    blitz__waitq waiters;
+    void *raw;              /* what blitz__alloc_aligned returned, to free */
+    blitz__atomic_u64 refs; /* senders low half, receivers high half */
+};
+
+static inline blitz__atomic_u64 *blitz__bc_slot(const blitz_broadcast *bc, uint64_t pos) {
+    return bc->slots + (pos & bc->mask) * bc->slot_words;
+}
+
+/* A sender that keeps finding another one writing yields after this many
+ * spins (the other was preempted mid-copy). */
+#define BLITZ__BC_SPINS 128
+
+/* Takes the senders' lock bit; returns the tail it found (unlocked). */
+static uint64_t blitz__bc_lock(blitz_broadcast *bc) {
+    unsigned spins = 0;
+    uint64_t t = blitz__u64_load(&bc->tail, BLITZ__RELAXED);
+    for (;;) {
+        /* Seq_cst: this claim is ordered before the later seq_cst load of
+         * `waiting`, against a receiver's seq_cst increment of it and its
+         * seq_cst load of the tail (see blitz__bc_recv_poll). */
+        if (!(t & 1u) && blitz__u64_cas_weak(&bc->tail, &t, t | 1u, BLITZ__SEQ_CST))
+            return t;
+        if (t & 1u) {
+            if (++spins < BLITZ__BC_SPINS) {
+                blitz__cpu_relax();
+            } else {
+                spins = 0;
+                sched_yield();
+            }
+            t = blitz__u64_load(&bc->tail, BLITZ__RELAXED);
+        }
+    }
+}
+
+static void blitz__bc_wake(blitz_broadcast *bc) {
+    blitz__mutex_lock(&bc->lock);
+    blitz__chan_wake_all(&bc->lock, &bc->waiters, &bc->waiting);
+    blitz__mutex_unlock(&bc->lock);
+}
+
+BLITZ_API int blitz_broadcast_new(blitz_broadcast **out, size_t elem_size, size_t capacity) {
+    if (!out)
+        return BLITZ_EINVAL;
+    *out = NULL;
+    if (elem_size == 0 || capacity == 0 || capacity > ((size_t)1 << 32) ||
+        elem_size > ((size_t)1 << 30))
+        return BLITZ_EINVAL;
+    uint64_t cap = 1;
+    while (cap < capacity)
+        cap <<= 1;
+    size_t slot_words = 1u + (elem_size + 7u) / 8u;
+    if (cap > SIZE_MAX / (slot_words * sizeof(uint64_t)))
+        return BLITZ_EINVAL;
+    void *raw = NULL;
+    /* Aligned: the hot fields sit on their own cache lines. */
+    blitz_broadcast *bc =
+        (blitz_broadcast *)blitz__alloc_aligned(sizeof *bc, BLITZ_CACHE_LINE, &raw);
+    if (!bc)
+        return BLITZ_ENOMEM;
+    memset(bc, 0, sizeof *bc);
+    bc->raw = raw;
+    size_t bytes = (size_t)cap * slot_words * sizeof(uint64_t);
+    bc->slots = (blitz__atomic_u64 *)BLITZ_MALLOC(bytes);
+    if (!bc->slots) {
+        blitz__free(raw);
+        return BLITZ_ENOMEM;
+    }
+    memset(bc->slots, 0, bytes); /* stamp 0: no position yet */
+    bc->elem_size = elem_size;
+    bc->slot_words = slot_words;
+    bc->cap = cap;
+    bc->mask = cap - 1;
+    blitz__mutex_init(&bc->lock);
+    blitz__u64_store(&bc->refs, 1u, BLITZ__RELAXED);
+    *out = bc;
+    return BLITZ_OK;
+}
+
+static void blitz__bc_unref(blitz_broadcast *bc, uint64_t unit) {
+    /* Acq_rel: whoever frees sees the other holders' use. */
+    if (blitz__u64_fetch_sub(&bc->refs, unit, BLITZ__ACQ_REL) == unit) {
+        blitz__mutex_destroy(&bc->lock);
+        BLITZ_FREE(bc->slots);
+        blitz__free(bc->raw);
+    }
+}
+
+BLITZ_API int blitz_broadcast_close(blitz_broadcast *bc) {
+    if (!bc)
+        return BLITZ_EINVAL;
+    uint64_t t = blitz__bc_lock(bc);
+    /* Release (and the unlock's): a receiver that acquires `closed` sees
+     * every value sent before. */
+    blitz__u32_store(&bc->closed, 1, BLITZ__RELEASE);
+    blitz__u64_store(&bc->tail, t, BLITZ__RELEASE);
+    blitz__bc_wake(bc);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_broadcast_sender_clone(blitz_broadcast *bc) {
+    if (!bc)
+        return BLITZ_EINVAL;
+    uint64_t cur = blitz__u64_load(&bc->refs, BLITZ__RELAXED);
+    for (;;) {
+        if ((cur & 0xffffffffu) == 0)
+            return BLITZ_ECLOSED;
+        if (blitz__u64_cas_weak(&bc->refs, &cur, cur + 1u, BLITZ__RELAXED))
+            return BLITZ_OK;
+    }
+}
+
+BLITZ_API int blitz_broadcast_sender_release(blitz_broadcast *bc) {
+    if (!bc)
+        return BLITZ_EINVAL;
+    uint64_t cur = blitz__u64_load(&bc->refs, BLITZ__RELAXED);
+    int closed = 0;
+    for (;;) {
+        if ((cur & 0xffffffffu) == 0)
+            return BLITZ_ERELEASED;
+        /* The last sender closes while its reference still keeps the
+         * channel alive. */
+        if ((cur & 0xffffffffu) == 1 && !closed) {
+            blitz_broadcast_close(bc);
+            closed = 1;
+        }
+        if (blitz__u64_cas_weak(&bc->refs, &cur, cur - 1u, BLITZ__ACQ_REL))
+            break;
+    }
+    if (cur == 1u) {
+        blitz__mutex_destroy(&bc->lock);
+        BLITZ_FREE(bc->slots);
+        blitz__free(bc->raw);
     }
     return BLITZ_OK;
 }
 
-BLITZ_API int blitz_addr_family(const blitz_addr *a) {
-    return a && a->len ? a->u.family : 0;
+BLITZ_API uint32_t blitz_broadcast_receiver_count(const blitz_broadcast *bc) {
+    return bc ? (uint32_t)(blitz__u64_load(&bc->refs, BLITZ__ACQUIRE) >> 32) : 0u;
 }
 
-BLITZ_API int blitz_addr_port(const blitz_addr *a) {
-    if (!a || !a->len)
-        return -1;
-    if (a->u.family == AF_INET)
-        return ntohs(((const struct sockaddr_in *)(const void *)a->u.bytes)->sin_port);
-    if (a->u.family == AF_INET6)
-        return ntohs(((const struct sockaddr_in6 *)(const void *)a->u.bytes)->sin6_port);
-    return -1;
+BLITZ_API int blitz_broadcast_subscribe(blitz_broadcast *bc, blitz_broadcast_rx *rx) {
+    if (!bc || !rx)
+        return BLITZ_EINVAL;
+    memset(rx, 0, sizeof *rx);
+    rx->blitz__bc = bc;
+    blitz__u64_fetch_add(&bc->refs, (uint64_t)1 << 32, BLITZ__RELAXED);
+    /* A send in progress is for this position: the new receiver gets it. */
+    rx->blitz__pos = blitz__u64_load(&bc->tail, BLITZ__ACQUIRE) >> 1;
+    return BLITZ_OK;
 }
 
-/* Whether `a` holds a whole socket address of its family, as the kernel
- * would take it: for IPv4 and IPv6 at least their sockaddr (a length up to
- * the whole storage is fine), for Unix at least the family and at most a
- * struct sockaddr_un (an unnamed Unix address is the family alone). */
-BLITZ_PRIVATE int blitz__addr_valid(const blitz_addr *a) {
-    if (!a)
-        return 0;
-    switch (a->u.family) {
-    case AF_INET:
-        return a->len >= sizeof(struct sockaddr_in) && a->len <= sizeof a->u.bytes;
-    case AF_INET6:
-        return a->len >= sizeof(struct sockaddr_in6) && a->len <= sizeof a->u.bytes;
-    case AF_UNIX:
-        return a->len >= offsetof(struct sockaddr_un, sun_path) &&
-               a->len <= sizeof(struct sockaddr_un);
-    default:
-        return 0;
+BLITZ_API int blitz_broadcast_send(blitz_broadcast *bc, const void *value) {
+    if (!bc || !value)
+        return BLITZ_EINVAL;
+    uint64_t t = blitz__bc_lock(bc);
+    uint32_t receivers = (uint32_t)(blitz__u64_load(&bc->refs, BLITZ__RELAXED) >> 32);
+    if (blitz__u32_load(&bc->closed, BLITZ__RELAXED) || receivers == 0) {
+        blitz__u64_store(&bc->tail, t, BLITZ__RELEASE);
+        return BLITZ_ECLOSED;
+    }
+    uint64_t pos = t >> 1;
+    blitz__atomic_u64 *slot = blitz__bc_slot(bc, pos);
+    blitz__u64_store(&slot[0], 2u * pos + 1u, BLITZ__RELAXED);
+    blitz__chan_words_store(slot + 1, value, bc->elem_size);
+    /* Release: the value's words are visible to a reader that acquires
+     * this stamp. */
+    blitz__u64_store(&slot[0], 2u * pos + 2u, BLITZ__RELEASE);
+    blitz__u64_store(&bc->tail, t + 2u, BLITZ__RELEASE);
+    if (blitz__u32_load(&bc->waiting, BLITZ__SEQ_CST) != 0)
+        blitz__bc_wake(bc);
+    return receivers > (uint32_t)INT32_MAX ? INT32_MAX : (int)receivers;
+}
+
+BLITZ_API int blitz_broadcast_try_recv(blitz_broadcast_rx *rx, void *out) {
+    if (!rx || !rx->blitz__bc || !out)
+        return BLITZ_EINVAL;
+    blitz_broadcast *bc = rx->blitz__bc;
+    for (;;) {
+        uint64_t pos = rx->blitz__pos;
+        blitz__atomic_u64 *slot = blitz__bc_slot(bc, pos);
+        uint64_t want = 2u * pos + 2u;
+        uint64_t s = blitz__u64_load(&slot[0], BLITZ__ACQUIRE);
+        if (s == want) {
+            blitz__chan_words_load(out, slot + 1, bc->elem_size);
+            /* Ordered after the acquire loads of the words. */
+            if (blitz__u64_load(&slot[0], BLITZ__RELAXED) == want) {
+                rx->blitz__pos = pos + 1u;
+                return BLITZ_OK;
+            }
+            continue; /* overwritten while copying: lagged */
+        }
+        if (s < want) {
+            /* Acquire: pairs with the release in close, after which every
+             * value sent is visible. */
+            if (!blitz__u32_load(&bc->closed, BLITZ__ACQUIRE))
+                return BLITZ_EEMPTY;
+            if (blitz__u64_load(&slot[0], BLITZ__ACQUIRE) < want)
+                return BLITZ_ECLOSED;
+            continue;
+        }
+        /* Lapped: the slot holds (or is being filled with) position q, so
+         * positions before q - cap + 1 are gone; the tail may say more. */
+        uint64_t q = (s - 1u) / 2u;
+        uint64_t tail = blitz__u64_load(&bc->tail, BLITZ__ACQUIRE) >> 1;
+        uint64_t oldest = q + 1u - bc->cap;
+        if (tail > bc->cap && tail - bc->cap > oldest)
+            oldest = tail - bc->cap;
+        rx->lagged = oldest - pos;
+        rx->blitz__pos = oldest;
+        return BLITZ_ELAGGED;
     }
 }
 
-/* Stores a received datagram's source of `namelen` bytes (already in
- * a->u) as `a`'s length. A Unix sender that never bound has no name: the
- * kernel gives none, and it becomes the unnamed Unix address (the family
- * alone), the one blitz_sock_peer_addr gives for such a peer. */
-BLITZ_PRIVATE void blitz__addr_set_from(blitz_addr *a, uint32_t namelen, int family) {
-    if (family == AF_UNIX && namelen < offsetof(struct sockaddr_un, sun_path)) {
-        a->u.family = AF_UNIX;
-        namelen = (uint32_t)offsetof(struct sockaddr_un, sun_path);
+/* Takes a queued or woken waiter out. Under the lock; returns the waker to
+ * drop after it. */
+static blitz_waker blitz__bc_withdraw_locked(blitz_broadcast_rx *rx) {
+    blitz_waker old = blitz_waker_noop();
+    uint32_t st = blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED);
+    if (st == BLITZ__WAITER_QUEUED) {
+        blitz__u32_fetch_sub(&rx->blitz__bc->waiting, 1, BLITZ__RELAXED);
+        old = blitz__waitq_withdraw(&rx->blitz__bc->waiters, &rx->blitz__w);
     }
-    a->len = namelen <= sizeof a->u.bytes ? namelen : (uint32_t)sizeof a->u.bytes;
+    blitz__waiter_reset(&rx->blitz__w);
+    return old;
 }
 
-BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size) {
-    if (!buf || size == 0)
-        return BLITZ_EINVAL;
-    buf[0] = 0;
-    if (!blitz__addr_valid(a))
-        return BLITZ_EINVAL;
-    char tmp[160];
-    int n;
-    if (a->u.family == AF_INET) {
-        const struct sockaddr_in *a4 = (const struct sockaddr_in *)(const void *)a->u.bytes;
-        char ip[INET_ADDRSTRLEN];
-        inet_ntop(AF_INET, &a4->sin_addr, ip, sizeof ip);
-        n = snprintf(tmp, sizeof tmp, "%s:%u", ip, (unsigned)ntohs(a4->sin_port));
-    } else if (a->u.family == AF_INET6) {
-        const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)(const void *)a->u.bytes;
-        char ip[INET6_ADDRSTRLEN];
-        inet_ntop(AF_INET6, &a6->sin6_addr, ip, sizeof ip);
-        if (a6->sin6_scope_id)
-            n = snprintf(tmp, sizeof tmp, "[%s%%%u]:%u", ip, (unsigned)a6->sin6_scope_id,
-                         (unsigned)ntohs(a6->sin6_port));
-        else
-            n = snprintf(tmp, sizeof tmp, "[%s]:%u", ip, (unsigned)ntohs(a6->sin6_port));
-    } else {
-        const struct sockaddr_un *u = (const struct sockaddr_un *)(const void *)a->u.bytes;
-        size_t plen = a->len > offsetof(struct sockaddr_un, sun_path)
-                          ? a->len - offsetof(struct sockaddr_un, sun_path)
-                          : 0;
-        if (plen == 0) {
-            n = snprintf(tmp, sizeof tmp, "(unnamed)");
-        } else if (u->sun_path[0] == 0) {
-            n = snprintf(tmp, sizeof tmp, "@%.*s", (int)(plen - 1), u->sun_path + 1);
-        } else {
-            n = snprintf(tmp, sizeof tmp, "%.*s", (int)strnlen(u->sun_path, plen), u->sun_path);
+static blitz_poll blitz__bc_recv_poll(blitz_cx *cx, void *p) {
+    blitz_broadcast_rx *rx = (blitz_broadcast_rx *)p;
+    blitz_broadcast *bc = rx->blitz__bc;
+    if (!bc || !rx->blitz__buf) {
+        rx->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    int r = blitz_broadcast_try_recv(rx, rx->blitz__buf);
+    uint32_t st = blitz__waiter_state(&rx->blitz__w);
+    if (r != BLITZ_EEMPTY && st == BLITZ__WAITER_IDLE) {
+        rx->result = r;
+        return BLITZ_READY;
+    }
+    blitz_waker mine = blitz_cx_waker(cx), old;
+    blitz__mutex_lock(&bc->lock);
+    if (blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
+        if (r != BLITZ_EEMPTY) {
+            old = blitz__bc_withdraw_locked(rx);
+            blitz__mutex_unlock(&bc->lock);
+            blitz_waker_drop(old);
+            rx->result = r;
+            return BLITZ_READY;
+        }
+        old = blitz__waiter_refresh(&rx->blitz__w, &mine);
+        blitz__mutex_unlock(&bc->lock);
+        blitz_waker_drop(old);
+        return BLITZ_PENDING;
+    }
+    if (r == BLITZ_EEMPTY) {
+        blitz__waiter_reset(&rx->blitz__w);
+        blitz__waitq_push(&bc->waiters, &rx->blitz__w, &mine);
+        /* Seq_cst: a sender whose seq_cst load of `waiting` misses this took
+         * the lock bit earlier in the total order, so this load of the tail
+         * sees it taken, or the tail past the position. */
+        blitz__u32_fetch_add(&bc->waiting, 1, BLITZ__SEQ_CST);
+        uint64_t t = blitz__u64_load(&bc->tail, BLITZ__SEQ_CST);
+        r = blitz_broadcast_try_recv(rx, rx->blitz__buf);
+        if (r == BLITZ_EEMPTY && !(t & 1u) && (t >> 1) <= rx->blitz__pos) {
+            blitz__mutex_unlock(&bc->lock);
+            return BLITZ_PENDING;
         }
     }
-    if (n < 0)
-        return BLITZ_EINVAL;
-    if ((size_t)n >= size) {
-        memcpy(buf, tmp, size - 1);
-        buf[size - 1] = 0;
-        return BLITZ_ERANGE;
+    old = blitz__bc_withdraw_locked(rx);
+    blitz__mutex_unlock(&bc->lock);
+    blitz_waker_drop(old);
+    if (r == BLITZ_EEMPTY) {
+        /* A send is half done: look again once it had time to finish. */
+        blitz_waker_wake_by_ref(&mine);
+        return BLITZ_PENDING;
     }
-    memcpy(buf, tmp, (size_t)n + 1);
-    return n;
+    rx->result = r;
+    return BLITZ_READY;
 }
-/* ====[ END src/net_addr.c ]=============================================== */
-/* ====[ BEGIN src/net_sock.c ]============================================= */
-/* >>net_sock */
+
+BLITZ_API blitz_poll blitz_broadcast_recv(blitz_cx *cx, blitz_broadcast_rx *rx, void *out) {
+    if (!rx)
+        return BLITZ_READY;
+    rx->blitz__buf = out;
+    return blitz__bc_recv_poll(cx, rx);
+}
+
+BLITZ_API blitz_op blitz_op_broadcast_recv(blitz_broadcast_rx *rx, void *out) {
+    if (rx)
+        rx->blitz__buf = out;
+    return blitz_op_make(rx ? blitz__bc_recv_poll : NULL, blitz_broadcast_cancel_op, rx);
+}
+
+BLITZ_API void blitz_broadcast_recv_cancel(blitz_broadcast_rx *rx) {
+    if (!rx || !rx->blitz__bc || blitz__waiter_state(&rx->blitz__w) == BLITZ__WAITER_IDLE)
+        return;
+    blitz__mutex_lock(&rx->blitz__bc->lock);
+    blitz_waker old = blitz__bc_withdraw_locked(rx);
+    blitz__mutex_unlock(&rx->blitz__bc->lock);
+    blitz_waker_drop(old);
+}
+
+BLITZ_API void blitz_broadcast_cancel_op(blitz_cx *cx, void *rx) {
+    (void)cx;
+    blitz_broadcast_recv_cancel((blitz_broadcast_rx *)rx);
+}
+
+BLITZ_API int blitz_broadcast_unsubscribe(blitz_broadcast_rx *rx) {
+    if (!rx)
+        return BLITZ_EINVAL;
+    if (!rx->blitz__bc)
+        return BLITZ_ERELEASED;
+    blitz_broadcast_recv_cancel(rx);
+    blitz_broadcast *bc = rx->blitz__bc;
+    rx->blitz__bc = NULL;
+    blitz__bc_unref(bc, (uint64_t)1 << 32);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_broadcast_recv_blocking(blitz_broadcast_rx *rx, void *out) {
+    if (!rx || !rx->blitz__bc || !out)
+        return BLITZ_EINVAL;
+    int rc = blitz_op_wait(NULL, blitz_op_broadcast_recv(rx, out));
+    return rc ? rc : rx->result;
+}
+/* ====[ END src/chan/broadcast.c ]========================================= */
+/* ====[ BEGIN src/chan/watch.c ]=========================================== */
+/* >>chan/watch */
+/* The watch channel: one value behind a seqlock whose sequence is twice the
+ * version (odd while a send writes), so readers never lock and never see a
+ * torn value, and senders never wait for readers. The odd sequence is also
+ * the senders' lock: a send takes it with one CAS and gives it back with a
+ * plain store. The waiters of changed() sit behind a separate lock that a
+ * send takes only when a counter says someone waits. */
+/* src/core/core.h already included */
+/* src/core/waitq.h already included */
+
+/* A reader that keeps finding a send in progress yields after this many
+ * spins (the sender was preempted mid-copy). */
+#define BLITZ__WATCH_SPINS 128
+
+struct blitz_watch {
+    BLITZ__ALIGNED blitz__atomic_u64 seq;
+    blitz__atomic_u32 closed;
+    blitz__atomic_u32 waiting; /* queued changed() waiters */
+    size_t elem_size;
+    blitz__atomic_u64 *words;
+    BLITZ__ALIGNED blitz__mutex lock;
+    blitz__waitq waiters;
+    void *raw;              /* what blitz__alloc_aligned returned, to free */
+    blitz__atomic_u64 refs; /* senders low half, receivers high half */
+};
+
+static void blitz__watch_free(blitz_watch *w) {
+    blitz__mutex_destroy(&w->lock);
+    BLITZ_FREE(w->words);
+    blitz__free(w->raw);
+}
+
+BLITZ_API int blitz_watch_new(blitz_watch **out, size_t elem_size, const void *initial) {
+    if (!out)
+        return BLITZ_EINVAL;
+    *out = NULL;
+    if (!initial || elem_size == 0 || elem_size > ((size_t)1 << 30))
+        return BLITZ_EINVAL;
+    void *raw = NULL;
+    /* Aligned: the hot fields sit on their own cache lines. */
+    blitz_watch *w = (blitz_watch *)blitz__alloc_aligned(sizeof *w, BLITZ_CACHE_LINE, &raw);
+    if (!w)
+        return BLITZ_ENOMEM;
+    memset(w, 0, sizeof *w);
+    w->raw = raw;
+    w->words = (blitz__atomic_u64 *)BLITZ_MALLOC((elem_size + 7u) / 8u * sizeof(uint64_t));
+    if (!w->words) {
+        blitz__free(raw);
+        return BLITZ_ENOMEM;
+    }
+    w->elem_size = elem_size;
+    blitz__chan_words_store(w->words, initial, elem_size);
+    blitz__u64_store(&w->seq, 2u, BLITZ__RELEASE); /* version 1 */
+    blitz__mutex_init(&w->lock);
+    blitz__u64_store(&w->refs, 1u, BLITZ__RELAXED);
+    *out = w;
+    return BLITZ_OK;
+}
+
+static inline uint64_t blitz__watch_version(const blitz_watch *w) {
+    /* An odd sequence (send in progress) still counts as the old version. */
+    return blitz__u64_load(&w->seq, BLITZ__ACQUIRE) >> 1;
+}
+
+/* Takes the sequence lock: returns the (even) sequence it found. */
+static uint64_t blitz__watch_lock(blitz_watch *w) {
+    unsigned spins = 0;
+    uint64_t s = blitz__u64_load(&w->seq, BLITZ__RELAXED);
+    for (;;) {
+        /* Seq_cst: this claim is ordered before the later seq_cst load of
+         * `waiting`, against a waiter's seq_cst increment of it and its
+         * seq_cst load of the sequence (see blitz__watch_changed_poll). */
+        if (!(s & 1u) && blitz__u64_cas_weak(&w->seq, &s, s + 1u, BLITZ__SEQ_CST))
+            return s;
+        if (s & 1u) {
+            if (++spins < BLITZ__WATCH_SPINS) {
+                blitz__cpu_relax();
+            } else {
+                spins = 0;
+                sched_yield();
+            }
+            s = blitz__u64_load(&w->seq, BLITZ__RELAXED);
+        }
+    }
+}
+
+/* Wakes every changed() waiter, if there is one. */
+static void blitz__watch_wake(blitz_watch *w) {
+    if (blitz__u32_load(&w->waiting, BLITZ__SEQ_CST) == 0)
+        return;
+    blitz__mutex_lock(&w->lock);
+    blitz__chan_wake_all(&w->lock, &w->waiters, &w->waiting);
+    blitz__mutex_unlock(&w->lock);
+}
+
+BLITZ_API int blitz_watch_send(blitz_watch *w, const void *value) {
+    if (!w || !value)
+        return BLITZ_EINVAL;
+    uint64_t s = blitz__watch_lock(w);
+    if (blitz__u32_load(&w->closed, BLITZ__RELAXED)) {
+        blitz__u64_store(&w->seq, s, BLITZ__RELEASE); /* unchanged version */
+        return BLITZ_ECLOSED;
+    }
+    /* The odd sequence is ordered before the words by their release
+     * stores (see blitz__chan_words_store). */
+    blitz__chan_words_store(w->words, value, w->elem_size);
+    /* Release: the new words are visible to a reader that acquires it. */
+    blitz__u64_store(&w->seq, s + 2u, BLITZ__RELEASE);
+    blitz__watch_wake(w);
+    return BLITZ_OK;
+}
+
+BLITZ_API uint64_t blitz_watch_read(const blitz_watch *w, void *out) {
+    if (!w || !out)
+        return 0;
+    unsigned spins = 0;
+    for (;;) {
+        uint64_t s1 = blitz__u64_load(&w->seq, BLITZ__ACQUIRE);
+        if (!(s1 & 1u)) {
+            blitz__chan_words_load(out, w->words, w->elem_size);
+            /* Ordered after the acquire loads of the words. */
+            if (blitz__u64_load(&w->seq, BLITZ__RELAXED) == s1)
+                return s1 >> 1;
+        }
+        if (++spins < BLITZ__WATCH_SPINS) {
+            blitz__cpu_relax();
+        } else {
+            spins = 0;
+            sched_yield();
+        }
+    }
+}
+
+BLITZ_API int blitz_watch_close(blitz_watch *w) {
+    if (!w)
+        return BLITZ_EINVAL;
+    uint64_t s = blitz__watch_lock(w);
+    /* Release: a reader that acquires `closed` sees every send before. */
+    blitz__u32_store(&w->closed, 1, BLITZ__RELEASE);
+    blitz__u64_store(&w->seq, s, BLITZ__RELEASE);
+    blitz__mutex_lock(&w->lock);
+    blitz__chan_wake_all(&w->lock, &w->waiters, &w->waiting);
+    blitz__mutex_unlock(&w->lock);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_watch_sender_clone(blitz_watch *w) {
+    if (!w)
+        return BLITZ_EINVAL;
+    uint64_t cur = blitz__u64_load(&w->refs, BLITZ__RELAXED);
+    for (;;) {
+        if ((cur & 0xffffffffu) == 0)
+            return BLITZ_ECLOSED;
+        if (blitz__u64_cas_weak(&w->refs, &cur, cur + 1u, BLITZ__RELAXED))
+            return BLITZ_OK;
+    }
+}
+
+BLITZ_API int blitz_watch_sender_release(blitz_watch *w) {
+    if (!w)
+        return BLITZ_EINVAL;
+    uint64_t cur = blitz__u64_load(&w->refs, BLITZ__RELAXED);
+    int closed = 0;
+    for (;;) {
+        if ((cur & 0xffffffffu) == 0)
+            return BLITZ_ERELEASED;
+        if ((cur & 0xffffffffu) == 1 && !closed) {
+            blitz_watch_close(w);
+            closed = 1;
+        }
+        /* Acq_rel: whoever frees sees the other holders' use. */
+        if (blitz__u64_cas_weak(&w->refs, &cur, cur - 1u, BLITZ__ACQ_REL))
+            break;
+    }
+    if (cur == 1u)
+        blitz__watch_free(w);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_watch_subscribe(blitz_watch *w, blitz_watch_rx *rx) {
+    if (!w || !rx)
+        return BLITZ_EINVAL;
+    memset(rx, 0, sizeof *rx);
+    rx->blitz__watch = w;
+    blitz__u64_fetch_add(&w->refs, (uint64_t)1 << 32, BLITZ__RELAXED);
+    rx->seen = blitz__watch_version(w);
+    return BLITZ_OK;
+}
+
+BLITZ_API uint64_t blitz_watch_read_update(blitz_watch_rx *rx, void *out) {
+    if (!rx || !rx->blitz__watch || !out)
+        return 0;
+    uint64_t v = blitz_watch_read(rx->blitz__watch, out);
+    if (v > rx->seen)
+        rx->seen = v;
+    return v;
+}
+
+BLITZ_API int blitz_watch_has_changed(const blitz_watch_rx *rx) {
+    if (!rx || !rx->blitz__watch)
+        return BLITZ_EINVAL;
+    const blitz_watch *w = rx->blitz__watch;
+    if (blitz__watch_version(w) > rx->seen)
+        return 1;
+    if (blitz__u32_load(&w->closed, BLITZ__ACQUIRE) && blitz__watch_version(w) <= rx->seen)
+        return BLITZ_ECLOSED;
+    return 0;
+}
+
+static blitz_waker blitz__watch_withdraw_locked(blitz_watch_rx *rx) {
+    blitz_waker old = blitz_waker_noop();
+    if (blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
+        blitz__u32_fetch_sub(&rx->blitz__watch->waiting, 1, BLITZ__RELAXED);
+        old = blitz__waitq_withdraw(&rx->blitz__watch->waiters, &rx->blitz__w);
+    }
+    blitz__waiter_reset(&rx->blitz__w);
+    return old;
+}
+
+/* 1 when changed() is done (rx->result set). */
+static int blitz__watch_check(blitz_watch_rx *rx) {
+    blitz_watch *w = rx->blitz__watch;
+    uint64_t v = blitz__watch_version(w);
+    if (v > rx->seen) {
+        rx->seen = v;
+        rx->result = BLITZ_OK;
+        return 1;
+    }
+    /* Acquire: pairs with the release in close; a send before the close
+     * is then visible in the version re-read. */
+    if (blitz__u32_load(&w->closed, BLITZ__ACQUIRE)) {
+        v = blitz__watch_version(w);
+        if (v > rx->seen) {
+            rx->seen = v;
+            rx->result = BLITZ_OK;
+        } else {
+            rx->result = BLITZ_ECLOSED;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+static blitz_poll blitz__watch_changed_poll(blitz_cx *cx, void *p) {
+    blitz_watch_rx *rx = (blitz_watch_rx *)p;
+    blitz_watch *w = rx->blitz__watch;
+    if (!w) {
+        rx->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    if (blitz__waiter_state(&rx->blitz__w) == BLITZ__WAITER_IDLE && blitz__watch_check(rx))
+        return BLITZ_READY;
+    blitz_waker mine = blitz_cx_waker(cx), old;
+    blitz__mutex_lock(&w->lock);
+    if (blitz__u32_field_load(&rx->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
+        if (blitz__watch_check(rx)) {
+            old = blitz__watch_withdraw_locked(rx);
+            blitz__mutex_unlock(&w->lock);
+            blitz_waker_drop(old);
+            return BLITZ_READY;
+        }
+        old = blitz__waiter_refresh(&rx->blitz__w, &mine);
+        blitz__mutex_unlock(&w->lock);
+        blitz_waker_drop(old);
+        return BLITZ_PENDING;
+    }
+    blitz__waiter_reset(&rx->blitz__w);
+    blitz__waitq_push(&w->waiters, &rx->blitz__w, &mine);
+    /* Seq_cst: a sender whose seq_cst load of `waiting` misses this took
+     * the sequence lock earlier in the total order, so the load of the
+     * sequence below sees its odd or newer sequence. */
+    blitz__u32_fetch_add(&w->waiting, 1, BLITZ__SEQ_CST);
+    uint64_t seq = blitz__u64_load(&w->seq, BLITZ__SEQ_CST);
+    int ready = blitz__watch_check(rx);
+    if (!ready && !(seq & 1u)) {
+        blitz__mutex_unlock(&w->lock);
+        return BLITZ_PENDING;
+    }
+    old = blitz__watch_withdraw_locked(rx);
+    blitz__mutex_unlock(&w->lock);
+    blitz_waker_drop(old);
+    if (ready)
+        return BLITZ_READY;
+    /* A send is half done: look again once it had time to finish. */
+    blitz_waker_wake_by_ref(&mine);
+    return BLITZ_PENDING;
+}
+
+BLITZ_API blitz_poll blitz_watch_changed(blitz_cx *cx, blitz_watch_rx *rx) {
+    if (!rx)
+        return BLITZ_READY;
+    return blitz__watch_changed_poll(cx, rx);
+}
+
+BLITZ_API blitz_op blitz_op_watch_changed(blitz_watch_rx *rx) {
+    return blitz_op_make(rx ? blitz__watch_changed_poll : NULL, blitz_watch_cancel_op, rx);
+}
+
+BLITZ_API void blitz_watch_changed_cancel(blitz_watch_rx *rx) {
+    if (!rx || !rx->blitz__watch || blitz__waiter_state(&rx->blitz__w) == BLITZ__WAITER_IDLE)
+        return;
+    blitz__mutex_lock(&rx->blitz__watch->lock);
+    blitz_waker old = blitz__watch_withdraw_locked(rx);
+    blitz__mutex_unlock(&rx->blitz__watch->lock);
+    blitz_waker_drop(old);
+}
+
+BLITZ_API void blitz_watch_cancel_op(blitz_cx *cx, void *rx) {
+    (void)cx;
+    blitz_watch_changed_cancel((blitz_watch_rx *)rx);
+}
+
+BLITZ_API int blitz_watch_unsubscribe(blitz_watch_rx *rx) {
+    if (!rx)
+        return BLITZ_EINVAL;
+    if (!rx->blitz__watch)
+        return BLITZ_ERELEASED;
+    blitz_watch_changed_cancel(rx);
+    blitz_watch *w = rx->blitz__watch;
+    rx->blitz__watch = NULL;
+    /* Acq_rel: whoever frees sees the other holders' use. */
+    if (blitz__u64_fetch_sub(&w->refs, (uint64_t)1 << 32, BLITZ__ACQ_REL) == ((uint64_t)1 << 32))
+        blitz__watch_free(w);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx) {
+    if (!rx || !rx->blitz__watch)
+        return BLITZ_EINVAL;
+    int rc = blitz_op_wait(NULL, blitz_op_watch_changed(rx));
+    return rc ? rc : rx->result;
+}
+/* ====[ END src/chan/watch.c ]============================================= */
+/* ########################################################################## */
+/* LAYER net: sockets, DNS, connect by name                                  */
+/* ########################################################################## */
+/* ====[ BEGIN src/net/sock.c ]============================================= */
+/* >>net/sock */
 /* Sockets: creation (TCP listeners, UDP, Unix stream / datagram), options,
  * addresses, shutdown. The transfers are ops (io_driver.c). */
-/* internal.h already included */
-/* io_internal.h already included */
+/* src/io/io.h already included */
 
 static int blitz__errno_rc(void) {
     return blitz__from_errno(errno);
@@ -14658,194 +16618,2044 @@ BLITZ_API int blitz_udp_set_multicast_loop(blitz_socket *s, int on) {
 BLITZ_API int blitz_udp_set_broadcast(blitz_socket *s, int on) {
     return blitz__setopt(s, SOL_SOCKET, SO_BROADCAST, on != 0);
 }
-/* ====[ END src/net_sock.c ]=============================================== */
-/* ====[ BEGIN src/io_fd.c ]================================================ */
-/* >>io_fd */
-/* Descriptor ops: read(2)/write(2) and readiness waits on any descriptor a
- * blitz_socket wraps (pipes, ttys, character devices, sockets), and
- * blitz_pipe.
- *
- * They are op kinds of the I/O driver (io_driver.c runs them like the
- * socket ops): on epoll and poll the system call is tried and, on EAGAIN,
- * the op waits for the direction's event; on io_uring the same system call
- * is tried first and the wait is a POLL_ADD. io_uring's own READ/WRITE are
- * not used: on a descriptor with O_NONBLOCK they complete with -EAGAIN
- * instead of waiting, and the kernel would own the caller's buffer. */
-/* internal.h already included */
-/* io_internal.h already included */
+/* ====[ END src/net/sock.c ]=============================================== */
+/* ====[ BEGIN src/net/dns.c ]============================================== */
+/* >>net/dns */
+/* DNS: getaddrinfo on the blocking pool (blocking_pool.c ops). The answer
+ * is copied into one array of fixed-size addresses, so the caller frees
+ * one block and a lookup abandoned by its task is freed by the thread that
+ * finishes it (the op's discard). */
+/* src/io/io.h already included */
 
-/* ---- writes without SIGPIPE ---------------------------------------------------- */
+_Static_assert(sizeof(struct sockaddr_in6) <= sizeof(((blitz_resolved_addr *)0)->addr.bytes),
+               "a resolved address holds an IPv6 socket address");
 
-/* A write into a pipe (or a splice / sendfile into a socket) whose reader
- * is gone raises SIGPIPE at the calling thread, which kills the process by
- * default. The signal is blocked around the call, and one that the call
- * raised is taken back before the mask is restored, so the caller sees
- * BLITZ_EPIPE only. */
-typedef struct blitz__nosig {
-    sigset_t old;
-    int was_pending; /* a SIGPIPE that was not ours */
-    int changed;
-} blitz__nosig;
-
-BLITZ_PRIVATE void blitz__nosig_begin(blitz__nosig *g) {
-    sigset_t pipe_set, pending;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    g->was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
-    g->changed = pthread_sigmask(SIG_BLOCK, &pipe_set, &g->old) == 0;
-}
-
-BLITZ_PRIVATE void blitz__nosig_end(blitz__nosig *g, int epipe) {
-    int saved = errno;
-    if (epipe && !g->was_pending) {
-        sigset_t pipe_set, pending;
-        sigemptyset(&pipe_set);
-        sigaddset(&pipe_set, SIGPIPE);
-        if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
-            struct timespec zero = {0, 0};
-            while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {
-            }
-        }
+static int blitz__dns_error(int gai) {
+    switch (gai) {
+    case EAI_NONAME:
+#ifdef EAI_NODATA
+    case EAI_NODATA:
+#endif
+#ifdef EAI_ADDRFAMILY
+    case EAI_ADDRFAMILY:
+#endif
+        return BLITZ_ENOHOST;
+    case EAI_AGAIN:
+        return BLITZ_EDNSTEMP;
+    case EAI_MEMORY:
+        return BLITZ_ENOMEM;
+    case EAI_FAMILY:
+    case EAI_SERVICE:
+    case EAI_BADFLAGS:
+        return BLITZ_EINVAL;
+    case EAI_SYSTEM:
+        return blitz__from_errno(errno);
+    default:
+        return BLITZ_EDNS;
     }
-    if (g->changed)
-        pthread_sigmask(SIG_SETMASK, &g->old, NULL);
-    errno = saved;
 }
 
-/* Whether the wrapped descriptor is a socket (send with MSG_NOSIGNAL
- * needs no signal mask). */
-static int blitz__fd_is_socket(const blitz_socket *s) {
-    return s->family != AF_UNSPEC;
+static int blitz__dns_lookup(const char *host, uint16_t port, int family,
+                             blitz_resolved_addr **out) {
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = family == 4 ? AF_INET : family == 6 ? AF_INET6 : AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    char service[8];
+    snprintf(service, sizeof service, "%u", (unsigned)port);
+    int rc = getaddrinfo(host, service, &hints, &res);
+    if (rc != 0)
+        return blitz__dns_error(rc);
+    size_t n = 0;
+    for (struct addrinfo *a = res; a; a = a->ai_next)
+        if ((a->ai_family == AF_INET || a->ai_family == AF_INET6) &&
+            a->ai_addrlen <= sizeof(((blitz_resolved_addr *)0)->addr.bytes))
+            n++;
+    if (n == 0) {
+        freeaddrinfo(res);
+        return BLITZ_ENOHOST;
+    }
+    blitz_resolved_addr *list = (blitz_resolved_addr *)blitz__calloc(n * sizeof *list);
+    if (!list) {
+        freeaddrinfo(res);
+        return BLITZ_ENOMEM;
+    }
+    size_t i = 0;
+    for (struct addrinfo *a = res; a; a = a->ai_next) {
+        if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) ||
+            a->ai_addrlen > sizeof list[i].addr.bytes)
+            continue;
+        list[i].family = a->ai_family;
+        list[i].len = (uint32_t)a->ai_addrlen;
+        memcpy(list[i].addr.bytes, a->ai_addr, a->ai_addrlen);
+        i++;
+    }
+    freeaddrinfo(res);
+    *out = list;
+    return (int)n;
 }
 
-/* ---- the system calls of the descriptor kinds --------------------------------------- */
+typedef struct {
+    blitz__pool_rec base;
+    char *host;
+    uint16_t port;
+    int family;
+    int result;
+    blitz_resolved_addr *addrs;
+} blitz__dns_rec;
 
-BLITZ_PRIVATE int64_t blitz__fd_syscall(blitz_io *op) {
-    blitz_socket *s = op->blitz__sock;
-    ssize_t r;
-    errno = 0;
-    switch (op->blitz__kind) {
-    case BLITZ__OP_FD_READ:
-        r = read(s->fd, op->blitz__buf, op->blitz__len);
-        break;
-    case BLITZ__OP_FD_WRITE:
-    case BLITZ__OP_FD_WRITE_ALL: {
-        const char *p = (const char *)op->blitz__buf + op->blitz__done;
-        size_t n = op->blitz__len - op->blitz__done;
-        if (blitz__fd_is_socket(s)) {
-            r = send(s->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-            if (r < 0 && errno == ENOTSOCK) {
-                /* adopted descriptor with a family but not a socket */
-                blitz__nosig g;
-                blitz__nosig_begin(&g);
-                r = write(s->fd, p, n);
-                blitz__nosig_end(&g, r < 0 && errno == EPIPE);
-            }
+static void blitz__dns_exec(blitz__pool_rec *rec, int cancelled) {
+    blitz__dns_rec *d = (blitz__dns_rec *)rec;
+    d->result =
+        cancelled ? BLITZ_ECANCELED : blitz__dns_lookup(d->host, d->port, d->family, &d->addrs);
+}
+
+static void blitz__dns_discard(blitz__pool_rec *rec) {
+    blitz__dns_rec *d = (blitz__dns_rec *)rec;
+    blitz__free(d->addrs);
+    blitz__free(d->host);
+}
+
+BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const char *host,
+                                       uint16_t port, int family) {
+    if (!op)
+        return BLITZ_READY;
+    blitz__pool_rec *done;
+    if (!blitz__pool_op_idle(&op->blitz__op)) {
+        if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        blitz__dns_rec *d = (blitz__dns_rec *)done;
+        op->result = d->result;
+        op->addrs = d->addrs;
+        d->addrs = NULL;
+        blitz__pool_rec_free(done);
+        return BLITZ_READY;
+    }
+    op->addrs = NULL;
+    size_t len = host ? strlen(host) + 1 : 0;
+    if (!cx || len <= 1 || len > 1025 /* NI_MAXHOST */ ||
+        (family != 0 && family != 4 && family != 6)) {
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    blitz__dns_rec *d =
+        (blitz__dns_rec *)blitz__pool_rec_new(sizeof *d, blitz__dns_exec, blitz__dns_discard);
+    if (d)
+        d->host = (char *)blitz__malloc(len);
+    if (!d || !d->host) {
+        if (d)
+            blitz__pool_rec_free(&d->base);
+        op->result = BLITZ_ENOMEM;
+        return BLITZ_READY;
+    }
+    memcpy(d->host, host, len);
+    d->port = port;
+    d->family = family;
+    int err = 0;
+    if (blitz__pool_op_start(cx, &op->blitz__op, &d->base, &err) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    op->result = err;
+    return BLITZ_READY;
+}
+
+BLITZ_API void blitz_dns_cancel(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz_dns_op *d = (blitz_dns_op *)p;
+    if (d)
+        blitz__pool_op_cancel(&d->blitz__op);
+}
+/* ====[ END src/net/dns.c ]================================================ */
+/* ====[ BEGIN src/net/connect_host.c ]===================================== */
+/* >>net/connect_host */
+/* Connecting by host name: a DNS lookup on the blocking pool, then one
+ * connect attempt per address, in the resolver's order. */
+/* src/io/io.h already included */
+
+#define BLITZ__CONNECT_IDLE       0
+#define BLITZ__CONNECT_RESOLVING  1
+#define BLITZ__CONNECT_CONNECTING 2
+
+static void blitz__connect_host_release_addrs(blitz_connect_op *op) {
+    if (op->blitz__dns.addrs) {
+        blitz_free(op->blitz__dns.addrs);
+        op->blitz__dns.addrs = NULL;
+    }
+}
+
+static blitz_poll blitz__connect_host_done(blitz_connect_op *op, int64_t result) {
+    blitz__connect_host_release_addrs(op);
+    op->result = result;
+    op->blitz__stage = BLITZ__CONNECT_IDLE;
+    return BLITZ_READY;
+}
+
+BLITZ_API blitz_poll blitz_tcp_connect_host(blitz_cx *cx, blitz_connect_op *op, const char *host,
+                                            uint16_t port) {
+    if (!op)
+        return BLITZ_READY;
+    if (op->blitz__stage == BLITZ__CONNECT_IDLE) {
+        op->socket = NULL;
+        op->attempts = 0;
+        if (!cx || !host || !*host) {
+            op->result = BLITZ_EINVAL;
+            return BLITZ_READY;
+        }
+        memset(&op->blitz__dns, 0, sizeof op->blitz__dns);
+        op->blitz__stage = BLITZ__CONNECT_RESOLVING;
+    }
+    if (op->blitz__stage == BLITZ__CONNECT_RESOLVING) {
+        if (blitz_dns_resolve(cx, &op->blitz__dns, host, port, 0) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        if (op->blitz__dns.result <= 0)
+            return blitz__connect_host_done(op, op->blitz__dns.result < 0 ? op->blitz__dns.result
+                                                                          : BLITZ_ENOHOST);
+        op->blitz__next = 0;
+        op->blitz__stage = BLITZ__CONNECT_CONNECTING;
+        op->result = BLITZ_ECONNREFUSED;
+        goto start_attempt;
+    }
+    for (;;) {
+        /* An attempt is in progress: poll it. */
+        if (blitz_tcp_connect_timeout(cx, &op->blitz__io, &op->blitz__addr,
+                                      op->attempt_timeout_ns) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        if (op->blitz__io.result == 0) {
+            op->socket = op->blitz__io.socket;
+            op->blitz__io.socket = NULL;
+            return blitz__connect_host_done(op, 0);
         } else {
-            blitz__nosig g;
-            blitz__nosig_begin(&g);
-            r = write(s->fd, p, n);
-            blitz__nosig_end(&g, r < 0 && errno == EPIPE);
+            op->result = op->blitz__io.result;
         }
-        break;
+        op->blitz__next++;
+    start_attempt:
+        if (op->blitz__next >= op->blitz__dns.result)
+            return blitz__connect_host_done(op, op->result);
+        {
+            const blitz_resolved_addr *ra = &op->blitz__dns.addrs[op->blitz__next];
+            memset(&op->blitz__addr, 0, sizeof op->blitz__addr);
+            size_t len =
+                ra->len < sizeof op->blitz__addr.u.bytes ? ra->len : sizeof op->blitz__addr.u.bytes;
+            memcpy(op->blitz__addr.u.bytes, ra->addr.bytes, len);
+            op->blitz__addr.len = (uint32_t)len;
+        }
+        op->attempts++;
     }
-    case BLITZ__OP_FD_POLL: {
-        struct pollfd pfd;
-        pfd.fd = s->fd;
-        pfd.events = op->blitz__dir == BLITZ__DIR_WRITE ? POLLOUT : POLLIN;
-        pfd.revents = 0;
-        r = poll(&pfd, 1, 0);
-        if (r > 0)
-            return pfd.revents;
-        if (r == 0)
-            return -EAGAIN;
-        break;
+}
+
+BLITZ_API void blitz_tcp_connect_host_cancel(blitz_cx *cx, void *opp) {
+    blitz_connect_op *op = (blitz_connect_op *)opp;
+    if (!op)
+        return;
+    if (op->blitz__stage == BLITZ__CONNECT_RESOLVING) {
+        blitz_dns_cancel(cx, &op->blitz__dns);
+    } else if (op->blitz__stage == BLITZ__CONNECT_CONNECTING) {
+        blitz_io_cancel(&op->blitz__io);
     }
+    if (op->blitz__stage != BLITZ__CONNECT_IDLE)
+        blitz__connect_host_done(op, BLITZ_ECANCELED);
+}
+/* ====[ END src/net/connect_host.c ]======================================= */
+/* ########################################################################## */
+/* LAYER os: files, signals, processes, streams                              */
+/* ########################################################################## */
+/* ====[ BEGIN src/os/fs.c ]================================================ */
+/* >>os/fs */
+/* Files: every operation is a pool op (blocking_pool.c) whose thread makes
+ * the system calls. The public calls take the request, the op struct keeps
+ * it, and one exec function carries it out, so a backend with native file
+ * operations (io_uring) can take the same request from the op instead.
+ *
+ * Paths are copied (one allocation for both paths of a rename) when the
+ * operation starts: a cancelled operation whose thread is still running
+ * must not read the caller's string after the caller moved on. The thread
+ * frees the copy when it is done; a cancel that takes the op out of the
+ * queue frees it instead. */
+/* src/io/io.h already included */
+
+enum {
+    BLITZ__FS_OPEN = 1,
+    BLITZ__FS_CLOSE,
+    BLITZ__FS_READ,
+    BLITZ__FS_WRITE,
+    BLITZ__FS_PREAD,
+    BLITZ__FS_PWRITE,
+    BLITZ__FS_READV,
+    BLITZ__FS_WRITEV,
+    BLITZ__FS_FSYNC,
+    BLITZ__FS_FDATASYNC,
+    BLITZ__FS_TRUNCATE,
+    BLITZ__FS_STAT,
+    BLITZ__FS_LSTAT,
+    BLITZ__FS_FSTAT,
+    BLITZ__FS_RENAME,
+    BLITZ__FS_UNLINK,
+    BLITZ__FS_RMDIR,
+    BLITZ__FS_MKDIR,
+    BLITZ__FS_MKDIR_ALL,
+    BLITZ__FS_READ_DIR,
+    BLITZ__FS_READ_FILE,
+    BLITZ__FS_WRITE_FILE,
+};
+
+/* What a pool thread works on: the request, with copies of the paths
+ * and of the data to write, and the results, reads landing in `buf`. */
+typedef struct {
+    blitz__pool_rec base;
+    int kind, fd, flags;
+    uint32_t mode;
+    void *buf; /* owned: data to write, or room for what is read */
+    size_t len;
+    int64_t off;
+    char *path, *path2; /* one allocation */
+    blitz_fs_metadata md;
+    int64_t result;
+    void *data;
+} blitz__fs_rec;
+
+static int64_t blitz__fs_err(void) {
+    return blitz__from_errno(errno);
+}
+
+static blitz_file_type blitz__fs_type_of_mode(mode_t m) {
+    if (S_ISREG(m))
+        return BLITZ_FILE_REGULAR;
+    if (S_ISDIR(m))
+        return BLITZ_FILE_DIRECTORY;
+    if (S_ISLNK(m))
+        return BLITZ_FILE_SYMLINK;
+    return BLITZ_FILE_OTHER;
+}
+
+static uint64_t blitz__fs_ns(struct timespec ts) {
+    return ts.tv_sec < 0 ? 0 : (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void blitz__fs_fill_metadata(blitz_fs_metadata *m, const struct stat *st) {
+    memset(m, 0, sizeof *m);
+    m->type = blitz__fs_type_of_mode(st->st_mode);
+    m->mode = (uint32_t)(st->st_mode & 07777);
+    m->size = st->st_size < 0 ? 0 : (uint64_t)st->st_size;
+#if defined(__APPLE__)
+    m->mtime_ns = blitz__fs_ns(st->st_mtimespec);
+    m->atime_ns = blitz__fs_ns(st->st_atimespec);
+    m->ctime_ns = blitz__fs_ns(st->st_ctimespec);
+#else
+    m->mtime_ns = blitz__fs_ns(st->st_mtim);
+    m->atime_ns = blitz__fs_ns(st->st_atim);
+    m->ctime_ns = blitz__fs_ns(st->st_ctim);
+#endif
+    m->dev = (uint64_t)st->st_dev;
+    m->ino = (uint64_t)st->st_ino;
+    m->nlink = (uint64_t)st->st_nlink;
+    m->uid = (uint32_t)st->st_uid;
+    m->gid = (uint32_t)st->st_gid;
+}
+
+/* Writes everything, continuing after short writes and EINTR. */
+static int64_t blitz__fs_write_all(int fd, const char *p, size_t len, int64_t off) {
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = off >= 0 ? pwrite(fd, p + done, len - done, (off_t)(off + (int64_t)done))
+                             : write(fd, p + done, len - done);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EPIPE)
+                blitz__consume_sigpipe();
+            return blitz__fs_err();
+        }
+        if (n == 0)
+            return BLITZ_EIO;
+        done += (size_t)n;
+    }
+    return (int64_t)done;
+}
+
+static int64_t blitz__fs_read_some(int fd, void *buf, size_t len, int64_t off) {
+    for (;;) {
+        ssize_t n = off >= 0 ? pread(fd, buf, len, (off_t)off) : read(fd, buf, len);
+        if (n >= 0)
+            return n;
+        if (errno != EINTR)
+            return blitz__fs_err();
+    }
+}
+
+static int64_t blitz__fs_mkdir_all(char *path, mode_t mode) {
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/')
+        path[--len] = '\0';
+    for (char *p = path + 1;; p++) {
+        int last = *p == '\0';
+        if (*p != '/' && !last)
+            continue;
+        if (!last && p[-1] == '/')
+            continue; /* doubled slash */
+        char saved = *p;
+        *p = '\0';
+        if (mkdir(path, mode) != 0) {
+            /* An existing directory is fine whatever mkdir said (it may
+             * say EACCES for a parent we cannot write). */
+            int e = errno;
+            struct stat st;
+            int exists = stat(path, &st) == 0;
+            if (!exists || !S_ISDIR(st.st_mode)) {
+                *p = saved;
+                return blitz__from_errno(!exists ? e : last ? EEXIST : ENOTDIR);
+            }
+        }
+        *p = saved;
+        if (last)
+            return 0;
+    }
+}
+
+/* Growable buffer on BLITZ_MALLOC/BLITZ_FREE (there is no realloc hook). */
+BLITZ_PRIVATE int blitz__grow_buffer(char **buf, size_t *cap, size_t used, size_t need) {
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap : 256;
+    while (ncap < need) {
+        if (ncap > SIZE_MAX / 2)
+            return BLITZ_ENOMEM;
+        ncap *= 2;
+    }
+    char *n = (char *)blitz__malloc(ncap);
+    if (!n)
+        return BLITZ_ENOMEM;
+    if (used)
+        memcpy(n, *buf, used);
+    blitz__free(*buf);
+    *buf = n;
+    *cap = ncap;
+    return 0;
+}
+
+static int64_t blitz__fs_read_file(const char *path, void **out) {
+    int fd;
+    do
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return blitz__fs_err();
+    struct stat st;
+    size_t cap = 0, used = 0;
+    char *buf = NULL;
+    size_t hint = fstat(fd, &st) == 0 && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+    int64_t rc = blitz__grow_buffer(&buf, &cap, 0, hint);
+    while (rc == 0) {
+        if (used + 1 >= cap && (rc = blitz__grow_buffer(&buf, &cap, used, cap * 2)) != 0)
+            break;
+        int64_t n = blitz__fs_read_some(fd, buf + used, cap - used - 1, -1);
+        if (n < 0)
+            rc = n;
+        else if (n == 0)
+            break;
+        else
+            used += (size_t)n;
+    }
+    close(fd);
+    if (rc != 0) {
+        blitz__free(buf);
+        return rc;
+    }
+    buf[used] = '\0';
+    *out = buf;
+    return (int64_t)used;
+}
+
+static int64_t blitz__fs_write_file(const char *path, const void *data, size_t len) {
+    int fd;
+    do
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return blitz__fs_err();
+    int64_t rc = blitz__fs_write_all(fd, (const char *)data, len, -1);
+    if (close(fd) != 0 && rc >= 0 && errno != EINTR)
+        rc = blitz__fs_err();
+    return rc;
+}
+
+static int blitz__fs_dirent_cmp(const void *a, const void *b) {
+    return strcmp(((const blitz_fs_dirent *)a)->name, ((const blitz_fs_dirent *)b)->name);
+}
+
+/* One block: the entry array, then the names it points into. */
+static int64_t blitz__fs_read_dir(const char *path, void **out) {
+    DIR *d = opendir(path);
+    if (!d)
+        return blitz__fs_err();
+    char *names = NULL, *types = NULL;
+    size_t names_cap = 0, names_used = 0, types_cap = 0, count = 0;
+    int64_t rc = 0;
+    for (;;) {
+        errno = 0;
+        struct dirent *e = readdir(d);
+        if (!e) {
+            if (errno)
+                rc = blitz__fs_err();
+            break;
+        }
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        size_t n = strlen(e->d_name) + 1;
+        if ((rc = blitz__grow_buffer(&names, &names_cap, names_used, names_used + n)) != 0 ||
+            (rc = blitz__grow_buffer(&types, &types_cap, count, count + 1)) != 0)
+            break;
+        memcpy(names + names_used, e->d_name, n);
+        names_used += n;
+        blitz_file_type t = BLITZ_FILE_UNKNOWN;
+#ifdef DT_UNKNOWN
+        switch (e->d_type) {
+        case DT_REG:
+            t = BLITZ_FILE_REGULAR;
+            break;
+        case DT_DIR:
+            t = BLITZ_FILE_DIRECTORY;
+            break;
+        case DT_LNK:
+            t = BLITZ_FILE_SYMLINK;
+            break;
+        case DT_UNKNOWN:
+            break;
+        default:
+            t = BLITZ_FILE_OTHER;
+        }
+#endif
+        types[count++] = (char)t;
+    }
+    closedir(d);
+    blitz_fs_dirent *list = NULL;
+    if (rc == 0) {
+        size_t head = (count ? count : 1) * sizeof(blitz_fs_dirent);
+        list = (blitz_fs_dirent *)blitz__malloc(head + names_used);
+        if (!list) {
+            rc = BLITZ_ENOMEM;
+        } else {
+            char *copy = (char *)list + head;
+            if (names_used)
+                memcpy(copy, names, names_used);
+            for (size_t i = 0; i < count; i++) {
+                list[i].name = copy;
+                list[i].type = (blitz_file_type)types[i];
+                copy += strlen(copy) + 1;
+            }
+            qsort(list, count, sizeof *list, blitz__fs_dirent_cmp);
+        }
+    }
+    blitz__free(names);
+    blitz__free(types);
+    if (rc != 0)
+        return rc;
+    *out = list;
+    return (int64_t)count;
+}
+
+static int blitz__fs_open_flags(int flags, int *out) {
+    if (flags & ~(BLITZ_FS_READ | BLITZ_FS_WRITE | BLITZ_FS_APPEND | BLITZ_FS_CREATE |
+                  BLITZ_FS_TRUNCATE | BLITZ_FS_EXCL))
+        return BLITZ_EINVAL;
+    int w = (flags & (BLITZ_FS_WRITE | BLITZ_FS_APPEND)) != 0, r = (flags & BLITZ_FS_READ) != 0;
+    if (!w && !r)
+        return BLITZ_EINVAL;
+    int o = (r && w) ? O_RDWR : w ? O_WRONLY : O_RDONLY;
+    if (flags & BLITZ_FS_APPEND)
+        o |= O_APPEND;
+    if (flags & BLITZ_FS_CREATE)
+        o |= O_CREAT;
+    if (flags & BLITZ_FS_TRUNCATE)
+        o |= O_TRUNC;
+    if (flags & BLITZ_FS_EXCL)
+        o |= O_EXCL;
+    *out = o | O_CLOEXEC;
+    return 0;
+}
+
+static int64_t blitz__fs_stat_result(int rc, blitz_fs_metadata *out, const struct stat *st) {
+    if (rc != 0)
+        return blitz__fs_err();
+    blitz__fs_fill_metadata(out, st);
+    return 0;
+}
+
+static int64_t blitz__fs_do(blitz__fs_rec *f) {
+    struct stat st;
+    int rc;
+    switch (f->kind) {
+    case BLITZ__FS_OPEN:
+        do
+            rc = open(f->path, f->flags, (mode_t)f->mode);
+        while (rc < 0 && errno == EINTR);
+        return rc < 0 ? blitz__fs_err() : rc;
+    case BLITZ__FS_CLOSE:
+        /* Linux releases the descriptor even when close reports EINTR. */
+        return close(f->fd) == 0 || errno == EINTR ? 0 : blitz__fs_err();
+    case BLITZ__FS_READ:
+    case BLITZ__FS_PREAD:
+    case BLITZ__FS_READV:
+        return blitz__fs_read_some(f->fd, f->buf, f->len, f->off);
+    case BLITZ__FS_WRITE:
+    case BLITZ__FS_PWRITE:
+    case BLITZ__FS_WRITEV:
+        return blitz__fs_write_all(f->fd, (const char *)f->buf, f->len, f->off);
+    case BLITZ__FS_FSYNC:
+        return fsync(f->fd) == 0 ? 0 : blitz__fs_err();
+    case BLITZ__FS_FDATASYNC:
+#if defined(__APPLE__)
+        return fsync(f->fd) == 0 ? 0 : blitz__fs_err();
+#else
+        return fdatasync(f->fd) == 0 ? 0 : blitz__fs_err();
+#endif
+    case BLITZ__FS_TRUNCATE:
+        return ftruncate(f->fd, (off_t)f->off) == 0 ? 0 : blitz__fs_err();
+    case BLITZ__FS_STAT:
+        return blitz__fs_stat_result(stat(f->path, &st), &f->md, &st);
+    case BLITZ__FS_LSTAT:
+        return blitz__fs_stat_result(lstat(f->path, &st), &f->md, &st);
+    case BLITZ__FS_FSTAT:
+        return blitz__fs_stat_result(fstat(f->fd, &st), &f->md, &st);
+    case BLITZ__FS_RENAME:
+        return rename(f->path, f->path2) == 0 ? 0 : blitz__fs_err();
+    case BLITZ__FS_UNLINK:
+        return unlink(f->path) == 0 ? 0 : blitz__fs_err();
+    case BLITZ__FS_RMDIR:
+        return rmdir(f->path) == 0 ? 0 : blitz__fs_err();
+    case BLITZ__FS_MKDIR:
+        return mkdir(f->path, (mode_t)f->mode) == 0 ? 0 : blitz__fs_err();
+    case BLITZ__FS_MKDIR_ALL:
+        return blitz__fs_mkdir_all(f->path, (mode_t)f->mode);
+    case BLITZ__FS_READ_DIR:
+        return blitz__fs_read_dir(f->path, &f->data);
+    case BLITZ__FS_READ_FILE:
+        return blitz__fs_read_file(f->path, &f->data);
+    case BLITZ__FS_WRITE_FILE:
+        return blitz__fs_write_file(f->path, f->buf, f->len);
     default:
         return BLITZ_EINVAL;
     }
-    if (r < 0) {
-        if (errno == EWOULDBLOCK || errno == EAGAIN)
-            return -EAGAIN;
-        return errno ? -(int64_t)errno : BLITZ_EIO;
+}
+
+static void blitz__fs_exec(blitz__pool_rec *rec, int cancelled) {
+    blitz__fs_rec *f = (blitz__fs_rec *)rec;
+    f->result = cancelled ? BLITZ_ECANCELED : blitz__fs_do(f);
+}
+
+/* Frees what the record still holds; an opened file nobody took is
+ * closed. */
+static void blitz__fs_discard(blitz__pool_rec *rec) {
+    blitz__fs_rec *f = (blitz__fs_rec *)rec;
+    if (f->kind == BLITZ__FS_OPEN && f->result >= 0)
+        close((int)f->result);
+    blitz__free(f->data);
+    blitz__free(f->buf);
+    blitz__free(f->path);
+}
+
+/* Copies the path(s) into the record. */
+static int blitz__fs_set_paths(blitz__fs_rec *f, const char *a, const char *b) {
+    size_t la = strlen(a) + 1, lb = b ? strlen(b) + 1 : 0;
+    char *p = (char *)blitz__malloc(la + lb);
+    if (!p)
+        return BLITZ_ENOMEM;
+    memcpy(p, a, la);
+    if (b)
+        memcpy(p + la, b, lb);
+    f->path = p;
+    f->path2 = b ? p + la : NULL;
+    return 0;
+}
+
+/* A request, as the public calls describe it. */
+typedef struct {
+    int kind, fd, flags;
+    uint32_t mode;
+    const void *buf; /* data to write; where a read goes */
+    size_t len;
+    int64_t off;
+    const char *path, *path2;
+    const blitz_fs_iovec *iov;
+    int iovcnt;
+    blitz_fs_metadata *md;
+} blitz__fs_req;
+
+static int blitz__fs_is_read(int kind) {
+    return kind == BLITZ__FS_READ || kind == BLITZ__FS_PREAD || kind == BLITZ__FS_READV;
+}
+
+/* Builds the record: copies of paths and of data to write, room for a
+ * read. */
+static int blitz__fs_rec_fill(blitz__fs_rec *f, const blitz__fs_req *r) {
+    f->kind = r->kind;
+    f->fd = r->fd;
+    f->flags = r->flags;
+    f->mode = r->mode;
+    f->off = r->off;
+    f->result = -1;
+    if (r->path && blitz__fs_set_paths(f, r->path, r->path2) != 0)
+        return BLITZ_ENOMEM;
+    size_t len = r->len;
+    if (r->iov) {
+        len = 0;
+        for (int i = 0; i < r->iovcnt; i++) {
+            if (!r->iov[i].base && r->iov[i].len)
+                return BLITZ_EFAULT;
+            if (r->iov[i].len > SIZE_MAX - len)
+                return BLITZ_EINVAL;
+            len += r->iov[i].len;
+        }
     }
-    return (int64_t)r;
+    if (blitz__fs_is_read(r->kind) && len > BLITZ_FS_MAX_READ)
+        len = BLITZ_FS_MAX_READ;
+    f->len = len;
+    if (len && (blitz__fs_is_read(r->kind) || r->buf || r->iov)) {
+        f->buf = blitz__malloc(len);
+        if (!f->buf)
+            return BLITZ_ENOMEM;
+        if (!blitz__fs_is_read(r->kind)) {
+            if (r->iov) {
+                size_t at = 0;
+                for (int i = 0; i < r->iovcnt; i++) {
+                    if (r->iov[i].len)
+                        memcpy((char *)f->buf + at, r->iov[i].base, r->iov[i].len);
+                    at += r->iov[i].len;
+                }
+            } else {
+                memcpy(f->buf, r->buf, len);
+            }
+        }
+    }
+    return 0;
 }
 
-/* ---- public ops --------------------------------------------------------------------------- */
-
-BLITZ_API blitz_poll blitz_fd_read(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
-                                   size_t len) {
-    return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_READ, buf, len, BLITZ__DIR_READ);
+/* Moves the results of a finished record into the op and the caller's
+ * buffers. */
+static void blitz__fs_take(blitz_fs_op *op, blitz__fs_rec *f) {
+    op->result = f->result;
+    if (f->result > 0 && blitz__fs_is_read(f->kind)) {
+        if (op->blitz__iov) {
+            size_t at = 0, left = (size_t)f->result;
+            for (int i = 0; i < op->blitz__iovcnt && left; i++) {
+                size_t n = op->blitz__iov[i].len < left ? op->blitz__iov[i].len : left;
+                if (n)
+                    memcpy(op->blitz__iov[i].base, (char *)f->buf + at, n);
+                at += n;
+                left -= n;
+            }
+        } else {
+            memcpy(op->blitz__out, f->buf, (size_t)f->result);
+        }
+    }
+    if (f->result == 0 &&
+        (f->kind == BLITZ__FS_STAT || f->kind == BLITZ__FS_LSTAT || f->kind == BLITZ__FS_FSTAT))
+        *(blitz_fs_metadata *)op->blitz__out = f->md;
+    op->data = f->data;
+    f->data = NULL;
+    f->result = -1; /* an opened file is the caller's now */
+    blitz__pool_rec_free(&f->base);
 }
-BLITZ_API blitz_poll blitz_fd_write(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
+
+/* The shared body of every public call: a new request starts the op, an
+ * op in flight is polled. */
+static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_req *r) {
+    if (!f)
+        return BLITZ_READY;
+    blitz__pool_rec *done;
+    if (!blitz__pool_op_idle(&f->blitz__op)) {
+        if (blitz__pool_op_poll(cx, &f->blitz__op, &done) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        blitz__fs_take(f, (blitz__fs_rec *)done);
+        return BLITZ_READY;
+    }
+    f->data = NULL;
+    if (!cx) {
+        f->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    blitz__fs_rec *rec =
+        (blitz__fs_rec *)blitz__pool_rec_new(sizeof *rec, blitz__fs_exec, blitz__fs_discard);
+    if (!rec) {
+        f->result = BLITZ_ENOMEM;
+        return BLITZ_READY;
+    }
+    int rc = blitz__fs_rec_fill(rec, r);
+    if (rc != 0) {
+        blitz__pool_rec_free(&rec->base);
+        f->result = rc;
+        return BLITZ_READY;
+    }
+    f->blitz__out = r->md ? (void *)r->md : (void *)(uintptr_t)r->buf;
+    f->blitz__iov = r->iov;
+    f->blitz__iovcnt = r->iovcnt;
+    if (blitz__pool_op_start(cx, &f->blitz__op, &rec->base, &rc) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    f->result = rc;
+    return BLITZ_READY;
+}
+
+static blitz__fs_req blitz__fs_req_new(int kind) {
+    blitz__fs_req r;
+    memset(&r, 0, sizeof r);
+    r.kind = kind;
+    r.fd = -1;
+    r.off = -1;
+    return r;
+}
+
+/* An argument error known before anything starts. */
+static blitz_poll blitz__fs_fail(blitz_cx *cx, blitz_fs_op *f, int err) {
+    if (f && blitz__pool_op_idle(&f->blitz__op)) {
+        f->data = NULL;
+        f->result = err;
+        return BLITZ_READY;
+    }
+    blitz__fs_req none = blitz__fs_req_new(0);
+    return blitz__fs_call(cx, f, &none);
+}
+BLITZ_API blitz_poll blitz_fs_open(blitz_cx *cx, blitz_fs_op *op, const char *path, int flags,
+                                   uint32_t mode) {
+    blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_OPEN);
+    if (blitz__fs_open_flags(flags, &r.flags) != 0 || !path)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    r.mode = mode;
+    r.path = path;
+    return blitz__fs_call(cx, op, &r);
+}
+
+static blitz_poll blitz__fs_fd_call(blitz_cx *cx, blitz_fs_op *op, int kind, int fd) {
+    if (fd < 0)
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
+    blitz__fs_req r = blitz__fs_req_new(kind);
+    r.fd = fd;
+    return blitz__fs_call(cx, op, &r);
+}
+
+BLITZ_API blitz_poll blitz_fs_close(blitz_cx *cx, blitz_fs_op *op, int fd) {
+    return blitz__fs_fd_call(cx, op, BLITZ__FS_CLOSE, fd);
+}
+BLITZ_API blitz_poll blitz_fs_fsync(blitz_cx *cx, blitz_fs_op *op, int fd) {
+    return blitz__fs_fd_call(cx, op, BLITZ__FS_FSYNC, fd);
+}
+BLITZ_API blitz_poll blitz_fs_fdatasync(blitz_cx *cx, blitz_fs_op *op, int fd) {
+    return blitz__fs_fd_call(cx, op, BLITZ__FS_FDATASYNC, fd);
+}
+
+static blitz_poll blitz__fs_io(blitz_cx *cx, blitz_fs_op *op, int kind, int fd, const void *buf,
+                               size_t len, int64_t off) {
+    if (fd < 0)
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
+    if (!buf && len)
+        return blitz__fs_fail(cx, op, BLITZ_EFAULT);
+    if (off < -1 || (len > (size_t)INT64_MAX))
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    blitz__fs_req r = blitz__fs_req_new(kind);
+    r.fd = fd;
+    r.buf = buf;
+    r.len = len;
+    r.off = off;
+    return blitz__fs_call(cx, op, &r);
+}
+
+BLITZ_API blitz_poll blitz_fs_read(blitz_cx *cx, blitz_fs_op *op, int fd, void *buf, size_t len) {
+    return blitz__fs_io(cx, op, BLITZ__FS_READ, fd, buf, len, -1);
+}
+BLITZ_API blitz_poll blitz_fs_write(blitz_cx *cx, blitz_fs_op *op, int fd, const void *buf,
                                     size_t len) {
-    return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_WRITE, buf, len, BLITZ__DIR_WRITE);
+    return blitz__fs_io(cx, op, BLITZ__FS_WRITE, fd, buf, len, -1);
 }
-BLITZ_API blitz_poll blitz_fd_write_all(blitz_cx *cx, blitz_io *op, blitz_socket *s,
-                                        const void *buf, size_t len) {
-    return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_WRITE_ALL, buf, len, BLITZ__DIR_WRITE);
+BLITZ_API blitz_poll blitz_fs_pread(blitz_cx *cx, blitz_fs_op *op, int fd, void *buf, size_t len,
+                                    uint64_t offset) {
+    if (offset > (uint64_t)INT64_MAX)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    return blitz__fs_io(cx, op, BLITZ__FS_PREAD, fd, buf, len, (int64_t)offset);
 }
-BLITZ_API blitz_poll blitz_fd_readable(blitz_cx *cx, blitz_io *op, blitz_socket *s) {
-    return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_POLL, NULL, 0, BLITZ__DIR_READ);
-}
-BLITZ_API blitz_poll blitz_fd_writable(blitz_cx *cx, blitz_io *op, blitz_socket *s) {
-    return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_POLL, NULL, 0, BLITZ__DIR_WRITE);
+BLITZ_API blitz_poll blitz_fs_pwrite(blitz_cx *cx, blitz_fs_op *op, int fd, const void *buf,
+                                     size_t len, uint64_t offset) {
+    if (offset > (uint64_t)INT64_MAX)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    return blitz__fs_io(cx, op, BLITZ__FS_PWRITE, fd, buf, len, (int64_t)offset);
 }
 
-/* ---- pipes ---------------------------------------------------------------------------------- */
+static blitz_poll blitz__fs_vec(blitz_cx *cx, blitz_fs_op *op, int kind, int fd,
+                                const blitz_fs_iovec *iov, int iovcnt, int64_t offset) {
+    if (!iov || iovcnt <= 0 || iovcnt > IOV_MAX || offset < -1)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    if (fd < 0)
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
+    blitz__fs_req r = blitz__fs_req_new(kind);
+    r.fd = fd;
+    r.iov = iov;
+    r.iovcnt = iovcnt;
+    r.off = offset;
+    return blitz__fs_call(cx, op, &r);
+}
 
-BLITZ_PRIVATE int blitz__pipe_fds(int fds[2]) {
-#if BLITZ__LINUX
-    if (syscall(SYS_pipe2, fds, O_NONBLOCK | O_CLOEXEC) < 0)
+BLITZ_API blitz_poll blitz_fs_readv(blitz_cx *cx, blitz_fs_op *op, int fd,
+                                    const blitz_fs_iovec *iov, int iovcnt, int64_t offset) {
+    return blitz__fs_vec(cx, op, BLITZ__FS_READV, fd, iov, iovcnt, offset);
+}
+BLITZ_API blitz_poll blitz_fs_writev(blitz_cx *cx, blitz_fs_op *op, int fd,
+                                     const blitz_fs_iovec *iov, int iovcnt, int64_t offset) {
+    return blitz__fs_vec(cx, op, BLITZ__FS_WRITEV, fd, iov, iovcnt, offset);
+}
+
+BLITZ_API blitz_poll blitz_fs_truncate(blitz_cx *cx, blitz_fs_op *op, int fd, uint64_t length) {
+    if (length > (uint64_t)INT64_MAX)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    if (fd < 0)
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
+    blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_TRUNCATE);
+    r.fd = fd;
+    r.off = (int64_t)length;
+    return blitz__fs_call(cx, op, &r);
+}
+
+static blitz_poll blitz__fs_stat_call(blitz_cx *cx, blitz_fs_op *op, int kind, const char *path,
+                                      int fd, blitz_fs_metadata *out) {
+    if (!out || (kind != BLITZ__FS_FSTAT && !path))
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    if (kind == BLITZ__FS_FSTAT && fd < 0)
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
+    blitz__fs_req r = blitz__fs_req_new(kind);
+    r.fd = fd;
+    r.md = out;
+    r.path = path;
+    return blitz__fs_call(cx, op, &r);
+}
+
+BLITZ_API blitz_poll blitz_fs_stat(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                   blitz_fs_metadata *out) {
+    return blitz__fs_stat_call(cx, op, BLITZ__FS_STAT, path, -1, out);
+}
+BLITZ_API blitz_poll blitz_fs_lstat(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                    blitz_fs_metadata *out) {
+    return blitz__fs_stat_call(cx, op, BLITZ__FS_LSTAT, path, -1, out);
+}
+BLITZ_API blitz_poll blitz_fs_fstat(blitz_cx *cx, blitz_fs_op *op, int fd, blitz_fs_metadata *out) {
+    return blitz__fs_stat_call(cx, op, BLITZ__FS_FSTAT, NULL, fd, out);
+}
+
+static blitz_poll blitz__fs_path_call(blitz_cx *cx, blitz_fs_op *op, int kind, const char *path,
+                                      const char *path2, uint32_t mode) {
+    if (!path || (kind == BLITZ__FS_RENAME && !path2))
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    blitz__fs_req r = blitz__fs_req_new(kind);
+    r.path = path;
+    r.path2 = path2;
+    r.mode = mode;
+    return blitz__fs_call(cx, op, &r);
+}
+
+BLITZ_API blitz_poll blitz_fs_rename(blitz_cx *cx, blitz_fs_op *op, const char *from,
+                                     const char *to) {
+    return blitz__fs_path_call(cx, op, BLITZ__FS_RENAME, from, to, 0);
+}
+BLITZ_API blitz_poll blitz_fs_unlink(blitz_cx *cx, blitz_fs_op *op, const char *path) {
+    return blitz__fs_path_call(cx, op, BLITZ__FS_UNLINK, path, NULL, 0);
+}
+BLITZ_API blitz_poll blitz_fs_rmdir(blitz_cx *cx, blitz_fs_op *op, const char *path) {
+    return blitz__fs_path_call(cx, op, BLITZ__FS_RMDIR, path, NULL, 0);
+}
+BLITZ_API blitz_poll blitz_fs_mkdir(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                    uint32_t mode) {
+    return blitz__fs_path_call(cx, op, BLITZ__FS_MKDIR, path, NULL, mode);
+}
+BLITZ_API blitz_poll blitz_fs_mkdir_all(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                        uint32_t mode) {
+    if (path && !*path)
+        return blitz__fs_fail(cx, op, BLITZ_ENOENT);
+    return blitz__fs_path_call(cx, op, BLITZ__FS_MKDIR_ALL, path, NULL, mode);
+}
+BLITZ_API blitz_poll blitz_fs_read_dir(blitz_cx *cx, blitz_fs_op *op, const char *path) {
+    return blitz__fs_path_call(cx, op, BLITZ__FS_READ_DIR, path, NULL, 0);
+}
+BLITZ_API blitz_poll blitz_fs_read_file(blitz_cx *cx, blitz_fs_op *op, const char *path) {
+    return blitz__fs_path_call(cx, op, BLITZ__FS_READ_FILE, path, NULL, 0);
+}
+BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                         const void *data, size_t len) {
+    if (!path)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    if (!data && len)
+        return blitz__fs_fail(cx, op, BLITZ_EFAULT);
+    blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_WRITE_FILE);
+    r.path = path;
+    r.buf = data;
+    r.len = len;
+    return blitz__fs_call(cx, op, &r);
+}
+
+BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz_fs_op *f = (blitz_fs_op *)p;
+    if (f)
+        blitz__pool_op_cancel(&f->blitz__op);
+}
+/* ====[ END src/os/fs.c ]================================================== */
+/* ====[ BEGIN src/os/signal.c ]============================================ */
+/* >>os/signal */
+/* Signals: a counting handler, a self-pipe, and one thread per process
+ * that turns counts into wake-ups.
+ *
+ * Why a handler and not sigwait/signalfd: those need the signal blocked in
+ * every thread of the process, and a thread blitz did not create (main,
+ * or the program's own) may leave it unblocked; a process-directed signal
+ * that lands there takes its default action and kills the process. A
+ * handler works in whichever thread the kernel picks. It only does what
+ * is async-signal-safe: an atomic add to the signal's counter and a
+ * one-byte write to the pipe (non-blocking: when the pipe is full, a wake-
+ * up is already pending and the counter carries the count).
+ *
+ * The signal thread blocks every signal, sleeps in read() on the pipe,
+ * and, under `lock`, moves each counter into the listeners of that signal
+ * and wakes their waiting tasks. `lock` also guards the listener list and
+ * the per-signal handler reference counts. */
+/* src/io/io.h already included */
+
+#define BLITZ__SIG_MAX 64
+
+static struct {
+    pthread_once_t once;
+    int init_rc;
+    blitz__mutex lock;
+    blitz_signal *head;
+    uint32_t refs[BLITZ__SIG_MAX + 1];
+    struct sigaction saved[BLITZ__SIG_MAX + 1];
+    blitz__atomic_u32 counts[BLITZ__SIG_MAX + 1];
+    int pipe_r, pipe_w;
+} blitz__sig = {.once = PTHREAD_ONCE_INIT};
+
+static void blitz__sig_handler(int signo) {
+    int saved = errno;
+    if (signo > 0 && signo <= BLITZ__SIG_MAX) {
+        /* Release: the signal thread's swap (acq_rel) sees the count
+         * whenever it sees the byte written after it. */
+        blitz__u32_fetch_add(&blitz__sig.counts[signo], 1, BLITZ__RELEASE);
+        char b = (char)signo;
+        ssize_t n = write(blitz__sig.pipe_w, &b, 1);
+        (void)n;
+    }
+    errno = saved;
+}
+
+/* Caller holds the lock. */
+static void blitz__sig_dispatch(void) {
+    for (int n = 1; n <= BLITZ__SIG_MAX; n++) {
+        uint32_t c = blitz__u32_swap(&blitz__sig.counts[n], 0, BLITZ__ACQ_REL);
+        if (!c)
+            continue;
+        uint64_t bit = (uint64_t)1 << (n - 1);
+        for (blitz_signal *s = blitz__sig.head; s; s = s->blitz__next) {
+            if (!(s->blitz__mask & bit))
+                continue;
+            s->blitz__arrived |= bit;
+            s->blitz__pending += c;
+            if (s->blitz__has_waker) {
+                s->blitz__has_waker = 0;
+                blitz_waker_wake(s->blitz__waker);
+            }
+        }
+    }
+}
+
+static void *blitz__sig_thread(void *arg) {
+    (void)arg;
+    for (;;) {
+        char buf[64];
+        ssize_t n = read(blitz__sig.pipe_r, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return NULL; /* the pipe is never closed: cannot happen */
+        blitz__mutex_lock(&blitz__sig.lock);
+        blitz__sig_dispatch();
+        blitz__mutex_unlock(&blitz__sig.lock);
+    }
+}
+
+static int blitz__sig_cloexec(int fd, int nonblock) {
+    int fl = fcntl(fd, F_GETFD);
+    if (fl < 0 || fcntl(fd, F_SETFD, fl | FD_CLOEXEC) < 0)
+        return -1;
+    if (nonblock) {
+        fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void blitz__sig_init_once(void) {
+    int rc = blitz__mutex_init(&blitz__sig.lock);
+    int fds[2];
+    if (rc == 0 && pipe(fds) != 0)
+        rc = blitz__from_errno(errno);
+    if (rc == 0) {
+        if (blitz__sig_cloexec(fds[0], 0) != 0 || blitz__sig_cloexec(fds[1], 1) != 0) {
+            rc = blitz__from_errno(errno);
+            close(fds[0]);
+            close(fds[1]);
+        }
+    }
+    if (rc == 0) {
+        blitz__sig.pipe_r = blitz__fd_above_stdio(fds[0]);
+        blitz__sig.pipe_w = blitz__fd_above_stdio(fds[1]);
+        /* The thread starts with every signal blocked (it inherits the
+         * mask), so no handler ever runs on it. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        pthread_t th;
+        rc = blitz__thread_start(&th, blitz__sig_thread, NULL);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc == 0)
+            pthread_detach(th);
+    }
+    blitz__sig.init_rc = rc;
+}
+
+static int blitz__sig_valid(int signo) {
+    if (signo < 1 || signo > BLITZ__SIG_MAX)
+        return 0;
+#ifdef NSIG
+    if (signo >= NSIG)
+        return 0;
+#endif
+    switch (signo) {
+    case SIGKILL:
+    case SIGSTOP:
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGFPE:
+    case SIGILL:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+/* Caller holds the lock. */
+static int blitz__sig_ref(int signo) {
+    if (blitz__sig.refs[signo]++ > 0)
+        return 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = blitz__sig_handler;
+    sigfillset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    if (sigaction(signo, &sa, &blitz__sig.saved[signo]) != 0) {
+        blitz__sig.refs[signo]--;
         return blitz__from_errno(errno);
+    }
+    return 0;
+}
+
+static void blitz__sig_unref(int signo) {
+    if (--blitz__sig.refs[signo] == 0)
+        sigaction(signo, &blitz__sig.saved[signo], NULL);
+}
+
+/* Nonzero when `s` is a registered listener (caller holds the lock). The
+ * list is searched rather than trusting s's own fields, which may be
+ * garbage for a listener never initialised. */
+static int blitz__sig_registered(const blitz_signal *s) {
+    for (blitz_signal *x = blitz__sig.head; x; x = x->blitz__next)
+        if (x == s)
+            return 1;
+    return 0;
+}
+
+BLITZ_API int blitz_signal_init(blitz_signal *s, int signo) {
+    if (!s || !blitz__sig_valid(signo))
+        return BLITZ_EINVAL;
+    pthread_once(&blitz__sig.once, blitz__sig_init_once);
+    if (blitz__sig.init_rc != 0)
+        return blitz__sig.init_rc;
+    blitz__mutex_lock(&blitz__sig.lock);
+    int rc = BLITZ_OK;
+    for (blitz_signal *x = blitz__sig.head; x; x = x->blitz__next)
+        if (x == s)
+            rc = BLITZ_EBUSY;
+    if (rc == BLITZ_OK)
+        rc = blitz__sig_ref(signo);
+    if (rc == BLITZ_OK) {
+        memset(s, 0, sizeof *s);
+        s->blitz__mask = (uint64_t)1 << (signo - 1);
+        s->blitz__next = blitz__sig.head;
+        if (blitz__sig.head)
+            blitz__sig.head->blitz__prev = s;
+        blitz__sig.head = s;
+    }
+    blitz__mutex_unlock(&blitz__sig.lock);
+    return rc;
+}
+
+static int blitz__sig_ready(void) {
+    pthread_once(&blitz__sig.once, blitz__sig_init_once);
+    return blitz__sig.init_rc == 0;
+}
+
+BLITZ_API int blitz_signal_add(blitz_signal *s, int signo) {
+    if (!s || !blitz__sig_valid(signo) || !blitz__sig_ready())
+        return BLITZ_EINVAL;
+    blitz__mutex_lock(&blitz__sig.lock);
+    int rc = BLITZ_EINVAL;
+    if (blitz__sig_registered(s)) {
+        uint64_t bit = (uint64_t)1 << (signo - 1);
+        rc = (s->blitz__mask & bit) ? BLITZ_OK : blitz__sig_ref(signo);
+        if (rc == BLITZ_OK)
+            s->blitz__mask |= bit;
+    }
+    blitz__mutex_unlock(&blitz__sig.lock);
+    return rc;
+}
+
+/* Caller holds the lock; something arrived. */
+static void blitz__sig_take(blitz_signal *s) {
+    s->signo = __builtin_ctzll(s->blitz__arrived) + 1;
+    s->count = s->blitz__pending;
+    s->blitz__arrived = 0;
+    s->blitz__pending = 0;
+}
+
+BLITZ_API blitz_poll blitz_signal_recv(blitz_cx *cx, blitz_signal *s) {
+    if (!s || !cx || !blitz__sig_ready())
+        return BLITZ_READY;
+    blitz__mutex_lock(&blitz__sig.lock);
+    int live = blitz__sig_registered(s);
+    if (!live || s->blitz__arrived) {
+        if (live) {
+            blitz__sig_take(s);
+        } else {
+            s->signo = 0; /* not listening: nothing will come */
+            s->count = 0;
+        }
+        if (s->blitz__has_waker) {
+            s->blitz__has_waker = 0;
+            blitz_waker_drop(s->blitz__waker);
+        }
+        blitz__mutex_unlock(&blitz__sig.lock);
+        return BLITZ_READY;
+    }
+    blitz_waker mine = blitz_cx_waker(cx);
+    if (s->blitz__has_waker && !blitz_waker_will_wake(&s->blitz__waker, &mine)) {
+        blitz_waker_drop(s->blitz__waker);
+        s->blitz__has_waker = 0;
+    }
+    if (!s->blitz__has_waker) {
+        s->blitz__waker = blitz_waker_clone(&mine);
+        s->blitz__has_waker = 1;
+    }
+    blitz__mutex_unlock(&blitz__sig.lock);
+    return BLITZ_PENDING;
+}
+
+BLITZ_API int blitz_signal_try_recv(blitz_signal *s) {
+    if (!s || !blitz__sig_ready())
+        return BLITZ_EINVAL;
+    blitz__mutex_lock(&blitz__sig.lock);
+    int rc = blitz__sig_registered(s) ? 0 : BLITZ_EINVAL;
+    if (rc == 0 && s->blitz__arrived) {
+        blitz__sig_take(s);
+        rc = 1;
+    }
+    blitz__mutex_unlock(&blitz__sig.lock);
+    return rc;
+}
+
+BLITZ_API void blitz_signal_cancel(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz_signal *s = (blitz_signal *)p;
+    if (!s || !blitz__sig_ready())
+        return;
+    blitz__mutex_lock(&blitz__sig.lock);
+    if (blitz__sig_registered(s) && s->blitz__has_waker) {
+        s->blitz__has_waker = 0;
+        blitz_waker_drop(s->blitz__waker);
+    }
+    blitz__mutex_unlock(&blitz__sig.lock);
+}
+
+BLITZ_API int blitz_signal_deinit(blitz_signal *s) {
+    if (!s || !blitz__sig_ready())
+        return BLITZ_EINVAL;
+    blitz__mutex_lock(&blitz__sig.lock);
+    if (!blitz__sig_registered(s)) {
+        blitz__mutex_unlock(&blitz__sig.lock);
+        return BLITZ_EINVAL;
+    }
+    if (s->blitz__prev)
+        s->blitz__prev->blitz__next = s->blitz__next;
+    else
+        blitz__sig.head = s->blitz__next;
+    if (s->blitz__next)
+        s->blitz__next->blitz__prev = s->blitz__prev;
+    for (int n = 1; n <= BLITZ__SIG_MAX; n++)
+        if (s->blitz__mask & ((uint64_t)1 << (n - 1)))
+            blitz__sig_unref(n);
+    if (s->blitz__has_waker)
+        blitz_waker_drop(s->blitz__waker);
+    s->blitz__has_waker = 0;
+    s->blitz__next = s->blitz__prev = NULL;
+    blitz__mutex_unlock(&blitz__sig.lock);
     return BLITZ_OK;
+}
+/* ====[ END src/os/signal.c ]============================================== */
+/* ====[ BEGIN src/os/process.c ]=========================================== */
+/* >>os/process */
+/* Processes: posix_spawn (glibc) or fork + exec with an error pipe, waits
+ * on pool threads, and a shared record per child so that reaping happens
+ * exactly once.
+ *
+ * The record (blitz__proc) is reference counted: the child handle holds
+ * one reference, every wait in flight another, so a wait abandoned by its
+ * task, or a child released while a wait still runs, never touches freed
+ * memory. `lock` orders reaping against kill: kill signals the pid only
+ * while the record says "not reaped", and reaping sets that under the
+ * same lock, so a reaped (and perhaps reused) pid is never signalled.
+ *
+ * Waiting: the pool thread sleeps on the child's pidfd (poll) or, without
+ * pidfds, in short sleeps, and reaps with waitpid(WNOHANG). It wakes at
+ * least every 50 ms to see whether its op was abandoned or the runtime is
+ * shutting down, so a wait never pins a pool thread or holds up shutdown.
+ *
+ * Spawning, when fork is used: everything the child needs (resolved
+ * path, descriptors) is prepared before fork; between fork and exec the child calls only
+ * async-signal-safe functions. Signals are blocked across fork so that no
+ * handler (blitz's counting one included) runs in the child before it has
+ * reset them. exec failures travel back through a close-on-exec pipe. */
+/* src/io/io.h already included */
+
+#if defined(__linux__)
+/* Hidden under strict feature macros; the redeclaration is compatible. */
+int pipe2(int fds[2], int flags);
+#endif
+extern char **environ;
+
+#define BLITZ__PROC_TICK_MS 50
+/* The status of a child that something else reaped: lost. */
+#define BLITZ__PROC_STATUS_LOST (-1)
+
+struct blitz__proc {
+    blitz__atomic_u32 refs;
+    blitz__mutex lock;
+    int pid;
+    int pidfd; /* -1 when the system has none */
+    int reaped;
+    int status;        /* waitpid status, once reaped */
+    blitz_runtime *rt; /* whose pool reaps a released child */
+};
+
+static void blitz__proc_unref(blitz__proc *p) {
+    /* Acq_rel: every user's accesses happen before the free. */
+    if (blitz__u32_fetch_sub(&p->refs, 1, BLITZ__ACQ_REL) != 1)
+        return;
+    if (p->pidfd >= 0)
+        close(p->pidfd);
+    blitz__mutex_destroy(&p->lock);
+    blitz__free(p);
+}
+
+static void blitz__proc_ref(blitz__proc *p) {
+    blitz__u32_fetch_add(&p->refs, 1, BLITZ__RELAXED);
+}
+
+/* Reaps without blocking. Returns 1 once reaped (now or before). */
+static int blitz__proc_try_reap(blitz__proc *p, int *status) {
+    blitz__mutex_lock(&p->lock);
+    if (!p->reaped) {
+        int st;
+        pid_t r;
+        do
+            r = waitpid(p->pid, &st, WNOHANG);
+        while (r < 0 && errno == EINTR);
+        if (r == p->pid) {
+            p->reaped = 1;
+            p->status = st;
+        } else if (r < 0) {
+            /* Reaped behind our back (SIGCHLD ignored, so the kernel
+             * reaped it, or a waitpid(-1) elsewhere): the status is lost. */
+            p->reaped = 1;
+            p->status = BLITZ__PROC_STATUS_LOST;
+        }
+    }
+    int done = p->reaped;
+    if (done)
+        *status = p->status;
+    blitz__mutex_unlock(&p->lock);
+    return done;
+}
+
+/* Sleeps until the child may have changed state, at most one tick. */
+static void blitz__proc_nap(blitz__proc *p, uint32_t *backoff_ms) {
+    if (p->pidfd >= 0) {
+        struct pollfd pfd = {p->pidfd, POLLIN, 0};
+        poll(&pfd, 1, BLITZ__PROC_TICK_MS);
+        return;
+    }
+    struct timespec ts = {0, (long)*backoff_ms * 1000000L};
+    nanosleep(&ts, NULL);
+    if (*backoff_ms < BLITZ__PROC_TICK_MS)
+        *backoff_ms *= 2;
+}
+
+/* BLITZ_ECHILD (every field 0) when the status was lost, else BLITZ_OK
+ * and the fields. */
+static int blitz__decode_status(int st, int *exited, int *code, int *sig, int *core) {
+    if (st == BLITZ__PROC_STATUS_LOST) {
+        *exited = *code = *sig = 0;
+        if (core)
+            *core = 0;
+        return BLITZ_ECHILD;
+    }
+    *exited = WIFEXITED(st) ? 1 : 0;
+    *code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
+    *sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+    if (core) {
+#ifdef WCOREDUMP
+        *core = WIFSIGNALED(st) && WCOREDUMP(st) ? 1 : 0;
 #else
-    if (pipe(fds) < 0)
-        return blitz__from_errno(errno);
-    for (int i = 0; i < 2; i++) {
-        fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
-        fcntl(fds[i], F_SETFD, FD_CLOEXEC);
+        *core = 0;
+#endif
     }
     return BLITZ_OK;
+}
+
+/* ---- spawning ------------------------------------------------------------------ */
+
+static int blitz__cloexec_pipe(int fds[2]) {
+#if defined(__linux__)
+    if (pipe2(fds, O_CLOEXEC) == 0)
+        return 0;
+    return blitz__from_errno(errno);
+#else
+    if (pipe(fds) != 0)
+        return blitz__from_errno(errno);
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+    return 0;
 #endif
 }
 
-BLITZ_API int blitz_pipe(blitz_runtime *rt, blitz_socket **read_end, blitz_socket **write_end) {
-    if (read_end)
-        *read_end = NULL;
-    if (write_end)
-        *write_end = NULL;
-    if (!rt || !read_end || !write_end)
+/* The program's path: argv0 itself when it has a '/', else the first
+ * executable match in PATH. *out is allocated when not argv0. */
+static int blitz__resolve_program(const char *argv0, char **out) {
+    *out = NULL;
+    if (strchr(argv0, '/'))
+        return 0;
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    size_t nlen = strlen(argv0);
+    int err = BLITZ_ENOENT;
+    for (const char *dir = path;;) {
+        const char *end = strchr(dir, ':');
+        size_t dlen = end ? (size_t)(end - dir) : strlen(dir);
+        char *cand = (char *)blitz__malloc(dlen + nlen + 3);
+        if (!cand)
+            return BLITZ_ENOMEM;
+        if (dlen == 0)
+            memcpy(cand, ".", 2), dlen = 1;
+        else
+            memcpy(cand, dir, dlen);
+        cand[dlen] = '/';
+        memcpy(cand + dlen + 1, argv0, nlen + 1);
+        struct stat st;
+        if (stat(cand, &st) == 0 && S_ISREG(st.st_mode)) {
+            if (access(cand, X_OK) == 0) {
+                *out = cand;
+                return 0;
+            }
+            err = BLITZ_EACCES;
+        }
+        blitz__free(cand);
+        if (!end)
+            return err;
+        dir = end + 1;
+    }
+}
+
+static void blitz__close_fd(int *fd) {
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+/* In the child: tells the parent why exec did not happen, and ends. */
+static void blitz__report_errno(int err_fd) {
+    int e = errno;
+    ssize_t n = write(err_fd, &e, sizeof e);
+    (void)n;
+    _exit(127);
+}
+
+/* In the child, after fork: async-signal-safe calls only. */
+static void blitz__child_exec(const char *path, const blitz_command *cmd, char *const *env,
+                              const int child_fds[3], int err_fd) {
+    for (int sig = 1; sig < 65; sig++) {
+        struct sigaction cur;
+        if (sigaction(sig, NULL, &cur) != 0)
+            continue;
+        /* The counting handler belongs to the parent; a SIGPIPE ignored by
+         * the parent should not be ignored by a program that expects it. */
+        if ((cur.sa_handler == blitz__sig_handler) || (sig == SIGPIPE && cur.sa_handler == SIG_IGN))
+            signal(sig, SIG_DFL);
+    }
+    for (int i = 0; i < 3; i++) {
+        if (child_fds[i] < 0)
+            continue;
+        if (child_fds[i] == i) {
+            /* Already in place: only the close-on-exec flag must go. */
+            int fl = fcntl(i, F_GETFD);
+            if (fl >= 0)
+                fcntl(i, F_SETFD, fl & ~FD_CLOEXEC);
+        } else if (dup2(child_fds[i], i) < 0) {
+            goto fail;
+        }
+    }
+    if (cmd->cwd && chdir(cmd->cwd) != 0)
+        goto fail;
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(path, (char *const *)(uintptr_t)cmd->argv, env);
+fail:
+    blitz__report_errno(err_fd);
+}
+
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))
+#define BLITZ__SPAWN_FALLBACK 1
+/* Hidden under strict feature macros; the redeclaration is compatible. */
+int posix_spawn_file_actions_addchdir_np(posix_spawn_file_actions_t *actions, const char *path);
+
+/* posix_spawn shares the parent's memory until the exec (no page tables
+ * to copy and tear down), which makes it several times faster than fork
+ * here; glibc reports exec errors and resets the parent's handlers in the
+ * child. Returns BLITZ__SPAWN_FALLBACK when fork must do it (a standard
+ * descriptor that is already in place keeps its close-on-exec flag
+ * through a self-dup2 in older libcs). */
+static int blitz__spawn_posix(const char *path, const blitz_command *cmd, char *const *env,
+                              const int child_fds[3], pid_t *pid) {
+    for (int i = 0; i < 3; i++)
+        if (child_fds[i] == i)
+            return BLITZ__SPAWN_FALLBACK;
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    if (posix_spawn_file_actions_init(&fa) != 0)
+        return BLITZ_ENOMEM;
+    if (posix_spawnattr_init(&attr) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        return BLITZ_ENOMEM;
+    }
+    int e = 0;
+    for (int i = 0; i < 3 && e == 0; i++)
+        if (child_fds[i] >= 0)
+            e = posix_spawn_file_actions_adddup2(&fa, child_fds[i], i);
+    if (e == 0 && cmd->cwd)
+        e = posix_spawn_file_actions_addchdir_np(&fa, cmd->cwd);
+    /* The child starts with no signal blocked and SIGPIPE at its default
+     * even when this process ignores it. */
+    sigset_t none, deflt;
+    sigemptyset(&none);
+    sigemptyset(&deflt);
+    struct sigaction cur;
+    if (sigaction(SIGPIPE, NULL, &cur) == 0 && cur.sa_handler == SIG_IGN)
+        sigaddset(&deflt, SIGPIPE);
+    if (e == 0)
+        e = posix_spawnattr_setsigmask(&attr, &none);
+    if (e == 0)
+        e = posix_spawnattr_setsigdefault(&attr, &deflt);
+    if (e == 0)
+        e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    if (e == 0)
+        e = posix_spawn(pid, path, &fa, &attr, (char *const *)(uintptr_t)cmd->argv, env);
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&fa);
+    return e == 0 ? 0 : blitz__from_errno(e);
+}
+#endif
+
+static int blitz__stdio_valid(blitz_stdio m) {
+    return m == BLITZ_STDIO_INHERIT || m == BLITZ_STDIO_NULL || m == BLITZ_STDIO_PIPE;
+}
+
+static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child) {
+    if (child) {
+        memset(child, 0, sizeof *child);
+        child->stdin_fd = child->stdout_fd = child->stderr_fd = -1;
+    }
+    if (!rt || !cmd || !child || !cmd->argv || !cmd->argv[0] || !*cmd->argv[0] ||
+        !blitz__stdio_valid(cmd->stdin_mode) || !blitz__stdio_valid(cmd->stdout_mode) ||
+        !blitz__stdio_valid(cmd->stderr_mode))
         return BLITZ_EINVAL;
-    if (!rt->io)
-        return BLITZ_ENOSYS;
-    int fds[2];
-    int rc = blitz__pipe_fds(fds);
-    if (rc != BLITZ_OK)
+    if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+        return BLITZ_ESHUTDOWN;
+    char *resolved = NULL;
+    int rc = blitz__resolve_program(cmd->argv[0], &resolved);
+    if (rc != 0)
         return rc;
-    blitz_socket *r = NULL, *w = NULL;
-    rc = blitz__sock_wrap(rt->io, fds[0], AF_UNSPEC, 0, &r);
-    if (rc != BLITZ_OK) {
-        close(fds[1]);
+    const char *path = resolved ? resolved : cmd->argv[0];
+    const blitz_stdio modes[3] = {cmd->stdin_mode, cmd->stdout_mode, cmd->stderr_mode};
+    int parent_fds[3] = {-1, -1, -1}, child_fds[3] = {-1, -1, -1}, err_pipe[2] = {-1, -1};
+    int devnull = -1;
+    blitz__proc *p = NULL;
+    for (int i = 0; i < 3 && rc == 0; i++) {
+        if (modes[i] == BLITZ_STDIO_PIPE) {
+            int fds[2];
+            rc = blitz__cloexec_pipe(fds);
+            if (rc == 0) {
+                /* stdin: the child reads fds[0]; stdout/stderr: it writes fds[1]. */
+                child_fds[i] = i == 0 ? fds[0] : fds[1];
+                parent_fds[i] = i == 0 ? fds[1] : fds[0];
+            }
+        } else if (modes[i] == BLITZ_STDIO_NULL) {
+            if (devnull < 0 && (devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
+                rc = blitz__from_errno(errno);
+            child_fds[i] = devnull;
+        }
+    }
+    if (rc == 0)
+        rc = blitz__cloexec_pipe(err_pipe);
+    if (rc == 0) {
+        p = (blitz__proc *)blitz__calloc(sizeof *p);
+        if (!p || blitz__mutex_init(&p->lock) != 0)
+            rc = BLITZ_ENOMEM;
+    }
+    pid_t pid = -1;
+    int forked = 0;
+    char *const *env = cmd->env ? (char *const *)(uintptr_t)cmd->env : environ;
+#ifdef BLITZ__SPAWN_FALLBACK
+    if (rc == 0) {
+        rc = blitz__spawn_posix(path, cmd, env, child_fds, &pid);
+        forked = rc == BLITZ__SPAWN_FALLBACK;
+        if (forked)
+            rc = 0;
+    }
+#else
+    forked = 1;
+#endif
+    if (rc == 0 && forked) {
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        pid = fork();
+        if (pid == 0)
+            blitz__child_exec(path, cmd, env, child_fds, err_pipe[1]);
+        int fork_errno = errno;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (pid < 0)
+            rc = blitz__from_errno(fork_errno);
+    }
+    blitz__close_fd(&err_pipe[1]);
+    for (int i = 0; i < 3; i++)
+        if (child_fds[i] >= 0 && child_fds[i] != devnull)
+            blitz__close_fd(&child_fds[i]);
+    blitz__close_fd(&devnull);
+    if (rc == 0 && forked) {
+        int e = 0;
+        ssize_t n;
+        do
+            n = read(err_pipe[0], &e, sizeof e);
+        while (n < 0 && errno == EINTR);
+        if (n == (ssize_t)sizeof e) {
+            /* exec failed: the child is already on its way out. */
+            int st;
+            while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+            }
+            rc = blitz__from_errno(e);
+        }
+    }
+    blitz__close_fd(&err_pipe[0]);
+    blitz__free(resolved);
+    if (rc != 0) {
+        for (int i = 0; i < 3; i++)
+            blitz__close_fd(&parent_fds[i]);
+        if (p) {
+            blitz__mutex_destroy(&p->lock);
+            blitz__free(p);
+        }
         return rc;
     }
-    rc = blitz__sock_wrap(rt->io, fds[1], AF_UNSPEC, 0, &w);
-    if (rc != BLITZ_OK) {
-        blitz_sock_close(r);
-        return rc;
-    }
-    *read_end = r;
-    *write_end = w;
+    blitz__u32_store(&p->refs, 1, BLITZ__RELAXED);
+    p->pid = (int)pid;
+    p->rt = rt;
+    p->pidfd = -1;
+#if defined(__linux__) && defined(SYS_pidfd_open)
+    p->pidfd = blitz__fd_above_stdio((int)syscall(SYS_pidfd_open, pid, 0));
+    if (p->pidfd >= 0)
+        fcntl(p->pidfd, F_SETFD, FD_CLOEXEC);
+    else
+        p->pidfd = -1;
+#endif
+    child->pid = (int)pid;
+    child->stdin_fd = parent_fds[0];
+    child->stdout_fd = parent_fds[1];
+    child->stderr_fd = parent_fds[2];
+    child->blitz__handle = p;
     return BLITZ_OK;
 }
-/* ====[ END src/io_fd.c ]================================================== */
-/* ====[ BEGIN src/stream.c ]=============================================== */
-/* >>stream */
+
+BLITZ_API int blitz_process_spawn(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child) {
+    return blitz__spawn_process(rt, cmd, child);
+}
+
+/* ---- waiting ------------------------------------------------------------------ */
+
+typedef struct {
+    blitz__pool_rec base;
+    blitz__proc *proc;
+    int status, reaped;
+} blitz__wait_rec;
+
+/* Waits for the child on a pool thread; 1 when reaped, 0 when it gave up. */
+static int blitz__proc_wait_blocking(blitz__pool_rec *rec, blitz__proc *p, int *status) {
+    uint32_t backoff = 1;
+    while (!blitz__proc_try_reap(p, status)) {
+        if (blitz__pool_rec_give_up(rec))
+            return 0;
+        blitz__proc_nap(p, &backoff);
+    }
+    return 1;
+}
+
+static void blitz__wait_exec(blitz__pool_rec *rec, int cancelled) {
+    blitz__wait_rec *w = (blitz__wait_rec *)rec;
+    w->reaped = !cancelled && blitz__proc_wait_blocking(rec, w->proc, &w->status);
+}
+
+static void blitz__wait_discard(blitz__pool_rec *rec) {
+    blitz__proc_unref(((blitz__wait_rec *)rec)->proc);
+}
+
+static void blitz__wait_fill(blitz_wait_op *op, int st) {
+    op->result = blitz__decode_status(st, &op->exited, &op->code, &op->signal, &op->core_dumped);
+}
+
+BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_child *child) {
+    if (!op)
+        return BLITZ_READY;
+    blitz__pool_rec *done;
+    if (!blitz__pool_op_idle(&op->blitz__op)) {
+        if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        blitz__wait_rec *w = (blitz__wait_rec *)done;
+        if (w->reaped)
+            blitz__wait_fill(op, w->status);
+        else
+            op->result = BLITZ_ECANCELED;
+        blitz__pool_rec_free(done);
+        return BLITZ_READY;
+    }
+    if (!cx || !child || !child->blitz__handle) {
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    /* Already reaped: no thread needed. */
+    int st;
+    if (blitz__proc_try_reap(child->blitz__handle, &st)) {
+        blitz__wait_fill(op, st);
+        return BLITZ_READY;
+    }
+    blitz__wait_rec *w =
+        (blitz__wait_rec *)blitz__pool_rec_new(sizeof *w, blitz__wait_exec, blitz__wait_discard);
+    if (!w) {
+        op->result = BLITZ_ENOMEM;
+        return BLITZ_READY;
+    }
+    blitz__proc_ref(child->blitz__handle);
+    w->proc = child->blitz__handle;
+    int err = 0;
+    if (blitz__pool_op_start(cx, &op->blitz__op, &w->base, &err) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    op->result = err;
+    return BLITZ_READY;
+}
+
+BLITZ_API void blitz_process_wait_cancel(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz_wait_op *w = (blitz_wait_op *)p;
+    if (w)
+        blitz__pool_op_cancel(&w->blitz__op);
+}
+
+BLITZ_API int blitz_process_try_wait(blitz_child *child, blitz_wait_op *status) {
+    if (!child || !child->blitz__handle || !status)
+        return BLITZ_EINVAL;
+    int st;
+    if (!blitz__proc_try_reap(child->blitz__handle, &st))
+        return 0;
+    status->result = blitz__decode_status(st, &status->exited, &status->code, &status->signal,
+                                          &status->core_dumped);
+    return 1;
+}
+
+BLITZ_API int blitz_process_kill(blitz_child *child, int signo) {
+    if (!child || !child->blitz__handle || signo < 0 || signo > 64)
+        return BLITZ_EINVAL;
+    blitz__proc *p = child->blitz__handle;
+    blitz__mutex_lock(&p->lock);
+    int rc = p->reaped                  ? BLITZ_ESRCH
+             : kill(p->pid, signo) == 0 ? BLITZ_OK
+                                        : blitz__from_errno(errno);
+    blitz__mutex_unlock(&p->lock);
+    return rc;
+}
+
+BLITZ_API int blitz_process_terminate(blitz_child *child) {
+    return blitz_process_kill(child, SIGTERM);
+}
+
+/* A released child that was still running: a detached pool job reaps it. */
+typedef struct {
+    blitz__proc *p;
+} blitz__reaper_state;
+
+static void blitz__reaper_fn(void *state) {
+    blitz__proc *p = ((blitz__reaper_state *)state)->p;
+    blitz_runtime *rt = p->rt;
+    uint32_t backoff = 1;
+    int st;
+    while (!blitz__proc_try_reap(p, &st) && !(rt && blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)))
+        blitz__proc_nap(p, &backoff);
+}
+
+static void blitz__reaper_drop(void *state) {
+    blitz__proc_unref(((blitz__reaper_state *)state)->p);
+}
+
+static int blitz__release_child(blitz_runtime *rt, blitz_child *child) {
+    if (!child || !child->blitz__handle)
+        return BLITZ_EINVAL;
+    blitz__close_fd(&child->stdin_fd);
+    blitz__close_fd(&child->stdout_fd);
+    blitz__close_fd(&child->stderr_fd);
+    blitz__proc *p = child->blitz__handle;
+    child->blitz__handle = NULL;
+    int st;
+    if (!blitz__proc_try_reap(p, &st) && rt) {
+        blitz__reaper_state rs = {p};
+        blitz_blocking_opts o = {blitz__reaper_fn, &rs, sizeof rs, blitz__reaper_drop};
+        if (blitz_spawn_blocking_ex(rt, &o, NULL) == BLITZ_OK)
+            return BLITZ_OK; /* the job's state holds our reference now */
+    }
+    blitz__proc_unref(p);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_process_release(blitz_child *child) {
+    return blitz__release_child(child && child->blitz__handle ? child->blitz__handle->rt : NULL,
+                                child);
+}
+
+/* ---- collecting output ------------------------------------------------------------ */
+
+typedef struct {
+    blitz__pool_rec base;
+    blitz_child child;
+    char *input; /* a copy */
+    size_t input_len;
+    int result, exited, code, signal;
+    char *out, *err;
+    size_t out_len, err_len;
+} blitz__output_rec;
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} blitz__outbuf;
+
+static int blitz__output_pump(blitz__output_rec *o) {
+    blitz_child *c = &o->child;
+    blitz__outbuf bufs[2];
+    memset(bufs, 0, sizeof bufs);
+    size_t written = 0;
+    int rc = 0;
+    if (c->stdin_fd >= 0 && o->input_len == 0)
+        blitz__close_fd(&c->stdin_fd);
+    /* A blocking write of the whole input would wait for the child to
+     * read while the child waits for us to drain its output. */
+    if (c->stdin_fd >= 0) {
+        int fl = fcntl(c->stdin_fd, F_GETFL);
+        if (fl >= 0)
+            fcntl(c->stdin_fd, F_SETFL, fl | O_NONBLOCK);
+    }
+    while (rc == 0 && (c->stdout_fd >= 0 || c->stderr_fd >= 0 || c->stdin_fd >= 0)) {
+        if (blitz__pool_rec_give_up(&o->base)) {
+            rc = BLITZ_ECANCELED;
+            break;
+        }
+        struct pollfd pfd[3];
+        int *fds[3] = {&c->stdout_fd, &c->stderr_fd, &c->stdin_fd};
+        nfds_t n = 0;
+        int which[3];
+        for (int i = 0; i < 3; i++) {
+            if (*fds[i] < 0)
+                continue;
+            pfd[n].fd = *fds[i];
+            pfd[n].events = i == 2 ? POLLOUT : POLLIN;
+            pfd[n].revents = 0;
+            which[n++] = i;
+        }
+        int r = poll(pfd, n, BLITZ__PROC_TICK_MS);
+        if (r < 0 && errno != EINTR) {
+            rc = blitz__from_errno(errno);
+            break;
+        }
+        for (nfds_t k = 0; k < (nfds_t)(r > 0 ? n : 0); k++) {
+            if (!pfd[k].revents)
+                continue;
+            int i = which[k];
+            if (i == 2) {
+                const char *in = (const char *)o->input + written;
+                ssize_t w = write(c->stdin_fd, in, o->input_len - written);
+                if (w > 0)
+                    written += (size_t)w;
+                if (w < 0 && errno == EPIPE)
+                    blitz__consume_sigpipe();
+                /* Done, or the child stopped reading: it gets EOF. */
+                if (written == o->input_len || (w < 0 && errno != EINTR && errno != EAGAIN))
+                    blitz__close_fd(&c->stdin_fd);
+                continue;
+            }
+            blitz__outbuf *b = &bufs[i];
+            if (b->len + 4096 + 1 > b->cap &&
+                (rc = blitz__grow_buffer(&b->buf, &b->cap, b->len, b->len + 4096 + 1)) != 0)
+                break;
+            ssize_t got = read(*fds[i], b->buf + b->len, b->cap - b->len - 1);
+            if (got > 0)
+                b->len += (size_t)got;
+            else if (got == 0 || (errno != EINTR && errno != EAGAIN))
+                blitz__close_fd(fds[i]);
+        }
+    }
+    for (int i = 0; i < 2 && rc == 0; i++)
+        if (!bufs[i].buf && (rc = blitz__grow_buffer(&bufs[i].buf, &bufs[i].cap, 0, 1)) != 0)
+            break;
+    if (rc != 0) {
+        blitz__free(bufs[0].buf);
+        blitz__free(bufs[1].buf);
+        return rc;
+    }
+    bufs[0].buf[bufs[0].len] = '\0';
+    bufs[1].buf[bufs[1].len] = '\0';
+    o->out = bufs[0].buf;
+    o->out_len = bufs[0].len;
+    o->err = bufs[1].buf;
+    o->err_len = bufs[1].len;
+    return 0;
+}
+
+/* Ends a child nobody will read from (SIGKILL) and reaps it. */
+static void blitz__output_end_child(blitz_child *c) {
+    blitz_process_kill(c, SIGKILL);
+    int st;
+    uint32_t backoff = 1;
+    while (!blitz__proc_try_reap(c->blitz__handle, &st))
+        blitz__proc_nap(c->blitz__handle, &backoff);
+}
+
+static void blitz__output_exec(blitz__pool_rec *rec, int cancelled) {
+    blitz__output_rec *o = (blitz__output_rec *)rec;
+    int rc = cancelled ? BLITZ_ECANCELED : blitz__output_pump(o);
+    int st = 0;
+    if (rc == 0 && !blitz__proc_wait_blocking(rec, o->child.blitz__handle, &st))
+        rc = BLITZ_ECANCELED;
+    if (rc != 0) {
+        blitz__output_end_child(&o->child);
+        blitz__free(o->out);
+        blitz__free(o->err);
+        o->out = o->err = NULL;
+        o->out_len = o->err_len = 0;
+    } else {
+        rc = blitz__decode_status(st, &o->exited, &o->code, &o->signal, NULL);
+    }
+    o->result = rc;
+    blitz__release_child(NULL, &o->child);
+}
+
+static void blitz__output_discard(blitz__pool_rec *rec) {
+    blitz__output_rec *o = (blitz__output_rec *)rec;
+    if (o->child.blitz__handle) {
+        /* Never ran: the child is still ours to end. */
+        blitz__output_end_child(&o->child);
+        blitz__release_child(NULL, &o->child);
+    }
+    blitz__free(o->out);
+    blitz__free(o->err);
+    blitz__free(o->input);
+}
+
+BLITZ_API blitz_poll blitz_process_output(blitz_cx *cx, blitz_output_op *op,
+                                          const blitz_command *cmd, const void *input,
+                                          size_t input_len) {
+    if (!op)
+        return BLITZ_READY;
+    blitz__pool_rec *done;
+    if (!blitz__pool_op_idle(&op->blitz__op)) {
+        if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        blitz__output_rec *o = (blitz__output_rec *)done;
+        op->result = o->result;
+        op->exited = o->exited;
+        op->code = o->code;
+        op->signal = o->signal;
+        op->out = o->out;
+        op->err = o->err;
+        op->out_len = o->out_len;
+        op->err_len = o->err_len;
+        o->out = o->err = NULL;
+        blitz__pool_rec_free(done);
+        return BLITZ_READY;
+    }
+    op->out = op->err = NULL;
+    op->out_len = op->err_len = 0;
+    if (!cx || !cmd || (!input && input_len)) {
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    blitz__output_rec *o = (blitz__output_rec *)blitz__pool_rec_new(sizeof *o, blitz__output_exec,
+                                                                    blitz__output_discard);
+    if (o && input_len) {
+        o->input = (char *)blitz__malloc(input_len);
+        if (o->input)
+            memcpy(o->input, input, input_len);
+    }
+    if (!o || (input_len && !o->input)) {
+        if (o)
+            blitz__pool_rec_free(&o->base);
+        op->result = BLITZ_ENOMEM;
+        return BLITZ_READY;
+    }
+    o->input_len = input_len;
+    blitz_command c = *cmd;
+    c.stdin_mode = input ? BLITZ_STDIO_PIPE : BLITZ_STDIO_NULL;
+    c.stdout_mode = BLITZ_STDIO_PIPE;
+    c.stderr_mode = BLITZ_STDIO_PIPE;
+    int rc = blitz__spawn_process(blitz_cx_runtime(cx), &c, &o->child);
+    if (rc != 0) {
+        blitz__pool_rec_free(&o->base);
+        op->result = rc;
+        return BLITZ_READY;
+    }
+    if (blitz__pool_op_start(cx, &op->blitz__op, &o->base, &rc) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    op->result = rc;
+    return BLITZ_READY;
+}
+
+BLITZ_API void blitz_process_output_cancel(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz_output_op *o = (blitz_output_op *)p;
+    if (o)
+        blitz__pool_op_cancel(&o->blitz__op);
+}
+/* ====[ END src/os/process.c ]============================================= */
+/* ====[ BEGIN src/os/stream.c ]============================================ */
+/* >>os/stream */
 /* Byte streams: the stream vtables over sockets, descriptors and files;
  * the buffered reader and writer; copy with splice / sendfile. */
-/* internal.h already included */
-/* io_internal.h already included */
+/* src/io/io.h already included */
 
 #ifndef SPLICE_F_MOVE
 #define SPLICE_F_MOVE 1u
@@ -15911,14 +19721,17 @@ static blitz_poll blitz__op_copy_poll(blitz_cx *cx, void *p) {
 BLITZ_API blitz_op blitz_op_copy(blitz_copy *c) {
     return blitz_op_make(blitz__op_copy_poll, blitz_copy_cancel, c);
 }
-/* ====[ END src/stream.c ]================================================= */
-/* ====[ BEGIN src/shutdown.c ]============================================= */
-/* >>shutdown */
+/* ====[ END src/os/stream.c ]============================================== */
+/* ########################################################################## */
+/* LAYER runtime: the runtime's life: creation, run, graceful shutdown       */
+/* ########################################################################## */
+/* ====[ BEGIN src/runtime/shutdown.c ]===================================== */
+/* >>runtime/shutdown */
 /* Graceful shutdown: a trigger (a call or a signal), a cancellation token
  * the acceptors race against, and the handles of the tracked in-flight
  * tasks, which the run awaits until the grace period ends and then
  * cancels. */
-/* internal.h already included */
+/* src/io/io.h already included */
 
 struct blitz_shutdown {
     blitz_runtime *rt;
@@ -16211,3721 +20024,9 @@ BLITZ_API int blitz_shutdown_free(blitz_shutdown *sd) {
     blitz__free(sd);
     return BLITZ_OK;
 }
-/* ====[ END src/shutdown.c ]=============================================== */
-/* ====[ BEGIN src/worker.c ]=============================================== */
-/* >>worker */
-/* The multi-thread scheduler's workers (seeds 000 and 001).
- *
- * Each worker owns a LIFO slot, a local ring (local_queue.c), a 32-slot
- * buffer of tasks fetched from the global queue, a parker and a PRNG.
- * Finding work, in order:
- *   0. every `global_interval` polls, the global queue first (fairness for
- *      remote spawns and wakes; the interval adapts to the poll time)
- *   1. the global batch buffer
- *   2. the LIFO slot, at most BLITZ_MAX_LIFO_POLLS_PER_TICK times a tick;
- *      after that its task is flushed to the back of the ring
- *   3. the local ring
- *   4. a batch from the global queue
- *   5. as a searcher (at most half the workers): steal half of a random
- *      victim's ring, then the global queue once more
- *   6. spin briefly, then park (idle.c has the protocol)
- * A tick is up to BLITZ_BUDGET_PER_TICK polls; after each the EWMA of the
- * poll time sets the next global-queue interval. */
-/* internal.h already included */
-
-/* Pauses between two looks at the queues while spinning before a park:
- * looking reads other workers' ring indices, which they write on every push
- * and pop, so looking too often slows them down. */
-#ifndef BLITZ__SPIN_PAUSES
-#define BLITZ__SPIN_PAUSES 32
-#endif
-
-static inline uint64_t blitz__rng_next(uint64_t s[2]) {
-    /* xorshift64+ */
-    uint64_t s1 = s[0];
-    const uint64_t s0 = s[1];
-    s[0] = s0;
-    s1 ^= s1 << 23;
-    s[1] = s1 ^ s0 ^ (s1 >> 17) ^ (s0 >> 26);
-    return s[1] + s0;
-}
-
-BLITZ_PRIVATE void blitz__worker_init(blitz__worker *w, blitz_runtime *rt, uint32_t index) {
-    memset(w, 0, sizeof *w);
-    blitz__local_queue_init(&w->queue);
-    blitz__parker_init(&w->parker);
-    w->rt = rt;
-    w->index = index;
-    w->avg_poll_ns = BLITZ__INITIAL_AVG_POLL_NS;
-    w->global_interval = rt->fixed_interval
-                             ? rt->fixed_interval
-                             : BLITZ__INTERVAL_TARGET_NS / BLITZ__INITIAL_AVG_POLL_NS;
-    blitz__u32_store(&w->interval_shared, w->global_interval, BLITZ__RELAXED);
-    uint64_t seed = (uint64_t)(uintptr_t)w ^ ((uint64_t)index * 0x9E3779B97F4A7C15u);
-    w->rng[0] = seed | 1;
-    w->rng[1] = (seed * 0xBF58476D1CE4E5B9u) | 2;
-}
-
-/* ---- scheduling onto a worker ------------------------------------------------ */
-
-static void blitz__remote_schedule(blitz_runtime *rt, blitz__task *t) {
-    if (blitz__global_queue_push(&rt->global, t) == BLITZ_OK)
-        blitz__idle_notify_parked(rt);
-    /* else: closed by shutdown; the task stays SCHEDULED and the sweep
-     * completes it as cancelled. */
-}
-
-/* A task woken or spawned on worker `w` itself goes to the LIFO slot; the
- * task it displaces goes to the back of the ring, where others may steal
- * it, so a parked worker is told. */
-static void blitz__worker_schedule_local(blitz__worker *w, blitz__task *t) {
-    if (w->wake_batching) {
-        /* Many wakes at once (timers firing): collected, then spread in one
-         * go by blitz__wake_batch_end instead of churning the LIFO slot. */
-        blitz__list_append(&w->wake_head, &w->wake_tail, t);
-        w->wake_count++;
-        return;
-    }
-    /* Acquire: the flag is set by this same thread today, but maintenance
-     * that runs while parking (timers, I/O) may schedule from here too;
-     * then the task must not sit in the slot of a sleeping worker. */
-    if (blitz__u32_load(&w->transitioning_to_park, BLITZ__ACQUIRE)) {
-        blitz__remote_schedule(w->rt, t);
-        return;
-    }
-    blitz__task *prev = w->lifo_slot;
-    w->lifo_slot = t;
-    if (prev) {
-        blitz__local_queue_push(&w->queue, prev, w->rt, &w->counters);
-        blitz__idle_notify_parked(w->rt);
-    }
-}
-
-/* Wakes issued between begin and end on a worker thread are collected and
- * then queued together: as many as fit into the ring, the rest to the
- * global queue as one batch, and parked workers are told. Other threads
- * schedule as usual. */
-BLITZ_PRIVATE void blitz__wake_batch_begin(void) {
-    blitz__context *ctx = blitz__context_get();
-    if (ctx && ctx->worker)
-        ctx->worker->wake_batching = 1;
-}
-
-BLITZ_PRIVATE void blitz__wake_batch_end(void) {
-    blitz__context *ctx = blitz__context_get();
-    if (!ctx || !ctx->worker || !ctx->worker->wake_batching)
-        return;
-    blitz__worker *w = ctx->worker;
-    w->wake_batching = 0;
-    blitz__task *t = w->wake_head;
-    uint64_t n = w->wake_count, woken = n;
-    w->wake_head = w->wake_tail = NULL;
-    w->wake_count = 0;
-    if (!t)
-        return;
-    while (t) {
-        blitz__task *next = t->next;
-        if (!blitz__local_queue_try_push(&w->queue, t))
-            break;
-        t = next;
-        n--;
-    }
-    if (t) {
-        blitz__task *last = t;
-        while (last->next)
-            last = last->next;
-        (void)blitz__global_queue_push_batch(&w->rt->global, t, last, n);
-    }
-    /* This worker runs the first task itself: wake another only when there
-     * is more (a futex wake costs tens of microseconds here). */
-    if (woken > 1)
-        blitz__idle_notify_parked(w->rt);
-}
-
-BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t) {
-    blitz_runtime *rt = blitz__task_runtime(t);
-    /* Relaxed: PINNED never changes after spawn. */
-    if (BLITZ__UNLIKELY(blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_PINNED)) {
-        /* Counted runnable until its thread starts polling it (the paused
-         * clock must not jump meanwhile). */
-        blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
-        blitz__wake_thread_joiners(rt);
-        return;
-    }
-    blitz__context *ctx = blitz__context_get();
-    if (rt->flavor == BLITZ_CURRENT_THREAD) {
-        if (ctx && ctx->rt == rt && ctx->ct_driver)
-            blitz__ct_push(rt, t);
-        else
-            blitz__ct_inject(rt, t);
-        return;
-    }
-    if (ctx && ctx->rt == rt && ctx->worker)
-        blitz__worker_schedule_local(ctx->worker, t);
-    else
-        blitz__remote_schedule(rt, t);
-}
-
-/* Yielded tasks of this tick join the back of the ring, as far as it has
- * room; the rest stay deferred (private to this worker) rather than
- * overflow to the global queue: a task that only yields has no reason to
- * change cores, and moving it costs cache misses on every poll. */
-static void blitz__worker_flush_deferred(blitz__worker *w) {
-    blitz__task *t = w->deferred_head;
-    while (t) {
-        /* Read the link first: once in the ring the task may be stolen. */
-        blitz__task *next = t->next;
-        if (!blitz__local_queue_try_push(&w->queue, t))
-            break;
-        t = next;
-    }
-    w->deferred_head = t;
-    if (!t)
-        w->deferred_tail = NULL;
-    blitz__idle_notify_parked(w->rt);
-}
-
-/* After NOTIFIED: behind everything already runnable here. After a yield:
- * deferred to the end of the tick. */
-BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx, int yielded) {
-    blitz_runtime *rt = ctx->rt;
-    if (rt != blitz__task_runtime(t) ||
-        (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_PINNED)) {
-        blitz__task_schedule(t);
-    } else if (ctx->worker) {
-        if (yielded) {
-            blitz__list_append(&ctx->worker->deferred_head, &ctx->worker->deferred_tail, t);
-        } else {
-            blitz__local_queue_push(&ctx->worker->queue, t, rt, &ctx->worker->counters);
-            blitz__idle_notify_parked(rt);
-        }
-    } else if (ctx->ct_driver) {
-        if (yielded)
-            blitz__list_append(&rt->ct->deferred_head, &rt->ct->deferred_tail, t);
-        else
-            blitz__ct_push(rt, t);
-    } else if (rt->flavor == BLITZ_CURRENT_THREAD) {
-        blitz__ct_inject(rt, t);
-    } else {
-        blitz__remote_schedule(rt, t);
-    }
-}
-
-/* ---- finding work ---------------------------------------------------------------- */
-
-/* Moves a batch from the global queue: the first task is returned, up to 32
- * more go to the batch buffer, the rest to the ring. */
-static blitz__task *blitz__worker_fetch_global(blitz__worker *w) {
-    blitz_runtime *rt = w->rt;
-    uint64_t len = blitz__global_queue_len(&rt->global);
-    if (len == 0)
-        return NULL;
-    uint64_t want = len / rt->num_workers;
-    if (want < BLITZ__GLOBAL_BATCH_MIN)
-        want = BLITZ__GLOBAL_BATCH_MIN;
-    if (want > BLITZ__GLOBAL_BATCH_MAX)
-        want = BLITZ__GLOBAL_BATCH_MAX;
-    /* No more than fits in the batch buffer and the ring: a batch that
-     * overflowed the ring would go straight back to the global queue. */
-    uint64_t room = 1 + (w->batch_head == w->batch_len ? BLITZ__BATCH_BUFFER_SIZE : 0) +
-                    (BLITZ_LOCAL_QUEUE_CAPACITY - blitz__local_queue_len(&w->queue));
-    if (want > room)
-        want = room;
-    blitz__task *got[BLITZ__GLOBAL_BATCH_MAX];
-    uint32_t n = blitz__global_queue_pop_batch(&rt->global, got, (uint32_t)want);
-    if (n == 0)
-        return NULL;
-    BLITZ__STAT(blitz__u64_bump(&w->counters.batch_fetches, 1));
-    uint32_t i = 1;
-    if (w->batch_head == w->batch_len) {
-        w->batch_head = w->batch_len = 0;
-        while (i < n && w->batch_len < BLITZ__BATCH_BUFFER_SIZE)
-            w->batch[w->batch_len++] = got[i++];
-    }
-    if (i < n) {
-        for (; i < n; i++)
-            blitz__local_queue_push(&w->queue, got[i], rt, &w->counters);
-        blitz__idle_notify_parked(rt);
-    }
-    return got[0];
-}
-
-static blitz__task *blitz__worker_next_local(blitz__worker *w) {
-    blitz__task *t = NULL;
-    if (++w->tick % w->global_interval == 0)
-        t = blitz__worker_fetch_global(w);
-    if (!t && w->batch_head < w->batch_len)
-        t = w->batch[w->batch_head++];
-    if (!t && w->lifo_slot) {
-        t = w->lifo_slot;
-        w->lifo_slot = NULL;
-        /* At most BLITZ_MAX_LIFO_POLLS_PER_TICK LIFO polls in a row: two
-         * tasks that keep waking each other would otherwise hold the worker
-         * forever. The slot keeps a woken task on this core, next to the
-         * data its waker just wrote. */
-        if (w->lifo_polls < BLITZ_MAX_LIFO_POLLS_PER_TICK) {
-            w->lifo_polls++;
-            BLITZ__STAT(blitz__u64_bump(&w->counters.lifo_hits, 1));
-            return t;
-        }
-        /* Cap reached: the slot's task joins the FIFO order, visible to
-         * stealers. */
-        blitz__local_queue_push(&w->queue, t, w->rt, &w->counters);
-        t = NULL;
-    }
-    if (!t)
-        t = blitz__local_queue_pop(&w->queue);
-    if (!t)
-        t = blitz__worker_fetch_global(w);
-    if (t)
-        w->lifo_polls = 0;
-    return t;
-}
-
-static blitz__task *blitz__worker_steal(blitz__worker *w) {
-    blitz_runtime *rt = w->rt;
-    uint32_t n = rt->num_workers;
-    uint32_t start = (uint32_t)(blitz__rng_next(w->rng) % n);
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t v = (start + i) % n;
-        if (v == w->index)
-            continue;
-        uint32_t stolen = 0;
-        blitz__task *t = blitz__local_queue_steal_into(&rt->workers[v].queue, &w->queue, &stolen);
-        if (t) {
-            BLITZ__STAT(blitz__u64_bump(&w->counters.steals, 1));
-            BLITZ__STAT(blitz__u64_bump(&w->counters.stolen, stolen));
-            return t;
-        }
-    }
-    return NULL;
-}
-
-/* Steps 5: steal as a searcher, then the global queue. */
-static blitz__task *blitz__worker_search(blitz__worker *w) {
-    if (!w->searching) {
-        if (!blitz__idle_try_become_searcher(w->rt))
-            return blitz__worker_fetch_global(w);
-        w->searching = 1;
-    }
-    blitz__task *t = blitz__worker_steal(w);
-    if (!t)
-        t = blitz__worker_fetch_global(w);
-    return t;
-}
-
-/* Work another worker could take or this one could find: the global queue
- * or any ring. */
-static int blitz__work_available(blitz_runtime *rt) {
-    if (blitz__global_queue_len(&rt->global))
-        return 1;
-    for (uint32_t i = 0; i < rt->num_workers; i++)
-        if (blitz__local_queue_len(&rt->workers[i].queue))
-            return 1;
-    return 0;
-}
-
-static blitz__task *blitz__worker_find(blitz__worker *w) {
-    blitz__task *t = blitz__worker_next_local(w);
-    if (!t && w->deferred_head) {
-        blitz__worker_flush_deferred(w);
-        t = blitz__worker_next_local(w);
-    }
-    if (!t && w->rt->num_workers > 1)
-        t = blitz__worker_search(w);
-    if (t && w->searching) {
-        w->searching = 0;
-        /* The last searcher to find work wakes another worker for work
-         * that worker could take: producers skipped their wake while we
-         * searched, and their work is visible here (their push, fence,
-         * read of the searcher count against our decrement, fence, read
-         * of the queues). With nothing visible the wake only pays off
-         * when the woken worker spins before parking again, staying ready
-         * for the next task; a runtime that serves sockets does not spin,
-         * and there the wake cost a thread sleep and wake per steal
-         * (measured on the TCP echo with io_uring: p99 2.2 ms with the
-         * unconditional wake, 0.6-0.9 ms without). */
-        if (blitz__idle_transition_from_searching(w->rt)) {
-            blitz__fence_seq_cst();
-            if (blitz__io_spin_rounds(w->rt) || blitz__work_available(w->rt))
-                blitz__idle_notify_parked(w->rt);
-        }
-    }
-    return t;
-}
-
-/* With a paused clock, the threads polling a task are counted, so the
- * clock never jumps while a poll might be about to arm a timer. */
-static inline void blitz__paused_poll_begin(blitz_runtime *rt) {
-    if (rt->time.paused)
-        blitz__u32_fetch_add(&rt->paused_polling, 1, BLITZ__SEQ_CST);
-}
-static inline void blitz__paused_poll_end(blitz_runtime *rt) {
-    if (rt->time.paused)
-        blitz__u32_fetch_sub(&rt->paused_polling, 1, BLITZ__SEQ_CST);
-}
-
-static void blitz__worker_poll(blitz__worker *w, blitz__task *t, blitz__context *ctx) {
-    blitz__paused_poll_begin(w->rt);
-    if (blitz__task_run(t, ctx))
-        BLITZ__STAT(blitz__u64_bump(&w->counters.polled, 1));
-    blitz__paused_poll_end(w->rt);
-}
-
-/* ---- parking ------------------------------------------------------------------------ */
-
-/* A timer is due now (the hint has passed). */
-static int blitz__time_due(blitz_runtime *rt) {
-    uint64_t hint = blitz__u64_load(&rt->time.next_expiry_ns, BLITZ__SEQ_CST);
-    return hint != UINT64_MAX && blitz__rt_now(rt) >= hint;
-}
-
-/* Paused clock: when this worker is the last to park and nothing else runs,
- * every task is idle, so jump to the next timer. Returns 1 when it did. */
-/* Paused clock: every task is idle when every started worker is parked (the
- * caller's own bit may be set), no other thread polls a task, no pinned
- * main task is runnable, and nothing is queued. Seq_cst loads: each counter
- * is raised before its thread starts the work it counts. */
-static int blitz__runtime_idle(blitz_runtime *rt) {
-    uint64_t parked = blitz__u64_load(&rt->idle.parked_bitmap, BLITZ__SEQ_CST);
-    return (uint32_t)__builtin_popcountll(parked) >=
-               blitz__u32_load(&rt->workers_started, BLITZ__RELAXED) &&
-           !blitz__u32_load(&rt->external_running, BLITZ__SEQ_CST) &&
-           !blitz__u32_load(&rt->pinned_runnable, BLITZ__SEQ_CST) &&
-           !blitz__u32_load(&rt->paused_polling, BLITZ__SEQ_CST) && !blitz__work_available(rt);
-}
-
-/* Jumps the paused clock to the next timer when the runtime is idle.
- * Returns 1 when it did. */
-static int blitz__worker_auto_advance(blitz_runtime *rt) {
-    if (!rt->time.paused || !blitz__runtime_idle(rt))
-        return 0;
-    return blitz__time_auto_advance(rt, blitz__runtime_idle);
-}
-
-/* Leaving the parked state after a sleep; for the I/O sleeper this runs
- * before the backend's events are dispatched, so the tasks they wake are
- * offered to the other parked workers rather than to this one. */
-typedef struct {
-    blitz__worker *w;
-    int done;
-    int sleeper;
-} blitz__worker_unpark_state;
-
-static void blitz__worker_io_woke(void *arg) {
-    blitz__worker_unpark_state *st = (blitz__worker_unpark_state *)arg;
-    if (st->done)
-        return;
-    st->done = 1;
-    blitz_runtime *rt = st->w->rt;
-    if (st->sleeper)
-        blitz__u32_store(&rt->time.sleeper, 0, BLITZ__SEQ_CST);
-    if (!blitz__idle_unset_parked(rt, st->w->index))
-        st->w->searching = 1; /* a notifier claimed us meanwhile */
-}
-
-/* Returns 1 when the worker slept in the kernel. */
-static int blitz__worker_park(blitz__worker *w) {
-    blitz_runtime *rt = w->rt;
-    /* Spin first: a parked vCPU takes tens of microseconds to wake, far
-     * longer than the gap between bursts of work in a busy program. */
-    int slept = 0;
-    /* Yielded tasks are this worker's work, invisible to everyone else: a
-     * worker must never sleep on them. */
-    if (w->deferred_head) {
-        blitz__worker_flush_deferred(w);
-        return 0;
-    }
-    uint32_t spin = blitz__io_spin_rounds(rt);
-    for (uint32_t i = 0; i < spin; i++) {
-        if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt) ||
-            blitz__io_ready_cheap(rt))
-            return 0;
-        for (int k = 0; k < BLITZ__SPIN_PAUSES; k++)
-            blitz__cpu_relax();
-    }
-    /* From here on tasks scheduled from this thread go to the global queue
-     * (seed 000 "Lost wakeup prevention"). */
-    blitz__u32_store(&w->transitioning_to_park, 1, BLITZ__SEQ_CST);
-    if (w->lifo_slot) {
-        blitz__local_queue_push(&w->queue, w->lifo_slot, rt, &w->counters);
-        w->lifo_slot = NULL;
-    }
-    if (blitz__local_queue_len(&w->queue) || w->batch_head < w->batch_len)
-        goto out;
-    if (w->searching) {
-        w->searching = 0;
-        /* The last searcher to leave re-checks every queue: a producer that
-         * saw it searching did not wake anyone. */
-        if (blitz__idle_transition_from_searching(rt)) {
-            blitz__fence_seq_cst();
-            if (blitz__work_available(rt))
-                goto out;
-        }
-    }
-    blitz__idle_set_parked(rt, w->index);
-    blitz__fence_seq_cst();
-    if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) || blitz__work_available(rt) ||
-        blitz__time_due(rt) || blitz__worker_auto_advance(rt)) {
-        if (!blitz__idle_unset_parked(rt, w->index))
-            w->searching = 1; /* a notifier claimed us meanwhile */
-        goto out;
-    }
-    /* One parked worker sleeps until the next timer (the sleeper); the
-     * others until woken. Timer arming reads `sleeper` after publishing
-     * the new deadline (seq_cst both sides), and wakes the sleeper or, if
-     * there is none, a parked worker: this one, whose bit is already set. */
-    /* With an I/O driver the sleeper waits in the backend, with the timer
-     * deadline as its timeout, so I/O reaches an idle runtime at once. */
-    uint64_t timeout = rt->park_timeout_ns, timer_ns = blitz__time_sleep_ns(rt);
-    uint32_t none = 0;
-    int io = rt->io != NULL;
-    int sleeper =
-        (timer_ns || io) && blitz__u32_cas(&rt->time.sleeper, &none, w->index + 1, BLITZ__SEQ_CST);
-    if (sleeper) {
-        /* Re-read after becoming the sleeper: an earlier timer armed in
-         * between saw no sleeper and woke a parked worker, maybe not us. */
-        timer_ns = blitz__time_sleep_ns(rt);
-        if (timer_ns && (timeout == 0 || timer_ns < timeout))
-            timeout = timer_ns;
-    }
-    BLITZ__STAT(blitz__u64_bump(&w->counters.parked, 1));
-    blitz__worker_unpark_state st = {w, 0, sleeper};
-    /* A worker with its own io_uring ring parks in it, sleeper or not: the
-     * completions of the ops it submitted come back to it. */
-    if (io && (sleeper || blitz__io_parks_workers(rt))) {
-        blitz__io_park(rt, &w->parker, timeout, blitz__worker_io_woke, &st);
-    } else {
-        /* Submissions must not wait for this worker. */
-        blitz__io_flush(rt);
-        if (!sleeper || timer_ns)
-            blitz__parker_park(&w->parker, timeout);
-    }
-    slept = 1;
-    blitz__worker_io_woke(&st);
-out:
-    blitz__u32_store(&w->transitioning_to_park, 0, BLITZ__RELEASE);
-    return slept;
-}
-
-/* ---- the run loop ------------------------------------------------------------------- */
-
-/* The adaptive global-queue interval. The clock is read only after a full
- * tick (BLITZ_BUDGET_PER_TICK polls) and after a sleep, so its cost is
- * spread over at least a tick's worth of polls; the average covers every
- * poll since the last reading. */
-static void blitz__worker_update_interval(blitz__worker *w, uint64_t now) {
-    uint64_t polls = w->stamp_polls, elapsed = now - w->stamp_ns;
-    w->stamp_ns = now;
-    w->stamp_polls = 0;
-    if (w->rt->fixed_interval || polls == 0)
-        return;
-    uint64_t avg = elapsed / polls;
-    /* EWMA with alpha = 0.1. */
-    w->avg_poll_ns = (avg + 9 * w->avg_poll_ns) / 10;
-    uint64_t interval = BLITZ__INTERVAL_TARGET_NS / (w->avg_poll_ns ? w->avg_poll_ns : 1);
-    if (interval < BLITZ__INTERVAL_MIN)
-        interval = BLITZ__INTERVAL_MIN;
-    if (interval > BLITZ__INTERVAL_MAX)
-        interval = BLITZ__INTERVAL_MAX;
-    w->global_interval = (uint32_t)interval;
-    blitz__u32_store(&w->interval_shared, (uint32_t)interval, BLITZ__RELAXED);
-}
-
-static void *blitz__worker_main(void *arg) {
-    blitz__worker *w = (blitz__worker *)arg;
-    blitz_runtime *rt = w->rt;
-    blitz__context ctx;
-    ctx.rt = rt;
-    ctx.worker = w;
-    ctx.ct_driver = 0;
-    ctx.current = NULL;
-    blitz__context_set(&ctx);
-    blitz__io_worker_start(rt, w->index);
-    w->stamp_ns = blitz__now_ns();
-    uint64_t polls_since_io = BLITZ__IO_EVENT_INTERVAL; /* look first */
-    while (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)) {
-        uint32_t polls = 0;
-        /* Any worker fires due timers (a try-lock: one is enough), so a
-         * worker stuck in a long poll does not hold them back. */
-        blitz__time_process(rt, 0);
-        /* And reaps I/O completions the same way. */
-        blitz__io_between_ticks(rt, &polls_since_io);
-        while (polls < BLITZ_BUDGET_PER_TICK) {
-            blitz__task *t = blitz__worker_find(w);
-            if (!t)
-                break;
-            blitz__worker_poll(w, t, &ctx);
-            polls++;
-            /* Shutdown: finish the poll in progress, start no other. */
-            if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED))
-                break;
-        }
-        w->lifo_polls = 0;
-        if (w->deferred_head)
-            blitz__worker_flush_deferred(w);
-        w->stamp_polls += polls;
-        polls_since_io += polls;
-        if (polls == BLITZ_BUDGET_PER_TICK) {
-            blitz__worker_update_interval(w, blitz__now_ns());
-        } else if (polls == 0) {
-            if (blitz__worker_park(w)) {
-                /* Time asleep is not poll time. */
-                w->stamp_ns = blitz__now_ns();
-                w->stamp_polls = 0;
-                /* The backend was waited in, or another worker waits
-                 * in it. */
-                polls_since_io = 0;
-            } else {
-                polls_since_io = BLITZ__IO_EVENT_INTERVAL;
-            }
-        }
-    }
-    if (w->searching) {
-        w->searching = 0;
-        blitz__idle_transition_from_searching(rt);
-    }
-    blitz__context_set(NULL);
-    return NULL;
-}
-
-/* Starts the worker threads on first use (seed 002 "lazy start"). Returns
- * an error only when not a single thread could be started. */
-BLITZ_PRIVATE int blitz__workers_start(blitz_runtime *rt) {
-    if (blitz__u32_load(&rt->started, BLITZ__ACQUIRE))
-        return BLITZ_OK;
-    int rc = BLITZ_OK;
-    blitz__mutex_lock(&rt->start_lock);
-    /* Threads started after shutdown joined the workers would never be
-     * joined. */
-    if (rt->shutdown_done)
-        rc = BLITZ_ESHUTDOWN;
-    else if (!blitz__u32_load(&rt->started, BLITZ__RELAXED)) {
-        uint32_t ok = 0;
-        for (uint32_t i = 0; i < rt->num_workers; i++) {
-            blitz__worker *w = &rt->workers[i];
-            int e = blitz__thread_start(&w->thread, blitz__worker_main, w);
-            if (e == 0) {
-                w->started = 1;
-                ok++;
-            } else {
-                rc = e;
-            }
-        }
-        blitz__u32_store(&rt->workers_started, ok, BLITZ__RELAXED);
-        if (ok)
-            rc = BLITZ_OK;
-        /* Release: a caller that sees `started` sees the threads' handles. */
-        if (ok)
-            blitz__u32_store(&rt->started, 1, BLITZ__RELEASE);
-    }
-    blitz__mutex_unlock(&rt->start_lock);
-    return rc;
-}
-
-BLITZ_PRIVATE int blitz__task_spawn_schedule(blitz_runtime *rt, blitz__task *t) {
-    blitz__context *ctx = blitz__context_get();
-    if (rt->flavor == BLITZ_CURRENT_THREAD) {
-        if (ctx && ctx->rt == rt && ctx->ct_driver) {
-            blitz__ct_push(rt, t);
-            return BLITZ_OK;
-        }
-        return blitz__ct_inject(rt, t);
-    }
-    if (ctx && ctx->rt == rt && ctx->worker) {
-        /* spawnFromWorker: the LIFO slot, so a join right after finds it. */
-        blitz__worker_schedule_local(ctx->worker, t);
-        return BLITZ_OK;
-    }
-    int rc = blitz__workers_start(rt);
-    if (rc != BLITZ_OK)
-        return rc;
-    rc = blitz__global_queue_push(&rt->global, t);
-    if (rc == BLITZ_OK)
-        blitz__idle_notify_parked(rt);
-    return rc;
-}
-
-/* ---- joins that keep the thread busy (seed 001 "Work-stealing join") ---- */
-
-#define BLITZ__HELP_WAIT_MIN_NS 50000u
-
-/* helpUntilComplete: a worker waiting for `t` runs other work meanwhile. */
-BLITZ_PRIVATE void blitz__worker_help_until(blitz__context *ctx, blitz__task *t) {
-    blitz__worker *w = ctx->worker;
-    blitz_runtime *rt = ctx->rt;
-    uint64_t wait_ns = BLITZ__HELP_WAIT_MIN_NS;
-    while (!blitz__task_is_complete(t)) {
-        /* Shutdown waits for this worker's poll to end: give up (the task
-         * is completed as cancelled by the sweep). */
-        if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
-            return;
-        blitz__task *next = blitz__worker_find(w);
-        if (next) {
-            blitz__worker_poll(w, next, ctx);
-            wait_ns = BLITZ__HELP_WAIT_MIN_NS;
-            continue;
-        }
-        /* Nothing to run: sleep until `t` completes, looking again now and
-         * then because this worker is not in the parked set. */
-        blitz__io_flush(rt);
-        blitz__io_poll(rt);
-        if (blitz__wait_completion(rt, t, wait_ns))
-            break;
-        if (wait_ns < BLITZ__HELP_WAIT_MAX_NS)
-            wait_ns *= 2;
-    }
-}
-
-#define BLITZ__HELP_BATCH 8
-
-/* Runs a few tasks of the global queue on a thread that is not a worker
- * (blockOnComplete), but only when the workers are not keeping up: the
- * queue is no shorter than when this thread last looked (`*seen`). When
- * they keep up, this thread stays out of their way: on a machine with as
- * many workers as cores it would only take CPU time from them. Returns 1
- * when it ran a task. */
-static int blitz__external_help(blitz_runtime *rt, blitz__context *hctx, uint64_t *seen) {
-    uint64_t len = blitz__global_queue_len(&rt->global);
-    uint64_t before = *seen;
-    *seen = len;
-    if (len == 0 || len < before || blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) ||
-        blitz__io_serving(rt))
-        return 0;
-    /* Announce before checking shutdown again (seq_cst both ways): shutdown
-     * sets its flag, then waits for external_running == 0 before it sweeps
-     * the tasks. */
-    blitz__u32_fetch_add(&rt->external_running, 1, BLITZ__SEQ_CST);
-    blitz__task *batch[BLITZ__HELP_BATCH];
-    uint32_t n = 0;
-    if (!blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST))
-        n = blitz__global_queue_pop_batch(&rt->global, batch, BLITZ__HELP_BATCH);
-    if (n) {
-        blitz__context *outer = blitz__context_set(hctx);
-        uint64_t polled = 0;
-        /* Tasks left unrun at shutdown stay SCHEDULED; the sweep takes
-         * them. */
-        for (uint32_t i = 0; i < n && !blitz__u32_load(&rt->shutdown, BLITZ__RELAXED); i++)
-            polled += (uint64_t)blitz__task_run(batch[i], hctx);
-        blitz__context_set(outer);
-        BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.polled, polled, BLITZ__RELAXED));
-    }
-    blitz__u32_fetch_sub(&rt->external_running, 1, BLITZ__RELEASE);
-    *seen = blitz__global_queue_len(&rt->global);
-    return n != 0;
-}
-
-static void blitz__helper_context(blitz__context *c, blitz_runtime *rt) {
-    c->rt = rt;
-    c->worker = NULL;
-    c->ct_driver = 0;
-    c->current = NULL;
-}
-
-/* blockOnComplete: a thread that is not a worker runs tasks from the global
- * queue while it waits, so progress does not depend on a free worker.
- * `nested`: the thread is inside a poll of one of rt's tasks, which a
- * shutdown waits for, so it gives up then. */
-BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t, int nested) {
-    blitz__context hctx;
-    blitz__helper_context(&hctx, rt);
-    uint64_t wait_ns = BLITZ__HELP_WAIT_MIN_NS, seen = UINT64_MAX;
-    while (!blitz__task_is_complete(t)) {
-        if (nested && blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
-            return;
-        if (blitz__external_help(rt, &hctx, &seen)) {
-            wait_ns = BLITZ__HELP_WAIT_MIN_NS;
-            continue;
-        }
-        if (!nested && blitz__worker_auto_advance(rt))
-            continue;
-        if (blitz__wait_completion(rt, t, wait_ns))
-            break;
-        if (wait_ns < BLITZ__HELP_WAIT_MAX_NS)
-            wait_ns *= 2;
-    }
-}
-
-/* Spins (spin_before_park rounds) until `t` is runnable or complete.
- * Returns 1 if it became so. */
-static int blitz__spin_until_runnable(blitz_runtime *rt, blitz__task *t) {
-    for (uint32_t i = 0; i < rt->spin_before_park; i++) {
-        uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
-        if (blitz__lifecycle(s) != BLITZ__LC_IDLE || blitz__u32_load(&rt->shutdown, BLITZ__RELAXED))
-            return 1;
-        for (int k = 0; k < BLITZ__SPIN_PAUSES; k++)
-            blitz__cpu_relax();
-    }
-    return 0;
-}
-
-/* block_on: the calling thread polls the PINNED task `t` itself whenever it
- * is woken, and runs global-queue tasks in between. */
-BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t) {
-    blitz__context hctx;
-    blitz__helper_context(&hctx, rt);
-    uint64_t wait_ns = BLITZ__HELP_WAIT_MIN_NS, seen = UINT64_MAX;
-    for (;;) {
-        uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
-        if (blitz__state_is_complete(s))
-            return;
-        if (blitz__lifecycle(s) == BLITZ__LC_SCHEDULED) {
-            blitz__u32_fetch_add(&rt->external_running, 1, BLITZ__SEQ_CST);
-            if (!blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST)) {
-                blitz__u32_fetch_sub(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
-                blitz__context *outer = blitz__context_set(&hctx);
-                int polled = blitz__task_run(t, &hctx);
-                blitz__context_set(outer);
-                BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.polled, (uint64_t)polled,
-                                                 BLITZ__RELAXED));
-            }
-            blitz__u32_fetch_sub(&rt->external_running, 1, BLITZ__RELEASE);
-            wait_ns = BLITZ__HELP_WAIT_MIN_NS;
-            if (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
-                continue;
-        }
-        if (blitz__external_help(rt, &hctx, &seen)) {
-            wait_ns = BLITZ__HELP_WAIT_MIN_NS;
-            continue;
-        }
-        /* Spin a little first, as workers do before parking: the wake often
-         * comes within microseconds, and sleeping would add a kernel wake-up
-         * on both sides. */
-        if (wait_ns == BLITZ__HELP_WAIT_MIN_NS && blitz__spin_until_runnable(rt, t))
-            continue;
-        /* Sleep until a wake (PINNED: it bumps the completion word), the
-         * completion, or the timeout. The word is read before the re-check. */
-        uint32_t seq = blitz__u32_load(&rt->completion_seq, BLITZ__ACQUIRE);
-        s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
-        if (blitz__lifecycle(s) == BLITZ__LC_SCHEDULED &&
-            !blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
-            continue;
-        if (!blitz__task_set_thread_joiner(t))
-            return;
-        /* Paused clock with every worker asleep: this thread is the last
-         * one awake, so it moves the clock. */
-        if (blitz__worker_auto_advance(rt))
-            continue;
-        blitz__sleep_on_completion(rt, seq, wait_ns);
-        if (wait_ns < BLITZ__HELP_WAIT_MAX_NS)
-            wait_ns *= 2;
-    }
-}
-/* ====[ END src/worker.c ]================================================= */
-/* ====[ BEGIN src/current_thread.c ]======================================= */
-/* >>current_thread */
-/* The current-thread scheduler (seed 004): one run queue, driven by
- * whichever thread waits on the runtime (blitz_task_wait /
- * blitz_runtime_run). Tasks scheduled on the driving thread go straight to
- * the local list; other threads push to the global (injection) queue and
- * unpark the driver. Only one thread drives at a time (`driving`); other
- * waiters sleep on the completion word and take over when the driver
- * leaves. */
-/* internal.h already included */
-
-/* Driving thread only. */
-BLITZ_PRIVATE void blitz__ct_push(blitz_runtime *rt, blitz__task *t) {
-    blitz__list_append(&rt->ct->head, &rt->ct->tail, t);
-}
-
-/* Any thread. The parker's token makes an unpark that lands before the
- * driver parks count. */
-BLITZ_PRIVATE int blitz__ct_inject(blitz_runtime *rt, blitz__task *t) {
-    int rc = blitz__global_queue_push(&rt->global, t);
-    if (rc == BLITZ_OK)
-        blitz__parker_unpark(&rt->ct->parker);
-    return rc;
-}
-
-static blitz__task *blitz__ct_pop(blitz__ct_core *ct) {
-    blitz__task *t = ct->head;
-    if (t) {
-        ct->head = t->next;
-        if (!ct->head)
-            ct->tail = NULL;
-    }
-    return t;
-}
-
-/* Moves everything injected by other threads to the back of the list. */
-static void blitz__ct_drain_inject(blitz_runtime *rt) {
-    blitz__task *t = blitz__global_queue_take_all(&rt->global);
-    while (t) {
-        blitz__task *next = t->next;
-        blitz__ct_push(rt, t);
-        t = next;
-    }
-}
-
-/* Yielded tasks of this tick join the back of the list. */
-static void blitz__ct_flush_deferred(blitz__ct_core *ct) {
-    if (!ct->deferred_head)
-        return;
-    if (ct->tail)
-        ct->tail->next = ct->deferred_head;
-    else
-        ct->head = ct->deferred_head;
-    ct->tail = ct->deferred_tail;
-    ct->deferred_head = ct->deferred_tail = NULL;
-}
-
-/* Runs tasks on the calling (driving) thread until `target` completes or
- * the runtime shuts down. */
-static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz__context *ctx) {
-    blitz__ct_core *ct = rt->ct;
-    uint32_t interval = rt->fixed_interval ? rt->fixed_interval : 31;
-    uint64_t polls_since_io = BLITZ__IO_EVENT_INTERVAL; /* look first */
-    for (;;) {
-        if (blitz__task_is_complete(target) || blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
-            return;
-        uint32_t polls = 0;
-        blitz__time_process(rt, 1);
-        blitz__io_between_ticks(rt, &polls_since_io);
-        while (polls < BLITZ_BUDGET_PER_TICK) {
-            /* Take injected tasks now and then even when the list is busy,
-             * so remote spawns and wakes are not starved. */
-            if (++ct->tick % interval == 0)
-                blitz__ct_drain_inject(rt);
-            blitz__task *t = blitz__ct_pop(ct);
-            if (!t) {
-                blitz__ct_drain_inject(rt);
-                blitz__ct_flush_deferred(ct);
-                if (!(t = blitz__ct_pop(ct)))
-                    break;
-            }
-            if (blitz__task_run(t, ctx))
-                BLITZ__STAT(blitz__u64_bump(&ct->counters.polled, 1));
-            polls++;
-            if (blitz__task_is_complete(target) || blitz__u32_load(&rt->shutdown, BLITZ__RELAXED)) {
-                blitz__ct_flush_deferred(ct);
-                return;
-            }
-        }
-        blitz__ct_flush_deferred(ct);
-        polls_since_io += polls;
-        if (polls == 0) {
-            /* Idle. A completion on another thread (a cancel) wakes the
-             * joiners and unparks us; so does any inject. */
-            if (!blitz__task_set_thread_joiner(target))
-                return;
-            if (blitz__global_queue_len(&rt->global))
-                continue;
-            /* Idle with a paused clock: jump to the next timer, unless a
-             * blocking-pool job may still wake a task (it counts in
-             * paused_polling; seq_cst as it is raised). */
-            if (!blitz__u32_load(&rt->paused_polling, BLITZ__SEQ_CST) &&
-                blitz__time_auto_advance(rt, NULL))
-                continue;
-            uint64_t timeout = rt->park_timeout_ns, timer_ns = blitz__time_sleep_ns(rt);
-            if (timer_ns && (timeout == 0 || timer_ns < timeout))
-                timeout = timer_ns;
-            BLITZ__STAT(blitz__u64_bump(&ct->counters.parked, 1));
-            /* The driver waits in the I/O backend, with the timer deadline. */
-            if (rt->io) {
-                blitz__io_park(rt, &ct->parker, timeout, NULL, NULL);
-                polls_since_io = 0;
-            } else {
-                blitz__parker_park(&ct->parker, timeout);
-            }
-        }
-    }
-}
-
-BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__context *ctx) {
-    if (ctx && ctx->rt == rt && ctx->ct_driver) {
-        /* Waiting inside one of our own tasks: keep driving, nested. It
-         * returns unfinished only at shutdown, which waits for this poll. */
-        blitz__ct_drive_until(rt, t, ctx);
-        return;
-    }
-    while (!blitz__task_is_complete(t)) {
-        /* A pool thread of this runtime: shutdown waits for its job, so
-         * the job must not wait for the sweep. */
-        if (ctx && ctx->rt == rt && blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
-            return;
-        uint32_t idle = 0;
-        if (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) &&
-            blitz__u32_cas(&rt->ct->driving, &idle, 1, BLITZ__ACQUIRE)) {
-            blitz__context dctx;
-            dctx.rt = rt;
-            dctx.worker = NULL;
-            dctx.ct_driver = 1;
-            dctx.current = NULL;
-            blitz__context *outer = blitz__context_set(&dctx);
-            blitz__io_driver_start(rt);
-            blitz__ct_drive_until(rt, t, &dctx);
-            blitz__io_after_drive(rt);
-            blitz__context_set(outer);
-            /* Release: the next driver sees the run queue as we left it. */
-            blitz__u32_store(&rt->ct->driving, 0, BLITZ__RELEASE);
-            /* Another waiter may now take over driving. */
-            blitz__wake_thread_joiners(rt);
-            continue;
-        }
-        blitz__wait_completion(rt, t, rt->park_timeout_ns);
-    }
-}
-/* ====[ END src/current_thread.c ]========================================= */
-/* ====[ BEGIN src/blocking_pool.c ]======================================== */
-/* >>blocking_pool */
-/* The blocking pool (seed 002 "Blocking Pool"; Tokio's runtime/blocking):
- * threads that run work which would block a worker.
- *
- * Threads start on demand, up to max_threads, and exit after keep_alive_ns
- * without work. An idle thread waits on its own parker in the idle list,
- * most recently idle first, and new work goes to the head of that list: a
- * busy pool reuses its warm threads while the ones at the tail age out, so
- * the pool shrinks when the load drops. The queue is intrusive (the job
- * lives in the task block or in the op), so queueing never allocates.
- *
- * Protocols, all under `lock`:
- *   submit:   closed: ESHUTDOWN. An idle thread: take it off the list, mark
- *             it notified, inbound++, unpark it. Else below the cap: start
- *             a thread (threads++, inbound++). Else, with a capacity, when
- *             the jobs no thread is coming for (queued - inbound) reach it:
- *             BLITZ_EFULL, or, for an op that may wait, join the room
- *             waiters. Then append the job.
- *   a thread: takes jobs until the queue is empty (each one taken frees
- *             room: the first room waiter is woken), then goes idle until
- *             it is notified, the pool closes, or keep_alive passes. Any
- *             other wake-up (spurious, or a token left over from a notify
- *             that raced its time-out) parks it again for the time left.
- *   exit:     threads--, record itself as last_exiting and join the thread
- *             recorded before it, so at most one exited thread is ever
- *             unjoined; shutdown joins that one.
- *   shutdown: closed = 1, take the queue and complete every job in it as
- *             cancelled, wake the room waiters and every idle thread, wait
- *             until threads == 0 (running jobs finish first), join
- *             last_exiting.
- *
- * Pool ops (files, DNS, processes) keep everything a thread touches in a
- * heap record (blitz__pool_rec and the op's request and results after
- * it); the op in the task's state only points at it. rec->state:
- *   INFLIGHT (queued or running; `job.linked` under the lock tells which)
- *   -> DONE, when the task's next poll takes the results and frees it;
- *   ROOM while waiting for queue room, RETRY once woken for it (the
- *   task's poll queues it again); ABANDONED (a flag) when the task gave
- *   up while a thread ran it: the thread then frees it. Whoever owns the
- *   record frees it, so a task that gives up never waits, and no thread
- *   writes into a task's state after the task stopped caring. */
-/* internal.h already included */
-
-#define BLITZ__POOL_DEFAULT_MAX       512u
-#define BLITZ__POOL_DEFAULT_KEEPALIVE ((uint64_t)10 * 1000000000u)
-
-#define BLITZ__OP_IDLE      0u
-#define BLITZ__OP_INFLIGHT  1u
-#define BLITZ__OP_DONE      2u
-#define BLITZ__OP_ROOM      3u
-#define BLITZ__OP_RETRY     5u /* woken for room: the task queues it again */
-#define BLITZ__OP_ABANDONED 4u
-
-/* ---- intrusive lists ------------------------------------------------------- */
-
-static void blitz__jl_append(blitz__pool_job **head, blitz__pool_job **tail, blitz__pool_job *j) {
-    j->next = NULL;
-    j->prev = *tail;
-    if (*tail)
-        (*tail)->next = j;
-    else
-        *head = j;
-    *tail = j;
-    j->linked = 1;
-}
-
-static void blitz__jl_unlink(blitz__pool_job **head, blitz__pool_job **tail, blitz__pool_job *j) {
-    if (j->prev)
-        j->prev->next = j->next;
-    else
-        *head = j->next;
-    if (j->next)
-        j->next->prev = j->prev;
-    else
-        *tail = j->prev;
-    j->next = j->prev = NULL;
-    j->linked = 0;
-}
-
-static blitz__pool_job *blitz__jl_pop(blitz__pool_job **head, blitz__pool_job **tail) {
-    blitz__pool_job *j = *head;
-    if (j)
-        blitz__jl_unlink(head, tail, j);
-    return j;
-}
-
-static void blitz__idle_push(blitz__pool *p, blitz__pool_thread *th) {
-    th->prev = NULL;
-    th->next = p->idle_head;
-    if (p->idle_head)
-        p->idle_head->prev = th;
-    p->idle_head = th;
-    p->idle++;
-}
-
-static void blitz__idle_remove(blitz__pool *p, blitz__pool_thread *th) {
-    if (th->prev)
-        th->prev->next = th->next;
-    else
-        p->idle_head = th->next;
-    if (th->next)
-        th->next->prev = th->prev;
-    th->next = th->prev = NULL;
-    p->idle--;
-}
-
-/* ---- set-up ------------------------------------------------------------------ */
-
-BLITZ_PRIVATE int blitz__pool_init(blitz__pool *p, const blitz_config *c) {
-    memset(p, 0, sizeof *p);
-    p->max_threads = c->max_blocking_threads ? c->max_blocking_threads : BLITZ__POOL_DEFAULT_MAX;
-    p->keep_alive_ns =
-        c->blocking_keep_alive_ns ? c->blocking_keep_alive_ns : BLITZ__POOL_DEFAULT_KEEPALIVE;
-    p->capacity = c->blocking_queue_capacity;
-    return blitz__mutex_init(&p->lock);
-}
-
-BLITZ_PRIVATE void blitz__pool_destroy(blitz__pool *p) {
-    blitz__mutex_destroy(&p->lock);
-}
-
-/* With a paused clock, a job in flight counts as a thread polling a task:
- * the clock must not jump to the next timer while a job may still wake its
- * task (Tokio inhibits auto-advance during spawn_blocking, too). */
-static void blitz__pool_busy(blitz_runtime *rt, int delta) {
-    if (!rt->time.paused)
-        return;
-    if (delta > 0)
-        blitz__u32_fetch_add(&rt->paused_polling, 1, BLITZ__SEQ_CST);
-    else
-        blitz__u32_fetch_sub(&rt->paused_polling, 1, BLITZ__SEQ_CST);
-}
-
-/* Takes the first room waiter off its list (caller holds the lock) and
- * returns its waker for the caller to wake after unlocking; a noop waker
- * when nobody waits. */
-static blitz_waker blitz__pool_take_room_waiter(blitz__pool *p) {
-    blitz__pool_job *j = blitz__jl_pop(&p->space_head, &p->space_tail);
-    if (!j)
-        return blitz_waker_noop();
-    blitz__pool_rec *rec = (blitz__pool_rec *)j;
-    blitz_waker w = rec->waker;
-    /* Release: the waiter's next poll sees RETRY and tries again. From
-     * here the record is the task's; only the copied waker is used. */
-    blitz__u32_field_store(&rec->state, BLITZ__OP_RETRY, BLITZ__RELEASE);
-    return w;
-}
-
-static int blitz__waker_is_noop(const blitz_waker *w) {
-    blitz_waker noop = blitz_waker_noop();
-    return w->vtable == noop.vtable;
-}
-
-/* ---- threads ------------------------------------------------------------------- */
-
-/* A write to a pipe whose reader is gone raises SIGPIPE at the writing
- * thread; pool threads block it, and whoever gets EPIPE takes it back here,
- * so a broken pipe is an error code rather than the end of the process. */
-BLITZ_PRIVATE void blitz__consume_sigpipe(void) {
-    sigset_t pipe_set, pending;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
-        struct timespec zero = {0, 0};
-        sigtimedwait(&pipe_set, NULL, &zero);
-    }
-}
-
-static void *blitz__pool_thread_main(void *arg) {
-    blitz_runtime *rt = (blitz_runtime *)arg;
-    blitz__pool *p = &rt->pool;
-    blitz__pool_thread self;
-    memset(&self, 0, sizeof self);
-    blitz__parker_init(&self.parker);
-    /* Jobs run as the runtime's code: spawns from them reach it, and a
-     * blitz_task_wait inside one gives up when the runtime shuts down
-     * (which waits for this thread). */
-    blitz__context ctx;
-    ctx.rt = rt;
-    ctx.worker = NULL;
-    ctx.ct_driver = 0;
-    ctx.current = NULL;
-    blitz__context_set(&ctx);
-    sigset_t pipe_set;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
-
-    blitz__mutex_lock(&p->lock);
-    p->inbound--;
-    for (;;) {
-        blitz__pool_job *j;
-        while ((j = blitz__jl_pop(&p->head, &p->tail)) != NULL) {
-            p->queued--;
-            p->jobs_run++;
-            blitz_waker room = blitz__pool_take_room_waiter(p);
-            blitz__mutex_unlock(&p->lock);
-            blitz_waker_wake(room);
-            j->run(j, 0);
-            blitz__mutex_lock(&p->lock);
-        }
-        if (p->closed)
-            break;
-        self.notified = 0;
-        blitz__idle_push(p, &self);
-        uint64_t deadline = blitz__now_ns() + p->keep_alive_ns;
-        int leave = 0;
-        for (;;) {
-            blitz__mutex_unlock(&p->lock);
-            uint64_t now = blitz__now_ns();
-            blitz__parker_park(&self.parker, deadline > now ? deadline - now : 1);
-            blitz__mutex_lock(&p->lock);
-            if (self.notified) {
-                /* The notifier took us off the idle list. */
-                p->inbound--;
-                break;
-            }
-            if (p->closed || blitz__now_ns() >= deadline) {
-                blitz__idle_remove(p, &self);
-                leave = 1;
-                break;
-            }
-        }
-        if (leave)
-            break;
-    }
-    p->threads--;
-    int had_prev = p->have_last_exiting;
-    pthread_t prev = p->last_exiting;
-    p->last_exiting = pthread_self();
-    p->have_last_exiting = 1;
-    if (p->threads == 0 && p->shutdown_waiter)
-        blitz__parker_unpark(p->shutdown_waiter);
-    blitz__mutex_unlock(&p->lock);
-    if (had_prev)
-        pthread_join(prev, NULL);
-    blitz__context_set(NULL);
-    blitz__parker_destroy(&self.parker);
-    return NULL;
-}
-
-/* Queues job `j` (see the submit protocol). When the queue is full and
- * `room` is given, `room` (whose waker the caller has cloned) joins the
- * room waiters and BLITZ_EFULL is returned; the caller then waits for its
- * waker. */
-static int blitz__pool_submit(blitz_runtime *rt, blitz__pool_job *j, blitz__pool_rec *room) {
-    blitz__pool *p = &rt->pool;
-    blitz__mutex_lock(&p->lock);
-    if (room && !room->tracked) {
-        room->tracked = 1;
-        room->all_prev = NULL;
-        room->all_next = p->records;
-        if (p->records)
-            p->records->all_prev = room;
-        p->records = room;
-    }
-    if (p->closed) {
-        blitz__mutex_unlock(&p->lock);
-        return BLITZ_ESHUTDOWN;
-    }
-    if (p->idle_head) {
-        blitz__pool_thread *th = p->idle_head;
-        blitz__idle_remove(p, th);
-        th->notified = 1;
-        p->inbound++;
-        blitz__parker_unpark(&th->parker);
-    } else {
-        int have_thread = 0;
-        if (p->threads < p->max_threads) {
-            pthread_t tid;
-            int rc = blitz__thread_start(&tid, blitz__pool_thread_main, rt);
-            if (rc == 0) {
-                p->threads++;
-                p->inbound++;
-                p->threads_started++;
-                have_thread = 1;
-            } else if (p->threads == 0) {
-                /* Nobody would ever run the job. */
-                blitz__mutex_unlock(&p->lock);
-                return rc;
-            }
-        }
-        uint32_t backlog = p->queued > p->inbound ? p->queued - p->inbound : 0;
-        if (!have_thread && p->capacity && backlog >= p->capacity) {
-            p->rejected++;
-            if (room) {
-                blitz__jl_append(&p->space_head, &p->space_tail, &room->job);
-                blitz__u32_field_store(&room->state, BLITZ__OP_ROOM, BLITZ__RELAXED);
-            }
-            blitz__mutex_unlock(&p->lock);
-            return BLITZ_EFULL;
-        }
-    }
-    blitz__jl_append(&p->head, &p->tail, j);
-    p->queued++;
-    blitz__pool_busy(rt, 1);
-    blitz__mutex_unlock(&p->lock);
-    return BLITZ_OK;
-}
-
-/* Runtime shutdown, after the workers stopped and before the sweep: no job
- * is left queued or running when it returns, and every thread is joined. */
-BLITZ_PRIVATE void blitz__pool_shutdown(blitz_runtime *rt) {
-    blitz__pool *p = &rt->pool;
-    blitz__parker waiter;
-    blitz__parker_init(&waiter);
-    blitz__mutex_lock(&p->lock);
-    p->closed = 1;
-    blitz__pool_job *jobs = p->head;
-    for (blitz__pool_job *j = jobs; j; j = j->next)
-        j->linked = 0;
-    p->head = p->tail = NULL;
-    p->queued = 0;
-    for (blitz__pool_thread *th = p->idle_head; th; th = th->next)
-        blitz__parker_unpark(&th->parker);
-    p->shutdown_waiter = &waiter;
-    blitz__mutex_unlock(&p->lock);
-
-    while (jobs) {
-        blitz__pool_job *next = jobs->next; /* the job may be gone after run */
-        jobs->run(jobs, 1);
-        jobs = next;
-    }
-    for (;;) {
-        blitz__mutex_lock(&p->lock);
-        blitz_waker w = blitz__pool_take_room_waiter(p);
-        blitz__mutex_unlock(&p->lock);
-        if (blitz__waker_is_noop(&w))
-            break;
-        blitz_waker_wake(w);
-    }
-    blitz__mutex_lock(&p->lock);
-    while (p->threads > 0) {
-        blitz__mutex_unlock(&p->lock);
-        blitz__parker_park(&waiter, 0);
-        blitz__mutex_lock(&p->lock);
-    }
-    p->shutdown_waiter = NULL;
-    int had = p->have_last_exiting;
-    pthread_t last = p->last_exiting;
-    p->have_last_exiting = 0;
-    blitz__mutex_unlock(&p->lock);
-    if (had)
-        pthread_join(last, NULL);
-    blitz__parker_destroy(&waiter);
-}
-
-BLITZ_API int blitz_runtime_pool_stats(blitz_runtime *rt, blitz_pool_stats *out) {
-    if (!rt || !out)
-        return BLITZ_EINVAL;
-    blitz__pool *p = &rt->pool;
-    memset(out, 0, sizeof *out);
-    blitz__mutex_lock(&p->lock);
-    out->threads = p->threads;
-    out->idle = p->idle;
-    out->queued = p->queued;
-    out->max_threads = p->max_threads;
-    out->threads_started = p->threads_started;
-    out->jobs_run = p->jobs_run;
-    out->rejected = p->rejected;
-    blitz__mutex_unlock(&p->lock);
-    return BLITZ_OK;
-}
-
-BLITZ_API void blitz_free(void *p) {
-    blitz__free(p);
-}
-
-/* ---- blocking tasks ---------------------------------------------------------------
- * A blocking job is a task (so its handle is a task handle) that is queued
- * on the pool instead of the scheduler and polled once, by a pool thread.
- * Its job record sits in a trailer at the end of the block, so the user's
- * state comes first and blitz_task_state finds it as for any task. */
-
-typedef struct blitz__blocking_trailer {
-    blitz__pool_job job; /* first: the pool hands back this pointer */
-    blitz__task *task;
-    blitz_fn fn;
-} blitz__blocking_trailer;
-
-_Static_assert(sizeof(blitz__blocking_trailer) % 8 == 0, "trailer keeps the hooks aligned");
-
-static blitz__blocking_trailer *blitz__blocking_of(blitz__task *t) {
-    return (blitz__blocking_trailer *)blitz__task_trailer(t, sizeof(blitz__blocking_trailer));
-}
-
-static blitz_poll blitz__blocking_poll(blitz_cx *cx, void *state) {
-    blitz__blocking_of(cx->task)->fn(state);
-    return BLITZ_READY;
-}
-
-static void blitz__blocking_run(blitz__pool_job *j, int cancelled) {
-    blitz__task *t = ((blitz__blocking_trailer *)j)->task;
-    blitz_runtime *rt = blitz__task_runtime(t); /* the block may be freed below */
-    if (!cancelled)
-        blitz__task_run(t, blitz__context_get());
-    else if (blitz__state_claim_for_shutdown(t))
-        blitz__task_finish(t, 1);
-    blitz__pool_busy(rt, -1);
-}
-
-/* blitz_task_cancel of a blocking task that is still queued: complete it
- * as cancelled now rather than when a thread reaches it. */
-BLITZ_PRIVATE void blitz__pool_cancel_task(blitz__task *t) {
-    blitz_runtime *rt = blitz__task_runtime(t);
-    blitz__pool *p = &rt->pool;
-    blitz__pool_job *j = &blitz__blocking_of(t)->job;
-    blitz__mutex_lock(&p->lock);
-    int queued = j->linked;
-    blitz_waker room = blitz_waker_noop();
-    if (queued) {
-        blitz__jl_unlink(&p->head, &p->tail, j);
-        p->queued--;
-        room = blitz__pool_take_room_waiter(p);
-    }
-    blitz__mutex_unlock(&p->lock);
-    if (!queued)
-        return;
-    blitz_waker_wake(room);
-    /* CANCELLED is set and a blocking task has no shield, so this is the
-     * cancel transition; either way the task is ours to complete. */
-    (void)blitz__state_to_running(t);
-    blitz__task_finish(t, 1);
-    blitz__pool_busy(rt, -1);
-}
-
-typedef struct {
-    blitz_fn fn;
-    void *arg;
-} blitz__blocking_fn_state;
-
-static void blitz__blocking_call(void *state) {
-    blitz__blocking_fn_state *s = (blitz__blocking_fn_state *)state;
-    s->fn(s->arg);
-}
-
-static int blitz__spawn_blocking(blitz_runtime *rt, const blitz_blocking_opts *bo,
-                                 blitz_task **handle, blitz__pool_rec *room) {
-    if (handle)
-        *handle = NULL;
-    if (!rt || !bo || !bo->fn)
-        return BLITZ_EINVAL;
-    blitz_spawn_opts o = blitz__plain_opts(blitz__blocking_poll, bo->state, bo->size);
-    o.drop = bo->drop;
-    blitz__task *t;
-    int entered = blitz__spawn_enter(rt);
-    int rc = blitz__task_create(rt, &o, handle != NULL, sizeof(blitz__blocking_trailer),
-                                BLITZ__TASK_BLOCKING, &t);
-    if (rc == BLITZ_OK) {
-        blitz__blocking_trailer *b = blitz__blocking_of(t);
-        memset(&b->job, 0, sizeof b->job);
-        b->job.run = blitz__blocking_run;
-        b->task = t;
-        b->fn = bo->fn;
-        rc = blitz__pool_submit(rt, &b->job, room);
-        if (rc != BLITZ_OK)
-            blitz__task_discard(t);
-        else if (handle)
-            *handle = t;
-    }
-    blitz__spawn_leave(rt, entered);
-    return rc;
-}
-
-BLITZ_API int blitz_spawn_blocking_ex(blitz_runtime *rt, const blitz_blocking_opts *opts,
-                                      blitz_task **handle) {
-    return blitz__spawn_blocking(rt, opts, handle, NULL);
-}
-
-BLITZ_API int blitz_spawn_blocking(blitz_runtime *rt, blitz_fn fn, void *arg, blitz_task **handle) {
-    if (handle)
-        *handle = NULL;
-    if (!fn)
-        return BLITZ_EINVAL;
-    blitz__blocking_fn_state s;
-    s.fn = fn;
-    s.arg = arg;
-    blitz_blocking_opts o;
-    memset(&o, 0, sizeof o);
-    o.fn = blitz__blocking_call;
-    o.state = &s;
-    o.size = sizeof s;
-    return blitz__spawn_blocking(rt, &o, handle, NULL);
-}
-
-/* ---- pool ops ---------------------------------------------------------------------- */
-
-BLITZ_PRIVATE void blitz__pool_rec_free(blitz__pool_rec *rec) {
-    if (rec->tracked) {
-        blitz__pool *p = &rec->rt->pool;
-        blitz__mutex_lock(&p->lock);
-        if (rec->all_prev)
-            rec->all_prev->all_next = rec->all_next;
-        else
-            p->records = rec->all_next;
-        if (rec->all_next)
-            rec->all_next->all_prev = rec->all_prev;
-        blitz__mutex_unlock(&p->lock);
-    }
-    if (rec->discard)
-        rec->discard(rec);
-    blitz__free(rec);
-}
-
-/* blitz_runtime_free, after the pool stopped and the tasks' drop
- * functions ran: records still alive belong to tasks that were cancelled
- * without cancelling their ops (no cancel hook); nobody will take their
- * results, so release those (close files, free data). */
-BLITZ_PRIVATE void blitz__pool_free_records(blitz_runtime *rt) {
-    blitz__pool_rec *rec = rt->pool.records;
-    rt->pool.records = NULL;
-    while (rec) {
-        blitz__pool_rec *next = rec->all_next;
-        rec->tracked = 0;
-        if (rec->discard)
-            rec->discard(rec);
-        blitz__free(rec);
-        rec = next;
-    }
-}
-
-/* The thread is done: hand the record over, or, when the task gave up on
- * it, release what it holds and free it. The task never sees an
- * abandoned record again, so nothing of the task is touched here but its
- * waker, whose reference keeps the block alive until the wake. */
-static void blitz__pool_rec_run(blitz__pool_job *j, int cancelled) {
-    blitz__pool_rec *rec = (blitz__pool_rec *)j;
-    blitz_runtime *rt = rec->rt;
-    rec->exec(rec, cancelled);
-    blitz_waker w = rec->waker;
-    uint32_t expected = BLITZ__OP_INFLIGHT;
-    /* Release publishes the results to the task's acquire load of DONE;
-     * acquire on failure pairs with the canceller's ABANDONED. */
-    if (blitz__u32_field_cas(&rec->state, &expected, BLITZ__OP_DONE, BLITZ__ACQ_REL)) {
-        blitz_waker_wake(w);
-    } else {
-        blitz__pool_rec_free(rec);
-        blitz_waker_drop(w);
-    }
-    blitz__pool_busy(rt, -1);
-}
-
-/* A record for an op: `size` bytes (at least a blitz__pool_rec, which it
- * starts with), zero-filled. NULL when out of memory. */
-BLITZ_PRIVATE void *blitz__pool_rec_new(size_t size, void (*exec)(blitz__pool_rec *, int),
-                                        void (*discard)(blitz__pool_rec *)) {
-    blitz__pool_rec *rec = (blitz__pool_rec *)blitz__calloc(size);
-    if (rec) {
-        rec->job.run = blitz__pool_rec_run;
-        rec->exec = exec;
-        rec->discard = discard;
-    }
-    return rec;
-}
-
-static int blitz__pool_rec_submit(blitz_cx *cx, blitz__pool_rec *rec) {
-    blitz_waker mine = blitz_cx_waker(cx);
-    rec->rt = blitz_cx_runtime(cx);
-    rec->waker = blitz_waker_clone(&mine);
-    /* Relaxed: the pool's lock publishes the record to the thread. */
-    blitz__u32_field_store(&rec->state, BLITZ__OP_INFLIGHT, BLITZ__RELAXED);
-    int rc = blitz__pool_submit(rec->rt, &rec->job, rec);
-    if (rc == BLITZ_OK || rc == BLITZ_EFULL)
-        return BLITZ_OK; /* queued, or waiting for room with the clone */
-    blitz_waker_drop(rec->waker);
-    return rc;
-}
-
-/* Starts an op with its filled-in record. PENDING once queued (or waiting
- * for room); READY with *err when it could not be, the record freed. */
-BLITZ_PRIVATE blitz_poll blitz__pool_op_start(blitz_cx *cx, blitz__pool_op *op,
-                                              blitz__pool_rec *rec, int *err) {
-    int rc = blitz__pool_rec_submit(cx, rec);
-    if (rc == BLITZ_OK) {
-        op->rec = rec;
-        return BLITZ_PENDING;
-    }
-    blitz__pool_rec_free(rec);
-    *err = rc;
-    return BLITZ_READY;
-}
-
-/* Nonzero when the op carries no operation (its poll starts a new one). */
-BLITZ_PRIVATE int blitz__pool_op_idle(const blitz__pool_op *op) {
-    return op->rec == NULL;
-}
-
-/* A started op: READY with the finished record in *done (the caller takes
- * its results and frees it with blitz__pool_rec_free); the op is idle
- * again. A record woken for queue room is queued again here; if that
- * fails its exec reports the cancellation. */
-BLITZ_PRIVATE blitz_poll blitz__pool_op_poll(blitz_cx *cx, blitz__pool_op *op,
-                                             blitz__pool_rec **done) {
-    blitz__pool_rec *rec = op->rec;
-    /* Acquire pairs with the thread's release of DONE (or the room
-     * wake's of RETRY). */
-    uint32_t s = blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE);
-    if (s == BLITZ__OP_RETRY) {
-        if (blitz__pool_rec_submit(cx, rec) == BLITZ_OK)
-            return BLITZ_PENDING;
-        rec->exec(rec, 1);
-        s = BLITZ__OP_DONE;
-    }
-    if (s != BLITZ__OP_DONE)
-        return BLITZ_PENDING;
-    op->rec = NULL;
-    *done = rec;
-    return BLITZ_READY;
-}
-
-/* Takes a record off the room waiters or out of the queue. Returns 1 when
- * it was in one of them (its waker then dropped). */
-static int blitz__pool_rec_unlink(blitz__pool_rec *rec, uint32_t s) {
-    blitz__pool *p = &rec->rt->pool;
-    blitz_waker room = blitz_waker_noop();
-    blitz__mutex_lock(&p->lock);
-    int was = rec->job.linked;
-    if (was) {
-        if (s == BLITZ__OP_ROOM) {
-            blitz__jl_unlink(&p->space_head, &p->space_tail, &rec->job);
-        } else {
-            blitz__jl_unlink(&p->head, &p->tail, &rec->job);
-            p->queued--;
-            room = blitz__pool_take_room_waiter(p);
-        }
-    }
-    blitz__mutex_unlock(&p->lock);
-    if (was) {
-        blitz_waker_drop(rec->waker);
-        blitz_waker_wake(room);
-        if (s == BLITZ__OP_INFLIGHT)
-            blitz__pool_busy(rec->rt, -1);
-    }
-    return was;
-}
-
-/* The op's cancel. The op is idle afterwards in every case: a record that
- * is queued, waits for room, is finished or was woken for room is freed
- * here (with what it holds); a running one is marked ABANDONED and its
- * thread frees it when done. */
-BLITZ_PRIVATE void blitz__pool_op_cancel(blitz__pool_op *op) {
-    blitz__pool_rec *rec = op->rec;
-    if (!rec)
-        return;
-    op->rec = NULL;
-    uint32_t s = blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE);
-    if (s == BLITZ__OP_ROOM || s == BLITZ__OP_INFLIGHT) {
-        if (blitz__pool_rec_unlink(rec, s)) {
-            blitz__pool_rec_free(rec);
-            return;
-        }
-        /* Taken by a thread, or woken for room (RETRY, stored under the
-         * lock, so this load sees it). */
-        s = blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE);
-    }
-    for (;;) {
-        if (s == BLITZ__OP_INFLIGHT) {
-            /* Acq_rel: the thread's failed CAS sees ABANDONED, or this CAS
-             * fails because the thread already stored DONE. */
-            if (blitz__u32_field_cas(&rec->state, &s, BLITZ__OP_INFLIGHT | BLITZ__OP_ABANDONED,
-                                     BLITZ__ACQ_REL))
-                return;
-            continue;
-        }
-        /* DONE or RETRY: the record is the task's alone. */
-        blitz__pool_rec_free(rec);
-        return;
-    }
-}
-
-/* Nonzero when the thread working for `rec` should stop early: its task
- * gave up on it, or the runtime is shutting down. */
-BLITZ_PRIVATE int blitz__pool_rec_give_up(blitz__pool_rec *rec) {
-    return (blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE) & BLITZ__OP_ABANDONED) ||
-           blitz__u32_load(&rec->rt->shutdown, BLITZ__ACQUIRE);
-}
-
-/* ---- the awaitable spawn ------------------------------------------------------------ */
-
-BLITZ_API blitz_poll blitz_spawn_blocking_await(blitz_cx *cx, blitz_blocking_spawn *op,
-                                                const blitz_blocking_opts *opts) {
-    if (!op)
-        return BLITZ_READY;
-    if (!cx) {
-        op->result = BLITZ_EINVAL;
-        return BLITZ_READY;
-    }
-    blitz__pool_rec *rec = op->blitz__op.rec;
-    if (rec) {
-        /* Acquire pairs with the release of the room wake. */
-        if (blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE) == BLITZ__OP_ROOM)
-            return BLITZ_PENDING;
-        op->blitz__op.rec = NULL; /* woken: the wake consumed its waker */
-        blitz__pool_rec_free(rec);
-    }
-    /* A room waiter's record: only its links, state and waker are used. */
-    rec = (blitz__pool_rec *)blitz__pool_rec_new(sizeof *rec, NULL, NULL);
-    if (!rec) {
-        op->task = NULL;
-        op->result = BLITZ_ENOMEM;
-        return BLITZ_READY;
-    }
-    blitz_waker mine = blitz_cx_waker(cx);
-    rec->rt = blitz_cx_runtime(cx);
-    rec->waker = blitz_waker_clone(&mine);
-    int rc = blitz__spawn_blocking(rec->rt, opts, &op->task, rec);
-    if (rc == BLITZ_EFULL && opts && opts->fn) {
-        op->blitz__op.rec = rec; /* a room waiter now: the clone is the pool's */
-        return BLITZ_PENDING;
-    }
-    blitz_waker_drop(rec->waker);
-    blitz__pool_rec_free(rec);
-    op->result = rc;
-    return BLITZ_READY;
-}
-
-BLITZ_API void blitz_spawn_blocking_cancel(blitz_cx *cx, void *p) {
-    (void)cx;
-    blitz_blocking_spawn *op = (blitz_blocking_spawn *)p;
-    if (!op || !op->blitz__op.rec)
-        return;
-    blitz__pool_rec *rec = op->blitz__op.rec;
-    op->blitz__op.rec = NULL;
-    if (blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE) == BLITZ__OP_ROOM)
-        (void)blitz__pool_rec_unlink(rec, BLITZ__OP_ROOM);
-    blitz__pool_rec_free(rec);
-}
-/* ====[ END src/blocking_pool.c ]========================================== */
-/* ====[ BEGIN src/fs.c ]=================================================== */
-/* >>fs */
-/* Files: every operation is a pool op (blocking_pool.c) whose thread makes
- * the system calls. The public calls take the request, the op struct keeps
- * it, and one exec function carries it out, so a backend with native file
- * operations (io_uring) can take the same request from the op instead.
- *
- * Paths are copied (one allocation for both paths of a rename) when the
- * operation starts: a cancelled operation whose thread is still running
- * must not read the caller's string after the caller moved on. The thread
- * frees the copy when it is done; a cancel that takes the op out of the
- * queue frees it instead. */
-/* internal.h already included */
-
-enum {
-    BLITZ__FS_OPEN = 1,
-    BLITZ__FS_CLOSE,
-    BLITZ__FS_READ,
-    BLITZ__FS_WRITE,
-    BLITZ__FS_PREAD,
-    BLITZ__FS_PWRITE,
-    BLITZ__FS_READV,
-    BLITZ__FS_WRITEV,
-    BLITZ__FS_FSYNC,
-    BLITZ__FS_FDATASYNC,
-    BLITZ__FS_TRUNCATE,
-    BLITZ__FS_STAT,
-    BLITZ__FS_LSTAT,
-    BLITZ__FS_FSTAT,
-    BLITZ__FS_RENAME,
-    BLITZ__FS_UNLINK,
-    BLITZ__FS_RMDIR,
-    BLITZ__FS_MKDIR,
-    BLITZ__FS_MKDIR_ALL,
-    BLITZ__FS_READ_DIR,
-    BLITZ__FS_READ_FILE,
-    BLITZ__FS_WRITE_FILE,
-};
-
-/* What a pool thread works on: the request, with copies of the paths
- * and of the data to write, and the results, reads landing in `buf`. */
-typedef struct {
-    blitz__pool_rec base;
-    int kind, fd, flags;
-    uint32_t mode;
-    void *buf; /* owned: data to write, or room for what is read */
-    size_t len;
-    int64_t off;
-    char *path, *path2; /* one allocation */
-    blitz_fs_metadata md;
-    int64_t result;
-    void *data;
-} blitz__fs_rec;
-
-static int64_t blitz__fs_err(void) {
-    return blitz__from_errno(errno);
-}
-
-static blitz_file_type blitz__fs_type_of_mode(mode_t m) {
-    if (S_ISREG(m))
-        return BLITZ_FILE_REGULAR;
-    if (S_ISDIR(m))
-        return BLITZ_FILE_DIRECTORY;
-    if (S_ISLNK(m))
-        return BLITZ_FILE_SYMLINK;
-    return BLITZ_FILE_OTHER;
-}
-
-static uint64_t blitz__fs_ns(struct timespec ts) {
-    return ts.tv_sec < 0 ? 0 : (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void blitz__fs_fill_metadata(blitz_fs_metadata *m, const struct stat *st) {
-    memset(m, 0, sizeof *m);
-    m->type = blitz__fs_type_of_mode(st->st_mode);
-    m->mode = (uint32_t)(st->st_mode & 07777);
-    m->size = st->st_size < 0 ? 0 : (uint64_t)st->st_size;
-#if defined(__APPLE__)
-    m->mtime_ns = blitz__fs_ns(st->st_mtimespec);
-    m->atime_ns = blitz__fs_ns(st->st_atimespec);
-    m->ctime_ns = blitz__fs_ns(st->st_ctimespec);
-#else
-    m->mtime_ns = blitz__fs_ns(st->st_mtim);
-    m->atime_ns = blitz__fs_ns(st->st_atim);
-    m->ctime_ns = blitz__fs_ns(st->st_ctim);
-#endif
-    m->dev = (uint64_t)st->st_dev;
-    m->ino = (uint64_t)st->st_ino;
-    m->nlink = (uint64_t)st->st_nlink;
-    m->uid = (uint32_t)st->st_uid;
-    m->gid = (uint32_t)st->st_gid;
-}
-
-/* Writes everything, continuing after short writes and EINTR. */
-static int64_t blitz__fs_write_all(int fd, const char *p, size_t len, int64_t off) {
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = off >= 0 ? pwrite(fd, p + done, len - done, (off_t)(off + (int64_t)done))
-                             : write(fd, p + done, len - done);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EPIPE)
-                blitz__consume_sigpipe();
-            return blitz__fs_err();
-        }
-        if (n == 0)
-            return BLITZ_EIO;
-        done += (size_t)n;
-    }
-    return (int64_t)done;
-}
-
-static int64_t blitz__fs_read_some(int fd, void *buf, size_t len, int64_t off) {
-    for (;;) {
-        ssize_t n = off >= 0 ? pread(fd, buf, len, (off_t)off) : read(fd, buf, len);
-        if (n >= 0)
-            return n;
-        if (errno != EINTR)
-            return blitz__fs_err();
-    }
-}
-
-static int64_t blitz__fs_mkdir_all(char *path, mode_t mode) {
-    size_t len = strlen(path);
-    while (len > 1 && path[len - 1] == '/')
-        path[--len] = '\0';
-    for (char *p = path + 1;; p++) {
-        int last = *p == '\0';
-        if (*p != '/' && !last)
-            continue;
-        if (!last && p[-1] == '/')
-            continue; /* doubled slash */
-        char saved = *p;
-        *p = '\0';
-        if (mkdir(path, mode) != 0) {
-            /* An existing directory is fine whatever mkdir said (it may
-             * say EACCES for a parent we cannot write). */
-            int e = errno;
-            struct stat st;
-            int exists = stat(path, &st) == 0;
-            if (!exists || !S_ISDIR(st.st_mode)) {
-                *p = saved;
-                return blitz__from_errno(!exists ? e : last ? EEXIST : ENOTDIR);
-            }
-        }
-        *p = saved;
-        if (last)
-            return 0;
-    }
-}
-
-/* Growable buffer on BLITZ_MALLOC/BLITZ_FREE (there is no realloc hook). */
-BLITZ_PRIVATE int blitz__grow_buffer(char **buf, size_t *cap, size_t used, size_t need) {
-    if (need <= *cap)
-        return 0;
-    size_t ncap = *cap ? *cap : 256;
-    while (ncap < need) {
-        if (ncap > SIZE_MAX / 2)
-            return BLITZ_ENOMEM;
-        ncap *= 2;
-    }
-    char *n = (char *)blitz__malloc(ncap);
-    if (!n)
-        return BLITZ_ENOMEM;
-    if (used)
-        memcpy(n, *buf, used);
-    blitz__free(*buf);
-    *buf = n;
-    *cap = ncap;
-    return 0;
-}
-
-static int64_t blitz__fs_read_file(const char *path, void **out) {
-    int fd;
-    do
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-    while (fd < 0 && errno == EINTR);
-    if (fd < 0)
-        return blitz__fs_err();
-    struct stat st;
-    size_t cap = 0, used = 0;
-    char *buf = NULL;
-    size_t hint = fstat(fd, &st) == 0 && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
-    int64_t rc = blitz__grow_buffer(&buf, &cap, 0, hint);
-    while (rc == 0) {
-        if (used + 1 >= cap && (rc = blitz__grow_buffer(&buf, &cap, used, cap * 2)) != 0)
-            break;
-        int64_t n = blitz__fs_read_some(fd, buf + used, cap - used - 1, -1);
-        if (n < 0)
-            rc = n;
-        else if (n == 0)
-            break;
-        else
-            used += (size_t)n;
-    }
-    close(fd);
-    if (rc != 0) {
-        blitz__free(buf);
-        return rc;
-    }
-    buf[used] = '\0';
-    *out = buf;
-    return (int64_t)used;
-}
-
-static int64_t blitz__fs_write_file(const char *path, const void *data, size_t len) {
-    int fd;
-    do
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    while (fd < 0 && errno == EINTR);
-    if (fd < 0)
-        return blitz__fs_err();
-    int64_t rc = blitz__fs_write_all(fd, (const char *)data, len, -1);
-    if (close(fd) != 0 && rc >= 0 && errno != EINTR)
-        rc = blitz__fs_err();
-    return rc;
-}
-
-static int blitz__fs_dirent_cmp(const void *a, const void *b) {
-    return strcmp(((const blitz_fs_dirent *)a)->name, ((const blitz_fs_dirent *)b)->name);
-}
-
-/* One block: the entry array, then the names it points into. */
-static int64_t blitz__fs_read_dir(const char *path, void **out) {
-    DIR *d = opendir(path);
-    if (!d)
-        return blitz__fs_err();
-    char *names = NULL, *types = NULL;
-    size_t names_cap = 0, names_used = 0, types_cap = 0, count = 0;
-    int64_t rc = 0;
-    for (;;) {
-        errno = 0;
-        struct dirent *e = readdir(d);
-        if (!e) {
-            if (errno)
-                rc = blitz__fs_err();
-            break;
-        }
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        size_t n = strlen(e->d_name) + 1;
-        if ((rc = blitz__grow_buffer(&names, &names_cap, names_used, names_used + n)) != 0 ||
-            (rc = blitz__grow_buffer(&types, &types_cap, count, count + 1)) != 0)
-            break;
-        memcpy(names + names_used, e->d_name, n);
-        names_used += n;
-        blitz_file_type t = BLITZ_FILE_UNKNOWN;
-#ifdef DT_UNKNOWN
-        switch (e->d_type) {
-        case DT_REG:
-            t = BLITZ_FILE_REGULAR;
-            break;
-        case DT_DIR:
-            t = BLITZ_FILE_DIRECTORY;
-            break;
-        case DT_LNK:
-            t = BLITZ_FILE_SYMLINK;
-            break;
-        case DT_UNKNOWN:
-            break;
-        default:
-            t = BLITZ_FILE_OTHER;
-        }
-#endif
-        types[count++] = (char)t;
-    }
-    closedir(d);
-    blitz_fs_dirent *list = NULL;
-    if (rc == 0) {
-        size_t head = (count ? count : 1) * sizeof(blitz_fs_dirent);
-        list = (blitz_fs_dirent *)blitz__malloc(head + names_used);
-        if (!list) {
-            rc = BLITZ_ENOMEM;
-        } else {
-            char *copy = (char *)list + head;
-            if (names_used)
-                memcpy(copy, names, names_used);
-            for (size_t i = 0; i < count; i++) {
-                list[i].name = copy;
-                list[i].type = (blitz_file_type)types[i];
-                copy += strlen(copy) + 1;
-            }
-            qsort(list, count, sizeof *list, blitz__fs_dirent_cmp);
-        }
-    }
-    blitz__free(names);
-    blitz__free(types);
-    if (rc != 0)
-        return rc;
-    *out = list;
-    return (int64_t)count;
-}
-
-static int blitz__fs_open_flags(int flags, int *out) {
-    if (flags & ~(BLITZ_FS_READ | BLITZ_FS_WRITE | BLITZ_FS_APPEND | BLITZ_FS_CREATE |
-                  BLITZ_FS_TRUNCATE | BLITZ_FS_EXCL))
-        return BLITZ_EINVAL;
-    int w = (flags & (BLITZ_FS_WRITE | BLITZ_FS_APPEND)) != 0, r = (flags & BLITZ_FS_READ) != 0;
-    if (!w && !r)
-        return BLITZ_EINVAL;
-    int o = (r && w) ? O_RDWR : w ? O_WRONLY : O_RDONLY;
-    if (flags & BLITZ_FS_APPEND)
-        o |= O_APPEND;
-    if (flags & BLITZ_FS_CREATE)
-        o |= O_CREAT;
-    if (flags & BLITZ_FS_TRUNCATE)
-        o |= O_TRUNC;
-    if (flags & BLITZ_FS_EXCL)
-        o |= O_EXCL;
-    *out = o | O_CLOEXEC;
-    return 0;
-}
-
-static int64_t blitz__fs_stat_result(int rc, blitz_fs_metadata *out, const struct stat *st) {
-    if (rc != 0)
-        return blitz__fs_err();
-    blitz__fs_fill_metadata(out, st);
-    return 0;
-}
-
-static int64_t blitz__fs_do(blitz__fs_rec *f) {
-    struct stat st;
-    int rc;
-    switch (f->kind) {
-    case BLITZ__FS_OPEN:
-        do
-            rc = open(f->path, f->flags, (mode_t)f->mode);
-        while (rc < 0 && errno == EINTR);
-        return rc < 0 ? blitz__fs_err() : rc;
-    case BLITZ__FS_CLOSE:
-        /* Linux releases the descriptor even when close reports EINTR. */
-        return close(f->fd) == 0 || errno == EINTR ? 0 : blitz__fs_err();
-    case BLITZ__FS_READ:
-    case BLITZ__FS_PREAD:
-    case BLITZ__FS_READV:
-        return blitz__fs_read_some(f->fd, f->buf, f->len, f->off);
-    case BLITZ__FS_WRITE:
-    case BLITZ__FS_PWRITE:
-    case BLITZ__FS_WRITEV:
-        return blitz__fs_write_all(f->fd, (const char *)f->buf, f->len, f->off);
-    case BLITZ__FS_FSYNC:
-        return fsync(f->fd) == 0 ? 0 : blitz__fs_err();
-    case BLITZ__FS_FDATASYNC:
-#if defined(__APPLE__)
-        return fsync(f->fd) == 0 ? 0 : blitz__fs_err();
-#else
-        return fdatasync(f->fd) == 0 ? 0 : blitz__fs_err();
-#endif
-    case BLITZ__FS_TRUNCATE:
-        return ftruncate(f->fd, (off_t)f->off) == 0 ? 0 : blitz__fs_err();
-    case BLITZ__FS_STAT:
-        return blitz__fs_stat_result(stat(f->path, &st), &f->md, &st);
-    case BLITZ__FS_LSTAT:
-        return blitz__fs_stat_result(lstat(f->path, &st), &f->md, &st);
-    case BLITZ__FS_FSTAT:
-        return blitz__fs_stat_result(fstat(f->fd, &st), &f->md, &st);
-    case BLITZ__FS_RENAME:
-        return rename(f->path, f->path2) == 0 ? 0 : blitz__fs_err();
-    case BLITZ__FS_UNLINK:
-        return unlink(f->path) == 0 ? 0 : blitz__fs_err();
-    case BLITZ__FS_RMDIR:
-        return rmdir(f->path) == 0 ? 0 : blitz__fs_err();
-    case BLITZ__FS_MKDIR:
-        return mkdir(f->path, (mode_t)f->mode) == 0 ? 0 : blitz__fs_err();
-    case BLITZ__FS_MKDIR_ALL:
-        return blitz__fs_mkdir_all(f->path, (mode_t)f->mode);
-    case BLITZ__FS_READ_DIR:
-        return blitz__fs_read_dir(f->path, &f->data);
-    case BLITZ__FS_READ_FILE:
-        return blitz__fs_read_file(f->path, &f->data);
-    case BLITZ__FS_WRITE_FILE:
-        return blitz__fs_write_file(f->path, f->buf, f->len);
-    default:
-        return BLITZ_EINVAL;
-    }
-}
-
-static void blitz__fs_exec(blitz__pool_rec *rec, int cancelled) {
-    blitz__fs_rec *f = (blitz__fs_rec *)rec;
-    f->result = cancelled ? BLITZ_ECANCELED : blitz__fs_do(f);
-}
-
-/* Frees what the record still holds; an opened file nobody took is
- * closed. */
-static void blitz__fs_discard(blitz__pool_rec *rec) {
-    blitz__fs_rec *f = (blitz__fs_rec *)rec;
-    if (f->kind == BLITZ__FS_OPEN && f->result >= 0)
-        close((int)f->result);
-    blitz__free(f->data);
-    blitz__free(f->buf);
-    blitz__free(f->path);
-}
-
-/* Copies the path(s) into the record. */
-static int blitz__fs_set_paths(blitz__fs_rec *f, const char *a, const char *b) {
-    size_t la = strlen(a) + 1, lb = b ? strlen(b) + 1 : 0;
-    char *p = (char *)blitz__malloc(la + lb);
-    if (!p)
-        return BLITZ_ENOMEM;
-    memcpy(p, a, la);
-    if (b)
-        memcpy(p + la, b, lb);
-    f->path = p;
-    f->path2 = b ? p + la : NULL;
-    return 0;
-}
-
-/* A request, as the public calls describe it. */
-typedef struct {
-    int kind, fd, flags;
-    uint32_t mode;
-    const void *buf; /* data to write; where a read goes */
-    size_t len;
-    int64_t off;
-    const char *path, *path2;
-    const blitz_fs_iovec *iov;
-    int iovcnt;
-    blitz_fs_metadata *md;
-} blitz__fs_req;
-
-static int blitz__fs_is_read(int kind) {
-    return kind == BLITZ__FS_READ || kind == BLITZ__FS_PREAD || kind == BLITZ__FS_READV;
-}
-
-/* Builds the record: copies of paths and of data to write, room for a
- * read. */
-static int blitz__fs_rec_fill(blitz__fs_rec *f, const blitz__fs_req *r) {
-    f->kind = r->kind;
-    f->fd = r->fd;
-    f->flags = r->flags;
-    f->mode = r->mode;
-    f->off = r->off;
-    f->result = -1;
-    if (r->path && blitz__fs_set_paths(f, r->path, r->path2) != 0)
-        return BLITZ_ENOMEM;
-    size_t len = r->len;
-    if (r->iov) {
-        len = 0;
-        for (int i = 0; i < r->iovcnt; i++) {
-            if (!r->iov[i].base && r->iov[i].len)
-                return BLITZ_EFAULT;
-            if (r->iov[i].len > SIZE_MAX - len)
-                return BLITZ_EINVAL;
-            len += r->iov[i].len;
-        }
-    }
-    if (blitz__fs_is_read(r->kind) && len > BLITZ_FS_MAX_READ)
-        len = BLITZ_FS_MAX_READ;
-    f->len = len;
-    if (len && (blitz__fs_is_read(r->kind) || r->buf || r->iov)) {
-        f->buf = blitz__malloc(len);
-        if (!f->buf)
-            return BLITZ_ENOMEM;
-        if (!blitz__fs_is_read(r->kind)) {
-            if (r->iov) {
-                size_t at = 0;
-                for (int i = 0; i < r->iovcnt; i++) {
-                    if (r->iov[i].len)
-                        memcpy((char *)f->buf + at, r->iov[i].base, r->iov[i].len);
-                    at += r->iov[i].len;
-                }
-            } else {
-                memcpy(f->buf, r->buf, len);
-            }
-        }
-    }
-    return 0;
-}
-
-/* Moves the results of a finished record into the op and the caller's
- * buffers. */
-static void blitz__fs_take(blitz_fs_op *op, blitz__fs_rec *f) {
-    op->result = f->result;
-    if (f->result > 0 && blitz__fs_is_read(f->kind)) {
-        if (op->blitz__iov) {
-            size_t at = 0, left = (size_t)f->result;
-            for (int i = 0; i < op->blitz__iovcnt && left; i++) {
-                size_t n = op->blitz__iov[i].len < left ? op->blitz__iov[i].len : left;
-                if (n)
-                    memcpy(op->blitz__iov[i].base, (char *)f->buf + at, n);
-                at += n;
-                left -= n;
-            }
-        } else {
-            memcpy(op->blitz__out, f->buf, (size_t)f->result);
-        }
-    }
-    if (f->result == 0 &&
-        (f->kind == BLITZ__FS_STAT || f->kind == BLITZ__FS_LSTAT || f->kind == BLITZ__FS_FSTAT))
-        *(blitz_fs_metadata *)op->blitz__out = f->md;
-    op->data = f->data;
-    f->data = NULL;
-    f->result = -1; /* an opened file is the caller's now */
-    blitz__pool_rec_free(&f->base);
-}
-
-/* The shared body of every public call: a new request starts the op, an
- * op in flight is polled. */
-static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_req *r) {
-    if (!f)
-        return BLITZ_READY;
-    blitz__pool_rec *done;
-    if (!blitz__pool_op_idle(&f->blitz__op)) {
-        if (blitz__pool_op_poll(cx, &f->blitz__op, &done) == BLITZ_PENDING)
-            return BLITZ_PENDING;
-        blitz__fs_take(f, (blitz__fs_rec *)done);
-        return BLITZ_READY;
-    }
-    f->data = NULL;
-    if (!cx) {
-        f->result = BLITZ_EINVAL;
-        return BLITZ_READY;
-    }
-    blitz__fs_rec *rec =
-        (blitz__fs_rec *)blitz__pool_rec_new(sizeof *rec, blitz__fs_exec, blitz__fs_discard);
-    if (!rec) {
-        f->result = BLITZ_ENOMEM;
-        return BLITZ_READY;
-    }
-    int rc = blitz__fs_rec_fill(rec, r);
-    if (rc != 0) {
-        blitz__pool_rec_free(&rec->base);
-        f->result = rc;
-        return BLITZ_READY;
-    }
-    f->blitz__out = r->md ? (void *)r->md : (void *)(uintptr_t)r->buf;
-    f->blitz__iov = r->iov;
-    f->blitz__iovcnt = r->iovcnt;
-    if (blitz__pool_op_start(cx, &f->blitz__op, &rec->base, &rc) == BLITZ_PENDING)
-        return BLITZ_PENDING;
-    f->result = rc;
-    return BLITZ_READY;
-}
-
-static blitz__fs_req blitz__fs_req_new(int kind) {
-    blitz__fs_req r;
-    memset(&r, 0, sizeof r);
-    r.kind = kind;
-    r.fd = -1;
-    r.off = -1;
-    return r;
-}
-
-/* An argument error known before anything starts. */
-static blitz_poll blitz__fs_fail(blitz_cx *cx, blitz_fs_op *f, int err) {
-    if (f && blitz__pool_op_idle(&f->blitz__op)) {
-        f->data = NULL;
-        f->result = err;
-        return BLITZ_READY;
-    }
-    blitz__fs_req none = blitz__fs_req_new(0);
-    return blitz__fs_call(cx, f, &none);
-}
-BLITZ_API blitz_poll blitz_fs_open(blitz_cx *cx, blitz_fs_op *op, const char *path, int flags,
-                                   uint32_t mode) {
-    blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_OPEN);
-    if (blitz__fs_open_flags(flags, &r.flags) != 0 || !path)
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    r.mode = mode;
-    r.path = path;
-    return blitz__fs_call(cx, op, &r);
-}
-
-static blitz_poll blitz__fs_fd_call(blitz_cx *cx, blitz_fs_op *op, int kind, int fd) {
-    if (fd < 0)
-        return blitz__fs_fail(cx, op, BLITZ_EBADF);
-    blitz__fs_req r = blitz__fs_req_new(kind);
-    r.fd = fd;
-    return blitz__fs_call(cx, op, &r);
-}
-
-BLITZ_API blitz_poll blitz_fs_close(blitz_cx *cx, blitz_fs_op *op, int fd) {
-    return blitz__fs_fd_call(cx, op, BLITZ__FS_CLOSE, fd);
-}
-BLITZ_API blitz_poll blitz_fs_fsync(blitz_cx *cx, blitz_fs_op *op, int fd) {
-    return blitz__fs_fd_call(cx, op, BLITZ__FS_FSYNC, fd);
-}
-BLITZ_API blitz_poll blitz_fs_fdatasync(blitz_cx *cx, blitz_fs_op *op, int fd) {
-    return blitz__fs_fd_call(cx, op, BLITZ__FS_FDATASYNC, fd);
-}
-
-static blitz_poll blitz__fs_io(blitz_cx *cx, blitz_fs_op *op, int kind, int fd, const void *buf,
-                               size_t len, int64_t off) {
-    if (fd < 0)
-        return blitz__fs_fail(cx, op, BLITZ_EBADF);
-    if (!buf && len)
-        return blitz__fs_fail(cx, op, BLITZ_EFAULT);
-    if (off < -1 || (len > (size_t)INT64_MAX))
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    blitz__fs_req r = blitz__fs_req_new(kind);
-    r.fd = fd;
-    r.buf = buf;
-    r.len = len;
-    r.off = off;
-    return blitz__fs_call(cx, op, &r);
-}
-
-BLITZ_API blitz_poll blitz_fs_read(blitz_cx *cx, blitz_fs_op *op, int fd, void *buf, size_t len) {
-    return blitz__fs_io(cx, op, BLITZ__FS_READ, fd, buf, len, -1);
-}
-BLITZ_API blitz_poll blitz_fs_write(blitz_cx *cx, blitz_fs_op *op, int fd, const void *buf,
-                                    size_t len) {
-    return blitz__fs_io(cx, op, BLITZ__FS_WRITE, fd, buf, len, -1);
-}
-BLITZ_API blitz_poll blitz_fs_pread(blitz_cx *cx, blitz_fs_op *op, int fd, void *buf, size_t len,
-                                    uint64_t offset) {
-    if (offset > (uint64_t)INT64_MAX)
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    return blitz__fs_io(cx, op, BLITZ__FS_PREAD, fd, buf, len, (int64_t)offset);
-}
-BLITZ_API blitz_poll blitz_fs_pwrite(blitz_cx *cx, blitz_fs_op *op, int fd, const void *buf,
-                                     size_t len, uint64_t offset) {
-    if (offset > (uint64_t)INT64_MAX)
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    return blitz__fs_io(cx, op, BLITZ__FS_PWRITE, fd, buf, len, (int64_t)offset);
-}
-
-static blitz_poll blitz__fs_vec(blitz_cx *cx, blitz_fs_op *op, int kind, int fd,
-                                const blitz_fs_iovec *iov, int iovcnt, int64_t offset) {
-    if (!iov || iovcnt <= 0 || iovcnt > IOV_MAX || offset < -1)
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    if (fd < 0)
-        return blitz__fs_fail(cx, op, BLITZ_EBADF);
-    blitz__fs_req r = blitz__fs_req_new(kind);
-    r.fd = fd;
-    r.iov = iov;
-    r.iovcnt = iovcnt;
-    r.off = offset;
-    return blitz__fs_call(cx, op, &r);
-}
-
-BLITZ_API blitz_poll blitz_fs_readv(blitz_cx *cx, blitz_fs_op *op, int fd,
-                                    const blitz_fs_iovec *iov, int iovcnt, int64_t offset) {
-    return blitz__fs_vec(cx, op, BLITZ__FS_READV, fd, iov, iovcnt, offset);
-}
-BLITZ_API blitz_poll blitz_fs_writev(blitz_cx *cx, blitz_fs_op *op, int fd,
-                                     const blitz_fs_iovec *iov, int iovcnt, int64_t offset) {
-    return blitz__fs_vec(cx, op, BLITZ__FS_WRITEV, fd, iov, iovcnt, offset);
-}
-
-BLITZ_API blitz_poll blitz_fs_truncate(blitz_cx *cx, blitz_fs_op *op, int fd, uint64_t length) {
-    if (length > (uint64_t)INT64_MAX)
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    if (fd < 0)
-        return blitz__fs_fail(cx, op, BLITZ_EBADF);
-    blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_TRUNCATE);
-    r.fd = fd;
-    r.off = (int64_t)length;
-    return blitz__fs_call(cx, op, &r);
-}
-
-static blitz_poll blitz__fs_stat_call(blitz_cx *cx, blitz_fs_op *op, int kind, const char *path,
-                                      int fd, blitz_fs_metadata *out) {
-    if (!out || (kind != BLITZ__FS_FSTAT && !path))
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    if (kind == BLITZ__FS_FSTAT && fd < 0)
-        return blitz__fs_fail(cx, op, BLITZ_EBADF);
-    blitz__fs_req r = blitz__fs_req_new(kind);
-    r.fd = fd;
-    r.md = out;
-    r.path = path;
-    return blitz__fs_call(cx, op, &r);
-}
-
-BLITZ_API blitz_poll blitz_fs_stat(blitz_cx *cx, blitz_fs_op *op, const char *path,
-                                   blitz_fs_metadata *out) {
-    return blitz__fs_stat_call(cx, op, BLITZ__FS_STAT, path, -1, out);
-}
-BLITZ_API blitz_poll blitz_fs_lstat(blitz_cx *cx, blitz_fs_op *op, const char *path,
-                                    blitz_fs_metadata *out) {
-    return blitz__fs_stat_call(cx, op, BLITZ__FS_LSTAT, path, -1, out);
-}
-BLITZ_API blitz_poll blitz_fs_fstat(blitz_cx *cx, blitz_fs_op *op, int fd, blitz_fs_metadata *out) {
-    return blitz__fs_stat_call(cx, op, BLITZ__FS_FSTAT, NULL, fd, out);
-}
-
-static blitz_poll blitz__fs_path_call(blitz_cx *cx, blitz_fs_op *op, int kind, const char *path,
-                                      const char *path2, uint32_t mode) {
-    if (!path || (kind == BLITZ__FS_RENAME && !path2))
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    blitz__fs_req r = blitz__fs_req_new(kind);
-    r.path = path;
-    r.path2 = path2;
-    r.mode = mode;
-    return blitz__fs_call(cx, op, &r);
-}
-
-BLITZ_API blitz_poll blitz_fs_rename(blitz_cx *cx, blitz_fs_op *op, const char *from,
-                                     const char *to) {
-    return blitz__fs_path_call(cx, op, BLITZ__FS_RENAME, from, to, 0);
-}
-BLITZ_API blitz_poll blitz_fs_unlink(blitz_cx *cx, blitz_fs_op *op, const char *path) {
-    return blitz__fs_path_call(cx, op, BLITZ__FS_UNLINK, path, NULL, 0);
-}
-BLITZ_API blitz_poll blitz_fs_rmdir(blitz_cx *cx, blitz_fs_op *op, const char *path) {
-    return blitz__fs_path_call(cx, op, BLITZ__FS_RMDIR, path, NULL, 0);
-}
-BLITZ_API blitz_poll blitz_fs_mkdir(blitz_cx *cx, blitz_fs_op *op, const char *path,
-                                    uint32_t mode) {
-    return blitz__fs_path_call(cx, op, BLITZ__FS_MKDIR, path, NULL, mode);
-}
-BLITZ_API blitz_poll blitz_fs_mkdir_all(blitz_cx *cx, blitz_fs_op *op, const char *path,
-                                        uint32_t mode) {
-    if (path && !*path)
-        return blitz__fs_fail(cx, op, BLITZ_ENOENT);
-    return blitz__fs_path_call(cx, op, BLITZ__FS_MKDIR_ALL, path, NULL, mode);
-}
-BLITZ_API blitz_poll blitz_fs_read_dir(blitz_cx *cx, blitz_fs_op *op, const char *path) {
-    return blitz__fs_path_call(cx, op, BLITZ__FS_READ_DIR, path, NULL, 0);
-}
-BLITZ_API blitz_poll blitz_fs_read_file(blitz_cx *cx, blitz_fs_op *op, const char *path) {
-    return blitz__fs_path_call(cx, op, BLITZ__FS_READ_FILE, path, NULL, 0);
-}
-BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const char *path,
-                                         const void *data, size_t len) {
-    if (!path)
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    if (!data && len)
-        return blitz__fs_fail(cx, op, BLITZ_EFAULT);
-    blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_WRITE_FILE);
-    r.path = path;
-    r.buf = data;
-    r.len = len;
-    return blitz__fs_call(cx, op, &r);
-}
-
-BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *p) {
-    (void)cx;
-    blitz_fs_op *f = (blitz_fs_op *)p;
-    if (f)
-        blitz__pool_op_cancel(&f->blitz__op);
-}
-/* ====[ END src/fs.c ]===================================================== */
-/* ====[ BEGIN src/dns.c ]================================================== */
-/* >>dns */
-/* DNS: getaddrinfo on the blocking pool (blocking_pool.c ops). The answer
- * is copied into one array of fixed-size addresses, so the caller frees
- * one block and a lookup abandoned by its task is freed by the thread that
- * finishes it (the op's discard). */
-/* internal.h already included */
-
-_Static_assert(sizeof(struct sockaddr_in6) <= sizeof(((blitz_resolved_addr *)0)->addr.bytes),
-               "a resolved address holds an IPv6 socket address");
-
-static int blitz__dns_error(int gai) {
-    switch (gai) {
-    case EAI_NONAME:
-#ifdef EAI_NODATA
-    case EAI_NODATA:
-#endif
-#ifdef EAI_ADDRFAMILY
-    case EAI_ADDRFAMILY:
-#endif
-        return BLITZ_ENOHOST;
-    case EAI_AGAIN:
-        return BLITZ_EDNSTEMP;
-    case EAI_MEMORY:
-        return BLITZ_ENOMEM;
-    case EAI_FAMILY:
-    case EAI_SERVICE:
-    case EAI_BADFLAGS:
-        return BLITZ_EINVAL;
-    case EAI_SYSTEM:
-        return blitz__from_errno(errno);
-    default:
-        return BLITZ_EDNS;
-    }
-}
-
-static int blitz__dns_lookup(const char *host, uint16_t port, int family,
-                             blitz_resolved_addr **out) {
-    struct addrinfo hints, *res = NULL;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = family == 4 ? AF_INET : family == 6 ? AF_INET6 : AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;
-    char service[8];
-    snprintf(service, sizeof service, "%u", (unsigned)port);
-    int rc = getaddrinfo(host, service, &hints, &res);
-    if (rc != 0)
-        return blitz__dns_error(rc);
-    size_t n = 0;
-    for (struct addrinfo *a = res; a; a = a->ai_next)
-        if ((a->ai_family == AF_INET || a->ai_family == AF_INET6) &&
-            a->ai_addrlen <= sizeof(((blitz_resolved_addr *)0)->addr.bytes))
-            n++;
-    if (n == 0) {
-        freeaddrinfo(res);
-        return BLITZ_ENOHOST;
-    }
-    blitz_resolved_addr *list = (blitz_resolved_addr *)blitz__calloc(n * sizeof *list);
-    if (!list) {
-        freeaddrinfo(res);
-        return BLITZ_ENOMEM;
-    }
-    size_t i = 0;
-    for (struct addrinfo *a = res; a; a = a->ai_next) {
-        if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) ||
-            a->ai_addrlen > sizeof list[i].addr.bytes)
-            continue;
-        list[i].family = a->ai_family;
-        list[i].len = (uint32_t)a->ai_addrlen;
-        memcpy(list[i].addr.bytes, a->ai_addr, a->ai_addrlen);
-        i++;
-    }
-    freeaddrinfo(res);
-    *out = list;
-    return (int)n;
-}
-
-typedef struct {
-    blitz__pool_rec base;
-    char *host;
-    uint16_t port;
-    int family;
-    int result;
-    blitz_resolved_addr *addrs;
-} blitz__dns_rec;
-
-static void blitz__dns_exec(blitz__pool_rec *rec, int cancelled) {
-    blitz__dns_rec *d = (blitz__dns_rec *)rec;
-    d->result =
-        cancelled ? BLITZ_ECANCELED : blitz__dns_lookup(d->host, d->port, d->family, &d->addrs);
-}
-
-static void blitz__dns_discard(blitz__pool_rec *rec) {
-    blitz__dns_rec *d = (blitz__dns_rec *)rec;
-    blitz__free(d->addrs);
-    blitz__free(d->host);
-}
-
-BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const char *host,
-                                       uint16_t port, int family) {
-    if (!op)
-        return BLITZ_READY;
-    blitz__pool_rec *done;
-    if (!blitz__pool_op_idle(&op->blitz__op)) {
-        if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
-            return BLITZ_PENDING;
-        blitz__dns_rec *d = (blitz__dns_rec *)done;
-        op->result = d->result;
-        op->addrs = d->addrs;
-        d->addrs = NULL;
-        blitz__pool_rec_free(done);
-        return BLITZ_READY;
-    }
-    op->addrs = NULL;
-    size_t len = host ? strlen(host) + 1 : 0;
-    if (!cx || len <= 1 || len > 1025 /* NI_MAXHOST */ ||
-        (family != 0 && family != 4 && family != 6)) {
-        op->result = BLITZ_EINVAL;
-        return BLITZ_READY;
-    }
-    blitz__dns_rec *d =
-        (blitz__dns_rec *)blitz__pool_rec_new(sizeof *d, blitz__dns_exec, blitz__dns_discard);
-    if (d)
-        d->host = (char *)blitz__malloc(len);
-    if (!d || !d->host) {
-        if (d)
-            blitz__pool_rec_free(&d->base);
-        op->result = BLITZ_ENOMEM;
-        return BLITZ_READY;
-    }
-    memcpy(d->host, host, len);
-    d->port = port;
-    d->family = family;
-    int err = 0;
-    if (blitz__pool_op_start(cx, &op->blitz__op, &d->base, &err) == BLITZ_PENDING)
-        return BLITZ_PENDING;
-    op->result = err;
-    return BLITZ_READY;
-}
-
-BLITZ_API void blitz_dns_cancel(blitz_cx *cx, void *p) {
-    (void)cx;
-    blitz_dns_op *d = (blitz_dns_op *)p;
-    if (d)
-        blitz__pool_op_cancel(&d->blitz__op);
-}
-/* ====[ END src/dns.c ]==================================================== */
-/* ====[ BEGIN src/net_connect_host.c ]===================================== */
-/* >>net_connect_host */
-/* Connecting by host name: a DNS lookup on the blocking pool, then one
- * connect attempt per address, in the resolver's order. */
-/* internal.h already included */
-
-#define BLITZ__CONNECT_IDLE       0
-#define BLITZ__CONNECT_RESOLVING  1
-#define BLITZ__CONNECT_CONNECTING 2
-
-static void blitz__connect_host_release_addrs(blitz_connect_op *op) {
-    if (op->blitz__dns.addrs) {
-        blitz_free(op->blitz__dns.addrs);
-        op->blitz__dns.addrs = NULL;
-    }
-}
-
-static blitz_poll blitz__connect_host_done(blitz_connect_op *op, int64_t result) {
-    blitz__connect_host_release_addrs(op);
-    op->result = result;
-    op->blitz__stage = BLITZ__CONNECT_IDLE;
-    return BLITZ_READY;
-}
-
-BLITZ_API blitz_poll blitz_tcp_connect_host(blitz_cx *cx, blitz_connect_op *op, const char *host,
-                                            uint16_t port) {
-    if (!op)
-        return BLITZ_READY;
-    if (op->blitz__stage == BLITZ__CONNECT_IDLE) {
-        op->socket = NULL;
-        op->attempts = 0;
-        if (!cx || !host || !*host) {
-            op->result = BLITZ_EINVAL;
-            return BLITZ_READY;
-        }
-        memset(&op->blitz__dns, 0, sizeof op->blitz__dns);
-        op->blitz__stage = BLITZ__CONNECT_RESOLVING;
-    }
-    if (op->blitz__stage == BLITZ__CONNECT_RESOLVING) {
-        if (blitz_dns_resolve(cx, &op->blitz__dns, host, port, 0) == BLITZ_PENDING)
-            return BLITZ_PENDING;
-        if (op->blitz__dns.result <= 0)
-            return blitz__connect_host_done(op, op->blitz__dns.result < 0 ? op->blitz__dns.result
-                                                                          : BLITZ_ENOHOST);
-        op->blitz__next = 0;
-        op->blitz__stage = BLITZ__CONNECT_CONNECTING;
-        op->result = BLITZ_ECONNREFUSED;
-        goto start_attempt;
-    }
-    for (;;) {
-        /* An attempt is in progress: poll it. */
-        if (blitz_tcp_connect_timeout(cx, &op->blitz__io, &op->blitz__addr,
-                                      op->attempt_timeout_ns) == BLITZ_PENDING)
-            return BLITZ_PENDING;
-        if (op->blitz__io.result == 0) {
-            op->socket = op->blitz__io.socket;
-            op->blitz__io.socket = NULL;
-            return blitz__connect_host_done(op, 0);
-        } else {
-            op->result = op->blitz__io.result;
-        }
-        op->blitz__next++;
-    start_attempt:
-        if (op->blitz__next >= op->blitz__dns.result)
-            return blitz__connect_host_done(op, op->result);
-        {
-            const blitz_resolved_addr *ra = &op->blitz__dns.addrs[op->blitz__next];
-            memset(&op->blitz__addr, 0, sizeof op->blitz__addr);
-            size_t len =
-                ra->len < sizeof op->blitz__addr.u.bytes ? ra->len : sizeof op->blitz__addr.u.bytes;
-            memcpy(op->blitz__addr.u.bytes, ra->addr.bytes, len);
-            op->blitz__addr.len = (uint32_t)len;
-        }
-        op->attempts++;
-    }
-}
-
-BLITZ_API void blitz_tcp_connect_host_cancel(blitz_cx *cx, void *opp) {
-    blitz_connect_op *op = (blitz_connect_op *)opp;
-    if (!op)
-        return;
-    if (op->blitz__stage == BLITZ__CONNECT_RESOLVING) {
-        blitz_dns_cancel(cx, &op->blitz__dns);
-    } else if (op->blitz__stage == BLITZ__CONNECT_CONNECTING) {
-        blitz_io_cancel(&op->blitz__io);
-    }
-    if (op->blitz__stage != BLITZ__CONNECT_IDLE)
-        blitz__connect_host_done(op, BLITZ_ECANCELED);
-}
-/* ====[ END src/net_connect_host.c ]======================================= */
-/* ====[ BEGIN src/signal.c ]=============================================== */
-/* >>signal */
-/* Signals: a counting handler, a self-pipe, and one thread per process
- * that turns counts into wake-ups.
- *
- * Why a handler and not sigwait/signalfd: those need the signal blocked in
- * every thread of the process, and a thread blitz did not create (main,
- * or the program's own) may leave it unblocked; a process-directed signal
- * that lands there takes its default action and kills the process. A
- * handler works in whichever thread the kernel picks. It only does what
- * is async-signal-safe: an atomic add to the signal's counter and a
- * one-byte write to the pipe (non-blocking: when the pipe is full, a wake-
- * up is already pending and the counter carries the count).
- *
- * The signal thread blocks every signal, sleeps in read() on the pipe,
- * and, under `lock`, moves each counter into the listeners of that signal
- * and wakes their waiting tasks. `lock` also guards the listener list and
- * the per-signal handler reference counts. */
-/* internal.h already included */
-
-#define BLITZ__SIG_MAX 64
-
-static struct {
-    pthread_once_t once;
-    int init_rc;
-    blitz__mutex lock;
-    blitz_signal *head;
-    uint32_t refs[BLITZ__SIG_MAX + 1];
-    struct sigaction saved[BLITZ__SIG_MAX + 1];
-    blitz__atomic_u32 counts[BLITZ__SIG_MAX + 1];
-    int pipe_r, pipe_w;
-} blitz__sig = {.once = PTHREAD_ONCE_INIT};
-
-static void blitz__sig_handler(int signo) {
-    int saved = errno;
-    if (signo > 0 && signo <= BLITZ__SIG_MAX) {
-        /* Release: the signal thread's swap (acq_rel) sees the count
-         * whenever it sees the byte written after it. */
-        blitz__u32_fetch_add(&blitz__sig.counts[signo], 1, BLITZ__RELEASE);
-        char b = (char)signo;
-        ssize_t n = write(blitz__sig.pipe_w, &b, 1);
-        (void)n;
-    }
-    errno = saved;
-}
-
-/* Caller holds the lock. */
-static void blitz__sig_dispatch(void) {
-    for (int n = 1; n <= BLITZ__SIG_MAX; n++) {
-        uint32_t c = blitz__u32_swap(&blitz__sig.counts[n], 0, BLITZ__ACQ_REL);
-        if (!c)
-            continue;
-        uint64_t bit = (uint64_t)1 << (n - 1);
-        for (blitz_signal *s = blitz__sig.head; s; s = s->blitz__next) {
-            if (!(s->blitz__mask & bit))
-                continue;
-            s->blitz__arrived |= bit;
-            s->blitz__pending += c;
-            if (s->blitz__has_waker) {
-                s->blitz__has_waker = 0;
-                blitz_waker_wake(s->blitz__waker);
-            }
-        }
-    }
-}
-
-static void *blitz__sig_thread(void *arg) {
-    (void)arg;
-    for (;;) {
-        char buf[64];
-        ssize_t n = read(blitz__sig.pipe_r, buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return NULL; /* the pipe is never closed: cannot happen */
-        blitz__mutex_lock(&blitz__sig.lock);
-        blitz__sig_dispatch();
-        blitz__mutex_unlock(&blitz__sig.lock);
-    }
-}
-
-static int blitz__sig_cloexec(int fd, int nonblock) {
-    int fl = fcntl(fd, F_GETFD);
-    if (fl < 0 || fcntl(fd, F_SETFD, fl | FD_CLOEXEC) < 0)
-        return -1;
-    if (nonblock) {
-        fl = fcntl(fd, F_GETFL);
-        if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-            return -1;
-    }
-    return 0;
-}
-
-static void blitz__sig_init_once(void) {
-    int rc = blitz__mutex_init(&blitz__sig.lock);
-    int fds[2];
-    if (rc == 0 && pipe(fds) != 0)
-        rc = blitz__from_errno(errno);
-    if (rc == 0) {
-        if (blitz__sig_cloexec(fds[0], 0) != 0 || blitz__sig_cloexec(fds[1], 1) != 0) {
-            rc = blitz__from_errno(errno);
-            close(fds[0]);
-            close(fds[1]);
-        }
-    }
-    if (rc == 0) {
-        blitz__sig.pipe_r = blitz__fd_above_stdio(fds[0]);
-        blitz__sig.pipe_w = blitz__fd_above_stdio(fds[1]);
-        /* The thread starts with every signal blocked (it inherits the
-         * mask), so no handler ever runs on it. */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        pthread_t th;
-        rc = blitz__thread_start(&th, blitz__sig_thread, NULL);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (rc == 0)
-            pthread_detach(th);
-    }
-    blitz__sig.init_rc = rc;
-}
-
-static int blitz__sig_valid(int signo) {
-    if (signo < 1 || signo > BLITZ__SIG_MAX)
-        return 0;
-#ifdef NSIG
-    if (signo >= NSIG)
-        return 0;
-#endif
-    switch (signo) {
-    case SIGKILL:
-    case SIGSTOP:
-    case SIGSEGV:
-    case SIGBUS:
-    case SIGFPE:
-    case SIGILL:
-        return 0;
-    default:
-        return 1;
-    }
-}
-
-/* Caller holds the lock. */
-static int blitz__sig_ref(int signo) {
-    if (blitz__sig.refs[signo]++ > 0)
-        return 0;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = blitz__sig_handler;
-    sigfillset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    if (sigaction(signo, &sa, &blitz__sig.saved[signo]) != 0) {
-        blitz__sig.refs[signo]--;
-        return blitz__from_errno(errno);
-    }
-    return 0;
-}
-
-static void blitz__sig_unref(int signo) {
-    if (--blitz__sig.refs[signo] == 0)
-        sigaction(signo, &blitz__sig.saved[signo], NULL);
-}
-
-/* Nonzero when `s` is a registered listener (caller holds the lock). The
- * list is searched rather than trusting s's own fields, which may be
- * garbage for a listener never initialised. */
-static int blitz__sig_registered(const blitz_signal *s) {
-    for (blitz_signal *x = blitz__sig.head; x; x = x->blitz__next)
-        if (x == s)
-            return 1;
-    return 0;
-}
-
-BLITZ_API int blitz_signal_init(blitz_signal *s, int signo) {
-    if (!s || !blitz__sig_valid(signo))
-        return BLITZ_EINVAL;
-    pthread_once(&blitz__sig.once, blitz__sig_init_once);
-    if (blitz__sig.init_rc != 0)
-        return blitz__sig.init_rc;
-    blitz__mutex_lock(&blitz__sig.lock);
-    int rc = BLITZ_OK;
-    for (blitz_signal *x = blitz__sig.head; x; x = x->blitz__next)
-        if (x == s)
-            rc = BLITZ_EBUSY;
-    if (rc == BLITZ_OK)
-        rc = blitz__sig_ref(signo);
-    if (rc == BLITZ_OK) {
-        memset(s, 0, sizeof *s);
-        s->blitz__mask = (uint64_t)1 << (signo - 1);
-        s->blitz__next = blitz__sig.head;
-        if (blitz__sig.head)
-            blitz__sig.head->blitz__prev = s;
-        blitz__sig.head = s;
-    }
-    blitz__mutex_unlock(&blitz__sig.lock);
-    return rc;
-}
-
-static int blitz__sig_ready(void) {
-    pthread_once(&blitz__sig.once, blitz__sig_init_once);
-    return blitz__sig.init_rc == 0;
-}
-
-BLITZ_API int blitz_signal_add(blitz_signal *s, int signo) {
-    if (!s || !blitz__sig_valid(signo) || !blitz__sig_ready())
-        return BLITZ_EINVAL;
-    blitz__mutex_lock(&blitz__sig.lock);
-    int rc = BLITZ_EINVAL;
-    if (blitz__sig_registered(s)) {
-        uint64_t bit = (uint64_t)1 << (signo - 1);
-        rc = (s->blitz__mask & bit) ? BLITZ_OK : blitz__sig_ref(signo);
-        if (rc == BLITZ_OK)
-            s->blitz__mask |= bit;
-    }
-    blitz__mutex_unlock(&blitz__sig.lock);
-    return rc;
-}
-
-/* Caller holds the lock; something arrived. */
-static void blitz__sig_take(blitz_signal *s) {
-    s->signo = __builtin_ctzll(s->blitz__arrived) + 1;
-    s->count = s->blitz__pending;
-    s->blitz__arrived = 0;
-    s->blitz__pending = 0;
-}
-
-BLITZ_API blitz_poll blitz_signal_recv(blitz_cx *cx, blitz_signal *s) {
-    if (!s || !cx || !blitz__sig_ready())
-        return BLITZ_READY;
-    blitz__mutex_lock(&blitz__sig.lock);
-    int live = blitz__sig_registered(s);
-    if (!live || s->blitz__arrived) {
-        if (live) {
-            blitz__sig_take(s);
-        } else {
-            s->signo = 0; /* not listening: nothing will come */
-            s->count = 0;
-        }
-        if (s->blitz__has_waker) {
-            s->blitz__has_waker = 0;
-            blitz_waker_drop(s->blitz__waker);
-        }
-        blitz__mutex_unlock(&blitz__sig.lock);
-        return BLITZ_READY;
-    }
-    blitz_waker mine = blitz_cx_waker(cx);
-    if (s->blitz__has_waker && !blitz_waker_will_wake(&s->blitz__waker, &mine)) {
-        blitz_waker_drop(s->blitz__waker);
-        s->blitz__has_waker = 0;
-    }
-    if (!s->blitz__has_waker) {
-        s->blitz__waker = blitz_waker_clone(&mine);
-        s->blitz__has_waker = 1;
-    }
-    blitz__mutex_unlock(&blitz__sig.lock);
-    return BLITZ_PENDING;
-}
-
-BLITZ_API int blitz_signal_try_recv(blitz_signal *s) {
-    if (!s || !blitz__sig_ready())
-        return BLITZ_EINVAL;
-    blitz__mutex_lock(&blitz__sig.lock);
-    int rc = blitz__sig_registered(s) ? 0 : BLITZ_EINVAL;
-    if (rc == 0 && s->blitz__arrived) {
-        blitz__sig_take(s);
-        rc = 1;
-    }
-    blitz__mutex_unlock(&blitz__sig.lock);
-    return rc;
-}
-
-BLITZ_API void blitz_signal_cancel(blitz_cx *cx, void *p) {
-    (void)cx;
-    blitz_signal *s = (blitz_signal *)p;
-    if (!s || !blitz__sig_ready())
-        return;
-    blitz__mutex_lock(&blitz__sig.lock);
-    if (blitz__sig_registered(s) && s->blitz__has_waker) {
-        s->blitz__has_waker = 0;
-        blitz_waker_drop(s->blitz__waker);
-    }
-    blitz__mutex_unlock(&blitz__sig.lock);
-}
-
-BLITZ_API int blitz_signal_deinit(blitz_signal *s) {
-    if (!s || !blitz__sig_ready())
-        return BLITZ_EINVAL;
-    blitz__mutex_lock(&blitz__sig.lock);
-    if (!blitz__sig_registered(s)) {
-        blitz__mutex_unlock(&blitz__sig.lock);
-        return BLITZ_EINVAL;
-    }
-    if (s->blitz__prev)
-        s->blitz__prev->blitz__next = s->blitz__next;
-    else
-        blitz__sig.head = s->blitz__next;
-    if (s->blitz__next)
-        s->blitz__next->blitz__prev = s->blitz__prev;
-    for (int n = 1; n <= BLITZ__SIG_MAX; n++)
-        if (s->blitz__mask & ((uint64_t)1 << (n - 1)))
-            blitz__sig_unref(n);
-    if (s->blitz__has_waker)
-        blitz_waker_drop(s->blitz__waker);
-    s->blitz__has_waker = 0;
-    s->blitz__next = s->blitz__prev = NULL;
-    blitz__mutex_unlock(&blitz__sig.lock);
-    return BLITZ_OK;
-}
-/* ====[ END src/signal.c ]================================================= */
-/* ====[ BEGIN src/process.c ]============================================== */
-/* >>process */
-/* Processes: posix_spawn (glibc) or fork + exec with an error pipe, waits
- * on pool threads, and a shared record per child so that reaping happens
- * exactly once.
- *
- * The record (blitz__proc) is reference counted: the child handle holds
- * one reference, every wait in flight another, so a wait abandoned by its
- * task, or a child released while a wait still runs, never touches freed
- * memory. `lock` orders reaping against kill: kill signals the pid only
- * while the record says "not reaped", and reaping sets that under the
- * same lock, so a reaped (and perhaps reused) pid is never signalled.
- *
- * Waiting: the pool thread sleeps on the child's pidfd (poll) or, without
- * pidfds, in short sleeps, and reaps with waitpid(WNOHANG). It wakes at
- * least every 50 ms to see whether its op was abandoned or the runtime is
- * shutting down, so a wait never pins a pool thread or holds up shutdown.
- *
- * Spawning, when fork is used: everything the child needs (resolved
- * path, descriptors) is prepared before fork; between fork and exec the child calls only
- * async-signal-safe functions. Signals are blocked across fork so that no
- * handler (blitz's counting one included) runs in the child before it has
- * reset them. exec failures travel back through a close-on-exec pipe. */
-/* internal.h already included */
-
-#if defined(__linux__)
-/* Hidden under strict feature macros; the redeclaration is compatible. */
-int pipe2(int fds[2], int flags);
-#endif
-extern char **environ;
-
-#define BLITZ__PROC_TICK_MS 50
-/* The status of a child that something else reaped: lost. */
-#define BLITZ__PROC_STATUS_LOST (-1)
-
-struct blitz__proc {
-    blitz__atomic_u32 refs;
-    blitz__mutex lock;
-    int pid;
-    int pidfd; /* -1 when the system has none */
-    int reaped;
-    int status;        /* waitpid status, once reaped */
-    blitz_runtime *rt; /* whose pool reaps a released child */
-};
-
-static void blitz__proc_unref(blitz__proc *p) {
-    /* Acq_rel: every user's accesses happen before the free. */
-    if (blitz__u32_fetch_sub(&p->refs, 1, BLITZ__ACQ_REL) != 1)
-        return;
-    if (p->pidfd >= 0)
-        close(p->pidfd);
-    blitz__mutex_destroy(&p->lock);
-    blitz__free(p);
-}
-
-static void blitz__proc_ref(blitz__proc *p) {
-    blitz__u32_fetch_add(&p->refs, 1, BLITZ__RELAXED);
-}
-
-/* Reaps without blocking. Returns 1 once reaped (now or before). */
-static int blitz__proc_try_reap(blitz__proc *p, int *status) {
-    blitz__mutex_lock(&p->lock);
-    if (!p->reaped) {
-        int st;
-        pid_t r;
-        do
-            r = waitpid(p->pid, &st, WNOHANG);
-        while (r < 0 && errno == EINTR);
-        if (r == p->pid) {
-            p->reaped = 1;
-            p->status = st;
-        } else if (r < 0) {
-            /* Reaped behind our back (SIGCHLD ignored, so the kernel
-             * reaped it, or a waitpid(-1) elsewhere): the status is lost. */
-            p->reaped = 1;
-            p->status = BLITZ__PROC_STATUS_LOST;
-        }
-    }
-    int done = p->reaped;
-    if (done)
-        *status = p->status;
-    blitz__mutex_unlock(&p->lock);
-    return done;
-}
-
-/* Sleeps until the child may have changed state, at most one tick. */
-static void blitz__proc_nap(blitz__proc *p, uint32_t *backoff_ms) {
-    if (p->pidfd >= 0) {
-        struct pollfd pfd = {p->pidfd, POLLIN, 0};
-        poll(&pfd, 1, BLITZ__PROC_TICK_MS);
-        return;
-    }
-    struct timespec ts = {0, (long)*backoff_ms * 1000000L};
-    nanosleep(&ts, NULL);
-    if (*backoff_ms < BLITZ__PROC_TICK_MS)
-        *backoff_ms *= 2;
-}
-
-/* BLITZ_ECHILD (every field 0) when the status was lost, else BLITZ_OK
- * and the fields. */
-static int blitz__decode_status(int st, int *exited, int *code, int *sig, int *core) {
-    if (st == BLITZ__PROC_STATUS_LOST) {
-        *exited = *code = *sig = 0;
-        if (core)
-            *core = 0;
-        return BLITZ_ECHILD;
-    }
-    *exited = WIFEXITED(st) ? 1 : 0;
-    *code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
-    *sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-    if (core) {
-#ifdef WCOREDUMP
-        *core = WIFSIGNALED(st) && WCOREDUMP(st) ? 1 : 0;
-#else
-        *core = 0;
-#endif
-    }
-    return BLITZ_OK;
-}
-
-/* ---- spawning ------------------------------------------------------------------ */
-
-static int blitz__cloexec_pipe(int fds[2]) {
-#if defined(__linux__)
-    if (pipe2(fds, O_CLOEXEC) == 0)
-        return 0;
-    return blitz__from_errno(errno);
-#else
-    if (pipe(fds) != 0)
-        return blitz__from_errno(errno);
-    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
-    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
-    return 0;
-#endif
-}
-
-/* The program's path: argv0 itself when it has a '/', else the first
- * executable match in PATH. *out is allocated when not argv0. */
-static int blitz__resolve_program(const char *argv0, char **out) {
-    *out = NULL;
-    if (strchr(argv0, '/'))
-        return 0;
-    const char *path = getenv("PATH");
-    if (!path || !*path)
-        path = "/usr/local/bin:/usr/bin:/bin";
-    size_t nlen = strlen(argv0);
-    int err = BLITZ_ENOENT;
-    for (const char *dir = path;;) {
-        const char *end = strchr(dir, ':');
-        size_t dlen = end ? (size_t)(end - dir) : strlen(dir);
-        char *cand = (char *)blitz__malloc(dlen + nlen + 3);
-        if (!cand)
-            return BLITZ_ENOMEM;
-        if (dlen == 0)
-            memcpy(cand, ".", 2), dlen = 1;
-        else
-            memcpy(cand, dir, dlen);
-        cand[dlen] = '/';
-        memcpy(cand + dlen + 1, argv0, nlen + 1);
-        struct stat st;
-        if (stat(cand, &st) == 0 && S_ISREG(st.st_mode)) {
-            if (access(cand, X_OK) == 0) {
-                *out = cand;
-                return 0;
-            }
-            err = BLITZ_EACCES;
-        }
-        blitz__free(cand);
-        if (!end)
-            return err;
-        dir = end + 1;
-    }
-}
-
-static void blitz__close_fd(int *fd) {
-    if (*fd >= 0)
-        close(*fd);
-    *fd = -1;
-}
-
-/* In the child: tells the parent why exec did not happen, and ends. */
-static void blitz__report_errno(int err_fd) {
-    int e = errno;
-    ssize_t n = write(err_fd, &e, sizeof e);
-    (void)n;
-    _exit(127);
-}
-
-/* In the child, after fork: async-signal-safe calls only. */
-static void blitz__child_exec(const char *path, const blitz_command *cmd, char *const *env,
-                              const int child_fds[3], int err_fd) {
-    for (int sig = 1; sig < 65; sig++) {
-        struct sigaction cur;
-        if (sigaction(sig, NULL, &cur) != 0)
-            continue;
-        /* The counting handler belongs to the parent; a SIGPIPE ignored by
-         * the parent should not be ignored by a program that expects it. */
-        if ((cur.sa_handler == blitz__sig_handler) || (sig == SIGPIPE && cur.sa_handler == SIG_IGN))
-            signal(sig, SIG_DFL);
-    }
-    for (int i = 0; i < 3; i++) {
-        if (child_fds[i] < 0)
-            continue;
-        if (child_fds[i] == i) {
-            /* Already in place: only the close-on-exec flag must go. */
-            int fl = fcntl(i, F_GETFD);
-            if (fl >= 0)
-                fcntl(i, F_SETFD, fl & ~FD_CLOEXEC);
-        } else if (dup2(child_fds[i], i) < 0) {
-            goto fail;
-        }
-    }
-    if (cmd->cwd && chdir(cmd->cwd) != 0)
-        goto fail;
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    execve(path, (char *const *)(uintptr_t)cmd->argv, env);
-fail:
-    blitz__report_errno(err_fd);
-}
-
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))
-#define BLITZ__SPAWN_FALLBACK 1
-/* Hidden under strict feature macros; the redeclaration is compatible. */
-int posix_spawn_file_actions_addchdir_np(posix_spawn_file_actions_t *actions, const char *path);
-
-/* posix_spawn shares the parent's memory until the exec (no page tables
- * to copy and tear down), which makes it several times faster than fork
- * here; glibc reports exec errors and resets the parent's handlers in the
- * child. Returns BLITZ__SPAWN_FALLBACK when fork must do it (a standard
- * descriptor that is already in place keeps its close-on-exec flag
- * through a self-dup2 in older libcs). */
-static int blitz__spawn_posix(const char *path, const blitz_command *cmd, char *const *env,
-                              const int child_fds[3], pid_t *pid) {
-    for (int i = 0; i < 3; i++)
-        if (child_fds[i] == i)
-            return BLITZ__SPAWN_FALLBACK;
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    if (posix_spawn_file_actions_init(&fa) != 0)
-        return BLITZ_ENOMEM;
-    if (posix_spawnattr_init(&attr) != 0) {
-        posix_spawn_file_actions_destroy(&fa);
-        return BLITZ_ENOMEM;
-    }
-    int e = 0;
-    for (int i = 0; i < 3 && e == 0; i++)
-        if (child_fds[i] >= 0)
-            e = posix_spawn_file_actions_adddup2(&fa, child_fds[i], i);
-    if (e == 0 && cmd->cwd)
-        e = posix_spawn_file_actions_addchdir_np(&fa, cmd->cwd);
-    /* The child starts with no signal blocked and SIGPIPE at its default
-     * even when this process ignores it. */
-    sigset_t none, deflt;
-    sigemptyset(&none);
-    sigemptyset(&deflt);
-    struct sigaction cur;
-    if (sigaction(SIGPIPE, NULL, &cur) == 0 && cur.sa_handler == SIG_IGN)
-        sigaddset(&deflt, SIGPIPE);
-    if (e == 0)
-        e = posix_spawnattr_setsigmask(&attr, &none);
-    if (e == 0)
-        e = posix_spawnattr_setsigdefault(&attr, &deflt);
-    if (e == 0)
-        e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    if (e == 0)
-        e = posix_spawn(pid, path, &fa, &attr, (char *const *)(uintptr_t)cmd->argv, env);
-    posix_spawnattr_destroy(&attr);
-    posix_spawn_file_actions_destroy(&fa);
-    return e == 0 ? 0 : blitz__from_errno(e);
-}
-#endif
-
-static int blitz__stdio_valid(blitz_stdio m) {
-    return m == BLITZ_STDIO_INHERIT || m == BLITZ_STDIO_NULL || m == BLITZ_STDIO_PIPE;
-}
-
-static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child) {
-    if (child) {
-        memset(child, 0, sizeof *child);
-        child->stdin_fd = child->stdout_fd = child->stderr_fd = -1;
-    }
-    if (!rt || !cmd || !child || !cmd->argv || !cmd->argv[0] || !*cmd->argv[0] ||
-        !blitz__stdio_valid(cmd->stdin_mode) || !blitz__stdio_valid(cmd->stdout_mode) ||
-        !blitz__stdio_valid(cmd->stderr_mode))
-        return BLITZ_EINVAL;
-    if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
-        return BLITZ_ESHUTDOWN;
-    char *resolved = NULL;
-    int rc = blitz__resolve_program(cmd->argv[0], &resolved);
-    if (rc != 0)
-        return rc;
-    const char *path = resolved ? resolved : cmd->argv[0];
-    const blitz_stdio modes[3] = {cmd->stdin_mode, cmd->stdout_mode, cmd->stderr_mode};
-    int parent_fds[3] = {-1, -1, -1}, child_fds[3] = {-1, -1, -1}, err_pipe[2] = {-1, -1};
-    int devnull = -1;
-    blitz__proc *p = NULL;
-    for (int i = 0; i < 3 && rc == 0; i++) {
-        if (modes[i] == BLITZ_STDIO_PIPE) {
-            int fds[2];
-            rc = blitz__cloexec_pipe(fds);
-            if (rc == 0) {
-                /* stdin: the child reads fds[0]; stdout/stderr: it writes fds[1]. */
-                child_fds[i] = i == 0 ? fds[0] : fds[1];
-                parent_fds[i] = i == 0 ? fds[1] : fds[0];
-            }
-        } else if (modes[i] == BLITZ_STDIO_NULL) {
-            if (devnull < 0 && (devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
-                rc = blitz__from_errno(errno);
-            child_fds[i] = devnull;
-        }
-    }
-    if (rc == 0)
-        rc = blitz__cloexec_pipe(err_pipe);
-    if (rc == 0) {
-        p = (blitz__proc *)blitz__calloc(sizeof *p);
-        if (!p || blitz__mutex_init(&p->lock) != 0)
-            rc = BLITZ_ENOMEM;
-    }
-    pid_t pid = -1;
-    int forked = 0;
-    char *const *env = cmd->env ? (char *const *)(uintptr_t)cmd->env : environ;
-#ifdef BLITZ__SPAWN_FALLBACK
-    if (rc == 0) {
-        rc = blitz__spawn_posix(path, cmd, env, child_fds, &pid);
-        forked = rc == BLITZ__SPAWN_FALLBACK;
-        if (forked)
-            rc = 0;
-    }
-#else
-    forked = 1;
-#endif
-    if (rc == 0 && forked) {
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        pid = fork();
-        if (pid == 0)
-            blitz__child_exec(path, cmd, env, child_fds, err_pipe[1]);
-        int fork_errno = errno;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (pid < 0)
-            rc = blitz__from_errno(fork_errno);
-    }
-    blitz__close_fd(&err_pipe[1]);
-    for (int i = 0; i < 3; i++)
-        if (child_fds[i] >= 0 && child_fds[i] != devnull)
-            blitz__close_fd(&child_fds[i]);
-    blitz__close_fd(&devnull);
-    if (rc == 0 && forked) {
-        int e = 0;
-        ssize_t n;
-        do
-            n = read(err_pipe[0], &e, sizeof e);
-        while (n < 0 && errno == EINTR);
-        if (n == (ssize_t)sizeof e) {
-            /* exec failed: the child is already on its way out. */
-            int st;
-            while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-            }
-            rc = blitz__from_errno(e);
-        }
-    }
-    blitz__close_fd(&err_pipe[0]);
-    blitz__free(resolved);
-    if (rc != 0) {
-        for (int i = 0; i < 3; i++)
-            blitz__close_fd(&parent_fds[i]);
-        if (p) {
-            blitz__mutex_destroy(&p->lock);
-            blitz__free(p);
-        }
-        return rc;
-    }
-    blitz__u32_store(&p->refs, 1, BLITZ__RELAXED);
-    p->pid = (int)pid;
-    p->rt = rt;
-    p->pidfd = -1;
-#if defined(__linux__) && defined(SYS_pidfd_open)
-    p->pidfd = blitz__fd_above_stdio((int)syscall(SYS_pidfd_open, pid, 0));
-    if (p->pidfd >= 0)
-        fcntl(p->pidfd, F_SETFD, FD_CLOEXEC);
-    else
-        p->pidfd = -1;
-#endif
-    child->pid = (int)pid;
-    child->stdin_fd = parent_fds[0];
-    child->stdout_fd = parent_fds[1];
-    child->stderr_fd = parent_fds[2];
-    child->blitz__handle = p;
-    return BLITZ_OK;
-}
-
-BLITZ_API int blitz_process_spawn(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child) {
-    return blitz__spawn_process(rt, cmd, child);
-}
-
-/* ---- waiting ------------------------------------------------------------------ */
-
-typedef struct {
-    blitz__pool_rec base;
-    blitz__proc *proc;
-    int status, reaped;
-} blitz__wait_rec;
-
-/* Waits for the child on a pool thread; 1 when reaped, 0 when it gave up. */
-static int blitz__proc_wait_blocking(blitz__pool_rec *rec, blitz__proc *p, int *status) {
-    uint32_t backoff = 1;
-    while (!blitz__proc_try_reap(p, status)) {
-        if (blitz__pool_rec_give_up(rec))
-            return 0;
-        blitz__proc_nap(p, &backoff);
-    }
-    return 1;
-}
-
-static void blitz__wait_exec(blitz__pool_rec *rec, int cancelled) {
-    blitz__wait_rec *w = (blitz__wait_rec *)rec;
-    w->reaped = !cancelled && blitz__proc_wait_blocking(rec, w->proc, &w->status);
-}
-
-static void blitz__wait_discard(blitz__pool_rec *rec) {
-    blitz__proc_unref(((blitz__wait_rec *)rec)->proc);
-}
-
-static void blitz__wait_fill(blitz_wait_op *op, int st) {
-    op->result = blitz__decode_status(st, &op->exited, &op->code, &op->signal, &op->core_dumped);
-}
-
-BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_child *child) {
-    if (!op)
-        return BLITZ_READY;
-    blitz__pool_rec *done;
-    if (!blitz__pool_op_idle(&op->blitz__op)) {
-        if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
-            return BLITZ_PENDING;
-        blitz__wait_rec *w = (blitz__wait_rec *)done;
-        if (w->reaped)
-            blitz__wait_fill(op, w->status);
-        else
-            op->result = BLITZ_ECANCELED;
-        blitz__pool_rec_free(done);
-        return BLITZ_READY;
-    }
-    if (!cx || !child || !child->blitz__handle) {
-        op->result = BLITZ_EINVAL;
-        return BLITZ_READY;
-    }
-    /* Already reaped: no thread needed. */
-    int st;
-    if (blitz__proc_try_reap(child->blitz__handle, &st)) {
-        blitz__wait_fill(op, st);
-        return BLITZ_READY;
-    }
-    blitz__wait_rec *w =
-        (blitz__wait_rec *)blitz__pool_rec_new(sizeof *w, blitz__wait_exec, blitz__wait_discard);
-    if (!w) {
-        op->result = BLITZ_ENOMEM;
-        return BLITZ_READY;
-    }
-    blitz__proc_ref(child->blitz__handle);
-    w->proc = child->blitz__handle;
-    int err = 0;
-    if (blitz__pool_op_start(cx, &op->blitz__op, &w->base, &err) == BLITZ_PENDING)
-        return BLITZ_PENDING;
-    op->result = err;
-    return BLITZ_READY;
-}
-
-BLITZ_API void blitz_process_wait_cancel(blitz_cx *cx, void *p) {
-    (void)cx;
-    blitz_wait_op *w = (blitz_wait_op *)p;
-    if (w)
-        blitz__pool_op_cancel(&w->blitz__op);
-}
-
-BLITZ_API int blitz_process_try_wait(blitz_child *child, blitz_wait_op *status) {
-    if (!child || !child->blitz__handle || !status)
-        return BLITZ_EINVAL;
-    int st;
-    if (!blitz__proc_try_reap(child->blitz__handle, &st))
-        return 0;
-    status->result = blitz__decode_status(st, &status->exited, &status->code, &status->signal,
-                                          &status->core_dumped);
-    return 1;
-}
-
-BLITZ_API int blitz_process_kill(blitz_child *child, int signo) {
-    if (!child || !child->blitz__handle || signo < 0 || signo > 64)
-        return BLITZ_EINVAL;
-    blitz__proc *p = child->blitz__handle;
-    blitz__mutex_lock(&p->lock);
-    int rc = p->reaped                  ? BLITZ_ESRCH
-             : kill(p->pid, signo) == 0 ? BLITZ_OK
-                                        : blitz__from_errno(errno);
-    blitz__mutex_unlock(&p->lock);
-    return rc;
-}
-
-BLITZ_API int blitz_process_terminate(blitz_child *child) {
-    return blitz_process_kill(child, SIGTERM);
-}
-
-/* A released child that was still running: a detached pool job reaps it. */
-typedef struct {
-    blitz__proc *p;
-} blitz__reaper_state;
-
-static void blitz__reaper_fn(void *state) {
-    blitz__proc *p = ((blitz__reaper_state *)state)->p;
-    blitz_runtime *rt = p->rt;
-    uint32_t backoff = 1;
-    int st;
-    while (!blitz__proc_try_reap(p, &st) && !(rt && blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)))
-        blitz__proc_nap(p, &backoff);
-}
-
-static void blitz__reaper_drop(void *state) {
-    blitz__proc_unref(((blitz__reaper_state *)state)->p);
-}
-
-static int blitz__release_child(blitz_runtime *rt, blitz_child *child) {
-    if (!child || !child->blitz__handle)
-        return BLITZ_EINVAL;
-    blitz__close_fd(&child->stdin_fd);
-    blitz__close_fd(&child->stdout_fd);
-    blitz__close_fd(&child->stderr_fd);
-    blitz__proc *p = child->blitz__handle;
-    child->blitz__handle = NULL;
-    int st;
-    if (!blitz__proc_try_reap(p, &st) && rt) {
-        blitz__reaper_state rs = {p};
-        blitz_blocking_opts o = {blitz__reaper_fn, &rs, sizeof rs, blitz__reaper_drop};
-        if (blitz_spawn_blocking_ex(rt, &o, NULL) == BLITZ_OK)
-            return BLITZ_OK; /* the job's state holds our reference now */
-    }
-    blitz__proc_unref(p);
-    return BLITZ_OK;
-}
-
-BLITZ_API int blitz_process_release(blitz_child *child) {
-    return blitz__release_child(child && child->blitz__handle ? child->blitz__handle->rt : NULL,
-                                child);
-}
-
-/* ---- collecting output ------------------------------------------------------------ */
-
-typedef struct {
-    blitz__pool_rec base;
-    blitz_child child;
-    char *input; /* a copy */
-    size_t input_len;
-    int result, exited, code, signal;
-    char *out, *err;
-    size_t out_len, err_len;
-} blitz__output_rec;
-
-typedef struct {
-    char *buf;
-    size_t len, cap;
-} blitz__outbuf;
-
-static int blitz__output_pump(blitz__output_rec *o) {
-    blitz_child *c = &o->child;
-    blitz__outbuf bufs[2];
-    memset(bufs, 0, sizeof bufs);
-    size_t written = 0;
-    int rc = 0;
-    if (c->stdin_fd >= 0 && o->input_len == 0)
-        blitz__close_fd(&c->stdin_fd);
-    /* A blocking write of the whole input would wait for the child to
-     * read while the child waits for us to drain its output. */
-    if (c->stdin_fd >= 0) {
-        int fl = fcntl(c->stdin_fd, F_GETFL);
-        if (fl >= 0)
-            fcntl(c->stdin_fd, F_SETFL, fl | O_NONBLOCK);
-    }
-    while (rc == 0 && (c->stdout_fd >= 0 || c->stderr_fd >= 0 || c->stdin_fd >= 0)) {
-        if (blitz__pool_rec_give_up(&o->base)) {
-            rc = BLITZ_ECANCELED;
-            break;
-        }
-        struct pollfd pfd[3];
-        int *fds[3] = {&c->stdout_fd, &c->stderr_fd, &c->stdin_fd};
-        nfds_t n = 0;
-        int which[3];
-        for (int i = 0; i < 3; i++) {
-            if (*fds[i] < 0)
-                continue;
-            pfd[n].fd = *fds[i];
-            pfd[n].events = i == 2 ? POLLOUT : POLLIN;
-            pfd[n].revents = 0;
-            which[n++] = i;
-        }
-        int r = poll(pfd, n, BLITZ__PROC_TICK_MS);
-        if (r < 0 && errno != EINTR) {
-            rc = blitz__from_errno(errno);
-            break;
-        }
-        for (nfds_t k = 0; k < (nfds_t)(r > 0 ? n : 0); k++) {
-            if (!pfd[k].revents)
-                continue;
-            int i = which[k];
-            if (i == 2) {
-                const char *in = (const char *)o->input + written;
-                ssize_t w = write(c->stdin_fd, in, o->input_len - written);
-                if (w > 0)
-                    written += (size_t)w;
-                if (w < 0 && errno == EPIPE)
-                    blitz__consume_sigpipe();
-                /* Done, or the child stopped reading: it gets EOF. */
-                if (written == o->input_len || (w < 0 && errno != EINTR && errno != EAGAIN))
-                    blitz__close_fd(&c->stdin_fd);
-                continue;
-            }
-            blitz__outbuf *b = &bufs[i];
-            if (b->len + 4096 + 1 > b->cap &&
-                (rc = blitz__grow_buffer(&b->buf, &b->cap, b->len, b->len + 4096 + 1)) != 0)
-                break;
-            ssize_t got = read(*fds[i], b->buf + b->len, b->cap - b->len - 1);
-            if (got > 0)
-                b->len += (size_t)got;
-            else if (got == 0 || (errno != EINTR && errno != EAGAIN))
-                blitz__close_fd(fds[i]);
-        }
-    }
-    for (int i = 0; i < 2 && rc == 0; i++)
-        if (!bufs[i].buf && (rc = blitz__grow_buffer(&bufs[i].buf, &bufs[i].cap, 0, 1)) != 0)
-            break;
-    if (rc != 0) {
-        blitz__free(bufs[0].buf);
-        blitz__free(bufs[1].buf);
-        return rc;
-    }
-    bufs[0].buf[bufs[0].len] = '\0';
-    bufs[1].buf[bufs[1].len] = '\0';
-    o->out = bufs[0].buf;
-    o->out_len = bufs[0].len;
-    o->err = bufs[1].buf;
-    o->err_len = bufs[1].len;
-    return 0;
-}
-
-/* Ends a child nobody will read from (SIGKILL) and reaps it. */
-static void blitz__output_end_child(blitz_child *c) {
-    blitz_process_kill(c, SIGKILL);
-    int st;
-    uint32_t backoff = 1;
-    while (!blitz__proc_try_reap(c->blitz__handle, &st))
-        blitz__proc_nap(c->blitz__handle, &backoff);
-}
-
-static void blitz__output_exec(blitz__pool_rec *rec, int cancelled) {
-    blitz__output_rec *o = (blitz__output_rec *)rec;
-    int rc = cancelled ? BLITZ_ECANCELED : blitz__output_pump(o);
-    int st = 0;
-    if (rc == 0 && !blitz__proc_wait_blocking(rec, o->child.blitz__handle, &st))
-        rc = BLITZ_ECANCELED;
-    if (rc != 0) {
-        blitz__output_end_child(&o->child);
-        blitz__free(o->out);
-        blitz__free(o->err);
-        o->out = o->err = NULL;
-        o->out_len = o->err_len = 0;
-    } else {
-        rc = blitz__decode_status(st, &o->exited, &o->code, &o->signal, NULL);
-    }
-    o->result = rc;
-    blitz__release_child(NULL, &o->child);
-}
-
-static void blitz__output_discard(blitz__pool_rec *rec) {
-    blitz__output_rec *o = (blitz__output_rec *)rec;
-    if (o->child.blitz__handle) {
-        /* Never ran: the child is still ours to end. */
-        blitz__output_end_child(&o->child);
-        blitz__release_child(NULL, &o->child);
-    }
-    blitz__free(o->out);
-    blitz__free(o->err);
-    blitz__free(o->input);
-}
-
-BLITZ_API blitz_poll blitz_process_output(blitz_cx *cx, blitz_output_op *op,
-                                          const blitz_command *cmd, const void *input,
-                                          size_t input_len) {
-    if (!op)
-        return BLITZ_READY;
-    blitz__pool_rec *done;
-    if (!blitz__pool_op_idle(&op->blitz__op)) {
-        if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
-            return BLITZ_PENDING;
-        blitz__output_rec *o = (blitz__output_rec *)done;
-        op->result = o->result;
-        op->exited = o->exited;
-        op->code = o->code;
-        op->signal = o->signal;
-        op->out = o->out;
-        op->err = o->err;
-        op->out_len = o->out_len;
-        op->err_len = o->err_len;
-        o->out = o->err = NULL;
-        blitz__pool_rec_free(done);
-        return BLITZ_READY;
-    }
-    op->out = op->err = NULL;
-    op->out_len = op->err_len = 0;
-    if (!cx || !cmd || (!input && input_len)) {
-        op->result = BLITZ_EINVAL;
-        return BLITZ_READY;
-    }
-    blitz__output_rec *o = (blitz__output_rec *)blitz__pool_rec_new(sizeof *o, blitz__output_exec,
-                                                                    blitz__output_discard);
-    if (o && input_len) {
-        o->input = (char *)blitz__malloc(input_len);
-        if (o->input)
-            memcpy(o->input, input, input_len);
-    }
-    if (!o || (input_len && !o->input)) {
-        if (o)
-            blitz__pool_rec_free(&o->base);
-        op->result = BLITZ_ENOMEM;
-        return BLITZ_READY;
-    }
-    o->input_len = input_len;
-    blitz_command c = *cmd;
-    c.stdin_mode = input ? BLITZ_STDIO_PIPE : BLITZ_STDIO_NULL;
-    c.stdout_mode = BLITZ_STDIO_PIPE;
-    c.stderr_mode = BLITZ_STDIO_PIPE;
-    int rc = blitz__spawn_process(blitz_cx_runtime(cx), &c, &o->child);
-    if (rc != 0) {
-        blitz__pool_rec_free(&o->base);
-        op->result = rc;
-        return BLITZ_READY;
-    }
-    if (blitz__pool_op_start(cx, &op->blitz__op, &o->base, &rc) == BLITZ_PENDING)
-        return BLITZ_PENDING;
-    op->result = rc;
-    return BLITZ_READY;
-}
-
-BLITZ_API void blitz_process_output_cancel(blitz_cx *cx, void *p) {
-    (void)cx;
-    blitz_output_op *o = (blitz_output_op *)p;
-    if (o)
-        blitz__pool_op_cancel(&o->blitz__op);
-}
-/* ====[ END src/process.c ]================================================ */
-/* ====[ BEGIN src/runtime.c ]============================================== */
-/* >>runtime */
+/* ====[ END src/runtime/shutdown.c ]======================================= */
+/* ====[ BEGIN src/runtime/runtime.c ]====================================== */
+/* >>runtime/runtime */
 /* The runtime's public face: create, run, shut down, free, statistics.
  *
  * Shutdown protocol:
@@ -19943,7 +20044,7 @@ BLITZ_API void blitz_process_output_cancel(blitz_cx *cx, void *p) {
  *      are freed, running their drop functions);
  * and blitz_runtime_free then runs the drop functions of the blocks still
  * held (handles, wakers) and frees all memory. */
-/* internal.h already included */
+/* src/io/io.h already included */
 
 static void blitz__runtime_release_memory(blitz_runtime *rt) {
     blitz__io_destroy(rt);
@@ -19956,13 +20057,23 @@ static void blitz__runtime_release_memory(blitz_runtime *rt) {
         blitz__parker_destroy(&rt->ct->parker);
         blitz__free(rt->ct);
     }
-    blitz__global_queue_destroy(&rt->global);
+    blitz__global_queue_destroy(rt->global);
     blitz__time_destroy(rt);
-    blitz__pool_destroy(&rt->pool);
+    blitz__pool_destroy(rt->pool);
     blitz__mutex_destroy(&rt->start_lock);
     blitz__mutex_destroy(&rt->alloc_lock);
     blitz__free(rt);
 }
+
+/* The runtime and the parts of it the layers above the task core own, in
+ * one allocation (the runtime first, so freeing it frees them all). */
+typedef struct blitz__runtime_block {
+    blitz_runtime rt;
+    BLITZ__ALIGNED blitz__global_queue global;
+    blitz__idle idle;
+    blitz__time_driver time;
+    blitz__pool pool;
+} blitz__runtime_block;
 
 BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out) {
     if (!out)
@@ -19978,9 +20089,14 @@ BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out) {
         return BLITZ_EINVAL;
     if (c.global_queue_interval > BLITZ__INTERVAL_MAX)
         return BLITZ_EINVAL;
-    blitz_runtime *rt = (blitz_runtime *)blitz__calloc(sizeof *rt);
-    if (!rt)
+    blitz__runtime_block *block = (blitz__runtime_block *)blitz__calloc(sizeof *block);
+    if (!block)
         return BLITZ_ENOMEM;
+    blitz_runtime *rt = &block->rt;
+    rt->global = &block->global;
+    rt->idle = &block->idle;
+    rt->time = &block->time;
+    rt->pool = &block->pool;
     rt->flavor = c.flavor;
     rt->park_timeout_ns = c.park_timeout_ns;
     rt->spin_before_park = c.spin_before_park == UINT32_MAX ? 0
@@ -19990,18 +20106,18 @@ BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out) {
     rt->fixed_interval = c.global_queue_interval;
     if (rt->fixed_interval && rt->fixed_interval < 1)
         rt->fixed_interval = 1;
-    int rc = blitz__global_queue_init(&rt->global);
+    int rc = blitz__global_queue_init(rt->global);
     if (rc == 0)
         rc = blitz__mutex_init(&rt->start_lock);
     if (rc == 0)
         rc = blitz__mutex_init(&rt->alloc_lock);
     if (rc == 0)
-        rc = blitz__pool_init(&rt->pool, &c);
+        rc = blitz__pool_init(rt->pool, &c);
     if (rc != 0) {
         blitz__free(rt);
         return rc;
     }
-    blitz__idle_init(&rt->idle);
+    blitz__idle_init(rt->idle);
     blitz__time_init(rt, c.start_paused != 0);
     if (c.flavor == BLITZ_MULTI_THREAD) {
         uint32_t n = c.workers;
@@ -20027,8 +20143,15 @@ BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out) {
             return BLITZ_ENOMEM;
         }
         blitz__parker_init(&rt->ct->parker);
+        rt->ct_parker = &rt->ct->parker;
     }
     rc = blitz__io_create(rt, c.backend);
+    if (rc == BLITZ_OK && rt->io) {
+        for (uint32_t i = 0; rt->workers && i < rt->num_workers; i++)
+            rt->workers[i].parker.wake_fd = blitz__io_wake_fd(rt->io, i);
+        if (rt->ct)
+            rt->ct->parker.wake_fd = blitz__io_wake_fd(rt->io, UINT32_MAX);
+    }
     if (rc != BLITZ_OK) {
         blitz__runtime_release_memory(rt);
         return rc;
@@ -20066,7 +20189,7 @@ BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt) {
         blitz__mutex_unlock(&rt->start_lock);
         return BLITZ_OK;
     }
-    blitz__global_queue_close(&rt->global);
+    blitz__global_queue_close(rt->global);
     /* Waits nested in polls notice at once. */
     blitz__wake_thread_joiners(rt);
     if (rt->workers) {
@@ -20238,14 +20361,14 @@ BLITZ_API int blitz_runtime_stats(const blitz_runtime *rt, blitz_stats *out) {
     out->total_polled += blitz__counter(&rt->remote_counters.polled);
     out->total_spawned = spawned;
     out->tasks_alive = spawned >= freed ? spawned - freed : 0;
-    out->global_queue_depth = blitz__u64_load(&rt->global.len, BLITZ__RELAXED);
+    out->global_queue_depth = blitz__u64_load(&rt->global->len, BLITZ__RELAXED);
     out->num_workers = rt->num_workers;
     out->workers_started = rt->workers
                                ? blitz__u32_load(&rt->workers_started, BLITZ__RELAXED)
                                : (uint32_t)(blitz__u32_load(&rt->ct->driving, BLITZ__RELAXED) != 0);
     return BLITZ_OK;
 }
-/* ====[ END src/runtime.c ]================================================ */
+/* ====[ END src/runtime/runtime.c ]======================================== */
 #endif /* BLITZ_IMPLEMENTATION */
 
 /*

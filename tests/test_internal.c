@@ -44,7 +44,7 @@ static blitz_runtime *iq_runtime(uint32_t workers) {
 
 static long iq_drain_global(blitz_runtime *rt, iq_pool *p) {
     long n = 0;
-    blitz__task *t = blitz__global_queue_take_all(&rt->global);
+    blitz__task *t = blitz__global_queue_take_all(rt->global);
     while (t) {
         blitz__task *next = t->next;
         iq_consume(p, t);
@@ -64,14 +64,14 @@ BLITZ_TEST(local_queue_fifo_and_overflow) {
     for (long i = 0; i < cap; i++)
         blitz__local_queue_push(&w->queue, &p.tasks[i], rt, &w->counters);
     CHECK_EQ(blitz__local_queue_len(&w->queue), cap);
-    CHECK_EQ(blitz__global_queue_len(&rt->global), 0);
+    CHECK_EQ(blitz__global_queue_len(rt->global), 0);
     /* One more: half the ring plus the new task move to the global queue. */
     blitz__local_queue_push(&w->queue, &p.tasks[cap], rt, &w->counters);
-    CHECK_EQ(blitz__global_queue_len(&rt->global), cap / 2 + 1);
+    CHECK_EQ(blitz__global_queue_len(rt->global), cap / 2 + 1);
     CHECK_EQ(blitz__local_queue_len(&w->queue), cap / 2);
     CHECK_EQ(blitz__counter(&w->counters.overflows), 1);
     /* The global batch holds the oldest half, in order, then the new task. */
-    blitz__task *g = blitz__global_queue_take_all(&rt->global);
+    blitz__task *g = blitz__global_queue_take_all(rt->global);
     for (long i = 0; i < cap / 2; i++, g = g->next)
         CHECK_PTR_EQ(g, &p.tasks[i]);
     CHECK_PTR_EQ(g, &p.tasks[cap]);
@@ -87,7 +87,7 @@ BLITZ_TEST(local_queue_fifo_and_overflow) {
         for (long i = 0; i < cap; i++)
             CHECK_PTR_EQ(blitz__local_queue_pop(&w->queue), &p.tasks[i]);
     }
-    CHECK_EQ(blitz__global_queue_len(&rt->global), 0);
+    CHECK_EQ(blitz__global_queue_len(rt->global), 0);
     iq_pool_free(&p);
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
@@ -708,7 +708,12 @@ BLITZ_TEST(lifo_eviction_and_transitioning_to_park) {
     blitz__worker *w = &rt->workers[0];
     iq_pool p;
     iq_pool_init(&p, 4);
-    blitz__context ctx = {rt, w, 0, NULL};
+    blitz__context ctx;
+    blitz__context_init(&ctx, rt);
+    ctx.worker = w;
+    ctx.cache = &w->cache;
+    ctx.counters = &w->counters;
+    ctx.worker_index = 0;
     blitz__context *outer = blitz__context_set(&ctx);
     /* The newest task takes the slot; the one it displaces joins the ring. */
     blitz__worker_schedule_local(w, &p.tasks[0]);
@@ -723,7 +728,7 @@ BLITZ_TEST(lifo_eviction_and_transitioning_to_park) {
     blitz__u32_store(&w->transitioning_to_park, 1, BLITZ__SEQ_CST);
     blitz__worker_schedule_local(w, &p.tasks[2]);
     CHECK_PTR_EQ(w->lifo_slot, &p.tasks[1]);
-    CHECK_EQ(blitz__global_queue_len(&rt->global), 1);
+    CHECK_EQ(blitz__global_queue_len(rt->global), 1);
     blitz__u32_store(&w->transitioning_to_park, 0, BLITZ__SEQ_CST);
     CHECK_EQ(iq_drain_global(rt, &p), 1);
     CHECK_EQ(p.seen[2], 1);

@@ -298,10 +298,10 @@ BLITZ_TEST(pool_spurious_wakeups) {
         tu_sleep_ms(1);
     int pokes = 0;
     while (tu_now() - start < 0.15) {
-        blitz__mutex_lock(&rt->pool.lock);
-        if (rt->pool.idle_head)
-            blitz__parker_unpark(&rt->pool.idle_head->parker);
-        blitz__mutex_unlock(&rt->pool.lock);
+        blitz__mutex_lock(&rt->pool->lock);
+        if (rt->pool->idle_head)
+            blitz__parker_unpark(&rt->pool->idle_head->parker);
+        blitz__mutex_unlock(&rt->pool->lock);
         pokes++;
         tu_sleep_ms(1);
     }
@@ -447,11 +447,11 @@ static blitz_poll tp_room_timeout_poll(blitz_cx *cx, void *p) {
 }
 
 static int tp_room_waiters(blitz_runtime *rt) {
-    blitz__mutex_lock(&rt->pool.lock);
+    blitz__mutex_lock(&rt->pool->lock);
     int n = 0;
-    for (struct blitz__pool_job *j = rt->pool.space_head; j; j = j->next)
+    for (struct blitz__pool_job *j = rt->pool->space_head; j; j = j->next)
         n++;
-    blitz__mutex_unlock(&rt->pool.lock);
+    blitz__mutex_unlock(&rt->pool->lock);
     return n;
 }
 

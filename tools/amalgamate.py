@@ -5,11 +5,13 @@ usage: amalgamate.py [--line] [-o OUT]
 
 Layout of the output:
   the manual (src/blitz_doc.txt) as the top comment;
-  #ifndef BLITZ_H: the public declarations (src/blitz_api.h);
+  #ifndef BLITZ_H: the public declarations (src/api/blitz_api.h);
   #if defined(BLITZ_IMPLEMENTATION) && !defined(BLITZ__IMPLEMENTATION_INCLUDED):
-      every module of tools/manifest.txt in order, each between fixed
-      BEGIN/END banners with a >>name grep anchor; an `#include "x.h"` of a
-      src/ header is spliced in the first time and commented out after;
+      the layers of tools/manifest.txt in order, each opened by a LAYER
+      banner; every module between fixed BEGIN/END banners with a >>name grep
+      anchor; an `#include "x.h"` of a src/ header (a path relative to the
+      including file) is spliced in the first time and commented out after,
+      and a RESUME marker shows where the including module goes on;
   the licence (src/blitz_license.txt).
 
 --line adds #line directives so compiler diagnostics and debuggers point
@@ -32,6 +34,14 @@ def fail(msg):
     sys.exit(1)
 
 
+def resolve(including, inc):
+    """The src/-relative path of `inc` as included from src/`including`."""
+    path = os.path.normpath(os.path.join(os.path.dirname(including), inc))
+    if path.startswith(".."):
+        fail("src/%s includes %s, outside src/" % (including, inc))
+    return path.replace(os.sep, "/")
+
+
 def read(name):
     path = os.path.join(SRC, name)
     if not os.path.exists(path):
@@ -41,23 +51,46 @@ def read(name):
 
 
 def manifest():
-    names = []
+    """[(layer, description, [module, ...]), ...] in manifest order.
+
+    A line `[layer] description` opens a layer; every module after it
+    must live in src/layer/."""
+    layers = []
     with open(os.path.join(ROOT, "tools", "manifest.txt")) as f:
-        for line in f:
+        for n, line in enumerate(f, 1):
             line = line.split("#", 1)[0].strip()
-            if line:
-                names.append(line)
-    listed = set(names)
-    on_disk = {n for n in os.listdir(SRC) if n.endswith(".c")}
+            if not line:
+                continue
+            m = re.match(r"^\[(\w+)\]\s*(.*)$", line)
+            if m:
+                layers.append((m.group(1), m.group(2), []))
+                continue
+            if not layers:
+                fail("tools/manifest.txt:%d: a module before the first [layer]" % n)
+            if not line.startswith(layers[-1][0] + "/"):
+                fail("tools/manifest.txt:%d: %s is not in src/%s/" % (n, line, layers[-1][0]))
+            layers[-1][2].append(line)
+    listed = {m for _, _, mods in layers for m in mods}
+    on_disk = set()
+    for root, _, files in os.walk(SRC):
+        for fn in files:
+            if fn.endswith(".c"):
+                on_disk.add(os.path.relpath(os.path.join(root, fn), SRC).replace(os.sep, "/"))
     missing = sorted(on_disk - listed)
     if missing:
         fail("src/ modules not in tools/manifest.txt: %s" % " ".join(missing))
-    return names
+    return layers
 
 
 def banner(kind, name):
     text = "/* ====[ %s src/%s ]" % (kind, name)
     return text + "=" * max(4, 76 - len(text)) + " */"
+
+
+def layer_banner(layer, description):
+    rule = "/* " + "#" * 74 + " */"
+    text = "/* LAYER %s: %s" % (layer, description)
+    return [rule, text + " " * max(1, 77 - len(text)) + "*/", rule]
 
 
 class Writer:
@@ -83,16 +116,17 @@ class Writer:
         for i, line in enumerate(lines):
             m = INCLUDE_LOCAL.match(line)
             if m:
-                inc = m.group(1)
+                inc = resolve(name, m.group(1))
                 if inc in self.spliced:
-                    self.emit("/* %s already included */" % inc)
+                    self.emit("/* src/%s already included */" % inc)
                 else:
                     self.spliced.add(inc)
-                    self.module(inc, allow_system=(inc == "platform.h"))
+                    self.module(inc, allow_system=(inc == "platform/platform.h"))
+                    self.emit("/* ----[ RESUME src/%s ] */" % name)
                     self.line_marker(i + 2, name)
                 continue
             if INCLUDE_SYSTEM.match(line) and not allow_system:
-                fail("src/%s:%d: system include outside platform.h/blitz_api.h" % (name, i + 1))
+                fail("src/%s:%d: system include outside platform/platform.h, api/blitz_api.h" % (name, i + 1))
             self.emit(line)
         self.emit(banner("END", name))
 
@@ -121,15 +155,18 @@ def main():
         w.emit(line)
     w.emit("#ifndef BLITZ_H")
     w.emit("#define BLITZ_H")
-    w.spliced.add("blitz_api.h")
-    w.module("blitz_api.h", allow_system=True)
+    w.spliced.add("api/blitz_api.h")
+    w.module("api/blitz_api.h", allow_system=True)
     w.emit("#endif /* BLITZ_H */")
     w.emit("")
     w.emit("#if defined(BLITZ_IMPLEMENTATION) && !defined(BLITZ__IMPLEMENTATION_INCLUDED)")
     w.emit("#define BLITZ__IMPLEMENTATION_INCLUDED 1")
     w.emit("#define BLITZ__AMALGAMATION 1")
-    for name in manifest():
-        w.module(name, allow_system=False)
+    for layer, description, modules in manifest():
+        for line in layer_banner(layer, description):
+            w.emit(line)
+        for name in modules:
+            w.module(name, allow_system=False)
     w.emit("#endif /* BLITZ_IMPLEMENTATION */")
     w.emit("")
     lic = read("blitz_license.txt")

@@ -1,0 +1,163 @@
+/* Join handles: await, wait, status, state, cancel, release.
+ *
+ * The join waker protocol (Tokio's JOIN_WAKER): the handle's owner writes
+ * join_waker only while JOIN_WAKER is clear, then sets the bit with a
+ * release CAS that fails once the task is COMPLETE. The completer clears the
+ * bit in its COMPLETE transition and then only reads the slot. To replace a
+ * stored waker the owner first clears the bit (a CAS that also fails on
+ * COMPLETE). So the slot is never written while another thread may read it. */
+#include "core.h"
+
+BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t) {
+    BLITZ_ASSERT(cx && t);
+    if (!cx || !t)
+        return BLITZ_READY; /* blitz_task_status reports the misuse */
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+    if (blitz__state_is_complete(s))
+        return BLITZ_READY;
+    blitz_waker mine = blitz_cx_waker(cx);
+    if (s & BLITZ__TASK_JOIN_WAKER) {
+        if (blitz_waker_will_wake(&t->join_waker, &mine))
+            return BLITZ_PENDING;
+        /* A different waker is stored (the handle moved to another task):
+         * take the slot back before overwriting it. */
+        for (;;) {
+            if (blitz__state_is_complete(s))
+                return BLITZ_READY;
+            if (blitz__u64_cas_weak(&t->state, &s, s & ~BLITZ__TASK_JOIN_WAKER, BLITZ__ACQ_REL))
+                break;
+        }
+        blitz_waker_drop(t->join_waker);
+    }
+    t->join_waker = blitz_waker_clone(&mine);
+    s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    for (;;) {
+        if (blitz__state_is_complete(s)) {
+            blitz_waker_drop(t->join_waker);
+            return BLITZ_READY;
+        }
+        if (blitz__u64_cas_weak(&t->state, &s, s | BLITZ__TASK_JOIN_WAKER, BLITZ__ACQ_REL))
+            return BLITZ_PENDING;
+    }
+}
+
+BLITZ_API void blitz_join_cancel(blitz_cx *cx, blitz_task *t) {
+    (void)cx;
+    if (!t)
+        return;
+    /* Take the stored waker back unless the task completed (then the
+     * completer owns and consumes it). */
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+    for (;;) {
+        if (blitz__state_is_complete(s) || !(s & BLITZ__TASK_JOIN_WAKER))
+            return;
+        if (blitz__u64_cas_weak(&t->state, &s, s & ~BLITZ__TASK_JOIN_WAKER, BLITZ__ACQ_REL))
+            break;
+    }
+    blitz_waker_drop(t->join_waker);
+}
+
+BLITZ_API void blitz_join_cancel_op(blitz_cx *cx, void *handle) {
+    blitz_join_cancel(cx, (blitz_task *)handle);
+}
+
+BLITZ_API int blitz_task_status(const blitz_task *t) {
+    if (!t)
+        return BLITZ_EINVAL;
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+    if (!blitz__state_is_complete(s))
+        return BLITZ_EAGAIN;
+    return (s & BLITZ__TASK_OUTCOME_CANCELLED) ? BLITZ_ECANCELED : BLITZ_OK;
+}
+
+BLITZ_API void *blitz_task_state(blitz_task *t) {
+    if (!t || !blitz__state_is_complete(blitz__u64_load(&t->state, BLITZ__ACQUIRE)))
+        return NULL;
+    return blitz__task_state_ptr(t);
+}
+
+BLITZ_API int blitz_task_cancel(blitz_task *t) {
+    if (!t)
+        return BLITZ_EINVAL;
+    /* An idle task is claimed (taken to RUNNING) and completed here. */
+    if (blitz__state_cancel(t))
+        blitz__task_finish(t, 1);
+    else if (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_BLOCKING)
+        blitz__pool_cancel_task(t); /* not started: out of the pool's queue now */
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_task_release(blitz_task **tp) {
+    if (!tp)
+        return BLITZ_EINVAL;
+    blitz__task *t = *tp;
+    if (!t)
+        return BLITZ_ERELEASED;
+    *tp = NULL;
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED), next;
+    for (;;) {
+        BLITZ_ASSERT((s & BLITZ__TASK_JOIN_INTEREST) && "task handle released twice");
+        if (!(s & BLITZ__TASK_JOIN_INTEREST))
+            return BLITZ_ERELEASED;
+        next = (s & ~(BLITZ__TASK_JOIN_INTEREST | BLITZ__TASK_JOIN_WAKER)) - BLITZ__TASK_REF_ONE;
+        if (!blitz__state_is_complete(s))
+            next |= BLITZ__TASK_DETACHED;
+        if (blitz__u64_cas_weak(&t->state, &s, next, BLITZ__ACQ_REL))
+            break;
+    }
+    /* Before completion a stored join waker is ours again to drop. */
+    if (!blitz__state_is_complete(s) && (s & BLITZ__TASK_JOIN_WAKER))
+        blitz_waker_drop(t->join_waker);
+    if (blitz__refs(next) == 0)
+        blitz__task_free(t);
+    return BLITZ_OK;
+}
+
+/* Marks that a thread will sleep on the completion word for `t`. Returns 0
+ * when `t` is already complete. */
+BLITZ_PRIVATE int blitz__task_set_thread_joiner(blitz__task *t) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+    for (;;) {
+        if (blitz__state_is_complete(s))
+            return 0;
+        if (s & BLITZ__TASK_THREAD_JOINER)
+            return 1;
+        if (blitz__u64_cas_weak(&t->state, &s, s | BLITZ__TASK_THREAD_JOINER, BLITZ__ACQ_REL))
+            return 1;
+    }
+}
+
+BLITZ_PRIVATE int blitz__task_is_complete(const blitz__task *t) {
+    return blitz__state_is_complete(blitz__u64_load(&t->state, BLITZ__ACQUIRE));
+}
+
+/* Sleeps until `t` completes, the runtime's completion word changes, or
+ * timeout_ns passes. Returns 1 once `t` is complete. */
+BLITZ_PRIVATE int blitz__wait_completion(blitz_runtime *rt, blitz__task *t, uint64_t timeout_ns) {
+    /* Read the word before announcing ourselves: a completion after the
+     * announcement bumps it, so the futex wait cannot miss it. */
+    uint32_t seq = blitz__u32_load(&rt->completion_seq, BLITZ__ACQUIRE);
+    if (!blitz__task_set_thread_joiner(t))
+        return 1;
+    blitz__sleep_on_completion(rt, seq, timeout_ns);
+    return blitz__task_is_complete(t);
+}
+
+BLITZ_API int blitz_task_wait(blitz_task *t) {
+    if (!t)
+        return BLITZ_EINVAL;
+    if (!blitz__task_is_complete(t)) {
+        blitz_runtime *rt = blitz__task_runtime(t);
+        blitz__context *ctx = blitz__context_get();
+        if (rt->flavor == BLITZ_CURRENT_THREAD)
+            blitz__ct_wait(rt, t, ctx);
+        else if (ctx && ctx->rt == rt && ctx->worker)
+            blitz__worker_help_until(ctx, t);
+        else
+            blitz__external_help_until(rt, t, ctx && ctx->rt == rt);
+    }
+    int rc = blitz_task_status(t);
+    /* Only a wait inside one of the runtime's own polls returns unfinished:
+     * the runtime is shutting down and waits for that poll to end. */
+    return rc == BLITZ_EAGAIN ? BLITZ_ESHUTDOWN : rc;
+}

@@ -1,0 +1,354 @@
+/* The poll harness (run, complete, free), task wakers, and spawning.
+ *
+ * The seed's vtable {poll, drop, schedule, reschedule} maps onto C as:
+ * poll = the user's poll function in the header, driven by blitz__task_run;
+ * drop = blitz__task_free (the user's drop function, if any, then the block
+ * goes back to its cache); schedule = blitz__task_schedule (a wake: the LIFO
+ * slot when the waker runs on a worker of the task's runtime, else the
+ * global queue); reschedule = blitz__task_reschedule (after NOTIFIED: the
+ * back of the local queue; after a yield: the thread's deferred list, which
+ * joins the queue at the end of the tick, so everything runnable, remote
+ * tasks included, runs first, as Tokio defers yield_now). */
+#include "core.h"
+
+static inline void *blitz__task_state_ptr(blitz__task *t) {
+    return (char *)t + BLITZ__TASK_HEADER_SIZE;
+}
+
+/* The hooks sit at the end of the block: the drop function last, the
+ * cancel hook before it. */
+static inline blitz_drop_fn *blitz__task_drop_slot(blitz__task *t) {
+    return (blitz_drop_fn *)((char *)t + blitz__block_size(t) - sizeof(blitz_drop_fn));
+}
+static inline blitz_drop_fn *blitz__task_cancel_slot(blitz__task *t, uint64_t s) {
+    size_t back = sizeof(blitz_drop_fn) * ((s & BLITZ__TASK_HAS_DROP) ? 2 : 1);
+    return (blitz_drop_fn *)((char *)t + blitz__block_size(t) - back);
+}
+
+/* Last reference gone: run the drop function and recycle the block. */
+BLITZ_PRIVATE void blitz__task_free(blitz__task *t) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+    if (s & BLITZ__TASK_HAS_DROP)
+        (*blitz__task_drop_slot(t))(blitz__task_state_ptr(t));
+    blitz__u64_store(&t->state, 0, BLITZ__RELEASE);
+    blitz__block_release(t);
+}
+
+/* Wakes threads sleeping on the runtime's completion word. The bump is
+ * seq_cst and so is a sleeper's announcement (blitz__sleep_on_completion):
+ * either the sleeper's futex compare sees the new value, or this side sees
+ * the sleeper and makes the system call; a wake nobody needs costs none. */
+BLITZ_PRIVATE void blitz__wake_thread_joiners(blitz_runtime *rt) {
+    blitz__u32_fetch_add(&rt->completion_seq, 1, BLITZ__SEQ_CST);
+    if (blitz__u32_load(&rt->completion_sleepers, BLITZ__SEQ_CST))
+        blitz__futex_wake(&rt->completion_seq, INT_MAX);
+    /* A current-thread driver waiting for this task sleeps in its parker. */
+    if (rt->ct_parker)
+        blitz__parker_unpark(rt->ct_parker);
+}
+
+/* Sleeps while the completion word still holds `seq` (read by the caller
+ * before it checked its condition), at most timeout_ns. */
+BLITZ_PRIVATE void blitz__sleep_on_completion(blitz_runtime *rt, uint32_t seq,
+                                              uint64_t timeout_ns) {
+    blitz__u32_fetch_add(&rt->completion_sleepers, 1, BLITZ__SEQ_CST);
+    blitz__futex_wait(&rt->completion_seq, seq, timeout_ns);
+    blitz__u32_fetch_sub(&rt->completion_sleepers, 1, BLITZ__RELAXED);
+}
+
+/* RUNNING -> COMPLETE and everything completion owes: the joiner's waker,
+ * sleeping joiner threads, and the lifecycle reference. */
+BLITZ_PRIVATE void blitz__task_finish(blitz__task *t, int cancelled) {
+    int dropped;
+    if (cancelled) {
+        /* The task is ours (RUNNING): its cancel hook releases what its
+         * pending ops hold, before any joiner sees it complete. */
+        uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+        if (s & BLITZ__TASK_HAS_CANCEL)
+            (*blitz__task_cancel_slot(t, s))(blitz__task_state_ptr(t));
+    }
+    uint64_t prev = blitz__state_complete(t, cancelled, &dropped);
+    if (dropped) {
+        if (blitz__refs(prev) == 1)
+            blitz__task_free(t);
+        return;
+    }
+    if (prev & BLITZ__TASK_JOIN_WAKER) {
+        /* The completer only reads the slot (the handle owner may be reading
+         * it too, in blitz_join's will_wake check); the copy carries the
+         * waker's reference. */
+        blitz_waker w = t->join_waker;
+        w.vtable->wake(w.data);
+    }
+    if (prev & BLITZ__TASK_THREAD_JOINER)
+        blitz__wake_thread_joiners(blitz__task_runtime(t));
+    blitz__task_unref(t);
+}
+
+/* ---- wakers ----------------------------------------------------------------- */
+
+static void blitz__waker_wake_by_ref_fn(const void *data) {
+    blitz__task *t = (blitz__task *)data;
+    if (blitz__state_wake(t) == BLITZ__WAKE_SCHEDULE)
+        blitz__task_schedule(t);
+}
+static void blitz__waker_wake_fn(const void *data) {
+    blitz__waker_wake_by_ref_fn(data);
+    blitz__task_unref((blitz__task *)data);
+}
+static blitz_waker blitz__waker_clone_fn(const void *data);
+static void blitz__waker_drop_fn(const void *data) {
+    blitz__task_unref((blitz__task *)data);
+}
+static const blitz_waker_vtable blitz__task_waker_vtable = {
+    blitz__waker_wake_fn, blitz__waker_wake_by_ref_fn, blitz__waker_clone_fn, blitz__waker_drop_fn};
+static blitz_waker blitz__waker_clone_fn(const void *data) {
+    blitz__task_ref((blitz__task *)data);
+    blitz_waker w = {data, &blitz__task_waker_vtable};
+    return w;
+}
+
+static void blitz__noop_fn(const void *data) {
+    (void)data;
+}
+static blitz_waker blitz__noop_clone_fn(const void *data);
+static const blitz_waker_vtable blitz__noop_waker_vtable = {blitz__noop_fn, blitz__noop_fn,
+                                                            blitz__noop_clone_fn, blitz__noop_fn};
+static blitz_waker blitz__noop_clone_fn(const void *data) {
+    blitz_waker w = {data, &blitz__noop_waker_vtable};
+    return w;
+}
+
+BLITZ_API blitz_waker blitz_waker_noop(void) {
+    blitz_waker w = {NULL, &blitz__noop_waker_vtable};
+    return w;
+}
+
+BLITZ_API blitz_waker blitz_cx_waker(blitz_cx *cx) {
+    BLITZ_ASSERT(cx);
+    if (!cx)
+        return blitz_waker_noop();
+    if (BLITZ__UNLIKELY(!cx->task))
+        return cx->waker;
+    blitz_waker w = {cx->task, &blitz__task_waker_vtable};
+    return w;
+}
+
+BLITZ_API blitz_waker blitz_waker_clone(const blitz_waker *w) {
+    if (!w || !w->vtable)
+        return blitz_waker_noop();
+    return w->vtable->clone(w->data);
+}
+BLITZ_API void blitz_waker_wake(blitz_waker w) {
+    if (w.vtable)
+        w.vtable->wake(w.data);
+}
+BLITZ_API void blitz_waker_wake_by_ref(const blitz_waker *w) {
+    if (w && w->vtable)
+        w->vtable->wake_by_ref(w->data);
+}
+BLITZ_API void blitz_waker_drop(blitz_waker w) {
+    if (w.vtable)
+        w.vtable->drop(w.data);
+}
+BLITZ_API int blitz_waker_will_wake(const blitz_waker *a, const blitz_waker *b) {
+    return a && b && a->data == b->data && a->vtable == b->vtable;
+}
+
+/* ---- the poll harness ------------------------------------------------------------ */
+
+/* Runs a SCHEDULED task once on the calling thread (context `ctx`): polls
+ * it, or completes it as cancelled. Returns 1 when the poll function ran. */
+BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
+    if (blitz__state_to_running(t) == BLITZ__RUN_CANCEL) {
+        blitz__task_finish(t, 1);
+        return 0;
+    }
+    blitz_cx cx;
+    cx.task = t;
+    cx.ctx = ctx;
+    cx.yielded = 0;
+    blitz__task *outer = ctx->current;
+    ctx->current = t;
+    blitz_poll r = t->poll(&cx, blitz__task_state_ptr(t));
+    ctx->current = outer;
+    if (r == BLITZ_READY)
+        blitz__task_finish(t, 0);
+    else if (blitz__state_to_idle(t, cx.yielded))
+        blitz__task_reschedule(t, ctx, cx.yielded);
+    return 1;
+}
+
+/* ---- poll-context accessors ---------------------------------------------------- */
+
+BLITZ_API blitz_runtime *blitz_cx_runtime(blitz_cx *cx) {
+    return cx ? cx->ctx->rt : NULL;
+}
+BLITZ_API void blitz_cx_yield(blitz_cx *cx) {
+    if (cx)
+        cx->yielded = 1;
+}
+BLITZ_API int blitz_cx_cancelled(blitz_cx *cx) {
+    if (!cx || !cx->task)
+        return 0;
+    return (blitz__u64_load(&cx->task->state, BLITZ__ACQUIRE) & BLITZ__TASK_CANCELLED) != 0;
+}
+BLITZ_API int blitz_cx_shield(blitz_cx *cx) {
+    return cx && cx->task ? blitz__state_shield(cx->task, 1) : BLITZ_EINVAL;
+}
+BLITZ_API int blitz_cx_unshield(blitz_cx *cx) {
+    return cx && cx->task ? blitz__state_shield(cx->task, -1) : BLITZ_EINVAL;
+}
+BLITZ_API int blitz_cx_worker(blitz_cx *cx) {
+    if (!cx)
+        return -1;
+    if (cx->ctx->worker)
+        return cx->ctx->worker_index;
+    return cx->ctx->ct_driver ? 0 : -1;
+}
+
+/* ---- spawning ------------------------------------------------------------------- */
+
+/* `size` bytes (a multiple of 8) reserved in front of the hooks at the end
+ * of the block of a task spawned with a trailer. */
+static inline void *blitz__task_trailer(blitz__task *t, size_t size) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    size_t hooks = ((s & BLITZ__TASK_HAS_DROP) != 0) + ((s & BLITZ__TASK_HAS_CANCEL) != 0);
+    return (char *)t + blitz__block_size(t) - hooks * sizeof(blitz_drop_fn) - size;
+}
+
+/* A spawn on a thread that shutdown does not wait for (a plain thread,
+ * or one polling another runtime's task) announces itself in `spawning`
+ * until its block is queued or given back; shutdown waits for the count
+ * to reach 0 before it sweeps the blocks, so it never finishes a block
+ * its spawner is still filling in or discarding. Threads polling rt's
+ * tasks need no announcement: shutdown waits for all of them first.
+ * Returns whether the caller announced itself (pass it to leave). */
+BLITZ_PRIVATE int blitz__spawn_enter(blitz_runtime *rt) {
+    blitz__context *ctx = blitz__context_get();
+    if (!rt || (ctx && ctx->rt == rt))
+        return 0;
+    /* Seq_cst, with the seq_cst shutdown check in blitz__task_create:
+     * shutdown stores its flag (seq_cst) and then reads this count, so
+     * either the spawn sees the flag or shutdown sees the count. */
+    blitz__u32_fetch_add(&rt->spawning, 1, BLITZ__SEQ_CST);
+    return 1;
+}
+
+BLITZ_PRIVATE void blitz__spawn_leave(blitz_runtime *rt, int entered) {
+    /* Release: the block's contents (or its discard) happen before the
+     * sweep, which reads the count with acquire. */
+    if (entered)
+        blitz__u32_fetch_sub(&rt->spawning, 1, BLITZ__RELEASE);
+}
+
+/* A new task block in the SCHEDULED state that nobody has seen yet, with
+ * `trailer` bytes before the hooks and `flags` added to its state word.
+ * The caller queues it, or gives it back with blitz__task_discard. */
+BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *o, int with_handle,
+                                     size_t trailer, uint64_t flags, blitz__task **out) {
+    *out = NULL;
+    if (!rt || !o || !o->poll || o->size == 0 || o->size > BLITZ_MAX_STATE_SIZE)
+        return BLITZ_EINVAL;
+    if (blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST))
+        return BLITZ_ESHUTDOWN;
+    size_t need = BLITZ__TASK_HEADER_SIZE + o->size;
+    size_t hooks = (o->drop != NULL) + (o->cancel != NULL);
+    if (hooks || trailer)
+        need = ((need + 7) & ~(size_t)7) + trailer + hooks * sizeof(blitz_drop_fn);
+    blitz__task *t = blitz__block_alloc(rt, need);
+    if (!t)
+        return BLITZ_ENOMEM;
+    t->poll = o->poll;
+    t->next = NULL;
+    t->join_waker.data = NULL;
+    t->join_waker.vtable = NULL;
+    if (o->state)
+        memcpy(blitz__task_state_ptr(t), o->state, o->size);
+    else
+        memset(blitz__task_state_ptr(t), 0, o->size);
+    uint64_t initial =
+        blitz__state_initial(with_handle, o->drop != NULL, o->cancel != NULL) | flags;
+    if (o->drop)
+        *blitz__task_drop_slot(t) = o->drop;
+    if (o->cancel)
+        *blitz__task_cancel_slot(t, initial) = o->cancel;
+    /* Relaxed: the enqueue publishes the block (queue release or a
+     * mutex). */
+    blitz__u64_store(&t->state, initial, BLITZ__RELAXED);
+    *out = t;
+    return BLITZ_OK;
+}
+
+/* Gives back a block from blitz__task_create that was never queued,
+ * without its drop function (the caller still owns what its state refers
+ * to). */
+BLITZ_PRIVATE void blitz__task_discard(blitz__task *t) {
+    blitz__u64_store(&t->state, 0, BLITZ__RELAXED);
+    blitz__block_release(t);
+}
+
+/* Spawns; a PINNED task is not queued (blitz__block_on polls it). */
+BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, blitz_task **handle,
+                               int pinned) {
+    if (handle)
+        *handle = NULL;
+    blitz__task *t;
+    int entered = blitz__spawn_enter(rt);
+    int rc = blitz__task_create(rt, o, handle != NULL, 0, pinned ? BLITZ__TASK_PINNED : 0, &t);
+    if (rc == BLITZ_OK) {
+        if (pinned)
+            blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
+        rc = pinned ? BLITZ_OK : blitz__task_spawn_schedule(rt, t);
+        if (rc != BLITZ_OK)
+            blitz__task_discard(t);
+        else if (handle)
+            *handle = t;
+    }
+    blitz__spawn_leave(rt, entered);
+    return rc;
+}
+
+BLITZ_API int blitz_spawn_ex(blitz_runtime *rt, const blitz_spawn_opts *o, blitz_task **handle) {
+    return blitz__spawn(rt, o, handle, 0);
+}
+
+/* Options for a task without hooks. */
+BLITZ_PRIVATE blitz_spawn_opts blitz__plain_opts(blitz_poll_fn poll, const void *state,
+                                                 size_t size) {
+    blitz_spawn_opts o;
+    memset(&o, 0, sizeof o);
+    o.poll = poll;
+    o.state = state;
+    o.size = size;
+    return o;
+}
+
+BLITZ_API int blitz_spawn(blitz_runtime *rt, blitz_poll_fn poll, const void *state, size_t size,
+                          blitz_task **handle) {
+    blitz_spawn_opts o = blitz__plain_opts(poll, state, size);
+    return blitz_spawn_ex(rt, &o, handle);
+}
+
+typedef struct {
+    blitz_fn fn;
+    void *arg;
+} blitz__fn_state;
+
+static blitz_poll blitz__fn_poll(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz__fn_state *s = (blitz__fn_state *)p;
+    s->fn(s->arg);
+    return BLITZ_READY;
+}
+
+BLITZ_API int blitz_spawn_fn(blitz_runtime *rt, blitz_fn fn, void *arg, blitz_task **handle) {
+    if (handle)
+        *handle = NULL;
+    if (!fn)
+        return BLITZ_EINVAL;
+    blitz__fn_state s;
+    s.fn = fn;
+    s.arg = arg;
+    return blitz_spawn(rt, blitz__fn_poll, &s, sizeof s, handle);
+}

@@ -1,0 +1,281 @@
+/* Task blocks: size-classed slabs in 64 KiB-aligned chunks.
+ *
+ * Why: a task is one block (header + state), spawned and freed at high rates
+ * from every thread. Per-worker free lists make steady-state spawn free of
+ * malloc and of locks; the chunk header at the 64 KiB boundary below a block
+ * names the runtime, so the task header needs no runtime pointer; and the
+ * runtime can walk every live block at shutdown (a free block's state word
+ * is zero) instead of keeping an owned-task list in every task.
+ *
+ * Blocks start at an address that is 8 mod 16, so the state after the
+ * 40-byte header is 16-byte aligned. States too big for the largest class get
+ * a chunk of their own. Caches: one per worker and one for the
+ * current-thread driver (no locking: only their thread touches them), and a
+ * shared one behind alloc_lock for every other thread. Free blocks travel in
+ * batches of BLITZ__FREE_BATCH: a cache keeps an active list and at most
+ * one full batch; a second full batch goes to the runtime's spare batches,
+ * where a cache that runs dry takes one. Every move is O(1) (no walking of
+ * cold blocks), and memory freed on one worker is reused by the others. */
+#include "core.h"
+
+static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
+    48,  64,  80,   96,   112,  128,  160,  192,  224,  256,  320,  384,  448,  512,  640,
+    768, 896, 1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192};
+
+/* First block offset: the smallest offset past the chunk header that is
+ * 8 mod 16. */
+#define BLITZ__FIRST_BLOCK ((sizeof(blitz__chunk) + 8 + 15) / 16 * 16 - 8)
+#define BLITZ__FREE_BATCH  64u
+
+/* A free block's header is unused: a batch's first block links to the next
+ * batch through join_waker.data. */
+static inline blitz__task *blitz__batch_next(blitz__task *first) {
+    return (blitz__task *)(uintptr_t)first->join_waker.data;
+}
+static inline void blitz__batch_set_next(blitz__task *first, blitz__task *next) {
+    first->join_waker.data = next;
+}
+
+static inline blitz__chunk *blitz__chunk_of(const void *block) {
+    return (blitz__chunk *)((uintptr_t)block & ~(uintptr_t)(BLITZ__CHUNK_SIZE - 1));
+}
+
+static inline blitz_runtime *blitz__task_runtime(const blitz__task *t) {
+    return blitz__chunk_of(t)->rt;
+}
+
+/* Bytes of the block holding `t` (for the drop pointer at its end). */
+static inline size_t blitz__block_size(const blitz__task *t) {
+    return blitz__chunk_of(t)->block_size;
+}
+
+BLITZ_PRIVATE uint32_t blitz__size_class(size_t need) {
+    for (uint32_t c = 0; c < BLITZ__NUM_CLASSES; c++)
+        if (need <= blitz__class_size[c])
+            return c;
+    return BLITZ__CLASS_LARGE;
+}
+
+/* The cache and counters this thread may use without a lock for runtime
+ * `rt` (a worker's, or the current-thread driver's); NULL for any other
+ * thread, which uses the shared cache under alloc_lock and the shared
+ * counters. One thread-local lookup serves both. */
+static blitz__block_cache *blitz__local_owner(blitz_runtime *rt, blitz__worker_counters **k) {
+    blitz__context *c = blitz__context_get();
+    *k = NULL;
+    if (!c || c->rt != rt)
+        return NULL;
+    *k = c->counters;
+    return c->cache;
+}
+
+/* Adds a chunk of class `c` to the runtime's list. Caller holds nothing. */
+static blitz__chunk *blitz__chunk_new(blitz_runtime *rt, uint32_t c) {
+    void *raw;
+    blitz__chunk *ch =
+        (blitz__chunk *)blitz__alloc_aligned(BLITZ__CHUNK_SIZE, BLITZ__CHUNK_SIZE, &raw);
+    if (!ch)
+        return NULL;
+    ch->rt = rt;
+    ch->raw = raw;
+    ch->block_size = blitz__class_size[c];
+    ch->class_index = c;
+    ch->capacity = (uint32_t)((BLITZ__CHUNK_SIZE - BLITZ__FIRST_BLOCK) / ch->block_size);
+    ch->carved = 0;
+    blitz__mutex_lock(&rt->alloc_lock);
+    ch->next = rt->chunks;
+    rt->chunks = ch;
+    blitz__mutex_unlock(&rt->alloc_lock);
+    return ch;
+}
+
+static inline blitz__task *blitz__chunk_block(blitz__chunk *ch, uint32_t i) {
+    return (blitz__task *)((char *)ch + BLITZ__FIRST_BLOCK + (size_t)i * ch->block_size);
+}
+
+/* Takes a block of class c from `cache`: its active list, its held-back
+ * batch, a spare batch of the runtime, or a fresh carve. `locked`: the
+ * caller holds alloc_lock (and `cache` is the shared one). */
+static blitz__task *blitz__cache_take(blitz_runtime *rt, blitz__block_cache *cache, uint32_t c,
+                                      int locked) {
+    if (!cache->active[c]) {
+        if (cache->full[c]) {
+            cache->active[c] = cache->full[c];
+            cache->full[c] = NULL;
+        } else if (blitz__ptr_load(&rt->spare_batches[c], BLITZ__RELAXED)) {
+            /* The unlocked peek above only saves a lock when there is
+             * nothing; the list itself is read and written under it. */
+            if (!locked)
+                blitz__mutex_lock(&rt->alloc_lock);
+            blitz__task *b = (blitz__task *)blitz__ptr_load(&rt->spare_batches[c], BLITZ__RELAXED);
+            if (b)
+                blitz__ptr_store(&rt->spare_batches[c], blitz__batch_next(b), BLITZ__RELAXED);
+            if (!locked)
+                blitz__mutex_unlock(&rt->alloc_lock);
+            cache->active[c] = b;
+        }
+        if (cache->active[c])
+            cache->active_count[c] = BLITZ__FREE_BATCH;
+    }
+    blitz__task *t = cache->active[c];
+    if (t) {
+        cache->active[c] = t->next;
+        cache->active_count[c]--;
+        return t;
+    }
+    blitz__chunk *ch = cache->carving[c];
+    if (!ch || ch->carved == ch->capacity) {
+        if (locked)
+            blitz__mutex_unlock(&rt->alloc_lock);
+        ch = blitz__chunk_new(rt, c);
+        if (locked)
+            blitz__mutex_lock(&rt->alloc_lock);
+        if (!ch)
+            return NULL;
+        /* With the lock dropped another thread may have installed a chunk;
+         * the older one is full or nearly so and stays on the list. */
+        cache->carving[c] = ch;
+    }
+    return blitz__chunk_block(ch, ch->carved++);
+}
+
+/* Puts a free block into `cache`; a second full batch goes to the spares.
+ * `locked` as for blitz__cache_take. */
+static void blitz__cache_put(blitz_runtime *rt, blitz__block_cache *cache, uint32_t c,
+                             blitz__task *t, int locked) {
+    t->next = cache->active[c];
+    cache->active[c] = t;
+    if (++cache->active_count[c] < BLITZ__FREE_BATCH)
+        return;
+    blitz__task *spill = cache->full[c];
+    cache->full[c] = cache->active[c];
+    cache->active[c] = NULL;
+    cache->active_count[c] = 0;
+    if (spill) {
+        if (!locked)
+            blitz__mutex_lock(&rt->alloc_lock);
+        blitz__batch_set_next(
+            spill, (blitz__task *)blitz__ptr_load(&rt->spare_batches[c], BLITZ__RELAXED));
+        blitz__ptr_store(&rt->spare_batches[c], spill, BLITZ__RELAXED);
+        if (!locked)
+            blitz__mutex_unlock(&rt->alloc_lock);
+    }
+}
+
+/* A block for a task whose header + state (+ drop pointer) need `need`
+ * bytes; NULL when out of memory. Counts the spawn. */
+BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need) {
+    uint32_t c = blitz__size_class(need);
+    blitz__task *t;
+    blitz__worker_counters *k;
+    blitz__block_cache *cache = blitz__local_owner(rt, &k);
+    if (c == BLITZ__CLASS_LARGE) {
+        size_t total = BLITZ__FIRST_BLOCK + ((need + 15) & ~(size_t)15);
+        void *raw;
+        blitz__chunk *ch = (blitz__chunk *)blitz__alloc_aligned(
+            total < BLITZ__CHUNK_SIZE ? BLITZ__CHUNK_SIZE : total, BLITZ__CHUNK_SIZE, &raw);
+        if (!ch)
+            return NULL;
+        ch->rt = rt;
+        ch->raw = raw;
+        ch->block_size = (uint32_t)(total - BLITZ__FIRST_BLOCK);
+        ch->class_index = BLITZ__CLASS_LARGE;
+        ch->capacity = 1;
+        ch->carved = 1;
+        blitz__mutex_lock(&rt->alloc_lock);
+        ch->next = rt->chunks;
+        rt->chunks = ch;
+        blitz__mutex_unlock(&rt->alloc_lock);
+        t = blitz__chunk_block(ch, 0);
+    } else {
+        if (cache) {
+            t = blitz__cache_take(rt, cache, c, 0);
+        } else {
+            blitz__mutex_lock(&rt->alloc_lock);
+            t = blitz__cache_take(rt, &rt->shared_cache, c, 1);
+            blitz__mutex_unlock(&rt->alloc_lock);
+        }
+        if (!t)
+            return NULL;
+    }
+    if (k) {
+        BLITZ__STAT(blitz__u64_bump(&k->spawned, 1));
+    } else {
+        BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.spawned, 1, BLITZ__RELAXED));
+    }
+    return t;
+}
+
+/* Counts a freed block. It is the freeing thread's last access to the
+ * runtime: blitz_runtime_free waits for the count (acquire, pairing with the
+ * release here) before it frees the memory this thread was using. */
+static void blitz__count_freed(blitz_runtime *rt, blitz__worker_counters *k) {
+    if (k)
+        blitz__u64_bump(&k->freed, 1);
+    else
+        blitz__u64_fetch_add(&rt->remote_counters.freed, 1, BLITZ__RELEASE);
+}
+
+/* Returns the block of a task whose state word has already been zeroed. */
+BLITZ_PRIVATE void blitz__block_release(blitz__task *t) {
+    blitz__chunk *ch = blitz__chunk_of(t);
+    blitz_runtime *rt = ch->rt;
+    blitz__worker_counters *k;
+    blitz__block_cache *cache = blitz__local_owner(rt, &k);
+    uint32_t c = ch->class_index;
+    if (c == BLITZ__CLASS_LARGE) {
+        /* During the shutdown sweep the chunk list is being walked: leave the
+         * (now free) chunk on it for blitz__block_free_all. */
+        if (!blitz__u32_load(&rt->sweeping, BLITZ__ACQUIRE)) {
+            blitz__mutex_lock(&rt->alloc_lock);
+            blitz__chunk **p = &rt->chunks;
+            while (*p != ch)
+                p = &(*p)->next;
+            *p = ch->next;
+            blitz__mutex_unlock(&rt->alloc_lock);
+            blitz__free(ch->raw);
+        }
+    } else {
+        if (cache) {
+            blitz__cache_put(rt, cache, c, t, 0);
+        } else {
+            blitz__mutex_lock(&rt->alloc_lock);
+            blitz__cache_put(rt, &rt->shared_cache, c, t, 1);
+            blitz__mutex_unlock(&rt->alloc_lock);
+        }
+    }
+    blitz__count_freed(rt, k);
+}
+
+/* Calls fn on every live block of the runtime. Only for shutdown and free:
+ * no thread may be carving from a private cache meanwhile. Blocks carved
+ * after the walk started are not visited. */
+BLITZ_PRIVATE void blitz__block_walk(blitz_runtime *rt, void (*fn)(blitz__task *t)) {
+    blitz__mutex_lock(&rt->alloc_lock);
+    blitz__chunk *first = rt->chunks;
+    blitz__mutex_unlock(&rt->alloc_lock);
+    /* Chunks are only ever prepended (and large ones removed when their task
+     * is freed, which fn may do), so read each chunk's successor before fn. */
+    for (blitz__chunk *ch = first, *next; ch; ch = next) {
+        blitz__mutex_lock(&rt->alloc_lock);
+        next = ch->next;
+        uint32_t carved = ch->carved;
+        blitz__mutex_unlock(&rt->alloc_lock);
+        for (uint32_t i = 0; i < carved; i++) {
+            blitz__task *t = blitz__chunk_block(ch, i);
+            if (blitz__u64_load(&t->state, BLITZ__ACQUIRE) != 0)
+                fn(t);
+        }
+    }
+}
+
+/* Frees every chunk (runtime teardown). */
+BLITZ_PRIVATE void blitz__block_free_all(blitz_runtime *rt) {
+    blitz__chunk *ch = rt->chunks;
+    rt->chunks = NULL;
+    while (ch) {
+        blitz__chunk *next = ch->next;
+        blitz__free(ch->raw);
+        ch = next;
+    }
+}

@@ -1,0 +1,120 @@
+/* The epoll backend: every socket is registered once, edge-triggered, for
+ * both directions (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET), with the
+ * socket as the event's data; an event bumps the socket's sequence numbers
+ * and wakes the waiters of its directions (io_driver.c). The driver's
+ * eventfd is registered level-triggered with NULL data. */
+#include "io.h"
+
+#if !defined(BLITZ_NO_EPOLL)
+
+BLITZ_PRIVATE int blitz__epoll_init(blitz__io *io) {
+    io->epfd = blitz__fd_above_stdio(epoll_create1(EPOLL_CLOEXEC));
+    if (io->epfd < 0)
+        return blitz__from_errno(errno);
+    io->events = (struct epoll_event *)blitz__calloc(sizeof(struct epoll_event) * BLITZ__IO_EVENTS);
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.events = EPOLLIN;
+    ev.data.ptr = NULL;
+    /* The wait is tried once: a seccomp filter may refuse epoll_wait
+     * alone, and workers would retry it forever. */
+    if (!io->events || epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->wake_fd, &ev) < 0 ||
+        (epoll_wait(io->epfd, io->events, 1, 0) < 0 && errno != EINTR)) {
+        int rc = io->events ? blitz__from_errno(errno) : BLITZ_ENOMEM;
+        blitz__free(io->events);
+        io->events = NULL;
+        close(io->epfd);
+        io->epfd = -1;
+        return rc;
+    }
+    return BLITZ_OK;
+}
+
+BLITZ_PRIVATE void blitz__epoll_destroy(blitz__io *io) {
+    if (io->epfd >= 0)
+        close(io->epfd);
+    io->epfd = -1;
+    blitz__free(io->events);
+    io->events = NULL;
+}
+
+BLITZ_PRIVATE int blitz__epoll_add(blitz__io *io, blitz_socket *s) {
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    ev.data.ptr = s;
+    if (epoll_ctl(io->epfd, EPOLL_CTL_ADD, s->fd, &ev) < 0)
+        return blitz__from_errno(errno);
+    return BLITZ_OK;
+}
+
+BLITZ_PRIVATE void blitz__epoll_del(blitz__io *io, blitz_socket *s) {
+    if (s->fd >= 0)
+        epoll_ctl(io->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+}
+
+/* Caller holds io->lock. timeout_ns: 0 = do not block, BLITZ__IO_FOREVER. */
+BLITZ_PRIVATE void blitz__epoll_wait(blitz__io *io, uint64_t timeout_ns) {
+    int ms;
+    if (timeout_ns == BLITZ__IO_FOREVER)
+        ms = -1;
+    else if (timeout_ns == 0)
+        ms = 0;
+    else {
+        /* Round up: waking early only to sleep again costs a wake-up. */
+        uint64_t m = (timeout_ns + 999999u) / 1000000u;
+        ms = m > INT_MAX ? INT_MAX : (int)m;
+    }
+    int n = epoll_wait(io->epfd, io->events, BLITZ__IO_EVENTS, ms);
+    io->nevents = n < 0 ? 0 : n;
+}
+
+BLITZ_PRIVATE void blitz__epoll_dispatch(blitz__io *io) {
+    int n = io->nevents;
+    io->nevents = 0;
+    for (int i = 0; i < n; i++) {
+        struct epoll_event *e = &io->events[i];
+        blitz_socket *s = (blitz_socket *)e->data.ptr;
+        if (!s) {
+            blitz__io_drain_fd(io->wake_fd);
+            continue;
+        }
+        uint32_t ev = e->events;
+        int rd = (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLPRI)) != 0;
+        int wr = (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0;
+        /* The end of the stream or an error stays readable with no further
+         * edge: receives try again from now on (published by the
+         * sequence bump's release in blitz__io_ready). */
+        if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+            blitz__u32_store(&s->rd_final, 1, BLITZ__RELAXED);
+        blitz__io_ready(s, rd, wr);
+    }
+}
+
+#else
+
+BLITZ_PRIVATE int blitz__epoll_init(blitz__io *io) {
+    (void)io;
+    return BLITZ_ENOSYS;
+}
+BLITZ_PRIVATE void blitz__epoll_destroy(blitz__io *io) {
+    (void)io;
+}
+BLITZ_PRIVATE int blitz__epoll_add(blitz__io *io, blitz_socket *s) {
+    (void)io;
+    (void)s;
+    return BLITZ_ENOSYS;
+}
+BLITZ_PRIVATE void blitz__epoll_del(blitz__io *io, blitz_socket *s) {
+    (void)io;
+    (void)s;
+}
+BLITZ_PRIVATE void blitz__epoll_wait(blitz__io *io, uint64_t timeout_ns) {
+    (void)io;
+    (void)timeout_ns;
+}
+BLITZ_PRIVATE void blitz__epoll_dispatch(blitz__io *io) {
+    (void)io;
+}
+
+#endif

@@ -1,0 +1,177 @@
+/* Descriptor ops: read(2)/write(2) and readiness waits on any descriptor a
+ * blitz_socket wraps (pipes, ttys, character devices, sockets), and
+ * blitz_pipe.
+ *
+ * They are op kinds of the I/O driver (io_driver.c runs them like the
+ * socket ops): on epoll and poll the system call is tried and, on EAGAIN,
+ * the op waits for the direction's event; on io_uring the same system call
+ * is tried first and the wait is a POLL_ADD. io_uring's own READ/WRITE are
+ * not used: on a descriptor with O_NONBLOCK they complete with -EAGAIN
+ * instead of waiting, and the kernel would own the caller's buffer. */
+#include "io.h"
+
+/* ---- writes without SIGPIPE ---------------------------------------------------- */
+
+/* A write into a pipe (or a splice / sendfile into a socket) whose reader
+ * is gone raises SIGPIPE at the calling thread, which kills the process by
+ * default. The signal is blocked around the call, and one that the call
+ * raised is taken back before the mask is restored, so the caller sees
+ * BLITZ_EPIPE only. */
+typedef struct blitz__nosig {
+    sigset_t old;
+    int was_pending; /* a SIGPIPE that was not ours */
+    int changed;
+} blitz__nosig;
+
+BLITZ_PRIVATE void blitz__nosig_begin(blitz__nosig *g) {
+    sigset_t pipe_set, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    g->was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    g->changed = pthread_sigmask(SIG_BLOCK, &pipe_set, &g->old) == 0;
+}
+
+BLITZ_PRIVATE void blitz__nosig_end(blitz__nosig *g, int epipe) {
+    int saved = errno;
+    if (epipe && !g->was_pending) {
+        sigset_t pipe_set, pending;
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+            struct timespec zero = {0, 0};
+            while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {
+            }
+        }
+    }
+    if (g->changed)
+        pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+    errno = saved;
+}
+
+/* Whether the wrapped descriptor is a socket (send with MSG_NOSIGNAL
+ * needs no signal mask). */
+static int blitz__fd_is_socket(const blitz_socket *s) {
+    return s->family != AF_UNSPEC;
+}
+
+/* ---- the system calls of the descriptor kinds --------------------------------------- */
+
+BLITZ_PRIVATE int64_t blitz__fd_syscall(blitz_io *op) {
+    blitz_socket *s = op->blitz__sock;
+    ssize_t r;
+    errno = 0;
+    switch (op->blitz__kind) {
+    case BLITZ__OP_FD_READ:
+        r = read(s->fd, op->blitz__buf, op->blitz__len);
+        break;
+    case BLITZ__OP_FD_WRITE:
+    case BLITZ__OP_FD_WRITE_ALL: {
+        const char *p = (const char *)op->blitz__buf + op->blitz__done;
+        size_t n = op->blitz__len - op->blitz__done;
+        if (blitz__fd_is_socket(s)) {
+            r = send(s->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (r < 0 && errno == ENOTSOCK) {
+                /* adopted descriptor with a family but not a socket */
+                blitz__nosig g;
+                blitz__nosig_begin(&g);
+                r = write(s->fd, p, n);
+                blitz__nosig_end(&g, r < 0 && errno == EPIPE);
+            }
+        } else {
+            blitz__nosig g;
+            blitz__nosig_begin(&g);
+            r = write(s->fd, p, n);
+            blitz__nosig_end(&g, r < 0 && errno == EPIPE);
+        }
+        break;
+    }
+    case BLITZ__OP_FD_POLL: {
+        struct pollfd pfd;
+        pfd.fd = s->fd;
+        pfd.events = op->blitz__dir == BLITZ__DIR_WRITE ? POLLOUT : POLLIN;
+        pfd.revents = 0;
+        r = poll(&pfd, 1, 0);
+        if (r > 0)
+            return pfd.revents;
+        if (r == 0)
+            return -EAGAIN;
+        break;
+    }
+    default:
+        return BLITZ_EINVAL;
+    }
+    if (r < 0) {
+        if (errno == EWOULDBLOCK || errno == EAGAIN)
+            return -EAGAIN;
+        return errno ? -(int64_t)errno : BLITZ_EIO;
+    }
+    return (int64_t)r;
+}
+
+/* ---- public ops --------------------------------------------------------------------------- */
+
+BLITZ_API blitz_poll blitz_fd_read(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
+                                   size_t len) {
+    return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_READ, buf, len, BLITZ__DIR_READ);
+}
+BLITZ_API blitz_poll blitz_fd_write(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
+                                    size_t len) {
+    return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_WRITE, buf, len, BLITZ__DIR_WRITE);
+}
+BLITZ_API blitz_poll blitz_fd_write_all(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                        const void *buf, size_t len) {
+    return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_WRITE_ALL, buf, len, BLITZ__DIR_WRITE);
+}
+BLITZ_API blitz_poll blitz_fd_readable(blitz_cx *cx, blitz_io *op, blitz_socket *s) {
+    return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_POLL, NULL, 0, BLITZ__DIR_READ);
+}
+BLITZ_API blitz_poll blitz_fd_writable(blitz_cx *cx, blitz_io *op, blitz_socket *s) {
+    return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_POLL, NULL, 0, BLITZ__DIR_WRITE);
+}
+
+/* ---- pipes ---------------------------------------------------------------------------------- */
+
+BLITZ_PRIVATE int blitz__pipe_fds(int fds[2]) {
+#if BLITZ__LINUX
+    if (syscall(SYS_pipe2, fds, O_NONBLOCK | O_CLOEXEC) < 0)
+        return blitz__from_errno(errno);
+    return BLITZ_OK;
+#else
+    if (pipe(fds) < 0)
+        return blitz__from_errno(errno);
+    for (int i = 0; i < 2; i++) {
+        fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
+        fcntl(fds[i], F_SETFD, FD_CLOEXEC);
+    }
+    return BLITZ_OK;
+#endif
+}
+
+BLITZ_API int blitz_pipe(blitz_runtime *rt, blitz_socket **read_end, blitz_socket **write_end) {
+    if (read_end)
+        *read_end = NULL;
+    if (write_end)
+        *write_end = NULL;
+    if (!rt || !read_end || !write_end)
+        return BLITZ_EINVAL;
+    if (!rt->io)
+        return BLITZ_ENOSYS;
+    int fds[2];
+    int rc = blitz__pipe_fds(fds);
+    if (rc != BLITZ_OK)
+        return rc;
+    blitz_socket *r = NULL, *w = NULL;
+    rc = blitz__sock_wrap(rt->io, fds[0], AF_UNSPEC, 0, &r);
+    if (rc != BLITZ_OK) {
+        close(fds[1]);
+        return rc;
+    }
+    rc = blitz__sock_wrap(rt->io, fds[1], AF_UNSPEC, 0, &w);
+    if (rc != BLITZ_OK) {
+        blitz_sock_close(r);
+        return rc;
+    }
+    *read_end = r;
+    *write_end = w;
+    return BLITZ_OK;
+}

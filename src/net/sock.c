@@ -1,0 +1,370 @@
+/* Sockets: creation (TCP listeners, UDP, Unix stream / datagram), options,
+ * addresses, shutdown. The transfers are ops (io_driver.c). */
+#include "../io/io.h"
+
+static int blitz__errno_rc(void) {
+    return blitz__from_errno(errno);
+}
+
+static int blitz__sock_new_fd(blitz_runtime *rt, int family, int type, int *fd) {
+    if (!rt)
+        return BLITZ_EINVAL;
+    if (!rt->io)
+        return BLITZ_ENOSYS;
+    *fd = socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    return *fd < 0 ? blitz__errno_rc() : BLITZ_OK;
+}
+
+#define BLITZ__SOCK_FLAGS_ALL \
+    (BLITZ_SOCK_REUSEADDR | BLITZ_SOCK_REUSEPORT | BLITZ_SOCK_V6ONLY | BLITZ_SOCK_NO_REUSEADDR)
+
+static int blitz__apply_flags(int fd, int family, unsigned flags, int listener) {
+    int one = 1;
+    if (flags & ~BLITZ__SOCK_FLAGS_ALL)
+        return BLITZ_EINVAL;
+    if ((listener && !(flags & BLITZ_SOCK_NO_REUSEADDR)) || (flags & BLITZ_SOCK_REUSEADDR))
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
+            return blitz__errno_rc();
+    if (flags & BLITZ_SOCK_REUSEPORT)
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0)
+            return blitz__errno_rc();
+    if ((flags & BLITZ_SOCK_V6ONLY) && family == AF_INET6)
+        if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
+            return blitz__errno_rc();
+    return BLITZ_OK;
+}
+
+/* Binds a listener's descriptor. A listener of this runtime closed a
+ * moment ago may still hold the address (see listener_closed_ns), so
+ * EADDRINUSE is retried for up to 200 ms after such a close. */
+static int blitz__bind_listener(blitz_runtime *rt, int fd, const blitz_addr *addr) {
+    for (;;) {
+        if (bind(fd, (const struct sockaddr *)(const void *)addr->u.bytes, addr->len) == 0)
+            return BLITZ_OK;
+        int err = errno;
+        if (err != EADDRINUSE ||
+            blitz__now_ns() - blitz__u64_load(&rt->io->listener_closed_ns, BLITZ__RELAXED) >
+                200000000u)
+            return blitz__from_errno(err);
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
+    }
+}
+
+/* A listening descriptor blitz bound as a socket: its receives fail at
+ * once with BLITZ_ENOTCONN on every backend (io_uring would wait for a
+ * connection). */
+static int blitz__listener_wrap(blitz_runtime *rt, int fd, int family, blitz_socket **out) {
+    int rc = blitz__sock_wrap(rt->io, fd, family, SOCK_STREAM, out);
+    if (rc == BLITZ_OK) {
+        (*out)->listening = 1;
+        (*out)->listen_own = 1;
+    }
+    return rc;
+}
+
+BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
+                               unsigned flags, blitz_socket **out) {
+    if (!out)
+        return BLITZ_EINVAL;
+    *out = NULL;
+    if (!blitz__addr_valid(addr) || (addr->u.family != AF_INET && addr->u.family != AF_INET6) ||
+        backlog < 0)
+        return BLITZ_EINVAL;
+    int fd, rc = blitz__sock_new_fd(rt, addr->u.family, SOCK_STREAM, &fd);
+    if (rc != BLITZ_OK)
+        return rc;
+    rc = blitz__apply_flags(fd, addr->u.family, flags, 1);
+    if (rc == BLITZ_OK)
+        rc = blitz__bind_listener(rt, fd, addr);
+    if (rc == BLITZ_OK && listen(fd, backlog ? backlog : SOMAXCONN) < 0)
+        rc = blitz__errno_rc();
+    if (rc != BLITZ_OK) {
+        close(fd);
+        return rc;
+    }
+    return blitz__listener_wrap(rt, fd, addr->u.family, out);
+}
+
+BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned flags,
+                             blitz_socket **out) {
+    if (!out)
+        return BLITZ_EINVAL;
+    *out = NULL;
+    if (!blitz__addr_valid(addr) || (addr->u.family != AF_INET && addr->u.family != AF_INET6))
+        return BLITZ_EINVAL;
+    int fd, rc = blitz__sock_new_fd(rt, addr->u.family, SOCK_DGRAM, &fd);
+    if (rc != BLITZ_OK)
+        return rc;
+    rc = blitz__apply_flags(fd, addr->u.family, flags, 0);
+    if (rc == BLITZ_OK &&
+        bind(fd, (const struct sockaddr *)(const void *)addr->u.bytes, addr->len) < 0)
+        rc = blitz__errno_rc();
+    if (rc != BLITZ_OK) {
+        close(fd);
+        return rc;
+    }
+    return blitz__sock_wrap(rt->io, fd, addr->u.family, SOCK_DGRAM, out);
+}
+
+BLITZ_API int blitz_udp_connect(blitz_socket *s, const blitz_addr *addr) {
+    if (!s || !blitz__addr_valid(addr))
+        return BLITZ_EINVAL;
+    if (connect(s->fd, (const struct sockaddr *)(const void *)addr->u.bytes, addr->len) < 0)
+        return blitz__errno_rc();
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
+                                blitz_socket **out) {
+    if (!out)
+        return BLITZ_EINVAL;
+    *out = NULL;
+    if (!blitz__addr_valid(addr) || addr->u.family != AF_UNIX || backlog < 0)
+        return BLITZ_EINVAL;
+    int fd, rc = blitz__sock_new_fd(rt, AF_UNIX, SOCK_STREAM, &fd);
+    if (rc != BLITZ_OK)
+        return rc;
+    const struct sockaddr_un *u = (const struct sockaddr_un *)(const void *)addr->u.bytes;
+    /* The path as bind takes it: at most len's bytes, terminated here. */
+    char path[sizeof u->sun_path + 1];
+    size_t plen = addr->len - offsetof(struct sockaddr_un, sun_path);
+    memcpy(path, u->sun_path, plen);
+    path[plen] = 0;
+    struct stat st;
+    if (path[0] && lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+        /* A stale socket file from an earlier run: nobody listens on it.
+         * Never another kind of file (a connect to a regular file is
+         * refused too), which bind then reports as in use. */
+        int t = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (t >= 0) {
+            /* A datagram probe: only a file no socket is bound to refuses
+             * it; a live stream listener answers EPROTOTYPE at once, so the
+             * probe neither waits on a full backlog nor hands the listener
+             * a connection. */
+            if (connect(t, (const struct sockaddr *)u, addr->len) < 0 && errno == ECONNREFUSED)
+                unlink(path);
+            close(t);
+        }
+    }
+    rc = blitz__bind_listener(rt, fd, addr);
+    if (rc == BLITZ_OK && listen(fd, backlog ? backlog : SOMAXCONN) < 0)
+        rc = blitz__errno_rc();
+    if (rc != BLITZ_OK) {
+        close(fd);
+        return rc;
+    }
+    return blitz__listener_wrap(rt, fd, AF_UNIX, out);
+}
+
+BLITZ_API int blitz_unix_dgram(blitz_runtime *rt, const blitz_addr *addr, blitz_socket **out) {
+    if (!out)
+        return BLITZ_EINVAL;
+    *out = NULL;
+    if (addr && (!blitz__addr_valid(addr) || addr->u.family != AF_UNIX))
+        return BLITZ_EINVAL;
+    int fd, rc = blitz__sock_new_fd(rt, AF_UNIX, SOCK_DGRAM, &fd);
+    if (rc != BLITZ_OK)
+        return rc;
+    if (addr && bind(fd, (const struct sockaddr *)(const void *)addr->u.bytes, addr->len) < 0) {
+        rc = blitz__errno_rc();
+        close(fd);
+        return rc;
+    }
+    return blitz__sock_wrap(rt->io, fd, AF_UNIX, SOCK_DGRAM, out);
+}
+
+BLITZ_API int blitz_unix_pair(blitz_runtime *rt, int type, blitz_socket **a, blitz_socket **b) {
+    if (!a || !b)
+        return BLITZ_EINVAL;
+    *a = *b = NULL;
+    if (!rt || (type != 1 && type != 2))
+        return BLITZ_EINVAL;
+    if (!rt->io)
+        return BLITZ_ENOSYS;
+    int sv[2];
+    int st = type == 1 ? SOCK_STREAM : SOCK_DGRAM;
+    if (socketpair(AF_UNIX, st | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
+        return blitz__errno_rc();
+    int rc = blitz__sock_wrap(rt->io, sv[0], AF_UNIX, st, a);
+    if (rc != BLITZ_OK) {
+        close(sv[1]);
+        return rc;
+    }
+    rc = blitz__sock_wrap(rt->io, sv[1], AF_UNIX, st, b);
+    if (rc != BLITZ_OK) {
+        blitz_sock_close(*a);
+        *a = NULL;
+    }
+    return rc;
+}
+
+BLITZ_API int blitz_sock_adopt(blitz_runtime *rt, int fd, blitz_socket **out) {
+    if (!out)
+        return BLITZ_EINVAL;
+    *out = NULL;
+    if (!rt || fd < 0)
+        return BLITZ_EINVAL;
+    if (!rt->io)
+        return BLITZ_ENOSYS;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return blitz__errno_rc();
+    /* Always "ready": nothing to wait for (epoll refuses them). */
+    if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+        return BLITZ_EPERM;
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+        return blitz__errno_rc();
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    int family = AF_UNSPEC, type = SOCK_STREAM, listening = 0;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+        family = ss.ss_family;
+    socklen_t ol = sizeof type;
+    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &ol);
+    ol = sizeof listening;
+    if (family != AF_UNSPEC && getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ol) < 0)
+        listening = 0;
+    int rc = blitz__sock_wrap_keep(rt->io, fd, family, type, out);
+    if (rc != BLITZ_OK) {
+        fcntl(fd, F_SETFL, fl); /* still the caller's, as it was */
+        return rc;
+    }
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    (*out)->listening = listening != 0;
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how) {
+    if (!s || how < 0 || how > 2)
+        return BLITZ_EINVAL;
+    int h = how == 0 ? SHUT_RD : how == 1 ? SHUT_WR : SHUT_RDWR;
+    return shutdown(s->fd, h) < 0 ? blitz__errno_rc() : BLITZ_OK;
+}
+
+BLITZ_API int blitz_sock_fd(const blitz_socket *s) {
+    return s ? s->fd : -1;
+}
+
+BLITZ_API int blitz_sock_local_addr(const blitz_socket *s, blitz_addr *out) {
+    if (!s || !out)
+        return BLITZ_EINVAL;
+    memset(out, 0, sizeof *out);
+    socklen_t l = sizeof out->u.bytes;
+    if (getsockname(s->fd, (struct sockaddr *)(void *)out->u.bytes, &l) < 0)
+        return blitz__errno_rc();
+    out->len = l;
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_sock_peer_addr(const blitz_socket *s, blitz_addr *out) {
+    if (!s || !out)
+        return BLITZ_EINVAL;
+    memset(out, 0, sizeof *out);
+    socklen_t l = sizeof out->u.bytes;
+    if (getpeername(s->fd, (struct sockaddr *)(void *)out->u.bytes, &l) < 0)
+        return blitz__errno_rc();
+    out->len = l;
+    return BLITZ_OK;
+}
+
+static int blitz__setopt(blitz_socket *s, int level, int name, int v) {
+    if (!s)
+        return BLITZ_EINVAL;
+    return setsockopt(s->fd, level, name, &v, sizeof v) < 0 ? blitz__errno_rc() : BLITZ_OK;
+}
+
+static int blitz__getopt(const blitz_socket *s, int level, int name) {
+    if (!s)
+        return BLITZ_EINVAL;
+    int v = 0;
+    socklen_t l = sizeof v;
+    return getsockopt(s->fd, level, name, &v, &l) < 0 ? blitz__errno_rc() : v;
+}
+
+BLITZ_API int blitz_tcp_set_nodelay(blitz_socket *s, int on) {
+    return blitz__setopt(s, IPPROTO_TCP, TCP_NODELAY, on != 0);
+}
+BLITZ_API int blitz_tcp_nodelay(const blitz_socket *s) {
+    int v = blitz__getopt(s, IPPROTO_TCP, TCP_NODELAY);
+    return v < 0 ? v : v != 0;
+}
+BLITZ_API int blitz_tcp_set_keepalive(blitz_socket *s, int on, int idle_secs) {
+    /* The idle time first: on a socket that is not TCP it fails, and then
+     * keep-alive stays as it was. */
+    if (s && on && idle_secs > 0) {
+        int rc = blitz__setopt(s, IPPROTO_TCP, TCP_KEEPIDLE, idle_secs);
+        if (rc != BLITZ_OK)
+            return rc;
+    }
+    return blitz__setopt(s, SOL_SOCKET, SO_KEEPALIVE, on != 0);
+}
+BLITZ_API int blitz_sock_set_linger(blitz_socket *s, int on, int secs) {
+    if (!s || secs < 0)
+        return BLITZ_EINVAL;
+    struct linger l;
+    l.l_onoff = on != 0;
+    l.l_linger = secs;
+    return setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &l, sizeof l) < 0 ? blitz__errno_rc()
+                                                                      : BLITZ_OK;
+}
+BLITZ_API int blitz_sock_set_recv_buffer(blitz_socket *s, int bytes) {
+    return bytes <= 0 ? BLITZ_EINVAL : blitz__setopt(s, SOL_SOCKET, SO_RCVBUF, bytes);
+}
+BLITZ_API int blitz_sock_set_send_buffer(blitz_socket *s, int bytes) {
+    return bytes <= 0 ? BLITZ_EINVAL : blitz__setopt(s, SOL_SOCKET, SO_SNDBUF, bytes);
+}
+BLITZ_API int blitz_sock_recv_buffer(const blitz_socket *s) {
+    return blitz__getopt(s, SOL_SOCKET, SO_RCVBUF);
+}
+BLITZ_API int blitz_sock_send_buffer(const blitz_socket *s) {
+    return blitz__getopt(s, SOL_SOCKET, SO_SNDBUF);
+}
+
+static int blitz__multicast(blitz_socket *s, const char *group, const char *iface, int join) {
+    if (!s || !group)
+        return BLITZ_EINVAL;
+    struct in_addr g4;
+    struct in6_addr g6;
+    if (inet_pton(AF_INET, group, &g4) == 1) {
+        struct blitz__ip_mreq m;
+        memset(&m, 0, sizeof m);
+        m.multiaddr = g4;
+        m.interface_addr.s_addr = htonl(INADDR_ANY);
+        if (iface && inet_pton(AF_INET, iface, &m.interface_addr) != 1)
+            return BLITZ_EINVAL;
+        if (setsockopt(s->fd, IPPROTO_IP, join ? IP_ADD_MEMBERSHIP : IP_DROP_MEMBERSHIP, &m,
+                       sizeof m) < 0)
+            return blitz__errno_rc();
+        return BLITZ_OK;
+    }
+    if (inet_pton(AF_INET6, group, &g6) == 1) {
+        struct ipv6_mreq m;
+        memset(&m, 0, sizeof m);
+        m.ipv6mr_multiaddr = g6;
+        m.ipv6mr_interface = iface ? (unsigned)atoi(iface) : 0;
+        if (setsockopt(s->fd, IPPROTO_IPV6, join ? IPV6_ADD_MEMBERSHIP : IPV6_DROP_MEMBERSHIP, &m,
+                       sizeof m) < 0)
+            return blitz__errno_rc();
+        return BLITZ_OK;
+    }
+    return BLITZ_EINVAL;
+}
+
+BLITZ_API int blitz_udp_join_multicast(blitz_socket *s, const char *group, const char *iface) {
+    return blitz__multicast(s, group, iface, 1);
+}
+BLITZ_API int blitz_udp_leave_multicast(blitz_socket *s, const char *group, const char *iface) {
+    return blitz__multicast(s, group, iface, 0);
+}
+BLITZ_API int blitz_udp_set_multicast_loop(blitz_socket *s, int on) {
+    if (!s)
+        return BLITZ_EINVAL;
+    if (s->family == AF_INET6)
+        return blitz__setopt(s, IPPROTO_IPV6, IPV6_MULTICAST_LOOP, on != 0);
+    return blitz__setopt(s, IPPROTO_IP, IP_MULTICAST_LOOP, on != 0);
+}
+BLITZ_API int blitz_udp_set_broadcast(blitz_socket *s, int on) {
+    return blitz__setopt(s, SOL_SOCKET, SO_BROADCAST, on != 0);
+}

@@ -1,0 +1,93 @@
+/* Combinators over ops: join-all, race, select. */
+#include "../time/time.h"
+
+BLITZ_API void blitz_combo_reset(blitz_combo *c) {
+    if (!c)
+        return;
+    /* The starting position survives, so a select loop that resets its
+     * combo each round still rotates through its ops. */
+    uint32_t start = c->blitz__start;
+    memset(c, 0, sizeof *c);
+    c->blitz__start = start;
+}
+
+static uint64_t blitz__combo_all(size_t n) {
+    return n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1);
+}
+
+/* Checks the arguments; on misuse the combinator is READY with an error. */
+static int blitz__combo_valid(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
+    size_t i;
+    if (!c)
+        return 0;
+    c->error = BLITZ_EINVAL;
+    c->winner = -1;
+    if (!cx || !ops || n == 0 || n > BLITZ_COMBO_MAX)
+        return 0;
+    for (i = 0; i < n; i++)
+        if (!ops[i].poll)
+            return 0;
+    c->error = 0;
+    return 1;
+}
+
+/* Polls the unfinished ops once, from the rotating start. With `first`,
+ * stops at the first op that finishes and returns its index; otherwise
+ * polls them all. Returns -1 when none finished (or `first` is 0). */
+static int blitz__combo_poll(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n,
+                             int first) {
+    size_t k, start = c->blitz__start % n;
+    c->blitz__start = (uint32_t)((start + 1) % n);
+    for (k = 0; k < n; k++) {
+        size_t i = (start + k) % n;
+        uint64_t bit = (uint64_t)1 << i;
+        if (c->blitz__done & bit)
+            continue;
+        if (ops[i].poll(cx, ops[i].arg) == BLITZ_READY) {
+            c->blitz__done |= bit;
+            if (first)
+                return (int)i;
+        }
+    }
+    return -1;
+}
+
+BLITZ_API blitz_poll blitz_join_all(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
+    if (!blitz__combo_valid(cx, c, ops, n))
+        return BLITZ_READY;
+    blitz__combo_poll(cx, c, ops, n, 0);
+    return c->blitz__done == blitz__combo_all(n) ? BLITZ_READY : BLITZ_PENDING;
+}
+
+BLITZ_API void blitz_combo_cancel(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
+    size_t i;
+    if (!c || !ops || n > BLITZ_COMBO_MAX)
+        return;
+    for (i = 0; i < n; i++) {
+        uint64_t bit = (uint64_t)1 << i;
+        if (c->blitz__done & bit)
+            continue;
+        if (ops[i].cancel)
+            ops[i].cancel(cx, ops[i].arg);
+        c->blitz__done |= bit;
+    }
+}
+
+BLITZ_API blitz_poll blitz_select(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
+    if (!blitz__combo_valid(cx, c, ops, n))
+        return BLITZ_READY;
+    if (c->blitz__done == blitz__combo_all(n))
+        return BLITZ_READY; /* nothing left: winner -1 */
+    int won = blitz__combo_poll(cx, c, ops, n, 1);
+    if (won < 0)
+        return BLITZ_PENDING;
+    c->winner = won;
+    return BLITZ_READY;
+}
+
+BLITZ_API blitz_poll blitz_race(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
+    blitz_poll r = blitz_select(cx, c, ops, n);
+    if (r == BLITZ_READY && c->error == 0)
+        blitz_combo_cancel(cx, c, ops, n);
+    return r;
+}

@@ -1,0 +1,731 @@
+/* Files: every operation is a pool op (blocking_pool.c) whose thread makes
+ * the system calls. The public calls take the request, the op struct keeps
+ * it, and one exec function carries it out, so a backend with native file
+ * operations (io_uring) can take the same request from the op instead.
+ *
+ * Paths are copied (one allocation for both paths of a rename) when the
+ * operation starts: a cancelled operation whose thread is still running
+ * must not read the caller's string after the caller moved on. The thread
+ * frees the copy when it is done; a cancel that takes the op out of the
+ * queue frees it instead. */
+#include "../io/io.h"
+
+enum {
+    BLITZ__FS_OPEN = 1,
+    BLITZ__FS_CLOSE,
+    BLITZ__FS_READ,
+    BLITZ__FS_WRITE,
+    BLITZ__FS_PREAD,
+    BLITZ__FS_PWRITE,
+    BLITZ__FS_READV,
+    BLITZ__FS_WRITEV,
+    BLITZ__FS_FSYNC,
+    BLITZ__FS_FDATASYNC,
+    BLITZ__FS_TRUNCATE,
+    BLITZ__FS_STAT,
+    BLITZ__FS_LSTAT,
+    BLITZ__FS_FSTAT,
+    BLITZ__FS_RENAME,
+    BLITZ__FS_UNLINK,
+    BLITZ__FS_RMDIR,
+    BLITZ__FS_MKDIR,
+    BLITZ__FS_MKDIR_ALL,
+    BLITZ__FS_READ_DIR,
+    BLITZ__FS_READ_FILE,
+    BLITZ__FS_WRITE_FILE,
+};
+
+/* What a pool thread works on: the request, with copies of the paths
+ * and of the data to write, and the results, reads landing in `buf`. */
+typedef struct {
+    blitz__pool_rec base;
+    int kind, fd, flags;
+    uint32_t mode;
+    void *buf; /* owned: data to write, or room for what is read */
+    size_t len;
+    int64_t off;
+    char *path, *path2; /* one allocation */
+    blitz_fs_metadata md;
+    int64_t result;
+    void *data;
+} blitz__fs_rec;
+
+static int64_t blitz__fs_err(void) {
+    return blitz__from_errno(errno);
+}
+
+static blitz_file_type blitz__fs_type_of_mode(mode_t m) {
+    if (S_ISREG(m))
+        return BLITZ_FILE_REGULAR;
+    if (S_ISDIR(m))
+        return BLITZ_FILE_DIRECTORY;
+    if (S_ISLNK(m))
+        return BLITZ_FILE_SYMLINK;
+    return BLITZ_FILE_OTHER;
+}
+
+static uint64_t blitz__fs_ns(struct timespec ts) {
+    return ts.tv_sec < 0 ? 0 : (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void blitz__fs_fill_metadata(blitz_fs_metadata *m, const struct stat *st) {
+    memset(m, 0, sizeof *m);
+    m->type = blitz__fs_type_of_mode(st->st_mode);
+    m->mode = (uint32_t)(st->st_mode & 07777);
+    m->size = st->st_size < 0 ? 0 : (uint64_t)st->st_size;
+#if defined(__APPLE__)
+    m->mtime_ns = blitz__fs_ns(st->st_mtimespec);
+    m->atime_ns = blitz__fs_ns(st->st_atimespec);
+    m->ctime_ns = blitz__fs_ns(st->st_ctimespec);
+#else
+    m->mtime_ns = blitz__fs_ns(st->st_mtim);
+    m->atime_ns = blitz__fs_ns(st->st_atim);
+    m->ctime_ns = blitz__fs_ns(st->st_ctim);
+#endif
+    m->dev = (uint64_t)st->st_dev;
+    m->ino = (uint64_t)st->st_ino;
+    m->nlink = (uint64_t)st->st_nlink;
+    m->uid = (uint32_t)st->st_uid;
+    m->gid = (uint32_t)st->st_gid;
+}
+
+/* Writes everything, continuing after short writes and EINTR. */
+static int64_t blitz__fs_write_all(int fd, const char *p, size_t len, int64_t off) {
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = off >= 0 ? pwrite(fd, p + done, len - done, (off_t)(off + (int64_t)done))
+                             : write(fd, p + done, len - done);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EPIPE)
+                blitz__consume_sigpipe();
+            return blitz__fs_err();
+        }
+        if (n == 0)
+            return BLITZ_EIO;
+        done += (size_t)n;
+    }
+    return (int64_t)done;
+}
+
+static int64_t blitz__fs_read_some(int fd, void *buf, size_t len, int64_t off) {
+    for (;;) {
+        ssize_t n = off >= 0 ? pread(fd, buf, len, (off_t)off) : read(fd, buf, len);
+        if (n >= 0)
+            return n;
+        if (errno != EINTR)
+            return blitz__fs_err();
+    }
+}
+
+static int64_t blitz__fs_mkdir_all(char *path, mode_t mode) {
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/')
+        path[--len] = '\0';
+    for (char *p = path + 1;; p++) {
+        int last = *p == '\0';
+        if (*p != '/' && !last)
+            continue;
+        if (!last && p[-1] == '/')
+            continue; /* doubled slash */
+        char saved = *p;
+        *p = '\0';
+        if (mkdir(path, mode) != 0) {
+            /* An existing directory is fine whatever mkdir said (it may
+             * say EACCES for a parent we cannot write). */
+            int e = errno;
+            struct stat st;
+            int exists = stat(path, &st) == 0;
+            if (!exists || !S_ISDIR(st.st_mode)) {
+                *p = saved;
+                return blitz__from_errno(!exists ? e : last ? EEXIST : ENOTDIR);
+            }
+        }
+        *p = saved;
+        if (last)
+            return 0;
+    }
+}
+
+/* Growable buffer on BLITZ_MALLOC/BLITZ_FREE (there is no realloc hook). */
+BLITZ_PRIVATE int blitz__grow_buffer(char **buf, size_t *cap, size_t used, size_t need) {
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap : 256;
+    while (ncap < need) {
+        if (ncap > SIZE_MAX / 2)
+            return BLITZ_ENOMEM;
+        ncap *= 2;
+    }
+    char *n = (char *)blitz__malloc(ncap);
+    if (!n)
+        return BLITZ_ENOMEM;
+    if (used)
+        memcpy(n, *buf, used);
+    blitz__free(*buf);
+    *buf = n;
+    *cap = ncap;
+    return 0;
+}
+
+static int64_t blitz__fs_read_file(const char *path, void **out) {
+    int fd;
+    do
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return blitz__fs_err();
+    struct stat st;
+    size_t cap = 0, used = 0;
+    char *buf = NULL;
+    size_t hint = fstat(fd, &st) == 0 && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+    int64_t rc = blitz__grow_buffer(&buf, &cap, 0, hint);
+    while (rc == 0) {
+        if (used + 1 >= cap && (rc = blitz__grow_buffer(&buf, &cap, used, cap * 2)) != 0)
+            break;
+        int64_t n = blitz__fs_read_some(fd, buf + used, cap - used - 1, -1);
+        if (n < 0)
+            rc = n;
+        else if (n == 0)
+            break;
+        else
+            used += (size_t)n;
+    }
+    close(fd);
+    if (rc != 0) {
+        blitz__free(buf);
+        return rc;
+    }
+    buf[used] = '\0';
+    *out = buf;
+    return (int64_t)used;
+}
+
+static int64_t blitz__fs_write_file(const char *path, const void *data, size_t len) {
+    int fd;
+    do
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return blitz__fs_err();
+    int64_t rc = blitz__fs_write_all(fd, (const char *)data, len, -1);
+    if (close(fd) != 0 && rc >= 0 && errno != EINTR)
+        rc = blitz__fs_err();
+    return rc;
+}
+
+static int blitz__fs_dirent_cmp(const void *a, const void *b) {
+    return strcmp(((const blitz_fs_dirent *)a)->name, ((const blitz_fs_dirent *)b)->name);
+}
+
+/* One block: the entry array, then the names it points into. */
+static int64_t blitz__fs_read_dir(const char *path, void **out) {
+    DIR *d = opendir(path);
+    if (!d)
+        return blitz__fs_err();
+    char *names = NULL, *types = NULL;
+    size_t names_cap = 0, names_used = 0, types_cap = 0, count = 0;
+    int64_t rc = 0;
+    for (;;) {
+        errno = 0;
+        struct dirent *e = readdir(d);
+        if (!e) {
+            if (errno)
+                rc = blitz__fs_err();
+            break;
+        }
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        size_t n = strlen(e->d_name) + 1;
+        if ((rc = blitz__grow_buffer(&names, &names_cap, names_used, names_used + n)) != 0 ||
+            (rc = blitz__grow_buffer(&types, &types_cap, count, count + 1)) != 0)
+            break;
+        memcpy(names + names_used, e->d_name, n);
+        names_used += n;
+        blitz_file_type t = BLITZ_FILE_UNKNOWN;
+#ifdef DT_UNKNOWN
+        switch (e->d_type) {
+        case DT_REG:
+            t = BLITZ_FILE_REGULAR;
+            break;
+        case DT_DIR:
+            t = BLITZ_FILE_DIRECTORY;
+            break;
+        case DT_LNK:
+            t = BLITZ_FILE_SYMLINK;
+            break;
+        case DT_UNKNOWN:
+            break;
+        default:
+            t = BLITZ_FILE_OTHER;
+        }
+#endif
+        types[count++] = (char)t;
+    }
+    closedir(d);
+    blitz_fs_dirent *list = NULL;
+    if (rc == 0) {
+        size_t head = (count ? count : 1) * sizeof(blitz_fs_dirent);
+        list = (blitz_fs_dirent *)blitz__malloc(head + names_used);
+        if (!list) {
+            rc = BLITZ_ENOMEM;
+        } else {
+            char *copy = (char *)list + head;
+            if (names_used)
+                memcpy(copy, names, names_used);
+            for (size_t i = 0; i < count; i++) {
+                list[i].name = copy;
+                list[i].type = (blitz_file_type)types[i];
+                copy += strlen(copy) + 1;
+            }
+            qsort(list, count, sizeof *list, blitz__fs_dirent_cmp);
+        }
+    }
+    blitz__free(names);
+    blitz__free(types);
+    if (rc != 0)
+        return rc;
+    *out = list;
+    return (int64_t)count;
+}
+
+static int blitz__fs_open_flags(int flags, int *out) {
+    if (flags & ~(BLITZ_FS_READ | BLITZ_FS_WRITE | BLITZ_FS_APPEND | BLITZ_FS_CREATE |
+                  BLITZ_FS_TRUNCATE | BLITZ_FS_EXCL))
+        return BLITZ_EINVAL;
+    int w = (flags & (BLITZ_FS_WRITE | BLITZ_FS_APPEND)) != 0, r = (flags & BLITZ_FS_READ) != 0;
+    if (!w && !r)
+        return BLITZ_EINVAL;
+    int o = (r && w) ? O_RDWR : w ? O_WRONLY : O_RDONLY;
+    if (flags & BLITZ_FS_APPEND)
+        o |= O_APPEND;
+    if (flags & BLITZ_FS_CREATE)
+        o |= O_CREAT;
+    if (flags & BLITZ_FS_TRUNCATE)
+        o |= O_TRUNC;
+    if (flags & BLITZ_FS_EXCL)
+        o |= O_EXCL;
+    *out = o | O_CLOEXEC;
+    return 0;
+}
+
+static int64_t blitz__fs_stat_result(int rc, blitz_fs_metadata *out, const struct stat *st) {
+    if (rc != 0)
+        return blitz__fs_err();
+    blitz__fs_fill_metadata(out, st);
+    return 0;
+}
+
+static int64_t blitz__fs_do(blitz__fs_rec *f) {
+    struct stat st;
+    int rc;
+    switch (f->kind) {
+    case BLITZ__FS_OPEN:
+        do
+            rc = open(f->path, f->flags, (mode_t)f->mode);
+        while (rc < 0 && errno == EINTR);
+        return rc < 0 ? blitz__fs_err() : rc;
+    case BLITZ__FS_CLOSE:
+        /* Linux releases the descriptor even when close reports EINTR. */
+        return close(f->fd) == 0 || errno == EINTR ? 0 : blitz__fs_err();
+    case BLITZ__FS_READ:
+    case BLITZ__FS_PREAD:
+    case BLITZ__FS_READV:
+        return blitz__fs_read_some(f->fd, f->buf, f->len, f->off);
+    case BLITZ__FS_WRITE:
+    case BLITZ__FS_PWRITE:
+    case BLITZ__FS_WRITEV:
+        return blitz__fs_write_all(f->fd, (const char *)f->buf, f->len, f->off);
+    case BLITZ__FS_FSYNC:
+        return fsync(f->fd) == 0 ? 0 : blitz__fs_err();
+    case BLITZ__FS_FDATASYNC:
+#if defined(__APPLE__)
+        return fsync(f->fd) == 0 ? 0 : blitz__fs_err();
+#else
+        return fdatasync(f->fd) == 0 ? 0 : blitz__fs_err();
+#endif
+    case BLITZ__FS_TRUNCATE:
+        return ftruncate(f->fd, (off_t)f->off) == 0 ? 0 : blitz__fs_err();
+    case BLITZ__FS_STAT:
+        return blitz__fs_stat_result(stat(f->path, &st), &f->md, &st);
+    case BLITZ__FS_LSTAT:
+        return blitz__fs_stat_result(lstat(f->path, &st), &f->md, &st);
+    case BLITZ__FS_FSTAT:
+        return blitz__fs_stat_result(fstat(f->fd, &st), &f->md, &st);
+    case BLITZ__FS_RENAME:
+        return rename(f->path, f->path2) == 0 ? 0 : blitz__fs_err();
+    case BLITZ__FS_UNLINK:
+        return unlink(f->path) == 0 ? 0 : blitz__fs_err();
+    case BLITZ__FS_RMDIR:
+        return rmdir(f->path) == 0 ? 0 : blitz__fs_err();
+    case BLITZ__FS_MKDIR:
+        return mkdir(f->path, (mode_t)f->mode) == 0 ? 0 : blitz__fs_err();
+    case BLITZ__FS_MKDIR_ALL:
+        return blitz__fs_mkdir_all(f->path, (mode_t)f->mode);
+    case BLITZ__FS_READ_DIR:
+        return blitz__fs_read_dir(f->path, &f->data);
+    case BLITZ__FS_READ_FILE:
+        return blitz__fs_read_file(f->path, &f->data);
+    case BLITZ__FS_WRITE_FILE:
+        return blitz__fs_write_file(f->path, f->buf, f->len);
+    default:
+        return BLITZ_EINVAL;
+    }
+}
+
+static void blitz__fs_exec(blitz__pool_rec *rec, int cancelled) {
+    blitz__fs_rec *f = (blitz__fs_rec *)rec;
+    f->result = cancelled ? BLITZ_ECANCELED : blitz__fs_do(f);
+}
+
+/* Frees what the record still holds; an opened file nobody took is
+ * closed. */
+static void blitz__fs_discard(blitz__pool_rec *rec) {
+    blitz__fs_rec *f = (blitz__fs_rec *)rec;
+    if (f->kind == BLITZ__FS_OPEN && f->result >= 0)
+        close((int)f->result);
+    blitz__free(f->data);
+    blitz__free(f->buf);
+    blitz__free(f->path);
+}
+
+/* Copies the path(s) into the record. */
+static int blitz__fs_set_paths(blitz__fs_rec *f, const char *a, const char *b) {
+    size_t la = strlen(a) + 1, lb = b ? strlen(b) + 1 : 0;
+    char *p = (char *)blitz__malloc(la + lb);
+    if (!p)
+        return BLITZ_ENOMEM;
+    memcpy(p, a, la);
+    if (b)
+        memcpy(p + la, b, lb);
+    f->path = p;
+    f->path2 = b ? p + la : NULL;
+    return 0;
+}
+
+/* A request, as the public calls describe it. */
+typedef struct {
+    int kind, fd, flags;
+    uint32_t mode;
+    const void *buf; /* data to write; where a read goes */
+    size_t len;
+    int64_t off;
+    const char *path, *path2;
+    const blitz_fs_iovec *iov;
+    int iovcnt;
+    blitz_fs_metadata *md;
+} blitz__fs_req;
+
+static int blitz__fs_is_read(int kind) {
+    return kind == BLITZ__FS_READ || kind == BLITZ__FS_PREAD || kind == BLITZ__FS_READV;
+}
+
+/* Builds the record: copies of paths and of data to write, room for a
+ * read. */
+static int blitz__fs_rec_fill(blitz__fs_rec *f, const blitz__fs_req *r) {
+    f->kind = r->kind;
+    f->fd = r->fd;
+    f->flags = r->flags;
+    f->mode = r->mode;
+    f->off = r->off;
+    f->result = -1;
+    if (r->path && blitz__fs_set_paths(f, r->path, r->path2) != 0)
+        return BLITZ_ENOMEM;
+    size_t len = r->len;
+    if (r->iov) {
+        len = 0;
+        for (int i = 0; i < r->iovcnt; i++) {
+            if (!r->iov[i].base && r->iov[i].len)
+                return BLITZ_EFAULT;
+            if (r->iov[i].len > SIZE_MAX - len)
+                return BLITZ_EINVAL;
+            len += r->iov[i].len;
+        }
+    }
+    if (blitz__fs_is_read(r->kind) && len > BLITZ_FS_MAX_READ)
+        len = BLITZ_FS_MAX_READ;
+    f->len = len;
+    if (len && (blitz__fs_is_read(r->kind) || r->buf || r->iov)) {
+        f->buf = blitz__malloc(len);
+        if (!f->buf)
+            return BLITZ_ENOMEM;
+        if (!blitz__fs_is_read(r->kind)) {
+            if (r->iov) {
+                size_t at = 0;
+                for (int i = 0; i < r->iovcnt; i++) {
+                    if (r->iov[i].len)
+                        memcpy((char *)f->buf + at, r->iov[i].base, r->iov[i].len);
+                    at += r->iov[i].len;
+                }
+            } else {
+                memcpy(f->buf, r->buf, len);
+            }
+        }
+    }
+    return 0;
+}
+
+/* Moves the results of a finished record into the op and the caller's
+ * buffers. */
+static void blitz__fs_take(blitz_fs_op *op, blitz__fs_rec *f) {
+    op->result = f->result;
+    if (f->result > 0 && blitz__fs_is_read(f->kind)) {
+        if (op->blitz__iov) {
+            size_t at = 0, left = (size_t)f->result;
+            for (int i = 0; i < op->blitz__iovcnt && left; i++) {
+                size_t n = op->blitz__iov[i].len < left ? op->blitz__iov[i].len : left;
+                if (n)
+                    memcpy(op->blitz__iov[i].base, (char *)f->buf + at, n);
+                at += n;
+                left -= n;
+            }
+        } else {
+            memcpy(op->blitz__out, f->buf, (size_t)f->result);
+        }
+    }
+    if (f->result == 0 &&
+        (f->kind == BLITZ__FS_STAT || f->kind == BLITZ__FS_LSTAT || f->kind == BLITZ__FS_FSTAT))
+        *(blitz_fs_metadata *)op->blitz__out = f->md;
+    op->data = f->data;
+    f->data = NULL;
+    f->result = -1; /* an opened file is the caller's now */
+    blitz__pool_rec_free(&f->base);
+}
+
+/* The shared body of every public call: a new request starts the op, an
+ * op in flight is polled. */
+static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_req *r) {
+    if (!f)
+        return BLITZ_READY;
+    blitz__pool_rec *done;
+    if (!blitz__pool_op_idle(&f->blitz__op)) {
+        if (blitz__pool_op_poll(cx, &f->blitz__op, &done) == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        blitz__fs_take(f, (blitz__fs_rec *)done);
+        return BLITZ_READY;
+    }
+    f->data = NULL;
+    if (!cx) {
+        f->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    blitz__fs_rec *rec =
+        (blitz__fs_rec *)blitz__pool_rec_new(sizeof *rec, blitz__fs_exec, blitz__fs_discard);
+    if (!rec) {
+        f->result = BLITZ_ENOMEM;
+        return BLITZ_READY;
+    }
+    int rc = blitz__fs_rec_fill(rec, r);
+    if (rc != 0) {
+        blitz__pool_rec_free(&rec->base);
+        f->result = rc;
+        return BLITZ_READY;
+    }
+    f->blitz__out = r->md ? (void *)r->md : (void *)(uintptr_t)r->buf;
+    f->blitz__iov = r->iov;
+    f->blitz__iovcnt = r->iovcnt;
+    if (blitz__pool_op_start(cx, &f->blitz__op, &rec->base, &rc) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    f->result = rc;
+    return BLITZ_READY;
+}
+
+static blitz__fs_req blitz__fs_req_new(int kind) {
+    blitz__fs_req r;
+    memset(&r, 0, sizeof r);
+    r.kind = kind;
+    r.fd = -1;
+    r.off = -1;
+    return r;
+}
+
+/* An argument error known before anything starts. */
+static blitz_poll blitz__fs_fail(blitz_cx *cx, blitz_fs_op *f, int err) {
+    if (f && blitz__pool_op_idle(&f->blitz__op)) {
+        f->data = NULL;
+        f->result = err;
+        return BLITZ_READY;
+    }
+    blitz__fs_req none = blitz__fs_req_new(0);
+    return blitz__fs_call(cx, f, &none);
+}
+BLITZ_API blitz_poll blitz_fs_open(blitz_cx *cx, blitz_fs_op *op, const char *path, int flags,
+                                   uint32_t mode) {
+    blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_OPEN);
+    if (blitz__fs_open_flags(flags, &r.flags) != 0 || !path)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    r.mode = mode;
+    r.path = path;
+    return blitz__fs_call(cx, op, &r);
+}
+
+static blitz_poll blitz__fs_fd_call(blitz_cx *cx, blitz_fs_op *op, int kind, int fd) {
+    if (fd < 0)
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
+    blitz__fs_req r = blitz__fs_req_new(kind);
+    r.fd = fd;
+    return blitz__fs_call(cx, op, &r);
+}
+
+BLITZ_API blitz_poll blitz_fs_close(blitz_cx *cx, blitz_fs_op *op, int fd) {
+    return blitz__fs_fd_call(cx, op, BLITZ__FS_CLOSE, fd);
+}
+BLITZ_API blitz_poll blitz_fs_fsync(blitz_cx *cx, blitz_fs_op *op, int fd) {
+    return blitz__fs_fd_call(cx, op, BLITZ__FS_FSYNC, fd);
+}
+BLITZ_API blitz_poll blitz_fs_fdatasync(blitz_cx *cx, blitz_fs_op *op, int fd) {
+    return blitz__fs_fd_call(cx, op, BLITZ__FS_FDATASYNC, fd);
+}
+
+static blitz_poll blitz__fs_io(blitz_cx *cx, blitz_fs_op *op, int kind, int fd, const void *buf,
+                               size_t len, int64_t off) {
+    if (fd < 0)
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
+    if (!buf && len)
+        return blitz__fs_fail(cx, op, BLITZ_EFAULT);
+    if (off < -1 || (len > (size_t)INT64_MAX))
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    blitz__fs_req r = blitz__fs_req_new(kind);
+    r.fd = fd;
+    r.buf = buf;
+    r.len = len;
+    r.off = off;
+    return blitz__fs_call(cx, op, &r);
+}
+
+BLITZ_API blitz_poll blitz_fs_read(blitz_cx *cx, blitz_fs_op *op, int fd, void *buf, size_t len) {
+    return blitz__fs_io(cx, op, BLITZ__FS_READ, fd, buf, len, -1);
+}
+BLITZ_API blitz_poll blitz_fs_write(blitz_cx *cx, blitz_fs_op *op, int fd, const void *buf,
+                                    size_t len) {
+    return blitz__fs_io(cx, op, BLITZ__FS_WRITE, fd, buf, len, -1);
+}
+BLITZ_API blitz_poll blitz_fs_pread(blitz_cx *cx, blitz_fs_op *op, int fd, void *buf, size_t len,
+                                    uint64_t offset) {
+    if (offset > (uint64_t)INT64_MAX)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    return blitz__fs_io(cx, op, BLITZ__FS_PREAD, fd, buf, len, (int64_t)offset);
+}
+BLITZ_API blitz_poll blitz_fs_pwrite(blitz_cx *cx, blitz_fs_op *op, int fd, const void *buf,
+                                     size_t len, uint64_t offset) {
+    if (offset > (uint64_t)INT64_MAX)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    return blitz__fs_io(cx, op, BLITZ__FS_PWRITE, fd, buf, len, (int64_t)offset);
+}
+
+static blitz_poll blitz__fs_vec(blitz_cx *cx, blitz_fs_op *op, int kind, int fd,
+                                const blitz_fs_iovec *iov, int iovcnt, int64_t offset) {
+    if (!iov || iovcnt <= 0 || iovcnt > IOV_MAX || offset < -1)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    if (fd < 0)
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
+    blitz__fs_req r = blitz__fs_req_new(kind);
+    r.fd = fd;
+    r.iov = iov;
+    r.iovcnt = iovcnt;
+    r.off = offset;
+    return blitz__fs_call(cx, op, &r);
+}
+
+BLITZ_API blitz_poll blitz_fs_readv(blitz_cx *cx, blitz_fs_op *op, int fd,
+                                    const blitz_fs_iovec *iov, int iovcnt, int64_t offset) {
+    return blitz__fs_vec(cx, op, BLITZ__FS_READV, fd, iov, iovcnt, offset);
+}
+BLITZ_API blitz_poll blitz_fs_writev(blitz_cx *cx, blitz_fs_op *op, int fd,
+                                     const blitz_fs_iovec *iov, int iovcnt, int64_t offset) {
+    return blitz__fs_vec(cx, op, BLITZ__FS_WRITEV, fd, iov, iovcnt, offset);
+}
+
+BLITZ_API blitz_poll blitz_fs_truncate(blitz_cx *cx, blitz_fs_op *op, int fd, uint64_t length) {
+    if (length > (uint64_t)INT64_MAX)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    if (fd < 0)
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
+    blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_TRUNCATE);
+    r.fd = fd;
+    r.off = (int64_t)length;
+    return blitz__fs_call(cx, op, &r);
+}
+
+static blitz_poll blitz__fs_stat_call(blitz_cx *cx, blitz_fs_op *op, int kind, const char *path,
+                                      int fd, blitz_fs_metadata *out) {
+    if (!out || (kind != BLITZ__FS_FSTAT && !path))
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    if (kind == BLITZ__FS_FSTAT && fd < 0)
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
+    blitz__fs_req r = blitz__fs_req_new(kind);
+    r.fd = fd;
+    r.md = out;
+    r.path = path;
+    return blitz__fs_call(cx, op, &r);
+}
+
+BLITZ_API blitz_poll blitz_fs_stat(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                   blitz_fs_metadata *out) {
+    return blitz__fs_stat_call(cx, op, BLITZ__FS_STAT, path, -1, out);
+}
+BLITZ_API blitz_poll blitz_fs_lstat(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                    blitz_fs_metadata *out) {
+    return blitz__fs_stat_call(cx, op, BLITZ__FS_LSTAT, path, -1, out);
+}
+BLITZ_API blitz_poll blitz_fs_fstat(blitz_cx *cx, blitz_fs_op *op, int fd, blitz_fs_metadata *out) {
+    return blitz__fs_stat_call(cx, op, BLITZ__FS_FSTAT, NULL, fd, out);
+}
+
+static blitz_poll blitz__fs_path_call(blitz_cx *cx, blitz_fs_op *op, int kind, const char *path,
+                                      const char *path2, uint32_t mode) {
+    if (!path || (kind == BLITZ__FS_RENAME && !path2))
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    blitz__fs_req r = blitz__fs_req_new(kind);
+    r.path = path;
+    r.path2 = path2;
+    r.mode = mode;
+    return blitz__fs_call(cx, op, &r);
+}
+
+BLITZ_API blitz_poll blitz_fs_rename(blitz_cx *cx, blitz_fs_op *op, const char *from,
+                                     const char *to) {
+    return blitz__fs_path_call(cx, op, BLITZ__FS_RENAME, from, to, 0);
+}
+BLITZ_API blitz_poll blitz_fs_unlink(blitz_cx *cx, blitz_fs_op *op, const char *path) {
+    return blitz__fs_path_call(cx, op, BLITZ__FS_UNLINK, path, NULL, 0);
+}
+BLITZ_API blitz_poll blitz_fs_rmdir(blitz_cx *cx, blitz_fs_op *op, const char *path) {
+    return blitz__fs_path_call(cx, op, BLITZ__FS_RMDIR, path, NULL, 0);
+}
+BLITZ_API blitz_poll blitz_fs_mkdir(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                    uint32_t mode) {
+    return blitz__fs_path_call(cx, op, BLITZ__FS_MKDIR, path, NULL, mode);
+}
+BLITZ_API blitz_poll blitz_fs_mkdir_all(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                        uint32_t mode) {
+    if (path && !*path)
+        return blitz__fs_fail(cx, op, BLITZ_ENOENT);
+    return blitz__fs_path_call(cx, op, BLITZ__FS_MKDIR_ALL, path, NULL, mode);
+}
+BLITZ_API blitz_poll blitz_fs_read_dir(blitz_cx *cx, blitz_fs_op *op, const char *path) {
+    return blitz__fs_path_call(cx, op, BLITZ__FS_READ_DIR, path, NULL, 0);
+}
+BLITZ_API blitz_poll blitz_fs_read_file(blitz_cx *cx, blitz_fs_op *op, const char *path) {
+    return blitz__fs_path_call(cx, op, BLITZ__FS_READ_FILE, path, NULL, 0);
+}
+BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                         const void *data, size_t len) {
+    if (!path)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    if (!data && len)
+        return blitz__fs_fail(cx, op, BLITZ_EFAULT);
+    blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_WRITE_FILE);
+    r.path = path;
+    r.buf = data;
+    r.len = len;
+    return blitz__fs_call(cx, op, &r);
+}
+
+BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz_fs_op *f = (blitz_fs_op *)p;
+    if (f)
+        blitz__pool_op_cancel(&f->blitz__op);
+}

@@ -1,0 +1,41 @@
+/* Memory: every allocation blitz makes goes through BLITZ_MALLOC/BLITZ_FREE
+ * (malloc/free unless the user defines both). */
+#include "base.h"
+
+BLITZ_PRIVATE void *blitz__malloc(size_t size) {
+    return BLITZ_MALLOC(size);
+}
+
+BLITZ_PRIVATE void *blitz__calloc(size_t size) {
+    void *p = BLITZ_MALLOC(size);
+    if (p)
+        memset(p, 0, size);
+    return p;
+}
+
+BLITZ_PRIVATE void blitz__free(void *p) {
+    if (p)
+        BLITZ_FREE(p);
+}
+
+/* `size` bytes aligned to `align` (a power of two). *raw receives what must
+ * be passed to blitz__free. The default allocator uses posix_memalign, which
+ * gives the unused head back; a user allocator is over-asked and trimmed
+ * here. */
+BLITZ_PRIVATE void *blitz__alloc_aligned(size_t size, size_t align, void **raw) {
+#ifdef BLITZ__DEFAULT_ALLOCATOR
+    void *p = NULL;
+    if (posix_memalign(&p, align, size) != 0)
+        return NULL;
+    *raw = p;
+    return p;
+#else
+    if (size > SIZE_MAX - align)
+        return NULL;
+    char *p = (char *)BLITZ_MALLOC(size + align);
+    if (!p)
+        return NULL;
+    *raw = p;
+    return (void *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+#endif
+}

@@ -1,0 +1,132 @@
+/* The platform layer's internal API for every layer above it:
+ * configuration defaults and limits, linkage, locks and parkers. The only
+ * system includes are in platform.h; everything here is private (blitz__
+ * prefix) and may change at any time. */
+#ifndef BLITZ__PLATFORM_BASE_H
+#define BLITZ__PLATFORM_BASE_H
+#ifdef __cplusplus
+#error \
+    "blitz.h: the implementation is C11. Define BLITZ_IMPLEMENTATION in a .c file compiled as C; the declarations compile as C++ in every other file."
+#endif
+
+#include "platform.h"
+#include "atomic.h"
+
+#include "../api/blitz_api.h"
+
+/* ---- configuration ------------------------------------------------------ */
+
+#ifndef BLITZ_PRIVATE
+#define BLITZ_PRIVATE static __attribute__((unused))
+#endif
+
+#ifndef BLITZ_ASSERT
+#define BLITZ_ASSERT(c) assert(c)
+#endif
+
+#if defined(BLITZ_MALLOC) != defined(BLITZ_FREE)
+#error "define both BLITZ_MALLOC and BLITZ_FREE, or neither"
+#endif
+#ifndef BLITZ_MALLOC
+#define BLITZ_MALLOC(size)       malloc(size)
+#define BLITZ_FREE(ptr)          free(ptr)
+#define BLITZ__DEFAULT_ALLOCATOR 1
+#endif
+
+#ifndef BLITZ_LOCAL_QUEUE_CAPACITY
+#define BLITZ_LOCAL_QUEUE_CAPACITY 256
+#endif
+#ifndef BLITZ_BUDGET_PER_TICK
+#define BLITZ_BUDGET_PER_TICK 128
+#endif
+/* Task polls between two non-blocking looks at epoll by a thread that
+ * runs tasks (Tokio's event interval; see blitz__io_between_ticks). A
+ * count at least this large makes the next look due. */
+#define BLITZ__IO_EVENT_INTERVAL 61u
+#ifndef BLITZ_MAX_LIFO_POLLS_PER_TICK
+#define BLITZ_MAX_LIFO_POLLS_PER_TICK 3
+#endif
+
+#ifndef BLITZ_CACHE_LINE
+#if defined(__x86_64__) || defined(__aarch64__) || defined(__powerpc64__)
+/* Adjacent-line prefetchers pull pairs of 64-byte lines (seed 002 table). */
+#define BLITZ_CACHE_LINE 128
+#elif defined(__s390x__)
+#define BLITZ_CACHE_LINE 256
+#elif defined(__arm__) || defined(__mips__) || defined(__sparc__)
+#define BLITZ_CACHE_LINE 32
+#else
+#define BLITZ_CACHE_LINE 64
+#endif
+#endif
+
+_Static_assert(BLITZ_MAX_WORKERS >= 1 && BLITZ_MAX_WORKERS <= 64,
+               "BLITZ_MAX_WORKERS must be 1..64: the parked-worker bitmap is one 64-bit word");
+_Static_assert(BLITZ_LOCAL_QUEUE_CAPACITY >= 2 && BLITZ_LOCAL_QUEUE_CAPACITY <= 16384 &&
+                   (BLITZ_LOCAL_QUEUE_CAPACITY & (BLITZ_LOCAL_QUEUE_CAPACITY - 1)) == 0,
+               "BLITZ_LOCAL_QUEUE_CAPACITY must be a power of two in 2..16384");
+_Static_assert(BLITZ_BUDGET_PER_TICK >= 1, "BLITZ_BUDGET_PER_TICK must be positive");
+_Static_assert(BLITZ_MAX_LIFO_POLLS_PER_TICK >= 1 && BLITZ_MAX_LIFO_POLLS_PER_TICK <= 1024,
+               "BLITZ_MAX_LIFO_POLLS_PER_TICK must be 1..1024");
+_Static_assert(BLITZ_CACHE_LINE >= 8 && BLITZ_CACHE_LINE <= 4096 &&
+                   (BLITZ_CACHE_LINE & (BLITZ_CACHE_LINE - 1)) == 0,
+               "BLITZ_CACHE_LINE must be a power of two in 8..4096");
+_Static_assert(BLITZ_MAX_STATE_SIZE >= 1 && BLITZ_MAX_STATE_SIZE <= (1u << 30),
+               "BLITZ_MAX_STATE_SIZE must be 1..2^30 bytes");
+
+/* Global-queue batches (seed 000): min(64, max(4, len / workers)). */
+#define BLITZ__GLOBAL_BATCH_MIN  4
+#define BLITZ__GLOBAL_BATCH_MAX  64
+#define BLITZ__BATCH_BUFFER_SIZE 32
+/* Adaptive global-queue interval: clamp(1 ms / EWMA(poll ns), 8, 255). */
+#define BLITZ__INTERVAL_MIN        8
+#define BLITZ__INTERVAL_MAX        255
+#define BLITZ__INTERVAL_TARGET_NS  1000000u
+#define BLITZ__INITIAL_AVG_POLL_NS 50000u
+#define BLITZ__HELP_WAIT_MAX_NS    10000000u
+#define BLITZ__DEFAULT_SPIN        64u
+
+#define BLITZ__ALIGNED     __attribute__((aligned(BLITZ_CACHE_LINE)))
+#define BLITZ__LIKELY(x)   __builtin_expect(!!(x), 1)
+#define BLITZ__UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+#ifdef BLITZ_NO_STATS
+/* Not evaluated, but what it names counts as used (no unused warnings). */
+#define BLITZ__STAT(expr) ((void)sizeof((expr), 0))
+#else
+#define BLITZ__STAT(expr) (expr)
+#endif
+
+/* ---- threads and parking (thread.c) -------------------------------------- */
+
+/* The per-thread context (core/core.h) that thread.c keeps in the one
+ * thread-local the runtime has. */
+typedef struct blitz__context blitz__context;
+
+#if BLITZ__HAS_FUTEX
+/* A futex lock that spins briefly first: the critical sections it guards
+ * are a few pointer moves, far shorter than a sleep and a wake. */
+typedef struct {
+    blitz__atomic_u32 state; /* 0 free, 1 held, 2 held with sleepers */
+} blitz__mutex;
+#else
+typedef pthread_mutex_t blitz__mutex;
+#endif
+/* ---- parking and idle workers (thread.c, idle.c) -------------------------- */
+
+#define BLITZ__UNPARKED 0u
+#define BLITZ__PARKED   1u
+#define BLITZ__NOTIFIED 2u
+/* Parked inside the I/O backend: unpark writes the driver's wake fd. */
+#define BLITZ__PARKED_DRIVER 3u
+
+typedef struct blitz__parker {
+    blitz__atomic_u32 state; /* UNPARKED / PARKED / NOTIFIED / PARKED_DRIVER; the futex word */
+    int wake_fd;             /* the I/O driver's eventfd, or -1 */
+#if !BLITZ__HAS_FUTEX
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+#endif
+} blitz__parker;
+
+#endif

@@ -1,0 +1,50 @@
+/* Shared by the synchronization primitives: the lock word and the atomic
+ * words that live in their public structs. */
+#ifndef BLITZ__SYNC_INTERNAL_H
+#define BLITZ__SYNC_INTERNAL_H
+
+#include "../core/core.h"
+#include "../core/waitq.h"
+
+/* The primitives' public structs hold plain integers; these give them the
+ * atomics layer's types (same size and layout: a struct of one word). */
+static inline blitz__atomic_u32 *blitz__atomic_u32_at(uint32_t *p) {
+    return (blitz__atomic_u32 *)(void *)p;
+}
+static inline blitz__atomic_u64 *blitz__atomic_u64_at(uint64_t *p) {
+    return (blitz__atomic_u64 *)(void *)p;
+}
+
+/* A lock in one 32-bit word of a public struct (zero = unlocked, so a
+ * zero-filled primitive and a static word are ready to use). With futexes it
+ * is blitz__mutex itself; elsewhere a test-and-test-and-set lock that yields
+ * the thread while it waits. */
+#if BLITZ__HAS_FUTEX
+typedef char blitz__word_lock_fits[sizeof(blitz__mutex) == sizeof(uint32_t) ? 1 : -1];
+static inline void blitz__word_lock(uint32_t *w) {
+    blitz__mutex_lock((blitz__mutex *)(void *)w);
+}
+static inline void blitz__word_unlock(uint32_t *w) {
+    blitz__mutex_unlock((blitz__mutex *)(void *)w);
+}
+#else
+static inline void blitz__word_lock(uint32_t *w) {
+    blitz__atomic_u32 *a = blitz__atomic_u32_at(w);
+    for (;;) {
+        uint32_t free_word = 0;
+        if (blitz__u32_cas(a, &free_word, 1, BLITZ__ACQUIRE))
+            return;
+        while (blitz__u32_load(a, BLITZ__RELAXED) != 0)
+            sched_yield();
+    }
+}
+static inline void blitz__word_unlock(uint32_t *w) {
+    blitz__u32_store(blitz__atomic_u32_at(w), 0, BLITZ__RELEASE);
+}
+#endif
+
+/* The waiter's container: every primitive embeds the waiter first in its
+ * op struct. */
+#define BLITZ__OP_OF(type, w) ((type *)(void *)(w))
+
+#endif
