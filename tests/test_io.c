@@ -172,7 +172,9 @@ typedef struct {
     blitz_socket *listener;
     blitz_addr addr;
     blitz_task *server;
-    atomic_long done, echoed;
+    /* Outside the state: blitz_runtime_run copies the state back when the
+     * main task ends, while connection tasks may still count. */
+    atomic_long *done, *echoed;
     int i;
     blitz_task **clients;
 } io_echo_main;
@@ -185,7 +187,7 @@ static blitz_poll io_echo_main_poll(blitz_cx *cx, void *p) {
         memset(&s, 0, sizeof s);
         s.listener = m->listener;
         s.conns = m->conns;
-        s.echoed = &m->echoed;
+        s.echoed = m->echoed;
         CHECK_OK(blitz_spawn(blitz_cx_runtime(cx), io_echo_server_poll, &s, sizeof s, &m->server));
     }
     for (m->i = 0; m->i < m->conns; m->i++) {
@@ -194,7 +196,7 @@ static blitz_poll io_echo_main_poll(blitz_cx *cx, void *p) {
         c.addr = m->addr;
         c.id = m->i;
         c.rounds = m->rounds;
-        c.done = &m->done;
+        c.done = m->done;
         CHECK_OK(
             blitz_spawn(blitz_cx_runtime(cx), io_client_poll, &c, sizeof c, &m->clients[m->i]));
     }
@@ -214,13 +216,18 @@ static int io_echo_many_run(blitz_backend b, blitz_flavor f, uint32_t workers, i
     if (!rt)
         return 0;
     io_echo_main *m = calloc(1, sizeof *m);
+    atomic_long done, echoed;
+    atomic_init(&done, 0);
+    atomic_init(&echoed, 0);
+    m->done = &done;
+    m->echoed = &echoed;
     m->conns = conns;
     m->rounds = 5;
     m->clients = calloc((size_t)conns, sizeof(blitz_task *));
     m->listener = io_listen_any(rt, &m->addr);
     CHECK_OK(blitz_runtime_run(rt, io_echo_main_poll, m, sizeof *m));
-    TU_WAIT_GE(&m->done, conns, 20);
-    TU_WAIT_GE(&m->echoed, (long)conns * m->rounds * 200, 20);
+    TU_WAIT_GE(&done, conns, 20);
+    TU_WAIT_GE(&echoed, (long)conns * m->rounds * 200, 20);
     blitz_sock_close(m->listener);
     CHECK_OK(blitz_runtime_free(rt));
     free(m->clients);
@@ -1564,10 +1571,12 @@ static int io_stress_10k(blitz_backend b) {
     memset(&srv, 0, sizeof srv);
     srv.listener = m->listener;
     srv.conns = -1;
-    srv.echoed = &m->echoed;
+    atomic_long echoed;
+    atomic_init(&echoed, 0);
+    srv.echoed = &echoed;
     blitz_task *server = NULL;
     CHECK_OK(blitz_spawn(rt, io_echo_server_poll, &srv, sizeof srv, &server));
-    TU_WAIT_GE(&m->echoed, (long)conns * 3 * 200, 60);
+    TU_WAIT_GE(&echoed, (long)conns * 3 * 200, 60);
     int st = 0;
     CHECK_EQ(waitpid(pid, &st, 0), pid);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
