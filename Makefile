@@ -145,8 +145,13 @@ check-layout:
 	$(PYTHON) tools/check_layers.py
 	bash tools/check_layout_selftest.sh
 
-test: check-amalgamation check-layout examples test-cxx test-gcc test-clang test-small-queue test-tsan test-asan
-	@echo "all test builds passed"
+TEST_STAGES := check-amalgamation check-layout examples test-cxx test-gcc test-clang \
+               test-small-queue test-tsan test-asan
+
+# Every stage runs even when one fails; one line per stage, then the total.
+# VERBOSE=1 shows everything the stages print.
+test:
+	@BUILD=$(BUILD) MAKE="$(MAKE)" bash tools/test_all.sh $(TEST_STAGES)
 
 # --- showcase and benchmarks ---------------------------------------------------
 
