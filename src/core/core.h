@@ -1,0 +1,200 @@
+/* The task core's internal API: the task block, the block allocator, the
+ * thread context, and the runtime every task belongs to.
+ *
+ * The runtime struct lives here because every layer reads it; the parts
+ * owned by higher layers (run queues, idle set, workers, the time driver,
+ * the blocking pool, the I/O driver) are behind pointers to types those
+ * layers define, and runtime.c allocates them in one block with it. */
+#ifndef BLITZ__CORE_H
+#define BLITZ__CORE_H
+#include "../platform/base.h"
+
+/* ---- tasks (task_state.c, task.c, task_alloc.c) -------------------------- */
+
+/* The task header. A task is one block: this header, then the user's state
+ * (16-byte aligned), and, when the task has a drop function, that pointer in
+ * the block's last 8 bytes. The runtime a task belongs to is found from the
+ * 64 KiB-aligned chunk that holds the block, so the header carries no
+ * runtime pointer: 40 bytes in all. */
+struct blitz_task {
+    /* ref_count 24 | shield 8 | flags 8 | lifecycle 8 | low flags 16; see
+     * task_state.c. Zero means the block is free. */
+    blitz__atomic_u64 state;
+    blitz_poll_fn poll;
+    /* Intrusive link: global queue, current-thread queue, or a free list. A
+     * task is in at most one of them, guarded by the SCHEDULED lifecycle. */
+    struct blitz_task *next;
+    /* The waker of the task awaiting this one; owned by whoever the
+     * JOIN_WAKER protocol says (join.c). */
+    blitz_waker join_waker;
+};
+typedef struct blitz_task blitz__task;
+
+#define BLITZ__TASK_HEADER_SIZE 40u
+_Static_assert(sizeof(struct blitz_task) == BLITZ__TASK_HEADER_SIZE || sizeof(void *) != 8,
+               "task header layout");
+
+/* ---- the block allocator (task_alloc.c) ---------------------------------- */
+
+#define BLITZ__CHUNK_SIZE  ((size_t)64 * 1024)
+#define BLITZ__NUM_CLASSES 30
+#define BLITZ__CLASS_LARGE 0xffffu
+
+typedef struct blitz__chunk {
+    blitz_runtime *rt;
+    struct blitz__chunk *next;
+    void *raw; /* what to hand back to the allocator */
+    uint32_t block_size;
+    uint32_t class_index;
+    uint32_t capacity; /* blocks that fit */
+    uint32_t carved;   /* blocks handed out so far (by the chunk's carver) */
+} blitz__chunk;
+
+/* Free blocks by size class, moved between caches in whole batches of
+ * BLITZ__FREE_BATCH blocks. Each worker has one (no locking); threads that
+ * are not workers share one behind alloc_lock. */
+typedef struct blitz__block_cache {
+    blitz__task *active[BLITZ__NUM_CLASSES]; /* free blocks, LIFO */
+    uint32_t active_count[BLITZ__NUM_CLASSES];
+    blitz__task *full[BLITZ__NUM_CLASSES]; /* one full batch held back, or NULL */
+    blitz__chunk *carving[BLITZ__NUM_CLASSES];
+} blitz__block_cache;
+
+typedef struct blitz__worker_counters {
+    blitz__atomic_u64 polled, stolen, steals, parked, lifo_hits, batch_fetches, overflows;
+    blitz__atomic_u64 spawned, freed;
+} blitz__worker_counters;
+
+/* Defined by the layers above (sched, time, io). */
+typedef struct blitz__worker blitz__worker;
+typedef struct blitz__ct_core blitz__ct_core;
+typedef struct blitz__global_queue blitz__global_queue;
+typedef struct blitz__idle blitz__idle;
+typedef struct blitz__time_driver blitz__time_driver;
+typedef struct blitz__pool blitz__pool;
+
+/* ---- thread context (seed 002 "Thread-Local Context") ---------------------- */
+
+struct blitz__context {
+    blitz_runtime *rt;
+    blitz__worker *worker; /* NULL on the current-thread driver and on helpers */
+    int ct_driver;         /* this thread drives rt (current-thread flavour) */
+    blitz__task *current;  /* the task being polled, or NULL */
+    /* Filled in by the scheduler that owns the thread, so the layers below
+     * it need not know its types: the thread's block cache and counters
+     * (NULL: the shared ones), and its worker index (-1: not a worker). */
+    blitz__block_cache *cache;
+    blitz__worker_counters *counters;
+    int worker_index;
+};
+
+/* A context for `rt` that owns no cache and is no worker. */
+static inline void blitz__context_init(blitz__context *c, blitz_runtime *rt) {
+    c->rt = rt;
+    c->worker = NULL;
+    c->ct_driver = 0;
+    c->current = NULL;
+    c->cache = NULL;
+    c->counters = NULL;
+    c->worker_index = -1;
+}
+
+/* The poll context handed to poll functions. A context with no task polls
+ * an op for a plain thread (blitz_op_wait) or for a runtime-internal
+ * waiter: its waker is `waker` instead of the task's. */
+struct blitz_cx {
+    blitz__task *task;
+    blitz__context *ctx;
+    int yielded;
+    blitz_waker waker;
+};
+
+/* ---- the runtime (runtime.c) ------------------------------------------------ */
+
+struct blitz_runtime {
+    blitz_flavor flavor;
+    uint32_t num_workers;
+    uint64_t park_timeout_ns;
+    uint32_t spin_before_park;
+    int spin_explicit; /* spin_before_park was set in the config */
+    uint32_t fixed_interval;
+
+    blitz__global_queue *global;
+    blitz__idle *idle;
+    blitz__worker *workers;
+    blitz__ct_core *ct;
+
+    BLITZ__ALIGNED blitz__atomic_u32 shutdown;
+    blitz__atomic_u32 started;
+    blitz__atomic_u32 workers_started;
+    blitz__mutex start_lock;
+    int shutdown_done;
+    blitz__atomic_u32 sweeping; /* the shutdown sweep walks the chunk list */
+    /* Threads waiting in blitz_task_wait sleep on this futex word; a task
+     * whose joiner is such a thread bumps it on completion. */
+    BLITZ__ALIGNED blitz__atomic_u32 completion_seq;
+    blitz__atomic_u32 completion_sleepers;
+    /* Non-worker threads currently polling a task (blockOnComplete). */
+    blitz__atomic_u32 external_running;
+    /* Spawns in progress on threads that shutdown does not otherwise wait
+     * for (blitz__spawn_enter). */
+    blitz__atomic_u32 spawning;
+    /* Pinned main tasks woken and not yet picked up by their thread. */
+    blitz__atomic_u32 pinned_runnable;
+    /* Paused clock only: threads polling a task of this runtime. */
+    blitz__atomic_u32 paused_polling;
+
+    /* Block allocator: every chunk, and the cache shared by non-worker
+     * threads. */
+    blitz__mutex alloc_lock;
+    blitz__chunk *chunks;
+    blitz__block_cache shared_cache;
+    /* Full batches given up by caches, linked through each batch's first
+     * block (join_waker.data). */
+    blitz__atomic_ptr spare_batches[BLITZ__NUM_CLASSES];
+    blitz__worker_counters remote_counters; /* updated under alloc_lock */
+    blitz__time_driver *time;
+    blitz__pool *pool;
+    void *workers_raw;
+    /* The I/O driver (io_driver.c), or NULL when no backend could start. */
+    struct blitz__io *io;
+    /* The current-thread driver's parker (&ct->parker), or NULL. */
+    blitz__parker *ct_parker;
+    blitz_backend backend_choice;
+};
+
+/* Appends `t` to an intrusive FIFO (head, tail) linked through `next`. A
+ * task is in at most one such list: it is SCHEDULED and in no queue. */
+static inline void blitz__list_append(blitz__task **head, blitz__task **tail, blitz__task *t) {
+    t->next = NULL;
+    if (*tail)
+        (*tail)->next = t;
+    else
+        *head = t;
+    *tail = t;
+}
+
+/* ---- hooks into the scheduler ------------------------------------------------
+ * The only calls from the task core up into sched/: a woken task goes to
+ * its scheduler, and a thread that waits for a task helps run it. */
+BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t);
+BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx, int yielded);
+BLITZ_PRIVATE int blitz__task_spawn_schedule(blitz_runtime *rt, blitz__task *t);
+BLITZ_PRIVATE int blitz__workers_start(blitz_runtime *rt);
+BLITZ_PRIVATE void blitz__ct_push(blitz_runtime *rt, blitz__task *t);
+BLITZ_PRIVATE int blitz__ct_inject(blitz_runtime *rt, blitz__task *t);
+BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__context *ctx);
+BLITZ_PRIVATE void blitz__worker_help_until(blitz__context *ctx, blitz__task *t);
+BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t, int nested);
+BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t);
+BLITZ_PRIVATE void blitz__wake_batch_begin(void);
+BLITZ_PRIVATE void blitz__wake_batch_end(void);
+BLITZ_PRIVATE void blitz__task_free(blitz__task *t);
+static inline blitz_runtime *blitz__task_runtime(const blitz__task *t);
+BLITZ_PRIVATE void blitz__pool_cancel_task(blitz__task *t);
+/* A timer became the earliest: wake the worker sleeping for timers (1 +
+ * its index in `sleeper`), or any parked worker when there is none. */
+BLITZ_PRIVATE void blitz__sched_kick_timers(blitz_runtime *rt, uint32_t sleeper);
+/* The first socket of a runtime starts its workers. */
+
+#endif
