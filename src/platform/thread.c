@@ -43,7 +43,8 @@ BLITZ_PRIVATE void blitz__mutex_unlock(blitz__mutex *m) {
 }
 #else
 BLITZ_PRIVATE int blitz__mutex_init(blitz__mutex *m) {
-    return -pthread_mutex_init(m, NULL);
+    int e = pthread_mutex_init(m, NULL);
+    return e ? blitz__from_errno(e) : 0;
 }
 BLITZ_PRIVATE void blitz__mutex_destroy(blitz__mutex *m) {
     pthread_mutex_destroy(m);
@@ -218,5 +219,6 @@ BLITZ_PRIVATE blitz__context *blitz__context_set(blitz__context *c) {
 }
 
 BLITZ_PRIVATE int blitz__thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
-    return -pthread_create(t, NULL, fn, arg);
+    int e = pthread_create(t, NULL, fn, arg);
+    return e ? blitz__from_errno(e) : 0;
 }
