@@ -11,8 +11,11 @@ static int blitz__sock_new_fd(blitz_runtime *rt, int family, int type, int *fd) 
         return BLITZ_EINVAL;
     if (!rt->io)
         return BLITZ_ENOSYS;
-    *fd = socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    return *fd < 0 ? blitz__errno_rc() : BLITZ_OK;
+    int r = blitz__socket_open(family, type, 1);
+    if (r < 0)
+        return r;
+    *fd = r;
+    return BLITZ_OK;
 }
 
 #define BLITZ__SOCK_FLAGS_ALL \
@@ -136,7 +139,7 @@ BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int b
         /* A stale socket file from an earlier run: nobody listens on it.
          * Never another kind of file (a connect to a regular file is
          * refused too), which bind then reports as in use. */
-        int t = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        int t = blitz__socket_open(AF_UNIX, SOCK_DGRAM, 0);
         if (t >= 0) {
             /* A datagram probe: only a file no socket is bound to refuses
              * it; a live stream listener answers EPROTOTYPE at once, so the
@@ -184,8 +187,9 @@ BLITZ_API int blitz_unix_pair(blitz_runtime *rt, int type, blitz_socket **a, bli
         return BLITZ_ENOSYS;
     int sv[2];
     int st = type == 1 ? SOCK_STREAM : SOCK_DGRAM;
-    if (socketpair(AF_UNIX, st | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
-        return blitz__errno_rc();
+    int prc = blitz__socketpair_open(AF_UNIX, st, 1, sv);
+    if (prc != BLITZ_OK)
+        return prc;
     int rc = blitz__sock_wrap(rt->io, sv[0], AF_UNIX, st, a);
     if (rc != BLITZ_OK) {
         close(sv[1]);
