@@ -1,10 +1,43 @@
 /* Linux implementations of the calls platform/posix.c implements
- * portably: flags given at creation instead of fcntl afterwards (no window
- * in which a concurrent exec inherits the descriptor), pidfds, and the
- * kernel's own copies between descriptors. */
+ * portably: futex waits, the CPUs this process may run on, flags given at
+ * creation instead of fcntl afterwards (no window in which a concurrent
+ * exec inherits the descriptor), pidfds, and the kernel's own copies
+ * between descriptors. */
 #include "base.h"
 
+#if BLITZ__HAS_FUTEX
+/* Sleeps while *word == expected, at most timeout_ns (0 = no limit).
+ * Spurious returns are allowed; callers re-check. */
+BLITZ_PRIVATE void blitz__futex_wait(blitz__atomic_u32 *word, uint32_t expected,
+                                     uint64_t timeout_ns) {
+    struct timespec ts, *tsp = NULL;
+    if (timeout_ns) {
+        ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
+        ts.tv_nsec = (long)(timeout_ns % 1000000000u);
+        tsp = &ts;
+    }
+    syscall(SYS_futex, &word->v, FUTEX_WAIT_PRIVATE, expected, tsp, NULL, 0);
+}
+BLITZ_PRIVATE void blitz__futex_wake(blitz__atomic_u32 *word, int n) {
+    syscall(SYS_futex, &word->v, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+#endif
+
 #if BLITZ__LINUX
+
+/* The CPUs the affinity mask allows (a container or taskset may allow
+ * fewer than are online), or 0 when unknown. */
+BLITZ_PRIVATE uint32_t blitz__affinity_cpu_count(void) {
+#if defined(CPU_COUNT)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0)
+            return (uint32_t)n;
+    }
+#endif
+    return 0;
+}
 
 #ifndef SPLICE_F_MOVE
 #define SPLICE_F_MOVE 1u

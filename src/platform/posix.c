@@ -37,6 +37,12 @@ BLITZ_PRIVATE int blitz__fdatasync(int fd) {
 
 #if !BLITZ__LINUX
 
+/* The CPUs this process may run on when the system says, else 0 (the
+ * caller then counts the online ones). */
+BLITZ_PRIVATE uint32_t blitz__affinity_cpu_count(void) {
+    return 0;
+}
+
 /* Close-on-exec and, when asked, O_NONBLOCK on a fresh descriptor; closes
  * it and returns the code on failure. */
 static int blitz__fd_set_flags(int fd, int nonblock) {
