@@ -17,7 +17,7 @@ BENCHES  := $(patsubst bench/%.c,%,$(filter-out bench/bench_common.c,$(wildcard 
 DEV_HEADER := $(BUILD)/blitz_dev.h
 TEST_DEFS  := -DBLITZ_TEST_HEADER='"$(DEV_HEADER)"'
 
-.PHONY: all amalgamate check-amalgamation test test-quick test-gcc test-clang test-tsan \
+.PHONY: all amalgamate check-amalgamation check-layout test test-quick test-gcc test-clang test-tsan \
         test-asan test-small-queue test-cxx test-stress examples run bench bench-compare bench-peers bench-ceiling \
         format clean
 
@@ -139,7 +139,11 @@ test-stress: $(BUILD)/blitz_tests
 test-quick: check-amalgamation $(BUILD)/blitz_tests
 	$(BUILD)/blitz_tests
 
-test: check-amalgamation examples test-cxx test-gcc test-clang test-small-queue test-tsan test-asan
+# Source layout rules, one script per line.
+check-layout:
+	$(PYTHON) tools/check_linux_symbols.py
+
+test: check-amalgamation check-layout examples test-cxx test-gcc test-clang test-small-queue test-tsan test-asan
 	@echo "all test builds passed"
 
 # --- showcase and benchmarks ---------------------------------------------------
