@@ -46,9 +46,9 @@ BLITZ_TEST(error_strings) {
     CHECK(strcmp(blitz_err_name(BLITZ_ESHUTDOWN), "ESHUTDOWN") == 0);
     /* Socket errors a misused socket returns (a send without a
      * destination, a TCP option on UDP, a multicast join on TCP). */
-    CHECK(strcmp(blitz_err_name(-EDESTADDRREQ), "EDESTADDRREQ") == 0);
-    CHECK(strcmp(blitz_err_name(-ENOPROTOOPT), "ENOPROTOOPT") == 0);
-    CHECK(strcmp(blitz_err_name(-EPROTO), "EPROTO") == 0);
+    CHECK(strcmp(blitz_err_name(BLITZ_EDESTADDRREQ), "EDESTADDRREQ") == 0);
+    CHECK(strcmp(blitz_err_name(BLITZ_ENOPROTOOPT), "ENOPROTOOPT") == 0);
+    CHECK(strcmp(blitz_err_name(BLITZ_EPROTO), "EPROTO") == 0);
     CHECK(strcmp(blitz_err_name(BLITZ_ECANCELED), "ECANCELED") == 0);
     CHECK(strcmp(blitz_err_name(BLITZ_ERELEASED), "ERELEASED") == 0);
     CHECK(strcmp(blitz_strerror(BLITZ_EINVAL), "invalid argument") == 0);
