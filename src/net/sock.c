@@ -298,7 +298,7 @@ BLITZ_API int blitz_tcp_set_keepalive(blitz_socket *s, int on, int idle_secs) {
     /* The idle time first: on a socket that is not TCP it fails, and then
      * keep-alive stays as it was. */
     if (s && on && idle_secs > 0) {
-        int rc = blitz__setopt(s, IPPROTO_TCP, TCP_KEEPIDLE, idle_secs);
+        int rc = blitz__setopt(s, IPPROTO_TCP, BLITZ__TCP_KEEPIDLE, idle_secs);
         if (rc != BLITZ_OK)
             return rc;
     }
@@ -348,8 +348,8 @@ static int blitz__multicast(blitz_socket *s, const char *group, const char *ifac
         memset(&m, 0, sizeof m);
         m.ipv6mr_multiaddr = g6;
         m.ipv6mr_interface = iface ? (unsigned)atoi(iface) : 0;
-        if (setsockopt(s->fd, IPPROTO_IPV6, join ? IPV6_ADD_MEMBERSHIP : IPV6_DROP_MEMBERSHIP, &m,
-                       sizeof m) < 0)
+        if (setsockopt(s->fd, IPPROTO_IPV6, join ? BLITZ__IPV6_JOIN_GROUP : BLITZ__IPV6_LEAVE_GROUP,
+                       &m, sizeof m) < 0)
             return blitz__errno_rc();
         return BLITZ_OK;
     }

@@ -70,13 +70,28 @@ BLITZ_PRIVATE int blitz__pipe_open(int fds[2], int nonblock) {
     return BLITZ_OK;
 }
 
+/* A socket's writes to a closed peer fail with EPIPE instead of raising
+ * SIGPIPE where the system has the option (MSG_NOSIGNAL is Linux's). */
+static int blitz__sock_no_sigpipe(int fd) {
+#if defined(SO_NOSIGPIPE)
+    int one = 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, sizeof one) < 0) {
+        int e = errno;
+        close(fd);
+        return blitz__from_errno(e);
+    }
+#endif
+    return fd;
+}
+
 /* A socket that closes on exec and, when `nonblock`, does not block: the
  * descriptor or a code. */
 BLITZ_PRIVATE int blitz__socket_open(int family, int type, int nonblock) {
     int fd = socket(family, type, 0);
     if (fd < 0)
         return blitz__from_errno(errno);
-    return blitz__fd_set_flags(fd, nonblock);
+    fd = blitz__fd_set_flags(fd, nonblock);
+    return fd < 0 ? fd : blitz__sock_no_sigpipe(fd);
 }
 
 /* A connected pair of `type` sockets, flags as blitz__socket_open. */
@@ -85,6 +100,8 @@ BLITZ_PRIVATE int blitz__socketpair_open(int family, int type, int nonblock, int
         return blitz__from_errno(errno);
     for (int i = 0; i < 2; i++) {
         int rc = blitz__fd_set_flags(sv[i], nonblock);
+        if (rc >= 0)
+            rc = blitz__sock_no_sigpipe(sv[i]);
         if (rc < 0) {
             close(sv[1 - i]);
             return rc;
