@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Fail when a Linux-only symbol appears in src/ outside the platform layer
 and the Linux I/O backends, so that code for other systems has one place to
-grow. Comments are ignored; preprocessor conditionals are not, because a
+grow. Comments and string literals are ignored (prose about epoll, or a
+backend's name, is fine); preprocessor conditionals are not, because a
 `#if defined(__linux__)` block in a portable file is what this check is for.
 
 Usage: check_linux_symbols.py [ROOT]   (ROOT defaults to the repository)
@@ -58,13 +59,14 @@ TOKENS = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])
 
 
 def strip_comments(text):
-    """Blank out comments, keeping newlines so line numbers stay right."""
+    """Blank out comments and the insides of literals, keeping newlines so
+    line numbers stay right."""
 
     def blank(m):
         s = m.group(0)
         if s.startswith("/"):
             return re.sub(r"[^\n]", " ", s)
-        return s
+        return s[0] + " " * (len(s) - 2) + s[-1]
 
     return TOKENS.sub(blank, text)
 
