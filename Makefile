@@ -139,10 +139,12 @@ test-stress: $(BUILD)/blitz_tests
 test-quick: check-amalgamation $(BUILD)/blitz_tests
 	$(BUILD)/blitz_tests
 
-# The shape of src/: names, layers, and (with a planted violation each) that
-# the checks catch what they are for.
+# The shape of src/: names, layers, Linux-only symbols outside the Linux
+# files, and (with a planted violation each) that the checks catch what
+# they are for. One script per line.
 check-layout:
 	$(PYTHON) tools/check_layers.py
+	$(PYTHON) tools/check_linux_symbols.py
 	bash tools/check_layout_selftest.sh
 
 TEST_STAGES := check-amalgamation check-layout examples test-cxx test-gcc test-clang \

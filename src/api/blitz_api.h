@@ -48,73 +48,100 @@ extern "C" {
 /* ---------------------------------------------------------------------------
  * Error codes
  *
- * Every function that can fail returns 0 (BLITZ_OK) or a negative code. On
- * POSIX the errno-derived codes are -errno; blitz's own codes live in the
- * -4000 band so they never collide with an errno value.
+ * Every function that can fail returns 0 (BLITZ_OK) or a negative code.
+ * The codes are blitz's own and have the same values on every system: a
+ * failed system call's errno is translated through BLITZ_SYS_ERR_MAP (an
+ * errno without an entry becomes BLITZ_EUNKNOWN), so compare results with
+ * the BLITZ_E* names, never with -errno. The values of the system-derived
+ * codes were taken from Linux's numbering once and are now fixed; blitz's
+ * own conditions live in the -4000 band. BLITZ_ERRNO_MAP lists both.
  * ------------------------------------------------------------------------- */
 
-#define BLITZ_ERRNO_MAP(XX)                               \
-    XX(EPERM, -1, "operation not permitted")              \
-    XX(ENOENT, -2, "no such file or directory")           \
-    XX(ESRCH, -3, "no such process")                      \
-    XX(EINTR, -4, "interrupted system call")              \
-    XX(EIO, -5, "i/o error")                              \
-    XX(E2BIG, -7, "argument list too long")               \
-    XX(ENOEXEC, -8, "exec format error")                  \
-    XX(EBADF, -9, "bad file descriptor")                  \
-    XX(ECHILD, -10, "no child processes")                 \
-    XX(EAGAIN, -11, "resource temporarily unavailable")   \
-    XX(ENOMEM, -12, "not enough memory")                  \
-    XX(EACCES, -13, "permission denied")                  \
-    XX(EFAULT, -14, "bad address")                        \
-    XX(EBUSY, -16, "resource busy")                       \
-    XX(EEXIST, -17, "file already exists")                \
-    XX(EXDEV, -18, "cross-device link")                   \
-    XX(ENOTDIR, -20, "not a directory")                   \
-    XX(EISDIR, -21, "is a directory")                     \
-    XX(EINVAL, -22, "invalid argument")                   \
-    XX(ENFILE, -23, "too many open files in system")      \
-    XX(EMFILE, -24, "too many open files")                \
-    XX(ENOSPC, -28, "no space left on device")            \
-    XX(EROFS, -30, "read-only file system")               \
-    XX(EPIPE, -32, "broken pipe")                         \
-    XX(ERANGE, -34, "result out of range")                \
-    XX(EDEADLK, -35, "resource deadlock would occur")     \
-    XX(ENAMETOOLONG, -36, "file name too long")           \
-    XX(ENOSYS, -38, "function not implemented")           \
-    XX(ENOTEMPTY, -39, "directory not empty")             \
-    XX(ELOOP, -40, "too many symbolic links")             \
-    XX(EPROTO, -71, "protocol error")                     \
-    XX(ENOTSOCK, -88, "not a socket")                     \
-    XX(EDESTADDRREQ, -89, "destination address required") \
-    XX(EMSGSIZE, -90, "message too long")                 \
-    XX(ENOPROTOOPT, -92, "protocol not available")        \
-    XX(EOPNOTSUPP, -95, "operation not supported")        \
-    XX(EAFNOSUPPORT, -97, "address family not supported") \
-    XX(EADDRINUSE, -98, "address already in use")         \
-    XX(EADDRNOTAVAIL, -99, "address not available")       \
-    XX(ENETUNREACH, -101, "network is unreachable")       \
-    XX(ECONNABORTED, -103, "connection aborted")          \
-    XX(ECONNRESET, -104, "connection reset by peer")      \
-    XX(ENOBUFS, -105, "no buffer space available")        \
-    XX(EISCONN, -106, "socket is already connected")      \
-    XX(ENOTCONN, -107, "socket is not connected")         \
-    XX(ETIMEDOUT, -110, "operation timed out")            \
-    XX(ECONNREFUSED, -111, "connection refused")          \
-    XX(EHOSTUNREACH, -113, "host is unreachable")         \
-    XX(EALREADY, -114, "operation already in progress")   \
-    XX(EINPROGRESS, -115, "operation in progress")        \
-    XX(ECANCELED, -125, "operation canceled")             \
-    XX(ESHUTDOWN, -4001, "runtime is shut down")          \
-    XX(ECLOSED, -4002, "closed")                          \
-    XX(EFULL, -4003, "queue is full")                     \
-    XX(EEMPTY, -4004, "queue is empty")                   \
-    XX(ELAGGED, -4005, "receiver lagged behind")          \
-    XX(ERELEASED, -4006, "handle already released")       \
-    XX(ENOHOST, -4010, "host name not found")             \
-    XX(EDNSTEMP, -4011, "temporary name server failure")  \
-    XX(EDNS, -4012, "name resolution failed")             \
-    XX(EEOF, -4020, "unexpected end of stream")
+/* Codes that stand for an errno value of the same name. */
+#define BLITZ_SYS_ERR_MAP(XX)                                   \
+    XX(EPERM, -1, "operation not permitted")                    \
+    XX(ENOENT, -2, "no such file or directory")                 \
+    XX(ESRCH, -3, "no such process")                            \
+    XX(EINTR, -4, "interrupted system call")                    \
+    XX(EIO, -5, "i/o error")                                    \
+    XX(ENXIO, -6, "no such device or address")                  \
+    XX(E2BIG, -7, "argument list too long")                     \
+    XX(ENOEXEC, -8, "exec format error")                        \
+    XX(EBADF, -9, "bad file descriptor")                        \
+    XX(ECHILD, -10, "no child processes")                       \
+    XX(EAGAIN, -11, "resource temporarily unavailable")         \
+    XX(ENOMEM, -12, "not enough memory")                        \
+    XX(EACCES, -13, "permission denied")                        \
+    XX(EFAULT, -14, "bad address")                              \
+    XX(EBUSY, -16, "resource busy")                             \
+    XX(EEXIST, -17, "file already exists")                      \
+    XX(EXDEV, -18, "cross-device link")                         \
+    XX(ENODEV, -19, "no such device")                           \
+    XX(ENOTDIR, -20, "not a directory")                         \
+    XX(EISDIR, -21, "is a directory")                           \
+    XX(EINVAL, -22, "invalid argument")                         \
+    XX(ENFILE, -23, "too many open files in system")            \
+    XX(EMFILE, -24, "too many open files")                      \
+    XX(ENOTTY, -25, "inappropriate ioctl for device")           \
+    XX(ETXTBSY, -26, "text file busy")                          \
+    XX(EFBIG, -27, "file too large")                            \
+    XX(ENOSPC, -28, "no space left on device")                  \
+    XX(ESPIPE, -29, "illegal seek")                             \
+    XX(EROFS, -30, "read-only file system")                     \
+    XX(EMLINK, -31, "too many links")                           \
+    XX(EPIPE, -32, "broken pipe")                               \
+    XX(ERANGE, -34, "result out of range")                      \
+    XX(EDEADLK, -35, "resource deadlock would occur")           \
+    XX(ENAMETOOLONG, -36, "file name too long")                 \
+    XX(ENOSYS, -38, "function not implemented")                 \
+    XX(ENOTEMPTY, -39, "directory not empty")                   \
+    XX(ELOOP, -40, "too many symbolic links")                   \
+    XX(EPROTO, -71, "protocol error")                           \
+    XX(EOVERFLOW, -75, "value too large for defined data type") \
+    XX(ENOTSOCK, -88, "not a socket")                           \
+    XX(EDESTADDRREQ, -89, "destination address required")       \
+    XX(EMSGSIZE, -90, "message too long")                       \
+    XX(EPROTOTYPE, -91, "protocol wrong type for socket")       \
+    XX(ENOPROTOOPT, -92, "protocol not available")              \
+    XX(EPROTONOSUPPORT, -93, "protocol not supported")          \
+    XX(EOPNOTSUPP, -95, "operation not supported")              \
+    XX(EAFNOSUPPORT, -97, "address family not supported")       \
+    XX(EADDRINUSE, -98, "address already in use")               \
+    XX(EADDRNOTAVAIL, -99, "address not available")             \
+    XX(ENETDOWN, -100, "network is down")                       \
+    XX(ENETUNREACH, -101, "network is unreachable")             \
+    XX(ENETRESET, -102, "network dropped connection on reset")  \
+    XX(ECONNABORTED, -103, "connection aborted")                \
+    XX(ECONNRESET, -104, "connection reset by peer")            \
+    XX(ENOBUFS, -105, "no buffer space available")              \
+    XX(EISCONN, -106, "socket is already connected")            \
+    XX(ENOTCONN, -107, "socket is not connected")               \
+    XX(ETIMEDOUT, -110, "operation timed out")                  \
+    XX(ECONNREFUSED, -111, "connection refused")                \
+    XX(EHOSTDOWN, -112, "host is down")                         \
+    XX(EHOSTUNREACH, -113, "host is unreachable")               \
+    XX(EALREADY, -114, "operation already in progress")         \
+    XX(EINPROGRESS, -115, "operation in progress")              \
+    XX(ESTALE, -116, "stale file handle")                       \
+    XX(EDQUOT, -122, "disk quota exceeded")                     \
+    XX(ECANCELED, -125, "operation canceled")
+
+/* blitz's own conditions, and the code of an errno blitz has no name for. */
+#define BLITZ_OWN_ERR_MAP(XX)                            \
+    XX(ESHUTDOWN, -4001, "runtime is shut down")         \
+    XX(ECLOSED, -4002, "closed")                         \
+    XX(EFULL, -4003, "queue is full")                    \
+    XX(EEMPTY, -4004, "queue is empty")                  \
+    XX(ELAGGED, -4005, "receiver lagged behind")         \
+    XX(ERELEASED, -4006, "handle already released")      \
+    XX(ENOHOST, -4010, "host name not found")            \
+    XX(EDNSTEMP, -4011, "temporary name server failure") \
+    XX(EDNS, -4012, "name resolution failed")            \
+    XX(EEOF, -4020, "unexpected end of stream")          \
+    XX(EUNKNOWN, -4099, "unknown system error")
+
+/* Every code: XX(name, value, text), BLITZ_##name == value. */
+#define BLITZ_ERRNO_MAP(XX) BLITZ_SYS_ERR_MAP(XX) BLITZ_OWN_ERR_MAP(XX)
 
 #define BLITZ_OK                             0
 #define BLITZ__ERRNO_ENUM(name, value, text) BLITZ_##name = (value),

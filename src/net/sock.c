@@ -11,8 +11,11 @@ static int blitz__sock_new_fd(blitz_runtime *rt, int family, int type, int *fd) 
         return BLITZ_EINVAL;
     if (!rt->io)
         return BLITZ_ENOSYS;
-    *fd = socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    return *fd < 0 ? blitz__errno_rc() : BLITZ_OK;
+    int r = blitz__socket_open(family, type, 1);
+    if (r < 0)
+        return r;
+    *fd = r;
+    return BLITZ_OK;
 }
 
 #define BLITZ__SOCK_FLAGS_ALL \
@@ -136,7 +139,7 @@ BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int b
         /* A stale socket file from an earlier run: nobody listens on it.
          * Never another kind of file (a connect to a regular file is
          * refused too), which bind then reports as in use. */
-        int t = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        int t = blitz__socket_open(AF_UNIX, SOCK_DGRAM, 0);
         if (t >= 0) {
             /* A datagram probe: only a file no socket is bound to refuses
              * it; a live stream listener answers EPROTOTYPE at once, so the
@@ -184,8 +187,9 @@ BLITZ_API int blitz_unix_pair(blitz_runtime *rt, int type, blitz_socket **a, bli
         return BLITZ_ENOSYS;
     int sv[2];
     int st = type == 1 ? SOCK_STREAM : SOCK_DGRAM;
-    if (socketpair(AF_UNIX, st | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
-        return blitz__errno_rc();
+    int prc = blitz__socketpair_open(AF_UNIX, st, 1, sv);
+    if (prc != BLITZ_OK)
+        return prc;
     int rc = blitz__sock_wrap(rt->io, sv[0], AF_UNIX, st, a);
     if (rc != BLITZ_OK) {
         close(sv[1]);
@@ -294,7 +298,7 @@ BLITZ_API int blitz_tcp_set_keepalive(blitz_socket *s, int on, int idle_secs) {
     /* The idle time first: on a socket that is not TCP it fails, and then
      * keep-alive stays as it was. */
     if (s && on && idle_secs > 0) {
-        int rc = blitz__setopt(s, IPPROTO_TCP, TCP_KEEPIDLE, idle_secs);
+        int rc = blitz__setopt(s, IPPROTO_TCP, BLITZ__TCP_KEEPIDLE, idle_secs);
         if (rc != BLITZ_OK)
             return rc;
     }
@@ -344,8 +348,8 @@ static int blitz__multicast(blitz_socket *s, const char *group, const char *ifac
         memset(&m, 0, sizeof m);
         m.ipv6mr_multiaddr = g6;
         m.ipv6mr_interface = iface ? (unsigned)atoi(iface) : 0;
-        if (setsockopt(s->fd, IPPROTO_IPV6, join ? IPV6_ADD_MEMBERSHIP : IPV6_DROP_MEMBERSHIP, &m,
-                       sizeof m) < 0)
+        if (setsockopt(s->fd, IPPROTO_IPV6, join ? BLITZ__IPV6_JOIN_GROUP : BLITZ__IPV6_LEAVE_GROUP,
+                       &m, sizeof m) < 0)
             return blitz__errno_rc();
         return BLITZ_OK;
     }

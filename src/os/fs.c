@@ -73,15 +73,11 @@ static void blitz__fs_fill_metadata(blitz_fs_metadata *m, const struct stat *st)
     m->type = blitz__fs_type_of_mode(st->st_mode);
     m->mode = (uint32_t)(st->st_mode & 07777);
     m->size = st->st_size < 0 ? 0 : (uint64_t)st->st_size;
-#if defined(__APPLE__)
-    m->mtime_ns = blitz__fs_ns(st->st_mtimespec);
-    m->atime_ns = blitz__fs_ns(st->st_atimespec);
-    m->ctime_ns = blitz__fs_ns(st->st_ctimespec);
-#else
-    m->mtime_ns = blitz__fs_ns(st->st_mtim);
-    m->atime_ns = blitz__fs_ns(st->st_atim);
-    m->ctime_ns = blitz__fs_ns(st->st_ctim);
-#endif
+    struct timespec modified, accessed, changed;
+    blitz__stat_times(st, &modified, &accessed, &changed);
+    m->mtime_ns = blitz__fs_ns(modified);
+    m->atime_ns = blitz__fs_ns(accessed);
+    m->ctime_ns = blitz__fs_ns(changed);
     m->dev = (uint64_t)st->st_dev;
     m->ino = (uint64_t)st->st_ino;
     m->nlink = (uint64_t)st->st_nlink;
@@ -340,11 +336,7 @@ static int64_t blitz__fs_do(blitz__fs_rec *f) {
     case BLITZ__FS_FSYNC:
         return fsync(f->fd) == 0 ? 0 : blitz__fs_err();
     case BLITZ__FS_FDATASYNC:
-#if defined(__APPLE__)
-        return fsync(f->fd) == 0 ? 0 : blitz__fs_err();
-#else
-        return fdatasync(f->fd) == 0 ? 0 : blitz__fs_err();
-#endif
+        return blitz__fdatasync(f->fd) == 0 ? 0 : blitz__fs_err();
     case BLITZ__FS_TRUNCATE:
         return ftruncate(f->fd, (off_t)f->off) == 0 ? 0 : blitz__fs_err();
     case BLITZ__FS_STAT:

@@ -21,10 +21,6 @@
  * reset them. exec failures travel back through a close-on-exec pipe. */
 #include "../io/io.h"
 
-#if defined(__linux__)
-/* Hidden under strict feature macros; the redeclaration is compatible. */
-int pipe2(int fds[2], int flags);
-#endif
 extern char **environ;
 
 #define BLITZ__PROC_TICK_MS 50
@@ -35,7 +31,7 @@ struct blitz__proc {
     blitz__atomic_u32 refs;
     blitz__mutex lock;
     int pid;
-    int pidfd; /* -1 when the system has none */
+    int exit_fd; /* readable once the child exits; -1 when the system has none */
     int reaped;
     int status;        /* waitpid status, once reaped */
     blitz_runtime *rt; /* whose pool reaps a released child */
@@ -45,8 +41,8 @@ static void blitz__proc_unref(blitz__proc *p) {
     /* Acq_rel: every user's accesses happen before the free. */
     if (blitz__u32_fetch_sub(&p->refs, 1, BLITZ__ACQ_REL) != 1)
         return;
-    if (p->pidfd >= 0)
-        close(p->pidfd);
+    if (p->exit_fd >= 0)
+        close(p->exit_fd);
     blitz__mutex_destroy(&p->lock);
     blitz__free(p);
 }
@@ -83,8 +79,8 @@ static int blitz__proc_try_reap(blitz__proc *p, int *status) {
 
 /* Sleeps until the child may have changed state, at most one tick. */
 static void blitz__proc_nap(blitz__proc *p, uint32_t *backoff_ms) {
-    if (p->pidfd >= 0) {
-        struct pollfd pfd = {p->pidfd, POLLIN, 0};
+    if (p->exit_fd >= 0) {
+        struct pollfd pfd = {p->exit_fd, POLLIN, 0};
         poll(&pfd, 1, BLITZ__PROC_TICK_MS);
         return;
     }
@@ -117,20 +113,6 @@ static int blitz__decode_status(int st, int *exited, int *code, int *sig, int *c
 }
 
 /* ---- spawning ------------------------------------------------------------------ */
-
-static int blitz__cloexec_pipe(int fds[2]) {
-#if defined(__linux__)
-    if (pipe2(fds, O_CLOEXEC) == 0)
-        return 0;
-    return blitz__from_errno(errno);
-#else
-    if (pipe(fds) != 0)
-        return blitz__from_errno(errno);
-    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
-    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
-    return 0;
-#endif
-}
 
 /* The program's path: argv0 itself when it has a '/', else the first
  * executable match in PATH. *out is allocated when not argv0. */
@@ -297,7 +279,7 @@ static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, bli
     for (int i = 0; i < 3 && rc == 0; i++) {
         if (modes[i] == BLITZ_STDIO_PIPE) {
             int fds[2];
-            rc = blitz__cloexec_pipe(fds);
+            rc = blitz__pipe_open(fds, 0);
             if (rc == 0) {
                 /* stdin: the child reads fds[0]; stdout/stderr: it writes fds[1]. */
                 child_fds[i] = i == 0 ? fds[0] : fds[1];
@@ -310,7 +292,7 @@ static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, bli
         }
     }
     if (rc == 0)
-        rc = blitz__cloexec_pipe(err_pipe);
+        rc = blitz__pipe_open(err_pipe, 0);
     if (rc == 0) {
         p = (blitz__proc *)blitz__calloc(sizeof *p);
         if (!p || blitz__mutex_init(&p->lock) != 0)
@@ -374,14 +356,7 @@ static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, bli
     blitz__u32_store(&p->refs, 1, BLITZ__RELAXED);
     p->pid = (int)pid;
     p->rt = rt;
-    p->pidfd = -1;
-#if defined(__linux__) && defined(SYS_pidfd_open)
-    p->pidfd = blitz__fd_above_stdio((int)syscall(SYS_pidfd_open, pid, 0));
-    if (p->pidfd >= 0)
-        fcntl(p->pidfd, F_SETFD, FD_CLOEXEC);
-    else
-        p->pidfd = -1;
-#endif
+    p->exit_fd = blitz__proc_exit_fd((int)pid);
     child->pid = (int)pid;
     child->stdin_fd = parent_fds[0];
     child->stdout_fd = parent_fds[1];

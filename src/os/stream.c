@@ -2,16 +2,6 @@
  * the buffered reader and writer; copy with splice / sendfile. */
 #include "../io/io.h"
 
-#ifndef SPLICE_F_MOVE
-#define SPLICE_F_MOVE 1u
-#endif
-#ifndef SPLICE_F_NONBLOCK
-#define SPLICE_F_NONBLOCK 2u
-#endif
-#ifndef F_SETPIPE_SZ
-#define F_SETPIPE_SZ 1031
-#endif
-
 #define BLITZ__READER_DEFAULT ((size_t)8192)
 #define BLITZ__COPY_BUF       ((size_t)64 * 1024)
 #define BLITZ__COPY_CHUNK     ((size_t)1 << 20)
@@ -783,9 +773,8 @@ static int blitz__pollable(const blitz_stream *st) {
 }
 
 static int blitz__copy_pick(blitz_copy *c) {
-#if BLITZ__LINUX
     blitz_stream *src = c->src, *dst = c->dst;
-    if (c->flags & BLITZ_COPY_NO_SPLICE)
+    if ((c->flags & BLITZ_COPY_NO_SPLICE) || !blitz__splice_available())
         return BLITZ__CP_BUF;
     if (src->kind == BLITZ_STREAM_FILE && blitz__pollable(dst))
         return BLITZ__CP_SENDFILE;
@@ -800,47 +789,28 @@ static int blitz__copy_pick(blitz_copy *c) {
         if (src_sock && blitz__is_sock(dst))
             return BLITZ__CP_SPLICE2;
     }
-#else
-    (void)c;
-#endif
     return BLITZ__CP_BUF;
 }
 
-/* A kernel transfer; -errno on failure. SIGPIPE is held back. */
+/* A kernel transfer; a code on failure. SIGPIPE is held back. */
 static int64_t blitz__copy_splice(int in, int out, size_t n) {
-#if BLITZ__LINUX
     blitz__nosig g;
     blitz__nosig_begin(&g);
-    long r = syscall(SYS_splice, in, NULL, out, NULL, n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-    int e = errno;
-    blitz__nosig_end(&g, r < 0 && e == EPIPE);
-    return r < 0 ? -(int64_t)e : (int64_t)r;
-#else
-    (void)in;
-    (void)out;
-    (void)n;
-    return -ENOSYS;
-#endif
+    int64_t r = blitz__splice(in, out, n);
+    blitz__nosig_end(&g, r == BLITZ_EPIPE);
+    return r;
 }
 static int64_t blitz__copy_sendfile(int in, int out, size_t n) {
-#if BLITZ__LINUX
     blitz__nosig g;
     blitz__nosig_begin(&g);
-    long r = syscall(SYS_sendfile, out, in, NULL, n);
-    int e = errno;
-    blitz__nosig_end(&g, r < 0 && e == EPIPE);
-    return r < 0 ? -(int64_t)e : (int64_t)r;
-#else
-    (void)in;
-    (void)out;
-    (void)n;
-    return -ENOSYS;
-#endif
+    int64_t r = blitz__sendfile(out, in, n);
+    blitz__nosig_end(&g, r == BLITZ_EPIPE);
+    return r;
 }
 
 /* The kernel refused this pair of descriptors: read and write instead. */
 static int blitz__copy_refused(int64_t r) {
-    return r == -EINVAL || r == -ENOSYS || r == -EOPNOTSUPP || r == -EBADF;
+    return r == BLITZ_EINVAL || r == BLITZ_ENOSYS || r == BLITZ_EOPNOTSUPP || r == BLITZ_EBADF;
 }
 
 /* Which side held up a transfer that would block. */
@@ -949,7 +919,7 @@ BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
                 c->blitz__mode = BLITZ__CP_BUF;
             } else {
                 /* fewer, larger transfers; the default size is fine too */
-                fcntl(c->blitz__pipe[1], F_SETPIPE_SZ, 1 << 20);
+                blitz__pipe_grow(c->blitz__pipe[1], 1 << 20);
             }
         }
     }
@@ -984,7 +954,7 @@ BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
                 c->blitz__inpipe = (size_t)r;
                 continue;
             }
-            if (r == -EAGAIN) {
+            if (r == BLITZ_EAGAIN) {
                 c->blitz__wait = BLITZ__CPW_SRC;
                 continue;
             }
@@ -1002,7 +972,7 @@ BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
         }
         if (r == 0)
             return blitz__copy_finish(c, (int64_t)c->bytes);
-        if (r == -EAGAIN) {
+        if (r == BLITZ_EAGAIN) {
             c->blitz__wait = blitz__copy_blocker(c, src_side ? src_fd : -1, dst_fd);
             if (c->blitz__wait == BLITZ__CPW_NONE) {
                 blitz_cx_yield(cx);
@@ -1010,7 +980,7 @@ BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
             }
             continue;
         }
-        if (r == -EINTR)
+        if (r == BLITZ_EINTR)
             continue;
         if (blitz__copy_refused(r) && c->blitz__inpipe == 0) {
             /* nothing is held in a pipe of ours: the rest goes through a

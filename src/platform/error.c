@@ -34,9 +34,33 @@ BLITZ_API const char *blitz_version(void) {
     return BLITZ_VERSION_STRING;
 }
 
-/* -errno for a failed system call. The map's values are Linux's; on other
- * systems the codes blitz returns itself are the map's, and raw errno values
- * are passed through negated. */
+/* The code for a system errno value: the one place where errno values
+ * become blitz codes, so that the codes mean the same on every system.
+ * Names that share a value on one system (EAGAIN / EWOULDBLOCK,
+ * EOPNOTSUPP / ENOTSUP, EDEADLK / EDEADLOCK) are separate on another. */
 BLITZ_PRIVATE int blitz__from_errno(int e) {
-    return e > 0 ? -e : BLITZ_EIO;
+    switch (e) {
+#define BLITZ__ERR_FROM_ERRNO(name, value, text) \
+    case name:                                   \
+        return value;
+        BLITZ_SYS_ERR_MAP(BLITZ__ERR_FROM_ERRNO)
+#undef BLITZ__ERR_FROM_ERRNO
+#if defined(EWOULDBLOCK) && EWOULDBLOCK != EAGAIN
+    case EWOULDBLOCK:
+        return BLITZ_EAGAIN;
+#endif
+#if defined(ENOTSUP) && ENOTSUP != EOPNOTSUPP
+    case ENOTSUP:
+        return BLITZ_EOPNOTSUPP;
+#endif
+#if defined(EDEADLOCK) && EDEADLOCK != EDEADLK
+    case EDEADLOCK:
+        return BLITZ_EDEADLK;
+#endif
+    case 0:
+        /* A call that failed without saying why. */
+        return BLITZ_EIO;
+    default:
+        return BLITZ_EUNKNOWN;
+    }
 }

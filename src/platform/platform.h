@@ -103,6 +103,20 @@ int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const
 #endif
 #endif
 
+/* Socket options some systems spell differently. */
+#if defined(TCP_KEEPIDLE)
+#define BLITZ__TCP_KEEPIDLE TCP_KEEPIDLE
+#else
+#define BLITZ__TCP_KEEPIDLE TCP_KEEPALIVE /* Apple's name */
+#endif
+#if defined(IPV6_ADD_MEMBERSHIP)
+#define BLITZ__IPV6_JOIN_GROUP  IPV6_ADD_MEMBERSHIP
+#define BLITZ__IPV6_LEAVE_GROUP IPV6_DROP_MEMBERSHIP
+#else
+#define BLITZ__IPV6_JOIN_GROUP  IPV6_JOIN_GROUP /* the BSDs' and Apple's names */
+#define BLITZ__IPV6_LEAVE_GROUP IPV6_LEAVE_GROUP
+#endif
+
 /* struct ip_mreq's layout, which the kernel reads (the C library hides the
  * struct without _DEFAULT_SOURCE). */
 struct blitz__ip_mreq {

@@ -1,11 +1,9 @@
-/* Threads, mutexes, the monotonic clock, futex waits, and the parker that
- * puts an idle thread to sleep (seed 000 "Park state"). */
+/* Threads, mutexes, the monotonic clock, waits on a word, and the parker
+ * that puts an idle thread to sleep (seed 000 "Park state"). The futex
+ * calls themselves are in platform/linux.c. */
 #include "base.h"
 
 #if BLITZ__HAS_FUTEX
-static void blitz__futex_wait_forever(blitz__atomic_u32 *word, uint32_t expected) {
-    syscall(SYS_futex, &word->v, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
-}
 BLITZ_PRIVATE int blitz__mutex_init(blitz__mutex *m) {
     blitz__u32_store(&m->state, 0, BLITZ__RELAXED);
     return 0;
@@ -29,7 +27,7 @@ BLITZ_PRIVATE void blitz__mutex_lock(blitz__mutex *m) {
     }
     c = blitz__u32_swap(&m->state, 2, BLITZ__ACQUIRE);
     while (c != 0) {
-        blitz__futex_wait_forever(&m->state, 2);
+        blitz__futex_wait(&m->state, 2, 0);
         c = blitz__u32_swap(&m->state, 2, BLITZ__ACQUIRE);
     }
 }
@@ -39,11 +37,12 @@ BLITZ_PRIVATE int blitz__mutex_trylock(blitz__mutex *m) {
 }
 BLITZ_PRIVATE void blitz__mutex_unlock(blitz__mutex *m) {
     if (blitz__u32_swap(&m->state, 0, BLITZ__RELEASE) == 2)
-        syscall(SYS_futex, &m->state.v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+        blitz__futex_wake(&m->state, 1);
 }
 #else
 BLITZ_PRIVATE int blitz__mutex_init(blitz__mutex *m) {
-    return -pthread_mutex_init(m, NULL);
+    int e = pthread_mutex_init(m, NULL);
+    return e ? blitz__from_errno(e) : 0;
 }
 BLITZ_PRIVATE void blitz__mutex_destroy(blitz__mutex *m) {
     pthread_mutex_destroy(m);
@@ -66,41 +65,21 @@ BLITZ_PRIVATE uint64_t blitz__now_ns(void) {
 }
 
 BLITZ_PRIVATE uint32_t blitz__cpu_count(void) {
-#if defined(__linux__) && defined(CPU_COUNT)
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n > 0)
-            return (uint32_t)n;
-    }
-#endif
+    uint32_t allowed = blitz__affinity_cpu_count();
+    if (allowed > 0)
+        return allowed;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (uint32_t)n : 1u;
 }
 
+/* ---- futex-style waiting on a 32-bit word --------------------------------- */
+
+#if !BLITZ__HAS_FUTEX
 static void blitz__timespec_from_ns(struct timespec *ts, uint64_t ns) {
     ts->tv_sec = (time_t)(ns / 1000000000u);
     ts->tv_nsec = (long)(ns % 1000000000u);
 }
 
-/* ---- futex-style waiting on a 32-bit word --------------------------------- */
-
-#if BLITZ__HAS_FUTEX
-/* Sleeps while *word == expected, at most timeout_ns (0 = no limit).
- * Spurious returns are allowed; callers re-check. */
-BLITZ_PRIVATE void blitz__futex_wait(blitz__atomic_u32 *word, uint32_t expected,
-                                     uint64_t timeout_ns) {
-    struct timespec ts, *tsp = NULL;
-    if (timeout_ns) {
-        blitz__timespec_from_ns(&ts, timeout_ns);
-        tsp = &ts;
-    }
-    syscall(SYS_futex, &word->v, FUTEX_WAIT_PRIVATE, expected, tsp, NULL, 0);
-}
-BLITZ_PRIVATE void blitz__futex_wake(blitz__atomic_u32 *word, int n) {
-    syscall(SYS_futex, &word->v, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
-}
-#else
 /* Without futexes the completion word is polled with short sleeps; only the
  * join-from-a-plain-thread path uses these two. */
 BLITZ_PRIVATE void blitz__futex_wait(blitz__atomic_u32 *word, uint32_t expected,
@@ -218,5 +197,6 @@ BLITZ_PRIVATE blitz__context *blitz__context_set(blitz__context *c) {
 }
 
 BLITZ_PRIVATE int blitz__thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
-    return -pthread_create(t, NULL, fn, arg);
+    int e = pthread_create(t, NULL, fn, arg);
+    return e ? blitz__from_errno(e) : 0;
 }
