@@ -89,8 +89,8 @@ typedef struct blitz__io_backend {
 } blitz__io_backend;
 
 /* The backends, in the order tried without a preference: the completion
- * ring (uring.c), the edge-triggered readiness one (epoll.c), poll
- * (poll.c). Each is always there; one compiled out fails its init with
+ * ring (uring.c), the Linux edge-triggered readiness one, poll (poll.c).
+ * Each is always there; one compiled out fails its init with
  * BLITZ_ENOSYS. */
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_ring(void);
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_edge(void);

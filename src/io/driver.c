@@ -73,55 +73,6 @@ BLITZ_PRIVATE int blitz__fifo_grow(void **buf, uint32_t *head, uint32_t count, u
     return 1;
 }
 
-/* ---- the socket list and lifetimes ------------------------------------------- */
-
-BLITZ_PRIVATE void blitz__op_link(blitz_socket *s, blitz_io *op) {
-    op->blitz__prev = NULL;
-    op->blitz__next = s->ops;
-    if (s->ops)
-        s->ops->blitz__prev = op;
-    s->ops = op;
-}
-
-BLITZ_PRIVATE void blitz__op_unlink(blitz_socket *s, blitz_io *op) {
-    if (op->blitz__prev)
-        op->blitz__prev->blitz__next = op->blitz__next;
-    else if (s->ops == op)
-        s->ops = op->blitz__next;
-    if (op->blitz__next)
-        op->blitz__next->blitz__prev = op->blitz__prev;
-    op->blitz__next = op->blitz__prev = NULL;
-}
-
-static void blitz__sock_free_mem(blitz_socket *s) {
-    for (uint32_t i = 0; i < s->ms_count; i++)
-        close(s->ms_fds[(s->ms_head + i) % s->ms_cap]);
-    blitz__free(s->ms_fds);
-    blitz__recv_ms_release(s);
-    blitz__salvage_release(s);
-    blitz__mutex_destroy(&s->lock);
-    blitz__free(s);
-}
-
-/* Frees readiness sockets closed before this dispatch cycle. Caller holds
- * io->lock, so no event fetched earlier still names them. */
-static void blitz__io_free_deferred(blitz__io *io) {
-    if (!blitz__u32_load(&io->has_free, BLITZ__RELAXED))
-        return;
-    blitz__mutex_lock(&io->socks_lock);
-    blitz_socket *s = io->free_list;
-    io->free_list = NULL;
-    blitz__u32_store(&io->has_free, 0, BLITZ__RELAXED);
-    blitz__mutex_unlock(&io->socks_lock);
-    while (s) {
-        blitz_socket *next = s->free_next;
-        if (io->be->sock_free)
-            io->be->sock_free(io, s);
-        blitz__sock_free_mem(s);
-        s = next;
-    }
-}
-
 /* A receive of `len` bytes got `r`: whether it filled its buffer (the next
  * one finds data waiting) and whether it took a pool buffer's worth (a
  * bulk reader: no multishot receive). */
@@ -130,149 +81,7 @@ static void blitz__recv_note(blitz_socket *s, int64_t r, size_t len) {
     blitz__u32_store(&s->rd_bulk, r >= (int64_t)BLITZ_URING_RECV_BUF_SIZE, BLITZ__RELAXED);
 }
 
-#define BLITZ__SOCK_FD_REF     ((uint64_t)1)
-#define BLITZ__SOCK_MEM_REF    ((uint64_t)1 << 32)
-#define BLITZ__SOCK_FD_REFS(v) ((uint32_t)(v))
-
-BLITZ_PRIVATE void blitz__sock_ref(blitz_socket *s) {
-    blitz__u64_fetch_add(&s->refs, BLITZ__SOCK_FD_REF, BLITZ__RELAXED);
-}
-
-/* The socket's memory: off the driver's list, then freed now (a
- * completion backend) or at the next dispatch cycle (a readiness backend:
- * an event fetched before the close may still name it). */
-static void blitz__sock_release_mem(blitz_socket *s) {
-    blitz__io *io = s->io;
-    blitz__mutex_lock(&io->socks_lock);
-    if (s->all_prev)
-        s->all_prev->all_next = s->all_next;
-    else
-        io->all = s->all_next;
-    if (s->all_next)
-        s->all_next->all_prev = s->all_prev;
-    if (io->be->completion) {
-        blitz__mutex_unlock(&io->socks_lock);
-        blitz__sock_free_mem(s);
-        return;
-    }
-    s->free_next = io->free_list;
-    io->free_list = s;
-    blitz__u32_store(&io->has_free, 1, BLITZ__RELAXED);
-    blitz__mutex_unlock(&io->socks_lock);
-}
-
-/* Drops a memory-only reference. Acquire-release: the last one orders
- * every holder's use of the socket before the free. */
-static void blitz__sock_unref_mem(blitz_socket *s) {
-    if (blitz__u64_fetch_sub(&s->refs, BLITZ__SOCK_MEM_REF, BLITZ__ACQ_REL) == BLITZ__SOCK_MEM_REF)
-        blitz__sock_release_mem(s);
-}
-
-/* Drops a descriptor reference. The last one closes the descriptor; it
- * turns into a memory reference in the same step, so a memory holder
- * letting go meanwhile cannot free the socket under the close. */
-BLITZ_PRIVATE void blitz__sock_unref(blitz_socket *s) {
-    uint64_t cur = blitz__u64_load(&s->refs, BLITZ__RELAXED);
-    for (;;) {
-        uint64_t next = cur - BLITZ__SOCK_FD_REF;
-        if (BLITZ__SOCK_FD_REFS(cur) == 1)
-            next += BLITZ__SOCK_MEM_REF;
-        /* Acquire-release: as for any last reference. */
-        if (blitz__u64_cas_weak(&s->refs, &cur, next, BLITZ__ACQ_REL))
-            break;
-    }
-    if (BLITZ__SOCK_FD_REFS(cur) != 1)
-        return;
-    blitz__io *io = s->io;
-    if (io->be->sock_del)
-        io->be->sock_del(io, s);
-    /* The number may be reused at once; an event already fetched for it
-     * only bumps this (closed) socket's sequence numbers. */
-    close(s->fd);
-    s->fd_closed = 1;
-    blitz__u32_fetch_sub(&io->nsocks, 1, BLITZ__RELAXED);
-    blitz__sock_unref_mem(s);
-}
-
-/* A task's descriptor reference becomes a memory reference: its op now
- * waits, and the descriptor may close under it (a close of the socket
- * completes the op without the descriptor). */
-static void blitz__sock_fd_to_mem(blitz_socket *s) {
-    uint64_t cur = blitz__u64_load(&s->refs, BLITZ__RELAXED);
-    if (BLITZ__SOCK_FD_REFS(cur) > 1) {
-        /* Not the last descriptor reference: one step. Relaxed: the
-         * memory reference keeps the socket, nothing is published. */
-        if (blitz__u64_cas_weak(&s->refs, &cur, cur - BLITZ__SOCK_FD_REF + BLITZ__SOCK_MEM_REF,
-                                BLITZ__RELAXED))
-            return;
-    }
-    blitz__u64_fetch_add(&s->refs, BLITZ__SOCK_MEM_REF, BLITZ__RELAXED);
-    blitz__sock_unref(s);
-}
-
-/* A memory reference becomes a descriptor reference again, unless the
- * descriptor is closed (or closing): returns 0 then and keeps the memory
- * reference. Acquire: the holder's use of the descriptor comes after. */
-static int blitz__sock_mem_to_fd(blitz_socket *s) {
-    uint64_t cur = blitz__u64_load(&s->refs, BLITZ__RELAXED);
-    do {
-        if (!BLITZ__SOCK_FD_REFS(cur))
-            return 0;
-    } while (!blitz__u64_cas_weak(&s->refs, &cur, cur + BLITZ__SOCK_FD_REF - BLITZ__SOCK_MEM_REF,
-                                  BLITZ__ACQUIRE));
-    return 1;
-}
-
-/* Wraps a non-blocking descriptor (left open on failure). */
-BLITZ_PRIVATE int blitz__sock_wrap_keep(blitz__io *io, int fd, int family, int type,
-                                        blitz_socket **out) {
-    *out = NULL;
-    if (!io)
-        return BLITZ_ENOSYS;
-    blitz_socket *s = (blitz_socket *)blitz__calloc(sizeof *s);
-    if (!s)
-        return BLITZ_ENOMEM;
-    s->fd = fd;
-    s->family = family;
-    s->type = type;
-    s->io = io;
-    s->poll_slot = -1;
-    blitz__mutex_init(&s->lock);
-    blitz__u64_store(&s->refs, BLITZ__SOCK_FD_REF, BLITZ__RELAXED);
-    if (io->be->sock_add) {
-        int rc = io->be->sock_add(io, s);
-        if (rc != BLITZ_OK) {
-            blitz__sock_free_mem(s);
-            return rc;
-        }
-    }
-    /* The workers reap this socket's I/O even when only another runtime's
-     * tasks or plain threads use it: they start with the first socket as
-     * with the first spawn (after a shutdown they do not, and the socket
-     * only closes). */
-    if (io->rt->flavor != BLITZ_CURRENT_THREAD)
-        (void)blitz__workers_start(io->rt);
-    blitz__u32_fetch_add(&io->nsocks, 1, BLITZ__RELAXED);
-    blitz__mutex_lock(&io->socks_lock);
-    s->all_next = io->all;
-    if (io->all)
-        io->all->all_prev = s;
-    io->all = s;
-    blitz__mutex_unlock(&io->socks_lock);
-    *out = s;
-    return BLITZ_OK;
-}
-
-/* Wraps a non-blocking descriptor (closed on failure). */
-BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type,
-                                   blitz_socket **out) {
-    int rc = blitz__sock_wrap_keep(io, fd, family, type, out);
-    if (rc != BLITZ_OK)
-        close(fd);
-    return rc;
-}
-
-/* ---- system calls of the readiness path --------------------------------------- */
+/* ---- an op's own system call (readiness, and the tries before a submission) ---- */
 
 static int64_t blitz__neg_errno(void) {
     return errno ? -(int64_t)errno : BLITZ_EIO;
@@ -313,7 +122,7 @@ static uint32_t blitz__op_from_len(const blitz_io *op) {
 
 /* One non-blocking attempt: bytes, a new descriptor (accept), 0 (connect),
  * or -errno. */
-BLITZ_PRIVATE int64_t blitz__op_syscall(blitz_io *op) {
+BLITZ_PRIVATE int64_t blitz__op_attempt(blitz_io *op) {
     blitz_socket *s = op->blitz__sock;
     ssize_t r;
     errno = 0;
@@ -371,7 +180,7 @@ BLITZ_PRIVATE int64_t blitz__op_syscall(blitz_io *op) {
     }
     default:
         if (BLITZ__OP_IS_FD(op->blitz__kind))
-            return blitz__fd_syscall(op);
+            return blitz__fd_attempt(op);
         return BLITZ_EINVAL;
     }
     if (r < 0) {
@@ -453,62 +262,11 @@ static int blitz__op_result_ex(blitz_io *op, int64_t r, int live) {
     return 1;
 }
 
-/* ---- the readiness path ------------------------------------------------------------- */
-
-BLITZ_PRIVATE blitz_poll blitz__ready_submit(blitz_cx *cx, blitz_io *op) {
-    blitz_socket *s = op->blitz__sock;
-    blitz__atomic_u32 *seqp = op->blitz__dir == BLITZ__DIR_WRITE ? &s->wr_seq : &s->rd_seq;
-    /* A TCP receive after a short one waits for the next read event
-     * without trying: TCP copies until the buffer is full or its queues are
-     * empty, so a short receive drained the socket. The registration below
-     * re-checks the sequence number, so an event since then still leads to
-     * an attempt; once the end of the stream was seen (no further edge
-     * comes) every receive tries. (A Unix stream receive may stop short of queued data: it
-     * does not join segments of different senders.) */
-    int stream_recv = s->type == SOCK_STREAM && (s->family == AF_INET || s->family == AF_INET6) &&
-                      (op->blitz__kind == BLITZ__OP_RECV || op->blitz__kind == BLITZ__OP_RECVV);
-    for (;;) {
-        uint32_t seq0 = blitz__u32_load(seqp, BLITZ__ACQUIRE);
-        int64_t r = -EAGAIN;
-        if (!stream_recv || blitz__u32_load(&s->rd_drained, BLITZ__RELAXED) != seq0 + 1u ||
-            blitz__u32_load(&s->rd_final, BLITZ__RELAXED))
-            r = blitz__op_syscall(op);
-        if (r == -EINTR)
-            continue;
-        if (stream_recv && r > 0 && op->blitz__kind == BLITZ__OP_RECV && (size_t)r < op->blitz__len)
-            blitz__u32_store(&s->rd_drained, seq0 + 1u, BLITZ__RELAXED);
-        if (r != -EAGAIN) {
-            if (blitz__op_result(op, r))
-                return BLITZ_READY;
-            continue;
-        }
-        blitz__mutex_lock(&s->lock);
-        if (s->closed) {
-            blitz__mutex_unlock(&s->lock);
-            blitz__op_result(op, BLITZ_ECLOSED);
-            return BLITZ_READY;
-        }
-        if (blitz__u32_load(seqp, BLITZ__RELAXED) != seq0) {
-            blitz__mutex_unlock(&s->lock);
-            continue;
-        }
-        blitz_waker mine = blitz_cx_waker(cx);
-        op->blitz__waker = blitz_waker_clone(&mine);
-        blitz__op_set_state(op, BLITZ__IO_WAIT);
-        blitz__op_link(s, op);
-        if (s->io->be->want)
-            s->io->be->want(s->io, s, 1u << op->blitz__dir);
-        blitz__mutex_unlock(&s->lock);
-        return BLITZ_PENDING;
-    }
-}
-
-/* Polled again while registered: keep (or refresh) the waker. */
-/* The op's own lock (a spin bit) guards the waker and state of an
- * completion backend's op between submission and completion, so the task, a cancel
- * and the completing thread never need the socket, which may be closed
- * and freed as soon as the completion is delivered. Order: socket lock,
- * then op lock, then sq_lock. */
+/* The op's own lock (a spin bit) guards the waker and state of a
+ * completion backend's op between submission and completion, so the task,
+ * a cancel and the completing thread never need the socket, which may be
+ * closed and freed as soon as the completion is delivered. Order: socket
+ * lock, then op lock, then the backend's submission lock. */
 static void blitz__op_lock(blitz_io *op) {
     for (;;) {
         uint32_t v = 0;
@@ -522,6 +280,7 @@ static void blitz__op_unlock(blitz_io *op) {
     blitz__u32_field_store(&op->blitz__lock, 0u, BLITZ__RELEASE);
 }
 
+/* Polled again while registered: keep (or refresh) the waker. */
 static blitz_poll blitz__op_rewait(blitz_cx *cx, blitz_io *op) {
     blitz_waker mine = blitz_cx_waker(cx), old = blitz_waker_noop();
     uint32_t st0 = blitz__op_state(op);
@@ -550,61 +309,6 @@ static blitz_poll blitz__op_rewait(blitz_cx *cx, blitz_io *op) {
     blitz__mutex_unlock(&s->lock);
     blitz_waker_drop(old);
     return waiting ? BLITZ_PENDING : BLITZ_READY;
-}
-
-/* An event on `s`: bump the sequence numbers, wake the waiters of those
- * directions (ops in WAIT; on a completion backend the list also holds ops
- * the kernel owns, which are left alone). `want` becomes the directions
- * still waited for (only the poll backend reads it). Any thread. */
-BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr) {
-    uint32_t mask = (rd ? 1u : 0u) | (wr ? 2u : 0u);
-    if (!mask)
-        return;
-    int bumped = 0;
-    for (;;) {
-        blitz_waker batch[16];
-        int n = 0, more = 0;
-        blitz__mutex_lock(&s->lock);
-        if (!bumped) {
-            if (mask & 1u)
-                blitz__u32_store(&s->rd_seq, blitz__u32_load(&s->rd_seq, BLITZ__RELAXED) + 1,
-                                 BLITZ__RELEASE);
-            if (mask & 2u)
-                blitz__u32_store(&s->wr_seq, blitz__u32_load(&s->wr_seq, BLITZ__RELAXED) + 1,
-                                 BLITZ__RELEASE);
-            bumped = 1;
-        }
-        uint32_t want = 0;
-        blitz_io *op = s->ops;
-        while (op) {
-            blitz_io *next = op->blitz__next;
-            uint32_t bit = 1u << op->blitz__dir;
-            if (blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) != BLITZ__IO_WAIT) {
-                op = next;
-                continue;
-            }
-            if ((mask & bit) && !more) {
-                if (n == 16) {
-                    more = 1;
-                    want |= bit;
-                } else {
-                    blitz__op_unlink(s, op);
-                    batch[n++] = op->blitz__waker;
-                    op->blitz__waker = blitz_waker_noop();
-                    blitz__op_set_state(op, BLITZ__IO_RETRY);
-                }
-            } else {
-                want |= bit;
-            }
-            op = next;
-        }
-        blitz__u32_store(&s->want, want, BLITZ__RELAXED);
-        blitz__mutex_unlock(&s->lock);
-        for (int i = 0; i < n; i++)
-            blitz__io_wake(s->io, batch[i]);
-        if (!more)
-            return;
-    }
 }
 
 /* ---- the completion path -------------------------------------------------------------- */
@@ -914,9 +618,9 @@ static int blitz__op_sends(uint32_t kind) {
            kind == BLITZ__OP_FD_WRITE_ALL;
 }
 
-/* A cancelled op that had sent bytes (a send_all part of its data; an
- * kernel's send performed before the cancel reached it):
- * `result` becomes that count. */
+/* A cancelled op that had sent bytes (a send_all part of its data; a send
+ * the kernel performed before the cancel reached it): `result` becomes
+ * that count. */
 static void blitz__op_settled(blitz_io *op) {
     if (op->result != BLITZ_ECANCELED || !blitz__op_sends(op->blitz__kind))
         return;
@@ -1037,7 +741,7 @@ static blitz_poll blitz__connect_timed_out(blitz_cx *cx, blitz_io *op) {
 
 /* A connect timed by the runtime's timer: the timer runs while the op
  * waits; when it fires first the op is withdrawn (its socket closed) and,
- * once the kernel has let go of a withdrawn op (a completion backend), the result is
+ * once the kernel has let go of it (a completion backend), the result is
  * BLITZ_ETIMEDOUT. The timer's `expired` marks that wait. */
 static blitz_poll blitz__connect_timed(blitz_cx *cx, blitz_io *op, blitz_poll p) {
     if (!cx || !(op->blitz__flags & BLITZ__OPF_LIMIT_TIMER))
@@ -1201,30 +905,12 @@ BLITZ_PRIVATE void blitz__io_drain_fd(int fd) {
     }
 }
 
-/* Delivers the events of the last wait (io->lock held). */
-static void blitz__ready_dispatch(blitz__io *io) {
-    blitz__wake_batch_begin();
-    io->be->dispatch(io);
-    blitz__wake_batch_end();
-}
-
 /* Reaps without blocking (start of a tick). */
 BLITZ_PRIVATE void blitz__io_poll(blitz_runtime *rt) {
     blitz__io *io = rt->io;
     if (!io)
         return;
     io->be->poll(io);
-}
-
-/* The readiness backends' look: a try-lock, so a thread already waiting in
- * or dispatching the backend does the work. */
-BLITZ_PRIVATE void blitz__ready_poll(blitz__io *io) {
-    if (!blitz__mutex_trylock(&io->lock))
-        return;
-    blitz__io_free_deferred(io);
-    io->be->wait(io, 0);
-    blitz__ready_dispatch(io);
-    blitz__mutex_unlock(&io->lock);
 }
 
 /* A current-thread driver stops driving (its run returns). On a
@@ -1322,22 +1008,6 @@ BLITZ_PRIVATE void blitz__io_park(blitz_runtime *rt, blitz__parker *p, uint64_t 
                                   void (*woke)(void *), void *arg) {
     blitz__io *io = rt->io;
     io->be->park(io, p, timeout_ns ? timeout_ns : BLITZ__IO_FOREVER, woke, arg);
-}
-
-/* The readiness backends' park: one thread at a time waits in the backend
- * (io->lock) and dispatches what it got. */
-BLITZ_PRIVATE void blitz__ready_park(blitz__io *io, blitz__parker *p, uint64_t timeout_ns,
-                                     void (*woke)(void *), void *arg) {
-    blitz__mutex_lock(&io->lock);
-    blitz__io_free_deferred(io);
-    uint32_t expected = BLITZ__UNPARKED;
-    if (blitz__u32_cas(&p->state, &expected, BLITZ__PARKED_DRIVER, BLITZ__ACQ_REL))
-        io->be->wait(io, timeout_ns);
-    blitz__u32_swap(&p->state, BLITZ__UNPARKED, BLITZ__ACQUIRE);
-    if (woke)
-        woke(arg);
-    blitz__ready_dispatch(io);
-    blitz__mutex_unlock(&io->lock);
 }
 
 /* ---- creation, shutdown ------------------------------------------------------------------- */

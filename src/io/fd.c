@@ -57,7 +57,7 @@ static int blitz__fd_is_socket(const blitz_socket *s) {
 
 /* ---- the system calls of the descriptor kinds --------------------------------------- */
 
-BLITZ_PRIVATE int64_t blitz__fd_syscall(blitz_io *op) {
+BLITZ_PRIVATE int64_t blitz__fd_attempt(blitz_io *op) {
     blitz_socket *s = op->blitz__sock;
     ssize_t r;
     errno = 0;

@@ -221,10 +221,17 @@ BLITZ_PRIVATE void blitz__op_link(blitz_socket *s, blitz_io *op);
 BLITZ_PRIVATE void blitz__op_unlink(blitz_socket *s, blitz_io *op);
 BLITZ_PRIVATE void blitz__sock_ref(blitz_socket *s);
 BLITZ_PRIVATE void blitz__sock_unref(blitz_socket *s);
+/* The socket table (sock_table.c). */
+BLITZ_PRIVATE void blitz__sock_free_mem(blitz_socket *s);
+BLITZ_PRIVATE void blitz__io_free_deferred(blitz__io *io);
+BLITZ_PRIVATE void blitz__sock_unref_mem(blitz_socket *s);
+BLITZ_PRIVATE void blitz__sock_fd_to_mem(blitz_socket *s);
+BLITZ_PRIVATE int blitz__sock_mem_to_fd(blitz_socket *s);
+BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type, blitz_socket **out);
 BLITZ_PRIVATE int blitz__op_result(blitz_io *op, int64_t r);
 /* One non-blocking attempt of the op's system call: bytes, a new
  * descriptor (accept), 0 (connect), or -errno. */
-BLITZ_PRIVATE int64_t blitz__op_syscall(blitz_io *op);
+BLITZ_PRIVATE int64_t blitz__op_attempt(blitz_io *op);
 BLITZ_PRIVATE struct iovec *blitz__op_iov(const blitz_io *op, struct iovec *one, size_t *n);
 BLITZ_PRIVATE int blitz__fifo_grow(void **buf, uint32_t *head, uint32_t count, uint32_t *cap,
                                    size_t elem, uint32_t first);
@@ -250,5 +257,5 @@ BLITZ_PRIVATE void blitz__salvage_release(blitz_socket *s);
 BLITZ_PRIVATE blitz_poll blitz__io_op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                            uint32_t kind, const void *buf, size_t len,
                                            uint32_t dir);
-BLITZ_PRIVATE int64_t blitz__fd_syscall(blitz_io *op);
+BLITZ_PRIVATE int64_t blitz__fd_attempt(blitz_io *op);
 #endif

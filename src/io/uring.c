@@ -1332,7 +1332,7 @@ static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
     if (hot || k == BLITZ__OP_SEND || k == BLITZ__OP_SEND_ALL || k == BLITZ__OP_SENDV ||
         k == BLITZ__OP_SEND_TO || BLITZ__OP_IS_FD(k)) {
         for (;;) {
-            int64_t r = blitz__op_syscall(op);
+            int64_t r = blitz__op_attempt(op);
             if (r == -EINTR)
                 continue;
             if (r == -EAGAIN) {
