@@ -1,45 +1,49 @@
 /* The interface between the I/O driver's core and its backends.
  *
  * A backend is one of two styles, fixed by `completion`:
- *   completion (uring.c; IOCP next): submit hands the op to the kernel,
- *     which performs it; the op is INFLIGHT and the kernel owns its
- *     buffers until the completion is reaped (blitz__io_complete), even
- *     after a cancel: a cancelled op is CANCELLING, keeps its waker (the
- *     task's memory, where the buffers live) and its socket reference, and
- *     only its reaped completion turns it IDLE. Nothing else may free
- *     those buffers meanwhile (blitz__io_free_after defers it).
- *   readiness (poll.c, its Linux sibling; kqueue next): submit is blitz__ready_submit:
- *     the task performs the system call itself; on EAGAIN the op is WAIT
- *     in the socket's list and an event (blitz__io_ready) makes it RETRY.
- *     The kernel never holds a buffer: a cancel only unlinks the op.
+ *   completion (uring.c; IOCP next): submit may try the system call once
+ *     (a send into a socket with room), else hands the op to the kernel,
+ *     which performs it: the op is INFLIGHT and the kernel owns its
+ *     buffers until its completion is reaped (blitz__io_complete), even
+ *     after a cancel. A cancelled op is CANCELLING, keeps its waker (the
+ *     task's memory, where the buffers live) and its socket reference,
+ *     and only the reaped completion turns it IDLE; meanwhile nothing may
+ *     free the buffers (blitz__io_free_after hands one to the completion).
+ *   readiness (poll.c and its Linux sibling; kqueue next): submit is
+ *     blitz__ready_submit: the task performs the system call itself, in
+ *     its own poll; on EAGAIN the op is WAIT in the socket's list and an
+ *     event (blitz__io_ready) makes it RETRY, to try again. The kernel
+ *     never holds a buffer: a cancel only unlinks the op.
  *
- * Promises, per entry:
- *   init      sets up the backend and its wake-up object (io->wake_fd:
- *             writing 8 bytes to it ends any wait in park); on failure
- *             releases all it took, so the next backend can be tried.
+ * Promises, per entry (NULL entries do nothing, or answer 0):
+ *   init      sets up the backend and its wake-up object: writing 8 bytes
+ *             to io->wake_fd (or to wake_fd(io, index)) ends a park of
+ *             that thread; on failure releases all it took, so the next
+ *             backend can be tried.
  *   destroy   releases what init took; every socket is gone by then.
- *   submit    starts an op (state IDLE or RETRY, the task holds a
- *             descriptor reference): READY with the result set, or
- *             PENDING with the task's waker registered.
- *   cancel    (completion) asks the kernel to withdraw an INFLIGHT op;
- *             the caller holds the op's lock or the socket's and has
- *             set the state; the completion is still due.
- *   sock_add  a new socket (may fail: the socket is not created).
- *   sock_del  the socket's descriptor is about to close: no event for
- *             it may be asked for after this.
+ *   submit    starts an op (IDLE or RETRY; the task holds a descriptor
+ *             reference): READY with the result set, or PENDING with the
+ *             task's waker registered.
+ *   cancel    (completion) asks the kernel to withdraw an INFLIGHT op and
+ *             returns; the completion is still due and settles the op.
+ *             Called under the op's lock (cancel, shutdown: the state is
+ *             CANCELLING already) or the socket's (close).
+ *   sock_add  a new socket (failure: the socket is not created).
+ *   sock_del  the descriptor is about to close: no event may name it after.
  *   sock_free (readiness) a closed socket's memory is about to go, at the
  *             next dispatch cycle (io->lock held).
  *   want      (readiness) an op registered a waiter of direction `bit`
  *             (socket lock held).
- *   close     a socket is closing (its lock held, waiting ops already
- *             taken off): ends the backend's own standing work on it.
- *   quiesce   shutdown: as close, for every live socket.
- *   poll      reaps without blocking (start of a tick).
- *   park      waits until an event, an unpark of `p` (its wake_fd) or
- *             the timeout; runs `woke` before dispatching what it got.
+ *   close     a socket is closing (its lock held; its waiting ops are
+ *             taken off, its in-flight ops' cancels asked for): ends the
+ *             backend's own standing work on it. The descriptor closes
+ *             with its last reference, after sock_del.
+ *   quiesce   shutdown: ends that standing work on every live socket.
+ *   poll      reaps without blocking (the start of a tick).
+ *   park      waits until an event, a wake-up or the timeout
+ *             (BLITZ__IO_FOREVER: none); runs `woke` before dispatching.
  *   wait, dispatch (readiness) one wait of the backend, and the delivery
- *             of its events to blitz__io_ready; io->lock held.
- * NULL entries do nothing (or answer 0). */
+ *             of its events to blitz__io_ready; io->lock held. */
 #ifndef BLITZ__IO_BACKEND_H
 #define BLITZ__IO_BACKEND_H
 
