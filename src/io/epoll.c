@@ -1,17 +1,26 @@
-/* The epoll backend: every socket is registered once, edge-triggered, for
- * both directions (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET), with the
- * socket as the event's data; an event bumps the socket's sequence numbers
- * and wakes the waiters of its directions (io_driver.c). The driver's
- * eventfd is registered level-triggered with NULL data. */
+/* The epoll backend, a readiness backend (backend.h): every socket is
+ * registered once, edge-triggered, for both directions (EPOLLIN | EPOLLOUT
+ * | EPOLLRDHUP | EPOLLET), with the socket as the event's data; an event
+ * bumps the socket's sequence numbers and wakes the waiters of its
+ * directions (blitz__io_ready). Its wake-up object, an eventfd, is
+ * registered level-triggered with NULL data. */
 #include "io.h"
 
 #if !defined(BLITZ_NO_EPOLL)
 
-BLITZ_PRIVATE int blitz__epoll_init(blitz__io *io) {
-    io->epfd = blitz__fd_above_stdio(epoll_create1(EPOLL_CLOEXEC));
-    if (io->epfd < 0)
+static void blitz__epoll_destroy(blitz__io *io);
+
+static int blitz__epoll_init(blitz__io *io) {
+    io->wake_fd = io->wake_rd = blitz__fd_above_stdio(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    if (io->wake_fd < 0)
         return blitz__from_errno(errno);
-    io->events = (struct epoll_event *)blitz__calloc(sizeof(struct epoll_event) * BLITZ__IO_EVENTS);
+    io->epfd = blitz__fd_above_stdio(epoll_create1(EPOLL_CLOEXEC));
+    if (io->epfd < 0) {
+        int rc = blitz__from_errno(errno);
+        blitz__epoll_destroy(io);
+        return rc;
+    }
+    io->events = blitz__calloc(sizeof(struct epoll_event) * BLITZ__IO_EVENTS);
     struct epoll_event ev;
     memset(&ev, 0, sizeof ev);
     ev.events = EPOLLIN;
@@ -19,26 +28,26 @@ BLITZ_PRIVATE int blitz__epoll_init(blitz__io *io) {
     /* The wait is tried once: a seccomp filter may refuse epoll_wait
      * alone, and workers would retry it forever. */
     if (!io->events || epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->wake_fd, &ev) < 0 ||
-        (epoll_wait(io->epfd, io->events, 1, 0) < 0 && errno != EINTR)) {
+        (epoll_wait(io->epfd, (struct epoll_event *)io->events, 1, 0) < 0 && errno != EINTR)) {
         int rc = io->events ? blitz__from_errno(errno) : BLITZ_ENOMEM;
-        blitz__free(io->events);
-        io->events = NULL;
-        close(io->epfd);
-        io->epfd = -1;
+        blitz__epoll_destroy(io);
         return rc;
     }
     return BLITZ_OK;
 }
 
-BLITZ_PRIVATE void blitz__epoll_destroy(blitz__io *io) {
+static void blitz__epoll_destroy(blitz__io *io) {
     if (io->epfd >= 0)
         close(io->epfd);
     io->epfd = -1;
     blitz__free(io->events);
     io->events = NULL;
+    if (io->wake_fd >= 0)
+        close(io->wake_fd);
+    io->wake_fd = io->wake_rd = -1;
 }
 
-BLITZ_PRIVATE int blitz__epoll_add(blitz__io *io, blitz_socket *s) {
+static int blitz__epoll_add(blitz__io *io, blitz_socket *s) {
     struct epoll_event ev;
     memset(&ev, 0, sizeof ev);
     ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
@@ -48,13 +57,13 @@ BLITZ_PRIVATE int blitz__epoll_add(blitz__io *io, blitz_socket *s) {
     return BLITZ_OK;
 }
 
-BLITZ_PRIVATE void blitz__epoll_del(blitz__io *io, blitz_socket *s) {
+static void blitz__epoll_del(blitz__io *io, blitz_socket *s) {
     if (s->fd >= 0)
         epoll_ctl(io->epfd, EPOLL_CTL_DEL, s->fd, NULL);
 }
 
 /* Caller holds io->lock. timeout_ns: 0 = do not block, BLITZ__IO_FOREVER. */
-BLITZ_PRIVATE void blitz__epoll_wait(blitz__io *io, uint64_t timeout_ns) {
+static void blitz__epoll_wait(blitz__io *io, uint64_t timeout_ns) {
     int ms;
     if (timeout_ns == BLITZ__IO_FOREVER)
         ms = -1;
@@ -65,18 +74,18 @@ BLITZ_PRIVATE void blitz__epoll_wait(blitz__io *io, uint64_t timeout_ns) {
         uint64_t m = (timeout_ns + 999999u) / 1000000u;
         ms = m > INT_MAX ? INT_MAX : (int)m;
     }
-    int n = epoll_wait(io->epfd, io->events, BLITZ__IO_EVENTS, ms);
+    int n = epoll_wait(io->epfd, (struct epoll_event *)io->events, BLITZ__IO_EVENTS, ms);
     io->nevents = n < 0 ? 0 : n;
 }
 
-BLITZ_PRIVATE void blitz__epoll_dispatch(blitz__io *io) {
+static void blitz__epoll_dispatch(blitz__io *io) {
     int n = io->nevents;
     io->nevents = 0;
     for (int i = 0; i < n; i++) {
-        struct epoll_event *e = &io->events[i];
+        struct epoll_event *e = &((struct epoll_event *)io->events)[i];
         blitz_socket *s = (blitz_socket *)e->data.ptr;
         if (!s) {
-            blitz__io_drain_fd(io->wake_fd);
+            blitz__io_drain_fd(io->wake_rd);
             continue;
         }
         uint32_t ev = e->events;
@@ -91,30 +100,37 @@ BLITZ_PRIVATE void blitz__epoll_dispatch(blitz__io *io) {
     }
 }
 
+static const blitz__io_backend blitz__epoll_vtable = {
+    .kind = BLITZ_BACKEND_EPOLL,
+    .name = "epoll",
+    .completion = 0,
+    .look_interval = BLITZ__IO_EVENT_INTERVAL, /* a look is a system call */
+    .init = blitz__epoll_init,
+    .destroy = blitz__epoll_destroy,
+    .submit = blitz__ready_submit,
+    .sock_add = blitz__epoll_add,
+    .sock_del = blitz__epoll_del,
+    .poll = blitz__ready_poll,
+    .park = blitz__ready_park,
+    .wait = blitz__epoll_wait,
+    .dispatch = blitz__epoll_dispatch,
+};
+
 #else
 
-BLITZ_PRIVATE int blitz__epoll_init(blitz__io *io) {
+static int blitz__epoll_init(blitz__io *io) {
     (void)io;
     return BLITZ_ENOSYS;
-}
-BLITZ_PRIVATE void blitz__epoll_destroy(blitz__io *io) {
-    (void)io;
-}
-BLITZ_PRIVATE int blitz__epoll_add(blitz__io *io, blitz_socket *s) {
-    (void)io;
-    (void)s;
-    return BLITZ_ENOSYS;
-}
-BLITZ_PRIVATE void blitz__epoll_del(blitz__io *io, blitz_socket *s) {
-    (void)io;
-    (void)s;
-}
-BLITZ_PRIVATE void blitz__epoll_wait(blitz__io *io, uint64_t timeout_ns) {
-    (void)io;
-    (void)timeout_ns;
-}
-BLITZ_PRIVATE void blitz__epoll_dispatch(blitz__io *io) {
-    (void)io;
 }
 
+static const blitz__io_backend blitz__epoll_vtable = {
+    .kind = BLITZ_BACKEND_EPOLL,
+    .name = "epoll",
+    .init = blitz__epoll_init,
+};
+
 #endif
+
+BLITZ_PRIVATE const blitz__io_backend *blitz__backend_edge(void) {
+    return &blitz__epoll_vtable;
+}

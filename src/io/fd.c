@@ -2,17 +2,18 @@
  * blitz_socket wraps (pipes, ttys, character devices, sockets), and
  * blitz_pipe.
  *
- * They are op kinds of the I/O driver (io_driver.c runs them like the
- * socket ops): on epoll and poll the system call is tried and, on EAGAIN,
- * the op waits for the direction's event; on io_uring the same system call
- * is tried first and the wait is a POLL_ADD. io_uring's own READ/WRITE are
- * not used: on a descriptor with O_NONBLOCK they complete with -EAGAIN
- * instead of waiting, and the kernel would own the caller's buffer. */
+ * They are op kinds of the I/O driver (driver.c runs them like the socket
+ * ops): on a readiness backend the system call is tried and, on EAGAIN,
+ * the op waits for the direction's event; on a completion backend the same
+ * system call is tried first and the wait is a readiness wait in the
+ * kernel. The kernel's own reads and writes are not used: on a descriptor
+ * with O_NONBLOCK they complete with -EAGAIN instead of waiting, and the
+ * kernel would own the caller's buffer. */
 #include "io.h"
 
 /* ---- writes without SIGPIPE ---------------------------------------------------- */
 
-/* A write into a pipe (or a splice / sendfile into a socket) whose reader
+/* A write into a pipe (or a zero-copy transfer into a socket) whose reader
  * is gone raises SIGPIPE at the calling thread, which kills the process by
  * default. The signal is blocked around the call, and one that the call
  * raised is taken back before the mask is restored, so the caller sees
@@ -48,15 +49,15 @@ BLITZ_PRIVATE void blitz__nosig_end(blitz__nosig *g, int epipe) {
     errno = saved;
 }
 
-/* Whether the wrapped descriptor is a socket (send with MSG_NOSIGNAL
- * needs no signal mask). */
+/* Whether the wrapped descriptor is a socket (blitz__send_nosig needs no
+ * signal mask). */
 static int blitz__fd_is_socket(const blitz_socket *s) {
     return s->family != AF_UNSPEC;
 }
 
 /* ---- the system calls of the descriptor kinds --------------------------------------- */
 
-BLITZ_PRIVATE int64_t blitz__fd_syscall(blitz_io *op) {
+BLITZ_PRIVATE int64_t blitz__fd_attempt(blitz_io *op) {
     blitz_socket *s = op->blitz__sock;
     ssize_t r;
     errno = 0;
@@ -69,7 +70,7 @@ BLITZ_PRIVATE int64_t blitz__fd_syscall(blitz_io *op) {
         const char *p = (const char *)op->blitz__buf + op->blitz__done;
         size_t n = op->blitz__len - op->blitz__done;
         if (blitz__fd_is_socket(s)) {
-            r = send(s->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+            r = blitz__send_nosig(s->fd, p, n);
             if (r < 0 && errno == ENOTSOCK) {
                 /* adopted descriptor with a family but not a socket */
                 blitz__nosig g;
@@ -132,19 +133,9 @@ BLITZ_API blitz_poll blitz_fd_writable(blitz_cx *cx, blitz_io *op, blitz_socket 
 /* ---- pipes ---------------------------------------------------------------------------------- */
 
 BLITZ_PRIVATE int blitz__pipe_fds(int fds[2]) {
-#if BLITZ__LINUX
-    if (syscall(SYS_pipe2, fds, O_NONBLOCK | O_CLOEXEC) < 0)
+    if (blitz__pipe_nb(fds) < 0)
         return blitz__from_errno(errno);
     return BLITZ_OK;
-#else
-    if (pipe(fds) < 0)
-        return blitz__from_errno(errno);
-    for (int i = 0; i < 2; i++) {
-        fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
-        fcntl(fds[i], F_SETFD, FD_CLOEXEC);
-    }
-    return BLITZ_OK;
-#endif
 }
 
 BLITZ_API int blitz_pipe(blitz_runtime *rt, blitz_socket **read_end, blitz_socket **write_end) {

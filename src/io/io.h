@@ -1,20 +1,22 @@
-/* The I/O driver's private structures (io_driver.c and the backends).
+/* The I/O driver's private structures (driver.c and the backends).
  *
- * One driver per runtime, over one backend. A socket is a descriptor plus
- * a small lock-protected record: for the readiness backends (epoll, poll)
+ * One driver per runtime, over one backend (backend.h). A socket is a
+ * descriptor plus a small lock-protected record: for a readiness backend
  * a pair of event sequence numbers and the list of ops waiting for
- * readiness (Tokio's ScheduledIo); for io_uring the list of ops the kernel
- * holds. Ops are the caller's blitz_io structs, linked intrusively. */
+ * readiness (Tokio's ScheduledIo); for a completion backend the list of
+ * ops the kernel holds. Ops are the caller's blitz_io structs, linked
+ * intrusively. */
 #ifndef BLITZ__IO_H
 #define BLITZ__IO_H
 #include "../time/time.h"
+#include "backend.h"
 
 /* Op states (blitz_io.blitz__state). */
 #define BLITZ__IO_IDLE       0u /* not started, or finished and consumed */
 #define BLITZ__IO_WAIT       1u /* readiness: in the socket's waiter list */
 #define BLITZ__IO_RETRY      2u /* readiness: woken by an event, try again */
-#define BLITZ__IO_INFLIGHT   3u /* io_uring: submitted, the kernel owns the buffer */
-#define BLITZ__IO_CANCELLING 4u /* io_uring: cancelled, completion still due */
+#define BLITZ__IO_INFLIGHT   3u /* completion: submitted, the kernel owns the buffer */
+#define BLITZ__IO_CANCELLING 4u /* completion: cancelled, completion still due */
 #define BLITZ__IO_DONE       5u /* completed; the result is in blitz__res */
 
 /* Op kinds. */
@@ -28,7 +30,7 @@
 #define BLITZ__OP_ACCEPT    8u
 #define BLITZ__OP_CONNECT   9u
 /* Descriptor ops (io_fd.c): read(2)/write(2) on pipes, ttys, devices and
- * sockets, and a plain readiness wait. io_uring carries them as a POLL_ADD
+ * sockets, and a plain readiness wait. A completion backend carries them as a kernel readiness wait
  * followed by the system call, which works whatever the descriptor's
  * O_NONBLOCK flag. */
 #define BLITZ__OP_FD_READ      10u
@@ -42,9 +44,9 @@
 
 /* blitz_io.blitz__flags */
 #define BLITZ__OPF_CONNECTING 1u /* connect(2) returned EINPROGRESS */
-#define BLITZ__OPF_URING      2u /* submitted to io_uring (its msghdr is in the op) */
-/* A TCP connect with a time limit, timed by the kernel (an io_uring
- * LINK_TIMEOUT linked to the CONNECT) or by the runtime's timer. */
+#define BLITZ__OPF_URING      2u /* submitted to the completion backend (its msghdr is in the op) */
+/* A TCP connect with a time limit, timed by the kernel (a linked timeout
+ * behind the CONNECT, see limit_connect) or by the runtime's timer. */
 #define BLITZ__OPF_LIMIT_KERNEL 4u
 #define BLITZ__OPF_LIMIT_TIMER  8u
 
@@ -57,31 +59,6 @@
 
 /* Bits from here up: 1 + the index of the ring the op was submitted to. */
 #define BLITZ__OPF_RING_SHIFT 8u
-
-/* io_uring user_data tags below any pointer. */
-#define BLITZ__UD_IGNORE 0u
-#define BLITZ__UD_WAKE   1u
-/* The other tag of a ring's wake poll: a new current-thread driver arms
- * its own poll under the tag not in use (see blitz__uring_driver_start). */
-#define BLITZ__UD_WAKE_ALT 5u
-/* A listener's multishot accept: the socket pointer with this bit set. */
-#define BLITZ__UD_ACCEPT_MS 2u
-/* A worker ring's poll of io->shared_efd. */
-#define BLITZ__UD_SHARED 3u
-/* A stream socket's multishot receive: the socket pointer with this tag
- * (sockets are at least 8-byte aligned). */
-#define BLITZ__UD_RECV_MS 4u
-#define BLITZ__UD_TAG     7u
-
-#ifndef IORING_CQE_F_MORE
-#define IORING_CQE_F_MORE (1U << 1)
-#endif
-#ifndef IORING_CQE_F_BUFFER
-#define IORING_CQE_F_BUFFER (1U << 0)
-#endif
-#ifndef IORING_CQE_BUFFER_SHIFT
-#define IORING_CQE_BUFFER_SHIFT 16
-#endif
 
 #define BLITZ__IO_FOREVER UINT64_MAX
 #define BLITZ__IO_MAX_IOV 16
@@ -114,7 +91,7 @@ struct blitz_socket {
      * reference again). The memory goes when both are gone. */
     blitz__atomic_u64 refs;
     int fd_closed;      /* set once the descriptor is closed (see refs) */
-    int fd_placeholder; /* the descriptor now names an eventfd (release_early) */
+    int fd_placeholder; /* the descriptor now names a placeholder (release_early) */
     /* Readiness: bumped under lock by every event of that direction. */
     blitz__atomic_u32 rd_seq, wr_seq;
     /* poll backend: directions that have waiters (bit per direction). */
@@ -125,10 +102,10 @@ struct blitz_socket {
      * receive came back short (the socket was drained then), 0 for none.
      * Until the next read event a receive waits without a system call. */
     blitz__atomic_u32 rd_drained;
-    blitz__atomic_u32 rd_final; /* epoll saw the peer's FIN, a hang-up or an error */
+    blitz__atomic_u32 rd_final; /* the backend saw the peer's FIN, a hang-up or an error */
     int poll_slot;              /* index in the poll set, -1 when not in it (poll_lock) */
-    blitz_io *ops;              /* waiting (readiness) or in flight (io_uring); under lock */
-    /* io_uring multishot accept (listeners; under lock): armed in the
+    blitz_io *ops;              /* waiting (readiness) or in flight (completion); under lock */
+    /* Multishot accept (completion backend; listeners; under lock): armed in the
      * kernel, a cancel of it is due (the queue is full), connections
      * accepted before anyone asked, a pending error. */
     int ms_armed, ms_cancelling;
@@ -136,7 +113,7 @@ struct blitz_socket {
     uint32_t ms_ring; /* index of the ring the multishot accept is armed in */
     int *ms_fds;
     uint32_t ms_head, ms_count, ms_cap;
-    /* io_uring multishot receive (stream sockets; under lock): armed in
+    /* Multishot receive (completion backend; stream sockets; under lock): armed in
      * the kernel (in ring rms_ring), a cancel of it is due, how the last
      * one ended, and the data received and not yet read, in order. */
     int rms_armed, rms_cancelling;
@@ -162,47 +139,11 @@ struct blitz_socket {
     struct blitz_socket *free_next;
 };
 
-/* One io_uring instance. A worker's own ring gets submissions only from
- * that worker, which is also the only thread that waits in it or reaps
- * it; cancels may come from any thread. The shared ring takes
- * submissions from every other thread (sq_lock), and any thread reaps it
- * (reap_lock, tried). */
-typedef struct blitz__ring {
-    int fd;
-    int wake_fd; /* an eventfd polled (multishot) by this ring */
-    int coop;    /* asked for COOP_TASKRUN: flagged task work is run at a tick */
-    /* The poll of wake_fd in use: its tag (BLITZ__UD_WAKE or _ALT) and the
-     * blitz__thread_tag of the thread that armed it (the poll's task work
-     * runs there). Changed by the thread that reaps the ring. */
-    blitz__atomic_u64 wake_armer;
-    blitz__atomic_u32 wake_ud;
-    uint32_t index; /* in io->rings */
-    blitz__mutex sq_lock;
-    blitz__mutex reap_lock;
-    blitz__atomic_u32 to_submit; /* SQEs written and not yet given to the kernel */
-    uint32_t sq_tail_local;
-    uint32_t sq_entries, cq_entries;
-    uint32_t *sq_head, *sq_tail, *sq_mask, *sq_array, *sq_flags;
-    uint32_t *cq_head, *cq_tail, *cq_mask;
-    struct io_uring_sqe *sqes;
-    struct io_uring_cqe *cqes;
-    void *sq_map, *cq_map;
-    size_t sq_map_len, cq_map_len, sqes_len;
-    /* Provided buffers for multishot receives (buffer group 0), set up on
-     * first use: the ring of buffer entries shared with the kernel and
-     * the buffers. Any thread gives buffers back (pbuf_lock). */
-    blitz__atomic_u32 pbuf_state; /* BLITZ__PBUF_* */
-    blitz__mutex pbuf_lock;
-    void *pbuf_ring;
-    char *pbuf_mem;
-    uint16_t pbuf_tail;
-    char pad[64]; /* rings sit in one array, each written by its own worker */
-} blitz__ring;
-
 typedef struct blitz__io {
     blitz_runtime *rt;
-    blitz_backend kind;
-    int wake_fd; /* eventfd: writing it wakes a thread blocked in the backend */
+    const blitz__io_backend *be;
+    int wake_fd; /* writing 8 bytes to it wakes a thread blocked in the backend */
+    int wake_rd; /* the end of the wake-up object the backend waits on */
     /* One thread at a time waits in the backend or dispatches its events. */
     blitz__mutex lock;
     blitz__atomic_u32 shutdown;
@@ -214,16 +155,16 @@ typedef struct blitz__io {
     blitz_socket *free_list;
     blitz__atomic_u32 nsocks; /* live sockets */
     /* When a listener was last closed (blitz__now_ns): its socket may
-     * outlive the close for a moment (io_uring: until the kernel lets go
+     * outlive the close for a moment (a completion backend: until the kernel lets go
      * of its accept; poll: until a blocked ppoll, which holds the file,
      * returns), and a listen on its address meanwhile retries. */
     blitz__atomic_u64 listener_closed_ns;
     blitz__atomic_u32 has_free; /* free_list is not empty */
 
-    /* epoll */
+    /* The Linux edge-triggered backend. */
     int epfd;
     int nevents;
-    struct epoll_event *events;
+    void *events; /* its event array */
 
     /* poll */
     blitz__mutex poll_lock;
@@ -235,7 +176,7 @@ typedef struct blitz__io {
     int npfds;
     blitz__atomic_u32 poll_blocked;
 
-    /* io_uring: a ring per worker, then the shared ring (the only one of
+    /* The completion backend: a ring per worker, then the shared ring (the only one of
      * a current-thread runtime). */
     struct blitz__ring *rings;
     uint32_t nrings;
@@ -247,7 +188,7 @@ typedef struct blitz__io {
     blitz__atomic_u64 inflight; /* ops the kernel holds */
     int skip_cancel_cqe;
     int ms_accept;    /* multishot accept and RECVSEND_POLL_FIRST are available (Linux 5.19+) */
-    int link_timeout; /* IORING_OP_LINK_TIMEOUT is available (Linux 5.5+) */
+    int link_timeout; /* linked timeouts are available (Linux 5.5+) */
     /* Multishot receive with provided buffers is available (Linux 6.0+)
      * and wanted (BLITZ_URING_RECV_BUFS > 0); cleared if the kernel
      * refuses it. */
@@ -256,10 +197,6 @@ typedef struct blitz__io {
     blitz__atomic_u64 rms_armed_count, rms_nobufs_count, rms_held_cancels;
     blitz__atomic_u64 link_timeout_count; /* connects queued with a LINK_TIMEOUT */
 } blitz__io;
-
-#define BLITZ__PBUF_NONE  0u
-#define BLITZ__PBUF_READY 1u
-#define BLITZ__PBUF_FAIL  2u
 
 /* Provided buffers of multishot receives, per ring. A power of two;
  * 0 turns multishot receives off. */
@@ -276,43 +213,6 @@ typedef struct blitz__io {
 /* Backends (each in its own file, stubs when compiled out). */
 BLITZ_PRIVATE int blitz__addr_valid(const blitz_addr *a);
 BLITZ_PRIVATE void blitz__addr_set_from(blitz_addr *a, uint32_t namelen, int family);
-BLITZ_PRIVATE int blitz__epoll_init(blitz__io *io);
-BLITZ_PRIVATE void blitz__epoll_destroy(blitz__io *io);
-BLITZ_PRIVATE int blitz__epoll_add(blitz__io *io, blitz_socket *s);
-BLITZ_PRIVATE void blitz__epoll_del(blitz__io *io, blitz_socket *s);
-BLITZ_PRIVATE void blitz__epoll_wait(blitz__io *io, uint64_t timeout_ns);
-BLITZ_PRIVATE void blitz__epoll_dispatch(blitz__io *io);
-
-BLITZ_PRIVATE int blitz__pollb_init(blitz__io *io);
-BLITZ_PRIVATE void blitz__pollb_destroy(blitz__io *io);
-BLITZ_PRIVATE void blitz__pollb_want(blitz__io *io, blitz_socket *s);
-BLITZ_PRIVATE void blitz__pollb_forget(blitz__io *io, blitz_socket *s);
-BLITZ_PRIVATE void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns);
-BLITZ_PRIVATE void blitz__pollb_dispatch(blitz__io *io);
-
-BLITZ_PRIVATE int blitz__uring_init(blitz__io *io, uint32_t workers);
-BLITZ_PRIVATE void blitz__uring_destroy(blitz__io *io);
-BLITZ_PRIVATE void blitz__uring_worker_start(blitz__io *io, uint32_t index);
-BLITZ_PRIVATE void blitz__uring_driver_start(blitz__io *io);
-BLITZ_PRIVATE blitz__ring *blitz__uring_mine(blitz__io *io, int *batches);
-BLITZ_PRIVATE blitz__ring *blitz__uring_op_ring(blitz__io *io, const blitz_io *op);
-BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io *op, int flush);
-BLITZ_PRIVATE void blitz__uring_submit_cancel(blitz__io *io, blitz_io *op);
-BLITZ_PRIVATE int blitz__uring_arm_accept(blitz__io *io, blitz__ring *r, blitz_socket *s);
-BLITZ_PRIVATE void blitz__uring_cancel_ud(blitz__io *io, blitz__ring *r, uint64_t ud);
-BLITZ_PRIVATE void blitz__uring_flush(blitz__ring *r);
-BLITZ_PRIVATE int blitz__uring_cq_ready(const blitz__ring *r);
-BLITZ_PRIVATE void blitz__uring_poll(blitz__io *io);
-BLITZ_PRIVATE int blitz__uring_ready_cheap(blitz__io *io);
-BLITZ_PRIVATE void blitz__uring_flush_mine(blitz__io *io);
-BLITZ_PRIVATE void blitz__uring_park(blitz__io *io, blitz__parker *p, uint64_t timeout_ns,
-                                     void (*woke)(void *), void *arg);
-BLITZ_PRIVATE void blitz__uring_drain(blitz__io *io);
-BLITZ_PRIVATE int blitz__uring_pbuf_ready(blitz__ring *r);
-BLITZ_PRIVATE void blitz__uring_pbuf_put(blitz__ring *r, uint32_t bid);
-BLITZ_PRIVATE const char *blitz__uring_pbuf_addr(const blitz__ring *r, uint32_t bid);
-BLITZ_PRIVATE void blitz__uring_pbuf_free(blitz__ring *r);
-BLITZ_PRIVATE int blitz__uring_arm_recv(blitz__io *io, blitz__ring *r, blitz_socket *s, int flush);
 
 /* Shared by the backends (io_driver.c). */
 BLITZ_PRIVATE void blitz__op_set_state(blitz_io *op, uint32_t st);
@@ -321,19 +221,25 @@ BLITZ_PRIVATE void blitz__op_link(blitz_socket *s, blitz_io *op);
 BLITZ_PRIVATE void blitz__op_unlink(blitz_socket *s, blitz_io *op);
 BLITZ_PRIVATE void blitz__sock_ref(blitz_socket *s);
 BLITZ_PRIVATE void blitz__sock_unref(blitz_socket *s);
+/* The socket table (sock_table.c). */
+BLITZ_PRIVATE void blitz__sock_free_mem(blitz_socket *s);
+BLITZ_PRIVATE void blitz__io_free_deferred(blitz__io *io);
+BLITZ_PRIVATE void blitz__sock_unref_mem(blitz_socket *s);
+BLITZ_PRIVATE void blitz__sock_fd_to_mem(blitz_socket *s);
+BLITZ_PRIVATE int blitz__sock_mem_to_fd(blitz_socket *s);
+BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type, blitz_socket **out);
 BLITZ_PRIVATE int blitz__op_result(blitz_io *op, int64_t r);
+/* One non-blocking attempt of the op's system call: bytes, a new
+ * descriptor (accept), 0 (connect), or -errno. */
+BLITZ_PRIVATE int64_t blitz__op_attempt(blitz_io *op);
 BLITZ_PRIVATE struct iovec *blitz__op_iov(const blitz_io *op, struct iovec *one, size_t *n);
 BLITZ_PRIVATE int blitz__fifo_grow(void **buf, uint32_t *head, uint32_t count, uint32_t *cap,
                                    size_t elem, uint32_t first);
 BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr);
 BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, uint32_t flags);
 BLITZ_PRIVATE void blitz__io_drain_fd(int fd);
-BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
-                                       uint32_t flags);
 /* Multishot receive (io_recv_ms.c). */
 BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *single_shot);
-BLITZ_PRIVATE void blitz__io_recv_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
-                                     uint32_t flags);
 BLITZ_PRIVATE void blitz__recv_ms_close(blitz_socket *s);
 BLITZ_PRIVATE void blitz__recv_ms_release(blitz_socket *s);
 BLITZ_PRIVATE int blitz__recv_ms_wants(const blitz_socket *s, uint32_t kind, uint32_t dir);
@@ -351,5 +257,5 @@ BLITZ_PRIVATE void blitz__salvage_release(blitz_socket *s);
 BLITZ_PRIVATE blitz_poll blitz__io_op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                            uint32_t kind, const void *buf, size_t len,
                                            uint32_t dir);
-BLITZ_PRIVATE int64_t blitz__fd_syscall(blitz_io *op);
+BLITZ_PRIVATE int64_t blitz__fd_attempt(blitz_io *op);
 #endif

@@ -1,13 +1,22 @@
-/* The poll backend, the portable fallback. Level-triggered, so only the
- * directions that have waiters are polled: a socket joins the poll set
- * when an op registers a waiter (its `want` bits) and leaves it when a
- * wait cycle finds it without waiters. A thread blocked in poll() is
- * kicked through the eventfd when a socket joins. */
+/* The poll backend, the portable fallback, a readiness backend
+ * (backend.h). Level-triggered, so only the directions that have waiters
+ * are polled: a socket joins the poll set when an op registers a waiter
+ * (its `want` bits) and leaves it when a wait cycle finds it without
+ * waiters. Its wake-up object is a self-pipe (io->wake_fd writes, its
+ * read end io->wake_rd is always in the set); a thread blocked in ppoll
+ * is kicked through it when a socket joins or leaves the set. */
 #include "io.h"
 
 #if !defined(BLITZ_NO_POLL)
 
-BLITZ_PRIVATE int blitz__pollb_init(blitz__io *io) {
+static void blitz__pollb_destroy(blitz__io *io);
+
+static int blitz__pollb_init(blitz__io *io) {
+    int fds[2];
+    if (blitz__pipe_nb(fds) < 0)
+        return blitz__from_errno(errno);
+    io->wake_rd = blitz__fd_above_stdio(fds[0]);
+    io->wake_fd = blitz__fd_above_stdio(fds[1]);
     io->pcap = 64;
     io->pset = (blitz_socket **)blitz__calloc(sizeof(blitz_socket *) * io->pcap);
     io->pfd_cap = 65;
@@ -20,6 +29,7 @@ BLITZ_PRIVATE int blitz__pollb_init(blitz__io *io) {
         io->pset = NULL;
         io->pfds = NULL;
         io->psocks = NULL;
+        blitz__pollb_destroy(io);
         return BLITZ_ENOMEM;
     }
     /* The wait is tried once: a seccomp filter may refuse ppoll, and
@@ -33,13 +43,27 @@ BLITZ_PRIVATE int blitz__pollb_init(blitz__io *io) {
     return BLITZ_OK;
 }
 
-BLITZ_PRIVATE void blitz__pollb_destroy(blitz__io *io) {
+static void blitz__pollb_destroy(blitz__io *io) {
     blitz__free(io->pset);
     blitz__free(io->pfds);
     blitz__free(io->psocks);
     io->pset = NULL;
     io->pfds = NULL;
     io->psocks = NULL;
+    if (io->wake_fd >= 0)
+        close(io->wake_fd);
+    if (io->wake_rd >= 0)
+        close(io->wake_rd);
+    io->wake_fd = io->wake_rd = -1;
+}
+
+/* Empties the self-pipe (every wake-up wrote 8 bytes). */
+static void blitz__pollb_drain(int fd) {
+    char buf[256];
+    ssize_t r;
+    do
+        r = read(fd, buf, sizeof buf);
+    while (r == (ssize_t)sizeof buf || (r < 0 && errno == EINTR));
 }
 
 static int blitz__pollb_grow(void **p, uint32_t *cap, size_t elem, uint32_t need) {
@@ -58,8 +82,11 @@ static int blitz__pollb_grow(void **p, uint32_t *cap, size_t elem, uint32_t need
     return 1;
 }
 
-/* A socket got a waiter (caller holds its lock, `want` already set). */
-BLITZ_PRIVATE void blitz__pollb_want(blitz__io *io, blitz_socket *s) {
+/* A socket got a waiter of direction `bit` (caller holds its lock). */
+static void blitz__pollb_want(blitz__io *io, blitz_socket *s, uint32_t bit) {
+    if (blitz__u32_load(&s->want, BLITZ__RELAXED) & bit)
+        return;
+    blitz__u32_fetch_or(&s->want, bit, BLITZ__SEQ_CST);
     blitz__mutex_lock(&io->poll_lock);
     if (s->poll_slot < 0) {
         if (blitz__pollb_grow((void **)&io->pset, &io->pcap, sizeof(blitz_socket *),
@@ -92,7 +119,7 @@ static void blitz__pollb_remove_locked(blitz__io *io, blitz_socket *s) {
  * poller blocked with it in its set is woken: its ppoll holds the file
  * open (a TCP peer would not see the end of the stream until it
  * returns). */
-BLITZ_PRIVATE void blitz__pollb_forget(blitz__io *io, blitz_socket *s) {
+static void blitz__pollb_forget(blitz__io *io, blitz_socket *s) {
     blitz__mutex_lock(&io->poll_lock);
     int was_in_set = s->poll_slot >= 0;
     blitz__pollb_remove_locked(io, s);
@@ -104,7 +131,7 @@ BLITZ_PRIVATE void blitz__pollb_forget(blitz__io *io, blitz_socket *s) {
     }
 }
 
-BLITZ_PRIVATE void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns) {
+static void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns) {
     if (timeout_ns)
         blitz__u32_store(&io->poll_blocked, 1, BLITZ__SEQ_CST);
     blitz__mutex_lock(&io->poll_lock);
@@ -119,7 +146,8 @@ BLITZ_PRIVATE void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns) {
         }
         io->pfd_cap = cap < cap2 ? cap : cap2;
     }
-    io->pfds[n].fd = io->wake_fd;
+    short rd_events = blitz__poll_read_events();
+    io->pfds[n].fd = io->wake_rd;
     io->pfds[n].events = POLLIN;
     io->pfds[n].revents = 0;
     io->psocks[n++] = NULL;
@@ -131,8 +159,7 @@ BLITZ_PRIVATE void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns) {
             continue;
         }
         io->pfds[n].fd = s->fd;
-        io->pfds[n].events =
-            (short)(((want & 1u) ? (POLLIN | POLLRDHUP) : 0) | ((want & 2u) ? POLLOUT : 0));
+        io->pfds[n].events = (short)(((want & 1u) ? rd_events : 0) | ((want & 2u) ? POLLOUT : 0));
         io->pfds[n].revents = 0;
         io->psocks[n++] = s;
         i++;
@@ -149,7 +176,8 @@ BLITZ_PRIVATE void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns) {
     io->npfds = r > 0 ? n : 0;
 }
 
-BLITZ_PRIVATE void blitz__pollb_dispatch(blitz__io *io) {
+static void blitz__pollb_dispatch(blitz__io *io) {
+    short rd_events = blitz__poll_read_events();
     int n = io->npfds;
     io->npfds = 0;
     for (int i = 0; i < n; i++) {
@@ -158,38 +186,47 @@ BLITZ_PRIVATE void blitz__pollb_dispatch(blitz__io *io) {
             continue;
         blitz_socket *s = io->psocks[i];
         if (!s) {
-            blitz__io_drain_fd(io->wake_fd);
+            blitz__pollb_drain(io->wake_rd);
             continue;
         }
-        int rd = (ev & (POLLIN | POLLRDHUP | POLLHUP | POLLERR | POLLNVAL | POLLPRI)) != 0;
+        int rd = (ev & (rd_events | POLLHUP | POLLERR | POLLNVAL | POLLPRI)) != 0;
         int wr = (ev & (POLLOUT | POLLHUP | POLLERR | POLLNVAL)) != 0;
         blitz__io_ready(s, rd, wr);
     }
 }
 
+static const blitz__io_backend blitz__pollb_vtable = {
+    .kind = BLITZ_BACKEND_POLL,
+    .name = "poll",
+    .completion = 0,
+    .look_interval = 0,
+    .init = blitz__pollb_init,
+    .destroy = blitz__pollb_destroy,
+    .submit = blitz__ready_submit,
+    .sock_del = blitz__pollb_forget,
+    .sock_free = blitz__pollb_forget,
+    .want = blitz__pollb_want,
+    .poll = blitz__ready_poll,
+    .park = blitz__ready_park,
+    .wait = blitz__pollb_wait,
+    .dispatch = blitz__pollb_dispatch,
+};
+
 #else
 
-BLITZ_PRIVATE int blitz__pollb_init(blitz__io *io) {
+static int blitz__pollb_init(blitz__io *io) {
     (void)io;
     return BLITZ_ENOSYS;
 }
-BLITZ_PRIVATE void blitz__pollb_destroy(blitz__io *io) {
-    (void)io;
-}
-BLITZ_PRIVATE void blitz__pollb_want(blitz__io *io, blitz_socket *s) {
-    (void)io;
-    (void)s;
-}
-BLITZ_PRIVATE void blitz__pollb_forget(blitz__io *io, blitz_socket *s) {
-    (void)io;
-    (void)s;
-}
-BLITZ_PRIVATE void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns) {
-    (void)io;
-    (void)timeout_ns;
-}
-BLITZ_PRIVATE void blitz__pollb_dispatch(blitz__io *io) {
-    (void)io;
-}
+
+static const blitz__io_backend blitz__pollb_vtable = {
+    .kind = BLITZ_BACKEND_POLL,
+    .name = "poll",
+    .init = blitz__pollb_init,
+};
 
 #endif
+
+BLITZ_PRIVATE const blitz__io_backend *blitz__backend_poll(void) {
+    return &blitz__pollb_vtable;
+}

@@ -1,4 +1,4 @@
-/* Data of a receive that was cancelled too late (io_uring).
+/* Data of a receive that was cancelled too late (a completion backend).
  *
  * A cancel of a receive the kernel holds races with its completion: the
  * kernel may have copied data into the op's buffer already, and then the

@@ -35,6 +35,104 @@
  * defined here. */
 #include "io.h"
 
+/* ---- the private structures (uring_recv_ms.c, after this file, uses them too) ---- */
+
+/* io_uring user_data tags below any pointer. */
+#define BLITZ__UD_IGNORE 0u
+#define BLITZ__UD_WAKE   1u
+/* The other tag of a ring's wake poll: a new current-thread driver arms
+ * its own poll under the tag not in use (see blitz__uring_driver_start). */
+#define BLITZ__UD_WAKE_ALT 5u
+/* A listener's multishot accept: the socket pointer with this bit set. */
+#define BLITZ__UD_ACCEPT_MS 2u
+/* A worker ring's poll of io->shared_efd. */
+#define BLITZ__UD_SHARED 3u
+/* A stream socket's multishot receive: the socket pointer with this tag
+ * (sockets are at least 8-byte aligned). */
+#define BLITZ__UD_RECV_MS 4u
+#define BLITZ__UD_TAG     7u
+
+#ifndef IORING_CQE_F_MORE
+#define IORING_CQE_F_MORE (1U << 1)
+#endif
+#ifndef IORING_CQE_F_BUFFER
+#define IORING_CQE_F_BUFFER (1U << 0)
+#endif
+#ifndef IORING_CQE_BUFFER_SHIFT
+#define IORING_CQE_BUFFER_SHIFT 16
+#endif
+
+/* One io_uring instance. A worker's own ring gets submissions only from
+ * that worker, which is also the only thread that waits in it or reaps
+ * it; cancels may come from any thread. The shared ring takes
+ * submissions from every other thread (sq_lock), and any thread reaps it
+ * (reap_lock, tried). */
+typedef struct blitz__ring {
+    int fd;
+    int wake_fd; /* an eventfd polled (multishot) by this ring */
+    int coop;    /* asked for COOP_TASKRUN: flagged task work is run at a tick */
+    /* The poll of wake_fd in use: its tag (BLITZ__UD_WAKE or _ALT) and the
+     * blitz__thread_tag of the thread that armed it (the poll's task work
+     * runs there). Changed by the thread that reaps the ring. */
+    blitz__atomic_u64 wake_armer;
+    blitz__atomic_u32 wake_ud;
+    uint32_t index; /* in io->rings */
+    blitz__mutex sq_lock;
+    blitz__mutex reap_lock;
+    blitz__atomic_u32 to_submit; /* SQEs written and not yet given to the kernel */
+    uint32_t sq_tail_local;
+    uint32_t sq_entries, cq_entries;
+    uint32_t *sq_head, *sq_tail, *sq_mask, *sq_array, *sq_flags;
+    uint32_t *cq_head, *cq_tail, *cq_mask;
+    struct io_uring_sqe *sqes;
+    struct io_uring_cqe *cqes;
+    void *sq_map, *cq_map;
+    size_t sq_map_len, cq_map_len, sqes_len;
+    /* Provided buffers for multishot receives (buffer group 0), set up on
+     * first use: the ring of buffer entries shared with the kernel and
+     * the buffers. Any thread gives buffers back (pbuf_lock). */
+    blitz__atomic_u32 pbuf_state; /* BLITZ__PBUF_* */
+    blitz__mutex pbuf_lock;
+    void *pbuf_ring;
+    char *pbuf_mem;
+    uint16_t pbuf_tail;
+    char pad[64]; /* rings sit in one array, each written by its own worker */
+} blitz__ring;
+
+#define BLITZ__PBUF_NONE  0u
+#define BLITZ__PBUF_READY 1u
+#define BLITZ__PBUF_FAIL  2u
+
+BLITZ_PRIVATE int blitz__uring_init(blitz__io *io, uint32_t workers);
+BLITZ_PRIVATE void blitz__uring_destroy(blitz__io *io);
+BLITZ_PRIVATE void blitz__uring_worker_start(blitz__io *io, uint32_t index);
+BLITZ_PRIVATE void blitz__uring_driver_start(blitz__io *io);
+BLITZ_PRIVATE blitz__ring *blitz__uring_mine(blitz__io *io, int *batches);
+BLITZ_PRIVATE blitz__ring *blitz__uring_op_ring(blitz__io *io, const blitz_io *op);
+BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io *op, int flush);
+BLITZ_PRIVATE void blitz__uring_submit_cancel(blitz__io *io, blitz_io *op);
+BLITZ_PRIVATE int blitz__uring_arm_accept(blitz__io *io, blitz__ring *r, blitz_socket *s);
+BLITZ_PRIVATE void blitz__uring_cancel_ud(blitz__io *io, blitz__ring *r, uint64_t ud);
+BLITZ_PRIVATE void blitz__uring_flush(blitz__ring *r);
+BLITZ_PRIVATE int blitz__uring_cq_ready(const blitz__ring *r);
+BLITZ_PRIVATE void blitz__uring_poll(blitz__io *io);
+BLITZ_PRIVATE int blitz__uring_ready_cheap(blitz__io *io);
+BLITZ_PRIVATE void blitz__uring_flush_mine(blitz__io *io);
+BLITZ_PRIVATE void blitz__uring_park(blitz__io *io, blitz__parker *p, uint64_t timeout_ns,
+                                     void (*woke)(void *), void *arg);
+BLITZ_PRIVATE void blitz__uring_drain(blitz__io *io);
+BLITZ_PRIVATE int blitz__uring_pbuf_ready(blitz__ring *r);
+BLITZ_PRIVATE void blitz__uring_pbuf_put(blitz__ring *r, uint32_t bid);
+BLITZ_PRIVATE const char *blitz__uring_pbuf_addr(const blitz__ring *r, uint32_t bid);
+BLITZ_PRIVATE void blitz__uring_pbuf_free(blitz__ring *r);
+BLITZ_PRIVATE int blitz__uring_arm_recv(blitz__io *io, blitz__ring *r, blitz_socket *s, int flush);
+
+BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
+                                       uint32_t flags);
+
+BLITZ_PRIVATE void blitz__io_recv_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
+                                     uint32_t flags);
+
 #if !defined(BLITZ_NO_IO_URING)
 
 #ifndef SYS_io_uring_setup
@@ -1071,3 +1169,343 @@ BLITZ_PRIVATE int blitz__uring_arm_recv(blitz__io *io, blitz__ring *r, blitz_soc
 }
 
 #endif
+
+/* ---- the driver's side of this backend ------------------------------------------------- */
+
+/* Accept through the listener's multishot accept: take a connection the
+ * kernel already accepted, or wait for the next one (arming it first). */
+static blitz_poll blitz__uring_accept_ms(blitz_cx *cx, blitz_io *op) {
+    blitz_socket *s = op->blitz__sock;
+    blitz__io *io = s->io;
+    blitz__mutex_lock(&s->lock);
+    int64_t r = 1;
+    if (s->closed) {
+        r = BLITZ_ECLOSED;
+    } else if (s->ms_count) {
+        r = s->ms_fds[s->ms_head];
+        s->ms_head = (s->ms_head + 1) % s->ms_cap;
+        s->ms_count--;
+    } else if (s->ms_err) {
+        r = s->ms_err;
+        s->ms_err = 0;
+    }
+    if (r != 1) {
+        blitz__mutex_unlock(&s->lock);
+        blitz__op_result(op, r);
+        return BLITZ_READY;
+    }
+    blitz_waker mine = blitz_cx_waker(cx);
+    op->blitz__waker = blitz_waker_clone(&mine);
+    blitz__op_set_state(op, BLITZ__IO_WAIT);
+    blitz__op_link(s, op);
+    if (!s->ms_armed) {
+        blitz__u32_store(&s->rms_published, 1, BLITZ__RELEASE);
+        if (blitz__uring_arm_accept(io, blitz__uring_mine(io, NULL), s) == BLITZ_OK) {
+            s->ms_armed = 1;
+            blitz__sock_ref(s);
+            blitz__u64_fetch_add(&io->inflight, 1, BLITZ__RELAXED);
+        } else {
+            blitz__op_unlink(s, op);
+            blitz_waker w = op->blitz__waker;
+            op->blitz__waker = blitz_waker_noop();
+            blitz__mutex_unlock(&s->lock);
+            blitz_waker_drop(w);
+            blitz__op_result(op, BLITZ_EBUSY);
+            return BLITZ_READY;
+        }
+    }
+    blitz__mutex_unlock(&s->lock);
+    return BLITZ_PENDING;
+}
+
+/* Connections a listener's multishot accept may hold for tasks that have
+ * not asked yet. Past it the multishot accept is cancelled and the rest
+ * wait in the kernel's backlog, as with a plain accept: a program that
+ * stops accepting (a concurrency limit, a graceful stop) must not have
+ * the kernel take descriptors for it without bound. The next accept that
+ * finds the queue empty arms it again. */
+#define BLITZ__ACCEPT_QUEUE_MAX 64u
+
+/* A CQE of a listener's multishot accept. Dispatching thread. */
+BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
+                                       uint32_t flags) {
+    blitz_waker w = blitz_waker_noop();
+    int ended = !(flags & IORING_CQE_F_MORE);
+    (void)blitz__u32_load(&s->rms_published, BLITZ__ACQUIRE);
+    blitz__mutex_lock(&s->lock);
+    if (ended)
+        s->ms_armed = s->ms_cancelling = 0;
+    blitz_io *waiter = NULL;
+    for (blitz_io *op = s->ops; op; op = op->blitz__next)
+        if (op->blitz__kind == BLITZ__OP_ACCEPT &&
+            blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) == BLITZ__IO_WAIT) {
+            waiter = op;
+            break;
+        }
+    if (res == -ECANCELED && !s->closed && !blitz__u32_load(&io->shutdown, BLITZ__RELAXED))
+        res = -EAGAIN; /* not ours: re-armed by the next accept */
+    if (res >= 0) {
+        /* Queued even with a task waiting, which is woken to take it: a
+         * descriptor stays the listener's (closed with it, or with the
+         * runtime) until a task holds it as a socket, so a waiting task
+         * that never runs again cannot leak it. */
+        if (s->closed) {
+            close(res);
+        } else {
+            void *fds = s->ms_fds;
+            if (s->ms_count == s->ms_cap)
+                blitz__fifo_grow(&fds, &s->ms_head, s->ms_count, &s->ms_cap, sizeof(int), 16);
+            s->ms_fds = (int *)fds;
+            if (s->ms_count < s->ms_cap) {
+                s->ms_fds[(s->ms_head + s->ms_count) % s->ms_cap] = res;
+                s->ms_count++;
+                if (waiter) {
+                    blitz__op_unlink(s, waiter);
+                    w = waiter->blitz__waker;
+                    waiter->blitz__waker = blitz_waker_noop();
+                    blitz__op_set_state(waiter, BLITZ__IO_RETRY);
+                }
+            } else {
+                close(res);
+            }
+            if (s->ms_count >= BLITZ__ACCEPT_QUEUE_MAX && !ended && !s->ms_cancelling) {
+                s->ms_cancelling = 1;
+                blitz__uring_cancel_ud(io, r, (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
+            }
+        }
+    } else if (waiter && res != -EAGAIN) {
+        blitz__op_unlink(s, waiter);
+        w = waiter->blitz__waker;
+        waiter->blitz__waker = blitz_waker_noop();
+        waiter->blitz__res = (res == -ECANCELED && s->closed) ? BLITZ_ECLOSED : res;
+        blitz__op_set_state(waiter, BLITZ__IO_DONE);
+    } else if (res != -EAGAIN && res != -ECANCELED) {
+        s->ms_err = res;
+    }
+    /* Ended with someone still waiting (an error ended it, or the kernel
+     * stopped it): arm again, unless closing. */
+    int rearm = 0;
+    if (ended && !s->closed && !blitz__u32_load(&io->shutdown, BLITZ__RELAXED)) {
+        for (blitz_io *op = s->ops; op; op = op->blitz__next)
+            if (op->blitz__kind == BLITZ__OP_ACCEPT)
+                rearm = 1;
+        if (rearm)
+            blitz__u32_store(&s->rms_published, 1, BLITZ__RELEASE);
+        if (rearm && blitz__uring_arm_accept(io, r, s) == BLITZ_OK)
+            s->ms_armed = 1;
+        else
+            rearm = 0;
+    }
+    blitz__mutex_unlock(&s->lock);
+    if (ended && !rearm) {
+        blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELEASE);
+        blitz__sock_unref(s);
+    }
+    blitz__io_wake(io, w);
+}
+
+/* The backend's submit: salvaged data, the multishot paths, a system call
+ * that may finish at once, else an SQE. */
+static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
+    blitz_socket *s = op->blitz__sock;
+    blitz__io *io = s->io;
+    uint32_t k = op->blitz__kind;
+    int64_t kept;
+    if ((blitz__salvage_kind(k) || k == BLITZ__OP_FD_READ) && blitz__salvage_take(s, op, &kept)) {
+        blitz__op_result(op, kept);
+        return BLITZ_READY;
+    }
+    if (k == BLITZ__OP_ACCEPT && io->ms_accept)
+        return blitz__uring_accept_ms(cx, op);
+    if (blitz__recv_ms_wants(s, k, op->blitz__dir)) {
+        int single_shot = 0;
+        blitz_poll p = blitz__recv_ms_start(cx, op, &single_shot);
+        if (!single_shot)
+            return p;
+    }
+    /* A send into a socket with room completes at once: one system call,
+     * no completion to wait for. */
+    /* A receive right after one that filled its buffer (a bulk stream)
+     * finds data waiting: the system call beats a submission round trip. */
+    int hot = (k == BLITZ__OP_RECV || k == BLITZ__OP_RECVV || k == BLITZ__OP_RECV_FROM) &&
+              blitz__u32_load(&s->rd_hot, BLITZ__RELAXED);
+    if (hot || k == BLITZ__OP_SEND || k == BLITZ__OP_SEND_ALL || k == BLITZ__OP_SENDV ||
+        k == BLITZ__OP_SEND_TO || BLITZ__OP_IS_FD(k)) {
+        for (;;) {
+            int64_t r = blitz__op_attempt(op);
+            if (r == -EINTR)
+                continue;
+            if (r == -EAGAIN) {
+                if (hot)
+                    blitz__u32_store(&s->rd_hot, 0, BLITZ__RELAXED);
+                break;
+            }
+            if (blitz__op_result(op, r))
+                return BLITZ_READY;
+        }
+    }
+    blitz__mutex_lock(&s->lock);
+    if (s->closed) {
+        blitz__mutex_unlock(&s->lock);
+        blitz__op_result(op, BLITZ_ECLOSED);
+        return BLITZ_READY;
+    }
+    int batches = 0;
+    blitz__ring *ring = blitz__uring_mine(io, &batches);
+    blitz_waker mine = blitz_cx_waker(cx);
+    op->blitz__waker = blitz_waker_clone(&mine);
+    /* The ring goes with the op: its cancel must reach the same ring. */
+    op->blitz__flags = (op->blitz__flags & ((1u << BLITZ__OPF_RING_SHIFT) - 1u)) |
+                       BLITZ__OPF_URING | ((ring->index + 1u) << BLITZ__OPF_RING_SHIFT);
+    blitz__op_set_state(op, BLITZ__IO_INFLIGHT);
+    blitz__op_link(s, op);
+    blitz__sock_ref(s);
+    blitz__u64_fetch_add(&io->inflight, 1, BLITZ__RELAXED);
+    /* Under the socket's lock, so a close's ASYNC_CANCEL comes after it. */
+    int rc = blitz__uring_submit_op(io, ring, op, !batches);
+    if (rc != BLITZ_OK) {
+        blitz__op_unlink(s, op);
+        blitz_waker w = op->blitz__waker;
+        op->blitz__waker = blitz_waker_noop();
+        blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELAXED);
+        blitz__mutex_unlock(&s->lock);
+        blitz_waker_drop(w);
+        blitz__sock_unref(s);
+        blitz__op_result(op, rc);
+        return BLITZ_READY;
+    }
+    blitz__mutex_unlock(&s->lock);
+    return BLITZ_PENDING;
+}
+
+#if !defined(BLITZ_NO_IO_URING)
+/* io_uring: a listener's accept in the kernel holds the socket until its
+ * cancel completes, and the handle's descriptor holds it until that
+ * completion is reaped, by a worker or the driver, which may be later
+ * still; until then its address stays taken (an abstract Unix name, a port
+ * bound without SO_REUSEADDR). An eventfd takes the descriptor's number
+ * (which stays reserved while ops may name it, and any op on it fails),
+ * so the socket goes as soon as the kernel lets go: at once when the
+ * closing thread armed the accept (the cancel's task work runs as its
+ * submission returns), a moment later otherwise. The caller holds the
+ * socket's lock; listeners make no system calls on their descriptor
+ * outside it. Without a descriptor to spare nothing changes. */
+static void blitz__sock_release_early(blitz_socket *s) {
+    int ph = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (ph < 0)
+        return;
+    if (syscall(SYS_dup3, ph, s->fd, O_CLOEXEC) >= 0)
+        s->fd_placeholder = 1;
+    close(ph);
+}
+#else
+static void blitz__sock_release_early(blitz_socket *s) {
+    (void)s;
+}
+#endif
+
+/* Under the socket's lock: the listener's multishot accept and the
+ * socket's multishot receive end. */
+static void blitz__uring_quiesce(blitz__io *io, blitz_socket *s) {
+    if (s->ms_armed)
+        blitz__uring_cancel_ud(io, &io->rings[s->ms_ring],
+                               (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
+    blitz__recv_ms_close(s);
+}
+
+/* A closing socket (its lock held; its in-flight ops' cancels are
+ * submitted). The descriptor is closed when the last op lets go of it;
+ * the kernel's accepts hold the listening socket until their cancels
+ * complete, and meanwhile it would take connections only to reset them.
+ * Shut down, it refuses new ones at once, as after a close on the other
+ * backends. (Not an adopted listener: another process may share it.) */
+static void blitz__uring_close(blitz__io *io, blitz_socket *s) {
+    int armed = s->ms_armed;
+    blitz__uring_quiesce(io, s);
+    if (s->listening) {
+        if (s->listen_own)
+            (void)shutdown(s->fd, SHUT_RD);
+        if (armed || s->ops)
+            blitz__sock_release_early(s);
+    }
+}
+
+/* The kernel times a connect with a LINK_TIMEOUT behind the CONNECT when
+ * it has it and this thread parks in the ring it submits to (a worker,
+ * the current-thread driver): a linked pair must reach the kernel in one
+ * piece, and only the ring's parker submits outside the ring's lock. */
+static int blitz__uring_limit_connect(blitz__io *io, blitz_io *op, int64_t limit_ns) {
+    _Static_assert(BLITZ__CONNECT_TS_AT + sizeof(struct __kernel_timespec) <=
+                       sizeof(((blitz_io *)0)->blitz__scratch),
+                   "a limited connect keeps its address, timer and timespec in the op");
+    int parker = 0;
+    (void)blitz__uring_mine(io, &parker);
+    if (!parker || !io->link_timeout)
+        return 0;
+    struct __kernel_timespec *ts =
+        (struct __kernel_timespec *)(void *)((char *)op->blitz__scratch + BLITZ__CONNECT_TS_AT);
+    ts->tv_sec = (long long)(limit_ns / 1000000000);
+    ts->tv_nsec = (long long)(limit_ns % 1000000000);
+    return 1;
+}
+
+/* The shared ring polls io->wake_fd, an eventfd; each worker ring has its
+ * own. */
+static int blitz__uring_be_init(blitz__io *io) {
+#if !defined(BLITZ_NO_IO_URING)
+    io->wake_fd = io->wake_rd = blitz__fd_above_stdio(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    if (io->wake_fd < 0)
+        return blitz__from_errno(errno);
+    int rc = blitz__uring_init(io, io->rt->workers ? io->rt->num_workers : 0);
+    if (rc != BLITZ_OK) {
+        close(io->wake_fd);
+        io->wake_fd = io->wake_rd = -1;
+    }
+    return rc;
+#else
+    (void)io;
+    return BLITZ_ENOSYS;
+#endif
+}
+
+static void blitz__uring_be_destroy(blitz__io *io) {
+    blitz__uring_destroy(io);
+    close(io->wake_fd);
+}
+
+static int blitz__uring_parks_workers(blitz__io *io) {
+    return io->nrings > 1;
+}
+
+static int blitz__uring_wake_fd(const blitz__io *io, uint32_t index) {
+    return index != UINT32_MAX ? io->rings[index].wake_fd : io->wake_fd;
+}
+
+static const blitz__io_backend blitz__uring_vtable = {
+    .kind = BLITZ_BACKEND_IO_URING,
+    .name = "io_uring",
+    .alias = "uring",
+    .completion = 1,
+    .look_interval = 0,
+    .init = blitz__uring_be_init,
+    .destroy = blitz__uring_be_destroy,
+    .submit = blitz__uring_start,
+    .cancel = blitz__uring_submit_cancel,
+    .close = blitz__uring_close,
+    .quiesce = blitz__uring_quiesce,
+    .limit_connect = blitz__uring_limit_connect,
+    .poll = blitz__uring_poll,
+    .park = blitz__uring_park,
+    .ready_cheap = blitz__uring_ready_cheap,
+    .parks_workers = blitz__uring_parks_workers,
+    .worker_start = blitz__uring_worker_start,
+    .driver_start = blitz__uring_driver_start,
+    .after_drive = blitz__uring_poll,
+    .flush = blitz__uring_flush_mine,
+    .drain = blitz__uring_drain,
+    .wake_fd = blitz__uring_wake_fd,
+};
+
+BLITZ_PRIVATE const blitz__io_backend *blitz__backend_ring(void) {
+    return &blitz__uring_vtable;
+}

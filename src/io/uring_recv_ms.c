@@ -20,7 +20,7 @@
  *     again.
  * The ring's owner reaps the completions; a receive that waits is woken
  * to retry and copies by itself, so only its task touches its buffer. */
-#include "io.h"
+#include "io.h" /* and uring.c's structures, which come before this file */
 
 /* Asks the kernel to end the multishot receive. Caller holds the
  * socket's lock. */
