@@ -8,12 +8,15 @@ trap 'rm -rf "$tmp"' EXIT
 failures=0
 
 # expect_caught NAME CHECK SETUP: copy src/, run SETUP in the copy, and
-# expect CHECK (run on the copy) to exit non-zero.
+# expect CHECK to exit non-zero on the copy (check_layers.py takes the src/
+# folder, check_linux_symbols.py the folder that holds it).
 expect_caught() {
     local name=$1 check=$2 setup=$3
     rm -rf "$tmp/src" && cp -r src "$tmp/src"
     (cd "$tmp/src" && eval "$setup")
-    if python3 "$check" "$tmp/src" >/dev/null 2>&1; then
+    local arg=$tmp/src
+    [ "$(basename "$check")" = check_linux_symbols.py ] && arg=$tmp
+    if python3 "$check" "$arg" >/dev/null 2>&1; then
         echo "check_layout_selftest: $name was NOT caught by $check"
         failures=$((failures + 1))
     fi
@@ -27,6 +30,10 @@ expect_caught "a private function without blitz__" tools/check_layers.py \
     "echo 'static void planted(void) { }' >> sync/mutex.c"
 expect_caught "a public function named blitz__" tools/check_layers.py \
     "echo 'BLITZ_API void blitz__planted(void) { }' >> sync/mutex.c"
+expect_caught "a Linux-only call outside the Linux files" tools/check_linux_symbols.py \
+    "echo 'static int blitz__planted(int *fds) { return pipe2(fds, O_CLOEXEC); }' >> os/fs.c"
+expect_caught "a Linux header outside the Linux files" tools/check_linux_symbols.py \
+    "sed -i '1i #include <linux/fs.h>' net/sock.c"
 
 if [ "$failures" -ne 0 ]; then
     exit 1

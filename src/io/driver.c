@@ -83,8 +83,8 @@ static void blitz__recv_note(blitz_socket *s, int64_t r, size_t len) {
 
 /* ---- an op's own system call (readiness, and the tries before a submission) ---- */
 
-static int64_t blitz__neg_errno(void) {
-    return errno ? -(int64_t)errno : BLITZ_EIO;
+static int64_t blitz__last_error(void) {
+    return blitz__from_errno(errno);
 }
 
 /* The op's buffers as an iovec array: its own for the vectored kinds,
@@ -162,20 +162,20 @@ BLITZ_PRIVATE int64_t blitz__op_attempt(blitz_io *op) {
             r = connect(s->fd, (const struct sockaddr *)(const void *)a->u.bytes, a->len);
             if (r < 0 && errno == EINPROGRESS) {
                 op->blitz__flags |= BLITZ__OPF_CONNECTING;
-                return -EAGAIN;
+                return BLITZ_EAGAIN;
             }
             break;
         }
         int err = 0;
         socklen_t el = sizeof err;
         if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
-            return blitz__neg_errno();
+            return blitz__last_error();
         if (err)
             return -(int64_t)err;
         struct sockaddr_storage peer;
         socklen_t pl = sizeof peer;
         if (getpeername(s->fd, (struct sockaddr *)&peer, &pl) < 0)
-            return errno == ENOTCONN ? -EAGAIN : blitz__neg_errno();
+            return errno == ENOTCONN ? BLITZ_EAGAIN : blitz__last_error();
         return 0;
     }
     default:
@@ -185,8 +185,8 @@ BLITZ_PRIVATE int64_t blitz__op_attempt(blitz_io *op) {
     }
     if (r < 0) {
         if (errno == EWOULDBLOCK)
-            return -EAGAIN;
-        return blitz__neg_errno();
+            return BLITZ_EAGAIN;
+        return blitz__last_error();
     }
     return (int64_t)r;
 }
@@ -351,9 +351,10 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
         blitz__op_set_state(op, BLITZ__IO_IDLE);
     } else {
         /* ENOTSOCK: submitted after the close put its placeholder in. */
-        if ((res == -ECANCELED || (res == -ENOTSOCK && s->fd_placeholder)) && closed)
+        if ((res == BLITZ_ECANCELED || (res == BLITZ_ENOTSOCK && s->fd_placeholder)) && closed)
             res = BLITZ_ECLOSED;
-        else if (res == -ECANCELED && is_connect && (op->blitz__flags & BLITZ__OPF_LIMIT_KERNEL))
+        else if (res == BLITZ_ECANCELED && is_connect &&
+                 (op->blitz__flags & BLITZ__OPF_LIMIT_KERNEL))
             res = BLITZ_ETIMEDOUT; /* its linked timeout fired */
         op->blitz__res = res;
         op->socket = accepted;
@@ -787,9 +788,9 @@ static blitz_poll blitz__connect(blitz_cx *cx, blitz_io *op, const blitz_addr *a
     }
     blitz_runtime *rt = cx->ctx->rt;
     blitz__io *io = rt->io;
-    int fd = blitz__socket_nb(addr->u.family, SOCK_STREAM);
+    int fd = blitz__socket_open(addr->u.family, SOCK_STREAM, 1);
     if (fd < 0) {
-        op->result = blitz__neg_errno();
+        op->result = fd;
         return BLITZ_READY;
     }
     blitz_socket *s = NULL;

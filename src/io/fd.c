@@ -7,7 +7,7 @@
  * the op waits for the direction's event; on a completion backend the same
  * system call is tried first and the wait is a readiness wait in the
  * kernel. The kernel's own reads and writes are not used: on a descriptor
- * with O_NONBLOCK they complete with -EAGAIN instead of waiting, and the
+ * with O_NONBLOCK they complete with BLITZ_EAGAIN instead of waiting, and the
  * kernel would own the caller's buffer. */
 #include "io.h"
 
@@ -95,7 +95,7 @@ BLITZ_PRIVATE int64_t blitz__fd_attempt(blitz_io *op) {
         if (r > 0)
             return pfd.revents;
         if (r == 0)
-            return -EAGAIN;
+            return BLITZ_EAGAIN;
         break;
     }
     default:
@@ -103,8 +103,8 @@ BLITZ_PRIVATE int64_t blitz__fd_attempt(blitz_io *op) {
     }
     if (r < 0) {
         if (errno == EWOULDBLOCK || errno == EAGAIN)
-            return -EAGAIN;
-        return errno ? -(int64_t)errno : BLITZ_EIO;
+            return BLITZ_EAGAIN;
+        return blitz__from_errno(errno);
     }
     return (int64_t)r;
 }
@@ -133,9 +133,7 @@ BLITZ_API blitz_poll blitz_fd_writable(blitz_cx *cx, blitz_io *op, blitz_socket 
 /* ---- pipes ---------------------------------------------------------------------------------- */
 
 BLITZ_PRIVATE int blitz__pipe_fds(int fds[2]) {
-    if (blitz__pipe_nb(fds) < 0)
-        return blitz__from_errno(errno);
-    return BLITZ_OK;
+    return blitz__pipe_open(fds, 1);
 }
 
 BLITZ_API int blitz_pipe(blitz_runtime *rt, blitz_socket **read_end, blitz_socket **write_end) {

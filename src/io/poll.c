@@ -13,8 +13,9 @@ static void blitz__pollb_destroy(blitz__io *io);
 
 static int blitz__pollb_init(blitz__io *io) {
     int fds[2];
-    if (blitz__pipe_nb(fds) < 0)
-        return blitz__from_errno(errno);
+    int opened = blitz__pipe_open(fds, 1);
+    if (opened != BLITZ_OK)
+        return opened;
     io->wake_rd = blitz__fd_above_stdio(fds[0]);
     io->wake_fd = blitz__fd_above_stdio(fds[1]);
     io->pcap = 64;

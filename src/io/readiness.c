@@ -24,15 +24,15 @@ BLITZ_PRIVATE blitz_poll blitz__ready_submit(blitz_cx *cx, blitz_io *op) {
                       (op->blitz__kind == BLITZ__OP_RECV || op->blitz__kind == BLITZ__OP_RECVV);
     for (;;) {
         uint32_t seq0 = blitz__u32_load(seqp, BLITZ__ACQUIRE);
-        int64_t r = -EAGAIN;
+        int64_t r = BLITZ_EAGAIN;
         if (!stream_recv || blitz__u32_load(&s->rd_drained, BLITZ__RELAXED) != seq0 + 1u ||
             blitz__u32_load(&s->rd_final, BLITZ__RELAXED))
             r = blitz__op_attempt(op);
-        if (r == -EINTR)
+        if (r == BLITZ_EINTR)
             continue;
         if (stream_recv && r > 0 && op->blitz__kind == BLITZ__OP_RECV && (size_t)r < op->blitz__len)
             blitz__u32_store(&s->rd_drained, seq0 + 1u, BLITZ__RELAXED);
-        if (r != -EAGAIN) {
+        if (r != BLITZ_EAGAIN) {
             if (blitz__op_result(op, r))
                 return BLITZ_READY;
             continue;

@@ -690,7 +690,7 @@ BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io
         sqe->off = a->len;
         if (linked) {
             /* The time limit: a LINK_TIMEOUT right behind the CONNECT
-             * cancels it (-ECANCELED) when it fires first. The kernel
+             * cancels it (BLITZ_ECANCELED) when it fires first. The kernel
              * copies the timespec when it takes the SQEs; the op keeps it
              * until then. Its own completion is of no interest. */
             sqe->flags |= IOSQE_IO_LINK;
@@ -912,7 +912,8 @@ static int blitz__uring_dispatch(blitz__io *io, blitz__ring *r) {
         while (head != tail && n < 64) {
             const struct io_uring_cqe *c = &r->cqes[head & *r->cq_mask];
             batch[n].user_data = c->user_data;
-            batch[n].res = c->res;
+            /* The kernel's -errno becomes blitz's code here, once. */
+            batch[n].res = c->res < 0 ? blitz__from_errno(-c->res) : c->res;
             batch[n].flags = c->flags;
             n++;
             head++;
@@ -1242,8 +1243,8 @@ BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_sock
             waiter = op;
             break;
         }
-    if (res == -ECANCELED && !s->closed && !blitz__u32_load(&io->shutdown, BLITZ__RELAXED))
-        res = -EAGAIN; /* not ours: re-armed by the next accept */
+    if (res == BLITZ_ECANCELED && !s->closed && !blitz__u32_load(&io->shutdown, BLITZ__RELAXED))
+        res = BLITZ_EAGAIN; /* not ours: re-armed by the next accept */
     if (res >= 0) {
         /* Queued even with a task waiting, which is woken to take it: a
          * descriptor stays the listener's (closed with it, or with the
@@ -1273,13 +1274,13 @@ BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_sock
                 blitz__uring_cancel_ud(io, r, (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
             }
         }
-    } else if (waiter && res != -EAGAIN) {
+    } else if (waiter && res != BLITZ_EAGAIN) {
         blitz__op_unlink(s, waiter);
         w = waiter->blitz__waker;
         waiter->blitz__waker = blitz_waker_noop();
-        waiter->blitz__res = (res == -ECANCELED && s->closed) ? BLITZ_ECLOSED : res;
+        waiter->blitz__res = (res == BLITZ_ECANCELED && s->closed) ? BLITZ_ECLOSED : res;
         blitz__op_set_state(waiter, BLITZ__IO_DONE);
-    } else if (res != -EAGAIN && res != -ECANCELED) {
+    } else if (res != BLITZ_EAGAIN && res != BLITZ_ECANCELED) {
         s->ms_err = res;
     }
     /* Ended with someone still waiting (an error ended it, or the kernel
@@ -1333,9 +1334,9 @@ static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
         k == BLITZ__OP_SEND_TO || BLITZ__OP_IS_FD(k)) {
         for (;;) {
             int64_t r = blitz__op_attempt(op);
-            if (r == -EINTR)
+            if (r == BLITZ_EINTR)
                 continue;
-            if (r == -EAGAIN) {
+            if (r == BLITZ_EAGAIN) {
                 if (hot)
                     blitz__u32_store(&s->rd_hot, 0, BLITZ__RELAXED);
                 break;

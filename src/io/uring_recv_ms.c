@@ -212,12 +212,12 @@ BLITZ_PRIVATE void blitz__io_recv_ms(blitz__io *io, blitz__ring *r, blitz_socket
     }
     if (res == 0) {
         s->rms_eof = 1;
-    } else if (res == -ENOBUFS) {
+    } else if (res == BLITZ_ENOBUFS) {
         s->rms_nobufs = 1;
         blitz__u64_fetch_add(&io->rms_nobufs_count, 1, BLITZ__RELAXED);
-    } else if (res == -EINVAL) {
+    } else if (res == BLITZ_EINVAL) {
         s->rms_off = 1;
-    } else if (res < 0 && res != -ECANCELED && !s->rms_err) {
+    } else if (res < 0 && res != BLITZ_ECANCELED && !s->rms_err) {
         s->rms_err = res;
     }
     if (ended) {

@@ -98,4 +98,22 @@ BLITZ_PRIVATE void blitz__pipe_grow(int fd, int size) {
     fcntl(fd, F_SETPIPE_SZ, size);
 }
 
+/* The I/O driver's attempts: -1 with errno (EAGAIN and the like are for
+ * the caller to read), never SIGPIPE, never blocking. */
+BLITZ_PRIVATE int blitz__accept_nb(int fd) {
+    return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+BLITZ_PRIVATE ssize_t blitz__send_nosig(int fd, const void *buf, size_t len) {
+    return send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+BLITZ_PRIVATE ssize_t blitz__sendmsg_nosig(int fd, const struct msghdr *m) {
+    return sendmsg(fd, m, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* The events poll(2) watches for a reader: the peer's end of the stream
+ * as well. */
+BLITZ_PRIVATE short blitz__poll_read_events(void) {
+    return (short)(POLLIN | POLLRDHUP);
+}
+
 #endif

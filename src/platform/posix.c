@@ -148,4 +148,40 @@ BLITZ_PRIVATE void blitz__pipe_grow(int fd, int size) {
     (void)size;
 }
 
+/* The I/O driver's attempts: -1 with errno, never blocking. The accepted
+ * socket gets its flags right after (a fork+exec in between may inherit
+ * it, which Linux's accept4 avoids); sockets made here carry SO_NOSIGPIPE
+ * where it exists, and elsewhere callers block SIGPIPE around writes. */
+BLITZ_PRIVATE int blitz__accept_nb(int fd) {
+    int s = accept(fd, NULL, NULL);
+    if (s < 0)
+        return -1;
+    int fl = fcntl(s, F_GETFL);
+    int ok =
+        fl >= 0 && fcntl(s, F_SETFL, fl | O_NONBLOCK) == 0 && fcntl(s, F_SETFD, FD_CLOEXEC) == 0;
+#if defined(SO_NOSIGPIPE)
+    int one = 1;
+    ok = ok && setsockopt(s, SOL_SOCKET, SO_NOSIGPIPE, &one, sizeof one) == 0;
+#endif
+    if (!ok) {
+        int e = errno;
+        close(s);
+        errno = e;
+        return -1;
+    }
+    return s;
+}
+BLITZ_PRIVATE ssize_t blitz__send_nosig(int fd, const void *buf, size_t len) {
+    return send(fd, buf, len, MSG_DONTWAIT);
+}
+BLITZ_PRIVATE ssize_t blitz__sendmsg_nosig(int fd, const struct msghdr *m) {
+    return sendmsg(fd, m, MSG_DONTWAIT);
+}
+
+/* The events poll(2) watches for a reader (a readable end of stream shows
+ * as POLLIN). */
+BLITZ_PRIVATE short blitz__poll_read_events(void) {
+    return POLLIN;
+}
+
 #endif
