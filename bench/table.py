@@ -79,7 +79,8 @@ def main():
         for _, rows, status, _ in refs:
             if n in rows and rows[n][0] > 0:
                 ref = rows[n][0]
-                row += [num(ref), "%.2f" % (value / ref)]
+                r = value / ref
+                row += [num(ref), "%.2f" % r if r >= 0.1 else "%.2g" % r]
             elif n in status:
                 row += [status[n], ""]
             else:
