@@ -11,7 +11,11 @@ LDLIBS  := -pthread
 SRC_FILES := $(wildcard src/*.txt src/*/*.c src/*/*.h) tools/manifest.txt tools/amalgamate.py
 TEST_FILES := blitz_tests.c $(wildcard tests/*.c tests/*.h)
 EXAMPLES := $(patsubst examples/%.c,%,$(wildcard examples/*.c))
-BENCHES  := $(patsubst bench/%.c,%,$(filter-out bench/bench_common.c,$(wildcard bench/*.c)))
+# bench/echo_load.c is a tool (the tcp group's own load client), not a benchmark.
+BENCHES  := $(patsubst bench/%.c,%,$(filter-out bench/bench_common.c bench/echo_load.c,$(wildcard bench/*.c)))
+# The sibling checkout with the anchors (optional: make bench runs without it).
+SHARED_DIR ?= ../shared
+export SHARED_DIR
 
 # The development header carries #line directives so diagnostics point into src/.
 DEV_HEADER := $(BUILD)/blitz_dev.h
@@ -165,15 +169,26 @@ $(BUILD)/bench/%: bench/%.c bench/bench_common.c bench/bench_common.h $(wildcard
 	$(CC) -std=c11 -Wall -Wextra -Wpedantic -Werror -O2 -g -pthread -D_GNU_SOURCE -I. \
 	  $< bench/bench_common.c -o $@ $(LDLIBS)
 
-# The anchors' TCP load client (Go and libuv anchors), a fallback for
-# bench/tcp.c when the Tokio anchor's client is not built.
-UV_ECHO_CLIENT := $(wildcard ../shared/anchors/libuv/echo_client.c)
+# The tcp group's own load client: plain POSIX, no blitz, so it loads only
+# the server. bench/tcp.c uses it when no anchor client is present.
+$(BUILD)/bench/echo_load: bench/echo_load.c
+	@mkdir -p $(BUILD)/bench
+	$(CC) -std=c11 -Wall -Wextra -Wpedantic -Werror -O2 -pthread $< -o $@ $(LDLIBS)
+
+# The anchors' TCP load client (Go and libuv anchors), preferred over ours
+# for bench/tcp.c when the Tokio anchor's client is not built.
+UV_ECHO_CLIENT := $(wildcard $(SHARED_DIR)/anchors/libuv/echo_client.c)
 $(BUILD)/bench/echo_client: $(UV_ECHO_CLIENT)
 	@mkdir -p $(BUILD)/bench
 	$(if $(UV_ECHO_CLIENT),gcc -O2 -Wall -o $@ $(UV_ECHO_CLIENT) -lpthread,@echo "no libuv echo_client.c")
 
-bench: $(addprefix $(BUILD)/bench/,$(BENCHES)) $(if $(UV_ECHO_CLIENT),$(BUILD)/bench/echo_client)
-	@bash bench/run.sh $(BUILD)/bench
+# Runs every group, then prints one table row per benchmark (with the
+# anchors' recorded figures when $(SHARED_DIR) has them); the bench= lines
+# go to $(BUILD)/bench/results.txt. BENCH_FILTER="a b" runs only benchmarks
+# whose names contain a or b.
+bench: $(addprefix $(BUILD)/bench/,$(BENCHES)) $(BUILD)/bench/echo_load \
+       $(if $(UV_ECHO_CLIENT),$(BUILD)/bench/echo_client)
+	@bash bench/run.sh $(BUILD)/bench $(BENCH_FILTER)
 
 bench-compare: $(addprefix $(BUILD)/bench/,$(BENCHES))
 	@bash bench/compare.sh $(BUILD)/bench

@@ -5,10 +5,13 @@
 #
 # DIR holds the programs built by `make build/bench/<name>` (sched, timers,
 # mem, ...).
-# stdout: one `bench=NAME value=N unit=U impl=blitz` line per benchmark;
-# everything else (raw samples, `# group=...` CPU reports, starvation notes,
-# build-free diagnostics) goes to stderr. FILTER arguments are passed to each
-# program (run only benchmarks whose name contains one of them).
+# The `bench=NAME value=N unit=U impl=blitz` lines go to DIR/results.txt
+# (BENCH_RESULTS overrides) for tools; after the run stdout gets a table of
+# them, beside the anchors' recorded figures when SHARED_DIR (default
+# ../shared beside the repository) has anchors/*/results.txt. Everything
+# else (progress, raw samples, `# group=...` CPU reports, starvation notes)
+# goes to stderr. FILTER arguments are passed to each program (run only
+# benchmarks whose name contains one of them).
 # Each program runs under `timeout` (BENCH_TIMEOUT_S, default 300 s) besides
 # its own watchdog. Exit status: 0 when every program succeeded.
 set -uo pipefail
@@ -20,6 +23,9 @@ fi
 DIR=$1
 shift
 LIMIT=${BENCH_TIMEOUT_S:-300}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SHARED=${SHARED_DIR:-$ROOT/../shared}
+RESULTS=${BENCH_RESULTS:-$DIR/results.txt}
 
 # Known programs first, in the anchor's group order, then any other.
 progs=()
@@ -28,7 +34,7 @@ for p in sched timers mem sync tcp; do
 done
 for p in "$DIR"/*; do
     [ -f "$p" ] && [ -x "$p" ] || continue
-    [ "$(basename "$p")" = echo_client ] && continue # a tool, not a benchmark
+    case "$(basename "$p")" in echo_client | echo_load) continue ;; esac # tools
     case " ${progs[*]} " in *" $p "*) continue ;; esac
     progs+=("$p")
 done
@@ -37,20 +43,31 @@ if [ "${#progs[@]}" -eq 0 ]; then
     exit 1
 fi
 
+: >"$RESULTS" || exit 1
 status=0
+failed=()
 for p in "${progs[@]}"; do
     name=$(basename "$p")
     echo "== $name" >&2
     start=$(date +%s)
-    # bench= lines to stdout, every other stdout line to stderr.
+    # bench= lines to the results file, every other stdout line to stderr.
     timeout -k 10 "$LIMIT" "$p" "$@" | while IFS= read -r line; do
         case "$line" in
-        bench=*) printf '%s\n' "$line" ;;
+        bench=*) printf '%s\n' "$line" >>"$RESULTS" ;;
         *) printf '%s\n' "$line" >&2 ;;
         esac
     done
     rc=${PIPESTATUS[0]}
     echo "== $name rc=$rc seconds=$(($(date +%s) - start))" >&2
-    [ "$rc" -eq 0 ] || status=1
+    [ "$rc" -eq 0 ] || { status=1; failed+=("$name"); }
 done
+
+echo
+if command -v python3 >/dev/null 2>&1; then
+    python3 "$ROOT/bench/table.py" "$RESULTS" "$SHARED"
+else
+    cat "$RESULTS"
+fi
+echo "bench= lines: $RESULTS"
+[ "$status" -eq 0 ] || echo "failed: ${failed[*]} (their output is above, on stderr)"
 exit $status

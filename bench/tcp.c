@@ -13,14 +13,22 @@
  *                            (65,536-byte buffer per connection, TCP_NODELAY)
  *                            until its stdin closes.
  *
- * The client, in order of preference (BENCH_TCP_CLIENT=tokio|uv forces one):
+ * The client, in order of preference (BENCH_TCP_CLIENT=tokio|uv|own forces
+ * one):
  *   tokio  the Tokio anchor's own client (`tokio-anchor echo-client --addr
  *          ... --impl blitz`), the one the anchor's numbers come from; found
  *          through TOKIO_ANCHOR_BIN, build/tokio-target/release/ (where
- *          make bench-compare builds it) or the anchor's own target/;
+ *          make bench-compare builds it) or the anchor's own target/ under
+ *          SHARED_DIR (default ../shared beside the repository);
  *   uv     ../shared/anchors/libuv/echo_client.c (the client of the Go and
  *          libuv anchors), built by the Makefile as build/bench/echo_client;
- *          its names and units are converted to the Tokio anchor's.
+ *          its names and units are converted to the Tokio anchor's;
+ *   own    bench/echo_load.c, built as build/bench/echo_load: the same
+ *          workload in plain POSIX C, for a checkout without the anchors.
+ * BENCH_TCP_WINDOW_S (default 3) shortens the echo windows and
+ * BENCH_TCP_BULK_MIB (default 1024) the bulk transfer of the uv and own
+ * clients, for quick checks; the figures are then not the anchors'
+ * workload.
  * The backend is the server's: BLITZ_BACKEND=io_uring|epoll|poll. The
  * server reports its CPU time per request on stderr (# server_cpu ...). */
 #define BLITZ_IMPLEMENTATION
@@ -156,17 +164,19 @@ static const char *find_tokio(char *buf, size_t n, const char *self) {
         *slash = 0;
     else
         memcpy(dir, ".", 2);
-    const char *cands[] = {"%s/../tokio-target/release/tokio-anchor",
-                           "%s/../../../shared/anchors/tokio/target/release/tokio-anchor"};
-    for (size_t i = 0; i < 2; i++) {
-        snprintf(buf, n, cands[i], dir);
-        if (file_exists(buf))
-            return buf;
-    }
-    return NULL;
+    snprintf(buf, n, "%s/../tokio-target/release/tokio-anchor", dir);
+    if (file_exists(buf))
+        return buf;
+    const char *shared = getenv("SHARED_DIR");
+    if (shared && *shared)
+        snprintf(buf, n, "%s/anchors/tokio/target/release/tokio-anchor", shared);
+    else
+        snprintf(buf, n, "%s/../../../shared/anchors/tokio/target/release/tokio-anchor", dir);
+    return file_exists(buf) ? buf : NULL;
 }
 
-static const char *find_uv(char *buf, size_t n, const char *self) {
+/* The tool `name` built beside this program (build/bench/), or NULL. */
+static const char *find_tool(char *buf, size_t n, const char *self, const char *name) {
     char dir[2048];
     if (strlen(self) >= sizeof dir)
         return NULL;
@@ -176,8 +186,23 @@ static const char *find_uv(char *buf, size_t n, const char *self) {
         *slash = 0;
     else
         memcpy(dir, ".", 2);
-    snprintf(buf, n, "%s/echo_client", dir);
+    snprintf(buf, n, "%s/%s", dir, name);
     return file_exists(buf) ? buf : NULL;
+}
+
+/* Passes on the client's bench= lines that the filter selects; 1 if the
+ * echo rate is among them. */
+static int pass_on(char *out) {
+    int ok = out && strstr(out, "bench=tcp_echo_c50_m64_rps") != NULL;
+    for (char *l = out ? strtok(out, "\n") : NULL; l; l = strtok(NULL, "\n")) {
+        char name[128];
+        if (!strncmp(l, "bench=", 6) && sscanf(l, "bench=%127s", name) == 1 &&
+            bench_selected(name)) {
+            printf("%s\n", l);
+            fflush(stdout);
+        }
+    }
+    return ok;
 }
 
 /* Runs argv, returns its stdout (malloc'd) or NULL. */
@@ -258,35 +283,38 @@ int main(int argc, char **argv) {
         bench_die("bad server banner '%s'", line);
     fprintf(stderr, "# echo-server pid=%d port=%d\n", (int)srv, port);
 
-    char tb[4200], ub[4200], addr[64], portstr[16];
+    char tb[4200], ub[4200], ob[4200], addr[64], portstr[16];
     snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
     snprintf(portstr, sizeof portstr, "%d", port);
     const char *want = getenv("BENCH_TCP_CLIENT");
     const char *tokio =
         (!want || !strcmp(want, "tokio")) ? find_tokio(tb, sizeof tb, argv[0]) : NULL;
-    const char *uv = (!want || !strcmp(want, "uv")) ? find_uv(ub, sizeof ub, argv[0]) : NULL;
+    const char *uv =
+        (!want || !strcmp(want, "uv")) ? find_tool(ub, sizeof ub, argv[0], "echo_client") : NULL;
+    const char *own =
+        (!want || !strcmp(want, "own")) ? find_tool(ob, sizeof ob, argv[0], "echo_load") : NULL;
+    /* Quick-check knobs (see the top of the file). */
+    char window[32], bulk[32];
+    snprintf(window, sizeof window, "%s",
+             getenv("BENCH_TCP_WINDOW_S") ? getenv("BENCH_TCP_WINDOW_S") : "3");
+    unsigned long long bulk_mib =
+        getenv("BENCH_TCP_BULK_MIB") ? strtoull(getenv("BENCH_TCP_BULK_MIB"), NULL, 10) : 1024;
+    char bulk_name[64];
+    snprintf(bulk_name, sizeof bulk_name, "tcp_bulk_%llumib", bulk_mib);
+    snprintf(bulk, sizeof bulk, "%llu", bench_selected(bulk_name) ? bulk_mib << 20 : 0);
     int status = 0;
     if (tokio) {
         fprintf(stderr, "# client: %s echo-client\n", tokio);
         char *cargv[] = {(char *)tokio, "echo-client", "--addr", addr, "--impl", "blitz", NULL};
         char *out = run_capture(cargv);
-        if (!out || !strstr(out, "bench=tcp_echo_c50_m64_rps"))
-            status = 1;
         /* The anchor's client prints the anchor's names: pass them on. */
-        for (char *l = out ? strtok(out, "\n") : NULL; l; l = strtok(NULL, "\n")) {
-            if (!strncmp(l, "bench=", 6)) {
-                char name[128];
-                if (sscanf(l, "bench=%127s", name) == 1 && bench_selected(name)) {
-                    printf("%s\n", l);
-                    fflush(stdout);
-                }
-            }
-        }
+        if (!pass_on(out))
+            status = 1;
         free(out);
     } else if (uv) {
         fprintf(stderr, "# client: %s (libuv anchor's echo_client)\n", uv);
         char *eargv[] = {(char *)uv, "-H", "127.0.0.1", "-p", portstr, "-m", "echo", "-c",
-                         "50",       "-s", "64",        "-w", "1",     "-d", "3",    "-r",
+                         "50",       "-s", "64",        "-w", "1",     "-d", window, "-r",
                          "5",        "-t", "1",         "-i", "blitz", NULL};
         char *out = run_capture(eargv);
         double rps = out ? field(out, "tcp_echo_50conn_64B_rps") : -1;
@@ -300,20 +328,38 @@ int main(int argc, char **argv) {
             bench_emit("tcp_echo_c50_m64_p50", p50 / 1000.0, "ms");
             bench_emit("tcp_echo_c50_m64_p99", p99 / 1000.0, "ms");
         }
-        if (bench_selected("tcp_bulk_1024mib")) {
-            char *bargv[] = {(char *)uv, "-H",         "127.0.0.1", "-p", portstr, "-m",    "bulk",
-                             "-b",       "1073741824", "-r",        "5",  "-i",    "blitz", NULL};
+        if (bulk_mib > 0 && bench_selected(bulk_name)) {
+            char *bargv[] = {(char *)uv, "-H", "127.0.0.1", "-p", portstr, "-m",    "bulk",
+                             "-b",       bulk, "-r",        "5",  "-i",    "blitz", NULL};
             out = run_capture(bargv);
-            double mbs = out ? field(out, "tcp_bulk_1GiB") : -1;
+            /* Named tcp_bulk_1GiB, or tcp_bulk_custom for another size. */
+            const char *b = out ? strstr(out, "bench=tcp_bulk_") : NULL;
+            const char *v = b ? strstr(b, " value=") : NULL;
+            double mbs = v ? atof(v + 7) : -1;
             free(out);
             if (mbs <= 0)
                 status = 1;
             else
-                bench_emit("tcp_bulk_1024mib", mbs, "MB/s");
+                bench_emit(bulk_name, mbs, "MB/s");
         }
+    } else if (own) {
+        fprintf(stderr, "# client: %s (blitz's own, plain POSIX)\n", own);
+        char *oargv[] = {(char *)own, "-H", "127.0.0.1", "-p", portstr, "-c", "50", "-s",
+                         "64",        "-w", "1",         "-d", window,  "-r", "5",  "-t",
+                         "1",         "-b", bulk,        "-i", "blitz", NULL};
+        char *out = run_capture(oargv);
+        if (!pass_on(out))
+            status = 1;
+        free(out);
     } else {
-        fprintf(stderr, "# no load client: build the Tokio anchor (make bench-compare) or "
-                        "build/bench/echo_client (make bench)\n");
+        if (want && strcmp(want, "own"))
+            fprintf(stderr,
+                    "# BENCH_TCP_CLIENT=%s: that client is not built (tokio: make "
+                    "bench-compare builds it; uv: needs the libuv anchor)\n",
+                    want);
+        else
+            fprintf(stderr, "# no load client: build/bench/echo_load is missing (make "
+                            "build/bench/echo_load)\n");
         status = 1;
     }
     close(in[1]); /* the server exits when its stdin closes */
