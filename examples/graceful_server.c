@@ -166,7 +166,7 @@ static blitz_poll client_poll(blitz_cx *cx, void *p) {
 
 static void client_cancel(void *p) {
     client *c = p;
-    blitz_io_cancel(&c->io);
+    blitz_io_cancel_op(NULL, &c->io);
     blitz_reader_cancel(NULL, &c->rd);
     if (c->sock)
         blitz_stream_close(&c->st);
@@ -267,7 +267,7 @@ int main(int argc, char **argv) {
         }
     }
     rc = blitz_runtime_run(rt, supervisor_poll, &sv, sizeof sv);
-    blitz_task_wait(acc);
+    blitz_join_blocking(acc);
     long accepted = ((acceptor *)blitz_task_state(acc))->accepted;
     blitz_task_release(&acc);
     printf("stopped%s%s: %ld connections accepted; at shutdown %llu finished, %llu cancelled\n",

@@ -83,7 +83,7 @@ static blitz_poll io_echo_conn_poll(blitz_cx *cx, void *p) {
 
 static void io_echo_conn_cancel(void *p) {
     io_echo_conn *e = p;
-    blitz_io_cancel(&e->op);
+    blitz_io_cancel_op(NULL, &e->op);
     blitz_sock_close(e->sock);
 }
 
@@ -803,7 +803,7 @@ static blitz_poll io_waiter_poll(blitz_cx *cx, void *p) {
 
 static void io_waiter_cancel(void *p) {
     io_waiter *w = p;
-    blitz_io_cancel(&w->op);
+    blitz_io_cancel_op(NULL, &w->op);
 }
 
 static int io_cancel_task(blitz_backend b) {
@@ -830,7 +830,7 @@ static int io_cancel_task(blitz_backend b) {
     TU_WAIT_GE(&started, 1, 5);
     tu_sleep_ms(20);
     CHECK_OK(blitz_task_cancel(t));
-    CHECK_EQ(blitz_task_wait(t), BLITZ_ECANCELED);
+    CHECK_EQ(blitz_join_blocking(t), BLITZ_ECANCELED);
     blitz_task_release(&t);
     /* The kernel may still have held the buffer: now give it data. */
     CHECK_EQ(write(sv[1], "late data", 9), 9);
@@ -856,7 +856,7 @@ static int io_cancel_task(blitz_backend b) {
     }
     CHECK_EQ(blitz_task_status(t), BLITZ_EAGAIN);
     CHECK_OK(blitz_sock_close(s));
-    CHECK_OK(blitz_task_wait(t));
+    CHECK_OK(blitz_join_blocking(t));
     CHECK_EQ(((io_waiter *)blitz_task_state(t))->result, BLITZ_ECLOSED);
     blitz_task_release(&t);
     close(sv[1]);
@@ -1134,7 +1134,7 @@ static int io_emfile(blitz_backend b) {
     for (int i = 0; i < nb; i++)
         close(burned[i]);
     setrlimit(RLIMIT_NOFILE, &old);
-    CHECK_OK(blitz_task_wait(t));
+    CHECK_OK(blitz_join_blocking(t));
     io_emfile_acceptor *done = blitz_task_state(t);
     CHECK_BASE(done->first == BLITZ_EMFILE || done->first == BLITZ_ENFILE, "first accept: %lld",
                (long long)done->first);
@@ -1388,7 +1388,7 @@ static int io_idle_wakeup(blitz_backend b) {
         tu_sleep_ms(5); /* the workers park */
         double t0 = tu_now();
         CHECK_EQ(write(sv[1], "x", 1), 1);
-        CHECK_OK(blitz_task_wait(t));
+        CHECK_OK(blitz_join_blocking(t));
         double dt = tu_now() - t0;
         if (dt > worst)
             worst = dt;
@@ -1573,7 +1573,7 @@ static int io_stress_10k(blitz_backend b) {
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     printf("# %d connections x 3 round trips in %.2f s\n", conns, tu_now() - t0);
     CHECK_OK(blitz_sock_close(m->listener));
-    CHECK_OK(blitz_task_wait(server));
+    CHECK_OK(blitz_join_blocking(server));
     CHECK_OK(blitz_task_status(server));
     blitz_task_release(&server);
     CHECK_OK(blitz_runtime_free(rt));

@@ -139,7 +139,7 @@ static int cs_recv_race_run(blitz_backend b, blitz_flavor f, int unix_stream, si
     cs_writer_arg wa = {peer, r.total, chunk, 7u + (uint32_t)rbuf};
     pthread_t w;
     CHECK_EQ(pthread_create(&w, NULL, cs_writer, &wa), 0);
-    CHECK_OK(blitz_task_wait(t));
+    CHECK_OK(blitz_join_blocking(t));
     const cs_reader *out = blitz_task_state(t);
     printf("# %s %s rbuf %zu chunk %zu: %ld reads, %ld timeouts\n", unix_stream ? "unix" : "tcp",
            f == BLITZ_CURRENT_THREAD ? "ct" : "mt", rbuf, chunk, out->reads, out->timeouts);
@@ -259,7 +259,7 @@ static int cs_send_race_run(blitz_backend b, int unix_stream) {
     CHECK_EQ(pthread_create(&rd, NULL, cs_slow_reader, &ra), 0);
     blitz_task *t = NULL;
     CHECK_OK(blitz_spawn(rt, cs_sender_poll, &s, sizeof s, &t));
-    CHECK_OK(blitz_task_wait(t));
+    CHECK_OK(blitz_join_blocking(t));
     const cs_sender *out = blitz_task_state(t);
     int64_t bad = out->bad_result;
     uint64_t sent = out->sent;
@@ -330,7 +330,7 @@ static int io_send_all_cancel_count(blitz_backend b) {
         s.len = len;
         blitz_task *t = NULL;
         CHECK_OK(blitz_spawn(rt, cs_send_all_poll, &s, sizeof s, &t));
-        CHECK_OK(blitz_task_wait(t));
+        CHECK_OK(blitz_join_blocking(t));
         const cs_send_all *out = blitz_task_state(t);
         CHECK(out->expired);
         CHECK_EQ(out->before_settle, BLITZ_ECANCELED);
@@ -381,7 +381,7 @@ static int io_close_dead_task(blitz_backend b) {
             TU_WAIT_GE(&started, 1, 5);
             tu_sleep_ms(20);
             CHECK_OK(blitz_task_cancel(t));
-            CHECK_EQ(blitz_task_wait(t), BLITZ_ECANCELED);
+            CHECK_EQ(blitz_join_blocking(t), BLITZ_ECANCELED);
             blitz_task_release(&t);
             if (late) {
                 CHECK_EQ(write(peer, "late", 4), 4);

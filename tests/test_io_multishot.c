@@ -131,7 +131,7 @@ static blitz_task *ms_spawn_reader(blitz_runtime *rt, blitz_socket *s, size_t ch
 }
 
 static void ms_reader_done(blitz_task **t) {
-    CHECK_OK(blitz_task_wait(*t));
+    CHECK_OK(blitz_join_blocking(*t));
     CHECK_OK(blitz_task_status(*t));
     ms_reader *r = blitz_task_state(*t);
     CHECK_EQ(r->got, r->total);
@@ -340,7 +340,7 @@ static void ms_accept_n(blitz_runtime *rt, blitz_socket *l, int n) {
     a.n = n;
     blitz_task *t = NULL;
     CHECK_OK(blitz_spawn(rt, ms_acceptor_poll, &a, sizeof a, &t));
-    CHECK_OK(blitz_task_wait(t));
+    CHECK_OK(blitz_join_blocking(t));
     blitz_task_release(&t);
 }
 

@@ -92,7 +92,7 @@ static int time_never_early(tu_flavor f) {
     }
     uint64_t worst = 0;
     for (long i = 0; i < n; i++) {
-        CHECK_OK(blitz_task_wait(h[i]));
+        CHECK_OK(blitz_join_blocking(h[i]));
         tm_sleeper *s = blitz_task_state(h[i]);
         CHECK_NOT_NULL(s);
         CHECK_GE(s->woke, s->deadline);
@@ -168,8 +168,8 @@ BLITZ_TEST(time_fires_during_long_poll_mt2) {
     CHECK_EQ(tu_ldi(&k.sleeper_done), 1);
     CHECK_GE(tu_ldl(&k.sleeper_done_at_us), 10000);
     CHECK_LT(tu_ldl(&k.sleeper_done_at_us), 200000);
-    CHECK_OK(blitz_task_wait(sl));
-    CHECK_OK(blitz_task_wait(spin));
+    CHECK_OK(blitz_join_blocking(sl));
+    CHECK_OK(blitz_join_blocking(spin));
     CHECK_OK(blitz_task_release(&sl));
     CHECK_OK(blitz_task_release(&spin));
     CHECK_OK(blitz_runtime_free(rt));
@@ -205,7 +205,7 @@ BLITZ_TEST(time_idle_no_cpu_mt2) {
     blitz_runtime *rt = tu_rt_new(TU_MT2);
     blitz_task *h = NULL;
     CHECK_OK(blitz_spawn(rt, tm_trivial_poll, NULL, 1, &h));
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     CHECK_OK(blitz_task_release(&h));
     tu_sleep_ms(50); /* let the workers spin out and park */
     double c0 = tm_cpu_ms();
@@ -233,7 +233,7 @@ BLITZ_TEST(time_idle_no_cpu_mt2) {
     fprintf(stderr, "# 1 s timer: %.2f ms cpu, fired after %.3f s\n", waited, wall);
     CHECK_GE(wall, 1.0);
     CHECK_LT(waited, 50.0);
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     tm_long_sleep *r = blitz_task_state(h);
     CHECK_NOT_NULL(r);
     CHECK_GE(r->woke, r->start + (uint64_t)BLITZ_SEC);
@@ -253,7 +253,7 @@ static int time_paused_hour(tu_flavor f) {
     double t0 = tu_now();
     blitz_task *h = NULL;
     CHECK_OK(blitz_spawn(rt, tm_sleeper_poll, &h1, sizeof h1, &h));
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     double wall = tu_now() - t0;
     CHECK_LT(wall, 1.0);
     tm_sleeper *r = blitz_task_state(h);
@@ -428,7 +428,7 @@ static int time_advance_fires_due(tu_flavor f) {
     if (ct)
         tt_drive_ct(rt);
     TU_WAIT_GE(&woke, 1, 5.0);
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     tm_adv_sleeper *r = blitz_task_state(h);
     CHECK_NOT_NULL(r);
     CHECK_EQ(r->start, v0);
@@ -439,7 +439,7 @@ static int time_advance_fires_due(tu_flavor f) {
     CHECK_EQ(blitz_time_now(rt), v0 + (uint64_t)(10 * BLITZ_MSEC));
     if (!ct) {
         atomic_store(&k.stop, 1);
-        CHECK_OK(blitz_task_wait(keeper));
+        CHECK_OK(blitz_join_blocking(keeper));
         CHECK_OK(blitz_task_release(&keeper));
     }
     CHECK_OK(blitz_runtime_free(rt));
@@ -745,7 +745,7 @@ static int time_cancel(tu_flavor f) {
     CHECK_EQ(tu_ldi(&polls), 1);
     CHECK_EQ(blitz_task_status(h), BLITZ_EAGAIN);
     tu_gate_open(&g);
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     tm_cancel_task *r = blitz_task_state(h);
     CHECK_NOT_NULL(r);
     CHECK_EQ(r->errors, 0);
@@ -857,7 +857,7 @@ static int time_cancel_race(tu_flavor f) {
         pthread_mutex_unlock(&sh.lock);
         if (had)
             blitz_waker_wake(w);
-        CHECK_OK(blitz_task_wait(h));
+        CHECK_OK(blitz_join_blocking(h));
         tm_race_task *r = blitz_task_state(h);
         CHECK_NOT_NULL(r);
         fired += r->fired;
@@ -1031,7 +1031,7 @@ static int time_shutdown_armed(tu_flavor f) {
             CHECK_OK(blitz_runtime_shutdown(rt));
             for (int i = 0; i < KEEP; i++) {
                 CHECK_EQ(blitz_task_status(h[i]), BLITZ_ECANCELED);
-                CHECK_EQ(blitz_task_wait(h[i]), BLITZ_ECANCELED);
+                CHECK_EQ(blitz_join_blocking(h[i]), BLITZ_ECANCELED);
                 CHECK_OK(blitz_task_release(&h[i]));
             }
             CHECK_OK(blitz_runtime_free(rt));

@@ -11,7 +11,7 @@
  *   try_    never waits (BLITZ_EFULL / BLITZ_EEMPTY when it would);
  *   async   an op struct in the task state (it embeds the waiter, so
  *           waiting allocates nothing), used with BLITZ_AWAIT, or wrapped
- *           as a blitz_op (blitz_op_chan_send, ...) for blitz_op_wait and
+ *           as a blitz_op (blitz_op_chan_send, ...) for blitz_op_run_blocking and
  *           the combinators (race, select, timeout);
  *   blocking for plain threads and blocking-pool jobs (returns
  *   BLITZ_EDEADLK inside a task).
@@ -99,7 +99,7 @@ BLITZ_API blitz_poll blitz_chan_send(blitz_cx *cx, blitz_chan_op *op, blitz_chan
  * the channel is closed and drained. `out` must stay valid until then. */
 BLITZ_API blitz_poll blitz_chan_recv(blitz_cx *cx, blitz_chan_op *op, blitz_chan *ch, void *out);
 
-/* The same ops as blitz_op values (for blitz_op_wait, race, select). */
+/* The same ops as blitz_op values (for blitz_op_run_blocking, race, select). */
 BLITZ_API blitz_op blitz_op_chan_send(blitz_chan_op *op, blitz_chan *ch, const void *value);
 BLITZ_API blitz_op blitz_op_chan_recv(blitz_chan_op *op, blitz_chan *ch, void *out);
 
@@ -113,7 +113,7 @@ BLITZ_API blitz_op blitz_op_chan_recv(blitz_chan_op *op, blitz_chan *ch, void *o
  * idle, pending or completed op, and from a task's cancel hook. */
 BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op);
 /* blitz_chan_op_cancel as a blitz_cancel_fn. */
-BLITZ_API void blitz_chan_cancel_op(blitz_cx *cx, void *op);
+BLITZ_API void blitz_chan_cancel(blitz_cx *cx, void *op);
 
 /* Blocking forms for plain threads: wait until sent / received.
  * BLITZ_OK, BLITZ_ECLOSED, BLITZ_EINVAL, BLITZ_EDEADLK inside a task. */
@@ -163,7 +163,7 @@ BLITZ_API blitz_poll blitz_oneshot_recv(blitz_cx *cx, blitz_oneshot *os);
  * value that already arrived in the cell (take it with try_recv). */
 BLITZ_API blitz_op blitz_op_oneshot_recv(blitz_oneshot *os);
 BLITZ_API void blitz_oneshot_recv_cancel(blitz_oneshot *os);
-BLITZ_API void blitz_oneshot_cancel_op(blitz_cx *cx, void *os);
+BLITZ_API void blitz_oneshot_cancel(blitz_cx *cx, void *os);
 /* Blocking receive for plain threads: BLITZ_OK with *out, BLITZ_ECLOSED,
  * BLITZ_EINVAL, BLITZ_EDEADLK inside a task. */
 BLITZ_API int blitz_oneshot_recv_blocking(blitz_oneshot *os, uint64_t *out);
@@ -227,7 +227,7 @@ BLITZ_API int blitz_broadcast_try_recv(blitz_broadcast_rx *rx, void *out);
 BLITZ_API blitz_poll blitz_broadcast_recv(blitz_cx *cx, blitz_broadcast_rx *rx, void *out);
 BLITZ_API blitz_op blitz_op_broadcast_recv(blitz_broadcast_rx *rx, void *out);
 BLITZ_API void blitz_broadcast_recv_cancel(blitz_broadcast_rx *rx);
-BLITZ_API void blitz_broadcast_cancel_op(blitz_cx *cx, void *rx);
+BLITZ_API void blitz_broadcast_cancel(blitz_cx *cx, void *rx);
 BLITZ_API int blitz_broadcast_recv_blocking(blitz_broadcast_rx *rx, void *out);
 
 /* ---- watch ------------------------------------------------------------------------ */
@@ -279,5 +279,5 @@ BLITZ_API int blitz_watch_has_changed(const blitz_watch_rx *rx);
 BLITZ_API blitz_poll blitz_watch_changed(blitz_cx *cx, blitz_watch_rx *rx);
 BLITZ_API blitz_op blitz_op_watch_changed(blitz_watch_rx *rx);
 BLITZ_API void blitz_watch_changed_cancel(blitz_watch_rx *rx);
-BLITZ_API void blitz_watch_cancel_op(blitz_cx *cx, void *rx);
+BLITZ_API void blitz_watch_cancel(blitz_cx *cx, void *rx);
 BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx);

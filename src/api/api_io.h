@@ -217,7 +217,7 @@ BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
  * is known to be open (e.g. under the lock of a table the task leaves
  * before it closes): the task's receive sees end of stream, its sends
  * fail, and it closes. On a current-thread runtime, completions are only
- * collected while a thread drives it (blitz_runtime_run, blitz_task_wait;
+ * collected while a thread drives it (blitz_runtime_run, blitz_join_blocking;
  * once more as the drive returns) or at blitz_runtime_free: a socket
  * closed from elsewhere with an op in the kernel keeps its descriptor
  * until then. A listener's address is free for a new listen of the same

@@ -55,7 +55,7 @@ BLITZ_API blitz_poll blitz_fd_writable(blitz_cx *cx, blitz_io *op, blitz_socket 
  * (the stream, the reader, the writer, the copy), a cancel function (a
  * blitz_cancel_fn, safe with cx NULL and on an idle or finished op), and a
  * blitz_op constructor, so they work with blitz_timeout_op, blitz_race and
- * blitz_op_wait (the blocking form). Results are in the object's `result`:
+ * blitz_op_run_blocking (the blocking form). Results are in the object's `result`:
  * a count >= 0 or a negative code.
  * ------------------------------------------------------------------------- */
 

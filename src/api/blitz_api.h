@@ -389,7 +389,7 @@ BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t);
  * running other tasks meanwhile; any other thread runs queued tasks of the
  * runtime while it waits (and drives a current-thread runtime).
  * Returns BLITZ_OK (completed), BLITZ_ECANCELED, BLITZ_EINVAL (NULL). */
-BLITZ_API int blitz_task_wait(blitz_task *t);
+BLITZ_API int blitz_join_blocking(blitz_task *t);
 
 /* BLITZ_OK when completed, BLITZ_ECANCELED when cancelled, BLITZ_EAGAIN while
  * not finished, BLITZ_EINVAL for NULL. Never blocks. */
@@ -430,7 +430,7 @@ BLITZ_API int blitz_cx_cancelled(blitz_cx *cx);
 BLITZ_API int blitz_cx_shield(blitz_cx *cx);
 BLITZ_API int blitz_cx_unshield(blitz_cx *cx);
 /* Index of the worker running this task (0 for current-thread), or -1 when
- * a non-worker thread runs it while it waits in blitz_task_wait. */
+ * a non-worker thread runs it while it waits in blitz_join_blocking. */
 BLITZ_API int blitz_cx_worker(blitz_cx *cx);
 
 /* ---------------------------------------------------------------------------

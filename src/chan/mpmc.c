@@ -519,13 +519,13 @@ BLITZ_API blitz_poll blitz_chan_recv(blitz_cx *cx, blitz_chan_op *op, blitz_chan
 BLITZ_API blitz_op blitz_op_chan_send(blitz_chan_op *op, blitz_chan *ch, const void *value) {
     if (op)
         blitz__chan_op_bind(op, ch, value);
-    return blitz_op_make(op ? blitz__chan_send_poll : NULL, blitz_chan_cancel_op, op);
+    return blitz_op_make(op ? blitz__chan_send_poll : NULL, blitz_chan_cancel, op);
 }
 
 BLITZ_API blitz_op blitz_op_chan_recv(blitz_chan_op *op, blitz_chan *ch, void *out) {
     if (op)
         blitz__chan_op_bind(op, ch, out);
-    return blitz_op_make(op ? blitz__chan_recv_poll : NULL, blitz_chan_cancel_op, op);
+    return blitz_op_make(op ? blitz__chan_recv_poll : NULL, blitz_chan_cancel, op);
 }
 
 BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op) {
@@ -562,7 +562,7 @@ BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op) {
     return op->result;
 }
 
-BLITZ_API void blitz_chan_cancel_op(blitz_cx *cx, void *op) {
+BLITZ_API void blitz_chan_cancel(blitz_cx *cx, void *op) {
     (void)cx;
     blitz_chan_op_cancel((blitz_chan_op *)op);
 }
@@ -572,7 +572,7 @@ BLITZ_API int blitz_chan_send_blocking(blitz_chan *ch, const void *value) {
         return BLITZ_EINVAL;
     blitz_chan_op op;
     memset(&op, 0, sizeof op);
-    int rc = blitz_op_wait(NULL, blitz_op_chan_send(&op, ch, value));
+    int rc = blitz_op_run_blocking(NULL, blitz_op_chan_send(&op, ch, value));
     return rc ? rc : op.result;
 }
 
@@ -581,6 +581,6 @@ BLITZ_API int blitz_chan_recv_blocking(blitz_chan *ch, void *out) {
         return BLITZ_EINVAL;
     blitz_chan_op op;
     memset(&op, 0, sizeof op);
-    int rc = blitz_op_wait(NULL, blitz_op_chan_recv(&op, ch, out));
+    int rc = blitz_op_run_blocking(NULL, blitz_op_chan_recv(&op, ch, out));
     return rc ? rc : op.result;
 }

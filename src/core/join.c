@@ -143,7 +143,7 @@ BLITZ_PRIVATE int blitz__wait_completion(blitz_runtime *rt, blitz__task *t, uint
     return blitz__task_is_complete(t);
 }
 
-BLITZ_API int blitz_task_wait(blitz_task *t) {
+BLITZ_API int blitz_join_blocking(blitz_task *t) {
     if (!t)
         return BLITZ_EINVAL;
     if (!blitz__task_is_complete(t)) {

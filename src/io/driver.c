@@ -1039,7 +1039,7 @@ BLITZ_API int blitz_io_cancel(blitz_io *op) {
     if (!op)
         return BLITZ_EINVAL;
     if (op->blitz__kind == BLITZ__OP_CONNECT && (op->blitz__flags & BLITZ__OPF_LIMIT_TIMER)) {
-        blitz_timer_cancel(blitz__connect_timer(op));
+        blitz_timer_cancel_op(NULL, blitz__connect_timer(op));
         blitz__connect_timer(op)->expired = 0;
     }
     int rc = blitz__io_cancel_state(op);
@@ -1257,12 +1257,12 @@ static blitz_poll blitz__connect_timed(blitz_cx *cx, blitz_io *op, blitz_poll p)
         return p;
     blitz_timer *t = blitz__connect_timer(op);
     if (p == BLITZ_READY) {
-        blitz_timer_cancel(t);
+        blitz_timer_cancel_op(NULL, t);
         return BLITZ_READY;
     }
     if (blitz_sleep_until(cx, t, t->deadline) == BLITZ_PENDING)
         return BLITZ_PENDING;
-    blitz_io_cancel(op);
+    blitz_io_cancel_op(NULL, op);
     t->expired = 1;
     return blitz__connect_timed_out(cx, op);
 }

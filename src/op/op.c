@@ -1,4 +1,4 @@
-/* Ops as values (blitz_op) and the blocking form of any op: blitz_op_wait
+/* Ops as values (blitz_op) and the blocking form of any op: blitz_op_run_blocking
  * polls it on the calling thread and sleeps on a per-thread parker between
  * polls. */
 #include "../time/time.h"
@@ -165,7 +165,7 @@ static int blitz__op_wait_in_task(blitz_runtime *rt, blitz_op op) {
         blitz__thread_parker_unref(tp); /* a task never queued runs no drop */
         return rc;
     }
-    rc = blitz_task_wait(t);
+    rc = blitz_join_blocking(t);
     blitz_task_release(&t);
     while (!blitz__u32_load(&freed, BLITZ__ACQUIRE))
         blitz__parker_park(&tp->parker, 0);
@@ -184,7 +184,7 @@ static int blitz__thread_may_block(const blitz__context *c) {
            (blitz__u64_load(&c->current->state, BLITZ__RELAXED) & BLITZ__TASK_BLOCKING) != 0;
 }
 
-BLITZ_API int blitz_op_wait(blitz_runtime *rt, blitz_op op) {
+BLITZ_API int blitz_op_run_blocking(blitz_runtime *rt, blitz_op op) {
     if (!op.poll)
         return BLITZ_EINVAL;
     if (!blitz__thread_may_block(blitz__context_get()))

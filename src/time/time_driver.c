@@ -258,7 +258,7 @@ BLITZ_API blitz_poll blitz_sleep_until(blitz_cx *cx, blitz_timer *t, uint64_t de
         return BLITZ_READY;
     }
     blitz_runtime *rt = blitz__cx_rt(cx);
-    /* A timer needs a runtime's wheel: blitz_op_wait without a runtime
+    /* A timer needs a runtime's wheel: blitz_op_run_blocking without a runtime
      * cannot sleep. */
     BLITZ_ASSERT(rt && "a timer polled outside any runtime");
     if (!rt)
@@ -337,7 +337,7 @@ BLITZ_API blitz_poll blitz_timeout(blitz_cx *cx, blitz_timer *t, int64_t ns, bli
     if (!cx || !t)
         return BLITZ_READY;
     if (inner == BLITZ_READY) {
-        blitz_timer_cancel(t);
+        blitz_timer_cancel_op(NULL, t);
         t->expired = 0;
         return BLITZ_READY;
     }
