@@ -86,7 +86,7 @@ static blitz_poll accept_op(blitz_cx *cx, void *p) {
     return blitz_tcp_accept(cx, &a->io, a->listener);
 }
 static void accept_cancel(blitz_cx *cx, void *p) {
-    blitz_io_cancel_op(cx, &((acceptor *)p)->io);
+    blitz_io_cancel(cx, &((acceptor *)p)->io);
 }
 
 static blitz_poll acceptor_poll(blitz_cx *cx, void *p) {
@@ -166,7 +166,7 @@ static blitz_poll client_poll(blitz_cx *cx, void *p) {
 
 static void client_cancel(void *p) {
     client *c = p;
-    blitz_io_cancel_op(NULL, &c->io);
+    blitz_io_cancel(NULL, &c->io);
     blitz_reader_cancel(NULL, &c->rd);
     if (c->sock)
         blitz_stream_close(&c->st);

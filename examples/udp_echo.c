@@ -52,7 +52,7 @@ static blitz_poll client_poll(blitz_cx *cx, void *p) {
         BLITZ_AWAIT(
             c, blitz_timeout_op(cx, &c->timer, BLITZ_SEC,
                                 blitz_udp_recv(cx, &c->io, c->sock, c->reply, sizeof c->reply - 1),
-                                blitz_io_cancel_op, &c->io));
+                                blitz_io_cancel, &c->io));
         if (!c->timer.expired && c->io.result == (int64_t)strlen(c->msg) &&
             memcmp(c->reply, c->msg, strlen(c->msg)) == 0)
             c->ok++;

@@ -769,7 +769,7 @@ static blitz_poll hooked_sleeper_poll(blitz_cx *cx, void *p) {
 static void hooked_sleeper_cancel(void *p) {
     hooked_sleeper *s = (hooked_sleeper *)p;
     CHECK(blitz_timer_armed(&s->timer));
-    CHECK_OK(blitz_timer_cancel(&s->timer));
+    blitz_timer_cancel(NULL, &s->timer);
     __atomic_fetch_add(s->hook_runs, 1, __ATOMIC_RELAXED);
 }
 
@@ -846,7 +846,7 @@ static blitz_poll timeout_op_parent_poll(blitz_cx *cx, void *p) {
         CHECK_OK(blitz_spawn(blitz_cx_runtime(cx), forever_poll, &f, sizeof f, &s->child));
     }
     BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, 50 * BLITZ_MSEC, blitz_join(cx, s->child),
-                                    blitz_join_cancel_op, s->child));
+                                    blitz_join_cancel, s->child));
     s->expired = s->timer.expired;
     s->join_bits_after = blitz__u64_load(&s->child->state, BLITZ__ACQUIRE) & BLITZ__TASK_JOIN_WAKER;
     CHECK(!blitz_timer_armed(&s->timer));

@@ -94,7 +94,7 @@ static blitz_poll cs_reader_poll(blitz_cx *cx, void *p) {
     while (r->got < r->total) {
         BLITZ_AWAIT(r, blitz_timeout_op(cx, &r->timer, BLITZ_MSEC,
                                         blitz_sock_recv(cx, &r->op, r->sock, r->buf, r->rbuf),
-                                        blitz_io_cancel_op, &r->op));
+                                        blitz_io_cancel, &r->op));
         if (r->timer.expired) {
             r->timeouts++;
             BLITZ_AWAIT(r, blitz_io_settle(cx, &r->op));
@@ -225,7 +225,7 @@ static blitz_poll cs_sender_poll(blitz_cx *cx, void *p) {
             s->buf[i] = io_pattern(s->sent + i);
         BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, BLITZ_MSEC,
                                         blitz_sock_send(cx, &s->op, s->sock, s->buf, s->n),
-                                        blitz_io_cancel_op, &s->op));
+                                        blitz_io_cancel, &s->op));
         if (s->timer.expired) {
             s->timeouts++;
             BLITZ_AWAIT(s, blitz_io_settle(cx, &s->op));
@@ -303,7 +303,7 @@ static blitz_poll cs_send_all_poll(blitz_cx *cx, void *p) {
     BLITZ_BEGIN(s);
     BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, 50 * BLITZ_MSEC,
                                     blitz_sock_send_all(cx, &s->op, s->sock, s->buf, s->len),
-                                    blitz_io_cancel_op, &s->op));
+                                    blitz_io_cancel, &s->op));
     s->expired = s->timer.expired;
     s->before_settle = s->op.result;
     BLITZ_AWAIT(s, blitz_io_settle(cx, &s->op));
@@ -458,7 +458,7 @@ static blitz_poll cs_late_poll(blitz_cx *cx, void *p) {
         CHECK_EQ(write(l->peer, l->got, 100), 100);
     }
     cs_run_task_work(cx, l);
-    CHECK_OK(blitz_io_cancel(&l->op));
+    blitz_io_cancel(NULL, &l->op);
     BLITZ_AWAIT(l, blitz_io_settle(cx, &l->op));
     l->settled = l->op.result;
     if (l->is_send) {

@@ -164,7 +164,7 @@ static blitz_poll io_busy_sender_poll(blitz_cx *cx, void *p) {
     if (s->polls++ == 0)
         atomic_fetch_add(s->started, 1);
     if (blitz_sock_send_all(cx, &s->op, s->sock, s->data, IO_BUSY_BYTES) == BLITZ_READY) {
-        blitz_timer_cancel_op(NULL, &s->tick);
+        blitz_timer_cancel(NULL, &s->tick);
         return BLITZ_READY;
     }
     /* Re-armed whenever it fired: the next poll comes from the timer even
@@ -176,8 +176,8 @@ static blitz_poll io_busy_sender_poll(blitz_cx *cx, void *p) {
 
 static void io_busy_sender_cancel(void *p) {
     io_busy_sender *s = p;
-    blitz_io_cancel_op(NULL, &s->op);
-    blitz_timer_cancel_op(NULL, &s->tick);
+    blitz_io_cancel(NULL, &s->op);
+    blitz_timer_cancel(NULL, &s->tick);
 }
 
 static int io_close_busy(blitz_backend b) {
@@ -594,7 +594,7 @@ static blitz_poll io_opwait_recv_poll(blitz_cx *cx, void *p) {
     return blitz_sock_recv(cx, &o->io, o->sock, o->buf, sizeof o->buf);
 }
 static void io_opwait_recv_cancel(blitz_cx *cx, void *p) {
-    blitz_io_cancel_op(cx, &((io_opwait_recv *)p)->io);
+    blitz_io_cancel(cx, &((io_opwait_recv *)p)->io);
 }
 
 static blitz_runtime *io_opwait_rt;

@@ -60,7 +60,7 @@ static blitz_poll op_child_poll(blitz_cx *cx, void *p) {
     BLITZ_END(s);
 }
 static void op_child_cancel(void *p) {
-    blitz_timer_cancel_op(NULL, &((op_child *)p)->timer);
+    blitz_timer_cancel(NULL, &((op_child *)p)->timer);
 }
 static blitz_spawn_opts op_child_opts(op_child *c, int id, int64_t ns, atomic_int *seq) {
     memset(c, 0, sizeof *c);

@@ -650,7 +650,7 @@ static blitz_poll tp_paused_poll(blitz_cx *cx, void *p) {
     if (blitz_spawn_blocking(blitz_cx_runtime(cx), tp_slow_fn, NULL, &s->h) != BLITZ_OK)
         BLITZ_RETURN(s);
     BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, BLITZ_SEC, blitz_join(cx, s->h),
-                                    blitz_join_cancel_op, s->h));
+                                    blitz_join_cancel, s->h));
     s->expired = s->timer.expired;
     blitz_task_release(&s->h);
     BLITZ_END(s);

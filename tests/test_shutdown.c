@@ -361,7 +361,7 @@ static void shut_race_check(shut_race_task *s) {
 static void shut_race_cancel(void *p) {
     shut_race_task *s = p;
     shut_race_check(s);
-    blitz_timer_cancel_op(NULL, &s->timer);
+    blitz_timer_cancel(NULL, &s->timer);
 }
 
 static void shut_race_drop(void *p) {

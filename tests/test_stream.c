@@ -505,7 +505,7 @@ static blitz_poll st_cancel_poll(blitz_cx *cx, void *p) {
     /* nothing to read: the timeout wins and withdraws the read */
     BLITZ_AWAIT(m, blitz_timeout_op(cx, &m->timer, 20 * BLITZ_MSEC,
                                     blitz_fd_read(cx, &m->op, m->r, m->buf, sizeof m->buf),
-                                    blitz_io_cancel_op, &m->op));
+                                    blitz_io_cancel, &m->op));
     CHECK_EQ(m->timer.expired, 1);
     CHECK(!blitz_io_pending(&m->op) ||
           blitz_runtime_backend(blitz_cx_runtime(cx)) == BLITZ_BACKEND_IO_URING);
@@ -548,7 +548,7 @@ static blitz_poll st_stuck_poll(blitz_cx *cx, void *p) {
     BLITZ_END(s);
 }
 static void st_stuck_cancel(void *p) {
-    blitz_io_cancel_op(NULL, &((st_stuck *)p)->op);
+    blitz_io_cancel(NULL, &((st_stuck *)p)->op);
 }
 
 static int st_cancel(blitz_backend b, tu_flavor f) {
@@ -619,7 +619,7 @@ static blitz_poll st_work_poll(blitz_cx *cx, void *p) {
 static void st_work_cancel(void *p) {
     st_work *w = p;
     blitz_cancel_token_wait_cancel(NULL, &w->tw);
-    blitz_timer_cancel_op(NULL, &w->timer);
+    blitz_timer_cancel(NULL, &w->timer);
 }
 
 typedef struct {
@@ -643,7 +643,7 @@ static blitz_poll st_acceptor_poll(blitz_cx *cx, void *p) {
     st_acceptor *a = p;
     BLITZ_BEGIN(a);
     for (;;) {
-        a->ops[0] = blitz_op_make(st_accept_op, blitz_io_cancel_op, &a->op);
+        a->ops[0] = blitz_op_make(st_accept_op, blitz_io_cancel, &a->op);
         a->ops[1] = blitz_op_cancel_token_wait(&a->tw, blitz_shutdown_token(a->sd));
         blitz_combo_reset(&a->combo);
         BLITZ_AWAIT(a, blitz_race(cx, &a->combo, a->ops, 2));

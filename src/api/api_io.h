@@ -23,7 +23,7 @@
  *
  *   BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, BLITZ_SEC,
  *                                   blitz_tcp_recv(cx, &s->op, s->sock, s->buf, n),
- *                                   blitz_io_cancel_op, &s->op));
+ *                                   blitz_io_cancel, &s->op));
  *
  * A limit is not a way to try without waiting: on io_uring a receive goes
  * to the kernel with the task's next pause, so a limit of 0 or a few
@@ -127,11 +127,10 @@ typedef struct blitz_io {
  * is cancelled asynchronously: its buffer stays the kernel's until the
  * cancellation completes, so reuse the buffer only after
  * blitz_io_settle is READY (polling the same op again also waits for it).
- * Safe to call on an idle or finished op. BLITZ_EINVAL for NULL. */
-BLITZ_API int blitz_io_cancel(blitz_io *op);
-/* blitz_io_cancel as a blitz_cancel_fn (for blitz_timeout_op and spawn
- * cancel hooks). */
-BLITZ_API void blitz_io_cancel_op(blitz_cx *cx, void *op);
+ * Safe to call on an idle or finished op, and with op or cx NULL. A
+ * blitz_cancel_fn (op is the blitz_io): pass it to blitz_timeout_op and
+ * blitz_op_make, call it from spawn cancel hooks. */
+BLITZ_API void blitz_io_cancel(blitz_cx *cx, void *op);
 /* READY once the kernel holds nothing of the op (always READY except
  * after a cancel of an io_uring op whose completion has not arrived).
  * Then a cancelled send that had sent bytes (the kernel performed it

@@ -34,8 +34,6 @@ BLITZ_API blitz_op blitz_op_join(blitz_task *t);
 /* Sleeps until `deadline_ns` (stored in t->deadline) / for `ns` from the
  * op's first poll (blitz_sleep_until / blitz_sleep; cancel disarms). */
 BLITZ_API blitz_op blitz_op_sleep_until(blitz_timer *t, uint64_t deadline_ns);
-/* Cancel function for timers, as a blitz_cancel_fn. */
-BLITZ_API void blitz_timer_cancel_op(blitz_cx *cx, void *timer);
 
 /* Runs an op to completion from a plain thread (the blocking form of every
  * awaitable). With `rt` NULL the op is polled on the calling thread, which

@@ -10,8 +10,8 @@
  * backend: readiness and the system call on epoll and poll, a POLL_ADD
  * followed by the system call on io_uring (so the kernel never holds your
  * buffer). They are blitz_io ops: the result is in op->result (bytes, 0 at
- * end of stream, or a negative code), blitz_io_cancel / blitz_io_cancel_op
- * withdraw them. A write to a pipe whose reader is gone returns
+ * end of stream, or a negative code), blitz_io_cancel
+ * withdraws them. A write to a pipe whose reader is gone returns
  * BLITZ_EPIPE; SIGPIPE never reaches the process for it.
  *
  * Regular files and /dev/null cannot be waited for (epoll refuses them):

@@ -354,9 +354,10 @@ typedef struct blitz_spawn_opts {
     /* Optional: called once when the task is completed as cancelled
      * (blitz_task_cancel, a cancel that became due, or shutdown), on the
      * thread that does it, before any joiner sees the task finished. It
-     * releases what the task's pending ops hold (blitz_timer_cancel,
-     * blitz_join_cancel), so the task's memory goes at once rather than when
-     * those ops would have fired. Not called when the task completes. */
+     * releases what the task's pending ops hold (their cancels, such as
+     * blitz_timer_cancel(NULL, &s->timer)), so the task's memory goes at once
+     * rather than when those ops would have fired. Not called when the task
+     * completes. */
     blitz_drop_fn cancel;
 } blitz_spawn_opts;
 
@@ -482,10 +483,10 @@ BLITZ_API uint64_t blitz_deadline_after(uint64_t now_ns, int64_t ns);
 BLITZ_API blitz_poll blitz_sleep(blitz_cx *cx, blitz_timer *t, int64_t ns);
 BLITZ_API blitz_poll blitz_sleep_until(blitz_cx *cx, blitz_timer *t, uint64_t deadline_ns);
 
-/* Disarms: afterwards the timer never fires and holds no reference to its
- * task. Safe to call twice, after it fired, and from any thread while it
- * fires. BLITZ_EINVAL for NULL. */
-BLITZ_API int blitz_timer_cancel(blitz_timer *t);
+/* Disarms the timer (op is the blitz_timer): afterwards it never fires and
+ * holds no reference to its task. Safe to call twice, after it fired, from
+ * any thread while it fires, and with op or cx NULL. */
+BLITZ_API void blitz_timer_cancel(blitz_cx *cx, void *timer);
 /* Nonzero while armed and not yet fired. */
 BLITZ_API int blitz_timer_armed(const blitz_timer *t);
 
@@ -506,7 +507,7 @@ typedef void (*blitz_cancel_fn)(blitz_cx *cx, void *op);
  * nothing is left registered when it returns READY with expired = 1:
  *   BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, BLITZ_SEC,
  *                                   blitz_join(cx, s->child),
- *                                   blitz_join_cancel_op, s->child)); */
+ *                                   blitz_join_cancel, s->child)); */
 BLITZ_API blitz_poll blitz_timeout_op(blitz_cx *cx, blitz_timer *t, int64_t ns, blitz_poll inner,
                                       blitz_cancel_fn cancel, void *op);
 
@@ -538,11 +539,10 @@ BLITZ_API blitz_poll blitz_interval_tick(blitz_cx *cx, blitz_interval *iv);
  * ns < 0. */
 BLITZ_API int blitz_time_advance(blitz_runtime *rt, int64_t ns);
 
-/* Removes the caller's registration from `t`'s join (after a timeout won):
- * the handle is not awaited any more and keeps no reference to the caller. */
-BLITZ_API void blitz_join_cancel(blitz_cx *cx, blitz_task *t);
-/* blitz_join_cancel as a blitz_cancel_fn (op is the blitz_task handle). */
-BLITZ_API void blitz_join_cancel_op(blitz_cx *cx, void *handle);
+/* Removes the caller's registration from a join (op is the blitz_task
+ * handle; after a timeout won): the handle is not awaited any more and
+ * keeps no reference to the caller. cx may be NULL. */
+BLITZ_API void blitz_join_cancel(blitz_cx *cx, void *handle);
 
 /* ---------------------------------------------------------------------------
  * Statistics

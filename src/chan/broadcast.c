@@ -374,18 +374,15 @@ BLITZ_API blitz_op blitz_op_broadcast_recv(blitz_broadcast_rx *rx, void *out) {
     return blitz_op_make(rx ? blitz__bc_recv_poll : NULL, blitz_broadcast_cancel, rx);
 }
 
-BLITZ_API void blitz_broadcast_recv_cancel(blitz_broadcast_rx *rx) {
+BLITZ_API void blitz_broadcast_cancel(blitz_cx *cx, void *op) {
+    blitz_broadcast_rx *rx = (blitz_broadcast_rx *)op;
+    (void)cx;
     if (!rx || !rx->blitz__bc || blitz__waiter_state(&rx->blitz__w) == BLITZ__WAITER_IDLE)
         return;
     blitz__mutex_lock(&rx->blitz__bc->lock);
     blitz_waker old = blitz__bc_withdraw_locked(rx);
     blitz__mutex_unlock(&rx->blitz__bc->lock);
     blitz_waker_drop(old);
-}
-
-BLITZ_API void blitz_broadcast_cancel(blitz_cx *cx, void *rx) {
-    (void)cx;
-    blitz_broadcast_recv_cancel((blitz_broadcast_rx *)rx);
 }
 
 BLITZ_API int blitz_broadcast_unsubscribe(blitz_broadcast_rx *rx) {

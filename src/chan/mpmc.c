@@ -528,16 +528,19 @@ BLITZ_API blitz_op blitz_op_chan_recv(blitz_chan_op *op, blitz_chan *ch, void *o
     return blitz_op_make(op ? blitz__chan_recv_poll : NULL, blitz_chan_cancel, op);
 }
 
-BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op) {
+BLITZ_API void blitz_chan_cancel(blitz_cx *cx, void *vop) {
+    blitz_chan_op *op = (blitz_chan_op *)vop;
+    (void)cx;
     if (!op)
-        return BLITZ_EINVAL;
+        return;
     uint32_t st = blitz__waiter_state(&op->blitz__w);
     if (st == BLITZ__WAITER_IDLE) {
         /* Nothing queued. A result already reported stays; an attempt
-         * that returned PENDING without queueing is withdrawn. */
-        if (op->result == BLITZ_EAGAIN)
+         * that returned PENDING without queueing, or an op never polled,
+         * is withdrawn. */
+        if (op->result == BLITZ_EAGAIN || !op->blitz__ch)
             op->result = BLITZ_ECANCELED;
-        return BLITZ_ECANCELED;
+        return;
     }
     if (st == BLITZ__WAITER_QUEUED) {
         blitz_chan *ch = op->blitz__ch;
@@ -552,19 +555,13 @@ BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op) {
             op->result = BLITZ_ECANCELED;
             blitz__mutex_unlock(&ch->lock);
             blitz_waker_drop(old);
-            return BLITZ_ECANCELED;
+            return;
         }
         blitz__mutex_unlock(&ch->lock);
     }
     /* Completed (DONE) but not yet polled: the op keeps what it got. */
     op->result = (int)(int64_t)op->blitz__w.blitz__value;
     blitz__waiter_reset(&op->blitz__w);
-    return op->result;
-}
-
-BLITZ_API void blitz_chan_cancel(blitz_cx *cx, void *op) {
-    (void)cx;
-    blitz_chan_op_cancel((blitz_chan_op *)op);
 }
 
 BLITZ_API int blitz_chan_send_blocking(blitz_chan *ch, const void *value) {

@@ -179,14 +179,10 @@ static blitz_poll blitz__oneshot_recv_poll(blitz_cx *cx, void *os) {
     return blitz_oneshot_recv(cx, (blitz_oneshot *)os);
 }
 
-BLITZ_API void blitz_oneshot_recv_cancel(blitz_oneshot *os) {
-    if (os)
-        blitz__oneshot_withdraw(os, 0);
-}
-
 BLITZ_API void blitz_oneshot_cancel(blitz_cx *cx, void *os) {
     (void)cx;
-    blitz_oneshot_recv_cancel((blitz_oneshot *)os);
+    if (os)
+        blitz__oneshot_withdraw((blitz_oneshot *)os, 0);
 }
 
 BLITZ_API blitz_op blitz_op_oneshot_recv(blitz_oneshot *os) {

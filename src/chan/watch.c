@@ -295,18 +295,15 @@ BLITZ_API blitz_op blitz_op_watch_changed(blitz_watch_rx *rx) {
     return blitz_op_make(rx ? blitz__watch_changed_poll : NULL, blitz_watch_cancel, rx);
 }
 
-BLITZ_API void blitz_watch_changed_cancel(blitz_watch_rx *rx) {
+BLITZ_API void blitz_watch_cancel(blitz_cx *cx, void *op) {
+    blitz_watch_rx *rx = (blitz_watch_rx *)op;
+    (void)cx;
     if (!rx || !rx->blitz__watch || blitz__waiter_state(&rx->blitz__w) == BLITZ__WAITER_IDLE)
         return;
     blitz__mutex_lock(&rx->blitz__watch->lock);
     blitz_waker old = blitz__watch_withdraw_locked(rx);
     blitz__mutex_unlock(&rx->blitz__watch->lock);
     blitz_waker_drop(old);
-}
-
-BLITZ_API void blitz_watch_cancel(blitz_cx *cx, void *rx) {
-    (void)cx;
-    blitz_watch_changed_cancel((blitz_watch_rx *)rx);
 }
 
 BLITZ_API int blitz_watch_unsubscribe(blitz_watch_rx *rx) {

@@ -1035,11 +1035,11 @@ BLITZ_PRIVATE blitz_poll blitz__io_op_poll(blitz_cx *cx, blitz_io *op, blitz_soc
 
 static int blitz__io_cancel_state(blitz_io *op);
 
-BLITZ_API int blitz_io_cancel(blitz_io *op) {
+static int blitz__io_cancel(blitz_io *op) {
     if (!op)
         return BLITZ_EINVAL;
     if (op->blitz__kind == BLITZ__OP_CONNECT && (op->blitz__flags & BLITZ__OPF_LIMIT_TIMER)) {
-        blitz_timer_cancel_op(NULL, blitz__connect_timer(op));
+        blitz_timer_cancel(NULL, blitz__connect_timer(op));
         blitz__connect_timer(op)->expired = 0;
     }
     int rc = blitz__io_cancel_state(op);
@@ -1116,9 +1116,9 @@ static int blitz__io_cancel_state(blitz_io *op) {
     return BLITZ_OK;
 }
 
-BLITZ_API void blitz_io_cancel_op(blitz_cx *cx, void *op) {
+BLITZ_API void blitz_io_cancel(blitz_cx *cx, void *op) {
     (void)cx;
-    blitz_io_cancel((blitz_io *)op);
+    (void)blitz__io_cancel((blitz_io *)op);
 }
 
 static int blitz__op_sends(uint32_t kind) {
@@ -1257,12 +1257,12 @@ static blitz_poll blitz__connect_timed(blitz_cx *cx, blitz_io *op, blitz_poll p)
         return p;
     blitz_timer *t = blitz__connect_timer(op);
     if (p == BLITZ_READY) {
-        blitz_timer_cancel_op(NULL, t);
+        blitz_timer_cancel(NULL, t);
         return BLITZ_READY;
     }
     if (blitz_sleep_until(cx, t, t->deadline) == BLITZ_PENDING)
         return BLITZ_PENDING;
-    blitz_io_cancel_op(NULL, op);
+    blitz_io_cancel(NULL, op);
     t->expired = 1;
     return blitz__connect_timed_out(cx, op);
 }

@@ -16,21 +16,17 @@ static blitz_poll blitz__join_op_poll(blitz_cx *cx, void *handle) {
     return blitz_join(cx, (blitz_task *)handle);
 }
 BLITZ_API blitz_op blitz_op_join(blitz_task *t) {
-    return blitz_op_make(blitz__join_op_poll, blitz_join_cancel_op, t);
+    return blitz_op_make(blitz__join_op_poll, blitz_join_cancel, t);
 }
 
 static blitz_poll blitz__sleep_op_poll(blitz_cx *cx, void *timer) {
     blitz_timer *t = (blitz_timer *)timer;
     return blitz_sleep_until(cx, t, t->deadline);
 }
-BLITZ_API void blitz_timer_cancel_op(blitz_cx *cx, void *timer) {
-    (void)cx;
-    blitz_timer_cancel((blitz_timer *)timer);
-}
 BLITZ_API blitz_op blitz_op_sleep_until(blitz_timer *t, uint64_t deadline_ns) {
     if (t)
         t->deadline = deadline_ns;
-    return blitz_op_make(blitz__sleep_op_poll, blitz_timer_cancel_op, t);
+    return blitz_op_make(blitz__sleep_op_poll, blitz_timer_cancel, t);
 }
 
 /* ---- the thread waker ---------------------------------------------------------- */
