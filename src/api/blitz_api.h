@@ -1,6 +1,47 @@
 /* Public declarations of blitz. This is the only source of the header half
  * of blitz.h; everything here is visible to every includer. */
 
+/* API conventions (frozen for 1.0)
+ *
+ * Names: public names are blitz_<object>_<verb>; private ones, including
+ * struct fields, have a double underscore (blitz__name). blitz_op_<name>
+ * makes a blitz_op value of an op.
+ *
+ * Waiting ops: an op is awaited in a task with
+ * BLITZ_AWAIT(s, blitz_<op>(cx, ...)) and has exactly one cancel,
+ * void blitz_<op>_cancel(blitz_cx *cx, void *op), a blitz_cancel_fn: pass
+ * it to blitz_op_make and blitz_timeout_op, or call it from a spawn cancel
+ * hook or any thread with cx NULL. `op` is the object the op waits in (the
+ * blitz_io, blitz_timer, blitz_task handle, channel op, ...). Cancels are
+ * safe on an idle, pending or finished op; what became of the op is in its
+ * result field where it has one. Actions that are not the
+ * cancel of an op keep their own names (blitz_task_cancel,
+ * blitz_group_cancel_all, blitz_cancel_token_cancel).
+ *
+ * Blocking forms: the form of an op that blocks a plain thread until it is
+ * done ends in _blocking (blitz_mutex_lock_blocking, blitz_join_blocking,
+ * blitz_group_next_blocking; blitz_op_run_blocking for any blitz_op).
+ *
+ * Lifetimes:
+ *   - objects the caller allocates (usually in task state) are set up with
+ *     blitz_<object>_init and, when they hold anything, torn down with
+ *     blitz_<object>_deinit; zero-filled is often a valid idle state;
+ *   - objects blitz allocates come from blitz_<object>_new and go with
+ *     blitz_<object>_free (blitz_free for buffers blitz hands out);
+ *   - reference-counted handles (blitz_task, blitz_process, channel
+ *     endpoints) are given up with _release; a _clone adds a reference. A
+ *     channel made by blitz_<kind>_new lives until its last endpoint is
+ *     released. Wakers are 16-byte values, not handles: blitz_waker_clone
+ *     and blitz_waker_drop, after their vtable.
+ *   - OS resources (sockets, files, streams) end with _close.
+ *
+ * Callbacks: a type is named for its role: blitz_poll_fn (a task's poll),
+ * blitz_drop_fn (frees what a task's state owns), blitz_cancel_hook_fn
+ * (a spawn's cancel hook), blitz_cancel_fn (an op's cancel).
+ *
+ * Errors: 0 (BLITZ_OK) or a negative BLITZ_E* code; functions that cannot
+ * fail or whose failure means nothing return void. */
+
 /* The implementation needs POSIX and Linux declarations (clock_gettime,
  * futex, CPU affinity); ask for them before the first system header. When
  * another system header came first, the compilers' default GNU dialects
@@ -149,6 +190,9 @@ typedef blitz_poll (*blitz_poll_fn)(blitz_cx *cx, void *state);
 /* Called once when a task's memory is reclaimed (after it finished or was
  * cancelled, and its handle was released), to free what the state owns. */
 typedef void (*blitz_drop_fn)(void *state);
+/* A spawn's cancel hook (blitz_spawn_opts.cancel): called once when the
+ * task is completed as cancelled, to cancel what its pending ops hold. */
+typedef void (*blitz_cancel_hook_fn)(void *state);
 /* A plain function run as a task by blitz_spawn_fn. */
 typedef void (*blitz_fn)(void *arg);
 
@@ -358,7 +402,7 @@ typedef struct blitz_spawn_opts {
      * blitz_timer_cancel(NULL, &s->timer)), so the task's memory goes at once
      * rather than when those ops would have fired. Not called when the task
      * completes. */
-    blitz_drop_fn cancel;
+    blitz_cancel_hook_fn cancel;
 } blitz_spawn_opts;
 
 /* Spawns a task running `poll` over a private copy of `size` bytes of
