@@ -765,8 +765,7 @@ static int st_shutdown(blitz_backend b, tu_flavor f) {
 }
 ST_TESTS(shutdown)
 
-/* ---- a stream of one's own (a vtable over memory), driven by blitz_op_run_blocking --------------
- */
+/* ---- a stream of one's own (a vtable over memory), driven by blitz_op_run_blocking ---- */
 
 typedef struct {
     const char *in;
