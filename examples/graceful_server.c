@@ -83,7 +83,7 @@ typedef struct {
 
 static blitz_poll accept_op(blitz_cx *cx, void *p) {
     acceptor *a = p;
-    return blitz_tcp_accept(cx, &a->io, a->listener);
+    return blitz_sock_accept(cx, &a->io, a->listener);
 }
 static void accept_cancel(blitz_cx *cx, void *p) {
     blitz_io_cancel(cx, &((acceptor *)p)->io);
@@ -154,7 +154,7 @@ static blitz_poll client_poll(blitz_cx *cx, void *p) {
         BLITZ_AWAIT(c, blitz_sleep(cx, &c->pause, c->start_ns));
         for (c->i = 0; c->i < 3; c->i++) {
             BLITZ_AWAIT(c, blitz_sleep(cx, &c->pause, 100 * BLITZ_MSEC));
-            BLITZ_AWAIT(c, blitz_tcp_send_all(cx, &c->io, c->sock, "hello\n", 6));
+            BLITZ_AWAIT(c, blitz_sock_send_all(cx, &c->io, c->sock, "hello\n", 6));
             BLITZ_AWAIT(c, blitz_reader_read_line(cx, &c->rd, c->line, sizeof c->line));
             if (c->rd.result > 0)
                 printf("quick client got \"%s\"\n", c->line);

@@ -247,7 +247,7 @@ BLITZ_TEST(bad_handles) {
     CHECK_EQ(blitz_task_release(NULL), BLITZ_EINVAL);
     blitz_task *none = NULL;
     CHECK_EQ(blitz_task_release(&none), BLITZ_ERELEASED);
-    CHECK_EQ(blitz_task_detach(&none), BLITZ_ERELEASED);
+    CHECK_EQ(blitz_task_release(&none), BLITZ_ERELEASED);
 
     /* Released twice: the second time is ERELEASED, and nothing is freed
      * twice (ASan would say so). */

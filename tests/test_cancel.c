@@ -484,7 +484,7 @@ static int drop_once(tu_flavor f) {
         tt_drive_ct(rt);
     else
         TU_WAIT_GE(&gate.waits, 1, 5.0);
-    CHECK_OK(blitz_task_detach(&idle));
+    CHECK_OK(blitz_task_release(&idle));
     CHECK_NULL(idle);
     tu_gate_open(&gate);
     if (ct) {

@@ -47,7 +47,7 @@ static blitz_poll io_relisten_poll(blitz_cx *cx, void *p) {
         BLITZ_AWAIT(r, blitz_unix_connect(cx, &r->op, &r->unix_addr));
         CHECK_OK(r->op.result);
         r->client = r->op.socket;
-        BLITZ_AWAIT(r, blitz_tcp_accept(cx, &r->op, r->listener));
+        BLITZ_AWAIT(r, blitz_sock_accept(cx, &r->op, r->listener));
         CHECK_OK(r->op.result);
         r->server = r->op.socket;
         blitz_sock_close(r->server);
@@ -62,7 +62,7 @@ static blitz_poll io_relisten_poll(blitz_cx *cx, void *p) {
          * connection would leave its own socket on the port). */
         CHECK_OK(io_relisten_tcp(rt, r));
         BLITZ_AWAIT(r, blitz_timeout_op(cx, &r->limit, 2 * BLITZ_MSEC,
-                                        blitz_tcp_accept(cx, &r->op, r->listener), blitz_io_cancel,
+                                        blitz_sock_accept(cx, &r->op, r->listener), blitz_io_cancel,
                                         &r->op));
         CHECK_BASE(r->limit.expired, "accept: %lld", (long long)r->op.result);
         BLITZ_AWAIT(r, blitz_io_settle(cx, &r->op));
@@ -140,7 +140,7 @@ static blitz_poll io_ct_close_poll(blitz_cx *cx, void *p) {
         c->byte = (char)('a' + c->round);
         BLITZ_AWAIT(c, blitz_sock_send_all(cx, &c->op, c->sock, &c->byte, 1));
         CHECK_EQ(c->op.result, 1);
-        BLITZ_AWAIT(c, blitz_tcp_recv(cx, &c->op, c->sock, &c->byte, 1));
+        BLITZ_AWAIT(c, blitz_sock_recv(cx, &c->op, c->sock, &c->byte, 1));
         CHECK_EQ(c->op.result, 1);
     }
     blitz_sock_close(c->sock);
@@ -378,8 +378,8 @@ static int io_dgram_empty_cancel(blitz_backend b) {
             CHECK_OK(blitz_udp_bind(rt, &any, 0, &d.rx));
             CHECK_OK(blitz_sock_local_addr(d.tx, &ta));
             CHECK_OK(blitz_sock_local_addr(d.rx, &ra));
-            CHECK_OK(blitz_udp_connect(d.tx, &ra));
-            CHECK_OK(blitz_udp_connect(d.rx, &ta));
+            CHECK_OK(blitz_sock_connect_dgram(d.tx, &ra));
+            CHECK_OK(blitz_sock_connect_dgram(d.rx, &ta));
         }
         CHECK_OK(blitz_runtime_run(rt, io_dgram_empty_poll, &d, sizeof d));
         CHECK_EQ(d.lost, 0);
@@ -407,7 +407,7 @@ static blitz_poll io_recvv_nothing_poll(blitz_cx *cx, void *p) {
     io_recvv_nothing *r = p;
     BLITZ_BEGIN(r);
     if (r->listener) {
-        BLITZ_AWAIT(r, blitz_tcp_accept(cx, &r->op, r->listener));
+        BLITZ_AWAIT(r, blitz_sock_accept(cx, &r->op, r->listener));
         CHECK_OK(r->op.result);
         r->sock = r->op.socket;
     }

@@ -565,7 +565,7 @@ static int spawn_fn_once(tu_flavor f) {
             CHECK_OK(blitz_spawn_fn(rt, spawn_fn_count, &calls, NULL));
         } else {
             CHECK_OK(blitz_spawn_fn(rt, spawn_fn_count, &calls, &h));
-            CHECK_OK(blitz_task_detach(&h));
+            CHECK_OK(blitz_task_release(&h));
         }
     }
     CHECK_OK(blitz_spawn_fn(rt, spawn_fn_count, &calls, &h));

@@ -636,7 +636,7 @@ typedef struct {
 
 static blitz_poll st_accept_op(blitz_cx *cx, void *p) {
     st_acceptor *a = (st_acceptor *)((char *)p - offsetof(st_acceptor, op));
-    return blitz_tcp_accept(cx, &a->op, a->listener);
+    return blitz_sock_accept(cx, &a->op, a->listener);
 }
 
 static blitz_poll st_acceptor_poll(blitz_cx *cx, void *p) {

@@ -457,7 +457,6 @@ BLITZ_API int blitz_task_cancel(blitz_task *t);
  * keeps running, detached; a finished one is freed. BLITZ_EINVAL for NULL,
  * BLITZ_ERELEASED when *t is already NULL (released twice). */
 BLITZ_API int blitz_task_release(blitz_task **t);
-#define blitz_task_detach(t) blitz_task_release(t)
 
 /* ---------------------------------------------------------------------------
  * Inside a task

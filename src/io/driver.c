@@ -1216,20 +1216,20 @@ BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *
     }
     return blitz__op_poll(cx, op, s, BLITZ__OP_SENDV, iov, (size_t)iovcnt, NULL, BLITZ__DIR_WRITE);
 }
-BLITZ_API blitz_poll blitz_udp_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
-                                       size_t len, const blitz_addr *to) {
+BLITZ_API blitz_poll blitz_sock_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                        const void *buf, size_t len, const blitz_addr *to) {
     if (op && blitz__op_state(op) == BLITZ__IO_IDLE && !blitz__addr_valid(to)) {
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
     return blitz__op_poll(cx, op, s, BLITZ__OP_SEND_TO, buf, len, to, BLITZ__DIR_WRITE);
 }
-BLITZ_API blitz_poll blitz_udp_recv_from(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
-                                         size_t len, blitz_addr *from) {
+BLITZ_API blitz_poll blitz_sock_recv_from(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
+                                          size_t len, blitz_addr *from) {
     return blitz__op_poll(cx, op, s, from ? BLITZ__OP_RECV_FROM : BLITZ__OP_RECV, buf, len, from,
                           BLITZ__DIR_READ);
 }
-BLITZ_API blitz_poll blitz_tcp_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener) {
+BLITZ_API blitz_poll blitz_sock_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener) {
     return blitz__op_poll(cx, op, listener, BLITZ__OP_ACCEPT, NULL, 0, NULL, BLITZ__DIR_READ);
 }
 
