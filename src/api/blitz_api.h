@@ -5,7 +5,10 @@
  *
  * Names: public names are blitz_<object>_<verb>; private ones, including
  * struct fields, have a double underscore (blitz__name). blitz_op_<name>
- * makes a blitz_op value of an op.
+ * makes a blitz_op value of an op. Each function has one name, no macro
+ * alias: calls that work on any socket are blitz_sock_*, and
+ * blitz_tcp_ / blitz_udp_ / blitz_unix_ name only what is specific to one
+ * kind (listen, bind, connect, options).
  *
  * Waiting ops: an op is awaited in a task with
  * BLITZ_AWAIT(s, blitz_<op>(cx, ...)) and has exactly one cancel,
