@@ -59,10 +59,10 @@ static blitz_poll conn_poll(blitz_cx *cx, void *p) {
     conn_task *c = p;
     BLITZ_BEGIN(c);
     for (;;) {
-        BLITZ_AWAIT(c, blitz_tcp_recv(cx, &c->op, c->sock, c->buf, sizeof c->buf));
+        BLITZ_AWAIT(c, blitz_sock_recv(cx, &c->op, c->sock, c->buf, sizeof c->buf));
         if (c->op.result <= 0)
             break;
-        BLITZ_AWAIT(c, blitz_tcp_send_all(cx, &c->op, c->sock, c->buf, (size_t)c->op.result));
+        BLITZ_AWAIT(c, blitz_sock_send_all(cx, &c->op, c->sock, c->buf, (size_t)c->op.result));
         if (c->op.result < 0)
             break;
     }
@@ -82,7 +82,7 @@ static blitz_poll accept_poll(blitz_cx *cx, void *p) {
     accept_task *a = p;
     BLITZ_BEGIN(a);
     for (;;) {
-        BLITZ_AWAIT(a, blitz_tcp_accept(cx, &a->op, a->listener));
+        BLITZ_AWAIT(a, blitz_sock_accept(cx, &a->op, a->listener));
         if (a->op.result < 0) {
             fprintf(stderr, "# accept error: %s\n", blitz_strerror((int)a->op.result));
             BLITZ_AWAIT(a, blitz_sleep(cx, &a->timer, 10 * BLITZ_MSEC));

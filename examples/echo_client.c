@@ -41,11 +41,11 @@ static blitz_poll client_poll(blitz_cx *cx, void *p) {
     memset(c->out, 'x', c->msg);
     while (blitz_cx_now(cx) < g_end_ns) {
         c->t0 = blitz_cx_now(cx);
-        BLITZ_AWAIT(c, blitz_tcp_send_all(cx, &c->io, c->sock, c->out, c->msg));
+        BLITZ_AWAIT(c, blitz_sock_send_all(cx, &c->io, c->sock, c->out, c->msg));
         if (c->io.result < 0)
             break;
         for (c->got = 0; c->got < c->msg; c->got += (size_t)c->io.result) {
-            BLITZ_AWAIT(c, blitz_tcp_recv(cx, &c->io, c->sock, c->in, c->msg - c->got));
+            BLITZ_AWAIT(c, blitz_sock_recv(cx, &c->io, c->sock, c->in, c->msg - c->got));
             if (c->io.result <= 0)
                 break;
         }
@@ -57,7 +57,7 @@ static blitz_poll client_poll(blitz_cx *cx, void *p) {
         if (g_nlat < MAX_SAMPLES)
             g_lat[g_nlat++] = (uint32_t)(blitz_cx_now(cx) - c->t0);
     }
-    blitz_tcp_close(c->sock);
+    blitz_sock_close(c->sock);
     BLITZ_END(c);
 }
 

@@ -20,14 +20,14 @@ static blitz_poll echo_conn_poll(blitz_cx *cx, void *p) {
     echo_conn *e = p;
     BLITZ_BEGIN(e);
     for (;;) {
-        BLITZ_AWAIT(e, blitz_tcp_recv(cx, &e->io, e->sock, e->buf, sizeof e->buf));
+        BLITZ_AWAIT(e, blitz_sock_recv(cx, &e->io, e->sock, e->buf, sizeof e->buf));
         if (e->io.result <= 0) /* 0 = the peer closed, < 0 = error */
             break;
-        BLITZ_AWAIT(e, blitz_tcp_send_all(cx, &e->io, e->sock, e->buf, (size_t)e->io.result));
+        BLITZ_AWAIT(e, blitz_sock_send_all(cx, &e->io, e->sock, e->buf, (size_t)e->io.result));
         if (e->io.result < 0)
             break;
     }
-    blitz_tcp_close(e->sock);
+    blitz_sock_close(e->sock);
     BLITZ_END(e);
 }
 
@@ -42,7 +42,7 @@ static blitz_poll acceptor_poll(blitz_cx *cx, void *p) {
     acceptor *a = p;
     BLITZ_BEGIN(a);
     for (;;) {
-        BLITZ_AWAIT(a, blitz_tcp_accept(cx, &a->io, a->listener));
+        BLITZ_AWAIT(a, blitz_sock_accept(cx, &a->io, a->listener));
         if (a->io.result < 0) { /* e.g. BLITZ_EMFILE: back off, keep listening */
             fprintf(stderr, "accept: %s\n", blitz_strerror((int)a->io.result));
             BLITZ_AWAIT(a, blitz_sleep(cx, &a->backoff, 10 * BLITZ_MSEC));
@@ -52,7 +52,7 @@ static blitz_poll acceptor_poll(blitz_cx *cx, void *p) {
         echo_conn c = {0};
         c.sock = a->io.socket;
         if (blitz_spawn(blitz_cx_runtime(cx), echo_conn_poll, &c, sizeof c, NULL) != BLITZ_OK)
-            blitz_tcp_close(c.sock);
+            blitz_sock_close(c.sock);
     }
     BLITZ_END(a);
 }

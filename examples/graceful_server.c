@@ -83,10 +83,10 @@ typedef struct {
 
 static blitz_poll accept_op(blitz_cx *cx, void *p) {
     acceptor *a = p;
-    return blitz_tcp_accept(cx, &a->io, a->listener);
+    return blitz_sock_accept(cx, &a->io, a->listener);
 }
 static void accept_cancel(blitz_cx *cx, void *p) {
-    blitz_io_cancel_op(cx, &((acceptor *)p)->io);
+    blitz_io_cancel(cx, &((acceptor *)p)->io);
 }
 
 static blitz_poll acceptor_poll(blitz_cx *cx, void *p) {
@@ -154,7 +154,7 @@ static blitz_poll client_poll(blitz_cx *cx, void *p) {
         BLITZ_AWAIT(c, blitz_sleep(cx, &c->pause, c->start_ns));
         for (c->i = 0; c->i < 3; c->i++) {
             BLITZ_AWAIT(c, blitz_sleep(cx, &c->pause, 100 * BLITZ_MSEC));
-            BLITZ_AWAIT(c, blitz_tcp_send_all(cx, &c->io, c->sock, "hello\n", 6));
+            BLITZ_AWAIT(c, blitz_sock_send_all(cx, &c->io, c->sock, "hello\n", 6));
             BLITZ_AWAIT(c, blitz_reader_read_line(cx, &c->rd, c->line, sizeof c->line));
             if (c->rd.result > 0)
                 printf("quick client got \"%s\"\n", c->line);
@@ -166,7 +166,7 @@ static blitz_poll client_poll(blitz_cx *cx, void *p) {
 
 static void client_cancel(void *p) {
     client *c = p;
-    blitz_io_cancel(&c->io);
+    blitz_io_cancel(NULL, &c->io);
     blitz_reader_cancel(NULL, &c->rd);
     if (c->sock)
         blitz_stream_close(&c->st);
@@ -267,7 +267,7 @@ int main(int argc, char **argv) {
         }
     }
     rc = blitz_runtime_run(rt, supervisor_poll, &sv, sizeof sv);
-    blitz_task_wait(acc);
+    blitz_join_blocking(acc);
     long accepted = ((acceptor *)blitz_task_state(acc))->accepted;
     blitz_task_release(&acc);
     printf("stopped%s%s: %ld connections accepted; at shutdown %llu finished, %llu cancelled\n",

@@ -21,7 +21,7 @@ typedef struct {
  * BLITZ_READY; a task that had to wait would return BLITZ_PENDING. */
 static blitz_poll hello_poll(blitz_cx *cx, void *p) {
     hello_state *s = p;
-    s->worker = blitz_cx_worker(cx); /* -1: the thread in blitz_task_wait ran it */
+    s->worker = blitz_cx_worker(cx); /* -1: the thread in blitz_join_blocking ran it */
     snprintf(s->greeting, sizeof s->greeting, "hello, %s!", s->name);
     return BLITZ_READY;
 }
@@ -48,7 +48,7 @@ int main(void) {
 
     /* Block this thread until the task has finished, then read its state
      * (the task's own copy, not `state`). */
-    rc = blitz_task_wait(task);
+    rc = blitz_join_blocking(task);
     if (rc == BLITZ_OK) {
         hello_state *done = blitz_task_state(task);
         if (done->worker >= 0)

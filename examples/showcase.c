@@ -133,7 +133,7 @@ static void print_stats(blitz_runtime *rt) {
     printf("  polled     tasks this worker polled");
     if (polled < st.total_polled)
         printf(" (the other %" PRIu64 " polls ran on the main thread\n"
-               "             while it waited in blitz_task_wait)",
+               "             while it waited in blitz_join_blocking)",
                st.total_polled - polled);
     printf("\n");
     if (blitz_runtime_flavor(rt) == BLITZ_CURRENT_THREAD) {
@@ -178,7 +178,7 @@ static int run(const char *title, blitz_flavor flavor, uint64_t expect) {
     blitz_task *spawner = NULL;
     rc = blitz_spawn(rt, spawner_poll, init, sizeof *init, &spawner);
     if (rc == BLITZ_OK)
-        rc = blitz_task_wait(spawner);
+        rc = blitz_join_blocking(spawner);
     double secs = now_s() - t0;
     free(init);
     if (rc != BLITZ_OK) {
@@ -488,7 +488,7 @@ int main(void) {
            blitz_version(), TASKS, BATCH);
     int failed = run("multi-thread", BLITZ_MULTI_THREAD, expect);
     printf("\nThe current-thread runtime has no worker threads: the thread that waits\n"
-           "(here main, in blitz_task_wait) runs the tasks, with no stealing and no\n"
+           "(here main, in blitz_join_blocking) runs the tasks, with no stealing and no\n"
            "cross-thread wake-ups.\n");
     failed |= run("current-thread", BLITZ_CURRENT_THREAD, expect);
     failed |= run_io();

@@ -22,11 +22,11 @@ static blitz_poll server_poll(blitz_cx *cx, void *p) {
     server *s = p;
     BLITZ_BEGIN(s);
     while (!s->limit || s->served < s->limit) {
-        BLITZ_AWAIT(s, blitz_udp_recv_from(cx, &s->io, s->sock, s->buf, sizeof s->buf, &s->from));
+        BLITZ_AWAIT(s, blitz_sock_recv_from(cx, &s->io, s->sock, s->buf, sizeof s->buf, &s->from));
         if (s->io.result < 0)
             break;
-        BLITZ_AWAIT(s,
-                    blitz_udp_send_to(cx, &s->io, s->sock, s->buf, (size_t)s->io.result, &s->from));
+        BLITZ_AWAIT(
+            s, blitz_sock_send_to(cx, &s->io, s->sock, s->buf, (size_t)s->io.result, &s->from));
         s->served++;
     }
     BLITZ_END(s);
@@ -47,12 +47,12 @@ static blitz_poll client_poll(blitz_cx *cx, void *p) {
     BLITZ_BEGIN(c);
     for (c->i = 0; c->i < 10; c->i++) {
         snprintf(c->msg, sizeof c->msg, "hello %d", c->i);
-        BLITZ_AWAIT(c, blitz_udp_send_to(cx, &c->io, c->sock, c->msg, strlen(c->msg), &c->to));
+        BLITZ_AWAIT(c, blitz_sock_send_to(cx, &c->io, c->sock, c->msg, strlen(c->msg), &c->to));
         /* UDP may drop: wait at most a second for the answer. */
         BLITZ_AWAIT(
             c, blitz_timeout_op(cx, &c->timer, BLITZ_SEC,
-                                blitz_udp_recv(cx, &c->io, c->sock, c->reply, sizeof c->reply - 1),
-                                blitz_io_cancel_op, &c->io));
+                                blitz_sock_recv(cx, &c->io, c->sock, c->reply, sizeof c->reply - 1),
+                                blitz_io_cancel, &c->io));
         if (!c->timer.expired && c->io.result == (int64_t)strlen(c->msg) &&
             memcmp(c->reply, c->msg, strlen(c->msg)) == 0)
             c->ok++;

@@ -217,10 +217,10 @@ static int bad_spawn(tu_flavor f) {
     /* And the runtime still works after all that. */
     CHECK_OK(blitz_spawn(rt, basics_count_poll, state, sizeof state, &h));
     CHECK_NOT_NULL(h);
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     CHECK_OK(blitz_task_release(&h));
     CHECK_OK(blitz_spawn_fn(rt, basics_fn, &fn_calls, &h));
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     CHECK_OK(blitz_task_release(&h));
     CHECK_EQ(tu_ldi(&basics_polls), 1);
     CHECK_EQ(tu_ldi(&fn_calls), 1);
@@ -240,14 +240,14 @@ BLITZ_TEST(bad_run) {
 }
 
 BLITZ_TEST(bad_handles) {
-    CHECK_EQ(blitz_task_wait(NULL), BLITZ_EINVAL);
+    CHECK_EQ(blitz_join_blocking(NULL), BLITZ_EINVAL);
     CHECK_EQ(blitz_task_status(NULL), BLITZ_EINVAL);
     CHECK_NULL(blitz_task_state(NULL));
     CHECK_EQ(blitz_task_cancel(NULL), BLITZ_EINVAL);
     CHECK_EQ(blitz_task_release(NULL), BLITZ_EINVAL);
     blitz_task *none = NULL;
     CHECK_EQ(blitz_task_release(&none), BLITZ_ERELEASED);
-    CHECK_EQ(blitz_task_detach(&none), BLITZ_ERELEASED);
+    CHECK_EQ(blitz_task_release(&none), BLITZ_ERELEASED);
 
     /* Released twice: the second time is ERELEASED, and nothing is freed
      * twice (ASan would say so). */
@@ -255,7 +255,7 @@ BLITZ_TEST(bad_handles) {
     char state[8] = {0};
     blitz_task *h = NULL;
     CHECK_OK(blitz_spawn(rt, basics_count_poll, state, sizeof state, &h));
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     CHECK_OK(blitz_task_release(&h));
     CHECK_NULL(h);
     CHECK_EQ(blitz_task_release(&h), BLITZ_ERELEASED);
@@ -316,7 +316,7 @@ static int deadlock_inside_task(tu_flavor f) {
     /* Not shut down: spawning still works. */
     blitz_task *h = NULL;
     CHECK_OK(blitz_spawn(rt, basics_count_poll, &s, sizeof s, &h));
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     CHECK_OK(blitz_task_release(&h));
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
@@ -389,7 +389,7 @@ static int state_sizes(tu_flavor f) {
         CHECK_OK(blitz_spawn(rt, basics_sized_poll, buf, n, &h));
         /* The task has its own copy: changing ours now changes nothing. */
         memset(buf + sizeof hdr, 0xee, n - sizeof hdr);
-        CHECK_OK(blitz_task_wait(h));
+        CHECK_OK(blitz_join_blocking(h));
         uint8_t *st = blitz_task_state(h);
         CHECK_NOT_NULL(st);
         CHECK_PTR_EQ(st, blitz_task_state(h));
@@ -406,14 +406,14 @@ static int state_sizes(tu_flavor f) {
     uint8_t one = 41;
     blitz_task *h = NULL;
     CHECK_OK(blitz_spawn(rt, basics_byte_poll, &one, 1, &h));
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     CHECK_EQ(*(uint8_t *)blitz_task_state(h), 42);
     CHECK_EQ(one, 41);
     CHECK_OK(blitz_task_release(&h));
 
     /* The largest state, zero-filled (state NULL). */
     CHECK_OK(blitz_spawn(rt, basics_sized_poll, NULL, (size_t)BLITZ_MAX_STATE_SIZE, &h));
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     basics_sized *big = blitz_task_state(h);
     CHECK_NOT_NULL(big);
     CHECK_EQ(big->ok, 1);
@@ -422,7 +422,7 @@ static int state_sizes(tu_flavor f) {
 
     blitz_spawn_opts o = {basics_byte_poll, NULL, 1, NULL, NULL};
     CHECK_OK(blitz_spawn_ex(rt, &o, &h));
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     CHECK_EQ(*(uint8_t *)blitz_task_state(h), 1);
     CHECK_OK(blitz_task_release(&h));
     CHECK_OK(blitz_runtime_free(rt));

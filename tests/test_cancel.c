@@ -36,7 +36,7 @@ BLITZ_TEST(cancel_idle_now_ct) {
     tu_thread_join(&th);
     CHECK_EQ(w.rc, BLITZ_ECANCELED);
     CHECK_EQ(tt_joiner_result(&j2), BLITZ_ECANCELED);
-    CHECK_EQ(blitz_task_wait(a), BLITZ_ECANCELED);
+    CHECK_EQ(blitz_join_blocking(a), BLITZ_ECANCELED);
     /* Cancelling again changes nothing. */
     CHECK_OK(blitz_task_cancel(a));
     CHECK_EQ(blitz_task_status(a), BLITZ_ECANCELED);
@@ -70,7 +70,7 @@ static int cancel_idle(tu_flavor f) {
         CHECK_OK(blitz_task_cancel(a));
         tu_thread_join(&th);
         CHECK_EQ(w.rc, BLITZ_ECANCELED);
-        CHECK_EQ(blitz_task_wait(a), BLITZ_ECANCELED);
+        CHECK_EQ(blitz_join_blocking(a), BLITZ_ECANCELED);
         CHECK_EQ(blitz_task_status(a), BLITZ_ECANCELED);
         CHECK_EQ(tt_joiner_result(&j), BLITZ_ECANCELED);
         CHECK_EQ(tt_state(a)->value, 7);
@@ -98,7 +98,7 @@ BLITZ_TEST(cancel_queued_ct) {
     blitz_task *a = tt_spawn(rt, CM_READY, NULL, &pr);
     CHECK_OK(blitz_task_cancel(a));
     CHECK_OK(blitz_task_cancel(a));
-    CHECK_EQ(blitz_task_wait(a), BLITZ_ECANCELED);
+    CHECK_EQ(blitz_join_blocking(a), BLITZ_ECANCELED);
     CHECK_EQ(blitz_task_status(a), BLITZ_ECANCELED);
     CHECK_EQ(tu_ldi(&pr.polls), 0); /* never polled */
     CHECK_EQ(tt_state(a)->value, 7);
@@ -128,7 +128,7 @@ static int cancel_queued_mt(uint32_t workers) {
     tt_unblock(&bl);
     for (int i = 0; i < N; i++) {
         int want = i % 2 ? BLITZ_OK : BLITZ_ECANCELED;
-        CHECK_EQ(blitz_task_wait(h[i]), want);
+        CHECK_EQ(blitz_join_blocking(h[i]), want);
         CHECK_EQ(tt_joiner_result(&j[i]), want);
         CHECK_EQ(tu_ldi(&pr[i].polls), i % 2 ? 1 : 0);
         CHECK_EQ(tt_state(h[i])->value, i % 2 ? 1007 : 7);
@@ -161,7 +161,7 @@ static int cancel_running_mt(uint32_t workers) {
             CHECK_OK(blitz_task_cancel(a));
             atomic_store(&pr.go, 1);
             int want = then == THEN_READY ? BLITZ_OK : BLITZ_ECANCELED;
-            CHECK_EQ(blitz_task_wait(a), want);
+            CHECK_EQ(blitz_join_blocking(a), want);
             CHECK_EQ(tt_joiner_result(&j), want);
             CHECK_EQ(tu_ldi(&pr.saw_cancelled), 1);
             CHECK_BASE(tu_ldi(&pr.polls) == 1, "then=%d: polled %d times after the cancel", then,
@@ -201,7 +201,7 @@ static int cancel_self(tu_flavor f) {
             tt_unblock(&bl);
         blitz_task *h = self;
         int want = then == THEN_READY ? BLITZ_OK : BLITZ_ECANCELED;
-        CHECK_EQ(blitz_task_wait(h), want);
+        CHECK_EQ(blitz_join_blocking(h), want);
         CHECK_EQ(tu_ldi(&pr.cancel_rc), BLITZ_OK);
         CHECK_EQ(tu_ldi(&pr.saw_cancelled), 1);
         CHECK_EQ(tu_ldi(&pr.polls), 1);
@@ -219,11 +219,11 @@ static int cancel_after_complete(tu_flavor f) {
     tt_probe pr;
     memset(&pr, 0, sizeof pr);
     blitz_task *a = tt_spawn(rt, CM_YIELD_ONCE, NULL, &pr);
-    CHECK_OK(blitz_task_wait(a));
+    CHECK_OK(blitz_join_blocking(a));
     CHECK_OK(blitz_task_cancel(a));
     CHECK_OK(blitz_task_cancel(a));
     CHECK_OK(blitz_task_status(a));
-    CHECK_OK(blitz_task_wait(a));
+    CHECK_OK(blitz_join_blocking(a));
     CHECK_EQ(tt_state(a)->value, 1007);
     /* A joiner that comes later still sees OK. */
     blitz_task *j = tt_spawn_joiner(rt, a);
@@ -298,7 +298,7 @@ static int cancel_shield(tu_flavor f) {
         CHECK_EQ(tu_ldi(&pr.polls), 1);
         tu_gate_open(&g);
         int want = then == THEN_READY ? BLITZ_OK : BLITZ_ECANCELED;
-        CHECK_EQ(blitz_task_wait(a), want);
+        CHECK_EQ(blitz_join_blocking(a), want);
         CHECK_EQ(tt_joiner_result(&j), want);
         cancel_shielded *r = blitz_task_state(a);
         CHECK_NOT_NULL(r);
@@ -397,7 +397,7 @@ static int cancel_race(uint32_t workers) {
         atomic_store(&r.batch, b);
         /* Wait on them while the canceller cancels. */
         for (int i = 0; i < K; i++) {
-            int rc = blitz_task_wait(tasks[i]);
+            int rc = blitz_join_blocking(tasks[i]);
             CHECK_BASE(rc == BLITZ_OK || rc == BLITZ_ECANCELED, "wait returned %d", rc);
             CHECK_EQ(blitz_task_status(tasks[i]), rc);
             CHECK_EQ(tt_joiner_result(&joiners[i]), rc);
@@ -459,7 +459,7 @@ static int drop_once(tu_flavor f) {
     int ct = f.flavor == BLITZ_CURRENT_THREAD;
 
     blitz_task *done = tt_spawn(rt, CM_YIELD_ONCE, NULL, &pr[D_COMPLETED]);
-    CHECK_OK(blitz_task_wait(done));
+    CHECK_OK(blitz_join_blocking(done));
     tu_sleep_ms(5);
     CHECK_EQ(tu_ldi(&pr[D_COMPLETED].drops), 0); /* the handle still holds it */
     CHECK_EQ(tt_state(done)->value, 1007);
@@ -472,7 +472,7 @@ static int drop_once(tu_flavor f) {
     else
         TU_WAIT_GE(&pr[D_CANCELLED].polls, 1, 5.0);
     CHECK_OK(blitz_task_cancel(canc));
-    CHECK_EQ(blitz_task_wait(canc), BLITZ_ECANCELED);
+    CHECK_EQ(blitz_join_blocking(canc), BLITZ_ECANCELED);
     tu_sleep_ms(5);
     CHECK_EQ(tu_ldi(&pr[D_CANCELLED].drops), 0);
     tt_release_dropped(&canc, &pr[D_CANCELLED]);
@@ -484,7 +484,7 @@ static int drop_once(tu_flavor f) {
         tt_drive_ct(rt);
     else
         TU_WAIT_GE(&gate.waits, 1, 5.0);
-    CHECK_OK(blitz_task_detach(&idle));
+    CHECK_OK(blitz_task_release(&idle));
     CHECK_NULL(idle);
     tu_gate_open(&gate);
     if (ct) {

@@ -92,16 +92,17 @@ BLITZ_TEST(chan_try_basics) {
     CHECK_EQ(v, 8);
     CHECK_EQ(blitz_chan_try_recv(ch, &v), BLITZ_ECLOSED);
     /* Ops with bad input finish at once with BLITZ_EINVAL; an op without
-     * an object is refused by blitz_op_wait. */
+     * an object is refused by blitz_op_run_blocking. */
     blitz_chan_op op;
     memset(&op, 0, sizeof op);
-    CHECK_OK(blitz_op_wait(NULL, blitz_op_chan_recv(&op, NULL, &v)));
+    CHECK_OK(blitz_op_run_blocking(NULL, blitz_op_chan_recv(&op, NULL, &v)));
     CHECK_EQ(op.result, BLITZ_EINVAL);
-    CHECK_OK(blitz_op_wait(NULL, blitz_op_chan_send(&op, ch, NULL)));
+    CHECK_OK(blitz_op_run_blocking(NULL, blitz_op_chan_send(&op, ch, NULL)));
     CHECK_EQ(op.result, BLITZ_EINVAL);
-    CHECK_EQ(blitz_op_wait(NULL, blitz_op_chan_send(NULL, ch, &v)), BLITZ_EINVAL);
-    CHECK_EQ(blitz_chan_op_cancel(NULL), BLITZ_EINVAL);
-    CHECK_EQ(blitz_chan_op_cancel(&op), BLITZ_ECANCELED);
+    CHECK_EQ(blitz_op_run_blocking(NULL, blitz_op_chan_send(NULL, ch, &v)), BLITZ_EINVAL);
+    blitz_chan_cancel(NULL, NULL); /* does nothing */
+    blitz_chan_cancel(NULL, &op);  /* nothing pending: the result stays */
+    CHECK_EQ(op.result, BLITZ_EINVAL);
     CHECK_EQ(blitz_chan_send_blocking(NULL, &v), BLITZ_EINVAL);
     CHECK_EQ(blitz_chan_recv_blocking(ch, NULL), BLITZ_EINVAL);
     /* The blocking forms on a closed channel: drained, then closed. */
@@ -267,7 +268,7 @@ static blitz_task *ch_spawn_producer(blitz_runtime *rt, blitz_chan *ch, uint32_t
 }
 
 static void ch_join(blitz_task **t) {
-    CHECK_OK(blitz_task_wait(*t));
+    CHECK_OK(blitz_join_blocking(*t));
     CHECK_OK(blitz_task_release(t));
 }
 
@@ -508,7 +509,7 @@ static int chan_blocking_threads(tu_flavor f) {
         b.ch = ch;
         blitz_task *t;
         CHECK_OK(blitz_spawn(rt, ch_blocking_in_task_poll, &b, sizeof b, &t));
-        CHECK_OK(blitz_task_wait(t));
+        CHECK_OK(blitz_join_blocking(t));
         CHECK_EQ(((ch_blocking_in_task *)blitz_task_state(t))->rc, BLITZ_EDEADLK);
         CHECK_OK(blitz_task_release(&t));
         CHECK_EQ(blitz_chan_len(ch), 0);
@@ -556,10 +557,11 @@ static blitz_poll ch_cancel_after_poll(blitz_cx *cx, void *p) {
         atomic_store(s->pending, 1);
         return BLITZ_PENDING;
     }
-    s->cancel_rc = blitz_chan_op_cancel(&s->op);
-    CHECK_EQ(s->op.result, s->cancel_rc);
+    blitz_chan_cancel(cx, &s->op);
+    s->cancel_rc = s->op.result;
+    CHECK(s->cancel_rc != BLITZ_EAGAIN);
     /* Nothing is pending any more; the result stays. */
-    CHECK_EQ(blitz_chan_op_cancel(&s->op), BLITZ_ECANCELED);
+    blitz_chan_cancel(cx, &s->op);
     CHECK_EQ(s->op.result, s->cancel_rc);
     return BLITZ_READY;
 }
@@ -567,7 +569,8 @@ static blitz_poll ch_cancel_after_poll(blitz_cx *cx, void *p) {
 static atomic_int ch_hook_rc;
 static void ch_cancel_hook(void *p) {
     ch_cancel_after *s = p;
-    atomic_store(&ch_hook_rc, blitz_chan_op_cancel(&s->op));
+    blitz_chan_cancel(NULL, &s->op);
+    atomic_store(&ch_hook_rc, s->op.result);
 }
 
 static int chan_cancel_keeps(tu_flavor f) {
@@ -586,7 +589,7 @@ static int chan_cancel_keeps(tu_flavor f) {
         TU_WAIT_GE(&pending, 1, 5);
         uint64_t v = 42;
         CHECK_OK(blitz_chan_try_send(ch, &v)); /* handed straight to the op */
-        CHECK_OK(blitz_task_wait(t));
+        CHECK_OK(blitz_join_blocking(t));
         ch_cancel_after *fin = blitz_task_state(t);
         CHECK_EQ(fin->cancel_rc, BLITZ_OK);
         CHECK_EQ(fin->v, 42);
@@ -606,7 +609,7 @@ static int chan_cancel_keeps(tu_flavor f) {
         TU_WAIT_GE(&pending, 1, 5);
         CHECK_OK(blitz_chan_try_recv(ch, &v)); /* frees the slot: 77 goes in */
         CHECK_EQ(v, 1);
-        CHECK_OK(blitz_task_wait(t));
+        CHECK_OK(blitz_join_blocking(t));
         CHECK_EQ(((ch_cancel_after *)blitz_task_state(t))->cancel_rc, BLITZ_OK);
         CHECK_OK(blitz_task_release(&t));
         CHECK_OK(blitz_chan_try_recv(ch, &v));
@@ -630,7 +633,7 @@ static int chan_cancel_keeps(tu_flavor f) {
             tt_drive_ct(rt);
         TU_WAIT_GE(&pending, 1, 5);
         CHECK_OK(blitz_task_cancel(t));
-        CHECK_EQ(blitz_task_wait(t), BLITZ_ECANCELED);
+        CHECK_EQ(blitz_join_blocking(t), BLITZ_ECANCELED);
         CHECK_OK(blitz_task_release(&t));
         CHECK_EQ(tu_ldi(&ch_hook_rc), BLITZ_ECANCELED);
         uint64_t v = 5;
@@ -672,7 +675,8 @@ static blitz_poll ch_cancellable_poll(blitz_cx *cx, void *p) {
 
 static void ch_cancellable_hook(void *p) {
     ch_cancellable *s = p;
-    int r = blitz_chan_op_cancel(&s->op);
+    blitz_chan_cancel(NULL, &s->op);
+    int r = s->op.result;
     if (r == BLITZ_OK)
         ch_ledger_note(s->l, &s->msg);
     else
@@ -698,7 +702,7 @@ static int chan_cancel_race(tu_flavor f) {
             rng = rng * 6364136223846793005ull + 1442695040888963407ull;
             if (ts[i] && (rng >> 60) < 6) {
                 blitz_task_cancel(ts[i]);
-                int r = blitz_task_wait(ts[i]);
+                int r = blitz_join_blocking(ts[i]);
                 CHECK(r == BLITZ_OK || r == BLITZ_ECANCELED);
                 CHECK_OK(blitz_task_release(&ts[i]));
             }
@@ -725,7 +729,7 @@ static int chan_cancel_race(tu_flavor f) {
     for (i = 0; i < LIVE; i++) {
         if (ts[i]) {
             blitz_task_cancel(ts[i]);
-            blitz_task_wait(ts[i]);
+            blitz_join_blocking(ts[i]);
             CHECK_OK(blitz_task_release(&ts[i]));
         }
     }
@@ -840,7 +844,7 @@ static int oneshot_tasks(tu_flavor f) {
         tu_thread th;
         tu_thread_start(&th, os_sender_thread, &a);
         for (i = 0; i < N; i++) {
-            CHECK_OK(blitz_task_wait(ts[i]));
+            CHECK_OK(blitz_join_blocking(ts[i]));
             os_receiver *fin = blitz_task_state(ts[i]);
             if (i % 5 == 4) {
                 CHECK_EQ(fin->rc, BLITZ_ECLOSED);
@@ -1077,7 +1081,7 @@ static int broadcast_tasks(tu_flavor f) {
         tu_thread th;
         tu_thread_start(&th, bc_sender_thread, &a);
         for (i = 0; i < R; i++) {
-            CHECK_OK(blitz_task_wait(ts[i]));
+            CHECK_OK(blitz_join_blocking(ts[i]));
             bc_receiver *fin = blitz_task_state(ts[i]);
             CHECK_EQ(fin->got + fin->missed, a.n);
             if (caps[c] == 1024 && f.flavor != BLITZ_CURRENT_THREAD)
@@ -1282,7 +1286,7 @@ static int watch_tasks(tu_flavor f) {
     tu_thread th;
     tu_thread_start(&th, wt_sender_thread, &a);
     for (i = 0; i < R; i++) {
-        CHECK_OK(blitz_task_wait(ts[i]));
+        CHECK_OK(blitz_join_blocking(ts[i]));
         wt_receiver *fin = blitz_task_state(ts[i]);
         CHECK_EQ(fin->last_a, a.n); /* the last value is never missed */
         CHECK_GT(fin->wakeups, 0);
@@ -1405,7 +1409,7 @@ static int chan_select_keeps(tu_flavor f) {
     tu_thread th[2];
     for (i = 0; i < 2; i++)
         tu_thread_start(&th[i], sel_feed, &a[i]);
-    CHECK_OK(blitz_task_wait(t));
+    CHECK_OK(blitz_join_blocking(t));
     for (i = 0; i < 2; i++)
         tu_thread_join(&th[i]);
     fprintf(stderr, "# values kept by a cancel: %ld\n",
@@ -1479,7 +1483,7 @@ static int chan_cancel_hook_waiters(tu_flavor f) {
     CHECK_EQ(blitz_broadcast_send(bc, &v), N);
     for (i = 0; i < N; i++) {
         CHECK_OK(blitz_task_cancel(ts[i]));
-        CHECK_EQ(blitz_task_wait(ts[i]), BLITZ_ECANCELED);
+        CHECK_EQ(blitz_join_blocking(ts[i]), BLITZ_ECANCELED);
         CHECK_OK(blitz_task_release(&ts[i]));
     }
     CHECK_EQ(blitz_broadcast_receiver_count(bc), 0);

@@ -119,7 +119,7 @@ BLITZ_TEST(dns_cancel_race) {
     }
     long answered = 0, timeouts = 0;
     for (int i = 0; i < N; i++) {
-        CHECK_OK(blitz_task_wait(h[i]));
+        CHECK_OK(blitz_join_blocking(h[i]));
         td_race *d = blitz_task_state(h[i]);
         answered += d->answered;
         timeouts += d->timeouts;

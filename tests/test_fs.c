@@ -40,7 +40,7 @@ typedef struct {
     int fd, step;
     blitz_fs_metadata md;
     char buf[64], a[4], b[8];
-    blitz_fs_iovec iov[2];
+    blitz_iovec iov[2];
 } tf_round;
 
 #define TF_PATH(s, field, fmt) snprintf((s)->field, sizeof(s)->field, fmt, (s)->dir)
@@ -393,7 +393,7 @@ static int fs_cancel_race(tu_flavor f) {
     }
     long timeouts = 0, opened = 0;
     for (int i = 0; i < N; i++) {
-        CHECK_OK(blitz_task_wait(h[i]));
+        CHECK_OK(blitz_join_blocking(h[i]));
         tf_race *done = blitz_task_state(h[i]);
         timeouts += done->timeouts;
         opened += done->opened;
@@ -475,13 +475,13 @@ BLITZ_TEST(fs_cancelled_task_closes_files) {
     for (int i = 1; i < N; i += 4)
         CHECK_OK(blitz_task_cancel(h[i]));
     for (int i = 0; i < N; i++) {
-        int rc = blitz_task_wait(h[i]);
+        int rc = blitz_join_blocking(h[i]);
         CHECK(rc == BLITZ_OK || rc == BLITZ_ECANCELED);
         if (i % 2 == 0)
             CHECK_EQ(rc, BLITZ_ECANCELED);
         blitz_task_release(&h[i]);
     }
-    CHECK_OK(blitz_task_wait(blocker));
+    CHECK_OK(blitz_join_blocking(blocker));
     blitz_task_release(&blocker);
     /* Shutdown with ops queued behind a busy thread. */
     atomic_store(&gate.gate, 0);
@@ -541,7 +541,7 @@ BLITZ_TEST(fs_room_cancel_race) {
     }
     long timeouts = 0, opened = 0;
     for (int i = 0; i < N; i++) {
-        CHECK_OK(blitz_task_wait(h[i]));
+        CHECK_OK(blitz_join_blocking(h[i]));
         tf_race *done = blitz_task_state(h[i]);
         timeouts += done->timeouts;
         opened += done->opened;

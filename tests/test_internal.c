@@ -318,7 +318,7 @@ BLITZ_TEST(task_cancel_vs_complete_race) {
         while (!__atomic_load_n(&shared.go, __ATOMIC_ACQUIRE))
             sched_yield();
         blitz_waker_wake(shared.waker);
-        int rc = blitz_task_wait(t);
+        int rc = blitz_join_blocking(t);
         CHECK(rc == BLITZ_OK || rc == BLITZ_ECANCELED);
         ok += rc == BLITZ_OK;
         cancelled += rc == BLITZ_ECANCELED;
@@ -387,7 +387,7 @@ BLITZ_TEST(task_blocks_sizes_alignment_and_reuse) {
         o.drop = count_drop;
         blitz_task *t;
         CHECK_OK(blitz_spawn_ex(rt, &o, &t));
-        CHECK_OK(blitz_task_wait(t));
+        CHECK_OK(blitz_join_blocking(t));
         unsigned char *st = (unsigned char *)blitz_task_state(t);
         CHECK_NOT_NULL(st);
         CHECK_EQ((uintptr_t)st % 16, 0);
@@ -406,7 +406,7 @@ BLITZ_TEST(task_blocks_sizes_alignment_and_reuse) {
         memset(&s, 0, sizeof s);
         blitz_task *t;
         CHECK_OK(blitz_spawn(rt, align_poll, &s, sizeof s, &t));
-        CHECK_OK(blitz_task_wait(t));
+        CHECK_OK(blitz_join_blocking(t));
         CHECK_OK(blitz_task_release(&t));
     }
     CHECK_PTR_EQ(rt->chunks, chunks_before);
@@ -494,8 +494,8 @@ static int pp_run(uint32_t workers, blitz_flavor flavor, long rounds) {
     blitz_task *ta, *tb;
     CHECK_OK(blitz_spawn(rt, pp_poll, &a, sizeof a, &ta));
     CHECK_OK(blitz_spawn(rt, pp_poll, &b, sizeof b, &tb));
-    CHECK_OK(blitz_task_wait(ta));
-    CHECK_OK(blitz_task_wait(tb));
+    CHECK_OK(blitz_join_blocking(ta));
+    CHECK_OK(blitz_join_blocking(tb));
     CHECK_EQ(((pp_state *)blitz_task_state(ta))->i, rounds);
     CHECK_EQ(((pp_state *)blitz_task_state(tb))->i, rounds);
     CHECK_OK(blitz_task_release(&ta));
@@ -599,7 +599,7 @@ static int pp_external(uint32_t workers, blitz_flavor flavor, long rounds) {
     CHECK_EQ(pthread_create(&tid, NULL, pp_relay, &r), 0);
     blitz_task *ta;
     CHECK_OK(blitz_spawn(rt, pp_poll, &a, sizeof a, &ta));
-    CHECK_OK(blitz_task_wait(ta));
+    CHECK_OK(blitz_join_blocking(ta));
     CHECK_EQ(pthread_join(tid, NULL), 0);
     CHECK_EQ(((pp_state *)blitz_task_state(ta))->i, rounds);
     CHECK_OK(blitz_task_release(&ta));
@@ -622,7 +622,7 @@ BLITZ_TEST(park_external_wakes_ct) {
     return pp_external(1, BLITZ_CURRENT_THREAD, test_scaled(5000));
 }
 
-/* ---- shutdown while a poll blocks in blitz_task_wait ------------------------- */
+/* ---- shutdown while a poll blocks in blitz_join_blocking ------------------------- */
 
 typedef struct {
     int dummy;
@@ -646,7 +646,7 @@ static blitz_poll nested_wait_poll(blitz_cx *cx, void *p) {
     blitz_task *h;
     CHECK_OK(blitz_spawn(blitz_cx_runtime(cx), forever_poll, &f, sizeof f, &h));
     __atomic_store_n(s->entered, 1, __ATOMIC_RELEASE);
-    s->rc = blitz_task_wait(h);
+    s->rc = blitz_join_blocking(h);
     CHECK_OK(blitz_task_release(&h));
     return BLITZ_READY;
 }
@@ -658,7 +658,7 @@ typedef struct {
 
 static void *wait_thread(void *arg) {
     waiter_arg *a = (waiter_arg *)arg;
-    a->rc = blitz_task_wait(a->t);
+    a->rc = blitz_join_blocking(a->t);
     return NULL;
 }
 
@@ -769,7 +769,7 @@ static blitz_poll hooked_sleeper_poll(blitz_cx *cx, void *p) {
 static void hooked_sleeper_cancel(void *p) {
     hooked_sleeper *s = (hooked_sleeper *)p;
     CHECK(blitz_timer_armed(&s->timer));
-    CHECK_OK(blitz_timer_cancel(&s->timer));
+    blitz_timer_cancel(NULL, &s->timer);
     __atomic_fetch_add(s->hook_runs, 1, __ATOMIC_RELAXED);
 }
 
@@ -805,12 +805,12 @@ static int cancel_hook_frees(blitz_flavor flavor) {
              i++) {
             CHECK_OK(blitz_spawn(rt, forever_poll, &f, sizeof f, &d));
             CHECK_OK(blitz_task_cancel(d));
-            CHECK_EQ(blitz_task_wait(d), BLITZ_ECANCELED);
+            CHECK_EQ(blitz_join_blocking(d), BLITZ_ECANCELED);
             CHECK_OK(blitz_task_release(&d));
             usleep(1000);
         }
         CHECK_OK(blitz_task_cancel(t));
-        CHECK_EQ(blitz_task_wait(t), BLITZ_ECANCELED);
+        CHECK_EQ(blitz_join_blocking(t), BLITZ_ECANCELED);
         CHECK_OK(blitz_task_release(&t));
         blitz_stats s;
         CHECK_OK(blitz_runtime_stats(rt, &s));
@@ -846,7 +846,7 @@ static blitz_poll timeout_op_parent_poll(blitz_cx *cx, void *p) {
         CHECK_OK(blitz_spawn(blitz_cx_runtime(cx), forever_poll, &f, sizeof f, &s->child));
     }
     BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, 50 * BLITZ_MSEC, blitz_join(cx, s->child),
-                                    blitz_join_cancel_op, s->child));
+                                    blitz_join_cancel, s->child));
     s->expired = s->timer.expired;
     s->join_bits_after = blitz__u64_load(&s->child->state, BLITZ__ACQUIRE) & BLITZ__TASK_JOIN_WAKER;
     CHECK(!blitz_timer_armed(&s->timer));

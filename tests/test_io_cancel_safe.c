@@ -94,7 +94,7 @@ static blitz_poll cs_reader_poll(blitz_cx *cx, void *p) {
     while (r->got < r->total) {
         BLITZ_AWAIT(r, blitz_timeout_op(cx, &r->timer, BLITZ_MSEC,
                                         blitz_sock_recv(cx, &r->op, r->sock, r->buf, r->rbuf),
-                                        blitz_io_cancel_op, &r->op));
+                                        blitz_io_cancel, &r->op));
         if (r->timer.expired) {
             r->timeouts++;
             BLITZ_AWAIT(r, blitz_io_settle(cx, &r->op));
@@ -139,7 +139,7 @@ static int cs_recv_race_run(blitz_backend b, blitz_flavor f, int unix_stream, si
     cs_writer_arg wa = {peer, r.total, chunk, 7u + (uint32_t)rbuf};
     pthread_t w;
     CHECK_EQ(pthread_create(&w, NULL, cs_writer, &wa), 0);
-    CHECK_OK(blitz_task_wait(t));
+    CHECK_OK(blitz_join_blocking(t));
     const cs_reader *out = blitz_task_state(t);
     printf("# %s %s rbuf %zu chunk %zu: %ld reads, %ld timeouts\n", unix_stream ? "unix" : "tcp",
            f == BLITZ_CURRENT_THREAD ? "ct" : "mt", rbuf, chunk, out->reads, out->timeouts);
@@ -225,7 +225,7 @@ static blitz_poll cs_sender_poll(blitz_cx *cx, void *p) {
             s->buf[i] = io_pattern(s->sent + i);
         BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, BLITZ_MSEC,
                                         blitz_sock_send(cx, &s->op, s->sock, s->buf, s->n),
-                                        blitz_io_cancel_op, &s->op));
+                                        blitz_io_cancel, &s->op));
         if (s->timer.expired) {
             s->timeouts++;
             BLITZ_AWAIT(s, blitz_io_settle(cx, &s->op));
@@ -259,7 +259,7 @@ static int cs_send_race_run(blitz_backend b, int unix_stream) {
     CHECK_EQ(pthread_create(&rd, NULL, cs_slow_reader, &ra), 0);
     blitz_task *t = NULL;
     CHECK_OK(blitz_spawn(rt, cs_sender_poll, &s, sizeof s, &t));
-    CHECK_OK(blitz_task_wait(t));
+    CHECK_OK(blitz_join_blocking(t));
     const cs_sender *out = blitz_task_state(t);
     int64_t bad = out->bad_result;
     uint64_t sent = out->sent;
@@ -303,7 +303,7 @@ static blitz_poll cs_send_all_poll(blitz_cx *cx, void *p) {
     BLITZ_BEGIN(s);
     BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, 50 * BLITZ_MSEC,
                                     blitz_sock_send_all(cx, &s->op, s->sock, s->buf, s->len),
-                                    blitz_io_cancel_op, &s->op));
+                                    blitz_io_cancel, &s->op));
     s->expired = s->timer.expired;
     s->before_settle = s->op.result;
     BLITZ_AWAIT(s, blitz_io_settle(cx, &s->op));
@@ -330,7 +330,7 @@ static int io_send_all_cancel_count(blitz_backend b) {
         s.len = len;
         blitz_task *t = NULL;
         CHECK_OK(blitz_spawn(rt, cs_send_all_poll, &s, sizeof s, &t));
-        CHECK_OK(blitz_task_wait(t));
+        CHECK_OK(blitz_join_blocking(t));
         const cs_send_all *out = blitz_task_state(t);
         CHECK(out->expired);
         CHECK_EQ(out->before_settle, BLITZ_ECANCELED);
@@ -381,7 +381,7 @@ static int io_close_dead_task(blitz_backend b) {
             TU_WAIT_GE(&started, 1, 5);
             tu_sleep_ms(20);
             CHECK_OK(blitz_task_cancel(t));
-            CHECK_EQ(blitz_task_wait(t), BLITZ_ECANCELED);
+            CHECK_EQ(blitz_join_blocking(t), BLITZ_ECANCELED);
             blitz_task_release(&t);
             if (late) {
                 CHECK_EQ(write(peer, "late", 4), 4);
@@ -458,7 +458,7 @@ static blitz_poll cs_late_poll(blitz_cx *cx, void *p) {
         CHECK_EQ(write(l->peer, l->got, 100), 100);
     }
     cs_run_task_work(cx, l);
-    CHECK_OK(blitz_io_cancel(&l->op));
+    blitz_io_cancel(NULL, &l->op);
     BLITZ_AWAIT(l, blitz_io_settle(cx, &l->op));
     l->settled = l->op.result;
     if (l->is_send) {

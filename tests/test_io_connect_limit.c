@@ -161,7 +161,7 @@ static blitz_poll lim_cancel_poll(blitz_cx *cx, void *p) {
     BLITZ_AWAIT(c,
                 blitz_timeout_op(cx, &c->outer, 50 * BLITZ_MSEC,
                                  blitz_tcp_connect_timeout(cx, &c->op, &c->hanging, 10 * BLITZ_SEC),
-                                 blitz_io_cancel_op, &c->op));
+                                 blitz_io_cancel, &c->op));
     c->expired = c->outer.expired;
     c->cancelled = c->op.result;
     c->timer_left_armed = blitz_timer_armed(blitz__connect_timer(&c->op));

@@ -29,20 +29,20 @@ static blitz_poll io_edges_close_poll(blitz_cx *cx, void *p) {
         BLITZ_AWAIT(e, blitz_tcp_connect(cx, &e->connect, &e->addr));
         CHECK_OK(e->connect.result);
         e->client = e->connect.socket;
-        BLITZ_AWAIT(e, blitz_tcp_accept(cx, &e->accept, e->listener));
+        BLITZ_AWAIT(e, blitz_sock_accept(cx, &e->accept, e->listener));
         CHECK_OK(e->accept.result);
         e->server = e->accept.socket;
-        CHECK_OK(blitz_tcp_close(e->listener));
+        CHECK_OK(blitz_sock_close(e->listener));
         BLITZ_AWAIT(e, blitz_tcp_connect(cx, &e->connect, &e->addr));
         if (e->connect.result == BLITZ_ECONNREFUSED) {
             e->refused++;
         } else {
             e->wrong++;
             if (e->connect.result == BLITZ_OK)
-                blitz_tcp_close(e->connect.socket);
+                blitz_sock_close(e->connect.socket);
         }
-        blitz_tcp_close(e->client);
-        blitz_tcp_close(e->server);
+        blitz_sock_close(e->client);
+        blitz_sock_close(e->server);
     }
     BLITZ_END(e);
 }
@@ -58,10 +58,10 @@ typedef struct {
 static blitz_poll io_edges_unnamed_poll(blitz_cx *cx, void *p) {
     io_edges_unnamed *u = p;
     BLITZ_BEGIN(u);
-    BLITZ_AWAIT(u, blitz_udp_send_to(cx, &u->op, u->unbound, "hi", 2, &u->to));
+    BLITZ_AWAIT(u, blitz_sock_send_to(cx, &u->op, u->unbound, "hi", 2, &u->to));
     CHECK_EQ(u->op.result, 2);
     memset(&u->from, 0x5a, sizeof u->from);
-    BLITZ_AWAIT(u, blitz_udp_recv_from(cx, &u->op, u->bound, u->buf, sizeof u->buf, &u->from));
+    BLITZ_AWAIT(u, blitz_sock_recv_from(cx, &u->op, u->bound, u->buf, sizeof u->buf, &u->from));
     CHECK_EQ(u->op.result, 2);
     BLITZ_END(u);
 }

@@ -28,7 +28,7 @@ static blitz_poll io_misuse_listener_poll(blitz_cx *cx, void *p) {
     m->iov[0].len = sizeof m->buf;
     BLITZ_AWAIT(m, blitz_sock_recvv(cx, &m->op, m->listener, m->iov, 1));
     m->recvv_rc = m->op.result;
-    BLITZ_AWAIT(m, blitz_udp_recv_from(cx, &m->op, m->listener, m->buf, sizeof m->buf, &m->from));
+    BLITZ_AWAIT(m, blitz_sock_recv_from(cx, &m->op, m->listener, m->buf, sizeof m->buf, &m->from));
     m->recv_from_rc = m->op.result;
     if (m->conn) {
         m->iov[1].base = NULL;

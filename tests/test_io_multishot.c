@@ -88,7 +88,7 @@ static blitz_poll ms_reader_poll(blitz_cx *cx, void *p) {
         if (r->got >= r->fd_read_at)
             BLITZ_AWAIT(r, blitz_fd_read(cx, &r->op, r->sock, r->buf, r->chunk));
         else
-            BLITZ_AWAIT(r, blitz_tcp_recv(cx, &r->op, r->sock, r->buf, r->chunk));
+            BLITZ_AWAIT(r, blitz_sock_recv(cx, &r->op, r->sock, r->buf, r->chunk));
         CHECK_GT(r->op.result, 0);
         for (long long k = 0; k < r->op.result; k++)
             CHECK_EQ(r->buf[k], io_pattern(r->got + (uint64_t)k));
@@ -100,7 +100,7 @@ static blitz_poll ms_reader_poll(blitz_cx *cx, void *p) {
         }
     }
     for (r->i = 0; r->eof && r->i < 2; r->i++) {
-        BLITZ_AWAIT(r, blitz_tcp_recv(cx, &r->op, r->sock, r->buf, r->chunk));
+        BLITZ_AWAIT(r, blitz_sock_recv(cx, &r->op, r->sock, r->buf, r->chunk));
         CHECK_EQ(r->op.result, 0);
     }
     BLITZ_END(r);
@@ -131,7 +131,7 @@ static blitz_task *ms_spawn_reader(blitz_runtime *rt, blitz_socket *s, size_t ch
 }
 
 static void ms_reader_done(blitz_task **t) {
-    CHECK_OK(blitz_task_wait(*t));
+    CHECK_OK(blitz_join_blocking(*t));
     CHECK_OK(blitz_task_status(*t));
     ms_reader *r = blitz_task_state(*t);
     CHECK_EQ(r->got, r->total);
@@ -323,12 +323,12 @@ static blitz_poll ms_acceptor_poll(blitz_cx *cx, void *p) {
     ms_acceptor *a = p;
     BLITZ_BEGIN(a);
     for (a->i = 0; a->i < a->n; a->i++) {
-        BLITZ_AWAIT(a, blitz_tcp_accept(cx, &a->op, a->listener));
+        BLITZ_AWAIT(a, blitz_sock_accept(cx, &a->op, a->listener));
         CHECK_OK((int)a->op.result);
         a->conn = a->op.socket;
-        BLITZ_AWAIT(a, blitz_tcp_send_all(cx, &a->op, a->conn, "x", 1));
+        BLITZ_AWAIT(a, blitz_sock_send_all(cx, &a->op, a->conn, "x", 1));
         CHECK_EQ((int)a->op.result, 1);
-        blitz_tcp_close(a->conn);
+        blitz_sock_close(a->conn);
     }
     BLITZ_END(a);
 }
@@ -340,7 +340,7 @@ static void ms_accept_n(blitz_runtime *rt, blitz_socket *l, int n) {
     a.n = n;
     blitz_task *t = NULL;
     CHECK_OK(blitz_spawn(rt, ms_acceptor_poll, &a, sizeof a, &t));
-    CHECK_OK(blitz_task_wait(t));
+    CHECK_OK(blitz_join_blocking(t));
     blitz_task_release(&t);
 }
 
@@ -406,7 +406,7 @@ BLITZ_TEST(io_ms_accept_bounded) {
         CHECK_EQ(c, 'x');
         close(cli[i]);
     }
-    blitz_tcp_close(l);
+    blitz_sock_close(l);
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
@@ -439,7 +439,7 @@ static int ms_uring_wait_cq(blitz__ring *r, double ms) {
 
 static blitz_poll ms_unclaimed_poll(blitz_cx *cx, void *p) {
     ms_unclaimed *u = p;
-    if (blitz_tcp_accept(cx, &u->op, u->listener) == BLITZ_READY)
+    if (blitz_sock_accept(cx, &u->op, u->listener) == BLITZ_READY)
         return BLITZ_READY; /* dispatched stays 0: the check below fails */
     u->client = socket(AF_INET, SOCK_STREAM, 0);
     CHECK_GE(u->client, 0);
@@ -470,7 +470,7 @@ BLITZ_TEST(io_uring_accept_unclaimed) {
         u->listener = io_listen_any(rt, &u->addr);
         CHECK_OK(blitz_runtime_run(rt, ms_unclaimed_poll, u, sizeof *u));
         CHECK(u->dispatched);
-        blitz_tcp_close(u->listener);
+        blitz_sock_close(u->listener);
         CHECK_OK(blitz_runtime_free(rt));
         /* The server's end is closed: end of stream (or a reset, for a
          * connection still in the backlog). */

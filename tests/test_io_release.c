@@ -47,7 +47,7 @@ static blitz_poll io_relisten_poll(blitz_cx *cx, void *p) {
         BLITZ_AWAIT(r, blitz_unix_connect(cx, &r->op, &r->unix_addr));
         CHECK_OK(r->op.result);
         r->client = r->op.socket;
-        BLITZ_AWAIT(r, blitz_tcp_accept(cx, &r->op, r->listener));
+        BLITZ_AWAIT(r, blitz_sock_accept(cx, &r->op, r->listener));
         CHECK_OK(r->op.result);
         r->server = r->op.socket;
         blitz_sock_close(r->server);
@@ -62,8 +62,8 @@ static blitz_poll io_relisten_poll(blitz_cx *cx, void *p) {
          * connection would leave its own socket on the port). */
         CHECK_OK(io_relisten_tcp(rt, r));
         BLITZ_AWAIT(r, blitz_timeout_op(cx, &r->limit, 2 * BLITZ_MSEC,
-                                        blitz_tcp_accept(cx, &r->op, r->listener),
-                                        blitz_io_cancel_op, &r->op));
+                                        blitz_sock_accept(cx, &r->op, r->listener), blitz_io_cancel,
+                                        &r->op));
         CHECK_BASE(r->limit.expired, "accept: %lld", (long long)r->op.result);
         BLITZ_AWAIT(r, blitz_io_settle(cx, &r->op));
         blitz_sock_close(r->listener);
@@ -140,7 +140,7 @@ static blitz_poll io_ct_close_poll(blitz_cx *cx, void *p) {
         c->byte = (char)('a' + c->round);
         BLITZ_AWAIT(c, blitz_sock_send_all(cx, &c->op, c->sock, &c->byte, 1));
         CHECK_EQ(c->op.result, 1);
-        BLITZ_AWAIT(c, blitz_tcp_recv(cx, &c->op, c->sock, &c->byte, 1));
+        BLITZ_AWAIT(c, blitz_sock_recv(cx, &c->op, c->sock, &c->byte, 1));
         CHECK_EQ(c->op.result, 1);
     }
     blitz_sock_close(c->sock);
@@ -275,7 +275,7 @@ static blitz_poll io_unstarted_recv_poll(blitz_cx *cx, void *p) {
     BLITZ_BEGIN(u);
     BLITZ_AWAIT(u, blitz_timeout_op(cx, &u->limit, 5 * BLITZ_SEC,
                                     blitz_sock_recv(cx, &u->op, u->sock, u->buf, sizeof u->buf),
-                                    blitz_io_cancel_op, &u->op));
+                                    blitz_io_cancel, &u->op));
     if (u->limit.expired)
         BLITZ_AWAIT(u, blitz_io_settle(cx, &u->op));
     BLITZ_END(u);
@@ -340,7 +340,7 @@ static blitz_poll io_dgram_empty_poll(blitz_cx *cx, void *p) {
          * kernel, which fills it with the datagram as the cancel comes. */
         BLITZ_AWAIT(d, blitz_timeout_op(cx, &d->limit, 1,
                                         blitz_sock_recv(cx, &d->op, d->rx, d->buf, sizeof d->buf),
-                                        blitz_io_cancel_op, &d->op));
+                                        blitz_io_cancel, &d->op));
         if (!d->limit.expired) {
             CHECK_EQ(d->op.result, 0);
             d->got++;
@@ -349,7 +349,7 @@ static blitz_poll io_dgram_empty_poll(blitz_cx *cx, void *p) {
         BLITZ_AWAIT(d, blitz_io_settle(cx, &d->op));
         BLITZ_AWAIT(d, blitz_timeout_op(cx, &d->limit, 2 * BLITZ_SEC,
                                         blitz_sock_recv(cx, &d->op, d->rx, d->buf, sizeof d->buf),
-                                        blitz_io_cancel_op, &d->op));
+                                        blitz_io_cancel, &d->op));
         if (d->limit.expired) {
             d->lost++;
             BLITZ_AWAIT(d, blitz_io_settle(cx, &d->op));
@@ -378,8 +378,8 @@ static int io_dgram_empty_cancel(blitz_backend b) {
             CHECK_OK(blitz_udp_bind(rt, &any, 0, &d.rx));
             CHECK_OK(blitz_sock_local_addr(d.tx, &ta));
             CHECK_OK(blitz_sock_local_addr(d.rx, &ra));
-            CHECK_OK(blitz_udp_connect(d.tx, &ra));
-            CHECK_OK(blitz_udp_connect(d.rx, &ta));
+            CHECK_OK(blitz_sock_connect_dgram(d.tx, &ra));
+            CHECK_OK(blitz_sock_connect_dgram(d.rx, &ta));
         }
         CHECK_OK(blitz_runtime_run(rt, io_dgram_empty_poll, &d, sizeof d));
         CHECK_EQ(d.lost, 0);
@@ -407,7 +407,7 @@ static blitz_poll io_recvv_nothing_poll(blitz_cx *cx, void *p) {
     io_recvv_nothing *r = p;
     BLITZ_BEGIN(r);
     if (r->listener) {
-        BLITZ_AWAIT(r, blitz_tcp_accept(cx, &r->op, r->listener));
+        BLITZ_AWAIT(r, blitz_sock_accept(cx, &r->op, r->listener));
         CHECK_OK(r->op.result);
         r->sock = r->op.socket;
     }
@@ -417,7 +417,7 @@ static blitz_poll io_recvv_nothing_poll(blitz_cx *cx, void *p) {
     r->iov[1].len = 0;
     BLITZ_AWAIT(r, blitz_timeout_op(cx, &r->limit, 2 * BLITZ_SEC,
                                     blitz_sock_recvv(cx, &r->op, r->sock, r->iov, 2),
-                                    blitz_io_cancel_op, &r->op));
+                                    blitz_io_cancel, &r->op));
     if (r->limit.expired)
         BLITZ_AWAIT(r, blitz_io_settle(cx, &r->op));
     BLITZ_END(r);

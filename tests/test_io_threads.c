@@ -64,8 +64,8 @@ static int io_foreign_runtime(blitz_backend b) {
     /* Let the server's first receive wait in the kernel before any data. */
     tu_sleep_ms(20);
     CHECK_OK(blitz_spawn(owner, io_foreign_peer_poll, &client, sizeof client, &tc));
-    CHECK_OK(blitz_task_wait(tc));
-    CHECK_OK(blitz_task_wait(ts));
+    CHECK_OK(blitz_join_blocking(tc));
+    CHECK_OK(blitz_join_blocking(ts));
     CHECK_EQ(((io_foreign_peer *)blitz_task_state(ts))->done, server.rounds);
     CHECK_EQ(((io_foreign_peer *)blitz_task_state(tc))->done, client.rounds);
     blitz_task_release(&ts);
@@ -127,7 +127,7 @@ static int io_close_from_thread(blitz_backend b) {
         for (int i = 0; i < IO_CLOSE_TASKS; i++)
             CHECK_OK(blitz_sock_close(mine[i]));
         for (int i = 0; i < IO_CLOSE_TASKS; i++) {
-            CHECK_OK(blitz_task_wait(t[i]));
+            CHECK_OK(blitz_join_blocking(t[i]));
             CHECK_EQ(((io_close_waiter *)blitz_task_state(t[i]))->op.result, BLITZ_ECLOSED);
             blitz_task_release(&t[i]);
             blitz_sock_close(peer[i]);
@@ -164,7 +164,7 @@ static blitz_poll io_busy_sender_poll(blitz_cx *cx, void *p) {
     if (s->polls++ == 0)
         atomic_fetch_add(s->started, 1);
     if (blitz_sock_send_all(cx, &s->op, s->sock, s->data, IO_BUSY_BYTES) == BLITZ_READY) {
-        blitz_timer_cancel(&s->tick);
+        blitz_timer_cancel(NULL, &s->tick);
         return BLITZ_READY;
     }
     /* Re-armed whenever it fired: the next poll comes from the timer even
@@ -176,8 +176,8 @@ static blitz_poll io_busy_sender_poll(blitz_cx *cx, void *p) {
 
 static void io_busy_sender_cancel(void *p) {
     io_busy_sender *s = p;
-    blitz_io_cancel(&s->op);
-    blitz_timer_cancel(&s->tick);
+    blitz_io_cancel(NULL, &s->op);
+    blitz_timer_cancel(NULL, &s->tick);
 }
 
 static int io_close_busy(blitz_backend b) {
@@ -218,7 +218,7 @@ static int io_close_busy(blitz_backend b) {
         for (int i = 0; i < IO_BUSY_SOCKS; i++)
             CHECK_OK(blitz_sock_close(mine[i]));
         for (int i = 0; i < IO_BUSY_SOCKS; i++) {
-            CHECK_OK(blitz_task_wait(t[i]));
+            CHECK_OK(blitz_join_blocking(t[i]));
             CHECK_EQ(((io_busy_sender *)blitz_task_state(t[i]))->op.result, BLITZ_ECLOSED);
             blitz_task_release(&t[i]);
             close(peer[i]);
@@ -342,7 +342,7 @@ static int io_shutdown_from_thread(blitz_backend b) {
     }
     pthread_mutex_unlock(&table.lock);
     for (int i = 0; i < IO_SHUT_CONNS; i++) {
-        CHECK_OK(blitz_task_wait(t[i]));
+        CHECK_OK(blitz_join_blocking(t[i]));
         io_shut_server *st = blitz_task_state(t[i]);
         if (i % 2 == 0) {
             CHECK_EQ(st->recv_result, 0);
@@ -516,7 +516,7 @@ BLITZ_TEST(io_uring_ct_driver_moves) {
     fflush(stdout);
     CHECK_EQ(atomic_load(&m.ran), IO_CT_MOVE_SPAWNS);
     CHECK(mean < 0.0005 * tu_timeout_mult());
-    blitz_notify_destroy(&m.done);
+    blitz_notify_deinit(&m.done);
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
@@ -574,10 +574,11 @@ BLITZ_TEST(io_uring_overtaken_park) {
     return 0;
 }
 
-/* ---- a plain thread's blitz_op_wait on a receive, and a shutdown ------------------------- */
+/* ---- a plain thread's blitz_op_run_blocking on a receive, and a shutdown
+ * ------------------------- */
 
 /* The shutdown withdraws the receive (on io_uring it is in the kernel and
- * its cancel completes later). blitz_op_wait must return only once nothing
+ * its cancel completes later). blitz_op_run_blocking must return only once nothing
  * uses the op: the thread then finds it settled and may free it. */
 typedef struct {
     blitz_io io;
@@ -593,15 +594,15 @@ static blitz_poll io_opwait_recv_poll(blitz_cx *cx, void *p) {
     return blitz_sock_recv(cx, &o->io, o->sock, o->buf, sizeof o->buf);
 }
 static void io_opwait_recv_cancel(blitz_cx *cx, void *p) {
-    blitz_io_cancel_op(cx, &((io_opwait_recv *)p)->io);
+    blitz_io_cancel(cx, &((io_opwait_recv *)p)->io);
 }
 
 static blitz_runtime *io_opwait_rt;
 
 static void *io_opwait_thread(void *p) {
     io_opwait_recv *o = p;
-    o->rc =
-        blitz_op_wait(io_opwait_rt, blitz_op_make(io_opwait_recv_poll, io_opwait_recv_cancel, o));
+    o->rc = blitz_op_run_blocking(io_opwait_rt,
+                                  blitz_op_make(io_opwait_recv_poll, io_opwait_recv_cancel, o));
     o->pending_after = blitz_io_pending(&o->io);
     /* The op is the thread's again: scribble over it, as a free would. */
     memset(&o->io, 0xa5, sizeof o->io);

@@ -1,4 +1,4 @@
-/* Ops as values and their combinators: blitz_op_wait from plain threads,
+/* Ops as values and their combinators: blitz_op_run_blocking from plain threads,
  * join-all, race, select (fairness, what is kept and what is withdrawn),
  * task groups. */
 #include "test_tasks.h"
@@ -60,7 +60,7 @@ static blitz_poll op_child_poll(blitz_cx *cx, void *p) {
     BLITZ_END(s);
 }
 static void op_child_cancel(void *p) {
-    blitz_timer_cancel(&((op_child *)p)->timer);
+    blitz_timer_cancel(NULL, &((op_child *)p)->timer);
 }
 static blitz_spawn_opts op_child_opts(op_child *c, int id, int64_t ns, atomic_int *seq) {
     memset(c, 0, sizeof *c);
@@ -83,7 +83,7 @@ static blitz_task *op_spawn_child(blitz_runtime *rt, int id, int64_t ns, atomic_
     return h;
 }
 
-/* ---- blitz_op_wait ----------------------------------------------------------- */
+/* ---- blitz_op_run_blocking ----------------------------------------------------------- */
 
 typedef struct {
     BLITZ_CORO;
@@ -93,7 +93,7 @@ static blitz_poll op_wait_inside_poll(blitz_cx *cx, void *p) {
     op_wait_inside *s = p;
     op_script o;
     (void)cx;
-    s->rc = blitz_op_wait(NULL, op_script_op(&o, 1));
+    s->rc = blitz_op_run_blocking(NULL, op_script_op(&o, 1));
     return BLITZ_READY;
 }
 
@@ -101,7 +101,7 @@ BLITZ_TEST(op_wait_plain_thread) {
     blitz_runtime *rt = op_rt_new(TU_MT2, 0);
     blitz_task *child = op_spawn_child(rt, 1, 20 * BLITZ_MSEC, NULL);
     double t0 = tu_now();
-    CHECK_OK(blitz_op_wait(rt, blitz_op_join(child)));
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_join(child)));
     CHECK_GE(tu_now() - t0, 0.019);
     CHECK_OK(blitz_task_status(child));
     CHECK_OK(blitz_task_release(&child));
@@ -110,17 +110,17 @@ BLITZ_TEST(op_wait_plain_thread) {
     blitz_timer timer;
     memset(&timer, 0, sizeof timer);
     uint64_t deadline = blitz_deadline_after(blitz_time_now(rt), 15 * BLITZ_MSEC);
-    CHECK_OK(blitz_op_wait(rt, blitz_op_sleep_until(&timer, deadline)));
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_sleep_until(&timer, deadline)));
     CHECK_GE(blitz_time_now(rt), deadline);
     CHECK(!blitz_timer_armed(&timer));
 
     /* Bad input and misuse. */
-    CHECK_EQ(blitz_op_wait(rt, blitz_op_make(NULL, NULL, NULL)), BLITZ_EINVAL);
+    CHECK_EQ(blitz_op_run_blocking(rt, blitz_op_make(NULL, NULL, NULL)), BLITZ_EINVAL);
     op_wait_inside in;
     memset(&in, 0, sizeof in);
     blitz_task *h = NULL;
     CHECK_OK(blitz_spawn(rt, op_wait_inside_poll, &in, sizeof in, &h));
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     CHECK_EQ(((op_wait_inside *)blitz_task_state(h))->rc, BLITZ_EDEADLK);
     CHECK_OK(blitz_task_release(&h));
     CHECK_OK(blitz_runtime_free(rt));
@@ -138,7 +138,7 @@ static void *op_hour_waiter_main(void *p) {
     op_shutdown_arg *a = p;
     blitz_timer timer;
     memset(&timer, 0, sizeof timer);
-    a->rc = blitz_op_wait(
+    a->rc = blitz_op_run_blocking(
         a->rt, blitz_op_sleep_until(&timer,
                                     blitz_deadline_after(blitz_time_now(a->rt), 3600 * BLITZ_SEC)));
     return NULL;
@@ -149,7 +149,7 @@ static int op_wait_runtime(tu_flavor f) {
     blitz_timer timer;
     memset(&timer, 0, sizeof timer);
     uint64_t deadline = blitz_deadline_after(blitz_time_now(rt), 10 * BLITZ_MSEC);
-    CHECK_OK(blitz_op_wait(rt, blitz_op_sleep_until(&timer, deadline)));
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_sleep_until(&timer, deadline)));
     CHECK_GE(blitz_time_now(rt), deadline);
 
     op_shutdown_arg a = {rt, 1};
@@ -178,7 +178,7 @@ static void *op_waiter_main(void *p) {
     int i;
     for (i = 0; i < a->rounds; i++) {
         blitz_task *h = op_spawn_child(a->rt, i, (i % 3) * BLITZ_MSEC / 2, NULL);
-        if (blitz_op_wait(a->rt, blitz_op_join(h)) == BLITZ_OK && blitz_task_status(h) == 0)
+        if (blitz_op_run_blocking(a->rt, blitz_op_join(h)) == BLITZ_OK && blitz_task_status(h) == 0)
             a->ok++;
         blitz_task_release(&h);
     }
@@ -614,9 +614,9 @@ static int op_group_concurrent(tu_flavor f) {
     for (i = 0; i < SPAWNERS; i++)
         tu_thread_join(&th[i]);
     if (f.flavor == BLITZ_CURRENT_THREAD)
-        CHECK_OK(blitz_task_wait(counter));
+        CHECK_OK(blitz_join_blocking(counter));
     else
-        CHECK_OK(blitz_task_wait(counter));
+        CHECK_OK(blitz_join_blocking(counter));
     CHECK_EQ(((op_counter_task *)blitz_task_state(counter))->got, per * SPAWNERS);
     CHECK_EQ(blitz_group_len(g), 0);
     CHECK_OK(blitz_task_release(&counter));
@@ -639,7 +639,7 @@ BLITZ_TEST(op_group_wait_next_thread) {
     int got = 0;
     for (;;) {
         blitz_task *t = NULL;
-        CHECK_OK(blitz_group_wait_next(g, &t));
+        CHECK_OK(blitz_group_next_blocking(g, &t));
         if (!t)
             break;
         CHECK_OK(blitz_task_status(t));
@@ -650,7 +650,7 @@ BLITZ_TEST(op_group_wait_next_thread) {
     /* Bad input. */
     blitz_task *t = NULL;
     CHECK_EQ(blitz_group_new(NULL, &g), BLITZ_EINVAL);
-    CHECK_EQ(blitz_group_wait_next(NULL, &t), BLITZ_EINVAL);
+    CHECK_EQ(blitz_group_next_blocking(NULL, &t), BLITZ_EINVAL);
     CHECK_EQ(blitz_group_spawn_ex(NULL, NULL), BLITZ_EINVAL);
     CHECK_EQ(blitz_group_spawn(g, NULL, NULL, 0), BLITZ_EINVAL);
     CHECK_EQ(blitz_group_close(NULL), BLITZ_EINVAL);

@@ -102,7 +102,7 @@ static int pool_runs_jobs(tu_flavor f) {
     for (int i = 0; i < 16; i++)
         CHECK_OK(blitz_spawn_blocking(rt, tp_job_fn, &j, &h[i]));
     for (int i = 0; i < 16; i++) {
-        CHECK_OK(blitz_task_wait(h[i]));
+        CHECK_OK(blitz_join_blocking(h[i]));
         CHECK_OK(blitz_task_status(h[i]));
         CHECK_OK(blitz_task_release(&h[i]));
     }
@@ -139,7 +139,7 @@ BLITZ_TEST(pool_state_copy) {
     blitz_blocking_opts o = {tp_square_fn, &in, sizeof in, tp_square_drop};
     blitz_task *h;
     CHECK_OK(blitz_spawn_blocking_ex(rt, &o, &h));
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     tp_square *done = blitz_task_state(h);
     CHECK_NOT_NULL(done);
     CHECK_EQ(done->out, 144);
@@ -213,7 +213,7 @@ BLITZ_TEST(pool_grows_to_demand) {
     CHECK_EQ(st.queued, 0);
     atomic_store(&j.gate, 1);
     for (int i = 0; i < 8; i++) {
-        CHECK_OK(blitz_task_wait(h[i]));
+        CHECK_OK(blitz_join_blocking(h[i]));
         blitz_task_release(&h[i]);
     }
     TU_WAIT_GE(&j.ran, 8, 5.0);
@@ -237,7 +237,7 @@ BLITZ_TEST(pool_respects_cap) {
     CHECK_EQ(tu_ldi(&j.running), 3);
     atomic_store(&j.gate, 1);
     for (int i = 0; i < 10; i++) {
-        CHECK_OK(blitz_task_wait(h[i]));
+        CHECK_OK(blitz_join_blocking(h[i]));
         blitz_task_release(&h[i]);
     }
     CHECK_EQ(tu_ldi(&j.max_running), 3);
@@ -259,7 +259,7 @@ BLITZ_TEST(pool_shrinks_after_keep_alive) {
     double idle_since = tu_now(); /* no thread can be idle before the gate opens */
     atomic_store(&j.gate, 1);
     for (int i = 0; i < 4; i++) {
-        CHECK_OK(blitz_task_wait(h[i]));
+        CHECK_OK(blitz_join_blocking(h[i]));
         blitz_task_release(&h[i]);
     }
     tp_wait_threads(rt, 0, 5.0);
@@ -271,7 +271,7 @@ BLITZ_TEST(pool_shrinks_after_keep_alive) {
     for (int i = 0; i < 20; i++) {
         blitz_task *t;
         CHECK_OK(blitz_spawn_blocking(rt, tp_job_fn, &j, &t));
-        CHECK_OK(blitz_task_wait(t));
+        CHECK_OK(blitz_join_blocking(t));
         blitz_task_release(&t);
         while (tp_stats(rt).idle != 1)
             tu_sleep_ms(1);
@@ -292,7 +292,7 @@ BLITZ_TEST(pool_spurious_wakeups) {
     blitz_task *t;
     double start = tu_now(); /* the thread goes idle after this */
     CHECK_OK(blitz_spawn_blocking(rt, tp_job_fn, &j, &t));
-    CHECK_OK(blitz_task_wait(t));
+    CHECK_OK(blitz_join_blocking(t));
     blitz_task_release(&t);
     while (tp_stats(rt).idle != 1)
         tu_sleep_ms(1);
@@ -336,8 +336,8 @@ BLITZ_TEST(pool_cancel_before_start) {
     CHECK_OK(blitz_task_cancel(first)); /* running: too late */
     CHECK_EQ(blitz_task_status(first), BLITZ_EAGAIN);
     atomic_store(&j.gate, 1);
-    CHECK_OK(blitz_task_wait(first));
-    CHECK_EQ(blitz_task_wait(second), BLITZ_ECANCELED);
+    CHECK_OK(blitz_join_blocking(first));
+    CHECK_EQ(blitz_join_blocking(second), BLITZ_ECANCELED);
     tu_sleep_ms(20);
     CHECK_EQ(tu_ldi(&j.ran), 1);
     blitz_task_release(&first);
@@ -406,7 +406,7 @@ BLITZ_TEST(pool_bounded_queue) {
     tu_sleep_ms(10);
     CHECK_EQ(blitz_task_status(waiter), BLITZ_EAGAIN);
     atomic_store(&j.gate, 1);
-    CHECK_OK(blitz_task_wait(waiter));
+    CHECK_OK(blitz_join_blocking(waiter));
     tp_room_state *done = blitz_task_state(waiter);
     CHECK_OK(done->result);
     CHECK_NOT_NULL(done->task);
@@ -414,7 +414,7 @@ BLITZ_TEST(pool_bounded_queue) {
     blitz_task_release(&done->task);
     blitz_task_release(&waiter);
     for (int i = 0; i < 3; i++) {
-        CHECK_OK(blitz_task_wait(h[i]));
+        CHECK_OK(blitz_join_blocking(h[i]));
         blitz_task_release(&h[i]);
     }
     CHECK_EQ(tu_ldi(&j.ran), 4);
@@ -472,7 +472,7 @@ BLITZ_TEST(pool_room_wait_cancel_and_shutdown) {
     s.wait_ns = 20 * BLITZ_MSEC;
     blitz_task *t;
     CHECK_OK(blitz_spawn(rt, tp_room_timeout_poll, &s, sizeof s, &t));
-    CHECK_OK(blitz_task_wait(t));
+    CHECK_OK(blitz_join_blocking(t));
     CHECK_EQ(((tp_room_timeout_state *)blitz_task_state(t))->expired, 1);
     blitz_task_release(&t);
     CHECK_EQ(tp_room_waiters(rt), 0);
@@ -558,7 +558,7 @@ static void tp_nested_fn(void *p) {
     tp_nested *n = p;
     n->shutdown_rc = blitz_runtime_shutdown(n->rt);
     atomic_store(&n->started, 1);
-    n->wait_rc = blitz_task_wait(n->forever);
+    n->wait_rc = blitz_join_blocking(n->forever);
 }
 
 static int pool_job_waits_at_shutdown(tu_flavor f) {
@@ -601,7 +601,7 @@ static void *tp_hammer_thread(void *p) {
         if (i % 7 == 0 && t)
             blitz_task_cancel(t);
         if (t) {
-            int rc = blitz_task_wait(t);
+            int rc = blitz_join_blocking(t);
             CHECK(rc == BLITZ_OK || rc == BLITZ_ECANCELED);
             blitz_task_release(&t);
         }
@@ -650,7 +650,7 @@ static blitz_poll tp_paused_poll(blitz_cx *cx, void *p) {
     if (blitz_spawn_blocking(blitz_cx_runtime(cx), tp_slow_fn, NULL, &s->h) != BLITZ_OK)
         BLITZ_RETURN(s);
     BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, BLITZ_SEC, blitz_join(cx, s->h),
-                                    blitz_join_cancel_op, s->h));
+                                    blitz_join_cancel, s->h));
     s->expired = s->timer.expired;
     blitz_task_release(&s->h);
     BLITZ_END(s);
@@ -756,7 +756,7 @@ static int pool_job_blocking_forms(tu_flavor f) {
     CHECK_EQ(s.in_order, 1);
     blitz_chan_sender_release(s.ch);
     blitz_chan_receiver_release(s.ch);
-    blitz_mutex_destroy(&mutex);
+    blitz_mutex_deinit(&mutex);
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }

@@ -131,14 +131,14 @@ static int shutdown_everything(tu_flavor f) {
             all[n++] = q[i];
     for (int i = 0; i < n; i++) {
         CHECK_EQ(blitz_task_status(all[i]), BLITZ_ECANCELED);
-        CHECK_EQ(blitz_task_wait(all[i]), BLITZ_ECANCELED);
+        CHECK_EQ(blitz_join_blocking(all[i]), BLITZ_ECANCELED);
         CHECK_OK(blitz_task_cancel(all[i]));
         tt_task *s = tt_state(all[i]);
         CHECK_EQ(s->value, 7);
     }
     /* The joiner waited on an idle task: it was idle too, so it was
      * cancelled itself (no poll runs after shutdown to let it finish). */
-    CHECK_EQ(blitz_task_wait(joiner), BLITZ_ECANCELED);
+    CHECK_EQ(blitz_join_blocking(joiner), BLITZ_ECANCELED);
     CHECK_OK(blitz_task_release(&joiner));
     shut_check_refuses(rt);
 
@@ -171,7 +171,7 @@ static int shutdown_everything(tu_flavor f) {
 }
 TU_FLAVOR_TESTS(shutdown_everything)
 
-/* A thread blocked in blitz_task_wait while the runtime has runnable work
+/* A thread blocked in blitz_join_blocking while the runtime has runnable work
  * (on a current-thread runtime that thread is the one polling it): the
  * shutdown stops the polling and wakes the waiter with ECANCELED. */
 static int shutdown_wakes_waiter(tu_flavor f) {
@@ -361,7 +361,7 @@ static void shut_race_check(shut_race_task *s) {
 static void shut_race_cancel(void *p) {
     shut_race_task *s = p;
     shut_race_check(s);
-    blitz_timer_cancel(&s->timer);
+    blitz_timer_cancel(NULL, &s->timer);
 }
 
 static void shut_race_drop(void *p) {
@@ -406,7 +406,7 @@ static void *shut_race_spawner_main(void *p) {
         a->spawned++;
         if (++n == 32 || i % 7 == 0) {
             for (int k = 0; k < n; k++) {
-                int w = blitz_task_wait(handles[k]);
+                int w = blitz_join_blocking(handles[k]);
                 CHECK(w == BLITZ_OK || w == BLITZ_ECANCELED);
                 blitz_task_release(&handles[k]);
                 a->finished++;
@@ -415,7 +415,7 @@ static void *shut_race_spawner_main(void *p) {
         }
     }
     for (int k = 0; k < n; k++) {
-        int w = blitz_task_wait(handles[k]);
+        int w = blitz_join_blocking(handles[k]);
         CHECK(w == BLITZ_OK || w == BLITZ_ECANCELED);
         blitz_task_release(&handles[k]);
         a->finished++;

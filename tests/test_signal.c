@@ -40,7 +40,7 @@ static blitz_poll ts_listen_poll(blitz_cx *cx, void *p) {
 }
 
 static void *ts_signal_driver(void *h) {
-    blitz_task_wait(h);
+    blitz_join_blocking(h);
     return NULL;
 }
 
@@ -100,8 +100,8 @@ static int signal_each_listener(tu_flavor f) {
              * sent again before the first is handled. */
             TU_WAIT_GE(&received, 3 * (i + 1), 5.0);
         }
-        CHECK_OK(blitz_task_wait(ha));
-        CHECK_OK(blitz_task_wait(hb));
+        CHECK_OK(blitz_join_blocking(ha));
+        CHECK_OK(blitz_join_blocking(hb));
         ts_listen *da = blitz_task_state(ha), *db = blitz_task_state(hb);
         CHECK_EQ(da->got[0], SENDS);
         CHECK_EQ(da->got[1], SENDS);

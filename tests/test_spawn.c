@@ -34,10 +34,10 @@ static int spawn_join(tu_flavor f) {
         CHECK_NOT_NULL(h[i]);
     }
     for (int i = 0; i < N; i++) {
-        CHECK_OK(blitz_task_wait(h[i]));
+        CHECK_OK(blitz_join_blocking(h[i]));
         CHECK_OK(blitz_task_status(h[i]));
         /* Waiting again on a finished task returns at once. */
-        CHECK_OK(blitz_task_wait(h[i]));
+        CHECK_OK(blitz_join_blocking(h[i]));
         spawn_basic *s = blitz_task_state(h[i]);
         CHECK_NOT_NULL(s);
         CHECK_EQ(s->polls, 1);
@@ -68,7 +68,7 @@ BLITZ_TEST(current_thread_runs_only_when_driven) {
     tu_sleep_ms(20);
     CHECK_EQ(blitz_task_status(h), BLITZ_EAGAIN);
     CHECK_NULL(blitz_task_state(h));
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     spawn_basic *r = blitz_task_state(h);
     CHECK_NOT_NULL(r);
     CHECK_EQ(r->out, 11);
@@ -160,7 +160,7 @@ static int join_in_task(tu_flavor f) {
     CHECK_EQ(s.blitz__resume, -1);
     CHECK_GE(s.polls, 2);
 
-    /* Through spawn + blitz_task_wait, several parents at once. */
+    /* Through spawn + blitz_join_blocking, several parents at once. */
     enum { P = 8 };
     blitz_task *h[P];
     for (int i = 0; i < P; i++) {
@@ -170,7 +170,7 @@ static int join_in_task(tu_flavor f) {
         CHECK_OK(blitz_spawn(rt, spawn_parent_poll, &q, sizeof q, &h[i]));
     }
     for (int i = 0; i < P; i++) {
-        CHECK_OK(blitz_task_wait(h[i]));
+        CHECK_OK(blitz_join_blocking(h[i]));
         spawn_parent *q = blitz_task_state(h[i]);
         CHECK_EQ(q->sum, spawn_parent_expect(1 + i));
         CHECK_EQ(q->statuses_ok, 1 + i);
@@ -326,7 +326,7 @@ static int million_tasks_internal(tu_flavor f) {
     s.n = n;
     blitz_task *h = NULL;
     CHECK_OK(blitz_spawn(rt, spawn_spawner_poll, &s, sizeof s, &h));
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     CHECK_EQ(((spawn_spawner *)blitz_task_state(h))->next, n);
     CHECK_OK(blitz_task_release(&h));
     if (f.flavor == BLITZ_CURRENT_THREAD) {
@@ -356,7 +356,7 @@ BLITZ_TEST(many_tasks_internal_ct) {
     return million_tasks_internal(TU_CT);
 }
 
-/* Tasks with handles, joined from the main thread with blitz_task_wait in
+/* Tasks with handles, joined from the main thread with blitz_join_blocking in
  * batches. */
 static int many_tasks_joined(tu_flavor f) {
     long n = test_scaled(200000);
@@ -373,7 +373,7 @@ static int many_tasks_joined(tu_flavor f) {
             CHECK_OK(blitz_spawn(rt, spawn_slot_poll, &s, sizeof s, &h[i]));
         }
         for (long i = m - 1; i >= 0; i--) {
-            CHECK_OK(blitz_task_wait(h[i]));
+            CHECK_OK(blitz_join_blocking(h[i]));
             CHECK_EQ(((spawn_slot *)blitz_task_state(h[i]))->idx, base + i);
             CHECK_EQ(slots[base + i], 1);
             CHECK_OK(blitz_task_release(&h[i]));
@@ -497,7 +497,7 @@ static int fanout_tree(tu_flavor f) {
 }
 TU_FLAVOR_TESTS(fanout_tree)
 
-/* ---- blitz_task_wait inside a task (the worker helps) ---------------------- */
+/* ---- blitz_join_blocking inside a task (the worker helps) ---------------------- */
 
 typedef struct {
     int depth;
@@ -522,7 +522,7 @@ static void spawn_wait_fn(void *p) {
     }
     a->result = 1;
     for (int i = 0; i < 3; i++) {
-        CHECK_OK(blitz_task_wait(h[i]));
+        CHECK_OK(blitz_join_blocking(h[i]));
         a->result += kids[i].result;
         CHECK_OK(blitz_task_release(&h[i]));
     }
@@ -535,9 +535,9 @@ static int task_wait_inside_task(uint32_t workers) {
     spawn_wait_arg root = {3, 0, &finished};
     blitz_task *h = NULL;
     CHECK_OK(blitz_spawn_fn(rt, spawn_wait_fn, &root, &h));
-    /* Not blitz_task_wait: the workers alone must get this done. */
+    /* Not blitz_join_blocking: the workers alone must get this done. */
     TU_WAIT_GE(&finished, 1 + 3 + 9 + 27, 10.0);
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     CHECK_EQ(root.result, 1 + 3 + 9 + 27);
     CHECK_OK(blitz_task_release(&h));
     CHECK_OK(blitz_runtime_free(rt));
@@ -565,11 +565,11 @@ static int spawn_fn_once(tu_flavor f) {
             CHECK_OK(blitz_spawn_fn(rt, spawn_fn_count, &calls, NULL));
         } else {
             CHECK_OK(blitz_spawn_fn(rt, spawn_fn_count, &calls, &h));
-            CHECK_OK(blitz_task_detach(&h));
+            CHECK_OK(blitz_task_release(&h));
         }
     }
     CHECK_OK(blitz_spawn_fn(rt, spawn_fn_count, &calls, &h));
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     CHECK_OK(blitz_task_release(&h));
     if (f.flavor == BLITZ_CURRENT_THREAD) {
         tu_until u = {0, &calls, N + 1};
@@ -654,7 +654,7 @@ static int cross_runtime(tu_flavor fa, blitz_runtime *b) {
         CHECK_OK(blitz_spawn(a, spawn_cross_poll, &s, sizeof s, &h[i]));
     }
     for (int i = 0; i < P; i++) {
-        CHECK_OK(blitz_task_wait(h[i]));
+        CHECK_OK(blitz_join_blocking(h[i]));
         spawn_cross *r = blitz_task_state(h[i]);
         CHECK_EQ(r->sum, spawn_cross_expect(5 + i));
         CHECK_EQ(r->right_rt, 5 + i);
@@ -739,7 +739,7 @@ BLITZ_TEST(runtimes_ring) {
         CHECK_OK(blitz_spawn(rt[i], spawn_cross_poll, &s, sizeof s, &h[i]));
     }
     for (int i = 0; i < R; i++) {
-        CHECK_OK(blitz_task_wait(h[i]));
+        CHECK_OK(blitz_join_blocking(h[i]));
         spawn_cross *r = blitz_task_state(h[i]);
         CHECK_EQ(r->sum, spawn_cross_expect(20));
         CHECK_EQ(r->right_rt, 20);

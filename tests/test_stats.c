@@ -151,7 +151,7 @@ BLITZ_TEST(stats_fixed_interval) {
     stats_main *s = calloc(1, sizeof *s);
     CHECK_NOT_NULL(s);
     s->yields = 1;
-    /* Waited for without blitz_task_wait, so that the workers (not this
+    /* Waited for without blitz_join_blocking, so that the workers (not this
      * thread, helping) do the polling. */
     blitz_task *h = NULL;
     CHECK_OK(blitz_spawn(rt, stats_main_poll, s, sizeof *s, &h));
@@ -185,7 +185,7 @@ BLITZ_TEST(stats_idle_workers_park) {
     blitz_task *h = NULL;
     CHECK_OK(blitz_spawn(rt, tu_forever_poll, st8, sizeof st8, &h));
     CHECK_OK(blitz_task_cancel(h));
-    CHECK_EQ(blitz_task_wait(h), BLITZ_ECANCELED);
+    CHECK_EQ(blitz_join_blocking(h), BLITZ_ECANCELED);
     CHECK_OK(blitz_task_release(&h));
     blitz_stats st;
     double deadline = tu_now() + 5.0 * tu_timeout_mult();

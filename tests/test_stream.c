@@ -328,9 +328,9 @@ static void st_run_pipeline(blitz_runtime *rt, int kind, unsigned flags, uint64_
     CHECK_OK(blitz_spawn(rt, st_consumer_poll, co, sizeof *co, &tc));
     CHECK_OK(blitz_spawn(rt, st_copier_poll, &cp, sizeof cp, &tk));
     CHECK_OK(blitz_spawn(rt, st_producer_poll, pr, sizeof *pr, &tp));
-    CHECK_OK(blitz_task_wait(tp));
-    CHECK_OK(blitz_task_wait(tk));
-    CHECK_OK(blitz_task_wait(tc));
+    CHECK_OK(blitz_join_blocking(tp));
+    CHECK_OK(blitz_join_blocking(tk));
+    CHECK_OK(blitz_join_blocking(tc));
     *out = *(st_copier *)blitz_task_state(tk);
     CHECK_EQ(((st_consumer *)blitz_task_state(tc))->got, total);
     CHECK_EQ(out->c.result, (long long)total);
@@ -398,8 +398,8 @@ static int st_sendfile(blitz_backend b, tu_flavor f) {
         blitz_task *tc, *tk;
         CHECK_OK(blitz_spawn(rt, st_consumer_poll, co, sizeof *co, &tc));
         CHECK_OK(blitz_spawn(rt, st_copier_poll, &cp, sizeof cp, &tk));
-        CHECK_OK(blitz_task_wait(tk));
-        CHECK_OK(blitz_task_wait(tc));
+        CHECK_OK(blitz_join_blocking(tk));
+        CHECK_OK(blitz_join_blocking(tc));
         st_copier *done = blitz_task_state(tk);
         CHECK_EQ(done->c.result, (long long)total);
         CHECK_EQ(done->c.kernel, mode ? 0 : total);
@@ -505,7 +505,7 @@ static blitz_poll st_cancel_poll(blitz_cx *cx, void *p) {
     /* nothing to read: the timeout wins and withdraws the read */
     BLITZ_AWAIT(m, blitz_timeout_op(cx, &m->timer, 20 * BLITZ_MSEC,
                                     blitz_fd_read(cx, &m->op, m->r, m->buf, sizeof m->buf),
-                                    blitz_io_cancel_op, &m->op));
+                                    blitz_io_cancel, &m->op));
     CHECK_EQ(m->timer.expired, 1);
     CHECK(!blitz_io_pending(&m->op) ||
           blitz_runtime_backend(blitz_cx_runtime(cx)) == BLITZ_BACKEND_IO_URING);
@@ -548,7 +548,7 @@ static blitz_poll st_stuck_poll(blitz_cx *cx, void *p) {
     BLITZ_END(s);
 }
 static void st_stuck_cancel(void *p) {
-    blitz_io_cancel(&((st_stuck *)p)->op);
+    blitz_io_cancel(NULL, &((st_stuck *)p)->op);
 }
 
 static int st_cancel(blitz_backend b, tu_flavor f) {
@@ -573,19 +573,19 @@ static int st_cancel(blitz_backend b, tu_flavor f) {
     CHECK_OK(blitz_spawn_ex(rt, &o, &t));
     tu_sleep_ms(20);
     CHECK_OK(blitz_task_cancel(t));
-    CHECK_EQ(blitz_task_wait(t), BLITZ_ECANCELED);
+    CHECK_EQ(blitz_join_blocking(t), BLITZ_ECANCELED);
     blitz_task_release(&t);
 
-    /* the blocking form: blitz_op_wait from this thread */
+    /* the blocking form: blitz_op_run_blocking from this thread */
     blitz_stream st;
     CHECK_OK(blitz_stream_pipe(&st, m.r, 0));
     CHECK_EQ(write(blitz_sock_fd(m.w), "blocking", 8), 8);
     char buf[16];
-    CHECK_OK(blitz_op_wait(rt, blitz_op_stream_read(&st, buf, sizeof buf)));
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_stream_read(&st, buf, sizeof buf)));
     CHECK_EQ(st.read_result, 8);
     CHECK(memcmp(buf, "blocking", 8) == 0);
     CHECK_OK(blitz_sock_close(m.w));
-    CHECK_OK(blitz_op_wait(rt, blitz_op_stream_read(&st, buf, sizeof buf)));
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_stream_read(&st, buf, sizeof buf)));
     CHECK_EQ(st.read_result, 0);
     CHECK_OK(blitz_sock_close(m.r));
     CHECK_OK(blitz_runtime_free(rt));
@@ -619,7 +619,7 @@ static blitz_poll st_work_poll(blitz_cx *cx, void *p) {
 static void st_work_cancel(void *p) {
     st_work *w = p;
     blitz_cancel_token_wait_cancel(NULL, &w->tw);
-    blitz_timer_cancel(&w->timer);
+    blitz_timer_cancel(NULL, &w->timer);
 }
 
 typedef struct {
@@ -636,14 +636,14 @@ typedef struct {
 
 static blitz_poll st_accept_op(blitz_cx *cx, void *p) {
     st_acceptor *a = (st_acceptor *)((char *)p - offsetof(st_acceptor, op));
-    return blitz_tcp_accept(cx, &a->op, a->listener);
+    return blitz_sock_accept(cx, &a->op, a->listener);
 }
 
 static blitz_poll st_acceptor_poll(blitz_cx *cx, void *p) {
     st_acceptor *a = p;
     BLITZ_BEGIN(a);
     for (;;) {
-        a->ops[0] = blitz_op_make(st_accept_op, blitz_io_cancel_op, &a->op);
+        a->ops[0] = blitz_op_make(st_accept_op, blitz_io_cancel, &a->op);
         a->ops[1] = blitz_op_cancel_token_wait(&a->tw, blitz_shutdown_token(a->sd));
         blitz_combo_reset(&a->combo);
         BLITZ_AWAIT(a, blitz_race(cx, &a->combo, a->ops, 2));
@@ -723,8 +723,8 @@ static int st_shutdown(blitz_backend b, tu_flavor f) {
             CHECK_EQ(kill(getpid(), SIGUSR2), 0);
         else
             CHECK_OK(blitz_shutdown_trigger(sd));
-        CHECK_OK(blitz_task_wait(ta));
-        CHECK_OK(blitz_task_wait(ts));
+        CHECK_OK(blitz_join_blocking(ta));
+        CHECK_OK(blitz_join_blocking(ts));
         st_acceptor *adone = blitz_task_state(ta);
         st_supervisor *sdone = blitz_task_state(ts);
         CHECK(blitz_shutdown_triggered(sd));
@@ -765,7 +765,7 @@ static int st_shutdown(blitz_backend b, tu_flavor f) {
 }
 ST_TESTS(shutdown)
 
-/* ---- a stream of one's own (a vtable over memory), driven by blitz_op_wait -------------- */
+/* ---- a stream of one's own (a vtable over memory), driven by blitz_op_run_blocking ---- */
 
 typedef struct {
     const char *in;
@@ -824,22 +824,22 @@ BLITZ_TEST(stream_custom_and_bad_args) {
     char line[16];
     const char *want[] = {"one", "two", "three"};
     for (int i = 0; i < 3; i++) {
-        CHECK_OK(blitz_op_wait(NULL, blitz_op_reader_read_line(&rd, line, sizeof line)));
+        CHECK_OK(blitz_op_run_blocking(NULL, blitz_op_reader_read_line(&rd, line, sizeof line)));
         CHECK_GT(rd.result, 0);
         CHECK(strcmp(line, want[i]) == 0);
     }
-    CHECK_OK(blitz_op_wait(NULL, blitz_op_reader_read_line(&rd, line, sizeof line)));
+    CHECK_OK(blitz_op_run_blocking(NULL, blitz_op_reader_read_line(&rd, line, sizeof line)));
     CHECK_EQ(rd.result, 0);
     blitz_reader_deinit(&rd);
 
     blitz_writer wr;
     unsigned char wbuf[8];
     CHECK_OK(blitz_writer_init(&wr, &st, wbuf, sizeof wbuf));
-    CHECK_OK(blitz_op_wait(NULL, blitz_op_writer_write_all(&wr, "hello, ", 7)));
+    CHECK_OK(blitz_op_run_blocking(NULL, blitz_op_writer_write_all(&wr, "hello, ", 7)));
     CHECK_EQ(wr.result, 7);
     CHECK_EQ(blitz_writer_buffered(&wr), 7);
-    CHECK_OK(blitz_op_wait(NULL, blitz_op_writer_write_all(&wr, "buffered world", 14)));
-    CHECK_OK(blitz_op_wait(NULL, blitz_op_writer_flush(&wr)));
+    CHECK_OK(blitz_op_run_blocking(NULL, blitz_op_writer_write_all(&wr, "buffered world", 14)));
+    CHECK_OK(blitz_op_run_blocking(NULL, blitz_op_writer_flush(&wr)));
     CHECK_EQ(wr.result, 0);
     CHECK_EQ(m.out_len, 21);
     CHECK(memcmp(m.out, "hello, buffered world", 21) == 0);

@@ -101,7 +101,7 @@ BLITZ_TEST(sync_sem_basics) {
     CHECK_OK(blitz_semaphore_release(&sem, 1));
     CHECK_OK(blitz_semaphore_acquire_blocking(&sem, 1));
     CHECK_EQ(blitz_semaphore_acquire_blocking(&sem, 0), BLITZ_EINVAL);
-    blitz_semaphore_destroy(&sem);
+    blitz_semaphore_deinit(&sem);
     CHECK_EQ(ts_refs(&t), 0);
     return 0;
 }
@@ -150,7 +150,7 @@ BLITZ_TEST(sync_sem_fifo_handoff) {
     CHECK_OK(blitz_semaphore_release(&sem, 5 + 1 + 2 - 5));
     CHECK_EQ(blitz_semaphore_available(&sem), 6);
     CHECK_EQ(ts_refs(&a) + ts_refs(&b) + ts_refs(&c), 0);
-    blitz_semaphore_destroy(&sem);
+    blitz_semaphore_deinit(&sem);
     return 0;
 }
 
@@ -282,7 +282,7 @@ BLITZ_TEST(sync_mutex_basics) {
     CHECK(!blitz_mutex_is_locked(&m));
     CHECK_OK(blitz_mutex_lock_blocking(&m));
     blitz_mutex_unlock(&m);
-    blitz_mutex_destroy(&m);
+    blitz_mutex_deinit(&m);
     for (int i = 0; i < 3; i++)
         CHECK_EQ(ts_refs(&t[i]), 0);
     return 0;
@@ -343,7 +343,7 @@ BLITZ_TEST(sync_rwlock_writer_priority) {
     blitz_rwlock_read_unlock(&l);
     CHECK_EQ(blitz_semaphore_available(&l.blitz__sem), BLITZ_RWLOCK_MAX_READERS);
     CHECK_EQ(ts_refs(&w) + ts_refs(&r1) + ts_refs(&r2), 0);
-    blitz_rwlock_destroy(&l);
+    blitz_rwlock_deinit(&l);
     return 0;
 }
 
@@ -408,7 +408,7 @@ BLITZ_TEST(sync_notify_permit) {
     CHECK_OK(blitz_notify_wait_blocking(&n));
     CHECK_EQ(blitz_notify_try_wait(NULL), BLITZ_EINVAL);
     CHECK_EQ(ts_refs(&a) + ts_refs(&b) + ts_refs(&c), 0);
-    blitz_notify_destroy(&n);
+    blitz_notify_deinit(&n);
     return 0;
 }
 
@@ -463,8 +463,8 @@ BLITZ_TEST(sync_barrier_generations) {
     CHECK_EQ(leader, 1);
     for (int i = 0; i < 4; i++)
         CHECK_EQ(ts_refs(&t[i]), 0);
-    blitz_barrier_destroy(&b);
-    blitz_barrier_destroy(&one);
+    blitz_barrier_deinit(&b);
+    blitz_barrier_deinit(&one);
     return 0;
 }
 
@@ -528,8 +528,8 @@ BLITZ_TEST(sync_once_cell_claims) {
     CHECK_EQ(claimed, 0);
     CHECK_PTR_EQ(v, &value);
     CHECK_EQ(ts_refs(&a) + ts_refs(&b) + ts_refs(&d), 0);
-    blitz_once_cell_destroy(&c);
-    blitz_once_cell_destroy(&e);
+    blitz_once_cell_deinit(&c);
+    blitz_once_cell_deinit(&e);
     return 0;
 }
 
@@ -584,7 +584,7 @@ BLITZ_TEST(sync_cancel_token_tree) {
     CHECK(blitz_cancel_token_is_cancelled(&other));
     CHECK(!blitz_cancel_token_is_cancelled(&root));
     /* Destroying the middle token moves the leaf up to the root. */
-    blitz_cancel_token_destroy(&mid);
+    blitz_cancel_token_deinit(&mid);
     CHECK_PTR_EQ(leaf.blitz__parent, &root);
     blitz_cancel_token_cancel(&root);
     CHECK(blitz_cancel_token_is_cancelled(&leaf));
@@ -599,12 +599,12 @@ BLITZ_TEST(sync_cancel_token_tree) {
     CHECK_OK(blitz_cancel_token_init_child(&late, &root));
     CHECK(blitz_cancel_token_is_cancelled(&late));
     /* A parent freed with live children: they become roots. */
-    blitz_cancel_token_destroy(&root);
+    blitz_cancel_token_deinit(&root);
     CHECK_NULL(leaf.blitz__parent);
     CHECK_NULL(late.blitz__parent);
-    blitz_cancel_token_destroy(&leaf);
-    blitz_cancel_token_destroy(&other);
-    blitz_cancel_token_destroy(&late);
+    blitz_cancel_token_deinit(&leaf);
+    blitz_cancel_token_deinit(&other);
+    blitz_cancel_token_deinit(&late);
     /* Withdrawn waits are not woken. */
     blitz_cancel_token t;
     CHECK_OK(blitz_cancel_token_init(&t));
@@ -613,7 +613,7 @@ BLITZ_TEST(sync_cancel_token_tree) {
     blitz_cancel_token_cancel(&t);
     CHECK_EQ(ts_wakes(&a), 1);
     CHECK_EQ(ts_refs(&a) + ts_refs(&b), 0);
-    blitz_cancel_token_destroy(&t);
+    blitz_cancel_token_deinit(&t);
     return 0;
 }
 
@@ -644,7 +644,7 @@ BLITZ_TEST(sync_cancel_token_many_waiters) {
         CHECK_EQ(ts_refs(&t[i]), 0);
     }
     for (int i = DEPTH - 1; i >= 0; i--)
-        blitz_cancel_token_destroy(&tok[i]);
+        blitz_cancel_token_deinit(&tok[i]);
     return 0;
 }
 
@@ -800,7 +800,7 @@ BLITZ_TEST(sync_waits_do_not_allocate) {
         TS_PENDING(blitz_cancel_token_wait(&a.cx, &to, &child));
         blitz_cancel_token_cancel(&child);
         TS_READY(blitz_cancel_token_wait(&a.cx, &to, &child));
-        blitz_cancel_token_destroy(&child);
+        blitz_cancel_token_deinit(&child);
     }
     CHECK_EQ(mallinfo2().uordblks, before);
     CHECK_EQ(ts_refs(&a) + ts_refs(&c), 0);

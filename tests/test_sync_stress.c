@@ -14,7 +14,7 @@ static uint32_t ts_rand(uint32_t *s) {
 
 static void ts_wait_all(blitz_task **h, int n) {
     for (int i = 0; i < n; i++) {
-        CHECK_OK(blitz_task_wait(h[i]));
+        CHECK_OK(blitz_join_blocking(h[i]));
         CHECK_OK(blitz_task_release(&h[i]));
     }
 }
@@ -103,7 +103,7 @@ static int sync_mutex_stress(tu_flavor f) {
     CHECK_EQ(sh.counter, TASKS * per_task + THREADS * per_thread);
     CHECK(!blitz_mutex_is_locked(&sh.m));
     CHECK_OK(blitz_runtime_free(rt));
-    blitz_mutex_destroy(&sh.m);
+    blitz_mutex_deinit(&sh.m);
     return 0;
 }
 TU_FLAVOR_TESTS(sync_mutex_stress)
@@ -284,7 +284,7 @@ BLITZ_TEST(sync_sem_cancel_release_race) {
     CHECK_EQ(blitz_semaphore_available(&sh.sem), 2);
     for (int i = 0; i < THREADS; i++)
         CHECK_EQ(ts_refs(&args[i].t), 0);
-    blitz_semaphore_destroy(&sh.sem);
+    blitz_semaphore_deinit(&sh.sem);
     return 0;
 }
 
@@ -348,7 +348,7 @@ BLITZ_TEST(sync_notify_cancel_race) {
     CHECK_EQ(blitz_notify_try_wait(&sh.n), BLITZ_EAGAIN);
     for (int i = 0; i < THREADS; i++)
         CHECK_EQ(ts_refs(&args[i].t), 0);
-    blitz_notify_destroy(&sh.n);
+    blitz_notify_deinit(&sh.n);
     return 0;
 }
 
@@ -566,7 +566,7 @@ static int sync_once_cell_race(tu_flavor f) {
         ts_wait_all(h, TASKS);
         CHECK_EQ(tu_ldi(&sh.inits), 1);
         CHECK_PTR_EQ(blitz_once_cell_get(&sh.c), &sh.value);
-        blitz_once_cell_destroy(&sh.c);
+        blitz_once_cell_deinit(&sh.c);
     }
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
@@ -590,7 +590,7 @@ static blitz_poll ts_tok_task_poll(blitz_cx *cx, void *p) {
     atomic_fetch_add(s->ready, 1);
     BLITZ_AWAIT(s, blitz_cancel_token_wait(cx, &s->op, &s->child));
     CHECK(blitz_cancel_token_is_cancelled(&s->child));
-    blitz_cancel_token_destroy(&s->child);
+    blitz_cancel_token_deinit(&s->child);
     atomic_fetch_add(s->done, 1);
     BLITZ_END(s);
 }
@@ -620,8 +620,8 @@ static int sync_cancel_token_stress(tu_flavor f) {
         blitz_cancel_token_cancel(&root);
         ts_wait_all(h, TASKS);
         CHECK_EQ(tu_ldi(&done), TASKS);
-        blitz_cancel_token_destroy(&mid);
-        blitz_cancel_token_destroy(&root);
+        blitz_cancel_token_deinit(&mid);
+        blitz_cancel_token_deinit(&root);
     }
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
@@ -707,7 +707,7 @@ static int sync_task_cancel_hook(tu_flavor f) {
     for (int i = 0; i < TASKS; i++)
         CHECK_OK(blitz_task_cancel(h[i]));
     for (int i = 0; i < TASKS; i++) {
-        CHECK_EQ(blitz_task_wait(h[i]), BLITZ_ECANCELED);
+        CHECK_EQ(blitz_join_blocking(h[i]), BLITZ_ECANCELED);
         CHECK_OK(blitz_task_release(&h[i]));
     }
     /* Nobody holds the lock, and the cancelled tasks are gone. */

@@ -180,7 +180,7 @@ static inline blitz_task *tt_spawn_joiner(blitz_runtime *rt, blitz_task *target)
 
 /* Waits for a joiner, returns the status it saw, releases it. */
 static inline int tt_joiner_result(blitz_task **j) {
-    CHECK_OK(blitz_task_wait(*j));
+    CHECK_OK(blitz_join_blocking(*j));
     tt_joiner *s = blitz_task_state(*j);
     CHECK_NOT_NULL(s);
     CHECK_EQ(s->joined, 1);
@@ -195,7 +195,7 @@ static inline void tt_drive_ct(blitz_runtime *rt) {
     tt_probe pr;
     memset(&pr, 0, sizeof pr);
     blitz_task *h = tt_spawn(rt, CM_YIELD_ONCE, NULL, &pr);
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     CHECK_OK(blitz_task_release(&h));
 }
 
@@ -208,7 +208,7 @@ typedef struct {
 static inline void *tt_waiter_main(void *p) {
     tt_waiter_arg *a = p;
     atomic_store(&a->started, 1);
-    a->rc = blitz_task_wait(a->h);
+    a->rc = blitz_join_blocking(a->h);
     return NULL;
 }
 

@@ -92,7 +92,7 @@ static int time_never_early(tu_flavor f) {
     }
     uint64_t worst = 0;
     for (long i = 0; i < n; i++) {
-        CHECK_OK(blitz_task_wait(h[i]));
+        CHECK_OK(blitz_join_blocking(h[i]));
         tm_sleeper *s = blitz_task_state(h[i]);
         CHECK_NOT_NULL(s);
         CHECK_GE(s->woke, s->deadline);
@@ -168,8 +168,8 @@ BLITZ_TEST(time_fires_during_long_poll_mt2) {
     CHECK_EQ(tu_ldi(&k.sleeper_done), 1);
     CHECK_GE(tu_ldl(&k.sleeper_done_at_us), 10000);
     CHECK_LT(tu_ldl(&k.sleeper_done_at_us), 200000);
-    CHECK_OK(blitz_task_wait(sl));
-    CHECK_OK(blitz_task_wait(spin));
+    CHECK_OK(blitz_join_blocking(sl));
+    CHECK_OK(blitz_join_blocking(spin));
     CHECK_OK(blitz_task_release(&sl));
     CHECK_OK(blitz_task_release(&spin));
     CHECK_OK(blitz_runtime_free(rt));
@@ -205,7 +205,7 @@ BLITZ_TEST(time_idle_no_cpu_mt2) {
     blitz_runtime *rt = tu_rt_new(TU_MT2);
     blitz_task *h = NULL;
     CHECK_OK(blitz_spawn(rt, tm_trivial_poll, NULL, 1, &h));
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     CHECK_OK(blitz_task_release(&h));
     tu_sleep_ms(50); /* let the workers spin out and park */
     double c0 = tm_cpu_ms();
@@ -233,7 +233,7 @@ BLITZ_TEST(time_idle_no_cpu_mt2) {
     fprintf(stderr, "# 1 s timer: %.2f ms cpu, fired after %.3f s\n", waited, wall);
     CHECK_GE(wall, 1.0);
     CHECK_LT(waited, 50.0);
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     tm_long_sleep *r = blitz_task_state(h);
     CHECK_NOT_NULL(r);
     CHECK_GE(r->woke, r->start + (uint64_t)BLITZ_SEC);
@@ -253,7 +253,7 @@ static int time_paused_hour(tu_flavor f) {
     double t0 = tu_now();
     blitz_task *h = NULL;
     CHECK_OK(blitz_spawn(rt, tm_sleeper_poll, &h1, sizeof h1, &h));
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     double wall = tu_now() - t0;
     CHECK_LT(wall, 1.0);
     tm_sleeper *r = blitz_task_state(h);
@@ -428,7 +428,7 @@ static int time_advance_fires_due(tu_flavor f) {
     if (ct)
         tt_drive_ct(rt);
     TU_WAIT_GE(&woke, 1, 5.0);
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     tm_adv_sleeper *r = blitz_task_state(h);
     CHECK_NOT_NULL(r);
     CHECK_EQ(r->start, v0);
@@ -439,7 +439,7 @@ static int time_advance_fires_due(tu_flavor f) {
     CHECK_EQ(blitz_time_now(rt), v0 + (uint64_t)(10 * BLITZ_MSEC));
     if (!ct) {
         atomic_store(&k.stop, 1);
-        CHECK_OK(blitz_task_wait(keeper));
+        CHECK_OK(blitz_join_blocking(keeper));
         CHECK_OK(blitz_task_release(&keeper));
     }
     CHECK_OK(blitz_runtime_free(rt));
@@ -681,9 +681,9 @@ static blitz_poll tm_cancel_task_poll(blitz_cx *cx, void *p) {
         /* Armed, cancelled twice; never armed again by itself. */
         TM_EXPECT(s, blitz_sleep(cx, &s->a, 5 * BLITZ_MSEC) == BLITZ_PENDING);
         TM_EXPECT(s, blitz_timer_armed(&s->a));
-        TM_EXPECT(s, blitz_timer_cancel(&s->a) == BLITZ_OK);
+        blitz_timer_cancel(NULL, &s->a);
         TM_EXPECT(s, !blitz_timer_armed(&s->a));
-        TM_EXPECT(s, blitz_timer_cancel(&s->a) == BLITZ_OK);
+        blitz_timer_cancel(NULL, &s->a);
         TM_EXPECT(s, !blitz_timer_armed(&s->a));
         /* Sleeping "forever" pends (the deadline saturates, no wrap). */
         TM_EXPECT(s, blitz_sleep(cx, &s->never, INT64_MAX) == BLITZ_PENDING);
@@ -698,7 +698,7 @@ static blitz_poll tm_cancel_task_poll(blitz_cx *cx, void *p) {
         if (tu_gate_wait(cx, s->gate) == BLITZ_PENDING)
             return BLITZ_PENDING;
         TM_EXPECT(s, blitz_timer_armed(&s->never));
-        TM_EXPECT(s, blitz_timer_cancel(&s->never) == BLITZ_OK);
+        blitz_timer_cancel(NULL, &s->never);
         TM_EXPECT(s, !blitz_timer_armed(&s->never));
         s->step = 2;
         TEST_FALLTHROUGH;
@@ -707,8 +707,8 @@ static blitz_poll tm_cancel_task_poll(blitz_cx *cx, void *p) {
         if (blitz_sleep(cx, &s->b, 1 * BLITZ_MSEC) == BLITZ_PENDING)
             return BLITZ_PENDING;
         TM_EXPECT(s, !blitz_timer_armed(&s->b));
-        TM_EXPECT(s, blitz_timer_cancel(&s->b) == BLITZ_OK);
-        TM_EXPECT(s, blitz_timer_cancel(&s->b) == BLITZ_OK);
+        blitz_timer_cancel(NULL, &s->b);
+        blitz_timer_cancel(NULL, &s->b);
         TM_EXPECT(s, !blitz_timer_armed(&s->b));
         /* The timer is reusable after a cancel. */
         s->step = 3;
@@ -745,7 +745,7 @@ static int time_cancel(tu_flavor f) {
     CHECK_EQ(tu_ldi(&polls), 1);
     CHECK_EQ(blitz_task_status(h), BLITZ_EAGAIN);
     tu_gate_open(&g);
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     tm_cancel_task *r = blitz_task_state(h);
     CHECK_NOT_NULL(r);
     CHECK_EQ(r->errors, 0);
@@ -799,7 +799,7 @@ static blitz_poll tm_race_task_poll(blitz_cx *cx, void *p) {
     if (cancelled) {
         /* A poll that ran between the main thread's cancel and its flag may
          * have re-armed the sleep: a finishing task disarms its timer. */
-        CHECK_OK(blitz_timer_cancel(&s->timer));
+        blitz_timer_cancel(NULL, &s->timer);
         return BLITZ_READY;
     }
     /* Not cancelled yet: woken by the timer (or spuriously). */
@@ -847,8 +847,8 @@ static int time_cancel_race(tu_flavor f) {
         blitz_timer *tm = sh.timer;
         pthread_mutex_unlock(&sh.lock);
         if (tm) {
-            CHECK_OK(blitz_timer_cancel(tm));
-            CHECK_OK(blitz_timer_cancel(tm));
+            blitz_timer_cancel(NULL, tm);
+            blitz_timer_cancel(NULL, tm);
         }
         pthread_mutex_lock(&sh.lock);
         int had = sh.has_waker;
@@ -857,7 +857,7 @@ static int time_cancel_race(tu_flavor f) {
         pthread_mutex_unlock(&sh.lock);
         if (had)
             blitz_waker_wake(w);
-        CHECK_OK(blitz_task_wait(h));
+        CHECK_OK(blitz_join_blocking(h));
         tm_race_task *r = blitz_task_state(h);
         CHECK_NOT_NULL(r);
         fired += r->fired;
@@ -917,7 +917,7 @@ static blitz_poll tm_bad_task_poll(blitz_cx *cx, void *p) {
     TM_EXPECT(s, iv.last_tick == 0);
     TM_EXPECT(s, iv.next > blitz_cx_now(cx) - 1);
     TM_EXPECT(s, blitz_interval_tick(cx, NULL) == BLITZ_READY);
-    TM_EXPECT(s, blitz_timer_cancel(&iv.timer) == BLITZ_OK);
+    blitz_timer_cancel(NULL, &iv.timer);
     /* The clock is the runtime's. */
     uint64_t a = blitz_cx_now(cx), b = blitz_time_now(blitz_cx_runtime(cx));
     TM_EXPECT(s, b >= a);
@@ -932,8 +932,8 @@ static int time_bad_input(tu_flavor f) {
     CHECK_EQ(blitz_timeout(NULL, &t, 5 * BLITZ_MSEC, BLITZ_PENDING), BLITZ_READY);
     CHECK(!blitz_timer_armed(&t));
     CHECK(!blitz_timer_armed(NULL));
-    CHECK_EQ(blitz_timer_cancel(NULL), BLITZ_EINVAL);
-    CHECK_OK(blitz_timer_cancel(&t)); /* never armed */
+    blitz_timer_cancel(NULL, NULL); /* does nothing */
+    blitz_timer_cancel(NULL, &t);   /* never armed */
     CHECK_EQ(blitz_interval_tick(NULL, NULL), BLITZ_READY);
 
     blitz_interval iv;
@@ -1031,7 +1031,7 @@ static int time_shutdown_armed(tu_flavor f) {
             CHECK_OK(blitz_runtime_shutdown(rt));
             for (int i = 0; i < KEEP; i++) {
                 CHECK_EQ(blitz_task_status(h[i]), BLITZ_ECANCELED);
-                CHECK_EQ(blitz_task_wait(h[i]), BLITZ_ECANCELED);
+                CHECK_EQ(blitz_join_blocking(h[i]), BLITZ_ECANCELED);
                 CHECK_OK(blitz_task_release(&h[i]));
             }
             CHECK_OK(blitz_runtime_free(rt));

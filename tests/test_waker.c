@@ -62,7 +62,7 @@ static int waker_clone_balance(tu_flavor f) {
     blitz_spawn_opts o = {waker_clone_poll, &sa, sizeof sa, waker_count_drop, NULL};
     blitz_task *a = NULL, *b = NULL;
     CHECK_OK(blitz_spawn_ex(rt, &o, &a));
-    CHECK_OK(blitz_task_wait(a));
+    CHECK_OK(blitz_join_blocking(a));
     waker_clone_state *ra = blitz_task_state(a);
     CHECK_EQ(ra->same_as_clone, 1);
     CHECK_EQ(ra->same_as_self, 1);
@@ -72,7 +72,7 @@ static int waker_clone_balance(tu_flavor f) {
     waker_clone_state sb = {0, 0, 0, 0, 0, b_clones, &a_clones[0]};
     o.state = &sb;
     CHECK_OK(blitz_spawn_ex(rt, &o, &b));
-    CHECK_OK(blitz_task_wait(b));
+    CHECK_OK(blitz_join_blocking(b));
     waker_clone_state *rb = blitz_task_state(b);
     CHECK_EQ(rb->same_as_other, 0);
     CHECK(blitz_waker_will_wake(&a_clones[1], &a_clones[4]) != 0);
@@ -198,7 +198,7 @@ static int waker_cross_thread(tu_flavor f) {
     CHECK_OK(blitz_spawn(rt, waker_pp_poll, &s, sizeof s, &h));
     tu_thread th;
     tu_thread_start(&th, waker_pp_thread, &pp);
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     tu_thread_join(&th);
     waker_pp_task *r = blitz_task_state(h);
     CHECK_EQ(r->round, pp.rounds + 1);
@@ -276,7 +276,7 @@ static int wake_during_poll(tu_flavor f) {
             CHECK_OK(blitz_spawn(rt, waker_self_poll, &s, sizeof s, &h));
             if (how == WAKE_FROM_THREAD)
                 tu_thread_start(&th, waker_self_thread, &s);
-            CHECK_OK(blitz_task_wait(h));
+            CHECK_OK(blitz_join_blocking(h));
             if (how == WAKE_FROM_THREAD)
                 tu_thread_join(&th);
             CHECK_BASE(((waker_self *)blitz_task_state(h))->polls == 2,
@@ -360,7 +360,7 @@ static int waker_storm_test(tu_flavor f) {
             args[i] = (waker_storm_arg){&st, i, per};
             tu_thread_start(&th[i], waker_storm_thread, &args[i]);
         }
-        CHECK_OK(blitz_task_wait(h));
+        CHECK_OK(blitz_join_blocking(h));
         for (int i = 0; i < WAKER_THREADS; i++)
             tu_thread_join(&th[i]);
         waker_storm_task *r = blitz_task_state(h);
@@ -416,8 +416,8 @@ BLITZ_TEST(yield_alternates_ct) {
     blitz_task *ha = NULL, *hb = NULL;
     CHECK_OK(blitz_spawn(rt, waker_yielder_poll, &a, sizeof a, &ha));
     CHECK_OK(blitz_spawn(rt, waker_yielder_poll, &b, sizeof b, &hb));
-    CHECK_OK(blitz_task_wait(ha));
-    CHECK_OK(blitz_task_wait(hb));
+    CHECK_OK(blitz_join_blocking(ha));
+    CHECK_OK(blitz_join_blocking(hb));
     CHECK_EQ(len, 20);
     log[len] = 0;
     for (int i = 0; i + 1 < len; i++)
@@ -524,7 +524,7 @@ static long yield_fair_round(tu_flavor f, long *n) {
     /* The parent's state holds the counters, so it is read through the
      * handle; spawn copies it, and the copy is what the children use. */
     CHECK_OK(blitz_spawn(rt, waker_fair_parent_poll, s, sizeof *s, &h));
-    CHECK_OK(blitz_task_wait(h));
+    CHECK_OK(blitz_join_blocking(h));
     waker_fair_parent *r = blitz_task_state(h);
     long first_other = r->a_end < r->b_end ? r->a_end : r->b_end;
     CHECK_OK(blitz_task_release(&h));

@@ -53,7 +53,7 @@ int main(void) {
     blitz_task *h = NULL;
     int rc = blitz_spawn_ex(rt, &opts, &h);
     if (rc == BLITZ_OK)
-        rc = blitz_task_wait(h);
+        rc = blitz_join_blocking(h);
     printf("%s %s %d\n", blitz_version(), blitz_err_name(rc), blitz_task_status(h));
     blitz_task_release(&h);
 

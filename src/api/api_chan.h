@@ -11,7 +11,7 @@
  *   try_    never waits (BLITZ_EFULL / BLITZ_EEMPTY when it would);
  *   async   an op struct in the task state (it embeds the waiter, so
  *           waiting allocates nothing), used with BLITZ_AWAIT, or wrapped
- *           as a blitz_op (blitz_op_chan_send, ...) for blitz_op_wait and
+ *           as a blitz_op (blitz_op_chan_send, ...) for blitz_op_run_blocking and
  *           the combinators (race, select, timeout);
  *   blocking for plain threads and blocking-pool jobs (returns
  *   BLITZ_EDEADLK inside a task).
@@ -99,21 +99,20 @@ BLITZ_API blitz_poll blitz_chan_send(blitz_cx *cx, blitz_chan_op *op, blitz_chan
  * the channel is closed and drained. `out` must stay valid until then. */
 BLITZ_API blitz_poll blitz_chan_recv(blitz_cx *cx, blitz_chan_op *op, blitz_chan *ch, void *out);
 
-/* The same ops as blitz_op values (for blitz_op_wait, race, select). */
+/* The same ops as blitz_op values (for blitz_op_run_blocking, race, select). */
 BLITZ_API blitz_op blitz_op_chan_send(blitz_chan_op *op, blitz_chan *ch, const void *value);
 BLITZ_API blitz_op blitz_op_chan_recv(blitz_chan_op *op, blitz_chan *ch, void *out);
 
-/* Withdraws a pending op (see "Cancel safety" above). Returns BLITZ_OK
- * when the op had completed without the caller having seen it yet (a
- * received value is in its buffer; a sent value is in the channel),
- * BLITZ_ECLOSED when it had completed with that, BLITZ_ECANCELED when it
- * was withdrawn or nothing was pending; op->result is set to the same,
- * except that an op whose last poll returned READY keeps the result it
- * reported (while an op is unfinished its result is BLITZ_EAGAIN). Safe on an
- * idle, pending or completed op, and from a task's cancel hook. */
-BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op);
-/* blitz_chan_op_cancel as a blitz_cancel_fn. */
-BLITZ_API void blitz_chan_cancel_op(blitz_cx *cx, void *op);
+/* Withdraws a pending op (a blitz_chan_op; see "Cancel safety" above).
+ * Afterwards op->result says what became of it: BLITZ_OK when the op had
+ * completed without the caller having seen it yet (a received value is in
+ * its buffer; a sent value is in the channel), BLITZ_ECLOSED when it had
+ * completed with that, BLITZ_ECANCELED when it was withdrawn, was never
+ * polled or nothing was pending; an op whose last poll returned READY
+ * keeps the result it reported (while an op is unfinished its result is
+ * BLITZ_EAGAIN). Safe on an idle, pending or completed op, with cx NULL,
+ * and from a task's cancel hook. */
+BLITZ_API void blitz_chan_cancel(blitz_cx *cx, void *op);
 
 /* Blocking forms for plain threads: wait until sent / received.
  * BLITZ_OK, BLITZ_ECLOSED, BLITZ_EINVAL, BLITZ_EDEADLK inside a task. */
@@ -162,8 +161,8 @@ BLITZ_API blitz_poll blitz_oneshot_recv(blitz_cx *cx, blitz_oneshot *os);
 /* As a blitz_op; the cancel withdraws the receiver's waker and keeps a
  * value that already arrived in the cell (take it with try_recv). */
 BLITZ_API blitz_op blitz_op_oneshot_recv(blitz_oneshot *os);
-BLITZ_API void blitz_oneshot_recv_cancel(blitz_oneshot *os);
-BLITZ_API void blitz_oneshot_cancel_op(blitz_cx *cx, void *os);
+/* Withdraws a pending receive (op is the blitz_oneshot; cx may be NULL). */
+BLITZ_API void blitz_oneshot_cancel(blitz_cx *cx, void *os);
 /* Blocking receive for plain threads: BLITZ_OK with *out, BLITZ_ECLOSED,
  * BLITZ_EINVAL, BLITZ_EDEADLK inside a task. */
 BLITZ_API int blitz_oneshot_recv_blocking(blitz_oneshot *os, uint64_t *out);
@@ -226,8 +225,9 @@ BLITZ_API int blitz_broadcast_try_recv(blitz_broadcast_rx *rx, void *out);
  * so the next receive gets the same value. */
 BLITZ_API blitz_poll blitz_broadcast_recv(blitz_cx *cx, blitz_broadcast_rx *rx, void *out);
 BLITZ_API blitz_op blitz_op_broadcast_recv(blitz_broadcast_rx *rx, void *out);
-BLITZ_API void blitz_broadcast_recv_cancel(blitz_broadcast_rx *rx);
-BLITZ_API void blitz_broadcast_cancel_op(blitz_cx *cx, void *rx);
+/* Withdraws a pending receive (op is the blitz_broadcast_rx; cx may be
+ * NULL). */
+BLITZ_API void blitz_broadcast_cancel(blitz_cx *cx, void *rx);
 BLITZ_API int blitz_broadcast_recv_blocking(blitz_broadcast_rx *rx, void *out);
 
 /* ---- watch ------------------------------------------------------------------------ */
@@ -278,6 +278,7 @@ BLITZ_API int blitz_watch_has_changed(const blitz_watch_rx *rx);
  * Cancel consumes nothing: a newer version stays newer. */
 BLITZ_API blitz_poll blitz_watch_changed(blitz_cx *cx, blitz_watch_rx *rx);
 BLITZ_API blitz_op blitz_op_watch_changed(blitz_watch_rx *rx);
-BLITZ_API void blitz_watch_changed_cancel(blitz_watch_rx *rx);
-BLITZ_API void blitz_watch_cancel_op(blitz_cx *cx, void *rx);
+/* Withdraws a pending blitz_watch_changed (op is the blitz_watch_rx; cx
+ * may be NULL). */
+BLITZ_API void blitz_watch_cancel(blitz_cx *cx, void *rx);
 BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx);

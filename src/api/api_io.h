@@ -12,7 +12,7 @@
  * blitz_io lives in the task's state (zero-filled is ready to use) and is
  * polled repeatedly until READY; the result is then in the op:
  *
- *   BLITZ_AWAIT(s, blitz_tcp_recv(cx, &s->op, s->sock, s->buf, sizeof s->buf));
+ *   BLITZ_AWAIT(s, blitz_sock_recv(cx, &s->op, s->sock, s->buf, sizeof s->buf));
  *   if (s->op.result <= 0) ...   // 0 = end of stream, < 0 = -errno / BLITZ_E*
  *
  * Buffers must stay where they are until the op is READY or cancelled and
@@ -22,8 +22,8 @@
  * has a cancel function usable with blitz_timeout_op:
  *
  *   BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, BLITZ_SEC,
- *                                   blitz_tcp_recv(cx, &s->op, s->sock, s->buf, n),
- *                                   blitz_io_cancel_op, &s->op));
+ *                                   blitz_sock_recv(cx, &s->op, s->sock, s->buf, n),
+ *                                   blitz_io_cancel, &s->op));
  *
  * A limit is not a way to try without waiting: on io_uring a receive goes
  * to the kernel with the task's next pause, so a limit of 0 or a few
@@ -127,11 +127,10 @@ typedef struct blitz_io {
  * is cancelled asynchronously: its buffer stays the kernel's until the
  * cancellation completes, so reuse the buffer only after
  * blitz_io_settle is READY (polling the same op again also waits for it).
- * Safe to call on an idle or finished op. BLITZ_EINVAL for NULL. */
-BLITZ_API int blitz_io_cancel(blitz_io *op);
-/* blitz_io_cancel as a blitz_cancel_fn (for blitz_timeout_op and spawn
- * cancel hooks). */
-BLITZ_API void blitz_io_cancel_op(blitz_cx *cx, void *op);
+ * Safe to call on an idle or finished op, and with op or cx NULL. A
+ * blitz_cancel_fn (op is the blitz_io): pass it to blitz_timeout_op and
+ * blitz_op_make, call it from spawn cancel hooks. */
+BLITZ_API void blitz_io_cancel(blitz_cx *cx, void *op);
 /* READY once the kernel holds nothing of the op (always READY except
  * after a cancel of an io_uring op whose completion has not arrived).
  * Then a cancelled send that had sent bytes (the kernel performed it
@@ -156,7 +155,7 @@ BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int ba
  * sleep a little and accept again). On io_uring the listener's multishot
  * accept counts against the descriptor limit that held when it was armed
  * (the first accept): lower RLIMIT_NOFILE before listening. */
-BLITZ_API blitz_poll blitz_tcp_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener);
+BLITZ_API blitz_poll blitz_sock_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener);
 /* Await a connection to `addr` (copied): op->socket (result 0) or an error
  * (BLITZ_ECONNREFUSED, ...). */
 BLITZ_API blitz_poll blitz_tcp_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr);
@@ -188,16 +187,6 @@ BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *
                                       const blitz_iovec *iov, int iovcnt);
 BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                       const blitz_iovec *iov, int iovcnt);
-#define blitz_tcp_recv      blitz_sock_recv
-#define blitz_tcp_send      blitz_sock_send
-#define blitz_tcp_send_all  blitz_sock_send_all
-#define blitz_tcp_recvv     blitz_sock_recvv
-#define blitz_tcp_sendv     blitz_sock_sendv
-#define blitz_unix_recv     blitz_sock_recv
-#define blitz_unix_send     blitz_sock_send
-#define blitz_unix_send_all blitz_sock_send_all
-#define blitz_udp_recv      blitz_sock_recv
-#define blitz_udp_send      blitz_sock_send
 
 /* Shuts down reading (0), writing (1, sends FIN: half-close) or both (2). */
 BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
@@ -217,7 +206,7 @@ BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
  * is known to be open (e.g. under the lock of a table the task leaves
  * before it closes): the task's receive sees end of stream, its sends
  * fail, and it closes. On a current-thread runtime, completions are only
- * collected while a thread drives it (blitz_runtime_run, blitz_task_wait;
+ * collected while a thread drives it (blitz_runtime_run, blitz_join_blocking;
  * once more as the drive returns) or at blitz_runtime_free: a socket
  * closed from elsewhere with an op in the kernel keeps its descriptor
  * until then. A listener's address is free for a new listen of the same
@@ -225,7 +214,6 @@ BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
  * while a socket just closed still holds it); another process may find
  * it taken for a moment. */
 BLITZ_API int blitz_sock_close(blitz_socket *s);
-#define blitz_tcp_close(s) blitz_sock_close(s)
 /* The descriptor (for options blitz does not wrap), or -1. */
 BLITZ_API int blitz_sock_fd(const blitz_socket *s);
 BLITZ_API int blitz_sock_local_addr(const blitz_socket *s, blitz_addr *out);
@@ -244,18 +232,19 @@ BLITZ_API int blitz_sock_set_send_buffer(blitz_socket *s, int bytes);
 BLITZ_API int blitz_sock_recv_buffer(const blitz_socket *s); /* bytes or < 0 */
 BLITZ_API int blitz_sock_send_buffer(const blitz_socket *s);
 
-/* UDP: bind (port 0 = any), connect (sets the default peer, sync). */
+/* UDP: bind (port 0 = any). The datagram calls below work on Unix datagram
+ * sockets too; blitz_sock_connect_dgram sets the default peer (sync). */
 BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned flags,
                              blitz_socket **out);
-BLITZ_API int blitz_udp_connect(blitz_socket *s, const blitz_addr *addr);
+BLITZ_API int blitz_sock_connect_dgram(blitz_socket *s, const blitz_addr *addr);
 /* Datagram to `to` (must stay valid until READY); from: the sender
  * (optional; must stay valid until READY). A datagram longer than `len`
  * is truncated to `len` without notice (the rest is dropped), as with
  * blitz_sock_recv. */
-BLITZ_API blitz_poll blitz_udp_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
-                                       size_t len, const blitz_addr *to);
-BLITZ_API blitz_poll blitz_udp_recv_from(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
-                                         size_t len, blitz_addr *from);
+BLITZ_API blitz_poll blitz_sock_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                        const void *buf, size_t len, const blitz_addr *to);
+BLITZ_API blitz_poll blitz_sock_recv_from(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
+                                          size_t len, blitz_addr *from);
 /* Multicast group membership (IPv4 or IPv6 group; interface: an IPv4
  * address literal or NULL for any / an IPv6 interface index as text). */
 BLITZ_API int blitz_udp_join_multicast(blitz_socket *s, const char *group, const char *iface);
@@ -263,24 +252,21 @@ BLITZ_API int blitz_udp_leave_multicast(blitz_socket *s, const char *group, cons
 BLITZ_API int blitz_udp_set_multicast_loop(blitz_socket *s, int on);
 BLITZ_API int blitz_udp_set_broadcast(blitz_socket *s, int on);
 
-/* Unix sockets: stream listener and connect (the op form, like TCP),
- * datagram sockets (bound to addr, or unbound with addr NULL). A path
- * listener unlinks a stale socket file first (a socket nobody has bound:
- * tested with a datagram connect, which neither waits nor reaches a live
- * listener's accept); any other file at the path, or a live socket, stays
- * and the listen fails with BLITZ_EADDRINUSE. A bound datagram socket unlinks nothing (remove its
+/* Unix sockets: stream listener (accept with blitz_sock_accept) and
+ * connect (the op form, like TCP), datagram sockets (bound to addr, or
+ * unbound with addr NULL). A path listener unlinks a stale socket file
+ * first (a socket nobody has bound: tested with a datagram connect, which
+ * neither waits nor reaches a live listener's accept); any other file at
+ * the path, or a live socket, stays and the listen fails with
+ * BLITZ_EADDRINUSE. A bound datagram socket unlinks nothing (remove its
  * path yourself: a second bind while the file exists is
  * BLITZ_EADDRINUSE). */
 BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
                                 blitz_socket **out);
-#define blitz_unix_accept blitz_tcp_accept
 BLITZ_API blitz_poll blitz_unix_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr);
 BLITZ_API int blitz_unix_dgram(blitz_runtime *rt, const blitz_addr *addr, blitz_socket **out);
 /* A connected pair of Unix stream (type 1) or datagram (type 2) sockets. */
 BLITZ_API int blitz_unix_pair(blitz_runtime *rt, int type, blitz_socket **a, blitz_socket **b);
-#define blitz_unix_send_to       blitz_udp_send_to
-#define blitz_unix_recv_from     blitz_udp_recv_from
-#define blitz_unix_connect_dgram blitz_udp_connect
 
 /* Adopts an existing descriptor (made non-blocking and close-on-exec);
  * blitz closes it with the socket. On failure the descriptor stays the

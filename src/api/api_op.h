@@ -8,7 +8,7 @@
  * lives in the task's state, plus a cancel function that withdraws a
  * pending op (removes its waiter, hands back what it was given). Every
  * awaitable in blitz has both; blitz_op bundles them with the object so the
- * combinators below, and blitz_op_wait, can drive any op:
+ * combinators below, and blitz_op_run_blocking, can drive any op:
  *
  *   s->ops[0] = blitz_op_join(s->child);
  *   s->ops[1] = blitz_op_sleep_until(&s->timer, deadline);
@@ -34,8 +34,6 @@ BLITZ_API blitz_op blitz_op_join(blitz_task *t);
 /* Sleeps until `deadline_ns` (stored in t->deadline) / for `ns` from the
  * op's first poll (blitz_sleep_until / blitz_sleep; cancel disarms). */
 BLITZ_API blitz_op blitz_op_sleep_until(blitz_timer *t, uint64_t deadline_ns);
-/* Cancel function for timers, as a blitz_cancel_fn. */
-BLITZ_API void blitz_timer_cancel_op(blitz_cx *cx, void *timer);
 
 /* Runs an op to completion from a plain thread (the blocking form of every
  * awaitable). With `rt` NULL the op is polled on the calling thread, which
@@ -49,7 +47,7 @@ BLITZ_API void blitz_timer_cancel_op(blitz_cx *cx, void *timer);
  * job may wait, its pool thread runs nothing else); with a runtime,
  * BLITZ_ESHUTDOWN / BLITZ_ECANCELED when the runtime shut down first (the
  * op was withdrawn with its cancel function). */
-BLITZ_API int blitz_op_wait(blitz_runtime *rt, blitz_op op);
+BLITZ_API int blitz_op_run_blocking(blitz_runtime *rt, blitz_op op);
 
 /* ---------------------------------------------------------------------------
  * Private: an op's place in a primitive's queue of waiters. Primitives and
@@ -145,7 +143,7 @@ BLITZ_API blitz_poll blitz_group_next(blitz_cx *cx, blitz_group *g, blitz_task *
 /* Withdraws a pending blitz_group_next (a blitz_cancel_fn; op = the group). */
 BLITZ_API void blitz_group_next_cancel(blitz_cx *cx, void *group);
 /* Blocking form for plain threads: BLITZ_OK with *out as above. */
-BLITZ_API int blitz_group_wait_next(blitz_group *g, blitz_task **out);
+BLITZ_API int blitz_group_next_blocking(blitz_group *g, blitz_task **out);
 /* Members spawned and not yet handed out by blitz_group_next. */
 BLITZ_API size_t blitz_group_len(blitz_group *g);
 BLITZ_API int blitz_group_cancel_all(blitz_group *g);

@@ -30,7 +30,7 @@ typedef struct blitz__pool_op {
 } blitz__pool_op;
 
 /* Runs fn(arg) on a pool thread. The handle is an ordinary task handle:
- * await it with blitz_join, block on it with blitz_task_wait, read its
+ * await it with blitz_join, block on it with blitz_join_blocking, read its
  * status, release it. blitz_task_cancel before the job started removes it
  * from the queue at once (it completes as cancelled and fn never runs);
  * a running job cannot be stopped and finishes normally.
@@ -158,13 +158,6 @@ typedef struct blitz_fs_dirent {
 /* Most bytes one read returns (larger reads return this much). */
 #define BLITZ_FS_MAX_READ ((size_t)2 * 1024 * 1024)
 
-/* A buffer of a vectored read or write. For a read, the array and its
- * buffers must stay valid until the op is READY (they are filled then). */
-typedef struct blitz_fs_iovec {
-    void *base;
-    size_t len;
-} blitz_fs_iovec;
-
 typedef struct blitz_fs_op {
     int64_t result; /* see above */
     /* blitz_fs_read_file: the contents (NUL-terminated, not counted);
@@ -174,7 +167,7 @@ typedef struct blitz_fs_op {
     struct blitz__pool_op blitz__op;
     /* Where the results go when READY (the caller's buffers). */
     void *blitz__out;
-    const blitz_fs_iovec *blitz__iov;
+    const blitz_iovec *blitz__iov;
     int blitz__iovcnt;
 } blitz_fs_op;
 
@@ -198,10 +191,10 @@ BLITZ_API blitz_poll blitz_fs_pwrite(blitz_cx *cx, blitz_fs_op *op, int fd, cons
                                      size_t len, uint64_t offset);
 /* Vectored read and write (one system call each; the result may be short)
  * at `offset`, or at the file position when offset is -1. */
-BLITZ_API blitz_poll blitz_fs_readv(blitz_cx *cx, blitz_fs_op *op, int fd,
-                                    const blitz_fs_iovec *iov, int iovcnt, int64_t offset);
-BLITZ_API blitz_poll blitz_fs_writev(blitz_cx *cx, blitz_fs_op *op, int fd,
-                                     const blitz_fs_iovec *iov, int iovcnt, int64_t offset);
+BLITZ_API blitz_poll blitz_fs_readv(blitz_cx *cx, blitz_fs_op *op, int fd, const blitz_iovec *iov,
+                                    int iovcnt, int64_t offset);
+BLITZ_API blitz_poll blitz_fs_writev(blitz_cx *cx, blitz_fs_op *op, int fd, const blitz_iovec *iov,
+                                     int iovcnt, int64_t offset);
 /* fsync / fdatasync. Result 0. */
 BLITZ_API blitz_poll blitz_fs_fsync(blitz_cx *cx, blitz_fs_op *op, int fd);
 BLITZ_API blitz_poll blitz_fs_fdatasync(blitz_cx *cx, blitz_fs_op *op, int fd);

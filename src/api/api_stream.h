@@ -10,8 +10,8 @@
  * backend: readiness and the system call on epoll and poll, a POLL_ADD
  * followed by the system call on io_uring (so the kernel never holds your
  * buffer). They are blitz_io ops: the result is in op->result (bytes, 0 at
- * end of stream, or a negative code), blitz_io_cancel / blitz_io_cancel_op
- * withdraw them. A write to a pipe whose reader is gone returns
+ * end of stream, or a negative code), blitz_io_cancel
+ * withdraws them. A write to a pipe whose reader is gone returns
  * BLITZ_EPIPE; SIGPIPE never reaches the process for it.
  *
  * Regular files and /dev/null cannot be waited for (epoll refuses them):
@@ -55,7 +55,7 @@ BLITZ_API blitz_poll blitz_fd_writable(blitz_cx *cx, blitz_io *op, blitz_socket 
  * (the stream, the reader, the writer, the copy), a cancel function (a
  * blitz_cancel_fn, safe with cx NULL and on an idle or finished op), and a
  * blitz_op constructor, so they work with blitz_timeout_op, blitz_race and
- * blitz_op_wait (the blocking form). Results are in the object's `result`:
+ * blitz_op_run_blocking (the blocking form). Results are in the object's `result`:
  * a count >= 0 or a negative code.
  * ------------------------------------------------------------------------- */
 

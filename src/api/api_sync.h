@@ -24,10 +24,10 @@
  *
  *              Each async op also has a cancel function (blitz_cancel_fn)
  *              and a blitz_op constructor (blitz_op_mutex_lock, ...), so
- *              blitz_timeout_op, the combinators and blitz_op_wait can drive
+ *              blitz_timeout_op, the combinators and blitz_op_run_blocking can drive
  *              and abandon it;
  *  - blocking: for plain threads and blocking-pool jobs (built on
- *              blitz_op_wait; BLITZ_EDEADLK when called from inside a task
+ *              blitz_op_run_blocking; BLITZ_EDEADLK when called from inside a task
  *              or a runtime's thread).
  *
  * Waiters are served in FIFO order. A waiting op keeps a clone of its
@@ -91,7 +91,7 @@ typedef struct blitz_semaphore_acquire_op {
 
 /* BLITZ_EINVAL for NULL or more than BLITZ_SEMAPHORE_MAX_PERMITS. */
 BLITZ_API int blitz_semaphore_init(blitz_semaphore *sem, size_t permits);
-BLITZ_API void blitz_semaphore_destroy(blitz_semaphore *sem);
+BLITZ_API void blitz_semaphore_deinit(blitz_semaphore *sem);
 /* Takes n permits now (lock-free): BLITZ_OK, BLITZ_EAGAIN when fewer are
  * available or other ops wait, BLITZ_ECLOSED, BLITZ_EINVAL (n 0 or over the
  * maximum). */
@@ -132,7 +132,7 @@ typedef struct blitz_mutex_lock_op {
 } blitz_mutex_lock_op;
 
 BLITZ_API int blitz_mutex_init(blitz_mutex *m);
-BLITZ_API void blitz_mutex_destroy(blitz_mutex *m);
+BLITZ_API void blitz_mutex_deinit(blitz_mutex *m);
 /* BLITZ_OK or BLITZ_EAGAIN (held, or ops are queued). */
 BLITZ_API int blitz_mutex_try_lock(blitz_mutex *m);
 /* Async: READY once the caller holds the lock.
@@ -163,7 +163,7 @@ typedef struct blitz_rwlock_op {
 } blitz_rwlock_op;
 
 BLITZ_API int blitz_rwlock_init(blitz_rwlock *l);
-BLITZ_API void blitz_rwlock_destroy(blitz_rwlock *l);
+BLITZ_API void blitz_rwlock_deinit(blitz_rwlock *l);
 /* BLITZ_OK or BLITZ_EAGAIN (a writer holds it or waits; or, for try_read,
  * BLITZ_RWLOCK_MAX_READERS readers hold it). */
 BLITZ_API int blitz_rwlock_try_read(blitz_rwlock *l);
@@ -203,7 +203,7 @@ typedef struct blitz_notify_wait_op {
 } blitz_notify_wait_op;
 
 BLITZ_API int blitz_notify_init(blitz_notify *n);
-BLITZ_API void blitz_notify_destroy(blitz_notify *n);
+BLITZ_API void blitz_notify_deinit(blitz_notify *n);
 BLITZ_API void blitz_notify_one(blitz_notify *n);
 BLITZ_API void blitz_notify_waiters(blitz_notify *n);
 /* Consumes a stored permit: BLITZ_OK, or BLITZ_EAGAIN when there is none. */
@@ -241,7 +241,7 @@ typedef struct blitz_barrier_wait_op {
 
 /* BLITZ_EINVAL for NULL or 0 parties. */
 BLITZ_API int blitz_barrier_init(blitz_barrier *b, uint32_t parties);
-BLITZ_API void blitz_barrier_destroy(blitz_barrier *b);
+BLITZ_API void blitz_barrier_deinit(blitz_barrier *b);
 /* Async: READY once the generation the op joined is complete.
  * Cancel safety: cancelling a waiting op withdraws its arrival, so the
  * generation still needs N live waits; a wait whose generation already
@@ -285,7 +285,7 @@ typedef struct blitz_once_cell_op {
 } blitz_once_cell_op;
 
 BLITZ_API int blitz_once_cell_init(blitz_once_cell *c);
-BLITZ_API void blitz_once_cell_destroy(blitz_once_cell *c);
+BLITZ_API void blitz_once_cell_deinit(blitz_once_cell *c);
 /* The value, or NULL while not set (never waits). */
 BLITZ_API void *blitz_once_cell_get(const blitz_once_cell *c);
 BLITZ_API int blitz_once_cell_is_set(const blitz_once_cell *c);
@@ -342,7 +342,7 @@ typedef struct blitz_cancel_token_wait_op {
 BLITZ_API int blitz_cancel_token_init(blitz_cancel_token *t);
 /* A child of `parent` (cancelled at once if the parent already is). */
 BLITZ_API int blitz_cancel_token_init_child(blitz_cancel_token *child, blitz_cancel_token *parent);
-BLITZ_API void blitz_cancel_token_destroy(blitz_cancel_token *t);
+BLITZ_API void blitz_cancel_token_deinit(blitz_cancel_token *t);
 /* Cancels the token and its descendants and wakes their waiters.
  * Idempotent. */
 BLITZ_API void blitz_cancel_token_cancel(blitz_cancel_token *t);

@@ -1,6 +1,50 @@
 /* Public declarations of blitz. This is the only source of the header half
  * of blitz.h; everything here is visible to every includer. */
 
+/* API conventions (frozen for 1.0)
+ *
+ * Names: public names are blitz_<object>_<verb>; private ones, including
+ * struct fields, have a double underscore (blitz__name). blitz_op_<name>
+ * makes a blitz_op value of an op. Each function has one name, no macro
+ * alias: calls that work on any socket are blitz_sock_*, and
+ * blitz_tcp_ / blitz_udp_ / blitz_unix_ name only what is specific to one
+ * kind (listen, bind, connect, options).
+ *
+ * Waiting ops: an op is awaited in a task with
+ * BLITZ_AWAIT(s, blitz_<op>(cx, ...)) and has exactly one cancel,
+ * void blitz_<op>_cancel(blitz_cx *cx, void *op), a blitz_cancel_fn: pass
+ * it to blitz_op_make and blitz_timeout_op, or call it from a spawn cancel
+ * hook or any thread with cx NULL. `op` is the object the op waits in (the
+ * blitz_io, blitz_timer, blitz_task handle, channel op, ...). Cancels are
+ * safe on an idle, pending or finished op; what became of the op is in its
+ * result field where it has one. Actions that are not the
+ * cancel of an op keep their own names (blitz_task_cancel,
+ * blitz_group_cancel_all, blitz_cancel_token_cancel).
+ *
+ * Blocking forms: the form of an op that blocks a plain thread until it is
+ * done ends in _blocking (blitz_mutex_lock_blocking, blitz_join_blocking,
+ * blitz_group_next_blocking; blitz_op_run_blocking for any blitz_op).
+ *
+ * Lifetimes:
+ *   - objects the caller allocates (usually in task state) are set up with
+ *     blitz_<object>_init and, when they hold anything, torn down with
+ *     blitz_<object>_deinit; zero-filled is often a valid idle state;
+ *   - objects blitz allocates come from blitz_<object>_new and go with
+ *     blitz_<object>_free (blitz_free for buffers blitz hands out);
+ *   - reference-counted handles (blitz_task, blitz_process, channel
+ *     endpoints) are given up with _release; a _clone adds a reference. A
+ *     channel made by blitz_<kind>_new lives until its last endpoint is
+ *     released. Wakers are 16-byte values, not handles: blitz_waker_clone
+ *     and blitz_waker_drop, after their vtable.
+ *   - OS resources (sockets, files, streams) end with _close.
+ *
+ * Callbacks: a type is named for its role: blitz_poll_fn (a task's poll),
+ * blitz_drop_fn (frees what a task's state owns), blitz_cancel_hook_fn
+ * (a spawn's cancel hook), blitz_cancel_fn (an op's cancel).
+ *
+ * Errors: 0 (BLITZ_OK) or a negative BLITZ_E* code; functions that cannot
+ * fail or whose failure means nothing return void. */
+
 /* The implementation needs POSIX and Linux declarations (clock_gettime,
  * futex, CPU affinity); ask for them before the first system header. When
  * another system header came first, the compilers' default GNU dialects
@@ -176,6 +220,9 @@ typedef blitz_poll (*blitz_poll_fn)(blitz_cx *cx, void *state);
 /* Called once when a task's memory is reclaimed (after it finished or was
  * cancelled, and its handle was released), to free what the state owns. */
 typedef void (*blitz_drop_fn)(void *state);
+/* A spawn's cancel hook (blitz_spawn_opts.cancel): called once when the
+ * task is completed as cancelled, to cancel what its pending ops hold. */
+typedef void (*blitz_cancel_hook_fn)(void *state);
 /* A plain function run as a task by blitz_spawn_fn. */
 typedef void (*blitz_fn)(void *arg);
 
@@ -381,10 +428,11 @@ typedef struct blitz_spawn_opts {
     /* Optional: called once when the task is completed as cancelled
      * (blitz_task_cancel, a cancel that became due, or shutdown), on the
      * thread that does it, before any joiner sees the task finished. It
-     * releases what the task's pending ops hold (blitz_timer_cancel,
-     * blitz_join_cancel), so the task's memory goes at once rather than when
-     * those ops would have fired. Not called when the task completes. */
-    blitz_drop_fn cancel;
+     * releases what the task's pending ops hold (their cancels, such as
+     * blitz_timer_cancel(NULL, &s->timer)), so the task's memory goes at once
+     * rather than when those ops would have fired. Not called when the task
+     * completes. */
+    blitz_cancel_hook_fn cancel;
 } blitz_spawn_opts;
 
 /* Spawns a task running `poll` over a private copy of `size` bytes of
@@ -416,7 +464,7 @@ BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t);
  * running other tasks meanwhile; any other thread runs queued tasks of the
  * runtime while it waits (and drives a current-thread runtime).
  * Returns BLITZ_OK (completed), BLITZ_ECANCELED, BLITZ_EINVAL (NULL). */
-BLITZ_API int blitz_task_wait(blitz_task *t);
+BLITZ_API int blitz_join_blocking(blitz_task *t);
 
 /* BLITZ_OK when completed, BLITZ_ECANCELED when cancelled, BLITZ_EAGAIN while
  * not finished, BLITZ_EINVAL for NULL. Never blocks. */
@@ -439,7 +487,6 @@ BLITZ_API int blitz_task_cancel(blitz_task *t);
  * keeps running, detached; a finished one is freed. BLITZ_EINVAL for NULL,
  * BLITZ_ERELEASED when *t is already NULL (released twice). */
 BLITZ_API int blitz_task_release(blitz_task **t);
-#define blitz_task_detach(t) blitz_task_release(t)
 
 /* ---------------------------------------------------------------------------
  * Inside a task
@@ -457,7 +504,7 @@ BLITZ_API int blitz_cx_cancelled(blitz_cx *cx);
 BLITZ_API int blitz_cx_shield(blitz_cx *cx);
 BLITZ_API int blitz_cx_unshield(blitz_cx *cx);
 /* Index of the worker running this task (0 for current-thread), or -1 when
- * a non-worker thread runs it while it waits in blitz_task_wait. */
+ * a non-worker thread runs it while it waits in blitz_join_blocking. */
 BLITZ_API int blitz_cx_worker(blitz_cx *cx);
 
 /* ---------------------------------------------------------------------------
@@ -509,10 +556,10 @@ BLITZ_API uint64_t blitz_deadline_after(uint64_t now_ns, int64_t ns);
 BLITZ_API blitz_poll blitz_sleep(blitz_cx *cx, blitz_timer *t, int64_t ns);
 BLITZ_API blitz_poll blitz_sleep_until(blitz_cx *cx, blitz_timer *t, uint64_t deadline_ns);
 
-/* Disarms: afterwards the timer never fires and holds no reference to its
- * task. Safe to call twice, after it fired, and from any thread while it
- * fires. BLITZ_EINVAL for NULL. */
-BLITZ_API int blitz_timer_cancel(blitz_timer *t);
+/* Disarms the timer (op is the blitz_timer): afterwards it never fires and
+ * holds no reference to its task. Safe to call twice, after it fired, from
+ * any thread while it fires, and with op or cx NULL. */
+BLITZ_API void blitz_timer_cancel(blitz_cx *cx, void *timer);
 /* Nonzero while armed and not yet fired. */
 BLITZ_API int blitz_timer_armed(const blitz_timer *t);
 
@@ -533,7 +580,7 @@ typedef void (*blitz_cancel_fn)(blitz_cx *cx, void *op);
  * nothing is left registered when it returns READY with expired = 1:
  *   BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, BLITZ_SEC,
  *                                   blitz_join(cx, s->child),
- *                                   blitz_join_cancel_op, s->child)); */
+ *                                   blitz_join_cancel, s->child)); */
 BLITZ_API blitz_poll blitz_timeout_op(blitz_cx *cx, blitz_timer *t, int64_t ns, blitz_poll inner,
                                       blitz_cancel_fn cancel, void *op);
 
@@ -565,11 +612,10 @@ BLITZ_API blitz_poll blitz_interval_tick(blitz_cx *cx, blitz_interval *iv);
  * ns < 0. */
 BLITZ_API int blitz_time_advance(blitz_runtime *rt, int64_t ns);
 
-/* Removes the caller's registration from `t`'s join (after a timeout won):
- * the handle is not awaited any more and keeps no reference to the caller. */
-BLITZ_API void blitz_join_cancel(blitz_cx *cx, blitz_task *t);
-/* blitz_join_cancel as a blitz_cancel_fn (op is the blitz_task handle). */
-BLITZ_API void blitz_join_cancel_op(blitz_cx *cx, void *handle);
+/* Removes the caller's registration from a join (op is the blitz_task
+ * handle; after a timeout won): the handle is not awaited any more and
+ * keeps no reference to the caller. cx may be NULL. */
+BLITZ_API void blitz_join_cancel(blitz_cx *cx, void *handle);
 
 /* ---------------------------------------------------------------------------
  * Statistics

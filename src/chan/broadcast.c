@@ -371,10 +371,12 @@ BLITZ_API blitz_poll blitz_broadcast_recv(blitz_cx *cx, blitz_broadcast_rx *rx, 
 BLITZ_API blitz_op blitz_op_broadcast_recv(blitz_broadcast_rx *rx, void *out) {
     if (rx)
         rx->blitz__buf = out;
-    return blitz_op_make(rx ? blitz__bc_recv_poll : NULL, blitz_broadcast_cancel_op, rx);
+    return blitz_op_make(rx ? blitz__bc_recv_poll : NULL, blitz_broadcast_cancel, rx);
 }
 
-BLITZ_API void blitz_broadcast_recv_cancel(blitz_broadcast_rx *rx) {
+BLITZ_API void blitz_broadcast_cancel(blitz_cx *cx, void *op) {
+    blitz_broadcast_rx *rx = (blitz_broadcast_rx *)op;
+    (void)cx;
     if (!rx || !rx->blitz__bc || blitz__waiter_state(&rx->blitz__w) == BLITZ__WAITER_IDLE)
         return;
     blitz__mutex_lock(&rx->blitz__bc->lock);
@@ -383,17 +385,12 @@ BLITZ_API void blitz_broadcast_recv_cancel(blitz_broadcast_rx *rx) {
     blitz_waker_drop(old);
 }
 
-BLITZ_API void blitz_broadcast_cancel_op(blitz_cx *cx, void *rx) {
-    (void)cx;
-    blitz_broadcast_recv_cancel((blitz_broadcast_rx *)rx);
-}
-
 BLITZ_API int blitz_broadcast_unsubscribe(blitz_broadcast_rx *rx) {
     if (!rx)
         return BLITZ_EINVAL;
     if (!rx->blitz__bc)
         return BLITZ_ERELEASED;
-    blitz_broadcast_recv_cancel(rx);
+    blitz_broadcast_cancel(NULL, rx);
     blitz_broadcast *bc = rx->blitz__bc;
     rx->blitz__bc = NULL;
     blitz__bc_unref(bc, (uint64_t)1 << 32);
@@ -403,6 +400,6 @@ BLITZ_API int blitz_broadcast_unsubscribe(blitz_broadcast_rx *rx) {
 BLITZ_API int blitz_broadcast_recv_blocking(blitz_broadcast_rx *rx, void *out) {
     if (!rx || !rx->blitz__bc || !out)
         return BLITZ_EINVAL;
-    int rc = blitz_op_wait(NULL, blitz_op_broadcast_recv(rx, out));
+    int rc = blitz_op_run_blocking(NULL, blitz_op_broadcast_recv(rx, out));
     return rc ? rc : rx->result;
 }

@@ -519,25 +519,28 @@ BLITZ_API blitz_poll blitz_chan_recv(blitz_cx *cx, blitz_chan_op *op, blitz_chan
 BLITZ_API blitz_op blitz_op_chan_send(blitz_chan_op *op, blitz_chan *ch, const void *value) {
     if (op)
         blitz__chan_op_bind(op, ch, value);
-    return blitz_op_make(op ? blitz__chan_send_poll : NULL, blitz_chan_cancel_op, op);
+    return blitz_op_make(op ? blitz__chan_send_poll : NULL, blitz_chan_cancel, op);
 }
 
 BLITZ_API blitz_op blitz_op_chan_recv(blitz_chan_op *op, blitz_chan *ch, void *out) {
     if (op)
         blitz__chan_op_bind(op, ch, out);
-    return blitz_op_make(op ? blitz__chan_recv_poll : NULL, blitz_chan_cancel_op, op);
+    return blitz_op_make(op ? blitz__chan_recv_poll : NULL, blitz_chan_cancel, op);
 }
 
-BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op) {
+BLITZ_API void blitz_chan_cancel(blitz_cx *cx, void *vop) {
+    blitz_chan_op *op = (blitz_chan_op *)vop;
+    (void)cx;
     if (!op)
-        return BLITZ_EINVAL;
+        return;
     uint32_t st = blitz__waiter_state(&op->blitz__w);
     if (st == BLITZ__WAITER_IDLE) {
         /* Nothing queued. A result already reported stays; an attempt
-         * that returned PENDING without queueing is withdrawn. */
-        if (op->result == BLITZ_EAGAIN)
+         * that returned PENDING without queueing, or an op never polled,
+         * is withdrawn. */
+        if (op->result == BLITZ_EAGAIN || !op->blitz__ch)
             op->result = BLITZ_ECANCELED;
-        return BLITZ_ECANCELED;
+        return;
     }
     if (st == BLITZ__WAITER_QUEUED) {
         blitz_chan *ch = op->blitz__ch;
@@ -552,19 +555,13 @@ BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op) {
             op->result = BLITZ_ECANCELED;
             blitz__mutex_unlock(&ch->lock);
             blitz_waker_drop(old);
-            return BLITZ_ECANCELED;
+            return;
         }
         blitz__mutex_unlock(&ch->lock);
     }
     /* Completed (DONE) but not yet polled: the op keeps what it got. */
     op->result = (int)(int64_t)op->blitz__w.blitz__value;
     blitz__waiter_reset(&op->blitz__w);
-    return op->result;
-}
-
-BLITZ_API void blitz_chan_cancel_op(blitz_cx *cx, void *op) {
-    (void)cx;
-    blitz_chan_op_cancel((blitz_chan_op *)op);
 }
 
 BLITZ_API int blitz_chan_send_blocking(blitz_chan *ch, const void *value) {
@@ -572,7 +569,7 @@ BLITZ_API int blitz_chan_send_blocking(blitz_chan *ch, const void *value) {
         return BLITZ_EINVAL;
     blitz_chan_op op;
     memset(&op, 0, sizeof op);
-    int rc = blitz_op_wait(NULL, blitz_op_chan_send(&op, ch, value));
+    int rc = blitz_op_run_blocking(NULL, blitz_op_chan_send(&op, ch, value));
     return rc ? rc : op.result;
 }
 
@@ -581,6 +578,6 @@ BLITZ_API int blitz_chan_recv_blocking(blitz_chan *ch, void *out) {
         return BLITZ_EINVAL;
     blitz_chan_op op;
     memset(&op, 0, sizeof op);
-    int rc = blitz_op_wait(NULL, blitz_op_chan_recv(&op, ch, out));
+    int rc = blitz_op_run_blocking(NULL, blitz_op_chan_recv(&op, ch, out));
     return rc ? rc : op.result;
 }

@@ -179,24 +179,20 @@ static blitz_poll blitz__oneshot_recv_poll(blitz_cx *cx, void *os) {
     return blitz_oneshot_recv(cx, (blitz_oneshot *)os);
 }
 
-BLITZ_API void blitz_oneshot_recv_cancel(blitz_oneshot *os) {
-    if (os)
-        blitz__oneshot_withdraw(os, 0);
-}
-
-BLITZ_API void blitz_oneshot_cancel_op(blitz_cx *cx, void *os) {
+BLITZ_API void blitz_oneshot_cancel(blitz_cx *cx, void *os) {
     (void)cx;
-    blitz_oneshot_recv_cancel((blitz_oneshot *)os);
+    if (os)
+        blitz__oneshot_withdraw((blitz_oneshot *)os, 0);
 }
 
 BLITZ_API blitz_op blitz_op_oneshot_recv(blitz_oneshot *os) {
-    return blitz_op_make(os ? blitz__oneshot_recv_poll : NULL, blitz_oneshot_cancel_op, os);
+    return blitz_op_make(os ? blitz__oneshot_recv_poll : NULL, blitz_oneshot_cancel, os);
 }
 
 BLITZ_API int blitz_oneshot_recv_blocking(blitz_oneshot *os, uint64_t *out) {
     if (!os || !out)
         return BLITZ_EINVAL;
-    int rc = blitz_op_wait(NULL, blitz_op_oneshot_recv(os));
+    int rc = blitz_op_run_blocking(NULL, blitz_op_oneshot_recv(os));
     if (rc != BLITZ_OK)
         return rc;
     return blitz_oneshot_try_recv(os, out);

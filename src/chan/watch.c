@@ -292,10 +292,12 @@ BLITZ_API blitz_poll blitz_watch_changed(blitz_cx *cx, blitz_watch_rx *rx) {
 }
 
 BLITZ_API blitz_op blitz_op_watch_changed(blitz_watch_rx *rx) {
-    return blitz_op_make(rx ? blitz__watch_changed_poll : NULL, blitz_watch_cancel_op, rx);
+    return blitz_op_make(rx ? blitz__watch_changed_poll : NULL, blitz_watch_cancel, rx);
 }
 
-BLITZ_API void blitz_watch_changed_cancel(blitz_watch_rx *rx) {
+BLITZ_API void blitz_watch_cancel(blitz_cx *cx, void *op) {
+    blitz_watch_rx *rx = (blitz_watch_rx *)op;
+    (void)cx;
     if (!rx || !rx->blitz__watch || blitz__waiter_state(&rx->blitz__w) == BLITZ__WAITER_IDLE)
         return;
     blitz__mutex_lock(&rx->blitz__watch->lock);
@@ -304,17 +306,12 @@ BLITZ_API void blitz_watch_changed_cancel(blitz_watch_rx *rx) {
     blitz_waker_drop(old);
 }
 
-BLITZ_API void blitz_watch_cancel_op(blitz_cx *cx, void *rx) {
-    (void)cx;
-    blitz_watch_changed_cancel((blitz_watch_rx *)rx);
-}
-
 BLITZ_API int blitz_watch_unsubscribe(blitz_watch_rx *rx) {
     if (!rx)
         return BLITZ_EINVAL;
     if (!rx->blitz__watch)
         return BLITZ_ERELEASED;
-    blitz_watch_changed_cancel(rx);
+    blitz_watch_cancel(NULL, rx);
     blitz_watch *w = rx->blitz__watch;
     rx->blitz__watch = NULL;
     /* Acq_rel: whoever frees sees the other holders' use. */
@@ -326,6 +323,6 @@ BLITZ_API int blitz_watch_unsubscribe(blitz_watch_rx *rx) {
 BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx) {
     if (!rx || !rx->blitz__watch)
         return BLITZ_EINVAL;
-    int rc = blitz_op_wait(NULL, blitz_op_watch_changed(rx));
+    int rc = blitz_op_run_blocking(NULL, blitz_op_watch_changed(rx));
     return rc ? rc : rx->result;
 }

@@ -41,7 +41,8 @@ BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t) {
     }
 }
 
-BLITZ_API void blitz_join_cancel(blitz_cx *cx, blitz_task *t) {
+BLITZ_API void blitz_join_cancel(blitz_cx *cx, void *handle) {
+    blitz_task *t = (blitz_task *)handle;
     (void)cx;
     if (!t)
         return;
@@ -55,10 +56,6 @@ BLITZ_API void blitz_join_cancel(blitz_cx *cx, blitz_task *t) {
             break;
     }
     blitz_waker_drop(t->join_waker);
-}
-
-BLITZ_API void blitz_join_cancel_op(blitz_cx *cx, void *handle) {
-    blitz_join_cancel(cx, (blitz_task *)handle);
 }
 
 BLITZ_API int blitz_task_status(const blitz_task *t) {
@@ -143,7 +140,7 @@ BLITZ_PRIVATE int blitz__wait_completion(blitz_runtime *rt, blitz__task *t, uint
     return blitz__task_is_complete(t);
 }
 
-BLITZ_API int blitz_task_wait(blitz_task *t) {
+BLITZ_API int blitz_join_blocking(blitz_task *t) {
     if (!t)
         return BLITZ_EINVAL;
     if (!blitz__task_is_complete(t)) {

@@ -20,9 +20,9 @@ static inline void *blitz__task_state_ptr(blitz__task *t) {
 static inline blitz_drop_fn *blitz__task_drop_slot(blitz__task *t) {
     return (blitz_drop_fn *)((char *)t + blitz__block_size(t) - sizeof(blitz_drop_fn));
 }
-static inline blitz_drop_fn *blitz__task_cancel_slot(blitz__task *t, uint64_t s) {
+static inline blitz_cancel_hook_fn *blitz__task_cancel_slot(blitz__task *t, uint64_t s) {
     size_t back = sizeof(blitz_drop_fn) * ((s & BLITZ__TASK_HAS_DROP) ? 2 : 1);
-    return (blitz_drop_fn *)((char *)t + blitz__block_size(t) - back);
+    return (blitz_cancel_hook_fn *)((char *)t + blitz__block_size(t) - back);
 }
 
 /* Last reference gone: run the drop function and recycle the block. */

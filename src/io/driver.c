@@ -527,11 +527,11 @@ BLITZ_PRIVATE blitz_poll blitz__io_op_poll(blitz_cx *cx, blitz_io *op, blitz_soc
 
 static int blitz__io_cancel_state(blitz_io *op);
 
-BLITZ_API int blitz_io_cancel(blitz_io *op) {
+static int blitz__io_cancel(blitz_io *op) {
     if (!op)
         return BLITZ_EINVAL;
     if (op->blitz__kind == BLITZ__OP_CONNECT && (op->blitz__flags & BLITZ__OPF_LIMIT_TIMER)) {
-        blitz_timer_cancel(blitz__connect_timer(op));
+        blitz_timer_cancel(NULL, blitz__connect_timer(op));
         blitz__connect_timer(op)->expired = 0;
     }
     int rc = blitz__io_cancel_state(op);
@@ -608,9 +608,9 @@ static int blitz__io_cancel_state(blitz_io *op) {
     return BLITZ_OK;
 }
 
-BLITZ_API void blitz_io_cancel_op(blitz_cx *cx, void *op) {
+BLITZ_API void blitz_io_cancel(blitz_cx *cx, void *op) {
     (void)cx;
-    blitz_io_cancel((blitz_io *)op);
+    (void)blitz__io_cancel((blitz_io *)op);
 }
 
 static int blitz__op_sends(uint32_t kind) {
@@ -708,20 +708,20 @@ BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *
     }
     return blitz__op_poll(cx, op, s, BLITZ__OP_SENDV, iov, (size_t)iovcnt, NULL, BLITZ__DIR_WRITE);
 }
-BLITZ_API blitz_poll blitz_udp_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
-                                       size_t len, const blitz_addr *to) {
+BLITZ_API blitz_poll blitz_sock_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                        const void *buf, size_t len, const blitz_addr *to) {
     if (op && blitz__op_state(op) == BLITZ__IO_IDLE && !blitz__addr_valid(to)) {
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
     return blitz__op_poll(cx, op, s, BLITZ__OP_SEND_TO, buf, len, to, BLITZ__DIR_WRITE);
 }
-BLITZ_API blitz_poll blitz_udp_recv_from(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
-                                         size_t len, blitz_addr *from) {
+BLITZ_API blitz_poll blitz_sock_recv_from(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
+                                          size_t len, blitz_addr *from) {
     return blitz__op_poll(cx, op, s, from ? BLITZ__OP_RECV_FROM : BLITZ__OP_RECV, buf, len, from,
                           BLITZ__DIR_READ);
 }
-BLITZ_API blitz_poll blitz_tcp_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener) {
+BLITZ_API blitz_poll blitz_sock_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener) {
     return blitz__op_poll(cx, op, listener, BLITZ__OP_ACCEPT, NULL, 0, NULL, BLITZ__DIR_READ);
 }
 
@@ -749,12 +749,12 @@ static blitz_poll blitz__connect_timed(blitz_cx *cx, blitz_io *op, blitz_poll p)
         return p;
     blitz_timer *t = blitz__connect_timer(op);
     if (p == BLITZ_READY) {
-        blitz_timer_cancel(t);
+        blitz_timer_cancel(NULL, t);
         return BLITZ_READY;
     }
     if (blitz_sleep_until(cx, t, t->deadline) == BLITZ_PENDING)
         return BLITZ_PENDING;
-    blitz_io_cancel(op);
+    blitz_io_cancel(NULL, op);
     t->expired = 1;
     return blitz__connect_timed_out(cx, op);
 }

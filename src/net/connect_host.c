@@ -80,7 +80,7 @@ BLITZ_API void blitz_tcp_connect_host_cancel(blitz_cx *cx, void *opp) {
     if (op->blitz__stage == BLITZ__CONNECT_RESOLVING) {
         blitz_dns_cancel(cx, &op->blitz__dns);
     } else if (op->blitz__stage == BLITZ__CONNECT_CONNECTING) {
-        blitz_io_cancel(&op->blitz__io);
+        blitz_io_cancel(NULL, &op->blitz__io);
     }
     if (op->blitz__stage != BLITZ__CONNECT_IDLE)
         blitz__connect_host_done(op, BLITZ_ECANCELED);

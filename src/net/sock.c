@@ -110,7 +110,7 @@ BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned
     return blitz__sock_wrap(rt->io, fd, addr->u.family, SOCK_DGRAM, out);
 }
 
-BLITZ_API int blitz_udp_connect(blitz_socket *s, const blitz_addr *addr) {
+BLITZ_API int blitz_sock_connect_dgram(blitz_socket *s, const blitz_addr *addr) {
     if (!s || !blitz__addr_valid(addr))
         return BLITZ_EINVAL;
     if (connect(s->fd, (const struct sockaddr *)(const void *)addr->u.bytes, addr->len) < 0)

@@ -1,4 +1,4 @@
-/* Ops as values (blitz_op) and the blocking form of any op: blitz_op_wait
+/* Ops as values (blitz_op) and the blocking form of any op: blitz_op_run_blocking
  * polls it on the calling thread and sleeps on a per-thread parker between
  * polls. */
 #include "../time/time.h"
@@ -16,21 +16,17 @@ static blitz_poll blitz__join_op_poll(blitz_cx *cx, void *handle) {
     return blitz_join(cx, (blitz_task *)handle);
 }
 BLITZ_API blitz_op blitz_op_join(blitz_task *t) {
-    return blitz_op_make(blitz__join_op_poll, blitz_join_cancel_op, t);
+    return blitz_op_make(blitz__join_op_poll, blitz_join_cancel, t);
 }
 
 static blitz_poll blitz__sleep_op_poll(blitz_cx *cx, void *timer) {
     blitz_timer *t = (blitz_timer *)timer;
     return blitz_sleep_until(cx, t, t->deadline);
 }
-BLITZ_API void blitz_timer_cancel_op(blitz_cx *cx, void *timer) {
-    (void)cx;
-    blitz_timer_cancel((blitz_timer *)timer);
-}
 BLITZ_API blitz_op blitz_op_sleep_until(blitz_timer *t, uint64_t deadline_ns) {
     if (t)
         t->deadline = deadline_ns;
-    return blitz_op_make(blitz__sleep_op_poll, blitz_timer_cancel_op, t);
+    return blitz_op_make(blitz__sleep_op_poll, blitz_timer_cancel, t);
 }
 
 /* ---- the thread waker ---------------------------------------------------------- */
@@ -165,7 +161,7 @@ static int blitz__op_wait_in_task(blitz_runtime *rt, blitz_op op) {
         blitz__thread_parker_unref(tp); /* a task never queued runs no drop */
         return rc;
     }
-    rc = blitz_task_wait(t);
+    rc = blitz_join_blocking(t);
     blitz_task_release(&t);
     while (!blitz__u32_load(&freed, BLITZ__ACQUIRE))
         blitz__parker_park(&tp->parker, 0);
@@ -184,7 +180,7 @@ static int blitz__thread_may_block(const blitz__context *c) {
            (blitz__u64_load(&c->current->state, BLITZ__RELAXED) & BLITZ__TASK_BLOCKING) != 0;
 }
 
-BLITZ_API int blitz_op_wait(blitz_runtime *rt, blitz_op op) {
+BLITZ_API int blitz_op_run_blocking(blitz_runtime *rt, blitz_op op) {
     if (!op.poll)
         return BLITZ_EINVAL;
     if (!blitz__thread_may_block(blitz__context_get()))

@@ -238,11 +238,11 @@ static blitz_poll blitz__group_wait_poll(blitz_cx *cx, void *arg) {
     return blitz_group_next(cx, w->group, &w->task);
 }
 
-BLITZ_API int blitz_group_wait_next(blitz_group *g, blitz_task **out) {
+BLITZ_API int blitz_group_next_blocking(blitz_group *g, blitz_task **out) {
     if (!g || !out)
         return BLITZ_EINVAL;
     blitz__group_wait w = {g, NULL};
-    int rc = blitz_op_wait(g->rt, blitz_op_make(blitz__group_wait_poll, NULL, &w));
+    int rc = blitz_op_run_blocking(g->rt, blitz_op_make(blitz__group_wait_poll, NULL, &w));
     *out = rc == BLITZ_OK ? w.task : NULL;
     return rc;
 }

@@ -404,7 +404,7 @@ typedef struct {
     size_t len;
     int64_t off;
     const char *path, *path2;
-    const blitz_fs_iovec *iov;
+    const blitz_iovec *iov;
     int iovcnt;
     blitz_fs_metadata *md;
 } blitz__fs_req;
@@ -607,7 +607,7 @@ BLITZ_API blitz_poll blitz_fs_pwrite(blitz_cx *cx, blitz_fs_op *op, int fd, cons
 }
 
 static blitz_poll blitz__fs_vec(blitz_cx *cx, blitz_fs_op *op, int kind, int fd,
-                                const blitz_fs_iovec *iov, int iovcnt, int64_t offset) {
+                                const blitz_iovec *iov, int iovcnt, int64_t offset) {
     if (!iov || iovcnt <= 0 || iovcnt > IOV_MAX || offset < -1)
         return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     if (fd < 0)
@@ -620,12 +620,12 @@ static blitz_poll blitz__fs_vec(blitz_cx *cx, blitz_fs_op *op, int kind, int fd,
     return blitz__fs_call(cx, op, &r);
 }
 
-BLITZ_API blitz_poll blitz_fs_readv(blitz_cx *cx, blitz_fs_op *op, int fd,
-                                    const blitz_fs_iovec *iov, int iovcnt, int64_t offset) {
+BLITZ_API blitz_poll blitz_fs_readv(blitz_cx *cx, blitz_fs_op *op, int fd, const blitz_iovec *iov,
+                                    int iovcnt, int64_t offset) {
     return blitz__fs_vec(cx, op, BLITZ__FS_READV, fd, iov, iovcnt, offset);
 }
-BLITZ_API blitz_poll blitz_fs_writev(blitz_cx *cx, blitz_fs_op *op, int fd,
-                                     const blitz_fs_iovec *iov, int iovcnt, int64_t offset) {
+BLITZ_API blitz_poll blitz_fs_writev(blitz_cx *cx, blitz_fs_op *op, int fd, const blitz_iovec *iov,
+                                     int iovcnt, int64_t offset) {
     return blitz__fs_vec(cx, op, BLITZ__FS_WRITEV, fd, iov, iovcnt, offset);
 }
 

@@ -26,7 +26,7 @@ static blitz_poll blitz__sock_st_write(blitz_cx *cx, blitz_stream *st, const voi
 }
 static void blitz__io_st_cancel(blitz_cx *cx, blitz_stream *st, int dir) {
     (void)cx;
-    blitz_io_cancel(dir ? &st->blitz__wio : &st->blitz__rio);
+    blitz_io_cancel(NULL, dir ? &st->blitz__wio : &st->blitz__rio);
 }
 static int blitz__sock_st_shutdown(blitz_stream *st) {
     return blitz_sock_shutdown(st->sock, 1);
@@ -999,8 +999,8 @@ BLITZ_API void blitz_copy_cancel(blitz_cx *cx, void *p) {
         return;
     if (c->blitz__mode == BLITZ__CP_UNSET || c->blitz__mode == BLITZ__CP_DONE)
         return;
-    blitz_io_cancel(&c->blitz__src_io);
-    blitz_io_cancel(&c->blitz__dst_io);
+    blitz_io_cancel(NULL, &c->blitz__src_io);
+    blitz_io_cancel(NULL, &c->blitz__dst_io);
     /* The stream op the copy waits in; a cancelled io_uring receive or
      * send may still use the buffer, and then its completion frees it. */
     blitz_io *held = NULL;

@@ -257,7 +257,7 @@ BLITZ_API int blitz_runtime_run(blitz_runtime *rt, blitz_poll_fn poll, void *sta
         }
         blitz__block_on(rt, h);
     }
-    rc = blitz_task_wait(h);
+    rc = blitz_join_blocking(h);
     if (rc == BLITZ_OK && state)
         memcpy(state, blitz_task_state(h), size);
     blitz_task_release(&h);

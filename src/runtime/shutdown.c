@@ -290,7 +290,7 @@ BLITZ_API int blitz_shutdown_free(blitz_shutdown *sd) {
         blitz_task_release(&sd->tasks[i]);
     }
     blitz__free(sd->tasks);
-    blitz_cancel_token_destroy(&sd->token);
+    blitz_cancel_token_deinit(&sd->token);
     blitz__mutex_destroy(&sd->lock);
     blitz__free(sd);
     return BLITZ_OK;

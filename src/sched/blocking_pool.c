@@ -172,7 +172,7 @@ static void *blitz__pool_thread_main(void *arg) {
     memset(&self, 0, sizeof self);
     blitz__parker_init(&self.parker);
     /* Jobs run as the runtime's code: spawns from them reach it, and a
-     * blitz_task_wait inside one gives up when the runtime shuts down
+     * blitz_join_blocking inside one gives up when the runtime shuts down
      * (which waits for this thread). */
     blitz__context ctx;
     blitz__context_init(&ctx, rt);

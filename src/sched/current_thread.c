@@ -1,5 +1,5 @@
 /* The current-thread scheduler (seed 004): one run queue, driven by
- * whichever thread waits on the runtime (blitz_task_wait /
+ * whichever thread waits on the runtime (blitz_join_blocking /
  * blitz_runtime_run). Tasks scheduled on the driving thread go straight to
  * the local list; other threads push to the global (injection) queue and
  * unpark the driver. Only one thread drives at a time (`driving`); other

@@ -13,7 +13,7 @@ BLITZ_API int blitz_barrier_init(blitz_barrier *b, uint32_t parties) {
     return BLITZ_OK;
 }
 
-BLITZ_API void blitz_barrier_destroy(blitz_barrier *b) {
+BLITZ_API void blitz_barrier_deinit(blitz_barrier *b) {
     if (b)
         BLITZ_ASSERT(blitz__waitq_empty(&b->blitz__waiters));
 }
@@ -124,7 +124,7 @@ BLITZ_API blitz_op blitz_op_barrier_wait(blitz_barrier_wait_op *op, blitz_barrie
 BLITZ_API int blitz_barrier_wait_blocking(blitz_barrier *b, int *is_leader) {
     blitz_barrier_wait_op op;
     memset(&op, 0, sizeof op);
-    int rc = blitz_op_wait(NULL, blitz_op_barrier_wait(&op, b));
+    int rc = blitz_op_run_blocking(NULL, blitz_op_barrier_wait(&op, b));
     if (rc == BLITZ_OK)
         rc = op.result;
     if (is_leader)

@@ -54,7 +54,7 @@ static void blitz__token_unlink(blitz_cancel_token *t) {
     t->blitz__parent = NULL;
 }
 
-BLITZ_API void blitz_cancel_token_destroy(blitz_cancel_token *t) {
+BLITZ_API void blitz_cancel_token_deinit(blitz_cancel_token *t) {
     if (!t)
         return;
     BLITZ_ASSERT(blitz__waitq_empty(&t->blitz__waiters));
@@ -201,6 +201,6 @@ BLITZ_API blitz_op blitz_op_cancel_token_wait(blitz_cancel_token_wait_op *op,
 BLITZ_API int blitz_cancel_token_wait_blocking(blitz_cancel_token *t) {
     blitz_cancel_token_wait_op op;
     memset(&op, 0, sizeof op);
-    int rc = blitz_op_wait(NULL, blitz_op_cancel_token_wait(&op, t));
+    int rc = blitz_op_run_blocking(NULL, blitz_op_cancel_token_wait(&op, t));
     return rc != BLITZ_OK ? rc : op.result;
 }

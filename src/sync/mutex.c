@@ -5,9 +5,9 @@ BLITZ_API int blitz_mutex_init(blitz_mutex *m) {
     return m ? blitz_semaphore_init(&m->blitz__sem, 1) : BLITZ_EINVAL;
 }
 
-BLITZ_API void blitz_mutex_destroy(blitz_mutex *m) {
+BLITZ_API void blitz_mutex_deinit(blitz_mutex *m) {
     if (m)
-        blitz_semaphore_destroy(&m->blitz__sem);
+        blitz_semaphore_deinit(&m->blitz__sem);
 }
 
 BLITZ_API int blitz_mutex_try_lock(blitz_mutex *m) {

@@ -28,7 +28,7 @@ BLITZ_API int blitz_notify_init(blitz_notify *n) {
     return BLITZ_OK;
 }
 
-BLITZ_API void blitz_notify_destroy(blitz_notify *n) {
+BLITZ_API void blitz_notify_deinit(blitz_notify *n) {
     if (n)
         BLITZ_ASSERT(blitz__waitq_empty(&n->blitz__waiters));
 }
@@ -220,6 +220,6 @@ BLITZ_API blitz_op blitz_op_notify_wait(blitz_notify_wait_op *op, blitz_notify *
 BLITZ_API int blitz_notify_wait_blocking(blitz_notify *n) {
     blitz_notify_wait_op op;
     memset(&op, 0, sizeof op);
-    int rc = blitz_op_wait(NULL, blitz_op_notify_wait(&op, n));
+    int rc = blitz_op_run_blocking(NULL, blitz_op_notify_wait(&op, n));
     return rc != BLITZ_OK ? rc : op.result;
 }

@@ -30,7 +30,7 @@ BLITZ_API int blitz_once_cell_init(blitz_once_cell *c) {
     return BLITZ_OK;
 }
 
-BLITZ_API void blitz_once_cell_destroy(blitz_once_cell *c) {
+BLITZ_API void blitz_once_cell_deinit(blitz_once_cell *c) {
     if (c)
         BLITZ_ASSERT(blitz__waitq_empty(&c->blitz__waiters));
 }
@@ -248,7 +248,7 @@ BLITZ_API int blitz_once_cell_get_or_claim_blocking(blitz_once_cell *c, void **v
                                                     int *claimed) {
     blitz_once_cell_op op;
     memset(&op, 0, sizeof op);
-    int rc = blitz_op_wait(NULL, blitz_op_once_cell_get_or_claim(&op, c));
+    int rc = blitz_op_run_blocking(NULL, blitz_op_once_cell_get_or_claim(&op, c));
     if (rc == BLITZ_OK)
         rc = op.result;
     if (value)

@@ -10,9 +10,9 @@ BLITZ_API int blitz_rwlock_init(blitz_rwlock *l) {
     return l ? blitz_semaphore_init(&l->blitz__sem, BLITZ__RW_ALL) : BLITZ_EINVAL;
 }
 
-BLITZ_API void blitz_rwlock_destroy(blitz_rwlock *l) {
+BLITZ_API void blitz_rwlock_deinit(blitz_rwlock *l) {
     if (l)
-        blitz_semaphore_destroy(&l->blitz__sem);
+        blitz_semaphore_deinit(&l->blitz__sem);
 }
 
 BLITZ_API int blitz_rwlock_try_read(blitz_rwlock *l) {

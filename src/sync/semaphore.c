@@ -32,7 +32,7 @@ BLITZ_API int blitz_semaphore_init(blitz_semaphore *sem, size_t permits) {
     return BLITZ_OK;
 }
 
-BLITZ_API void blitz_semaphore_destroy(blitz_semaphore *sem) {
+BLITZ_API void blitz_semaphore_deinit(blitz_semaphore *sem) {
     if (sem)
         BLITZ_ASSERT(blitz__waitq_empty(&sem->blitz__waiters));
 }
@@ -289,6 +289,6 @@ BLITZ_API blitz_op blitz_op_semaphore_acquire(blitz_semaphore_acquire_op *op, bl
 BLITZ_API int blitz_semaphore_acquire_blocking(blitz_semaphore *sem, size_t n) {
     blitz_semaphore_acquire_op op;
     memset(&op, 0, sizeof op);
-    int rc = blitz_op_wait(NULL, blitz_op_semaphore_acquire(&op, sem, n));
+    int rc = blitz_op_run_blocking(NULL, blitz_op_semaphore_acquire(&op, sem, n));
     return rc != BLITZ_OK ? rc : op.result;
 }

@@ -258,7 +258,7 @@ BLITZ_API blitz_poll blitz_sleep_until(blitz_cx *cx, blitz_timer *t, uint64_t de
         return BLITZ_READY;
     }
     blitz_runtime *rt = blitz__cx_rt(cx);
-    /* A timer needs a runtime's wheel: blitz_op_wait without a runtime
+    /* A timer needs a runtime's wheel: blitz_op_run_blocking without a runtime
      * cannot sleep. */
     BLITZ_ASSERT(rt && "a timer polled outside any runtime");
     if (!rt)
@@ -298,12 +298,14 @@ BLITZ_API blitz_poll blitz_sleep(blitz_cx *cx, blitz_timer *t, int64_t ns) {
     return blitz_sleep_until(cx, t, blitz_deadline_after(blitz_cx_now(cx), ns));
 }
 
-BLITZ_API int blitz_timer_cancel(blitz_timer *t) {
+BLITZ_API void blitz_timer_cancel(blitz_cx *cx, void *timer) {
+    blitz_timer *t = (blitz_timer *)timer;
+    (void)cx;
     if (!t)
-        return BLITZ_EINVAL;
+        return;
     uint32_t s = blitz__u32_field_load(&t->blitz__state, BLITZ__ACQUIRE);
     if (s == BLITZ__TIMER_IDLE)
-        return BLITZ_OK;
+        return;
     blitz_runtime *rt = t->blitz__rt;
     blitz_waker old = blitz_waker_noop();
     blitz__mutex_lock(&rt->time->lock);
@@ -326,7 +328,6 @@ BLITZ_API int blitz_timer_cancel(blitz_timer *t) {
     blitz__u32_field_store(&t->blitz__state, BLITZ__TIMER_IDLE, BLITZ__RELAXED);
     blitz__mutex_unlock(&rt->time->lock);
     blitz_waker_drop(old);
-    return BLITZ_OK;
 }
 
 BLITZ_API int blitz_timer_armed(const blitz_timer *t) {
@@ -337,7 +338,7 @@ BLITZ_API blitz_poll blitz_timeout(blitz_cx *cx, blitz_timer *t, int64_t ns, bli
     if (!cx || !t)
         return BLITZ_READY;
     if (inner == BLITZ_READY) {
-        blitz_timer_cancel(t);
+        blitz_timer_cancel(NULL, t);
         t->expired = 0;
         return BLITZ_READY;
     }
