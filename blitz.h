@@ -2,6 +2,34 @@
 blitz.h - a work-stealing async runtime for C, in one header.   v0.1.0
 No warranty implied; use at your own risk. LICENSE: see end of file.
 
+
+TABLE OF CONTENTS
+=================
+ 1. SET-UP AND A MINIMAL PROGRAM
+ 2. RUNTIMES
+ 3. TASKS AND POLL FUNCTIONS
+ 4. JOINING, DETACHING, CANCELLING
+ 5. TIME
+ 6. OPS, COMBINATORS AND TASK GROUPS
+ 7. SYNCHRONIZATION
+ 8. CHANNELS
+ 9. I/O (SOCKETS)
+10. STREAMS, PIPES AND COPY
+11. OS SERVICES
+      11.1 BLOCKING WORK
+      11.2 FILES
+      11.3 DNS
+      11.4 SIGNALS
+      11.5 PROCESSES
+      11.6 GRACEFUL SHUTDOWN
+12. CONFIGURATION
+13. PERFORMANCE NOTES
+14. COMMON MISTAKES
+Search for a section's number and name ("5. TIME") to jump to it.
+
+
+1. SET-UP AND A MINIMAL PROGRAM
+===============================
 Do this:
     #define BLITZ_IMPLEMENTATION
     #include "blitz.h"
@@ -31,9 +59,10 @@ A minimal program:
         BLITZ_BEGIN(m);
         {
             square sq = {0, 12};                        // copied by the spawn
-            blitz_spawn(blitz_cx_runtime(cx), square_poll, &sq, sizeof sq, &m->child);
+            blitz_spawn(blitz_cx_runtime(cx), square_poll, &sq, sizeof sq,
+                        &m->child);
         }
-        BLITZ_AWAIT(m, blitz_join(cx, m->child));      // suspends, no thread blocks
+        BLITZ_AWAIT(m, blitz_join(cx, m->child));  // suspends; no thread blocks
         m->result = ((square *)blitz_task_state(m->child))->n;
         blitz_task_release(&m->child);
         BLITZ_END(m);
@@ -48,9 +77,30 @@ A minimal program:
 
 Build: cc -std=c11 -O2 -pthread main.c
 
+Errors: functions return BLITZ_OK (0) or a negative BLITZ_E* code unless
+they say otherwise. The codes are blitz's own, the same numbers on every
+system: those standing for a system error (BLITZ_EINVAL, BLITZ_ENOMEM,
+BLITZ_EAGAIN, BLITZ_ECANCELED, ...) are translated from errno by name, an
+errno blitz has no name for becomes BLITZ_EUNKNOWN, and blitz's own
+conditions live in the -4000 band (BLITZ_ESHUTDOWN, BLITZ_ERELEASED, ...).
+Compare with the BLITZ_E* names, never with -errno; the full list is
+BLITZ_ERRNO_MAP. blitz_strerror(code) gives the text and
+blitz_err_name(code) the name ("EINVAL") of any code; neither returns NULL
+(blitz_strerror says "unknown error" for a code it does not know).
+API shape: every waiting op has one cancel, void blitz_<op>_cancel(
+blitz_cx *cx, void *op): a blitz_cancel_fn for blitz_op_make and
+blitz_timeout_op, and callable with cx NULL from a cancel hook or another
+thread. Every blocking form for plain threads ends in _blocking
+(blitz_join_blocking, blitz_mutex_lock_blocking, blitz_op_run_blocking for
+any op). Objects the caller allocates pair _init with _deinit; objects
+blitz allocates pair _new with _free; reference-counted handles (tasks,
+processes, channel endpoints) end with _release. The "API conventions"
+comment at the top of the declarations has the details.
+blitz_version() is the linked implementation's version
+(BLITZ_VERSION_STRING).
 
-WHAT IS IN THIS VERSION
-=======================
+What is in this version
+-----------------------
 - a multi-thread work-stealing scheduler (per-worker LIFO slot and
   256-slot ring, global injection queue, stealing half, adaptive fairness,
   parking that never loses a wake-up) and a current-thread scheduler;
@@ -66,223 +116,68 @@ WHAT IS IN THIS VERSION
   (blocking) and without waiting (try_);
 - channels: bounded MPMC, oneshot, broadcast and watch;
 - I/O: one driver per runtime over io_uring, epoll or poll; TCP, UDP and
-  Unix sockets as intrusive ops (see I/O below);
+  Unix sockets as intrusive ops (see 9. I/O (SOCKETS));
 - a blocking pool (blitz_spawn_blocking), and on it files, DNS lookups and
   child processes; signal listeners;
 - pipes and descriptor ops, byte streams (buffered reader and writer,
   copy with splice / sendfile) and a graceful-shutdown coordinator (see
-  STREAMS, PIPES AND COPY and GRACEFUL SHUTDOWN below).
+  10. STREAMS, PIPES AND COPY and 11.6 GRACEFUL SHUTDOWN).
 
 blitz DOES NOT yet have: kqueue (BSD, macOS) and IOCP (Windows) backends,
 TLS, or native io_uring file operations (files use the blocking pool).
 
 
-CONFIGURATION MACROS
-====================
-Define before including blitz.h (in the implementation file; the ones
-marked * in every file that includes it).
+2. RUNTIMES
+===========
+blitz_run(poll, &state, sizeof state) creates a default multi-thread
+runtime, runs one task to its end on it, copies the task's final state
+back into state and frees the runtime. For more control, create one:
 
-  BLITZ_IMPLEMENTATION        emit the implementation in this file
-  BLITZ_STATIC                make every public function static (several
-                              copies in one program do not collide)
-  BLITZ_API *                 prefix of public declarations (default extern)
-  BLITZ_MALLOC(size),         the allocator; define both or neither
-  BLITZ_FREE(ptr)             (default malloc / free)
-  BLITZ_ASSERT(cond)          assertion used for API misuse and invariants
-                              (default assert; off with NDEBUG)
-  BLITZ_MAX_WORKERS *         upper bound of workers, 1..64 (default 64)
-  BLITZ_MAX_STATE_SIZE *      largest task state in bytes, up to 1 GiB
-                              (default 64 MiB)
-  BLITZ_LOCAL_QUEUE_CAPACITY  per-worker ring, power of two in 2..16384
-                              (default 256)
-  BLITZ_BUDGET_PER_TICK       polls per scheduler tick (default 128)
-  BLITZ_MAX_LIFO_POLLS_PER_TICK  LIFO-slot runs per tick, 1..1024 (default 3)
-  BLITZ_CACHE_LINE            alignment against false sharing, a power of
-                              two in 8..4096 (default by architecture: 128
-                              on x86-64 and aarch64)
-  BLITZ_NO_STATS              compile the statistics counters out
-  BLITZ_NO_IO_URING, BLITZ_NO_EPOLL, BLITZ_NO_POLL
-                              leave an I/O backend out (see I/O)
-  BLITZ_URING_ENTRIES         io_uring submission queue size, 1..32768
-                              (1024; the completion queue is 8 times larger)
-  BLITZ_URING_RECV_BUFS       provided buffers per io_uring ring for
-                              multishot receives (256, a power of two up
-                              to 32768; 0 turns multishot receives off)
-  BLITZ_URING_RECV_BUF_SIZE   bytes per provided buffer, 64..1048576 (4096)
+    blitz_config cfg = {0};             // zero means default, every field
+    cfg.flavor = BLITZ_MULTI_THREAD;    // or BLITZ_CURRENT_THREAD
+    cfg.workers = 4;                    // 0 = number of CPUs
+    blitz_runtime *rt;
+    int rc = blitz_runtime_new(&cfg, &rt);
+    rc = blitz_runtime_run(rt, poll, &state, sizeof state);
+    blitz_runtime_free(rt);
 
-Run-time settings live in blitz_config (zero means default): flavour,
-workers (0 = CPU count; more than BLITZ_MAX_WORKERS is BLITZ_EINVAL),
-park timeout (0: a parked worker sleeps until work or its next timer),
-spin rounds before parking (64), a fixed global-queue interval (0 =
-adaptive), start_paused (virtual time, see TIME), backend (the I/O
-backend: see I/O), and the blocking pool's max_blocking_threads (512),
-blocking_keep_alive_ns (10 s) and blocking_queue_capacity (0 = unbounded;
-see BLOCKING WORK).
+blitz_runtime_run spawns one task, waits for it on the calling thread and
+copies its final state back.
+  BLITZ_MULTI_THREAD    a work-stealing pool of worker threads, started
+                        lazily on the first spawn or the first socket (its
+                        I/O needs them even when only other runtimes'
+                        tasks use it)
+  BLITZ_CURRENT_THREAD  one queue and no threads of its own: tasks run
+                        while some thread waits on the runtime
+                        (blitz_join_blocking, blitz_runtime_run)
+The other blitz_config fields are listed under CONFIGURATION.
+blitz_runtime_current() is the runtime whose task runs on this thread (or
+NULL); blitz_runtime_flavor(rt) and blitz_runtime_workers(rt) describe one.
 
+Shutdown and free
+-----------------
+blitz_runtime_shutdown: spawns fail with BLITZ_ESHUTDOWN, workers finish
+the poll they are in and exit, blocking jobs that have not started are
+cancelled and running ones are waited for, and every unfinished task is
+completed as cancelled (threads in blitz_join_blocking return
+BLITZ_ECANCELED).
+blitz_runtime_free shuts down if needed, runs the drop function of every
+task block still alive and frees all memory; handles and wakers of that
+runtime are invalid afterwards. Neither may be called from inside a task
+of the same runtime (BLITZ_EDEADLK). Several runtimes may live in one
+process; a task of one may await a task of another. blitz_runtime_shutdown
+is idempotent.
 
-I/O
-===
-Each runtime has one I/O driver over one backend, chosen at creation:
-blitz_config.backend forces one (creation fails when it cannot start);
-otherwise the BLITZ_BACKEND environment variable ("io_uring", "epoll",
-"poll") is a preference, then io_uring if the kernel allows it (probed:
-EXT_ARG, FAST_POLL, the socket opcodes), then epoll, then poll.
-blitz_runtime_backend tells which one runs.
-
-  io_uring  completion-based, raw system calls: the kernel does the
-            recv/send/accept/connect and writes into your buffer; sends try
-            the system call first. Each worker has its own ring (with
-            COOP_TASKRUN where the kernel has it, Linux 5.19+): it submits
-            its tasks' ops there, batched into one io_uring_enter per tick
-            or park, parks in it and reaps it, so the kernel finishes an
-            op on the thread that will run its task. Other threads (the
-            current-thread driver, plain threads, another runtime's tasks
-            using this runtime's sockets) use one shared ring; a
-            current-thread runtime's is COOP_TASKRUN too, and the thread
-            that drives it arms its own wake-up poll there.
-            A TCP receive after a short one (request/response traffic)
-            arms a multishot receive (Linux 6.0+): it stays armed for the
-            connection and the kernel receives each arrival of data into
-            a buffer of the ring's pool (BLITZ_URING_RECV_BUFS buffers set
-            up on first use), with no new submission; your receive copies
-            from there, in order. A reader that receives a pool buffer's
-            worth at once (bulk) goes back to receives straight into its
-            own buffer; a reader that lags holds at most 1/8 of the pool
-            (then the rest waits in the kernel's socket buffer, as without
-            it); when the pool runs dry the kernel ends the multishot
-            receive and the next receive is single-shot. Unix sockets
-            always use single-shot receives.
-            A listener's first accept arms a multishot accept (Linux
-            5.19+): the kernel accepts each new connection ahead and the
-            next blitz_tcp_accept takes it without a system call. At most
-            64 wait so (plus those that arrived together with the 64th);
-            then the multishot accept is cancelled and further clients
-            wait in the listen backlog until the program accepts again, so
-            a program that stops accepting does not hold descriptors for
-            them. Closing the listener closes the connections it held.
-  epoll     edge-triggered, every socket registered once; the task does the
-            system call and waits for the next edge of its direction. A
-            TCP receive after a short one waits for the next edge without
-            trying (the short one drained the socket).
-  poll      the portable fallback (level-triggered, only sockets with
-            waiters are polled).
-
-A parked runtime waits in the backend with the next timer's deadline (with
-epoll and poll one parked worker, the "sleeper"; with io_uring every parked
-worker in its own ring; the current-thread driver always), so I/O reaches
-an idle runtime at once; busy workers reap completions without blocking at
-the start of each tick. Wakes reach a thread blocked in the backend
-through an eventfd. A task that computes for long without yielding delays
-the completions of the ops its worker submitted (io_uring runs them at the
-worker's next system call or tick), as it delays every task queued behind
-it. For the same reason, on io_uring a worker that the operating system
-has descheduled delays its connections: the kernel finishes an op on the
-thread that submitted it, and no other worker can take its completions
-(epoll and poll hand readiness to whichever worker waits). So give an
-io_uring runtime no more workers than the CPUs it has to itself. Measured
-(make bench-ceiling) on 2 vCPUs shared with a one-thread load generator,
-50 connections of request/response: 2 workers p99 4.3 ms at 122k req/s,
-1 worker 0.34 ms at 187k.
-
-Ops are blitz_io structs in the task state, awaited like timers:
-    BLITZ_AWAIT(s, blitz_tcp_recv(cx, &s->io, s->sock, s->buf, sizeof s->buf));
-    if (s->io.result <= 0) ...        // 0 = end of stream, < 0 = error
-Results: bytes, 0 for accept/connect (the new socket in io.socket), or a
-negative code: BLITZ_ECONNRESET, BLITZ_EPIPE (SIGPIPE never fires),
-BLITZ_ECLOSED (the socket was closed while the op waited), BLITZ_EMFILE
-(accept: back off and accept again; the listener stays usable), ...
-Every op cancels with blitz_io_cancel / blitz_io_cancel_op, e.g. in a
-timeout: blitz_timeout_op(cx, &s->timer, ns, blitz_tcp_recv(...),
-blitz_io_cancel_op, &s->io). An io_uring op already in the kernel is
-cancelled asynchronously: it keeps a reference on its task, so the task's
-memory (the buffer) stays until the kernel has let go, even if the task
-is cancelled or finishes; blitz_io_settle waits for that before you reuse
-the buffer. Give tasks with pending ops a spawn cancel hook that calls
-blitz_io_cancel so cancelling them releases the op at once (without one,
-closing the socket still closes its descriptor, and the op's record of the
-socket stays until the runtime is freed).
-A cancel loses no data. A receive the kernel filled before the cancel
-reached it keeps its result BLITZ_ECANCELED, and its bytes go to the next
-receive on the socket (call blitz_io_settle first, or poll the same op
-again, so the next one comes after it). A cancelled send that had sent
-bytes (an io_uring send the kernel performed first, or part of a
-send_all) reports them: after blitz_io_settle, result is the count sent
-instead of BLITZ_ECANCELED. Send only the rest again:
-    BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->t, ns, blitz_sock_send(...),
-                                    blitz_io_cancel_op, &s->io));
-    if (s->t.expired)
-        BLITZ_AWAIT(s, blitz_io_settle(cx, &s->io)); // result: sent or ECANCELED
-
-Sockets: blitz_tcp_listen / blitz_tcp_accept / blitz_tcp_connect
-(blitz_tcp_connect_timeout: BLITZ_ETIMEDOUT after a limit; on io_uring the
-kernel times it with a linked LINK_TIMEOUT, elsewhere the runtime's timer),
-blitz_sock_recv / send / send_all / recvv / sendv (also named blitz_tcp_*,
-blitz_unix_*, blitz_udp_*), blitz_sock_shutdown (half-close),
-blitz_sock_close (from any thread, also while ops are in progress: they
-end with BLITZ_ECLOSED and the descriptor closes when the last system
-call on it ends; the handle may be freed by the close, so using it after
-is a use after free, as with free(3): a connection whose task loops over
-ops is closed by that task. To end it from elsewhere, cancel the task
-(closing the socket when it ends, e.g. in its drop function), race its
-ops against a cancellation token, or call blitz_sock_shutdown(s, 2) while
-the handle is known to be open, e.g. under the lock of a table the task
-leaves before it closes: its receive then sees end of stream and its
-sends fail), options
-(nodelay, keepalive, linger, buffer sizes),
-local and peer addresses; UDP bind / connect / send_to / recv_from /
-multicast; Unix stream listeners, datagram sockets, pairs, abstract names
-("@name"). Addresses: blitz_addr_parse("127.0.0.1:80" / "[::1]:80"),
-blitz_addr_unix, blitz_addr_format.
+Thread safety
+-------------
+Any thread: spawn, join-wait, cancel, release (each handle by one owner),
+wakers (wake, clone, drop), stats, shutdown and free (not from inside the
+runtime's own tasks). Inside a poll function only: the blitz_cx_*
+functions and blitz_join; the cx pointer is valid for that call only.
 
 
-STREAMS, PIPES AND COPY
-=======================
-Descriptor ops work on any descriptor a blitz_socket wraps (blitz_pipe
-makes a non-blocking pipe pair, blitz_sock_adopt wraps a tty, a device or
-a child's pipe end): blitz_fd_read / blitz_fd_write / blitz_fd_write_all
-use read(2)/write(2), which work on pipes where recv/send do not, and
-blitz_fd_readable / blitz_fd_writable wait for readiness. They are
-blitz_io ops on every backend (on io_uring a POLL_ADD followed by the
-system call, so the kernel never holds the buffer). A write into a pipe
-without a reader returns BLITZ_EPIPE: SIGPIPE is held back around the
-call and never reaches the process.
-
-A blitz_stream is a read side and a write side over a socket
-(blitz_stream_socket), a pipe or other pollable descriptor
-(blitz_stream_pipe), a regular file (blitz_stream_file: reads and writes
-at the file position on the blocking pool) or your own vtable
-(blitz_stream_custom). Buffered reader: blitz_reader_read, read_exact
-(BLITZ_EEOF when the stream ends first), read_until(delim, max) and
-read_line (BLITZ_EMSGSIZE when the record does not fit: its first bytes
-are returned, the rest comes next; a last line without "\n" is returned
-as it is; 0 at the end of the stream). Buffered writer: write,
-write_all, flush, close (flushes, then ends the write side); an error
-sticks. blitz_copy_run copies until src ends: splice(2) when a side is a
-pipe (through a pipe of its own between two sockets), sendfile(2) from a
-file, else read and write through a 64 KiB buffer (also when the kernel
-refuses, or with BLITZ_COPY_NO_SPLICE); c.kernel counts the bytes the
-kernel moved. Every op has a cancel function and a blitz_op constructor
-(blitz_op_reader_read_line, blitz_op_copy, ...), so timeouts, races and
-blitz_op_wait work on them. Keep a reader's buffer in the task's state
-when the task can be cancelled: a cancelled io_uring socket read may
-still land in it until blitz_stream_settle.
-
-
-GRACEFUL SHUTDOWN
-=================
-blitz_shutdown_new(rt, opts, &sd) listens to SIGINT and SIGTERM (or the
-signals in opts). Accept loops race their accept against
-blitz_shutdown_token(sd) (blitz_op_cancel_token_wait); connections are
-spawned with blitz_shutdown_spawn. A supervising task awaits
-blitz_shutdown_run(cx, &run, sd, grace_ns): on the trigger (a signal, or
-blitz_shutdown_trigger from any thread) the token is cancelled at once,
-the tasks in flight may finish until the grace period ends, the rest are
-cancelled; run.finished and run.cancelled count them and run.signo tells
-the signal. See examples/graceful_server.c.
-
-
-TASKS AND POLL FUNCTIONS
-========================
+3. TASKS AND POLL FUNCTIONS
+===========================
 A task is a poll function plus a block of state. blitz_spawn copies the
 state into the task's own block (header + state, one allocation reused
 from a per-worker cache, no malloc in steady state) and the block stays at
@@ -291,6 +186,21 @@ function whenever the task may make progress; it returns BLITZ_READY when
 the task is finished, or BLITZ_PENDING after arranging to be woken:
 either it stored a clone of its waker where the event source will wake it,
 or it awaited a blitz operation (blitz_join) that did so.
+
+    blitz_task *h;
+    rc = blitz_spawn(rt, poll, &state, sizeof state, &h);  // NULL: detached
+    blitz_spawn_opts o = {poll, &state, sizeof state, drop};
+    rc = blitz_spawn_ex(rt, &o, &h);        // with a drop (and cancel) hook
+    rc = blitz_spawn_fn(rt, fn, arg, &h);   // runs fn(arg) once as a task
+
+The state is 1 byte to BLITZ_MAX_STATE_SIZE; a NULL state means a
+zero-filled one. Errors: BLITZ_EINVAL (NULL runtime or poll, size 0 or too
+large), BLITZ_ENOMEM, BLITZ_ESHUTDOWN.
+
+Spawning from inside a task (a worker thread) puts the new task in that
+worker's LIFO slot: it runs next, on the same core, which makes
+spawn-then-join nearly a function call. Spawning from any other thread
+goes through the global queue and wakes a parked worker.
 
 Coroutine macros turn a poll function into straight-line code. The state
 struct starts with BLITZ_CORO (the resume point); BLITZ_BEGIN(s) opens the
@@ -302,34 +212,110 @@ and on any later call). Rules:
     that must in the state struct;
   - at most one BLITZ_AWAIT / BLITZ_YIELD per source line (the line number
     is the resume point), and no switch statement of your own around one;
+  - the state must start zero-filled: BLITZ_CORO's resume point starts
+    at 0 (see COMMON MISTAKES);
+  - BLITZ_RETURN(s) finishes early;
   - a plain poll function without the macros is fine too.
 
-Spawning from inside a task (a worker thread) puts the new task in that
-worker's LIFO slot: it runs next, on the same core, which makes
-spawn-then-join nearly a function call. Spawning from any other thread
-goes through the global queue and wakes a parked worker.
+    typedef struct { BLITZ_CORO; int i; blitz_task *child; } my_state;
+    static blitz_poll my_poll(blitz_cx *cx, void *p) {
+        my_state *s = p;
+        BLITZ_BEGIN(s);
+        for (s->i = 0; s->i < 10; s->i++)
+            BLITZ_YIELD(s, cx);                 // every other task runs
+        BLITZ_AWAIT(s, blitz_join(cx, s->child));  // until BLITZ_READY
+        BLITZ_END(s);                           // BLITZ_READY, now and later
+    }
+
+Inside a poll function: blitz_cx_runtime(cx), blitz_cx_worker(cx) (the
+index of the worker running the task, 0 on a current-thread runtime, -1 on
+a thread that runs it while waiting in blitz_join_blocking), blitz_cx_yield(cx)
+(what BLITZ_YIELD uses; return BLITZ_PENDING right after: the task goes
+behind every other runnable task, so two tasks that yield in a loop take
+turns) and the calls of the sections below. cx is valid for that one call
+only.
+
+Wakers
+------
+A waker is a 16-byte value that makes a waiting task runnable again; it is
+how anything outside blitz (another thread, a callback) wakes a task. An
+event that another thread fires, awaited with
+BLITZ_AWAIT(s, event_wait(cx, s->ev)):
+
+    typedef struct {
+        pthread_mutex_t lock;
+        int fired, has_waker;
+        blitz_waker waker;
+    } event;
+
+    static blitz_poll event_wait(blitz_cx *cx, event *ev) {
+        pthread_mutex_lock(&ev->lock);
+        if (ev->fired) {
+            pthread_mutex_unlock(&ev->lock);
+            return BLITZ_READY;
+        }
+        blitz_waker mine = blitz_cx_waker(cx);    // borrowed for this poll
+        if (!ev->has_waker || !blitz_waker_will_wake(&ev->waker, &mine)) {
+            if (ev->has_waker)
+                blitz_waker_drop(ev->waker);
+            ev->waker = blitz_waker_clone(&mine); // owned: kept after it
+            ev->has_waker = 1;
+        }
+        pthread_mutex_unlock(&ev->lock);
+        return BLITZ_PENDING;
+    }
+
+    static void event_fire(event *ev) {           // any thread
+        pthread_mutex_lock(&ev->lock);
+        ev->fired = 1;
+        int had = ev->has_waker;
+        blitz_waker w = ev->waker;
+        ev->has_waker = 0;
+        pthread_mutex_unlock(&ev->lock);
+        if (had)
+            blitz_waker_wake(w);                  // consumes the clone
+    }
+
+  blitz_cx_waker(cx)          the running task's waker, borrowed for this
+                              poll; blitz_waker_clone(&w) makes an owned
+                              copy to keep
+  blitz_waker_wake(w)         wake and drop (consumes the waker)
+  blitz_waker_wake_by_ref(&w) wake and keep it
+  blitz_waker_drop(w)         give it up without waking
+  blitz_waker_will_wake(&a, &b)  nonzero when both wake the same task
+                              (keep the stored one instead of cloning)
+  blitz_waker_noop()          a waker that does nothing
+Every clone must be woken or dropped once (before blitz_runtime_free). A
+wake while the task is being polled is not lost: the task is polled again.
+Waking a finished (or cancelled) task does nothing. A waker keeps its
+task's memory alive, so a clone may outlive the task's handle.
 
 
-JOINING, DETACHING, CANCELLING
-==============================
+4. JOINING, DETACHING, CANCELLING
+=================================
 blitz_spawn gives a handle unless you pass NULL (detached at once).
   blitz_join(cx, h)       inside a task: BLITZ_READY once h has finished
-  blitz_task_wait(h)      from any thread: blocks until h has finished. A
+  blitz_join_blocking(h)      from any thread: blocks until h has finished. A
                           worker runs other tasks meanwhile; another thread
                           runs queued tasks of the runtime while it waits,
                           and drives a current-thread runtime.
   blitz_task_status(h)    BLITZ_OK, BLITZ_ECANCELED, or BLITZ_EAGAIN
   blitz_task_state(h)     the finished task's state (NULL before)
-  blitz_task_cancel(h)    see CANCELLATION
+  blitz_task_cancel(h)    see Cancellation below
   blitz_task_release(&h)  gives the handle up (sets h to NULL); an
                           unfinished task keeps running, detached.
                           Releasing twice is BLITZ_ERELEASED.
 Every handle must be released; a finished task's memory is reused only
 after that.
 
+blitz_join registers the task's waker and returns BLITZ_PENDING until h has
+finished (completed or cancelled). blitz_join_blocking returns BLITZ_OK or
+BLITZ_ECANCELED; blitz_task_status never blocks (BLITZ_EAGAIN: not
+finished yet); blitz_task_state stays valid until the handle is released.
+blitz_task_release is another name for blitz_task_release.
 
-CANCELLATION
-============
+Cancellation
+------------
 blitz_task_cancel marks a task cancelled. A task waiting for a wake-up is
 completed as cancelled at once (its joiner wakes with BLITZ_ECANCELED); a
 queued or running task is completed as cancelled when it would next be
@@ -343,13 +329,20 @@ it completed or was cancelled. A wait that the task had registered (a
 cloned waker somewhere: an armed timer, a join) holds a reference to the
 task until that waker is woken or dropped, and the task being cancelled
 makes the wake a no-op. To release such waits at once, give blitz_spawn_ex
-a cancel hook (blitz_spawn_opts.cancel): it runs once, when the task is
-completed as cancelled, before its joiners wake, and typically calls
-blitz_timer_cancel / blitz_join_cancel on the ops in the state.
+a cancel hook (blitz_spawn_opts.cancel, a blitz_cancel_hook_fn): it runs
+once, when the task is completed as cancelled, before its joiners wake,
+and typically calls the cancel of each op in the state with cx NULL
+(blitz_timer_cancel(NULL, &s->timer), blitz_join_cancel(NULL, s->child)).
+
+Cancelling a finished task does nothing. Shields nest up to 255 deep
+(BLITZ_ERANGE beyond, or when lowering a shield that is not raised); a
+cancel requested under a shield is remembered and carried out once the
+last shield is lowered. The drop function also waits for any waker clones
+to be dropped, and runs at blitz_runtime_free for tasks still alive.
 
 
-TIME
-====
+5. TIME
+=======
 Times are nanoseconds on the runtime's monotonic clock (blitz_time_now,
 blitz_cx_now); durations are signed nanoseconds (BLITZ_MSEC, BLITZ_SEC):
 zero or negative means "now", and a deadline beyond the end of time
@@ -365,7 +358,7 @@ the task's state (zero-filled is ready; no allocation):
     // or let the timeout cancel the op itself when the deadline wins:
     BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, BLITZ_SEC,
                                     blitz_join(cx, s->child),
-                                    blitz_join_cancel_op, s->child));
+                                    blitz_join_cancel, s->child));
 
 Intervals tick on a grid (blitz_interval_init + blitz_interval_tick) with a
 policy for missed ticks: BLITZ_MISSED_BURST (catch up back to back),
@@ -387,9 +380,11 @@ With blitz_config.start_paused the clock is virtual: it moves only with
 blitz_time_advance(rt, ns), or jumps to the next deadline when every worker
 is idle, so tests of long timeouts run instantly and deterministically.
 
+blitz_deadline_after(now, ns) adds a duration to a time, saturating.
 
-OPS, COMBINATORS AND TASK GROUPS
-================================
+
+6. OPS, COMBINATORS AND TASK GROUPS
+===================================
 An op is anything a task can await: an object in the task's state, a poll
 function and a cancel function (which withdraws a pending op and keeps
 whatever it was already handed). blitz_op bundles the three so any op can
@@ -401,20 +396,20 @@ be driven generically:
 
 A socket op has none: its arguments (socket, buffer, length) do not fit
 one object. Wrap it in a poll function over a struct that holds them, with
-blitz_io_cancel_op on the blitz_io as its cancel (examples/graceful_server.c
+blitz_io_cancel on the blitz_io as its cancel (examples/graceful_server.c
 races an accept against a shutdown token this way):
 
     typedef struct { blitz_io io; blitz_socket *listener; } accept_op;
     static blitz_poll accept_poll(blitz_cx *cx, void *p) {
         accept_op *a = p;
-        return blitz_tcp_accept(cx, &a->io, a->listener);
+        return blitz_sock_accept(cx, &a->io, a->listener);
     }
     static void accept_cancel(blitz_cx *cx, void *p) {
-        blitz_io_cancel_op(cx, &((accept_op *)p)->io);
+        blitz_io_cancel(cx, &((accept_op *)p)->io);
     }
     ... s->ops[0] = blitz_op_make(accept_poll, accept_cancel, &s->acc);
 
-A plain thread runs any op to completion with blitz_op_wait(rt, op): the
+A plain thread runs any op to completion with blitz_op_run_blocking(rt, op): the
 blocking form of everything (BLITZ_EDEADLK inside a task). In a task, the
 combinators take an array of ops that stays in the state and a
 blitz_combo (zero-filled or blitz_combo_reset):
@@ -430,17 +425,26 @@ the rest; blitz_select for the first, keeping the rest registered (await it
 again for the next; winner -1 when all finished; blitz_combo_cancel
 withdraws what is left). Polling starts at a rotating position, so an op
 that is always ready cannot starve the others. Up to BLITZ_COMBO_MAX (64)
-ops; bad arguments give combo.error = BLITZ_EINVAL at once.
+ops; bad arguments give combo.error = BLITZ_EINVAL at once. After
+blitz_race read only the winner's result: a loser may never have been
+polled, and a blitz_io loser's result is then still 0, which is not end of
+stream. In a loop, blitz_combo_reset the combo between rounds.
 
 A task group owns the tasks spawned into it and hands them out as they
 finish (Tokio's JoinSet): blitz_group_new, blitz_group_spawn(_ex),
-blitz_group_next (await; NULL when empty), blitz_group_wait_next (plain
+blitz_group_next (await; NULL when empty), blitz_group_next_blocking (plain
 threads), blitz_group_cancel_all, blitz_group_close (cancels the running
 members and refuses new ones) and blitz_group_free (also releases every
 handle; members still running finish in the background). Free groups
 before their runtime.
-SYNCHRONIZATION
-===============
+
+    blitz_group_new(rt, &g);
+    blitz_group_spawn(g, child_poll, &st, sizeof st);      // n times
+    BLITZ_AWAIT(s, blitz_group_next(cx, s->g, &s->done));  // finishing order
+
+
+7. SYNCHRONIZATION
+==================
 blitz_semaphore, blitz_mutex, blitz_rwlock, blitz_notify, blitz_barrier,
 blitz_once_cell and blitz_cancel_token are structs you allocate (embed them
 in the data they guard) with _init / _destroy. Every waiting operation has
@@ -471,7 +475,7 @@ Cancellation tokens form trees: cancelling one cancels its descendants.
 
 Each async op has a cancel function (blitz_mutex_lock_cancel, ...) and a
 blitz_op constructor (blitz_op_mutex_lock, ...), so it can be used with
-blitz_timeout_op, the combinators and blitz_op_wait:
+blitz_timeout_op, the combinators and blitz_op_run_blocking:
 
     BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, 10 * BLITZ_MSEC,
                                     blitz_mutex_lock(cx, &s->lock_op, &sh->m),
@@ -487,8 +491,26 @@ cancel hook (blitz_spawn_opts.cancel; cx may be NULL there), and unlock
 what it holds; otherwise the queued op keeps the task's memory alive and
 the permit it is later handed is never returned. Destroying a primitive
 while ops wait on it is a bug.
-CHANNELS
-========
+
+The _blocking forms also serve blitz_spawn_blocking jobs. The operations
+of each primitive (each name begins with its type, e.g.
+blitz_semaphore_try_acquire):
+  semaphore     try_acquire(n), acquire (async; op.result BLITZ_OK or
+                BLITZ_ECLOSED), release(n), close, available
+  rwlock        read / write, try_read / try_write, read_blocking /
+                write_blocking, read_unlock / write_unlock
+  notify        notify_one, notify_waiters, wait, try_wait (permits do not
+                accumulate)
+  barrier       wait (op.is_leader for exactly one wait per generation)
+  once cell     get, set, get_or_claim (op.claimed = 1 for the one that
+                initializes; it calls blitz_once_cell_complete, or
+                blitz_once_cell_abandon on failure)
+  cancel token  cancel, is_cancelled, wait; init_child makes a token that
+                is cancelled with its parent
+
+
+8. CHANNELS
+===========
 Four kinds, each with try_ forms (never wait; no runtime needed), async
 forms (an op struct in the task state with the waiter inside it: waiting
 allocates nothing) and blocking forms for plain threads (BLITZ_EDEADLK
@@ -516,6 +538,18 @@ a pointer to pass ownership of heap data.
     }
     blitz_chan_receiver_release(s->ch);
 
+A producer, with ch from blitz_chan_new(&ch, sizeof(uint64_t), 64):
+
+    typedef struct { BLITZ_CORO; blitz_chan *ch; blitz_chan_op op;
+                     uint64_t v; } producer;
+    ...
+    for (s->v = 0; s->v < 1000; s->v++) {
+        BLITZ_AWAIT(s, blitz_chan_send(cx, &s->op, s->ch, &s->v));
+        if (s->op.result == BLITZ_ECLOSED)
+            break;                    // s->v was not sent: still ours
+    }
+    blitz_chan_sender_release(s->ch); // the last sender closes it
+
 A channel starts with one sender and one receiver reference; every holder
 clones one (blitz_chan_sender_clone / _receiver_clone) and releases it
 when done. When the last sender goes, the channel closes and receivers
@@ -529,12 +563,12 @@ Capacity 0 is BLITZ_EINVAL (there is no rendezvous channel).
 
 Every async op is also a blitz_op (blitz_op_chan_send, blitz_op_chan_recv,
 blitz_op_oneshot_recv, blitz_op_broadcast_recv, blitz_op_watch_changed)
-for blitz_op_wait and the combinators, with a cancel function. Cancel
+for blitz_op_run_blocking and the combinators, with a cancel function. Cancel
 safety, per operation:
-  chan recv       cancel returns BLITZ_OK if a value had already been
-                  handed to the op (it is in the op's buffer: the caller
-                  owns it), else BLITZ_ECANCELED (nothing taken; the value
-                  goes to another receiver).
+  chan recv       cancel leaves op.result BLITZ_OK if a value had already
+                  been handed to the op (it is in the op's buffer: the
+                  caller owns it), else BLITZ_ECANCELED (nothing taken; the
+                  value goes to another receiver).
   chan send       BLITZ_OK: the value was already put in the channel and
                   will be received; BLITZ_ECANCELED: not sent, still only
                   in the caller's buffer.
@@ -543,14 +577,234 @@ safety, per operation:
   broadcast recv  nothing is consumed (each receiver has its position).
   watch changed   nothing is consumed (a newer version stays newer).
 A task that may be cancelled while it waits on a channel op must withdraw
-the op in its spawn `cancel` hook (blitz_chan_op_cancel(&s->op), ...),
+the op in its spawn `cancel` hook (blitz_chan_cancel(NULL, &s->op), ...),
 because its state is freed right after; the hook sees what the op kept.
 
 The oneshot cell is shared memory: keep it valid until both sides are done
 (blitz_oneshot_done). A receiver that got its value or BLITZ_ECLOSED knows
 the sender is done.
-BLOCKING WORK
-=============
+
+A plain thread receives with blitz_chan_recv_blocking(ch, &v). The channel
+is freed with its last reference.
+  oneshot    blitz_oneshot_send, BLITZ_AWAIT(s, blitz_oneshot_recv(cx,
+             &cell)) then blitz_oneshot_try_recv, blitz_oneshot_close_tx /
+             _close_rx
+  broadcast  blitz_broadcast_subscribe(bc, &rx), blitz_broadcast_send
+             (never waits), blitz_broadcast_recv / _try_recv
+  watch      blitz_watch_send, blitz_watch_read, blitz_watch_changed,
+             blitz_watch_read_update
+
+
+9. I/O (SOCKETS)
+================
+The echo server of examples/echo_server.c, one task per connection:
+
+    typedef struct { BLITZ_CORO; blitz_socket *sock; blitz_io io;
+                     char buf[16384]; } echo_conn;
+    static blitz_poll echo_conn_poll(blitz_cx *cx, void *p) {
+        echo_conn *e = p;
+        BLITZ_BEGIN(e);
+        for (;;) {
+            BLITZ_AWAIT(e, blitz_sock_recv(cx, &e->io, e->sock, e->buf,
+                                          sizeof e->buf));
+            if (e->io.result <= 0)              // 0 = EOF, < 0 = error
+                break;
+            BLITZ_AWAIT(e, blitz_sock_send_all(cx, &e->io, e->sock, e->buf,
+                                              (size_t)e->io.result));
+            if (e->io.result < 0)
+                break;
+        }
+        blitz_sock_close(e->sock);
+        BLITZ_END(e);
+    }
+    // accept loop: BLITZ_AWAIT(a, blitz_sock_accept(cx, &a->io, a->listener))
+    // then spawn echo_conn_poll with .sock = a->io.socket
+
+The calls with their arguments:
+
+    blitz_addr a;
+    blitz_addr_parse("127.0.0.1:8080", &a); // or blitz_addr_ip("::1", 8080, &a)
+    blitz_socket *l;
+    blitz_tcp_listen(rt, &a, 1024, BLITZ_SOCK_REUSEPORT, &l);
+                                   // backlog 0 = SOMAXCONN; flags or 0
+                                   // (listeners set SO_REUSEADDR)
+    BLITZ_AWAIT(s, blitz_sock_accept(cx, &s->io, l));   // s->io.socket
+    BLITZ_AWAIT(s, blitz_tcp_connect(cx, &s->io, &a)); // s->io.socket
+    BLITZ_AWAIT(s, blitz_sock_recv(cx, &s->io, sock, buf, len));
+    BLITZ_AWAIT(s, blitz_sock_send_all(cx, &s->io, sock, buf, len));
+    blitz_sock_shutdown(sock, 1);    // 0 = read, 1 = write (FIN), 2 = both
+    blitz_sock_close(sock);
+    blitz_socket *u;
+    blitz_udp_bind(rt, &a, 0, &u);   // BLITZ_SOCK_* flags
+    BLITZ_AWAIT(s, blitz_sock_recv_from(cx, &s->io, u, buf, len, &s->from));
+    BLITZ_AWAIT(s, blitz_sock_send_to(cx, &s->io, u, buf, n, &s->from));
+    blitz_socket *x, *y;
+    blitz_unix_pair(rt, 1, &x, &y);  // 1 = stream, 2 = datagram
+
+Multicast: blitz_udp_join_multicast / blitz_udp_leave_multicast. Any op
+without a limit of its own takes one with blitz_timeout_op(...,
+blitz_io_cancel, &io). Examples: examples/echo_server.c,
+examples/echo_client.c (a load generator), examples/udp_echo.c.
+
+Ops and sockets
+---------------
+Ops are blitz_io structs in the task state, awaited like timers:
+    BLITZ_AWAIT(s, blitz_sock_recv(cx, &s->io, s->sock, s->buf, sizeof s->buf));
+    if (s->io.result <= 0) ...        // 0 = end of stream, < 0 = error
+Results: bytes, 0 for accept/connect (the new socket in io.socket), or a
+negative code: BLITZ_ECONNRESET, BLITZ_EPIPE (SIGPIPE never fires),
+BLITZ_ECLOSED (the socket was closed while the op waited), BLITZ_EMFILE
+(accept: back off and accept again; the listener stays usable), ...
+Every op cancels with blitz_io_cancel(cx, op), e.g. in a
+timeout: blitz_timeout_op(cx, &s->timer, ns, blitz_sock_recv(...),
+blitz_io_cancel, &s->io). An io_uring op already in the kernel is
+cancelled asynchronously: it keeps a reference on its task, so the task's
+memory (the buffer) stays until the kernel has let go, even if the task
+is cancelled or finishes; blitz_io_settle waits for that before you reuse
+the buffer. Give tasks with pending ops a spawn cancel hook that calls
+blitz_io_cancel so cancelling them releases the op at once (without one,
+closing the socket still closes its descriptor, and the op's record of the
+socket stays until the runtime is freed).
+A cancel loses no data. A receive the kernel filled before the cancel
+reached it keeps its result BLITZ_ECANCELED, and its bytes go to the next
+receive on the socket (call blitz_io_settle first, or poll the same op
+again, so the next one comes after it). A cancelled send that had sent
+bytes (an io_uring send the kernel performed first, or part of a
+send_all) reports them: after blitz_io_settle, result is the count sent
+instead of BLITZ_ECANCELED. Send only the rest again:
+    BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->t, ns, blitz_sock_send(...),
+                                    blitz_io_cancel, &s->io));
+    if (s->t.expired)
+        BLITZ_AWAIT(s, blitz_io_settle(cx, &s->io)); // sent or ECANCELED
+
+Sockets: blitz_tcp_listen / blitz_sock_accept / blitz_tcp_connect
+(blitz_tcp_connect_timeout: BLITZ_ETIMEDOUT after a limit; on io_uring the
+kernel times it with a linked LINK_TIMEOUT, elsewhere the runtime's timer),
+blitz_sock_recv / send / send_all / recvv / sendv (also named blitz_tcp_*,
+blitz_unix_*, blitz_udp_*), blitz_sock_shutdown (half-close),
+blitz_sock_close (from any thread, also while ops are in progress: they
+end with BLITZ_ECLOSED and the descriptor closes when the last system
+call on it ends; the handle may be freed by the close, so using it after
+is a use after free, as with free(3): a connection whose task loops over
+ops is closed by that task. To end it from elsewhere, cancel the task
+(closing the socket when it ends, e.g. in its drop function), race its
+ops against a cancellation token, or call blitz_sock_shutdown(s, 2) while
+the handle is known to be open, e.g. under the lock of a table the task
+leaves before it closes: its receive then sees end of stream and its
+sends fail), options (nodelay, keepalive, linger, buffer sizes), local and
+peer addresses; UDP bind / connect / send_to / recv_from /
+multicast; Unix stream listeners, datagram sockets, pairs, abstract names
+("@name"). Addresses: blitz_addr_parse("127.0.0.1:80" / "[::1]:80"),
+blitz_addr_unix, blitz_addr_format.
+
+Backends
+--------
+Each runtime has one I/O driver over one backend, chosen at creation:
+blitz_config.backend forces one (creation fails when it cannot start);
+otherwise the BLITZ_BACKEND environment variable ("io_uring", "epoll",
+"poll") is a preference, then io_uring if the kernel allows it (probed:
+EXT_ARG, FAST_POLL, the socket opcodes), then epoll, then poll.
+The BLITZ_BACKEND value is read in any case; other values are ignored.
+blitz_runtime_backend tells which one runs.
+
+  io_uring  completion-based, raw system calls: the kernel does the
+            recv/send/accept/connect and writes into your buffer; sends try
+            the system call first. Each worker has its own ring (with
+            COOP_TASKRUN where the kernel has it, Linux 5.19+): it submits
+            its tasks' ops there, batched into one io_uring_enter per tick
+            or park, parks in it and reaps it, so the kernel finishes an
+            op on the thread that will run its task. Other threads (the
+            current-thread driver, plain threads, another runtime's tasks
+            using this runtime's sockets) use one shared ring; a
+            current-thread runtime's is COOP_TASKRUN too, and the thread
+            that drives it arms its own wake-up poll there.
+            A TCP receive after a short one (request/response traffic)
+            arms a multishot receive (Linux 6.0+): it stays armed for the
+            connection and the kernel receives each arrival of data into
+            a buffer of the ring's pool (BLITZ_URING_RECV_BUFS buffers set
+            up on first use), with no new submission; your receive copies
+            from there, in order. A reader that receives a pool buffer's
+            worth at once (bulk) goes back to receives straight into its
+            own buffer; a reader that lags holds at most 1/8 of the pool
+            (then the rest waits in the kernel's socket buffer, as without
+            it); when the pool runs dry the kernel ends the multishot
+            receive and the next receive is single-shot. Unix sockets
+            always use single-shot receives.
+            A listener's first accept arms a multishot accept (Linux
+            5.19+): the kernel accepts each new connection ahead and the
+            next blitz_sock_accept takes it without a system call. At most
+            64 wait so (plus those that arrived together with the 64th);
+            then the multishot accept is cancelled and further clients
+            wait in the listen backlog until the program accepts again, so
+            a program that stops accepting does not hold descriptors for
+            them. Closing the listener closes the connections it held.
+  epoll     edge-triggered, every socket registered once; the task does the
+            system call and waits for the next edge of its direction. A
+            TCP receive after a short one waits for the next edge without
+            trying (the short one drained the socket).
+  poll      the portable fallback (level-triggered, only sockets with
+            waiters are polled).
+
+A parked runtime waits in the backend with the next timer's deadline (with
+epoll and poll one parked worker, the "sleeper"; with io_uring every parked
+worker in its own ring; the current-thread driver always), so I/O reaches
+an idle runtime at once; busy workers reap completions without blocking at
+the start of each tick. Wakes reach a thread blocked in the backend
+through an eventfd. See 13. PERFORMANCE NOTES for what this means for
+the number of workers.
+
+
+10. STREAMS, PIPES AND COPY
+===========================
+Descriptor ops work on any descriptor a blitz_socket wraps (blitz_pipe
+makes a non-blocking pipe pair, blitz_sock_adopt wraps a tty, a device or
+a child's pipe end): blitz_fd_read / blitz_fd_write / blitz_fd_write_all
+use read(2)/write(2), which work on pipes where recv/send do not, and
+blitz_fd_readable / blitz_fd_writable wait for readiness. They are
+blitz_io ops on every backend (on io_uring a POLL_ADD followed by the
+system call, so the kernel never holds the buffer). A write into a pipe
+without a reader returns BLITZ_EPIPE: SIGPIPE is held back around the
+call and never reaches the process.
+
+A blitz_stream is a read side and a write side over a socket
+(blitz_stream_socket), a pipe or other pollable descriptor
+(blitz_stream_pipe), a regular file (blitz_stream_file: reads and writes
+at the file position on the blocking pool) or your own vtable
+(blitz_stream_custom). Buffered reader: blitz_reader_read, read_exact
+(BLITZ_EEOF when the stream ends first), read_until(delim, max) and
+read_line (BLITZ_EMSGSIZE when the record does not fit: its first bytes
+are returned, the rest comes next; a last line without "\n" is returned
+as it is; 0 at the end of the stream). Buffered writer: write,
+write_all, flush, close (flushes, then ends the write side); an error
+sticks. blitz_copy_run copies until src ends: splice(2) when a side is a
+pipe (through a pipe of its own between two sockets), sendfile(2) from a
+file, else read and write through a 64 KiB buffer (also when the kernel
+refuses, or with BLITZ_COPY_NO_SPLICE); c.kernel counts the bytes the
+kernel moved. Every op has a cancel function and a blitz_op constructor
+(blitz_op_reader_read_line, blitz_op_copy, ...), so timeouts, races and
+blitz_op_run_blocking work on them. Keep a reader's buffer in the task's state
+when the task can be cancelled: a cancelled io_uring socket read may
+still land in it until blitz_stream_settle.
+
+    BLITZ_AWAIT(s, blitz_reader_read_line(cx, &s->rd, s->line,
+                                          sizeof s->line));
+    if (s->rd.result <= 0) ...   // 0 = end of stream; BLITZ_EMSGSIZE: long
+    BLITZ_AWAIT(s, blitz_writer_write_all(cx, &s->wr, s->line, s->rd.len));
+    blitz_copy_init(&s->copy, &src, &dst, 0);
+    BLITZ_AWAIT(s, blitz_copy_run(cx, &s->copy));
+
+blitz_reader_buffered and blitz_reader_peek show what waits in the
+buffer unconsumed (flush replies unless a whole next request is already
+there, as examples/graceful_server.c does). A cancelled copy
+(blitz_copy_cancel) is initialised again only after blitz_copy_settle.
+Example: examples/process_pipeline.c (seq | grep, blitz splicing between
+the two children).
+
+
+11. OS SERVICES
+===============
+11.1 BLOCKING WORK
+------------------
 Work that blocks a thread (a system call without an async form, a long
 computation, a library that sleeps) belongs on the blocking pool, never
 in a poll function:
@@ -558,7 +812,7 @@ in a poll function:
     blitz_spawn_blocking(rt, fn, arg, &h);      // fn(arg) on a pool thread
     blitz_blocking_opts o = {fn, &in, sizeof in, drop_fn};
     blitz_spawn_blocking_ex(rt, &o, &h);        // fn gets the job's own copy
-    BLITZ_AWAIT(s, blitz_join(cx, h));          // or blitz_task_wait(h)
+    BLITZ_AWAIT(s, blitz_join(cx, h));          // or blitz_join_blocking(h)
     result = blitz_task_state(h);               // the copy, after fn ran
 
 The handle is an ordinary task handle. Threads start on demand up to
@@ -571,7 +825,7 @@ left to start and that many jobs waiting fails with BLITZ_EFULL, and
 blitz_spawn_blocking_await(cx, &op, &opts) waits for room instead (first
 come, first served). blitz_runtime_pool_stats reports threads, idle
 threads, queued jobs and totals. A job runs as part of its runtime:
-blitz_runtime_current() is set, and blitz_task_wait inside a job returns
+blitz_runtime_current() is set, and blitz_join_blocking inside a job returns
 BLITZ_ESHUTDOWN when the runtime shuts down. Pool threads block SIGPIPE
 (a write to a closed pipe is BLITZ_EPIPE, not the end of the process).
 
@@ -587,9 +841,11 @@ frees an answer). If a task can be cancelled while such an op is pending,
 call the op's cancel function from the task's cancel hook; otherwise
 such results are only released by blitz_runtime_free.
 
+The _blocking forms of the synchronization primitives may be used inside
+a job.
 
-FILES
-=====
+11.2 FILES
+----------
     BLITZ_AWAIT(s, blitz_fs_open(cx, &s->op, path, BLITZ_FS_READ, 0));
     if (s->op.result < 0) ... BLITZ_ENOENT, BLITZ_EACCES ...
     s->fd = (int)s->op.result;
@@ -606,9 +862,8 @@ read returns at most BLITZ_FS_MAX_READ (2 MiB). Cancel: blitz_fs_cancel.
 The work runs on the blocking pool; the calls are shaped so that native
 kernel operations (io_uring) can serve them later.
 
-
-DNS
-===
+11.3 DNS
+--------
     BLITZ_AWAIT(s, blitz_dns_resolve(cx, &s->dns, "example.com", 443, 0));
     for (i = 0; i < s->dns.result; i++) use(s->dns.addrs[i]);  // sockaddr
     blitz_free(s->dns.addrs);
@@ -623,9 +878,8 @@ tries each address in turn until one connects (conn.attempt_timeout_ns
 bounds each try); conn.result is 0 with conn.socket, the DNS error, or the
 last attempt's error. Cancel: blitz_tcp_connect_host_cancel.
 
-
-SIGNALS
-=======
+11.4 SIGNALS
+------------
     blitz_signal_init(&s->sig, SIGTERM);  blitz_signal_add(&s->sig, SIGINT);
     BLITZ_AWAIT(s, blitz_signal_recv(cx, &s->sig));   // s->sig.signo, .count
     blitz_signal_deinit(&s->sig);
@@ -639,9 +893,8 @@ thread per process wakes the listeners. SIGKILL, SIGSTOP and the fault
 signals (SEGV, BUS, FPE, ILL) are BLITZ_EINVAL. Listeners belong to no
 runtime; one must stay at its address until deinit.
 
-
-PROCESSES
-=========
+11.5 PROCESSES
+--------------
     const char *argv[] = {"sort", NULL};
     blitz_command cmd = {argv, env_or_NULL, cwd_or_NULL, BLITZ_STDIO_PIPE,
                          BLITZ_STDIO_PIPE, BLITZ_STDIO_INHERIT};
@@ -662,53 +915,101 @@ ended is reaped by a pool job. blitz_process_output runs a command to its
 end with optional input and collects stdout and stderr (read by a pool
 thread); cancelling it kills the child.
 
+blitz_process_terminate and blitz_process_kill signal a running child;
+blitz_process_wait_cancel and blitz_process_output_cancel withdraw the
+ops. A spawned child's pipe ends (stdout_fd, ...) can be wrapped with
+blitz_sock_adopt for the descriptor ops and streams (see STREAMS, PIPES
+AND COPY); then set the field to -1: the socket closes the descriptor, and
+blitz_process_release closes only fields that are not -1.
 
-SHUTDOWN
-========
-blitz_runtime_shutdown: spawns fail with BLITZ_ESHUTDOWN, workers finish
-the poll they are in and exit, blocking jobs that have not started are
-cancelled and running ones are waited for, and every unfinished task is
-completed as cancelled (threads in blitz_task_wait return
-BLITZ_ECANCELED).
-blitz_runtime_free shuts down if needed, runs the drop function of every
-task block still alive and frees all memory; handles and wakers of that
-runtime are invalid afterwards. Neither may be called from inside a task
-of the same runtime (BLITZ_EDEADLK). Several runtimes may live in one
-process; a task of one may await a task of another.
+    static const char *const argv[] = {"sh", "-c", "echo hi; exit 3", NULL};
+    BLITZ_AWAIT(s, blitz_process_output(cx, &s->out, &s->cmd, NULL, 0));
+    // with s->cmd = {argv}: s->out.out is "hi\n", s->out.exited 1, .code 3
 
+Examples: examples/file_copy.c, examples/process_pipeline.c.
 
-THREAD SAFETY
-=============
-Any thread: spawn, join-wait, cancel, release (each handle by one owner),
-wakers (wake, clone, drop), stats, shutdown and free (not from inside the
-runtime's own tasks). Inside a poll function only: the blitz_cx_*
-functions and blitz_join; the cx pointer is valid for that call only.
+11.6 GRACEFUL SHUTDOWN
+----------------------
+blitz_shutdown_new(rt, opts, &sd) listens to SIGINT and SIGTERM (or the
+signals in opts). Accept loops race their accept against
+blitz_shutdown_token(sd) (blitz_op_cancel_token_wait); connections are
+spawned with blitz_shutdown_spawn. A supervising task awaits
+blitz_shutdown_run(cx, &run, sd, grace_ns): on the trigger (a signal, or
+blitz_shutdown_trigger from any thread) the token is cancelled at once,
+the tasks in flight may finish until the grace period ends, the rest are
+cancelled; run.finished and run.cancelled count them and run.signo tells
+the signal. See examples/graceful_server.c.
 
-
-THE SCHEDULER
-=============
-Each worker looks for work in this order: every N polls the global queue
-(N adapts between 8 and 255 so that a remote task waits about 1 ms at
-most: N = 1 ms / average poll time); its batch buffer of tasks fetched
-from the global queue; its LIFO slot (at most 3 times a tick, then the
-slot's task joins the ring); its ring; a batch from the global queue
-(min(64, max(4, queued / workers)) tasks); then, as one of at most half
-the workers that search, half of a random victim's ring; then it spins
-briefly and parks. A tick is 128 polls. Parking uses a futex; the last
-searcher to find work wakes another, so queued tasks never wait for a
-timeout, and an idle runtime without timers sleeps until woken.
+An accept becomes an op with blitz_op_make over a small poll function that
+calls blitz_sock_accept and a cancel that calls blitz_io_cancel (see
+OPS, COMBINATORS AND TASK GROUPS). A cancelled connection's task never
+runs again: spawn connections with blitz_shutdown_spawn_ex and a drop
+function that closes the socket (and a cancel hook that calls
+blitz_io_cancel), or their peers see the end only when the runtime is
+freed.
 
 
-ERROR CODES
-===========
-Functions return BLITZ_OK (0) or a negative code: -errno values on POSIX
-(BLITZ_EINVAL, BLITZ_ENOMEM, ...) and blitz's own in the -4000 band
-(BLITZ_ESHUTDOWN, BLITZ_ERELEASED, ...). blitz_strerror(code) and
-blitz_err_name(code) describe any code.
+12. CONFIGURATION
+=================
+Macros
+------
+Define before including blitz.h (in the implementation file; the ones
+marked * in every file that includes it).
 
+  BLITZ_IMPLEMENTATION        emit the implementation in this file
+  BLITZ_STATIC                make every public function static: use
+                              blitz from this one file only (several
+                              copies in one program do not collide)
+  BLITZ_API *                 prefix of public declarations (default
+                              extern; static with BLITZ_STATIC)
+  BLITZ_MALLOC(size),         the allocator; define both or neither (an
+  BLITZ_FREE(ptr)             #error otherwise; default malloc / free)
+  BLITZ_ASSERT(cond)          assertion used for API misuse and invariants
+                              (default assert; off with NDEBUG)
+  BLITZ_MAX_WORKERS *         upper bound of workers, 1..64 (default 64;
+                              the parked-worker bitmap is one 64-bit word)
+  BLITZ_MAX_STATE_SIZE *      largest task state in bytes, up to 1 GiB
+                              (default 64 MiB)
+  BLITZ_LOCAL_QUEUE_CAPACITY  per-worker ring, power of two in 2..16384
+                              (default 256)
+  BLITZ_BUDGET_PER_TICK       polls per scheduler tick (default 128)
+  BLITZ_MAX_LIFO_POLLS_PER_TICK  LIFO-slot runs per tick, 1..1024 (default 3)
+  BLITZ_CACHE_LINE            alignment against false sharing, a power of
+                              two in 8..4096 (default by architecture: 128
+                              on x86-64 and aarch64)
+  BLITZ_NO_STATS              compile the statistics counters out (the
+                              stats calls then report zeros)
+  BLITZ_NO_IO_URING, BLITZ_NO_EPOLL, BLITZ_NO_POLL
+                              leave an I/O backend out (see 9. I/O)
+  BLITZ_URING_ENTRIES         io_uring submission queue size, 1..32768
+                              (1024; the completion queue is 8 times larger)
+  BLITZ_URING_RECV_BUFS       provided buffers per io_uring ring for
+                              multishot receives (256, a power of two up
+                              to 32768; 0 turns multishot receives off)
+  BLITZ_URING_RECV_BUF_SIZE   bytes per provided buffer, 64..1048576 (4096)
 
-PLATFORMS
-=========
+Run-time settings
+-----------------
+Run-time settings live in blitz_config (zero means default):
+  flavor                  BLITZ_MULTI_THREAD or BLITZ_CURRENT_THREAD
+                          (see RUNTIMES)
+  workers                 0 = CPU count; more than BLITZ_MAX_WORKERS is
+                          BLITZ_EINVAL
+  park_timeout_ns         the longest a parked worker sleeps (0: until
+                          work or its next timer arrives, so an idle
+                          runtime uses no CPU)
+  spin_before_park        spin rounds before parking (64; UINT32_MAX =
+                          never spin)
+  global_queue_interval   0 = adaptive, or a fixed number of polls between
+                          looks at the global queue
+  start_paused            virtual time (see TIME)
+  backend                 the I/O backend (see I/O (SOCKETS))
+  max_blocking_threads    blocking pool threads (512)
+  blocking_keep_alive_ns  idle time before a pool thread exits (10 s)
+  blocking_queue_capacity 0 = unbounded (see BLOCKING WORK)
+
+Platforms and C++
+-----------------
 Linux (futex parking) and other POSIX systems with pthreads (condition
 variable parking); gcc or clang (the atomics use __atomic builtins). The
 implementation is C11: define BLITZ_IMPLEMENTATION in a .c file (a C++
@@ -725,6 +1026,110 @@ and later, for C++ code using blitz:
 Shared libraries built with -fvisibility=hidden export blitz's functions
 when BLITZ_API is defined as extern __attribute__((visibility("default")))
 in every file that includes blitz.h.
+
+
+13. PERFORMANCE NOTES
+=====================
+The scheduler
+-------------
+Each worker looks for work in this order: every N polls the global queue
+(N adapts between 8 and 255 so that a remote task waits about 1 ms at
+most: N = 1 ms / average poll time); its batch buffer of tasks fetched
+from the global queue; its LIFO slot (at most 3 times a tick, then the
+slot's task joins the ring); its ring; a batch from the global queue
+(min(64, max(4, queued / workers)) tasks); then, as one of at most half
+the workers that search, half of a random victim's ring; then it spins
+briefly and parks. A tick is 128 polls. Parking uses a futex; the last
+searcher to find work wakes another, so queued tasks never wait for a
+timeout, and an idle runtime without timers sleeps until woken.
+
+Spawning from inside a task puts the child in the LIFO slot (see TASKS AND
+POLL FUNCTIONS), so spawn-then-join costs about a function call.
+
+I/O workers
+-----------
+A task that computes for long without yielding delays the completions of the ops
+its worker submitted (io_uring runs them at the worker's next system call or
+tick), as it delays every task queued behind it. For the same reason, on
+io_uring a worker that the operating system has descheduled delays its
+connections: the kernel finishes an op on the thread that submitted it, and no
+other worker can take its completions (epoll and poll hand readiness to
+whichever worker waits). So give an io_uring runtime no more workers than the
+CPUs it has to itself. Measured (make bench-ceiling) on 2 vCPUs shared with a
+one-thread load generator, 50 connections of request/response: 2 workers p99 4.3
+ms at 122k req/s, 1 worker 0.34 ms at 187k.
+
+Statistics
+----------
+blitz_runtime_stats(rt, &st) fills a blitz_stats: total_spawned,
+total_polled, total_stolen, total_parked, tasks_alive (spawned and not yet
+freed), global_queue_depth, num_workers, workers_started.
+blitz_runtime_worker_stats(rt, i, &ws) gives one worker's tasks_polled,
+tasks_stolen, steals, times_parked, lifo_hits, global_batch_fetches,
+overflows and current global_queue_interval (BLITZ_EINVAL for an index out
+of range). Each counter is read atomically; the set is not one instant.
+examples/showcase.c prints them all with an explanation of each.
+blitz_runtime_pool_stats covers the blocking pool (see BLOCKING WORK).
+
+
+14. COMMON MISTAKES
+===================
+Each mistake with what the compiler or the program shows.
+
+A local variable used across an await or a yield
+    long n = 42;  BLITZ_AWAIT(s, ...);  use(n);
+  No warning from gcc or clang (-Wall -Wextra). After the await the poll
+  function was called again and n is whatever the stack holds: often the
+  right value by luck at -O2, garbage at -O0. Keep it in the state struct.
+
+A state that is not zero-filled
+    main_task m;  blitz_run(main_poll, &m, sizeof m);
+  Compiles. The resume point is garbage, so the body is skipped (unless the
+  garbage equals a resume line): the task finishes at once as if it had
+  reached BLITZ_END (its fields are left as they were). Write main_task m =
+  {0}, or pass a NULL state to blitz_spawn.
+
+BLITZ_AWAIT or BLITZ_YIELD outside BLITZ_BEGIN ... BLITZ_END
+  error: case label not within a switch statement (and, for BLITZ_END
+  without BLITZ_BEGIN, 'default' label not within a switch statement).
+
+BLITZ_END missing
+  error: expected declaration or statement at end of input (BLITZ_BEGIN
+  opens a brace that BLITZ_END closes).
+
+Two awaits or yields on one source line (or in one macro)
+  error: duplicate case value.
+
+No file defines BLITZ_IMPLEMENTATION
+  The link fails: undefined reference to `blitz_run' (or whichever blitz
+  function is called first).
+
+Two files define BLITZ_IMPLEMENTATION
+  The link fails: multiple definition of `blitz_...'. (BLITZ_STATIC is the
+  way to have one private copy per file.)
+
+A system header included before blitz.h under strict -std=c11
+  #error "blitz.h: POSIX 2008 declarations are hidden ..." in the file that
+  defines BLITZ_IMPLEMENTATION. Include blitz.h first there, define
+  _GNU_SOURCE at its top, or compile with -std=gnu11.
+
+A blocking call (sleep, read on a blocking descriptor, a lock held long)
+in a poll function
+  No error: the worker thread stops, and with it every task queued behind
+  it and, on io_uring, the completions of its ops. Use blitz_sleep, the
+  async ops, or blitz_spawn_blocking. The _blocking forms of blitz's own
+  operations return BLITZ_EDEADLK inside a task instead of blocking.
+
+A handle never released
+  No error: the finished task's memory is not reused (tasks_alive in
+  blitz_runtime_stats keeps growing) until blitz_runtime_free. Releasing a
+  handle twice is BLITZ_ERELEASED.
+
+A task cancelled while an op of its state waits, without a cancel hook
+  No error: the queued op keeps the task's memory alive (an armed timer
+  until it fires, a lock wait until it is handed the lock, whose permit
+  is then never returned). Give blitz_spawn_ex a cancel hook that cancels
+  the op.
 */
 #ifndef BLITZ_H
 #define BLITZ_H
@@ -732,6 +1137,50 @@ in every file that includes blitz.h.
 /* >>api/blitz_api */
 /* Public declarations of blitz. This is the only source of the header half
  * of blitz.h; everything here is visible to every includer. */
+
+/* API conventions (frozen for 1.0)
+ *
+ * Names: public names are blitz_<object>_<verb>; private ones, including
+ * struct fields, have a double underscore (blitz__name). blitz_op_<name>
+ * makes a blitz_op value of an op. Each function has one name, no macro
+ * alias: calls that work on any socket are blitz_sock_*, and
+ * blitz_tcp_ / blitz_udp_ / blitz_unix_ name only what is specific to one
+ * kind (listen, bind, connect, options).
+ *
+ * Waiting ops: an op is awaited in a task with
+ * BLITZ_AWAIT(s, blitz_<op>(cx, ...)) and has exactly one cancel,
+ * void blitz_<op>_cancel(blitz_cx *cx, void *op), a blitz_cancel_fn: pass
+ * it to blitz_op_make and blitz_timeout_op, or call it from a spawn cancel
+ * hook or any thread with cx NULL. `op` is the object the op waits in (the
+ * blitz_io, blitz_timer, blitz_task handle, channel op, ...). Cancels are
+ * safe on an idle, pending or finished op; what became of the op is in its
+ * result field where it has one. Actions that are not the
+ * cancel of an op keep their own names (blitz_task_cancel,
+ * blitz_group_cancel_all, blitz_cancel_token_cancel).
+ *
+ * Blocking forms: the form of an op that blocks a plain thread until it is
+ * done ends in _blocking (blitz_mutex_lock_blocking, blitz_join_blocking,
+ * blitz_group_next_blocking; blitz_op_run_blocking for any blitz_op).
+ *
+ * Lifetimes:
+ *   - objects the caller allocates (usually in task state) are set up with
+ *     blitz_<object>_init and, when they hold anything, torn down with
+ *     blitz_<object>_deinit; zero-filled is often a valid idle state;
+ *   - objects blitz allocates come from blitz_<object>_new and go with
+ *     blitz_<object>_free (blitz_free for buffers blitz hands out);
+ *   - reference-counted handles (blitz_task, blitz_process, channel
+ *     endpoints) are given up with _release; a _clone adds a reference. A
+ *     channel made by blitz_<kind>_new lives until its last endpoint is
+ *     released. Wakers are 16-byte values, not handles: blitz_waker_clone
+ *     and blitz_waker_drop, after their vtable.
+ *   - OS resources (sockets, files, streams) end with _close.
+ *
+ * Callbacks: a type is named for its role: blitz_poll_fn (a task's poll),
+ * blitz_drop_fn (frees what a task's state owns), blitz_cancel_hook_fn
+ * (a spawn's cancel hook), blitz_cancel_fn (an op's cancel).
+ *
+ * Errors: 0 (BLITZ_OK) or a negative BLITZ_E* code; functions that cannot
+ * fail or whose failure means nothing return void. */
 
 /* The implementation needs POSIX and Linux declarations (clock_gettime,
  * futex, CPU affinity); ask for them before the first system header. When
@@ -780,73 +1229,100 @@ extern "C" {
 /* ---------------------------------------------------------------------------
  * Error codes
  *
- * Every function that can fail returns 0 (BLITZ_OK) or a negative code. On
- * POSIX the errno-derived codes are -errno; blitz's own codes live in the
- * -4000 band so they never collide with an errno value.
+ * Every function that can fail returns 0 (BLITZ_OK) or a negative code.
+ * The codes are blitz's own and have the same values on every system: a
+ * failed system call's errno is translated through BLITZ_SYS_ERR_MAP (an
+ * errno without an entry becomes BLITZ_EUNKNOWN), so compare results with
+ * the BLITZ_E* names, never with -errno. The values of the system-derived
+ * codes were taken from Linux's numbering once and are now fixed; blitz's
+ * own conditions live in the -4000 band. BLITZ_ERRNO_MAP lists both.
  * ------------------------------------------------------------------------- */
 
-#define BLITZ_ERRNO_MAP(XX)                               \
-    XX(EPERM, -1, "operation not permitted")              \
-    XX(ENOENT, -2, "no such file or directory")           \
-    XX(ESRCH, -3, "no such process")                      \
-    XX(EINTR, -4, "interrupted system call")              \
-    XX(EIO, -5, "i/o error")                              \
-    XX(E2BIG, -7, "argument list too long")               \
-    XX(ENOEXEC, -8, "exec format error")                  \
-    XX(EBADF, -9, "bad file descriptor")                  \
-    XX(ECHILD, -10, "no child processes")                 \
-    XX(EAGAIN, -11, "resource temporarily unavailable")   \
-    XX(ENOMEM, -12, "not enough memory")                  \
-    XX(EACCES, -13, "permission denied")                  \
-    XX(EFAULT, -14, "bad address")                        \
-    XX(EBUSY, -16, "resource busy")                       \
-    XX(EEXIST, -17, "file already exists")                \
-    XX(EXDEV, -18, "cross-device link")                   \
-    XX(ENOTDIR, -20, "not a directory")                   \
-    XX(EISDIR, -21, "is a directory")                     \
-    XX(EINVAL, -22, "invalid argument")                   \
-    XX(ENFILE, -23, "too many open files in system")      \
-    XX(EMFILE, -24, "too many open files")                \
-    XX(ENOSPC, -28, "no space left on device")            \
-    XX(EROFS, -30, "read-only file system")               \
-    XX(EPIPE, -32, "broken pipe")                         \
-    XX(ERANGE, -34, "result out of range")                \
-    XX(EDEADLK, -35, "resource deadlock would occur")     \
-    XX(ENAMETOOLONG, -36, "file name too long")           \
-    XX(ENOSYS, -38, "function not implemented")           \
-    XX(ENOTEMPTY, -39, "directory not empty")             \
-    XX(ELOOP, -40, "too many symbolic links")             \
-    XX(EPROTO, -71, "protocol error")                     \
-    XX(ENOTSOCK, -88, "not a socket")                     \
-    XX(EDESTADDRREQ, -89, "destination address required") \
-    XX(EMSGSIZE, -90, "message too long")                 \
-    XX(ENOPROTOOPT, -92, "protocol not available")        \
-    XX(EOPNOTSUPP, -95, "operation not supported")        \
-    XX(EAFNOSUPPORT, -97, "address family not supported") \
-    XX(EADDRINUSE, -98, "address already in use")         \
-    XX(EADDRNOTAVAIL, -99, "address not available")       \
-    XX(ENETUNREACH, -101, "network is unreachable")       \
-    XX(ECONNABORTED, -103, "connection aborted")          \
-    XX(ECONNRESET, -104, "connection reset by peer")      \
-    XX(ENOBUFS, -105, "no buffer space available")        \
-    XX(EISCONN, -106, "socket is already connected")      \
-    XX(ENOTCONN, -107, "socket is not connected")         \
-    XX(ETIMEDOUT, -110, "operation timed out")            \
-    XX(ECONNREFUSED, -111, "connection refused")          \
-    XX(EHOSTUNREACH, -113, "host is unreachable")         \
-    XX(EALREADY, -114, "operation already in progress")   \
-    XX(EINPROGRESS, -115, "operation in progress")        \
-    XX(ECANCELED, -125, "operation canceled")             \
-    XX(ESHUTDOWN, -4001, "runtime is shut down")          \
-    XX(ECLOSED, -4002, "closed")                          \
-    XX(EFULL, -4003, "queue is full")                     \
-    XX(EEMPTY, -4004, "queue is empty")                   \
-    XX(ELAGGED, -4005, "receiver lagged behind")          \
-    XX(ERELEASED, -4006, "handle already released")       \
-    XX(ENOHOST, -4010, "host name not found")             \
-    XX(EDNSTEMP, -4011, "temporary name server failure")  \
-    XX(EDNS, -4012, "name resolution failed")             \
-    XX(EEOF, -4020, "unexpected end of stream")
+/* Codes that stand for an errno value of the same name. */
+#define BLITZ_SYS_ERR_MAP(XX)                                   \
+    XX(EPERM, -1, "operation not permitted")                    \
+    XX(ENOENT, -2, "no such file or directory")                 \
+    XX(ESRCH, -3, "no such process")                            \
+    XX(EINTR, -4, "interrupted system call")                    \
+    XX(EIO, -5, "i/o error")                                    \
+    XX(ENXIO, -6, "no such device or address")                  \
+    XX(E2BIG, -7, "argument list too long")                     \
+    XX(ENOEXEC, -8, "exec format error")                        \
+    XX(EBADF, -9, "bad file descriptor")                        \
+    XX(ECHILD, -10, "no child processes")                       \
+    XX(EAGAIN, -11, "resource temporarily unavailable")         \
+    XX(ENOMEM, -12, "not enough memory")                        \
+    XX(EACCES, -13, "permission denied")                        \
+    XX(EFAULT, -14, "bad address")                              \
+    XX(EBUSY, -16, "resource busy")                             \
+    XX(EEXIST, -17, "file already exists")                      \
+    XX(EXDEV, -18, "cross-device link")                         \
+    XX(ENODEV, -19, "no such device")                           \
+    XX(ENOTDIR, -20, "not a directory")                         \
+    XX(EISDIR, -21, "is a directory")                           \
+    XX(EINVAL, -22, "invalid argument")                         \
+    XX(ENFILE, -23, "too many open files in system")            \
+    XX(EMFILE, -24, "too many open files")                      \
+    XX(ENOTTY, -25, "inappropriate ioctl for device")           \
+    XX(ETXTBSY, -26, "text file busy")                          \
+    XX(EFBIG, -27, "file too large")                            \
+    XX(ENOSPC, -28, "no space left on device")                  \
+    XX(ESPIPE, -29, "illegal seek")                             \
+    XX(EROFS, -30, "read-only file system")                     \
+    XX(EMLINK, -31, "too many links")                           \
+    XX(EPIPE, -32, "broken pipe")                               \
+    XX(ERANGE, -34, "result out of range")                      \
+    XX(EDEADLK, -35, "resource deadlock would occur")           \
+    XX(ENAMETOOLONG, -36, "file name too long")                 \
+    XX(ENOSYS, -38, "function not implemented")                 \
+    XX(ENOTEMPTY, -39, "directory not empty")                   \
+    XX(ELOOP, -40, "too many symbolic links")                   \
+    XX(EPROTO, -71, "protocol error")                           \
+    XX(EOVERFLOW, -75, "value too large for defined data type") \
+    XX(ENOTSOCK, -88, "not a socket")                           \
+    XX(EDESTADDRREQ, -89, "destination address required")       \
+    XX(EMSGSIZE, -90, "message too long")                       \
+    XX(EPROTOTYPE, -91, "protocol wrong type for socket")       \
+    XX(ENOPROTOOPT, -92, "protocol not available")              \
+    XX(EPROTONOSUPPORT, -93, "protocol not supported")          \
+    XX(EOPNOTSUPP, -95, "operation not supported")              \
+    XX(EAFNOSUPPORT, -97, "address family not supported")       \
+    XX(EADDRINUSE, -98, "address already in use")               \
+    XX(EADDRNOTAVAIL, -99, "address not available")             \
+    XX(ENETDOWN, -100, "network is down")                       \
+    XX(ENETUNREACH, -101, "network is unreachable")             \
+    XX(ENETRESET, -102, "network dropped connection on reset")  \
+    XX(ECONNABORTED, -103, "connection aborted")                \
+    XX(ECONNRESET, -104, "connection reset by peer")            \
+    XX(ENOBUFS, -105, "no buffer space available")              \
+    XX(EISCONN, -106, "socket is already connected")            \
+    XX(ENOTCONN, -107, "socket is not connected")               \
+    XX(ETIMEDOUT, -110, "operation timed out")                  \
+    XX(ECONNREFUSED, -111, "connection refused")                \
+    XX(EHOSTDOWN, -112, "host is down")                         \
+    XX(EHOSTUNREACH, -113, "host is unreachable")               \
+    XX(EALREADY, -114, "operation already in progress")         \
+    XX(EINPROGRESS, -115, "operation in progress")              \
+    XX(ESTALE, -116, "stale file handle")                       \
+    XX(EDQUOT, -122, "disk quota exceeded")                     \
+    XX(ECANCELED, -125, "operation canceled")
+
+/* blitz's own conditions, and the code of an errno blitz has no name for. */
+#define BLITZ_OWN_ERR_MAP(XX)                            \
+    XX(ESHUTDOWN, -4001, "runtime is shut down")         \
+    XX(ECLOSED, -4002, "closed")                         \
+    XX(EFULL, -4003, "queue is full")                    \
+    XX(EEMPTY, -4004, "queue is empty")                  \
+    XX(ELAGGED, -4005, "receiver lagged behind")         \
+    XX(ERELEASED, -4006, "handle already released")      \
+    XX(ENOHOST, -4010, "host name not found")            \
+    XX(EDNSTEMP, -4011, "temporary name server failure") \
+    XX(EDNS, -4012, "name resolution failed")            \
+    XX(EEOF, -4020, "unexpected end of stream")          \
+    XX(EUNKNOWN, -4099, "unknown system error")
+
+/* Every code: XX(name, value, text), BLITZ_##name == value. */
+#define BLITZ_ERRNO_MAP(XX) BLITZ_SYS_ERR_MAP(XX) BLITZ_OWN_ERR_MAP(XX)
 
 #define BLITZ_OK                             0
 #define BLITZ__ERRNO_ENUM(name, value, text) BLITZ_##name = (value),
@@ -881,6 +1357,9 @@ typedef blitz_poll (*blitz_poll_fn)(blitz_cx *cx, void *state);
 /* Called once when a task's memory is reclaimed (after it finished or was
  * cancelled, and its handle was released), to free what the state owns. */
 typedef void (*blitz_drop_fn)(void *state);
+/* A spawn's cancel hook (blitz_spawn_opts.cancel): called once when the
+ * task is completed as cancelled, to cancel what its pending ops hold. */
+typedef void (*blitz_cancel_hook_fn)(void *state);
 /* A plain function run as a task by blitz_spawn_fn. */
 typedef void (*blitz_fn)(void *arg);
 
@@ -1086,10 +1565,11 @@ typedef struct blitz_spawn_opts {
     /* Optional: called once when the task is completed as cancelled
      * (blitz_task_cancel, a cancel that became due, or shutdown), on the
      * thread that does it, before any joiner sees the task finished. It
-     * releases what the task's pending ops hold (blitz_timer_cancel,
-     * blitz_join_cancel), so the task's memory goes at once rather than when
-     * those ops would have fired. Not called when the task completes. */
-    blitz_drop_fn cancel;
+     * releases what the task's pending ops hold (their cancels, such as
+     * blitz_timer_cancel(NULL, &s->timer)), so the task's memory goes at once
+     * rather than when those ops would have fired. Not called when the task
+     * completes. */
+    blitz_cancel_hook_fn cancel;
 } blitz_spawn_opts;
 
 /* Spawns a task running `poll` over a private copy of `size` bytes of
@@ -1121,7 +1601,7 @@ BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t);
  * running other tasks meanwhile; any other thread runs queued tasks of the
  * runtime while it waits (and drives a current-thread runtime).
  * Returns BLITZ_OK (completed), BLITZ_ECANCELED, BLITZ_EINVAL (NULL). */
-BLITZ_API int blitz_task_wait(blitz_task *t);
+BLITZ_API int blitz_join_blocking(blitz_task *t);
 
 /* BLITZ_OK when completed, BLITZ_ECANCELED when cancelled, BLITZ_EAGAIN while
  * not finished, BLITZ_EINVAL for NULL. Never blocks. */
@@ -1144,7 +1624,6 @@ BLITZ_API int blitz_task_cancel(blitz_task *t);
  * keeps running, detached; a finished one is freed. BLITZ_EINVAL for NULL,
  * BLITZ_ERELEASED when *t is already NULL (released twice). */
 BLITZ_API int blitz_task_release(blitz_task **t);
-#define blitz_task_detach(t) blitz_task_release(t)
 
 /* ---------------------------------------------------------------------------
  * Inside a task
@@ -1162,7 +1641,7 @@ BLITZ_API int blitz_cx_cancelled(blitz_cx *cx);
 BLITZ_API int blitz_cx_shield(blitz_cx *cx);
 BLITZ_API int blitz_cx_unshield(blitz_cx *cx);
 /* Index of the worker running this task (0 for current-thread), or -1 when
- * a non-worker thread runs it while it waits in blitz_task_wait. */
+ * a non-worker thread runs it while it waits in blitz_join_blocking. */
 BLITZ_API int blitz_cx_worker(blitz_cx *cx);
 
 /* ---------------------------------------------------------------------------
@@ -1214,10 +1693,10 @@ BLITZ_API uint64_t blitz_deadline_after(uint64_t now_ns, int64_t ns);
 BLITZ_API blitz_poll blitz_sleep(blitz_cx *cx, blitz_timer *t, int64_t ns);
 BLITZ_API blitz_poll blitz_sleep_until(blitz_cx *cx, blitz_timer *t, uint64_t deadline_ns);
 
-/* Disarms: afterwards the timer never fires and holds no reference to its
- * task. Safe to call twice, after it fired, and from any thread while it
- * fires. BLITZ_EINVAL for NULL. */
-BLITZ_API int blitz_timer_cancel(blitz_timer *t);
+/* Disarms the timer (op is the blitz_timer): afterwards it never fires and
+ * holds no reference to its task. Safe to call twice, after it fired, from
+ * any thread while it fires, and with op or cx NULL. */
+BLITZ_API void blitz_timer_cancel(blitz_cx *cx, void *timer);
 /* Nonzero while armed and not yet fired. */
 BLITZ_API int blitz_timer_armed(const blitz_timer *t);
 
@@ -1238,7 +1717,7 @@ typedef void (*blitz_cancel_fn)(blitz_cx *cx, void *op);
  * nothing is left registered when it returns READY with expired = 1:
  *   BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, BLITZ_SEC,
  *                                   blitz_join(cx, s->child),
- *                                   blitz_join_cancel_op, s->child)); */
+ *                                   blitz_join_cancel, s->child)); */
 BLITZ_API blitz_poll blitz_timeout_op(blitz_cx *cx, blitz_timer *t, int64_t ns, blitz_poll inner,
                                       blitz_cancel_fn cancel, void *op);
 
@@ -1270,11 +1749,10 @@ BLITZ_API blitz_poll blitz_interval_tick(blitz_cx *cx, blitz_interval *iv);
  * ns < 0. */
 BLITZ_API int blitz_time_advance(blitz_runtime *rt, int64_t ns);
 
-/* Removes the caller's registration from `t`'s join (after a timeout won):
- * the handle is not awaited any more and keeps no reference to the caller. */
-BLITZ_API void blitz_join_cancel(blitz_cx *cx, blitz_task *t);
-/* blitz_join_cancel as a blitz_cancel_fn (op is the blitz_task handle). */
-BLITZ_API void blitz_join_cancel_op(blitz_cx *cx, void *handle);
+/* Removes the caller's registration from a join (op is the blitz_task
+ * handle; after a timeout won): the handle is not awaited any more and
+ * keeps no reference to the caller. cx may be NULL. */
+BLITZ_API void blitz_join_cancel(blitz_cx *cx, void *handle);
 
 /* ---------------------------------------------------------------------------
  * Statistics
@@ -1324,7 +1802,7 @@ BLITZ_API int blitz_runtime_worker_stats(const blitz_runtime *rt, uint32_t worke
  * lives in the task's state, plus a cancel function that withdraws a
  * pending op (removes its waiter, hands back what it was given). Every
  * awaitable in blitz has both; blitz_op bundles them with the object so the
- * combinators below, and blitz_op_wait, can drive any op:
+ * combinators below, and blitz_op_run_blocking, can drive any op:
  *
  *   s->ops[0] = blitz_op_join(s->child);
  *   s->ops[1] = blitz_op_sleep_until(&s->timer, deadline);
@@ -1350,8 +1828,6 @@ BLITZ_API blitz_op blitz_op_join(blitz_task *t);
 /* Sleeps until `deadline_ns` (stored in t->deadline) / for `ns` from the
  * op's first poll (blitz_sleep_until / blitz_sleep; cancel disarms). */
 BLITZ_API blitz_op blitz_op_sleep_until(blitz_timer *t, uint64_t deadline_ns);
-/* Cancel function for timers, as a blitz_cancel_fn. */
-BLITZ_API void blitz_timer_cancel_op(blitz_cx *cx, void *timer);
 
 /* Runs an op to completion from a plain thread (the blocking form of every
  * awaitable). With `rt` NULL the op is polled on the calling thread, which
@@ -1365,7 +1841,7 @@ BLITZ_API void blitz_timer_cancel_op(blitz_cx *cx, void *timer);
  * job may wait, its pool thread runs nothing else); with a runtime,
  * BLITZ_ESHUTDOWN / BLITZ_ECANCELED when the runtime shut down first (the
  * op was withdrawn with its cancel function). */
-BLITZ_API int blitz_op_wait(blitz_runtime *rt, blitz_op op);
+BLITZ_API int blitz_op_run_blocking(blitz_runtime *rt, blitz_op op);
 
 /* ---------------------------------------------------------------------------
  * Private: an op's place in a primitive's queue of waiters. Primitives and
@@ -1461,7 +1937,7 @@ BLITZ_API blitz_poll blitz_group_next(blitz_cx *cx, blitz_group *g, blitz_task *
 /* Withdraws a pending blitz_group_next (a blitz_cancel_fn; op = the group). */
 BLITZ_API void blitz_group_next_cancel(blitz_cx *cx, void *group);
 /* Blocking form for plain threads: BLITZ_OK with *out as above. */
-BLITZ_API int blitz_group_wait_next(blitz_group *g, blitz_task **out);
+BLITZ_API int blitz_group_next_blocking(blitz_group *g, blitz_task **out);
 /* Members spawned and not yet handed out by blitz_group_next. */
 BLITZ_API size_t blitz_group_len(blitz_group *g);
 BLITZ_API int blitz_group_cancel_all(blitz_group *g);
@@ -1497,10 +1973,10 @@ BLITZ_API int blitz_group_free(blitz_group *g);
  *
  *              Each async op also has a cancel function (blitz_cancel_fn)
  *              and a blitz_op constructor (blitz_op_mutex_lock, ...), so
- *              blitz_timeout_op, the combinators and blitz_op_wait can drive
+ *              blitz_timeout_op, the combinators and blitz_op_run_blocking can drive
  *              and abandon it;
  *  - blocking: for plain threads and blocking-pool jobs (built on
- *              blitz_op_wait; BLITZ_EDEADLK when called from inside a task
+ *              blitz_op_run_blocking; BLITZ_EDEADLK when called from inside a task
  *              or a runtime's thread).
  *
  * Waiters are served in FIFO order. A waiting op keeps a clone of its
@@ -1564,7 +2040,7 @@ typedef struct blitz_semaphore_acquire_op {
 
 /* BLITZ_EINVAL for NULL or more than BLITZ_SEMAPHORE_MAX_PERMITS. */
 BLITZ_API int blitz_semaphore_init(blitz_semaphore *sem, size_t permits);
-BLITZ_API void blitz_semaphore_destroy(blitz_semaphore *sem);
+BLITZ_API void blitz_semaphore_deinit(blitz_semaphore *sem);
 /* Takes n permits now (lock-free): BLITZ_OK, BLITZ_EAGAIN when fewer are
  * available or other ops wait, BLITZ_ECLOSED, BLITZ_EINVAL (n 0 or over the
  * maximum). */
@@ -1605,7 +2081,7 @@ typedef struct blitz_mutex_lock_op {
 } blitz_mutex_lock_op;
 
 BLITZ_API int blitz_mutex_init(blitz_mutex *m);
-BLITZ_API void blitz_mutex_destroy(blitz_mutex *m);
+BLITZ_API void blitz_mutex_deinit(blitz_mutex *m);
 /* BLITZ_OK or BLITZ_EAGAIN (held, or ops are queued). */
 BLITZ_API int blitz_mutex_try_lock(blitz_mutex *m);
 /* Async: READY once the caller holds the lock.
@@ -1636,7 +2112,7 @@ typedef struct blitz_rwlock_op {
 } blitz_rwlock_op;
 
 BLITZ_API int blitz_rwlock_init(blitz_rwlock *l);
-BLITZ_API void blitz_rwlock_destroy(blitz_rwlock *l);
+BLITZ_API void blitz_rwlock_deinit(blitz_rwlock *l);
 /* BLITZ_OK or BLITZ_EAGAIN (a writer holds it or waits; or, for try_read,
  * BLITZ_RWLOCK_MAX_READERS readers hold it). */
 BLITZ_API int blitz_rwlock_try_read(blitz_rwlock *l);
@@ -1676,7 +2152,7 @@ typedef struct blitz_notify_wait_op {
 } blitz_notify_wait_op;
 
 BLITZ_API int blitz_notify_init(blitz_notify *n);
-BLITZ_API void blitz_notify_destroy(blitz_notify *n);
+BLITZ_API void blitz_notify_deinit(blitz_notify *n);
 BLITZ_API void blitz_notify_one(blitz_notify *n);
 BLITZ_API void blitz_notify_waiters(blitz_notify *n);
 /* Consumes a stored permit: BLITZ_OK, or BLITZ_EAGAIN when there is none. */
@@ -1714,7 +2190,7 @@ typedef struct blitz_barrier_wait_op {
 
 /* BLITZ_EINVAL for NULL or 0 parties. */
 BLITZ_API int blitz_barrier_init(blitz_barrier *b, uint32_t parties);
-BLITZ_API void blitz_barrier_destroy(blitz_barrier *b);
+BLITZ_API void blitz_barrier_deinit(blitz_barrier *b);
 /* Async: READY once the generation the op joined is complete.
  * Cancel safety: cancelling a waiting op withdraws its arrival, so the
  * generation still needs N live waits; a wait whose generation already
@@ -1758,7 +2234,7 @@ typedef struct blitz_once_cell_op {
 } blitz_once_cell_op;
 
 BLITZ_API int blitz_once_cell_init(blitz_once_cell *c);
-BLITZ_API void blitz_once_cell_destroy(blitz_once_cell *c);
+BLITZ_API void blitz_once_cell_deinit(blitz_once_cell *c);
 /* The value, or NULL while not set (never waits). */
 BLITZ_API void *blitz_once_cell_get(const blitz_once_cell *c);
 BLITZ_API int blitz_once_cell_is_set(const blitz_once_cell *c);
@@ -1815,7 +2291,7 @@ typedef struct blitz_cancel_token_wait_op {
 BLITZ_API int blitz_cancel_token_init(blitz_cancel_token *t);
 /* A child of `parent` (cancelled at once if the parent already is). */
 BLITZ_API int blitz_cancel_token_init_child(blitz_cancel_token *child, blitz_cancel_token *parent);
-BLITZ_API void blitz_cancel_token_destroy(blitz_cancel_token *t);
+BLITZ_API void blitz_cancel_token_deinit(blitz_cancel_token *t);
 /* Cancels the token and its descendants and wakes their waiters.
  * Idempotent. */
 BLITZ_API void blitz_cancel_token_cancel(blitz_cancel_token *t);
@@ -1845,7 +2321,7 @@ BLITZ_API int blitz_cancel_token_wait_blocking(blitz_cancel_token *t);
  *   try_    never waits (BLITZ_EFULL / BLITZ_EEMPTY when it would);
  *   async   an op struct in the task state (it embeds the waiter, so
  *           waiting allocates nothing), used with BLITZ_AWAIT, or wrapped
- *           as a blitz_op (blitz_op_chan_send, ...) for blitz_op_wait and
+ *           as a blitz_op (blitz_op_chan_send, ...) for blitz_op_run_blocking and
  *           the combinators (race, select, timeout);
  *   blocking for plain threads and blocking-pool jobs (returns
  *   BLITZ_EDEADLK inside a task).
@@ -1933,21 +2409,20 @@ BLITZ_API blitz_poll blitz_chan_send(blitz_cx *cx, blitz_chan_op *op, blitz_chan
  * the channel is closed and drained. `out` must stay valid until then. */
 BLITZ_API blitz_poll blitz_chan_recv(blitz_cx *cx, blitz_chan_op *op, blitz_chan *ch, void *out);
 
-/* The same ops as blitz_op values (for blitz_op_wait, race, select). */
+/* The same ops as blitz_op values (for blitz_op_run_blocking, race, select). */
 BLITZ_API blitz_op blitz_op_chan_send(blitz_chan_op *op, blitz_chan *ch, const void *value);
 BLITZ_API blitz_op blitz_op_chan_recv(blitz_chan_op *op, blitz_chan *ch, void *out);
 
-/* Withdraws a pending op (see "Cancel safety" above). Returns BLITZ_OK
- * when the op had completed without the caller having seen it yet (a
- * received value is in its buffer; a sent value is in the channel),
- * BLITZ_ECLOSED when it had completed with that, BLITZ_ECANCELED when it
- * was withdrawn or nothing was pending; op->result is set to the same,
- * except that an op whose last poll returned READY keeps the result it
- * reported (while an op is unfinished its result is BLITZ_EAGAIN). Safe on an
- * idle, pending or completed op, and from a task's cancel hook. */
-BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op);
-/* blitz_chan_op_cancel as a blitz_cancel_fn. */
-BLITZ_API void blitz_chan_cancel_op(blitz_cx *cx, void *op);
+/* Withdraws a pending op (a blitz_chan_op; see "Cancel safety" above).
+ * Afterwards op->result says what became of it: BLITZ_OK when the op had
+ * completed without the caller having seen it yet (a received value is in
+ * its buffer; a sent value is in the channel), BLITZ_ECLOSED when it had
+ * completed with that, BLITZ_ECANCELED when it was withdrawn, was never
+ * polled or nothing was pending; an op whose last poll returned READY
+ * keeps the result it reported (while an op is unfinished its result is
+ * BLITZ_EAGAIN). Safe on an idle, pending or completed op, with cx NULL,
+ * and from a task's cancel hook. */
+BLITZ_API void blitz_chan_cancel(blitz_cx *cx, void *op);
 
 /* Blocking forms for plain threads: wait until sent / received.
  * BLITZ_OK, BLITZ_ECLOSED, BLITZ_EINVAL, BLITZ_EDEADLK inside a task. */
@@ -1996,8 +2471,8 @@ BLITZ_API blitz_poll blitz_oneshot_recv(blitz_cx *cx, blitz_oneshot *os);
 /* As a blitz_op; the cancel withdraws the receiver's waker and keeps a
  * value that already arrived in the cell (take it with try_recv). */
 BLITZ_API blitz_op blitz_op_oneshot_recv(blitz_oneshot *os);
-BLITZ_API void blitz_oneshot_recv_cancel(blitz_oneshot *os);
-BLITZ_API void blitz_oneshot_cancel_op(blitz_cx *cx, void *os);
+/* Withdraws a pending receive (op is the blitz_oneshot; cx may be NULL). */
+BLITZ_API void blitz_oneshot_cancel(blitz_cx *cx, void *os);
 /* Blocking receive for plain threads: BLITZ_OK with *out, BLITZ_ECLOSED,
  * BLITZ_EINVAL, BLITZ_EDEADLK inside a task. */
 BLITZ_API int blitz_oneshot_recv_blocking(blitz_oneshot *os, uint64_t *out);
@@ -2060,8 +2535,9 @@ BLITZ_API int blitz_broadcast_try_recv(blitz_broadcast_rx *rx, void *out);
  * so the next receive gets the same value. */
 BLITZ_API blitz_poll blitz_broadcast_recv(blitz_cx *cx, blitz_broadcast_rx *rx, void *out);
 BLITZ_API blitz_op blitz_op_broadcast_recv(blitz_broadcast_rx *rx, void *out);
-BLITZ_API void blitz_broadcast_recv_cancel(blitz_broadcast_rx *rx);
-BLITZ_API void blitz_broadcast_cancel_op(blitz_cx *cx, void *rx);
+/* Withdraws a pending receive (op is the blitz_broadcast_rx; cx may be
+ * NULL). */
+BLITZ_API void blitz_broadcast_cancel(blitz_cx *cx, void *rx);
 BLITZ_API int blitz_broadcast_recv_blocking(blitz_broadcast_rx *rx, void *out);
 
 /* ---- watch ------------------------------------------------------------------------ */
@@ -2112,8 +2588,9 @@ BLITZ_API int blitz_watch_has_changed(const blitz_watch_rx *rx);
  * Cancel consumes nothing: a newer version stays newer. */
 BLITZ_API blitz_poll blitz_watch_changed(blitz_cx *cx, blitz_watch_rx *rx);
 BLITZ_API blitz_op blitz_op_watch_changed(blitz_watch_rx *rx);
-BLITZ_API void blitz_watch_changed_cancel(blitz_watch_rx *rx);
-BLITZ_API void blitz_watch_cancel_op(blitz_cx *cx, void *rx);
+/* Withdraws a pending blitz_watch_changed (op is the blitz_watch_rx; cx
+ * may be NULL). */
+BLITZ_API void blitz_watch_cancel(blitz_cx *cx, void *rx);
 BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx);
 /* ====[ END src/api/api_chan.h ]=========================================== */
 /* ----[ RESUME src/api/blitz_api.h ] */
@@ -2133,7 +2610,7 @@ BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx);
  * blitz_io lives in the task's state (zero-filled is ready to use) and is
  * polled repeatedly until READY; the result is then in the op:
  *
- *   BLITZ_AWAIT(s, blitz_tcp_recv(cx, &s->op, s->sock, s->buf, sizeof s->buf));
+ *   BLITZ_AWAIT(s, blitz_sock_recv(cx, &s->op, s->sock, s->buf, sizeof s->buf));
  *   if (s->op.result <= 0) ...   // 0 = end of stream, < 0 = -errno / BLITZ_E*
  *
  * Buffers must stay where they are until the op is READY or cancelled and
@@ -2143,8 +2620,8 @@ BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx);
  * has a cancel function usable with blitz_timeout_op:
  *
  *   BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, BLITZ_SEC,
- *                                   blitz_tcp_recv(cx, &s->op, s->sock, s->buf, n),
- *                                   blitz_io_cancel_op, &s->op));
+ *                                   blitz_sock_recv(cx, &s->op, s->sock, s->buf, n),
+ *                                   blitz_io_cancel, &s->op));
  *
  * A limit is not a way to try without waiting: on io_uring a receive goes
  * to the kernel with the task's next pause, so a limit of 0 or a few
@@ -2248,11 +2725,10 @@ typedef struct blitz_io {
  * is cancelled asynchronously: its buffer stays the kernel's until the
  * cancellation completes, so reuse the buffer only after
  * blitz_io_settle is READY (polling the same op again also waits for it).
- * Safe to call on an idle or finished op. BLITZ_EINVAL for NULL. */
-BLITZ_API int blitz_io_cancel(blitz_io *op);
-/* blitz_io_cancel as a blitz_cancel_fn (for blitz_timeout_op and spawn
- * cancel hooks). */
-BLITZ_API void blitz_io_cancel_op(blitz_cx *cx, void *op);
+ * Safe to call on an idle or finished op, and with op or cx NULL. A
+ * blitz_cancel_fn (op is the blitz_io): pass it to blitz_timeout_op and
+ * blitz_op_make, call it from spawn cancel hooks. */
+BLITZ_API void blitz_io_cancel(blitz_cx *cx, void *op);
 /* READY once the kernel holds nothing of the op (always READY except
  * after a cancel of an io_uring op whose completion has not arrived).
  * Then a cancelled send that had sent bytes (the kernel performed it
@@ -2277,7 +2753,7 @@ BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int ba
  * sleep a little and accept again). On io_uring the listener's multishot
  * accept counts against the descriptor limit that held when it was armed
  * (the first accept): lower RLIMIT_NOFILE before listening. */
-BLITZ_API blitz_poll blitz_tcp_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener);
+BLITZ_API blitz_poll blitz_sock_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener);
 /* Await a connection to `addr` (copied): op->socket (result 0) or an error
  * (BLITZ_ECONNREFUSED, ...). */
 BLITZ_API blitz_poll blitz_tcp_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr);
@@ -2309,16 +2785,6 @@ BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *
                                       const blitz_iovec *iov, int iovcnt);
 BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                       const blitz_iovec *iov, int iovcnt);
-#define blitz_tcp_recv      blitz_sock_recv
-#define blitz_tcp_send      blitz_sock_send
-#define blitz_tcp_send_all  blitz_sock_send_all
-#define blitz_tcp_recvv     blitz_sock_recvv
-#define blitz_tcp_sendv     blitz_sock_sendv
-#define blitz_unix_recv     blitz_sock_recv
-#define blitz_unix_send     blitz_sock_send
-#define blitz_unix_send_all blitz_sock_send_all
-#define blitz_udp_recv      blitz_sock_recv
-#define blitz_udp_send      blitz_sock_send
 
 /* Shuts down reading (0), writing (1, sends FIN: half-close) or both (2). */
 BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
@@ -2338,7 +2804,7 @@ BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
  * is known to be open (e.g. under the lock of a table the task leaves
  * before it closes): the task's receive sees end of stream, its sends
  * fail, and it closes. On a current-thread runtime, completions are only
- * collected while a thread drives it (blitz_runtime_run, blitz_task_wait;
+ * collected while a thread drives it (blitz_runtime_run, blitz_join_blocking;
  * once more as the drive returns) or at blitz_runtime_free: a socket
  * closed from elsewhere with an op in the kernel keeps its descriptor
  * until then. A listener's address is free for a new listen of the same
@@ -2346,7 +2812,6 @@ BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
  * while a socket just closed still holds it); another process may find
  * it taken for a moment. */
 BLITZ_API int blitz_sock_close(blitz_socket *s);
-#define blitz_tcp_close(s) blitz_sock_close(s)
 /* The descriptor (for options blitz does not wrap), or -1. */
 BLITZ_API int blitz_sock_fd(const blitz_socket *s);
 BLITZ_API int blitz_sock_local_addr(const blitz_socket *s, blitz_addr *out);
@@ -2365,18 +2830,19 @@ BLITZ_API int blitz_sock_set_send_buffer(blitz_socket *s, int bytes);
 BLITZ_API int blitz_sock_recv_buffer(const blitz_socket *s); /* bytes or < 0 */
 BLITZ_API int blitz_sock_send_buffer(const blitz_socket *s);
 
-/* UDP: bind (port 0 = any), connect (sets the default peer, sync). */
+/* UDP: bind (port 0 = any). The datagram calls below work on Unix datagram
+ * sockets too; blitz_sock_connect_dgram sets the default peer (sync). */
 BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned flags,
                              blitz_socket **out);
-BLITZ_API int blitz_udp_connect(blitz_socket *s, const blitz_addr *addr);
+BLITZ_API int blitz_sock_connect_dgram(blitz_socket *s, const blitz_addr *addr);
 /* Datagram to `to` (must stay valid until READY); from: the sender
  * (optional; must stay valid until READY). A datagram longer than `len`
  * is truncated to `len` without notice (the rest is dropped), as with
  * blitz_sock_recv. */
-BLITZ_API blitz_poll blitz_udp_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
-                                       size_t len, const blitz_addr *to);
-BLITZ_API blitz_poll blitz_udp_recv_from(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
-                                         size_t len, blitz_addr *from);
+BLITZ_API blitz_poll blitz_sock_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                        const void *buf, size_t len, const blitz_addr *to);
+BLITZ_API blitz_poll blitz_sock_recv_from(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
+                                          size_t len, blitz_addr *from);
 /* Multicast group membership (IPv4 or IPv6 group; interface: an IPv4
  * address literal or NULL for any / an IPv6 interface index as text). */
 BLITZ_API int blitz_udp_join_multicast(blitz_socket *s, const char *group, const char *iface);
@@ -2384,24 +2850,21 @@ BLITZ_API int blitz_udp_leave_multicast(blitz_socket *s, const char *group, cons
 BLITZ_API int blitz_udp_set_multicast_loop(blitz_socket *s, int on);
 BLITZ_API int blitz_udp_set_broadcast(blitz_socket *s, int on);
 
-/* Unix sockets: stream listener and connect (the op form, like TCP),
- * datagram sockets (bound to addr, or unbound with addr NULL). A path
- * listener unlinks a stale socket file first (a socket nobody has bound:
- * tested with a datagram connect, which neither waits nor reaches a live
- * listener's accept); any other file at the path, or a live socket, stays
- * and the listen fails with BLITZ_EADDRINUSE. A bound datagram socket unlinks nothing (remove its
+/* Unix sockets: stream listener (accept with blitz_sock_accept) and
+ * connect (the op form, like TCP), datagram sockets (bound to addr, or
+ * unbound with addr NULL). A path listener unlinks a stale socket file
+ * first (a socket nobody has bound: tested with a datagram connect, which
+ * neither waits nor reaches a live listener's accept); any other file at
+ * the path, or a live socket, stays and the listen fails with
+ * BLITZ_EADDRINUSE. A bound datagram socket unlinks nothing (remove its
  * path yourself: a second bind while the file exists is
  * BLITZ_EADDRINUSE). */
 BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
                                 blitz_socket **out);
-#define blitz_unix_accept blitz_tcp_accept
 BLITZ_API blitz_poll blitz_unix_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr);
 BLITZ_API int blitz_unix_dgram(blitz_runtime *rt, const blitz_addr *addr, blitz_socket **out);
 /* A connected pair of Unix stream (type 1) or datagram (type 2) sockets. */
 BLITZ_API int blitz_unix_pair(blitz_runtime *rt, int type, blitz_socket **a, blitz_socket **b);
-#define blitz_unix_send_to       blitz_udp_send_to
-#define blitz_unix_recv_from     blitz_udp_recv_from
-#define blitz_unix_connect_dgram blitz_udp_connect
 
 /* Adopts an existing descriptor (made non-blocking and close-on-exec);
  * blitz closes it with the socket. On failure the descriptor stays the
@@ -2445,7 +2908,7 @@ typedef struct blitz__pool_op {
 } blitz__pool_op;
 
 /* Runs fn(arg) on a pool thread. The handle is an ordinary task handle:
- * await it with blitz_join, block on it with blitz_task_wait, read its
+ * await it with blitz_join, block on it with blitz_join_blocking, read its
  * status, release it. blitz_task_cancel before the job started removes it
  * from the queue at once (it completes as cancelled and fn never runs);
  * a running job cannot be stopped and finishes normally.
@@ -2573,13 +3036,6 @@ typedef struct blitz_fs_dirent {
 /* Most bytes one read returns (larger reads return this much). */
 #define BLITZ_FS_MAX_READ ((size_t)2 * 1024 * 1024)
 
-/* A buffer of a vectored read or write. For a read, the array and its
- * buffers must stay valid until the op is READY (they are filled then). */
-typedef struct blitz_fs_iovec {
-    void *base;
-    size_t len;
-} blitz_fs_iovec;
-
 typedef struct blitz_fs_op {
     int64_t result; /* see above */
     /* blitz_fs_read_file: the contents (NUL-terminated, not counted);
@@ -2589,7 +3045,7 @@ typedef struct blitz_fs_op {
     struct blitz__pool_op blitz__op;
     /* Where the results go when READY (the caller's buffers). */
     void *blitz__out;
-    const blitz_fs_iovec *blitz__iov;
+    const blitz_iovec *blitz__iov;
     int blitz__iovcnt;
 } blitz_fs_op;
 
@@ -2613,10 +3069,10 @@ BLITZ_API blitz_poll blitz_fs_pwrite(blitz_cx *cx, blitz_fs_op *op, int fd, cons
                                      size_t len, uint64_t offset);
 /* Vectored read and write (one system call each; the result may be short)
  * at `offset`, or at the file position when offset is -1. */
-BLITZ_API blitz_poll blitz_fs_readv(blitz_cx *cx, blitz_fs_op *op, int fd,
-                                    const blitz_fs_iovec *iov, int iovcnt, int64_t offset);
-BLITZ_API blitz_poll blitz_fs_writev(blitz_cx *cx, blitz_fs_op *op, int fd,
-                                     const blitz_fs_iovec *iov, int iovcnt, int64_t offset);
+BLITZ_API blitz_poll blitz_fs_readv(blitz_cx *cx, blitz_fs_op *op, int fd, const blitz_iovec *iov,
+                                    int iovcnt, int64_t offset);
+BLITZ_API blitz_poll blitz_fs_writev(blitz_cx *cx, blitz_fs_op *op, int fd, const blitz_iovec *iov,
+                                     int iovcnt, int64_t offset);
 /* fsync / fdatasync. Result 0. */
 BLITZ_API blitz_poll blitz_fs_fsync(blitz_cx *cx, blitz_fs_op *op, int fd);
 BLITZ_API blitz_poll blitz_fs_fdatasync(blitz_cx *cx, blitz_fs_op *op, int fd);
@@ -2913,8 +3369,8 @@ BLITZ_API void blitz_process_output_cancel(blitz_cx *cx, void *op);
  * backend: readiness and the system call on epoll and poll, a POLL_ADD
  * followed by the system call on io_uring (so the kernel never holds your
  * buffer). They are blitz_io ops: the result is in op->result (bytes, 0 at
- * end of stream, or a negative code), blitz_io_cancel / blitz_io_cancel_op
- * withdraw them. A write to a pipe whose reader is gone returns
+ * end of stream, or a negative code), blitz_io_cancel
+ * withdraws them. A write to a pipe whose reader is gone returns
  * BLITZ_EPIPE; SIGPIPE never reaches the process for it.
  *
  * Regular files and /dev/null cannot be waited for (epoll refuses them):
@@ -2958,7 +3414,7 @@ BLITZ_API blitz_poll blitz_fd_writable(blitz_cx *cx, blitz_io *op, blitz_socket 
  * (the stream, the reader, the writer, the copy), a cancel function (a
  * blitz_cancel_fn, safe with cx NULL and on an idle or finished op), and a
  * blitz_op constructor, so they work with blitz_timeout_op, blitz_race and
- * blitz_op_wait (the blocking form). Results are in the object's `result`:
+ * blitz_op_run_blocking (the blocking form). Results are in the object's `result`:
  * a count >= 0 or a negative code.
  * ------------------------------------------------------------------------- */
 
@@ -3269,7 +3725,7 @@ BLITZ_API int blitz_shutdown_free(blitz_shutdown *sd);
 #define BLITZ__IMPLEMENTATION_INCLUDED 1
 #define BLITZ__AMALGAMATION 1
 /* ########################################################################## */
-/* LAYER platform: atomics, threads and parking, clock, allocation, errors, descriptors */
+/* LAYER platform: atomics, threads and parking, clock, allocation, errors, descriptors, system calls */
 /* ########################################################################## */
 /* ====[ BEGIN src/platform/error.c ]======================================= */
 /* >>platform/error */
@@ -3393,6 +3849,20 @@ long syscall(long number, ...);
 int accept4(int fd, struct sockaddr *addr, socklen_t *addr_len, int flags);
 int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const sigset_t *mask);
 #endif
+#endif
+
+/* Socket options some systems spell differently. */
+#if defined(TCP_KEEPIDLE)
+#define BLITZ__TCP_KEEPIDLE TCP_KEEPIDLE
+#else
+#define BLITZ__TCP_KEEPIDLE TCP_KEEPALIVE /* Apple's name */
+#endif
+#if defined(IPV6_ADD_MEMBERSHIP)
+#define BLITZ__IPV6_JOIN_GROUP  IPV6_ADD_MEMBERSHIP
+#define BLITZ__IPV6_LEAVE_GROUP IPV6_DROP_MEMBERSHIP
+#else
+#define BLITZ__IPV6_JOIN_GROUP  IPV6_JOIN_GROUP /* the BSDs' and Apple's names */
+#define BLITZ__IPV6_LEAVE_GROUP IPV6_LEAVE_GROUP
 #endif
 
 /* struct ip_mreq's layout, which the kernel reads (the C library hides the
@@ -3685,11 +4155,35 @@ BLITZ_API const char *blitz_version(void) {
     return BLITZ_VERSION_STRING;
 }
 
-/* -errno for a failed system call. The map's values are Linux's; on other
- * systems the codes blitz returns itself are the map's, and raw errno values
- * are passed through negated. */
+/* The code for a system errno value: the one place where errno values
+ * become blitz codes, so that the codes mean the same on every system.
+ * Names that share a value on one system (EAGAIN / EWOULDBLOCK,
+ * EOPNOTSUPP / ENOTSUP, EDEADLK / EDEADLOCK) are separate on another. */
 BLITZ_PRIVATE int blitz__from_errno(int e) {
-    return e > 0 ? -e : BLITZ_EIO;
+    switch (e) {
+#define BLITZ__ERR_FROM_ERRNO(name, value, text) \
+    case name:                                   \
+        return value;
+        BLITZ_SYS_ERR_MAP(BLITZ__ERR_FROM_ERRNO)
+#undef BLITZ__ERR_FROM_ERRNO
+#if defined(EWOULDBLOCK) && EWOULDBLOCK != EAGAIN
+    case EWOULDBLOCK:
+        return BLITZ_EAGAIN;
+#endif
+#if defined(ENOTSUP) && ENOTSUP != EOPNOTSUPP
+    case ENOTSUP:
+        return BLITZ_EOPNOTSUPP;
+#endif
+#if defined(EDEADLOCK) && EDEADLOCK != EDEADLK
+    case EDEADLOCK:
+        return BLITZ_EDEADLK;
+#endif
+    case 0:
+        /* A call that failed without saying why. */
+        return BLITZ_EIO;
+    default:
+        return BLITZ_EUNKNOWN;
+    }
 }
 /* ====[ END src/platform/error.c ]========================================= */
 /* ====[ BEGIN src/platform/fd_guard.c ]==================================== */
@@ -3760,16 +4254,326 @@ BLITZ_PRIVATE void *blitz__alloc_aligned(size_t size, size_t align, void **raw) 
 #endif
 }
 /* ====[ END src/platform/alloc.c ]========================================= */
-/* ====[ BEGIN src/platform/thread.c ]====================================== */
-/* >>platform/thread */
-/* Threads, mutexes, the monotonic clock, futex waits, and the parker that
- * puts an idle thread to sleep (seed 000 "Park state"). */
+/* ====[ BEGIN src/platform/linux.c ]======================================= */
+/* >>platform/linux */
+/* Linux implementations of the calls platform/posix.c implements
+ * portably: futex waits, the CPUs this process may run on, flags given at
+ * creation instead of fcntl afterwards (no window in which a concurrent
+ * exec inherits the descriptor), pidfds, and the kernel's own copies
+ * between descriptors. */
 /* src/platform/base.h already included */
 
 #if BLITZ__HAS_FUTEX
-static void blitz__futex_wait_forever(blitz__atomic_u32 *word, uint32_t expected) {
-    syscall(SYS_futex, &word->v, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+/* Sleeps while *word == expected, at most timeout_ns (0 = no limit).
+ * Spurious returns are allowed; callers re-check. */
+BLITZ_PRIVATE void blitz__futex_wait(blitz__atomic_u32 *word, uint32_t expected,
+                                     uint64_t timeout_ns) {
+    struct timespec ts, *tsp = NULL;
+    if (timeout_ns) {
+        ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
+        ts.tv_nsec = (long)(timeout_ns % 1000000000u);
+        tsp = &ts;
+    }
+    syscall(SYS_futex, &word->v, FUTEX_WAIT_PRIVATE, expected, tsp, NULL, 0);
 }
+BLITZ_PRIVATE void blitz__futex_wake(blitz__atomic_u32 *word, int n) {
+    syscall(SYS_futex, &word->v, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+#endif
+
+#if BLITZ__LINUX
+
+/* The CPUs the affinity mask allows (a container or taskset may allow
+ * fewer than are online), or 0 when unknown. */
+BLITZ_PRIVATE uint32_t blitz__affinity_cpu_count(void) {
+#if defined(CPU_COUNT)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0)
+            return (uint32_t)n;
+    }
+#endif
+    return 0;
+}
+
+#ifndef SPLICE_F_MOVE
+#define SPLICE_F_MOVE 1u
+#endif
+#ifndef SPLICE_F_NONBLOCK
+#define SPLICE_F_NONBLOCK 2u
+#endif
+#ifndef F_SETPIPE_SZ
+#define F_SETPIPE_SZ 1031
+#endif
+
+BLITZ_PRIVATE int blitz__pipe_open(int fds[2], int nonblock) {
+    /* By number: glibc hides pipe2 without _GNU_SOURCE. */
+    if (syscall(SYS_pipe2, fds, O_CLOEXEC | (nonblock ? O_NONBLOCK : 0)) < 0)
+        return blitz__from_errno(errno);
+    return BLITZ_OK;
+}
+
+BLITZ_PRIVATE int blitz__socket_open(int family, int type, int nonblock) {
+    int fd = socket(family, type | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
+    return fd < 0 ? blitz__from_errno(errno) : fd;
+}
+
+BLITZ_PRIVATE int blitz__socketpair_open(int family, int type, int nonblock, int sv[2]) {
+    if (socketpair(family, type | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0, sv) < 0)
+        return blitz__from_errno(errno);
+    return BLITZ_OK;
+}
+
+BLITZ_PRIVATE int blitz__proc_exit_fd(int pid) {
+#if defined(SYS_pidfd_open)
+    int fd = blitz__fd_above_stdio((int)syscall(SYS_pidfd_open, pid, 0));
+    if (fd < 0)
+        return -1;
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    return fd;
+#else
+    (void)pid;
+    return -1;
+#endif
+}
+
+BLITZ_PRIVATE int blitz__splice_available(void) {
+    return 1;
+}
+
+BLITZ_PRIVATE int64_t blitz__splice(int in, int out, size_t n) {
+    long r = syscall(SYS_splice, in, NULL, out, NULL, n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    return r < 0 ? blitz__from_errno(errno) : (int64_t)r;
+}
+
+BLITZ_PRIVATE int64_t blitz__sendfile(int out, int in, size_t n) {
+    long r = syscall(SYS_sendfile, out, in, NULL, n);
+    return r < 0 ? blitz__from_errno(errno) : (int64_t)r;
+}
+
+BLITZ_PRIVATE void blitz__pipe_grow(int fd, int size) {
+    fcntl(fd, F_SETPIPE_SZ, size);
+}
+
+/* The I/O driver's attempts: -1 with errno (EAGAIN and the like are for
+ * the caller to read), never SIGPIPE, never blocking. */
+BLITZ_PRIVATE int blitz__accept_nb(int fd) {
+    return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+BLITZ_PRIVATE ssize_t blitz__send_nosig(int fd, const void *buf, size_t len) {
+    return send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+BLITZ_PRIVATE ssize_t blitz__sendmsg_nosig(int fd, const struct msghdr *m) {
+    return sendmsg(fd, m, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* The events poll(2) watches for a reader: the peer's end of the stream
+ * as well. */
+BLITZ_PRIVATE short blitz__poll_read_events(void) {
+    return (short)(POLLIN | POLLRDHUP);
+}
+
+#endif
+/* ====[ END src/platform/linux.c ]========================================= */
+/* ====[ BEGIN src/platform/posix.c ]======================================= */
+/* >>platform/posix */
+/* The file, descriptor, socket, process and kernel-copy calls that differ
+ * by system, in portable POSIX: the implementation on systems without one
+ * of their own (platform/linux.c). */
+/* src/platform/base.h already included */
+
+/* ---- portable with per-system spellings --------------------------------- */
+
+/* A file's modification, access and status-change times (struct stat
+ * names its timespecs differently on Apple systems). */
+BLITZ_PRIVATE void blitz__stat_times(const struct stat *st, struct timespec *modified,
+                                     struct timespec *accessed, struct timespec *changed) {
+#if defined(__APPLE__)
+    *modified = st->st_mtimespec;
+    *accessed = st->st_atimespec;
+    *changed = st->st_ctimespec;
+#else
+    *modified = st->st_mtim;
+    *accessed = st->st_atim;
+    *changed = st->st_ctim;
+#endif
+}
+
+/* Flushes a file's data (and the metadata needed to read it back): 0 or
+ * -1 with errno. Apple systems have no fdatasync. */
+BLITZ_PRIVATE int blitz__fdatasync(int fd) {
+#if defined(__APPLE__)
+    return fsync(fd);
+#else
+    return fdatasync(fd);
+#endif
+}
+
+/* ---- the portable versions of platform/linux.c ---------------------------- */
+
+/* Each returns a descriptor, a count or BLITZ_OK, or a negative blitz
+ * code; none leaves errno for the caller. */
+
+#if !BLITZ__LINUX
+
+/* The CPUs this process may run on when the system says, else 0 (the
+ * caller then counts the online ones). */
+BLITZ_PRIVATE uint32_t blitz__affinity_cpu_count(void) {
+    return 0;
+}
+
+/* Close-on-exec and, when asked, O_NONBLOCK on a fresh descriptor; closes
+ * it and returns the code on failure. */
+static int blitz__fd_set_flags(int fd, int nonblock) {
+    int fl = 0;
+    if (fcntl(fd, F_SETFD, FD_CLOEXEC) == 0 &&
+        (!nonblock || ((fl = fcntl(fd, F_GETFL)) >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0)))
+        return fd;
+    int e = errno;
+    close(fd);
+    return blitz__from_errno(e);
+}
+
+/* A pipe whose ends close on exec and, when `nonblock`, do not block.
+ * BLITZ_OK or a code. */
+BLITZ_PRIVATE int blitz__pipe_open(int fds[2], int nonblock) {
+    if (pipe(fds) < 0)
+        return blitz__from_errno(errno);
+    for (int i = 0; i < 2; i++) {
+        int rc = blitz__fd_set_flags(fds[i], nonblock);
+        if (rc < 0) {
+            close(fds[1 - i]);
+            return rc;
+        }
+    }
+    return BLITZ_OK;
+}
+
+/* A socket's writes to a closed peer fail with EPIPE instead of raising
+ * SIGPIPE where the system has the option (MSG_NOSIGNAL is Linux's). */
+static int blitz__sock_no_sigpipe(int fd) {
+#if defined(SO_NOSIGPIPE)
+    int one = 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, sizeof one) < 0) {
+        int e = errno;
+        close(fd);
+        return blitz__from_errno(e);
+    }
+#endif
+    return fd;
+}
+
+/* A socket that closes on exec and, when `nonblock`, does not block: the
+ * descriptor or a code. */
+BLITZ_PRIVATE int blitz__socket_open(int family, int type, int nonblock) {
+    int fd = socket(family, type, 0);
+    if (fd < 0)
+        return blitz__from_errno(errno);
+    fd = blitz__fd_set_flags(fd, nonblock);
+    return fd < 0 ? fd : blitz__sock_no_sigpipe(fd);
+}
+
+/* A connected pair of `type` sockets, flags as blitz__socket_open. */
+BLITZ_PRIVATE int blitz__socketpair_open(int family, int type, int nonblock, int sv[2]) {
+    if (socketpair(family, type, 0, sv) < 0)
+        return blitz__from_errno(errno);
+    for (int i = 0; i < 2; i++) {
+        int rc = blitz__fd_set_flags(sv[i], nonblock);
+        if (rc >= 0)
+            rc = blitz__sock_no_sigpipe(sv[i]);
+        if (rc < 0) {
+            close(sv[1 - i]);
+            return rc;
+        }
+    }
+    return BLITZ_OK;
+}
+
+/* A descriptor that polls readable once child `pid` has exited (it closes
+ * on exec and sits above stdio), or -1: the waiter then naps and retries. */
+BLITZ_PRIVATE int blitz__proc_exit_fd(int pid) {
+    (void)pid;
+    return -1;
+}
+
+/* Whether the kernel can move bytes between descriptors itself
+ * (blitz__splice and blitz__sendfile do more than fail). */
+BLITZ_PRIVATE int blitz__splice_available(void) {
+    return 0;
+}
+
+/* Moves up to n bytes from `in` to `out`, one of which is a pipe, without
+ * blocking: the count, 0 at end of input, or a code. */
+BLITZ_PRIVATE int64_t blitz__splice(int in, int out, size_t n) {
+    (void)in;
+    (void)out;
+    (void)n;
+    return BLITZ_ENOSYS;
+}
+
+/* Moves up to n bytes from the file `in` (at its offset) to `out`: the
+ * count, 0 at end of file, or a code. */
+BLITZ_PRIVATE int64_t blitz__sendfile(int out, int in, size_t n) {
+    (void)out;
+    (void)in;
+    (void)n;
+    return BLITZ_ENOSYS;
+}
+
+/* Asks for a pipe buffer of `size` bytes; a hint, ignored where pipes
+ * have a fixed size. */
+BLITZ_PRIVATE void blitz__pipe_grow(int fd, int size) {
+    (void)fd;
+    (void)size;
+}
+
+/* The I/O driver's attempts: -1 with errno, never blocking. The accepted
+ * socket gets its flags right after (a fork+exec in between may inherit
+ * it, which Linux's accept4 avoids); sockets made here carry SO_NOSIGPIPE
+ * where it exists, and elsewhere callers block SIGPIPE around writes. */
+BLITZ_PRIVATE int blitz__accept_nb(int fd) {
+    int s = accept(fd, NULL, NULL);
+    if (s < 0)
+        return -1;
+    int fl = fcntl(s, F_GETFL);
+    int ok =
+        fl >= 0 && fcntl(s, F_SETFL, fl | O_NONBLOCK) == 0 && fcntl(s, F_SETFD, FD_CLOEXEC) == 0;
+#if defined(SO_NOSIGPIPE)
+    int one = 1;
+    ok = ok && setsockopt(s, SOL_SOCKET, SO_NOSIGPIPE, &one, sizeof one) == 0;
+#endif
+    if (!ok) {
+        int e = errno;
+        close(s);
+        errno = e;
+        return -1;
+    }
+    return s;
+}
+BLITZ_PRIVATE ssize_t blitz__send_nosig(int fd, const void *buf, size_t len) {
+    return send(fd, buf, len, MSG_DONTWAIT);
+}
+BLITZ_PRIVATE ssize_t blitz__sendmsg_nosig(int fd, const struct msghdr *m) {
+    return sendmsg(fd, m, MSG_DONTWAIT);
+}
+
+/* The events poll(2) watches for a reader (a readable end of stream shows
+ * as POLLIN). */
+BLITZ_PRIVATE short blitz__poll_read_events(void) {
+    return POLLIN;
+}
+
+#endif
+/* ====[ END src/platform/posix.c ]========================================= */
+/* ====[ BEGIN src/platform/thread.c ]====================================== */
+/* >>platform/thread */
+/* Threads, mutexes, the monotonic clock, waits on a word, and the parker
+ * that puts an idle thread to sleep (seed 000 "Park state"). The futex
+ * calls themselves are in platform/linux.c. */
+/* src/platform/base.h already included */
+
+#if BLITZ__HAS_FUTEX
 BLITZ_PRIVATE int blitz__mutex_init(blitz__mutex *m) {
     blitz__u32_store(&m->state, 0, BLITZ__RELAXED);
     return 0;
@@ -3793,7 +4597,7 @@ BLITZ_PRIVATE void blitz__mutex_lock(blitz__mutex *m) {
     }
     c = blitz__u32_swap(&m->state, 2, BLITZ__ACQUIRE);
     while (c != 0) {
-        blitz__futex_wait_forever(&m->state, 2);
+        blitz__futex_wait(&m->state, 2, 0);
         c = blitz__u32_swap(&m->state, 2, BLITZ__ACQUIRE);
     }
 }
@@ -3803,11 +4607,12 @@ BLITZ_PRIVATE int blitz__mutex_trylock(blitz__mutex *m) {
 }
 BLITZ_PRIVATE void blitz__mutex_unlock(blitz__mutex *m) {
     if (blitz__u32_swap(&m->state, 0, BLITZ__RELEASE) == 2)
-        syscall(SYS_futex, &m->state.v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+        blitz__futex_wake(&m->state, 1);
 }
 #else
 BLITZ_PRIVATE int blitz__mutex_init(blitz__mutex *m) {
-    return -pthread_mutex_init(m, NULL);
+    int e = pthread_mutex_init(m, NULL);
+    return e ? blitz__from_errno(e) : 0;
 }
 BLITZ_PRIVATE void blitz__mutex_destroy(blitz__mutex *m) {
     pthread_mutex_destroy(m);
@@ -3830,41 +4635,21 @@ BLITZ_PRIVATE uint64_t blitz__now_ns(void) {
 }
 
 BLITZ_PRIVATE uint32_t blitz__cpu_count(void) {
-#if defined(__linux__) && defined(CPU_COUNT)
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n > 0)
-            return (uint32_t)n;
-    }
-#endif
+    uint32_t allowed = blitz__affinity_cpu_count();
+    if (allowed > 0)
+        return allowed;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (uint32_t)n : 1u;
 }
 
+/* ---- futex-style waiting on a 32-bit word --------------------------------- */
+
+#if !BLITZ__HAS_FUTEX
 static void blitz__timespec_from_ns(struct timespec *ts, uint64_t ns) {
     ts->tv_sec = (time_t)(ns / 1000000000u);
     ts->tv_nsec = (long)(ns % 1000000000u);
 }
 
-/* ---- futex-style waiting on a 32-bit word --------------------------------- */
-
-#if BLITZ__HAS_FUTEX
-/* Sleeps while *word == expected, at most timeout_ns (0 = no limit).
- * Spurious returns are allowed; callers re-check. */
-BLITZ_PRIVATE void blitz__futex_wait(blitz__atomic_u32 *word, uint32_t expected,
-                                     uint64_t timeout_ns) {
-    struct timespec ts, *tsp = NULL;
-    if (timeout_ns) {
-        blitz__timespec_from_ns(&ts, timeout_ns);
-        tsp = &ts;
-    }
-    syscall(SYS_futex, &word->v, FUTEX_WAIT_PRIVATE, expected, tsp, NULL, 0);
-}
-BLITZ_PRIVATE void blitz__futex_wake(blitz__atomic_u32 *word, int n) {
-    syscall(SYS_futex, &word->v, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
-}
-#else
 /* Without futexes the completion word is polled with short sleeps; only the
  * join-from-a-plain-thread path uses these two. */
 BLITZ_PRIVATE void blitz__futex_wait(blitz__atomic_u32 *word, uint32_t expected,
@@ -3982,7 +4767,8 @@ BLITZ_PRIVATE blitz__context *blitz__context_set(blitz__context *c) {
 }
 
 BLITZ_PRIVATE int blitz__thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
-    return -pthread_create(t, NULL, fn, arg);
+    int e = pthread_create(t, NULL, fn, arg);
+    return e ? blitz__from_errno(e) : 0;
 }
 /* ====[ END src/platform/thread.c ]======================================== */
 /* ########################################################################## */
@@ -4118,7 +4904,7 @@ static inline void blitz__context_init(blitz__context *c, blitz_runtime *rt) {
 }
 
 /* The poll context handed to poll functions. A context with no task polls
- * an op for a plain thread (blitz_op_wait) or for a runtime-internal
+ * an op for a plain thread (blitz_op_run_blocking) or for a runtime-internal
  * waiter: its waker is `waker` instead of the task's. */
 struct blitz_cx {
     blitz__task *task;
@@ -4148,7 +4934,7 @@ struct blitz_runtime {
     blitz__mutex start_lock;
     int shutdown_done;
     blitz__atomic_u32 sweeping; /* the shutdown sweep walks the chunk list */
-    /* Threads waiting in blitz_task_wait sleep on this futex word; a task
+    /* Threads waiting in blitz_join_blocking sleep on this futex word; a task
      * whose joiner is such a thread bumps it on completion. */
     BLITZ__ALIGNED blitz__atomic_u32 completion_seq;
     blitz__atomic_u32 completion_sleepers;
@@ -4732,9 +5518,9 @@ static inline void *blitz__task_state_ptr(blitz__task *t) {
 static inline blitz_drop_fn *blitz__task_drop_slot(blitz__task *t) {
     return (blitz_drop_fn *)((char *)t + blitz__block_size(t) - sizeof(blitz_drop_fn));
 }
-static inline blitz_drop_fn *blitz__task_cancel_slot(blitz__task *t, uint64_t s) {
+static inline blitz_cancel_hook_fn *blitz__task_cancel_slot(blitz__task *t, uint64_t s) {
     size_t back = sizeof(blitz_drop_fn) * ((s & BLITZ__TASK_HAS_DROP) ? 2 : 1);
-    return (blitz_drop_fn *)((char *)t + blitz__block_size(t) - back);
+    return (blitz_cancel_hook_fn *)((char *)t + blitz__block_size(t) - back);
 }
 
 /* Last reference gone: run the drop function and recycle the block. */
@@ -5110,7 +5896,8 @@ BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t) {
     }
 }
 
-BLITZ_API void blitz_join_cancel(blitz_cx *cx, blitz_task *t) {
+BLITZ_API void blitz_join_cancel(blitz_cx *cx, void *handle) {
+    blitz_task *t = (blitz_task *)handle;
     (void)cx;
     if (!t)
         return;
@@ -5124,10 +5911,6 @@ BLITZ_API void blitz_join_cancel(blitz_cx *cx, blitz_task *t) {
             break;
     }
     blitz_waker_drop(t->join_waker);
-}
-
-BLITZ_API void blitz_join_cancel_op(blitz_cx *cx, void *handle) {
-    blitz_join_cancel(cx, (blitz_task *)handle);
 }
 
 BLITZ_API int blitz_task_status(const blitz_task *t) {
@@ -5212,7 +5995,7 @@ BLITZ_PRIVATE int blitz__wait_completion(blitz_runtime *rt, blitz__task *t, uint
     return blitz__task_is_complete(t);
 }
 
-BLITZ_API int blitz_task_wait(blitz_task *t) {
+BLITZ_API int blitz_join_blocking(blitz_task *t) {
     if (!t)
         return BLITZ_EINVAL;
     if (!blitz__task_is_complete(t)) {
@@ -5832,7 +6615,7 @@ BLITZ_API blitz_poll blitz_sleep_until(blitz_cx *cx, blitz_timer *t, uint64_t de
         return BLITZ_READY;
     }
     blitz_runtime *rt = blitz__cx_rt(cx);
-    /* A timer needs a runtime's wheel: blitz_op_wait without a runtime
+    /* A timer needs a runtime's wheel: blitz_op_run_blocking without a runtime
      * cannot sleep. */
     BLITZ_ASSERT(rt && "a timer polled outside any runtime");
     if (!rt)
@@ -5872,12 +6655,14 @@ BLITZ_API blitz_poll blitz_sleep(blitz_cx *cx, blitz_timer *t, int64_t ns) {
     return blitz_sleep_until(cx, t, blitz_deadline_after(blitz_cx_now(cx), ns));
 }
 
-BLITZ_API int blitz_timer_cancel(blitz_timer *t) {
+BLITZ_API void blitz_timer_cancel(blitz_cx *cx, void *timer) {
+    blitz_timer *t = (blitz_timer *)timer;
+    (void)cx;
     if (!t)
-        return BLITZ_EINVAL;
+        return;
     uint32_t s = blitz__u32_field_load(&t->blitz__state, BLITZ__ACQUIRE);
     if (s == BLITZ__TIMER_IDLE)
-        return BLITZ_OK;
+        return;
     blitz_runtime *rt = t->blitz__rt;
     blitz_waker old = blitz_waker_noop();
     blitz__mutex_lock(&rt->time->lock);
@@ -5900,7 +6685,6 @@ BLITZ_API int blitz_timer_cancel(blitz_timer *t) {
     blitz__u32_field_store(&t->blitz__state, BLITZ__TIMER_IDLE, BLITZ__RELAXED);
     blitz__mutex_unlock(&rt->time->lock);
     blitz_waker_drop(old);
-    return BLITZ_OK;
 }
 
 BLITZ_API int blitz_timer_armed(const blitz_timer *t) {
@@ -5911,7 +6695,7 @@ BLITZ_API blitz_poll blitz_timeout(blitz_cx *cx, blitz_timer *t, int64_t ns, bli
     if (!cx || !t)
         return BLITZ_READY;
     if (inner == BLITZ_READY) {
-        blitz_timer_cancel(t);
+        blitz_timer_cancel(NULL, t);
         t->expired = 0;
         return BLITZ_READY;
     }
@@ -6025,23 +6809,136 @@ BLITZ_API blitz_poll blitz_interval_tick(blitz_cx *cx, blitz_interval *iv) {
  * addresses into blitz_addr (a sockaddr_storage with its length). */
 /* ====[ BEGIN src/io/io.h ]================================================ */
 /* >>io/io */
-/* The I/O driver's private structures (io_driver.c and the backends).
+/* The I/O driver's private structures (driver.c and the backends).
  *
- * One driver per runtime, over one backend. A socket is a descriptor plus
- * a small lock-protected record: for the readiness backends (epoll, poll)
+ * One driver per runtime, over one backend (backend.h). A socket is a
+ * descriptor plus a small lock-protected record: for a readiness backend
  * a pair of event sequence numbers and the list of ops waiting for
- * readiness (Tokio's ScheduledIo); for io_uring the list of ops the kernel
- * holds. Ops are the caller's blitz_io structs, linked intrusively. */
+ * readiness (Tokio's ScheduledIo); for a completion backend the list of
+ * ops the kernel holds. Ops are the caller's blitz_io structs, linked
+ * intrusively. */
 #ifndef BLITZ__IO_H
 #define BLITZ__IO_H
 /* src/time/time.h already included */
+/* ====[ BEGIN src/io/backend.h ]=========================================== */
+/* >>io/backend */
+/* The interface between the I/O driver's core and its backends.
+ *
+ * A backend is one of two styles, fixed by `completion`:
+ *   completion (uring.c; IOCP next): submit may try the system call once
+ *     (a send into a socket with room), else hands the op to the kernel,
+ *     which performs it: the op is INFLIGHT and the kernel owns its
+ *     buffers until its completion is reaped (blitz__io_complete), even
+ *     after a cancel. A cancelled op is CANCELLING, keeps its waker (the
+ *     task's memory, where the buffers live) and its socket reference,
+ *     and only the reaped completion turns it IDLE; meanwhile nothing may
+ *     free the buffers (blitz__io_free_after hands one to the completion).
+ *   readiness (poll.c and its Linux sibling; kqueue next): submit is
+ *     blitz__ready_submit: the task performs the system call itself, in
+ *     its own poll; on EAGAIN the op is WAIT in the socket's list and an
+ *     event (blitz__io_ready) makes it RETRY, to try again. The kernel
+ *     never holds a buffer: a cancel only unlinks the op.
+ *
+ * Promises, per entry (NULL entries do nothing, or answer 0):
+ *   init      sets up the backend and its wake-up object: writing 8 bytes
+ *             to io->wake_fd (or to wake_fd(io, index)) ends a park of
+ *             that thread; on failure releases all it took, so the next
+ *             backend can be tried.
+ *   destroy   releases what init took; every socket is gone by then.
+ *   submit    starts an op (IDLE or RETRY; the task holds a descriptor
+ *             reference): READY with the result set, or PENDING with the
+ *             task's waker registered.
+ *   cancel    (completion) asks the kernel to withdraw an INFLIGHT op and
+ *             returns; the completion is still due and settles the op.
+ *             Called under the op's lock (cancel, shutdown: the state is
+ *             CANCELLING already) or the socket's (close).
+ *   sock_add  a new socket (failure: the socket is not created).
+ *   sock_del  the descriptor is about to close: no event may name it after.
+ *   sock_free (readiness) a closed socket's memory is about to go, at the
+ *             next dispatch cycle (io->lock held).
+ *   want      (readiness) an op registered a waiter of direction `bit`
+ *             (socket lock held).
+ *   close     a socket is closing (its lock held; its waiting ops are
+ *             taken off, its in-flight ops' cancels asked for): ends the
+ *             backend's own standing work on it. The descriptor closes
+ *             with its last reference, after sock_del.
+ *   quiesce   shutdown: ends that standing work on every live socket.
+ *   poll      reaps without blocking (the start of a tick).
+ *   park      waits until an event, a wake-up or the timeout
+ *             (BLITZ__IO_FOREVER: none); runs `woke` before dispatching.
+ *   wait, dispatch (readiness) one wait of the backend, and the delivery
+ *             of its events to blitz__io_ready; io->lock held. */
+#ifndef BLITZ__IO_BACKEND_H
+#define BLITZ__IO_BACKEND_H
+
+struct blitz__io;
+struct blitz_socket;
+
+typedef struct blitz__io_backend {
+    blitz_backend kind;
+    const char *name;
+    const char *alias; /* another spelling accepted by BLITZ_BACKEND, or NULL */
+    int completion;    /* 1: the kernel performs ops; 0: readiness */
+    /* Task polls between non-blocking looks when busy (0: every tick). */
+    uint64_t look_interval;
+    int (*init)(struct blitz__io *io);
+    void (*destroy)(struct blitz__io *io);
+    blitz_poll (*submit)(blitz_cx *cx, blitz_io *op);
+    void (*cancel)(struct blitz__io *io, blitz_io *op);
+    int (*sock_add)(struct blitz__io *io, struct blitz_socket *s);
+    void (*sock_del)(struct blitz__io *io, struct blitz_socket *s);
+    void (*sock_free)(struct blitz__io *io, struct blitz_socket *s);
+    void (*want)(struct blitz__io *io, struct blitz_socket *s, uint32_t bit);
+    void (*close)(struct blitz__io *io, struct blitz_socket *s);
+    void (*quiesce)(struct blitz__io *io, struct blitz_socket *s);
+    /* A TCP connect's time limit the kernel can keep itself: 1 when it
+     * will (the op's timespec is set), 0 for the runtime's timer. */
+    int (*limit_connect)(struct blitz__io *io, blitz_io *op, int64_t limit_ns);
+    void (*poll)(struct blitz__io *io);
+    void (*park)(struct blitz__io *io, blitz__parker *p, uint64_t timeout_ns, void (*woke)(void *),
+                 void *arg);
+    void (*wait)(struct blitz__io *io, uint64_t timeout_ns);
+    void (*dispatch)(struct blitz__io *io);
+    /* Completions known to wait without a system call. */
+    int (*ready_cheap)(struct blitz__io *io);
+    /* Every parked worker waits in the backend, not only the sleeper. */
+    int (*parks_workers)(struct blitz__io *io);
+    void (*worker_start)(struct blitz__io *io, uint32_t index);
+    void (*driver_start)(struct blitz__io *io);
+    /* A current-thread driver stops driving. */
+    void (*after_drive)(struct blitz__io *io);
+    /* Gives queued submissions to the kernel. */
+    void (*flush)(struct blitz__io *io);
+    /* Shutdown: waits until the kernel holds no op. */
+    void (*drain)(struct blitz__io *io);
+    /* The descriptor that wakes worker `index` (UINT32_MAX: the
+     * current-thread driver); NULL: io->wake_fd for all. */
+    int (*wake_fd)(const struct blitz__io *io, uint32_t index);
+} blitz__io_backend;
+
+/* The backends, in the order tried without a preference: the completion
+ * ring (uring.c), the Linux edge-triggered readiness one, poll (poll.c).
+ * Each is always there; one compiled out fails its init with
+ * BLITZ_ENOSYS. */
+BLITZ_PRIVATE const blitz__io_backend *blitz__backend_ring(void);
+BLITZ_PRIVATE const blitz__io_backend *blitz__backend_edge(void);
+BLITZ_PRIVATE const blitz__io_backend *blitz__backend_poll(void);
+
+/* The readiness backends' shared parts (readiness.c). */
+BLITZ_PRIVATE blitz_poll blitz__ready_submit(blitz_cx *cx, blitz_io *op);
+BLITZ_PRIVATE void blitz__ready_poll(struct blitz__io *io);
+BLITZ_PRIVATE void blitz__ready_park(struct blitz__io *io, blitz__parker *p, uint64_t timeout_ns,
+                                     void (*woke)(void *), void *arg);
+#endif
+/* ====[ END src/io/backend.h ]============================================= */
+/* ----[ RESUME src/io/io.h ] */
 
 /* Op states (blitz_io.blitz__state). */
 #define BLITZ__IO_IDLE       0u /* not started, or finished and consumed */
 #define BLITZ__IO_WAIT       1u /* readiness: in the socket's waiter list */
 #define BLITZ__IO_RETRY      2u /* readiness: woken by an event, try again */
-#define BLITZ__IO_INFLIGHT   3u /* io_uring: submitted, the kernel owns the buffer */
-#define BLITZ__IO_CANCELLING 4u /* io_uring: cancelled, completion still due */
+#define BLITZ__IO_INFLIGHT   3u /* completion: submitted, the kernel owns the buffer */
+#define BLITZ__IO_CANCELLING 4u /* completion: cancelled, completion still due */
 #define BLITZ__IO_DONE       5u /* completed; the result is in blitz__res */
 
 /* Op kinds. */
@@ -6055,7 +6952,7 @@ BLITZ_API blitz_poll blitz_interval_tick(blitz_cx *cx, blitz_interval *iv) {
 #define BLITZ__OP_ACCEPT    8u
 #define BLITZ__OP_CONNECT   9u
 /* Descriptor ops (io_fd.c): read(2)/write(2) on pipes, ttys, devices and
- * sockets, and a plain readiness wait. io_uring carries them as a POLL_ADD
+ * sockets, and a plain readiness wait. A completion backend carries them as a kernel readiness wait
  * followed by the system call, which works whatever the descriptor's
  * O_NONBLOCK flag. */
 #define BLITZ__OP_FD_READ      10u
@@ -6069,9 +6966,9 @@ BLITZ_API blitz_poll blitz_interval_tick(blitz_cx *cx, blitz_interval *iv) {
 
 /* blitz_io.blitz__flags */
 #define BLITZ__OPF_CONNECTING 1u /* connect(2) returned EINPROGRESS */
-#define BLITZ__OPF_URING      2u /* submitted to io_uring (its msghdr is in the op) */
-/* A TCP connect with a time limit, timed by the kernel (an io_uring
- * LINK_TIMEOUT linked to the CONNECT) or by the runtime's timer. */
+#define BLITZ__OPF_URING      2u /* submitted to the completion backend (its msghdr is in the op) */
+/* A TCP connect with a time limit, timed by the kernel (a linked timeout
+ * behind the CONNECT, see limit_connect) or by the runtime's timer. */
 #define BLITZ__OPF_LIMIT_KERNEL 4u
 #define BLITZ__OPF_LIMIT_TIMER  8u
 
@@ -6084,31 +6981,6 @@ BLITZ_API blitz_poll blitz_interval_tick(blitz_cx *cx, blitz_interval *iv) {
 
 /* Bits from here up: 1 + the index of the ring the op was submitted to. */
 #define BLITZ__OPF_RING_SHIFT 8u
-
-/* io_uring user_data tags below any pointer. */
-#define BLITZ__UD_IGNORE 0u
-#define BLITZ__UD_WAKE   1u
-/* The other tag of a ring's wake poll: a new current-thread driver arms
- * its own poll under the tag not in use (see blitz__uring_driver_start). */
-#define BLITZ__UD_WAKE_ALT 5u
-/* A listener's multishot accept: the socket pointer with this bit set. */
-#define BLITZ__UD_ACCEPT_MS 2u
-/* A worker ring's poll of io->shared_efd. */
-#define BLITZ__UD_SHARED 3u
-/* A stream socket's multishot receive: the socket pointer with this tag
- * (sockets are at least 8-byte aligned). */
-#define BLITZ__UD_RECV_MS 4u
-#define BLITZ__UD_TAG     7u
-
-#ifndef IORING_CQE_F_MORE
-#define IORING_CQE_F_MORE (1U << 1)
-#endif
-#ifndef IORING_CQE_F_BUFFER
-#define IORING_CQE_F_BUFFER (1U << 0)
-#endif
-#ifndef IORING_CQE_BUFFER_SHIFT
-#define IORING_CQE_BUFFER_SHIFT 16
-#endif
 
 #define BLITZ__IO_FOREVER UINT64_MAX
 #define BLITZ__IO_MAX_IOV 16
@@ -6141,7 +7013,7 @@ struct blitz_socket {
      * reference again). The memory goes when both are gone. */
     blitz__atomic_u64 refs;
     int fd_closed;      /* set once the descriptor is closed (see refs) */
-    int fd_placeholder; /* the descriptor now names an eventfd (release_early) */
+    int fd_placeholder; /* the descriptor now names a placeholder (release_early) */
     /* Readiness: bumped under lock by every event of that direction. */
     blitz__atomic_u32 rd_seq, wr_seq;
     /* poll backend: directions that have waiters (bit per direction). */
@@ -6152,10 +7024,10 @@ struct blitz_socket {
      * receive came back short (the socket was drained then), 0 for none.
      * Until the next read event a receive waits without a system call. */
     blitz__atomic_u32 rd_drained;
-    blitz__atomic_u32 rd_final; /* epoll saw the peer's FIN, a hang-up or an error */
+    blitz__atomic_u32 rd_final; /* the backend saw the peer's FIN, a hang-up or an error */
     int poll_slot;              /* index in the poll set, -1 when not in it (poll_lock) */
-    blitz_io *ops;              /* waiting (readiness) or in flight (io_uring); under lock */
-    /* io_uring multishot accept (listeners; under lock): armed in the
+    blitz_io *ops;              /* waiting (readiness) or in flight (completion); under lock */
+    /* Multishot accept (completion backend; listeners; under lock): armed in the
      * kernel, a cancel of it is due (the queue is full), connections
      * accepted before anyone asked, a pending error. */
     int ms_armed, ms_cancelling;
@@ -6163,7 +7035,7 @@ struct blitz_socket {
     uint32_t ms_ring; /* index of the ring the multishot accept is armed in */
     int *ms_fds;
     uint32_t ms_head, ms_count, ms_cap;
-    /* io_uring multishot receive (stream sockets; under lock): armed in
+    /* Multishot receive (completion backend; stream sockets; under lock): armed in
      * the kernel (in ring rms_ring), a cancel of it is due, how the last
      * one ended, and the data received and not yet read, in order. */
     int rms_armed, rms_cancelling;
@@ -6189,47 +7061,11 @@ struct blitz_socket {
     struct blitz_socket *free_next;
 };
 
-/* One io_uring instance. A worker's own ring gets submissions only from
- * that worker, which is also the only thread that waits in it or reaps
- * it; cancels may come from any thread. The shared ring takes
- * submissions from every other thread (sq_lock), and any thread reaps it
- * (reap_lock, tried). */
-typedef struct blitz__ring {
-    int fd;
-    int wake_fd; /* an eventfd polled (multishot) by this ring */
-    int coop;    /* asked for COOP_TASKRUN: flagged task work is run at a tick */
-    /* The poll of wake_fd in use: its tag (BLITZ__UD_WAKE or _ALT) and the
-     * blitz__thread_tag of the thread that armed it (the poll's task work
-     * runs there). Changed by the thread that reaps the ring. */
-    blitz__atomic_u64 wake_armer;
-    blitz__atomic_u32 wake_ud;
-    uint32_t index; /* in io->rings */
-    blitz__mutex sq_lock;
-    blitz__mutex reap_lock;
-    blitz__atomic_u32 to_submit; /* SQEs written and not yet given to the kernel */
-    uint32_t sq_tail_local;
-    uint32_t sq_entries, cq_entries;
-    uint32_t *sq_head, *sq_tail, *sq_mask, *sq_array, *sq_flags;
-    uint32_t *cq_head, *cq_tail, *cq_mask;
-    struct io_uring_sqe *sqes;
-    struct io_uring_cqe *cqes;
-    void *sq_map, *cq_map;
-    size_t sq_map_len, cq_map_len, sqes_len;
-    /* Provided buffers for multishot receives (buffer group 0), set up on
-     * first use: the ring of buffer entries shared with the kernel and
-     * the buffers. Any thread gives buffers back (pbuf_lock). */
-    blitz__atomic_u32 pbuf_state; /* BLITZ__PBUF_* */
-    blitz__mutex pbuf_lock;
-    void *pbuf_ring;
-    char *pbuf_mem;
-    uint16_t pbuf_tail;
-    char pad[64]; /* rings sit in one array, each written by its own worker */
-} blitz__ring;
-
 typedef struct blitz__io {
     blitz_runtime *rt;
-    blitz_backend kind;
-    int wake_fd; /* eventfd: writing it wakes a thread blocked in the backend */
+    const blitz__io_backend *be;
+    int wake_fd; /* writing 8 bytes to it wakes a thread blocked in the backend */
+    int wake_rd; /* the end of the wake-up object the backend waits on */
     /* One thread at a time waits in the backend or dispatches its events. */
     blitz__mutex lock;
     blitz__atomic_u32 shutdown;
@@ -6241,16 +7077,16 @@ typedef struct blitz__io {
     blitz_socket *free_list;
     blitz__atomic_u32 nsocks; /* live sockets */
     /* When a listener was last closed (blitz__now_ns): its socket may
-     * outlive the close for a moment (io_uring: until the kernel lets go
+     * outlive the close for a moment (a completion backend: until the kernel lets go
      * of its accept; poll: until a blocked ppoll, which holds the file,
      * returns), and a listen on its address meanwhile retries. */
     blitz__atomic_u64 listener_closed_ns;
     blitz__atomic_u32 has_free; /* free_list is not empty */
 
-    /* epoll */
+    /* The Linux edge-triggered backend. */
     int epfd;
     int nevents;
-    struct epoll_event *events;
+    void *events; /* its event array */
 
     /* poll */
     blitz__mutex poll_lock;
@@ -6262,7 +7098,7 @@ typedef struct blitz__io {
     int npfds;
     blitz__atomic_u32 poll_blocked;
 
-    /* io_uring: a ring per worker, then the shared ring (the only one of
+    /* The completion backend: a ring per worker, then the shared ring (the only one of
      * a current-thread runtime). */
     struct blitz__ring *rings;
     uint32_t nrings;
@@ -6274,7 +7110,7 @@ typedef struct blitz__io {
     blitz__atomic_u64 inflight; /* ops the kernel holds */
     int skip_cancel_cqe;
     int ms_accept;    /* multishot accept and RECVSEND_POLL_FIRST are available (Linux 5.19+) */
-    int link_timeout; /* IORING_OP_LINK_TIMEOUT is available (Linux 5.5+) */
+    int link_timeout; /* linked timeouts are available (Linux 5.5+) */
     /* Multishot receive with provided buffers is available (Linux 6.0+)
      * and wanted (BLITZ_URING_RECV_BUFS > 0); cleared if the kernel
      * refuses it. */
@@ -6283,10 +7119,6 @@ typedef struct blitz__io {
     blitz__atomic_u64 rms_armed_count, rms_nobufs_count, rms_held_cancels;
     blitz__atomic_u64 link_timeout_count; /* connects queued with a LINK_TIMEOUT */
 } blitz__io;
-
-#define BLITZ__PBUF_NONE  0u
-#define BLITZ__PBUF_READY 1u
-#define BLITZ__PBUF_FAIL  2u
 
 /* Provided buffers of multishot receives, per ring. A power of two;
  * 0 turns multishot receives off. */
@@ -6303,43 +7135,6 @@ typedef struct blitz__io {
 /* Backends (each in its own file, stubs when compiled out). */
 BLITZ_PRIVATE int blitz__addr_valid(const blitz_addr *a);
 BLITZ_PRIVATE void blitz__addr_set_from(blitz_addr *a, uint32_t namelen, int family);
-BLITZ_PRIVATE int blitz__epoll_init(blitz__io *io);
-BLITZ_PRIVATE void blitz__epoll_destroy(blitz__io *io);
-BLITZ_PRIVATE int blitz__epoll_add(blitz__io *io, blitz_socket *s);
-BLITZ_PRIVATE void blitz__epoll_del(blitz__io *io, blitz_socket *s);
-BLITZ_PRIVATE void blitz__epoll_wait(blitz__io *io, uint64_t timeout_ns);
-BLITZ_PRIVATE void blitz__epoll_dispatch(blitz__io *io);
-
-BLITZ_PRIVATE int blitz__pollb_init(blitz__io *io);
-BLITZ_PRIVATE void blitz__pollb_destroy(blitz__io *io);
-BLITZ_PRIVATE void blitz__pollb_want(blitz__io *io, blitz_socket *s);
-BLITZ_PRIVATE void blitz__pollb_forget(blitz__io *io, blitz_socket *s);
-BLITZ_PRIVATE void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns);
-BLITZ_PRIVATE void blitz__pollb_dispatch(blitz__io *io);
-
-BLITZ_PRIVATE int blitz__uring_init(blitz__io *io, uint32_t workers);
-BLITZ_PRIVATE void blitz__uring_destroy(blitz__io *io);
-BLITZ_PRIVATE void blitz__uring_worker_start(blitz__io *io, uint32_t index);
-BLITZ_PRIVATE void blitz__uring_driver_start(blitz__io *io);
-BLITZ_PRIVATE blitz__ring *blitz__uring_mine(blitz__io *io, int *batches);
-BLITZ_PRIVATE blitz__ring *blitz__uring_op_ring(blitz__io *io, const blitz_io *op);
-BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io *op, int flush);
-BLITZ_PRIVATE void blitz__uring_submit_cancel(blitz__io *io, blitz_io *op);
-BLITZ_PRIVATE int blitz__uring_arm_accept(blitz__io *io, blitz__ring *r, blitz_socket *s);
-BLITZ_PRIVATE void blitz__uring_cancel_ud(blitz__io *io, blitz__ring *r, uint64_t ud);
-BLITZ_PRIVATE void blitz__uring_flush(blitz__ring *r);
-BLITZ_PRIVATE int blitz__uring_cq_ready(const blitz__ring *r);
-BLITZ_PRIVATE void blitz__uring_poll(blitz__io *io);
-BLITZ_PRIVATE int blitz__uring_ready_cheap(blitz__io *io);
-BLITZ_PRIVATE void blitz__uring_flush_mine(blitz__io *io);
-BLITZ_PRIVATE void blitz__uring_park(blitz__io *io, blitz__parker *p, uint64_t timeout_ns,
-                                     void (*woke)(void *), void *arg);
-BLITZ_PRIVATE void blitz__uring_drain(blitz__io *io);
-BLITZ_PRIVATE int blitz__uring_pbuf_ready(blitz__ring *r);
-BLITZ_PRIVATE void blitz__uring_pbuf_put(blitz__ring *r, uint32_t bid);
-BLITZ_PRIVATE const char *blitz__uring_pbuf_addr(const blitz__ring *r, uint32_t bid);
-BLITZ_PRIVATE void blitz__uring_pbuf_free(blitz__ring *r);
-BLITZ_PRIVATE int blitz__uring_arm_recv(blitz__io *io, blitz__ring *r, blitz_socket *s, int flush);
 
 /* Shared by the backends (io_driver.c). */
 BLITZ_PRIVATE void blitz__op_set_state(blitz_io *op, uint32_t st);
@@ -6348,19 +7143,25 @@ BLITZ_PRIVATE void blitz__op_link(blitz_socket *s, blitz_io *op);
 BLITZ_PRIVATE void blitz__op_unlink(blitz_socket *s, blitz_io *op);
 BLITZ_PRIVATE void blitz__sock_ref(blitz_socket *s);
 BLITZ_PRIVATE void blitz__sock_unref(blitz_socket *s);
+/* The socket table (sock_table.c). */
+BLITZ_PRIVATE void blitz__sock_free_mem(blitz_socket *s);
+BLITZ_PRIVATE void blitz__io_free_deferred(blitz__io *io);
+BLITZ_PRIVATE void blitz__sock_unref_mem(blitz_socket *s);
+BLITZ_PRIVATE void blitz__sock_fd_to_mem(blitz_socket *s);
+BLITZ_PRIVATE int blitz__sock_mem_to_fd(blitz_socket *s);
+BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type, blitz_socket **out);
 BLITZ_PRIVATE int blitz__op_result(blitz_io *op, int64_t r);
+/* One non-blocking attempt of the op's system call: bytes, a new
+ * descriptor (accept), 0 (connect), or -errno. */
+BLITZ_PRIVATE int64_t blitz__op_attempt(blitz_io *op);
 BLITZ_PRIVATE struct iovec *blitz__op_iov(const blitz_io *op, struct iovec *one, size_t *n);
 BLITZ_PRIVATE int blitz__fifo_grow(void **buf, uint32_t *head, uint32_t count, uint32_t *cap,
                                    size_t elem, uint32_t first);
 BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr);
 BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, uint32_t flags);
 BLITZ_PRIVATE void blitz__io_drain_fd(int fd);
-BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
-                                       uint32_t flags);
 /* Multishot receive (io_recv_ms.c). */
 BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *single_shot);
-BLITZ_PRIVATE void blitz__io_recv_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
-                                     uint32_t flags);
 BLITZ_PRIVATE void blitz__recv_ms_close(blitz_socket *s);
 BLITZ_PRIVATE void blitz__recv_ms_release(blitz_socket *s);
 BLITZ_PRIVATE int blitz__recv_ms_wants(const blitz_socket *s, uint32_t kind, uint32_t dir);
@@ -6378,7 +7179,7 @@ BLITZ_PRIVATE void blitz__salvage_release(blitz_socket *s);
 BLITZ_PRIVATE blitz_poll blitz__io_op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                            uint32_t kind, const void *buf, size_t len,
                                            uint32_t dir);
-BLITZ_PRIVATE int64_t blitz__fd_syscall(blitz_io *op);
+BLITZ_PRIVATE int64_t blitz__fd_attempt(blitz_io *op);
 #endif
 /* ====[ END src/io/io.h ]================================================== */
 /* ----[ RESUME src/io/addr.c ] */
@@ -6605,36 +7406,243 @@ BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size) {
     return n;
 }
 /* ====[ END src/io/addr.c ]================================================ */
+/* ====[ BEGIN src/io/sock_table.c ]======================================== */
+/* >>io/sock_table */
+/* The socket table: every live socket of a driver, the ops linked to
+ * each, and the references that decide when a socket's descriptor closes
+ * and when its memory goes.
+ *
+ * References (blitz_socket.refs): the low 32 bits count holders that may
+ * use the descriptor, the high 32 bits holders of the memory only. The
+ * last descriptor reference closes the descriptor (after the backend's
+ * sock_del) and turns into a memory reference in the same step; the last
+ * memory reference takes the socket off the list and frees it, at once on
+ * a completion backend, at the next dispatch cycle on a readiness one (an
+ * event fetched before the close may still name it). Lock order: a
+ * socket's lock, then socks_lock. */
+/* src/io/io.h already included */
+
+BLITZ_PRIVATE void blitz__op_link(blitz_socket *s, blitz_io *op) {
+    op->blitz__prev = NULL;
+    op->blitz__next = s->ops;
+    if (s->ops)
+        s->ops->blitz__prev = op;
+    s->ops = op;
+}
+
+BLITZ_PRIVATE void blitz__op_unlink(blitz_socket *s, blitz_io *op) {
+    if (op->blitz__prev)
+        op->blitz__prev->blitz__next = op->blitz__next;
+    else if (s->ops == op)
+        s->ops = op->blitz__next;
+    if (op->blitz__next)
+        op->blitz__next->blitz__prev = op->blitz__prev;
+    op->blitz__next = op->blitz__prev = NULL;
+}
+
+BLITZ_PRIVATE void blitz__sock_free_mem(blitz_socket *s) {
+    for (uint32_t i = 0; i < s->ms_count; i++)
+        close(s->ms_fds[(s->ms_head + i) % s->ms_cap]);
+    blitz__free(s->ms_fds);
+    blitz__recv_ms_release(s);
+    blitz__salvage_release(s);
+    blitz__mutex_destroy(&s->lock);
+    blitz__free(s);
+}
+
+/* Frees readiness sockets closed before this dispatch cycle. Caller holds
+ * io->lock, so no event fetched earlier still names them. */
+BLITZ_PRIVATE void blitz__io_free_deferred(blitz__io *io) {
+    if (!blitz__u32_load(&io->has_free, BLITZ__RELAXED))
+        return;
+    blitz__mutex_lock(&io->socks_lock);
+    blitz_socket *s = io->free_list;
+    io->free_list = NULL;
+    blitz__u32_store(&io->has_free, 0, BLITZ__RELAXED);
+    blitz__mutex_unlock(&io->socks_lock);
+    while (s) {
+        blitz_socket *next = s->free_next;
+        if (io->be->sock_free)
+            io->be->sock_free(io, s);
+        blitz__sock_free_mem(s);
+        s = next;
+    }
+}
+
+#define BLITZ__SOCK_FD_REF     ((uint64_t)1)
+#define BLITZ__SOCK_MEM_REF    ((uint64_t)1 << 32)
+#define BLITZ__SOCK_FD_REFS(v) ((uint32_t)(v))
+
+BLITZ_PRIVATE void blitz__sock_ref(blitz_socket *s) {
+    blitz__u64_fetch_add(&s->refs, BLITZ__SOCK_FD_REF, BLITZ__RELAXED);
+}
+
+/* The socket's memory: off the driver's list, then freed now (a
+ * completion backend) or at the next dispatch cycle (a readiness backend:
+ * an event fetched before the close may still name it). */
+static void blitz__sock_release_mem(blitz_socket *s) {
+    blitz__io *io = s->io;
+    blitz__mutex_lock(&io->socks_lock);
+    if (s->all_prev)
+        s->all_prev->all_next = s->all_next;
+    else
+        io->all = s->all_next;
+    if (s->all_next)
+        s->all_next->all_prev = s->all_prev;
+    if (io->be->completion) {
+        blitz__mutex_unlock(&io->socks_lock);
+        blitz__sock_free_mem(s);
+        return;
+    }
+    s->free_next = io->free_list;
+    io->free_list = s;
+    blitz__u32_store(&io->has_free, 1, BLITZ__RELAXED);
+    blitz__mutex_unlock(&io->socks_lock);
+}
+
+/* Drops a memory-only reference. Acquire-release: the last one orders
+ * every holder's use of the socket before the free. */
+BLITZ_PRIVATE void blitz__sock_unref_mem(blitz_socket *s) {
+    if (blitz__u64_fetch_sub(&s->refs, BLITZ__SOCK_MEM_REF, BLITZ__ACQ_REL) == BLITZ__SOCK_MEM_REF)
+        blitz__sock_release_mem(s);
+}
+
+/* Drops a descriptor reference. The last one closes the descriptor; it
+ * turns into a memory reference in the same step, so a memory holder
+ * letting go meanwhile cannot free the socket under the close. */
+BLITZ_PRIVATE void blitz__sock_unref(blitz_socket *s) {
+    uint64_t cur = blitz__u64_load(&s->refs, BLITZ__RELAXED);
+    for (;;) {
+        uint64_t next = cur - BLITZ__SOCK_FD_REF;
+        if (BLITZ__SOCK_FD_REFS(cur) == 1)
+            next += BLITZ__SOCK_MEM_REF;
+        /* Acquire-release: as for any last reference. */
+        if (blitz__u64_cas_weak(&s->refs, &cur, next, BLITZ__ACQ_REL))
+            break;
+    }
+    if (BLITZ__SOCK_FD_REFS(cur) != 1)
+        return;
+    blitz__io *io = s->io;
+    if (io->be->sock_del)
+        io->be->sock_del(io, s);
+    /* The number may be reused at once; an event already fetched for it
+     * only bumps this (closed) socket's sequence numbers. */
+    close(s->fd);
+    s->fd_closed = 1;
+    blitz__u32_fetch_sub(&io->nsocks, 1, BLITZ__RELAXED);
+    blitz__sock_unref_mem(s);
+}
+
+/* A task's descriptor reference becomes a memory reference: its op now
+ * waits, and the descriptor may close under it (a close of the socket
+ * completes the op without the descriptor). */
+BLITZ_PRIVATE void blitz__sock_fd_to_mem(blitz_socket *s) {
+    uint64_t cur = blitz__u64_load(&s->refs, BLITZ__RELAXED);
+    if (BLITZ__SOCK_FD_REFS(cur) > 1) {
+        /* Not the last descriptor reference: one step. Relaxed: the
+         * memory reference keeps the socket, nothing is published. */
+        if (blitz__u64_cas_weak(&s->refs, &cur, cur - BLITZ__SOCK_FD_REF + BLITZ__SOCK_MEM_REF,
+                                BLITZ__RELAXED))
+            return;
+    }
+    blitz__u64_fetch_add(&s->refs, BLITZ__SOCK_MEM_REF, BLITZ__RELAXED);
+    blitz__sock_unref(s);
+}
+
+/* A memory reference becomes a descriptor reference again, unless the
+ * descriptor is closed (or closing): returns 0 then and keeps the memory
+ * reference. Acquire: the holder's use of the descriptor comes after. */
+BLITZ_PRIVATE int blitz__sock_mem_to_fd(blitz_socket *s) {
+    uint64_t cur = blitz__u64_load(&s->refs, BLITZ__RELAXED);
+    do {
+        if (!BLITZ__SOCK_FD_REFS(cur))
+            return 0;
+    } while (!blitz__u64_cas_weak(&s->refs, &cur, cur + BLITZ__SOCK_FD_REF - BLITZ__SOCK_MEM_REF,
+                                  BLITZ__ACQUIRE));
+    return 1;
+}
+
+/* Wraps a non-blocking descriptor (left open on failure). */
+BLITZ_PRIVATE int blitz__sock_wrap_keep(blitz__io *io, int fd, int family, int type,
+                                        blitz_socket **out) {
+    *out = NULL;
+    if (!io)
+        return BLITZ_ENOSYS;
+    blitz_socket *s = (blitz_socket *)blitz__calloc(sizeof *s);
+    if (!s)
+        return BLITZ_ENOMEM;
+    s->fd = fd;
+    s->family = family;
+    s->type = type;
+    s->io = io;
+    s->poll_slot = -1;
+    blitz__mutex_init(&s->lock);
+    blitz__u64_store(&s->refs, BLITZ__SOCK_FD_REF, BLITZ__RELAXED);
+    if (io->be->sock_add) {
+        int rc = io->be->sock_add(io, s);
+        if (rc != BLITZ_OK) {
+            blitz__sock_free_mem(s);
+            return rc;
+        }
+    }
+    /* The workers reap this socket's I/O even when only another runtime's
+     * tasks or plain threads use it: they start with the first socket as
+     * with the first spawn (after a shutdown they do not, and the socket
+     * only closes). */
+    if (io->rt->flavor != BLITZ_CURRENT_THREAD)
+        (void)blitz__workers_start(io->rt);
+    blitz__u32_fetch_add(&io->nsocks, 1, BLITZ__RELAXED);
+    blitz__mutex_lock(&io->socks_lock);
+    s->all_next = io->all;
+    if (io->all)
+        io->all->all_prev = s;
+    io->all = s;
+    blitz__mutex_unlock(&io->socks_lock);
+    *out = s;
+    return BLITZ_OK;
+}
+
+/* Wraps a non-blocking descriptor (closed on failure). */
+BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type,
+                                   blitz_socket **out) {
+    int rc = blitz__sock_wrap_keep(io, fd, family, type, out);
+    if (rc != BLITZ_OK)
+        close(fd);
+    return rc;
+}
+/* ====[ END src/io/sock_table.c ]========================================== */
 /* ====[ BEGIN src/io/driver.c ]============================================ */
 /* >>io/driver */
-/* The I/O driver: one completion-style interface over the backends (seed
- * 002 "I/O Driver"; DESIGN.md "I/O").
+/* The I/O driver's core: ops, their states and results, close, waiting
+ * and creation, over one backend (backend.h; seed 002 "I/O Driver";
+ * DESIGN.md "I/O").
  *
  * An op is submitted by the task that polls it, waits, and completes with
  * a result stored in the op:
- *   io_uring   the kernel performs the operation (submit an SQE; the CQE
- *              carries the result); sends try the system call first, since
+ *   completion backend  the kernel performs the operation; the completion
+ *              carries the result; sends try the system call first, since
  *              a send into a socket with room completes at once;
- *   epoll/poll the task performs the system call; on EAGAIN the op joins
- *              the socket's waiter list and an event of its direction
- *              wakes it to try again. Each event bumps the direction's
- *              sequence number under the socket's lock, and a waiter
- *              registers only if the number did not move since its
+ *   readiness backend   the task performs the system call; on EAGAIN the
+ *              op joins the socket's waiter list and an event of its
+ *              direction wakes it to try again. Each event bumps the
+ *              direction's sequence number under the socket's lock, and a
+ *              waiter registers only if the number did not move since its
  *              attempt, so no event between the attempt and the
  *              registration is lost (the edge-triggered contract).
  *
- * Waiting and dispatching: any thread holding `io->lock` (a try-lock at the
- * start of each worker tick, so it never blocks a busy worker) reaps
- * without blocking; the one parked worker that is the runtime's "sleeper"
- * blocks in the backend with the next timer's deadline as timeout (the
- * current-thread driver always does), so an idle runtime sees I/O at once.
- * Its parker is then PARKED_DRIVER, and an unpark writes the driver's
- * eventfd, which is part of every backend wait.
+ * Waiting and dispatching: any thread may reap without blocking (the start
+ * of each worker tick, never blocking a busy worker); the one parked
+ * worker that is the runtime's "sleeper" blocks in the backend with the
+ * next timer's deadline as timeout (the current-thread driver always
+ * does), so an idle runtime sees I/O at once. Its parker is then
+ * PARKED_DRIVER, and an unpark writes the backend's wake-up object
+ * (io->wake_fd), which is part of every backend wait.
  *
- * Buffer lifetime: an op the kernel holds (io_uring) keeps a reference on
- * its task through its waker, so the task's block, where the buffer lives,
- * is not freed before the completion arrives, even when the task was
- * cancelled (its cancel hook submits ASYNC_CANCEL) or finished. */
+ * Buffer lifetime: an op the kernel holds (a completion backend) keeps a
+ * reference on its task through its waker, so the task's block, where the
+ * buffer lives, is not freed before the completion arrives, even when the
+ * task was cancelled (its cancel hook asks the backend to cancel) or
+ * finished. */
 /* src/io/io.h already included */
 
 /* The owner's view of an op's state. A completion publishes the final
@@ -6680,55 +7688,6 @@ BLITZ_PRIVATE int blitz__fifo_grow(void **buf, uint32_t *head, uint32_t count, u
     return 1;
 }
 
-/* ---- the socket list and lifetimes ------------------------------------------- */
-
-BLITZ_PRIVATE void blitz__op_link(blitz_socket *s, blitz_io *op) {
-    op->blitz__prev = NULL;
-    op->blitz__next = s->ops;
-    if (s->ops)
-        s->ops->blitz__prev = op;
-    s->ops = op;
-}
-
-BLITZ_PRIVATE void blitz__op_unlink(blitz_socket *s, blitz_io *op) {
-    if (op->blitz__prev)
-        op->blitz__prev->blitz__next = op->blitz__next;
-    else if (s->ops == op)
-        s->ops = op->blitz__next;
-    if (op->blitz__next)
-        op->blitz__next->blitz__prev = op->blitz__prev;
-    op->blitz__next = op->blitz__prev = NULL;
-}
-
-static void blitz__sock_free_mem(blitz_socket *s) {
-    for (uint32_t i = 0; i < s->ms_count; i++)
-        close(s->ms_fds[(s->ms_head + i) % s->ms_cap]);
-    blitz__free(s->ms_fds);
-    blitz__recv_ms_release(s);
-    blitz__salvage_release(s);
-    blitz__mutex_destroy(&s->lock);
-    blitz__free(s);
-}
-
-/* Frees readiness sockets closed before this dispatch cycle. Caller holds
- * io->lock, so no event fetched earlier still names them. */
-static void blitz__io_free_deferred(blitz__io *io) {
-    if (!blitz__u32_load(&io->has_free, BLITZ__RELAXED))
-        return;
-    blitz__mutex_lock(&io->socks_lock);
-    blitz_socket *s = io->free_list;
-    io->free_list = NULL;
-    blitz__u32_store(&io->has_free, 0, BLITZ__RELAXED);
-    blitz__mutex_unlock(&io->socks_lock);
-    while (s) {
-        blitz_socket *next = s->free_next;
-        if (io->kind == BLITZ_BACKEND_POLL)
-            blitz__pollb_forget(io, s);
-        blitz__sock_free_mem(s);
-        s = next;
-    }
-}
-
 /* A receive of `len` bytes got `r`: whether it filled its buffer (the next
  * one finds data waiting) and whether it took a pool buffer's worth (a
  * bulk reader: no multishot receive). */
@@ -6737,154 +7696,10 @@ static void blitz__recv_note(blitz_socket *s, int64_t r, size_t len) {
     blitz__u32_store(&s->rd_bulk, r >= (int64_t)BLITZ_URING_RECV_BUF_SIZE, BLITZ__RELAXED);
 }
 
-#define BLITZ__SOCK_FD_REF     ((uint64_t)1)
-#define BLITZ__SOCK_MEM_REF    ((uint64_t)1 << 32)
-#define BLITZ__SOCK_FD_REFS(v) ((uint32_t)(v))
+/* ---- an op's own system call (readiness, and the tries before a submission) ---- */
 
-BLITZ_PRIVATE void blitz__sock_ref(blitz_socket *s) {
-    blitz__u64_fetch_add(&s->refs, BLITZ__SOCK_FD_REF, BLITZ__RELAXED);
-}
-
-/* The socket's memory: off the driver's list, then freed now (io_uring)
- * or at the next dispatch cycle (readiness backends: an event fetched
- * before the close may still name it). */
-static void blitz__sock_release_mem(blitz_socket *s) {
-    blitz__io *io = s->io;
-    blitz__mutex_lock(&io->socks_lock);
-    if (s->all_prev)
-        s->all_prev->all_next = s->all_next;
-    else
-        io->all = s->all_next;
-    if (s->all_next)
-        s->all_next->all_prev = s->all_prev;
-    if (io->kind == BLITZ_BACKEND_IO_URING) {
-        blitz__mutex_unlock(&io->socks_lock);
-        blitz__sock_free_mem(s);
-        return;
-    }
-    s->free_next = io->free_list;
-    io->free_list = s;
-    blitz__u32_store(&io->has_free, 1, BLITZ__RELAXED);
-    blitz__mutex_unlock(&io->socks_lock);
-}
-
-/* Drops a memory-only reference. Acquire-release: the last one orders
- * every holder's use of the socket before the free. */
-static void blitz__sock_unref_mem(blitz_socket *s) {
-    if (blitz__u64_fetch_sub(&s->refs, BLITZ__SOCK_MEM_REF, BLITZ__ACQ_REL) == BLITZ__SOCK_MEM_REF)
-        blitz__sock_release_mem(s);
-}
-
-/* Drops a descriptor reference. The last one closes the descriptor; it
- * turns into a memory reference in the same step, so a memory holder
- * letting go meanwhile cannot free the socket under the close. */
-BLITZ_PRIVATE void blitz__sock_unref(blitz_socket *s) {
-    uint64_t cur = blitz__u64_load(&s->refs, BLITZ__RELAXED);
-    for (;;) {
-        uint64_t next = cur - BLITZ__SOCK_FD_REF;
-        if (BLITZ__SOCK_FD_REFS(cur) == 1)
-            next += BLITZ__SOCK_MEM_REF;
-        /* Acquire-release: as for any last reference. */
-        if (blitz__u64_cas_weak(&s->refs, &cur, next, BLITZ__ACQ_REL))
-            break;
-    }
-    if (BLITZ__SOCK_FD_REFS(cur) != 1)
-        return;
-    blitz__io *io = s->io;
-    if (io->kind == BLITZ_BACKEND_EPOLL)
-        blitz__epoll_del(io, s);
-    if (io->kind == BLITZ_BACKEND_POLL)
-        blitz__pollb_forget(io, s);
-    /* The number may be reused at once; an event already fetched for it
-     * only bumps this (closed) socket's sequence numbers. */
-    close(s->fd);
-    s->fd_closed = 1;
-    blitz__u32_fetch_sub(&io->nsocks, 1, BLITZ__RELAXED);
-    blitz__sock_unref_mem(s);
-}
-
-/* A task's descriptor reference becomes a memory reference: its op now
- * waits, and the descriptor may close under it (a close of the socket
- * completes the op without the descriptor). */
-static void blitz__sock_fd_to_mem(blitz_socket *s) {
-    uint64_t cur = blitz__u64_load(&s->refs, BLITZ__RELAXED);
-    if (BLITZ__SOCK_FD_REFS(cur) > 1) {
-        /* Not the last descriptor reference: one step. Relaxed: the
-         * memory reference keeps the socket, nothing is published. */
-        if (blitz__u64_cas_weak(&s->refs, &cur, cur - BLITZ__SOCK_FD_REF + BLITZ__SOCK_MEM_REF,
-                                BLITZ__RELAXED))
-            return;
-    }
-    blitz__u64_fetch_add(&s->refs, BLITZ__SOCK_MEM_REF, BLITZ__RELAXED);
-    blitz__sock_unref(s);
-}
-
-/* A memory reference becomes a descriptor reference again, unless the
- * descriptor is closed (or closing): returns 0 then and keeps the memory
- * reference. Acquire: the holder's use of the descriptor comes after. */
-static int blitz__sock_mem_to_fd(blitz_socket *s) {
-    uint64_t cur = blitz__u64_load(&s->refs, BLITZ__RELAXED);
-    do {
-        if (!BLITZ__SOCK_FD_REFS(cur))
-            return 0;
-    } while (!blitz__u64_cas_weak(&s->refs, &cur, cur + BLITZ__SOCK_FD_REF - BLITZ__SOCK_MEM_REF,
-                                  BLITZ__ACQUIRE));
-    return 1;
-}
-
-/* Wraps a non-blocking descriptor (left open on failure). */
-BLITZ_PRIVATE int blitz__sock_wrap_keep(blitz__io *io, int fd, int family, int type,
-                                        blitz_socket **out) {
-    *out = NULL;
-    if (!io)
-        return BLITZ_ENOSYS;
-    blitz_socket *s = (blitz_socket *)blitz__calloc(sizeof *s);
-    if (!s)
-        return BLITZ_ENOMEM;
-    s->fd = fd;
-    s->family = family;
-    s->type = type;
-    s->io = io;
-    s->poll_slot = -1;
-    blitz__mutex_init(&s->lock);
-    blitz__u64_store(&s->refs, BLITZ__SOCK_FD_REF, BLITZ__RELAXED);
-    if (io->kind == BLITZ_BACKEND_EPOLL) {
-        int rc = blitz__epoll_add(io, s);
-        if (rc != BLITZ_OK) {
-            blitz__sock_free_mem(s);
-            return rc;
-        }
-    }
-    /* The workers reap this socket's I/O even when only another runtime's
-     * tasks or plain threads use it: they start with the first socket as
-     * with the first spawn (after a shutdown they do not, and the socket
-     * only closes). */
-    if (io->rt->flavor != BLITZ_CURRENT_THREAD)
-        (void)blitz__workers_start(io->rt);
-    blitz__u32_fetch_add(&io->nsocks, 1, BLITZ__RELAXED);
-    blitz__mutex_lock(&io->socks_lock);
-    s->all_next = io->all;
-    if (io->all)
-        io->all->all_prev = s;
-    io->all = s;
-    blitz__mutex_unlock(&io->socks_lock);
-    *out = s;
-    return BLITZ_OK;
-}
-
-/* Wraps a non-blocking descriptor (closed on failure). */
-BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type,
-                                   blitz_socket **out) {
-    int rc = blitz__sock_wrap_keep(io, fd, family, type, out);
-    if (rc != BLITZ_OK)
-        close(fd);
-    return rc;
-}
-
-/* ---- system calls of the readiness path --------------------------------------- */
-
-static int64_t blitz__neg_errno(void) {
-    return errno ? -(int64_t)errno : BLITZ_EIO;
+static int64_t blitz__last_error(void) {
+    return blitz__from_errno(errno);
 }
 
 /* The op's buffers as an iovec array: its own for the vectored kinds,
@@ -6912,8 +7727,8 @@ static void blitz__op_msghdr(blitz_io *op, struct msghdr *m, struct iovec *one) 
     }
 }
 
-/* The sender's address length an io_uring RECV_FROM got (its msghdr is in
- * the op). */
+/* The sender's address length a completion backend's RECV_FROM got (its
+ * msghdr is in the op). */
 static uint32_t blitz__op_from_len(const blitz_io *op) {
     if (op->blitz__kind != BLITZ__OP_RECV_FROM || !(op->blitz__flags & BLITZ__OPF_URING))
         return 0;
@@ -6922,7 +7737,7 @@ static uint32_t blitz__op_from_len(const blitz_io *op) {
 
 /* One non-blocking attempt: bytes, a new descriptor (accept), 0 (connect),
  * or -errno. */
-static int64_t blitz__op_syscall(blitz_io *op) {
+BLITZ_PRIVATE int64_t blitz__op_attempt(blitz_io *op) {
     blitz_socket *s = op->blitz__sock;
     ssize_t r;
     errno = 0;
@@ -6932,8 +7747,8 @@ static int64_t blitz__op_syscall(blitz_io *op) {
         break;
     case BLITZ__OP_SEND:
     case BLITZ__OP_SEND_ALL:
-        r = send(s->fd, (char *)op->blitz__buf + op->blitz__done, op->blitz__len - op->blitz__done,
-                 MSG_NOSIGNAL | MSG_DONTWAIT);
+        r = blitz__send_nosig(s->fd, (char *)op->blitz__buf + op->blitz__done,
+                              op->blitz__len - op->blitz__done);
         break;
     case BLITZ__OP_RECVV:
     case BLITZ__OP_RECV_FROM: {
@@ -6950,11 +7765,11 @@ static int64_t blitz__op_syscall(blitz_io *op) {
         struct msghdr m;
         struct iovec one;
         blitz__op_msghdr(op, &m, &one);
-        r = sendmsg(s->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+        r = blitz__sendmsg_nosig(s->fd, &m);
         break;
     }
     case BLITZ__OP_ACCEPT:
-        r = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        r = blitz__accept_nb(s->fd);
         break;
     case BLITZ__OP_CONNECT: {
         const blitz_addr *a = (const blitz_addr *)(void *)op->blitz__scratch;
@@ -6962,39 +7777,36 @@ static int64_t blitz__op_syscall(blitz_io *op) {
             r = connect(s->fd, (const struct sockaddr *)(const void *)a->u.bytes, a->len);
             if (r < 0 && errno == EINPROGRESS) {
                 op->blitz__flags |= BLITZ__OPF_CONNECTING;
-                return -EAGAIN;
+                return BLITZ_EAGAIN;
             }
             break;
         }
         int err = 0;
         socklen_t el = sizeof err;
         if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
-            return blitz__neg_errno();
+            return blitz__last_error();
         if (err)
             return -(int64_t)err;
         struct sockaddr_storage peer;
         socklen_t pl = sizeof peer;
         if (getpeername(s->fd, (struct sockaddr *)&peer, &pl) < 0)
-            return errno == ENOTCONN ? -EAGAIN : blitz__neg_errno();
+            return errno == ENOTCONN ? BLITZ_EAGAIN : blitz__last_error();
         return 0;
     }
     default:
         if (BLITZ__OP_IS_FD(op->blitz__kind))
-            return blitz__fd_syscall(op);
+            return blitz__fd_attempt(op);
         return BLITZ_EINVAL;
     }
     if (r < 0) {
         if (errno == EWOULDBLOCK)
-            return -EAGAIN;
-        return blitz__neg_errno();
+            return BLITZ_EAGAIN;
+        return blitz__last_error();
     }
     return (int64_t)r;
 }
 
 static blitz_timer *blitz__connect_timer(blitz_io *op) {
-    _Static_assert(BLITZ__CONNECT_TS_AT + sizeof(struct __kernel_timespec) <=
-                       sizeof(((blitz_io *)0)->blitz__scratch),
-                   "a limited connect keeps its address, timer and timespec in the op");
     _Static_assert(offsetof(blitz_addr, u) + BLITZ__CONNECT_ADDR_MAX <= BLITZ__CONNECT_TIMER_AT,
                    "the timer comes after the address");
     return (blitz_timer *)(void *)((char *)op->blitz__scratch + BLITZ__CONNECT_TIMER_AT);
@@ -7065,67 +7877,11 @@ static int blitz__op_result_ex(blitz_io *op, int64_t r, int live) {
     return 1;
 }
 
-/* ---- the readiness path ------------------------------------------------------------- */
-
-static blitz_poll blitz__ready_attempt(blitz_cx *cx, blitz_io *op) {
-    blitz_socket *s = op->blitz__sock;
-    blitz__atomic_u32 *seqp = op->blitz__dir == BLITZ__DIR_WRITE ? &s->wr_seq : &s->rd_seq;
-    /* A TCP receive after a short one waits for the next read event
-     * without trying: TCP copies until the buffer is full or its queues are
-     * empty, so a short receive drained the socket. The registration below
-     * re-checks the sequence number, so an event since then still leads to
-     * an attempt; once the end of the stream was seen (no further edge
-     * comes) every receive tries. (A Unix stream receive may stop short of queued data: it
-     * does not join segments of different senders.) */
-    int stream_recv = s->type == SOCK_STREAM && (s->family == AF_INET || s->family == AF_INET6) &&
-                      (op->blitz__kind == BLITZ__OP_RECV || op->blitz__kind == BLITZ__OP_RECVV);
-    for (;;) {
-        uint32_t seq0 = blitz__u32_load(seqp, BLITZ__ACQUIRE);
-        int64_t r = -EAGAIN;
-        if (!stream_recv || blitz__u32_load(&s->rd_drained, BLITZ__RELAXED) != seq0 + 1u ||
-            blitz__u32_load(&s->rd_final, BLITZ__RELAXED))
-            r = blitz__op_syscall(op);
-        if (r == -EINTR)
-            continue;
-        if (stream_recv && r > 0 && op->blitz__kind == BLITZ__OP_RECV && (size_t)r < op->blitz__len)
-            blitz__u32_store(&s->rd_drained, seq0 + 1u, BLITZ__RELAXED);
-        if (r != -EAGAIN) {
-            if (blitz__op_result(op, r))
-                return BLITZ_READY;
-            continue;
-        }
-        blitz__mutex_lock(&s->lock);
-        if (s->closed) {
-            blitz__mutex_unlock(&s->lock);
-            blitz__op_result(op, BLITZ_ECLOSED);
-            return BLITZ_READY;
-        }
-        if (blitz__u32_load(seqp, BLITZ__RELAXED) != seq0) {
-            blitz__mutex_unlock(&s->lock);
-            continue;
-        }
-        blitz_waker mine = blitz_cx_waker(cx);
-        op->blitz__waker = blitz_waker_clone(&mine);
-        blitz__op_set_state(op, BLITZ__IO_WAIT);
-        blitz__op_link(s, op);
-        if (s->io->kind == BLITZ_BACKEND_POLL) {
-            uint32_t bit = 1u << op->blitz__dir;
-            if (!(blitz__u32_load(&s->want, BLITZ__RELAXED) & bit)) {
-                blitz__u32_fetch_or(&s->want, bit, BLITZ__SEQ_CST);
-                blitz__pollb_want(s->io, s);
-            }
-        }
-        blitz__mutex_unlock(&s->lock);
-        return BLITZ_PENDING;
-    }
-}
-
-/* Polled again while registered: keep (or refresh) the waker. */
-/* The op's own lock (a spin bit) guards the waker and state of an
- * io_uring op between submission and completion, so the task, a cancel
- * and the completing thread never need the socket, which may be closed
- * and freed as soon as the completion is delivered. Order: socket lock,
- * then op lock, then sq_lock. */
+/* The op's own lock (a spin bit) guards the waker and state of a
+ * completion backend's op between submission and completion, so the task,
+ * a cancel and the completing thread never need the socket, which may be
+ * closed and freed as soon as the completion is delivered. Order: socket
+ * lock, then op lock, then the backend's submission lock. */
 static void blitz__op_lock(blitz_io *op) {
     for (;;) {
         uint32_t v = 0;
@@ -7139,6 +7895,7 @@ static void blitz__op_unlock(blitz_io *op) {
     blitz__u32_field_store(&op->blitz__lock, 0u, BLITZ__RELEASE);
 }
 
+/* Polled again while registered: keep (or refresh) the waker. */
 static blitz_poll blitz__op_rewait(blitz_cx *cx, blitz_io *op) {
     blitz_waker mine = blitz_cx_waker(cx), old = blitz_waker_noop();
     uint32_t st0 = blitz__op_state(op);
@@ -7169,268 +7926,9 @@ static blitz_poll blitz__op_rewait(blitz_cx *cx, blitz_io *op) {
     return waiting ? BLITZ_PENDING : BLITZ_READY;
 }
 
-/* An event on `s`: bump the sequence numbers, wake the waiters of those
- * directions (ops in WAIT; on io_uring the list also holds ops the kernel
- * owns, which are left alone). Any thread. */
-BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr) {
-    uint32_t mask = (rd ? 1u : 0u) | (wr ? 2u : 0u);
-    if (!mask)
-        return;
-    int bumped = 0;
-    for (;;) {
-        blitz_waker batch[16];
-        int n = 0, more = 0;
-        blitz__mutex_lock(&s->lock);
-        if (!bumped) {
-            if (mask & 1u)
-                blitz__u32_store(&s->rd_seq, blitz__u32_load(&s->rd_seq, BLITZ__RELAXED) + 1,
-                                 BLITZ__RELEASE);
-            if (mask & 2u)
-                blitz__u32_store(&s->wr_seq, blitz__u32_load(&s->wr_seq, BLITZ__RELAXED) + 1,
-                                 BLITZ__RELEASE);
-            bumped = 1;
-        }
-        uint32_t want = 0;
-        blitz_io *op = s->ops;
-        while (op) {
-            blitz_io *next = op->blitz__next;
-            uint32_t bit = 1u << op->blitz__dir;
-            if (blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) != BLITZ__IO_WAIT) {
-                op = next;
-                continue;
-            }
-            if ((mask & bit) && !more) {
-                if (n == 16) {
-                    more = 1;
-                    want |= bit;
-                } else {
-                    blitz__op_unlink(s, op);
-                    batch[n++] = op->blitz__waker;
-                    op->blitz__waker = blitz_waker_noop();
-                    blitz__op_set_state(op, BLITZ__IO_RETRY);
-                }
-            } else {
-                want |= bit;
-            }
-            op = next;
-        }
-        if (s->io->kind == BLITZ_BACKEND_POLL)
-            blitz__u32_store(&s->want, want, BLITZ__RELAXED);
-        blitz__mutex_unlock(&s->lock);
-        for (int i = 0; i < n; i++)
-            blitz__io_wake(s->io, batch[i]);
-        if (!more)
-            return;
-    }
-}
+/* ---- the completion path -------------------------------------------------------------- */
 
-/* ---- the io_uring path ------------------------------------------------------------------ */
-
-/* Accept through the listener's multishot accept: take a connection the
- * kernel already accepted, or wait for the next one (arming it first). */
-static blitz_poll blitz__uring_accept_ms(blitz_cx *cx, blitz_io *op) {
-    blitz_socket *s = op->blitz__sock;
-    blitz__io *io = s->io;
-    blitz__mutex_lock(&s->lock);
-    int64_t r = 1;
-    if (s->closed) {
-        r = BLITZ_ECLOSED;
-    } else if (s->ms_count) {
-        r = s->ms_fds[s->ms_head];
-        s->ms_head = (s->ms_head + 1) % s->ms_cap;
-        s->ms_count--;
-    } else if (s->ms_err) {
-        r = s->ms_err;
-        s->ms_err = 0;
-    }
-    if (r != 1) {
-        blitz__mutex_unlock(&s->lock);
-        blitz__op_result(op, r);
-        return BLITZ_READY;
-    }
-    blitz_waker mine = blitz_cx_waker(cx);
-    op->blitz__waker = blitz_waker_clone(&mine);
-    blitz__op_set_state(op, BLITZ__IO_WAIT);
-    blitz__op_link(s, op);
-    if (!s->ms_armed) {
-        blitz__u32_store(&s->rms_published, 1, BLITZ__RELEASE);
-        if (blitz__uring_arm_accept(io, blitz__uring_mine(io, NULL), s) == BLITZ_OK) {
-            s->ms_armed = 1;
-            blitz__sock_ref(s);
-            blitz__u64_fetch_add(&io->inflight, 1, BLITZ__RELAXED);
-        } else {
-            blitz__op_unlink(s, op);
-            blitz_waker w = op->blitz__waker;
-            op->blitz__waker = blitz_waker_noop();
-            blitz__mutex_unlock(&s->lock);
-            blitz_waker_drop(w);
-            blitz__op_result(op, BLITZ_EBUSY);
-            return BLITZ_READY;
-        }
-    }
-    blitz__mutex_unlock(&s->lock);
-    return BLITZ_PENDING;
-}
-
-/* Connections a listener's multishot accept may hold for tasks that have
- * not asked yet. Past it the multishot accept is cancelled and the rest
- * wait in the kernel's backlog, as with a plain accept: a program that
- * stops accepting (a concurrency limit, a graceful stop) must not have
- * the kernel take descriptors for it without bound. The next accept that
- * finds the queue empty arms it again. */
-#define BLITZ__ACCEPT_QUEUE_MAX 64u
-
-/* A CQE of a listener's multishot accept. Dispatching thread. */
-BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
-                                       uint32_t flags) {
-    blitz_waker w = blitz_waker_noop();
-    int ended = !(flags & IORING_CQE_F_MORE);
-    (void)blitz__u32_load(&s->rms_published, BLITZ__ACQUIRE);
-    blitz__mutex_lock(&s->lock);
-    if (ended)
-        s->ms_armed = s->ms_cancelling = 0;
-    blitz_io *waiter = NULL;
-    for (blitz_io *op = s->ops; op; op = op->blitz__next)
-        if (op->blitz__kind == BLITZ__OP_ACCEPT &&
-            blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) == BLITZ__IO_WAIT) {
-            waiter = op;
-            break;
-        }
-    if (res == -ECANCELED && !s->closed && !blitz__u32_load(&io->shutdown, BLITZ__RELAXED))
-        res = -EAGAIN; /* not ours: re-armed by the next accept */
-    if (res >= 0) {
-        /* Queued even with a task waiting, which is woken to take it: a
-         * descriptor stays the listener's (closed with it, or with the
-         * runtime) until a task holds it as a socket, so a waiting task
-         * that never runs again cannot leak it. */
-        if (s->closed) {
-            close(res);
-        } else {
-            void *fds = s->ms_fds;
-            if (s->ms_count == s->ms_cap)
-                blitz__fifo_grow(&fds, &s->ms_head, s->ms_count, &s->ms_cap, sizeof(int), 16);
-            s->ms_fds = (int *)fds;
-            if (s->ms_count < s->ms_cap) {
-                s->ms_fds[(s->ms_head + s->ms_count) % s->ms_cap] = res;
-                s->ms_count++;
-                if (waiter) {
-                    blitz__op_unlink(s, waiter);
-                    w = waiter->blitz__waker;
-                    waiter->blitz__waker = blitz_waker_noop();
-                    blitz__op_set_state(waiter, BLITZ__IO_RETRY);
-                }
-            } else {
-                close(res);
-            }
-            if (s->ms_count >= BLITZ__ACCEPT_QUEUE_MAX && !ended && !s->ms_cancelling) {
-                s->ms_cancelling = 1;
-                blitz__uring_cancel_ud(io, r, (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
-            }
-        }
-    } else if (waiter && res != -EAGAIN) {
-        blitz__op_unlink(s, waiter);
-        w = waiter->blitz__waker;
-        waiter->blitz__waker = blitz_waker_noop();
-        waiter->blitz__res = (res == -ECANCELED && s->closed) ? BLITZ_ECLOSED : res;
-        blitz__op_set_state(waiter, BLITZ__IO_DONE);
-    } else if (res != -EAGAIN && res != -ECANCELED) {
-        s->ms_err = res;
-    }
-    /* Ended with someone still waiting (an error ended it, or the kernel
-     * stopped it): arm again, unless closing. */
-    int rearm = 0;
-    if (ended && !s->closed && !blitz__u32_load(&io->shutdown, BLITZ__RELAXED)) {
-        for (blitz_io *op = s->ops; op; op = op->blitz__next)
-            if (op->blitz__kind == BLITZ__OP_ACCEPT)
-                rearm = 1;
-        if (rearm)
-            blitz__u32_store(&s->rms_published, 1, BLITZ__RELEASE);
-        if (rearm && blitz__uring_arm_accept(io, r, s) == BLITZ_OK)
-            s->ms_armed = 1;
-        else
-            rearm = 0;
-    }
-    blitz__mutex_unlock(&s->lock);
-    if (ended && !rearm) {
-        blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELEASE);
-        blitz__sock_unref(s);
-    }
-    blitz__io_wake(io, w);
-}
-
-static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
-    blitz_socket *s = op->blitz__sock;
-    blitz__io *io = s->io;
-    uint32_t k = op->blitz__kind;
-    int64_t kept;
-    if ((blitz__salvage_kind(k) || k == BLITZ__OP_FD_READ) && blitz__salvage_take(s, op, &kept)) {
-        blitz__op_result(op, kept);
-        return BLITZ_READY;
-    }
-    if (k == BLITZ__OP_ACCEPT && io->ms_accept)
-        return blitz__uring_accept_ms(cx, op);
-    if (blitz__recv_ms_wants(s, k, op->blitz__dir)) {
-        int single_shot = 0;
-        blitz_poll p = blitz__recv_ms_start(cx, op, &single_shot);
-        if (!single_shot)
-            return p;
-    }
-    /* A send into a socket with room completes at once: one system call,
-     * no completion to wait for. */
-    /* A receive right after one that filled its buffer (a bulk stream)
-     * finds data waiting: the system call beats a submission round trip. */
-    int hot = (k == BLITZ__OP_RECV || k == BLITZ__OP_RECVV || k == BLITZ__OP_RECV_FROM) &&
-              blitz__u32_load(&s->rd_hot, BLITZ__RELAXED);
-    if (hot || k == BLITZ__OP_SEND || k == BLITZ__OP_SEND_ALL || k == BLITZ__OP_SENDV ||
-        k == BLITZ__OP_SEND_TO || BLITZ__OP_IS_FD(k)) {
-        for (;;) {
-            int64_t r = blitz__op_syscall(op);
-            if (r == -EINTR)
-                continue;
-            if (r == -EAGAIN) {
-                if (hot)
-                    blitz__u32_store(&s->rd_hot, 0, BLITZ__RELAXED);
-                break;
-            }
-            if (blitz__op_result(op, r))
-                return BLITZ_READY;
-        }
-    }
-    blitz__mutex_lock(&s->lock);
-    if (s->closed) {
-        blitz__mutex_unlock(&s->lock);
-        blitz__op_result(op, BLITZ_ECLOSED);
-        return BLITZ_READY;
-    }
-    int batches = 0;
-    blitz__ring *ring = blitz__uring_mine(io, &batches);
-    blitz_waker mine = blitz_cx_waker(cx);
-    op->blitz__waker = blitz_waker_clone(&mine);
-    /* The ring goes with the op: its cancel must reach the same ring. */
-    op->blitz__flags = (op->blitz__flags & ((1u << BLITZ__OPF_RING_SHIFT) - 1u)) |
-                       BLITZ__OPF_URING | ((ring->index + 1u) << BLITZ__OPF_RING_SHIFT);
-    blitz__op_set_state(op, BLITZ__IO_INFLIGHT);
-    blitz__op_link(s, op);
-    blitz__sock_ref(s);
-    blitz__u64_fetch_add(&io->inflight, 1, BLITZ__RELAXED);
-    /* Under the socket's lock, so a close's ASYNC_CANCEL comes after it. */
-    int rc = blitz__uring_submit_op(io, ring, op, !batches);
-    if (rc != BLITZ_OK) {
-        blitz__op_unlink(s, op);
-        blitz_waker w = op->blitz__waker;
-        op->blitz__waker = blitz_waker_noop();
-        blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELAXED);
-        blitz__mutex_unlock(&s->lock);
-        blitz_waker_drop(w);
-        blitz__sock_unref(s);
-        blitz__op_result(op, rc);
-        return BLITZ_READY;
-    }
-    blitz__mutex_unlock(&s->lock);
-    return BLITZ_PENDING;
-}
-
-/* A completion (io_uring CQE) for `op`. Dispatching thread. */
+/* A completion for `op` (a completion backend's). Dispatching thread. */
 BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, uint32_t flags) {
     (void)flags;
     /* Acquire: pairs with the submitter's release of INFLIGHT (the kernel
@@ -7468,9 +7966,10 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
         blitz__op_set_state(op, BLITZ__IO_IDLE);
     } else {
         /* ENOTSOCK: submitted after the close put its placeholder in. */
-        if ((res == -ECANCELED || (res == -ENOTSOCK && s->fd_placeholder)) && closed)
+        if ((res == BLITZ_ECANCELED || (res == BLITZ_ENOTSOCK && s->fd_placeholder)) && closed)
             res = BLITZ_ECLOSED;
-        else if (res == -ECANCELED && is_connect && (op->blitz__flags & BLITZ__OPF_LIMIT_KERNEL))
+        else if (res == BLITZ_ECANCELED && is_connect &&
+                 (op->blitz__flags & BLITZ__OPF_LIMIT_KERNEL))
             res = BLITZ_ETIMEDOUT; /* its linked timeout fired */
         op->blitz__res = res;
         op->socket = accepted;
@@ -7494,8 +7993,8 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
 /* ---- ops ------------------------------------------------------------------------------------ */
 
 /* A buffer of the runtime's own (blitz__malloc) that `op` was using, now
- * given up by its owner: when the kernel still holds the op (io_uring, in
- * flight or cancelled and not yet completed) the op's completion frees it
+ * given up by its owner: when the kernel still holds the op (a completion
+ * backend, in flight or cancelled and not yet completed) the op's completion frees it
  * (1: the caller must not); otherwise the caller frees it (0). Under the
  * op's lock, which the completion holds as it turns the op idle. */
 BLITZ_PRIVATE int blitz__io_free_after(blitz_io *op, void *buf) {
@@ -7509,9 +8008,7 @@ BLITZ_PRIVATE int blitz__io_free_after(blitz_io *op, void *buf) {
 }
 
 static blitz_poll blitz__op_go(blitz_cx *cx, blitz_io *op) {
-    if (op->blitz__sock->io->kind == BLITZ_BACKEND_IO_URING)
-        return blitz__uring_start(cx, op);
-    return blitz__ready_attempt(cx, op);
+    return op->blitz__sock->io->be->submit(cx, op);
 }
 
 /* An op holds a reference on its socket from its start until its task
@@ -7533,7 +8030,7 @@ static void blitz__op_drop_sock(blitz_io *op) {
 }
 
 /* The task is about to use the descriptor again (a retry after
- * readiness, the system call after an io_uring poll, the rest of a
+ * readiness, the system call after a kernel readiness wait, the rest of a
  * send_all): 0 when the socket's descriptor is closed by now. */
 static int blitz__op_hold_fd(blitz_io *op) {
     if (op->blitz__sockref != 2)
@@ -7583,7 +8080,8 @@ static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket 
             return BLITZ_READY;
         }
         /* The same code on every backend (the kernel says EINVAL for a
-         * Unix listener, and io_uring waits for a connection first). */
+         * Unix listener, and a completion backend's receive waits for a
+         * connection first). */
         if (s->listening &&
             (kind == BLITZ__OP_RECV || kind == BLITZ__OP_RECVV || kind == BLITZ__OP_RECV_FROM)) {
             op->result = BLITZ_ENOTCONN;
@@ -7610,8 +8108,8 @@ static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket 
     case BLITZ__IO_RETRY:
         return blitz__op_go_on(cx, op);
     case BLITZ__IO_DONE:
-        /* A descriptor op's io_uring completion is readiness (POLL_ADD):
-         * the system call comes now. */
+        /* A descriptor op's completion is readiness (a kernel readiness
+         * wait): the system call comes now. */
         if (BLITZ__OP_IS_FD(op->blitz__kind) && op->blitz__kind != BLITZ__OP_FD_POLL &&
             op->blitz__res >= 0)
             return blitz__op_go_on(cx, op);
@@ -7644,11 +8142,11 @@ BLITZ_PRIVATE blitz_poll blitz__io_op_poll(blitz_cx *cx, blitz_io *op, blitz_soc
 
 static int blitz__io_cancel_state(blitz_io *op);
 
-BLITZ_API int blitz_io_cancel(blitz_io *op) {
+static int blitz__io_cancel(blitz_io *op) {
     if (!op)
         return BLITZ_EINVAL;
     if (op->blitz__kind == BLITZ__OP_CONNECT && (op->blitz__flags & BLITZ__OPF_LIMIT_TIMER)) {
-        blitz_timer_cancel(blitz__connect_timer(op));
+        blitz_timer_cancel(NULL, blitz__connect_timer(op));
         blitz__connect_timer(op)->expired = 0;
     }
     int rc = blitz__io_cancel_state(op);
@@ -7693,7 +8191,7 @@ static int blitz__io_cancel_state(blitz_io *op) {
         if (blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) == BLITZ__IO_INFLIGHT) {
             op->blitz__res = 0; /* the completion's count replaces it */
             blitz__op_set_state(op, BLITZ__IO_CANCELLING);
-            blitz__uring_submit_cancel(op->blitz__sock->io, op);
+            op->blitz__sock->io->be->cancel(op->blitz__sock->io, op);
             blitz__op_unlock(op);
             op->result = BLITZ_ECANCELED;
             return BLITZ_OK;
@@ -7725,9 +8223,9 @@ static int blitz__io_cancel_state(blitz_io *op) {
     return BLITZ_OK;
 }
 
-BLITZ_API void blitz_io_cancel_op(blitz_cx *cx, void *op) {
+BLITZ_API void blitz_io_cancel(blitz_cx *cx, void *op) {
     (void)cx;
-    blitz_io_cancel((blitz_io *)op);
+    (void)blitz__io_cancel((blitz_io *)op);
 }
 
 static int blitz__op_sends(uint32_t kind) {
@@ -7736,9 +8234,9 @@ static int blitz__op_sends(uint32_t kind) {
            kind == BLITZ__OP_FD_WRITE_ALL;
 }
 
-/* A cancelled op that had sent bytes (a send_all part of its data; an
- * io_uring send the kernel performed before the cancel reached it):
- * `result` becomes that count. */
+/* A cancelled op that had sent bytes (a send_all part of its data; a send
+ * the kernel performed before the cancel reached it): `result` becomes
+ * that count. */
 static void blitz__op_settled(blitz_io *op) {
     if (op->result != BLITZ_ECANCELED || !blitz__op_sends(op->blitz__kind))
         return;
@@ -7825,20 +8323,20 @@ BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *
     }
     return blitz__op_poll(cx, op, s, BLITZ__OP_SENDV, iov, (size_t)iovcnt, NULL, BLITZ__DIR_WRITE);
 }
-BLITZ_API blitz_poll blitz_udp_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
-                                       size_t len, const blitz_addr *to) {
+BLITZ_API blitz_poll blitz_sock_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                        const void *buf, size_t len, const blitz_addr *to) {
     if (op && blitz__op_state(op) == BLITZ__IO_IDLE && !blitz__addr_valid(to)) {
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
     }
     return blitz__op_poll(cx, op, s, BLITZ__OP_SEND_TO, buf, len, to, BLITZ__DIR_WRITE);
 }
-BLITZ_API blitz_poll blitz_udp_recv_from(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
-                                         size_t len, blitz_addr *from) {
+BLITZ_API blitz_poll blitz_sock_recv_from(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
+                                          size_t len, blitz_addr *from) {
     return blitz__op_poll(cx, op, s, from ? BLITZ__OP_RECV_FROM : BLITZ__OP_RECV, buf, len, from,
                           BLITZ__DIR_READ);
 }
-BLITZ_API blitz_poll blitz_tcp_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener) {
+BLITZ_API blitz_poll blitz_sock_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener) {
     return blitz__op_poll(cx, op, listener, BLITZ__OP_ACCEPT, NULL, 0, NULL, BLITZ__DIR_READ);
 }
 
@@ -7859,19 +8357,19 @@ static blitz_poll blitz__connect_timed_out(blitz_cx *cx, blitz_io *op) {
 
 /* A connect timed by the runtime's timer: the timer runs while the op
  * waits; when it fires first the op is withdrawn (its socket closed) and,
- * once the kernel has let go of a withdrawn io_uring op, the result is
+ * once the kernel has let go of it (a completion backend), the result is
  * BLITZ_ETIMEDOUT. The timer's `expired` marks that wait. */
 static blitz_poll blitz__connect_timed(blitz_cx *cx, blitz_io *op, blitz_poll p) {
     if (!cx || !(op->blitz__flags & BLITZ__OPF_LIMIT_TIMER))
         return p;
     blitz_timer *t = blitz__connect_timer(op);
     if (p == BLITZ_READY) {
-        blitz_timer_cancel(t);
+        blitz_timer_cancel(NULL, t);
         return BLITZ_READY;
     }
     if (blitz_sleep_until(cx, t, t->deadline) == BLITZ_PENDING)
         return BLITZ_PENDING;
-    blitz_io_cancel(op);
+    blitz_io_cancel(NULL, op);
     t->expired = 1;
     return blitz__connect_timed_out(cx, op);
 }
@@ -7905,9 +8403,9 @@ static blitz_poll blitz__connect(blitz_cx *cx, blitz_io *op, const blitz_addr *a
     }
     blitz_runtime *rt = cx->ctx->rt;
     blitz__io *io = rt->io;
-    int fd = socket(addr->u.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd = blitz__socket_open(addr->u.family, SOCK_STREAM, 1);
     if (fd < 0) {
-        op->result = blitz__neg_errno();
+        op->result = fd;
         return BLITZ_READY;
     }
     blitz_socket *s = NULL;
@@ -7925,21 +8423,9 @@ static blitz_poll blitz__connect(blitz_cx *cx, blitz_io *op, const blitz_addr *a
         blitz_timer *t = blitz__connect_timer(op);
         memset(t, 0, sizeof *t);
         t->deadline = blitz_deadline_after(blitz_cx_now(cx), limit_ns);
-        /* The kernel times it with a LINK_TIMEOUT behind the CONNECT, when
-         * the kernel has it, the runtime's clock runs (the kernel's clock
-         * is not a paused one) and this thread parks in the ring it
-         * submits to (a worker, the current-thread driver): a linked pair
-         * must reach the kernel in one piece, and only the ring's parker
-         * submits outside the ring's lock. */
-        int parker = 0;
-        if (io->kind == BLITZ_BACKEND_IO_URING)
-            (void)blitz__uring_mine(io, &parker);
-        if (parker && io->link_timeout && !rt->time->paused) {
-            struct __kernel_timespec *ts =
-                (struct __kernel_timespec *)(void *)((char *)op->blitz__scratch +
-                                                     BLITZ__CONNECT_TS_AT);
-            ts->tv_sec = (long long)(limit_ns / 1000000000);
-            ts->tv_nsec = (long long)(limit_ns % 1000000000);
+        /* The kernel times it when the backend can and the runtime's
+         * clock runs (the kernel's clock is not a paused one). */
+        if (!rt->time->paused && io->be->limit_connect && io->be->limit_connect(io, op, limit_ns)) {
             op->blitz__flags = BLITZ__OPF_LIMIT_KERNEL;
         } else {
             op->blitz__flags = BLITZ__OPF_LIMIT_TIMER;
@@ -7973,26 +8459,6 @@ BLITZ_API blitz_poll blitz_unix_connect(blitz_cx *cx, blitz_io *op, const blitz_
 /* ---- close ------------------------------------------------------------------------------------
  */
 
-/* io_uring: a listener's accept in the kernel holds the socket until its
- * cancel completes, and the handle's descriptor holds it until that
- * completion is reaped, by a worker or the driver, which may be later
- * still; until then its address stays taken (an abstract Unix name, a port
- * bound without SO_REUSEADDR). An eventfd takes the descriptor's number
- * (which stays reserved while ops may name it, and any op on it fails),
- * so the socket goes as soon as the kernel lets go: at once when the
- * closing thread armed the accept (the cancel's task work runs as its
- * submission returns), a moment later otherwise. The caller holds the
- * socket's lock; listeners make no system calls on their descriptor
- * outside it. Without a descriptor to spare nothing changes. */
-static void blitz__sock_release_early(blitz_socket *s) {
-    int ph = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (ph < 0)
-        return;
-    if (syscall(SYS_dup3, ph, s->fd, O_CLOEXEC) >= 0)
-        s->fd_placeholder = 1;
-    close(ph);
-}
-
 BLITZ_API int blitz_sock_close(blitz_socket *s) {
     if (!s)
         return BLITZ_EINVAL;
@@ -8013,29 +8479,15 @@ BLITZ_API int blitz_sock_close(blitz_socket *s) {
             /* Chain through blitz__next (the op is out of every list). */
             op->blitz__next = woken;
             woken = op;
-        } else if (io->kind == BLITZ_BACKEND_IO_URING &&
-                   blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) == BLITZ__IO_INFLIGHT) {
-            blitz__uring_submit_cancel(io, op);
+        } else if (blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) == BLITZ__IO_INFLIGHT) {
+            io->be->cancel(io, op); /* only a completion backend has INFLIGHT ops */
         }
         op = next;
     }
-    if (s->ms_armed)
-        blitz__uring_cancel_ud(io, &io->rings[s->ms_ring],
-                               (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
-    /* The descriptor is closed when the last op lets go of it; io_uring's
-     * accepts hold the listening socket until their cancels complete, and
-     * meanwhile it would take connections only to reset them. Shut down,
-     * it refuses new ones at once, as after a close on the other
-     * backends. (Not an adopted listener: another process may share it.) */
-    if (s->listening && io->kind == BLITZ_BACKEND_IO_URING) {
-        if (s->listen_own)
-            (void)shutdown(s->fd, SHUT_RD);
-        if (s->ms_armed || s->ops)
-            blitz__sock_release_early(s);
-    }
+    if (io->be->close)
+        io->be->close(io, s);
     if (s->listening)
         blitz__u64_store(&io->listener_closed_ns, blitz__now_ns(), BLITZ__RELAXED);
-    blitz__recv_ms_close(s);
     blitz_waker batch[32];
     int n = 0;
     while (woken) {
@@ -8069,74 +8521,41 @@ BLITZ_PRIVATE void blitz__io_drain_fd(int fd) {
     }
 }
 
-static void blitz__io_backend_wait(blitz__io *io, uint64_t timeout_ns) {
-    switch (io->kind) {
-    case BLITZ_BACKEND_EPOLL:
-        blitz__epoll_wait(io, timeout_ns);
-        break;
-    default:
-        blitz__pollb_wait(io, timeout_ns);
-        break;
-    }
-}
-
-static void blitz__io_backend_dispatch(blitz__io *io) {
-    blitz__wake_batch_begin();
-    switch (io->kind) {
-    case BLITZ_BACKEND_EPOLL:
-        blitz__epoll_dispatch(io);
-        break;
-    default:
-        blitz__pollb_dispatch(io);
-        break;
-    }
-    blitz__wake_batch_end();
-}
-
-/* Reaps without blocking (start of a tick). A try-lock: when another
- * thread waits in or dispatches the backend, it does the work. */
+/* Reaps without blocking (start of a tick). */
 BLITZ_PRIVATE void blitz__io_poll(blitz_runtime *rt) {
     blitz__io *io = rt->io;
     if (!io)
         return;
-    if (io->kind == BLITZ_BACKEND_IO_URING) {
-        blitz__uring_poll(io);
-        return;
-    }
-    if (!blitz__mutex_trylock(&io->lock))
-        return;
-    blitz__io_free_deferred(io);
-    blitz__io_backend_wait(io, 0);
-    blitz__io_backend_dispatch(io);
-    blitz__mutex_unlock(&io->lock);
+    io->be->poll(io);
 }
 
-/* A current-thread driver stops driving (its run returns). On io_uring a
- * socket closed in that run keeps its descriptor until its ops' cancels
+/* A current-thread driver stops driving (its run returns). On a
+ * completion backend a socket closed in that run keeps its descriptor until its ops' cancels
  * are reaped; the cancels ran when they were submitted, so one look now
  * closes it, rather than at the next drive or the free, which may be much
  * later (a peer waits for the end of the stream meanwhile). */
 BLITZ_PRIVATE void blitz__io_after_drive(blitz_runtime *rt) {
-    if (rt->io && rt->io->kind == BLITZ_BACKEND_IO_URING)
-        blitz__uring_poll(rt->io);
+    if (rt->io && rt->io->be->after_drive)
+        rt->io->be->after_drive(rt->io);
 }
 
 /* Before a tick of a thread that runs tasks: a non-blocking look at the
  * backend when one is due. `*polls_since` counts the thread's task polls
  * since it last looked or parked in the backend (the caller adds each
  * tick's and clears it after a park); reset here after a look.
- * epoll: a look is a system call, and one right after a park or after a
- * tick that ran its queue dry mostly finds nothing (the thread parks in
- * the backend next anyway when it has nothing to run), so it looks only
- * after an interval of polls, enough to keep a busy thread's I/O flowing.
- * Every tick for the others: io_uring's look costs no system call and
- * flushes the tick's submissions; poll's picks up the interest the tick
+ * A backend whose look is a system call (look_interval) looks only after
+ * an interval of polls, enough to keep a busy thread's I/O flowing: one
+ * right after a park or after a tick that ran its queue dry mostly finds
+ * nothing (the thread parks in the backend next anyway when it has
+ * nothing to run). Every tick for the others: a completion ring's look
+ * costs no system call and flushes the tick's submissions; poll's picks
+ * up the interest the tick
  * registered, which would otherwise interrupt a blocked poller to rebuild
  * its set (measured with 3,000 idle connections: 0.33 ms echo latency
  * instead of 0.64). */
 BLITZ_PRIVATE void blitz__io_between_ticks(blitz_runtime *rt, uint64_t *polls_since) {
     blitz__io *io = rt->io;
-    if (!io || (io->kind == BLITZ_BACKEND_EPOLL && *polls_since < BLITZ__IO_EVENT_INTERVAL))
+    if (!io || *polls_since < io->be->look_interval)
         return;
     blitz__io_poll(rt);
     *polls_since = 0;
@@ -8146,7 +8565,7 @@ BLITZ_PRIVATE void blitz__io_between_ticks(blitz_runtime *rt, uint64_t *polls_si
  * not spin by default: its wake-ups come from the kernel, which reaches a
  * worker parked in the backend directly, and spinning only takes CPU time
  * from the peers (measured: 10-13 us of server CPU per echo request with
- * spinning, 6-7 without, on io_uring). An explicit spin_before_park is
+ * spinning, 6-7 without, on the completion backend). An explicit spin_before_park is
  * kept. */
 BLITZ_PRIVATE uint32_t blitz__io_spin_rounds(blitz_runtime *rt) {
     if (!rt->spin_explicit && rt->io && blitz__u32_load(&rt->io->nsocks, BLITZ__RELAXED))
@@ -8162,39 +8581,39 @@ BLITZ_PRIVATE int blitz__io_serving(blitz_runtime *rt) {
     return rt->io && blitz__u32_load(&rt->io->nsocks, BLITZ__RELAXED) != 0;
 }
 
-/* Completions are waiting, known without a system call (io_uring's CQ
- * rings): a spinning worker stops spinning and reaps them. */
+/* Completions are waiting, known without a system call (a completion
+ * backend's rings): a spinning worker stops spinning and reaps them. */
 BLITZ_PRIVATE int blitz__io_ready_cheap(blitz_runtime *rt) {
     blitz__io *io = rt->io;
-    return io && io->kind == BLITZ_BACKEND_IO_URING && blitz__uring_ready_cheap(io);
+    return io && io->be->ready_cheap && io->be->ready_cheap(io);
 }
 
-/* Every parked worker waits in the backend (its own io_uring ring), not
- * only the timer sleeper. */
+/* Every parked worker waits in the backend (its own ring), not only the
+ * timer sleeper. */
 BLITZ_PRIVATE int blitz__io_parks_workers(blitz_runtime *rt) {
-    return rt->io && rt->io->kind == BLITZ_BACKEND_IO_URING && rt->io->nrings > 1;
+    return rt->io && rt->io->be->parks_workers && rt->io->be->parks_workers(rt->io);
 }
 
-/* A worker thread starts: with io_uring it arms its own ring's polls. */
+/* A worker thread starts (a completion backend arms its own ring's polls). */
 BLITZ_PRIVATE void blitz__io_worker_start(blitz_runtime *rt, uint32_t index) {
     blitz__io *io = rt->io;
-    if (io && io->kind == BLITZ_BACKEND_IO_URING)
-        blitz__uring_worker_start(io, index);
+    if (io && io->be->worker_start)
+        io->be->worker_start(io, index);
 }
 
 /* The calling thread starts driving a current-thread runtime. */
 BLITZ_PRIVATE void blitz__io_driver_start(blitz_runtime *rt) {
     blitz__io *io = rt->io;
-    if (io && io->kind == BLITZ_BACKEND_IO_URING)
-        blitz__uring_driver_start(io);
+    if (io && io->be->driver_start)
+        io->be->driver_start(io);
 }
 
-/* Gives pending io_uring submissions to the kernel (before a thread sleeps
+/* Gives pending submissions to the kernel (before a thread sleeps
  * anywhere but in the backend). */
 BLITZ_PRIVATE void blitz__io_flush(blitz_runtime *rt) {
     blitz__io *io = rt->io;
-    if (io && io->kind == BLITZ_BACKEND_IO_URING)
-        blitz__uring_flush_mine(io);
+    if (io && io->be->flush)
+        io->be->flush(io);
 }
 
 /* Parks the calling thread in the backend until an event, an unpark of
@@ -8204,72 +8623,64 @@ BLITZ_PRIVATE void blitz__io_flush(blitz_runtime *rt) {
 BLITZ_PRIVATE void blitz__io_park(blitz_runtime *rt, blitz__parker *p, uint64_t timeout_ns,
                                   void (*woke)(void *), void *arg) {
     blitz__io *io = rt->io;
-    if (io->kind == BLITZ_BACKEND_IO_URING) {
-        blitz__uring_park(io, p, timeout_ns ? timeout_ns : BLITZ__IO_FOREVER, woke, arg);
-        return;
-    }
-    blitz__mutex_lock(&io->lock);
-    blitz__io_free_deferred(io);
-    uint32_t expected = BLITZ__UNPARKED;
-    if (blitz__u32_cas(&p->state, &expected, BLITZ__PARKED_DRIVER, BLITZ__ACQ_REL))
-        blitz__io_backend_wait(io, timeout_ns ? timeout_ns : BLITZ__IO_FOREVER);
-    blitz__u32_swap(&p->state, BLITZ__UNPARKED, BLITZ__ACQUIRE);
-    if (woke)
-        woke(arg);
-    blitz__io_backend_dispatch(io);
-    blitz__mutex_unlock(&io->lock);
+    io->be->park(io, p, timeout_ns ? timeout_ns : BLITZ__IO_FOREVER, woke, arg);
 }
 
 /* ---- creation, shutdown ------------------------------------------------------------------- */
 
-BLITZ_API const char *blitz_backend_name(blitz_backend b) {
-    switch (b) {
-    case BLITZ_BACKEND_AUTO:
-        return "auto";
-    case BLITZ_BACKEND_IO_URING:
-        return "io_uring";
-    case BLITZ_BACKEND_EPOLL:
-        return "epoll";
-    case BLITZ_BACKEND_POLL:
-        return "poll";
+/* The backends, in the order tried without a preference. */
+static const blitz__io_backend *blitz__io_backend_of(int i) {
+    switch (i) {
+    case 0:
+        return blitz__backend_ring();
+    case 1:
+        return blitz__backend_edge();
+    case 2:
+        return blitz__backend_poll();
     default:
-        return "none";
+        return NULL;
     }
+}
+
+BLITZ_API const char *blitz_backend_name(blitz_backend b) {
+    if (b == BLITZ_BACKEND_AUTO)
+        return "auto";
+    for (int i = 0; blitz__io_backend_of(i); i++)
+        if (blitz__io_backend_of(i)->kind == b)
+            return blitz__io_backend_of(i)->name;
+    return "none";
 }
 
 BLITZ_API blitz_backend blitz_runtime_backend(const blitz_runtime *rt) {
-    return rt && rt->io ? rt->io->kind : BLITZ_BACKEND_NONE;
+    return rt && rt->io ? rt->io->be->kind : BLITZ_BACKEND_NONE;
 }
 
-static int blitz__io_try(blitz__io *io, blitz_backend b) {
-    io->kind = b;
-    switch (b) {
-    case BLITZ_BACKEND_IO_URING:
-        return blitz__uring_init(io, io->rt->workers ? io->rt->num_workers : 0);
-    case BLITZ_BACKEND_EPOLL:
-        return blitz__epoll_init(io);
-    case BLITZ_BACKEND_POLL:
-        return blitz__pollb_init(io);
-    default:
+static int blitz__io_try(blitz__io *io, const blitz__io_backend *be) {
+    if (!be)
         return BLITZ_EINVAL;
-    }
+    io->be = be;
+    int rc = be->init(io);
+    if (rc != BLITZ_OK)
+        io->be = NULL;
+    return rc;
 }
 
-static blitz_backend blitz__backend_from_env(void) {
+/* The backend the BLITZ_BACKEND environment variable names, or NULL. */
+static const blitz__io_backend *blitz__backend_from_env(void) {
     const char *e = getenv("BLITZ_BACKEND");
     if (!e || !*e)
-        return BLITZ_BACKEND_AUTO;
-    if (!strcasecmp(e, "io_uring") || !strcasecmp(e, "uring"))
-        return BLITZ_BACKEND_IO_URING;
-    if (!strcasecmp(e, "epoll"))
-        return BLITZ_BACKEND_EPOLL;
-    if (!strcasecmp(e, "poll"))
-        return BLITZ_BACKEND_POLL;
-    return BLITZ_BACKEND_AUTO;
+        return NULL;
+    for (int i = 0; blitz__io_backend_of(i); i++) {
+        const blitz__io_backend *be = blitz__io_backend_of(i);
+        if (!strcasecmp(e, be->name) || (be->alias && !strcasecmp(e, be->alias)))
+            return be;
+    }
+    return NULL;
 }
 
 /* Creates rt->io. `forced`: a backend from the config that must start.
- * Without one: the environment's preference, then io_uring, epoll, poll. */
+ * Without one: the environment's preference, then the backends in order
+ * (the completion one, then the readiness ones). */
 BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
     if (forced > BLITZ_BACKEND_NONE)
         return BLITZ_EINVAL;
@@ -8279,27 +8690,25 @@ BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
     if (!io)
         return BLITZ_ENOMEM;
     io->rt = rt;
+    io->wake_fd = io->wake_rd = -1;
     io->epfd = -1;
     io->shared_efd = -1;
     blitz__mutex_init(&io->lock);
     blitz__mutex_init(&io->socks_lock);
     blitz__mutex_init(&io->poll_lock);
-    io->wake_fd = blitz__fd_above_stdio(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-    int rc = io->wake_fd < 0 ? (int)blitz__neg_errno() : BLITZ_EINVAL;
-    if (io->wake_fd >= 0) {
-        if (forced != BLITZ_BACKEND_AUTO) {
-            rc = blitz__io_try(io, forced);
-        } else {
-            blitz_backend order[4] = {blitz__backend_from_env(), BLITZ_BACKEND_IO_URING,
-                                      BLITZ_BACKEND_EPOLL, BLITZ_BACKEND_POLL};
-            for (int i = 0; i < 4 && rc != BLITZ_OK; i++)
-                if (order[i] != BLITZ_BACKEND_AUTO)
-                    rc = blitz__io_try(io, order[i]);
-        }
+    int rc = BLITZ_EINVAL;
+    if (forced != BLITZ_BACKEND_AUTO) {
+        for (int i = 0; blitz__io_backend_of(i); i++)
+            if (blitz__io_backend_of(i)->kind == forced)
+                rc = blitz__io_try(io, blitz__io_backend_of(i));
+    } else {
+        const blitz__io_backend *env = blitz__backend_from_env();
+        if (env)
+            rc = blitz__io_try(io, env);
+        for (int i = 0; rc != BLITZ_OK && blitz__io_backend_of(i); i++)
+            rc = blitz__io_try(io, blitz__io_backend_of(i));
     }
     if (rc != BLITZ_OK) {
-        if (io->wake_fd >= 0)
-            close(io->wake_fd);
         blitz__mutex_destroy(&io->lock);
         blitz__mutex_destroy(&io->socks_lock);
         blitz__mutex_destroy(&io->poll_lock);
@@ -8314,8 +8723,7 @@ BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
 /* The descriptor that wakes worker `index` (UINT32_MAX: the current-thread
  * driver) when it is parked in the backend. */
 BLITZ_PRIVATE int blitz__io_wake_fd(const blitz__io *io, uint32_t index) {
-    return io->kind == BLITZ_BACKEND_IO_URING && index != UINT32_MAX ? io->rings[index].wake_fd
-                                                                     : io->wake_fd;
+    return io->be->wake_fd ? io->be->wake_fd(io, index) : io->wake_fd;
 }
 
 /* Wakers taken from ops while the sockets' locks are held, dropped after:
@@ -8370,16 +8778,12 @@ static int blitz__io_shutdown_pass(blitz__io *io, blitz__waker_list *dropped) {
                 blitz__op_lock(op);
                 blitz__op_set_state(op, BLITZ__IO_CANCELLING);
                 blitz__op_unlock(op);
-                blitz__uring_submit_cancel(io, op);
+                io->be->cancel(io, op);
             }
             op = next;
         }
-        if (complete) {
-            if (s->ms_armed)
-                blitz__uring_cancel_ud(io, &io->rings[s->ms_ring],
-                                       (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
-            blitz__recv_ms_close(s);
-        }
+        if (complete && io->be->quiesce)
+            io->be->quiesce(io, s);
         blitz__mutex_unlock(&s->lock);
     }
     blitz__mutex_unlock(&io->socks_lock);
@@ -8387,7 +8791,7 @@ static int blitz__io_shutdown_pass(blitz__io *io, blitz__waker_list *dropped) {
 }
 
 /* Shutdown (no task runs any more): every op is cancelled and its waker
- * dropped; io_uring completions are awaited so the kernel holds no buffer
+ * dropped; a completion backend's completions are awaited so the kernel holds no buffer
  * when the task blocks are freed. */
 BLITZ_PRIVATE void blitz__io_shutdown(blitz_runtime *rt) {
     blitz__io *io = rt->io;
@@ -8407,8 +8811,8 @@ BLITZ_PRIVATE void blitz__io_shutdown(blitz_runtime *rt) {
     } while (!complete);
     if (dropped.items != dropped.inline_items)
         blitz__free(dropped.items);
-    if (io->kind == BLITZ_BACKEND_IO_URING)
-        blitz__uring_drain(io);
+    if (io->be->drain)
+        io->be->drain(io);
 }
 
 /* Frees the driver and every socket still open. */
@@ -8427,18 +8831,7 @@ BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
         s = next;
     }
     io->all = NULL;
-    switch (io->kind) {
-    case BLITZ_BACKEND_IO_URING:
-        blitz__uring_destroy(io);
-        break;
-    case BLITZ_BACKEND_EPOLL:
-        blitz__epoll_destroy(io);
-        break;
-    default:
-        blitz__pollb_destroy(io);
-        break;
-    }
-    close(io->wake_fd);
+    io->be->destroy(io);
     blitz__mutex_destroy(&io->lock);
     blitz__mutex_destroy(&io->socks_lock);
     blitz__mutex_destroy(&io->poll_lock);
@@ -8446,266 +8839,160 @@ BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
     rt->io = NULL;
 }
 /* ====[ END src/io/driver.c ]============================================== */
-/* ====[ BEGIN src/io/uring_recv_ms.c ]===================================== */
-/* >>io/uring_recv_ms */
-/* Multishot receives on io_uring stream sockets.
+/* ====[ BEGIN src/io/readiness.c ]========================================= */
+/* >>io/readiness */
+/* The path shared by the readiness backends (backend.h): the task tries
+ * the system call, and on EAGAIN its op waits in the socket's list until
+ * an event of its direction.
  *
- * A receive on a socket whose last receive came back short (a request /
- * response stream, most likely empty now) arms one multishot RECV with
- * provided buffers instead of a single-shot RECV. It stays armed for the
- * connection: each arrival of data completes into a buffer of the ring's
- * pool with no new submission and no new poll arming. The completions
- * queue the buffers on the socket in order (`rq`), and a receive copies
- * from there. While one is armed no receive may use the system call (it
- * could overtake data in completions not yet reaped), so it is ended:
- *   - by a receive that fills a buffer of at least a pool buffer's size
- *     (a bulk reader): bulk data goes straight into the reader's buffer
- *     again, without the copy;
- *   - when the socket holds BLITZ__RECV_MS_HOLD buffers (its reader lags):
- *     the socket's own receive buffer and TCP's window hold the rest, as
- *     they would without it, and the next receive that finds the queue
- *     empty arms it again;
- *   - by the kernel with ENOBUFS when the pool runs dry: the receive that
- *     waits then goes single-shot into its own buffer, the next one arms
- *     again.
- * The ring's owner reaps the completions; a receive that waits is woken
- * to retry and copies by itself, so only its task touches its buffer. */
+ * Each event bumps the direction's sequence number under the socket's
+ * lock, and a waiter registers only if the number did not move since its
+ * attempt, so no event between the attempt and the registration is lost
+ * (the edge-triggered contract). One thread at a time waits in the
+ * backend or dispatches its events (io->lock); the others look with a
+ * try-lock, so a busy worker never blocks on it. */
 /* src/io/io.h already included */
 
-/* Asks the kernel to end the multishot receive. Caller holds the
- * socket's lock. */
-static void blitz__recv_ms_cancel(blitz_socket *s) {
-    if (!s->rms_armed || s->rms_cancelling)
-        return;
-    s->rms_cancelling = 1;
-    blitz__uring_cancel_ud(s->io, &s->io->rings[s->rms_ring],
-                           (uint64_t)(uintptr_t)s | BLITZ__UD_RECV_MS);
-}
-
-/* Whether a receive op of `kind` / `dir` on `s` takes the multishot path:
- * receives on TCP sockets, and descriptor reads of a socket that has
- * multishot state (they hand out what it queued first). Unix sockets stay
- * single-shot: a multishot receive there can miss the peer's end of
- * stream (seen on Linux 6.18: the last data arrives, the EOF never does;
- * reported upstream as liburing issue 1549). */
-BLITZ_PRIVATE int blitz__recv_ms_wants(const blitz_socket *s, uint32_t kind, uint32_t dir) {
-    if (s->type != SOCK_STREAM || (s->family != AF_INET && s->family != AF_INET6) ||
-        !blitz__u32_load(&s->io->ms_recv, BLITZ__RELAXED))
-        return 0;
-    if (kind == BLITZ__OP_RECV || kind == BLITZ__OP_RECVV)
-        return 1;
-    if (kind == BLITZ__OP_FD_READ || (kind == BLITZ__OP_FD_POLL && dir == BLITZ__DIR_READ))
-        return !blitz__recv_ms_direct((blitz_socket *)(uintptr_t)s);
-    return 0;
-}
-
-/* The descriptor is about to be read directly (a descriptor op, a splice):
- * no multishot receive is armed on the socket from now on. Returns 1 when
- * the direct read is safe at once (nothing armed, nothing queued). */
-BLITZ_PRIVATE int blitz__recv_ms_direct(blitz_socket *s) {
-    blitz__mutex_lock(&s->lock);
-    s->rms_off = 1;
-    blitz__recv_ms_cancel(s);
-    int safe = !s->rms_armed && !s->rq_count;
-    blitz__mutex_unlock(&s->lock);
-    return safe;
-}
-
-/* Bytes the op asks for. */
-static size_t blitz__recv_room(const blitz_io *op) {
-    struct iovec one;
-    size_t n, room = 0;
-    const struct iovec *iov = blitz__op_iov(op, &one, &n);
-    for (size_t i = 0; i < n; i++)
-        room += iov[i].iov_len;
-    return room;
-}
-
-/* Gives the head buffer of the queue back to its ring's pool. Caller
- * holds the socket's lock. */
-static void blitz__rq_pop(blitz_socket *s) {
-    blitz__rbuf *b = &s->rq[s->rq_head];
-    blitz__uring_pbuf_put(&s->io->rings[b->ring], b->bid);
-    s->rq_head = (s->rq_head + 1) % s->rq_cap;
-    s->rq_count--;
-}
-
-/* Copies queued data into the op's buffers, in order. Caller holds the
- * socket's lock. */
-static size_t blitz__rq_copy(blitz_socket *s, blitz_io *op) {
-    struct iovec one;
-    size_t n;
-    const struct iovec *iov = blitz__op_iov(op, &one, &n);
-    size_t total = 0;
-    for (size_t i = 0; i < n && s->rq_count; i++) {
-        char *dst = (char *)iov[i].iov_base;
-        size_t room = iov[i].iov_len;
-        while (room && s->rq_count) {
-            blitz__rbuf *b = &s->rq[s->rq_head];
-            size_t take = b->len - b->off;
-            if (take > room)
-                take = room;
-            memcpy(dst, blitz__uring_pbuf_addr(&s->io->rings[b->ring], b->bid) + b->off, take);
-            dst += take;
-            room -= take;
-            total += take;
-            b->off += (uint32_t)take;
-            if (b->off == b->len)
-                blitz__rq_pop(s);
-        }
-    }
-    return total;
-}
-
-/* Appends a filled buffer to the queue; 0 when out of memory. Caller
- * holds the socket's lock. */
-static int blitz__rq_push(blitz_socket *s, uint32_t ring, uint32_t bid, uint32_t len) {
-    void *q = s->rq;
-    if (s->rq_count == s->rq_cap &&
-        !blitz__fifo_grow(&q, &s->rq_head, s->rq_count, &s->rq_cap, sizeof(blitz__rbuf), 8))
-        return 0;
-    s->rq = (blitz__rbuf *)q;
-    blitz__rbuf *b = &s->rq[(s->rq_head + s->rq_count) % s->rq_cap];
-    b->ring = ring;
-    b->bid = bid;
-    b->off = 0;
-    b->len = len;
-    s->rq_count++;
-    return 1;
-}
-
-/* A receive on a stream socket (io_uring). Serves it from the queue, or
- * waits on the armed multishot receive, or arms one. `*single_shot` set:
- * the caller goes on with the system call / single-shot path. */
-BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *single_shot) {
+BLITZ_PRIVATE blitz_poll blitz__ready_submit(blitz_cx *cx, blitz_io *op) {
     blitz_socket *s = op->blitz__sock;
-    blitz__io *io = s->io;
-    *single_shot = 0;
-    blitz__mutex_lock(&s->lock);
-    int64_t r = 0;
-    int done = 1;
-    size_t room = blitz__recv_room(op);
-    if (s->closed) {
-        r = BLITZ_ECLOSED;
-    } else if (op->blitz__kind == BLITZ__OP_FD_POLL) {
-        /* Readable: queued data, the end of the stream, or an error. */
-        if (s->rq_count || s->rms_eof || s->rms_err)
-            r = POLLIN;
-        else
-            done = 0;
-    } else if (s->rq_count || !room) {
-        r = (int64_t)blitz__rq_copy(s, op);
-        /* A bulk reader (a pool buffer's worth at once): its data goes
-         * straight into its own buffers again once the multishot receive
-         * has ended. */
-        if (r >= BLITZ_URING_RECV_BUF_SIZE)
-            blitz__recv_ms_cancel(s);
-    } else if (s->rms_err) {
-        r = s->rms_err;
-        s->rms_err = 0;
-    } else if (!s->rms_eof) {
-        done = 0; /* nothing to hand out: wait */
-    }
-    if (done) {
-        blitz__mutex_unlock(&s->lock);
-        blitz__op_result(op, r);
-        return BLITZ_READY;
-    }
-    if (!s->rms_armed) {
-        /* Nothing queued and nothing armed: the system call is safe. A
-         * bulk reader (its last receive filled its buffer, or got a pool
-         * buffer's worth), a socket the pool could not serve last time, or
-         * one the kernel refused, goes single-shot. */
-        int batches = 0;
-        blitz__ring *ring = blitz__uring_mine(io, &batches);
-        blitz__u32_store(&s->rms_published, 1, BLITZ__RELEASE);
-        if (blitz__u32_load(&s->rd_hot, BLITZ__RELAXED) ||
-            blitz__u32_load(&s->rd_bulk, BLITZ__RELAXED) || s->rms_nobufs || s->rms_off ||
-            !blitz__uring_pbuf_ready(ring) || blitz__uring_arm_recv(io, ring, s, !batches)) {
-            s->rms_nobufs = 0;
+    blitz__atomic_u32 *seqp = op->blitz__dir == BLITZ__DIR_WRITE ? &s->wr_seq : &s->rd_seq;
+    /* A TCP receive after a short one waits for the next read event
+     * without trying: TCP copies until the buffer is full or its queues are
+     * empty, so a short receive drained the socket. The registration below
+     * re-checks the sequence number, so an event since then still leads to
+     * an attempt; once the end of the stream was seen (no further edge
+     * comes) every receive tries. (A Unix stream receive may stop short of queued data: it
+     * does not join segments of different senders.) */
+    int stream_recv = s->type == SOCK_STREAM && (s->family == AF_INET || s->family == AF_INET6) &&
+                      (op->blitz__kind == BLITZ__OP_RECV || op->blitz__kind == BLITZ__OP_RECVV);
+    for (;;) {
+        uint32_t seq0 = blitz__u32_load(seqp, BLITZ__ACQUIRE);
+        int64_t r = BLITZ_EAGAIN;
+        if (!stream_recv || blitz__u32_load(&s->rd_drained, BLITZ__RELAXED) != seq0 + 1u ||
+            blitz__u32_load(&s->rd_final, BLITZ__RELAXED))
+            r = blitz__op_attempt(op);
+        if (r == BLITZ_EINTR)
+            continue;
+        if (stream_recv && r > 0 && op->blitz__kind == BLITZ__OP_RECV && (size_t)r < op->blitz__len)
+            blitz__u32_store(&s->rd_drained, seq0 + 1u, BLITZ__RELAXED);
+        if (r != BLITZ_EAGAIN) {
+            if (blitz__op_result(op, r))
+                return BLITZ_READY;
+            continue;
+        }
+        blitz__mutex_lock(&s->lock);
+        if (s->closed) {
             blitz__mutex_unlock(&s->lock);
-            *single_shot = 1;
-            return BLITZ_PENDING;
+            blitz__op_result(op, BLITZ_ECLOSED);
+            return BLITZ_READY;
         }
-        s->rms_armed = 1;
-        s->rms_ring = ring->index;
-        blitz__sock_ref(s);
-        blitz__u64_fetch_add(&io->inflight, 1, BLITZ__RELAXED);
-        blitz__u64_fetch_add(&io->rms_armed_count, 1, BLITZ__RELAXED);
-    }
-    blitz_waker mine = blitz_cx_waker(cx);
-    op->blitz__waker = blitz_waker_clone(&mine);
-    blitz__op_set_state(op, BLITZ__IO_WAIT);
-    blitz__op_link(s, op);
-    blitz__mutex_unlock(&s->lock);
-    return BLITZ_PENDING;
-}
-
-/* A completion of a socket's multishot receive. The ring's reaping
- * thread. */
-BLITZ_PRIVATE void blitz__io_recv_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
-                                     uint32_t flags) {
-    int ended = !(flags & IORING_CQE_F_MORE);
-    (void)blitz__u32_load(&s->rms_published, BLITZ__ACQUIRE);
-    blitz__mutex_lock(&s->lock);
-    if (flags & IORING_CQE_F_BUFFER) {
-        uint32_t bid = flags >> IORING_CQE_BUFFER_SHIFT;
-        if (res <= 0 || s->closed) {
-            blitz__uring_pbuf_put(r, bid);
-        } else if (!blitz__rq_push(s, r->index, bid, (uint32_t)res)) {
-            /* Out of memory for the queue: the stream lost this data, and
-             * its reader learns it. */
-            blitz__uring_pbuf_put(r, bid);
-            s->rms_err = BLITZ_ENOMEM;
-            blitz__recv_ms_cancel(s);
+        if (blitz__u32_load(seqp, BLITZ__RELAXED) != seq0) {
+            blitz__mutex_unlock(&s->lock);
+            continue;
         }
-    }
-    if (res == 0) {
-        s->rms_eof = 1;
-    } else if (res == -ENOBUFS) {
-        s->rms_nobufs = 1;
-        blitz__u64_fetch_add(&io->rms_nobufs_count, 1, BLITZ__RELAXED);
-    } else if (res == -EINVAL) {
-        s->rms_off = 1;
-    } else if (res < 0 && res != -ECANCELED && !s->rms_err) {
-        s->rms_err = res;
-    }
-    if (ended) {
-        s->rms_armed = 0;
-        s->rms_cancelling = 0;
-    } else if (s->rq_count >= BLITZ__RECV_MS_HOLD && !s->rms_cancelling) {
-        blitz__recv_ms_cancel(s);
-        blitz__u64_fetch_add(&io->rms_held_cancels, 1, BLITZ__RELAXED);
-    }
-    blitz__mutex_unlock(&s->lock);
-    /* Every read waiting on the socket tries again (normally one), as for
-     * a readiness event. */
-    blitz__io_ready(s, 1, 0);
-    if (ended) {
-        blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELEASE);
-        blitz__sock_unref(s);
+        blitz_waker mine = blitz_cx_waker(cx);
+        op->blitz__waker = blitz_waker_clone(&mine);
+        blitz__op_set_state(op, BLITZ__IO_WAIT);
+        blitz__op_link(s, op);
+        if (s->io->be->want)
+            s->io->be->want(s->io, s, 1u << op->blitz__dir);
+        blitz__mutex_unlock(&s->lock);
+        return BLITZ_PENDING;
     }
 }
 
-/* The socket closes (or the runtime shuts down): end the multishot
- * receive, give the queued buffers back. Caller holds the socket's
- * lock. */
-BLITZ_PRIVATE void blitz__recv_ms_close(blitz_socket *s) {
-    blitz__recv_ms_cancel(s);
-    while (s->rq_count)
-        blitz__rq_pop(s);
+/* An event on `s`: bump the sequence numbers, wake the waiters of those
+ * directions (ops in WAIT; on a completion backend the list also holds ops
+ * the kernel owns, which are left alone). `want` becomes the directions
+ * still waited for (only the poll backend reads it). Any thread. */
+BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr) {
+    uint32_t mask = (rd ? 1u : 0u) | (wr ? 2u : 0u);
+    if (!mask)
+        return;
+    int bumped = 0;
+    for (;;) {
+        blitz_waker batch[16];
+        int n = 0, more = 0;
+        blitz__mutex_lock(&s->lock);
+        if (!bumped) {
+            if (mask & 1u)
+                blitz__u32_store(&s->rd_seq, blitz__u32_load(&s->rd_seq, BLITZ__RELAXED) + 1,
+                                 BLITZ__RELEASE);
+            if (mask & 2u)
+                blitz__u32_store(&s->wr_seq, blitz__u32_load(&s->wr_seq, BLITZ__RELAXED) + 1,
+                                 BLITZ__RELEASE);
+            bumped = 1;
+        }
+        uint32_t want = 0;
+        blitz_io *op = s->ops;
+        while (op) {
+            blitz_io *next = op->blitz__next;
+            uint32_t bit = 1u << op->blitz__dir;
+            if (blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) != BLITZ__IO_WAIT) {
+                op = next;
+                continue;
+            }
+            if ((mask & bit) && !more) {
+                if (n == 16) {
+                    more = 1;
+                    want |= bit;
+                } else {
+                    blitz__op_unlink(s, op);
+                    batch[n++] = op->blitz__waker;
+                    op->blitz__waker = blitz_waker_noop();
+                    blitz__op_set_state(op, BLITZ__IO_RETRY);
+                }
+            } else {
+                want |= bit;
+            }
+            op = next;
+        }
+        blitz__u32_store(&s->want, want, BLITZ__RELAXED);
+        blitz__mutex_unlock(&s->lock);
+        for (int i = 0; i < n; i++)
+            blitz__io_wake(s->io, batch[i]);
+        if (!more)
+            return;
+    }
 }
 
-/* The socket's memory goes (its rings may be gone already). */
-BLITZ_PRIVATE void blitz__recv_ms_release(blitz_socket *s) {
-    blitz__free(s->rq);
-    s->rq = NULL;
-    s->rq_count = s->rq_cap = 0;
+/* Delivers the events of the last wait (io->lock held). */
+static void blitz__ready_dispatch(blitz__io *io) {
+    blitz__wake_batch_begin();
+    io->be->dispatch(io);
+    blitz__wake_batch_end();
 }
-/* ====[ END src/io/uring_recv_ms.c ]======================================= */
+
+/* The readiness backends' look: a try-lock, so a thread already waiting in
+ * or dispatching the backend does the work. */
+BLITZ_PRIVATE void blitz__ready_poll(blitz__io *io) {
+    if (!blitz__mutex_trylock(&io->lock))
+        return;
+    blitz__io_free_deferred(io);
+    io->be->wait(io, 0);
+    blitz__ready_dispatch(io);
+    blitz__mutex_unlock(&io->lock);
+}
+
+/* The readiness backends' park: one thread at a time waits in the backend
+ * (io->lock) and dispatches what it got. */
+BLITZ_PRIVATE void blitz__ready_park(blitz__io *io, blitz__parker *p, uint64_t timeout_ns,
+                                     void (*woke)(void *), void *arg) {
+    blitz__mutex_lock(&io->lock);
+    blitz__io_free_deferred(io);
+    uint32_t expected = BLITZ__UNPARKED;
+    if (blitz__u32_cas(&p->state, &expected, BLITZ__PARKED_DRIVER, BLITZ__ACQ_REL))
+        io->be->wait(io, timeout_ns);
+    blitz__u32_swap(&p->state, BLITZ__UNPARKED, BLITZ__ACQUIRE);
+    if (woke)
+        woke(arg);
+    blitz__ready_dispatch(io);
+    blitz__mutex_unlock(&io->lock);
+}
+/* ====[ END src/io/readiness.c ]=========================================== */
 /* ====[ BEGIN src/io/salvage.c ]=========================================== */
 /* >>io/salvage */
-/* Data of a receive that was cancelled too late (io_uring).
+/* Data of a receive that was cancelled too late (a completion backend).
  *
  * A cancel of a receive the kernel holds races with its completion: the
  * kernel may have copied data into the op's buffer already, and then the
@@ -8836,20 +9123,29 @@ BLITZ_PRIVATE void blitz__salvage_release(blitz_socket *s) {
 /* ====[ END src/io/salvage.c ]============================================= */
 /* ====[ BEGIN src/io/epoll.c ]============================================= */
 /* >>io/epoll */
-/* The epoll backend: every socket is registered once, edge-triggered, for
- * both directions (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET), with the
- * socket as the event's data; an event bumps the socket's sequence numbers
- * and wakes the waiters of its directions (io_driver.c). The driver's
- * eventfd is registered level-triggered with NULL data. */
+/* The epoll backend, a readiness backend (backend.h): every socket is
+ * registered once, edge-triggered, for both directions (EPOLLIN | EPOLLOUT
+ * | EPOLLRDHUP | EPOLLET), with the socket as the event's data; an event
+ * bumps the socket's sequence numbers and wakes the waiters of its
+ * directions (blitz__io_ready). Its wake-up object, an eventfd, is
+ * registered level-triggered with NULL data. */
 /* src/io/io.h already included */
 
 #if !defined(BLITZ_NO_EPOLL)
 
-BLITZ_PRIVATE int blitz__epoll_init(blitz__io *io) {
-    io->epfd = blitz__fd_above_stdio(epoll_create1(EPOLL_CLOEXEC));
-    if (io->epfd < 0)
+static void blitz__epoll_destroy(blitz__io *io);
+
+static int blitz__epoll_init(blitz__io *io) {
+    io->wake_fd = io->wake_rd = blitz__fd_above_stdio(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    if (io->wake_fd < 0)
         return blitz__from_errno(errno);
-    io->events = (struct epoll_event *)blitz__calloc(sizeof(struct epoll_event) * BLITZ__IO_EVENTS);
+    io->epfd = blitz__fd_above_stdio(epoll_create1(EPOLL_CLOEXEC));
+    if (io->epfd < 0) {
+        int rc = blitz__from_errno(errno);
+        blitz__epoll_destroy(io);
+        return rc;
+    }
+    io->events = blitz__calloc(sizeof(struct epoll_event) * BLITZ__IO_EVENTS);
     struct epoll_event ev;
     memset(&ev, 0, sizeof ev);
     ev.events = EPOLLIN;
@@ -8857,26 +9153,26 @@ BLITZ_PRIVATE int blitz__epoll_init(blitz__io *io) {
     /* The wait is tried once: a seccomp filter may refuse epoll_wait
      * alone, and workers would retry it forever. */
     if (!io->events || epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->wake_fd, &ev) < 0 ||
-        (epoll_wait(io->epfd, io->events, 1, 0) < 0 && errno != EINTR)) {
+        (epoll_wait(io->epfd, (struct epoll_event *)io->events, 1, 0) < 0 && errno != EINTR)) {
         int rc = io->events ? blitz__from_errno(errno) : BLITZ_ENOMEM;
-        blitz__free(io->events);
-        io->events = NULL;
-        close(io->epfd);
-        io->epfd = -1;
+        blitz__epoll_destroy(io);
         return rc;
     }
     return BLITZ_OK;
 }
 
-BLITZ_PRIVATE void blitz__epoll_destroy(blitz__io *io) {
+static void blitz__epoll_destroy(blitz__io *io) {
     if (io->epfd >= 0)
         close(io->epfd);
     io->epfd = -1;
     blitz__free(io->events);
     io->events = NULL;
+    if (io->wake_fd >= 0)
+        close(io->wake_fd);
+    io->wake_fd = io->wake_rd = -1;
 }
 
-BLITZ_PRIVATE int blitz__epoll_add(blitz__io *io, blitz_socket *s) {
+static int blitz__epoll_add(blitz__io *io, blitz_socket *s) {
     struct epoll_event ev;
     memset(&ev, 0, sizeof ev);
     ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
@@ -8886,13 +9182,13 @@ BLITZ_PRIVATE int blitz__epoll_add(blitz__io *io, blitz_socket *s) {
     return BLITZ_OK;
 }
 
-BLITZ_PRIVATE void blitz__epoll_del(blitz__io *io, blitz_socket *s) {
+static void blitz__epoll_del(blitz__io *io, blitz_socket *s) {
     if (s->fd >= 0)
         epoll_ctl(io->epfd, EPOLL_CTL_DEL, s->fd, NULL);
 }
 
 /* Caller holds io->lock. timeout_ns: 0 = do not block, BLITZ__IO_FOREVER. */
-BLITZ_PRIVATE void blitz__epoll_wait(blitz__io *io, uint64_t timeout_ns) {
+static void blitz__epoll_wait(blitz__io *io, uint64_t timeout_ns) {
     int ms;
     if (timeout_ns == BLITZ__IO_FOREVER)
         ms = -1;
@@ -8903,18 +9199,18 @@ BLITZ_PRIVATE void blitz__epoll_wait(blitz__io *io, uint64_t timeout_ns) {
         uint64_t m = (timeout_ns + 999999u) / 1000000u;
         ms = m > INT_MAX ? INT_MAX : (int)m;
     }
-    int n = epoll_wait(io->epfd, io->events, BLITZ__IO_EVENTS, ms);
+    int n = epoll_wait(io->epfd, (struct epoll_event *)io->events, BLITZ__IO_EVENTS, ms);
     io->nevents = n < 0 ? 0 : n;
 }
 
-BLITZ_PRIVATE void blitz__epoll_dispatch(blitz__io *io) {
+static void blitz__epoll_dispatch(blitz__io *io) {
     int n = io->nevents;
     io->nevents = 0;
     for (int i = 0; i < n; i++) {
-        struct epoll_event *e = &io->events[i];
+        struct epoll_event *e = &((struct epoll_event *)io->events)[i];
         blitz_socket *s = (blitz_socket *)e->data.ptr;
         if (!s) {
-            blitz__io_drain_fd(io->wake_fd);
+            blitz__io_drain_fd(io->wake_rd);
             continue;
         }
         uint32_t ev = e->events;
@@ -8929,46 +9225,63 @@ BLITZ_PRIVATE void blitz__epoll_dispatch(blitz__io *io) {
     }
 }
 
+static const blitz__io_backend blitz__epoll_vtable = {
+    .kind = BLITZ_BACKEND_EPOLL,
+    .name = "epoll",
+    .completion = 0,
+    .look_interval = BLITZ__IO_EVENT_INTERVAL, /* a look is a system call */
+    .init = blitz__epoll_init,
+    .destroy = blitz__epoll_destroy,
+    .submit = blitz__ready_submit,
+    .sock_add = blitz__epoll_add,
+    .sock_del = blitz__epoll_del,
+    .poll = blitz__ready_poll,
+    .park = blitz__ready_park,
+    .wait = blitz__epoll_wait,
+    .dispatch = blitz__epoll_dispatch,
+};
+
 #else
 
-BLITZ_PRIVATE int blitz__epoll_init(blitz__io *io) {
+static int blitz__epoll_init(blitz__io *io) {
     (void)io;
     return BLITZ_ENOSYS;
-}
-BLITZ_PRIVATE void blitz__epoll_destroy(blitz__io *io) {
-    (void)io;
-}
-BLITZ_PRIVATE int blitz__epoll_add(blitz__io *io, blitz_socket *s) {
-    (void)io;
-    (void)s;
-    return BLITZ_ENOSYS;
-}
-BLITZ_PRIVATE void blitz__epoll_del(blitz__io *io, blitz_socket *s) {
-    (void)io;
-    (void)s;
-}
-BLITZ_PRIVATE void blitz__epoll_wait(blitz__io *io, uint64_t timeout_ns) {
-    (void)io;
-    (void)timeout_ns;
-}
-BLITZ_PRIVATE void blitz__epoll_dispatch(blitz__io *io) {
-    (void)io;
 }
 
+static const blitz__io_backend blitz__epoll_vtable = {
+    .kind = BLITZ_BACKEND_EPOLL,
+    .name = "epoll",
+    .init = blitz__epoll_init,
+};
+
 #endif
+
+BLITZ_PRIVATE const blitz__io_backend *blitz__backend_edge(void) {
+    return &blitz__epoll_vtable;
+}
 /* ====[ END src/io/epoll.c ]=============================================== */
 /* ====[ BEGIN src/io/poll.c ]============================================== */
 /* >>io/poll */
-/* The poll backend, the portable fallback. Level-triggered, so only the
- * directions that have waiters are polled: a socket joins the poll set
- * when an op registers a waiter (its `want` bits) and leaves it when a
- * wait cycle finds it without waiters. A thread blocked in poll() is
- * kicked through the eventfd when a socket joins. */
+/* The poll backend, the portable fallback, a readiness backend
+ * (backend.h). Level-triggered, so only the directions that have waiters
+ * are polled: a socket joins the poll set when an op registers a waiter
+ * (its `want` bits) and leaves it when a wait cycle finds it without
+ * waiters. Its wake-up object is a self-pipe (io->wake_fd writes, its
+ * read end io->wake_rd is always in the set); a thread blocked in ppoll
+ * is kicked through it when a socket joins or leaves the set. */
 /* src/io/io.h already included */
 
 #if !defined(BLITZ_NO_POLL)
 
-BLITZ_PRIVATE int blitz__pollb_init(blitz__io *io) {
+static void blitz__pollb_destroy(blitz__io *io);
+
+static int blitz__pollb_init(blitz__io *io) {
+    int fds[2];
+    int opened = blitz__pipe_open(fds, 1);
+    if (opened != BLITZ_OK)
+        return opened;
+    io->wake_rd = blitz__fd_above_stdio(fds[0]);
+    io->wake_fd = blitz__fd_above_stdio(fds[1]);
     io->pcap = 64;
     io->pset = (blitz_socket **)blitz__calloc(sizeof(blitz_socket *) * io->pcap);
     io->pfd_cap = 65;
@@ -8981,6 +9294,7 @@ BLITZ_PRIVATE int blitz__pollb_init(blitz__io *io) {
         io->pset = NULL;
         io->pfds = NULL;
         io->psocks = NULL;
+        blitz__pollb_destroy(io);
         return BLITZ_ENOMEM;
     }
     /* The wait is tried once: a seccomp filter may refuse ppoll, and
@@ -8994,13 +9308,27 @@ BLITZ_PRIVATE int blitz__pollb_init(blitz__io *io) {
     return BLITZ_OK;
 }
 
-BLITZ_PRIVATE void blitz__pollb_destroy(blitz__io *io) {
+static void blitz__pollb_destroy(blitz__io *io) {
     blitz__free(io->pset);
     blitz__free(io->pfds);
     blitz__free(io->psocks);
     io->pset = NULL;
     io->pfds = NULL;
     io->psocks = NULL;
+    if (io->wake_fd >= 0)
+        close(io->wake_fd);
+    if (io->wake_rd >= 0)
+        close(io->wake_rd);
+    io->wake_fd = io->wake_rd = -1;
+}
+
+/* Empties the self-pipe (every wake-up wrote 8 bytes). */
+static void blitz__pollb_drain(int fd) {
+    char buf[256];
+    ssize_t r;
+    do
+        r = read(fd, buf, sizeof buf);
+    while (r == (ssize_t)sizeof buf || (r < 0 && errno == EINTR));
 }
 
 static int blitz__pollb_grow(void **p, uint32_t *cap, size_t elem, uint32_t need) {
@@ -9019,8 +9347,11 @@ static int blitz__pollb_grow(void **p, uint32_t *cap, size_t elem, uint32_t need
     return 1;
 }
 
-/* A socket got a waiter (caller holds its lock, `want` already set). */
-BLITZ_PRIVATE void blitz__pollb_want(blitz__io *io, blitz_socket *s) {
+/* A socket got a waiter of direction `bit` (caller holds its lock). */
+static void blitz__pollb_want(blitz__io *io, blitz_socket *s, uint32_t bit) {
+    if (blitz__u32_load(&s->want, BLITZ__RELAXED) & bit)
+        return;
+    blitz__u32_fetch_or(&s->want, bit, BLITZ__SEQ_CST);
     blitz__mutex_lock(&io->poll_lock);
     if (s->poll_slot < 0) {
         if (blitz__pollb_grow((void **)&io->pset, &io->pcap, sizeof(blitz_socket *),
@@ -9053,7 +9384,7 @@ static void blitz__pollb_remove_locked(blitz__io *io, blitz_socket *s) {
  * poller blocked with it in its set is woken: its ppoll holds the file
  * open (a TCP peer would not see the end of the stream until it
  * returns). */
-BLITZ_PRIVATE void blitz__pollb_forget(blitz__io *io, blitz_socket *s) {
+static void blitz__pollb_forget(blitz__io *io, blitz_socket *s) {
     blitz__mutex_lock(&io->poll_lock);
     int was_in_set = s->poll_slot >= 0;
     blitz__pollb_remove_locked(io, s);
@@ -9065,7 +9396,7 @@ BLITZ_PRIVATE void blitz__pollb_forget(blitz__io *io, blitz_socket *s) {
     }
 }
 
-BLITZ_PRIVATE void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns) {
+static void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns) {
     if (timeout_ns)
         blitz__u32_store(&io->poll_blocked, 1, BLITZ__SEQ_CST);
     blitz__mutex_lock(&io->poll_lock);
@@ -9080,7 +9411,8 @@ BLITZ_PRIVATE void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns) {
         }
         io->pfd_cap = cap < cap2 ? cap : cap2;
     }
-    io->pfds[n].fd = io->wake_fd;
+    short rd_events = blitz__poll_read_events();
+    io->pfds[n].fd = io->wake_rd;
     io->pfds[n].events = POLLIN;
     io->pfds[n].revents = 0;
     io->psocks[n++] = NULL;
@@ -9092,8 +9424,7 @@ BLITZ_PRIVATE void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns) {
             continue;
         }
         io->pfds[n].fd = s->fd;
-        io->pfds[n].events =
-            (short)(((want & 1u) ? (POLLIN | POLLRDHUP) : 0) | ((want & 2u) ? POLLOUT : 0));
+        io->pfds[n].events = (short)(((want & 1u) ? rd_events : 0) | ((want & 2u) ? POLLOUT : 0));
         io->pfds[n].revents = 0;
         io->psocks[n++] = s;
         i++;
@@ -9110,7 +9441,8 @@ BLITZ_PRIVATE void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns) {
     io->npfds = r > 0 ? n : 0;
 }
 
-BLITZ_PRIVATE void blitz__pollb_dispatch(blitz__io *io) {
+static void blitz__pollb_dispatch(blitz__io *io) {
+    short rd_events = blitz__poll_read_events();
     int n = io->npfds;
     io->npfds = 0;
     for (int i = 0; i < n; i++) {
@@ -9119,41 +9451,50 @@ BLITZ_PRIVATE void blitz__pollb_dispatch(blitz__io *io) {
             continue;
         blitz_socket *s = io->psocks[i];
         if (!s) {
-            blitz__io_drain_fd(io->wake_fd);
+            blitz__pollb_drain(io->wake_rd);
             continue;
         }
-        int rd = (ev & (POLLIN | POLLRDHUP | POLLHUP | POLLERR | POLLNVAL | POLLPRI)) != 0;
+        int rd = (ev & (rd_events | POLLHUP | POLLERR | POLLNVAL | POLLPRI)) != 0;
         int wr = (ev & (POLLOUT | POLLHUP | POLLERR | POLLNVAL)) != 0;
         blitz__io_ready(s, rd, wr);
     }
 }
 
+static const blitz__io_backend blitz__pollb_vtable = {
+    .kind = BLITZ_BACKEND_POLL,
+    .name = "poll",
+    .completion = 0,
+    .look_interval = 0,
+    .init = blitz__pollb_init,
+    .destroy = blitz__pollb_destroy,
+    .submit = blitz__ready_submit,
+    .sock_del = blitz__pollb_forget,
+    .sock_free = blitz__pollb_forget,
+    .want = blitz__pollb_want,
+    .poll = blitz__ready_poll,
+    .park = blitz__ready_park,
+    .wait = blitz__pollb_wait,
+    .dispatch = blitz__pollb_dispatch,
+};
+
 #else
 
-BLITZ_PRIVATE int blitz__pollb_init(blitz__io *io) {
+static int blitz__pollb_init(blitz__io *io) {
     (void)io;
     return BLITZ_ENOSYS;
 }
-BLITZ_PRIVATE void blitz__pollb_destroy(blitz__io *io) {
-    (void)io;
-}
-BLITZ_PRIVATE void blitz__pollb_want(blitz__io *io, blitz_socket *s) {
-    (void)io;
-    (void)s;
-}
-BLITZ_PRIVATE void blitz__pollb_forget(blitz__io *io, blitz_socket *s) {
-    (void)io;
-    (void)s;
-}
-BLITZ_PRIVATE void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns) {
-    (void)io;
-    (void)timeout_ns;
-}
-BLITZ_PRIVATE void blitz__pollb_dispatch(blitz__io *io) {
-    (void)io;
-}
+
+static const blitz__io_backend blitz__pollb_vtable = {
+    .kind = BLITZ_BACKEND_POLL,
+    .name = "poll",
+    .init = blitz__pollb_init,
+};
 
 #endif
+
+BLITZ_PRIVATE const blitz__io_backend *blitz__backend_poll(void) {
+    return &blitz__pollb_vtable;
+}
 /* ====[ END src/io/poll.c ]================================================ */
 /* ====[ BEGIN src/io/uring.c ]============================================= */
 /* >>io/uring */
@@ -9193,6 +9534,104 @@ BLITZ_PRIVATE void blitz__pollb_dispatch(blitz__io *io) {
  * falls back to epoll. Constants newer than the system's uapi header are
  * defined here. */
 /* src/io/io.h already included */
+
+/* ---- the private structures (uring_recv_ms.c, after this file, uses them too) ---- */
+
+/* io_uring user_data tags below any pointer. */
+#define BLITZ__UD_IGNORE 0u
+#define BLITZ__UD_WAKE   1u
+/* The other tag of a ring's wake poll: a new current-thread driver arms
+ * its own poll under the tag not in use (see blitz__uring_driver_start). */
+#define BLITZ__UD_WAKE_ALT 5u
+/* A listener's multishot accept: the socket pointer with this bit set. */
+#define BLITZ__UD_ACCEPT_MS 2u
+/* A worker ring's poll of io->shared_efd. */
+#define BLITZ__UD_SHARED 3u
+/* A stream socket's multishot receive: the socket pointer with this tag
+ * (sockets are at least 8-byte aligned). */
+#define BLITZ__UD_RECV_MS 4u
+#define BLITZ__UD_TAG     7u
+
+#ifndef IORING_CQE_F_MORE
+#define IORING_CQE_F_MORE (1U << 1)
+#endif
+#ifndef IORING_CQE_F_BUFFER
+#define IORING_CQE_F_BUFFER (1U << 0)
+#endif
+#ifndef IORING_CQE_BUFFER_SHIFT
+#define IORING_CQE_BUFFER_SHIFT 16
+#endif
+
+/* One io_uring instance. A worker's own ring gets submissions only from
+ * that worker, which is also the only thread that waits in it or reaps
+ * it; cancels may come from any thread. The shared ring takes
+ * submissions from every other thread (sq_lock), and any thread reaps it
+ * (reap_lock, tried). */
+typedef struct blitz__ring {
+    int fd;
+    int wake_fd; /* an eventfd polled (multishot) by this ring */
+    int coop;    /* asked for COOP_TASKRUN: flagged task work is run at a tick */
+    /* The poll of wake_fd in use: its tag (BLITZ__UD_WAKE or _ALT) and the
+     * blitz__thread_tag of the thread that armed it (the poll's task work
+     * runs there). Changed by the thread that reaps the ring. */
+    blitz__atomic_u64 wake_armer;
+    blitz__atomic_u32 wake_ud;
+    uint32_t index; /* in io->rings */
+    blitz__mutex sq_lock;
+    blitz__mutex reap_lock;
+    blitz__atomic_u32 to_submit; /* SQEs written and not yet given to the kernel */
+    uint32_t sq_tail_local;
+    uint32_t sq_entries, cq_entries;
+    uint32_t *sq_head, *sq_tail, *sq_mask, *sq_array, *sq_flags;
+    uint32_t *cq_head, *cq_tail, *cq_mask;
+    struct io_uring_sqe *sqes;
+    struct io_uring_cqe *cqes;
+    void *sq_map, *cq_map;
+    size_t sq_map_len, cq_map_len, sqes_len;
+    /* Provided buffers for multishot receives (buffer group 0), set up on
+     * first use: the ring of buffer entries shared with the kernel and
+     * the buffers. Any thread gives buffers back (pbuf_lock). */
+    blitz__atomic_u32 pbuf_state; /* BLITZ__PBUF_* */
+    blitz__mutex pbuf_lock;
+    void *pbuf_ring;
+    char *pbuf_mem;
+    uint16_t pbuf_tail;
+    char pad[64]; /* rings sit in one array, each written by its own worker */
+} blitz__ring;
+
+#define BLITZ__PBUF_NONE  0u
+#define BLITZ__PBUF_READY 1u
+#define BLITZ__PBUF_FAIL  2u
+
+BLITZ_PRIVATE int blitz__uring_init(blitz__io *io, uint32_t workers);
+BLITZ_PRIVATE void blitz__uring_destroy(blitz__io *io);
+BLITZ_PRIVATE void blitz__uring_worker_start(blitz__io *io, uint32_t index);
+BLITZ_PRIVATE void blitz__uring_driver_start(blitz__io *io);
+BLITZ_PRIVATE blitz__ring *blitz__uring_mine(blitz__io *io, int *batches);
+BLITZ_PRIVATE blitz__ring *blitz__uring_op_ring(blitz__io *io, const blitz_io *op);
+BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io *op, int flush);
+BLITZ_PRIVATE void blitz__uring_submit_cancel(blitz__io *io, blitz_io *op);
+BLITZ_PRIVATE int blitz__uring_arm_accept(blitz__io *io, blitz__ring *r, blitz_socket *s);
+BLITZ_PRIVATE void blitz__uring_cancel_ud(blitz__io *io, blitz__ring *r, uint64_t ud);
+BLITZ_PRIVATE void blitz__uring_flush(blitz__ring *r);
+BLITZ_PRIVATE int blitz__uring_cq_ready(const blitz__ring *r);
+BLITZ_PRIVATE void blitz__uring_poll(blitz__io *io);
+BLITZ_PRIVATE int blitz__uring_ready_cheap(blitz__io *io);
+BLITZ_PRIVATE void blitz__uring_flush_mine(blitz__io *io);
+BLITZ_PRIVATE void blitz__uring_park(blitz__io *io, blitz__parker *p, uint64_t timeout_ns,
+                                     void (*woke)(void *), void *arg);
+BLITZ_PRIVATE void blitz__uring_drain(blitz__io *io);
+BLITZ_PRIVATE int blitz__uring_pbuf_ready(blitz__ring *r);
+BLITZ_PRIVATE void blitz__uring_pbuf_put(blitz__ring *r, uint32_t bid);
+BLITZ_PRIVATE const char *blitz__uring_pbuf_addr(const blitz__ring *r, uint32_t bid);
+BLITZ_PRIVATE void blitz__uring_pbuf_free(blitz__ring *r);
+BLITZ_PRIVATE int blitz__uring_arm_recv(blitz__io *io, blitz__ring *r, blitz_socket *s, int flush);
+
+BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
+                                       uint32_t flags);
+
+BLITZ_PRIVATE void blitz__io_recv_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
+                                     uint32_t flags);
 
 #if !defined(BLITZ_NO_IO_URING)
 
@@ -9751,7 +10190,7 @@ BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io
         sqe->off = a->len;
         if (linked) {
             /* The time limit: a LINK_TIMEOUT right behind the CONNECT
-             * cancels it (-ECANCELED) when it fires first. The kernel
+             * cancels it (BLITZ_ECANCELED) when it fires first. The kernel
              * copies the timespec when it takes the SQEs; the op keeps it
              * until then. Its own completion is of no interest. */
             sqe->flags |= IOSQE_IO_LINK;
@@ -9973,7 +10412,8 @@ static int blitz__uring_dispatch(blitz__io *io, blitz__ring *r) {
         while (head != tail && n < 64) {
             const struct io_uring_cqe *c = &r->cqes[head & *r->cq_mask];
             batch[n].user_data = c->user_data;
-            batch[n].res = c->res;
+            /* The kernel's -errno becomes blitz's code here, once. */
+            batch[n].res = c->res < 0 ? blitz__from_errno(-c->res) : c->res;
             batch[n].flags = c->flags;
             n++;
             head++;
@@ -10230,24 +10670,622 @@ BLITZ_PRIVATE int blitz__uring_arm_recv(blitz__io *io, blitz__ring *r, blitz_soc
 }
 
 #endif
+
+/* ---- the driver's side of this backend ------------------------------------------------- */
+
+/* Accept through the listener's multishot accept: take a connection the
+ * kernel already accepted, or wait for the next one (arming it first). */
+static blitz_poll blitz__uring_accept_ms(blitz_cx *cx, blitz_io *op) {
+    blitz_socket *s = op->blitz__sock;
+    blitz__io *io = s->io;
+    blitz__mutex_lock(&s->lock);
+    int64_t r = 1;
+    if (s->closed) {
+        r = BLITZ_ECLOSED;
+    } else if (s->ms_count) {
+        r = s->ms_fds[s->ms_head];
+        s->ms_head = (s->ms_head + 1) % s->ms_cap;
+        s->ms_count--;
+    } else if (s->ms_err) {
+        r = s->ms_err;
+        s->ms_err = 0;
+    }
+    if (r != 1) {
+        blitz__mutex_unlock(&s->lock);
+        blitz__op_result(op, r);
+        return BLITZ_READY;
+    }
+    blitz_waker mine = blitz_cx_waker(cx);
+    op->blitz__waker = blitz_waker_clone(&mine);
+    blitz__op_set_state(op, BLITZ__IO_WAIT);
+    blitz__op_link(s, op);
+    if (!s->ms_armed) {
+        blitz__u32_store(&s->rms_published, 1, BLITZ__RELEASE);
+        if (blitz__uring_arm_accept(io, blitz__uring_mine(io, NULL), s) == BLITZ_OK) {
+            s->ms_armed = 1;
+            blitz__sock_ref(s);
+            blitz__u64_fetch_add(&io->inflight, 1, BLITZ__RELAXED);
+        } else {
+            blitz__op_unlink(s, op);
+            blitz_waker w = op->blitz__waker;
+            op->blitz__waker = blitz_waker_noop();
+            blitz__mutex_unlock(&s->lock);
+            blitz_waker_drop(w);
+            blitz__op_result(op, BLITZ_EBUSY);
+            return BLITZ_READY;
+        }
+    }
+    blitz__mutex_unlock(&s->lock);
+    return BLITZ_PENDING;
+}
+
+/* Connections a listener's multishot accept may hold for tasks that have
+ * not asked yet. Past it the multishot accept is cancelled and the rest
+ * wait in the kernel's backlog, as with a plain accept: a program that
+ * stops accepting (a concurrency limit, a graceful stop) must not have
+ * the kernel take descriptors for it without bound. The next accept that
+ * finds the queue empty arms it again. */
+#define BLITZ__ACCEPT_QUEUE_MAX 64u
+
+/* A CQE of a listener's multishot accept. Dispatching thread. */
+BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
+                                       uint32_t flags) {
+    blitz_waker w = blitz_waker_noop();
+    int ended = !(flags & IORING_CQE_F_MORE);
+    (void)blitz__u32_load(&s->rms_published, BLITZ__ACQUIRE);
+    blitz__mutex_lock(&s->lock);
+    if (ended)
+        s->ms_armed = s->ms_cancelling = 0;
+    blitz_io *waiter = NULL;
+    for (blitz_io *op = s->ops; op; op = op->blitz__next)
+        if (op->blitz__kind == BLITZ__OP_ACCEPT &&
+            blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) == BLITZ__IO_WAIT) {
+            waiter = op;
+            break;
+        }
+    if (res == BLITZ_ECANCELED && !s->closed && !blitz__u32_load(&io->shutdown, BLITZ__RELAXED))
+        res = BLITZ_EAGAIN; /* not ours: re-armed by the next accept */
+    if (res >= 0) {
+        /* Queued even with a task waiting, which is woken to take it: a
+         * descriptor stays the listener's (closed with it, or with the
+         * runtime) until a task holds it as a socket, so a waiting task
+         * that never runs again cannot leak it. */
+        if (s->closed) {
+            close(res);
+        } else {
+            void *fds = s->ms_fds;
+            if (s->ms_count == s->ms_cap)
+                blitz__fifo_grow(&fds, &s->ms_head, s->ms_count, &s->ms_cap, sizeof(int), 16);
+            s->ms_fds = (int *)fds;
+            if (s->ms_count < s->ms_cap) {
+                s->ms_fds[(s->ms_head + s->ms_count) % s->ms_cap] = res;
+                s->ms_count++;
+                if (waiter) {
+                    blitz__op_unlink(s, waiter);
+                    w = waiter->blitz__waker;
+                    waiter->blitz__waker = blitz_waker_noop();
+                    blitz__op_set_state(waiter, BLITZ__IO_RETRY);
+                }
+            } else {
+                close(res);
+            }
+            if (s->ms_count >= BLITZ__ACCEPT_QUEUE_MAX && !ended && !s->ms_cancelling) {
+                s->ms_cancelling = 1;
+                blitz__uring_cancel_ud(io, r, (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
+            }
+        }
+    } else if (waiter && res != BLITZ_EAGAIN) {
+        blitz__op_unlink(s, waiter);
+        w = waiter->blitz__waker;
+        waiter->blitz__waker = blitz_waker_noop();
+        waiter->blitz__res = (res == BLITZ_ECANCELED && s->closed) ? BLITZ_ECLOSED : res;
+        blitz__op_set_state(waiter, BLITZ__IO_DONE);
+    } else if (res != BLITZ_EAGAIN && res != BLITZ_ECANCELED) {
+        s->ms_err = res;
+    }
+    /* Ended with someone still waiting (an error ended it, or the kernel
+     * stopped it): arm again, unless closing. */
+    int rearm = 0;
+    if (ended && !s->closed && !blitz__u32_load(&io->shutdown, BLITZ__RELAXED)) {
+        for (blitz_io *op = s->ops; op; op = op->blitz__next)
+            if (op->blitz__kind == BLITZ__OP_ACCEPT)
+                rearm = 1;
+        if (rearm)
+            blitz__u32_store(&s->rms_published, 1, BLITZ__RELEASE);
+        if (rearm && blitz__uring_arm_accept(io, r, s) == BLITZ_OK)
+            s->ms_armed = 1;
+        else
+            rearm = 0;
+    }
+    blitz__mutex_unlock(&s->lock);
+    if (ended && !rearm) {
+        blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELEASE);
+        blitz__sock_unref(s);
+    }
+    blitz__io_wake(io, w);
+}
+
+/* The backend's submit: salvaged data, the multishot paths, a system call
+ * that may finish at once, else an SQE. */
+static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
+    blitz_socket *s = op->blitz__sock;
+    blitz__io *io = s->io;
+    uint32_t k = op->blitz__kind;
+    int64_t kept;
+    if ((blitz__salvage_kind(k) || k == BLITZ__OP_FD_READ) && blitz__salvage_take(s, op, &kept)) {
+        blitz__op_result(op, kept);
+        return BLITZ_READY;
+    }
+    if (k == BLITZ__OP_ACCEPT && io->ms_accept)
+        return blitz__uring_accept_ms(cx, op);
+    if (blitz__recv_ms_wants(s, k, op->blitz__dir)) {
+        int single_shot = 0;
+        blitz_poll p = blitz__recv_ms_start(cx, op, &single_shot);
+        if (!single_shot)
+            return p;
+    }
+    /* A send into a socket with room completes at once: one system call,
+     * no completion to wait for. */
+    /* A receive right after one that filled its buffer (a bulk stream)
+     * finds data waiting: the system call beats a submission round trip. */
+    int hot = (k == BLITZ__OP_RECV || k == BLITZ__OP_RECVV || k == BLITZ__OP_RECV_FROM) &&
+              blitz__u32_load(&s->rd_hot, BLITZ__RELAXED);
+    if (hot || k == BLITZ__OP_SEND || k == BLITZ__OP_SEND_ALL || k == BLITZ__OP_SENDV ||
+        k == BLITZ__OP_SEND_TO || BLITZ__OP_IS_FD(k)) {
+        for (;;) {
+            int64_t r = blitz__op_attempt(op);
+            if (r == BLITZ_EINTR)
+                continue;
+            if (r == BLITZ_EAGAIN) {
+                if (hot)
+                    blitz__u32_store(&s->rd_hot, 0, BLITZ__RELAXED);
+                break;
+            }
+            if (blitz__op_result(op, r))
+                return BLITZ_READY;
+        }
+    }
+    blitz__mutex_lock(&s->lock);
+    if (s->closed) {
+        blitz__mutex_unlock(&s->lock);
+        blitz__op_result(op, BLITZ_ECLOSED);
+        return BLITZ_READY;
+    }
+    int batches = 0;
+    blitz__ring *ring = blitz__uring_mine(io, &batches);
+    blitz_waker mine = blitz_cx_waker(cx);
+    op->blitz__waker = blitz_waker_clone(&mine);
+    /* The ring goes with the op: its cancel must reach the same ring. */
+    op->blitz__flags = (op->blitz__flags & ((1u << BLITZ__OPF_RING_SHIFT) - 1u)) |
+                       BLITZ__OPF_URING | ((ring->index + 1u) << BLITZ__OPF_RING_SHIFT);
+    blitz__op_set_state(op, BLITZ__IO_INFLIGHT);
+    blitz__op_link(s, op);
+    blitz__sock_ref(s);
+    blitz__u64_fetch_add(&io->inflight, 1, BLITZ__RELAXED);
+    /* Under the socket's lock, so a close's ASYNC_CANCEL comes after it. */
+    int rc = blitz__uring_submit_op(io, ring, op, !batches);
+    if (rc != BLITZ_OK) {
+        blitz__op_unlink(s, op);
+        blitz_waker w = op->blitz__waker;
+        op->blitz__waker = blitz_waker_noop();
+        blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELAXED);
+        blitz__mutex_unlock(&s->lock);
+        blitz_waker_drop(w);
+        blitz__sock_unref(s);
+        blitz__op_result(op, rc);
+        return BLITZ_READY;
+    }
+    blitz__mutex_unlock(&s->lock);
+    return BLITZ_PENDING;
+}
+
+#if !defined(BLITZ_NO_IO_URING)
+/* io_uring: a listener's accept in the kernel holds the socket until its
+ * cancel completes, and the handle's descriptor holds it until that
+ * completion is reaped, by a worker or the driver, which may be later
+ * still; until then its address stays taken (an abstract Unix name, a port
+ * bound without SO_REUSEADDR). An eventfd takes the descriptor's number
+ * (which stays reserved while ops may name it, and any op on it fails),
+ * so the socket goes as soon as the kernel lets go: at once when the
+ * closing thread armed the accept (the cancel's task work runs as its
+ * submission returns), a moment later otherwise. The caller holds the
+ * socket's lock; listeners make no system calls on their descriptor
+ * outside it. Without a descriptor to spare nothing changes. */
+static void blitz__sock_release_early(blitz_socket *s) {
+    int ph = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (ph < 0)
+        return;
+    if (syscall(SYS_dup3, ph, s->fd, O_CLOEXEC) >= 0)
+        s->fd_placeholder = 1;
+    close(ph);
+}
+#else
+static void blitz__sock_release_early(blitz_socket *s) {
+    (void)s;
+}
+#endif
+
+/* Under the socket's lock: the listener's multishot accept and the
+ * socket's multishot receive end. */
+static void blitz__uring_quiesce(blitz__io *io, blitz_socket *s) {
+    if (s->ms_armed)
+        blitz__uring_cancel_ud(io, &io->rings[s->ms_ring],
+                               (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
+    blitz__recv_ms_close(s);
+}
+
+/* A closing socket (its lock held; its in-flight ops' cancels are
+ * submitted). The descriptor is closed when the last op lets go of it;
+ * the kernel's accepts hold the listening socket until their cancels
+ * complete, and meanwhile it would take connections only to reset them.
+ * Shut down, it refuses new ones at once, as after a close on the other
+ * backends. (Not an adopted listener: another process may share it.) */
+static void blitz__uring_close(blitz__io *io, blitz_socket *s) {
+    int armed = s->ms_armed;
+    blitz__uring_quiesce(io, s);
+    if (s->listening) {
+        if (s->listen_own)
+            (void)shutdown(s->fd, SHUT_RD);
+        if (armed || s->ops)
+            blitz__sock_release_early(s);
+    }
+}
+
+/* The kernel times a connect with a LINK_TIMEOUT behind the CONNECT when
+ * it has it and this thread parks in the ring it submits to (a worker,
+ * the current-thread driver): a linked pair must reach the kernel in one
+ * piece, and only the ring's parker submits outside the ring's lock. */
+static int blitz__uring_limit_connect(blitz__io *io, blitz_io *op, int64_t limit_ns) {
+    _Static_assert(BLITZ__CONNECT_TS_AT + sizeof(struct __kernel_timespec) <=
+                       sizeof(((blitz_io *)0)->blitz__scratch),
+                   "a limited connect keeps its address, timer and timespec in the op");
+    int parker = 0;
+    (void)blitz__uring_mine(io, &parker);
+    if (!parker || !io->link_timeout)
+        return 0;
+    struct __kernel_timespec *ts =
+        (struct __kernel_timespec *)(void *)((char *)op->blitz__scratch + BLITZ__CONNECT_TS_AT);
+    ts->tv_sec = (long long)(limit_ns / 1000000000);
+    ts->tv_nsec = (long long)(limit_ns % 1000000000);
+    return 1;
+}
+
+/* The shared ring polls io->wake_fd, an eventfd; each worker ring has its
+ * own. */
+static int blitz__uring_be_init(blitz__io *io) {
+#if !defined(BLITZ_NO_IO_URING)
+    io->wake_fd = io->wake_rd = blitz__fd_above_stdio(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    if (io->wake_fd < 0)
+        return blitz__from_errno(errno);
+    int rc = blitz__uring_init(io, io->rt->workers ? io->rt->num_workers : 0);
+    if (rc != BLITZ_OK) {
+        close(io->wake_fd);
+        io->wake_fd = io->wake_rd = -1;
+    }
+    return rc;
+#else
+    (void)io;
+    return BLITZ_ENOSYS;
+#endif
+}
+
+static void blitz__uring_be_destroy(blitz__io *io) {
+    blitz__uring_destroy(io);
+    close(io->wake_fd);
+}
+
+static int blitz__uring_parks_workers(blitz__io *io) {
+    return io->nrings > 1;
+}
+
+static int blitz__uring_wake_fd(const blitz__io *io, uint32_t index) {
+    return index != UINT32_MAX ? io->rings[index].wake_fd : io->wake_fd;
+}
+
+static const blitz__io_backend blitz__uring_vtable = {
+    .kind = BLITZ_BACKEND_IO_URING,
+    .name = "io_uring",
+    .alias = "uring",
+    .completion = 1,
+    .look_interval = 0,
+    .init = blitz__uring_be_init,
+    .destroy = blitz__uring_be_destroy,
+    .submit = blitz__uring_start,
+    .cancel = blitz__uring_submit_cancel,
+    .close = blitz__uring_close,
+    .quiesce = blitz__uring_quiesce,
+    .limit_connect = blitz__uring_limit_connect,
+    .poll = blitz__uring_poll,
+    .park = blitz__uring_park,
+    .ready_cheap = blitz__uring_ready_cheap,
+    .parks_workers = blitz__uring_parks_workers,
+    .worker_start = blitz__uring_worker_start,
+    .driver_start = blitz__uring_driver_start,
+    .after_drive = blitz__uring_poll,
+    .flush = blitz__uring_flush_mine,
+    .drain = blitz__uring_drain,
+    .wake_fd = blitz__uring_wake_fd,
+};
+
+BLITZ_PRIVATE const blitz__io_backend *blitz__backend_ring(void) {
+    return &blitz__uring_vtable;
+}
 /* ====[ END src/io/uring.c ]=============================================== */
+/* ====[ BEGIN src/io/uring_recv_ms.c ]===================================== */
+/* >>io/uring_recv_ms */
+/* Multishot receives on io_uring stream sockets.
+ *
+ * A receive on a socket whose last receive came back short (a request /
+ * response stream, most likely empty now) arms one multishot RECV with
+ * provided buffers instead of a single-shot RECV. It stays armed for the
+ * connection: each arrival of data completes into a buffer of the ring's
+ * pool with no new submission and no new poll arming. The completions
+ * queue the buffers on the socket in order (`rq`), and a receive copies
+ * from there. While one is armed no receive may use the system call (it
+ * could overtake data in completions not yet reaped), so it is ended:
+ *   - by a receive that fills a buffer of at least a pool buffer's size
+ *     (a bulk reader): bulk data goes straight into the reader's buffer
+ *     again, without the copy;
+ *   - when the socket holds BLITZ__RECV_MS_HOLD buffers (its reader lags):
+ *     the socket's own receive buffer and TCP's window hold the rest, as
+ *     they would without it, and the next receive that finds the queue
+ *     empty arms it again;
+ *   - by the kernel with ENOBUFS when the pool runs dry: the receive that
+ *     waits then goes single-shot into its own buffer, the next one arms
+ *     again.
+ * The ring's owner reaps the completions; a receive that waits is woken
+ * to retry and copies by itself, so only its task touches its buffer. */
+/* src/io/io.h already included */
+
+/* Asks the kernel to end the multishot receive. Caller holds the
+ * socket's lock. */
+static void blitz__recv_ms_cancel(blitz_socket *s) {
+    if (!s->rms_armed || s->rms_cancelling)
+        return;
+    s->rms_cancelling = 1;
+    blitz__uring_cancel_ud(s->io, &s->io->rings[s->rms_ring],
+                           (uint64_t)(uintptr_t)s | BLITZ__UD_RECV_MS);
+}
+
+/* Whether a receive op of `kind` / `dir` on `s` takes the multishot path:
+ * receives on TCP sockets, and descriptor reads of a socket that has
+ * multishot state (they hand out what it queued first). Unix sockets stay
+ * single-shot: a multishot receive there can miss the peer's end of
+ * stream (seen on Linux 6.18: the last data arrives, the EOF never does;
+ * reported upstream as liburing issue 1549). */
+BLITZ_PRIVATE int blitz__recv_ms_wants(const blitz_socket *s, uint32_t kind, uint32_t dir) {
+    if (s->type != SOCK_STREAM || (s->family != AF_INET && s->family != AF_INET6) ||
+        !blitz__u32_load(&s->io->ms_recv, BLITZ__RELAXED))
+        return 0;
+    if (kind == BLITZ__OP_RECV || kind == BLITZ__OP_RECVV)
+        return 1;
+    if (kind == BLITZ__OP_FD_READ || (kind == BLITZ__OP_FD_POLL && dir == BLITZ__DIR_READ))
+        return !blitz__recv_ms_direct((blitz_socket *)(uintptr_t)s);
+    return 0;
+}
+
+/* The descriptor is about to be read directly (a descriptor op, a splice):
+ * no multishot receive is armed on the socket from now on. Returns 1 when
+ * the direct read is safe at once (nothing armed, nothing queued). */
+BLITZ_PRIVATE int blitz__recv_ms_direct(blitz_socket *s) {
+    blitz__mutex_lock(&s->lock);
+    s->rms_off = 1;
+    blitz__recv_ms_cancel(s);
+    int safe = !s->rms_armed && !s->rq_count;
+    blitz__mutex_unlock(&s->lock);
+    return safe;
+}
+
+/* Bytes the op asks for. */
+static size_t blitz__recv_room(const blitz_io *op) {
+    struct iovec one;
+    size_t n, room = 0;
+    const struct iovec *iov = blitz__op_iov(op, &one, &n);
+    for (size_t i = 0; i < n; i++)
+        room += iov[i].iov_len;
+    return room;
+}
+
+/* Gives the head buffer of the queue back to its ring's pool. Caller
+ * holds the socket's lock. */
+static void blitz__rq_pop(blitz_socket *s) {
+    blitz__rbuf *b = &s->rq[s->rq_head];
+    blitz__uring_pbuf_put(&s->io->rings[b->ring], b->bid);
+    s->rq_head = (s->rq_head + 1) % s->rq_cap;
+    s->rq_count--;
+}
+
+/* Copies queued data into the op's buffers, in order. Caller holds the
+ * socket's lock. */
+static size_t blitz__rq_copy(blitz_socket *s, blitz_io *op) {
+    struct iovec one;
+    size_t n;
+    const struct iovec *iov = blitz__op_iov(op, &one, &n);
+    size_t total = 0;
+    for (size_t i = 0; i < n && s->rq_count; i++) {
+        char *dst = (char *)iov[i].iov_base;
+        size_t room = iov[i].iov_len;
+        while (room && s->rq_count) {
+            blitz__rbuf *b = &s->rq[s->rq_head];
+            size_t take = b->len - b->off;
+            if (take > room)
+                take = room;
+            memcpy(dst, blitz__uring_pbuf_addr(&s->io->rings[b->ring], b->bid) + b->off, take);
+            dst += take;
+            room -= take;
+            total += take;
+            b->off += (uint32_t)take;
+            if (b->off == b->len)
+                blitz__rq_pop(s);
+        }
+    }
+    return total;
+}
+
+/* Appends a filled buffer to the queue; 0 when out of memory. Caller
+ * holds the socket's lock. */
+static int blitz__rq_push(blitz_socket *s, uint32_t ring, uint32_t bid, uint32_t len) {
+    void *q = s->rq;
+    if (s->rq_count == s->rq_cap &&
+        !blitz__fifo_grow(&q, &s->rq_head, s->rq_count, &s->rq_cap, sizeof(blitz__rbuf), 8))
+        return 0;
+    s->rq = (blitz__rbuf *)q;
+    blitz__rbuf *b = &s->rq[(s->rq_head + s->rq_count) % s->rq_cap];
+    b->ring = ring;
+    b->bid = bid;
+    b->off = 0;
+    b->len = len;
+    s->rq_count++;
+    return 1;
+}
+
+/* A receive on a stream socket (io_uring). Serves it from the queue, or
+ * waits on the armed multishot receive, or arms one. `*single_shot` set:
+ * the caller goes on with the system call / single-shot path. */
+BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *single_shot) {
+    blitz_socket *s = op->blitz__sock;
+    blitz__io *io = s->io;
+    *single_shot = 0;
+    blitz__mutex_lock(&s->lock);
+    int64_t r = 0;
+    int done = 1;
+    size_t room = blitz__recv_room(op);
+    if (s->closed) {
+        r = BLITZ_ECLOSED;
+    } else if (op->blitz__kind == BLITZ__OP_FD_POLL) {
+        /* Readable: queued data, the end of the stream, or an error. */
+        if (s->rq_count || s->rms_eof || s->rms_err)
+            r = POLLIN;
+        else
+            done = 0;
+    } else if (s->rq_count || !room) {
+        r = (int64_t)blitz__rq_copy(s, op);
+        /* A bulk reader (a pool buffer's worth at once): its data goes
+         * straight into its own buffers again once the multishot receive
+         * has ended. */
+        if (r >= BLITZ_URING_RECV_BUF_SIZE)
+            blitz__recv_ms_cancel(s);
+    } else if (s->rms_err) {
+        r = s->rms_err;
+        s->rms_err = 0;
+    } else if (!s->rms_eof) {
+        done = 0; /* nothing to hand out: wait */
+    }
+    if (done) {
+        blitz__mutex_unlock(&s->lock);
+        blitz__op_result(op, r);
+        return BLITZ_READY;
+    }
+    if (!s->rms_armed) {
+        /* Nothing queued and nothing armed: the system call is safe. A
+         * bulk reader (its last receive filled its buffer, or got a pool
+         * buffer's worth), a socket the pool could not serve last time, or
+         * one the kernel refused, goes single-shot. */
+        int batches = 0;
+        blitz__ring *ring = blitz__uring_mine(io, &batches);
+        blitz__u32_store(&s->rms_published, 1, BLITZ__RELEASE);
+        if (blitz__u32_load(&s->rd_hot, BLITZ__RELAXED) ||
+            blitz__u32_load(&s->rd_bulk, BLITZ__RELAXED) || s->rms_nobufs || s->rms_off ||
+            !blitz__uring_pbuf_ready(ring) || blitz__uring_arm_recv(io, ring, s, !batches)) {
+            s->rms_nobufs = 0;
+            blitz__mutex_unlock(&s->lock);
+            *single_shot = 1;
+            return BLITZ_PENDING;
+        }
+        s->rms_armed = 1;
+        s->rms_ring = ring->index;
+        blitz__sock_ref(s);
+        blitz__u64_fetch_add(&io->inflight, 1, BLITZ__RELAXED);
+        blitz__u64_fetch_add(&io->rms_armed_count, 1, BLITZ__RELAXED);
+    }
+    blitz_waker mine = blitz_cx_waker(cx);
+    op->blitz__waker = blitz_waker_clone(&mine);
+    blitz__op_set_state(op, BLITZ__IO_WAIT);
+    blitz__op_link(s, op);
+    blitz__mutex_unlock(&s->lock);
+    return BLITZ_PENDING;
+}
+
+/* A completion of a socket's multishot receive. The ring's reaping
+ * thread. */
+BLITZ_PRIVATE void blitz__io_recv_ms(blitz__io *io, blitz__ring *r, blitz_socket *s, int32_t res,
+                                     uint32_t flags) {
+    int ended = !(flags & IORING_CQE_F_MORE);
+    (void)blitz__u32_load(&s->rms_published, BLITZ__ACQUIRE);
+    blitz__mutex_lock(&s->lock);
+    if (flags & IORING_CQE_F_BUFFER) {
+        uint32_t bid = flags >> IORING_CQE_BUFFER_SHIFT;
+        if (res <= 0 || s->closed) {
+            blitz__uring_pbuf_put(r, bid);
+        } else if (!blitz__rq_push(s, r->index, bid, (uint32_t)res)) {
+            /* Out of memory for the queue: the stream lost this data, and
+             * its reader learns it. */
+            blitz__uring_pbuf_put(r, bid);
+            s->rms_err = BLITZ_ENOMEM;
+            blitz__recv_ms_cancel(s);
+        }
+    }
+    if (res == 0) {
+        s->rms_eof = 1;
+    } else if (res == BLITZ_ENOBUFS) {
+        s->rms_nobufs = 1;
+        blitz__u64_fetch_add(&io->rms_nobufs_count, 1, BLITZ__RELAXED);
+    } else if (res == BLITZ_EINVAL) {
+        s->rms_off = 1;
+    } else if (res < 0 && res != BLITZ_ECANCELED && !s->rms_err) {
+        s->rms_err = res;
+    }
+    if (ended) {
+        s->rms_armed = 0;
+        s->rms_cancelling = 0;
+    } else if (s->rq_count >= BLITZ__RECV_MS_HOLD && !s->rms_cancelling) {
+        blitz__recv_ms_cancel(s);
+        blitz__u64_fetch_add(&io->rms_held_cancels, 1, BLITZ__RELAXED);
+    }
+    blitz__mutex_unlock(&s->lock);
+    /* Every read waiting on the socket tries again (normally one), as for
+     * a readiness event. */
+    blitz__io_ready(s, 1, 0);
+    if (ended) {
+        blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELEASE);
+        blitz__sock_unref(s);
+    }
+}
+
+/* The socket closes (or the runtime shuts down): end the multishot
+ * receive, give the queued buffers back. Caller holds the socket's
+ * lock. */
+BLITZ_PRIVATE void blitz__recv_ms_close(blitz_socket *s) {
+    blitz__recv_ms_cancel(s);
+    while (s->rq_count)
+        blitz__rq_pop(s);
+}
+
+/* The socket's memory goes (its rings may be gone already). */
+BLITZ_PRIVATE void blitz__recv_ms_release(blitz_socket *s) {
+    blitz__free(s->rq);
+    s->rq = NULL;
+    s->rq_count = s->rq_cap = 0;
+}
+/* ====[ END src/io/uring_recv_ms.c ]======================================= */
 /* ====[ BEGIN src/io/fd.c ]================================================ */
 /* >>io/fd */
 /* Descriptor ops: read(2)/write(2) and readiness waits on any descriptor a
  * blitz_socket wraps (pipes, ttys, character devices, sockets), and
  * blitz_pipe.
  *
- * They are op kinds of the I/O driver (io_driver.c runs them like the
- * socket ops): on epoll and poll the system call is tried and, on EAGAIN,
- * the op waits for the direction's event; on io_uring the same system call
- * is tried first and the wait is a POLL_ADD. io_uring's own READ/WRITE are
- * not used: on a descriptor with O_NONBLOCK they complete with -EAGAIN
- * instead of waiting, and the kernel would own the caller's buffer. */
+ * They are op kinds of the I/O driver (driver.c runs them like the socket
+ * ops): on a readiness backend the system call is tried and, on EAGAIN,
+ * the op waits for the direction's event; on a completion backend the same
+ * system call is tried first and the wait is a readiness wait in the
+ * kernel. The kernel's own reads and writes are not used: on a descriptor
+ * with O_NONBLOCK they complete with BLITZ_EAGAIN instead of waiting, and the
+ * kernel would own the caller's buffer. */
 /* src/io/io.h already included */
 
 /* ---- writes without SIGPIPE ---------------------------------------------------- */
 
-/* A write into a pipe (or a splice / sendfile into a socket) whose reader
+/* A write into a pipe (or a zero-copy transfer into a socket) whose reader
  * is gone raises SIGPIPE at the calling thread, which kills the process by
  * default. The signal is blocked around the call, and one that the call
  * raised is taken back before the mask is restored, so the caller sees
@@ -10283,15 +11321,15 @@ BLITZ_PRIVATE void blitz__nosig_end(blitz__nosig *g, int epipe) {
     errno = saved;
 }
 
-/* Whether the wrapped descriptor is a socket (send with MSG_NOSIGNAL
- * needs no signal mask). */
+/* Whether the wrapped descriptor is a socket (blitz__send_nosig needs no
+ * signal mask). */
 static int blitz__fd_is_socket(const blitz_socket *s) {
     return s->family != AF_UNSPEC;
 }
 
 /* ---- the system calls of the descriptor kinds --------------------------------------- */
 
-BLITZ_PRIVATE int64_t blitz__fd_syscall(blitz_io *op) {
+BLITZ_PRIVATE int64_t blitz__fd_attempt(blitz_io *op) {
     blitz_socket *s = op->blitz__sock;
     ssize_t r;
     errno = 0;
@@ -10304,7 +11342,7 @@ BLITZ_PRIVATE int64_t blitz__fd_syscall(blitz_io *op) {
         const char *p = (const char *)op->blitz__buf + op->blitz__done;
         size_t n = op->blitz__len - op->blitz__done;
         if (blitz__fd_is_socket(s)) {
-            r = send(s->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+            r = blitz__send_nosig(s->fd, p, n);
             if (r < 0 && errno == ENOTSOCK) {
                 /* adopted descriptor with a family but not a socket */
                 blitz__nosig g;
@@ -10329,7 +11367,7 @@ BLITZ_PRIVATE int64_t blitz__fd_syscall(blitz_io *op) {
         if (r > 0)
             return pfd.revents;
         if (r == 0)
-            return -EAGAIN;
+            return BLITZ_EAGAIN;
         break;
     }
     default:
@@ -10337,8 +11375,8 @@ BLITZ_PRIVATE int64_t blitz__fd_syscall(blitz_io *op) {
     }
     if (r < 0) {
         if (errno == EWOULDBLOCK || errno == EAGAIN)
-            return -EAGAIN;
-        return errno ? -(int64_t)errno : BLITZ_EIO;
+            return BLITZ_EAGAIN;
+        return blitz__from_errno(errno);
     }
     return (int64_t)r;
 }
@@ -10367,19 +11405,7 @@ BLITZ_API blitz_poll blitz_fd_writable(blitz_cx *cx, blitz_io *op, blitz_socket 
 /* ---- pipes ---------------------------------------------------------------------------------- */
 
 BLITZ_PRIVATE int blitz__pipe_fds(int fds[2]) {
-#if BLITZ__LINUX
-    if (syscall(SYS_pipe2, fds, O_NONBLOCK | O_CLOEXEC) < 0)
-        return blitz__from_errno(errno);
-    return BLITZ_OK;
-#else
-    if (pipe(fds) < 0)
-        return blitz__from_errno(errno);
-    for (int i = 0; i < 2; i++) {
-        fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
-        fcntl(fds[i], F_SETFD, FD_CLOEXEC);
-    }
-    return BLITZ_OK;
-#endif
+    return blitz__pipe_open(fds, 1);
 }
 
 BLITZ_API int blitz_pipe(blitz_runtime *rt, blitz_socket **read_end, blitz_socket **write_end) {
@@ -11712,7 +12738,7 @@ BLITZ_PRIVATE void blitz__sched_kick_timers(blitz_runtime *rt, uint32_t sleeper)
 /* ====[ BEGIN src/sched/current_thread.c ]================================= */
 /* >>sched/current_thread */
 /* The current-thread scheduler (seed 004): one run queue, driven by
- * whichever thread waits on the runtime (blitz_task_wait /
+ * whichever thread waits on the runtime (blitz_join_blocking /
  * blitz_runtime_run). Tasks scheduled on the driving thread go straight to
  * the local list; other threads push to the global (injection) queue and
  * unpark the driver. Only one thread drives at a time (`driving`); other
@@ -12039,7 +13065,7 @@ static void *blitz__pool_thread_main(void *arg) {
     memset(&self, 0, sizeof self);
     blitz__parker_init(&self.parker);
     /* Jobs run as the runtime's code: spawns from them reach it, and a
-     * blitz_task_wait inside one gives up when the runtime shuts down
+     * blitz_join_blocking inside one gives up when the runtime shuts down
      * (which waits for this thread). */
     blitz__context ctx;
     blitz__context_init(&ctx, rt);
@@ -12594,7 +13620,7 @@ BLITZ_API void blitz_spawn_blocking_cancel(blitz_cx *cx, void *p) {
 /* ########################################################################## */
 /* ====[ BEGIN src/op/op.c ]================================================ */
 /* >>op/op */
-/* Ops as values (blitz_op) and the blocking form of any op: blitz_op_wait
+/* Ops as values (blitz_op) and the blocking form of any op: blitz_op_run_blocking
  * polls it on the calling thread and sleeps on a per-thread parker between
  * polls. */
 /* src/time/time.h already included */
@@ -12748,21 +13774,17 @@ static blitz_poll blitz__join_op_poll(blitz_cx *cx, void *handle) {
     return blitz_join(cx, (blitz_task *)handle);
 }
 BLITZ_API blitz_op blitz_op_join(blitz_task *t) {
-    return blitz_op_make(blitz__join_op_poll, blitz_join_cancel_op, t);
+    return blitz_op_make(blitz__join_op_poll, blitz_join_cancel, t);
 }
 
 static blitz_poll blitz__sleep_op_poll(blitz_cx *cx, void *timer) {
     blitz_timer *t = (blitz_timer *)timer;
     return blitz_sleep_until(cx, t, t->deadline);
 }
-BLITZ_API void blitz_timer_cancel_op(blitz_cx *cx, void *timer) {
-    (void)cx;
-    blitz_timer_cancel((blitz_timer *)timer);
-}
 BLITZ_API blitz_op blitz_op_sleep_until(blitz_timer *t, uint64_t deadline_ns) {
     if (t)
         t->deadline = deadline_ns;
-    return blitz_op_make(blitz__sleep_op_poll, blitz_timer_cancel_op, t);
+    return blitz_op_make(blitz__sleep_op_poll, blitz_timer_cancel, t);
 }
 
 /* ---- the thread waker ---------------------------------------------------------- */
@@ -12897,7 +13919,7 @@ static int blitz__op_wait_in_task(blitz_runtime *rt, blitz_op op) {
         blitz__thread_parker_unref(tp); /* a task never queued runs no drop */
         return rc;
     }
-    rc = blitz_task_wait(t);
+    rc = blitz_join_blocking(t);
     blitz_task_release(&t);
     while (!blitz__u32_load(&freed, BLITZ__ACQUIRE))
         blitz__parker_park(&tp->parker, 0);
@@ -12916,7 +13938,7 @@ static int blitz__thread_may_block(const blitz__context *c) {
            (blitz__u64_load(&c->current->state, BLITZ__RELAXED) & BLITZ__TASK_BLOCKING) != 0;
 }
 
-BLITZ_API int blitz_op_wait(blitz_runtime *rt, blitz_op op) {
+BLITZ_API int blitz_op_run_blocking(blitz_runtime *rt, blitz_op op) {
     if (!op.poll)
         return BLITZ_EINVAL;
     if (!blitz__thread_may_block(blitz__context_get()))
@@ -13274,11 +14296,11 @@ static blitz_poll blitz__group_wait_poll(blitz_cx *cx, void *arg) {
     return blitz_group_next(cx, w->group, &w->task);
 }
 
-BLITZ_API int blitz_group_wait_next(blitz_group *g, blitz_task **out) {
+BLITZ_API int blitz_group_next_blocking(blitz_group *g, blitz_task **out) {
     if (!g || !out)
         return BLITZ_EINVAL;
     blitz__group_wait w = {g, NULL};
-    int rc = blitz_op_wait(g->rt, blitz_op_make(blitz__group_wait_poll, NULL, &w));
+    int rc = blitz_op_run_blocking(g->rt, blitz_op_make(blitz__group_wait_poll, NULL, &w));
     *out = rc == BLITZ_OK ? w.task : NULL;
     return rc;
 }
@@ -13450,7 +14472,7 @@ BLITZ_API int blitz_semaphore_init(blitz_semaphore *sem, size_t permits) {
     return BLITZ_OK;
 }
 
-BLITZ_API void blitz_semaphore_destroy(blitz_semaphore *sem) {
+BLITZ_API void blitz_semaphore_deinit(blitz_semaphore *sem) {
     if (sem)
         BLITZ_ASSERT(blitz__waitq_empty(&sem->blitz__waiters));
 }
@@ -13707,7 +14729,7 @@ BLITZ_API blitz_op blitz_op_semaphore_acquire(blitz_semaphore_acquire_op *op, bl
 BLITZ_API int blitz_semaphore_acquire_blocking(blitz_semaphore *sem, size_t n) {
     blitz_semaphore_acquire_op op;
     memset(&op, 0, sizeof op);
-    int rc = blitz_op_wait(NULL, blitz_op_semaphore_acquire(&op, sem, n));
+    int rc = blitz_op_run_blocking(NULL, blitz_op_semaphore_acquire(&op, sem, n));
     return rc != BLITZ_OK ? rc : op.result;
 }
 /* ====[ END src/sync/semaphore.c ]========================================= */
@@ -13720,9 +14742,9 @@ BLITZ_API int blitz_mutex_init(blitz_mutex *m) {
     return m ? blitz_semaphore_init(&m->blitz__sem, 1) : BLITZ_EINVAL;
 }
 
-BLITZ_API void blitz_mutex_destroy(blitz_mutex *m) {
+BLITZ_API void blitz_mutex_deinit(blitz_mutex *m) {
     if (m)
-        blitz_semaphore_destroy(&m->blitz__sem);
+        blitz_semaphore_deinit(&m->blitz__sem);
 }
 
 BLITZ_API int blitz_mutex_try_lock(blitz_mutex *m) {
@@ -13773,9 +14795,9 @@ BLITZ_API int blitz_rwlock_init(blitz_rwlock *l) {
     return l ? blitz_semaphore_init(&l->blitz__sem, BLITZ__RW_ALL) : BLITZ_EINVAL;
 }
 
-BLITZ_API void blitz_rwlock_destroy(blitz_rwlock *l) {
+BLITZ_API void blitz_rwlock_deinit(blitz_rwlock *l) {
     if (l)
-        blitz_semaphore_destroy(&l->blitz__sem);
+        blitz_semaphore_deinit(&l->blitz__sem);
 }
 
 BLITZ_API int blitz_rwlock_try_read(blitz_rwlock *l) {
@@ -13867,7 +14889,7 @@ BLITZ_API int blitz_notify_init(blitz_notify *n) {
     return BLITZ_OK;
 }
 
-BLITZ_API void blitz_notify_destroy(blitz_notify *n) {
+BLITZ_API void blitz_notify_deinit(blitz_notify *n) {
     if (n)
         BLITZ_ASSERT(blitz__waitq_empty(&n->blitz__waiters));
 }
@@ -14059,7 +15081,7 @@ BLITZ_API blitz_op blitz_op_notify_wait(blitz_notify_wait_op *op, blitz_notify *
 BLITZ_API int blitz_notify_wait_blocking(blitz_notify *n) {
     blitz_notify_wait_op op;
     memset(&op, 0, sizeof op);
-    int rc = blitz_op_wait(NULL, blitz_op_notify_wait(&op, n));
+    int rc = blitz_op_run_blocking(NULL, blitz_op_notify_wait(&op, n));
     return rc != BLITZ_OK ? rc : op.result;
 }
 /* ====[ END src/sync/notify.c ]============================================ */
@@ -14080,7 +15102,7 @@ BLITZ_API int blitz_barrier_init(blitz_barrier *b, uint32_t parties) {
     return BLITZ_OK;
 }
 
-BLITZ_API void blitz_barrier_destroy(blitz_barrier *b) {
+BLITZ_API void blitz_barrier_deinit(blitz_barrier *b) {
     if (b)
         BLITZ_ASSERT(blitz__waitq_empty(&b->blitz__waiters));
 }
@@ -14191,7 +15213,7 @@ BLITZ_API blitz_op blitz_op_barrier_wait(blitz_barrier_wait_op *op, blitz_barrie
 BLITZ_API int blitz_barrier_wait_blocking(blitz_barrier *b, int *is_leader) {
     blitz_barrier_wait_op op;
     memset(&op, 0, sizeof op);
-    int rc = blitz_op_wait(NULL, blitz_op_barrier_wait(&op, b));
+    int rc = blitz_op_run_blocking(NULL, blitz_op_barrier_wait(&op, b));
     if (rc == BLITZ_OK)
         rc = op.result;
     if (is_leader)
@@ -14233,7 +15255,7 @@ BLITZ_API int blitz_once_cell_init(blitz_once_cell *c) {
     return BLITZ_OK;
 }
 
-BLITZ_API void blitz_once_cell_destroy(blitz_once_cell *c) {
+BLITZ_API void blitz_once_cell_deinit(blitz_once_cell *c) {
     if (c)
         BLITZ_ASSERT(blitz__waitq_empty(&c->blitz__waiters));
 }
@@ -14451,7 +15473,7 @@ BLITZ_API int blitz_once_cell_get_or_claim_blocking(blitz_once_cell *c, void **v
                                                     int *claimed) {
     blitz_once_cell_op op;
     memset(&op, 0, sizeof op);
-    int rc = blitz_op_wait(NULL, blitz_op_once_cell_get_or_claim(&op, c));
+    int rc = blitz_op_run_blocking(NULL, blitz_op_once_cell_get_or_claim(&op, c));
     if (rc == BLITZ_OK)
         rc = op.result;
     if (value)
@@ -14539,7 +15561,7 @@ static void blitz__token_unlink(blitz_cancel_token *t) {
     t->blitz__parent = NULL;
 }
 
-BLITZ_API void blitz_cancel_token_destroy(blitz_cancel_token *t) {
+BLITZ_API void blitz_cancel_token_deinit(blitz_cancel_token *t) {
     if (!t)
         return;
     BLITZ_ASSERT(blitz__waitq_empty(&t->blitz__waiters));
@@ -14686,7 +15708,7 @@ BLITZ_API blitz_op blitz_op_cancel_token_wait(blitz_cancel_token_wait_op *op,
 BLITZ_API int blitz_cancel_token_wait_blocking(blitz_cancel_token *t) {
     blitz_cancel_token_wait_op op;
     memset(&op, 0, sizeof op);
-    int rc = blitz_op_wait(NULL, blitz_op_cancel_token_wait(&op, t));
+    int rc = blitz_op_run_blocking(NULL, blitz_op_cancel_token_wait(&op, t));
     return rc != BLITZ_OK ? rc : op.result;
 }
 /* ====[ END src/sync/cancel_token.c ]====================================== */
@@ -15216,25 +16238,28 @@ BLITZ_API blitz_poll blitz_chan_recv(blitz_cx *cx, blitz_chan_op *op, blitz_chan
 BLITZ_API blitz_op blitz_op_chan_send(blitz_chan_op *op, blitz_chan *ch, const void *value) {
     if (op)
         blitz__chan_op_bind(op, ch, value);
-    return blitz_op_make(op ? blitz__chan_send_poll : NULL, blitz_chan_cancel_op, op);
+    return blitz_op_make(op ? blitz__chan_send_poll : NULL, blitz_chan_cancel, op);
 }
 
 BLITZ_API blitz_op blitz_op_chan_recv(blitz_chan_op *op, blitz_chan *ch, void *out) {
     if (op)
         blitz__chan_op_bind(op, ch, out);
-    return blitz_op_make(op ? blitz__chan_recv_poll : NULL, blitz_chan_cancel_op, op);
+    return blitz_op_make(op ? blitz__chan_recv_poll : NULL, blitz_chan_cancel, op);
 }
 
-BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op) {
+BLITZ_API void blitz_chan_cancel(blitz_cx *cx, void *vop) {
+    blitz_chan_op *op = (blitz_chan_op *)vop;
+    (void)cx;
     if (!op)
-        return BLITZ_EINVAL;
+        return;
     uint32_t st = blitz__waiter_state(&op->blitz__w);
     if (st == BLITZ__WAITER_IDLE) {
         /* Nothing queued. A result already reported stays; an attempt
-         * that returned PENDING without queueing is withdrawn. */
-        if (op->result == BLITZ_EAGAIN)
+         * that returned PENDING without queueing, or an op never polled,
+         * is withdrawn. */
+        if (op->result == BLITZ_EAGAIN || !op->blitz__ch)
             op->result = BLITZ_ECANCELED;
-        return BLITZ_ECANCELED;
+        return;
     }
     if (st == BLITZ__WAITER_QUEUED) {
         blitz_chan *ch = op->blitz__ch;
@@ -15249,19 +16274,13 @@ BLITZ_API int blitz_chan_op_cancel(blitz_chan_op *op) {
             op->result = BLITZ_ECANCELED;
             blitz__mutex_unlock(&ch->lock);
             blitz_waker_drop(old);
-            return BLITZ_ECANCELED;
+            return;
         }
         blitz__mutex_unlock(&ch->lock);
     }
     /* Completed (DONE) but not yet polled: the op keeps what it got. */
     op->result = (int)(int64_t)op->blitz__w.blitz__value;
     blitz__waiter_reset(&op->blitz__w);
-    return op->result;
-}
-
-BLITZ_API void blitz_chan_cancel_op(blitz_cx *cx, void *op) {
-    (void)cx;
-    blitz_chan_op_cancel((blitz_chan_op *)op);
 }
 
 BLITZ_API int blitz_chan_send_blocking(blitz_chan *ch, const void *value) {
@@ -15269,7 +16288,7 @@ BLITZ_API int blitz_chan_send_blocking(blitz_chan *ch, const void *value) {
         return BLITZ_EINVAL;
     blitz_chan_op op;
     memset(&op, 0, sizeof op);
-    int rc = blitz_op_wait(NULL, blitz_op_chan_send(&op, ch, value));
+    int rc = blitz_op_run_blocking(NULL, blitz_op_chan_send(&op, ch, value));
     return rc ? rc : op.result;
 }
 
@@ -15278,7 +16297,7 @@ BLITZ_API int blitz_chan_recv_blocking(blitz_chan *ch, void *out) {
         return BLITZ_EINVAL;
     blitz_chan_op op;
     memset(&op, 0, sizeof op);
-    int rc = blitz_op_wait(NULL, blitz_op_chan_recv(&op, ch, out));
+    int rc = blitz_op_run_blocking(NULL, blitz_op_chan_recv(&op, ch, out));
     return rc ? rc : op.result;
 }
 /* ====[ END src/chan/mpmc.c ]============================================== */
@@ -15465,24 +16484,20 @@ static blitz_poll blitz__oneshot_recv_poll(blitz_cx *cx, void *os) {
     return blitz_oneshot_recv(cx, (blitz_oneshot *)os);
 }
 
-BLITZ_API void blitz_oneshot_recv_cancel(blitz_oneshot *os) {
-    if (os)
-        blitz__oneshot_withdraw(os, 0);
-}
-
-BLITZ_API void blitz_oneshot_cancel_op(blitz_cx *cx, void *os) {
+BLITZ_API void blitz_oneshot_cancel(blitz_cx *cx, void *os) {
     (void)cx;
-    blitz_oneshot_recv_cancel((blitz_oneshot *)os);
+    if (os)
+        blitz__oneshot_withdraw((blitz_oneshot *)os, 0);
 }
 
 BLITZ_API blitz_op blitz_op_oneshot_recv(blitz_oneshot *os) {
-    return blitz_op_make(os ? blitz__oneshot_recv_poll : NULL, blitz_oneshot_cancel_op, os);
+    return blitz_op_make(os ? blitz__oneshot_recv_poll : NULL, blitz_oneshot_cancel, os);
 }
 
 BLITZ_API int blitz_oneshot_recv_blocking(blitz_oneshot *os, uint64_t *out) {
     if (!os || !out)
         return BLITZ_EINVAL;
-    int rc = blitz_op_wait(NULL, blitz_op_oneshot_recv(os));
+    int rc = blitz_op_run_blocking(NULL, blitz_op_oneshot_recv(os));
     if (rc != BLITZ_OK)
         return rc;
     return blitz_oneshot_try_recv(os, out);
@@ -15873,10 +16888,12 @@ BLITZ_API blitz_poll blitz_broadcast_recv(blitz_cx *cx, blitz_broadcast_rx *rx, 
 BLITZ_API blitz_op blitz_op_broadcast_recv(blitz_broadcast_rx *rx, void *out) {
     if (rx)
         rx->blitz__buf = out;
-    return blitz_op_make(rx ? blitz__bc_recv_poll : NULL, blitz_broadcast_cancel_op, rx);
+    return blitz_op_make(rx ? blitz__bc_recv_poll : NULL, blitz_broadcast_cancel, rx);
 }
 
-BLITZ_API void blitz_broadcast_recv_cancel(blitz_broadcast_rx *rx) {
+BLITZ_API void blitz_broadcast_cancel(blitz_cx *cx, void *op) {
+    blitz_broadcast_rx *rx = (blitz_broadcast_rx *)op;
+    (void)cx;
     if (!rx || !rx->blitz__bc || blitz__waiter_state(&rx->blitz__w) == BLITZ__WAITER_IDLE)
         return;
     blitz__mutex_lock(&rx->blitz__bc->lock);
@@ -15885,17 +16902,12 @@ BLITZ_API void blitz_broadcast_recv_cancel(blitz_broadcast_rx *rx) {
     blitz_waker_drop(old);
 }
 
-BLITZ_API void blitz_broadcast_cancel_op(blitz_cx *cx, void *rx) {
-    (void)cx;
-    blitz_broadcast_recv_cancel((blitz_broadcast_rx *)rx);
-}
-
 BLITZ_API int blitz_broadcast_unsubscribe(blitz_broadcast_rx *rx) {
     if (!rx)
         return BLITZ_EINVAL;
     if (!rx->blitz__bc)
         return BLITZ_ERELEASED;
-    blitz_broadcast_recv_cancel(rx);
+    blitz_broadcast_cancel(NULL, rx);
     blitz_broadcast *bc = rx->blitz__bc;
     rx->blitz__bc = NULL;
     blitz__bc_unref(bc, (uint64_t)1 << 32);
@@ -15905,7 +16917,7 @@ BLITZ_API int blitz_broadcast_unsubscribe(blitz_broadcast_rx *rx) {
 BLITZ_API int blitz_broadcast_recv_blocking(blitz_broadcast_rx *rx, void *out) {
     if (!rx || !rx->blitz__bc || !out)
         return BLITZ_EINVAL;
-    int rc = blitz_op_wait(NULL, blitz_op_broadcast_recv(rx, out));
+    int rc = blitz_op_run_blocking(NULL, blitz_op_broadcast_recv(rx, out));
     return rc ? rc : rx->result;
 }
 /* ====[ END src/chan/broadcast.c ]========================================= */
@@ -16205,10 +17217,12 @@ BLITZ_API blitz_poll blitz_watch_changed(blitz_cx *cx, blitz_watch_rx *rx) {
 }
 
 BLITZ_API blitz_op blitz_op_watch_changed(blitz_watch_rx *rx) {
-    return blitz_op_make(rx ? blitz__watch_changed_poll : NULL, blitz_watch_cancel_op, rx);
+    return blitz_op_make(rx ? blitz__watch_changed_poll : NULL, blitz_watch_cancel, rx);
 }
 
-BLITZ_API void blitz_watch_changed_cancel(blitz_watch_rx *rx) {
+BLITZ_API void blitz_watch_cancel(blitz_cx *cx, void *op) {
+    blitz_watch_rx *rx = (blitz_watch_rx *)op;
+    (void)cx;
     if (!rx || !rx->blitz__watch || blitz__waiter_state(&rx->blitz__w) == BLITZ__WAITER_IDLE)
         return;
     blitz__mutex_lock(&rx->blitz__watch->lock);
@@ -16217,17 +17231,12 @@ BLITZ_API void blitz_watch_changed_cancel(blitz_watch_rx *rx) {
     blitz_waker_drop(old);
 }
 
-BLITZ_API void blitz_watch_cancel_op(blitz_cx *cx, void *rx) {
-    (void)cx;
-    blitz_watch_changed_cancel((blitz_watch_rx *)rx);
-}
-
 BLITZ_API int blitz_watch_unsubscribe(blitz_watch_rx *rx) {
     if (!rx)
         return BLITZ_EINVAL;
     if (!rx->blitz__watch)
         return BLITZ_ERELEASED;
-    blitz_watch_changed_cancel(rx);
+    blitz_watch_cancel(NULL, rx);
     blitz_watch *w = rx->blitz__watch;
     rx->blitz__watch = NULL;
     /* Acq_rel: whoever frees sees the other holders' use. */
@@ -16239,7 +17248,7 @@ BLITZ_API int blitz_watch_unsubscribe(blitz_watch_rx *rx) {
 BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx) {
     if (!rx || !rx->blitz__watch)
         return BLITZ_EINVAL;
-    int rc = blitz_op_wait(NULL, blitz_op_watch_changed(rx));
+    int rc = blitz_op_run_blocking(NULL, blitz_op_watch_changed(rx));
     return rc ? rc : rx->result;
 }
 /* ====[ END src/chan/watch.c ]============================================= */
@@ -16261,8 +17270,11 @@ static int blitz__sock_new_fd(blitz_runtime *rt, int family, int type, int *fd) 
         return BLITZ_EINVAL;
     if (!rt->io)
         return BLITZ_ENOSYS;
-    *fd = socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    return *fd < 0 ? blitz__errno_rc() : BLITZ_OK;
+    int r = blitz__socket_open(family, type, 1);
+    if (r < 0)
+        return r;
+    *fd = r;
+    return BLITZ_OK;
 }
 
 #define BLITZ__SOCK_FLAGS_ALL \
@@ -16357,7 +17369,7 @@ BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned
     return blitz__sock_wrap(rt->io, fd, addr->u.family, SOCK_DGRAM, out);
 }
 
-BLITZ_API int blitz_udp_connect(blitz_socket *s, const blitz_addr *addr) {
+BLITZ_API int blitz_sock_connect_dgram(blitz_socket *s, const blitz_addr *addr) {
     if (!s || !blitz__addr_valid(addr))
         return BLITZ_EINVAL;
     if (connect(s->fd, (const struct sockaddr *)(const void *)addr->u.bytes, addr->len) < 0)
@@ -16386,7 +17398,7 @@ BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int b
         /* A stale socket file from an earlier run: nobody listens on it.
          * Never another kind of file (a connect to a regular file is
          * refused too), which bind then reports as in use. */
-        int t = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        int t = blitz__socket_open(AF_UNIX, SOCK_DGRAM, 0);
         if (t >= 0) {
             /* A datagram probe: only a file no socket is bound to refuses
              * it; a live stream listener answers EPROTOTYPE at once, so the
@@ -16434,8 +17446,9 @@ BLITZ_API int blitz_unix_pair(blitz_runtime *rt, int type, blitz_socket **a, bli
         return BLITZ_ENOSYS;
     int sv[2];
     int st = type == 1 ? SOCK_STREAM : SOCK_DGRAM;
-    if (socketpair(AF_UNIX, st | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
-        return blitz__errno_rc();
+    int prc = blitz__socketpair_open(AF_UNIX, st, 1, sv);
+    if (prc != BLITZ_OK)
+        return prc;
     int rc = blitz__sock_wrap(rt->io, sv[0], AF_UNIX, st, a);
     if (rc != BLITZ_OK) {
         close(sv[1]);
@@ -16544,7 +17557,7 @@ BLITZ_API int blitz_tcp_set_keepalive(blitz_socket *s, int on, int idle_secs) {
     /* The idle time first: on a socket that is not TCP it fails, and then
      * keep-alive stays as it was. */
     if (s && on && idle_secs > 0) {
-        int rc = blitz__setopt(s, IPPROTO_TCP, TCP_KEEPIDLE, idle_secs);
+        int rc = blitz__setopt(s, IPPROTO_TCP, BLITZ__TCP_KEEPIDLE, idle_secs);
         if (rc != BLITZ_OK)
             return rc;
     }
@@ -16594,8 +17607,8 @@ static int blitz__multicast(blitz_socket *s, const char *group, const char *ifac
         memset(&m, 0, sizeof m);
         m.ipv6mr_multiaddr = g6;
         m.ipv6mr_interface = iface ? (unsigned)atoi(iface) : 0;
-        if (setsockopt(s->fd, IPPROTO_IPV6, join ? IPV6_ADD_MEMBERSHIP : IPV6_DROP_MEMBERSHIP, &m,
-                       sizeof m) < 0)
+        if (setsockopt(s->fd, IPPROTO_IPV6, join ? BLITZ__IPV6_JOIN_GROUP : BLITZ__IPV6_LEAVE_GROUP,
+                       &m, sizeof m) < 0)
             return blitz__errno_rc();
         return BLITZ_OK;
     }
@@ -16850,7 +17863,7 @@ BLITZ_API void blitz_tcp_connect_host_cancel(blitz_cx *cx, void *opp) {
     if (op->blitz__stage == BLITZ__CONNECT_RESOLVING) {
         blitz_dns_cancel(cx, &op->blitz__dns);
     } else if (op->blitz__stage == BLITZ__CONNECT_CONNECTING) {
-        blitz_io_cancel(&op->blitz__io);
+        blitz_io_cancel(NULL, &op->blitz__io);
     }
     if (op->blitz__stage != BLITZ__CONNECT_IDLE)
         blitz__connect_host_done(op, BLITZ_ECANCELED);
@@ -16936,15 +17949,11 @@ static void blitz__fs_fill_metadata(blitz_fs_metadata *m, const struct stat *st)
     m->type = blitz__fs_type_of_mode(st->st_mode);
     m->mode = (uint32_t)(st->st_mode & 07777);
     m->size = st->st_size < 0 ? 0 : (uint64_t)st->st_size;
-#if defined(__APPLE__)
-    m->mtime_ns = blitz__fs_ns(st->st_mtimespec);
-    m->atime_ns = blitz__fs_ns(st->st_atimespec);
-    m->ctime_ns = blitz__fs_ns(st->st_ctimespec);
-#else
-    m->mtime_ns = blitz__fs_ns(st->st_mtim);
-    m->atime_ns = blitz__fs_ns(st->st_atim);
-    m->ctime_ns = blitz__fs_ns(st->st_ctim);
-#endif
+    struct timespec modified, accessed, changed;
+    blitz__stat_times(st, &modified, &accessed, &changed);
+    m->mtime_ns = blitz__fs_ns(modified);
+    m->atime_ns = blitz__fs_ns(accessed);
+    m->ctime_ns = blitz__fs_ns(changed);
     m->dev = (uint64_t)st->st_dev;
     m->ino = (uint64_t)st->st_ino;
     m->nlink = (uint64_t)st->st_nlink;
@@ -17203,11 +18212,7 @@ static int64_t blitz__fs_do(blitz__fs_rec *f) {
     case BLITZ__FS_FSYNC:
         return fsync(f->fd) == 0 ? 0 : blitz__fs_err();
     case BLITZ__FS_FDATASYNC:
-#if defined(__APPLE__)
-        return fsync(f->fd) == 0 ? 0 : blitz__fs_err();
-#else
-        return fdatasync(f->fd) == 0 ? 0 : blitz__fs_err();
-#endif
+        return blitz__fdatasync(f->fd) == 0 ? 0 : blitz__fs_err();
     case BLITZ__FS_TRUNCATE:
         return ftruncate(f->fd, (off_t)f->off) == 0 ? 0 : blitz__fs_err();
     case BLITZ__FS_STAT:
@@ -17275,7 +18280,7 @@ typedef struct {
     size_t len;
     int64_t off;
     const char *path, *path2;
-    const blitz_fs_iovec *iov;
+    const blitz_iovec *iov;
     int iovcnt;
     blitz_fs_metadata *md;
 } blitz__fs_req;
@@ -17478,7 +18483,7 @@ BLITZ_API blitz_poll blitz_fs_pwrite(blitz_cx *cx, blitz_fs_op *op, int fd, cons
 }
 
 static blitz_poll blitz__fs_vec(blitz_cx *cx, blitz_fs_op *op, int kind, int fd,
-                                const blitz_fs_iovec *iov, int iovcnt, int64_t offset) {
+                                const blitz_iovec *iov, int iovcnt, int64_t offset) {
     if (!iov || iovcnt <= 0 || iovcnt > IOV_MAX || offset < -1)
         return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     if (fd < 0)
@@ -17491,12 +18496,12 @@ static blitz_poll blitz__fs_vec(blitz_cx *cx, blitz_fs_op *op, int kind, int fd,
     return blitz__fs_call(cx, op, &r);
 }
 
-BLITZ_API blitz_poll blitz_fs_readv(blitz_cx *cx, blitz_fs_op *op, int fd,
-                                    const blitz_fs_iovec *iov, int iovcnt, int64_t offset) {
+BLITZ_API blitz_poll blitz_fs_readv(blitz_cx *cx, blitz_fs_op *op, int fd, const blitz_iovec *iov,
+                                    int iovcnt, int64_t offset) {
     return blitz__fs_vec(cx, op, BLITZ__FS_READV, fd, iov, iovcnt, offset);
 }
-BLITZ_API blitz_poll blitz_fs_writev(blitz_cx *cx, blitz_fs_op *op, int fd,
-                                     const blitz_fs_iovec *iov, int iovcnt, int64_t offset) {
+BLITZ_API blitz_poll blitz_fs_writev(blitz_cx *cx, blitz_fs_op *op, int fd, const blitz_iovec *iov,
+                                     int iovcnt, int64_t offset) {
     return blitz__fs_vec(cx, op, BLITZ__FS_WRITEV, fd, iov, iovcnt, offset);
 }
 
@@ -17927,10 +18932,6 @@ BLITZ_API int blitz_signal_deinit(blitz_signal *s) {
  * reset them. exec failures travel back through a close-on-exec pipe. */
 /* src/io/io.h already included */
 
-#if defined(__linux__)
-/* Hidden under strict feature macros; the redeclaration is compatible. */
-int pipe2(int fds[2], int flags);
-#endif
 extern char **environ;
 
 #define BLITZ__PROC_TICK_MS 50
@@ -17941,7 +18942,7 @@ struct blitz__proc {
     blitz__atomic_u32 refs;
     blitz__mutex lock;
     int pid;
-    int pidfd; /* -1 when the system has none */
+    int exit_fd; /* readable once the child exits; -1 when the system has none */
     int reaped;
     int status;        /* waitpid status, once reaped */
     blitz_runtime *rt; /* whose pool reaps a released child */
@@ -17951,8 +18952,8 @@ static void blitz__proc_unref(blitz__proc *p) {
     /* Acq_rel: every user's accesses happen before the free. */
     if (blitz__u32_fetch_sub(&p->refs, 1, BLITZ__ACQ_REL) != 1)
         return;
-    if (p->pidfd >= 0)
-        close(p->pidfd);
+    if (p->exit_fd >= 0)
+        close(p->exit_fd);
     blitz__mutex_destroy(&p->lock);
     blitz__free(p);
 }
@@ -17989,8 +18990,8 @@ static int blitz__proc_try_reap(blitz__proc *p, int *status) {
 
 /* Sleeps until the child may have changed state, at most one tick. */
 static void blitz__proc_nap(blitz__proc *p, uint32_t *backoff_ms) {
-    if (p->pidfd >= 0) {
-        struct pollfd pfd = {p->pidfd, POLLIN, 0};
+    if (p->exit_fd >= 0) {
+        struct pollfd pfd = {p->exit_fd, POLLIN, 0};
         poll(&pfd, 1, BLITZ__PROC_TICK_MS);
         return;
     }
@@ -18023,20 +19024,6 @@ static int blitz__decode_status(int st, int *exited, int *code, int *sig, int *c
 }
 
 /* ---- spawning ------------------------------------------------------------------ */
-
-static int blitz__cloexec_pipe(int fds[2]) {
-#if defined(__linux__)
-    if (pipe2(fds, O_CLOEXEC) == 0)
-        return 0;
-    return blitz__from_errno(errno);
-#else
-    if (pipe(fds) != 0)
-        return blitz__from_errno(errno);
-    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
-    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
-    return 0;
-#endif
-}
 
 /* The program's path: argv0 itself when it has a '/', else the first
  * executable match in PATH. *out is allocated when not argv0. */
@@ -18203,7 +19190,7 @@ static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, bli
     for (int i = 0; i < 3 && rc == 0; i++) {
         if (modes[i] == BLITZ_STDIO_PIPE) {
             int fds[2];
-            rc = blitz__cloexec_pipe(fds);
+            rc = blitz__pipe_open(fds, 0);
             if (rc == 0) {
                 /* stdin: the child reads fds[0]; stdout/stderr: it writes fds[1]. */
                 child_fds[i] = i == 0 ? fds[0] : fds[1];
@@ -18216,7 +19203,7 @@ static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, bli
         }
     }
     if (rc == 0)
-        rc = blitz__cloexec_pipe(err_pipe);
+        rc = blitz__pipe_open(err_pipe, 0);
     if (rc == 0) {
         p = (blitz__proc *)blitz__calloc(sizeof *p);
         if (!p || blitz__mutex_init(&p->lock) != 0)
@@ -18280,14 +19267,7 @@ static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, bli
     blitz__u32_store(&p->refs, 1, BLITZ__RELAXED);
     p->pid = (int)pid;
     p->rt = rt;
-    p->pidfd = -1;
-#if defined(__linux__) && defined(SYS_pidfd_open)
-    p->pidfd = blitz__fd_above_stdio((int)syscall(SYS_pidfd_open, pid, 0));
-    if (p->pidfd >= 0)
-        fcntl(p->pidfd, F_SETFD, FD_CLOEXEC);
-    else
-        p->pidfd = -1;
-#endif
+    p->exit_fd = blitz__proc_exit_fd((int)pid);
     child->pid = (int)pid;
     child->stdin_fd = parent_fds[0];
     child->stdout_fd = parent_fds[1];
@@ -18657,16 +19637,6 @@ BLITZ_API void blitz_process_output_cancel(blitz_cx *cx, void *p) {
  * the buffered reader and writer; copy with splice / sendfile. */
 /* src/io/io.h already included */
 
-#ifndef SPLICE_F_MOVE
-#define SPLICE_F_MOVE 1u
-#endif
-#ifndef SPLICE_F_NONBLOCK
-#define SPLICE_F_NONBLOCK 2u
-#endif
-#ifndef F_SETPIPE_SZ
-#define F_SETPIPE_SZ 1031
-#endif
-
 #define BLITZ__READER_DEFAULT ((size_t)8192)
 #define BLITZ__COPY_BUF       ((size_t)64 * 1024)
 #define BLITZ__COPY_CHUNK     ((size_t)1 << 20)
@@ -18691,7 +19661,7 @@ static blitz_poll blitz__sock_st_write(blitz_cx *cx, blitz_stream *st, const voi
 }
 static void blitz__io_st_cancel(blitz_cx *cx, blitz_stream *st, int dir) {
     (void)cx;
-    blitz_io_cancel(dir ? &st->blitz__wio : &st->blitz__rio);
+    blitz_io_cancel(NULL, dir ? &st->blitz__wio : &st->blitz__rio);
 }
 static int blitz__sock_st_shutdown(blitz_stream *st) {
     return blitz_sock_shutdown(st->sock, 1);
@@ -19438,9 +20408,8 @@ static int blitz__pollable(const blitz_stream *st) {
 }
 
 static int blitz__copy_pick(blitz_copy *c) {
-#if BLITZ__LINUX
     blitz_stream *src = c->src, *dst = c->dst;
-    if (c->flags & BLITZ_COPY_NO_SPLICE)
+    if ((c->flags & BLITZ_COPY_NO_SPLICE) || !blitz__splice_available())
         return BLITZ__CP_BUF;
     if (src->kind == BLITZ_STREAM_FILE && blitz__pollable(dst))
         return BLITZ__CP_SENDFILE;
@@ -19455,47 +20424,28 @@ static int blitz__copy_pick(blitz_copy *c) {
         if (src_sock && blitz__is_sock(dst))
             return BLITZ__CP_SPLICE2;
     }
-#else
-    (void)c;
-#endif
     return BLITZ__CP_BUF;
 }
 
-/* A kernel transfer; -errno on failure. SIGPIPE is held back. */
+/* A kernel transfer; a code on failure. SIGPIPE is held back. */
 static int64_t blitz__copy_splice(int in, int out, size_t n) {
-#if BLITZ__LINUX
     blitz__nosig g;
     blitz__nosig_begin(&g);
-    long r = syscall(SYS_splice, in, NULL, out, NULL, n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-    int e = errno;
-    blitz__nosig_end(&g, r < 0 && e == EPIPE);
-    return r < 0 ? -(int64_t)e : (int64_t)r;
-#else
-    (void)in;
-    (void)out;
-    (void)n;
-    return -ENOSYS;
-#endif
+    int64_t r = blitz__splice(in, out, n);
+    blitz__nosig_end(&g, r == BLITZ_EPIPE);
+    return r;
 }
 static int64_t blitz__copy_sendfile(int in, int out, size_t n) {
-#if BLITZ__LINUX
     blitz__nosig g;
     blitz__nosig_begin(&g);
-    long r = syscall(SYS_sendfile, out, in, NULL, n);
-    int e = errno;
-    blitz__nosig_end(&g, r < 0 && e == EPIPE);
-    return r < 0 ? -(int64_t)e : (int64_t)r;
-#else
-    (void)in;
-    (void)out;
-    (void)n;
-    return -ENOSYS;
-#endif
+    int64_t r = blitz__sendfile(out, in, n);
+    blitz__nosig_end(&g, r == BLITZ_EPIPE);
+    return r;
 }
 
 /* The kernel refused this pair of descriptors: read and write instead. */
 static int blitz__copy_refused(int64_t r) {
-    return r == -EINVAL || r == -ENOSYS || r == -EOPNOTSUPP || r == -EBADF;
+    return r == BLITZ_EINVAL || r == BLITZ_ENOSYS || r == BLITZ_EOPNOTSUPP || r == BLITZ_EBADF;
 }
 
 /* Which side held up a transfer that would block. */
@@ -19604,7 +20554,7 @@ BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
                 c->blitz__mode = BLITZ__CP_BUF;
             } else {
                 /* fewer, larger transfers; the default size is fine too */
-                fcntl(c->blitz__pipe[1], F_SETPIPE_SZ, 1 << 20);
+                blitz__pipe_grow(c->blitz__pipe[1], 1 << 20);
             }
         }
     }
@@ -19639,7 +20589,7 @@ BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
                 c->blitz__inpipe = (size_t)r;
                 continue;
             }
-            if (r == -EAGAIN) {
+            if (r == BLITZ_EAGAIN) {
                 c->blitz__wait = BLITZ__CPW_SRC;
                 continue;
             }
@@ -19657,7 +20607,7 @@ BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
         }
         if (r == 0)
             return blitz__copy_finish(c, (int64_t)c->bytes);
-        if (r == -EAGAIN) {
+        if (r == BLITZ_EAGAIN) {
             c->blitz__wait = blitz__copy_blocker(c, src_side ? src_fd : -1, dst_fd);
             if (c->blitz__wait == BLITZ__CPW_NONE) {
                 blitz_cx_yield(cx);
@@ -19665,7 +20615,7 @@ BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
             }
             continue;
         }
-        if (r == -EINTR)
+        if (r == BLITZ_EINTR)
             continue;
         if (blitz__copy_refused(r) && c->blitz__inpipe == 0) {
             /* nothing is held in a pipe of ours: the rest goes through a
@@ -19684,8 +20634,8 @@ BLITZ_API void blitz_copy_cancel(blitz_cx *cx, void *p) {
         return;
     if (c->blitz__mode == BLITZ__CP_UNSET || c->blitz__mode == BLITZ__CP_DONE)
         return;
-    blitz_io_cancel(&c->blitz__src_io);
-    blitz_io_cancel(&c->blitz__dst_io);
+    blitz_io_cancel(NULL, &c->blitz__src_io);
+    blitz_io_cancel(NULL, &c->blitz__dst_io);
     /* The stream op the copy waits in; a cancelled io_uring receive or
      * send may still use the buffer, and then its completion frees it. */
     blitz_io *held = NULL;
@@ -20019,7 +20969,7 @@ BLITZ_API int blitz_shutdown_free(blitz_shutdown *sd) {
         blitz_task_release(&sd->tasks[i]);
     }
     blitz__free(sd->tasks);
-    blitz_cancel_token_destroy(&sd->token);
+    blitz_cancel_token_deinit(&sd->token);
     blitz__mutex_destroy(&sd->lock);
     blitz__free(sd);
     return BLITZ_OK;
@@ -20286,7 +21236,7 @@ BLITZ_API int blitz_runtime_run(blitz_runtime *rt, blitz_poll_fn poll, void *sta
         }
         blitz__block_on(rt, h);
     }
-    rc = blitz_task_wait(h);
+    rc = blitz_join_blocking(h);
     if (rc == BLITZ_OK && state)
         memcpy(state, blitz_task_state(h), size);
     blitz_task_release(&h);

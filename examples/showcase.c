@@ -237,21 +237,21 @@ static blitz_poll echo_conn_poll(blitz_cx *cx, void *p) {
     for (;;) {
         e->left = io_left(cx);
         BLITZ_AWAIT(e, blitz_timeout_op(cx, &e->timer, e->left,
-                                        blitz_tcp_recv(cx, &e->io, e->sock, e->buf, sizeof e->buf),
-                                        blitz_io_cancel_op, &e->io));
+                                        blitz_sock_recv(cx, &e->io, e->sock, e->buf, sizeof e->buf),
+                                        blitz_io_cancel, &e->io));
         if (e->timer.expired || e->io.result <= 0) /* 0: the client closed */
             break;
         e->left = io_left(cx);
         BLITZ_AWAIT(e, blitz_timeout_op(
                            cx, &e->timer, e->left,
-                           blitz_tcp_send_all(cx, &e->io, e->sock, e->buf, (size_t)e->io.result),
-                           blitz_io_cancel_op, &e->io));
+                           blitz_sock_send_all(cx, &e->io, e->sock, e->buf, (size_t)e->io.result),
+                           blitz_io_cancel, &e->io));
         if (e->timer.expired || e->io.result < 0)
             break;
     }
     /* A cancelled io_uring op may still hold the buffer: wait for it. */
     BLITZ_AWAIT(e, blitz_io_settle(cx, &e->io));
-    blitz_tcp_close(e->sock);
+    blitz_sock_close(e->sock);
     BLITZ_END(e);
 }
 
@@ -273,8 +273,8 @@ static blitz_poll server_poll(blitz_cx *cx, void *p) {
     while (s->accepted < IO_CONNS) {
         s->left = io_left(cx);
         BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, s->left,
-                                        blitz_tcp_accept(cx, &s->io, s->listener),
-                                        blitz_io_cancel_op, &s->io));
+                                        blitz_sock_accept(cx, &s->io, s->listener), blitz_io_cancel,
+                                        &s->io));
         if (s->timer.expired || s->io.result < 0)
             break;
         blitz_tcp_set_nodelay(s->io.socket, 1);
@@ -283,13 +283,13 @@ static blitz_poll server_poll(blitz_cx *cx, void *p) {
         c.sock = s->io.socket;
         if (blitz_spawn(blitz_cx_runtime(cx), echo_conn_poll, &c, sizeof c,
                         &s->conns[s->accepted]) != BLITZ_OK) {
-            blitz_tcp_close(c.sock);
+            blitz_sock_close(c.sock);
             break;
         }
         s->accepted++;
     }
     BLITZ_AWAIT(s, blitz_io_settle(cx, &s->io));
-    blitz_tcp_close(s->listener);
+    blitz_sock_close(s->listener);
     for (s->i = 0; s->i < s->accepted; s->i++) {
         BLITZ_AWAIT(s, blitz_join(cx, s->conns[s->i]));
         blitz_task_release(&s->conns[s->i]);
@@ -329,17 +329,17 @@ static blitz_poll client_poll(blitz_cx *cx, void *p) {
         c->t0 = blitz_cx_now(cx);
         c->left = io_left(cx);
         BLITZ_AWAIT(c, blitz_timeout_op(cx, &c->timer, c->left,
-                                        blitz_tcp_send_all(cx, &c->io, c->sock, c->out, IO_MSG),
-                                        blitz_io_cancel_op, &c->io));
+                                        blitz_sock_send_all(cx, &c->io, c->sock, c->out, IO_MSG),
+                                        blitz_io_cancel, &c->io));
         if (c->timer.expired || c->io.result < 0)
             break;
         /* TCP is a byte stream: the echo may come back in pieces. */
         for (c->got = 0; c->got < IO_MSG; c->got += (size_t)c->io.result) {
             c->left = io_left(cx);
-            BLITZ_AWAIT(c, blitz_timeout_op(
-                               cx, &c->timer, c->left,
-                               blitz_tcp_recv(cx, &c->io, c->sock, c->in + c->got, IO_MSG - c->got),
-                               blitz_io_cancel_op, &c->io));
+            BLITZ_AWAIT(c, blitz_timeout_op(cx, &c->timer, c->left,
+                                            blitz_sock_recv(cx, &c->io, c->sock, c->in + c->got,
+                                                            IO_MSG - c->got),
+                                            blitz_io_cancel, &c->io));
             if (c->timer.expired || c->io.result <= 0)
                 break;
         }
@@ -351,7 +351,7 @@ static blitz_poll client_poll(blitz_cx *cx, void *p) {
     if (c->rounds < IO_ROUNDS)
         c->error = c->timer.expired ? BLITZ_ETIMEDOUT : c->io.result < 0 ? (int)c->io.result : -1;
     BLITZ_AWAIT(c, blitz_io_settle(cx, &c->io));
-    blitz_tcp_close(c->sock);
+    blitz_sock_close(c->sock);
     BLITZ_END(c);
 }
 
@@ -373,7 +373,7 @@ static blitz_poll io_main_poll(blitz_cx *cx, void *p) {
     memset(&srv, 0, sizeof srv);
     srv.listener = m->listener;
     if (blitz_spawn(blitz_cx_runtime(cx), server_poll, &srv, sizeof srv, &m->server) != BLITZ_OK) {
-        blitz_tcp_close(m->listener);
+        blitz_sock_close(m->listener);
         m->errors = 1;
         BLITZ_RETURN(m);
     }

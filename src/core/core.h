@@ -100,7 +100,7 @@ static inline void blitz__context_init(blitz__context *c, blitz_runtime *rt) {
 }
 
 /* The poll context handed to poll functions. A context with no task polls
- * an op for a plain thread (blitz_op_wait) or for a runtime-internal
+ * an op for a plain thread (blitz_op_run_blocking) or for a runtime-internal
  * waiter: its waker is `waker` instead of the task's. */
 struct blitz_cx {
     blitz__task *task;
@@ -130,7 +130,7 @@ struct blitz_runtime {
     blitz__mutex start_lock;
     int shutdown_done;
     blitz__atomic_u32 sweeping; /* the shutdown sweep walks the chunk list */
-    /* Threads waiting in blitz_task_wait sleep on this futex word; a task
+    /* Threads waiting in blitz_join_blocking sleep on this futex word; a task
      * whose joiner is such a thread bumps it on completion. */
     BLITZ__ALIGNED blitz__atomic_u32 completion_seq;
     blitz__atomic_u32 completion_sleepers;
