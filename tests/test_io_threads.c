@@ -441,8 +441,7 @@ typedef struct {
     blitz_runtime *rt;
     blitz_notify done;
     atomic_int ran, stop;
-    double total_wait;
-    double worst_wait;
+    double waits[IO_CT_MOVE_SPAWNS];
 } io_ct_move;
 
 typedef struct {
@@ -475,6 +474,11 @@ static void *io_ct_move_driver(void *p) {
     return NULL;
 }
 
+static int io_ct_cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 static void *io_ct_move_spawner(void *p) {
     io_ct_move *m = p;
     tu_sleep_ms(50); /* the driver has parked */
@@ -483,10 +487,7 @@ static void *io_ct_move_spawner(void *p) {
         CHECK_OK(blitz_spawn(m->rt, io_ct_move_task, &m, sizeof m, NULL));
         while (atomic_load(&m->ran) <= i)
             sched_yield();
-        double w = tu_now() - t0;
-        m->total_wait += w;
-        if (w > m->worst_wait)
-            m->worst_wait = w;
+        m->waits[i] = tu_now() - t0;
         usleep(200);
     }
     atomic_store(&m->stop, 1);
@@ -511,11 +512,16 @@ BLITZ_TEST(io_uring_ct_driver_moves) {
         ;
     CHECK_EQ(pthread_join(spawner, NULL), 0);
     CHECK_EQ(pthread_join(driver, NULL), 0);
-    double mean = m.total_wait / IO_CT_MOVE_SPAWNS;
-    printf("# spawn to run: mean %.1f us, worst %.1f us\n", mean * 1e6, m.worst_wait * 1e6);
+    /* The median: a spawn that waits for the computing thread's timer
+     * interrupt waits a tick (1 to 4 ms) every time, while a loaded machine
+     * delays a few spawns by as much and leaves the middle alone. */
+    qsort(m.waits, IO_CT_MOVE_SPAWNS, sizeof m.waits[0], io_ct_cmp_double);
+    double median = m.waits[IO_CT_MOVE_SPAWNS / 2];
+    printf("# spawn to run: median %.1f us, worst %.1f us\n", median * 1e6,
+           m.waits[IO_CT_MOVE_SPAWNS - 1] * 1e6);
     fflush(stdout);
     CHECK_EQ(atomic_load(&m.ran), IO_CT_MOVE_SPAWNS);
-    CHECK(mean < 0.0005 * tu_timeout_mult());
+    CHECK(median < 0.0005 * tu_timeout_mult());
     blitz_notify_deinit(&m.done);
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
