@@ -3725,7 +3725,7 @@ BLITZ_API int blitz_shutdown_free(blitz_shutdown *sd);
 #define BLITZ__IMPLEMENTATION_INCLUDED 1
 #define BLITZ__AMALGAMATION 1
 /* ########################################################################## */
-/* LAYER platform: atomics, threads and parking, clock, allocation, errors, descriptors, system calls */
+/* LAYER platform: atomics, threads, parking, clock, memory, errors, syscalls */
 /* ########################################################################## */
 /* ====[ BEGIN src/platform/error.c ]======================================= */
 /* >>platform/error */
@@ -4772,7 +4772,7 @@ BLITZ_PRIVATE int blitz__thread_start(pthread_t *t, void *(*fn)(void *), void *a
 }
 /* ====[ END src/platform/thread.c ]======================================== */
 /* ########################################################################## */
-/* LAYER core: the task block and its state word, wakers, join, the block allocator */
+/* LAYER core: the task block and its state word, wakers, join, allocator    */
 /* ########################################################################## */
 /* ====[ BEGIN src/core/task_state.c ]====================================== */
 /* >>core/task_state */
@@ -6801,7 +6801,7 @@ BLITZ_API blitz_poll blitz_interval_tick(blitz_cx *cx, blitz_interval *iv) {
 }
 /* ====[ END src/time/time_driver.c ]======================================= */
 /* ########################################################################## */
-/* LAYER io: the I/O driver core, its backends, addresses and descriptors    */
+/* LAYER io: the I/O driver core, its backends, addresses, descriptors       */
 /* ########################################################################## */
 /* ====[ BEGIN src/io/addr.c ]============================================== */
 /* >>io/addr */
@@ -11438,7 +11438,7 @@ BLITZ_API int blitz_pipe(blitz_runtime *rt, blitz_socket **read_end, blitz_socke
 }
 /* ====[ END src/io/fd.c ]================================================== */
 /* ########################################################################## */
-/* LAYER sched: run queues, idle workers, the multi-thread and current-thread schedulers, the blocking pool */
+/* LAYER sched: run queues, idle workers, both schedulers, the blocking pool */
 /* ########################################################################## */
 /* ====[ BEGIN src/sched/global_queue.c ]=================================== */
 /* >>sched/global_queue */
@@ -14381,7 +14381,7 @@ BLITZ_API int blitz_group_free(blitz_group *g) {
 }
 /* ====[ END src/op/task_group.c ]========================================== */
 /* ########################################################################## */
-/* LAYER sync: semaphore, mutex, rwlock, notify, barrier, once cell, cancel token */
+/* LAYER sync: semaphore, mutex, rwlock, notify, barrier, once cell, token   */
 /* ########################################################################## */
 /* ====[ BEGIN src/sync/semaphore.c ]======================================= */
 /* >>sync/semaphore */
