@@ -121,11 +121,12 @@ test-asan: $(BUILD)/blitz_tests_asan $(BUILD)/blitz_tests_gcc_asan
 
 # The declarations must compile as C++ (extern "C"), and the header as C11
 # with both compilers in a TU that does not define the implementation; the
-# implementation must build and run after other system headers.
+# implementation must build and run after other system headers. The two
+# C++ lines cover the debug and the NDEBUG form of the coroutine macros.
 test-cxx: blitz.h
 	@mkdir -p $(BUILD)
-	g++ -x c++ -std=c++11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I. tools/cxx_check.cc
-	clang++ -x c++ -std=c++17 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I. tools/cxx_check.cc
+	g++ -x c++ -std=c++11 -Wall -Wextra -Wpedantic -Wshadow -Werror -fsyntax-only -I. tools/cxx_check.cc
+	clang++ -x c++ -std=c++17 -Wall -Wextra -Wpedantic -Wshadow -Werror -DNDEBUG -fsyntax-only -I. tools/cxx_check.cc
 	gcc $(GCC_WARN) -fsyntax-only -I. tools/c_decl_check.c
 	clang $(WARN) -fsyntax-only -I. tools/c_decl_check.c
 	gcc $(GCC_WARN) -std=gnu11 -O1 -pthread -I. tools/include_order_check.c -o $(BUILD)/include_order_gnu
