@@ -29,7 +29,7 @@ DEV_HEADER := $(BUILD)/blitz_dev.h
 TEST_DEFS  := -DBLITZ_TEST_HEADER='"$(DEV_HEADER)"'
 
 .PHONY: all amalgamate check-amalgamation check-layout test test-quick test-gcc test-clang test-tsan \
-        test-asan test-small-queue test-cxx test-stress examples run bench bench-compare bench-peers bench-ceiling \
+        test-asan test-small-queue test-cxx test-misuse test-stress examples run bench bench-compare bench-peers bench-ceiling \
         format clean
 
 all: $(BUILD)/blitz_tests $(addprefix $(BUILD)/examples/,$(EXAMPLES))
@@ -143,6 +143,12 @@ test-cxx: blitz.h
 	clang $(WARN) -std=gnu11 -DBLITZ_NO_STATS -DBLITZ_URING_RECV_BUFS=0 -DBLITZ_STATIC -c \
 	  -I. tools/include_order_check.c -o $(BUILD)/include_order_cfg.o
 
+# Each misuse COMMON MISTAKES lists (a coroutine macro outside BLITZ_BEGIN,
+# no or two implementations, a state not zero-filled, a local across an
+# await) gives the message the manual quotes; with a correct control.
+test-misuse: blitz.h
+	@BUILD=$(BUILD) bash tools/misuse_check.sh
+
 # The I/O tests each run on every backend (name_uring, name_epoll,
 # name_poll); the >= 10,000-connection stress runs here, not in make test.
 test-stress: $(BUILD)/blitz_tests
@@ -159,7 +165,7 @@ check-layout:
 	$(PYTHON) tools/check_linux_symbols.py
 	bash tools/check_layout_selftest.sh
 
-TEST_STAGES := check-amalgamation check-layout examples test-cxx test-gcc test-clang \
+TEST_STAGES := check-amalgamation check-layout examples test-cxx test-misuse test-gcc test-clang \
                test-small-queue test-tsan test-asan
 
 # Every stage runs even when one fails; one line per stage, then the total.
@@ -208,7 +214,7 @@ bench-ceiling: $(BUILD)/bench/tcp
 	@bash bench/ceiling.sh $(BUILD)/bench
 
 format:
-	clang-format -i src/*/*.c src/*/*.h tests/*.c tests/*.h blitz_tests.c examples/*.c bench/*.c bench/*.h
+	clang-format -i src/*/*.c src/*/*.h tests/*.c tests/*.h tests/misuse/*.c blitz_tests.c examples/*.c bench/*.c bench/*.h
 
 clean:
 	rm -rf $(BUILD)
