@@ -5,6 +5,13 @@ CC      ?= cc
 PYTHON  ?= python3
 BUILD   := build
 WARN    := -std=c11 -Wall -Wextra -Wpedantic -Werror -Wshadow -Wimplicit-fallthrough
+# gcc's -Wjump-misses-init catches a local variable initialised before a
+# resume point of the coroutine macros (see COMMON MISTAKES in the manual);
+# clang has no such option. GCC_WARN for gcc, CC_WARN for $(CC).
+CC_JUMP  := $(if $(shell $(CC) -Werror -Wjump-misses-init -fsyntax-only -x c /dev/null \
+              2>/dev/null && echo y),-Wjump-misses-init)
+GCC_WARN := $(WARN) -Wjump-misses-init
+CC_WARN  := $(WARN) $(CC_JUMP)
 CFLAGS_TEST := $(WARN) -g -O2 -pthread -D_GNU_SOURCE
 LDLIBS  := -pthread
 
@@ -22,7 +29,7 @@ DEV_HEADER := $(BUILD)/blitz_dev.h
 TEST_DEFS  := -DBLITZ_TEST_HEADER='"$(DEV_HEADER)"'
 
 .PHONY: all amalgamate check-amalgamation check-layout test test-quick test-gcc test-clang test-tsan \
-        test-asan test-small-queue test-cxx test-stress examples run bench bench-compare bench-peers bench-ceiling \
+        test-asan test-small-queue test-cxx test-misuse test-stress examples run bench bench-compare bench-peers bench-ceiling \
         format clean
 
 all: $(BUILD)/blitz_tests $(addprefix $(BUILD)/examples/,$(EXAMPLES))
@@ -47,10 +54,10 @@ $(DEV_HEADER): $(SRC_FILES)
 # --- test builds: one binary per compiler / sanitizer -----------------------
 
 $(BUILD)/blitz_tests: $(TEST_FILES) $(DEV_HEADER)
-	$(CC) $(CFLAGS_TEST) $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS_TEST) $(CC_JUMP) $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
 
 $(BUILD)/blitz_tests_gcc: $(TEST_FILES) $(DEV_HEADER)
-	gcc $(CFLAGS_TEST) $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
+	gcc $(CFLAGS_TEST) -Wjump-misses-init $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
 
 $(BUILD)/blitz_tests_clang: $(TEST_FILES) $(DEV_HEADER)
 	clang $(CFLAGS_TEST) $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
@@ -67,7 +74,7 @@ $(BUILD)/blitz_tests_asan: $(TEST_FILES) $(DEV_HEADER)
 	  -fno-sanitize-recover=undefined $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
 
 $(BUILD)/blitz_tests_gcc_asan: $(TEST_FILES) $(DEV_HEADER)
-	gcc $(CFLAGS_TEST) -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+	gcc $(CFLAGS_TEST) -Wjump-misses-init -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
 	  -fno-sanitize-recover=undefined $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
 
 # A 4-slot local queue makes overflow, steal and LIFO eviction happen all the time;
@@ -84,7 +91,7 @@ $(BUILD)/blitz_tests_small_queue_tsan: $(TEST_FILES) $(DEV_HEADER)
 
 $(BUILD)/examples/%: examples/%.c blitz.h
 	@mkdir -p $(BUILD)/examples
-	$(CC) $(WARN) -O2 -pthread -I. $< -o $@ $(LDLIBS)
+	$(CC) $(CC_WARN) -O2 -pthread -I. $< -o $@ $(LDLIBS)
 
 examples: $(addprefix $(BUILD)/examples/,$(EXAMPLES))
 
@@ -114,26 +121,33 @@ test-asan: $(BUILD)/blitz_tests_asan $(BUILD)/blitz_tests_gcc_asan
 
 # The declarations must compile as C++ (extern "C"), and the header as C11
 # with both compilers in a TU that does not define the implementation; the
-# implementation must build and run after other system headers.
+# implementation must build and run after other system headers. The two
+# C++ lines cover the debug and the NDEBUG form of the coroutine macros.
 test-cxx: blitz.h
 	@mkdir -p $(BUILD)
-	g++ -x c++ -std=c++11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I. tools/cxx_check.cc
-	clang++ -x c++ -std=c++17 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I. tools/cxx_check.cc
-	gcc $(WARN) -fsyntax-only -I. tools/c_decl_check.c
+	g++ -x c++ -std=c++11 -Wall -Wextra -Wpedantic -Wshadow -Werror -fsyntax-only -I. tools/cxx_check.cc
+	clang++ -x c++ -std=c++17 -Wall -Wextra -Wpedantic -Wshadow -Werror -DNDEBUG -fsyntax-only -I. tools/cxx_check.cc
+	gcc $(GCC_WARN) -fsyntax-only -I. tools/c_decl_check.c
 	clang $(WARN) -fsyntax-only -I. tools/c_decl_check.c
-	gcc $(WARN) -std=gnu11 -O1 -pthread -I. tools/include_order_check.c -o $(BUILD)/include_order_gnu
+	gcc $(GCC_WARN) -std=gnu11 -O1 -pthread -I. tools/include_order_check.c -o $(BUILD)/include_order_gnu
 	clang $(WARN) -D_POSIX_C_SOURCE=200809L -O1 -pthread -I. tools/include_order_check.c \
 	  -o $(BUILD)/include_order_posix
 	$(BUILD)/include_order_gnu
 	$(BUILD)/include_order_posix
 	# gcc's ThreadSanitizer warns about fences (-Wtsan) unless told not to
-	gcc $(WARN) -std=gnu11 -O1 -fsanitize=thread -pthread -I. -c tools/include_order_check.c \
+	gcc $(GCC_WARN) -std=gnu11 -O1 -fsanitize=thread -pthread -I. -c tools/include_order_check.c \
 	  -o $(BUILD)/include_order_tsan.o
 	# configuration macros that remove code leave nothing unused behind
-	gcc $(WARN) -std=gnu11 -Wtype-limits -DBLITZ_NO_STATS -DBLITZ_URING_RECV_BUFS=0 -DBLITZ_STATIC -c \
+	gcc $(GCC_WARN) -std=gnu11 -Wtype-limits -DBLITZ_NO_STATS -DBLITZ_URING_RECV_BUFS=0 -DBLITZ_STATIC -c \
 	  -I. tools/include_order_check.c -o $(BUILD)/include_order_cfg.o
 	clang $(WARN) -std=gnu11 -DBLITZ_NO_STATS -DBLITZ_URING_RECV_BUFS=0 -DBLITZ_STATIC -c \
 	  -I. tools/include_order_check.c -o $(BUILD)/include_order_cfg.o
+
+# Each misuse COMMON MISTAKES lists (a coroutine macro outside BLITZ_BEGIN,
+# no or two implementations, a state not zero-filled, a local across an
+# await) gives the message the manual quotes; with a correct control.
+test-misuse: blitz.h
+	@BUILD=$(BUILD) bash tools/misuse_check.sh
 
 # The I/O tests each run on every backend (name_uring, name_epoll,
 # name_poll); the >= 10,000-connection stress runs here, not in make test.
@@ -151,7 +165,7 @@ check-layout:
 	$(PYTHON) tools/check_linux_symbols.py
 	bash tools/check_layout_selftest.sh
 
-TEST_STAGES := check-amalgamation check-layout examples test-cxx test-gcc test-clang \
+TEST_STAGES := check-amalgamation check-layout examples test-cxx test-misuse test-gcc test-clang \
                test-small-queue test-tsan test-asan
 
 # Every stage runs even when one fails; one line per stage, then the total.
@@ -200,7 +214,7 @@ bench-ceiling: $(BUILD)/bench/tcp
 	@bash bench/ceiling.sh $(BUILD)/bench
 
 format:
-	clang-format -i src/*/*.c src/*/*.h tests/*.c tests/*.h blitz_tests.c examples/*.c bench/*.c bench/*.h
+	clang-format -i src/*/*.c src/*/*.h tests/*.c tests/*.h tests/misuse/*.c blitz_tests.c examples/*.c bench/*.c bench/*.h
 
 clean:
 	rm -rf $(BUILD)

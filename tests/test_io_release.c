@@ -109,11 +109,11 @@ static void *io_ct_peer_main(void *arg) {
     if (c < 0)
         return NULL;
     char buf[16];
+    struct pollfd pfd = {c, POLLIN, 0};
     for (int i = 0; i < 3; i++) {
         if (recv(c, buf, 1, MSG_WAITALL) != 1 || send(c, buf, 1, MSG_NOSIGNAL) != 1)
             goto out;
     }
-    struct pollfd pfd = {c, POLLIN, 0};
     if (poll(&pfd, 1, 2000) == 1 && recv(c, buf, sizeof buf, MSG_DONTWAIT) == 0)
         peer->saw_eof = 1;
 out:

@@ -23,8 +23,10 @@ static blitz_poll io_foreign_peer_poll(blitz_cx *cx, void *p) {
     BLITZ_BEGIN(f);
     for (f->done = 0; f->done < f->rounds; f->done++) {
         if (!f->serve) {
-            int64_t n = f->done;
-            memcpy(f->buf, &n, sizeof n);
+            {
+                int64_t n = f->done;
+                memcpy(f->buf, &n, sizeof n);
+            }
             BLITZ_AWAIT(f, blitz_sock_send_all(cx, &f->op, f->sock, f->buf, IO_FOREIGN_MSG));
             CHECK_EQ(f->op.result, IO_FOREIGN_MSG);
         }

@@ -199,6 +199,30 @@ BLITZ_API const char *blitz_err_name(int err);
 /* BLITZ_VERSION_STRING of the implementation that was linked. */
 BLITZ_API const char *blitz_version(void);
 
+/* Defined only where BLITZ_IMPLEMENTATION is, and never called. Every file
+ * that includes blitz.h refers to it first thing, so a program without the
+ * implementation fails to link with "undefined reference to
+ * `blitz_define_BLITZ_IMPLEMENTATION_in_one_c_file'" and one with two
+ * fails with "multiple definition of" it: the error says what to do. A
+ * BLITZ_STATIC file holds its own copy and needs no check. */
+BLITZ_API void blitz_define_BLITZ_IMPLEMENTATION_in_one_c_file(void);
+#if !defined(BLITZ_STATIC) && defined(__GNUC__)
+/* no_reorder keeps gcc from moving it behind the file's own functions, so
+ * its reference is the first the linker meets; clang keeps source order. */
+#if defined(__has_attribute)
+#if __has_attribute(no_reorder)
+#define BLITZ__FIRST_IN_FILE __attribute__((no_reorder))
+#endif
+#endif
+#ifndef BLITZ__FIRST_IN_FILE
+#define BLITZ__FIRST_IN_FILE
+#endif
+__attribute__((used))
+BLITZ__FIRST_IN_FILE static void (*blitz__implementation_link_check(void))(void) {
+    return blitz_define_BLITZ_IMPLEMENTATION_in_one_c_file;
+}
+#endif
+
 /* ---------------------------------------------------------------------------
  * Tasks, poll functions and the poll context
  * ------------------------------------------------------------------------- */
@@ -276,41 +300,77 @@ BLITZ_API blitz_waker blitz_waker_noop(void);
  * ------------------------------------------------------------------------- */
 
 #define BLITZ_CORO int blitz__resume
-#define BLITZ_BEGIN(s)            \
-    switch ((s)->blitz__resume) { \
-    case 0:
+/* BLITZ_BEGIN declares the names the other macros use, so one used outside
+ * BLITZ_BEGIN ... BLITZ_END fails with "blitz_AWAIT_needs_BLITZ_BEGIN
+ * undeclared" rather than with a stray case label. Enumerators are no
+ * variables: resume points may jump past them, in C++ too. */
+#define BLITZ_BEGIN(s)                          \
+    switch ((s)->blitz__resume) {               \
+    case 0:;                                    \
+        enum {                                  \
+            blitz_AWAIT_needs_BLITZ_BEGIN = 0,  \
+            blitz_YIELD_needs_BLITZ_BEGIN = 0,  \
+            blitz_RETURN_needs_BLITZ_BEGIN = 0, \
+            blitz_END_needs_BLITZ_BEGIN = 0     \
+        }
 /* Re-evaluates `expr` (a blitz_poll expression) on every resumption until it
  * is BLITZ_READY. */
-#define BLITZ_AWAIT(s, expr)           \
-    do {                               \
-        (s)->blitz__resume = __LINE__; \
-        if (0) {                       \
-        case __LINE__:;                \
-        }                              \
-        if ((expr) == BLITZ_PENDING)   \
-            return BLITZ_PENDING;      \
+#define BLITZ_AWAIT(s, expr)                 \
+    do {                                     \
+        (void)blitz_AWAIT_needs_BLITZ_BEGIN; \
+        (s)->blitz__resume = __LINE__;       \
+        if (0) {                             \
+        case __LINE__:;                      \
+        }                                    \
+        if ((expr) == BLITZ_PENDING)         \
+            return BLITZ_PENDING;            \
     } while (0)
 /* Lets every other runnable task run first, then continues here. */
-#define BLITZ_YIELD(s, cx)             \
-    do {                               \
-        (s)->blitz__resume = __LINE__; \
-        blitz_cx_yield(cx);            \
-        return BLITZ_PENDING;          \
-    case __LINE__:;                    \
+#define BLITZ_YIELD(s, cx)                   \
+    do {                                     \
+        (void)blitz_YIELD_needs_BLITZ_BEGIN; \
+        (s)->blitz__resume = __LINE__;       \
+        blitz_cx_yield(cx);                  \
+        return BLITZ_PENDING;                \
+    case __LINE__:;                          \
     } while (0)
 /* Returns BLITZ_READY from the poll function (also on later polls). */
-#define BLITZ_RETURN(s)          \
-    do {                         \
-        (s)->blitz__resume = -1; \
-        return BLITZ_READY;      \
+#define BLITZ_RETURN(s)                       \
+    do {                                      \
+        (void)blitz_RETURN_needs_BLITZ_BEGIN; \
+        (s)->blitz__resume = -1;              \
+        return BLITZ_READY;                   \
     } while (0)
-#define BLITZ_END(s)         \
-    if (0) {                 \
-    default:;                \
-    }                        \
-    }                        \
-    (s)->blitz__resume = -1; \
+/* A resume point that is neither 0, -1 nor a line of this function comes
+ * from a state that was not zero-filled. Debug builds (no NDEBUG, or
+ * BLITZ_DEBUG=1) stop there with a message naming this BLITZ_END; release
+ * builds (NDEBUG, or BLITZ_DEBUG=0) finish the task as before, at no cost. */
+#ifndef BLITZ_DEBUG
+#ifdef NDEBUG
+#define BLITZ__CORO_DEFAULT(s) default:;
+#else
+#define BLITZ__CORO_DEFAULT(s) BLITZ__CORO_CHECKED_DEFAULT(s)
+#endif
+#elif BLITZ_DEBUG
+#define BLITZ__CORO_DEFAULT(s) BLITZ__CORO_CHECKED_DEFAULT(s)
+#else
+#define BLITZ__CORO_DEFAULT(s) default:;
+#endif
+#define BLITZ__CORO_CHECKED_DEFAULT(s) \
+    default:                           \
+        if ((s)->blitz__resume != -1)  \
+            blitz_coro_bad_resume(__FILE__, __LINE__, __func__, (s)->blitz__resume);
+#define BLITZ_END(s)                   \
+    (void)blitz_END_needs_BLITZ_BEGIN; \
+    if (0) {                           \
+        BLITZ__CORO_DEFAULT(s)         \
+    }                                  \
+    }                                  \
+    (s)->blitz__resume = -1;           \
     return BLITZ_READY
+/* What BLITZ_END calls in a debug build on a bad resume point: prints it
+ * with the poll function's file, line and name to stderr and aborts. */
+BLITZ_API void blitz_coro_bad_resume(const char *file, int line, const char *func, int resume);
 
 /* ---------------------------------------------------------------------------
  * Runtime

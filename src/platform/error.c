@@ -34,6 +34,19 @@ BLITZ_API const char *blitz_version(void) {
     return BLITZ_VERSION_STRING;
 }
 
+/* The symbol the declarations refer to (see its declaration). */
+BLITZ_API void blitz_define_BLITZ_IMPLEMENTATION_in_one_c_file(void) {}
+
+/* Called by BLITZ_END in a debug build; a poll function's state that was
+ * not zero-filled is a bug to stop at, not a task to finish quietly. */
+BLITZ_API void blitz_coro_bad_resume(const char *file, int line, const char *func, int resume) {
+    fprintf(stderr,
+            "blitz: %s:%d: %s: resume point %d is no BLITZ_AWAIT or BLITZ_YIELD "
+            "of this poll function: the task state must start zero-filled\n",
+            file, line, func, resume);
+    abort();
+}
+
 /* The code for a system errno value: the one place where errno values
  * become blitz codes, so that the codes mean the same on every system.
  * Names that share a value on one system (EAGAIN / EWOULDBLOCK,

@@ -408,35 +408,17 @@ static void blitz__worker_io_woke(void *arg) {
         st->w->searching = 1; /* a notifier claimed us meanwhile */
 }
 
-/* Returns 1 when the worker slept in the kernel. */
-static int blitz__worker_park(blitz__worker *w) {
+/* With transitioning_to_park set: publishes this worker as parked and
+ * returns 1, or returns 0 when work turned up (or it is claimed) and it
+ * must not sleep. */
+static int blitz__worker_commit_park(blitz__worker *w) {
     blitz_runtime *rt = w->rt;
-    /* Spin first: a parked vCPU takes tens of microseconds to wake, far
-     * longer than the gap between bursts of work in a busy program. */
-    int slept = 0;
-    /* Yielded tasks are this worker's work, invisible to everyone else: a
-     * worker must never sleep on them. */
-    if (w->deferred_head) {
-        blitz__worker_flush_deferred(w);
-        return 0;
-    }
-    uint32_t spin = blitz__io_spin_rounds(rt);
-    for (uint32_t i = 0; i < spin; i++) {
-        if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt) ||
-            blitz__io_ready_cheap(rt))
-            return 0;
-        for (int k = 0; k < BLITZ__SPIN_PAUSES; k++)
-            blitz__cpu_relax();
-    }
-    /* From here on tasks scheduled from this thread go to the global queue
-     * (seed 000 "Lost wakeup prevention"). */
-    blitz__u32_store(&w->transitioning_to_park, 1, BLITZ__SEQ_CST);
     if (w->lifo_slot) {
         blitz__local_queue_push(&w->queue, w->lifo_slot, rt, &w->counters);
         w->lifo_slot = NULL;
     }
     if (blitz__local_queue_len(&w->queue) || w->batch_head < w->batch_len)
-        goto out;
+        return 0;
     if (w->searching) {
         w->searching = 0;
         /* The last searcher to leave re-checks every queue: a producer that
@@ -444,7 +426,7 @@ static int blitz__worker_park(blitz__worker *w) {
         if (blitz__idle_transition_from_searching(rt)) {
             blitz__fence_seq_cst();
             if (blitz__work_available(rt))
-                goto out;
+                return 0;
         }
     }
     blitz__idle_set_parked(rt, w->index);
@@ -453,8 +435,14 @@ static int blitz__worker_park(blitz__worker *w) {
         blitz__time_due(rt) || blitz__worker_auto_advance(rt)) {
         if (!blitz__idle_unset_parked(rt, w->index))
             w->searching = 1; /* a notifier claimed us meanwhile */
-        goto out;
+        return 0;
     }
+    return 1;
+}
+
+/* Sleeps a worker that blitz__worker_commit_park published as parked. */
+static void blitz__worker_sleep(blitz__worker *w) {
+    blitz_runtime *rt = w->rt;
     /* One parked worker sleeps until the next timer (the sleeper); the
      * others until woken. Timer arming reads `sleeper` after publishing
      * the new deadline (seq_cst both sides), and wakes the sleeper or, if
@@ -485,9 +473,34 @@ static int blitz__worker_park(blitz__worker *w) {
         if (!sleeper || timer_ns)
             blitz__parker_park(&w->parker, timeout);
     }
-    slept = 1;
     blitz__worker_io_woke(&st);
-out:
+}
+
+/* Returns 1 when the worker slept in the kernel. */
+static int blitz__worker_park(blitz__worker *w) {
+    blitz_runtime *rt = w->rt;
+    /* Yielded tasks are this worker's work, invisible to everyone else: a
+     * worker must never sleep on them. */
+    if (w->deferred_head) {
+        blitz__worker_flush_deferred(w);
+        return 0;
+    }
+    /* Spin first: a parked vCPU takes tens of microseconds to wake, far
+     * longer than the gap between bursts of work in a busy program. */
+    uint32_t spin = blitz__io_spin_rounds(rt);
+    for (uint32_t i = 0; i < spin; i++) {
+        if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt) ||
+            blitz__io_ready_cheap(rt))
+            return 0;
+        for (int k = 0; k < BLITZ__SPIN_PAUSES; k++)
+            blitz__cpu_relax();
+    }
+    /* From here on tasks scheduled from this thread go to the global queue
+     * (seed 000 "Lost wakeup prevention"). */
+    blitz__u32_store(&w->transitioning_to_park, 1, BLITZ__SEQ_CST);
+    int slept = blitz__worker_commit_park(w);
+    if (slept)
+        blitz__worker_sleep(w);
     blitz__u32_store(&w->transitioning_to_park, 0, BLITZ__RELEASE);
     return slept;
 }
