@@ -76,6 +76,8 @@ A minimal program:
     }
 
 Build: cc -std=c11 -O2 -pthread main.c
+With gcc, add -Wjump-misses-init: it catches a local variable used across
+an await (see COMMON MISTAKES), and blitz.h compiles clean under it.
 
 Errors: functions return BLITZ_OK (0) or a negative BLITZ_E* code unless
 they say otherwise. The codes are blitz's own, the same numbers on every
@@ -209,11 +211,16 @@ BLITZ_READY, BLITZ_YIELD(s, cx) lets every other runnable task run first,
 BLITZ_END(s) closes the body (the poll function returns BLITZ_READY there
 and on any later call). Rules:
   - local variables do not survive an await or a yield: keep everything
-    that must in the state struct;
+    that must in the state struct (gcc -Wjump-misses-init catches a local
+    initialised before one);
   - at most one BLITZ_AWAIT / BLITZ_YIELD per source line (the line number
     is the resume point), and no switch statement of your own around one;
   - the state must start zero-filled: BLITZ_CORO's resume point starts
-    at 0 (see COMMON MISTAKES);
+    at 0 (a debug build stops at BLITZ_END otherwise; see COMMON
+    MISTAKES);
+  - BLITZ_AWAIT, BLITZ_YIELD, BLITZ_RETURN and BLITZ_END go between
+    BLITZ_BEGIN and BLITZ_END (a compile error names BLITZ_BEGIN
+    otherwise);
   - BLITZ_RETURN(s) finishes early;
   - a plain poll function without the macros is fine too.
 
@@ -966,6 +973,10 @@ marked * in every file that includes it).
   BLITZ_FREE(ptr)             #error otherwise; default malloc / free)
   BLITZ_ASSERT(cond)          assertion used for API misuse and invariants
                               (default assert; off with NDEBUG)
+  BLITZ_DEBUG *               1: BLITZ_END checks the resume point and
+                              stops a task whose state was not
+                              zero-filled; 0: no check, no cost (default
+                              1, or 0 when NDEBUG is defined)
   BLITZ_MAX_WORKERS *         upper bound of workers, 1..64 (default 64;
                               the parked-worker bitmap is one 64-bit word)
   BLITZ_MAX_STATE_SIZE *      largest task state in bytes, up to 1 GiB
@@ -1078,20 +1089,36 @@ Each mistake with what the compiler or the program shows.
 
 A local variable used across an await or a yield
     long n = 42;  BLITZ_AWAIT(s, ...);  use(n);
-  No warning from gcc or clang (-Wall -Wextra). After the await the poll
-  function was called again and n is whatever the stack holds: often the
-  right value by luck at -O2, garbage at -O0. Keep it in the state struct.
+  After the await the poll function was called again and n is whatever
+  the stack holds: garbage, or a loop that never ends. gcc says "may be
+  used uninitialized" at best and clang nothing, but gcc with
+  -Wjump-misses-init (and -Werror) stops at the await with
+    error: switch jumps over variable initialization
+    [-Werror=jump-misses-init]
+  It sees locals declared with an initialiser only (long n; n = 42;
+  passes). Keep the value in the state struct, or declare the local in a
+  { } block that ends before the await.
 
 A state that is not zero-filled
     main_task m;  blitz_run(main_poll, &m, sizeof m);
-  Compiles. The resume point is garbage, so the body is skipped (unless the
-  garbage equals a resume line): the task finishes at once as if it had
-  reached BLITZ_END (its fields are left as they were). Write main_task m =
-  {0}, or pass a NULL state to blitz_spawn.
+  Compiles. The resume point is garbage. A debug build (NDEBUG not
+  defined, or BLITZ_DEBUG=1) stops at BLITZ_END, naming its file and line
+  and the poll function, with
+    blitz: main.c:31: main_poll: resume point 1515870810 is no
+    BLITZ_AWAIT or BLITZ_YIELD of this poll function: the task state
+    must start zero-filled
+  (one line) on stderr, then abort(). A release build skips the body: the
+  task finishes at once as if it had reached BLITZ_END (its fields are
+  left as they were). Neither notices garbage that equals a resume line.
+  Write main_task m = {0}, or pass a NULL state to blitz_spawn.
 
-BLITZ_AWAIT or BLITZ_YIELD outside BLITZ_BEGIN ... BLITZ_END
-  error: case label not within a switch statement (and, for BLITZ_END
-  without BLITZ_BEGIN, 'default' label not within a switch statement).
+BLITZ_AWAIT, BLITZ_YIELD, BLITZ_RETURN or BLITZ_END outside BLITZ_BEGIN
+... BLITZ_END
+  error: 'blitz_AWAIT_needs_BLITZ_BEGIN' undeclared (gcc; clang: use of
+  undeclared identifier 'blitz_AWAIT_needs_BLITZ_BEGIN'), and
+  blitz_YIELD_needs_BLITZ_BEGIN, blitz_RETURN_needs_BLITZ_BEGIN or
+  blitz_END_needs_BLITZ_BEGIN for the others: BLITZ_BEGIN declares those
+  names, for its body only.
 
 BLITZ_END missing
   error: expected declaration or statement at end of input (BLITZ_BEGIN
@@ -1101,12 +1128,19 @@ Two awaits or yields on one source line (or in one macro)
   error: duplicate case value.
 
 No file defines BLITZ_IMPLEMENTATION
-  The link fails: undefined reference to `blitz_run' (or whichever blitz
-  function is called first).
+  The link fails, and the first error names the fix:
+    undefined reference to
+    `blitz_define_BLITZ_IMPLEMENTATION_in_one_c_file'
+  (ld.lld: undefined symbol: ...), then the blitz functions called. Every
+  file that includes blitz.h refers to that symbol; only the
+  implementation defines it.
 
 Two files define BLITZ_IMPLEMENTATION
-  The link fails: multiple definition of `blitz_...'. (BLITZ_STATIC is the
-  way to have one private copy per file.)
+  The link fails, first with
+    multiple definition of
+    `blitz_define_BLITZ_IMPLEMENTATION_in_one_c_file'
+  (ld.lld: duplicate symbol: ...), then one for every blitz function.
+  (BLITZ_STATIC is the way to have one private copy per file.)
 
 A system header included before blitz.h under strict -std=c11
   #error "blitz.h: POSIX 2008 declarations are hidden ..." in the file that
@@ -1336,6 +1370,30 @@ BLITZ_API const char *blitz_err_name(int err);
 /* BLITZ_VERSION_STRING of the implementation that was linked. */
 BLITZ_API const char *blitz_version(void);
 
+/* Defined only where BLITZ_IMPLEMENTATION is, and never called. Every file
+ * that includes blitz.h refers to it first thing, so a program without the
+ * implementation fails to link with "undefined reference to
+ * `blitz_define_BLITZ_IMPLEMENTATION_in_one_c_file'" and one with two
+ * fails with "multiple definition of" it: the error says what to do. A
+ * BLITZ_STATIC file holds its own copy and needs no check. */
+BLITZ_API void blitz_define_BLITZ_IMPLEMENTATION_in_one_c_file(void);
+#if !defined(BLITZ_STATIC) && defined(__GNUC__)
+/* no_reorder keeps gcc from moving it behind the file's own functions, so
+ * its reference is the first the linker meets; clang keeps source order. */
+#if defined(__has_attribute)
+#if __has_attribute(no_reorder)
+#define BLITZ__FIRST_IN_FILE __attribute__((no_reorder))
+#endif
+#endif
+#ifndef BLITZ__FIRST_IN_FILE
+#define BLITZ__FIRST_IN_FILE
+#endif
+__attribute__((used))
+BLITZ__FIRST_IN_FILE static void (*blitz__implementation_link_check(void))(void) {
+    return blitz_define_BLITZ_IMPLEMENTATION_in_one_c_file;
+}
+#endif
+
 /* ---------------------------------------------------------------------------
  * Tasks, poll functions and the poll context
  * ------------------------------------------------------------------------- */
@@ -1413,41 +1471,77 @@ BLITZ_API blitz_waker blitz_waker_noop(void);
  * ------------------------------------------------------------------------- */
 
 #define BLITZ_CORO int blitz__resume
-#define BLITZ_BEGIN(s)            \
-    switch ((s)->blitz__resume) { \
-    case 0:
+/* BLITZ_BEGIN declares the names the other macros use, so one used outside
+ * BLITZ_BEGIN ... BLITZ_END fails with "blitz_AWAIT_needs_BLITZ_BEGIN
+ * undeclared" rather than with a stray case label. Enumerators are no
+ * variables: resume points may jump past them, in C++ too. */
+#define BLITZ_BEGIN(s)                          \
+    switch ((s)->blitz__resume) {               \
+    case 0:;                                    \
+        enum {                                  \
+            blitz_AWAIT_needs_BLITZ_BEGIN = 0,  \
+            blitz_YIELD_needs_BLITZ_BEGIN = 0,  \
+            blitz_RETURN_needs_BLITZ_BEGIN = 0, \
+            blitz_END_needs_BLITZ_BEGIN = 0     \
+        }
 /* Re-evaluates `expr` (a blitz_poll expression) on every resumption until it
  * is BLITZ_READY. */
-#define BLITZ_AWAIT(s, expr)           \
-    do {                               \
-        (s)->blitz__resume = __LINE__; \
-        if (0) {                       \
-        case __LINE__:;                \
-        }                              \
-        if ((expr) == BLITZ_PENDING)   \
-            return BLITZ_PENDING;      \
+#define BLITZ_AWAIT(s, expr)                 \
+    do {                                     \
+        (void)blitz_AWAIT_needs_BLITZ_BEGIN; \
+        (s)->blitz__resume = __LINE__;       \
+        if (0) {                             \
+        case __LINE__:;                      \
+        }                                    \
+        if ((expr) == BLITZ_PENDING)         \
+            return BLITZ_PENDING;            \
     } while (0)
 /* Lets every other runnable task run first, then continues here. */
-#define BLITZ_YIELD(s, cx)             \
-    do {                               \
-        (s)->blitz__resume = __LINE__; \
-        blitz_cx_yield(cx);            \
-        return BLITZ_PENDING;          \
-    case __LINE__:;                    \
+#define BLITZ_YIELD(s, cx)                   \
+    do {                                     \
+        (void)blitz_YIELD_needs_BLITZ_BEGIN; \
+        (s)->blitz__resume = __LINE__;       \
+        blitz_cx_yield(cx);                  \
+        return BLITZ_PENDING;                \
+    case __LINE__:;                          \
     } while (0)
 /* Returns BLITZ_READY from the poll function (also on later polls). */
-#define BLITZ_RETURN(s)          \
-    do {                         \
-        (s)->blitz__resume = -1; \
-        return BLITZ_READY;      \
+#define BLITZ_RETURN(s)                       \
+    do {                                      \
+        (void)blitz_RETURN_needs_BLITZ_BEGIN; \
+        (s)->blitz__resume = -1;              \
+        return BLITZ_READY;                   \
     } while (0)
-#define BLITZ_END(s)         \
-    if (0) {                 \
-    default:;                \
-    }                        \
-    }                        \
-    (s)->blitz__resume = -1; \
+/* A resume point that is neither 0, -1 nor a line of this function comes
+ * from a state that was not zero-filled. Debug builds (no NDEBUG, or
+ * BLITZ_DEBUG=1) stop there with a message naming this BLITZ_END; release
+ * builds (NDEBUG, or BLITZ_DEBUG=0) finish the task as before, at no cost. */
+#ifndef BLITZ_DEBUG
+#ifdef NDEBUG
+#define BLITZ__CORO_DEFAULT(s) default:;
+#else
+#define BLITZ__CORO_DEFAULT(s) BLITZ__CORO_CHECKED_DEFAULT(s)
+#endif
+#elif BLITZ_DEBUG
+#define BLITZ__CORO_DEFAULT(s) BLITZ__CORO_CHECKED_DEFAULT(s)
+#else
+#define BLITZ__CORO_DEFAULT(s) default:;
+#endif
+#define BLITZ__CORO_CHECKED_DEFAULT(s) \
+    default:                           \
+        if ((s)->blitz__resume != -1)  \
+            blitz_coro_bad_resume(__FILE__, __LINE__, __func__, (s)->blitz__resume);
+#define BLITZ_END(s)                   \
+    (void)blitz_END_needs_BLITZ_BEGIN; \
+    if (0) {                           \
+        BLITZ__CORO_DEFAULT(s)         \
+    }                                  \
+    }                                  \
+    (s)->blitz__resume = -1;           \
     return BLITZ_READY
+/* What BLITZ_END calls in a debug build on a bad resume point: prints it
+ * with the poll function's file, line and name to stderr and aborts. */
+BLITZ_API void blitz_coro_bad_resume(const char *file, int line, const char *func, int resume);
 
 /* ---------------------------------------------------------------------------
  * Runtime
@@ -4153,6 +4247,19 @@ BLITZ_API const char *blitz_err_name(int err) {
 
 BLITZ_API const char *blitz_version(void) {
     return BLITZ_VERSION_STRING;
+}
+
+/* The symbol the declarations refer to (see its declaration). */
+BLITZ_API void blitz_define_BLITZ_IMPLEMENTATION_in_one_c_file(void) {}
+
+/* Called by BLITZ_END in a debug build; a poll function's state that was
+ * not zero-filled is a bug to stop at, not a task to finish quietly. */
+BLITZ_API void blitz_coro_bad_resume(const char *file, int line, const char *func, int resume) {
+    fprintf(stderr,
+            "blitz: %s:%d: %s: resume point %d is no BLITZ_AWAIT or BLITZ_YIELD "
+            "of this poll function: the task state must start zero-filled\n",
+            file, line, func, resume);
+    abort();
 }
 
 /* The code for a system errno value: the one place where errno values
@@ -12346,35 +12453,17 @@ static void blitz__worker_io_woke(void *arg) {
         st->w->searching = 1; /* a notifier claimed us meanwhile */
 }
 
-/* Returns 1 when the worker slept in the kernel. */
-static int blitz__worker_park(blitz__worker *w) {
+/* With transitioning_to_park set: publishes this worker as parked and
+ * returns 1, or returns 0 when work turned up (or it is claimed) and it
+ * must not sleep. */
+static int blitz__worker_commit_park(blitz__worker *w) {
     blitz_runtime *rt = w->rt;
-    /* Spin first: a parked vCPU takes tens of microseconds to wake, far
-     * longer than the gap between bursts of work in a busy program. */
-    int slept = 0;
-    /* Yielded tasks are this worker's work, invisible to everyone else: a
-     * worker must never sleep on them. */
-    if (w->deferred_head) {
-        blitz__worker_flush_deferred(w);
-        return 0;
-    }
-    uint32_t spin = blitz__io_spin_rounds(rt);
-    for (uint32_t i = 0; i < spin; i++) {
-        if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt) ||
-            blitz__io_ready_cheap(rt))
-            return 0;
-        for (int k = 0; k < BLITZ__SPIN_PAUSES; k++)
-            blitz__cpu_relax();
-    }
-    /* From here on tasks scheduled from this thread go to the global queue
-     * (seed 000 "Lost wakeup prevention"). */
-    blitz__u32_store(&w->transitioning_to_park, 1, BLITZ__SEQ_CST);
     if (w->lifo_slot) {
         blitz__local_queue_push(&w->queue, w->lifo_slot, rt, &w->counters);
         w->lifo_slot = NULL;
     }
     if (blitz__local_queue_len(&w->queue) || w->batch_head < w->batch_len)
-        goto out;
+        return 0;
     if (w->searching) {
         w->searching = 0;
         /* The last searcher to leave re-checks every queue: a producer that
@@ -12382,7 +12471,7 @@ static int blitz__worker_park(blitz__worker *w) {
         if (blitz__idle_transition_from_searching(rt)) {
             blitz__fence_seq_cst();
             if (blitz__work_available(rt))
-                goto out;
+                return 0;
         }
     }
     blitz__idle_set_parked(rt, w->index);
@@ -12391,8 +12480,14 @@ static int blitz__worker_park(blitz__worker *w) {
         blitz__time_due(rt) || blitz__worker_auto_advance(rt)) {
         if (!blitz__idle_unset_parked(rt, w->index))
             w->searching = 1; /* a notifier claimed us meanwhile */
-        goto out;
+        return 0;
     }
+    return 1;
+}
+
+/* Sleeps a worker that blitz__worker_commit_park published as parked. */
+static void blitz__worker_sleep(blitz__worker *w) {
+    blitz_runtime *rt = w->rt;
     /* One parked worker sleeps until the next timer (the sleeper); the
      * others until woken. Timer arming reads `sleeper` after publishing
      * the new deadline (seq_cst both sides), and wakes the sleeper or, if
@@ -12423,9 +12518,34 @@ static int blitz__worker_park(blitz__worker *w) {
         if (!sleeper || timer_ns)
             blitz__parker_park(&w->parker, timeout);
     }
-    slept = 1;
     blitz__worker_io_woke(&st);
-out:
+}
+
+/* Returns 1 when the worker slept in the kernel. */
+static int blitz__worker_park(blitz__worker *w) {
+    blitz_runtime *rt = w->rt;
+    /* Yielded tasks are this worker's work, invisible to everyone else: a
+     * worker must never sleep on them. */
+    if (w->deferred_head) {
+        blitz__worker_flush_deferred(w);
+        return 0;
+    }
+    /* Spin first: a parked vCPU takes tens of microseconds to wake, far
+     * longer than the gap between bursts of work in a busy program. */
+    uint32_t spin = blitz__io_spin_rounds(rt);
+    for (uint32_t i = 0; i < spin; i++) {
+        if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt) ||
+            blitz__io_ready_cheap(rt))
+            return 0;
+        for (int k = 0; k < BLITZ__SPIN_PAUSES; k++)
+            blitz__cpu_relax();
+    }
+    /* From here on tasks scheduled from this thread go to the global queue
+     * (seed 000 "Lost wakeup prevention"). */
+    blitz__u32_store(&w->transitioning_to_park, 1, BLITZ__SEQ_CST);
+    int slept = blitz__worker_commit_park(w);
+    if (slept)
+        blitz__worker_sleep(w);
     blitz__u32_store(&w->transitioning_to_park, 0, BLITZ__RELEASE);
     return slept;
 }
