@@ -573,12 +573,13 @@ static void ch_cancel_hook(void *p) {
     atomic_store(&ch_hook_rc, s->op.result);
 }
 
-static int chan_cancel_keeps(tu_flavor f) {
+static int chan_cancel_moves_nothing(tu_flavor f) {
     blitz_runtime *rt = tu_rt_new(f);
     blitz_chan *ch;
     CHECK_OK(blitz_chan_new(&ch, 8, 1));
     atomic_int pending;
-    /* A receive that was handed a message before its cancel keeps it. */
+    /* A receive woken for a message and cancelled before it polls again
+     * took nothing: the message stays for the next receiver. */
     {
         atomic_store(&pending, 0);
         ch_cancel_after st = ch_cancel_after_make(ch, 0, 0, &pending);
@@ -588,15 +589,18 @@ static int chan_cancel_keeps(tu_flavor f) {
             tt_drive_ct(rt);
         TU_WAIT_GE(&pending, 1, 5);
         uint64_t v = 42;
-        CHECK_OK(blitz_chan_try_send(ch, &v)); /* handed straight to the op */
+        CHECK_OK(blitz_chan_try_send(ch, &v)); /* wakes the op */
         CHECK_OK(blitz_join_blocking(t));
         ch_cancel_after *fin = blitz_task_state(t);
-        CHECK_EQ(fin->cancel_rc, BLITZ_OK);
-        CHECK_EQ(fin->v, 42);
+        CHECK_EQ(fin->cancel_rc, BLITZ_ECANCELED);
+        CHECK_EQ(fin->v, 0);
         CHECK_OK(blitz_task_release(&t));
-        CHECK_EQ(blitz_chan_try_recv(ch, &v), BLITZ_EEMPTY);
+        v = 0;
+        CHECK_OK(blitz_chan_try_recv(ch, &v));
+        CHECK_EQ(v, 42);
     }
-    /* A send whose value was taken before its cancel reports success. */
+    /* A send woken for a free slot and cancelled before it polls again
+     * sent nothing. */
     {
         atomic_store(&pending, 0);
         uint64_t v = 1;
@@ -607,13 +611,12 @@ static int chan_cancel_keeps(tu_flavor f) {
         if (f.flavor == BLITZ_CURRENT_THREAD)
             tt_drive_ct(rt);
         TU_WAIT_GE(&pending, 1, 5);
-        CHECK_OK(blitz_chan_try_recv(ch, &v)); /* frees the slot: 77 goes in */
+        CHECK_OK(blitz_chan_try_recv(ch, &v)); /* frees the slot: wakes the op */
         CHECK_EQ(v, 1);
         CHECK_OK(blitz_join_blocking(t));
-        CHECK_EQ(((ch_cancel_after *)blitz_task_state(t))->cancel_rc, BLITZ_OK);
+        CHECK_EQ(((ch_cancel_after *)blitz_task_state(t))->cancel_rc, BLITZ_ECANCELED);
         CHECK_OK(blitz_task_release(&t));
-        CHECK_OK(blitz_chan_try_recv(ch, &v));
-        CHECK_EQ(v, 77);
+        CHECK_EQ(blitz_chan_try_recv(ch, &v), BLITZ_EEMPTY);
     }
     /* A task cancelled while its receive waits: its cancel hook withdraws
      * the op (ECANCELED), and the next message stays in the channel. */
@@ -647,11 +650,10 @@ static int chan_cancel_keeps(tu_flavor f) {
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
-TU_FLAVOR_TESTS(chan_cancel_keeps)
+TU_FLAVOR_TESTS(chan_cancel_moves_nothing)
 
-/* Consumers cancelled at random while a thread sends: a consumer's cancel
- * hook keeps a message that was already handed to it; nothing is lost or
- * delivered twice. */
+/* Consumers cancelled at random while a thread sends: a cancelled receive
+ * took nothing, so the ledger sees every message exactly once. */
 typedef struct {
     BLITZ_CORO;
     blitz_chan *ch;
@@ -677,10 +679,8 @@ static void ch_cancellable_hook(void *p) {
     ch_cancellable *s = p;
     blitz_chan_cancel(NULL, &s->op);
     int r = s->op.result;
-    if (r == BLITZ_OK)
-        ch_ledger_note(s->l, &s->msg);
-    else
-        CHECK(r == BLITZ_ECANCELED || r == BLITZ_ECLOSED);
+    /* ECLOSED: the task saw the end and its op stayed idle. */
+    CHECK(r == BLITZ_ECANCELED || r == BLITZ_ECLOSED);
 }
 
 static int chan_cancel_race(tu_flavor f) {
@@ -1323,8 +1323,9 @@ BLITZ_TEST(watch_torn_reads) {
 
 /* A task selects over receives on two channels through the blitz_op
  * interface: each round polls both ops, takes every one that finished and
- * cancels the other, keeping a value its cancel reports as received. Two
- * threads feed the channels; nothing may be swallowed or seen twice. */
+ * cancels the other, which takes nothing (a message it was woken for stays
+ * in its channel). Two threads feed the channels; nothing may be swallowed
+ * or seen twice. */
 typedef struct {
     BLITZ_CORO;
     blitz_chan *ch[2];
@@ -1332,7 +1333,6 @@ typedef struct {
     ch_msg msg[2];
     int closed[2];
     ch_ledger *l;
-    long kept_by_cancel;
 } sel_task;
 
 static blitz_poll sel_poll(blitz_cx *cx, void *p) {
@@ -1355,21 +1355,13 @@ static blitz_poll sel_poll(blitz_cx *cx, void *p) {
         }
         if (!any)
             return BLITZ_PENDING;
-        /* A branch won: withdraw the one still pending. Its cancel keeps
-         * a value that was handed to it meanwhile (result BLITZ_OK). */
+        /* A branch won: withdraw the one still pending. */
         for (i = 0; i < 2; i++) {
             if (s->closed[i] || done[i])
                 continue;
             blitz_op op = blitz_op_chan_recv(&s->op[i], s->ch[i], &s->msg[i]);
             op.cancel(cx, op.arg);
-            if (s->op[i].result == BLITZ_OK) {
-                ch_ledger_note(s->l, &s->msg[i]);
-                s->kept_by_cancel++;
-            } else if (s->op[i].result == BLITZ_ECLOSED) {
-                s->closed[i] = 1;
-            } else {
-                CHECK_EQ(s->op[i].result, BLITZ_ECANCELED);
-            }
+            CHECK_EQ(s->op[i].result, BLITZ_ECANCELED);
         }
     }
 }
@@ -1392,7 +1384,7 @@ static void *sel_feed(void *p) {
     return NULL;
 }
 
-static int chan_select_keeps(tu_flavor f) {
+static int chan_select_loses_nothing(tu_flavor f) {
     blitz_runtime *rt = tu_rt_new(f);
     const uint32_t per = (uint32_t)test_scaled(20000);
     ch_ledger l;
@@ -1412,8 +1404,6 @@ static int chan_select_keeps(tu_flavor f) {
     CHECK_OK(blitz_join_blocking(t));
     for (i = 0; i < 2; i++)
         tu_thread_join(&th[i]);
-    fprintf(stderr, "# values kept by a cancel: %ld\n",
-            ((sel_task *)blitz_task_state(t))->kept_by_cancel);
     CHECK_OK(blitz_task_release(&t));
     ch_ledger_check_once(&l, 2);
     for (i = 0; i < 2; i++)
@@ -1421,7 +1411,7 @@ static int chan_select_keeps(tu_flavor f) {
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
-TU_FLAVOR_TESTS(chan_select_keeps)
+TU_FLAVOR_TESTS(chan_select_loses_nothing)
 
 /* ---- broadcast and watch waiters withdrawn by a task's cancel hook ----------------- */
 
