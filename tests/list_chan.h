@@ -21,6 +21,9 @@
     X(chan_cancel_race_mt2, 30000)          \
     X(chan_cancel_race_mt4, 30000)          \
     X(chan_cancel_race_ct, 30000)           \
+    X(chan_race_loses_nothing_mt2, 60000)   \
+    X(chan_race_loses_nothing_mt4, 60000)   \
+    X(chan_race_loses_nothing_ct, 60000)    \
     X(oneshot_basics, 5000)                 \
     X(oneshot_tasks_mt2, 20000)             \
     X(oneshot_tasks_mt4, 20000)             \

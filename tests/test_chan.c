@@ -742,6 +742,140 @@ static int chan_cancel_race(tu_flavor f) {
 }
 TU_FLAVOR_TESTS(chan_cancel_race)
 
+/* A consumer that races a receive on each of two channels, and a notify
+ * that a thread keeps poking, and reads only the winner's result, as the
+ * manual says to: a losing receive may have been woken for a message, and
+ * must leave it in its channel. Each channel carries its own numbered
+ * messages from a plain thread; every one must be received exactly once. */
+typedef struct {
+    BLITZ_CORO;
+    blitz_chan *ch[2];
+    blitz_chan_op op[2];
+    ch_msg msg[2];
+    blitz_notify *poke;
+    blitz_notify_wait_op poke_op;
+    blitz_op ops[3];
+    int which[3]; /* channel of ops[i], 2 for the notify */
+    int open[2];
+    size_t n;
+    blitz_combo combo;
+    ch_ledger *l;
+    long losers_kept; /* a loser left holding a message: lost */
+    long wins[3];
+} ch_racer;
+
+static blitz_poll ch_racer_poll(blitz_cx *cx, void *p) {
+    ch_racer *s = p;
+    BLITZ_BEGIN(s);
+    while (s->open[0] || s->open[1]) {
+        {
+            int c;
+            s->n = 0;
+            for (c = 0; c < 2; c++) {
+                if (!s->open[c])
+                    continue;
+                s->which[s->n] = c;
+                s->ops[s->n++] = blitz_op_chan_recv(&s->op[c], s->ch[c], &s->msg[c]);
+            }
+            s->which[s->n] = 2;
+            s->ops[s->n++] = blitz_op_notify_wait(&s->poke_op, s->poke);
+            blitz_combo_reset(&s->combo);
+        }
+        BLITZ_AWAIT(s, blitz_race(cx, &s->combo, s->ops, s->n));
+        {
+            CHECK_EQ(s->combo.error, 0);
+            CHECK(s->combo.winner >= 0);
+            int w = s->which[s->combo.winner];
+            size_t i;
+            s->wins[w]++;
+            for (i = 0; i < s->n; i++) {
+                int c = s->which[i];
+                if (c != w && c != 2 && s->op[c].result != BLITZ_ECANCELED)
+                    s->losers_kept++;
+            }
+            if (w == 2) {
+                /* poked: nothing to read */
+            } else if (s->op[w].result == BLITZ_ECLOSED) {
+                s->open[w] = 0;
+            } else {
+                CHECK_OK(s->op[w].result);
+                CHECK_EQ(s->msg[w].producer, (uint32_t)w);
+                ch_ledger_note(s->l, &s->msg[w]);
+            }
+        }
+    }
+    BLITZ_END(s);
+}
+
+typedef struct {
+    blitz_notify *n;
+    atomic_int stop;
+} ch_poker_arg;
+
+static void *ch_poker(void *p) {
+    ch_poker_arg *a = p;
+    while (!atomic_load(&a->stop)) {
+        blitz_notify_one(a->n);
+        sched_yield();
+    }
+    return NULL;
+}
+
+static int chan_race_loses_nothing(tu_flavor f) {
+    blitz_runtime *rt = tu_rt_new(f);
+    const uint32_t per = (uint32_t)test_scaled(100000);
+    ch_ledger l;
+    ch_ledger_init(&l, 2, per);
+    blitz_notify poke;
+    CHECK_OK(blitz_notify_init(&poke));
+    ch_poker_arg pa;
+    pa.n = &poke;
+    atomic_store(&pa.stop, 0);
+    tu_thread poker;
+    ch_racer r;
+    memset(&r, 0, sizeof r);
+    r.l = &l;
+    r.poke = &poke;
+    ch_thread_arg a[2];
+    tu_thread th[2];
+    int c;
+    for (c = 0; c < 2; c++) {
+        /* Small: the senders often wait, so both receives are often woken
+         * in the same round. */
+        CHECK_OK(blitz_chan_new(&r.ch[c], sizeof(ch_msg), 2));
+        r.open[c] = 1;
+        memset(&a[c], 0, sizeof a[c]);
+        a[c].ch = r.ch[c];
+        a[c].id = (uint32_t)c;
+        a[c].n = per;
+        a[c].l = &l;
+    }
+    blitz_task *t;
+    CHECK_OK(blitz_spawn(rt, ch_racer_poll, &r, sizeof r, &t));
+    for (c = 0; c < 2; c++)
+        tu_thread_start(&th[c], ch_thread_producer, &a[c]); /* takes the sender ref */
+    tu_thread_start(&poker, ch_poker, &pa);
+    CHECK_OK(blitz_join_blocking(t));
+    for (c = 0; c < 2; c++)
+        tu_thread_join(&th[c]);
+    atomic_store(&pa.stop, 1);
+    tu_thread_join(&poker);
+    blitz_notify_deinit(&poke);
+    ch_racer *fin = blitz_task_state(t);
+    fprintf(stderr, "# wins: channel 0 %ld, channel 1 %ld, notify %ld\n", fin->wins[0],
+            fin->wins[1], fin->wins[2]);
+    CHECK_BASE(tu_ldl(&l.received) == 2L * per && fin->losers_kept == 0,
+               "received %ld of %ld; %ld losing receives kept a message", tu_ldl(&l.received),
+               2L * per, fin->losers_kept);
+    ch_ledger_check_once(&l, 2);
+    CHECK_OK(blitz_task_release(&t));
+    for (c = 0; c < 2; c++)
+        CHECK_OK(blitz_chan_receiver_release(r.ch[c]));
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+TU_FLAVOR_TESTS(chan_race_loses_nothing)
+
 /* ---- oneshot --------------------------------------------------------------------------- */
 
 BLITZ_TEST(oneshot_basics) {
