@@ -19,14 +19,15 @@
  * Cancel safety. An async op is withdrawn with its cancel function (the
  * combinators call it; a task that can be cancelled while it waits calls it
  * from its spawn `cancel` hook, because its state is freed right after).
- * The cancel function reports what the op had already done:
- *   recv    BLITZ_OK: a message had already been handed to the op; it is
- *           in the op's output buffer and the caller owns it (nothing is
- *           lost). BLITZ_ECANCELED: nothing was taken; the message stays in
- *           the channel for another receiver.
- *   send    BLITZ_OK: the value had already been placed in the channel; it
- *           will be received. BLITZ_ECANCELED: the value was not sent and
- *           is still only in the caller's buffer.
+ * A pending op has done nothing yet: a waiting op is only woken when a
+ * value or a slot turns up, and does its receive or send itself on its
+ * next poll. So cancelling a pending op always leaves it BLITZ_ECANCELED:
+ *   recv    nothing was taken; the message stays in the channel, at its
+ *           place, for the next receiver. A receive that loses a race or
+ *           select therefore never swallows a message: read only the
+ *           winner's result.
+ *   send    nothing was sent; the value is still only in the caller's
+ *           buffer.
  * ------------------------------------------------------------------------- */
 
 /* ---- bounded MPMC channel ------------------------------------------------- */
@@ -104,14 +105,13 @@ BLITZ_API blitz_op blitz_op_chan_send(blitz_chan_op *op, blitz_chan *ch, const v
 BLITZ_API blitz_op blitz_op_chan_recv(blitz_chan_op *op, blitz_chan *ch, void *out);
 
 /* Withdraws a pending op (a blitz_chan_op; see "Cancel safety" above).
- * Afterwards op->result says what became of it: BLITZ_OK when the op had
- * completed without the caller having seen it yet (a received value is in
- * its buffer; a sent value is in the channel), BLITZ_ECLOSED when it had
- * completed with that, BLITZ_ECANCELED when it was withdrawn, was never
- * polled or nothing was pending; an op whose last poll returned READY
- * keeps the result it reported (while an op is unfinished its result is
- * BLITZ_EAGAIN). Safe on an idle, pending or completed op, with cx NULL,
- * and from a task's cancel hook. */
+ * Afterwards op->result is BLITZ_ECANCELED when the op was pending (woken
+ * or not: it received or sent nothing), was never polled or nothing was
+ * pending; an op whose last poll returned READY keeps the result it
+ * reported (while an op is unfinished its result is BLITZ_EAGAIN). The
+ * same whether a combinator, a timeout or the caller cancels. Safe on an
+ * idle, pending or completed op, with cx NULL, and from a task's cancel
+ * hook. */
 BLITZ_API void blitz_chan_cancel(blitz_cx *cx, void *op);
 
 /* Blocking forms for plain threads: wait until sent / received.

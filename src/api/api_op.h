@@ -92,8 +92,13 @@ typedef struct blitz__waitq {
  * with `error` = BLITZ_EINVAL and winner -1.
  *
  * Cancel safety is the ops' own: a combinator withdraws an op only through
- * the op's cancel function, which keeps whatever the op was already handed
- * (a received message, acquired permits) in the op's object.
+ * the op's cancel function, and no cancel leaves a result behind in a
+ * loser: a channel or oneshot receive takes nothing (the message stays in
+ * the channel or cell), permits and locks already handed to the op go to
+ * the next waiter, a once-cell claim is abandoned. So after blitz_race
+ * read only the winner's result. Only an effect that cannot be undone
+ * (bytes a socket send already sent, a file operation already run) may
+ * have happened in a loser; its own object says so (blitz_io_settle).
  * ------------------------------------------------------------------------- */
 
 #define BLITZ_COMBO_MAX 64

@@ -9,12 +9,13 @@
  * position one lap later. The capacity is exact (not rounded), and no
  * division is needed to wrap.
  *
- * Waiting ops get direct hand-off: whoever frees a slot pushes a waiting
- * sender's value into the ring for it, and whoever fills one pops a value
- * into a waiting receiver's buffer. A woken op therefore has already
- * finished: a sender woken after backpressure has really delivered its
- * value, and a receiver owns the value it was given even if it is then
- * cancelled. */
+ * Waiting ops are woken, not served: whoever moves a value wakes as many
+ * queued receivers as there are values (senders as there are free slots),
+ * and each woken op then does its own send or receive. An op that was
+ * woken has therefore done nothing yet: cancelling it (a race or select
+ * it lost, a timeout) takes nothing out of the channel and puts nothing
+ * in, so no message can end up in the buffer of an op whose result the
+ * program never reads. A woken op that is cancelled passes its wake on. */
 #include "../core/core.h"
 #include "../core/waitq.h"
 
@@ -126,50 +127,65 @@ static int blitz__chan_pop(blitz_chan *ch, void *dst) {
     }
 }
 
-static inline blitz_chan_op *blitz__chan_op_of(blitz__waiter *w) {
-    return (blitz_chan_op *)(void *)w; /* the waiter is the op's first member */
+/* Values buffered right now (claimed positions included), and whether the
+ * channel is closed. */
+static size_t blitz__chan_count(const blitz_chan *ch, int *closed) {
+    uint64_t tail, head;
+    /* A consistent pair: the tail did not move while the head was read. */
+    do {
+        tail = blitz__u64_load(&ch->tail, BLITZ__SEQ_CST);
+        head = blitz__u64_load(&ch->head, BLITZ__SEQ_CST);
+    } while (blitz__u64_load(&ch->tail, BLITZ__SEQ_CST) != tail);
+    *closed = (tail & ch->mark) != 0;
+    tail &= ~ch->mark;
+    {
+        uint64_t hix = head & (ch->mark - 1), tix = tail & (ch->mark - 1);
+        if (hix < tix)
+            return (size_t)(tix - hix);
+        if (hix > tix)
+            return (size_t)(ch->cap - hix + tix);
+        return tail == head ? 0 : ch->cap;
+    }
 }
 
-/* Completes queued ops that can now proceed: receivers take buffered
- * values, senders put theirs into free slots, until neither can move; on a
- * closed channel the senders, and the receivers once it is drained, finish
- * with BLITZ_ECLOSED. Wakes after unlocking. */
+/* Wakes queued ops that can now proceed: as many receivers as values are
+ * buffered, as many senders as slots are free; every one once closed (a
+ * receiver drains, then sees BLITZ_ECLOSED). A woken op is unlinked and
+ * DONE, and does its own push or pop when polled, so a value never sits in
+ * a waiter. Waking too many is harmless (the extra ones queue again, at
+ * the front); waking too few is not, so the count is taken under the
+ * lock, after every enqueue that could have missed the value (see
+ * blitz__chan_wait). Wakes after unlocking. */
 static void blitz__chan_dispatch(blitz_chan *ch) {
     blitz__wake_list wl;
     wl.len = 0;
     blitz__mutex_lock(&ch->lock);
+    int closed;
+    /* The seq_cst loads see this thread's own push or pop (program order)
+     * and, through the lock, every value an enqueuer looked for and
+     * missed before it released the lock. */
+    size_t len = blitz__chan_count(ch, &closed);
+    size_t vals = closed ? SIZE_MAX : len, room = closed ? SIZE_MAX : ch->cap - len;
     for (;;) {
-        int progress = 0;
-        while (!blitz__waitq_empty(&ch->receivers) && !blitz__wake_list_full(&wl)) {
+        while (vals && !blitz__waitq_empty(&ch->receivers) && !blitz__wake_list_full(&wl)) {
             blitz__waiter *w = ch->receivers.blitz__head;
-            int r = blitz__chan_pop(ch, blitz__chan_op_of(w)->blitz__buf);
-            if (r != BLITZ_OK && r != BLITZ_ECLOSED)
-                break; /* empty, or a sender in flight that dispatches next */
             blitz__waitq_unlink(&ch->receivers, w);
             blitz__u32_fetch_sub(&ch->recv_waiting, 1, BLITZ__SEQ_CST);
-            w->blitz__value = (uint64_t)(int64_t)r;
             blitz__wake_list_push(&wl, blitz__waiter_finish(w));
-            progress |= r == BLITZ_OK;
+            vals--;
         }
-        while (!blitz__waitq_empty(&ch->senders) && !blitz__wake_list_full(&wl)) {
+        while (room && !blitz__waitq_empty(&ch->senders) && !blitz__wake_list_full(&wl)) {
             blitz__waiter *w = ch->senders.blitz__head;
-            int r = blitz__chan_push(ch, blitz__chan_op_of(w)->blitz__buf);
-            if (r != BLITZ_OK && r != BLITZ_ECLOSED)
-                break;
             blitz__waitq_unlink(&ch->senders, w);
             blitz__u32_fetch_sub(&ch->send_waiting, 1, BLITZ__SEQ_CST);
-            w->blitz__value = (uint64_t)(int64_t)r;
             blitz__wake_list_push(&wl, blitz__waiter_finish(w));
-            progress |= r == BLITZ_OK;
+            room--;
         }
-        if (blitz__wake_list_full(&wl)) {
-            blitz__mutex_unlock(&ch->lock);
-            blitz__wake_list_wake(&wl);
-            blitz__mutex_lock(&ch->lock);
-            continue;
-        }
-        if (!progress)
+        if (!blitz__wake_list_full(&wl))
             break;
+        blitz__mutex_unlock(&ch->lock);
+        blitz__wake_list_wake(&wl);
+        blitz__mutex_lock(&ch->lock);
     }
     blitz__mutex_unlock(&ch->lock);
     blitz__wake_list_wake(&wl);
@@ -298,23 +314,8 @@ BLITZ_API int blitz_chan_is_closed(const blitz_chan *ch) {
 }
 
 BLITZ_API size_t blitz_chan_len(const blitz_chan *ch) {
-    if (!ch)
-        return 0;
-    uint64_t tail, head;
-    /* A consistent pair: the tail did not move while the head was read. */
-    do {
-        tail = blitz__u64_load(&ch->tail, BLITZ__SEQ_CST);
-        head = blitz__u64_load(&ch->head, BLITZ__SEQ_CST);
-    } while (blitz__u64_load(&ch->tail, BLITZ__SEQ_CST) != tail);
-    tail &= ~ch->mark;
-    {
-        uint64_t hix = head & (ch->mark - 1), tix = tail & (ch->mark - 1);
-        if (hix < tix)
-            return (size_t)(tix - hix);
-        if (hix > tix)
-            return (size_t)(ch->cap - hix + tix);
-        return tail == head ? 0 : ch->cap;
-    }
+    int closed;
+    return ch ? blitz__chan_count(ch, &closed) : 0;
 }
 
 BLITZ_API size_t blitz_chan_capacity(const blitz_chan *ch) {
@@ -362,8 +363,11 @@ static inline int blitz__chan_try(blitz_chan *ch, blitz_chan_op *op, int send) {
 }
 
 /* The slow path of an idle op: queue it, then look again (under the lock,
- * so no hand-off can race the look). */
-static blitz_poll blitz__chan_wait(blitz_cx *cx, blitz_chan_op *op, int send) {
+ * so a dispatch either runs before the look, which then sees its value or
+ * slot, or after it, and counts this waiter). An op that was woken and
+ * found nothing (another op took it first) queues at the front: it keeps
+ * its turn. */
+static blitz_poll blitz__chan_wait(blitz_cx *cx, blitz_chan_op *op, int send, int front) {
     blitz_chan *ch = op->blitz__ch;
     blitz__waitq *q = send ? &ch->senders : &ch->receivers;
     blitz__atomic_u32 *waiting = send ? &ch->send_waiting : &ch->recv_waiting;
@@ -371,7 +375,10 @@ static blitz_poll blitz__chan_wait(blitz_cx *cx, blitz_chan_op *op, int send) {
     int spins = 0, r;
     blitz__mutex_lock(&ch->lock);
     op->blitz__w.blitz__flags = send ? BLITZ__CHAN_OP_SEND : BLITZ__CHAN_OP_RECV;
-    blitz__waitq_push(q, &op->blitz__w, &waker);
+    if (front)
+        blitz__waitq_push_front(q, &op->blitz__w, &waker);
+    else
+        blitz__waitq_push(q, &op->blitz__w, &waker);
     /* Seq_cst: see blitz__chan_pop / blitz__chan_push. */
     blitz__u32_fetch_add(waiting, 1, BLITZ__SEQ_CST);
     for (;;) {
@@ -407,26 +414,27 @@ static blitz_poll blitz__chan_wait(blitz_cx *cx, blitz_chan_op *op, int send) {
 
 static blitz_poll blitz__chan_poll(blitz_cx *cx, blitz_chan_op *op, int send) {
     blitz_chan *ch = op->blitz__ch;
+    /* Acquire: a DONE op was unlinked by the dispatch that published it;
+     * from then on the waiter is this op's alone. */
     uint32_t st = blitz__waiter_state(&op->blitz__w);
-    if (st == BLITZ__WAITER_DONE) {
-        op->result = (int)(int64_t)op->blitz__w.blitz__value;
-        blitz__waiter_reset(&op->blitz__w);
-        return BLITZ_READY;
-    }
+    int woken = 0;
     if (st == BLITZ__WAITER_QUEUED) {
         blitz_waker waker = blitz_cx_waker(cx);
         blitz__mutex_lock(&ch->lock);
         if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) ==
-            BLITZ__WAITER_DONE) {
+            BLITZ__WAITER_QUEUED) {
+            blitz_waker old = blitz__waiter_refresh(&op->blitz__w, &waker);
             blitz__mutex_unlock(&ch->lock);
-            op->result = (int)(int64_t)op->blitz__w.blitz__value;
-            blitz__waiter_reset(&op->blitz__w);
-            return BLITZ_READY;
+            blitz_waker_drop(old);
+            return BLITZ_PENDING;
         }
-        blitz_waker old = blitz__waiter_refresh(&op->blitz__w, &waker);
         blitz__mutex_unlock(&ch->lock);
-        blitz_waker_drop(old);
-        return BLITZ_PENDING;
+        st = BLITZ__WAITER_DONE;
+    }
+    if (st == BLITZ__WAITER_DONE) {
+        /* Woken: a value or a slot was there a moment ago; go for it. */
+        blitz__waiter_reset(&op->blitz__w);
+        woken = 1;
     }
     if (!ch || !op->blitz__buf) {
         op->result = BLITZ_EINVAL;
@@ -439,8 +447,8 @@ static blitz_poll blitz__chan_poll(blitz_cx *cx, blitz_chan_op *op, int send) {
     int r = blitz__chan_try(ch, op, send);
     if (r == BLITZ_EEMPTY || r == BLITZ_EFULL) {
         /* With the other side active, a value or a slot often turns up
-         * within a few hundred cycles: cheaper than queueing, being handed
-         * it and being woken. */
+         * within a few hundred cycles: cheaper than queueing and being
+         * woken. */
         int spins;
         for (spins = 0; (r == BLITZ_EEMPTY || r == BLITZ_EFULL) && spins < BLITZ__CHAN_WAIT_SPINS;
              spins++) {
@@ -481,7 +489,7 @@ static blitz_poll blitz__chan_poll(blitz_cx *cx, blitz_chan_op *op, int send) {
         blitz_waker_wake_by_ref(&self);
         return BLITZ_PENDING;
     }
-    return blitz__chan_wait(cx, op, send);
+    return blitz__chan_wait(cx, op, send, woken);
 }
 
 static blitz_poll blitz__chan_send_poll(blitz_cx *cx, void *op) {
@@ -542,8 +550,8 @@ BLITZ_API void blitz_chan_cancel(blitz_cx *cx, void *vop) {
             op->result = BLITZ_ECANCELED;
         return;
     }
+    blitz_chan *ch = op->blitz__ch;
     if (st == BLITZ__WAITER_QUEUED) {
-        blitz_chan *ch = op->blitz__ch;
         blitz_waker old = blitz_waker_noop();
         blitz__mutex_lock(&ch->lock);
         if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) ==
@@ -559,9 +567,12 @@ BLITZ_API void blitz_chan_cancel(blitz_cx *cx, void *vop) {
         }
         blitz__mutex_unlock(&ch->lock);
     }
-    /* Completed (DONE) but not yet polled: the op keeps what it got. */
-    op->result = (int)(int64_t)op->blitz__w.blitz__value;
+    /* Woken but not yet polled: it moved nothing, so it is withdrawn like a
+     * queued op, and the wake it used up goes to the next waiter, which
+     * may now be the only one that can take the value or the slot. */
     blitz__waiter_reset(&op->blitz__w);
+    op->result = BLITZ_ECANCELED;
+    blitz__chan_dispatch(ch);
 }
 
 BLITZ_API int blitz_chan_send_blocking(blitz_chan *ch, const void *value) {

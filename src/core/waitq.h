@@ -13,8 +13,9 @@
  *  - the owner polls: DONE (acquire) means the result is there; QUEUED
  *    means refresh the waker (under the lock) and stay pending;
  *  - cancel takes the lock: a QUEUED waiter is unlinked and its waker
- *    dropped; a DONE one keeps its result, which the primitive then hands
- *    on (permits to the next waiter, a message back to the channel). */
+ *    dropped; a DONE one gives back what it was handed (permits to the
+ *    next waiter) or, when it was only woken (a channel op), passes the
+ *    wake on, so a cancelled op never holds a result nobody reads. */
 #ifndef BLITZ__WAITQ_H
 #define BLITZ__WAITQ_H
 
