@@ -393,8 +393,8 @@ blitz_deadline_after(now, ns) adds a duration to a time, saturating.
 6. OPS, COMBINATORS AND TASK GROUPS
 ===================================
 An op is anything a task can await: an object in the task's state, a poll
-function and a cancel function (which withdraws a pending op and keeps
-whatever it was already handed). blitz_op bundles the three so any op can
+function and a cancel function (which withdraws a pending op and gives
+back whatever it was already handed). blitz_op bundles the three so any op can
 be driven generically:
 
     blitz_op_join(handle)               blitz_op_sleep_until(&timer, when)
@@ -435,7 +435,14 @@ that is always ready cannot starve the others. Up to BLITZ_COMBO_MAX (64)
 ops; bad arguments give combo.error = BLITZ_EINVAL at once. After
 blitz_race read only the winner's result: a loser may never have been
 polled, and a blitz_io loser's result is then still 0, which is not end of
-stream. In a loop, blitz_combo_reset the combo between rounds.
+stream. That is safe because no loser keeps anything: a cancel gives back
+what its op had been handed or leaves it where it was (a message stays in
+its channel or oneshot cell, permits and locks pass to the next waiter, a
+once-cell claim is abandoned, a notify_one passes on, bytes a socket
+receive took go to the next receive). Only an effect that cannot be undone
+may have happened in a loser: a socket send or a file operation already
+performed (blitz_io_settle, and the pool ops' cancel, say what became of
+it). In a loop, blitz_combo_reset the combo between rounds.
 
 A task group owns the tasks spawned into it and hands them out as they
 finish (Tokio's JoinSet): blitz_group_new, blitz_group_spawn(_ex),
@@ -564,28 +571,29 @@ drain what is buffered, then see BLITZ_ECLOSED; when the last receiver
 goes, sends fail with BLITZ_ECLOSED. blitz_chan_close closes at once.
 Nothing is lost on close: every value is either received, or returned to
 its sender (a pending send finishes with BLITZ_ECLOSED, the value still in
-the sender's buffer). A send that waited for room really delivers its
-value: a receiver that frees a slot moves a waiting sender's value in.
+the sender's buffer). A waiting op is woken when a value or a slot turns
+up and does its receive or send itself when polled, so a pending op holds
+nothing: the value stays in the channel (or the sender's buffer) until an
+op returns READY with it.
 Capacity 0 is BLITZ_EINVAL (there is no rendezvous channel).
 
 Every async op is also a blitz_op (blitz_op_chan_send, blitz_op_chan_recv,
 blitz_op_oneshot_recv, blitz_op_broadcast_recv, blitz_op_watch_changed)
 for blitz_op_run_blocking and the combinators, with a cancel function. Cancel
 safety, per operation:
-  chan recv       cancel leaves op.result BLITZ_OK if a value had already
-                  been handed to the op (it is in the op's buffer: the
-                  caller owns it), else BLITZ_ECANCELED (nothing taken; the
-                  value goes to another receiver).
-  chan send       BLITZ_OK: the value was already put in the channel and
-                  will be received; BLITZ_ECANCELED: not sent, still only
-                  in the caller's buffer.
+  chan recv       cancel of a pending op: BLITZ_ECANCELED, nothing taken
+                  (even if it had been woken for a message: that message
+                  stays at its place in the channel for the next
+                  receiver).
+  chan send       cancel of a pending op: BLITZ_ECANCELED, not sent, the
+                  value still only in the caller's buffer.
   oneshot recv    withdraws the waker; a value that arrived stays in the
                   cell (blitz_oneshot_try_recv takes it).
   broadcast recv  nothing is consumed (each receiver has its position).
   watch changed   nothing is consumed (a newer version stays newer).
 A task that may be cancelled while it waits on a channel op must withdraw
 the op in its spawn `cancel` hook (blitz_chan_cancel(NULL, &s->op), ...),
-because its state is freed right after; the hook sees what the op kept.
+because its state is freed right after.
 
 The oneshot cell is shared memory: keep it valid until both sides are done
 (blitz_oneshot_done). A receiver that got its value or BLITZ_ECLOSED knows
@@ -1980,8 +1988,13 @@ typedef struct blitz__waitq {
  * with `error` = BLITZ_EINVAL and winner -1.
  *
  * Cancel safety is the ops' own: a combinator withdraws an op only through
- * the op's cancel function, which keeps whatever the op was already handed
- * (a received message, acquired permits) in the op's object.
+ * the op's cancel function, and no cancel leaves a result behind in a
+ * loser: a channel or oneshot receive takes nothing (the message stays in
+ * the channel or cell), permits and locks already handed to the op go to
+ * the next waiter, a once-cell claim is abandoned. So after blitz_race
+ * read only the winner's result. Only an effect that cannot be undone
+ * (bytes a socket send already sent, a file operation already run) may
+ * have happened in a loser; its own object says so (blitz_io_settle).
  * ------------------------------------------------------------------------- */
 
 #define BLITZ_COMBO_MAX 64
@@ -2423,14 +2436,15 @@ BLITZ_API int blitz_cancel_token_wait_blocking(blitz_cancel_token *t);
  * Cancel safety. An async op is withdrawn with its cancel function (the
  * combinators call it; a task that can be cancelled while it waits calls it
  * from its spawn `cancel` hook, because its state is freed right after).
- * The cancel function reports what the op had already done:
- *   recv    BLITZ_OK: a message had already been handed to the op; it is
- *           in the op's output buffer and the caller owns it (nothing is
- *           lost). BLITZ_ECANCELED: nothing was taken; the message stays in
- *           the channel for another receiver.
- *   send    BLITZ_OK: the value had already been placed in the channel; it
- *           will be received. BLITZ_ECANCELED: the value was not sent and
- *           is still only in the caller's buffer.
+ * A pending op has done nothing yet: a waiting op is only woken when a
+ * value or a slot turns up, and does its receive or send itself on its
+ * next poll. So cancelling a pending op always leaves it BLITZ_ECANCELED:
+ *   recv    nothing was taken; the message stays in the channel, at its
+ *           place, for the next receiver. A receive that loses a race or
+ *           select therefore never swallows a message: read only the
+ *           winner's result.
+ *   send    nothing was sent; the value is still only in the caller's
+ *           buffer.
  * ------------------------------------------------------------------------- */
 
 /* ---- bounded MPMC channel ------------------------------------------------- */
@@ -2508,14 +2522,13 @@ BLITZ_API blitz_op blitz_op_chan_send(blitz_chan_op *op, blitz_chan *ch, const v
 BLITZ_API blitz_op blitz_op_chan_recv(blitz_chan_op *op, blitz_chan *ch, void *out);
 
 /* Withdraws a pending op (a blitz_chan_op; see "Cancel safety" above).
- * Afterwards op->result says what became of it: BLITZ_OK when the op had
- * completed without the caller having seen it yet (a received value is in
- * its buffer; a sent value is in the channel), BLITZ_ECLOSED when it had
- * completed with that, BLITZ_ECANCELED when it was withdrawn, was never
- * polled or nothing was pending; an op whose last poll returned READY
- * keeps the result it reported (while an op is unfinished its result is
- * BLITZ_EAGAIN). Safe on an idle, pending or completed op, with cx NULL,
- * and from a task's cancel hook. */
+ * Afterwards op->result is BLITZ_ECANCELED when the op was pending (woken
+ * or not: it received or sent nothing), was never polled or nothing was
+ * pending; an op whose last poll returned READY keeps the result it
+ * reported (while an op is unfinished its result is BLITZ_EAGAIN). The
+ * same whether a combinator, a timeout or the caller cancels. Safe on an
+ * idle, pending or completed op, with cx NULL, and from a task's cancel
+ * hook. */
 BLITZ_API void blitz_chan_cancel(blitz_cx *cx, void *op);
 
 /* Blocking forms for plain threads: wait until sent / received.
@@ -13761,8 +13774,9 @@ BLITZ_API void blitz_spawn_blocking_cancel(blitz_cx *cx, void *p) {
  *  - the owner polls: DONE (acquire) means the result is there; QUEUED
  *    means refresh the waker (under the lock) and stay pending;
  *  - cancel takes the lock: a QUEUED waiter is unlinked and its waker
- *    dropped; a DONE one keeps its result, which the primitive then hands
- *    on (permits to the next waiter, a message back to the channel). */
+ *    dropped; a DONE one gives back what it was handed (permits to the
+ *    next waiter) or, when it was only woken (a channel op), passes the
+ *    wake on, so a cancelled op never holds a result nobody reads. */
 #ifndef BLITZ__WAITQ_H
 #define BLITZ__WAITQ_H
 
@@ -15848,12 +15862,13 @@ BLITZ_API int blitz_cancel_token_wait_blocking(blitz_cancel_token *t) {
  * position one lap later. The capacity is exact (not rounded), and no
  * division is needed to wrap.
  *
- * Waiting ops get direct hand-off: whoever frees a slot pushes a waiting
- * sender's value into the ring for it, and whoever fills one pops a value
- * into a waiting receiver's buffer. A woken op therefore has already
- * finished: a sender woken after backpressure has really delivered its
- * value, and a receiver owns the value it was given even if it is then
- * cancelled. */
+ * Waiting ops are woken, not served: whoever moves a value wakes as many
+ * queued receivers as there are values (senders as there are free slots),
+ * and each woken op then does its own send or receive. An op that was
+ * woken has therefore done nothing yet: cancelling it (a race or select
+ * it lost, a timeout) takes nothing out of the channel and puts nothing
+ * in, so no message can end up in the buffer of an op whose result the
+ * program never reads. A woken op that is cancelled passes its wake on. */
 /* src/core/core.h already included */
 /* src/core/waitq.h already included */
 
@@ -15965,50 +15980,65 @@ static int blitz__chan_pop(blitz_chan *ch, void *dst) {
     }
 }
 
-static inline blitz_chan_op *blitz__chan_op_of(blitz__waiter *w) {
-    return (blitz_chan_op *)(void *)w; /* the waiter is the op's first member */
+/* Values buffered right now (claimed positions included), and whether the
+ * channel is closed. */
+static size_t blitz__chan_count(const blitz_chan *ch, int *closed) {
+    uint64_t tail, head;
+    /* A consistent pair: the tail did not move while the head was read. */
+    do {
+        tail = blitz__u64_load(&ch->tail, BLITZ__SEQ_CST);
+        head = blitz__u64_load(&ch->head, BLITZ__SEQ_CST);
+    } while (blitz__u64_load(&ch->tail, BLITZ__SEQ_CST) != tail);
+    *closed = (tail & ch->mark) != 0;
+    tail &= ~ch->mark;
+    {
+        uint64_t hix = head & (ch->mark - 1), tix = tail & (ch->mark - 1);
+        if (hix < tix)
+            return (size_t)(tix - hix);
+        if (hix > tix)
+            return (size_t)(ch->cap - hix + tix);
+        return tail == head ? 0 : ch->cap;
+    }
 }
 
-/* Completes queued ops that can now proceed: receivers take buffered
- * values, senders put theirs into free slots, until neither can move; on a
- * closed channel the senders, and the receivers once it is drained, finish
- * with BLITZ_ECLOSED. Wakes after unlocking. */
+/* Wakes queued ops that can now proceed: as many receivers as values are
+ * buffered, as many senders as slots are free; every one once closed (a
+ * receiver drains, then sees BLITZ_ECLOSED). A woken op is unlinked and
+ * DONE, and does its own push or pop when polled, so a value never sits in
+ * a waiter. Waking too many is harmless (the extra ones queue again, at
+ * the front); waking too few is not, so the count is taken under the
+ * lock, after every enqueue that could have missed the value (see
+ * blitz__chan_wait). Wakes after unlocking. */
 static void blitz__chan_dispatch(blitz_chan *ch) {
     blitz__wake_list wl;
     wl.len = 0;
     blitz__mutex_lock(&ch->lock);
+    int closed;
+    /* The seq_cst loads see this thread's own push or pop (program order)
+     * and, through the lock, every value an enqueuer looked for and
+     * missed before it released the lock. */
+    size_t len = blitz__chan_count(ch, &closed);
+    size_t vals = closed ? SIZE_MAX : len, room = closed ? SIZE_MAX : ch->cap - len;
     for (;;) {
-        int progress = 0;
-        while (!blitz__waitq_empty(&ch->receivers) && !blitz__wake_list_full(&wl)) {
+        while (vals && !blitz__waitq_empty(&ch->receivers) && !blitz__wake_list_full(&wl)) {
             blitz__waiter *w = ch->receivers.blitz__head;
-            int r = blitz__chan_pop(ch, blitz__chan_op_of(w)->blitz__buf);
-            if (r != BLITZ_OK && r != BLITZ_ECLOSED)
-                break; /* empty, or a sender in flight that dispatches next */
             blitz__waitq_unlink(&ch->receivers, w);
             blitz__u32_fetch_sub(&ch->recv_waiting, 1, BLITZ__SEQ_CST);
-            w->blitz__value = (uint64_t)(int64_t)r;
             blitz__wake_list_push(&wl, blitz__waiter_finish(w));
-            progress |= r == BLITZ_OK;
+            vals--;
         }
-        while (!blitz__waitq_empty(&ch->senders) && !blitz__wake_list_full(&wl)) {
+        while (room && !blitz__waitq_empty(&ch->senders) && !blitz__wake_list_full(&wl)) {
             blitz__waiter *w = ch->senders.blitz__head;
-            int r = blitz__chan_push(ch, blitz__chan_op_of(w)->blitz__buf);
-            if (r != BLITZ_OK && r != BLITZ_ECLOSED)
-                break;
             blitz__waitq_unlink(&ch->senders, w);
             blitz__u32_fetch_sub(&ch->send_waiting, 1, BLITZ__SEQ_CST);
-            w->blitz__value = (uint64_t)(int64_t)r;
             blitz__wake_list_push(&wl, blitz__waiter_finish(w));
-            progress |= r == BLITZ_OK;
+            room--;
         }
-        if (blitz__wake_list_full(&wl)) {
-            blitz__mutex_unlock(&ch->lock);
-            blitz__wake_list_wake(&wl);
-            blitz__mutex_lock(&ch->lock);
-            continue;
-        }
-        if (!progress)
+        if (!blitz__wake_list_full(&wl))
             break;
+        blitz__mutex_unlock(&ch->lock);
+        blitz__wake_list_wake(&wl);
+        blitz__mutex_lock(&ch->lock);
     }
     blitz__mutex_unlock(&ch->lock);
     blitz__wake_list_wake(&wl);
@@ -16137,23 +16167,8 @@ BLITZ_API int blitz_chan_is_closed(const blitz_chan *ch) {
 }
 
 BLITZ_API size_t blitz_chan_len(const blitz_chan *ch) {
-    if (!ch)
-        return 0;
-    uint64_t tail, head;
-    /* A consistent pair: the tail did not move while the head was read. */
-    do {
-        tail = blitz__u64_load(&ch->tail, BLITZ__SEQ_CST);
-        head = blitz__u64_load(&ch->head, BLITZ__SEQ_CST);
-    } while (blitz__u64_load(&ch->tail, BLITZ__SEQ_CST) != tail);
-    tail &= ~ch->mark;
-    {
-        uint64_t hix = head & (ch->mark - 1), tix = tail & (ch->mark - 1);
-        if (hix < tix)
-            return (size_t)(tix - hix);
-        if (hix > tix)
-            return (size_t)(ch->cap - hix + tix);
-        return tail == head ? 0 : ch->cap;
-    }
+    int closed;
+    return ch ? blitz__chan_count(ch, &closed) : 0;
 }
 
 BLITZ_API size_t blitz_chan_capacity(const blitz_chan *ch) {
@@ -16201,8 +16216,11 @@ static inline int blitz__chan_try(blitz_chan *ch, blitz_chan_op *op, int send) {
 }
 
 /* The slow path of an idle op: queue it, then look again (under the lock,
- * so no hand-off can race the look). */
-static blitz_poll blitz__chan_wait(blitz_cx *cx, blitz_chan_op *op, int send) {
+ * so a dispatch either runs before the look, which then sees its value or
+ * slot, or after it, and counts this waiter). An op that was woken and
+ * found nothing (another op took it first) queues at the front: it keeps
+ * its turn. */
+static blitz_poll blitz__chan_wait(blitz_cx *cx, blitz_chan_op *op, int send, int front) {
     blitz_chan *ch = op->blitz__ch;
     blitz__waitq *q = send ? &ch->senders : &ch->receivers;
     blitz__atomic_u32 *waiting = send ? &ch->send_waiting : &ch->recv_waiting;
@@ -16210,7 +16228,10 @@ static blitz_poll blitz__chan_wait(blitz_cx *cx, blitz_chan_op *op, int send) {
     int spins = 0, r;
     blitz__mutex_lock(&ch->lock);
     op->blitz__w.blitz__flags = send ? BLITZ__CHAN_OP_SEND : BLITZ__CHAN_OP_RECV;
-    blitz__waitq_push(q, &op->blitz__w, &waker);
+    if (front)
+        blitz__waitq_push_front(q, &op->blitz__w, &waker);
+    else
+        blitz__waitq_push(q, &op->blitz__w, &waker);
     /* Seq_cst: see blitz__chan_pop / blitz__chan_push. */
     blitz__u32_fetch_add(waiting, 1, BLITZ__SEQ_CST);
     for (;;) {
@@ -16246,26 +16267,27 @@ static blitz_poll blitz__chan_wait(blitz_cx *cx, blitz_chan_op *op, int send) {
 
 static blitz_poll blitz__chan_poll(blitz_cx *cx, blitz_chan_op *op, int send) {
     blitz_chan *ch = op->blitz__ch;
+    /* Acquire: a DONE op was unlinked by the dispatch that published it;
+     * from then on the waiter is this op's alone. */
     uint32_t st = blitz__waiter_state(&op->blitz__w);
-    if (st == BLITZ__WAITER_DONE) {
-        op->result = (int)(int64_t)op->blitz__w.blitz__value;
-        blitz__waiter_reset(&op->blitz__w);
-        return BLITZ_READY;
-    }
+    int woken = 0;
     if (st == BLITZ__WAITER_QUEUED) {
         blitz_waker waker = blitz_cx_waker(cx);
         blitz__mutex_lock(&ch->lock);
         if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) ==
-            BLITZ__WAITER_DONE) {
+            BLITZ__WAITER_QUEUED) {
+            blitz_waker old = blitz__waiter_refresh(&op->blitz__w, &waker);
             blitz__mutex_unlock(&ch->lock);
-            op->result = (int)(int64_t)op->blitz__w.blitz__value;
-            blitz__waiter_reset(&op->blitz__w);
-            return BLITZ_READY;
+            blitz_waker_drop(old);
+            return BLITZ_PENDING;
         }
-        blitz_waker old = blitz__waiter_refresh(&op->blitz__w, &waker);
         blitz__mutex_unlock(&ch->lock);
-        blitz_waker_drop(old);
-        return BLITZ_PENDING;
+        st = BLITZ__WAITER_DONE;
+    }
+    if (st == BLITZ__WAITER_DONE) {
+        /* Woken: a value or a slot was there a moment ago; go for it. */
+        blitz__waiter_reset(&op->blitz__w);
+        woken = 1;
     }
     if (!ch || !op->blitz__buf) {
         op->result = BLITZ_EINVAL;
@@ -16278,8 +16300,8 @@ static blitz_poll blitz__chan_poll(blitz_cx *cx, blitz_chan_op *op, int send) {
     int r = blitz__chan_try(ch, op, send);
     if (r == BLITZ_EEMPTY || r == BLITZ_EFULL) {
         /* With the other side active, a value or a slot often turns up
-         * within a few hundred cycles: cheaper than queueing, being handed
-         * it and being woken. */
+         * within a few hundred cycles: cheaper than queueing and being
+         * woken. */
         int spins;
         for (spins = 0; (r == BLITZ_EEMPTY || r == BLITZ_EFULL) && spins < BLITZ__CHAN_WAIT_SPINS;
              spins++) {
@@ -16320,7 +16342,7 @@ static blitz_poll blitz__chan_poll(blitz_cx *cx, blitz_chan_op *op, int send) {
         blitz_waker_wake_by_ref(&self);
         return BLITZ_PENDING;
     }
-    return blitz__chan_wait(cx, op, send);
+    return blitz__chan_wait(cx, op, send, woken);
 }
 
 static blitz_poll blitz__chan_send_poll(blitz_cx *cx, void *op) {
@@ -16381,8 +16403,8 @@ BLITZ_API void blitz_chan_cancel(blitz_cx *cx, void *vop) {
             op->result = BLITZ_ECANCELED;
         return;
     }
+    blitz_chan *ch = op->blitz__ch;
     if (st == BLITZ__WAITER_QUEUED) {
-        blitz_chan *ch = op->blitz__ch;
         blitz_waker old = blitz_waker_noop();
         blitz__mutex_lock(&ch->lock);
         if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) ==
@@ -16398,9 +16420,12 @@ BLITZ_API void blitz_chan_cancel(blitz_cx *cx, void *vop) {
         }
         blitz__mutex_unlock(&ch->lock);
     }
-    /* Completed (DONE) but not yet polled: the op keeps what it got. */
-    op->result = (int)(int64_t)op->blitz__w.blitz__value;
+    /* Woken but not yet polled: it moved nothing, so it is withdrawn like a
+     * queued op, and the wake it used up goes to the next waiter, which
+     * may now be the only one that can take the value or the slot. */
     blitz__waiter_reset(&op->blitz__w);
+    op->result = BLITZ_ECANCELED;
+    blitz__chan_dispatch(ch);
 }
 
 BLITZ_API int blitz_chan_send_blocking(blitz_chan *ch, const void *value) {
