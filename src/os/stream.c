@@ -206,14 +206,10 @@ BLITZ_API blitz_poll blitz_stream_settle(blitz_cx *cx, blitz_stream *st) {
     return blitz_io_settle(cx, &st->blitz__wio);
 }
 
-static blitz_poll blitz__op_stream_read_poll(blitz_cx *cx, void *p) {
-    blitz_stream *st = (blitz_stream *)p;
-    return blitz_stream_read(cx, st, st->blitz__rbuf, st->blitz__rlen);
-}
-static blitz_poll blitz__op_stream_write_poll(blitz_cx *cx, void *p) {
-    blitz_stream *st = (blitz_stream *)p;
-    return blitz_stream_write(cx, st, st->blitz__wbuf, st->blitz__wlen);
-}
+BLITZ__OP_ADAPTER(blitz__op_stream_read_poll, blitz_stream, st,
+                  blitz_stream_read(cx, st, st->blitz__rbuf, st->blitz__rlen))
+BLITZ__OP_ADAPTER(blitz__op_stream_write_poll, blitz_stream, st,
+                  blitz_stream_write(cx, st, st->blitz__wbuf, st->blitz__wlen))
 BLITZ_API blitz_op blitz_op_stream_read(blitz_stream *st, void *buf, size_t len) {
     if (st) {
         st->blitz__rbuf = buf;
@@ -476,14 +472,10 @@ BLITZ_API void blitz_reader_cancel(blitz_cx *cx, void *p) {
     r->blitz__op = 0;
 }
 
-static blitz_poll blitz__op_read_line_poll(blitz_cx *cx, void *p) {
-    blitz_reader *r = (blitz_reader *)p;
-    return blitz_reader_read_line(cx, r, (char *)r->blitz__dst, r->blitz__max);
-}
-static blitz_poll blitz__op_read_exact_poll(blitz_cx *cx, void *p) {
-    blitz_reader *r = (blitz_reader *)p;
-    return blitz_reader_read_exact(cx, r, r->blitz__dst, r->blitz__max);
-}
+BLITZ__OP_ADAPTER(blitz__op_read_line_poll, blitz_reader, r,
+                  blitz_reader_read_line(cx, r, (char *)r->blitz__dst, r->blitz__max))
+BLITZ__OP_ADAPTER(blitz__op_read_exact_poll, blitz_reader, r,
+                  blitz_reader_read_exact(cx, r, r->blitz__dst, r->blitz__max))
 BLITZ_API blitz_op blitz_op_reader_read_line(blitz_reader *r, char *dst, size_t max) {
     if (r) {
         r->blitz__dst = (unsigned char *)dst;
@@ -694,13 +686,9 @@ BLITZ_API void blitz_writer_cancel(blitz_cx *cx, void *p) {
     w->blitz__op = 0;
 }
 
-static blitz_poll blitz__op_write_all_poll(blitz_cx *cx, void *p) {
-    blitz_writer *w = (blitz_writer *)p;
-    return blitz_writer_write_all(cx, w, w->blitz__src, w->blitz__srclen);
-}
-static blitz_poll blitz__op_flush_poll(blitz_cx *cx, void *p) {
-    return blitz_writer_flush(cx, (blitz_writer *)p);
-}
+BLITZ__OP_ADAPTER(blitz__op_write_all_poll, blitz_writer, w,
+                  blitz_writer_write_all(cx, w, w->blitz__src, w->blitz__srclen))
+BLITZ__OP_ADAPTER(blitz__op_flush_poll, blitz_writer, w, blitz_writer_flush(cx, w))
 BLITZ_API blitz_op blitz_op_writer_write_all(blitz_writer *w, const void *src, size_t len) {
     if (w) {
         w->blitz__src = (const unsigned char *)src;
@@ -1030,9 +1018,7 @@ BLITZ_API blitz_poll blitz_copy_settle(blitz_cx *cx, blitz_copy *c) {
     return BLITZ_READY;
 }
 
-static blitz_poll blitz__op_copy_poll(blitz_cx *cx, void *p) {
-    return blitz_copy_run(cx, (blitz_copy *)p);
-}
+BLITZ__OP_ADAPTER(blitz__op_copy_poll, blitz_copy, c, blitz_copy_run(cx, c))
 BLITZ_API blitz_op blitz_op_copy(blitz_copy *c) {
     return blitz_op_make(blitz__op_copy_poll, blitz_copy_cancel, c);
 }

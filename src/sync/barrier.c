@@ -108,15 +108,11 @@ BLITZ_API void blitz_barrier_wait_cancel(blitz_cx *cx, void *arg) {
     blitz__waiter_reset(&op->blitz__w);
 }
 
-static blitz_poll blitz__barrier_wait_op_poll(blitz_cx *cx, void *arg) {
-    blitz_barrier_wait_op *op = (blitz_barrier_wait_op *)arg;
-    if (!op)
-        return BLITZ_READY;
-    return blitz_barrier_wait(cx, op, op->blitz__barrier);
-}
+BLITZ__WAIT_OP_ADAPTER(blitz__barrier_wait_op_poll, blitz_barrier_wait_op,
+                       blitz_barrier_wait(cx, op, op->blitz__barrier))
 
 BLITZ_API blitz_op blitz_op_barrier_wait(blitz_barrier_wait_op *op, blitz_barrier *b) {
-    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+    if (BLITZ__WAIT_OP_IDLE(op))
         op->blitz__barrier = b;
     return blitz_op_make(blitz__barrier_wait_op_poll, blitz_barrier_wait_cancel, op);
 }

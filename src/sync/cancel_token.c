@@ -184,16 +184,12 @@ BLITZ_API void blitz_cancel_token_wait_cancel(blitz_cx *cx, void *arg) {
     blitz__waiter_reset(&op->blitz__w);
 }
 
-static blitz_poll blitz__token_wait_op_poll(blitz_cx *cx, void *arg) {
-    blitz_cancel_token_wait_op *op = (blitz_cancel_token_wait_op *)arg;
-    if (!op)
-        return BLITZ_READY;
-    return blitz_cancel_token_wait(cx, op, op->blitz__token);
-}
+BLITZ__WAIT_OP_ADAPTER(blitz__token_wait_op_poll, blitz_cancel_token_wait_op,
+                       blitz_cancel_token_wait(cx, op, op->blitz__token))
 
 BLITZ_API blitz_op blitz_op_cancel_token_wait(blitz_cancel_token_wait_op *op,
                                               blitz_cancel_token *t) {
-    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+    if (BLITZ__WAIT_OP_IDLE(op))
         op->blitz__token = t;
     return blitz_op_make(blitz__token_wait_op_poll, blitz_cancel_token_wait_cancel, op);
 }

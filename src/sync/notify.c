@@ -204,15 +204,11 @@ BLITZ_API void blitz_notify_wait_cancel(blitz_cx *cx, void *arg) {
         blitz_notify_one(n);
 }
 
-static blitz_poll blitz__notify_wait_op_poll(blitz_cx *cx, void *arg) {
-    blitz_notify_wait_op *op = (blitz_notify_wait_op *)arg;
-    if (!op)
-        return BLITZ_READY;
-    return blitz_notify_wait(cx, op, op->blitz__notify);
-}
+BLITZ__WAIT_OP_ADAPTER(blitz__notify_wait_op_poll, blitz_notify_wait_op,
+                       blitz_notify_wait(cx, op, op->blitz__notify))
 
 BLITZ_API blitz_op blitz_op_notify_wait(blitz_notify_wait_op *op, blitz_notify *n) {
-    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+    if (BLITZ__WAIT_OP_IDLE(op))
         op->blitz__notify = n;
     return blitz_op_make(blitz__notify_wait_op_poll, blitz_notify_wait_cancel, op);
 }

@@ -231,15 +231,11 @@ BLITZ_API void blitz_once_cell_get_or_claim_cancel(blitz_cx *cx, void *arg) {
         blitz_once_cell_abandon(c);
 }
 
-static blitz_poll blitz__once_op_poll(blitz_cx *cx, void *arg) {
-    blitz_once_cell_op *op = (blitz_once_cell_op *)arg;
-    if (!op)
-        return BLITZ_READY;
-    return blitz_once_cell_get_or_claim(cx, op, op->blitz__cell);
-}
+BLITZ__WAIT_OP_ADAPTER(blitz__once_op_poll, blitz_once_cell_op,
+                       blitz_once_cell_get_or_claim(cx, op, op->blitz__cell))
 
 BLITZ_API blitz_op blitz_op_once_cell_get_or_claim(blitz_once_cell_op *op, blitz_once_cell *c) {
-    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+    if (BLITZ__WAIT_OP_IDLE(op))
         op->blitz__cell = c;
     return blitz_op_make(blitz__once_op_poll, blitz_once_cell_get_or_claim_cancel, op);
 }

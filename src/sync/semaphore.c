@@ -270,16 +270,12 @@ BLITZ_API void blitz_semaphore_acquire_cancel(blitz_cx *cx, void *arg) {
         blitz_semaphore_release(sem, op->blitz__n);
 }
 
-static blitz_poll blitz__sem_acquire_op_poll(blitz_cx *cx, void *arg) {
-    blitz_semaphore_acquire_op *op = (blitz_semaphore_acquire_op *)arg;
-    if (!op)
-        return BLITZ_READY;
-    return blitz_semaphore_acquire(cx, op, op->blitz__sem, op->blitz__n);
-}
+BLITZ__WAIT_OP_ADAPTER(blitz__sem_acquire_op_poll, blitz_semaphore_acquire_op,
+                       blitz_semaphore_acquire(cx, op, op->blitz__sem, op->blitz__n))
 
 BLITZ_API blitz_op blitz_op_semaphore_acquire(blitz_semaphore_acquire_op *op, blitz_semaphore *sem,
                                               size_t n) {
-    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE) {
+    if (BLITZ__WAIT_OP_IDLE(op)) {
         op->blitz__sem = sem;
         op->blitz__n = n;
     }

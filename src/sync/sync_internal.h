@@ -47,4 +47,11 @@ static inline void blitz__word_unlock(uint32_t *w) {
  * op struct. */
 #define BLITZ__OP_OF(type, w) ((type *)(void *)(w))
 
+/* The op form of a wait: a NULL op is ready at once, as with the poll call,
+ * and the op's target is bound only while the op is idle, so making the op
+ * again for a queued waiter cannot move it to another object. */
+#define BLITZ__WAIT_OP_ADAPTER(name, type, call) \
+    BLITZ__OP_ADAPTER(name, type, op, op ? (call) : BLITZ_READY)
+#define BLITZ__WAIT_OP_IDLE(op) ((op) && blitz__waiter_state(&(op)->blitz__w) == BLITZ__WAITER_IDLE)
+
 #endif
