@@ -231,42 +231,47 @@ BLITZ_API blitz_op blitz_op_stream_write(blitz_stream *st, const void *buf, size
 #define BLITZ__RD_EXACT 2
 #define BLITZ__RD_UNTIL 3
 
-/* The buffer of a reader or writer: the caller's, or one of `*cap` bytes
- * (default BLITZ__READER_DEFAULT) that the reader or writer owns. */
-static int blitz__stream_buffer(void **buf, size_t *cap, int *owns) {
-    if (*buf)
-        return BLITZ_OK;
-    if (!*cap)
-        *cap = BLITZ__READER_DEFAULT;
-    *buf = blitz__malloc(*cap);
-    if (!*buf)
-        return BLITZ_ENOMEM;
-    *owns = 1;
+/* The buffer of a zeroed reader or writer over `st`: the caller's, or one
+ * of `cap` bytes (default BLITZ__READER_DEFAULT) that it owns. */
+static int blitz__stream_buffer(const blitz_stream *st, void *buf, size_t cap, unsigned char **out,
+                                size_t *out_cap, int *owns) {
+    if (!st || (buf && !cap))
+        return BLITZ_EINVAL;
+    if (!buf) {
+        if (!cap)
+            cap = BLITZ__READER_DEFAULT;
+        buf = blitz__malloc(cap);
+        if (!buf)
+            return BLITZ_ENOMEM;
+        *owns = 1;
+    }
+    *out = (unsigned char *)buf;
+    *out_cap = cap;
     return BLITZ_OK;
+}
+
+/* Frees the buffer if the reader or writer owns it. */
+static void blitz__stream_buffer_free(unsigned char **buf, int *owns) {
+    if (*owns)
+        blitz__free(*buf);
+    *owns = 0;
+    *buf = NULL;
 }
 
 BLITZ_API int blitz_reader_init(blitz_reader *r, blitz_stream *st, void *buf, size_t cap) {
     if (!r)
         return BLITZ_EINVAL;
     memset(r, 0, sizeof *r);
-    if (!st || (buf && !cap))
-        return BLITZ_EINVAL;
-    int rc = blitz__stream_buffer(&buf, &cap, &r->blitz__owns);
-    if (rc != BLITZ_OK)
-        return rc;
-    r->stream = st;
-    r->blitz__buf = (unsigned char *)buf;
-    r->blitz__cap = cap;
-    return BLITZ_OK;
+    int rc = blitz__stream_buffer(st, buf, cap, &r->blitz__buf, &r->blitz__cap, &r->blitz__owns);
+    if (rc == BLITZ_OK)
+        r->stream = st;
+    return rc;
 }
 
 BLITZ_API void blitz_reader_deinit(blitz_reader *r) {
     if (!r)
         return;
-    if (r->blitz__owns)
-        blitz__free(r->blitz__buf);
-    r->blitz__owns = 0;
-    r->blitz__buf = NULL;
+    blitz__stream_buffer_free(&r->blitz__buf, &r->blitz__owns);
     r->blitz__cap = r->blitz__start = r->blitz__end = r->blitz__scanned = 0;
 }
 
@@ -505,24 +510,16 @@ BLITZ_API int blitz_writer_init(blitz_writer *w, blitz_stream *st, void *buf, si
     if (!w)
         return BLITZ_EINVAL;
     memset(w, 0, sizeof *w);
-    if (!st || (buf && !cap))
-        return BLITZ_EINVAL;
-    int rc = blitz__stream_buffer(&buf, &cap, &w->blitz__owns);
-    if (rc != BLITZ_OK)
-        return rc;
-    w->stream = st;
-    w->blitz__buf = (unsigned char *)buf;
-    w->blitz__cap = cap;
-    return BLITZ_OK;
+    int rc = blitz__stream_buffer(st, buf, cap, &w->blitz__buf, &w->blitz__cap, &w->blitz__owns);
+    if (rc == BLITZ_OK)
+        w->stream = st;
+    return rc;
 }
 
 BLITZ_API void blitz_writer_deinit(blitz_writer *w) {
     if (!w)
         return;
-    if (w->blitz__owns)
-        blitz__free(w->blitz__buf);
-    w->blitz__owns = 0;
-    w->blitz__buf = NULL;
+    blitz__stream_buffer_free(&w->blitz__buf, &w->blitz__owns);
     w->blitz__cap = w->blitz__len = w->blitz__sent = 0;
 }
 
