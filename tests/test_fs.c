@@ -403,10 +403,7 @@ static int fs_cancel_race(tu_flavor f) {
      * I/O backend's). A cancelled open whose thread was still in open(2)
      * closes its descriptor when that returns, after its task moved on:
      * allow it a moment. */
-    double deadline = tu_now() + 2 * tu_timeout_mult();
-    while (tu_open_fds() != fds && tu_now() < deadline)
-        tu_sleep_ms(1);
-    CHECK_EQ(tu_open_fds(), fds);
+    TU_WAIT_UNTIL(tu_open_fds() == fds, 2, 1);
     CHECK_OK(blitz_runtime_free(rt));
     CHECK_GT(timeouts, 0);
     CHECK_GT(opened, 0);
