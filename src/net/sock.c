@@ -251,26 +251,25 @@ BLITZ_API int blitz_sock_fd(const blitz_socket *s) {
     return s ? s->fd : -1;
 }
 
-BLITZ_API int blitz_sock_local_addr(const blitz_socket *s, blitz_addr *out) {
+/* The socket's own address, or its peer's. */
+static int blitz__sock_name(const blitz_socket *s, blitz_addr *out, int peer) {
     if (!s || !out)
         return BLITZ_EINVAL;
     memset(out, 0, sizeof *out);
     socklen_t l = sizeof out->u.bytes;
-    if (getsockname(s->fd, (struct sockaddr *)(void *)out->u.bytes, &l) < 0)
+    struct sockaddr *sa = (struct sockaddr *)(void *)out->u.bytes;
+    if ((peer ? getpeername(s->fd, sa, &l) : getsockname(s->fd, sa, &l)) < 0)
         return blitz__errno_rc();
     out->len = l;
     return BLITZ_OK;
 }
 
+BLITZ_API int blitz_sock_local_addr(const blitz_socket *s, blitz_addr *out) {
+    return blitz__sock_name(s, out, 0);
+}
+
 BLITZ_API int blitz_sock_peer_addr(const blitz_socket *s, blitz_addr *out) {
-    if (!s || !out)
-        return BLITZ_EINVAL;
-    memset(out, 0, sizeof *out);
-    socklen_t l = sizeof out->u.bytes;
-    if (getpeername(s->fd, (struct sockaddr *)(void *)out->u.bytes, &l) < 0)
-        return blitz__errno_rc();
-    out->len = l;
-    return BLITZ_OK;
+    return blitz__sock_name(s, out, 1);
 }
 
 static int blitz__setopt(blitz_socket *s, int level, int name, int v) {
