@@ -962,16 +962,8 @@ IO_BACKEND_TESTS(io_recv_len0)
  * nobody accepts in `fill`): the kernel drops further SYNs, so a connect
  * to `*addr` hangs. Returns the listener's descriptor. */
 static int io_full_listener(blitz_addr *addr, int fill[8]) {
-    int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    CHECK_GE(lfd, 0);
     struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK_EQ(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
-    CHECK_EQ(listen(lfd, 0), 0);
-    socklen_t sl = sizeof sa;
-    CHECK_EQ(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
+    int lfd = tu_plain_listener(0, 0, &sa);
     for (int i = 0; i < 8; i++) {
         fill[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
         connect(fill[i], (struct sockaddr *)&sa, sizeof sa);

@@ -21,16 +21,8 @@ static blitz_runtime *ms_rt_new(void) {
 /* A loopback TCP connection: the runtime's end as a socket, the other as
  * a plain blocking descriptor. */
 static void ms_tcp_pair(blitz_runtime *rt, blitz_socket **sock, int *peer) {
-    int l = socket(AF_INET, SOCK_STREAM, 0);
-    CHECK_GE(l, 0);
     struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK_EQ(bind(l, (struct sockaddr *)&a, sizeof a), 0);
-    CHECK_EQ(listen(l, 4), 0);
-    socklen_t al = sizeof a;
-    CHECK_EQ(getsockname(l, (struct sockaddr *)&a, &al), 0);
+    int l = tu_plain_listener(4, 0, &a);
     *peer = socket(AF_INET, SOCK_STREAM, 0);
     CHECK_GE(*peer, 0);
     CHECK_EQ(connect(*peer, (struct sockaddr *)&a, sizeof a), 0);

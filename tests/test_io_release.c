@@ -151,16 +151,8 @@ static int io_ct_close_eof(blitz_backend b) {
     blitz_runtime *rt = tu_io_rt_new(b, TU_CT);
     if (!rt)
         return 0;
-    io_ct_peer peer = {socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), 0};
-    CHECK_GE(peer.listener, 0);
     struct sockaddr_in sin;
-    memset(&sin, 0, sizeof sin);
-    sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t sl = sizeof sin;
-    CHECK_EQ(bind(peer.listener, (struct sockaddr *)&sin, sizeof sin), 0);
-    CHECK_EQ(listen(peer.listener, 4), 0);
-    CHECK_EQ(getsockname(peer.listener, (struct sockaddr *)&sin, &sl), 0);
+    io_ct_peer peer = {tu_plain_listener(4, SOCK_CLOEXEC, &sin), 0};
     pthread_t th;
     CHECK_EQ(pthread_create(&th, NULL, io_ct_peer_main, &peer), 0);
     io_ct_close_state c;

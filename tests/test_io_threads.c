@@ -282,16 +282,8 @@ static int io_shutdown_from_thread(blitz_backend b) {
     blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
-    int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    CHECK(lfd >= 0);
     struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t sl = sizeof sa;
-    CHECK_EQ(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
-    CHECK_EQ(listen(lfd, IO_SHUT_CONNS), 0);
-    CHECK_EQ(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
+    int lfd = tu_plain_listener(IO_SHUT_CONNS, 0, &sa);
     int client[IO_SHUT_CONNS];
     io_shut_table table;
     pthread_mutex_init(&table.lock, NULL);

@@ -5,7 +5,9 @@
 #ifndef BLITZ_TEST_UTIL_H
 #define BLITZ_TEST_UTIL_H
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -87,6 +89,22 @@ static inline blitz_socket *tu_listen_any(blitz_runtime *rt, blitz_addr *bound) 
     CHECK_OK(blitz_sock_local_addr(l, bound));
     CHECK_GT(blitz_addr_port(bound), 0);
     return l;
+}
+
+/* A plain kernel TCP listener (socket type flags `flags`) on an ephemeral
+ * loopback port, for a peer the runtime does not drive; *sa gets its
+ * address. */
+static inline int tu_plain_listener(int backlog, int flags, struct sockaddr_in *sa) {
+    int fd = socket(AF_INET, SOCK_STREAM | flags, 0);
+    CHECK_GE(fd, 0);
+    memset(sa, 0, sizeof *sa);
+    sa->sin_family = AF_INET;
+    sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_EQ(bind(fd, (struct sockaddr *)sa, sizeof *sa), 0);
+    CHECK_EQ(listen(fd, backlog), 0);
+    socklen_t sl = sizeof *sa;
+    CHECK_EQ(getsockname(fd, (struct sockaddr *)sa, &sl), 0);
+    return fd;
 }
 
 static inline blitz_runtime *tu_rt_new(tu_flavor f) {
