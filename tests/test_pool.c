@@ -647,13 +647,7 @@ static blitz_poll tp_paused_poll(blitz_cx *cx, void *p) {
 }
 
 static int pool_paused_clock_waits(tu_flavor f) {
-    blitz_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.flavor = f.flavor;
-    cfg.workers = f.flavor == BLITZ_MULTI_THREAD ? f.workers : 0;
-    cfg.start_paused = 1;
-    blitz_runtime *rt;
-    CHECK_OK(blitz_runtime_new(&cfg, &rt));
+    blitz_runtime *rt = tu_rt_paused(f, 1);
     for (int i = 0; i < 3; i++) {
         tp_paused_state s;
         memset(&s, 0, sizeof s);
