@@ -66,6 +66,21 @@ static int blitz__listener_wrap(blitz_runtime *rt, int fd, int family, blitz_soc
     return rc;
 }
 
+/* Binds and listens `fd` unless `rc` already failed, then wraps it; the
+ * descriptor is closed on any failure. */
+static int blitz__listen_finish(blitz_runtime *rt, int fd, const blitz_addr *addr, int backlog,
+                                int rc, blitz_socket **out) {
+    if (rc == BLITZ_OK)
+        rc = blitz__bind_listener(rt, fd, addr);
+    if (rc == BLITZ_OK && listen(fd, backlog ? backlog : SOMAXCONN) < 0)
+        rc = blitz__errno_rc();
+    if (rc != BLITZ_OK) {
+        close(fd);
+        return rc;
+    }
+    return blitz__listener_wrap(rt, fd, addr->u.family, out);
+}
+
 BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
                                unsigned flags, blitz_socket **out) {
     if (!out)
@@ -78,15 +93,7 @@ BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int ba
     if (rc != BLITZ_OK)
         return rc;
     rc = blitz__apply_flags(fd, addr->u.family, flags, 1);
-    if (rc == BLITZ_OK)
-        rc = blitz__bind_listener(rt, fd, addr);
-    if (rc == BLITZ_OK && listen(fd, backlog ? backlog : SOMAXCONN) < 0)
-        rc = blitz__errno_rc();
-    if (rc != BLITZ_OK) {
-        close(fd);
-        return rc;
-    }
-    return blitz__listener_wrap(rt, fd, addr->u.family, out);
+    return blitz__listen_finish(rt, fd, addr, backlog, rc, out);
 }
 
 BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned flags,
@@ -150,14 +157,7 @@ BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int b
             close(t);
         }
     }
-    rc = blitz__bind_listener(rt, fd, addr);
-    if (rc == BLITZ_OK && listen(fd, backlog ? backlog : SOMAXCONN) < 0)
-        rc = blitz__errno_rc();
-    if (rc != BLITZ_OK) {
-        close(fd);
-        return rc;
-    }
-    return blitz__listener_wrap(rt, fd, AF_UNIX, out);
+    return blitz__listen_finish(rt, fd, addr, backlog, BLITZ_OK, out);
 }
 
 BLITZ_API int blitz_unix_dgram(blitz_runtime *rt, const blitz_addr *addr, blitz_socket **out) {
