@@ -38,11 +38,11 @@ static ch_connector ch_connect(blitz_runtime *rt, const char *host, uint16_t por
 }
 
 static int io_connect_host(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
     blitz_addr a;
-    blitz_socket *l = io_listen_any(rt, &a);
+    blitz_socket *l = tu_listen_any(rt, &a);
     uint16_t port = (uint16_t)blitz_addr_port(&a);
 
     /* "localhost" may resolve to ::1 first, where nobody listens: the

@@ -102,12 +102,7 @@ static blitz_poll td_race_poll(blitz_cx *cx, void *p) {
 }
 
 BLITZ_TEST(dns_cancel_race) {
-    blitz_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.workers = 2;
-    cfg.max_blocking_threads = 2;
-    blitz_runtime *rt;
-    CHECK_OK(blitz_runtime_new(&cfg, &rt));
+    blitz_runtime *rt = tp_rt_new(TU_MT2, 2, 0, 0);
     enum { N = 4 };
     blitz_task *h[N];
     for (int i = 0; i < N; i++) {

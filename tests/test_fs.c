@@ -366,13 +366,7 @@ static blitz_poll tf_race_poll(blitz_cx *cx, void *p) {
 }
 
 static int fs_cancel_race(tu_flavor f) {
-    blitz_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.flavor = f.flavor;
-    cfg.workers = f.flavor == BLITZ_MULTI_THREAD ? f.workers : 0;
-    cfg.max_blocking_threads = 2; /* so that ops also wait in the queue */
-    blitz_runtime *rt;
-    CHECK_OK(blitz_runtime_new(&cfg, &rt));
+    blitz_runtime *rt = tp_rt_new(f, 2, 0, 0); /* 2 threads: ops also wait in the queue */
     char dir[64], path[160];
     tf_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/f", dir);
@@ -403,10 +397,7 @@ static int fs_cancel_race(tu_flavor f) {
      * I/O backend's). A cancelled open whose thread was still in open(2)
      * closes its descriptor when that returns, after its task moved on:
      * allow it a moment. */
-    double deadline = tu_now() + 2 * tu_timeout_mult();
-    while (tu_open_fds() != fds && tu_now() < deadline)
-        tu_sleep_ms(1);
-    CHECK_EQ(tu_open_fds(), fds);
+    TU_WAIT_UNTIL(tu_open_fds() == fds, 2, 1);
     CHECK_OK(blitz_runtime_free(rt));
     CHECK_GT(timeouts, 0);
     CHECK_GT(opened, 0);
@@ -437,12 +428,7 @@ static void tf_hooked_cancel(void *p) {
 }
 
 BLITZ_TEST(fs_cancelled_task_closes_files) {
-    blitz_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.workers = 2;
-    cfg.max_blocking_threads = 1;
-    blitz_runtime *rt;
-    CHECK_OK(blitz_runtime_new(&cfg, &rt));
+    blitz_runtime *rt = tp_rt_new(TU_MT2, 1, 0, 0);
     char dir[64], path[160];
     tf_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/f", dir);
@@ -514,13 +500,7 @@ BLITZ_TEST(fs_cancelled_task_closes_files) {
  * up at random moments in between. Every op that is not given up
  * completes, and nothing leaks. */
 BLITZ_TEST(fs_room_cancel_race) {
-    blitz_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.workers = 2;
-    cfg.max_blocking_threads = 1;
-    cfg.blocking_queue_capacity = 2;
-    blitz_runtime *rt;
-    CHECK_OK(blitz_runtime_new(&cfg, &rt));
+    blitz_runtime *rt = tp_rt_new(TU_MT2, 1, 0, 2);
     char dir[64], path[160];
     tf_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/f", dir);

@@ -16,23 +16,6 @@
 
 /* ---- harness --------------------------------------------------------------------- */
 
-static blitz_runtime *io_rt_new(blitz_backend b, blitz_flavor flavor, uint32_t workers) {
-    blitz_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.flavor = flavor;
-    cfg.workers = flavor == BLITZ_MULTI_THREAD ? workers : 0;
-    cfg.backend = b;
-    blitz_runtime *rt = NULL;
-    int rc = blitz_runtime_new(&cfg, &rt);
-    if (rc != BLITZ_OK && b == BLITZ_BACKEND_IO_URING) {
-        printf("# skipped: io_uring unavailable (%s)\n", blitz_strerror(rc));
-        return NULL;
-    }
-    CHECK_OK(rc);
-    CHECK_EQ(blitz_runtime_backend(rt), b);
-    return rt;
-}
-
 #define IO_BACKEND_TESTS(name)               \
     BLITZ_TEST(name##_uring) {               \
         return name(BLITZ_BACKEND_IO_URING); \
@@ -44,15 +27,21 @@ static blitz_runtime *io_rt_new(blitz_backend b, blitz_flavor flavor, uint32_t w
         return name(BLITZ_BACKEND_POLL);     \
     }
 
-static blitz_socket *io_listen_any(blitz_runtime *rt, blitz_addr *bound) {
-    blitz_addr a;
-    CHECK_OK(blitz_addr_parse("127.0.0.1:0", &a));
-    blitz_socket *l = NULL;
-    CHECK_OK(blitz_tcp_listen(rt, &a, 1024, 0, &l));
-    CHECK_OK(blitz_sock_local_addr(l, bound));
-    CHECK_GT(blitz_addr_port(bound), 0);
-    return l;
-}
+/* The body of a test that runs `poll` once on a fresh `type` whose
+ * listener (address in ->addr) it closes afterwards. */
+#define IO_RUN_LISTENING(b, type, poll)                                  \
+    do {                                                                 \
+        blitz_runtime *io_rt_ = tu_io_rt_new(b, TU_MT2);                 \
+        if (!io_rt_)                                                     \
+            return 0;                                                    \
+        type *io_m_ = calloc(1, sizeof *io_m_);                          \
+        io_m_->listener = tu_listen_any(io_rt_, &io_m_->addr);           \
+        CHECK_OK(blitz_runtime_run(io_rt_, poll, io_m_, sizeof *io_m_)); \
+        blitz_sock_close(io_m_->listener);                               \
+        CHECK_OK(blitz_runtime_free(io_rt_));                            \
+        free(io_m_);                                                     \
+        return 0;                                                        \
+    } while (0)
 
 /* ---- an echo server (tasks) -------------------------------------------------------- */
 
@@ -212,7 +201,7 @@ static blitz_poll io_echo_main_poll(blitz_cx *cx, void *p) {
 }
 
 static int io_echo_many_run(blitz_backend b, blitz_flavor f, uint32_t workers, int conns) {
-    blitz_runtime *rt = io_rt_new(b, f, workers);
+    blitz_runtime *rt = tu_io_rt_new(b, (tu_flavor){f, workers});
     if (!rt)
         return 0;
     io_echo_main *m = calloc(1, sizeof *m);
@@ -224,7 +213,7 @@ static int io_echo_many_run(blitz_backend b, blitz_flavor f, uint32_t workers, i
     m->conns = conns;
     m->rounds = 5;
     m->clients = calloc((size_t)conns, sizeof(blitz_task *));
-    m->listener = io_listen_any(rt, &m->addr);
+    m->listener = tu_listen_any(rt, &m->addr);
     CHECK_OK(blitz_runtime_run(rt, io_echo_main_poll, m, sizeof *m));
     TU_WAIT_GE(&done, conns, 20);
     TU_WAIT_GE(&echoed, (long)conns * m->rounds * 200, 20);
@@ -533,12 +522,12 @@ static blitz_poll io_bulk_main_poll(blitz_cx *cx, void *p) {
 }
 
 static int io_bulk_1gib(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
     io_bulk_main *m = calloc(1, sizeof *m);
     m->total = (uint64_t)test_scaled(1L << 30);
-    m->listener = io_listen_any(rt, &m->addr);
+    m->listener = tu_listen_any(rt, &m->addr);
     double t0 = tu_now();
     CHECK_OK(blitz_runtime_run(rt, io_bulk_main_poll, m, sizeof *m));
     printf("# %llu bytes in %.2f s\n", (unsigned long long)m->total, tu_now() - t0);
@@ -570,12 +559,12 @@ static blitz_poll io_connect_only_poll(blitz_cx *cx, void *p) {
 }
 
 static int io_connect_refused(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
     /* A port nobody listens on: bind a listener, note its port, close it. */
     blitz_addr a;
-    blitz_socket *l = io_listen_any(rt, &a);
+    blitz_socket *l = tu_listen_any(rt, &a);
     blitz_sock_close(l);
     io_connect_only c;
     memset(&c, 0, sizeof c);
@@ -642,16 +631,7 @@ static blitz_poll io_half_main_poll(blitz_cx *cx, void *p) {
 }
 
 static int io_half_close(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
-    if (!rt)
-        return 0;
-    io_half_main *m = calloc(1, sizeof *m);
-    m->listener = io_listen_any(rt, &m->addr);
-    CHECK_OK(blitz_runtime_run(rt, io_half_main_poll, m, sizeof *m));
-    blitz_sock_close(m->listener);
-    CHECK_OK(blitz_runtime_free(rt));
-    free(m);
-    return 0;
+    IO_RUN_LISTENING(b, io_half_main, io_half_main_poll);
 }
 IO_BACKEND_TESTS(io_half_close)
 
@@ -699,16 +679,7 @@ static blitz_poll io_reset_main_poll(blitz_cx *cx, void *p) {
 
 static int io_reset(blitz_backend b) {
     signal(SIGPIPE, SIG_DFL); /* a SIGPIPE would kill the test */
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
-    if (!rt)
-        return 0;
-    io_reset_main *m = calloc(1, sizeof *m);
-    m->listener = io_listen_any(rt, &m->addr);
-    CHECK_OK(blitz_runtime_run(rt, io_reset_main_poll, m, sizeof *m));
-    blitz_sock_close(m->listener);
-    CHECK_OK(blitz_runtime_free(rt));
-    free(m);
-    return 0;
+    IO_RUN_LISTENING(b, io_reset_main, io_reset_main_poll);
 }
 IO_BACKEND_TESTS(io_reset)
 
@@ -774,16 +745,7 @@ static blitz_poll io_cancel_main_poll(blitz_cx *cx, void *p) {
 }
 
 static int io_cancel_pending(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
-    if (!rt)
-        return 0;
-    io_cancel_main *m = calloc(1, sizeof *m);
-    m->listener = io_listen_any(rt, &m->addr);
-    CHECK_OK(blitz_runtime_run(rt, io_cancel_main_poll, m, sizeof *m));
-    blitz_sock_close(m->listener);
-    CHECK_OK(blitz_runtime_free(rt));
-    free(m);
-    return 0;
+    IO_RUN_LISTENING(b, io_cancel_main, io_cancel_main_poll);
 }
 IO_BACKEND_TESTS(io_cancel_pending)
 
@@ -815,7 +777,7 @@ static void io_waiter_cancel(void *p) {
 }
 
 static int io_cancel_task(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
     int sv[2];
@@ -875,7 +837,7 @@ IO_BACKEND_TESTS(io_cancel_task)
 
 /* Shutdown with ops in flight: the runtime cancels them and frees. */
 static int io_shutdown_inflight(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
     int sv[2];
@@ -928,7 +890,7 @@ static void io_drop_closer_drop(void *p) {
 }
 
 static int io_free_drop_closes(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
     atomic_int started = 0, closed = 0;
@@ -981,7 +943,7 @@ static blitz_poll io_len0_poll(blitz_cx *cx, void *p) {
 }
 
 static int io_recv_len0(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_CURRENT_THREAD, 0);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_CT);
     if (!rt)
         return 0;
     io_len0_state z;
@@ -1000,16 +962,8 @@ IO_BACKEND_TESTS(io_recv_len0)
  * nobody accepts in `fill`): the kernel drops further SYNs, so a connect
  * to `*addr` hangs. Returns the listener's descriptor. */
 static int io_full_listener(blitz_addr *addr, int fill[8]) {
-    int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    CHECK_GE(lfd, 0);
     struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK_EQ(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
-    CHECK_EQ(listen(lfd, 0), 0);
-    socklen_t sl = sizeof sa;
-    CHECK_EQ(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
+    int lfd = tu_plain_listener(0, 0, &sa);
     for (int i = 0; i < 8; i++) {
         fill[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
         connect(fill[i], (struct sockaddr *)&sa, sizeof sa);
@@ -1053,7 +1007,7 @@ static blitz_poll io_connect_to_poll(blitz_cx *cx, void *p) {
 }
 
 static int io_connect_timeout(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
     io_connect_to c;
@@ -1105,11 +1059,11 @@ static blitz_poll io_emfile_acceptor_poll(blitz_cx *cx, void *p) {
 }
 
 static int io_emfile(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
     blitz_addr a;
-    blitz_socket *l = io_listen_any(rt, &a);
+    blitz_socket *l = tu_listen_any(rt, &a);
     struct rlimit old, lim;
     getrlimit(RLIMIT_NOFILE, &old);
     int cfd = socket(AF_INET, SOCK_STREAM, 0);
@@ -1192,7 +1146,7 @@ static blitz_poll io_udp_main_poll(blitz_cx *cx, void *p) {
 }
 
 static int io_udp(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
     io_udp_main *m = calloc(1, sizeof *m);
@@ -1283,7 +1237,7 @@ static blitz_poll io_unix_main_poll(blitz_cx *cx, void *p) {
 }
 
 static int io_unix_run(blitz_backend b, const char *name) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
     io_unix_main *m = calloc(1, sizeof *m);
@@ -1321,11 +1275,11 @@ static int io_unix(blitz_backend b) {
 IO_BACKEND_TESTS(io_unix)
 
 static int io_options(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
     blitz_addr a, la, pa;
-    blitz_socket *l = io_listen_any(rt, &a);
+    blitz_socket *l = tu_listen_any(rt, &a);
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     CHECK_EQ(connect(fd, (struct sockaddr *)(void *)a.u.bytes, a.len), 0);
     blitz_socket *s = NULL;
@@ -1376,7 +1330,7 @@ IO_BACKEND_TESTS(io_options)
  * writes into a socket whose reader task waits; the task must finish long
  * before any periodic poll would have run. */
 static int io_idle_wakeup(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
     int sv[2];
@@ -1463,8 +1417,7 @@ static void *io_busy_writer(void *p) {
 
 static int io_busy_sees_io(blitz_backend b) {
     for (int flavor = 0; flavor < 2; flavor++) {
-        blitz_runtime *rt =
-            flavor ? io_rt_new(b, BLITZ_MULTI_THREAD, 2) : io_rt_new(b, BLITZ_CURRENT_THREAD, 0);
+        blitz_runtime *rt = flavor ? tu_io_rt_new(b, TU_MT2) : tu_io_rt_new(b, TU_CT);
         if (!rt)
             return 0;
         int sv[2];
@@ -1542,7 +1495,7 @@ static int io_stress_10k(blitz_backend b) {
                conns);
         return 0;
     }
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
     io_echo_main *m = calloc(1, sizeof *m);
@@ -1559,7 +1512,7 @@ static int io_stress_10k(blitz_backend b) {
     pid_t pid = fork();
     CHECK_GE(pid, 0);
     if (pid == 0) {
-        blitz_runtime *crt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+        blitz_runtime *crt = tu_io_rt_new(b, TU_MT2);
         io_stress_clients *c = calloc(1, sizeof *c);
         c->conns = conns;
         c->addr = m->addr;

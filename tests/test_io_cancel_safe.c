@@ -123,7 +123,7 @@ static blitz_poll cs_reader_poll(blitz_cx *cx, void *p) {
 
 static int cs_recv_race_run(blitz_backend b, blitz_flavor f, int unix_stream, size_t rbuf,
                             size_t chunk, long *timeouts) {
-    blitz_runtime *rt = io_rt_new(b, f, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, (tu_flavor){f, 2});
     if (!rt)
         return 0;
     blitz_socket *sock = NULL;
@@ -243,7 +243,7 @@ static blitz_poll cs_sender_poll(blitz_cx *cx, void *p) {
 }
 
 static int cs_send_race_run(blitz_backend b, int unix_stream) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
     blitz_socket *sock = NULL;
@@ -312,7 +312,7 @@ static blitz_poll cs_send_all_poll(blitz_cx *cx, void *p) {
 
 static int io_send_all_cancel_count(blitz_backend b) {
     for (int unix_stream = 0; unix_stream < 2; unix_stream++) {
-        blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+        blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
         if (!rt)
             return 0;
         blitz_socket *sock = NULL;
@@ -365,7 +365,7 @@ IO_BACKEND_TESTS(io_send_all_cancel_count)
 static int io_close_dead_task(blitz_backend b) {
     for (int unix_stream = 0; unix_stream < 2; unix_stream++)
         for (int late = 0; late < 2; late++) {
-            blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+            blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
             if (!rt)
                 return 0;
             blitz_socket *sock = NULL;
@@ -397,10 +397,7 @@ static int io_close_dead_task(blitz_backend b) {
             char c;
             ssize_t n = read(peer, &c, 1);
             CHECK(n == 0 || (n < 0 && errno == ECONNRESET));
-            double deadline = tu_now() + 2 * tu_timeout_mult();
-            while (tu_open_fds() != fds - 1 && tu_now() < deadline)
-                tu_sleep_ms(1);
-            CHECK_EQ(tu_open_fds(), fds - 1);
+            TU_WAIT_UNTIL(tu_open_fds() == fds - 1, 2, 1);
             close(peer);
             CHECK_OK(blitz_runtime_free(rt));
         }
@@ -476,7 +473,7 @@ static blitz_poll cs_late_poll(blitz_cx *cx, void *p) {
 BLITZ_TEST(io_uring_cancel_after_completion) {
     for (int is_send = 0; is_send < 2; is_send++)
         for (int reaped = 0; reaped < 2; reaped++) {
-            blitz_runtime *rt = io_rt_new(BLITZ_BACKEND_IO_URING, BLITZ_CURRENT_THREAD, 0);
+            blitz_runtime *rt = tu_io_rt_new(BLITZ_BACKEND_IO_URING, TU_CT);
             if (!rt)
                 return 0;
             blitz_socket *sock = NULL;

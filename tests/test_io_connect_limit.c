@@ -71,7 +71,7 @@ static int io_connect_limit(blitz_backend b) {
 
     /* Current-thread runtime: the driver submits, so on io_uring the
      * kernel times it. */
-    blitz_runtime *rt = io_rt_new(b, BLITZ_CURRENT_THREAD, 0);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_CT);
     if (!rt) {
         io_full_listener_close(lfd, fill);
         return 0;
@@ -85,7 +85,7 @@ static int io_connect_limit(blitz_backend b) {
 
     /* Multi-thread runtime: the root task runs on the calling thread (the
      * runtime's timer on every backend), 8 spawned ones on the workers. */
-    rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    rt = tu_io_rt_new(b, TU_MT2);
     if (lim_run_hanging(rt, &addr, 100 * BLITZ_MSEC, &c)) {
         CHECK(c.seconds >= 0.09);
         CHECK(c.seconds < 2.0 * tu_timeout_mult());
@@ -117,13 +117,13 @@ IO_BACKEND_TESTS(io_connect_limit)
 /* A connect made within its limit: the socket is the caller's, the timer
  * (or the kernel's linked timeout) is gone. */
 static int io_connect_limit_ok(blitz_backend b) {
-    blitz_flavor flavors[2] = {BLITZ_CURRENT_THREAD, BLITZ_MULTI_THREAD};
+    const tu_flavor flavors[2] = {TU_CT, TU_MT2};
     for (int f = 0; f < 2; f++) {
-        blitz_runtime *rt = io_rt_new(b, flavors[f], 2);
+        blitz_runtime *rt = tu_io_rt_new(b, flavors[f]);
         if (!rt)
             return 0;
         blitz_addr addr;
-        blitz_socket *l = io_listen_any(rt, &addr);
+        blitz_socket *l = tu_listen_any(rt, &addr);
         for (int round = 0; round < 20; round++) {
             lim_connect c;
             memset(&c, 0, sizeof c);
@@ -180,13 +180,13 @@ static int io_connect_limit_cancel(blitz_backend b) {
     int fill[8];
     blitz_addr hanging;
     int lfd = io_full_listener(&hanging, fill);
-    blitz_flavor flavors[2] = {BLITZ_CURRENT_THREAD, BLITZ_MULTI_THREAD};
+    const tu_flavor flavors[2] = {TU_CT, TU_MT2};
     for (int f = 0; f < 2; f++) {
-        blitz_runtime *rt = io_rt_new(b, flavors[f], 2);
+        blitz_runtime *rt = tu_io_rt_new(b, flavors[f]);
         if (!rt)
             break;
         blitz_addr live;
-        blitz_socket *l = io_listen_any(rt, &live);
+        blitz_socket *l = tu_listen_any(rt, &live);
         lim_cancel c;
         memset(&c, 0, sizeof c);
         c.hanging = hanging;
@@ -210,18 +210,12 @@ IO_BACKEND_TESTS(io_connect_limit_cancel)
 /* A paused clock: the limit runs on the runtime's clock, which jumps to
  * the deadline once every task is idle; the kernel's clock is not used. */
 static int io_connect_limit_paused(blitz_backend b) {
-    blitz_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.flavor = BLITZ_CURRENT_THREAD;
+    blitz_config cfg = tu_config(TU_CT);
     cfg.backend = b;
     cfg.start_paused = 1;
-    blitz_runtime *rt = NULL;
-    int rc = blitz_runtime_new(&cfg, &rt);
-    if (rc != BLITZ_OK && b == BLITZ_BACKEND_IO_URING) {
-        printf("# skipped: io_uring unavailable\n");
+    blitz_runtime *rt = tu_io_rt_config(&cfg);
+    if (!rt)
         return 0;
-    }
-    CHECK_OK(rc);
     int fill[8];
     blitz_addr addr;
     int lfd = io_full_listener(&addr, fill);
@@ -257,7 +251,7 @@ static blitz_poll lim_host_poll(blitz_cx *cx, void *p) {
 }
 
 static int io_connect_limit_host(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
     int fill[8];
@@ -307,7 +301,7 @@ static blitz_poll lim_bad_poll(blitz_cx *cx, void *p) {
 }
 
 BLITZ_TEST(io_connect_limit_bad_input) {
-    blitz_runtime *rt = io_rt_new(BLITZ_BACKEND_EPOLL, BLITZ_CURRENT_THREAD, 0);
+    blitz_runtime *rt = tu_io_rt_new(BLITZ_BACKEND_EPOLL, TU_CT);
     lim_bad l;
     memset(&l, 0, sizeof l);
     CHECK_OK(blitz_runtime_run(rt, lim_bad_poll, &l, sizeof l));

@@ -23,7 +23,7 @@ static blitz_poll io_edges_close_poll(blitz_cx *cx, void *p) {
     io_edges_close *e = p;
     BLITZ_BEGIN(e);
     for (e->round = 0; e->round < e->rounds; e->round++) {
-        e->listener = io_listen_any(blitz_cx_runtime(cx), &e->addr);
+        e->listener = tu_listen_any(blitz_cx_runtime(cx), &e->addr);
         /* One connection accepted: the accept (multishot on io_uring)
          * stays armed on the listener. */
         BLITZ_AWAIT(e, blitz_tcp_connect(cx, &e->connect, &e->addr));
@@ -67,7 +67,7 @@ static blitz_poll io_edges_unnamed_poll(blitz_cx *cx, void *p) {
 }
 
 static int io_edges(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
     io_edges_close c;

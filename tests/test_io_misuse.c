@@ -53,12 +53,12 @@ static void io_misuse_check_listener(blitz_runtime *rt, blitz_socket *l, blitz_s
 }
 
 static int io_misuse(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
     /* A TCP listener, with a connection for the vectored check. */
     blitz_addr bound;
-    blitz_socket *l = io_listen_any(rt, &bound);
+    blitz_socket *l = tu_listen_any(rt, &bound);
     int cfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     CHECK_GE(cfd, 0);
     CHECK_EQ(connect(cfd, (struct sockaddr *)(void *)bound.u.bytes, bound.len), 0);

@@ -9,7 +9,7 @@
 
 /* A runtime on io_uring with multishot receives, or NULL (skipped). */
 static blitz_runtime *ms_rt_new(void) {
-    blitz_runtime *rt = io_rt_new(BLITZ_BACKEND_IO_URING, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(BLITZ_BACKEND_IO_URING, TU_MT2);
     if (rt && !blitz__u32_load(&rt->io->ms_recv, BLITZ__RELAXED)) {
         printf("# skipped: this kernel has no multishot receive\n");
         CHECK_OK(blitz_runtime_free(rt));
@@ -21,16 +21,8 @@ static blitz_runtime *ms_rt_new(void) {
 /* A loopback TCP connection: the runtime's end as a socket, the other as
  * a plain blocking descriptor. */
 static void ms_tcp_pair(blitz_runtime *rt, blitz_socket **sock, int *peer) {
-    int l = socket(AF_INET, SOCK_STREAM, 0);
-    CHECK_GE(l, 0);
     struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK_EQ(bind(l, (struct sockaddr *)&a, sizeof a), 0);
-    CHECK_EQ(listen(l, 4), 0);
-    socklen_t al = sizeof a;
-    CHECK_EQ(getsockname(l, (struct sockaddr *)&a, &al), 0);
+    int l = tu_plain_listener(4, 0, &a);
     *peer = socket(AF_INET, SOCK_STREAM, 0);
     CHECK_GE(*peer, 0);
     CHECK_EQ(connect(*peer, (struct sockaddr *)&a, sizeof a), 0);
@@ -351,7 +343,7 @@ static void ms_accept_n(blitz_runtime *rt, blitz_socket *l, int n) {
  * kernel accepted before the cancel landed are taken. Then every one of them,
  * queued or in the backlog, is still accepted and served. */
 BLITZ_TEST(io_ms_accept_bounded) {
-    blitz_runtime *rt = io_rt_new(BLITZ_BACKEND_IO_URING, BLITZ_MULTI_THREAD, 1);
+    blitz_runtime *rt = tu_io_rt_new(BLITZ_BACKEND_IO_URING, (tu_flavor){BLITZ_MULTI_THREAD, 1});
     if (!rt)
         return 0;
     if (!rt->io->ms_accept) {
@@ -361,7 +353,7 @@ BLITZ_TEST(io_ms_accept_bounded) {
     }
     enum { CLIENTS = 200 };
     blitz_addr a;
-    blitz_socket *l = io_listen_any(rt, &a);
+    blitz_socket *l = tu_listen_any(rt, &a);
     int cli[CLIENTS];
     cli[0] = socket(AF_INET, SOCK_STREAM, 0);
     CHECK_GE(cli[0], 0);
@@ -456,7 +448,7 @@ static blitz_poll ms_unclaimed_poll(blitz_cx *cx, void *p) {
 BLITZ_TEST(io_uring_accept_unclaimed) {
     for (int multishot = 1; multishot >= 0; multishot--) {
         int fds = tu_open_fds();
-        blitz_runtime *rt = io_rt_new(BLITZ_BACKEND_IO_URING, BLITZ_CURRENT_THREAD, 0);
+        blitz_runtime *rt = tu_io_rt_new(BLITZ_BACKEND_IO_URING, TU_CT);
         if (!rt)
             return 0;
         if (multishot && !rt->io->ms_accept) {
@@ -467,7 +459,7 @@ BLITZ_TEST(io_uring_accept_unclaimed) {
         rt->io->ms_accept = multishot;
         ms_unclaimed *u = calloc(1, sizeof *u);
         CHECK(u != NULL);
-        u->listener = io_listen_any(rt, &u->addr);
+        u->listener = tu_listen_any(rt, &u->addr);
         CHECK_OK(blitz_runtime_run(rt, ms_unclaimed_poll, u, sizeof *u));
         CHECK(u->dispatched);
         blitz_sock_close(u->listener);

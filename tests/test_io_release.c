@@ -76,7 +76,7 @@ static blitz_poll io_relisten_poll(blitz_cx *cx, void *p) {
 }
 
 static int io_relisten(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
     io_relisten_state r;
@@ -86,7 +86,7 @@ static int io_relisten(blitz_backend b) {
     snprintf(name, sizeof name, "@blitz-relisten-%d-%d", (int)getpid(), (int)b);
     CHECK_OK(blitz_addr_unix(name, &r.unix_addr));
     /* A port of our own: listen on port 0 once and keep the number. */
-    blitz_socket *probe = io_listen_any(rt, &r.tcp_addr);
+    blitz_socket *probe = tu_listen_any(rt, &r.tcp_addr);
     blitz_sock_close(probe);
     CHECK_OK(blitz_runtime_run(rt, io_relisten_poll, &r, sizeof r));
     CHECK_EQ(r.unix_failed, 0);
@@ -148,19 +148,11 @@ static blitz_poll io_ct_close_poll(blitz_cx *cx, void *p) {
 }
 
 static int io_ct_close_eof(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_CURRENT_THREAD, 0);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_CT);
     if (!rt)
         return 0;
-    io_ct_peer peer = {socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), 0};
-    CHECK_GE(peer.listener, 0);
     struct sockaddr_in sin;
-    memset(&sin, 0, sizeof sin);
-    sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t sl = sizeof sin;
-    CHECK_EQ(bind(peer.listener, (struct sockaddr *)&sin, sizeof sin), 0);
-    CHECK_EQ(listen(peer.listener, 4), 0);
-    CHECK_EQ(getsockname(peer.listener, (struct sockaddr *)&sin, &sl), 0);
+    io_ct_peer peer = {tu_plain_listener(4, SOCK_CLOEXEC, &sin), 0};
     pthread_t th;
     CHECK_EQ(pthread_create(&th, NULL, io_ct_peer_main, &peer), 0);
     io_ct_close_state c;
@@ -196,7 +188,7 @@ static void *io_unix_live_listen(void *arg) {
 }
 
 static int io_unix_listen_live(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
     char path[64];
@@ -294,10 +286,10 @@ static void *io_unstarted_write(void *arg) {
 }
 
 static int io_foreign_unstarted(blitz_backend b) {
-    blitz_runtime *owner = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *owner = tu_io_rt_new(b, TU_MT2);
     if (!owner)
         return 0;
-    blitz_runtime *user = io_rt_new(b, BLITZ_CURRENT_THREAD, 0);
+    blitz_runtime *user = tu_io_rt_new(b, TU_CT);
     blitz_socket *mine = NULL, *theirs = NULL;
     CHECK_OK(blitz_unix_pair(owner, 1, &mine, &theirs));
     io_unstarted_recv u;
@@ -362,7 +354,7 @@ static blitz_poll io_dgram_empty_poll(blitz_cx *cx, void *p) {
 }
 
 static int io_dgram_empty_cancel(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
     for (int kind = 0; kind < 2; kind++) {
@@ -424,7 +416,7 @@ static blitz_poll io_recvv_nothing_poll(blitz_cx *cx, void *p) {
 }
 
 static int io_recvv_zero(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
     blitz_socket *pair[2];
@@ -439,7 +431,7 @@ static int io_recvv_zero(blitz_backend b) {
     blitz_sock_close(pair[1]);
     /* TCP too (io_uring's receives there are multishot). */
     blitz_addr addr;
-    blitz_socket *l = io_listen_any(rt, &addr);
+    blitz_socket *l = tu_listen_any(rt, &addr);
     int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     CHECK_GE(c, 0);
     CHECK_EQ(connect(c, (struct sockaddr *)(void *)addr.u.bytes, addr.len), 0);

@@ -47,10 +47,10 @@ static blitz_poll io_foreign_peer_poll(blitz_cx *cx, void *p) {
 }
 
 static int io_foreign_runtime(blitz_backend b) {
-    blitz_runtime *owner = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *owner = tu_io_rt_new(b, TU_MT2);
     if (!owner)
         return 0;
-    blitz_runtime *user = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *user = tu_io_rt_new(b, TU_MT2);
     CHECK_NOT_NULL(user);
     blitz_socket *x = NULL, *y = NULL;
     CHECK_OK(blitz_unix_pair(owner, 1, &x, &y));
@@ -101,7 +101,7 @@ static blitz_poll io_close_waiter_poll(blitz_cx *cx, void *p) {
 }
 
 static int io_close_from_thread(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
     for (int round = 0; round < test_scaled(10); round++) {
@@ -183,7 +183,7 @@ static void io_busy_sender_cancel(void *p) {
 }
 
 static int io_close_busy(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
     unsigned char *data = calloc(1, IO_BUSY_BYTES);
@@ -281,19 +281,11 @@ static blitz_poll io_shut_server_poll(blitz_cx *cx, void *p) {
 }
 
 static int io_shutdown_from_thread(blitz_backend b) {
-    blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
-    int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    CHECK(lfd >= 0);
     struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t sl = sizeof sa;
-    CHECK_EQ(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
-    CHECK_EQ(listen(lfd, IO_SHUT_CONNS), 0);
-    CHECK_EQ(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
+    int lfd = tu_plain_listener(IO_SHUT_CONNS, 0, &sa);
     int client[IO_SHUT_CONNS];
     io_shut_table table;
     pthread_mutex_init(&table.lock, NULL);
@@ -400,7 +392,7 @@ static void *io_creator_spawn_thread(void *p) {
 }
 
 BLITZ_TEST(io_uring_creator_not_woken) {
-    blitz_runtime *rt = io_rt_new(BLITZ_BACKEND_IO_URING, BLITZ_MULTI_THREAD, 2);
+    blitz_runtime *rt = tu_io_rt_new(BLITZ_BACKEND_IO_URING, TU_MT2);
     if (!rt)
         return 0;
     io_creator_spawner sp;
@@ -497,7 +489,7 @@ static void *io_ct_move_spawner(void *p) {
 }
 
 BLITZ_TEST(io_uring_ct_driver_moves) {
-    blitz_runtime *rt = io_rt_new(BLITZ_BACKEND_IO_URING, BLITZ_CURRENT_THREAD, 0);
+    blitz_runtime *rt = tu_io_rt_new(BLITZ_BACKEND_IO_URING, TU_CT);
     if (!rt)
         return 0;
     io_ct_move m;
@@ -541,7 +533,7 @@ BLITZ_TEST(io_uring_ct_driver_moves) {
  * step by step on a current-thread runtime's ring from the test thread,
  * then a park with a 50 ms timeout must sleep. */
 BLITZ_TEST(io_uring_overtaken_park) {
-    blitz_runtime *rt = io_rt_new(BLITZ_BACKEND_IO_URING, BLITZ_CURRENT_THREAD, 0);
+    blitz_runtime *rt = tu_io_rt_new(BLITZ_BACKEND_IO_URING, TU_CT);
     if (!rt)
         return 0;
     blitz__io *io = rt->io;
@@ -619,7 +611,7 @@ static void *io_opwait_thread(void *p) {
 
 static int io_opwait_shutdown(blitz_backend b) {
     for (int round = 0; round < test_scaled(5); round++) {
-        blitz_runtime *rt = io_rt_new(b, BLITZ_MULTI_THREAD, 2);
+        blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
         if (!rt)
             return 0;
         io_opwait_rt = rt;

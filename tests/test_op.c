@@ -3,17 +3,6 @@
  * task groups. */
 #include "test_tasks.h"
 
-static blitz_runtime *op_rt_new(tu_flavor f, int paused) {
-    blitz_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.flavor = f.flavor;
-    cfg.workers = f.flavor == BLITZ_MULTI_THREAD ? f.workers : 0;
-    cfg.start_paused = paused;
-    blitz_runtime *rt = NULL;
-    CHECK_OK(blitz_runtime_new(&cfg, &rt));
-    return rt;
-}
-
 /* ---- a scripted op: ready at its `ready_at`-th poll (never when 0) --------- */
 
 typedef struct {
@@ -98,7 +87,7 @@ static blitz_poll op_wait_inside_poll(blitz_cx *cx, void *p) {
 }
 
 BLITZ_TEST(op_wait_plain_thread) {
-    blitz_runtime *rt = op_rt_new(TU_MT2, 0);
+    blitz_runtime *rt = tu_rt_paused(TU_MT2, 0);
     blitz_task *child = op_spawn_child(rt, 1, 20 * BLITZ_MSEC, NULL);
     double t0 = tu_now();
     CHECK_OK(blitz_op_run_blocking(rt, blitz_op_join(child)));
@@ -145,7 +134,7 @@ static void *op_hour_waiter_main(void *p) {
 }
 
 static int op_wait_runtime(tu_flavor f) {
-    blitz_runtime *rt = op_rt_new(f, 0);
+    blitz_runtime *rt = tu_rt_paused(f, 0);
     blitz_timer timer;
     memset(&timer, 0, sizeof timer);
     uint64_t deadline = blitz_deadline_after(blitz_time_now(rt), 10 * BLITZ_MSEC);
@@ -186,7 +175,7 @@ static void *op_waiter_main(void *p) {
 }
 
 BLITZ_TEST(op_wait_many_threads) {
-    blitz_runtime *rt = op_rt_new(TU_MT2, 0);
+    blitz_runtime *rt = tu_rt_paused(TU_MT2, 0);
     enum { THREADS = 4 };
     tu_thread th[THREADS];
     op_waiter_arg args[THREADS];
@@ -243,7 +232,7 @@ static blitz_poll op_combo_poll(blitz_cx *cx, void *p) {
 }
 
 static op_combo_task op_run_combo(tu_flavor f, int kind, const int *ready_at, size_t n) {
-    blitz_runtime *rt = op_rt_new(f, 0);
+    blitz_runtime *rt = tu_rt_paused(f, 0);
     op_combo_task s;
     memset(&s, 0, sizeof s);
     s.kind = kind;
@@ -317,7 +306,7 @@ static blitz_poll op_fair_poll(blitz_cx *cx, void *p) {
 }
 
 BLITZ_TEST(op_select_fair) {
-    blitz_runtime *rt = op_rt_new(TU_CT, 0);
+    blitz_runtime *rt = tu_rt_paused(TU_CT, 0);
     op_fair_task s;
     memset(&s, 0, sizeof s);
     CHECK_OK(blitz_runtime_run(rt, op_fair_poll, &s, sizeof s));
@@ -366,7 +355,7 @@ static blitz_poll op_bad_poll(blitz_cx *cx, void *p) {
 }
 
 BLITZ_TEST(op_combinators_bad_input) {
-    blitz_runtime *rt = op_rt_new(TU_CT, 0);
+    blitz_runtime *rt = tu_rt_paused(TU_CT, 0);
     op_bad_task s;
     memset(&s, 0, sizeof s);
     CHECK_OK(blitz_runtime_run(rt, op_bad_poll, &s, sizeof s));
@@ -419,7 +408,7 @@ static blitz_poll op_real_poll(blitz_cx *cx, void *p) {
 }
 
 static int op_race_join_timer(tu_flavor f) {
-    blitz_runtime *rt = op_rt_new(f, 0);
+    blitz_runtime *rt = tu_rt_paused(f, 0);
     op_real_task s;
     memset(&s, 0, sizeof s);
     CHECK_OK(blitz_runtime_run(rt, op_real_poll, &s, sizeof s));
@@ -472,7 +461,7 @@ static blitz_poll op_group_drain_poll(blitz_cx *cx, void *p) {
 /* With a paused clock, members finish in deadline order, and the group
  * hands them out in that order. */
 static int op_group_order(tu_flavor f) {
-    blitz_runtime *rt = op_rt_new(f, 1);
+    blitz_runtime *rt = tu_rt_paused(f, 1);
     op_group_task s;
     memset(&s, 0, sizeof s);
     CHECK_OK(blitz_group_new(rt, &s.group));
@@ -492,7 +481,7 @@ static int op_group_order(tu_flavor f) {
 TU_FLAVOR_TESTS(op_group_order)
 
 static int op_group_close(tu_flavor f) {
-    blitz_runtime *rt = op_rt_new(f, 0);
+    blitz_runtime *rt = tu_rt_paused(f, 0);
     op_group_task s;
     memset(&s, 0, sizeof s);
     CHECK_OK(blitz_group_new(rt, &s.group));
@@ -524,7 +513,7 @@ TU_FLAVOR_TESTS(op_group_close)
 /* Freeing a group with members running and finished: nothing leaks
  * (LeakSanitizer checks), nothing is touched after it is freed. */
 static int op_group_free_busy(tu_flavor f) {
-    blitz_runtime *rt = op_rt_new(f, 0);
+    blitz_runtime *rt = tu_rt_paused(f, 0);
     blitz_group *g = NULL;
     CHECK_OK(blitz_group_new(rt, &g));
     int i, n = (int)test_scaled(200);
@@ -593,7 +582,7 @@ static blitz_poll op_counter_poll(blitz_cx *cx, void *p) {
 }
 
 static int op_group_concurrent(tu_flavor f) {
-    blitz_runtime *rt = op_rt_new(f, 0);
+    blitz_runtime *rt = tu_rt_paused(f, 0);
     blitz_group *g = NULL;
     CHECK_OK(blitz_group_new(rt, &g));
     enum { SPAWNERS = 3 };
@@ -627,7 +616,7 @@ static int op_group_concurrent(tu_flavor f) {
 TU_FLAVOR_TESTS(op_group_concurrent)
 
 BLITZ_TEST(op_group_wait_next_thread) {
-    blitz_runtime *rt = op_rt_new(TU_MT2, 0);
+    blitz_runtime *rt = tu_rt_paused(TU_MT2, 0);
     blitz_group *g = NULL;
     CHECK_OK(blitz_group_new(rt, &g));
     int i, n = 10;
@@ -693,7 +682,7 @@ static blitz_poll op_group_timeout_poll(blitz_cx *cx, void *p) {
 }
 
 static int op_group_timeout(tu_flavor f) {
-    blitz_runtime *rt = op_rt_new(f, 1);
+    blitz_runtime *rt = tu_rt_paused(f, 1);
     op_group_timeout_task s;
     memset(&s, 0, sizeof s);
     CHECK_OK(blitz_group_new(rt, &s.group));

@@ -3,16 +3,11 @@
 
 static blitz_runtime *tp_rt_new(tu_flavor f, uint32_t max_threads, uint64_t keep_alive_ns,
                                 uint32_t capacity) {
-    blitz_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.flavor = f.flavor;
-    cfg.workers = f.flavor == BLITZ_MULTI_THREAD ? f.workers : 0;
+    blitz_config cfg = tu_config(f);
     cfg.max_blocking_threads = max_threads;
     cfg.blocking_keep_alive_ns = keep_alive_ns;
     cfg.blocking_queue_capacity = capacity;
-    blitz_runtime *rt = NULL;
-    CHECK_OK(blitz_runtime_new(&cfg, &rt));
-    return rt;
+    return tu_rt_config(&cfg);
 }
 
 static blitz_pool_stats tp_stats(blitz_runtime *rt) {
@@ -23,12 +18,7 @@ static blitz_pool_stats tp_stats(blitz_runtime *rt) {
 
 /* Waits (real time) until the pool has exactly `threads` threads. */
 static void tp_wait_threads(blitz_runtime *rt, uint32_t threads, double seconds) {
-    double deadline = tu_now() + seconds * tu_timeout_mult();
-    while (tp_stats(rt).threads != threads) {
-        CHECK_BASE(tu_now() < deadline, "pool has %u threads, want %u", tp_stats(rt).threads,
-                   threads);
-        tu_sleep_ms(2);
-    }
+    TU_WAIT_UNTIL(tp_stats(rt).threads == threads, seconds, 2);
 }
 
 /* A job that records where it ran and, with a gate, blocks until the gate
@@ -657,13 +647,7 @@ static blitz_poll tp_paused_poll(blitz_cx *cx, void *p) {
 }
 
 static int pool_paused_clock_waits(tu_flavor f) {
-    blitz_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.flavor = f.flavor;
-    cfg.workers = f.flavor == BLITZ_MULTI_THREAD ? f.workers : 0;
-    cfg.start_paused = 1;
-    blitz_runtime *rt;
-    CHECK_OK(blitz_runtime_new(&cfg, &rt));
+    blitz_runtime *rt = tu_rt_paused(f, 1);
     for (int i = 0; i < 3; i++) {
         tp_paused_state s;
         memset(&s, 0, sizeof s);

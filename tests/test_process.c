@@ -419,11 +419,7 @@ BLITZ_TEST(process_output_cancel) {
     CHECK_OK(blitz_runtime_run(rt, tpr_output_cancel_poll, &s, sizeof s));
     CHECK_EQ(s.expired, 1);
     /* The thread notices within a tick, kills and reaps the child. */
-    double deadline = tu_now() + 5.0 * tu_timeout_mult();
-    while (tu_open_fds() != fds) {
-        CHECK(tu_now() < deadline);
-        tu_sleep_ms(2);
-    }
+    TU_WAIT_UNTIL(tu_open_fds() == fds, 5.0, 2);
     CHECK_OK(blitz_runtime_free(rt));
     CHECK_LT(tu_now() - t0, 3.0 * tu_timeout_mult());
     int st;

@@ -155,11 +155,7 @@ BLITZ_TEST(stats_fixed_interval) {
      * thread, helping) do the polling. */
     blitz_task *h = NULL;
     CHECK_OK(blitz_spawn(rt, stats_main_poll, s, sizeof *s, &h));
-    double deadline = tu_now() + 10.0 * tu_timeout_mult();
-    while (blitz_task_status(h) == BLITZ_EAGAIN) {
-        CHECK(tu_now() < deadline);
-        tu_sleep_ms(1);
-    }
+    TU_WAIT_UNTIL(blitz_task_status(h) != BLITZ_EAGAIN, 10.0, 1);
     CHECK_OK(blitz_task_status(h));
     CHECK_OK(blitz_task_release(&h));
     CHECK_OK(blitz_runtime_shutdown(rt));

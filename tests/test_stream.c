@@ -9,23 +9,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-static blitz_runtime *st_rt(blitz_backend b, tu_flavor f) {
-    blitz_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.flavor = f.flavor;
-    cfg.workers = f.flavor == BLITZ_MULTI_THREAD ? f.workers : 0;
-    cfg.backend = b;
-    blitz_runtime *rt = NULL;
-    int rc = blitz_runtime_new(&cfg, &rt);
-    if (rc != BLITZ_OK && b == BLITZ_BACKEND_IO_URING) {
-        printf("# skipped: io_uring unavailable (%s)\n", blitz_strerror(rc));
-        return NULL;
-    }
-    CHECK_OK(rc);
-    CHECK_EQ(blitz_runtime_backend(rt), b);
-    return rt;
-}
-
 #define ST_TESTS(name)                                    \
     BLITZ_TEST(stream_##name##_uring_mt2) {               \
         return st_##name(BLITZ_BACKEND_IO_URING, TU_MT2); \
@@ -204,7 +187,7 @@ static blitz_poll st_exact_poll(blitz_cx *cx, void *p) {
 }
 
 static int st_lines(blitz_backend b, tu_flavor f) {
-    blitz_runtime *rt = st_rt(b, f);
+    blitz_runtime *rt = tu_io_rt_new(b, f);
     if (!rt)
         return 0;
     st_lines_main m;
@@ -343,7 +326,7 @@ static void st_run_pipeline(blitz_runtime *rt, int kind, unsigned flags, uint64_
 }
 
 static int st_copy(blitz_backend b, tu_flavor f) {
-    blitz_runtime *rt = st_rt(b, f);
+    blitz_runtime *rt = tu_io_rt_new(b, f);
     if (!rt)
         return 0;
     uint64_t total = (uint64_t)test_scaled(6) << 20;
@@ -369,7 +352,7 @@ typedef struct {
 } st_file_copier;
 
 static int st_sendfile(blitz_backend b, tu_flavor f) {
-    blitz_runtime *rt = st_rt(b, f);
+    blitz_runtime *rt = tu_io_rt_new(b, f);
     if (!rt)
         return 0;
     char path[] = "/tmp/blitz_st_XXXXXX";
@@ -448,7 +431,7 @@ static blitz_poll st_broken_poll(blitz_cx *cx, void *p) {
 }
 
 static int st_broken(blitz_backend b, tu_flavor f) {
-    blitz_runtime *rt = st_rt(b, f);
+    blitz_runtime *rt = tu_io_rt_new(b, f);
     if (!rt)
         return 0;
     /* the default disposition: a stray SIGPIPE would end the test */
@@ -552,7 +535,7 @@ static void st_stuck_cancel(void *p) {
 }
 
 static int st_cancel(blitz_backend b, tu_flavor f) {
-    blitz_runtime *rt = st_rt(b, f);
+    blitz_runtime *rt = tu_io_rt_new(b, f);
     if (!rt)
         return 0;
     st_cancel_main m;
@@ -676,7 +659,7 @@ static blitz_poll st_supervisor_poll(blitz_cx *cx, void *p) {
 }
 
 static int st_shutdown(blitz_backend b, tu_flavor f) {
-    blitz_runtime *rt = st_rt(b, f);
+    blitz_runtime *rt = tu_io_rt_new(b, f);
     if (!rt)
         return 0;
     for (int round = 0; round < 2; round++) {
@@ -969,7 +952,7 @@ static blitz_poll st_copy_again_poll(blitz_cx *cx, void *p) {
 }
 
 static int st_copy_again(blitz_backend b, tu_flavor f) {
-    blitz_runtime *rt = st_rt(b, f);
+    blitz_runtime *rt = tu_io_rt_new(b, f);
     if (!rt)
         return 0;
     st_copy_again_main m;

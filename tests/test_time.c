@@ -5,18 +5,6 @@
 
 #include "test_tasks.h"
 
-static blitz_runtime *tm_rt_new(tu_flavor f, int paused) {
-    blitz_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.flavor = f.flavor;
-    cfg.workers = f.flavor == BLITZ_MULTI_THREAD ? f.workers : 0;
-    cfg.start_paused = paused;
-    blitz_runtime *rt = NULL;
-    CHECK_OK(blitz_runtime_new(&cfg, &rt));
-    CHECK_NOT_NULL(rt);
-    return rt;
-}
-
 /* Defines name_mt2 and name_ct from `static int name(tu_flavor)`. */
 #define TM_FLAVOR_TESTS(name) \
     BLITZ_TEST(name##_mt2) {  \
@@ -245,7 +233,7 @@ BLITZ_TEST(time_idle_no_cpu_mt2) {
 /* ---- virtual time ------------------------------------------------------------ */
 
 static int time_paused_hour(tu_flavor f) {
-    blitz_runtime *rt = tm_rt_new(f, 1);
+    blitz_runtime *rt = tu_rt_paused(f, 1);
     uint64_t v0 = blitz_time_now(rt);
     tm_sleeper h1;
     memset(&h1, 0, sizeof h1);
@@ -325,7 +313,7 @@ static blitz_poll tm_order_parent_poll(blitz_cx *cx, void *p) {
 }
 
 static int time_paused_order(tu_flavor f) {
-    blitz_runtime *rt = tm_rt_new(f, 1);
+    blitz_runtime *rt = tu_rt_paused(f, 1);
     uint64_t v0 = blitz_time_now(rt);
     atomic_int seq;
     atomic_store(&seq, 0);
@@ -388,7 +376,7 @@ static blitz_poll tm_keeper_poll(blitz_cx *cx, void *p) {
 }
 
 static int time_advance_fires_due(tu_flavor f) {
-    blitz_runtime *rt = tm_rt_new(f, 1);
+    blitz_runtime *rt = tu_rt_paused(f, 1);
     int ct = f.flavor == BLITZ_CURRENT_THREAD;
     tm_keeper k;
     memset(&k, 0, sizeof k);
@@ -449,7 +437,7 @@ TM_FLAVOR_TESTS(time_advance_fires_due)
 
 BLITZ_TEST(time_advance_einval) {
     blitz_runtime *real = tu_rt_new(TU_MT2);
-    blitz_runtime *paused = tm_rt_new(TU_CT, 1);
+    blitz_runtime *paused = tu_rt_paused(TU_CT, 1);
     CHECK_EQ(blitz_time_advance(real, BLITZ_MSEC), BLITZ_EINVAL);
     CHECK_EQ(blitz_time_advance(real, 0), BLITZ_EINVAL);
     CHECK_EQ(blitz_time_advance(NULL, BLITZ_MSEC), BLITZ_EINVAL);
@@ -509,7 +497,7 @@ static blitz_poll tm_timeout_parent_poll(blitz_cx *cx, void *p) {
 }
 
 static int time_timeout(tu_flavor f) {
-    blitz_runtime *rt = tm_rt_new(f, 1);
+    blitz_runtime *rt = tu_rt_paused(f, 1);
     /* In time: the child sleeps 5 ms of the 50. */
     tm_timeout_parent s;
     memset(&s, 0, sizeof s);
@@ -591,7 +579,7 @@ static int time_interval(tu_flavor f) {
     static const blitz_missed_tick pol[3] = {BLITZ_MISSED_BURST, BLITZ_MISSED_DELAY,
                                              BLITZ_MISSED_SKIP};
     for (int p = 0; p < 3; p++) {
-        blitz_runtime *rt = tm_rt_new(f, 1);
+        blitz_runtime *rt = tu_rt_paused(f, 1);
         tm_ticker s;
         memset(&s, 0, sizeof s);
         s.policy = pol[p];
@@ -642,7 +630,7 @@ static blitz_poll tm_delay_ticker_poll(blitz_cx *cx, void *p) {
 
 static int time_interval_delay_grace(tu_flavor f) {
     static const uint64_t at[5] = {0, 13, 20, 36, 46}, due[5] = {0, 10, 20, 30, 46};
-    blitz_runtime *rt = tm_rt_new(f, 1);
+    blitz_runtime *rt = tu_rt_paused(f, 1);
     tm_delay_ticker s;
     memset(&s, 0, sizeof s);
     CHECK_OK(blitz_runtime_run(rt, tm_delay_ticker_poll, &s, sizeof s));

@@ -1,10 +1,13 @@
-/* Helpers shared by the behaviour tests: runtime set-up per flavour,
- * deadline-bounded waiting, small atomics and threads. Everything is static
- * and prefixed tu_ because all test files share one translation unit. */
+/* Helpers shared by the behaviour tests: runtime set-up per flavour and
+ * backend, a loopback listener, deadline-bounded waiting, small atomics and
+ * threads. Everything is static and prefixed tu_ because all test files
+ * share one translation unit. */
 #ifndef BLITZ_TEST_UTIL_H
 #define BLITZ_TEST_UTIL_H
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -34,14 +37,79 @@ static const tu_flavor TU_CT = {BLITZ_CURRENT_THREAD, 0};
         return name(TU_CT);   \
     }
 
-static inline blitz_runtime *tu_rt_new(tu_flavor f) {
+/* A config for flavour f, the rest zero (defaults); tests set more. */
+static inline blitz_config tu_config(tu_flavor f) {
     blitz_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.flavor = f.flavor;
     cfg.workers = f.flavor == BLITZ_MULTI_THREAD ? f.workers : 0;
+    return cfg;
+}
+
+static inline blitz_runtime *tu_rt_config(const blitz_config *cfg) {
     blitz_runtime *rt = NULL;
-    CHECK_OK(blitz_runtime_new(&cfg, &rt));
+    CHECK_OK(blitz_runtime_new(cfg, &rt));
     CHECK_NOT_NULL(rt);
+    return rt;
+}
+
+/* A runtime of flavour f whose clock starts paused or not. */
+static inline blitz_runtime *tu_rt_paused(tu_flavor f, int paused) {
+    blitz_config cfg = tu_config(f);
+    cfg.start_paused = paused;
+    return tu_rt_config(&cfg);
+}
+
+/* A runtime from `cfg` on cfg->backend, or NULL where the kernel refuses
+ * io_uring: the test then returns 0 and reports itself skipped. */
+static inline blitz_runtime *tu_io_rt_config(const blitz_config *cfg) {
+    blitz_runtime *rt = NULL;
+    int rc = blitz_runtime_new(cfg, &rt);
+    if (rc != BLITZ_OK && cfg->backend == BLITZ_BACKEND_IO_URING) {
+        printf("# skipped: io_uring unavailable (%s)\n", blitz_strerror(rc));
+        return NULL;
+    }
+    CHECK_OK(rc);
+    CHECK_EQ(blitz_runtime_backend(rt), cfg->backend);
+    return rt;
+}
+
+static inline blitz_runtime *tu_io_rt_new(blitz_backend b, tu_flavor f) {
+    blitz_config cfg = tu_config(f);
+    cfg.backend = b;
+    return tu_io_rt_config(&cfg);
+}
+
+/* A TCP listener on an ephemeral loopback port; *bound gets its address. */
+static inline blitz_socket *tu_listen_any(blitz_runtime *rt, blitz_addr *bound) {
+    blitz_addr a;
+    CHECK_OK(blitz_addr_parse("127.0.0.1:0", &a));
+    blitz_socket *l = NULL;
+    CHECK_OK(blitz_tcp_listen(rt, &a, 1024, 0, &l));
+    CHECK_OK(blitz_sock_local_addr(l, bound));
+    CHECK_GT(blitz_addr_port(bound), 0);
+    return l;
+}
+
+/* A plain kernel TCP listener (socket type flags `flags`) on an ephemeral
+ * loopback port, for a peer the runtime does not drive; *sa gets its
+ * address. */
+static inline int tu_plain_listener(int backlog, int flags, struct sockaddr_in *sa) {
+    int fd = socket(AF_INET, SOCK_STREAM | flags, 0);
+    CHECK_GE(fd, 0);
+    memset(sa, 0, sizeof *sa);
+    sa->sin_family = AF_INET;
+    sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_EQ(bind(fd, (struct sockaddr *)sa, sizeof *sa), 0);
+    CHECK_EQ(listen(fd, backlog), 0);
+    socklen_t sl = sizeof *sa;
+    CHECK_EQ(getsockname(fd, (struct sockaddr *)sa, &sl), 0);
+    return fd;
+}
+
+static inline blitz_runtime *tu_rt_new(tu_flavor f) {
+    blitz_config cfg = tu_config(f);
+    blitz_runtime *rt = tu_rt_config(&cfg);
     CHECK_EQ(blitz_runtime_flavor(rt), f.flavor);
     if (f.flavor == BLITZ_MULTI_THREAD)
         CHECK_EQ(blitz_runtime_workers(rt), f.workers);
@@ -91,6 +159,17 @@ static inline double tu_timeout_mult(void) {
                        #a, #want, (long long)atomic_load(a), tu_want_);                          \
             sched_yield();                                                                       \
         }                                                                                        \
+    } while (0)
+
+/* Waits until `cond` holds, looking every `ms` milliseconds; fails the
+ * test after `seconds` (scaled as above). */
+#define TU_WAIT_UNTIL(cond, seconds, ms)                                            \
+    do {                                                                            \
+        double tu_deadline_ = tu_now() + (seconds)*tu_timeout_mult();               \
+        while (!(cond)) {                                                           \
+            CHECK_BASE(tu_now() < tu_deadline_, "timed out waiting for %s", #cond); \
+            tu_sleep_ms(ms);                                                        \
+        }                                                                           \
     } while (0)
 
 /* Plain functions, not the atomic_load macro, so that a failed CHECK prints

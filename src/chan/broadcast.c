@@ -159,13 +159,10 @@ BLITZ_API int blitz_broadcast_new(blitz_broadcast **out, size_t elem_size, size_
     return BLITZ_OK;
 }
 
-static void blitz__bc_unref(blitz_broadcast *bc, uint64_t unit) {
-    /* Acq_rel: whoever frees sees the other holders' use. */
-    if (blitz__u64_fetch_sub(&bc->refs, unit, BLITZ__ACQ_REL) == unit) {
-        blitz__mutex_destroy(&bc->lock);
-        BLITZ_FREE(bc->slots);
-        blitz__free(bc->raw);
-    }
+static void blitz__bc_free(blitz_broadcast *bc) {
+    blitz__mutex_destroy(&bc->lock);
+    BLITZ_FREE(bc->slots);
+    blitz__free(bc->raw);
 }
 
 BLITZ_API int blitz_broadcast_close(blitz_broadcast *bc) {
@@ -181,40 +178,22 @@ BLITZ_API int blitz_broadcast_close(blitz_broadcast *bc) {
 }
 
 BLITZ_API int blitz_broadcast_sender_clone(blitz_broadcast *bc) {
-    if (!bc)
-        return BLITZ_EINVAL;
-    uint64_t cur = blitz__u64_load(&bc->refs, BLITZ__RELAXED);
-    for (;;) {
-        if ((cur & 0xffffffffu) == 0)
-            return BLITZ_ECLOSED;
-        if (blitz__u64_cas_weak(&bc->refs, &cur, cur + 1u, BLITZ__RELAXED))
-            return BLITZ_OK;
-    }
+    return bc ? blitz__chan_refs_add(&bc->refs, BLITZ__CHAN_SENDERS) : BLITZ_EINVAL;
+}
+
+static void blitz__bc_close_last(void *bc) {
+    blitz_broadcast_close((blitz_broadcast *)bc);
 }
 
 BLITZ_API int blitz_broadcast_sender_release(blitz_broadcast *bc) {
     if (!bc)
         return BLITZ_EINVAL;
-    uint64_t cur = blitz__u64_load(&bc->refs, BLITZ__RELAXED);
-    int closed = 0;
-    for (;;) {
-        if ((cur & 0xffffffffu) == 0)
-            return BLITZ_ERELEASED;
-        /* The last sender closes while its reference still keeps the
-         * channel alive. */
-        if ((cur & 0xffffffffu) == 1 && !closed) {
-            blitz_broadcast_close(bc);
-            closed = 1;
-        }
-        if (blitz__u64_cas_weak(&bc->refs, &cur, cur - 1u, BLITZ__ACQ_REL))
-            break;
-    }
-    if (cur == 1u) {
-        blitz__mutex_destroy(&bc->lock);
-        BLITZ_FREE(bc->slots);
-        blitz__free(bc->raw);
-    }
-    return BLITZ_OK;
+    int last = 0;
+    int rc =
+        blitz__chan_refs_release(&bc->refs, BLITZ__CHAN_SENDERS, blitz__bc_close_last, bc, &last);
+    if (last)
+        blitz__bc_free(bc);
+    return rc;
 }
 
 BLITZ_API uint32_t blitz_broadcast_receiver_count(const blitz_broadcast *bc) {
@@ -226,7 +205,7 @@ BLITZ_API int blitz_broadcast_subscribe(blitz_broadcast *bc, blitz_broadcast_rx 
         return BLITZ_EINVAL;
     memset(rx, 0, sizeof *rx);
     rx->blitz__bc = bc;
-    blitz__u64_fetch_add(&bc->refs, (uint64_t)1 << 32, BLITZ__RELAXED);
+    blitz__u64_fetch_add(&bc->refs, (uint64_t)1 << BLITZ__CHAN_RECEIVERS, BLITZ__RELAXED);
     /* A send in progress is for this position: the new receiver gets it. */
     rx->blitz__pos = blitz__u64_load(&bc->tail, BLITZ__ACQUIRE) >> 1;
     return BLITZ_OK;
@@ -393,7 +372,8 @@ BLITZ_API int blitz_broadcast_unsubscribe(blitz_broadcast_rx *rx) {
     blitz_broadcast_cancel(NULL, rx);
     blitz_broadcast *bc = rx->blitz__bc;
     rx->blitz__bc = NULL;
-    blitz__bc_unref(bc, (uint64_t)1 << 32);
+    if (blitz__chan_refs_drop(&bc->refs, BLITZ__CHAN_RECEIVERS))
+        blitz__bc_free(bc);
     return BLITZ_OK;
 }
 

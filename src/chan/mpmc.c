@@ -247,23 +247,28 @@ static void blitz__chan_free(blitz_chan *ch) {
     blitz__free(ch->raw);
 }
 
-static int blitz__chan_ref_add(blitz_chan *ch, int shift) {
-    if (!ch)
-        return BLITZ_EINVAL;
-    uint64_t cur = blitz__u64_load(&ch->refs, BLITZ__RELAXED);
+/* The holders of a channel (mpmc, broadcast, watch) are counted in one
+ * word: senders in the low 32 bits (shift 0), receivers in the high ones
+ * (shift 32). A side that reached zero stays closed. */
+#define BLITZ__CHAN_SENDERS   0
+#define BLITZ__CHAN_RECEIVERS 32
+
+static inline int blitz__chan_refs_add(blitz__atomic_u64 *refs, int shift) {
+    uint64_t cur = blitz__u64_load(refs, BLITZ__RELAXED);
     for (;;) {
         if (((cur >> shift) & 0xffffffffu) == 0)
             return BLITZ_ECLOSED;
-        if (blitz__u64_cas_weak(&ch->refs, &cur, cur + ((uint64_t)1 << shift), BLITZ__RELAXED))
+        if (blitz__u64_cas_weak(refs, &cur, cur + ((uint64_t)1 << shift), BLITZ__RELAXED))
             return BLITZ_OK;
     }
 }
 
-static int blitz__chan_ref_release(blitz_chan *ch, int shift) {
-    if (!ch)
-        return BLITZ_EINVAL;
+/* Drops a holder of one side; BLITZ_ERELEASED when that side holds none.
+ * Sets *last when this was the channel's last reference: the caller frees. */
+static inline int blitz__chan_refs_release(blitz__atomic_u64 *refs, int shift,
+                                           void (*close)(void *), void *ch, int *last) {
     uint64_t unit = (uint64_t)1 << shift;
-    uint64_t cur = blitz__u64_load(&ch->refs, BLITZ__RELAXED);
+    uint64_t cur = blitz__u64_load(refs, BLITZ__RELAXED);
     int closed = 0;
     for (;;) {
         uint64_t side = (cur >> shift) & 0xffffffffu;
@@ -273,29 +278,54 @@ static int blitz__chan_ref_release(blitz_chan *ch, int shift) {
          * channel is still alive while it does (the other side may free it
          * right after). */
         if (side == 1 && !closed) {
-            blitz_chan_close(ch);
+            close(ch);
             closed = 1;
         }
         /* Acq_rel: the releaser that frees sees every other holder's use. */
-        if (blitz__u64_cas_weak(&ch->refs, &cur, cur - unit, BLITZ__ACQ_REL))
+        if (blitz__u64_cas_weak(refs, &cur, cur - unit, BLITZ__ACQ_REL))
             break;
     }
-    if (cur == unit)
-        blitz__chan_free(ch);
+    *last = cur == unit;
     return BLITZ_OK;
 }
 
+/* Drops a holder known to be held (a receiver unsubscribing); returns
+ * whether it was the channel's last reference. */
+static inline int blitz__chan_refs_drop(blitz__atomic_u64 *refs, int shift) {
+    uint64_t unit = (uint64_t)1 << shift;
+    /* Acq_rel: whoever frees sees the other holders' use. */
+    return blitz__u64_fetch_sub(refs, unit, BLITZ__ACQ_REL) == unit;
+}
+
+static int blitz__chan_ref_add(blitz_chan *ch, int shift) {
+    return ch ? blitz__chan_refs_add(&ch->refs, shift) : BLITZ_EINVAL;
+}
+
+static void blitz__chan_close_last(void *ch) {
+    blitz_chan_close((blitz_chan *)ch);
+}
+
+static int blitz__chan_ref_release(blitz_chan *ch, int shift) {
+    if (!ch)
+        return BLITZ_EINVAL;
+    int last = 0;
+    int rc = blitz__chan_refs_release(&ch->refs, shift, blitz__chan_close_last, ch, &last);
+    if (last)
+        blitz__chan_free(ch);
+    return rc;
+}
+
 BLITZ_API int blitz_chan_sender_clone(blitz_chan *ch) {
-    return blitz__chan_ref_add(ch, 0);
+    return blitz__chan_ref_add(ch, BLITZ__CHAN_SENDERS);
 }
 BLITZ_API int blitz_chan_sender_release(blitz_chan *ch) {
-    return blitz__chan_ref_release(ch, 0);
+    return blitz__chan_ref_release(ch, BLITZ__CHAN_SENDERS);
 }
 BLITZ_API int blitz_chan_receiver_clone(blitz_chan *ch) {
-    return blitz__chan_ref_add(ch, 32);
+    return blitz__chan_ref_add(ch, BLITZ__CHAN_RECEIVERS);
 }
 BLITZ_API int blitz_chan_receiver_release(blitz_chan *ch) {
-    return blitz__chan_ref_release(ch, 32);
+    return blitz__chan_ref_release(ch, BLITZ__CHAN_RECEIVERS);
 }
 
 BLITZ_API int blitz_chan_close(blitz_chan *ch) {

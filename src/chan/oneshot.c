@@ -175,9 +175,7 @@ BLITZ_API blitz_poll blitz_oneshot_recv(blitz_cx *cx, blitz_oneshot *os) {
     return BLITZ_READY;
 }
 
-static blitz_poll blitz__oneshot_recv_poll(blitz_cx *cx, void *os) {
-    return blitz_oneshot_recv(cx, (blitz_oneshot *)os);
-}
+BLITZ__OP_ADAPTER(blitz__oneshot_recv_poll, blitz_oneshot, os, blitz_oneshot_recv(cx, os))
 
 BLITZ_API void blitz_oneshot_cancel(blitz_cx *cx, void *os) {
     (void)cx;

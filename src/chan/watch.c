@@ -144,36 +144,22 @@ BLITZ_API int blitz_watch_close(blitz_watch *w) {
 }
 
 BLITZ_API int blitz_watch_sender_clone(blitz_watch *w) {
-    if (!w)
-        return BLITZ_EINVAL;
-    uint64_t cur = blitz__u64_load(&w->refs, BLITZ__RELAXED);
-    for (;;) {
-        if ((cur & 0xffffffffu) == 0)
-            return BLITZ_ECLOSED;
-        if (blitz__u64_cas_weak(&w->refs, &cur, cur + 1u, BLITZ__RELAXED))
-            return BLITZ_OK;
-    }
+    return w ? blitz__chan_refs_add(&w->refs, BLITZ__CHAN_SENDERS) : BLITZ_EINVAL;
+}
+
+static void blitz__watch_close_last(void *w) {
+    blitz_watch_close((blitz_watch *)w);
 }
 
 BLITZ_API int blitz_watch_sender_release(blitz_watch *w) {
     if (!w)
         return BLITZ_EINVAL;
-    uint64_t cur = blitz__u64_load(&w->refs, BLITZ__RELAXED);
-    int closed = 0;
-    for (;;) {
-        if ((cur & 0xffffffffu) == 0)
-            return BLITZ_ERELEASED;
-        if ((cur & 0xffffffffu) == 1 && !closed) {
-            blitz_watch_close(w);
-            closed = 1;
-        }
-        /* Acq_rel: whoever frees sees the other holders' use. */
-        if (blitz__u64_cas_weak(&w->refs, &cur, cur - 1u, BLITZ__ACQ_REL))
-            break;
-    }
-    if (cur == 1u)
+    int last = 0;
+    int rc =
+        blitz__chan_refs_release(&w->refs, BLITZ__CHAN_SENDERS, blitz__watch_close_last, w, &last);
+    if (last)
         blitz__watch_free(w);
-    return BLITZ_OK;
+    return rc;
 }
 
 BLITZ_API int blitz_watch_subscribe(blitz_watch *w, blitz_watch_rx *rx) {
@@ -181,7 +167,7 @@ BLITZ_API int blitz_watch_subscribe(blitz_watch *w, blitz_watch_rx *rx) {
         return BLITZ_EINVAL;
     memset(rx, 0, sizeof *rx);
     rx->blitz__watch = w;
-    blitz__u64_fetch_add(&w->refs, (uint64_t)1 << 32, BLITZ__RELAXED);
+    blitz__u64_fetch_add(&w->refs, (uint64_t)1 << BLITZ__CHAN_RECEIVERS, BLITZ__RELAXED);
     rx->seen = blitz__watch_version(w);
     return BLITZ_OK;
 }
@@ -314,8 +300,7 @@ BLITZ_API int blitz_watch_unsubscribe(blitz_watch_rx *rx) {
     blitz_watch_cancel(NULL, rx);
     blitz_watch *w = rx->blitz__watch;
     rx->blitz__watch = NULL;
-    /* Acq_rel: whoever frees sees the other holders' use. */
-    if (blitz__u64_fetch_sub(&w->refs, (uint64_t)1 << 32, BLITZ__ACQ_REL) == ((uint64_t)1 << 32))
+    if (blitz__chan_refs_drop(&w->refs, BLITZ__CHAN_RECEIVERS))
         blitz__watch_free(w);
     return BLITZ_OK;
 }

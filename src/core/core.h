@@ -174,6 +174,16 @@ static inline void blitz__list_append(blitz__task **head, blitz__task **tail, bl
     *tail = t;
 }
 
+/* ---- op adapters -----------------------------------------------------------
+ * A blitz_op carries one void pointer, so its poll is an adapter: it casts
+ * the pointer back to `type *obj` and returns `call`, the real poll written
+ * with `cx`, `obj` and what the op's constructor stored in `obj`. */
+#define BLITZ__OP_ADAPTER(name, type, obj, call)            \
+    static blitz_poll name(blitz_cx *cx, void *obj##_arg) { \
+        type *obj = (type *)obj##_arg;                      \
+        return call;                                        \
+    }
+
 /* ---- hooks into the scheduler ------------------------------------------------
  * The only calls from the task core up into sched/: a woken task goes to
  * its scheduler, and a thread that waits for a task helps run it. */

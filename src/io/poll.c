@@ -24,13 +24,7 @@ static int blitz__pollb_init(blitz__io *io) {
     io->pfds = (struct pollfd *)blitz__calloc(sizeof(struct pollfd) * io->pfd_cap);
     io->psocks = (blitz_socket **)blitz__calloc(sizeof(blitz_socket *) * io->pfd_cap);
     if (!io->pset || !io->pfds || !io->psocks) {
-        blitz__free(io->pset);
-        blitz__free(io->pfds);
-        blitz__free(io->psocks);
-        io->pset = NULL;
-        io->pfds = NULL;
-        io->psocks = NULL;
-        blitz__pollb_destroy(io);
+        blitz__pollb_destroy(io); /* frees what was allocated */
         return BLITZ_ENOMEM;
     }
     /* The wait is tried once: a seccomp filter may refuse ppoll, and

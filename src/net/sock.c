@@ -66,6 +66,21 @@ static int blitz__listener_wrap(blitz_runtime *rt, int fd, int family, blitz_soc
     return rc;
 }
 
+/* Binds and listens `fd` unless `rc` already failed, then wraps it; the
+ * descriptor is closed on any failure. */
+static int blitz__listen_finish(blitz_runtime *rt, int fd, const blitz_addr *addr, int backlog,
+                                int rc, blitz_socket **out) {
+    if (rc == BLITZ_OK)
+        rc = blitz__bind_listener(rt, fd, addr);
+    if (rc == BLITZ_OK && listen(fd, backlog ? backlog : SOMAXCONN) < 0)
+        rc = blitz__errno_rc();
+    if (rc != BLITZ_OK) {
+        close(fd);
+        return rc;
+    }
+    return blitz__listener_wrap(rt, fd, addr->u.family, out);
+}
+
 BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
                                unsigned flags, blitz_socket **out) {
     if (!out)
@@ -78,15 +93,7 @@ BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int ba
     if (rc != BLITZ_OK)
         return rc;
     rc = blitz__apply_flags(fd, addr->u.family, flags, 1);
-    if (rc == BLITZ_OK)
-        rc = blitz__bind_listener(rt, fd, addr);
-    if (rc == BLITZ_OK && listen(fd, backlog ? backlog : SOMAXCONN) < 0)
-        rc = blitz__errno_rc();
-    if (rc != BLITZ_OK) {
-        close(fd);
-        return rc;
-    }
-    return blitz__listener_wrap(rt, fd, addr->u.family, out);
+    return blitz__listen_finish(rt, fd, addr, backlog, rc, out);
 }
 
 BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned flags,
@@ -150,14 +157,7 @@ BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int b
             close(t);
         }
     }
-    rc = blitz__bind_listener(rt, fd, addr);
-    if (rc == BLITZ_OK && listen(fd, backlog ? backlog : SOMAXCONN) < 0)
-        rc = blitz__errno_rc();
-    if (rc != BLITZ_OK) {
-        close(fd);
-        return rc;
-    }
-    return blitz__listener_wrap(rt, fd, AF_UNIX, out);
+    return blitz__listen_finish(rt, fd, addr, backlog, BLITZ_OK, out);
 }
 
 BLITZ_API int blitz_unix_dgram(blitz_runtime *rt, const blitz_addr *addr, blitz_socket **out) {
@@ -251,26 +251,25 @@ BLITZ_API int blitz_sock_fd(const blitz_socket *s) {
     return s ? s->fd : -1;
 }
 
-BLITZ_API int blitz_sock_local_addr(const blitz_socket *s, blitz_addr *out) {
+/* The socket's own address, or its peer's. */
+static int blitz__sock_name(const blitz_socket *s, blitz_addr *out, int peer) {
     if (!s || !out)
         return BLITZ_EINVAL;
     memset(out, 0, sizeof *out);
     socklen_t l = sizeof out->u.bytes;
-    if (getsockname(s->fd, (struct sockaddr *)(void *)out->u.bytes, &l) < 0)
+    struct sockaddr *sa = (struct sockaddr *)(void *)out->u.bytes;
+    if ((peer ? getpeername(s->fd, sa, &l) : getsockname(s->fd, sa, &l)) < 0)
         return blitz__errno_rc();
     out->len = l;
     return BLITZ_OK;
 }
 
+BLITZ_API int blitz_sock_local_addr(const blitz_socket *s, blitz_addr *out) {
+    return blitz__sock_name(s, out, 0);
+}
+
 BLITZ_API int blitz_sock_peer_addr(const blitz_socket *s, blitz_addr *out) {
-    if (!s || !out)
-        return BLITZ_EINVAL;
-    memset(out, 0, sizeof *out);
-    socklen_t l = sizeof out->u.bytes;
-    if (getpeername(s->fd, (struct sockaddr *)(void *)out->u.bytes, &l) < 0)
-        return blitz__errno_rc();
-    out->len = l;
-    return BLITZ_OK;
+    return blitz__sock_name(s, out, 1);
 }
 
 static int blitz__setopt(blitz_socket *s, int level, int name, int v) {

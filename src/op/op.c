@@ -12,17 +12,12 @@ BLITZ_API blitz_op blitz_op_make(blitz_poll_fn poll, blitz_cancel_fn cancel, voi
     return op;
 }
 
-static blitz_poll blitz__join_op_poll(blitz_cx *cx, void *handle) {
-    return blitz_join(cx, (blitz_task *)handle);
-}
+BLITZ__OP_ADAPTER(blitz__join_op_poll, blitz_task, t, blitz_join(cx, t))
 BLITZ_API blitz_op blitz_op_join(blitz_task *t) {
     return blitz_op_make(blitz__join_op_poll, blitz_join_cancel, t);
 }
 
-static blitz_poll blitz__sleep_op_poll(blitz_cx *cx, void *timer) {
-    blitz_timer *t = (blitz_timer *)timer;
-    return blitz_sleep_until(cx, t, t->deadline);
-}
+BLITZ__OP_ADAPTER(blitz__sleep_op_poll, blitz_timer, t, blitz_sleep_until(cx, t, t->deadline))
 BLITZ_API blitz_op blitz_op_sleep_until(blitz_timer *t, uint64_t deadline_ns) {
     if (t)
         t->deadline = deadline_ns;

@@ -206,14 +206,10 @@ BLITZ_API blitz_poll blitz_stream_settle(blitz_cx *cx, blitz_stream *st) {
     return blitz_io_settle(cx, &st->blitz__wio);
 }
 
-static blitz_poll blitz__op_stream_read_poll(blitz_cx *cx, void *p) {
-    blitz_stream *st = (blitz_stream *)p;
-    return blitz_stream_read(cx, st, st->blitz__rbuf, st->blitz__rlen);
-}
-static blitz_poll blitz__op_stream_write_poll(blitz_cx *cx, void *p) {
-    blitz_stream *st = (blitz_stream *)p;
-    return blitz_stream_write(cx, st, st->blitz__wbuf, st->blitz__wlen);
-}
+BLITZ__OP_ADAPTER(blitz__op_stream_read_poll, blitz_stream, st,
+                  blitz_stream_read(cx, st, st->blitz__rbuf, st->blitz__rlen))
+BLITZ__OP_ADAPTER(blitz__op_stream_write_poll, blitz_stream, st,
+                  blitz_stream_write(cx, st, st->blitz__wbuf, st->blitz__wlen))
 BLITZ_API blitz_op blitz_op_stream_read(blitz_stream *st, void *buf, size_t len) {
     if (st) {
         st->blitz__rbuf = buf;
@@ -235,42 +231,47 @@ BLITZ_API blitz_op blitz_op_stream_write(blitz_stream *st, const void *buf, size
 #define BLITZ__RD_EXACT 2
 #define BLITZ__RD_UNTIL 3
 
-/* The buffer of a reader or writer: the caller's, or one of `*cap` bytes
- * (default BLITZ__READER_DEFAULT) that the reader or writer owns. */
-static int blitz__stream_buffer(void **buf, size_t *cap, int *owns) {
-    if (*buf)
-        return BLITZ_OK;
-    if (!*cap)
-        *cap = BLITZ__READER_DEFAULT;
-    *buf = blitz__malloc(*cap);
-    if (!*buf)
-        return BLITZ_ENOMEM;
-    *owns = 1;
+/* The buffer of a zeroed reader or writer over `st`: the caller's, or one
+ * of `cap` bytes (default BLITZ__READER_DEFAULT) that it owns. */
+static int blitz__stream_buffer(const blitz_stream *st, void *buf, size_t cap, unsigned char **out,
+                                size_t *out_cap, int *owns) {
+    if (!st || (buf && !cap))
+        return BLITZ_EINVAL;
+    if (!buf) {
+        if (!cap)
+            cap = BLITZ__READER_DEFAULT;
+        buf = blitz__malloc(cap);
+        if (!buf)
+            return BLITZ_ENOMEM;
+        *owns = 1;
+    }
+    *out = (unsigned char *)buf;
+    *out_cap = cap;
     return BLITZ_OK;
+}
+
+/* Frees the buffer if the reader or writer owns it. */
+static void blitz__stream_buffer_free(unsigned char **buf, int *owns) {
+    if (*owns)
+        blitz__free(*buf);
+    *owns = 0;
+    *buf = NULL;
 }
 
 BLITZ_API int blitz_reader_init(blitz_reader *r, blitz_stream *st, void *buf, size_t cap) {
     if (!r)
         return BLITZ_EINVAL;
     memset(r, 0, sizeof *r);
-    if (!st || (buf && !cap))
-        return BLITZ_EINVAL;
-    int rc = blitz__stream_buffer(&buf, &cap, &r->blitz__owns);
-    if (rc != BLITZ_OK)
-        return rc;
-    r->stream = st;
-    r->blitz__buf = (unsigned char *)buf;
-    r->blitz__cap = cap;
-    return BLITZ_OK;
+    int rc = blitz__stream_buffer(st, buf, cap, &r->blitz__buf, &r->blitz__cap, &r->blitz__owns);
+    if (rc == BLITZ_OK)
+        r->stream = st;
+    return rc;
 }
 
 BLITZ_API void blitz_reader_deinit(blitz_reader *r) {
     if (!r)
         return;
-    if (r->blitz__owns)
-        blitz__free(r->blitz__buf);
-    r->blitz__owns = 0;
-    r->blitz__buf = NULL;
+    blitz__stream_buffer_free(&r->blitz__buf, &r->blitz__owns);
     r->blitz__cap = r->blitz__start = r->blitz__end = r->blitz__scanned = 0;
 }
 
@@ -476,14 +477,10 @@ BLITZ_API void blitz_reader_cancel(blitz_cx *cx, void *p) {
     r->blitz__op = 0;
 }
 
-static blitz_poll blitz__op_read_line_poll(blitz_cx *cx, void *p) {
-    blitz_reader *r = (blitz_reader *)p;
-    return blitz_reader_read_line(cx, r, (char *)r->blitz__dst, r->blitz__max);
-}
-static blitz_poll blitz__op_read_exact_poll(blitz_cx *cx, void *p) {
-    blitz_reader *r = (blitz_reader *)p;
-    return blitz_reader_read_exact(cx, r, r->blitz__dst, r->blitz__max);
-}
+BLITZ__OP_ADAPTER(blitz__op_read_line_poll, blitz_reader, r,
+                  blitz_reader_read_line(cx, r, (char *)r->blitz__dst, r->blitz__max))
+BLITZ__OP_ADAPTER(blitz__op_read_exact_poll, blitz_reader, r,
+                  blitz_reader_read_exact(cx, r, r->blitz__dst, r->blitz__max))
 BLITZ_API blitz_op blitz_op_reader_read_line(blitz_reader *r, char *dst, size_t max) {
     if (r) {
         r->blitz__dst = (unsigned char *)dst;
@@ -513,24 +510,16 @@ BLITZ_API int blitz_writer_init(blitz_writer *w, blitz_stream *st, void *buf, si
     if (!w)
         return BLITZ_EINVAL;
     memset(w, 0, sizeof *w);
-    if (!st || (buf && !cap))
-        return BLITZ_EINVAL;
-    int rc = blitz__stream_buffer(&buf, &cap, &w->blitz__owns);
-    if (rc != BLITZ_OK)
-        return rc;
-    w->stream = st;
-    w->blitz__buf = (unsigned char *)buf;
-    w->blitz__cap = cap;
-    return BLITZ_OK;
+    int rc = blitz__stream_buffer(st, buf, cap, &w->blitz__buf, &w->blitz__cap, &w->blitz__owns);
+    if (rc == BLITZ_OK)
+        w->stream = st;
+    return rc;
 }
 
 BLITZ_API void blitz_writer_deinit(blitz_writer *w) {
     if (!w)
         return;
-    if (w->blitz__owns)
-        blitz__free(w->blitz__buf);
-    w->blitz__owns = 0;
-    w->blitz__buf = NULL;
+    blitz__stream_buffer_free(&w->blitz__buf, &w->blitz__owns);
     w->blitz__cap = w->blitz__len = w->blitz__sent = 0;
 }
 
@@ -694,13 +683,9 @@ BLITZ_API void blitz_writer_cancel(blitz_cx *cx, void *p) {
     w->blitz__op = 0;
 }
 
-static blitz_poll blitz__op_write_all_poll(blitz_cx *cx, void *p) {
-    blitz_writer *w = (blitz_writer *)p;
-    return blitz_writer_write_all(cx, w, w->blitz__src, w->blitz__srclen);
-}
-static blitz_poll blitz__op_flush_poll(blitz_cx *cx, void *p) {
-    return blitz_writer_flush(cx, (blitz_writer *)p);
-}
+BLITZ__OP_ADAPTER(blitz__op_write_all_poll, blitz_writer, w,
+                  blitz_writer_write_all(cx, w, w->blitz__src, w->blitz__srclen))
+BLITZ__OP_ADAPTER(blitz__op_flush_poll, blitz_writer, w, blitz_writer_flush(cx, w))
 BLITZ_API blitz_op blitz_op_writer_write_all(blitz_writer *w, const void *src, size_t len) {
     if (w) {
         w->blitz__src = (const unsigned char *)src;
@@ -1030,9 +1015,7 @@ BLITZ_API blitz_poll blitz_copy_settle(blitz_cx *cx, blitz_copy *c) {
     return BLITZ_READY;
 }
 
-static blitz_poll blitz__op_copy_poll(blitz_cx *cx, void *p) {
-    return blitz_copy_run(cx, (blitz_copy *)p);
-}
+BLITZ__OP_ADAPTER(blitz__op_copy_poll, blitz_copy, c, blitz_copy_run(cx, c))
 BLITZ_API blitz_op blitz_op_copy(blitz_copy *c) {
     return blitz_op_make(blitz__op_copy_poll, blitz_copy_cancel, c);
 }

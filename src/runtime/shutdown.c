@@ -148,9 +148,7 @@ static blitz_task *blitz__shutdown_at(blitz_shutdown *sd, size_t i, int close_at
 #define BLITZ__SD_CANCEL 2 /* cancel and join the rest */
 #define BLITZ__SD_DONE   3
 
-static blitz_poll blitz__sig_op_poll(blitz_cx *cx, void *p) {
-    return blitz_signal_recv(cx, (blitz_signal *)p);
-}
+BLITZ__OP_ADAPTER(blitz__sig_op_poll, blitz_signal, sig, blitz_signal_recv(cx, sig))
 
 BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op, blitz_shutdown *sd,
                                         int64_t grace_ns) {

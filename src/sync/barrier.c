@@ -72,18 +72,8 @@ BLITZ_API blitz_poll blitz_barrier_wait(blitz_cx *cx, blitz_barrier_wait_op *op,
         return BLITZ_PENDING;
     }
     b = op->blitz__barrier;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz_waker old = blitz_waker_noop();
-        blitz_waker mine = blitz_cx_waker(cx);
-        blitz__word_lock(&b->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED)
-            old = blitz__waiter_refresh(&op->blitz__w, &mine);
-        blitz__word_unlock(&b->blitz__lock);
-        blitz_waker_drop(old);
-        if (st == BLITZ__WAITER_QUEUED)
-            return BLITZ_PENDING;
-    }
+    if (st == BLITZ__WAITER_QUEUED && blitz__waiter_repoll(&b->blitz__lock, &op->blitz__w, cx))
+        return BLITZ_PENDING;
     blitz__waiter_reset(&op->blitz__w);
     return BLITZ_READY;
 }
@@ -94,29 +84,23 @@ BLITZ_API void blitz_barrier_wait_cancel(blitz_cx *cx, void *arg) {
     if (!op || blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
         return;
     blitz_barrier *b = op->blitz__barrier;
-    blitz_waker mine = blitz_waker_noop();
-    blitz__word_lock(&b->blitz__lock);
-    if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
-        mine = blitz__waitq_withdraw(&b->blitz__waiters, &op->blitz__w);
+    blitz_waker mine;
+    if (blitz__waiter_withdraw_locked(&b->blitz__lock, &b->blitz__waiters, &op->blitz__w, &mine)) {
         /* Withdraw the arrival, unless its generation was already released
          * (a leader still waking an earlier batch). */
         if (op->blitz__w.blitz__value == b->blitz__generation)
             b->blitz__arrived--;
+        blitz__word_unlock(&b->blitz__lock);
     }
-    blitz__word_unlock(&b->blitz__lock);
     blitz_waker_drop(mine);
     blitz__waiter_reset(&op->blitz__w);
 }
 
-static blitz_poll blitz__barrier_wait_op_poll(blitz_cx *cx, void *arg) {
-    blitz_barrier_wait_op *op = (blitz_barrier_wait_op *)arg;
-    if (!op)
-        return BLITZ_READY;
-    return blitz_barrier_wait(cx, op, op->blitz__barrier);
-}
+BLITZ__WAIT_OP_ADAPTER(blitz__barrier_wait_op_poll, blitz_barrier_wait_op,
+                       blitz_barrier_wait(cx, op, op->blitz__barrier))
 
 BLITZ_API blitz_op blitz_op_barrier_wait(blitz_barrier_wait_op *op, blitz_barrier *b) {
-    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+    if (BLITZ__WAIT_OP_IDLE(op))
         op->blitz__barrier = b;
     return blitz_op_make(blitz__barrier_wait_op_poll, blitz_barrier_wait_cancel, op);
 }

@@ -152,18 +152,8 @@ BLITZ_API blitz_poll blitz_cancel_token_wait(blitz_cx *cx, blitz_cancel_token_wa
         return BLITZ_PENDING;
     }
     t = op->blitz__token;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz_waker old = blitz_waker_noop();
-        blitz_waker mine = blitz_cx_waker(cx);
-        blitz__word_lock(&t->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED)
-            old = blitz__waiter_refresh(&op->blitz__w, &mine);
-        blitz__word_unlock(&t->blitz__lock);
-        blitz_waker_drop(old);
-        if (st == BLITZ__WAITER_QUEUED)
-            return BLITZ_PENDING;
-    }
+    if (st == BLITZ__WAITER_QUEUED && blitz__waiter_repoll(&t->blitz__lock, &op->blitz__w, cx))
+        return BLITZ_PENDING;
     blitz__waiter_reset(&op->blitz__w);
     return BLITZ_READY;
 }
@@ -174,26 +164,19 @@ BLITZ_API void blitz_cancel_token_wait_cancel(blitz_cx *cx, void *arg) {
     if (!op || blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
         return;
     blitz_cancel_token *t = op->blitz__token;
-    blitz_waker mine = blitz_waker_noop();
-    blitz__word_lock(&t->blitz__lock);
-    if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
-        mine = blitz__waitq_withdraw(&t->blitz__waiters, &op->blitz__w);
-    }
-    blitz__word_unlock(&t->blitz__lock);
+    blitz_waker mine;
+    if (blitz__waiter_withdraw_locked(&t->blitz__lock, &t->blitz__waiters, &op->blitz__w, &mine))
+        blitz__word_unlock(&t->blitz__lock);
     blitz_waker_drop(mine);
     blitz__waiter_reset(&op->blitz__w);
 }
 
-static blitz_poll blitz__token_wait_op_poll(blitz_cx *cx, void *arg) {
-    blitz_cancel_token_wait_op *op = (blitz_cancel_token_wait_op *)arg;
-    if (!op)
-        return BLITZ_READY;
-    return blitz_cancel_token_wait(cx, op, op->blitz__token);
-}
+BLITZ__WAIT_OP_ADAPTER(blitz__token_wait_op_poll, blitz_cancel_token_wait_op,
+                       blitz_cancel_token_wait(cx, op, op->blitz__token))
 
 BLITZ_API blitz_op blitz_op_cancel_token_wait(blitz_cancel_token_wait_op *op,
                                               blitz_cancel_token *t) {
-    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+    if (BLITZ__WAIT_OP_IDLE(op))
         op->blitz__token = t;
     return blitz_op_make(blitz__token_wait_op_poll, blitz_cancel_token_wait_cancel, op);
 }

@@ -157,18 +157,8 @@ BLITZ_API blitz_poll blitz_notify_wait(blitz_cx *cx, blitz_notify_wait_op *op, b
         return BLITZ_PENDING;
     }
     n = op->blitz__notify;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz_waker old = blitz_waker_noop();
-        blitz_waker mine = blitz_cx_waker(cx);
-        blitz__word_lock(&n->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED)
-            old = blitz__waiter_refresh(&op->blitz__w, &mine);
-        blitz__word_unlock(&n->blitz__lock);
-        blitz_waker_drop(old);
-        if (st == BLITZ__WAITER_QUEUED)
-            return BLITZ_PENDING;
-    }
+    if (st == BLITZ__WAITER_QUEUED && blitz__waiter_repoll(&n->blitz__lock, &op->blitz__w, cx))
+        return BLITZ_PENDING;
     blitz__waiter_reset(&op->blitz__w);
     op->result = BLITZ_OK;
     return BLITZ_READY;
@@ -183,20 +173,14 @@ BLITZ_API void blitz_notify_wait_cancel(blitz_cx *cx, void *arg) {
     if (st == BLITZ__WAITER_IDLE)
         return;
     blitz_notify *n = op->blitz__notify;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz_waker mine = blitz_waker_noop();
-        blitz__word_lock(&n->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED) {
-            mine = blitz__waitq_withdraw(&n->blitz__waiters, &op->blitz__w);
-            blitz__notify_settle(n);
-        }
+    blitz_waker mine;
+    if (st == BLITZ__WAITER_QUEUED &&
+        blitz__waiter_withdraw_locked(&n->blitz__lock, &n->blitz__waiters, &op->blitz__w, &mine)) {
+        blitz__notify_settle(n);
         blitz__word_unlock(&n->blitz__lock);
         blitz_waker_drop(mine);
-        if (st == BLITZ__WAITER_QUEUED) {
-            blitz__waiter_reset(&op->blitz__w);
-            return;
-        }
+        blitz__waiter_reset(&op->blitz__w);
+        return;
     }
     uint32_t how = op->blitz__w.blitz__flags;
     blitz__waiter_reset(&op->blitz__w);
@@ -204,15 +188,11 @@ BLITZ_API void blitz_notify_wait_cancel(blitz_cx *cx, void *arg) {
         blitz_notify_one(n);
 }
 
-static blitz_poll blitz__notify_wait_op_poll(blitz_cx *cx, void *arg) {
-    blitz_notify_wait_op *op = (blitz_notify_wait_op *)arg;
-    if (!op)
-        return BLITZ_READY;
-    return blitz_notify_wait(cx, op, op->blitz__notify);
-}
+BLITZ__WAIT_OP_ADAPTER(blitz__notify_wait_op_poll, blitz_notify_wait_op,
+                       blitz_notify_wait(cx, op, op->blitz__notify))
 
 BLITZ_API blitz_op blitz_op_notify_wait(blitz_notify_wait_op *op, blitz_notify *n) {
-    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+    if (BLITZ__WAIT_OP_IDLE(op))
         op->blitz__notify = n;
     return blitz_op_make(blitz__notify_wait_op_poll, blitz_notify_wait_cancel, op);
 }

@@ -183,18 +183,8 @@ BLITZ_API blitz_poll blitz_once_cell_get_or_claim(blitz_cx *cx, blitz_once_cell_
         return BLITZ_PENDING;
     }
     c = op->blitz__cell;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz_waker old = blitz_waker_noop();
-        blitz_waker mine = blitz_cx_waker(cx);
-        blitz__word_lock(&c->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED)
-            old = blitz__waiter_refresh(&op->blitz__w, &mine);
-        blitz__word_unlock(&c->blitz__lock);
-        blitz_waker_drop(old);
-        if (st == BLITZ__WAITER_QUEUED)
-            return BLITZ_PENDING;
-    }
+    if (st == BLITZ__WAITER_QUEUED && blitz__waiter_repoll(&c->blitz__lock, &op->blitz__w, cx))
+        return BLITZ_PENDING;
     uint32_t how = op->blitz__w.blitz__flags;
     blitz__waiter_reset(&op->blitz__w);
     return blitz__once_ready(op, how == BLITZ__ONCE_GOT_CLAIM);
@@ -209,21 +199,15 @@ BLITZ_API void blitz_once_cell_get_or_claim_cancel(blitz_cx *cx, void *arg) {
     if (st == BLITZ__WAITER_IDLE)
         return;
     blitz_once_cell *c = op->blitz__cell;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz_waker mine = blitz_waker_noop();
-        blitz__word_lock(&c->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED) {
-            mine = blitz__waitq_withdraw(&c->blitz__waiters, &op->blitz__w);
-            if (blitz__waitq_empty(&c->blitz__waiters))
-                blitz__u32_fetch_and(blitz__once_word(c), ~BLITZ__ONCE_WAITERS, BLITZ__RELAXED);
-        }
+    blitz_waker mine;
+    if (st == BLITZ__WAITER_QUEUED &&
+        blitz__waiter_withdraw_locked(&c->blitz__lock, &c->blitz__waiters, &op->blitz__w, &mine)) {
+        if (blitz__waitq_empty(&c->blitz__waiters))
+            blitz__u32_fetch_and(blitz__once_word(c), ~BLITZ__ONCE_WAITERS, BLITZ__RELAXED);
         blitz__word_unlock(&c->blitz__lock);
         blitz_waker_drop(mine);
-        if (st == BLITZ__WAITER_QUEUED) {
-            blitz__waiter_reset(&op->blitz__w);
-            return;
-        }
+        blitz__waiter_reset(&op->blitz__w);
+        return;
     }
     uint32_t how = op->blitz__w.blitz__flags;
     blitz__waiter_reset(&op->blitz__w);
@@ -231,15 +215,11 @@ BLITZ_API void blitz_once_cell_get_or_claim_cancel(blitz_cx *cx, void *arg) {
         blitz_once_cell_abandon(c);
 }
 
-static blitz_poll blitz__once_op_poll(blitz_cx *cx, void *arg) {
-    blitz_once_cell_op *op = (blitz_once_cell_op *)arg;
-    if (!op)
-        return BLITZ_READY;
-    return blitz_once_cell_get_or_claim(cx, op, op->blitz__cell);
-}
+BLITZ__WAIT_OP_ADAPTER(blitz__once_op_poll, blitz_once_cell_op,
+                       blitz_once_cell_get_or_claim(cx, op, op->blitz__cell))
 
 BLITZ_API blitz_op blitz_op_once_cell_get_or_claim(blitz_once_cell_op *op, blitz_once_cell *c) {
-    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+    if (BLITZ__WAIT_OP_IDLE(op))
         op->blitz__cell = c;
     return blitz_op_make(blitz__once_op_poll, blitz_once_cell_get_or_claim_cancel, op);
 }

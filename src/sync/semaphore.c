@@ -221,18 +221,8 @@ BLITZ_API blitz_poll blitz_semaphore_acquire(blitz_cx *cx, blitz_semaphore_acqui
         return blitz__sem_acquire_start(cx, op);
     }
     sem = op->blitz__sem;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz_waker old = blitz_waker_noop();
-        blitz_waker mine = blitz_cx_waker(cx);
-        blitz__word_lock(&sem->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED)
-            old = blitz__waiter_refresh(&op->blitz__w, &mine);
-        blitz__word_unlock(&sem->blitz__lock);
-        blitz_waker_drop(old);
-        if (st == BLITZ__WAITER_QUEUED)
-            return BLITZ_PENDING;
-    }
+    if (st == BLITZ__WAITER_QUEUED && blitz__waiter_repoll(&sem->blitz__lock, &op->blitz__w, cx))
+        return BLITZ_PENDING;
     /* DONE: the lock (or the acquire load above) orders the handed-over
      * result before this read. */
     op->result = (int)op->blitz__w.blitz__flags;
@@ -249,19 +239,16 @@ BLITZ_API void blitz_semaphore_acquire_cancel(blitz_cx *cx, void *arg) {
     if (st == BLITZ__WAITER_IDLE)
         return;
     blitz_semaphore *sem = op->blitz__sem;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz__word_lock(&sem->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED) {
-            blitz_waker mine = blitz__waitq_withdraw(&sem->blitz__waiters, &op->blitz__w);
-            blitz__waiter_reset(&op->blitz__w);
-            /* The partial fill goes to the next waiters; with none left (or
-             * nothing to give) this also clears WAITERS. */
-            blitz__sem_hand_out(sem, op->blitz__n - op->blitz__w.blitz__value);
-            blitz_waker_drop(mine);
-            return;
-        }
-        blitz__word_unlock(&sem->blitz__lock);
+    blitz_waker mine;
+    if (st == BLITZ__WAITER_QUEUED &&
+        blitz__waiter_withdraw_locked(&sem->blitz__lock, &sem->blitz__waiters, &op->blitz__w,
+                                      &mine)) {
+        blitz__waiter_reset(&op->blitz__w);
+        /* The partial fill goes to the next waiters; with none left (or
+         * nothing to give) this also clears WAITERS. */
+        blitz__sem_hand_out(sem, op->blitz__n - op->blitz__w.blitz__value);
+        blitz_waker_drop(mine);
+        return;
     }
     /* Completed but never seen by its owner: what it was given goes back. */
     int result = (int)op->blitz__w.blitz__flags;
@@ -270,16 +257,12 @@ BLITZ_API void blitz_semaphore_acquire_cancel(blitz_cx *cx, void *arg) {
         blitz_semaphore_release(sem, op->blitz__n);
 }
 
-static blitz_poll blitz__sem_acquire_op_poll(blitz_cx *cx, void *arg) {
-    blitz_semaphore_acquire_op *op = (blitz_semaphore_acquire_op *)arg;
-    if (!op)
-        return BLITZ_READY;
-    return blitz_semaphore_acquire(cx, op, op->blitz__sem, op->blitz__n);
-}
+BLITZ__WAIT_OP_ADAPTER(blitz__sem_acquire_op_poll, blitz_semaphore_acquire_op,
+                       blitz_semaphore_acquire(cx, op, op->blitz__sem, op->blitz__n))
 
 BLITZ_API blitz_op blitz_op_semaphore_acquire(blitz_semaphore_acquire_op *op, blitz_semaphore *sem,
                                               size_t n) {
-    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE) {
+    if (BLITZ__WAIT_OP_IDLE(op)) {
         op->blitz__sem = sem;
         op->blitz__n = n;
     }

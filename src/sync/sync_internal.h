@@ -43,8 +43,46 @@ static inline void blitz__word_unlock(uint32_t *w) {
 }
 #endif
 
+/* A queued waiter polled again: under the lock, it takes the polling task's
+ * waker if it is still queued. Returns whether it is (the poll stays
+ * pending); if not, it completed meanwhile and its result is ready. */
+static inline int blitz__waiter_repoll(uint32_t *lock, blitz__waiter *w, blitz_cx *cx) {
+    blitz_waker old = blitz_waker_noop();
+    blitz_waker mine = blitz_cx_waker(cx);
+    blitz__word_lock(lock);
+    uint32_t st = blitz__u32_field_load(&w->blitz__state, BLITZ__RELAXED);
+    if (st == BLITZ__WAITER_QUEUED)
+        old = blitz__waiter_refresh(w, &mine);
+    blitz__word_unlock(lock);
+    blitz_waker_drop(old);
+    return st == BLITZ__WAITER_QUEUED;
+}
+
+/* Cancel of a waiter that is not idle: takes the lock and, if `w` is still
+ * queued, withdraws it from `q` and returns 1 with the lock still held, for
+ * the primitive's own bookkeeping; *mine is its waker, to be dropped after
+ * the lock. Otherwise it completed meanwhile: returns 0, lock released. */
+static inline int blitz__waiter_withdraw_locked(uint32_t *lock, blitz__waitq *q, blitz__waiter *w,
+                                                blitz_waker *mine) {
+    *mine = blitz_waker_noop();
+    blitz__word_lock(lock);
+    if (blitz__u32_field_load(&w->blitz__state, BLITZ__RELAXED) != BLITZ__WAITER_QUEUED) {
+        blitz__word_unlock(lock);
+        return 0;
+    }
+    *mine = blitz__waitq_withdraw(q, w);
+    return 1;
+}
+
 /* The waiter's container: every primitive embeds the waiter first in its
  * op struct. */
 #define BLITZ__OP_OF(type, w) ((type *)(void *)(w))
+
+/* The op form of a wait: a NULL op is ready at once, as with the poll call,
+ * and the op's target is bound only while the op is idle, so making the op
+ * again for a queued waiter cannot move it to another object. */
+#define BLITZ__WAIT_OP_ADAPTER(name, type, call) \
+    BLITZ__OP_ADAPTER(name, type, op, op ? (call) : BLITZ_READY)
+#define BLITZ__WAIT_OP_IDLE(op) ((op) && blitz__waiter_state(&(op)->blitz__w) == BLITZ__WAITER_IDLE)
 
 #endif
