@@ -5098,6 +5098,16 @@ static inline void blitz__list_append(blitz__task **head, blitz__task **tail, bl
     *tail = t;
 }
 
+/* ---- op adapters -----------------------------------------------------------
+ * A blitz_op carries one void pointer, so its poll is an adapter: it casts
+ * the pointer back to `type *obj` and returns `call`, the real poll written
+ * with `cx`, `obj` and what the op's constructor stored in `obj`. */
+#define BLITZ__OP_ADAPTER(name, type, obj, call)            \
+    static blitz_poll name(blitz_cx *cx, void *obj##_arg) { \
+        type *obj = (type *)obj##_arg;                      \
+        return call;                                        \
+    }
+
 /* ---- hooks into the scheduler ------------------------------------------------
  * The only calls from the task core up into sched/: a woken task goes to
  * its scheduler, and a thread that waits for a task helps run it. */
@@ -9408,13 +9418,7 @@ static int blitz__pollb_init(blitz__io *io) {
     io->pfds = (struct pollfd *)blitz__calloc(sizeof(struct pollfd) * io->pfd_cap);
     io->psocks = (blitz_socket **)blitz__calloc(sizeof(blitz_socket *) * io->pfd_cap);
     if (!io->pset || !io->pfds || !io->psocks) {
-        blitz__free(io->pset);
-        blitz__free(io->pfds);
-        blitz__free(io->psocks);
-        io->pset = NULL;
-        io->pfds = NULL;
-        io->psocks = NULL;
-        blitz__pollb_destroy(io);
+        blitz__pollb_destroy(io); /* frees what was allocated */
         return BLITZ_ENOMEM;
     }
     /* The wait is tried once: a seccomp filter may refuse ppoll, and
@@ -13904,17 +13908,12 @@ BLITZ_API blitz_op blitz_op_make(blitz_poll_fn poll, blitz_cancel_fn cancel, voi
     return op;
 }
 
-static blitz_poll blitz__join_op_poll(blitz_cx *cx, void *handle) {
-    return blitz_join(cx, (blitz_task *)handle);
-}
+BLITZ__OP_ADAPTER(blitz__join_op_poll, blitz_task, t, blitz_join(cx, t))
 BLITZ_API blitz_op blitz_op_join(blitz_task *t) {
     return blitz_op_make(blitz__join_op_poll, blitz_join_cancel, t);
 }
 
-static blitz_poll blitz__sleep_op_poll(blitz_cx *cx, void *timer) {
-    blitz_timer *t = (blitz_timer *)timer;
-    return blitz_sleep_until(cx, t, t->deadline);
-}
+BLITZ__OP_ADAPTER(blitz__sleep_op_poll, blitz_timer, t, blitz_sleep_until(cx, t, t->deadline))
 BLITZ_API blitz_op blitz_op_sleep_until(blitz_timer *t, uint64_t deadline_ns) {
     if (t)
         t->deadline = deadline_ns;
@@ -14578,9 +14577,47 @@ static inline void blitz__word_unlock(uint32_t *w) {
 }
 #endif
 
+/* A queued waiter polled again: under the lock, it takes the polling task's
+ * waker if it is still queued. Returns whether it is (the poll stays
+ * pending); if not, it completed meanwhile and its result is ready. */
+static inline int blitz__waiter_repoll(uint32_t *lock, blitz__waiter *w, blitz_cx *cx) {
+    blitz_waker old = blitz_waker_noop();
+    blitz_waker mine = blitz_cx_waker(cx);
+    blitz__word_lock(lock);
+    uint32_t st = blitz__u32_field_load(&w->blitz__state, BLITZ__RELAXED);
+    if (st == BLITZ__WAITER_QUEUED)
+        old = blitz__waiter_refresh(w, &mine);
+    blitz__word_unlock(lock);
+    blitz_waker_drop(old);
+    return st == BLITZ__WAITER_QUEUED;
+}
+
+/* Cancel of a waiter that is not idle: takes the lock and, if `w` is still
+ * queued, withdraws it from `q` and returns 1 with the lock still held, for
+ * the primitive's own bookkeeping; *mine is its waker, to be dropped after
+ * the lock. Otherwise it completed meanwhile: returns 0, lock released. */
+static inline int blitz__waiter_withdraw_locked(uint32_t *lock, blitz__waitq *q, blitz__waiter *w,
+                                                blitz_waker *mine) {
+    *mine = blitz_waker_noop();
+    blitz__word_lock(lock);
+    if (blitz__u32_field_load(&w->blitz__state, BLITZ__RELAXED) != BLITZ__WAITER_QUEUED) {
+        blitz__word_unlock(lock);
+        return 0;
+    }
+    *mine = blitz__waitq_withdraw(q, w);
+    return 1;
+}
+
 /* The waiter's container: every primitive embeds the waiter first in its
  * op struct. */
 #define BLITZ__OP_OF(type, w) ((type *)(void *)(w))
+
+/* The op form of a wait: a NULL op is ready at once, as with the poll call,
+ * and the op's target is bound only while the op is idle, so making the op
+ * again for a queued waiter cannot move it to another object. */
+#define BLITZ__WAIT_OP_ADAPTER(name, type, call) \
+    BLITZ__OP_ADAPTER(name, type, op, op ? (call) : BLITZ_READY)
+#define BLITZ__WAIT_OP_IDLE(op) ((op) && blitz__waiter_state(&(op)->blitz__w) == BLITZ__WAITER_IDLE)
 
 #endif
 /* ====[ END src/sync/sync_internal.h ]===================================== */
@@ -14795,18 +14832,8 @@ BLITZ_API blitz_poll blitz_semaphore_acquire(blitz_cx *cx, blitz_semaphore_acqui
         return blitz__sem_acquire_start(cx, op);
     }
     sem = op->blitz__sem;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz_waker old = blitz_waker_noop();
-        blitz_waker mine = blitz_cx_waker(cx);
-        blitz__word_lock(&sem->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED)
-            old = blitz__waiter_refresh(&op->blitz__w, &mine);
-        blitz__word_unlock(&sem->blitz__lock);
-        blitz_waker_drop(old);
-        if (st == BLITZ__WAITER_QUEUED)
-            return BLITZ_PENDING;
-    }
+    if (st == BLITZ__WAITER_QUEUED && blitz__waiter_repoll(&sem->blitz__lock, &op->blitz__w, cx))
+        return BLITZ_PENDING;
     /* DONE: the lock (or the acquire load above) orders the handed-over
      * result before this read. */
     op->result = (int)op->blitz__w.blitz__flags;
@@ -14823,19 +14850,16 @@ BLITZ_API void blitz_semaphore_acquire_cancel(blitz_cx *cx, void *arg) {
     if (st == BLITZ__WAITER_IDLE)
         return;
     blitz_semaphore *sem = op->blitz__sem;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz__word_lock(&sem->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED) {
-            blitz_waker mine = blitz__waitq_withdraw(&sem->blitz__waiters, &op->blitz__w);
-            blitz__waiter_reset(&op->blitz__w);
-            /* The partial fill goes to the next waiters; with none left (or
-             * nothing to give) this also clears WAITERS. */
-            blitz__sem_hand_out(sem, op->blitz__n - op->blitz__w.blitz__value);
-            blitz_waker_drop(mine);
-            return;
-        }
-        blitz__word_unlock(&sem->blitz__lock);
+    blitz_waker mine;
+    if (st == BLITZ__WAITER_QUEUED &&
+        blitz__waiter_withdraw_locked(&sem->blitz__lock, &sem->blitz__waiters, &op->blitz__w,
+                                      &mine)) {
+        blitz__waiter_reset(&op->blitz__w);
+        /* The partial fill goes to the next waiters; with none left (or
+         * nothing to give) this also clears WAITERS. */
+        blitz__sem_hand_out(sem, op->blitz__n - op->blitz__w.blitz__value);
+        blitz_waker_drop(mine);
+        return;
     }
     /* Completed but never seen by its owner: what it was given goes back. */
     int result = (int)op->blitz__w.blitz__flags;
@@ -14844,16 +14868,12 @@ BLITZ_API void blitz_semaphore_acquire_cancel(blitz_cx *cx, void *arg) {
         blitz_semaphore_release(sem, op->blitz__n);
 }
 
-static blitz_poll blitz__sem_acquire_op_poll(blitz_cx *cx, void *arg) {
-    blitz_semaphore_acquire_op *op = (blitz_semaphore_acquire_op *)arg;
-    if (!op)
-        return BLITZ_READY;
-    return blitz_semaphore_acquire(cx, op, op->blitz__sem, op->blitz__n);
-}
+BLITZ__WAIT_OP_ADAPTER(blitz__sem_acquire_op_poll, blitz_semaphore_acquire_op,
+                       blitz_semaphore_acquire(cx, op, op->blitz__sem, op->blitz__n))
 
 BLITZ_API blitz_op blitz_op_semaphore_acquire(blitz_semaphore_acquire_op *op, blitz_semaphore *sem,
                                               size_t n) {
-    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE) {
+    if (BLITZ__WAIT_OP_IDLE(op)) {
         op->blitz__sem = sem;
         op->blitz__n = n;
     }
@@ -15152,18 +15172,8 @@ BLITZ_API blitz_poll blitz_notify_wait(blitz_cx *cx, blitz_notify_wait_op *op, b
         return BLITZ_PENDING;
     }
     n = op->blitz__notify;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz_waker old = blitz_waker_noop();
-        blitz_waker mine = blitz_cx_waker(cx);
-        blitz__word_lock(&n->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED)
-            old = blitz__waiter_refresh(&op->blitz__w, &mine);
-        blitz__word_unlock(&n->blitz__lock);
-        blitz_waker_drop(old);
-        if (st == BLITZ__WAITER_QUEUED)
-            return BLITZ_PENDING;
-    }
+    if (st == BLITZ__WAITER_QUEUED && blitz__waiter_repoll(&n->blitz__lock, &op->blitz__w, cx))
+        return BLITZ_PENDING;
     blitz__waiter_reset(&op->blitz__w);
     op->result = BLITZ_OK;
     return BLITZ_READY;
@@ -15178,20 +15188,14 @@ BLITZ_API void blitz_notify_wait_cancel(blitz_cx *cx, void *arg) {
     if (st == BLITZ__WAITER_IDLE)
         return;
     blitz_notify *n = op->blitz__notify;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz_waker mine = blitz_waker_noop();
-        blitz__word_lock(&n->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED) {
-            mine = blitz__waitq_withdraw(&n->blitz__waiters, &op->blitz__w);
-            blitz__notify_settle(n);
-        }
+    blitz_waker mine;
+    if (st == BLITZ__WAITER_QUEUED &&
+        blitz__waiter_withdraw_locked(&n->blitz__lock, &n->blitz__waiters, &op->blitz__w, &mine)) {
+        blitz__notify_settle(n);
         blitz__word_unlock(&n->blitz__lock);
         blitz_waker_drop(mine);
-        if (st == BLITZ__WAITER_QUEUED) {
-            blitz__waiter_reset(&op->blitz__w);
-            return;
-        }
+        blitz__waiter_reset(&op->blitz__w);
+        return;
     }
     uint32_t how = op->blitz__w.blitz__flags;
     blitz__waiter_reset(&op->blitz__w);
@@ -15199,15 +15203,11 @@ BLITZ_API void blitz_notify_wait_cancel(blitz_cx *cx, void *arg) {
         blitz_notify_one(n);
 }
 
-static blitz_poll blitz__notify_wait_op_poll(blitz_cx *cx, void *arg) {
-    blitz_notify_wait_op *op = (blitz_notify_wait_op *)arg;
-    if (!op)
-        return BLITZ_READY;
-    return blitz_notify_wait(cx, op, op->blitz__notify);
-}
+BLITZ__WAIT_OP_ADAPTER(blitz__notify_wait_op_poll, blitz_notify_wait_op,
+                       blitz_notify_wait(cx, op, op->blitz__notify))
 
 BLITZ_API blitz_op blitz_op_notify_wait(blitz_notify_wait_op *op, blitz_notify *n) {
-    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+    if (BLITZ__WAIT_OP_IDLE(op))
         op->blitz__notify = n;
     return blitz_op_make(blitz__notify_wait_op_poll, blitz_notify_wait_cancel, op);
 }
@@ -15295,18 +15295,8 @@ BLITZ_API blitz_poll blitz_barrier_wait(blitz_cx *cx, blitz_barrier_wait_op *op,
         return BLITZ_PENDING;
     }
     b = op->blitz__barrier;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz_waker old = blitz_waker_noop();
-        blitz_waker mine = blitz_cx_waker(cx);
-        blitz__word_lock(&b->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED)
-            old = blitz__waiter_refresh(&op->blitz__w, &mine);
-        blitz__word_unlock(&b->blitz__lock);
-        blitz_waker_drop(old);
-        if (st == BLITZ__WAITER_QUEUED)
-            return BLITZ_PENDING;
-    }
+    if (st == BLITZ__WAITER_QUEUED && blitz__waiter_repoll(&b->blitz__lock, &op->blitz__w, cx))
+        return BLITZ_PENDING;
     blitz__waiter_reset(&op->blitz__w);
     return BLITZ_READY;
 }
@@ -15317,29 +15307,23 @@ BLITZ_API void blitz_barrier_wait_cancel(blitz_cx *cx, void *arg) {
     if (!op || blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
         return;
     blitz_barrier *b = op->blitz__barrier;
-    blitz_waker mine = blitz_waker_noop();
-    blitz__word_lock(&b->blitz__lock);
-    if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
-        mine = blitz__waitq_withdraw(&b->blitz__waiters, &op->blitz__w);
+    blitz_waker mine;
+    if (blitz__waiter_withdraw_locked(&b->blitz__lock, &b->blitz__waiters, &op->blitz__w, &mine)) {
         /* Withdraw the arrival, unless its generation was already released
          * (a leader still waking an earlier batch). */
         if (op->blitz__w.blitz__value == b->blitz__generation)
             b->blitz__arrived--;
+        blitz__word_unlock(&b->blitz__lock);
     }
-    blitz__word_unlock(&b->blitz__lock);
     blitz_waker_drop(mine);
     blitz__waiter_reset(&op->blitz__w);
 }
 
-static blitz_poll blitz__barrier_wait_op_poll(blitz_cx *cx, void *arg) {
-    blitz_barrier_wait_op *op = (blitz_barrier_wait_op *)arg;
-    if (!op)
-        return BLITZ_READY;
-    return blitz_barrier_wait(cx, op, op->blitz__barrier);
-}
+BLITZ__WAIT_OP_ADAPTER(blitz__barrier_wait_op_poll, blitz_barrier_wait_op,
+                       blitz_barrier_wait(cx, op, op->blitz__barrier))
 
 BLITZ_API blitz_op blitz_op_barrier_wait(blitz_barrier_wait_op *op, blitz_barrier *b) {
-    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+    if (BLITZ__WAIT_OP_IDLE(op))
         op->blitz__barrier = b;
     return blitz_op_make(blitz__barrier_wait_op_poll, blitz_barrier_wait_cancel, op);
 }
@@ -15542,18 +15526,8 @@ BLITZ_API blitz_poll blitz_once_cell_get_or_claim(blitz_cx *cx, blitz_once_cell_
         return BLITZ_PENDING;
     }
     c = op->blitz__cell;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz_waker old = blitz_waker_noop();
-        blitz_waker mine = blitz_cx_waker(cx);
-        blitz__word_lock(&c->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED)
-            old = blitz__waiter_refresh(&op->blitz__w, &mine);
-        blitz__word_unlock(&c->blitz__lock);
-        blitz_waker_drop(old);
-        if (st == BLITZ__WAITER_QUEUED)
-            return BLITZ_PENDING;
-    }
+    if (st == BLITZ__WAITER_QUEUED && blitz__waiter_repoll(&c->blitz__lock, &op->blitz__w, cx))
+        return BLITZ_PENDING;
     uint32_t how = op->blitz__w.blitz__flags;
     blitz__waiter_reset(&op->blitz__w);
     return blitz__once_ready(op, how == BLITZ__ONCE_GOT_CLAIM);
@@ -15568,21 +15542,15 @@ BLITZ_API void blitz_once_cell_get_or_claim_cancel(blitz_cx *cx, void *arg) {
     if (st == BLITZ__WAITER_IDLE)
         return;
     blitz_once_cell *c = op->blitz__cell;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz_waker mine = blitz_waker_noop();
-        blitz__word_lock(&c->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED) {
-            mine = blitz__waitq_withdraw(&c->blitz__waiters, &op->blitz__w);
-            if (blitz__waitq_empty(&c->blitz__waiters))
-                blitz__u32_fetch_and(blitz__once_word(c), ~BLITZ__ONCE_WAITERS, BLITZ__RELAXED);
-        }
+    blitz_waker mine;
+    if (st == BLITZ__WAITER_QUEUED &&
+        blitz__waiter_withdraw_locked(&c->blitz__lock, &c->blitz__waiters, &op->blitz__w, &mine)) {
+        if (blitz__waitq_empty(&c->blitz__waiters))
+            blitz__u32_fetch_and(blitz__once_word(c), ~BLITZ__ONCE_WAITERS, BLITZ__RELAXED);
         blitz__word_unlock(&c->blitz__lock);
         blitz_waker_drop(mine);
-        if (st == BLITZ__WAITER_QUEUED) {
-            blitz__waiter_reset(&op->blitz__w);
-            return;
-        }
+        blitz__waiter_reset(&op->blitz__w);
+        return;
     }
     uint32_t how = op->blitz__w.blitz__flags;
     blitz__waiter_reset(&op->blitz__w);
@@ -15590,15 +15558,11 @@ BLITZ_API void blitz_once_cell_get_or_claim_cancel(blitz_cx *cx, void *arg) {
         blitz_once_cell_abandon(c);
 }
 
-static blitz_poll blitz__once_op_poll(blitz_cx *cx, void *arg) {
-    blitz_once_cell_op *op = (blitz_once_cell_op *)arg;
-    if (!op)
-        return BLITZ_READY;
-    return blitz_once_cell_get_or_claim(cx, op, op->blitz__cell);
-}
+BLITZ__WAIT_OP_ADAPTER(blitz__once_op_poll, blitz_once_cell_op,
+                       blitz_once_cell_get_or_claim(cx, op, op->blitz__cell))
 
 BLITZ_API blitz_op blitz_op_once_cell_get_or_claim(blitz_once_cell_op *op, blitz_once_cell *c) {
-    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+    if (BLITZ__WAIT_OP_IDLE(op))
         op->blitz__cell = c;
     return blitz_op_make(blitz__once_op_poll, blitz_once_cell_get_or_claim_cancel, op);
 }
@@ -15793,18 +15757,8 @@ BLITZ_API blitz_poll blitz_cancel_token_wait(blitz_cx *cx, blitz_cancel_token_wa
         return BLITZ_PENDING;
     }
     t = op->blitz__token;
-    if (st == BLITZ__WAITER_QUEUED) {
-        blitz_waker old = blitz_waker_noop();
-        blitz_waker mine = blitz_cx_waker(cx);
-        blitz__word_lock(&t->blitz__lock);
-        st = blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED);
-        if (st == BLITZ__WAITER_QUEUED)
-            old = blitz__waiter_refresh(&op->blitz__w, &mine);
-        blitz__word_unlock(&t->blitz__lock);
-        blitz_waker_drop(old);
-        if (st == BLITZ__WAITER_QUEUED)
-            return BLITZ_PENDING;
-    }
+    if (st == BLITZ__WAITER_QUEUED && blitz__waiter_repoll(&t->blitz__lock, &op->blitz__w, cx))
+        return BLITZ_PENDING;
     blitz__waiter_reset(&op->blitz__w);
     return BLITZ_READY;
 }
@@ -15815,26 +15769,19 @@ BLITZ_API void blitz_cancel_token_wait_cancel(blitz_cx *cx, void *arg) {
     if (!op || blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
         return;
     blitz_cancel_token *t = op->blitz__token;
-    blitz_waker mine = blitz_waker_noop();
-    blitz__word_lock(&t->blitz__lock);
-    if (blitz__u32_field_load(&op->blitz__w.blitz__state, BLITZ__RELAXED) == BLITZ__WAITER_QUEUED) {
-        mine = blitz__waitq_withdraw(&t->blitz__waiters, &op->blitz__w);
-    }
-    blitz__word_unlock(&t->blitz__lock);
+    blitz_waker mine;
+    if (blitz__waiter_withdraw_locked(&t->blitz__lock, &t->blitz__waiters, &op->blitz__w, &mine))
+        blitz__word_unlock(&t->blitz__lock);
     blitz_waker_drop(mine);
     blitz__waiter_reset(&op->blitz__w);
 }
 
-static blitz_poll blitz__token_wait_op_poll(blitz_cx *cx, void *arg) {
-    blitz_cancel_token_wait_op *op = (blitz_cancel_token_wait_op *)arg;
-    if (!op)
-        return BLITZ_READY;
-    return blitz_cancel_token_wait(cx, op, op->blitz__token);
-}
+BLITZ__WAIT_OP_ADAPTER(blitz__token_wait_op_poll, blitz_cancel_token_wait_op,
+                       blitz_cancel_token_wait(cx, op, op->blitz__token))
 
 BLITZ_API blitz_op blitz_op_cancel_token_wait(blitz_cancel_token_wait_op *op,
                                               blitz_cancel_token *t) {
-    if (op && blitz__waiter_state(&op->blitz__w) == BLITZ__WAITER_IDLE)
+    if (BLITZ__WAIT_OP_IDLE(op))
         op->blitz__token = t;
     return blitz_op_make(blitz__token_wait_op_poll, blitz_cancel_token_wait_cancel, op);
 }
@@ -16100,23 +16047,28 @@ static void blitz__chan_free(blitz_chan *ch) {
     blitz__free(ch->raw);
 }
 
-static int blitz__chan_ref_add(blitz_chan *ch, int shift) {
-    if (!ch)
-        return BLITZ_EINVAL;
-    uint64_t cur = blitz__u64_load(&ch->refs, BLITZ__RELAXED);
+/* The holders of a channel (mpmc, broadcast, watch) are counted in one
+ * word: senders in the low 32 bits (shift 0), receivers in the high ones
+ * (shift 32). A side that reached zero stays closed. */
+#define BLITZ__CHAN_SENDERS   0
+#define BLITZ__CHAN_RECEIVERS 32
+
+static inline int blitz__chan_refs_add(blitz__atomic_u64 *refs, int shift) {
+    uint64_t cur = blitz__u64_load(refs, BLITZ__RELAXED);
     for (;;) {
         if (((cur >> shift) & 0xffffffffu) == 0)
             return BLITZ_ECLOSED;
-        if (blitz__u64_cas_weak(&ch->refs, &cur, cur + ((uint64_t)1 << shift), BLITZ__RELAXED))
+        if (blitz__u64_cas_weak(refs, &cur, cur + ((uint64_t)1 << shift), BLITZ__RELAXED))
             return BLITZ_OK;
     }
 }
 
-static int blitz__chan_ref_release(blitz_chan *ch, int shift) {
-    if (!ch)
-        return BLITZ_EINVAL;
+/* Drops a holder of one side; BLITZ_ERELEASED when that side holds none.
+ * Sets *last when this was the channel's last reference: the caller frees. */
+static inline int blitz__chan_refs_release(blitz__atomic_u64 *refs, int shift,
+                                           void (*close)(void *), void *ch, int *last) {
     uint64_t unit = (uint64_t)1 << shift;
-    uint64_t cur = blitz__u64_load(&ch->refs, BLITZ__RELAXED);
+    uint64_t cur = blitz__u64_load(refs, BLITZ__RELAXED);
     int closed = 0;
     for (;;) {
         uint64_t side = (cur >> shift) & 0xffffffffu;
@@ -16126,29 +16078,54 @@ static int blitz__chan_ref_release(blitz_chan *ch, int shift) {
          * channel is still alive while it does (the other side may free it
          * right after). */
         if (side == 1 && !closed) {
-            blitz_chan_close(ch);
+            close(ch);
             closed = 1;
         }
         /* Acq_rel: the releaser that frees sees every other holder's use. */
-        if (blitz__u64_cas_weak(&ch->refs, &cur, cur - unit, BLITZ__ACQ_REL))
+        if (blitz__u64_cas_weak(refs, &cur, cur - unit, BLITZ__ACQ_REL))
             break;
     }
-    if (cur == unit)
-        blitz__chan_free(ch);
+    *last = cur == unit;
     return BLITZ_OK;
 }
 
+/* Drops a holder known to be held (a receiver unsubscribing); returns
+ * whether it was the channel's last reference. */
+static inline int blitz__chan_refs_drop(blitz__atomic_u64 *refs, int shift) {
+    uint64_t unit = (uint64_t)1 << shift;
+    /* Acq_rel: whoever frees sees the other holders' use. */
+    return blitz__u64_fetch_sub(refs, unit, BLITZ__ACQ_REL) == unit;
+}
+
+static int blitz__chan_ref_add(blitz_chan *ch, int shift) {
+    return ch ? blitz__chan_refs_add(&ch->refs, shift) : BLITZ_EINVAL;
+}
+
+static void blitz__chan_close_last(void *ch) {
+    blitz_chan_close((blitz_chan *)ch);
+}
+
+static int blitz__chan_ref_release(blitz_chan *ch, int shift) {
+    if (!ch)
+        return BLITZ_EINVAL;
+    int last = 0;
+    int rc = blitz__chan_refs_release(&ch->refs, shift, blitz__chan_close_last, ch, &last);
+    if (last)
+        blitz__chan_free(ch);
+    return rc;
+}
+
 BLITZ_API int blitz_chan_sender_clone(blitz_chan *ch) {
-    return blitz__chan_ref_add(ch, 0);
+    return blitz__chan_ref_add(ch, BLITZ__CHAN_SENDERS);
 }
 BLITZ_API int blitz_chan_sender_release(blitz_chan *ch) {
-    return blitz__chan_ref_release(ch, 0);
+    return blitz__chan_ref_release(ch, BLITZ__CHAN_SENDERS);
 }
 BLITZ_API int blitz_chan_receiver_clone(blitz_chan *ch) {
-    return blitz__chan_ref_add(ch, 32);
+    return blitz__chan_ref_add(ch, BLITZ__CHAN_RECEIVERS);
 }
 BLITZ_API int blitz_chan_receiver_release(blitz_chan *ch) {
-    return blitz__chan_ref_release(ch, 32);
+    return blitz__chan_ref_release(ch, BLITZ__CHAN_RECEIVERS);
 }
 
 BLITZ_API int blitz_chan_close(blitz_chan *ch) {
@@ -16625,9 +16602,7 @@ BLITZ_API blitz_poll blitz_oneshot_recv(blitz_cx *cx, blitz_oneshot *os) {
     return BLITZ_READY;
 }
 
-static blitz_poll blitz__oneshot_recv_poll(blitz_cx *cx, void *os) {
-    return blitz_oneshot_recv(cx, (blitz_oneshot *)os);
-}
+BLITZ__OP_ADAPTER(blitz__oneshot_recv_poll, blitz_oneshot, os, blitz_oneshot_recv(cx, os))
 
 BLITZ_API void blitz_oneshot_cancel(blitz_cx *cx, void *os) {
     (void)cx;
@@ -16821,13 +16796,10 @@ BLITZ_API int blitz_broadcast_new(blitz_broadcast **out, size_t elem_size, size_
     return BLITZ_OK;
 }
 
-static void blitz__bc_unref(blitz_broadcast *bc, uint64_t unit) {
-    /* Acq_rel: whoever frees sees the other holders' use. */
-    if (blitz__u64_fetch_sub(&bc->refs, unit, BLITZ__ACQ_REL) == unit) {
-        blitz__mutex_destroy(&bc->lock);
-        BLITZ_FREE(bc->slots);
-        blitz__free(bc->raw);
-    }
+static void blitz__bc_free(blitz_broadcast *bc) {
+    blitz__mutex_destroy(&bc->lock);
+    BLITZ_FREE(bc->slots);
+    blitz__free(bc->raw);
 }
 
 BLITZ_API int blitz_broadcast_close(blitz_broadcast *bc) {
@@ -16843,40 +16815,22 @@ BLITZ_API int blitz_broadcast_close(blitz_broadcast *bc) {
 }
 
 BLITZ_API int blitz_broadcast_sender_clone(blitz_broadcast *bc) {
-    if (!bc)
-        return BLITZ_EINVAL;
-    uint64_t cur = blitz__u64_load(&bc->refs, BLITZ__RELAXED);
-    for (;;) {
-        if ((cur & 0xffffffffu) == 0)
-            return BLITZ_ECLOSED;
-        if (blitz__u64_cas_weak(&bc->refs, &cur, cur + 1u, BLITZ__RELAXED))
-            return BLITZ_OK;
-    }
+    return bc ? blitz__chan_refs_add(&bc->refs, BLITZ__CHAN_SENDERS) : BLITZ_EINVAL;
+}
+
+static void blitz__bc_close_last(void *bc) {
+    blitz_broadcast_close((blitz_broadcast *)bc);
 }
 
 BLITZ_API int blitz_broadcast_sender_release(blitz_broadcast *bc) {
     if (!bc)
         return BLITZ_EINVAL;
-    uint64_t cur = blitz__u64_load(&bc->refs, BLITZ__RELAXED);
-    int closed = 0;
-    for (;;) {
-        if ((cur & 0xffffffffu) == 0)
-            return BLITZ_ERELEASED;
-        /* The last sender closes while its reference still keeps the
-         * channel alive. */
-        if ((cur & 0xffffffffu) == 1 && !closed) {
-            blitz_broadcast_close(bc);
-            closed = 1;
-        }
-        if (blitz__u64_cas_weak(&bc->refs, &cur, cur - 1u, BLITZ__ACQ_REL))
-            break;
-    }
-    if (cur == 1u) {
-        blitz__mutex_destroy(&bc->lock);
-        BLITZ_FREE(bc->slots);
-        blitz__free(bc->raw);
-    }
-    return BLITZ_OK;
+    int last = 0;
+    int rc =
+        blitz__chan_refs_release(&bc->refs, BLITZ__CHAN_SENDERS, blitz__bc_close_last, bc, &last);
+    if (last)
+        blitz__bc_free(bc);
+    return rc;
 }
 
 BLITZ_API uint32_t blitz_broadcast_receiver_count(const blitz_broadcast *bc) {
@@ -16888,7 +16842,7 @@ BLITZ_API int blitz_broadcast_subscribe(blitz_broadcast *bc, blitz_broadcast_rx 
         return BLITZ_EINVAL;
     memset(rx, 0, sizeof *rx);
     rx->blitz__bc = bc;
-    blitz__u64_fetch_add(&bc->refs, (uint64_t)1 << 32, BLITZ__RELAXED);
+    blitz__u64_fetch_add(&bc->refs, (uint64_t)1 << BLITZ__CHAN_RECEIVERS, BLITZ__RELAXED);
     /* A send in progress is for this position: the new receiver gets it. */
     rx->blitz__pos = blitz__u64_load(&bc->tail, BLITZ__ACQUIRE) >> 1;
     return BLITZ_OK;
@@ -17055,7 +17009,8 @@ BLITZ_API int blitz_broadcast_unsubscribe(blitz_broadcast_rx *rx) {
     blitz_broadcast_cancel(NULL, rx);
     blitz_broadcast *bc = rx->blitz__bc;
     rx->blitz__bc = NULL;
-    blitz__bc_unref(bc, (uint64_t)1 << 32);
+    if (blitz__chan_refs_drop(&bc->refs, BLITZ__CHAN_RECEIVERS))
+        blitz__bc_free(bc);
     return BLITZ_OK;
 }
 
@@ -17214,36 +17169,22 @@ BLITZ_API int blitz_watch_close(blitz_watch *w) {
 }
 
 BLITZ_API int blitz_watch_sender_clone(blitz_watch *w) {
-    if (!w)
-        return BLITZ_EINVAL;
-    uint64_t cur = blitz__u64_load(&w->refs, BLITZ__RELAXED);
-    for (;;) {
-        if ((cur & 0xffffffffu) == 0)
-            return BLITZ_ECLOSED;
-        if (blitz__u64_cas_weak(&w->refs, &cur, cur + 1u, BLITZ__RELAXED))
-            return BLITZ_OK;
-    }
+    return w ? blitz__chan_refs_add(&w->refs, BLITZ__CHAN_SENDERS) : BLITZ_EINVAL;
+}
+
+static void blitz__watch_close_last(void *w) {
+    blitz_watch_close((blitz_watch *)w);
 }
 
 BLITZ_API int blitz_watch_sender_release(blitz_watch *w) {
     if (!w)
         return BLITZ_EINVAL;
-    uint64_t cur = blitz__u64_load(&w->refs, BLITZ__RELAXED);
-    int closed = 0;
-    for (;;) {
-        if ((cur & 0xffffffffu) == 0)
-            return BLITZ_ERELEASED;
-        if ((cur & 0xffffffffu) == 1 && !closed) {
-            blitz_watch_close(w);
-            closed = 1;
-        }
-        /* Acq_rel: whoever frees sees the other holders' use. */
-        if (blitz__u64_cas_weak(&w->refs, &cur, cur - 1u, BLITZ__ACQ_REL))
-            break;
-    }
-    if (cur == 1u)
+    int last = 0;
+    int rc =
+        blitz__chan_refs_release(&w->refs, BLITZ__CHAN_SENDERS, blitz__watch_close_last, w, &last);
+    if (last)
         blitz__watch_free(w);
-    return BLITZ_OK;
+    return rc;
 }
 
 BLITZ_API int blitz_watch_subscribe(blitz_watch *w, blitz_watch_rx *rx) {
@@ -17251,7 +17192,7 @@ BLITZ_API int blitz_watch_subscribe(blitz_watch *w, blitz_watch_rx *rx) {
         return BLITZ_EINVAL;
     memset(rx, 0, sizeof *rx);
     rx->blitz__watch = w;
-    blitz__u64_fetch_add(&w->refs, (uint64_t)1 << 32, BLITZ__RELAXED);
+    blitz__u64_fetch_add(&w->refs, (uint64_t)1 << BLITZ__CHAN_RECEIVERS, BLITZ__RELAXED);
     rx->seen = blitz__watch_version(w);
     return BLITZ_OK;
 }
@@ -17384,8 +17325,7 @@ BLITZ_API int blitz_watch_unsubscribe(blitz_watch_rx *rx) {
     blitz_watch_cancel(NULL, rx);
     blitz_watch *w = rx->blitz__watch;
     rx->blitz__watch = NULL;
-    /* Acq_rel: whoever frees sees the other holders' use. */
-    if (blitz__u64_fetch_sub(&w->refs, (uint64_t)1 << 32, BLITZ__ACQ_REL) == ((uint64_t)1 << 32))
+    if (blitz__chan_refs_drop(&w->refs, BLITZ__CHAN_RECEIVERS))
         blitz__watch_free(w);
     return BLITZ_OK;
 }
@@ -17470,6 +17410,21 @@ static int blitz__listener_wrap(blitz_runtime *rt, int fd, int family, blitz_soc
     return rc;
 }
 
+/* Binds and listens `fd` unless `rc` already failed, then wraps it; the
+ * descriptor is closed on any failure. */
+static int blitz__listen_finish(blitz_runtime *rt, int fd, const blitz_addr *addr, int backlog,
+                                int rc, blitz_socket **out) {
+    if (rc == BLITZ_OK)
+        rc = blitz__bind_listener(rt, fd, addr);
+    if (rc == BLITZ_OK && listen(fd, backlog ? backlog : SOMAXCONN) < 0)
+        rc = blitz__errno_rc();
+    if (rc != BLITZ_OK) {
+        close(fd);
+        return rc;
+    }
+    return blitz__listener_wrap(rt, fd, addr->u.family, out);
+}
+
 BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
                                unsigned flags, blitz_socket **out) {
     if (!out)
@@ -17482,15 +17437,7 @@ BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int ba
     if (rc != BLITZ_OK)
         return rc;
     rc = blitz__apply_flags(fd, addr->u.family, flags, 1);
-    if (rc == BLITZ_OK)
-        rc = blitz__bind_listener(rt, fd, addr);
-    if (rc == BLITZ_OK && listen(fd, backlog ? backlog : SOMAXCONN) < 0)
-        rc = blitz__errno_rc();
-    if (rc != BLITZ_OK) {
-        close(fd);
-        return rc;
-    }
-    return blitz__listener_wrap(rt, fd, addr->u.family, out);
+    return blitz__listen_finish(rt, fd, addr, backlog, rc, out);
 }
 
 BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned flags,
@@ -17554,14 +17501,7 @@ BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int b
             close(t);
         }
     }
-    rc = blitz__bind_listener(rt, fd, addr);
-    if (rc == BLITZ_OK && listen(fd, backlog ? backlog : SOMAXCONN) < 0)
-        rc = blitz__errno_rc();
-    if (rc != BLITZ_OK) {
-        close(fd);
-        return rc;
-    }
-    return blitz__listener_wrap(rt, fd, AF_UNIX, out);
+    return blitz__listen_finish(rt, fd, addr, backlog, BLITZ_OK, out);
 }
 
 BLITZ_API int blitz_unix_dgram(blitz_runtime *rt, const blitz_addr *addr, blitz_socket **out) {
@@ -17655,26 +17595,25 @@ BLITZ_API int blitz_sock_fd(const blitz_socket *s) {
     return s ? s->fd : -1;
 }
 
-BLITZ_API int blitz_sock_local_addr(const blitz_socket *s, blitz_addr *out) {
+/* The socket's own address, or its peer's. */
+static int blitz__sock_name(const blitz_socket *s, blitz_addr *out, int peer) {
     if (!s || !out)
         return BLITZ_EINVAL;
     memset(out, 0, sizeof *out);
     socklen_t l = sizeof out->u.bytes;
-    if (getsockname(s->fd, (struct sockaddr *)(void *)out->u.bytes, &l) < 0)
+    struct sockaddr *sa = (struct sockaddr *)(void *)out->u.bytes;
+    if ((peer ? getpeername(s->fd, sa, &l) : getsockname(s->fd, sa, &l)) < 0)
         return blitz__errno_rc();
     out->len = l;
     return BLITZ_OK;
 }
 
+BLITZ_API int blitz_sock_local_addr(const blitz_socket *s, blitz_addr *out) {
+    return blitz__sock_name(s, out, 0);
+}
+
 BLITZ_API int blitz_sock_peer_addr(const blitz_socket *s, blitz_addr *out) {
-    if (!s || !out)
-        return BLITZ_EINVAL;
-    memset(out, 0, sizeof *out);
-    socklen_t l = sizeof out->u.bytes;
-    if (getpeername(s->fd, (struct sockaddr *)(void *)out->u.bytes, &l) < 0)
-        return blitz__errno_rc();
-    out->len = l;
-    return BLITZ_OK;
+    return blitz__sock_name(s, out, 1);
 }
 
 static int blitz__setopt(blitz_socket *s, int level, int name, int v) {
@@ -19986,14 +19925,10 @@ BLITZ_API blitz_poll blitz_stream_settle(blitz_cx *cx, blitz_stream *st) {
     return blitz_io_settle(cx, &st->blitz__wio);
 }
 
-static blitz_poll blitz__op_stream_read_poll(blitz_cx *cx, void *p) {
-    blitz_stream *st = (blitz_stream *)p;
-    return blitz_stream_read(cx, st, st->blitz__rbuf, st->blitz__rlen);
-}
-static blitz_poll blitz__op_stream_write_poll(blitz_cx *cx, void *p) {
-    blitz_stream *st = (blitz_stream *)p;
-    return blitz_stream_write(cx, st, st->blitz__wbuf, st->blitz__wlen);
-}
+BLITZ__OP_ADAPTER(blitz__op_stream_read_poll, blitz_stream, st,
+                  blitz_stream_read(cx, st, st->blitz__rbuf, st->blitz__rlen))
+BLITZ__OP_ADAPTER(blitz__op_stream_write_poll, blitz_stream, st,
+                  blitz_stream_write(cx, st, st->blitz__wbuf, st->blitz__wlen))
 BLITZ_API blitz_op blitz_op_stream_read(blitz_stream *st, void *buf, size_t len) {
     if (st) {
         st->blitz__rbuf = buf;
@@ -20015,42 +19950,47 @@ BLITZ_API blitz_op blitz_op_stream_write(blitz_stream *st, const void *buf, size
 #define BLITZ__RD_EXACT 2
 #define BLITZ__RD_UNTIL 3
 
-/* The buffer of a reader or writer: the caller's, or one of `*cap` bytes
- * (default BLITZ__READER_DEFAULT) that the reader or writer owns. */
-static int blitz__stream_buffer(void **buf, size_t *cap, int *owns) {
-    if (*buf)
-        return BLITZ_OK;
-    if (!*cap)
-        *cap = BLITZ__READER_DEFAULT;
-    *buf = blitz__malloc(*cap);
-    if (!*buf)
-        return BLITZ_ENOMEM;
-    *owns = 1;
+/* The buffer of a zeroed reader or writer over `st`: the caller's, or one
+ * of `cap` bytes (default BLITZ__READER_DEFAULT) that it owns. */
+static int blitz__stream_buffer(const blitz_stream *st, void *buf, size_t cap, unsigned char **out,
+                                size_t *out_cap, int *owns) {
+    if (!st || (buf && !cap))
+        return BLITZ_EINVAL;
+    if (!buf) {
+        if (!cap)
+            cap = BLITZ__READER_DEFAULT;
+        buf = blitz__malloc(cap);
+        if (!buf)
+            return BLITZ_ENOMEM;
+        *owns = 1;
+    }
+    *out = (unsigned char *)buf;
+    *out_cap = cap;
     return BLITZ_OK;
+}
+
+/* Frees the buffer if the reader or writer owns it. */
+static void blitz__stream_buffer_free(unsigned char **buf, int *owns) {
+    if (*owns)
+        blitz__free(*buf);
+    *owns = 0;
+    *buf = NULL;
 }
 
 BLITZ_API int blitz_reader_init(blitz_reader *r, blitz_stream *st, void *buf, size_t cap) {
     if (!r)
         return BLITZ_EINVAL;
     memset(r, 0, sizeof *r);
-    if (!st || (buf && !cap))
-        return BLITZ_EINVAL;
-    int rc = blitz__stream_buffer(&buf, &cap, &r->blitz__owns);
-    if (rc != BLITZ_OK)
-        return rc;
-    r->stream = st;
-    r->blitz__buf = (unsigned char *)buf;
-    r->blitz__cap = cap;
-    return BLITZ_OK;
+    int rc = blitz__stream_buffer(st, buf, cap, &r->blitz__buf, &r->blitz__cap, &r->blitz__owns);
+    if (rc == BLITZ_OK)
+        r->stream = st;
+    return rc;
 }
 
 BLITZ_API void blitz_reader_deinit(blitz_reader *r) {
     if (!r)
         return;
-    if (r->blitz__owns)
-        blitz__free(r->blitz__buf);
-    r->blitz__owns = 0;
-    r->blitz__buf = NULL;
+    blitz__stream_buffer_free(&r->blitz__buf, &r->blitz__owns);
     r->blitz__cap = r->blitz__start = r->blitz__end = r->blitz__scanned = 0;
 }
 
@@ -20256,14 +20196,10 @@ BLITZ_API void blitz_reader_cancel(blitz_cx *cx, void *p) {
     r->blitz__op = 0;
 }
 
-static blitz_poll blitz__op_read_line_poll(blitz_cx *cx, void *p) {
-    blitz_reader *r = (blitz_reader *)p;
-    return blitz_reader_read_line(cx, r, (char *)r->blitz__dst, r->blitz__max);
-}
-static blitz_poll blitz__op_read_exact_poll(blitz_cx *cx, void *p) {
-    blitz_reader *r = (blitz_reader *)p;
-    return blitz_reader_read_exact(cx, r, r->blitz__dst, r->blitz__max);
-}
+BLITZ__OP_ADAPTER(blitz__op_read_line_poll, blitz_reader, r,
+                  blitz_reader_read_line(cx, r, (char *)r->blitz__dst, r->blitz__max))
+BLITZ__OP_ADAPTER(blitz__op_read_exact_poll, blitz_reader, r,
+                  blitz_reader_read_exact(cx, r, r->blitz__dst, r->blitz__max))
 BLITZ_API blitz_op blitz_op_reader_read_line(blitz_reader *r, char *dst, size_t max) {
     if (r) {
         r->blitz__dst = (unsigned char *)dst;
@@ -20293,24 +20229,16 @@ BLITZ_API int blitz_writer_init(blitz_writer *w, blitz_stream *st, void *buf, si
     if (!w)
         return BLITZ_EINVAL;
     memset(w, 0, sizeof *w);
-    if (!st || (buf && !cap))
-        return BLITZ_EINVAL;
-    int rc = blitz__stream_buffer(&buf, &cap, &w->blitz__owns);
-    if (rc != BLITZ_OK)
-        return rc;
-    w->stream = st;
-    w->blitz__buf = (unsigned char *)buf;
-    w->blitz__cap = cap;
-    return BLITZ_OK;
+    int rc = blitz__stream_buffer(st, buf, cap, &w->blitz__buf, &w->blitz__cap, &w->blitz__owns);
+    if (rc == BLITZ_OK)
+        w->stream = st;
+    return rc;
 }
 
 BLITZ_API void blitz_writer_deinit(blitz_writer *w) {
     if (!w)
         return;
-    if (w->blitz__owns)
-        blitz__free(w->blitz__buf);
-    w->blitz__owns = 0;
-    w->blitz__buf = NULL;
+    blitz__stream_buffer_free(&w->blitz__buf, &w->blitz__owns);
     w->blitz__cap = w->blitz__len = w->blitz__sent = 0;
 }
 
@@ -20474,13 +20402,9 @@ BLITZ_API void blitz_writer_cancel(blitz_cx *cx, void *p) {
     w->blitz__op = 0;
 }
 
-static blitz_poll blitz__op_write_all_poll(blitz_cx *cx, void *p) {
-    blitz_writer *w = (blitz_writer *)p;
-    return blitz_writer_write_all(cx, w, w->blitz__src, w->blitz__srclen);
-}
-static blitz_poll blitz__op_flush_poll(blitz_cx *cx, void *p) {
-    return blitz_writer_flush(cx, (blitz_writer *)p);
-}
+BLITZ__OP_ADAPTER(blitz__op_write_all_poll, blitz_writer, w,
+                  blitz_writer_write_all(cx, w, w->blitz__src, w->blitz__srclen))
+BLITZ__OP_ADAPTER(blitz__op_flush_poll, blitz_writer, w, blitz_writer_flush(cx, w))
 BLITZ_API blitz_op blitz_op_writer_write_all(blitz_writer *w, const void *src, size_t len) {
     if (w) {
         w->blitz__src = (const unsigned char *)src;
@@ -20810,9 +20734,7 @@ BLITZ_API blitz_poll blitz_copy_settle(blitz_cx *cx, blitz_copy *c) {
     return BLITZ_READY;
 }
 
-static blitz_poll blitz__op_copy_poll(blitz_cx *cx, void *p) {
-    return blitz_copy_run(cx, (blitz_copy *)p);
-}
+BLITZ__OP_ADAPTER(blitz__op_copy_poll, blitz_copy, c, blitz_copy_run(cx, c))
 BLITZ_API blitz_op blitz_op_copy(blitz_copy *c) {
     return blitz_op_make(blitz__op_copy_poll, blitz_copy_cancel, c);
 }
@@ -20972,9 +20894,7 @@ static blitz_task *blitz__shutdown_at(blitz_shutdown *sd, size_t i, int close_at
 #define BLITZ__SD_CANCEL 2 /* cancel and join the rest */
 #define BLITZ__SD_DONE   3
 
-static blitz_poll blitz__sig_op_poll(blitz_cx *cx, void *p) {
-    return blitz_signal_recv(cx, (blitz_signal *)p);
-}
+BLITZ__OP_ADAPTER(blitz__sig_op_poll, blitz_signal, sig, blitz_signal_recv(cx, sig))
 
 BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op, blitz_shutdown *sd,
                                         int64_t grace_ns) {
