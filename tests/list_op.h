@@ -25,4 +25,12 @@
     X(op_group_wait_next_thread, 10000) \
     X(op_group_timeout_mt2, 10000)      \
     X(op_group_timeout_mt4, 10000)      \
-    X(op_group_timeout_ct, 10000)
+    X(op_group_timeout_ct, 10000)       \
+    X(op_io_sock_uring, 20000)          \
+    X(op_io_sock_epoll, 20000)          \
+    X(op_io_sock_poll, 20000)           \
+    X(op_io_dgram_uring, 20000)         \
+    X(op_io_dgram_epoll, 20000)         \
+    X(op_io_dgram_poll, 20000)          \
+    X(op_fs_run_blocking, 10000)        \
+    X(op_pool_race, 20000)

@@ -114,6 +114,15 @@ typedef struct blitz_io {
     uint32_t blitz__sockref; /* the task's reference on blitz__sock (task only) */
     void *blitz__free_after; /* freed by the completion of a cancelled op */
     uint64_t blitz__scratch[18];
+    /* The call and arguments a blitz_op_sock_* / blitz_op_fd_* constructor
+     * recorded: kept apart from the fields above, which a cancelled op's
+     * completion may still need while the new op is made. */
+    blitz_socket *blitz__arg_sock;
+    const void *blitz__arg_buf;
+    size_t blitz__arg_len;
+    const blitz_addr *blitz__arg_addr;
+    int64_t blitz__arg_limit;
+    uint32_t blitz__arg_call;
 } blitz_io;
 
 /* Options of the listen / bind calls (other bits: BLITZ_EINVAL). */
@@ -156,6 +165,8 @@ BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int ba
  * accept counts against the descriptor limit that held when it was armed
  * (the first accept): lower RLIMIT_NOFILE before listening. */
 BLITZ_API blitz_poll blitz_sock_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener);
+/* blitz_sock_accept as a blitz_op (cancel: blitz_io_cancel). */
+BLITZ_API blitz_op blitz_op_sock_accept(blitz_io *io, blitz_socket *listener);
 /* Await a connection to `addr` (copied): op->socket (result 0) or an error
  * (BLITZ_ECONNREFUSED, ...). */
 BLITZ_API blitz_poll blitz_tcp_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr);
@@ -168,6 +179,11 @@ BLITZ_API blitz_poll blitz_tcp_connect(blitz_cx *cx, blitz_io *op, const blitz_a
  * with blitz_io_cancel as any op. */
 BLITZ_API blitz_poll blitz_tcp_connect_timeout(blitz_cx *cx, blitz_io *op, const blitz_addr *addr,
                                                int64_t timeout_ns);
+/* The connects as blitz_ops (cancel: blitz_io_cancel); `addr` must stay
+ * valid until the op's first poll. */
+BLITZ_API blitz_op blitz_op_tcp_connect(blitz_io *io, const blitz_addr *addr);
+BLITZ_API blitz_op blitz_op_tcp_connect_timeout(blitz_io *io, const blitz_addr *addr,
+                                                int64_t timeout_ns);
 
 /* Stream and datagram transfers (TCP, Unix stream, connected UDP / Unix
  * datagram). recv: result 0 at end of stream (a stream receive of len 0
@@ -187,6 +203,15 @@ BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *
                                       const blitz_iovec *iov, int iovcnt);
 BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                       const blitz_iovec *iov, int iovcnt);
+/* The transfers above as blitz_ops (cancel: blitz_io_cancel). */
+BLITZ_API blitz_op blitz_op_sock_recv(blitz_io *io, blitz_socket *s, void *buf, size_t len);
+BLITZ_API blitz_op blitz_op_sock_send(blitz_io *io, blitz_socket *s, const void *buf, size_t len);
+BLITZ_API blitz_op blitz_op_sock_send_all(blitz_io *io, blitz_socket *s, const void *buf,
+                                          size_t len);
+BLITZ_API blitz_op blitz_op_sock_recvv(blitz_io *io, blitz_socket *s, const blitz_iovec *iov,
+                                       int iovcnt);
+BLITZ_API blitz_op blitz_op_sock_sendv(blitz_io *io, blitz_socket *s, const blitz_iovec *iov,
+                                       int iovcnt);
 
 /* Shuts down reading (0), writing (1, sends FIN: half-close) or both (2). */
 BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
@@ -245,6 +270,11 @@ BLITZ_API blitz_poll blitz_sock_send_to(blitz_cx *cx, blitz_io *op, blitz_socket
                                         const void *buf, size_t len, const blitz_addr *to);
 BLITZ_API blitz_poll blitz_sock_recv_from(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
                                           size_t len, blitz_addr *from);
+/* The datagram calls as blitz_ops (cancel: blitz_io_cancel). */
+BLITZ_API blitz_op blitz_op_sock_send_to(blitz_io *io, blitz_socket *s, const void *buf, size_t len,
+                                         const blitz_addr *to);
+BLITZ_API blitz_op blitz_op_sock_recv_from(blitz_io *io, blitz_socket *s, void *buf, size_t len,
+                                           blitz_addr *from);
 /* Multicast group membership (IPv4 or IPv6 group; interface: an IPv4
  * address literal or NULL for any / an IPv6 interface index as text). */
 BLITZ_API int blitz_udp_join_multicast(blitz_socket *s, const char *group, const char *iface);
@@ -264,6 +294,8 @@ BLITZ_API int blitz_udp_set_broadcast(blitz_socket *s, int on);
 BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
                                 blitz_socket **out);
 BLITZ_API blitz_poll blitz_unix_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr);
+/* blitz_unix_connect as a blitz_op (as blitz_op_tcp_connect). */
+BLITZ_API blitz_op blitz_op_unix_connect(blitz_io *io, const blitz_addr *addr);
 BLITZ_API int blitz_unix_dgram(blitz_runtime *rt, const blitz_addr *addr, blitz_socket **out);
 /* A connected pair of Unix stream (type 1) or datagram (type 2) sockets. */
 BLITZ_API int blitz_unix_pair(blitz_runtime *rt, int type, blitz_socket **a, blitz_socket **b);

@@ -147,6 +147,9 @@ BLITZ_API int blitz_group_spawn_ex(blitz_group *g, const blitz_spawn_opts *opts)
 BLITZ_API blitz_poll blitz_group_next(blitz_cx *cx, blitz_group *g, blitz_task **out);
 /* Withdraws a pending blitz_group_next (a blitz_cancel_fn; op = the group). */
 BLITZ_API void blitz_group_next_cancel(blitz_cx *cx, void *group);
+/* blitz_group_next as a blitz_op (cancel: blitz_group_next_cancel); `out`
+ * stays in the task's state until the op is READY. */
+BLITZ_API blitz_op blitz_op_group_next(blitz_group *g, blitz_task **out);
 /* Blocking form for plain threads: BLITZ_OK with *out as above. */
 BLITZ_API int blitz_group_next_blocking(blitz_group *g, blitz_task **out);
 /* Members spawned and not yet handed out by blitz_group_next. */

@@ -69,11 +69,16 @@ typedef struct blitz_blocking_spawn {
     int result;
     blitz_task *task;
     struct blitz__pool_op blitz__op;
+    const blitz_blocking_opts *blitz__opts; /* blitz_op_spawn_blocking_await's */
 } blitz_blocking_spawn;
 BLITZ_API blitz_poll blitz_spawn_blocking_await(blitz_cx *cx, blitz_blocking_spawn *op,
                                                 const blitz_blocking_opts *opts);
 /* Stops waiting for room (a blitz_cancel_fn; op is the blitz_blocking_spawn). */
 BLITZ_API void blitz_spawn_blocking_cancel(blitz_cx *cx, void *op);
+/* blitz_spawn_blocking_await as a blitz_op (cancel:
+ * blitz_spawn_blocking_cancel); `opts` is read at every poll, as above. */
+BLITZ_API blitz_op blitz_op_spawn_blocking_await(blitz_blocking_spawn *op,
+                                                 const blitz_blocking_opts *opts);
 
 typedef struct blitz_pool_stats {
     uint32_t threads;     /* alive pool threads */
@@ -169,6 +174,13 @@ typedef struct blitz_fs_op {
     void *blitz__out;
     const blitz_iovec *blitz__iov;
     int blitz__iovcnt;
+    /* The call a blitz_op_fs_* constructor recorded, and its arguments. */
+    int blitz__call, blitz__fd, blitz__flags;
+    uint32_t blitz__mode;
+    const char *blitz__path;
+    const void *blitz__buf;
+    size_t blitz__len;
+    uint64_t blitz__off;
 } blitz_fs_op;
 
 /* Opens `path` with BLITZ_FS_* flags (close-on-exec); `mode` is used when
@@ -228,6 +240,20 @@ BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const ch
                                          const void *data, size_t len);
 /* The op's cancel (a blitz_cancel_fn; op is the blitz_fs_op). */
 BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *op);
+/* The file ops as blitz_ops (cancel: blitz_fs_cancel); the arguments
+ * (path, buffer) must stay valid until the op is READY or cancelled. */
+BLITZ_API blitz_op blitz_op_fs_open(blitz_fs_op *op, const char *path, int flags, uint32_t mode);
+BLITZ_API blitz_op blitz_op_fs_close(blitz_fs_op *op, int fd);
+BLITZ_API blitz_op blitz_op_fs_read(blitz_fs_op *op, int fd, void *buf, size_t len);
+BLITZ_API blitz_op blitz_op_fs_write(blitz_fs_op *op, int fd, const void *buf, size_t len);
+BLITZ_API blitz_op blitz_op_fs_pread(blitz_fs_op *op, int fd, void *buf, size_t len,
+                                     uint64_t offset);
+BLITZ_API blitz_op blitz_op_fs_pwrite(blitz_fs_op *op, int fd, const void *buf, size_t len,
+                                      uint64_t offset);
+BLITZ_API blitz_op blitz_op_fs_fsync(blitz_fs_op *op, int fd);
+BLITZ_API blitz_op blitz_op_fs_read_file(blitz_fs_op *op, const char *path);
+BLITZ_API blitz_op blitz_op_fs_write_file(blitz_fs_op *op, const char *path, const void *data,
+                                          size_t len);
 
 /* ---------------------------------------------------------------------------
  * DNS: name resolution on the blocking pool (getaddrinfo), cancellable
@@ -261,6 +287,10 @@ typedef struct blitz_dns_op {
      * owns them after READY and frees them with blitz_free. */
     blitz_resolved_addr *addrs;
     struct blitz__pool_op blitz__op;
+    /* blitz_op_dns_resolve's arguments. */
+    const char *blitz__host;
+    uint16_t blitz__port;
+    int blitz__family;
 } blitz_dns_op;
 
 /* Resolves `host` (a name or a numeric address) for TCP. family: 0 for
@@ -270,6 +300,10 @@ BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const cha
                                        uint16_t port, int family);
 /* The op's cancel (a blitz_cancel_fn; op is the blitz_dns_op). */
 BLITZ_API void blitz_dns_cancel(blitz_cx *cx, void *op);
+/* blitz_dns_resolve as a blitz_op (cancel: blitz_dns_cancel); `host`
+ * must stay valid until the op's first poll. */
+BLITZ_API blitz_op blitz_op_dns_resolve(blitz_dns_op *op, const char *host, uint16_t port,
+                                        int family);
 
 /* Connecting by host name: resolves `host` (on the blocking pool), then
  * tries each address in the resolver's order until one connects:
@@ -354,6 +388,8 @@ BLITZ_API int blitz_signal_try_recv(blitz_signal *s);
 /* Stops waiting (a blitz_cancel_fn; op is the blitz_signal): drops the
  * registered waker; deliveries keep being counted. */
 BLITZ_API void blitz_signal_cancel(blitz_cx *cx, void *s);
+/* blitz_signal_recv as a blitz_op (cancel: blitz_signal_cancel). */
+BLITZ_API blitz_op blitz_op_signal_recv(blitz_signal *s);
 /* Stops listening and drops any registered waker. BLITZ_EINVAL when not
  * initialised. */
 BLITZ_API int blitz_signal_deinit(blitz_signal *s);
@@ -432,6 +468,7 @@ typedef struct blitz_wait_op {
     int signal;
     int core_dumped;
     struct blitz__pool_op blitz__op;
+    blitz_child *blitz__child; /* blitz_op_process_wait's */
 } blitz_wait_op;
 
 /* READY once the child has ended (also if it had already ended and was
@@ -440,6 +477,8 @@ typedef struct blitz_wait_op {
 BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_child *child);
 /* The wait op's cancel (a blitz_cancel_fn). */
 BLITZ_API void blitz_process_wait_cancel(blitz_cx *cx, void *op);
+/* blitz_process_wait as a blitz_op (cancel: blitz_process_wait_cancel). */
+BLITZ_API blitz_op blitz_op_process_wait(blitz_wait_op *op, blitz_child *child);
 /* Without waiting: 1 when the child has ended (the op's status fields
  * filled), 0 while it runs, BLITZ_EINVAL. */
 BLITZ_API int blitz_process_try_wait(blitz_child *child, blitz_wait_op *status);
@@ -470,8 +509,16 @@ typedef struct blitz_output_op {
     char *out, *err;
     size_t out_len, err_len;
     struct blitz__pool_op blitz__op;
+    /* blitz_op_process_output's arguments. */
+    const blitz_command *blitz__cmd;
+    const void *blitz__input;
+    size_t blitz__input_len;
 } blitz_output_op;
 BLITZ_API blitz_poll blitz_process_output(blitz_cx *cx, blitz_output_op *op,
                                           const blitz_command *cmd, const void *input,
                                           size_t input_len);
 BLITZ_API void blitz_process_output_cancel(blitz_cx *cx, void *op);
+/* blitz_process_output as a blitz_op (cancel: blitz_process_output_cancel);
+ * `cmd` and `input` must stay valid until the op's first poll. */
+BLITZ_API blitz_op blitz_op_process_output(blitz_output_op *op, const blitz_command *cmd,
+                                           const void *input, size_t input_len);

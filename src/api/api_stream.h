@@ -38,6 +38,13 @@ BLITZ_API blitz_poll blitz_fd_write_all(blitz_cx *cx, blitz_io *op, blitz_socket
  * code. */
 BLITZ_API blitz_poll blitz_fd_readable(blitz_cx *cx, blitz_io *op, blitz_socket *s);
 BLITZ_API blitz_poll blitz_fd_writable(blitz_cx *cx, blitz_io *op, blitz_socket *s);
+/* The descriptor ops as blitz_ops (cancel: blitz_io_cancel). */
+BLITZ_API blitz_op blitz_op_fd_read(blitz_io *io, blitz_socket *s, void *buf, size_t len);
+BLITZ_API blitz_op blitz_op_fd_write(blitz_io *io, blitz_socket *s, const void *buf, size_t len);
+BLITZ_API blitz_op blitz_op_fd_write_all(blitz_io *io, blitz_socket *s, const void *buf,
+                                         size_t len);
+BLITZ_API blitz_op blitz_op_fd_readable(blitz_io *io, blitz_socket *s);
+BLITZ_API blitz_op blitz_op_fd_writable(blitz_io *io, blitz_socket *s);
 
 /* ---------------------------------------------------------------------------
  * Byte streams
@@ -343,6 +350,9 @@ typedef struct blitz_shutdown_run_op {
     blitz_cancel_token_wait_op blitz__tw;
     blitz_combo blitz__combo;
     blitz_op blitz__ops[2];
+    /* blitz_op_shutdown_run's arguments (kept when the run starts). */
+    blitz_shutdown *blitz__arg_sd;
+    int64_t blitz__arg_grace;
 } blitz_shutdown_run_op;
 
 /* Awaits the whole shutdown (see above); grace_ns <= 0 cancels the
@@ -351,5 +361,8 @@ BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op,
                                         int64_t grace_ns);
 /* Withdraws a run (cancels every tracked task still running). */
 BLITZ_API void blitz_shutdown_run_cancel(blitz_cx *cx, void *op);
+/* blitz_shutdown_run as a blitz_op (cancel: blitz_shutdown_run_cancel). */
+BLITZ_API blitz_op blitz_op_shutdown_run(blitz_shutdown_run_op *op, blitz_shutdown *sd,
+                                         int64_t grace_ns);
 /* Frees the coordinator (tracked tasks still running are cancelled). */
 BLITZ_API int blitz_shutdown_free(blitz_shutdown *sd);

@@ -142,3 +142,18 @@ BLITZ_API void blitz_dns_cancel(blitz_cx *cx, void *p) {
     if (d)
         blitz__pool_op_cancel(&d->blitz__op);
 }
+
+static blitz_poll blitz__dns_value_poll(blitz_cx *cx, void *arg) {
+    blitz_dns_op *op = (blitz_dns_op *)arg;
+    return op ? blitz_dns_resolve(cx, op, op->blitz__host, op->blitz__port, op->blitz__family)
+              : BLITZ_READY;
+}
+BLITZ_API blitz_op blitz_op_dns_resolve(blitz_dns_op *op, const char *host, uint16_t port,
+                                        int family) {
+    if (op) {
+        op->blitz__host = host;
+        op->blitz__port = port;
+        op->blitz__family = family;
+    }
+    return blitz_op_make(blitz__dns_value_poll, blitz_dns_cancel, op);
+}

@@ -371,3 +371,146 @@ BLITZ_API int blitz_udp_set_multicast_loop(blitz_socket *s, int on) {
 BLITZ_API int blitz_udp_set_broadcast(blitz_socket *s, int on) {
     return blitz__setopt(s, SOL_SOCKET, SO_BROADCAST, on != 0);
 }
+
+/* ---- socket and descriptor ops as values ------------------------------------------------- */
+
+/* What a constructor recorded; the op's poll makes that call on every poll
+ * (each call ignores its arguments once the op has started). */
+enum {
+    BLITZ__OPC_ACCEPT = 1,
+    BLITZ__OPC_TCP_CONNECT,
+    BLITZ__OPC_TCP_CONNECT_TIMEOUT,
+    BLITZ__OPC_UNIX_CONNECT,
+    BLITZ__OPC_RECV,
+    BLITZ__OPC_SEND,
+    BLITZ__OPC_SEND_ALL,
+    BLITZ__OPC_RECVV,
+    BLITZ__OPC_SENDV,
+    BLITZ__OPC_SEND_TO,
+    BLITZ__OPC_RECV_FROM,
+    BLITZ__OPC_FD_READ,
+    BLITZ__OPC_FD_WRITE,
+    BLITZ__OPC_FD_WRITE_ALL,
+    BLITZ__OPC_FD_READABLE,
+    BLITZ__OPC_FD_WRITABLE
+};
+
+static blitz_poll blitz__io_value_poll(blitz_cx *cx, void *arg) {
+    blitz_io *op = (blitz_io *)arg;
+    if (!op)
+        return BLITZ_READY;
+    blitz_socket *s = op->blitz__arg_sock;
+    void *buf = (void *)(uintptr_t)op->blitz__arg_buf;
+    size_t len = op->blitz__arg_len;
+    const blitz_iovec *iov = (const blitz_iovec *)op->blitz__arg_buf;
+    switch (op->blitz__arg_call) {
+    case BLITZ__OPC_ACCEPT:
+        return blitz_sock_accept(cx, op, s);
+    case BLITZ__OPC_TCP_CONNECT:
+        return blitz_tcp_connect(cx, op, op->blitz__arg_addr);
+    case BLITZ__OPC_TCP_CONNECT_TIMEOUT:
+        return blitz_tcp_connect_timeout(cx, op, op->blitz__arg_addr, op->blitz__arg_limit);
+    case BLITZ__OPC_UNIX_CONNECT:
+        return blitz_unix_connect(cx, op, op->blitz__arg_addr);
+    case BLITZ__OPC_RECV:
+        return blitz_sock_recv(cx, op, s, buf, len);
+    case BLITZ__OPC_SEND:
+        return blitz_sock_send(cx, op, s, buf, len);
+    case BLITZ__OPC_SEND_ALL:
+        return blitz_sock_send_all(cx, op, s, buf, len);
+    case BLITZ__OPC_RECVV:
+        return blitz_sock_recvv(cx, op, s, iov, (int)len);
+    case BLITZ__OPC_SENDV:
+        return blitz_sock_sendv(cx, op, s, iov, (int)len);
+    case BLITZ__OPC_SEND_TO:
+        return blitz_sock_send_to(cx, op, s, buf, len, op->blitz__arg_addr);
+    case BLITZ__OPC_RECV_FROM:
+        return blitz_sock_recv_from(cx, op, s, buf, len,
+                                    (blitz_addr *)(uintptr_t)op->blitz__arg_addr);
+    case BLITZ__OPC_FD_READ:
+        return blitz_fd_read(cx, op, s, buf, len);
+    case BLITZ__OPC_FD_WRITE:
+        return blitz_fd_write(cx, op, s, buf, len);
+    case BLITZ__OPC_FD_WRITE_ALL:
+        return blitz_fd_write_all(cx, op, s, buf, len);
+    case BLITZ__OPC_FD_READABLE:
+        return blitz_fd_readable(cx, op, s);
+    case BLITZ__OPC_FD_WRITABLE:
+        return blitz_fd_writable(cx, op, s);
+    default:
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+}
+
+/* Records the call in the op (its own fields: no allocation). A NULL op
+ * gives an op that is READY at once, as the calls are with a NULL op. */
+static blitz_op blitz__io_value(blitz_io *op, uint32_t call, blitz_socket *s, const void *buf,
+                                size_t len, const blitz_addr *addr, int64_t limit) {
+    if (op) {
+        op->blitz__arg_call = call;
+        op->blitz__arg_sock = s;
+        op->blitz__arg_buf = buf;
+        op->blitz__arg_len = len;
+        op->blitz__arg_addr = addr;
+        op->blitz__arg_limit = limit;
+    }
+    return blitz_op_make(blitz__io_value_poll, blitz_io_cancel, op);
+}
+
+BLITZ_API blitz_op blitz_op_sock_accept(blitz_io *io, blitz_socket *listener) {
+    return blitz__io_value(io, BLITZ__OPC_ACCEPT, listener, NULL, 0, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_tcp_connect(blitz_io *io, const blitz_addr *addr) {
+    return blitz__io_value(io, BLITZ__OPC_TCP_CONNECT, NULL, NULL, 0, addr, 0);
+}
+BLITZ_API blitz_op blitz_op_tcp_connect_timeout(blitz_io *io, const blitz_addr *addr,
+                                                int64_t timeout_ns) {
+    return blitz__io_value(io, BLITZ__OPC_TCP_CONNECT_TIMEOUT, NULL, NULL, 0, addr, timeout_ns);
+}
+BLITZ_API blitz_op blitz_op_unix_connect(blitz_io *io, const blitz_addr *addr) {
+    return blitz__io_value(io, BLITZ__OPC_UNIX_CONNECT, NULL, NULL, 0, addr, 0);
+}
+BLITZ_API blitz_op blitz_op_sock_recv(blitz_io *io, blitz_socket *s, void *buf, size_t len) {
+    return blitz__io_value(io, BLITZ__OPC_RECV, s, buf, len, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_sock_send(blitz_io *io, blitz_socket *s, const void *buf, size_t len) {
+    return blitz__io_value(io, BLITZ__OPC_SEND, s, buf, len, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_sock_send_all(blitz_io *io, blitz_socket *s, const void *buf,
+                                          size_t len) {
+    return blitz__io_value(io, BLITZ__OPC_SEND_ALL, s, buf, len, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_sock_recvv(blitz_io *io, blitz_socket *s, const blitz_iovec *iov,
+                                       int iovcnt) {
+    /* A negative count stays invalid through the size_t field. */
+    return blitz__io_value(io, BLITZ__OPC_RECVV, s, iov, iovcnt < 0 ? 0 : (size_t)iovcnt, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_sock_sendv(blitz_io *io, blitz_socket *s, const blitz_iovec *iov,
+                                       int iovcnt) {
+    return blitz__io_value(io, BLITZ__OPC_SENDV, s, iov, iovcnt < 0 ? 0 : (size_t)iovcnt, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_sock_send_to(blitz_io *io, blitz_socket *s, const void *buf, size_t len,
+                                         const blitz_addr *to) {
+    return blitz__io_value(io, BLITZ__OPC_SEND_TO, s, buf, len, to, 0);
+}
+BLITZ_API blitz_op blitz_op_sock_recv_from(blitz_io *io, blitz_socket *s, void *buf, size_t len,
+                                           blitz_addr *from) {
+    return blitz__io_value(io, BLITZ__OPC_RECV_FROM, s, buf, len, from, 0);
+}
+BLITZ_API blitz_op blitz_op_fd_read(blitz_io *io, blitz_socket *s, void *buf, size_t len) {
+    return blitz__io_value(io, BLITZ__OPC_FD_READ, s, buf, len, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_fd_write(blitz_io *io, blitz_socket *s, const void *buf, size_t len) {
+    return blitz__io_value(io, BLITZ__OPC_FD_WRITE, s, buf, len, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_fd_write_all(blitz_io *io, blitz_socket *s, const void *buf,
+                                         size_t len) {
+    return blitz__io_value(io, BLITZ__OPC_FD_WRITE_ALL, s, buf, len, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_fd_readable(blitz_io *io, blitz_socket *s) {
+    return blitz__io_value(io, BLITZ__OPC_FD_READABLE, s, NULL, 0, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_fd_writable(blitz_io *io, blitz_socket *s) {
+    return blitz__io_value(io, BLITZ__OPC_FD_WRITABLE, s, NULL, 0, NULL, 0);
+}

@@ -24,6 +24,15 @@ BLITZ_API blitz_op blitz_op_sleep_until(blitz_timer *t, uint64_t deadline_ns) {
     return blitz_op_make(blitz__sleep_op_poll, blitz_timer_cancel, t);
 }
 
+BLITZ__OP_ADAPTER(blitz__spawn_blocking_op_poll, blitz_blocking_spawn, sp,
+                  sp ? blitz_spawn_blocking_await(cx, sp, sp->blitz__opts) : BLITZ_READY)
+BLITZ_API blitz_op blitz_op_spawn_blocking_await(blitz_blocking_spawn *op,
+                                                 const blitz_blocking_opts *opts) {
+    if (op)
+        op->blitz__opts = opts;
+    return blitz_op_make(blitz__spawn_blocking_op_poll, blitz_spawn_blocking_cancel, op);
+}
+
 /* ---- the thread waker ---------------------------------------------------------- */
 
 /* A parker that wakers can reach after the thread stopped waiting: a

@@ -34,6 +34,7 @@ struct blitz_group {
     int has_waiter;
     int closed;
     int freed;
+    blitz_task **op_out; /* where blitz_op_group_next's poll puts the handle */
 };
 
 static void blitz__member_push(blitz__member_list *l, blitz__group_member *m) {
@@ -320,4 +321,12 @@ BLITZ_API int blitz_group_free(blitz_group *g) {
     }
     blitz__group_unref(g);
     return BLITZ_OK;
+}
+
+BLITZ__OP_ADAPTER(blitz__group_next_op_poll, blitz_group, g,
+                  g ? blitz_group_next(cx, g, g->op_out) : BLITZ_READY)
+BLITZ_API blitz_op blitz_op_group_next(blitz_group *g, blitz_task **out) {
+    if (g)
+        g->op_out = out;
+    return blitz_op_make(blitz__group_next_op_poll, blitz_group_next_cancel, g);
 }

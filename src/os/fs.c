@@ -721,3 +721,96 @@ BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *p) {
     if (f)
         blitz__pool_op_cancel(&f->blitz__op);
 }
+
+/* ---- file ops as values ------------------------------------------------------------------- */
+
+/* The call a constructor recorded (the public calls read their arguments
+ * at the first poll only). */
+enum {
+    BLITZ__FSC_OPEN = 1,
+    BLITZ__FSC_CLOSE,
+    BLITZ__FSC_READ,
+    BLITZ__FSC_WRITE,
+    BLITZ__FSC_PREAD,
+    BLITZ__FSC_PWRITE,
+    BLITZ__FSC_FSYNC,
+    BLITZ__FSC_READ_FILE,
+    BLITZ__FSC_WRITE_FILE
+};
+
+static blitz_poll blitz__fs_value_poll(blitz_cx *cx, void *arg) {
+    blitz_fs_op *op = (blitz_fs_op *)arg;
+    if (!op)
+        return BLITZ_READY;
+    void *buf = (void *)(uintptr_t)op->blitz__buf;
+    switch (op->blitz__call) {
+    case BLITZ__FSC_OPEN:
+        return blitz_fs_open(cx, op, op->blitz__path, op->blitz__flags, op->blitz__mode);
+    case BLITZ__FSC_CLOSE:
+        return blitz_fs_close(cx, op, op->blitz__fd);
+    case BLITZ__FSC_READ:
+        return blitz_fs_read(cx, op, op->blitz__fd, buf, op->blitz__len);
+    case BLITZ__FSC_WRITE:
+        return blitz_fs_write(cx, op, op->blitz__fd, buf, op->blitz__len);
+    case BLITZ__FSC_PREAD:
+        return blitz_fs_pread(cx, op, op->blitz__fd, buf, op->blitz__len, op->blitz__off);
+    case BLITZ__FSC_PWRITE:
+        return blitz_fs_pwrite(cx, op, op->blitz__fd, buf, op->blitz__len, op->blitz__off);
+    case BLITZ__FSC_FSYNC:
+        return blitz_fs_fsync(cx, op, op->blitz__fd);
+    case BLITZ__FSC_READ_FILE:
+        return blitz_fs_read_file(cx, op, op->blitz__path);
+    case BLITZ__FSC_WRITE_FILE:
+        return blitz_fs_write_file(cx, op, op->blitz__path, buf, op->blitz__len);
+    default:
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    }
+}
+
+static blitz_op blitz__fs_value(blitz_fs_op *op, int call, int fd, const char *path,
+                                const void *buf, size_t len, uint64_t off) {
+    if (op) {
+        op->blitz__call = call;
+        op->blitz__fd = fd;
+        op->blitz__path = path;
+        op->blitz__buf = buf;
+        op->blitz__len = len;
+        op->blitz__off = off;
+    }
+    return blitz_op_make(blitz__fs_value_poll, blitz_fs_cancel, op);
+}
+
+BLITZ_API blitz_op blitz_op_fs_open(blitz_fs_op *op, const char *path, int flags, uint32_t mode) {
+    if (op) {
+        op->blitz__flags = flags;
+        op->blitz__mode = mode;
+    }
+    return blitz__fs_value(op, BLITZ__FSC_OPEN, -1, path, NULL, 0, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_close(blitz_fs_op *op, int fd) {
+    return blitz__fs_value(op, BLITZ__FSC_CLOSE, fd, NULL, NULL, 0, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_read(blitz_fs_op *op, int fd, void *buf, size_t len) {
+    return blitz__fs_value(op, BLITZ__FSC_READ, fd, NULL, buf, len, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_write(blitz_fs_op *op, int fd, const void *buf, size_t len) {
+    return blitz__fs_value(op, BLITZ__FSC_WRITE, fd, NULL, buf, len, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_pread(blitz_fs_op *op, int fd, void *buf, size_t len,
+                                     uint64_t offset) {
+    return blitz__fs_value(op, BLITZ__FSC_PREAD, fd, NULL, buf, len, offset);
+}
+BLITZ_API blitz_op blitz_op_fs_pwrite(blitz_fs_op *op, int fd, const void *buf, size_t len,
+                                      uint64_t offset) {
+    return blitz__fs_value(op, BLITZ__FSC_PWRITE, fd, NULL, buf, len, offset);
+}
+BLITZ_API blitz_op blitz_op_fs_fsync(blitz_fs_op *op, int fd) {
+    return blitz__fs_value(op, BLITZ__FSC_FSYNC, fd, NULL, NULL, 0, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_read_file(blitz_fs_op *op, const char *path) {
+    return blitz__fs_value(op, BLITZ__FSC_READ_FILE, -1, path, NULL, 0, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_write_file(blitz_fs_op *op, const char *path, const void *data,
+                                          size_t len) {
+    return blitz__fs_value(op, BLITZ__FSC_WRITE_FILE, -1, path, data, len, 0);
+}

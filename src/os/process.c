@@ -719,3 +719,25 @@ BLITZ_API void blitz_process_output_cancel(blitz_cx *cx, void *p) {
     if (o)
         blitz__pool_op_cancel(&o->blitz__op);
 }
+
+BLITZ__OP_ADAPTER(blitz__wait_value_poll, blitz_wait_op, op,
+                  op ? blitz_process_wait(cx, op, op->blitz__child) : BLITZ_READY)
+BLITZ_API blitz_op blitz_op_process_wait(blitz_wait_op *op, blitz_child *child) {
+    if (op)
+        op->blitz__child = child;
+    return blitz_op_make(blitz__wait_value_poll, blitz_process_wait_cancel, op);
+}
+
+BLITZ__OP_ADAPTER(blitz__output_value_poll, blitz_output_op, op,
+                  op ? blitz_process_output(cx, op, op->blitz__cmd, op->blitz__input,
+                                            op->blitz__input_len)
+                     : BLITZ_READY)
+BLITZ_API blitz_op blitz_op_process_output(blitz_output_op *op, const blitz_command *cmd,
+                                           const void *input, size_t input_len) {
+    if (op) {
+        op->blitz__cmd = cmd;
+        op->blitz__input = input;
+        op->blitz__input_len = input_len;
+    }
+    return blitz_op_make(blitz__output_value_poll, blitz_process_output_cancel, op);
+}

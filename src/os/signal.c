@@ -304,3 +304,8 @@ BLITZ_API int blitz_signal_deinit(blitz_signal *s) {
     blitz__mutex_unlock(&blitz__sig.lock);
     return BLITZ_OK;
 }
+
+BLITZ__OP_ADAPTER(blitz__signal_value_poll, blitz_signal, s, blitz_signal_recv(cx, s))
+BLITZ_API blitz_op blitz_op_signal_recv(blitz_signal *s) {
+    return blitz_op_make(blitz__signal_value_poll, blitz_signal_cancel, s);
+}

@@ -148,8 +148,6 @@ static blitz_task *blitz__shutdown_at(blitz_shutdown *sd, size_t i, int close_at
 #define BLITZ__SD_CANCEL 2 /* cancel and join the rest */
 #define BLITZ__SD_DONE   3
 
-BLITZ__OP_ADAPTER(blitz__sig_op_poll, blitz_signal, sig, blitz_signal_recv(cx, sig))
-
 BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op, blitz_shutdown *sd,
                                         int64_t grace_ns) {
     if (!op)
@@ -167,7 +165,11 @@ BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op,
             op->result = BLITZ_EBUSY;
             return BLITZ_READY;
         }
+        blitz_shutdown *arg_sd = op->blitz__arg_sd;
+        int64_t arg_grace = op->blitz__arg_grace;
         memset(op, 0, sizeof *op);
+        op->blitz__arg_sd = arg_sd;
+        op->blitz__arg_grace = arg_grace;
         op->blitz__sd = sd;
         op->blitz__phase = BLITZ__SD_WAIT;
         blitz_combo_reset(&op->blitz__combo);
@@ -178,8 +180,7 @@ BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op,
             size_t n = 1;
             op->blitz__ops[0] = blitz_op_cancel_token_wait(&op->blitz__tw, &sd->token);
             if (sd->has_sig)
-                op->blitz__ops[n++] =
-                    blitz_op_make(blitz__sig_op_poll, blitz_signal_cancel, &sd->sig);
+                op->blitz__ops[n++] = blitz_op_signal_recv(&sd->sig);
             if (blitz_race(cx, &op->blitz__combo, op->blitz__ops, n) == BLITZ_PENDING)
                 return BLITZ_PENDING;
             if (op->blitz__combo.winner == 1)
@@ -252,6 +253,18 @@ BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op,
             return BLITZ_READY;
         }
     }
+}
+
+BLITZ__OP_ADAPTER(blitz__shutdown_run_op_poll, blitz_shutdown_run_op, op,
+                  op ? blitz_shutdown_run(cx, op, op->blitz__arg_sd, op->blitz__arg_grace)
+                     : BLITZ_READY)
+BLITZ_API blitz_op blitz_op_shutdown_run(blitz_shutdown_run_op *op, blitz_shutdown *sd,
+                                         int64_t grace_ns) {
+    if (op) {
+        op->blitz__arg_sd = sd;
+        op->blitz__arg_grace = grace_ns;
+    }
+    return blitz_op_make(blitz__shutdown_run_op_poll, blitz_shutdown_run_cancel, op);
 }
 
 BLITZ_API void blitz_shutdown_run_cancel(blitz_cx *cx, void *p) {

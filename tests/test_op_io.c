@@ -1,0 +1,362 @@
+/* Tests of the blitz_op constructors of sockets, descriptors, files, DNS,
+ * processes, signals, the blocking pool and task groups: each op is raced
+ * against a timer or a token, the winner's result is checked and the
+ * loser must have been withdrawn cleanly (its object reusable at once). */
+
+/* Races ops[0] and ops[1] and leaves the winner in c->combo.winner. */
+#define OPIO_RACE(c, a, b)                                          \
+    do {                                                            \
+        (c)->ops[0] = (a);                                          \
+        (c)->ops[1] = (b);                                          \
+        blitz_combo_reset(&(c)->combo);                             \
+        BLITZ_AWAIT((c), blitz_race(cx, &(c)->combo, (c)->ops, 2)); \
+    } while (0)
+
+/* A sleep of `ns` from now as an op. */
+#define OPIO_SLEEP(c, ns) \
+    blitz_op_sleep_until(&(c)->timer, blitz_deadline_after(blitz_cx_now(cx), (ns)))
+
+/* ---- sockets ---------------------------------------------------------------------------- */
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_timer timer;
+    blitz_cancel_token *token;
+} opio_firer;
+
+static blitz_poll opio_firer_poll(blitz_cx *cx, void *p) {
+    opio_firer *f = p;
+    BLITZ_BEGIN(f);
+    BLITZ_AWAIT(f, blitz_sleep(cx, &f->timer, 20 * BLITZ_MSEC));
+    blitz_cancel_token_cancel(f->token);
+    BLITZ_END(f);
+}
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_socket *listener;
+    blitz_addr addr;
+    blitz_io acc, con, rx, tx;
+    blitz_timer timer;
+    blitz_cancel_token token;
+    blitz_cancel_token_wait_op tw;
+    blitz_combo combo;
+    blitz_op ops[2];
+    blitz_iovec iov[2];
+    char buf[8], a[1], b[1];
+} opio_sock;
+
+static blitz_poll opio_sock_poll(blitz_cx *cx, void *p) {
+    opio_sock *s = p;
+    BLITZ_BEGIN(s);
+    /* An accept that loses to a timer is withdrawn. */
+    OPIO_RACE(s, blitz_op_sock_accept(&s->acc, s->listener), OPIO_SLEEP(s, 20 * BLITZ_MSEC));
+    CHECK_EQ(s->combo.winner, 1);
+    CHECK(!blitz_io_pending(&s->acc));
+    BLITZ_AWAIT(s, blitz_io_settle(cx, &s->acc));
+
+    /* An accept raced against a token that fires later. */
+    CHECK_OK(blitz_cancel_token_init(&s->token));
+    {
+        opio_firer f;
+        memset(&f, 0, sizeof f);
+        f.token = &s->token;
+        CHECK_OK(blitz_spawn(blitz_cx_runtime(cx), opio_firer_poll, &f, sizeof f, NULL));
+    }
+    OPIO_RACE(s, blitz_op_sock_accept(&s->acc, s->listener),
+              blitz_op_cancel_token_wait(&s->tw, &s->token));
+    CHECK_EQ(s->combo.winner, 1);
+    CHECK(!blitz_io_pending(&s->acc));
+    BLITZ_AWAIT(s, blitz_io_settle(cx, &s->acc));
+
+    /* The listener still accepts: the same op, both ends as ops. */
+    s->ops[0] = blitz_op_sock_accept(&s->acc, s->listener);
+    s->ops[1] = blitz_op_tcp_connect(&s->con, &s->addr);
+    blitz_combo_reset(&s->combo);
+    BLITZ_AWAIT(s, blitz_join_all(cx, &s->combo, s->ops, 2));
+    CHECK_OK((int)s->acc.result);
+    CHECK_OK((int)s->con.result);
+    CHECK_NOT_NULL(s->acc.socket);
+    CHECK_NOT_NULL(s->con.socket);
+
+    /* Data arrives before the timer: the receive wins. */
+    OPIO_RACE(s, blitz_op_sock_send_all(&s->tx, s->con.socket, "hi", 2),
+              OPIO_SLEEP(s, 5 * BLITZ_SEC));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->tx.result, 2);
+    OPIO_RACE(s, blitz_op_sock_recv(&s->rx, s->acc.socket, s->buf, sizeof s->buf),
+              OPIO_SLEEP(s, 5 * BLITZ_SEC));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->rx.result, 2);
+    CHECK(memcmp(s->buf, "hi", 2) == 0);
+
+    /* Nothing to read: the timer wins, the receive is withdrawn and the
+     * next one gets what comes later. */
+    OPIO_RACE(s, blitz_op_sock_recv(&s->rx, s->acc.socket, s->buf, sizeof s->buf),
+              OPIO_SLEEP(s, 20 * BLITZ_MSEC));
+    CHECK_EQ(s->combo.winner, 1);
+    BLITZ_AWAIT(s, blitz_io_settle(cx, &s->rx));
+    CHECK_EQ(s->rx.result, BLITZ_ECANCELED);
+    s->iov[0].base = "y";
+    s->iov[0].len = 1;
+    s->iov[1].base = "o";
+    s->iov[1].len = 1;
+    OPIO_RACE(s, blitz_op_sock_sendv(&s->tx, s->con.socket, s->iov, 2),
+              OPIO_SLEEP(s, 5 * BLITZ_SEC));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->tx.result, 2);
+    s->iov[0].base = s->a;
+    s->iov[1].base = s->b;
+    OPIO_RACE(s, blitz_op_sock_recvv(&s->rx, s->acc.socket, s->iov, 2),
+              OPIO_SLEEP(s, 5 * BLITZ_SEC));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->rx.result, 2);
+    CHECK(s->a[0] == 'y' && s->b[0] == 'o');
+    OPIO_RACE(s, blitz_op_sock_send(&s->tx, s->acc.socket, "!", 1), OPIO_SLEEP(s, 5 * BLITZ_SEC));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->tx.result, 1);
+    blitz_sock_close(s->acc.socket);
+    blitz_sock_close(s->con.socket);
+
+    /* A connect with a limit, as an op. */
+    s->ops[0] = blitz_op_sock_accept(&s->acc, s->listener);
+    s->ops[1] = blitz_op_tcp_connect_timeout(&s->con, &s->addr, 5 * BLITZ_SEC);
+    blitz_combo_reset(&s->combo);
+    BLITZ_AWAIT(s, blitz_join_all(cx, &s->combo, s->ops, 2));
+    CHECK_OK((int)s->acc.result);
+    CHECK_OK((int)s->con.result);
+    blitz_sock_close(s->acc.socket);
+    blitz_sock_close(s->con.socket);
+    BLITZ_END(s);
+}
+
+static int op_io_sock(blitz_backend b) {
+    IO_RUN_LISTENING(b, opio_sock, opio_sock_poll);
+}
+IO_BACKEND_TESTS(op_io_sock)
+
+/* Datagrams and pipe descriptors. */
+typedef struct {
+    BLITZ_CORO;
+    blitz_socket *u1, *u2, *rd, *wr;
+    blitz_addr to, from;
+    blitz_io rx, tx;
+    blitz_timer timer;
+    blitz_combo combo;
+    blitz_op ops[2];
+    char buf[8];
+} opio_dgram;
+
+static blitz_poll opio_dgram_poll(blitz_cx *cx, void *p) {
+    opio_dgram *d = p;
+    BLITZ_BEGIN(d);
+    OPIO_RACE(d, blitz_op_sock_recv_from(&d->rx, d->u2, d->buf, sizeof d->buf, &d->from),
+              OPIO_SLEEP(d, 20 * BLITZ_MSEC));
+    CHECK_EQ(d->combo.winner, 1);
+    BLITZ_AWAIT(d, blitz_io_settle(cx, &d->rx));
+    OPIO_RACE(d, blitz_op_sock_send_to(&d->tx, d->u1, "dg", 2, &d->to),
+              OPIO_SLEEP(d, 5 * BLITZ_SEC));
+    CHECK_EQ(d->combo.winner, 0);
+    CHECK_EQ(d->tx.result, 2);
+    OPIO_RACE(d, blitz_op_sock_recv_from(&d->rx, d->u2, d->buf, sizeof d->buf, &d->from),
+              OPIO_SLEEP(d, 5 * BLITZ_SEC));
+    CHECK_EQ(d->combo.winner, 0);
+    CHECK_EQ(d->rx.result, 2);
+    CHECK(memcmp(d->buf, "dg", 2) == 0);
+    CHECK_GT(blitz_addr_port(&d->from), 0);
+
+    OPIO_RACE(d, blitz_op_fd_readable(&d->rx, d->rd), OPIO_SLEEP(d, 20 * BLITZ_MSEC));
+    CHECK_EQ(d->combo.winner, 1);
+    BLITZ_AWAIT(d, blitz_io_settle(cx, &d->rx));
+    OPIO_RACE(d, blitz_op_fd_writable(&d->tx, d->wr), OPIO_SLEEP(d, 5 * BLITZ_SEC));
+    CHECK_EQ(d->combo.winner, 0);
+    CHECK_GT(d->tx.result, 0);
+    OPIO_RACE(d, blitz_op_fd_write(&d->tx, d->wr, "p", 1), OPIO_SLEEP(d, 5 * BLITZ_SEC));
+    CHECK_EQ(d->combo.winner, 0);
+    CHECK_EQ(d->tx.result, 1);
+    OPIO_RACE(d, blitz_op_fd_write_all(&d->tx, d->wr, "q", 1), OPIO_SLEEP(d, 5 * BLITZ_SEC));
+    CHECK_EQ(d->combo.winner, 0);
+    CHECK_EQ(d->tx.result, 1);
+    OPIO_RACE(d, blitz_op_fd_read(&d->rx, d->rd, d->buf, sizeof d->buf),
+              OPIO_SLEEP(d, 5 * BLITZ_SEC));
+    CHECK_EQ(d->combo.winner, 0);
+    CHECK_GE(d->rx.result, 1);
+    CHECK(d->buf[0] == 'p');
+    BLITZ_END(d);
+}
+
+static int op_io_dgram(blitz_backend b) {
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
+    if (!rt)
+        return 0;
+    opio_dgram *d = calloc(1, sizeof *d);
+    blitz_addr any;
+    CHECK_OK(blitz_addr_parse("127.0.0.1:0", &any));
+    CHECK_OK(blitz_udp_bind(rt, &any, 0, &d->u1));
+    CHECK_OK(blitz_udp_bind(rt, &any, 0, &d->u2));
+    CHECK_OK(blitz_sock_local_addr(d->u2, &d->to));
+    CHECK_OK(blitz_pipe(rt, &d->rd, &d->wr));
+    CHECK_OK(blitz_runtime_run(rt, opio_dgram_poll, d, sizeof *d));
+    blitz_sock_close(d->u1);
+    blitz_sock_close(d->u2);
+    blitz_sock_close(d->rd);
+    blitz_sock_close(d->wr);
+    CHECK_OK(blitz_runtime_free(rt));
+    free(d);
+    return 0;
+}
+IO_BACKEND_TESTS(op_io_dgram)
+
+/* ---- files from a plain thread -------------------------------------------------------- */
+
+BLITZ_TEST(op_fs_run_blocking) {
+    blitz_runtime *rt = tu_rt_new(TU_MT2);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/blitz_op_fs_%d", (int)getpid());
+    blitz_fs_op op;
+    memset(&op, 0, sizeof op);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_write_file(&op, path, "hello", 5)));
+    CHECK_EQ(op.result, 5);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_open(&op, path, BLITZ_FS_READ, 0)));
+    CHECK_GE(op.result, 0);
+    int fd = (int)op.result;
+    char buf[16] = {0};
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_read(&op, fd, buf, sizeof buf)));
+    CHECK_EQ(op.result, 5);
+    CHECK(memcmp(buf, "hello", 5) == 0);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_pread(&op, fd, buf, 3, 2)));
+    CHECK_EQ(op.result, 3);
+    CHECK(memcmp(buf, "llo", 3) == 0);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_close(&op, fd)));
+    CHECK_OK((int)op.result);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_read_file(&op, path)));
+    CHECK_EQ(op.result, 5);
+    CHECK(strcmp((const char *)op.data, "hello") == 0);
+    blitz_free(op.data);
+    CHECK_EQ(unlink(path), 0);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
+/* ---- pool ops, processes, signals, groups --------------------------------------------- */
+
+static void opio_job(void *arg) {
+    (void)arg;
+}
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_timer timer;
+} opio_member;
+
+static blitz_poll opio_member_poll(blitz_cx *cx, void *p) {
+    opio_member *m = p;
+    BLITZ_BEGIN(m);
+    BLITZ_AWAIT(m, blitz_sleep(cx, &m->timer, 60 * BLITZ_SEC));
+    BLITZ_END(m);
+}
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_timer timer;
+    blitz_combo combo;
+    blitz_op ops[2];
+    blitz_dns_op dns;
+    blitz_blocking_opts bopts;
+    blitz_blocking_spawn sp;
+    blitz_command cmd;
+    blitz_child child;
+    blitz_wait_op wait;
+    blitz_output_op out;
+    blitz_signal sig;
+    blitz_group *group;
+    blitz_task *next;
+    blitz_fs_op fs;
+} opio_pool;
+
+static const char *const opio_sleep_argv[] = {"sleep", "30", NULL};
+static const char *const opio_echo_argv[] = {"echo", "hi", NULL};
+
+static blitz_poll opio_pool_poll(blitz_cx *cx, void *p) {
+    opio_pool *s = p;
+    BLITZ_BEGIN(s);
+    OPIO_RACE(s, blitz_op_dns_resolve(&s->dns, "127.0.0.1", 80, 4), OPIO_SLEEP(s, 5 * BLITZ_SEC));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_GE(s->dns.result, 1);
+    blitz_free(s->dns.addrs);
+
+    OPIO_RACE(s, blitz_op_fs_read_file(&s->fs, "/proc/self/stat"), OPIO_SLEEP(s, 5 * BLITZ_SEC));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_GT(s->fs.result, 0);
+    blitz_free(s->fs.data);
+
+    s->bopts.fn = opio_job;
+    s->bopts.size = 1;
+    OPIO_RACE(s, blitz_op_spawn_blocking_await(&s->sp, &s->bopts), OPIO_SLEEP(s, 5 * BLITZ_SEC));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_OK(s->sp.result);
+    OPIO_RACE(s, blitz_op_join(s->sp.task), OPIO_SLEEP(s, 5 * BLITZ_SEC));
+    CHECK_EQ(s->combo.winner, 0);
+    blitz_task_release(&s->sp.task);
+
+    /* A wait that loses to a timer is withdrawn; a later one sees the end. */
+    memset(&s->cmd, 0, sizeof s->cmd);
+    s->cmd.argv = opio_sleep_argv;
+    s->cmd.stdin_mode = BLITZ_STDIO_NULL;
+    s->cmd.stdout_mode = BLITZ_STDIO_NULL;
+    s->cmd.stderr_mode = BLITZ_STDIO_INHERIT;
+    CHECK_OK(blitz_process_spawn(blitz_cx_runtime(cx), &s->cmd, &s->child));
+    OPIO_RACE(s, blitz_op_process_wait(&s->wait, &s->child), OPIO_SLEEP(s, 20 * BLITZ_MSEC));
+    CHECK_EQ(s->combo.winner, 1);
+    CHECK_OK(blitz_process_kill(&s->child, SIGKILL));
+    OPIO_RACE(s, blitz_op_process_wait(&s->wait, &s->child), OPIO_SLEEP(s, 5 * BLITZ_SEC));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_OK(s->wait.result);
+    CHECK_EQ(s->wait.exited, 0);
+    CHECK_EQ(s->wait.signal, SIGKILL);
+    CHECK_OK(blitz_process_release(&s->child));
+
+    s->cmd.argv = opio_echo_argv;
+    OPIO_RACE(s, blitz_op_process_output(&s->out, &s->cmd, NULL, 0), OPIO_SLEEP(s, 5 * BLITZ_SEC));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_OK(s->out.result);
+    CHECK(s->out.out && strcmp(s->out.out, "hi\n") == 0);
+    blitz_free(s->out.out);
+    blitz_free(s->out.err);
+
+    /* A signal receive that loses keeps counting; the next one gets it. */
+    CHECK_OK(blitz_signal_init(&s->sig, SIGUSR2));
+    OPIO_RACE(s, blitz_op_signal_recv(&s->sig), OPIO_SLEEP(s, 20 * BLITZ_MSEC));
+    CHECK_EQ(s->combo.winner, 1);
+    CHECK_EQ(raise(SIGUSR2), 0);
+    OPIO_RACE(s, blitz_op_signal_recv(&s->sig), OPIO_SLEEP(s, 5 * BLITZ_SEC));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->sig.signo, SIGUSR2);
+    CHECK_OK(blitz_signal_deinit(&s->sig));
+
+    /* Group next: withdrawn when the timer wins, then handed the member. */
+    CHECK_OK(blitz_group_new(blitz_cx_runtime(cx), &s->group));
+    {
+        opio_member m;
+        memset(&m, 0, sizeof m);
+        CHECK_OK(blitz_group_spawn(s->group, opio_member_poll, &m, sizeof m));
+    }
+    OPIO_RACE(s, blitz_op_group_next(s->group, &s->next), OPIO_SLEEP(s, 20 * BLITZ_MSEC));
+    CHECK_EQ(s->combo.winner, 1);
+    CHECK_OK(blitz_group_cancel_all(s->group));
+    OPIO_RACE(s, blitz_op_group_next(s->group, &s->next), OPIO_SLEEP(s, 5 * BLITZ_SEC));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_NOT_NULL(s->next);
+    blitz_task_release(&s->next);
+    CHECK_OK(blitz_group_free(s->group));
+    BLITZ_END(s);
+}
+
+BLITZ_TEST(op_pool_race) {
+    blitz_runtime *rt = tu_rt_new(TU_MT2);
+    opio_pool *s = calloc(1, sizeof *s);
+    CHECK_OK(blitz_runtime_run(rt, opio_pool_poll, s, sizeof *s));
+    CHECK_OK(blitz_runtime_free(rt));
+    free(s);
+    return 0;
+}
