@@ -81,19 +81,11 @@ typedef struct {
     long accepted;
 } acceptor;
 
-static blitz_poll accept_op(blitz_cx *cx, void *p) {
-    acceptor *a = p;
-    return blitz_sock_accept(cx, &a->io, a->listener);
-}
-static void accept_cancel(blitz_cx *cx, void *p) {
-    blitz_io_cancel(cx, &((acceptor *)p)->io);
-}
-
 static blitz_poll acceptor_poll(blitz_cx *cx, void *p) {
     acceptor *a = p;
     BLITZ_BEGIN(a);
     for (;;) {
-        a->ops[0] = blitz_op_make(accept_op, accept_cancel, a);
+        a->ops[0] = blitz_op_sock_accept(&a->io, a->listener);
         a->ops[1] = blitz_op_cancel_token_wait(&a->stop, blitz_shutdown_token(a->sd));
         blitz_combo_reset(&a->race);
         BLITZ_AWAIT(a, blitz_race(cx, &a->race, a->ops, 2));
@@ -184,18 +176,13 @@ typedef struct {
     int64_t seconds, grace_ms;
 } supervisor;
 
-static blitz_poll run_op(blitz_cx *cx, void *p) {
-    supervisor *s = p;
-    return blitz_shutdown_run(cx, &s->run, s->sd, s->grace_ms * BLITZ_MSEC);
-}
-
 /* After SECONDS the server shuts itself down, as if signalled. */
 static blitz_poll supervisor_poll(blitz_cx *cx, void *p) {
     supervisor *s = p;
     BLITZ_BEGIN(s);
     s->ops[0] =
         blitz_op_sleep_until(&s->after, blitz_cx_now(cx) + (uint64_t)s->seconds * BLITZ_SEC);
-    s->ops[1] = blitz_op_make(run_op, blitz_shutdown_run_cancel, s);
+    s->ops[1] = blitz_op_shutdown_run(&s->run, s->sd, s->grace_ms * BLITZ_MSEC);
     for (;;) {
         BLITZ_AWAIT(s, blitz_select(cx, &s->race, s->ops, 2));
         if (s->race.winner == 0) {

@@ -33,4 +33,5 @@
     X(op_io_dgram_epoll, 20000)         \
     X(op_io_dgram_poll, 20000)          \
     X(op_fs_run_blocking, 10000)        \
-    X(op_pool_race, 20000)
+    X(op_pool_race, 20000)              \
+    X(op_shutdown_run_race, 10000)

@@ -360,3 +360,45 @@ BLITZ_TEST(op_pool_race) {
     free(s);
     return 0;
 }
+
+/* ---- the shutdown run ------------------------------------------------------------------ */
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_shutdown *lose, *win;
+    blitz_shutdown_run_op run;
+    blitz_timer timer;
+    blitz_combo combo;
+    blitz_op ops[2];
+} opio_shutdown;
+
+static blitz_poll opio_shutdown_poll(blitz_cx *cx, void *p) {
+    opio_shutdown *s = p;
+    BLITZ_BEGIN(s);
+    /* Nothing triggers it: the timer wins and the run is withdrawn. */
+    OPIO_RACE(s, blitz_op_shutdown_run(&s->run, s->lose, 0), OPIO_SLEEP(s, 20 * BLITZ_MSEC));
+    CHECK_EQ(s->combo.winner, 1);
+    CHECK_EQ(s->run.result, BLITZ_ECANCELED);
+    /* Triggered: the run of a fresh coordinator finishes first. */
+    CHECK_OK(blitz_shutdown_trigger(s->win));
+    memset(&s->run, 0, sizeof s->run);
+    OPIO_RACE(s, blitz_op_shutdown_run(&s->run, s->win, 0), OPIO_SLEEP(s, 5 * BLITZ_SEC));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_OK(s->run.result);
+    CHECK_EQ(s->run.signo, 0);
+    BLITZ_END(s);
+}
+
+BLITZ_TEST(op_shutdown_run_race) {
+    blitz_runtime *rt = tu_rt_new(TU_MT2);
+    opio_shutdown s;
+    memset(&s, 0, sizeof s);
+    blitz_shutdown_opts none = {NULL, -1};
+    CHECK_OK(blitz_shutdown_new(rt, &none, &s.lose));
+    CHECK_OK(blitz_shutdown_new(rt, &none, &s.win));
+    CHECK_OK(blitz_runtime_run(rt, opio_shutdown_poll, &s, sizeof s));
+    CHECK_OK(blitz_shutdown_free(s.lose));
+    CHECK_OK(blitz_shutdown_free(s.win));
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}

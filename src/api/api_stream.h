@@ -291,9 +291,8 @@ BLITZ_API blitz_op blitz_op_copy(blitz_copy *c);
  *
  *   blitz_shutdown *sd;
  *   blitz_shutdown_new(rt, NULL, &sd);                (SIGINT and SIGTERM)
- *   ... the accept loop races its accept (wrapped as an op: "OPS,
- *   COMBINATORS AND TASK GROUPS" above) against the token:
- *   s->ops[0] = blitz_op_make(accept_poll, accept_cancel, &s->acc);
+ *   ... the accept loop races its accept against the token:
+ *   s->ops[0] = blitz_op_sock_accept(&s->acc, s->listener);
  *   s->ops[1] = blitz_op_cancel_token_wait(&s->tw, blitz_shutdown_token(sd));
  *   ... connections: blitz_shutdown_spawn(sd, conn_poll, &c, sizeof c);
  *   (a connection cancelled after the grace period closes its socket in
