@@ -2,6 +2,7 @@
  * processes, signals, the blocking pool and task groups: each op is raced
  * against a timer or a token, the winner's result is checked and the
  * loser must have been withdrawn cleanly (its object reusable at once). */
+#include <sys/ioctl.h>
 
 /* Races ops[0] and ops[1] and leaves the winner in c->combo.winner. */
 #define OPIO_RACE(c, a, b)                                          \
@@ -138,9 +139,9 @@ IO_BACKEND_TESTS(op_io_sock)
 /* Datagrams and pipe descriptors. */
 typedef struct {
     BLITZ_CORO;
-    blitz_socket *u1, *u2, *rd, *wr;
-    blitz_addr to, from;
-    blitz_io rx, tx;
+    blitz_socket *u1, *u2, *rd, *wr, *ul;
+    blitz_addr to, from, uaddr;
+    blitz_io rx, tx, acc, con;
     blitz_timer timer;
     blitz_combo combo;
     blitz_op ops[2];
@@ -182,6 +183,15 @@ static blitz_poll opio_dgram_poll(blitz_cx *cx, void *p) {
     CHECK_EQ(d->combo.winner, 0);
     CHECK_GE(d->rx.result, 1);
     CHECK(d->buf[0] == 'p');
+
+    d->ops[0] = blitz_op_sock_accept(&d->acc, d->ul);
+    d->ops[1] = blitz_op_unix_connect(&d->con, &d->uaddr);
+    blitz_combo_reset(&d->combo);
+    BLITZ_AWAIT(d, blitz_join_all(cx, &d->combo, d->ops, 2));
+    CHECK_OK((int)d->acc.result);
+    CHECK_OK((int)d->con.result);
+    blitz_sock_close(d->acc.socket);
+    blitz_sock_close(d->con.socket);
     BLITZ_END(d);
 }
 
@@ -196,7 +206,12 @@ static int op_io_dgram(blitz_backend b) {
     CHECK_OK(blitz_udp_bind(rt, &any, 0, &d->u2));
     CHECK_OK(blitz_sock_local_addr(d->u2, &d->to));
     CHECK_OK(blitz_pipe(rt, &d->rd, &d->wr));
+    char name[64];
+    snprintf(name, sizeof name, "@blitz_op_io_%d_%d", (int)getpid(), (int)b);
+    CHECK_OK(blitz_addr_unix(name, &d->uaddr));
+    CHECK_OK(blitz_unix_listen(rt, &d->uaddr, 16, &d->ul));
     CHECK_OK(blitz_runtime_run(rt, opio_dgram_poll, d, sizeof *d));
+    blitz_sock_close(d->ul);
     blitz_sock_close(d->u1);
     blitz_sock_close(d->u2);
     blitz_sock_close(d->rd);
@@ -272,6 +287,8 @@ typedef struct {
     blitz_group *group;
     blitz_task *next;
     blitz_fs_op fs;
+    int pfd[2], avail, spins;
+    char buf[8];
 } opio_pool;
 
 static const char *const opio_sleep_argv[] = {"sleep", "30", NULL};
@@ -289,6 +306,27 @@ static blitz_poll opio_pool_poll(blitz_cx *cx, void *p) {
     CHECK_EQ(s->combo.winner, 0);
     CHECK_GT(s->fs.result, 0);
     blitz_free(s->fs.data);
+
+    /* A file read that loses (a pipe nobody writes) is withdrawn; the op
+     * is reusable at once while its job still waits on its thread. */
+    CHECK_EQ(pipe(s->pfd), 0);
+    OPIO_RACE(s, blitz_op_fs_read(&s->fs, s->pfd[0], s->buf, sizeof s->buf),
+              OPIO_SLEEP(s, 20 * BLITZ_MSEC));
+    CHECK_EQ(s->combo.winner, 1);
+    OPIO_RACE(s, blitz_op_fs_write(&s->fs, s->pfd[1], "z", 1), OPIO_SLEEP(s, 5 * BLITZ_SEC));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->fs.result, 1);
+    /* Close only once the withdrawn read took the byte: a job still
+     * queued would otherwise read whatever reuses the descriptor. */
+    for (s->spins = 0;; s->spins++) {
+        CHECK_LT(s->spins, 5000);
+        CHECK_EQ(ioctl(s->pfd[0], FIONREAD, &s->avail), 0);
+        if (s->avail == 0)
+            break;
+        BLITZ_AWAIT(s, blitz_sleep(cx, &s->timer, BLITZ_MSEC));
+    }
+    close(s->pfd[0]);
+    close(s->pfd[1]);
 
     s->bopts.fn = opio_job;
     s->bopts.size = 1;
