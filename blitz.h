@@ -92,7 +92,7 @@ blitz_err_name(code) the name ("EINVAL") of any code; neither returns NULL
 API shape: every waiting op has one cancel, void blitz_<op>_cancel(
 blitz_cx *cx, void *op): a blitz_cancel_fn for blitz_op_make and
 blitz_timeout_op, and callable with cx NULL from a cancel hook or another
-thread. Every blocking form for plain threads ends in _blocking
+thread; and a constructor blitz_op_<op>(...) that makes it a blitz_op. Every blocking form for plain threads ends in _blocking
 (blitz_join_blocking, blitz_mutex_lock_blocking, blitz_op_run_blocking for
 any op). Objects the caller allocates pair _init with _deinit; objects
 blitz allocates pair _new with _free; reference-counted handles (tasks,
@@ -398,23 +398,42 @@ back whatever it was already handed). blitz_op bundles the three so any op can
 be driven generically:
 
     blitz_op_join(handle)               blitz_op_sleep_until(&timer, when)
-    blitz_op_make(poll, cancel, obj)    (primitives, channels and copies
-                                         have blitz_op_* constructors too)
+    blitz_op_make(poll, cancel, obj)
 
-A socket op has none: its arguments (socket, buffer, length) do not fit
-one object. Wrap it in a poll function over a struct that holds them, with
-blitz_io_cancel on the blitz_io as its cancel (examples/graceful_server.c
-races an accept against a shutdown token this way):
+Every waiting op has a blitz_op_<name> constructor next to it in the
+headers. It records the arguments in the op's own struct (nothing is
+allocated), and the op's cancel is the op's one public cancel:
 
-    typedef struct { blitz_io io; blitz_socket *listener; } accept_op;
-    static blitz_poll accept_poll(blitz_cx *cx, void *p) {
-        accept_op *a = p;
-        return blitz_sock_accept(cx, &a->io, a->listener);
-    }
-    static void accept_cancel(blitz_cx *cx, void *p) {
-        blitz_io_cancel(cx, &((accept_op *)p)->io);
-    }
-    ... s->ops[0] = blitz_op_make(accept_poll, accept_cancel, &s->acc);
+    primitives   blitz_op_semaphore_acquire, _mutex_lock, _rwlock_read,
+                 _rwlock_write, _notify_wait, _barrier_wait,
+                 _once_cell_get_or_claim, _cancel_token_wait
+    channels     blitz_op_chan_send, _chan_recv, _oneshot_recv,
+                 _broadcast_recv, _watch_changed
+    sockets      blitz_op_sock_accept, _tcp_connect, _tcp_connect_timeout,
+                 _unix_connect, _sock_recv, _sock_send, _sock_send_all,
+                 _sock_recvv, _sock_sendv, _sock_recv_from, _sock_send_to
+                 (blitz_io; cancel blitz_io_cancel)
+    descriptors  blitz_op_fd_read, _fd_write, _fd_write_all, _fd_readable,
+                 _fd_writable (blitz_io)
+    streams      blitz_op_stream_read, _stream_write, _reader_read_line,
+                 _reader_read_exact, _writer_write_all, _writer_flush,
+                 blitz_op_copy
+    files        blitz_op_fs_open, _fs_close, _fs_read, _fs_write, _fs_pread,
+                 _fs_pwrite, _fs_fsync, _fs_read_file, _fs_write_file
+    pool         blitz_op_dns_resolve, blitz_op_spawn_blocking_await,
+                 blitz_op_process_wait, blitz_op_process_output
+    others       blitz_op_signal_recv, blitz_op_group_next,
+                 blitz_op_shutdown_run
+
+Buffers and addresses passed to a constructor stay where they are until
+the op is READY or cancelled, as with the call itself; read the result in
+the op's struct. An accept raced against a shutdown token
+(examples/graceful_server.c):
+
+    s->ops[0] = blitz_op_sock_accept(&s->acc, s->listener);
+    s->ops[1] = blitz_op_cancel_token_wait(&s->tw, token);
+    BLITZ_AWAIT(s, blitz_race(cx, &s->combo, s->ops, 2));
+    if (s->combo.winner == 1) ...   // shutting down: the accept was withdrawn
 
 A plain thread runs any op to completion with blitz_op_run_blocking(rt, op): the
 blocking form of everything (BLITZ_EDEADLK inside a task). In a task, the
@@ -955,9 +974,9 @@ the tasks in flight may finish until the grace period ends, the rest are
 cancelled; run.finished and run.cancelled count them and run.signo tells
 the signal. See examples/graceful_server.c.
 
-An accept becomes an op with blitz_op_make over a small poll function that
-calls blitz_sock_accept and a cancel that calls blitz_io_cancel (see
-OPS, COMBINATORS AND TASK GROUPS). A cancelled connection's task never
+blitz_op_sock_accept(&s->acc, listener) makes the accept an op (see
+OPS, COMBINATORS AND TASK GROUPS), and blitz_op_shutdown_run the run. A
+cancelled connection's task never
 runs again: spawn connections with blitz_shutdown_spawn_ex and a drop
 function that closes the socket (and a cancel hook that calls
 blitz_io_cancel), or their peers see the end only when the runtime is
@@ -2043,6 +2062,9 @@ BLITZ_API int blitz_group_spawn_ex(blitz_group *g, const blitz_spawn_opts *opts)
 BLITZ_API blitz_poll blitz_group_next(blitz_cx *cx, blitz_group *g, blitz_task **out);
 /* Withdraws a pending blitz_group_next (a blitz_cancel_fn; op = the group). */
 BLITZ_API void blitz_group_next_cancel(blitz_cx *cx, void *group);
+/* blitz_group_next as a blitz_op (cancel: blitz_group_next_cancel); `out`
+ * stays in the task's state until the op is READY. */
+BLITZ_API blitz_op blitz_op_group_next(blitz_group *g, blitz_task **out);
 /* Blocking form for plain threads: BLITZ_OK with *out as above. */
 BLITZ_API int blitz_group_next_blocking(blitz_group *g, blitz_task **out);
 /* Members spawned and not yet handed out by blitz_group_next. */
@@ -2819,6 +2841,15 @@ typedef struct blitz_io {
     uint32_t blitz__sockref; /* the task's reference on blitz__sock (task only) */
     void *blitz__free_after; /* freed by the completion of a cancelled op */
     uint64_t blitz__scratch[18];
+    /* The call and arguments a blitz_op_sock_* / blitz_op_fd_* constructor
+     * recorded: kept apart from the fields above, which a cancelled op's
+     * completion may still need while the new op is made. */
+    blitz_socket *blitz__arg_sock;
+    const void *blitz__arg_buf;
+    size_t blitz__arg_len;
+    const blitz_addr *blitz__arg_addr;
+    int64_t blitz__arg_limit;
+    uint32_t blitz__arg_call;
 } blitz_io;
 
 /* Options of the listen / bind calls (other bits: BLITZ_EINVAL). */
@@ -2861,6 +2892,8 @@ BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int ba
  * accept counts against the descriptor limit that held when it was armed
  * (the first accept): lower RLIMIT_NOFILE before listening. */
 BLITZ_API blitz_poll blitz_sock_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener);
+/* blitz_sock_accept as a blitz_op (cancel: blitz_io_cancel). */
+BLITZ_API blitz_op blitz_op_sock_accept(blitz_io *io, blitz_socket *listener);
 /* Await a connection to `addr` (copied): op->socket (result 0) or an error
  * (BLITZ_ECONNREFUSED, ...). */
 BLITZ_API blitz_poll blitz_tcp_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr);
@@ -2873,6 +2906,11 @@ BLITZ_API blitz_poll blitz_tcp_connect(blitz_cx *cx, blitz_io *op, const blitz_a
  * with blitz_io_cancel as any op. */
 BLITZ_API blitz_poll blitz_tcp_connect_timeout(blitz_cx *cx, blitz_io *op, const blitz_addr *addr,
                                                int64_t timeout_ns);
+/* The connects as blitz_ops (cancel: blitz_io_cancel); `addr` must stay
+ * valid until the op's first poll. */
+BLITZ_API blitz_op blitz_op_tcp_connect(blitz_io *io, const blitz_addr *addr);
+BLITZ_API blitz_op blitz_op_tcp_connect_timeout(blitz_io *io, const blitz_addr *addr,
+                                                int64_t timeout_ns);
 
 /* Stream and datagram transfers (TCP, Unix stream, connected UDP / Unix
  * datagram). recv: result 0 at end of stream (a stream receive of len 0
@@ -2892,6 +2930,15 @@ BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *
                                       const blitz_iovec *iov, int iovcnt);
 BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                       const blitz_iovec *iov, int iovcnt);
+/* The transfers above as blitz_ops (cancel: blitz_io_cancel). */
+BLITZ_API blitz_op blitz_op_sock_recv(blitz_io *io, blitz_socket *s, void *buf, size_t len);
+BLITZ_API blitz_op blitz_op_sock_send(blitz_io *io, blitz_socket *s, const void *buf, size_t len);
+BLITZ_API blitz_op blitz_op_sock_send_all(blitz_io *io, blitz_socket *s, const void *buf,
+                                          size_t len);
+BLITZ_API blitz_op blitz_op_sock_recvv(blitz_io *io, blitz_socket *s, const blitz_iovec *iov,
+                                       int iovcnt);
+BLITZ_API blitz_op blitz_op_sock_sendv(blitz_io *io, blitz_socket *s, const blitz_iovec *iov,
+                                       int iovcnt);
 
 /* Shuts down reading (0), writing (1, sends FIN: half-close) or both (2). */
 BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
@@ -2950,6 +2997,11 @@ BLITZ_API blitz_poll blitz_sock_send_to(blitz_cx *cx, blitz_io *op, blitz_socket
                                         const void *buf, size_t len, const blitz_addr *to);
 BLITZ_API blitz_poll blitz_sock_recv_from(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
                                           size_t len, blitz_addr *from);
+/* The datagram calls as blitz_ops (cancel: blitz_io_cancel). */
+BLITZ_API blitz_op blitz_op_sock_send_to(blitz_io *io, blitz_socket *s, const void *buf, size_t len,
+                                         const blitz_addr *to);
+BLITZ_API blitz_op blitz_op_sock_recv_from(blitz_io *io, blitz_socket *s, void *buf, size_t len,
+                                           blitz_addr *from);
 /* Multicast group membership (IPv4 or IPv6 group; interface: an IPv4
  * address literal or NULL for any / an IPv6 interface index as text). */
 BLITZ_API int blitz_udp_join_multicast(blitz_socket *s, const char *group, const char *iface);
@@ -2969,6 +3021,8 @@ BLITZ_API int blitz_udp_set_broadcast(blitz_socket *s, int on);
 BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
                                 blitz_socket **out);
 BLITZ_API blitz_poll blitz_unix_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr);
+/* blitz_unix_connect as a blitz_op (as blitz_op_tcp_connect). */
+BLITZ_API blitz_op blitz_op_unix_connect(blitz_io *io, const blitz_addr *addr);
 BLITZ_API int blitz_unix_dgram(blitz_runtime *rt, const blitz_addr *addr, blitz_socket **out);
 /* A connected pair of Unix stream (type 1) or datagram (type 2) sockets. */
 BLITZ_API int blitz_unix_pair(blitz_runtime *rt, int type, blitz_socket **a, blitz_socket **b);
@@ -3054,11 +3108,16 @@ typedef struct blitz_blocking_spawn {
     int result;
     blitz_task *task;
     struct blitz__pool_op blitz__op;
+    const blitz_blocking_opts *blitz__opts; /* blitz_op_spawn_blocking_await's */
 } blitz_blocking_spawn;
 BLITZ_API blitz_poll blitz_spawn_blocking_await(blitz_cx *cx, blitz_blocking_spawn *op,
                                                 const blitz_blocking_opts *opts);
 /* Stops waiting for room (a blitz_cancel_fn; op is the blitz_blocking_spawn). */
 BLITZ_API void blitz_spawn_blocking_cancel(blitz_cx *cx, void *op);
+/* blitz_spawn_blocking_await as a blitz_op (cancel:
+ * blitz_spawn_blocking_cancel); `opts` is read at every poll, as above. */
+BLITZ_API blitz_op blitz_op_spawn_blocking_await(blitz_blocking_spawn *op,
+                                                 const blitz_blocking_opts *opts);
 
 typedef struct blitz_pool_stats {
     uint32_t threads;     /* alive pool threads */
@@ -3154,6 +3213,13 @@ typedef struct blitz_fs_op {
     void *blitz__out;
     const blitz_iovec *blitz__iov;
     int blitz__iovcnt;
+    /* The call a blitz_op_fs_* constructor recorded, and its arguments. */
+    int blitz__call, blitz__fd, blitz__flags;
+    uint32_t blitz__mode;
+    const char *blitz__path;
+    const void *blitz__buf;
+    size_t blitz__len;
+    uint64_t blitz__off;
 } blitz_fs_op;
 
 /* Opens `path` with BLITZ_FS_* flags (close-on-exec); `mode` is used when
@@ -3213,6 +3279,20 @@ BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const ch
                                          const void *data, size_t len);
 /* The op's cancel (a blitz_cancel_fn; op is the blitz_fs_op). */
 BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *op);
+/* The file ops as blitz_ops (cancel: blitz_fs_cancel); the arguments
+ * (path, buffer) must stay valid until the op is READY or cancelled. */
+BLITZ_API blitz_op blitz_op_fs_open(blitz_fs_op *op, const char *path, int flags, uint32_t mode);
+BLITZ_API blitz_op blitz_op_fs_close(blitz_fs_op *op, int fd);
+BLITZ_API blitz_op blitz_op_fs_read(blitz_fs_op *op, int fd, void *buf, size_t len);
+BLITZ_API blitz_op blitz_op_fs_write(blitz_fs_op *op, int fd, const void *buf, size_t len);
+BLITZ_API blitz_op blitz_op_fs_pread(blitz_fs_op *op, int fd, void *buf, size_t len,
+                                     uint64_t offset);
+BLITZ_API blitz_op blitz_op_fs_pwrite(blitz_fs_op *op, int fd, const void *buf, size_t len,
+                                      uint64_t offset);
+BLITZ_API blitz_op blitz_op_fs_fsync(blitz_fs_op *op, int fd);
+BLITZ_API blitz_op blitz_op_fs_read_file(blitz_fs_op *op, const char *path);
+BLITZ_API blitz_op blitz_op_fs_write_file(blitz_fs_op *op, const char *path, const void *data,
+                                          size_t len);
 
 /* ---------------------------------------------------------------------------
  * DNS: name resolution on the blocking pool (getaddrinfo), cancellable
@@ -3246,6 +3326,10 @@ typedef struct blitz_dns_op {
      * owns them after READY and frees them with blitz_free. */
     blitz_resolved_addr *addrs;
     struct blitz__pool_op blitz__op;
+    /* blitz_op_dns_resolve's arguments. */
+    const char *blitz__host;
+    uint16_t blitz__port;
+    int blitz__family;
 } blitz_dns_op;
 
 /* Resolves `host` (a name or a numeric address) for TCP. family: 0 for
@@ -3255,6 +3339,10 @@ BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const cha
                                        uint16_t port, int family);
 /* The op's cancel (a blitz_cancel_fn; op is the blitz_dns_op). */
 BLITZ_API void blitz_dns_cancel(blitz_cx *cx, void *op);
+/* blitz_dns_resolve as a blitz_op (cancel: blitz_dns_cancel); `host`
+ * must stay valid until the op's first poll. */
+BLITZ_API blitz_op blitz_op_dns_resolve(blitz_dns_op *op, const char *host, uint16_t port,
+                                        int family);
 
 /* Connecting by host name: resolves `host` (on the blocking pool), then
  * tries each address in the resolver's order until one connects:
@@ -3339,6 +3427,8 @@ BLITZ_API int blitz_signal_try_recv(blitz_signal *s);
 /* Stops waiting (a blitz_cancel_fn; op is the blitz_signal): drops the
  * registered waker; deliveries keep being counted. */
 BLITZ_API void blitz_signal_cancel(blitz_cx *cx, void *s);
+/* blitz_signal_recv as a blitz_op (cancel: blitz_signal_cancel). */
+BLITZ_API blitz_op blitz_op_signal_recv(blitz_signal *s);
 /* Stops listening and drops any registered waker. BLITZ_EINVAL when not
  * initialised. */
 BLITZ_API int blitz_signal_deinit(blitz_signal *s);
@@ -3417,6 +3507,7 @@ typedef struct blitz_wait_op {
     int signal;
     int core_dumped;
     struct blitz__pool_op blitz__op;
+    blitz_child *blitz__child; /* blitz_op_process_wait's */
 } blitz_wait_op;
 
 /* READY once the child has ended (also if it had already ended and was
@@ -3425,6 +3516,8 @@ typedef struct blitz_wait_op {
 BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_child *child);
 /* The wait op's cancel (a blitz_cancel_fn). */
 BLITZ_API void blitz_process_wait_cancel(blitz_cx *cx, void *op);
+/* blitz_process_wait as a blitz_op (cancel: blitz_process_wait_cancel). */
+BLITZ_API blitz_op blitz_op_process_wait(blitz_wait_op *op, blitz_child *child);
 /* Without waiting: 1 when the child has ended (the op's status fields
  * filled), 0 while it runs, BLITZ_EINVAL. */
 BLITZ_API int blitz_process_try_wait(blitz_child *child, blitz_wait_op *status);
@@ -3455,11 +3548,19 @@ typedef struct blitz_output_op {
     char *out, *err;
     size_t out_len, err_len;
     struct blitz__pool_op blitz__op;
+    /* blitz_op_process_output's arguments. */
+    const blitz_command *blitz__cmd;
+    const void *blitz__input;
+    size_t blitz__input_len;
 } blitz_output_op;
 BLITZ_API blitz_poll blitz_process_output(blitz_cx *cx, blitz_output_op *op,
                                           const blitz_command *cmd, const void *input,
                                           size_t input_len);
 BLITZ_API void blitz_process_output_cancel(blitz_cx *cx, void *op);
+/* blitz_process_output as a blitz_op (cancel: blitz_process_output_cancel);
+ * `cmd` and `input` must stay valid until the op's first poll. */
+BLITZ_API blitz_op blitz_op_process_output(blitz_output_op *op, const blitz_command *cmd,
+                                           const void *input, size_t input_len);
 /* ====[ END src/api/api_pool.h ]=========================================== */
 /* ----[ RESUME src/api/blitz_api.h ] */
 /* ====[ BEGIN src/api/api_stream.h ]======================================= */
@@ -3504,6 +3605,13 @@ BLITZ_API blitz_poll blitz_fd_write_all(blitz_cx *cx, blitz_io *op, blitz_socket
  * code. */
 BLITZ_API blitz_poll blitz_fd_readable(blitz_cx *cx, blitz_io *op, blitz_socket *s);
 BLITZ_API blitz_poll blitz_fd_writable(blitz_cx *cx, blitz_io *op, blitz_socket *s);
+/* The descriptor ops as blitz_ops (cancel: blitz_io_cancel). */
+BLITZ_API blitz_op blitz_op_fd_read(blitz_io *io, blitz_socket *s, void *buf, size_t len);
+BLITZ_API blitz_op blitz_op_fd_write(blitz_io *io, blitz_socket *s, const void *buf, size_t len);
+BLITZ_API blitz_op blitz_op_fd_write_all(blitz_io *io, blitz_socket *s, const void *buf,
+                                         size_t len);
+BLITZ_API blitz_op blitz_op_fd_readable(blitz_io *io, blitz_socket *s);
+BLITZ_API blitz_op blitz_op_fd_writable(blitz_io *io, blitz_socket *s);
 
 /* ---------------------------------------------------------------------------
  * Byte streams
@@ -3750,9 +3858,8 @@ BLITZ_API blitz_op blitz_op_copy(blitz_copy *c);
  *
  *   blitz_shutdown *sd;
  *   blitz_shutdown_new(rt, NULL, &sd);                (SIGINT and SIGTERM)
- *   ... the accept loop races its accept (wrapped as an op: "OPS,
- *   COMBINATORS AND TASK GROUPS" above) against the token:
- *   s->ops[0] = blitz_op_make(accept_poll, accept_cancel, &s->acc);
+ *   ... the accept loop races its accept against the token:
+ *   s->ops[0] = blitz_op_sock_accept(&s->acc, s->listener);
  *   s->ops[1] = blitz_op_cancel_token_wait(&s->tw, blitz_shutdown_token(sd));
  *   ... connections: blitz_shutdown_spawn(sd, conn_poll, &c, sizeof c);
  *   (a connection cancelled after the grace period closes its socket in
@@ -3809,6 +3916,9 @@ typedef struct blitz_shutdown_run_op {
     blitz_cancel_token_wait_op blitz__tw;
     blitz_combo blitz__combo;
     blitz_op blitz__ops[2];
+    /* blitz_op_shutdown_run's arguments (kept when the run starts). */
+    blitz_shutdown *blitz__arg_sd;
+    int64_t blitz__arg_grace;
 } blitz_shutdown_run_op;
 
 /* Awaits the whole shutdown (see above); grace_ns <= 0 cancels the
@@ -3817,6 +3927,9 @@ BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op,
                                         int64_t grace_ns);
 /* Withdraws a run (cancels every tracked task still running). */
 BLITZ_API void blitz_shutdown_run_cancel(blitz_cx *cx, void *op);
+/* blitz_shutdown_run as a blitz_op (cancel: blitz_shutdown_run_cancel). */
+BLITZ_API blitz_op blitz_op_shutdown_run(blitz_shutdown_run_op *op, blitz_shutdown *sd,
+                                         int64_t grace_ns);
 /* Frees the coordinator (tracked tasks still running are cancelled). */
 BLITZ_API int blitz_shutdown_free(blitz_shutdown *sd);
 /* ====[ END src/api/api_stream.h ]========================================= */
@@ -13920,6 +14033,15 @@ BLITZ_API blitz_op blitz_op_sleep_until(blitz_timer *t, uint64_t deadline_ns) {
     return blitz_op_make(blitz__sleep_op_poll, blitz_timer_cancel, t);
 }
 
+BLITZ__OP_ADAPTER(blitz__spawn_blocking_op_poll, blitz_blocking_spawn, sp,
+                  sp ? blitz_spawn_blocking_await(cx, sp, sp->blitz__opts) : BLITZ_READY)
+BLITZ_API blitz_op blitz_op_spawn_blocking_await(blitz_blocking_spawn *op,
+                                                 const blitz_blocking_opts *opts) {
+    if (op)
+        op->blitz__opts = opts;
+    return blitz_op_make(blitz__spawn_blocking_op_poll, blitz_spawn_blocking_cancel, op);
+}
+
 /* ---- the thread waker ---------------------------------------------------------- */
 
 /* A parker that wakers can reach after the thread stopped waiting: a
@@ -14225,6 +14347,7 @@ struct blitz_group {
     int has_waiter;
     int closed;
     int freed;
+    blitz_task **op_out; /* where blitz_op_group_next's poll puts the handle */
 };
 
 static void blitz__member_push(blitz__member_list *l, blitz__group_member *m) {
@@ -14511,6 +14634,14 @@ BLITZ_API int blitz_group_free(blitz_group *g) {
     }
     blitz__group_unref(g);
     return BLITZ_OK;
+}
+
+BLITZ__OP_ADAPTER(blitz__group_next_op_poll, blitz_group, g,
+                  g ? blitz_group_next(cx, g, g->op_out) : BLITZ_READY)
+BLITZ_API blitz_op blitz_op_group_next(blitz_group *g, blitz_task **out) {
+    if (g)
+        g->op_out = out;
+    return blitz_op_make(blitz__group_next_op_poll, blitz_group_next_cancel, g);
 }
 /* ====[ END src/op/task_group.c ]========================================== */
 /* ########################################################################## */
@@ -17715,6 +17846,149 @@ BLITZ_API int blitz_udp_set_multicast_loop(blitz_socket *s, int on) {
 BLITZ_API int blitz_udp_set_broadcast(blitz_socket *s, int on) {
     return blitz__setopt(s, SOL_SOCKET, SO_BROADCAST, on != 0);
 }
+
+/* ---- socket and descriptor ops as values ------------------------------------------------- */
+
+/* What a constructor recorded; the op's poll makes that call on every poll
+ * (each call ignores its arguments once the op has started). */
+enum {
+    BLITZ__OPC_ACCEPT = 1,
+    BLITZ__OPC_TCP_CONNECT,
+    BLITZ__OPC_TCP_CONNECT_TIMEOUT,
+    BLITZ__OPC_UNIX_CONNECT,
+    BLITZ__OPC_RECV,
+    BLITZ__OPC_SEND,
+    BLITZ__OPC_SEND_ALL,
+    BLITZ__OPC_RECVV,
+    BLITZ__OPC_SENDV,
+    BLITZ__OPC_SEND_TO,
+    BLITZ__OPC_RECV_FROM,
+    BLITZ__OPC_FD_READ,
+    BLITZ__OPC_FD_WRITE,
+    BLITZ__OPC_FD_WRITE_ALL,
+    BLITZ__OPC_FD_READABLE,
+    BLITZ__OPC_FD_WRITABLE
+};
+
+static blitz_poll blitz__io_value_poll(blitz_cx *cx, void *arg) {
+    blitz_io *op = (blitz_io *)arg;
+    if (!op)
+        return BLITZ_READY;
+    blitz_socket *s = op->blitz__arg_sock;
+    void *buf = (void *)(uintptr_t)op->blitz__arg_buf;
+    size_t len = op->blitz__arg_len;
+    const blitz_iovec *iov = (const blitz_iovec *)op->blitz__arg_buf;
+    switch (op->blitz__arg_call) {
+    case BLITZ__OPC_ACCEPT:
+        return blitz_sock_accept(cx, op, s);
+    case BLITZ__OPC_TCP_CONNECT:
+        return blitz_tcp_connect(cx, op, op->blitz__arg_addr);
+    case BLITZ__OPC_TCP_CONNECT_TIMEOUT:
+        return blitz_tcp_connect_timeout(cx, op, op->blitz__arg_addr, op->blitz__arg_limit);
+    case BLITZ__OPC_UNIX_CONNECT:
+        return blitz_unix_connect(cx, op, op->blitz__arg_addr);
+    case BLITZ__OPC_RECV:
+        return blitz_sock_recv(cx, op, s, buf, len);
+    case BLITZ__OPC_SEND:
+        return blitz_sock_send(cx, op, s, buf, len);
+    case BLITZ__OPC_SEND_ALL:
+        return blitz_sock_send_all(cx, op, s, buf, len);
+    case BLITZ__OPC_RECVV:
+        return blitz_sock_recvv(cx, op, s, iov, (int)len);
+    case BLITZ__OPC_SENDV:
+        return blitz_sock_sendv(cx, op, s, iov, (int)len);
+    case BLITZ__OPC_SEND_TO:
+        return blitz_sock_send_to(cx, op, s, buf, len, op->blitz__arg_addr);
+    case BLITZ__OPC_RECV_FROM:
+        return blitz_sock_recv_from(cx, op, s, buf, len,
+                                    (blitz_addr *)(uintptr_t)op->blitz__arg_addr);
+    case BLITZ__OPC_FD_READ:
+        return blitz_fd_read(cx, op, s, buf, len);
+    case BLITZ__OPC_FD_WRITE:
+        return blitz_fd_write(cx, op, s, buf, len);
+    case BLITZ__OPC_FD_WRITE_ALL:
+        return blitz_fd_write_all(cx, op, s, buf, len);
+    case BLITZ__OPC_FD_READABLE:
+        return blitz_fd_readable(cx, op, s);
+    case BLITZ__OPC_FD_WRITABLE:
+        return blitz_fd_writable(cx, op, s);
+    default:
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+}
+
+/* Records the call in the op (its own fields: no allocation). A NULL op
+ * gives an op that is READY at once, as the calls are with a NULL op. */
+static blitz_op blitz__io_value(blitz_io *op, uint32_t call, blitz_socket *s, const void *buf,
+                                size_t len, const blitz_addr *addr, int64_t limit) {
+    if (op) {
+        op->blitz__arg_call = call;
+        op->blitz__arg_sock = s;
+        op->blitz__arg_buf = buf;
+        op->blitz__arg_len = len;
+        op->blitz__arg_addr = addr;
+        op->blitz__arg_limit = limit;
+    }
+    return blitz_op_make(blitz__io_value_poll, blitz_io_cancel, op);
+}
+
+BLITZ_API blitz_op blitz_op_sock_accept(blitz_io *io, blitz_socket *listener) {
+    return blitz__io_value(io, BLITZ__OPC_ACCEPT, listener, NULL, 0, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_tcp_connect(blitz_io *io, const blitz_addr *addr) {
+    return blitz__io_value(io, BLITZ__OPC_TCP_CONNECT, NULL, NULL, 0, addr, 0);
+}
+BLITZ_API blitz_op blitz_op_tcp_connect_timeout(blitz_io *io, const blitz_addr *addr,
+                                                int64_t timeout_ns) {
+    return blitz__io_value(io, BLITZ__OPC_TCP_CONNECT_TIMEOUT, NULL, NULL, 0, addr, timeout_ns);
+}
+BLITZ_API blitz_op blitz_op_unix_connect(blitz_io *io, const blitz_addr *addr) {
+    return blitz__io_value(io, BLITZ__OPC_UNIX_CONNECT, NULL, NULL, 0, addr, 0);
+}
+BLITZ_API blitz_op blitz_op_sock_recv(blitz_io *io, blitz_socket *s, void *buf, size_t len) {
+    return blitz__io_value(io, BLITZ__OPC_RECV, s, buf, len, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_sock_send(blitz_io *io, blitz_socket *s, const void *buf, size_t len) {
+    return blitz__io_value(io, BLITZ__OPC_SEND, s, buf, len, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_sock_send_all(blitz_io *io, blitz_socket *s, const void *buf,
+                                          size_t len) {
+    return blitz__io_value(io, BLITZ__OPC_SEND_ALL, s, buf, len, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_sock_recvv(blitz_io *io, blitz_socket *s, const blitz_iovec *iov,
+                                       int iovcnt) {
+    /* A negative count stays invalid through the size_t field. */
+    return blitz__io_value(io, BLITZ__OPC_RECVV, s, iov, iovcnt < 0 ? 0 : (size_t)iovcnt, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_sock_sendv(blitz_io *io, blitz_socket *s, const blitz_iovec *iov,
+                                       int iovcnt) {
+    return blitz__io_value(io, BLITZ__OPC_SENDV, s, iov, iovcnt < 0 ? 0 : (size_t)iovcnt, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_sock_send_to(blitz_io *io, blitz_socket *s, const void *buf, size_t len,
+                                         const blitz_addr *to) {
+    return blitz__io_value(io, BLITZ__OPC_SEND_TO, s, buf, len, to, 0);
+}
+BLITZ_API blitz_op blitz_op_sock_recv_from(blitz_io *io, blitz_socket *s, void *buf, size_t len,
+                                           blitz_addr *from) {
+    return blitz__io_value(io, BLITZ__OPC_RECV_FROM, s, buf, len, from, 0);
+}
+BLITZ_API blitz_op blitz_op_fd_read(blitz_io *io, blitz_socket *s, void *buf, size_t len) {
+    return blitz__io_value(io, BLITZ__OPC_FD_READ, s, buf, len, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_fd_write(blitz_io *io, blitz_socket *s, const void *buf, size_t len) {
+    return blitz__io_value(io, BLITZ__OPC_FD_WRITE, s, buf, len, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_fd_write_all(blitz_io *io, blitz_socket *s, const void *buf,
+                                         size_t len) {
+    return blitz__io_value(io, BLITZ__OPC_FD_WRITE_ALL, s, buf, len, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_fd_readable(blitz_io *io, blitz_socket *s) {
+    return blitz__io_value(io, BLITZ__OPC_FD_READABLE, s, NULL, 0, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_fd_writable(blitz_io *io, blitz_socket *s) {
+    return blitz__io_value(io, BLITZ__OPC_FD_WRITABLE, s, NULL, 0, NULL, 0);
+}
 /* ====[ END src/net/sock.c ]=============================================== */
 /* ====[ BEGIN src/net/dns.c ]============================================== */
 /* >>net/dns */
@@ -17861,6 +18135,21 @@ BLITZ_API void blitz_dns_cancel(blitz_cx *cx, void *p) {
     blitz_dns_op *d = (blitz_dns_op *)p;
     if (d)
         blitz__pool_op_cancel(&d->blitz__op);
+}
+
+static blitz_poll blitz__dns_value_poll(blitz_cx *cx, void *arg) {
+    blitz_dns_op *op = (blitz_dns_op *)arg;
+    return op ? blitz_dns_resolve(cx, op, op->blitz__host, op->blitz__port, op->blitz__family)
+              : BLITZ_READY;
+}
+BLITZ_API blitz_op blitz_op_dns_resolve(blitz_dns_op *op, const char *host, uint16_t port,
+                                        int family) {
+    if (op) {
+        op->blitz__host = host;
+        op->blitz__port = port;
+        op->blitz__family = family;
+    }
+    return blitz_op_make(blitz__dns_value_poll, blitz_dns_cancel, op);
 }
 /* ====[ END src/net/dns.c ]================================================ */
 /* ====[ BEGIN src/net/connect_host.c ]===================================== */
@@ -18681,6 +18970,99 @@ BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *p) {
     if (f)
         blitz__pool_op_cancel(&f->blitz__op);
 }
+
+/* ---- file ops as values ------------------------------------------------------------------- */
+
+/* The call a constructor recorded (the public calls read their arguments
+ * at the first poll only). */
+enum {
+    BLITZ__FSC_OPEN = 1,
+    BLITZ__FSC_CLOSE,
+    BLITZ__FSC_READ,
+    BLITZ__FSC_WRITE,
+    BLITZ__FSC_PREAD,
+    BLITZ__FSC_PWRITE,
+    BLITZ__FSC_FSYNC,
+    BLITZ__FSC_READ_FILE,
+    BLITZ__FSC_WRITE_FILE
+};
+
+static blitz_poll blitz__fs_value_poll(blitz_cx *cx, void *arg) {
+    blitz_fs_op *op = (blitz_fs_op *)arg;
+    if (!op)
+        return BLITZ_READY;
+    void *buf = (void *)(uintptr_t)op->blitz__buf;
+    switch (op->blitz__call) {
+    case BLITZ__FSC_OPEN:
+        return blitz_fs_open(cx, op, op->blitz__path, op->blitz__flags, op->blitz__mode);
+    case BLITZ__FSC_CLOSE:
+        return blitz_fs_close(cx, op, op->blitz__fd);
+    case BLITZ__FSC_READ:
+        return blitz_fs_read(cx, op, op->blitz__fd, buf, op->blitz__len);
+    case BLITZ__FSC_WRITE:
+        return blitz_fs_write(cx, op, op->blitz__fd, buf, op->blitz__len);
+    case BLITZ__FSC_PREAD:
+        return blitz_fs_pread(cx, op, op->blitz__fd, buf, op->blitz__len, op->blitz__off);
+    case BLITZ__FSC_PWRITE:
+        return blitz_fs_pwrite(cx, op, op->blitz__fd, buf, op->blitz__len, op->blitz__off);
+    case BLITZ__FSC_FSYNC:
+        return blitz_fs_fsync(cx, op, op->blitz__fd);
+    case BLITZ__FSC_READ_FILE:
+        return blitz_fs_read_file(cx, op, op->blitz__path);
+    case BLITZ__FSC_WRITE_FILE:
+        return blitz_fs_write_file(cx, op, op->blitz__path, buf, op->blitz__len);
+    default:
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    }
+}
+
+static blitz_op blitz__fs_value(blitz_fs_op *op, int call, int fd, const char *path,
+                                const void *buf, size_t len, uint64_t off) {
+    if (op) {
+        op->blitz__call = call;
+        op->blitz__fd = fd;
+        op->blitz__path = path;
+        op->blitz__buf = buf;
+        op->blitz__len = len;
+        op->blitz__off = off;
+    }
+    return blitz_op_make(blitz__fs_value_poll, blitz_fs_cancel, op);
+}
+
+BLITZ_API blitz_op blitz_op_fs_open(blitz_fs_op *op, const char *path, int flags, uint32_t mode) {
+    if (op) {
+        op->blitz__flags = flags;
+        op->blitz__mode = mode;
+    }
+    return blitz__fs_value(op, BLITZ__FSC_OPEN, -1, path, NULL, 0, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_close(blitz_fs_op *op, int fd) {
+    return blitz__fs_value(op, BLITZ__FSC_CLOSE, fd, NULL, NULL, 0, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_read(blitz_fs_op *op, int fd, void *buf, size_t len) {
+    return blitz__fs_value(op, BLITZ__FSC_READ, fd, NULL, buf, len, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_write(blitz_fs_op *op, int fd, const void *buf, size_t len) {
+    return blitz__fs_value(op, BLITZ__FSC_WRITE, fd, NULL, buf, len, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_pread(blitz_fs_op *op, int fd, void *buf, size_t len,
+                                     uint64_t offset) {
+    return blitz__fs_value(op, BLITZ__FSC_PREAD, fd, NULL, buf, len, offset);
+}
+BLITZ_API blitz_op blitz_op_fs_pwrite(blitz_fs_op *op, int fd, const void *buf, size_t len,
+                                      uint64_t offset) {
+    return blitz__fs_value(op, BLITZ__FSC_PWRITE, fd, NULL, buf, len, offset);
+}
+BLITZ_API blitz_op blitz_op_fs_fsync(blitz_fs_op *op, int fd) {
+    return blitz__fs_value(op, BLITZ__FSC_FSYNC, fd, NULL, NULL, 0, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_read_file(blitz_fs_op *op, const char *path) {
+    return blitz__fs_value(op, BLITZ__FSC_READ_FILE, -1, path, NULL, 0, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_write_file(blitz_fs_op *op, const char *path, const void *data,
+                                          size_t len) {
+    return blitz__fs_value(op, BLITZ__FSC_WRITE_FILE, -1, path, data, len, 0);
+}
 /* ====[ END src/os/fs.c ]================================================== */
 /* ====[ BEGIN src/os/signal.c ]============================================ */
 /* >>os/signal */
@@ -18989,6 +19371,11 @@ BLITZ_API int blitz_signal_deinit(blitz_signal *s) {
     s->blitz__next = s->blitz__prev = NULL;
     blitz__mutex_unlock(&blitz__sig.lock);
     return BLITZ_OK;
+}
+
+BLITZ__OP_ADAPTER(blitz__signal_value_poll, blitz_signal, s, blitz_signal_recv(cx, s))
+BLITZ_API blitz_op blitz_op_signal_recv(blitz_signal *s) {
+    return blitz_op_make(blitz__signal_value_poll, blitz_signal_cancel, s);
 }
 /* ====[ END src/os/signal.c ]============================================== */
 /* ====[ BEGIN src/os/process.c ]=========================================== */
@@ -19713,6 +20100,28 @@ BLITZ_API void blitz_process_output_cancel(blitz_cx *cx, void *p) {
     blitz_output_op *o = (blitz_output_op *)p;
     if (o)
         blitz__pool_op_cancel(&o->blitz__op);
+}
+
+BLITZ__OP_ADAPTER(blitz__wait_value_poll, blitz_wait_op, op,
+                  op ? blitz_process_wait(cx, op, op->blitz__child) : BLITZ_READY)
+BLITZ_API blitz_op blitz_op_process_wait(blitz_wait_op *op, blitz_child *child) {
+    if (op)
+        op->blitz__child = child;
+    return blitz_op_make(blitz__wait_value_poll, blitz_process_wait_cancel, op);
+}
+
+BLITZ__OP_ADAPTER(blitz__output_value_poll, blitz_output_op, op,
+                  op ? blitz_process_output(cx, op, op->blitz__cmd, op->blitz__input,
+                                            op->blitz__input_len)
+                     : BLITZ_READY)
+BLITZ_API blitz_op blitz_op_process_output(blitz_output_op *op, const blitz_command *cmd,
+                                           const void *input, size_t input_len) {
+    if (op) {
+        op->blitz__cmd = cmd;
+        op->blitz__input = input;
+        op->blitz__input_len = input_len;
+    }
+    return blitz_op_make(blitz__output_value_poll, blitz_process_output_cancel, op);
 }
 /* ====[ END src/os/process.c ]============================================= */
 /* ====[ BEGIN src/os/stream.c ]============================================ */
@@ -20894,8 +21303,6 @@ static blitz_task *blitz__shutdown_at(blitz_shutdown *sd, size_t i, int close_at
 #define BLITZ__SD_CANCEL 2 /* cancel and join the rest */
 #define BLITZ__SD_DONE   3
 
-BLITZ__OP_ADAPTER(blitz__sig_op_poll, blitz_signal, sig, blitz_signal_recv(cx, sig))
-
 BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op, blitz_shutdown *sd,
                                         int64_t grace_ns) {
     if (!op)
@@ -20913,7 +21320,11 @@ BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op,
             op->result = BLITZ_EBUSY;
             return BLITZ_READY;
         }
+        blitz_shutdown *arg_sd = op->blitz__arg_sd;
+        int64_t arg_grace = op->blitz__arg_grace;
         memset(op, 0, sizeof *op);
+        op->blitz__arg_sd = arg_sd;
+        op->blitz__arg_grace = arg_grace;
         op->blitz__sd = sd;
         op->blitz__phase = BLITZ__SD_WAIT;
         blitz_combo_reset(&op->blitz__combo);
@@ -20924,8 +21335,7 @@ BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op,
             size_t n = 1;
             op->blitz__ops[0] = blitz_op_cancel_token_wait(&op->blitz__tw, &sd->token);
             if (sd->has_sig)
-                op->blitz__ops[n++] =
-                    blitz_op_make(blitz__sig_op_poll, blitz_signal_cancel, &sd->sig);
+                op->blitz__ops[n++] = blitz_op_signal_recv(&sd->sig);
             if (blitz_race(cx, &op->blitz__combo, op->blitz__ops, n) == BLITZ_PENDING)
                 return BLITZ_PENDING;
             if (op->blitz__combo.winner == 1)
@@ -20998,6 +21408,18 @@ BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op,
             return BLITZ_READY;
         }
     }
+}
+
+BLITZ__OP_ADAPTER(blitz__shutdown_run_op_poll, blitz_shutdown_run_op, op,
+                  op ? blitz_shutdown_run(cx, op, op->blitz__arg_sd, op->blitz__arg_grace)
+                     : BLITZ_READY)
+BLITZ_API blitz_op blitz_op_shutdown_run(blitz_shutdown_run_op *op, blitz_shutdown *sd,
+                                         int64_t grace_ns) {
+    if (op) {
+        op->blitz__arg_sd = sd;
+        op->blitz__arg_grace = grace_ns;
+    }
+    return blitz_op_make(blitz__shutdown_run_op_poll, blitz_shutdown_run_cancel, op);
 }
 
 BLITZ_API void blitz_shutdown_run_cancel(blitz_cx *cx, void *p) {

@@ -250,7 +250,10 @@ BLITZ_TEST(io_ms_bulk_reader) {
     uint64_t arms = blitz__u64_load(&rt->io->rms_armed_count, BLITZ__RELAXED);
     printf("# %zu MiB in 64 KiB receives: %llu multishot arms\n", total >> 20,
            (unsigned long long)arms);
-    CHECK_LT(arms, 32);
+    /* Usually one arm; more where the reader catches up with the writer
+     * (a short receive is not a bulk one), which depends on scheduling.
+     * The fault this guards against re-arms for every receive. */
+    CHECK_LT(arms, (uint64_t)(total / (64 << 10)) / 4);
     free(all);
     ms_close_pair(s, peer);
     CHECK_OK(blitz_runtime_free(rt));
