@@ -316,8 +316,10 @@ static blitz_poll opio_pool_poll(blitz_cx *cx, void *p) {
     OPIO_RACE(s, blitz_op_fs_write(&s->fs, s->pfd[1], "z", 1), OPIO_SLEEP(s, 5 * BLITZ_SEC));
     CHECK_EQ(s->combo.winner, 0);
     CHECK_EQ(s->fs.result, 1);
-    /* Close only once the withdrawn read took the byte: a job still
-     * queued would otherwise read whatever reuses the descriptor. */
+    /* The withdrawn read takes the byte. The pipe closes only after the
+     * runtime is freed, which joins the pool thread: closing it while that
+     * thread may still be inside read() would race (and a job still queued
+     * would read whatever reuses the descriptor). */
     for (s->spins = 0;; s->spins++) {
         CHECK_LT(s->spins, 5000);
         CHECK_EQ(ioctl(s->pfd[0], FIONREAD, &s->avail), 0);
@@ -325,8 +327,6 @@ static blitz_poll opio_pool_poll(blitz_cx *cx, void *p) {
             break;
         BLITZ_AWAIT(s, blitz_sleep(cx, &s->timer, BLITZ_MSEC));
     }
-    close(s->pfd[0]);
-    close(s->pfd[1]);
 
     s->bopts.fn = opio_job;
     s->bopts.size = 1;
@@ -395,6 +395,8 @@ BLITZ_TEST(op_pool_race) {
     opio_pool *s = calloc(1, sizeof *s);
     CHECK_OK(blitz_runtime_run(rt, opio_pool_poll, s, sizeof *s));
     CHECK_OK(blitz_runtime_free(rt));
+    close(s->pfd[0]);
+    close(s->pfd[1]);
     free(s);
     return 0;
 }
