@@ -2740,7 +2740,7 @@ BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx);
  * polled repeatedly until READY; the result is then in the op:
  *
  *   BLITZ_AWAIT(s, blitz_sock_recv(cx, &s->op, s->sock, s->buf, sizeof s->buf));
- *   if (s->op.result <= 0) ...   // 0 = end of stream, < 0 = -errno / BLITZ_E*
+ *   if (s->op.result <= 0) ...   // 0 = end of stream, < 0 = a BLITZ_E* code
  *
  * Buffers must stay where they are until the op is READY or cancelled and
  * settled: in the task's state they do. A task that is cancelled or
@@ -2824,7 +2824,7 @@ typedef struct blitz_iovec {
  * NULL base with a length. */
 typedef struct blitz_io {
     /* After READY: bytes transferred (0 = end of stream for a receive), 0
-     * for accept/connect, or a negative error (-errno, BLITZ_ECLOSED when
+     * for accept/connect, or a negative BLITZ_E* code (BLITZ_ECLOSED when
      * the socket was closed, BLITZ_ECANCELED when cancelled). */
     int64_t result;
     /* accept / connect: the new socket (the caller owns it and closes it). */
@@ -2881,7 +2881,7 @@ BLITZ_API int blitz_io_pending(const blitz_io *op);
 /* TCP listener: socket, SO_REUSEADDR (unless BLITZ_SOCK_NO_REUSEADDR),
  * bind, listen(backlog; 0 = SOMAXCONN). `flags`: BLITZ_SOCK_* bits.
  * BLITZ_EINVAL for a NULL argument, a negative backlog, unknown flags or a
- * Unix address (use blitz_unix_listen); bind errors as -errno
+ * Unix address (use blitz_unix_listen); bind errors as BLITZ_E* codes
  * (BLITZ_EADDRINUSE, ...). A receive on a listener (TCP or Unix) is
  * READY at once with BLITZ_ENOTCONN. */
 BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
@@ -2971,11 +2971,11 @@ BLITZ_API int blitz_sock_fd(const blitz_socket *s);
 BLITZ_API int blitz_sock_local_addr(const blitz_socket *s, blitz_addr *out);
 BLITZ_API int blitz_sock_peer_addr(const blitz_socket *s, blitz_addr *out);
 
-/* Options (BLITZ_OK or -errno). */
+/* Options (BLITZ_OK or a BLITZ_E* code). */
 BLITZ_API int blitz_tcp_set_nodelay(blitz_socket *s, int on);
 BLITZ_API int blitz_tcp_nodelay(const blitz_socket *s); /* 1, 0, or < 0 */
 /* Keepalive on/off; idle_secs > 0 also sets TCP_KEEPIDLE (TCP only: on
- * another socket that fails with -errno and nothing is changed). */
+ * another socket that fails with a BLITZ_E* code and nothing is changed). */
 BLITZ_API int blitz_tcp_set_keepalive(blitz_socket *s, int on, int idle_secs);
 /* SO_LINGER: on with 0 seconds makes close send a reset. */
 BLITZ_API int blitz_sock_set_linger(blitz_socket *s, int on, int secs);
