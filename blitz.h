@@ -164,8 +164,9 @@ cancelled and running ones are waited for, and every unfinished task is
 completed as cancelled (threads in blitz_join_blocking return
 BLITZ_ECANCELED).
 blitz_runtime_free shuts down if needed, runs the drop function of every
-task block still alive and frees all memory; handles and wakers of that
-runtime are invalid afterwards. Neither may be called from inside a task
+task block still alive and frees all memory, at once even when the program
+still holds join handles; handles and wakers of that runtime are invalid
+afterwards. Neither may be called from inside a task
 of the same runtime (BLITZ_EDEADLK). Several runtimes may live in one
 process; a task of one may await a task of another. blitz_runtime_shutdown
 is idempotent.
@@ -312,8 +313,8 @@ blitz_spawn gives a handle unless you pass NULL (detached at once).
   blitz_task_release(&h)  gives the handle up (sets h to NULL); an
                           unfinished task keeps running, detached.
                           Releasing twice is BLITZ_ERELEASED.
-Every handle must be released; a finished task's memory is reused only
-after that.
+Release every handle while the runtime lives; a finished task's memory is
+reused only after that (blitz_runtime_free frees what handles still hold).
 
 blitz_join registers the task's waker and returns BLITZ_PENDING until h has
 finished (completed or cancelled). blitz_join_blocking returns BLITZ_OK or
@@ -5100,6 +5101,9 @@ typedef struct blitz__block_cache {
 typedef struct blitz__worker_counters {
     blitz__atomic_u64 polled, stolen, steals, parked, lifo_hits, batch_fetches, overflows;
     blitz__atomic_u64 spawned, freed;
+    /* Join handles given out and released: blitz_runtime_free does not
+     * wait for blocks that only a handle the program holds keeps alive. */
+    blitz__atomic_u64 handles, handles_released;
 } blitz__worker_counters;
 
 /* Defined by the layers above (sched, time, io). */
@@ -5663,6 +5667,19 @@ BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need) {
     return t;
 }
 
+/* Counts a join handle given out (released 0) or released (1). */
+BLITZ_PRIVATE void blitz__count_handle(blitz_runtime *rt, int released) {
+    blitz__worker_counters *k;
+    (void)blitz__local_owner(rt, &k);
+    if (k) {
+        BLITZ__STAT(blitz__u64_bump(released ? &k->handles_released : &k->handles, 1));
+    } else {
+        BLITZ__STAT(blitz__u64_fetch_add(released ? &rt->remote_counters.handles_released
+                                                  : &rt->remote_counters.handles,
+                                         1, BLITZ__RELAXED));
+    }
+}
+
 /* Counts a freed block. It is the freeing thread's last access to the
  * runtime: blitz_runtime_free waits for the count (acquire, pairing with the
  * release here) before it frees the memory this thread was using. */
@@ -6017,6 +6034,8 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
     /* Relaxed: the enqueue publishes the block (queue release or a
      * mutex). */
     blitz__u64_store(&t->state, initial, BLITZ__RELAXED);
+    if (with_handle)
+        blitz__count_handle(rt, 0);
     *out = t;
     return BLITZ_OK;
 }
@@ -6025,6 +6044,8 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
  * without its drop function (the caller still owns what its state refers
  * to). */
 BLITZ_PRIVATE void blitz__task_discard(blitz__task *t) {
+    if (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_JOIN_INTEREST)
+        blitz__count_handle(blitz__task_runtime(t), 1);
     blitz__u64_store(&t->state, 0, BLITZ__RELAXED);
     blitz__block_release(t);
 }
@@ -6189,6 +6210,7 @@ BLITZ_API int blitz_task_release(blitz_task **tp) {
     if (!t)
         return BLITZ_ERELEASED;
     *tp = NULL;
+    blitz_runtime *rt = blitz__task_runtime(t);
     uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED), next;
     for (;;) {
         BLITZ_ASSERT((s & BLITZ__TASK_JOIN_INTEREST) && "task handle released twice");
@@ -6200,6 +6222,7 @@ BLITZ_API int blitz_task_release(blitz_task **tp) {
         if (blitz__u64_cas_weak(&t->state, &s, next, BLITZ__ACQ_REL))
             break;
     }
+    blitz__count_handle(rt, 1);
     /* Before completion a stored join waker is ours again to drop. */
     if (!blitz__state_is_complete(s) && (s & BLITZ__TASK_JOIN_WAKER))
         blitz_waker_drop(t->join_waker);
@@ -21664,17 +21687,24 @@ static void blitz__final_drop(blitz__task *t) {
     blitz__u64_store(&t->state, 0, BLITZ__RELEASE);
 }
 
-/* Blocks not yet freed. Acquire pairs with blitz__count_freed. */
-static uint64_t blitz__live_blocks(blitz_runtime *rt) {
-    uint64_t spawned = blitz__u64_load(&rt->remote_counters.spawned, BLITZ__ACQUIRE);
-    uint64_t freed = blitz__u64_load(&rt->remote_counters.freed, BLITZ__ACQUIRE);
+/* Blocks not yet freed that no join handle keeps: those a thread may
+ * still be about to let go of. A block a handle keeps stays until the
+ * handle is released, so waiting for it would only stall. Acquire pairs
+ * with blitz__count_freed. */
+static int blitz__blocks_in_flight(blitz_runtime *rt) {
+    const blitz__worker_counters *k = &rt->remote_counters;
+    uint64_t spawned = blitz__u64_load(&k->spawned, BLITZ__ACQUIRE);
+    uint64_t freed = blitz__u64_load(&k->freed, BLITZ__ACQUIRE);
+    uint64_t handles = blitz__u64_load(&k->handles, BLITZ__ACQUIRE);
+    uint64_t released = blitz__u64_load(&k->handles_released, BLITZ__ACQUIRE);
     for (uint32_t i = 0; i < rt->num_workers; i++) {
-        const blitz__worker_counters *k =
-            rt->workers ? &rt->workers[i].counters : &rt->ct->counters;
+        k = rt->workers ? &rt->workers[i].counters : &rt->ct->counters;
         spawned += blitz__u64_load(&k->spawned, BLITZ__ACQUIRE);
         freed += blitz__u64_load(&k->freed, BLITZ__ACQUIRE);
+        handles += blitz__u64_load(&k->handles, BLITZ__ACQUIRE);
+        released += blitz__u64_load(&k->handles_released, BLITZ__ACQUIRE);
     }
-    return spawned - freed;
+    return spawned - freed > handles - released;
 }
 
 #define BLITZ__FREE_GRACE_NS 200000000u
@@ -21688,10 +21718,11 @@ BLITZ_API int blitz_runtime_free(blitz_runtime *rt) {
     /* Every task is complete now, but a thread of another runtime may still
      * hold one of ours for an instant: a completer that copied our task's
      * join waker wakes and drops it after our task already saw the
-     * completion. Give such references a moment to go; handles and wakers
-     * the program still holds will not, and stay invalid after this. */
+     * completion. Give such references a moment to go; handles the program
+     * still holds will not (their blocks are not waited for), nor will
+     * wakers it holds, and both stay invalid after this. */
     uint64_t start = blitz__now_ns();
-    while (blitz__live_blocks(rt) && blitz__now_ns() - start < BLITZ__FREE_GRACE_NS)
+    while (blitz__blocks_in_flight(rt) && blitz__now_ns() - start < BLITZ__FREE_GRACE_NS)
         sched_yield();
     blitz__io_destroy(rt);
     blitz__block_walk(rt, blitz__final_drop);

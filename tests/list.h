@@ -119,6 +119,9 @@
     X(free_without_shutdown_mt2, 10000)           \
     X(free_without_shutdown_mt4, 10000)           \
     X(free_without_shutdown_ct, 10000)            \
+    X(free_with_handles_held_mt2, 10000)          \
+    X(free_with_handles_held_mt4, 10000)          \
+    X(free_with_handles_held_ct, 10000)           \
     X(shutdown_many_mt2, 20000)                   \
     X(shutdown_many_mt4, 20000)                   \
     X(shutdown_many_ct, 20000)                    \

@@ -63,6 +63,9 @@ typedef struct blitz__block_cache {
 typedef struct blitz__worker_counters {
     blitz__atomic_u64 polled, stolen, steals, parked, lifo_hits, batch_fetches, overflows;
     blitz__atomic_u64 spawned, freed;
+    /* Join handles given out and released: blitz_runtime_free does not
+     * wait for blocks that only a handle the program holds keeps alive. */
+    blitz__atomic_u64 handles, handles_released;
 } blitz__worker_counters;
 
 /* Defined by the layers above (sched, time, io). */

@@ -91,6 +91,7 @@ BLITZ_API int blitz_task_release(blitz_task **tp) {
     if (!t)
         return BLITZ_ERELEASED;
     *tp = NULL;
+    blitz_runtime *rt = blitz__task_runtime(t);
     uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED), next;
     for (;;) {
         BLITZ_ASSERT((s & BLITZ__TASK_JOIN_INTEREST) && "task handle released twice");
@@ -102,6 +103,7 @@ BLITZ_API int blitz_task_release(blitz_task **tp) {
         if (blitz__u64_cas_weak(&t->state, &s, next, BLITZ__ACQ_REL))
             break;
     }
+    blitz__count_handle(rt, 1);
     /* Before completion a stored join waker is ours again to drop. */
     if (!blitz__state_is_complete(s) && (s & BLITZ__TASK_JOIN_WAKER))
         blitz_waker_drop(t->join_waker);

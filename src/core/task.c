@@ -276,6 +276,8 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
     /* Relaxed: the enqueue publishes the block (queue release or a
      * mutex). */
     blitz__u64_store(&t->state, initial, BLITZ__RELAXED);
+    if (with_handle)
+        blitz__count_handle(rt, 0);
     *out = t;
     return BLITZ_OK;
 }
@@ -284,6 +286,8 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
  * without its drop function (the caller still owns what its state refers
  * to). */
 BLITZ_PRIVATE void blitz__task_discard(blitz__task *t) {
+    if (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_JOIN_INTEREST)
+        blitz__count_handle(blitz__task_runtime(t), 1);
     blitz__u64_store(&t->state, 0, BLITZ__RELAXED);
     blitz__block_release(t);
 }

@@ -206,6 +206,19 @@ BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need) {
     return t;
 }
 
+/* Counts a join handle given out (released 0) or released (1). */
+BLITZ_PRIVATE void blitz__count_handle(blitz_runtime *rt, int released) {
+    blitz__worker_counters *k;
+    (void)blitz__local_owner(rt, &k);
+    if (k) {
+        BLITZ__STAT(blitz__u64_bump(released ? &k->handles_released : &k->handles, 1));
+    } else {
+        BLITZ__STAT(blitz__u64_fetch_add(released ? &rt->remote_counters.handles_released
+                                                  : &rt->remote_counters.handles,
+                                         1, BLITZ__RELAXED));
+    }
+}
+
 /* Counts a freed block. It is the freeing thread's last access to the
  * runtime: blitz_runtime_free waits for the count (acquire, pairing with the
  * release here) before it frees the memory this thread was using. */

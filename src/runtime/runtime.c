@@ -198,17 +198,24 @@ static void blitz__final_drop(blitz__task *t) {
     blitz__u64_store(&t->state, 0, BLITZ__RELEASE);
 }
 
-/* Blocks not yet freed. Acquire pairs with blitz__count_freed. */
-static uint64_t blitz__live_blocks(blitz_runtime *rt) {
-    uint64_t spawned = blitz__u64_load(&rt->remote_counters.spawned, BLITZ__ACQUIRE);
-    uint64_t freed = blitz__u64_load(&rt->remote_counters.freed, BLITZ__ACQUIRE);
+/* Blocks not yet freed that no join handle keeps: those a thread may
+ * still be about to let go of. A block a handle keeps stays until the
+ * handle is released, so waiting for it would only stall. Acquire pairs
+ * with blitz__count_freed. */
+static int blitz__blocks_in_flight(blitz_runtime *rt) {
+    const blitz__worker_counters *k = &rt->remote_counters;
+    uint64_t spawned = blitz__u64_load(&k->spawned, BLITZ__ACQUIRE);
+    uint64_t freed = blitz__u64_load(&k->freed, BLITZ__ACQUIRE);
+    uint64_t handles = blitz__u64_load(&k->handles, BLITZ__ACQUIRE);
+    uint64_t released = blitz__u64_load(&k->handles_released, BLITZ__ACQUIRE);
     for (uint32_t i = 0; i < rt->num_workers; i++) {
-        const blitz__worker_counters *k =
-            rt->workers ? &rt->workers[i].counters : &rt->ct->counters;
+        k = rt->workers ? &rt->workers[i].counters : &rt->ct->counters;
         spawned += blitz__u64_load(&k->spawned, BLITZ__ACQUIRE);
         freed += blitz__u64_load(&k->freed, BLITZ__ACQUIRE);
+        handles += blitz__u64_load(&k->handles, BLITZ__ACQUIRE);
+        released += blitz__u64_load(&k->handles_released, BLITZ__ACQUIRE);
     }
-    return spawned - freed;
+    return spawned - freed > handles - released;
 }
 
 #define BLITZ__FREE_GRACE_NS 200000000u
@@ -222,10 +229,11 @@ BLITZ_API int blitz_runtime_free(blitz_runtime *rt) {
     /* Every task is complete now, but a thread of another runtime may still
      * hold one of ours for an instant: a completer that copied our task's
      * join waker wakes and drops it after our task already saw the
-     * completion. Give such references a moment to go; handles and wakers
-     * the program still holds will not, and stay invalid after this. */
+     * completion. Give such references a moment to go; handles the program
+     * still holds will not (their blocks are not waited for), nor will
+     * wakers it holds, and both stay invalid after this. */
     uint64_t start = blitz__now_ns();
-    while (blitz__live_blocks(rt) && blitz__now_ns() - start < BLITZ__FREE_GRACE_NS)
+    while (blitz__blocks_in_flight(rt) && blitz__now_ns() - start < BLITZ__FREE_GRACE_NS)
         sched_yield();
     blitz__io_destroy(rt);
     blitz__block_walk(rt, blitz__final_drop);
