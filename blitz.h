@@ -5624,8 +5624,10 @@ static void blitz__cache_put(blitz_runtime *rt, blitz__block_cache *cache, uint3
 }
 
 /* A block for a task whose header + state (+ drop pointer) need `need`
- * bytes; NULL when out of memory. Counts the spawn. */
-BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need) {
+ * bytes; NULL when out of memory. Counts the spawn, and the join handle
+ * given out with it when `with_handle`, on the counters its one look-up
+ * of the thread's owner found. */
+BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need, int with_handle) {
     uint32_t c = blitz__size_class(need);
     blitz__task *t;
     blitz__worker_counters *k;
@@ -5661,22 +5663,24 @@ BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need) {
     }
     if (k) {
         BLITZ__STAT(blitz__u64_bump(&k->spawned, 1));
+        if (with_handle)
+            BLITZ__STAT(blitz__u64_bump(&k->handles, 1));
     } else {
         BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.spawned, 1, BLITZ__RELAXED));
+        if (with_handle)
+            BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.handles, 1, BLITZ__RELAXED));
     }
     return t;
 }
 
-/* Counts a join handle given out (released 0) or released (1). */
-BLITZ_PRIVATE void blitz__count_handle(blitz_runtime *rt, int released) {
+/* Counts a released join handle (blitz__block_alloc counts them given). */
+BLITZ_PRIVATE void blitz__count_handle_released(blitz_runtime *rt) {
     blitz__worker_counters *k;
     (void)blitz__local_owner(rt, &k);
     if (k) {
-        BLITZ__STAT(blitz__u64_bump(released ? &k->handles_released : &k->handles, 1));
+        BLITZ__STAT(blitz__u64_bump(&k->handles_released, 1));
     } else {
-        BLITZ__STAT(blitz__u64_fetch_add(released ? &rt->remote_counters.handles_released
-                                                  : &rt->remote_counters.handles,
-                                         1, BLITZ__RELAXED));
+        BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.handles_released, 1, BLITZ__RELAXED));
     }
 }
 
@@ -6014,7 +6018,7 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
     size_t hooks = (o->drop != NULL) + (o->cancel != NULL);
     if (hooks || trailer)
         need = ((need + 7) & ~(size_t)7) + trailer + hooks * sizeof(blitz_drop_fn);
-    blitz__task *t = blitz__block_alloc(rt, need);
+    blitz__task *t = blitz__block_alloc(rt, need, with_handle);
     if (!t)
         return BLITZ_ENOMEM;
     t->poll = o->poll;
@@ -6034,8 +6038,6 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
     /* Relaxed: the enqueue publishes the block (queue release or a
      * mutex). */
     blitz__u64_store(&t->state, initial, BLITZ__RELAXED);
-    if (with_handle)
-        blitz__count_handle(rt, 0);
     *out = t;
     return BLITZ_OK;
 }
@@ -6045,7 +6047,7 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
  * to). */
 BLITZ_PRIVATE void blitz__task_discard(blitz__task *t) {
     if (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_JOIN_INTEREST)
-        blitz__count_handle(blitz__task_runtime(t), 1);
+        blitz__count_handle_released(blitz__task_runtime(t));
     blitz__u64_store(&t->state, 0, BLITZ__RELAXED);
     blitz__block_release(t);
 }
@@ -6222,7 +6224,7 @@ BLITZ_API int blitz_task_release(blitz_task **tp) {
         if (blitz__u64_cas_weak(&t->state, &s, next, BLITZ__ACQ_REL))
             break;
     }
-    blitz__count_handle(rt, 1);
+    blitz__count_handle_released(rt);
     /* Before completion a stored join waker is ours again to drop. */
     if (!blitz__state_is_complete(s) && (s & BLITZ__TASK_JOIN_WAKER))
         blitz_waker_drop(t->join_waker);

@@ -103,7 +103,7 @@ BLITZ_API int blitz_task_release(blitz_task **tp) {
         if (blitz__u64_cas_weak(&t->state, &s, next, BLITZ__ACQ_REL))
             break;
     }
-    blitz__count_handle(rt, 1);
+    blitz__count_handle_released(rt);
     /* Before completion a stored join waker is ours again to drop. */
     if (!blitz__state_is_complete(s) && (s & BLITZ__TASK_JOIN_WAKER))
         blitz_waker_drop(t->join_waker);

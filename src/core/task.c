@@ -256,7 +256,7 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
     size_t hooks = (o->drop != NULL) + (o->cancel != NULL);
     if (hooks || trailer)
         need = ((need + 7) & ~(size_t)7) + trailer + hooks * sizeof(blitz_drop_fn);
-    blitz__task *t = blitz__block_alloc(rt, need);
+    blitz__task *t = blitz__block_alloc(rt, need, with_handle);
     if (!t)
         return BLITZ_ENOMEM;
     t->poll = o->poll;
@@ -276,8 +276,6 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
     /* Relaxed: the enqueue publishes the block (queue release or a
      * mutex). */
     blitz__u64_store(&t->state, initial, BLITZ__RELAXED);
-    if (with_handle)
-        blitz__count_handle(rt, 0);
     *out = t;
     return BLITZ_OK;
 }
@@ -287,7 +285,7 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
  * to). */
 BLITZ_PRIVATE void blitz__task_discard(blitz__task *t) {
     if (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_JOIN_INTEREST)
-        blitz__count_handle(blitz__task_runtime(t), 1);
+        blitz__count_handle_released(blitz__task_runtime(t));
     blitz__u64_store(&t->state, 0, BLITZ__RELAXED);
     blitz__block_release(t);
 }

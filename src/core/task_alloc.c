@@ -163,8 +163,10 @@ static void blitz__cache_put(blitz_runtime *rt, blitz__block_cache *cache, uint3
 }
 
 /* A block for a task whose header + state (+ drop pointer) need `need`
- * bytes; NULL when out of memory. Counts the spawn. */
-BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need) {
+ * bytes; NULL when out of memory. Counts the spawn, and the join handle
+ * given out with it when `with_handle`, on the counters its one look-up
+ * of the thread's owner found. */
+BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need, int with_handle) {
     uint32_t c = blitz__size_class(need);
     blitz__task *t;
     blitz__worker_counters *k;
@@ -200,22 +202,24 @@ BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need) {
     }
     if (k) {
         BLITZ__STAT(blitz__u64_bump(&k->spawned, 1));
+        if (with_handle)
+            BLITZ__STAT(blitz__u64_bump(&k->handles, 1));
     } else {
         BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.spawned, 1, BLITZ__RELAXED));
+        if (with_handle)
+            BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.handles, 1, BLITZ__RELAXED));
     }
     return t;
 }
 
-/* Counts a join handle given out (released 0) or released (1). */
-BLITZ_PRIVATE void blitz__count_handle(blitz_runtime *rt, int released) {
+/* Counts a released join handle (blitz__block_alloc counts them given). */
+BLITZ_PRIVATE void blitz__count_handle_released(blitz_runtime *rt) {
     blitz__worker_counters *k;
     (void)blitz__local_owner(rt, &k);
     if (k) {
-        BLITZ__STAT(blitz__u64_bump(released ? &k->handles_released : &k->handles, 1));
+        BLITZ__STAT(blitz__u64_bump(&k->handles_released, 1));
     } else {
-        BLITZ__STAT(blitz__u64_fetch_add(released ? &rt->remote_counters.handles_released
-                                                  : &rt->remote_counters.handles,
-                                         1, BLITZ__RELAXED));
+        BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.handles_released, 1, BLITZ__RELAXED));
     }
 }
 
