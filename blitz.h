@@ -1443,8 +1443,13 @@ typedef blitz_poll (*blitz_poll_fn)(blitz_cx *cx, void *state);
 /* Called once when a task's memory is reclaimed (after it finished or was
  * cancelled, and its handle was released), to free what the state owns. */
 typedef void (*blitz_drop_fn)(void *state);
+/* An op's cancel: withdraws the op `op` waits in (removes its waiter,
+ * hands back what it was given). Safe on an idle, pending or finished op,
+ * from any thread, with cx NULL. */
+typedef void (*blitz_cancel_fn)(blitz_cx *cx, void *op);
 /* A spawn's cancel hook (blitz_spawn_opts.cancel): called once when the
- * task is completed as cancelled, to cancel what its pending ops hold. */
+ * task is completed as cancelled, after the op it waited in was withdrawn,
+ * to release the task's own resources. */
 typedef void (*blitz_cancel_hook_fn)(void *state);
 /* A plain function run as a task by blitz_spawn_fn. */
 typedef void (*blitz_fn)(void *arg);
@@ -1685,13 +1690,17 @@ typedef struct blitz_spawn_opts {
     size_t size;        /* bytes of state, 1..BLITZ_MAX_STATE_SIZE */
     blitz_drop_fn drop; /* optional, see blitz_drop_fn */
     /* Optional: called once when the task is completed as cancelled
-     * (blitz_task_cancel, a cancel that became due, or shutdown), on the
-     * thread that does it, before any joiner sees the task finished. It
-     * releases what the task's pending ops hold (their cancels, such as
-     * blitz_timer_cancel(NULL, &s->timer)), so the task's memory goes at once
-     * rather than when those ops would have fired. Not called when the task
-     * completes. */
+     * (blitz_task_cancel, a deadline, a race, a group, shutdown), on the
+     * thread that does it, before any joiner sees the task finished. The op
+     * the task was suspended in has been withdrawn already (see
+     * blitz_cx_pending); the hook is for what else the state holds: a
+     * second op the poll function registered by hand, a buffer, a lock.
+     * Not called when the task completes. */
     blitz_cancel_hook_fn cancel;
+    /* Optional: when the task has not finished `timeout_ns` after the spawn
+     * (runtime clock), it is cancelled as above and its status is
+     * BLITZ_ETIMEDOUT. 0 for no limit; negative is BLITZ_EINVAL. */
+    int64_t timeout_ns;
 } blitz_spawn_opts;
 
 /* Spawns a task running `poll` over a private copy of `size` bytes of
@@ -1722,11 +1731,13 @@ BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t);
 /* Blocks the calling thread until `t` has finished. A worker thread keeps
  * running other tasks meanwhile; any other thread runs queued tasks of the
  * runtime while it waits (and drives a current-thread runtime).
- * Returns BLITZ_OK (completed), BLITZ_ECANCELED, BLITZ_EINVAL (NULL). */
+ * Returns blitz_task_status once finished: BLITZ_OK (completed),
+ * BLITZ_ECANCELED, BLITZ_ETIMEDOUT; BLITZ_EINVAL (NULL). */
 BLITZ_API int blitz_join_blocking(blitz_task *t);
 
-/* BLITZ_OK when completed, BLITZ_ECANCELED when cancelled, BLITZ_EAGAIN while
- * not finished, BLITZ_EINVAL for NULL. Never blocks. */
+/* BLITZ_OK when completed, BLITZ_ECANCELED when cancelled, BLITZ_ETIMEDOUT
+ * when cancelled by its spawn timeout, BLITZ_EAGAIN while not finished,
+ * BLITZ_EINVAL for NULL. Never blocks. */
 BLITZ_API int blitz_task_status(const blitz_task *t);
 
 /* The task's state, once it has finished; NULL before that (reading state
@@ -1757,6 +1768,17 @@ BLITZ_API blitz_runtime *blitz_cx_runtime(blitz_cx *cx);
 BLITZ_API void blitz_cx_yield(blitz_cx *cx);
 /* Nonzero once cancellation of the running task was requested. */
 BLITZ_API int blitz_cx_cancelled(blitz_cx *cx);
+/* Records that the running task is suspended in `op`: when the task is
+ * cancelled before its next poll, cancel(cx, op) withdraws the op first,
+ * so nothing it registered keeps the task's memory or a value (cx is NULL
+ * when the cancel runs on a thread that is not polling). Every blitz op
+ * records itself when it returns BLITZ_PENDING, and the combinators and
+ * blitz_timeout record themselves in place of what they poll, so a task
+ * needs no cancel hook for them. An op written by hand calls this before
+ * returning BLITZ_PENDING. The record lasts until the task is polled
+ * again; a poll function that leaves two ops of its own registered at once
+ * withdraws the other in its spawn cancel hook. No effect outside a task. */
+BLITZ_API void blitz_cx_pending(blitz_cx *cx, blitz_cancel_fn cancel, void *op);
 /* Raise and lower the cancellation shield (nestable, up to 255 deep): while
  * raised, a cancel request is remembered but not carried out.
  * BLITZ_ERANGE when nesting too deep or lowering an unraised shield. */
@@ -1799,6 +1821,9 @@ typedef struct blitz_timer {
     uint32_t blitz__state;
     int expired;       /* set by blitz_timeout: 1 when the deadline won */
     uint64_t deadline; /* the armed deadline, in ns */
+    /* The op blitz_timeout waits on with the timer: withdrawn with it. */
+    blitz_cancel_fn blitz__inner_cancel;
+    void *blitz__inner_op;
 } blitz_timer;
 
 /* The runtime's clock in ns (virtual when the runtime's clock is paused);
@@ -1823,23 +1848,21 @@ BLITZ_API void blitz_timer_cancel(blitz_cx *cx, void *timer);
 BLITZ_API int blitz_timer_armed(const blitz_timer *t);
 
 /* A deadline around another op:
- *   BLITZ_AWAIT(s, blitz_timeout(cx, &s->timer, 50 * BLITZ_MSEC,
- *                                blitz_join(cx, s->child)));
- *   if (s->timer.expired) { ...the op did not finish in time: cancel it... }
+ *   BLITZ_AWAIT(s, blitz_timeout(cx, &s->timer, 5 * BLITZ_SEC,
+ *                                blitz_sock_recv(cx, &s->io, s->sock, s->buf, n)));
+ *   if (s->timer.expired) { ...no data in 5 s: the receive was withdrawn... }
  * `inner` is the op's poll result, evaluated on every resumption. READY when
  * the op is READY (timer disarmed, expired = 0) or when the deadline passed
- * first (expired = 1); the op is then still registered, and the caller
- * cancels it with the op's own cancel function (blitz_join_cancel,
- * blitz_timer_cancel). */
+ * first (expired = 1): the op was then withdrawn with its own cancel, as
+ * it recorded itself (blitz_cx_pending), and what it was handed is kept
+ * (its result says BLITZ_ECANCELED, or what it did get). Cancelling the
+ * task withdraws both the op and the timer. To bound a whole task instead
+ * of one op, spawn it with blitz_spawn_opts.timeout_ns. */
 BLITZ_API blitz_poll blitz_timeout(blitz_cx *cx, blitz_timer *t, int64_t ns, blitz_poll inner);
 
-/* Cancels an op's registration (the op's own cancel, adapted). */
-typedef void (*blitz_cancel_fn)(blitz_cx *cx, void *op);
-/* blitz_timeout that also cancels the inner op when the deadline wins, so
- * nothing is left registered when it returns READY with expired = 1:
- *   BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, BLITZ_SEC,
- *                                   blitz_join(cx, s->child),
- *                                   blitz_join_cancel, s->child)); */
+/* blitz_timeout for an op that does not record itself (one written by hand
+ * without blitz_cx_pending): `cancel(cx, op)` withdraws it when the
+ * deadline wins. */
 BLITZ_API blitz_poll blitz_timeout_op(blitz_cx *cx, blitz_timer *t, int64_t ns, blitz_poll inner,
                                       blitz_cancel_fn cancel, void *op);
 
@@ -2007,6 +2030,13 @@ typedef struct blitz__waitq {
  * argument or an op without a poll function the combinator is READY at once
  * with `error` = BLITZ_EINVAL and winner -1.
  *
+ * A task cancelled while it waits in a combinator has every unfinished op
+ * withdrawn (the combinator records itself, blitz_cx_pending); so does a
+ * task cancelled after blitz_select returned while the others stay
+ * registered, until it waits in something else: a task that waits
+ * elsewhere between selects withdraws them in its cancel hook
+ * (blitz_combo_cancel).
+ *
  * Cancel safety is the ops' own: a combinator withdraws an op only through
  * the op's cancel function, and no cancel leaves a result behind in a
  * loser: a channel or oneshot receive takes nothing (the message stays in
@@ -2022,8 +2052,10 @@ typedef struct blitz__waitq {
 typedef struct blitz_combo {
     uint64_t blitz__done;  /* bit i: op i finished or was withdrawn */
     uint32_t blitz__start; /* where the next poll begins */
-    int winner;            /* race/select: the op that finished, or -1 */
-    int error;             /* BLITZ_EINVAL on bad arguments, else 0 */
+    uint32_t blitz__n;     /* the ops last polled, for a task's cancel */
+    const blitz_op *blitz__ops;
+    int winner; /* race/select: the op that finished, or -1 */
+    int error;  /* BLITZ_EINVAL on bad arguments, else 0 */
 } blitz_combo;
 
 BLITZ_API void blitz_combo_reset(blitz_combo *c);
@@ -5027,9 +5059,10 @@ BLITZ_PRIVATE int blitz__thread_start(pthread_t *t, void *(*fn)(void *), void *a
  * sleeps on the runtime's completion word waiting for this task), PINNED (the task is polled only
  * by the thread blocked in blitz_runtime_run on it, never queued: a wake just rouses that thread,
  * as Tokio's block_on does), BLOCKING (a blocking-pool job: queued on the pool, run there, with
- * a trailer before the hooks; see blocking_pool.c). ref_count: one reference for the task's life
- * until completion (the runtime's own, standing in for Tokio's owned-task list), one for the
- * handle, one per cloned waker. The block is freed when it reaches zero.
+ * a trailer before the hooks; see blocking_pool.c), HAS_DEADLINE (a spawn deadline: its timer is
+ * the trailer), TIMED_OUT (the cancel came from that deadline). ref_count: one reference for the
+ * task's life until completion (the runtime's own, standing in for Tokio's owned-task list), one
+ * for the handle, one per cloned waker. The block is freed when it reaches zero.
  *
  * Every transition is one CAS (or one RMW) on the word, so two parties never
  * both believe they own a step. Transitions that publish the user's state
@@ -5053,7 +5086,7 @@ BLITZ_PRIVATE int blitz__thread_start(pthread_t *t, void *(*fn)(void *), void *a
  * (16-byte aligned), and, when the task has a drop function, that pointer in
  * the block's last 8 bytes. The runtime a task belongs to is found from the
  * 64 KiB-aligned chunk that holds the block, so the header carries no
- * runtime pointer: 40 bytes in all. */
+ * runtime pointer: 56 bytes in all. */
 struct blitz_task {
     /* ref_count 24 | shield 8 | flags 8 | lifecycle 8 | low flags 16; see
      * task_state.c. Zero means the block is free. */
@@ -5065,10 +5098,17 @@ struct blitz_task {
     /* The waker of the task awaiting this one; owned by whoever the
      * JOIN_WAKER protocol says (join.c). */
     blitz_waker join_waker;
+    /* The op the task is suspended in, recorded by the op during the poll
+     * that returned PENDING (blitz_cx_pending; cleared before every poll),
+     * and withdrawn with it when the task is cancelled. Only the thread
+     * that owns the task (RUNNING) touches them; the state word's
+     * transitions order one owner's writes before the next one's reads. */
+    blitz_cancel_fn pending_cancel;
+    void *pending_op;
 };
 typedef struct blitz_task blitz__task;
 
-#define BLITZ__TASK_HEADER_SIZE 40u
+#define BLITZ__TASK_HEADER_SIZE 56u
 _Static_assert(sizeof(struct blitz_task) == BLITZ__TASK_HEADER_SIZE || sizeof(void *) != 8,
                "task header layout");
 
@@ -5150,6 +5190,30 @@ struct blitz_cx {
     blitz_waker waker;
 };
 
+/* Records the op the running task is suspended in (blitz_cx_pending) and
+ * returns BLITZ_PENDING: what an op's poll returns when it must wait. */
+static inline blitz_poll blitz__pending(blitz_cx *cx, blitz_cancel_fn cancel, void *op) {
+    if (cx && cx->task) {
+        cx->task->pending_cancel = cancel;
+        cx->task->pending_op = op;
+    }
+    return BLITZ_PENDING;
+}
+/* `r`, recording the op when it is PENDING. */
+static inline blitz_poll blitz__record(blitz_cx *cx, blitz_poll r, blitz_cancel_fn cancel,
+                                       void *op) {
+    return r == BLITZ_PENDING ? blitz__pending(cx, cancel, op) : r;
+}
+/* What the running task recorded so far in this poll. */
+static inline void blitz__cx_pending_get(blitz_cx *cx, blitz_cancel_fn *cancel, void **op) {
+    *cancel = NULL;
+    *op = NULL;
+    if (cx && cx->task) {
+        *cancel = cx->task->pending_cancel;
+        *op = cx->task->pending_op;
+    }
+}
+
 /* ---- the runtime (runtime.c) ------------------------------------------------ */
 
 struct blitz_runtime {
@@ -5225,9 +5289,10 @@ static inline void blitz__list_append(blitz__task **head, blitz__task **tail, bl
         return call;                                        \
     }
 
-/* ---- hooks into the scheduler ------------------------------------------------
- * The only calls from the task core up into sched/: a woken task goes to
- * its scheduler, and a thread that waits for a task helps run it. */
+/* ---- hooks into the scheduler and the time driver ----------------------------
+ * The only calls from the task core up the layers: a woken task goes to
+ * its scheduler, a thread that waits for a task helps run it, and a spawn
+ * deadline is a timer. */
 BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t);
 BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx, int yielded);
 BLITZ_PRIVATE int blitz__task_spawn_schedule(blitz_runtime *rt, blitz__task *t);
@@ -5246,6 +5311,11 @@ BLITZ_PRIVATE void blitz__pool_cancel_task(blitz__task *t);
 /* A timer became the earliest: wake the worker sleeping for timers (1 +
  * its index in `sleeper`), or any parked worker when there is none. */
 BLITZ_PRIVATE void blitz__sched_kick_timers(blitz_runtime *rt, uint32_t sleeper);
+/* A spawn deadline: arms `timer` to wake `w` timeout_ns from now on the
+ * runtime's clock (the timer keeps a clone of `w`), and disarms it. */
+BLITZ_PRIVATE void blitz__deadline_arm(blitz_runtime *rt, blitz_timer *timer, int64_t timeout_ns,
+                                       const blitz_waker *w);
+BLITZ_PRIVATE void blitz__deadline_disarm(blitz_timer *timer);
 /* The first socket of a runtime starts its workers. */
 
 #endif
@@ -5265,6 +5335,8 @@ BLITZ_PRIVATE void blitz__sched_kick_timers(blitz_runtime *rt, uint32_t sleeper)
 #define BLITZ__TASK_PINNED            ((uint64_t)1 << 3)
 #define BLITZ__TASK_HAS_CANCEL        ((uint64_t)1 << 4)
 #define BLITZ__TASK_BLOCKING          ((uint64_t)1 << 5)
+#define BLITZ__TASK_HAS_DEADLINE      ((uint64_t)1 << 6)
+#define BLITZ__TASK_TIMED_OUT         ((uint64_t)1 << 7)
 
 #define BLITZ__TASK_NOTIFIED      ((uint64_t)1 << 24)
 #define BLITZ__TASK_CANCELLED     ((uint64_t)1 << 25)
@@ -5407,6 +5479,25 @@ BLITZ_PRIVATE int blitz__state_cancel(blitz__task *t) {
     }
 }
 
+/* A cancel from a thread that must not complete the task itself (the time
+ * driver firing a spawn deadline): sets CANCELLED with `reason`, and
+ * IDLE -> SCHEDULED so the task's scheduler completes it. Returns
+ * BLITZ__WAKE_SCHEDULE when the caller must enqueue the task. Acq_rel as a
+ * wake. */
+BLITZ_PRIVATE int blitz__state_cancel_wake(blitz__task *t, uint64_t reason) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    for (;;) {
+        uint64_t lc = blitz__lifecycle(s);
+        if (lc == BLITZ__LC_COMPLETE || (s & BLITZ__TASK_CANCELLED))
+            return BLITZ__WAKE_NOTHING;
+        uint64_t next = s | BLITZ__TASK_CANCELLED | reason;
+        if (lc == BLITZ__LC_IDLE)
+            next = (next & ~BLITZ__LC_MASK) | BLITZ__LC_SCHEDULED;
+        if (blitz__u64_cas_weak(&t->state, &s, next, BLITZ__ACQ_REL))
+            return lc == BLITZ__LC_IDLE ? BLITZ__WAKE_SCHEDULE : BLITZ__WAKE_NOTHING;
+    }
+}
+
 /* Any unfinished task -> RUNNING + CANCELLED for the shutdown sweep, which
  * runs when no thread polls tasks of the runtime any more. Returns 1 when the
  * caller now owns the task (it was not complete and the block is live). */
@@ -5469,7 +5560,7 @@ static inline int blitz__state_is_complete(uint64_t s) {
  * is zero) instead of keeping an owned-task list in every task.
  *
  * Blocks start at an address that is 8 mod 16, so the state after the
- * 40-byte header is 16-byte aligned. States too big for the largest class get
+ * 56-byte header is 16-byte aligned. States too big for the largest class get
  * a chunk of their own. Caches: one per worker and one for the
  * current-thread driver (no locking: only their thread touches them), and a
  * shared one behind alloc_lock for every other thread. Free blocks travel in
@@ -5480,8 +5571,8 @@ static inline int blitz__state_is_complete(uint64_t s) {
 /* src/core/core.h already included */
 
 static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
-    48,  64,  80,   96,   112,  128,  160,  192,  224,  256,  320,  384,  448,  512,  640,
-    768, 896, 1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192};
+    64,  80,   96,   112,  128,  160,  192,  224,  256,  320,  384,  448,  512,  640,  768,
+    896, 1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192, 10240};
 
 /* First block offset: the smallest offset past the chunk header that is
  * 8 mod 16. */
@@ -5787,6 +5878,61 @@ static inline blitz_cancel_hook_fn *blitz__task_cancel_slot(blitz__task *t, uint
     return (blitz_cancel_hook_fn *)((char *)t + blitz__block_size(t) - back);
 }
 
+/* `size` bytes (a multiple of 8) reserved in front of the hooks at the end
+ * of the block of a task spawned with a trailer. */
+static inline void *blitz__task_trailer_of(blitz__task *t, uint64_t s, size_t size) {
+    size_t hooks = ((s & BLITZ__TASK_HAS_DROP) != 0) + ((s & BLITZ__TASK_HAS_CANCEL) != 0);
+    return (char *)t + blitz__block_size(t) - hooks * sizeof(blitz_drop_fn) - size;
+}
+static inline void *blitz__task_trailer(blitz__task *t, size_t size) {
+    return blitz__task_trailer_of(t, blitz__u64_load(&t->state, BLITZ__RELAXED), size);
+}
+
+/* ---- spawn deadlines ---------------------------------------------------------
+ * A task spawned with a timeout carries a timer in its trailer, armed with a
+ * waker whose wake cancels the task instead of polling it. The time driver
+ * fires it on whatever thread drives the timers, so the wake only marks the
+ * task cancelled (and timed out) and schedules it; its own scheduler then
+ * completes it, withdrawing the op it waits in. Completion disarms the
+ * timer, so a task that finishes in time holds nothing until its deadline. */
+
+static inline blitz_timer *blitz__task_deadline_timer(blitz__task *t, uint64_t s) {
+    return (blitz_timer *)blitz__task_trailer_of(t, s, sizeof(blitz_timer));
+}
+
+static void blitz__deadline_wake_by_ref(const void *data) {
+    blitz__task *t = (blitz__task *)data;
+    if (blitz__state_cancel_wake(t, BLITZ__TASK_TIMED_OUT) == BLITZ__WAKE_SCHEDULE)
+        blitz__task_schedule(t);
+}
+static void blitz__deadline_wake(const void *data) {
+    blitz__deadline_wake_by_ref(data);
+    blitz__task_unref((blitz__task *)data);
+}
+static void blitz__deadline_drop(const void *data) {
+    blitz__task_unref((blitz__task *)data);
+}
+static blitz_waker blitz__deadline_clone(const void *data);
+static const blitz_waker_vtable blitz__deadline_vtable = {
+    blitz__deadline_wake, blitz__deadline_wake_by_ref, blitz__deadline_clone, blitz__deadline_drop};
+static blitz_waker blitz__deadline_clone(const void *data) {
+    blitz__task_ref((blitz__task *)data);
+    blitz_waker w = {data, &blitz__deadline_vtable};
+    return w;
+}
+
+/* Arms the deadline of a task that is queued (or pinned): the caller holds
+ * a reference, so the block lives even if the task already finished; then
+ * the timer is disarmed again, as its completion could not see it armed. */
+static void blitz__task_deadline_start(blitz_runtime *rt, blitz__task *t, int64_t timeout_ns) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    blitz_timer *timer = blitz__task_deadline_timer(t, s);
+    blitz_waker w = {t, &blitz__deadline_vtable};
+    blitz__deadline_arm(rt, timer, timeout_ns, &w);
+    if (blitz__state_is_complete(blitz__u64_load(&t->state, BLITZ__ACQUIRE)))
+        blitz__deadline_disarm(timer);
+}
+
 /* Last reference gone: run the drop function and recycle the block. */
 BLITZ_PRIVATE void blitz__task_free(blitz__task *t) {
     uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
@@ -5823,12 +5969,21 @@ BLITZ_PRIVATE void blitz__sleep_on_completion(blitz_runtime *rt, uint32_t seq,
 BLITZ_PRIVATE void blitz__task_finish(blitz__task *t, int cancelled) {
     int dropped;
     if (cancelled) {
-        /* The task is ours (RUNNING): its cancel hook releases what its
-         * pending ops hold, before any joiner sees it complete. */
-        uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
-        if (s & BLITZ__TASK_HAS_CANCEL)
-            (*blitz__task_cancel_slot(t, s))(blitz__task_state_ptr(t));
+        /* The task is ours (RUNNING): the op it waits in is withdrawn, then
+         * its cancel hook releases the rest, before any joiner sees it
+         * complete. */
+        blitz_cancel_fn withdraw = t->pending_cancel;
+        if (withdraw) {
+            t->pending_cancel = NULL;
+            withdraw(NULL, t->pending_op);
+        }
+        uint64_t hooks = blitz__u64_load(&t->state, BLITZ__RELAXED);
+        if (hooks & BLITZ__TASK_HAS_CANCEL)
+            (*blitz__task_cancel_slot(t, hooks))(blitz__task_state_ptr(t));
     }
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    if (s & BLITZ__TASK_HAS_DEADLINE)
+        blitz__deadline_disarm(blitz__task_deadline_timer(t, s));
     uint64_t prev = blitz__state_complete(t, cancelled, &dropped);
     if (dropped) {
         if (blitz__refs(prev) == 1)
@@ -5932,6 +6087,7 @@ BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
     cx.yielded = 0;
     blitz__task *outer = ctx->current;
     ctx->current = t;
+    t->pending_cancel = NULL;
     blitz_poll r = t->poll(&cx, blitz__task_state_ptr(t));
     ctx->current = outer;
     if (r == BLITZ_READY)
@@ -5955,6 +6111,9 @@ BLITZ_API int blitz_cx_cancelled(blitz_cx *cx) {
         return 0;
     return (blitz__u64_load(&cx->task->state, BLITZ__ACQUIRE) & BLITZ__TASK_CANCELLED) != 0;
 }
+BLITZ_API void blitz_cx_pending(blitz_cx *cx, blitz_cancel_fn cancel, void *op) {
+    (void)blitz__pending(cx, cancel, op);
+}
 BLITZ_API int blitz_cx_shield(blitz_cx *cx) {
     return cx && cx->task ? blitz__state_shield(cx->task, 1) : BLITZ_EINVAL;
 }
@@ -5970,14 +6129,6 @@ BLITZ_API int blitz_cx_worker(blitz_cx *cx) {
 }
 
 /* ---- spawning ------------------------------------------------------------------- */
-
-/* `size` bytes (a multiple of 8) reserved in front of the hooks at the end
- * of the block of a task spawned with a trailer. */
-static inline void *blitz__task_trailer(blitz__task *t, size_t size) {
-    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
-    size_t hooks = ((s & BLITZ__TASK_HAS_DROP) != 0) + ((s & BLITZ__TASK_HAS_CANCEL) != 0);
-    return (char *)t + blitz__block_size(t) - hooks * sizeof(blitz_drop_fn) - size;
-}
 
 /* A spawn on a thread that shutdown does not wait for (a plain thread,
  * or one polling another runtime's task) announces itself in `spawning`
@@ -6014,6 +6165,15 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
         return BLITZ_EINVAL;
     if (blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST))
         return BLITZ_ESHUTDOWN;
+    if (o->timeout_ns < 0)
+        return BLITZ_EINVAL;
+    if (o->timeout_ns > 0) {
+        /* The deadline's timer is the trailer (blocking-pool jobs have
+         * their own trailer and no deadline). */
+        BLITZ_ASSERT(trailer == 0);
+        trailer = sizeof(blitz_timer);
+        flags |= BLITZ__TASK_HAS_DEADLINE;
+    }
     size_t need = BLITZ__TASK_HEADER_SIZE + o->size;
     size_t hooks = (o->drop != NULL) + (o->cancel != NULL);
     if (hooks || trailer)
@@ -6025,6 +6185,8 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
     t->next = NULL;
     t->join_waker.data = NULL;
     t->join_waker.vtable = NULL;
+    t->pending_cancel = NULL;
+    t->pending_op = NULL;
     if (o->state)
         memcpy(blitz__task_state_ptr(t), o->state, o->size);
     else
@@ -6035,6 +6197,8 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
         *blitz__task_drop_slot(t) = o->drop;
     if (o->cancel)
         *blitz__task_cancel_slot(t, initial) = o->cancel;
+    if (flags & BLITZ__TASK_HAS_DEADLINE)
+        memset(blitz__task_deadline_timer(t, initial), 0, sizeof(blitz_timer));
     /* Relaxed: the enqueue publishes the block (queue release or a
      * mutex). */
     blitz__u64_store(&t->state, initial, BLITZ__RELAXED);
@@ -6061,13 +6225,22 @@ BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, bli
     int entered = blitz__spawn_enter(rt);
     int rc = blitz__task_create(rt, o, handle != NULL, 0, pinned ? BLITZ__TASK_PINNED : 0, &t);
     if (rc == BLITZ_OK) {
+        int deadline = o->timeout_ns > 0;
+        if (deadline)
+            blitz__task_ref(t); /* kept across the arming below */
         if (pinned)
             blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
         rc = pinned ? BLITZ_OK : blitz__task_spawn_schedule(rt, t);
-        if (rc != BLITZ_OK)
+        if (rc != BLITZ_OK) {
             blitz__task_discard(t);
-        else if (handle)
-            *handle = t;
+        } else {
+            if (deadline) {
+                blitz__task_deadline_start(rt, t, o->timeout_ns);
+                blitz__task_unref(t);
+            }
+            if (handle)
+                *handle = t;
+        }
     }
     blitz__spawn_leave(rt, entered);
     return rc;
@@ -6139,7 +6312,7 @@ BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t) {
     blitz_waker mine = blitz_cx_waker(cx);
     if (s & BLITZ__TASK_JOIN_WAKER) {
         if (blitz_waker_will_wake(&t->join_waker, &mine))
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_join_cancel, t);
         /* A different waker is stored (the handle moved to another task):
          * take the slot back before overwriting it. */
         for (;;) {
@@ -6158,7 +6331,7 @@ BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t) {
             return BLITZ_READY;
         }
         if (blitz__u64_cas_weak(&t->state, &s, s | BLITZ__TASK_JOIN_WAKER, BLITZ__ACQ_REL))
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_join_cancel, t);
     }
 }
 
@@ -6185,7 +6358,9 @@ BLITZ_API int blitz_task_status(const blitz_task *t) {
     uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
     if (!blitz__state_is_complete(s))
         return BLITZ_EAGAIN;
-    return (s & BLITZ__TASK_OUTCOME_CANCELLED) ? BLITZ_ECANCELED : BLITZ_OK;
+    if (!(s & BLITZ__TASK_OUTCOME_CANCELLED))
+        return BLITZ_OK;
+    return (s & BLITZ__TASK_TIMED_OUT) ? BLITZ_ETIMEDOUT : BLITZ_ECANCELED;
 }
 
 BLITZ_API void *blitz_task_state(blitz_task *t) {
@@ -6893,7 +7068,7 @@ BLITZ_API blitz_poll blitz_sleep_until(blitz_cx *cx, blitz_timer *t, uint64_t de
         if (deadline_ns <= blitz__rt_now(rt))
             return BLITZ_READY;
         blitz__timer_arm(rt, t, deadline_ns, &mine);
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_timer_cancel, t);
     }
     /* Armed: polled again (a spurious wake, or another op of the task).
      * Keep the registered waker if it still wakes this task; the driver
@@ -6911,7 +7086,7 @@ BLITZ_API blitz_poll blitz_sleep_until(blitz_cx *cx, blitz_timer *t, uint64_t de
         blitz__u32_field_store(&t->blitz__state, BLITZ__TIMER_IDLE, BLITZ__RELAXED);
         return BLITZ_READY;
     }
-    return BLITZ_PENDING;
+    return blitz__pending(cx, blitz_timer_cancel, t);
 }
 
 BLITZ_API blitz_poll blitz_sleep(blitz_cx *cx, blitz_timer *t, int64_t ns) {
@@ -6955,13 +7130,33 @@ BLITZ_API void blitz_timer_cancel(blitz_cx *cx, void *timer) {
     blitz_waker_drop(old);
 }
 
+BLITZ_PRIVATE void blitz__deadline_arm(blitz_runtime *rt, blitz_timer *timer, int64_t timeout_ns,
+                                       const blitz_waker *w) {
+    blitz__timer_arm(rt, timer, blitz_deadline_after(blitz__rt_now(rt), timeout_ns), w);
+}
+BLITZ_PRIVATE void blitz__deadline_disarm(blitz_timer *timer) {
+    blitz_timer_cancel(NULL, timer);
+}
+
 BLITZ_API int blitz_timer_armed(const blitz_timer *t) {
     return t && blitz__u32_field_load(&t->blitz__state, BLITZ__ACQUIRE) == BLITZ__TIMER_ARMED;
 }
 
-BLITZ_API blitz_poll blitz_timeout(blitz_cx *cx, blitz_timer *t, int64_t ns, blitz_poll inner) {
+/* Withdraws a timeout: its timer and the op it waited on. */
+static void blitz__timeout_withdraw(blitz_cx *cx, void *timer) {
+    blitz_timer *t = (blitz_timer *)timer;
+    blitz_cancel_fn inner = t->blitz__inner_cancel;
+    t->blitz__inner_cancel = NULL;
+    blitz_timer_cancel(cx, t);
+    if (inner)
+        inner(cx, t->blitz__inner_op);
+}
+
+static blitz_poll blitz__timeout(blitz_cx *cx, blitz_timer *t, int64_t ns, blitz_poll inner,
+                                 blitz_cancel_fn cancel, void *op) {
     if (!cx || !t)
         return BLITZ_READY;
+    t->blitz__inner_cancel = NULL;
     if (inner == BLITZ_READY) {
         blitz_timer_cancel(NULL, t);
         t->expired = 0;
@@ -6969,17 +7164,30 @@ BLITZ_API blitz_poll blitz_timeout(blitz_cx *cx, blitz_timer *t, int64_t ns, bli
     }
     if (blitz_sleep(cx, t, ns) == BLITZ_READY) {
         t->expired = 1;
+        blitz_cx_pending(cx, NULL, NULL);
+        if (cancel)
+            cancel(cx, op);
         return BLITZ_READY;
     }
+    t->blitz__inner_cancel = cancel;
+    t->blitz__inner_op = op;
+    blitz_cx_pending(cx, blitz__timeout_withdraw, t);
     return BLITZ_PENDING;
+}
+
+BLITZ_API blitz_poll blitz_timeout(blitz_cx *cx, blitz_timer *t, int64_t ns, blitz_poll inner) {
+    /* `inner` was polled just before this call: if it is pending, the op
+     * recorded itself then. */
+    blitz_cancel_fn cancel = NULL;
+    void *op = NULL;
+    if (inner == BLITZ_PENDING)
+        blitz__cx_pending_get(cx, &cancel, &op);
+    return blitz__timeout(cx, t, ns, inner, cancel, op);
 }
 
 BLITZ_API blitz_poll blitz_timeout_op(blitz_cx *cx, blitz_timer *t, int64_t ns, blitz_poll inner,
                                       blitz_cancel_fn cancel, void *op) {
-    blitz_poll r = blitz_timeout(cx, t, ns, inner);
-    if (r == BLITZ_READY && t && t->expired && cancel)
-        cancel(cx, op);
-    return r;
+    return blitz__timeout(cx, t, ns, inner, cancel, op);
 }
 
 /* ---- clock and deadlines ------------------------------------------------------ */
@@ -8335,7 +8543,7 @@ static blitz_poll blitz__op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s, ui
         op->blitz__sockref = 2;
         blitz__sock_fd_to_mem(op->blitz__sock);
     }
-    return p;
+    return blitz__record(cx, p, blitz_io_cancel, op);
 }
 
 static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket *s, uint32_t kind,
@@ -8521,7 +8729,7 @@ BLITZ_API blitz_poll blitz_io_settle(blitz_cx *cx, blitz_io *op) {
         return BLITZ_READY;
     if (blitz__op_state(op) == BLITZ__IO_CANCELLING) {
         if (!cx || blitz__op_rewait(cx, op) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_io_cancel, op);
     }
     blitz__op_settled(op);
     return BLITZ_READY;
@@ -8714,14 +8922,14 @@ static blitz_poll blitz__connect(blitz_cx *cx, blitz_io *op, const blitz_addr *a
 }
 
 BLITZ_API blitz_poll blitz_tcp_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr) {
-    return blitz__connect(cx, op, addr, 0, 0);
+    return blitz__record(cx, blitz__connect(cx, op, addr, 0, 0), blitz_io_cancel, op);
 }
 BLITZ_API blitz_poll blitz_tcp_connect_timeout(blitz_cx *cx, blitz_io *op, const blitz_addr *addr,
                                                int64_t timeout_ns) {
-    return blitz__connect(cx, op, addr, 0, timeout_ns);
+    return blitz__record(cx, blitz__connect(cx, op, addr, 0, timeout_ns), blitz_io_cancel, op);
 }
 BLITZ_API blitz_poll blitz_unix_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr) {
-    return blitz__connect(cx, op, addr, AF_UNIX, 0);
+    return blitz__record(cx, blitz__connect(cx, op, addr, AF_UNIX, 0), blitz_io_cancel, op);
 }
 
 /* ---- close ------------------------------------------------------------------------------------
@@ -13853,7 +14061,7 @@ BLITZ_API blitz_poll blitz_spawn_blocking_await(blitz_cx *cx, blitz_blocking_spa
     if (rec) {
         /* Acquire pairs with the release of the room wake. */
         if (blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE) == BLITZ__OP_ROOM)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_spawn_blocking_cancel, op);
         op->blitz__op.rec = NULL; /* woken: the wake consumed its waker */
         blitz__pool_rec_free(rec);
     }
@@ -13870,7 +14078,7 @@ BLITZ_API blitz_poll blitz_spawn_blocking_await(blitz_cx *cx, blitz_blocking_spa
     int rc = blitz__spawn_blocking(rec->rt, opts, &op->task, rec);
     if (rc == BLITZ_EFULL && opts && opts->fn) {
         op->blitz__op.rec = rec; /* a room waiter now: the clone is the pool's */
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_spawn_blocking_cancel, op);
     }
     blitz_waker_drop(rec->waker);
     blitz__pool_rec_free(rec);
@@ -14270,7 +14478,28 @@ static int blitz__combo_valid(blitz_cx *cx, blitz_combo *c, const blitz_op *ops,
         if (!ops[i].poll)
             return 0;
     c->error = 0;
+    c->blitz__ops = ops;
+    c->blitz__n = (uint32_t)n;
     return 1;
+}
+
+/* The task's cancel of a combinator: every op still registered. */
+static void blitz__combo_withdraw(blitz_cx *cx, void *combo) {
+    blitz_combo *c = (blitz_combo *)combo;
+    if (c->blitz__ops)
+        blitz_combo_cancel(cx, c, c->blitz__ops, c->blitz__n);
+}
+
+/* After polling its ops, the combinator is what the task waits in, in
+ * place of the op that polled last; once READY, what the task recorded
+ * before it (select: itself while ops stay registered). */
+static blitz_poll blitz__combo_result(blitz_cx *cx, blitz_combo *c, blitz_poll r, int keep,
+                                      blitz_cancel_fn prev_cancel, void *prev_op) {
+    if (r == BLITZ_PENDING || keep)
+        blitz_cx_pending(cx, blitz__combo_withdraw, c);
+    else
+        blitz_cx_pending(cx, prev_cancel, prev_op);
+    return r;
 }
 
 /* Polls the unfinished ops once, from the rotating start. With `first`,
@@ -14297,8 +14526,12 @@ static int blitz__combo_poll(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, 
 BLITZ_API blitz_poll blitz_join_all(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
     if (!blitz__combo_valid(cx, c, ops, n))
         return BLITZ_READY;
+    blitz_cancel_fn prev_cancel;
+    void *prev_op;
+    blitz__cx_pending_get(cx, &prev_cancel, &prev_op);
     blitz__combo_poll(cx, c, ops, n, 0);
-    return c->blitz__done == blitz__combo_all(n) ? BLITZ_READY : BLITZ_PENDING;
+    blitz_poll r = c->blitz__done == blitz__combo_all(n) ? BLITZ_READY : BLITZ_PENDING;
+    return blitz__combo_result(cx, c, r, 0, prev_cancel, prev_op);
 }
 
 BLITZ_API void blitz_combo_cancel(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
@@ -14315,23 +14548,32 @@ BLITZ_API void blitz_combo_cancel(blitz_cx *cx, blitz_combo *c, const blitz_op *
     }
 }
 
-BLITZ_API blitz_poll blitz_select(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
+/* select and race: the first op that finishes wins. */
+static blitz_poll blitz__combo_first(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n,
+                                     int race) {
     if (!blitz__combo_valid(cx, c, ops, n))
         return BLITZ_READY;
     if (c->blitz__done == blitz__combo_all(n))
         return BLITZ_READY; /* nothing left: winner -1 */
+    blitz_cancel_fn prev_cancel;
+    void *prev_op;
+    blitz__cx_pending_get(cx, &prev_cancel, &prev_op);
     int won = blitz__combo_poll(cx, c, ops, n, 1);
     if (won < 0)
-        return BLITZ_PENDING;
+        return blitz__combo_result(cx, c, BLITZ_PENDING, 0, prev_cancel, prev_op);
     c->winner = won;
-    return BLITZ_READY;
+    if (race)
+        blitz_combo_cancel(cx, c, ops, n);
+    int rest = !race && c->blitz__done != blitz__combo_all(n);
+    return blitz__combo_result(cx, c, BLITZ_READY, rest, prev_cancel, prev_op);
+}
+
+BLITZ_API blitz_poll blitz_select(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
+    return blitz__combo_first(cx, c, ops, n, 0);
 }
 
 BLITZ_API blitz_poll blitz_race(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
-    blitz_poll r = blitz_select(cx, c, ops, n);
-    if (r == BLITZ_READY && c->error == 0)
-        blitz_combo_cancel(cx, c, ops, n);
-    return r;
+    return blitz__combo_first(cx, c, ops, n, 1);
 }
 /* ====[ END src/op/combinators.c ]========================================= */
 /* ====[ BEGIN src/op/task_group.c ]======================================== */
@@ -14549,7 +14791,7 @@ BLITZ_API blitz_poll blitz_group_next(blitz_cx *cx, blitz_group *g, blitz_task *
     }
     blitz__mutex_unlock(&g->lock);
     blitz_waker_drop(old);
-    return BLITZ_PENDING;
+    return blitz__pending(cx, blitz_group_next_cancel, g);
 }
 
 BLITZ_API void blitz_group_next_cancel(blitz_cx *cx, void *group) {
@@ -14985,11 +15227,12 @@ BLITZ_API blitz_poll blitz_semaphore_acquire(blitz_cx *cx, blitz_semaphore_acqui
         }
         op->blitz__sem = sem;
         op->blitz__n = n;
-        return blitz__sem_acquire_start(cx, op);
+        return blitz__record(cx, blitz__sem_acquire_start(cx, op), blitz_semaphore_acquire_cancel,
+                             op);
     }
     sem = op->blitz__sem;
     if (st == BLITZ__WAITER_QUEUED && blitz__waiter_repoll(&sem->blitz__lock, &op->blitz__w, cx))
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_semaphore_acquire_cancel, op);
     /* DONE: the lock (or the acquire load above) orders the handed-over
      * result before this read. */
     op->result = (int)op->blitz__w.blitz__flags;
@@ -15064,7 +15307,9 @@ BLITZ_API int blitz_mutex_try_lock(blitz_mutex *m) {
 BLITZ_API blitz_poll blitz_mutex_lock(blitz_cx *cx, blitz_mutex_lock_op *op, blitz_mutex *m) {
     if (!op)
         return BLITZ_READY;
-    return blitz_semaphore_acquire(cx, &op->blitz__acq, m ? &m->blitz__sem : NULL, 1);
+    return blitz__record(cx,
+                         blitz_semaphore_acquire(cx, &op->blitz__acq, m ? &m->blitz__sem : NULL, 1),
+                         blitz_mutex_lock_cancel, op);
 }
 
 BLITZ_API void blitz_mutex_lock_cancel(blitz_cx *cx, void *op) {
@@ -15121,13 +15366,17 @@ BLITZ_API int blitz_rwlock_try_write(blitz_rwlock *l) {
 BLITZ_API blitz_poll blitz_rwlock_read(blitz_cx *cx, blitz_rwlock_op *op, blitz_rwlock *l) {
     if (!op)
         return BLITZ_READY;
-    return blitz_semaphore_acquire(cx, &op->blitz__acq, l ? &l->blitz__sem : NULL, 1);
+    return blitz__record(cx,
+                         blitz_semaphore_acquire(cx, &op->blitz__acq, l ? &l->blitz__sem : NULL, 1),
+                         blitz_rwlock_cancel, op);
 }
 
 BLITZ_API blitz_poll blitz_rwlock_write(blitz_cx *cx, blitz_rwlock_op *op, blitz_rwlock *l) {
     if (!op)
         return BLITZ_READY;
-    return blitz_semaphore_acquire(cx, &op->blitz__acq, l ? &l->blitz__sem : NULL, BLITZ__RW_ALL);
+    return blitz__record(
+        cx, blitz_semaphore_acquire(cx, &op->blitz__acq, l ? &l->blitz__sem : NULL, BLITZ__RW_ALL),
+        blitz_rwlock_cancel, op);
 }
 
 BLITZ_API void blitz_rwlock_cancel(blitz_cx *cx, void *op) {
@@ -15325,11 +15574,11 @@ BLITZ_API blitz_poll blitz_notify_wait(blitz_cx *cx, blitz_notify_wait_op *op, b
         blitz_waker mine = blitz_cx_waker(cx);
         blitz__waitq_push(&n->blitz__waiters, &op->blitz__w, &mine);
         blitz__word_unlock(&n->blitz__lock);
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_notify_wait_cancel, op);
     }
     n = op->blitz__notify;
     if (st == BLITZ__WAITER_QUEUED && blitz__waiter_repoll(&n->blitz__lock, &op->blitz__w, cx))
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_notify_wait_cancel, op);
     blitz__waiter_reset(&op->blitz__w);
     op->result = BLITZ_OK;
     return BLITZ_READY;
@@ -15448,11 +15697,11 @@ BLITZ_API blitz_poll blitz_barrier_wait(blitz_cx *cx, blitz_barrier_wait_op *op,
         blitz_waker mine = blitz_cx_waker(cx);
         blitz__waitq_push(&b->blitz__waiters, &op->blitz__w, &mine);
         blitz__word_unlock(&b->blitz__lock);
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_barrier_wait_cancel, op);
     }
     b = op->blitz__barrier;
     if (st == BLITZ__WAITER_QUEUED && blitz__waiter_repoll(&b->blitz__lock, &op->blitz__w, cx))
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_barrier_wait_cancel, op);
     blitz__waiter_reset(&op->blitz__w);
     return BLITZ_READY;
 }
@@ -15679,11 +15928,11 @@ BLITZ_API blitz_poll blitz_once_cell_get_or_claim(blitz_cx *cx, blitz_once_cell_
         blitz_waker mine = blitz_cx_waker(cx);
         blitz__waitq_push(&c->blitz__waiters, &op->blitz__w, &mine);
         blitz__word_unlock(&c->blitz__lock);
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_once_cell_get_or_claim_cancel, op);
     }
     c = op->blitz__cell;
     if (st == BLITZ__WAITER_QUEUED && blitz__waiter_repoll(&c->blitz__lock, &op->blitz__w, cx))
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_once_cell_get_or_claim_cancel, op);
     uint32_t how = op->blitz__w.blitz__flags;
     blitz__waiter_reset(&op->blitz__w);
     return blitz__once_ready(op, how == BLITZ__ONCE_GOT_CLAIM);
@@ -15910,11 +16159,11 @@ BLITZ_API blitz_poll blitz_cancel_token_wait(blitz_cx *cx, blitz_cancel_token_wa
         blitz_waker mine = blitz_cx_waker(cx);
         blitz__waitq_push(&t->blitz__waiters, &op->blitz__w, &mine);
         blitz__word_unlock(&t->blitz__lock);
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_cancel_token_wait_cancel, op);
     }
     t = op->blitz__token;
     if (st == BLITZ__WAITER_QUEUED && blitz__waiter_repoll(&t->blitz__lock, &op->blitz__w, cx))
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_cancel_token_wait_cancel, op);
     blitz__waiter_reset(&op->blitz__w);
     return BLITZ_READY;
 }
@@ -16500,14 +16749,14 @@ BLITZ_API blitz_poll blitz_chan_send(blitz_cx *cx, blitz_chan_op *op, blitz_chan
     if (!op)
         return BLITZ_READY;
     blitz__chan_op_bind(op, ch, value);
-    return blitz__chan_poll(cx, op, 1);
+    return blitz__record(cx, blitz__chan_poll(cx, op, 1), blitz_chan_cancel, op);
 }
 
 BLITZ_API blitz_poll blitz_chan_recv(blitz_cx *cx, blitz_chan_op *op, blitz_chan *ch, void *out) {
     if (!op)
         return BLITZ_READY;
     blitz__chan_op_bind(op, ch, out);
-    return blitz__chan_poll(cx, op, 0);
+    return blitz__record(cx, blitz__chan_poll(cx, op, 0), blitz_chan_cancel, op);
 }
 
 BLITZ_API blitz_op blitz_op_chan_send(blitz_chan_op *op, blitz_chan *ch, const void *value) {
@@ -16731,10 +16980,10 @@ BLITZ_API blitz_poll blitz_oneshot_recv(blitz_cx *cx, blitz_oneshot *os) {
             /* The sender is waking the stored waker right now; poll again
              * in case this poll comes from another waker. */
             blitz_waker_wake_by_ref(&mine);
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_oneshot_cancel, os);
         }
         if ((s & BLITZ__OS_HAS_WAKER) && blitz_waker_will_wake(&os->blitz__waker, &mine))
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_oneshot_cancel, os);
         if (blitz__u32_cas_weak(a, &s, s | BLITZ__OS_REGISTERING, BLITZ__ACQUIRE))
             break;
     }
@@ -16746,7 +16995,7 @@ BLITZ_API blitz_poll blitz_oneshot_recv(blitz_cx *cx, blitz_oneshot *os) {
     /* Release: publishes the waker to a sender that acquires HAS_WAKER. */
     if (blitz__u32_cas(a, &expected, target, BLITZ__ACQ_REL)) {
         blitz_waker_drop(old);
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_oneshot_cancel, os);
     }
     /* The sender finished meanwhile (it does not take a waker while we
      * register): the waker is still ours to drop. */
@@ -17137,7 +17386,7 @@ BLITZ_API blitz_poll blitz_broadcast_recv(blitz_cx *cx, blitz_broadcast_rx *rx, 
     if (!rx)
         return BLITZ_READY;
     rx->blitz__buf = out;
-    return blitz__bc_recv_poll(cx, rx);
+    return blitz__record(cx, blitz__bc_recv_poll(cx, rx), blitz_broadcast_cancel, rx);
 }
 
 BLITZ_API blitz_op blitz_op_broadcast_recv(blitz_broadcast_rx *rx, void *out) {
@@ -17455,7 +17704,7 @@ static blitz_poll blitz__watch_changed_poll(blitz_cx *cx, void *p) {
 BLITZ_API blitz_poll blitz_watch_changed(blitz_cx *cx, blitz_watch_rx *rx) {
     if (!rx)
         return BLITZ_READY;
-    return blitz__watch_changed_poll(cx, rx);
+    return blitz__record(cx, blitz__watch_changed_poll(cx, rx), blitz_watch_cancel, rx);
 }
 
 BLITZ_API blitz_op blitz_op_watch_changed(blitz_watch_rx *rx) {
@@ -18120,7 +18369,7 @@ BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const cha
     blitz__pool_rec *done;
     if (!blitz__pool_op_idle(&op->blitz__op)) {
         if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_dns_cancel, op);
         blitz__dns_rec *d = (blitz__dns_rec *)done;
         op->result = d->result;
         op->addrs = d->addrs;
@@ -18150,7 +18399,7 @@ BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const cha
     d->family = family;
     int err = 0;
     if (blitz__pool_op_start(cx, &op->blitz__op, &d->base, &err) == BLITZ_PENDING)
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_dns_cancel, op);
     op->result = err;
     return BLITZ_READY;
 }
@@ -18217,7 +18466,7 @@ BLITZ_API blitz_poll blitz_tcp_connect_host(blitz_cx *cx, blitz_connect_op *op, 
     }
     if (op->blitz__stage == BLITZ__CONNECT_RESOLVING) {
         if (blitz_dns_resolve(cx, &op->blitz__dns, host, port, 0) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_tcp_connect_host_cancel, op);
         if (op->blitz__dns.result <= 0)
             return blitz__connect_host_done(op, op->blitz__dns.result < 0 ? op->blitz__dns.result
                                                                           : BLITZ_ENOHOST);
@@ -18230,7 +18479,7 @@ BLITZ_API blitz_poll blitz_tcp_connect_host(blitz_cx *cx, blitz_connect_op *op, 
         /* An attempt is in progress: poll it. */
         if (blitz_tcp_connect_timeout(cx, &op->blitz__io, &op->blitz__addr,
                                       op->attempt_timeout_ns) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_tcp_connect_host_cancel, op);
         if (op->blitz__io.result == 0) {
             op->socket = op->blitz__io.socket;
             op->blitz__io.socket = NULL;
@@ -18767,7 +19016,7 @@ static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_r
     blitz__pool_rec *done;
     if (!blitz__pool_op_idle(&f->blitz__op)) {
         if (blitz__pool_op_poll(cx, &f->blitz__op, &done) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_fs_cancel, f);
         blitz__fs_take(f, (blitz__fs_rec *)done);
         return BLITZ_READY;
     }
@@ -18792,7 +19041,7 @@ static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_r
     f->blitz__iov = r->iov;
     f->blitz__iovcnt = r->iovcnt;
     if (blitz__pool_op_start(cx, &f->blitz__op, &rec->base, &rc) == BLITZ_PENDING)
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_fs_cancel, f);
     f->result = rc;
     return BLITZ_READY;
 }
@@ -19344,7 +19593,7 @@ BLITZ_API blitz_poll blitz_signal_recv(blitz_cx *cx, blitz_signal *s) {
         s->blitz__has_waker = 1;
     }
     blitz__mutex_unlock(&blitz__sig.lock);
-    return BLITZ_PENDING;
+    return blitz__pending(cx, blitz_signal_cancel, s);
 }
 
 BLITZ_API int blitz_signal_try_recv(blitz_signal *s) {
@@ -19814,7 +20063,7 @@ BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_c
     blitz__pool_rec *done;
     if (!blitz__pool_op_idle(&op->blitz__op)) {
         if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_process_wait_cancel, op);
         blitz__wait_rec *w = (blitz__wait_rec *)done;
         if (w->reaped)
             blitz__wait_fill(op, w->status);
@@ -19843,7 +20092,7 @@ BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_c
     w->proc = child->blitz__handle;
     int err = 0;
     if (blitz__pool_op_start(cx, &op->blitz__op, &w->base, &err) == BLITZ_PENDING)
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_process_wait_cancel, op);
     op->result = err;
     return BLITZ_READY;
 }
@@ -20070,7 +20319,7 @@ BLITZ_API blitz_poll blitz_process_output(blitz_cx *cx, blitz_output_op *op,
     blitz__pool_rec *done;
     if (!blitz__pool_op_idle(&op->blitz__op)) {
         if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_process_output_cancel, op);
         blitz__output_rec *o = (blitz__output_rec *)done;
         op->result = o->result;
         op->exited = o->exited;
@@ -20115,7 +20364,7 @@ BLITZ_API blitz_poll blitz_process_output(blitz_cx *cx, blitz_output_op *op,
         return BLITZ_READY;
     }
     if (blitz__pool_op_start(cx, &op->blitz__op, &o->base, &rc) == BLITZ_PENDING)
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_process_output_cancel, op);
     op->result = rc;
     return BLITZ_READY;
 }
@@ -20321,7 +20570,8 @@ BLITZ_API blitz_poll blitz_stream_read(blitz_cx *cx, blitz_stream *st, void *buf
         st->read_result = BLITZ_ECLOSED;
         return BLITZ_READY;
     }
-    return st->vtable->read(cx, st, buf, len, &st->read_result);
+    return blitz__record(cx, st->vtable->read(cx, st, buf, len, &st->read_result),
+                         blitz_stream_read_cancel, st);
 }
 
 BLITZ_API blitz_poll blitz_stream_write(blitz_cx *cx, blitz_stream *st, const void *buf,
@@ -20337,7 +20587,8 @@ BLITZ_API blitz_poll blitz_stream_write(blitz_cx *cx, blitz_stream *st, const vo
         st->write_result = BLITZ_ECLOSED;
         return BLITZ_READY;
     }
-    return st->vtable->write(cx, st, buf, len, &st->write_result);
+    return blitz__record(cx, st->vtable->write(cx, st, buf, len, &st->write_result),
+                         blitz_stream_write_cancel, st);
 }
 
 BLITZ_API void blitz_stream_read_cancel(blitz_cx *cx, void *p) {
@@ -20512,7 +20763,7 @@ BLITZ_API blitz_poll blitz_reader_read(blitz_cx *cx, blitz_reader *r, void *dst,
         if (r->blitz__eof)
             return blitz__reader_done(r, 0);
         if (blitz__reader_fill(cx, r) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_reader_cancel, r);
     }
 }
 
@@ -20536,7 +20787,7 @@ BLITZ_API blitz_poll blitz_reader_read_exact(blitz_cx *cx, blitz_reader *r, void
         if (r->blitz__eof)
             return blitz__reader_done(r, BLITZ_EEOF);
         if (blitz__reader_fill(cx, r) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_reader_cancel, r);
     }
 }
 
@@ -20597,7 +20848,8 @@ BLITZ_API blitz_poll blitz_reader_read_until(blitz_cx *cx, blitz_reader *r, int 
         return BLITZ_READY;
     if (blitz__reader_bad(r) || !dst || !max || delim < 0 || delim > 255)
         return blitz__reader_done(r, BLITZ_EINVAL);
-    return blitz__reader_until(cx, r, delim, (unsigned char *)dst, max);
+    return blitz__record(cx, blitz__reader_until(cx, r, delim, (unsigned char *)dst, max),
+                         blitz_reader_cancel, r);
 }
 
 BLITZ_API blitz_poll blitz_reader_read_line(blitz_cx *cx, blitz_reader *r, char *dst, size_t max) {
@@ -20606,7 +20858,7 @@ BLITZ_API blitz_poll blitz_reader_read_line(blitz_cx *cx, blitz_reader *r, char 
     if (blitz__reader_bad(r) || !dst || max < 2)
         return blitz__reader_done(r, BLITZ_EINVAL);
     if (blitz__reader_until(cx, r, '\n', (unsigned char *)dst, max - 1) == BLITZ_PENDING)
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_reader_cancel, r);
     size_t n = r->len;
     if (r->result > 0 && n > 0 && dst[n - 1] == '\n') {
         n--;
@@ -20745,7 +20997,7 @@ BLITZ_API blitz_poll blitz_writer_write(blitz_cx *cx, blitz_writer *w, const voi
                 return blitz__writer_done(w, (int64_t)n);
         }
         if (blitz__writer_push(cx, w) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_writer_cancel, w);
     }
 }
 
@@ -20772,7 +21024,7 @@ BLITZ_API blitz_poll blitz_writer_write_all(blitz_cx *cx, blitz_writer *w, const
             /* Larger than the buffer: straight from the caller's memory. */
             w->blitz__writing = BLITZ__WRITING_DIRECT;
             if (blitz_stream_write(cx, st, p + w->blitz__taken, left) == BLITZ_PENDING)
-                return BLITZ_PENDING;
+                return blitz__pending(cx, blitz_writer_cancel, w);
             w->blitz__writing = 0;
             if (st->write_result <= 0)
                 w->blitz__err = st->write_result < 0 ? st->write_result : BLITZ_EIO;
@@ -20787,7 +21039,7 @@ BLITZ_API blitz_poll blitz_writer_write_all(blitz_cx *cx, blitz_writer *w, const
                 continue;
         }
         if (blitz__writer_push(cx, w) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_writer_cancel, w);
     }
 }
 
@@ -20803,7 +21055,7 @@ BLITZ_API blitz_poll blitz_writer_flush(blitz_cx *cx, blitz_writer *w) {
         if (w->blitz__len == 0)
             return blitz__writer_done(w, 0);
         if (blitz__writer_push(cx, w) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_writer_cancel, w);
     }
 }
 
@@ -20812,7 +21064,7 @@ BLITZ_API blitz_poll blitz_writer_close(blitz_cx *cx, blitz_writer *w) {
         return BLITZ_READY;
     if (blitz_writer_flush(cx, w) == BLITZ_PENDING) {
         w->blitz__op = BLITZ__WR_CLOSE;
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_writer_cancel, w);
     }
     if (w->result < 0)
         return BLITZ_READY;
@@ -21063,15 +21315,15 @@ BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
     }
     for (int budget = 0;; budget++) {
         if (c->blitz__mode == BLITZ__CP_BUF)
-            return blitz__copy_buf(cx, c);
+            return blitz__record(cx, blitz__copy_buf(cx, c), blitz_copy_cancel, c);
         int failed;
         if (blitz__copy_wait(cx, c, &failed) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_copy_cancel, c);
         if (failed)
             return BLITZ_READY;
         if (budget == BLITZ__COPY_BUDGET) {
             blitz_cx_yield(cx);
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_copy_cancel, c);
         }
         int src_fd = c->src->fd, dst_fd = c->dst->fd;
         int64_t r;
@@ -21114,7 +21366,7 @@ BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
             c->blitz__wait = blitz__copy_blocker(c, src_side ? src_fd : -1, dst_fd);
             if (c->blitz__wait == BLITZ__CPW_NONE) {
                 blitz_cx_yield(cx);
-                return BLITZ_PENDING;
+                return blitz__pending(cx, blitz_copy_cancel, c);
             }
             continue;
         }
@@ -21362,7 +21614,7 @@ BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op,
             if (sd->has_sig)
                 op->blitz__ops[n++] = blitz_op_signal_recv(&sd->sig);
             if (blitz_race(cx, &op->blitz__combo, op->blitz__ops, n) == BLITZ_PENDING)
-                return BLITZ_PENDING;
+                return blitz__pending(cx, blitz_shutdown_run_cancel, op);
             if (op->blitz__combo.winner == 1)
                 op->signo = sd->sig.signo;
             blitz_shutdown_trigger(sd);
@@ -21391,7 +21643,7 @@ BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op,
             op->blitz__ops[0] = blitz_op_join(t);
             op->blitz__ops[1] = blitz_op_sleep_until(&op->blitz__timer, op->blitz__deadline);
             if (blitz_race(cx, &op->blitz__combo, op->blitz__ops, 2) == BLITZ_PENDING)
-                return BLITZ_PENDING;
+                return blitz__pending(cx, blitz_shutdown_run_cancel, op);
             int won = op->blitz__combo.winner;
             blitz_combo_reset(&op->blitz__combo);
             if (won == 0) {
@@ -21410,7 +21662,7 @@ BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op,
             blitz__mutex_unlock(&sd->lock);
             if (t) {
                 if (blitz_join(cx, t) == BLITZ_PENDING)
-                    return BLITZ_PENDING;
+                    return blitz__pending(cx, blitz_shutdown_run_cancel, op);
                 op->blitz__idx++;
                 break;
             }

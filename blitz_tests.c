@@ -49,6 +49,7 @@
 #include "tests/test_connect_host.c"
 #include "tests/test_stream.c"
 #include "tests/test_op_io.c"
+#include "tests/test_withdraw.c"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define TEST_HAS_LSAN 1

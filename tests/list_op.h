@@ -1,5 +1,17 @@
 /* Tests of ops as values and the combinators (tests/test_op.c). */
 #define BLITZ_OP_TEST_LIST(X)           \
+    X(withdraw_ops_mt2, 20000)          \
+    X(withdraw_ops_mt4, 20000)          \
+    X(withdraw_ops_ct, 20000)           \
+    X(withdraw_ops_uring, 20000)        \
+    X(withdraw_ops_epoll, 20000)        \
+    X(withdraw_ops_poll, 20000)         \
+    X(timeout_withdraws_mt2, 10000)     \
+    X(timeout_withdraws_mt4, 10000)     \
+    X(timeout_withdraws_ct, 10000)      \
+    X(spawn_timeout_mt2, 10000)         \
+    X(spawn_timeout_mt4, 10000)         \
+    X(spawn_timeout_ct, 10000)          \
     X(op_wait_plain_thread, 10000)      \
     X(op_wait_many_threads, 30000)      \
     X(op_combinators_mt2, 5000)         \

@@ -91,6 +91,13 @@ typedef struct blitz__waitq {
  * argument or an op without a poll function the combinator is READY at once
  * with `error` = BLITZ_EINVAL and winner -1.
  *
+ * A task cancelled while it waits in a combinator has every unfinished op
+ * withdrawn (the combinator records itself, blitz_cx_pending); so does a
+ * task cancelled after blitz_select returned while the others stay
+ * registered, until it waits in something else: a task that waits
+ * elsewhere between selects withdraws them in its cancel hook
+ * (blitz_combo_cancel).
+ *
  * Cancel safety is the ops' own: a combinator withdraws an op only through
  * the op's cancel function, and no cancel leaves a result behind in a
  * loser: a channel or oneshot receive takes nothing (the message stays in
@@ -106,8 +113,10 @@ typedef struct blitz__waitq {
 typedef struct blitz_combo {
     uint64_t blitz__done;  /* bit i: op i finished or was withdrawn */
     uint32_t blitz__start; /* where the next poll begins */
-    int winner;            /* race/select: the op that finished, or -1 */
-    int error;             /* BLITZ_EINVAL on bad arguments, else 0 */
+    uint32_t blitz__n;     /* the ops last polled, for a task's cancel */
+    const blitz_op *blitz__ops;
+    int winner; /* race/select: the op that finished, or -1 */
+    int error;  /* BLITZ_EINVAL on bad arguments, else 0 */
 } blitz_combo;
 
 BLITZ_API void blitz_combo_reset(blitz_combo *c);

@@ -244,8 +244,13 @@ typedef blitz_poll (*blitz_poll_fn)(blitz_cx *cx, void *state);
 /* Called once when a task's memory is reclaimed (after it finished or was
  * cancelled, and its handle was released), to free what the state owns. */
 typedef void (*blitz_drop_fn)(void *state);
+/* An op's cancel: withdraws the op `op` waits in (removes its waiter,
+ * hands back what it was given). Safe on an idle, pending or finished op,
+ * from any thread, with cx NULL. */
+typedef void (*blitz_cancel_fn)(blitz_cx *cx, void *op);
 /* A spawn's cancel hook (blitz_spawn_opts.cancel): called once when the
- * task is completed as cancelled, to cancel what its pending ops hold. */
+ * task is completed as cancelled, after the op it waited in was withdrawn,
+ * to release the task's own resources. */
 typedef void (*blitz_cancel_hook_fn)(void *state);
 /* A plain function run as a task by blitz_spawn_fn. */
 typedef void (*blitz_fn)(void *arg);
@@ -486,13 +491,17 @@ typedef struct blitz_spawn_opts {
     size_t size;        /* bytes of state, 1..BLITZ_MAX_STATE_SIZE */
     blitz_drop_fn drop; /* optional, see blitz_drop_fn */
     /* Optional: called once when the task is completed as cancelled
-     * (blitz_task_cancel, a cancel that became due, or shutdown), on the
-     * thread that does it, before any joiner sees the task finished. It
-     * releases what the task's pending ops hold (their cancels, such as
-     * blitz_timer_cancel(NULL, &s->timer)), so the task's memory goes at once
-     * rather than when those ops would have fired. Not called when the task
-     * completes. */
+     * (blitz_task_cancel, a deadline, a race, a group, shutdown), on the
+     * thread that does it, before any joiner sees the task finished. The op
+     * the task was suspended in has been withdrawn already (see
+     * blitz_cx_pending); the hook is for what else the state holds: a
+     * second op the poll function registered by hand, a buffer, a lock.
+     * Not called when the task completes. */
     blitz_cancel_hook_fn cancel;
+    /* Optional: when the task has not finished `timeout_ns` after the spawn
+     * (runtime clock), it is cancelled as above and its status is
+     * BLITZ_ETIMEDOUT. 0 for no limit; negative is BLITZ_EINVAL. */
+    int64_t timeout_ns;
 } blitz_spawn_opts;
 
 /* Spawns a task running `poll` over a private copy of `size` bytes of
@@ -523,11 +532,13 @@ BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t);
 /* Blocks the calling thread until `t` has finished. A worker thread keeps
  * running other tasks meanwhile; any other thread runs queued tasks of the
  * runtime while it waits (and drives a current-thread runtime).
- * Returns BLITZ_OK (completed), BLITZ_ECANCELED, BLITZ_EINVAL (NULL). */
+ * Returns blitz_task_status once finished: BLITZ_OK (completed),
+ * BLITZ_ECANCELED, BLITZ_ETIMEDOUT; BLITZ_EINVAL (NULL). */
 BLITZ_API int blitz_join_blocking(blitz_task *t);
 
-/* BLITZ_OK when completed, BLITZ_ECANCELED when cancelled, BLITZ_EAGAIN while
- * not finished, BLITZ_EINVAL for NULL. Never blocks. */
+/* BLITZ_OK when completed, BLITZ_ECANCELED when cancelled, BLITZ_ETIMEDOUT
+ * when cancelled by its spawn timeout, BLITZ_EAGAIN while not finished,
+ * BLITZ_EINVAL for NULL. Never blocks. */
 BLITZ_API int blitz_task_status(const blitz_task *t);
 
 /* The task's state, once it has finished; NULL before that (reading state
@@ -558,6 +569,17 @@ BLITZ_API blitz_runtime *blitz_cx_runtime(blitz_cx *cx);
 BLITZ_API void blitz_cx_yield(blitz_cx *cx);
 /* Nonzero once cancellation of the running task was requested. */
 BLITZ_API int blitz_cx_cancelled(blitz_cx *cx);
+/* Records that the running task is suspended in `op`: when the task is
+ * cancelled before its next poll, cancel(cx, op) withdraws the op first,
+ * so nothing it registered keeps the task's memory or a value (cx is NULL
+ * when the cancel runs on a thread that is not polling). Every blitz op
+ * records itself when it returns BLITZ_PENDING, and the combinators and
+ * blitz_timeout record themselves in place of what they poll, so a task
+ * needs no cancel hook for them. An op written by hand calls this before
+ * returning BLITZ_PENDING. The record lasts until the task is polled
+ * again; a poll function that leaves two ops of its own registered at once
+ * withdraws the other in its spawn cancel hook. No effect outside a task. */
+BLITZ_API void blitz_cx_pending(blitz_cx *cx, blitz_cancel_fn cancel, void *op);
 /* Raise and lower the cancellation shield (nestable, up to 255 deep): while
  * raised, a cancel request is remembered but not carried out.
  * BLITZ_ERANGE when nesting too deep or lowering an unraised shield. */
@@ -600,6 +622,9 @@ typedef struct blitz_timer {
     uint32_t blitz__state;
     int expired;       /* set by blitz_timeout: 1 when the deadline won */
     uint64_t deadline; /* the armed deadline, in ns */
+    /* The op blitz_timeout waits on with the timer: withdrawn with it. */
+    blitz_cancel_fn blitz__inner_cancel;
+    void *blitz__inner_op;
 } blitz_timer;
 
 /* The runtime's clock in ns (virtual when the runtime's clock is paused);
@@ -624,23 +649,21 @@ BLITZ_API void blitz_timer_cancel(blitz_cx *cx, void *timer);
 BLITZ_API int blitz_timer_armed(const blitz_timer *t);
 
 /* A deadline around another op:
- *   BLITZ_AWAIT(s, blitz_timeout(cx, &s->timer, 50 * BLITZ_MSEC,
- *                                blitz_join(cx, s->child)));
- *   if (s->timer.expired) { ...the op did not finish in time: cancel it... }
+ *   BLITZ_AWAIT(s, blitz_timeout(cx, &s->timer, 5 * BLITZ_SEC,
+ *                                blitz_sock_recv(cx, &s->io, s->sock, s->buf, n)));
+ *   if (s->timer.expired) { ...no data in 5 s: the receive was withdrawn... }
  * `inner` is the op's poll result, evaluated on every resumption. READY when
  * the op is READY (timer disarmed, expired = 0) or when the deadline passed
- * first (expired = 1); the op is then still registered, and the caller
- * cancels it with the op's own cancel function (blitz_join_cancel,
- * blitz_timer_cancel). */
+ * first (expired = 1): the op was then withdrawn with its own cancel, as
+ * it recorded itself (blitz_cx_pending), and what it was handed is kept
+ * (its result says BLITZ_ECANCELED, or what it did get). Cancelling the
+ * task withdraws both the op and the timer. To bound a whole task instead
+ * of one op, spawn it with blitz_spawn_opts.timeout_ns. */
 BLITZ_API blitz_poll blitz_timeout(blitz_cx *cx, blitz_timer *t, int64_t ns, blitz_poll inner);
 
-/* Cancels an op's registration (the op's own cancel, adapted). */
-typedef void (*blitz_cancel_fn)(blitz_cx *cx, void *op);
-/* blitz_timeout that also cancels the inner op when the deadline wins, so
- * nothing is left registered when it returns READY with expired = 1:
- *   BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, BLITZ_SEC,
- *                                   blitz_join(cx, s->child),
- *                                   blitz_join_cancel, s->child)); */
+/* blitz_timeout for an op that does not record itself (one written by hand
+ * without blitz_cx_pending): `cancel(cx, op)` withdraws it when the
+ * deadline wins. */
 BLITZ_API blitz_poll blitz_timeout_op(blitz_cx *cx, blitz_timer *t, int64_t ns, blitz_poll inner,
                                       blitz_cancel_fn cancel, void *op);
 

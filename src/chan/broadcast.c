@@ -344,7 +344,7 @@ BLITZ_API blitz_poll blitz_broadcast_recv(blitz_cx *cx, blitz_broadcast_rx *rx, 
     if (!rx)
         return BLITZ_READY;
     rx->blitz__buf = out;
-    return blitz__bc_recv_poll(cx, rx);
+    return blitz__record(cx, blitz__bc_recv_poll(cx, rx), blitz_broadcast_cancel, rx);
 }
 
 BLITZ_API blitz_op blitz_op_broadcast_recv(blitz_broadcast_rx *rx, void *out) {

@@ -544,14 +544,14 @@ BLITZ_API blitz_poll blitz_chan_send(blitz_cx *cx, blitz_chan_op *op, blitz_chan
     if (!op)
         return BLITZ_READY;
     blitz__chan_op_bind(op, ch, value);
-    return blitz__chan_poll(cx, op, 1);
+    return blitz__record(cx, blitz__chan_poll(cx, op, 1), blitz_chan_cancel, op);
 }
 
 BLITZ_API blitz_poll blitz_chan_recv(blitz_cx *cx, blitz_chan_op *op, blitz_chan *ch, void *out) {
     if (!op)
         return BLITZ_READY;
     blitz__chan_op_bind(op, ch, out);
-    return blitz__chan_poll(cx, op, 0);
+    return blitz__record(cx, blitz__chan_poll(cx, op, 0), blitz_chan_cancel, op);
 }
 
 BLITZ_API blitz_op blitz_op_chan_send(blitz_chan_op *op, blitz_chan *ch, const void *value) {

@@ -148,10 +148,10 @@ BLITZ_API blitz_poll blitz_oneshot_recv(blitz_cx *cx, blitz_oneshot *os) {
             /* The sender is waking the stored waker right now; poll again
              * in case this poll comes from another waker. */
             blitz_waker_wake_by_ref(&mine);
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_oneshot_cancel, os);
         }
         if ((s & BLITZ__OS_HAS_WAKER) && blitz_waker_will_wake(&os->blitz__waker, &mine))
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_oneshot_cancel, os);
         if (blitz__u32_cas_weak(a, &s, s | BLITZ__OS_REGISTERING, BLITZ__ACQUIRE))
             break;
     }
@@ -163,7 +163,7 @@ BLITZ_API blitz_poll blitz_oneshot_recv(blitz_cx *cx, blitz_oneshot *os) {
     /* Release: publishes the waker to a sender that acquires HAS_WAKER. */
     if (blitz__u32_cas(a, &expected, target, BLITZ__ACQ_REL)) {
         blitz_waker_drop(old);
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_oneshot_cancel, os);
     }
     /* The sender finished meanwhile (it does not take a waker while we
      * register): the waker is still ours to drop. */

@@ -274,7 +274,7 @@ static blitz_poll blitz__watch_changed_poll(blitz_cx *cx, void *p) {
 BLITZ_API blitz_poll blitz_watch_changed(blitz_cx *cx, blitz_watch_rx *rx) {
     if (!rx)
         return BLITZ_READY;
-    return blitz__watch_changed_poll(cx, rx);
+    return blitz__record(cx, blitz__watch_changed_poll(cx, rx), blitz_watch_cancel, rx);
 }
 
 BLITZ_API blitz_op blitz_op_watch_changed(blitz_watch_rx *rx) {

@@ -15,7 +15,7 @@
  * (16-byte aligned), and, when the task has a drop function, that pointer in
  * the block's last 8 bytes. The runtime a task belongs to is found from the
  * 64 KiB-aligned chunk that holds the block, so the header carries no
- * runtime pointer: 40 bytes in all. */
+ * runtime pointer: 56 bytes in all. */
 struct blitz_task {
     /* ref_count 24 | shield 8 | flags 8 | lifecycle 8 | low flags 16; see
      * task_state.c. Zero means the block is free. */
@@ -27,10 +27,17 @@ struct blitz_task {
     /* The waker of the task awaiting this one; owned by whoever the
      * JOIN_WAKER protocol says (join.c). */
     blitz_waker join_waker;
+    /* The op the task is suspended in, recorded by the op during the poll
+     * that returned PENDING (blitz_cx_pending; cleared before every poll),
+     * and withdrawn with it when the task is cancelled. Only the thread
+     * that owns the task (RUNNING) touches them; the state word's
+     * transitions order one owner's writes before the next one's reads. */
+    blitz_cancel_fn pending_cancel;
+    void *pending_op;
 };
 typedef struct blitz_task blitz__task;
 
-#define BLITZ__TASK_HEADER_SIZE 40u
+#define BLITZ__TASK_HEADER_SIZE 56u
 _Static_assert(sizeof(struct blitz_task) == BLITZ__TASK_HEADER_SIZE || sizeof(void *) != 8,
                "task header layout");
 
@@ -112,6 +119,30 @@ struct blitz_cx {
     blitz_waker waker;
 };
 
+/* Records the op the running task is suspended in (blitz_cx_pending) and
+ * returns BLITZ_PENDING: what an op's poll returns when it must wait. */
+static inline blitz_poll blitz__pending(blitz_cx *cx, blitz_cancel_fn cancel, void *op) {
+    if (cx && cx->task) {
+        cx->task->pending_cancel = cancel;
+        cx->task->pending_op = op;
+    }
+    return BLITZ_PENDING;
+}
+/* `r`, recording the op when it is PENDING. */
+static inline blitz_poll blitz__record(blitz_cx *cx, blitz_poll r, blitz_cancel_fn cancel,
+                                       void *op) {
+    return r == BLITZ_PENDING ? blitz__pending(cx, cancel, op) : r;
+}
+/* What the running task recorded so far in this poll. */
+static inline void blitz__cx_pending_get(blitz_cx *cx, blitz_cancel_fn *cancel, void **op) {
+    *cancel = NULL;
+    *op = NULL;
+    if (cx && cx->task) {
+        *cancel = cx->task->pending_cancel;
+        *op = cx->task->pending_op;
+    }
+}
+
 /* ---- the runtime (runtime.c) ------------------------------------------------ */
 
 struct blitz_runtime {
@@ -187,9 +218,10 @@ static inline void blitz__list_append(blitz__task **head, blitz__task **tail, bl
         return call;                                        \
     }
 
-/* ---- hooks into the scheduler ------------------------------------------------
- * The only calls from the task core up into sched/: a woken task goes to
- * its scheduler, and a thread that waits for a task helps run it. */
+/* ---- hooks into the scheduler and the time driver ----------------------------
+ * The only calls from the task core up the layers: a woken task goes to
+ * its scheduler, a thread that waits for a task helps run it, and a spawn
+ * deadline is a timer. */
 BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t);
 BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx, int yielded);
 BLITZ_PRIVATE int blitz__task_spawn_schedule(blitz_runtime *rt, blitz__task *t);
@@ -208,6 +240,11 @@ BLITZ_PRIVATE void blitz__pool_cancel_task(blitz__task *t);
 /* A timer became the earliest: wake the worker sleeping for timers (1 +
  * its index in `sleeper`), or any parked worker when there is none. */
 BLITZ_PRIVATE void blitz__sched_kick_timers(blitz_runtime *rt, uint32_t sleeper);
+/* A spawn deadline: arms `timer` to wake `w` timeout_ns from now on the
+ * runtime's clock (the timer keeps a clone of `w`), and disarms it. */
+BLITZ_PRIVATE void blitz__deadline_arm(blitz_runtime *rt, blitz_timer *timer, int64_t timeout_ns,
+                                       const blitz_waker *w);
+BLITZ_PRIVATE void blitz__deadline_disarm(blitz_timer *timer);
 /* The first socket of a runtime starts its workers. */
 
 #endif

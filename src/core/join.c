@@ -18,7 +18,7 @@ BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t) {
     blitz_waker mine = blitz_cx_waker(cx);
     if (s & BLITZ__TASK_JOIN_WAKER) {
         if (blitz_waker_will_wake(&t->join_waker, &mine))
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_join_cancel, t);
         /* A different waker is stored (the handle moved to another task):
          * take the slot back before overwriting it. */
         for (;;) {
@@ -37,7 +37,7 @@ BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t) {
             return BLITZ_READY;
         }
         if (blitz__u64_cas_weak(&t->state, &s, s | BLITZ__TASK_JOIN_WAKER, BLITZ__ACQ_REL))
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_join_cancel, t);
     }
 }
 
@@ -64,7 +64,9 @@ BLITZ_API int blitz_task_status(const blitz_task *t) {
     uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
     if (!blitz__state_is_complete(s))
         return BLITZ_EAGAIN;
-    return (s & BLITZ__TASK_OUTCOME_CANCELLED) ? BLITZ_ECANCELED : BLITZ_OK;
+    if (!(s & BLITZ__TASK_OUTCOME_CANCELLED))
+        return BLITZ_OK;
+    return (s & BLITZ__TASK_TIMED_OUT) ? BLITZ_ETIMEDOUT : BLITZ_ECANCELED;
 }
 
 BLITZ_API void *blitz_task_state(blitz_task *t) {

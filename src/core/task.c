@@ -25,6 +25,61 @@ static inline blitz_cancel_hook_fn *blitz__task_cancel_slot(blitz__task *t, uint
     return (blitz_cancel_hook_fn *)((char *)t + blitz__block_size(t) - back);
 }
 
+/* `size` bytes (a multiple of 8) reserved in front of the hooks at the end
+ * of the block of a task spawned with a trailer. */
+static inline void *blitz__task_trailer_of(blitz__task *t, uint64_t s, size_t size) {
+    size_t hooks = ((s & BLITZ__TASK_HAS_DROP) != 0) + ((s & BLITZ__TASK_HAS_CANCEL) != 0);
+    return (char *)t + blitz__block_size(t) - hooks * sizeof(blitz_drop_fn) - size;
+}
+static inline void *blitz__task_trailer(blitz__task *t, size_t size) {
+    return blitz__task_trailer_of(t, blitz__u64_load(&t->state, BLITZ__RELAXED), size);
+}
+
+/* ---- spawn deadlines ---------------------------------------------------------
+ * A task spawned with a timeout carries a timer in its trailer, armed with a
+ * waker whose wake cancels the task instead of polling it. The time driver
+ * fires it on whatever thread drives the timers, so the wake only marks the
+ * task cancelled (and timed out) and schedules it; its own scheduler then
+ * completes it, withdrawing the op it waits in. Completion disarms the
+ * timer, so a task that finishes in time holds nothing until its deadline. */
+
+static inline blitz_timer *blitz__task_deadline_timer(blitz__task *t, uint64_t s) {
+    return (blitz_timer *)blitz__task_trailer_of(t, s, sizeof(blitz_timer));
+}
+
+static void blitz__deadline_wake_by_ref(const void *data) {
+    blitz__task *t = (blitz__task *)data;
+    if (blitz__state_cancel_wake(t, BLITZ__TASK_TIMED_OUT) == BLITZ__WAKE_SCHEDULE)
+        blitz__task_schedule(t);
+}
+static void blitz__deadline_wake(const void *data) {
+    blitz__deadline_wake_by_ref(data);
+    blitz__task_unref((blitz__task *)data);
+}
+static void blitz__deadline_drop(const void *data) {
+    blitz__task_unref((blitz__task *)data);
+}
+static blitz_waker blitz__deadline_clone(const void *data);
+static const blitz_waker_vtable blitz__deadline_vtable = {
+    blitz__deadline_wake, blitz__deadline_wake_by_ref, blitz__deadline_clone, blitz__deadline_drop};
+static blitz_waker blitz__deadline_clone(const void *data) {
+    blitz__task_ref((blitz__task *)data);
+    blitz_waker w = {data, &blitz__deadline_vtable};
+    return w;
+}
+
+/* Arms the deadline of a task that is queued (or pinned): the caller holds
+ * a reference, so the block lives even if the task already finished; then
+ * the timer is disarmed again, as its completion could not see it armed. */
+static void blitz__task_deadline_start(blitz_runtime *rt, blitz__task *t, int64_t timeout_ns) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    blitz_timer *timer = blitz__task_deadline_timer(t, s);
+    blitz_waker w = {t, &blitz__deadline_vtable};
+    blitz__deadline_arm(rt, timer, timeout_ns, &w);
+    if (blitz__state_is_complete(blitz__u64_load(&t->state, BLITZ__ACQUIRE)))
+        blitz__deadline_disarm(timer);
+}
+
 /* Last reference gone: run the drop function and recycle the block. */
 BLITZ_PRIVATE void blitz__task_free(blitz__task *t) {
     uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
@@ -61,12 +116,21 @@ BLITZ_PRIVATE void blitz__sleep_on_completion(blitz_runtime *rt, uint32_t seq,
 BLITZ_PRIVATE void blitz__task_finish(blitz__task *t, int cancelled) {
     int dropped;
     if (cancelled) {
-        /* The task is ours (RUNNING): its cancel hook releases what its
-         * pending ops hold, before any joiner sees it complete. */
-        uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
-        if (s & BLITZ__TASK_HAS_CANCEL)
-            (*blitz__task_cancel_slot(t, s))(blitz__task_state_ptr(t));
+        /* The task is ours (RUNNING): the op it waits in is withdrawn, then
+         * its cancel hook releases the rest, before any joiner sees it
+         * complete. */
+        blitz_cancel_fn withdraw = t->pending_cancel;
+        if (withdraw) {
+            t->pending_cancel = NULL;
+            withdraw(NULL, t->pending_op);
+        }
+        uint64_t hooks = blitz__u64_load(&t->state, BLITZ__RELAXED);
+        if (hooks & BLITZ__TASK_HAS_CANCEL)
+            (*blitz__task_cancel_slot(t, hooks))(blitz__task_state_ptr(t));
     }
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    if (s & BLITZ__TASK_HAS_DEADLINE)
+        blitz__deadline_disarm(blitz__task_deadline_timer(t, s));
     uint64_t prev = blitz__state_complete(t, cancelled, &dropped);
     if (dropped) {
         if (blitz__refs(prev) == 1)
@@ -170,6 +234,7 @@ BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
     cx.yielded = 0;
     blitz__task *outer = ctx->current;
     ctx->current = t;
+    t->pending_cancel = NULL;
     blitz_poll r = t->poll(&cx, blitz__task_state_ptr(t));
     ctx->current = outer;
     if (r == BLITZ_READY)
@@ -193,6 +258,9 @@ BLITZ_API int blitz_cx_cancelled(blitz_cx *cx) {
         return 0;
     return (blitz__u64_load(&cx->task->state, BLITZ__ACQUIRE) & BLITZ__TASK_CANCELLED) != 0;
 }
+BLITZ_API void blitz_cx_pending(blitz_cx *cx, blitz_cancel_fn cancel, void *op) {
+    (void)blitz__pending(cx, cancel, op);
+}
 BLITZ_API int blitz_cx_shield(blitz_cx *cx) {
     return cx && cx->task ? blitz__state_shield(cx->task, 1) : BLITZ_EINVAL;
 }
@@ -208,14 +276,6 @@ BLITZ_API int blitz_cx_worker(blitz_cx *cx) {
 }
 
 /* ---- spawning ------------------------------------------------------------------- */
-
-/* `size` bytes (a multiple of 8) reserved in front of the hooks at the end
- * of the block of a task spawned with a trailer. */
-static inline void *blitz__task_trailer(blitz__task *t, size_t size) {
-    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
-    size_t hooks = ((s & BLITZ__TASK_HAS_DROP) != 0) + ((s & BLITZ__TASK_HAS_CANCEL) != 0);
-    return (char *)t + blitz__block_size(t) - hooks * sizeof(blitz_drop_fn) - size;
-}
 
 /* A spawn on a thread that shutdown does not wait for (a plain thread,
  * or one polling another runtime's task) announces itself in `spawning`
@@ -252,6 +312,15 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
         return BLITZ_EINVAL;
     if (blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST))
         return BLITZ_ESHUTDOWN;
+    if (o->timeout_ns < 0)
+        return BLITZ_EINVAL;
+    if (o->timeout_ns > 0) {
+        /* The deadline's timer is the trailer (blocking-pool jobs have
+         * their own trailer and no deadline). */
+        BLITZ_ASSERT(trailer == 0);
+        trailer = sizeof(blitz_timer);
+        flags |= BLITZ__TASK_HAS_DEADLINE;
+    }
     size_t need = BLITZ__TASK_HEADER_SIZE + o->size;
     size_t hooks = (o->drop != NULL) + (o->cancel != NULL);
     if (hooks || trailer)
@@ -263,6 +332,8 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
     t->next = NULL;
     t->join_waker.data = NULL;
     t->join_waker.vtable = NULL;
+    t->pending_cancel = NULL;
+    t->pending_op = NULL;
     if (o->state)
         memcpy(blitz__task_state_ptr(t), o->state, o->size);
     else
@@ -273,6 +344,8 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
         *blitz__task_drop_slot(t) = o->drop;
     if (o->cancel)
         *blitz__task_cancel_slot(t, initial) = o->cancel;
+    if (flags & BLITZ__TASK_HAS_DEADLINE)
+        memset(blitz__task_deadline_timer(t, initial), 0, sizeof(blitz_timer));
     /* Relaxed: the enqueue publishes the block (queue release or a
      * mutex). */
     blitz__u64_store(&t->state, initial, BLITZ__RELAXED);
@@ -299,13 +372,22 @@ BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, bli
     int entered = blitz__spawn_enter(rt);
     int rc = blitz__task_create(rt, o, handle != NULL, 0, pinned ? BLITZ__TASK_PINNED : 0, &t);
     if (rc == BLITZ_OK) {
+        int deadline = o->timeout_ns > 0;
+        if (deadline)
+            blitz__task_ref(t); /* kept across the arming below */
         if (pinned)
             blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
         rc = pinned ? BLITZ_OK : blitz__task_spawn_schedule(rt, t);
-        if (rc != BLITZ_OK)
+        if (rc != BLITZ_OK) {
             blitz__task_discard(t);
-        else if (handle)
-            *handle = t;
+        } else {
+            if (deadline) {
+                blitz__task_deadline_start(rt, t, o->timeout_ns);
+                blitz__task_unref(t);
+            }
+            if (handle)
+                *handle = t;
+        }
     }
     blitz__spawn_leave(rt, entered);
     return rc;

@@ -8,7 +8,7 @@
  * is zero) instead of keeping an owned-task list in every task.
  *
  * Blocks start at an address that is 8 mod 16, so the state after the
- * 40-byte header is 16-byte aligned. States too big for the largest class get
+ * 56-byte header is 16-byte aligned. States too big for the largest class get
  * a chunk of their own. Caches: one per worker and one for the
  * current-thread driver (no locking: only their thread touches them), and a
  * shared one behind alloc_lock for every other thread. Free blocks travel in
@@ -19,8 +19,8 @@
 #include "core.h"
 
 static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
-    48,  64,  80,   96,   112,  128,  160,  192,  224,  256,  320,  384,  448,  512,  640,
-    768, 896, 1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192};
+    64,  80,   96,   112,  128,  160,  192,  224,  256,  320,  384,  448,  512,  640,  768,
+    896, 1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192, 10240};
 
 /* First block offset: the smallest offset past the chunk header that is
  * 8 mod 16. */

@@ -15,9 +15,10 @@
  * sleeps on the runtime's completion word waiting for this task), PINNED (the task is polled only
  * by the thread blocked in blitz_runtime_run on it, never queued: a wake just rouses that thread,
  * as Tokio's block_on does), BLOCKING (a blocking-pool job: queued on the pool, run there, with
- * a trailer before the hooks; see blocking_pool.c). ref_count: one reference for the task's life
- * until completion (the runtime's own, standing in for Tokio's owned-task list), one for the
- * handle, one per cloned waker. The block is freed when it reaches zero.
+ * a trailer before the hooks; see blocking_pool.c), HAS_DEADLINE (a spawn deadline: its timer is
+ * the trailer), TIMED_OUT (the cancel came from that deadline). ref_count: one reference for the
+ * task's life until completion (the runtime's own, standing in for Tokio's owned-task list), one
+ * for the handle, one per cloned waker. The block is freed when it reaches zero.
  *
  * Every transition is one CAS (or one RMW) on the word, so two parties never
  * both believe they own a step. Transitions that publish the user's state
@@ -37,6 +38,8 @@
 #define BLITZ__TASK_PINNED            ((uint64_t)1 << 3)
 #define BLITZ__TASK_HAS_CANCEL        ((uint64_t)1 << 4)
 #define BLITZ__TASK_BLOCKING          ((uint64_t)1 << 5)
+#define BLITZ__TASK_HAS_DEADLINE      ((uint64_t)1 << 6)
+#define BLITZ__TASK_TIMED_OUT         ((uint64_t)1 << 7)
 
 #define BLITZ__TASK_NOTIFIED      ((uint64_t)1 << 24)
 #define BLITZ__TASK_CANCELLED     ((uint64_t)1 << 25)
@@ -176,6 +179,25 @@ BLITZ_PRIVATE int blitz__state_cancel(blitz__task *t) {
             next = (next & ~BLITZ__LC_MASK) | BLITZ__LC_RUNNING;
         if (blitz__u64_cas_weak(&t->state, &s, next, BLITZ__ACQ_REL))
             return claim;
+    }
+}
+
+/* A cancel from a thread that must not complete the task itself (the time
+ * driver firing a spawn deadline): sets CANCELLED with `reason`, and
+ * IDLE -> SCHEDULED so the task's scheduler completes it. Returns
+ * BLITZ__WAKE_SCHEDULE when the caller must enqueue the task. Acq_rel as a
+ * wake. */
+BLITZ_PRIVATE int blitz__state_cancel_wake(blitz__task *t, uint64_t reason) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    for (;;) {
+        uint64_t lc = blitz__lifecycle(s);
+        if (lc == BLITZ__LC_COMPLETE || (s & BLITZ__TASK_CANCELLED))
+            return BLITZ__WAKE_NOTHING;
+        uint64_t next = s | BLITZ__TASK_CANCELLED | reason;
+        if (lc == BLITZ__LC_IDLE)
+            next = (next & ~BLITZ__LC_MASK) | BLITZ__LC_SCHEDULED;
+        if (blitz__u64_cas_weak(&t->state, &s, next, BLITZ__ACQ_REL))
+            return lc == BLITZ__LC_IDLE ? BLITZ__WAKE_SCHEDULE : BLITZ__WAKE_NOTHING;
     }
 }
 

@@ -452,7 +452,7 @@ static blitz_poll blitz__op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s, ui
         op->blitz__sockref = 2;
         blitz__sock_fd_to_mem(op->blitz__sock);
     }
-    return p;
+    return blitz__record(cx, p, blitz_io_cancel, op);
 }
 
 static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket *s, uint32_t kind,
@@ -638,7 +638,7 @@ BLITZ_API blitz_poll blitz_io_settle(blitz_cx *cx, blitz_io *op) {
         return BLITZ_READY;
     if (blitz__op_state(op) == BLITZ__IO_CANCELLING) {
         if (!cx || blitz__op_rewait(cx, op) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_io_cancel, op);
     }
     blitz__op_settled(op);
     return BLITZ_READY;
@@ -831,14 +831,14 @@ static blitz_poll blitz__connect(blitz_cx *cx, blitz_io *op, const blitz_addr *a
 }
 
 BLITZ_API blitz_poll blitz_tcp_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr) {
-    return blitz__connect(cx, op, addr, 0, 0);
+    return blitz__record(cx, blitz__connect(cx, op, addr, 0, 0), blitz_io_cancel, op);
 }
 BLITZ_API blitz_poll blitz_tcp_connect_timeout(blitz_cx *cx, blitz_io *op, const blitz_addr *addr,
                                                int64_t timeout_ns) {
-    return blitz__connect(cx, op, addr, 0, timeout_ns);
+    return blitz__record(cx, blitz__connect(cx, op, addr, 0, timeout_ns), blitz_io_cancel, op);
 }
 BLITZ_API blitz_poll blitz_unix_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr) {
-    return blitz__connect(cx, op, addr, AF_UNIX, 0);
+    return blitz__record(cx, blitz__connect(cx, op, addr, AF_UNIX, 0), blitz_io_cancel, op);
 }
 
 /* ---- close ------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ BLITZ_API blitz_poll blitz_tcp_connect_host(blitz_cx *cx, blitz_connect_op *op, 
     }
     if (op->blitz__stage == BLITZ__CONNECT_RESOLVING) {
         if (blitz_dns_resolve(cx, &op->blitz__dns, host, port, 0) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_tcp_connect_host_cancel, op);
         if (op->blitz__dns.result <= 0)
             return blitz__connect_host_done(op, op->blitz__dns.result < 0 ? op->blitz__dns.result
                                                                           : BLITZ_ENOHOST);
@@ -49,7 +49,7 @@ BLITZ_API blitz_poll blitz_tcp_connect_host(blitz_cx *cx, blitz_connect_op *op, 
         /* An attempt is in progress: poll it. */
         if (blitz_tcp_connect_timeout(cx, &op->blitz__io, &op->blitz__addr,
                                       op->attempt_timeout_ns) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_tcp_connect_host_cancel, op);
         if (op->blitz__io.result == 0) {
             op->socket = op->blitz__io.socket;
             op->blitz__io.socket = NULL;

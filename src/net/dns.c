@@ -101,7 +101,7 @@ BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const cha
     blitz__pool_rec *done;
     if (!blitz__pool_op_idle(&op->blitz__op)) {
         if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_dns_cancel, op);
         blitz__dns_rec *d = (blitz__dns_rec *)done;
         op->result = d->result;
         op->addrs = d->addrs;
@@ -131,7 +131,7 @@ BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const cha
     d->family = family;
     int err = 0;
     if (blitz__pool_op_start(cx, &op->blitz__op, &d->base, &err) == BLITZ_PENDING)
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_dns_cancel, op);
     op->result = err;
     return BLITZ_READY;
 }

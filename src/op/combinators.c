@@ -28,7 +28,28 @@ static int blitz__combo_valid(blitz_cx *cx, blitz_combo *c, const blitz_op *ops,
         if (!ops[i].poll)
             return 0;
     c->error = 0;
+    c->blitz__ops = ops;
+    c->blitz__n = (uint32_t)n;
     return 1;
+}
+
+/* The task's cancel of a combinator: every op still registered. */
+static void blitz__combo_withdraw(blitz_cx *cx, void *combo) {
+    blitz_combo *c = (blitz_combo *)combo;
+    if (c->blitz__ops)
+        blitz_combo_cancel(cx, c, c->blitz__ops, c->blitz__n);
+}
+
+/* After polling its ops, the combinator is what the task waits in, in
+ * place of the op that polled last; once READY, what the task recorded
+ * before it (select: itself while ops stay registered). */
+static blitz_poll blitz__combo_result(blitz_cx *cx, blitz_combo *c, blitz_poll r, int keep,
+                                      blitz_cancel_fn prev_cancel, void *prev_op) {
+    if (r == BLITZ_PENDING || keep)
+        blitz_cx_pending(cx, blitz__combo_withdraw, c);
+    else
+        blitz_cx_pending(cx, prev_cancel, prev_op);
+    return r;
 }
 
 /* Polls the unfinished ops once, from the rotating start. With `first`,
@@ -55,8 +76,12 @@ static int blitz__combo_poll(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, 
 BLITZ_API blitz_poll blitz_join_all(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
     if (!blitz__combo_valid(cx, c, ops, n))
         return BLITZ_READY;
+    blitz_cancel_fn prev_cancel;
+    void *prev_op;
+    blitz__cx_pending_get(cx, &prev_cancel, &prev_op);
     blitz__combo_poll(cx, c, ops, n, 0);
-    return c->blitz__done == blitz__combo_all(n) ? BLITZ_READY : BLITZ_PENDING;
+    blitz_poll r = c->blitz__done == blitz__combo_all(n) ? BLITZ_READY : BLITZ_PENDING;
+    return blitz__combo_result(cx, c, r, 0, prev_cancel, prev_op);
 }
 
 BLITZ_API void blitz_combo_cancel(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
@@ -73,21 +98,30 @@ BLITZ_API void blitz_combo_cancel(blitz_cx *cx, blitz_combo *c, const blitz_op *
     }
 }
 
-BLITZ_API blitz_poll blitz_select(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
+/* select and race: the first op that finishes wins. */
+static blitz_poll blitz__combo_first(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n,
+                                     int race) {
     if (!blitz__combo_valid(cx, c, ops, n))
         return BLITZ_READY;
     if (c->blitz__done == blitz__combo_all(n))
         return BLITZ_READY; /* nothing left: winner -1 */
+    blitz_cancel_fn prev_cancel;
+    void *prev_op;
+    blitz__cx_pending_get(cx, &prev_cancel, &prev_op);
     int won = blitz__combo_poll(cx, c, ops, n, 1);
     if (won < 0)
-        return BLITZ_PENDING;
+        return blitz__combo_result(cx, c, BLITZ_PENDING, 0, prev_cancel, prev_op);
     c->winner = won;
-    return BLITZ_READY;
+    if (race)
+        blitz_combo_cancel(cx, c, ops, n);
+    int rest = !race && c->blitz__done != blitz__combo_all(n);
+    return blitz__combo_result(cx, c, BLITZ_READY, rest, prev_cancel, prev_op);
+}
+
+BLITZ_API blitz_poll blitz_select(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
+    return blitz__combo_first(cx, c, ops, n, 0);
 }
 
 BLITZ_API blitz_poll blitz_race(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
-    blitz_poll r = blitz_select(cx, c, ops, n);
-    if (r == BLITZ_READY && c->error == 0)
-        blitz_combo_cancel(cx, c, ops, n);
-    return r;
+    return blitz__combo_first(cx, c, ops, n, 1);
 }

@@ -211,7 +211,7 @@ BLITZ_API blitz_poll blitz_group_next(blitz_cx *cx, blitz_group *g, blitz_task *
     }
     blitz__mutex_unlock(&g->lock);
     blitz_waker_drop(old);
-    return BLITZ_PENDING;
+    return blitz__pending(cx, blitz_group_next_cancel, g);
 }
 
 BLITZ_API void blitz_group_next_cancel(blitz_cx *cx, void *group) {

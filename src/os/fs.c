@@ -493,7 +493,7 @@ static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_r
     blitz__pool_rec *done;
     if (!blitz__pool_op_idle(&f->blitz__op)) {
         if (blitz__pool_op_poll(cx, &f->blitz__op, &done) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_fs_cancel, f);
         blitz__fs_take(f, (blitz__fs_rec *)done);
         return BLITZ_READY;
     }
@@ -518,7 +518,7 @@ static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_r
     f->blitz__iov = r->iov;
     f->blitz__iovcnt = r->iovcnt;
     if (blitz__pool_op_start(cx, &f->blitz__op, &rec->base, &rc) == BLITZ_PENDING)
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_fs_cancel, f);
     f->result = rc;
     return BLITZ_READY;
 }

@@ -407,7 +407,7 @@ BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_c
     blitz__pool_rec *done;
     if (!blitz__pool_op_idle(&op->blitz__op)) {
         if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_process_wait_cancel, op);
         blitz__wait_rec *w = (blitz__wait_rec *)done;
         if (w->reaped)
             blitz__wait_fill(op, w->status);
@@ -436,7 +436,7 @@ BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_c
     w->proc = child->blitz__handle;
     int err = 0;
     if (blitz__pool_op_start(cx, &op->blitz__op, &w->base, &err) == BLITZ_PENDING)
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_process_wait_cancel, op);
     op->result = err;
     return BLITZ_READY;
 }
@@ -663,7 +663,7 @@ BLITZ_API blitz_poll blitz_process_output(blitz_cx *cx, blitz_output_op *op,
     blitz__pool_rec *done;
     if (!blitz__pool_op_idle(&op->blitz__op)) {
         if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_process_output_cancel, op);
         blitz__output_rec *o = (blitz__output_rec *)done;
         op->result = o->result;
         op->exited = o->exited;
@@ -708,7 +708,7 @@ BLITZ_API blitz_poll blitz_process_output(blitz_cx *cx, blitz_output_op *op,
         return BLITZ_READY;
     }
     if (blitz__pool_op_start(cx, &op->blitz__op, &o->base, &rc) == BLITZ_PENDING)
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_process_output_cancel, op);
     op->result = rc;
     return BLITZ_READY;
 }

@@ -251,7 +251,7 @@ BLITZ_API blitz_poll blitz_signal_recv(blitz_cx *cx, blitz_signal *s) {
         s->blitz__has_waker = 1;
     }
     blitz__mutex_unlock(&blitz__sig.lock);
-    return BLITZ_PENDING;
+    return blitz__pending(cx, blitz_signal_cancel, s);
 }
 
 BLITZ_API int blitz_signal_try_recv(blitz_signal *s) {

@@ -168,7 +168,8 @@ BLITZ_API blitz_poll blitz_stream_read(blitz_cx *cx, blitz_stream *st, void *buf
         st->read_result = BLITZ_ECLOSED;
         return BLITZ_READY;
     }
-    return st->vtable->read(cx, st, buf, len, &st->read_result);
+    return blitz__record(cx, st->vtable->read(cx, st, buf, len, &st->read_result),
+                         blitz_stream_read_cancel, st);
 }
 
 BLITZ_API blitz_poll blitz_stream_write(blitz_cx *cx, blitz_stream *st, const void *buf,
@@ -184,7 +185,8 @@ BLITZ_API blitz_poll blitz_stream_write(blitz_cx *cx, blitz_stream *st, const vo
         st->write_result = BLITZ_ECLOSED;
         return BLITZ_READY;
     }
-    return st->vtable->write(cx, st, buf, len, &st->write_result);
+    return blitz__record(cx, st->vtable->write(cx, st, buf, len, &st->write_result),
+                         blitz_stream_write_cancel, st);
 }
 
 BLITZ_API void blitz_stream_read_cancel(blitz_cx *cx, void *p) {
@@ -359,7 +361,7 @@ BLITZ_API blitz_poll blitz_reader_read(blitz_cx *cx, blitz_reader *r, void *dst,
         if (r->blitz__eof)
             return blitz__reader_done(r, 0);
         if (blitz__reader_fill(cx, r) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_reader_cancel, r);
     }
 }
 
@@ -383,7 +385,7 @@ BLITZ_API blitz_poll blitz_reader_read_exact(blitz_cx *cx, blitz_reader *r, void
         if (r->blitz__eof)
             return blitz__reader_done(r, BLITZ_EEOF);
         if (blitz__reader_fill(cx, r) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_reader_cancel, r);
     }
 }
 
@@ -444,7 +446,8 @@ BLITZ_API blitz_poll blitz_reader_read_until(blitz_cx *cx, blitz_reader *r, int 
         return BLITZ_READY;
     if (blitz__reader_bad(r) || !dst || !max || delim < 0 || delim > 255)
         return blitz__reader_done(r, BLITZ_EINVAL);
-    return blitz__reader_until(cx, r, delim, (unsigned char *)dst, max);
+    return blitz__record(cx, blitz__reader_until(cx, r, delim, (unsigned char *)dst, max),
+                         blitz_reader_cancel, r);
 }
 
 BLITZ_API blitz_poll blitz_reader_read_line(blitz_cx *cx, blitz_reader *r, char *dst, size_t max) {
@@ -453,7 +456,7 @@ BLITZ_API blitz_poll blitz_reader_read_line(blitz_cx *cx, blitz_reader *r, char 
     if (blitz__reader_bad(r) || !dst || max < 2)
         return blitz__reader_done(r, BLITZ_EINVAL);
     if (blitz__reader_until(cx, r, '\n', (unsigned char *)dst, max - 1) == BLITZ_PENDING)
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_reader_cancel, r);
     size_t n = r->len;
     if (r->result > 0 && n > 0 && dst[n - 1] == '\n') {
         n--;
@@ -592,7 +595,7 @@ BLITZ_API blitz_poll blitz_writer_write(blitz_cx *cx, blitz_writer *w, const voi
                 return blitz__writer_done(w, (int64_t)n);
         }
         if (blitz__writer_push(cx, w) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_writer_cancel, w);
     }
 }
 
@@ -619,7 +622,7 @@ BLITZ_API blitz_poll blitz_writer_write_all(blitz_cx *cx, blitz_writer *w, const
             /* Larger than the buffer: straight from the caller's memory. */
             w->blitz__writing = BLITZ__WRITING_DIRECT;
             if (blitz_stream_write(cx, st, p + w->blitz__taken, left) == BLITZ_PENDING)
-                return BLITZ_PENDING;
+                return blitz__pending(cx, blitz_writer_cancel, w);
             w->blitz__writing = 0;
             if (st->write_result <= 0)
                 w->blitz__err = st->write_result < 0 ? st->write_result : BLITZ_EIO;
@@ -634,7 +637,7 @@ BLITZ_API blitz_poll blitz_writer_write_all(blitz_cx *cx, blitz_writer *w, const
                 continue;
         }
         if (blitz__writer_push(cx, w) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_writer_cancel, w);
     }
 }
 
@@ -650,7 +653,7 @@ BLITZ_API blitz_poll blitz_writer_flush(blitz_cx *cx, blitz_writer *w) {
         if (w->blitz__len == 0)
             return blitz__writer_done(w, 0);
         if (blitz__writer_push(cx, w) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_writer_cancel, w);
     }
 }
 
@@ -659,7 +662,7 @@ BLITZ_API blitz_poll blitz_writer_close(blitz_cx *cx, blitz_writer *w) {
         return BLITZ_READY;
     if (blitz_writer_flush(cx, w) == BLITZ_PENDING) {
         w->blitz__op = BLITZ__WR_CLOSE;
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_writer_cancel, w);
     }
     if (w->result < 0)
         return BLITZ_READY;
@@ -910,15 +913,15 @@ BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
     }
     for (int budget = 0;; budget++) {
         if (c->blitz__mode == BLITZ__CP_BUF)
-            return blitz__copy_buf(cx, c);
+            return blitz__record(cx, blitz__copy_buf(cx, c), blitz_copy_cancel, c);
         int failed;
         if (blitz__copy_wait(cx, c, &failed) == BLITZ_PENDING)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_copy_cancel, c);
         if (failed)
             return BLITZ_READY;
         if (budget == BLITZ__COPY_BUDGET) {
             blitz_cx_yield(cx);
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_copy_cancel, c);
         }
         int src_fd = c->src->fd, dst_fd = c->dst->fd;
         int64_t r;
@@ -961,7 +964,7 @@ BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
             c->blitz__wait = blitz__copy_blocker(c, src_side ? src_fd : -1, dst_fd);
             if (c->blitz__wait == BLITZ__CPW_NONE) {
                 blitz_cx_yield(cx);
-                return BLITZ_PENDING;
+                return blitz__pending(cx, blitz_copy_cancel, c);
             }
             continue;
         }

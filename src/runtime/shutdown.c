@@ -182,7 +182,7 @@ BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op,
             if (sd->has_sig)
                 op->blitz__ops[n++] = blitz_op_signal_recv(&sd->sig);
             if (blitz_race(cx, &op->blitz__combo, op->blitz__ops, n) == BLITZ_PENDING)
-                return BLITZ_PENDING;
+                return blitz__pending(cx, blitz_shutdown_run_cancel, op);
             if (op->blitz__combo.winner == 1)
                 op->signo = sd->sig.signo;
             blitz_shutdown_trigger(sd);
@@ -211,7 +211,7 @@ BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op,
             op->blitz__ops[0] = blitz_op_join(t);
             op->blitz__ops[1] = blitz_op_sleep_until(&op->blitz__timer, op->blitz__deadline);
             if (blitz_race(cx, &op->blitz__combo, op->blitz__ops, 2) == BLITZ_PENDING)
-                return BLITZ_PENDING;
+                return blitz__pending(cx, blitz_shutdown_run_cancel, op);
             int won = op->blitz__combo.winner;
             blitz_combo_reset(&op->blitz__combo);
             if (won == 0) {
@@ -230,7 +230,7 @@ BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op,
             blitz__mutex_unlock(&sd->lock);
             if (t) {
                 if (blitz_join(cx, t) == BLITZ_PENDING)
-                    return BLITZ_PENDING;
+                    return blitz__pending(cx, blitz_shutdown_run_cancel, op);
                 op->blitz__idx++;
                 break;
             }

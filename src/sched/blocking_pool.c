@@ -685,7 +685,7 @@ BLITZ_API blitz_poll blitz_spawn_blocking_await(blitz_cx *cx, blitz_blocking_spa
     if (rec) {
         /* Acquire pairs with the release of the room wake. */
         if (blitz__u32_field_load(&rec->state, BLITZ__ACQUIRE) == BLITZ__OP_ROOM)
-            return BLITZ_PENDING;
+            return blitz__pending(cx, blitz_spawn_blocking_cancel, op);
         op->blitz__op.rec = NULL; /* woken: the wake consumed its waker */
         blitz__pool_rec_free(rec);
     }
@@ -702,7 +702,7 @@ BLITZ_API blitz_poll blitz_spawn_blocking_await(blitz_cx *cx, blitz_blocking_spa
     int rc = blitz__spawn_blocking(rec->rt, opts, &op->task, rec);
     if (rc == BLITZ_EFULL && opts && opts->fn) {
         op->blitz__op.rec = rec; /* a room waiter now: the clone is the pool's */
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_spawn_blocking_cancel, op);
     }
     blitz_waker_drop(rec->waker);
     blitz__pool_rec_free(rec);

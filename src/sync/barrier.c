@@ -69,11 +69,11 @@ BLITZ_API blitz_poll blitz_barrier_wait(blitz_cx *cx, blitz_barrier_wait_op *op,
         blitz_waker mine = blitz_cx_waker(cx);
         blitz__waitq_push(&b->blitz__waiters, &op->blitz__w, &mine);
         blitz__word_unlock(&b->blitz__lock);
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_barrier_wait_cancel, op);
     }
     b = op->blitz__barrier;
     if (st == BLITZ__WAITER_QUEUED && blitz__waiter_repoll(&b->blitz__lock, &op->blitz__w, cx))
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_barrier_wait_cancel, op);
     blitz__waiter_reset(&op->blitz__w);
     return BLITZ_READY;
 }

@@ -149,11 +149,11 @@ BLITZ_API blitz_poll blitz_cancel_token_wait(blitz_cx *cx, blitz_cancel_token_wa
         blitz_waker mine = blitz_cx_waker(cx);
         blitz__waitq_push(&t->blitz__waiters, &op->blitz__w, &mine);
         blitz__word_unlock(&t->blitz__lock);
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_cancel_token_wait_cancel, op);
     }
     t = op->blitz__token;
     if (st == BLITZ__WAITER_QUEUED && blitz__waiter_repoll(&t->blitz__lock, &op->blitz__w, cx))
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_cancel_token_wait_cancel, op);
     blitz__waiter_reset(&op->blitz__w);
     return BLITZ_READY;
 }

@@ -17,7 +17,9 @@ BLITZ_API int blitz_mutex_try_lock(blitz_mutex *m) {
 BLITZ_API blitz_poll blitz_mutex_lock(blitz_cx *cx, blitz_mutex_lock_op *op, blitz_mutex *m) {
     if (!op)
         return BLITZ_READY;
-    return blitz_semaphore_acquire(cx, &op->blitz__acq, m ? &m->blitz__sem : NULL, 1);
+    return blitz__record(cx,
+                         blitz_semaphore_acquire(cx, &op->blitz__acq, m ? &m->blitz__sem : NULL, 1),
+                         blitz_mutex_lock_cancel, op);
 }
 
 BLITZ_API void blitz_mutex_lock_cancel(blitz_cx *cx, void *op) {

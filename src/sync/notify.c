@@ -154,11 +154,11 @@ BLITZ_API blitz_poll blitz_notify_wait(blitz_cx *cx, blitz_notify_wait_op *op, b
         blitz_waker mine = blitz_cx_waker(cx);
         blitz__waitq_push(&n->blitz__waiters, &op->blitz__w, &mine);
         blitz__word_unlock(&n->blitz__lock);
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_notify_wait_cancel, op);
     }
     n = op->blitz__notify;
     if (st == BLITZ__WAITER_QUEUED && blitz__waiter_repoll(&n->blitz__lock, &op->blitz__w, cx))
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_notify_wait_cancel, op);
     blitz__waiter_reset(&op->blitz__w);
     op->result = BLITZ_OK;
     return BLITZ_READY;

@@ -180,11 +180,11 @@ BLITZ_API blitz_poll blitz_once_cell_get_or_claim(blitz_cx *cx, blitz_once_cell_
         blitz_waker mine = blitz_cx_waker(cx);
         blitz__waitq_push(&c->blitz__waiters, &op->blitz__w, &mine);
         blitz__word_unlock(&c->blitz__lock);
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_once_cell_get_or_claim_cancel, op);
     }
     c = op->blitz__cell;
     if (st == BLITZ__WAITER_QUEUED && blitz__waiter_repoll(&c->blitz__lock, &op->blitz__w, cx))
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_once_cell_get_or_claim_cancel, op);
     uint32_t how = op->blitz__w.blitz__flags;
     blitz__waiter_reset(&op->blitz__w);
     return blitz__once_ready(op, how == BLITZ__ONCE_GOT_CLAIM);

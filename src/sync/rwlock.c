@@ -26,13 +26,17 @@ BLITZ_API int blitz_rwlock_try_write(blitz_rwlock *l) {
 BLITZ_API blitz_poll blitz_rwlock_read(blitz_cx *cx, blitz_rwlock_op *op, blitz_rwlock *l) {
     if (!op)
         return BLITZ_READY;
-    return blitz_semaphore_acquire(cx, &op->blitz__acq, l ? &l->blitz__sem : NULL, 1);
+    return blitz__record(cx,
+                         blitz_semaphore_acquire(cx, &op->blitz__acq, l ? &l->blitz__sem : NULL, 1),
+                         blitz_rwlock_cancel, op);
 }
 
 BLITZ_API blitz_poll blitz_rwlock_write(blitz_cx *cx, blitz_rwlock_op *op, blitz_rwlock *l) {
     if (!op)
         return BLITZ_READY;
-    return blitz_semaphore_acquire(cx, &op->blitz__acq, l ? &l->blitz__sem : NULL, BLITZ__RW_ALL);
+    return blitz__record(
+        cx, blitz_semaphore_acquire(cx, &op->blitz__acq, l ? &l->blitz__sem : NULL, BLITZ__RW_ALL),
+        blitz_rwlock_cancel, op);
 }
 
 BLITZ_API void blitz_rwlock_cancel(blitz_cx *cx, void *op) {

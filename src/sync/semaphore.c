@@ -218,11 +218,12 @@ BLITZ_API blitz_poll blitz_semaphore_acquire(blitz_cx *cx, blitz_semaphore_acqui
         }
         op->blitz__sem = sem;
         op->blitz__n = n;
-        return blitz__sem_acquire_start(cx, op);
+        return blitz__record(cx, blitz__sem_acquire_start(cx, op), blitz_semaphore_acquire_cancel,
+                             op);
     }
     sem = op->blitz__sem;
     if (st == BLITZ__WAITER_QUEUED && blitz__waiter_repoll(&sem->blitz__lock, &op->blitz__w, cx))
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_semaphore_acquire_cancel, op);
     /* DONE: the lock (or the acquire load above) orders the handed-over
      * result before this read. */
     op->result = (int)op->blitz__w.blitz__flags;

@@ -268,7 +268,7 @@ BLITZ_API blitz_poll blitz_sleep_until(blitz_cx *cx, blitz_timer *t, uint64_t de
         if (deadline_ns <= blitz__rt_now(rt))
             return BLITZ_READY;
         blitz__timer_arm(rt, t, deadline_ns, &mine);
-        return BLITZ_PENDING;
+        return blitz__pending(cx, blitz_timer_cancel, t);
     }
     /* Armed: polled again (a spurious wake, or another op of the task).
      * Keep the registered waker if it still wakes this task; the driver
@@ -286,7 +286,7 @@ BLITZ_API blitz_poll blitz_sleep_until(blitz_cx *cx, blitz_timer *t, uint64_t de
         blitz__u32_field_store(&t->blitz__state, BLITZ__TIMER_IDLE, BLITZ__RELAXED);
         return BLITZ_READY;
     }
-    return BLITZ_PENDING;
+    return blitz__pending(cx, blitz_timer_cancel, t);
 }
 
 BLITZ_API blitz_poll blitz_sleep(blitz_cx *cx, blitz_timer *t, int64_t ns) {
@@ -330,13 +330,33 @@ BLITZ_API void blitz_timer_cancel(blitz_cx *cx, void *timer) {
     blitz_waker_drop(old);
 }
 
+BLITZ_PRIVATE void blitz__deadline_arm(blitz_runtime *rt, blitz_timer *timer, int64_t timeout_ns,
+                                       const blitz_waker *w) {
+    blitz__timer_arm(rt, timer, blitz_deadline_after(blitz__rt_now(rt), timeout_ns), w);
+}
+BLITZ_PRIVATE void blitz__deadline_disarm(blitz_timer *timer) {
+    blitz_timer_cancel(NULL, timer);
+}
+
 BLITZ_API int blitz_timer_armed(const blitz_timer *t) {
     return t && blitz__u32_field_load(&t->blitz__state, BLITZ__ACQUIRE) == BLITZ__TIMER_ARMED;
 }
 
-BLITZ_API blitz_poll blitz_timeout(blitz_cx *cx, blitz_timer *t, int64_t ns, blitz_poll inner) {
+/* Withdraws a timeout: its timer and the op it waited on. */
+static void blitz__timeout_withdraw(blitz_cx *cx, void *timer) {
+    blitz_timer *t = (blitz_timer *)timer;
+    blitz_cancel_fn inner = t->blitz__inner_cancel;
+    t->blitz__inner_cancel = NULL;
+    blitz_timer_cancel(cx, t);
+    if (inner)
+        inner(cx, t->blitz__inner_op);
+}
+
+static blitz_poll blitz__timeout(blitz_cx *cx, blitz_timer *t, int64_t ns, blitz_poll inner,
+                                 blitz_cancel_fn cancel, void *op) {
     if (!cx || !t)
         return BLITZ_READY;
+    t->blitz__inner_cancel = NULL;
     if (inner == BLITZ_READY) {
         blitz_timer_cancel(NULL, t);
         t->expired = 0;
@@ -344,17 +364,30 @@ BLITZ_API blitz_poll blitz_timeout(blitz_cx *cx, blitz_timer *t, int64_t ns, bli
     }
     if (blitz_sleep(cx, t, ns) == BLITZ_READY) {
         t->expired = 1;
+        blitz_cx_pending(cx, NULL, NULL);
+        if (cancel)
+            cancel(cx, op);
         return BLITZ_READY;
     }
+    t->blitz__inner_cancel = cancel;
+    t->blitz__inner_op = op;
+    blitz_cx_pending(cx, blitz__timeout_withdraw, t);
     return BLITZ_PENDING;
+}
+
+BLITZ_API blitz_poll blitz_timeout(blitz_cx *cx, blitz_timer *t, int64_t ns, blitz_poll inner) {
+    /* `inner` was polled just before this call: if it is pending, the op
+     * recorded itself then. */
+    blitz_cancel_fn cancel = NULL;
+    void *op = NULL;
+    if (inner == BLITZ_PENDING)
+        blitz__cx_pending_get(cx, &cancel, &op);
+    return blitz__timeout(cx, t, ns, inner, cancel, op);
 }
 
 BLITZ_API blitz_poll blitz_timeout_op(blitz_cx *cx, blitz_timer *t, int64_t ns, blitz_poll inner,
                                       blitz_cancel_fn cancel, void *op) {
-    blitz_poll r = blitz_timeout(cx, t, ns, inner);
-    if (r == BLITZ_READY && t && t->expired && cancel)
-        cancel(cx, op);
-    return r;
+    return blitz__timeout(cx, t, ns, inner, cancel, op);
 }
 
 /* ---- clock and deadlines ------------------------------------------------------ */

@@ -1,0 +1,354 @@
+/* A cancelled task's pending op is withdrawn without a cancel hook; timeouts
+ * around an op and spawn deadlines. */
+#include "test_util.h"
+
+/* ---- cancelling a task withdraws the op it waits in -------------------------- */
+
+enum {
+    WD_SLEEP,
+    WD_CHAN,
+    WD_MUTEX,
+    WD_SEMAPHORE,
+    WD_JOIN,
+    WD_RACE,
+    WD_SELECT,
+    WD_TIMEOUT,
+    WD_SOCKET,
+    WD_KINDS
+};
+
+typedef struct {
+    BLITZ_CORO;
+    int kind;
+    atomic_int *entered;
+    blitz_chan *ch;
+    blitz_mutex *mutex;
+    blitz_semaphore *sem;
+    blitz_task *child;
+    blitz_socket *sock;
+    blitz_timer timer;
+    blitz_chan_op chan_op;
+    blitz_mutex_lock_op lock_op;
+    blitz_semaphore_acquire_op acq_op;
+    blitz_io io;
+    blitz_op ops[2];
+    blitz_combo combo;
+    long value;
+    char buf[64];
+} wd_state;
+
+static blitz_poll wd_poll(blitz_cx *cx, void *p) {
+    wd_state *s = (wd_state *)p;
+    BLITZ_BEGIN(s);
+    atomic_fetch_add(s->entered, 1);
+    switch (s->kind) {
+    case WD_SLEEP:
+        BLITZ_AWAIT(s, blitz_sleep(cx, &s->timer, 3600 * BLITZ_SEC));
+        break;
+    case WD_CHAN:
+        BLITZ_AWAIT(s, blitz_chan_recv(cx, &s->chan_op, s->ch, &s->value));
+        break;
+    case WD_MUTEX:
+        BLITZ_AWAIT(s, blitz_mutex_lock(cx, &s->lock_op, s->mutex));
+        break;
+    case WD_SEMAPHORE:
+        BLITZ_AWAIT(s, blitz_semaphore_acquire(cx, &s->acq_op, s->sem, 1));
+        break;
+    case WD_JOIN:
+        BLITZ_AWAIT(s, blitz_join(cx, s->child));
+        break;
+    case WD_RACE:
+    case WD_SELECT:
+        s->ops[0] = blitz_op_mutex_lock(&s->lock_op, s->mutex);
+        s->ops[1] = blitz_op_sleep_until(&s->timer, BLITZ_TIME_NEVER - 1);
+        if (s->kind == WD_RACE)
+            BLITZ_AWAIT(s, blitz_race(cx, &s->combo, s->ops, 2));
+        else
+            BLITZ_AWAIT(s, blitz_select(cx, &s->combo, s->ops, 2));
+        break;
+    case WD_TIMEOUT:
+        BLITZ_AWAIT(s, blitz_timeout(cx, &s->timer, 3600 * BLITZ_SEC,
+                                     blitz_mutex_lock(cx, &s->lock_op, s->mutex)));
+        break;
+    case WD_SOCKET:
+        BLITZ_AWAIT(s, blitz_sock_recv(cx, &s->io, s->sock, s->buf, sizeof s->buf));
+        break;
+    }
+    s->value = -1; /* never reached: the task is cancelled while it waits */
+    BLITZ_END(s);
+}
+
+typedef struct {
+    BLITZ_CORO;
+    int left;
+} wd_spin_state;
+
+static blitz_poll wd_spin_poll(blitz_cx *cx, void *p) {
+    wd_spin_state *s = (wd_spin_state *)p;
+    BLITZ_BEGIN(s);
+    while (s->left-- > 0)
+        BLITZ_YIELD(s, cx);
+    BLITZ_END(s);
+}
+
+/* Lets a current-thread runtime run (and reap I/O) for a few ticks. */
+static void wd_drive(blitz_runtime *rt) {
+    wd_spin_state sp = {0, 64};
+    blitz_task *d;
+    CHECK_OK(blitz_spawn(rt, wd_spin_poll, &sp, sizeof sp, &d));
+    CHECK_EQ(blitz_join_blocking(d), BLITZ_OK);
+    CHECK_OK(blitz_task_release(&d));
+}
+
+static uint64_t wd_alive(blitz_runtime *rt) {
+    blitz_stats st;
+    CHECK_OK(blitz_runtime_stats(rt, &st));
+    return st.tasks_alive;
+}
+
+static uint64_t wd_alive_driven(blitz_runtime *rt, tu_flavor f) {
+    if (f.flavor == BLITZ_CURRENT_THREAD)
+        wd_drive(rt);
+    return wd_alive(rt);
+}
+
+/* One task per kind of op waits in it; each is cancelled without a cancel
+ * hook. Afterwards no primitive still holds the task (its block is freed
+ * once the handle goes), and what the primitive would have handed the
+ * withdrawn op goes to the next taker instead. */
+static int withdraw_ops_on(tu_flavor f, blitz_backend backend) {
+    blitz_config cfg = tu_config(f);
+    cfg.backend = backend;
+    blitz_runtime *rt = backend == BLITZ_BACKEND_AUTO ? tu_rt_config(&cfg) : tu_io_rt_config(&cfg);
+    if (!rt)
+        return 0;
+    for (int kind = 0; kind < WD_KINDS; kind++) {
+        atomic_int entered = 0;
+        blitz_chan *ch;
+        CHECK_OK(blitz_chan_new(&ch, sizeof(long), 4));
+        blitz_mutex mutex;
+        CHECK_OK(blitz_mutex_init(&mutex));
+        CHECK_OK(blitz_mutex_try_lock(&mutex)); /* held: the task must wait */
+        blitz_semaphore sem;
+        CHECK_OK(blitz_semaphore_init(&sem, 0));
+        int forever = 0;
+        blitz_task *child;
+        CHECK_OK(blitz_spawn(rt, tu_forever_poll, &forever, sizeof forever, &child));
+        blitz_socket *a = NULL, *b = NULL;
+        CHECK_OK(blitz_unix_pair(rt, 1, &a, &b));
+
+        wd_state st;
+        memset(&st, 0, sizeof st);
+        st.kind = kind;
+        st.entered = &entered;
+        st.ch = ch;
+        st.mutex = &mutex;
+        st.sem = &sem;
+        st.child = child;
+        st.sock = a;
+        blitz_task *t;
+        CHECK_OK(blitz_spawn(rt, wd_poll, &st, sizeof st, &t));
+        /* A current-thread runtime polls only while driven: let the task
+         * reach its await. */
+        if (f.flavor == BLITZ_CURRENT_THREAD)
+            wd_drive(rt);
+        TU_WAIT_GE(&entered, 1, 10.0);
+        CHECK_OK(blitz_task_cancel(t));
+        CHECK_EQ(blitz_join_blocking(t), BLITZ_ECANCELED);
+        CHECK_EQ(((wd_state *)blitz_task_state(t))->value, 0);
+        CHECK_OK(blitz_task_release(&t));
+
+        /* The lock and the permit go to the next taker, not to the dead
+         * waiter. */
+        blitz_mutex_unlock(&mutex);
+        CHECK_OK(blitz_mutex_try_lock(&mutex));
+        blitz_mutex_unlock(&mutex);
+        CHECK_OK(blitz_semaphore_release(&sem, 1));
+        CHECK_OK(blitz_semaphore_try_acquire(&sem, 1));
+        long v = 42, got = 0;
+        CHECK_OK(blitz_chan_try_send(ch, &v));
+        CHECK_OK(blitz_chan_try_recv(ch, &got));
+        CHECK_EQ(got, 42);
+
+        CHECK_OK(blitz_task_cancel(child));
+        CHECK_EQ(blitz_join_blocking(child), BLITZ_ECANCELED);
+        CHECK_OK(blitz_task_release(&child));
+        blitz_sock_close(a);
+        blitz_sock_close(b);
+        /* Nothing holds the cancelled task: every block is freed (an
+         * io_uring receive lets go when its cancel completes). */
+        TU_WAIT_UNTIL(wd_alive_driven(rt, f) == 0, 10.0, 1);
+        blitz_mutex_deinit(&mutex);
+        blitz_semaphore_deinit(&sem);
+        CHECK_OK(blitz_chan_sender_release(ch));
+        CHECK_OK(blitz_chan_receiver_release(ch));
+    }
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+static int withdraw_ops(tu_flavor f) {
+    return withdraw_ops_on(f, BLITZ_BACKEND_AUTO);
+}
+TU_FLAVOR_TESTS(withdraw_ops)
+BLITZ_TEST(withdraw_ops_uring) {
+    return withdraw_ops_on(TU_MT2, BLITZ_BACKEND_IO_URING);
+}
+BLITZ_TEST(withdraw_ops_epoll) {
+    return withdraw_ops_on(TU_CT, BLITZ_BACKEND_EPOLL);
+}
+BLITZ_TEST(withdraw_ops_poll) {
+    return withdraw_ops_on(TU_MT2, BLITZ_BACKEND_POLL);
+}
+
+/* ---- blitz_timeout withdraws the op it limits ------------------------------------ */
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_mutex *mutex;
+    blitz_chan *ch;
+    blitz_timer timer;
+    blitz_mutex_lock_op lock_op;
+    blitz_chan_op chan_op;
+    long value;
+    int lock_expired, recv_expired, recv_result;
+} to_state;
+
+static blitz_poll to_poll(blitz_cx *cx, void *p) {
+    to_state *s = (to_state *)p;
+    BLITZ_BEGIN(s);
+    BLITZ_AWAIT(s, blitz_timeout(cx, &s->timer, 20 * BLITZ_MSEC,
+                                 blitz_mutex_lock(cx, &s->lock_op, s->mutex)));
+    s->lock_expired = s->timer.expired;
+    BLITZ_AWAIT(s, blitz_timeout(cx, &s->timer, 20 * BLITZ_MSEC,
+                                 blitz_chan_recv(cx, &s->chan_op, s->ch, &s->value)));
+    s->recv_expired = s->timer.expired;
+    s->recv_result = s->chan_op.result;
+    BLITZ_END(s);
+}
+
+static int timeout_withdraws(tu_flavor f) {
+    blitz_runtime *rt = tu_rt_paused(f, 1);
+    blitz_mutex mutex;
+    CHECK_OK(blitz_mutex_init(&mutex));
+    CHECK_OK(blitz_mutex_try_lock(&mutex));
+    blitz_chan *ch;
+    CHECK_OK(blitz_chan_new(&ch, sizeof(long), 2));
+    to_state st;
+    memset(&st, 0, sizeof st);
+    st.mutex = &mutex;
+    st.ch = ch;
+    CHECK_OK(blitz_runtime_run(rt, to_poll, &st, sizeof st));
+    CHECK_EQ(st.lock_expired, 1);
+    CHECK_EQ(st.recv_expired, 1);
+    CHECK_EQ(st.recv_result, BLITZ_ECANCELED);
+    /* Withdrawn: the unlock does not go to the timed-out waiter. */
+    blitz_mutex_unlock(&mutex);
+    CHECK_OK(blitz_mutex_try_lock(&mutex));
+    blitz_mutex_unlock(&mutex);
+    CHECK_EQ(wd_alive(rt), 0);
+    blitz_mutex_deinit(&mutex);
+    CHECK_OK(blitz_chan_sender_release(ch));
+    CHECK_OK(blitz_chan_receiver_release(ch));
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+TU_FLAVOR_TESTS(timeout_withdraws)
+
+/* ---- spawn deadlines ------------------------------------------------------------- */
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_timer timer;
+    blitz_chan *ch;
+    blitz_chan_op op;
+    int64_t sleep_ns;
+    long value;
+    int finished;
+} dl_state;
+
+static blitz_poll dl_poll(blitz_cx *cx, void *p) {
+    dl_state *s = (dl_state *)p;
+    BLITZ_BEGIN(s);
+    if (s->ch)
+        BLITZ_AWAIT(s, blitz_chan_recv(cx, &s->op, s->ch, &s->value));
+    else if (s->sleep_ns)
+        BLITZ_AWAIT(s, blitz_sleep(cx, &s->timer, s->sleep_ns));
+    s->finished = 1;
+    BLITZ_END(s);
+}
+
+static blitz_task *dl_spawn(blitz_runtime *rt, dl_state *st, int64_t timeout_ns) {
+    blitz_spawn_opts o = {.poll = dl_poll, .state = st, .size = sizeof *st};
+    o.timeout_ns = timeout_ns;
+    blitz_task *t = NULL;
+    CHECK_OK(blitz_spawn_ex(rt, &o, &t));
+    return t;
+}
+
+static int spawn_timeout(tu_flavor f) {
+    blitz_runtime *rt = tu_rt_paused(f, 1);
+    dl_state st;
+    memset(&st, 0, sizeof st);
+
+    /* Too slow: cancelled at its deadline, withdrawn from its sleep. */
+    st.sleep_ns = 3600 * BLITZ_SEC;
+    blitz_task *t = dl_spawn(rt, &st, 50 * BLITZ_MSEC);
+    uint64_t t0 = blitz_time_now(rt);
+    CHECK_EQ(blitz_join_blocking(t), BLITZ_ETIMEDOUT);
+    CHECK_EQ(blitz_task_status(t), BLITZ_ETIMEDOUT);
+    CHECK_EQ(((dl_state *)blitz_task_state(t))->finished, 0);
+    uint64_t waited = blitz_time_now(rt) - t0;
+    CHECK(waited >= (uint64_t)(50 * BLITZ_MSEC) && waited < (uint64_t)(3600 * BLITZ_SEC));
+    CHECK_OK(blitz_task_release(&t));
+    /* The timer thread drops its waker last. */
+    TU_WAIT_UNTIL(wd_alive(rt) == 0, 10.0, 1);
+
+    /* In time: completes, and its deadline no longer holds the block. */
+    st.sleep_ns = 10 * BLITZ_MSEC;
+    t = dl_spawn(rt, &st, 3600 * BLITZ_SEC);
+    CHECK_EQ(blitz_join_blocking(t), BLITZ_OK);
+    CHECK_EQ(((dl_state *)blitz_task_state(t))->finished, 1);
+    CHECK_OK(blitz_task_release(&t));
+    TU_WAIT_UNTIL(wd_alive(rt) == 0, 10.0, 1);
+
+    /* Cancelled before its deadline: ECANCELED, not ETIMEDOUT. */
+    st.sleep_ns = 3600 * BLITZ_SEC;
+    t = dl_spawn(rt, &st, 1800 * BLITZ_SEC);
+    CHECK_OK(blitz_task_cancel(t));
+    CHECK_EQ(blitz_join_blocking(t), BLITZ_ECANCELED);
+    CHECK_OK(blitz_task_release(&t));
+
+    /* Waiting on a channel: withdrawn at the deadline, so a value sent
+     * afterwards stays in the channel. */
+    blitz_chan *ch;
+    CHECK_OK(blitz_chan_new(&ch, sizeof(long), 2));
+    st.ch = ch;
+    t = dl_spawn(rt, &st, 30 * BLITZ_MSEC);
+    CHECK_EQ(blitz_join_blocking(t), BLITZ_ETIMEDOUT);
+    CHECK_OK(blitz_task_release(&t));
+    long v = 7, got = 0;
+    CHECK_OK(blitz_chan_try_send(ch, &v));
+    CHECK_OK(blitz_chan_try_recv(ch, &got));
+    CHECK_EQ(got, 7);
+    TU_WAIT_UNTIL(wd_alive(rt) == 0, 10.0, 1);
+
+    /* Detached with a deadline: freed once it timed out. */
+    st.ch = NULL;
+    st.sleep_ns = 3600 * BLITZ_SEC;
+    blitz_spawn_opts o = {.poll = dl_poll, .state = &st, .size = sizeof st};
+    o.timeout_ns = 5 * BLITZ_MSEC;
+    CHECK_OK(blitz_spawn_ex(rt, &o, NULL));
+    st.sleep_ns = 100 * BLITZ_MSEC;
+    t = dl_spawn(rt, &st, 0);
+    CHECK_EQ(blitz_join_blocking(t), BLITZ_OK);
+    CHECK_OK(blitz_task_release(&t));
+    TU_WAIT_UNTIL(wd_alive(rt) == 0, 10.0, 1);
+
+    o.timeout_ns = -1;
+    CHECK_EQ(blitz_spawn_ex(rt, &o, &t), BLITZ_EINVAL);
+    CHECK_OK(blitz_chan_sender_release(ch));
+    CHECK_OK(blitz_chan_receiver_release(ch));
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+TU_FLAVOR_TESTS(spawn_timeout)
