@@ -45,5 +45,11 @@
     X(op_io_dgram_epoll, 20000)         \
     X(op_io_dgram_poll, 20000)          \
     X(op_fs_run_blocking, 10000)        \
+    X(op_fs_more_run_blocking, 10000)   \
+    X(op_fs_race, 10000)                \
+    X(op_fs_race_lose, 30000)           \
+    X(op_connect_host_uring, 20000)     \
+    X(op_connect_host_epoll, 20000)     \
+    X(op_connect_host_poll, 20000)      \
     X(op_pool_race, 20000)              \
     X(op_shutdown_run_race, 10000)

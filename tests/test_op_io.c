@@ -1,7 +1,9 @@
 /* Tests of the blitz_op constructors of sockets, descriptors, files, DNS,
- * processes, signals, the blocking pool and task groups: each op is raced
- * against a timer or a token, the winner's result is checked and the
- * loser must have been withdrawn cleanly (its object reusable at once). */
+ * host-name connects, processes, signals, the blocking pool and task
+ * groups: each op is raced against a timer or a token, the winner's result
+ * is checked and the loser must have been withdrawn cleanly (its object
+ * reusable at once). */
+#include <ftw.h>
 #include <sys/ioctl.h>
 
 /* Races ops[0] and ops[1] and leaves the winner in c->combo.winner. */
@@ -252,6 +254,367 @@ BLITZ_TEST(op_fs_run_blocking) {
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
+
+/* A fresh directory under $TMPDIR (or /tmp) in `out`. */
+static void opfs_tmpdir(char *out, size_t cap) {
+    const char *base = getenv("TMPDIR");
+    if (!base || !*base)
+        base = "/tmp";
+    CHECK_LT(snprintf(out, cap, "%s/blitz_opfs_XXXXXX", base), (int)cap);
+    CHECK_NOT_NULL(mkdtemp(out));
+}
+
+static int opfs_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void opfs_rm_rf(const char *path) {
+    CHECK_EQ(nftw(path, opfs_rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
+}
+
+/* `dir`/`name` into out. */
+static void opfs_join(char *out, size_t cap, const char *dir, const char *name) {
+    CHECK_LT(snprintf(out, cap, "%s/%s", dir, name), (int)cap);
+}
+
+BLITZ_TEST(op_fs_more_run_blocking) {
+    blitz_runtime *rt = tu_rt_new(TU_MT2);
+    char dir[PATH_MAX], nested[PATH_MAX], sub[PATH_MAX], f[PATH_MAX], g[PATH_MAX], l[PATH_MAX];
+    opfs_tmpdir(dir, sizeof dir);
+    opfs_join(nested, sizeof nested, dir, "n/e/s/t");
+    opfs_join(sub, sizeof sub, dir, "sub");
+    opfs_join(f, sizeof f, dir, "f");
+    opfs_join(g, sizeof g, dir, "g");
+    opfs_join(l, sizeof l, dir, "l");
+    blitz_fs_op op;
+    memset(&op, 0, sizeof op);
+    blitz_fs_metadata md;
+
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_mkdir_all(&op, nested, 0755)));
+    CHECK_EQ(op.result, 0);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_stat(&op, nested, &md)));
+    CHECK_EQ(op.result, 0);
+    CHECK_EQ(md.type, BLITZ_FILE_DIRECTORY);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_mkdir(&op, sub, 0700)));
+    CHECK_EQ(op.result, 0);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_mkdir(&op, sub, 0700)));
+    CHECK_EQ(op.result, BLITZ_EEXIST);
+
+    CHECK_OK(blitz_op_run_blocking(
+        rt, blitz_op_fs_open(&op, f, BLITZ_FS_READ | BLITZ_FS_WRITE | BLITZ_FS_CREATE, 0644)));
+    CHECK_GE(op.result, 0);
+    int fd = (int)op.result;
+    blitz_iovec iov[2] = {{(void *)(uintptr_t) "hel", 3}, {(void *)(uintptr_t) "lo!", 3}};
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_writev(&op, fd, iov, 2, -1)));
+    CHECK_EQ(op.result, 6);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_fdatasync(&op, fd)));
+    CHECK_EQ(op.result, 0);
+    char x[2], y[8];
+    iov[0].base = x;
+    iov[0].len = sizeof x;
+    iov[1].base = y;
+    iov[1].len = sizeof y;
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_readv(&op, fd, iov, 2, 1)));
+    CHECK_EQ(op.result, 5);
+    CHECK(memcmp(x, "el", 2) == 0 && memcmp(y, "lo!", 3) == 0);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_truncate(&op, fd, 3)));
+    CHECK_EQ(op.result, 0);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_fstat(&op, fd, &md)));
+    CHECK_EQ(op.result, 0);
+    CHECK_EQ(md.type, BLITZ_FILE_REGULAR);
+    CHECK_EQ(md.size, 3);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_close(&op, fd)));
+    CHECK_EQ(op.result, 0);
+
+    CHECK_EQ(symlink("f", l), 0);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_lstat(&op, l, &md)));
+    CHECK_EQ(op.result, 0);
+    CHECK_EQ(md.type, BLITZ_FILE_SYMLINK);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_stat(&op, l, &md)));
+    CHECK_EQ(op.result, 0);
+    CHECK_EQ(md.type, BLITZ_FILE_REGULAR);
+    CHECK_EQ(md.size, 3);
+
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_rename(&op, f, g)));
+    CHECK_EQ(op.result, 0);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_stat(&op, f, &md)));
+    CHECK_EQ(op.result, BLITZ_ENOENT);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_read_dir(&op, dir)));
+    CHECK_EQ(op.result, 4);
+    const blitz_fs_dirent *e = (const blitz_fs_dirent *)op.data;
+    CHECK(strcmp(e[0].name, "g") == 0 && strcmp(e[1].name, "l") == 0);
+    CHECK(strcmp(e[2].name, "n") == 0 && strcmp(e[3].name, "sub") == 0);
+    blitz_free(op.data);
+
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_unlink(&op, g)));
+    CHECK_EQ(op.result, 0);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_unlink(&op, l)));
+    CHECK_EQ(op.result, 0);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_lstat(&op, l, &md)));
+    CHECK_EQ(op.result, BLITZ_ENOENT);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_rmdir(&op, sub)));
+    CHECK_EQ(op.result, 0);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_rmdir(&op, dir)));
+    CHECK_EQ(op.result, BLITZ_ENOTEMPTY);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fs_read_dir(&op, dir)));
+    CHECK_EQ(op.result, 1);
+    CHECK(strcmp(((const blitz_fs_dirent *)op.data)[0].name, "n") == 0);
+    blitz_free(op.data);
+    CHECK_OK(blitz_runtime_free(rt));
+    opfs_rm_rf(dir);
+    return 0;
+}
+
+/* ---- files raced against timers ------------------------------------------------------ */
+
+/* Races `a` against a timer already due: a zeroed combo polls `a` first,
+ * so it has started when the timer wins and it is withdrawn. */
+#define OPIO_LOSE(c, a)                                             \
+    do {                                                            \
+        (c)->ops[0] = (a);                                          \
+        (c)->ops[1] = blitz_op_sleep_until(&(c)->due, 0);           \
+        memset(&(c)->combo, 0, sizeof(c)->combo);                   \
+        BLITZ_AWAIT((c), blitz_race(cx, &(c)->combo, (c)->ops, 2)); \
+        CHECK_EQ((c)->combo.winner, 1);                             \
+    } while (0)
+
+/* A deadline no test run reaches. */
+#define OPIO_FAR(c) OPIO_SLEEP(c, 600 * BLITZ_SEC)
+
+typedef struct {
+    BLITZ_CORO;
+    char dir[PATH_MAX], nested[PATH_MAX], sub[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
+    blitz_fs_op fs;
+    blitz_fs_metadata md;
+    blitz_timer timer, due;
+    blitz_combo combo;
+    blitz_op ops[2];
+    blitz_iovec iov[2];
+    char x[3], y[8];
+    int fd, i, rounds;
+} opfs_race;
+
+static void opfs_race_init(opfs_race *s) {
+    opfs_tmpdir(s->dir, sizeof s->dir);
+    opfs_join(s->nested, sizeof s->nested, s->dir, "n/e/s/t");
+    opfs_join(s->sub, sizeof s->sub, s->dir, "sub");
+    opfs_join(s->a, sizeof s->a, s->dir, "a");
+    opfs_join(s->b, sizeof s->b, s->dir, "b");
+}
+
+static blitz_poll opfs_race_poll(blitz_cx *cx, void *p) {
+    opfs_race *s = p;
+    BLITZ_BEGIN(s);
+    OPIO_RACE(s, blitz_op_fs_mkdir_all(&s->fs, s->nested, 0755), OPIO_FAR(s));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->fs.result, 0);
+    OPIO_RACE(s, blitz_op_fs_mkdir(&s->fs, s->sub, 0755), OPIO_FAR(s));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->fs.result, 0);
+    OPIO_RACE(
+        s, blitz_op_fs_open(&s->fs, s->a, BLITZ_FS_READ | BLITZ_FS_WRITE | BLITZ_FS_CREATE, 0644),
+        OPIO_FAR(s));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_GE(s->fs.result, 0);
+    s->fd = (int)s->fs.result;
+
+    s->iov[0].base = (void *)(uintptr_t) "abc";
+    s->iov[0].len = 3;
+    s->iov[1].base = (void *)(uintptr_t) "defg";
+    s->iov[1].len = 4;
+    OPIO_RACE(s, blitz_op_fs_writev(&s->fs, s->fd, s->iov, 2, -1), OPIO_FAR(s));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->fs.result, 7);
+    OPIO_RACE(s, blitz_op_fs_fdatasync(&s->fs, s->fd), OPIO_FAR(s));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->fs.result, 0);
+    s->iov[0].base = s->x;
+    s->iov[0].len = sizeof s->x;
+    s->iov[1].base = s->y;
+    s->iov[1].len = sizeof s->y;
+    OPIO_RACE(s, blitz_op_fs_readv(&s->fs, s->fd, s->iov, 2, 0), OPIO_FAR(s));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->fs.result, 7);
+    CHECK(memcmp(s->x, "abc", 3) == 0 && memcmp(s->y, "defg", 4) == 0);
+    OPIO_RACE(s, blitz_op_fs_truncate(&s->fs, s->fd, 5), OPIO_FAR(s));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->fs.result, 0);
+    OPIO_RACE(s, blitz_op_fs_fstat(&s->fs, s->fd, &s->md), OPIO_FAR(s));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->fs.result, 0);
+    CHECK_EQ(s->md.size, 5);
+    OPIO_RACE(s, blitz_op_fs_close(&s->fs, s->fd), OPIO_FAR(s));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->fs.result, 0);
+
+    OPIO_RACE(s, blitz_op_fs_stat(&s->fs, s->a, &s->md), OPIO_FAR(s));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->fs.result, 0);
+    CHECK_EQ(s->md.type, BLITZ_FILE_REGULAR);
+    CHECK_EQ(s->md.size, 5);
+    OPIO_RACE(s, blitz_op_fs_lstat(&s->fs, s->sub, &s->md), OPIO_FAR(s));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->fs.result, 0);
+    CHECK_EQ(s->md.type, BLITZ_FILE_DIRECTORY);
+    OPIO_RACE(s, blitz_op_fs_rename(&s->fs, s->a, s->b), OPIO_FAR(s));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->fs.result, 0);
+    OPIO_RACE(s, blitz_op_fs_read_dir(&s->fs, s->dir), OPIO_FAR(s));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->fs.result, 3);
+    {
+        const blitz_fs_dirent *e = (const blitz_fs_dirent *)s->fs.data;
+        CHECK(strcmp(e[0].name, "b") == 0);
+        CHECK(strcmp(e[1].name, "n") == 0);
+        CHECK(strcmp(e[2].name, "sub") == 0);
+        blitz_free(s->fs.data);
+    }
+    OPIO_RACE(s, blitz_op_fs_unlink(&s->fs, s->b), OPIO_FAR(s));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->fs.result, 0);
+    OPIO_RACE(s, blitz_op_fs_rmdir(&s->fs, s->sub), OPIO_FAR(s));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->fs.result, 0);
+    OPIO_RACE(s, blitz_op_fs_stat(&s->fs, s->b, &s->md), OPIO_FAR(s));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->fs.result, BLITZ_ENOENT);
+    BLITZ_END(s);
+}
+
+BLITZ_TEST(op_fs_race) {
+    blitz_runtime *rt = tu_rt_new(TU_MT2);
+    opfs_race *s = calloc(1, sizeof *s);
+    opfs_race_init(s);
+    CHECK_OK(blitz_runtime_run(rt, opfs_race_poll, s, sizeof *s));
+    CHECK_OK(blitz_runtime_free(rt));
+    struct stat st;
+    CHECK_EQ(stat(s->nested, &st), 0);
+    CHECK(S_ISDIR(st.st_mode));
+    opfs_rm_rf(s->dir);
+    free(s);
+    return 0;
+}
+
+/* File ops withdrawn after they started: whatever their thread produced
+ * (a listing, metadata, bytes read, path copies) is freed, nothing is
+ * handed to the op, and the op is reusable at once. The leak check after
+ * the test finds anything left behind. */
+static blitz_poll opfs_lose_poll(blitz_cx *cx, void *p) {
+    opfs_race *s = p;
+    BLITZ_BEGIN(s);
+    /* The task runs on a copy of the state: point into the copy. */
+    s->iov[0].base = s->x;
+    s->iov[0].len = sizeof s->x;
+    s->iov[1].base = s->y;
+    s->iov[1].len = sizeof s->y;
+    for (s->i = 0; s->i < s->rounds; s->i++) {
+        OPIO_LOSE(s, blitz_op_fs_read_dir(&s->fs, s->dir));
+        CHECK_NULL(s->fs.data);
+        OPIO_LOSE(s, blitz_op_fs_stat(&s->fs, s->a, &s->md));
+        OPIO_LOSE(s, blitz_op_fs_rename(&s->fs, s->b, s->sub));
+        OPIO_LOSE(s, blitz_op_fs_readv(&s->fs, s->fd, s->iov, 2, 0));
+        OPIO_LOSE(s, blitz_op_fs_read_file(&s->fs, s->a));
+        CHECK_NULL(s->fs.data);
+    }
+    /* The same op, left alone, finishes. */
+    OPIO_RACE(s, blitz_op_fs_read_dir(&s->fs, s->dir), OPIO_FAR(s));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->fs.result, 1);
+    CHECK(strcmp(((const blitz_fs_dirent *)s->fs.data)[0].name, "a") == 0);
+    blitz_free(s->fs.data);
+    OPIO_RACE(s, blitz_op_fs_readv(&s->fs, s->fd, s->iov, 2, 0), OPIO_FAR(s));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->fs.result, 5);
+    CHECK(memcmp(s->x, "012", 3) == 0 && memcmp(s->y, "34", 2) == 0);
+    BLITZ_END(s);
+}
+
+BLITZ_TEST(op_fs_race_lose) {
+    blitz_runtime *rt = tu_rt_new(TU_MT2);
+    opfs_race *s = calloc(1, sizeof *s);
+    opfs_race_init(s);
+    s->rounds = (int)test_scaled(200);
+    s->fd = open(s->a, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    CHECK_GE(s->fd, 0);
+    CHECK_EQ(write(s->fd, "01234", 5), 5);
+    CHECK_OK(blitz_runtime_run(rt, opfs_lose_poll, s, sizeof *s));
+    /* Freeing the runtime waits for the withdrawn ops still running. */
+    CHECK_OK(blitz_runtime_free(rt));
+    CHECK_EQ(close(s->fd), 0);
+    opfs_rm_rf(s->dir);
+    free(s);
+    return 0;
+}
+
+/* ---- connecting by host name ------------------------------------------------------------ */
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_socket *listener;
+    blitz_addr addr;
+    uint16_t port;
+    blitz_connect_op conn;
+    blitz_io acc;
+    blitz_timer timer, due;
+    blitz_combo combo;
+    blitz_op ops[2];
+} opio_host;
+
+static blitz_poll opio_host_poll(blitz_cx *cx, void *p) {
+    opio_host *s = p;
+    BLITZ_BEGIN(s);
+    /* "localhost" may resolve to ::1 first, where nobody listens: the
+     * connect then moves on to 127.0.0.1. */
+    OPIO_RACE(s, blitz_op_tcp_connect_host(&s->conn, "localhost", s->port), OPIO_FAR(s));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->conn.result, 0);
+    CHECK_NOT_NULL(s->conn.socket);
+    OPIO_RACE(s, blitz_op_sock_accept(&s->acc, s->listener), OPIO_FAR(s));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_OK((int)s->acc.result);
+    blitz_sock_close(s->acc.socket);
+    blitz_sock_close(s->conn.socket);
+
+    /* Withdrawn during its lookup, then reused. */
+    OPIO_LOSE(s, blitz_op_tcp_connect_host(&s->conn, "localhost", s->port));
+    CHECK_NULL(s->conn.socket);
+    OPIO_RACE(s, blitz_op_tcp_connect_host(&s->conn, "127.0.0.1", s->port), OPIO_FAR(s));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK_EQ(s->conn.result, 0);
+    CHECK_EQ(s->conn.attempts, 1);
+    blitz_sock_close(s->conn.socket);
+
+    OPIO_RACE(s, blitz_op_tcp_connect_host(&s->conn, "no-such-host.invalid", 80), OPIO_FAR(s));
+    CHECK_EQ(s->combo.winner, 0);
+    CHECK(s->conn.result == BLITZ_ENOHOST || s->conn.result == BLITZ_EDNSTEMP ||
+          s->conn.result == BLITZ_EDNS);
+    CHECK_NULL(s->conn.socket);
+    BLITZ_END(s);
+}
+
+static int op_connect_host(blitz_backend b) {
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
+    if (!rt)
+        return 0;
+    opio_host *s = calloc(1, sizeof *s);
+    s->listener = tu_listen_any(rt, &s->addr);
+    s->port = (uint16_t)blitz_addr_port(&s->addr);
+    /* From a plain thread. */
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_tcp_connect_host(&s->conn, "localhost", s->port)));
+    CHECK_EQ(s->conn.result, 0);
+    blitz_sock_close(s->conn.socket);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_tcp_connect_host(&s->conn, "", s->port)));
+    CHECK_EQ(s->conn.result, BLITZ_EINVAL);
+    CHECK_OK(blitz_runtime_run(rt, opio_host_poll, s, sizeof *s));
+    blitz_sock_close(s->listener);
+    CHECK_OK(blitz_runtime_free(rt));
+    free(s);
+    return 0;
+}
+IO_BACKEND_TESTS(op_connect_host)
 
 /* ---- pool ops, processes, signals, groups --------------------------------------------- */
 

@@ -177,10 +177,13 @@ typedef struct blitz_fs_op {
     /* The call a blitz_op_fs_* constructor recorded, and its arguments. */
     int blitz__call, blitz__fd, blitz__flags;
     uint32_t blitz__mode;
-    const char *blitz__path;
+    const char *blitz__path, *blitz__path2;
     const void *blitz__buf;
     size_t blitz__len;
     uint64_t blitz__off;
+    const blitz_iovec *blitz__vec;
+    int blitz__nvec;
+    blitz_fs_metadata *blitz__md;
 } blitz_fs_op;
 
 /* Opens `path` with BLITZ_FS_* flags (close-on-exec); `mode` is used when
@@ -240,8 +243,10 @@ BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const ch
                                          const void *data, size_t len);
 /* The op's cancel (a blitz_cancel_fn; op is the blitz_fs_op). */
 BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *op);
-/* The file ops as blitz_ops (cancel: blitz_fs_cancel); the arguments
- * (path, buffer) must stay valid until the op is READY or cancelled. */
+/* The file ops as blitz_ops (cancel: blitz_fs_cancel), taking the same
+ * arguments as the calls above; the arguments (paths, buffers, iovec
+ * arrays, the metadata out pointer) must stay valid until the op is READY
+ * or cancelled. */
 BLITZ_API blitz_op blitz_op_fs_open(blitz_fs_op *op, const char *path, int flags, uint32_t mode);
 BLITZ_API blitz_op blitz_op_fs_close(blitz_fs_op *op, int fd);
 BLITZ_API blitz_op blitz_op_fs_read(blitz_fs_op *op, int fd, void *buf, size_t len);
@@ -254,6 +259,24 @@ BLITZ_API blitz_op blitz_op_fs_fsync(blitz_fs_op *op, int fd);
 BLITZ_API blitz_op blitz_op_fs_read_file(blitz_fs_op *op, const char *path);
 BLITZ_API blitz_op blitz_op_fs_write_file(blitz_fs_op *op, const char *path, const void *data,
                                           size_t len);
+/* Vectored I/O, syncing and sizing an open file. */
+BLITZ_API blitz_op blitz_op_fs_readv(blitz_fs_op *op, int fd, const blitz_iovec *iov, int iovcnt,
+                                     int64_t offset);
+BLITZ_API blitz_op blitz_op_fs_writev(blitz_fs_op *op, int fd, const blitz_iovec *iov, int iovcnt,
+                                      int64_t offset);
+BLITZ_API blitz_op blitz_op_fs_fdatasync(blitz_fs_op *op, int fd);
+BLITZ_API blitz_op blitz_op_fs_truncate(blitz_fs_op *op, int fd, uint64_t length);
+/* Metadata into *out. */
+BLITZ_API blitz_op blitz_op_fs_stat(blitz_fs_op *op, const char *path, blitz_fs_metadata *out);
+BLITZ_API blitz_op blitz_op_fs_lstat(blitz_fs_op *op, const char *path, blitz_fs_metadata *out);
+BLITZ_API blitz_op blitz_op_fs_fstat(blitz_fs_op *op, int fd, blitz_fs_metadata *out);
+/* Names and directories (read_dir's listing lands in op->data). */
+BLITZ_API blitz_op blitz_op_fs_rename(blitz_fs_op *op, const char *from, const char *to);
+BLITZ_API blitz_op blitz_op_fs_unlink(blitz_fs_op *op, const char *path);
+BLITZ_API blitz_op blitz_op_fs_rmdir(blitz_fs_op *op, const char *path);
+BLITZ_API blitz_op blitz_op_fs_mkdir(blitz_fs_op *op, const char *path, uint32_t mode);
+BLITZ_API blitz_op blitz_op_fs_mkdir_all(blitz_fs_op *op, const char *path, uint32_t mode);
+BLITZ_API blitz_op blitz_op_fs_read_dir(blitz_fs_op *op, const char *path);
 
 /* ---------------------------------------------------------------------------
  * DNS: name resolution on the blocking pool (getaddrinfo), cancellable
@@ -329,11 +352,17 @@ typedef struct blitz_connect_op {
     blitz_dns_op blitz__dns;
     blitz_io blitz__io;
     blitz_addr blitz__addr;
+    /* blitz_op_tcp_connect_host's arguments. */
+    const char *blitz__host;
+    uint16_t blitz__port;
 } blitz_connect_op;
 
 BLITZ_API blitz_poll blitz_tcp_connect_host(blitz_cx *cx, blitz_connect_op *op, const char *host,
                                             uint16_t port);
 BLITZ_API void blitz_tcp_connect_host_cancel(blitz_cx *cx, void *op);
+/* blitz_tcp_connect_host as a blitz_op (cancel: blitz_tcp_connect_host_cancel);
+ * `host` must stay valid until the op is READY or cancelled. */
+BLITZ_API blitz_op blitz_op_tcp_connect_host(blitz_connect_op *op, const char *host, uint16_t port);
 
 /* ---------------------------------------------------------------------------
  * Signals

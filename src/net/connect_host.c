@@ -85,3 +85,16 @@ BLITZ_API void blitz_tcp_connect_host_cancel(blitz_cx *cx, void *opp) {
     if (op->blitz__stage != BLITZ__CONNECT_IDLE)
         blitz__connect_host_done(op, BLITZ_ECANCELED);
 }
+
+static blitz_poll blitz__connect_host_value_poll(blitz_cx *cx, void *arg) {
+    blitz_connect_op *op = (blitz_connect_op *)arg;
+    return op ? blitz_tcp_connect_host(cx, op, op->blitz__host, op->blitz__port) : BLITZ_READY;
+}
+BLITZ_API blitz_op blitz_op_tcp_connect_host(blitz_connect_op *op, const char *host,
+                                             uint16_t port) {
+    if (op) {
+        op->blitz__host = host;
+        op->blitz__port = port;
+    }
+    return blitz_op_make(blitz__connect_host_value_poll, blitz_tcp_connect_host_cancel, op);
+}

@@ -735,8 +735,27 @@ enum {
     BLITZ__FSC_PWRITE,
     BLITZ__FSC_FSYNC,
     BLITZ__FSC_READ_FILE,
-    BLITZ__FSC_WRITE_FILE
+    BLITZ__FSC_WRITE_FILE,
+    BLITZ__FSC_READV,
+    BLITZ__FSC_WRITEV,
+    BLITZ__FSC_FDATASYNC,
+    BLITZ__FSC_TRUNCATE,
+    BLITZ__FSC_STAT,
+    BLITZ__FSC_LSTAT,
+    BLITZ__FSC_FSTAT,
+    BLITZ__FSC_RENAME,
+    BLITZ__FSC_UNLINK,
+    BLITZ__FSC_RMDIR,
+    BLITZ__FSC_MKDIR,
+    BLITZ__FSC_MKDIR_ALL,
+    BLITZ__FSC_READ_DIR
 };
+
+/* The vectored calls' signed offset (-1: the file position), kept in the
+ * unsigned offset field. */
+static int64_t blitz__fs_signed(uint64_t v) {
+    return v <= (uint64_t)INT64_MAX ? (int64_t)v : -(int64_t)~v - 1;
+}
 
 static blitz_poll blitz__fs_value_poll(blitz_cx *cx, void *arg) {
     blitz_fs_op *op = (blitz_fs_op *)arg;
@@ -762,6 +781,34 @@ static blitz_poll blitz__fs_value_poll(blitz_cx *cx, void *arg) {
         return blitz_fs_read_file(cx, op, op->blitz__path);
     case BLITZ__FSC_WRITE_FILE:
         return blitz_fs_write_file(cx, op, op->blitz__path, buf, op->blitz__len);
+    case BLITZ__FSC_READV:
+        return blitz_fs_readv(cx, op, op->blitz__fd, op->blitz__vec, op->blitz__nvec,
+                              blitz__fs_signed(op->blitz__off));
+    case BLITZ__FSC_WRITEV:
+        return blitz_fs_writev(cx, op, op->blitz__fd, op->blitz__vec, op->blitz__nvec,
+                               blitz__fs_signed(op->blitz__off));
+    case BLITZ__FSC_FDATASYNC:
+        return blitz_fs_fdatasync(cx, op, op->blitz__fd);
+    case BLITZ__FSC_TRUNCATE:
+        return blitz_fs_truncate(cx, op, op->blitz__fd, op->blitz__off);
+    case BLITZ__FSC_STAT:
+        return blitz_fs_stat(cx, op, op->blitz__path, op->blitz__md);
+    case BLITZ__FSC_LSTAT:
+        return blitz_fs_lstat(cx, op, op->blitz__path, op->blitz__md);
+    case BLITZ__FSC_FSTAT:
+        return blitz_fs_fstat(cx, op, op->blitz__fd, op->blitz__md);
+    case BLITZ__FSC_RENAME:
+        return blitz_fs_rename(cx, op, op->blitz__path, op->blitz__path2);
+    case BLITZ__FSC_UNLINK:
+        return blitz_fs_unlink(cx, op, op->blitz__path);
+    case BLITZ__FSC_RMDIR:
+        return blitz_fs_rmdir(cx, op, op->blitz__path);
+    case BLITZ__FSC_MKDIR:
+        return blitz_fs_mkdir(cx, op, op->blitz__path, op->blitz__mode);
+    case BLITZ__FSC_MKDIR_ALL:
+        return blitz_fs_mkdir_all(cx, op, op->blitz__path, op->blitz__mode);
+    case BLITZ__FSC_READ_DIR:
+        return blitz_fs_read_dir(cx, op, op->blitz__path);
     default:
         return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     }
@@ -776,6 +823,10 @@ static blitz_op blitz__fs_value(blitz_fs_op *op, int call, int fd, const char *p
         op->blitz__buf = buf;
         op->blitz__len = len;
         op->blitz__off = off;
+        op->blitz__path2 = NULL;
+        op->blitz__vec = NULL;
+        op->blitz__nvec = 0;
+        op->blitz__md = NULL;
     }
     return blitz_op_make(blitz__fs_value_poll, blitz_fs_cancel, op);
 }
@@ -813,4 +864,71 @@ BLITZ_API blitz_op blitz_op_fs_read_file(blitz_fs_op *op, const char *path) {
 BLITZ_API blitz_op blitz_op_fs_write_file(blitz_fs_op *op, const char *path, const void *data,
                                           size_t len) {
     return blitz__fs_value(op, BLITZ__FSC_WRITE_FILE, -1, path, data, len, 0);
+}
+
+static blitz_op blitz__fs_vec_value(blitz_fs_op *op, int call, int fd, const blitz_iovec *iov,
+                                    int iovcnt, int64_t offset) {
+    blitz_op v = blitz__fs_value(op, call, fd, NULL, NULL, 0, (uint64_t)offset);
+    if (op) {
+        op->blitz__vec = iov;
+        op->blitz__nvec = iovcnt;
+    }
+    return v;
+}
+BLITZ_API blitz_op blitz_op_fs_readv(blitz_fs_op *op, int fd, const blitz_iovec *iov, int iovcnt,
+                                     int64_t offset) {
+    return blitz__fs_vec_value(op, BLITZ__FSC_READV, fd, iov, iovcnt, offset);
+}
+BLITZ_API blitz_op blitz_op_fs_writev(blitz_fs_op *op, int fd, const blitz_iovec *iov, int iovcnt,
+                                      int64_t offset) {
+    return blitz__fs_vec_value(op, BLITZ__FSC_WRITEV, fd, iov, iovcnt, offset);
+}
+BLITZ_API blitz_op blitz_op_fs_fdatasync(blitz_fs_op *op, int fd) {
+    return blitz__fs_value(op, BLITZ__FSC_FDATASYNC, fd, NULL, NULL, 0, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_truncate(blitz_fs_op *op, int fd, uint64_t length) {
+    return blitz__fs_value(op, BLITZ__FSC_TRUNCATE, fd, NULL, NULL, 0, length);
+}
+
+static blitz_op blitz__fs_stat_value(blitz_fs_op *op, int call, int fd, const char *path,
+                                     blitz_fs_metadata *out) {
+    blitz_op v = blitz__fs_value(op, call, fd, path, NULL, 0, 0);
+    if (op)
+        op->blitz__md = out;
+    return v;
+}
+BLITZ_API blitz_op blitz_op_fs_stat(blitz_fs_op *op, const char *path, blitz_fs_metadata *out) {
+    return blitz__fs_stat_value(op, BLITZ__FSC_STAT, -1, path, out);
+}
+BLITZ_API blitz_op blitz_op_fs_lstat(blitz_fs_op *op, const char *path, blitz_fs_metadata *out) {
+    return blitz__fs_stat_value(op, BLITZ__FSC_LSTAT, -1, path, out);
+}
+BLITZ_API blitz_op blitz_op_fs_fstat(blitz_fs_op *op, int fd, blitz_fs_metadata *out) {
+    return blitz__fs_stat_value(op, BLITZ__FSC_FSTAT, fd, NULL, out);
+}
+
+BLITZ_API blitz_op blitz_op_fs_rename(blitz_fs_op *op, const char *from, const char *to) {
+    blitz_op v = blitz__fs_value(op, BLITZ__FSC_RENAME, -1, from, NULL, 0, 0);
+    if (op)
+        op->blitz__path2 = to;
+    return v;
+}
+BLITZ_API blitz_op blitz_op_fs_unlink(blitz_fs_op *op, const char *path) {
+    return blitz__fs_value(op, BLITZ__FSC_UNLINK, -1, path, NULL, 0, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_rmdir(blitz_fs_op *op, const char *path) {
+    return blitz__fs_value(op, BLITZ__FSC_RMDIR, -1, path, NULL, 0, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_mkdir(blitz_fs_op *op, const char *path, uint32_t mode) {
+    if (op)
+        op->blitz__mode = mode;
+    return blitz__fs_value(op, BLITZ__FSC_MKDIR, -1, path, NULL, 0, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_mkdir_all(blitz_fs_op *op, const char *path, uint32_t mode) {
+    if (op)
+        op->blitz__mode = mode;
+    return blitz__fs_value(op, BLITZ__FSC_MKDIR_ALL, -1, path, NULL, 0, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_read_dir(blitz_fs_op *op, const char *path) {
+    return blitz__fs_value(op, BLITZ__FSC_READ_DIR, -1, path, NULL, 0, 0);
 }
