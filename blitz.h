@@ -420,9 +420,13 @@ allocated), and the op's cancel is the op's one public cancel:
                  _reader_read_exact, _writer_write_all, _writer_flush,
                  blitz_op_copy
     files        blitz_op_fs_open, _fs_close, _fs_read, _fs_write, _fs_pread,
-                 _fs_pwrite, _fs_fsync, _fs_read_file, _fs_write_file
-    pool         blitz_op_dns_resolve, blitz_op_spawn_blocking_await,
-                 blitz_op_process_wait, blitz_op_process_output
+                 _fs_pwrite, _fs_readv, _fs_writev, _fs_fsync, _fs_fdatasync,
+                 _fs_truncate, _fs_stat, _fs_lstat, _fs_fstat, _fs_rename,
+                 _fs_unlink, _fs_rmdir, _fs_mkdir, _fs_mkdir_all, _fs_read_dir,
+                 _fs_read_file, _fs_write_file (blitz_fs_op)
+    pool         blitz_op_dns_resolve, blitz_op_tcp_connect_host,
+                 blitz_op_spawn_blocking_await, blitz_op_process_wait,
+                 blitz_op_process_output
     others       blitz_op_signal_recv, blitz_op_group_next,
                  blitz_op_shutdown_run
 
@@ -3249,10 +3253,13 @@ typedef struct blitz_fs_op {
     /* The call a blitz_op_fs_* constructor recorded, and its arguments. */
     int blitz__call, blitz__fd, blitz__flags;
     uint32_t blitz__mode;
-    const char *blitz__path;
+    const char *blitz__path, *blitz__path2;
     const void *blitz__buf;
     size_t blitz__len;
     uint64_t blitz__off;
+    const blitz_iovec *blitz__vec;
+    int blitz__nvec;
+    blitz_fs_metadata *blitz__md;
 } blitz_fs_op;
 
 /* Opens `path` with BLITZ_FS_* flags (close-on-exec); `mode` is used when
@@ -3312,8 +3319,10 @@ BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const ch
                                          const void *data, size_t len);
 /* The op's cancel (a blitz_cancel_fn; op is the blitz_fs_op). */
 BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *op);
-/* The file ops as blitz_ops (cancel: blitz_fs_cancel); the arguments
- * (path, buffer) must stay valid until the op is READY or cancelled. */
+/* The file ops as blitz_ops (cancel: blitz_fs_cancel), taking the same
+ * arguments as the calls above; the arguments (paths, buffers, iovec
+ * arrays, the metadata out pointer) must stay valid until the op is READY
+ * or cancelled. */
 BLITZ_API blitz_op blitz_op_fs_open(blitz_fs_op *op, const char *path, int flags, uint32_t mode);
 BLITZ_API blitz_op blitz_op_fs_close(blitz_fs_op *op, int fd);
 BLITZ_API blitz_op blitz_op_fs_read(blitz_fs_op *op, int fd, void *buf, size_t len);
@@ -3326,6 +3335,24 @@ BLITZ_API blitz_op blitz_op_fs_fsync(blitz_fs_op *op, int fd);
 BLITZ_API blitz_op blitz_op_fs_read_file(blitz_fs_op *op, const char *path);
 BLITZ_API blitz_op blitz_op_fs_write_file(blitz_fs_op *op, const char *path, const void *data,
                                           size_t len);
+/* Vectored I/O, syncing and sizing an open file. */
+BLITZ_API blitz_op blitz_op_fs_readv(blitz_fs_op *op, int fd, const blitz_iovec *iov, int iovcnt,
+                                     int64_t offset);
+BLITZ_API blitz_op blitz_op_fs_writev(blitz_fs_op *op, int fd, const blitz_iovec *iov, int iovcnt,
+                                      int64_t offset);
+BLITZ_API blitz_op blitz_op_fs_fdatasync(blitz_fs_op *op, int fd);
+BLITZ_API blitz_op blitz_op_fs_truncate(blitz_fs_op *op, int fd, uint64_t length);
+/* Metadata into *out. */
+BLITZ_API blitz_op blitz_op_fs_stat(blitz_fs_op *op, const char *path, blitz_fs_metadata *out);
+BLITZ_API blitz_op blitz_op_fs_lstat(blitz_fs_op *op, const char *path, blitz_fs_metadata *out);
+BLITZ_API blitz_op blitz_op_fs_fstat(blitz_fs_op *op, int fd, blitz_fs_metadata *out);
+/* Names and directories (read_dir's listing lands in op->data). */
+BLITZ_API blitz_op blitz_op_fs_rename(blitz_fs_op *op, const char *from, const char *to);
+BLITZ_API blitz_op blitz_op_fs_unlink(blitz_fs_op *op, const char *path);
+BLITZ_API blitz_op blitz_op_fs_rmdir(blitz_fs_op *op, const char *path);
+BLITZ_API blitz_op blitz_op_fs_mkdir(blitz_fs_op *op, const char *path, uint32_t mode);
+BLITZ_API blitz_op blitz_op_fs_mkdir_all(blitz_fs_op *op, const char *path, uint32_t mode);
+BLITZ_API blitz_op blitz_op_fs_read_dir(blitz_fs_op *op, const char *path);
 
 /* ---------------------------------------------------------------------------
  * DNS: name resolution on the blocking pool (getaddrinfo), cancellable
@@ -3401,11 +3428,17 @@ typedef struct blitz_connect_op {
     blitz_dns_op blitz__dns;
     blitz_io blitz__io;
     blitz_addr blitz__addr;
+    /* blitz_op_tcp_connect_host's arguments. */
+    const char *blitz__host;
+    uint16_t blitz__port;
 } blitz_connect_op;
 
 BLITZ_API blitz_poll blitz_tcp_connect_host(blitz_cx *cx, blitz_connect_op *op, const char *host,
                                             uint16_t port);
 BLITZ_API void blitz_tcp_connect_host_cancel(blitz_cx *cx, void *op);
+/* blitz_tcp_connect_host as a blitz_op (cancel: blitz_tcp_connect_host_cancel);
+ * `host` must stay valid until the op is READY or cancelled. */
+BLITZ_API blitz_op blitz_op_tcp_connect_host(blitz_connect_op *op, const char *host, uint16_t port);
 
 /* ---------------------------------------------------------------------------
  * Signals
@@ -18515,6 +18548,19 @@ BLITZ_API void blitz_tcp_connect_host_cancel(blitz_cx *cx, void *opp) {
     if (op->blitz__stage != BLITZ__CONNECT_IDLE)
         blitz__connect_host_done(op, BLITZ_ECANCELED);
 }
+
+static blitz_poll blitz__connect_host_value_poll(blitz_cx *cx, void *arg) {
+    blitz_connect_op *op = (blitz_connect_op *)arg;
+    return op ? blitz_tcp_connect_host(cx, op, op->blitz__host, op->blitz__port) : BLITZ_READY;
+}
+BLITZ_API blitz_op blitz_op_tcp_connect_host(blitz_connect_op *op, const char *host,
+                                             uint16_t port) {
+    if (op) {
+        op->blitz__host = host;
+        op->blitz__port = port;
+    }
+    return blitz_op_make(blitz__connect_host_value_poll, blitz_tcp_connect_host_cancel, op);
+}
 /* ====[ END src/net/connect_host.c ]======================================= */
 /* ########################################################################## */
 /* LAYER os: files, signals, processes, streams                              */
@@ -19258,8 +19304,27 @@ enum {
     BLITZ__FSC_PWRITE,
     BLITZ__FSC_FSYNC,
     BLITZ__FSC_READ_FILE,
-    BLITZ__FSC_WRITE_FILE
+    BLITZ__FSC_WRITE_FILE,
+    BLITZ__FSC_READV,
+    BLITZ__FSC_WRITEV,
+    BLITZ__FSC_FDATASYNC,
+    BLITZ__FSC_TRUNCATE,
+    BLITZ__FSC_STAT,
+    BLITZ__FSC_LSTAT,
+    BLITZ__FSC_FSTAT,
+    BLITZ__FSC_RENAME,
+    BLITZ__FSC_UNLINK,
+    BLITZ__FSC_RMDIR,
+    BLITZ__FSC_MKDIR,
+    BLITZ__FSC_MKDIR_ALL,
+    BLITZ__FSC_READ_DIR
 };
+
+/* The vectored calls' signed offset (-1: the file position), kept in the
+ * unsigned offset field. */
+static int64_t blitz__fs_signed(uint64_t v) {
+    return v <= (uint64_t)INT64_MAX ? (int64_t)v : -(int64_t)~v - 1;
+}
 
 static blitz_poll blitz__fs_value_poll(blitz_cx *cx, void *arg) {
     blitz_fs_op *op = (blitz_fs_op *)arg;
@@ -19285,6 +19350,34 @@ static blitz_poll blitz__fs_value_poll(blitz_cx *cx, void *arg) {
         return blitz_fs_read_file(cx, op, op->blitz__path);
     case BLITZ__FSC_WRITE_FILE:
         return blitz_fs_write_file(cx, op, op->blitz__path, buf, op->blitz__len);
+    case BLITZ__FSC_READV:
+        return blitz_fs_readv(cx, op, op->blitz__fd, op->blitz__vec, op->blitz__nvec,
+                              blitz__fs_signed(op->blitz__off));
+    case BLITZ__FSC_WRITEV:
+        return blitz_fs_writev(cx, op, op->blitz__fd, op->blitz__vec, op->blitz__nvec,
+                               blitz__fs_signed(op->blitz__off));
+    case BLITZ__FSC_FDATASYNC:
+        return blitz_fs_fdatasync(cx, op, op->blitz__fd);
+    case BLITZ__FSC_TRUNCATE:
+        return blitz_fs_truncate(cx, op, op->blitz__fd, op->blitz__off);
+    case BLITZ__FSC_STAT:
+        return blitz_fs_stat(cx, op, op->blitz__path, op->blitz__md);
+    case BLITZ__FSC_LSTAT:
+        return blitz_fs_lstat(cx, op, op->blitz__path, op->blitz__md);
+    case BLITZ__FSC_FSTAT:
+        return blitz_fs_fstat(cx, op, op->blitz__fd, op->blitz__md);
+    case BLITZ__FSC_RENAME:
+        return blitz_fs_rename(cx, op, op->blitz__path, op->blitz__path2);
+    case BLITZ__FSC_UNLINK:
+        return blitz_fs_unlink(cx, op, op->blitz__path);
+    case BLITZ__FSC_RMDIR:
+        return blitz_fs_rmdir(cx, op, op->blitz__path);
+    case BLITZ__FSC_MKDIR:
+        return blitz_fs_mkdir(cx, op, op->blitz__path, op->blitz__mode);
+    case BLITZ__FSC_MKDIR_ALL:
+        return blitz_fs_mkdir_all(cx, op, op->blitz__path, op->blitz__mode);
+    case BLITZ__FSC_READ_DIR:
+        return blitz_fs_read_dir(cx, op, op->blitz__path);
     default:
         return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     }
@@ -19299,6 +19392,10 @@ static blitz_op blitz__fs_value(blitz_fs_op *op, int call, int fd, const char *p
         op->blitz__buf = buf;
         op->blitz__len = len;
         op->blitz__off = off;
+        op->blitz__path2 = NULL;
+        op->blitz__vec = NULL;
+        op->blitz__nvec = 0;
+        op->blitz__md = NULL;
     }
     return blitz_op_make(blitz__fs_value_poll, blitz_fs_cancel, op);
 }
@@ -19336,6 +19433,73 @@ BLITZ_API blitz_op blitz_op_fs_read_file(blitz_fs_op *op, const char *path) {
 BLITZ_API blitz_op blitz_op_fs_write_file(blitz_fs_op *op, const char *path, const void *data,
                                           size_t len) {
     return blitz__fs_value(op, BLITZ__FSC_WRITE_FILE, -1, path, data, len, 0);
+}
+
+static blitz_op blitz__fs_vec_value(blitz_fs_op *op, int call, int fd, const blitz_iovec *iov,
+                                    int iovcnt, int64_t offset) {
+    blitz_op v = blitz__fs_value(op, call, fd, NULL, NULL, 0, (uint64_t)offset);
+    if (op) {
+        op->blitz__vec = iov;
+        op->blitz__nvec = iovcnt;
+    }
+    return v;
+}
+BLITZ_API blitz_op blitz_op_fs_readv(blitz_fs_op *op, int fd, const blitz_iovec *iov, int iovcnt,
+                                     int64_t offset) {
+    return blitz__fs_vec_value(op, BLITZ__FSC_READV, fd, iov, iovcnt, offset);
+}
+BLITZ_API blitz_op blitz_op_fs_writev(blitz_fs_op *op, int fd, const blitz_iovec *iov, int iovcnt,
+                                      int64_t offset) {
+    return blitz__fs_vec_value(op, BLITZ__FSC_WRITEV, fd, iov, iovcnt, offset);
+}
+BLITZ_API blitz_op blitz_op_fs_fdatasync(blitz_fs_op *op, int fd) {
+    return blitz__fs_value(op, BLITZ__FSC_FDATASYNC, fd, NULL, NULL, 0, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_truncate(blitz_fs_op *op, int fd, uint64_t length) {
+    return blitz__fs_value(op, BLITZ__FSC_TRUNCATE, fd, NULL, NULL, 0, length);
+}
+
+static blitz_op blitz__fs_stat_value(blitz_fs_op *op, int call, int fd, const char *path,
+                                     blitz_fs_metadata *out) {
+    blitz_op v = blitz__fs_value(op, call, fd, path, NULL, 0, 0);
+    if (op)
+        op->blitz__md = out;
+    return v;
+}
+BLITZ_API blitz_op blitz_op_fs_stat(blitz_fs_op *op, const char *path, blitz_fs_metadata *out) {
+    return blitz__fs_stat_value(op, BLITZ__FSC_STAT, -1, path, out);
+}
+BLITZ_API blitz_op blitz_op_fs_lstat(blitz_fs_op *op, const char *path, blitz_fs_metadata *out) {
+    return blitz__fs_stat_value(op, BLITZ__FSC_LSTAT, -1, path, out);
+}
+BLITZ_API blitz_op blitz_op_fs_fstat(blitz_fs_op *op, int fd, blitz_fs_metadata *out) {
+    return blitz__fs_stat_value(op, BLITZ__FSC_FSTAT, fd, NULL, out);
+}
+
+BLITZ_API blitz_op blitz_op_fs_rename(blitz_fs_op *op, const char *from, const char *to) {
+    blitz_op v = blitz__fs_value(op, BLITZ__FSC_RENAME, -1, from, NULL, 0, 0);
+    if (op)
+        op->blitz__path2 = to;
+    return v;
+}
+BLITZ_API blitz_op blitz_op_fs_unlink(blitz_fs_op *op, const char *path) {
+    return blitz__fs_value(op, BLITZ__FSC_UNLINK, -1, path, NULL, 0, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_rmdir(blitz_fs_op *op, const char *path) {
+    return blitz__fs_value(op, BLITZ__FSC_RMDIR, -1, path, NULL, 0, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_mkdir(blitz_fs_op *op, const char *path, uint32_t mode) {
+    if (op)
+        op->blitz__mode = mode;
+    return blitz__fs_value(op, BLITZ__FSC_MKDIR, -1, path, NULL, 0, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_mkdir_all(blitz_fs_op *op, const char *path, uint32_t mode) {
+    if (op)
+        op->blitz__mode = mode;
+    return blitz__fs_value(op, BLITZ__FSC_MKDIR_ALL, -1, path, NULL, 0, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_read_dir(blitz_fs_op *op, const char *path) {
+    return blitz__fs_value(op, BLITZ__FSC_READ_DIR, -1, path, NULL, 0, 0);
 }
 /* ====[ END src/os/fs.c ]================================================== */
 /* ====[ BEGIN src/os/signal.c ]============================================ */
