@@ -420,7 +420,7 @@ static int state_sizes(tu_flavor f) {
     CHECK_EQ(((uint8_t *)big)[(size_t)BLITZ_MAX_STATE_SIZE - 1], 0x5a);
     CHECK_OK(blitz_task_release(&h));
 
-    blitz_spawn_opts o = {basics_byte_poll, NULL, 1, NULL, NULL};
+    blitz_spawn_opts o = {basics_byte_poll, NULL, 1, NULL, NULL, NULL, NULL};
     CHECK_OK(blitz_spawn_ex(rt, &o, &h));
     CHECK_OK(blitz_join_blocking(h));
     CHECK_EQ(*(uint8_t *)blitz_task_state(h), 1);

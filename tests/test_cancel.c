@@ -192,7 +192,7 @@ static int cancel_self(tu_flavor f) {
          * runtime the workers are kept busy until then. */
         blitz_task *self = NULL;
         tt_task s = {CM_SELF, then, 7, NULL, &self, &pr};
-        blitz_spawn_opts o = {tt_task_poll, &s, sizeof s, tt_task_drop, NULL};
+        blitz_spawn_opts o = {tt_task_poll, &s, sizeof s, tt_task_drop, NULL, NULL, NULL};
         tt_blockers bl;
         if (f.flavor == BLITZ_MULTI_THREAD)
             tt_block(rt, f.workers, &bl);
@@ -563,7 +563,7 @@ static int detach_self(tu_flavor f) {
     atomic_store(&pr.cancel_rc, 99);
     blitz_task *self = NULL;
     tt_task s = {CM_SELF_RELEASE, THEN_YIELD, 7, NULL, &self, &pr};
-    blitz_spawn_opts o = {tt_task_poll, &s, sizeof s, tt_task_drop, NULL};
+    blitz_spawn_opts o = {tt_task_poll, &s, sizeof s, tt_task_drop, NULL, NULL, NULL};
     tt_blockers bl;
     if (f.flavor == BLITZ_MULTI_THREAD)
         tt_block(rt, f.workers, &bl);

@@ -20,7 +20,7 @@ static void *shut_spawner_main(void *p) {
     double deadline = tu_now() + 2.0 * tu_timeout_mult();
     while (tu_now() < deadline) {
         tt_task s = {CM_READY, THEN_READY, 7, NULL, NULL, a->pr};
-        blitz_spawn_opts o = {tt_task_poll, &s, sizeof s, tt_task_drop, NULL};
+        blitz_spawn_opts o = {tt_task_poll, &s, sizeof s, tt_task_drop, NULL, NULL, NULL};
         int rc = blitz_spawn_ex(a->rt, &o, NULL);
         a->last_rc = rc;
         if (rc == BLITZ_ESHUTDOWN) {
@@ -52,7 +52,7 @@ static void shut_check_refuses(blitz_runtime *rt) {
     blitz_task *h = NULL;
     CHECK_EQ(blitz_spawn(rt, shut_nop_poll, st, sizeof st, &h), BLITZ_ESHUTDOWN);
     CHECK_EQ(blitz_spawn(rt, shut_nop_poll, st, sizeof st, NULL), BLITZ_ESHUTDOWN);
-    blitz_spawn_opts o = {shut_nop_poll, st, sizeof st, NULL, NULL};
+    blitz_spawn_opts o = {shut_nop_poll, st, sizeof st, NULL, NULL, NULL, NULL};
     CHECK_EQ(blitz_spawn_ex(rt, &o, &h), BLITZ_ESHUTDOWN);
     CHECK_EQ(blitz_spawn_fn(rt, shut_nop_fn, NULL, &h), BLITZ_ESHUTDOWN);
     CHECK_EQ(blitz_runtime_run(rt, shut_nop_poll, st, sizeof st), BLITZ_ESHUTDOWN);
@@ -317,7 +317,7 @@ static int shutdown_many(tu_flavor f) {
     long n = test_scaled(40000);
     atomic_long drops = 0;
     atomic_long *dp = &drops;
-    blitz_spawn_opts o = {tu_forever_poll, &dp, sizeof dp, shut_count_drop, NULL};
+    blitz_spawn_opts o = {tu_forever_poll, &dp, sizeof dp, shut_count_drop, NULL, NULL, NULL};
     for (long i = 0; i < n; i++) {
         CHECK_OK(blitz_spawn_ex(rt, &o, NULL));
         if (f.flavor == BLITZ_CURRENT_THREAD && i == n / 2)
@@ -396,7 +396,8 @@ static void *shut_race_spawner_main(void *p) {
             blitz_blocking_opts bo = {shut_race_blocking, &s, sizeof s, shut_race_drop};
             rc = blitz_spawn_blocking_ex(a->rt, &bo, &handles[n]);
         } else {
-            blitz_spawn_opts o = {shut_race_poll, &s, sizeof s, shut_race_drop, shut_race_cancel};
+            blitz_spawn_opts o = {shut_race_poll,   &s,   sizeof s, shut_race_drop,
+                                  shut_race_cancel, NULL, NULL};
             rc = blitz_spawn_ex(a->rt, &o, &handles[n]);
         }
         if (rc != BLITZ_OK) {

@@ -128,7 +128,7 @@ static inline void tt_task_drop(void *p) {
 static inline blitz_task *tt_spawn_ex(blitz_runtime *rt, int mode, int then, tu_gate *gate,
                                       blitz_task **self, tt_probe *pr, int with_handle) {
     tt_task s = {mode, then, 7, gate, self, pr};
-    blitz_spawn_opts o = {tt_task_poll, &s, sizeof s, tt_task_drop, NULL};
+    blitz_spawn_opts o = {tt_task_poll, &s, sizeof s, tt_task_drop, NULL, NULL, NULL};
     blitz_task *h = NULL;
     CHECK_OK(blitz_spawn_ex(rt, &o, with_handle ? &h : NULL));
     return h;

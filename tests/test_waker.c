@@ -59,7 +59,7 @@ static int waker_clone_balance(tu_flavor f) {
     atomic_store(&waker_drops, 0);
     blitz_waker a_clones[WAKER_CLONES], b_clones[WAKER_CLONES];
     waker_clone_state sa = {0, 0, 0, 0, 0, a_clones, NULL};
-    blitz_spawn_opts o = {waker_clone_poll, &sa, sizeof sa, waker_count_drop, NULL};
+    blitz_spawn_opts o = {waker_clone_poll, &sa, sizeof sa, waker_count_drop, NULL, NULL, NULL};
     blitz_task *a = NULL, *b = NULL;
     CHECK_OK(blitz_spawn_ex(rt, &o, &a));
     CHECK_OK(blitz_join_blocking(a));
@@ -351,7 +351,7 @@ static int waker_storm_test(tu_flavor f) {
         long per = test_scaled(20000);
         st.target = per * WAKER_THREADS;
         waker_storm_task s = {&st, 0};
-        blitz_spawn_opts o = {waker_storm_poll, &s, sizeof s, waker_count_drop, NULL};
+        blitz_spawn_opts o = {waker_storm_poll, &s, sizeof s, waker_count_drop, NULL, NULL, NULL};
         blitz_task *h = NULL;
         CHECK_OK(blitz_spawn_ex(rt, &o, &h));
         tu_thread th[WAKER_THREADS];
