@@ -192,13 +192,17 @@ or it awaited a blitz operation (blitz_join) that did so.
 
     blitz_task *h;
     rc = blitz_spawn(rt, poll, &state, sizeof state, &h);  // NULL: detached
-    blitz_spawn_opts o = {poll, &state, sizeof state, drop};
+    blitz_spawn_opts o = {.poll = poll, .state = &state,
+                          .size = sizeof state, .drop = drop};
     rc = blitz_spawn_ex(rt, &o, &h);        // with a drop (and cancel) hook
     rc = blitz_spawn_fn(rt, fn, arg, &h);   // runs fn(arg) once as a task
 
 The state is 1 byte to BLITZ_MAX_STATE_SIZE; a NULL state means a
 zero-filled one. Errors: BLITZ_EINVAL (NULL runtime or poll, size 0 or too
-large), BLITZ_ENOMEM, BLITZ_ESHUTDOWN.
+large), BLITZ_ENOMEM, BLITZ_ESHUTDOWN. A large state need not be built on
+the caller's stack and copied: with blitz_spawn_opts.init (and .state
+NULL) the runtime allocates it zero-filled and calls init(state,
+init_arg) in place, on the spawning thread, before the task can run.
 
 Spawning from inside a task (a worker thread) puts the new task in that
 worker's LIFO slot: it runs next, on the same core, which makes
@@ -316,11 +320,41 @@ blitz_spawn gives a handle unless you pass NULL (detached at once).
 Release every handle while the runtime lives; a finished task's memory is
 reused only after that (blitz_runtime_free frees what handles still hold).
 
+Handles and ownership
+---------------------
+Each handle is given up exactly once, by its one holder, and not used
+after that (copies of it included):
+  blitz_task *    the spawner, or whoever blitz_group_next handed it to:
+                  blitz_task_release.
+  blitz_group *   its creator: blitz_group_free (which releases the handles
+                  the group still holds).
+  blitz_chan *    each sender and each receiver reference (the creator
+                  holds one of each; _clone adds one): one
+                  blitz_chan_sender_release or _receiver_release per
+                  reference; blitz_chan_close needs a reference and
+                  releases none.
+  blitz_broadcast *, blitz_watch *
+                  each sender reference (one from _new, _sender_clone):
+                  _sender_release; each receiver: _unsubscribe. Subscribe
+                  while holding a sender reference; _close releases none.
+  blitz_oneshot   the caller's cell: freed by the caller once
+                  blitz_oneshot_done says neither side touches it.
+  blitz_socket *  its owner: blitz_sock_close, once (it may free it).
+  blitz_process   blitz_process_release.
+  blitz_runtime * blitz_runtime_free, after every other handle of it.
+A debug build (NDEBUG not defined, or BLITZ_DEBUG=1) stops at a join
+handle, channel, broadcast, watch, group or socket used after its release
+with one line naming the function and the handle, e.g.
+    blitz: blitz_task_status: join handle used after blitz_task_release
+then abort(). Join handles carry a generation, so a stale one is caught
+even when its memory already holds another task; the other handles are
+caught while their memory waits in a quarantine of the last 64 frees. A
+release build checks nothing and costs nothing.
+
 blitz_join registers the task's waker and returns BLITZ_PENDING until h has
 finished (completed or cancelled). blitz_join_blocking returns BLITZ_OK or
 BLITZ_ECANCELED; blitz_task_status never blocks (BLITZ_EAGAIN: not
 finished yet); blitz_task_state stays valid until the handle is released.
-blitz_task_release is another name for blitz_task_release.
 
 Cancellation
 ------------
@@ -1007,7 +1041,9 @@ marked * in every file that includes it).
                               (default assert; off with NDEBUG)
   BLITZ_DEBUG *               1: BLITZ_END checks the resume point and
                               stops a task whose state was not
-                              zero-filled; 0: no check, no cost (default
+                              zero-filled, and handles used after their
+                              release stop the program (see "Handles and
+                              ownership"); 0: no check, no cost (default
                               1, or 0 when NDEBUG is defined)
   BLITZ_MAX_WORKERS *         upper bound of workers, 1..64 (default 64;
                               the parked-worker bitmap is one 64-bit word)
@@ -1190,6 +1226,14 @@ A handle never released
   No error: the finished task's memory is not reused (tasks_alive in
   blitz_runtime_stats keeps growing) until blitz_runtime_free. Releasing a
   handle twice is BLITZ_ERELEASED.
+
+A handle used after its release (a copy of a released join handle, a
+channel after its last reference, a closed socket)
+  Use after free. A debug build stops at the use with
+    blitz: blitz_task_status: join handle used after blitz_task_release
+  (or "channel used after its last release", "task group used after
+  blitz_group_free", "socket used after blitz_sock_close", ...), then
+  abort(); see "Handles and ownership".
 
 A task cancelled while an op of its state waits, without a cancel hook
   No error: the queued op keeps the task's memory alive (an armed timer
@@ -1705,6 +1749,14 @@ typedef struct blitz_spawn_opts {
      * (runtime clock), it is cancelled as above and its status is
      * BLITZ_ETIMEDOUT. 0 for no limit; negative is BLITZ_EINVAL. */
     int64_t timeout_ns;
+    /* Optional: builds the state in place instead of copying it, so a large
+     * state never sits on the caller's stack. The runtime allocates `size`
+     * zero-filled bytes and calls init(state, init_arg) on the spawning
+     * thread, at the state's final address, before the task can run (a
+     * broadcast or watch receiver subscribed here stays where it is).
+     * `state` must then be NULL (else BLITZ_EINVAL). */
+    void (*init)(void *state, void *arg);
+    void *init_arg;
 } blitz_spawn_opts;
 
 /* Spawns a task running `poll` over a private copy of `size` bytes of
@@ -1713,7 +1765,8 @@ typedef struct blitz_spawn_opts {
  * the global queue and a parked worker is woken.
  * `handle` receives a join handle, or pass NULL to detach at once.
  * Returns BLITZ_OK, BLITZ_EINVAL (NULL rt/poll, size 0 or larger than
- * BLITZ_MAX_STATE_SIZE), BLITZ_ENOMEM, BLITZ_ESHUTDOWN. */
+ * BLITZ_MAX_STATE_SIZE, both state and init), BLITZ_ENOMEM,
+ * BLITZ_ESHUTDOWN. */
 BLITZ_API int blitz_spawn(blitz_runtime *rt, blitz_poll_fn poll, const void *state, size_t size,
                           blitz_task **handle);
 BLITZ_API int blitz_spawn_ex(blitz_runtime *rt, const blitz_spawn_opts *opts, blitz_task **handle);
@@ -2536,7 +2589,9 @@ BLITZ_API int blitz_chan_receiver_release(blitz_chan *ch);
 /* Closes the channel: sends fail with BLITZ_ECLOSED from now on (a waiting
  * send returns BLITZ_ECLOSED with its value still in the caller's buffer);
  * receivers first drain what was sent before, then see BLITZ_ECLOSED.
- * Idempotent. BLITZ_EINVAL for NULL. */
+ * The caller must hold a sender or receiver reference, and still holds it
+ * afterwards (a close releases nothing). Idempotent. BLITZ_EINVAL for
+ * NULL; a debug build stops at a close after the channel's last release. */
 BLITZ_API int blitz_chan_close(blitz_chan *ch);
 BLITZ_API int blitz_chan_is_closed(const blitz_chan *ch);
 /* Values buffered right now (a snapshot), and the capacity. */
@@ -2672,17 +2727,21 @@ typedef struct blitz_broadcast_rx {
 BLITZ_API int blitz_broadcast_new(blitz_broadcast **out, size_t elem_size, size_t capacity);
 /* Sender references; the last release closes the channel (receivers read
  * what is kept, then see BLITZ_ECLOSED). The channel is freed when no
- * sender and no receiver is left. */
+ * sender and no receiver is left. blitz_broadcast_close, like
+ * blitz_chan_close, needs a reference and releases none. */
 BLITZ_API int blitz_broadcast_sender_clone(blitz_broadcast *bc);
 BLITZ_API int blitz_broadcast_sender_release(blitz_broadcast *bc);
 BLITZ_API int blitz_broadcast_close(blitz_broadcast *bc);
-/* Starts a receiver at the next value sent. BLITZ_EINVAL for NULL. A
- * receiver subscribed to a closed channel sees BLITZ_ECLOSED. The channel
- * must be alive at the call: a receiver is a reference, but until it
- * exists only a sender reference keeps the channel, so subscribe before
- * that may be released (e.g. before spawning a task that receives, not
- * inside it). A subscribed receiver stays at its address until it is
- * unsubscribed: subscribe it in the task state, not in a copy of it. */
+/* Starts a receiver at the next value sent; the receiver is a reference
+ * until blitz_broadcast_unsubscribe. BLITZ_EINVAL for NULL. A receiver
+ * subscribed to a closed channel sees BLITZ_ECLOSED. The caller must hold
+ * a sender reference at the call (until the receiver exists only those
+ * keep the channel), so subscribe before it may be released: in the
+ * spawner, either in the state it then passes to blitz_spawn (a receiver
+ * with no receive waiting is plain data: the task's copy is the receiver
+ * and the original must not be used) or in the spawn's init
+ * (blitz_spawn_opts.init, in place). A receiver stays at its address only
+ * while a receive of it waits. */
 BLITZ_API int blitz_broadcast_subscribe(blitz_broadcast *bc, blitz_broadcast_rx *rx);
 /* Gives the receiver up (withdrawing a pending receive). */
 BLITZ_API int blitz_broadcast_unsubscribe(blitz_broadcast_rx *rx);
@@ -2730,17 +2789,19 @@ BLITZ_API int blitz_watch_new(blitz_watch **out, size_t elem_size, const void *i
  * BLITZ_OK, BLITZ_ECLOSED after close, BLITZ_EINVAL for NULL. */
 BLITZ_API int blitz_watch_send(blitz_watch *w, const void *value);
 /* Sender references; the last release closes the watch. The watch is freed
- * when no sender and no receiver is left. */
+ * when no sender and no receiver is left. blitz_watch_close needs a
+ * reference and releases none. */
 BLITZ_API int blitz_watch_sender_clone(blitz_watch *w);
 BLITZ_API int blitz_watch_sender_release(blitz_watch *w);
 BLITZ_API int blitz_watch_close(blitz_watch *w);
 /* Copies the current value to `out` and returns its version (0 for NULL
  * arguments). Safe against concurrent sends. */
 BLITZ_API uint64_t blitz_watch_read(const blitz_watch *w, void *out);
-/* A receiver that has seen the current version. As for broadcast, the
- * watch must be alive at the call (subscribe before the last sender
- * reference may be released) and the receiver stays at its address until
- * it is unsubscribed. */
+/* A receiver that has seen the current version; a reference until
+ * blitz_watch_unsubscribe. As for broadcast, the caller must hold a sender
+ * reference at the call (subscribe in the spawner, in the state it passes
+ * or in the spawn's init), and the receiver stays at its address only
+ * while a blitz_watch_changed of it waits. */
 BLITZ_API int blitz_watch_subscribe(blitz_watch *w, blitz_watch_rx *rx);
 BLITZ_API int blitz_watch_unsubscribe(blitz_watch_rx *rx);
 /* Reads and marks the version read as seen. Returns the version. */
@@ -4300,6 +4361,20 @@ static inline void blitz__cpu_relax(void) {
 #define BLITZ_ASSERT(c) assert(c)
 #endif
 
+/* Debug builds check handles (handle_check.c). The rule of the checked
+ * BLITZ_END in blitz_api.h, applied in the implementation's file. */
+#ifndef BLITZ_DEBUG
+#ifdef NDEBUG
+#define BLITZ__CHECK_HANDLES 0
+#else
+#define BLITZ__CHECK_HANDLES 1
+#endif
+#elif BLITZ_DEBUG
+#define BLITZ__CHECK_HANDLES 1
+#else
+#define BLITZ__CHECK_HANDLES 0
+#endif
+
 #if defined(BLITZ_MALLOC) != defined(BLITZ_FREE)
 #error "define both BLITZ_MALLOC and BLITZ_FREE, or neither"
 #endif
@@ -4404,6 +4479,38 @@ typedef struct blitz__parker {
     pthread_cond_t cond;
 #endif
 } blitz__parker;
+
+/* ---- handle checks (handle_check.c) --------------------------------------- */
+
+/* Magic words of live heap handles; their last release overwrites them. */
+#define BLITZ__MAGIC_CHAN      0x6368616eu
+#define BLITZ__MAGIC_BROADCAST 0x62636173u
+#define BLITZ__MAGIC_WATCH     0x77617463u
+#define BLITZ__MAGIC_GROUP     0x67727570u
+#define BLITZ__MAGIC_SOCKET    0x736f636bu
+#define BLITZ__MAGIC_DEAD      0xdeadbeefu
+
+BLITZ_PRIVATE void blitz__handle_misuse(const char *func, const char *what);
+/* Frees `raw`, in a debug build after the quarantine (see handle_check.c). */
+BLITZ_PRIVATE void blitz__free_handle(void *raw);
+
+#if BLITZ__CHECK_HANDLES
+/* A struct member (no semicolon after it): the magic word. */
+#define BLITZ__MAGIC_MEMBER      uint32_t blitz__magic;
+#define BLITZ__MAGIC_SET(obj, m) ((obj)->blitz__magic = (m))
+/* Stops the program when `obj` (not NULL) is no live handle of its kind;
+ * `what` names the kind and the release ("channel used after its last
+ * release"). */
+#define BLITZ__MAGIC_CHECK(obj, m, what)                          \
+    do {                                                          \
+        if ((obj) && BLITZ__UNLIKELY((obj)->blitz__magic != (m))) \
+            blitz__handle_misuse(__func__, what);                 \
+    } while (0)
+#else
+#define BLITZ__MAGIC_MEMBER
+#define BLITZ__MAGIC_SET(obj, m)         ((void)0)
+#define BLITZ__MAGIC_CHECK(obj, m, what) ((void)0)
+#endif
 
 #endif
 /* ====[ END src/platform/base.h ]========================================== */
@@ -4553,6 +4660,61 @@ BLITZ_PRIVATE void *blitz__alloc_aligned(size_t size, size_t align, void **raw) 
 #endif
 }
 /* ====[ END src/platform/alloc.c ]========================================= */
+/* ====[ BEGIN src/platform/handle_check.c ]================================ */
+/* >>platform/handle_check */
+/* Debug checks of handles used after their release (BLITZ__CHECK_HANDLES:
+ * on unless NDEBUG, or as BLITZ_DEBUG says; none of it in a release
+ * build).
+ *
+ * A check must not read memory that may already belong to something else,
+ * so poisoning alone is not enough:
+ * - Heap handles (channels, task groups, sockets) carry a magic word that
+ *   their last release overwrites, and their memory goes through a
+ *   quarantine: the last BLITZ__QUARANTINE frees of the process wait here,
+ *   so a stale pointer still reads the poisoned word instead of a new
+ *   object's.
+ * - Join handles point into task blocks that the slab allocator gives to
+ *   the next task at once. A handle carries its block's generation in the
+ *   pointer's unused top 16 bits; blitz_task_release bumps the generation,
+ *   so a stale handle no longer matches even when its block holds a live
+ *   task again (core/task_alloc.c keeps the generations, core/join.c
+ *   compares). */
+/* src/platform/base.h already included */
+
+BLITZ_PRIVATE void blitz__handle_misuse(const char *func, const char *what) {
+    fprintf(stderr, "blitz: %s: %s\n", func, what);
+    abort();
+}
+
+#if BLITZ__CHECK_HANDLES
+#define BLITZ__QUARANTINE 64u
+
+static struct {
+    blitz__atomic_u32 lock;
+    uint32_t next;
+    void *held[BLITZ__QUARANTINE];
+} blitz__quarantine;
+
+BLITZ_PRIVATE void blitz__free_handle(void *raw) {
+    if (!raw)
+        return;
+    uint32_t free = 0;
+    while (!blitz__u32_cas_weak(&blitz__quarantine.lock, &free, 1, BLITZ__ACQUIRE)) {
+        free = 0;
+        sched_yield();
+    }
+    void *old = blitz__quarantine.held[blitz__quarantine.next];
+    blitz__quarantine.held[blitz__quarantine.next] = raw;
+    blitz__quarantine.next = (blitz__quarantine.next + 1) % BLITZ__QUARANTINE;
+    blitz__u32_store(&blitz__quarantine.lock, 0, BLITZ__RELEASE);
+    blitz__free(old);
+}
+#else
+BLITZ_PRIVATE void blitz__free_handle(void *raw) {
+    blitz__free(raw);
+}
+#endif
+/* ====[ END src/platform/handle_check.c ]================================== */
 /* ====[ BEGIN src/platform/linux.c ]======================================= */
 /* >>platform/linux */
 /* Linux implementations of the calls platform/posix.c implements
@@ -5151,6 +5313,14 @@ _Static_assert(sizeof(struct blitz_task) == BLITZ__TASK_HEADER_SIZE || sizeof(vo
 #define BLITZ__NUM_CLASSES 30
 #define BLITZ__CLASS_LARGE 0xffffu
 
+/* Join handles carry their block's generation in a debug build with room
+ * for it in a pointer (platform/handle_check.c). */
+#if BLITZ__CHECK_HANDLES && UINTPTR_MAX > 0xffffffffu
+#define BLITZ__TAG_HANDLES 1
+#else
+#define BLITZ__TAG_HANDLES 0
+#endif
+
 typedef struct blitz__chunk {
     blitz_runtime *rt;
     struct blitz__chunk *next;
@@ -5612,6 +5782,18 @@ static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
 #define BLITZ__FIRST_BLOCK ((sizeof(blitz__chunk) + 8 + 15) / 16 * 16 - 8)
 #define BLITZ__FREE_BATCH  64u
 
+/* Join handle generations (BLITZ__TAG_HANDLES): a 32-bit word per block
+ * that outlives the block's tasks, at the chunk's end for a size class
+ * (one per block, last block first) and right after the block of a large
+ * chunk. */
+#if BLITZ__TAG_HANDLES
+#define BLITZ__GEN_BYTES       sizeof(blitz__atomic_u32)
+#define BLITZ__GEN_LARGE_BYTES 16u
+#else
+#define BLITZ__GEN_BYTES       0u
+#define BLITZ__GEN_LARGE_BYTES 0u
+#endif
+
 /* A free block's header is unused: a batch's first block links to the next
  * batch through join_waker.data. */
 static inline blitz__task *blitz__batch_next(blitz__task *first) {
@@ -5665,8 +5847,13 @@ static blitz__chunk *blitz__chunk_new(blitz_runtime *rt, uint32_t c) {
     ch->raw = raw;
     ch->block_size = blitz__class_size[c];
     ch->class_index = c;
-    ch->capacity = (uint32_t)((BLITZ__CHUNK_SIZE - BLITZ__FIRST_BLOCK) / ch->block_size);
+    ch->capacity =
+        (uint32_t)((BLITZ__CHUNK_SIZE - BLITZ__FIRST_BLOCK) / (ch->block_size + BLITZ__GEN_BYTES));
     ch->carved = 0;
+#if BLITZ__TAG_HANDLES
+    memset((char *)ch + BLITZ__CHUNK_SIZE - ch->capacity * BLITZ__GEN_BYTES, 0,
+           ch->capacity * BLITZ__GEN_BYTES);
+#endif
     blitz__mutex_lock(&rt->alloc_lock);
     ch->next = rt->chunks;
     rt->chunks = ch;
@@ -5677,6 +5864,54 @@ static blitz__chunk *blitz__chunk_new(blitz_runtime *rt, uint32_t c) {
 static inline blitz__task *blitz__chunk_block(blitz__chunk *ch, uint32_t i) {
     return (blitz__task *)((char *)ch + BLITZ__FIRST_BLOCK + (size_t)i * ch->block_size);
 }
+
+#if BLITZ__TAG_HANDLES
+static blitz__atomic_u32 *blitz__block_gen(const blitz__task *t) {
+    blitz__chunk *ch = blitz__chunk_of(t);
+    if (ch->class_index == BLITZ__CLASS_LARGE)
+        return (blitz__atomic_u32 *)(void *)((char *)t + ch->block_size);
+    size_t i = ((size_t)((const char *)t - (const char *)ch) - BLITZ__FIRST_BLOCK) / ch->block_size;
+    return (blitz__atomic_u32 *)(void *)((char *)ch + BLITZ__CHUNK_SIZE) - 1 - i;
+}
+
+#define BLITZ__TAG_SHIFT 48
+#define BLITZ__TAG_OF(g) (((g)&0x7fffu) | 0x8000u)
+
+/* The handle the program gets for `t`: tagged with the block's generation
+ * (an address with no room for it goes unchecked). */
+BLITZ_PRIVATE blitz_task *blitz__handle_out(blitz__task *t) {
+    uintptr_t p = (uintptr_t)t;
+    if (!t || p >> BLITZ__TAG_SHIFT)
+        return t;
+    uint32_t g = blitz__u32_load(blitz__block_gen(t), BLITZ__RELAXED);
+    return (blitz_task *)(p | (uintptr_t)BLITZ__TAG_OF(g) << BLITZ__TAG_SHIFT);
+}
+
+/* The task of handle `h`; stops the program, naming `func`, when the
+ * handle was released. The runtime's own untagged pointers pass as they
+ * are. */
+BLITZ_PRIVATE blitz__task *blitz__handle_in(const blitz_task *h, const char *func) {
+    uintptr_t p = (uintptr_t)h;
+    uint32_t tag = (uint32_t)(p >> BLITZ__TAG_SHIFT);
+    if (!tag)
+        return (blitz__task *)(uintptr_t)h;
+    blitz__task *t = (blitz__task *)(p & (((uintptr_t)1 << BLITZ__TAG_SHIFT) - 1));
+    if (BLITZ__TAG_OF(blitz__u32_load(blitz__block_gen(t), BLITZ__ACQUIRE)) != tag)
+        blitz__handle_misuse(func, "join handle used after blitz_task_release");
+    return t;
+}
+
+/* Makes every copy of `h` stale. Called while the handle still keeps the
+ * block. */
+BLITZ_PRIVATE void blitz__handle_retire(const blitz_task *h, blitz__task *t) {
+    if ((uintptr_t)h >> BLITZ__TAG_SHIFT)
+        blitz__u32_fetch_add(blitz__block_gen(t), 1, BLITZ__RELEASE);
+}
+#else
+#define blitz__handle_out(t)       (t)
+#define blitz__handle_in(h, func)  ((void)(func), (blitz__task *)(uintptr_t)(h))
+#define blitz__handle_retire(h, t) ((void)(h), (void)(t))
+#endif
 
 /* Takes a block of class c from `cache`: its active list, its held-back
  * batch, a spare batch of the runtime, or a fresh carve. `locked`: the
@@ -5757,7 +5992,7 @@ BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need, in
     blitz__worker_counters *k;
     blitz__block_cache *cache = blitz__local_owner(rt, &k);
     if (c == BLITZ__CLASS_LARGE) {
-        size_t total = BLITZ__FIRST_BLOCK + ((need + 15) & ~(size_t)15);
+        size_t total = BLITZ__FIRST_BLOCK + ((need + 15) & ~(size_t)15) + BLITZ__GEN_LARGE_BYTES;
         void *raw;
         blitz__chunk *ch = (blitz__chunk *)blitz__alloc_aligned(
             total < BLITZ__CHUNK_SIZE ? BLITZ__CHUNK_SIZE : total, BLITZ__CHUNK_SIZE, &raw);
@@ -5765,10 +6000,17 @@ BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need, in
             return NULL;
         ch->rt = rt;
         ch->raw = raw;
-        ch->block_size = (uint32_t)(total - BLITZ__FIRST_BLOCK);
+        ch->block_size = (uint32_t)(total - BLITZ__FIRST_BLOCK - BLITZ__GEN_LARGE_BYTES);
         ch->class_index = BLITZ__CLASS_LARGE;
         ch->capacity = 1;
         ch->carved = 1;
+#if BLITZ__TAG_HANDLES
+        /* Memory a stale handle's block had may come back here: start
+         * from a generation no earlier chunk used. */
+        static blitz__atomic_u32 large_gen;
+        blitz__u32_store(blitz__block_gen(blitz__chunk_block(ch, 0)),
+                         blitz__u32_fetch_add(&large_gen, 1u << 8, BLITZ__RELAXED), BLITZ__RELAXED);
+#endif
         blitz__mutex_lock(&rt->alloc_lock);
         ch->next = rt->chunks;
         rt->chunks = ch;
@@ -5835,7 +6077,11 @@ BLITZ_PRIVATE void blitz__block_release(blitz__task *t) {
                 p = &(*p)->next;
             *p = ch->next;
             blitz__mutex_unlock(&rt->alloc_lock);
+#if BLITZ__TAG_HANDLES
+            blitz__free_handle(ch->raw); /* a stale handle may still look */
+#else
             blitz__free(ch->raw);
+#endif
         }
     } else {
         if (cache) {
@@ -6194,7 +6440,8 @@ BLITZ_PRIVATE void blitz__spawn_leave(blitz_runtime *rt, int entered) {
 BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *o, int with_handle,
                                      size_t trailer, uint64_t flags, blitz__task **out) {
     *out = NULL;
-    if (!rt || !o || !o->poll || o->size == 0 || o->size > BLITZ_MAX_STATE_SIZE)
+    if (!rt || !o || !o->poll || o->size == 0 || o->size > BLITZ_MAX_STATE_SIZE ||
+        (o->init && o->state))
         return BLITZ_EINVAL;
     if (blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST))
         return BLITZ_ESHUTDOWN;
@@ -6224,6 +6471,10 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
         memcpy(blitz__task_state_ptr(t), o->state, o->size);
     else
         memset(blitz__task_state_ptr(t), 0, o->size);
+    /* In place: a large state never needs a copy on the caller's stack. No
+     * one sees the block before it is queued, so the task cannot run yet. */
+    if (o->init)
+        o->init(blitz__task_state_ptr(t), o->init_arg);
     uint64_t initial =
         blitz__state_initial(with_handle, o->drop != NULL, o->cancel != NULL) | flags;
     if (o->drop)
@@ -6272,7 +6523,7 @@ BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, bli
                 blitz__task_unref(t);
             }
             if (handle)
-                *handle = t;
+                *handle = blitz__handle_out(t);
         }
     }
     blitz__spawn_leave(rt, entered);
@@ -6335,10 +6586,11 @@ BLITZ_API int blitz_spawn_fn(blitz_runtime *rt, blitz_fn fn, void *arg, blitz_ta
  * COMPLETE). So the slot is never written while another thread may read it. */
 /* src/core/core.h already included */
 
-BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t) {
-    BLITZ_ASSERT(cx && t);
-    if (!cx || !t)
+BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *h) {
+    BLITZ_ASSERT(cx && h);
+    if (!cx || !h)
         return BLITZ_READY; /* blitz_task_status reports the misuse */
+    blitz__task *t = blitz__handle_in(h, __func__);
     uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
     if (blitz__state_is_complete(s))
         return BLITZ_READY;
@@ -6369,10 +6621,10 @@ BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t) {
 }
 
 BLITZ_API void blitz_join_cancel(blitz_cx *cx, void *handle) {
-    blitz_task *t = (blitz_task *)handle;
     (void)cx;
-    if (!t)
+    if (!handle)
         return;
+    blitz__task *t = blitz__handle_in((blitz_task *)handle, __func__);
     /* Take the stored waker back unless the task completed (then the
      * completer owns and consumes it). */
     uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
@@ -6385,9 +6637,10 @@ BLITZ_API void blitz_join_cancel(blitz_cx *cx, void *handle) {
     blitz_waker_drop(t->join_waker);
 }
 
-BLITZ_API int blitz_task_status(const blitz_task *t) {
-    if (!t)
+BLITZ_API int blitz_task_status(const blitz_task *h) {
+    if (!h)
         return BLITZ_EINVAL;
+    const blitz__task *t = blitz__handle_in(h, __func__);
     uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
     if (!blitz__state_is_complete(s))
         return BLITZ_EAGAIN;
@@ -6396,15 +6649,19 @@ BLITZ_API int blitz_task_status(const blitz_task *t) {
     return (s & BLITZ__TASK_TIMED_OUT) ? BLITZ_ETIMEDOUT : BLITZ_ECANCELED;
 }
 
-BLITZ_API void *blitz_task_state(blitz_task *t) {
-    if (!t || !blitz__state_is_complete(blitz__u64_load(&t->state, BLITZ__ACQUIRE)))
+BLITZ_API void *blitz_task_state(blitz_task *h) {
+    if (!h)
+        return NULL;
+    blitz__task *t = blitz__handle_in(h, __func__);
+    if (!blitz__state_is_complete(blitz__u64_load(&t->state, BLITZ__ACQUIRE)))
         return NULL;
     return blitz__task_state_ptr(t);
 }
 
-BLITZ_API int blitz_task_cancel(blitz_task *t) {
-    if (!t)
+BLITZ_API int blitz_task_cancel(blitz_task *h) {
+    if (!h)
         return BLITZ_EINVAL;
+    blitz__task *t = blitz__handle_in(h, __func__);
     /* An idle task is claimed (taken to RUNNING) and completed here. */
     if (blitz__state_cancel(t))
         blitz__task_finish(t, 1);
@@ -6416,10 +6673,12 @@ BLITZ_API int blitz_task_cancel(blitz_task *t) {
 BLITZ_API int blitz_task_release(blitz_task **tp) {
     if (!tp)
         return BLITZ_EINVAL;
-    blitz__task *t = *tp;
-    if (!t)
+    blitz_task *h = *tp;
+    if (!h)
         return BLITZ_ERELEASED;
+    blitz__task *t = blitz__handle_in(h, __func__);
     *tp = NULL;
+    blitz__handle_retire(h, t);
     blitz_runtime *rt = blitz__task_runtime(t);
     uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED), next;
     for (;;) {
@@ -6471,9 +6730,10 @@ BLITZ_PRIVATE int blitz__wait_completion(blitz_runtime *rt, blitz__task *t, uint
     return blitz__task_is_complete(t);
 }
 
-BLITZ_API int blitz_join_blocking(blitz_task *t) {
-    if (!t)
+BLITZ_API int blitz_join_blocking(blitz_task *h) {
+    if (!h)
         return BLITZ_EINVAL;
+    blitz__task *t = blitz__handle_in(h, __func__);
     if (!blitz__task_is_complete(t)) {
         blitz_runtime *rt = blitz__task_runtime(t);
         blitz__context *ctx = blitz__context_get();
@@ -6484,7 +6744,7 @@ BLITZ_API int blitz_join_blocking(blitz_task *t) {
         else
             blitz__external_help_until(rt, t, ctx && ctx->rt == rt);
     }
-    int rc = blitz_task_status(t);
+    int rc = blitz_task_status(h);
     /* Only a wait inside one of the runtime's own polls returns unfinished:
      * the runtime is shutting down and waits for that poll to end. */
     return rc == BLITZ_EAGAIN ? BLITZ_ESHUTDOWN : rc;
@@ -7568,7 +7828,13 @@ struct blitz_socket {
     blitz__atomic_u32 salvage_n;
     struct blitz_socket *all_next, *all_prev; /* every live socket (socks_lock) */
     struct blitz_socket *free_next;
+    BLITZ__MAGIC_MEMBER
 };
+
+/* The socket's memory goes only after its last reference, so a check
+ * while an op of it is pending is safe. */
+#define BLITZ__SOCK_CHECK(s) \
+    BLITZ__MAGIC_CHECK(s, BLITZ__MAGIC_SOCKET, "socket used after blitz_sock_close")
 
 typedef struct blitz__io {
     blitz_runtime *rt;
@@ -7956,7 +8222,8 @@ BLITZ_PRIVATE void blitz__sock_free_mem(blitz_socket *s) {
     blitz__recv_ms_release(s);
     blitz__salvage_release(s);
     blitz__mutex_destroy(&s->lock);
-    blitz__free(s);
+    BLITZ__MAGIC_SET(s, BLITZ__MAGIC_DEAD);
+    blitz__free_handle(s);
 }
 
 /* Frees readiness sockets closed before this dispatch cycle. Caller holds
@@ -8087,6 +8354,7 @@ BLITZ_PRIVATE int blitz__sock_wrap_keep(blitz__io *io, int fd, int family, int t
     s->poll_slot = -1;
     blitz__mutex_init(&s->lock);
     blitz__u64_store(&s->refs, BLITZ__SOCK_FD_REF, BLITZ__RELAXED);
+    BLITZ__MAGIC_SET(s, BLITZ__MAGIC_SOCKET);
     if (io->be->sock_add) {
         int rc = io->be->sock_add(io, s);
         if (rc != BLITZ_OK) {
@@ -8787,16 +9055,19 @@ static int blitz__recv_nothing(blitz_io *op, const blitz_socket *s, size_t len) 
 
 BLITZ_API blitz_poll blitz_sock_recv(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
                                      size_t len) {
+    BLITZ__SOCK_CHECK(s);
     if (blitz__recv_nothing(op, s, len))
         return BLITZ_READY;
     return blitz__op_poll(cx, op, s, BLITZ__OP_RECV, buf, len, NULL, BLITZ__DIR_READ);
 }
 BLITZ_API blitz_poll blitz_sock_send(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
                                      size_t len) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__op_poll(cx, op, s, BLITZ__OP_SEND, buf, len, NULL, BLITZ__DIR_WRITE);
 }
 BLITZ_API blitz_poll blitz_sock_send_all(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                          const void *buf, size_t len) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__op_poll(cx, op, s, BLITZ__OP_SEND_ALL, buf, len, NULL, BLITZ__DIR_WRITE);
 }
 /* Also each entry: a NULL base with a length would fail with EFAULT only
@@ -8814,6 +9085,7 @@ static int blitz__iov_ok(const blitz_iovec *iov, int n, size_t *lens) {
 }
 BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                       const blitz_iovec *iov, int iovcnt) {
+    BLITZ__SOCK_CHECK(s);
     size_t lens = 1;
     if (op && blitz__op_state(op) == BLITZ__IO_IDLE && !blitz__iov_ok(iov, iovcnt, &lens)) {
         op->result = BLITZ_EINVAL;
@@ -8825,6 +9097,7 @@ BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *
 }
 BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                       const blitz_iovec *iov, int iovcnt) {
+    BLITZ__SOCK_CHECK(s);
     size_t lens;
     if (op && blitz__op_state(op) == BLITZ__IO_IDLE && !blitz__iov_ok(iov, iovcnt, &lens)) {
         op->result = BLITZ_EINVAL;
@@ -8834,6 +9107,7 @@ BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *
 }
 BLITZ_API blitz_poll blitz_sock_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                         const void *buf, size_t len, const blitz_addr *to) {
+    BLITZ__SOCK_CHECK(s);
     if (op && blitz__op_state(op) == BLITZ__IO_IDLE && !blitz__addr_valid(to)) {
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
@@ -8842,10 +9116,12 @@ BLITZ_API blitz_poll blitz_sock_send_to(blitz_cx *cx, blitz_io *op, blitz_socket
 }
 BLITZ_API blitz_poll blitz_sock_recv_from(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
                                           size_t len, blitz_addr *from) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__op_poll(cx, op, s, from ? BLITZ__OP_RECV_FROM : BLITZ__OP_RECV, buf, len, from,
                           BLITZ__DIR_READ);
 }
 BLITZ_API blitz_poll blitz_sock_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener) {
+    BLITZ__SOCK_CHECK(listener);
     return blitz__op_poll(cx, op, listener, BLITZ__OP_ACCEPT, NULL, 0, NULL, BLITZ__DIR_READ);
 }
 
@@ -8969,6 +9245,7 @@ BLITZ_API blitz_poll blitz_unix_connect(blitz_cx *cx, blitz_io *op, const blitz_
  */
 
 BLITZ_API int blitz_sock_close(blitz_socket *s) {
+    BLITZ__SOCK_CHECK(s);
     if (!s)
         return BLITZ_EINVAL;
     blitz__io *io = s->io;
@@ -11888,20 +12165,25 @@ BLITZ_PRIVATE int64_t blitz__fd_attempt(blitz_io *op) {
 
 BLITZ_API blitz_poll blitz_fd_read(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
                                    size_t len) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_READ, buf, len, BLITZ__DIR_READ);
 }
 BLITZ_API blitz_poll blitz_fd_write(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
                                     size_t len) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_WRITE, buf, len, BLITZ__DIR_WRITE);
 }
 BLITZ_API blitz_poll blitz_fd_write_all(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                         const void *buf, size_t len) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_WRITE_ALL, buf, len, BLITZ__DIR_WRITE);
 }
 BLITZ_API blitz_poll blitz_fd_readable(blitz_cx *cx, blitz_io *op, blitz_socket *s) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_POLL, NULL, 0, BLITZ__DIR_READ);
 }
 BLITZ_API blitz_poll blitz_fd_writable(blitz_cx *cx, blitz_io *op, blitz_socket *s) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_op_poll(cx, op, s, BLITZ__OP_FD_POLL, NULL, 0, BLITZ__DIR_WRITE);
 }
 
@@ -13861,7 +14143,7 @@ static int blitz__spawn_blocking(blitz_runtime *rt, const blitz_blocking_opts *b
         if (rc != BLITZ_OK)
             blitz__task_discard(t);
         else if (handle)
-            *handle = t;
+            *handle = blitz__handle_out(t);
     }
     blitz__spawn_leave(rt, entered);
     return rc;
@@ -14648,7 +14930,11 @@ struct blitz_group {
     int closed;
     int freed;
     blitz_task **op_out; /* where blitz_op_group_next's poll puts the handle */
+    BLITZ__MAGIC_MEMBER
 };
+
+#define BLITZ__GROUP_CHECK(g) \
+    BLITZ__MAGIC_CHECK(g, BLITZ__MAGIC_GROUP, "task group used after blitz_group_free")
 
 static void blitz__member_push(blitz__member_list *l, blitz__group_member *m) {
     m->next = NULL;
@@ -14677,7 +14963,7 @@ static void blitz__group_unref(blitz_group *g) {
      * the group before it frees it. */
     if (blitz__u32_fetch_sub(&g->refs, 1, BLITZ__ACQ_REL) == 1) {
         blitz__mutex_destroy(&g->lock);
-        BLITZ_FREE(g);
+        blitz__free_handle(g);
     }
 }
 
@@ -14731,11 +15017,13 @@ BLITZ_API int blitz_group_new(blitz_runtime *rt, blitz_group **out) {
     g->rt = rt;
     blitz__mutex_init(&g->lock);
     blitz__u32_store(&g->refs, 1, BLITZ__RELAXED);
+    BLITZ__MAGIC_SET(g, BLITZ__MAGIC_GROUP);
     *out = g;
     return BLITZ_OK;
 }
 
 BLITZ_API int blitz_group_spawn_ex(blitz_group *g, const blitz_spawn_opts *opts) {
+    BLITZ__GROUP_CHECK(g);
     if (!g || !opts)
         return BLITZ_EINVAL;
     blitz__group_member *m = (blitz__group_member *)BLITZ_MALLOC(sizeof *m);
@@ -14787,6 +15075,7 @@ BLITZ_API int blitz_group_spawn(blitz_group *g, blitz_poll_fn poll, const void *
 }
 
 BLITZ_API blitz_poll blitz_group_next(blitz_cx *cx, blitz_group *g, blitz_task **out) {
+    BLITZ__GROUP_CHECK(g);
     if (!cx || !g || !out) {
         if (out)
             *out = NULL;
@@ -14831,6 +15120,7 @@ BLITZ_API void blitz_group_next_cancel(blitz_cx *cx, void *group) {
     blitz_group *g = (blitz_group *)group;
     blitz_waker old = blitz_waker_noop();
     (void)cx;
+    BLITZ__GROUP_CHECK(g);
     if (!g)
         return;
     blitz__mutex_lock(&g->lock);
@@ -14853,6 +15143,7 @@ static blitz_poll blitz__group_wait_poll(blitz_cx *cx, void *arg) {
 }
 
 BLITZ_API int blitz_group_next_blocking(blitz_group *g, blitz_task **out) {
+    BLITZ__GROUP_CHECK(g);
     if (!g || !out)
         return BLITZ_EINVAL;
     blitz__group_wait w = {g, NULL};
@@ -14862,6 +15153,7 @@ BLITZ_API int blitz_group_next_blocking(blitz_group *g, blitz_task **out) {
 }
 
 BLITZ_API size_t blitz_group_len(blitz_group *g) {
+    BLITZ__GROUP_CHECK(g);
     if (!g)
         return 0;
     blitz__mutex_lock(&g->lock);
@@ -14884,7 +15176,7 @@ static void blitz__group_cancel_running(blitz_group *g) {
         blitz__member_unlink(&g->lists[BLITZ__MEMBER_RUNNING], m);
         m->list = BLITZ__MEMBER_CANCELLING;
         blitz__member_push(&g->lists[BLITZ__MEMBER_CANCELLING], m);
-        blitz__task *t = m->task;
+        blitz__task *t = blitz__handle_in(m->task, __func__);
         blitz__task_ref(t);
         blitz__mutex_unlock(&g->lock);
         blitz_task_cancel(t);
@@ -14893,6 +15185,7 @@ static void blitz__group_cancel_running(blitz_group *g) {
 }
 
 BLITZ_API int blitz_group_cancel_all(blitz_group *g) {
+    BLITZ__GROUP_CHECK(g);
     if (!g)
         return BLITZ_EINVAL;
     blitz__group_cancel_running(g);
@@ -14900,6 +15193,7 @@ BLITZ_API int blitz_group_cancel_all(blitz_group *g) {
 }
 
 BLITZ_API int blitz_group_close(blitz_group *g) {
+    BLITZ__GROUP_CHECK(g);
     if (!g)
         return BLITZ_EINVAL;
     blitz__mutex_lock(&g->lock);
@@ -14910,8 +15204,11 @@ BLITZ_API int blitz_group_close(blitz_group *g) {
 }
 
 BLITZ_API int blitz_group_free(blitz_group *g) {
+    BLITZ__GROUP_CHECK(g);
     if (!g)
         return BLITZ_EINVAL;
+    /* Members still running keep the memory: the handle ends here. */
+    BLITZ__MAGIC_SET(g, BLITZ__MAGIC_DEAD);
     blitz_waker old = blitz_waker_noop();
     blitz__mutex_lock(&g->lock);
     g->closed = 1;
@@ -14939,6 +15236,7 @@ BLITZ_API int blitz_group_free(blitz_group *g) {
 BLITZ__OP_ADAPTER(blitz__group_next_op_poll, blitz_group, g,
                   g ? blitz_group_next(cx, g, g->op_out) : BLITZ_READY)
 BLITZ_API blitz_op blitz_op_group_next(blitz_group *g, blitz_task **out) {
+    BLITZ__GROUP_CHECK(g);
     if (g)
         g->op_out = out;
     return blitz_op_make(blitz__group_next_op_poll, blitz_group_next_cancel, g);
@@ -16276,7 +16574,11 @@ struct blitz_chan {
     /* senders in the low half, receivers in the high half */
     void *raw; /* what blitz__alloc_aligned returned, to free */
     blitz__atomic_u64 refs;
+    BLITZ__MAGIC_MEMBER
 };
+
+#define BLITZ__CHAN_CHECK(ch) \
+    BLITZ__MAGIC_CHECK(ch, BLITZ__MAGIC_CHAN, "channel used after its last release")
 
 static inline blitz__atomic_u64 *blitz__chan_stamp(const blitz_chan *ch, uint64_t idx) {
     return (blitz__atomic_u64 *)(void *)(ch->slots + idx * ch->stride);
@@ -16475,6 +16777,7 @@ BLITZ_API int blitz_chan_new(blitz_chan **out, size_t elem_size, size_t capacity
         blitz__u64_store(blitz__chan_stamp(ch, i), i, BLITZ__RELAXED);
     blitz__mutex_init(&ch->lock);
     blitz__u64_store(&ch->refs, 1u | ((uint64_t)1 << 32), BLITZ__RELAXED);
+    BLITZ__MAGIC_SET(ch, BLITZ__MAGIC_CHAN);
     *out = ch;
     return BLITZ_OK;
 }
@@ -16482,7 +16785,8 @@ BLITZ_API int blitz_chan_new(blitz_chan **out, size_t elem_size, size_t capacity
 static void blitz__chan_free(blitz_chan *ch) {
     blitz__mutex_destroy(&ch->lock);
     BLITZ_FREE(ch->slots);
-    blitz__free(ch->raw);
+    BLITZ__MAGIC_SET(ch, BLITZ__MAGIC_DEAD);
+    blitz__free_handle(ch->raw);
 }
 
 /* The holders of a channel (mpmc, broadcast, watch) are counted in one
@@ -16554,19 +16858,24 @@ static int blitz__chan_ref_release(blitz_chan *ch, int shift) {
 }
 
 BLITZ_API int blitz_chan_sender_clone(blitz_chan *ch) {
+    BLITZ__CHAN_CHECK(ch);
     return blitz__chan_ref_add(ch, BLITZ__CHAN_SENDERS);
 }
 BLITZ_API int blitz_chan_sender_release(blitz_chan *ch) {
+    BLITZ__CHAN_CHECK(ch);
     return blitz__chan_ref_release(ch, BLITZ__CHAN_SENDERS);
 }
 BLITZ_API int blitz_chan_receiver_clone(blitz_chan *ch) {
+    BLITZ__CHAN_CHECK(ch);
     return blitz__chan_ref_add(ch, BLITZ__CHAN_RECEIVERS);
 }
 BLITZ_API int blitz_chan_receiver_release(blitz_chan *ch) {
+    BLITZ__CHAN_CHECK(ch);
     return blitz__chan_ref_release(ch, BLITZ__CHAN_RECEIVERS);
 }
 
 BLITZ_API int blitz_chan_close(blitz_chan *ch) {
+    BLITZ__CHAN_CHECK(ch);
     if (!ch)
         return BLITZ_EINVAL;
     /* Seq_cst: a sender's claim CAS either lands before the mark (its
@@ -16578,22 +16887,27 @@ BLITZ_API int blitz_chan_close(blitz_chan *ch) {
 }
 
 BLITZ_API int blitz_chan_is_closed(const blitz_chan *ch) {
+    BLITZ__CHAN_CHECK(ch);
     return ch ? (blitz__u64_load(&ch->tail, BLITZ__ACQUIRE) & ch->mark) != 0 : 1;
 }
 
 BLITZ_API size_t blitz_chan_len(const blitz_chan *ch) {
+    BLITZ__CHAN_CHECK(ch);
     int closed;
     return ch ? blitz__chan_count(ch, &closed) : 0;
 }
 
 BLITZ_API size_t blitz_chan_capacity(const blitz_chan *ch) {
+    BLITZ__CHAN_CHECK(ch);
     return ch ? ch->cap : 0;
 }
 BLITZ_API size_t blitz_chan_elem_size(const blitz_chan *ch) {
+    BLITZ__CHAN_CHECK(ch);
     return ch ? ch->elem_size : 0;
 }
 
 BLITZ_API int blitz_chan_try_send(blitz_chan *ch, const void *value) {
+    BLITZ__CHAN_CHECK(ch);
     if (!ch || !value)
         return BLITZ_EINVAL;
     int r = blitz__chan_push(ch, value);
@@ -16605,6 +16919,7 @@ BLITZ_API int blitz_chan_try_send(blitz_chan *ch, const void *value) {
 }
 
 BLITZ_API int blitz_chan_try_recv(blitz_chan *ch, void *out) {
+    BLITZ__CHAN_CHECK(ch);
     if (!ch || !out)
         return BLITZ_EINVAL;
     int r = blitz__chan_pop(ch, out);
@@ -16779,6 +17094,7 @@ static inline void blitz__chan_op_bind(blitz_chan_op *op, blitz_chan *ch, const 
 
 BLITZ_API blitz_poll blitz_chan_send(blitz_cx *cx, blitz_chan_op *op, blitz_chan *ch,
                                      const void *value) {
+    BLITZ__CHAN_CHECK(ch);
     if (!op)
         return BLITZ_READY;
     blitz__chan_op_bind(op, ch, value);
@@ -16786,6 +17102,7 @@ BLITZ_API blitz_poll blitz_chan_send(blitz_cx *cx, blitz_chan_op *op, blitz_chan
 }
 
 BLITZ_API blitz_poll blitz_chan_recv(blitz_cx *cx, blitz_chan_op *op, blitz_chan *ch, void *out) {
+    BLITZ__CHAN_CHECK(ch);
     if (!op)
         return BLITZ_READY;
     blitz__chan_op_bind(op, ch, out);
@@ -16793,12 +17110,14 @@ BLITZ_API blitz_poll blitz_chan_recv(blitz_cx *cx, blitz_chan_op *op, blitz_chan
 }
 
 BLITZ_API blitz_op blitz_op_chan_send(blitz_chan_op *op, blitz_chan *ch, const void *value) {
+    BLITZ__CHAN_CHECK(ch);
     if (op)
         blitz__chan_op_bind(op, ch, value);
     return blitz_op_make(op ? blitz__chan_send_poll : NULL, blitz_chan_cancel, op);
 }
 
 BLITZ_API blitz_op blitz_op_chan_recv(blitz_chan_op *op, blitz_chan *ch, void *out) {
+    BLITZ__CHAN_CHECK(ch);
     if (op)
         blitz__chan_op_bind(op, ch, out);
     return blitz_op_make(op ? blitz__chan_recv_poll : NULL, blitz_chan_cancel, op);
@@ -16844,6 +17163,7 @@ BLITZ_API void blitz_chan_cancel(blitz_cx *cx, void *vop) {
 }
 
 BLITZ_API int blitz_chan_send_blocking(blitz_chan *ch, const void *value) {
+    BLITZ__CHAN_CHECK(ch);
     if (!ch || !value)
         return BLITZ_EINVAL;
     blitz_chan_op op;
@@ -16853,6 +17173,7 @@ BLITZ_API int blitz_chan_send_blocking(blitz_chan *ch, const void *value) {
 }
 
 BLITZ_API int blitz_chan_recv_blocking(blitz_chan *ch, void *out) {
+    BLITZ__CHAN_CHECK(ch);
     if (!ch || !out)
         return BLITZ_EINVAL;
     blitz_chan_op op;
@@ -17158,7 +17479,11 @@ struct blitz_broadcast {
     blitz__waitq waiters;
     void *raw;              /* what blitz__alloc_aligned returned, to free */
     blitz__atomic_u64 refs; /* senders low half, receivers high half */
+    BLITZ__MAGIC_MEMBER
 };
+
+#define BLITZ__BC_CHECK(bc) \
+    BLITZ__MAGIC_CHECK(bc, BLITZ__MAGIC_BROADCAST, "broadcast channel used after its last release")
 
 static inline blitz__atomic_u64 *blitz__bc_slot(const blitz_broadcast *bc, uint64_t pos) {
     return bc->slots + (pos & bc->mask) * bc->slot_words;
@@ -17230,6 +17555,7 @@ BLITZ_API int blitz_broadcast_new(blitz_broadcast **out, size_t elem_size, size_
     bc->mask = cap - 1;
     blitz__mutex_init(&bc->lock);
     blitz__u64_store(&bc->refs, 1u, BLITZ__RELAXED);
+    BLITZ__MAGIC_SET(bc, BLITZ__MAGIC_BROADCAST);
     *out = bc;
     return BLITZ_OK;
 }
@@ -17237,10 +17563,12 @@ BLITZ_API int blitz_broadcast_new(blitz_broadcast **out, size_t elem_size, size_
 static void blitz__bc_free(blitz_broadcast *bc) {
     blitz__mutex_destroy(&bc->lock);
     BLITZ_FREE(bc->slots);
-    blitz__free(bc->raw);
+    BLITZ__MAGIC_SET(bc, BLITZ__MAGIC_DEAD);
+    blitz__free_handle(bc->raw);
 }
 
 BLITZ_API int blitz_broadcast_close(blitz_broadcast *bc) {
+    BLITZ__BC_CHECK(bc);
     if (!bc)
         return BLITZ_EINVAL;
     uint64_t t = blitz__bc_lock(bc);
@@ -17253,6 +17581,7 @@ BLITZ_API int blitz_broadcast_close(blitz_broadcast *bc) {
 }
 
 BLITZ_API int blitz_broadcast_sender_clone(blitz_broadcast *bc) {
+    BLITZ__BC_CHECK(bc);
     return bc ? blitz__chan_refs_add(&bc->refs, BLITZ__CHAN_SENDERS) : BLITZ_EINVAL;
 }
 
@@ -17261,6 +17590,7 @@ static void blitz__bc_close_last(void *bc) {
 }
 
 BLITZ_API int blitz_broadcast_sender_release(blitz_broadcast *bc) {
+    BLITZ__BC_CHECK(bc);
     if (!bc)
         return BLITZ_EINVAL;
     int last = 0;
@@ -17272,10 +17602,12 @@ BLITZ_API int blitz_broadcast_sender_release(blitz_broadcast *bc) {
 }
 
 BLITZ_API uint32_t blitz_broadcast_receiver_count(const blitz_broadcast *bc) {
+    BLITZ__BC_CHECK(bc);
     return bc ? (uint32_t)(blitz__u64_load(&bc->refs, BLITZ__ACQUIRE) >> 32) : 0u;
 }
 
 BLITZ_API int blitz_broadcast_subscribe(blitz_broadcast *bc, blitz_broadcast_rx *rx) {
+    BLITZ__BC_CHECK(bc);
     if (!bc || !rx)
         return BLITZ_EINVAL;
     memset(rx, 0, sizeof *rx);
@@ -17287,6 +17619,7 @@ BLITZ_API int blitz_broadcast_subscribe(blitz_broadcast *bc, blitz_broadcast_rx 
 }
 
 BLITZ_API int blitz_broadcast_send(blitz_broadcast *bc, const void *value) {
+    BLITZ__BC_CHECK(bc);
     if (!bc || !value)
         return BLITZ_EINVAL;
     uint64_t t = blitz__bc_lock(bc);
@@ -17484,12 +17817,17 @@ struct blitz_watch {
     blitz__waitq waiters;
     void *raw;              /* what blitz__alloc_aligned returned, to free */
     blitz__atomic_u64 refs; /* senders low half, receivers high half */
+    BLITZ__MAGIC_MEMBER
 };
+
+#define BLITZ__WATCH_CHECK(w) \
+    BLITZ__MAGIC_CHECK(w, BLITZ__MAGIC_WATCH, "watch channel used after its last release")
 
 static void blitz__watch_free(blitz_watch *w) {
     blitz__mutex_destroy(&w->lock);
     BLITZ_FREE(w->words);
-    blitz__free(w->raw);
+    BLITZ__MAGIC_SET(w, BLITZ__MAGIC_DEAD);
+    blitz__free_handle(w->raw);
 }
 
 BLITZ_API int blitz_watch_new(blitz_watch **out, size_t elem_size, const void *initial) {
@@ -17515,6 +17853,7 @@ BLITZ_API int blitz_watch_new(blitz_watch **out, size_t elem_size, const void *i
     blitz__u64_store(&w->seq, 2u, BLITZ__RELEASE); /* version 1 */
     blitz__mutex_init(&w->lock);
     blitz__u64_store(&w->refs, 1u, BLITZ__RELAXED);
+    BLITZ__MAGIC_SET(w, BLITZ__MAGIC_WATCH);
     *out = w;
     return BLITZ_OK;
 }
@@ -17556,6 +17895,7 @@ static void blitz__watch_wake(blitz_watch *w) {
 }
 
 BLITZ_API int blitz_watch_send(blitz_watch *w, const void *value) {
+    BLITZ__WATCH_CHECK(w);
     if (!w || !value)
         return BLITZ_EINVAL;
     uint64_t s = blitz__watch_lock(w);
@@ -17573,6 +17913,7 @@ BLITZ_API int blitz_watch_send(blitz_watch *w, const void *value) {
 }
 
 BLITZ_API uint64_t blitz_watch_read(const blitz_watch *w, void *out) {
+    BLITZ__WATCH_CHECK(w);
     if (!w || !out)
         return 0;
     unsigned spins = 0;
@@ -17594,6 +17935,7 @@ BLITZ_API uint64_t blitz_watch_read(const blitz_watch *w, void *out) {
 }
 
 BLITZ_API int blitz_watch_close(blitz_watch *w) {
+    BLITZ__WATCH_CHECK(w);
     if (!w)
         return BLITZ_EINVAL;
     uint64_t s = blitz__watch_lock(w);
@@ -17607,6 +17949,7 @@ BLITZ_API int blitz_watch_close(blitz_watch *w) {
 }
 
 BLITZ_API int blitz_watch_sender_clone(blitz_watch *w) {
+    BLITZ__WATCH_CHECK(w);
     return w ? blitz__chan_refs_add(&w->refs, BLITZ__CHAN_SENDERS) : BLITZ_EINVAL;
 }
 
@@ -17615,6 +17958,7 @@ static void blitz__watch_close_last(void *w) {
 }
 
 BLITZ_API int blitz_watch_sender_release(blitz_watch *w) {
+    BLITZ__WATCH_CHECK(w);
     if (!w)
         return BLITZ_EINVAL;
     int last = 0;
@@ -17626,6 +17970,7 @@ BLITZ_API int blitz_watch_sender_release(blitz_watch *w) {
 }
 
 BLITZ_API int blitz_watch_subscribe(blitz_watch *w, blitz_watch_rx *rx) {
+    BLITZ__WATCH_CHECK(w);
     if (!w || !rx)
         return BLITZ_EINVAL;
     memset(rx, 0, sizeof *rx);
@@ -17900,6 +18245,7 @@ BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned
 }
 
 BLITZ_API int blitz_sock_connect_dgram(blitz_socket *s, const blitz_addr *addr) {
+    BLITZ__SOCK_CHECK(s);
     if (!s || !blitz__addr_valid(addr))
         return BLITZ_EINVAL;
     if (connect(s->fd, (const struct sockaddr *)(const void *)addr->u.bytes, addr->len) < 0)
@@ -18023,6 +18369,7 @@ BLITZ_API int blitz_sock_adopt(blitz_runtime *rt, int fd, blitz_socket **out) {
 }
 
 BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how) {
+    BLITZ__SOCK_CHECK(s);
     if (!s || how < 0 || how > 2)
         return BLITZ_EINVAL;
     int h = how == 0 ? SHUT_RD : how == 1 ? SHUT_WR : SHUT_RDWR;
@@ -18030,6 +18377,7 @@ BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how) {
 }
 
 BLITZ_API int blitz_sock_fd(const blitz_socket *s) {
+    BLITZ__SOCK_CHECK(s);
     return s ? s->fd : -1;
 }
 
@@ -18047,10 +18395,12 @@ static int blitz__sock_name(const blitz_socket *s, blitz_addr *out, int peer) {
 }
 
 BLITZ_API int blitz_sock_local_addr(const blitz_socket *s, blitz_addr *out) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__sock_name(s, out, 0);
 }
 
 BLITZ_API int blitz_sock_peer_addr(const blitz_socket *s, blitz_addr *out) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__sock_name(s, out, 1);
 }
 
@@ -18069,13 +18419,16 @@ static int blitz__getopt(const blitz_socket *s, int level, int name) {
 }
 
 BLITZ_API int blitz_tcp_set_nodelay(blitz_socket *s, int on) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__setopt(s, IPPROTO_TCP, TCP_NODELAY, on != 0);
 }
 BLITZ_API int blitz_tcp_nodelay(const blitz_socket *s) {
+    BLITZ__SOCK_CHECK(s);
     int v = blitz__getopt(s, IPPROTO_TCP, TCP_NODELAY);
     return v < 0 ? v : v != 0;
 }
 BLITZ_API int blitz_tcp_set_keepalive(blitz_socket *s, int on, int idle_secs) {
+    BLITZ__SOCK_CHECK(s);
     /* The idle time first: on a socket that is not TCP it fails, and then
      * keep-alive stays as it was. */
     if (s && on && idle_secs > 0) {
@@ -18086,6 +18439,7 @@ BLITZ_API int blitz_tcp_set_keepalive(blitz_socket *s, int on, int idle_secs) {
     return blitz__setopt(s, SOL_SOCKET, SO_KEEPALIVE, on != 0);
 }
 BLITZ_API int blitz_sock_set_linger(blitz_socket *s, int on, int secs) {
+    BLITZ__SOCK_CHECK(s);
     if (!s || secs < 0)
         return BLITZ_EINVAL;
     struct linger l;
@@ -18095,15 +18449,19 @@ BLITZ_API int blitz_sock_set_linger(blitz_socket *s, int on, int secs) {
                                                                       : BLITZ_OK;
 }
 BLITZ_API int blitz_sock_set_recv_buffer(blitz_socket *s, int bytes) {
+    BLITZ__SOCK_CHECK(s);
     return bytes <= 0 ? BLITZ_EINVAL : blitz__setopt(s, SOL_SOCKET, SO_RCVBUF, bytes);
 }
 BLITZ_API int blitz_sock_set_send_buffer(blitz_socket *s, int bytes) {
+    BLITZ__SOCK_CHECK(s);
     return bytes <= 0 ? BLITZ_EINVAL : blitz__setopt(s, SOL_SOCKET, SO_SNDBUF, bytes);
 }
 BLITZ_API int blitz_sock_recv_buffer(const blitz_socket *s) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__getopt(s, SOL_SOCKET, SO_RCVBUF);
 }
 BLITZ_API int blitz_sock_send_buffer(const blitz_socket *s) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__getopt(s, SOL_SOCKET, SO_SNDBUF);
 }
 
@@ -18138,12 +18496,15 @@ static int blitz__multicast(blitz_socket *s, const char *group, const char *ifac
 }
 
 BLITZ_API int blitz_udp_join_multicast(blitz_socket *s, const char *group, const char *iface) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__multicast(s, group, iface, 1);
 }
 BLITZ_API int blitz_udp_leave_multicast(blitz_socket *s, const char *group, const char *iface) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__multicast(s, group, iface, 0);
 }
 BLITZ_API int blitz_udp_set_multicast_loop(blitz_socket *s, int on) {
+    BLITZ__SOCK_CHECK(s);
     if (!s)
         return BLITZ_EINVAL;
     if (s->family == AF_INET6)
@@ -18151,6 +18512,7 @@ BLITZ_API int blitz_udp_set_multicast_loop(blitz_socket *s, int on) {
     return blitz__setopt(s, IPPROTO_IP, IP_MULTICAST_LOOP, on != 0);
 }
 BLITZ_API int blitz_udp_set_broadcast(blitz_socket *s, int on) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__setopt(s, SOL_SOCKET, SO_BROADCAST, on != 0);
 }
 
@@ -18241,6 +18603,7 @@ static blitz_op blitz__io_value(blitz_io *op, uint32_t call, blitz_socket *s, co
 }
 
 BLITZ_API blitz_op blitz_op_sock_accept(blitz_io *io, blitz_socket *listener) {
+    BLITZ__SOCK_CHECK(listener);
     return blitz__io_value(io, BLITZ__OPC_ACCEPT, listener, NULL, 0, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_tcp_connect(blitz_io *io, const blitz_addr *addr) {
@@ -18254,46 +18617,58 @@ BLITZ_API blitz_op blitz_op_unix_connect(blitz_io *io, const blitz_addr *addr) {
     return blitz__io_value(io, BLITZ__OPC_UNIX_CONNECT, NULL, NULL, 0, addr, 0);
 }
 BLITZ_API blitz_op blitz_op_sock_recv(blitz_io *io, blitz_socket *s, void *buf, size_t len) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_RECV, s, buf, len, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_sock_send(blitz_io *io, blitz_socket *s, const void *buf, size_t len) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_SEND, s, buf, len, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_sock_send_all(blitz_io *io, blitz_socket *s, const void *buf,
                                           size_t len) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_SEND_ALL, s, buf, len, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_sock_recvv(blitz_io *io, blitz_socket *s, const blitz_iovec *iov,
                                        int iovcnt) {
+    BLITZ__SOCK_CHECK(s);
     /* A negative count stays invalid through the size_t field. */
     return blitz__io_value(io, BLITZ__OPC_RECVV, s, iov, iovcnt < 0 ? 0 : (size_t)iovcnt, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_sock_sendv(blitz_io *io, blitz_socket *s, const blitz_iovec *iov,
                                        int iovcnt) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_SENDV, s, iov, iovcnt < 0 ? 0 : (size_t)iovcnt, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_sock_send_to(blitz_io *io, blitz_socket *s, const void *buf, size_t len,
                                          const blitz_addr *to) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_SEND_TO, s, buf, len, to, 0);
 }
 BLITZ_API blitz_op blitz_op_sock_recv_from(blitz_io *io, blitz_socket *s, void *buf, size_t len,
                                            blitz_addr *from) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_RECV_FROM, s, buf, len, from, 0);
 }
 BLITZ_API blitz_op blitz_op_fd_read(blitz_io *io, blitz_socket *s, void *buf, size_t len) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_FD_READ, s, buf, len, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_fd_write(blitz_io *io, blitz_socket *s, const void *buf, size_t len) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_FD_WRITE, s, buf, len, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_fd_write_all(blitz_io *io, blitz_socket *s, const void *buf,
                                          size_t len) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_FD_WRITE_ALL, s, buf, len, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_fd_readable(blitz_io *io, blitz_socket *s) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_FD_READABLE, s, NULL, 0, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_fd_writable(blitz_io *io, blitz_socket *s) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_FD_WRITABLE, s, NULL, 0, NULL, 0);
 }
 /* ====[ END src/net/sock.c ]=============================================== */
@@ -22170,7 +22545,7 @@ BLITZ_API int blitz_runtime_run(blitz_runtime *rt, blitz_poll_fn poll, void *sta
             blitz_task_release(&h);
             return rc;
         }
-        blitz__block_on(rt, h);
+        blitz__block_on(rt, blitz__handle_in(h, __func__));
     }
     rc = blitz_join_blocking(h);
     if (rc == BLITZ_OK && state)

@@ -28,6 +28,9 @@
     X(spawn_join_mt2, 5000)                       \
     X(spawn_join_mt4, 5000)                       \
     X(spawn_join_ct, 5000)                        \
+    X(spawn_init_in_place_mt2, 5000)              \
+    X(spawn_init_in_place_mt4, 5000)              \
+    X(spawn_init_in_place_ct, 5000)               \
     X(current_thread_runs_only_when_driven, 5000) \
     X(join_in_task_mt2, 5000)                     \
     X(join_in_task_mt4, 5000)                     \

@@ -401,7 +401,7 @@ BLITZ_TEST(task_blocks_sizes_alignment_and_reuse) {
         /* The drop pointer at the end of the block did not clobber the state. */
         for (size_t k = sizeof(align_state); k < size; k++)
             CHECK_EQ(st[k], (unsigned char)(k * 7));
-        CHECK_EQ(blitz__chunk_of(t)->rt, rt);
+        CHECK_EQ(blitz__chunk_of(blitz__handle_in(t, "test"))->rt, rt);
         CHECK_OK(blitz_task_release(&t));
         free(init);
     }
@@ -806,9 +806,10 @@ static int cancel_hook_frees(blitz_flavor flavor) {
         /* Let it arm its timer (a current-thread runtime needs driving). */
         forever_state f = {0};
         blitz_task *d;
-        for (int i = 0;
-             i < 200 &&
-             !blitz_timer_armed(&((hooked_sleeper *)((char *)t + BLITZ__TASK_HEADER_SIZE))->timer);
+        for (int i = 0; i < 200 && !blitz_timer_armed(
+                                       &((hooked_sleeper *)((char *)blitz__handle_in(t, "test") +
+                                                            BLITZ__TASK_HEADER_SIZE))
+                                            ->timer);
              i++) {
             CHECK_OK(blitz_spawn(rt, forever_poll, &f, sizeof f, &d));
             CHECK_OK(blitz_task_cancel(d));
@@ -855,7 +856,9 @@ static blitz_poll timeout_op_parent_poll(blitz_cx *cx, void *p) {
     BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, 50 * BLITZ_MSEC, blitz_join(cx, s->child),
                                     blitz_join_cancel, s->child));
     s->expired = s->timer.expired;
-    s->join_bits_after = blitz__u64_load(&s->child->state, BLITZ__ACQUIRE) & BLITZ__TASK_JOIN_WAKER;
+    s->join_bits_after =
+        blitz__u64_load(&blitz__handle_in(s->child, "test")->state, BLITZ__ACQUIRE) &
+        BLITZ__TASK_JOIN_WAKER;
     CHECK(!blitz_timer_armed(&s->timer));
     CHECK_OK(blitz_task_cancel(s->child));
     CHECK_OK(blitz_task_release(&s->child));

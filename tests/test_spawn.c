@@ -58,6 +58,86 @@ static int spawn_join(tu_flavor f) {
 }
 TU_FLAVOR_TESTS(spawn_join)
 
+/* ---- a large state built in place (blitz_spawn_opts.init) ---------------- */
+
+enum { SPAWN_BIG_WORDS = 60 * 1024 / sizeof(uint32_t) };
+
+typedef struct {
+    uint32_t words[SPAWN_BIG_WORDS];
+    void *init_at;  /* where init saw the state */
+    int zero_seen;  /* init found the state zero-filled */
+    int pattern_ok; /* the task saw every word init wrote */
+} spawn_big;
+
+static void spawn_big_init(void *p, void *arg) {
+    spawn_big *s = p;
+    uint32_t seed = *(const uint32_t *)arg;
+    s->zero_seen = 1;
+    for (size_t i = 0; i < SPAWN_BIG_WORDS; i++) {
+        if (s->words[i] != 0)
+            s->zero_seen = 0;
+        s->words[i] = seed ^ (uint32_t)(i * 2654435761u);
+    }
+    s->init_at = p;
+}
+
+static blitz_poll spawn_big_poll(blitz_cx *cx, void *p) {
+    spawn_big *s = p;
+    (void)cx;
+    s->pattern_ok = s->init_at == p;
+    for (size_t i = 0; i < SPAWN_BIG_WORDS; i++)
+        if (s->words[i] != (s->words[0] ^ (uint32_t)(i * 2654435761u)))
+            s->pattern_ok = 0;
+    return BLITZ_READY;
+}
+
+static int spawn_init_in_place(tu_flavor f) {
+    blitz_runtime *rt = tu_rt_new(f);
+    uint32_t seed = 0x5eed1234u;
+    blitz_spawn_opts o;
+    memset(&o, 0, sizeof o);
+    o.poll = spawn_big_poll;
+    o.size = sizeof(spawn_big);
+    o.init = spawn_big_init;
+    o.init_arg = &seed;
+    blitz_task *h = NULL;
+    CHECK_OK(blitz_spawn_ex(rt, &o, &h));
+    CHECK_OK(blitz_join_blocking(h));
+    spawn_big *s = blitz_task_state(h);
+    CHECK_NOT_NULL(s);
+    CHECK_EQ(s->words[0], seed);
+    CHECK_EQ(s->zero_seen, 1);
+    CHECK_EQ(s->pattern_ok, 1);
+    CHECK_OK(blitz_task_release(&h));
+
+    /* The same through a group. */
+    blitz_group *g;
+    CHECK_OK(blitz_group_new(rt, &g));
+    seed = 0xabcdef01u;
+    CHECK_OK(blitz_group_spawn_ex(g, &o));
+    CHECK_OK(blitz_group_next_blocking(g, &h));
+    CHECK_NOT_NULL(h);
+    s = blitz_task_state(h);
+    CHECK_NOT_NULL(s);
+    CHECK_EQ(s->words[0], seed);
+    CHECK_EQ(s->pattern_ok, 1);
+    CHECK_OK(blitz_task_release(&h));
+
+    /* init and a state to copy contradict each other. */
+    spawn_big *copy = calloc(1, sizeof *copy);
+    CHECK_NOT_NULL(copy);
+    o.state = copy;
+    CHECK_EQ(blitz_spawn_ex(rt, &o, &h), BLITZ_EINVAL);
+    CHECK_NULL(h);
+    CHECK_EQ(blitz_group_spawn_ex(g, &o), BLITZ_EINVAL);
+    CHECK_EQ(blitz_group_len(g), 0);
+    free(copy);
+    CHECK_OK(blitz_group_free(g));
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+TU_FLAVOR_TESTS(spawn_init_in_place)
+
 /* On a current-thread runtime nothing runs until a thread waits on it: a
  * spawned task is unfinished (EAGAIN, no state) until then. */
 BLITZ_TEST(current_thread_runs_only_when_driven) {

@@ -105,5 +105,21 @@ expect_ok "release build: a state not zero-filled finishes unchecked" \
     sh -c "gcc $warn -DNDEBUG -O0 -pthread -I. $dir/not_zeroed.c -o $out/not_zeroed_ndebug &&
            $out/not_zeroed_ndebug | grep -q -F 'blitz_run: 0, body ran: 0'"
 
+# A handle used after its release: a debug build stops at the use, naming
+# the function and the kind of handle.
+kind=0
+for want in "blitz_task_status: join handle used after blitz_task_release" \
+    "blitz_chan_close: channel used after its last release" \
+    "blitz_broadcast_send: broadcast channel used after its last release" \
+    "blitz_watch_send: watch channel used after its last release" \
+    "blitz_group_len: task group used after blitz_group_free" \
+    "blitz_sock_shutdown: socket used after blitz_sock_close"; do
+    kind=$((kind + 1))
+    gcc $warn -DKIND=$kind -O0 -pthread -I. $dir/use_after_release.c \
+        -o "$out/use_after_release_$kind" >"$out/use_after_release_$kind.log" 2>&1
+    expect_error "debug build: ${want%%:*} after release" "^blitz: " "blitz: $want" \
+        sh -c "$out/use_after_release_$kind; exit \$?"
+done
+
 echo "1..$n"
 [ "$failed" -eq 0 ]

@@ -60,7 +60,9 @@ BLITZ_API int blitz_chan_receiver_release(blitz_chan *ch);
 /* Closes the channel: sends fail with BLITZ_ECLOSED from now on (a waiting
  * send returns BLITZ_ECLOSED with its value still in the caller's buffer);
  * receivers first drain what was sent before, then see BLITZ_ECLOSED.
- * Idempotent. BLITZ_EINVAL for NULL. */
+ * The caller must hold a sender or receiver reference, and still holds it
+ * afterwards (a close releases nothing). Idempotent. BLITZ_EINVAL for
+ * NULL; a debug build stops at a close after the channel's last release. */
 BLITZ_API int blitz_chan_close(blitz_chan *ch);
 BLITZ_API int blitz_chan_is_closed(const blitz_chan *ch);
 /* Values buffered right now (a snapshot), and the capacity. */
@@ -196,17 +198,21 @@ typedef struct blitz_broadcast_rx {
 BLITZ_API int blitz_broadcast_new(blitz_broadcast **out, size_t elem_size, size_t capacity);
 /* Sender references; the last release closes the channel (receivers read
  * what is kept, then see BLITZ_ECLOSED). The channel is freed when no
- * sender and no receiver is left. */
+ * sender and no receiver is left. blitz_broadcast_close, like
+ * blitz_chan_close, needs a reference and releases none. */
 BLITZ_API int blitz_broadcast_sender_clone(blitz_broadcast *bc);
 BLITZ_API int blitz_broadcast_sender_release(blitz_broadcast *bc);
 BLITZ_API int blitz_broadcast_close(blitz_broadcast *bc);
-/* Starts a receiver at the next value sent. BLITZ_EINVAL for NULL. A
- * receiver subscribed to a closed channel sees BLITZ_ECLOSED. The channel
- * must be alive at the call: a receiver is a reference, but until it
- * exists only a sender reference keeps the channel, so subscribe before
- * that may be released (e.g. before spawning a task that receives, not
- * inside it). A subscribed receiver stays at its address until it is
- * unsubscribed: subscribe it in the task state, not in a copy of it. */
+/* Starts a receiver at the next value sent; the receiver is a reference
+ * until blitz_broadcast_unsubscribe. BLITZ_EINVAL for NULL. A receiver
+ * subscribed to a closed channel sees BLITZ_ECLOSED. The caller must hold
+ * a sender reference at the call (until the receiver exists only those
+ * keep the channel), so subscribe before it may be released: in the
+ * spawner, either in the state it then passes to blitz_spawn (a receiver
+ * with no receive waiting is plain data: the task's copy is the receiver
+ * and the original must not be used) or in the spawn's init
+ * (blitz_spawn_opts.init, in place). A receiver stays at its address only
+ * while a receive of it waits. */
 BLITZ_API int blitz_broadcast_subscribe(blitz_broadcast *bc, blitz_broadcast_rx *rx);
 /* Gives the receiver up (withdrawing a pending receive). */
 BLITZ_API int blitz_broadcast_unsubscribe(blitz_broadcast_rx *rx);
@@ -254,17 +260,19 @@ BLITZ_API int blitz_watch_new(blitz_watch **out, size_t elem_size, const void *i
  * BLITZ_OK, BLITZ_ECLOSED after close, BLITZ_EINVAL for NULL. */
 BLITZ_API int blitz_watch_send(blitz_watch *w, const void *value);
 /* Sender references; the last release closes the watch. The watch is freed
- * when no sender and no receiver is left. */
+ * when no sender and no receiver is left. blitz_watch_close needs a
+ * reference and releases none. */
 BLITZ_API int blitz_watch_sender_clone(blitz_watch *w);
 BLITZ_API int blitz_watch_sender_release(blitz_watch *w);
 BLITZ_API int blitz_watch_close(blitz_watch *w);
 /* Copies the current value to `out` and returns its version (0 for NULL
  * arguments). Safe against concurrent sends. */
 BLITZ_API uint64_t blitz_watch_read(const blitz_watch *w, void *out);
-/* A receiver that has seen the current version. As for broadcast, the
- * watch must be alive at the call (subscribe before the last sender
- * reference may be released) and the receiver stays at its address until
- * it is unsubscribed. */
+/* A receiver that has seen the current version; a reference until
+ * blitz_watch_unsubscribe. As for broadcast, the caller must hold a sender
+ * reference at the call (subscribe in the spawner, in the state it passes
+ * or in the spawn's init), and the receiver stays at its address only
+ * while a blitz_watch_changed of it waits. */
 BLITZ_API int blitz_watch_subscribe(blitz_watch *w, blitz_watch_rx *rx);
 BLITZ_API int blitz_watch_unsubscribe(blitz_watch_rx *rx);
 /* Reads and marks the version read as seen. Returns the version. */

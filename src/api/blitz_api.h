@@ -502,6 +502,14 @@ typedef struct blitz_spawn_opts {
      * (runtime clock), it is cancelled as above and its status is
      * BLITZ_ETIMEDOUT. 0 for no limit; negative is BLITZ_EINVAL. */
     int64_t timeout_ns;
+    /* Optional: builds the state in place instead of copying it, so a large
+     * state never sits on the caller's stack. The runtime allocates `size`
+     * zero-filled bytes and calls init(state, init_arg) on the spawning
+     * thread, at the state's final address, before the task can run (a
+     * broadcast or watch receiver subscribed here stays where it is).
+     * `state` must then be NULL (else BLITZ_EINVAL). */
+    void (*init)(void *state, void *arg);
+    void *init_arg;
 } blitz_spawn_opts;
 
 /* Spawns a task running `poll` over a private copy of `size` bytes of
@@ -510,7 +518,8 @@ typedef struct blitz_spawn_opts {
  * the global queue and a parked worker is woken.
  * `handle` receives a join handle, or pass NULL to detach at once.
  * Returns BLITZ_OK, BLITZ_EINVAL (NULL rt/poll, size 0 or larger than
- * BLITZ_MAX_STATE_SIZE), BLITZ_ENOMEM, BLITZ_ESHUTDOWN. */
+ * BLITZ_MAX_STATE_SIZE, both state and init), BLITZ_ENOMEM,
+ * BLITZ_ESHUTDOWN. */
 BLITZ_API int blitz_spawn(blitz_runtime *rt, blitz_poll_fn poll, const void *state, size_t size,
                           blitz_task **handle);
 BLITZ_API int blitz_spawn_ex(blitz_runtime *rt, const blitz_spawn_opts *opts, blitz_task **handle);

@@ -83,7 +83,11 @@ struct blitz_broadcast {
     blitz__waitq waiters;
     void *raw;              /* what blitz__alloc_aligned returned, to free */
     blitz__atomic_u64 refs; /* senders low half, receivers high half */
+    BLITZ__MAGIC_MEMBER
 };
+
+#define BLITZ__BC_CHECK(bc) \
+    BLITZ__MAGIC_CHECK(bc, BLITZ__MAGIC_BROADCAST, "broadcast channel used after its last release")
 
 static inline blitz__atomic_u64 *blitz__bc_slot(const blitz_broadcast *bc, uint64_t pos) {
     return bc->slots + (pos & bc->mask) * bc->slot_words;
@@ -155,6 +159,7 @@ BLITZ_API int blitz_broadcast_new(blitz_broadcast **out, size_t elem_size, size_
     bc->mask = cap - 1;
     blitz__mutex_init(&bc->lock);
     blitz__u64_store(&bc->refs, 1u, BLITZ__RELAXED);
+    BLITZ__MAGIC_SET(bc, BLITZ__MAGIC_BROADCAST);
     *out = bc;
     return BLITZ_OK;
 }
@@ -162,10 +167,12 @@ BLITZ_API int blitz_broadcast_new(blitz_broadcast **out, size_t elem_size, size_
 static void blitz__bc_free(blitz_broadcast *bc) {
     blitz__mutex_destroy(&bc->lock);
     BLITZ_FREE(bc->slots);
-    blitz__free(bc->raw);
+    BLITZ__MAGIC_SET(bc, BLITZ__MAGIC_DEAD);
+    blitz__free_handle(bc->raw);
 }
 
 BLITZ_API int blitz_broadcast_close(blitz_broadcast *bc) {
+    BLITZ__BC_CHECK(bc);
     if (!bc)
         return BLITZ_EINVAL;
     uint64_t t = blitz__bc_lock(bc);
@@ -178,6 +185,7 @@ BLITZ_API int blitz_broadcast_close(blitz_broadcast *bc) {
 }
 
 BLITZ_API int blitz_broadcast_sender_clone(blitz_broadcast *bc) {
+    BLITZ__BC_CHECK(bc);
     return bc ? blitz__chan_refs_add(&bc->refs, BLITZ__CHAN_SENDERS) : BLITZ_EINVAL;
 }
 
@@ -186,6 +194,7 @@ static void blitz__bc_close_last(void *bc) {
 }
 
 BLITZ_API int blitz_broadcast_sender_release(blitz_broadcast *bc) {
+    BLITZ__BC_CHECK(bc);
     if (!bc)
         return BLITZ_EINVAL;
     int last = 0;
@@ -197,10 +206,12 @@ BLITZ_API int blitz_broadcast_sender_release(blitz_broadcast *bc) {
 }
 
 BLITZ_API uint32_t blitz_broadcast_receiver_count(const blitz_broadcast *bc) {
+    BLITZ__BC_CHECK(bc);
     return bc ? (uint32_t)(blitz__u64_load(&bc->refs, BLITZ__ACQUIRE) >> 32) : 0u;
 }
 
 BLITZ_API int blitz_broadcast_subscribe(blitz_broadcast *bc, blitz_broadcast_rx *rx) {
+    BLITZ__BC_CHECK(bc);
     if (!bc || !rx)
         return BLITZ_EINVAL;
     memset(rx, 0, sizeof *rx);
@@ -212,6 +223,7 @@ BLITZ_API int blitz_broadcast_subscribe(blitz_broadcast *bc, blitz_broadcast_rx 
 }
 
 BLITZ_API int blitz_broadcast_send(blitz_broadcast *bc, const void *value) {
+    BLITZ__BC_CHECK(bc);
     if (!bc || !value)
         return BLITZ_EINVAL;
     uint64_t t = blitz__bc_lock(bc);

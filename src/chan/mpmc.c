@@ -38,7 +38,11 @@ struct blitz_chan {
     /* senders in the low half, receivers in the high half */
     void *raw; /* what blitz__alloc_aligned returned, to free */
     blitz__atomic_u64 refs;
+    BLITZ__MAGIC_MEMBER
 };
+
+#define BLITZ__CHAN_CHECK(ch) \
+    BLITZ__MAGIC_CHECK(ch, BLITZ__MAGIC_CHAN, "channel used after its last release")
 
 static inline blitz__atomic_u64 *blitz__chan_stamp(const blitz_chan *ch, uint64_t idx) {
     return (blitz__atomic_u64 *)(void *)(ch->slots + idx * ch->stride);
@@ -237,6 +241,7 @@ BLITZ_API int blitz_chan_new(blitz_chan **out, size_t elem_size, size_t capacity
         blitz__u64_store(blitz__chan_stamp(ch, i), i, BLITZ__RELAXED);
     blitz__mutex_init(&ch->lock);
     blitz__u64_store(&ch->refs, 1u | ((uint64_t)1 << 32), BLITZ__RELAXED);
+    BLITZ__MAGIC_SET(ch, BLITZ__MAGIC_CHAN);
     *out = ch;
     return BLITZ_OK;
 }
@@ -244,7 +249,8 @@ BLITZ_API int blitz_chan_new(blitz_chan **out, size_t elem_size, size_t capacity
 static void blitz__chan_free(blitz_chan *ch) {
     blitz__mutex_destroy(&ch->lock);
     BLITZ_FREE(ch->slots);
-    blitz__free(ch->raw);
+    BLITZ__MAGIC_SET(ch, BLITZ__MAGIC_DEAD);
+    blitz__free_handle(ch->raw);
 }
 
 /* The holders of a channel (mpmc, broadcast, watch) are counted in one
@@ -316,19 +322,24 @@ static int blitz__chan_ref_release(blitz_chan *ch, int shift) {
 }
 
 BLITZ_API int blitz_chan_sender_clone(blitz_chan *ch) {
+    BLITZ__CHAN_CHECK(ch);
     return blitz__chan_ref_add(ch, BLITZ__CHAN_SENDERS);
 }
 BLITZ_API int blitz_chan_sender_release(blitz_chan *ch) {
+    BLITZ__CHAN_CHECK(ch);
     return blitz__chan_ref_release(ch, BLITZ__CHAN_SENDERS);
 }
 BLITZ_API int blitz_chan_receiver_clone(blitz_chan *ch) {
+    BLITZ__CHAN_CHECK(ch);
     return blitz__chan_ref_add(ch, BLITZ__CHAN_RECEIVERS);
 }
 BLITZ_API int blitz_chan_receiver_release(blitz_chan *ch) {
+    BLITZ__CHAN_CHECK(ch);
     return blitz__chan_ref_release(ch, BLITZ__CHAN_RECEIVERS);
 }
 
 BLITZ_API int blitz_chan_close(blitz_chan *ch) {
+    BLITZ__CHAN_CHECK(ch);
     if (!ch)
         return BLITZ_EINVAL;
     /* Seq_cst: a sender's claim CAS either lands before the mark (its
@@ -340,22 +351,27 @@ BLITZ_API int blitz_chan_close(blitz_chan *ch) {
 }
 
 BLITZ_API int blitz_chan_is_closed(const blitz_chan *ch) {
+    BLITZ__CHAN_CHECK(ch);
     return ch ? (blitz__u64_load(&ch->tail, BLITZ__ACQUIRE) & ch->mark) != 0 : 1;
 }
 
 BLITZ_API size_t blitz_chan_len(const blitz_chan *ch) {
+    BLITZ__CHAN_CHECK(ch);
     int closed;
     return ch ? blitz__chan_count(ch, &closed) : 0;
 }
 
 BLITZ_API size_t blitz_chan_capacity(const blitz_chan *ch) {
+    BLITZ__CHAN_CHECK(ch);
     return ch ? ch->cap : 0;
 }
 BLITZ_API size_t blitz_chan_elem_size(const blitz_chan *ch) {
+    BLITZ__CHAN_CHECK(ch);
     return ch ? ch->elem_size : 0;
 }
 
 BLITZ_API int blitz_chan_try_send(blitz_chan *ch, const void *value) {
+    BLITZ__CHAN_CHECK(ch);
     if (!ch || !value)
         return BLITZ_EINVAL;
     int r = blitz__chan_push(ch, value);
@@ -367,6 +383,7 @@ BLITZ_API int blitz_chan_try_send(blitz_chan *ch, const void *value) {
 }
 
 BLITZ_API int blitz_chan_try_recv(blitz_chan *ch, void *out) {
+    BLITZ__CHAN_CHECK(ch);
     if (!ch || !out)
         return BLITZ_EINVAL;
     int r = blitz__chan_pop(ch, out);
@@ -541,6 +558,7 @@ static inline void blitz__chan_op_bind(blitz_chan_op *op, blitz_chan *ch, const 
 
 BLITZ_API blitz_poll blitz_chan_send(blitz_cx *cx, blitz_chan_op *op, blitz_chan *ch,
                                      const void *value) {
+    BLITZ__CHAN_CHECK(ch);
     if (!op)
         return BLITZ_READY;
     blitz__chan_op_bind(op, ch, value);
@@ -548,6 +566,7 @@ BLITZ_API blitz_poll blitz_chan_send(blitz_cx *cx, blitz_chan_op *op, blitz_chan
 }
 
 BLITZ_API blitz_poll blitz_chan_recv(blitz_cx *cx, blitz_chan_op *op, blitz_chan *ch, void *out) {
+    BLITZ__CHAN_CHECK(ch);
     if (!op)
         return BLITZ_READY;
     blitz__chan_op_bind(op, ch, out);
@@ -555,12 +574,14 @@ BLITZ_API blitz_poll blitz_chan_recv(blitz_cx *cx, blitz_chan_op *op, blitz_chan
 }
 
 BLITZ_API blitz_op blitz_op_chan_send(blitz_chan_op *op, blitz_chan *ch, const void *value) {
+    BLITZ__CHAN_CHECK(ch);
     if (op)
         blitz__chan_op_bind(op, ch, value);
     return blitz_op_make(op ? blitz__chan_send_poll : NULL, blitz_chan_cancel, op);
 }
 
 BLITZ_API blitz_op blitz_op_chan_recv(blitz_chan_op *op, blitz_chan *ch, void *out) {
+    BLITZ__CHAN_CHECK(ch);
     if (op)
         blitz__chan_op_bind(op, ch, out);
     return blitz_op_make(op ? blitz__chan_recv_poll : NULL, blitz_chan_cancel, op);
@@ -606,6 +627,7 @@ BLITZ_API void blitz_chan_cancel(blitz_cx *cx, void *vop) {
 }
 
 BLITZ_API int blitz_chan_send_blocking(blitz_chan *ch, const void *value) {
+    BLITZ__CHAN_CHECK(ch);
     if (!ch || !value)
         return BLITZ_EINVAL;
     blitz_chan_op op;
@@ -615,6 +637,7 @@ BLITZ_API int blitz_chan_send_blocking(blitz_chan *ch, const void *value) {
 }
 
 BLITZ_API int blitz_chan_recv_blocking(blitz_chan *ch, void *out) {
+    BLITZ__CHAN_CHECK(ch);
     if (!ch || !out)
         return BLITZ_EINVAL;
     blitz_chan_op op;

@@ -21,12 +21,17 @@ struct blitz_watch {
     blitz__waitq waiters;
     void *raw;              /* what blitz__alloc_aligned returned, to free */
     blitz__atomic_u64 refs; /* senders low half, receivers high half */
+    BLITZ__MAGIC_MEMBER
 };
+
+#define BLITZ__WATCH_CHECK(w) \
+    BLITZ__MAGIC_CHECK(w, BLITZ__MAGIC_WATCH, "watch channel used after its last release")
 
 static void blitz__watch_free(blitz_watch *w) {
     blitz__mutex_destroy(&w->lock);
     BLITZ_FREE(w->words);
-    blitz__free(w->raw);
+    BLITZ__MAGIC_SET(w, BLITZ__MAGIC_DEAD);
+    blitz__free_handle(w->raw);
 }
 
 BLITZ_API int blitz_watch_new(blitz_watch **out, size_t elem_size, const void *initial) {
@@ -52,6 +57,7 @@ BLITZ_API int blitz_watch_new(blitz_watch **out, size_t elem_size, const void *i
     blitz__u64_store(&w->seq, 2u, BLITZ__RELEASE); /* version 1 */
     blitz__mutex_init(&w->lock);
     blitz__u64_store(&w->refs, 1u, BLITZ__RELAXED);
+    BLITZ__MAGIC_SET(w, BLITZ__MAGIC_WATCH);
     *out = w;
     return BLITZ_OK;
 }
@@ -93,6 +99,7 @@ static void blitz__watch_wake(blitz_watch *w) {
 }
 
 BLITZ_API int blitz_watch_send(blitz_watch *w, const void *value) {
+    BLITZ__WATCH_CHECK(w);
     if (!w || !value)
         return BLITZ_EINVAL;
     uint64_t s = blitz__watch_lock(w);
@@ -110,6 +117,7 @@ BLITZ_API int blitz_watch_send(blitz_watch *w, const void *value) {
 }
 
 BLITZ_API uint64_t blitz_watch_read(const blitz_watch *w, void *out) {
+    BLITZ__WATCH_CHECK(w);
     if (!w || !out)
         return 0;
     unsigned spins = 0;
@@ -131,6 +139,7 @@ BLITZ_API uint64_t blitz_watch_read(const blitz_watch *w, void *out) {
 }
 
 BLITZ_API int blitz_watch_close(blitz_watch *w) {
+    BLITZ__WATCH_CHECK(w);
     if (!w)
         return BLITZ_EINVAL;
     uint64_t s = blitz__watch_lock(w);
@@ -144,6 +153,7 @@ BLITZ_API int blitz_watch_close(blitz_watch *w) {
 }
 
 BLITZ_API int blitz_watch_sender_clone(blitz_watch *w) {
+    BLITZ__WATCH_CHECK(w);
     return w ? blitz__chan_refs_add(&w->refs, BLITZ__CHAN_SENDERS) : BLITZ_EINVAL;
 }
 
@@ -152,6 +162,7 @@ static void blitz__watch_close_last(void *w) {
 }
 
 BLITZ_API int blitz_watch_sender_release(blitz_watch *w) {
+    BLITZ__WATCH_CHECK(w);
     if (!w)
         return BLITZ_EINVAL;
     int last = 0;
@@ -163,6 +174,7 @@ BLITZ_API int blitz_watch_sender_release(blitz_watch *w) {
 }
 
 BLITZ_API int blitz_watch_subscribe(blitz_watch *w, blitz_watch_rx *rx) {
+    BLITZ__WATCH_CHECK(w);
     if (!w || !rx)
         return BLITZ_EINVAL;
     memset(rx, 0, sizeof *rx);

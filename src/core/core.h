@@ -47,6 +47,14 @@ _Static_assert(sizeof(struct blitz_task) == BLITZ__TASK_HEADER_SIZE || sizeof(vo
 #define BLITZ__NUM_CLASSES 30
 #define BLITZ__CLASS_LARGE 0xffffu
 
+/* Join handles carry their block's generation in a debug build with room
+ * for it in a pointer (platform/handle_check.c). */
+#if BLITZ__CHECK_HANDLES && UINTPTR_MAX > 0xffffffffu
+#define BLITZ__TAG_HANDLES 1
+#else
+#define BLITZ__TAG_HANDLES 0
+#endif
+
 typedef struct blitz__chunk {
     blitz_runtime *rt;
     struct blitz__chunk *next;

@@ -8,10 +8,11 @@
  * COMPLETE). So the slot is never written while another thread may read it. */
 #include "core.h"
 
-BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t) {
-    BLITZ_ASSERT(cx && t);
-    if (!cx || !t)
+BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *h) {
+    BLITZ_ASSERT(cx && h);
+    if (!cx || !h)
         return BLITZ_READY; /* blitz_task_status reports the misuse */
+    blitz__task *t = blitz__handle_in(h, __func__);
     uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
     if (blitz__state_is_complete(s))
         return BLITZ_READY;
@@ -42,10 +43,10 @@ BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t) {
 }
 
 BLITZ_API void blitz_join_cancel(blitz_cx *cx, void *handle) {
-    blitz_task *t = (blitz_task *)handle;
     (void)cx;
-    if (!t)
+    if (!handle)
         return;
+    blitz__task *t = blitz__handle_in((blitz_task *)handle, __func__);
     /* Take the stored waker back unless the task completed (then the
      * completer owns and consumes it). */
     uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
@@ -58,9 +59,10 @@ BLITZ_API void blitz_join_cancel(blitz_cx *cx, void *handle) {
     blitz_waker_drop(t->join_waker);
 }
 
-BLITZ_API int blitz_task_status(const blitz_task *t) {
-    if (!t)
+BLITZ_API int blitz_task_status(const blitz_task *h) {
+    if (!h)
         return BLITZ_EINVAL;
+    const blitz__task *t = blitz__handle_in(h, __func__);
     uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
     if (!blitz__state_is_complete(s))
         return BLITZ_EAGAIN;
@@ -69,15 +71,19 @@ BLITZ_API int blitz_task_status(const blitz_task *t) {
     return (s & BLITZ__TASK_TIMED_OUT) ? BLITZ_ETIMEDOUT : BLITZ_ECANCELED;
 }
 
-BLITZ_API void *blitz_task_state(blitz_task *t) {
-    if (!t || !blitz__state_is_complete(blitz__u64_load(&t->state, BLITZ__ACQUIRE)))
+BLITZ_API void *blitz_task_state(blitz_task *h) {
+    if (!h)
+        return NULL;
+    blitz__task *t = blitz__handle_in(h, __func__);
+    if (!blitz__state_is_complete(blitz__u64_load(&t->state, BLITZ__ACQUIRE)))
         return NULL;
     return blitz__task_state_ptr(t);
 }
 
-BLITZ_API int blitz_task_cancel(blitz_task *t) {
-    if (!t)
+BLITZ_API int blitz_task_cancel(blitz_task *h) {
+    if (!h)
         return BLITZ_EINVAL;
+    blitz__task *t = blitz__handle_in(h, __func__);
     /* An idle task is claimed (taken to RUNNING) and completed here. */
     if (blitz__state_cancel(t))
         blitz__task_finish(t, 1);
@@ -89,10 +95,12 @@ BLITZ_API int blitz_task_cancel(blitz_task *t) {
 BLITZ_API int blitz_task_release(blitz_task **tp) {
     if (!tp)
         return BLITZ_EINVAL;
-    blitz__task *t = *tp;
-    if (!t)
+    blitz_task *h = *tp;
+    if (!h)
         return BLITZ_ERELEASED;
+    blitz__task *t = blitz__handle_in(h, __func__);
     *tp = NULL;
+    blitz__handle_retire(h, t);
     blitz_runtime *rt = blitz__task_runtime(t);
     uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED), next;
     for (;;) {
@@ -144,9 +152,10 @@ BLITZ_PRIVATE int blitz__wait_completion(blitz_runtime *rt, blitz__task *t, uint
     return blitz__task_is_complete(t);
 }
 
-BLITZ_API int blitz_join_blocking(blitz_task *t) {
-    if (!t)
+BLITZ_API int blitz_join_blocking(blitz_task *h) {
+    if (!h)
         return BLITZ_EINVAL;
+    blitz__task *t = blitz__handle_in(h, __func__);
     if (!blitz__task_is_complete(t)) {
         blitz_runtime *rt = blitz__task_runtime(t);
         blitz__context *ctx = blitz__context_get();
@@ -157,7 +166,7 @@ BLITZ_API int blitz_join_blocking(blitz_task *t) {
         else
             blitz__external_help_until(rt, t, ctx && ctx->rt == rt);
     }
-    int rc = blitz_task_status(t);
+    int rc = blitz_task_status(h);
     /* Only a wait inside one of the runtime's own polls returns unfinished:
      * the runtime is shutting down and waits for that poll to end. */
     return rc == BLITZ_EAGAIN ? BLITZ_ESHUTDOWN : rc;

@@ -308,7 +308,8 @@ BLITZ_PRIVATE void blitz__spawn_leave(blitz_runtime *rt, int entered) {
 BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *o, int with_handle,
                                      size_t trailer, uint64_t flags, blitz__task **out) {
     *out = NULL;
-    if (!rt || !o || !o->poll || o->size == 0 || o->size > BLITZ_MAX_STATE_SIZE)
+    if (!rt || !o || !o->poll || o->size == 0 || o->size > BLITZ_MAX_STATE_SIZE ||
+        (o->init && o->state))
         return BLITZ_EINVAL;
     if (blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST))
         return BLITZ_ESHUTDOWN;
@@ -338,6 +339,10 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
         memcpy(blitz__task_state_ptr(t), o->state, o->size);
     else
         memset(blitz__task_state_ptr(t), 0, o->size);
+    /* In place: a large state never needs a copy on the caller's stack. No
+     * one sees the block before it is queued, so the task cannot run yet. */
+    if (o->init)
+        o->init(blitz__task_state_ptr(t), o->init_arg);
     uint64_t initial =
         blitz__state_initial(with_handle, o->drop != NULL, o->cancel != NULL) | flags;
     if (o->drop)
@@ -386,7 +391,7 @@ BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, bli
                 blitz__task_unref(t);
             }
             if (handle)
-                *handle = t;
+                *handle = blitz__handle_out(t);
         }
     }
     blitz__spawn_leave(rt, entered);

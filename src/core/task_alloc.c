@@ -27,6 +27,18 @@ static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
 #define BLITZ__FIRST_BLOCK ((sizeof(blitz__chunk) + 8 + 15) / 16 * 16 - 8)
 #define BLITZ__FREE_BATCH  64u
 
+/* Join handle generations (BLITZ__TAG_HANDLES): a 32-bit word per block
+ * that outlives the block's tasks, at the chunk's end for a size class
+ * (one per block, last block first) and right after the block of a large
+ * chunk. */
+#if BLITZ__TAG_HANDLES
+#define BLITZ__GEN_BYTES       sizeof(blitz__atomic_u32)
+#define BLITZ__GEN_LARGE_BYTES 16u
+#else
+#define BLITZ__GEN_BYTES       0u
+#define BLITZ__GEN_LARGE_BYTES 0u
+#endif
+
 /* A free block's header is unused: a batch's first block links to the next
  * batch through join_waker.data. */
 static inline blitz__task *blitz__batch_next(blitz__task *first) {
@@ -80,8 +92,13 @@ static blitz__chunk *blitz__chunk_new(blitz_runtime *rt, uint32_t c) {
     ch->raw = raw;
     ch->block_size = blitz__class_size[c];
     ch->class_index = c;
-    ch->capacity = (uint32_t)((BLITZ__CHUNK_SIZE - BLITZ__FIRST_BLOCK) / ch->block_size);
+    ch->capacity =
+        (uint32_t)((BLITZ__CHUNK_SIZE - BLITZ__FIRST_BLOCK) / (ch->block_size + BLITZ__GEN_BYTES));
     ch->carved = 0;
+#if BLITZ__TAG_HANDLES
+    memset((char *)ch + BLITZ__CHUNK_SIZE - ch->capacity * BLITZ__GEN_BYTES, 0,
+           ch->capacity * BLITZ__GEN_BYTES);
+#endif
     blitz__mutex_lock(&rt->alloc_lock);
     ch->next = rt->chunks;
     rt->chunks = ch;
@@ -92,6 +109,54 @@ static blitz__chunk *blitz__chunk_new(blitz_runtime *rt, uint32_t c) {
 static inline blitz__task *blitz__chunk_block(blitz__chunk *ch, uint32_t i) {
     return (blitz__task *)((char *)ch + BLITZ__FIRST_BLOCK + (size_t)i * ch->block_size);
 }
+
+#if BLITZ__TAG_HANDLES
+static blitz__atomic_u32 *blitz__block_gen(const blitz__task *t) {
+    blitz__chunk *ch = blitz__chunk_of(t);
+    if (ch->class_index == BLITZ__CLASS_LARGE)
+        return (blitz__atomic_u32 *)(void *)((char *)t + ch->block_size);
+    size_t i = ((size_t)((const char *)t - (const char *)ch) - BLITZ__FIRST_BLOCK) / ch->block_size;
+    return (blitz__atomic_u32 *)(void *)((char *)ch + BLITZ__CHUNK_SIZE) - 1 - i;
+}
+
+#define BLITZ__TAG_SHIFT 48
+#define BLITZ__TAG_OF(g) (((g)&0x7fffu) | 0x8000u)
+
+/* The handle the program gets for `t`: tagged with the block's generation
+ * (an address with no room for it goes unchecked). */
+BLITZ_PRIVATE blitz_task *blitz__handle_out(blitz__task *t) {
+    uintptr_t p = (uintptr_t)t;
+    if (!t || p >> BLITZ__TAG_SHIFT)
+        return t;
+    uint32_t g = blitz__u32_load(blitz__block_gen(t), BLITZ__RELAXED);
+    return (blitz_task *)(p | (uintptr_t)BLITZ__TAG_OF(g) << BLITZ__TAG_SHIFT);
+}
+
+/* The task of handle `h`; stops the program, naming `func`, when the
+ * handle was released. The runtime's own untagged pointers pass as they
+ * are. */
+BLITZ_PRIVATE blitz__task *blitz__handle_in(const blitz_task *h, const char *func) {
+    uintptr_t p = (uintptr_t)h;
+    uint32_t tag = (uint32_t)(p >> BLITZ__TAG_SHIFT);
+    if (!tag)
+        return (blitz__task *)(uintptr_t)h;
+    blitz__task *t = (blitz__task *)(p & (((uintptr_t)1 << BLITZ__TAG_SHIFT) - 1));
+    if (BLITZ__TAG_OF(blitz__u32_load(blitz__block_gen(t), BLITZ__ACQUIRE)) != tag)
+        blitz__handle_misuse(func, "join handle used after blitz_task_release");
+    return t;
+}
+
+/* Makes every copy of `h` stale. Called while the handle still keeps the
+ * block. */
+BLITZ_PRIVATE void blitz__handle_retire(const blitz_task *h, blitz__task *t) {
+    if ((uintptr_t)h >> BLITZ__TAG_SHIFT)
+        blitz__u32_fetch_add(blitz__block_gen(t), 1, BLITZ__RELEASE);
+}
+#else
+#define blitz__handle_out(t)       (t)
+#define blitz__handle_in(h, func)  ((void)(func), (blitz__task *)(uintptr_t)(h))
+#define blitz__handle_retire(h, t) ((void)(h), (void)(t))
+#endif
 
 /* Takes a block of class c from `cache`: its active list, its held-back
  * batch, a spare batch of the runtime, or a fresh carve. `locked`: the
@@ -172,7 +237,7 @@ BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need, in
     blitz__worker_counters *k;
     blitz__block_cache *cache = blitz__local_owner(rt, &k);
     if (c == BLITZ__CLASS_LARGE) {
-        size_t total = BLITZ__FIRST_BLOCK + ((need + 15) & ~(size_t)15);
+        size_t total = BLITZ__FIRST_BLOCK + ((need + 15) & ~(size_t)15) + BLITZ__GEN_LARGE_BYTES;
         void *raw;
         blitz__chunk *ch = (blitz__chunk *)blitz__alloc_aligned(
             total < BLITZ__CHUNK_SIZE ? BLITZ__CHUNK_SIZE : total, BLITZ__CHUNK_SIZE, &raw);
@@ -180,10 +245,17 @@ BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need, in
             return NULL;
         ch->rt = rt;
         ch->raw = raw;
-        ch->block_size = (uint32_t)(total - BLITZ__FIRST_BLOCK);
+        ch->block_size = (uint32_t)(total - BLITZ__FIRST_BLOCK - BLITZ__GEN_LARGE_BYTES);
         ch->class_index = BLITZ__CLASS_LARGE;
         ch->capacity = 1;
         ch->carved = 1;
+#if BLITZ__TAG_HANDLES
+        /* Memory a stale handle's block had may come back here: start
+         * from a generation no earlier chunk used. */
+        static blitz__atomic_u32 large_gen;
+        blitz__u32_store(blitz__block_gen(blitz__chunk_block(ch, 0)),
+                         blitz__u32_fetch_add(&large_gen, 1u << 8, BLITZ__RELAXED), BLITZ__RELAXED);
+#endif
         blitz__mutex_lock(&rt->alloc_lock);
         ch->next = rt->chunks;
         rt->chunks = ch;
@@ -250,7 +322,11 @@ BLITZ_PRIVATE void blitz__block_release(blitz__task *t) {
                 p = &(*p)->next;
             *p = ch->next;
             blitz__mutex_unlock(&rt->alloc_lock);
+#if BLITZ__TAG_HANDLES
+            blitz__free_handle(ch->raw); /* a stale handle may still look */
+#else
             blitz__free(ch->raw);
+#endif
         }
     } else {
         if (cache) {

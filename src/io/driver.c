@@ -663,16 +663,19 @@ static int blitz__recv_nothing(blitz_io *op, const blitz_socket *s, size_t len) 
 
 BLITZ_API blitz_poll blitz_sock_recv(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
                                      size_t len) {
+    BLITZ__SOCK_CHECK(s);
     if (blitz__recv_nothing(op, s, len))
         return BLITZ_READY;
     return blitz__op_poll(cx, op, s, BLITZ__OP_RECV, buf, len, NULL, BLITZ__DIR_READ);
 }
 BLITZ_API blitz_poll blitz_sock_send(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
                                      size_t len) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__op_poll(cx, op, s, BLITZ__OP_SEND, buf, len, NULL, BLITZ__DIR_WRITE);
 }
 BLITZ_API blitz_poll blitz_sock_send_all(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                          const void *buf, size_t len) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__op_poll(cx, op, s, BLITZ__OP_SEND_ALL, buf, len, NULL, BLITZ__DIR_WRITE);
 }
 /* Also each entry: a NULL base with a length would fail with EFAULT only
@@ -690,6 +693,7 @@ static int blitz__iov_ok(const blitz_iovec *iov, int n, size_t *lens) {
 }
 BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                       const blitz_iovec *iov, int iovcnt) {
+    BLITZ__SOCK_CHECK(s);
     size_t lens = 1;
     if (op && blitz__op_state(op) == BLITZ__IO_IDLE && !blitz__iov_ok(iov, iovcnt, &lens)) {
         op->result = BLITZ_EINVAL;
@@ -701,6 +705,7 @@ BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *
 }
 BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                       const blitz_iovec *iov, int iovcnt) {
+    BLITZ__SOCK_CHECK(s);
     size_t lens;
     if (op && blitz__op_state(op) == BLITZ__IO_IDLE && !blitz__iov_ok(iov, iovcnt, &lens)) {
         op->result = BLITZ_EINVAL;
@@ -710,6 +715,7 @@ BLITZ_API blitz_poll blitz_sock_sendv(blitz_cx *cx, blitz_io *op, blitz_socket *
 }
 BLITZ_API blitz_poll blitz_sock_send_to(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                         const void *buf, size_t len, const blitz_addr *to) {
+    BLITZ__SOCK_CHECK(s);
     if (op && blitz__op_state(op) == BLITZ__IO_IDLE && !blitz__addr_valid(to)) {
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
@@ -718,10 +724,12 @@ BLITZ_API blitz_poll blitz_sock_send_to(blitz_cx *cx, blitz_io *op, blitz_socket
 }
 BLITZ_API blitz_poll blitz_sock_recv_from(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
                                           size_t len, blitz_addr *from) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__op_poll(cx, op, s, from ? BLITZ__OP_RECV_FROM : BLITZ__OP_RECV, buf, len, from,
                           BLITZ__DIR_READ);
 }
 BLITZ_API blitz_poll blitz_sock_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener) {
+    BLITZ__SOCK_CHECK(listener);
     return blitz__op_poll(cx, op, listener, BLITZ__OP_ACCEPT, NULL, 0, NULL, BLITZ__DIR_READ);
 }
 
@@ -845,6 +853,7 @@ BLITZ_API blitz_poll blitz_unix_connect(blitz_cx *cx, blitz_io *op, const blitz_
  */
 
 BLITZ_API int blitz_sock_close(blitz_socket *s) {
+    BLITZ__SOCK_CHECK(s);
     if (!s)
         return BLITZ_EINVAL;
     blitz__io *io = s->io;

@@ -137,7 +137,13 @@ struct blitz_socket {
     blitz__atomic_u32 salvage_n;
     struct blitz_socket *all_next, *all_prev; /* every live socket (socks_lock) */
     struct blitz_socket *free_next;
+    BLITZ__MAGIC_MEMBER
 };
+
+/* The socket's memory goes only after its last reference, so a check
+ * while an op of it is pending is safe. */
+#define BLITZ__SOCK_CHECK(s) \
+    BLITZ__MAGIC_CHECK(s, BLITZ__MAGIC_SOCKET, "socket used after blitz_sock_close")
 
 typedef struct blitz__io {
     blitz_runtime *rt;

@@ -37,7 +37,8 @@ BLITZ_PRIVATE void blitz__sock_free_mem(blitz_socket *s) {
     blitz__recv_ms_release(s);
     blitz__salvage_release(s);
     blitz__mutex_destroy(&s->lock);
-    blitz__free(s);
+    BLITZ__MAGIC_SET(s, BLITZ__MAGIC_DEAD);
+    blitz__free_handle(s);
 }
 
 /* Frees readiness sockets closed before this dispatch cycle. Caller holds
@@ -168,6 +169,7 @@ BLITZ_PRIVATE int blitz__sock_wrap_keep(blitz__io *io, int fd, int family, int t
     s->poll_slot = -1;
     blitz__mutex_init(&s->lock);
     blitz__u64_store(&s->refs, BLITZ__SOCK_FD_REF, BLITZ__RELAXED);
+    BLITZ__MAGIC_SET(s, BLITZ__MAGIC_SOCKET);
     if (io->be->sock_add) {
         int rc = io->be->sock_add(io, s);
         if (rc != BLITZ_OK) {

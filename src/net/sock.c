@@ -118,6 +118,7 @@ BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned
 }
 
 BLITZ_API int blitz_sock_connect_dgram(blitz_socket *s, const blitz_addr *addr) {
+    BLITZ__SOCK_CHECK(s);
     if (!s || !blitz__addr_valid(addr))
         return BLITZ_EINVAL;
     if (connect(s->fd, (const struct sockaddr *)(const void *)addr->u.bytes, addr->len) < 0)
@@ -241,6 +242,7 @@ BLITZ_API int blitz_sock_adopt(blitz_runtime *rt, int fd, blitz_socket **out) {
 }
 
 BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how) {
+    BLITZ__SOCK_CHECK(s);
     if (!s || how < 0 || how > 2)
         return BLITZ_EINVAL;
     int h = how == 0 ? SHUT_RD : how == 1 ? SHUT_WR : SHUT_RDWR;
@@ -248,6 +250,7 @@ BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how) {
 }
 
 BLITZ_API int blitz_sock_fd(const blitz_socket *s) {
+    BLITZ__SOCK_CHECK(s);
     return s ? s->fd : -1;
 }
 
@@ -265,10 +268,12 @@ static int blitz__sock_name(const blitz_socket *s, blitz_addr *out, int peer) {
 }
 
 BLITZ_API int blitz_sock_local_addr(const blitz_socket *s, blitz_addr *out) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__sock_name(s, out, 0);
 }
 
 BLITZ_API int blitz_sock_peer_addr(const blitz_socket *s, blitz_addr *out) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__sock_name(s, out, 1);
 }
 
@@ -287,13 +292,16 @@ static int blitz__getopt(const blitz_socket *s, int level, int name) {
 }
 
 BLITZ_API int blitz_tcp_set_nodelay(blitz_socket *s, int on) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__setopt(s, IPPROTO_TCP, TCP_NODELAY, on != 0);
 }
 BLITZ_API int blitz_tcp_nodelay(const blitz_socket *s) {
+    BLITZ__SOCK_CHECK(s);
     int v = blitz__getopt(s, IPPROTO_TCP, TCP_NODELAY);
     return v < 0 ? v : v != 0;
 }
 BLITZ_API int blitz_tcp_set_keepalive(blitz_socket *s, int on, int idle_secs) {
+    BLITZ__SOCK_CHECK(s);
     /* The idle time first: on a socket that is not TCP it fails, and then
      * keep-alive stays as it was. */
     if (s && on && idle_secs > 0) {
@@ -304,6 +312,7 @@ BLITZ_API int blitz_tcp_set_keepalive(blitz_socket *s, int on, int idle_secs) {
     return blitz__setopt(s, SOL_SOCKET, SO_KEEPALIVE, on != 0);
 }
 BLITZ_API int blitz_sock_set_linger(blitz_socket *s, int on, int secs) {
+    BLITZ__SOCK_CHECK(s);
     if (!s || secs < 0)
         return BLITZ_EINVAL;
     struct linger l;
@@ -313,15 +322,19 @@ BLITZ_API int blitz_sock_set_linger(blitz_socket *s, int on, int secs) {
                                                                       : BLITZ_OK;
 }
 BLITZ_API int blitz_sock_set_recv_buffer(blitz_socket *s, int bytes) {
+    BLITZ__SOCK_CHECK(s);
     return bytes <= 0 ? BLITZ_EINVAL : blitz__setopt(s, SOL_SOCKET, SO_RCVBUF, bytes);
 }
 BLITZ_API int blitz_sock_set_send_buffer(blitz_socket *s, int bytes) {
+    BLITZ__SOCK_CHECK(s);
     return bytes <= 0 ? BLITZ_EINVAL : blitz__setopt(s, SOL_SOCKET, SO_SNDBUF, bytes);
 }
 BLITZ_API int blitz_sock_recv_buffer(const blitz_socket *s) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__getopt(s, SOL_SOCKET, SO_RCVBUF);
 }
 BLITZ_API int blitz_sock_send_buffer(const blitz_socket *s) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__getopt(s, SOL_SOCKET, SO_SNDBUF);
 }
 
@@ -356,12 +369,15 @@ static int blitz__multicast(blitz_socket *s, const char *group, const char *ifac
 }
 
 BLITZ_API int blitz_udp_join_multicast(blitz_socket *s, const char *group, const char *iface) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__multicast(s, group, iface, 1);
 }
 BLITZ_API int blitz_udp_leave_multicast(blitz_socket *s, const char *group, const char *iface) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__multicast(s, group, iface, 0);
 }
 BLITZ_API int blitz_udp_set_multicast_loop(blitz_socket *s, int on) {
+    BLITZ__SOCK_CHECK(s);
     if (!s)
         return BLITZ_EINVAL;
     if (s->family == AF_INET6)
@@ -369,6 +385,7 @@ BLITZ_API int blitz_udp_set_multicast_loop(blitz_socket *s, int on) {
     return blitz__setopt(s, IPPROTO_IP, IP_MULTICAST_LOOP, on != 0);
 }
 BLITZ_API int blitz_udp_set_broadcast(blitz_socket *s, int on) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__setopt(s, SOL_SOCKET, SO_BROADCAST, on != 0);
 }
 
@@ -459,6 +476,7 @@ static blitz_op blitz__io_value(blitz_io *op, uint32_t call, blitz_socket *s, co
 }
 
 BLITZ_API blitz_op blitz_op_sock_accept(blitz_io *io, blitz_socket *listener) {
+    BLITZ__SOCK_CHECK(listener);
     return blitz__io_value(io, BLITZ__OPC_ACCEPT, listener, NULL, 0, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_tcp_connect(blitz_io *io, const blitz_addr *addr) {
@@ -472,45 +490,57 @@ BLITZ_API blitz_op blitz_op_unix_connect(blitz_io *io, const blitz_addr *addr) {
     return blitz__io_value(io, BLITZ__OPC_UNIX_CONNECT, NULL, NULL, 0, addr, 0);
 }
 BLITZ_API blitz_op blitz_op_sock_recv(blitz_io *io, blitz_socket *s, void *buf, size_t len) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_RECV, s, buf, len, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_sock_send(blitz_io *io, blitz_socket *s, const void *buf, size_t len) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_SEND, s, buf, len, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_sock_send_all(blitz_io *io, blitz_socket *s, const void *buf,
                                           size_t len) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_SEND_ALL, s, buf, len, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_sock_recvv(blitz_io *io, blitz_socket *s, const blitz_iovec *iov,
                                        int iovcnt) {
+    BLITZ__SOCK_CHECK(s);
     /* A negative count stays invalid through the size_t field. */
     return blitz__io_value(io, BLITZ__OPC_RECVV, s, iov, iovcnt < 0 ? 0 : (size_t)iovcnt, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_sock_sendv(blitz_io *io, blitz_socket *s, const blitz_iovec *iov,
                                        int iovcnt) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_SENDV, s, iov, iovcnt < 0 ? 0 : (size_t)iovcnt, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_sock_send_to(blitz_io *io, blitz_socket *s, const void *buf, size_t len,
                                          const blitz_addr *to) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_SEND_TO, s, buf, len, to, 0);
 }
 BLITZ_API blitz_op blitz_op_sock_recv_from(blitz_io *io, blitz_socket *s, void *buf, size_t len,
                                            blitz_addr *from) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_RECV_FROM, s, buf, len, from, 0);
 }
 BLITZ_API blitz_op blitz_op_fd_read(blitz_io *io, blitz_socket *s, void *buf, size_t len) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_FD_READ, s, buf, len, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_fd_write(blitz_io *io, blitz_socket *s, const void *buf, size_t len) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_FD_WRITE, s, buf, len, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_fd_write_all(blitz_io *io, blitz_socket *s, const void *buf,
                                          size_t len) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_FD_WRITE_ALL, s, buf, len, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_fd_readable(blitz_io *io, blitz_socket *s) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_FD_READABLE, s, NULL, 0, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_fd_writable(blitz_io *io, blitz_socket *s) {
+    BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_FD_WRITABLE, s, NULL, 0, NULL, 0);
 }

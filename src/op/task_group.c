@@ -35,7 +35,11 @@ struct blitz_group {
     int closed;
     int freed;
     blitz_task **op_out; /* where blitz_op_group_next's poll puts the handle */
+    BLITZ__MAGIC_MEMBER
 };
+
+#define BLITZ__GROUP_CHECK(g) \
+    BLITZ__MAGIC_CHECK(g, BLITZ__MAGIC_GROUP, "task group used after blitz_group_free")
 
 static void blitz__member_push(blitz__member_list *l, blitz__group_member *m) {
     m->next = NULL;
@@ -64,7 +68,7 @@ static void blitz__group_unref(blitz_group *g) {
      * the group before it frees it. */
     if (blitz__u32_fetch_sub(&g->refs, 1, BLITZ__ACQ_REL) == 1) {
         blitz__mutex_destroy(&g->lock);
-        BLITZ_FREE(g);
+        blitz__free_handle(g);
     }
 }
 
@@ -118,11 +122,13 @@ BLITZ_API int blitz_group_new(blitz_runtime *rt, blitz_group **out) {
     g->rt = rt;
     blitz__mutex_init(&g->lock);
     blitz__u32_store(&g->refs, 1, BLITZ__RELAXED);
+    BLITZ__MAGIC_SET(g, BLITZ__MAGIC_GROUP);
     *out = g;
     return BLITZ_OK;
 }
 
 BLITZ_API int blitz_group_spawn_ex(blitz_group *g, const blitz_spawn_opts *opts) {
+    BLITZ__GROUP_CHECK(g);
     if (!g || !opts)
         return BLITZ_EINVAL;
     blitz__group_member *m = (blitz__group_member *)BLITZ_MALLOC(sizeof *m);
@@ -174,6 +180,7 @@ BLITZ_API int blitz_group_spawn(blitz_group *g, blitz_poll_fn poll, const void *
 }
 
 BLITZ_API blitz_poll blitz_group_next(blitz_cx *cx, blitz_group *g, blitz_task **out) {
+    BLITZ__GROUP_CHECK(g);
     if (!cx || !g || !out) {
         if (out)
             *out = NULL;
@@ -218,6 +225,7 @@ BLITZ_API void blitz_group_next_cancel(blitz_cx *cx, void *group) {
     blitz_group *g = (blitz_group *)group;
     blitz_waker old = blitz_waker_noop();
     (void)cx;
+    BLITZ__GROUP_CHECK(g);
     if (!g)
         return;
     blitz__mutex_lock(&g->lock);
@@ -240,6 +248,7 @@ static blitz_poll blitz__group_wait_poll(blitz_cx *cx, void *arg) {
 }
 
 BLITZ_API int blitz_group_next_blocking(blitz_group *g, blitz_task **out) {
+    BLITZ__GROUP_CHECK(g);
     if (!g || !out)
         return BLITZ_EINVAL;
     blitz__group_wait w = {g, NULL};
@@ -249,6 +258,7 @@ BLITZ_API int blitz_group_next_blocking(blitz_group *g, blitz_task **out) {
 }
 
 BLITZ_API size_t blitz_group_len(blitz_group *g) {
+    BLITZ__GROUP_CHECK(g);
     if (!g)
         return 0;
     blitz__mutex_lock(&g->lock);
@@ -271,7 +281,7 @@ static void blitz__group_cancel_running(blitz_group *g) {
         blitz__member_unlink(&g->lists[BLITZ__MEMBER_RUNNING], m);
         m->list = BLITZ__MEMBER_CANCELLING;
         blitz__member_push(&g->lists[BLITZ__MEMBER_CANCELLING], m);
-        blitz__task *t = m->task;
+        blitz__task *t = blitz__handle_in(m->task, __func__);
         blitz__task_ref(t);
         blitz__mutex_unlock(&g->lock);
         blitz_task_cancel(t);
@@ -280,6 +290,7 @@ static void blitz__group_cancel_running(blitz_group *g) {
 }
 
 BLITZ_API int blitz_group_cancel_all(blitz_group *g) {
+    BLITZ__GROUP_CHECK(g);
     if (!g)
         return BLITZ_EINVAL;
     blitz__group_cancel_running(g);
@@ -287,6 +298,7 @@ BLITZ_API int blitz_group_cancel_all(blitz_group *g) {
 }
 
 BLITZ_API int blitz_group_close(blitz_group *g) {
+    BLITZ__GROUP_CHECK(g);
     if (!g)
         return BLITZ_EINVAL;
     blitz__mutex_lock(&g->lock);
@@ -297,8 +309,11 @@ BLITZ_API int blitz_group_close(blitz_group *g) {
 }
 
 BLITZ_API int blitz_group_free(blitz_group *g) {
+    BLITZ__GROUP_CHECK(g);
     if (!g)
         return BLITZ_EINVAL;
+    /* Members still running keep the memory: the handle ends here. */
+    BLITZ__MAGIC_SET(g, BLITZ__MAGIC_DEAD);
     blitz_waker old = blitz_waker_noop();
     blitz__mutex_lock(&g->lock);
     g->closed = 1;
@@ -326,6 +341,7 @@ BLITZ_API int blitz_group_free(blitz_group *g) {
 BLITZ__OP_ADAPTER(blitz__group_next_op_poll, blitz_group, g,
                   g ? blitz_group_next(cx, g, g->op_out) : BLITZ_READY)
 BLITZ_API blitz_op blitz_op_group_next(blitz_group *g, blitz_task **out) {
+    BLITZ__GROUP_CHECK(g);
     if (g)
         g->op_out = out;
     return blitz_op_make(blitz__group_next_op_poll, blitz_group_next_cancel, g);

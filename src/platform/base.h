@@ -24,6 +24,20 @@
 #define BLITZ_ASSERT(c) assert(c)
 #endif
 
+/* Debug builds check handles (handle_check.c). The rule of the checked
+ * BLITZ_END in blitz_api.h, applied in the implementation's file. */
+#ifndef BLITZ_DEBUG
+#ifdef NDEBUG
+#define BLITZ__CHECK_HANDLES 0
+#else
+#define BLITZ__CHECK_HANDLES 1
+#endif
+#elif BLITZ_DEBUG
+#define BLITZ__CHECK_HANDLES 1
+#else
+#define BLITZ__CHECK_HANDLES 0
+#endif
+
 #if defined(BLITZ_MALLOC) != defined(BLITZ_FREE)
 #error "define both BLITZ_MALLOC and BLITZ_FREE, or neither"
 #endif
@@ -128,5 +142,37 @@ typedef struct blitz__parker {
     pthread_cond_t cond;
 #endif
 } blitz__parker;
+
+/* ---- handle checks (handle_check.c) --------------------------------------- */
+
+/* Magic words of live heap handles; their last release overwrites them. */
+#define BLITZ__MAGIC_CHAN      0x6368616eu
+#define BLITZ__MAGIC_BROADCAST 0x62636173u
+#define BLITZ__MAGIC_WATCH     0x77617463u
+#define BLITZ__MAGIC_GROUP     0x67727570u
+#define BLITZ__MAGIC_SOCKET    0x736f636bu
+#define BLITZ__MAGIC_DEAD      0xdeadbeefu
+
+BLITZ_PRIVATE void blitz__handle_misuse(const char *func, const char *what);
+/* Frees `raw`, in a debug build after the quarantine (see handle_check.c). */
+BLITZ_PRIVATE void blitz__free_handle(void *raw);
+
+#if BLITZ__CHECK_HANDLES
+/* A struct member (no semicolon after it): the magic word. */
+#define BLITZ__MAGIC_MEMBER      uint32_t blitz__magic;
+#define BLITZ__MAGIC_SET(obj, m) ((obj)->blitz__magic = (m))
+/* Stops the program when `obj` (not NULL) is no live handle of its kind;
+ * `what` names the kind and the release ("channel used after its last
+ * release"). */
+#define BLITZ__MAGIC_CHECK(obj, m, what)                          \
+    do {                                                          \
+        if ((obj) && BLITZ__UNLIKELY((obj)->blitz__magic != (m))) \
+            blitz__handle_misuse(__func__, what);                 \
+    } while (0)
+#else
+#define BLITZ__MAGIC_MEMBER
+#define BLITZ__MAGIC_SET(obj, m)         ((void)0)
+#define BLITZ__MAGIC_CHECK(obj, m, what) ((void)0)
+#endif
 
 #endif

@@ -263,7 +263,7 @@ BLITZ_API int blitz_runtime_run(blitz_runtime *rt, blitz_poll_fn poll, void *sta
             blitz_task_release(&h);
             return rc;
         }
-        blitz__block_on(rt, h);
+        blitz__block_on(rt, blitz__handle_in(h, __func__));
     }
     rc = blitz_join_blocking(h);
     if (rc == BLITZ_OK && state)

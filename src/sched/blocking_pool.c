@@ -452,7 +452,7 @@ static int blitz__spawn_blocking(blitz_runtime *rt, const blitz_blocking_opts *b
         if (rc != BLITZ_OK)
             blitz__task_discard(t);
         else if (handle)
-            *handle = t;
+            *handle = blitz__handle_out(t);
     }
     blitz__spawn_leave(rt, entered);
     return rc;
