@@ -367,14 +367,27 @@ blitz_cx_unshield(cx) (nestable); blitz_cx_cancelled(cx) tells a shielded
 task that a cancel is pending. What the state owns is released by the drop
 function given to blitz_spawn_ex, which runs exactly once, when the task's
 block is freed (after it finished and its handle was released), whether
-it completed or was cancelled. A wait that the task had registered (a
-cloned waker somewhere: an armed timer, a join) holds a reference to the
-task until that waker is woken or dropped, and the task being cancelled
-makes the wake a no-op. To release such waits at once, give blitz_spawn_ex
-a cancel hook (blitz_spawn_opts.cancel, a blitz_cancel_hook_fn): it runs
-once, when the task is completed as cancelled, before its joiners wake,
-and typically calls the cancel of each op in the state with cx NULL
-(blitz_timer_cancel(NULL, &s->timer), blitz_join_cancel(NULL, s->child)).
+it completed or was cancelled.
+
+The op a cancelled task was waiting in is withdrawn with it, whoever
+cancels (blitz_task_cancel, a spawn timeout, a race, a group, shutdown):
+every op records itself in its task when it returns BLITZ_PENDING
+(blitz_cx_pending), and so do the combinators and blitz_timeout in place
+of the ops they poll. Withdrawn means what the op's cancel does: a lock or
+permit it was handed goes to the next waiter, a channel value stays in the
+channel, a timer is disarmed, and nothing keeps the task's memory. No
+cancel hook is needed for that. A cancel hook (blitz_spawn_opts.cancel, a
+blitz_cancel_hook_fn) runs once after the withdrawal, before the joiners
+wake, for what else the state holds: a lock it owns, a second op a
+hand-written poll function left registered.
+
+A whole task gets a time limit with blitz_spawn_opts.timeout_ns: when it
+has not finished in time it is cancelled as above, and blitz_task_status
+(and the join) says BLITZ_ETIMEDOUT instead of BLITZ_ECANCELED:
+
+    blitz_spawn_opts o = {.poll = conn_poll, .state = &c, .size = sizeof c,
+                          .timeout_ns = 5 * BLITZ_SEC};
+    blitz_spawn_ex(rt, &o, &s->conn);
 
 Cancelling a finished task does nothing. Shields nest up to 255 deep
 (BLITZ_ERANGE beyond, or when lowering a shield that is not raised); a
@@ -395,12 +408,12 @@ the task's state (zero-filled is ready; no allocation):
     BLITZ_AWAIT(s, blitz_sleep_until(cx, &s->timer, deadline));
     BLITZ_AWAIT(s, blitz_timeout(cx, &s->timer, BLITZ_SEC,
                                  blitz_join(cx, s->child)));
-    if (s->timer.expired)  // the join did not finish in a second
-        blitz_join_cancel(cx, s->child);
-    // or let the timeout cancel the op itself when the deadline wins:
-    BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, BLITZ_SEC,
-                                    blitz_join(cx, s->child),
-                                    blitz_join_cancel, s->child));
+    if (s->timer.expired)  // not in a second: the join was withdrawn
+        blitz_task_cancel(s->child);
+
+blitz_timeout withdraws the op it limits when the deadline wins, through
+the op's own cancel (the op recorded itself); blitz_timeout_op names the
+cancel for an op written by hand that does not record itself.
 
 Intervals tick on a grid (blitz_interval_init + blitz_interval_tick) with a
 policy for missed ticks: BLITZ_MISSED_BURST (catch up back to back),
@@ -547,22 +560,20 @@ Cancellation tokens form trees: cancelling one cancels its descendants.
 
 Each async op has a cancel function (blitz_mutex_lock_cancel, ...) and a
 blitz_op constructor (blitz_op_mutex_lock, ...), so it can be used with
-blitz_timeout_op, the combinators and blitz_op_run_blocking:
+blitz_timeout, the combinators and blitz_op_run_blocking:
 
-    BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, 10 * BLITZ_MSEC,
-                                    blitz_mutex_lock(cx, &s->lock_op, &sh->m),
-                                    blitz_mutex_lock_cancel, &s->lock_op));
+    BLITZ_AWAIT(s, blitz_timeout(cx, &s->timer, 10 * BLITZ_MSEC,
+                                 blitz_mutex_lock(cx, &s->lock_op, &sh->m)));
     if (s->timer.expired) ...no lock; nothing is left queued...
 
 Cancel safety: cancelling a waiting op removes it from the queue; what it
 had already been handed (permits, a notify_one notification, a once-cell
 claim) passes to the next waiter, never lost. An op that already returned
 READY keeps what it got. A cancelled barrier wait withdraws its arrival.
-A task cancelled while one of its ops waits must cancel the op from its
-cancel hook (blitz_spawn_opts.cancel; cx may be NULL there), and unlock
-what it holds; otherwise the queued op keeps the task's memory alive and
-the permit it is later handed is never returned. Destroying a primitive
-while ops wait on it is a bug.
+A task cancelled while one of its ops waits has the op withdrawn for it
+(see Cancellation); what it already holds (a lock it acquired) it
+releases in its cancel hook (blitz_spawn_opts.cancel). Destroying a
+primitive while ops wait on it is a bug.
 
 The _blocking forms also serve blitz_spawn_blocking jobs. The operations
 of each primitive (each name begins with its type, e.g.
@@ -715,8 +726,8 @@ The calls with their arguments:
     blitz_unix_pair(rt, 1, &x, &y);  // 1 = stream, 2 = datagram
 
 Multicast: blitz_udp_join_multicast / blitz_udp_leave_multicast. Any op
-without a limit of its own takes one with blitz_timeout_op(...,
-blitz_io_cancel, &io). Examples: examples/echo_server.c,
+without a limit of its own takes one with blitz_timeout(cx, &s->timer,
+ns, blitz_sock_recv(...)). Examples: examples/echo_server.c,
 examples/echo_client.c (a load generator), examples/udp_echo.c.
 
 Ops and sockets
@@ -728,16 +739,12 @@ Results: bytes, 0 for accept/connect (the new socket in io.socket), or a
 negative code: BLITZ_ECONNRESET, BLITZ_EPIPE (SIGPIPE never fires),
 BLITZ_ECLOSED (the socket was closed while the op waited), BLITZ_EMFILE
 (accept: back off and accept again; the listener stays usable), ...
-Every op cancels with blitz_io_cancel(cx, op), e.g. in a
-timeout: blitz_timeout_op(cx, &s->timer, ns, blitz_sock_recv(...),
-blitz_io_cancel, &s->io). An io_uring op already in the kernel is
-cancelled asynchronously: it keeps a reference on its task, so the task's
-memory (the buffer) stays until the kernel has let go, even if the task
-is cancelled or finishes; blitz_io_settle waits for that before you reuse
-the buffer. Give tasks with pending ops a spawn cancel hook that calls
-blitz_io_cancel so cancelling them releases the op at once (without one,
-closing the socket still closes its descriptor, and the op's record of the
-socket stays until the runtime is freed).
+Every op cancels with blitz_io_cancel(cx, op); blitz_timeout(cx,
+&s->timer, ns, blitz_sock_recv(...)) and a cancelled task call it for
+you. An io_uring op already in the kernel is cancelled asynchronously: it
+keeps a reference on its task, so the task's memory (the buffer) stays
+until the kernel has let go, even if the task is cancelled or finishes;
+blitz_io_settle waits for that before you reuse the buffer.
 A cancel loses no data. A receive the kernel filled before the cancel
 reached it keeps its result BLITZ_ECANCELED, and its bytes go to the next
 receive on the socket (call blitz_io_settle first, or poll the same op
@@ -745,8 +752,7 @@ again, so the next one comes after it). A cancelled send that had sent
 bytes (an io_uring send the kernel performed first, or part of a
 send_all) reports them: after blitz_io_settle, result is the count sent
 instead of BLITZ_ECANCELED. Send only the rest again:
-    BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->t, ns, blitz_sock_send(...),
-                                    blitz_io_cancel, &s->io));
+    BLITZ_AWAIT(s, blitz_timeout(cx, &s->t, ns, blitz_sock_send(...)));
     if (s->t.expired)
         BLITZ_AWAIT(s, blitz_io_settle(cx, &s->io)); // sent or ECANCELED
 
@@ -907,12 +913,10 @@ task's state (zero-filled is ready), awaited with BLITZ_AWAIT, its result
 in op.result. Each operation keeps what its thread works on in a record
 of its own (with copies of paths and of data to write; reads are copied
 into your buffer when the op is READY), so cancelling (the op's cancel
-function, or blitz_timeout_op) returns at once and the op and your memory
-are free again: a queued operation is dropped, a running one finishes on
-its thread, which then releases its result (closes a file it opened,
-frees an answer). If a task can be cancelled while such an op is pending,
-call the op's cancel function from the task's cancel hook; otherwise
-such results are only released by blitz_runtime_free.
+function, blitz_timeout, or the task's cancellation) returns at once and
+the op and your memory are free again: a queued operation is dropped, a
+running one finishes on its thread, which then releases its result
+(closes a file it opened, frees an answer).
 
 The _blocking forms of the synchronization primitives may be used inside
 a job.
@@ -1016,10 +1020,9 @@ the signal. See examples/graceful_server.c.
 blitz_op_sock_accept(&s->acc, listener) makes the accept an op (see
 OPS, COMBINATORS AND TASK GROUPS), and blitz_op_shutdown_run the run. A
 cancelled connection's task never
-runs again: spawn connections with blitz_shutdown_spawn_ex and a drop
-function that closes the socket (and a cancel hook that calls
-blitz_io_cancel), or their peers see the end only when the runtime is
-freed.
+runs again (its pending op is withdrawn): spawn connections with
+blitz_shutdown_spawn_ex and a drop function that closes the socket, or
+their peers see the end only when the runtime is freed.
 
 
 12. CONFIGURATION
@@ -1235,11 +1238,13 @@ channel after its last reference, a closed socket)
   blitz_group_free", "socket used after blitz_sock_close", ...), then
   abort(); see "Handles and ownership".
 
-A task cancelled while an op of its state waits, without a cancel hook
-  No error: the queued op keeps the task's memory alive (an armed timer
-  until it fires, a lock wait until it is handed the lock, whose permit
-  is then never returned). Give blitz_spawn_ex a cancel hook that cancels
-  the op.
+A poll function that leaves two ops of its own registered at once
+  No error: a cancelled task withdraws only the op it recorded last (the
+  combinators and blitz_timeout record themselves for all they poll). The
+  other keeps the task's memory alive until it fires (a lock wait until it
+  is handed the lock, whose permit is then never returned). Await the two
+  with blitz_join_all / blitz_select, or withdraw the other in the spawn's
+  cancel hook.
 */
 #ifndef BLITZ_H
 #define BLITZ_H

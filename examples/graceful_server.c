@@ -60,10 +60,10 @@ static blitz_poll conn_poll(blitz_cx *cx, void *p) {
 }
 
 /* Cancelled after the grace period: withdraw what waits, close. */
+/* A cancelled connection's pending read or write is withdrawn by the
+ * runtime; the hook only hangs up on the peer. */
 static void conn_cancel(void *p) {
     conn *c = p;
-    blitz_reader_cancel(NULL, &c->rd);
-    blitz_writer_cancel(NULL, &c->wr);
     blitz_stream_close(&c->st);
 }
 
@@ -158,8 +158,6 @@ static blitz_poll client_poll(blitz_cx *cx, void *p) {
 
 static void client_cancel(void *p) {
     client *c = p;
-    blitz_io_cancel(NULL, &c->io);
-    blitz_reader_cancel(NULL, &c->rd);
     if (c->sock)
         blitz_stream_close(&c->st);
 }
