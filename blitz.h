@@ -446,7 +446,8 @@ back whatever it was already handed). blitz_op bundles the three so any op can
 be driven generically:
 
     blitz_op_join(handle)               blitz_op_sleep_until(&timer, when)
-    blitz_op_make(poll, cancel, obj)
+    blitz_op_interval_tick(&iv)         blitz_op_make(poll, cancel, obj)
+    blitz_op_race(&combo, ops, n)       blitz_op_select, blitz_op_join_all
 
 Every waiting op has a blitz_op_<name> constructor next to it in the
 headers. It records the arguments in the op's own struct (nothing is
@@ -463,9 +464,10 @@ allocated), and the op's cancel is the op's one public cancel:
                  (blitz_io; cancel blitz_io_cancel)
     descriptors  blitz_op_fd_read, _fd_write, _fd_write_all, _fd_readable,
                  _fd_writable (blitz_io)
-    streams      blitz_op_stream_read, _stream_write, _reader_read_line,
-                 _reader_read_exact, _writer_write_all, _writer_flush,
-                 blitz_op_copy
+    streams      blitz_op_stream_read, _stream_write, _reader_read,
+                 _reader_read_line, _reader_read_exact, _reader_read_until,
+                 _writer_write, _writer_write_all, _writer_flush,
+                 _writer_close, blitz_op_copy
     files        blitz_op_fs_open, _fs_close, _fs_read, _fs_write, _fs_pread,
                  _fs_pwrite, _fs_readv, _fs_writev, _fs_fsync, _fs_fdatasync,
                  _fs_truncate, _fs_stat, _fs_lstat, _fs_fstat, _fs_rename,
@@ -476,6 +478,8 @@ allocated), and the op's cancel is the op's one public cancel:
                  blitz_op_process_output
     others       blitz_op_signal_recv, blitz_op_group_next,
                  blitz_op_shutdown_run
+    combinators  blitz_op_race, _select, _join_all (nest one in another,
+                 or put one under blitz_timeout)
 
 Buffers and addresses passed to a constructor stay where they are until
 the op is READY or cancelled, as with the call itself; read the result in
@@ -2035,6 +2039,8 @@ BLITZ_API blitz_op blitz_op_join(blitz_task *t);
 /* Sleeps until `deadline_ns` (stored in t->deadline) / for `ns` from the
  * op's first poll (blitz_sleep_until / blitz_sleep; cancel disarms). */
 BLITZ_API blitz_op blitz_op_sleep_until(blitz_timer *t, uint64_t deadline_ns);
+/* The next tick of an interval (blitz_interval_tick; cancel disarms). */
+BLITZ_API blitz_op blitz_op_interval_tick(blitz_interval *iv);
 
 /* Runs an op to completion from a plain thread (the blocking form of every
  * awaitable). With `rt` NULL the op is polled on the calling thread, which
@@ -2126,6 +2132,12 @@ BLITZ_API blitz_poll blitz_race(blitz_cx *cx, blitz_combo *c, const blitz_op *op
 BLITZ_API blitz_poll blitz_select(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n);
 /* Withdraws (cancels) every op of `ops` that has not finished. */
 BLITZ_API void blitz_combo_cancel(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n);
+/* The combinators as ops themselves, to nest them (a race inside a
+ * join-all, a select under blitz_timeout); the combo and the array stay
+ * in the task's state meanwhile. Cancel: every op not finished. */
+BLITZ_API blitz_op blitz_op_join_all(blitz_combo *c, const blitz_op *ops, size_t n);
+BLITZ_API blitz_op blitz_op_race(blitz_combo *c, const blitz_op *ops, size_t n);
+BLITZ_API blitz_op blitz_op_select(blitz_combo *c, const blitz_op *ops, size_t n);
 
 /* ---------------------------------------------------------------------------
  * Task groups: spawn tasks into a group, await them in the order they
@@ -3875,6 +3887,7 @@ typedef struct blitz_reader {
     int64_t blitz__err;
     unsigned char *blitz__dst;
     size_t blitz__max, blitz__got;
+    int blitz__delim; /* blitz_op_reader_read_until's */
 } blitz_reader;
 
 /* buf NULL: the reader allocates cap bytes (0 = 8 KiB). BLITZ_EINVAL (NULL
@@ -3909,6 +3922,8 @@ BLITZ_API blitz_poll blitz_reader_read_line(blitz_cx *cx, blitz_reader *r, char 
 BLITZ_API void blitz_reader_cancel(blitz_cx *cx, void *reader);
 BLITZ_API blitz_op blitz_op_reader_read_line(blitz_reader *r, char *dst, size_t max);
 BLITZ_API blitz_op blitz_op_reader_read_exact(blitz_reader *r, void *dst, size_t len);
+BLITZ_API blitz_op blitz_op_reader_read(blitz_reader *r, void *dst, size_t len);
+BLITZ_API blitz_op blitz_op_reader_read_until(blitz_reader *r, int delim, void *dst, size_t max);
 
 /* ---- the buffered writer --------------------------------------------------
  *
@@ -3943,6 +3958,8 @@ BLITZ_API blitz_poll blitz_writer_close(blitz_cx *cx, blitz_writer *w);
 BLITZ_API void blitz_writer_cancel(blitz_cx *cx, void *writer);
 BLITZ_API blitz_op blitz_op_writer_write_all(blitz_writer *w, const void *src, size_t len);
 BLITZ_API blitz_op blitz_op_writer_flush(blitz_writer *w);
+BLITZ_API blitz_op blitz_op_writer_write(blitz_writer *w, const void *src, size_t len);
+BLITZ_API blitz_op blitz_op_writer_close(blitz_writer *w);
 
 /* ---- copy -----------------------------------------------------------------
  *
@@ -14586,6 +14603,15 @@ BLITZ_API blitz_op blitz_op_sleep_until(blitz_timer *t, uint64_t deadline_ns) {
     return blitz_op_make(blitz__sleep_op_poll, blitz_timer_cancel, t);
 }
 
+BLITZ__OP_ADAPTER(blitz__interval_op_poll, blitz_interval, iv, blitz_interval_tick(cx, iv))
+static void blitz__interval_op_cancel(blitz_cx *cx, void *iv) {
+    if (iv)
+        blitz_timer_cancel(cx, &((blitz_interval *)iv)->timer);
+}
+BLITZ_API blitz_op blitz_op_interval_tick(blitz_interval *iv) {
+    return blitz_op_make(blitz__interval_op_poll, blitz__interval_op_cancel, iv);
+}
+
 BLITZ__OP_ADAPTER(blitz__spawn_blocking_op_poll, blitz_blocking_spawn, sp,
                   sp ? blitz_spawn_blocking_await(cx, sp, sp->blitz__opts) : BLITZ_READY)
 BLITZ_API blitz_op blitz_op_spawn_blocking_await(blitz_blocking_spawn *op,
@@ -14776,9 +14802,13 @@ BLITZ_API void blitz_combo_reset(blitz_combo *c) {
         return;
     /* The starting position survives, so a select loop that resets its
      * combo each round still rotates through its ops. */
-    uint32_t start = c->blitz__start;
+    uint32_t start = c->blitz__start, n = c->blitz__n;
+    const blitz_op *ops = c->blitz__ops;
     memset(c, 0, sizeof *c);
     c->blitz__start = start;
+    /* What blitz_op_race and the others were given. */
+    c->blitz__ops = ops;
+    c->blitz__n = n;
 }
 
 static uint64_t blitz__combo_all(size_t n) {
@@ -14894,6 +14924,38 @@ BLITZ_API blitz_poll blitz_select(blitz_cx *cx, blitz_combo *c, const blitz_op *
 
 BLITZ_API blitz_poll blitz_race(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
     return blitz__combo_first(cx, c, ops, n, 1);
+}
+
+/* ---- the combinators as ops ---- */
+
+static blitz_op blitz__combo_op(blitz_poll_fn poll, blitz_combo *c, const blitz_op *ops, size_t n) {
+    if (c) {
+        c->blitz__ops = ops;
+        /* Too many stays too many (the poll reports BLITZ_EINVAL). */
+        c->blitz__n = n > BLITZ_COMBO_MAX ? BLITZ_COMBO_MAX + 1 : (uint32_t)n;
+    }
+    return blitz_op_make(poll, blitz__combo_withdraw, c);
+}
+static blitz_poll blitz__join_all_op_poll(blitz_cx *cx, void *c) {
+    blitz_combo *combo = (blitz_combo *)c;
+    return blitz_join_all(cx, combo, combo ? combo->blitz__ops : NULL, combo ? combo->blitz__n : 0);
+}
+static blitz_poll blitz__race_op_poll(blitz_cx *cx, void *c) {
+    blitz_combo *combo = (blitz_combo *)c;
+    return blitz_race(cx, combo, combo ? combo->blitz__ops : NULL, combo ? combo->blitz__n : 0);
+}
+static blitz_poll blitz__select_op_poll(blitz_cx *cx, void *c) {
+    blitz_combo *combo = (blitz_combo *)c;
+    return blitz_select(cx, combo, combo ? combo->blitz__ops : NULL, combo ? combo->blitz__n : 0);
+}
+BLITZ_API blitz_op blitz_op_join_all(blitz_combo *c, const blitz_op *ops, size_t n) {
+    return blitz__combo_op(blitz__join_all_op_poll, c, ops, n);
+}
+BLITZ_API blitz_op blitz_op_race(blitz_combo *c, const blitz_op *ops, size_t n) {
+    return blitz__combo_op(blitz__race_op_poll, c, ops, n);
+}
+BLITZ_API blitz_op blitz_op_select(blitz_combo *c, const blitz_op *ops, size_t n) {
+    return blitz__combo_op(blitz__select_op_poll, c, ops, n);
 }
 /* ====[ END src/op/combinators.c ]========================================= */
 /* ====[ BEGIN src/op/task_group.c ]======================================== */
@@ -21444,6 +21506,25 @@ BLITZ_API blitz_op blitz_op_reader_read_exact(blitz_reader *r, void *dst, size_t
     }
     return blitz_op_make(blitz__op_read_exact_poll, blitz_reader_cancel, r);
 }
+BLITZ__OP_ADAPTER(blitz__op_read_poll, blitz_reader, r,
+                  blitz_reader_read(cx, r, r->blitz__dst, r->blitz__max))
+BLITZ__OP_ADAPTER(blitz__op_read_until_poll, blitz_reader, r,
+                  blitz_reader_read_until(cx, r, r->blitz__delim, r->blitz__dst, r->blitz__max))
+BLITZ_API blitz_op blitz_op_reader_read(blitz_reader *r, void *dst, size_t len) {
+    if (r) {
+        r->blitz__dst = (unsigned char *)dst;
+        r->blitz__max = len;
+    }
+    return blitz_op_make(blitz__op_read_poll, blitz_reader_cancel, r);
+}
+BLITZ_API blitz_op blitz_op_reader_read_until(blitz_reader *r, int delim, void *dst, size_t max) {
+    if (r) {
+        r->blitz__dst = (unsigned char *)dst;
+        r->blitz__max = max;
+        r->blitz__delim = delim;
+    }
+    return blitz_op_make(blitz__op_read_until_poll, blitz_reader_cancel, r);
+}
 
 /* ---- the buffered writer ------------------------------------------------------------------ */
 
@@ -21644,6 +21725,19 @@ BLITZ_API blitz_op blitz_op_writer_write_all(blitz_writer *w, const void *src, s
 }
 BLITZ_API blitz_op blitz_op_writer_flush(blitz_writer *w) {
     return blitz_op_make(blitz__op_flush_poll, blitz_writer_cancel, w);
+}
+BLITZ__OP_ADAPTER(blitz__op_write_poll, blitz_writer, w,
+                  blitz_writer_write(cx, w, w->blitz__src, w->blitz__srclen))
+BLITZ__OP_ADAPTER(blitz__op_close_poll, blitz_writer, w, blitz_writer_close(cx, w))
+BLITZ_API blitz_op blitz_op_writer_write(blitz_writer *w, const void *src, size_t len) {
+    if (w) {
+        w->blitz__src = (const unsigned char *)src;
+        w->blitz__srclen = len;
+    }
+    return blitz_op_make(blitz__op_write_poll, blitz_writer_cancel, w);
+}
+BLITZ_API blitz_op blitz_op_writer_close(blitz_writer *w) {
+    return blitz_op_make(blitz__op_close_poll, blitz_writer_cancel, w);
 }
 
 /* ---- copy ------------------------------------------------------------------------------------ */

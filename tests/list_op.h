@@ -12,6 +12,10 @@
     X(spawn_timeout_mt2, 10000)         \
     X(spawn_timeout_mt4, 10000)         \
     X(spawn_timeout_ct, 10000)          \
+    X(op_nested_mt2, 10000)             \
+    X(op_nested_mt4, 10000)             \
+    X(op_nested_ct, 10000)              \
+    X(op_reader_writer, 10000)          \
     X(op_wait_plain_thread, 10000)      \
     X(op_wait_many_threads, 30000)      \
     X(op_combinators_mt2, 5000)         \

@@ -356,3 +356,100 @@ static int spawn_timeout(tu_flavor f) {
     return 0;
 }
 TU_FLAVOR_TESTS(spawn_timeout)
+
+/* ---- the combinators, intervals, readers and writers as ops ---------------------- */
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_chan *ch;
+    blitz_chan_op recv_op;
+    blitz_timer far;
+    blitz_interval iv;
+    blitz_op inner[2], outer[2];
+    blitz_combo inner_combo, outer_combo;
+    long value;
+    int inner_winner, outer_error;
+} nest_state;
+
+static blitz_poll nest_poll(blitz_cx *cx, void *p) {
+    nest_state *s = (nest_state *)p;
+    BLITZ_BEGIN(s);
+    CHECK_OK(blitz_interval_init(&s->iv, blitz_cx_now(cx), 10 * BLITZ_MSEC, BLITZ_MISSED_BURST));
+    s->inner[0] = blitz_op_sleep_until(&s->far, BLITZ_TIME_NEVER - 1);
+    s->inner[1] = blitz_op_chan_recv(&s->recv_op, s->ch, &s->value);
+    s->outer[0] = blitz_op_race(&s->inner_combo, s->inner, 2);
+    s->outer[1] = blitz_op_interval_tick(&s->iv);
+    BLITZ_AWAIT(s, blitz_join_all(cx, &s->outer_combo, s->outer, 2));
+    s->inner_winner = s->inner_combo.winner;
+    s->outer_error = s->outer_combo.error;
+    BLITZ_END(s);
+}
+
+/* A race nested in a join-all: the receive wins the inner race (the far
+ * timer is withdrawn), the interval ticks, the join-all finishes. */
+static int op_nested(tu_flavor f) {
+    blitz_runtime *rt = tu_rt_paused(f, 1);
+    blitz_chan *ch;
+    CHECK_OK(blitz_chan_new(&ch, sizeof(long), 2));
+    long v = 99;
+    CHECK_OK(blitz_chan_try_send(ch, &v));
+    nest_state st;
+    memset(&st, 0, sizeof st);
+    st.ch = ch;
+    blitz_task *t;
+    CHECK_OK(blitz_spawn(rt, nest_poll, &st, sizeof st, &t));
+    CHECK_EQ(blitz_join_blocking(t), BLITZ_OK);
+    nest_state *done = (nest_state *)blitz_task_state(t);
+    CHECK_EQ(done->inner_winner, 1);
+    CHECK_EQ(done->value, 99);
+    CHECK_EQ(done->outer_error, 0);
+    CHECK(!blitz_timer_armed(&done->far));
+    CHECK_OK(blitz_task_release(&t));
+    /* Too many ops: the nested op reports BLITZ_EINVAL, not a crash. */
+    blitz_combo c;
+    memset(&c, 0, sizeof c);
+    blitz_op none[1];
+    CHECK_OK(blitz_op_run_blocking(NULL, blitz_op_race(&c, none, BLITZ_COMBO_MAX + 5)));
+    CHECK_EQ(c.error, BLITZ_EINVAL);
+    CHECK_OK(blitz_chan_sender_release(ch));
+    CHECK_OK(blitz_chan_receiver_release(ch));
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+TU_FLAVOR_TESTS(op_nested)
+
+/* Reader and writer ops over a socket pair, from a plain thread. */
+BLITZ_TEST(op_reader_writer) {
+    blitz_runtime *rt = tu_rt_new(TU_MT2);
+    blitz_socket *a, *b;
+    CHECK_OK(blitz_unix_pair(rt, 1, &a, &b));
+    blitz_stream sa, sb;
+    CHECK_OK(blitz_stream_socket(&sa, a, BLITZ_STREAM_OWN));
+    CHECK_OK(blitz_stream_socket(&sb, b, BLITZ_STREAM_OWN));
+    blitz_writer w;
+    blitz_reader r;
+    CHECK_OK(blitz_writer_init(&w, &sa, NULL, 0));
+    CHECK_OK(blitz_reader_init(&r, &sb, NULL, 0));
+    const char msg[] = "alpha;beta;";
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_writer_write(&w, msg, sizeof msg - 1)));
+    CHECK_EQ(w.result, (int64_t)(sizeof msg - 1));
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_writer_close(&w)));
+    CHECK_EQ(w.result, 0);
+    char buf[32];
+    memset(buf, 0, sizeof buf);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_reader_read_until(&r, ';', buf, sizeof buf)));
+    CHECK_EQ(r.result, 6);
+    CHECK_EQ(memcmp(buf, "alpha;", 6), 0);
+    memset(buf, 0, sizeof buf);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_reader_read(&r, buf, sizeof buf)));
+    CHECK_EQ(r.result, 5);
+    CHECK_EQ(memcmp(buf, "beta;", 5), 0);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_reader_read(&r, buf, sizeof buf)));
+    CHECK_EQ(r.result, 0); /* the writer closed its side */
+    blitz_reader_deinit(&r);
+    blitz_writer_deinit(&w);
+    blitz_stream_close(&sa);
+    blitz_stream_close(&sb);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}

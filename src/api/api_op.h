@@ -34,6 +34,8 @@ BLITZ_API blitz_op blitz_op_join(blitz_task *t);
 /* Sleeps until `deadline_ns` (stored in t->deadline) / for `ns` from the
  * op's first poll (blitz_sleep_until / blitz_sleep; cancel disarms). */
 BLITZ_API blitz_op blitz_op_sleep_until(blitz_timer *t, uint64_t deadline_ns);
+/* The next tick of an interval (blitz_interval_tick; cancel disarms). */
+BLITZ_API blitz_op blitz_op_interval_tick(blitz_interval *iv);
 
 /* Runs an op to completion from a plain thread (the blocking form of every
  * awaitable). With `rt` NULL the op is polled on the calling thread, which
@@ -125,6 +127,12 @@ BLITZ_API blitz_poll blitz_race(blitz_cx *cx, blitz_combo *c, const blitz_op *op
 BLITZ_API blitz_poll blitz_select(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n);
 /* Withdraws (cancels) every op of `ops` that has not finished. */
 BLITZ_API void blitz_combo_cancel(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n);
+/* The combinators as ops themselves, to nest them (a race inside a
+ * join-all, a select under blitz_timeout); the combo and the array stay
+ * in the task's state meanwhile. Cancel: every op not finished. */
+BLITZ_API blitz_op blitz_op_join_all(blitz_combo *c, const blitz_op *ops, size_t n);
+BLITZ_API blitz_op blitz_op_race(blitz_combo *c, const blitz_op *ops, size_t n);
+BLITZ_API blitz_op blitz_op_select(blitz_combo *c, const blitz_op *ops, size_t n);
 
 /* ---------------------------------------------------------------------------
  * Task groups: spawn tasks into a group, await them in the order they

@@ -176,6 +176,7 @@ typedef struct blitz_reader {
     int64_t blitz__err;
     unsigned char *blitz__dst;
     size_t blitz__max, blitz__got;
+    int blitz__delim; /* blitz_op_reader_read_until's */
 } blitz_reader;
 
 /* buf NULL: the reader allocates cap bytes (0 = 8 KiB). BLITZ_EINVAL (NULL
@@ -210,6 +211,8 @@ BLITZ_API blitz_poll blitz_reader_read_line(blitz_cx *cx, blitz_reader *r, char 
 BLITZ_API void blitz_reader_cancel(blitz_cx *cx, void *reader);
 BLITZ_API blitz_op blitz_op_reader_read_line(blitz_reader *r, char *dst, size_t max);
 BLITZ_API blitz_op blitz_op_reader_read_exact(blitz_reader *r, void *dst, size_t len);
+BLITZ_API blitz_op blitz_op_reader_read(blitz_reader *r, void *dst, size_t len);
+BLITZ_API blitz_op blitz_op_reader_read_until(blitz_reader *r, int delim, void *dst, size_t max);
 
 /* ---- the buffered writer --------------------------------------------------
  *
@@ -244,6 +247,8 @@ BLITZ_API blitz_poll blitz_writer_close(blitz_cx *cx, blitz_writer *w);
 BLITZ_API void blitz_writer_cancel(blitz_cx *cx, void *writer);
 BLITZ_API blitz_op blitz_op_writer_write_all(blitz_writer *w, const void *src, size_t len);
 BLITZ_API blitz_op blitz_op_writer_flush(blitz_writer *w);
+BLITZ_API blitz_op blitz_op_writer_write(blitz_writer *w, const void *src, size_t len);
+BLITZ_API blitz_op blitz_op_writer_close(blitz_writer *w);
 
 /* ---- copy -----------------------------------------------------------------
  *

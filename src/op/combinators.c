@@ -6,9 +6,13 @@ BLITZ_API void blitz_combo_reset(blitz_combo *c) {
         return;
     /* The starting position survives, so a select loop that resets its
      * combo each round still rotates through its ops. */
-    uint32_t start = c->blitz__start;
+    uint32_t start = c->blitz__start, n = c->blitz__n;
+    const blitz_op *ops = c->blitz__ops;
     memset(c, 0, sizeof *c);
     c->blitz__start = start;
+    /* What blitz_op_race and the others were given. */
+    c->blitz__ops = ops;
+    c->blitz__n = n;
 }
 
 static uint64_t blitz__combo_all(size_t n) {
@@ -124,4 +128,36 @@ BLITZ_API blitz_poll blitz_select(blitz_cx *cx, blitz_combo *c, const blitz_op *
 
 BLITZ_API blitz_poll blitz_race(blitz_cx *cx, blitz_combo *c, const blitz_op *ops, size_t n) {
     return blitz__combo_first(cx, c, ops, n, 1);
+}
+
+/* ---- the combinators as ops ---- */
+
+static blitz_op blitz__combo_op(blitz_poll_fn poll, blitz_combo *c, const blitz_op *ops, size_t n) {
+    if (c) {
+        c->blitz__ops = ops;
+        /* Too many stays too many (the poll reports BLITZ_EINVAL). */
+        c->blitz__n = n > BLITZ_COMBO_MAX ? BLITZ_COMBO_MAX + 1 : (uint32_t)n;
+    }
+    return blitz_op_make(poll, blitz__combo_withdraw, c);
+}
+static blitz_poll blitz__join_all_op_poll(blitz_cx *cx, void *c) {
+    blitz_combo *combo = (blitz_combo *)c;
+    return blitz_join_all(cx, combo, combo ? combo->blitz__ops : NULL, combo ? combo->blitz__n : 0);
+}
+static blitz_poll blitz__race_op_poll(blitz_cx *cx, void *c) {
+    blitz_combo *combo = (blitz_combo *)c;
+    return blitz_race(cx, combo, combo ? combo->blitz__ops : NULL, combo ? combo->blitz__n : 0);
+}
+static blitz_poll blitz__select_op_poll(blitz_cx *cx, void *c) {
+    blitz_combo *combo = (blitz_combo *)c;
+    return blitz_select(cx, combo, combo ? combo->blitz__ops : NULL, combo ? combo->blitz__n : 0);
+}
+BLITZ_API blitz_op blitz_op_join_all(blitz_combo *c, const blitz_op *ops, size_t n) {
+    return blitz__combo_op(blitz__join_all_op_poll, c, ops, n);
+}
+BLITZ_API blitz_op blitz_op_race(blitz_combo *c, const blitz_op *ops, size_t n) {
+    return blitz__combo_op(blitz__race_op_poll, c, ops, n);
+}
+BLITZ_API blitz_op blitz_op_select(blitz_combo *c, const blitz_op *ops, size_t n) {
+    return blitz__combo_op(blitz__select_op_poll, c, ops, n);
 }

@@ -24,6 +24,15 @@ BLITZ_API blitz_op blitz_op_sleep_until(blitz_timer *t, uint64_t deadline_ns) {
     return blitz_op_make(blitz__sleep_op_poll, blitz_timer_cancel, t);
 }
 
+BLITZ__OP_ADAPTER(blitz__interval_op_poll, blitz_interval, iv, blitz_interval_tick(cx, iv))
+static void blitz__interval_op_cancel(blitz_cx *cx, void *iv) {
+    if (iv)
+        blitz_timer_cancel(cx, &((blitz_interval *)iv)->timer);
+}
+BLITZ_API blitz_op blitz_op_interval_tick(blitz_interval *iv) {
+    return blitz_op_make(blitz__interval_op_poll, blitz__interval_op_cancel, iv);
+}
+
 BLITZ__OP_ADAPTER(blitz__spawn_blocking_op_poll, blitz_blocking_spawn, sp,
                   sp ? blitz_spawn_blocking_await(cx, sp, sp->blitz__opts) : BLITZ_READY)
 BLITZ_API blitz_op blitz_op_spawn_blocking_await(blitz_blocking_spawn *op,

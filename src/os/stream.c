@@ -498,6 +498,25 @@ BLITZ_API blitz_op blitz_op_reader_read_exact(blitz_reader *r, void *dst, size_t
     }
     return blitz_op_make(blitz__op_read_exact_poll, blitz_reader_cancel, r);
 }
+BLITZ__OP_ADAPTER(blitz__op_read_poll, blitz_reader, r,
+                  blitz_reader_read(cx, r, r->blitz__dst, r->blitz__max))
+BLITZ__OP_ADAPTER(blitz__op_read_until_poll, blitz_reader, r,
+                  blitz_reader_read_until(cx, r, r->blitz__delim, r->blitz__dst, r->blitz__max))
+BLITZ_API blitz_op blitz_op_reader_read(blitz_reader *r, void *dst, size_t len) {
+    if (r) {
+        r->blitz__dst = (unsigned char *)dst;
+        r->blitz__max = len;
+    }
+    return blitz_op_make(blitz__op_read_poll, blitz_reader_cancel, r);
+}
+BLITZ_API blitz_op blitz_op_reader_read_until(blitz_reader *r, int delim, void *dst, size_t max) {
+    if (r) {
+        r->blitz__dst = (unsigned char *)dst;
+        r->blitz__max = max;
+        r->blitz__delim = delim;
+    }
+    return blitz_op_make(blitz__op_read_until_poll, blitz_reader_cancel, r);
+}
 
 /* ---- the buffered writer ------------------------------------------------------------------ */
 
@@ -698,6 +717,19 @@ BLITZ_API blitz_op blitz_op_writer_write_all(blitz_writer *w, const void *src, s
 }
 BLITZ_API blitz_op blitz_op_writer_flush(blitz_writer *w) {
     return blitz_op_make(blitz__op_flush_poll, blitz_writer_cancel, w);
+}
+BLITZ__OP_ADAPTER(blitz__op_write_poll, blitz_writer, w,
+                  blitz_writer_write(cx, w, w->blitz__src, w->blitz__srclen))
+BLITZ__OP_ADAPTER(blitz__op_close_poll, blitz_writer, w, blitz_writer_close(cx, w))
+BLITZ_API blitz_op blitz_op_writer_write(blitz_writer *w, const void *src, size_t len) {
+    if (w) {
+        w->blitz__src = (const unsigned char *)src;
+        w->blitz__srclen = len;
+    }
+    return blitz_op_make(blitz__op_write_poll, blitz_writer_cancel, w);
+}
+BLITZ_API blitz_op blitz_op_writer_close(blitz_writer *w) {
+    return blitz_op_make(blitz__op_close_poll, blitz_writer_cancel, w);
 }
 
 /* ---- copy ------------------------------------------------------------------------------------ */
