@@ -49,7 +49,7 @@ int main(void) {
     blitz_runtime *rt = NULL;
     if (blitz_runtime_new(&cfg, &rt) != BLITZ_OK)
         return 1;
-    blitz_spawn_opts opts = {parent, NULL, sizeof(counter), drop, NULL};
+    blitz_spawn_opts opts = {.poll = parent, .size = sizeof(counter), .drop = drop};
     blitz_task *h = NULL;
     int rc = blitz_spawn_ex(rt, &opts, &h);
     if (rc == BLITZ_OK)

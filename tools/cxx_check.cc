@@ -54,7 +54,10 @@ int main() {
     blitz_runtime *rt = nullptr;
     if (blitz_runtime_new(&cfg, &rt) != BLITZ_OK)
         return 1;
-    blitz_spawn_opts opts = {parent, nullptr, sizeof(counter), drop, nullptr};
+    blitz_spawn_opts opts = {};
+    opts.poll = parent;
+    opts.size = sizeof(counter);
+    opts.drop = drop;
     blitz_task *h = nullptr;
     int rc = blitz_spawn_ex(rt, &opts, &h);
     if (rc == BLITZ_OK)

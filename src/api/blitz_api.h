@@ -485,6 +485,9 @@ BLITZ_API uint32_t blitz_runtime_workers(const blitz_runtime *rt);
  * Spawning
  * ------------------------------------------------------------------------- */
 
+/* Spawn options. Fill them by name, so fields added later start zero:
+ *   blitz_spawn_opts o = {.poll = conn_poll, .state = &c, .size = sizeof c};
+ * (in C++, value-initialise with {} and assign). */
 typedef struct blitz_spawn_opts {
     blitz_poll_fn poll; /* required */
     const void *state;  /* copied into the task; NULL = zero-filled */
