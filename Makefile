@@ -178,9 +178,11 @@ test:
 run: $(BUILD)/examples/showcase
 	$(BUILD)/examples/showcase
 
+# Benchmarks measure the release build (NDEBUG: no debug handle checks or
+# assertions), as the anchors measure theirs.
 $(BUILD)/bench/%: bench/%.c bench/bench_common.c bench/bench_common.h $(wildcard bench/*.inc) blitz.h
 	@mkdir -p $(BUILD)/bench
-	$(CC) -std=c11 -Wall -Wextra -Wpedantic -Werror -O2 -g -pthread -D_GNU_SOURCE -I. \
+	$(CC) -std=c11 -Wall -Wextra -Wpedantic -Werror -O2 -g -DNDEBUG -pthread -D_GNU_SOURCE -I. \
 	  $< bench/bench_common.c -o $@ $(LDLIBS)
 
 # The tcp group's own load client: plain POSIX, no blitz, so it loads only
