@@ -10,6 +10,11 @@
 #define _GNU_SOURCE
 #endif
 #define BLITZ_IMPLEMENTATION
+/* Allocation failures the tests inject at the library's BLITZ__FAULT
+ * sites (tests/test_io_nomem.c). */
+enum { TEST_FAULT_queue_grow, TEST_FAULT_sock_alloc, TEST_FAULT_SITES };
+static int test_fault(int site);
+#define BLITZ__FAULT(site) test_fault(TEST_FAULT_##site)
 #ifdef BLITZ_TEST_HEADER
 #include BLITZ_TEST_HEADER
 #else
@@ -45,6 +50,7 @@
 #include "tests/test_io_misuse.c"
 #include "tests/test_io_edges.c"
 #include "tests/test_io_release.c"
+#include "tests/test_io_nomem.c"
 #include "tests/test_pool.c"
 #include "tests/test_connect_host.c"
 #include "tests/test_stream.c"

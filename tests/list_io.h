@@ -63,4 +63,7 @@
     BLITZ_IO_TEST3(X, io_unix_listen_live, 10000)      \
     BLITZ_IO_TEST3(X, io_foreign_unstarted, 20000)     \
     BLITZ_IO_TEST3(X, io_dgram_empty_cancel, 20000)    \
-    BLITZ_IO_TEST3(X, io_recvv_zero, 10000)
+    BLITZ_IO_TEST3(X, io_recvv_zero, 10000)            \
+    BLITZ_IO_TEST3(X, io_accept_nomem, 20000)          \
+    BLITZ_IO_TEST3(X, io_recv_nomem, 20000)            \
+    X(io_uring_accept_queue_nomem, 20000)

@@ -161,7 +161,8 @@ BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int ba
                                unsigned flags, blitz_socket **out);
 /* Await a connection: op->socket is the new socket (result 0), or result
  * < 0 (BLITZ_EMFILE when out of descriptors: the listener stays usable;
- * sleep a little and accept again). On io_uring the listener's multishot
+ * sleep a little and accept again; BLITZ_ENOMEM: a connection arrived but
+ * could not be kept, and its client sees it closed). On io_uring the listener's multishot
  * accept counts against the descriptor limit that held when it was armed
  * (the first accept): lower RLIMIT_NOFILE before listening. */
 BLITZ_API blitz_poll blitz_sock_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener);
@@ -189,6 +190,8 @@ BLITZ_API blitz_op blitz_op_tcp_connect_timeout(blitz_io *io, const blitz_addr *
  * datagram). recv: result 0 at end of stream (a stream receive of len 0
  * is READY at once with 0); on a datagram socket it takes one datagram,
  * truncated to len without notice, and 0 may be an empty datagram.
+ * BLITZ_ENOMEM from a stream receive: received data could not be kept
+ * (io_uring), and every later receive fails so; close the connection.
  * send: may be partial.
  * send_all: READY when all `len` bytes went out, or with the error (the
  * bytes sent so far are lost to the caller; result is the error). */

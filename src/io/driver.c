@@ -61,7 +61,7 @@ BLITZ_PRIVATE void blitz__io_wake(blitz__io *io, blitz_waker w) {
 BLITZ_PRIVATE int blitz__fifo_grow(void **buf, uint32_t *head, uint32_t count, uint32_t *cap,
                                    size_t elem, uint32_t first) {
     uint32_t ncap = *cap ? *cap * 2 : first;
-    char *q = (char *)blitz__calloc(elem * ncap);
+    char *q = BLITZ__FAULT(queue_grow) ? NULL : (char *)blitz__calloc(elem * ncap);
     if (!q)
         return 0;
     for (uint32_t i = 0; i < count; i++)

@@ -113,6 +113,8 @@ struct blitz_socket {
     uint32_t ms_ring; /* index of the ring the multishot accept is armed in */
     int *ms_fds;
     uint32_t ms_head, ms_count, ms_cap;
+    int ms_spare;      /* a connection the queue had no memory for, -1 for none */
+    uint32_t ms_nomem; /* connections closed for want of memory, not yet reported */
     /* Multishot receive (completion backend; stream sockets; under lock): armed in
      * the kernel (in ring rms_ring), a cancel of it is due, how the last
      * one ended, and the data received and not yet read, in order. */
@@ -127,6 +129,7 @@ struct blitz_socket {
     int rms_off;    /* the kernel refused it (EINVAL): single-shot receives only */
     int rms_eof;
     int32_t rms_err;
+    int rms_lost; /* data was dropped for want of memory: every receive fails */
     blitz__rbuf *rq;
     uint32_t rq_head, rq_count, rq_cap;
     /* Data of receives cancelled after the kernel had filled them

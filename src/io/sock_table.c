@@ -33,6 +33,8 @@ BLITZ_PRIVATE void blitz__op_unlink(blitz_socket *s, blitz_io *op) {
 BLITZ_PRIVATE void blitz__sock_free_mem(blitz_socket *s) {
     for (uint32_t i = 0; i < s->ms_count; i++)
         close(s->ms_fds[(s->ms_head + i) % s->ms_cap]);
+    if (s->ms_spare >= 0)
+        close(s->ms_spare);
     blitz__free(s->ms_fds);
     blitz__recv_ms_release(s);
     blitz__salvage_release(s);
@@ -159,7 +161,7 @@ BLITZ_PRIVATE int blitz__sock_wrap_keep(blitz__io *io, int fd, int family, int t
     *out = NULL;
     if (!io)
         return BLITZ_ENOSYS;
-    blitz_socket *s = (blitz_socket *)blitz__calloc(sizeof *s);
+    blitz_socket *s = BLITZ__FAULT(sock_alloc) ? NULL : (blitz_socket *)blitz__calloc(sizeof *s);
     if (!s)
         return BLITZ_ENOMEM;
     s->fd = fd;
@@ -167,6 +169,7 @@ BLITZ_PRIVATE int blitz__sock_wrap_keep(blitz__io *io, int fd, int family, int t
     s->type = type;
     s->io = io;
     s->poll_slot = -1;
+    s->ms_spare = -1;
     blitz__mutex_init(&s->lock);
     blitz__u64_store(&s->refs, BLITZ__SOCK_FD_REF, BLITZ__RELAXED);
     BLITZ__MAGIC_SET(s, BLITZ__MAGIC_SOCKET);

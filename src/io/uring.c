@@ -1186,6 +1186,12 @@ static blitz_poll blitz__uring_accept_ms(blitz_cx *cx, blitz_io *op) {
         r = s->ms_fds[s->ms_head];
         s->ms_head = (s->ms_head + 1) % s->ms_cap;
         s->ms_count--;
+    } else if (s->ms_spare >= 0) {
+        r = s->ms_spare;
+        s->ms_spare = -1;
+    } else if (s->ms_nomem) {
+        r = BLITZ_ENOMEM;
+        s->ms_nomem--;
     } else if (s->ms_err) {
         r = s->ms_err;
         s->ms_err = 0;
@@ -1255,21 +1261,40 @@ BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_sock
         } else {
             void *fds = s->ms_fds;
             if (s->ms_count == s->ms_cap)
-                blitz__fifo_grow(&fds, &s->ms_head, s->ms_count, &s->ms_cap, sizeof(int), 16);
+                (void)blitz__fifo_grow(&fds, &s->ms_head, s->ms_count, &s->ms_cap, sizeof(int), 16);
             s->ms_fds = (int *)fds;
+            int kept = 1;
             if (s->ms_count < s->ms_cap) {
                 s->ms_fds[(s->ms_head + s->ms_count) % s->ms_cap] = res;
                 s->ms_count++;
-                if (waiter) {
-                    blitz__op_unlink(s, waiter);
-                    w = waiter->blitz__waker;
-                    waiter->blitz__waker = blitz_waker_noop();
-                    blitz__op_set_state(waiter, BLITZ__IO_RETRY);
-                }
+            } else if (s->ms_spare < 0) {
+                /* No memory to queue it: the connection is not lost but
+                 * waits in the spare slot, and the multishot accept stops
+                 * (below) so that later ones wait in the kernel's backlog
+                 * until an accept asks again. */
+                s->ms_spare = res;
             } else {
+                /* Accepted in the same batch as the spare's: it cannot be
+                 * kept, and an accept reports it, as the readiness
+                 * backends do when they cannot make it a socket. */
                 close(res);
+                kept = 0;
             }
-            if (s->ms_count >= BLITZ__ACCEPT_QUEUE_MAX && !ended && !s->ms_cancelling) {
+            if (waiter) {
+                blitz__op_unlink(s, waiter);
+                w = waiter->blitz__waker;
+                waiter->blitz__waker = blitz_waker_noop();
+                if (kept) {
+                    blitz__op_set_state(waiter, BLITZ__IO_RETRY);
+                } else {
+                    waiter->blitz__res = BLITZ_ENOMEM;
+                    blitz__op_set_state(waiter, BLITZ__IO_DONE);
+                }
+            } else if (!kept) {
+                s->ms_nomem++;
+            }
+            if ((s->ms_count >= BLITZ__ACCEPT_QUEUE_MAX || s->ms_spare >= 0) && !ended &&
+                !s->ms_cancelling) {
                 s->ms_cancelling = 1;
                 blitz__uring_cancel_ud(io, r, (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
             }

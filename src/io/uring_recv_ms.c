@@ -56,7 +56,7 @@ BLITZ_PRIVATE int blitz__recv_ms_direct(blitz_socket *s) {
     blitz__mutex_lock(&s->lock);
     s->rms_off = 1;
     blitz__recv_ms_cancel(s);
-    int safe = !s->rms_armed && !s->rq_count;
+    int safe = !s->rms_armed && !s->rq_count && !s->rms_lost;
     blitz__mutex_unlock(&s->lock);
     return safe;
 }
@@ -139,7 +139,7 @@ BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *s
         r = BLITZ_ECLOSED;
     } else if (op->blitz__kind == BLITZ__OP_FD_POLL) {
         /* Readable: queued data, the end of the stream, or an error. */
-        if (s->rq_count || s->rms_eof || s->rms_err)
+        if (s->rq_count || s->rms_eof || s->rms_err || s->rms_lost)
             r = POLLIN;
         else
             done = 0;
@@ -150,6 +150,8 @@ BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *s
          * has ended. */
         if (r >= BLITZ_URING_RECV_BUF_SIZE)
             blitz__recv_ms_cancel(s);
+    } else if (s->rms_lost) {
+        r = BLITZ_ENOMEM; /* for good: what came after the gap is no longer this stream */
     } else if (s->rms_err) {
         r = s->rms_err;
         s->rms_err = 0;
@@ -200,13 +202,16 @@ BLITZ_PRIVATE void blitz__io_recv_ms(blitz__io *io, blitz__ring *r, blitz_socket
     blitz__mutex_lock(&s->lock);
     if (flags & IORING_CQE_F_BUFFER) {
         uint32_t bid = flags >> IORING_CQE_BUFFER_SHIFT;
-        if (res <= 0 || s->closed) {
+        if (res <= 0 || s->closed || s->rms_lost) {
             blitz__uring_pbuf_put(r, bid);
         } else if (!blitz__rq_push(s, r->index, bid, (uint32_t)res)) {
-            /* Out of memory for the queue: the stream lost this data, and
-             * its reader learns it. */
+            /* Out of memory for the queue: the stream lost this data. Its
+             * reader gets what came before, then BLITZ_ENOMEM from every
+             * receive: handing out later data (queued once memory is back,
+             * or read by a single-shot receive) would join the two sides
+             * of the gap without a word. */
             blitz__uring_pbuf_put(r, bid);
-            s->rms_err = BLITZ_ENOMEM;
+            s->rms_lost = 1;
             blitz__recv_ms_cancel(s);
         }
     }

@@ -47,6 +47,12 @@
 #define BLITZ__DEFAULT_ALLOCATOR 1
 #endif
 
+/* Where a test makes an allocation fail: the test program defines it (to
+ * nonzero for a failure at `site`) before including blitz. */
+#ifndef BLITZ__FAULT
+#define BLITZ__FAULT(site) 0
+#endif
+
 #ifndef BLITZ_LOCAL_QUEUE_CAPACITY
 #define BLITZ_LOCAL_QUEUE_CAPACITY 256
 #endif
