@@ -821,6 +821,12 @@ blitz_runtime_backend tells which one runs.
             wait in the listen backlog until the program accepts again, so
             a program that stops accepting does not hold descriptors for
             them. Closing the listener closes the connections it held.
+            Out of memory for that queue, a connection waits in a spare
+            slot (the multishot accept stops meanwhile); one accepted in
+            the same batch is closed and an accept gets BLITZ_ENOMEM for
+            it, as on the other backends. Out of memory for a multishot
+            receive's queue, the data is dropped: the reader gets what
+            came before, then BLITZ_ENOMEM from every receive.
   epoll     edge-triggered, every socket registered once; the task does the
             system call and waits for the next edge of its direction. A
             TCP receive after a short one waits for the next edge without
@@ -3006,7 +3012,8 @@ BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int ba
                                unsigned flags, blitz_socket **out);
 /* Await a connection: op->socket is the new socket (result 0), or result
  * < 0 (BLITZ_EMFILE when out of descriptors: the listener stays usable;
- * sleep a little and accept again). On io_uring the listener's multishot
+ * sleep a little and accept again; BLITZ_ENOMEM: a connection arrived but
+ * could not be kept, and its client sees it closed). On io_uring the listener's multishot
  * accept counts against the descriptor limit that held when it was armed
  * (the first accept): lower RLIMIT_NOFILE before listening. */
 BLITZ_API blitz_poll blitz_sock_accept(blitz_cx *cx, blitz_io *op, blitz_socket *listener);
@@ -3034,6 +3041,8 @@ BLITZ_API blitz_op blitz_op_tcp_connect_timeout(blitz_io *io, const blitz_addr *
  * datagram). recv: result 0 at end of stream (a stream receive of len 0
  * is READY at once with 0); on a datagram socket it takes one datagram,
  * truncated to len without notice, and 0 may be an empty datagram.
+ * BLITZ_ENOMEM from a stream receive: received data could not be kept
+ * (io_uring), and every later receive fails so; close the connection.
  * send: may be partial.
  * send_all: READY when all `len` bytes went out, or with the error (the
  * bytes sent so far are lost to the caller; result is the error). */
@@ -4407,6 +4416,12 @@ static inline void blitz__cpu_relax(void) {
 #define BLITZ_MALLOC(size)       malloc(size)
 #define BLITZ_FREE(ptr)          free(ptr)
 #define BLITZ__DEFAULT_ALLOCATOR 1
+#endif
+
+/* Where a test makes an allocation fail: the test program defines it (to
+ * nonzero for a failure at `site`) before including blitz. */
+#ifndef BLITZ__FAULT
+#define BLITZ__FAULT(site) 0
 #endif
 
 #ifndef BLITZ_LOCAL_QUEUE_CAPACITY
@@ -7829,6 +7844,8 @@ struct blitz_socket {
     uint32_t ms_ring; /* index of the ring the multishot accept is armed in */
     int *ms_fds;
     uint32_t ms_head, ms_count, ms_cap;
+    int ms_spare;      /* a connection the queue had no memory for, -1 for none */
+    uint32_t ms_nomem; /* connections closed for want of memory, not yet reported */
     /* Multishot receive (completion backend; stream sockets; under lock): armed in
      * the kernel (in ring rms_ring), a cancel of it is due, how the last
      * one ended, and the data received and not yet read, in order. */
@@ -7843,6 +7860,7 @@ struct blitz_socket {
     int rms_off;    /* the kernel refused it (EINVAL): single-shot receives only */
     int rms_eof;
     int32_t rms_err;
+    int rms_lost; /* data was dropped for want of memory: every receive fails */
     blitz__rbuf *rq;
     uint32_t rq_head, rq_count, rq_cap;
     /* Data of receives cancelled after the kernel had filled them
@@ -8243,6 +8261,8 @@ BLITZ_PRIVATE void blitz__op_unlink(blitz_socket *s, blitz_io *op) {
 BLITZ_PRIVATE void blitz__sock_free_mem(blitz_socket *s) {
     for (uint32_t i = 0; i < s->ms_count; i++)
         close(s->ms_fds[(s->ms_head + i) % s->ms_cap]);
+    if (s->ms_spare >= 0)
+        close(s->ms_spare);
     blitz__free(s->ms_fds);
     blitz__recv_ms_release(s);
     blitz__salvage_release(s);
@@ -8369,7 +8389,7 @@ BLITZ_PRIVATE int blitz__sock_wrap_keep(blitz__io *io, int fd, int family, int t
     *out = NULL;
     if (!io)
         return BLITZ_ENOSYS;
-    blitz_socket *s = (blitz_socket *)blitz__calloc(sizeof *s);
+    blitz_socket *s = BLITZ__FAULT(sock_alloc) ? NULL : (blitz_socket *)blitz__calloc(sizeof *s);
     if (!s)
         return BLITZ_ENOMEM;
     s->fd = fd;
@@ -8377,6 +8397,7 @@ BLITZ_PRIVATE int blitz__sock_wrap_keep(blitz__io *io, int fd, int family, int t
     s->type = type;
     s->io = io;
     s->poll_slot = -1;
+    s->ms_spare = -1;
     blitz__mutex_init(&s->lock);
     blitz__u64_store(&s->refs, BLITZ__SOCK_FD_REF, BLITZ__RELAXED);
     BLITZ__MAGIC_SET(s, BLITZ__MAGIC_SOCKET);
@@ -8478,7 +8499,7 @@ BLITZ_PRIVATE void blitz__io_wake(blitz__io *io, blitz_waker w) {
 BLITZ_PRIVATE int blitz__fifo_grow(void **buf, uint32_t *head, uint32_t count, uint32_t *cap,
                                    size_t elem, uint32_t first) {
     uint32_t ncap = *cap ? *cap * 2 : first;
-    char *q = (char *)blitz__calloc(elem * ncap);
+    char *q = BLITZ__FAULT(queue_grow) ? NULL : (char *)blitz__calloc(elem * ncap);
     if (!q)
         return 0;
     for (uint32_t i = 0; i < count; i++)
@@ -11491,6 +11512,12 @@ static blitz_poll blitz__uring_accept_ms(blitz_cx *cx, blitz_io *op) {
         r = s->ms_fds[s->ms_head];
         s->ms_head = (s->ms_head + 1) % s->ms_cap;
         s->ms_count--;
+    } else if (s->ms_spare >= 0) {
+        r = s->ms_spare;
+        s->ms_spare = -1;
+    } else if (s->ms_nomem) {
+        r = BLITZ_ENOMEM;
+        s->ms_nomem--;
     } else if (s->ms_err) {
         r = s->ms_err;
         s->ms_err = 0;
@@ -11560,21 +11587,40 @@ BLITZ_PRIVATE void blitz__io_accept_ms(blitz__io *io, blitz__ring *r, blitz_sock
         } else {
             void *fds = s->ms_fds;
             if (s->ms_count == s->ms_cap)
-                blitz__fifo_grow(&fds, &s->ms_head, s->ms_count, &s->ms_cap, sizeof(int), 16);
+                (void)blitz__fifo_grow(&fds, &s->ms_head, s->ms_count, &s->ms_cap, sizeof(int), 16);
             s->ms_fds = (int *)fds;
+            int kept = 1;
             if (s->ms_count < s->ms_cap) {
                 s->ms_fds[(s->ms_head + s->ms_count) % s->ms_cap] = res;
                 s->ms_count++;
-                if (waiter) {
-                    blitz__op_unlink(s, waiter);
-                    w = waiter->blitz__waker;
-                    waiter->blitz__waker = blitz_waker_noop();
-                    blitz__op_set_state(waiter, BLITZ__IO_RETRY);
-                }
+            } else if (s->ms_spare < 0) {
+                /* No memory to queue it: the connection is not lost but
+                 * waits in the spare slot, and the multishot accept stops
+                 * (below) so that later ones wait in the kernel's backlog
+                 * until an accept asks again. */
+                s->ms_spare = res;
             } else {
+                /* Accepted in the same batch as the spare's: it cannot be
+                 * kept, and an accept reports it, as the readiness
+                 * backends do when they cannot make it a socket. */
                 close(res);
+                kept = 0;
             }
-            if (s->ms_count >= BLITZ__ACCEPT_QUEUE_MAX && !ended && !s->ms_cancelling) {
+            if (waiter) {
+                blitz__op_unlink(s, waiter);
+                w = waiter->blitz__waker;
+                waiter->blitz__waker = blitz_waker_noop();
+                if (kept) {
+                    blitz__op_set_state(waiter, BLITZ__IO_RETRY);
+                } else {
+                    waiter->blitz__res = BLITZ_ENOMEM;
+                    blitz__op_set_state(waiter, BLITZ__IO_DONE);
+                }
+            } else if (!kept) {
+                s->ms_nomem++;
+            }
+            if ((s->ms_count >= BLITZ__ACCEPT_QUEUE_MAX || s->ms_spare >= 0) && !ended &&
+                !s->ms_cancelling) {
                 s->ms_cancelling = 1;
                 blitz__uring_cancel_ud(io, r, (uint64_t)(uintptr_t)s | BLITZ__UD_ACCEPT_MS);
             }
@@ -11876,7 +11922,7 @@ BLITZ_PRIVATE int blitz__recv_ms_direct(blitz_socket *s) {
     blitz__mutex_lock(&s->lock);
     s->rms_off = 1;
     blitz__recv_ms_cancel(s);
-    int safe = !s->rms_armed && !s->rq_count;
+    int safe = !s->rms_armed && !s->rq_count && !s->rms_lost;
     blitz__mutex_unlock(&s->lock);
     return safe;
 }
@@ -11959,7 +12005,7 @@ BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *s
         r = BLITZ_ECLOSED;
     } else if (op->blitz__kind == BLITZ__OP_FD_POLL) {
         /* Readable: queued data, the end of the stream, or an error. */
-        if (s->rq_count || s->rms_eof || s->rms_err)
+        if (s->rq_count || s->rms_eof || s->rms_err || s->rms_lost)
             r = POLLIN;
         else
             done = 0;
@@ -11970,6 +12016,8 @@ BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *s
          * has ended. */
         if (r >= BLITZ_URING_RECV_BUF_SIZE)
             blitz__recv_ms_cancel(s);
+    } else if (s->rms_lost) {
+        r = BLITZ_ENOMEM; /* for good: what came after the gap is no longer this stream */
     } else if (s->rms_err) {
         r = s->rms_err;
         s->rms_err = 0;
@@ -12020,13 +12068,16 @@ BLITZ_PRIVATE void blitz__io_recv_ms(blitz__io *io, blitz__ring *r, blitz_socket
     blitz__mutex_lock(&s->lock);
     if (flags & IORING_CQE_F_BUFFER) {
         uint32_t bid = flags >> IORING_CQE_BUFFER_SHIFT;
-        if (res <= 0 || s->closed) {
+        if (res <= 0 || s->closed || s->rms_lost) {
             blitz__uring_pbuf_put(r, bid);
         } else if (!blitz__rq_push(s, r->index, bid, (uint32_t)res)) {
-            /* Out of memory for the queue: the stream lost this data, and
-             * its reader learns it. */
+            /* Out of memory for the queue: the stream lost this data. Its
+             * reader gets what came before, then BLITZ_ENOMEM from every
+             * receive: handing out later data (queued once memory is back,
+             * or read by a single-shot receive) would join the two sides
+             * of the gap without a word. */
             blitz__uring_pbuf_put(r, bid);
-            s->rms_err = BLITZ_ENOMEM;
+            s->rms_lost = 1;
             blitz__recv_ms_cancel(s);
         }
     }
