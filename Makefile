@@ -1,5 +1,6 @@
 # blitz: make (tests + examples), make test, make run, make bench,
-# make bench-compare, make bench-peers, make bench-ceiling, make amalgamate, make check-amalgamation.
+# make bench-compare, make bench-peers, make bench-ceiling, make amalgamate, make check-amalgamation,
+# make api-programs.
 
 CC      ?= cc
 PYTHON  ?= python3
@@ -29,7 +30,7 @@ DEV_HEADER := $(BUILD)/blitz_dev.h
 TEST_DEFS  := -DBLITZ_TEST_HEADER='"$(DEV_HEADER)"'
 
 .PHONY: all amalgamate check-amalgamation check-layout test test-quick test-gcc test-clang test-tsan \
-        test-asan test-small-queue test-cxx test-misuse test-stress examples run bench bench-compare bench-peers bench-ceiling \
+        test-asan test-small-queue test-cxx test-misuse test-stress examples api-programs run bench bench-compare bench-peers bench-ceiling \
         format clean
 
 all: $(BUILD)/blitz_tests $(addprefix $(BUILD)/examples/,$(EXAMPLES))
@@ -94,6 +95,16 @@ $(BUILD)/examples/%: examples/%.c blitz.h
 	$(CC) $(CC_WARN) -O2 -pthread -I. $< -o $@ $(LDLIBS)
 
 examples: $(addprefix $(BUILD)/examples/,$(EXAMPLES))
+
+# The current-API halves of tools/api_programs (the old halves need the
+# header of commit 9529cb2; see tools/api_programs/README.md).
+API_PROGRAMS := echo_server conn_client pipeline
+
+$(BUILD)/api_programs/new_%: tools/api_programs/new_%.c blitz.h
+	@mkdir -p $(BUILD)/api_programs
+	$(CC) $(CC_WARN) -O2 -pthread -I. $< -o $@ $(LDLIBS)
+
+api-programs: $(addprefix $(BUILD)/api_programs/new_,$(API_PROGRAMS))
 
 # --- the suite ---------------------------------------------------------------
 

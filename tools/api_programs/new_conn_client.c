@@ -1,0 +1,123 @@
+/* Opens 100 connections to an echo server, written against the current
+ * API. Each sends a line and reads its echo within 5 s; a connection that
+ * takes longer is cancelled and counted as timed out.
+ *
+ *   new_conn_client HOST:PORT   (HOST a name or an address; prints the counts)
+ *
+ * Exits 0 when every connection got its echo. */
+#define BLITZ_IMPLEMENTATION
+#include "blitz.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NCONN    100
+#define LIMIT_NS (5 * BLITZ_SEC)
+
+static const char msg[] = "hello, echo server\n";
+#define MSG_LEN (sizeof msg - 1)
+
+typedef struct {
+    BLITZ_CORO;
+    const char *host;
+    uint16_t port;
+    blitz_connect_op connect;
+    blitz_socket *sock;
+    blitz_io io;
+    size_t got;
+    char echo[MSG_LEN];
+    int ok;
+} conn;
+
+static blitz_poll conn_poll(blitz_cx *cx, void *p) {
+    conn *c = p;
+    BLITZ_BEGIN(c);
+    BLITZ_AWAIT(c, blitz_tcp_connect_host(cx, &c->connect, c->host, c->port));
+    if (c->connect.result < 0)
+        BLITZ_RETURN(c);
+    c->sock = c->connect.socket;
+    BLITZ_AWAIT(c, blitz_sock_send_all(cx, &c->io, c->sock, msg, MSG_LEN));
+    while (c->io.result >= 0 && c->got < MSG_LEN) {
+        BLITZ_AWAIT(c, blitz_sock_recv(cx, &c->io, c->sock, c->echo + c->got, MSG_LEN - c->got));
+        if (c->io.result == 0)
+            break; /* the server hung up early */
+        if (c->io.result > 0)
+            c->got += (size_t)c->io.result;
+    }
+    c->ok = c->got == MSG_LEN && memcmp(c->echo, msg, MSG_LEN) == 0;
+    blitz_sock_close(c->sock);
+    BLITZ_END(c);
+}
+
+/* Cancelled at its deadline: the op it waited in was withdrawn with the
+ * task; a connected socket is left to close. */
+static void conn_cancel(void *p) {
+    conn *c = p;
+    if (c->sock)
+        blitz_sock_close(c->sock);
+}
+
+typedef struct {
+    BLITZ_CORO;
+    const char *host;
+    uint16_t port;
+    blitz_group *group;
+    blitz_task *done;
+    int i, ok, timed_out, failed;
+} client;
+
+static blitz_poll client_poll(blitz_cx *cx, void *p) {
+    client *m = p;
+    BLITZ_BEGIN(m);
+    if (blitz_group_new(blitz_cx_runtime(cx), &m->group) != BLITZ_OK) {
+        m->failed = NCONN;
+        BLITZ_RETURN(m);
+    }
+    for (m->i = 0; m->i < NCONN; m->i++) {
+        conn c = {0};
+        c.host = m->host;
+        c.port = m->port;
+        blitz_spawn_opts o = {
+            .poll = conn_poll, .state = &c, .size = sizeof c, .cancel = conn_cancel};
+        o.timeout_ns = LIMIT_NS; /* past it the task is cancelled: BLITZ_ETIMEDOUT */
+        if (blitz_group_spawn_ex(m->group, &o) != BLITZ_OK)
+            m->failed++;
+    }
+    for (;;) {
+        BLITZ_AWAIT(m, blitz_group_next(cx, m->group, &m->done));
+        if (!m->done)
+            break; /* every connection is accounted for */
+        int status = blitz_task_status(m->done);
+        if (status == BLITZ_ETIMEDOUT)
+            m->timed_out++;
+        else if (status == BLITZ_OK && ((conn *)blitz_task_state(m->done))->ok)
+            m->ok++;
+        else
+            m->failed++;
+        blitz_task_release(&m->done);
+    }
+    blitz_group_free(m->group);
+    BLITZ_END(m);
+}
+
+int main(int argc, char **argv) {
+    char *colon = argc == 2 ? strrchr(argv[1], ':') : NULL;
+    char *end = NULL;
+    long port = colon ? strtol(colon + 1, &end, 10) : -1;
+    if (!end || *end || port <= 0 || port > 65535 || colon == argv[1]) {
+        fprintf(stderr, "usage: %s HOST:PORT\n", argv[0]);
+        return 2;
+    }
+    *colon = '\0';
+    client m = {0};
+    m.host = argv[1];
+    m.port = (uint16_t)port;
+    int rc = blitz_run(client_poll, &m, sizeof m);
+    if (rc != BLITZ_OK) {
+        fprintf(stderr, "conn_client: %s\n", blitz_strerror(rc));
+        return 1;
+    }
+    printf("ok %d, timed out %d, failed %d\n", m.ok, m.timed_out, m.failed);
+    return m.ok == NCONN ? 0 : 1;
+}
