@@ -664,9 +664,8 @@ safety, per operation:
                   cell (blitz_oneshot_try_recv takes it).
   broadcast recv  nothing is consumed (each receiver has its position).
   watch changed   nothing is consumed (a newer version stays newer).
-A task that may be cancelled while it waits on a channel op must withdraw
-the op in its spawn `cancel` hook (blitz_chan_cancel(NULL, &s->op), ...),
-because its state is freed right after.
+A task cancelled while it waits on a channel op has the op withdrawn the
+same way before its state is freed.
 
 The oneshot cell is shared memory: keep it valid until both sides are done
 (blitz_oneshot_done). A receiver that got its value or BLITZ_ECLOSED knows
@@ -2238,19 +2237,15 @@ BLITZ_API int blitz_group_free(blitz_group *g);
  * lost. An op whose poll already returned BLITZ_READY is not affected: what
  * it acquired stays acquired (unlock / release it as usual).
  *
- * A task that is cancelled (blitz_task_cancel, shutdown) while one of its
- * ops waits must withdraw the op before its state goes away: give the task
- * a cancel hook (blitz_spawn_opts.cancel) that calls the op's cancel
- * function with cx NULL (and releases what the task holds):
+ * A task that is cancelled (blitz_task_cancel, a timeout, shutdown) while
+ * one of its ops waits has the op withdrawn for it (blitz_cx_pending):
+ * nothing stays queued. What the task already holds it releases in a
+ * cancel hook (blitz_spawn_opts.cancel):
  *
  *   static void my_cancel(void *p) {
  *       my_state *s = p;
- *       blitz_mutex_lock_cancel(NULL, &s->lock_op);
  *       if (s->holds_lock) blitz_mutex_unlock(&s->sh->mutex);
  *   }
- *
- * Without it the op stays queued: it keeps the task's memory alive, and the
- * permit it is eventually handed is never given back.
  *
  * Errors: BLITZ_EINVAL for NULL, zero or out-of-range arguments;
  * BLITZ_EAGAIN from a try_ form that would have to wait; BLITZ_ECLOSED once
@@ -2572,8 +2567,8 @@ BLITZ_API int blitz_cancel_token_wait_blocking(blitz_cancel_token *t);
  *   BLITZ_EDEADLK inside a task).
  *
  * Cancel safety. An async op is withdrawn with its cancel function (the
- * combinators call it; a task that can be cancelled while it waits calls it
- * from its spawn `cancel` hook, because its state is freed right after).
+ * combinators and blitz_timeout call it, and so does the runtime for the
+ * op a cancelled task waits in).
  * A pending op has done nothing yet: a waiting op is only woken when a
  * value or a slot turns up, and does its receive or send itself on its
  * next poll. So cancelling a pending op always leaves it BLITZ_ECANCELED:
@@ -3079,8 +3074,8 @@ BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
  * handle may be freed by the call: using it after (a new op, a second
  * close) is a use after free, as with free(3). So a connection whose task
  * loops over ops is closed by that task. To end it from elsewhere, cancel
- * the task (its cancel hook cancels the op; close the socket when the
- * task ends, e.g. in its drop function), race its ops against a
+ * the task (its pending op is withdrawn; close the socket when the task
+ * ends, e.g. in its drop function), race its ops against a
  * cancellation token, or call blitz_sock_shutdown(s, 2) while the handle
  * is known to be open (e.g. under the lock of a table the task leaves
  * before it closes): the task's receive sees end of stream, its sends
@@ -3290,9 +3285,9 @@ BLITZ_API void blitz_free(void *p);
  * blitz_timeout_op calls) returns at once and leaves the op ready for the
  * next operation: one that has not started is dropped; one that is
  * running cannot be stopped, so its thread finishes it and then releases
- * what the result holds (closes a file it opened, frees data). A task that
- * can be cancelled while an op is pending calls blitz_fs_cancel from its
- * cancel hook (blitz_spawn_opts.cancel), so nothing is leaked.
+ * what the result holds (closes a file it opened, frees data). A task
+ * cancelled while an op is pending has it withdrawn the same way, so
+ * nothing is leaked.
  * ------------------------------------------------------------------------- */
 
 /* Open flags (at least one of READ and WRITE). */
@@ -4025,7 +4020,7 @@ BLITZ_API blitz_op blitz_op_copy(blitz_copy *c);
  *   ... connections: blitz_shutdown_spawn(sd, conn_poll, &c, sizeof c);
  *   (a connection cancelled after the grace period closes its socket in
  *   its drop function: blitz_shutdown_spawn_ex with a drop that calls
- *   blitz_sock_close and a cancel hook that calls blitz_io_cancel)
+ *   blitz_sock_close; its pending op is withdrawn for it)
  *   ... a supervising task:
  *   BLITZ_AWAIT(s, blitz_shutdown_run(cx, &s->run, sd, 5 * BLITZ_SEC));
  *   s->run.finished, s->run.cancelled

@@ -17,8 +17,8 @@
  *   BLITZ_EDEADLK inside a task).
  *
  * Cancel safety. An async op is withdrawn with its cancel function (the
- * combinators call it; a task that can be cancelled while it waits calls it
- * from its spawn `cancel` hook, because its state is freed right after).
+ * combinators and blitz_timeout call it, and so does the runtime for the
+ * op a cancelled task waits in).
  * A pending op has done nothing yet: a waiting op is only woken when a
  * value or a slot turns up, and does its receive or send itself on its
  * next poll. So cancelling a pending op always leaves it BLITZ_ECANCELED:

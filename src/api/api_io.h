@@ -228,8 +228,8 @@ BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
  * handle may be freed by the call: using it after (a new op, a second
  * close) is a use after free, as with free(3). So a connection whose task
  * loops over ops is closed by that task. To end it from elsewhere, cancel
- * the task (its cancel hook cancels the op; close the socket when the
- * task ends, e.g. in its drop function), race its ops against a
+ * the task (its pending op is withdrawn; close the socket when the task
+ * ends, e.g. in its drop function), race its ops against a
  * cancellation token, or call blitz_sock_shutdown(s, 2) while the handle
  * is known to be open (e.g. under the lock of a table the task leaves
  * before it closes): the task's receive sees end of stream, its sends

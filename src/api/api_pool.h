@@ -124,9 +124,9 @@ BLITZ_API void blitz_free(void *p);
  * blitz_timeout_op calls) returns at once and leaves the op ready for the
  * next operation: one that has not started is dropped; one that is
  * running cannot be stopped, so its thread finishes it and then releases
- * what the result holds (closes a file it opened, frees data). A task that
- * can be cancelled while an op is pending calls blitz_fs_cancel from its
- * cancel hook (blitz_spawn_opts.cancel), so nothing is leaked.
+ * what the result holds (closes a file it opened, frees data). A task
+ * cancelled while an op is pending has it withdrawn the same way, so
+ * nothing is leaked.
  * ------------------------------------------------------------------------- */
 
 /* Open flags (at least one of READ and WRITE). */

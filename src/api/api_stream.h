@@ -302,7 +302,7 @@ BLITZ_API blitz_op blitz_op_copy(blitz_copy *c);
  *   ... connections: blitz_shutdown_spawn(sd, conn_poll, &c, sizeof c);
  *   (a connection cancelled after the grace period closes its socket in
  *   its drop function: blitz_shutdown_spawn_ex with a drop that calls
- *   blitz_sock_close and a cancel hook that calls blitz_io_cancel)
+ *   blitz_sock_close; its pending op is withdrawn for it)
  *   ... a supervising task:
  *   BLITZ_AWAIT(s, blitz_shutdown_run(cx, &s->run, sd, 5 * BLITZ_SEC));
  *   s->run.finished, s->run.cancelled

@@ -44,19 +44,15 @@
  * lost. An op whose poll already returned BLITZ_READY is not affected: what
  * it acquired stays acquired (unlock / release it as usual).
  *
- * A task that is cancelled (blitz_task_cancel, shutdown) while one of its
- * ops waits must withdraw the op before its state goes away: give the task
- * a cancel hook (blitz_spawn_opts.cancel) that calls the op's cancel
- * function with cx NULL (and releases what the task holds):
+ * A task that is cancelled (blitz_task_cancel, a timeout, shutdown) while
+ * one of its ops waits has the op withdrawn for it (blitz_cx_pending):
+ * nothing stays queued. What the task already holds it releases in a
+ * cancel hook (blitz_spawn_opts.cancel):
  *
  *   static void my_cancel(void *p) {
  *       my_state *s = p;
- *       blitz_mutex_lock_cancel(NULL, &s->lock_op);
  *       if (s->holds_lock) blitz_mutex_unlock(&s->sh->mutex);
  *   }
- *
- * Without it the op stays queued: it keeps the task's memory alive, and the
- * permit it is eventually handed is never given back.
  *
  * Errors: BLITZ_EINVAL for NULL, zero or out-of-range arguments;
  * BLITZ_EAGAIN from a try_ form that would have to wait; BLITZ_ECLOSED once
