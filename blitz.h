@@ -6235,16 +6235,23 @@ static blitz_waker blitz__deadline_clone(const void *data) {
     return w;
 }
 
-/* Arms the deadline of a task that is queued (or pinned): the caller holds
- * a reference, so the block lives even if the task already finished; then
- * the timer is disarmed again, as its completion could not see it armed. */
+/* Arms the deadline of a task not queued yet, so its time counts from the
+ * spawn even if the task runs and waits at once (a paused clock jumps
+ * then). The caller holds a reference across the spawn. */
 static void blitz__task_deadline_start(blitz_runtime *rt, blitz__task *t, int64_t timeout_ns) {
     uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
-    blitz_timer *timer = blitz__task_deadline_timer(t, s);
     blitz_waker w = {t, &blitz__deadline_vtable};
-    blitz__deadline_arm(rt, timer, timeout_ns, &w);
-    if (blitz__state_is_complete(blitz__u64_load(&t->state, BLITZ__ACQUIRE)))
-        blitz__deadline_disarm(timer);
+    blitz__deadline_arm(rt, blitz__task_deadline_timer(t, s), timeout_ns, &w);
+}
+
+/* The spawn failed after arming: disarm, and wait out a firing timer's
+ * reference (held only until its wake returns) before the block goes. */
+static void blitz__task_deadline_abandon(blitz__task *t) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    blitz__deadline_disarm(blitz__task_deadline_timer(t, s));
+    uint64_t mine = 2 + ((s & BLITZ__TASK_JOIN_INTEREST) != 0); /* lifecycle, spawner, handle */
+    while (blitz__refs(blitz__u64_load(&t->state, BLITZ__ACQUIRE)) > mine)
+        blitz__cpu_relax();
 }
 
 /* Last reference gone: run the drop function and recycle the block. */
@@ -6545,18 +6552,20 @@ BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, bli
     int rc = blitz__task_create(rt, o, handle != NULL, 0, pinned ? BLITZ__TASK_PINNED : 0, &t);
     if (rc == BLITZ_OK) {
         int deadline = o->timeout_ns > 0;
-        if (deadline)
-            blitz__task_ref(t); /* kept across the arming below */
+        if (deadline) {
+            blitz__task_ref(t); /* kept until the spawn is decided */
+            blitz__task_deadline_start(rt, t, o->timeout_ns);
+        }
         if (pinned)
             blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
         rc = pinned ? BLITZ_OK : blitz__task_spawn_schedule(rt, t);
         if (rc != BLITZ_OK) {
+            if (deadline)
+                blitz__task_deadline_abandon(t);
             blitz__task_discard(t);
         } else {
-            if (deadline) {
-                blitz__task_deadline_start(rt, t, o->timeout_ns);
+            if (deadline)
                 blitz__task_unref(t);
-            }
             if (handle)
                 *handle = blitz__handle_out(t);
         }
