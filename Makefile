@@ -96,15 +96,17 @@ $(BUILD)/examples/%: examples/%.c blitz.h
 
 examples: $(addprefix $(BUILD)/examples/,$(EXAMPLES))
 
-# The current-API halves of tools/api_programs (the old halves need the
-# header of commit 9529cb2; see tools/api_programs/README.md).
-API_PROGRAMS := echo_server conn_client pipeline
+# The current-API programs of tools/api_programs (the old_ ones need the
+# header of commit 9529cb2; see tools/api_programs/README.md); the echo
+# server among them is examples/echo_graceful.c.
+API_PROGRAMS := new_conn_client pipeline
 
-$(BUILD)/api_programs/new_%: tools/api_programs/new_%.c blitz.h
+$(BUILD)/api_programs/%: tools/api_programs/%.c blitz.h
 	@mkdir -p $(BUILD)/api_programs
 	$(CC) $(CC_WARN) -O2 -pthread -I. $< -o $@ $(LDLIBS)
 
-api-programs: $(addprefix $(BUILD)/api_programs/new_,$(API_PROGRAMS))
+api-programs: $(addprefix $(BUILD)/api_programs/,$(API_PROGRAMS)) \
+	$(BUILD)/examples/echo_graceful
 
 # --- the suite ---------------------------------------------------------------
 

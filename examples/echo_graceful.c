@@ -1,18 +1,13 @@
-/* A TCP echo server that shuts down gracefully: on SIGINT or SIGTERM it
- * stops accepting at once, lets open connections finish for up to 5 s,
- * cancels those still open, reports how many finished and how many were
- * cancelled, and exits 0.
+/* A TCP echo server with graceful shutdown (tools/api_programs compares
+ * it with old_echo_server.c).
  *
- *   ./echo_graceful PORT        0 picks a free port; the port is printed
+ *   echo_graceful PORT          (0: a free port; the port is printed)
  *
- * Try it: connect with nc 127.0.0.1 PORT from another terminal, then
- * press Ctrl-C in the server's; hang up within 5 s, or see the connection
- * cancelled. examples/graceful_server.c does the same for a line
- * protocol. */
+ * On SIGINT or SIGTERM it stops accepting, lets open connections finish
+ * for up to 5 s, cancels those still open, and exits 0. */
 #define BLITZ_IMPLEMENTATION
 #include "blitz.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -100,32 +95,22 @@ int main(int argc, char **argv) {
         rc = blitz_shutdown_new(rt, NULL, &a.sd); /* SIGINT and SIGTERM */
     if (rc == BLITZ_OK)
         rc = blitz_tcp_listen(rt, &addr, 0, 0, &a.listener);
-    blitz_task *acc = NULL;
-    if (rc == BLITZ_OK)
-        rc = blitz_spawn(rt, acceptor_poll, &a, sizeof a, &acc);
     if (rc != BLITZ_OK) {
         fprintf(stderr, "echo_graceful: %s\n", blitz_strerror(rc));
-        if (a.listener)
-            blitz_sock_close(a.listener);
-        if (a.sd)
-            blitz_shutdown_free(a.sd);
-        if (rt)
-            blitz_runtime_free(rt);
         return 1;
     }
     blitz_sock_local_addr(a.listener, &addr);
-    printf("listening on port %d (%s backend); Ctrl-C to stop\n", blitz_addr_port(&addr),
-           blitz_backend_name(blitz_runtime_backend(rt)));
+    printf("listening on port %d\n", blitz_addr_port(&addr));
     fflush(stdout);
 
+    blitz_task *acc;
+    blitz_spawn(rt, acceptor_poll, &a, sizeof a, &acc);
     blitz_shutdown_run_op run = {0};
-    /* waits for the signal, then for the connections (at most GRACE_NS) */
     rc = blitz_op_run_blocking(rt, blitz_op_shutdown_run(&run, a.sd, GRACE_NS));
     blitz_join_blocking(acc);
     blitz_task_release(&acc);
-    printf("shut down by %s: %llu connections finished, %llu cancelled\n",
-           run.signo == SIGTERM ? "SIGTERM" : "SIGINT", (unsigned long long)run.finished,
-           (unsigned long long)run.cancelled);
+    printf("shut down: %llu connections finished, %llu cancelled\n",
+           (unsigned long long)run.finished, (unsigned long long)run.cancelled);
     blitz_shutdown_free(a.sd);
     blitz_runtime_free(rt);
     return rc == BLITZ_OK && run.result == BLITZ_OK ? 0 : 1;

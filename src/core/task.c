@@ -122,6 +122,8 @@ BLITZ_PRIVATE void blitz__sleep_on_completion(blitz_runtime *rt, uint32_t seq,
  * sleeping joiner threads, and the lifecycle reference. */
 BLITZ_PRIVATE void blitz__task_finish(blitz__task *t, int cancelled) {
     int dropped;
+    /* The hook bits are fixed at spawn: one look serves both below. */
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
     if (cancelled) {
         /* The task is ours (RUNNING): the op it waits in is withdrawn, then
          * its cancel hook releases the rest, before any joiner sees it
@@ -131,11 +133,9 @@ BLITZ_PRIVATE void blitz__task_finish(blitz__task *t, int cancelled) {
             t->pending_cancel = NULL;
             withdraw(NULL, t->pending_op);
         }
-        uint64_t hooks = blitz__u64_load(&t->state, BLITZ__RELAXED);
-        if (hooks & BLITZ__TASK_HAS_CANCEL)
-            (*blitz__task_cancel_slot(t, hooks))(blitz__task_state_ptr(t));
+        if (s & BLITZ__TASK_HAS_CANCEL)
+            (*blitz__task_cancel_slot(t, s))(blitz__task_state_ptr(t));
     }
-    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
     if (s & BLITZ__TASK_HAS_DEADLINE)
         blitz__deadline_disarm(blitz__task_deadline_timer(t, s));
     uint64_t prev = blitz__state_complete(t, cancelled, &dropped);
