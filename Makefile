@@ -99,7 +99,7 @@ examples: $(addprefix $(BUILD)/examples/,$(EXAMPLES))
 # The current-API programs of tools/api_programs (the old_ ones need the
 # header of commit 9529cb2; see tools/api_programs/README.md); the echo
 # server among them is examples/echo_graceful.c.
-API_PROGRAMS := new_conn_client pipeline
+API_PROGRAMS := new_conn_client new_pipeline
 
 $(BUILD)/api_programs/%: tools/api_programs/%.c blitz.h
 	@mkdir -p $(BUILD)/api_programs

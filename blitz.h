@@ -459,8 +459,9 @@ allocated), and the op's cancel is the op's one public cancel:
     channels     blitz_op_chan_send, _chan_recv, _oneshot_recv,
                  _broadcast_recv, _watch_changed
     sockets      blitz_op_sock_accept, _tcp_connect, _tcp_connect_timeout,
-                 _unix_connect, _sock_recv, _sock_send, _sock_send_all,
-                 _sock_recvv, _sock_sendv, _sock_recv_from, _sock_send_to
+                 _unix_connect, _sock_recv, _sock_recv_exact, _sock_send,
+                 _sock_send_all, _sock_recvv, _sock_sendv, _sock_recv_from,
+                 _sock_send_to
                  (blitz_io; cancel blitz_io_cancel)
     descriptors  blitz_op_fd_read, _fd_write, _fd_write_all, _fd_readable,
                  _fd_writable (blitz_io)
@@ -719,6 +720,10 @@ The calls with their arguments:
     BLITZ_AWAIT(s, blitz_tcp_connect(cx, &s->io, &a)); // s->io.socket
     BLITZ_AWAIT(s, blitz_sock_recv(cx, &s->io, sock, buf, len));
     BLITZ_AWAIT(s, blitz_sock_send_all(cx, &s->io, sock, buf, len));
+    BLITZ_AWAIT(s, blitz_sock_recv_exact(cx, &s->io, sock, buf, len));
+                                     // len, or fewer at end of stream
+    BLITZ_AWAIT(s, blitz_tcp_connect_host(cx, &s->conn, "example.com:80", 0));
+                                     // port 0: the name carries it
     blitz_sock_shutdown(sock, 1);    // 0 = read, 1 = write (FIN), 2 = both
     blitz_sock_close(sock);
     blitz_socket *u;
@@ -1016,6 +1021,18 @@ Examples: examples/file_copy.c, examples/process_pipeline.c.
 
 11.6 GRACEFUL SHUTDOWN
 ----------------------
+A server in full: blitz_serve runs the accept loop under the shutdown and
+gives each connection a task whose socket the runtime closes however the
+task ends (completed, cancelled after the grace period, timed out):
+
+    typedef struct { BLITZ_CORO; blitz_socket *sock; blitz_io io; char buf[4096]; } conn;
+    blitz_serve_opts o = {.listener = l, .poll = conn_poll, .size = sizeof(conn),
+                          .socket_offset = offsetof(conn, sock)};
+    blitz_serve(sd, &o);          // .state: a template; .timeout_ns: a limit
+    blitz_shutdown_run_op run = {0};
+    blitz_op_run_blocking(rt, blitz_op_shutdown_run(&run, sd, 5 * BLITZ_SEC));
+
+See examples/echo_graceful.c. By hand, for other loops:
 blitz_shutdown_new(rt, opts, &sd) listens to SIGINT and SIGTERM (or the
 signals in opts). Accept loops race their accept against
 blitz_shutdown_token(sd) (blitz_op_cancel_token_wait); connections are
@@ -2904,6 +2921,12 @@ typedef struct blitz_addr {
  * "lo"). BLITZ_EINVAL for anything else (missing port, port > 65535, bad
  * address, bad scope). */
 BLITZ_API int blitz_addr_parse(const char *s, blitz_addr *out);
+/* Splits "host:port" or "[host]:port" (the brackets hold an IPv6 address,
+ * which has colons of its own) into `host` (NUL-terminated, at most cap - 1
+ * bytes) and `port`. The host is not checked: a name or an address.
+ * BLITZ_EINVAL for a missing or bad port, an empty or too long host, or
+ * an IPv6 address without brackets. */
+BLITZ_API int blitz_host_port_split(const char *s, char *host, size_t cap, uint16_t *port);
 /* An IP literal ("127.0.0.1", "::1") and a port. */
 BLITZ_API int blitz_addr_ip(const char *ip, uint16_t port, blitz_addr *out);
 /* A Unix socket path; a leading '@' makes a Linux abstract name.
@@ -2960,6 +2983,7 @@ typedef struct blitz_io {
     uint32_t blitz__sockref; /* the task's reference on blitz__sock (task only) */
     void *blitz__free_after; /* freed by the completion of a cancelled op */
     uint64_t blitz__scratch[18];
+    size_t blitz__got; /* recv_exact: bytes already in the buffer */
     /* The call and arguments a blitz_op_sock_* / blitz_op_fd_* constructor
      * recorded: kept apart from the fields above, which a cancelled op's
      * completion may still need while the new op is made. */
@@ -3040,13 +3064,20 @@ BLITZ_API blitz_op blitz_op_tcp_connect_timeout(blitz_io *io, const blitz_addr *
  * (io_uring), and every later receive fails so; close the connection.
  * send: may be partial.
  * send_all: READY when all `len` bytes went out, or with the error (the
- * bytes sent so far are lost to the caller; result is the error). */
+ * bytes sent so far are lost to the caller; result is the error).
+ * recv_exact (stream sockets): READY when `len` bytes are in buf (result
+ * len), at end of stream (result: the bytes that came, fewer than len),
+ * or with an error. A cancelled one keeps what it had received: after
+ * blitz_io_settle its result is that count (at the start of buf) if any,
+ * and bytes in flight go to the next receive, as for recv. */
 BLITZ_API blitz_poll blitz_sock_recv(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
                                      size_t len);
 BLITZ_API blitz_poll blitz_sock_send(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
                                      size_t len);
 BLITZ_API blitz_poll blitz_sock_send_all(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                          const void *buf, size_t len);
+BLITZ_API blitz_poll blitz_sock_recv_exact(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
+                                           size_t len);
 /* Vectored: `iov` (at most 16 entries) must stay valid until READY. */
 BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                       const blitz_iovec *iov, int iovcnt);
@@ -3057,6 +3088,7 @@ BLITZ_API blitz_op blitz_op_sock_recv(blitz_io *io, blitz_socket *s, void *buf, 
 BLITZ_API blitz_op blitz_op_sock_send(blitz_io *io, blitz_socket *s, const void *buf, size_t len);
 BLITZ_API blitz_op blitz_op_sock_send_all(blitz_io *io, blitz_socket *s, const void *buf,
                                           size_t len);
+BLITZ_API blitz_op blitz_op_sock_recv_exact(blitz_io *io, blitz_socket *s, void *buf, size_t len);
 BLITZ_API blitz_op blitz_op_sock_recvv(blitz_io *io, blitz_socket *s, const blitz_iovec *iov,
                                        int iovcnt);
 BLITZ_API blitz_op blitz_op_sock_sendv(blitz_io *io, blitz_socket *s, const blitz_iovec *iov,
@@ -3477,8 +3509,10 @@ typedef struct blitz_dns_op {
     int blitz__family;
 } blitz_dns_op;
 
-/* Resolves `host` (a name or a numeric address) for TCP. family: 0 for
- * any, 4 for IPv4 only, 6 for IPv6 only. A zero-filled op is ready to use;
+/* Resolves `host` (a name or a numeric address) for TCP. With port 0,
+ * `host` may carry the port: "example.com:443", "[::1]:8080" (see
+ * blitz_host_port_split). family: 0 for any, 4 for IPv4 only, 6 for IPv6
+ * only. A zero-filled op is ready to use;
  * the same rules as for file ops apply. */
 BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const char *host,
                                        uint16_t port, int family);
@@ -3495,6 +3529,8 @@ BLITZ_API blitz_op blitz_op_dns_resolve(blitz_dns_op *op, const char *host, uint
  *   BLITZ_AWAIT(s, blitz_tcp_connect_host(cx, &s->conn, "example.com", 443));
  *   if (s->conn.result == 0) ...s->conn.socket is yours (close it)...
  *
+ * With port 0, `host` carries the port ("example.com:443", "[::1]:8080"),
+ * so a "HOST:PORT" from a command line needs no splitting.
  * `host` must stay valid until the op is READY. attempt_timeout_ns (set it
  * before the first poll; 0 = none) bounds each attempt, so one address that
  * never answers does not hold back the next. result: 0 with `socket`, a DNS
@@ -4055,7 +4091,8 @@ BLITZ_API blitz_cancel_token *blitz_shutdown_token(blitz_shutdown *sd);
 BLITZ_API int blitz_shutdown_spawn(blitz_shutdown *sd, blitz_poll_fn poll, const void *state,
                                    size_t size);
 BLITZ_API int blitz_shutdown_spawn_ex(blitz_shutdown *sd, const blitz_spawn_opts *opts);
-/* Tracked tasks spawned and not yet finished. */
+/* Tracked tasks spawned and not yet finished (blitz_serve's accept loops
+ * are not counted). */
 BLITZ_API size_t blitz_shutdown_in_flight(blitz_shutdown *sd);
 
 typedef struct blitz_shutdown_run_op {
@@ -4088,6 +4125,43 @@ BLITZ_API blitz_op blitz_op_shutdown_run(blitz_shutdown_run_op *op, blitz_shutdo
                                          int64_t grace_ns);
 /* Frees the coordinator (tracked tasks still running are cancelled). */
 BLITZ_API int blitz_shutdown_free(blitz_shutdown *sd);
+
+/* ---------------------------------------------------------------------------
+ * Serving: an accept loop that ends with the shutdown, a task per connection
+ *
+ *   typedef struct { BLITZ_CORO; blitz_socket *sock; blitz_io io; char buf[4096]; } conn;
+ *   blitz_serve_opts o = {.listener = l, .poll = conn_poll, .size = sizeof(conn),
+ *                         .socket_offset = offsetof(conn, sock)};
+ *   blitz_serve(sd, &o);
+ *   ... then blitz_shutdown_run(sd, grace) as above.
+ *
+ * Each accepted connection gets a task of the shutdown (tracked: the run
+ * lets it finish within the grace period, then cancels it) whose state is
+ * `size` bytes, a copy of `state` (zero-filled when NULL) with the socket
+ * stored at `socket_offset`. The runtime closes that socket when the task
+ * ends, however it ends (completed, cancelled, timed out): the task never
+ * closes it (blitz_sock_shutdown is fine). An accept error (out of
+ * descriptors, say) is retried 10 ms later. At the trigger the accept loop
+ * stops and closes the listener; the run waits for that, and does not
+ * count the loop as a connection.
+ * ------------------------------------------------------------------------- */
+
+typedef struct blitz_serve_opts {
+    blitz_socket *listener; /* required; closed by the loop (after BLITZ_OK) */
+    blitz_poll_fn poll;     /* required: runs each connection */
+    const void *state;      /* optional template, read at each accept */
+    size_t size;            /* bytes of a connection's state */
+    size_t socket_offset;   /* where its socket goes: offsetof(your_state, sock) */
+    blitz_drop_fn drop;     /* optional: frees what a connection's state owns */
+    int64_t timeout_ns;     /* optional: each connection's limit (0: none) */
+} blitz_serve_opts;
+
+/* Starts serving `listener` on the shutdown's runtime. BLITZ_EINVAL (a
+ * NULL argument, the socket field outside `size`, a negative timeout),
+ * BLITZ_ECLOSED (the grace period is over), BLITZ_ENOMEM, BLITZ_ESHUTDOWN;
+ * on an error the listener is still the caller's. Several listeners may
+ * be served under one shutdown. */
+BLITZ_API int blitz_serve(blitz_shutdown *sd, const blitz_serve_opts *opts);
 /* ====[ END src/api/api_stream.h ]========================================= */
 /* ----[ RESUME src/api/blitz_api.h ] */
 
@@ -8077,40 +8151,44 @@ static int blitz__parse_port(const char *p, uint16_t *port) {
     return 1;
 }
 
-BLITZ_API int blitz_addr_parse(const char *s, blitz_addr *out) {
-    if (!s || !out)
+BLITZ_API int blitz_host_port_split(const char *s, char *host, size_t cap, uint16_t *port) {
+    if (!s || !host || cap == 0 || !port)
         return BLITZ_EINVAL;
-    memset(out, 0, sizeof *out);
-    char host[INET6_ADDRSTRLEN + IF_NAMESIZE + 2];
-    const char *port;
+    host[0] = 0;
+    *port = 0;
+    const char *start = s, *colon;
     size_t n;
     if (s[0] == '[') {
         const char *close_br = strchr(s, ']');
         if (!close_br || close_br[1] != ':')
             return BLITZ_EINVAL;
-        n = (size_t)(close_br - s - 1);
-        if (n == 0 || n >= sizeof host)
-            return BLITZ_EINVAL;
-        memcpy(host, s + 1, n);
-        host[n] = 0;
-        port = close_br + 2;
-        if (!strchr(host, ':'))
-            return BLITZ_EINVAL; /* brackets are for IPv6 only */
+        start = s + 1;
+        n = (size_t)(close_br - start);
+        colon = close_br + 1;
     } else {
-        const char *colon = strrchr(s, ':');
+        colon = strrchr(s, ':');
         if (!colon || strchr(s, ':') != colon)
             return BLITZ_EINVAL; /* no port, or an IPv6 address without brackets */
         n = (size_t)(colon - s);
-        if (n == 0 || n >= sizeof host)
-            return BLITZ_EINVAL;
-        memcpy(host, s, n);
-        host[n] = 0;
-        port = colon + 1;
     }
-    uint16_t p;
-    if (!blitz__parse_port(port, &p))
+    if (n == 0 || n >= cap || memchr(start, ']', n) || !blitz__parse_port(colon + 1, port))
         return BLITZ_EINVAL;
-    return blitz_addr_ip(host, p, out);
+    memcpy(host, start, n);
+    host[n] = 0;
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_addr_parse(const char *s, blitz_addr *out) {
+    if (!s || !out)
+        return BLITZ_EINVAL;
+    memset(out, 0, sizeof *out);
+    char host[INET6_ADDRSTRLEN + IF_NAMESIZE + 2];
+    uint16_t port;
+    if (blitz_host_port_split(s, host, sizeof host, &port) != BLITZ_OK)
+        return BLITZ_EINVAL;
+    if (s[0] == '[' && !strchr(host, ':'))
+        return BLITZ_EINVAL; /* brackets are for IPv6 only */
+    return blitz_addr_ip(host, port, out);
 }
 
 BLITZ_API int blitz_addr_unix(const char *path, blitz_addr *out) {
@@ -8921,6 +8999,7 @@ static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket 
         op->blitz__addr = (blitz_addr *)(uintptr_t)addr;
         op->blitz__dir = dir;
         op->blitz__done = 0;
+        op->blitz__got = 0;
         op->blitz__flags = 0;
         op->blitz__free_after = NULL;
         op->socket = NULL;
@@ -9065,6 +9144,11 @@ static int blitz__op_sends(uint32_t kind) {
  * the kernel performed before the cancel reached it): `result` becomes
  * that count. */
 static void blitz__op_settled(blitz_io *op) {
+    if (op->result == BLITZ_ECANCELED && op->blitz__got) {
+        op->result = (int64_t)op->blitz__got; /* a recv_exact's part */
+        op->blitz__got = 0;
+        return;
+    }
     if (op->result != BLITZ_ECANCELED || !blitz__op_sends(op->blitz__kind))
         return;
     uint64_t sent = op->blitz__done;
@@ -9109,6 +9193,34 @@ BLITZ_API blitz_poll blitz_sock_recv(blitz_cx *cx, blitz_io *op, blitz_socket *s
     if (blitz__recv_nothing(op, s, len))
         return BLITZ_READY;
     return blitz__op_poll(cx, op, s, BLITZ__OP_RECV, buf, len, NULL, BLITZ__DIR_READ);
+}
+/* Plain receives into the rest of the buffer, so the backends and the
+ * salvage of a cancelled receive see nothing new. blitz__got counts what
+ * came; every op start clears it, so each receive puts it back. An op
+ * that is idle (or still settling a cancel) starts afresh. */
+BLITZ_API blitz_poll blitz_sock_recv_exact(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
+                                           size_t len) {
+    BLITZ__SOCK_CHECK(s);
+    if (!op)
+        return BLITZ_READY;
+    uint32_t st = blitz__op_state(op);
+    size_t got = st == BLITZ__IO_IDLE || st == BLITZ__IO_CANCELLING ? 0 : op->blitz__got;
+    while (got < len) {
+        blitz_poll p = blitz_sock_recv(cx, op, s, (char *)buf + got, len - got);
+        op->blitz__got = got;
+        if (p == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        if (op->result <= 0) {
+            if (op->result == 0)
+                op->result = (int64_t)got; /* end of stream first */
+            op->blitz__got = 0;
+            return BLITZ_READY;
+        }
+        got += (size_t)op->result;
+    }
+    op->blitz__got = 0;
+    op->result = (int64_t)len;
+    return BLITZ_READY;
 }
 BLITZ_API blitz_poll blitz_sock_send(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
                                      size_t len) {
@@ -18653,6 +18765,7 @@ enum {
     BLITZ__OPC_RECV,
     BLITZ__OPC_SEND,
     BLITZ__OPC_SEND_ALL,
+    BLITZ__OPC_RECV_EXACT,
     BLITZ__OPC_RECVV,
     BLITZ__OPC_SENDV,
     BLITZ__OPC_SEND_TO,
@@ -18687,6 +18800,8 @@ static blitz_poll blitz__io_value_poll(blitz_cx *cx, void *arg) {
         return blitz_sock_send(cx, op, s, buf, len);
     case BLITZ__OPC_SEND_ALL:
         return blitz_sock_send_all(cx, op, s, buf, len);
+    case BLITZ__OPC_RECV_EXACT:
+        return blitz_sock_recv_exact(cx, op, s, buf, len);
     case BLITZ__OPC_RECVV:
         return blitz_sock_recvv(cx, op, s, iov, (int)len);
     case BLITZ__OPC_SENDV:
@@ -18753,6 +18868,10 @@ BLITZ_API blitz_op blitz_op_sock_send_all(blitz_io *io, blitz_socket *s, const v
                                           size_t len) {
     BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_SEND_ALL, s, buf, len, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_sock_recv_exact(blitz_io *io, blitz_socket *s, void *buf, size_t len) {
+    BLITZ__SOCK_CHECK(s);
+    return blitz__io_value(io, BLITZ__OPC_RECV_EXACT, s, buf, len, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_sock_recvv(blitz_io *io, blitz_socket *s, const blitz_iovec *iov,
                                        int iovcnt) {
@@ -18927,8 +19046,11 @@ BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const cha
         op->result = BLITZ_ENOMEM;
         return BLITZ_READY;
     }
-    memcpy(d->host, host, len);
-    d->port = port;
+    /* Port 0 with "name:port": the port comes from the name. */
+    if (port != 0 || blitz_host_port_split(host, d->host, len, &d->port) != BLITZ_OK) {
+        memcpy(d->host, host, len);
+        d->port = port;
+    }
     d->family = family;
     int err = 0;
     if (blitz__pool_op_start(cx, &op->blitz__op, &d->base, &err) == BLITZ_PENDING)
@@ -22124,6 +22246,193 @@ BLITZ_API blitz_op blitz_op_copy(blitz_copy *c) {
 /* ########################################################################## */
 /* LAYER runtime: the runtime's life: creation, run, graceful shutdown       */
 /* ########################################################################## */
+/* ====[ BEGIN src/runtime/serve.c ]======================================== */
+/* >>runtime/serve */
+/* Serving: an accept loop bound to a graceful shutdown, one task per
+ * connection.
+ *
+ * The acceptor is a tracked task of the shutdown, so the run waits for it
+ * and the coordinator outlives its wait on the token; the run does not
+ * count it among the connections. It races each accept against the
+ * shutdown's token; at the trigger the accept is withdrawn and settled
+ * and the listener closed.
+ *
+ * A connection's state is the user's, behind a small head that holds the
+ * user's poll and drop and the socket. The head closes the socket however
+ * the task ends: its poll when the user's returns READY, its cancel hook
+ * when the task is cancelled (the op it waited in is withdrawn first),
+ * its drop when the task never ran, and the acceptor when the spawn
+ * fails. So the user never closes a served socket. */
+/* src/io/io.h already included */
+
+#define BLITZ__SERVE_ACCEPT  0
+#define BLITZ__SERVE_BACKOFF 1
+#define BLITZ__SERVE_SETTLE  2
+#define BLITZ__SERVE_DONE    3
+
+/* An accept error (out of descriptors, say) is retried after this. */
+#define BLITZ__SERVE_BACKOFF_NS (10 * BLITZ_MSEC)
+
+typedef struct {
+    blitz_poll_fn poll;
+    blitz_drop_fn drop;
+    blitz_socket *sock;
+} blitz__serve_head;
+
+/* The user's state keeps the alignment a task's state has. */
+#define BLITZ__SERVE_HEAD ((sizeof(blitz__serve_head) + 7u) & ~(size_t)7u)
+
+typedef struct {
+    blitz_shutdown *sd;
+    blitz_serve_opts opts;
+    int phase, armed;
+    blitz_io io;
+    blitz_cancel_token_wait_op stop;
+    blitz_combo race;
+    blitz_op ops[2];
+    blitz_timer backoff;
+} blitz__serve;
+
+static void *blitz__serve_user(void *head) {
+    return (char *)head + BLITZ__SERVE_HEAD;
+}
+
+static void blitz__serve_conn_close(blitz__serve_head *h) {
+    if (h->sock) {
+        blitz_sock_close(h->sock);
+        h->sock = NULL;
+    }
+}
+
+static blitz_poll blitz__serve_conn_poll(blitz_cx *cx, void *p) {
+    blitz__serve_head *h = (blitz__serve_head *)p;
+    if (h->poll(cx, blitz__serve_user(h)) == BLITZ_PENDING)
+        return BLITZ_PENDING;
+    blitz__serve_conn_close(h);
+    return BLITZ_READY;
+}
+
+static void blitz__serve_conn_cancel(void *p) {
+    blitz__serve_conn_close((blitz__serve_head *)p);
+}
+
+static void blitz__serve_conn_drop(void *p) {
+    blitz__serve_head *h = (blitz__serve_head *)p;
+    blitz__serve_conn_close(h);
+    if (h->drop)
+        h->drop(blitz__serve_user(h));
+}
+
+typedef struct {
+    const blitz_serve_opts *opts;
+    blitz_socket *sock;
+} blitz__serve_conn_arg;
+
+/* Builds the state in place: a large one is never copied twice. */
+static void blitz__serve_conn_init(void *p, void *arg) {
+    const blitz__serve_conn_arg *a = (const blitz__serve_conn_arg *)arg;
+    blitz__serve_head *h = (blitz__serve_head *)p;
+    h->poll = a->opts->poll;
+    h->drop = a->opts->drop;
+    h->sock = a->sock;
+    char *user = (char *)blitz__serve_user(h);
+    if (a->opts->state)
+        memcpy(user, a->opts->state, a->opts->size);
+    memcpy(user + a->opts->socket_offset, &a->sock, sizeof a->sock);
+}
+
+static void blitz__serve_conn_spawn(blitz__serve *s, blitz_socket *sock) {
+    blitz__serve_conn_arg a = {&s->opts, sock};
+    blitz_spawn_opts o;
+    memset(&o, 0, sizeof o);
+    o.poll = blitz__serve_conn_poll;
+    o.size = BLITZ__SERVE_HEAD + s->opts.size;
+    o.drop = blitz__serve_conn_drop;
+    o.cancel = blitz__serve_conn_cancel;
+    o.timeout_ns = s->opts.timeout_ns;
+    o.init = blitz__serve_conn_init;
+    o.init_arg = &a;
+    /* A failed spawn discards the block without its hooks: the socket is
+     * still ours (the grace period is over, or memory ran out). */
+    if (blitz_shutdown_spawn_ex(s->sd, &o) != BLITZ_OK)
+        blitz_sock_close(sock);
+}
+
+static void blitz__serve_close_listener(blitz__serve *s) {
+    if (s->opts.listener) {
+        blitz_sock_close(s->opts.listener);
+        s->opts.listener = NULL;
+    }
+}
+
+BLITZ_PRIVATE blitz_poll blitz__serve_poll(blitz_cx *cx, void *p) {
+    blitz__serve *s = (blitz__serve *)p;
+    for (;;) {
+        switch (s->phase) {
+        case BLITZ__SERVE_ACCEPT:
+            if (!s->armed) {
+                s->ops[0] = blitz_op_sock_accept(&s->io, s->opts.listener);
+                s->ops[1] = blitz_op_cancel_token_wait(&s->stop, blitz_shutdown_token(s->sd));
+                blitz_combo_reset(&s->race);
+                s->armed = 1;
+            }
+            if (blitz_race(cx, &s->race, s->ops, 2) == BLITZ_PENDING)
+                return BLITZ_PENDING;
+            s->armed = 0;
+            if (s->race.winner != 0)
+                s->phase = BLITZ__SERVE_SETTLE; /* the accept was withdrawn */
+            else if (s->io.result < 0)
+                s->phase = BLITZ__SERVE_BACKOFF;
+            else
+                blitz__serve_conn_spawn(s, s->io.socket);
+            break;
+        case BLITZ__SERVE_BACKOFF:
+            if (blitz_sleep(cx, &s->backoff, BLITZ__SERVE_BACKOFF_NS) == BLITZ_PENDING)
+                return BLITZ_PENDING;
+            s->phase = BLITZ__SERVE_ACCEPT;
+            break;
+        case BLITZ__SERVE_SETTLE:
+            if (blitz_io_settle(cx, &s->io) == BLITZ_PENDING)
+                return BLITZ_PENDING;
+            blitz__serve_close_listener(s);
+            s->phase = BLITZ__SERVE_DONE;
+            return BLITZ_READY;
+        default:
+            return BLITZ_READY;
+        }
+    }
+}
+
+/* Cancelled (a grace period of 0, the coordinator freed, the runtime
+ * freed): the race or sleep was withdrawn already. */
+static void blitz__serve_cancel(void *p) {
+    blitz__serve_close_listener((blitz__serve *)p);
+}
+
+BLITZ_PRIVATE int blitz__serve_is_acceptor(blitz_task *h) {
+    return blitz__handle_in(h, __func__)->poll == blitz__serve_poll;
+}
+
+BLITZ_API int blitz_serve(blitz_shutdown *sd, const blitz_serve_opts *opts) {
+    if (!sd || !opts || !opts->listener || !opts->poll || opts->timeout_ns < 0 ||
+        opts->size < sizeof(blitz_socket *) ||
+        opts->socket_offset > opts->size - sizeof(blitz_socket *) ||
+        opts->size > BLITZ_MAX_STATE_SIZE - BLITZ__SERVE_HEAD)
+        return BLITZ_EINVAL;
+    BLITZ__SOCK_CHECK(opts->listener);
+    blitz__serve s;
+    memset(&s, 0, sizeof s);
+    s.sd = sd;
+    s.opts = *opts;
+    blitz_spawn_opts o;
+    memset(&o, 0, sizeof o);
+    o.poll = blitz__serve_poll;
+    o.state = &s;
+    o.size = sizeof s;
+    o.cancel = blitz__serve_cancel;
+    return blitz_shutdown_spawn_ex(sd, &o);
+}
+/* ====[ END src/runtime/serve.c ]========================================== */
 /* ====[ BEGIN src/runtime/shutdown.c ]===================================== */
 /* >>runtime/shutdown */
 /* Graceful shutdown: a trigger (a call or a signal), a cancellation token
@@ -22255,7 +22564,8 @@ BLITZ_API size_t blitz_shutdown_in_flight(blitz_shutdown *sd) {
     size_t n = 0;
     blitz__mutex_lock(&sd->lock);
     for (size_t i = 0; i < sd->ntasks; i++)
-        n += blitz_task_status(sd->tasks[i]) == BLITZ_EAGAIN;
+        n += blitz_task_status(sd->tasks[i]) == BLITZ_EAGAIN &&
+             !blitz__serve_is_acceptor(sd->tasks[i]);
     blitz__mutex_unlock(&sd->lock);
     return n;
 }
@@ -22365,7 +22675,9 @@ BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op,
             /* Every handle is finished: count and release them. */
             blitz__mutex_lock(&sd->lock);
             for (size_t i = 0; i < sd->ntasks; i++) {
-                if (blitz_task_status(sd->tasks[i]) == BLITZ_OK)
+                if (blitz__serve_is_acceptor(sd->tasks[i]))
+                    ; /* a listener, not in flight */
+                else if (blitz_task_status(sd->tasks[i]) == BLITZ_OK)
                     op->finished++;
                 else
                     op->cancelled++;

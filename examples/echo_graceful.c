@@ -8,6 +8,7 @@
 #define BLITZ_IMPLEMENTATION
 #include "blitz.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -15,7 +16,7 @@
 
 typedef struct {
     BLITZ_CORO;
-    blitz_socket *sock;
+    blitz_socket *sock; /* the runtime closes it when the task ends */
     blitz_io io;
     char buf[16384];
 } conn;
@@ -31,51 +32,7 @@ static blitz_poll conn_poll(blitz_cx *cx, void *p) {
         if (c->io.result < 0)
             break;
     }
-    blitz_sock_close(c->sock);
     BLITZ_END(c);
-}
-
-/* Cancelled when the grace period ended: the receive or send it waited
- * in was withdrawn with it; its socket is ours to close. */
-static void conn_cancel(void *p) {
-    blitz_sock_close(((conn *)p)->sock);
-}
-
-typedef struct {
-    BLITZ_CORO;
-    blitz_shutdown *sd;
-    blitz_socket *listener;
-    blitz_io io;
-    blitz_cancel_token_wait_op stop;
-    blitz_combo race;
-    blitz_op ops[2];
-    blitz_timer backoff;
-} acceptor;
-
-static blitz_poll acceptor_poll(blitz_cx *cx, void *p) {
-    acceptor *a = p;
-    BLITZ_BEGIN(a);
-    for (;;) {
-        a->ops[0] = blitz_op_sock_accept(&a->io, a->listener);
-        a->ops[1] = blitz_op_cancel_token_wait(&a->stop, blitz_shutdown_token(a->sd));
-        blitz_combo_reset(&a->race);
-        BLITZ_AWAIT(a, blitz_race(cx, &a->race, a->ops, 2));
-        if (a->race.winner != 0)
-            break;              /* shutting down: the accept was withdrawn */
-        if (a->io.result < 0) { /* out of descriptors, say: back off */
-            BLITZ_AWAIT(a, blitz_sleep(cx, &a->backoff, 10 * BLITZ_MSEC));
-            continue;
-        }
-        conn c = {0};
-        c.sock = a->io.socket;
-        blitz_spawn_opts o = {
-            .poll = conn_poll, .state = &c, .size = sizeof c, .cancel = conn_cancel};
-        if (blitz_shutdown_spawn_ex(a->sd, &o) != BLITZ_OK)
-            blitz_sock_close(c.sock); /* the grace period is over */
-    }
-    BLITZ_AWAIT(a, blitz_io_settle(cx, &a->io));
-    blitz_sock_close(a->listener);
-    BLITZ_END(a);
 }
 
 int main(int argc, char **argv) {
@@ -86,32 +43,31 @@ int main(int argc, char **argv) {
         return 2;
     }
     blitz_runtime *rt = NULL;
+    blitz_shutdown *sd = NULL;
     blitz_addr addr;
-    acceptor a = {0};
+    blitz_serve_opts o = {
+        .poll = conn_poll, .size = sizeof(conn), .socket_offset = offsetof(conn, sock)};
     int rc = blitz_addr_ip("0.0.0.0", (uint16_t)port, &addr);
     if (rc == BLITZ_OK)
         rc = blitz_runtime_new(NULL, &rt);
     if (rc == BLITZ_OK)
-        rc = blitz_shutdown_new(rt, NULL, &a.sd); /* SIGINT and SIGTERM */
+        rc = blitz_shutdown_new(rt, NULL, &sd); /* SIGINT and SIGTERM */
     if (rc == BLITZ_OK)
-        rc = blitz_tcp_listen(rt, &addr, 0, 0, &a.listener);
+        rc = blitz_tcp_listen(rt, &addr, 0, 0, &o.listener);
+    if (rc == BLITZ_OK && blitz_sock_local_addr(o.listener, &addr) == BLITZ_OK)
+        printf("listening on port %d\n", blitz_addr_port(&addr));
+    if (rc == BLITZ_OK)
+        rc = blitz_serve(sd, &o);
     if (rc != BLITZ_OK) {
         fprintf(stderr, "echo_graceful: %s\n", blitz_strerror(rc));
         return 1;
     }
-    blitz_sock_local_addr(a.listener, &addr);
-    printf("listening on port %d\n", blitz_addr_port(&addr));
     fflush(stdout);
-
-    blitz_task *acc;
-    blitz_spawn(rt, acceptor_poll, &a, sizeof a, &acc);
     blitz_shutdown_run_op run = {0};
-    rc = blitz_op_run_blocking(rt, blitz_op_shutdown_run(&run, a.sd, GRACE_NS));
-    blitz_join_blocking(acc);
-    blitz_task_release(&acc);
+    rc = blitz_op_run_blocking(rt, blitz_op_shutdown_run(&run, sd, GRACE_NS));
     printf("shut down: %llu connections finished, %llu cancelled\n",
            (unsigned long long)run.finished, (unsigned long long)run.cancelled);
-    blitz_shutdown_free(a.sd);
+    blitz_shutdown_free(sd);
     blitz_runtime_free(rt);
     return rc == BLITZ_OK && run.result == BLITZ_OK ? 0 : 1;
 }

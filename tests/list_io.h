@@ -36,6 +36,11 @@
     BLITZ_IO_TEST3(X, io_close_busy, 30000)            \
     BLITZ_IO_TEST3(X, io_shutdown_from_thread, 30000)  \
     BLITZ_IO_TEST3(X, io_opwait_shutdown, 30000)       \
+    BLITZ_IO_TEST3(X, io_serve, 30000)                 \
+    BLITZ_IO_TEST3(X, io_serve_timeout, 10000)         \
+    BLITZ_IO_TEST3(X, io_recv_exact, 10000)            \
+    X(io_host_port_split, 5000)                        \
+    X(serve_bad_input, 5000)                           \
     X(io_uring_creator_not_woken, 20000)               \
     X(io_uring_ct_driver_moves, 30000)                 \
     X(io_uring_overtaken_park, 10000)                  \

@@ -53,6 +53,15 @@ static int io_connect_host(blitz_backend b) {
     c = ch_connect(rt, "127.0.0.1", port, 0);
     CHECK_EQ(c.result, 0);
     CHECK_EQ(c.attempts, 1);
+    /* Port 0: the name carries the port. */
+    char hostport[64];
+    snprintf(hostport, sizeof hostport, "127.0.0.1:%u", (unsigned)port);
+    c = ch_connect(rt, hostport, 0, 0);
+    CHECK_EQ(c.result, 0);
+    CHECK_EQ(c.attempts, 1);
+    snprintf(hostport, sizeof hostport, "localhost:%u", (unsigned)port);
+    c = ch_connect(rt, hostport, 0, 0);
+    CHECK_EQ(c.result, 0);
 
     /* Nobody listens any more: every address is tried and refused. */
     blitz_sock_close(l);

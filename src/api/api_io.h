@@ -58,6 +58,12 @@ typedef struct blitz_addr {
  * "lo"). BLITZ_EINVAL for anything else (missing port, port > 65535, bad
  * address, bad scope). */
 BLITZ_API int blitz_addr_parse(const char *s, blitz_addr *out);
+/* Splits "host:port" or "[host]:port" (the brackets hold an IPv6 address,
+ * which has colons of its own) into `host` (NUL-terminated, at most cap - 1
+ * bytes) and `port`. The host is not checked: a name or an address.
+ * BLITZ_EINVAL for a missing or bad port, an empty or too long host, or
+ * an IPv6 address without brackets. */
+BLITZ_API int blitz_host_port_split(const char *s, char *host, size_t cap, uint16_t *port);
 /* An IP literal ("127.0.0.1", "::1") and a port. */
 BLITZ_API int blitz_addr_ip(const char *ip, uint16_t port, blitz_addr *out);
 /* A Unix socket path; a leading '@' makes a Linux abstract name.
@@ -114,6 +120,7 @@ typedef struct blitz_io {
     uint32_t blitz__sockref; /* the task's reference on blitz__sock (task only) */
     void *blitz__free_after; /* freed by the completion of a cancelled op */
     uint64_t blitz__scratch[18];
+    size_t blitz__got; /* recv_exact: bytes already in the buffer */
     /* The call and arguments a blitz_op_sock_* / blitz_op_fd_* constructor
      * recorded: kept apart from the fields above, which a cancelled op's
      * completion may still need while the new op is made. */
@@ -194,13 +201,20 @@ BLITZ_API blitz_op blitz_op_tcp_connect_timeout(blitz_io *io, const blitz_addr *
  * (io_uring), and every later receive fails so; close the connection.
  * send: may be partial.
  * send_all: READY when all `len` bytes went out, or with the error (the
- * bytes sent so far are lost to the caller; result is the error). */
+ * bytes sent so far are lost to the caller; result is the error).
+ * recv_exact (stream sockets): READY when `len` bytes are in buf (result
+ * len), at end of stream (result: the bytes that came, fewer than len),
+ * or with an error. A cancelled one keeps what it had received: after
+ * blitz_io_settle its result is that count (at the start of buf) if any,
+ * and bytes in flight go to the next receive, as for recv. */
 BLITZ_API blitz_poll blitz_sock_recv(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
                                      size_t len);
 BLITZ_API blitz_poll blitz_sock_send(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
                                      size_t len);
 BLITZ_API blitz_poll blitz_sock_send_all(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                          const void *buf, size_t len);
+BLITZ_API blitz_poll blitz_sock_recv_exact(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
+                                           size_t len);
 /* Vectored: `iov` (at most 16 entries) must stay valid until READY. */
 BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                       const blitz_iovec *iov, int iovcnt);
@@ -211,6 +225,7 @@ BLITZ_API blitz_op blitz_op_sock_recv(blitz_io *io, blitz_socket *s, void *buf, 
 BLITZ_API blitz_op blitz_op_sock_send(blitz_io *io, blitz_socket *s, const void *buf, size_t len);
 BLITZ_API blitz_op blitz_op_sock_send_all(blitz_io *io, blitz_socket *s, const void *buf,
                                           size_t len);
+BLITZ_API blitz_op blitz_op_sock_recv_exact(blitz_io *io, blitz_socket *s, void *buf, size_t len);
 BLITZ_API blitz_op blitz_op_sock_recvv(blitz_io *io, blitz_socket *s, const blitz_iovec *iov,
                                        int iovcnt);
 BLITZ_API blitz_op blitz_op_sock_sendv(blitz_io *io, blitz_socket *s, const blitz_iovec *iov,

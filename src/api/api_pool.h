@@ -316,8 +316,10 @@ typedef struct blitz_dns_op {
     int blitz__family;
 } blitz_dns_op;
 
-/* Resolves `host` (a name or a numeric address) for TCP. family: 0 for
- * any, 4 for IPv4 only, 6 for IPv6 only. A zero-filled op is ready to use;
+/* Resolves `host` (a name or a numeric address) for TCP. With port 0,
+ * `host` may carry the port: "example.com:443", "[::1]:8080" (see
+ * blitz_host_port_split). family: 0 for any, 4 for IPv4 only, 6 for IPv6
+ * only. A zero-filled op is ready to use;
  * the same rules as for file ops apply. */
 BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const char *host,
                                        uint16_t port, int family);
@@ -334,6 +336,8 @@ BLITZ_API blitz_op blitz_op_dns_resolve(blitz_dns_op *op, const char *host, uint
  *   BLITZ_AWAIT(s, blitz_tcp_connect_host(cx, &s->conn, "example.com", 443));
  *   if (s->conn.result == 0) ...s->conn.socket is yours (close it)...
  *
+ * With port 0, `host` carries the port ("example.com:443", "[::1]:8080"),
+ * so a "HOST:PORT" from a command line needs no splitting.
  * `host` must stay valid until the op is READY. attempt_timeout_ns (set it
  * before the first poll; 0 = none) bounds each attempt, so one address that
  * never answers does not hold back the next. result: 0 with `socket`, a DNS

@@ -337,7 +337,8 @@ BLITZ_API blitz_cancel_token *blitz_shutdown_token(blitz_shutdown *sd);
 BLITZ_API int blitz_shutdown_spawn(blitz_shutdown *sd, blitz_poll_fn poll, const void *state,
                                    size_t size);
 BLITZ_API int blitz_shutdown_spawn_ex(blitz_shutdown *sd, const blitz_spawn_opts *opts);
-/* Tracked tasks spawned and not yet finished. */
+/* Tracked tasks spawned and not yet finished (blitz_serve's accept loops
+ * are not counted). */
 BLITZ_API size_t blitz_shutdown_in_flight(blitz_shutdown *sd);
 
 typedef struct blitz_shutdown_run_op {
@@ -370,3 +371,40 @@ BLITZ_API blitz_op blitz_op_shutdown_run(blitz_shutdown_run_op *op, blitz_shutdo
                                          int64_t grace_ns);
 /* Frees the coordinator (tracked tasks still running are cancelled). */
 BLITZ_API int blitz_shutdown_free(blitz_shutdown *sd);
+
+/* ---------------------------------------------------------------------------
+ * Serving: an accept loop that ends with the shutdown, a task per connection
+ *
+ *   typedef struct { BLITZ_CORO; blitz_socket *sock; blitz_io io; char buf[4096]; } conn;
+ *   blitz_serve_opts o = {.listener = l, .poll = conn_poll, .size = sizeof(conn),
+ *                         .socket_offset = offsetof(conn, sock)};
+ *   blitz_serve(sd, &o);
+ *   ... then blitz_shutdown_run(sd, grace) as above.
+ *
+ * Each accepted connection gets a task of the shutdown (tracked: the run
+ * lets it finish within the grace period, then cancels it) whose state is
+ * `size` bytes, a copy of `state` (zero-filled when NULL) with the socket
+ * stored at `socket_offset`. The runtime closes that socket when the task
+ * ends, however it ends (completed, cancelled, timed out): the task never
+ * closes it (blitz_sock_shutdown is fine). An accept error (out of
+ * descriptors, say) is retried 10 ms later. At the trigger the accept loop
+ * stops and closes the listener; the run waits for that, and does not
+ * count the loop as a connection.
+ * ------------------------------------------------------------------------- */
+
+typedef struct blitz_serve_opts {
+    blitz_socket *listener; /* required; closed by the loop (after BLITZ_OK) */
+    blitz_poll_fn poll;     /* required: runs each connection */
+    const void *state;      /* optional template, read at each accept */
+    size_t size;            /* bytes of a connection's state */
+    size_t socket_offset;   /* where its socket goes: offsetof(your_state, sock) */
+    blitz_drop_fn drop;     /* optional: frees what a connection's state owns */
+    int64_t timeout_ns;     /* optional: each connection's limit (0: none) */
+} blitz_serve_opts;
+
+/* Starts serving `listener` on the shutdown's runtime. BLITZ_EINVAL (a
+ * NULL argument, the socket field outside `size`, a negative timeout),
+ * BLITZ_ECLOSED (the grace period is over), BLITZ_ENOMEM, BLITZ_ESHUTDOWN;
+ * on an error the listener is still the caller's. Several listeners may
+ * be served under one shutdown. */
+BLITZ_API int blitz_serve(blitz_shutdown *sd, const blitz_serve_opts *opts);

@@ -73,40 +73,44 @@ static int blitz__parse_port(const char *p, uint16_t *port) {
     return 1;
 }
 
-BLITZ_API int blitz_addr_parse(const char *s, blitz_addr *out) {
-    if (!s || !out)
+BLITZ_API int blitz_host_port_split(const char *s, char *host, size_t cap, uint16_t *port) {
+    if (!s || !host || cap == 0 || !port)
         return BLITZ_EINVAL;
-    memset(out, 0, sizeof *out);
-    char host[INET6_ADDRSTRLEN + IF_NAMESIZE + 2];
-    const char *port;
+    host[0] = 0;
+    *port = 0;
+    const char *start = s, *colon;
     size_t n;
     if (s[0] == '[') {
         const char *close_br = strchr(s, ']');
         if (!close_br || close_br[1] != ':')
             return BLITZ_EINVAL;
-        n = (size_t)(close_br - s - 1);
-        if (n == 0 || n >= sizeof host)
-            return BLITZ_EINVAL;
-        memcpy(host, s + 1, n);
-        host[n] = 0;
-        port = close_br + 2;
-        if (!strchr(host, ':'))
-            return BLITZ_EINVAL; /* brackets are for IPv6 only */
+        start = s + 1;
+        n = (size_t)(close_br - start);
+        colon = close_br + 1;
     } else {
-        const char *colon = strrchr(s, ':');
+        colon = strrchr(s, ':');
         if (!colon || strchr(s, ':') != colon)
             return BLITZ_EINVAL; /* no port, or an IPv6 address without brackets */
         n = (size_t)(colon - s);
-        if (n == 0 || n >= sizeof host)
-            return BLITZ_EINVAL;
-        memcpy(host, s, n);
-        host[n] = 0;
-        port = colon + 1;
     }
-    uint16_t p;
-    if (!blitz__parse_port(port, &p))
+    if (n == 0 || n >= cap || memchr(start, ']', n) || !blitz__parse_port(colon + 1, port))
         return BLITZ_EINVAL;
-    return blitz_addr_ip(host, p, out);
+    memcpy(host, start, n);
+    host[n] = 0;
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_addr_parse(const char *s, blitz_addr *out) {
+    if (!s || !out)
+        return BLITZ_EINVAL;
+    memset(out, 0, sizeof *out);
+    char host[INET6_ADDRSTRLEN + IF_NAMESIZE + 2];
+    uint16_t port;
+    if (blitz_host_port_split(s, host, sizeof host, &port) != BLITZ_OK)
+        return BLITZ_EINVAL;
+    if (s[0] == '[' && !strchr(host, ':'))
+        return BLITZ_EINVAL; /* brackets are for IPv6 only */
+    return blitz_addr_ip(host, port, out);
 }
 
 BLITZ_API int blitz_addr_unix(const char *path, blitz_addr *out) {

@@ -479,6 +479,7 @@ static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket 
         op->blitz__addr = (blitz_addr *)(uintptr_t)addr;
         op->blitz__dir = dir;
         op->blitz__done = 0;
+        op->blitz__got = 0;
         op->blitz__flags = 0;
         op->blitz__free_after = NULL;
         op->socket = NULL;
@@ -623,6 +624,11 @@ static int blitz__op_sends(uint32_t kind) {
  * the kernel performed before the cancel reached it): `result` becomes
  * that count. */
 static void blitz__op_settled(blitz_io *op) {
+    if (op->result == BLITZ_ECANCELED && op->blitz__got) {
+        op->result = (int64_t)op->blitz__got; /* a recv_exact's part */
+        op->blitz__got = 0;
+        return;
+    }
     if (op->result != BLITZ_ECANCELED || !blitz__op_sends(op->blitz__kind))
         return;
     uint64_t sent = op->blitz__done;
@@ -667,6 +673,34 @@ BLITZ_API blitz_poll blitz_sock_recv(blitz_cx *cx, blitz_io *op, blitz_socket *s
     if (blitz__recv_nothing(op, s, len))
         return BLITZ_READY;
     return blitz__op_poll(cx, op, s, BLITZ__OP_RECV, buf, len, NULL, BLITZ__DIR_READ);
+}
+/* Plain receives into the rest of the buffer, so the backends and the
+ * salvage of a cancelled receive see nothing new. blitz__got counts what
+ * came; every op start clears it, so each receive puts it back. An op
+ * that is idle (or still settling a cancel) starts afresh. */
+BLITZ_API blitz_poll blitz_sock_recv_exact(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
+                                           size_t len) {
+    BLITZ__SOCK_CHECK(s);
+    if (!op)
+        return BLITZ_READY;
+    uint32_t st = blitz__op_state(op);
+    size_t got = st == BLITZ__IO_IDLE || st == BLITZ__IO_CANCELLING ? 0 : op->blitz__got;
+    while (got < len) {
+        blitz_poll p = blitz_sock_recv(cx, op, s, (char *)buf + got, len - got);
+        op->blitz__got = got;
+        if (p == BLITZ_PENDING)
+            return BLITZ_PENDING;
+        if (op->result <= 0) {
+            if (op->result == 0)
+                op->result = (int64_t)got; /* end of stream first */
+            op->blitz__got = 0;
+            return BLITZ_READY;
+        }
+        got += (size_t)op->result;
+    }
+    op->blitz__got = 0;
+    op->result = (int64_t)len;
+    return BLITZ_READY;
 }
 BLITZ_API blitz_poll blitz_sock_send(blitz_cx *cx, blitz_io *op, blitz_socket *s, const void *buf,
                                      size_t len) {

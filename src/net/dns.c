@@ -126,8 +126,11 @@ BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const cha
         op->result = BLITZ_ENOMEM;
         return BLITZ_READY;
     }
-    memcpy(d->host, host, len);
-    d->port = port;
+    /* Port 0 with "name:port": the port comes from the name. */
+    if (port != 0 || blitz_host_port_split(host, d->host, len, &d->port) != BLITZ_OK) {
+        memcpy(d->host, host, len);
+        d->port = port;
+    }
     d->family = family;
     int err = 0;
     if (blitz__pool_op_start(cx, &op->blitz__op, &d->base, &err) == BLITZ_PENDING)

@@ -401,6 +401,7 @@ enum {
     BLITZ__OPC_RECV,
     BLITZ__OPC_SEND,
     BLITZ__OPC_SEND_ALL,
+    BLITZ__OPC_RECV_EXACT,
     BLITZ__OPC_RECVV,
     BLITZ__OPC_SENDV,
     BLITZ__OPC_SEND_TO,
@@ -435,6 +436,8 @@ static blitz_poll blitz__io_value_poll(blitz_cx *cx, void *arg) {
         return blitz_sock_send(cx, op, s, buf, len);
     case BLITZ__OPC_SEND_ALL:
         return blitz_sock_send_all(cx, op, s, buf, len);
+    case BLITZ__OPC_RECV_EXACT:
+        return blitz_sock_recv_exact(cx, op, s, buf, len);
     case BLITZ__OPC_RECVV:
         return blitz_sock_recvv(cx, op, s, iov, (int)len);
     case BLITZ__OPC_SENDV:
@@ -501,6 +504,10 @@ BLITZ_API blitz_op blitz_op_sock_send_all(blitz_io *io, blitz_socket *s, const v
                                           size_t len) {
     BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_SEND_ALL, s, buf, len, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_sock_recv_exact(blitz_io *io, blitz_socket *s, void *buf, size_t len) {
+    BLITZ__SOCK_CHECK(s);
+    return blitz__io_value(io, BLITZ__OPC_RECV_EXACT, s, buf, len, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_sock_recvv(blitz_io *io, blitz_socket *s, const blitz_iovec *iov,
                                        int iovcnt) {

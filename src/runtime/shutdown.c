@@ -127,7 +127,8 @@ BLITZ_API size_t blitz_shutdown_in_flight(blitz_shutdown *sd) {
     size_t n = 0;
     blitz__mutex_lock(&sd->lock);
     for (size_t i = 0; i < sd->ntasks; i++)
-        n += blitz_task_status(sd->tasks[i]) == BLITZ_EAGAIN;
+        n += blitz_task_status(sd->tasks[i]) == BLITZ_EAGAIN &&
+             !blitz__serve_is_acceptor(sd->tasks[i]);
     blitz__mutex_unlock(&sd->lock);
     return n;
 }
@@ -237,7 +238,9 @@ BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op,
             /* Every handle is finished: count and release them. */
             blitz__mutex_lock(&sd->lock);
             for (size_t i = 0; i < sd->ntasks; i++) {
-                if (blitz_task_status(sd->tasks[i]) == BLITZ_OK)
+                if (blitz__serve_is_acceptor(sd->tasks[i]))
+                    ; /* a listener, not in flight */
+                else if (blitz_task_status(sd->tasks[i]) == BLITZ_OK)
                     op->finished++;
                 else
                     op->cancelled++;

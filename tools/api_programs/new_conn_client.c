@@ -9,7 +9,6 @@
 #include "blitz.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define NCONN    100
@@ -20,12 +19,9 @@ static const char msg[] = "hello, echo server\n";
 
 typedef struct {
     BLITZ_CORO;
-    const char *host;
-    uint16_t port;
+    const char *target; /* "HOST:PORT" */
     blitz_connect_op connect;
-    blitz_socket *sock;
     blitz_io io;
-    size_t got;
     char echo[MSG_LEN];
     int ok;
 } conn;
@@ -33,91 +29,57 @@ typedef struct {
 static blitz_poll conn_poll(blitz_cx *cx, void *p) {
     conn *c = p;
     BLITZ_BEGIN(c);
-    BLITZ_AWAIT(c, blitz_tcp_connect_host(cx, &c->connect, c->host, c->port));
+    BLITZ_AWAIT(c, blitz_tcp_connect_host(cx, &c->connect, c->target, 0));
     if (c->connect.result < 0)
         BLITZ_RETURN(c);
-    c->sock = c->connect.socket;
-    BLITZ_AWAIT(c, blitz_sock_send_all(cx, &c->io, c->sock, msg, MSG_LEN));
-    while (c->io.result >= 0 && c->got < MSG_LEN) {
-        BLITZ_AWAIT(c, blitz_sock_recv(cx, &c->io, c->sock, c->echo + c->got, MSG_LEN - c->got));
-        if (c->io.result == 0)
-            break; /* the server hung up early */
-        if (c->io.result > 0)
-            c->got += (size_t)c->io.result;
-    }
-    c->ok = c->got == MSG_LEN && memcmp(c->echo, msg, MSG_LEN) == 0;
-    blitz_sock_close(c->sock);
+    BLITZ_AWAIT(c, blitz_sock_send_all(cx, &c->io, c->connect.socket, msg, MSG_LEN));
+    if (c->io.result >= 0)
+        BLITZ_AWAIT(c, blitz_sock_recv_exact(cx, &c->io, c->connect.socket, c->echo, MSG_LEN));
+    c->ok = c->io.result == MSG_LEN && memcmp(c->echo, msg, MSG_LEN) == 0;
     BLITZ_END(c);
 }
 
-/* Cancelled at its deadline: the op it waited in was withdrawn with the
- * task; a connected socket is left to close. */
-static void conn_cancel(void *p) {
-    conn *c = p;
-    if (c->sock)
-        blitz_sock_close(c->sock);
-}
-
-typedef struct {
-    BLITZ_CORO;
-    const char *host;
-    uint16_t port;
-    blitz_group *group;
-    blitz_task *done;
-    int i, ok, timed_out, failed;
-} client;
-
-static blitz_poll client_poll(blitz_cx *cx, void *p) {
-    client *m = p;
-    BLITZ_BEGIN(m);
-    if (blitz_group_new(blitz_cx_runtime(cx), &m->group) != BLITZ_OK) {
-        m->failed = NCONN;
-        BLITZ_RETURN(m);
-    }
-    for (m->i = 0; m->i < NCONN; m->i++) {
-        conn c = {0};
-        c.host = m->host;
-        c.port = m->port;
-        blitz_spawn_opts o = {
-            .poll = conn_poll, .state = &c, .size = sizeof c, .cancel = conn_cancel};
-        o.timeout_ns = LIMIT_NS; /* past it the task is cancelled: BLITZ_ETIMEDOUT */
-        if (blitz_group_spawn_ex(m->group, &o) != BLITZ_OK)
-            m->failed++;
-    }
-    for (;;) {
-        BLITZ_AWAIT(m, blitz_group_next(cx, m->group, &m->done));
-        if (!m->done)
-            break; /* every connection is accounted for */
-        int status = blitz_task_status(m->done);
-        if (status == BLITZ_ETIMEDOUT)
-            m->timed_out++;
-        else if (status == BLITZ_OK && ((conn *)blitz_task_state(m->done))->ok)
-            m->ok++;
-        else
-            m->failed++;
-        blitz_task_release(&m->done);
-    }
-    blitz_group_free(m->group);
-    BLITZ_END(m);
+/* However the task ended (done, or cancelled at its deadline with its
+ * pending op withdrawn), its socket is left to close. */
+static void conn_drop(void *p) {
+    blitz_sock_close(((conn *)p)->connect.socket);
 }
 
 int main(int argc, char **argv) {
-    char *colon = argc == 2 ? strrchr(argv[1], ':') : NULL;
-    char *end = NULL;
-    long port = colon ? strtol(colon + 1, &end, 10) : -1;
-    if (!end || *end || port <= 0 || port > 65535 || colon == argv[1]) {
+    char host[256];
+    uint16_t port;
+    if (argc != 2 || blitz_host_port_split(argv[1], host, sizeof host, &port) != BLITZ_OK) {
         fprintf(stderr, "usage: %s HOST:PORT\n", argv[0]);
         return 2;
     }
-    *colon = '\0';
-    client m = {0};
-    m.host = argv[1];
-    m.port = (uint16_t)port;
-    int rc = blitz_run(client_poll, &m, sizeof m);
+    blitz_runtime *rt = NULL;
+    blitz_task *tasks[NCONN] = {0};
+    int ok = 0, timed_out = 0, failed = 0;
+    int rc = blitz_runtime_new(NULL, &rt);
     if (rc != BLITZ_OK) {
         fprintf(stderr, "conn_client: %s\n", blitz_strerror(rc));
         return 1;
     }
-    printf("ok %d, timed out %d, failed %d\n", m.ok, m.timed_out, m.failed);
-    return m.ok == NCONN ? 0 : 1;
+    for (int i = 0; i < NCONN; i++) {
+        conn c = {.target = argv[1]};
+        blitz_spawn_opts o = {.poll = conn_poll,
+                              .state = &c,
+                              .size = sizeof c,
+                              .drop = conn_drop,
+                              .timeout_ns = LIMIT_NS};
+        blitz_spawn_ex(rt, &o, &tasks[i]); /* on failure tasks[i] stays NULL */
+    }
+    for (int i = 0; i < NCONN; i++) {
+        int status = blitz_join_blocking(tasks[i]); /* BLITZ_EINVAL for NULL */
+        if (status == BLITZ_ETIMEDOUT)
+            timed_out++;
+        else if (status == BLITZ_OK && ((conn *)blitz_task_state(tasks[i]))->ok)
+            ok++;
+        else
+            failed++;
+        blitz_task_release(&tasks[i]);
+    }
+    blitz_runtime_free(rt);
+    printf("ok %d, timed out %d, failed %d\n", ok, timed_out, failed);
+    return ok == NCONN ? 0 : 1;
 }

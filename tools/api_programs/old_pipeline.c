@@ -1,9 +1,9 @@
 /* Counts a file's words through a pipeline: the main task reads the file
  * and sends its lines through a channel to 4 worker tasks; each counts the
  * words of the lines it gets and reports its total through a oneshot; the
- * main task prints the sum. It compiles unchanged against both headers.
+ * main task prints the sum. Written against the API of commit 9529cb2.
  *
- *   pipeline FILE               (compare: wc -lw FILE) */
+ *   old_pipeline FILE           (compare: wc -lw FILE) */
 #define BLITZ_IMPLEMENTATION
 #include "blitz.h"
 
