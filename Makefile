@@ -31,7 +31,7 @@ TEST_DEFS  := -DBLITZ_TEST_HEADER='"$(DEV_HEADER)"'
 
 .PHONY: all amalgamate check-amalgamation check-layout test test-quick test-gcc test-clang test-tsan \
         test-asan test-small-queue test-cxx test-misuse test-stress examples api-programs run bench bench-compare bench-peers bench-ceiling \
-        format clean
+        format clean soak
 
 all: $(BUILD)/blitz_tests $(addprefix $(BUILD)/examples/,$(EXAMPLES))
 
@@ -185,6 +185,17 @@ TEST_STAGES := check-amalgamation check-layout examples test-cxx test-misuse tes
 # VERBOSE=1 shows everything the stages print.
 test:
 	@BUILD=$(BUILD) MAKE="$(MAKE)" bash tools/test_all.sh $(TEST_STAGES)
+
+# A mixed load for SOAK_SECONDS (default 600), memory and progress sampled
+# every SOAK_INTERVAL seconds; not part of `make test`.
+SOAK_SECONDS ?= 600
+SOAK_INTERVAL ?= 10
+$(BUILD)/soak: tools/soak.c blitz.h
+	@mkdir -p $(BUILD)
+	$(CC) $(CC_WARN) -O2 -pthread -I. $< -o $@ $(LDLIBS)
+
+soak: $(BUILD)/soak
+	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_INTERVAL=$(SOAK_INTERVAL) $(BUILD)/soak
 
 # --- showcase and benchmarks ---------------------------------------------------
 
