@@ -183,11 +183,11 @@ test-stress: $(BUILD)/blitz_tests
 # The conformance suite on kqueue through the emulation: plain, ASan+UBSan
 # (LSan included), TSan.
 test-kqueue: $(BUILD)/blitz_tests_kqueue $(BUILD)/blitz_tests_kqueue_asan $(BUILD)/blitz_tests_kqueue_tsan
-	$(BUILD)/blitz_tests_kqueue _kqueue
-	BLITZ_TEST_SCALE=4 BLITZ_TEST_TIMEOUT_MULT=4 ASAN_OPTIONS=detect_leaks=1 \
-	  $(BUILD)/blitz_tests_kqueue_asan _kqueue
-	BLITZ_TEST_SCALE=8 BLITZ_TEST_TIMEOUT_MULT=6 TSAN_OPTIONS=halt_on_error=1 \
-	  $(BUILD)/blitz_tests_kqueue_tsan _kqueue
+	BLITZ_TEST_FILTER=_kqueue $(BUILD)/blitz_tests_kqueue
+	BLITZ_TEST_FILTER=_kqueue BLITZ_TEST_SCALE=4 BLITZ_TEST_TIMEOUT_MULT=4 ASAN_OPTIONS=detect_leaks=1 \
+	  $(BUILD)/blitz_tests_kqueue_asan
+	BLITZ_TEST_FILTER=_kqueue BLITZ_TEST_SCALE=8 BLITZ_TEST_TIMEOUT_MULT=6 TSAN_OPTIONS=halt_on_error=1 \
+	  $(BUILD)/blitz_tests_kqueue_tsan
 
 # blitz.h, the suite and every example compiled and linked for
 # x86_64-macos and aarch64-macos against the Zig 0.11 toolchain's macOS
@@ -207,7 +207,7 @@ check-layout:
 	bash tools/check_layout_selftest.sh
 
 TEST_STAGES := check-amalgamation check-layout examples test-cxx test-misuse test-gcc test-clang \
-               test-small-queue test-tsan test-asan test-kqueue
+               test-small-queue test-tsan test-asan test-kqueue test-macos
 
 # Every stage runs even when one fails; one line per stage, then the total.
 # VERBOSE=1 shows everything the stages print.
