@@ -30,7 +30,7 @@ DEV_HEADER := $(BUILD)/blitz_dev.h
 TEST_DEFS  := -DBLITZ_TEST_HEADER='"$(DEV_HEADER)"'
 
 .PHONY: all amalgamate check-amalgamation check-layout test test-quick test-gcc test-clang test-tsan \
-        test-asan test-small-queue test-cxx test-misuse test-stress examples api-programs run bench bench-compare bench-peers bench-ceiling \
+        test-asan test-small-queue test-cxx test-misuse test-stress test-kqueue test-macos examples api-programs run bench bench-compare bench-peers bench-ceiling \
         format clean soak
 
 all: $(BUILD)/blitz_tests $(addprefix $(BUILD)/examples/,$(EXAMPLES))
@@ -87,6 +87,19 @@ $(BUILD)/blitz_tests_small_queue: $(TEST_FILES) $(DEV_HEADER)
 $(BUILD)/blitz_tests_small_queue_tsan: $(TEST_FILES) $(DEV_HEADER)
 	clang $(CFLAGS_TEST) -O1 -fsanitize=thread $(SMALL_DEFS) $(TEST_DEFS) \
 	  blitz_tests.c -o $@ $(LDLIBS)
+
+# The kqueue backend's own code over the test-only kqueue emulation
+# (tests/kqueue_emulation.h): the suite's name_kqueue variants run it on Linux.
+KQ_DEFS := -I. -DBLITZ__KQUEUE_EMULATION='"tests/kqueue_emulation.h"'
+$(BUILD)/blitz_tests_kqueue: $(TEST_FILES) $(DEV_HEADER)
+	$(CC) $(CFLAGS_TEST) $(CC_JUMP) $(KQ_DEFS) $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
+
+$(BUILD)/blitz_tests_kqueue_asan: $(TEST_FILES) $(DEV_HEADER)
+	clang $(CFLAGS_TEST) -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+	  -fno-sanitize-recover=undefined $(KQ_DEFS) $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
+
+$(BUILD)/blitz_tests_kqueue_tsan: $(TEST_FILES) $(DEV_HEADER)
+	clang $(CFLAGS_TEST) -O1 -fsanitize=thread $(KQ_DEFS) $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
 
 # --- examples ---------------------------------------------------------------
 
@@ -167,6 +180,21 @@ test-misuse: blitz.h
 test-stress: $(BUILD)/blitz_tests
 	BLITZ_TEST_STRESS=1 $(BUILD)/blitz_tests io_stress_10k_uring io_stress_10k_epoll io_stress_10k_poll
 
+# The conformance suite on kqueue through the emulation: plain, ASan+UBSan
+# (LSan included), TSan.
+test-kqueue: $(BUILD)/blitz_tests_kqueue $(BUILD)/blitz_tests_kqueue_asan $(BUILD)/blitz_tests_kqueue_tsan
+	BLITZ_TEST_FILTER=_kqueue $(BUILD)/blitz_tests_kqueue
+	BLITZ_TEST_FILTER=_kqueue BLITZ_TEST_SCALE=4 BLITZ_TEST_TIMEOUT_MULT=4 ASAN_OPTIONS=detect_leaks=1 \
+	  $(BUILD)/blitz_tests_kqueue_asan
+	BLITZ_TEST_FILTER=_kqueue BLITZ_TEST_SCALE=8 BLITZ_TEST_TIMEOUT_MULT=6 TSAN_OPTIONS=halt_on_error=1 \
+	  $(BUILD)/blitz_tests_kqueue_tsan
+
+# blitz.h, the suite and every example compiled and linked for
+# x86_64-macos and aarch64-macos against the Zig 0.11 toolchain's macOS
+# headers and libSystem stubs (fetched once with npm; see the script).
+test-macos: blitz.h
+	@BUILD=$(BUILD) bash tools/macos_check.sh
+
 test-quick: check-amalgamation $(BUILD)/blitz_tests
 	$(BUILD)/blitz_tests
 
@@ -179,7 +207,7 @@ check-layout:
 	bash tools/check_layout_selftest.sh
 
 TEST_STAGES := check-amalgamation check-layout examples test-cxx test-misuse test-gcc test-clang \
-               test-small-queue test-tsan test-asan
+               test-small-queue test-tsan test-asan test-kqueue test-macos
 
 # Every stage runs even when one fails; one line per stage, then the total.
 # VERBOSE=1 shows everything the stages print.

@@ -117,7 +117,7 @@ What is in this version
   cancellation tokens, each usable from tasks (async), from plain threads
   (blocking) and without waiting (try_);
 - channels: bounded MPMC, oneshot, broadcast and watch;
-- I/O: one driver per runtime over io_uring, epoll or poll; TCP, UDP and
+- I/O: one driver per runtime over io_uring, epoll, kqueue or poll; TCP, UDP and
   Unix sockets as intrusive ops (see 9. I/O (SOCKETS));
 - a blocking pool (blitz_spawn_blocking), and on it files, DNS lookups and
   child processes; signal listeners;
@@ -125,8 +125,8 @@ What is in this version
   copy with splice / sendfile) and a graceful-shutdown coordinator (see
   10. STREAMS, PIPES AND COPY and 11.6 GRACEFUL SHUTDOWN).
 
-blitz DOES NOT yet have: kqueue (BSD, macOS) and IOCP (Windows) backends,
-TLS, or native io_uring file operations (files use the blocking pool).
+blitz DOES NOT yet have: an IOCP (Windows) backend, TLS, or native
+io_uring file operations (files use the blocking pool).
 
 
 2. RUNTIMES
@@ -789,8 +789,9 @@ Backends
 Each runtime has one I/O driver over one backend, chosen at creation:
 blitz_config.backend forces one (creation fails when it cannot start);
 otherwise the BLITZ_BACKEND environment variable ("io_uring", "epoll",
-"poll") is a preference, then io_uring if the kernel allows it (probed:
-EXT_ARG, FAST_POLL, the socket opcodes), then epoll, then poll.
+"kqueue", "poll") is a preference, then io_uring if the kernel allows it
+(probed: EXT_ARG, FAST_POLL, the socket opcodes), then epoll, then kqueue,
+then poll (each one the system lacks fails with BLITZ_ENOSYS).
 The BLITZ_BACKEND value is read in any case; other values are ignored.
 blitz_runtime_backend tells which one runs.
 
@@ -835,15 +836,34 @@ blitz_runtime_backend tells which one runs.
             system call and waits for the next edge of its direction. A
             TCP receive after a short one waits for the next edge without
             trying (the short one drained the socket).
+  kqueue    Darwin and the BSDs: as epoll, with EVFILT_READ and
+            EVFILT_WRITE registered once per socket with EV_CLEAR; EV_EOF
+            on the read side marks the end of the stream. Wake-ups trigger
+            the kqueue's EVFILT_USER knote (a self-pipe where the system
+            has none). What is tested where: macOS compiles and links
+            (make test-macos) but runs nowhere here; the backend's code
+            runs on Linux over a test-only emulation on epoll
+            (tests/kqueue_emulation.h, make test-kqueue), which cannot
+            model: knotes dropped when a descriptor closes (the backend
+            deletes its knotes before every close, so it does not rely on
+            it), `data` (FIONREAD for reads, nothing for writes, no listen
+            backlog), the socket error in EV_EOF's fflags, the BSD
+            kernels' EV_CLEAR event counts (epoll's edges stand in),
+            EVFILT_PROC (child exits, which Linux serves with pidfds) and
+            EVFILT_SIGNAL (unused: signals come through a self-pipe), the
+            self-pipe wake-up fallback, and the BSDs' differing constants
+            and struct kevent layouts. FreeBSD, NetBSD and OpenBSD are
+            written but not compiled here (no headers for them).
   poll      the portable fallback (level-triggered, only sockets with
             waiters are polled).
 
 A parked runtime waits in the backend with the next timer's deadline (with
-epoll and poll one parked worker, the "sleeper"; with io_uring every parked
-worker in its own ring; the current-thread driver always), so I/O reaches
+epoll, kqueue and poll one parked worker, the "sleeper"; with io_uring
+every parked worker in its own ring; the current-thread driver always), so I/O reaches
 an idle runtime at once; busy workers reap completions without blocking at
 the start of each tick. Wakes reach a thread blocked in the backend
-through an eventfd. See 13. PERFORMANCE NOTES for what this means for
+through an eventfd (kqueue: its EVFILT_USER knote; poll: a self-pipe).
+See 13. PERFORMANCE NOTES for what this means for
 the number of workers.
 
 
@@ -1087,7 +1107,7 @@ marked * in every file that includes it).
                               on x86-64 and aarch64)
   BLITZ_NO_STATS              compile the statistics counters out (the
                               stats calls then report zeros)
-  BLITZ_NO_IO_URING, BLITZ_NO_EPOLL, BLITZ_NO_POLL
+  BLITZ_NO_IO_URING, BLITZ_NO_EPOLL, BLITZ_NO_KQUEUE, BLITZ_NO_POLL
                               leave an I/O backend out (see 9. I/O)
   BLITZ_URING_ENTRIES         io_uring submission queue size, 1..32768
                               (1024; the completion queue is 8 times larger)
@@ -1118,8 +1138,11 @@ Run-time settings live in blitz_config (zero means default):
 
 Platforms and C++
 -----------------
-Linux (futex parking) and other POSIX systems with pthreads (condition
-variable parking); gcc or clang (the atomics use __atomic builtins). The
+Linux (futex parking), macOS 11 and later (__ulock_wait parking, kqueue),
+FreeBSD 13 and later (_umtx_op parking, kqueue; not compiled by the
+project's tests), the other BSDs (condition variable parking, kqueue) and
+other POSIX systems with pthreads (condition variable parking, poll); gcc
+or clang (the atomics use __atomic builtins). The
 implementation is C11: define BLITZ_IMPLEMENTATION in a .c file (a C++
 compiler stops with an #error there). The declarations compile as C++11
 and later, for C++ code using blitz:
@@ -1670,7 +1693,8 @@ typedef enum blitz_backend {
     BLITZ_BACKEND_IO_URING = 1,
     BLITZ_BACKEND_EPOLL = 2,
     BLITZ_BACKEND_POLL = 3,
-    BLITZ_BACKEND_NONE = 4, /* the runtime has no I/O driver (none could start) */
+    BLITZ_BACKEND_NONE = 4,   /* the runtime has no I/O driver (none could start) */
+    BLITZ_BACKEND_KQUEUE = 5, /* Darwin and the BSDs */
 } blitz_backend;
 
 /* Zero means default for every field. */
@@ -1697,16 +1721,17 @@ typedef struct blitz_config {
      * every task is idle, so timeouts run instantly and deterministically. */
     int start_paused;
     /* The I/O backend. BLITZ_BACKEND_AUTO (0): the BLITZ_BACKEND environment
-     * variable ("io_uring", "epoll", "poll", in any case; any other value is
-     * ignored) if set, else io_uring when the kernel allows it (its setup
-     * and first enter work), else epoll, else poll; an unavailable choice
+     * variable ("io_uring", "epoll", "kqueue", "poll", in any case; any
+     * other value is ignored) if set, else io_uring when the kernel allows
+     * it (its setup and first enter work), else epoll (Linux), else kqueue
+     * (Darwin, the BSDs), else poll; an unavailable choice
      * falls back the same way. When none can start (no eventfd, say) the
      * runtime still runs tasks and timers, blitz_runtime_backend says
      * BLITZ_BACKEND_NONE and socket calls fail with BLITZ_ENOSYS. Any other
      * value forces that backend:
      * blitz_runtime_new fails (BLITZ_ENOSYS, ...) when it cannot start.
      * Compile-time exclusions: BLITZ_NO_IO_URING, BLITZ_NO_EPOLL,
-     * BLITZ_NO_POLL. */
+     * BLITZ_NO_KQUEUE, BLITZ_NO_POLL. */
     blitz_backend backend;
     /* Blocking pool: most threads at once (0 = 512). */
     uint32_t max_blocking_threads;
@@ -2865,10 +2890,11 @@ BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx);
  *
  * Every runtime owns one I/O driver over one backend: io_uring (completion
  * based: the kernel performs the operation and writes into your buffer),
- * epoll (edge-triggered readiness) or poll (the portable fallback). The
- * backend is picked when the runtime is created: blitz_config.backend, else
- * the BLITZ_BACKEND environment variable ("io_uring", "epoll", "poll"),
- * else io_uring when the kernel allows it, then epoll, then poll.
+ * epoll (edge-triggered readiness, Linux), kqueue (the same on Darwin and
+ * the BSDs) or poll (the portable fallback). The backend is picked when the
+ * runtime is created: blitz_config.backend, else the BLITZ_BACKEND
+ * environment variable ("io_uring", "epoll", "kqueue", "poll"), else
+ * io_uring when the kernel allows it, then epoll, then kqueue, then poll.
  *
  * Sockets are non-blocking file descriptors wrapped in a blitz_socket
  * handle that belongs to one runtime. Operations are intrusive ops: a
@@ -2900,7 +2926,7 @@ BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx);
 
 /* The backend the runtime's I/O driver uses. */
 BLITZ_API blitz_backend blitz_runtime_backend(const blitz_runtime *rt);
-/* "io_uring", "epoll", "poll", "auto", "none". */
+/* "io_uring", "epoll", "kqueue", "poll", "auto", "none". */
 BLITZ_API const char *blitz_backend_name(blitz_backend b);
 
 /* ---------------------------------------------------------------------------
@@ -4241,7 +4267,36 @@ long syscall(long number, ...);
 #define BLITZ_NO_EPOLL    1
 #endif
 
-#if !defined(__linux__)
+/* Darwin and the BSDs: kqueue, and a wait on an address where the system
+ * has one (Darwin's __ulock calls, FreeBSD's _umtx_op); the others park
+ * on a condition variable. */
+#if defined(__APPLE__) || defined(__FreeBSD__) || defined(__NetBSD__) || defined(__OpenBSD__) || \
+    defined(__DragonFly__)
+#include <sys/event.h>
+#include <sys/time.h>
+#define BLITZ__HAS_KQUEUE 1
+#if defined(__APPLE__)
+#include <sys/uio.h>
+/* libSystem's wait on an address (macOS 10.12 and later); the headers do
+ * not declare it. */
+int __ulock_wait(uint32_t operation, void *addr, uint64_t value, uint32_t timeout_us);
+int __ulock_wake(uint32_t operation, void *addr, uint64_t wake_value);
+#define BLITZ__HAS_FUTEX 1
+#elif defined(__FreeBSD__)
+#include <sys/types.h>
+#include <sys/umtx.h>
+#define BLITZ__HAS_FUTEX 1
+#endif
+#elif defined(BLITZ__KQUEUE_EMULATION)
+/* The test suite's kqueue over epoll (a header path): the kqueue backend's
+ * own code runs on Linux. Never defined outside the test build. */
+#include BLITZ__KQUEUE_EMULATION
+#define BLITZ__HAS_KQUEUE 1
+#else
+#define BLITZ__HAS_KQUEUE 0
+#endif
+
+#if !defined(BLITZ__HAS_FUTEX)
 #define BLITZ__HAS_FUTEX 0
 #endif
 
@@ -4580,9 +4635,17 @@ typedef pthread_mutex_t blitz__mutex;
 /* Parked inside the I/O backend: unpark writes the driver's wake fd. */
 #define BLITZ__PARKED_DRIVER 3u
 
+#if BLITZ__HAS_KQUEUE
+/* A parker's wake_fd that names a kqueue to trigger (its EVFILT_USER
+ * knote, ident BLITZ__KQ_WAKE_IDENT) instead of a descriptor to write:
+ * below -1, so it is never a descriptor. */
+#define BLITZ__WAKE_KQ(kq)   (-2 - (kq))
+#define BLITZ__KQ_WAKE_IDENT 1u
+#endif
+
 typedef struct blitz__parker {
     blitz__atomic_u32 state; /* UNPARKED / PARKED / NOTIFIED / PARKED_DRIVER; the futex word */
-    int wake_fd;             /* the I/O driver's eventfd, or -1 */
+    int wake_fd;             /* the I/O driver's eventfd or pipe, BLITZ__WAKE_KQ(kq), or -1 */
 #if !BLITZ__HAS_FUTEX
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -4833,7 +4896,7 @@ BLITZ_PRIVATE void blitz__free_handle(void *raw) {
  * between descriptors. */
 /* src/platform/base.h already included */
 
-#if BLITZ__HAS_FUTEX
+#if BLITZ__HAS_FUTEX && BLITZ__LINUX
 /* Sleeps while *word == expected, at most timeout_ns (0 = no limit).
  * Spurious returns are allowed; callers re-check. */
 BLITZ_PRIVATE void blitz__futex_wait(blitz__atomic_u32 *word, uint32_t expected,
@@ -4942,6 +5005,19 @@ BLITZ_PRIVATE ssize_t blitz__sendmsg_nosig(int fd, const struct msghdr *m) {
  * as well. */
 BLITZ_PRIVATE short blitz__poll_read_events(void) {
     return (short)(POLLIN | POLLRDHUP);
+}
+
+/* poll(2) with a timespec limit (NULL: none). */
+BLITZ_PRIVATE int blitz__poll_wait(struct pollfd *fds, nfds_t n, const struct timespec *limit) {
+    return ppoll(fds, n, limit, NULL);
+}
+
+/* Takes back a pending SIGPIPE of `set` (blocked in this thread) without
+ * waiting. */
+BLITZ_PRIVATE void blitz__sigpipe_take(const sigset_t *set) {
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(set, NULL, &zero) < 0 && errno == EINTR) {
+    }
 }
 
 #endif
@@ -5060,12 +5136,15 @@ BLITZ_PRIVATE int blitz__socketpair_open(int family, int type, int nonblock, int
     return BLITZ_OK;
 }
 
+#if !BLITZ__HAS_KQUEUE
 /* A descriptor that polls readable once child `pid` has exited (it closes
- * on exec and sits above stdio), or -1: the waiter then naps and retries. */
+ * on exec and sits above stdio), or -1: the waiter then naps and retries.
+ * The kqueue systems have one (platform/bsd.c). */
 BLITZ_PRIVATE int blitz__proc_exit_fd(int pid) {
     (void)pid;
     return -1;
 }
+#endif
 
 /* Whether the kernel can move bytes between descriptors itself
  * (blitz__splice and blitz__sendfile do more than fail). */
@@ -5134,8 +5213,116 @@ BLITZ_PRIVATE short blitz__poll_read_events(void) {
     return POLLIN;
 }
 
+/* poll(2) with a timespec limit (NULL: none), rounded up to milliseconds
+ * (Darwin has no ppoll). */
+BLITZ_PRIVATE int blitz__poll_wait(struct pollfd *fds, nfds_t n, const struct timespec *limit) {
+    int ms = -1;
+    if (limit) {
+        uint64_t m =
+            ((uint64_t)limit->tv_sec * 1000000000u + (uint64_t)limit->tv_nsec + 999999u) / 1000000u;
+        ms = m > INT_MAX ? INT_MAX : (int)m;
+    }
+    return poll(fds, n, ms);
+}
+
+/* Takes back a SIGPIPE of `set` that sigpending showed pending while it
+ * is blocked in this thread (no sigtimedwait on Darwin: sigwait returns
+ * at once for a pending signal; a write's SIGPIPE is the writing
+ * thread's own, so no other thread takes it first). */
+BLITZ_PRIVATE void blitz__sigpipe_take(const sigset_t *set) {
+    int sig;
+    while (sigwait(set, &sig) == EINTR) {
+    }
+}
+
 #endif
 /* ====[ END src/platform/posix.c ]========================================= */
+/* ====[ BEGIN src/platform/bsd.c ]========================================= */
+/* >>platform/bsd */
+/* Darwin and the BSDs: waits on a word (Darwin's __ulock calls, FreeBSD's
+ * _umtx_op; the other BSDs park on a condition variable, thread.c), the
+ * kqueue wake-up of a thread blocked in kevent, and a child's exit as a
+ * descriptor (a kqueue holding the child's EVFILT_PROC NOTE_EXIT: it polls
+ * readable once the child has exited).
+ *
+ * The kqueue parts also build on Linux in the test suite, over its kqueue
+ * emulation; the rest needs the real systems. */
+/* src/platform/base.h already included */
+
+#if defined(__APPLE__)
+/* <sys/ulock.h>'s values (xnu), stable since macOS 10.12. */
+#define BLITZ__UL_COMPARE_AND_WAIT 1u
+#define BLITZ__ULF_WAKE_ALL        0x00000100u
+#define BLITZ__ULF_NO_ERRNO        0x01000000u
+
+/* Sleeps while *word == expected, at most timeout_ns (0 = no limit);
+ * spurious returns are allowed. The limit is in microseconds, rounded up
+ * (a zero would mean no limit). */
+BLITZ_PRIVATE void blitz__futex_wait(blitz__atomic_u32 *word, uint32_t expected,
+                                     uint64_t timeout_ns) {
+    uint64_t us = timeout_ns ? (timeout_ns + 999u) / 1000u : 0;
+    if (us > UINT32_MAX)
+        us = UINT32_MAX;
+    __ulock_wait(BLITZ__UL_COMPARE_AND_WAIT | BLITZ__ULF_NO_ERRNO, &word->v, expected,
+                 (uint32_t)us);
+}
+BLITZ_PRIVATE void blitz__futex_wake(blitz__atomic_u32 *word, int n) {
+    __ulock_wake(BLITZ__UL_COMPARE_AND_WAIT | BLITZ__ULF_NO_ERRNO |
+                     (n > 1 ? BLITZ__ULF_WAKE_ALL : 0u),
+                 &word->v, 0);
+}
+#elif defined(__FreeBSD__)
+/* FreeBSD: not compiled on the project's machines (no FreeBSD headers
+ * there); _umtx_op(2) as documented for FreeBSD 13. */
+BLITZ_PRIVATE void blitz__futex_wait(blitz__atomic_u32 *word, uint32_t expected,
+                                     uint64_t timeout_ns) {
+    struct _umtx_time t;
+    memset(&t, 0, sizeof t);
+    t._timeout.tv_sec = (time_t)(timeout_ns / 1000000000u);
+    t._timeout.tv_nsec = (long)(timeout_ns % 1000000000u);
+    t._flags = 0; /* relative */
+    t._clockid = CLOCK_MONOTONIC;
+    _umtx_op(&word->v, UMTX_OP_WAIT_UINT_PRIVATE, expected,
+             timeout_ns ? (void *)(uintptr_t)sizeof t : NULL, timeout_ns ? &t : NULL);
+}
+BLITZ_PRIVATE void blitz__futex_wake(blitz__atomic_u32 *word, int n) {
+    _umtx_op(&word->v, UMTX_OP_WAKE_PRIVATE, n, NULL, NULL);
+}
+#endif
+
+#if BLITZ__HAS_KQUEUE
+
+/* Ends the wait of a thread blocked in kevent on `kq`: triggers its
+ * EVFILT_USER knote (registered with EV_CLEAR, so one delivery resets it;
+ * a trigger before the wait is kept until then). */
+BLITZ_PRIVATE void blitz__kqueue_trigger(int kq) {
+    struct kevent ev;
+    EV_SET(&ev, BLITZ__KQ_WAKE_IDENT, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
+    while (kevent(kq, &ev, 1, NULL, 0, NULL) < 0 && errno == EINTR) {
+    }
+}
+
+#if !BLITZ__LINUX
+/* A kqueue that turns readable once child `pid` has exited (it closes on
+ * exec and sits above stdio), or -1: the waiter then naps and retries.
+ * Registering a child that has already exited fails on some systems,
+ * which the retrying waiter covers. */
+BLITZ_PRIVATE int blitz__proc_exit_fd(int pid) {
+    int kq = blitz__fd_above_stdio(kqueue());
+    if (kq < 0)
+        return -1;
+    struct kevent ev;
+    EV_SET(&ev, (uintptr_t)pid, EVFILT_PROC, EV_ADD | EV_ONESHOT, NOTE_EXIT, 0, NULL);
+    if (fcntl(kq, F_SETFD, FD_CLOEXEC) < 0 || kevent(kq, &ev, 1, NULL, 0, NULL) < 0) {
+        close(kq);
+        return -1;
+    }
+    return kq;
+}
+#endif
+
+#endif
+/* ====[ END src/platform/bsd.c ]=========================================== */
 /* ====[ BEGIN src/platform/thread.c ]====================================== */
 /* >>platform/thread */
 /* Threads, mutexes, the monotonic clock, waits on a word, and the parker
@@ -5292,8 +5479,15 @@ BLITZ_PRIVATE int blitz__parker_park(blitz__parker *p, uint64_t timeout_ns) {
 }
 
 /* Wakes a thread blocked in the I/O backend (epoll_wait, poll,
- * io_uring_enter): the driver's eventfd is part of every wait. */
+ * io_uring_enter, kevent): the driver's wake-up object is part of every
+ * wait. */
 static void blitz__wake_fd_signal(int fd) {
+#if BLITZ__HAS_KQUEUE
+    if (fd < -1) {
+        blitz__kqueue_trigger(BLITZ__WAKE_KQ(0) - fd);
+        return;
+    }
+#endif
     uint64_t one = 1;
     ssize_t r;
     do
@@ -7720,7 +7914,7 @@ BLITZ_API blitz_poll blitz_interval_tick(blitz_cx *cx, blitz_interval *iv) {
  *     task's memory, where the buffers live) and its socket reference,
  *     and only the reaped completion turns it IDLE; meanwhile nothing may
  *     free the buffers (blitz__io_free_after hands one to the completion).
- *   readiness (poll.c and its Linux sibling; kqueue next): submit is
+ *   readiness (poll.c, epoll.c, kqueue.c): submit is
  *     blitz__ready_submit: the task performs the system call itself, in
  *     its own poll; on EAGAIN the op is WAIT in the socket's list and an
  *     event (blitz__io_ready) makes it RETRY, to try again. The kernel
@@ -7804,11 +7998,12 @@ typedef struct blitz__io_backend {
 } blitz__io_backend;
 
 /* The backends, in the order tried without a preference: the completion
- * ring (uring.c), the Linux edge-triggered readiness one, poll (poll.c).
- * Each is always there; one compiled out fails its init with
- * BLITZ_ENOSYS. */
+ * ring (uring.c), the Linux edge-triggered readiness one, kqueue
+ * (kqueue.c, Darwin and the BSDs), poll (poll.c). Each is always there;
+ * one compiled out fails its init with BLITZ_ENOSYS. */
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_ring(void);
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_edge(void);
+BLITZ_PRIVATE const blitz__io_backend *blitz__backend_kqueue(void);
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_poll(void);
 
 /* The readiness backends' shared parts (readiness.c). */
@@ -9584,6 +9779,8 @@ static const blitz__io_backend *blitz__io_backend_of(int i) {
     case 1:
         return blitz__backend_edge();
     case 2:
+        return blitz__backend_kqueue();
+    case 3:
         return blitz__backend_poll();
     default:
         return NULL;
@@ -9630,7 +9827,7 @@ static const blitz__io_backend *blitz__backend_from_env(void) {
  * Without one: the environment's preference, then the backends in order
  * (the completion one, then the readiness ones). */
 BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
-    if (forced > BLITZ_BACKEND_NONE)
+    if (forced > BLITZ_BACKEND_KQUEUE)
         return BLITZ_EINVAL;
     if (forced == BLITZ_BACKEND_NONE)
         return BLITZ_OK;
@@ -10208,6 +10405,222 @@ BLITZ_PRIVATE const blitz__io_backend *blitz__backend_edge(void) {
     return &blitz__epoll_vtable;
 }
 /* ====[ END src/io/epoll.c ]=============================================== */
+/* ====[ BEGIN src/io/kqueue.c ]============================================ */
+/* >>io/kqueue */
+/* The kqueue backend (macOS 11+, FreeBSD 13+), a readiness backend
+ * (backend.h): every socket is registered once, for both directions
+ * (EVFILT_READ and EVFILT_WRITE, each EV_CLEAR, so each fires once per
+ * change of state, like an edge), with the socket as the knote's udata; an
+ * event bumps the socket's sequence numbers and wakes the waiters of its
+ * direction (blitz__io_ready). EV_EOF on the read filter (the peer's end
+ * of stream) or with an error in fflags means no further event comes:
+ * receives try again from then on (rd_final), and the retried call
+ * reports the error itself.
+ *
+ * Its wake-up object is the kqueue's own EVFILT_USER knote (EV_CLEAR; a
+ * parker's wake_fd is BLITZ__WAKE_KQ(kq), platform/bsd.c triggers it);
+ * where the system has no EVFILT_USER (older NetBSD and OpenBSD) it is a
+ * self-pipe whose read end is a level-triggered EVFILT_READ knote with no
+ * udata.
+ *
+ * The timer wheel's next deadline arrives as the wait's timeout, which is
+ * kevent's own. A socket's registration and removal are applied at once
+ * rather than batched into the next wait: a thread may be blocked in
+ * kevent when a socket is added (a deferred add would leave it deaf), and
+ * a removal must precede the close (a deferred one could remove the knote
+ * of a new socket given the same descriptor number). The two filters of
+ * a socket go in one call, with EV_RECEIPT, so each change's error comes
+ * back in its own EV_ERROR entry (data: the system's errno).
+ *
+ * The kqueue is io->epfd, its event array io->events. */
+/* src/io/io.h already included */
+
+#if BLITZ__HAS_KQUEUE && !defined(BLITZ_NO_KQUEUE)
+
+/* The event list of the changes of one socket: its two receipts. */
+#define BLITZ__KQ_CHANGES 2
+
+static void blitz__kq_destroy(blitz__io *io);
+
+/* The self-pipe wake-up, where EVFILT_USER is missing. */
+static int blitz__kq_wake_pipe(blitz__io *io) {
+    int fds[2];
+    int rc = blitz__pipe_open(fds, 1);
+    if (rc != BLITZ_OK)
+        return rc;
+    io->wake_rd = blitz__fd_above_stdio(fds[0]);
+    io->wake_fd = blitz__fd_above_stdio(fds[1]);
+    if (io->wake_rd < 0 || io->wake_fd < 0)
+        return blitz__from_errno(errno);
+    struct kevent ch;
+    EV_SET(&ch, (uintptr_t)io->wake_rd, EVFILT_READ, EV_ADD, 0, 0, NULL);
+    return kevent(io->epfd, &ch, 1, NULL, 0, NULL) < 0 ? blitz__from_errno(errno) : BLITZ_OK;
+}
+
+static int blitz__kq_init(blitz__io *io) {
+    io->epfd = blitz__fd_above_stdio(kqueue());
+    if (io->epfd < 0)
+        return blitz__from_errno(errno);
+    int rc = BLITZ_OK;
+    if (fcntl(io->epfd, F_SETFD, FD_CLOEXEC) < 0)
+        rc = blitz__from_errno(errno);
+    io->events = blitz__calloc(sizeof(struct kevent) * BLITZ__IO_EVENTS);
+    if (rc == BLITZ_OK && !io->events)
+        rc = BLITZ_ENOMEM;
+    if (rc == BLITZ_OK) {
+        struct kevent ch;
+        EV_SET(&ch, BLITZ__KQ_WAKE_IDENT, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
+        if (kevent(io->epfd, &ch, 1, NULL, 0, NULL) == 0)
+            io->wake_fd = BLITZ__WAKE_KQ(io->epfd);
+        else
+            rc = blitz__kq_wake_pipe(io);
+    }
+    /* The wait is tried once: a sandbox may refuse it, and workers would
+     * retry it forever. */
+    struct timespec zero = {0, 0};
+    if (rc == BLITZ_OK && kevent(io->epfd, NULL, 0, (struct kevent *)io->events, 1, &zero) < 0 &&
+        errno != EINTR)
+        rc = blitz__from_errno(errno);
+    if (rc != BLITZ_OK)
+        blitz__kq_destroy(io);
+    return rc;
+}
+
+static void blitz__kq_destroy(blitz__io *io) {
+    if (io->epfd >= 0)
+        close(io->epfd);
+    io->epfd = -1;
+    blitz__free(io->events);
+    io->events = NULL;
+    if (io->wake_fd >= 0)
+        close(io->wake_fd);
+    if (io->wake_rd >= 0)
+        close(io->wake_rd);
+    io->wake_fd = io->wake_rd = -1;
+}
+
+/* Applies one socket's changes: BLITZ_OK or the first change's error. */
+static int blitz__kq_change(blitz__io *io, struct kevent *ch, int n) {
+    struct kevent got[BLITZ__KQ_CHANGES];
+    for (int i = 0; i < n; i++)
+        ch[i].flags |= EV_RECEIPT;
+    int r;
+    while ((r = kevent(io->epfd, ch, n, got, n, NULL)) < 0 && errno == EINTR) {
+    }
+    if (r < 0)
+        return blitz__from_errno(errno);
+    for (int i = 0; i < r; i++)
+        if ((got[i].flags & EV_ERROR) && got[i].data != 0)
+            return blitz__from_errno((int)got[i].data);
+    return BLITZ_OK;
+}
+
+static int blitz__kq_add(blitz__io *io, blitz_socket *s) {
+    struct kevent ch[BLITZ__KQ_CHANGES];
+    EV_SET(&ch[0], (uintptr_t)s->fd, EVFILT_READ, EV_ADD | EV_CLEAR, 0, 0, s);
+    EV_SET(&ch[1], (uintptr_t)s->fd, EVFILT_WRITE, EV_ADD | EV_CLEAR, 0, 0, s);
+    int rc = blitz__kq_change(io, ch, BLITZ__KQ_CHANGES);
+    if (rc != BLITZ_OK) {
+        /* One filter may have been added. */
+        EV_SET(&ch[0], (uintptr_t)s->fd, EVFILT_READ, EV_DELETE, 0, 0, NULL);
+        EV_SET(&ch[1], (uintptr_t)s->fd, EVFILT_WRITE, EV_DELETE, 0, 0, NULL);
+        (void)blitz__kq_change(io, ch, BLITZ__KQ_CHANGES);
+    }
+    return rc;
+}
+
+/* Before the close: the kernel would drop the knotes with the last close
+ * of the file, but the descriptor may be shared (an adopted one) and
+ * events must stop naming the socket now. ENOENT is fine. */
+static void blitz__kq_del(blitz__io *io, blitz_socket *s) {
+    if (s->fd < 0)
+        return;
+    struct kevent ch[BLITZ__KQ_CHANGES];
+    EV_SET(&ch[0], (uintptr_t)s->fd, EVFILT_READ, EV_DELETE, 0, 0, NULL);
+    EV_SET(&ch[1], (uintptr_t)s->fd, EVFILT_WRITE, EV_DELETE, 0, 0, NULL);
+    (void)blitz__kq_change(io, ch, BLITZ__KQ_CHANGES);
+}
+
+/* Caller holds io->lock. timeout_ns: 0 = do not block, BLITZ__IO_FOREVER. */
+static void blitz__kq_wait(blitz__io *io, uint64_t timeout_ns) {
+    struct timespec ts, *tsp = NULL;
+    if (timeout_ns != BLITZ__IO_FOREVER) {
+        ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
+        ts.tv_nsec = (long)(timeout_ns % 1000000000u);
+        tsp = &ts;
+    }
+    int n = kevent(io->epfd, NULL, 0, (struct kevent *)io->events, BLITZ__IO_EVENTS, tsp);
+    io->nevents = n < 0 ? 0 : n;
+}
+
+/* Empties the self-pipe (level-triggered: what is left fires again). */
+static void blitz__kq_drain_pipe(int fd) {
+    char buf[64];
+    while (read(fd, buf, sizeof buf) == (ssize_t)sizeof buf) {
+    }
+}
+
+static void blitz__kq_dispatch(blitz__io *io) {
+    int n = io->nevents;
+    io->nevents = 0;
+    for (int i = 0; i < n; i++) {
+        struct kevent *e = &((struct kevent *)io->events)[i];
+        blitz_socket *s = (blitz_socket *)e->udata;
+        if (!s) {
+            if (e->filter == EVFILT_READ)
+                blitz__kq_drain_pipe(io->wake_rd);
+            continue; /* EVFILT_USER: EV_CLEAR reset it */
+        }
+        if (e->flags & EV_ERROR)
+            continue; /* a change's receipt; none is asked for here */
+        int rd = e->filter == EVFILT_READ;
+        int wr = e->filter == EVFILT_WRITE;
+        /* The end of the stream, or an error (fflags), stays with no
+         * further event: receives try again from now on (published by the
+         * sequence bump's release in blitz__io_ready). */
+        if ((e->flags & EV_EOF) && (rd || e->fflags != 0))
+            blitz__u32_store(&s->rd_final, 1, BLITZ__RELAXED);
+        if (e->fflags != 0 && (e->flags & EV_EOF))
+            rd = wr = 1;
+        blitz__io_ready(s, rd, wr);
+    }
+}
+
+static const blitz__io_backend blitz__kq_vtable = {
+    .kind = BLITZ_BACKEND_KQUEUE,
+    .name = "kqueue",
+    .completion = 0,
+    .look_interval = BLITZ__IO_EVENT_INTERVAL, /* a look is a system call */
+    .init = blitz__kq_init,
+    .destroy = blitz__kq_destroy,
+    .submit = blitz__ready_submit,
+    .sock_add = blitz__kq_add,
+    .sock_del = blitz__kq_del,
+    .poll = blitz__ready_poll,
+    .park = blitz__ready_park,
+    .wait = blitz__kq_wait,
+    .dispatch = blitz__kq_dispatch,
+};
+
+#else
+
+static int blitz__kq_init(blitz__io *io) {
+    (void)io;
+    return BLITZ_ENOSYS;
+}
+
+static const blitz__io_backend blitz__kq_vtable = {
+    .kind = BLITZ_BACKEND_KQUEUE,
+    .name = "kqueue",
+    .init = blitz__kq_init,
+};
+
+#endif
+
+BLITZ_PRIVATE const blitz__io_backend *blitz__backend_kqueue(void) {
+    return &blitz__kq_vtable;
+}
+/* ====[ END src/io/kqueue.c ]============================================== */
 /* ====[ BEGIN src/io/poll.c ]============================================== */
 /* >>io/poll */
 /* The poll backend, the portable fallback, a readiness backend
@@ -10242,7 +10655,7 @@ static int blitz__pollb_init(blitz__io *io) {
     /* The wait is tried once: a seccomp filter may refuse ppoll, and
      * workers would retry it forever. */
     struct timespec zero = {0, 0};
-    if (ppoll(NULL, 0, &zero, NULL) < 0 && errno != EINTR) {
+    if (blitz__poll_wait(NULL, 0, &zero) < 0 && errno != EINTR) {
         int rc = blitz__from_errno(errno);
         blitz__pollb_destroy(io);
         return rc;
@@ -10378,7 +10791,7 @@ static void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns) {
         ts.tv_nsec = (long)(timeout_ns % 1000000000u);
         tsp = &ts;
     }
-    int r = ppoll(io->pfds, (nfds_t)n, tsp, NULL);
+    int r = blitz__poll_wait(io->pfds, (nfds_t)n, tsp);
     blitz__u32_store(&io->poll_blocked, 0, BLITZ__RELAXED);
     io->npfds = r > 0 ? n : 0;
 }
@@ -11903,6 +12316,13 @@ static void blitz__uring_close(blitz__io *io, blitz_socket *s) {
  * the current-thread driver): a linked pair must reach the kernel in one
  * piece, and only the ring's parker submits outside the ring's lock. */
 static int blitz__uring_limit_connect(blitz__io *io, blitz_io *op, int64_t limit_ns) {
+#if !BLITZ__LINUX
+    /* The ring never starts here (no kernel timespec type either). */
+    (void)io;
+    (void)op;
+    (void)limit_ns;
+    return 0;
+#else
     _Static_assert(BLITZ__CONNECT_TS_AT + sizeof(struct __kernel_timespec) <=
                        sizeof(((blitz_io *)0)->blitz__scratch),
                    "a limited connect keeps its address, timer and timespec in the op");
@@ -11915,6 +12335,7 @@ static int blitz__uring_limit_connect(blitz__io *io, blitz_io *op, int64_t limit
     ts->tv_sec = (long long)(limit_ns / 1000000000);
     ts->tv_nsec = (long long)(limit_ns % 1000000000);
     return 1;
+#endif
 }
 
 /* The shared ring polls io->wake_fd, an eventfd; each worker ring has its
@@ -12282,11 +12703,8 @@ BLITZ_PRIVATE void blitz__nosig_end(blitz__nosig *g, int epipe) {
         sigset_t pipe_set, pending;
         sigemptyset(&pipe_set);
         sigaddset(&pipe_set, SIGPIPE);
-        if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
-            struct timespec zero = {0, 0};
-            while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {
-            }
-        }
+        if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE))
+            blitz__sigpipe_take(&pipe_set);
     }
     if (g->changed)
         pthread_sigmask(SIG_SETMASK, &g->old, NULL);
@@ -14042,10 +14460,8 @@ BLITZ_PRIVATE void blitz__consume_sigpipe(void) {
     sigset_t pipe_set, pending;
     sigemptyset(&pipe_set);
     sigaddset(&pipe_set, SIGPIPE);
-    if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
-        struct timespec zero = {0, 0};
-        sigtimedwait(&pipe_set, NULL, &zero);
-    }
+    if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE))
+        blitz__sigpipe_take(&pipe_set);
 }
 
 static void *blitz__pool_thread_main(void *arg) {
@@ -20440,7 +20856,7 @@ BLITZ_API blitz_op blitz_op_signal_recv(blitz_signal *s) {
 /* ====[ END src/os/signal.c ]============================================== */
 /* ====[ BEGIN src/os/process.c ]=========================================== */
 /* >>os/process */
-/* Processes: posix_spawn (glibc) or fork + exec with an error pipe, waits
+/* Processes: posix_spawn (glibc, Darwin) or fork + exec with an error pipe, waits
  * on pool threads, and a shared record per child so that reaping happens
  * exactly once.
  *
@@ -20642,10 +21058,21 @@ fail:
     blitz__report_errno(err_fd);
 }
 
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))
+#if (defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))) || \
+    defined(__APPLE__)
 #define BLITZ__SPAWN_FALLBACK 1
+#if defined(__GLIBC__)
 /* Hidden under strict feature macros; the redeclaration is compatible. */
 int posix_spawn_file_actions_addchdir_np(posix_spawn_file_actions_t *actions, const char *path);
+#endif
+#if defined(__APPLE__)
+/* Darwin closes every descriptor the actions do not name, whatever its
+ * close-on-exec flag (no window in which a descriptor another thread just
+ * opened leaks into the child); inherited stdio is named explicitly. */
+#define BLITZ__SPAWN_FLAGS POSIX_SPAWN_CLOEXEC_DEFAULT
+#else
+#define BLITZ__SPAWN_FLAGS 0
+#endif
 
 /* posix_spawn shares the parent's memory until the exec (no page tables
  * to copy and tear down), which makes it several times faster than fork
@@ -20667,9 +21094,14 @@ static int blitz__spawn_posix(const char *path, const blitz_command *cmd, char *
         return BLITZ_ENOMEM;
     }
     int e = 0;
-    for (int i = 0; i < 3 && e == 0; i++)
+    for (int i = 0; i < 3 && e == 0; i++) {
         if (child_fds[i] >= 0)
             e = posix_spawn_file_actions_adddup2(&fa, child_fds[i], i);
+#if defined(__APPLE__)
+        else if (fcntl(i, F_GETFD) >= 0)
+            e = posix_spawn_file_actions_addinherit_np(&fa, i);
+#endif
+    }
     if (e == 0 && cmd->cwd)
         e = posix_spawn_file_actions_addchdir_np(&fa, cmd->cwd);
     /* The child starts with no signal blocked and SIGPIPE at its default
@@ -20685,7 +21117,8 @@ static int blitz__spawn_posix(const char *path, const blitz_command *cmd, char *
     if (e == 0)
         e = posix_spawnattr_setsigdefault(&attr, &deflt);
     if (e == 0)
-        e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        e = posix_spawnattr_setflags(
+            &attr, (short)(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | BLITZ__SPAWN_FLAGS));
     if (e == 0)
         e = posix_spawn(pid, path, &fa, &attr, (char *const *)(uintptr_t)cmd->argv, env);
     posix_spawnattr_destroy(&attr);

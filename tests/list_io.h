@@ -1,6 +1,12 @@
 /* Tests of the io area: X(name, timeout_ms). Behaviour tests run on every
  * backend (name_uring, name_epoll, name_poll). */
+#if BLITZ__HAS_KQUEUE
+/* And name_kqueue where the kqueue backend builds (its emulation on Linux). */
+#define BLITZ_IO_TEST3(X, name, ms) \
+    X(name##_uring, ms) X(name##_epoll, ms) X(name##_poll, ms) X(name##_kqueue, ms)
+#else
 #define BLITZ_IO_TEST3(X, name, ms) X(name##_uring, ms) X(name##_epoll, ms) X(name##_poll, ms)
+#endif
 #define BLITZ_IO_TEST_LIST(X)                          \
     X(io_addr_parse, 5000)                             \
     X(io_backend_names, 5000)                          \

@@ -56,4 +56,33 @@ static inline long test_scaled(long n) {
     return n / div > 0 ? n / div : 1;
 }
 
+#if !defined(SOCK_CLOEXEC)
+/* Linux's socket type flags, which the tests use to make plain peers:
+ * elsewhere they are applied with fcntl after the call. */
+#include <fcntl.h>
+#include <sys/socket.h>
+#define SOCK_CLOEXEC  0x10000000
+#define SOCK_NONBLOCK 0x20000000
+static inline int test_sock_flags(int fd, int type) {
+    if (fd >= 0 && (type & SOCK_CLOEXEC))
+        fcntl(fd, F_SETFD, FD_CLOEXEC);
+    if (fd >= 0 && (type & SOCK_NONBLOCK))
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    return fd;
+}
+static inline int test_socket(int domain, int type, int proto) {
+    return test_sock_flags(socket(domain, type & ~(SOCK_CLOEXEC | SOCK_NONBLOCK), proto), type);
+}
+static inline int test_socketpair(int domain, int type, int proto, int sv[2]) {
+    int r = socketpair(domain, type & ~(SOCK_CLOEXEC | SOCK_NONBLOCK), proto, sv);
+    if (r == 0) {
+        test_sock_flags(sv[0], type);
+        test_sock_flags(sv[1], type);
+    }
+    return r;
+}
+#define socket(d, t, p)         test_socket(d, t, p)
+#define socketpair(d, t, p, sv) test_socketpair(d, t, p, sv)
+#endif
+
 #endif

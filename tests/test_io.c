@@ -5,10 +5,12 @@
 #include "test_util.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#if defined(__linux__)
 #include <linux/filter.h>
 #include <linux/seccomp.h>
-#include <signal.h>
 #include <sys/prctl.h>
+#endif
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -25,7 +27,16 @@
     }                                        \
     BLITZ_TEST(name##_poll) {                \
         return name(BLITZ_BACKEND_POLL);     \
+    }                                        \
+    IO_KQUEUE_TEST(name)
+#if BLITZ__HAS_KQUEUE
+#define IO_KQUEUE_TEST(name)               \
+    BLITZ_TEST(name##_kqueue) {            \
+        return name(BLITZ_BACKEND_KQUEUE); \
     }
+#else
+#define IO_KQUEUE_TEST(name)
+#endif
 
 /* The body of a test that runs `poll` once on a fresh `type` whose
  * listener (address in ->addr) it closes afterwards. */
@@ -344,8 +355,14 @@ BLITZ_TEST(io_backend_names) {
     CHECK(strcmp(blitz_backend_name(BLITZ_BACKEND_IO_URING), "io_uring") == 0);
     CHECK(strcmp(blitz_backend_name(BLITZ_BACKEND_EPOLL), "epoll") == 0);
     CHECK(strcmp(blitz_backend_name(BLITZ_BACKEND_POLL), "poll") == 0);
+    CHECK(strcmp(blitz_backend_name(BLITZ_BACKEND_KQUEUE), "kqueue") == 0);
     blitz_config cfg;
     memset(&cfg, 0, sizeof cfg);
+#if !BLITZ__HAS_KQUEUE
+    cfg.backend = BLITZ_BACKEND_KQUEUE;
+    blitz_runtime *none = NULL;
+    CHECK_EQ(blitz_runtime_new(&cfg, &none), BLITZ_ENOSYS);
+#endif
     cfg.backend = (blitz_backend)99;
     blitz_runtime *rt = NULL;
     CHECK_EQ(blitz_runtime_new(&cfg, &rt), BLITZ_EINVAL);
@@ -380,6 +397,7 @@ BLITZ_TEST(io_backend_names) {
  * refuse io_uring_enter or io_uring_register instead. Either way an AUTO
  * runtime falls back to epoll and serves TCP; a forced io_uring runtime
  * reports the error. */
+#if defined(__linux__)
 /* Installs a seccomp filter that makes the system calls `nrs` (n of them)
  * fail with `err`. */
 static int io_refuse_syscalls(const int *nrs, int n, int err) {
@@ -444,6 +462,19 @@ BLITZ_TEST(epoll_wait_refused_fallback) {
     CHECK_OK(blitz_runtime_free(rt));
     return io_echo_many_run(BLITZ_BACKEND_POLL, BLITZ_MULTI_THREAD, 2, 20);
 }
+
+#else
+/* Seccomp filters are Linux's. */
+#define IO_NO_SECCOMP_TEST(name)                   \
+    BLITZ_TEST(name) {                             \
+        printf("# skipped: no seccomp filters\n"); \
+        return 0;                                  \
+    }
+IO_NO_SECCOMP_TEST(io_uring_refused_fallback)
+IO_NO_SECCOMP_TEST(io_uring_enter_refused_fallback)
+IO_NO_SECCOMP_TEST(io_uring_register_refused_fallback)
+IO_NO_SECCOMP_TEST(epoll_wait_refused_fallback)
+#endif
 
 /* ---- 1 GiB (scaled under sanitizers) checked byte for byte --------------------------- */
 

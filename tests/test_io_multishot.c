@@ -425,7 +425,9 @@ static int ms_uring_wait_cq(blitz__ring *r, double ms) {
     blitz__uring_flush(r);
     double deadline = tu_now() + ms / 1e3;
     while (!blitz__uring_cq_ready(r) && tu_now() < deadline) {
+#if BLITZ__LINUX
         blitz__uring_enter(r->fd, 0, 0, IORING_ENTER_GETEVENTS, NULL, 0);
+#endif
         if (!blitz__uring_cq_ready(r))
             tu_sleep_ms(1);
     }

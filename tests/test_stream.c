@@ -27,7 +27,19 @@
     }                                                     \
     BLITZ_TEST(stream_##name##_poll_ct) {                 \
         return st_##name(BLITZ_BACKEND_POLL, TU_CT);      \
+    }                                                     \
+    ST_KQUEUE_TESTS(name)
+#if BLITZ__HAS_KQUEUE
+#define ST_KQUEUE_TESTS(name)                           \
+    BLITZ_TEST(stream_##name##_kqueue_mt2) {            \
+        return st_##name(BLITZ_BACKEND_KQUEUE, TU_MT2); \
+    }                                                   \
+    BLITZ_TEST(stream_##name##_kqueue_ct) {             \
+        return st_##name(BLITZ_BACKEND_KQUEUE, TU_CT);  \
     }
+#else
+#define ST_KQUEUE_TESTS(name)
+#endif
 
 static unsigned char st_pattern(uint64_t i) {
     return (unsigned char)(i * 131u + (i >> 13) + (i >> 21));

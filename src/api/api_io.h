@@ -2,10 +2,11 @@
  *
  * Every runtime owns one I/O driver over one backend: io_uring (completion
  * based: the kernel performs the operation and writes into your buffer),
- * epoll (edge-triggered readiness) or poll (the portable fallback). The
- * backend is picked when the runtime is created: blitz_config.backend, else
- * the BLITZ_BACKEND environment variable ("io_uring", "epoll", "poll"),
- * else io_uring when the kernel allows it, then epoll, then poll.
+ * epoll (edge-triggered readiness, Linux), kqueue (the same on Darwin and
+ * the BSDs) or poll (the portable fallback). The backend is picked when the
+ * runtime is created: blitz_config.backend, else the BLITZ_BACKEND
+ * environment variable ("io_uring", "epoll", "kqueue", "poll"), else
+ * io_uring when the kernel allows it, then epoll, then kqueue, then poll.
  *
  * Sockets are non-blocking file descriptors wrapped in a blitz_socket
  * handle that belongs to one runtime. Operations are intrusive ops: a
@@ -37,7 +38,7 @@
 
 /* The backend the runtime's I/O driver uses. */
 BLITZ_API blitz_backend blitz_runtime_backend(const blitz_runtime *rt);
-/* "io_uring", "epoll", "poll", "auto", "none". */
+/* "io_uring", "epoll", "kqueue", "poll", "auto", "none". */
 BLITZ_API const char *blitz_backend_name(blitz_backend b);
 
 /* ---------------------------------------------------------------------------

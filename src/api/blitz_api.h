@@ -392,7 +392,8 @@ typedef enum blitz_backend {
     BLITZ_BACKEND_IO_URING = 1,
     BLITZ_BACKEND_EPOLL = 2,
     BLITZ_BACKEND_POLL = 3,
-    BLITZ_BACKEND_NONE = 4, /* the runtime has no I/O driver (none could start) */
+    BLITZ_BACKEND_NONE = 4,   /* the runtime has no I/O driver (none could start) */
+    BLITZ_BACKEND_KQUEUE = 5, /* Darwin and the BSDs */
 } blitz_backend;
 
 /* Zero means default for every field. */
@@ -419,16 +420,17 @@ typedef struct blitz_config {
      * every task is idle, so timeouts run instantly and deterministically. */
     int start_paused;
     /* The I/O backend. BLITZ_BACKEND_AUTO (0): the BLITZ_BACKEND environment
-     * variable ("io_uring", "epoll", "poll", in any case; any other value is
-     * ignored) if set, else io_uring when the kernel allows it (its setup
-     * and first enter work), else epoll, else poll; an unavailable choice
+     * variable ("io_uring", "epoll", "kqueue", "poll", in any case; any
+     * other value is ignored) if set, else io_uring when the kernel allows
+     * it (its setup and first enter work), else epoll (Linux), else kqueue
+     * (Darwin, the BSDs), else poll; an unavailable choice
      * falls back the same way. When none can start (no eventfd, say) the
      * runtime still runs tasks and timers, blitz_runtime_backend says
      * BLITZ_BACKEND_NONE and socket calls fail with BLITZ_ENOSYS. Any other
      * value forces that backend:
      * blitz_runtime_new fails (BLITZ_ENOSYS, ...) when it cannot start.
      * Compile-time exclusions: BLITZ_NO_IO_URING, BLITZ_NO_EPOLL,
-     * BLITZ_NO_POLL. */
+     * BLITZ_NO_KQUEUE, BLITZ_NO_POLL. */
     blitz_backend backend;
     /* Blocking pool: most threads at once (0 = 512). */
     uint32_t max_blocking_threads;

@@ -9,7 +9,7 @@
  *     task's memory, where the buffers live) and its socket reference,
  *     and only the reaped completion turns it IDLE; meanwhile nothing may
  *     free the buffers (blitz__io_free_after hands one to the completion).
- *   readiness (poll.c and its Linux sibling; kqueue next): submit is
+ *   readiness (poll.c, epoll.c, kqueue.c): submit is
  *     blitz__ready_submit: the task performs the system call itself, in
  *     its own poll; on EAGAIN the op is WAIT in the socket's list and an
  *     event (blitz__io_ready) makes it RETRY, to try again. The kernel
@@ -93,11 +93,12 @@ typedef struct blitz__io_backend {
 } blitz__io_backend;
 
 /* The backends, in the order tried without a preference: the completion
- * ring (uring.c), the Linux edge-triggered readiness one, poll (poll.c).
- * Each is always there; one compiled out fails its init with
- * BLITZ_ENOSYS. */
+ * ring (uring.c), the Linux edge-triggered readiness one, kqueue
+ * (kqueue.c, Darwin and the BSDs), poll (poll.c). Each is always there;
+ * one compiled out fails its init with BLITZ_ENOSYS. */
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_ring(void);
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_edge(void);
+BLITZ_PRIVATE const blitz__io_backend *blitz__backend_kqueue(void);
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_poll(void);
 
 /* The readiness backends' shared parts (readiness.c). */

@@ -1064,6 +1064,8 @@ static const blitz__io_backend *blitz__io_backend_of(int i) {
     case 1:
         return blitz__backend_edge();
     case 2:
+        return blitz__backend_kqueue();
+    case 3:
         return blitz__backend_poll();
     default:
         return NULL;
@@ -1110,7 +1112,7 @@ static const blitz__io_backend *blitz__backend_from_env(void) {
  * Without one: the environment's preference, then the backends in order
  * (the completion one, then the readiness ones). */
 BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
-    if (forced > BLITZ_BACKEND_NONE)
+    if (forced > BLITZ_BACKEND_KQUEUE)
         return BLITZ_EINVAL;
     if (forced == BLITZ_BACKEND_NONE)
         return BLITZ_OK;

@@ -38,11 +38,8 @@ BLITZ_PRIVATE void blitz__nosig_end(blitz__nosig *g, int epipe) {
         sigset_t pipe_set, pending;
         sigemptyset(&pipe_set);
         sigaddset(&pipe_set, SIGPIPE);
-        if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
-            struct timespec zero = {0, 0};
-            while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {
-            }
-        }
+        if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE))
+            blitz__sigpipe_take(&pipe_set);
     }
     if (g->changed)
         pthread_sigmask(SIG_SETMASK, &g->old, NULL);

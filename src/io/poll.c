@@ -30,7 +30,7 @@ static int blitz__pollb_init(blitz__io *io) {
     /* The wait is tried once: a seccomp filter may refuse ppoll, and
      * workers would retry it forever. */
     struct timespec zero = {0, 0};
-    if (ppoll(NULL, 0, &zero, NULL) < 0 && errno != EINTR) {
+    if (blitz__poll_wait(NULL, 0, &zero) < 0 && errno != EINTR) {
         int rc = blitz__from_errno(errno);
         blitz__pollb_destroy(io);
         return rc;
@@ -166,7 +166,7 @@ static void blitz__pollb_wait(blitz__io *io, uint64_t timeout_ns) {
         ts.tv_nsec = (long)(timeout_ns % 1000000000u);
         tsp = &ts;
     }
-    int r = ppoll(io->pfds, (nfds_t)n, tsp, NULL);
+    int r = blitz__poll_wait(io->pfds, (nfds_t)n, tsp);
     blitz__u32_store(&io->poll_blocked, 0, BLITZ__RELAXED);
     io->npfds = r > 0 ? n : 0;
 }

@@ -1461,6 +1461,13 @@ static void blitz__uring_close(blitz__io *io, blitz_socket *s) {
  * the current-thread driver): a linked pair must reach the kernel in one
  * piece, and only the ring's parker submits outside the ring's lock. */
 static int blitz__uring_limit_connect(blitz__io *io, blitz_io *op, int64_t limit_ns) {
+#if !BLITZ__LINUX
+    /* The ring never starts here (no kernel timespec type either). */
+    (void)io;
+    (void)op;
+    (void)limit_ns;
+    return 0;
+#else
     _Static_assert(BLITZ__CONNECT_TS_AT + sizeof(struct __kernel_timespec) <=
                        sizeof(((blitz_io *)0)->blitz__scratch),
                    "a limited connect keeps its address, timer and timespec in the op");
@@ -1473,6 +1480,7 @@ static int blitz__uring_limit_connect(blitz__io *io, blitz_io *op, int64_t limit
     ts->tv_sec = (long long)(limit_ns / 1000000000);
     ts->tv_nsec = (long long)(limit_ns % 1000000000);
     return 1;
+#endif
 }
 
 /* The shared ring polls io->wake_fd, an eventfd; each worker ring has its

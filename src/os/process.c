@@ -1,4 +1,4 @@
-/* Processes: posix_spawn (glibc) or fork + exec with an error pipe, waits
+/* Processes: posix_spawn (glibc, Darwin) or fork + exec with an error pipe, waits
  * on pool threads, and a shared record per child so that reaping happens
  * exactly once.
  *
@@ -200,10 +200,21 @@ fail:
     blitz__report_errno(err_fd);
 }
 
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))
+#if (defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))) || \
+    defined(__APPLE__)
 #define BLITZ__SPAWN_FALLBACK 1
+#if defined(__GLIBC__)
 /* Hidden under strict feature macros; the redeclaration is compatible. */
 int posix_spawn_file_actions_addchdir_np(posix_spawn_file_actions_t *actions, const char *path);
+#endif
+#if defined(__APPLE__)
+/* Darwin closes every descriptor the actions do not name, whatever its
+ * close-on-exec flag (no window in which a descriptor another thread just
+ * opened leaks into the child); inherited stdio is named explicitly. */
+#define BLITZ__SPAWN_FLAGS POSIX_SPAWN_CLOEXEC_DEFAULT
+#else
+#define BLITZ__SPAWN_FLAGS 0
+#endif
 
 /* posix_spawn shares the parent's memory until the exec (no page tables
  * to copy and tear down), which makes it several times faster than fork
@@ -225,9 +236,14 @@ static int blitz__spawn_posix(const char *path, const blitz_command *cmd, char *
         return BLITZ_ENOMEM;
     }
     int e = 0;
-    for (int i = 0; i < 3 && e == 0; i++)
+    for (int i = 0; i < 3 && e == 0; i++) {
         if (child_fds[i] >= 0)
             e = posix_spawn_file_actions_adddup2(&fa, child_fds[i], i);
+#if defined(__APPLE__)
+        else if (fcntl(i, F_GETFD) >= 0)
+            e = posix_spawn_file_actions_addinherit_np(&fa, i);
+#endif
+    }
     if (e == 0 && cmd->cwd)
         e = posix_spawn_file_actions_addchdir_np(&fa, cmd->cwd);
     /* The child starts with no signal blocked and SIGPIPE at its default
@@ -243,7 +259,8 @@ static int blitz__spawn_posix(const char *path, const blitz_command *cmd, char *
     if (e == 0)
         e = posix_spawnattr_setsigdefault(&attr, &deflt);
     if (e == 0)
-        e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        e = posix_spawnattr_setflags(
+            &attr, (short)(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | BLITZ__SPAWN_FLAGS));
     if (e == 0)
         e = posix_spawn(pid, path, &fa, &attr, (char *const *)(uintptr_t)cmd->argv, env);
     posix_spawnattr_destroy(&attr);

@@ -140,9 +140,17 @@ typedef pthread_mutex_t blitz__mutex;
 /* Parked inside the I/O backend: unpark writes the driver's wake fd. */
 #define BLITZ__PARKED_DRIVER 3u
 
+#if BLITZ__HAS_KQUEUE
+/* A parker's wake_fd that names a kqueue to trigger (its EVFILT_USER
+ * knote, ident BLITZ__KQ_WAKE_IDENT) instead of a descriptor to write:
+ * below -1, so it is never a descriptor. */
+#define BLITZ__WAKE_KQ(kq)   (-2 - (kq))
+#define BLITZ__KQ_WAKE_IDENT 1u
+#endif
+
 typedef struct blitz__parker {
     blitz__atomic_u32 state; /* UNPARKED / PARKED / NOTIFIED / PARKED_DRIVER; the futex word */
-    int wake_fd;             /* the I/O driver's eventfd, or -1 */
+    int wake_fd;             /* the I/O driver's eventfd or pipe, BLITZ__WAKE_KQ(kq), or -1 */
 #if !BLITZ__HAS_FUTEX
     pthread_mutex_t lock;
     pthread_cond_t cond;

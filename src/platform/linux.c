@@ -5,7 +5,7 @@
  * between descriptors. */
 #include "base.h"
 
-#if BLITZ__HAS_FUTEX
+#if BLITZ__HAS_FUTEX && BLITZ__LINUX
 /* Sleeps while *word == expected, at most timeout_ns (0 = no limit).
  * Spurious returns are allowed; callers re-check. */
 BLITZ_PRIVATE void blitz__futex_wait(blitz__atomic_u32 *word, uint32_t expected,
@@ -114,6 +114,19 @@ BLITZ_PRIVATE ssize_t blitz__sendmsg_nosig(int fd, const struct msghdr *m) {
  * as well. */
 BLITZ_PRIVATE short blitz__poll_read_events(void) {
     return (short)(POLLIN | POLLRDHUP);
+}
+
+/* poll(2) with a timespec limit (NULL: none). */
+BLITZ_PRIVATE int blitz__poll_wait(struct pollfd *fds, nfds_t n, const struct timespec *limit) {
+    return ppoll(fds, n, limit, NULL);
+}
+
+/* Takes back a pending SIGPIPE of `set` (blocked in this thread) without
+ * waiting. */
+BLITZ_PRIVATE void blitz__sigpipe_take(const sigset_t *set) {
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(set, NULL, &zero) < 0 && errno == EINTR) {
+    }
 }
 
 #endif

@@ -43,7 +43,36 @@ long syscall(long number, ...);
 #define BLITZ_NO_EPOLL    1
 #endif
 
-#if !defined(__linux__)
+/* Darwin and the BSDs: kqueue, and a wait on an address where the system
+ * has one (Darwin's __ulock calls, FreeBSD's _umtx_op); the others park
+ * on a condition variable. */
+#if defined(__APPLE__) || defined(__FreeBSD__) || defined(__NetBSD__) || defined(__OpenBSD__) || \
+    defined(__DragonFly__)
+#include <sys/event.h>
+#include <sys/time.h>
+#define BLITZ__HAS_KQUEUE 1
+#if defined(__APPLE__)
+#include <sys/uio.h>
+/* libSystem's wait on an address (macOS 10.12 and later); the headers do
+ * not declare it. */
+int __ulock_wait(uint32_t operation, void *addr, uint64_t value, uint32_t timeout_us);
+int __ulock_wake(uint32_t operation, void *addr, uint64_t wake_value);
+#define BLITZ__HAS_FUTEX 1
+#elif defined(__FreeBSD__)
+#include <sys/types.h>
+#include <sys/umtx.h>
+#define BLITZ__HAS_FUTEX 1
+#endif
+#elif defined(BLITZ__KQUEUE_EMULATION)
+/* The test suite's kqueue over epoll (a header path): the kqueue backend's
+ * own code runs on Linux. Never defined outside the test build. */
+#include BLITZ__KQUEUE_EMULATION
+#define BLITZ__HAS_KQUEUE 1
+#else
+#define BLITZ__HAS_KQUEUE 0
+#endif
+
+#if !defined(BLITZ__HAS_FUTEX)
 #define BLITZ__HAS_FUTEX 0
 #endif
 

@@ -110,12 +110,15 @@ BLITZ_PRIVATE int blitz__socketpair_open(int family, int type, int nonblock, int
     return BLITZ_OK;
 }
 
+#if !BLITZ__HAS_KQUEUE
 /* A descriptor that polls readable once child `pid` has exited (it closes
- * on exec and sits above stdio), or -1: the waiter then naps and retries. */
+ * on exec and sits above stdio), or -1: the waiter then naps and retries.
+ * The kqueue systems have one (platform/bsd.c). */
 BLITZ_PRIVATE int blitz__proc_exit_fd(int pid) {
     (void)pid;
     return -1;
 }
+#endif
 
 /* Whether the kernel can move bytes between descriptors itself
  * (blitz__splice and blitz__sendfile do more than fail). */
@@ -182,6 +185,28 @@ BLITZ_PRIVATE ssize_t blitz__sendmsg_nosig(int fd, const struct msghdr *m) {
  * as POLLIN). */
 BLITZ_PRIVATE short blitz__poll_read_events(void) {
     return POLLIN;
+}
+
+/* poll(2) with a timespec limit (NULL: none), rounded up to milliseconds
+ * (Darwin has no ppoll). */
+BLITZ_PRIVATE int blitz__poll_wait(struct pollfd *fds, nfds_t n, const struct timespec *limit) {
+    int ms = -1;
+    if (limit) {
+        uint64_t m =
+            ((uint64_t)limit->tv_sec * 1000000000u + (uint64_t)limit->tv_nsec + 999999u) / 1000000u;
+        ms = m > INT_MAX ? INT_MAX : (int)m;
+    }
+    return poll(fds, n, ms);
+}
+
+/* Takes back a SIGPIPE of `set` that sigpending showed pending while it
+ * is blocked in this thread (no sigtimedwait on Darwin: sigwait returns
+ * at once for a pending signal; a write's SIGPIPE is the writing
+ * thread's own, so no other thread takes it first). */
+BLITZ_PRIVATE void blitz__sigpipe_take(const sigset_t *set) {
+    int sig;
+    while (sigwait(set, &sig) == EINTR) {
+    }
 }
 
 #endif

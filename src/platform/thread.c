@@ -152,8 +152,15 @@ BLITZ_PRIVATE int blitz__parker_park(blitz__parker *p, uint64_t timeout_ns) {
 }
 
 /* Wakes a thread blocked in the I/O backend (epoll_wait, poll,
- * io_uring_enter): the driver's eventfd is part of every wait. */
+ * io_uring_enter, kevent): the driver's wake-up object is part of every
+ * wait. */
 static void blitz__wake_fd_signal(int fd) {
+#if BLITZ__HAS_KQUEUE
+    if (fd < -1) {
+        blitz__kqueue_trigger(BLITZ__WAKE_KQ(0) - fd);
+        return;
+    }
+#endif
     uint64_t one = 1;
     ssize_t r;
     do

@@ -159,10 +159,8 @@ BLITZ_PRIVATE void blitz__consume_sigpipe(void) {
     sigset_t pipe_set, pending;
     sigemptyset(&pipe_set);
     sigaddset(&pipe_set, SIGPIPE);
-    if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
-        struct timespec zero = {0, 0};
-        sigtimedwait(&pipe_set, NULL, &zero);
-    }
+    if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE))
+        blitz__sigpipe_take(&pipe_set);
 }
 
 static void *blitz__pool_thread_main(void *arg) {
