@@ -1,22 +1,12 @@
 /* Serving under a graceful shutdown (blitz_serve), exact-length receives
- * and "host:port" names. Every behaviour test runs on every backend. */
+ * and "host:port" names. Every behaviour test runs on every backend
+ * (IO_BACKEND_TESTS of test_io.c). */
 #include "test_util.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-
-#define SERVE_BACKEND_TESTS(name)            \
-    BLITZ_TEST(name##_uring) {               \
-        return name(BLITZ_BACKEND_IO_URING); \
-    }                                        \
-    BLITZ_TEST(name##_epoll) {               \
-        return name(BLITZ_BACKEND_EPOLL);    \
-    }                                        \
-    BLITZ_TEST(name##_poll) {                \
-        return name(BLITZ_BACKEND_POLL);     \
-    }
 
 #define SERVE_FRAME 16
 
@@ -136,7 +126,7 @@ static int io_serve(blitz_backend b) {
     CHECK_EQ(tu_ldi(&drops), SERVE_CLIENTS);
     return 0;
 }
-SERVE_BACKEND_TESTS(io_serve)
+IO_BACKEND_TESTS(io_serve)
 
 /* A connection's time limit: a silent client's task is cancelled at its
  * deadline and the client reads end of stream. */
@@ -180,7 +170,7 @@ static int io_serve_timeout(blitz_backend b) {
     CHECK_EQ(tu_ldi(&drops), 1);
     return 0;
 }
-SERVE_BACKEND_TESTS(io_serve_timeout)
+IO_BACKEND_TESTS(io_serve_timeout)
 
 BLITZ_TEST(serve_bad_input) {
     blitz_runtime *rt = tu_rt_new(TU_CT);
@@ -300,7 +290,7 @@ static int io_recv_exact(blitz_backend b) {
     }
     return 0;
 }
-SERVE_BACKEND_TESTS(io_recv_exact)
+IO_BACKEND_TESTS(io_recv_exact)
 
 /* ---- host:port --------------------------------------------------------------------------- */
 
