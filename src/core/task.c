@@ -124,6 +124,9 @@ BLITZ_PRIVATE void blitz__task_finish(blitz__task *t, int cancelled) {
     int dropped;
     /* The hook bits are fixed at spawn: one look serves both below. */
     uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    blitz_runtime *rt = blitz__task_runtime(t);
+    if (BLITZ__UNLIKELY(rt->hooks.task_terminate))
+        rt->hooks.task_terminate(rt->hooks.arg, t);
     if (cancelled) {
         /* The task is ours (RUNNING): the op it waits in is withdrawn, then
          * its cancel hook releases the rest, before any joiner sees it
@@ -152,7 +155,7 @@ BLITZ_PRIVATE void blitz__task_finish(blitz__task *t, int cancelled) {
         w.vtable->wake(w.data);
     }
     if (prev & BLITZ__TASK_THREAD_JOINER)
-        blitz__wake_thread_joiners(blitz__task_runtime(t));
+        blitz__wake_thread_joiners(rt);
     blitz__task_unref(t);
 }
 
@@ -228,6 +231,48 @@ BLITZ_API int blitz_waker_will_wake(const blitz_waker *a, const blitz_waker *b) 
 
 /* ---- the poll harness ------------------------------------------------------------ */
 
+/* Poll durations go to bucket i when at most 2^(i+6) ns (the last bucket
+ * takes the rest). */
+static inline uint32_t blitz__poll_bucket(uint64_t ns) {
+    if (ns <= 64)
+        return 0;
+    uint32_t b = (uint32_t)(64 - __builtin_clzll(ns - 1)) - 6;
+    return b < BLITZ_METRICS_POLL_BUCKETS - 1 ? b : BLITZ_METRICS_POLL_BUCKETS - 1;
+}
+
+/* A poll with hooks or metrics: the hooks around it, and one poll in
+ * poll_sample_mask + 1 timed. Kept out of line so the plain path stays
+ * small. */
+static BLITZ__NOINLINE blitz_poll blitz__task_poll_observed(blitz__task *t, blitz_cx *cx) {
+    blitz__context *ctx = cx->ctx;
+    blitz_runtime *rt = ctx->rt;
+    if (rt->hooks.poll_start)
+        rt->hooks.poll_start(rt->hooks.arg, t);
+    uint64_t t0 = 0;
+    int timed = rt->metrics && (ctx->poll_seq++ & rt->poll_sample_mask) == 0;
+    if (timed)
+        t0 = blitz__now_ns();
+    blitz_poll r = t->poll(cx, blitz__task_state_ptr(t));
+    if (timed) {
+        uint64_t d = blitz__now_ns() - t0;
+        blitz__worker_counters *k = ctx->counters;
+        if (k) {
+            /* Only this thread writes its counters. */
+            blitz__u64_bump(&k->poll_buckets[blitz__poll_bucket(d)], 1);
+            blitz__u64_bump(&k->poll_ns_sum, d);
+            blitz__u64_bump(&k->poll_timed, 1);
+        } else {
+            k = &rt->remote_counters;
+            blitz__u64_fetch_add(&k->poll_buckets[blitz__poll_bucket(d)], 1, BLITZ__RELAXED);
+            blitz__u64_fetch_add(&k->poll_ns_sum, d, BLITZ__RELAXED);
+            blitz__u64_fetch_add(&k->poll_timed, 1, BLITZ__RELAXED);
+        }
+    }
+    if (rt->hooks.poll_end)
+        rt->hooks.poll_end(rt->hooks.arg, t, r);
+    return r;
+}
+
 /* Runs a SCHEDULED task once on the calling thread (context `ctx`): polls
  * it, or completes it as cancelled. Returns 1 when the poll function ran. */
 BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
@@ -242,7 +287,10 @@ BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
     blitz__task *outer = ctx->current;
     ctx->current = t;
     t->pending_cancel = NULL;
-    blitz_poll r = t->poll(&cx, blitz__task_state_ptr(t));
+    /* Without hooks and metrics, this one predictable branch is all
+     * observability costs a poll. */
+    blitz_poll r = BLITZ__LIKELY(!ctx->rt->observe) ? t->poll(&cx, blitz__task_state_ptr(t))
+                                                    : blitz__task_poll_observed(t, &cx);
     ctx->current = outer;
     if (r == BLITZ_READY)
         blitz__task_finish(t, 0);
@@ -391,8 +439,12 @@ BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, bli
         }
         if (pinned)
             blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
+        if (BLITZ__UNLIKELY(rt->hooks.task_spawn))
+            rt->hooks.task_spawn(rt->hooks.arg, t);
         rc = pinned ? BLITZ_OK : blitz__task_spawn_schedule(rt, t);
         if (rc != BLITZ_OK) {
+            if (rt->hooks.task_terminate)
+                rt->hooks.task_terminate(rt->hooks.arg, t);
             if (deadline)
                 blitz__task_deadline_abandon(t);
             blitz__task_discard(t);
