@@ -241,7 +241,7 @@ static inline uint32_t blitz__poll_bucket(uint64_t ns) {
 }
 
 /* A poll with hooks or metrics: the hooks around it, and one poll in
- * poll_sample_mask + 1 timed. Kept out of line so the plain path stays
+ * poll_sample_mask + 1 timed (counted in the poller's counters). Kept out of line so the plain path stays
  * small. */
 static BLITZ__NOINLINE blitz_poll blitz__task_poll_observed(blitz__task *t, blitz_cx *cx) {
     blitz__context *ctx = cx->ctx;
@@ -249,7 +249,10 @@ static BLITZ__NOINLINE blitz_poll blitz__task_poll_observed(blitz__task *t, blit
     if (rt->hooks.poll_start)
         rt->hooks.poll_start(rt->hooks.arg, t);
     uint64_t t0 = 0;
-    int timed = rt->metrics && (ctx->poll_seq++ & rt->poll_sample_mask) == 0;
+    /* A blocking-pool job's one "poll" is the whole job: not a poll the
+     * histogram is about. */
+    int timed = rt->metrics && (ctx->poll_seq++ & rt->poll_sample_mask) == 0 &&
+                !(blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_BLOCKING);
     if (timed)
         t0 = blitz__now_ns();
     blitz_poll r = t->poll(cx, blitz__task_state_ptr(t));
