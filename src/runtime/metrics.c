@@ -181,7 +181,7 @@ BLITZ_API int blitz_metrics_write(const blitz_runtime *rt, blitz_write_fn fn, vo
     uint64_t cum = 0;
     for (int i = 0; i < BLITZ_METRICS_POLL_BUCKETS - 1; i++) {
         cum += m->poll_buckets[i];
-        blitz__expo_put(&e, "blitz_poll_duration_seconds_bucket{le=\"%.9g\"} %llu\n",
+        blitz__expo_put(&e, "blitz_poll_duration_seconds_bucket{le=\"%.10g\"} %llu\n",
                         (double)(UINT64_C(1) << (i + 6)) / 1e9, (unsigned long long)cum);
     }
     cum += m->poll_buckets[BLITZ_METRICS_POLL_BUCKETS - 1];
