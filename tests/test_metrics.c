@@ -191,12 +191,10 @@ static int metrics_snapshot(tu_flavor f) {
             /* Every poll was timed; the blocking job is no poll. */
             CHECK_EQ(m.poll_timed, m.polls);
             CHECK_GT(m.poll_ns_sum, 0);
-            if (f.flavor == BLITZ_MULTI_THREAD) {
-                uint64_t busy = 0;
-                for (uint32_t i = 0; i < m.num_workers; i++)
-                    busy += m.workers[i].busy_ns;
-                CHECK_GT(busy, 0);
-            }
+            uint64_t busy = 0;
+            for (uint32_t i = 0; i < m.num_workers; i++)
+                busy += m.workers[i].busy_ns;
+            CHECK_GT(busy, 0);
         } else {
             CHECK_EQ(m.poll_timed, 0);
             CHECK_EQ(m.poll_ns_sum, 0);

@@ -70,6 +70,7 @@ struct blitz__ct_core {
     blitz__atomic_u32 driving;                  /* 1 while a thread drives the runtime */
     blitz__parker parker;                       /* the driver sleeps here */
     uint32_t tick;
+    uint64_t awake_since; /* metrics: clock when busy time was last added */
     blitz__worker_counters counters;
     blitz__block_cache cache;
 };
