@@ -240,21 +240,19 @@ static inline uint32_t blitz__poll_bucket(uint64_t ns) {
     return b < BLITZ_METRICS_POLL_BUCKETS - 1 ? b : BLITZ_METRICS_POLL_BUCKETS - 1;
 }
 
-/* A poll with hooks or metrics: the hooks around it, and one poll in
- * poll_sample_mask + 1 timed (counted in the poller's counters). Kept out of line so the plain path stays
- * small. */
-static BLITZ__NOINLINE blitz_poll blitz__task_poll_observed(blitz__task *t, blitz_cx *cx) {
+/* A poll with poll hooks or timed for metrics (`timed`; counted in the
+ * poller's counters). Out of line so the plain path stays small. */
+static BLITZ__NOINLINE blitz_poll blitz__task_poll_observed(blitz__task *t, blitz_cx *cx,
+                                                            int timed) {
     blitz__context *ctx = cx->ctx;
     blitz_runtime *rt = ctx->rt;
     if (rt->hooks.poll_start)
         rt->hooks.poll_start(rt->hooks.arg, t);
-    uint64_t t0 = 0;
     /* A blocking-pool job's one "poll" is the whole job: not a poll the
      * histogram is about. */
-    int timed = rt->metrics && (ctx->poll_seq++ & rt->poll_sample_mask) == 0 &&
-                !(blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_BLOCKING);
-    if (timed)
-        t0 = blitz__now_ns();
+    if (timed && (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_BLOCKING))
+        timed = 0;
+    uint64_t t0 = timed ? blitz__now_ns() : 0;
     blitz_poll r = t->poll(cx, blitz__task_state_ptr(t));
     if (timed) {
         uint64_t d = blitz__now_ns() - t0;
@@ -291,9 +289,19 @@ BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
     ctx->current = t;
     t->pending_cancel = NULL;
     /* Without hooks and metrics, this one predictable branch is all
-     * observability costs a poll. */
-    blitz_poll r = BLITZ__LIKELY(!ctx->rt->observe) ? t->poll(&cx, blitz__task_state_ptr(t))
-                                                    : blitz__task_poll_observed(t, &cx);
+     * observability costs a poll; with metrics alone, an untimed poll
+     * costs a count. */
+    blitz_runtime *rt = ctx->rt;
+    blitz_poll r;
+    if (BLITZ__LIKELY(!rt->observe)) {
+        r = t->poll(&cx, blitz__task_state_ptr(t));
+    } else {
+        int timed = rt->metrics && (ctx->poll_seq++ & rt->poll_sample_mask) == 0;
+        if (BLITZ__LIKELY(!timed && !rt->poll_hooks))
+            r = t->poll(&cx, blitz__task_state_ptr(t));
+        else
+            r = blitz__task_poll_observed(t, &cx, timed);
+    }
     ctx->current = outer;
     if (r == BLITZ_READY)
         blitz__task_finish(t, 0);

@@ -77,7 +77,8 @@ BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out) {
     rt->fixed_interval = c.global_queue_interval;
     rt->hooks = c.hooks;
     rt->metrics = c.metrics != 0;
-    rt->observe = rt->metrics || c.hooks.poll_start || c.hooks.poll_end;
+    rt->poll_hooks = c.hooks.poll_start || c.hooks.poll_end;
+    rt->observe = rt->metrics || rt->poll_hooks;
     rt->observe_workers = rt->metrics || c.hooks.worker_park || c.hooks.worker_unpark;
     uint32_t sample = c.metrics_poll_sample ? c.metrics_poll_sample : 64;
     uint32_t pow2 = 1;
