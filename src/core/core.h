@@ -215,6 +215,7 @@ struct blitz_runtime {
      * observe_workers: a park hook is set or metrics are on. */
     int observe, observe_workers;
     int poll_hooks; /* poll_start or poll_end is set */
+    int task_hooks; /* task_spawn or task_terminate is set */
     int metrics;
     uint32_t poll_sample_mask; /* a poll is timed when (seq & mask) == 0 */
     blitz_hooks hooks;

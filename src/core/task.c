@@ -118,15 +118,21 @@ BLITZ_PRIVATE void blitz__sleep_on_completion(blitz_runtime *rt, uint32_t seq,
     blitz__u32_fetch_sub(&rt->completion_sleepers, 1, BLITZ__RELAXED);
 }
 
+/* A TRACED task is gone: the runtime's task_terminate hook, if set. */
+static BLITZ__NOINLINE void blitz__task_trace_end(blitz__task *t) {
+    blitz_runtime *rt = blitz__task_runtime(t);
+    if (rt->hooks.task_terminate)
+        rt->hooks.task_terminate(rt->hooks.arg, t);
+}
+
 /* RUNNING -> COMPLETE and everything completion owes: the joiner's waker,
  * sleeping joiner threads, and the lifecycle reference. */
 BLITZ_PRIVATE void blitz__task_finish(blitz__task *t, int cancelled) {
     int dropped;
     /* The hook bits are fixed at spawn: one look serves both below. */
     uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
-    blitz_runtime *rt = blitz__task_runtime(t);
-    if (BLITZ__UNLIKELY(rt->hooks.task_terminate))
-        rt->hooks.task_terminate(rt->hooks.arg, t);
+    if (BLITZ__UNLIKELY(s & BLITZ__TASK_TRACED))
+        blitz__task_trace_end(t);
     if (cancelled) {
         /* The task is ours (RUNNING): the op it waits in is withdrawn, then
          * its cancel hook releases the rest, before any joiner sees it
@@ -155,7 +161,7 @@ BLITZ_PRIVATE void blitz__task_finish(blitz__task *t, int cancelled) {
         w.vtable->wake(w.data);
     }
     if (prev & BLITZ__TASK_THREAD_JOINER)
-        blitz__wake_thread_joiners(rt);
+        blitz__wake_thread_joiners(blitz__task_runtime(t));
     blitz__task_unref(t);
 }
 
@@ -420,6 +426,13 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
     /* Relaxed: the enqueue publishes the block (queue release or a
      * mutex). */
     blitz__u64_store(&t->state, initial, BLITZ__RELAXED);
+    /* Task hooks: the spawn is reported now, the end by completion or by
+     * blitz__task_discard when the block is never queued. */
+    if (BLITZ__UNLIKELY(rt->task_hooks)) {
+        blitz__u64_store(&t->state, initial | BLITZ__TASK_TRACED, BLITZ__RELAXED);
+        if (rt->hooks.task_spawn)
+            rt->hooks.task_spawn(rt->hooks.arg, t);
+    }
     *out = t;
     return BLITZ_OK;
 }
@@ -428,6 +441,8 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
  * without its drop function (the caller still owns what its state refers
  * to). */
 BLITZ_PRIVATE void blitz__task_discard(blitz__task *t) {
+    if (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_TRACED)
+        blitz__task_trace_end(t);
     if (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_JOIN_INTEREST)
         blitz__count_handle_released(blitz__task_runtime(t));
     blitz__u64_store(&t->state, 0, BLITZ__RELAXED);
@@ -450,12 +465,8 @@ BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, bli
         }
         if (pinned)
             blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
-        if (BLITZ__UNLIKELY(rt->hooks.task_spawn))
-            rt->hooks.task_spawn(rt->hooks.arg, t);
         rc = pinned ? BLITZ_OK : blitz__task_spawn_schedule(rt, t);
         if (rc != BLITZ_OK) {
-            if (rt->hooks.task_terminate)
-                rt->hooks.task_terminate(rt->hooks.arg, t);
             if (deadline)
                 blitz__task_deadline_abandon(t);
             blitz__task_discard(t);

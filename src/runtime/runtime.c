@@ -78,6 +78,7 @@ BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out) {
     rt->hooks = c.hooks;
     rt->metrics = c.metrics != 0;
     rt->poll_hooks = c.hooks.poll_start || c.hooks.poll_end;
+    rt->task_hooks = c.hooks.task_spawn || c.hooks.task_terminate;
     rt->observe = rt->metrics || rt->poll_hooks;
     rt->observe_workers = rt->metrics || c.hooks.worker_park || c.hooks.worker_unpark;
     uint32_t sample = c.metrics_poll_sample ? c.metrics_poll_sample : 64;

@@ -449,11 +449,7 @@ static int blitz__spawn_blocking(blitz_runtime *rt, const blitz_blocking_opts *b
         b->job.run = blitz__blocking_run;
         b->task = t;
         b->fn = bo->fn;
-        if (BLITZ__UNLIKELY(rt->hooks.task_spawn))
-            rt->hooks.task_spawn(rt->hooks.arg, t);
         rc = blitz__pool_submit(rt, &b->job, room);
-        if (rc != BLITZ_OK && rt->hooks.task_terminate)
-            rt->hooks.task_terminate(rt->hooks.arg, t);
         if (rc != BLITZ_OK)
             blitz__task_discard(t);
         else if (handle)
