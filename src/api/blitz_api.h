@@ -397,12 +397,13 @@ typedef enum blitz_backend {
 
 /* ---- tracing hooks -----------------------------------------------------
  * Callbacks for tracing integrations, set in blitz_config.hooks. Any may be
- * NULL; with none set (and metrics off) a poll costs one predictable
- * branch more. They run on the thread where the event happens, inside the
- * runtime: they must be quick, must not block, and must not shut down or
- * free the runtime. `task` identifies a task while it lives (its block is
- * reused after it is freed); it is not a handle: do not join, release or
- * cancel it. `worker` is the index of a multi-thread worker. */
+ * NULL; with none set (and metrics off) they cost a predictable branch at
+ * a task's spawn, at each poll and at its end. They run on the thread
+ * where the event happens, inside the runtime: they must be quick, must
+ * not block, and must not shut down or free the runtime. `task` identifies
+ * a task while it lives (its block is reused after it is freed); it is not
+ * a handle: do not join, release or cancel it. `worker` is the index of a
+ * multi-thread worker. */
 typedef struct blitz_hooks {
     void *arg; /* passed to every hook */
     /* A task was made and is about to be queued (before its first poll). */
