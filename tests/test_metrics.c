@@ -146,6 +146,33 @@ static uint64_t mx_bucket_sum(const blitz_metrics *m) {
     return n;
 }
 
+/* A thread that reads the metrics while the runtime works: every value
+ * it sees only grows (the counters), and the sanitizers see the reads. */
+typedef struct {
+    blitz_runtime *rt;
+    atomic_int stop;
+    long reads;
+} mx_reader;
+
+static void *mx_reader_main(void *arg) {
+    mx_reader *r = arg;
+    blitz_metrics *m = malloc(2 * sizeof *m), *prev = m + 1;
+    CHECK_NOT_NULL(m);
+    memset(prev, 0, sizeof *prev);
+    while (!atomic_load(&r->stop)) {
+        CHECK_OK(blitz_metrics_get(r->rt, m));
+        CHECK_GE(m->polls, prev->polls);
+        CHECK_GE(m->tasks_spawned, prev->tasks_spawned);
+        CHECK_GE(m->poll_timed, prev->poll_timed);
+        CHECK_GE(m->timers_fired, prev->timers_fired);
+        memcpy(prev, m, sizeof *m);
+        r->reads++;
+        sched_yield();
+    }
+    free(m);
+    return NULL;
+}
+
 /* With metrics on and every poll timed, after the work (read once the
  * runtime is shut down, when nothing moves): polls, spawns, timers and the
  * pool's job agree with what ran, each timed poll sits in one bucket, and
@@ -163,7 +190,12 @@ static int metrics_snapshot(tu_flavor f) {
         CHECK_EQ(m.poll_timed, 0);
         mh_main s;
         memset(&s, 0, sizeof s);
+        mx_reader reader = {rt, 0, 0};
+        tu_thread th;
+        tu_thread_start(&th, mx_reader_main, &reader);
         CHECK_OK(blitz_runtime_run(rt, mh_main_poll, &s, sizeof s));
+        atomic_store(&reader.stop, 1);
+        tu_thread_join(&th);
         atomic_int ran = 0;
         blitz_task *h = NULL;
         CHECK_OK(blitz_spawn_blocking(rt, mh_blocking_fn, &ran, &h));
