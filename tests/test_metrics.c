@@ -31,8 +31,22 @@ static void mh_poll_end(void *arg, blitz_task *t, blitz_poll r) {
     if (r == BLITZ_READY)
         atomic_fetch_add(&c->ready, 1);
 }
+/* The calling thread's name starts with `prefix` (Linux names them). */
+static void mh_check_name(const char *prefix) {
+#if defined(__linux__)
+    char name[32] = "";
+    CHECK_EQ(pthread_getname_np(pthread_self(), name, sizeof name), 0);
+    CHECK(strncmp(name, prefix, strlen(prefix)) == 0);
+#else
+    (void)prefix;
+#endif
+}
+
 static void mh_worker_start(void *arg, uint32_t w) {
     CHECK_LT(w, 64);
+    char name[32];
+    snprintf(name, sizeof name, "blitz-worker-%u", (unsigned)w);
+    mh_check_name(name);
     atomic_fetch_add(&((mh_counts *)arg)->worker_start, 1);
 }
 static void mh_worker_stop(void *arg, uint32_t w) {
@@ -70,6 +84,7 @@ static blitz_poll mh_kid_poll(blitz_cx *cx, void *p) {
 }
 
 static void mh_blocking_fn(void *arg) {
+    mh_check_name("blitz-pool");
     atomic_fetch_add((atomic_int *)arg, 1);
 }
 

@@ -568,8 +568,8 @@ static void *blitz__worker_main(void *arg) {
     ctx.counters = &w->counters;
     ctx.worker_index = (int)w->index;
     blitz__context_set(&ctx);
-    /* "blitz-worker-N": N < BLITZ_MAX_WORKERS, so the name fits in the
-     * 15 characters Linux keeps. */
+    /* Linux keeps 15 characters of a thread's name: "blitz-worker-63"
+     * fits (the modulo only bounds the number for the compiler). */
     char name[24];
     snprintf(name, sizeof name, "blitz-worker-%u", (unsigned)(w->index % 100));
     blitz__thread_name(name);
