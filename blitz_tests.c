@@ -57,6 +57,7 @@ static int test_fault(int site);
 #include "tests/test_op_io.c"
 #include "tests/test_withdraw.c"
 #include "tests/test_serve.c"
+#include "tests/test_metrics.c"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define TEST_HAS_LSAN 1

@@ -184,6 +184,10 @@ blitz_runtime *bench_runtime_new(bench_flavor f) {
     } else {
         cfg.flavor = BLITZ_CURRENT_THREAD;
     }
+    /* BENCH_METRICS=1 measures with metrics on (busy time, sampled poll
+     * durations). */
+    const char *metrics = getenv("BENCH_METRICS");
+    cfg.metrics = metrics && *metrics == '1';
     BENCH_CHECK(blitz_runtime_new(&cfg, &rt));
     return rt;
 }

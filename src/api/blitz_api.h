@@ -396,6 +396,34 @@ typedef enum blitz_backend {
     BLITZ_BACKEND_KQUEUE = 5, /* Darwin and the BSDs */
 } blitz_backend;
 
+/* ---- tracing hooks -----------------------------------------------------
+ * Callbacks for tracing integrations, set in blitz_config.hooks. Any may be
+ * NULL; with none set (and metrics off) they cost a predictable branch at
+ * a task's spawn, at each poll and at its end. They run on the thread
+ * where the event happens, inside the runtime: they must be quick, must
+ * not block, and must not shut down or free the runtime. `task` identifies
+ * a task while it lives (its block is reused after it is freed); it is not
+ * a handle: do not join, release or cancel it. `worker` is the index of a
+ * multi-thread worker. */
+typedef struct blitz_hooks {
+    void *arg; /* passed to every hook */
+    /* A task was made and is about to be queued (before its first poll). */
+    void (*task_spawn)(void *arg, blitz_task *task);
+    /* A task completed, cancelled or not (after its last poll); also when
+     * a spawn that called task_spawn failed to queue it. */
+    void (*task_terminate)(void *arg, blitz_task *task);
+    /* Around each call of a task's poll function, on the polling thread;
+     * `result` is what the poll returned. */
+    void (*poll_start)(void *arg, blitz_task *task);
+    void (*poll_end)(void *arg, blitz_task *task, blitz_poll result);
+    /* A worker thread began / is about to exit (on that thread). */
+    void (*worker_start)(void *arg, uint32_t worker);
+    void (*worker_stop)(void *arg, uint32_t worker);
+    /* A worker is about to sleep for want of work / woke up again. */
+    void (*worker_park)(void *arg, uint32_t worker);
+    void (*worker_unpark)(void *arg, uint32_t worker);
+} blitz_hooks;
+
 /* Zero means default for every field. */
 typedef struct blitz_config {
     blitz_flavor flavor;
@@ -442,6 +470,16 @@ typedef struct blitz_config {
      * BLITZ_EFULL (or waits, with blitz_spawn_blocking_await). 0 = no
      * limit. */
     uint32_t blocking_queue_capacity;
+    /* ---- observability: tracing hooks and metrics ---- */
+    /* Tracing hooks (see blitz_hooks); all NULL = none. */
+    blitz_hooks hooks;
+    /* Timed metrics (blitz_metrics_get): worker busy time and the poll
+     * duration histogram. Counters are kept either way. */
+    int metrics;
+    /* With metrics on, one poll in this many is timed for the histogram
+     * (reading the clock costs about as much as a short poll). Rounded up
+     * to a power of two; 0 = 64; 1 = every poll. */
+    uint32_t metrics_poll_sample;
 } blitz_config;
 
 /* Creates a runtime. Several runtimes may be alive at once. Worker threads
@@ -756,6 +794,7 @@ BLITZ_API int blitz_runtime_worker_stats(const blitz_runtime *rt, uint32_t worke
 #include "api_io.h"
 #include "api_pool.h"
 #include "api_stream.h"
+#include "api_metrics.h"
 
 #ifdef __cplusplus
 }

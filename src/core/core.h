@@ -81,6 +81,10 @@ typedef struct blitz__worker_counters {
     /* Join handles given out and released: blitz_runtime_free does not
      * wait for blocks that only a handle the program holds keeps alive. */
     blitz__atomic_u64 handles, handles_released;
+    /* ---- metrics (blitz_metrics_get) ---- */
+    blitz__atomic_u64 io_submitted, io_completed, timers_armed, timers_fired;
+    blitz__atomic_u64 busy_ns, poll_timed, poll_ns_sum;
+    blitz__atomic_u64 poll_buckets[BLITZ_METRICS_POLL_BUCKETS];
 } blitz__worker_counters;
 
 /* Defined by the layers above (sched, time, io). */
@@ -98,6 +102,7 @@ struct blitz__context {
     blitz__worker *worker; /* NULL on the current-thread driver and on helpers */
     int ct_driver;         /* this thread drives rt (current-thread flavour) */
     blitz__task *current;  /* the task being polled, or NULL */
+    uint32_t poll_seq;     /* polls observed here, for metrics sampling */
     /* Filled in by the scheduler that owns the thread, so the layers below
      * it need not know its types: the thread's block cache and counters
      * (NULL: the shared ones), and its worker index (-1: not a worker). */
@@ -115,6 +120,7 @@ static inline void blitz__context_init(blitz__context *c, blitz_runtime *rt) {
     c->cache = NULL;
     c->counters = NULL;
     c->worker_index = -1;
+    c->poll_seq = 0;
 }
 
 /* The poll context handed to poll functions. A context with no task polls
@@ -203,6 +209,16 @@ struct blitz_runtime {
     /* The current-thread driver's parker (&ct->parker), or NULL. */
     blitz__parker *ct_parker;
     blitz_backend backend_choice;
+    /* ---- observability: tracing hooks and metrics ---- */
+    /* Fixed at creation. observe: a poll hook is set or metrics are on,
+     * so polls take the observed path (blitz__task_poll_observed);
+     * observe_workers: a park hook is set or metrics are on. */
+    int observe, observe_workers;
+    int poll_hooks; /* poll_start or poll_end is set */
+    int task_hooks; /* task_spawn or task_terminate is set */
+    int metrics;
+    uint32_t poll_sample_mask; /* a poll is timed when (seq & mask) == 0 */
+    blitz_hooks hooks;
 };
 
 /* Appends `t` to an intrusive FIFO (head, tail) linked through `next`. A
@@ -215,6 +231,24 @@ static inline void blitz__list_append(blitz__task **head, blitz__task **tail, bl
         *head = t;
     *tail = t;
 }
+
+/* ---- counting ----------------------------------------------------------------
+ * A counter of the calling thread when it owns one of rt's (a worker or the
+ * current-thread driver: only that thread writes it, so a load and a store
+ * do, and readers on other threads load it atomically and see some recent
+ * value), else rt's shared one, updated with an atomic add. */
+static inline blitz__worker_counters *blitz__counters_mine(blitz_runtime *rt) {
+    blitz__context *ctx = blitz__context_get();
+    return ctx && ctx->rt == rt ? ctx->counters : NULL;
+}
+#define BLITZ__COUNT(rt, field, n)                                                                \
+    do {                                                                                          \
+        blitz__worker_counters *blitz__k = blitz__counters_mine(rt);                              \
+        if (blitz__k)                                                                             \
+            BLITZ__STAT(blitz__u64_bump(&blitz__k->field, (n)));                                  \
+        else                                                                                      \
+            BLITZ__STAT(blitz__u64_fetch_add(&(rt)->remote_counters.field, (n), BLITZ__RELAXED)); \
+    } while (0)
 
 /* ---- op adapters -----------------------------------------------------------
  * A blitz_op carries one void pointer, so its poll is an adapter: it casts

@@ -118,12 +118,21 @@ BLITZ_PRIVATE void blitz__sleep_on_completion(blitz_runtime *rt, uint32_t seq,
     blitz__u32_fetch_sub(&rt->completion_sleepers, 1, BLITZ__RELAXED);
 }
 
+/* A TRACED task is gone: the runtime's task_terminate hook, if set. */
+static BLITZ__NOINLINE void blitz__task_trace_end(blitz__task *t) {
+    blitz_runtime *rt = blitz__task_runtime(t);
+    if (rt->hooks.task_terminate)
+        rt->hooks.task_terminate(rt->hooks.arg, t);
+}
+
 /* RUNNING -> COMPLETE and everything completion owes: the joiner's waker,
  * sleeping joiner threads, and the lifecycle reference. */
 BLITZ_PRIVATE void blitz__task_finish(blitz__task *t, int cancelled) {
     int dropped;
     /* The hook bits are fixed at spawn: one look serves both below. */
     uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    if (BLITZ__UNLIKELY(s & BLITZ__TASK_TRACED))
+        blitz__task_trace_end(t);
     if (cancelled) {
         /* The task is ours (RUNNING): the op it waits in is withdrawn, then
          * its cancel hook releases the rest, before any joiner sees it
@@ -228,6 +237,49 @@ BLITZ_API int blitz_waker_will_wake(const blitz_waker *a, const blitz_waker *b) 
 
 /* ---- the poll harness ------------------------------------------------------------ */
 
+/* Poll durations go to bucket i when at most 2^(i+6) ns (the last bucket
+ * takes the rest). */
+static inline uint32_t blitz__poll_bucket(uint64_t ns) {
+    if (ns <= 64)
+        return 0;
+    uint32_t b = (uint32_t)(64 - __builtin_clzll(ns - 1)) - 6;
+    return b < BLITZ_METRICS_POLL_BUCKETS - 1 ? b : BLITZ_METRICS_POLL_BUCKETS - 1;
+}
+
+/* A poll with poll hooks or timed for metrics (`timed`; counted in the
+ * poller's counters). Out of line so the plain path stays small. */
+static BLITZ__NOINLINE blitz_poll blitz__task_poll_observed(blitz__task *t, blitz_cx *cx,
+                                                            int timed) {
+    blitz__context *ctx = cx->ctx;
+    blitz_runtime *rt = ctx->rt;
+    if (rt->hooks.poll_start)
+        rt->hooks.poll_start(rt->hooks.arg, t);
+    /* A blocking-pool job's one "poll" is the whole job: not a poll the
+     * histogram is about. */
+    if (timed && (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_BLOCKING))
+        timed = 0;
+    uint64_t t0 = timed ? blitz__now_ns() : 0;
+    blitz_poll r = t->poll(cx, blitz__task_state_ptr(t));
+    if (timed) {
+        uint64_t d = blitz__now_ns() - t0;
+        blitz__worker_counters *k = ctx->counters;
+        if (k) {
+            /* Only this thread writes its counters. */
+            blitz__u64_bump(&k->poll_buckets[blitz__poll_bucket(d)], 1);
+            blitz__u64_bump(&k->poll_ns_sum, d);
+            blitz__u64_bump(&k->poll_timed, 1);
+        } else {
+            k = &rt->remote_counters;
+            blitz__u64_fetch_add(&k->poll_buckets[blitz__poll_bucket(d)], 1, BLITZ__RELAXED);
+            blitz__u64_fetch_add(&k->poll_ns_sum, d, BLITZ__RELAXED);
+            blitz__u64_fetch_add(&k->poll_timed, 1, BLITZ__RELAXED);
+        }
+    }
+    if (rt->hooks.poll_end)
+        rt->hooks.poll_end(rt->hooks.arg, t, r);
+    return r;
+}
+
 /* Runs a SCHEDULED task once on the calling thread (context `ctx`): polls
  * it, or completes it as cancelled. Returns 1 when the poll function ran. */
 BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
@@ -242,7 +294,20 @@ BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
     blitz__task *outer = ctx->current;
     ctx->current = t;
     t->pending_cancel = NULL;
-    blitz_poll r = t->poll(&cx, blitz__task_state_ptr(t));
+    /* Without hooks and metrics, this one predictable branch is all
+     * observability costs a poll; with metrics alone, an untimed poll
+     * costs a count. */
+    blitz_runtime *rt = ctx->rt;
+    blitz_poll r;
+    if (BLITZ__LIKELY(!rt->observe)) {
+        r = t->poll(&cx, blitz__task_state_ptr(t));
+    } else {
+        int timed = rt->metrics && (ctx->poll_seq++ & rt->poll_sample_mask) == 0;
+        if (BLITZ__LIKELY(!timed && !rt->poll_hooks))
+            r = t->poll(&cx, blitz__task_state_ptr(t));
+        else
+            r = blitz__task_poll_observed(t, &cx, timed);
+    }
     ctx->current = outer;
     if (r == BLITZ_READY)
         blitz__task_finish(t, 0);
@@ -361,6 +426,13 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
     /* Relaxed: the enqueue publishes the block (queue release or a
      * mutex). */
     blitz__u64_store(&t->state, initial, BLITZ__RELAXED);
+    /* Task hooks: the spawn is reported now, the end by completion or by
+     * blitz__task_discard when the block is never queued. */
+    if (BLITZ__UNLIKELY(rt->task_hooks)) {
+        blitz__u64_store(&t->state, initial | BLITZ__TASK_TRACED, BLITZ__RELAXED);
+        if (rt->hooks.task_spawn)
+            rt->hooks.task_spawn(rt->hooks.arg, t);
+    }
     *out = t;
     return BLITZ_OK;
 }
@@ -369,6 +441,8 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
  * without its drop function (the caller still owns what its state refers
  * to). */
 BLITZ_PRIVATE void blitz__task_discard(blitz__task *t) {
+    if (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_TRACED)
+        blitz__task_trace_end(t);
     if (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_JOIN_INTEREST)
         blitz__count_handle_released(blitz__task_runtime(t));
     blitz__u64_store(&t->state, 0, BLITZ__RELAXED);

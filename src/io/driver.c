@@ -447,6 +447,10 @@ static blitz_poll blitz__op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s, ui
         return BLITZ_READY;
     blitz_poll p = blitz__op_poll_state(cx, op, s, kind, buf, len, addr, dir);
     if (p == BLITZ_READY) {
+        if (op->blitz__flags & BLITZ__OPF_COUNTED) {
+            op->blitz__flags &= ~BLITZ__OPF_COUNTED;
+            BLITZ__COUNT(cx->ctx->rt, io_completed, 1);
+        }
         blitz__op_drop_sock(op);
     } else if (op->blitz__sockref == 1) {
         op->blitz__sockref = 2;
@@ -480,7 +484,8 @@ static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket 
         op->blitz__dir = dir;
         op->blitz__done = 0;
         op->blitz__got = 0;
-        op->blitz__flags = 0;
+        op->blitz__flags = BLITZ__OPF_COUNTED;
+        BLITZ__COUNT(cx->ctx->rt, io_submitted, 1);
         op->blitz__free_after = NULL;
         op->socket = NULL;
         op->result = 0;

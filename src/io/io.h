@@ -49,6 +49,7 @@
  * behind the CONNECT, see limit_connect) or by the runtime's timer. */
 #define BLITZ__OPF_LIMIT_KERNEL 4u
 #define BLITZ__OPF_LIMIT_TIMER  8u
+#define BLITZ__OPF_COUNTED      16u /* started; counted completed when it ends (metrics) */
 
 /* A TCP connect keeps its address at the start of the op's scratch (an
  * IPv6 socket address takes 28 of blitz_addr's 128 bytes), then the timer

@@ -109,6 +109,8 @@ _Static_assert(BLITZ_MAX_STATE_SIZE >= 1 && BLITZ_MAX_STATE_SIZE <= (1u << 30),
 #define BLITZ__ALIGNED     __attribute__((aligned(BLITZ_CACHE_LINE)))
 #define BLITZ__LIKELY(x)   __builtin_expect(!!(x), 1)
 #define BLITZ__UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* Keeps a rarely taken path out of its caller. */
+#define BLITZ__NOINLINE __attribute__((noinline))
 
 #ifdef BLITZ_NO_STATS
 /* Not evaluated, but what it names counts as used (no unused warnings). */

@@ -2,6 +2,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <strings.h>
@@ -124,13 +125,24 @@ int __ulock_wake(uint32_t operation, void *addr, uint64_t wake_value);
 #define SO_REUSEPORT 15
 #endif
 #endif
-/* Two GNU extensions, declared when the C library hid them (glibc's own
+/* GNU extensions, declared when the C library hid them (glibc's own
  * declaration of accept4 takes a transparent union, not this type). */
 #if (defined(__GLIBC__) && !defined(__USE_GNU)) || (!defined(__GLIBC__) && !defined(_GNU_SOURCE))
 int accept4(int fd, struct sockaddr *addr, socklen_t *addr_len, int flags);
 int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const sigset_t *mask);
+int pthread_setname_np(pthread_t thread, const char *name);
 #endif
 #endif
+
+/* Names the calling thread for ps, top and debuggers (at most 15
+ * characters on Linux); best effort, nothing elsewhere. */
+static inline void blitz__thread_name(const char *name) {
+#if defined(__linux__)
+    (void)pthread_setname_np(pthread_self(), name);
+#else
+    (void)name;
+#endif
+}
 
 /* Socket options some systems spell differently. */
 #if defined(TCP_KEEPIDLE)

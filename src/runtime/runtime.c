@@ -75,6 +75,17 @@ BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out) {
                                                             : BLITZ__DEFAULT_SPIN;
     rt->spin_explicit = c.spin_before_park != 0;
     rt->fixed_interval = c.global_queue_interval;
+    rt->hooks = c.hooks;
+    rt->metrics = c.metrics != 0;
+    rt->poll_hooks = c.hooks.poll_start || c.hooks.poll_end;
+    rt->task_hooks = c.hooks.task_spawn || c.hooks.task_terminate;
+    rt->observe = rt->metrics || rt->poll_hooks;
+    rt->observe_workers = rt->metrics || c.hooks.worker_park || c.hooks.worker_unpark;
+    uint32_t sample = c.metrics_poll_sample ? c.metrics_poll_sample : 64;
+    uint32_t pow2 = 1;
+    while (pow2 < sample && pow2 < (1u << 30))
+        pow2 <<= 1;
+    rt->poll_sample_mask = pow2 - 1;
     if (rt->fixed_interval && rt->fixed_interval < 1)
         rt->fixed_interval = 1;
     int rc = blitz__global_queue_init(rt->global);

@@ -175,6 +175,7 @@ static void *blitz__pool_thread_main(void *arg) {
     blitz__context ctx;
     blitz__context_init(&ctx, rt);
     blitz__context_set(&ctx);
+    blitz__thread_name("blitz-pool");
     sigset_t pipe_set;
     sigemptyset(&pipe_set);
     sigaddset(&pipe_set, SIGPIPE);

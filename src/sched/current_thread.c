@@ -53,6 +53,15 @@ static void blitz__ct_flush_deferred(blitz__ct_core *ct) {
     ct->deferred_head = ct->deferred_tail = NULL;
 }
 
+/* Metrics: busy time is the time a thread drives the runtime and is not
+ * parked; only the driving thread touches awake_since. */
+static void blitz__ct_add_busy(blitz__ct_core *ct) {
+    uint64_t now = blitz__now_ns();
+    if (now > ct->awake_since)
+        blitz__u64_bump(&ct->counters.busy_ns, now - ct->awake_since);
+    ct->awake_since = now;
+}
+
 /* Runs tasks on the calling (driving) thread until `target` completes or
  * the runtime shuts down. */
 static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz__context *ctx) {
@@ -104,6 +113,8 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
             if (timer_ns && (timeout == 0 || timer_ns < timeout))
                 timeout = timer_ns;
             BLITZ__STAT(blitz__u64_bump(&ct->counters.parked, 1));
+            if (rt->metrics)
+                blitz__ct_add_busy(ct);
             /* The driver waits in the I/O backend, with the timer deadline. */
             if (rt->io) {
                 blitz__io_park(rt, &ct->parker, timeout, NULL, NULL);
@@ -111,6 +122,8 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
             } else {
                 blitz__parker_park(&ct->parker, timeout);
             }
+            if (rt->metrics)
+                ct->awake_since = blitz__now_ns();
         }
     }
 }
@@ -137,7 +150,11 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
             dctx.counters = &rt->ct->counters;
             blitz__context *outer = blitz__context_set(&dctx);
             blitz__io_driver_start(rt);
+            if (rt->metrics)
+                rt->ct->awake_since = blitz__now_ns();
             blitz__ct_drive_until(rt, t, &dctx);
+            if (rt->metrics)
+                blitz__ct_add_busy(rt->ct);
             blitz__io_after_drive(rt);
             blitz__context_set(outer);
             /* Release: the next driver sees the run queue as we left it. */

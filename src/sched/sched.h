@@ -45,6 +45,7 @@ struct blitz__worker {
     uint64_t avg_poll_ns; /* EWMA of the time per poll */
     uint64_t stamp_ns;    /* clock at the last interval update */
     uint64_t stamp_polls; /* polls since then */
+    uint64_t awake_since; /* metrics: clock when busy time was last added */
     uint64_t rng[2];      /* xorshift64+ for victim choice */
     int searching;
     int started;
@@ -69,6 +70,7 @@ struct blitz__ct_core {
     blitz__atomic_u32 driving;                  /* 1 while a thread drives the runtime */
     blitz__parker parker;                       /* the driver sleeps here */
     uint32_t tick;
+    uint64_t awake_since; /* metrics: clock when busy time was last added */
     blitz__worker_counters counters;
     blitz__block_cache cache;
 };

@@ -476,6 +476,30 @@ static void blitz__worker_sleep(blitz__worker *w) {
     blitz__worker_io_woke(&st);
 }
 
+/* Busy time is the time awake: the interval since the worker last woke
+ * is added when it goes to sleep, after a full tick and when it stops. */
+static void blitz__worker_add_busy(blitz__worker *w, uint64_t now) {
+    if (now > w->awake_since)
+        blitz__u64_bump(&w->counters.busy_ns, now - w->awake_since);
+    w->awake_since = now;
+}
+
+/* The park hooks and busy time around a sleep (`parking`) and after it. */
+static void blitz__worker_observe_park(blitz__worker *w, int parking) {
+    blitz_runtime *rt = w->rt;
+    if (parking) {
+        if (rt->metrics)
+            blitz__worker_add_busy(w, blitz__now_ns());
+        if (rt->hooks.worker_park)
+            rt->hooks.worker_park(rt->hooks.arg, w->index);
+    } else {
+        if (rt->hooks.worker_unpark)
+            rt->hooks.worker_unpark(rt->hooks.arg, w->index);
+        if (rt->metrics)
+            w->awake_since = blitz__now_ns();
+    }
+}
+
 /* Returns 1 when the worker slept in the kernel. */
 static int blitz__worker_park(blitz__worker *w) {
     blitz_runtime *rt = w->rt;
@@ -499,8 +523,13 @@ static int blitz__worker_park(blitz__worker *w) {
      * (seed 000 "Lost wakeup prevention"). */
     blitz__u32_store(&w->transitioning_to_park, 1, BLITZ__SEQ_CST);
     int slept = blitz__worker_commit_park(w);
-    if (slept)
+    if (slept) {
+        if (BLITZ__UNLIKELY(rt->observe_workers))
+            blitz__worker_observe_park(w, 1);
         blitz__worker_sleep(w);
+        if (BLITZ__UNLIKELY(rt->observe_workers))
+            blitz__worker_observe_park(w, 0);
+    }
     blitz__u32_store(&w->transitioning_to_park, 0, BLITZ__RELEASE);
     return slept;
 }
@@ -539,8 +568,16 @@ static void *blitz__worker_main(void *arg) {
     ctx.counters = &w->counters;
     ctx.worker_index = (int)w->index;
     blitz__context_set(&ctx);
+    /* Linux keeps 15 characters of a thread's name: "blitz-worker-63"
+     * fits (the modulo only bounds the number for the compiler). */
+    char name[24];
+    snprintf(name, sizeof name, "blitz-worker-%u", (unsigned)(w->index % 100));
+    blitz__thread_name(name);
     blitz__io_worker_start(rt, w->index);
     w->stamp_ns = blitz__now_ns();
+    w->awake_since = w->stamp_ns;
+    if (rt->hooks.worker_start)
+        rt->hooks.worker_start(rt->hooks.arg, w->index);
     uint64_t polls_since_io = BLITZ__IO_EVENT_INTERVAL; /* look first */
     while (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)) {
         uint32_t polls = 0;
@@ -565,7 +602,10 @@ static void *blitz__worker_main(void *arg) {
         w->stamp_polls += polls;
         polls_since_io += polls;
         if (polls == BLITZ_BUDGET_PER_TICK) {
-            blitz__worker_update_interval(w, blitz__now_ns());
+            uint64_t now = blitz__now_ns();
+            blitz__worker_update_interval(w, now);
+            if (rt->metrics)
+                blitz__worker_add_busy(w, now);
         } else if (polls == 0) {
             if (blitz__worker_park(w)) {
                 /* Time asleep is not poll time. */
@@ -583,6 +623,10 @@ static void *blitz__worker_main(void *arg) {
         w->searching = 0;
         blitz__idle_transition_from_searching(rt);
     }
+    if (rt->metrics)
+        blitz__worker_add_busy(w, blitz__now_ns());
+    if (rt->hooks.worker_stop)
+        rt->hooks.worker_stop(rt->hooks.arg, w->index);
     blitz__context_set(NULL);
     return NULL;
 }

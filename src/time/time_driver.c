@@ -126,6 +126,8 @@ static size_t blitz__time_fire(blitz_runtime *rt, int fire) {
                                    BLITZ__RELEASE);
         }
         fired += (size_t)n;
+        if (fire)
+            BLITZ__COUNT(rt, timers_fired, (uint64_t)n);
         blitz__mutex_unlock(&td->lock);
         if (fire) {
             blitz__wake_batch_begin();
@@ -234,6 +236,7 @@ static void blitz__timer_arm(blitz_runtime *rt, blitz_timer *t, uint64_t deadlin
     t->blitz__entry.deadline = blitz__tick_ceil(rt, deadline_ns);
     /* Outside the lock: the clone is an atomic increment on the task. */
     blitz_waker mine = blitz_waker_clone(w);
+    BLITZ__COUNT(rt, timers_armed, 1);
     uint64_t due_ns = blitz__tick_start_ns(rt, t->blitz__entry.deadline);
     blitz__mutex_lock(&rt->time->lock);
     t->blitz__waker = mine;
