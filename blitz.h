@@ -7130,6 +7130,7 @@ BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, bli
         if (deadline) {
             blitz__task_ref(t); /* kept until the spawn is decided */
             blitz__task_deadline_start(rt, t, o->timeout_ns);
+            (void)BLITZ__FAULT(spawn_armed); /* a spawner preempted here */
         }
         if (pinned)
             blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
@@ -14027,7 +14028,8 @@ static int blitz__runtime_idle(blitz_runtime *rt) {
                blitz__u32_load(&rt->workers_started, BLITZ__RELAXED) &&
            !blitz__u32_load(&rt->external_running, BLITZ__SEQ_CST) &&
            !blitz__u32_load(&rt->pinned_runnable, BLITZ__SEQ_CST) &&
-           !blitz__u32_load(&rt->paused_polling, BLITZ__SEQ_CST) && !blitz__work_available(rt);
+           !blitz__u32_load(&rt->paused_polling, BLITZ__SEQ_CST) &&
+           !blitz__u32_load(&rt->spawning, BLITZ__SEQ_CST) && !blitz__work_available(rt);
 }
 
 /* Jumps the paused clock to the next timer when the runtime is idle.
@@ -14614,8 +14616,10 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
                 continue;
             /* Idle with a paused clock: jump to the next timer, unless a
              * blocking-pool job may still wake a task (it counts in
-             * paused_polling; seq_cst as it is raised). */
+             * paused_polling; seq_cst as it is raised) or another thread
+             * is between arming a spawn's deadline and queueing it. */
             if (!blitz__u32_load(&rt->paused_polling, BLITZ__SEQ_CST) &&
+                !blitz__u32_load(&rt->spawning, BLITZ__SEQ_CST) &&
                 blitz__time_auto_advance(rt, NULL))
                 continue;
             uint64_t timeout = rt->park_timeout_ns, timer_ns = blitz__time_sleep_ns(rt);

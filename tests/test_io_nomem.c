@@ -6,11 +6,16 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 
-/* Per site: failures still to inject (-1: every time), failures injected. */
+/* Per site: failures still to inject (-1: every time), failures injected,
+ * and a delay in ms taken at each pass instead. */
 static atomic_int test_fault_left[TEST_FAULT_SITES];
 static atomic_int test_fault_hits[TEST_FAULT_SITES];
+static atomic_int test_fault_delay_ms[TEST_FAULT_SITES];
 
 static int test_fault(int site) {
+    int delay = atomic_load(&test_fault_delay_ms[site]);
+    if (delay > 0)
+        tu_sleep_ms(delay);
     int n = atomic_load(&test_fault_left[site]);
     while (n != 0) {
         if (n < 0 || atomic_compare_exchange_weak(&test_fault_left[site], &n, n - 1)) {

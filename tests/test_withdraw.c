@@ -304,13 +304,20 @@ static int spawn_timeout(tu_flavor f) {
     /* The timer thread drops its waker last. */
     TU_WAIT_UNTIL(wd_alive(rt) == 0, 10.0, 1);
 
-    /* In time: completes, and its deadline no longer holds the block. */
+    /* In time: completes, and its deadline no longer holds the block. The
+     * deadline is armed before the task is queued; an idle runtime must
+     * not jump its paused clock to it meanwhile. */
     st.sleep_ns = 10 * BLITZ_MSEC;
-    t = dl_spawn(rt, &st, 3600 * BLITZ_SEC);
-    CHECK_EQ(blitz_join_blocking(t), BLITZ_OK);
-    CHECK_EQ(((dl_state *)blitz_task_state(t))->finished, 1);
-    CHECK_OK(blitz_task_release(&t));
-    TU_WAIT_UNTIL(wd_alive(rt) == 0, 10.0, 1);
+    for (int i = 0; i < 3; i++) {
+        /* The spawner pauses there (the kicked worker parks again). */
+        atomic_store(&test_fault_delay_ms[TEST_FAULT_spawn_armed], i ? 20 : 0);
+        t = dl_spawn(rt, &st, 3600 * BLITZ_SEC);
+        atomic_store(&test_fault_delay_ms[TEST_FAULT_spawn_armed], 0);
+        CHECK_EQ(blitz_join_blocking(t), BLITZ_OK);
+        CHECK_EQ(((dl_state *)blitz_task_state(t))->finished, 1);
+        CHECK_OK(blitz_task_release(&t));
+        TU_WAIT_UNTIL(wd_alive(rt) == 0, 10.0, 1);
+    }
 
     /* Cancelled before its deadline: ECANCELED, not ETIMEDOUT. On a real
      * clock: a paused one jumps to the deadline as soon as all is idle. */

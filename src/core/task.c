@@ -462,6 +462,7 @@ BLITZ_PRIVATE int blitz__spawn(blitz_runtime *rt, const blitz_spawn_opts *o, bli
         if (deadline) {
             blitz__task_ref(t); /* kept until the spawn is decided */
             blitz__task_deadline_start(rt, t, o->timeout_ns);
+            (void)BLITZ__FAULT(spawn_armed); /* a spawner preempted here */
         }
         if (pinned)
             blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);

@@ -105,8 +105,10 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
                 continue;
             /* Idle with a paused clock: jump to the next timer, unless a
              * blocking-pool job may still wake a task (it counts in
-             * paused_polling; seq_cst as it is raised). */
+             * paused_polling; seq_cst as it is raised) or another thread
+             * is between arming a spawn's deadline and queueing it. */
             if (!blitz__u32_load(&rt->paused_polling, BLITZ__SEQ_CST) &&
+                !blitz__u32_load(&rt->spawning, BLITZ__SEQ_CST) &&
                 blitz__time_auto_advance(rt, NULL))
                 continue;
             uint64_t timeout = rt->park_timeout_ns, timer_ns = blitz__time_sleep_ns(rt);

@@ -376,7 +376,8 @@ static int blitz__runtime_idle(blitz_runtime *rt) {
                blitz__u32_load(&rt->workers_started, BLITZ__RELAXED) &&
            !blitz__u32_load(&rt->external_running, BLITZ__SEQ_CST) &&
            !blitz__u32_load(&rt->pinned_runnable, BLITZ__SEQ_CST) &&
-           !blitz__u32_load(&rt->paused_polling, BLITZ__SEQ_CST) && !blitz__work_available(rt);
+           !blitz__u32_load(&rt->paused_polling, BLITZ__SEQ_CST) &&
+           !blitz__u32_load(&rt->spawning, BLITZ__SEQ_CST) && !blitz__work_available(rt);
 }
 
 /* Jumps the paused clock to the next timer when the runtime is idle.
