@@ -15,15 +15,20 @@
  * (16-byte aligned), and, when the task has a drop function, that pointer in
  * the block's last 8 bytes. The runtime a task belongs to is found from the
  * 64 KiB-aligned chunk that holds the block, so the header carries no
- * runtime pointer: 56 bytes in all. */
+ * runtime pointer: 72 bytes in all. */
 struct blitz_task {
     /* ref_count 24 | shield 8 | flags 8 | lifecycle 8 | low flags 16; see
      * task_state.c. Zero means the block is free. */
     blitz__atomic_u64 state;
     blitz_poll_fn poll;
     /* Intrusive link: global queue, current-thread queue, or a free list. A
-     * task is in at most one of them, guarded by the SCHEDULED lifecycle. */
-    struct blitz_task *next;
+     * task is in at most one of them, guarded by the SCHEDULED lifecycle.
+     * While the task is IDLE (in no list) the slot holds when it went idle
+     * (blitz__context.clock_ns, 0 = unknown), for the task dump. */
+    union {
+        struct blitz_task *next;
+        uint64_t idle_since;
+    };
     /* The waker of the task awaiting this one; owned by whoever the
      * JOIN_WAKER protocol says (join.c). */
     blitz_waker join_waker;
@@ -34,10 +39,18 @@ struct blitz_task {
      * transitions order one owner's writes before the next one's reads. */
     blitz_cancel_fn pending_cancel;
     void *pending_op;
+    /* ---- observation (runtime/dump.c) ----
+     * id: given at spawn, never changes. site: where the task's coroutine
+     * keeps its resume point, recorded by its first BLITZ_BEGIN
+     * (blitz_coro_site): the source file's name in the low 48 bits, the
+     * resume int's offset in the state + 1 in the high 16; 0 = unknown.
+     * Both are read by whoever owns the task (RUNNING), as above. */
+    uint64_t id;
+    uint64_t site;
 };
 typedef struct blitz_task blitz__task;
 
-#define BLITZ__TASK_HEADER_SIZE 56u
+#define BLITZ__TASK_HEADER_SIZE 72u
 _Static_assert(sizeof(struct blitz_task) == BLITZ__TASK_HEADER_SIZE || sizeof(void *) != 8,
                "task header layout");
 
@@ -62,13 +75,19 @@ typedef struct blitz__chunk {
     uint32_t block_size;
     uint32_t class_index;
     uint32_t capacity; /* blocks that fit */
-    uint32_t carved;   /* blocks handed out so far (by the chunk's carver) */
+    /* Blocks handed out so far. Written by the chunk's one carver with
+     * release after zeroing the block's state word, so a walk that reads
+     * it with acquire never looks at uninitialised memory. */
+    blitz__atomic_u32 carved;
 } blitz__chunk;
 
 /* Free blocks by size class, moved between caches in whole batches of
  * BLITZ__FREE_BATCH blocks. Each worker has one (no locking); threads that
  * are not workers share one behind alloc_lock. */
 typedef struct blitz__block_cache {
+    /* Task ids handed out by this cache: next, and the end of the range
+     * it took from the runtime (blitz__task_id_next). */
+    uint64_t id_next, id_end;
     blitz__task *active[BLITZ__NUM_CLASSES]; /* free blocks, LIFO */
     uint32_t active_count[BLITZ__NUM_CLASSES];
     blitz__task *full[BLITZ__NUM_CLASSES]; /* one full batch held back, or NULL */
@@ -104,7 +123,25 @@ struct blitz__context {
     blitz__block_cache *cache;
     blitz__worker_counters *counters;
     int worker_index;
+    /* ---- observation (runtime/dump.c, runtime/stall.c) ----
+     * clock_ns: the clock at the start of the scheduler's current tick (0:
+     * not kept), stamped on tasks that go idle. stall: this thread's slot
+     * of the stall watchdog, or NULL. */
+    uint64_t clock_ns;
+    struct blitz__stall_slot *stall;
 };
+
+/* A thread's poll in progress, as the stall watchdog sees it. The thread
+ * writes every field with relaxed stores and `since` last with release
+ * before each poll, and clears `since` after it; the watchdog reads
+ * `since` (acquire), then the rest, then `since` again, and drops the
+ * reading when it changed. All atomics: the two race by design. */
+typedef struct blitz__stall_slot {
+    BLITZ__ALIGNED blitz__atomic_u64 since; /* poll start (ns), 0 = not polling */
+    blitz__atomic_u64 id, site, name, poll;
+    blitz__atomic_u32 line;
+    uint64_t reported_since; /* the watchdog's own: a stall is reported once */
+} blitz__stall_slot;
 
 /* A context for `rt` that owns no cache and is no worker. */
 static inline void blitz__context_init(blitz__context *c, blitz_runtime *rt) {
@@ -115,6 +152,8 @@ static inline void blitz__context_init(blitz__context *c, blitz_runtime *rt) {
     c->cache = NULL;
     c->counters = NULL;
     c->worker_index = -1;
+    c->clock_ns = 0;
+    c->stall = NULL;
 }
 
 /* The poll context handed to poll functions. A context with no task polls
@@ -195,6 +234,13 @@ struct blitz_runtime {
      * block (join_waker.data). */
     blitz__atomic_ptr spare_batches[BLITZ__NUM_CLASSES];
     blitz__worker_counters remote_counters; /* updated under alloc_lock */
+    /* ---- observation (runtime/dump.c) ---- */
+    blitz__atomic_u64 id_ranges; /* task ids handed to caches so far */
+    struct blitz__stall *stall;  /* the stall watchdog, or NULL */
+    /* Its slots: one per worker (index), or one for the current-thread
+     * driver; NULL without a watchdog. */
+    struct blitz__stall_slot *stall_slots;
+    int leak_report; /* report what is still open at free */
     blitz__time_driver *time;
     blitz__pool *pool;
     void *workers_raw;

@@ -25,10 +25,22 @@ static inline blitz_cancel_hook_fn *blitz__task_cancel_slot(blitz__task *t, uint
     return (blitz_cancel_hook_fn *)((char *)t + blitz__block_size(t) - back);
 }
 
-/* `size` bytes (a multiple of 8) reserved in front of the hooks at the end
- * of the block of a task spawned with a trailer. */
-static inline void *blitz__task_trailer_of(blitz__task *t, uint64_t s, size_t size) {
+/* The task's name (blitz_spawn_opts.name) sits before the hooks. */
+static inline const char **blitz__task_name_slot(blitz__task *t, uint64_t s) {
     size_t hooks = ((s & BLITZ__TASK_HAS_DROP) != 0) + ((s & BLITZ__TASK_HAS_CANCEL) != 0);
+    return (const char **)(void *)((char *)t + blitz__block_size(t) -
+                                   (hooks + 1) * sizeof(blitz_drop_fn));
+}
+/* The name of task `t` whose state word is `s`, or NULL. */
+static inline const char *blitz__task_name_of(blitz__task *t, uint64_t s) {
+    return (s & BLITZ__TASK_HAS_NAME) ? *blitz__task_name_slot(t, s) : NULL;
+}
+
+/* `size` bytes (a multiple of 8) reserved in front of the hooks and the
+ * name at the end of the block of a task spawned with a trailer. */
+static inline void *blitz__task_trailer_of(blitz__task *t, uint64_t s, size_t size) {
+    size_t hooks = ((s & BLITZ__TASK_HAS_DROP) != 0) + ((s & BLITZ__TASK_HAS_CANCEL) != 0) +
+                   ((s & BLITZ__TASK_HAS_NAME) != 0);
     return (char *)t + blitz__block_size(t) - hooks * sizeof(blitz_drop_fn) - size;
 }
 static inline void *blitz__task_trailer(blitz__task *t, size_t size) {
@@ -228,6 +240,36 @@ BLITZ_API int blitz_waker_will_wake(const blitz_waker *a, const blitz_waker *b) 
 
 /* ---- the poll harness ------------------------------------------------------------ */
 
+/* The resume point a task's coroutine is at (its line while suspended, 0
+ * before its first poll, -1 once finished), or 0 when its site is unknown.
+ * Only the task's owner may call this. */
+static inline int blitz__task_resume_line(blitz__task *t) {
+    uint64_t off = t->site >> 48;
+    if (!off)
+        return 0;
+    int line;
+    memcpy(&line, (char *)blitz__task_state_ptr(t) + off - 1, sizeof line);
+    return line;
+}
+static inline const char *blitz__task_site_file(const blitz__task *t) {
+    return (const char *)(uintptr_t)(t->site & (((uint64_t)1 << 48) - 1));
+}
+
+/* The stall watchdog's view of a poll about to start (see
+ * blitz__stall_slot); only when the watchdog runs. */
+static void blitz__stall_begin(blitz__stall_slot *slot, blitz__task *t) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    uintptr_t poll;
+    memcpy(&poll, &t->poll, sizeof poll);
+    blitz__u64_store(&slot->id, t->id, BLITZ__RELAXED);
+    blitz__u64_store(&slot->site, t->site, BLITZ__RELAXED);
+    blitz__u64_store(&slot->name, (uint64_t)(uintptr_t)blitz__task_name_of(t, s), BLITZ__RELAXED);
+    blitz__u64_store(&slot->poll, (uint64_t)poll, BLITZ__RELAXED);
+    blitz__u32_store(&slot->line, (uint32_t)blitz__task_resume_line(t), BLITZ__RELAXED);
+    uint64_t now = blitz__now_ns();
+    blitz__u64_store(&slot->since, now ? now : 1, BLITZ__RELEASE);
+}
+
 /* Runs a SCHEDULED task once on the calling thread (context `ctx`): polls
  * it, or completes it as cancelled. Returns 1 when the poll function ran. */
 BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
@@ -242,12 +284,21 @@ BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
     blitz__task *outer = ctx->current;
     ctx->current = t;
     t->pending_cancel = NULL;
+    blitz__stall_slot *stall = ctx->stall;
+    if (BLITZ__UNLIKELY(stall != NULL))
+        blitz__stall_begin(stall, t);
     blitz_poll r = t->poll(&cx, blitz__task_state_ptr(t));
+    if (BLITZ__UNLIKELY(stall != NULL))
+        blitz__u64_store(&stall->since, 0, BLITZ__RELAXED);
     ctx->current = outer;
-    if (r == BLITZ_READY)
+    if (r == BLITZ_READY) {
         blitz__task_finish(t, 0);
-    else if (blitz__state_to_idle(t, cx.yielded))
-        blitz__task_reschedule(t, ctx, cx.yielded);
+    } else {
+        /* Before the transition: from IDLE on, a waker may link the task. */
+        t->idle_since = ctx->clock_ns;
+        if (blitz__state_to_idle(t, cx.yielded))
+            blitz__task_reschedule(t, ctx, cx.yielded);
+    }
     return 1;
 }
 
@@ -274,6 +325,29 @@ BLITZ_API int blitz_cx_shield(blitz_cx *cx) {
 BLITZ_API int blitz_cx_unshield(blitz_cx *cx) {
     return cx && cx->task ? blitz__state_shield(cx->task, -1) : BLITZ_EINVAL;
 }
+BLITZ_API uint64_t blitz_cx_task_id(blitz_cx *cx) {
+    return cx && cx->task ? cx->task->id : 0;
+}
+
+/* The first BLITZ_BEGIN a task runs records where its resume point is
+ * (later ones, of coroutines nested in it, find the site taken). Only a
+ * resume int inside the task's own block can be read back by a dump. */
+BLITZ_API void blitz_coro_site(const int *resume, const char *file) {
+    blitz__context *c = blitz__context_get();
+    blitz__task *t = c ? c->current : NULL;
+    if (!t || t->site)
+        return;
+    const char *state = (const char *)blitz__task_state_ptr(t);
+    const char *end = (const char *)t + blitz__block_size(t);
+    const char *r = (const char *)resume;
+    if (r < state || r + sizeof(int) > end)
+        return;
+    uint64_t off = (uint64_t)(r - state) + 1, f = (uint64_t)(uintptr_t)file;
+    if (off > 0xffffu || f >> 48)
+        return;
+    t->site = f | off << 48;
+}
+
 BLITZ_API int blitz_cx_worker(blitz_cx *cx) {
     if (!cx)
         return -1;
@@ -330,7 +404,7 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
         flags |= BLITZ__TASK_HAS_DEADLINE;
     }
     size_t need = BLITZ__TASK_HEADER_SIZE + o->size;
-    size_t hooks = (o->drop != NULL) + (o->cancel != NULL);
+    size_t hooks = (o->drop != NULL) + (o->cancel != NULL) + (o->name != NULL);
     if (hooks || trailer)
         need = ((need + 7) & ~(size_t)7) + trailer + hooks * sizeof(blitz_drop_fn);
     blitz__task *t = blitz__block_alloc(rt, need, with_handle);
@@ -342,6 +416,7 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
     t->join_waker.vtable = NULL;
     t->pending_cancel = NULL;
     t->pending_op = NULL;
+    t->site = 0; /* t->id was given by blitz__block_alloc */
     if (o->state)
         memcpy(blitz__task_state_ptr(t), o->state, o->size);
     else
@@ -356,11 +431,16 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
         *blitz__task_drop_slot(t) = o->drop;
     if (o->cancel)
         *blitz__task_cancel_slot(t, initial) = o->cancel;
+    if (o->name) {
+        initial |= BLITZ__TASK_HAS_NAME;
+        *blitz__task_name_slot(t, initial) = o->name;
+    }
     if (flags & BLITZ__TASK_HAS_DEADLINE)
         memset(blitz__task_deadline_timer(t, initial), 0, sizeof(blitz_timer));
-    /* Relaxed: the enqueue publishes the block (queue release or a
-     * mutex). */
-    blitz__u64_store(&t->state, initial, BLITZ__RELAXED);
+    /* The enqueue publishes the block to its scheduler (queue release or a
+     * mutex); release here publishes it to a task dump, which may find the
+     * block before that and reads the word with acquire. */
+    blitz__u64_store(&t->state, initial, BLITZ__RELEASE);
     *out = t;
     return BLITZ_OK;
 }
@@ -369,8 +449,13 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
  * without its drop function (the caller still owns what its state refers
  * to). */
 BLITZ_PRIVATE void blitz__task_discard(blitz__task *t) {
-    if (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_JOIN_INTEREST)
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    if (s & BLITZ__TASK_JOIN_INTEREST)
         blitz__count_handle_released(blitz__task_runtime(t));
+    /* A task dump may hold a reference for an instant (blitz__dump_pin). */
+    uint64_t mine = 1 + ((s & BLITZ__TASK_JOIN_INTEREST) != 0);
+    while (blitz__refs(blitz__u64_load(&t->state, BLITZ__ACQUIRE)) > mine)
+        blitz__cpu_relax();
     blitz__u64_store(&t->state, 0, BLITZ__RELAXED);
     blitz__block_release(t);
 }

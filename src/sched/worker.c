@@ -538,6 +538,7 @@ static void *blitz__worker_main(void *arg) {
     ctx.cache = &w->cache;
     ctx.counters = &w->counters;
     ctx.worker_index = (int)w->index;
+    ctx.stall = rt->stall_slots ? &rt->stall_slots[w->index] : NULL;
     blitz__context_set(&ctx);
     blitz__io_worker_start(rt, w->index);
     w->stamp_ns = blitz__now_ns();
@@ -549,6 +550,7 @@ static void *blitz__worker_main(void *arg) {
         blitz__time_process(rt, 0);
         /* And reaps I/O completions the same way. */
         blitz__io_between_ticks(rt, &polls_since_io);
+        ctx.clock_ns = blitz__now_ns();
         while (polls < BLITZ_BUDGET_PER_TICK) {
             blitz__task *t = blitz__worker_find(w);
             if (!t)
@@ -765,6 +767,7 @@ BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t) {
             if (!blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST)) {
                 blitz__u32_fetch_sub(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
                 blitz__context *outer = blitz__context_set(&hctx);
+                hctx.clock_ns = blitz__now_ns();
                 int polled = blitz__task_run(t, &hctx);
                 blitz__context_set(outer);
                 BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.polled, (uint64_t)polled,
