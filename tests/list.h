@@ -8,6 +8,7 @@
 #include "list_io.h"
 #include "list_pool.h"
 #include "list_stream.h"
+#include "list_observe.h"
 
 #define BLITZ_TEST_LIST(X)                        \
     X(error_strings, 5000)                        \
@@ -171,4 +172,5 @@
     BLITZ_IO_TEST_LIST(X)                         \
     BLITZ_POOL_TEST_LIST(X)                       \
     BLITZ_STREAM_TEST_LIST(X)                     \
+    BLITZ_OBSERVE_TEST_LIST(X)                    \
     BLITZ_INTERNAL_TEST_LIST(X)

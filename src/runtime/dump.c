@@ -64,23 +64,69 @@ static void blitz__out(blitz__dump_out *o, const char *fmt, ...) {
     o->len = sizeof o->buf - 1; /* one line longer than the buffer: cut */
 }
 
+/* Plain appends: a dump of 100,000 tasks is mostly these, and a printf
+ * per field would be most of its time. */
+static void blitz__put(blitz__dump_out *o, const char *s, size_t n) {
+    while (n) {
+        if (o->len == sizeof o->buf)
+            blitz__out_flush(o);
+        size_t k = sizeof o->buf - o->len;
+        if (k > n)
+            k = n;
+        memcpy(o->buf + o->len, s, k);
+        o->len += k;
+        s += k;
+        n -= k;
+    }
+}
+static void blitz__puts(blitz__dump_out *o, const char *s) {
+    blitz__put(o, s, strlen(s));
+}
+static void blitz__put_u64(blitz__dump_out *o, uint64_t v) {
+    char d[20];
+    size_t i = sizeof d;
+    do
+        d[--i] = (char)('0' + v % 10);
+    while (v /= 10);
+    blitz__put(o, d + i, sizeof d - i);
+}
+static void blitz__put_int(blitz__dump_out *o, int v) {
+    if (v < 0)
+        blitz__put(o, "-", 1);
+    blitz__put_u64(o, v < 0 ? (uint64_t) - (int64_t)v : (uint64_t)v);
+}
+static void blitz__put_hex(blitz__dump_out *o, uint64_t v) {
+    char d[18];
+    size_t i = sizeof d;
+    do
+        d[--i] = "0123456789abcdef"[v & 15];
+    while (v >>= 4);
+    d[--i] = 'x';
+    d[--i] = '0';
+    blitz__put(o, d + i, sizeof d - i);
+}
+
 /* `s` as a JSON string (quotes included); "null" for NULL. */
 static void blitz__out_json_str(blitz__dump_out *o, const char *s) {
     if (!s) {
-        blitz__out(o, "null");
+        blitz__put(o, "null", 4);
         return;
     }
-    blitz__out(o, "\"");
-    for (; *s; s++) {
+    blitz__put(o, "\"", 1);
+    for (const char *run = s;; s++) {
         unsigned char c = (unsigned char)*s;
+        if (c && c != '"' && c != '\\' && c >= 0x20)
+            continue;
+        blitz__put(o, run, (size_t)(s - run));
+        if (!c)
+            break;
         if (c == '"' || c == '\\')
             blitz__out(o, "\\%c", c);
-        else if (c < 0x20)
-            blitz__out(o, "\\u%04x", c);
         else
-            blitz__out(o, "%c", c);
+            blitz__out(o, "\\u%04x", c);
+        run = s + 1;
     }
-    blitz__out(o, "\"");
+    blitz__put(o, "\"", 1);
 }
 
 /* ---- what a task is ---------------------------------------------------------------- */
@@ -325,40 +371,70 @@ static void blitz__out_task(blitz__dump_out *o, const blitz__task_view *v, blitz
                             int json, int first) {
     const char *sym = blitz__symbol(syms, v->poll);
     if (!json) {
-        blitz__out(o, "task %llu", (unsigned long long)v->id);
-        if (v->name)
-            blitz__out(o, " \"%s\"", v->name);
-        blitz__out(o, " %s%s poll=%#lx", v->state, v->cancelled ? " cancelled" : "",
-                   (unsigned long)v->poll);
-        if (sym)
-            blitz__out(o, " (%s)", sym);
-        if (v->detailed && v->file) {
-            if (v->line > 0)
-                blitz__out(o, " at %s:%d", v->file, v->line);
-            else
-                blitz__out(o, " %s (%s)", v->line ? "finished" : "not started", v->file);
+        blitz__puts(o, "task ");
+        blitz__put_u64(o, v->id);
+        if (v->name) {
+            blitz__puts(o, " \"");
+            blitz__puts(o, v->name);
+            blitz__puts(o, "\"");
         }
-        if (v->waited_ns)
-            blitz__out(o, " waited %llu ms", (unsigned long long)(v->waited_ns / 1000000));
-        if (v->wait_kind)
-            blitz__out(o, " on %s", v->wait);
-        blitz__out(o, "\n");
+        blitz__puts(o, " ");
+        blitz__puts(o, v->state);
+        if (v->cancelled)
+            blitz__puts(o, " cancelled");
+        blitz__puts(o, " poll=");
+        blitz__put_hex(o, v->poll);
+        if (sym) {
+            blitz__puts(o, " (");
+            blitz__puts(o, sym);
+            blitz__puts(o, ")");
+        }
+        if (v->detailed && v->file) {
+            if (v->line > 0) {
+                blitz__puts(o, " at ");
+                blitz__puts(o, v->file);
+                blitz__puts(o, ":");
+                blitz__put_int(o, v->line);
+            } else {
+                blitz__puts(o, v->line ? " finished (" : " not started (");
+                blitz__puts(o, v->file);
+                blitz__puts(o, ")");
+            }
+        }
+        if (v->waited_ns) {
+            blitz__puts(o, " waited ");
+            blitz__put_u64(o, v->waited_ns / 1000000);
+            blitz__puts(o, " ms");
+        }
+        if (v->wait_kind) {
+            blitz__puts(o, " on ");
+            blitz__puts(o, v->wait);
+        }
+        blitz__puts(o, "\n");
         return;
     }
-    blitz__out(o, "%s\n    {\"id\": %llu, \"name\": ", first ? "" : ",", (unsigned long long)v->id);
+    blitz__puts(o, first ? "\n    {\"id\": " : ",\n    {\"id\": ");
+    blitz__put_u64(o, v->id);
+    blitz__puts(o, ", \"name\": ");
     blitz__out_json_str(o, v->name);
-    blitz__out(o,
-               ", \"state\": \"%s\", \"cancelled\": %s, \"poll\": \"%#lx\", \"symbol\": ", v->state,
-               v->cancelled ? "true" : "false", (unsigned long)v->poll);
+    blitz__puts(o, ", \"state\": \"");
+    blitz__puts(o, v->state);
+    blitz__puts(o, v->cancelled ? "\", \"cancelled\": true, \"poll\": \""
+                                : "\", \"cancelled\": false, \"poll\": \"");
+    blitz__put_hex(o, v->poll);
+    blitz__puts(o, "\", \"symbol\": ");
     blitz__out_json_str(o, sym);
-    blitz__out(o, ", \"file\": ");
+    blitz__puts(o, ", \"file\": ");
     blitz__out_json_str(o, v->detailed ? v->file : NULL);
-    blitz__out(o, ", \"line\": %d, \"waited_ns\": %llu, \"wait_kind\": ", v->detailed ? v->line : 0,
-               (unsigned long long)v->waited_ns);
+    blitz__puts(o, ", \"line\": ");
+    blitz__put_int(o, v->detailed ? v->line : 0);
+    blitz__puts(o, ", \"waited_ns\": ");
+    blitz__put_u64(o, v->waited_ns);
+    blitz__puts(o, ", \"wait_kind\": ");
     blitz__out_json_str(o, v->wait_kind);
-    blitz__out(o, ", \"wait\": ");
+    blitz__puts(o, ", \"wait\": ");
     blitz__out_json_str(o, v->wait_kind ? v->wait : NULL);
-    blitz__out(o, "}");
+    blitz__puts(o, "}");
 }
 
 /* Lists the pinned tasks and drops the pins. */
