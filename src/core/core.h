@@ -15,7 +15,7 @@
  * (16-byte aligned), and, when the task has a drop function, that pointer in
  * the block's last 8 bytes. The runtime a task belongs to is found from the
  * 64 KiB-aligned chunk that holds the block, so the header carries no
- * runtime pointer: 72 bytes in all. */
+ * runtime pointer: 64 bytes in all. */
 struct blitz_task {
     /* ref_count 24 | shield 8 | flags 8 | lifecycle 8 | low flags 16; see
      * task_state.c. Zero means the block is free. */
@@ -39,18 +39,12 @@ struct blitz_task {
      * transitions order one owner's writes before the next one's reads. */
     blitz_cancel_fn pending_cancel;
     void *pending_op;
-    /* ---- observation (runtime/dump.c) ----
-     * id: given at spawn, never changes. site: where the task's coroutine
-     * keeps its resume point, recorded by its first BLITZ_BEGIN
-     * (blitz_coro_site): the source file's name in the low 48 bits, the
-     * resume int's offset in the state + 1 in the high 16; 0 = unknown.
-     * Both are read by whoever owns the task (RUNNING), as above. */
+    /* The task's id (runtime/dump.c): given at spawn, never changes. */
     uint64_t id;
-    uint64_t site;
 };
 typedef struct blitz_task blitz__task;
 
-#define BLITZ__TASK_HEADER_SIZE 72u
+#define BLITZ__TASK_HEADER_SIZE 64u
 _Static_assert(sizeof(struct blitz_task) == BLITZ__TASK_HEADER_SIZE || sizeof(void *) != 8,
                "task header layout");
 
@@ -190,6 +184,19 @@ static inline void blitz__cx_pending_get(blitz_cx *cx, blitz_cancel_fn *cancel, 
     }
 }
 
+/* ---- coroutine sites (task.c) ------------------------------------------------
+ * The first BLITZ_BEGIN a task runs records, for the task's poll function,
+ * the file it is in and the offset of its resume int in the state: one
+ * entry per poll function (tasks of one poll function share the layout),
+ * in an open-addressed table that only grows; full, sites are unknown.
+ * site packs the file pointer (low 48 bits) and offset + 1 (high 16).
+ * Entries are claimed with a CAS on `poll`, then `site` is stored:
+ * readers take 0 for unknown. */
+#define BLITZ__SITES 256u
+typedef struct blitz__site_entry {
+    blitz__atomic_u64 poll, site;
+} blitz__site_entry;
+
 /* ---- the runtime (runtime.c) ------------------------------------------------ */
 
 struct blitz_runtime {
@@ -236,7 +243,10 @@ struct blitz_runtime {
     blitz__worker_counters remote_counters; /* updated under alloc_lock */
     /* ---- observation (runtime/dump.c) ---- */
     blitz__atomic_u64 id_ranges; /* task ids handed to caches so far */
-    struct blitz__stall *stall;  /* the stall watchdog, or NULL */
+    /* Where the tasks of each poll function keep their resume point
+     * (blitz_coro_site). */
+    blitz__site_entry sites[BLITZ__SITES];
+    struct blitz__stall *stall; /* the stall watchdog, or NULL */
     /* Its slots: one per worker (index), or one for the current-thread
      * driver; NULL without a watchdog. */
     struct blitz__stall_slot *stall_slots;

@@ -240,19 +240,52 @@ BLITZ_API int blitz_waker_will_wake(const blitz_waker *a, const blitz_waker *b) 
 
 /* ---- the poll harness ------------------------------------------------------------ */
 
+/* The site entry of poll function `poll` in rt's table: the one that holds
+ * it, or (`claim`) a free one claimed for it; NULL when neither. */
+static blitz__site_entry *blitz__site_find(blitz_runtime *rt, blitz_poll_fn poll, int claim) {
+    uint64_t key;
+    uintptr_t a;
+    memcpy(&a, &poll, sizeof a);
+    key = (uint64_t)a;
+    uint32_t h = (uint32_t)((key >> 4) ^ (key >> 13)) % BLITZ__SITES;
+    for (uint32_t i = 0; i < 16; i++) {
+        blitz__site_entry *e = &rt->sites[(h + i) % BLITZ__SITES];
+        uint64_t cur = blitz__u64_load(&e->poll, BLITZ__ACQUIRE);
+        if (cur == key)
+            return e;
+        if (cur == 0) {
+            if (!claim)
+                return NULL;
+            /* Acq_rel: a loser reads the winner's key as above. */
+            if (blitz__u64_cas(&e->poll, &cur, key, BLITZ__ACQ_REL) || cur == key)
+                return cur == key ? NULL : e; /* someone else records it */
+        }
+    }
+    return NULL;
+}
+
+/* The packed site of t's poll function (see blitz__site_entry), or 0. */
+static inline uint64_t blitz__task_site(blitz__task *t) {
+    blitz__site_entry *e = blitz__site_find(blitz__task_runtime(t), t->poll, 0);
+    /* Acquire: the offset stored with it is within the blocks of this
+     * poll function, whatever task recorded it. */
+    return e ? blitz__u64_load(&e->site, BLITZ__ACQUIRE) : 0;
+}
+
 /* The resume point a task's coroutine is at (its line while suspended, 0
- * before its first poll, -1 once finished), or 0 when its site is unknown.
- * Only the task's owner may call this. */
-static inline int blitz__task_resume_line(blitz__task *t) {
-    uint64_t off = t->site >> 48;
-    if (!off)
+ * before its first poll, -1 once finished), or 0 when `site` is 0. Only
+ * the task's owner may call this. */
+static inline int blitz__task_resume_line(blitz__task *t, uint64_t site) {
+    uint64_t off = site >> 48;
+    /* A task of the same poll function with a smaller block: unknown. */
+    if (!off || off - 1 + sizeof(int) > blitz__block_size(t) - BLITZ__TASK_HEADER_SIZE)
         return 0;
     int line;
     memcpy(&line, (char *)blitz__task_state_ptr(t) + off - 1, sizeof line);
     return line;
 }
-static inline const char *blitz__task_site_file(const blitz__task *t) {
-    return (const char *)(uintptr_t)(t->site & (((uint64_t)1 << 48) - 1));
+static inline const char *blitz__site_file(uint64_t site) {
+    return (const char *)(uintptr_t)(site & (((uint64_t)1 << 48) - 1));
 }
 
 /* The stall watchdog's view of a poll about to start (see
@@ -261,11 +294,12 @@ static void blitz__stall_begin(blitz__stall_slot *slot, blitz__task *t) {
     uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
     uintptr_t poll;
     memcpy(&poll, &t->poll, sizeof poll);
+    uint64_t site = blitz__task_site(t);
     blitz__u64_store(&slot->id, t->id, BLITZ__RELAXED);
-    blitz__u64_store(&slot->site, t->site, BLITZ__RELAXED);
+    blitz__u64_store(&slot->site, site, BLITZ__RELAXED);
     blitz__u64_store(&slot->name, (uint64_t)(uintptr_t)blitz__task_name_of(t, s), BLITZ__RELAXED);
     blitz__u64_store(&slot->poll, (uint64_t)poll, BLITZ__RELAXED);
-    blitz__u32_store(&slot->line, (uint32_t)blitz__task_resume_line(t), BLITZ__RELAXED);
+    blitz__u32_store(&slot->line, (uint32_t)blitz__task_resume_line(t, site), BLITZ__RELAXED);
     uint64_t now = blitz__now_ns();
     blitz__u64_store(&slot->since, now ? now : 1, BLITZ__RELEASE);
 }
@@ -329,13 +363,17 @@ BLITZ_API uint64_t blitz_cx_task_id(blitz_cx *cx) {
     return cx && cx->task ? cx->task->id : 0;
 }
 
-/* The first BLITZ_BEGIN a task runs records where its resume point is
- * (later ones, of coroutines nested in it, find the site taken). Only a
- * resume int inside the task's own block can be read back by a dump. */
+/* BLITZ_BEGIN's first run in a task: the first task of each poll function
+ * records the site for all of them (a coroutine nested in the task, whose
+ * BEGIN runs later, finds it taken). Only a resume int inside the task's
+ * own block can be read back by a dump. */
 BLITZ_API void blitz_coro_site(const int *resume, const char *file) {
     blitz__context *c = blitz__context_get();
     blitz__task *t = c ? c->current : NULL;
-    if (!t || t->site)
+    if (!t)
+        return;
+    blitz_runtime *rt = blitz__task_runtime(t);
+    if (blitz__site_find(rt, t->poll, 0))
         return;
     const char *state = (const char *)blitz__task_state_ptr(t);
     const char *end = (const char *)t + blitz__block_size(t);
@@ -345,7 +383,9 @@ BLITZ_API void blitz_coro_site(const int *resume, const char *file) {
     uint64_t off = (uint64_t)(r - state) + 1, f = (uint64_t)(uintptr_t)file;
     if (off > 0xffffu || f >> 48)
         return;
-    t->site = f | off << 48;
+    blitz__site_entry *e = blitz__site_find(rt, t->poll, 1);
+    if (e)
+        blitz__u64_store(&e->site, f | off << 48, BLITZ__RELEASE);
 }
 
 BLITZ_API int blitz_cx_worker(blitz_cx *cx) {
@@ -416,7 +456,7 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
     t->join_waker.vtable = NULL;
     t->pending_cancel = NULL;
     t->pending_op = NULL;
-    t->site = 0; /* t->id was given by blitz__block_alloc */
+    /* t->id was given by blitz__block_alloc. */
     if (o->state)
         memcpy(blitz__task_state_ptr(t), o->state, o->size);
     else

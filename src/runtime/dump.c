@@ -232,9 +232,10 @@ static void blitz__describe_wait(blitz_runtime *rt, blitz_cancel_fn cancel, void
 /* The owner-only part: site, idle stamp, pending op. */
 static void blitz__view_detail(blitz_runtime *rt, blitz__task *t, blitz__task_view *v, uint64_t now,
                                int idle) {
+    uint64_t site = blitz__task_site(t);
     v->detailed = 1;
-    v->file = blitz__task_site_file(t);
-    v->line = blitz__task_resume_line(t);
+    v->file = site ? blitz__site_file(site) : NULL;
+    v->line = blitz__task_resume_line(t, site);
     if (!v->file)
         v->line = 0;
     v->waited_ns = idle && t->idle_since && now > t->idle_since ? now - t->idle_since : 0;
