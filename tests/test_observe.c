@@ -100,7 +100,7 @@ static blitz_poll ob_waiter_poll(blitz_cx *cx, void *p) {
     } else if (s->kind == OB_SOCKET) {
         BLITZ_AWAIT(s, blitz_sock_accept(cx, &s->io, s->listener));
         s->conn = s->io.socket;
-        s->line = __LINE__; BLITZ_AWAIT(s, blitz_sock_recv(cx, &s->io, s->conn, s->buf, sizeof s->buf));
+        s->line = __LINE__; BLITZ_AWAIT(s, blitz_sock_recv(cx, &s->io, s->conn, s->buf, 16));
     } else if (s->kind == OB_CHANNEL) {
         s->line = __LINE__; BLITZ_AWAIT(s, blitz_chan_recv(cx, &s->chop, s->ch, &s->value));
     } else if (s->kind == OB_MUTEX) {

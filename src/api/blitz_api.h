@@ -378,9 +378,10 @@ BLITZ_API blitz_waker blitz_waker_noop(void);
 /* What BLITZ_END calls in a debug build on a bad resume point: prints it
  * with the poll function's file, line and name to stderr and aborts. */
 BLITZ_API void blitz_coro_bad_resume(const char *file, int line, const char *func, int resume);
-/* What BLITZ_BEGIN calls on a task's first poll: records where the task
- * keeps its resume point and in which file its poll function is, so that
- * blitz_runtime_dump can print the file:line each task waits at. */
+/* What BLITZ_BEGIN calls on a task's first poll: records, once per poll
+ * function, where its tasks keep their resume point and in which file it
+ * is, so that blitz_runtime_dump can print the file:line each task waits
+ * at (the outermost BLITZ_BEGIN of the task counts). */
 BLITZ_API void blitz_coro_site(const int *resume, const char *file);
 
 /* ---------------------------------------------------------------------------
@@ -532,7 +533,9 @@ BLITZ_API int blitz_run(blitz_poll_fn poll, void *state, size_t size);
  * unknown).
  * Safe from any thread, including one of rt's tasks, while the runtime
  * runs: each idle task is taken over for the instant it is read, as a
- * scheduler would (a wake meanwhile is kept). Costs nothing until called;
+ * scheduler would (a wake meanwhile is kept; a task whose last reference
+ * goes meanwhile is freed by the dump, its drop function running on the
+ * dumping thread). Costs nothing until called;
  * 100,000 tasks take tens of milliseconds. Tasks spawned during the dump
  * may be left out. Returns BLITZ_OK, BLITZ_EINVAL, BLITZ_ENOMEM, or
  * BLITZ_EIO when writing failed. */

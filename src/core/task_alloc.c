@@ -11,14 +11,15 @@
  * 16-byte aligned, so the state after the 64-byte header is too. The first
  * class, 72 bytes, holds a header and at most 8 bytes of state, which need
  * no more than 8-byte alignment (a type's alignment divides its size): an
- * idle task with a small state costs 72 bytes, not 80. States too big for the largest class get
- * a chunk of their own. Caches: one per worker and one for the
- * current-thread driver (no locking: only their thread touches them), and a
- * shared one behind alloc_lock for every other thread. Free blocks travel in
- * batches of BLITZ__FREE_BATCH: a cache keeps an active list and at most
- * one full batch; a second full batch goes to the runtime's spare batches,
- * where a cache that runs dry takes one. Every move is O(1) (no walking of
- * cold blocks), and memory freed on one worker is reused by the others. */
+ * idle task with a small state costs 72 bytes, not 80. States too big for
+ * the largest class get a chunk of their own. Caches: one per worker and
+ * one for the current-thread driver (no locking: only their thread touches
+ * them), and a shared one behind alloc_lock for every other thread. Free
+ * blocks travel in batches of BLITZ__FREE_BATCH: a cache keeps an active
+ * list and at most one full batch; a second full batch goes to the
+ * runtime's spare batches, where a cache that runs dry takes one. Every
+ * move is O(1) (no walking of cold blocks), and memory freed on one worker
+ * is reused by the others. */
 #include "core.h"
 
 static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
