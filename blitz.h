@@ -25,6 +25,7 @@ TABLE OF CONTENTS
 12. CONFIGURATION
 13. PERFORMANCE NOTES
 14. COMMON MISTAKES
+15. SEEING INSIDE A RUNNING PROGRAM
 Search for a section's number and name ("5. TIME") to jump to it.
 
 
@@ -1141,6 +1142,9 @@ Run-time settings live in blitz_config (zero means default):
                           duration histogram (see Metrics)
   metrics_poll_sample     with metrics, time one poll in this many (64,
                           rounded up to a power of two; 1 = every poll)
+  stall_threshold_ns,     the stall watchdog, off by default (see SEEING
+  stall_fn, stall_arg     INSIDE A RUNNING PROGRAM)
+  leak_report             the report at shutdown (or BLITZ_LEAK_REPORT=1)
 
 Platforms and C++
 -----------------
@@ -1367,6 +1371,101 @@ A poll function that leaves two ops of its own registered at once
   is handed the lock, whose permit is then never returned). Await the two
   with blitz_join_all / blitz_select, or withdraw the other in the spawn's
   cancel hook.
+
+
+15. SEEING INSIDE A RUNNING PROGRAM
+===================================
+When a server hangs, a debugger shows parked workers and nothing about
+the tasks that wait. blitz knows where each task waits: a coroutine's
+resume point is a line number, and the op it waits in recorded itself.
+
+Task ids and names
+------------------
+Every task has a 64-bit id, unique in its runtime for the task's life,
+never 0, roughly in spawn order: blitz_task_id(handle) outside,
+blitz_cx_task_id(cx) inside. A name is optional:
+
+  blitz_spawn_opts o = {.poll = conn_poll, .state = &c, .size = sizeof c,
+                        .name = "conn"};
+
+The name is kept by pointer, not copied (a spawn allocates nothing more and
+the task grows by one pointer only when named): it must outlive the task;
+a string literal is the usual choice. blitz_task_name(handle) returns it.
+
+The task dump
+-------------
+  blitz_runtime_dump(rt, stderr, 0);               text
+  blitz_runtime_dump(rt, f, BLITZ_DUMP_JSON);      one JSON object
+  blitz_runtime_dump_to(rt, write_fn, arg, flags); through a writer
+
+writes every live task:
+
+  task 42 "conn" idle poll=0x55d0c1a2b3c4 (conn_poll) at server.c:87
+    waited 1250 ms on socket fd 9 read
+  task 43 idle poll=0x55d0c1a2b400 at server.c:120 waited 3 ms on join of
+    task 42
+  2 live tasks
+
+(one line per task). The fields:
+  - state: idle (waiting for a wake), scheduled (queued), running, or
+    blocking (a blocking-pool job);
+  - poll: the poll function's address, and its name where dladdr can give
+    it (glibc 2.34 or later with _GNU_SOURCE; a global function of a
+    program linked with -rdynamic, or of a shared library; static
+    functions have no name there). BLITZ_NO_DLADDR leaves it out;
+  - at file:line: the BLITZ_AWAIT or BLITZ_YIELD an idle task is suspended
+    at. The first BLITZ_BEGIN a task of each poll function runs records
+    where the resume point is in the state (tasks of one poll function
+    share a layout); tasks whose poll function is no coroutine, and
+    scheduled or running tasks (whose thread may be changing it), are
+    listed without it. "not started" / "finished" for a resume point
+    before the first poll / after BLITZ_END;
+  - waited: since the task's last poll ended (measured from the start of
+    the scheduler tick that polled it);
+  - on ...: what the op the task recorded waits on: "timer due in N ms",
+    "timeout due in N ms", "socket fd N read|write|accept|connect",
+    "channel 0x...", "mutex 0x...", "join of task N", or the kind of any
+    other runtime op (semaphore, notify, signal, process, file, dns, ...).
+The JSON form has the same fields per task (null where unknown):
+  {"workers": 2, "tasks": [{"id": 42, "name": "conn", "state": "idle",
+   "cancelled": false, "poll": "0x55d0c1a2b3c4", "symbol": "conn_poll",
+   "file": "server.c", "line": 87, "waited_ns": 1250000000,
+   "wait_kind": "socket", "wait": "socket fd 9 read"}], "count": 1}
+
+Safe from any thread, and from a task of the runtime (a signal handler
+task, say), while the runtime runs: the dump takes each idle task over
+for the instant it reads it, as a scheduler does, and a wake that comes
+meanwhile is kept (a task whose last reference goes while the dump
+looks at it is freed by the dump, its drop function running on the
+dumping thread). It costs nothing until called: the allocator's chunks
+are the list of tasks, so spawning does no extra work, and each await
+stores only the line it stored anyway. A dump of 100,000 tasks takes
+tens of milliseconds. Tasks spawned while it runs may be left out.
+
+The stall watchdog
+------------------
+A blocking call inside a poll function stops its worker and every task
+queued behind it. With stall_threshold_ns set in blitz_config, a thread
+of the runtime reports each poll that has run longer than that, once,
+within 1.25 times the threshold:
+
+  blitz: stall: worker 1 has polled task 17 "import" (poll 0x55d0c1a2b3c4,
+    resumed at import.c:40) for 126 ms
+
+(one line on stderr), or calls stall_fn(info, stall_arg) on its own
+thread with a blitz_stall_info: worker, task id, name, poll function,
+file and the line the poll resumed from, and how long it has run. Off by
+default, at no cost; on, each poll reads the clock once. It watches the
+worker threads and the current-thread driver.
+
+The leak report
+---------------
+With leak_report in blitz_config, or the environment variable
+BLITZ_LEAK_REPORT=1, shutting the runtime down (blitz_runtime_shutdown
+or blitz_runtime_free) first writes to stderr every task still alive, as
+the dump lists them, and how many sockets are open, timers armed and
+blocking-pool jobs queued or running: what a program that meant to stop
+cleanly forgot.
 */
 #ifndef BLITZ_H
 #define BLITZ_H
@@ -1430,6 +1529,7 @@ A poll function that leaves two ops of its own registered at once
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define BLITZ_VERSION_MAJOR  0
 #define BLITZ_VERSION_MINOR  1
@@ -1683,14 +1783,15 @@ BLITZ_API blitz_waker blitz_waker_noop(void);
  * BLITZ_BEGIN ... BLITZ_END fails with "blitz_AWAIT_needs_BLITZ_BEGIN
  * undeclared" rather than with a stray case label. Enumerators are no
  * variables: resume points may jump past them, in C++ too. */
-#define BLITZ_BEGIN(s)                          \
-    switch ((s)->blitz__resume) {               \
-    case 0:;                                    \
-        enum {                                  \
-            blitz_AWAIT_needs_BLITZ_BEGIN = 0,  \
-            blitz_YIELD_needs_BLITZ_BEGIN = 0,  \
-            blitz_RETURN_needs_BLITZ_BEGIN = 0, \
-            blitz_END_needs_BLITZ_BEGIN = 0     \
+#define BLITZ_BEGIN(s)                                  \
+    switch ((s)->blitz__resume) {                       \
+    case 0:;                                            \
+        blitz_coro_site(&(s)->blitz__resume, __FILE__); \
+        enum {                                          \
+            blitz_AWAIT_needs_BLITZ_BEGIN = 0,          \
+            blitz_YIELD_needs_BLITZ_BEGIN = 0,          \
+            blitz_RETURN_needs_BLITZ_BEGIN = 0,         \
+            blitz_END_needs_BLITZ_BEGIN = 0             \
         }
 /* Re-evaluates `expr` (a blitz_poll expression) on every resumption until it
  * is BLITZ_READY. */
@@ -1750,6 +1851,11 @@ BLITZ_API blitz_waker blitz_waker_noop(void);
 /* What BLITZ_END calls in a debug build on a bad resume point: prints it
  * with the poll function's file, line and name to stderr and aborts. */
 BLITZ_API void blitz_coro_bad_resume(const char *file, int line, const char *func, int resume);
+/* What BLITZ_BEGIN calls on a task's first poll: records, once per poll
+ * function, where its tasks keep their resume point and in which file it
+ * is, so that blitz_runtime_dump can print the file:line each task waits
+ * at (the outermost BLITZ_BEGIN of the task counts). */
+BLITZ_API void blitz_coro_site(const int *resume, const char *file);
 
 /* ---------------------------------------------------------------------------
  * Runtime
@@ -1797,6 +1903,18 @@ typedef struct blitz_hooks {
     void (*worker_park)(void *arg, uint32_t worker);
     void (*worker_unpark)(void *arg, uint32_t worker);
 } blitz_hooks;
+/* A poll that has run too long, as the stall watchdog reports it. */
+typedef struct blitz_stall_info {
+    uint32_t worker;     /* worker index (0 for the current-thread driver) */
+    uint64_t task_id;    /* blitz_task_id */
+    const char *name;    /* blitz_spawn_opts.name, or NULL */
+    blitz_poll_fn poll;  /* the task's poll function */
+    const char *file;    /* its coroutine's file (BLITZ_BEGIN), or NULL */
+    int line;            /* the resume point the poll started from (0: first) */
+    uint64_t running_ns; /* how long the poll has run so far */
+} blitz_stall_info;
+/* Called on the watchdog's own thread; must not block for long. */
+typedef void (*blitz_stall_fn)(const blitz_stall_info *info, void *arg);
 
 /* Zero means default for every field. */
 typedef struct blitz_config {
@@ -1854,6 +1972,22 @@ typedef struct blitz_config {
      * (reading the clock costs about as much as a short poll). Rounded up
      * to a power of two; 0 = 64; 1 = every poll. */
     uint32_t metrics_poll_sample;
+    /* ---- observation ----
+     * Stall watchdog: when nonzero, a thread of the runtime reports every
+     * poll that has run longer than this (a blocking call inside a task),
+     * once per poll, within 1.25x the threshold, through stall_fn (NULL:
+     * one line on stderr). Off (0, the default) it costs nothing; on, a
+     * clock reading per poll. Watches worker threads and the
+     * current-thread driver. */
+    uint64_t stall_threshold_ns;
+    blitz_stall_fn stall_fn;
+    void *stall_arg;
+    /* Leak report: nonzero (or the environment variable BLITZ_LEAK_REPORT
+     * set to a nonzero number) writes to stderr, when the runtime shuts
+     * down (blitz_runtime_shutdown or blitz_runtime_free), every task still
+     * alive with its await site, and how many sockets, armed timers and
+     * blocking-pool jobs are still open. */
+    int leak_report;
 } blitz_config;
 
 /* Creates a runtime. Several runtimes may be alive at once. Worker threads
@@ -1888,6 +2022,42 @@ BLITZ_API int blitz_runtime_run(blitz_runtime *rt, blitz_poll_fn poll, void *sta
 /* Creates a default multi-thread runtime, runs one main task on it as
  * blitz_runtime_run does, and frees the runtime. */
 BLITZ_API int blitz_run(blitz_poll_fn poll, void *state, size_t size);
+
+/* ---- observation: the task dump ----
+ * Writes every live task of `rt`, one per line:
+ *
+ *   task 42 "conn" idle poll=0x55d0c1a2b3c4 (conn_poll) at server.c:87
+ *       waited 1250 ms on socket fd 9 read
+ *
+ * id, name (if given at spawn), state (idle, scheduled, running,
+ * blocking: a pool job), poll function (with its symbol where dladdr can
+ * name it: a global function of a program linked with -rdynamic, or of a
+ * shared library), the file:line of the BLITZ_AWAIT / BLITZ_YIELD an idle
+ * task is suspended at (tasks whose poll function uses BLITZ_BEGIN), how
+ * long it has waited (from the start of the scheduler tick of its last
+ * poll), and what it waits on where the op says: a timer or timeout and
+ * when it is due, a socket and direction, a channel, a mutex, the join of
+ * task N, or the kind of any other runtime op. A scheduled or running task
+ * is listed without site. Then "N live tasks".
+ * With BLITZ_DUMP_JSON the same as one JSON object {"workers": W,
+ * "tasks": [{"id", "name", "state", "cancelled", "poll", "symbol", "file",
+ * "line", "waited_ns", "wait_kind", "wait"}...], "count": N} (null where
+ * unknown).
+ * Safe from any thread, including one of rt's tasks, while the runtime
+ * runs: each idle task is taken over for the instant it is read, as a
+ * scheduler would (a wake meanwhile is kept; a task whose last reference
+ * goes meanwhile is freed by the dump, its drop function running on the
+ * dumping thread). Costs nothing until called;
+ * 100,000 tasks take tens of milliseconds. Tasks spawned during the dump
+ * may be left out. Returns BLITZ_OK, BLITZ_EINVAL, BLITZ_ENOMEM, or
+ * BLITZ_EIO when writing failed. */
+#define BLITZ_DUMP_JSON 1u
+BLITZ_API int blitz_runtime_dump(blitz_runtime *rt, FILE *out, unsigned flags);
+/* The same through a writer: write(arg, data, len) returns 0, or nonzero
+ * to report a failure (the dump then writes no more). */
+typedef int (*blitz_dump_write_fn)(void *arg, const char *data, size_t len);
+BLITZ_API int blitz_runtime_dump_to(blitz_runtime *rt, blitz_dump_write_fn write, void *arg,
+                                    unsigned flags);
 
 /* The runtime whose task is running on this thread, or NULL. */
 BLITZ_API blitz_runtime *blitz_runtime_current(void);
@@ -1927,6 +2097,12 @@ typedef struct blitz_spawn_opts {
      * `state` must then be NULL (else BLITZ_EINVAL). */
     void (*init)(void *state, void *arg);
     void *init_arg;
+    /* ---- observation ----
+     * Optional: the task's name in blitz_runtime_dump and stall reports.
+     * Kept by pointer, not copied (a spawn stays free of allocation and the
+     * block grows by one pointer only): it must outlive the task; a string
+     * literal is the usual choice. */
+    const char *name;
 } blitz_spawn_opts;
 
 /* Spawns a task running `poll` over a private copy of `size` bytes of
@@ -1961,6 +2137,16 @@ BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t);
  * Returns blitz_task_status once finished: BLITZ_OK (completed),
  * BLITZ_ECANCELED, BLITZ_ETIMEDOUT; BLITZ_EINVAL (NULL). */
 BLITZ_API int blitz_join_blocking(blitz_task *t);
+
+/* ---- observation ----
+ * The task's id: unique among the runtime's tasks for its whole life, never
+ * 0, roughly in spawn order. It is what blitz_runtime_dump and stall
+ * reports print. 0 for NULL. */
+BLITZ_API uint64_t blitz_task_id(const blitz_task *t);
+/* The id of the task being polled, or 0 for a context that is no task. */
+BLITZ_API uint64_t blitz_cx_task_id(blitz_cx *cx);
+/* The name given at spawn (blitz_spawn_opts.name), or NULL. */
+BLITZ_API const char *blitz_task_name(const blitz_task *t);
 
 /* BLITZ_OK when completed, BLITZ_ECANCELED when cancelled, BLITZ_ETIMEDOUT
  * when cancelled by its spawn timeout, BLITZ_EAGAIN while not finished,
@@ -4499,6 +4685,16 @@ int __ulock_wake(uint32_t operation, void *addr, uint64_t wake_value);
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <stdarg.h>
+/* dladdr names poll functions in task dumps; glibc has it in libc (no
+ * -ldl) from 2.34 on, and declares it only under _GNU_SOURCE. */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 34) && defined(__USE_GNU) && \
+    !defined(BLITZ_NO_DLADDR)
+#include <dlfcn.h>
+#define BLITZ__HAVE_DLADDR 1
+#else
+#define BLITZ__HAVE_DLADDR 0
+#endif
 
 /* A system header included before blitz.h in the implementation file fixes
  * the C library's feature set before blitz.h can ask for _GNU_SOURCE. Plain
@@ -5753,8 +5949,8 @@ BLITZ_PRIVATE int blitz__thread_start(pthread_t *t, void *(*fn)(void *), void *a
  * by the thread blocked in blitz_runtime_run on it, never queued: a wake just rouses that thread,
  * as Tokio's block_on does), BLOCKING (a blocking-pool job: queued on the pool, run there, with
  * a trailer before the hooks; see blocking_pool.c), HAS_DEADLINE (a spawn deadline: its timer is
- * the trailer), TIMED_OUT (the cancel came from that deadline), TRACED (task
- * hooks are set). ref_count: one reference for the
+ * the trailer), TIMED_OUT (the cancel came from that deadline), HAS_NAME (a name pointer sits
+ * before the hooks), TRACED (task hooks are set). ref_count: one reference for the
  * task's life until completion (the runtime's own, standing in for Tokio's owned-task list), one
  * for the handle, one per cloned waker. The block is freed when it reaches zero.
  *
@@ -5780,15 +5976,20 @@ BLITZ_PRIVATE int blitz__thread_start(pthread_t *t, void *(*fn)(void *), void *a
  * (16-byte aligned), and, when the task has a drop function, that pointer in
  * the block's last 8 bytes. The runtime a task belongs to is found from the
  * 64 KiB-aligned chunk that holds the block, so the header carries no
- * runtime pointer: 56 bytes in all. */
+ * runtime pointer: 64 bytes in all. */
 struct blitz_task {
     /* ref_count 24 | shield 8 | flags 8 | lifecycle 8 | low flags 16; see
      * task_state.c. Zero means the block is free. */
     blitz__atomic_u64 state;
     blitz_poll_fn poll;
     /* Intrusive link: global queue, current-thread queue, or a free list. A
-     * task is in at most one of them, guarded by the SCHEDULED lifecycle. */
-    struct blitz_task *next;
+     * task is in at most one of them, guarded by the SCHEDULED lifecycle.
+     * While the task is IDLE (in no list) the slot holds when it went idle
+     * (blitz__context.clock_ns, 0 = unknown), for the task dump. */
+    union {
+        struct blitz_task *next;
+        uint64_t idle_since;
+    };
     /* The waker of the task awaiting this one; owned by whoever the
      * JOIN_WAKER protocol says (join.c). */
     blitz_waker join_waker;
@@ -5799,10 +6000,12 @@ struct blitz_task {
      * transitions order one owner's writes before the next one's reads. */
     blitz_cancel_fn pending_cancel;
     void *pending_op;
+    /* The task's id (runtime/dump.c): given at spawn, never changes. */
+    uint64_t id;
 };
 typedef struct blitz_task blitz__task;
 
-#define BLITZ__TASK_HEADER_SIZE 56u
+#define BLITZ__TASK_HEADER_SIZE 64u
 _Static_assert(sizeof(struct blitz_task) == BLITZ__TASK_HEADER_SIZE || sizeof(void *) != 8,
                "task header layout");
 
@@ -5827,13 +6030,19 @@ typedef struct blitz__chunk {
     uint32_t block_size;
     uint32_t class_index;
     uint32_t capacity; /* blocks that fit */
-    uint32_t carved;   /* blocks handed out so far (by the chunk's carver) */
+    /* Blocks handed out so far. Written by the chunk's one carver with
+     * release after zeroing the block's state word, so a walk that reads
+     * it with acquire never looks at uninitialised memory. */
+    blitz__atomic_u32 carved;
 } blitz__chunk;
 
 /* Free blocks by size class, moved between caches in whole batches of
  * BLITZ__FREE_BATCH blocks. Each worker has one (no locking); threads that
  * are not workers share one behind alloc_lock. */
 typedef struct blitz__block_cache {
+    /* Task ids handed out by this cache: next, and the end of the range
+     * it took from the runtime (blitz__task_id_next). */
+    uint64_t id_next, id_end;
     blitz__task *active[BLITZ__NUM_CLASSES]; /* free blocks, LIFO */
     uint32_t active_count[BLITZ__NUM_CLASSES];
     blitz__task *full[BLITZ__NUM_CLASSES]; /* one full batch held back, or NULL */
@@ -5874,7 +6083,25 @@ struct blitz__context {
     blitz__block_cache *cache;
     blitz__worker_counters *counters;
     int worker_index;
+    /* ---- observation (runtime/dump.c, runtime/stall.c) ----
+     * clock_ns: the clock at the start of the scheduler's current tick (0:
+     * not kept), stamped on tasks that go idle. stall: this thread's slot
+     * of the stall watchdog, or NULL. */
+    uint64_t clock_ns;
+    struct blitz__stall_slot *stall;
 };
+
+/* A thread's poll in progress, as the stall watchdog sees it. The thread
+ * writes every field with relaxed stores and `since` last with release
+ * before each poll, and clears `since` after it; the watchdog reads
+ * `since` (acquire), then the rest, then `since` again, and drops the
+ * reading when it changed. All atomics: the two race by design. */
+typedef struct blitz__stall_slot {
+    BLITZ__ALIGNED blitz__atomic_u64 since; /* poll start (ns), 0 = not polling */
+    blitz__atomic_u64 id, site, name, poll;
+    blitz__atomic_u32 line;
+    uint64_t reported_since; /* the watchdog's own: a stall is reported once */
+} blitz__stall_slot;
 
 /* A context for `rt` that owns no cache and is no worker. */
 static inline void blitz__context_init(blitz__context *c, blitz_runtime *rt) {
@@ -5886,6 +6113,8 @@ static inline void blitz__context_init(blitz__context *c, blitz_runtime *rt) {
     c->counters = NULL;
     c->worker_index = -1;
     c->poll_seq = 0;
+    c->clock_ns = 0;
+    c->stall = NULL;
 }
 
 /* The poll context handed to poll functions. A context with no task polls
@@ -5921,6 +6150,19 @@ static inline void blitz__cx_pending_get(blitz_cx *cx, blitz_cancel_fn *cancel, 
         *op = cx->task->pending_op;
     }
 }
+
+/* ---- coroutine sites (task.c) ------------------------------------------------
+ * The first BLITZ_BEGIN a task runs records, for the task's poll function,
+ * the file it is in and the offset of its resume int in the state: one
+ * entry per poll function (tasks of one poll function share the layout),
+ * in an open-addressed table that only grows; full, sites are unknown.
+ * site packs the file pointer (low 48 bits) and offset + 1 (high 16).
+ * Entries are claimed with a CAS on `poll`, then `site` is stored:
+ * readers take 0 for unknown. */
+#define BLITZ__SITES 256u
+typedef struct blitz__site_entry {
+    blitz__atomic_u64 poll, site;
+} blitz__site_entry;
 
 /* ---- the runtime (runtime.c) ------------------------------------------------ */
 
@@ -5966,6 +6208,16 @@ struct blitz_runtime {
      * block (join_waker.data). */
     blitz__atomic_ptr spare_batches[BLITZ__NUM_CLASSES];
     blitz__worker_counters remote_counters; /* updated under alloc_lock */
+    /* ---- observation (runtime/dump.c) ---- */
+    blitz__atomic_u64 id_ranges; /* task ids handed to caches so far */
+    /* Where the tasks of each poll function keep their resume point
+     * (blitz_coro_site). */
+    blitz__site_entry sites[BLITZ__SITES];
+    struct blitz__stall *stall; /* the stall watchdog, or NULL */
+    /* Its slots: one per worker (index), or one for the current-thread
+     * driver; NULL without a watchdog. */
+    struct blitz__stall_slot *stall_slots;
+    int leak_report; /* report what is still open at free */
     blitz__time_driver *time;
     blitz__pool *pool;
     void *workers_raw;
@@ -6073,6 +6325,7 @@ BLITZ_PRIVATE void blitz__deadline_disarm(blitz_timer *timer);
 #define BLITZ__TASK_BLOCKING          ((uint64_t)1 << 5)
 #define BLITZ__TASK_HAS_DEADLINE      ((uint64_t)1 << 6)
 #define BLITZ__TASK_TIMED_OUT         ((uint64_t)1 << 7)
+#define BLITZ__TASK_HAS_NAME          ((uint64_t)1 << 8)
 /* The runtime has task hooks: completion reports the end without looking
  * the runtime up otherwise. */
 #define BLITZ__TASK_TRACED ((uint64_t)1 << 15)
@@ -6298,24 +6551,27 @@ static inline int blitz__state_is_complete(uint64_t s) {
  * runtime can walk every live block at shutdown (a free block's state word
  * is zero) instead of keeping an owned-task list in every task.
  *
- * Blocks start at an address that is 8 mod 16, so the state after the
- * 56-byte header is 16-byte aligned. States too big for the largest class get
- * a chunk of their own. Caches: one per worker and one for the
- * current-thread driver (no locking: only their thread touches them), and a
- * shared one behind alloc_lock for every other thread. Free blocks travel in
- * batches of BLITZ__FREE_BATCH: a cache keeps an active list and at most
- * one full batch; a second full batch goes to the runtime's spare batches,
- * where a cache that runs dry takes one. Every move is O(1) (no walking of
- * cold blocks), and memory freed on one worker is reused by the others. */
+ * Blocks of every class but the first are a multiple of 16 bytes and start
+ * 16-byte aligned, so the state after the 64-byte header is too. The first
+ * class, 72 bytes, holds a header and at most 8 bytes of state, which need
+ * no more than 8-byte alignment (a type's alignment divides its size): an
+ * idle task with a small state costs 72 bytes, not 80. States too big for
+ * the largest class get a chunk of their own. Caches: one per worker and
+ * one for the current-thread driver (no locking: only their thread touches
+ * them), and a shared one behind alloc_lock for every other thread. Free
+ * blocks travel in batches of BLITZ__FREE_BATCH: a cache keeps an active
+ * list and at most one full batch; a second full batch goes to the
+ * runtime's spare batches, where a cache that runs dry takes one. Every
+ * move is O(1) (no walking of cold blocks), and memory freed on one worker
+ * is reused by the others. */
 /* src/core/core.h already included */
 
 static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
-    64,  80,   96,   112,  128,  160,  192,  224,  256,  320,  384,  448,  512,  640,  768,
+    72,  80,   96,   112,  128,  160,  192,  224,  256,  320,  384,  448,  512,  640,  768,
     896, 1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192, 10240};
 
-/* First block offset: the smallest offset past the chunk header that is
- * 8 mod 16. */
-#define BLITZ__FIRST_BLOCK ((sizeof(blitz__chunk) + 8 + 15) / 16 * 16 - 8)
+/* First block offset: the chunk header rounded up to 16. */
+#define BLITZ__FIRST_BLOCK ((sizeof(blitz__chunk) + 15) / 16 * 16)
 #define BLITZ__FREE_BATCH  64u
 
 /* Join handle generations (BLITZ__TAG_HANDLES): a 32-bit word per block
@@ -6385,7 +6641,7 @@ static blitz__chunk *blitz__chunk_new(blitz_runtime *rt, uint32_t c) {
     ch->class_index = c;
     ch->capacity =
         (uint32_t)((BLITZ__CHUNK_SIZE - BLITZ__FIRST_BLOCK) / (ch->block_size + BLITZ__GEN_BYTES));
-    ch->carved = 0;
+    blitz__u32_store(&ch->carved, 0, BLITZ__RELAXED);
 #if BLITZ__TAG_HANDLES
     memset((char *)ch + BLITZ__CHUNK_SIZE - ch->capacity * BLITZ__GEN_BYTES, 0,
            ch->capacity * BLITZ__GEN_BYTES);
@@ -6480,7 +6736,7 @@ static blitz__task *blitz__cache_take(blitz_runtime *rt, blitz__block_cache *cac
         return t;
     }
     blitz__chunk *ch = cache->carving[c];
-    if (!ch || ch->carved == ch->capacity) {
+    if (!ch || blitz__u32_load(&ch->carved, BLITZ__RELAXED) == ch->capacity) {
         if (locked)
             blitz__mutex_unlock(&rt->alloc_lock);
         ch = blitz__chunk_new(rt, c);
@@ -6492,7 +6748,13 @@ static blitz__task *blitz__cache_take(blitz_runtime *rt, blitz__block_cache *cac
          * the older one is full or nearly so and stays on the list. */
         cache->carving[c] = ch;
     }
-    return blitz__chunk_block(ch, ch->carved++);
+    /* Only this thread carves ch: relaxed read, release publish (see
+     * blitz__chunk.carved). */
+    uint32_t i = blitz__u32_load(&ch->carved, BLITZ__RELAXED);
+    t = blitz__chunk_block(ch, i);
+    blitz__u64_store(&t->state, 0, BLITZ__RELAXED);
+    blitz__u32_store(&ch->carved, i + 1, BLITZ__RELEASE);
+    return t;
 }
 
 /* Puts a free block into `cache`; a second full batch goes to the spares.
@@ -6518,6 +6780,20 @@ static void blitz__cache_put(blitz_runtime *rt, blitz__block_cache *cache, uint3
     }
 }
 
+/* Task ids: each cache takes ranges of BLITZ__ID_RANGE from the runtime's
+ * counter, so a spawn pays one increment and an atomic only once per
+ * range. Ids are unique in the runtime and roughly in spawn order; 0 is
+ * never given. The shared cache's under alloc_lock. */
+#define BLITZ__ID_RANGE 1024u
+static inline uint64_t blitz__task_id_next(blitz_runtime *rt, blitz__block_cache *cache) {
+    if (BLITZ__UNLIKELY(cache->id_next == cache->id_end)) {
+        /* Relaxed: ids only need to differ. */
+        cache->id_next = blitz__u64_fetch_add(&rt->id_ranges, BLITZ__ID_RANGE, BLITZ__RELAXED) + 1;
+        cache->id_end = cache->id_next + BLITZ__ID_RANGE;
+    }
+    return cache->id_next++;
+}
+
 /* A block for a task whose header + state (+ drop pointer) need `need`
  * bytes; NULL when out of memory. Counts the spawn, and the join handle
  * given out with it when `with_handle`, on the counters its one look-up
@@ -6539,7 +6815,8 @@ BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need, in
         ch->block_size = (uint32_t)(total - BLITZ__FIRST_BLOCK - BLITZ__GEN_LARGE_BYTES);
         ch->class_index = BLITZ__CLASS_LARGE;
         ch->capacity = 1;
-        ch->carved = 1;
+        blitz__u64_store(&blitz__chunk_block(ch, 0)->state, 0, BLITZ__RELAXED);
+        blitz__u32_store(&ch->carved, 1, BLITZ__RELAXED);
 #if BLITZ__TAG_HANDLES
         /* Memory a stale handle's block had may come back here: start
          * from a generation no earlier chunk used. */
@@ -6547,17 +6824,22 @@ BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need, in
         blitz__u32_store(blitz__block_gen(blitz__chunk_block(ch, 0)),
                          blitz__u32_fetch_add(&large_gen, 1u << 8, BLITZ__RELAXED), BLITZ__RELAXED);
 #endif
+        t = blitz__chunk_block(ch, 0);
         blitz__mutex_lock(&rt->alloc_lock);
+        t->id = blitz__task_id_next(rt, cache ? cache : &rt->shared_cache);
         ch->next = rt->chunks;
         rt->chunks = ch;
         blitz__mutex_unlock(&rt->alloc_lock);
-        t = blitz__chunk_block(ch, 0);
     } else {
         if (cache) {
             t = blitz__cache_take(rt, cache, c, 0);
+            if (t)
+                t->id = blitz__task_id_next(rt, cache);
         } else {
             blitz__mutex_lock(&rt->alloc_lock);
             t = blitz__cache_take(rt, &rt->shared_cache, c, 1);
+            if (t)
+                t->id = blitz__task_id_next(rt, &rt->shared_cache);
             blitz__mutex_unlock(&rt->alloc_lock);
         }
         if (!t)
@@ -6643,7 +6925,7 @@ BLITZ_PRIVATE void blitz__block_walk(blitz_runtime *rt, void (*fn)(blitz__task *
     for (blitz__chunk *ch = first, *next; ch; ch = next) {
         blitz__mutex_lock(&rt->alloc_lock);
         next = ch->next;
-        uint32_t carved = ch->carved;
+        uint32_t carved = blitz__u32_load(&ch->carved, BLITZ__ACQUIRE);
         blitz__mutex_unlock(&rt->alloc_lock);
         for (uint32_t i = 0; i < carved; i++) {
             blitz__task *t = blitz__chunk_block(ch, i);
@@ -6693,10 +6975,22 @@ static inline blitz_cancel_hook_fn *blitz__task_cancel_slot(blitz__task *t, uint
     return (blitz_cancel_hook_fn *)((char *)t + blitz__block_size(t) - back);
 }
 
-/* `size` bytes (a multiple of 8) reserved in front of the hooks at the end
- * of the block of a task spawned with a trailer. */
-static inline void *blitz__task_trailer_of(blitz__task *t, uint64_t s, size_t size) {
+/* The task's name (blitz_spawn_opts.name) sits before the hooks. */
+static inline const char **blitz__task_name_slot(blitz__task *t, uint64_t s) {
     size_t hooks = ((s & BLITZ__TASK_HAS_DROP) != 0) + ((s & BLITZ__TASK_HAS_CANCEL) != 0);
+    return (const char **)(void *)((char *)t + blitz__block_size(t) -
+                                   (hooks + 1) * sizeof(blitz_drop_fn));
+}
+/* The name of task `t` whose state word is `s`, or NULL. */
+static inline const char *blitz__task_name_of(blitz__task *t, uint64_t s) {
+    return (s & BLITZ__TASK_HAS_NAME) ? *blitz__task_name_slot(t, s) : NULL;
+}
+
+/* `size` bytes (a multiple of 8) reserved in front of the hooks and the
+ * name at the end of the block of a task spawned with a trailer. */
+static inline void *blitz__task_trailer_of(blitz__task *t, uint64_t s, size_t size) {
+    size_t hooks = ((s & BLITZ__TASK_HAS_DROP) != 0) + ((s & BLITZ__TASK_HAS_CANCEL) != 0) +
+                   ((s & BLITZ__TASK_HAS_NAME) != 0);
     return (char *)t + blitz__block_size(t) - hooks * sizeof(blitz_drop_fn) - size;
 }
 static inline void *blitz__task_trailer(blitz__task *t, size_t size) {
@@ -6948,6 +7242,70 @@ static BLITZ__NOINLINE blitz_poll blitz__task_poll_observed(blitz__task *t, blit
     return r;
 }
 
+/* The site entry of poll function `poll` in rt's table: the one that holds
+ * it, or (`claim`) a free one claimed for it; NULL when neither. */
+static blitz__site_entry *blitz__site_find(blitz_runtime *rt, blitz_poll_fn poll, int claim) {
+    uint64_t key;
+    uintptr_t a;
+    memcpy(&a, &poll, sizeof a);
+    key = (uint64_t)a;
+    uint32_t h = (uint32_t)((key >> 4) ^ (key >> 13)) % BLITZ__SITES;
+    for (uint32_t i = 0; i < 16; i++) {
+        blitz__site_entry *e = &rt->sites[(h + i) % BLITZ__SITES];
+        uint64_t cur = blitz__u64_load(&e->poll, BLITZ__ACQUIRE);
+        if (cur == key)
+            return e;
+        if (cur == 0) {
+            if (!claim)
+                return NULL;
+            /* Acq_rel: a loser reads the winner's key as above. */
+            if (blitz__u64_cas(&e->poll, &cur, key, BLITZ__ACQ_REL) || cur == key)
+                return cur == key ? NULL : e; /* someone else records it */
+        }
+    }
+    return NULL;
+}
+
+/* The packed site of t's poll function (see blitz__site_entry), or 0. */
+static inline uint64_t blitz__task_site(blitz__task *t) {
+    blitz__site_entry *e = blitz__site_find(blitz__task_runtime(t), t->poll, 0);
+    /* Acquire: the offset stored with it is within the blocks of this
+     * poll function, whatever task recorded it. */
+    return e ? blitz__u64_load(&e->site, BLITZ__ACQUIRE) : 0;
+}
+
+/* The resume point a task's coroutine is at (its line while suspended, 0
+ * before its first poll, -1 once finished), or 0 when `site` is 0. Only
+ * the task's owner may call this. */
+static inline int blitz__task_resume_line(blitz__task *t, uint64_t site) {
+    uint64_t off = site >> 48;
+    /* A task of the same poll function with a smaller block: unknown. */
+    if (!off || off - 1 + sizeof(int) > blitz__block_size(t) - BLITZ__TASK_HEADER_SIZE)
+        return 0;
+    int line;
+    memcpy(&line, (char *)blitz__task_state_ptr(t) + off - 1, sizeof line);
+    return line;
+}
+static inline const char *blitz__site_file(uint64_t site) {
+    return (const char *)(uintptr_t)(site & (((uint64_t)1 << 48) - 1));
+}
+
+/* The stall watchdog's view of a poll about to start (see
+ * blitz__stall_slot); only when the watchdog runs. */
+static void blitz__stall_begin(blitz__stall_slot *slot, blitz__task *t) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    uintptr_t poll;
+    memcpy(&poll, &t->poll, sizeof poll);
+    uint64_t site = blitz__task_site(t);
+    blitz__u64_store(&slot->id, t->id, BLITZ__RELAXED);
+    blitz__u64_store(&slot->site, site, BLITZ__RELAXED);
+    blitz__u64_store(&slot->name, (uint64_t)(uintptr_t)blitz__task_name_of(t, s), BLITZ__RELAXED);
+    blitz__u64_store(&slot->poll, (uint64_t)poll, BLITZ__RELAXED);
+    blitz__u32_store(&slot->line, (uint32_t)blitz__task_resume_line(t, site), BLITZ__RELAXED);
+    uint64_t now = blitz__now_ns();
+    blitz__u64_store(&slot->since, now ? now : 1, BLITZ__RELEASE);
+}
+
 /* Runs a SCHEDULED task once on the calling thread (context `ctx`): polls
  * it, or completes it as cancelled. Returns 1 when the poll function ran. */
 BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
@@ -6962,6 +7320,9 @@ BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
     blitz__task *outer = ctx->current;
     ctx->current = t;
     t->pending_cancel = NULL;
+    blitz__stall_slot *stall = ctx->stall;
+    if (BLITZ__UNLIKELY(stall != NULL))
+        blitz__stall_begin(stall, t);
     /* Without hooks and metrics, this one predictable branch is all
      * observability costs a poll; with metrics alone, an untimed poll
      * costs a count. */
@@ -6976,11 +7337,17 @@ BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
         else
             r = blitz__task_poll_observed(t, &cx, timed);
     }
+    if (BLITZ__UNLIKELY(stall != NULL))
+        blitz__u64_store(&stall->since, 0, BLITZ__RELAXED);
     ctx->current = outer;
-    if (r == BLITZ_READY)
+    if (r == BLITZ_READY) {
         blitz__task_finish(t, 0);
-    else if (blitz__state_to_idle(t, cx.yielded))
-        blitz__task_reschedule(t, ctx, cx.yielded);
+    } else {
+        /* Before the transition: from IDLE on, a waker may link the task. */
+        t->idle_since = ctx->clock_ns;
+        if (blitz__state_to_idle(t, cx.yielded))
+            blitz__task_reschedule(t, ctx, cx.yielded);
+    }
     return 1;
 }
 
@@ -7007,6 +7374,35 @@ BLITZ_API int blitz_cx_shield(blitz_cx *cx) {
 BLITZ_API int blitz_cx_unshield(blitz_cx *cx) {
     return cx && cx->task ? blitz__state_shield(cx->task, -1) : BLITZ_EINVAL;
 }
+BLITZ_API uint64_t blitz_cx_task_id(blitz_cx *cx) {
+    return cx && cx->task ? cx->task->id : 0;
+}
+
+/* BLITZ_BEGIN's first run in a task: the first task of each poll function
+ * records the site for all of them (a coroutine nested in the task, whose
+ * BEGIN runs later, finds it taken). Only a resume int inside the task's
+ * own block can be read back by a dump. */
+BLITZ_API void blitz_coro_site(const int *resume, const char *file) {
+    blitz__context *c = blitz__context_get();
+    blitz__task *t = c ? c->current : NULL;
+    if (!t)
+        return;
+    blitz_runtime *rt = blitz__task_runtime(t);
+    if (blitz__site_find(rt, t->poll, 0))
+        return;
+    const char *state = (const char *)blitz__task_state_ptr(t);
+    const char *end = (const char *)t + blitz__block_size(t);
+    const char *r = (const char *)resume;
+    if (r < state || r + sizeof(int) > end)
+        return;
+    uint64_t off = (uint64_t)(r - state) + 1, f = (uint64_t)(uintptr_t)file;
+    if (off > 0xffffu || f >> 48)
+        return;
+    blitz__site_entry *e = blitz__site_find(rt, t->poll, 1);
+    if (e)
+        blitz__u64_store(&e->site, f | off << 48, BLITZ__RELEASE);
+}
+
 BLITZ_API int blitz_cx_worker(blitz_cx *cx) {
     if (!cx)
         return -1;
@@ -7063,7 +7459,7 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
         flags |= BLITZ__TASK_HAS_DEADLINE;
     }
     size_t need = BLITZ__TASK_HEADER_SIZE + o->size;
-    size_t hooks = (o->drop != NULL) + (o->cancel != NULL);
+    size_t hooks = (o->drop != NULL) + (o->cancel != NULL) + (o->name != NULL);
     if (hooks || trailer)
         need = ((need + 7) & ~(size_t)7) + trailer + hooks * sizeof(blitz_drop_fn);
     blitz__task *t = blitz__block_alloc(rt, need, with_handle);
@@ -7075,6 +7471,7 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
     t->join_waker.vtable = NULL;
     t->pending_cancel = NULL;
     t->pending_op = NULL;
+    /* t->id was given by blitz__block_alloc. */
     if (o->state)
         memcpy(blitz__task_state_ptr(t), o->state, o->size);
     else
@@ -7089,18 +7486,22 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
         *blitz__task_drop_slot(t) = o->drop;
     if (o->cancel)
         *blitz__task_cancel_slot(t, initial) = o->cancel;
+    if (o->name) {
+        initial |= BLITZ__TASK_HAS_NAME;
+        *blitz__task_name_slot(t, initial) = o->name;
+    }
     if (flags & BLITZ__TASK_HAS_DEADLINE)
         memset(blitz__task_deadline_timer(t, initial), 0, sizeof(blitz_timer));
-    /* Relaxed: the enqueue publishes the block (queue release or a
-     * mutex). */
-    blitz__u64_store(&t->state, initial, BLITZ__RELAXED);
     /* Task hooks: the spawn is reported now, the end by completion or by
      * blitz__task_discard when the block is never queued. */
-    if (BLITZ__UNLIKELY(rt->task_hooks)) {
-        blitz__u64_store(&t->state, initial | BLITZ__TASK_TRACED, BLITZ__RELAXED);
-        if (rt->hooks.task_spawn)
-            rt->hooks.task_spawn(rt->hooks.arg, t);
-    }
+    if (BLITZ__UNLIKELY(rt->task_hooks))
+        initial |= BLITZ__TASK_TRACED;
+    /* The enqueue publishes the block to its scheduler (queue release or a
+     * mutex); release here publishes it to a task dump, which may find the
+     * block before that and reads the word with acquire. */
+    blitz__u64_store(&t->state, initial, BLITZ__RELEASE);
+    if (BLITZ__UNLIKELY(rt->task_hooks) && rt->hooks.task_spawn)
+        rt->hooks.task_spawn(rt->hooks.arg, t);
     *out = t;
     return BLITZ_OK;
 }
@@ -7109,10 +7510,15 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
  * without its drop function (the caller still owns what its state refers
  * to). */
 BLITZ_PRIVATE void blitz__task_discard(blitz__task *t) {
-    if (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_TRACED)
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    if (s & BLITZ__TASK_TRACED)
         blitz__task_trace_end(t);
-    if (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_JOIN_INTEREST)
+    if (s & BLITZ__TASK_JOIN_INTEREST)
         blitz__count_handle_released(blitz__task_runtime(t));
+    /* A task dump may hold a reference for an instant (blitz__dump_pin). */
+    uint64_t mine = 1 + ((s & BLITZ__TASK_JOIN_INTEREST) != 0);
+    while (blitz__refs(blitz__u64_load(&t->state, BLITZ__ACQUIRE)) > mine)
+        blitz__cpu_relax();
     blitz__u64_store(&t->state, 0, BLITZ__RELAXED);
     blitz__block_release(t);
 }
@@ -7368,6 +7774,18 @@ BLITZ_API int blitz_join_blocking(blitz_task *h) {
     /* Only a wait inside one of the runtime's own polls returns unfinished:
      * the runtime is shutting down and waits for that poll to end. */
     return rc == BLITZ_EAGAIN ? BLITZ_ESHUTDOWN : rc;
+}
+
+BLITZ_API uint64_t blitz_task_id(const blitz_task *h) {
+    return h ? blitz__handle_in(h, __func__)->id : 0;
+}
+
+BLITZ_API const char *blitz_task_name(const blitz_task *h) {
+    if (!h)
+        return NULL;
+    blitz__task *t = blitz__handle_in(h, __func__);
+    /* Relaxed: HAS_NAME and the slot are fixed before the handle exists. */
+    return blitz__task_name_of(t, blitz__u64_load(&t->state, BLITZ__RELAXED));
 }
 /* ====[ END src/core/join.c ]============================================== */
 /* ########################################################################## */
@@ -14220,6 +14638,7 @@ static void *blitz__worker_main(void *arg) {
     ctx.cache = &w->cache;
     ctx.counters = &w->counters;
     ctx.worker_index = (int)w->index;
+    ctx.stall = rt->stall_slots ? &rt->stall_slots[w->index] : NULL;
     blitz__context_set(&ctx);
     /* Linux keeps 15 characters of a thread's name: "blitz-worker-63"
      * fits (the modulo only bounds the number for the compiler). */
@@ -14239,6 +14658,7 @@ static void *blitz__worker_main(void *arg) {
         blitz__time_process(rt, 0);
         /* And reaps I/O completions the same way. */
         blitz__io_between_ticks(rt, &polls_since_io);
+        ctx.clock_ns = blitz__now_ns();
         while (polls < BLITZ_BUDGET_PER_TICK) {
             blitz__task *t = blitz__worker_find(w);
             if (!t)
@@ -14462,6 +14882,7 @@ BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t) {
             if (!blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST)) {
                 blitz__u32_fetch_sub(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
                 blitz__context *outer = blitz__context_set(&hctx);
+                hctx.clock_ns = blitz__now_ns();
                 int polled = blitz__task_run(t, &hctx);
                 blitz__context_set(outer);
                 BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.polled, (uint64_t)polled,
@@ -14585,6 +15006,7 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
         uint32_t polls = 0;
         blitz__time_process(rt, 1);
         blitz__io_between_ticks(rt, &polls_since_io);
+        ctx->clock_ns = blitz__now_ns();
         while (polls < BLITZ_BUDGET_PER_TICK) {
             /* Take injected tasks now and then even when the list is busy,
              * so remote spawns and wakes are not starved. */
@@ -14661,6 +15083,7 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
             dctx.ct_driver = 1;
             dctx.cache = &rt->ct->cache;
             dctx.counters = &rt->ct->counters;
+            dctx.stall = rt->stall_slots; /* the driver's slot, or NULL */
             blitz__context *outer = blitz__context_set(&dctx);
             blitz__io_driver_start(rt);
             if (rt->metrics)
@@ -23061,7 +23484,7 @@ BLITZ_API blitz_op blitz_op_copy(blitz_copy *c) {
 }
 /* ====[ END src/os/stream.c ]============================================== */
 /* ########################################################################## */
-/* LAYER runtime: the runtime's life: creation, run, graceful shutdown, metrics */
+/* LAYER runtime: the runtime's life: creation, run, graceful shutdown, metrics, observation */
 /* ########################################################################## */
 /* ====[ BEGIN src/runtime/serve.c ]======================================== */
 /* >>runtime/serve */
@@ -23564,6 +23987,699 @@ BLITZ_API int blitz_shutdown_free(blitz_shutdown *sd) {
     return BLITZ_OK;
 }
 /* ====[ END src/runtime/shutdown.c ]======================================= */
+/* ====[ BEGIN src/runtime/dump.c ]========================================= */
+/* >>runtime/dump */
+/* The task dump and the leak report: every live task of a running runtime,
+ * with where it waits and on what.
+ *
+ * Registry: the block allocator's chunks are the list of live tasks (a
+ * free block's state word is zero), so a spawn pays nothing for the dump
+ * and a task carries no list links. Walking them is O(blocks carved).
+ *
+ * Protocol, from any thread, while the runtime runs:
+ *   1. announce in external_running, then check shutdown (seq_cst both, as
+ *      helping threads do): shutdown waits for the count before it sweeps,
+ *      and a dump that sees shutdown takes no task over (step 3);
+ *   2. under alloc_lock, pin every block whose word is nonzero with a
+ *      reference (a CAS that leaves a word with no reference alone). No
+ *      chunk goes away under the lock, and a pinned block is not freed
+ *      (blitz__task_discard waits out the pin too). The word is published
+ *      by the spawn's release store, so the pin's acquire sees the id,
+ *      poll function and name, fixed from then on;
+ *   3. outside the lock, take each IDLE task over (IDLE -> RUNNING, the
+ *      CAS a scheduler makes, acquire): as its owner the dump reads what
+ *      its last poll left (resume point, pending op, idle stamp) with no
+ *      race, then hands it back (RUNNING -> IDLE with release, or to its
+ *      scheduler when a wake or a cancel came meanwhile). A task that is
+ *      scheduled or running is listed without its site: its owner may be
+ *      writing it;
+ *   4. drop the pins (the last one frees the block, as a waker's would).
+ *
+ * The leak report runs inside shutdown once no thread polls a task: every
+ * task is then quiescent and is read without being taken over. */
+/* src/io/io.h already included */
+
+/* ---- buffered output ---------------------------------------------------------- */
+
+typedef struct blitz__dump_out {
+    blitz_dump_write_fn write;
+    void *arg;
+    int rc;
+    size_t len;
+    char buf[16384];
+} blitz__dump_out;
+
+static void blitz__out_flush(blitz__dump_out *o) {
+    if (o->len && o->rc == BLITZ_OK && o->write(o->arg, o->buf, o->len) != 0)
+        o->rc = BLITZ_EIO;
+    o->len = 0;
+}
+
+static void blitz__out(blitz__dump_out *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void blitz__out(blitz__dump_out *o, const char *fmt, ...) {
+    for (int tries = 0; tries < 2; tries++) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = sizeof o->buf - o->len;
+        int n = vsnprintf(o->buf + o->len, room, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return;
+        if ((size_t)n < room) {
+            o->len += (size_t)n;
+            return;
+        }
+        blitz__out_flush(o);
+    }
+    o->len = sizeof o->buf - 1; /* one line longer than the buffer: cut */
+}
+
+/* Plain appends: a dump of 100,000 tasks is mostly these, and a printf
+ * per field would be most of its time. */
+static void blitz__put(blitz__dump_out *o, const char *s, size_t n) {
+    while (n) {
+        if (o->len == sizeof o->buf)
+            blitz__out_flush(o);
+        size_t k = sizeof o->buf - o->len;
+        if (k > n)
+            k = n;
+        memcpy(o->buf + o->len, s, k);
+        o->len += k;
+        s += k;
+        n -= k;
+    }
+}
+static void blitz__puts(blitz__dump_out *o, const char *s) {
+    blitz__put(o, s, strlen(s));
+}
+static void blitz__put_u64(blitz__dump_out *o, uint64_t v) {
+    char d[20];
+    size_t i = sizeof d;
+    do
+        d[--i] = (char)('0' + v % 10);
+    while (v /= 10);
+    blitz__put(o, d + i, sizeof d - i);
+}
+static void blitz__put_int(blitz__dump_out *o, int v) {
+    if (v < 0)
+        blitz__put(o, "-", 1);
+    blitz__put_u64(o, v < 0 ? (uint64_t) - (int64_t)v : (uint64_t)v);
+}
+static void blitz__put_hex(blitz__dump_out *o, uint64_t v) {
+    char d[18];
+    size_t i = sizeof d;
+    do
+        d[--i] = "0123456789abcdef"[v & 15];
+    while (v >>= 4);
+    d[--i] = 'x';
+    d[--i] = '0';
+    blitz__put(o, d + i, sizeof d - i);
+}
+
+/* `s` as a JSON string (quotes included); "null" for NULL. */
+static void blitz__out_json_str(blitz__dump_out *o, const char *s) {
+    if (!s) {
+        blitz__put(o, "null", 4);
+        return;
+    }
+    blitz__put(o, "\"", 1);
+    for (const char *run = s;; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c && c != '"' && c != '\\' && c >= 0x20)
+            continue;
+        blitz__put(o, run, (size_t)(s - run));
+        if (!c)
+            break;
+        if (c == '"' || c == '\\')
+            blitz__out(o, "\\%c", c);
+        else
+            blitz__out(o, "\\u%04x", c);
+        run = s + 1;
+    }
+    blitz__put(o, "\"", 1);
+}
+
+/* ---- what a task is ---------------------------------------------------------------- */
+
+typedef struct blitz__task_view {
+    uint64_t id;
+    const char *name;
+    uintptr_t poll;
+    const char *state;
+    int cancelled, detailed; /* detailed: site and wait below were read */
+    const char *file;        /* the coroutine's file, or NULL */
+    int line;                /* resume point: >0 a line, 0 not started, -1 done */
+    uint64_t waited_ns;      /* 0: unknown */
+    const char *wait_kind;   /* NULL: nothing recorded */
+    char wait[96];
+} blitz__task_view;
+
+static uintptr_t blitz__fn_addr(blitz_cancel_fn f) {
+    uintptr_t a;
+    memcpy(&a, &f, sizeof a);
+    return a;
+}
+
+/* What the op recorded by the task's last poll (blitz_cx_pending) waits
+ * on. The op lives in the task's state or is owned by it; the fields read
+ * are the ones its owner wrote when it started the op. */
+static void blitz__describe_wait(blitz_runtime *rt, blitz_cancel_fn cancel, void *op,
+                                 blitz__task_view *v) {
+    static const struct {
+        blitz_cancel_fn fn;
+        const char *kind;
+    } plain[] = {
+        {blitz_semaphore_acquire_cancel, "semaphore"},
+        {blitz_rwlock_cancel, "rwlock"},
+        {blitz_notify_wait_cancel, "notify"},
+        {blitz_barrier_wait_cancel, "barrier"},
+        {blitz_once_cell_get_or_claim_cancel, "once_cell"},
+        {blitz_cancel_token_wait_cancel, "cancel_token"},
+        {blitz_oneshot_cancel, "oneshot"},
+        {blitz_broadcast_cancel, "broadcast"},
+        {blitz_watch_cancel, "watch"},
+        {blitz_signal_cancel, "signal"},
+        {blitz_process_wait_cancel, "process"},
+        {blitz_process_output_cancel, "process"},
+        {blitz_fs_cancel, "file"},
+        {blitz_dns_cancel, "dns"},
+        {blitz_tcp_connect_host_cancel, "connect"},
+        {blitz_spawn_blocking_cancel, "blocking"},
+        {blitz_reader_cancel, "stream"},
+        {blitz_writer_cancel, "stream"},
+        {blitz_copy_cancel, "stream"},
+        {blitz_group_next_cancel, "task_group"},
+        {blitz__combo_withdraw, "combinator"},
+        {blitz_shutdown_run_cancel, "shutdown"},
+    };
+    v->wait[0] = 0;
+    v->wait_kind = NULL;
+    if (!cancel)
+        return;
+    if (cancel == blitz_timer_cancel || cancel == blitz__timeout_withdraw) {
+        const blitz_timer *t = (const blitz_timer *)op;
+        int64_t in = (int64_t)(t->deadline - blitz__rt_now(rt));
+        v->wait_kind = cancel == blitz_timer_cancel ? "timer" : "timeout";
+        snprintf(v->wait, sizeof v->wait, "%s due in %lld ms", v->wait_kind,
+                 (long long)(in / 1000000));
+    } else if (cancel == blitz_io_cancel) {
+        const blitz_io *io = (const blitz_io *)op;
+        uint32_t k = io->blitz__kind;
+        const char *what = k == BLITZ__OP_ACCEPT                ? "accept"
+                           : k == BLITZ__OP_CONNECT             ? "connect"
+                           : io->blitz__dir == BLITZ__DIR_WRITE ? "write"
+                                                                : "read";
+        v->wait_kind = "socket";
+        snprintf(v->wait, sizeof v->wait, "socket fd %d %s",
+                 io->blitz__sock ? io->blitz__sock->fd : -1, what);
+    } else if (cancel == blitz_chan_cancel) {
+        v->wait_kind = "channel";
+        snprintf(v->wait, sizeof v->wait, "channel %p",
+                 (void *)((const blitz_chan_op *)op)->blitz__ch);
+    } else if (cancel == blitz_mutex_lock_cancel) {
+        v->wait_kind = "mutex";
+        snprintf(v->wait, sizeof v->wait, "mutex %p",
+                 (void *)((const blitz_mutex_lock_op *)op)->blitz__acq.blitz__sem);
+    } else if (cancel == blitz_join_cancel) {
+        /* The joiner holds the handle, so the joined block is alive; its
+         * id was fixed before the handle was made. */
+        v->wait_kind = "join";
+        snprintf(v->wait, sizeof v->wait, "join of task %llu",
+                 (unsigned long long)((const blitz__task *)op)->id);
+    } else {
+        for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
+            if (plain[i].fn == cancel) {
+                v->wait_kind = plain[i].kind;
+                snprintf(v->wait, sizeof v->wait, "%s %p", v->wait_kind, op);
+                return;
+            }
+        v->wait_kind = "op";
+        snprintf(v->wait, sizeof v->wait, "op %p (cancel %#lx)", op,
+                 (unsigned long)blitz__fn_addr(cancel));
+    }
+}
+
+/* The owner-only part: site, idle stamp, pending op. */
+static void blitz__view_detail(blitz_runtime *rt, blitz__task *t, blitz__task_view *v, uint64_t now,
+                               int idle) {
+    uint64_t site = blitz__task_site(t);
+    v->detailed = 1;
+    v->file = site ? blitz__site_file(site) : NULL;
+    v->line = blitz__task_resume_line(t, site);
+    if (!v->file)
+        v->line = 0;
+    v->waited_ns = idle && t->idle_since && now > t->idle_since ? now - t->idle_since : 0;
+    blitz__describe_wait(rt, t->pending_cancel, t->pending_op, v);
+}
+
+static const char *blitz__lc_name(uint64_t s) {
+    if (s & BLITZ__TASK_BLOCKING)
+        return "blocking";
+    switch (blitz__lifecycle(s)) {
+    case BLITZ__LC_IDLE:
+        return "idle";
+    case BLITZ__LC_SCHEDULED:
+        return "scheduled";
+    case BLITZ__LC_RUNNING:
+        return "running";
+    default:
+        return "complete";
+    }
+}
+
+/* Fills `v` for the pinned task `t`. `claim`: take IDLE tasks over;
+ * `quiescent`: nobody polls tasks (the leak report), read them as they
+ * are. */
+static void blitz__view_task(blitz_runtime *rt, blitz__task *t, blitz__task_view *v, int claim,
+                             int quiescent, uint64_t now) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+    memset(v, 0, sizeof *v);
+    v->id = t->id;
+    v->name = blitz__task_name_of(t, s);
+    memcpy(&v->poll, &t->poll, sizeof v->poll);
+    v->cancelled = (s & BLITZ__TASK_CANCELLED) != 0;
+    v->state = blitz__lc_name(s);
+    if (s & BLITZ__TASK_BLOCKING)
+        return; /* a pool job: its thread may be running it */
+    if (quiescent) {
+        if (blitz__lifecycle(s) != BLITZ__LC_COMPLETE)
+            blitz__view_detail(rt, t, v, now, blitz__lifecycle(s) == BLITZ__LC_IDLE);
+        return;
+    }
+    if (!claim)
+        return;
+    for (;;) {
+        if (blitz__lifecycle(s) != BLITZ__LC_IDLE)
+            return;
+        uint64_t next = (s & ~BLITZ__LC_MASK) | BLITZ__LC_RUNNING;
+        if (blitz__u64_cas_weak(&t->state, &s, next, BLITZ__ACQUIRE))
+            break;
+    }
+    blitz__view_detail(rt, t, v, now, 1);
+    /* Hand back, keeping the idle stamp its last poll left: a wake or a
+     * cancel that came meanwhile found it RUNNING and left it to us. */
+    if (blitz__state_to_idle(t, 0))
+        blitz__task_schedule(t);
+}
+
+/* A reference on a block whose word is live; 0 when it has none (free, or
+ * being freed). Acquire: see the spawn's writes (blitz__task_create). */
+static int blitz__dump_pin(blitz__task *t) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
+    for (;;) {
+        if (s == 0 || blitz__refs(s) == 0 || blitz__refs(s) >= BLITZ__REF_MAX)
+            return 0;
+        if (blitz__u64_cas_weak(&t->state, &s, s + BLITZ__TASK_REF_ONE, BLITZ__ACQUIRE))
+            return 1;
+    }
+}
+
+/* Blocks carved so far: how many pins a dump may need. */
+static size_t blitz__dump_capacity(blitz_runtime *rt) {
+    size_t n = 0;
+    blitz__mutex_lock(&rt->alloc_lock);
+    for (blitz__chunk *ch = rt->chunks; ch; ch = ch->next)
+        n += blitz__u32_load(&ch->carved, BLITZ__ACQUIRE);
+    blitz__mutex_unlock(&rt->alloc_lock);
+    return n;
+}
+
+/* Pins every live block; returns the array (caller frees) and its count.
+ * Tasks spawned into blocks carved after the count may be left out. */
+static blitz__task **blitz__dump_collect(blitz_runtime *rt, size_t *count) {
+    size_t n = 0, cap = blitz__dump_capacity(rt) + 64;
+    blitz__task **all = (blitz__task **)blitz__malloc(cap * sizeof *all);
+    *count = 0;
+    if (!all)
+        return NULL;
+    blitz__mutex_lock(&rt->alloc_lock);
+    for (blitz__chunk *ch = rt->chunks; ch && n < cap; ch = ch->next) {
+        uint32_t carved = blitz__u32_load(&ch->carved, BLITZ__ACQUIRE);
+        for (uint32_t i = 0; i < carved && n < cap; i++) {
+            blitz__task *t = blitz__chunk_block(ch, i);
+            if (blitz__dump_pin(t))
+                all[n++] = t;
+        }
+    }
+    blitz__mutex_unlock(&rt->alloc_lock);
+    *count = n;
+    return all;
+}
+
+/* ---- symbols ------------------------------------------------------------------ */
+
+/* dladdr is slow (a symbol table search), and many tasks share a poll
+ * function: a small direct-mapped cache per dump. */
+#define BLITZ__SYM_CACHE 64
+typedef struct {
+    uintptr_t addr[BLITZ__SYM_CACHE];
+    const char *name[BLITZ__SYM_CACHE];
+} blitz__sym_cache;
+
+static const char *blitz__symbol(blitz__sym_cache *c, uintptr_t addr) {
+#if BLITZ__HAVE_DLADDR
+    size_t h = (addr >> 4) % BLITZ__SYM_CACHE;
+    if (c->addr[h] == addr)
+        return c->name[h];
+    Dl_info info;
+    void *p;
+    memcpy(&p, &addr, sizeof p);
+    const char *name =
+        dladdr(p, &info) && info.dli_sname && info.dli_saddr == p ? info.dli_sname : NULL;
+    c->addr[h] = addr;
+    c->name[h] = name;
+    return name;
+#else
+    (void)c;
+    (void)addr;
+    return NULL;
+#endif
+}
+
+/* ---- the writer ------------------------------------------------------------------- */
+
+static void blitz__out_task(blitz__dump_out *o, const blitz__task_view *v, blitz__sym_cache *syms,
+                            int json, int first) {
+    const char *sym = blitz__symbol(syms, v->poll);
+    if (!json) {
+        blitz__puts(o, "task ");
+        blitz__put_u64(o, v->id);
+        if (v->name) {
+            blitz__puts(o, " \"");
+            blitz__puts(o, v->name);
+            blitz__puts(o, "\"");
+        }
+        blitz__puts(o, " ");
+        blitz__puts(o, v->state);
+        if (v->cancelled)
+            blitz__puts(o, " cancelled");
+        blitz__puts(o, " poll=");
+        blitz__put_hex(o, v->poll);
+        if (sym) {
+            blitz__puts(o, " (");
+            blitz__puts(o, sym);
+            blitz__puts(o, ")");
+        }
+        if (v->detailed && v->file) {
+            if (v->line > 0) {
+                blitz__puts(o, " at ");
+                blitz__puts(o, v->file);
+                blitz__puts(o, ":");
+                blitz__put_int(o, v->line);
+            } else {
+                blitz__puts(o, v->line ? " finished (" : " not started (");
+                blitz__puts(o, v->file);
+                blitz__puts(o, ")");
+            }
+        }
+        if (v->waited_ns) {
+            blitz__puts(o, " waited ");
+            blitz__put_u64(o, v->waited_ns / 1000000);
+            blitz__puts(o, " ms");
+        }
+        if (v->wait_kind) {
+            blitz__puts(o, " on ");
+            blitz__puts(o, v->wait);
+        }
+        blitz__puts(o, "\n");
+        return;
+    }
+    blitz__puts(o, first ? "\n    {\"id\": " : ",\n    {\"id\": ");
+    blitz__put_u64(o, v->id);
+    blitz__puts(o, ", \"name\": ");
+    blitz__out_json_str(o, v->name);
+    blitz__puts(o, ", \"state\": \"");
+    blitz__puts(o, v->state);
+    blitz__puts(o, v->cancelled ? "\", \"cancelled\": true, \"poll\": \""
+                                : "\", \"cancelled\": false, \"poll\": \"");
+    blitz__put_hex(o, v->poll);
+    blitz__puts(o, "\", \"symbol\": ");
+    blitz__out_json_str(o, sym);
+    blitz__puts(o, ", \"file\": ");
+    blitz__out_json_str(o, v->detailed ? v->file : NULL);
+    blitz__puts(o, ", \"line\": ");
+    blitz__put_int(o, v->detailed ? v->line : 0);
+    blitz__puts(o, ", \"waited_ns\": ");
+    blitz__put_u64(o, v->waited_ns);
+    blitz__puts(o, ", \"wait_kind\": ");
+    blitz__out_json_str(o, v->wait_kind);
+    blitz__puts(o, ", \"wait\": ");
+    blitz__out_json_str(o, v->wait_kind ? v->wait : NULL);
+    blitz__puts(o, "}");
+}
+
+/* Lists the pinned tasks and drops the pins. */
+static void blitz__dump_tasks(blitz_runtime *rt, blitz__dump_out *o, blitz__task **all, size_t n,
+                              int claim, int quiescent, int json) {
+    blitz__sym_cache *syms = (blitz__sym_cache *)blitz__calloc(sizeof *syms);
+    blitz__sym_cache none;
+    memset(&none, 0, sizeof none);
+    uint64_t now = blitz__now_ns();
+    size_t listed = 0;
+    for (size_t i = 0; i < n; i++) {
+        blitz__task_view v;
+        blitz__view_task(rt, all[i], &v, claim, quiescent, now);
+        /* Finished tasks that only a handle keeps are no live work. */
+        if (strcmp(v.state, "complete") != 0) {
+            blitz__out_task(o, &v, syms ? syms : &none, json, listed == 0);
+            listed++;
+        }
+        blitz__task_unref(all[i]);
+    }
+    blitz__free(syms);
+    if (json)
+        blitz__out(o, "%s],\n  \"count\": %zu", listed ? "\n  " : "", listed);
+    else
+        blitz__out(o, "%zu live tasks\n", listed);
+}
+
+BLITZ_API int blitz_runtime_dump_to(blitz_runtime *rt, blitz_dump_write_fn write, void *arg,
+                                    unsigned flags) {
+    if (!rt || !write || (flags & ~(unsigned)BLITZ_DUMP_JSON))
+        return BLITZ_EINVAL;
+    blitz__dump_out *o = (blitz__dump_out *)blitz__malloc(sizeof *o);
+    if (!o)
+        return BLITZ_ENOMEM;
+    o->write = write;
+    o->arg = arg;
+    o->rc = BLITZ_OK;
+    o->len = 0;
+    int json = (flags & BLITZ_DUMP_JSON) != 0;
+    /* Step 1 of the protocol above. */
+    blitz__u32_fetch_add(&rt->external_running, 1, BLITZ__SEQ_CST);
+    int claim = !blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST);
+    size_t n = 0;
+    blitz__task **all = blitz__dump_collect(rt, &n);
+    if (json)
+        blitz__out(o, "{\n  \"workers\": %u,\n  \"tasks\": [", rt->num_workers);
+    if (all)
+        blitz__dump_tasks(rt, o, all, n, claim, 0, json);
+    else
+        o->rc = BLITZ_ENOMEM;
+    blitz__u32_fetch_sub(&rt->external_running, 1, BLITZ__RELEASE);
+    blitz__free(all);
+    if (json)
+        blitz__out(o, "\n}\n");
+    blitz__out_flush(o);
+    int rc = o->rc;
+    blitz__free(o);
+    return rc;
+}
+
+static int blitz__dump_file_write(void *arg, const char *data, size_t len) {
+    return fwrite(data, 1, len, (FILE *)arg) == len ? 0 : -1;
+}
+
+BLITZ_API int blitz_runtime_dump(blitz_runtime *rt, FILE *out, unsigned flags) {
+    if (!out)
+        return BLITZ_EINVAL;
+    int rc = blitz_runtime_dump_to(rt, blitz__dump_file_write, out, flags);
+    if (rc == BLITZ_OK && fflush(out) != 0)
+        rc = BLITZ_EIO;
+    return rc;
+}
+
+/* ---- the leak report ------------------------------------------------------------ */
+
+/* Whether the runtime reports at shutdown: its config, or the environment
+ * variable BLITZ_LEAK_REPORT set to a nonzero number. */
+BLITZ_PRIVATE int blitz__leak_report_wanted(const blitz_config *c) {
+    if (c->leak_report)
+        return 1;
+    const char *e = getenv("BLITZ_LEAK_REPORT");
+    return e && atoi(e) != 0;
+}
+
+/* Called by shutdown once no thread polls a task, before the sweep
+ * cancels them. */
+BLITZ_PRIVATE void blitz__leak_report(blitz_runtime *rt) {
+    blitz__dump_out *o = (blitz__dump_out *)blitz__malloc(sizeof *o);
+    if (!o)
+        return;
+    o->write = blitz__dump_file_write;
+    o->arg = stderr;
+    o->rc = BLITZ_OK;
+    o->len = 0;
+    blitz__out(o, "blitz: leak report at shutdown of runtime %p\n", (void *)rt);
+    size_t n = 0;
+    blitz__task **all = blitz__dump_collect(rt, &n);
+    if (all)
+        blitz__dump_tasks(rt, o, all, n, 0, 1, 0);
+    blitz__free(all);
+    if (rt->io)
+        blitz__out(o, "%u open sockets\n", blitz__u32_load(&rt->io->nsocks, BLITZ__ACQUIRE));
+    blitz__mutex_lock(&rt->time->lock);
+    size_t timers = rt->time->wheel.count;
+    blitz__mutex_unlock(&rt->time->lock);
+    blitz__out(o, "%zu armed timers\n", timers);
+    blitz__mutex_lock(&rt->pool->lock);
+    uint32_t queued = rt->pool->queued, threads = rt->pool->threads, idle = rt->pool->idle;
+    blitz__mutex_unlock(&rt->pool->lock);
+    blitz__out(o, "%u blocking jobs queued, %u running\n", queued,
+               threads >= idle ? threads - idle : 0);
+    blitz__out_flush(o);
+    blitz__free(o);
+}
+/* ====[ END src/runtime/dump.c ]=========================================== */
+/* ====[ BEGIN src/runtime/stall.c ]======================================== */
+/* >>runtime/stall */
+/* The stall watchdog: a thread that reports polls running longer than a
+ * threshold (a blocking call inside a task holds its worker and every task
+ * queued behind it).
+ *
+ * Off (the default) it costs one test of a context field per poll. On,
+ * each worker (or the current-thread driver) fills its slot before a poll
+ * (blitz__stall_begin: the clock and the task's id, name, poll function
+ * and resume point) and clears its start after; the watchdog wakes every
+ * quarter threshold, so a stall is seen within 1.25 thresholds, and
+ * reports each stalled poll once. It never touches a task: everything it
+ * prints was copied into the slot (see blitz__stall_slot for the
+ * ordering). */
+/* src/io/io.h already included */
+
+struct blitz__stall {
+    blitz_runtime *rt;
+    uint64_t threshold_ns;
+    blitz_stall_fn fn;
+    void *arg;
+    uint32_t nslots;
+    blitz__atomic_u32 stop;
+    blitz__parker parker;
+    pthread_t thread;
+    void *slots_raw;
+};
+
+static void blitz__stall_print(const blitz_stall_info *info, void *arg) {
+    (void)arg;
+    char poll[32];
+    uintptr_t a;
+    memcpy(&a, &info->poll, sizeof a);
+    snprintf(poll, sizeof poll, "%#lx", (unsigned long)a);
+    fprintf(stderr,
+            "blitz: stall: worker %u has polled task %llu%s%s%s (poll %s, resumed at %s:%d) for "
+            "%llu ms\n",
+            info->worker, (unsigned long long)info->task_id, info->name ? " \"" : "",
+            info->name ? info->name : "", info->name ? "\"" : "", poll,
+            info->file ? info->file : "?", info->line,
+            (unsigned long long)(info->running_ns / 1000000));
+}
+
+static void blitz__stall_check(struct blitz__stall *st, blitz__stall_slot *slot, uint32_t worker) {
+    uint64_t since = blitz__u64_load(&slot->since, BLITZ__ACQUIRE);
+    if (!since || since == slot->reported_since)
+        return;
+    uint64_t now = blitz__now_ns();
+    if (now < since || now - since < st->threshold_ns)
+        return;
+    blitz_stall_info info;
+    memset(&info, 0, sizeof info);
+    info.worker = worker;
+    info.task_id = blitz__u64_load(&slot->id, BLITZ__RELAXED);
+    info.name = (const char *)(uintptr_t)blitz__u64_load(&slot->name, BLITZ__RELAXED);
+    uintptr_t poll = (uintptr_t)blitz__u64_load(&slot->poll, BLITZ__RELAXED);
+    memcpy(&info.poll, &poll, sizeof poll);
+    uint64_t site = blitz__u64_load(&slot->site, BLITZ__RELAXED);
+    info.file = site ? (const char *)(uintptr_t)(site & (((uint64_t)1 << 48) - 1)) : NULL;
+    info.line = (int)blitz__u32_load(&slot->line, BLITZ__RELAXED);
+    info.running_ns = now - since;
+    /* Another poll started meanwhile: the fields may be its own. */
+    if (blitz__u64_load(&slot->since, BLITZ__ACQUIRE) != since)
+        return;
+    slot->reported_since = since;
+    st->fn(&info, st->arg);
+}
+
+static void *blitz__stall_main(void *arg) {
+    struct blitz__stall *st = (struct blitz__stall *)arg;
+    uint64_t period = st->threshold_ns / 4;
+    if (period < 1000000)
+        period = 1000000;
+    while (!blitz__u32_load(&st->stop, BLITZ__ACQUIRE)) {
+        blitz__parker_park(&st->parker, period);
+        for (uint32_t i = 0; i < st->nslots; i++)
+            blitz__stall_check(st, &st->rt->stall_slots[i], i);
+    }
+    return NULL;
+}
+
+/* Starts the watchdog of a runtime being created (before any worker). */
+BLITZ_PRIVATE int blitz__stall_start(blitz_runtime *rt, const blitz_config *c) {
+    if (!c->stall_threshold_ns)
+        return BLITZ_OK;
+    struct blitz__stall *st = (struct blitz__stall *)blitz__calloc(sizeof *st);
+    if (!st)
+        return BLITZ_ENOMEM;
+    st->rt = rt;
+    st->threshold_ns = c->stall_threshold_ns;
+    st->fn = c->stall_fn ? c->stall_fn : blitz__stall_print;
+    st->arg = c->stall_arg;
+    st->nslots = rt->num_workers;
+    blitz__stall_slot *slots = (blitz__stall_slot *)blitz__alloc_aligned(
+        st->nslots * sizeof *slots, BLITZ_CACHE_LINE, &st->slots_raw);
+    if (!slots) {
+        blitz__free(st);
+        return BLITZ_ENOMEM;
+    }
+    memset(slots, 0, st->nslots * sizeof *slots);
+    blitz__parker_init(&st->parker);
+    rt->stall_slots = slots;
+    rt->stall = st;
+    int err = pthread_create(&st->thread, NULL, blitz__stall_main, st);
+    if (err) {
+        rt->stall_slots = NULL;
+        rt->stall = NULL;
+        blitz__parker_destroy(&st->parker);
+        blitz__free(st->slots_raw);
+        blitz__free(st);
+        return blitz__from_errno(err);
+    }
+    return BLITZ_OK;
+}
+
+/* Stops the watchdog once no thread polls tasks any more; the slots stay
+ * (NULL-safe) until blitz__stall_free. */
+BLITZ_PRIVATE void blitz__stall_stop(blitz_runtime *rt) {
+    struct blitz__stall *st = rt->stall;
+    if (!st || blitz__u32_load(&st->stop, BLITZ__RELAXED))
+        return;
+    blitz__u32_store(&st->stop, 1, BLITZ__RELEASE);
+    blitz__parker_unpark(&st->parker);
+    pthread_join(st->thread, NULL);
+}
+
+BLITZ_PRIVATE void blitz__stall_free(blitz_runtime *rt) {
+    struct blitz__stall *st = rt->stall;
+    if (!st)
+        return;
+    blitz__stall_stop(rt);
+    blitz__parker_destroy(&st->parker);
+    blitz__free(st->slots_raw);
+    blitz__free(st);
+    rt->stall = NULL;
+    rt->stall_slots = NULL;
+}
+/* ====[ END src/runtime/stall.c ]========================================== */
 /* ====[ BEGIN src/runtime/runtime.c ]====================================== */
 /* >>runtime/runtime */
 /* The runtime's public face: create, run, shut down, free, statistics.
@@ -23575,7 +24691,9 @@ BLITZ_API int blitz_shutdown_free(blitz_shutdown *sd) {
  *      SCHEDULED);
  *   2. wake every worker / the current-thread driver and wait until no
  *      thread polls a task of this runtime: join the workers, wait for the
- *      driver to leave and for helping joiners (external_running) to finish;
+ *      driver to leave and for helping joiners and task dumps
+ *      (external_running) to finish; stop the stall watchdog and write the
+ *      leak report if asked;
  *   3. stop the blocking pool (blitz__pool_shutdown): queued jobs complete
  *      as cancelled, running ones are waited for;
  *   4. sweep: walk every live task block and complete each unfinished task
@@ -23586,6 +24704,7 @@ BLITZ_API int blitz_shutdown_free(blitz_shutdown *sd) {
 /* src/io/io.h already included */
 
 static void blitz__runtime_release_memory(blitz_runtime *rt) {
+    blitz__stall_free(rt);
     blitz__io_destroy(rt);
     if (rt->workers) {
         for (uint32_t i = 0; i < rt->num_workers; i++)
@@ -23702,10 +24821,13 @@ BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out) {
         if (rt->ct)
             rt->ct->parker.wake_fd = blitz__io_wake_fd(rt->io, UINT32_MAX);
     }
+    if (rc == BLITZ_OK)
+        rc = blitz__stall_start(rt, &c);
     if (rc != BLITZ_OK) {
         blitz__runtime_release_memory(rt);
         return rc;
     }
+    rt->leak_report = blitz__leak_report_wanted(&c);
     *out = rt;
     return BLITZ_OK;
 }
@@ -23756,6 +24878,11 @@ BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt) {
     }
     while (blitz__u32_load(&rt->external_running, BLITZ__ACQUIRE))
         sched_yield();
+    /* No poll runs any more: nothing left to watch, and every task is
+     * where it stopped, for the leak report. */
+    blitz__stall_stop(rt);
+    if (rt->leak_report)
+        blitz__leak_report(rt);
     /* Jobs that never started are cancelled, running ones finish: after
      * this no pool thread touches a task, so the sweep may. */
     blitz__pool_shutdown(rt);

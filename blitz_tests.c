@@ -59,6 +59,7 @@ static int test_fault(int site);
 #include "tests/test_withdraw.c"
 #include "tests/test_serve.c"
 #include "tests/test_metrics.c"
+#include "tests/test_observe.c"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define TEST_HAS_LSAN 1

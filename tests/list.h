@@ -9,6 +9,7 @@
 #include "list_pool.h"
 #include "list_stream.h"
 #include "list_metrics.h"
+#include "list_observe.h"
 
 #define BLITZ_TEST_LIST(X)                        \
     X(error_strings, 5000)                        \
@@ -173,4 +174,5 @@
     BLITZ_POOL_TEST_LIST(X)                       \
     BLITZ_STREAM_TEST_LIST(X)                     \
     BLITZ_METRICS_TEST_LIST(X)                    \
+    BLITZ_OBSERVE_TEST_LIST(X)                    \
     BLITZ_INTERNAL_TEST_LIST(X)

@@ -56,6 +56,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define BLITZ_VERSION_MAJOR  0
 #define BLITZ_VERSION_MINOR  1
@@ -309,14 +310,15 @@ BLITZ_API blitz_waker blitz_waker_noop(void);
  * BLITZ_BEGIN ... BLITZ_END fails with "blitz_AWAIT_needs_BLITZ_BEGIN
  * undeclared" rather than with a stray case label. Enumerators are no
  * variables: resume points may jump past them, in C++ too. */
-#define BLITZ_BEGIN(s)                          \
-    switch ((s)->blitz__resume) {               \
-    case 0:;                                    \
-        enum {                                  \
-            blitz_AWAIT_needs_BLITZ_BEGIN = 0,  \
-            blitz_YIELD_needs_BLITZ_BEGIN = 0,  \
-            blitz_RETURN_needs_BLITZ_BEGIN = 0, \
-            blitz_END_needs_BLITZ_BEGIN = 0     \
+#define BLITZ_BEGIN(s)                                  \
+    switch ((s)->blitz__resume) {                       \
+    case 0:;                                            \
+        blitz_coro_site(&(s)->blitz__resume, __FILE__); \
+        enum {                                          \
+            blitz_AWAIT_needs_BLITZ_BEGIN = 0,          \
+            blitz_YIELD_needs_BLITZ_BEGIN = 0,          \
+            blitz_RETURN_needs_BLITZ_BEGIN = 0,         \
+            blitz_END_needs_BLITZ_BEGIN = 0             \
         }
 /* Re-evaluates `expr` (a blitz_poll expression) on every resumption until it
  * is BLITZ_READY. */
@@ -376,6 +378,11 @@ BLITZ_API blitz_waker blitz_waker_noop(void);
 /* What BLITZ_END calls in a debug build on a bad resume point: prints it
  * with the poll function's file, line and name to stderr and aborts. */
 BLITZ_API void blitz_coro_bad_resume(const char *file, int line, const char *func, int resume);
+/* What BLITZ_BEGIN calls on a task's first poll: records, once per poll
+ * function, where its tasks keep their resume point and in which file it
+ * is, so that blitz_runtime_dump can print the file:line each task waits
+ * at (the outermost BLITZ_BEGIN of the task counts). */
+BLITZ_API void blitz_coro_site(const int *resume, const char *file);
 
 /* ---------------------------------------------------------------------------
  * Runtime
@@ -423,6 +430,18 @@ typedef struct blitz_hooks {
     void (*worker_park)(void *arg, uint32_t worker);
     void (*worker_unpark)(void *arg, uint32_t worker);
 } blitz_hooks;
+/* A poll that has run too long, as the stall watchdog reports it. */
+typedef struct blitz_stall_info {
+    uint32_t worker;     /* worker index (0 for the current-thread driver) */
+    uint64_t task_id;    /* blitz_task_id */
+    const char *name;    /* blitz_spawn_opts.name, or NULL */
+    blitz_poll_fn poll;  /* the task's poll function */
+    const char *file;    /* its coroutine's file (BLITZ_BEGIN), or NULL */
+    int line;            /* the resume point the poll started from (0: first) */
+    uint64_t running_ns; /* how long the poll has run so far */
+} blitz_stall_info;
+/* Called on the watchdog's own thread; must not block for long. */
+typedef void (*blitz_stall_fn)(const blitz_stall_info *info, void *arg);
 
 /* Zero means default for every field. */
 typedef struct blitz_config {
@@ -480,6 +499,22 @@ typedef struct blitz_config {
      * (reading the clock costs about as much as a short poll). Rounded up
      * to a power of two; 0 = 64; 1 = every poll. */
     uint32_t metrics_poll_sample;
+    /* ---- observation ----
+     * Stall watchdog: when nonzero, a thread of the runtime reports every
+     * poll that has run longer than this (a blocking call inside a task),
+     * once per poll, within 1.25x the threshold, through stall_fn (NULL:
+     * one line on stderr). Off (0, the default) it costs nothing; on, a
+     * clock reading per poll. Watches worker threads and the
+     * current-thread driver. */
+    uint64_t stall_threshold_ns;
+    blitz_stall_fn stall_fn;
+    void *stall_arg;
+    /* Leak report: nonzero (or the environment variable BLITZ_LEAK_REPORT
+     * set to a nonzero number) writes to stderr, when the runtime shuts
+     * down (blitz_runtime_shutdown or blitz_runtime_free), every task still
+     * alive with its await site, and how many sockets, armed timers and
+     * blocking-pool jobs are still open. */
+    int leak_report;
 } blitz_config;
 
 /* Creates a runtime. Several runtimes may be alive at once. Worker threads
@@ -514,6 +549,42 @@ BLITZ_API int blitz_runtime_run(blitz_runtime *rt, blitz_poll_fn poll, void *sta
 /* Creates a default multi-thread runtime, runs one main task on it as
  * blitz_runtime_run does, and frees the runtime. */
 BLITZ_API int blitz_run(blitz_poll_fn poll, void *state, size_t size);
+
+/* ---- observation: the task dump ----
+ * Writes every live task of `rt`, one per line:
+ *
+ *   task 42 "conn" idle poll=0x55d0c1a2b3c4 (conn_poll) at server.c:87
+ *       waited 1250 ms on socket fd 9 read
+ *
+ * id, name (if given at spawn), state (idle, scheduled, running,
+ * blocking: a pool job), poll function (with its symbol where dladdr can
+ * name it: a global function of a program linked with -rdynamic, or of a
+ * shared library), the file:line of the BLITZ_AWAIT / BLITZ_YIELD an idle
+ * task is suspended at (tasks whose poll function uses BLITZ_BEGIN), how
+ * long it has waited (from the start of the scheduler tick of its last
+ * poll), and what it waits on where the op says: a timer or timeout and
+ * when it is due, a socket and direction, a channel, a mutex, the join of
+ * task N, or the kind of any other runtime op. A scheduled or running task
+ * is listed without site. Then "N live tasks".
+ * With BLITZ_DUMP_JSON the same as one JSON object {"workers": W,
+ * "tasks": [{"id", "name", "state", "cancelled", "poll", "symbol", "file",
+ * "line", "waited_ns", "wait_kind", "wait"}...], "count": N} (null where
+ * unknown).
+ * Safe from any thread, including one of rt's tasks, while the runtime
+ * runs: each idle task is taken over for the instant it is read, as a
+ * scheduler would (a wake meanwhile is kept; a task whose last reference
+ * goes meanwhile is freed by the dump, its drop function running on the
+ * dumping thread). Costs nothing until called;
+ * 100,000 tasks take tens of milliseconds. Tasks spawned during the dump
+ * may be left out. Returns BLITZ_OK, BLITZ_EINVAL, BLITZ_ENOMEM, or
+ * BLITZ_EIO when writing failed. */
+#define BLITZ_DUMP_JSON 1u
+BLITZ_API int blitz_runtime_dump(blitz_runtime *rt, FILE *out, unsigned flags);
+/* The same through a writer: write(arg, data, len) returns 0, or nonzero
+ * to report a failure (the dump then writes no more). */
+typedef int (*blitz_dump_write_fn)(void *arg, const char *data, size_t len);
+BLITZ_API int blitz_runtime_dump_to(blitz_runtime *rt, blitz_dump_write_fn write, void *arg,
+                                    unsigned flags);
 
 /* The runtime whose task is running on this thread, or NULL. */
 BLITZ_API blitz_runtime *blitz_runtime_current(void);
@@ -553,6 +624,12 @@ typedef struct blitz_spawn_opts {
      * `state` must then be NULL (else BLITZ_EINVAL). */
     void (*init)(void *state, void *arg);
     void *init_arg;
+    /* ---- observation ----
+     * Optional: the task's name in blitz_runtime_dump and stall reports.
+     * Kept by pointer, not copied (a spawn stays free of allocation and the
+     * block grows by one pointer only): it must outlive the task; a string
+     * literal is the usual choice. */
+    const char *name;
 } blitz_spawn_opts;
 
 /* Spawns a task running `poll` over a private copy of `size` bytes of
@@ -587,6 +664,16 @@ BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *t);
  * Returns blitz_task_status once finished: BLITZ_OK (completed),
  * BLITZ_ECANCELED, BLITZ_ETIMEDOUT; BLITZ_EINVAL (NULL). */
 BLITZ_API int blitz_join_blocking(blitz_task *t);
+
+/* ---- observation ----
+ * The task's id: unique among the runtime's tasks for its whole life, never
+ * 0, roughly in spawn order. It is what blitz_runtime_dump and stall
+ * reports print. 0 for NULL. */
+BLITZ_API uint64_t blitz_task_id(const blitz_task *t);
+/* The id of the task being polled, or 0 for a context that is no task. */
+BLITZ_API uint64_t blitz_cx_task_id(blitz_cx *cx);
+/* The name given at spawn (blitz_spawn_opts.name), or NULL. */
+BLITZ_API const char *blitz_task_name(const blitz_task *t);
 
 /* BLITZ_OK when completed, BLITZ_ECANCELED when cancelled, BLITZ_ETIMEDOUT
  * when cancelled by its spawn timeout, BLITZ_EAGAIN while not finished,

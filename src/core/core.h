@@ -15,15 +15,20 @@
  * (16-byte aligned), and, when the task has a drop function, that pointer in
  * the block's last 8 bytes. The runtime a task belongs to is found from the
  * 64 KiB-aligned chunk that holds the block, so the header carries no
- * runtime pointer: 56 bytes in all. */
+ * runtime pointer: 64 bytes in all. */
 struct blitz_task {
     /* ref_count 24 | shield 8 | flags 8 | lifecycle 8 | low flags 16; see
      * task_state.c. Zero means the block is free. */
     blitz__atomic_u64 state;
     blitz_poll_fn poll;
     /* Intrusive link: global queue, current-thread queue, or a free list. A
-     * task is in at most one of them, guarded by the SCHEDULED lifecycle. */
-    struct blitz_task *next;
+     * task is in at most one of them, guarded by the SCHEDULED lifecycle.
+     * While the task is IDLE (in no list) the slot holds when it went idle
+     * (blitz__context.clock_ns, 0 = unknown), for the task dump. */
+    union {
+        struct blitz_task *next;
+        uint64_t idle_since;
+    };
     /* The waker of the task awaiting this one; owned by whoever the
      * JOIN_WAKER protocol says (join.c). */
     blitz_waker join_waker;
@@ -34,10 +39,12 @@ struct blitz_task {
      * transitions order one owner's writes before the next one's reads. */
     blitz_cancel_fn pending_cancel;
     void *pending_op;
+    /* The task's id (runtime/dump.c): given at spawn, never changes. */
+    uint64_t id;
 };
 typedef struct blitz_task blitz__task;
 
-#define BLITZ__TASK_HEADER_SIZE 56u
+#define BLITZ__TASK_HEADER_SIZE 64u
 _Static_assert(sizeof(struct blitz_task) == BLITZ__TASK_HEADER_SIZE || sizeof(void *) != 8,
                "task header layout");
 
@@ -62,13 +69,19 @@ typedef struct blitz__chunk {
     uint32_t block_size;
     uint32_t class_index;
     uint32_t capacity; /* blocks that fit */
-    uint32_t carved;   /* blocks handed out so far (by the chunk's carver) */
+    /* Blocks handed out so far. Written by the chunk's one carver with
+     * release after zeroing the block's state word, so a walk that reads
+     * it with acquire never looks at uninitialised memory. */
+    blitz__atomic_u32 carved;
 } blitz__chunk;
 
 /* Free blocks by size class, moved between caches in whole batches of
  * BLITZ__FREE_BATCH blocks. Each worker has one (no locking); threads that
  * are not workers share one behind alloc_lock. */
 typedef struct blitz__block_cache {
+    /* Task ids handed out by this cache: next, and the end of the range
+     * it took from the runtime (blitz__task_id_next). */
+    uint64_t id_next, id_end;
     blitz__task *active[BLITZ__NUM_CLASSES]; /* free blocks, LIFO */
     uint32_t active_count[BLITZ__NUM_CLASSES];
     blitz__task *full[BLITZ__NUM_CLASSES]; /* one full batch held back, or NULL */
@@ -109,7 +122,25 @@ struct blitz__context {
     blitz__block_cache *cache;
     blitz__worker_counters *counters;
     int worker_index;
+    /* ---- observation (runtime/dump.c, runtime/stall.c) ----
+     * clock_ns: the clock at the start of the scheduler's current tick (0:
+     * not kept), stamped on tasks that go idle. stall: this thread's slot
+     * of the stall watchdog, or NULL. */
+    uint64_t clock_ns;
+    struct blitz__stall_slot *stall;
 };
+
+/* A thread's poll in progress, as the stall watchdog sees it. The thread
+ * writes every field with relaxed stores and `since` last with release
+ * before each poll, and clears `since` after it; the watchdog reads
+ * `since` (acquire), then the rest, then `since` again, and drops the
+ * reading when it changed. All atomics: the two race by design. */
+typedef struct blitz__stall_slot {
+    BLITZ__ALIGNED blitz__atomic_u64 since; /* poll start (ns), 0 = not polling */
+    blitz__atomic_u64 id, site, name, poll;
+    blitz__atomic_u32 line;
+    uint64_t reported_since; /* the watchdog's own: a stall is reported once */
+} blitz__stall_slot;
 
 /* A context for `rt` that owns no cache and is no worker. */
 static inline void blitz__context_init(blitz__context *c, blitz_runtime *rt) {
@@ -121,6 +152,8 @@ static inline void blitz__context_init(blitz__context *c, blitz_runtime *rt) {
     c->counters = NULL;
     c->worker_index = -1;
     c->poll_seq = 0;
+    c->clock_ns = 0;
+    c->stall = NULL;
 }
 
 /* The poll context handed to poll functions. A context with no task polls
@@ -156,6 +189,19 @@ static inline void blitz__cx_pending_get(blitz_cx *cx, blitz_cancel_fn *cancel, 
         *op = cx->task->pending_op;
     }
 }
+
+/* ---- coroutine sites (task.c) ------------------------------------------------
+ * The first BLITZ_BEGIN a task runs records, for the task's poll function,
+ * the file it is in and the offset of its resume int in the state: one
+ * entry per poll function (tasks of one poll function share the layout),
+ * in an open-addressed table that only grows; full, sites are unknown.
+ * site packs the file pointer (low 48 bits) and offset + 1 (high 16).
+ * Entries are claimed with a CAS on `poll`, then `site` is stored:
+ * readers take 0 for unknown. */
+#define BLITZ__SITES 256u
+typedef struct blitz__site_entry {
+    blitz__atomic_u64 poll, site;
+} blitz__site_entry;
 
 /* ---- the runtime (runtime.c) ------------------------------------------------ */
 
@@ -201,6 +247,16 @@ struct blitz_runtime {
      * block (join_waker.data). */
     blitz__atomic_ptr spare_batches[BLITZ__NUM_CLASSES];
     blitz__worker_counters remote_counters; /* updated under alloc_lock */
+    /* ---- observation (runtime/dump.c) ---- */
+    blitz__atomic_u64 id_ranges; /* task ids handed to caches so far */
+    /* Where the tasks of each poll function keep their resume point
+     * (blitz_coro_site). */
+    blitz__site_entry sites[BLITZ__SITES];
+    struct blitz__stall *stall; /* the stall watchdog, or NULL */
+    /* Its slots: one per worker (index), or one for the current-thread
+     * driver; NULL without a watchdog. */
+    struct blitz__stall_slot *stall_slots;
+    int leak_report; /* report what is still open at free */
     blitz__time_driver *time;
     blitz__pool *pool;
     void *workers_raw;

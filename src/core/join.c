@@ -171,3 +171,15 @@ BLITZ_API int blitz_join_blocking(blitz_task *h) {
      * the runtime is shutting down and waits for that poll to end. */
     return rc == BLITZ_EAGAIN ? BLITZ_ESHUTDOWN : rc;
 }
+
+BLITZ_API uint64_t blitz_task_id(const blitz_task *h) {
+    return h ? blitz__handle_in(h, __func__)->id : 0;
+}
+
+BLITZ_API const char *blitz_task_name(const blitz_task *h) {
+    if (!h)
+        return NULL;
+    blitz__task *t = blitz__handle_in(h, __func__);
+    /* Relaxed: HAS_NAME and the slot are fixed before the handle exists. */
+    return blitz__task_name_of(t, blitz__u64_load(&t->state, BLITZ__RELAXED));
+}

@@ -25,10 +25,22 @@ static inline blitz_cancel_hook_fn *blitz__task_cancel_slot(blitz__task *t, uint
     return (blitz_cancel_hook_fn *)((char *)t + blitz__block_size(t) - back);
 }
 
-/* `size` bytes (a multiple of 8) reserved in front of the hooks at the end
- * of the block of a task spawned with a trailer. */
-static inline void *blitz__task_trailer_of(blitz__task *t, uint64_t s, size_t size) {
+/* The task's name (blitz_spawn_opts.name) sits before the hooks. */
+static inline const char **blitz__task_name_slot(blitz__task *t, uint64_t s) {
     size_t hooks = ((s & BLITZ__TASK_HAS_DROP) != 0) + ((s & BLITZ__TASK_HAS_CANCEL) != 0);
+    return (const char **)(void *)((char *)t + blitz__block_size(t) -
+                                   (hooks + 1) * sizeof(blitz_drop_fn));
+}
+/* The name of task `t` whose state word is `s`, or NULL. */
+static inline const char *blitz__task_name_of(blitz__task *t, uint64_t s) {
+    return (s & BLITZ__TASK_HAS_NAME) ? *blitz__task_name_slot(t, s) : NULL;
+}
+
+/* `size` bytes (a multiple of 8) reserved in front of the hooks and the
+ * name at the end of the block of a task spawned with a trailer. */
+static inline void *blitz__task_trailer_of(blitz__task *t, uint64_t s, size_t size) {
+    size_t hooks = ((s & BLITZ__TASK_HAS_DROP) != 0) + ((s & BLITZ__TASK_HAS_CANCEL) != 0) +
+                   ((s & BLITZ__TASK_HAS_NAME) != 0);
     return (char *)t + blitz__block_size(t) - hooks * sizeof(blitz_drop_fn) - size;
 }
 static inline void *blitz__task_trailer(blitz__task *t, size_t size) {
@@ -280,6 +292,70 @@ static BLITZ__NOINLINE blitz_poll blitz__task_poll_observed(blitz__task *t, blit
     return r;
 }
 
+/* The site entry of poll function `poll` in rt's table: the one that holds
+ * it, or (`claim`) a free one claimed for it; NULL when neither. */
+static blitz__site_entry *blitz__site_find(blitz_runtime *rt, blitz_poll_fn poll, int claim) {
+    uint64_t key;
+    uintptr_t a;
+    memcpy(&a, &poll, sizeof a);
+    key = (uint64_t)a;
+    uint32_t h = (uint32_t)((key >> 4) ^ (key >> 13)) % BLITZ__SITES;
+    for (uint32_t i = 0; i < 16; i++) {
+        blitz__site_entry *e = &rt->sites[(h + i) % BLITZ__SITES];
+        uint64_t cur = blitz__u64_load(&e->poll, BLITZ__ACQUIRE);
+        if (cur == key)
+            return e;
+        if (cur == 0) {
+            if (!claim)
+                return NULL;
+            /* Acq_rel: a loser reads the winner's key as above. */
+            if (blitz__u64_cas(&e->poll, &cur, key, BLITZ__ACQ_REL) || cur == key)
+                return cur == key ? NULL : e; /* someone else records it */
+        }
+    }
+    return NULL;
+}
+
+/* The packed site of t's poll function (see blitz__site_entry), or 0. */
+static inline uint64_t blitz__task_site(blitz__task *t) {
+    blitz__site_entry *e = blitz__site_find(blitz__task_runtime(t), t->poll, 0);
+    /* Acquire: the offset stored with it is within the blocks of this
+     * poll function, whatever task recorded it. */
+    return e ? blitz__u64_load(&e->site, BLITZ__ACQUIRE) : 0;
+}
+
+/* The resume point a task's coroutine is at (its line while suspended, 0
+ * before its first poll, -1 once finished), or 0 when `site` is 0. Only
+ * the task's owner may call this. */
+static inline int blitz__task_resume_line(blitz__task *t, uint64_t site) {
+    uint64_t off = site >> 48;
+    /* A task of the same poll function with a smaller block: unknown. */
+    if (!off || off - 1 + sizeof(int) > blitz__block_size(t) - BLITZ__TASK_HEADER_SIZE)
+        return 0;
+    int line;
+    memcpy(&line, (char *)blitz__task_state_ptr(t) + off - 1, sizeof line);
+    return line;
+}
+static inline const char *blitz__site_file(uint64_t site) {
+    return (const char *)(uintptr_t)(site & (((uint64_t)1 << 48) - 1));
+}
+
+/* The stall watchdog's view of a poll about to start (see
+ * blitz__stall_slot); only when the watchdog runs. */
+static void blitz__stall_begin(blitz__stall_slot *slot, blitz__task *t) {
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    uintptr_t poll;
+    memcpy(&poll, &t->poll, sizeof poll);
+    uint64_t site = blitz__task_site(t);
+    blitz__u64_store(&slot->id, t->id, BLITZ__RELAXED);
+    blitz__u64_store(&slot->site, site, BLITZ__RELAXED);
+    blitz__u64_store(&slot->name, (uint64_t)(uintptr_t)blitz__task_name_of(t, s), BLITZ__RELAXED);
+    blitz__u64_store(&slot->poll, (uint64_t)poll, BLITZ__RELAXED);
+    blitz__u32_store(&slot->line, (uint32_t)blitz__task_resume_line(t, site), BLITZ__RELAXED);
+    uint64_t now = blitz__now_ns();
+    blitz__u64_store(&slot->since, now ? now : 1, BLITZ__RELEASE);
+}
+
 /* Runs a SCHEDULED task once on the calling thread (context `ctx`): polls
  * it, or completes it as cancelled. Returns 1 when the poll function ran. */
 BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
@@ -294,6 +370,9 @@ BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
     blitz__task *outer = ctx->current;
     ctx->current = t;
     t->pending_cancel = NULL;
+    blitz__stall_slot *stall = ctx->stall;
+    if (BLITZ__UNLIKELY(stall != NULL))
+        blitz__stall_begin(stall, t);
     /* Without hooks and metrics, this one predictable branch is all
      * observability costs a poll; with metrics alone, an untimed poll
      * costs a count. */
@@ -308,11 +387,17 @@ BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
         else
             r = blitz__task_poll_observed(t, &cx, timed);
     }
+    if (BLITZ__UNLIKELY(stall != NULL))
+        blitz__u64_store(&stall->since, 0, BLITZ__RELAXED);
     ctx->current = outer;
-    if (r == BLITZ_READY)
+    if (r == BLITZ_READY) {
         blitz__task_finish(t, 0);
-    else if (blitz__state_to_idle(t, cx.yielded))
-        blitz__task_reschedule(t, ctx, cx.yielded);
+    } else {
+        /* Before the transition: from IDLE on, a waker may link the task. */
+        t->idle_since = ctx->clock_ns;
+        if (blitz__state_to_idle(t, cx.yielded))
+            blitz__task_reschedule(t, ctx, cx.yielded);
+    }
     return 1;
 }
 
@@ -339,6 +424,35 @@ BLITZ_API int blitz_cx_shield(blitz_cx *cx) {
 BLITZ_API int blitz_cx_unshield(blitz_cx *cx) {
     return cx && cx->task ? blitz__state_shield(cx->task, -1) : BLITZ_EINVAL;
 }
+BLITZ_API uint64_t blitz_cx_task_id(blitz_cx *cx) {
+    return cx && cx->task ? cx->task->id : 0;
+}
+
+/* BLITZ_BEGIN's first run in a task: the first task of each poll function
+ * records the site for all of them (a coroutine nested in the task, whose
+ * BEGIN runs later, finds it taken). Only a resume int inside the task's
+ * own block can be read back by a dump. */
+BLITZ_API void blitz_coro_site(const int *resume, const char *file) {
+    blitz__context *c = blitz__context_get();
+    blitz__task *t = c ? c->current : NULL;
+    if (!t)
+        return;
+    blitz_runtime *rt = blitz__task_runtime(t);
+    if (blitz__site_find(rt, t->poll, 0))
+        return;
+    const char *state = (const char *)blitz__task_state_ptr(t);
+    const char *end = (const char *)t + blitz__block_size(t);
+    const char *r = (const char *)resume;
+    if (r < state || r + sizeof(int) > end)
+        return;
+    uint64_t off = (uint64_t)(r - state) + 1, f = (uint64_t)(uintptr_t)file;
+    if (off > 0xffffu || f >> 48)
+        return;
+    blitz__site_entry *e = blitz__site_find(rt, t->poll, 1);
+    if (e)
+        blitz__u64_store(&e->site, f | off << 48, BLITZ__RELEASE);
+}
+
 BLITZ_API int blitz_cx_worker(blitz_cx *cx) {
     if (!cx)
         return -1;
@@ -395,7 +509,7 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
         flags |= BLITZ__TASK_HAS_DEADLINE;
     }
     size_t need = BLITZ__TASK_HEADER_SIZE + o->size;
-    size_t hooks = (o->drop != NULL) + (o->cancel != NULL);
+    size_t hooks = (o->drop != NULL) + (o->cancel != NULL) + (o->name != NULL);
     if (hooks || trailer)
         need = ((need + 7) & ~(size_t)7) + trailer + hooks * sizeof(blitz_drop_fn);
     blitz__task *t = blitz__block_alloc(rt, need, with_handle);
@@ -407,6 +521,7 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
     t->join_waker.vtable = NULL;
     t->pending_cancel = NULL;
     t->pending_op = NULL;
+    /* t->id was given by blitz__block_alloc. */
     if (o->state)
         memcpy(blitz__task_state_ptr(t), o->state, o->size);
     else
@@ -421,18 +536,22 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
         *blitz__task_drop_slot(t) = o->drop;
     if (o->cancel)
         *blitz__task_cancel_slot(t, initial) = o->cancel;
+    if (o->name) {
+        initial |= BLITZ__TASK_HAS_NAME;
+        *blitz__task_name_slot(t, initial) = o->name;
+    }
     if (flags & BLITZ__TASK_HAS_DEADLINE)
         memset(blitz__task_deadline_timer(t, initial), 0, sizeof(blitz_timer));
-    /* Relaxed: the enqueue publishes the block (queue release or a
-     * mutex). */
-    blitz__u64_store(&t->state, initial, BLITZ__RELAXED);
     /* Task hooks: the spawn is reported now, the end by completion or by
      * blitz__task_discard when the block is never queued. */
-    if (BLITZ__UNLIKELY(rt->task_hooks)) {
-        blitz__u64_store(&t->state, initial | BLITZ__TASK_TRACED, BLITZ__RELAXED);
-        if (rt->hooks.task_spawn)
-            rt->hooks.task_spawn(rt->hooks.arg, t);
-    }
+    if (BLITZ__UNLIKELY(rt->task_hooks))
+        initial |= BLITZ__TASK_TRACED;
+    /* The enqueue publishes the block to its scheduler (queue release or a
+     * mutex); release here publishes it to a task dump, which may find the
+     * block before that and reads the word with acquire. */
+    blitz__u64_store(&t->state, initial, BLITZ__RELEASE);
+    if (BLITZ__UNLIKELY(rt->task_hooks) && rt->hooks.task_spawn)
+        rt->hooks.task_spawn(rt->hooks.arg, t);
     *out = t;
     return BLITZ_OK;
 }
@@ -441,10 +560,15 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
  * without its drop function (the caller still owns what its state refers
  * to). */
 BLITZ_PRIVATE void blitz__task_discard(blitz__task *t) {
-    if (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_TRACED)
+    uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
+    if (s & BLITZ__TASK_TRACED)
         blitz__task_trace_end(t);
-    if (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_JOIN_INTEREST)
+    if (s & BLITZ__TASK_JOIN_INTEREST)
         blitz__count_handle_released(blitz__task_runtime(t));
+    /* A task dump may hold a reference for an instant (blitz__dump_pin). */
+    uint64_t mine = 1 + ((s & BLITZ__TASK_JOIN_INTEREST) != 0);
+    while (blitz__refs(blitz__u64_load(&t->state, BLITZ__ACQUIRE)) > mine)
+        blitz__cpu_relax();
     blitz__u64_store(&t->state, 0, BLITZ__RELAXED);
     blitz__block_release(t);
 }

@@ -7,24 +7,27 @@
  * runtime can walk every live block at shutdown (a free block's state word
  * is zero) instead of keeping an owned-task list in every task.
  *
- * Blocks start at an address that is 8 mod 16, so the state after the
- * 56-byte header is 16-byte aligned. States too big for the largest class get
- * a chunk of their own. Caches: one per worker and one for the
- * current-thread driver (no locking: only their thread touches them), and a
- * shared one behind alloc_lock for every other thread. Free blocks travel in
- * batches of BLITZ__FREE_BATCH: a cache keeps an active list and at most
- * one full batch; a second full batch goes to the runtime's spare batches,
- * where a cache that runs dry takes one. Every move is O(1) (no walking of
- * cold blocks), and memory freed on one worker is reused by the others. */
+ * Blocks of every class but the first are a multiple of 16 bytes and start
+ * 16-byte aligned, so the state after the 64-byte header is too. The first
+ * class, 72 bytes, holds a header and at most 8 bytes of state, which need
+ * no more than 8-byte alignment (a type's alignment divides its size): an
+ * idle task with a small state costs 72 bytes, not 80. States too big for
+ * the largest class get a chunk of their own. Caches: one per worker and
+ * one for the current-thread driver (no locking: only their thread touches
+ * them), and a shared one behind alloc_lock for every other thread. Free
+ * blocks travel in batches of BLITZ__FREE_BATCH: a cache keeps an active
+ * list and at most one full batch; a second full batch goes to the
+ * runtime's spare batches, where a cache that runs dry takes one. Every
+ * move is O(1) (no walking of cold blocks), and memory freed on one worker
+ * is reused by the others. */
 #include "core.h"
 
 static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
-    64,  80,   96,   112,  128,  160,  192,  224,  256,  320,  384,  448,  512,  640,  768,
+    72,  80,   96,   112,  128,  160,  192,  224,  256,  320,  384,  448,  512,  640,  768,
     896, 1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192, 10240};
 
-/* First block offset: the smallest offset past the chunk header that is
- * 8 mod 16. */
-#define BLITZ__FIRST_BLOCK ((sizeof(blitz__chunk) + 8 + 15) / 16 * 16 - 8)
+/* First block offset: the chunk header rounded up to 16. */
+#define BLITZ__FIRST_BLOCK ((sizeof(blitz__chunk) + 15) / 16 * 16)
 #define BLITZ__FREE_BATCH  64u
 
 /* Join handle generations (BLITZ__TAG_HANDLES): a 32-bit word per block
@@ -94,7 +97,7 @@ static blitz__chunk *blitz__chunk_new(blitz_runtime *rt, uint32_t c) {
     ch->class_index = c;
     ch->capacity =
         (uint32_t)((BLITZ__CHUNK_SIZE - BLITZ__FIRST_BLOCK) / (ch->block_size + BLITZ__GEN_BYTES));
-    ch->carved = 0;
+    blitz__u32_store(&ch->carved, 0, BLITZ__RELAXED);
 #if BLITZ__TAG_HANDLES
     memset((char *)ch + BLITZ__CHUNK_SIZE - ch->capacity * BLITZ__GEN_BYTES, 0,
            ch->capacity * BLITZ__GEN_BYTES);
@@ -189,7 +192,7 @@ static blitz__task *blitz__cache_take(blitz_runtime *rt, blitz__block_cache *cac
         return t;
     }
     blitz__chunk *ch = cache->carving[c];
-    if (!ch || ch->carved == ch->capacity) {
+    if (!ch || blitz__u32_load(&ch->carved, BLITZ__RELAXED) == ch->capacity) {
         if (locked)
             blitz__mutex_unlock(&rt->alloc_lock);
         ch = blitz__chunk_new(rt, c);
@@ -201,7 +204,13 @@ static blitz__task *blitz__cache_take(blitz_runtime *rt, blitz__block_cache *cac
          * the older one is full or nearly so and stays on the list. */
         cache->carving[c] = ch;
     }
-    return blitz__chunk_block(ch, ch->carved++);
+    /* Only this thread carves ch: relaxed read, release publish (see
+     * blitz__chunk.carved). */
+    uint32_t i = blitz__u32_load(&ch->carved, BLITZ__RELAXED);
+    t = blitz__chunk_block(ch, i);
+    blitz__u64_store(&t->state, 0, BLITZ__RELAXED);
+    blitz__u32_store(&ch->carved, i + 1, BLITZ__RELEASE);
+    return t;
 }
 
 /* Puts a free block into `cache`; a second full batch goes to the spares.
@@ -227,6 +236,20 @@ static void blitz__cache_put(blitz_runtime *rt, blitz__block_cache *cache, uint3
     }
 }
 
+/* Task ids: each cache takes ranges of BLITZ__ID_RANGE from the runtime's
+ * counter, so a spawn pays one increment and an atomic only once per
+ * range. Ids are unique in the runtime and roughly in spawn order; 0 is
+ * never given. The shared cache's under alloc_lock. */
+#define BLITZ__ID_RANGE 1024u
+static inline uint64_t blitz__task_id_next(blitz_runtime *rt, blitz__block_cache *cache) {
+    if (BLITZ__UNLIKELY(cache->id_next == cache->id_end)) {
+        /* Relaxed: ids only need to differ. */
+        cache->id_next = blitz__u64_fetch_add(&rt->id_ranges, BLITZ__ID_RANGE, BLITZ__RELAXED) + 1;
+        cache->id_end = cache->id_next + BLITZ__ID_RANGE;
+    }
+    return cache->id_next++;
+}
+
 /* A block for a task whose header + state (+ drop pointer) need `need`
  * bytes; NULL when out of memory. Counts the spawn, and the join handle
  * given out with it when `with_handle`, on the counters its one look-up
@@ -248,7 +271,8 @@ BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need, in
         ch->block_size = (uint32_t)(total - BLITZ__FIRST_BLOCK - BLITZ__GEN_LARGE_BYTES);
         ch->class_index = BLITZ__CLASS_LARGE;
         ch->capacity = 1;
-        ch->carved = 1;
+        blitz__u64_store(&blitz__chunk_block(ch, 0)->state, 0, BLITZ__RELAXED);
+        blitz__u32_store(&ch->carved, 1, BLITZ__RELAXED);
 #if BLITZ__TAG_HANDLES
         /* Memory a stale handle's block had may come back here: start
          * from a generation no earlier chunk used. */
@@ -256,17 +280,22 @@ BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need, in
         blitz__u32_store(blitz__block_gen(blitz__chunk_block(ch, 0)),
                          blitz__u32_fetch_add(&large_gen, 1u << 8, BLITZ__RELAXED), BLITZ__RELAXED);
 #endif
+        t = blitz__chunk_block(ch, 0);
         blitz__mutex_lock(&rt->alloc_lock);
+        t->id = blitz__task_id_next(rt, cache ? cache : &rt->shared_cache);
         ch->next = rt->chunks;
         rt->chunks = ch;
         blitz__mutex_unlock(&rt->alloc_lock);
-        t = blitz__chunk_block(ch, 0);
     } else {
         if (cache) {
             t = blitz__cache_take(rt, cache, c, 0);
+            if (t)
+                t->id = blitz__task_id_next(rt, cache);
         } else {
             blitz__mutex_lock(&rt->alloc_lock);
             t = blitz__cache_take(rt, &rt->shared_cache, c, 1);
+            if (t)
+                t->id = blitz__task_id_next(rt, &rt->shared_cache);
             blitz__mutex_unlock(&rt->alloc_lock);
         }
         if (!t)
@@ -352,7 +381,7 @@ BLITZ_PRIVATE void blitz__block_walk(blitz_runtime *rt, void (*fn)(blitz__task *
     for (blitz__chunk *ch = first, *next; ch; ch = next) {
         blitz__mutex_lock(&rt->alloc_lock);
         next = ch->next;
-        uint32_t carved = ch->carved;
+        uint32_t carved = blitz__u32_load(&ch->carved, BLITZ__ACQUIRE);
         blitz__mutex_unlock(&rt->alloc_lock);
         for (uint32_t i = 0; i < carved; i++) {
             blitz__task *t = blitz__chunk_block(ch, i);

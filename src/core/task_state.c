@@ -16,8 +16,8 @@
  * by the thread blocked in blitz_runtime_run on it, never queued: a wake just rouses that thread,
  * as Tokio's block_on does), BLOCKING (a blocking-pool job: queued on the pool, run there, with
  * a trailer before the hooks; see blocking_pool.c), HAS_DEADLINE (a spawn deadline: its timer is
- * the trailer), TIMED_OUT (the cancel came from that deadline), TRACED (task
- * hooks are set). ref_count: one reference for the
+ * the trailer), TIMED_OUT (the cancel came from that deadline), HAS_NAME (a name pointer sits
+ * before the hooks), TRACED (task hooks are set). ref_count: one reference for the
  * task's life until completion (the runtime's own, standing in for Tokio's owned-task list), one
  * for the handle, one per cloned waker. The block is freed when it reaches zero.
  *
@@ -41,6 +41,7 @@
 #define BLITZ__TASK_BLOCKING          ((uint64_t)1 << 5)
 #define BLITZ__TASK_HAS_DEADLINE      ((uint64_t)1 << 6)
 #define BLITZ__TASK_TIMED_OUT         ((uint64_t)1 << 7)
+#define BLITZ__TASK_HAS_NAME          ((uint64_t)1 << 8)
 /* The runtime has task hooks: completion reports the end without looking
  * the runtime up otherwise. */
 #define BLITZ__TASK_TRACED ((uint64_t)1 << 15)

@@ -94,6 +94,16 @@ int __ulock_wake(uint32_t operation, void *addr, uint64_t wake_value);
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <stdarg.h>
+/* dladdr names poll functions in task dumps; glibc has it in libc (no
+ * -ldl) from 2.34 on, and declares it only under _GNU_SOURCE. */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 34) && defined(__USE_GNU) && \
+    !defined(BLITZ_NO_DLADDR)
+#include <dlfcn.h>
+#define BLITZ__HAVE_DLADDR 1
+#else
+#define BLITZ__HAVE_DLADDR 0
+#endif
 
 /* A system header included before blitz.h in the implementation file fixes
  * the C library's feature set before blitz.h can ask for _GNU_SOURCE. Plain

@@ -7,7 +7,9 @@
  *      SCHEDULED);
  *   2. wake every worker / the current-thread driver and wait until no
  *      thread polls a task of this runtime: join the workers, wait for the
- *      driver to leave and for helping joiners (external_running) to finish;
+ *      driver to leave and for helping joiners and task dumps
+ *      (external_running) to finish; stop the stall watchdog and write the
+ *      leak report if asked;
  *   3. stop the blocking pool (blitz__pool_shutdown): queued jobs complete
  *      as cancelled, running ones are waited for;
  *   4. sweep: walk every live task block and complete each unfinished task
@@ -18,6 +20,7 @@
 #include "../io/io.h"
 
 static void blitz__runtime_release_memory(blitz_runtime *rt) {
+    blitz__stall_free(rt);
     blitz__io_destroy(rt);
     if (rt->workers) {
         for (uint32_t i = 0; i < rt->num_workers; i++)
@@ -134,10 +137,13 @@ BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out) {
         if (rt->ct)
             rt->ct->parker.wake_fd = blitz__io_wake_fd(rt->io, UINT32_MAX);
     }
+    if (rc == BLITZ_OK)
+        rc = blitz__stall_start(rt, &c);
     if (rc != BLITZ_OK) {
         blitz__runtime_release_memory(rt);
         return rc;
     }
+    rt->leak_report = blitz__leak_report_wanted(&c);
     *out = rt;
     return BLITZ_OK;
 }
@@ -188,6 +194,11 @@ BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt) {
     }
     while (blitz__u32_load(&rt->external_running, BLITZ__ACQUIRE))
         sched_yield();
+    /* No poll runs any more: nothing left to watch, and every task is
+     * where it stopped, for the leak report. */
+    blitz__stall_stop(rt);
+    if (rt->leak_report)
+        blitz__leak_report(rt);
     /* Jobs that never started are cancelled, running ones finish: after
      * this no pool thread touches a task, so the sweep may. */
     blitz__pool_shutdown(rt);

@@ -74,6 +74,7 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
         uint32_t polls = 0;
         blitz__time_process(rt, 1);
         blitz__io_between_ticks(rt, &polls_since_io);
+        ctx->clock_ns = blitz__now_ns();
         while (polls < BLITZ_BUDGET_PER_TICK) {
             /* Take injected tasks now and then even when the list is busy,
              * so remote spawns and wakes are not starved. */
@@ -150,6 +151,7 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
             dctx.ct_driver = 1;
             dctx.cache = &rt->ct->cache;
             dctx.counters = &rt->ct->counters;
+            dctx.stall = rt->stall_slots; /* the driver's slot, or NULL */
             blitz__context *outer = blitz__context_set(&dctx);
             blitz__io_driver_start(rt);
             if (rt->metrics)

@@ -568,6 +568,7 @@ static void *blitz__worker_main(void *arg) {
     ctx.cache = &w->cache;
     ctx.counters = &w->counters;
     ctx.worker_index = (int)w->index;
+    ctx.stall = rt->stall_slots ? &rt->stall_slots[w->index] : NULL;
     blitz__context_set(&ctx);
     /* Linux keeps 15 characters of a thread's name: "blitz-worker-63"
      * fits (the modulo only bounds the number for the compiler). */
@@ -587,6 +588,7 @@ static void *blitz__worker_main(void *arg) {
         blitz__time_process(rt, 0);
         /* And reaps I/O completions the same way. */
         blitz__io_between_ticks(rt, &polls_since_io);
+        ctx.clock_ns = blitz__now_ns();
         while (polls < BLITZ_BUDGET_PER_TICK) {
             blitz__task *t = blitz__worker_find(w);
             if (!t)
@@ -810,6 +812,7 @@ BLITZ_PRIVATE void blitz__block_on(blitz_runtime *rt, blitz__task *t) {
             if (!blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST)) {
                 blitz__u32_fetch_sub(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
                 blitz__context *outer = blitz__context_set(&hctx);
+                hctx.clock_ns = blitz__now_ns();
                 int polled = blitz__task_run(t, &hctx);
                 blitz__context_set(outer);
                 BLITZ__STAT(blitz__u64_fetch_add(&rt->remote_counters.polled, (uint64_t)polled,
