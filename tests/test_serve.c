@@ -69,25 +69,35 @@ static void serve_round_trip(int fd, int tag, int pieces) {
     CHECK_EQ(memcmp(in, out, SERVE_FRAME), 0);
 }
 
+/* A shutdown without signals serving a listener on `a` with echo
+ * connections that count their drops; `limit`: each one's time limit. */
+static blitz_shutdown *serve_start(blitz_runtime *rt, blitz_addr *a, atomic_int *drops,
+                                   int64_t limit) {
+    blitz_shutdown_opts none = {.nsignals = -1};
+    blitz_shutdown *sd = NULL;
+    CHECK_OK(blitz_shutdown_new(rt, &none, &sd));
+    static serve_conn tmpl; /* read at each accept: it outlives the loop */
+    tmpl.drops = drops;
+    blitz_serve_opts o = {.listener = tu_listen_any(rt, a),
+                          .poll = serve_conn_poll,
+                          .state = &tmpl,
+                          .size = sizeof tmpl,
+                          .socket_offset = offsetof(serve_conn, sock),
+                          .drop = serve_conn_drop,
+                          .timeout_ns = limit};
+    CHECK_OK(blitz_serve(sd, &o));
+    return sd;
+}
+
 #define SERVE_CLIENTS 8
 
 static int io_serve(blitz_backend b) {
     blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
     if (!rt)
         return 0;
-    blitz_shutdown_opts none = {.nsignals = -1};
-    blitz_shutdown *sd = NULL;
-    CHECK_OK(blitz_shutdown_new(rt, &none, &sd));
     blitz_addr a;
     atomic_int drops = 0;
-    serve_conn tmpl = {.drops = &drops};
-    blitz_serve_opts o = {.listener = tu_listen_any(rt, &a),
-                          .poll = serve_conn_poll,
-                          .state = &tmpl,
-                          .size = sizeof tmpl,
-                          .socket_offset = offsetof(serve_conn, sock),
-                          .drop = serve_conn_drop};
-    CHECK_OK(blitz_serve(sd, &o));
+    blitz_shutdown *sd = serve_start(rt, &a, &drops, 0);
 
     int fds[SERVE_CLIENTS];
     for (int i = 0; i < SERVE_CLIENTS; i++) {
@@ -134,20 +144,9 @@ static int io_serve_timeout(blitz_backend b) {
     blitz_runtime *rt = tu_io_rt_new(b, TU_CT);
     if (!rt)
         return 0;
-    blitz_shutdown_opts none = {.nsignals = -1};
-    blitz_shutdown *sd = NULL;
-    CHECK_OK(blitz_shutdown_new(rt, &none, &sd));
     blitz_addr a;
     atomic_int drops = 0;
-    serve_conn tmpl = {.drops = &drops};
-    blitz_serve_opts o = {.listener = tu_listen_any(rt, &a),
-                          .poll = serve_conn_poll,
-                          .state = &tmpl,
-                          .size = sizeof tmpl,
-                          .socket_offset = offsetof(serve_conn, sock),
-                          .drop = serve_conn_drop,
-                          .timeout_ns = 30 * BLITZ_MSEC};
-    CHECK_OK(blitz_serve(sd, &o));
+    blitz_shutdown *sd = serve_start(rt, &a, &drops, 30 * BLITZ_MSEC);
     int fd = serve_client(&a);
     /* The current-thread runtime runs while this thread waits in it. */
     blitz_timer t = {0};
