@@ -3,7 +3,7 @@
 
 tests/model/mutants.txt lists the mutants, one a line:
 
-    check | file under src/ | anchor | original text | mutated text | what
+    check ;; file under src/ ;; anchor ;; original text ;; mutated text ;; what
 
 For each, src/ is copied to BUILD/model/mutants/N/src, the first
 appearance of the original text after the anchor (a text that names the
@@ -31,9 +31,9 @@ def parse(path):
             line = line.rstrip("\n")
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
-            parts = [p.strip() for p in line.split(" | ")]
+            parts = [p.strip() for p in line.split(" ;; ")]
             if len(parts) != 6:
-                sys.exit(f"{path}:{lineno}: expected 6 fields separated by ' | '")
+                sys.exit(f"{path}:{lineno}: expected 6 fields separated by ' ;; '")
             mutants.append((lineno, *parts))
     return mutants
 
