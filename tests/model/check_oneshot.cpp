@@ -22,7 +22,6 @@ typedef struct blitz_oneshot {
     model_slot<uint64_t> blitz__value;
     model_slot<blitz_waker> blitz__waker;
 } blitz_oneshot;
-#define blitz__u32_field_load(a, o) model_load((a), (o), $)
 
 #include "chan/oneshot.c"
 

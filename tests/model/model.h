@@ -58,21 +58,48 @@ typedef model_atomic<uint32_t> blitz__atomic_u32;
 typedef model_atomic<uint64_t> blitz__atomic_u64;
 typedef model_atomic<void *> blitz__atomic_ptr;
 
+/* Public structs hold plain integers that the code treats as atomics
+ * (sync_internal.h's blitz__atomic_u64_at, the u32_field functions). A
+ * check binds each such field to a Relacy atomic; every access through the
+ * layer is redirected to it (the plain field itself is never touched). */
+struct model_binding {
+    const void *plain;
+    void *atomic;
+};
+static model_binding model_bindings[16];
+static int model_nbindings;
+static inline void model_unbind_all() {
+    model_nbindings = 0;
+}
+template <typename T> static inline void model_bind(const void *plain, model_atomic<T> *a) {
+    RL_ASSERT(model_nbindings < 16);
+    model_bindings[model_nbindings].plain = plain;
+    model_bindings[model_nbindings].atomic = a;
+    model_nbindings++;
+}
+template <typename T> static inline model_atomic<T> *model_resolve(const model_atomic<T> *a) {
+    for (int i = 0; i < model_nbindings; i++)
+        if (model_bindings[i].plain == (const void *)a)
+            return (model_atomic<T> *)model_bindings[i].atomic;
+    return const_cast<model_atomic<T> *>(a);
+}
+
 template <typename T>
 static inline T model_load(const model_atomic<T> *a, int o, rl::debug_info_param d) {
-    return const_cast<model_atomic<T> *>(a)->v.load(model_mo(o), d);
+    return model_resolve(a)->v.load(model_mo(o), d);
 }
 template <typename T, typename X>
 static inline void model_store(model_atomic<T> *a, X x, int o, rl::debug_info_param d) {
-    a->v.store((T)x, model_mo(o), d);
+    model_resolve(a)->v.store((T)x, model_mo(o), d);
 }
 template <typename T, typename X>
 static inline T model_swap(model_atomic<T> *a, X x, int o, rl::debug_info_param d) {
-    return a->v.exchange((T)x, model_mo(o), d);
+    return model_resolve(a)->v.exchange((T)x, model_mo(o), d);
 }
 template <typename T, typename X>
 static inline int model_cas(model_atomic<T> *a, T *expected, X desired, int o, bool weak,
                             rl::debug_info_param d) {
+    a = model_resolve(a);
     if (weak)
         return a->v.compare_exchange_weak(*expected, (T)desired, model_mo(o), d, model_fail_mo(o),
                                           d);
@@ -96,14 +123,19 @@ static inline int model_cas(model_atomic<T> *a, T *expected, X desired, int o, b
 #define blitz__u32_cas_weak(a, e, x, o) model_cas((a), (e), (x), (o), true, $)
 #define blitz__u64_cas_weak(a, e, x, o) model_cas((a), (e), (x), (o), true, $)
 #define blitz__ptr_cas_weak(a, e, x, o) model_cas((a), (e), (void *)(x), (o), true, $)
-#define blitz__u32_fetch_add(a, x, o)   (a)->v.fetch_add((x), model_mo(o), $)
-#define blitz__u64_fetch_add(a, x, o)   (a)->v.fetch_add((x), model_mo(o), $)
-#define blitz__u32_fetch_sub(a, x, o)   (a)->v.fetch_sub((x), model_mo(o), $)
-#define blitz__u64_fetch_sub(a, x, o)   (a)->v.fetch_sub((x), model_mo(o), $)
-#define blitz__u32_fetch_or(a, x, o)    (a)->v.fetch_or((x), model_mo(o), $)
-#define blitz__u64_fetch_or(a, x, o)    (a)->v.fetch_or((x), model_mo(o), $)
-#define blitz__u32_fetch_and(a, x, o)   (a)->v.fetch_and((x), model_mo(o), $)
-#define blitz__u64_fetch_and(a, x, o)   (a)->v.fetch_and((x), model_mo(o), $)
+#define blitz__u32_fetch_add(a, x, o)   model_resolve(a)->v.fetch_add((x), model_mo(o), $)
+#define blitz__u64_fetch_add(a, x, o)   model_resolve(a)->v.fetch_add((x), model_mo(o), $)
+#define blitz__u32_fetch_sub(a, x, o)   model_resolve(a)->v.fetch_sub((x), model_mo(o), $)
+#define blitz__u64_fetch_sub(a, x, o)   model_resolve(a)->v.fetch_sub((x), model_mo(o), $)
+#define blitz__u32_fetch_or(a, x, o)    model_resolve(a)->v.fetch_or((x), model_mo(o), $)
+#define blitz__u64_fetch_or(a, x, o)    model_resolve(a)->v.fetch_or((x), model_mo(o), $)
+#define blitz__u32_fetch_and(a, x, o)   model_resolve(a)->v.fetch_and((x), model_mo(o), $)
+#define blitz__u64_fetch_and(a, x, o)   model_resolve(a)->v.fetch_and((x), model_mo(o), $)
+/* The plain 32-bit words of public structs. */
+#define blitz__u32_field_load(p, o)     model_load((const blitz__atomic_u32 *)(const void *)(p), (o), $)
+#define blitz__u32_field_store(p, x, o) model_store((blitz__atomic_u32 *)(void *)(p), (x), (o), $)
+#define blitz__u32_field_cas(p, e, x, o) \
+    model_cas((blitz__atomic_u32 *)(void *)(p), (e), (x), (o), false, $)
 /* Single writer: a relaxed load and a release store, as in atomic.h. */
 #define blitz__u64_bump(a, n) \
     model_store((a), model_load((a), BLITZ__RELAXED, $) + (n), BLITZ__RELEASE, $)

@@ -95,6 +95,10 @@ static inline blitz_poll blitz__pending(blitz_cx *cx, blitz_cancel_fn cancel, vo
     (void)op;
     return BLITZ_PENDING;
 }
+static inline blitz_poll blitz__record(blitz_cx *cx, blitz_poll r, blitz_cancel_fn cancel,
+                                       void *op) {
+    return r == BLITZ_PENDING ? blitz__pending(cx, cancel, op) : r;
+}
 static inline blitz_cx model_cx(model_task *t) {
     blitz_cx cx = {{t, &model_waker_vtable}};
     return cx;
