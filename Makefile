@@ -1,6 +1,6 @@
 # blitz: make (tests + examples), make test, make run, make bench,
 # make bench-compare, make bench-peers, make bench-ceiling, make amalgamate, make check-amalgamation,
-# make api-programs.
+# make api-programs, make model-check, make model-check-mutants.
 
 CC      ?= cc
 PYTHON  ?= python3
@@ -30,8 +30,9 @@ DEV_HEADER := $(BUILD)/blitz_dev.h
 TEST_DEFS  := -DBLITZ_TEST_HEADER='"$(DEV_HEADER)"'
 
 .PHONY: all amalgamate check-amalgamation check-layout test test-quick test-gcc test-clang test-tsan \
-        test-asan test-small-queue test-cxx test-misuse test-stress test-kqueue test-macos examples api-programs run bench bench-compare bench-peers bench-ceiling \
-        format clean soak
+        test-asan test-small-queue test-cxx test-misuse test-stress test-kqueue test-macos \
+        model-check model-check-quick model-check-mutants examples api-programs run bench \
+        bench-compare bench-peers bench-ceiling format clean soak
 
 all: $(BUILD)/blitz_tests $(addprefix $(BUILD)/examples/,$(EXAMPLES))
 
@@ -100,6 +101,30 @@ $(BUILD)/blitz_tests_kqueue_asan: $(TEST_FILES) $(DEV_HEADER)
 
 $(BUILD)/blitz_tests_kqueue_tsan: $(TEST_FILES) $(DEV_HEADER)
 	clang $(CFLAGS_TEST) -O1 -fsanitize=thread $(KQ_DEFS) $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
+
+# --- model checking ------------------------------------------------------------
+
+# Each tests/model/check_*.cpp runs a protocol's real source file under the
+# Relacy model checker (Debian relacy-dev): tests/model/README.md. make test
+# runs them at their default preemption bounds; model-check one deeper;
+# model-check-mutants shows each catches its planted bugs.
+MODEL_CXX    ?= g++
+MODEL_FLAGS  := -std=c++17 -O1 -w
+MODEL_CHECKS := $(patsubst tests/model/%.cpp,%,$(wildcard tests/model/check_*.cpp))
+MODEL_BINS   := $(addprefix $(BUILD)/model/,$(MODEL_CHECKS))
+
+$(BUILD)/model/%: tests/model/%.cpp $(wildcard tests/model/*.h) $(SRC_FILES)
+	@mkdir -p $(BUILD)/model
+	nice $(MODEL_CXX) $(MODEL_FLAGS) -Itests/model -Isrc $< -o $@
+
+model-check-quick: $(MODEL_BINS)
+	@rc=0; for c in $(MODEL_BINS); do $$c || rc=1; done; exit $$rc
+
+model-check: $(MODEL_BINS)
+	@rc=0; for c in $(MODEL_BINS); do MODEL_DEEP=1 $$c || rc=1; done; exit $$rc
+
+model-check-mutants:
+	BUILD=$(BUILD) MODEL_CXX=$(MODEL_CXX) MODEL_FLAGS="$(MODEL_FLAGS)" $(PYTHON) tools/model_mutants.py
 
 # --- examples ---------------------------------------------------------------
 
@@ -206,8 +231,8 @@ check-layout:
 	$(PYTHON) tools/check_linux_symbols.py
 	bash tools/check_layout_selftest.sh
 
-TEST_STAGES := check-amalgamation check-layout examples test-cxx test-misuse test-gcc test-clang \
-               test-small-queue test-tsan test-asan test-kqueue test-macos
+TEST_STAGES := check-amalgamation check-layout examples test-cxx test-misuse model-check-quick \
+               test-gcc test-clang test-small-queue test-tsan test-asan test-kqueue test-macos
 
 # Every stage runs even when one fails; one line per stage, then the total.
 # VERBOSE=1 shows everything the stages print.
@@ -268,7 +293,8 @@ bench-ceiling: $(BUILD)/bench/tcp
 	@bash bench/ceiling.sh $(BUILD)/bench
 
 format:
-	clang-format -i src/*/*.c src/*/*.h tests/*.c tests/*.h tests/misuse/*.c blitz_tests.c examples/*.c bench/*.c bench/*.h
+	clang-format -i src/*/*.c src/*/*.h tests/*.c tests/*.h tests/misuse/*.c blitz_tests.c examples/*.c bench/*.c bench/*.h \
+	  tests/model/*.cpp tests/model/*.h
 
 clean:
 	rm -rf $(BUILD)

@@ -4772,7 +4772,7 @@ struct blitz__ip_mreq {
 /* The one atomics layer. Nothing else in blitz names a raw atomic: every
  * shared word is one of the wrapper types below and is touched only through
  * these functions, so a test build can swap the layer for an instrumented
- * one. GCC/Clang __atomic builtins work in C and C++ alike and are seen by
+ * one (tests/model/model.h is the one on the Relacy model checker). GCC/Clang __atomic builtins work in C and C++ alike and are seen by
  * ThreadSanitizer.
  *
  * Orders: BLITZ__RELAXED, BLITZ__ACQUIRE, BLITZ__RELEASE, BLITZ__ACQ_REL,
@@ -14060,6 +14060,53 @@ BLITZ_PRIVATE int blitz__idle_unset_parked(blitz_runtime *rt, uint32_t index) {
     return (blitz__u64_fetch_and(&rt->idle->parked_bitmap, ~bit, BLITZ__ACQ_REL) & bit) != 0;
 }
 
+/* Work another worker could take or this one could find: the global queue
+ * or any ring. */
+BLITZ_PRIVATE int blitz__idle_work_available(blitz_runtime *rt) {
+    if (blitz__global_queue_len(rt->global))
+        return 1;
+    for (uint32_t i = 0; i < rt->num_workers; i++)
+        if (blitz__local_queue_len(&rt->workers[i].queue))
+            return 1;
+    return 0;
+}
+
+/* A searcher stops searching (it found work, or it is about to park).
+ * Returns 1 when it was the last searcher and `wake_anyway` is set or work
+ * is visible: producers skipped their wake while it searched, so another
+ * worker must be woken (or this one must not sleep). Their work is visible
+ * here: their push, fence, read of num_searching against our decrement,
+ * fence, read of the queues. */
+BLITZ_PRIVATE int blitz__idle_leave_searching(blitz_runtime *rt, int wake_anyway) {
+    if (!blitz__idle_transition_from_searching(rt))
+        return 0;
+    blitz__fence_seq_cst();
+    return wake_anyway || blitz__idle_work_available(rt);
+}
+
+/* Worker `index`, its own queues empty and its transitioning_to_park flag
+ * set, joins the parked set: a searcher leaves searching first, then the
+ * bit is published and, after the fence, every queue and `stay_up`
+ * (shutdown, timers) are checked again. Returns 1 when it may sleep; 0
+ * when it must not, with *searching set when a notifier claimed it
+ * meanwhile. */
+BLITZ_PRIVATE int blitz__idle_commit_park(blitz_runtime *rt, uint32_t index, int *searching,
+                                          int (*stay_up)(blitz_runtime *rt)) {
+    if (*searching) {
+        *searching = 0;
+        if (blitz__idle_leave_searching(rt, 0))
+            return 0;
+    }
+    blitz__idle_set_parked(rt, index);
+    blitz__fence_seq_cst();
+    if (blitz__idle_work_available(rt) || stay_up(rt)) {
+        if (!blitz__idle_unset_parked(rt, index))
+            *searching = 1; /* a notifier claimed us meanwhile */
+        return 0;
+    }
+    return 1;
+}
+
 /* Wakes every parked worker (shutdown). */
 BLITZ_PRIVATE void blitz__idle_unpark_all(blitz_runtime *rt) {
     for (uint32_t i = 0; i < rt->num_workers; i++)
@@ -14368,17 +14415,6 @@ static blitz__task *blitz__worker_search(blitz__worker *w) {
     return t;
 }
 
-/* Work another worker could take or this one could find: the global queue
- * or any ring. */
-static int blitz__work_available(blitz_runtime *rt) {
-    if (blitz__global_queue_len(rt->global))
-        return 1;
-    for (uint32_t i = 0; i < rt->num_workers; i++)
-        if (blitz__local_queue_len(&rt->workers[i].queue))
-            return 1;
-    return 0;
-}
-
 static blitz__task *blitz__worker_find(blitz__worker *w) {
     blitz__task *t = blitz__worker_next_local(w);
     if (!t && w->deferred_head) {
@@ -14390,20 +14426,15 @@ static blitz__task *blitz__worker_find(blitz__worker *w) {
     if (t && w->searching) {
         w->searching = 0;
         /* The last searcher to find work wakes another worker for work
-         * that worker could take: producers skipped their wake while we
-         * searched, and their work is visible here (their push, fence,
-         * read of the searcher count against our decrement, fence, read
-         * of the queues). With nothing visible the wake only pays off
-         * when the woken worker spins before parking again, staying ready
-         * for the next task; a runtime that serves sockets does not spin,
-         * and there the wake cost a thread sleep and wake per steal
-         * (measured on the TCP echo with io_uring: p99 2.2 ms with the
-         * unconditional wake, 0.6-0.9 ms without). */
-        if (blitz__idle_transition_from_searching(w->rt)) {
-            blitz__fence_seq_cst();
-            if (blitz__io_spin_rounds(w->rt) || blitz__work_available(w->rt))
-                blitz__idle_notify_parked(w->rt);
-        }
+         * that worker could take (see blitz__idle_leave_searching). With
+         * nothing visible the wake only pays off when the woken worker
+         * spins before parking again, staying ready for the next task; a
+         * runtime that serves sockets does not spin, and there the wake
+         * cost a thread sleep and wake per steal (measured on the TCP echo
+         * with io_uring: p99 2.2 ms with the unconditional wake, 0.6-0.9 ms
+         * without). */
+        if (blitz__idle_leave_searching(w->rt, blitz__io_spin_rounds(w->rt) != 0))
+            blitz__idle_notify_parked(w->rt);
     }
     return t;
 }
@@ -14447,7 +14478,7 @@ static int blitz__runtime_idle(blitz_runtime *rt) {
            !blitz__u32_load(&rt->external_running, BLITZ__SEQ_CST) &&
            !blitz__u32_load(&rt->pinned_runnable, BLITZ__SEQ_CST) &&
            !blitz__u32_load(&rt->paused_polling, BLITZ__SEQ_CST) &&
-           !blitz__u32_load(&rt->spawning, BLITZ__SEQ_CST) && !blitz__work_available(rt);
+           !blitz__u32_load(&rt->spawning, BLITZ__SEQ_CST) && !blitz__idle_work_available(rt);
 }
 
 /* Jumps the paused clock to the next timer when the runtime is idle.
@@ -14456,6 +14487,12 @@ static int blitz__worker_auto_advance(blitz_runtime *rt) {
     if (!rt->time->paused || !blitz__runtime_idle(rt))
         return 0;
     return blitz__time_auto_advance(rt, blitz__runtime_idle);
+}
+
+/* Reasons other than work for a parking worker to stay up. */
+static int blitz__worker_stay_up(blitz_runtime *rt) {
+    return blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) || blitz__time_due(rt) ||
+           blitz__worker_auto_advance(rt);
 }
 
 /* Leaving the parked state after a sleep; for the I/O sleeper this runs
@@ -14490,25 +14527,7 @@ static int blitz__worker_commit_park(blitz__worker *w) {
     }
     if (blitz__local_queue_len(&w->queue) || w->batch_head < w->batch_len)
         return 0;
-    if (w->searching) {
-        w->searching = 0;
-        /* The last searcher to leave re-checks every queue: a producer that
-         * saw it searching did not wake anyone. */
-        if (blitz__idle_transition_from_searching(rt)) {
-            blitz__fence_seq_cst();
-            if (blitz__work_available(rt))
-                return 0;
-        }
-    }
-    blitz__idle_set_parked(rt, w->index);
-    blitz__fence_seq_cst();
-    if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) || blitz__work_available(rt) ||
-        blitz__time_due(rt) || blitz__worker_auto_advance(rt)) {
-        if (!blitz__idle_unset_parked(rt, w->index))
-            w->searching = 1; /* a notifier claimed us meanwhile */
-        return 0;
-    }
-    return 1;
+    return blitz__idle_commit_park(rt, w->index, &w->searching, blitz__worker_stay_up);
 }
 
 /* Sleeps a worker that blitz__worker_commit_park published as parked. */
@@ -14584,7 +14603,7 @@ static int blitz__worker_park(blitz__worker *w) {
      * longer than the gap between bursts of work in a busy program. */
     uint32_t spin = blitz__io_spin_rounds(rt);
     for (uint32_t i = 0; i < spin; i++) {
-        if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt) ||
+        if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__idle_work_available(rt) ||
             blitz__io_ready_cheap(rt))
             return 0;
         for (int k = 0; k < BLITZ__SPIN_PAUSES; k++)

@@ -68,6 +68,53 @@ BLITZ_PRIVATE int blitz__idle_unset_parked(blitz_runtime *rt, uint32_t index) {
     return (blitz__u64_fetch_and(&rt->idle->parked_bitmap, ~bit, BLITZ__ACQ_REL) & bit) != 0;
 }
 
+/* Work another worker could take or this one could find: the global queue
+ * or any ring. */
+BLITZ_PRIVATE int blitz__idle_work_available(blitz_runtime *rt) {
+    if (blitz__global_queue_len(rt->global))
+        return 1;
+    for (uint32_t i = 0; i < rt->num_workers; i++)
+        if (blitz__local_queue_len(&rt->workers[i].queue))
+            return 1;
+    return 0;
+}
+
+/* A searcher stops searching (it found work, or it is about to park).
+ * Returns 1 when it was the last searcher and `wake_anyway` is set or work
+ * is visible: producers skipped their wake while it searched, so another
+ * worker must be woken (or this one must not sleep). Their work is visible
+ * here: their push, fence, read of num_searching against our decrement,
+ * fence, read of the queues. */
+BLITZ_PRIVATE int blitz__idle_leave_searching(blitz_runtime *rt, int wake_anyway) {
+    if (!blitz__idle_transition_from_searching(rt))
+        return 0;
+    blitz__fence_seq_cst();
+    return wake_anyway || blitz__idle_work_available(rt);
+}
+
+/* Worker `index`, its own queues empty and its transitioning_to_park flag
+ * set, joins the parked set: a searcher leaves searching first, then the
+ * bit is published and, after the fence, every queue and `stay_up`
+ * (shutdown, timers) are checked again. Returns 1 when it may sleep; 0
+ * when it must not, with *searching set when a notifier claimed it
+ * meanwhile. */
+BLITZ_PRIVATE int blitz__idle_commit_park(blitz_runtime *rt, uint32_t index, int *searching,
+                                          int (*stay_up)(blitz_runtime *rt)) {
+    if (*searching) {
+        *searching = 0;
+        if (blitz__idle_leave_searching(rt, 0))
+            return 0;
+    }
+    blitz__idle_set_parked(rt, index);
+    blitz__fence_seq_cst();
+    if (blitz__idle_work_available(rt) || stay_up(rt)) {
+        if (!blitz__idle_unset_parked(rt, index))
+            *searching = 1; /* a notifier claimed us meanwhile */
+        return 0;
+    }
+    return 1;
+}
+
 /* Wakes every parked worker (shutdown). */
 BLITZ_PRIVATE void blitz__idle_unpark_all(blitz_runtime *rt) {
     for (uint32_t i = 0; i < rt->num_workers; i++)

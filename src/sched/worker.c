@@ -298,17 +298,6 @@ static blitz__task *blitz__worker_search(blitz__worker *w) {
     return t;
 }
 
-/* Work another worker could take or this one could find: the global queue
- * or any ring. */
-static int blitz__work_available(blitz_runtime *rt) {
-    if (blitz__global_queue_len(rt->global))
-        return 1;
-    for (uint32_t i = 0; i < rt->num_workers; i++)
-        if (blitz__local_queue_len(&rt->workers[i].queue))
-            return 1;
-    return 0;
-}
-
 static blitz__task *blitz__worker_find(blitz__worker *w) {
     blitz__task *t = blitz__worker_next_local(w);
     if (!t && w->deferred_head) {
@@ -320,20 +309,15 @@ static blitz__task *blitz__worker_find(blitz__worker *w) {
     if (t && w->searching) {
         w->searching = 0;
         /* The last searcher to find work wakes another worker for work
-         * that worker could take: producers skipped their wake while we
-         * searched, and their work is visible here (their push, fence,
-         * read of the searcher count against our decrement, fence, read
-         * of the queues). With nothing visible the wake only pays off
-         * when the woken worker spins before parking again, staying ready
-         * for the next task; a runtime that serves sockets does not spin,
-         * and there the wake cost a thread sleep and wake per steal
-         * (measured on the TCP echo with io_uring: p99 2.2 ms with the
-         * unconditional wake, 0.6-0.9 ms without). */
-        if (blitz__idle_transition_from_searching(w->rt)) {
-            blitz__fence_seq_cst();
-            if (blitz__io_spin_rounds(w->rt) || blitz__work_available(w->rt))
-                blitz__idle_notify_parked(w->rt);
-        }
+         * that worker could take (see blitz__idle_leave_searching). With
+         * nothing visible the wake only pays off when the woken worker
+         * spins before parking again, staying ready for the next task; a
+         * runtime that serves sockets does not spin, and there the wake
+         * cost a thread sleep and wake per steal (measured on the TCP echo
+         * with io_uring: p99 2.2 ms with the unconditional wake, 0.6-0.9 ms
+         * without). */
+        if (blitz__idle_leave_searching(w->rt, blitz__io_spin_rounds(w->rt) != 0))
+            blitz__idle_notify_parked(w->rt);
     }
     return t;
 }
@@ -377,7 +361,7 @@ static int blitz__runtime_idle(blitz_runtime *rt) {
            !blitz__u32_load(&rt->external_running, BLITZ__SEQ_CST) &&
            !blitz__u32_load(&rt->pinned_runnable, BLITZ__SEQ_CST) &&
            !blitz__u32_load(&rt->paused_polling, BLITZ__SEQ_CST) &&
-           !blitz__u32_load(&rt->spawning, BLITZ__SEQ_CST) && !blitz__work_available(rt);
+           !blitz__u32_load(&rt->spawning, BLITZ__SEQ_CST) && !blitz__idle_work_available(rt);
 }
 
 /* Jumps the paused clock to the next timer when the runtime is idle.
@@ -386,6 +370,12 @@ static int blitz__worker_auto_advance(blitz_runtime *rt) {
     if (!rt->time->paused || !blitz__runtime_idle(rt))
         return 0;
     return blitz__time_auto_advance(rt, blitz__runtime_idle);
+}
+
+/* Reasons other than work for a parking worker to stay up. */
+static int blitz__worker_stay_up(blitz_runtime *rt) {
+    return blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) || blitz__time_due(rt) ||
+           blitz__worker_auto_advance(rt);
 }
 
 /* Leaving the parked state after a sleep; for the I/O sleeper this runs
@@ -420,25 +410,7 @@ static int blitz__worker_commit_park(blitz__worker *w) {
     }
     if (blitz__local_queue_len(&w->queue) || w->batch_head < w->batch_len)
         return 0;
-    if (w->searching) {
-        w->searching = 0;
-        /* The last searcher to leave re-checks every queue: a producer that
-         * saw it searching did not wake anyone. */
-        if (blitz__idle_transition_from_searching(rt)) {
-            blitz__fence_seq_cst();
-            if (blitz__work_available(rt))
-                return 0;
-        }
-    }
-    blitz__idle_set_parked(rt, w->index);
-    blitz__fence_seq_cst();
-    if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) || blitz__work_available(rt) ||
-        blitz__time_due(rt) || blitz__worker_auto_advance(rt)) {
-        if (!blitz__idle_unset_parked(rt, w->index))
-            w->searching = 1; /* a notifier claimed us meanwhile */
-        return 0;
-    }
-    return 1;
+    return blitz__idle_commit_park(rt, w->index, &w->searching, blitz__worker_stay_up);
 }
 
 /* Sleeps a worker that blitz__worker_commit_park published as parked. */
@@ -514,7 +486,7 @@ static int blitz__worker_park(blitz__worker *w) {
      * longer than the gap between bursts of work in a busy program. */
     uint32_t spin = blitz__io_spin_rounds(rt);
     for (uint32_t i = 0; i < spin; i++) {
-        if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__work_available(rt) ||
+        if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED) || blitz__idle_work_available(rt) ||
             blitz__io_ready_cheap(rt))
             return 0;
         for (int k = 0; k < BLITZ__SPIN_PAUSES; k++)

@@ -1,0 +1,78 @@
+/* Stand-ins for the scheduler's structures (src/sched/sched.h, the parts of
+ * src/core/core.h they use) around the real run queues and idle set:
+ * local_queue.c, global_queue.c and idle.c. The global queue's lock is a
+ * Relacy mutex; a parker records its unparks. */
+#ifndef BLITZ_MODEL_SCHED_H
+#define BLITZ_MODEL_SCHED_H
+#include "model.h"
+#define BLITZ_STATIC 1
+#include "api/blitz_api.h"
+
+#ifndef BLITZ_LOCAL_QUEUE_CAPACITY
+#define BLITZ_LOCAL_QUEUE_CAPACITY 4
+#endif
+#define BLITZ__SCHED_H
+
+typedef struct blitz_task {
+    struct blitz_task *next;
+    int id;
+} blitz__task;
+
+typedef struct {
+    rl::mutex m;
+} blitz__mutex;
+static int blitz__mutex_init(blitz__mutex *m) {
+    (void)m;
+    return 0;
+}
+static void blitz__mutex_destroy(blitz__mutex *m) {
+    (void)m;
+}
+static void blitz__mutex_lock(blitz__mutex *m) {
+    m->m.lock($);
+}
+static void blitz__mutex_unlock(blitz__mutex *m) {
+    m->m.unlock($);
+}
+
+typedef struct blitz__local_queue {
+    blitz__atomic_u32 head;
+    blitz__atomic_u32 tail;
+    blitz__atomic_ptr buffer[BLITZ_LOCAL_QUEUE_CAPACITY];
+} blitz__local_queue;
+typedef struct blitz__global_queue {
+    blitz__mutex lock;
+    blitz__task *head;
+    blitz__task *tail;
+    int closed;
+    blitz__atomic_u64 len;
+} blitz__global_queue;
+typedef struct blitz__idle {
+    blitz__atomic_u32 num_searching;
+    blitz__atomic_u64 parked_bitmap;
+} blitz__idle;
+typedef struct blitz__worker_counters {
+    int overflows;
+} blitz__worker_counters;
+typedef struct blitz__parker {
+    blitz__atomic_u32 unparks;
+} blitz__parker;
+static void blitz__parker_unpark(blitz__parker *p) {
+    blitz__u32_fetch_add(&p->unparks, 1, BLITZ__RELEASE);
+}
+typedef struct blitz__worker {
+    blitz__local_queue queue;
+    blitz__parker parker;
+} blitz__worker;
+struct blitz_runtime {
+    blitz__global_queue *global;
+    blitz__idle *idle;
+    blitz__worker *workers;
+    uint32_t num_workers;
+};
+
+#include "sched/global_queue.c"
+#include "sched/local_queue.c"
+#include "sched/idle.c"
+
+#endif
