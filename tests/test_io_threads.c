@@ -493,10 +493,12 @@ static void *io_ct_move_spawner(void *p) {
     return NULL;
 }
 
-BLITZ_TEST(io_uring_ct_driver_moves) {
+/* One round: the median wait from a spawn to its task running, or -1
+ * when io_uring is unavailable. */
+static double io_ct_move_round(void) {
     blitz_runtime *rt = tu_io_rt_new(BLITZ_BACKEND_IO_URING, TU_CT);
     if (!rt)
-        return 0;
+        return -1;
     io_ct_move m;
     memset(&m, 0, sizeof m);
     m.rt = rt;
@@ -511,18 +513,29 @@ BLITZ_TEST(io_uring_ct_driver_moves) {
         ;
     CHECK_EQ(pthread_join(spawner, NULL), 0);
     CHECK_EQ(pthread_join(driver, NULL), 0);
-    /* The median: a spawn that waits for the computing thread's timer
-     * interrupt waits a tick (1 to 4 ms) every time, while a loaded machine
-     * delays a few spawns by as much and leaves the middle alone. */
     qsort(m.waits, IO_CT_MOVE_SPAWNS, sizeof m.waits[0], io_ct_cmp_double);
     double median = m.waits[IO_CT_MOVE_SPAWNS / 2];
     printf("# spawn to run: median %.1f us, worst %.1f us\n", median * 1e6,
            m.waits[IO_CT_MOVE_SPAWNS - 1] * 1e6);
     fflush(stdout);
     CHECK_EQ(atomic_load(&m.ran), IO_CT_MOVE_SPAWNS);
-    CHECK(median < 0.0005 * tu_timeout_mult());
     blitz_notify_deinit(&m.done);
     CHECK_OK(blitz_runtime_free(rt));
+    return median;
+}
+
+/* The median: a spawn that waits for the computing thread's timer
+ * interrupt waits a tick (1 to 4 ms) every time, in every round, while a
+ * loaded machine delays a few spawns by as much and leaves the middle
+ * alone, or slows one round. So one round of five with a short median
+ * passes. */
+BLITZ_TEST(io_uring_ct_driver_moves) {
+    for (int round = 0; round < 5; round++) {
+        double median = io_ct_move_round();
+        if (median < 0.0005 * tu_timeout_mult())
+            return 0; /* also io_uring unavailable: -1 */
+    }
+    CHECK(!"the median spawn waited 0.5 ms or more in each of 5 rounds");
     return 0;
 }
 
