@@ -705,15 +705,20 @@ BLITZ_API void blitz_writer_cancel(blitz_cx *cx, void *p) {
     w->blitz__op = 0;
 }
 
-BLITZ__OP_ADAPTER(blitz__op_write_all_poll, blitz_writer, w,
-                  blitz_writer_write_all(cx, w, w->blitz__src, w->blitz__srclen))
-BLITZ__OP_ADAPTER(blitz__op_flush_poll, blitz_writer, w, blitz_writer_flush(cx, w))
-BLITZ_API blitz_op blitz_op_writer_write_all(blitz_writer *w, const void *src, size_t len) {
+/* A write op: its bytes kept in the writer until the first poll. */
+static blitz_op blitz__writer_op(blitz_writer *w, blitz_poll_fn poll, const void *src, size_t len) {
     if (w) {
         w->blitz__src = (const unsigned char *)src;
         w->blitz__srclen = len;
     }
-    return blitz_op_make(blitz__op_write_all_poll, blitz_writer_cancel, w);
+    return blitz_op_make(poll, blitz_writer_cancel, w);
+}
+
+BLITZ__OP_ADAPTER(blitz__op_write_all_poll, blitz_writer, w,
+                  blitz_writer_write_all(cx, w, w->blitz__src, w->blitz__srclen))
+BLITZ__OP_ADAPTER(blitz__op_flush_poll, blitz_writer, w, blitz_writer_flush(cx, w))
+BLITZ_API blitz_op blitz_op_writer_write_all(blitz_writer *w, const void *src, size_t len) {
+    return blitz__writer_op(w, blitz__op_write_all_poll, src, len);
 }
 BLITZ_API blitz_op blitz_op_writer_flush(blitz_writer *w) {
     return blitz_op_make(blitz__op_flush_poll, blitz_writer_cancel, w);
@@ -722,11 +727,7 @@ BLITZ__OP_ADAPTER(blitz__op_write_poll, blitz_writer, w,
                   blitz_writer_write(cx, w, w->blitz__src, w->blitz__srclen))
 BLITZ__OP_ADAPTER(blitz__op_close_poll, blitz_writer, w, blitz_writer_close(cx, w))
 BLITZ_API blitz_op blitz_op_writer_write(blitz_writer *w, const void *src, size_t len) {
-    if (w) {
-        w->blitz__src = (const unsigned char *)src;
-        w->blitz__srclen = len;
-    }
-    return blitz_op_make(blitz__op_write_poll, blitz_writer_cancel, w);
+    return blitz__writer_op(w, blitz__op_write_poll, src, len);
 }
 BLITZ_API blitz_op blitz_op_writer_close(blitz_writer *w) {
     return blitz_op_make(blitz__op_close_poll, blitz_writer_cancel, w);

@@ -1,7 +1,8 @@
 /* The one atomics layer. Nothing else in blitz names a raw atomic: every
  * shared word is one of the wrapper types below and is touched only through
  * these functions, so a test build can swap the layer for an instrumented
- * one (tests/model/model.h is the one on the Relacy model checker). GCC/Clang __atomic builtins work in C and C++ alike and are seen by
+ * one (tests/model/model.h is the one on the Relacy model checker).
+ * GCC/Clang __atomic builtins work in C and C++ alike and are seen by
  * ThreadSanitizer.
  *
  * Orders: BLITZ__RELAXED, BLITZ__ACQUIRE, BLITZ__RELEASE, BLITZ__ACQ_REL,
