@@ -159,14 +159,9 @@ static int nm_backlog(int fd) {
  * connection closed. The clients all wait in the backlog first, so the
  * kernel accepts them together when the multishot accept is armed. */
 BLITZ_TEST(io_uring_accept_queue_nomem) {
-    blitz_runtime *rt = tu_io_rt_new(BLITZ_BACKEND_IO_URING, TU_MT2);
+    blitz_runtime *rt = ms_accept_rt(TU_MT2);
     if (!rt)
         return 0;
-    if (!rt->io->ms_accept) {
-        printf("# skipped: this kernel has no multishot accept\n");
-        CHECK_OK(blitz_runtime_free(rt));
-        return 0;
-    }
     enum { CLIENTS = 4 };
     blitz_addr a;
     blitz_socket *l = tu_listen_any(rt, &a);
