@@ -1267,8 +1267,9 @@ Tracing hooks
 -------------
 blitz_config.hooks (a blitz_hooks: function pointers and one arg passed to
 each) reports task_spawn, task_terminate, poll_start and poll_end for every
-task, and worker_start, worker_stop, worker_park and worker_unpark for the
-workers of a multi-thread runtime. Each runs on the thread where its event
+task, worker_start and worker_stop for the threads of a multi-thread
+runtime, and worker_park and worker_unpark for its workers and for the
+current-thread driver (worker 0). Each runs on the thread where its event
 happens (task_terminate of tasks cancelled at shutdown on the thread that
 shuts down), inside the runtime: keep them short, never block, and do not
 shut down the runtime from one. The blitz_task * they pass names the task
@@ -10320,7 +10321,16 @@ static blitz_poll blitz__connect(blitz_cx *cx, blitz_io *op, const blitz_addr *a
     op->blitz__dir = BLITZ__DIR_WRITE;
     op->blitz__done = 0;
     op->result = 0;
-    return blitz__connect_timed(cx, op, blitz__op_go(cx, op));
+    op->blitz__flags |= BLITZ__OPF_COUNTED;
+    BLITZ__COUNT(rt, io_submitted, 1);
+    blitz_poll p = blitz__op_go(cx, op);
+    if (p == BLITZ_READY) {
+        /* Done at once (a Unix connect); later completions are counted by
+         * blitz__op_poll. */
+        op->blitz__flags &= ~BLITZ__OPF_COUNTED;
+        BLITZ__COUNT(rt, io_completed, 1);
+    }
+    return blitz__connect_timed(cx, op, p);
 }
 
 BLITZ_API blitz_poll blitz_tcp_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr) {
@@ -15070,6 +15080,8 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
             BLITZ__STAT(blitz__u64_bump(&ct->counters.parked, 1));
             if (rt->metrics)
                 blitz__ct_add_busy(ct);
+            if (rt->hooks.worker_park)
+                rt->hooks.worker_park(rt->hooks.arg, 0);
             /* The driver waits in the I/O backend, with the timer deadline. */
             if (rt->io) {
                 blitz__io_park(rt, &ct->parker, timeout, NULL, NULL);
@@ -15077,6 +15089,8 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
             } else {
                 blitz__parker_park(&ct->parker, timeout);
             }
+            if (rt->hooks.worker_unpark)
+                rt->hooks.worker_unpark(rt->hooks.arg, 0);
             if (rt->metrics)
                 ct->awake_since = blitz__now_ns();
         }

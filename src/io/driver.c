@@ -874,7 +874,16 @@ static blitz_poll blitz__connect(blitz_cx *cx, blitz_io *op, const blitz_addr *a
     op->blitz__dir = BLITZ__DIR_WRITE;
     op->blitz__done = 0;
     op->result = 0;
-    return blitz__connect_timed(cx, op, blitz__op_go(cx, op));
+    op->blitz__flags |= BLITZ__OPF_COUNTED;
+    BLITZ__COUNT(rt, io_submitted, 1);
+    blitz_poll p = blitz__op_go(cx, op);
+    if (p == BLITZ_READY) {
+        /* Done at once (a Unix connect); later completions are counted by
+         * blitz__op_poll. */
+        op->blitz__flags &= ~BLITZ__OPF_COUNTED;
+        BLITZ__COUNT(rt, io_completed, 1);
+    }
+    return blitz__connect_timed(cx, op, p);
 }
 
 BLITZ_API blitz_poll blitz_tcp_connect(blitz_cx *cx, blitz_io *op, const blitz_addr *addr) {

@@ -118,6 +118,8 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
             BLITZ__STAT(blitz__u64_bump(&ct->counters.parked, 1));
             if (rt->metrics)
                 blitz__ct_add_busy(ct);
+            if (rt->hooks.worker_park)
+                rt->hooks.worker_park(rt->hooks.arg, 0);
             /* The driver waits in the I/O backend, with the timer deadline. */
             if (rt->io) {
                 blitz__io_park(rt, &ct->parker, timeout, NULL, NULL);
@@ -125,6 +127,8 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
             } else {
                 blitz__parker_park(&ct->parker, timeout);
             }
+            if (rt->hooks.worker_unpark)
+                rt->hooks.worker_unpark(rt->hooks.arg, 0);
             if (rt->metrics)
                 ct->awake_since = blitz__now_ns();
         }
