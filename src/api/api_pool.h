@@ -241,6 +241,16 @@ BLITZ_API blitz_poll blitz_fs_read_file(blitz_cx *cx, blitz_fs_op *op, const cha
  * len bytes; result len. */
 BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const char *path,
                                          const void *data, size_t len);
+/* Creates `linkpath` as a symbolic link to `target`. Result 0. */
+BLITZ_API blitz_poll blitz_fs_symlink(blitz_cx *cx, blitz_fs_op *op, const char *target,
+                                      const char *linkpath);
+/* Creates `to` as another name (a hard link) of the file `from`. Result 0. */
+BLITZ_API blitz_poll blitz_fs_link(blitz_cx *cx, blitz_fs_op *op, const char *from, const char *to);
+/* Reserves disk space for len bytes at offset, extending the file when
+ * that reaches past its end (fallocate mode 0). Result 0; BLITZ_ENOSPC
+ * when the space is not there, BLITZ_EINVAL for len 0. */
+BLITZ_API blitz_poll blitz_fs_fallocate(blitz_cx *cx, blitz_fs_op *op, int fd, uint64_t offset,
+                                        uint64_t len);
 /* The op's cancel (a blitz_cancel_fn; op is the blitz_fs_op). */
 BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *op);
 /* The file ops as blitz_ops (cancel: blitz_fs_cancel), taking the same
@@ -277,6 +287,9 @@ BLITZ_API blitz_op blitz_op_fs_rmdir(blitz_fs_op *op, const char *path);
 BLITZ_API blitz_op blitz_op_fs_mkdir(blitz_fs_op *op, const char *path, uint32_t mode);
 BLITZ_API blitz_op blitz_op_fs_mkdir_all(blitz_fs_op *op, const char *path, uint32_t mode);
 BLITZ_API blitz_op blitz_op_fs_read_dir(blitz_fs_op *op, const char *path);
+BLITZ_API blitz_op blitz_op_fs_symlink(blitz_fs_op *op, const char *target, const char *linkpath);
+BLITZ_API blitz_op blitz_op_fs_link(blitz_fs_op *op, const char *from, const char *to);
+BLITZ_API blitz_op blitz_op_fs_fallocate(blitz_fs_op *op, int fd, uint64_t offset, uint64_t len);
 
 /* ---------------------------------------------------------------------------
  * DNS: name resolution on the blocking pool (getaddrinfo), cancellable
