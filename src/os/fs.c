@@ -589,7 +589,7 @@ static int blitz__fs_native_submit(blitz_cx *cx, blitz__fs_rec *f) {
     u->fd = f->fd;
     u->flags = f->flags;
     u->mode = f->mode;
-    u->buf = (char *)f->buf + f->done;
+    u->buf = f->buf ? (char *)f->buf + f->done : NULL;
     u->len = f->len - f->done;
     u->off = f->kind == BLITZ__FS_FALLOCATE || f->kind == BLITZ__FS_TRUNCATE || f->off < 0
                  ? f->off
