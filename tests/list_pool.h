@@ -43,6 +43,7 @@
     X(fs_native_cancel_mt2, 30000)              \
     X(fs_native_cancel_mt4, 30000)              \
     X(fs_native_cancel_ct, 30000)               \
+    X(fs_native_withdrawn_read, 10000)          \
     X(dns_resolve_mt2, 5000)                    \
     X(dns_resolve_mt4, 5000)                    \
     X(dns_resolve_ct, 5000)                     \

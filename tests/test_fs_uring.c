@@ -307,3 +307,48 @@ static int fs_native_cancel(tu_flavor f) {
     return 0;
 }
 TU_FLAVOR_TESTS(fs_native_cancel)
+
+/* A ring read of a pipe nobody writes is withdrawn by its cancel: the
+ * kernel stops it, so the byte written afterwards is the next read's (a
+ * pool thread's read cannot be stopped and would take it). */
+typedef struct {
+    BLITZ_CORO;
+    blitz_fs_op op;
+    blitz_timer timer;
+    int pfd[2];
+    char buf[8];
+} tfu_pipe;
+
+static blitz_poll tfu_pipe_poll(blitz_cx *cx, void *p) {
+    tfu_pipe *s = p;
+    BLITZ_BEGIN(s);
+    BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, 20 * BLITZ_MSEC,
+                                    blitz_fs_read(cx, &s->op, s->pfd[0], s->buf, sizeof s->buf),
+                                    blitz_fs_cancel, &s->op));
+    CHECK(s->timer.expired);
+    CHECK_EQ(write(s->pfd[1], "z", 1), 1);
+    BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, 5 * BLITZ_SEC,
+                                    blitz_fs_read(cx, &s->op, s->pfd[0], s->buf, sizeof s->buf),
+                                    blitz_fs_cancel, &s->op));
+    CHECK(!s->timer.expired);
+    CHECK_EQ(s->op.result, 1);
+    CHECK_EQ(s->buf[0], 'z');
+    BLITZ_END(s);
+}
+
+BLITZ_TEST(fs_native_withdrawn_read) {
+    blitz_config cfg = tu_config(TU_MT2);
+    cfg.backend = BLITZ_BACKEND_IO_URING;
+    blitz_runtime *rt = NULL;
+    if (blitz_runtime_new(&cfg, &rt) != BLITZ_OK)
+        return 0; /* no io_uring here */
+    tfu_pipe *s = calloc(1, sizeof *s);
+    CHECK_NOT_NULL(s);
+    CHECK_EQ(pipe(s->pfd), 0);
+    CHECK_OK(blitz_runtime_run(rt, tfu_pipe_poll, s, sizeof *s));
+    CHECK_OK(blitz_runtime_free(rt));
+    close(s->pfd[0]);
+    close(s->pfd[1]);
+    free(s);
+    return 0;
+}

@@ -109,22 +109,24 @@ BLITZ_API void blitz_free(void *p);
  * `result` is >= 0 on success (bytes, a file descriptor, a count) or a
  * negative BLITZ_E* code (BLITZ_ENOENT, BLITZ_EACCES, ...; BLITZ_EFAULT
  * for a NULL buffer with a nonzero length, as the system call would give:
- * socket ops give BLITZ_EINVAL there). The work runs
- * on the blocking pool today; the same calls are meant to map onto native
- * kernel operations (io_uring) where the kernel has them.
+ * socket ops give BLITZ_EINVAL there). On an io_uring runtime the kernel
+ * carries out the ops it has (probed once) from the worker's ring; the
+ * rest, and every op on the other backends, run on the blocking pool.
+ * Both paths give the same results and error codes.
  *
  * One op carries one operation at a time and is polled by one task. A
  * zero-filled op is ready to use; after READY it is ready for the next
  * operation. Paths and the data of writes are copied when the operation
  * starts, and reads land in a buffer of the operation's own that is copied
  * into yours when the op is READY (so at most BLITZ_FS_MAX_READ bytes per
- * read): no pool thread ever touches your memory.
+ * read): neither a pool thread nor the kernel ever touches your memory.
  *
  * Cancellation (blitz_fs_cancel, a blitz_cancel_fn; also what
  * blitz_timeout_op calls) returns at once and leaves the op ready for the
  * next operation: one that has not started is dropped; one that is
  * running cannot be stopped, so its thread finishes it and then releases
- * what the result holds (closes a file it opened, frees data). A task
+ * what the result holds (closes a file it opened, frees data); one the
+ * kernel holds is asked to stop, and its completion releases it. A task
  * cancelled while an op is pending has it withdrawn the same way, so
  * nothing is leaked.
  * ------------------------------------------------------------------------- */

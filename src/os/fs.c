@@ -1,7 +1,9 @@
-/* Files: every operation is a pool op (blocking_pool.c) whose thread makes
- * the system calls. The public calls take the request, the op struct keeps
- * it, and one exec function carries it out, so a backend with native file
- * operations (io_uring) can take the same request from the op instead.
+/* Files: every operation is a heap record holding the request; the
+ * ring carries it out (io/uring_file.c) when the runtime's backend is
+ * io_uring and the kernel has the op, else it is a pool op
+ * (blocking_pool.c) whose thread makes the system calls. Either way the
+ * record is tracked with the pool's and its result taken the same way,
+ * so both paths answer alike.
  *
  * Paths are copied (one allocation for both paths of a rename) when the
  * operation starts: a cancelled operation whose thread is still running
