@@ -41,6 +41,9 @@
 #define BLITZ__IOP_LINKAT    39u
 #define BLITZ__IOP_FTRUNCATE 55u
 
+#ifndef AT_EMPTY_PATH
+#define AT_EMPTY_PATH 0x1000 /* Linux's, hidden without _GNU_SOURCE */
+#endif
 #ifndef IORING_FSYNC_DATASYNC
 #define IORING_FSYNC_DATASYNC (1U << 0)
 #endif
@@ -189,9 +192,12 @@ BLITZ_PRIVATE int blitz__ufile_can(blitz_runtime *rt, int op) {
 
 /* Hands the filled-in request to the kernel, on the calling thread's
  * ring. BLITZ_OK: INFLIGHT, the task is woken by the completion;
- * otherwise nothing was started (the ring is full: EBUSY). */
+ * otherwise nothing was started (EBUSY: the ring is full; ESHUTDOWN). */
 BLITZ_PRIVATE int blitz__ufile_submit(blitz_cx *cx, blitz__ufile *u) {
     blitz__io *io = blitz_cx_runtime(cx)->io;
+    /* Shut down: nobody reaps the ring any more. */
+    if (blitz__u32_load(&io->shutdown, BLITZ__ACQUIRE))
+        return BLITZ_ESHUTDOWN;
     int batches = 0;
     blitz__ring *r = blitz__uring_mine(io, &batches);
     struct io_uring_sqe sqe;

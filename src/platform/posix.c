@@ -30,28 +30,6 @@ BLITZ_PRIVATE int blitz__fdatasync(int fd) {
 #endif
 }
 
-/* Reserves len bytes at off, extending the file (mode 0): 0 or a
- * negative blitz code. Linux's own call, as the io_uring ring makes it
- * (glibc's posix_fallocate writes zeros where the file system cannot);
- * Apple systems have neither. */
-BLITZ_PRIVATE int blitz__fallocate(int fd, int64_t off, int64_t len) {
-#if defined(__linux__)
-    int rc;
-    do
-        rc = fallocate(fd, 0, (off_t)off, (off_t)len);
-    while (rc < 0 && errno == EINTR);
-    return rc == 0 ? 0 : blitz__from_errno(errno);
-#elif defined(__APPLE__)
-    (void)fd;
-    (void)off;
-    (void)len;
-    return blitz__from_errno(EOPNOTSUPP);
-#else
-    int rc = posix_fallocate(fd, (off_t)off, (off_t)len);
-    return rc == 0 ? 0 : blitz__from_errno(rc);
-#endif
-}
-
 /* ---- the portable versions of platform/linux.c ---------------------------- */
 
 /* Each returns a descriptor, a count or BLITZ_OK, or a negative blitz
@@ -229,6 +207,20 @@ BLITZ_PRIVATE void blitz__sigpipe_take(const sigset_t *set) {
     int sig;
     while (sigwait(set, &sig) == EINTR) {
     }
+}
+
+/* Reserves len bytes at off, extending the file (mode 0): 0 or a
+ * negative blitz code. Apple systems have no such call. */
+BLITZ_PRIVATE int blitz__fallocate(int fd, int64_t off, int64_t len) {
+#if defined(__APPLE__)
+    (void)fd;
+    (void)off;
+    (void)len;
+    return blitz__from_errno(EOPNOTSUPP);
+#else
+    int rc = posix_fallocate(fd, (off_t)off, (off_t)len);
+    return rc == 0 ? 0 : blitz__from_errno(rc);
+#endif
 }
 
 #endif
