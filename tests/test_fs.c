@@ -191,7 +191,7 @@ typedef struct {
     char dir[64], path[160], path2[160];
     blitz_fs_op op;
     blitz_fs_metadata md;
-    int fd;
+    int fd, pfd[2];
     char buf[8];
     int check_perm;
 } tf_err;
@@ -284,6 +284,14 @@ static blitz_poll tf_err_poll(blitz_cx *cx, void *p) {
     CHECK_EQ(s->op.result, BLITZ_EBADF);
     BLITZ_AWAIT(s, blitz_fs_close(cx, &s->op, s->fd));
     CHECK_EQ(s->op.result, BLITZ_EBADF);
+    /* no offsets on a pipe */
+    CHECK_EQ(pipe(s->pfd), 0);
+    BLITZ_AWAIT(s, blitz_fs_pread(cx, &s->op, s->pfd[0], s->buf, 1, 0));
+    CHECK_EQ(s->op.result, BLITZ_ESPIPE);
+    BLITZ_AWAIT(s, blitz_fs_pwrite(cx, &s->op, s->pfd[1], "x", 1, 0));
+    CHECK_EQ(s->op.result, BLITZ_ESPIPE);
+    close(s->pfd[0]);
+    close(s->pfd[1]);
     /* bad arguments, refused before anything runs */
     BLITZ_AWAIT(s, blitz_fs_open(cx, &s->op, NULL, BLITZ_FS_READ, 0));
     CHECK_EQ(s->op.result, BLITZ_EINVAL);

@@ -502,11 +502,13 @@ static void blitz__fs_take(blitz_fs_op *op, blitz__fs_rec *f) {
 
 /* ---- the ring's path ---------------------------------------------------------------- */
 
-/* The ring's op for a record, or 0 for a pool job. A write at a file
- * position goes to the ring only for a regular file: the kernel would
- * raise SIGPIPE on a worker for a pipe or socket with no reader, where a
- * pool thread blocks it. An empty write stays a pool job too (it makes
- * no system call there, so a bad descriptor is no error). */
+/* The ring's op for a record, or 0 for a pool job. A write goes to the
+ * ring only for a regular file: the kernel would raise SIGPIPE on a
+ * worker for a pipe or socket with no reader, where a pool thread blocks
+ * it. A read at an offset only for a regular file or a block device: the
+ * ring ignores the offset of a pipe or socket (and waits for data) where
+ * pread says ESPIPE. An empty write stays a pool job too (it makes no
+ * system call there, so a bad descriptor is no error). */
 static int blitz__fs_native_op(blitz_runtime *rt, const blitz__fs_rec *f) {
     int op = 0;
     switch (f->kind) {
@@ -570,9 +572,10 @@ static int blitz__fs_native_op(blitz_runtime *rt, const blitz__fs_rec *f) {
     }
     if (!op || !blitz__ufile_can(rt, op))
         return 0;
-    if (op == BLITZ__UF_WRITE) {
+    if (op == BLITZ__UF_WRITE || (op == BLITZ__UF_READ && f->off >= 0)) {
         struct stat st;
-        if (fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode))
+        if (fstat(f->fd, &st) != 0 ||
+            !(S_ISREG(st.st_mode) || (op == BLITZ__UF_READ && S_ISBLK(st.st_mode))))
             return 0;
     }
     return op;
