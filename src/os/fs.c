@@ -8,8 +8,8 @@
  * Paths are copied (one allocation for both paths of a rename) when the
  * operation starts: a cancelled operation whose thread is still running
  * must not read the caller's string after the caller moved on. The thread
- * frees the copy when it is done; a cancel that takes the op out of the
- * queue frees it instead. */
+ * (or the ring's completion) frees the copy when it is done; a cancel
+ * that takes the op out of the queue frees it instead. */
 #include "../io/io.h"
 
 enum {

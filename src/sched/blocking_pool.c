@@ -234,10 +234,6 @@ static void *blitz__pool_thread_main(void *arg) {
     return NULL;
 }
 
-/* Queues job `j` (see the submit protocol). When the queue is full and
- * `room` is given, `room` (whose waker the caller has cloned) joins the
- * room waiters and BLITZ_EFULL is returned; the caller then waits for its
- * waker. */
 /* Caller holds the pool's lock. */
 static void blitz__pool_rec_link(blitz__pool *p, blitz__pool_rec *rec) {
     if (rec->tracked)
@@ -259,6 +255,10 @@ BLITZ_PRIVATE void blitz__pool_rec_track(blitz_runtime *rt, blitz__pool_rec *rec
     blitz__mutex_unlock(&rt->pool->lock);
 }
 
+/* Queues job `j` (see the submit protocol). When the queue is full and
+ * `room` is given, `room` (whose waker the caller has cloned) joins the
+ * room waiters and BLITZ_EFULL is returned; the caller then waits for its
+ * waker. */
 static int blitz__pool_submit(blitz_runtime *rt, blitz__pool_job *j, blitz__pool_rec *room) {
     blitz__pool *p = rt->pool;
     blitz__mutex_lock(&p->lock);
