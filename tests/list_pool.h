@@ -37,6 +37,13 @@
     X(fs_cancel_race_ct, 20000)                 \
     X(fs_cancelled_task_closes_files, 10000)    \
     X(fs_room_cancel_race, 20000)               \
+    X(fs_native_both_paths_mt2, 10000)          \
+    X(fs_native_both_paths_mt4, 10000)          \
+    X(fs_native_both_paths_ct, 10000)           \
+    X(fs_native_cancel_mt2, 30000)              \
+    X(fs_native_cancel_mt4, 30000)              \
+    X(fs_native_cancel_ct, 30000)               \
+    X(fs_native_withdrawn_read, 10000)          \
     X(dns_resolve_mt2, 5000)                    \
     X(dns_resolve_mt4, 5000)                    \
     X(dns_resolve_ct, 5000)                     \

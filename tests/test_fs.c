@@ -188,10 +188,10 @@ TU_FLAVOR_TESTS(fs_roundtrip)
  * the test switches its effective user for that part). */
 typedef struct {
     BLITZ_CORO;
-    char dir[64], path[160];
+    char dir[64], path[160], path2[160];
     blitz_fs_op op;
     blitz_fs_metadata md;
-    int fd;
+    int fd, pfd[2];
     char buf[8];
     int check_perm;
 } tf_err;
@@ -230,6 +230,37 @@ static blitz_poll tf_err_poll(blitz_cx *cx, void *p) {
     CHECK_EQ(s->op.result, BLITZ_EISDIR);
     BLITZ_AWAIT(s, blitz_fs_read_dir(cx, &s->op, "/dev/null"));
     CHECK_EQ(s->op.result, BLITZ_ENOTDIR);
+    BLITZ_AWAIT(s, blitz_fs_open(cx, &s->op, s->dir, BLITZ_FS_WRITE, 0));
+    CHECK_EQ(s->op.result, BLITZ_EISDIR);
+    TF_PATH(s, path, "%s/file/below");
+    BLITZ_AWAIT(s, blitz_fs_open(cx, &s->op, s->path, BLITZ_FS_READ, 0));
+    CHECK_EQ(s->op.result, BLITZ_ENOTDIR);
+    BLITZ_AWAIT(s, blitz_fs_stat(cx, &s->op, s->path, &s->md));
+    CHECK_EQ(s->op.result, BLITZ_ENOTDIR);
+    TF_PATH(s, path, "%s/missing");
+    BLITZ_AWAIT(s, blitz_fs_rmdir(cx, &s->op, s->path));
+    CHECK_EQ(s->op.result, BLITZ_ENOENT);
+    TF_PATH(s, path, "%s/file");
+    BLITZ_AWAIT(s, blitz_fs_rmdir(cx, &s->op, s->path));
+    CHECK_EQ(s->op.result, BLITZ_ENOTDIR);
+    TF_PATH(s, path2, "%s/locked");
+    BLITZ_AWAIT(s, blitz_fs_unlink(cx, &s->op, s->path2));
+    CHECK_EQ(s->op.result, BLITZ_EISDIR);
+    BLITZ_AWAIT(s, blitz_fs_symlink(cx, &s->op, "anything", s->path));
+    CHECK_EQ(s->op.result, BLITZ_EEXIST);
+    BLITZ_AWAIT(s, blitz_fs_link(cx, &s->op, s->path, s->path));
+    CHECK_EQ(s->op.result, BLITZ_EEXIST);
+    TF_PATH(s, path2, "%s/missing");
+    BLITZ_AWAIT(s, blitz_fs_link(cx, &s->op, s->path2, s->path2));
+    CHECK_EQ(s->op.result, BLITZ_ENOENT);
+    BLITZ_AWAIT(s, blitz_fs_rename(cx, &s->op, s->path2, s->path));
+    CHECK_EQ(s->op.result, BLITZ_ENOENT);
+    BLITZ_AWAIT(s, blitz_fs_lstat(cx, &s->op, s->path2, &s->md));
+    CHECK_EQ(s->op.result, BLITZ_ENOENT);
+    BLITZ_AWAIT(s, blitz_fs_fallocate(cx, &s->op, s->fd, 0, 0));
+    CHECK_EQ(s->op.result, BLITZ_EINVAL);
+    BLITZ_AWAIT(s, blitz_fs_fallocate(cx, &s->op, -1, 0, 1));
+    CHECK_EQ(s->op.result, BLITZ_EBADF);
     /* writing through a read-only descriptor, reading a closed one */
     TF_PATH(s, path, "%s/file");
     BLITZ_AWAIT(s, blitz_fs_open(cx, &s->op, s->path, BLITZ_FS_READ, 0));
@@ -237,10 +268,30 @@ static blitz_poll tf_err_poll(blitz_cx *cx, void *p) {
     s->fd = (int)s->op.result;
     BLITZ_AWAIT(s, blitz_fs_write(cx, &s->op, s->fd, "x", 1));
     CHECK_EQ(s->op.result, BLITZ_EBADF);
+    BLITZ_AWAIT(s, blitz_fs_pwrite(cx, &s->op, s->fd, "x", 1, 0));
+    CHECK_EQ(s->op.result, BLITZ_EBADF);
+    BLITZ_AWAIT(s, blitz_fs_truncate(cx, &s->op, s->fd, 0));
+    CHECK_EQ(s->op.result, BLITZ_EINVAL);
+    BLITZ_AWAIT(s, blitz_fs_fallocate(cx, &s->op, s->fd, 0, 1));
+    CHECK_EQ(s->op.result, BLITZ_EBADF);
     BLITZ_AWAIT(s, blitz_fs_close(cx, &s->op, s->fd));
     CHECK_EQ(s->op.result, 0);
     BLITZ_AWAIT(s, blitz_fs_read(cx, &s->op, s->fd, s->buf, sizeof s->buf));
     CHECK_EQ(s->op.result, BLITZ_EBADF);
+    BLITZ_AWAIT(s, blitz_fs_fstat(cx, &s->op, s->fd, &s->md));
+    CHECK_EQ(s->op.result, BLITZ_EBADF);
+    BLITZ_AWAIT(s, blitz_fs_fsync(cx, &s->op, s->fd));
+    CHECK_EQ(s->op.result, BLITZ_EBADF);
+    BLITZ_AWAIT(s, blitz_fs_close(cx, &s->op, s->fd));
+    CHECK_EQ(s->op.result, BLITZ_EBADF);
+    /* no offsets on a pipe */
+    CHECK_EQ(pipe(s->pfd), 0);
+    BLITZ_AWAIT(s, blitz_fs_pread(cx, &s->op, s->pfd[0], s->buf, 1, 0));
+    CHECK_EQ(s->op.result, BLITZ_ESPIPE);
+    BLITZ_AWAIT(s, blitz_fs_pwrite(cx, &s->op, s->pfd[1], "x", 1, 0));
+    CHECK_EQ(s->op.result, BLITZ_ESPIPE);
+    close(s->pfd[0]);
+    close(s->pfd[1]);
     /* bad arguments, refused before anything runs */
     BLITZ_AWAIT(s, blitz_fs_open(cx, &s->op, NULL, BLITZ_FS_READ, 0));
     CHECK_EQ(s->op.result, BLITZ_EINVAL);
@@ -275,6 +326,13 @@ static blitz_poll tf_err_poll(blitz_cx *cx, void *p) {
         TF_PATH(s, path, "%s/locked");
         BLITZ_AWAIT(s, blitz_fs_read_dir(cx, &s->op, s->path));
         CHECK_EQ(s->op.result, BLITZ_EACCES);
+        TF_PATH(s, path, "%s/locked/inner");
+        BLITZ_AWAIT(s, blitz_fs_mkdir(cx, &s->op, s->path, 0755));
+        CHECK_EQ(s->op.result, BLITZ_EACCES);
+        BLITZ_AWAIT(s, blitz_fs_stat(cx, &s->op, s->path, &s->md));
+        CHECK_EQ(s->op.result, BLITZ_EACCES);
+        BLITZ_AWAIT(s, blitz_fs_symlink(cx, &s->op, "x", s->path));
+        CHECK_EQ(s->op.result, BLITZ_EACCES);
     }
     BLITZ_END(s);
 }
@@ -301,9 +359,17 @@ BLITZ_TEST(fs_errors) {
     int dropped = euid == 0 && setresuid(0, 65534, 0) == 0;
 #endif
     s.check_perm = geteuid() != 0;
-    if (dropped || euid != 0) {
-        blitz_runtime *rt = tu_rt_new(TU_MT2);
-        CHECK_OK(blitz_runtime_run(rt, tf_err_poll, &s, sizeof s));
+    /* The ring's file ops and the pool's give the same answers. */
+    static const blitz_backend backends[] = {BLITZ_BACKEND_IO_URING, BLITZ_BACKEND_EPOLL,
+                                             BLITZ_BACKEND_POLL};
+    for (size_t b = 0; (dropped || euid != 0) && b < sizeof backends / sizeof backends[0]; b++) {
+        blitz_config cfg = tu_config(TU_MT2);
+        cfg.backend = backends[b];
+        blitz_runtime *rt = NULL;
+        if (blitz_runtime_new(&cfg, &rt) != BLITZ_OK)
+            continue; /* no io_uring here */
+        tf_err run = s;
+        CHECK_OK(blitz_runtime_run(rt, tf_err_poll, &run, sizeof run));
         CHECK_OK(blitz_runtime_free(rt));
     }
     if (dropped)
@@ -435,8 +501,18 @@ static void tf_hooked_cancel(void *p) {
     blitz_fs_cancel(NULL, &((tf_hooked *)p)->op);
 }
 
+/* A runtime whose file ops are pool jobs (epoll: the ring would carry
+ * them itself). */
+static blitz_runtime *tf_pool_rt(tu_flavor f, uint32_t max_threads, uint32_t capacity) {
+    blitz_config cfg = tu_config(f);
+    cfg.max_blocking_threads = max_threads;
+    cfg.blocking_queue_capacity = capacity;
+    cfg.backend = BLITZ_BACKEND_EPOLL;
+    return tu_rt_config(&cfg);
+}
+
 BLITZ_TEST(fs_cancelled_task_closes_files) {
-    blitz_runtime *rt = tp_rt_new(TU_MT2, 1, 0, 0);
+    blitz_runtime *rt = tf_pool_rt(TU_MT2, 1, 0);
     char dir[64], path[160];
     tf_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/f", dir);
@@ -508,7 +584,7 @@ BLITZ_TEST(fs_cancelled_task_closes_files) {
  * up at random moments in between. Every op that is not given up
  * completes, and nothing leaks. */
 BLITZ_TEST(fs_room_cancel_race) {
-    blitz_runtime *rt = tp_rt_new(TU_MT2, 1, 0, 2);
+    blitz_runtime *rt = tf_pool_rt(TU_MT2, 1, 2);
     char dir[64], path[160];
     tf_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/f", dir);
@@ -546,3 +622,5 @@ BLITZ_TEST(fs_room_cancel_race) {
     tf_rm_rf(dir);
     return 0;
 }
+
+#include "test_fs_uring.c"

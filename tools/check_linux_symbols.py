@@ -19,6 +19,7 @@ ALLOWED = [
     "src/platform/platform.h",
     "src/io/uring.c",
     "src/io/uring_recv_ms.c",
+    "src/io/uring_file.c",
     "src/io/epoll.c",
 ]
 

@@ -109,22 +109,24 @@ BLITZ_API void blitz_free(void *p);
  * `result` is >= 0 on success (bytes, a file descriptor, a count) or a
  * negative BLITZ_E* code (BLITZ_ENOENT, BLITZ_EACCES, ...; BLITZ_EFAULT
  * for a NULL buffer with a nonzero length, as the system call would give:
- * socket ops give BLITZ_EINVAL there). The work runs
- * on the blocking pool today; the same calls are meant to map onto native
- * kernel operations (io_uring) where the kernel has them.
+ * socket ops give BLITZ_EINVAL there). On an io_uring runtime the kernel
+ * carries out the ops it has (probed once) from the worker's ring; the
+ * rest, and every op on the other backends, run on the blocking pool.
+ * Both paths give the same results and error codes.
  *
  * One op carries one operation at a time and is polled by one task. A
  * zero-filled op is ready to use; after READY it is ready for the next
  * operation. Paths and the data of writes are copied when the operation
  * starts, and reads land in a buffer of the operation's own that is copied
  * into yours when the op is READY (so at most BLITZ_FS_MAX_READ bytes per
- * read): no pool thread ever touches your memory.
+ * read): neither a pool thread nor the kernel ever touches your memory.
  *
  * Cancellation (blitz_fs_cancel, a blitz_cancel_fn; also what
  * blitz_timeout_op calls) returns at once and leaves the op ready for the
  * next operation: one that has not started is dropped; one that is
  * running cannot be stopped, so its thread finishes it and then releases
- * what the result holds (closes a file it opened, frees data). A task
+ * what the result holds (closes a file it opened, frees data); one the
+ * kernel holds is asked to stop, and its completion releases it. A task
  * cancelled while an op is pending has it withdrawn the same way, so
  * nothing is leaked.
  * ------------------------------------------------------------------------- */
@@ -241,6 +243,16 @@ BLITZ_API blitz_poll blitz_fs_read_file(blitz_cx *cx, blitz_fs_op *op, const cha
  * len bytes; result len. */
 BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const char *path,
                                          const void *data, size_t len);
+/* Creates `linkpath` as a symbolic link to `target`. Result 0. */
+BLITZ_API blitz_poll blitz_fs_symlink(blitz_cx *cx, blitz_fs_op *op, const char *target,
+                                      const char *linkpath);
+/* Creates `to` as another name (a hard link) of the file `from`. Result 0. */
+BLITZ_API blitz_poll blitz_fs_link(blitz_cx *cx, blitz_fs_op *op, const char *from, const char *to);
+/* Reserves disk space for len bytes at offset, extending the file when
+ * that reaches past its end (fallocate mode 0). Result 0; BLITZ_ENOSPC
+ * when the space is not there, BLITZ_EINVAL for len 0. */
+BLITZ_API blitz_poll blitz_fs_fallocate(blitz_cx *cx, blitz_fs_op *op, int fd, uint64_t offset,
+                                        uint64_t len);
 /* The op's cancel (a blitz_cancel_fn; op is the blitz_fs_op). */
 BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *op);
 /* The file ops as blitz_ops (cancel: blitz_fs_cancel), taking the same
@@ -277,6 +289,9 @@ BLITZ_API blitz_op blitz_op_fs_rmdir(blitz_fs_op *op, const char *path);
 BLITZ_API blitz_op blitz_op_fs_mkdir(blitz_fs_op *op, const char *path, uint32_t mode);
 BLITZ_API blitz_op blitz_op_fs_mkdir_all(blitz_fs_op *op, const char *path, uint32_t mode);
 BLITZ_API blitz_op blitz_op_fs_read_dir(blitz_fs_op *op, const char *path);
+BLITZ_API blitz_op blitz_op_fs_symlink(blitz_fs_op *op, const char *target, const char *linkpath);
+BLITZ_API blitz_op blitz_op_fs_link(blitz_fs_op *op, const char *from, const char *to);
+BLITZ_API blitz_op blitz_op_fs_fallocate(blitz_fs_op *op, int fd, uint64_t offset, uint64_t len);
 
 /* ---------------------------------------------------------------------------
  * DNS: name resolution on the blocking pool (getaddrinfo), cancellable

@@ -206,6 +206,9 @@ typedef struct blitz__io {
     /* Counters for tests and diagnosis. */
     blitz__atomic_u64 rms_armed_count, rms_nobufs_count, rms_held_cancels;
     blitz__atomic_u64 link_timeout_count; /* connects queued with a LINK_TIMEOUT */
+    /* File ops the ring carries out itself (bit per BLITZ__UF_*, from the
+     * start-up probe; uring_file.c). */
+    uint32_t uf_ops;
 } blitz__io;
 
 /* Provided buffers of multishot receives, per ring. A power of two;
@@ -268,4 +271,55 @@ BLITZ_PRIVATE blitz_poll blitz__io_op_poll(blitz_cx *cx, blitz_io *op, blitz_soc
                                            uint32_t kind, const void *buf, size_t len,
                                            uint32_t dir);
 BLITZ_PRIVATE int64_t blitz__fd_attempt(blitz_io *op);
+
+/* File operations the ring carries out itself (uring_file.c). */
+enum {
+    BLITZ__UF_OPEN = 1,
+    BLITZ__UF_CLOSE,
+    BLITZ__UF_READ,  /* off -1: at the file position */
+    BLITZ__UF_WRITE, /* off -1: at the file position */
+    BLITZ__UF_FSYNC,
+    BLITZ__UF_FDATASYNC,
+    BLITZ__UF_FTRUNCATE, /* to length off */
+    BLITZ__UF_STAT,
+    BLITZ__UF_LSTAT,
+    BLITZ__UF_FSTAT,
+    BLITZ__UF_RENAME,
+    BLITZ__UF_UNLINK,
+    BLITZ__UF_RMDIR,
+    BLITZ__UF_MKDIR,
+    BLITZ__UF_SYMLINK, /* path: the target, path2: the new link */
+    BLITZ__UF_LINK,
+    BLITZ__UF_FALLOCATE /* len bytes at off */
+};
+
+/* One file op in the kernel. Its owner (the op's heap record, which
+ * embeds it) fills the request; the buffer and paths stay alive until
+ * the completion. state: INFLIGHT while the kernel holds it, then DONE
+ * (the owner's poll takes res), or INFLIGHT|ABANDONED when the owner gave
+ * up: the completion then calls `discard`, which releases the record. */
+typedef struct blitz__ufile {
+    blitz__atomic_u32 state;
+    int32_t res;
+    blitz_waker waker;
+    struct blitz__io *io;
+    uint32_t ring;
+    void (*discard)(struct blitz__ufile *u);
+    int op, fd, flags;
+    uint32_t mode;
+    void *buf;
+    size_t len;
+    int64_t off;
+    const char *path, *path2;
+    /* STAT kinds: the kernel's struct statx (256 bytes). */
+    uint64_t stx[32];
+} blitz__ufile;
+
+BLITZ_PRIVATE int blitz__ufile_can(blitz_runtime *rt, int op);
+BLITZ_PRIVATE int blitz__ufile_submit(blitz_cx *cx, blitz__ufile *u);
+BLITZ_PRIVATE int blitz__ufile_done(blitz__ufile *u);
+BLITZ_PRIVATE int blitz__ufile_cancel(blitz__ufile *u);
+BLITZ_PRIVATE void blitz__ufile_complete(blitz__io *io, blitz__ufile *u, int32_t res);
+BLITZ_PRIVATE void blitz__ufile_probe(blitz__io *io, const void *probe);
+BLITZ_PRIVATE void blitz__ufile_stat(const blitz__ufile *u, struct stat *st);
 #endif

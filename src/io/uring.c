@@ -50,7 +50,10 @@
 /* A stream socket's multishot receive: the socket pointer with this tag
  * (sockets are at least 8-byte aligned). */
 #define BLITZ__UD_RECV_MS 4u
-#define BLITZ__UD_TAG     7u
+/* A file op (uring_file.c): its record's pointer with this tag (exact 1
+ * is the wake poll's). */
+#define BLITZ__UD_FILE 1u
+#define BLITZ__UD_TAG  7u
 
 #ifndef IORING_CQE_F_MORE
 #define IORING_CQE_F_MORE (1U << 1)
@@ -254,6 +257,7 @@ static int blitz__uring_probe(blitz__io *io, int fd) {
         blitz__u32_store(&io->ms_recv,
                          p->last_op >= 47 /* IORING_OP_SEND_ZC */ && BLITZ_URING_RECV_BUFS > 0,
                          BLITZ__RELAXED);
+        blitz__ufile_probe(io, p);
     }
     blitz__free(p);
     return rc;
@@ -392,7 +396,7 @@ static int blitz__uring_room(blitz__ring *r, uint32_t n) {
 /* Queues a copy of `sqe` in `r`; submits at once when `flush` is set or a
  * batch is full. BLITZ_EBUSY when the ring has no room even after a
  * flush. */
-static int blitz__uring_queue(blitz__ring *r, const struct io_uring_sqe *sqe, int flush) {
+BLITZ_PRIVATE int blitz__uring_queue(blitz__ring *r, const struct io_uring_sqe *sqe, int flush) {
     blitz__mutex_lock(&r->sq_lock);
     struct io_uring_sqe *slot = blitz__uring_sqe_or_flush(r);
     if (slot) {
@@ -936,6 +940,11 @@ static int blitz__uring_dispatch(blitz__io *io, blitz__ring *r) {
             if (ud == BLITZ__UD_SHARED) {
                 shared = 1;
                 rearm_shared |= !more;
+                continue;
+            }
+            if ((ud & BLITZ__UD_TAG) == BLITZ__UD_FILE) {
+                blitz__ufile_complete(
+                    io, (blitz__ufile *)(uintptr_t)(ud & ~(uint64_t)BLITZ__UD_TAG), batch[i].res);
                 continue;
             }
             if ((ud & BLITZ__UD_TAG) == BLITZ__UD_RECV_MS) {

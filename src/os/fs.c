@@ -1,13 +1,15 @@
-/* Files: every operation is a pool op (blocking_pool.c) whose thread makes
- * the system calls. The public calls take the request, the op struct keeps
- * it, and one exec function carries it out, so a backend with native file
- * operations (io_uring) can take the same request from the op instead.
+/* Files: every operation is a heap record holding the request; the
+ * ring carries it out (io/uring_file.c) when the runtime's backend is
+ * io_uring and the kernel has the op, else it is a pool op
+ * (blocking_pool.c) whose thread makes the system calls. Either way the
+ * record is tracked with the pool's and its result taken the same way,
+ * so both paths answer alike.
  *
  * Paths are copied (one allocation for both paths of a rename) when the
  * operation starts: a cancelled operation whose thread is still running
  * must not read the caller's string after the caller moved on. The thread
- * frees the copy when it is done; a cancel that takes the op out of the
- * queue frees it instead. */
+ * (or the ring's completion) frees the copy when it is done; a cancel
+ * that takes the op out of the queue frees it instead. */
 #include "../io/io.h"
 
 enum {
@@ -33,6 +35,9 @@ enum {
     BLITZ__FS_READ_DIR,
     BLITZ__FS_READ_FILE,
     BLITZ__FS_WRITE_FILE,
+    BLITZ__FS_SYMLINK,
+    BLITZ__FS_LINK,
+    BLITZ__FS_FALLOCATE,
 };
 
 /* What a pool thread works on: the request, with copies of the paths
@@ -48,6 +53,10 @@ typedef struct {
     blitz_fs_metadata md;
     int64_t result;
     void *data;
+    /* Carried out by the ring instead of a pool thread (io/uring_file.c). */
+    int native;
+    size_t done; /* a native write's bytes written so far */
+    blitz__ufile uf;
 } blitz__fs_rec;
 
 static int64_t blitz__fs_err(void) {
@@ -361,6 +370,12 @@ static int64_t blitz__fs_do(blitz__fs_rec *f) {
         return blitz__fs_read_file(f->path, &f->data);
     case BLITZ__FS_WRITE_FILE:
         return blitz__fs_write_file(f->path, f->buf, f->len);
+    case BLITZ__FS_SYMLINK:
+        return symlink(f->path, f->path2) == 0 ? 0 : blitz__fs_err();
+    case BLITZ__FS_LINK:
+        return link(f->path, f->path2) == 0 ? 0 : blitz__fs_err();
+    case BLITZ__FS_FALLOCATE:
+        return blitz__fallocate(f->fd, f->off, (int64_t)f->len);
     default:
         return BLITZ_EINVAL;
     }
@@ -485,12 +500,159 @@ static void blitz__fs_take(blitz_fs_op *op, blitz__fs_rec *f) {
     blitz__pool_rec_free(&f->base);
 }
 
+/* ---- the ring's path ---------------------------------------------------------------- */
+
+/* The ring's op for a record, or 0 for a pool job. A write goes to the
+ * ring only for a regular file: the kernel would raise SIGPIPE on a
+ * worker for a pipe or socket with no reader, where a pool thread blocks
+ * it. A read at an offset only for a regular file or a block device: the
+ * ring ignores the offset of a pipe or socket (and waits for data) where
+ * pread says ESPIPE. An empty write stays a pool job too (it makes no
+ * system call there, so a bad descriptor is no error). */
+static int blitz__fs_native_op(blitz_runtime *rt, const blitz__fs_rec *f) {
+    int op = 0;
+    switch (f->kind) {
+    case BLITZ__FS_OPEN:
+        op = BLITZ__UF_OPEN;
+        break;
+    case BLITZ__FS_CLOSE:
+        op = BLITZ__UF_CLOSE;
+        break;
+    case BLITZ__FS_READ:
+    case BLITZ__FS_PREAD:
+    case BLITZ__FS_READV:
+        op = BLITZ__UF_READ;
+        break;
+    case BLITZ__FS_WRITE:
+    case BLITZ__FS_PWRITE:
+    case BLITZ__FS_WRITEV:
+        op = f->len ? BLITZ__UF_WRITE : 0;
+        break;
+    case BLITZ__FS_FSYNC:
+        op = BLITZ__UF_FSYNC;
+        break;
+    case BLITZ__FS_FDATASYNC:
+        op = BLITZ__UF_FDATASYNC;
+        break;
+    case BLITZ__FS_TRUNCATE:
+        op = BLITZ__UF_FTRUNCATE;
+        break;
+    case BLITZ__FS_STAT:
+        op = BLITZ__UF_STAT;
+        break;
+    case BLITZ__FS_LSTAT:
+        op = BLITZ__UF_LSTAT;
+        break;
+    case BLITZ__FS_FSTAT:
+        op = BLITZ__UF_FSTAT;
+        break;
+    case BLITZ__FS_RENAME:
+        op = BLITZ__UF_RENAME;
+        break;
+    case BLITZ__FS_UNLINK:
+        op = BLITZ__UF_UNLINK;
+        break;
+    case BLITZ__FS_RMDIR:
+        op = BLITZ__UF_RMDIR;
+        break;
+    case BLITZ__FS_MKDIR:
+        op = BLITZ__UF_MKDIR;
+        break;
+    case BLITZ__FS_SYMLINK:
+        op = BLITZ__UF_SYMLINK;
+        break;
+    case BLITZ__FS_LINK:
+        op = BLITZ__UF_LINK;
+        break;
+    case BLITZ__FS_FALLOCATE:
+        op = BLITZ__UF_FALLOCATE;
+        break;
+    default:
+        return 0;
+    }
+    if (!op || !blitz__ufile_can(rt, op))
+        return 0;
+    if (op == BLITZ__UF_WRITE || (op == BLITZ__UF_READ && f->off >= 0)) {
+        struct stat st;
+        if (fstat(f->fd, &st) != 0 ||
+            !(S_ISREG(st.st_mode) || (op == BLITZ__UF_READ && S_ISBLK(st.st_mode))))
+            return 0;
+    }
+    return op;
+}
+
+/* A native record whose owner is gone: the completion releases it. */
+static void blitz__fs_native_discard(blitz__ufile *u) {
+    blitz__fs_rec *f = (blitz__fs_rec *)(void *)((char *)u - offsetof(blitz__fs_rec, uf));
+    f->result = u->res; /* an opened file is closed */
+    blitz__pool_rec_free(&f->base);
+}
+
+/* (Re)submits the record's request; a write continues after `done`. */
+static int blitz__fs_native_submit(blitz_cx *cx, blitz__fs_rec *f) {
+    blitz__ufile *u = &f->uf;
+    u->fd = f->fd;
+    u->flags = f->flags;
+    u->mode = f->mode;
+    u->buf = f->buf ? (char *)f->buf + f->done : NULL;
+    u->len = f->len - f->done;
+    u->off = f->kind == BLITZ__FS_FALLOCATE || f->kind == BLITZ__FS_TRUNCATE || f->off < 0
+                 ? f->off
+                 : f->off + (int64_t)f->done;
+    u->path = f->path;
+    u->path2 = f->path2;
+    return blitz__ufile_submit(cx, u);
+}
+
+/* A native record's completion: 1 when the result is final (in
+ * f->result), 0 when the rest was submitted again. */
+static int blitz__fs_native_finish(blitz_cx *cx, blitz__fs_rec *f) {
+    int64_t res = f->uf.res;
+    int again = 0;
+    if (res == BLITZ_EINTR && f->kind != BLITZ__FS_CLOSE) {
+        again = 1;
+    } else if (f->uf.op == BLITZ__UF_WRITE && res >= 0) {
+        /* Short writes are continued, as a pool thread does. */
+        if (res == 0) {
+            res = BLITZ_EIO;
+        } else {
+            f->done += (size_t)res;
+            res = (int64_t)f->done;
+            again = f->done < f->len;
+        }
+    } else if (res == BLITZ_EINTR) {
+        res = 0; /* Linux releases the descriptor even then */
+    } else if (res == 0 && (f->uf.op == BLITZ__UF_STAT || f->uf.op == BLITZ__UF_LSTAT ||
+                            f->uf.op == BLITZ__UF_FSTAT)) {
+        struct stat st;
+        blitz__ufile_stat(&f->uf, &st);
+        blitz__fs_fill_metadata(&f->md, &st);
+    }
+    if (again && blitz__fs_native_submit(cx, f) == BLITZ_OK)
+        return 0;
+    f->result = again ? BLITZ_EBUSY : res;
+    return 1;
+}
+
+static blitz__fs_rec *blitz__fs_native_rec(blitz_fs_op *op) {
+    blitz__fs_rec *f = (blitz__fs_rec *)op->blitz__op.rec;
+    return f && f->native ? f : NULL;
+}
+
 /* The shared body of every public call: a new request starts the op, an
  * op in flight is polled. */
 static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_req *r) {
     if (!f)
         return BLITZ_READY;
     blitz__pool_rec *done;
+    blitz__fs_rec *nat = blitz__fs_native_rec(f);
+    if (nat) {
+        if (!blitz__ufile_done(&nat->uf) || !blitz__fs_native_finish(cx, nat))
+            return blitz__pending(cx, blitz_fs_cancel, f);
+        f->blitz__op.rec = NULL;
+        blitz__fs_take(f, nat);
+        return BLITZ_READY;
+    }
     if (!blitz__pool_op_idle(&f->blitz__op)) {
         if (blitz__pool_op_poll(cx, &f->blitz__op, &done) == BLITZ_PENDING)
             return blitz__pending(cx, blitz_fs_cancel, f);
@@ -517,6 +679,20 @@ static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_r
     f->blitz__out = r->md ? (void *)r->md : (void *)(uintptr_t)r->buf;
     f->blitz__iov = r->iov;
     f->blitz__iovcnt = r->iovcnt;
+    blitz_runtime *rt = blitz_cx_runtime(cx);
+    rec->uf.op = blitz__fs_native_op(rt, rec);
+    if (rec->uf.op) {
+        rec->native = 1;
+        rec->uf.discard = blitz__fs_native_discard;
+        /* Tracked like a pool job's record: one its task never takes is
+         * freed with the runtime. */
+        blitz__pool_rec_track(rt, &rec->base);
+        if (blitz__fs_native_submit(cx, rec) == BLITZ_OK) {
+            f->blitz__op.rec = &rec->base;
+            return blitz__pending(cx, blitz_fs_cancel, f);
+        }
+        rec->native = 0; /* the ring is full: a pool job after all */
+    }
     if (blitz__pool_op_start(cx, &f->blitz__op, &rec->base, &rc) == BLITZ_PENDING)
         return blitz__pending(cx, blitz_fs_cancel, f);
     f->result = rc;
@@ -667,7 +843,9 @@ BLITZ_API blitz_poll blitz_fs_fstat(blitz_cx *cx, blitz_fs_op *op, int fd, blitz
 
 static blitz_poll blitz__fs_path_call(blitz_cx *cx, blitz_fs_op *op, int kind, const char *path,
                                       const char *path2, uint32_t mode) {
-    if (!path || (kind == BLITZ__FS_RENAME && !path2))
+    if (!path ||
+        ((kind == BLITZ__FS_RENAME || kind == BLITZ__FS_SYMLINK || kind == BLITZ__FS_LINK) &&
+         !path2))
         return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     blitz__fs_req r = blitz__fs_req_new(kind);
     r.path = path;
@@ -715,11 +893,44 @@ BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const ch
     return blitz__fs_call(cx, op, &r);
 }
 
+BLITZ_API blitz_poll blitz_fs_symlink(blitz_cx *cx, blitz_fs_op *op, const char *target,
+                                      const char *linkpath) {
+    return blitz__fs_path_call(cx, op, BLITZ__FS_SYMLINK, target, linkpath, 0);
+}
+BLITZ_API blitz_poll blitz_fs_link(blitz_cx *cx, blitz_fs_op *op, const char *from,
+                                   const char *to) {
+    return blitz__fs_path_call(cx, op, BLITZ__FS_LINK, from, to, 0);
+}
+BLITZ_API blitz_poll blitz_fs_fallocate(blitz_cx *cx, blitz_fs_op *op, int fd, uint64_t offset,
+                                        uint64_t len) {
+    if (offset > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX || len == 0)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    if (fd < 0)
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
+    blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_FALLOCATE);
+    r.fd = fd;
+    r.off = (int64_t)offset;
+    r.len = (size_t)len;
+    return blitz__fs_call(cx, op, &r);
+}
+
 BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *p) {
     (void)cx;
     blitz_fs_op *f = (blitz_fs_op *)p;
-    if (f)
-        blitz__pool_op_cancel(&f->blitz__op);
+    if (!f)
+        return;
+    blitz__fs_rec *nat = blitz__fs_native_rec(f);
+    if (nat) {
+        /* The record (buffers, paths) stays the kernel's until its
+         * completion, which frees it when it comes after this. */
+        f->blitz__op.rec = NULL;
+        if (blitz__ufile_cancel(&nat->uf)) {
+            nat->result = nat->uf.res; /* an opened file is closed */
+            blitz__pool_rec_free(&nat->base);
+        }
+        return;
+    }
+    blitz__pool_op_cancel(&f->blitz__op);
 }
 
 /* ---- file ops as values ------------------------------------------------------------------- */
@@ -748,7 +959,10 @@ enum {
     BLITZ__FSC_RMDIR,
     BLITZ__FSC_MKDIR,
     BLITZ__FSC_MKDIR_ALL,
-    BLITZ__FSC_READ_DIR
+    BLITZ__FSC_READ_DIR,
+    BLITZ__FSC_SYMLINK,
+    BLITZ__FSC_LINK,
+    BLITZ__FSC_FALLOCATE
 };
 
 /* The vectored calls' signed offset (-1: the file position), kept in the
@@ -809,6 +1023,12 @@ static blitz_poll blitz__fs_value_poll(blitz_cx *cx, void *arg) {
         return blitz_fs_mkdir_all(cx, op, op->blitz__path, op->blitz__mode);
     case BLITZ__FSC_READ_DIR:
         return blitz_fs_read_dir(cx, op, op->blitz__path);
+    case BLITZ__FSC_SYMLINK:
+        return blitz_fs_symlink(cx, op, op->blitz__path, op->blitz__path2);
+    case BLITZ__FSC_LINK:
+        return blitz_fs_link(cx, op, op->blitz__path, op->blitz__path2);
+    case BLITZ__FSC_FALLOCATE:
+        return blitz_fs_fallocate(cx, op, op->blitz__fd, op->blitz__off, op->blitz__len);
     default:
         return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     }
@@ -931,4 +1151,19 @@ BLITZ_API blitz_op blitz_op_fs_mkdir_all(blitz_fs_op *op, const char *path, uint
 }
 BLITZ_API blitz_op blitz_op_fs_read_dir(blitz_fs_op *op, const char *path) {
     return blitz__fs_value(op, BLITZ__FSC_READ_DIR, -1, path, NULL, 0, 0);
+}
+static blitz_op blitz__fs_two_paths(blitz_fs_op *op, int call, const char *a, const char *b) {
+    blitz_op v = blitz__fs_value(op, call, -1, a, NULL, 0, 0);
+    if (op)
+        op->blitz__path2 = b;
+    return v;
+}
+BLITZ_API blitz_op blitz_op_fs_symlink(blitz_fs_op *op, const char *target, const char *linkpath) {
+    return blitz__fs_two_paths(op, BLITZ__FSC_SYMLINK, target, linkpath);
+}
+BLITZ_API blitz_op blitz_op_fs_link(blitz_fs_op *op, const char *from, const char *to) {
+    return blitz__fs_two_paths(op, BLITZ__FSC_LINK, from, to);
+}
+BLITZ_API blitz_op blitz_op_fs_fallocate(blitz_fs_op *op, int fd, uint64_t offset, uint64_t len) {
+    return blitz__fs_value(op, BLITZ__FSC_FALLOCATE, fd, NULL, NULL, (size_t)len, offset);
 }

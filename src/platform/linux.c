@@ -129,4 +129,15 @@ BLITZ_PRIVATE void blitz__sigpipe_take(const sigset_t *set) {
     }
 }
 
+/* Reserves len bytes at off, extending the file (mode 0): 0 or a
+ * negative blitz code. The system call, as the io_uring ring makes it
+ * (glibc's posix_fallocate writes zeros where the file system cannot). */
+BLITZ_PRIVATE int blitz__fallocate(int fd, int64_t off, int64_t len) {
+    long rc;
+    do
+        rc = syscall(SYS_fallocate, fd, 0, (off_t)off, (off_t)len);
+    while (rc < 0 && errno == EINTR);
+    return rc == 0 ? 0 : blitz__from_errno(errno);
+}
+
 #endif

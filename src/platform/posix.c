@@ -209,4 +209,18 @@ BLITZ_PRIVATE void blitz__sigpipe_take(const sigset_t *set) {
     }
 }
 
+/* Reserves len bytes at off, extending the file (mode 0): 0 or a
+ * negative blitz code. Apple systems have no such call. */
+BLITZ_PRIVATE int blitz__fallocate(int fd, int64_t off, int64_t len) {
+#if defined(__APPLE__)
+    (void)fd;
+    (void)off;
+    (void)len;
+    return blitz__from_errno(EOPNOTSUPP);
+#else
+    int rc = posix_fallocate(fd, (off_t)off, (off_t)len);
+    return rc == 0 ? 0 : blitz__from_errno(rc);
+#endif
+}
+
 #endif

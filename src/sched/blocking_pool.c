@@ -234,6 +234,27 @@ static void *blitz__pool_thread_main(void *arg) {
     return NULL;
 }
 
+/* Caller holds the pool's lock. */
+static void blitz__pool_rec_link(blitz__pool *p, blitz__pool_rec *rec) {
+    if (rec->tracked)
+        return;
+    rec->tracked = 1;
+    rec->all_prev = NULL;
+    rec->all_next = p->records;
+    if (p->records)
+        p->records->all_prev = rec;
+    p->records = rec;
+}
+
+/* A record whose op is carried out elsewhere (the ring's file ops) is
+ * the runtime's too: freed with it if its task never takes it. */
+BLITZ_PRIVATE void blitz__pool_rec_track(blitz_runtime *rt, blitz__pool_rec *rec) {
+    rec->rt = rt;
+    blitz__mutex_lock(&rt->pool->lock);
+    blitz__pool_rec_link(rt->pool, rec);
+    blitz__mutex_unlock(&rt->pool->lock);
+}
+
 /* Queues job `j` (see the submit protocol). When the queue is full and
  * `room` is given, `room` (whose waker the caller has cloned) joins the
  * room waiters and BLITZ_EFULL is returned; the caller then waits for its
@@ -241,14 +262,8 @@ static void *blitz__pool_thread_main(void *arg) {
 static int blitz__pool_submit(blitz_runtime *rt, blitz__pool_job *j, blitz__pool_rec *room) {
     blitz__pool *p = rt->pool;
     blitz__mutex_lock(&p->lock);
-    if (room && !room->tracked) {
-        room->tracked = 1;
-        room->all_prev = NULL;
-        room->all_next = p->records;
-        if (p->records)
-            p->records->all_prev = room;
-        p->records = room;
-    }
+    if (room)
+        blitz__pool_rec_link(p, room);
     if (p->closed) {
         blitz__mutex_unlock(&p->lock);
         return BLITZ_ESHUTDOWN;

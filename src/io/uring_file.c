@@ -1,0 +1,316 @@
+/* File operations on the io_uring backend: the kernel carries them out
+ * (OPENAT, READ, STATX, ...), so a file op costs one SQE and one CQE
+ * instead of a trip to a pool thread and back. Which ops the kernel has
+ * is probed once, with the ring's other opcodes; the others stay pool
+ * jobs (os/fs.c decides, per op).
+ *
+ * The op's record (a heap block the task's op points at) embeds the
+ * blitz__ufile; its buffer and path copies live in that record, so they
+ * stay alive until the kernel lets go, whatever the task does. State:
+ *   submit:   INFLIGHT (release; the record is the kernel's and the
+ *             owner's), counted in io->inflight, so shutdown's drain
+ *             waits for it.
+ *   complete: (reaping thread) INFLIGHT -> DONE and wake the owner, who
+ *             takes the result; or, when the CAS finds ABANDONED, the
+ *             owner is gone: `discard` releases the record (closing a
+ *             descriptor an OPENAT returned).
+ *   cancel:   ASYNC_CANCEL first, while the record is surely alive (the
+ *             completion cannot free it before ABANDONED is set), then
+ *             INFLIGHT -> INFLIGHT|ABANDONED; a record already DONE is the
+ *             caller's to free. */
+#include "io.h"
+
+#define BLITZ__UF_INFLIGHT  1u
+#define BLITZ__UF_DONE      2u
+#define BLITZ__UF_ABANDONED 4u
+
+#if !defined(BLITZ_NO_IO_URING)
+
+/* Opcodes by number: older uapi headers lack the newer names. */
+#define BLITZ__IOP_FSYNC     3u
+#define BLITZ__IOP_FALLOCATE 17u
+#define BLITZ__IOP_OPENAT    18u
+#define BLITZ__IOP_CLOSE     19u
+#define BLITZ__IOP_STATX     21u
+#define BLITZ__IOP_READ      22u
+#define BLITZ__IOP_WRITE     23u
+#define BLITZ__IOP_RENAMEAT  35u
+#define BLITZ__IOP_UNLINKAT  36u
+#define BLITZ__IOP_MKDIRAT   37u
+#define BLITZ__IOP_SYMLINKAT 38u
+#define BLITZ__IOP_LINKAT    39u
+#define BLITZ__IOP_FTRUNCATE 55u
+
+#ifndef AT_EMPTY_PATH
+#define AT_EMPTY_PATH 0x1000 /* Linux's, hidden without _GNU_SOURCE */
+#endif
+#ifndef IORING_FSYNC_DATASYNC
+#define IORING_FSYNC_DATASYNC (1U << 0)
+#endif
+
+/* The kernel's struct statx, as far as blitz reads it (the layout is
+ * ABI; libc headers may lack it). */
+typedef struct {
+    int64_t tv_sec;
+    uint32_t tv_nsec;
+    int32_t reserved;
+} blitz__stx_time;
+typedef struct {
+    uint32_t mask, blksize;
+    uint64_t attributes;
+    uint32_t nlink, uid, gid;
+    uint16_t mode, spare0;
+    uint64_t ino, size, blocks, attributes_mask;
+    blitz__stx_time atime, btime, ctime, mtime;
+    uint32_t rdev_major, rdev_minor, dev_major, dev_minor;
+} blitz__statx;
+_Static_assert(sizeof(blitz__statx) == 144, "struct statx's layout");
+_Static_assert(sizeof(((blitz__ufile *)0)->stx) >= 256, "room for the kernel's struct statx");
+
+static uint8_t blitz__ufile_opcode(int op) {
+    switch (op) {
+    case BLITZ__UF_OPEN:
+        return BLITZ__IOP_OPENAT;
+    case BLITZ__UF_CLOSE:
+        return BLITZ__IOP_CLOSE;
+    case BLITZ__UF_READ:
+        return BLITZ__IOP_READ;
+    case BLITZ__UF_WRITE:
+        return BLITZ__IOP_WRITE;
+    case BLITZ__UF_FSYNC:
+    case BLITZ__UF_FDATASYNC:
+        return BLITZ__IOP_FSYNC;
+    case BLITZ__UF_FTRUNCATE:
+        return BLITZ__IOP_FTRUNCATE;
+    case BLITZ__UF_STAT:
+    case BLITZ__UF_LSTAT:
+    case BLITZ__UF_FSTAT:
+        return BLITZ__IOP_STATX;
+    case BLITZ__UF_RENAME:
+        return BLITZ__IOP_RENAMEAT;
+    case BLITZ__UF_UNLINK:
+    case BLITZ__UF_RMDIR:
+        return BLITZ__IOP_UNLINKAT;
+    case BLITZ__UF_MKDIR:
+        return BLITZ__IOP_MKDIRAT;
+    case BLITZ__UF_SYMLINK:
+        return BLITZ__IOP_SYMLINKAT;
+    case BLITZ__UF_LINK:
+        return BLITZ__IOP_LINKAT;
+    case BLITZ__UF_FALLOCATE:
+        return BLITZ__IOP_FALLOCATE;
+    default:
+        return 0;
+    }
+}
+
+/* At ring start-up, with the kernel's IORING_REGISTER_PROBE answer. */
+BLITZ_PRIVATE void blitz__ufile_probe(blitz__io *io, const void *probe) {
+    const struct io_uring_probe *p = (const struct io_uring_probe *)probe;
+    io->uf_ops = 0;
+    for (int op = BLITZ__UF_OPEN; op <= BLITZ__UF_FALLOCATE; op++) {
+        uint8_t code = blitz__ufile_opcode(op);
+        if (code <= p->last_op && (p->ops[code].flags & IO_URING_OP_SUPPORTED))
+            io->uf_ops |= 1u << op;
+    }
+}
+
+static void blitz__ufile_fill(struct io_uring_sqe *sqe, blitz__ufile *u) {
+    static const char empty[] = "";
+    memset(sqe, 0, sizeof *sqe);
+    sqe->opcode = blitz__ufile_opcode(u->op);
+    sqe->fd = AT_FDCWD;
+    sqe->addr = (uint64_t)(uintptr_t)u->path;
+    sqe->user_data = (uint64_t)(uintptr_t)u | BLITZ__UD_FILE;
+    switch (u->op) {
+    case BLITZ__UF_OPEN:
+        sqe->len = u->mode;
+        sqe->rw_flags = u->flags;
+        break;
+    case BLITZ__UF_READ:
+    case BLITZ__UF_WRITE:
+        sqe->fd = u->fd;
+        sqe->addr = (uint64_t)(uintptr_t)u->buf;
+        sqe->len = (uint32_t)(u->len > 0x7ffff000u ? 0x7ffff000u : u->len);
+        sqe->off = (uint64_t)u->off; /* -1: the file position */
+        break;
+    case BLITZ__UF_CLOSE:
+    case BLITZ__UF_FSYNC:
+    case BLITZ__UF_FDATASYNC:
+        sqe->fd = u->fd;
+        sqe->addr = 0;
+        sqe->rw_flags = u->op == BLITZ__UF_FDATASYNC ? IORING_FSYNC_DATASYNC : 0;
+        break;
+    case BLITZ__UF_FTRUNCATE:
+        sqe->fd = u->fd;
+        sqe->addr = 0;
+        sqe->off = (uint64_t)u->off;
+        break;
+    case BLITZ__UF_FALLOCATE:
+        sqe->fd = u->fd;
+        sqe->off = (uint64_t)u->off;
+        sqe->addr = (uint64_t)u->len;
+        sqe->len = 0; /* mode: allocate, extending the size */
+        break;
+    case BLITZ__UF_STAT:
+    case BLITZ__UF_LSTAT:
+    case BLITZ__UF_FSTAT:
+        if (u->op == BLITZ__UF_FSTAT) {
+            sqe->fd = u->fd;
+            sqe->addr = (uint64_t)(uintptr_t)empty;
+            sqe->rw_flags = AT_EMPTY_PATH;
+        } else if (u->op == BLITZ__UF_LSTAT) {
+            sqe->rw_flags = AT_SYMLINK_NOFOLLOW;
+        }
+        sqe->len = 0x7ffu;                      /* STATX_BASIC_STATS */
+        sqe->off = (uint64_t)(uintptr_t)u->stx; /* addr2 */
+        break;
+    case BLITZ__UF_RENAME:
+    case BLITZ__UF_LINK:
+        sqe->len = (uint32_t)AT_FDCWD;
+        sqe->off = (uint64_t)(uintptr_t)u->path2;
+        break;
+    case BLITZ__UF_RMDIR:
+        sqe->rw_flags = AT_REMOVEDIR;
+        break;
+    case BLITZ__UF_MKDIR:
+        sqe->len = u->mode;
+        break;
+    case BLITZ__UF_SYMLINK:
+        sqe->off = (uint64_t)(uintptr_t)u->path2;
+        break;
+    default:
+        break;
+    }
+}
+
+/* Whether `rt` carries file op `op` on its ring. */
+BLITZ_PRIVATE int blitz__ufile_can(blitz_runtime *rt, int op) {
+    blitz__io *io = rt ? rt->io : NULL;
+    return io && io->be->kind == BLITZ_BACKEND_IO_URING && (io->uf_ops >> op & 1u);
+}
+
+/* Hands the filled-in request to the kernel, on the calling thread's
+ * ring. BLITZ_OK: INFLIGHT, the task is woken by the completion;
+ * otherwise nothing was started (EBUSY: the ring is full; ESHUTDOWN). */
+BLITZ_PRIVATE int blitz__ufile_submit(blitz_cx *cx, blitz__ufile *u) {
+    blitz__io *io = blitz_cx_runtime(cx)->io;
+    /* Shut down: nobody reaps the ring any more. */
+    if (blitz__u32_load(&io->shutdown, BLITZ__ACQUIRE))
+        return BLITZ_ESHUTDOWN;
+    int batches = 0;
+    blitz__ring *r = blitz__uring_mine(io, &batches);
+    struct io_uring_sqe sqe;
+    blitz__ufile_fill(&sqe, u);
+    blitz_waker mine = blitz_cx_waker(cx);
+    u->io = io;
+    u->ring = r->index;
+    u->waker = blitz_waker_clone(&mine);
+    /* Release: the completion's acquire sees the request and the waker
+     * (the kernel orders the CQE after the SQE; a race detector cannot
+     * see that). */
+    blitz__u32_store(&u->state, BLITZ__UF_INFLIGHT, BLITZ__RELEASE);
+    blitz__u64_fetch_add(&io->inflight, 1, BLITZ__RELAXED);
+    int rc = blitz__uring_queue(r, &sqe, !batches);
+    if (rc != BLITZ_OK) {
+        blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELAXED);
+        blitz__u32_store(&u->state, BLITZ__UF_DONE, BLITZ__RELAXED);
+        blitz_waker_drop(u->waker);
+    }
+    return rc;
+}
+
+/* The completion of `u`, on the reaping thread. */
+BLITZ_PRIVATE void blitz__ufile_complete(blitz__io *io, blitz__ufile *u, int32_t res) {
+    (void)blitz__u32_load(&u->state, BLITZ__ACQUIRE);
+    blitz_waker w = u->waker;
+    u->res = res;
+    uint32_t expected = BLITZ__UF_INFLIGHT;
+    /* Release publishes res to the owner's acquire of DONE (after which
+     * the owner may free the record: nothing of it is touched below);
+     * acquire on failure pairs with the canceller's ABANDONED. */
+    if (blitz__u32_cas(&u->state, &expected, BLITZ__UF_DONE, BLITZ__ACQ_REL)) {
+        blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELEASE);
+        blitz__io_wake(io, w);
+        return;
+    }
+    u->discard(u);
+    blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELEASE);
+    blitz_waker_drop(w);
+}
+
+/* The owner's poll: 1 once res is there. */
+BLITZ_PRIVATE int blitz__ufile_done(blitz__ufile *u) {
+    /* Acquire pairs with the completion's release of DONE. */
+    return blitz__u32_load(&u->state, BLITZ__ACQUIRE) == BLITZ__UF_DONE;
+}
+
+/* The owner gives up. Returns 1 when the record is the caller's to free
+ * (it completed), 0 when the completion will free it. */
+BLITZ_PRIVATE int blitz__ufile_cancel(blitz__ufile *u) {
+    uint32_t s = blitz__u32_load(&u->state, BLITZ__ACQUIRE);
+    if (s != BLITZ__UF_INFLIGHT)
+        return 1;
+    blitz__uring_cancel_ud(u->io, &u->io->rings[u->ring], (uint64_t)(uintptr_t)u | BLITZ__UD_FILE);
+    /* Acq_rel: the completion's failed CAS sees ABANDONED, or this CAS
+     * fails because the completion stored DONE first. */
+    return !blitz__u32_cas(&u->state, &s, BLITZ__UF_INFLIGHT | BLITZ__UF_ABANDONED, BLITZ__ACQ_REL);
+}
+
+/* A finished STAT kind's statx, as a struct stat. */
+BLITZ_PRIVATE void blitz__ufile_stat(const blitz__ufile *u, struct stat *st) {
+    const blitz__statx *x = (const blitz__statx *)(const void *)u->stx;
+    memset(st, 0, sizeof *st);
+    st->st_mode = (mode_t)x->mode;
+    st->st_size = (off_t)x->size;
+    st->st_ino = (ino_t)x->ino;
+    st->st_nlink = (nlink_t)x->nlink;
+    st->st_uid = (uid_t)x->uid;
+    st->st_gid = (gid_t)x->gid;
+    /* glibc's makedev. */
+    uint64_t ma = x->dev_major, mi = x->dev_minor;
+    st->st_dev = (dev_t)(((ma & 0xfffff000u) << 32) | ((ma & 0xfffu) << 8) |
+                         ((mi & 0xffffff00u) << 12) | (mi & 0xffu));
+    st->st_mtim.tv_sec = (time_t)x->mtime.tv_sec;
+    st->st_mtim.tv_nsec = (long)x->mtime.tv_nsec;
+    st->st_atim.tv_sec = (time_t)x->atime.tv_sec;
+    st->st_atim.tv_nsec = (long)x->atime.tv_nsec;
+    st->st_ctim.tv_sec = (time_t)x->ctime.tv_sec;
+    st->st_ctim.tv_nsec = (long)x->ctime.tv_nsec;
+}
+
+#else
+
+BLITZ_PRIVATE void blitz__ufile_probe(blitz__io *io, const void *probe) {
+    (void)probe;
+    io->uf_ops = 0;
+}
+BLITZ_PRIVATE int blitz__ufile_can(blitz_runtime *rt, int op) {
+    (void)rt;
+    (void)op;
+    return 0;
+}
+BLITZ_PRIVATE int blitz__ufile_submit(blitz_cx *cx, blitz__ufile *u) {
+    (void)cx;
+    (void)u;
+    return BLITZ_ENOSYS;
+}
+BLITZ_PRIVATE void blitz__ufile_complete(blitz__io *io, blitz__ufile *u, int32_t res) {
+    (void)io;
+    (void)u;
+    (void)res;
+}
+BLITZ_PRIVATE int blitz__ufile_done(blitz__ufile *u) {
+    (void)u;
+    return 1;
+}
+BLITZ_PRIVATE int blitz__ufile_cancel(blitz__ufile *u) {
+    (void)u;
+    return 1;
+}
+BLITZ_PRIVATE void blitz__ufile_stat(const blitz__ufile *u, struct stat *st) {
+    (void)u;
+    memset(st, 0, sizeof *st);
+}
+
+#endif
