@@ -136,6 +136,14 @@ BLITZ_API void blitz_free(void *p);
 #define BLITZ_FS_CREATE   0x08 /* create if missing (with `mode`) */
 #define BLITZ_FS_TRUNCATE 0x10 /* cut to zero length on open */
 #define BLITZ_FS_EXCL     0x20 /* with CREATE: fail with BLITZ_EEXIST if it exists */
+#define BLITZ_FS_SYNC     0x40 /* every write waits for data and metadata (O_SYNC) */
+#define BLITZ_FS_DSYNC    0x80 /* every write waits for the data (O_DSYNC) */
+/* Bypass the page cache (O_DIRECT: buffers, offsets and lengths must be
+ * aligned as the file system asks, else reads and writes fail with
+ * BLITZ_EINVAL); BLITZ_EOPNOTSUPP where the system has no such flag. */
+#define BLITZ_FS_DIRECT 0x100
+/* Fail with BLITZ_ELOOP when the last component of the path is a symlink. */
+#define BLITZ_FS_NOFOLLOW 0x200
 
 typedef enum blitz_file_type {
     BLITZ_FILE_UNKNOWN = 0,
@@ -184,6 +192,7 @@ typedef struct blitz_fs_op {
     const blitz_iovec *blitz__vec;
     int blitz__nvec;
     blitz_fs_metadata *blitz__md;
+    int64_t blitz__off2;
 } blitz_fs_op;
 
 /* Opens `path` with BLITZ_FS_* flags (close-on-exec); `mode` is used when

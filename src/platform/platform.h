@@ -90,7 +90,9 @@ int __ulock_wake(uint32_t operation, void *addr, uint64_t wake_value);
 #include <spawn.h>
 #include <stdio.h>
 #include <sys/socket.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
