@@ -37,6 +37,15 @@
     X(fs_cancel_race_ct, 20000)                 \
     X(fs_cancelled_task_closes_files, 10000)    \
     X(fs_room_cancel_race, 20000)               \
+    X(fs_ext_roundtrip_mt2, 5000)               \
+    X(fs_ext_roundtrip_mt4, 5000)               \
+    X(fs_ext_roundtrip_ct, 5000)                \
+    X(fs_ext_tree_mt2, 10000)                   \
+    X(fs_ext_tree_mt4, 10000)                   \
+    X(fs_ext_tree_ct, 10000)                    \
+    X(fs_ext_cancel_race_mt2, 20000)            \
+    X(fs_ext_cancel_race_mt4, 20000)            \
+    X(fs_ext_cancel_race_ct, 20000)             \
     X(dns_resolve_mt2, 5000)                    \
     X(dns_resolve_mt4, 5000)                    \
     X(dns_resolve_ct, 5000)                     \

@@ -177,7 +177,7 @@ BLITZ_PRIVATE int64_t blitz__fs_read_file(const char *path, size_t limit, void *
     struct stat st;
     size_t cap = 0, used = 0;
     char *buf = NULL;
-    int sized = fstat(fd, &st) == 0 && st.st_size > 0;
+    int sized = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
     if (sized && (uint64_t)st.st_size > limit) {
         close(fd);
         return BLITZ_EFBIG;
