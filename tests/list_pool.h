@@ -46,6 +46,7 @@
     X(fs_ext_cancel_race_mt2, 20000)            \
     X(fs_ext_cancel_race_mt4, 20000)            \
     X(fs_ext_cancel_race_ct, 20000)             \
+    X(fs_ext_permissions, 5000)                 \
     X(dns_resolve_mt2, 5000)                    \
     X(dns_resolve_mt4, 5000)                    \
     X(dns_resolve_ct, 5000)                     \

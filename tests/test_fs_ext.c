@@ -271,6 +271,11 @@ static blitz_poll tfx_tree_poll(blitz_cx *cx, void *p) {
     /* A special file as the source: no kernel copy, the read loop. */
     BLITZ_AWAIT(s, blitz_fs_copy_file(cx, &s->op, "/dev/null", s->path2));
     CHECK_EQ(s->op.result, 0);
+    /* ENOSPC, from a device that is always full. */
+    if (access("/dev/full", W_OK) == 0) {
+        BLITZ_AWAIT(s, blitz_fs_copy_file(cx, &s->op, s->path, "/dev/full"));
+        CHECK_EQ(s->op.result, BLITZ_ENOSPC);
+    }
     /* remove_all: the tree goes, what its symlinks point to stays. */
     TFX_PATH(s, sub, "%s/tree");
     BLITZ_AWAIT(s, blitz_fs_remove_all(cx, &s->op, s->sub));
@@ -560,3 +565,83 @@ static int fs_ext_cancel_race(tu_flavor f) {
     return 0;
 }
 TU_FLAVOR_TESTS(fs_ext_cancel_race)
+
+/* Permissions: as an unprivileged user (root switches its effective user
+ * for the run, as fs_errors does), each op reports EACCES or EPERM. */
+typedef struct {
+    BLITZ_CORO;
+    char dir[64], secret[160], locked[160], path[200];
+    blitz_fs_op op;
+    blitz_fs_fsinfo info;
+    int step;
+} tfx_perm;
+
+static blitz_poll tfx_perm_poll(blitz_cx *cx, void *p) {
+    tfx_perm *s = p;
+    BLITZ_BEGIN(s);
+    BLITZ_AWAIT(s, blitz_fs_access(cx, &s->op, s->secret, BLITZ_FS_CAN_READ));
+    CHECK_EQ(s->op.result, BLITZ_EACCES);
+    BLITZ_AWAIT(s, blitz_fs_access(cx, &s->op, s->secret, BLITZ_FS_EXISTS));
+    CHECK_EQ(s->op.result, 0);
+    BLITZ_AWAIT(s, blitz_fs_read_file_limit(cx, &s->op, s->secret, 100));
+    CHECK_EQ(s->op.result, BLITZ_EACCES);
+    snprintf(s->path, sizeof s->path, "%s/out", s->dir);
+    BLITZ_AWAIT(s, blitz_fs_copy_file(cx, &s->op, s->secret, s->path));
+    CHECK_EQ(s->op.result, BLITZ_EACCES);
+    BLITZ_AWAIT(s, blitz_fs_chmod(cx, &s->op, s->secret, 0644));
+    CHECK_EQ(s->op.result, BLITZ_EPERM);
+    BLITZ_AWAIT(s, blitz_fs_chown(cx, &s->op, s->secret, 0, BLITZ_FS_ID_KEEP));
+    CHECK_EQ(s->op.result, BLITZ_EPERM);
+    BLITZ_AWAIT(s, blitz_fs_utimes(cx, &s->op, s->secret, 0, 0));
+    CHECK_EQ(s->op.result, BLITZ_EPERM);
+    BLITZ_AWAIT(s, blitz_fs_opendir(cx, &s->op, s->locked));
+    CHECK_EQ(s->op.result, BLITZ_EACCES);
+    BLITZ_AWAIT(s, blitz_fs_remove_all(cx, &s->op, s->locked));
+    CHECK_EQ(s->op.result, BLITZ_EACCES);
+    snprintf(s->path, sizeof s->path, "%s/tmpXXXXXX", s->locked);
+    BLITZ_AWAIT(s, blitz_fs_mkstemp(cx, &s->op, s->path));
+    CHECK_EQ(s->op.result, BLITZ_EACCES);
+    BLITZ_AWAIT(s, blitz_fs_statfs(cx, &s->op, s->dir, &s->info));
+    CHECK_EQ(s->op.result, 0);
+    s->step = 1;
+    BLITZ_END(s);
+}
+
+BLITZ_TEST(fs_ext_permissions) {
+    tfx_perm s;
+    memset(&s, 0, sizeof s);
+    tf_tmpdir(s.dir, sizeof s.dir);
+    snprintf(s.secret, sizeof s.secret, "%s/secret", s.dir);
+    snprintf(s.locked, sizeof s.locked, "%s/locked", s.dir);
+    tfx_write(s.secret, "secret");
+    CHECK_EQ(chmod(s.secret, 0), 0);
+    CHECK_EQ(mkdir(s.locked, 0700), 0);
+    char inner[200];
+    snprintf(inner, sizeof inner, "%s/inner", s.locked);
+    tfx_write(inner, "x");
+    CHECK_EQ(chmod(s.locked, 0), 0);
+    CHECK_EQ(chmod(s.dir, 0777), 0);
+    uid_t euid = geteuid();
+#if defined(__APPLE__)
+    int dropped = euid == 0 && seteuid(65534) == 0;
+#else
+    int dropped = euid == 0 && setresuid(0, 65534, 0) == 0;
+#endif
+    if (dropped || euid != 0) {
+        blitz_runtime *rt = tu_rt_new(TU_MT2);
+        CHECK_OK(blitz_runtime_run(rt, tfx_perm_poll, &s, sizeof s));
+        CHECK_OK(blitz_runtime_free(rt));
+        CHECK_EQ(s.step, 1);
+    } else {
+        fprintf(stderr, "# fs_ext_permissions: could not drop root, checks skipped\n");
+    }
+    if (dropped)
+#if defined(__APPLE__)
+        CHECK_EQ(seteuid(0), 0);
+#else
+        CHECK_EQ(setresuid(0, 0, 0), 0);
+#endif
+    chmod(s.locked, 0700);
+    tf_rm_rf(s.dir);
+    return 0;
+}

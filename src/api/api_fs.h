@@ -69,8 +69,9 @@ BLITZ_API blitz_poll blitz_fs_futimes(blitz_cx *cx, blitz_fs_op *op, int fd, int
 #define BLITZ_FS_CAN_READ  4
 #define BLITZ_FS_CAN_WRITE 2
 #define BLITZ_FS_CAN_EXEC  1
-/* Whether the process's real user may use `path` so (access(2)). Result 0,
- * or BLITZ_EACCES, BLITZ_ENOENT, ... */
+/* Whether this process may use `path` so, by its effective user and
+ * group (faccessat with AT_EACCESS). Result 0, or BLITZ_EACCES,
+ * BLITZ_ENOENT, ... */
 BLITZ_API blitz_poll blitz_fs_access(blitz_cx *cx, blitz_fs_op *op, const char *path, int how);
 
 /* The target of a symlink, into op->data (NUL-terminated); result: its

@@ -51,7 +51,8 @@ static int64_t blitz__fsm_access(blitz__fsx_rec *r) {
         how |= W_OK;
     if (r->how & BLITZ_FS_CAN_EXEC)
         how |= X_OK;
-    return access(r->path, how) == 0 ? 0 : blitz__fsx_errno();
+    /* The effective ids: whether this process could open it now. */
+    return faccessat(AT_FDCWD, r->path, how, AT_EACCESS) == 0 ? 0 : blitz__fsx_errno();
 }
 
 /* readlink does not say how long the target is: a buffer it fills

@@ -145,6 +145,11 @@ int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const
 int pthread_setname_np(pthread_t thread, const char *name);
 #endif
 #endif
+/* POSIX 2008 has realpath in its base, but glibc declares it only for XSI
+ * or the default feature set; the redeclaration is compatible. */
+#if defined(__GLIBC__) && !defined(__USE_MISC) && !defined(__USE_XOPEN_EXTENDED)
+char *realpath(const char *path, char *resolved);
+#endif
 
 /* Names the calling thread for ps, top and debuggers (at most 15
  * characters on Linux); best effort, nothing elsewhere. */
