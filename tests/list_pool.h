@@ -47,6 +47,7 @@
     X(fs_ext_cancel_race_mt4, 20000)            \
     X(fs_ext_cancel_race_ct, 20000)             \
     X(fs_ext_permissions, 5000)                 \
+    X(fs_ext_copy_gives_up, 15000)              \
     X(dns_resolve_mt2, 5000)                    \
     X(dns_resolve_mt4, 5000)                    \
     X(dns_resolve_ct, 5000)                     \

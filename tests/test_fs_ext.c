@@ -645,3 +645,36 @@ BLITZ_TEST(fs_ext_permissions) {
     tf_rm_rf(s.dir);
     return 0;
 }
+
+/* A copy that would never end (/dev/zero into /dev/null) stops at its
+ * next step once its task gives up on it: the pool thread comes back. */
+typedef struct {
+    BLITZ_CORO;
+    blitz_fs_op op;
+    blitz_timer timer;
+} tfx_endless;
+
+static blitz_poll tfx_endless_poll(blitz_cx *cx, void *p) {
+    tfx_endless *s = p;
+    BLITZ_BEGIN(s);
+    BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, 5 * 1000 * 1000,
+                                    blitz_fs_copy_file(cx, &s->op, "/dev/zero", "/dev/null"),
+                                    blitz_fs_cancel, &s->op));
+    CHECK(s->timer.expired);
+    BLITZ_END(s);
+}
+
+BLITZ_TEST(fs_ext_copy_gives_up) {
+    if (access("/dev/zero", R_OK) != 0 || access("/dev/null", W_OK) != 0)
+        return 0;
+    blitz_runtime *rt = tp_rt_new(TU_MT2, 2, 0, 0);
+    tfx_endless s;
+    memset(&s, 0, sizeof s);
+    CHECK_OK(blitz_runtime_run(rt, tfx_endless_poll, &s, sizeof s));
+    blitz_pool_stats st;
+    CHECK_OK(blitz_runtime_pool_stats(rt, &st));
+    TU_WAIT_UNTIL(blitz_runtime_pool_stats(rt, &st) == 0 && st.idle == st.threads, 10, 1);
+    CHECK_EQ(st.jobs_run, 1);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}

@@ -118,7 +118,9 @@ BLITZ_API blitz_poll blitz_fs_copy_file(blitz_cx *cx, blitz_fs_op *op, const cha
 /* rm -r: removes a file, a symlink (never what it points to) or a
  * directory with everything in it. Symlinks inside are removed, not
  * followed. Result 0; BLITZ_ENOENT when `path` does not exist (unlike
- * rm -f: a missing path is reported, the caller may ignore it). */
+ * rm -f: a missing path is reported, the caller may ignore it). Each
+ * level of depth holds a descriptor while it is emptied (BLITZ_EMFILE
+ * past the process's limit). */
 BLITZ_API blitz_poll blitz_fs_remove_all(blitz_cx *cx, blitz_fs_op *op, const char *path);
 
 /* A directory being read in batches (opaque). */
