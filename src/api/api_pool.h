@@ -196,8 +196,9 @@ typedef struct blitz_fs_op {
 } blitz_fs_op;
 
 /* Opens `path` with BLITZ_FS_* flags (close-on-exec); `mode` is used when
- * a file is created (e.g. 0644). Result: the file descriptor. EINVAL for
- * no READ/WRITE or unknown flags. */
+ * a file is created (e.g. 0644, less the umask). Result: the file
+ * descriptor. EINVAL for no READ/WRITE or unknown flags, EOPNOTSUPP for
+ * BLITZ_FS_DIRECT where the system has no such flag. */
 BLITZ_API blitz_poll blitz_fs_open(blitz_cx *cx, blitz_fs_op *op, const char *path, int flags,
                                    uint32_t mode);
 /* Closes fd. Result 0. */
@@ -244,7 +245,8 @@ BLITZ_API blitz_poll blitz_fs_mkdir_all(blitz_cx *cx, blitz_fs_op *op, const cha
 /* Lists a directory into op->data (blitz_fs_dirent array); result: the
  * number of entries. */
 BLITZ_API blitz_poll blitz_fs_read_dir(blitz_cx *cx, blitz_fs_op *op, const char *path);
-/* Reads a whole file into op->data; result: its length. */
+/* Reads a whole file into op->data; result: its length. Unbounded: for a
+ * path from untrusted input use blitz_fs_read_file_limit. */
 BLITZ_API blitz_poll blitz_fs_read_file(blitz_cx *cx, blitz_fs_op *op, const char *path);
 /* Creates or truncates `path` (mode 0666 before the umask) and writes
  * len bytes; result len. */
