@@ -271,6 +271,13 @@ static blitz_poll tfx_tree_poll(blitz_cx *cx, void *p) {
     /* A special file as the source: no kernel copy, the read loop. */
     BLITZ_AWAIT(s, blitz_fs_copy_file(cx, &s->op, "/dev/null", s->path2));
     CHECK_EQ(s->op.result, 0);
+    /* A file whose size reads 0 but that has contents (procfs). */
+    if (access("/proc/self/status", R_OK) == 0) {
+        BLITZ_AWAIT(s, blitz_fs_copy_file(cx, &s->op, "/proc/self/status", s->path2));
+        CHECK_GT(s->op.result, 0);
+        BLITZ_AWAIT(s, blitz_fs_stat(cx, &s->op, s->path2, &s->md));
+        CHECK_GT(s->md.size, 0);
+    }
     /* ENOSPC, from a device that is always full. */
     if (access("/dev/full", W_OK) == 0) {
         BLITZ_AWAIT(s, blitz_fs_copy_file(cx, &s->op, s->path, "/dev/full"));

@@ -94,11 +94,11 @@ static int64_t blitz__fst_copy_loop(blitz__fsx_rec *r, int in, int out, int kern
             if (n == BLITZ_EINTR)
                 continue;
             /* Nothing copied yet and the kernel cannot do it here (no
-             * system call, across file systems, a special file): copy
-             * through memory instead. */
-            if (n < 0 && total == 0 &&
-                (n == BLITZ_ENOSYS || n == BLITZ_EXDEV || n == BLITZ_EINVAL ||
-                 n == BLITZ_EOPNOTSUPP || n == BLITZ_EPERM)) {
+             * system call, across file systems, a special file), or it
+             * found nothing, as it does for /proc files whose size reads
+             * 0: copy through memory instead. */
+            if (total == 0 && (n == BLITZ_ENOSYS || n == BLITZ_EXDEV || n == BLITZ_EINVAL ||
+                               n == BLITZ_EOPNOTSUPP || n == BLITZ_EPERM || n == 0)) {
                 kernel = 0;
                 continue;
             }
