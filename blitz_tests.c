@@ -55,6 +55,7 @@ static int test_fault(int site);
 #include "tests/test_pool.c"
 #include "tests/test_connect_host.c"
 #include "tests/test_stream.c"
+#include "tests/test_stream_file.c"
 #include "tests/test_op_io.c"
 #include "tests/test_withdraw.c"
 #include "tests/test_serve.c"

@@ -44,6 +44,17 @@
     X(fs_native_cancel_mt4, 30000)              \
     X(fs_native_cancel_ct, 30000)               \
     X(fs_native_withdrawn_read, 10000)          \
+    X(fs_ext_roundtrip_mt2, 5000)               \
+    X(fs_ext_roundtrip_mt4, 5000)               \
+    X(fs_ext_roundtrip_ct, 5000)                \
+    X(fs_ext_tree_mt2, 10000)                   \
+    X(fs_ext_tree_mt4, 10000)                   \
+    X(fs_ext_tree_ct, 10000)                    \
+    X(fs_ext_cancel_race_mt2, 20000)            \
+    X(fs_ext_cancel_race_mt4, 20000)            \
+    X(fs_ext_cancel_race_ct, 20000)             \
+    X(fs_ext_permissions, 5000)                 \
+    X(fs_ext_copy_gives_up, 15000)              \
     X(dns_resolve_mt2, 5000)                    \
     X(dns_resolve_mt4, 5000)                    \
     X(dns_resolve_ct, 5000)                     \

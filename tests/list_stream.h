@@ -21,4 +21,5 @@
     BLITZ_STREAM_TEST6(X, broken, 10000)     \
     BLITZ_STREAM_TEST6(X, cancel, 10000)     \
     BLITZ_STREAM_TEST6(X, copy_again, 20000) \
-    BLITZ_STREAM_TEST6(X, shutdown, 10000)
+    BLITZ_STREAM_TEST6(X, shutdown, 10000)   \
+    BLITZ_STREAM_TEST6(X, file_both, 20000)

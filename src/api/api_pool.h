@@ -138,6 +138,14 @@ BLITZ_API void blitz_free(void *p);
 #define BLITZ_FS_CREATE   0x08 /* create if missing (with `mode`) */
 #define BLITZ_FS_TRUNCATE 0x10 /* cut to zero length on open */
 #define BLITZ_FS_EXCL     0x20 /* with CREATE: fail with BLITZ_EEXIST if it exists */
+#define BLITZ_FS_SYNC     0x40 /* every write waits for data and metadata (O_SYNC) */
+#define BLITZ_FS_DSYNC    0x80 /* every write waits for the data (O_DSYNC) */
+/* Bypass the page cache (O_DIRECT: buffers, offsets and lengths must be
+ * aligned as the file system asks, else reads and writes fail with
+ * BLITZ_EINVAL); BLITZ_EOPNOTSUPP where the system has no such flag. */
+#define BLITZ_FS_DIRECT 0x100
+/* Fail with BLITZ_ELOOP when the last component of the path is a symlink. */
+#define BLITZ_FS_NOFOLLOW 0x200
 
 typedef enum blitz_file_type {
     BLITZ_FILE_UNKNOWN = 0,
@@ -186,11 +194,13 @@ typedef struct blitz_fs_op {
     const blitz_iovec *blitz__vec;
     int blitz__nvec;
     blitz_fs_metadata *blitz__md;
+    int64_t blitz__off2;
 } blitz_fs_op;
 
 /* Opens `path` with BLITZ_FS_* flags (close-on-exec); `mode` is used when
- * a file is created (e.g. 0644). Result: the file descriptor. EINVAL for
- * no READ/WRITE or unknown flags. */
+ * a file is created (e.g. 0644, less the umask). Result: the file
+ * descriptor. EINVAL for no READ/WRITE or unknown flags, EOPNOTSUPP for
+ * BLITZ_FS_DIRECT where the system has no such flag. */
 BLITZ_API blitz_poll blitz_fs_open(blitz_cx *cx, blitz_fs_op *op, const char *path, int flags,
                                    uint32_t mode);
 /* Closes fd. Result 0. */
@@ -237,7 +247,8 @@ BLITZ_API blitz_poll blitz_fs_mkdir_all(blitz_cx *cx, blitz_fs_op *op, const cha
 /* Lists a directory into op->data (blitz_fs_dirent array); result: the
  * number of entries. */
 BLITZ_API blitz_poll blitz_fs_read_dir(blitz_cx *cx, blitz_fs_op *op, const char *path);
-/* Reads a whole file into op->data; result: its length. */
+/* Reads a whole file into op->data; result: its length. Unbounded: for a
+ * path from untrusted input use blitz_fs_read_file_limit. */
 BLITZ_API blitz_poll blitz_fs_read_file(blitz_cx *cx, blitz_fs_op *op, const char *path);
 /* Creates or truncates `path` (mode 0666 before the umask) and writes
  * len bytes; result len. */

@@ -880,6 +880,7 @@ BLITZ_API int blitz_runtime_worker_stats(const blitz_runtime *rt, uint32_t worke
 #include "api_chan.h"
 #include "api_io.h"
 #include "api_pool.h"
+#include "api_fs.h"
 #include "api_stream.h"
 #include "api_metrics.h"
 

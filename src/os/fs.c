@@ -174,7 +174,9 @@ BLITZ_PRIVATE int blitz__grow_buffer(char **buf, size_t *cap, size_t used, size_
     return 0;
 }
 
-static int64_t blitz__fs_read_file(const char *path, void **out) {
+/* A whole file, or BLITZ_EFBIG as soon as it has more than `limit`
+ * bytes (SIZE_MAX: no limit), so that an endless file stops early. */
+BLITZ_PRIVATE int64_t blitz__fs_read_file(const char *path, size_t limit, void **out) {
     int fd;
     do
         fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -184,9 +186,20 @@ static int64_t blitz__fs_read_file(const char *path, void **out) {
     struct stat st;
     size_t cap = 0, used = 0;
     char *buf = NULL;
-    size_t hint = fstat(fd, &st) == 0 && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+    int sized = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+    if (sized && (uint64_t)st.st_size > limit) {
+        close(fd);
+        return BLITZ_EFBIG;
+    }
+    size_t hint = sized ? (size_t)st.st_size + 1 : 4096;
+    if (limit < SIZE_MAX - 1 && hint > limit + 2)
+        hint = limit + 2;
     int64_t rc = blitz__grow_buffer(&buf, &cap, 0, hint);
     while (rc == 0) {
+        if (used > limit) {
+            rc = BLITZ_EFBIG;
+            break;
+        }
         if (used + 1 >= cap && (rc = blitz__grow_buffer(&buf, &cap, used, cap * 2)) != 0)
             break;
         int64_t n = blitz__fs_read_some(fd, buf + used, cap - used - 1, -1);
@@ -296,9 +309,13 @@ static int64_t blitz__fs_read_dir(const char *path, void **out) {
 }
 
 static int blitz__fs_open_flags(int flags, int *out) {
-    if (flags & ~(BLITZ_FS_READ | BLITZ_FS_WRITE | BLITZ_FS_APPEND | BLITZ_FS_CREATE |
-                  BLITZ_FS_TRUNCATE | BLITZ_FS_EXCL))
+    if (flags &
+        ~(BLITZ_FS_READ | BLITZ_FS_WRITE | BLITZ_FS_APPEND | BLITZ_FS_CREATE | BLITZ_FS_TRUNCATE |
+          BLITZ_FS_EXCL | BLITZ_FS_SYNC | BLITZ_FS_DSYNC | BLITZ_FS_DIRECT | BLITZ_FS_NOFOLLOW))
         return BLITZ_EINVAL;
+    int direct = blitz__open_direct_flag();
+    if ((flags & BLITZ_FS_DIRECT) && !direct)
+        return BLITZ_EOPNOTSUPP;
     int w = (flags & (BLITZ_FS_WRITE | BLITZ_FS_APPEND)) != 0, r = (flags & BLITZ_FS_READ) != 0;
     if (!w && !r)
         return BLITZ_EINVAL;
@@ -311,6 +328,14 @@ static int blitz__fs_open_flags(int flags, int *out) {
         o |= O_TRUNC;
     if (flags & BLITZ_FS_EXCL)
         o |= O_EXCL;
+    if (flags & BLITZ_FS_SYNC)
+        o |= O_SYNC;
+    if (flags & BLITZ_FS_DSYNC)
+        o |= O_DSYNC;
+    if (flags & BLITZ_FS_DIRECT)
+        o |= direct;
+    if (flags & BLITZ_FS_NOFOLLOW)
+        o |= O_NOFOLLOW;
     *out = o | O_CLOEXEC;
     return 0;
 }
@@ -367,7 +392,7 @@ static int64_t blitz__fs_do(blitz__fs_rec *f) {
     case BLITZ__FS_READ_DIR:
         return blitz__fs_read_dir(f->path, &f->data);
     case BLITZ__FS_READ_FILE:
-        return blitz__fs_read_file(f->path, &f->data);
+        return blitz__fs_read_file(f->path, SIZE_MAX, &f->data);
     case BLITZ__FS_WRITE_FILE:
         return blitz__fs_write_file(f->path, f->buf, f->len);
     case BLITZ__FS_SYMLINK:
@@ -721,8 +746,9 @@ static blitz_poll blitz__fs_fail(blitz_cx *cx, blitz_fs_op *f, int err) {
 BLITZ_API blitz_poll blitz_fs_open(blitz_cx *cx, blitz_fs_op *op, const char *path, int flags,
                                    uint32_t mode) {
     blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_OPEN);
-    if (blitz__fs_open_flags(flags, &r.flags) != 0 || !path)
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    int rc = path ? blitz__fs_open_flags(flags, &r.flags) : BLITZ_EINVAL;
+    if (rc != 0)
+        return blitz__fs_fail(cx, op, rc);
     r.mode = mode;
     r.path = path;
     return blitz__fs_call(cx, op, &r);

@@ -94,6 +94,38 @@ BLITZ_PRIVATE int64_t blitz__sendfile(int out, int in, size_t n) {
     return r < 0 ? blitz__from_errno(errno) : (int64_t)r;
 }
 
+BLITZ_PRIVATE int blitz__open_direct_flag(void) {
+#if defined(O_DIRECT)
+    return O_DIRECT;
+#elif defined(__x86_64__) || defined(__i386__) || defined(__riscv) || defined(__loongarch__)
+    return 040000; /* hidden without _GNU_SOURCE; the asm-generic value */
+#elif defined(__aarch64__) || defined(__arm__)
+    return 0200000;
+#else
+    return 0;
+#endif
+}
+
+#ifndef FICLONE
+#define FICLONE 0x40049409 /* _IOW(0x94, 9, int) */
+#endif
+
+BLITZ_PRIVATE int64_t blitz__file_clone(int in, int out) {
+    return ioctl(out, FICLONE, in) == 0 ? 0 : blitz__from_errno(errno);
+}
+
+BLITZ_PRIVATE int64_t blitz__file_copy_range(int in, int out, size_t n) {
+#if defined(SYS_copy_file_range)
+    long r = syscall(SYS_copy_file_range, in, NULL, out, NULL, n, 0u);
+    return r < 0 ? blitz__from_errno(errno) : (int64_t)r;
+#else
+    (void)in;
+    (void)out;
+    (void)n;
+    return BLITZ_ENOSYS;
+#endif
+}
+
 BLITZ_PRIVATE void blitz__pipe_grow(int fd, int size) {
     fcntl(fd, F_SETPIPE_SZ, size);
 }

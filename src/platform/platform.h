@@ -90,7 +90,9 @@ int __ulock_wake(uint32_t operation, void *addr, uint64_t wake_value);
 #include <spawn.h>
 #include <stdio.h>
 #include <sys/socket.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -142,6 +144,11 @@ int accept4(int fd, struct sockaddr *addr, socklen_t *addr_len, int flags);
 int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const sigset_t *mask);
 int pthread_setname_np(pthread_t thread, const char *name);
 #endif
+#endif
+/* POSIX 2008 has realpath in its base, but glibc declares it only for XSI
+ * or the default feature set; the redeclaration is compatible. */
+#if defined(__GLIBC__) && !defined(__USE_MISC) && !defined(__USE_XOPEN_EXTENDED)
+char *realpath(const char *path, char *resolved);
 #endif
 
 /* Names the calling thread for ps, top and debuggers (at most 15

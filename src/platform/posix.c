@@ -144,6 +144,28 @@ BLITZ_PRIVATE int64_t blitz__sendfile(int out, int in, size_t n) {
     return BLITZ_ENOSYS;
 }
 
+/* The open flag that bypasses the page cache, or 0 where the system has
+ * none. */
+BLITZ_PRIVATE int blitz__open_direct_flag(void) {
+    return 0;
+}
+
+/* Makes `out` share the blocks of `in` (a reflink): 0 or a code. */
+BLITZ_PRIVATE int64_t blitz__file_clone(int in, int out) {
+    (void)in;
+    (void)out;
+    return BLITZ_EOPNOTSUPP;
+}
+
+/* Copies up to n bytes from file to file inside the kernel, at both files'
+ * positions: the count, 0 at end of input, or a code. */
+BLITZ_PRIVATE int64_t blitz__file_copy_range(int in, int out, size_t n) {
+    (void)in;
+    (void)out;
+    (void)n;
+    return BLITZ_ENOSYS;
+}
+
 /* Asks for a pipe buffer of `size` bytes; a hint, ignored where pipes
  * have a fixed size. */
 BLITZ_PRIVATE void blitz__pipe_grow(int fd, int size) {
