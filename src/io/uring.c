@@ -228,7 +228,8 @@ _Static_assert(BLITZ_URING_RECV_BUF_SIZE >= 64 && BLITZ_URING_RECV_BUF_SIZE <= (
 
 static int blitz__uring_enter(int fd, unsigned to_submit, unsigned min_complete, unsigned flags,
                               const void *arg, size_t argsz) {
-    return (int)syscall(SYS_io_uring_enter, fd, to_submit, min_complete, flags, arg, argsz);
+    return BLITZ__SYS(
+        (int)syscall(SYS_io_uring_enter, fd, to_submit, min_complete, flags, arg, argsz));
 }
 
 static int blitz__uring_probe(blitz__io *io, int fd) {

@@ -89,8 +89,9 @@ static void blitz__fs_fill_metadata(blitz_fs_metadata *m, const struct stat *st)
 static int64_t blitz__fs_write_all(int fd, const char *p, size_t len, int64_t off) {
     size_t done = 0;
     while (done < len) {
-        ssize_t n = off >= 0 ? pwrite(fd, p + done, len - done, (off_t)(off + (int64_t)done))
-                             : write(fd, p + done, len - done);
+        size_t want = BLITZ__SYS_LEN(len - done);
+        ssize_t n = BLITZ__SYS(off >= 0 ? pwrite(fd, p + done, want, (off_t)(off + (int64_t)done))
+                                        : write(fd, p + done, want));
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -107,7 +108,8 @@ static int64_t blitz__fs_write_all(int fd, const char *p, size_t len, int64_t of
 
 static int64_t blitz__fs_read_some(int fd, void *buf, size_t len, int64_t off) {
     for (;;) {
-        ssize_t n = off >= 0 ? pread(fd, buf, len, (off_t)off) : read(fd, buf, len);
+        size_t want = BLITZ__SYS_LEN(len);
+        ssize_t n = BLITZ__SYS(off >= 0 ? pread(fd, buf, want, (off_t)off) : read(fd, buf, want));
         if (n >= 0)
             return n;
         if (errno != EINTR)
@@ -168,7 +170,7 @@ BLITZ_PRIVATE int blitz__grow_buffer(char **buf, size_t *cap, size_t used, size_
 static int64_t blitz__fs_read_file(const char *path, void **out) {
     int fd;
     do
-        fd = open(path, O_RDONLY | O_CLOEXEC);
+        fd = BLITZ__SYS(open(path, O_RDONLY | O_CLOEXEC));
     while (fd < 0 && errno == EINTR);
     if (fd < 0)
         return blitz__fs_err();
@@ -201,7 +203,7 @@ static int64_t blitz__fs_read_file(const char *path, void **out) {
 static int64_t blitz__fs_write_file(const char *path, const void *data, size_t len) {
     int fd;
     do
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        fd = BLITZ__SYS(open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
     while (fd < 0 && errno == EINTR);
     if (fd < 0)
         return blitz__fs_err();
@@ -319,7 +321,7 @@ static int64_t blitz__fs_do(blitz__fs_rec *f) {
     switch (f->kind) {
     case BLITZ__FS_OPEN:
         do
-            rc = open(f->path, f->flags, (mode_t)f->mode);
+            rc = BLITZ__SYS(open(f->path, f->flags, (mode_t)f->mode));
         while (rc < 0 && errno == EINTR);
         return rc < 0 ? blitz__fs_err() : rc;
     case BLITZ__FS_CLOSE:
