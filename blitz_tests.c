@@ -18,6 +18,7 @@ enum {
     TEST_FAULT_sock_alloc,
     TEST_FAULT_spawn_armed,
     TEST_FAULT_poll_want,
+    TEST_FAULT_pool_rec,
     TEST_FAULT_SITES
 };
 static int test_fault(int site);

@@ -78,4 +78,5 @@
     BLITZ_IO_TEST3(X, io_accept_nomem, 20000)          \
     BLITZ_IO_TEST3(X, io_recv_nomem, 20000)            \
     X(io_uring_accept_queue_nomem, 20000)              \
-    X(io_poll_want_nomem, 20000)
+    X(io_poll_want_nomem, 20000)                       \
+    X(fs_close_nomem, 10000)

@@ -305,3 +305,37 @@ BLITZ_TEST(io_poll_want_nomem) {
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
+
+/* A close whose op cannot be made (no memory for its record) still
+ * closes: the caller has given the descriptor up. */
+typedef struct {
+    BLITZ_CORO;
+    int fd;
+    blitz_fs_op op;
+} nm_closer;
+
+static blitz_poll nm_closer_poll(blitz_cx *cx, void *p) {
+    nm_closer *c = p;
+    BLITZ_BEGIN(c);
+    nm_fault(TEST_FAULT_pool_rec, 1);
+    BLITZ_AWAIT(c, blitz_fs_close(cx, &c->op, c->fd));
+    BLITZ_END(c);
+}
+
+BLITZ_TEST(fs_close_nomem) {
+    blitz_runtime *rt = tu_rt_new(TU_MT2);
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    nm_closer c;
+    memset(&c, 0, sizeof c);
+    c.fd = p[1];
+    CHECK_OK(blitz_runtime_run(rt, nm_closer_poll, &c, sizeof c));
+    CHECK_EQ(tu_ldi(&test_fault_hits[TEST_FAULT_pool_rec]), 1);
+    CHECK_EQ(c.op.result, 0);
+    /* The write end is gone: the read end sees the end of the stream. */
+    char b;
+    CHECK_EQ(read(p[0], &b, 1), 0);
+    close(p[0]);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}

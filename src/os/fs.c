@@ -487,6 +487,16 @@ static void blitz__fs_take(blitz_fs_op *op, blitz__fs_rec *f) {
     blitz__pool_rec_free(&f->base);
 }
 
+/* A request that cannot reach the pool ends with `err`; a close runs
+ * here instead: the caller has given the descriptor up (close(2) releases
+ * it even when it fails), and a close that never ran would leak it. */
+static blitz_poll blitz__fs_unstarted(blitz_fs_op *f, const blitz__fs_req *r, int err) {
+    if (r->kind == BLITZ__FS_CLOSE)
+        err = close(r->fd) == 0 || errno == EINTR ? 0 : blitz__fs_err();
+    f->result = err;
+    return BLITZ_READY;
+}
+
 /* The shared body of every public call: a new request starts the op, an
  * op in flight is polled. */
 static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_req *r) {
@@ -506,10 +516,8 @@ static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_r
     }
     blitz__fs_rec *rec =
         (blitz__fs_rec *)blitz__pool_rec_new(sizeof *rec, blitz__fs_exec, blitz__fs_discard);
-    if (!rec) {
-        f->result = BLITZ_ENOMEM;
-        return BLITZ_READY;
-    }
+    if (!rec)
+        return blitz__fs_unstarted(f, r, BLITZ_ENOMEM);
     int rc = blitz__fs_rec_fill(rec, r);
     if (rc != 0) {
         blitz__pool_rec_free(&rec->base);
@@ -521,8 +529,7 @@ static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_r
     f->blitz__iovcnt = r->iovcnt;
     if (blitz__pool_op_start(cx, &f->blitz__op, &rec->base, &rc) == BLITZ_PENDING)
         return blitz__pending(cx, blitz_fs_cancel, f);
-    f->result = rc;
-    return BLITZ_READY;
+    return blitz__fs_unstarted(f, r, rc);
 }
 
 static blitz__fs_req blitz__fs_req_new(int kind) {
