@@ -102,6 +102,51 @@ $(BUILD)/blitz_tests_kqueue_asan: $(TEST_FILES) $(DEV_HEADER)
 $(BUILD)/blitz_tests_kqueue_tsan: $(TEST_FILES) $(DEV_HEADER)
 	clang $(CFLAGS_TEST) -O1 -fsanitize=thread $(KQ_DEFS) $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
 
+# --- fault injection (src/platform/fault.c) ------------------------------------
+
+# The suite and the examples with BLITZ_FAULT_INJECT under ASan+UBSan (LSan
+# included) for the sweeps; the examples see the development header, so
+# their sites name src/ files as the suite's do.
+FAULT_FLAGS := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+               -fno-sanitize-recover=undefined -DBLITZ_FAULT_INJECT
+FAULT_EXAMPLES := hello fanout file_copy udp_echo process_pipeline
+$(BUILD)/blitz_tests_fault: $(TEST_FILES) $(DEV_HEADER)
+	clang $(CFLAGS_TEST) $(FAULT_FLAGS) $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
+
+$(BUILD)/fault/examples/%: examples/%.c $(DEV_HEADER)
+	@mkdir -p $(BUILD)/fault/examples $(BUILD)/fault/include
+	@ln -sf ../../blitz_dev.h $(BUILD)/fault/include/blitz.h
+	clang $(WARN) -g -pthread $(FAULT_FLAGS) -I$(BUILD)/fault/include $< -o $@ $(LDLIBS)
+
+# Chaos scheduling: the stress and race tests, each seed a different
+# schedule, under TSan.
+$(BUILD)/blitz_tests_chaos: $(TEST_FILES) $(DEV_HEADER)
+	clang $(CFLAGS_TEST) -O1 -fsanitize=thread -DBLITZ_FAULT_INJECT $(TEST_DEFS) blitz_tests.c \
+	  -o $@ $(LDLIBS)
+
+CHAOS_SEEDS   ?= 1 2 3
+CHAOS_FILTERS ?= stress race steal lifo yield mt4
+FAULT_PROGRAMS := $(BUILD)/blitz_tests_fault $(addprefix $(BUILD)/fault/examples/,$(FAULT_EXAMPLES))
+
+test-chaos: $(BUILD)/blitz_tests_chaos
+	@rc=0; for seed in $(CHAOS_SEEDS); do for f in $(CHAOS_FILTERS); do \
+	  BLITZ_FAULT_CHAOS=$$seed BLITZ_TEST_FILTER=$$f BLITZ_TEST_SCALE=8 BLITZ_TEST_TIMEOUT_MULT=6 \
+	    TSAN_OPTIONS=halt_on_error=1 $(BUILD)/blitz_tests_chaos > $(BUILD)/chaos.log 2>&1 || rc=1; \
+	  echo "chaos seed $$seed, tests matching $$f: $$(grep -c '^ok' $(BUILD)/chaos.log) ok," \
+	    "$$(grep -c '^not ok' $(BUILD)/chaos.log) failed"; \
+	  grep -E '^not ok|^# [a-z0-9_]+: (killed|timed out)|WARNING: ThreadSanitizer' $(BUILD)/chaos.log; \
+	done; done; exit $$rc
+
+# The allocation and system-call sweeps over whole programs, then chaos.
+fault-inject: $(FAULT_PROGRAMS) $(BUILD)/blitz_tests_chaos
+	$(PYTHON) tools/fault_sweep.py --tests $(BUILD)/blitz_tests_fault --examples $(BUILD)/fault/examples
+	$(MAKE) --no-print-directory test-chaos
+
+# A slice of the allocation sweep for make test.
+test-fault-quick: $(FAULT_PROGRAMS)
+	$(PYTHON) tools/fault_sweep.py --quick --tests $(BUILD)/blitz_tests_fault \
+	  --examples $(BUILD)/fault/examples
+
 # --- model checking ------------------------------------------------------------
 
 # Each tests/model/check_*.cpp runs a protocol's real source file under the
