@@ -1,6 +1,6 @@
 # blitz: make (tests + examples), make test, make run, make bench,
 # make bench-compare, make bench-peers, make bench-ceiling, make amalgamate, make check-amalgamation,
-# make api-programs, make model-check, make model-check-mutants.
+# make api-programs, make model-check, make model-check-mutants, make fault-inject.
 
 CC      ?= cc
 PYTHON  ?= python3
@@ -32,7 +32,8 @@ TEST_DEFS  := -DBLITZ_TEST_HEADER='"$(DEV_HEADER)"'
 .PHONY: all amalgamate check-amalgamation check-layout test test-quick test-gcc test-clang test-tsan \
         test-asan test-small-queue test-cxx test-misuse test-stress test-kqueue test-macos \
         model-check model-check-quick model-check-mutants examples api-programs run bench \
-        bench-compare bench-peers bench-ceiling format clean soak
+        bench-compare bench-peers bench-ceiling format clean soak fault-inject test-chaos \
+        test-fault-quick
 
 all: $(BUILD)/blitz_tests $(addprefix $(BUILD)/examples/,$(EXAMPLES))
 
@@ -80,8 +81,9 @@ $(BUILD)/blitz_tests_gcc_asan: $(TEST_FILES) $(DEV_HEADER)
 	  -fno-sanitize-recover=undefined $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
 
 # A 4-slot local queue makes overflow, steal and LIFO eviction happen all the time;
-# an 8-buffer io_uring receive pool makes multishot receives run dry all the time.
-SMALL_DEFS := -DBLITZ_LOCAL_QUEUE_CAPACITY=4 -DBLITZ_URING_RECV_BUFS=8
+# an 8-buffer io_uring receive pool makes multishot receives run dry all the time;
+# 2-entry rings (16 CQ entries) make the kernel hold completions back (CQ overflow).
+SMALL_DEFS := -DBLITZ_LOCAL_QUEUE_CAPACITY=4 -DBLITZ_URING_RECV_BUFS=8 -DBLITZ_URING_ENTRIES=2
 $(BUILD)/blitz_tests_small_queue: $(TEST_FILES) $(DEV_HEADER)
 	clang $(CFLAGS_TEST) $(SMALL_DEFS) $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
 
@@ -143,7 +145,8 @@ fault-inject: $(FAULT_PROGRAMS) $(BUILD)/blitz_tests_chaos
 	$(MAKE) --no-print-directory test-chaos
 
 # A slice of the allocation sweep for make test.
-test-fault-quick: $(FAULT_PROGRAMS)
+test-fault-quick: $(BUILD)/blitz_tests_fault $(BUILD)/fault/examples/hello \
+                  $(BUILD)/fault/examples/udp_echo
 	$(PYTHON) tools/fault_sweep.py --quick --tests $(BUILD)/blitz_tests_fault \
 	  --examples $(BUILD)/fault/examples
 
@@ -277,7 +280,8 @@ check-layout:
 	bash tools/check_layout_selftest.sh
 
 TEST_STAGES := check-amalgamation check-layout examples test-cxx test-misuse model-check-quick \
-               test-gcc test-clang test-small-queue test-tsan test-asan test-kqueue test-macos
+               test-gcc test-clang test-small-queue test-tsan test-asan test-kqueue test-macos \
+               test-fault-quick
 
 # Every stage runs even when one fails; one line per stage, then the total.
 # VERBOSE=1 shows everything the stages print.

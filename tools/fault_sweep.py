@@ -39,13 +39,15 @@ io_serve_uring io_serve_epoll io_connect_limit_ok_uring
 stream_copy_uring_mt2 stream_copy_epoll_ct stream_lines_uring_ct
 stream_lines_poll_mt2 stream_sendfile_uring_mt2 stream_sendfile_epoll_ct
 fs_roundtrip_mt2 fs_errors dns_resolve_mt2 process_output process_pipes_mt2
-signal_each_listener_mt2 metrics_scrape_mt2 observe_dump_sites_mt2
+signal_each_listener_mt2 metrics_scrape_mt2 observe_dump_sites_mt2 observe_stall_mt2
+io_uring_cancel_after_completion
 """.split()
 QUICK_TESTS = "spawn_join_mt2 chan_try_basics io_echo_ct_uring io_echo_ct_epoll".split()
 
-# Examples that end by themselves, with their arguments.
+# Examples that end by themselves, with their arguments (and environment).
 EXAMPLES = {
     "hello": [],
+    "hello BLITZ_LEAK_REPORT=1": [],
     "fanout": [],
     "file_copy": ["examples/file_copy.c", "{tmp}/file_copy.out"],
     "udp_echo": [],
@@ -129,8 +131,8 @@ def site_key(site):
 
 
 class Program:
-    def __init__(self, name, argv, timeout):
-        self.name, self.argv, self.timeout = name, argv, timeout
+    def __init__(self, name, argv, timeout, env=None):
+        self.name, self.argv, self.timeout, self.env = name, argv, timeout, env or {}
 
 
 def run(prog, env_extra):
@@ -138,6 +140,7 @@ def run(prog, env_extra):
     env.update({"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
                 "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
                 "BLITZ_TEST_SCALE": "4", "BLITZ_TEST_TIMEOUT_MULT": "4"})
+    env.update(prog.env)
     env.update(env_extra)
     t0 = time.time()
     try:
@@ -215,8 +218,9 @@ def main():
     tmp = os.path.dirname(os.path.abspath(a.tests))
     progs = []
     for name in (QUICK_EXAMPLES if a.quick else EXAMPLES):
-        argv = [os.path.join(a.examples, name)] + [x.format(tmp=tmp) for x in EXAMPLES[name]]
-        progs.append(Program("example " + name, argv, 30))
+        exe, *envs = name.split()
+        argv = [os.path.join(a.examples, exe)] + [x.format(tmp=tmp) for x in EXAMPLES[name]]
+        progs.append(Program("example " + name, argv, 30, dict(e.split("=") for e in envs)))
     for t in (QUICK_TESTS if a.quick else TESTS):
         progs.append(Program(t, [a.tests, t], 20))
     progs = [p for p in progs if a.only in p.name]
@@ -252,7 +256,7 @@ def main():
         print("%-5s failures injected: %d  (%s)" % (
             what, sum(kinds.values()), ", ".join("%s %d" % kv for kv in sorted(kinds.items()))))
     print("runs where the site was not reached again: %d" % total["not reached"])
-    if not a.only:
+    if not a.only and not a.quick:
         src = source_sites()
         missed = sorted(src - all_sites["alloc"], key=site_key)
         print("allocation sites in src/: %d, failed by the sweep: %d, not reached: %d"
