@@ -120,14 +120,15 @@ $(BUILD)/fault/examples/%: examples/%.c $(DEV_HEADER)
 	@ln -sf ../../blitz_dev.h $(BUILD)/fault/include/blitz.h
 	clang $(WARN) -g -pthread $(FAULT_FLAGS) -I$(BUILD)/fault/include $< -o $@ $(LDLIBS)
 
-# Chaos scheduling: the stress and race tests, each seed a different
-# schedule, under TSan.
+# Chaos scheduling: the stress, race and multi-worker tests, each seed a
+# different schedule, under TSan (not the white-box test of the LIFO slot,
+# which chaos turns off).
 $(BUILD)/blitz_tests_chaos: $(TEST_FILES) $(DEV_HEADER)
 	clang $(CFLAGS_TEST) -O1 -fsanitize=thread -DBLITZ_FAULT_INJECT $(TEST_DEFS) blitz_tests.c \
 	  -o $@ $(LDLIBS)
 
 CHAOS_SEEDS   ?= 1 2 3
-CHAOS_FILTERS ?= stress race steal lifo yield mt4
+CHAOS_FILTERS ?= stress race steal yield mt2 mt4
 FAULT_PROGRAMS := $(BUILD)/blitz_tests_fault $(addprefix $(BUILD)/fault/examples/,$(FAULT_EXAMPLES))
 
 test-chaos: $(BUILD)/blitz_tests_chaos

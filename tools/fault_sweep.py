@@ -6,7 +6,8 @@ is built with BLITZ_FAULT_INJECT under ASan+UBSan+LSan. A traced run lists
 the allocation and system-call sites it reaches; then, per site, one run
 fails the k-th call there (allocations: k = 1..--depth; system calls: the
 first, with each errno that call can really give, and cut short for reads
-and writes). A run passes when it ends: success, an error reported, or a
+and writes). Each program is also run once for every N with its N-th
+allocation failing, until a run makes fewer than N. A run passes when it ends: success, an error reported, or a
 test's own check failing on the error it was given. It fails (a finding)
 on a sanitizer report (crash, leak, undefined behaviour), a library
 assertion, any other signal, or a hang past its time limit.
@@ -55,7 +56,10 @@ EXAMPLES = {
 }
 QUICK_EXAMPLES = ["hello", "udp_echo"]
 
-# The errnos a call can really give, by the name at its site.
+# The errnos a call can really give, by the name at its site. No EAGAIN
+# from a socket's read or write: with edge-triggered readiness the kernel
+# says EAGAIN only when an edge will follow, and an injected one would
+# wait for an edge that never comes (a state the kernel never produces).
 ERRNOS = [
     (r"\bio_uring_enter\b", ["EBUSY", "EAGAIN", "EINTR"]),
     (r"\baccept", ["EMFILE", "ENOMEM", "ECONNRESET", "EINTR"]),
@@ -169,7 +173,34 @@ def classify(rc, err):
     return "crash"
 
 
-def sweep(prog, depth, syscalls, pool):
+def sweep_every_n(prog, pool, res, limit):
+    """Fails the N-th allocation of the whole program for N = 1, 2, ...
+    until a run ends before making N allocations."""
+    n, jobs = 1, pool._max_workers
+    while n <= limit:
+        batch = [(k, pool.submit(run, prog, {"BLITZ_FAULT_ALLOC": str(k)}))
+                 for k in range(n, min(n + 4 * jobs, limit + 1))]
+        done = False
+        for k, fut in batch:
+            kind, err, _ = fut.result()
+            m = INJECT_RE.search(err)
+            if not m and kind in ("ok", "error"):
+                done = True
+                continue
+            if m:
+                res["hit_sites"].add(("alloc", m.group(2)))
+            res["outcomes"][("alloc", kind)] += 1
+            res["every_n"] = k
+            if kind not in ("ok", "error"):
+                res["findings"].append("%s %s: alloc #%d\n    BLITZ_FAULT_ALLOC=%d %s\n%s" % (
+                    prog.name, kind, k, k, " ".join(prog.argv),
+                    "\n".join("      " + line for line in err.strip().splitlines()[-12:])))
+        if done:
+            return
+        n += len(batch)
+
+
+def sweep(prog, depth, syscalls, pool, every_n=0):
     kind, err, secs = run(prog, {"BLITZ_FAULT_TRACE": "1"})
     if kind != "ok":
         return {"prog": prog.name, "baseline": kind, "detail": err[-2000:]}
@@ -187,7 +218,9 @@ def sweep(prog, depth, syscalls, pool):
                               {"BLITZ_FAULT_SITE": site, "BLITZ_FAULT_SYSCALL": "1:" + e}))
     futures = [(p, pool.submit(run, prog, p[3])) for p in plans]
     res = {"prog": prog.name, "baseline": "ok", "sites": collections.Counter(k for k, _ in sites),
-           "outcomes": collections.Counter(), "findings": [], "hit_sites": set()}
+           "outcomes": collections.Counter(), "findings": [], "hit_sites": set(), "every_n": 0}
+    if every_n:
+        sweep_every_n(prog, pool, res, every_n)
     for (what, site, arg, envx), fut in futures:
         kind, err, _ = fut.result()
         injected = INJECT_RE.search(err) is not None
@@ -213,6 +246,8 @@ def main():
     ap.add_argument("--depth", type=int, default=2, help="calls failed per allocation site")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--no-syscalls", action="store_true")
+    ap.add_argument("--every-n-limit", type=int, default=3000,
+                    help="largest N of the whole-program sweep")
     ap.add_argument("--only", default="", help="programs whose name contains this")
     a = ap.parse_args()
     tmp = os.path.dirname(os.path.abspath(a.tests))
@@ -231,7 +266,8 @@ def main():
     findings, bad_base = [], []
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
         for p in progs:
-            r = sweep(p, depth, not a.no_syscalls and not a.quick, pool)
+            every_n = 0 if a.quick else a.every_n_limit
+            r = sweep(p, depth, not a.no_syscalls and not a.quick, pool, every_n)
             if r["baseline"] != "ok":
                 bad_base.append("%s: unfaulted run %s\n%s" % (p.name, r["baseline"], r["detail"]))
                 print("%-40s unfaulted run: %s" % (p.name, r["baseline"]), flush=True)
@@ -246,6 +282,8 @@ def main():
                      sum(v for k, v in o.items() if k[1:] == ("ok",)),
                      sum(v for k, v in o.items() if k[1:] == ("error",)),
                      len(r["findings"])), flush=True)
+            if r["every_n"]:
+                print("%-40s every N-th allocation failed, N = 1..%d" % ("", r["every_n"]))
             for f in r["findings"]:
                 print("  FINDING " + f, flush=True)
     print("\n%d programs, %.0f s" % (len(progs), time.time() - t0))
