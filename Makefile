@@ -1,6 +1,6 @@
 # blitz: make (tests + examples), make test, make run, make bench,
 # make bench-compare, make bench-peers, make bench-ceiling, make amalgamate, make check-amalgamation,
-# make api-programs, make model-check, make model-check-mutants.
+# make api-programs, make model-check, make model-check-mutants, make fault-inject.
 
 CC      ?= cc
 PYTHON  ?= python3
@@ -32,7 +32,8 @@ TEST_DEFS  := -DBLITZ_TEST_HEADER='"$(DEV_HEADER)"'
 .PHONY: all amalgamate check-amalgamation check-layout test test-quick test-gcc test-clang test-tsan \
         test-asan test-small-queue test-cxx test-misuse test-stress test-kqueue test-macos \
         model-check model-check-quick model-check-mutants examples api-programs run bench \
-        bench-compare bench-peers bench-ceiling format clean soak
+        bench-compare bench-peers bench-ceiling format clean soak fault-inject test-chaos \
+        test-fault-quick
 
 all: $(BUILD)/blitz_tests $(addprefix $(BUILD)/examples/,$(EXAMPLES))
 
@@ -80,8 +81,9 @@ $(BUILD)/blitz_tests_gcc_asan: $(TEST_FILES) $(DEV_HEADER)
 	  -fno-sanitize-recover=undefined $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
 
 # A 4-slot local queue makes overflow, steal and LIFO eviction happen all the time;
-# an 8-buffer io_uring receive pool makes multishot receives run dry all the time.
-SMALL_DEFS := -DBLITZ_LOCAL_QUEUE_CAPACITY=4 -DBLITZ_URING_RECV_BUFS=8
+# an 8-buffer io_uring receive pool makes multishot receives run dry all the time;
+# 2-entry rings (16 CQ entries) make the kernel hold completions back (CQ overflow).
+SMALL_DEFS := -DBLITZ_LOCAL_QUEUE_CAPACITY=4 -DBLITZ_URING_RECV_BUFS=8 -DBLITZ_URING_ENTRIES=2
 $(BUILD)/blitz_tests_small_queue: $(TEST_FILES) $(DEV_HEADER)
 	clang $(CFLAGS_TEST) $(SMALL_DEFS) $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
 
@@ -101,6 +103,53 @@ $(BUILD)/blitz_tests_kqueue_asan: $(TEST_FILES) $(DEV_HEADER)
 
 $(BUILD)/blitz_tests_kqueue_tsan: $(TEST_FILES) $(DEV_HEADER)
 	clang $(CFLAGS_TEST) -O1 -fsanitize=thread $(KQ_DEFS) $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
+
+# --- fault injection (src/platform/fault.c) ------------------------------------
+
+# The suite and the examples with BLITZ_FAULT_INJECT under ASan+UBSan (LSan
+# included) for the sweeps; the examples see the development header, so
+# their sites name src/ files as the suite's do.
+FAULT_FLAGS := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+               -fno-sanitize-recover=undefined -DBLITZ_FAULT_INJECT
+FAULT_EXAMPLES := hello fanout file_copy udp_echo process_pipeline
+$(BUILD)/blitz_tests_fault: $(TEST_FILES) $(DEV_HEADER)
+	clang $(CFLAGS_TEST) $(FAULT_FLAGS) $(TEST_DEFS) blitz_tests.c -o $@ $(LDLIBS)
+
+$(BUILD)/fault/examples/%: examples/%.c $(DEV_HEADER)
+	@mkdir -p $(BUILD)/fault/examples $(BUILD)/fault/include
+	@ln -sf ../../blitz_dev.h $(BUILD)/fault/include/blitz.h
+	clang $(WARN) -g -pthread $(FAULT_FLAGS) -I$(BUILD)/fault/include $< -o $@ $(LDLIBS)
+
+# Chaos scheduling: the stress, race and multi-worker tests, each seed a
+# different schedule, under TSan (not the white-box test of the LIFO slot,
+# which chaos turns off).
+$(BUILD)/blitz_tests_chaos: $(TEST_FILES) $(DEV_HEADER)
+	clang $(CFLAGS_TEST) -O1 -fsanitize=thread -DBLITZ_FAULT_INJECT $(TEST_DEFS) blitz_tests.c \
+	  -o $@ $(LDLIBS)
+
+CHAOS_SEEDS   ?= 1 2 3
+CHAOS_FILTERS ?= stress race steal yield mt2 mt4
+FAULT_PROGRAMS := $(BUILD)/blitz_tests_fault $(addprefix $(BUILD)/fault/examples/,$(FAULT_EXAMPLES))
+
+test-chaos: $(BUILD)/blitz_tests_chaos
+	@rc=0; for seed in $(CHAOS_SEEDS); do for f in $(CHAOS_FILTERS); do \
+	  BLITZ_FAULT_CHAOS=$$seed BLITZ_TEST_FILTER=$$f BLITZ_TEST_SCALE=8 BLITZ_TEST_TIMEOUT_MULT=6 \
+	    TSAN_OPTIONS=halt_on_error=1 $(BUILD)/blitz_tests_chaos > $(BUILD)/chaos.log 2>&1 || rc=1; \
+	  echo "chaos seed $$seed, tests matching $$f: $$(grep -c '^ok' $(BUILD)/chaos.log) ok," \
+	    "$$(grep -c '^not ok' $(BUILD)/chaos.log) failed"; \
+	  grep -E '^not ok|^# [a-z0-9_]+: (killed|timed out)|WARNING: ThreadSanitizer' $(BUILD)/chaos.log; \
+	done; done; exit $$rc
+
+# The allocation and system-call sweeps over whole programs, then chaos.
+fault-inject: $(FAULT_PROGRAMS) $(BUILD)/blitz_tests_chaos
+	$(PYTHON) tools/fault_sweep.py --tests $(BUILD)/blitz_tests_fault --examples $(BUILD)/fault/examples
+	$(MAKE) --no-print-directory test-chaos
+
+# A slice of the allocation sweep for make test.
+test-fault-quick: $(BUILD)/blitz_tests_fault $(BUILD)/fault/examples/hello \
+                  $(BUILD)/fault/examples/udp_echo
+	$(PYTHON) tools/fault_sweep.py --quick --tests $(BUILD)/blitz_tests_fault \
+	  --examples $(BUILD)/fault/examples
 
 # --- model checking ------------------------------------------------------------
 
@@ -232,7 +281,8 @@ check-layout:
 	bash tools/check_layout_selftest.sh
 
 TEST_STAGES := check-amalgamation check-layout examples test-cxx test-misuse model-check-quick \
-               test-gcc test-clang test-small-queue test-tsan test-asan test-kqueue test-macos
+               test-gcc test-clang test-small-queue test-tsan test-asan test-kqueue test-macos \
+               test-fault-quick
 
 # Every stage runs even when one fails; one line per stage, then the total.
 # VERBOSE=1 shows everything the stages print.

@@ -13,7 +13,14 @@
 /* Allocation failures the tests inject at the library's BLITZ__FAULT
  * sites (tests/test_io_nomem.c), and delays at sites where a thread may be
  * preempted (tests/test_withdraw.c). */
-enum { TEST_FAULT_queue_grow, TEST_FAULT_sock_alloc, TEST_FAULT_spawn_armed, TEST_FAULT_SITES };
+enum {
+    TEST_FAULT_queue_grow,
+    TEST_FAULT_sock_alloc,
+    TEST_FAULT_spawn_armed,
+    TEST_FAULT_poll_want,
+    TEST_FAULT_pool_rec,
+    TEST_FAULT_SITES
+};
 static int test_fault(int site);
 #define BLITZ__FAULT(site) test_fault(TEST_FAULT_##site)
 #ifdef BLITZ_TEST_HEADER

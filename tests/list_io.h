@@ -77,4 +77,6 @@
     BLITZ_IO_TEST3(X, io_recvv_zero, 10000)            \
     BLITZ_IO_TEST3(X, io_accept_nomem, 20000)          \
     BLITZ_IO_TEST3(X, io_recv_nomem, 20000)            \
-    X(io_uring_accept_queue_nomem, 20000)
+    X(io_uring_accept_queue_nomem, 20000)              \
+    X(io_poll_want_nomem, 20000)                       \
+    X(fs_close_nomem, 10000)

@@ -262,3 +262,80 @@ static int io_recv_nomem(blitz_backend b) {
     return 0;
 }
 IO_BACKEND_TESTS(io_recv_nomem)
+
+/* The poll backend's set cannot take a socket whose receive must wait:
+ * the receive gets BLITZ_ENOMEM at once (it would otherwise wait for
+ * events no poller looks for), and the next receive, with memory back,
+ * enters the set and gets its data. */
+BLITZ_TEST(io_poll_want_nomem) {
+    blitz_runtime *rt = tu_io_rt_new(BLITZ_BACKEND_POLL, TU_MT2);
+    if (!rt)
+        return 0;
+    blitz_socket *sock;
+    int peer;
+    ms_tcp_pair(rt, &sock, &peer);
+    nm_fault(TEST_FAULT_poll_want, 1);
+    nm_reader init;
+    memset(&init, 0, sizeof init);
+    atomic_int step = 0;
+    init.sock = sock;
+    init.step = &step;
+    blitz_task *t = NULL;
+    CHECK_OK(blitz_spawn(rt, nm_reader_poll, &init, sizeof init, &t));
+    TU_WAIT_GE(&step, 1, 5);
+    /* The second receive waits in the set before the data comes. */
+    int in_set = 0;
+    for (double end = tu_now() + 5 * tu_timeout_mult(); !in_set && tu_now() < end;) {
+        blitz__mutex_lock(&rt->io->poll_lock);
+        in_set = sock->poll_slot >= 0;
+        blitz__mutex_unlock(&rt->io->poll_lock);
+        if (!in_set)
+            tu_sleep_ms(1);
+    }
+    CHECK(in_set);
+    ms_write_all(peer, (const unsigned char *)"b", 1);
+    CHECK_OK(blitz_join_blocking(t));
+    CHECK_OK(blitz_task_status(t));
+    nm_reader *r = blitz_task_state(t);
+    CHECK_EQ(tu_ldi(&test_fault_hits[TEST_FAULT_poll_want]), 1);
+    CHECK_EQ(r->first, BLITZ_ENOMEM);
+    CHECK_EQ(r->second, 1);
+    blitz_task_release(&t);
+    ms_close_pair(sock, peer);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
+/* A close whose op cannot be made (no memory for its record) still
+ * closes: the caller has given the descriptor up. */
+typedef struct {
+    BLITZ_CORO;
+    int fd;
+    blitz_fs_op op;
+} nm_closer;
+
+static blitz_poll nm_closer_poll(blitz_cx *cx, void *p) {
+    nm_closer *c = p;
+    BLITZ_BEGIN(c);
+    nm_fault(TEST_FAULT_pool_rec, 1);
+    BLITZ_AWAIT(c, blitz_fs_close(cx, &c->op, c->fd));
+    BLITZ_END(c);
+}
+
+BLITZ_TEST(fs_close_nomem) {
+    blitz_runtime *rt = tu_rt_new(TU_MT2);
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    nm_closer c;
+    memset(&c, 0, sizeof c);
+    c.fd = p[1];
+    CHECK_OK(blitz_runtime_run(rt, nm_closer_poll, &c, sizeof c));
+    CHECK_EQ(tu_ldi(&test_fault_hits[TEST_FAULT_pool_rec]), 1);
+    CHECK_EQ(c.op.result, 0);
+    /* The write end is gone: the read end sees the end of the stream. */
+    char b;
+    CHECK_EQ(read(p[0], &b, 1), 0);
+    close(p[0]);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}

@@ -473,6 +473,7 @@ static char *mx_response(blitz_runtime *rt, size_t *len) {
     char *body = malloc(cap);
     CHECK_NOT_NULL(body);
     n = blitz_metrics_format(rt, body, cap);
+    CHECK_GE(n, 0);
     CHECK_LT((size_t)n, cap);
     char *r = malloc((size_t)n + 256);
     CHECK_NOT_NULL(r);

@@ -99,6 +99,7 @@ static blitz_poll ob_waiter_poll(blitz_cx *cx, void *p) {
         s->line = __LINE__; BLITZ_AWAIT(s, blitz_sleep(cx, &s->timer, 3600 * BLITZ_SEC));
     } else if (s->kind == OB_SOCKET) {
         BLITZ_AWAIT(s, blitz_sock_accept(cx, &s->io, s->listener));
+        CHECK_OK((int)s->io.result);
         s->conn = s->io.socket;
         s->line = __LINE__; BLITZ_AWAIT(s, blitz_sock_recv(cx, &s->io, s->conn, s->buf, 16));
     } else if (s->kind == OB_CHANNEL) {

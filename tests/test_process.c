@@ -146,6 +146,7 @@ static blitz_poll tpr_pipe_poll(blitz_cx *cx, void *p) {
         BLITZ_AWAIT(s, blitz_fs_write(cx, &s->op, s->child.stdin_fd, "through cat\n", 12));
         CHECK_EQ(s->op.result, 12);
         BLITZ_AWAIT(s, blitz_fs_close(cx, &s->op, s->child.stdin_fd));
+        CHECK_OK((int)s->op.result);
         s->child.stdin_fd = -1;
     }
     for (;;) {

@@ -232,8 +232,11 @@ static blitz_poll rx_poll(blitz_cx *cx, void *p) {
     BLITZ_BEGIN(s);
     /* 12 bytes in three sends, received as one. */
     BLITZ_AWAIT(s, blitz_sock_send_all(cx, &s->send, s->b, "abcd", 4));
+    CHECK_EQ(s->send.result, 4);
     BLITZ_AWAIT(s, blitz_sock_send_all(cx, &s->send, s->b, "efgh", 4));
+    CHECK_EQ(s->send.result, 4);
     BLITZ_AWAIT(s, blitz_sock_send_all(cx, &s->send, s->b, "ijkl", 4));
+    CHECK_EQ(s->send.result, 4);
     s->ops[0] = blitz_op_sock_recv_exact(&s->io, s->a, s->buf, 12); /* the op form */
     BLITZ_AWAIT(s, blitz_join_all(cx, &s->race, s->ops, 1));
     s->whole = s->io.result;
@@ -242,6 +245,7 @@ static blitz_poll rx_poll(blitz_cx *cx, void *p) {
     /* A cancel after 4 of 8 bytes: what came is reported by the settle or,
      * if it was still in flight, given to the next receive. */
     BLITZ_AWAIT(s, blitz_sock_send_all(cx, &s->send, s->b, "MNOP", 4));
+    CHECK_EQ(s->send.result, 4);
     s->io.result = 0; /* the race may end before the receive starts */
     blitz_combo_reset(&s->race);
     s->ops[0] = blitz_op_sock_recv_exact(&s->io, s->a, s->buf, 8);
@@ -261,6 +265,7 @@ static blitz_poll rx_poll(blitz_cx *cx, void *p) {
 
     /* End of stream first: the bytes that came. */
     BLITZ_AWAIT(s, blitz_sock_send_all(cx, &s->send, s->b, "xyz", 3));
+    CHECK_EQ(s->send.result, 3);
     blitz_sock_shutdown(s->b, 1);
     BLITZ_AWAIT(s, blitz_sock_recv_exact(cx, &s->io, s->a, s->buf, 10));
     s->short_read = s->io.result;

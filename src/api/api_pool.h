@@ -203,7 +203,8 @@ typedef struct blitz_fs_op {
  * BLITZ_FS_DIRECT where the system has no such flag. */
 BLITZ_API blitz_poll blitz_fs_open(blitz_cx *cx, blitz_fs_op *op, const char *path, int flags,
                                    uint32_t mode);
-/* Closes fd. Result 0. */
+/* Closes fd. Result 0. The descriptor is closed whatever the result, as
+ * with close(2), even when the op cannot be started. */
 BLITZ_API blitz_poll blitz_fs_close(blitz_cx *cx, blitz_fs_op *op, int fd);
 /* Reads up to len bytes at the file position; result 0 at end of file. */
 BLITZ_API blitz_poll blitz_fs_read(blitz_cx *cx, blitz_fs_op *op, int fd, void *buf, size_t len);

@@ -64,7 +64,7 @@ typedef struct blitz__io_backend {
     int (*sock_add)(struct blitz__io *io, struct blitz_socket *s);
     void (*sock_del)(struct blitz__io *io, struct blitz_socket *s);
     void (*sock_free)(struct blitz__io *io, struct blitz_socket *s);
-    void (*want)(struct blitz__io *io, struct blitz_socket *s, uint32_t bit);
+    int (*want)(struct blitz__io *io, struct blitz_socket *s, uint32_t bit);
     void (*close)(struct blitz__io *io, struct blitz_socket *s);
     void (*quiesce)(struct blitz__io *io, struct blitz_socket *s);
     /* A TCP connect's time limit the kernel can keep itself: 1 when it

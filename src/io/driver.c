@@ -128,19 +128,19 @@ BLITZ_PRIVATE int64_t blitz__op_attempt(blitz_io *op) {
     errno = 0;
     switch (op->blitz__kind) {
     case BLITZ__OP_RECV:
-        r = recv(s->fd, op->blitz__buf, op->blitz__len, 0);
+        r = BLITZ__SYS(recv(s->fd, op->blitz__buf, BLITZ__SYS_LEN(op->blitz__len), 0));
         break;
     case BLITZ__OP_SEND:
     case BLITZ__OP_SEND_ALL:
-        r = blitz__send_nosig(s->fd, (char *)op->blitz__buf + op->blitz__done,
-                              op->blitz__len - op->blitz__done);
+        r = BLITZ__SYS(blitz__send_nosig(s->fd, (char *)op->blitz__buf + op->blitz__done,
+                                         BLITZ__SYS_LEN(op->blitz__len - op->blitz__done)));
         break;
     case BLITZ__OP_RECVV:
     case BLITZ__OP_RECV_FROM: {
         struct msghdr m;
         struct iovec one;
         blitz__op_msghdr(op, &m, &one);
-        r = recvmsg(s->fd, &m, MSG_DONTWAIT);
+        r = BLITZ__SYS(recvmsg(s->fd, &m, MSG_DONTWAIT));
         if (r >= 0 && op->blitz__addr)
             blitz__addr_set_from(op->blitz__addr, m.msg_namelen, s->family);
         break;
@@ -150,16 +150,17 @@ BLITZ_PRIVATE int64_t blitz__op_attempt(blitz_io *op) {
         struct msghdr m;
         struct iovec one;
         blitz__op_msghdr(op, &m, &one);
-        r = blitz__sendmsg_nosig(s->fd, &m);
+        r = BLITZ__SYS(blitz__sendmsg_nosig(s->fd, &m));
         break;
     }
     case BLITZ__OP_ACCEPT:
-        r = blitz__accept_nb(s->fd);
+        r = BLITZ__SYS(blitz__accept_nb(s->fd));
         break;
     case BLITZ__OP_CONNECT: {
         const blitz_addr *a = (const blitz_addr *)(void *)op->blitz__scratch;
         if (!(op->blitz__flags & BLITZ__OPF_CONNECTING)) {
-            r = connect(s->fd, (const struct sockaddr *)(const void *)a->u.bytes, a->len);
+            r = BLITZ__SYS(
+                connect(s->fd, (const struct sockaddr *)(const void *)a->u.bytes, a->len));
             if (r < 0 && errno == EINPROGRESS) {
                 op->blitz__flags |= BLITZ__OPF_CONNECTING;
                 return BLITZ_EAGAIN;

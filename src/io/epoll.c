@@ -74,7 +74,8 @@ static void blitz__epoll_wait(blitz__io *io, uint64_t timeout_ns) {
         uint64_t m = (timeout_ns + 999999u) / 1000000u;
         ms = m > INT_MAX ? INT_MAX : (int)m;
     }
-    int n = epoll_wait(io->epfd, (struct epoll_event *)io->events, BLITZ__IO_EVENTS, ms);
+    int n =
+        BLITZ__SYS(epoll_wait(io->epfd, (struct epoll_event *)io->events, BLITZ__IO_EVENTS, ms));
     io->nevents = n < 0 ? 0 : n;
 }
 

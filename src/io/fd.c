@@ -60,25 +60,25 @@ BLITZ_PRIVATE int64_t blitz__fd_attempt(blitz_io *op) {
     errno = 0;
     switch (op->blitz__kind) {
     case BLITZ__OP_FD_READ:
-        r = read(s->fd, op->blitz__buf, op->blitz__len);
+        r = BLITZ__SYS(read(s->fd, op->blitz__buf, BLITZ__SYS_LEN(op->blitz__len)));
         break;
     case BLITZ__OP_FD_WRITE:
     case BLITZ__OP_FD_WRITE_ALL: {
         const char *p = (const char *)op->blitz__buf + op->blitz__done;
         size_t n = op->blitz__len - op->blitz__done;
         if (blitz__fd_is_socket(s)) {
-            r = blitz__send_nosig(s->fd, p, n);
+            r = BLITZ__SYS(blitz__send_nosig(s->fd, p, BLITZ__SYS_LEN(n)));
             if (r < 0 && errno == ENOTSOCK) {
                 /* adopted descriptor with a family but not a socket */
                 blitz__nosig g;
                 blitz__nosig_begin(&g);
-                r = write(s->fd, p, n);
+                r = BLITZ__SYS(write(s->fd, p, BLITZ__SYS_LEN(n)));
                 blitz__nosig_end(&g, r < 0 && errno == EPIPE);
             }
         } else {
             blitz__nosig g;
             blitz__nosig_begin(&g);
-            r = write(s->fd, p, n);
+            r = BLITZ__SYS(write(s->fd, p, BLITZ__SYS_LEN(n)));
             blitz__nosig_end(&g, r < 0 && errno == EPIPE);
         }
         break;

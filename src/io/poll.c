@@ -77,20 +77,27 @@ static int blitz__pollb_grow(void **p, uint32_t *cap, size_t elem, uint32_t need
     return 1;
 }
 
-/* A socket got a waiter of direction `bit` (caller holds its lock). */
-static void blitz__pollb_want(blitz__io *io, blitz_socket *s, uint32_t bit) {
+/* A socket gets a waiter of direction `bit` (caller holds its lock).
+ * BLITZ_ENOMEM when the set cannot take it: the bit is taken back, so the
+ * next waiter tries again. */
+static int blitz__pollb_want(blitz__io *io, blitz_socket *s, uint32_t bit) {
     if (blitz__u32_load(&s->want, BLITZ__RELAXED) & bit)
-        return;
+        return BLITZ_OK;
     blitz__u32_fetch_or(&s->want, bit, BLITZ__SEQ_CST);
     blitz__mutex_lock(&io->poll_lock);
-    if (s->poll_slot < 0) {
-        if (blitz__pollb_grow((void **)&io->pset, &io->pcap, sizeof(blitz_socket *),
-                              io->pcount + 1)) {
-            s->poll_slot = (int)io->pcount;
-            io->pset[io->pcount++] = s;
-        }
+    int kept = s->poll_slot >= 0 || (!BLITZ__FAULT(poll_want) &&
+                                     blitz__pollb_grow((void **)&io->pset, &io->pcap,
+                                                       sizeof(blitz_socket *), io->pcount + 1));
+    if (s->poll_slot < 0 && kept) {
+        s->poll_slot = (int)io->pcount;
+        io->pset[io->pcount++] = s;
     }
     blitz__mutex_unlock(&io->poll_lock);
+    if (!kept) {
+        /* Not in the set: no poller reads the bit. */
+        blitz__u32_fetch_and(&s->want, ~bit, BLITZ__RELAXED);
+        return BLITZ_ENOMEM;
+    }
     /* Seq_cst pairs with the poller's announcement before it builds its
      * set: either it sees this socket or this side sees it blocked. */
     if (blitz__u32_load(&io->poll_blocked, BLITZ__SEQ_CST)) {
@@ -98,6 +105,7 @@ static void blitz__pollb_want(blitz__io *io, blitz_socket *s, uint32_t bit) {
         ssize_t r = write(io->wake_fd, &one, sizeof one);
         (void)r;
     }
+    return BLITZ_OK;
 }
 
 static void blitz__pollb_remove_locked(blitz__io *io, blitz_socket *s) {

@@ -47,12 +47,17 @@ BLITZ_PRIVATE blitz_poll blitz__ready_submit(blitz_cx *cx, blitz_io *op) {
             blitz__mutex_unlock(&s->lock);
             continue;
         }
+        /* Before the op waits: a socket the backend cannot watch would
+         * leave it waiting for an event that never comes. */
+        if (s->io->be->want && s->io->be->want(s->io, s, 1u << op->blitz__dir) != BLITZ_OK) {
+            blitz__mutex_unlock(&s->lock);
+            blitz__op_result(op, BLITZ_ENOMEM);
+            return BLITZ_READY;
+        }
         blitz_waker mine = blitz_cx_waker(cx);
         op->blitz__waker = blitz_waker_clone(&mine);
         blitz__op_set_state(op, BLITZ__IO_WAIT);
         blitz__op_link(s, op);
-        if (s->io->be->want)
-            s->io->be->want(s->io, s, 1u << op->blitz__dir);
         blitz__mutex_unlock(&s->lock);
         return BLITZ_PENDING;
     }

@@ -231,7 +231,8 @@ _Static_assert(BLITZ_URING_RECV_BUF_SIZE >= 64 && BLITZ_URING_RECV_BUF_SIZE <= (
 
 static int blitz__uring_enter(int fd, unsigned to_submit, unsigned min_complete, unsigned flags,
                               const void *arg, size_t argsz) {
-    return (int)syscall(SYS_io_uring_enter, fd, to_submit, min_complete, flags, arg, argsz);
+    return BLITZ__SYS(
+        (int)syscall(SYS_io_uring_enter, fd, to_submit, min_complete, flags, arg, argsz));
 }
 
 static int blitz__uring_probe(blitz__io *io, int fd) {
@@ -895,15 +896,24 @@ BLITZ_PRIVATE void blitz__uring_submit_cancel(blitz__io *io, blitz_io *op) {
     blitz__uring_cancel_ud(io, blitz__uring_op_ring(io, op), (uint64_t)(uintptr_t)op);
 }
 
+/* Completions the kernel holds back because the CQ ring was full: NODROP
+ * keeps them and says so in the SQ flags, and they reach the ring only
+ * when someone enters the kernel for events. Nobody parks in the shared
+ * ring, so its reaper must ask. */
+static int blitz__uring_cq_overflow(const blitz__ring *r) {
+    return (blitz__u32_field_load(r->sq_flags, BLITZ__RELAXED) & IORING_SQ_CQ_OVERFLOW) != 0;
+}
+
 BLITZ_PRIVATE int blitz__uring_cq_ready(const blitz__ring *r) {
     return blitz__u32_field_load(r->cq_head, BLITZ__RELAXED) !=
-           blitz__u32_field_load(r->cq_tail, BLITZ__ACQUIRE);
+               blitz__u32_field_load(r->cq_tail, BLITZ__ACQUIRE) ||
+           blitz__uring_cq_overflow(r);
 }
 
 /* Dispatches the completions in `r`. Caller holds r->reap_lock. Returns 1
  * when the shared ring signalled completions. */
 static int blitz__uring_dispatch(blitz__io *io, blitz__ring *r) {
-    int shared = 0;
+    int shared = 0, flushed = 0;
     for (;;) {
         struct {
             uint64_t user_data;
@@ -921,6 +931,12 @@ static int blitz__uring_dispatch(blitz__io *io, blitz__ring *r) {
             batch[n].flags = c->flags;
             n++;
             head++;
+        }
+        if (n == 0 && !flushed && blitz__uring_cq_overflow(r)) {
+            /* The ring is empty now: the held-back completions fit. */
+            flushed = 1;
+            blitz__uring_enter(r->fd, 0, 0, IORING_ENTER_GETEVENTS, NULL, 0);
+            continue;
         }
         if (n == 0)
             return shared;

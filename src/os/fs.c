@@ -98,8 +98,9 @@ static void blitz__fs_fill_metadata(blitz_fs_metadata *m, const struct stat *st)
 static int64_t blitz__fs_write_all(int fd, const char *p, size_t len, int64_t off) {
     size_t done = 0;
     while (done < len) {
-        ssize_t n = off >= 0 ? pwrite(fd, p + done, len - done, (off_t)(off + (int64_t)done))
-                             : write(fd, p + done, len - done);
+        size_t want = BLITZ__SYS_LEN(len - done);
+        ssize_t n = BLITZ__SYS(off >= 0 ? pwrite(fd, p + done, want, (off_t)(off + (int64_t)done))
+                                        : write(fd, p + done, want));
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -116,7 +117,8 @@ static int64_t blitz__fs_write_all(int fd, const char *p, size_t len, int64_t of
 
 static int64_t blitz__fs_read_some(int fd, void *buf, size_t len, int64_t off) {
     for (;;) {
-        ssize_t n = off >= 0 ? pread(fd, buf, len, (off_t)off) : read(fd, buf, len);
+        size_t want = BLITZ__SYS_LEN(len);
+        ssize_t n = BLITZ__SYS(off >= 0 ? pread(fd, buf, want, (off_t)off) : read(fd, buf, want));
         if (n >= 0)
             return n;
         if (errno != EINTR)
@@ -179,7 +181,7 @@ BLITZ_PRIVATE int blitz__grow_buffer(char **buf, size_t *cap, size_t used, size_
 BLITZ_PRIVATE int64_t blitz__fs_read_file(const char *path, size_t limit, void **out) {
     int fd;
     do
-        fd = open(path, O_RDONLY | O_CLOEXEC);
+        fd = BLITZ__SYS(open(path, O_RDONLY | O_CLOEXEC));
     while (fd < 0 && errno == EINTR);
     if (fd < 0)
         return blitz__fs_err();
@@ -223,7 +225,7 @@ BLITZ_PRIVATE int64_t blitz__fs_read_file(const char *path, size_t limit, void *
 static int64_t blitz__fs_write_file(const char *path, const void *data, size_t len) {
     int fd;
     do
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        fd = BLITZ__SYS(open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
     while (fd < 0 && errno == EINTR);
     if (fd < 0)
         return blitz__fs_err();
@@ -353,7 +355,7 @@ static int64_t blitz__fs_do(blitz__fs_rec *f) {
     switch (f->kind) {
     case BLITZ__FS_OPEN:
         do
-            rc = open(f->path, f->flags, (mode_t)f->mode);
+            rc = BLITZ__SYS(open(f->path, f->flags, (mode_t)f->mode));
         while (rc < 0 && errno == EINTR);
         return rc < 0 ? blitz__fs_err() : rc;
     case BLITZ__FS_CLOSE:
@@ -664,6 +666,16 @@ static blitz__fs_rec *blitz__fs_native_rec(blitz_fs_op *op) {
     return f && f->native ? f : NULL;
 }
 
+/* A request that cannot reach the pool ends with `err`; a close runs
+ * here instead: the caller has given the descriptor up (close(2) releases
+ * it even when it fails), and a close that never ran would leak it. */
+static blitz_poll blitz__fs_unstarted(blitz_fs_op *f, const blitz__fs_req *r, int err) {
+    if (r->kind == BLITZ__FS_CLOSE)
+        err = close(r->fd) == 0 || errno == EINTR ? 0 : blitz__fs_err();
+    f->result = err;
+    return BLITZ_READY;
+}
+
 /* The shared body of every public call: a new request starts the op, an
  * op in flight is polled. */
 static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_req *r) {
@@ -691,10 +703,8 @@ static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_r
     }
     blitz__fs_rec *rec =
         (blitz__fs_rec *)blitz__pool_rec_new(sizeof *rec, blitz__fs_exec, blitz__fs_discard);
-    if (!rec) {
-        f->result = BLITZ_ENOMEM;
-        return BLITZ_READY;
-    }
+    if (!rec)
+        return blitz__fs_unstarted(f, r, BLITZ_ENOMEM);
     int rc = blitz__fs_rec_fill(rec, r);
     if (rc != 0) {
         blitz__pool_rec_free(&rec->base);
@@ -720,8 +730,7 @@ static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_r
     }
     if (blitz__pool_op_start(cx, &f->blitz__op, &rec->base, &rc) == BLITZ_PENDING)
         return blitz__pending(cx, blitz_fs_cancel, f);
-    f->result = rc;
-    return BLITZ_READY;
+    return blitz__fs_unstarted(f, r, rc);
 }
 
 static blitz__fs_req blitz__fs_req_new(int kind) {

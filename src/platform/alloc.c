@@ -1,12 +1,28 @@
 /* Memory: every allocation blitz makes goes through BLITZ_MALLOC/BLITZ_FREE
- * (malloc/free unless the user defines both). */
+ * (malloc/free unless the user defines both). Under BLITZ_FAULT_INJECT each
+ * also takes its caller's site (the macros below), where fault.c may fail
+ * it. */
 #include "base.h"
 
-BLITZ_PRIVATE void *blitz__malloc(size_t size) {
+#ifdef BLITZ_FAULT_INJECT
+#define BLITZ__SITE_PARAM , const char *site
+#define BLITZ__ALLOC_FAULT()          \
+    do {                              \
+        if (blitz__fault_alloc(site)) \
+            return NULL;              \
+    } while (0)
+#else
+#define BLITZ__SITE_PARAM
+#define BLITZ__ALLOC_FAULT() ((void)0)
+#endif
+
+BLITZ_PRIVATE void *blitz__malloc(size_t size BLITZ__SITE_PARAM) {
+    BLITZ__ALLOC_FAULT();
     return BLITZ_MALLOC(size);
 }
 
-BLITZ_PRIVATE void *blitz__calloc(size_t size) {
+BLITZ_PRIVATE void *blitz__calloc(size_t size BLITZ__SITE_PARAM) {
+    BLITZ__ALLOC_FAULT();
     void *p = BLITZ_MALLOC(size);
     if (p)
         memset(p, 0, size);
@@ -22,7 +38,8 @@ BLITZ_PRIVATE void blitz__free(void *p) {
  * be passed to blitz__free. The default allocator uses posix_memalign, which
  * gives the unused head back; a user allocator is over-asked and trimmed
  * here. */
-BLITZ_PRIVATE void *blitz__alloc_aligned(size_t size, size_t align, void **raw) {
+BLITZ_PRIVATE void *blitz__alloc_aligned(size_t size, size_t align, void **raw BLITZ__SITE_PARAM) {
+    BLITZ__ALLOC_FAULT();
 #ifdef BLITZ__DEFAULT_ALLOCATOR
     void *p = NULL;
     if (posix_memalign(&p, align, size) != 0)
@@ -39,3 +56,12 @@ BLITZ_PRIVATE void *blitz__alloc_aligned(size_t size, size_t align, void **raw) 
     return (void *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
 #endif
 }
+
+#ifdef BLITZ_FAULT_INJECT
+/* A macro does not expand inside its own expansion: these call the
+ * functions above with the caller's site. */
+#define blitz__malloc(size) blitz__malloc((size), BLITZ__SITE)
+#define blitz__calloc(size) blitz__calloc((size), BLITZ__SITE)
+#define blitz__alloc_aligned(size, align, raw) \
+    blitz__alloc_aligned((size), (align), (raw), BLITZ__SITE)
+#endif

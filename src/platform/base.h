@@ -53,6 +53,28 @@
 #define BLITZ__FAULT(site) 0
 #endif
 
+/* Fault injection (fault.c): the sites that may fail on request. Without
+ * BLITZ_FAULT_INJECT each is the plain expression. BLITZ__SYS wraps a
+ * system call that returns -1 and sets errno; BLITZ__SYS_LEN the length
+ * of a read or write; BLITZ__CHAOS(n) is true one time in n under chaos
+ * scheduling. */
+#ifdef BLITZ_FAULT_INJECT
+#define BLITZ__STR_(x)      #x
+#define BLITZ__STR(x)       BLITZ__STR_(x)
+#define BLITZ__SITE         __FILE__ ":" BLITZ__STR(__LINE__)
+#define BLITZ__SYS(call)    (blitz__fault_sys(BLITZ__SITE) ? -1 : (call))
+#define BLITZ__SYS_LEN(len) blitz__fault_len(BLITZ__SITE, (len))
+#define BLITZ__CHAOS(n)     blitz__fault_chaos(n)
+BLITZ_PRIVATE int blitz__fault_alloc(const char *site);
+BLITZ_PRIVATE int blitz__fault_sys(const char *site);
+BLITZ_PRIVATE size_t blitz__fault_len(const char *site, size_t len);
+BLITZ_PRIVATE int blitz__fault_chaos(uint32_t one_in);
+#else
+#define BLITZ__SYS(call)    (call)
+#define BLITZ__SYS_LEN(len) (len)
+#define BLITZ__CHAOS(n)     0
+#endif
+
 #ifndef BLITZ_LOCAL_QUEUE_CAPACITY
 #define BLITZ_LOCAL_QUEUE_CAPACITY 256
 #endif

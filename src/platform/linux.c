@@ -51,13 +51,13 @@ BLITZ_PRIVATE uint32_t blitz__affinity_cpu_count(void) {
 
 BLITZ_PRIVATE int blitz__pipe_open(int fds[2], int nonblock) {
     /* By number: glibc hides pipe2 without _GNU_SOURCE. */
-    if (syscall(SYS_pipe2, fds, O_CLOEXEC | (nonblock ? O_NONBLOCK : 0)) < 0)
+    if (BLITZ__SYS(syscall(SYS_pipe2, fds, O_CLOEXEC | (nonblock ? O_NONBLOCK : 0))) < 0)
         return blitz__from_errno(errno);
     return BLITZ_OK;
 }
 
 BLITZ_PRIVATE int blitz__socket_open(int family, int type, int nonblock) {
-    int fd = socket(family, type | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
+    int fd = BLITZ__SYS(socket(family, type | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0));
     return fd < 0 ? blitz__from_errno(errno) : fd;
 }
 
@@ -150,7 +150,7 @@ BLITZ_PRIVATE short blitz__poll_read_events(void) {
 
 /* poll(2) with a timespec limit (NULL: none). */
 BLITZ_PRIVATE int blitz__poll_wait(struct pollfd *fds, nfds_t n, const struct timespec *limit) {
-    return ppoll(fds, n, limit, NULL);
+    return BLITZ__SYS(ppoll(fds, n, limit, NULL));
 }
 
 /* Takes back a pending SIGPIPE of `set` (blocked in this thread) without

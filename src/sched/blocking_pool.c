@@ -554,7 +554,7 @@ static void blitz__pool_rec_run(blitz__pool_job *j, int cancelled) {
  * starts with), zero-filled. NULL when out of memory. */
 BLITZ_PRIVATE void *blitz__pool_rec_new(size_t size, void (*exec)(blitz__pool_rec *, int),
                                         void (*discard)(blitz__pool_rec *)) {
-    blitz__pool_rec *rec = (blitz__pool_rec *)blitz__calloc(size);
+    blitz__pool_rec *rec = BLITZ__FAULT(pool_rec) ? NULL : (blitz__pool_rec *)blitz__calloc(size);
     if (rec) {
         rec->job.run = blitz__pool_rec_run;
         rec->exec = exec;

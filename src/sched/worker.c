@@ -14,7 +14,12 @@
  *      victim's ring, then the global queue once more
  *   6. spin briefly, then park (idle.c has the protocol)
  * A tick is up to BLITZ_BUDGET_PER_TICK polls; after each the EWMA of the
- * poll time sets the next global-queue interval. */
+ * poll time sets the next global-queue interval.
+ *
+ * Chaos scheduling (BLITZ__CHAOS, a BLITZ_FAULT_INJECT build) turns the
+ * LIFO slot off, sends some local wakes through the global queue (a
+ * delayed wake, maybe on another worker), steals before looking locally
+ * and yields the thread before some polls: orders the fast paths hide. */
 #include "sched.h"
 
 /* Pauses between two looks at the queues while spinning before a park:
@@ -75,6 +80,15 @@ static void blitz__worker_schedule_local(blitz__worker *w, blitz__task *t) {
      * then the task must not sit in the slot of a sleeping worker. */
     if (blitz__u32_load(&w->transitioning_to_park, BLITZ__ACQUIRE)) {
         blitz__remote_schedule(w->rt, t);
+        return;
+    }
+    if (BLITZ__CHAOS(8)) {
+        blitz__remote_schedule(w->rt, t);
+        return;
+    }
+    if (BLITZ__CHAOS(1)) {
+        blitz__local_queue_push(&w->queue, t, w->rt, &w->counters);
+        blitz__idle_notify_parked(w->rt);
         return;
     }
     blitz__task *prev = w->lifo_slot;
@@ -299,7 +313,11 @@ static blitz__task *blitz__worker_search(blitz__worker *w) {
 }
 
 static blitz__task *blitz__worker_find(blitz__worker *w) {
-    blitz__task *t = blitz__worker_next_local(w);
+    blitz__task *t = NULL;
+    if (w->rt->num_workers > 1 && BLITZ__CHAOS(4))
+        t = blitz__worker_steal(w);
+    if (!t)
+        t = blitz__worker_next_local(w);
     if (!t && w->deferred_head) {
         blitz__worker_flush_deferred(w);
         t = blitz__worker_next_local(w);
@@ -334,6 +352,8 @@ static inline void blitz__paused_poll_end(blitz_runtime *rt) {
 }
 
 static void blitz__worker_poll(blitz__worker *w, blitz__task *t, blitz__context *ctx) {
+    if (BLITZ__CHAOS(16))
+        sched_yield();
     blitz__paused_poll_begin(w->rt);
     if (blitz__task_run(t, ctx))
         BLITZ__STAT(blitz__u64_bump(&w->counters.polled, 1));
