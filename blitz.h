@@ -120,14 +120,15 @@ What is in this version
 - channels: bounded MPMC, oneshot, broadcast and watch;
 - I/O: one driver per runtime over io_uring, epoll, kqueue or poll; TCP, UDP and
   Unix sockets as intrusive ops (see 9. I/O (SOCKETS));
-- a blocking pool (blitz_spawn_blocking), and on it files, DNS lookups and
-  child processes; signal listeners;
+- files: on an io_uring runtime the kernel carries file ops itself (open,
+  read, write, stat, rename, ...), elsewhere the blocking pool does;
+- a blocking pool (blitz_spawn_blocking), and on it DNS lookups and child
+  processes; signal listeners;
 - pipes and descriptor ops, byte streams (buffered reader and writer,
   copy with splice / sendfile) and a graceful-shutdown coordinator (see
   10. STREAMS, PIPES AND COPY and 11.6 GRACEFUL SHUTDOWN).
 
-blitz DOES NOT yet have: an IOCP (Windows) backend, TLS, or native
-io_uring file operations (files use the blocking pool).
+blitz DOES NOT yet have: an IOCP (Windows) backend, or TLS.
 
 
 2. RUNTIMES
@@ -474,7 +475,13 @@ allocated), and the op's cancel is the op's one public cancel:
                  _fs_pwrite, _fs_readv, _fs_writev, _fs_fsync, _fs_fdatasync,
                  _fs_truncate, _fs_stat, _fs_lstat, _fs_fstat, _fs_rename,
                  _fs_unlink, _fs_rmdir, _fs_mkdir, _fs_mkdir_all, _fs_read_dir,
-                 _fs_read_file, _fs_write_file (blitz_fs_op)
+                 _fs_read_file, _fs_write_file, _fs_symlink, _fs_link,
+                 _fs_fallocate, _fs_seek, _fs_chmod, _fs_fchmod, _fs_chown,
+                 _fs_fchown, _fs_utimes, _fs_futimes, _fs_access,
+                 _fs_readlink, _fs_realpath, _fs_statfs,
+                 _fs_read_file_limit, _fs_mkstemp, _fs_mkdtemp,
+                 _fs_copy_file, _fs_remove_all, _fs_opendir, _fs_readdir
+                 (blitz_fs_op)
     pool         blitz_op_dns_resolve, blitz_op_tcp_connect_host,
                  blitz_op_spawn_blocking_await, blitz_op_process_wait,
                  blitz_op_process_output
@@ -967,12 +974,31 @@ open (BLITZ_FS_READ / WRITE / APPEND / CREATE / TRUNCATE / EXCL, always
 close-on-exec), close, read / write (at the file position; write writes
 everything), pread / pwrite, readv / writev (one call, may be short),
 fsync, fdatasync, truncate, stat / lstat / fstat (blitz_fs_metadata),
-rename, unlink, rmdir, mkdir, mkdir_all (-p), read_dir (sorted
-blitz_fs_dirent array in op.data), read_file (op.data, NUL-terminated),
-write_file. Memory blitz hands you (op.data) is freed with blitz_free. A
-read returns at most BLITZ_FS_MAX_READ (2 MiB). Cancel: blitz_fs_cancel.
-The work runs on the blocking pool; the calls are shaped so that native
-kernel operations (io_uring) can serve them later.
+rename, unlink, rmdir, mkdir, mkdir_all (-p), symlink, link, fallocate,
+read_dir (sorted blitz_fs_dirent array in op.data), read_file (op.data,
+NUL-terminated), write_file. Memory blitz hands you (op.data) is freed
+with blitz_free. A read returns at most BLITZ_FS_MAX_READ (2 MiB).
+Cancel: blitz_fs_cancel.
+On an io_uring runtime the kernel carries out each op it has (probed once
+at start-up: OPENAT, READ, WRITE, STATX, ...) from the worker's own ring,
+with no thread hop; mkdir_all, read_dir, read_file, write_file, ops the
+kernel lacks and every op on the other backends are blocking-pool jobs.
+Results and error codes are the same on both paths.
+
+More open flags: BLITZ_FS_SYNC, DSYNC, DIRECT (BLITZ_EOPNOTSUPP where the
+system has none), NOFOLLOW (BLITZ_ELOOP on a symlink). Also: seek
+(BLITZ_SEEK_SET / CUR / END; result the position), chmod / fchmod, chown
+/ fchown (BLITZ_FS_ID_KEEP), utimes / futimes (ns, BLITZ_FS_TIME_NOW /
+KEEP), access (BLITZ_FS_EXISTS / CAN_READ / CAN_WRITE / CAN_EXEC),
+readlink and realpath (op.data), statfs (blitz_fs_fsinfo),
+read_file_limit (BLITZ_EFBIG past the limit: safe on /dev/zero),
+mkstemp / mkdtemp ("...XXXXXX"; the name in op.data; a cancelled one
+removes what it made), copy_file (reflink, copy_file_range or read/write;
+keeps the mode; result the bytes), remove_all (rm -r, never follows a
+symlink; BLITZ_ENOENT when missing), and a directory read in batches:
+opendir (the blitz_fs_dir * in op.data), readdir (up to `max` entries per
+call, 0 at the end), blitz_fs_closedir. A file as a blitz_stream
+(blitz_stream_file) works with blitz_copy both ways.
 
 11.3 DNS
 --------
@@ -1116,6 +1142,29 @@ marked * in every file that includes it).
                               multishot receives (256, a power of two up
                               to 32768; 0 turns multishot receives off)
   BLITZ_URING_RECV_BUF_SIZE   bytes per provided buffer, 64..1048576 (4096)
+  BLITZ_FAULT_INJECT          a test build that fails allocations and
+                              system calls on request and can perturb
+                              scheduling; off by default, and without it
+                              none of this is compiled. The environment,
+                              read once per process, says what to do:
+                                BLITZ_FAULT_ALLOC=N        fail the N-th
+                                  allocation
+                                BLITZ_FAULT_SYSCALL=N:ERR  fail the N-th
+                                  system call with ERR (EAGAIN, EINTR,
+                                  ECONNRESET, EMFILE, ENOMEM, EBUSY), or
+                                  with SHORT cut the N-th read or write
+                                  to half its length
+                                BLITZ_FAULT_SITE=FILE:LINE count only the
+                                  calls made at that site
+                                BLITZ_FAULT_TRACE=1        print each site
+                                  on stderr the first time it is reached
+                                BLITZ_FAULT_CHAOS=SEED     chaos scheduling:
+                                  no LIFO slot, some wakes delayed through
+                                  the global queue, forced steals, thread
+                                  yields before polls
+                              Each injection prints "blitz fault: inject
+                              KIND SITE #N" on stderr. make fault-inject
+                              runs the sweeps (tools/fault_sweep.py).
 
 Run-time settings
 -----------------
@@ -3626,22 +3675,24 @@ BLITZ_API void blitz_free(void *p);
  * `result` is >= 0 on success (bytes, a file descriptor, a count) or a
  * negative BLITZ_E* code (BLITZ_ENOENT, BLITZ_EACCES, ...; BLITZ_EFAULT
  * for a NULL buffer with a nonzero length, as the system call would give:
- * socket ops give BLITZ_EINVAL there). The work runs
- * on the blocking pool today; the same calls are meant to map onto native
- * kernel operations (io_uring) where the kernel has them.
+ * socket ops give BLITZ_EINVAL there). On an io_uring runtime the kernel
+ * carries out the ops it has (probed once) from the worker's ring; the
+ * rest, and every op on the other backends, run on the blocking pool.
+ * Both paths give the same results and error codes.
  *
  * One op carries one operation at a time and is polled by one task. A
  * zero-filled op is ready to use; after READY it is ready for the next
  * operation. Paths and the data of writes are copied when the operation
  * starts, and reads land in a buffer of the operation's own that is copied
  * into yours when the op is READY (so at most BLITZ_FS_MAX_READ bytes per
- * read): no pool thread ever touches your memory.
+ * read): neither a pool thread nor the kernel ever touches your memory.
  *
  * Cancellation (blitz_fs_cancel, a blitz_cancel_fn; also what
  * blitz_timeout_op calls) returns at once and leaves the op ready for the
  * next operation: one that has not started is dropped; one that is
  * running cannot be stopped, so its thread finishes it and then releases
- * what the result holds (closes a file it opened, frees data). A task
+ * what the result holds (closes a file it opened, frees data); one the
+ * kernel holds is asked to stop, and its completion releases it. A task
  * cancelled while an op is pending has it withdrawn the same way, so
  * nothing is leaked.
  * ------------------------------------------------------------------------- */
@@ -3653,6 +3704,14 @@ BLITZ_API void blitz_free(void *p);
 #define BLITZ_FS_CREATE   0x08 /* create if missing (with `mode`) */
 #define BLITZ_FS_TRUNCATE 0x10 /* cut to zero length on open */
 #define BLITZ_FS_EXCL     0x20 /* with CREATE: fail with BLITZ_EEXIST if it exists */
+#define BLITZ_FS_SYNC     0x40 /* every write waits for data and metadata (O_SYNC) */
+#define BLITZ_FS_DSYNC    0x80 /* every write waits for the data (O_DSYNC) */
+/* Bypass the page cache (O_DIRECT: buffers, offsets and lengths must be
+ * aligned as the file system asks, else reads and writes fail with
+ * BLITZ_EINVAL); BLITZ_EOPNOTSUPP where the system has no such flag. */
+#define BLITZ_FS_DIRECT 0x100
+/* Fail with BLITZ_ELOOP when the last component of the path is a symlink. */
+#define BLITZ_FS_NOFOLLOW 0x200
 
 typedef enum blitz_file_type {
     BLITZ_FILE_UNKNOWN = 0,
@@ -3701,14 +3760,17 @@ typedef struct blitz_fs_op {
     const blitz_iovec *blitz__vec;
     int blitz__nvec;
     blitz_fs_metadata *blitz__md;
+    int64_t blitz__off2;
 } blitz_fs_op;
 
 /* Opens `path` with BLITZ_FS_* flags (close-on-exec); `mode` is used when
- * a file is created (e.g. 0644). Result: the file descriptor. EINVAL for
- * no READ/WRITE or unknown flags. */
+ * a file is created (e.g. 0644, less the umask). Result: the file
+ * descriptor. EINVAL for no READ/WRITE or unknown flags, EOPNOTSUPP for
+ * BLITZ_FS_DIRECT where the system has no such flag. */
 BLITZ_API blitz_poll blitz_fs_open(blitz_cx *cx, blitz_fs_op *op, const char *path, int flags,
                                    uint32_t mode);
-/* Closes fd. Result 0. */
+/* Closes fd. Result 0. The descriptor is closed whatever the result, as
+ * with close(2), even when the op cannot be started. */
 BLITZ_API blitz_poll blitz_fs_close(blitz_cx *cx, blitz_fs_op *op, int fd);
 /* Reads up to len bytes at the file position; result 0 at end of file. */
 BLITZ_API blitz_poll blitz_fs_read(blitz_cx *cx, blitz_fs_op *op, int fd, void *buf, size_t len);
@@ -3752,12 +3814,23 @@ BLITZ_API blitz_poll blitz_fs_mkdir_all(blitz_cx *cx, blitz_fs_op *op, const cha
 /* Lists a directory into op->data (blitz_fs_dirent array); result: the
  * number of entries. */
 BLITZ_API blitz_poll blitz_fs_read_dir(blitz_cx *cx, blitz_fs_op *op, const char *path);
-/* Reads a whole file into op->data; result: its length. */
+/* Reads a whole file into op->data; result: its length. Unbounded: for a
+ * path from untrusted input use blitz_fs_read_file_limit. */
 BLITZ_API blitz_poll blitz_fs_read_file(blitz_cx *cx, blitz_fs_op *op, const char *path);
 /* Creates or truncates `path` (mode 0666 before the umask) and writes
  * len bytes; result len. */
 BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const char *path,
                                          const void *data, size_t len);
+/* Creates `linkpath` as a symbolic link to `target`. Result 0. */
+BLITZ_API blitz_poll blitz_fs_symlink(blitz_cx *cx, blitz_fs_op *op, const char *target,
+                                      const char *linkpath);
+/* Creates `to` as another name (a hard link) of the file `from`. Result 0. */
+BLITZ_API blitz_poll blitz_fs_link(blitz_cx *cx, blitz_fs_op *op, const char *from, const char *to);
+/* Reserves disk space for len bytes at offset, extending the file when
+ * that reaches past its end (fallocate mode 0). Result 0; BLITZ_ENOSPC
+ * when the space is not there, BLITZ_EINVAL for len 0. */
+BLITZ_API blitz_poll blitz_fs_fallocate(blitz_cx *cx, blitz_fs_op *op, int fd, uint64_t offset,
+                                        uint64_t len);
 /* The op's cancel (a blitz_cancel_fn; op is the blitz_fs_op). */
 BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *op);
 /* The file ops as blitz_ops (cancel: blitz_fs_cancel), taking the same
@@ -3794,6 +3867,9 @@ BLITZ_API blitz_op blitz_op_fs_rmdir(blitz_fs_op *op, const char *path);
 BLITZ_API blitz_op blitz_op_fs_mkdir(blitz_fs_op *op, const char *path, uint32_t mode);
 BLITZ_API blitz_op blitz_op_fs_mkdir_all(blitz_fs_op *op, const char *path, uint32_t mode);
 BLITZ_API blitz_op blitz_op_fs_read_dir(blitz_fs_op *op, const char *path);
+BLITZ_API blitz_op blitz_op_fs_symlink(blitz_fs_op *op, const char *target, const char *linkpath);
+BLITZ_API blitz_op blitz_op_fs_link(blitz_fs_op *op, const char *from, const char *to);
+BLITZ_API blitz_op blitz_op_fs_fallocate(blitz_fs_op *op, int fd, uint64_t offset, uint64_t len);
 
 /* ---------------------------------------------------------------------------
  * DNS: name resolution on the blocking pool (getaddrinfo), cancellable
@@ -4073,6 +4149,171 @@ BLITZ_API void blitz_process_output_cancel(blitz_cx *cx, void *op);
 BLITZ_API blitz_op blitz_op_process_output(blitz_output_op *op, const blitz_command *cmd,
                                            const void *input, size_t input_len);
 /* ====[ END src/api/api_pool.h ]=========================================== */
+/* ----[ RESUME src/api/blitz_api.h ] */
+/* ====[ BEGIN src/api/api_fs.h ]=========================================== */
+/* >>api/api_fs */
+/* Public API: more file operations (positions, permissions, links read
+ * back, temporary files, copies, trees, file systems, directories read in
+ * batches). */
+
+/* ---------------------------------------------------------------------------
+ * More file operations
+ *
+ * Same shape as the file ops above: a blitz_fs_op, `result` >= 0 or a
+ * negative BLITZ_E* code, the work on the blocking pool, cancellation with
+ * blitz_fs_cancel (a cancelled op leaks nothing: a temporary file made by
+ * a thread that finished after the cancel is closed and removed, a
+ * directory batch freed), and a blitz_op_fs_* form of each whose
+ * arguments must stay valid until the op is READY or cancelled. Strings
+ * and arrays put in op->data are the caller's after READY (blitz_free).
+ *
+ * The long ones, blitz_fs_copy_file and blitz_fs_remove_all, stop at their
+ * next step when cancelled while running (or at shutdown): a cancelled
+ * copy leaves a partial destination, a cancelled removal part of the tree,
+ * as an interrupted cp or rm would.
+ *
+ * Reading a directory without holding all of it:
+ *   BLITZ_AWAIT(s, blitz_fs_opendir(cx, &s->op, path));
+ *   if (s->op.result < 0) ...; s->dir = s->op.data;
+ *   for (;;) {
+ *       BLITZ_AWAIT(s, blitz_fs_readdir(cx, &s->op, s->dir, 0));
+ *       if (s->op.result <= 0) break; (0: the end)
+ *       ... ((blitz_fs_dirent *)s->op.data)[0 .. result-1] ...
+ *       blitz_free(s->op.data);
+ *   }
+ *   blitz_fs_closedir(s->dir);
+ * ------------------------------------------------------------------------- */
+
+/* blitz_fs_seek's origins. */
+#define BLITZ_SEEK_SET 0
+#define BLITZ_SEEK_CUR 1
+#define BLITZ_SEEK_END 2
+
+/* Moves fd's file position to `offset` from the start, the current
+ * position or the end (lseek). Result: the new position. BLITZ_EINVAL for
+ * another origin or a position before the start, BLITZ_ESPIPE for a pipe
+ * or socket. */
+BLITZ_API blitz_poll blitz_fs_seek(blitz_cx *cx, blitz_fs_op *op, int fd, int64_t offset,
+                                   int whence);
+
+/* Sets the permission bits (mode & 07777). Result 0. */
+BLITZ_API blitz_poll blitz_fs_chmod(blitz_cx *cx, blitz_fs_op *op, const char *path, uint32_t mode);
+BLITZ_API blitz_poll blitz_fs_fchmod(blitz_cx *cx, blitz_fs_op *op, int fd, uint32_t mode);
+
+/* A uid or gid that blitz_fs_chown leaves as it is. */
+#define BLITZ_FS_ID_KEEP UINT32_MAX
+/* Sets the owner and group (BLITZ_EPERM without the privilege). Result 0. */
+BLITZ_API blitz_poll blitz_fs_chown(blitz_cx *cx, blitz_fs_op *op, const char *path, uint32_t uid,
+                                    uint32_t gid);
+BLITZ_API blitz_poll blitz_fs_fchown(blitz_cx *cx, blitz_fs_op *op, int fd, uint32_t uid,
+                                     uint32_t gid);
+
+/* Times for blitz_fs_utimes besides nanoseconds since the epoch. */
+#define BLITZ_FS_TIME_NOW  ((int64_t)-1) /* the current time */
+#define BLITZ_FS_TIME_KEEP ((int64_t)-2) /* leave it as it is */
+/* Sets the access and modification times (following symlinks). Result 0;
+ * BLITZ_EINVAL for another negative time. */
+BLITZ_API blitz_poll blitz_fs_utimes(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                     int64_t atime_ns, int64_t mtime_ns);
+BLITZ_API blitz_poll blitz_fs_futimes(blitz_cx *cx, blitz_fs_op *op, int fd, int64_t atime_ns,
+                                      int64_t mtime_ns);
+
+/* What blitz_fs_access checks: existence alone, or any of the others. */
+#define BLITZ_FS_EXISTS    0
+#define BLITZ_FS_CAN_READ  4
+#define BLITZ_FS_CAN_WRITE 2
+#define BLITZ_FS_CAN_EXEC  1
+/* Whether this process may use `path` so, by its effective user and
+ * group (faccessat with AT_EACCESS). Result 0, or BLITZ_EACCES,
+ * BLITZ_ENOENT, ... */
+BLITZ_API blitz_poll blitz_fs_access(blitz_cx *cx, blitz_fs_op *op, const char *path, int how);
+
+/* The target of a symlink, into op->data (NUL-terminated); result: its
+ * length. BLITZ_EINVAL when `path` is not a symlink. */
+BLITZ_API blitz_poll blitz_fs_readlink(blitz_cx *cx, blitz_fs_op *op, const char *path);
+/* The absolute path with no ".", ".." or symlinks, into op->data
+ * (NUL-terminated); result: its length. The path must exist. */
+BLITZ_API blitz_poll blitz_fs_realpath(blitz_cx *cx, blitz_fs_op *op, const char *path);
+
+/* Figures of the file system holding a path (statvfs). Sizes are in
+ * blocks of block_size bytes. */
+typedef struct blitz_fs_fsinfo {
+    uint64_t block_size;
+    uint64_t blocks, blocks_free, blocks_avail; /* avail: free to unprivileged users */
+    uint64_t files, files_free;                 /* inodes */
+    uint64_t name_max;                          /* longest file name */
+} blitz_fs_fsinfo;
+/* Fills *out. Result 0. */
+BLITZ_API blitz_poll blitz_fs_statfs(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                     blitz_fs_fsinfo *out);
+
+/* blitz_fs_read_file that gives up with BLITZ_EFBIG, keeping nothing, as
+ * soon as the file has more than `max` bytes: safe on a path from
+ * untrusted input (/dev/zero, a growing log). */
+BLITZ_API blitz_poll blitz_fs_read_file_limit(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                              size_t max);
+
+/* A new file or directory named after `template_path`, whose last six
+ * characters must be "XXXXXX" (they are replaced; BLITZ_EINVAL if not):
+ * mkstemp creates a file (mode 0600, open for reading and writing,
+ * close-on-exec), result: its descriptor; mkdtemp a directory (0700),
+ * result 0. The name is in op->data (NUL-terminated). */
+BLITZ_API blitz_poll blitz_fs_mkstemp(blitz_cx *cx, blitz_fs_op *op, const char *template_path);
+BLITZ_API blitz_poll blitz_fs_mkdtemp(blitz_cx *cx, blitz_fs_op *op, const char *template_path);
+
+/* Copies the contents of file `from` to `to` (created, or truncated),
+ * then gives `to` the permission bits of `from`. The kernel copies where
+ * it can: a reflink (FICLONE), else copy_file_range, else a read/write
+ * loop. Result: the bytes copied. BLITZ_EISDIR for a directory,
+ * BLITZ_EINVAL when both name the same file. */
+BLITZ_API blitz_poll blitz_fs_copy_file(blitz_cx *cx, blitz_fs_op *op, const char *from,
+                                        const char *to);
+
+/* rm -r: removes a file, a symlink (never what it points to) or a
+ * directory with everything in it. Symlinks inside are removed, not
+ * followed. Result 0; BLITZ_ENOENT when `path` does not exist (unlike
+ * rm -f: a missing path is reported, the caller may ignore it). Each
+ * level of depth holds a descriptor while it is emptied (BLITZ_EMFILE
+ * past the process's limit). */
+BLITZ_API blitz_poll blitz_fs_remove_all(blitz_cx *cx, blitz_fs_op *op, const char *path);
+
+/* A directory being read in batches (opaque). */
+typedef struct blitz_fs_dir blitz_fs_dir;
+/* Opens a directory for reading: result 0 and the reader in op->data (a
+ * blitz_fs_dir *: the caller's, to close with blitz_fs_closedir, not to
+ * free). */
+BLITZ_API blitz_poll blitz_fs_opendir(blitz_cx *cx, blitz_fs_op *op, const char *path);
+/* The next entries, at most `max` (0: 64; more than 4096: 4096), in the
+ * directory's order without "." and "..": op->data is an array of
+ * `result` blitz_fs_dirent (freed with blitz_free), result 0 at the end.
+ * One read at a time per reader: BLITZ_EBUSY while a cancelled read still
+ * runs on its pool thread (the entries it read are lost). */
+BLITZ_API blitz_poll blitz_fs_readdir(blitz_cx *cx, blitz_fs_op *op, blitz_fs_dir *dir, size_t max);
+/* Lets go of a reader (closed once a cancelled read still running ends).
+ * No read may be pending on it, nor start after. BLITZ_EINVAL for NULL. */
+BLITZ_API int blitz_fs_closedir(blitz_fs_dir *dir);
+
+/* The value forms (cancel: blitz_fs_cancel). */
+BLITZ_API blitz_op blitz_op_fs_seek(blitz_fs_op *op, int fd, int64_t offset, int whence);
+BLITZ_API blitz_op blitz_op_fs_chmod(blitz_fs_op *op, const char *path, uint32_t mode);
+BLITZ_API blitz_op blitz_op_fs_fchmod(blitz_fs_op *op, int fd, uint32_t mode);
+BLITZ_API blitz_op blitz_op_fs_chown(blitz_fs_op *op, const char *path, uint32_t uid, uint32_t gid);
+BLITZ_API blitz_op blitz_op_fs_fchown(blitz_fs_op *op, int fd, uint32_t uid, uint32_t gid);
+BLITZ_API blitz_op blitz_op_fs_utimes(blitz_fs_op *op, const char *path, int64_t atime_ns,
+                                      int64_t mtime_ns);
+BLITZ_API blitz_op blitz_op_fs_futimes(blitz_fs_op *op, int fd, int64_t atime_ns, int64_t mtime_ns);
+BLITZ_API blitz_op blitz_op_fs_access(blitz_fs_op *op, const char *path, int how);
+BLITZ_API blitz_op blitz_op_fs_readlink(blitz_fs_op *op, const char *path);
+BLITZ_API blitz_op blitz_op_fs_realpath(blitz_fs_op *op, const char *path);
+BLITZ_API blitz_op blitz_op_fs_statfs(blitz_fs_op *op, const char *path, blitz_fs_fsinfo *out);
+BLITZ_API blitz_op blitz_op_fs_read_file_limit(blitz_fs_op *op, const char *path, size_t max);
+BLITZ_API blitz_op blitz_op_fs_mkstemp(blitz_fs_op *op, const char *template_path);
+BLITZ_API blitz_op blitz_op_fs_mkdtemp(blitz_fs_op *op, const char *template_path);
+BLITZ_API blitz_op blitz_op_fs_copy_file(blitz_fs_op *op, const char *from, const char *to);
+BLITZ_API blitz_op blitz_op_fs_remove_all(blitz_fs_op *op, const char *path);
+BLITZ_API blitz_op blitz_op_fs_opendir(blitz_fs_op *op, const char *path);
+BLITZ_API blitz_op blitz_op_fs_readdir(blitz_fs_op *op, blitz_fs_dir *dir, size_t max);
+/* ====[ END src/api/api_fs.h ]============================================= */
 /* ----[ RESUME src/api/blitz_api.h ] */
 /* ====[ BEGIN src/api/api_stream.h ]======================================= */
 /* >>api/api_stream */
@@ -4682,7 +4923,9 @@ int __ulock_wake(uint32_t operation, void *addr, uint64_t wake_value);
 #include <spawn.h>
 #include <stdio.h>
 #include <sys/socket.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -4734,6 +4977,11 @@ int accept4(int fd, struct sockaddr *addr, socklen_t *addr_len, int flags);
 int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const sigset_t *mask);
 int pthread_setname_np(pthread_t thread, const char *name);
 #endif
+#endif
+/* POSIX 2008 has realpath in its base, but glibc declares it only for XSI
+ * or the default feature set; the redeclaration is compatible. */
+#if defined(__GLIBC__) && !defined(__USE_MISC) && !defined(__USE_XOPEN_EXTENDED)
+char *realpath(const char *path, char *resolved);
 #endif
 
 /* Names the calling thread for ps, top and debuggers (at most 15
@@ -4937,6 +5185,28 @@ static inline void blitz__cpu_relax(void) {
  * nonzero for a failure at `site`) before including blitz. */
 #ifndef BLITZ__FAULT
 #define BLITZ__FAULT(site) 0
+#endif
+
+/* Fault injection (fault.c): the sites that may fail on request. Without
+ * BLITZ_FAULT_INJECT each is the plain expression. BLITZ__SYS wraps a
+ * system call that returns -1 and sets errno; BLITZ__SYS_LEN the length
+ * of a read or write; BLITZ__CHAOS(n) is true one time in n under chaos
+ * scheduling. */
+#ifdef BLITZ_FAULT_INJECT
+#define BLITZ__STR_(x)      #x
+#define BLITZ__STR(x)       BLITZ__STR_(x)
+#define BLITZ__SITE         __FILE__ ":" BLITZ__STR(__LINE__)
+#define BLITZ__SYS(call)    (blitz__fault_sys(BLITZ__SITE) ? -1 : (call))
+#define BLITZ__SYS_LEN(len) blitz__fault_len(BLITZ__SITE, (len))
+#define BLITZ__CHAOS(n)     blitz__fault_chaos(n)
+BLITZ_PRIVATE int blitz__fault_alloc(const char *site);
+BLITZ_PRIVATE int blitz__fault_sys(const char *site);
+BLITZ_PRIVATE size_t blitz__fault_len(const char *site, size_t len);
+BLITZ_PRIVATE int blitz__fault_chaos(uint32_t one_in);
+#else
+#define BLITZ__SYS(call)    (call)
+#define BLITZ__SYS_LEN(len) (len)
+#define BLITZ__CHAOS(n)     0
 #endif
 
 #ifndef BLITZ_LOCAL_QUEUE_CAPACITY
@@ -5181,17 +5451,178 @@ BLITZ_PRIVATE int blitz__fd_above_stdio(int fd) {
     return moved;
 }
 /* ====[ END src/platform/fd_guard.c ]====================================== */
+/* ====[ BEGIN src/platform/fault.c ]======================================= */
+/* >>platform/fault */
+/* Fault injection (BLITZ_FAULT_INJECT): a test build fails allocations and
+ * system calls on request and perturbs scheduling, so that the paths that
+ * handle failure run. Without the macro none of this exists and the sites
+ * compile to the plain calls (base.h).
+ *
+ * The environment, read once per process, says what to inject:
+ *   BLITZ_FAULT_ALLOC=N         the N-th counted allocation fails (1-based)
+ *   BLITZ_FAULT_SYSCALL=N:ERR   the N-th counted system call fails with ERR
+ *                               (EAGAIN EINTR ECONNRESET EMFILE ENOMEM EBUSY)
+ *                               or, ERR being SHORT, the N-th counted read
+ *                               or write is cut to half its length
+ *   BLITZ_FAULT_SITE=FILE:LINE  count only the calls of that site
+ *   BLITZ_FAULT_TRACE=1         print each site on first reach
+ *   BLITZ_FAULT_CHAOS=SEED      chaos scheduling (nonzero seed)
+ * Each injection prints "blitz fault: inject KIND SITE #N" on stderr, each
+ * traced site "blitz fault: site KIND SITE": tools/fault_sweep.py reads them.
+ *
+ * The counters are the one process-wide mutable state blitz has, and only
+ * in this build: "the N-th allocation" is a property of the process. */
+/* src/platform/base.h already included */
+
+#ifdef BLITZ_FAULT_INJECT
+
+#define BLITZ__FAULT_SITES_MAX 1024
+
+static struct {
+    pthread_once_t once;
+    uint64_t alloc_at, sys_at; /* 0: never */
+    int sys_err;               /* an errno, or 0 for a short transfer */
+    const char *site;          /* NULL: every site counts */
+    int trace;
+    uint64_t chaos_seed;
+    blitz__atomic_u64 allocs, syscalls, shorts, chaos_threads;
+    blitz__atomic_ptr seen[BLITZ__FAULT_SITES_MAX];
+} blitz__fault = {PTHREAD_ONCE_INIT, 0, 0, 0, NULL, 0, 0, {0}, {0}, {0}, {0}, {{0}}};
+
+static uint64_t blitz__fault_env_u64(const char *name) {
+    const char *v = getenv(name);
+    return v ? strtoull(v, NULL, 0) : 0;
+}
+
+static void blitz__fault_init(void) {
+    static const struct {
+        const char *name;
+        int err;
+    } errs[] = {{"EAGAIN", EAGAIN}, {"EINTR", EINTR},   {"ECONNRESET", ECONNRESET},
+                {"EMFILE", EMFILE}, {"ENOMEM", ENOMEM}, {"EBUSY", EBUSY},
+                {"SHORT", 0}};
+    blitz__fault.alloc_at = blitz__fault_env_u64("BLITZ_FAULT_ALLOC");
+    const char *sys = getenv("BLITZ_FAULT_SYSCALL");
+    if (sys) {
+        char *end;
+        uint64_t n = strtoull(sys, &end, 0);
+        for (size_t i = 0; *end == ':' && i < sizeof errs / sizeof errs[0]; i++)
+            if (strcmp(end + 1, errs[i].name) == 0) {
+                blitz__fault.sys_at = n;
+                blitz__fault.sys_err = errs[i].err;
+            }
+        if (!blitz__fault.sys_at && n)
+            fprintf(stderr, "blitz fault: BLITZ_FAULT_SYSCALL=%s is not N:ERR\n", sys);
+    }
+    blitz__fault.site = getenv("BLITZ_FAULT_SITE");
+    blitz__fault.trace = blitz__fault_env_u64("BLITZ_FAULT_TRACE") != 0;
+    blitz__fault.chaos_seed = blitz__fault_env_u64("BLITZ_FAULT_CHAOS");
+}
+
+static void blitz__fault_ready(void) {
+    (void)pthread_once(&blitz__fault.once, blitz__fault_init);
+}
+
+/* Prints a site the first time any thread reaches it. */
+static void blitz__fault_trace(const char *kind, const char *site) {
+    for (size_t i = 0; i < BLITZ__FAULT_SITES_MAX; i++) {
+        void *seen = blitz__ptr_load(&blitz__fault.seen[i], BLITZ__ACQUIRE);
+        if (!seen) {
+            /* Acquire/release: a slot is read only after its string was
+             * published, and a lost race rereads the winner's. */
+            if (blitz__ptr_cas(&blitz__fault.seen[i], &seen, (void *)(uintptr_t)site,
+                               BLITZ__ACQ_REL)) {
+                fprintf(stderr, "blitz fault: site %s %s\n", kind, site);
+                return;
+            }
+        }
+        if (strcmp((const char *)seen, site) == 0)
+            return;
+    }
+}
+
+/* Whether this call of `site` is the one to fail; `counter` counts them. */
+static int blitz__fault_hit(const char *kind, const char *site, blitz__atomic_u64 *counter,
+                            uint64_t at) {
+    if (blitz__fault.trace)
+        blitz__fault_trace(kind, site);
+    if (!at || (blitz__fault.site && strcmp(blitz__fault.site, site) != 0))
+        return 0;
+    uint64_t n = blitz__u64_fetch_add(counter, 1, BLITZ__RELAXED) + 1;
+    if (n != at)
+        return 0;
+    fprintf(stderr, "blitz fault: inject %s %s #%llu\n", kind, site, (unsigned long long)n);
+    return 1;
+}
+
+BLITZ_PRIVATE int blitz__fault_alloc(const char *site) {
+    blitz__fault_ready();
+    return blitz__fault_hit("alloc", site, &blitz__fault.allocs, blitz__fault.alloc_at);
+}
+
+BLITZ_PRIVATE int blitz__fault_sys(const char *site) {
+    blitz__fault_ready();
+    int err = blitz__fault.sys_err;
+    if (!blitz__fault_hit("sys", site, &blitz__fault.syscalls, err ? blitz__fault.sys_at : 0))
+        return 0;
+    errno = err;
+    return 1;
+}
+
+BLITZ_PRIVATE size_t blitz__fault_len(const char *site, size_t len) {
+    blitz__fault_ready();
+    uint64_t at = blitz__fault.sys_err == 0 ? blitz__fault.sys_at : 0;
+    if (len < 2 || !blitz__fault_hit("short", site, &blitz__fault.shorts, at))
+        return len;
+    return len / 2;
+}
+
+/* Under chaos scheduling, true one time in `one_in` (per-thread random). */
+BLITZ_PRIVATE int blitz__fault_chaos(uint32_t one_in) {
+    static _Thread_local uint64_t state;
+    if (!state) {
+        blitz__fault_ready();
+        if (!blitz__fault.chaos_seed)
+            return 0;
+        uint64_t t = blitz__u64_fetch_add(&blitz__fault.chaos_threads, 1, BLITZ__RELAXED);
+        state = (blitz__fault.chaos_seed ^ (t * 0x9e3779b97f4a7c15ull)) | 1;
+    }
+    /* xorshift64* */
+    state ^= state >> 12;
+    state ^= state << 25;
+    state ^= state >> 27;
+    return (uint32_t)((state * 0x2545f4914f6cdd1dull) >> 32) % one_in == 0;
+}
+
+#endif
+/* ====[ END src/platform/fault.c ]========================================= */
 /* ====[ BEGIN src/platform/alloc.c ]======================================= */
 /* >>platform/alloc */
 /* Memory: every allocation blitz makes goes through BLITZ_MALLOC/BLITZ_FREE
- * (malloc/free unless the user defines both). */
+ * (malloc/free unless the user defines both). Under BLITZ_FAULT_INJECT each
+ * also takes its caller's site (the macros below), where fault.c may fail
+ * it. */
 /* src/platform/base.h already included */
 
-BLITZ_PRIVATE void *blitz__malloc(size_t size) {
+#ifdef BLITZ_FAULT_INJECT
+#define BLITZ__SITE_PARAM , const char *site
+#define BLITZ__ALLOC_FAULT()          \
+    do {                              \
+        if (blitz__fault_alloc(site)) \
+            return NULL;              \
+    } while (0)
+#else
+#define BLITZ__SITE_PARAM
+#define BLITZ__ALLOC_FAULT() ((void)0)
+#endif
+
+BLITZ_PRIVATE void *blitz__malloc(size_t size BLITZ__SITE_PARAM) {
+    BLITZ__ALLOC_FAULT();
     return BLITZ_MALLOC(size);
 }
 
-BLITZ_PRIVATE void *blitz__calloc(size_t size) {
+BLITZ_PRIVATE void *blitz__calloc(size_t size BLITZ__SITE_PARAM) {
+    BLITZ__ALLOC_FAULT();
     void *p = BLITZ_MALLOC(size);
     if (p)
         memset(p, 0, size);
@@ -5207,7 +5638,8 @@ BLITZ_PRIVATE void blitz__free(void *p) {
  * be passed to blitz__free. The default allocator uses posix_memalign, which
  * gives the unused head back; a user allocator is over-asked and trimmed
  * here. */
-BLITZ_PRIVATE void *blitz__alloc_aligned(size_t size, size_t align, void **raw) {
+BLITZ_PRIVATE void *blitz__alloc_aligned(size_t size, size_t align, void **raw BLITZ__SITE_PARAM) {
+    BLITZ__ALLOC_FAULT();
 #ifdef BLITZ__DEFAULT_ALLOCATOR
     void *p = NULL;
     if (posix_memalign(&p, align, size) != 0)
@@ -5224,6 +5656,15 @@ BLITZ_PRIVATE void *blitz__alloc_aligned(size_t size, size_t align, void **raw) 
     return (void *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
 #endif
 }
+
+#ifdef BLITZ_FAULT_INJECT
+/* A macro does not expand inside its own expansion: these call the
+ * functions above with the caller's site. */
+#define blitz__malloc(size) blitz__malloc((size), BLITZ__SITE)
+#define blitz__calloc(size) blitz__calloc((size), BLITZ__SITE)
+#define blitz__alloc_aligned(size, align, raw) \
+    blitz__alloc_aligned((size), (align), (raw), BLITZ__SITE)
+#endif
 /* ====[ END src/platform/alloc.c ]========================================= */
 /* ====[ BEGIN src/platform/handle_check.c ]================================ */
 /* >>platform/handle_check */
@@ -5335,13 +5776,13 @@ BLITZ_PRIVATE uint32_t blitz__affinity_cpu_count(void) {
 
 BLITZ_PRIVATE int blitz__pipe_open(int fds[2], int nonblock) {
     /* By number: glibc hides pipe2 without _GNU_SOURCE. */
-    if (syscall(SYS_pipe2, fds, O_CLOEXEC | (nonblock ? O_NONBLOCK : 0)) < 0)
+    if (BLITZ__SYS(syscall(SYS_pipe2, fds, O_CLOEXEC | (nonblock ? O_NONBLOCK : 0))) < 0)
         return blitz__from_errno(errno);
     return BLITZ_OK;
 }
 
 BLITZ_PRIVATE int blitz__socket_open(int family, int type, int nonblock) {
-    int fd = socket(family, type | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
+    int fd = BLITZ__SYS(socket(family, type | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0));
     return fd < 0 ? blitz__from_errno(errno) : fd;
 }
 
@@ -5378,6 +5819,38 @@ BLITZ_PRIVATE int64_t blitz__sendfile(int out, int in, size_t n) {
     return r < 0 ? blitz__from_errno(errno) : (int64_t)r;
 }
 
+BLITZ_PRIVATE int blitz__open_direct_flag(void) {
+#if defined(O_DIRECT)
+    return O_DIRECT;
+#elif defined(__x86_64__) || defined(__i386__) || defined(__riscv) || defined(__loongarch__)
+    return 040000; /* hidden without _GNU_SOURCE; the asm-generic value */
+#elif defined(__aarch64__) || defined(__arm__)
+    return 0200000;
+#else
+    return 0;
+#endif
+}
+
+#ifndef FICLONE
+#define FICLONE 0x40049409 /* _IOW(0x94, 9, int) */
+#endif
+
+BLITZ_PRIVATE int64_t blitz__file_clone(int in, int out) {
+    return ioctl(out, FICLONE, in) == 0 ? 0 : blitz__from_errno(errno);
+}
+
+BLITZ_PRIVATE int64_t blitz__file_copy_range(int in, int out, size_t n) {
+#if defined(SYS_copy_file_range)
+    long r = syscall(SYS_copy_file_range, in, NULL, out, NULL, n, 0u);
+    return r < 0 ? blitz__from_errno(errno) : (int64_t)r;
+#else
+    (void)in;
+    (void)out;
+    (void)n;
+    return BLITZ_ENOSYS;
+#endif
+}
+
 BLITZ_PRIVATE void blitz__pipe_grow(int fd, int size) {
     fcntl(fd, F_SETPIPE_SZ, size);
 }
@@ -5402,7 +5875,7 @@ BLITZ_PRIVATE short blitz__poll_read_events(void) {
 
 /* poll(2) with a timespec limit (NULL: none). */
 BLITZ_PRIVATE int blitz__poll_wait(struct pollfd *fds, nfds_t n, const struct timespec *limit) {
-    return ppoll(fds, n, limit, NULL);
+    return BLITZ__SYS(ppoll(fds, n, limit, NULL));
 }
 
 /* Takes back a pending SIGPIPE of `set` (blocked in this thread) without
@@ -5411,6 +5884,17 @@ BLITZ_PRIVATE void blitz__sigpipe_take(const sigset_t *set) {
     struct timespec zero = {0, 0};
     while (sigtimedwait(set, NULL, &zero) < 0 && errno == EINTR) {
     }
+}
+
+/* Reserves len bytes at off, extending the file (mode 0): 0 or a
+ * negative blitz code. The system call, as the io_uring ring makes it
+ * (glibc's posix_fallocate writes zeros where the file system cannot). */
+BLITZ_PRIVATE int blitz__fallocate(int fd, int64_t off, int64_t len) {
+    long rc;
+    do
+        rc = syscall(SYS_fallocate, fd, 0, (off_t)off, (off_t)len);
+    while (rc < 0 && errno == EINTR);
+    return rc == 0 ? 0 : blitz__from_errno(errno);
 }
 
 #endif
@@ -5563,6 +6047,28 @@ BLITZ_PRIVATE int64_t blitz__sendfile(int out, int in, size_t n) {
     return BLITZ_ENOSYS;
 }
 
+/* The open flag that bypasses the page cache, or 0 where the system has
+ * none. */
+BLITZ_PRIVATE int blitz__open_direct_flag(void) {
+    return 0;
+}
+
+/* Makes `out` share the blocks of `in` (a reflink): 0 or a code. */
+BLITZ_PRIVATE int64_t blitz__file_clone(int in, int out) {
+    (void)in;
+    (void)out;
+    return BLITZ_EOPNOTSUPP;
+}
+
+/* Copies up to n bytes from file to file inside the kernel, at both files'
+ * positions: the count, 0 at end of input, or a code. */
+BLITZ_PRIVATE int64_t blitz__file_copy_range(int in, int out, size_t n) {
+    (void)in;
+    (void)out;
+    (void)n;
+    return BLITZ_ENOSYS;
+}
+
 /* Asks for a pipe buffer of `size` bytes; a hint, ignored where pipes
  * have a fixed size. */
 BLITZ_PRIVATE void blitz__pipe_grow(int fd, int size) {
@@ -5626,6 +6132,20 @@ BLITZ_PRIVATE void blitz__sigpipe_take(const sigset_t *set) {
     int sig;
     while (sigwait(set, &sig) == EINTR) {
     }
+}
+
+/* Reserves len bytes at off, extending the file (mode 0): 0 or a
+ * negative blitz code. Apple systems have no such call. */
+BLITZ_PRIVATE int blitz__fallocate(int fd, int64_t off, int64_t len) {
+#if defined(__APPLE__)
+    (void)fd;
+    (void)off;
+    (void)len;
+    return blitz__from_errno(EOPNOTSUPP);
+#else
+    int rc = posix_fallocate(fd, (off_t)off, (off_t)len);
+    return rc == 0 ? 0 : blitz__from_errno(rc);
+#endif
 }
 
 #endif
@@ -8700,7 +9220,7 @@ typedef struct blitz__io_backend {
     int (*sock_add)(struct blitz__io *io, struct blitz_socket *s);
     void (*sock_del)(struct blitz__io *io, struct blitz_socket *s);
     void (*sock_free)(struct blitz__io *io, struct blitz_socket *s);
-    void (*want)(struct blitz__io *io, struct blitz_socket *s, uint32_t bit);
+    int (*want)(struct blitz__io *io, struct blitz_socket *s, uint32_t bit);
     void (*close)(struct blitz__io *io, struct blitz_socket *s);
     void (*quiesce)(struct blitz__io *io, struct blitz_socket *s);
     /* A TCP connect's time limit the kernel can keep itself: 1 when it
@@ -8941,6 +9461,9 @@ typedef struct blitz__io {
     /* Counters for tests and diagnosis. */
     blitz__atomic_u64 rms_armed_count, rms_nobufs_count, rms_held_cancels;
     blitz__atomic_u64 link_timeout_count; /* connects queued with a LINK_TIMEOUT */
+    /* File ops the ring carries out itself (bit per BLITZ__UF_*, from the
+     * start-up probe; uring_file.c). */
+    uint32_t uf_ops;
 } blitz__io;
 
 /* Provided buffers of multishot receives, per ring. A power of two;
@@ -9003,6 +9526,57 @@ BLITZ_PRIVATE blitz_poll blitz__io_op_poll(blitz_cx *cx, blitz_io *op, blitz_soc
                                            uint32_t kind, const void *buf, size_t len,
                                            uint32_t dir);
 BLITZ_PRIVATE int64_t blitz__fd_attempt(blitz_io *op);
+
+/* File operations the ring carries out itself (uring_file.c). */
+enum {
+    BLITZ__UF_OPEN = 1,
+    BLITZ__UF_CLOSE,
+    BLITZ__UF_READ,  /* off -1: at the file position */
+    BLITZ__UF_WRITE, /* off -1: at the file position */
+    BLITZ__UF_FSYNC,
+    BLITZ__UF_FDATASYNC,
+    BLITZ__UF_FTRUNCATE, /* to length off */
+    BLITZ__UF_STAT,
+    BLITZ__UF_LSTAT,
+    BLITZ__UF_FSTAT,
+    BLITZ__UF_RENAME,
+    BLITZ__UF_UNLINK,
+    BLITZ__UF_RMDIR,
+    BLITZ__UF_MKDIR,
+    BLITZ__UF_SYMLINK, /* path: the target, path2: the new link */
+    BLITZ__UF_LINK,
+    BLITZ__UF_FALLOCATE /* len bytes at off */
+};
+
+/* One file op in the kernel. Its owner (the op's heap record, which
+ * embeds it) fills the request; the buffer and paths stay alive until
+ * the completion. state: INFLIGHT while the kernel holds it, then DONE
+ * (the owner's poll takes res), or INFLIGHT|ABANDONED when the owner gave
+ * up: the completion then calls `discard`, which releases the record. */
+typedef struct blitz__ufile {
+    blitz__atomic_u32 state;
+    int32_t res;
+    blitz_waker waker;
+    struct blitz__io *io;
+    uint32_t ring;
+    void (*discard)(struct blitz__ufile *u);
+    int op, fd, flags;
+    uint32_t mode;
+    void *buf;
+    size_t len;
+    int64_t off;
+    const char *path, *path2;
+    /* STAT kinds: the kernel's struct statx (256 bytes). */
+    uint64_t stx[32];
+} blitz__ufile;
+
+BLITZ_PRIVATE int blitz__ufile_can(blitz_runtime *rt, int op);
+BLITZ_PRIVATE int blitz__ufile_submit(blitz_cx *cx, blitz__ufile *u);
+BLITZ_PRIVATE int blitz__ufile_done(blitz__ufile *u);
+BLITZ_PRIVATE int blitz__ufile_cancel(blitz__ufile *u);
+BLITZ_PRIVATE void blitz__ufile_complete(blitz__io *io, blitz__ufile *u, int32_t res);
+BLITZ_PRIVATE void blitz__ufile_probe(blitz__io *io, const void *probe);
+BLITZ_PRIVATE void blitz__ufile_stat(const blitz__ufile *u, struct stat *st);
 #endif
 /* ====[ END src/io/io.h ]================================================== */
 /* ----[ RESUME src/io/addr.c ] */
@@ -9575,19 +10149,19 @@ BLITZ_PRIVATE int64_t blitz__op_attempt(blitz_io *op) {
     errno = 0;
     switch (op->blitz__kind) {
     case BLITZ__OP_RECV:
-        r = recv(s->fd, op->blitz__buf, op->blitz__len, 0);
+        r = BLITZ__SYS(recv(s->fd, op->blitz__buf, BLITZ__SYS_LEN(op->blitz__len), 0));
         break;
     case BLITZ__OP_SEND:
     case BLITZ__OP_SEND_ALL:
-        r = blitz__send_nosig(s->fd, (char *)op->blitz__buf + op->blitz__done,
-                              op->blitz__len - op->blitz__done);
+        r = BLITZ__SYS(blitz__send_nosig(s->fd, (char *)op->blitz__buf + op->blitz__done,
+                                         BLITZ__SYS_LEN(op->blitz__len - op->blitz__done)));
         break;
     case BLITZ__OP_RECVV:
     case BLITZ__OP_RECV_FROM: {
         struct msghdr m;
         struct iovec one;
         blitz__op_msghdr(op, &m, &one);
-        r = recvmsg(s->fd, &m, MSG_DONTWAIT);
+        r = BLITZ__SYS(recvmsg(s->fd, &m, MSG_DONTWAIT));
         if (r >= 0 && op->blitz__addr)
             blitz__addr_set_from(op->blitz__addr, m.msg_namelen, s->family);
         break;
@@ -9597,16 +10171,17 @@ BLITZ_PRIVATE int64_t blitz__op_attempt(blitz_io *op) {
         struct msghdr m;
         struct iovec one;
         blitz__op_msghdr(op, &m, &one);
-        r = blitz__sendmsg_nosig(s->fd, &m);
+        r = BLITZ__SYS(blitz__sendmsg_nosig(s->fd, &m));
         break;
     }
     case BLITZ__OP_ACCEPT:
-        r = blitz__accept_nb(s->fd);
+        r = BLITZ__SYS(blitz__accept_nb(s->fd));
         break;
     case BLITZ__OP_CONNECT: {
         const blitz_addr *a = (const blitz_addr *)(void *)op->blitz__scratch;
         if (!(op->blitz__flags & BLITZ__OPF_CONNECTING)) {
-            r = connect(s->fd, (const struct sockaddr *)(const void *)a->u.bytes, a->len);
+            r = BLITZ__SYS(
+                connect(s->fd, (const struct sockaddr *)(const void *)a->u.bytes, a->len));
             if (r < 0 && errno == EINPROGRESS) {
                 op->blitz__flags |= BLITZ__OPF_CONNECTING;
                 return BLITZ_EAGAIN;
@@ -10781,12 +11356,17 @@ BLITZ_PRIVATE blitz_poll blitz__ready_submit(blitz_cx *cx, blitz_io *op) {
             blitz__mutex_unlock(&s->lock);
             continue;
         }
+        /* Before the op waits: a socket the backend cannot watch would
+         * leave it waiting for an event that never comes. */
+        if (s->io->be->want && s->io->be->want(s->io, s, 1u << op->blitz__dir) != BLITZ_OK) {
+            blitz__mutex_unlock(&s->lock);
+            blitz__op_result(op, BLITZ_ENOMEM);
+            return BLITZ_READY;
+        }
         blitz_waker mine = blitz_cx_waker(cx);
         op->blitz__waker = blitz_waker_clone(&mine);
         blitz__op_set_state(op, BLITZ__IO_WAIT);
         blitz__op_link(s, op);
-        if (s->io->be->want)
-            s->io->be->want(s->io, s, 1u << op->blitz__dir);
         blitz__mutex_unlock(&s->lock);
         return BLITZ_PENDING;
     }
@@ -11090,7 +11670,8 @@ static void blitz__epoll_wait(blitz__io *io, uint64_t timeout_ns) {
         uint64_t m = (timeout_ns + 999999u) / 1000000u;
         ms = m > INT_MAX ? INT_MAX : (int)m;
     }
-    int n = epoll_wait(io->epfd, (struct epoll_event *)io->events, BLITZ__IO_EVENTS, ms);
+    int n =
+        BLITZ__SYS(epoll_wait(io->epfd, (struct epoll_event *)io->events, BLITZ__IO_EVENTS, ms));
     io->nevents = n < 0 ? 0 : n;
 }
 
@@ -11448,20 +12029,27 @@ static int blitz__pollb_grow(void **p, uint32_t *cap, size_t elem, uint32_t need
     return 1;
 }
 
-/* A socket got a waiter of direction `bit` (caller holds its lock). */
-static void blitz__pollb_want(blitz__io *io, blitz_socket *s, uint32_t bit) {
+/* A socket gets a waiter of direction `bit` (caller holds its lock).
+ * BLITZ_ENOMEM when the set cannot take it: the bit is taken back, so the
+ * next waiter tries again. */
+static int blitz__pollb_want(blitz__io *io, blitz_socket *s, uint32_t bit) {
     if (blitz__u32_load(&s->want, BLITZ__RELAXED) & bit)
-        return;
+        return BLITZ_OK;
     blitz__u32_fetch_or(&s->want, bit, BLITZ__SEQ_CST);
     blitz__mutex_lock(&io->poll_lock);
-    if (s->poll_slot < 0) {
-        if (blitz__pollb_grow((void **)&io->pset, &io->pcap, sizeof(blitz_socket *),
-                              io->pcount + 1)) {
-            s->poll_slot = (int)io->pcount;
-            io->pset[io->pcount++] = s;
-        }
+    int kept = s->poll_slot >= 0 || (!BLITZ__FAULT(poll_want) &&
+                                     blitz__pollb_grow((void **)&io->pset, &io->pcap,
+                                                       sizeof(blitz_socket *), io->pcount + 1));
+    if (s->poll_slot < 0 && kept) {
+        s->poll_slot = (int)io->pcount;
+        io->pset[io->pcount++] = s;
     }
     blitz__mutex_unlock(&io->poll_lock);
+    if (!kept) {
+        /* Not in the set: no poller reads the bit. */
+        blitz__u32_fetch_and(&s->want, ~bit, BLITZ__RELAXED);
+        return BLITZ_ENOMEM;
+    }
     /* Seq_cst pairs with the poller's announcement before it builds its
      * set: either it sees this socket or this side sees it blocked. */
     if (blitz__u32_load(&io->poll_blocked, BLITZ__SEQ_CST)) {
@@ -11469,6 +12057,7 @@ static void blitz__pollb_want(blitz__io *io, blitz_socket *s, uint32_t bit) {
         ssize_t r = write(io->wake_fd, &one, sizeof one);
         (void)r;
     }
+    return BLITZ_OK;
 }
 
 static void blitz__pollb_remove_locked(blitz__io *io, blitz_socket *s) {
@@ -11651,7 +12240,10 @@ BLITZ_PRIVATE const blitz__io_backend *blitz__backend_poll(void) {
 /* A stream socket's multishot receive: the socket pointer with this tag
  * (sockets are at least 8-byte aligned). */
 #define BLITZ__UD_RECV_MS 4u
-#define BLITZ__UD_TAG     7u
+/* A file op (uring_file.c): its record's pointer with this tag (exact 1
+ * is the wake poll's). */
+#define BLITZ__UD_FILE 1u
+#define BLITZ__UD_TAG  7u
 
 #ifndef IORING_CQE_F_MORE
 #define IORING_CQE_F_MORE (1U << 1)
@@ -11829,7 +12421,8 @@ _Static_assert(BLITZ_URING_RECV_BUF_SIZE >= 64 && BLITZ_URING_RECV_BUF_SIZE <= (
 
 static int blitz__uring_enter(int fd, unsigned to_submit, unsigned min_complete, unsigned flags,
                               const void *arg, size_t argsz) {
-    return (int)syscall(SYS_io_uring_enter, fd, to_submit, min_complete, flags, arg, argsz);
+    return BLITZ__SYS(
+        (int)syscall(SYS_io_uring_enter, fd, to_submit, min_complete, flags, arg, argsz));
 }
 
 static int blitz__uring_probe(blitz__io *io, int fd) {
@@ -11855,6 +12448,7 @@ static int blitz__uring_probe(blitz__io *io, int fd) {
         blitz__u32_store(&io->ms_recv,
                          p->last_op >= 47 /* IORING_OP_SEND_ZC */ && BLITZ_URING_RECV_BUFS > 0,
                          BLITZ__RELAXED);
+        blitz__ufile_probe(io, p);
     }
     blitz__free(p);
     return rc;
@@ -11993,7 +12587,7 @@ static int blitz__uring_room(blitz__ring *r, uint32_t n) {
 /* Queues a copy of `sqe` in `r`; submits at once when `flush` is set or a
  * batch is full. BLITZ_EBUSY when the ring has no room even after a
  * flush. */
-static int blitz__uring_queue(blitz__ring *r, const struct io_uring_sqe *sqe, int flush) {
+BLITZ_PRIVATE int blitz__uring_queue(blitz__ring *r, const struct io_uring_sqe *sqe, int flush) {
     blitz__mutex_lock(&r->sq_lock);
     struct io_uring_sqe *slot = blitz__uring_sqe_or_flush(r);
     if (slot) {
@@ -12492,15 +13086,24 @@ BLITZ_PRIVATE void blitz__uring_submit_cancel(blitz__io *io, blitz_io *op) {
     blitz__uring_cancel_ud(io, blitz__uring_op_ring(io, op), (uint64_t)(uintptr_t)op);
 }
 
+/* Completions the kernel holds back because the CQ ring was full: NODROP
+ * keeps them and says so in the SQ flags, and they reach the ring only
+ * when someone enters the kernel for events. Nobody parks in the shared
+ * ring, so its reaper must ask. */
+static int blitz__uring_cq_overflow(const blitz__ring *r) {
+    return (blitz__u32_field_load(r->sq_flags, BLITZ__RELAXED) & IORING_SQ_CQ_OVERFLOW) != 0;
+}
+
 BLITZ_PRIVATE int blitz__uring_cq_ready(const blitz__ring *r) {
     return blitz__u32_field_load(r->cq_head, BLITZ__RELAXED) !=
-           blitz__u32_field_load(r->cq_tail, BLITZ__ACQUIRE);
+               blitz__u32_field_load(r->cq_tail, BLITZ__ACQUIRE) ||
+           blitz__uring_cq_overflow(r);
 }
 
 /* Dispatches the completions in `r`. Caller holds r->reap_lock. Returns 1
  * when the shared ring signalled completions. */
 static int blitz__uring_dispatch(blitz__io *io, blitz__ring *r) {
-    int shared = 0;
+    int shared = 0, flushed = 0;
     for (;;) {
         struct {
             uint64_t user_data;
@@ -12518,6 +13121,12 @@ static int blitz__uring_dispatch(blitz__io *io, blitz__ring *r) {
             batch[n].flags = c->flags;
             n++;
             head++;
+        }
+        if (n == 0 && !flushed && blitz__uring_cq_overflow(r)) {
+            /* The ring is empty now: the held-back completions fit. */
+            flushed = 1;
+            blitz__uring_enter(r->fd, 0, 0, IORING_ENTER_GETEVENTS, NULL, 0);
+            continue;
         }
         if (n == 0)
             return shared;
@@ -12537,6 +13146,11 @@ static int blitz__uring_dispatch(blitz__io *io, blitz__ring *r) {
             if (ud == BLITZ__UD_SHARED) {
                 shared = 1;
                 rearm_shared |= !more;
+                continue;
+            }
+            if ((ud & BLITZ__UD_TAG) == BLITZ__UD_FILE) {
+                blitz__ufile_complete(
+                    io, (blitz__ufile *)(uintptr_t)(ud & ~(uint64_t)BLITZ__UD_TAG), batch[i].res);
                 continue;
             }
             if ((ud & BLITZ__UD_TAG) == BLITZ__UD_RECV_MS) {
@@ -13407,6 +14021,325 @@ BLITZ_PRIVATE void blitz__recv_ms_release(blitz_socket *s) {
     s->rq_count = s->rq_cap = 0;
 }
 /* ====[ END src/io/uring_recv_ms.c ]======================================= */
+/* ====[ BEGIN src/io/uring_file.c ]======================================== */
+/* >>io/uring_file */
+/* File operations on the io_uring backend: the kernel carries them out
+ * (OPENAT, READ, STATX, ...), so a file op costs one SQE and one CQE
+ * instead of a trip to a pool thread and back. Which ops the kernel has
+ * is probed once, with the ring's other opcodes; the others stay pool
+ * jobs (os/fs.c decides, per op).
+ *
+ * The op's record (a heap block the task's op points at) embeds the
+ * blitz__ufile; its buffer and path copies live in that record, so they
+ * stay alive until the kernel lets go, whatever the task does. State:
+ *   submit:   INFLIGHT (release; the record is the kernel's and the
+ *             owner's), counted in io->inflight, so shutdown's drain
+ *             waits for it.
+ *   complete: (reaping thread) INFLIGHT -> DONE and wake the owner, who
+ *             takes the result; or, when the CAS finds ABANDONED, the
+ *             owner is gone: `discard` releases the record (closing a
+ *             descriptor an OPENAT returned).
+ *   cancel:   ASYNC_CANCEL first, while the record is surely alive (the
+ *             completion cannot free it before ABANDONED is set), then
+ *             INFLIGHT -> INFLIGHT|ABANDONED; a record already DONE is the
+ *             caller's to free. */
+/* src/io/io.h already included */
+
+#define BLITZ__UF_INFLIGHT  1u
+#define BLITZ__UF_DONE      2u
+#define BLITZ__UF_ABANDONED 4u
+
+#if !defined(BLITZ_NO_IO_URING)
+
+/* Opcodes by number: older uapi headers lack the newer names. */
+#define BLITZ__IOP_FSYNC     3u
+#define BLITZ__IOP_FALLOCATE 17u
+#define BLITZ__IOP_OPENAT    18u
+#define BLITZ__IOP_CLOSE     19u
+#define BLITZ__IOP_STATX     21u
+#define BLITZ__IOP_READ      22u
+#define BLITZ__IOP_WRITE     23u
+#define BLITZ__IOP_RENAMEAT  35u
+#define BLITZ__IOP_UNLINKAT  36u
+#define BLITZ__IOP_MKDIRAT   37u
+#define BLITZ__IOP_SYMLINKAT 38u
+#define BLITZ__IOP_LINKAT    39u
+#define BLITZ__IOP_FTRUNCATE 55u
+
+#ifndef AT_EMPTY_PATH
+#define AT_EMPTY_PATH 0x1000 /* Linux's, hidden without _GNU_SOURCE */
+#endif
+#ifndef IORING_FSYNC_DATASYNC
+#define IORING_FSYNC_DATASYNC (1U << 0)
+#endif
+
+/* The kernel's struct statx, as far as blitz reads it (the layout is
+ * ABI; libc headers may lack it). */
+typedef struct {
+    int64_t tv_sec;
+    uint32_t tv_nsec;
+    int32_t reserved;
+} blitz__stx_time;
+typedef struct {
+    uint32_t mask, blksize;
+    uint64_t attributes;
+    uint32_t nlink, uid, gid;
+    uint16_t mode, spare0;
+    uint64_t ino, size, blocks, attributes_mask;
+    blitz__stx_time atime, btime, ctime, mtime;
+    uint32_t rdev_major, rdev_minor, dev_major, dev_minor;
+} blitz__statx;
+_Static_assert(sizeof(blitz__statx) == 144, "struct statx's layout");
+_Static_assert(sizeof(((blitz__ufile *)0)->stx) >= 256, "room for the kernel's struct statx");
+
+static uint8_t blitz__ufile_opcode(int op) {
+    switch (op) {
+    case BLITZ__UF_OPEN:
+        return BLITZ__IOP_OPENAT;
+    case BLITZ__UF_CLOSE:
+        return BLITZ__IOP_CLOSE;
+    case BLITZ__UF_READ:
+        return BLITZ__IOP_READ;
+    case BLITZ__UF_WRITE:
+        return BLITZ__IOP_WRITE;
+    case BLITZ__UF_FSYNC:
+    case BLITZ__UF_FDATASYNC:
+        return BLITZ__IOP_FSYNC;
+    case BLITZ__UF_FTRUNCATE:
+        return BLITZ__IOP_FTRUNCATE;
+    case BLITZ__UF_STAT:
+    case BLITZ__UF_LSTAT:
+    case BLITZ__UF_FSTAT:
+        return BLITZ__IOP_STATX;
+    case BLITZ__UF_RENAME:
+        return BLITZ__IOP_RENAMEAT;
+    case BLITZ__UF_UNLINK:
+    case BLITZ__UF_RMDIR:
+        return BLITZ__IOP_UNLINKAT;
+    case BLITZ__UF_MKDIR:
+        return BLITZ__IOP_MKDIRAT;
+    case BLITZ__UF_SYMLINK:
+        return BLITZ__IOP_SYMLINKAT;
+    case BLITZ__UF_LINK:
+        return BLITZ__IOP_LINKAT;
+    case BLITZ__UF_FALLOCATE:
+        return BLITZ__IOP_FALLOCATE;
+    default:
+        return 0;
+    }
+}
+
+/* At ring start-up, with the kernel's IORING_REGISTER_PROBE answer. */
+BLITZ_PRIVATE void blitz__ufile_probe(blitz__io *io, const void *probe) {
+    const struct io_uring_probe *p = (const struct io_uring_probe *)probe;
+    io->uf_ops = 0;
+    for (int op = BLITZ__UF_OPEN; op <= BLITZ__UF_FALLOCATE; op++) {
+        uint8_t code = blitz__ufile_opcode(op);
+        if (code <= p->last_op && (p->ops[code].flags & IO_URING_OP_SUPPORTED))
+            io->uf_ops |= 1u << op;
+    }
+}
+
+static void blitz__ufile_fill(struct io_uring_sqe *sqe, blitz__ufile *u) {
+    static const char empty[] = "";
+    memset(sqe, 0, sizeof *sqe);
+    sqe->opcode = blitz__ufile_opcode(u->op);
+    sqe->fd = AT_FDCWD;
+    sqe->addr = (uint64_t)(uintptr_t)u->path;
+    sqe->user_data = (uint64_t)(uintptr_t)u | BLITZ__UD_FILE;
+    switch (u->op) {
+    case BLITZ__UF_OPEN:
+        sqe->len = u->mode;
+        sqe->rw_flags = u->flags;
+        break;
+    case BLITZ__UF_READ:
+    case BLITZ__UF_WRITE:
+        sqe->fd = u->fd;
+        sqe->addr = (uint64_t)(uintptr_t)u->buf;
+        sqe->len = (uint32_t)(u->len > 0x7ffff000u ? 0x7ffff000u : u->len);
+        sqe->off = (uint64_t)u->off; /* -1: the file position */
+        break;
+    case BLITZ__UF_CLOSE:
+    case BLITZ__UF_FSYNC:
+    case BLITZ__UF_FDATASYNC:
+        sqe->fd = u->fd;
+        sqe->addr = 0;
+        sqe->rw_flags = u->op == BLITZ__UF_FDATASYNC ? IORING_FSYNC_DATASYNC : 0;
+        break;
+    case BLITZ__UF_FTRUNCATE:
+        sqe->fd = u->fd;
+        sqe->addr = 0;
+        sqe->off = (uint64_t)u->off;
+        break;
+    case BLITZ__UF_FALLOCATE:
+        sqe->fd = u->fd;
+        sqe->off = (uint64_t)u->off;
+        sqe->addr = (uint64_t)u->len;
+        sqe->len = 0; /* mode: allocate, extending the size */
+        break;
+    case BLITZ__UF_STAT:
+    case BLITZ__UF_LSTAT:
+    case BLITZ__UF_FSTAT:
+        if (u->op == BLITZ__UF_FSTAT) {
+            sqe->fd = u->fd;
+            sqe->addr = (uint64_t)(uintptr_t)empty;
+            sqe->rw_flags = AT_EMPTY_PATH;
+        } else if (u->op == BLITZ__UF_LSTAT) {
+            sqe->rw_flags = AT_SYMLINK_NOFOLLOW;
+        }
+        sqe->len = 0x7ffu;                      /* STATX_BASIC_STATS */
+        sqe->off = (uint64_t)(uintptr_t)u->stx; /* addr2 */
+        break;
+    case BLITZ__UF_RENAME:
+    case BLITZ__UF_LINK:
+        sqe->len = (uint32_t)AT_FDCWD;
+        sqe->off = (uint64_t)(uintptr_t)u->path2;
+        break;
+    case BLITZ__UF_RMDIR:
+        sqe->rw_flags = AT_REMOVEDIR;
+        break;
+    case BLITZ__UF_MKDIR:
+        sqe->len = u->mode;
+        break;
+    case BLITZ__UF_SYMLINK:
+        sqe->off = (uint64_t)(uintptr_t)u->path2;
+        break;
+    default:
+        break;
+    }
+}
+
+/* Whether `rt` carries file op `op` on its ring. */
+BLITZ_PRIVATE int blitz__ufile_can(blitz_runtime *rt, int op) {
+    blitz__io *io = rt ? rt->io : NULL;
+    return io && io->be->kind == BLITZ_BACKEND_IO_URING && (io->uf_ops >> op & 1u);
+}
+
+/* Hands the filled-in request to the kernel, on the calling thread's
+ * ring. BLITZ_OK: INFLIGHT, the task is woken by the completion;
+ * otherwise nothing was started (EBUSY: the ring is full; ESHUTDOWN). */
+BLITZ_PRIVATE int blitz__ufile_submit(blitz_cx *cx, blitz__ufile *u) {
+    blitz__io *io = blitz_cx_runtime(cx)->io;
+    /* Shut down: nobody reaps the ring any more. */
+    if (blitz__u32_load(&io->shutdown, BLITZ__ACQUIRE))
+        return BLITZ_ESHUTDOWN;
+    int batches = 0;
+    blitz__ring *r = blitz__uring_mine(io, &batches);
+    struct io_uring_sqe sqe;
+    blitz__ufile_fill(&sqe, u);
+    blitz_waker mine = blitz_cx_waker(cx);
+    u->io = io;
+    u->ring = r->index;
+    u->waker = blitz_waker_clone(&mine);
+    /* Release: the completion's acquire sees the request and the waker
+     * (the kernel orders the CQE after the SQE; a race detector cannot
+     * see that). */
+    blitz__u32_store(&u->state, BLITZ__UF_INFLIGHT, BLITZ__RELEASE);
+    blitz__u64_fetch_add(&io->inflight, 1, BLITZ__RELAXED);
+    int rc = blitz__uring_queue(r, &sqe, !batches);
+    if (rc != BLITZ_OK) {
+        blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELAXED);
+        blitz__u32_store(&u->state, BLITZ__UF_DONE, BLITZ__RELAXED);
+        blitz_waker_drop(u->waker);
+    }
+    return rc;
+}
+
+/* The completion of `u`, on the reaping thread. */
+BLITZ_PRIVATE void blitz__ufile_complete(blitz__io *io, blitz__ufile *u, int32_t res) {
+    (void)blitz__u32_load(&u->state, BLITZ__ACQUIRE);
+    blitz_waker w = u->waker;
+    u->res = res;
+    uint32_t expected = BLITZ__UF_INFLIGHT;
+    /* Release publishes res to the owner's acquire of DONE (after which
+     * the owner may free the record: nothing of it is touched below);
+     * acquire on failure pairs with the canceller's ABANDONED. */
+    if (blitz__u32_cas(&u->state, &expected, BLITZ__UF_DONE, BLITZ__ACQ_REL)) {
+        blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELEASE);
+        blitz__io_wake(io, w);
+        return;
+    }
+    u->discard(u);
+    blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELEASE);
+    blitz_waker_drop(w);
+}
+
+/* The owner's poll: 1 once res is there. */
+BLITZ_PRIVATE int blitz__ufile_done(blitz__ufile *u) {
+    /* Acquire pairs with the completion's release of DONE. */
+    return blitz__u32_load(&u->state, BLITZ__ACQUIRE) == BLITZ__UF_DONE;
+}
+
+/* The owner gives up. Returns 1 when the record is the caller's to free
+ * (it completed), 0 when the completion will free it. */
+BLITZ_PRIVATE int blitz__ufile_cancel(blitz__ufile *u) {
+    uint32_t s = blitz__u32_load(&u->state, BLITZ__ACQUIRE);
+    if (s != BLITZ__UF_INFLIGHT)
+        return 1;
+    blitz__uring_cancel_ud(u->io, &u->io->rings[u->ring], (uint64_t)(uintptr_t)u | BLITZ__UD_FILE);
+    /* Acq_rel: the completion's failed CAS sees ABANDONED, or this CAS
+     * fails because the completion stored DONE first. */
+    return !blitz__u32_cas(&u->state, &s, BLITZ__UF_INFLIGHT | BLITZ__UF_ABANDONED, BLITZ__ACQ_REL);
+}
+
+/* A finished STAT kind's statx, as a struct stat. */
+BLITZ_PRIVATE void blitz__ufile_stat(const blitz__ufile *u, struct stat *st) {
+    const blitz__statx *x = (const blitz__statx *)(const void *)u->stx;
+    memset(st, 0, sizeof *st);
+    st->st_mode = (mode_t)x->mode;
+    st->st_size = (off_t)x->size;
+    st->st_ino = (ino_t)x->ino;
+    st->st_nlink = (nlink_t)x->nlink;
+    st->st_uid = (uid_t)x->uid;
+    st->st_gid = (gid_t)x->gid;
+    /* glibc's makedev. */
+    uint64_t ma = x->dev_major, mi = x->dev_minor;
+    st->st_dev = (dev_t)(((ma & 0xfffff000u) << 32) | ((ma & 0xfffu) << 8) |
+                         ((mi & 0xffffff00u) << 12) | (mi & 0xffu));
+    st->st_mtim.tv_sec = (time_t)x->mtime.tv_sec;
+    st->st_mtim.tv_nsec = (long)x->mtime.tv_nsec;
+    st->st_atim.tv_sec = (time_t)x->atime.tv_sec;
+    st->st_atim.tv_nsec = (long)x->atime.tv_nsec;
+    st->st_ctim.tv_sec = (time_t)x->ctime.tv_sec;
+    st->st_ctim.tv_nsec = (long)x->ctime.tv_nsec;
+}
+
+#else
+
+BLITZ_PRIVATE void blitz__ufile_probe(blitz__io *io, const void *probe) {
+    (void)probe;
+    io->uf_ops = 0;
+}
+BLITZ_PRIVATE int blitz__ufile_can(blitz_runtime *rt, int op) {
+    (void)rt;
+    (void)op;
+    return 0;
+}
+BLITZ_PRIVATE int blitz__ufile_submit(blitz_cx *cx, blitz__ufile *u) {
+    (void)cx;
+    (void)u;
+    return BLITZ_ENOSYS;
+}
+BLITZ_PRIVATE void blitz__ufile_complete(blitz__io *io, blitz__ufile *u, int32_t res) {
+    (void)io;
+    (void)u;
+    (void)res;
+}
+BLITZ_PRIVATE int blitz__ufile_done(blitz__ufile *u) {
+    (void)u;
+    return 1;
+}
+BLITZ_PRIVATE int blitz__ufile_cancel(blitz__ufile *u) {
+    (void)u;
+    return 1;
+}
+BLITZ_PRIVATE void blitz__ufile_stat(const blitz__ufile *u, struct stat *st) {
+    (void)u;
+    memset(st, 0, sizeof *st);
+}
+
+#endif
+/* ====[ END src/io/uring_file.c ]========================================== */
 /* ====[ BEGIN src/io/fd.c ]================================================ */
 /* >>io/fd */
 /* Descriptor ops: read(2)/write(2) and readiness waits on any descriptor a
@@ -13471,25 +14404,25 @@ BLITZ_PRIVATE int64_t blitz__fd_attempt(blitz_io *op) {
     errno = 0;
     switch (op->blitz__kind) {
     case BLITZ__OP_FD_READ:
-        r = read(s->fd, op->blitz__buf, op->blitz__len);
+        r = BLITZ__SYS(read(s->fd, op->blitz__buf, BLITZ__SYS_LEN(op->blitz__len)));
         break;
     case BLITZ__OP_FD_WRITE:
     case BLITZ__OP_FD_WRITE_ALL: {
         const char *p = (const char *)op->blitz__buf + op->blitz__done;
         size_t n = op->blitz__len - op->blitz__done;
         if (blitz__fd_is_socket(s)) {
-            r = blitz__send_nosig(s->fd, p, n);
+            r = BLITZ__SYS(blitz__send_nosig(s->fd, p, BLITZ__SYS_LEN(n)));
             if (r < 0 && errno == ENOTSOCK) {
                 /* adopted descriptor with a family but not a socket */
                 blitz__nosig g;
                 blitz__nosig_begin(&g);
-                r = write(s->fd, p, n);
+                r = BLITZ__SYS(write(s->fd, p, BLITZ__SYS_LEN(n)));
                 blitz__nosig_end(&g, r < 0 && errno == EPIPE);
             }
         } else {
             blitz__nosig g;
             blitz__nosig_begin(&g);
-            r = write(s->fd, p, n);
+            r = BLITZ__SYS(write(s->fd, p, BLITZ__SYS_LEN(n)));
             blitz__nosig_end(&g, r < 0 && errno == EPIPE);
         }
         break;
@@ -14142,7 +15075,12 @@ BLITZ_PRIVATE void blitz__idle_unpark_all(blitz_runtime *rt) {
  *      victim's ring, then the global queue once more
  *   6. spin briefly, then park (idle.c has the protocol)
  * A tick is up to BLITZ_BUDGET_PER_TICK polls; after each the EWMA of the
- * poll time sets the next global-queue interval. */
+ * poll time sets the next global-queue interval.
+ *
+ * Chaos scheduling (BLITZ__CHAOS, a BLITZ_FAULT_INJECT build) turns the
+ * LIFO slot off, sends some local wakes through the global queue (a
+ * delayed wake, maybe on another worker), steals before looking locally
+ * and yields the thread before some polls: orders the fast paths hide. */
 /* src/sched/sched.h already included */
 
 /* Pauses between two looks at the queues while spinning before a park:
@@ -14203,6 +15141,15 @@ static void blitz__worker_schedule_local(blitz__worker *w, blitz__task *t) {
      * then the task must not sit in the slot of a sleeping worker. */
     if (blitz__u32_load(&w->transitioning_to_park, BLITZ__ACQUIRE)) {
         blitz__remote_schedule(w->rt, t);
+        return;
+    }
+    if (BLITZ__CHAOS(8)) {
+        blitz__remote_schedule(w->rt, t);
+        return;
+    }
+    if (BLITZ__CHAOS(1)) {
+        blitz__local_queue_push(&w->queue, t, w->rt, &w->counters);
+        blitz__idle_notify_parked(w->rt);
         return;
     }
     blitz__task *prev = w->lifo_slot;
@@ -14427,7 +15374,11 @@ static blitz__task *blitz__worker_search(blitz__worker *w) {
 }
 
 static blitz__task *blitz__worker_find(blitz__worker *w) {
-    blitz__task *t = blitz__worker_next_local(w);
+    blitz__task *t = NULL;
+    if (w->rt->num_workers > 1 && BLITZ__CHAOS(4))
+        t = blitz__worker_steal(w);
+    if (!t)
+        t = blitz__worker_next_local(w);
     if (!t && w->deferred_head) {
         blitz__worker_flush_deferred(w);
         t = blitz__worker_next_local(w);
@@ -14462,6 +15413,8 @@ static inline void blitz__paused_poll_end(blitz_runtime *rt) {
 }
 
 static void blitz__worker_poll(blitz__worker *w, blitz__task *t, blitz__context *ctx) {
+    if (BLITZ__CHAOS(16))
+        sched_yield();
     blitz__paused_poll_begin(w->rt);
     if (blitz__task_run(t, ctx))
         BLITZ__STAT(blitz__u64_bump(&w->counters.polled, 1));
@@ -15375,6 +16328,27 @@ static void *blitz__pool_thread_main(void *arg) {
     return NULL;
 }
 
+/* Caller holds the pool's lock. */
+static void blitz__pool_rec_link(blitz__pool *p, blitz__pool_rec *rec) {
+    if (rec->tracked)
+        return;
+    rec->tracked = 1;
+    rec->all_prev = NULL;
+    rec->all_next = p->records;
+    if (p->records)
+        p->records->all_prev = rec;
+    p->records = rec;
+}
+
+/* A record whose op is carried out elsewhere (the ring's file ops) is
+ * the runtime's too: freed with it if its task never takes it. */
+BLITZ_PRIVATE void blitz__pool_rec_track(blitz_runtime *rt, blitz__pool_rec *rec) {
+    rec->rt = rt;
+    blitz__mutex_lock(&rt->pool->lock);
+    blitz__pool_rec_link(rt->pool, rec);
+    blitz__mutex_unlock(&rt->pool->lock);
+}
+
 /* Queues job `j` (see the submit protocol). When the queue is full and
  * `room` is given, `room` (whose waker the caller has cloned) joins the
  * room waiters and BLITZ_EFULL is returned; the caller then waits for its
@@ -15382,14 +16356,8 @@ static void *blitz__pool_thread_main(void *arg) {
 static int blitz__pool_submit(blitz_runtime *rt, blitz__pool_job *j, blitz__pool_rec *room) {
     blitz__pool *p = rt->pool;
     blitz__mutex_lock(&p->lock);
-    if (room && !room->tracked) {
-        room->tracked = 1;
-        room->all_prev = NULL;
-        room->all_next = p->records;
-        if (p->records)
-            p->records->all_prev = room;
-        p->records = room;
-    }
+    if (room)
+        blitz__pool_rec_link(p, room);
     if (p->closed) {
         blitz__mutex_unlock(&p->lock);
         return BLITZ_ESHUTDOWN;
@@ -15680,7 +16648,7 @@ static void blitz__pool_rec_run(blitz__pool_job *j, int cancelled) {
  * starts with), zero-filled. NULL when out of memory. */
 BLITZ_PRIVATE void *blitz__pool_rec_new(size_t size, void (*exec)(blitz__pool_rec *, int),
                                         void (*discard)(blitz__pool_rec *)) {
-    blitz__pool_rec *rec = (blitz__pool_rec *)blitz__calloc(size);
+    blitz__pool_rec *rec = BLITZ__FAULT(pool_rec) ? NULL : (blitz__pool_rec *)blitz__calloc(size);
     if (rec) {
         rec->job.run = blitz__pool_rec_run;
         rec->exec = exec;
@@ -20446,16 +21414,18 @@ BLITZ_API blitz_op blitz_op_tcp_connect_host(blitz_connect_op *op, const char *h
 /* ########################################################################## */
 /* ====[ BEGIN src/os/fs.c ]================================================ */
 /* >>os/fs */
-/* Files: every operation is a pool op (blocking_pool.c) whose thread makes
- * the system calls. The public calls take the request, the op struct keeps
- * it, and one exec function carries it out, so a backend with native file
- * operations (io_uring) can take the same request from the op instead.
+/* Files: every operation is a heap record holding the request; the
+ * ring carries it out (io/uring_file.c) when the runtime's backend is
+ * io_uring and the kernel has the op, else it is a pool op
+ * (blocking_pool.c) whose thread makes the system calls. Either way the
+ * record is tracked with the pool's and its result taken the same way,
+ * so both paths answer alike.
  *
  * Paths are copied (one allocation for both paths of a rename) when the
  * operation starts: a cancelled operation whose thread is still running
  * must not read the caller's string after the caller moved on. The thread
- * frees the copy when it is done; a cancel that takes the op out of the
- * queue frees it instead. */
+ * (or the ring's completion) frees the copy when it is done; a cancel
+ * that takes the op out of the queue frees it instead. */
 /* src/io/io.h already included */
 
 enum {
@@ -20481,6 +21451,9 @@ enum {
     BLITZ__FS_READ_DIR,
     BLITZ__FS_READ_FILE,
     BLITZ__FS_WRITE_FILE,
+    BLITZ__FS_SYMLINK,
+    BLITZ__FS_LINK,
+    BLITZ__FS_FALLOCATE,
 };
 
 /* What a pool thread works on: the request, with copies of the paths
@@ -20496,6 +21469,10 @@ typedef struct {
     blitz_fs_metadata md;
     int64_t result;
     void *data;
+    /* Carried out by the ring instead of a pool thread (io/uring_file.c). */
+    int native;
+    size_t done; /* a native write's bytes written so far */
+    blitz__ufile uf;
 } blitz__fs_rec;
 
 static int64_t blitz__fs_err(void) {
@@ -20537,8 +21514,9 @@ static void blitz__fs_fill_metadata(blitz_fs_metadata *m, const struct stat *st)
 static int64_t blitz__fs_write_all(int fd, const char *p, size_t len, int64_t off) {
     size_t done = 0;
     while (done < len) {
-        ssize_t n = off >= 0 ? pwrite(fd, p + done, len - done, (off_t)(off + (int64_t)done))
-                             : write(fd, p + done, len - done);
+        size_t want = BLITZ__SYS_LEN(len - done);
+        ssize_t n = BLITZ__SYS(off >= 0 ? pwrite(fd, p + done, want, (off_t)(off + (int64_t)done))
+                                        : write(fd, p + done, want));
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -20555,7 +21533,8 @@ static int64_t blitz__fs_write_all(int fd, const char *p, size_t len, int64_t of
 
 static int64_t blitz__fs_read_some(int fd, void *buf, size_t len, int64_t off) {
     for (;;) {
-        ssize_t n = off >= 0 ? pread(fd, buf, len, (off_t)off) : read(fd, buf, len);
+        size_t want = BLITZ__SYS_LEN(len);
+        ssize_t n = BLITZ__SYS(off >= 0 ? pread(fd, buf, want, (off_t)off) : read(fd, buf, want));
         if (n >= 0)
             return n;
         if (errno != EINTR)
@@ -20613,19 +21592,32 @@ BLITZ_PRIVATE int blitz__grow_buffer(char **buf, size_t *cap, size_t used, size_
     return 0;
 }
 
-static int64_t blitz__fs_read_file(const char *path, void **out) {
+/* A whole file, or BLITZ_EFBIG as soon as it has more than `limit`
+ * bytes (SIZE_MAX: no limit), so that an endless file stops early. */
+BLITZ_PRIVATE int64_t blitz__fs_read_file(const char *path, size_t limit, void **out) {
     int fd;
     do
-        fd = open(path, O_RDONLY | O_CLOEXEC);
+        fd = BLITZ__SYS(open(path, O_RDONLY | O_CLOEXEC));
     while (fd < 0 && errno == EINTR);
     if (fd < 0)
         return blitz__fs_err();
     struct stat st;
     size_t cap = 0, used = 0;
     char *buf = NULL;
-    size_t hint = fstat(fd, &st) == 0 && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+    int sized = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+    if (sized && (uint64_t)st.st_size > limit) {
+        close(fd);
+        return BLITZ_EFBIG;
+    }
+    size_t hint = sized ? (size_t)st.st_size + 1 : 4096;
+    if (limit < SIZE_MAX - 1 && hint > limit + 2)
+        hint = limit + 2;
     int64_t rc = blitz__grow_buffer(&buf, &cap, 0, hint);
     while (rc == 0) {
+        if (used > limit) {
+            rc = BLITZ_EFBIG;
+            break;
+        }
         if (used + 1 >= cap && (rc = blitz__grow_buffer(&buf, &cap, used, cap * 2)) != 0)
             break;
         int64_t n = blitz__fs_read_some(fd, buf + used, cap - used - 1, -1);
@@ -20649,7 +21641,7 @@ static int64_t blitz__fs_read_file(const char *path, void **out) {
 static int64_t blitz__fs_write_file(const char *path, const void *data, size_t len) {
     int fd;
     do
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        fd = BLITZ__SYS(open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
     while (fd < 0 && errno == EINTR);
     if (fd < 0)
         return blitz__fs_err();
@@ -20735,9 +21727,13 @@ static int64_t blitz__fs_read_dir(const char *path, void **out) {
 }
 
 static int blitz__fs_open_flags(int flags, int *out) {
-    if (flags & ~(BLITZ_FS_READ | BLITZ_FS_WRITE | BLITZ_FS_APPEND | BLITZ_FS_CREATE |
-                  BLITZ_FS_TRUNCATE | BLITZ_FS_EXCL))
+    if (flags &
+        ~(BLITZ_FS_READ | BLITZ_FS_WRITE | BLITZ_FS_APPEND | BLITZ_FS_CREATE | BLITZ_FS_TRUNCATE |
+          BLITZ_FS_EXCL | BLITZ_FS_SYNC | BLITZ_FS_DSYNC | BLITZ_FS_DIRECT | BLITZ_FS_NOFOLLOW))
         return BLITZ_EINVAL;
+    int direct = blitz__open_direct_flag();
+    if ((flags & BLITZ_FS_DIRECT) && !direct)
+        return BLITZ_EOPNOTSUPP;
     int w = (flags & (BLITZ_FS_WRITE | BLITZ_FS_APPEND)) != 0, r = (flags & BLITZ_FS_READ) != 0;
     if (!w && !r)
         return BLITZ_EINVAL;
@@ -20750,6 +21746,14 @@ static int blitz__fs_open_flags(int flags, int *out) {
         o |= O_TRUNC;
     if (flags & BLITZ_FS_EXCL)
         o |= O_EXCL;
+    if (flags & BLITZ_FS_SYNC)
+        o |= O_SYNC;
+    if (flags & BLITZ_FS_DSYNC)
+        o |= O_DSYNC;
+    if (flags & BLITZ_FS_DIRECT)
+        o |= direct;
+    if (flags & BLITZ_FS_NOFOLLOW)
+        o |= O_NOFOLLOW;
     *out = o | O_CLOEXEC;
     return 0;
 }
@@ -20767,7 +21771,7 @@ static int64_t blitz__fs_do(blitz__fs_rec *f) {
     switch (f->kind) {
     case BLITZ__FS_OPEN:
         do
-            rc = open(f->path, f->flags, (mode_t)f->mode);
+            rc = BLITZ__SYS(open(f->path, f->flags, (mode_t)f->mode));
         while (rc < 0 && errno == EINTR);
         return rc < 0 ? blitz__fs_err() : rc;
     case BLITZ__FS_CLOSE:
@@ -20806,9 +21810,15 @@ static int64_t blitz__fs_do(blitz__fs_rec *f) {
     case BLITZ__FS_READ_DIR:
         return blitz__fs_read_dir(f->path, &f->data);
     case BLITZ__FS_READ_FILE:
-        return blitz__fs_read_file(f->path, &f->data);
+        return blitz__fs_read_file(f->path, SIZE_MAX, &f->data);
     case BLITZ__FS_WRITE_FILE:
         return blitz__fs_write_file(f->path, f->buf, f->len);
+    case BLITZ__FS_SYMLINK:
+        return symlink(f->path, f->path2) == 0 ? 0 : blitz__fs_err();
+    case BLITZ__FS_LINK:
+        return link(f->path, f->path2) == 0 ? 0 : blitz__fs_err();
+    case BLITZ__FS_FALLOCATE:
+        return blitz__fallocate(f->fd, f->off, (int64_t)f->len);
     default:
         return BLITZ_EINVAL;
     }
@@ -20933,12 +21943,169 @@ static void blitz__fs_take(blitz_fs_op *op, blitz__fs_rec *f) {
     blitz__pool_rec_free(&f->base);
 }
 
+/* ---- the ring's path ---------------------------------------------------------------- */
+
+/* The ring's op for a record, or 0 for a pool job. A write goes to the
+ * ring only for a regular file: the kernel would raise SIGPIPE on a
+ * worker for a pipe or socket with no reader, where a pool thread blocks
+ * it. A read at an offset only for a regular file or a block device: the
+ * ring ignores the offset of a pipe or socket (and waits for data) where
+ * pread says ESPIPE. An empty write stays a pool job too (it makes no
+ * system call there, so a bad descriptor is no error). */
+static int blitz__fs_native_op(blitz_runtime *rt, const blitz__fs_rec *f) {
+    int op = 0;
+    switch (f->kind) {
+    case BLITZ__FS_OPEN:
+        op = BLITZ__UF_OPEN;
+        break;
+    case BLITZ__FS_CLOSE:
+        op = BLITZ__UF_CLOSE;
+        break;
+    case BLITZ__FS_READ:
+    case BLITZ__FS_PREAD:
+    case BLITZ__FS_READV:
+        op = BLITZ__UF_READ;
+        break;
+    case BLITZ__FS_WRITE:
+    case BLITZ__FS_PWRITE:
+    case BLITZ__FS_WRITEV:
+        op = f->len ? BLITZ__UF_WRITE : 0;
+        break;
+    case BLITZ__FS_FSYNC:
+        op = BLITZ__UF_FSYNC;
+        break;
+    case BLITZ__FS_FDATASYNC:
+        op = BLITZ__UF_FDATASYNC;
+        break;
+    case BLITZ__FS_TRUNCATE:
+        op = BLITZ__UF_FTRUNCATE;
+        break;
+    case BLITZ__FS_STAT:
+        op = BLITZ__UF_STAT;
+        break;
+    case BLITZ__FS_LSTAT:
+        op = BLITZ__UF_LSTAT;
+        break;
+    case BLITZ__FS_FSTAT:
+        op = BLITZ__UF_FSTAT;
+        break;
+    case BLITZ__FS_RENAME:
+        op = BLITZ__UF_RENAME;
+        break;
+    case BLITZ__FS_UNLINK:
+        op = BLITZ__UF_UNLINK;
+        break;
+    case BLITZ__FS_RMDIR:
+        op = BLITZ__UF_RMDIR;
+        break;
+    case BLITZ__FS_MKDIR:
+        op = BLITZ__UF_MKDIR;
+        break;
+    case BLITZ__FS_SYMLINK:
+        op = BLITZ__UF_SYMLINK;
+        break;
+    case BLITZ__FS_LINK:
+        op = BLITZ__UF_LINK;
+        break;
+    case BLITZ__FS_FALLOCATE:
+        op = BLITZ__UF_FALLOCATE;
+        break;
+    default:
+        return 0;
+    }
+    if (!op || !blitz__ufile_can(rt, op))
+        return 0;
+    if (op == BLITZ__UF_WRITE || (op == BLITZ__UF_READ && f->off >= 0)) {
+        struct stat st;
+        if (fstat(f->fd, &st) != 0 ||
+            !(S_ISREG(st.st_mode) || (op == BLITZ__UF_READ && S_ISBLK(st.st_mode))))
+            return 0;
+    }
+    return op;
+}
+
+/* A native record whose owner is gone: the completion releases it. */
+static void blitz__fs_native_discard(blitz__ufile *u) {
+    blitz__fs_rec *f = (blitz__fs_rec *)(void *)((char *)u - offsetof(blitz__fs_rec, uf));
+    f->result = u->res; /* an opened file is closed */
+    blitz__pool_rec_free(&f->base);
+}
+
+/* (Re)submits the record's request; a write continues after `done`. */
+static int blitz__fs_native_submit(blitz_cx *cx, blitz__fs_rec *f) {
+    blitz__ufile *u = &f->uf;
+    u->fd = f->fd;
+    u->flags = f->flags;
+    u->mode = f->mode;
+    u->buf = f->buf ? (char *)f->buf + f->done : NULL;
+    u->len = f->len - f->done;
+    u->off = f->kind == BLITZ__FS_FALLOCATE || f->kind == BLITZ__FS_TRUNCATE || f->off < 0
+                 ? f->off
+                 : f->off + (int64_t)f->done;
+    u->path = f->path;
+    u->path2 = f->path2;
+    return blitz__ufile_submit(cx, u);
+}
+
+/* A native record's completion: 1 when the result is final (in
+ * f->result), 0 when the rest was submitted again. */
+static int blitz__fs_native_finish(blitz_cx *cx, blitz__fs_rec *f) {
+    int64_t res = f->uf.res;
+    int again = 0;
+    if (res == BLITZ_EINTR && f->kind != BLITZ__FS_CLOSE) {
+        again = 1;
+    } else if (f->uf.op == BLITZ__UF_WRITE && res >= 0) {
+        /* Short writes are continued, as a pool thread does. */
+        if (res == 0) {
+            res = BLITZ_EIO;
+        } else {
+            f->done += (size_t)res;
+            res = (int64_t)f->done;
+            again = f->done < f->len;
+        }
+    } else if (res == BLITZ_EINTR) {
+        res = 0; /* Linux releases the descriptor even then */
+    } else if (res == 0 && (f->uf.op == BLITZ__UF_STAT || f->uf.op == BLITZ__UF_LSTAT ||
+                            f->uf.op == BLITZ__UF_FSTAT)) {
+        struct stat st;
+        blitz__ufile_stat(&f->uf, &st);
+        blitz__fs_fill_metadata(&f->md, &st);
+    }
+    if (again && blitz__fs_native_submit(cx, f) == BLITZ_OK)
+        return 0;
+    f->result = again ? BLITZ_EBUSY : res;
+    return 1;
+}
+
+static blitz__fs_rec *blitz__fs_native_rec(blitz_fs_op *op) {
+    blitz__fs_rec *f = (blitz__fs_rec *)op->blitz__op.rec;
+    return f && f->native ? f : NULL;
+}
+
+/* A request that cannot reach the pool ends with `err`; a close runs
+ * here instead: the caller has given the descriptor up (close(2) releases
+ * it even when it fails), and a close that never ran would leak it. */
+static blitz_poll blitz__fs_unstarted(blitz_fs_op *f, const blitz__fs_req *r, int err) {
+    if (r->kind == BLITZ__FS_CLOSE)
+        err = close(r->fd) == 0 || errno == EINTR ? 0 : blitz__fs_err();
+    f->result = err;
+    return BLITZ_READY;
+}
+
 /* The shared body of every public call: a new request starts the op, an
  * op in flight is polled. */
 static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_req *r) {
     if (!f)
         return BLITZ_READY;
     blitz__pool_rec *done;
+    blitz__fs_rec *nat = blitz__fs_native_rec(f);
+    if (nat) {
+        if (!blitz__ufile_done(&nat->uf) || !blitz__fs_native_finish(cx, nat))
+            return blitz__pending(cx, blitz_fs_cancel, f);
+        f->blitz__op.rec = NULL;
+        blitz__fs_take(f, nat);
+        return BLITZ_READY;
+    }
     if (!blitz__pool_op_idle(&f->blitz__op)) {
         if (blitz__pool_op_poll(cx, &f->blitz__op, &done) == BLITZ_PENDING)
             return blitz__pending(cx, blitz_fs_cancel, f);
@@ -20952,10 +22119,8 @@ static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_r
     }
     blitz__fs_rec *rec =
         (blitz__fs_rec *)blitz__pool_rec_new(sizeof *rec, blitz__fs_exec, blitz__fs_discard);
-    if (!rec) {
-        f->result = BLITZ_ENOMEM;
-        return BLITZ_READY;
-    }
+    if (!rec)
+        return blitz__fs_unstarted(f, r, BLITZ_ENOMEM);
     int rc = blitz__fs_rec_fill(rec, r);
     if (rc != 0) {
         blitz__pool_rec_free(&rec->base);
@@ -20965,10 +22130,23 @@ static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_r
     f->blitz__out = r->md ? (void *)r->md : (void *)(uintptr_t)r->buf;
     f->blitz__iov = r->iov;
     f->blitz__iovcnt = r->iovcnt;
+    blitz_runtime *rt = blitz_cx_runtime(cx);
+    rec->uf.op = blitz__fs_native_op(rt, rec);
+    if (rec->uf.op) {
+        rec->native = 1;
+        rec->uf.discard = blitz__fs_native_discard;
+        /* Tracked like a pool job's record: one its task never takes is
+         * freed with the runtime. */
+        blitz__pool_rec_track(rt, &rec->base);
+        if (blitz__fs_native_submit(cx, rec) == BLITZ_OK) {
+            f->blitz__op.rec = &rec->base;
+            return blitz__pending(cx, blitz_fs_cancel, f);
+        }
+        rec->native = 0; /* the ring is full: a pool job after all */
+    }
     if (blitz__pool_op_start(cx, &f->blitz__op, &rec->base, &rc) == BLITZ_PENDING)
         return blitz__pending(cx, blitz_fs_cancel, f);
-    f->result = rc;
-    return BLITZ_READY;
+    return blitz__fs_unstarted(f, r, rc);
 }
 
 static blitz__fs_req blitz__fs_req_new(int kind) {
@@ -20993,8 +22171,9 @@ static blitz_poll blitz__fs_fail(blitz_cx *cx, blitz_fs_op *f, int err) {
 BLITZ_API blitz_poll blitz_fs_open(blitz_cx *cx, blitz_fs_op *op, const char *path, int flags,
                                    uint32_t mode) {
     blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_OPEN);
-    if (blitz__fs_open_flags(flags, &r.flags) != 0 || !path)
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    int rc = path ? blitz__fs_open_flags(flags, &r.flags) : BLITZ_EINVAL;
+    if (rc != 0)
+        return blitz__fs_fail(cx, op, rc);
     r.mode = mode;
     r.path = path;
     return blitz__fs_call(cx, op, &r);
@@ -21115,7 +22294,9 @@ BLITZ_API blitz_poll blitz_fs_fstat(blitz_cx *cx, blitz_fs_op *op, int fd, blitz
 
 static blitz_poll blitz__fs_path_call(blitz_cx *cx, blitz_fs_op *op, int kind, const char *path,
                                       const char *path2, uint32_t mode) {
-    if (!path || (kind == BLITZ__FS_RENAME && !path2))
+    if (!path ||
+        ((kind == BLITZ__FS_RENAME || kind == BLITZ__FS_SYMLINK || kind == BLITZ__FS_LINK) &&
+         !path2))
         return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     blitz__fs_req r = blitz__fs_req_new(kind);
     r.path = path;
@@ -21163,11 +22344,44 @@ BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const ch
     return blitz__fs_call(cx, op, &r);
 }
 
+BLITZ_API blitz_poll blitz_fs_symlink(blitz_cx *cx, blitz_fs_op *op, const char *target,
+                                      const char *linkpath) {
+    return blitz__fs_path_call(cx, op, BLITZ__FS_SYMLINK, target, linkpath, 0);
+}
+BLITZ_API blitz_poll blitz_fs_link(blitz_cx *cx, blitz_fs_op *op, const char *from,
+                                   const char *to) {
+    return blitz__fs_path_call(cx, op, BLITZ__FS_LINK, from, to, 0);
+}
+BLITZ_API blitz_poll blitz_fs_fallocate(blitz_cx *cx, blitz_fs_op *op, int fd, uint64_t offset,
+                                        uint64_t len) {
+    if (offset > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX || len == 0)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    if (fd < 0)
+        return blitz__fs_fail(cx, op, BLITZ_EBADF);
+    blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_FALLOCATE);
+    r.fd = fd;
+    r.off = (int64_t)offset;
+    r.len = (size_t)len;
+    return blitz__fs_call(cx, op, &r);
+}
+
 BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *p) {
     (void)cx;
     blitz_fs_op *f = (blitz_fs_op *)p;
-    if (f)
-        blitz__pool_op_cancel(&f->blitz__op);
+    if (!f)
+        return;
+    blitz__fs_rec *nat = blitz__fs_native_rec(f);
+    if (nat) {
+        /* The record (buffers, paths) stays the kernel's until its
+         * completion, which frees it when it comes after this. */
+        f->blitz__op.rec = NULL;
+        if (blitz__ufile_cancel(&nat->uf)) {
+            nat->result = nat->uf.res; /* an opened file is closed */
+            blitz__pool_rec_free(&nat->base);
+        }
+        return;
+    }
+    blitz__pool_op_cancel(&f->blitz__op);
 }
 
 /* ---- file ops as values ------------------------------------------------------------------- */
@@ -21196,7 +22410,10 @@ enum {
     BLITZ__FSC_RMDIR,
     BLITZ__FSC_MKDIR,
     BLITZ__FSC_MKDIR_ALL,
-    BLITZ__FSC_READ_DIR
+    BLITZ__FSC_READ_DIR,
+    BLITZ__FSC_SYMLINK,
+    BLITZ__FSC_LINK,
+    BLITZ__FSC_FALLOCATE
 };
 
 /* The vectored calls' signed offset (-1: the file position), kept in the
@@ -21257,6 +22474,12 @@ static blitz_poll blitz__fs_value_poll(blitz_cx *cx, void *arg) {
         return blitz_fs_mkdir_all(cx, op, op->blitz__path, op->blitz__mode);
     case BLITZ__FSC_READ_DIR:
         return blitz_fs_read_dir(cx, op, op->blitz__path);
+    case BLITZ__FSC_SYMLINK:
+        return blitz_fs_symlink(cx, op, op->blitz__path, op->blitz__path2);
+    case BLITZ__FSC_LINK:
+        return blitz_fs_link(cx, op, op->blitz__path, op->blitz__path2);
+    case BLITZ__FSC_FALLOCATE:
+        return blitz_fs_fallocate(cx, op, op->blitz__fd, op->blitz__off, op->blitz__len);
     default:
         return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     }
@@ -21380,7 +22603,1034 @@ BLITZ_API blitz_op blitz_op_fs_mkdir_all(blitz_fs_op *op, const char *path, uint
 BLITZ_API blitz_op blitz_op_fs_read_dir(blitz_fs_op *op, const char *path) {
     return blitz__fs_value(op, BLITZ__FSC_READ_DIR, -1, path, NULL, 0, 0);
 }
+static blitz_op blitz__fs_two_paths(blitz_fs_op *op, int call, const char *a, const char *b) {
+    blitz_op v = blitz__fs_value(op, call, -1, a, NULL, 0, 0);
+    if (op)
+        op->blitz__path2 = b;
+    return v;
+}
+BLITZ_API blitz_op blitz_op_fs_symlink(blitz_fs_op *op, const char *target, const char *linkpath) {
+    return blitz__fs_two_paths(op, BLITZ__FSC_SYMLINK, target, linkpath);
+}
+BLITZ_API blitz_op blitz_op_fs_link(blitz_fs_op *op, const char *from, const char *to) {
+    return blitz__fs_two_paths(op, BLITZ__FSC_LINK, from, to);
+}
+BLITZ_API blitz_op blitz_op_fs_fallocate(blitz_fs_op *op, int fd, uint64_t offset, uint64_t len) {
+    return blitz__fs_value(op, BLITZ__FSC_FALLOCATE, fd, NULL, NULL, (size_t)len, offset);
+}
 /* ====[ END src/os/fs.c ]================================================== */
+/* ====[ BEGIN src/os/fs_job.c ]============================================ */
+/* >>os/fs_job */
+/* The pool record of the file operations of api_fs.h: one shape for all
+ * of them. A public call fills a request record on its stack (the work
+ * function, its numbers, the caller's paths); starting the op copies it
+ * into a record on the heap with copies of the paths, so a pool thread
+ * never reads the caller's memory, and moves the results (result, data,
+ * file-system figures) into the op when it is READY.
+ *
+ * A result the caller never takes (the op was cancelled while its thread
+ * ran, or the runtime was freed first) is released by the record's undo
+ * function: a temporary file is closed and removed, a directory batch
+ * freed. */
+/* src/io/io.h already included */
+
+typedef struct blitz__fsx_rec blitz__fsx_rec;
+
+struct blitz__fsx_rec {
+    blitz__pool_rec base;
+    /* The work, run on a pool thread: a result >= 0 or a code. */
+    int64_t (*run)(blitz__fsx_rec *r);
+    /* Releases what a result >= 0 holds when the caller did not take it
+     * (NULL: only `data`, freed). */
+    void (*undo)(blitz__fsx_rec *r);
+    /* Runs whenever the request ends, taken or not (gives back what the
+     * request held from its start). */
+    void (*release)(blitz__fsx_rec *r);
+    int fd, how;
+    uint32_t mode, uid, gid;
+    int64_t a, b;
+    size_t n;
+    const char *path, *path2; /* the caller's in a request; one copy in a record */
+    void *handle;             /* a directory reader */
+    blitz_fs_fsinfo info;
+    blitz_fs_fsinfo *info_out; /* where `info` goes when READY */
+    int64_t result;
+    void *data; /* handed to the caller; freed with blitz_free */
+};
+
+static void blitz__fsx_exec(blitz__pool_rec *rec, int cancelled) {
+    blitz__fsx_rec *r = (blitz__fsx_rec *)rec;
+    r->result = cancelled ? BLITZ_ECANCELED : r->run(r);
+}
+
+static void blitz__fsx_discard(blitz__pool_rec *rec) {
+    blitz__fsx_rec *r = (blitz__fsx_rec *)rec;
+    if (r->undo)
+        r->undo(r);
+    if (r->release)
+        r->release(r);
+    blitz__free(r->data);
+    blitz__free((void *)(uintptr_t)r->path);
+}
+
+/* A request for `run`, with no paths and no descriptor. */
+static blitz__fsx_rec blitz__fsx_req(int64_t (*run)(blitz__fsx_rec *)) {
+    blitz__fsx_rec r;
+    memset(&r, 0, sizeof r);
+    r.run = run;
+    r.fd = -1;
+    return r;
+}
+
+/* Nonzero when the op's task gave up on it (or the runtime is shutting
+ * down): long work stops at its next step. */
+static int blitz__fsx_give_up(blitz__fsx_rec *r) {
+    return blitz__pool_rec_give_up(&r->base);
+}
+
+static int64_t blitz__fsx_errno(void) {
+    return blitz__from_errno(errno);
+}
+
+/* Ready with an argument error, when the op is idle; an op in flight is
+ * polled on (its caller repeats the call that started it). */
+static blitz_poll blitz__fsx_fail(blitz_fs_op *op, int err) {
+    if (!op)
+        return BLITZ_READY;
+    op->data = NULL;
+    op->result = err;
+    return BLITZ_READY;
+}
+
+static void blitz__fsx_take(blitz_fs_op *op, blitz__fsx_rec *r) {
+    op->result = r->result;
+    if (r->result >= 0 && r->info_out)
+        *r->info_out = r->info;
+    op->data = r->data;
+    r->data = NULL;
+    r->undo = NULL; /* the caller owns the result now */
+    blitz__pool_rec_free(&r->base);
+}
+
+/* The shared body of every public call: a new request starts the op, an
+ * op in flight is polled. `err` is an argument error found by the caller
+ * (0 for none), reported only when nothing is in flight (`req` may then
+ * be NULL). */
+static blitz_poll blitz__fsx_call(blitz_cx *cx, blitz_fs_op *op, const blitz__fsx_rec *req,
+                                  int err) {
+    if (!op)
+        return BLITZ_READY;
+    blitz__pool_rec *done;
+    if (!blitz__pool_op_idle(&op->blitz__op)) {
+        if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
+            return blitz__pending(cx, blitz_fs_cancel, op);
+        blitz__fsx_take(op, (blitz__fsx_rec *)done);
+        return BLITZ_READY;
+    }
+    if (err)
+        return blitz__fsx_fail(op, err);
+    blitz__fsx_rec *r =
+        cx ? (blitz__fsx_rec *)blitz__pool_rec_new(sizeof *r, blitz__fsx_exec, blitz__fsx_discard)
+           : NULL;
+    if (!r) {
+        if (req->release) {
+            blitz__fsx_rec held = *req;
+            req->release(&held);
+        }
+        return blitz__fsx_fail(op, cx ? BLITZ_ENOMEM : BLITZ_EINVAL);
+    }
+    blitz__pool_rec base = r->base;
+    *r = *req;
+    r->base = base;
+    r->result = -1;
+    r->undo = NULL; /* set by a work function once it has something to undo */
+    if (req->path) {
+        size_t la = strlen(req->path) + 1, lb = req->path2 ? strlen(req->path2) + 1 : 0;
+        char *p = (char *)blitz__malloc(la + lb);
+        r->path = p;
+        r->path2 = NULL;
+        if (!p) {
+            blitz__pool_rec_free(&r->base);
+            return blitz__fsx_fail(op, BLITZ_ENOMEM);
+        }
+        memcpy(p, req->path, la);
+        if (req->path2) {
+            memcpy(p + la, req->path2, lb);
+            r->path2 = p + la;
+        }
+    }
+    int rc;
+    if (blitz__pool_op_start(cx, &op->blitz__op, &r->base, &rc) == BLITZ_PENDING)
+        return blitz__pending(cx, blitz_fs_cancel, op);
+    return blitz__fsx_fail(op, rc);
+}
+
+/* The value forms: the arguments kept in the op, read at each poll. */
+static void blitz__fsx_value_set(blitz_fs_op *op, int call, int fd, const char *path,
+                                 const char *path2, uint32_t mode, uint64_t off, int64_t off2) {
+    if (!op)
+        return;
+    op->blitz__call = call;
+    op->blitz__fd = fd;
+    op->blitz__path = path;
+    op->blitz__path2 = path2;
+    op->blitz__mode = mode;
+    op->blitz__off = off;
+    op->blitz__off2 = off2;
+    op->blitz__buf = NULL;
+    op->blitz__len = 0;
+    op->blitz__vec = NULL;
+    op->blitz__nvec = 0;
+    op->blitz__md = NULL;
+}
+/* ====[ END src/os/fs_job.c ]============================================== */
+/* ====[ BEGIN src/os/fs_meta.c ]=========================================== */
+/* >>os/fs_meta */
+/* File positions, permissions, owners, times, access checks, links read
+ * back, canonical paths, file-system figures and size-limited whole-file
+ * reads: each one system call (or a short loop of them) on a pool thread,
+ * through fs_job.c's record. */
+/* src/io/io.h already included */
+
+static int64_t blitz__fsm_seek(blitz__fsx_rec *r) {
+    off_t at = lseek(r->fd, (off_t)r->a, r->how);
+    return at < 0 ? blitz__fsx_errno() : (int64_t)at;
+}
+
+static int64_t blitz__fsm_chmod(blitz__fsx_rec *r) {
+    int rc = r->path ? chmod(r->path, (mode_t)r->mode) : fchmod(r->fd, (mode_t)r->mode);
+    return rc == 0 ? 0 : blitz__fsx_errno();
+}
+
+static int64_t blitz__fsm_chown(blitz__fsx_rec *r) {
+    uid_t u = r->uid == BLITZ_FS_ID_KEEP ? (uid_t)-1 : (uid_t)r->uid;
+    gid_t g = r->gid == BLITZ_FS_ID_KEEP ? (gid_t)-1 : (gid_t)r->gid;
+    int rc = r->path ? chown(r->path, u, g) : fchown(r->fd, u, g);
+    return rc == 0 ? 0 : blitz__fsx_errno();
+}
+
+static struct timespec blitz__fsm_time(int64_t ns) {
+    struct timespec ts;
+    ts.tv_sec = 0;
+    if (ns == BLITZ_FS_TIME_NOW) {
+        ts.tv_nsec = UTIME_NOW;
+    } else if (ns == BLITZ_FS_TIME_KEEP) {
+        ts.tv_nsec = UTIME_OMIT;
+    } else {
+        ts.tv_sec = (time_t)(ns / 1000000000);
+        ts.tv_nsec = (long)(ns % 1000000000);
+    }
+    return ts;
+}
+
+static int64_t blitz__fsm_utimes(blitz__fsx_rec *r) {
+    struct timespec ts[2];
+    ts[0] = blitz__fsm_time(r->a);
+    ts[1] = blitz__fsm_time(r->b);
+    int rc = r->path ? utimensat(AT_FDCWD, r->path, ts, 0) : futimens(r->fd, ts);
+    return rc == 0 ? 0 : blitz__fsx_errno();
+}
+
+static int64_t blitz__fsm_access(blitz__fsx_rec *r) {
+    int how = r->how == BLITZ_FS_EXISTS ? F_OK : 0;
+    if (r->how & BLITZ_FS_CAN_READ)
+        how |= R_OK;
+    if (r->how & BLITZ_FS_CAN_WRITE)
+        how |= W_OK;
+    if (r->how & BLITZ_FS_CAN_EXEC)
+        how |= X_OK;
+    /* The effective ids: whether this process could open it now. */
+    return faccessat(AT_FDCWD, r->path, how, AT_EACCESS) == 0 ? 0 : blitz__fsx_errno();
+}
+
+/* readlink does not say how long the target is: a buffer it fills
+ * completely may have cut it, so grow and ask again. */
+static int64_t blitz__fsm_readlink(blitz__fsx_rec *r) {
+    for (size_t cap = 256;; cap *= 2) {
+        char *buf = (char *)blitz__malloc(cap);
+        if (!buf)
+            return BLITZ_ENOMEM;
+        ssize_t n = readlink(r->path, buf, cap);
+        if (n < 0) {
+            int64_t rc = blitz__fsx_errno();
+            blitz__free(buf);
+            return rc;
+        }
+        if ((size_t)n < cap) {
+            buf[n] = '\0';
+            r->data = buf;
+            return (int64_t)n;
+        }
+        blitz__free(buf);
+        if (cap > SIZE_MAX / 4)
+            return BLITZ_ENAMETOOLONG;
+    }
+}
+
+static int64_t blitz__fsm_realpath(blitz__fsx_rec *r) {
+    char *p = realpath(r->path, NULL); /* libc's malloc: copied onto blitz's */
+    if (!p)
+        return blitz__fsx_errno();
+    size_t n = strlen(p);
+    char *copy = (char *)blitz__malloc(n + 1);
+    if (copy)
+        memcpy(copy, p, n + 1);
+    free(p);
+    if (!copy)
+        return BLITZ_ENOMEM;
+    r->data = copy;
+    return (int64_t)n;
+}
+
+static int64_t blitz__fsm_statfs(blitz__fsx_rec *r) {
+    struct statvfs v;
+    if (statvfs(r->path, &v) != 0)
+        return blitz__fsx_errno();
+    r->info.block_size = (uint64_t)(v.f_frsize ? v.f_frsize : v.f_bsize);
+    r->info.blocks = (uint64_t)v.f_blocks;
+    r->info.blocks_free = (uint64_t)v.f_bfree;
+    r->info.blocks_avail = (uint64_t)v.f_bavail;
+    r->info.files = (uint64_t)v.f_files;
+    r->info.files_free = (uint64_t)v.f_ffree;
+    r->info.name_max = (uint64_t)v.f_namemax;
+    return 0;
+}
+
+static int64_t blitz__fsm_read_file(blitz__fsx_rec *r) {
+    return blitz__fs_read_file(r->path, r->n, &r->data);
+}
+
+/* ---- public calls ------------------------------------------------------------------- */
+
+BLITZ_API blitz_poll blitz_fs_seek(blitz_cx *cx, blitz_fs_op *op, int fd, int64_t offset,
+                                   int whence) {
+    blitz__fsx_rec q = blitz__fsx_req(blitz__fsm_seek);
+    q.fd = fd;
+    q.a = offset;
+    q.how = whence == BLITZ_SEEK_SET   ? SEEK_SET
+            : whence == BLITZ_SEEK_CUR ? SEEK_CUR
+            : whence == BLITZ_SEEK_END ? SEEK_END
+                                       : -1;
+    int err = fd < 0 ? BLITZ_EBADF : q.how < 0 ? BLITZ_EINVAL : 0;
+    return blitz__fsx_call(cx, op, &q, err);
+}
+
+static blitz_poll blitz__fsm_path_call(blitz_cx *cx, blitz_fs_op *op, blitz__fsx_rec *q,
+                                       const char *path) {
+    q->path = path;
+    return blitz__fsx_call(cx, op, q, path ? 0 : BLITZ_EINVAL);
+}
+
+static blitz_poll blitz__fsm_fd_call(blitz_cx *cx, blitz_fs_op *op, blitz__fsx_rec *q, int fd) {
+    q->fd = fd;
+    return blitz__fsx_call(cx, op, q, fd < 0 ? BLITZ_EBADF : 0);
+}
+
+BLITZ_API blitz_poll blitz_fs_chmod(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                    uint32_t mode) {
+    blitz__fsx_rec q = blitz__fsx_req(blitz__fsm_chmod);
+    q.mode = mode & 07777;
+    return blitz__fsm_path_call(cx, op, &q, path);
+}
+BLITZ_API blitz_poll blitz_fs_fchmod(blitz_cx *cx, blitz_fs_op *op, int fd, uint32_t mode) {
+    blitz__fsx_rec q = blitz__fsx_req(blitz__fsm_chmod);
+    q.mode = mode & 07777;
+    return blitz__fsm_fd_call(cx, op, &q, fd);
+}
+
+BLITZ_API blitz_poll blitz_fs_chown(blitz_cx *cx, blitz_fs_op *op, const char *path, uint32_t uid,
+                                    uint32_t gid) {
+    blitz__fsx_rec q = blitz__fsx_req(blitz__fsm_chown);
+    q.uid = uid;
+    q.gid = gid;
+    return blitz__fsm_path_call(cx, op, &q, path);
+}
+BLITZ_API blitz_poll blitz_fs_fchown(blitz_cx *cx, blitz_fs_op *op, int fd, uint32_t uid,
+                                     uint32_t gid) {
+    blitz__fsx_rec q = blitz__fsx_req(blitz__fsm_chown);
+    q.uid = uid;
+    q.gid = gid;
+    return blitz__fsm_fd_call(cx, op, &q, fd);
+}
+
+static int blitz__fsm_time_ok(int64_t ns) {
+    return ns >= 0 || ns == BLITZ_FS_TIME_NOW || ns == BLITZ_FS_TIME_KEEP;
+}
+
+BLITZ_API blitz_poll blitz_fs_utimes(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                     int64_t atime_ns, int64_t mtime_ns) {
+    blitz__fsx_rec q = blitz__fsx_req(blitz__fsm_utimes);
+    q.a = atime_ns;
+    q.b = mtime_ns;
+    q.path = path;
+    int err = !path || !blitz__fsm_time_ok(atime_ns) || !blitz__fsm_time_ok(mtime_ns);
+    return blitz__fsx_call(cx, op, &q, err ? BLITZ_EINVAL : 0);
+}
+BLITZ_API blitz_poll blitz_fs_futimes(blitz_cx *cx, blitz_fs_op *op, int fd, int64_t atime_ns,
+                                      int64_t mtime_ns) {
+    blitz__fsx_rec q = blitz__fsx_req(blitz__fsm_utimes);
+    q.a = atime_ns;
+    q.b = mtime_ns;
+    q.fd = fd;
+    int err = fd < 0                                                           ? BLITZ_EBADF
+              : !blitz__fsm_time_ok(atime_ns) || !blitz__fsm_time_ok(mtime_ns) ? BLITZ_EINVAL
+                                                                               : 0;
+    return blitz__fsx_call(cx, op, &q, err);
+}
+
+BLITZ_API blitz_poll blitz_fs_access(blitz_cx *cx, blitz_fs_op *op, const char *path, int how) {
+    blitz__fsx_rec q = blitz__fsx_req(blitz__fsm_access);
+    q.how = how;
+    q.path = path;
+    int all = BLITZ_FS_CAN_READ | BLITZ_FS_CAN_WRITE | BLITZ_FS_CAN_EXEC;
+    return blitz__fsx_call(cx, op, &q, !path || (how & ~all) ? BLITZ_EINVAL : 0);
+}
+
+BLITZ_API blitz_poll blitz_fs_readlink(blitz_cx *cx, blitz_fs_op *op, const char *path) {
+    blitz__fsx_rec q = blitz__fsx_req(blitz__fsm_readlink);
+    return blitz__fsm_path_call(cx, op, &q, path);
+}
+BLITZ_API blitz_poll blitz_fs_realpath(blitz_cx *cx, blitz_fs_op *op, const char *path) {
+    blitz__fsx_rec q = blitz__fsx_req(blitz__fsm_realpath);
+    return blitz__fsm_path_call(cx, op, &q, path);
+}
+
+BLITZ_API blitz_poll blitz_fs_statfs(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                     blitz_fs_fsinfo *out) {
+    blitz__fsx_rec q = blitz__fsx_req(blitz__fsm_statfs);
+    q.path = path;
+    q.info_out = out;
+    return blitz__fsx_call(cx, op, &q, !path || !out ? BLITZ_EINVAL : 0);
+}
+
+BLITZ_API blitz_poll blitz_fs_read_file_limit(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                              size_t max) {
+    blitz__fsx_rec q = blitz__fsx_req(blitz__fsm_read_file);
+    q.n = max;
+    return blitz__fsm_path_call(cx, op, &q, path);
+}
+
+/* ---- the value forms ---------------------------------------------------------------- */
+
+enum {
+    BLITZ__FSM_SEEK = 101,
+    BLITZ__FSM_CHMOD,
+    BLITZ__FSM_FCHMOD,
+    BLITZ__FSM_CHOWN,
+    BLITZ__FSM_FCHOWN,
+    BLITZ__FSM_UTIMES,
+    BLITZ__FSM_FUTIMES,
+    BLITZ__FSM_ACCESS,
+    BLITZ__FSM_READLINK,
+    BLITZ__FSM_REALPATH,
+    BLITZ__FSM_STATFS,
+    BLITZ__FSM_READ_FILE_LIMIT,
+};
+
+static blitz_poll blitz__fsm_value_poll(blitz_cx *cx, void *arg) {
+    blitz_fs_op *op = (blitz_fs_op *)arg;
+    if (!op)
+        return BLITZ_READY;
+    uint32_t uid = (uint32_t)op->blitz__off, gid = (uint32_t)op->blitz__off2;
+    switch (op->blitz__call) {
+    case BLITZ__FSM_SEEK:
+        return blitz_fs_seek(cx, op, op->blitz__fd, op->blitz__off2, (int)op->blitz__mode);
+    case BLITZ__FSM_CHMOD:
+        return blitz_fs_chmod(cx, op, op->blitz__path, op->blitz__mode);
+    case BLITZ__FSM_FCHMOD:
+        return blitz_fs_fchmod(cx, op, op->blitz__fd, op->blitz__mode);
+    case BLITZ__FSM_CHOWN:
+        return blitz_fs_chown(cx, op, op->blitz__path, uid, gid);
+    case BLITZ__FSM_FCHOWN:
+        return blitz_fs_fchown(cx, op, op->blitz__fd, uid, gid);
+    case BLITZ__FSM_UTIMES:
+        return blitz_fs_utimes(cx, op, op->blitz__path, (int64_t)op->blitz__off, op->blitz__off2);
+    case BLITZ__FSM_FUTIMES:
+        return blitz_fs_futimes(cx, op, op->blitz__fd, (int64_t)op->blitz__off, op->blitz__off2);
+    case BLITZ__FSM_ACCESS:
+        return blitz_fs_access(cx, op, op->blitz__path, (int)op->blitz__mode);
+    case BLITZ__FSM_READLINK:
+        return blitz_fs_readlink(cx, op, op->blitz__path);
+    case BLITZ__FSM_REALPATH:
+        return blitz_fs_realpath(cx, op, op->blitz__path);
+    case BLITZ__FSM_STATFS:
+        return blitz_fs_statfs(cx, op, op->blitz__path, (blitz_fs_fsinfo *)op->blitz__out);
+    case BLITZ__FSM_READ_FILE_LIMIT:
+        return blitz_fs_read_file_limit(cx, op, op->blitz__path, (size_t)op->blitz__off);
+    default:
+        return blitz__fsx_call(cx, op, NULL, BLITZ_EINVAL);
+    }
+}
+
+static blitz_op blitz__fsm_value(blitz_fs_op *op, int call, int fd, const char *path, uint32_t mode,
+                                 uint64_t a, int64_t b) {
+    blitz__fsx_value_set(op, call, fd, path, NULL, mode, a, b);
+    return blitz_op_make(blitz__fsm_value_poll, blitz_fs_cancel, op);
+}
+
+BLITZ_API blitz_op blitz_op_fs_seek(blitz_fs_op *op, int fd, int64_t offset, int whence) {
+    return blitz__fsm_value(op, BLITZ__FSM_SEEK, fd, NULL, (uint32_t)whence, 0, offset);
+}
+BLITZ_API blitz_op blitz_op_fs_chmod(blitz_fs_op *op, const char *path, uint32_t mode) {
+    return blitz__fsm_value(op, BLITZ__FSM_CHMOD, -1, path, mode, 0, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_fchmod(blitz_fs_op *op, int fd, uint32_t mode) {
+    return blitz__fsm_value(op, BLITZ__FSM_FCHMOD, fd, NULL, mode, 0, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_chown(blitz_fs_op *op, const char *path, uint32_t uid,
+                                     uint32_t gid) {
+    return blitz__fsm_value(op, BLITZ__FSM_CHOWN, -1, path, 0, uid, gid);
+}
+BLITZ_API blitz_op blitz_op_fs_fchown(blitz_fs_op *op, int fd, uint32_t uid, uint32_t gid) {
+    return blitz__fsm_value(op, BLITZ__FSM_FCHOWN, fd, NULL, 0, uid, gid);
+}
+BLITZ_API blitz_op blitz_op_fs_utimes(blitz_fs_op *op, const char *path, int64_t atime_ns,
+                                      int64_t mtime_ns) {
+    return blitz__fsm_value(op, BLITZ__FSM_UTIMES, -1, path, 0, (uint64_t)atime_ns, mtime_ns);
+}
+BLITZ_API blitz_op blitz_op_fs_futimes(blitz_fs_op *op, int fd, int64_t atime_ns,
+                                       int64_t mtime_ns) {
+    return blitz__fsm_value(op, BLITZ__FSM_FUTIMES, fd, NULL, 0, (uint64_t)atime_ns, mtime_ns);
+}
+BLITZ_API blitz_op blitz_op_fs_access(blitz_fs_op *op, const char *path, int how) {
+    return blitz__fsm_value(op, BLITZ__FSM_ACCESS, -1, path, (uint32_t)how, 0, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_readlink(blitz_fs_op *op, const char *path) {
+    return blitz__fsm_value(op, BLITZ__FSM_READLINK, -1, path, 0, 0, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_realpath(blitz_fs_op *op, const char *path) {
+    return blitz__fsm_value(op, BLITZ__FSM_REALPATH, -1, path, 0, 0, 0);
+}
+BLITZ_API blitz_op blitz_op_fs_statfs(blitz_fs_op *op, const char *path, blitz_fs_fsinfo *out) {
+    blitz_op v = blitz__fsm_value(op, BLITZ__FSM_STATFS, -1, path, 0, 0, 0);
+    if (op)
+        op->blitz__out = out;
+    return v;
+}
+BLITZ_API blitz_op blitz_op_fs_read_file_limit(blitz_fs_op *op, const char *path, size_t max) {
+    return blitz__fsm_value(op, BLITZ__FSM_READ_FILE_LIMIT, -1, path, 0, (uint64_t)max, 0);
+}
+/* ====[ END src/os/fs_meta.c ]============================================= */
+/* ====[ BEGIN src/os/fs_tree.c ]=========================================== */
+/* >>os/fs_tree */
+/* Operations on whole files and trees: temporary files and directories,
+ * copying a file, removing a tree. Long work (a copy, a removal) checks
+ * between steps whether its task gave up, and stops there: a cancelled
+ * copy leaves a partial destination, a cancelled removal part of the
+ * tree, as an interrupted cp or rm would. */
+/* src/io/io.h already included */
+
+#define BLITZ__FST_CHUNK ((size_t)1 << 20) /* bytes copied between give-up checks */
+#define BLITZ__FST_BUF   ((size_t)64 * 1024)
+
+/* ---- temporary files ---------------------------------------------------------------- */
+
+/* The template's trailing XXXXXX are replaced by random letters until a
+ * name is free: O_EXCL (or mkdir) makes the creation atomic, and the
+ * descriptor is close-on-exec from the start, which mkstemp cannot
+ * promise portably. */
+static const char blitz__fst_letters[] =
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+
+static int64_t blitz__fst_temp(blitz__fsx_rec *r, int dir) {
+    size_t len = strlen(r->path);
+    char *name = (char *)blitz__malloc(len + 1);
+    if (!name)
+        return BLITZ_ENOMEM;
+    memcpy(name, r->path, len + 1);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    uint64_t x = (uint64_t)now.tv_nsec ^ ((uint64_t)now.tv_sec << 20) ^ (uint64_t)(uintptr_t)name ^
+                 ((uint64_t)getpid() << 40);
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        for (size_t i = len - 6; i < len; i++) {
+            x ^= x << 13; /* xorshift64: names need only be unlikely to collide */
+            x ^= x >> 7;
+            x ^= x << 17;
+            name[i] = blitz__fst_letters[x % (sizeof blitz__fst_letters - 1)];
+        }
+        int fd = 0;
+        if (dir) {
+            if (mkdir(name, 0700) != 0)
+                fd = -1;
+        } else {
+            do
+                fd = open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+            while (fd < 0 && errno == EINTR);
+        }
+        if (fd >= 0) {
+            r->data = name;
+            return fd;
+        }
+        if (errno != EEXIST)
+            break;
+    }
+    int64_t rc = blitz__fsx_errno();
+    blitz__free(name);
+    return rc;
+}
+
+/* A temporary file or directory the caller never learnt the name of. */
+static void blitz__fst_temp_undo(blitz__fsx_rec *r) {
+    if (r->result < 0 || !r->data)
+        return;
+    if (r->how) {
+        rmdir((const char *)r->data);
+    } else {
+        close((int)r->result);
+        unlink((const char *)r->data);
+    }
+}
+
+static int64_t blitz__fst_mkstemp(blitz__fsx_rec *r) {
+    r->undo = blitz__fst_temp_undo;
+    return blitz__fst_temp(r, 0);
+}
+
+static int64_t blitz__fst_mkdtemp(blitz__fsx_rec *r) {
+    r->undo = blitz__fst_temp_undo;
+    int64_t rc = blitz__fst_temp(r, 1);
+    return rc < 0 ? rc : 0;
+}
+
+/* ---- copy --------------------------------------------------------------------------- */
+
+static int64_t blitz__fst_copy_loop(blitz__fsx_rec *r, int in, int out, int kernel) {
+    char *buf = NULL;
+    int64_t total = 0;
+    for (;;) {
+        if (blitz__fsx_give_up(r)) {
+            total = BLITZ_ECANCELED;
+            break;
+        }
+        int64_t n;
+        if (kernel) {
+            n = blitz__file_copy_range(in, out, BLITZ__FST_CHUNK);
+            if (n == BLITZ_EINTR)
+                continue;
+            /* Nothing copied yet and the kernel cannot do it here (no
+             * system call, across file systems, a special file), or it
+             * found nothing, as it does for /proc files whose size reads
+             * 0: copy through memory instead. */
+            if (total == 0 && (n == BLITZ_ENOSYS || n == BLITZ_EXDEV || n == BLITZ_EINVAL ||
+                               n == BLITZ_EOPNOTSUPP || n == BLITZ_EPERM || n == 0)) {
+                kernel = 0;
+                continue;
+            }
+        } else {
+            if (!buf && !(buf = (char *)blitz__malloc(BLITZ__FST_BUF))) {
+                total = BLITZ_ENOMEM;
+                break;
+            }
+            n = 0;
+            for (size_t chunk = 0; chunk < BLITZ__FST_CHUNK;) {
+                ssize_t got = read(in, buf, BLITZ__FST_BUF);
+                if (got < 0 && errno == EINTR)
+                    continue;
+                if (got < 0) {
+                    n = blitz__fsx_errno();
+                    break;
+                }
+                if (got == 0)
+                    break;
+                int64_t w = blitz__fs_write_all(out, buf, (size_t)got, -1);
+                if (w < 0) {
+                    n = w;
+                    break;
+                }
+                n += got;
+                chunk += (size_t)got;
+            }
+        }
+        if (n < 0) {
+            total = n;
+            break;
+        }
+        if (n == 0)
+            break;
+        total += n;
+    }
+    blitz__free(buf);
+    return total;
+}
+
+static int blitz__fst_open(const char *path, int flags, mode_t mode) {
+    int fd;
+    do
+        fd = open(path, flags | O_CLOEXEC, mode);
+    while (fd < 0 && errno == EINTR);
+    return fd;
+}
+
+static int64_t blitz__fst_copy(blitz__fsx_rec *r) {
+    int in = blitz__fst_open(r->path, O_RDONLY, 0);
+    if (in < 0)
+        return blitz__fsx_errno();
+    struct stat st, ost;
+    int64_t rc = 0;
+    int out = -1;
+    if (fstat(in, &st) != 0)
+        rc = blitz__fsx_errno();
+    else if (S_ISDIR(st.st_mode))
+        rc = BLITZ_EISDIR;
+    /* Not truncated at open: the destination may be the source itself. */
+    else if ((out = blitz__fst_open(r->path2, O_WRONLY | O_CREAT, (mode_t)(st.st_mode & 0777))) < 0)
+        rc = blitz__fsx_errno();
+    else if (fstat(out, &ost) != 0)
+        rc = blitz__fsx_errno();
+    else if (ost.st_dev == st.st_dev && ost.st_ino == st.st_ino)
+        rc = BLITZ_EINVAL;
+    else if (S_ISREG(ost.st_mode) && ftruncate(out, 0) != 0)
+        rc = blitz__fsx_errno();
+    if (rc == 0) {
+        int regular = S_ISREG(st.st_mode) && S_ISREG(ost.st_mode);
+        if (regular && blitz__file_clone(in, out) == 0)
+            rc = st.st_size;
+        else
+            rc = blitz__fst_copy_loop(r, in, out, regular);
+        /* The source's permissions, which the umask may have cut. */
+        if (rc >= 0 && S_ISREG(ost.st_mode) && fchmod(out, st.st_mode & 07777) != 0)
+            rc = blitz__fsx_errno();
+    }
+    if (out >= 0 && close(out) != 0 && rc >= 0 && errno != EINTR)
+        rc = blitz__fsx_errno();
+    close(in);
+    return rc;
+}
+
+/* ---- remove a tree ------------------------------------------------------------------ */
+
+/* Empties the directory `fd` (owned: closed here) entry by entry, going
+ * into subdirectories through descriptors opened with O_NOFOLLOW, so a
+ * symlink is removed and never followed, even one swapped in for a
+ * directory while this runs. An entry that vanished meanwhile is fine. */
+static int64_t blitz__fst_empty_dir(blitz__fsx_rec *r, int fd) {
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int64_t rc = blitz__fsx_errno();
+        close(fd);
+        return rc;
+    }
+    int64_t rc = 0;
+    for (;;) {
+        if (blitz__fsx_give_up(r)) {
+            rc = BLITZ_ECANCELED;
+            break;
+        }
+        errno = 0;
+        struct dirent *e = readdir(d);
+        if (!e) {
+            if (errno)
+                rc = blitz__fsx_errno();
+            break;
+        }
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (unlinkat(fd, e->d_name, 0) == 0 || errno == ENOENT)
+            continue;
+        /* Linux says EISDIR for a directory, others EPERM. */
+        if (errno != EISDIR && errno != EPERM) {
+            rc = blitz__fsx_errno();
+            break;
+        }
+        int sub;
+        do
+            sub = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        while (sub < 0 && errno == EINTR);
+        if (sub < 0) {
+            rc = errno == ENOENT ? 0 : blitz__fsx_errno();
+            if (rc)
+                break;
+            continue;
+        }
+        if ((rc = blitz__fst_empty_dir(r, sub)) != 0)
+            break;
+        if (unlinkat(fd, e->d_name, AT_REMOVEDIR) != 0 && errno != ENOENT) {
+            rc = blitz__fsx_errno();
+            break;
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+static int64_t blitz__fst_remove_all(blitz__fsx_rec *r) {
+    struct stat st;
+    if (lstat(r->path, &st) != 0)
+        return blitz__fsx_errno();
+    if (!S_ISDIR(st.st_mode))
+        return unlink(r->path) == 0 ? 0 : blitz__fsx_errno();
+    int fd;
+    do
+        fd = open(r->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return blitz__fsx_errno();
+    int64_t rc = blitz__fst_empty_dir(r, fd);
+    if (rc == 0 && rmdir(r->path) != 0)
+        rc = blitz__fsx_errno();
+    return rc;
+}
+
+/* ---- public calls ------------------------------------------------------------------- */
+
+static int blitz__fst_template_ok(const char *t) {
+    size_t n = t ? strlen(t) : 0;
+    return n >= 6 && strcmp(t + n - 6, "XXXXXX") == 0;
+}
+
+BLITZ_API blitz_poll blitz_fs_mkstemp(blitz_cx *cx, blitz_fs_op *op, const char *template_path) {
+    blitz__fsx_rec q = blitz__fsx_req(blitz__fst_mkstemp);
+    q.path = template_path;
+    return blitz__fsx_call(cx, op, &q, blitz__fst_template_ok(template_path) ? 0 : BLITZ_EINVAL);
+}
+BLITZ_API blitz_poll blitz_fs_mkdtemp(blitz_cx *cx, blitz_fs_op *op, const char *template_path) {
+    blitz__fsx_rec q = blitz__fsx_req(blitz__fst_mkdtemp);
+    q.path = template_path;
+    q.how = 1;
+    return blitz__fsx_call(cx, op, &q, blitz__fst_template_ok(template_path) ? 0 : BLITZ_EINVAL);
+}
+BLITZ_API blitz_poll blitz_fs_copy_file(blitz_cx *cx, blitz_fs_op *op, const char *from,
+                                        const char *to) {
+    blitz__fsx_rec q = blitz__fsx_req(blitz__fst_copy);
+    q.path = from;
+    q.path2 = to;
+    return blitz__fsx_call(cx, op, &q, from && to ? 0 : BLITZ_EINVAL);
+}
+BLITZ_API blitz_poll blitz_fs_remove_all(blitz_cx *cx, blitz_fs_op *op, const char *path) {
+    blitz__fsx_rec q = blitz__fsx_req(blitz__fst_remove_all);
+    q.path = path;
+    return blitz__fsx_call(cx, op, &q, !path ? BLITZ_EINVAL : !*path ? BLITZ_ENOENT : 0);
+}
+
+/* ---- the value forms ---------------------------------------------------------------- */
+
+enum { BLITZ__FST_MKSTEMP = 201, BLITZ__FST_MKDTEMP, BLITZ__FST_COPY, BLITZ__FST_REMOVE_ALL };
+
+static blitz_poll blitz__fst_value_poll(blitz_cx *cx, void *arg) {
+    blitz_fs_op *op = (blitz_fs_op *)arg;
+    if (!op)
+        return BLITZ_READY;
+    switch (op->blitz__call) {
+    case BLITZ__FST_MKSTEMP:
+        return blitz_fs_mkstemp(cx, op, op->blitz__path);
+    case BLITZ__FST_MKDTEMP:
+        return blitz_fs_mkdtemp(cx, op, op->blitz__path);
+    case BLITZ__FST_COPY:
+        return blitz_fs_copy_file(cx, op, op->blitz__path, op->blitz__path2);
+    case BLITZ__FST_REMOVE_ALL:
+        return blitz_fs_remove_all(cx, op, op->blitz__path);
+    default:
+        return blitz__fsx_call(cx, op, NULL, BLITZ_EINVAL);
+    }
+}
+
+static blitz_op blitz__fst_value(blitz_fs_op *op, int call, const char *path, const char *path2) {
+    blitz__fsx_value_set(op, call, -1, path, path2, 0, 0, 0);
+    return blitz_op_make(blitz__fst_value_poll, blitz_fs_cancel, op);
+}
+
+BLITZ_API blitz_op blitz_op_fs_mkstemp(blitz_fs_op *op, const char *template_path) {
+    return blitz__fst_value(op, BLITZ__FST_MKSTEMP, template_path, NULL);
+}
+BLITZ_API blitz_op blitz_op_fs_mkdtemp(blitz_fs_op *op, const char *template_path) {
+    return blitz__fst_value(op, BLITZ__FST_MKDTEMP, template_path, NULL);
+}
+BLITZ_API blitz_op blitz_op_fs_copy_file(blitz_fs_op *op, const char *from, const char *to) {
+    return blitz__fst_value(op, BLITZ__FST_COPY, from, to);
+}
+BLITZ_API blitz_op blitz_op_fs_remove_all(blitz_fs_op *op, const char *path) {
+    return blitz__fst_value(op, BLITZ__FST_REMOVE_ALL, path, NULL);
+}
+/* ====[ END src/os/fs_tree.c ]============================================= */
+/* ====[ BEGIN src/os/fs_dir.c ]============================================ */
+/* >>os/fs_dir */
+/* The streaming directory reader: open, batches of entries, close.
+ *
+ * A reader is shared by its owner and the record of a batch read in
+ * flight, each holding a reference; the last one to let go closes the
+ * directory, so closing the reader while a cancelled read still runs on a
+ * pool thread is safe. `busy` admits one read at a time: it is taken when
+ * a read starts and given back when its record is freed (taken by the
+ * task, dropped from the queue, or finished by an abandoned thread), so a
+ * read after a cancelled one that is still running gets BLITZ_EBUSY
+ * instead of sharing the DIR stream with that thread. */
+/* src/io/io.h already included */
+
+#define BLITZ__FSD_BATCH     64u
+#define BLITZ__FSD_MAX_BATCH 4096u
+
+struct blitz_fs_dir {
+    DIR *d;
+    blitz__atomic_u32 refs;
+    blitz__atomic_u32 busy;
+};
+
+static void blitz__fsd_unref(blitz_fs_dir *dir) {
+    /* Acq_rel: the last owner sees every other owner's use of the stream
+     * before closing it. */
+    if (blitz__u32_fetch_sub(&dir->refs, 1, BLITZ__ACQ_REL) == 1) {
+        closedir(dir->d);
+        blitz__free(dir);
+    }
+}
+
+static blitz_file_type blitz__fsd_type(const struct dirent *e) {
+#ifdef DT_UNKNOWN
+    switch (e->d_type) {
+    case DT_REG:
+        return BLITZ_FILE_REGULAR;
+    case DT_DIR:
+        return BLITZ_FILE_DIRECTORY;
+    case DT_LNK:
+        return BLITZ_FILE_SYMLINK;
+    case DT_UNKNOWN:
+        return BLITZ_FILE_UNKNOWN;
+    default:
+        return BLITZ_FILE_OTHER;
+    }
+#else
+    (void)e;
+    return BLITZ_FILE_UNKNOWN;
+#endif
+}
+
+/* An opened reader nobody took. */
+static void blitz__fsd_open_undo(blitz__fsx_rec *r) {
+    if (r->result >= 0 && r->data) {
+        blitz__fsd_unref((blitz_fs_dir *)r->data);
+        r->data = NULL;
+    }
+}
+
+static int64_t blitz__fsd_open(blitz__fsx_rec *r) {
+    blitz_fs_dir *dir = (blitz_fs_dir *)blitz__calloc(sizeof *dir);
+    if (!dir)
+        return BLITZ_ENOMEM;
+    dir->d = opendir(r->path);
+    if (!dir->d) {
+        int64_t rc = blitz__fsx_errno();
+        blitz__free(dir);
+        return rc;
+    }
+    blitz__u32_store(&dir->refs, 1, BLITZ__RELAXED);
+    r->data = dir;
+    r->undo = blitz__fsd_open_undo;
+    return 0;
+}
+
+/* Up to r->n entries into one block (the array, then the names). */
+static int64_t blitz__fsd_next(blitz__fsx_rec *r) {
+    blitz_fs_dir *dir = (blitz_fs_dir *)r->handle;
+    size_t cap = r->n * (sizeof(blitz_fs_dirent) + 32), used = r->n * sizeof(blitz_fs_dirent);
+    char *block = (char *)blitz__malloc(cap);
+    if (!block)
+        return BLITZ_ENOMEM;
+    size_t count = 0;
+    int64_t rc = 0;
+    /* Names are placed by offset while the block may still move. */
+    while (count < r->n) {
+        errno = 0;
+        struct dirent *e = readdir(dir->d);
+        if (!e) {
+            if (errno)
+                rc = blitz__fsx_errno();
+            break;
+        }
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        size_t len = strlen(e->d_name) + 1;
+        if ((rc = blitz__grow_buffer(&block, &cap, used, used + len)) != 0)
+            break;
+        blitz_fs_dirent *ent = (blitz_fs_dirent *)(void *)block + count++;
+        ent->name = (const char *)(uintptr_t)used;
+        ent->type = blitz__fsd_type(e);
+        memcpy(block + used, e->d_name, len);
+        used += len;
+    }
+    if (rc != 0 || count == 0) {
+        blitz__free(block);
+        return rc;
+    }
+    blitz_fs_dirent *list = (blitz_fs_dirent *)(void *)block;
+    for (size_t i = 0; i < count; i++)
+        list[i].name = block + (uintptr_t)list[i].name;
+    r->data = block;
+    return (int64_t)count;
+}
+
+/* The batch read's hold on the reader, given back whatever happened. */
+static void blitz__fsd_next_release(blitz__fsx_rec *r) {
+    blitz_fs_dir *dir = (blitz_fs_dir *)r->handle;
+    /* Release: this thread's use of the stream happens before the next
+     * read's acquire of `busy`. */
+    blitz__u32_store(&dir->busy, 0, BLITZ__RELEASE);
+    blitz__fsd_unref(dir);
+}
+
+BLITZ_API blitz_poll blitz_fs_opendir(blitz_cx *cx, blitz_fs_op *op, const char *path) {
+    blitz__fsx_rec q = blitz__fsx_req(blitz__fsd_open);
+    q.path = path;
+    return blitz__fsx_call(cx, op, &q, path ? 0 : BLITZ_EINVAL);
+}
+
+BLITZ_API blitz_poll blitz_fs_readdir(blitz_cx *cx, blitz_fs_op *op, blitz_fs_dir *dir,
+                                      size_t max) {
+    if (op && !blitz__pool_op_idle(&op->blitz__op))
+        return blitz__fsx_call(cx, op, NULL, 0);
+    if (!op || !dir)
+        return blitz__fsx_call(cx, op, NULL, BLITZ_EINVAL);
+    blitz__fsx_rec q = blitz__fsx_req(blitz__fsd_next);
+    q.handle = dir;
+    q.release = blitz__fsd_next_release;
+    q.n = max == 0 ? BLITZ__FSD_BATCH : max > BLITZ__FSD_MAX_BATCH ? BLITZ__FSD_MAX_BATCH : max;
+    uint32_t idle = 0;
+    /* Acquire: see the stream as the previous read left it. */
+    if (!blitz__u32_cas(&dir->busy, &idle, 1, BLITZ__ACQUIRE))
+        return blitz__fsx_call(cx, op, NULL, BLITZ_EBUSY);
+    /* Relaxed: the caller's own reference keeps the count above zero. */
+    blitz__u32_fetch_add(&dir->refs, 1, BLITZ__RELAXED);
+    return blitz__fsx_call(cx, op, &q, 0);
+}
+
+BLITZ_API int blitz_fs_closedir(blitz_fs_dir *dir) {
+    if (!dir)
+        return BLITZ_EINVAL;
+    blitz__fsd_unref(dir);
+    return BLITZ_OK;
+}
+
+/* ---- the value forms ---------------------------------------------------------------- */
+
+enum { BLITZ__FSD_OPEN = 301, BLITZ__FSD_NEXT };
+
+static blitz_poll blitz__fsd_value_poll(blitz_cx *cx, void *arg) {
+    blitz_fs_op *op = (blitz_fs_op *)arg;
+    if (!op)
+        return BLITZ_READY;
+    switch (op->blitz__call) {
+    case BLITZ__FSD_OPEN:
+        return blitz_fs_opendir(cx, op, op->blitz__path);
+    case BLITZ__FSD_NEXT:
+        return blitz_fs_readdir(cx, op, (blitz_fs_dir *)(uintptr_t)op->blitz__buf, op->blitz__len);
+    default:
+        return blitz__fsx_call(cx, op, NULL, BLITZ_EINVAL);
+    }
+}
+
+BLITZ_API blitz_op blitz_op_fs_opendir(blitz_fs_op *op, const char *path) {
+    blitz__fsx_value_set(op, BLITZ__FSD_OPEN, -1, path, NULL, 0, 0, 0);
+    return blitz_op_make(blitz__fsd_value_poll, blitz_fs_cancel, op);
+}
+BLITZ_API blitz_op blitz_op_fs_readdir(blitz_fs_op *op, blitz_fs_dir *dir, size_t max) {
+    blitz__fsx_value_set(op, BLITZ__FSD_NEXT, -1, NULL, NULL, 0, 0, 0);
+    if (op) {
+        op->blitz__buf = dir;
+        op->blitz__len = max;
+    }
+    return blitz_op_make(blitz__fsd_value_poll, blitz_fs_cancel, op);
+}
+/* ====[ END src/os/fs_dir.c ]============================================== */
 /* ====[ BEGIN src/os/signal.c ]============================================ */
 /* >>os/signal */
 /* Signals: a counting handler, a self-pipe, and one thread per process
