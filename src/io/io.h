@@ -220,6 +220,7 @@ typedef struct blitz__io {
  * multishot receive is cancelled until the reader catches up. */
 #define BLITZ__RECV_MS_HOLD (BLITZ_URING_RECV_BUFS / 8u > 2u ? BLITZ_URING_RECV_BUFS / 8u : 2u)
 
+#if BLITZ__HAS_IO
 /* Backends (each in its own file, stubs when compiled out). */
 BLITZ_PRIVATE int blitz__addr_valid(const blitz_addr *a);
 BLITZ_PRIVATE void blitz__addr_set_from(blitz_addr *a, uint32_t namelen, int family);
@@ -268,4 +269,5 @@ BLITZ_PRIVATE blitz_poll blitz__io_op_poll(blitz_cx *cx, blitz_io *op, blitz_soc
                                            uint32_t kind, const void *buf, size_t len,
                                            uint32_t dir);
 BLITZ_PRIVATE int64_t blitz__fd_attempt(blitz_io *op);
+#endif /* BLITZ__HAS_IO */
 #endif

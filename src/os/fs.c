@@ -10,6 +10,8 @@
  * queue frees it instead. */
 #include "../io/io.h"
 
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+
 enum {
     BLITZ__FS_OPEN = 1,
     BLITZ__FS_CLOSE,
@@ -932,3 +934,5 @@ BLITZ_API blitz_op blitz_op_fs_mkdir_all(blitz_fs_op *op, const char *path, uint
 BLITZ_API blitz_op blitz_op_fs_read_dir(blitz_fs_op *op, const char *path) {
     return blitz__fs_value(op, BLITZ__FSC_READ_DIR, -1, path, NULL, 0, 0);
 }
+
+#endif /* BLITZ__HAS_IO */

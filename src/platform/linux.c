@@ -5,6 +5,8 @@
  * between descriptors. */
 #include "base.h"
 
+#if !BLITZ__WIN32
+
 #if BLITZ__HAS_FUTEX && BLITZ__LINUX
 /* Sleeps while *word == expected, at most timeout_ns (0 = no limit).
  * Spurious returns are allowed; callers re-check. */
@@ -130,3 +132,5 @@ BLITZ_PRIVATE void blitz__sigpipe_take(const sigset_t *set) {
 }
 
 #endif
+
+#endif /* !BLITZ__WIN32 */

@@ -3,6 +3,8 @@
  * of their own (platform/linux.c). */
 #include "base.h"
 
+#if !BLITZ__WIN32
+
 /* ---- portable with per-system spellings --------------------------------- */
 
 /* A file's modification, access and status-change times (struct stat
@@ -210,3 +212,5 @@ BLITZ_PRIVATE void blitz__sigpipe_take(const sigset_t *set) {
 }
 
 #endif
+
+#endif /* !BLITZ__WIN32 */
