@@ -117,8 +117,9 @@ _Static_assert(BLITZ_MAX_STATE_SIZE >= 1 && BLITZ_MAX_STATE_SIZE <= (1u << 30),
 #define BLITZ__LIKELY(x)   __builtin_expect(!!(x), 1)
 #define BLITZ__UNLIKELY(x) __builtin_expect(!!(x), 0)
 /* A printf-like function's format check: mingw-w64's plain `printf`
- * archetype is msvcrt's, without %zu (blitz asks for the C99 one). */
-#if defined(__MINGW32__)
+ * archetype is msvcrt's, without %zu (blitz asks for the C99 one);
+ * clang's is the C99 one already. */
+#if defined(__MINGW32__) && !defined(__clang__)
 #define BLITZ__PRINTF(f, a) __attribute__((format(gnu_printf, f, a)))
 #else
 #define BLITZ__PRINTF(f, a) __attribute__((format(printf, f, a)))
