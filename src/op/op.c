@@ -87,7 +87,8 @@ static blitz__tls_key blitz__thread_parker_key;
 static blitz__once blitz__thread_parker_once = BLITZ__ONCE_STATIC;
 static _Thread_local blitz__thread_parker *blitz__thread_parker_cached;
 
-static void blitz__thread_parker_release(void *p) {
+/* Runs at the thread's exit, as the system calls it (BLITZ__TLS_DTOR). */
+static void BLITZ__TLS_DTOR blitz__thread_parker_release(void *p) {
     blitz__thread_parker_unref((blitz__thread_parker *)p);
 }
 static void blitz__thread_parker_key_init(void) {

@@ -147,12 +147,17 @@ typedef HANDLE blitz__thread;
 typedef INIT_ONCE blitz__once;
 #define BLITZ__ONCE_STATIC INIT_ONCE_STATIC_INIT
 typedef DWORD blitz__tls_key;
+/* A per-thread value's destructor: fiber-local storage calls it as a
+ * WINAPI function. */
+#define BLITZ__TLS_DTOR WINAPI
 #else
 typedef pthread_t blitz__thread;
 typedef pthread_once_t blitz__once;
 #define BLITZ__ONCE_STATIC PTHREAD_ONCE_INIT
 typedef pthread_key_t blitz__tls_key;
+#define BLITZ__TLS_DTOR
 #endif
+typedef void(BLITZ__TLS_DTOR *blitz__tls_dtor)(void *);
 BLITZ_PRIVATE int blitz__thread_start(blitz__thread *t, void *(*fn)(void *), void *arg);
 BLITZ_PRIVATE void blitz__thread_join(blitz__thread t);
 BLITZ_PRIVATE void blitz__yield(void);

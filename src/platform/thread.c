@@ -236,7 +236,7 @@ BLITZ_PRIVATE void blitz__once_run(blitz__once *once, void (*fn)(void)) {
 }
 /* A per-thread value; `dtor` runs on a thread's non-NULL value when the
  * thread exits. 0 or a code. */
-BLITZ_PRIVATE int blitz__tls_key_create(blitz__tls_key *key, void (*dtor)(void *)) {
+BLITZ_PRIVATE int blitz__tls_key_create(blitz__tls_key *key, blitz__tls_dtor dtor) {
     int e = pthread_key_create(key, dtor);
     return e ? blitz__from_errno(e) : 0;
 }

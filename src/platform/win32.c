@@ -118,22 +118,9 @@ BLITZ_PRIVATE void blitz__once_run(blitz__once *once, void (*fn)(void)) {
     InitOnceExecuteOnce(once, blitz__win32_once_main, &box, NULL);
 }
 
-/* Fiber-local storage calls its callback with the value at a thread's
- * exit; the callback has the WINAPI signature, so it calls the key's
- * destructor from here. The program has one such key (op.c's thread
- * parkers), created once: the destructor is written before FlsAlloc
- * publishes the key and never again. */
-typedef void (*blitz__win32_dtor_fn)(void *);
-static blitz__win32_dtor_fn blitz__win32_tls_dtor;
-
-static void WINAPI blitz__win32_fls_callback(PVOID value) {
-    if (value && blitz__win32_tls_dtor)
-        blitz__win32_tls_dtor(value);
-}
-BLITZ_PRIVATE int blitz__tls_key_create(blitz__tls_key *key, void (*dtor)(void *)) {
-    BLITZ_ASSERT(!blitz__win32_tls_dtor || blitz__win32_tls_dtor == dtor);
-    blitz__win32_tls_dtor = dtor;
-    DWORD k = FlsAlloc(blitz__win32_fls_callback);
+/* Fiber-local storage calls `dtor` with the value at a thread's exit. */
+BLITZ_PRIVATE int blitz__tls_key_create(blitz__tls_key *key, blitz__tls_dtor dtor) {
+    DWORD k = FlsAlloc(dtor);
     if (k == FLS_OUT_OF_INDEXES)
         return BLITZ_ENOMEM;
     *key = k;
