@@ -89,7 +89,8 @@ failed=$(grep -c '^not ok ' "$OUT/tests.log" || true)
 echo "windows_check: $passed passed, $failed failed under wine in $(($(date +%s) - t0)) s" \
     "($(grep -vc '^ *\(#\|$\)' tests/windows_skip.txt) skip patterns in tests/windows_skip.txt)"
 if [ "$rc" -ne 0 ] || [ "$failed" -ne 0 ]; then
-    grep -A20 '^not ok\|^# ' "$OUT/tests.log" | head -60 >&2
+    # Each failure with what its child printed before it.
+    grep -B10 '^not ok' "$OUT/tests.log" | grep -v '^ok ' >&2
     fail=1
 fi
 exit $fail
