@@ -238,7 +238,8 @@ check-layout:
 	bash tools/check_layout_selftest.sh
 
 TEST_STAGES := check-amalgamation check-layout examples test-cxx test-misuse model-check-quick \
-               test-gcc test-clang test-small-queue test-tsan test-asan test-kqueue test-macos
+               test-gcc test-clang test-small-queue test-tsan test-asan test-kqueue test-macos \
+               test-windows
 
 # Every stage runs even when one fails; one line per stage, then the total.
 # VERBOSE=1 shows everything the stages print.

@@ -84,6 +84,8 @@ set +e
 wine "$OUT/blitz_tests.exe" >"$OUT/tests.log" 2>&1
 rc=$?
 set -e
+# The TAP lines, for make test's count.
+grep -E '^(not )?ok ' "$OUT/tests.log" || true
 passed=$(grep -c '^ok ' "$OUT/tests.log" || true)
 failed=$(grep -c '^not ok ' "$OUT/tests.log" || true)
 echo "windows_check: $passed passed, $failed failed under wine in $(($(date +%s) - t0)) s" \
