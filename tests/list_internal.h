@@ -19,6 +19,7 @@
     X(cancel_hook_frees_mt, 10000)                   \
     X(cancel_hook_frees_ct, 10000)                   \
     X(timeout_op_cancels_join, 10000)                \
+    X(platform_errors_and_waits, 10000)              \
     X(timer_wheel_differential, 60000)               \
     X(timer_wheel_edge_cases, 5000)                  \
     X(timer_wheel_big_jumps, 30000)                  \

@@ -56,7 +56,7 @@ static inline long test_scaled(long n) {
     return n / div > 0 ? n / div : 1;
 }
 
-#if !defined(SOCK_CLOEXEC)
+#if !defined(SOCK_CLOEXEC) && !defined(_WIN32)
 /* Linux's socket type flags, which the tests use to make plain peers:
  * elsewhere they are applied with fcntl after the call. */
 #include <fcntl.h>

@@ -864,7 +864,7 @@ static int chan_race_loses_nothing(tu_flavor f) {
     ch_racer *fin = blitz_task_state(t);
     fprintf(stderr, "# wins: channel 0 %ld, channel 1 %ld, notify %ld\n", fin->wins[0],
             fin->wins[1], fin->wins[2]);
-    CHECK_BASE(tu_ldl(&l.received) == 2L * per && fin->losers_kept == 0,
+    CHECK_BASE(tu_ldl(&l.received) == 2L * (long)per && fin->losers_kept == 0,
                "received %ld of %ld; %ld losing receives kept a message", tu_ldl(&l.received),
                2L * per, fin->losers_kept);
     ch_ledger_check_once(&l, 2);

@@ -920,3 +920,40 @@ BLITZ_TEST(timeout_op_cancels_join) {
     }
     return 0;
 }
+
+/* ---- the platform layer ---- */
+
+/* System errors become the same blitz codes on every system, and a wait
+ * on a word returns after its limit (and at once when the word differs). */
+BLITZ_TEST(platform_errors_and_waits) {
+#if defined(_WIN32)
+    CHECK_EQ(blitz__from_win32(ERROR_FILE_NOT_FOUND), BLITZ_ENOENT);
+    CHECK_EQ(blitz__from_win32(ERROR_ACCESS_DENIED), BLITZ_EACCES);
+    CHECK_EQ(blitz__from_win32(ERROR_OPERATION_ABORTED), BLITZ_ECANCELED);
+    CHECK_EQ(blitz__from_win32(WSAECONNRESET), BLITZ_ECONNRESET);
+    CHECK_EQ(blitz__from_win32(WSAEWOULDBLOCK), BLITZ_EAGAIN);
+    CHECK_EQ(blitz__from_win32(ERROR_SUCCESS), BLITZ_EIO);
+    CHECK_EQ(blitz__from_win32(0x7fffffffu), BLITZ_EUNKNOWN);
+    /* Winsock starts once; a socket can be made after. */
+    CHECK_OK(blitz__winsock_start());
+    CHECK_OK(blitz__winsock_start());
+    SOCKET sk = socket(AF_INET, SOCK_STREAM, IPPROTO_TCP);
+    CHECK(sk != INVALID_SOCKET);
+    closesocket(sk);
+#else
+    CHECK_EQ(blitz__from_errno(ENOENT), BLITZ_ENOENT);
+    CHECK_EQ(blitz__from_errno(ECONNRESET), BLITZ_ECONNRESET);
+    CHECK_EQ(blitz__from_errno(EWOULDBLOCK), BLITZ_EAGAIN);
+#endif
+    blitz__atomic_u32 word;
+    blitz__u32_store(&word, 7, BLITZ__RELAXED);
+    blitz__futex_wait(&word, 8, 0); /* differs: returns at once */
+    uint64_t t0 = blitz__now_ns();
+    for (int i = 0; i < 3; i++)
+        blitz__futex_wait(&word, 7, 20000000u); /* 20 ms each (spurious returns allowed) */
+    uint64_t t1 = blitz__now_ns();
+    CHECK_GE(t1, t0); /* the clock never goes back */
+    blitz__futex_wake(&word, 1);
+    CHECK_GE(blitz__cpu_count(), 1);
+    return 0;
+}

@@ -487,6 +487,7 @@ static char *mx_response(blitz_runtime *rt, size_t *len) {
     return r;
 }
 
+#if !defined(_WIN32) /* sockets: not on Windows yet */
 static blitz_poll mx_server_poll(blitz_cx *cx, void *p) {
     mx_server *s = p;
     BLITZ_BEGIN(s);
@@ -619,6 +620,7 @@ static int metrics_scrape(tu_flavor f) {
     return 0;
 }
 TU_FLAVOR_TESTS(metrics_scrape)
+#endif
 
 /* The exposition of a runtime that never ran is well-formed too. */
 BLITZ_TEST(metrics_format_fresh) {

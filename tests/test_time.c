@@ -1,7 +1,9 @@
 /* The time driver: sleeps never wake early, timers fire while a worker is
  * stuck, an idle runtime sleeps, the paused clock, timeouts, intervals,
  * cancelling timers, bad input, shutdown with armed timers. */
+#if !defined(_WIN32)
 #include <sys/resource.h>
+#endif
 
 #include "test_tasks.h"
 
@@ -16,10 +18,18 @@
 
 /* Process CPU time (user + system) in ms. */
 static double tm_cpu_ms(void) {
+#if defined(_WIN32)
+    FILETIME created, exited, kernel, user;
+    CHECK(GetProcessTimes(GetCurrentProcess(), &created, &exited, &kernel, &user));
+    ULARGE_INTEGER k = {{kernel.dwLowDateTime, kernel.dwHighDateTime}};
+    ULARGE_INTEGER u = {{user.dwLowDateTime, user.dwHighDateTime}};
+    return (double)(k.QuadPart + u.QuadPart) / 1e4; /* 100 ns units */
+#else
     struct rusage ru;
     CHECK_EQ(getrusage(RUSAGE_SELF, &ru), 0);
     return (double)ru.ru_utime.tv_sec * 1e3 + (double)ru.ru_utime.tv_usec / 1e3 +
            (double)ru.ru_stime.tv_sec * 1e3 + (double)ru.ru_stime.tv_usec / 1e3;
+#endif
 }
 
 /* Waits until the runtime's live-task count reaches zero. */

@@ -5,9 +5,11 @@
 #ifndef BLITZ_TEST_UTIL_H
 #define BLITZ_TEST_UTIL_H
 
+#if !defined(_WIN32)
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
+#endif
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -60,6 +62,7 @@ static inline blitz_runtime *tu_rt_paused(tu_flavor f, int paused) {
     return tu_rt_config(&cfg);
 }
 
+#if !defined(_WIN32) /* no sockets there yet */
 /* A runtime from `cfg` on cfg->backend, or NULL where the kernel refuses
  * io_uring: the test then returns 0 and reports itself skipped. */
 static inline blitz_runtime *tu_io_rt_config(const blitz_config *cfg) {
@@ -113,6 +116,7 @@ static inline int tu_plain_listener(int backlog, int flags, struct sockaddr_in *
     CHECK_EQ(getsockname(fd, (struct sockaddr *)sa, &sl), 0);
     return fd;
 }
+#endif
 
 static inline blitz_runtime *tu_rt_new(tu_flavor f) {
     blitz_config cfg = tu_config(f);
@@ -139,6 +143,7 @@ static inline void tu_sleep_ms(long ms) {
 
 /* Waits until *a >= want, failing the test after `seconds` (scaled by
  * BLITZ_TEST_TIMEOUT_MULT so that sanitizer builds get more time). */
+#if !defined(_WIN32)
 /* Open descriptors of this process. */
 static inline int tu_open_fds(void) {
     int n = 0;
@@ -150,6 +155,7 @@ static inline int tu_open_fds(void) {
     closedir(d);
     return n;
 }
+#endif
 
 static inline double tu_timeout_mult(void) {
     const char *m = getenv("BLITZ_TEST_TIMEOUT_MULT");

@@ -58,6 +58,7 @@ typedef struct blitz_addr {
  * number up to 4294967295, digits only, or an interface name such as
  * "lo"). BLITZ_EINVAL for anything else (missing port, port > 65535, bad
  * address, bad scope). */
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_addr_parse(const char *s, blitz_addr *out);
 /* Splits "host:port" or "[host]:port" (the brackets hold an IPv6 address,
  * which has colons of its own) into `host` (NUL-terminated, at most cap - 1
@@ -82,6 +83,7 @@ BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size);
 BLITZ_API int blitz_addr_port(const blitz_addr *a);
 /* AF_INET, AF_INET6, AF_UNIX, or 0. */
 BLITZ_API int blitz_addr_family(const blitz_addr *a);
+#endif
 
 /* ---------------------------------------------------------------------------
  * Sockets and ops
@@ -147,6 +149,7 @@ typedef struct blitz_io {
  * Safe to call on an idle or finished op, and with op or cx NULL. A
  * blitz_cancel_fn (op is the blitz_io): pass it to blitz_timeout_op and
  * blitz_op_make, call it from spawn cancel hooks. */
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API void blitz_io_cancel(blitz_cx *cx, void *op);
 /* READY once the kernel holds nothing of the op (always READY except
  * after a cancel of an io_uring op whose completion has not arrived).
@@ -325,3 +328,4 @@ BLITZ_API int blitz_unix_pair(blitz_runtime *rt, int type, blitz_socket **a, bli
  * directory (never anything to wait for; use the file ops of api_pool.h),
  * and on epoll for other descriptors it cannot watch (/dev/null). */
 BLITZ_API int blitz_sock_adopt(blitz_runtime *rt, int fd, blitz_socket **out);
+#endif

@@ -201,6 +201,7 @@ typedef struct blitz_fs_op {
  * a file is created (e.g. 0644, less the umask). Result: the file
  * descriptor. EINVAL for no READ/WRITE or unknown flags, EOPNOTSUPP for
  * BLITZ_FS_DIRECT where the system has no such flag. */
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API blitz_poll blitz_fs_open(blitz_cx *cx, blitz_fs_op *op, const char *path, int flags,
                                    uint32_t mode);
 /* Closes fd. Result 0. The descriptor is closed whatever the result, as
@@ -304,6 +305,7 @@ BLITZ_API blitz_op blitz_op_fs_read_dir(blitz_fs_op *op, const char *path);
 BLITZ_API blitz_op blitz_op_fs_symlink(blitz_fs_op *op, const char *target, const char *linkpath);
 BLITZ_API blitz_op blitz_op_fs_link(blitz_fs_op *op, const char *from, const char *to);
 BLITZ_API blitz_op blitz_op_fs_fallocate(blitz_fs_op *op, int fd, uint64_t offset, uint64_t len);
+#endif
 
 /* ---------------------------------------------------------------------------
  * DNS: name resolution on the blocking pool (getaddrinfo), cancellable
@@ -348,6 +350,7 @@ typedef struct blitz_dns_op {
  * blitz_host_port_split). family: 0 for any, 4 for IPv4 only, 6 for IPv6
  * only. A zero-filled op is ready to use;
  * the same rules as for file ops apply. */
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const char *host,
                                        uint16_t port, int family);
 /* The op's cancel (a blitz_cancel_fn; op is the blitz_dns_op). */
@@ -356,6 +359,7 @@ BLITZ_API void blitz_dns_cancel(blitz_cx *cx, void *op);
  * must stay valid until the op's first poll. */
 BLITZ_API blitz_op blitz_op_dns_resolve(blitz_dns_op *op, const char *host, uint16_t port,
                                         int family);
+#endif
 
 /* Connecting by host name: resolves `host` (on the blocking pool), then
  * tries each address in the resolver's order until one connects:
@@ -388,12 +392,14 @@ typedef struct blitz_connect_op {
     uint16_t blitz__port;
 } blitz_connect_op;
 
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API blitz_poll blitz_tcp_connect_host(blitz_cx *cx, blitz_connect_op *op, const char *host,
                                             uint16_t port);
 BLITZ_API void blitz_tcp_connect_host_cancel(blitz_cx *cx, void *op);
 /* blitz_tcp_connect_host as a blitz_op (cancel: blitz_tcp_connect_host_cancel);
  * `host` must stay valid until the op is READY or cancelled. */
 BLITZ_API blitz_op blitz_op_tcp_connect_host(blitz_connect_op *op, const char *host, uint16_t port);
+#endif
 
 /* ---------------------------------------------------------------------------
  * Signals
@@ -433,6 +439,7 @@ typedef struct blitz_signal {
  * SIGILL) that a handler cannot meaningfully return from; BLITZ_EBUSY when
  * already initialised; an error from setting up the signal thread. The
  * listener must stay at its address until blitz_signal_deinit. */
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_signal_init(blitz_signal *s, int signo);
 /* Listens to one more signal. Same errors (EINVAL when not initialised). */
 BLITZ_API int blitz_signal_add(blitz_signal *s, int signo);
@@ -453,6 +460,7 @@ BLITZ_API blitz_op blitz_op_signal_recv(blitz_signal *s);
 /* Stops listening and drops any registered waker. BLITZ_EINVAL when not
  * initialised. */
 BLITZ_API int blitz_signal_deinit(blitz_signal *s);
+#endif
 
 /* ---------------------------------------------------------------------------
  * Processes
@@ -517,6 +525,7 @@ typedef struct blitz_child {
  * cwd), BLITZ_EACCES (not executable), BLITZ_ENOEXEC, BLITZ_ENOMEM, or
  * another exec or fork error: errors of the exec in the child are
  * reported here, not as an exit code. */
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_process_spawn(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child);
 
 typedef struct blitz_wait_op {
@@ -582,3 +591,4 @@ BLITZ_API void blitz_process_output_cancel(blitz_cx *cx, void *op);
  * `cmd` and `input` must stay valid until the op's first poll. */
 BLITZ_API blitz_op blitz_op_process_output(blitz_output_op *op, const blitz_command *cmd,
                                            const void *input, size_t input_len);
+#endif

@@ -22,6 +22,7 @@
  * of *read_end. Closing the write end (blitz_sock_close) ends the stream
  * for the reader; closing the read end makes writes fail with BLITZ_EPIPE.
  * BLITZ_EINVAL (NULL), BLITZ_ENOSYS (runtime without I/O), BLITZ_EMFILE. */
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_pipe(blitz_runtime *rt, blitz_socket **read_end, blitz_socket **write_end);
 
 /* Up to len bytes; result 0 at end of stream. */
@@ -45,6 +46,7 @@ BLITZ_API blitz_op blitz_op_fd_write_all(blitz_io *io, blitz_socket *s, const vo
                                          size_t len);
 BLITZ_API blitz_op blitz_op_fd_readable(blitz_io *io, blitz_socket *s);
 BLITZ_API blitz_op blitz_op_fd_writable(blitz_io *io, blitz_socket *s);
+#endif
 
 /* ---------------------------------------------------------------------------
  * Byte streams
@@ -110,6 +112,7 @@ struct blitz_stream {
 /* A socket stream (recv/send), or a pipe stream (read/write) for any other
  * descriptor a blitz_socket wraps. flags: BLITZ_STREAM_OWN or 0.
  * BLITZ_EINVAL for NULL. */
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_stream_socket(blitz_stream *st, blitz_socket *s, unsigned flags);
 BLITZ_API int blitz_stream_pipe(blitz_stream *st, blitz_socket *s, unsigned flags);
 /* A stream over an open file descriptor: reads and writes at the file
@@ -135,6 +138,7 @@ BLITZ_API blitz_poll blitz_stream_settle(blitz_cx *cx, blitz_stream *st);
 /* The arguments are kept in the stream until the op is polled. */
 BLITZ_API blitz_op blitz_op_stream_read(blitz_stream *st, void *buf, size_t len);
 BLITZ_API blitz_op blitz_op_stream_write(blitz_stream *st, const void *buf, size_t len);
+#endif
 
 /* ---- the buffered reader --------------------------------------------------
  *
@@ -181,6 +185,7 @@ typedef struct blitz_reader {
 
 /* buf NULL: the reader allocates cap bytes (0 = 8 KiB). BLITZ_EINVAL (NULL
  * reader or stream, cap 0 with a buffer), BLITZ_ENOMEM. */
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_reader_init(blitz_reader *r, blitz_stream *st, void *buf, size_t cap);
 /* Frees an allocated buffer. */
 BLITZ_API void blitz_reader_deinit(blitz_reader *r);
@@ -213,6 +218,7 @@ BLITZ_API blitz_op blitz_op_reader_read_line(blitz_reader *r, char *dst, size_t 
 BLITZ_API blitz_op blitz_op_reader_read_exact(blitz_reader *r, void *dst, size_t len);
 BLITZ_API blitz_op blitz_op_reader_read(blitz_reader *r, void *dst, size_t len);
 BLITZ_API blitz_op blitz_op_reader_read_until(blitz_reader *r, int delim, void *dst, size_t max);
+#endif
 
 /* ---- the buffered writer --------------------------------------------------
  *
@@ -230,6 +236,7 @@ typedef struct blitz_writer {
     size_t blitz__srclen, blitz__taken;
 } blitz_writer;
 
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_writer_init(blitz_writer *w, blitz_stream *st, void *buf, size_t cap);
 /* Frees an allocated buffer; bytes not flushed are dropped. */
 BLITZ_API void blitz_writer_deinit(blitz_writer *w);
@@ -249,6 +256,7 @@ BLITZ_API blitz_op blitz_op_writer_write_all(blitz_writer *w, const void *src, s
 BLITZ_API blitz_op blitz_op_writer_flush(blitz_writer *w);
 BLITZ_API blitz_op blitz_op_writer_write(blitz_writer *w, const void *src, size_t len);
 BLITZ_API blitz_op blitz_op_writer_close(blitz_writer *w);
+#endif
 
 /* ---- copy -----------------------------------------------------------------
  *
@@ -276,6 +284,7 @@ typedef struct blitz_copy {
 } blitz_copy;
 
 /* Prepares a copy (flags: BLITZ_COPY_* or 0). BLITZ_EINVAL for NULL. */
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_copy_init(blitz_copy *c, blitz_stream *src, blitz_stream *dst, unsigned flags);
 BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c);
 /* Withdraws the copy and frees what it holds (the bytes in flight are
@@ -290,6 +299,7 @@ BLITZ_API void blitz_copy_cancel(blitz_cx *cx, void *copy);
  * every backend but io_uring, and for a copy that finished. */
 BLITZ_API blitz_poll blitz_copy_settle(blitz_cx *cx, blitz_copy *c);
 BLITZ_API blitz_op blitz_op_copy(blitz_copy *c);
+#endif
 
 /* ---------------------------------------------------------------------------
  * Graceful shutdown
@@ -323,7 +333,8 @@ typedef struct blitz_shutdown_opts {
     int nsignals;
 } blitz_shutdown_opts;
 
-/* BLITZ_EINVAL, BLITZ_ENOMEM, or a signal set-up error. */
+/* BLITZ_EINVAL, BLITZ_ENOMEM, or a signal set-up error; on Windows
+ * (no signals API yet) BLITZ_EOPNOTSUPP unless nsignals < 0. */
 BLITZ_API int blitz_shutdown_new(blitz_runtime *rt, const blitz_shutdown_opts *opts,
                                  blitz_shutdown **out);
 /* Starts the shutdown (any thread, idempotent). */
@@ -407,4 +418,6 @@ typedef struct blitz_serve_opts {
  * BLITZ_ECLOSED (the grace period is over), BLITZ_ENOMEM, BLITZ_ESHUTDOWN;
  * on an error the listener is still the caller's. Several listeners may
  * be served under one shutdown. */
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_serve(blitz_shutdown *sd, const blitz_serve_opts *opts);
+#endif

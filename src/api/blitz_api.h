@@ -53,6 +53,10 @@
 #if defined(BLITZ_IMPLEMENTATION) && !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
 #define _GNU_SOURCE 1
 #endif
+/* mingw-w64: C99 printf formats (%zu, %lld) rather than msvcrt's. */
+#if defined(BLITZ_IMPLEMENTATION) && defined(_WIN32) && !defined(__USE_MINGW_ANSI_STDIO)
+#define __USE_MINGW_ANSI_STDIO 1
+#endif
 
 #include <stddef.h>
 #include <stdint.h>

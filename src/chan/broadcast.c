@@ -112,7 +112,7 @@ static uint64_t blitz__bc_lock(blitz_broadcast *bc) {
                 blitz__cpu_relax();
             } else {
                 spins = 0;
-                sched_yield();
+                blitz__yield();
             }
             t = blitz__u64_load(&bc->tail, BLITZ__RELAXED);
         }

@@ -513,7 +513,7 @@ static blitz_poll blitz__chan_poll(blitz_cx *cx, blitz_chan_op *op, int send) {
         }
         /* Still there: its thread probably lost its CPU; offer ours. */
         for (spins = 0; r == BLITZ__CHAN_BUSY && spins < BLITZ__CHAN_BUSY_YIELDS; spins++) {
-            sched_yield();
+            blitz__yield();
             r = blitz__chan_try(ch, op, send);
         }
     }

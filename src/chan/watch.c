@@ -82,7 +82,7 @@ static uint64_t blitz__watch_lock(blitz_watch *w) {
                 blitz__cpu_relax();
             } else {
                 spins = 0;
-                sched_yield();
+                blitz__yield();
             }
             s = blitz__u64_load(&w->seq, BLITZ__RELAXED);
         }
@@ -133,7 +133,7 @@ BLITZ_API uint64_t blitz_watch_read(const blitz_watch *w, void *out) {
             blitz__cpu_relax();
         } else {
             spins = 0;
-            sched_yield();
+            blitz__yield();
         }
     }
 }

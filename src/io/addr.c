@@ -2,6 +2,8 @@
  * addresses into blitz_addr (a sockaddr_storage with its length). */
 #include "io.h"
 
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+
 _Static_assert(sizeof(((blitz_addr *)0)->u.bytes) >= sizeof(struct sockaddr_storage),
                "blitz_addr holds any socket address");
 
@@ -227,3 +229,5 @@ BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size) {
     memcpy(buf, tmp, (size_t)n + 1);
     return n;
 }
+
+#endif /* BLITZ__HAS_IO */

@@ -96,6 +96,7 @@ typedef struct blitz__io_backend {
  * ring (uring.c), the Linux edge-triggered readiness one, kqueue
  * (kqueue.c, Darwin and the BSDs), poll (poll.c). Each is always there;
  * one compiled out fails its init with BLITZ_ENOSYS. */
+#if BLITZ__HAS_IO
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_ring(void);
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_edge(void);
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_kqueue(void);
@@ -106,4 +107,5 @@ BLITZ_PRIVATE blitz_poll blitz__ready_submit(blitz_cx *cx, blitz_io *op);
 BLITZ_PRIVATE void blitz__ready_poll(struct blitz__io *io);
 BLITZ_PRIVATE void blitz__ready_park(struct blitz__io *io, blitz__parker *p, uint64_t timeout_ns,
                                      void (*woke)(void *), void *arg);
+#endif /* BLITZ__HAS_IO */
 #endif

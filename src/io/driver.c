@@ -30,6 +30,8 @@
  * finished. */
 #include "io.h"
 
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+
 /* The owner's view of an op's state. A completion publishes the final
  * state while it still holds the op's lock (blitz__op_lock below), so an
  * owner that sees a final state also waits for that lock's release
@@ -1283,3 +1285,5 @@ BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
     blitz__free(io);
     rt->io = NULL;
 }
+
+#endif /* BLITZ__HAS_IO */

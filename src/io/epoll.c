@@ -6,6 +6,8 @@
  * registered level-triggered with NULL data. */
 #include "io.h"
 
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+
 #if !defined(BLITZ_NO_EPOLL)
 
 static void blitz__epoll_destroy(blitz__io *io);
@@ -135,3 +137,5 @@ static const blitz__io_backend blitz__epoll_vtable = {
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_edge(void) {
     return &blitz__epoll_vtable;
 }
+
+#endif /* BLITZ__HAS_IO */

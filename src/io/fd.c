@@ -11,6 +11,8 @@
  * kernel would own the caller's buffer. */
 #include "io.h"
 
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+
 /* ---- writes without SIGPIPE ---------------------------------------------------- */
 
 /* A write into a pipe (or a zero-copy transfer into a socket) whose reader
@@ -166,3 +168,5 @@ BLITZ_API int blitz_pipe(blitz_runtime *rt, blitz_socket **read_end, blitz_socke
     *write_end = w;
     return BLITZ_OK;
 }
+
+#endif /* BLITZ__HAS_IO */

@@ -223,6 +223,7 @@ typedef struct blitz__io {
  * multishot receive is cancelled until the reader catches up. */
 #define BLITZ__RECV_MS_HOLD (BLITZ_URING_RECV_BUFS / 8u > 2u ? BLITZ_URING_RECV_BUFS / 8u : 2u)
 
+#if BLITZ__HAS_IO
 /* Backends (each in its own file, stubs when compiled out). */
 BLITZ_PRIVATE int blitz__addr_valid(const blitz_addr *a);
 BLITZ_PRIVATE void blitz__addr_set_from(blitz_addr *a, uint32_t namelen, int family);
@@ -322,4 +323,5 @@ BLITZ_PRIVATE int blitz__ufile_cancel(blitz__ufile *u);
 BLITZ_PRIVATE void blitz__ufile_complete(blitz__io *io, blitz__ufile *u, int32_t res);
 BLITZ_PRIVATE void blitz__ufile_probe(blitz__io *io, const void *probe);
 BLITZ_PRIVATE void blitz__ufile_stat(const blitz__ufile *u, struct stat *st);
+#endif /* BLITZ__HAS_IO */
 #endif

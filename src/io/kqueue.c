@@ -26,6 +26,8 @@
  * The kqueue is io->epfd, its event array io->events. */
 #include "io.h"
 
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+
 #if BLITZ__HAS_KQUEUE && !defined(BLITZ_NO_KQUEUE)
 
 /* The event list of the changes of one socket: its two receipts. */
@@ -211,3 +213,5 @@ static const blitz__io_backend blitz__kq_vtable = {
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_kqueue(void) {
     return &blitz__kq_vtable;
 }
+
+#endif /* BLITZ__HAS_IO */

@@ -7,6 +7,8 @@
  * is kicked through it when a socket joins or leaves the set. */
 #include "io.h"
 
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+
 #if !defined(BLITZ_NO_POLL)
 
 static void blitz__pollb_destroy(blitz__io *io);
@@ -233,3 +235,5 @@ static const blitz__io_backend blitz__pollb_vtable = {
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_poll(void) {
     return &blitz__pollb_vtable;
 }
+
+#endif /* BLITZ__HAS_IO */

@@ -10,6 +10,8 @@
  * try-lock, so a busy worker never blocks on it. */
 #include "io.h"
 
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+
 BLITZ_PRIVATE blitz_poll blitz__ready_submit(blitz_cx *cx, blitz_io *op) {
     blitz_socket *s = op->blitz__sock;
     blitz__atomic_u32 *seqp = op->blitz__dir == BLITZ__DIR_WRITE ? &s->wr_seq : &s->rd_seq;
@@ -151,3 +153,5 @@ BLITZ_PRIVATE void blitz__ready_park(blitz__io *io, blitz__parker *p, uint64_t t
     blitz__ready_dispatch(io);
     blitz__mutex_unlock(&io->lock);
 }
+
+#endif /* BLITZ__HAS_IO */

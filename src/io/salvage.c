@@ -11,6 +11,8 @@
  * address. */
 #include "io.h"
 
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+
 typedef struct blitz__salvage {
     struct blitz__salvage *next;
     size_t len, off;
@@ -126,3 +128,5 @@ BLITZ_PRIVATE void blitz__salvage_release(blitz_socket *s) {
     }
     s->salvage_tail = NULL;
 }
+
+#endif /* BLITZ__HAS_IO */

@@ -12,6 +12,8 @@
  * socket's lock, then socks_lock. */
 #include "io.h"
 
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+
 BLITZ_PRIVATE void blitz__op_link(blitz_socket *s, blitz_io *op) {
     op->blitz__prev = NULL;
     op->blitz__next = s->ops;
@@ -205,3 +207,5 @@ BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type,
         close(fd);
     return rc;
 }
+
+#endif /* BLITZ__HAS_IO */

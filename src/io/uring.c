@@ -35,6 +35,8 @@
  * defined here. */
 #include "io.h"
 
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+
 /* ---- the private structures (uring_recv_ms.c, after this file, uses them too) ---- */
 
 /* io_uring user_data tags below any pointer. */
@@ -1568,3 +1570,5 @@ static const blitz__io_backend blitz__uring_vtable = {
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_ring(void) {
     return &blitz__uring_vtable;
 }
+
+#endif /* BLITZ__HAS_IO */

@@ -22,6 +22,8 @@
  * to retry and copies by itself, so only its task touches its buffer. */
 #include "io.h" /* and uring.c's structures, which come before this file */
 
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+
 /* Asks the kernel to end the multishot receive. Caller holds the
  * socket's lock. */
 static void blitz__recv_ms_cancel(blitz_socket *s) {
@@ -257,3 +259,5 @@ BLITZ_PRIVATE void blitz__recv_ms_release(blitz_socket *s) {
     s->rq = NULL;
     s->rq_count = s->rq_cap = 0;
 }
+
+#endif /* BLITZ__HAS_IO */

@@ -4,6 +4,8 @@
  * finishes it (the op's discard). */
 #include "../io/io.h"
 
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+
 _Static_assert(sizeof(struct sockaddr_in6) <= sizeof(((blitz_resolved_addr *)0)->addr.bytes),
                "a resolved address holds an IPv6 socket address");
 
@@ -160,3 +162,5 @@ BLITZ_API blitz_op blitz_op_dns_resolve(blitz_dns_op *op, const char *host, uint
     }
     return blitz_op_make(blitz__dns_value_poll, blitz_dns_cancel, op);
 }
+
+#endif /* BLITZ__HAS_IO */

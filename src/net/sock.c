@@ -2,6 +2,8 @@
  * addresses, shutdown. The transfers are ops (io_driver.c). */
 #include "../io/io.h"
 
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+
 static int blitz__errno_rc(void) {
     return blitz__from_errno(errno);
 }
@@ -551,3 +553,5 @@ BLITZ_API blitz_op blitz_op_fd_writable(blitz_io *io, blitz_socket *s) {
     BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_FD_WRITABLE, s, NULL, 0, NULL, 0);
 }
+
+#endif /* BLITZ__HAS_IO */

@@ -83,15 +83,16 @@ static blitz_waker blitz__thread_waker_clone(const void *data) {
     return w;
 }
 
-static pthread_key_t blitz__thread_parker_key;
-static pthread_once_t blitz__thread_parker_once = PTHREAD_ONCE_INIT;
+static blitz__tls_key blitz__thread_parker_key;
+static blitz__once blitz__thread_parker_once = BLITZ__ONCE_STATIC;
 static _Thread_local blitz__thread_parker *blitz__thread_parker_cached;
 
-static void blitz__thread_parker_release(void *p) {
+/* Runs at the thread's exit, as the system calls it (BLITZ__TLS_DTOR). */
+static void BLITZ__TLS_DTOR blitz__thread_parker_release(void *p) {
     blitz__thread_parker_unref((blitz__thread_parker *)p);
 }
 static void blitz__thread_parker_key_init(void) {
-    pthread_key_create(&blitz__thread_parker_key, blitz__thread_parker_release);
+    (void)blitz__tls_key_create(&blitz__thread_parker_key, blitz__thread_parker_release);
 }
 
 /* The calling thread's parker, created on first use; NULL when out of
@@ -100,13 +101,13 @@ static blitz__thread_parker *blitz__thread_parker_get(void) {
     blitz__thread_parker *tp = blitz__thread_parker_cached;
     if (BLITZ__LIKELY(tp != NULL))
         return tp;
-    pthread_once(&blitz__thread_parker_once, blitz__thread_parker_key_init);
+    blitz__once_run(&blitz__thread_parker_once, blitz__thread_parker_key_init);
     tp = (blitz__thread_parker *)BLITZ_MALLOC(sizeof *tp);
     if (!tp)
         return NULL;
     blitz__u32_store(&tp->refs, 1, BLITZ__RELAXED);
     blitz__parker_init(&tp->parker);
-    if (pthread_setspecific(blitz__thread_parker_key, tp) != 0) {
+    if (blitz__tls_set(blitz__thread_parker_key, tp) != 0) {
         blitz__parker_destroy(&tp->parker);
         BLITZ_FREE(tp);
         return NULL;

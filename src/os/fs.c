@@ -12,6 +12,8 @@
  * that takes the op out of the queue frees it instead. */
 #include "../io/io.h"
 
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+
 enum {
     BLITZ__FS_OPEN = 1,
     BLITZ__FS_CLOSE,
@@ -1202,3 +1204,5 @@ BLITZ_API blitz_op blitz_op_fs_link(blitz_fs_op *op, const char *from, const cha
 BLITZ_API blitz_op blitz_op_fs_fallocate(blitz_fs_op *op, int fd, uint64_t offset, uint64_t len) {
     return blitz__fs_value(op, BLITZ__FSC_FALLOCATE, fd, NULL, NULL, (size_t)len, offset);
 }
+
+#endif /* BLITZ__HAS_IO */

@@ -21,6 +21,8 @@
  * reset them. exec failures travel back through a close-on-exec pipe. */
 #include "../io/io.h"
 
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+
 extern char **environ;
 
 #define BLITZ__PROC_TICK_MS 50
@@ -758,3 +760,5 @@ BLITZ_API blitz_op blitz_op_process_output(blitz_output_op *op, const blitz_comm
     }
     return blitz_op_make(blitz__output_value_poll, blitz_process_output_cancel, op);
 }
+
+#endif /* BLITZ__HAS_IO */

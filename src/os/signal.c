@@ -16,6 +16,8 @@
  * the per-signal handler reference counts. */
 #include "../io/io.h"
 
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+
 #define BLITZ__SIG_MAX 64
 
 static struct {
@@ -309,3 +311,5 @@ BLITZ__OP_ADAPTER(blitz__signal_value_poll, blitz_signal, s, blitz_signal_recv(c
 BLITZ_API blitz_op blitz_op_signal_recv(blitz_signal *s) {
     return blitz_op_make(blitz__signal_value_poll, blitz_signal_cancel, s);
 }
+
+#endif /* BLITZ__HAS_IO */

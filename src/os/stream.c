@@ -2,6 +2,8 @@
  * the buffered reader and writer; copy with splice / sendfile. */
 #include "../io/io.h"
 
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+
 #define BLITZ__READER_DEFAULT ((size_t)8192)
 #define BLITZ__COPY_BUF       ((size_t)64 * 1024)
 #define BLITZ__COPY_CHUNK     ((size_t)1 << 20)
@@ -1055,3 +1057,5 @@ BLITZ__OP_ADAPTER(blitz__op_copy_poll, blitz_copy, c, blitz_copy_run(cx, c))
 BLITZ_API blitz_op blitz_op_copy(blitz_copy *c) {
     return blitz_op_make(blitz__op_copy_poll, blitz_copy_cancel, c);
 }
+
+#endif /* BLITZ__HAS_IO */

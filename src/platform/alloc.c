@@ -35,12 +35,13 @@ BLITZ_PRIVATE void blitz__free(void *p) {
 }
 
 /* `size` bytes aligned to `align` (a power of two). *raw receives what must
- * be passed to blitz__free. The default allocator uses posix_memalign, which
+ * be passed to blitz__free. The default allocator uses posix_memalign (not
+ * on Windows, whose _aligned_malloc needs its own free), which
  * gives the unused head back; a user allocator is over-asked and trimmed
  * here. */
 BLITZ_PRIVATE void *blitz__alloc_aligned(size_t size, size_t align, void **raw BLITZ__SITE_PARAM) {
     BLITZ__ALLOC_FAULT();
-#ifdef BLITZ__DEFAULT_ALLOCATOR
+#if defined(BLITZ__DEFAULT_ALLOCATOR) && !BLITZ__WIN32
     void *p = NULL;
     if (posix_memalign(&p, align, size) != 0)
         return NULL;

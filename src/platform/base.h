@@ -21,7 +21,14 @@
 #endif
 
 #ifndef BLITZ_ASSERT
+#if defined(__MINGW32__) && !defined(NDEBUG)
+/* mingw-w64's assert calls an _assert not declared noreturn: without the
+ * unreachable, gcc's flow analysis takes the failed branch as continuing
+ * (and -Warray-bounds sees an index the assertion ruled out). */
+#define BLITZ_ASSERT(c) ((c) ? (void)0 : (assert(c), __builtin_unreachable()))
+#else
 #define BLITZ_ASSERT(c) assert(c)
+#endif
 #endif
 
 /* Debug builds check handles (handle_check.c). The rule of the checked
@@ -131,6 +138,14 @@ _Static_assert(BLITZ_MAX_STATE_SIZE >= 1 && BLITZ_MAX_STATE_SIZE <= (1u << 30),
 #define BLITZ__ALIGNED     __attribute__((aligned(BLITZ_CACHE_LINE)))
 #define BLITZ__LIKELY(x)   __builtin_expect(!!(x), 1)
 #define BLITZ__UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* A printf-like function's format check: mingw-w64's plain `printf`
+ * archetype is msvcrt's, without %zu (blitz asks for the C99 one);
+ * clang's is the C99 one already. */
+#if defined(__MINGW32__) && !defined(__clang__)
+#define BLITZ__PRINTF(f, a) __attribute__((format(gnu_printf, f, a)))
+#else
+#define BLITZ__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#endif
 /* Keeps a rarely taken path out of its caller. */
 #define BLITZ__NOINLINE __attribute__((noinline))
 
@@ -146,6 +161,28 @@ _Static_assert(BLITZ_MAX_STATE_SIZE >= 1 && BLITZ_MAX_STATE_SIZE <= (1u << 30),
 /* The per-thread context (core/core.h) that thread.c keeps in the one
  * thread-local the runtime has. */
 typedef struct blitz__context blitz__context;
+
+/* Threads, once-only initialisation and per-thread values with a
+ * destructor at thread exit: pthreads, or Win32 (platform/win32.c). */
+#if BLITZ__WIN32
+typedef HANDLE blitz__thread;
+typedef INIT_ONCE blitz__once;
+#define BLITZ__ONCE_STATIC INIT_ONCE_STATIC_INIT
+typedef DWORD blitz__tls_key;
+/* A per-thread value's destructor: fiber-local storage calls it as a
+ * WINAPI function. */
+#define BLITZ__TLS_DTOR WINAPI
+#else
+typedef pthread_t blitz__thread;
+typedef pthread_once_t blitz__once;
+#define BLITZ__ONCE_STATIC PTHREAD_ONCE_INIT
+typedef pthread_key_t blitz__tls_key;
+#define BLITZ__TLS_DTOR
+#endif
+typedef void(BLITZ__TLS_DTOR *blitz__tls_dtor)(void *);
+BLITZ_PRIVATE int blitz__thread_start(blitz__thread *t, void *(*fn)(void *), void *arg);
+BLITZ_PRIVATE void blitz__thread_join(blitz__thread t);
+BLITZ_PRIVATE void blitz__yield(void);
 
 #if BLITZ__HAS_FUTEX
 /* A futex lock that spins briefly first: the critical sections it guards

@@ -8,6 +8,8 @@
  * emulation; the rest needs the real systems. */
 #include "base.h"
 
+#if !BLITZ__WIN32
+
 #if defined(__APPLE__)
 /* <sys/ulock.h>'s values (xnu), stable since macOS 10.12. */
 #define BLITZ__UL_COMPARE_AND_WAIT 1u
@@ -81,3 +83,5 @@ BLITZ_PRIVATE int blitz__proc_exit_fd(int pid) {
 #endif
 
 #endif
+
+#endif /* !BLITZ__WIN32 */

@@ -6,6 +6,8 @@
  * runtime's descriptor under it. */
 #include "base.h"
 
+#if !BLITZ__WIN32
+
 /* Returns `fd`, or a close-on-exec duplicate at 3 or above (and closes
  * `fd`) when it is 0, 1 or 2. Keeps `fd` when the duplicate cannot be made:
  * a low number is a hazard only for a program that misuses stdio, running
@@ -19,3 +21,5 @@ BLITZ_PRIVATE int blitz__fd_above_stdio(int fd) {
     close(fd);
     return moved;
 }
+
+#endif /* !BLITZ__WIN32 */

@@ -37,7 +37,7 @@ BLITZ_PRIVATE void blitz__free_handle(void *raw) {
     uint32_t free = 0;
     while (!blitz__u32_cas_weak(&blitz__quarantine.lock, &free, 1, BLITZ__ACQUIRE)) {
         free = 0;
-        sched_yield();
+        blitz__yield();
     }
     void *old = blitz__quarantine.held[blitz__quarantine.next];
     blitz__quarantine.held[blitz__quarantine.next] = raw;

@@ -5,6 +5,8 @@
  * between descriptors. */
 #include "base.h"
 
+#if !BLITZ__WIN32
+
 #if BLITZ__HAS_FUTEX && BLITZ__LINUX
 /* Sleeps while *word == expected, at most timeout_ns (0 = no limit).
  * Spurious returns are allowed; callers re-check. */
@@ -173,3 +175,5 @@ BLITZ_PRIVATE int blitz__fallocate(int fd, int64_t off, int64_t len) {
 }
 
 #endif
+
+#endif /* !BLITZ__WIN32 */

@@ -1,4 +1,61 @@
 /* The only place that includes system headers, grouped by OS. */
+#if defined(_WIN32)
+/* Windows (10 1809 and later), Win32 only: threads, waits on an address
+ * (WaitOnAddress), the performance counter, Winsock. No POSIX layer: the
+ * I/O, network and OS layers are POSIX code and are left out here until
+ * the IOCP backend replaces them (BLITZ__HAS_IO 0). */
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <winsock2.h>
+#include <ws2tcpip.h>
+#include <windows.h>
+#include <process.h>
+#include <signal.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+#define BLITZ__WIN32       1
+#define BLITZ__LINUX       0
+#define BLITZ__HAS_FUTEX   1 /* WaitOnAddress */
+#define BLITZ__HAS_KQUEUE  0
+#define BLITZ__HAS_IO      0
+#define BLITZ__HAVE_DLADDR 0
+#define BLITZ_NO_IO_URING  1
+#define BLITZ_NO_EPOLL     1
+
+/* errno names the C runtime lacks, for the error map: Winsock's values,
+ * apart from every errno value. */
+#ifndef EHOSTDOWN
+#define EHOSTDOWN WSAEHOSTDOWN
+#endif
+#ifndef ESTALE
+#define ESTALE WSAESTALE
+#endif
+#ifndef EDQUOT
+#define EDQUOT WSAEDQUOT
+#endif
+
+static inline void blitz__thread_name(const char *name) {
+    (void)name;
+}
+#else
+#define BLITZ__WIN32  0
+#define BLITZ__HAS_IO 1
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
@@ -181,3 +238,4 @@ struct blitz__ip_mreq {
     struct in_addr multiaddr;
     struct in_addr interface_addr;
 };
+#endif /* !_WIN32 */

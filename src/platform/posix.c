@@ -3,6 +3,8 @@
  * of their own (platform/linux.c). */
 #include "base.h"
 
+#if !BLITZ__WIN32
+
 /* ---- portable with per-system spellings --------------------------------- */
 
 /* A file's modification, access and status-change times (struct stat
@@ -246,3 +248,5 @@ BLITZ_PRIVATE int blitz__fallocate(int fd, int64_t off, int64_t len) {
 }
 
 #endif
+
+#endif /* !BLITZ__WIN32 */

@@ -58,6 +58,7 @@ BLITZ_PRIVATE void blitz__mutex_unlock(blitz__mutex *m) {
 }
 #endif
 
+#if !BLITZ__WIN32
 BLITZ_PRIVATE uint64_t blitz__now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -71,6 +72,7 @@ BLITZ_PRIVATE uint32_t blitz__cpu_count(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (uint32_t)n : 1u;
 }
+#endif
 
 /* ---- futex-style waiting on a 32-bit word --------------------------------- */
 
@@ -155,6 +157,9 @@ BLITZ_PRIVATE int blitz__parker_park(blitz__parker *p, uint64_t timeout_ns) {
  * io_uring_enter, kevent): the driver's wake-up object is part of every
  * wait. */
 static void blitz__wake_fd_signal(int fd) {
+#if !BLITZ__HAS_IO
+    (void)fd; /* no backend parks a thread yet */
+#else
 #if BLITZ__HAS_KQUEUE
     if (fd < -1) {
         blitz__kqueue_trigger(BLITZ__WAKE_KQ(0) - fd);
@@ -167,6 +172,7 @@ static void blitz__wake_fd_signal(int fd) {
         r = write(fd, &one, sizeof one);
     while (r < 0 && errno == EINTR);
     /* EAGAIN: the counter is already nonzero, the waiter wakes anyway. */
+#endif
 }
 
 BLITZ_PRIVATE void blitz__parker_unpark(blitz__parker *p) {
@@ -203,7 +209,47 @@ BLITZ_PRIVATE blitz__context *blitz__context_set(blitz__context *c) {
     return old;
 }
 
-BLITZ_PRIVATE int blitz__thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
+#if !BLITZ__WIN32
+/* ---- POSIX threads (platform/win32.c has the Win32 ones) ------------------ */
+
+BLITZ_PRIVATE int blitz__thread_start(blitz__thread *t, void *(*fn)(void *), void *arg) {
     int e = pthread_create(t, NULL, fn, arg);
     return e ? blitz__from_errno(e) : 0;
 }
+BLITZ_PRIVATE void blitz__thread_join(blitz__thread t) {
+    pthread_join(t, NULL);
+}
+/* The calling thread, for another thread to join once it has exited. */
+BLITZ_PRIVATE blitz__thread blitz__thread_self(void) {
+    return pthread_self();
+}
+/* The starter's handle of a thread that blitz__thread_self will name for
+ * its join: nothing to release here. */
+BLITZ_PRIVATE void blitz__thread_forget(blitz__thread t) {
+    (void)t;
+}
+BLITZ_PRIVATE void blitz__yield(void) {
+    sched_yield();
+}
+BLITZ_PRIVATE void blitz__once_run(blitz__once *once, void (*fn)(void)) {
+    pthread_once(once, fn);
+}
+/* A per-thread value; `dtor` runs on a thread's non-NULL value when the
+ * thread exits. 0 or a code. */
+BLITZ_PRIVATE int blitz__tls_key_create(blitz__tls_key *key, blitz__tls_dtor dtor) {
+    int e = pthread_key_create(key, dtor);
+    return e ? blitz__from_errno(e) : 0;
+}
+BLITZ_PRIVATE int blitz__tls_set(blitz__tls_key key, void *value) {
+    int e = pthread_setspecific(key, value);
+    return e ? blitz__from_errno(e) : 0;
+}
+/* A write to a closed socket or pipe fails with EPIPE in this thread
+ * instead of raising SIGPIPE. */
+BLITZ_PRIVATE void blitz__thread_block_sigpipe(void) {
+    sigset_t pipe_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
+}
+#endif

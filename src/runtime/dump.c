@@ -44,8 +44,7 @@ static void blitz__out_flush(blitz__dump_out *o) {
     o->len = 0;
 }
 
-static void blitz__out(blitz__dump_out *o, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static void blitz__out(blitz__dump_out *o, const char *fmt, ...) BLITZ__PRINTF(2, 3);
 static void blitz__out(blitz__dump_out *o, const char *fmt, ...) {
     for (int tries = 0; tries < 2; tries++) {
         va_list ap;
@@ -168,16 +167,18 @@ static void blitz__describe_wait(blitz_runtime *rt, blitz_cancel_fn cancel, void
         {blitz_oneshot_cancel, "oneshot"},
         {blitz_broadcast_cancel, "broadcast"},
         {blitz_watch_cancel, "watch"},
+#if BLITZ__HAS_IO
         {blitz_signal_cancel, "signal"},
         {blitz_process_wait_cancel, "process"},
         {blitz_process_output_cancel, "process"},
         {blitz_fs_cancel, "file"},
         {blitz_dns_cancel, "dns"},
         {blitz_tcp_connect_host_cancel, "connect"},
-        {blitz_spawn_blocking_cancel, "blocking"},
         {blitz_reader_cancel, "stream"},
         {blitz_writer_cancel, "stream"},
         {blitz_copy_cancel, "stream"},
+#endif
+        {blitz_spawn_blocking_cancel, "blocking"},
         {blitz_group_next_cancel, "task_group"},
         {blitz__combo_withdraw, "combinator"},
         {blitz_shutdown_run_cancel, "shutdown"},
@@ -192,6 +193,7 @@ static void blitz__describe_wait(blitz_runtime *rt, blitz_cancel_fn cancel, void
         v->wait_kind = cancel == blitz_timer_cancel ? "timer" : "timeout";
         snprintf(v->wait, sizeof v->wait, "%s due in %lld ms", v->wait_kind,
                  (long long)(in / 1000000));
+#if BLITZ__HAS_IO
     } else if (cancel == blitz_io_cancel) {
         const blitz_io *io = (const blitz_io *)op;
         uint32_t k = io->blitz__kind;
@@ -202,6 +204,7 @@ static void blitz__describe_wait(blitz_runtime *rt, blitz_cancel_fn cancel, void
         v->wait_kind = "socket";
         snprintf(v->wait, sizeof v->wait, "socket fd %d %s",
                  io->blitz__sock ? io->blitz__sock->fd : -1, what);
+#endif
     } else if (cancel == blitz_chan_cancel) {
         v->wait_kind = "channel";
         snprintf(v->wait, sizeof v->wait, "channel %p",

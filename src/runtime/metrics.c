@@ -72,8 +72,7 @@ typedef struct {
     int rc;
 } blitz__expo;
 
-static void blitz__expo_put(blitz__expo *e, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static void blitz__expo_put(blitz__expo *e, const char *fmt, ...) BLITZ__PRINTF(2, 3);
 static void blitz__expo_put(blitz__expo *e, const char *fmt, ...) {
     if (e->rc)
         return;

@@ -171,7 +171,7 @@ BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt) {
      * blocks, before the queue closes: no block is left half made or
      * being given back when the sweep comes. They may need start_lock. */
     while (blitz__u32_load(&rt->spawning, BLITZ__ACQUIRE))
-        sched_yield();
+        blitz__yield();
     blitz__mutex_lock(&rt->start_lock);
     if (rt->shutdown_done) {
         blitz__mutex_unlock(&rt->start_lock);
@@ -184,16 +184,16 @@ BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt) {
         blitz__idle_unpark_all(rt);
         for (uint32_t i = 0; i < rt->num_workers; i++)
             if (rt->workers[i].started)
-                pthread_join(rt->workers[i].thread, NULL);
+                blitz__thread_join(rt->workers[i].thread);
     }
     if (rt->ct) {
         while (blitz__u32_load(&rt->ct->driving, BLITZ__ACQUIRE)) {
             blitz__parker_unpark(&rt->ct->parker);
-            sched_yield();
+            blitz__yield();
         }
     }
     while (blitz__u32_load(&rt->external_running, BLITZ__ACQUIRE))
-        sched_yield();
+        blitz__yield();
     /* No poll runs any more: nothing left to watch, and every task is
      * where it stopped, for the leak report. */
     blitz__stall_stop(rt);
@@ -256,7 +256,7 @@ BLITZ_API int blitz_runtime_free(blitz_runtime *rt) {
      * wakers it holds, and both stay invalid after this. */
     uint64_t start = blitz__now_ns();
     while (blitz__blocks_in_flight(rt) && blitz__now_ns() - start < BLITZ__FREE_GRACE_NS)
-        sched_yield();
+        blitz__yield();
     blitz__io_destroy(rt);
     blitz__block_walk(rt, blitz__final_drop);
     blitz__pool_free_records(rt);

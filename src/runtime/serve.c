@@ -15,6 +15,8 @@
  * fails. So the user never closes a served socket. */
 #include "../io/io.h"
 
+#if BLITZ__HAS_IO /* sockets: POSIX only until the IOCP backend (platform.h) */
+
 #define BLITZ__SERVE_ACCEPT  0
 #define BLITZ__SERVE_BACKOFF 1
 #define BLITZ__SERVE_SETTLE  2
@@ -182,3 +184,13 @@ BLITZ_API int blitz_serve(blitz_shutdown *sd, const blitz_serve_opts *opts) {
     o.cancel = blitz__serve_cancel;
     return blitz_shutdown_spawn_ex(sd, &o);
 }
+
+#endif /* BLITZ__HAS_IO */
+
+#if !BLITZ__HAS_IO
+/* No sockets, so no acceptor task (shutdown.c asks). */
+BLITZ_PRIVATE int blitz__serve_is_acceptor(blitz_task *h) {
+    (void)h;
+    return 0;
+}
+#endif

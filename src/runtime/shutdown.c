@@ -42,6 +42,13 @@ BLITZ_API int blitz_shutdown_new(blitz_runtime *rt, const blitz_shutdown_opts *o
             return BLITZ_EINVAL;
         }
     }
+#if !BLITZ__HAS_IO
+    /* No signals API here yet (console control events will be it). */
+    if (n > 0) {
+        blitz_shutdown_free(sd);
+        return BLITZ_EOPNOTSUPP;
+    }
+#else
     for (int i = 0; i < n; i++) {
         int rc = sd->has_sig ? blitz_signal_add(&sd->sig, sigs[i])
                              : blitz_signal_init(&sd->sig, sigs[i]);
@@ -51,6 +58,7 @@ BLITZ_API int blitz_shutdown_new(blitz_runtime *rt, const blitz_shutdown_opts *o
         }
         sd->has_sig = 1;
     }
+#endif
     *out = sd;
     return BLITZ_OK;
 }
@@ -180,8 +188,10 @@ BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op,
         case BLITZ__SD_WAIT: {
             size_t n = 1;
             op->blitz__ops[0] = blitz_op_cancel_token_wait(&op->blitz__tw, &sd->token);
+#if BLITZ__HAS_IO
             if (sd->has_sig)
                 op->blitz__ops[n++] = blitz_op_signal_recv(&sd->sig);
+#endif
             if (blitz_race(cx, &op->blitz__combo, op->blitz__ops, n) == BLITZ_PENDING)
                 return blitz__pending(cx, blitz_shutdown_run_cancel, op);
             if (op->blitz__combo.winner == 1)
@@ -297,8 +307,10 @@ BLITZ_API void blitz_shutdown_run_cancel(blitz_cx *cx, void *p) {
 BLITZ_API int blitz_shutdown_free(blitz_shutdown *sd) {
     if (!sd)
         return BLITZ_EINVAL;
+#if BLITZ__HAS_IO
     if (sd->has_sig)
         blitz_signal_deinit(&sd->sig);
+#endif
     for (size_t i = 0; i < sd->ntasks; i++) {
         blitz_task_cancel(sd->tasks[i]);
         blitz_task_release(&sd->tasks[i]);

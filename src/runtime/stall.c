@@ -20,7 +20,7 @@ struct blitz__stall {
     uint32_t nslots;
     blitz__atomic_u32 stop;
     blitz__parker parker;
-    pthread_t thread;
+    blitz__thread thread;
     void *slots_raw;
 };
 
@@ -99,14 +99,14 @@ BLITZ_PRIVATE int blitz__stall_start(blitz_runtime *rt, const blitz_config *c) {
     blitz__parker_init(&st->parker);
     rt->stall_slots = slots;
     rt->stall = st;
-    int err = pthread_create(&st->thread, NULL, blitz__stall_main, st);
+    int err = blitz__thread_start(&st->thread, blitz__stall_main, st);
     if (err) {
         rt->stall_slots = NULL;
         rt->stall = NULL;
         blitz__parker_destroy(&st->parker);
         blitz__free(st->slots_raw);
         blitz__free(st);
-        return blitz__from_errno(err);
+        return err;
     }
     return BLITZ_OK;
 }
@@ -119,7 +119,7 @@ BLITZ_PRIVATE void blitz__stall_stop(blitz_runtime *rt) {
         return;
     blitz__u32_store(&st->stop, 1, BLITZ__RELEASE);
     blitz__parker_unpark(&st->parker);
-    pthread_join(st->thread, NULL);
+    blitz__thread_join(st->thread);
 }
 
 BLITZ_PRIVATE void blitz__stall_free(blitz_runtime *rt) {

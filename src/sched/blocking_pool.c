@@ -156,11 +156,13 @@ static int blitz__waker_is_noop(const blitz_waker *w) {
  * thread; pool threads block it, and whoever gets EPIPE takes it back here,
  * so a broken pipe is an error code rather than the end of the process. */
 BLITZ_PRIVATE void blitz__consume_sigpipe(void) {
+#if !BLITZ__WIN32
     sigset_t pipe_set, pending;
     sigemptyset(&pipe_set);
     sigaddset(&pipe_set, SIGPIPE);
     if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE))
         blitz__sigpipe_take(&pipe_set);
+#endif
 }
 
 static void *blitz__pool_thread_main(void *arg) {
@@ -176,10 +178,7 @@ static void *blitz__pool_thread_main(void *arg) {
     blitz__context_init(&ctx, rt);
     blitz__context_set(&ctx);
     blitz__thread_name("blitz-pool");
-    sigset_t pipe_set;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
+    blitz__thread_block_sigpipe();
 
     blitz__mutex_lock(&p->lock);
     p->inbound--;
@@ -221,14 +220,14 @@ static void *blitz__pool_thread_main(void *arg) {
     }
     p->threads--;
     int had_prev = p->have_last_exiting;
-    pthread_t prev = p->last_exiting;
-    p->last_exiting = pthread_self();
+    blitz__thread prev = p->last_exiting;
+    p->last_exiting = blitz__thread_self();
     p->have_last_exiting = 1;
     if (p->threads == 0 && p->shutdown_waiter)
         blitz__parker_unpark(p->shutdown_waiter);
     blitz__mutex_unlock(&p->lock);
     if (had_prev)
-        pthread_join(prev, NULL);
+        blitz__thread_join(prev);
     blitz__context_set(NULL);
     blitz__parker_destroy(&self.parker);
     return NULL;
@@ -277,9 +276,11 @@ static int blitz__pool_submit(blitz_runtime *rt, blitz__pool_job *j, blitz__pool
     } else {
         int have_thread = 0;
         if (p->threads < p->max_threads) {
-            pthread_t tid;
+            blitz__thread tid;
             int rc = blitz__thread_start(&tid, blitz__pool_thread_main, rt);
             if (rc == 0) {
+                /* Joined through its own blitz__thread_self when it exits. */
+                blitz__thread_forget(tid);
                 p->threads++;
                 p->inbound++;
                 p->threads_started++;
@@ -347,11 +348,11 @@ BLITZ_PRIVATE void blitz__pool_shutdown(blitz_runtime *rt) {
     }
     p->shutdown_waiter = NULL;
     int had = p->have_last_exiting;
-    pthread_t last = p->last_exiting;
+    blitz__thread last = p->last_exiting;
     p->have_last_exiting = 0;
     blitz__mutex_unlock(&p->lock);
     if (had)
-        pthread_join(last, NULL);
+        blitz__thread_join(last);
     blitz__parker_destroy(&waiter);
 }
 

@@ -53,7 +53,7 @@ struct blitz__worker {
     int wake_batching;                          /* between blitz__wake_batch_begin and _end */
     blitz__task *wake_head, *wake_tail;
     uint64_t wake_count;
-    pthread_t thread;
+    blitz__thread thread;
     blitz__block_cache cache;
     /* Read by producers on other threads (lost-wakeup guard, seed 000). */
     BLITZ__ALIGNED blitz__atomic_u32 transitioning_to_park;
@@ -98,7 +98,7 @@ struct blitz__pool {
     uint64_t keep_alive_ns;
     int closed;
     int have_last_exiting;
-    pthread_t last_exiting; /* joined by the next thread to exit, or shutdown */
+    blitz__thread last_exiting; /* joined by the next thread to exit, or shutdown */
     blitz__parker *shutdown_waiter;
     struct blitz__pool_rec *records; /* see blitz__pool_rec.all_next */
     uint64_t threads_started, jobs_run, rejected;

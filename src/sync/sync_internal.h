@@ -35,7 +35,7 @@ static inline void blitz__word_lock(uint32_t *w) {
         if (blitz__u32_cas(a, &free_word, 1, BLITZ__ACQUIRE))
             return;
         while (blitz__u32_load(a, BLITZ__RELAXED) != 0)
-            sched_yield();
+            blitz__yield();
     }
 }
 static inline void blitz__word_unlock(uint32_t *w) {
