@@ -130,6 +130,21 @@ What is in this version
 
 blitz DOES NOT yet have: an IOCP (Windows) backend, or TLS.
 
+PLATFORMS
+  Linux: everything. macOS and the BSDs: everything, I/O on kqueue.
+  Windows 10 1809 and later, mingw-w64 gcc or clang (Win32 only, no
+  winpthreads): tasks, both schedulers, time, ops and task groups,
+  synchronization, channels, the blocking pool (blitz_spawn_blocking),
+  graceful shutdown and metrics/dumps. Link with -lws2_32
+  -lsynchronization. Not yet on Windows, and not declared there (a use
+  does not compile): sections 9 and 10 (sockets, addresses, pipes,
+  streams, copy, blitz_serve), and in 11 files, DNS, signals and
+  processes. A runtime there has no I/O driver (blitz_runtime_backend
+  says BLITZ_BACKEND_NONE; asking for a named backend fails with
+  BLITZ_ENOSYS), and blitz_shutdown_new fails with BLITZ_EOPNOTSUPP
+  unless its options say nsignals < 0 (no signals API yet). MSVC is not
+  supported yet (the atomics need GCC/Clang builtins).
+
 
 2. RUNTIMES
 ===========
@@ -1575,6 +1590,10 @@ cleanly forgot.
  * then needs _GNU_SOURCE defined at the top of that file. */
 #if defined(BLITZ_IMPLEMENTATION) && !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
 #define _GNU_SOURCE 1
+#endif
+/* mingw-w64: C99 printf formats (%zu, %lld) rather than msvcrt's. */
+#if defined(BLITZ_IMPLEMENTATION) && defined(_WIN32) && !defined(__USE_MINGW_ANSI_STDIO)
+#define __USE_MINGW_ANSI_STDIO 1
 #endif
 
 #include <stddef.h>
@@ -3293,6 +3312,7 @@ typedef struct blitz_addr {
  * number up to 4294967295, digits only, or an interface name such as
  * "lo"). BLITZ_EINVAL for anything else (missing port, port > 65535, bad
  * address, bad scope). */
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_addr_parse(const char *s, blitz_addr *out);
 /* Splits "host:port" or "[host]:port" (the brackets hold an IPv6 address,
  * which has colons of its own) into `host` (NUL-terminated, at most cap - 1
@@ -3317,6 +3337,7 @@ BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size);
 BLITZ_API int blitz_addr_port(const blitz_addr *a);
 /* AF_INET, AF_INET6, AF_UNIX, or 0. */
 BLITZ_API int blitz_addr_family(const blitz_addr *a);
+#endif
 
 /* ---------------------------------------------------------------------------
  * Sockets and ops
@@ -3382,6 +3403,7 @@ typedef struct blitz_io {
  * Safe to call on an idle or finished op, and with op or cx NULL. A
  * blitz_cancel_fn (op is the blitz_io): pass it to blitz_timeout_op and
  * blitz_op_make, call it from spawn cancel hooks. */
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API void blitz_io_cancel(blitz_cx *cx, void *op);
 /* READY once the kernel holds nothing of the op (always READY except
  * after a cancel of an io_uring op whose completion has not arrived).
@@ -3560,6 +3582,7 @@ BLITZ_API int blitz_unix_pair(blitz_runtime *rt, int type, blitz_socket **a, bli
  * directory (never anything to wait for; use the file ops of api_pool.h),
  * and on epoll for other descriptors it cannot watch (/dev/null). */
 BLITZ_API int blitz_sock_adopt(blitz_runtime *rt, int fd, blitz_socket **out);
+#endif
 /* ====[ END src/api/api_io.h ]============================================= */
 /* ----[ RESUME src/api/blitz_api.h ] */
 /* ====[ BEGIN src/api/api_pool.h ]========================================= */
@@ -3767,6 +3790,7 @@ typedef struct blitz_fs_op {
  * a file is created (e.g. 0644, less the umask). Result: the file
  * descriptor. EINVAL for no READ/WRITE or unknown flags, EOPNOTSUPP for
  * BLITZ_FS_DIRECT where the system has no such flag. */
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API blitz_poll blitz_fs_open(blitz_cx *cx, blitz_fs_op *op, const char *path, int flags,
                                    uint32_t mode);
 /* Closes fd. Result 0. The descriptor is closed whatever the result, as
@@ -3870,6 +3894,7 @@ BLITZ_API blitz_op blitz_op_fs_read_dir(blitz_fs_op *op, const char *path);
 BLITZ_API blitz_op blitz_op_fs_symlink(blitz_fs_op *op, const char *target, const char *linkpath);
 BLITZ_API blitz_op blitz_op_fs_link(blitz_fs_op *op, const char *from, const char *to);
 BLITZ_API blitz_op blitz_op_fs_fallocate(blitz_fs_op *op, int fd, uint64_t offset, uint64_t len);
+#endif
 
 /* ---------------------------------------------------------------------------
  * DNS: name resolution on the blocking pool (getaddrinfo), cancellable
@@ -3914,6 +3939,7 @@ typedef struct blitz_dns_op {
  * blitz_host_port_split). family: 0 for any, 4 for IPv4 only, 6 for IPv6
  * only. A zero-filled op is ready to use;
  * the same rules as for file ops apply. */
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const char *host,
                                        uint16_t port, int family);
 /* The op's cancel (a blitz_cancel_fn; op is the blitz_dns_op). */
@@ -3922,6 +3948,7 @@ BLITZ_API void blitz_dns_cancel(blitz_cx *cx, void *op);
  * must stay valid until the op's first poll. */
 BLITZ_API blitz_op blitz_op_dns_resolve(blitz_dns_op *op, const char *host, uint16_t port,
                                         int family);
+#endif
 
 /* Connecting by host name: resolves `host` (on the blocking pool), then
  * tries each address in the resolver's order until one connects:
@@ -3954,12 +3981,14 @@ typedef struct blitz_connect_op {
     uint16_t blitz__port;
 } blitz_connect_op;
 
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API blitz_poll blitz_tcp_connect_host(blitz_cx *cx, blitz_connect_op *op, const char *host,
                                             uint16_t port);
 BLITZ_API void blitz_tcp_connect_host_cancel(blitz_cx *cx, void *op);
 /* blitz_tcp_connect_host as a blitz_op (cancel: blitz_tcp_connect_host_cancel);
  * `host` must stay valid until the op is READY or cancelled. */
 BLITZ_API blitz_op blitz_op_tcp_connect_host(blitz_connect_op *op, const char *host, uint16_t port);
+#endif
 
 /* ---------------------------------------------------------------------------
  * Signals
@@ -3999,6 +4028,7 @@ typedef struct blitz_signal {
  * SIGILL) that a handler cannot meaningfully return from; BLITZ_EBUSY when
  * already initialised; an error from setting up the signal thread. The
  * listener must stay at its address until blitz_signal_deinit. */
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_signal_init(blitz_signal *s, int signo);
 /* Listens to one more signal. Same errors (EINVAL when not initialised). */
 BLITZ_API int blitz_signal_add(blitz_signal *s, int signo);
@@ -4019,6 +4049,7 @@ BLITZ_API blitz_op blitz_op_signal_recv(blitz_signal *s);
 /* Stops listening and drops any registered waker. BLITZ_EINVAL when not
  * initialised. */
 BLITZ_API int blitz_signal_deinit(blitz_signal *s);
+#endif
 
 /* ---------------------------------------------------------------------------
  * Processes
@@ -4083,6 +4114,7 @@ typedef struct blitz_child {
  * cwd), BLITZ_EACCES (not executable), BLITZ_ENOEXEC, BLITZ_ENOMEM, or
  * another exec or fork error: errors of the exec in the child are
  * reported here, not as an exit code. */
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_process_spawn(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child);
 
 typedef struct blitz_wait_op {
@@ -4148,6 +4180,7 @@ BLITZ_API void blitz_process_output_cancel(blitz_cx *cx, void *op);
  * `cmd` and `input` must stay valid until the op's first poll. */
 BLITZ_API blitz_op blitz_op_process_output(blitz_output_op *op, const blitz_command *cmd,
                                            const void *input, size_t input_len);
+#endif
 /* ====[ END src/api/api_pool.h ]=========================================== */
 /* ----[ RESUME src/api/blitz_api.h ] */
 /* ====[ BEGIN src/api/api_fs.h ]=========================================== */
@@ -4183,6 +4216,8 @@ BLITZ_API blitz_op blitz_op_process_output(blitz_output_op *op, const blitz_comm
  *   }
  *   blitz_fs_closedir(s->dir);
  * ------------------------------------------------------------------------- */
+
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 
 /* blitz_fs_seek's origins. */
 #define BLITZ_SEEK_SET 0
@@ -4313,6 +4348,8 @@ BLITZ_API blitz_op blitz_op_fs_copy_file(blitz_fs_op *op, const char *from, cons
 BLITZ_API blitz_op blitz_op_fs_remove_all(blitz_fs_op *op, const char *path);
 BLITZ_API blitz_op blitz_op_fs_opendir(blitz_fs_op *op, const char *path);
 BLITZ_API blitz_op blitz_op_fs_readdir(blitz_fs_op *op, blitz_fs_dir *dir, size_t max);
+
+#endif /* !_WIN32 */
 /* ====[ END src/api/api_fs.h ]============================================= */
 /* ----[ RESUME src/api/blitz_api.h ] */
 /* ====[ BEGIN src/api/api_stream.h ]======================================= */
@@ -4341,6 +4378,7 @@ BLITZ_API blitz_op blitz_op_fs_readdir(blitz_fs_op *op, blitz_fs_dir *dir, size_
  * of *read_end. Closing the write end (blitz_sock_close) ends the stream
  * for the reader; closing the read end makes writes fail with BLITZ_EPIPE.
  * BLITZ_EINVAL (NULL), BLITZ_ENOSYS (runtime without I/O), BLITZ_EMFILE. */
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_pipe(blitz_runtime *rt, blitz_socket **read_end, blitz_socket **write_end);
 
 /* Up to len bytes; result 0 at end of stream. */
@@ -4364,6 +4402,7 @@ BLITZ_API blitz_op blitz_op_fd_write_all(blitz_io *io, blitz_socket *s, const vo
                                          size_t len);
 BLITZ_API blitz_op blitz_op_fd_readable(blitz_io *io, blitz_socket *s);
 BLITZ_API blitz_op blitz_op_fd_writable(blitz_io *io, blitz_socket *s);
+#endif
 
 /* ---------------------------------------------------------------------------
  * Byte streams
@@ -4429,6 +4468,7 @@ struct blitz_stream {
 /* A socket stream (recv/send), or a pipe stream (read/write) for any other
  * descriptor a blitz_socket wraps. flags: BLITZ_STREAM_OWN or 0.
  * BLITZ_EINVAL for NULL. */
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_stream_socket(blitz_stream *st, blitz_socket *s, unsigned flags);
 BLITZ_API int blitz_stream_pipe(blitz_stream *st, blitz_socket *s, unsigned flags);
 /* A stream over an open file descriptor: reads and writes at the file
@@ -4454,6 +4494,7 @@ BLITZ_API blitz_poll blitz_stream_settle(blitz_cx *cx, blitz_stream *st);
 /* The arguments are kept in the stream until the op is polled. */
 BLITZ_API blitz_op blitz_op_stream_read(blitz_stream *st, void *buf, size_t len);
 BLITZ_API blitz_op blitz_op_stream_write(blitz_stream *st, const void *buf, size_t len);
+#endif
 
 /* ---- the buffered reader --------------------------------------------------
  *
@@ -4500,6 +4541,7 @@ typedef struct blitz_reader {
 
 /* buf NULL: the reader allocates cap bytes (0 = 8 KiB). BLITZ_EINVAL (NULL
  * reader or stream, cap 0 with a buffer), BLITZ_ENOMEM. */
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_reader_init(blitz_reader *r, blitz_stream *st, void *buf, size_t cap);
 /* Frees an allocated buffer. */
 BLITZ_API void blitz_reader_deinit(blitz_reader *r);
@@ -4532,6 +4574,7 @@ BLITZ_API blitz_op blitz_op_reader_read_line(blitz_reader *r, char *dst, size_t 
 BLITZ_API blitz_op blitz_op_reader_read_exact(blitz_reader *r, void *dst, size_t len);
 BLITZ_API blitz_op blitz_op_reader_read(blitz_reader *r, void *dst, size_t len);
 BLITZ_API blitz_op blitz_op_reader_read_until(blitz_reader *r, int delim, void *dst, size_t max);
+#endif
 
 /* ---- the buffered writer --------------------------------------------------
  *
@@ -4549,6 +4592,7 @@ typedef struct blitz_writer {
     size_t blitz__srclen, blitz__taken;
 } blitz_writer;
 
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_writer_init(blitz_writer *w, blitz_stream *st, void *buf, size_t cap);
 /* Frees an allocated buffer; bytes not flushed are dropped. */
 BLITZ_API void blitz_writer_deinit(blitz_writer *w);
@@ -4568,6 +4612,7 @@ BLITZ_API blitz_op blitz_op_writer_write_all(blitz_writer *w, const void *src, s
 BLITZ_API blitz_op blitz_op_writer_flush(blitz_writer *w);
 BLITZ_API blitz_op blitz_op_writer_write(blitz_writer *w, const void *src, size_t len);
 BLITZ_API blitz_op blitz_op_writer_close(blitz_writer *w);
+#endif
 
 /* ---- copy -----------------------------------------------------------------
  *
@@ -4595,6 +4640,7 @@ typedef struct blitz_copy {
 } blitz_copy;
 
 /* Prepares a copy (flags: BLITZ_COPY_* or 0). BLITZ_EINVAL for NULL. */
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_copy_init(blitz_copy *c, blitz_stream *src, blitz_stream *dst, unsigned flags);
 BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c);
 /* Withdraws the copy and frees what it holds (the bytes in flight are
@@ -4609,6 +4655,7 @@ BLITZ_API void blitz_copy_cancel(blitz_cx *cx, void *copy);
  * every backend but io_uring, and for a copy that finished. */
 BLITZ_API blitz_poll blitz_copy_settle(blitz_cx *cx, blitz_copy *c);
 BLITZ_API blitz_op blitz_op_copy(blitz_copy *c);
+#endif
 
 /* ---------------------------------------------------------------------------
  * Graceful shutdown
@@ -4642,7 +4689,8 @@ typedef struct blitz_shutdown_opts {
     int nsignals;
 } blitz_shutdown_opts;
 
-/* BLITZ_EINVAL, BLITZ_ENOMEM, or a signal set-up error. */
+/* BLITZ_EINVAL, BLITZ_ENOMEM, or a signal set-up error; on Windows
+ * (no signals API yet) BLITZ_EOPNOTSUPP unless nsignals < 0. */
 BLITZ_API int blitz_shutdown_new(blitz_runtime *rt, const blitz_shutdown_opts *opts,
                                  blitz_shutdown **out);
 /* Starts the shutdown (any thread, idempotent). */
@@ -4726,7 +4774,9 @@ typedef struct blitz_serve_opts {
  * BLITZ_ECLOSED (the grace period is over), BLITZ_ENOMEM, BLITZ_ESHUTDOWN;
  * on an error the listener is still the caller's. Several listeners may
  * be served under one shutdown. */
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_serve(blitz_shutdown *sd, const blitz_serve_opts *opts);
+#endif
 /* ====[ END src/api/api_stream.h ]========================================= */
 /* ----[ RESUME src/api/blitz_api.h ] */
 /* ====[ BEGIN src/api/api_metrics.h ]====================================== */
@@ -4832,6 +4882,63 @@ BLITZ_API int64_t blitz_metrics_format(const blitz_runtime *rt, char *buf, size_
 /* ====[ BEGIN src/platform/platform.h ]==================================== */
 /* >>platform/platform */
 /* The only place that includes system headers, grouped by OS. */
+#if defined(_WIN32)
+/* Windows (10 1809 and later), Win32 only: threads, waits on an address
+ * (WaitOnAddress), the performance counter, Winsock. No POSIX layer: the
+ * I/O, network and OS layers are POSIX code and are left out here until
+ * the IOCP backend replaces them (BLITZ__HAS_IO 0). */
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <winsock2.h>
+#include <ws2tcpip.h>
+#include <windows.h>
+#include <process.h>
+#include <signal.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+#define BLITZ__WIN32       1
+#define BLITZ__LINUX       0
+#define BLITZ__HAS_FUTEX   1 /* WaitOnAddress */
+#define BLITZ__HAS_KQUEUE  0
+#define BLITZ__HAS_IO      0
+#define BLITZ__HAVE_DLADDR 0
+#define BLITZ_NO_IO_URING  1
+#define BLITZ_NO_EPOLL     1
+
+/* errno names the C runtime lacks, for the error map: Winsock's values,
+ * apart from every errno value. */
+#ifndef EHOSTDOWN
+#define EHOSTDOWN WSAEHOSTDOWN
+#endif
+#ifndef ESTALE
+#define ESTALE WSAESTALE
+#endif
+#ifndef EDQUOT
+#define EDQUOT WSAEDQUOT
+#endif
+
+static inline void blitz__thread_name(const char *name) {
+    (void)name;
+}
+#else
+#define BLITZ__WIN32  0
+#define BLITZ__HAS_IO 1
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
@@ -5014,6 +5121,7 @@ struct blitz__ip_mreq {
     struct in_addr multiaddr;
     struct in_addr interface_addr;
 };
+#endif /* !_WIN32 */
 /* ====[ END src/platform/platform.h ]====================================== */
 /* ----[ RESUME src/platform/base.h ] */
 /* ====[ BEGIN src/platform/atomic.h ]====================================== */
@@ -5155,7 +5263,14 @@ static inline void blitz__cpu_relax(void) {
 #endif
 
 #ifndef BLITZ_ASSERT
+#if defined(__MINGW32__) && !defined(NDEBUG)
+/* mingw-w64's assert calls an _assert not declared noreturn: without the
+ * unreachable, gcc's flow analysis takes the failed branch as continuing
+ * (and -Warray-bounds sees an index the assertion ruled out). */
+#define BLITZ_ASSERT(c) ((c) ? (void)0 : (assert(c), __builtin_unreachable()))
+#else
 #define BLITZ_ASSERT(c) assert(c)
+#endif
 #endif
 
 /* Debug builds check handles (handle_check.c). The rule of the checked
@@ -5265,6 +5380,14 @@ _Static_assert(BLITZ_MAX_STATE_SIZE >= 1 && BLITZ_MAX_STATE_SIZE <= (1u << 30),
 #define BLITZ__ALIGNED     __attribute__((aligned(BLITZ_CACHE_LINE)))
 #define BLITZ__LIKELY(x)   __builtin_expect(!!(x), 1)
 #define BLITZ__UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* A printf-like function's format check: mingw-w64's plain `printf`
+ * archetype is msvcrt's, without %zu (blitz asks for the C99 one);
+ * clang's is the C99 one already. */
+#if defined(__MINGW32__) && !defined(__clang__)
+#define BLITZ__PRINTF(f, a) __attribute__((format(gnu_printf, f, a)))
+#else
+#define BLITZ__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#endif
 /* Keeps a rarely taken path out of its caller. */
 #define BLITZ__NOINLINE __attribute__((noinline))
 
@@ -5280,6 +5403,28 @@ _Static_assert(BLITZ_MAX_STATE_SIZE >= 1 && BLITZ_MAX_STATE_SIZE <= (1u << 30),
 /* The per-thread context (core/core.h) that thread.c keeps in the one
  * thread-local the runtime has. */
 typedef struct blitz__context blitz__context;
+
+/* Threads, once-only initialisation and per-thread values with a
+ * destructor at thread exit: pthreads, or Win32 (platform/win32.c). */
+#if BLITZ__WIN32
+typedef HANDLE blitz__thread;
+typedef INIT_ONCE blitz__once;
+#define BLITZ__ONCE_STATIC INIT_ONCE_STATIC_INIT
+typedef DWORD blitz__tls_key;
+/* A per-thread value's destructor: fiber-local storage calls it as a
+ * WINAPI function. */
+#define BLITZ__TLS_DTOR WINAPI
+#else
+typedef pthread_t blitz__thread;
+typedef pthread_once_t blitz__once;
+#define BLITZ__ONCE_STATIC PTHREAD_ONCE_INIT
+typedef pthread_key_t blitz__tls_key;
+#define BLITZ__TLS_DTOR
+#endif
+typedef void(BLITZ__TLS_DTOR *blitz__tls_dtor)(void *);
+BLITZ_PRIVATE int blitz__thread_start(blitz__thread *t, void *(*fn)(void *), void *arg);
+BLITZ_PRIVATE void blitz__thread_join(blitz__thread t);
+BLITZ_PRIVATE void blitz__yield(void);
 
 #if BLITZ__HAS_FUTEX
 /* A futex lock that spins briefly first: the critical sections it guards
@@ -5437,6 +5582,8 @@ BLITZ_PRIVATE int blitz__from_errno(int e) {
  * runtime's descriptor under it. */
 /* src/platform/base.h already included */
 
+#if !BLITZ__WIN32
+
 /* Returns `fd`, or a close-on-exec duplicate at 3 or above (and closes
  * `fd`) when it is 0, 1 or 2. Keeps `fd` when the duplicate cannot be made:
  * a low number is a hazard only for a program that misuses stdio, running
@@ -5450,6 +5597,8 @@ BLITZ_PRIVATE int blitz__fd_above_stdio(int fd) {
     close(fd);
     return moved;
 }
+
+#endif /* !BLITZ__WIN32 */
 /* ====[ END src/platform/fd_guard.c ]====================================== */
 /* ====[ BEGIN src/platform/fault.c ]======================================= */
 /* >>platform/fault */
@@ -5635,12 +5784,13 @@ BLITZ_PRIVATE void blitz__free(void *p) {
 }
 
 /* `size` bytes aligned to `align` (a power of two). *raw receives what must
- * be passed to blitz__free. The default allocator uses posix_memalign, which
+ * be passed to blitz__free. The default allocator uses posix_memalign (not
+ * on Windows, whose _aligned_malloc needs its own free), which
  * gives the unused head back; a user allocator is over-asked and trimmed
  * here. */
 BLITZ_PRIVATE void *blitz__alloc_aligned(size_t size, size_t align, void **raw BLITZ__SITE_PARAM) {
     BLITZ__ALLOC_FAULT();
-#ifdef BLITZ__DEFAULT_ALLOCATOR
+#if defined(BLITZ__DEFAULT_ALLOCATOR) && !BLITZ__WIN32
     void *p = NULL;
     if (posix_memalign(&p, align, size) != 0)
         return NULL;
@@ -5707,7 +5857,7 @@ BLITZ_PRIVATE void blitz__free_handle(void *raw) {
     uint32_t free = 0;
     while (!blitz__u32_cas_weak(&blitz__quarantine.lock, &free, 1, BLITZ__ACQUIRE)) {
         free = 0;
-        sched_yield();
+        blitz__yield();
     }
     void *old = blitz__quarantine.held[blitz__quarantine.next];
     blitz__quarantine.held[blitz__quarantine.next] = raw;
@@ -5729,6 +5879,8 @@ BLITZ_PRIVATE void blitz__free_handle(void *raw) {
  * exec inherits the descriptor), pidfds, and the kernel's own copies
  * between descriptors. */
 /* src/platform/base.h already included */
+
+#if !BLITZ__WIN32
 
 #if BLITZ__HAS_FUTEX && BLITZ__LINUX
 /* Sleeps while *word == expected, at most timeout_ns (0 = no limit).
@@ -5898,6 +6050,8 @@ BLITZ_PRIVATE int blitz__fallocate(int fd, int64_t off, int64_t len) {
 }
 
 #endif
+
+#endif /* !BLITZ__WIN32 */
 /* ====[ END src/platform/linux.c ]========================================= */
 /* ====[ BEGIN src/platform/posix.c ]======================================= */
 /* >>platform/posix */
@@ -5905,6 +6059,8 @@ BLITZ_PRIVATE int blitz__fallocate(int fd, int64_t off, int64_t len) {
  * by system, in portable POSIX: the implementation on systems without one
  * of their own (platform/linux.c). */
 /* src/platform/base.h already included */
+
+#if !BLITZ__WIN32
 
 /* ---- portable with per-system spellings --------------------------------- */
 
@@ -6149,6 +6305,8 @@ BLITZ_PRIVATE int blitz__fallocate(int fd, int64_t off, int64_t len) {
 }
 
 #endif
+
+#endif /* !BLITZ__WIN32 */
 /* ====[ END src/platform/posix.c ]========================================= */
 /* ====[ BEGIN src/platform/bsd.c ]========================================= */
 /* >>platform/bsd */
@@ -6161,6 +6319,8 @@ BLITZ_PRIVATE int blitz__fallocate(int fd, int64_t off, int64_t len) {
  * The kqueue parts also build on Linux in the test suite, over its kqueue
  * emulation; the rest needs the real systems. */
 /* src/platform/base.h already included */
+
+#if !BLITZ__WIN32
 
 #if defined(__APPLE__)
 /* <sys/ulock.h>'s values (xnu), stable since macOS 10.12. */
@@ -6235,7 +6395,246 @@ BLITZ_PRIVATE int blitz__proc_exit_fd(int pid) {
 #endif
 
 #endif
+
+#endif /* !BLITZ__WIN32 */
 /* ====[ END src/platform/bsd.c ]=========================================== */
+/* ====[ BEGIN src/platform/win32.c ]======================================= */
+/* >>platform/win32 */
+/* Windows: the calls thread.c, posix.c and linux.c make on the other
+ * systems, in Win32 alone (no winpthreads, no POSIX layer). Waits on a
+ * word are WaitOnAddress (Windows 8 and later; -lsynchronization), threads
+ * are _beginthreadex (the C runtime's per-thread state is set up, unlike
+ * CreateThread with some older CRTs), the clock is the performance
+ * counter, per-thread destructors are fiber-local storage callbacks (the
+ * one Win32 mechanism that runs at every thread's exit). Winsock starts
+ * once per process, on first use, and stays up: WSACleanup at exit would
+ * race with sockets a program still holds. */
+/* src/platform/base.h already included */
+
+#if BLITZ__WIN32
+
+/* ---- waits on a word ------------------------------------------------------ */
+
+/* Sleeps while *word == expected, at most timeout_ns (0 = no limit);
+ * spurious returns are allowed. The limit is in whole milliseconds, rounded
+ * up so that a short wait is no busy loop. */
+BLITZ_PRIVATE void blitz__futex_wait(blitz__atomic_u32 *word, uint32_t expected,
+                                     uint64_t timeout_ns) {
+    DWORD ms = INFINITE;
+    if (timeout_ns) {
+        uint64_t m = (timeout_ns + 999999u) / 1000000u;
+        ms = m >= INFINITE ? INFINITE - 1 : (DWORD)m;
+    }
+    WaitOnAddress(&word->v, &expected, sizeof expected, ms);
+}
+BLITZ_PRIVATE void blitz__futex_wake(blitz__atomic_u32 *word, int n) {
+    if (n == 1)
+        WakeByAddressSingle(&word->v);
+    else
+        WakeByAddressAll(&word->v);
+}
+
+/* ---- clock and CPUs ---------------------------------------------------------- */
+
+BLITZ_PRIVATE uint64_t blitz__now_ns(void) {
+    LARGE_INTEGER count, freq;
+    QueryPerformanceCounter(&count);
+    /* Fixed at boot; reading it is a load from a shared page. */
+    QueryPerformanceFrequency(&freq);
+    uint64_t c = (uint64_t)count.QuadPart, f = (uint64_t)freq.QuadPart;
+    /* Split so that c * 10^9 cannot overflow (f is at most ~10^10). */
+    return c / f * 1000000000u + c % f * 1000000000u / f;
+}
+
+BLITZ_PRIVATE uint32_t blitz__cpu_count(void) {
+    DWORD n = GetActiveProcessorCount(ALL_PROCESSOR_GROUPS);
+    return n > 0 ? (uint32_t)n : 1u;
+}
+
+/* ---- threads --------------------------------------------------------------- */
+
+typedef struct {
+    void *(*fn)(void *);
+    void *arg;
+} blitz__win32_start;
+
+static unsigned __stdcall blitz__win32_thread_main(void *raw) {
+    blitz__win32_start st = *(blitz__win32_start *)raw;
+    blitz__free(raw);
+    st.fn(st.arg);
+    return 0;
+}
+
+BLITZ_PRIVATE int blitz__thread_start(blitz__thread *t, void *(*fn)(void *), void *arg) {
+    blitz__win32_start *st = (blitz__win32_start *)blitz__malloc(sizeof *st);
+    if (!st)
+        return BLITZ_ENOMEM;
+    st->fn = fn;
+    st->arg = arg;
+    uintptr_t h = _beginthreadex(NULL, 0, blitz__win32_thread_main, st, 0, NULL);
+    if (h == 0) {
+        int e = errno;
+        blitz__free(st);
+        return e == EAGAIN ? BLITZ_EAGAIN : BLITZ_ENOMEM;
+    }
+    *t = (HANDLE)h;
+    return 0;
+}
+BLITZ_PRIVATE void blitz__thread_join(blitz__thread t) {
+    if (!t)
+        return;
+    WaitForSingleObject(t, INFINITE);
+    CloseHandle(t);
+}
+/* A handle of the calling thread that another thread can wait on (the
+ * pseudo-handle GetCurrentThread returns names whoever uses it); NULL when
+ * none can be opened, and the join then only skips the wait. */
+BLITZ_PRIVATE blitz__thread blitz__thread_self(void) {
+    return OpenThread(SYNCHRONIZE, FALSE, GetCurrentThreadId());
+}
+/* Drops the starter's handle; the thread's own (blitz__thread_self) is
+ * the one joined. */
+BLITZ_PRIVATE void blitz__thread_forget(blitz__thread t) {
+    CloseHandle(t);
+}
+BLITZ_PRIVATE void blitz__yield(void) {
+    if (!SwitchToThread())
+        Sleep(0);
+}
+BLITZ_PRIVATE void blitz__thread_block_sigpipe(void) {
+    /* Windows has no SIGPIPE: a write to a closed peer fails. */
+}
+
+typedef struct {
+    void (*fn)(void);
+} blitz__win32_once_fn;
+
+static BOOL CALLBACK blitz__win32_once_main(PINIT_ONCE once, PVOID param, PVOID *context) {
+    (void)once;
+    (void)context;
+    ((blitz__win32_once_fn *)param)->fn();
+    return TRUE;
+}
+BLITZ_PRIVATE void blitz__once_run(blitz__once *once, void (*fn)(void)) {
+    blitz__win32_once_fn box = {fn};
+    InitOnceExecuteOnce(once, blitz__win32_once_main, &box, NULL);
+}
+
+/* Fiber-local storage calls `dtor` with the value at a thread's exit. */
+BLITZ_PRIVATE int blitz__tls_key_create(blitz__tls_key *key, blitz__tls_dtor dtor) {
+    DWORD k = FlsAlloc(dtor);
+    if (k == FLS_OUT_OF_INDEXES)
+        return BLITZ_ENOMEM;
+    *key = k;
+    return 0;
+}
+BLITZ_PRIVATE int blitz__tls_set(blitz__tls_key key, void *value) {
+    return FlsSetValue(key, value) ? 0 : BLITZ_ENOMEM;
+}
+
+/* ---- errors ------------------------------------------------------------------- */
+
+/* The code for a Win32 error (GetLastError) or a Winsock one
+ * (WSAGetLastError): the same codes the errno values map to elsewhere. */
+BLITZ_PRIVATE int blitz__from_win32(DWORD e) {
+    switch (e) {
+    case ERROR_SUCCESS:
+        return BLITZ_EIO; /* a call that failed without saying why */
+    case ERROR_FILE_NOT_FOUND:
+    case ERROR_PATH_NOT_FOUND:
+    case ERROR_INVALID_NAME:
+        return BLITZ_ENOENT;
+    case ERROR_ACCESS_DENIED:
+    case ERROR_SHARING_VIOLATION:
+    case ERROR_LOCK_VIOLATION:
+    case WSAEACCES:
+        return BLITZ_EACCES;
+    case ERROR_NOT_ENOUGH_MEMORY:
+    case ERROR_OUTOFMEMORY:
+    case ERROR_NO_SYSTEM_RESOURCES:
+    case WSAENOBUFS:
+        return BLITZ_ENOMEM;
+    case ERROR_INVALID_PARAMETER:
+    case ERROR_INVALID_HANDLE:
+    case WSAEINVAL:
+        return BLITZ_EINVAL;
+    case ERROR_FILE_EXISTS:
+    case ERROR_ALREADY_EXISTS:
+        return BLITZ_EEXIST;
+    case ERROR_TOO_MANY_OPEN_FILES:
+    case WSAEMFILE:
+        return BLITZ_EMFILE;
+    case ERROR_BROKEN_PIPE:
+    case ERROR_NO_DATA:
+        return BLITZ_EPIPE;
+    case ERROR_NOT_SUPPORTED:
+    case WSAEOPNOTSUPP:
+        return BLITZ_EOPNOTSUPP;
+    case ERROR_OPERATION_ABORTED: /* also WSA_OPERATION_ABORTED */
+        return BLITZ_ECANCELED;
+    case ERROR_SEM_TIMEOUT:
+    case WAIT_TIMEOUT:
+    case WSAETIMEDOUT:
+        return BLITZ_ETIMEDOUT;
+    case ERROR_NETNAME_DELETED:
+    case ERROR_CONNECTION_ABORTED:
+    case WSAECONNABORTED:
+        return BLITZ_ECONNABORTED;
+    case ERROR_CONNECTION_REFUSED:
+    case WSAECONNREFUSED:
+        return BLITZ_ECONNREFUSED;
+    case WSAECONNRESET:
+        return BLITZ_ECONNRESET;
+    case WSAEWOULDBLOCK:
+        return BLITZ_EAGAIN;
+    case WSAEADDRINUSE:
+        return BLITZ_EADDRINUSE;
+    case WSAEADDRNOTAVAIL:
+        return BLITZ_EADDRNOTAVAIL;
+    case WSAEAFNOSUPPORT:
+        return BLITZ_EAFNOSUPPORT;
+    case WSAENOTCONN:
+        return BLITZ_ENOTCONN;
+    case WSAEISCONN:
+        return BLITZ_EISCONN;
+    case WSAENETUNREACH:
+        return BLITZ_ENETUNREACH;
+    case WSAEHOSTUNREACH:
+        return BLITZ_EHOSTUNREACH;
+    case WSAEMSGSIZE:
+        return BLITZ_EMSGSIZE;
+    case WSAENOTSOCK:
+        return BLITZ_ENOTSOCK;
+    case WSAEINPROGRESS:
+    case WSAEALREADY:
+        return BLITZ_EALREADY;
+    case WSAESHUTDOWN:
+        return BLITZ_EPIPE;
+    default:
+        return BLITZ_EUNKNOWN;
+    }
+}
+
+/* ---- Winsock ------------------------------------------------------------------- */
+
+static BOOL CALLBACK blitz__win32_wsa_main(PINIT_ONCE once, PVOID param, PVOID *context) {
+    (void)once;
+    (void)context;
+    WSADATA data;
+    int e = WSAStartup(MAKEWORD(2, 2), &data);
+    *(int *)param = e ? blitz__from_win32((DWORD)e) : 0;
+    return e == 0;
+}
+/* Starts Winsock 2.2 once per process: 0 or a code (a failed start is
+ * tried again by the next call). */
+BLITZ_PRIVATE int blitz__winsock_start(void) {
+    static INIT_ONCE once = INIT_ONCE_STATIC_INIT;
+    int rc = 0;
+    return InitOnceExecuteOnce(&once, blitz__win32_wsa_main, &rc, NULL) ? 0 : rc ? rc : BLITZ_EIO;
+}
+
+#endif
+/* ====[ END src/platform/win32.c ]========================================= */
 /* ====[ BEGIN src/platform/thread.c ]====================================== */
 /* >>platform/thread */
 /* Threads, mutexes, the monotonic clock, waits on a word, and the parker
@@ -6298,6 +6697,7 @@ BLITZ_PRIVATE void blitz__mutex_unlock(blitz__mutex *m) {
 }
 #endif
 
+#if !BLITZ__WIN32
 BLITZ_PRIVATE uint64_t blitz__now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -6311,6 +6711,7 @@ BLITZ_PRIVATE uint32_t blitz__cpu_count(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (uint32_t)n : 1u;
 }
+#endif
 
 /* ---- futex-style waiting on a 32-bit word --------------------------------- */
 
@@ -6395,6 +6796,9 @@ BLITZ_PRIVATE int blitz__parker_park(blitz__parker *p, uint64_t timeout_ns) {
  * io_uring_enter, kevent): the driver's wake-up object is part of every
  * wait. */
 static void blitz__wake_fd_signal(int fd) {
+#if !BLITZ__HAS_IO
+    (void)fd; /* no backend parks a thread yet */
+#else
 #if BLITZ__HAS_KQUEUE
     if (fd < -1) {
         blitz__kqueue_trigger(BLITZ__WAKE_KQ(0) - fd);
@@ -6407,6 +6811,7 @@ static void blitz__wake_fd_signal(int fd) {
         r = write(fd, &one, sizeof one);
     while (r < 0 && errno == EINTR);
     /* EAGAIN: the counter is already nonzero, the waiter wakes anyway. */
+#endif
 }
 
 BLITZ_PRIVATE void blitz__parker_unpark(blitz__parker *p) {
@@ -6443,10 +6848,50 @@ BLITZ_PRIVATE blitz__context *blitz__context_set(blitz__context *c) {
     return old;
 }
 
-BLITZ_PRIVATE int blitz__thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
+#if !BLITZ__WIN32
+/* ---- POSIX threads (platform/win32.c has the Win32 ones) ------------------ */
+
+BLITZ_PRIVATE int blitz__thread_start(blitz__thread *t, void *(*fn)(void *), void *arg) {
     int e = pthread_create(t, NULL, fn, arg);
     return e ? blitz__from_errno(e) : 0;
 }
+BLITZ_PRIVATE void blitz__thread_join(blitz__thread t) {
+    pthread_join(t, NULL);
+}
+/* The calling thread, for another thread to join once it has exited. */
+BLITZ_PRIVATE blitz__thread blitz__thread_self(void) {
+    return pthread_self();
+}
+/* The starter's handle of a thread that blitz__thread_self will name for
+ * its join: nothing to release here. */
+BLITZ_PRIVATE void blitz__thread_forget(blitz__thread t) {
+    (void)t;
+}
+BLITZ_PRIVATE void blitz__yield(void) {
+    sched_yield();
+}
+BLITZ_PRIVATE void blitz__once_run(blitz__once *once, void (*fn)(void)) {
+    pthread_once(once, fn);
+}
+/* A per-thread value; `dtor` runs on a thread's non-NULL value when the
+ * thread exits. 0 or a code. */
+BLITZ_PRIVATE int blitz__tls_key_create(blitz__tls_key *key, blitz__tls_dtor dtor) {
+    int e = pthread_key_create(key, dtor);
+    return e ? blitz__from_errno(e) : 0;
+}
+BLITZ_PRIVATE int blitz__tls_set(blitz__tls_key key, void *value) {
+    int e = pthread_setspecific(key, value);
+    return e ? blitz__from_errno(e) : 0;
+}
+/* A write to a closed socket or pipe fails with EPIPE in this thread
+ * instead of raising SIGPIPE. */
+BLITZ_PRIVATE void blitz__thread_block_sigpipe(void) {
+    sigset_t pipe_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
+}
+#endif
 /* ====[ END src/platform/thread.c ]======================================== */
 /* ########################################################################## */
 /* LAYER core: the task block and its state word, wakers, join, allocator    */
@@ -9252,6 +9697,7 @@ typedef struct blitz__io_backend {
  * ring (uring.c), the Linux edge-triggered readiness one, kqueue
  * (kqueue.c, Darwin and the BSDs), poll (poll.c). Each is always there;
  * one compiled out fails its init with BLITZ_ENOSYS. */
+#if BLITZ__HAS_IO
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_ring(void);
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_edge(void);
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_kqueue(void);
@@ -9262,6 +9708,7 @@ BLITZ_PRIVATE blitz_poll blitz__ready_submit(blitz_cx *cx, blitz_io *op);
 BLITZ_PRIVATE void blitz__ready_poll(struct blitz__io *io);
 BLITZ_PRIVATE void blitz__ready_park(struct blitz__io *io, blitz__parker *p, uint64_t timeout_ns,
                                      void (*woke)(void *), void *arg);
+#endif /* BLITZ__HAS_IO */
 #endif
 /* ====[ END src/io/backend.h ]============================================= */
 /* ----[ RESUME src/io/io.h ] */
@@ -9478,6 +9925,7 @@ typedef struct blitz__io {
  * multishot receive is cancelled until the reader catches up. */
 #define BLITZ__RECV_MS_HOLD (BLITZ_URING_RECV_BUFS / 8u > 2u ? BLITZ_URING_RECV_BUFS / 8u : 2u)
 
+#if BLITZ__HAS_IO
 /* Backends (each in its own file, stubs when compiled out). */
 BLITZ_PRIVATE int blitz__addr_valid(const blitz_addr *a);
 BLITZ_PRIVATE void blitz__addr_set_from(blitz_addr *a, uint32_t namelen, int family);
@@ -9577,9 +10025,12 @@ BLITZ_PRIVATE int blitz__ufile_cancel(blitz__ufile *u);
 BLITZ_PRIVATE void blitz__ufile_complete(blitz__io *io, blitz__ufile *u, int32_t res);
 BLITZ_PRIVATE void blitz__ufile_probe(blitz__io *io, const void *probe);
 BLITZ_PRIVATE void blitz__ufile_stat(const blitz__ufile *u, struct stat *st);
+#endif /* BLITZ__HAS_IO */
 #endif
 /* ====[ END src/io/io.h ]================================================== */
 /* ----[ RESUME src/io/addr.c ] */
+
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 _Static_assert(sizeof(((blitz_addr *)0)->u.bytes) >= sizeof(struct sockaddr_storage),
                "blitz_addr holds any socket address");
@@ -9806,6 +10257,8 @@ BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size) {
     memcpy(buf, tmp, (size_t)n + 1);
     return n;
 }
+
+#endif /* BLITZ__HAS_IO */
 /* ====[ END src/io/addr.c ]================================================ */
 /* ====[ BEGIN src/io/sock_table.c ]======================================== */
 /* >>io/sock_table */
@@ -9822,6 +10275,8 @@ BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size) {
  * event fetched before the close may still name it). Lock order: a
  * socket's lock, then socks_lock. */
 /* src/io/io.h already included */
+
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 BLITZ_PRIVATE void blitz__op_link(blitz_socket *s, blitz_io *op) {
     op->blitz__prev = NULL;
@@ -10016,6 +10471,8 @@ BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type,
         close(fd);
     return rc;
 }
+
+#endif /* BLITZ__HAS_IO */
 /* ====[ END src/io/sock_table.c ]========================================== */
 /* ====[ BEGIN src/io/driver.c ]============================================ */
 /* >>io/driver */
@@ -10050,6 +10507,8 @@ BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type,
  * task was cancelled (its cancel hook asks the backend to cancel) or
  * finished. */
 /* src/io/io.h already included */
+
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 /* The owner's view of an op's state. A completion publishes the final
  * state while it still holds the op's lock (blitz__op_lock below), so an
@@ -11304,6 +11763,8 @@ BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
     blitz__free(io);
     rt->io = NULL;
 }
+
+#endif /* BLITZ__HAS_IO */
 /* ====[ END src/io/driver.c ]============================================== */
 /* ====[ BEGIN src/io/readiness.c ]========================================= */
 /* >>io/readiness */
@@ -11318,6 +11779,8 @@ BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
  * backend or dispatches its events (io->lock); the others look with a
  * try-lock, so a busy worker never blocks on it. */
 /* src/io/io.h already included */
+
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 BLITZ_PRIVATE blitz_poll blitz__ready_submit(blitz_cx *cx, blitz_io *op) {
     blitz_socket *s = op->blitz__sock;
@@ -11460,6 +11923,8 @@ BLITZ_PRIVATE void blitz__ready_park(blitz__io *io, blitz__parker *p, uint64_t t
     blitz__ready_dispatch(io);
     blitz__mutex_unlock(&io->lock);
 }
+
+#endif /* BLITZ__HAS_IO */
 /* ====[ END src/io/readiness.c ]=========================================== */
 /* ====[ BEGIN src/io/salvage.c ]=========================================== */
 /* >>io/salvage */
@@ -11475,6 +11940,8 @@ BLITZ_PRIVATE void blitz__ready_park(blitz__io *io, blitz__parker *p, uint64_t t
  * fit is dropped, as the system call would), with its sender's
  * address. */
 /* src/io/io.h already included */
+
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 typedef struct blitz__salvage {
     struct blitz__salvage *next;
@@ -11591,6 +12058,8 @@ BLITZ_PRIVATE void blitz__salvage_release(blitz_socket *s) {
     }
     s->salvage_tail = NULL;
 }
+
+#endif /* BLITZ__HAS_IO */
 /* ====[ END src/io/salvage.c ]============================================= */
 /* ====[ BEGIN src/io/epoll.c ]============================================= */
 /* >>io/epoll */
@@ -11601,6 +12070,8 @@ BLITZ_PRIVATE void blitz__salvage_release(blitz_socket *s) {
  * directions (blitz__io_ready). Its wake-up object, an eventfd, is
  * registered level-triggered with NULL data. */
 /* src/io/io.h already included */
+
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 #if !defined(BLITZ_NO_EPOLL)
 
@@ -11731,6 +12202,8 @@ static const blitz__io_backend blitz__epoll_vtable = {
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_edge(void) {
     return &blitz__epoll_vtable;
 }
+
+#endif /* BLITZ__HAS_IO */
 /* ====[ END src/io/epoll.c ]=============================================== */
 /* ====[ BEGIN src/io/kqueue.c ]============================================ */
 /* >>io/kqueue */
@@ -11761,6 +12234,8 @@ BLITZ_PRIVATE const blitz__io_backend *blitz__backend_edge(void) {
  *
  * The kqueue is io->epfd, its event array io->events. */
 /* src/io/io.h already included */
+
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 #if BLITZ__HAS_KQUEUE && !defined(BLITZ_NO_KQUEUE)
 
@@ -11947,6 +12422,8 @@ static const blitz__io_backend blitz__kq_vtable = {
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_kqueue(void) {
     return &blitz__kq_vtable;
 }
+
+#endif /* BLITZ__HAS_IO */
 /* ====[ END src/io/kqueue.c ]============================================== */
 /* ====[ BEGIN src/io/poll.c ]============================================== */
 /* >>io/poll */
@@ -11958,6 +12435,8 @@ BLITZ_PRIVATE const blitz__io_backend *blitz__backend_kqueue(void) {
  * read end io->wake_rd is always in the set); a thread blocked in ppoll
  * is kicked through it when a socket joins or leaves the set. */
 /* src/io/io.h already included */
+
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 #if !defined(BLITZ_NO_POLL)
 
@@ -12185,6 +12664,8 @@ static const blitz__io_backend blitz__pollb_vtable = {
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_poll(void) {
     return &blitz__pollb_vtable;
 }
+
+#endif /* BLITZ__HAS_IO */
 /* ====[ END src/io/poll.c ]================================================ */
 /* ====[ BEGIN src/io/uring.c ]============================================= */
 /* >>io/uring */
@@ -12224,6 +12705,8 @@ BLITZ_PRIVATE const blitz__io_backend *blitz__backend_poll(void) {
  * falls back to epoll. Constants newer than the system's uapi header are
  * defined here. */
 /* src/io/io.h already included */
+
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 /* ---- the private structures (uring_recv_ms.c, after this file, uses them too) ---- */
 
@@ -13758,6 +14241,8 @@ static const blitz__io_backend blitz__uring_vtable = {
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_ring(void) {
     return &blitz__uring_vtable;
 }
+
+#endif /* BLITZ__HAS_IO */
 /* ====[ END src/io/uring.c ]=============================================== */
 /* ====[ BEGIN src/io/uring_recv_ms.c ]===================================== */
 /* >>io/uring_recv_ms */
@@ -13784,6 +14269,8 @@ BLITZ_PRIVATE const blitz__io_backend *blitz__backend_ring(void) {
  * The ring's owner reaps the completions; a receive that waits is woken
  * to retry and copies by itself, so only its task touches its buffer. */
 /* src/io/io.h already included */
+
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 /* Asks the kernel to end the multishot receive. Caller holds the
  * socket's lock. */
@@ -14020,6 +14507,8 @@ BLITZ_PRIVATE void blitz__recv_ms_release(blitz_socket *s) {
     s->rq = NULL;
     s->rq_count = s->rq_cap = 0;
 }
+
+#endif /* BLITZ__HAS_IO */
 /* ====[ END src/io/uring_recv_ms.c ]======================================= */
 /* ====[ BEGIN src/io/uring_file.c ]======================================== */
 /* >>io/uring_file */
@@ -14044,6 +14533,7 @@ BLITZ_PRIVATE void blitz__recv_ms_release(blitz_socket *s) {
  *             INFLIGHT -> INFLIGHT|ABANDONED; a record already DONE is the
  *             caller's to free. */
 /* src/io/io.h already included */
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 #define BLITZ__UF_INFLIGHT  1u
 #define BLITZ__UF_DONE      2u
@@ -14339,6 +14829,8 @@ BLITZ_PRIVATE void blitz__ufile_stat(const blitz__ufile *u, struct stat *st) {
 }
 
 #endif
+
+#endif /* BLITZ__HAS_IO */
 /* ====[ END src/io/uring_file.c ]========================================== */
 /* ====[ BEGIN src/io/fd.c ]================================================ */
 /* >>io/fd */
@@ -14354,6 +14846,8 @@ BLITZ_PRIVATE void blitz__ufile_stat(const blitz__ufile *u, struct stat *st) {
  * with O_NONBLOCK they complete with BLITZ_EAGAIN instead of waiting, and the
  * kernel would own the caller's buffer. */
 /* src/io/io.h already included */
+
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 /* ---- writes without SIGPIPE ---------------------------------------------------- */
 
@@ -14510,7 +15004,95 @@ BLITZ_API int blitz_pipe(blitz_runtime *rt, blitz_socket **read_end, blitz_socke
     *write_end = w;
     return BLITZ_OK;
 }
+
+#endif /* BLITZ__HAS_IO */
 /* ====[ END src/io/fd.c ]================================================== */
+/* ====[ BEGIN src/io/none.c ]============================================== */
+/* >>io/none */
+/* The I/O driver's entry points on a system whose backend is not built
+ * yet (Windows until IOCP): every runtime is one with no I/O driver
+ * (BLITZ_BACKEND_NONE), as on Linux when no backend starts, so tasks,
+ * timers and the blocking pool run and threads park on their parkers.
+ * Each answer here is the one driver.c gives for a runtime without
+ * rt->io. */
+/* src/io/io.h already included */
+
+#if !BLITZ__HAS_IO
+
+BLITZ_PRIVATE void blitz__io_poll(blitz_runtime *rt) {
+    (void)rt;
+}
+BLITZ_PRIVATE void blitz__io_after_drive(blitz_runtime *rt) {
+    (void)rt;
+}
+BLITZ_PRIVATE void blitz__io_between_ticks(blitz_runtime *rt, uint64_t *polls_since) {
+    (void)rt;
+    (void)polls_since;
+}
+BLITZ_PRIVATE uint32_t blitz__io_spin_rounds(blitz_runtime *rt) {
+    return rt->spin_before_park;
+}
+BLITZ_PRIVATE int blitz__io_serving(blitz_runtime *rt) {
+    (void)rt;
+    return 0;
+}
+BLITZ_PRIVATE int blitz__io_ready_cheap(blitz_runtime *rt) {
+    (void)rt;
+    return 0;
+}
+BLITZ_PRIVATE int blitz__io_parks_workers(blitz_runtime *rt) {
+    (void)rt;
+    return 0;
+}
+BLITZ_PRIVATE void blitz__io_worker_start(blitz_runtime *rt, uint32_t index) {
+    (void)rt;
+    (void)index;
+}
+BLITZ_PRIVATE void blitz__io_driver_start(blitz_runtime *rt) {
+    (void)rt;
+}
+BLITZ_PRIVATE void blitz__io_flush(blitz_runtime *rt) {
+    (void)rt;
+}
+/* Never called: the schedulers park here only when rt->io is set. */
+BLITZ_PRIVATE void blitz__io_park(blitz_runtime *rt, blitz__parker *p, uint64_t timeout_ns,
+                                  void (*woke)(void *), void *arg) {
+    (void)rt;
+    (void)woke;
+    (void)arg;
+    blitz__parker_park(p, timeout_ns);
+}
+
+BLITZ_API const char *blitz_backend_name(blitz_backend b) {
+    return b == BLITZ_BACKEND_AUTO ? "auto" : "none";
+}
+BLITZ_API blitz_backend blitz_runtime_backend(const blitz_runtime *rt) {
+    (void)rt;
+    return BLITZ_BACKEND_NONE;
+}
+
+/* AUTO and NONE give a runtime without I/O; a named backend cannot start
+ * (BLITZ_ENOSYS, as a compiled-out one elsewhere). */
+BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
+    (void)rt;
+    if (forced > BLITZ_BACKEND_KQUEUE)
+        return BLITZ_EINVAL;
+    return forced == BLITZ_BACKEND_AUTO || forced == BLITZ_BACKEND_NONE ? BLITZ_OK : BLITZ_ENOSYS;
+}
+BLITZ_PRIVATE int blitz__io_wake_fd(const blitz__io *io, uint32_t index) {
+    (void)io;
+    (void)index;
+    return -1;
+}
+BLITZ_PRIVATE void blitz__io_shutdown(blitz_runtime *rt) {
+    (void)rt;
+}
+BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
+    (void)rt;
+}
+
+#endif
+/* ====[ END src/io/none.c ]================================================ */
 /* ########################################################################## */
 /* LAYER sched: run queues, idle workers, both schedulers, the blocking pool */
 /* ########################################################################## */
@@ -14577,7 +15159,7 @@ struct blitz__worker {
     int wake_batching;                          /* between blitz__wake_batch_begin and _end */
     blitz__task *wake_head, *wake_tail;
     uint64_t wake_count;
-    pthread_t thread;
+    blitz__thread thread;
     blitz__block_cache cache;
     /* Read by producers on other threads (lost-wakeup guard, seed 000). */
     BLITZ__ALIGNED blitz__atomic_u32 transitioning_to_park;
@@ -14622,7 +15204,7 @@ struct blitz__pool {
     uint64_t keep_alive_ns;
     int closed;
     int have_last_exiting;
-    pthread_t last_exiting; /* joined by the next thread to exit, or shutdown */
+    blitz__thread last_exiting; /* joined by the next thread to exit, or shutdown */
     blitz__parker *shutdown_waiter;
     struct blitz__pool_rec *records; /* see blitz__pool_rec.all_next */
     uint64_t threads_started, jobs_run, rejected;
@@ -15414,7 +15996,7 @@ static inline void blitz__paused_poll_end(blitz_runtime *rt) {
 
 static void blitz__worker_poll(blitz__worker *w, blitz__task *t, blitz__context *ctx) {
     if (BLITZ__CHAOS(16))
-        sched_yield();
+        blitz__yield();
     blitz__paused_poll_begin(w->rt);
     if (blitz__task_run(t, ctx))
         BLITZ__STAT(blitz__u64_bump(&w->counters.polled, 1));
@@ -16250,11 +16832,13 @@ static int blitz__waker_is_noop(const blitz_waker *w) {
  * thread; pool threads block it, and whoever gets EPIPE takes it back here,
  * so a broken pipe is an error code rather than the end of the process. */
 BLITZ_PRIVATE void blitz__consume_sigpipe(void) {
+#if !BLITZ__WIN32
     sigset_t pipe_set, pending;
     sigemptyset(&pipe_set);
     sigaddset(&pipe_set, SIGPIPE);
     if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE))
         blitz__sigpipe_take(&pipe_set);
+#endif
 }
 
 static void *blitz__pool_thread_main(void *arg) {
@@ -16270,10 +16854,7 @@ static void *blitz__pool_thread_main(void *arg) {
     blitz__context_init(&ctx, rt);
     blitz__context_set(&ctx);
     blitz__thread_name("blitz-pool");
-    sigset_t pipe_set;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
+    blitz__thread_block_sigpipe();
 
     blitz__mutex_lock(&p->lock);
     p->inbound--;
@@ -16315,14 +16896,14 @@ static void *blitz__pool_thread_main(void *arg) {
     }
     p->threads--;
     int had_prev = p->have_last_exiting;
-    pthread_t prev = p->last_exiting;
-    p->last_exiting = pthread_self();
+    blitz__thread prev = p->last_exiting;
+    p->last_exiting = blitz__thread_self();
     p->have_last_exiting = 1;
     if (p->threads == 0 && p->shutdown_waiter)
         blitz__parker_unpark(p->shutdown_waiter);
     blitz__mutex_unlock(&p->lock);
     if (had_prev)
-        pthread_join(prev, NULL);
+        blitz__thread_join(prev);
     blitz__context_set(NULL);
     blitz__parker_destroy(&self.parker);
     return NULL;
@@ -16371,9 +16952,11 @@ static int blitz__pool_submit(blitz_runtime *rt, blitz__pool_job *j, blitz__pool
     } else {
         int have_thread = 0;
         if (p->threads < p->max_threads) {
-            pthread_t tid;
+            blitz__thread tid;
             int rc = blitz__thread_start(&tid, blitz__pool_thread_main, rt);
             if (rc == 0) {
+                /* Joined through its own blitz__thread_self when it exits. */
+                blitz__thread_forget(tid);
                 p->threads++;
                 p->inbound++;
                 p->threads_started++;
@@ -16441,11 +17024,11 @@ BLITZ_PRIVATE void blitz__pool_shutdown(blitz_runtime *rt) {
     }
     p->shutdown_waiter = NULL;
     int had = p->have_last_exiting;
-    pthread_t last = p->last_exiting;
+    blitz__thread last = p->last_exiting;
     p->have_last_exiting = 0;
     blitz__mutex_unlock(&p->lock);
     if (had)
-        pthread_join(last, NULL);
+        blitz__thread_join(last);
     blitz__parker_destroy(&waiter);
 }
 
@@ -17057,15 +17640,16 @@ static blitz_waker blitz__thread_waker_clone(const void *data) {
     return w;
 }
 
-static pthread_key_t blitz__thread_parker_key;
-static pthread_once_t blitz__thread_parker_once = PTHREAD_ONCE_INIT;
+static blitz__tls_key blitz__thread_parker_key;
+static blitz__once blitz__thread_parker_once = BLITZ__ONCE_STATIC;
 static _Thread_local blitz__thread_parker *blitz__thread_parker_cached;
 
-static void blitz__thread_parker_release(void *p) {
+/* Runs at the thread's exit, as the system calls it (BLITZ__TLS_DTOR). */
+static void BLITZ__TLS_DTOR blitz__thread_parker_release(void *p) {
     blitz__thread_parker_unref((blitz__thread_parker *)p);
 }
 static void blitz__thread_parker_key_init(void) {
-    pthread_key_create(&blitz__thread_parker_key, blitz__thread_parker_release);
+    (void)blitz__tls_key_create(&blitz__thread_parker_key, blitz__thread_parker_release);
 }
 
 /* The calling thread's parker, created on first use; NULL when out of
@@ -17074,13 +17658,13 @@ static blitz__thread_parker *blitz__thread_parker_get(void) {
     blitz__thread_parker *tp = blitz__thread_parker_cached;
     if (BLITZ__LIKELY(tp != NULL))
         return tp;
-    pthread_once(&blitz__thread_parker_once, blitz__thread_parker_key_init);
+    blitz__once_run(&blitz__thread_parker_once, blitz__thread_parker_key_init);
     tp = (blitz__thread_parker *)BLITZ_MALLOC(sizeof *tp);
     if (!tp)
         return NULL;
     blitz__u32_store(&tp->refs, 1, BLITZ__RELAXED);
     blitz__parker_init(&tp->parker);
-    if (pthread_setspecific(blitz__thread_parker_key, tp) != 0) {
+    if (blitz__tls_set(blitz__thread_parker_key, tp) != 0) {
         blitz__parker_destroy(&tp->parker);
         BLITZ_FREE(tp);
         return NULL;
@@ -17760,7 +18344,7 @@ static inline void blitz__word_lock(uint32_t *w) {
         if (blitz__u32_cas(a, &free_word, 1, BLITZ__ACQUIRE))
             return;
         while (blitz__u32_load(a, BLITZ__RELAXED) != 0)
-            sched_yield();
+            blitz__yield();
     }
 }
 static inline void blitz__word_unlock(uint32_t *w) {
@@ -19511,7 +20095,7 @@ static blitz_poll blitz__chan_poll(blitz_cx *cx, blitz_chan_op *op, int send) {
         }
         /* Still there: its thread probably lost its CPU; offer ours. */
         for (spins = 0; r == BLITZ__CHAN_BUSY && spins < BLITZ__CHAN_BUSY_YIELDS; spins++) {
-            sched_yield();
+            blitz__yield();
             r = blitz__chan_try(ch, op, send);
         }
     }
@@ -19970,7 +20554,7 @@ static uint64_t blitz__bc_lock(blitz_broadcast *bc) {
                 blitz__cpu_relax();
             } else {
                 spins = 0;
-                sched_yield();
+                blitz__yield();
             }
             t = blitz__u64_load(&bc->tail, BLITZ__RELAXED);
         }
@@ -20340,7 +20924,7 @@ static uint64_t blitz__watch_lock(blitz_watch *w) {
                 blitz__cpu_relax();
             } else {
                 spins = 0;
-                sched_yield();
+                blitz__yield();
             }
             s = blitz__u64_load(&w->seq, BLITZ__RELAXED);
         }
@@ -20391,7 +20975,7 @@ BLITZ_API uint64_t blitz_watch_read(const blitz_watch *w, void *out) {
             blitz__cpu_relax();
         } else {
             spins = 0;
-            sched_yield();
+            blitz__yield();
         }
     }
 }
@@ -20590,6 +21174,8 @@ BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx) {
 /* Sockets: creation (TCP listeners, UDP, Unix stream / datagram), options,
  * addresses, shutdown. The transfers are ops (io_driver.c). */
 /* src/io/io.h already included */
+
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 static int blitz__errno_rc(void) {
     return blitz__from_errno(errno);
@@ -21140,6 +21726,8 @@ BLITZ_API blitz_op blitz_op_fd_writable(blitz_io *io, blitz_socket *s) {
     BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_FD_WRITABLE, s, NULL, 0, NULL, 0);
 }
+
+#endif /* BLITZ__HAS_IO */
 /* ====[ END src/net/sock.c ]=============================================== */
 /* ====[ BEGIN src/net/dns.c ]============================================== */
 /* >>net/dns */
@@ -21148,6 +21736,8 @@ BLITZ_API blitz_op blitz_op_fd_writable(blitz_io *io, blitz_socket *s) {
  * one block and a lookup abandoned by its task is freed by the thread that
  * finishes it (the op's discard). */
 /* src/io/io.h already included */
+
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 _Static_assert(sizeof(struct sockaddr_in6) <= sizeof(((blitz_resolved_addr *)0)->addr.bytes),
                "a resolved address holds an IPv6 socket address");
@@ -21305,12 +21895,16 @@ BLITZ_API blitz_op blitz_op_dns_resolve(blitz_dns_op *op, const char *host, uint
     }
     return blitz_op_make(blitz__dns_value_poll, blitz_dns_cancel, op);
 }
+
+#endif /* BLITZ__HAS_IO */
 /* ====[ END src/net/dns.c ]================================================ */
 /* ====[ BEGIN src/net/connect_host.c ]===================================== */
 /* >>net/connect_host */
 /* Connecting by host name: a DNS lookup on the blocking pool, then one
  * connect attempt per address, in the resolver's order. */
 /* src/io/io.h already included */
+
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 #define BLITZ__CONNECT_IDLE       0
 #define BLITZ__CONNECT_RESOLVING  1
@@ -21408,6 +22002,8 @@ BLITZ_API blitz_op blitz_op_tcp_connect_host(blitz_connect_op *op, const char *h
     }
     return blitz_op_make(blitz__connect_host_value_poll, blitz_tcp_connect_host_cancel, op);
 }
+
+#endif /* BLITZ__HAS_IO */
 /* ====[ END src/net/connect_host.c ]======================================= */
 /* ########################################################################## */
 /* LAYER os: files, signals, processes, streams                              */
@@ -21427,6 +22023,8 @@ BLITZ_API blitz_op blitz_op_tcp_connect_host(blitz_connect_op *op, const char *h
  * (or the ring's completion) frees the copy when it is done; a cancel
  * that takes the op out of the queue frees it instead. */
 /* src/io/io.h already included */
+
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 enum {
     BLITZ__FS_OPEN = 1,
@@ -22618,6 +23216,8 @@ BLITZ_API blitz_op blitz_op_fs_link(blitz_fs_op *op, const char *from, const cha
 BLITZ_API blitz_op blitz_op_fs_fallocate(blitz_fs_op *op, int fd, uint64_t offset, uint64_t len) {
     return blitz__fs_value(op, BLITZ__FSC_FALLOCATE, fd, NULL, NULL, (size_t)len, offset);
 }
+
+#endif /* BLITZ__HAS_IO */
 /* ====[ END src/os/fs.c ]================================================== */
 /* ====[ BEGIN src/os/fs_job.c ]============================================ */
 /* >>os/fs_job */
@@ -22633,6 +23233,7 @@ BLITZ_API blitz_op blitz_op_fs_fallocate(blitz_fs_op *op, int fd, uint64_t offse
  * function: a temporary file is closed and removed, a directory batch
  * freed. */
 /* src/io/io.h already included */
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 typedef struct blitz__fsx_rec blitz__fsx_rec;
 
@@ -22783,6 +23384,8 @@ static void blitz__fsx_value_set(blitz_fs_op *op, int call, int fd, const char *
     op->blitz__nvec = 0;
     op->blitz__md = NULL;
 }
+
+#endif /* BLITZ__HAS_IO */
 /* ====[ END src/os/fs_job.c ]============================================== */
 /* ====[ BEGIN src/os/fs_meta.c ]=========================================== */
 /* >>os/fs_meta */
@@ -22791,6 +23394,7 @@ static void blitz__fsx_value_set(blitz_fs_op *op, int call, int fd, const char *
  * reads: each one system call (or a short loop of them) on a pool thread,
  * through fs_job.c's record. */
 /* src/io/io.h already included */
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 static int64_t blitz__fsm_seek(blitz__fsx_rec *r) {
     off_t at = lseek(r->fd, (off_t)r->a, r->how);
@@ -23110,6 +23714,8 @@ BLITZ_API blitz_op blitz_op_fs_statfs(blitz_fs_op *op, const char *path, blitz_f
 BLITZ_API blitz_op blitz_op_fs_read_file_limit(blitz_fs_op *op, const char *path, size_t max) {
     return blitz__fsm_value(op, BLITZ__FSM_READ_FILE_LIMIT, -1, path, 0, (uint64_t)max, 0);
 }
+
+#endif /* BLITZ__HAS_IO */
 /* ====[ END src/os/fs_meta.c ]============================================= */
 /* ====[ BEGIN src/os/fs_tree.c ]=========================================== */
 /* >>os/fs_tree */
@@ -23119,6 +23725,7 @@ BLITZ_API blitz_op blitz_op_fs_read_file_limit(blitz_fs_op *op, const char *path
  * copy leaves a partial destination, a cancelled removal part of the
  * tree, as an interrupted cp or rm would. */
 /* src/io/io.h already included */
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 #define BLITZ__FST_CHUNK ((size_t)1 << 20) /* bytes copied between give-up checks */
 #define BLITZ__FST_BUF   ((size_t)64 * 1024)
@@ -23442,6 +24049,8 @@ BLITZ_API blitz_op blitz_op_fs_copy_file(blitz_fs_op *op, const char *from, cons
 BLITZ_API blitz_op blitz_op_fs_remove_all(blitz_fs_op *op, const char *path) {
     return blitz__fst_value(op, BLITZ__FST_REMOVE_ALL, path, NULL);
 }
+
+#endif /* BLITZ__HAS_IO */
 /* ====[ END src/os/fs_tree.c ]============================================= */
 /* ====[ BEGIN src/os/fs_dir.c ]============================================ */
 /* >>os/fs_dir */
@@ -23456,6 +24065,7 @@ BLITZ_API blitz_op blitz_op_fs_remove_all(blitz_fs_op *op, const char *path) {
  * read after a cancelled one that is still running gets BLITZ_EBUSY
  * instead of sharing the DIR stream with that thread. */
 /* src/io/io.h already included */
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 #define BLITZ__FSD_BATCH     64u
 #define BLITZ__FSD_MAX_BATCH 4096u
@@ -23630,6 +24240,8 @@ BLITZ_API blitz_op blitz_op_fs_readdir(blitz_fs_op *op, blitz_fs_dir *dir, size_
     }
     return blitz_op_make(blitz__fsd_value_poll, blitz_fs_cancel, op);
 }
+
+#endif /* BLITZ__HAS_IO */
 /* ====[ END src/os/fs_dir.c ]============================================== */
 /* ====[ BEGIN src/os/signal.c ]============================================ */
 /* >>os/signal */
@@ -23650,6 +24262,8 @@ BLITZ_API blitz_op blitz_op_fs_readdir(blitz_fs_op *op, blitz_fs_dir *dir, size_
  * and wakes their waiting tasks. `lock` also guards the listener list and
  * the per-signal handler reference counts. */
 /* src/io/io.h already included */
+
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 #define BLITZ__SIG_MAX 64
 
@@ -23944,6 +24558,8 @@ BLITZ__OP_ADAPTER(blitz__signal_value_poll, blitz_signal, s, blitz_signal_recv(c
 BLITZ_API blitz_op blitz_op_signal_recv(blitz_signal *s) {
     return blitz_op_make(blitz__signal_value_poll, blitz_signal_cancel, s);
 }
+
+#endif /* BLITZ__HAS_IO */
 /* ====[ END src/os/signal.c ]============================================== */
 /* ====[ BEGIN src/os/process.c ]=========================================== */
 /* >>os/process */
@@ -23969,6 +24585,8 @@ BLITZ_API blitz_op blitz_op_signal_recv(blitz_signal *s) {
  * handler (blitz's counting one included) runs in the child before it has
  * reset them. exec failures travel back through a close-on-exec pipe. */
 /* src/io/io.h already included */
+
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 extern char **environ;
 
@@ -24707,12 +25325,16 @@ BLITZ_API blitz_op blitz_op_process_output(blitz_output_op *op, const blitz_comm
     }
     return blitz_op_make(blitz__output_value_poll, blitz_process_output_cancel, op);
 }
+
+#endif /* BLITZ__HAS_IO */
 /* ====[ END src/os/process.c ]============================================= */
 /* ====[ BEGIN src/os/stream.c ]============================================ */
 /* >>os/stream */
 /* Byte streams: the stream vtables over sockets, descriptors and files;
  * the buffered reader and writer; copy with splice / sendfile. */
 /* src/io/io.h already included */
+
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 #define BLITZ__READER_DEFAULT ((size_t)8192)
 #define BLITZ__COPY_BUF       ((size_t)64 * 1024)
@@ -25767,6 +26389,8 @@ BLITZ__OP_ADAPTER(blitz__op_copy_poll, blitz_copy, c, blitz_copy_run(cx, c))
 BLITZ_API blitz_op blitz_op_copy(blitz_copy *c) {
     return blitz_op_make(blitz__op_copy_poll, blitz_copy_cancel, c);
 }
+
+#endif /* BLITZ__HAS_IO */
 /* ====[ END src/os/stream.c ]============================================== */
 /* ########################################################################## */
 /* LAYER runtime: the runtime's life: creation, run, graceful shutdown, metrics, observation */
@@ -25789,6 +26413,8 @@ BLITZ_API blitz_op blitz_op_copy(blitz_copy *c) {
  * its drop when the task never ran, and the acceptor when the spawn
  * fails. So the user never closes a served socket. */
 /* src/io/io.h already included */
+
+#if BLITZ__HAS_IO /* sockets: POSIX only until the IOCP backend (platform.h) */
 
 #define BLITZ__SERVE_ACCEPT  0
 #define BLITZ__SERVE_BACKOFF 1
@@ -25957,6 +26583,16 @@ BLITZ_API int blitz_serve(blitz_shutdown *sd, const blitz_serve_opts *opts) {
     o.cancel = blitz__serve_cancel;
     return blitz_shutdown_spawn_ex(sd, &o);
 }
+
+#endif /* BLITZ__HAS_IO */
+
+#if !BLITZ__HAS_IO
+/* No sockets, so no acceptor task (shutdown.c asks). */
+BLITZ_PRIVATE int blitz__serve_is_acceptor(blitz_task *h) {
+    (void)h;
+    return 0;
+}
+#endif
 /* ====[ END src/runtime/serve.c ]========================================== */
 /* ====[ BEGIN src/runtime/shutdown.c ]===================================== */
 /* >>runtime/shutdown */
@@ -26004,6 +26640,13 @@ BLITZ_API int blitz_shutdown_new(blitz_runtime *rt, const blitz_shutdown_opts *o
             return BLITZ_EINVAL;
         }
     }
+#if !BLITZ__HAS_IO
+    /* No signals API here yet (console control events will be it). */
+    if (n > 0) {
+        blitz_shutdown_free(sd);
+        return BLITZ_EOPNOTSUPP;
+    }
+#else
     for (int i = 0; i < n; i++) {
         int rc = sd->has_sig ? blitz_signal_add(&sd->sig, sigs[i])
                              : blitz_signal_init(&sd->sig, sigs[i]);
@@ -26013,6 +26656,7 @@ BLITZ_API int blitz_shutdown_new(blitz_runtime *rt, const blitz_shutdown_opts *o
         }
         sd->has_sig = 1;
     }
+#endif
     *out = sd;
     return BLITZ_OK;
 }
@@ -26142,8 +26786,10 @@ BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op,
         case BLITZ__SD_WAIT: {
             size_t n = 1;
             op->blitz__ops[0] = blitz_op_cancel_token_wait(&op->blitz__tw, &sd->token);
+#if BLITZ__HAS_IO
             if (sd->has_sig)
                 op->blitz__ops[n++] = blitz_op_signal_recv(&sd->sig);
+#endif
             if (blitz_race(cx, &op->blitz__combo, op->blitz__ops, n) == BLITZ_PENDING)
                 return blitz__pending(cx, blitz_shutdown_run_cancel, op);
             if (op->blitz__combo.winner == 1)
@@ -26259,8 +26905,10 @@ BLITZ_API void blitz_shutdown_run_cancel(blitz_cx *cx, void *p) {
 BLITZ_API int blitz_shutdown_free(blitz_shutdown *sd) {
     if (!sd)
         return BLITZ_EINVAL;
+#if BLITZ__HAS_IO
     if (sd->has_sig)
         blitz_signal_deinit(&sd->sig);
+#endif
     for (size_t i = 0; i < sd->ntasks; i++) {
         blitz_task_cancel(sd->tasks[i]);
         blitz_task_release(&sd->tasks[i]);
@@ -26320,8 +26968,7 @@ static void blitz__out_flush(blitz__dump_out *o) {
     o->len = 0;
 }
 
-static void blitz__out(blitz__dump_out *o, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static void blitz__out(blitz__dump_out *o, const char *fmt, ...) BLITZ__PRINTF(2, 3);
 static void blitz__out(blitz__dump_out *o, const char *fmt, ...) {
     for (int tries = 0; tries < 2; tries++) {
         va_list ap;
@@ -26444,16 +27091,18 @@ static void blitz__describe_wait(blitz_runtime *rt, blitz_cancel_fn cancel, void
         {blitz_oneshot_cancel, "oneshot"},
         {blitz_broadcast_cancel, "broadcast"},
         {blitz_watch_cancel, "watch"},
+#if BLITZ__HAS_IO
         {blitz_signal_cancel, "signal"},
         {blitz_process_wait_cancel, "process"},
         {blitz_process_output_cancel, "process"},
         {blitz_fs_cancel, "file"},
         {blitz_dns_cancel, "dns"},
         {blitz_tcp_connect_host_cancel, "connect"},
-        {blitz_spawn_blocking_cancel, "blocking"},
         {blitz_reader_cancel, "stream"},
         {blitz_writer_cancel, "stream"},
         {blitz_copy_cancel, "stream"},
+#endif
+        {blitz_spawn_blocking_cancel, "blocking"},
         {blitz_group_next_cancel, "task_group"},
         {blitz__combo_withdraw, "combinator"},
         {blitz_shutdown_run_cancel, "shutdown"},
@@ -26468,6 +27117,7 @@ static void blitz__describe_wait(blitz_runtime *rt, blitz_cancel_fn cancel, void
         v->wait_kind = cancel == blitz_timer_cancel ? "timer" : "timeout";
         snprintf(v->wait, sizeof v->wait, "%s due in %lld ms", v->wait_kind,
                  (long long)(in / 1000000));
+#if BLITZ__HAS_IO
     } else if (cancel == blitz_io_cancel) {
         const blitz_io *io = (const blitz_io *)op;
         uint32_t k = io->blitz__kind;
@@ -26478,6 +27128,7 @@ static void blitz__describe_wait(blitz_runtime *rt, blitz_cancel_fn cancel, void
         v->wait_kind = "socket";
         snprintf(v->wait, sizeof v->wait, "socket fd %d %s",
                  io->blitz__sock ? io->blitz__sock->fd : -1, what);
+#endif
     } else if (cancel == blitz_chan_cancel) {
         v->wait_kind = "channel";
         snprintf(v->wait, sizeof v->wait, "channel %p",
@@ -26851,7 +27502,7 @@ struct blitz__stall {
     uint32_t nslots;
     blitz__atomic_u32 stop;
     blitz__parker parker;
-    pthread_t thread;
+    blitz__thread thread;
     void *slots_raw;
 };
 
@@ -26930,14 +27581,14 @@ BLITZ_PRIVATE int blitz__stall_start(blitz_runtime *rt, const blitz_config *c) {
     blitz__parker_init(&st->parker);
     rt->stall_slots = slots;
     rt->stall = st;
-    int err = pthread_create(&st->thread, NULL, blitz__stall_main, st);
+    int err = blitz__thread_start(&st->thread, blitz__stall_main, st);
     if (err) {
         rt->stall_slots = NULL;
         rt->stall = NULL;
         blitz__parker_destroy(&st->parker);
         blitz__free(st->slots_raw);
         blitz__free(st);
-        return blitz__from_errno(err);
+        return err;
     }
     return BLITZ_OK;
 }
@@ -26950,7 +27601,7 @@ BLITZ_PRIVATE void blitz__stall_stop(blitz_runtime *rt) {
         return;
     blitz__u32_store(&st->stop, 1, BLITZ__RELEASE);
     blitz__parker_unpark(&st->parker);
-    pthread_join(st->thread, NULL);
+    blitz__thread_join(st->thread);
 }
 
 BLITZ_PRIVATE void blitz__stall_free(blitz_runtime *rt) {
@@ -27140,7 +27791,7 @@ BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt) {
      * blocks, before the queue closes: no block is left half made or
      * being given back when the sweep comes. They may need start_lock. */
     while (blitz__u32_load(&rt->spawning, BLITZ__ACQUIRE))
-        sched_yield();
+        blitz__yield();
     blitz__mutex_lock(&rt->start_lock);
     if (rt->shutdown_done) {
         blitz__mutex_unlock(&rt->start_lock);
@@ -27153,16 +27804,16 @@ BLITZ_API int blitz_runtime_shutdown(blitz_runtime *rt) {
         blitz__idle_unpark_all(rt);
         for (uint32_t i = 0; i < rt->num_workers; i++)
             if (rt->workers[i].started)
-                pthread_join(rt->workers[i].thread, NULL);
+                blitz__thread_join(rt->workers[i].thread);
     }
     if (rt->ct) {
         while (blitz__u32_load(&rt->ct->driving, BLITZ__ACQUIRE)) {
             blitz__parker_unpark(&rt->ct->parker);
-            sched_yield();
+            blitz__yield();
         }
     }
     while (blitz__u32_load(&rt->external_running, BLITZ__ACQUIRE))
-        sched_yield();
+        blitz__yield();
     /* No poll runs any more: nothing left to watch, and every task is
      * where it stopped, for the leak report. */
     blitz__stall_stop(rt);
@@ -27225,7 +27876,7 @@ BLITZ_API int blitz_runtime_free(blitz_runtime *rt) {
      * wakers it holds, and both stay invalid after this. */
     uint64_t start = blitz__now_ns();
     while (blitz__blocks_in_flight(rt) && blitz__now_ns() - start < BLITZ__FREE_GRACE_NS)
-        sched_yield();
+        blitz__yield();
     blitz__io_destroy(rt);
     blitz__block_walk(rt, blitz__final_drop);
     blitz__pool_free_records(rt);
@@ -27415,8 +28066,7 @@ typedef struct {
     int rc;
 } blitz__expo;
 
-static void blitz__expo_put(blitz__expo *e, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static void blitz__expo_put(blitz__expo *e, const char *fmt, ...) BLITZ__PRINTF(2, 3);
 static void blitz__expo_put(blitz__expo *e, const char *fmt, ...) {
     if (e->rc)
         return;

@@ -637,6 +637,7 @@ BLITZ_TEST(metrics_format_fresh) {
     return 0;
 }
 
+#if !defined(_WIN32) /* sockets: not on Windows yet */
 /* ---- I/O counts ------------------------------------------------------------ */
 
 typedef struct {
@@ -685,3 +686,4 @@ BLITZ_TEST(metrics_io_connect_epoll) {
 BLITZ_TEST(metrics_io_connect_poll) {
     return metrics_io_connect(BLITZ_BACKEND_POLL);
 }
+#endif

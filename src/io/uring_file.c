@@ -19,6 +19,7 @@
  *             INFLIGHT -> INFLIGHT|ABANDONED; a record already DONE is the
  *             caller's to free. */
 #include "io.h"
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 #define BLITZ__UF_INFLIGHT  1u
 #define BLITZ__UF_DONE      2u
@@ -314,3 +315,5 @@ BLITZ_PRIVATE void blitz__ufile_stat(const blitz__ufile *u, struct stat *st) {
 }
 
 #endif
+
+#endif /* BLITZ__HAS_IO */

@@ -9,6 +9,7 @@
  * read after a cancelled one that is still running gets BLITZ_EBUSY
  * instead of sharing the DIR stream with that thread. */
 #include "../io/io.h"
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 #define BLITZ__FSD_BATCH     64u
 #define BLITZ__FSD_MAX_BATCH 4096u
@@ -183,3 +184,5 @@ BLITZ_API blitz_op blitz_op_fs_readdir(blitz_fs_op *op, blitz_fs_dir *dir, size_
     }
     return blitz_op_make(blitz__fsd_value_poll, blitz_fs_cancel, op);
 }
+
+#endif /* BLITZ__HAS_IO */

@@ -10,6 +10,7 @@
  * function: a temporary file is closed and removed, a directory batch
  * freed. */
 #include "../io/io.h"
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 typedef struct blitz__fsx_rec blitz__fsx_rec;
 
@@ -160,3 +161,5 @@ static void blitz__fsx_value_set(blitz_fs_op *op, int call, int fd, const char *
     op->blitz__nvec = 0;
     op->blitz__md = NULL;
 }
+
+#endif /* BLITZ__HAS_IO */

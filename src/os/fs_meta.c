@@ -3,6 +3,7 @@
  * reads: each one system call (or a short loop of them) on a pool thread,
  * through fs_job.c's record. */
 #include "../io/io.h"
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 static int64_t blitz__fsm_seek(blitz__fsx_rec *r) {
     off_t at = lseek(r->fd, (off_t)r->a, r->how);
@@ -322,3 +323,5 @@ BLITZ_API blitz_op blitz_op_fs_statfs(blitz_fs_op *op, const char *path, blitz_f
 BLITZ_API blitz_op blitz_op_fs_read_file_limit(blitz_fs_op *op, const char *path, size_t max) {
     return blitz__fsm_value(op, BLITZ__FSM_READ_FILE_LIMIT, -1, path, 0, (uint64_t)max, 0);
 }
+
+#endif /* BLITZ__HAS_IO */

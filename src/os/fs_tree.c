@@ -4,6 +4,7 @@
  * copy leaves a partial destination, a cancelled removal part of the
  * tree, as an interrupted cp or rm would. */
 #include "../io/io.h"
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 #define BLITZ__FST_CHUNK ((size_t)1 << 20) /* bytes copied between give-up checks */
 #define BLITZ__FST_BUF   ((size_t)64 * 1024)
@@ -327,3 +328,5 @@ BLITZ_API blitz_op blitz_op_fs_copy_file(blitz_fs_op *op, const char *from, cons
 BLITZ_API blitz_op blitz_op_fs_remove_all(blitz_fs_op *op, const char *path) {
     return blitz__fst_value(op, BLITZ__FST_REMOVE_ALL, path, NULL);
 }
+
+#endif /* BLITZ__HAS_IO */

@@ -353,7 +353,7 @@ static inline void blitz__paused_poll_end(blitz_runtime *rt) {
 
 static void blitz__worker_poll(blitz__worker *w, blitz__task *t, blitz__context *ctx) {
     if (BLITZ__CHAOS(16))
-        sched_yield();
+        blitz__yield();
     blitz__paused_poll_begin(w->rt);
     if (blitz__task_run(t, ctx))
         BLITZ__STAT(blitz__u64_bump(&w->counters.polled, 1));
