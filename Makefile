@@ -31,7 +31,7 @@ TEST_DEFS  := -DBLITZ_TEST_HEADER='"$(DEV_HEADER)"'
 
 .PHONY: all amalgamate check-amalgamation check-layout test test-quick test-gcc test-clang test-tsan \
         test-asan test-small-queue test-cxx test-misuse test-stress test-kqueue test-macos test-windows \
-        model-check model-check-quick model-check-mutants examples api-programs run bench \
+        model-check model-check-quick model-check-mutants fuzz fuzz-quick examples api-programs run bench \
         bench-compare bench-peers bench-ceiling format clean soak fault-inject test-chaos \
         test-fault-quick
 
@@ -150,6 +150,28 @@ test-fault-quick: $(BUILD)/blitz_tests_fault $(BUILD)/fault/examples/hello \
                   $(BUILD)/fault/examples/udp_echo
 	$(PYTHON) tools/fault_sweep.py --quick --tests $(BUILD)/blitz_tests_fault \
 	  --examples $(BUILD)/fault/examples
+
+# --- fuzzing -------------------------------------------------------------------
+
+# libFuzzer targets (tests/fuzz/fuzz_*.c, clang only): the timer wheel,
+# the channel and the semaphore against models, and the address parsers.
+# fuzz-quick, a stage of make test, gives each a few seconds after its
+# regression corpus; fuzz runs each for FUZZ_SECONDS.
+FUZZ_CC ?= clang
+FUZZ_FLAGS := -std=c11 -Wall -Wextra -Wpedantic -Werror -g -O1 -D_GNU_SOURCE -pthread \
+              -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_SECONDS ?= 60
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_input.h blitz.h
+	@mkdir -p $(BUILD)/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) $< -o $@ $(LDLIBS)
+
+fuzz: $(FUZZ_BINS)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash tools/fuzz_run.sh $(FUZZ_BINS)
+
+fuzz-quick: $(FUZZ_BINS)
+	FUZZ_SECONDS=4 bash tools/fuzz_run.sh $(FUZZ_BINS)
 
 # --- model checking ------------------------------------------------------------
 
@@ -288,7 +310,7 @@ check-layout:
 
 TEST_STAGES := check-amalgamation check-layout examples test-cxx test-misuse model-check-quick \
                test-gcc test-clang test-small-queue test-tsan test-asan test-kqueue test-macos \
-               test-fault-quick \
+               test-fault-quick fuzz-quick \
                test-windows
 
 # Every stage runs even when one fails; one line per stage, then the total.
