@@ -74,7 +74,11 @@ static void blitz__time_update_hint(blitz_runtime *rt) {
 }
 
 #define BLITZ__WHERE_FIRING (BLITZ__WHEEL_NOT_IN_WHEEL - 1)
-#define BLITZ__WAKE_BATCH   64
+/* Timers fired per hold of the lock (the model check makes it 1, so that
+ * a cancel meets a timer still in the firing list). */
+#ifndef BLITZ__WAKE_BATCH
+#define BLITZ__WAKE_BATCH 64
+#endif
 
 static blitz_timer *blitz__timer_of(blitz__timer_entry *e) {
     return (blitz_timer *)(void *)((char *)e - offsetof(blitz_timer, blitz__entry));

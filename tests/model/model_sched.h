@@ -7,6 +7,7 @@
 #include "model.h"
 #define BLITZ_STATIC 1
 #include "api/blitz_api.h"
+#include "model_mutex.h"
 
 #ifndef BLITZ_LOCAL_QUEUE_CAPACITY
 #define BLITZ_LOCAL_QUEUE_CAPACITY 4
@@ -17,23 +18,6 @@ typedef struct blitz_task {
     struct blitz_task *next;
     int id;
 } blitz__task;
-
-typedef struct {
-    rl::mutex m;
-} blitz__mutex;
-static int blitz__mutex_init(blitz__mutex *m) {
-    (void)m;
-    return 0;
-}
-static void blitz__mutex_destroy(blitz__mutex *m) {
-    (void)m;
-}
-static void blitz__mutex_lock(blitz__mutex *m) {
-    m->m.lock($);
-}
-static void blitz__mutex_unlock(blitz__mutex *m) {
-    m->m.unlock($);
-}
 
 typedef struct blitz__local_queue {
     blitz__atomic_u32 head;

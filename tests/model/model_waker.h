@@ -82,9 +82,14 @@ static int blitz_waker_will_wake(const model_slot<blitz_waker> *a, const blitz_w
     return blitz_waker_will_wake(&w, b);
 }
 
-/* The poll context: the task's borrowed waker. */
+/* The poll context: the task's borrowed waker (and what a check adds:
+ * MODEL_CX_FIELDS). */
+#ifndef MODEL_CX_FIELDS
+#define MODEL_CX_FIELDS
+#endif
 struct blitz_cx {
     blitz_waker waker;
+    MODEL_CX_FIELDS
 };
 static blitz_waker blitz_cx_waker(blitz_cx *cx) {
     return cx->waker;
