@@ -18,7 +18,6 @@
 
 #define BLITZ__CORE_H
 #define BLITZ__HAS_FUTEX 0 /* the word lock is the portable TTAS lock */
-#define sched_yield()    rl::yield(1, $)
 #include "sync/semaphore.c"
 
 struct sem_env {

@@ -141,6 +141,7 @@ static inline int model_cas(model_atomic<T> *a, T *expected, X desired, int o, b
     model_store((a), model_load((a), BLITZ__RELAXED, $) + (n), BLITZ__RELEASE, $)
 #define blitz__fence_seq_cst() rl::atomic_thread_fence(rl::mo_seq_cst, $)
 #define blitz__cpu_relax()     rl::yield(1, $)
+#define blitz__yield()         rl::yield(1, $) /* the platform's thread yield */
 
 /* ---- what base.h gives every module ----------------------------------------- */
 
