@@ -9172,7 +9172,11 @@ static void blitz__time_update_hint(blitz_runtime *rt) {
 }
 
 #define BLITZ__WHERE_FIRING (BLITZ__WHEEL_NOT_IN_WHEEL - 1)
-#define BLITZ__WAKE_BATCH   64
+/* Timers fired per hold of the lock (the model check makes it 1, so that
+ * a cancel meets a timer still in the firing list). */
+#ifndef BLITZ__WAKE_BATCH
+#define BLITZ__WAKE_BATCH 64
+#endif
 
 static blitz_timer *blitz__timer_of(blitz__timer_entry *e) {
     return (blitz_timer *)(void *)((char *)e - offsetof(blitz_timer, blitz__entry));
@@ -23083,20 +23087,28 @@ static blitz_poll blitz__fs_value_poll(blitz_cx *cx, void *arg) {
     }
 }
 
+/* The arguments of a value form, kept in the op and read at each poll
+ * (the flags and mode, where a call has them, are set apart). */
+BLITZ_PRIVATE void blitz__fs_value_set(blitz_fs_op *op, int call, int fd, const char *path,
+                                       const char *path2, const void *buf, size_t len, uint64_t off,
+                                       int64_t off2) {
+    op->blitz__call = call;
+    op->blitz__fd = fd;
+    op->blitz__path = path;
+    op->blitz__path2 = path2;
+    op->blitz__buf = buf;
+    op->blitz__len = len;
+    op->blitz__off = off;
+    op->blitz__off2 = off2;
+    op->blitz__vec = NULL;
+    op->blitz__nvec = 0;
+    op->blitz__md = NULL;
+}
+
 static blitz_op blitz__fs_value(blitz_fs_op *op, int call, int fd, const char *path,
                                 const void *buf, size_t len, uint64_t off) {
-    if (op) {
-        op->blitz__call = call;
-        op->blitz__fd = fd;
-        op->blitz__path = path;
-        op->blitz__buf = buf;
-        op->blitz__len = len;
-        op->blitz__off = off;
-        op->blitz__path2 = NULL;
-        op->blitz__vec = NULL;
-        op->blitz__nvec = 0;
-        op->blitz__md = NULL;
-    }
+    if (op)
+        blitz__fs_value_set(op, call, fd, path, NULL, buf, len, off, 0);
     return blitz_op_make(blitz__fs_value_poll, blitz_fs_cancel, op);
 }
 
@@ -23371,18 +23383,8 @@ static void blitz__fsx_value_set(blitz_fs_op *op, int call, int fd, const char *
                                  const char *path2, uint32_t mode, uint64_t off, int64_t off2) {
     if (!op)
         return;
-    op->blitz__call = call;
-    op->blitz__fd = fd;
-    op->blitz__path = path;
-    op->blitz__path2 = path2;
+    blitz__fs_value_set(op, call, fd, path, path2, NULL, 0, off, off2);
     op->blitz__mode = mode;
-    op->blitz__off = off;
-    op->blitz__off2 = off2;
-    op->blitz__buf = NULL;
-    op->blitz__len = 0;
-    op->blitz__vec = NULL;
-    op->blitz__nvec = 0;
-    op->blitz__md = NULL;
 }
 
 #endif /* BLITZ__HAS_IO */

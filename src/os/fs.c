@@ -1071,20 +1071,28 @@ static blitz_poll blitz__fs_value_poll(blitz_cx *cx, void *arg) {
     }
 }
 
+/* The arguments of a value form, kept in the op and read at each poll
+ * (the flags and mode, where a call has them, are set apart). */
+BLITZ_PRIVATE void blitz__fs_value_set(blitz_fs_op *op, int call, int fd, const char *path,
+                                       const char *path2, const void *buf, size_t len, uint64_t off,
+                                       int64_t off2) {
+    op->blitz__call = call;
+    op->blitz__fd = fd;
+    op->blitz__path = path;
+    op->blitz__path2 = path2;
+    op->blitz__buf = buf;
+    op->blitz__len = len;
+    op->blitz__off = off;
+    op->blitz__off2 = off2;
+    op->blitz__vec = NULL;
+    op->blitz__nvec = 0;
+    op->blitz__md = NULL;
+}
+
 static blitz_op blitz__fs_value(blitz_fs_op *op, int call, int fd, const char *path,
                                 const void *buf, size_t len, uint64_t off) {
-    if (op) {
-        op->blitz__call = call;
-        op->blitz__fd = fd;
-        op->blitz__path = path;
-        op->blitz__buf = buf;
-        op->blitz__len = len;
-        op->blitz__off = off;
-        op->blitz__path2 = NULL;
-        op->blitz__vec = NULL;
-        op->blitz__nvec = 0;
-        op->blitz__md = NULL;
-    }
+    if (op)
+        blitz__fs_value_set(op, call, fd, path, NULL, buf, len, off, 0);
     return blitz_op_make(blitz__fs_value_poll, blitz_fs_cancel, op);
 }
 

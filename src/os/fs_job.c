@@ -148,18 +148,8 @@ static void blitz__fsx_value_set(blitz_fs_op *op, int call, int fd, const char *
                                  const char *path2, uint32_t mode, uint64_t off, int64_t off2) {
     if (!op)
         return;
-    op->blitz__call = call;
-    op->blitz__fd = fd;
-    op->blitz__path = path;
-    op->blitz__path2 = path2;
+    blitz__fs_value_set(op, call, fd, path, path2, NULL, 0, off, off2);
     op->blitz__mode = mode;
-    op->blitz__off = off;
-    op->blitz__off2 = off2;
-    op->blitz__buf = NULL;
-    op->blitz__len = 0;
-    op->blitz__vec = NULL;
-    op->blitz__nvec = 0;
-    op->blitz__md = NULL;
 }
 
 #endif /* BLITZ__HAS_IO */
