@@ -9,6 +9,8 @@
  * files_pread4k_qd1_<backend>: one task, READS_QD1 reads in a row.
  * files_pread4k_qd64_<backend>: 64 tasks, READS_QD64 reads each, all at
  *   once (64 reads in flight).
+ * files_pread4k_floor: the physical floor, the qd1 reads as plain pread(2)
+ *   calls in one thread, no runtime.
  * Offsets: 4 KiB-aligned, from a 64-bit LCG per task (seeded by the task's
  * index), generated inside the task. Timed: spawning the tasks until the
  * last one finished; emitted as ns per read (median of RUNS runs, after
@@ -74,6 +76,19 @@ static double run_once(blitz_runtime *rt, int fd, int tasks, long n) {
     return (double)(bench_now_ns() - start);
 }
 
+/* The same reads as one qd1 reader, as plain system calls: the elapsed ns. */
+static double run_floor(int fd, long n) {
+    static char buf[BLOCK];
+    uint64_t seed = 1, start = bench_now_ns();
+    for (long i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        off_t off = (off_t)(((seed >> 33) % (FILE_BYTES / BLOCK)) * BLOCK);
+        if (pread(fd, buf, BLOCK, off) != (ssize_t)BLOCK)
+            bench_die("pread");
+    }
+    return (double)(bench_now_ns() - start);
+}
+
 static int wanted(int argc, char **argv, const char *name) {
     if (argc < 2)
         return 1;
@@ -108,7 +123,15 @@ int main(int argc, char **argv) {
         long n;
         const char *name;
     } shapes[] = {{1, READS_QD1, "qd1"}, {64, READS_QD64, "qd64"}};
-    double median[2][2] = {{0, 0}, {0, 0}};
+    double median[2][2] = {{0, 0}, {0, 0}}, floor_ns = 0;
+    if (wanted(argc, argv, "files_pread4k_floor")) {
+        double samples[RUNS];
+        (void)run_floor(fd, READS_QD1);
+        for (int r = 0; r < RUNS; r++)
+            samples[r] = run_floor(fd, READS_QD1);
+        bench_emit_ns_per_op("files_pread4k_floor", samples, RUNS, READS_QD1);
+        floor_ns = bench_median(samples, RUNS) / (double)READS_QD1;
+    }
     for (size_t b = 0; b < 2; b++) {
         blitz_config cfg;
         memset(&cfg, 0, sizeof cfg);
@@ -139,6 +162,10 @@ int main(int argc, char **argv) {
         if (median[0][k] > 0 && median[1][k] > 0)
             fprintf(stderr, "# files_pread4k_%s: io_uring / pool = %.3f\n", shapes[k].name,
                     median[0][k] / median[1][k]);
+    for (size_t b = 0; b < 2; b++)
+        if (median[b][0] > 0 && floor_ns > 0)
+            fprintf(stderr, "# files_pread4k_qd1_%s / floor = %.2f\n", backends[b].name,
+                    median[b][0] / floor_ns);
     close(fd);
     return 0;
 }
