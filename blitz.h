@@ -3552,7 +3552,9 @@ BLITZ_API blitz_op blitz_op_sock_send_to(blitz_io *io, blitz_socket *s, const vo
 BLITZ_API blitz_op blitz_op_sock_recv_from(blitz_io *io, blitz_socket *s, void *buf, size_t len,
                                            blitz_addr *from);
 /* Multicast group membership (IPv4 or IPv6 group; interface: an IPv4
- * address literal or NULL for any / an IPv6 interface index as text). */
+ * address literal or NULL for any / an IPv6 interface index as text,
+ * digits only, or NULL for any). BLITZ_EINVAL for a bad group or
+ * interface. */
 BLITZ_API int blitz_udp_join_multicast(blitz_socket *s, const char *group, const char *iface);
 BLITZ_API int blitz_udp_leave_multicast(blitz_socket *s, const char *group, const char *iface);
 BLITZ_API int blitz_udp_set_multicast_loop(blitz_socket *s, int on);
@@ -9931,6 +9933,7 @@ typedef struct blitz__io {
 
 #if BLITZ__HAS_IO
 /* Backends (each in its own file, stubs when compiled out). */
+BLITZ_PRIVATE int blitz__parse_index(const char *s, uint32_t *out);
 BLITZ_PRIVATE int blitz__addr_valid(const blitz_addr *a);
 BLITZ_PRIVATE void blitz__addr_set_from(blitz_addr *a, uint32_t namelen, int family);
 
@@ -10039,6 +10042,24 @@ BLITZ_PRIVATE void blitz__ufile_stat(const blitz__ufile *u, struct stat *st);
 _Static_assert(sizeof(((blitz_addr *)0)->u.bytes) >= sizeof(struct sockaddr_storage),
                "blitz_addr holds any socket address");
 
+/* An interface index or IPv6 scope as text: digits only, within 32 bits
+ * (strtoul and atoi would take a sign and spaces, and wrap or overflow).
+ * 1 on success. */
+BLITZ_PRIVATE int blitz__parse_index(const char *s, uint32_t *out) {
+    uint64_t id = 0;
+    if (!*s)
+        return 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return 0;
+        id = id * 10u + (uint64_t)(*s - '0');
+        if (id > UINT32_MAX)
+            return 0;
+    }
+    *out = (uint32_t)id;
+    return 1;
+}
+
 BLITZ_API int blitz_addr_ip(const char *ip, uint16_t port, blitz_addr *out) {
     if (!ip || !out)
         return BLITZ_EINVAL;
@@ -10065,17 +10086,8 @@ BLITZ_API int blitz_addr_ip(const char *ip, uint16_t port, blitz_addr *out) {
         if (!*z)
             goto bad;
         if (*z >= '0' && *z <= '9') {
-            /* A numeric scope: digits only, within 32 bits (strtoul would
-             * take a sign and spaces and wrap). */
-            uint64_t id = 0;
-            for (; *z; z++) {
-                if (*z < '0' || *z > '9')
-                    goto bad;
-                id = id * 10u + (uint64_t)(*z - '0');
-                if (id > UINT32_MAX)
-                    goto bad;
-            }
-            a6->sin6_scope_id = (uint32_t)id;
+            if (!blitz__parse_index(z, &a6->sin6_scope_id))
+                goto bad;
         } else {
             unsigned idx = if_nametoindex(z);
             if (!idx)
@@ -21538,7 +21550,10 @@ static int blitz__multicast(blitz_socket *s, const char *group, const char *ifac
         struct ipv6_mreq m;
         memset(&m, 0, sizeof m);
         m.ipv6mr_multiaddr = g6;
-        m.ipv6mr_interface = iface ? (unsigned)atoi(iface) : 0;
+        uint32_t idx = 0;
+        if (iface && !blitz__parse_index(iface, &idx))
+            return BLITZ_EINVAL;
+        m.ipv6mr_interface = idx;
         if (setsockopt(s->fd, IPPROTO_IPV6, join ? BLITZ__IPV6_JOIN_GROUP : BLITZ__IPV6_LEAVE_GROUP,
                        &m, sizeof m) < 0)
             return blitz__errno_rc();
