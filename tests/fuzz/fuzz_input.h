@@ -37,3 +37,44 @@ static inline uint64_t fz_bytes(fz_input *in, int n) {
         v = v << 8 | fz_u8(in);
     return v;
 }
+
+/* ---- a simulated task -------------------------------------------------------
+ * A poll context whose waker counts its wakes and its live clones, for
+ * driving async ops by hand, one poll at a time, on this thread. */
+
+typedef struct {
+    int wakes; /* since the caller last cleared it */
+    int refs;  /* clones not yet woken or dropped */
+} fz_wk;
+
+static void fz_wk_wake(const void *d) {
+    fz_wk *w = (fz_wk *)d;
+    w->wakes++;
+    w->refs--;
+}
+static void fz_wk_wake_by_ref(const void *d) {
+    ((fz_wk *)d)->wakes++;
+}
+static void fz_wk_drop(const void *d) {
+    ((fz_wk *)d)->refs--;
+}
+static blitz_waker fz_wk_clone(const void *d);
+static const blitz_waker_vtable fz_wk_vtable = {fz_wk_wake, fz_wk_wake_by_ref, fz_wk_clone,
+                                                fz_wk_drop};
+static blitz_waker fz_wk_clone(const void *d) {
+    ((fz_wk *)d)->refs++;
+    blitz_waker w = {d, &fz_wk_vtable};
+    return w;
+}
+
+typedef struct {
+    fz_wk wk;
+    blitz__context ctx;
+    blitz_cx cx;
+} fz_task;
+
+static inline void fz_task_init(fz_task *t) {
+    memset(t, 0, sizeof *t);
+    blitz_waker w = {&t->wk, &fz_wk_vtable};
+    blitz__cx_init_waker(&t->cx, &t->ctx, w);
+}
