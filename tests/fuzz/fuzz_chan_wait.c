@@ -18,7 +18,7 @@ typedef struct {
 } ch_model;
 
 typedef struct {
-    fz_task t;
+    fz_sim t;
     blitz_chan_op op;
     int pending, send;
     uint64_t value; /* to send, or received */
@@ -71,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ch_task t[CH_TASKS];
     for (int i = 0; i < CH_TASKS; i++) {
         memset(&t[i], 0, sizeof t[i]);
-        fz_task_init(&t[i].t);
+        fz_sim_init(&t[i].t);
     }
     uint64_t next_value = 1;
     for (int steps = 0; in.left && steps < 4096; steps++) {

@@ -54,11 +54,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     m.pool = fz_u8(&in) & 7;
     blitz_semaphore sem;
     FZ_CHECK(blitz_semaphore_init(&sem, (size_t)m.pool) == BLITZ_OK);
-    fz_task t[SM_TASKS];
+    fz_sim t[SM_TASKS];
     blitz_semaphore_acquire_op op[SM_TASKS];
     uint64_t held = 0; /* permits the tasks hold (released only by op 4) */
     for (int i = 0; i < SM_TASKS; i++) {
-        fz_task_init(&t[i]);
+        fz_sim_init(&t[i]);
         memset(&op[i], 0, sizeof op[i]);
     }
     for (int steps = 0; in.left && steps < 4096; steps++) {
