@@ -1193,6 +1193,13 @@ static int io_udp(blitz_backend b) {
     if (rc == BLITZ_OK)
         CHECK_OK(blitz_udp_leave_multicast(m->a, "239.1.2.3", "127.0.0.1"));
     CHECK_EQ(blitz_udp_join_multicast(m->a, "not-a-group", NULL), BLITZ_EINVAL);
+    /* An IPv6 interface index is a 32-bit decimal number, nothing else
+     * (checked before the socket is asked, so its family does not matter). */
+    CHECK_EQ(blitz_udp_join_multicast(m->a, "ff02::1", "eth0"), BLITZ_EINVAL);
+    CHECK_EQ(blitz_udp_join_multicast(m->a, "ff02::1", "-1"), BLITZ_EINVAL);
+    CHECK_EQ(blitz_udp_join_multicast(m->a, "ff02::1", "1x"), BLITZ_EINVAL);
+    CHECK_EQ(blitz_udp_join_multicast(m->a, "ff02::1", ""), BLITZ_EINVAL);
+    CHECK_EQ(blitz_udp_join_multicast(m->a, "ff02::1", "99999999999"), BLITZ_EINVAL);
     CHECK_OK(blitz_udp_set_multicast_loop(m->a, 1));
     CHECK_OK(blitz_udp_set_broadcast(m->a, 1));
     CHECK_OK(blitz_runtime_run(rt, io_udp_main_poll, m, sizeof *m));

@@ -298,7 +298,9 @@ BLITZ_API blitz_op blitz_op_sock_send_to(blitz_io *io, blitz_socket *s, const vo
 BLITZ_API blitz_op blitz_op_sock_recv_from(blitz_io *io, blitz_socket *s, void *buf, size_t len,
                                            blitz_addr *from);
 /* Multicast group membership (IPv4 or IPv6 group; interface: an IPv4
- * address literal or NULL for any / an IPv6 interface index as text). */
+ * address literal or NULL for any / an IPv6 interface index as text,
+ * digits only, or NULL for any). BLITZ_EINVAL for a bad group or
+ * interface. */
 BLITZ_API int blitz_udp_join_multicast(blitz_socket *s, const char *group, const char *iface);
 BLITZ_API int blitz_udp_leave_multicast(blitz_socket *s, const char *group, const char *iface);
 BLITZ_API int blitz_udp_set_multicast_loop(blitz_socket *s, int on);

@@ -7,6 +7,24 @@
 _Static_assert(sizeof(((blitz_addr *)0)->u.bytes) >= sizeof(struct sockaddr_storage),
                "blitz_addr holds any socket address");
 
+/* An interface index or IPv6 scope as text: digits only, within 32 bits
+ * (strtoul and atoi would take a sign and spaces, and wrap or overflow).
+ * 1 on success. */
+BLITZ_PRIVATE int blitz__parse_index(const char *s, uint32_t *out) {
+    uint64_t id = 0;
+    if (!*s)
+        return 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return 0;
+        id = id * 10u + (uint64_t)(*s - '0');
+        if (id > UINT32_MAX)
+            return 0;
+    }
+    *out = (uint32_t)id;
+    return 1;
+}
+
 BLITZ_API int blitz_addr_ip(const char *ip, uint16_t port, blitz_addr *out) {
     if (!ip || !out)
         return BLITZ_EINVAL;
@@ -33,17 +51,8 @@ BLITZ_API int blitz_addr_ip(const char *ip, uint16_t port, blitz_addr *out) {
         if (!*z)
             goto bad;
         if (*z >= '0' && *z <= '9') {
-            /* A numeric scope: digits only, within 32 bits (strtoul would
-             * take a sign and spaces and wrap). */
-            uint64_t id = 0;
-            for (; *z; z++) {
-                if (*z < '0' || *z > '9')
-                    goto bad;
-                id = id * 10u + (uint64_t)(*z - '0');
-                if (id > UINT32_MAX)
-                    goto bad;
-            }
-            a6->sin6_scope_id = (uint32_t)id;
+            if (!blitz__parse_index(z, &a6->sin6_scope_id))
+                goto bad;
         } else {
             unsigned idx = if_nametoindex(z);
             if (!idx)

@@ -225,6 +225,7 @@ typedef struct blitz__io {
 
 #if BLITZ__HAS_IO
 /* Backends (each in its own file, stubs when compiled out). */
+BLITZ_PRIVATE int blitz__parse_index(const char *s, uint32_t *out);
 BLITZ_PRIVATE int blitz__addr_valid(const blitz_addr *a);
 BLITZ_PRIVATE void blitz__addr_set_from(blitz_addr *a, uint32_t namelen, int family);
 

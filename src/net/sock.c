@@ -361,7 +361,10 @@ static int blitz__multicast(blitz_socket *s, const char *group, const char *ifac
         struct ipv6_mreq m;
         memset(&m, 0, sizeof m);
         m.ipv6mr_multiaddr = g6;
-        m.ipv6mr_interface = iface ? (unsigned)atoi(iface) : 0;
+        uint32_t idx = 0;
+        if (iface && !blitz__parse_index(iface, &idx))
+            return BLITZ_EINVAL;
+        m.ipv6mr_interface = idx;
         if (setsockopt(s->fd, IPPROTO_IPV6, join ? BLITZ__IPV6_JOIN_GROUP : BLITZ__IPV6_LEAVE_GROUP,
                        &m, sizeof m) < 0)
             return blitz__errno_rc();
