@@ -154,7 +154,8 @@ test-fault-quick: $(BUILD)/blitz_tests_fault $(BUILD)/fault/examples/hello \
 # --- fuzzing -------------------------------------------------------------------
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c, clang only): the timer wheel,
-# the channel, the semaphore and its queued acquires against models, the
+# the channel and its waiting ops, the semaphore and its queued acquires
+# against models, the
 # address parsers and formatter, and the buffered reader's line splitting.
 # fuzz-quick, a stage of make test, gives each a few seconds after its
 # regression corpus; fuzz runs each for FUZZ_SECONDS.
