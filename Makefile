@@ -155,8 +155,8 @@ test-fault-quick: $(BUILD)/blitz_tests_fault $(BUILD)/fault/examples/hello \
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c, clang only): the timer wheel,
 # the channel and its waiting ops, the semaphore and its queued acquires
-# against models, the
-# address parsers and formatter, and the buffered reader's line splitting.
+# against models, the address parsers and formatter, and the buffered
+# reader's line splitting.
 # fuzz-quick, a stage of make test, gives each a few seconds after its
 # regression corpus; fuzz runs each for FUZZ_SECONDS.
 FUZZ_CC ?= clang
