@@ -14,9 +14,12 @@ for bin in "$@"; do
     corpus="$root/tests/fuzz/corpus/$name"
     work=$(mktemp -d "$(dirname "$bin")/$name.XXXXXX")
     mkdir -p "$work/new"
+    # A target without a corpus yet starts from nothing.
+    seeds=()
+    [ -d "$corpus" ] && seeds=("$corpus")
     start=$(date +%s)
     if "$bin" -max_total_time="$seconds" -seed=1 -print_final_stats=1 \
-        -artifact_prefix="$work/" "$work/new" "$corpus" >"$work/log" 2>&1; then
+        -artifact_prefix="$work/" "$work/new" ${seeds[@]+"${seeds[@]}"} >"$work/log" 2>&1; then
         runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log")
         echo "ok $n - $name: ${runs:-?} inputs in $(($(date +%s) - start)) s"
         rm -rf "$work"
