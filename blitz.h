@@ -818,6 +818,15 @@ then poll (each one the system lacks fails with BLITZ_ENOSYS).
 The BLITZ_BACKEND value is read in any case; other values are ignored.
 blitz_runtime_backend tells which one runs.
 
+Without either, a runtime with two workers or more takes epoll for its
+sockets and an io_uring ring of its own for its files (where the kernel
+has io_uring; the blocking pool otherwise): on io_uring a worker that the
+operating system deschedules holds every completion of its sockets until
+it runs again (see 13. PERFORMANCE NOTES), while epoll hands readiness to
+whichever worker is awake. blitz_runtime_backend says epoll then. A
+current-thread runtime, or one with one worker, takes io_uring for both.
+Name io_uring (config or environment) to have it with several workers.
+
   io_uring  completion-based, raw system calls: the kernel does the
             recv/send/accept/connect and writes into your buffer; sends try
             the system call first. Each worker has its own ring (with
@@ -996,8 +1005,10 @@ with blitz_free. A read returns at most BLITZ_FS_MAX_READ (2 MiB).
 Cancel: blitz_fs_cancel.
 On an io_uring runtime the kernel carries out each op it has (probed once
 at start-up: OPENAT, READ, WRITE, STATX, ...) from the worker's own ring,
-with no thread hop; mkdir_all, read_dir, read_file, write_file, ops the
-kernel lacks and every op on the other backends are blocking-pool jobs.
+with no thread hop; so does the default runtime with several workers (epoll
+for sockets, see 9. I/O), from its one file ring. mkdir_all, read_dir,
+read_file, write_file, ops the kernel lacks and every op on a runtime that
+names epoll, kqueue or poll are blocking-pool jobs.
 Results and error codes are the same on both paths.
 
 More open flags: BLITZ_FS_SYNC, DSYNC, DIRECT (BLITZ_EOPNOTSUPP where the
@@ -1259,10 +1270,11 @@ tick), as it delays every task queued behind it. For the same reason, on
 io_uring a worker that the operating system has descheduled delays its
 connections: the kernel finishes an op on the thread that submitted it, and no
 other worker can take its completions (epoll and poll hand readiness to
-whichever worker waits). So give an io_uring runtime no more workers than the
-CPUs it has to itself. Measured (make bench-ceiling) on 2 vCPUs shared with a
-one-thread load generator, 50 connections of request/response: 2 workers p99 4.3
-ms at 122k req/s, 1 worker 0.34 ms at 187k.
+whichever worker waits). That is why a runtime left to choose takes epoll for
+its sockets when it has two workers or more. Give a runtime that names io_uring
+no more workers than the CPUs it has to itself. Measured (make bench-ceiling) on
+2 vCPUs shared with a one-thread load generator, 50 connections of
+request/response: 2 workers p99 4.3 ms at 122k req/s, 1 worker 0.34 ms at 187k.
 
 Statistics
 ----------
@@ -2011,7 +2023,8 @@ typedef struct blitz_config {
     /* The I/O backend. BLITZ_BACKEND_AUTO (0): the BLITZ_BACKEND environment
      * variable ("io_uring", "epoll", "kqueue", "poll", in any case; any
      * other value is ignored) if set, else io_uring when the kernel allows
-     * it (its setup and first enter work), else epoll (Linux), else kqueue
+     * it (its setup and first enter work) and the runtime has one thread
+     * or one worker, else epoll (Linux; with a ring for files), else kqueue
      * (Darwin, the BSDs), else poll; an unavailable choice
      * falls back the same way. When none can start (no eventfd, say) the
      * runtime still runs tasks and timers, blitz_runtime_backend says
@@ -9714,6 +9727,17 @@ BLITZ_PRIVATE blitz_poll blitz__ready_submit(blitz_cx *cx, blitz_io *op);
 BLITZ_PRIVATE void blitz__ready_poll(struct blitz__io *io);
 BLITZ_PRIVATE void blitz__ready_park(struct blitz__io *io, blitz__parker *p, uint64_t timeout_ns,
                                      void (*woke)(void *), void *arg);
+
+/* A readiness backend's ring for file ops (uring.c): one ring, no wake
+ * poll, its completions signalled on io->shared_efd, which the backend
+ * watches and answers with blitz__uring_files_reap. init fails (and
+ * takes nothing) where io_uring cannot start; destroy and drain are
+ * no-ops without a ring. */
+BLITZ_PRIVATE int blitz__uring_files_init(struct blitz__io *io);
+BLITZ_PRIVATE void blitz__uring_files_reap(struct blitz__io *io);
+BLITZ_PRIVATE void blitz__uring_files_destroy(struct blitz__io *io);
+/* Shutdown: reaps the rings until the kernel holds no op. */
+BLITZ_PRIVATE void blitz__uring_drain(struct blitz__io *io);
 #endif /* BLITZ__HAS_IO */
 #endif
 /* ====[ END src/io/backend.h ]============================================= */
@@ -9917,6 +9941,10 @@ typedef struct blitz__io {
     /* File ops the ring carries out itself (bit per BLITZ__UF_*, from the
      * start-up probe; uring_file.c). */
     uint32_t uf_ops;
+    /* A readiness backend asked for (files_wanted) and got (files_ring) a
+     * ring of its own for file ops: the shared ring alone, whose eventfd
+     * the backend watches (blitz__uring_files_init). */
+    int files_wanted, files_ring;
 } blitz__io;
 
 /* Provided buffers of multishot receives, per ring. A power of two;
@@ -11646,6 +11674,19 @@ BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
         const blitz__io_backend *env = blitz__backend_from_env();
         if (env)
             rc = blitz__io_try(io, env);
+        /* With two workers or more, sockets go to epoll and files to a
+         * ring: the kernel finishes a ring's socket op in task work of the
+         * thread that submitted it, so a worker preempted by another
+         * process holds every completion of its sockets until it runs
+         * again, while with epoll any awake worker takes the events
+         * (measured with the anchors' echo client, 2 workers: p99 2.41 ms
+         * on the rings against 0.92 ms on epoll). A file op mostly
+         * completes at its submission or on the kernel's own threads. */
+        if (rc != BLITZ_OK && rt->workers && rt->num_workers > 1) {
+            io->files_wanted = 1;
+            rc = blitz__io_try(io, blitz__backend_edge());
+            io->files_wanted = 0;
+        }
         for (int i = 0; rc != BLITZ_OK && blitz__io_backend_of(i); i++)
             rc = blitz__io_try(io, blitz__io_backend_of(i));
     }
@@ -11754,6 +11795,8 @@ BLITZ_PRIVATE void blitz__io_shutdown(blitz_runtime *rt) {
         blitz__free(dropped.items);
     if (io->be->drain)
         io->be->drain(io);
+    if (io->files_ring)
+        blitz__uring_drain(io);
 }
 
 /* Frees the driver and every socket still open. */
@@ -12084,7 +12127,8 @@ BLITZ_PRIVATE void blitz__salvage_release(blitz_socket *s) {
  * | EPOLLRDHUP | EPOLLET), with the socket as the event's data; an event
  * bumps the socket's sequence numbers and wakes the waiters of its
  * directions (blitz__io_ready). Its wake-up object, an eventfd, is
- * registered level-triggered with NULL data. */
+ * registered level-triggered with NULL data; so is the eventfd of its
+ * file ring, when it has one, with that ring as data. */
 /* src/io/io.h already included */
 
 #if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
@@ -12116,10 +12160,22 @@ static int blitz__epoll_init(blitz__io *io) {
         blitz__epoll_destroy(io);
         return rc;
     }
+    /* Files on a ring of their own where the kernel has io_uring; the
+     * blocking pool otherwise. Its eventfd's event has io->shared as
+     * data. */
+    if (io->files_wanted && blitz__uring_files_init(io) == BLITZ_OK) {
+        ev.data.ptr = io->shared;
+        if (epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->shared_efd, &ev) == 0)
+            io->files_ring = 1;
+        else
+            blitz__uring_files_destroy(io);
+    }
     return BLITZ_OK;
 }
 
 static void blitz__epoll_destroy(blitz__io *io) {
+    blitz__uring_files_destroy(io);
+    io->files_ring = 0;
     if (io->epfd >= 0)
         close(io->epfd);
     io->epfd = -1;
@@ -12170,6 +12226,10 @@ static void blitz__epoll_dispatch(blitz__io *io) {
         blitz_socket *s = (blitz_socket *)e->data.ptr;
         if (!s) {
             blitz__io_drain_fd(io->wake_rd);
+            continue;
+        }
+        if ((void *)s == (void *)io->shared) {
+            blitz__uring_files_reap(io);
             continue;
         }
         uint32_t ev = e->events;
@@ -12812,7 +12872,7 @@ BLITZ_PRIVATE int blitz__uring_ready_cheap(blitz__io *io);
 BLITZ_PRIVATE void blitz__uring_flush_mine(blitz__io *io);
 BLITZ_PRIVATE void blitz__uring_park(blitz__io *io, blitz__parker *p, uint64_t timeout_ns,
                                      void (*woke)(void *), void *arg);
-BLITZ_PRIVATE void blitz__uring_drain(blitz__io *io);
+static void blitz__uring_reap_shared(blitz__io *io);
 BLITZ_PRIVATE int blitz__uring_pbuf_ready(blitz__ring *r);
 BLITZ_PRIVATE void blitz__uring_pbuf_put(blitz__ring *r, uint32_t bid);
 BLITZ_PRIVATE const char *blitz__uring_pbuf_addr(const blitz__ring *r, uint32_t bid);
@@ -13285,6 +13345,42 @@ BLITZ_PRIVATE void blitz__uring_destroy(blitz__io *io) {
     blitz__rings_free(io);
 }
 
+/* The ring of a readiness backend that carries file ops only. Not
+ * COOP_TASKRUN: its submitters sleep in the other backend's wait, and
+ * any thread reaps it (reap_lock, tried). */
+BLITZ_PRIVATE int blitz__uring_files_init(blitz__io *io) {
+    io->nrings = 1;
+    io->rings = (blitz__ring *)blitz__calloc(sizeof(blitz__ring));
+    if (!io->rings) {
+        io->nrings = 0;
+        return BLITZ_ENOMEM;
+    }
+    blitz__ring *r = io->shared = &io->rings[0];
+    r->fd = r->wake_fd = -1;
+    blitz__mutex_init(&r->sq_lock);
+    blitz__mutex_init(&r->reap_lock);
+    blitz__mutex_init(&r->pbuf_lock);
+    io->shared_efd = blitz__fd_above_stdio(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    int rc = io->shared_efd < 0 ? blitz__from_errno(errno) : blitz__ring_init(io, r, 0);
+    if (rc == BLITZ_OK &&
+        syscall(SYS_io_uring_register, r->fd, IORING_REGISTER_EVENTFD, &io->shared_efd, 1) < 0)
+        rc = blitz__from_errno(errno);
+    if (rc != BLITZ_OK) {
+        blitz__rings_free(io);
+        io->uf_ops = 0;
+    }
+    return rc;
+}
+
+BLITZ_PRIVATE void blitz__uring_files_reap(blitz__io *io) {
+    blitz__uring_reap_shared(io);
+}
+
+BLITZ_PRIVATE void blitz__uring_files_destroy(blitz__io *io) {
+    if (io->rings)
+        blitz__rings_free(io);
+}
+
 /* On worker `index`'s thread, before it runs anything: arms its ring's
  * polls of its eventfd and of the shared ring's eventfd (an eventfd that
  * was written before is readable at once, so no wake is lost). */
@@ -13303,7 +13399,8 @@ BLITZ_PRIVATE void blitz__uring_worker_start(blitz__io *io, uint32_t index) {
  * once. */
 BLITZ_PRIVATE blitz__ring *blitz__uring_mine(blitz__io *io, int *batches) {
     blitz__context *ctx = blitz__context_get();
-    if (ctx && ctx->rt == io->rt && (ctx->worker || ctx->ct_driver)) {
+    /* A readiness backend's file ring has nobody to flush a batch. */
+    if (ctx && ctx->rt == io->rt && (ctx->worker || ctx->ct_driver) && io->be->completion) {
         if (batches)
             *batches = 1;
         if (ctx->worker && (uint32_t)ctx->worker_index < io->nrings - 1)
@@ -13790,6 +13887,16 @@ BLITZ_PRIVATE int blitz__uring_init(blitz__io *io, uint32_t workers) {
     (void)io;
     (void)workers;
     return BLITZ_ENOSYS;
+}
+BLITZ_PRIVATE int blitz__uring_files_init(blitz__io *io) {
+    (void)io;
+    return BLITZ_ENOSYS;
+}
+BLITZ_PRIVATE void blitz__uring_files_reap(blitz__io *io) {
+    (void)io;
+}
+BLITZ_PRIVATE void blitz__uring_files_destroy(blitz__io *io) {
+    (void)io;
 }
 BLITZ_PRIVATE void blitz__uring_destroy(blitz__io *io) {
     (void)io;
@@ -14718,7 +14825,8 @@ static void blitz__ufile_fill(struct io_uring_sqe *sqe, blitz__ufile *u) {
 /* Whether `rt` carries file op `op` on its ring. */
 BLITZ_PRIVATE int blitz__ufile_can(blitz_runtime *rt, int op) {
     blitz__io *io = rt ? rt->io : NULL;
-    return io && io->be->kind == BLITZ_BACKEND_IO_URING && (io->uf_ops >> op & 1u);
+    return io && (io->be->kind == BLITZ_BACKEND_IO_URING || io->files_ring) &&
+           (io->uf_ops >> op & 1u);
 }
 
 /* Hands the filled-in request to the kernel, on the calling thread's

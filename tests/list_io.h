@@ -9,6 +9,7 @@
 #endif
 #define BLITZ_IO_TEST_LIST(X)                          \
     X(io_addr_parse, 5000)                             \
+    X(io_backend_default, 5000)                        \
     X(io_backend_names, 5000)                          \
     X(io_uring_refused_fallback, 20000)                \
     X(io_uring_enter_refused_fallback, 20000)          \

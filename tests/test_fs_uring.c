@@ -149,7 +149,9 @@ static const int64_t tfu_expected[] = {
     0, /* deleted while open */
 };
 
-static int tfu_script_run(blitz_backend backend, tu_flavor f, tfu_script *out, int *ran) {
+/* `native`: the runtime carries file ops on a ring (no pool job). */
+static int tfu_script_run(blitz_backend backend, int native, tu_flavor f, tfu_script *out,
+                          int *ran) {
     blitz_config cfg = tu_config(f);
     cfg.backend = backend;
     blitz_runtime *rt = NULL;
@@ -171,8 +173,8 @@ static int tfu_script_run(blitz_backend backend, tu_flavor f, tfu_script *out, i
     CHECK_OK(blitz_runtime_free(rt));
     tf_rm_rf(out->dir);
     *ran = 1;
-    /* The ring carried every op itself; the other backends used the pool. */
-    if (backend == BLITZ_BACKEND_IO_URING)
+    /* A ring carried every op itself; the pool did otherwise. */
+    if (native)
         CHECK_EQ(st.jobs_run, 0);
     else
         CHECK_GT(st.jobs_run, 0);
@@ -187,11 +189,18 @@ static int tfu_script_run(blitz_backend backend, tu_flavor f, tfu_script *out, i
 }
 
 static int fs_native_both_paths(tu_flavor f) {
-    static tfu_script ring, pool;
-    int ran_ring, ran_pool;
-    tfu_script_run(BLITZ_BACKEND_IO_URING, f, &ring, &ran_ring);
-    tfu_script_run(BLITZ_BACKEND_EPOLL, f, &pool, &ran_pool);
+    static tfu_script ring, pool, dflt;
+    int ran_ring, ran_pool, ran_dflt;
+    tfu_script_run(BLITZ_BACKEND_IO_URING, 1, f, &ring, &ran_ring);
+    tfu_script_run(BLITZ_BACKEND_EPOLL, 0, f, &pool, &ran_pool);
     CHECK(ran_pool);
+    /* The default: the ring, or with several workers epoll and a ring
+     * for files; either way files go to a ring where there is one
+     * (unless the environment names a backend). */
+    tfu_script_run(BLITZ_BACKEND_AUTO, ran_ring && !getenv("BLITZ_BACKEND"), f, &dflt, &ran_dflt);
+    CHECK(ran_dflt);
+    CHECK_EQ(dflt.n, pool.n);
+    CHECK(memcmp(dflt.out, pool.out, sizeof dflt.out) == 0);
     if (ran_ring) {
         CHECK_EQ(ring.n, pool.n);
         CHECK(memcmp(ring.out, pool.out, sizeof ring.out) == 0);
@@ -254,9 +263,9 @@ static blitz_poll tfu_race_poll(blitz_cx *cx, void *p) {
     BLITZ_END(s);
 }
 
-static int fs_native_cancel(tu_flavor f) {
+static int fs_native_cancel_on(tu_flavor f, blitz_backend backend) {
     blitz_config cfg = tu_config(f);
-    cfg.backend = BLITZ_BACKEND_IO_URING;
+    cfg.backend = backend;
     blitz_runtime *rt = NULL;
     if (blitz_runtime_new(&cfg, &rt) != BLITZ_OK)
         return 0; /* no io_uring here */
@@ -307,6 +316,13 @@ static int fs_native_cancel(tu_flavor f) {
     CHECK_OK(blitz_runtime_free(rt));
     tf_rm_rf(dir);
     return 0;
+}
+
+/* On the ring, and on the default (with several workers: epoll, and a
+ * ring for files alone). */
+static int fs_native_cancel(tu_flavor f) {
+    int rc = fs_native_cancel_on(f, BLITZ_BACKEND_IO_URING);
+    return rc ? rc : fs_native_cancel_on(f, BLITZ_BACKEND_AUTO);
 }
 TU_FLAVOR_TESTS(fs_native_cancel)
 

@@ -351,6 +351,46 @@ BLITZ_TEST(io_addr_parse) {
     return 0;
 }
 
+/* Without a choice: io_uring for one thread, epoll (and a ring for
+ * files) for two workers or more. */
+BLITZ_TEST(io_backend_default) {
+    char saved[64] = "";
+    const char *env = getenv("BLITZ_BACKEND");
+    if (env)
+        snprintf(saved, sizeof saved, "%s", env);
+    unsetenv("BLITZ_BACKEND");
+    blitz_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.flavor = BLITZ_CURRENT_THREAD;
+    cfg.backend = BLITZ_BACKEND_IO_URING;
+    blitz_runtime *rt = NULL;
+    int ring = blitz_runtime_new(&cfg, &rt) == BLITZ_OK;
+    if (!ring) {
+        printf("# skipped: no io_uring\n");
+        if (saved[0])
+            setenv("BLITZ_BACKEND", saved, 1);
+        return 0;
+    }
+    CHECK_OK(blitz_runtime_free(rt));
+    blitz_backend one = BLITZ_BACKEND_IO_URING;
+    cfg.backend = BLITZ_BACKEND_AUTO;
+    CHECK_OK(blitz_runtime_new(&cfg, &rt));
+    CHECK_EQ(blitz_runtime_backend(rt), one);
+    CHECK_OK(blitz_runtime_free(rt));
+    cfg.flavor = BLITZ_MULTI_THREAD;
+    cfg.workers = 1;
+    CHECK_OK(blitz_runtime_new(&cfg, &rt));
+    CHECK_EQ(blitz_runtime_backend(rt), one);
+    CHECK_OK(blitz_runtime_free(rt));
+    cfg.workers = 2;
+    CHECK_OK(blitz_runtime_new(&cfg, &rt));
+    CHECK_EQ(blitz_runtime_backend(rt), BLITZ_BACKEND_EPOLL);
+    CHECK_OK(blitz_runtime_free(rt));
+    if (saved[0])
+        setenv("BLITZ_BACKEND", saved, 1);
+    return 0;
+}
+
 BLITZ_TEST(io_backend_names) {
     CHECK(strcmp(blitz_backend_name(BLITZ_BACKEND_IO_URING), "io_uring") == 0);
     CHECK(strcmp(blitz_backend_name(BLITZ_BACKEND_EPOLL), "epoll") == 0);

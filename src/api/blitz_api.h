@@ -473,7 +473,8 @@ typedef struct blitz_config {
     /* The I/O backend. BLITZ_BACKEND_AUTO (0): the BLITZ_BACKEND environment
      * variable ("io_uring", "epoll", "kqueue", "poll", in any case; any
      * other value is ignored) if set, else io_uring when the kernel allows
-     * it (its setup and first enter work), else epoll (Linux), else kqueue
+     * it (its setup and first enter work) and the runtime has one thread
+     * or one worker, else epoll (Linux; with a ring for files), else kqueue
      * (Darwin, the BSDs), else poll; an unavailable choice
      * falls back the same way. When none can start (no eventfd, say) the
      * runtime still runs tasks and timers, blitz_runtime_backend says

@@ -107,5 +107,16 @@ BLITZ_PRIVATE blitz_poll blitz__ready_submit(blitz_cx *cx, blitz_io *op);
 BLITZ_PRIVATE void blitz__ready_poll(struct blitz__io *io);
 BLITZ_PRIVATE void blitz__ready_park(struct blitz__io *io, blitz__parker *p, uint64_t timeout_ns,
                                      void (*woke)(void *), void *arg);
+
+/* A readiness backend's ring for file ops (uring.c): one ring, no wake
+ * poll, its completions signalled on io->shared_efd, which the backend
+ * watches and answers with blitz__uring_files_reap. init fails (and
+ * takes nothing) where io_uring cannot start; destroy and drain are
+ * no-ops without a ring. */
+BLITZ_PRIVATE int blitz__uring_files_init(struct blitz__io *io);
+BLITZ_PRIVATE void blitz__uring_files_reap(struct blitz__io *io);
+BLITZ_PRIVATE void blitz__uring_files_destroy(struct blitz__io *io);
+/* Shutdown: reaps the rings until the kernel holds no op. */
+BLITZ_PRIVATE void blitz__uring_drain(struct blitz__io *io);
 #endif /* BLITZ__HAS_IO */
 #endif

@@ -1152,6 +1152,19 @@ BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
         const blitz__io_backend *env = blitz__backend_from_env();
         if (env)
             rc = blitz__io_try(io, env);
+        /* With two workers or more, sockets go to epoll and files to a
+         * ring: the kernel finishes a ring's socket op in task work of the
+         * thread that submitted it, so a worker preempted by another
+         * process holds every completion of its sockets until it runs
+         * again, while with epoll any awake worker takes the events
+         * (measured with the anchors' echo client, 2 workers: p99 2.41 ms
+         * on the rings against 0.92 ms on epoll). A file op mostly
+         * completes at its submission or on the kernel's own threads. */
+        if (rc != BLITZ_OK && rt->workers && rt->num_workers > 1) {
+            io->files_wanted = 1;
+            rc = blitz__io_try(io, blitz__backend_edge());
+            io->files_wanted = 0;
+        }
         for (int i = 0; rc != BLITZ_OK && blitz__io_backend_of(i); i++)
             rc = blitz__io_try(io, blitz__io_backend_of(i));
     }
@@ -1260,6 +1273,8 @@ BLITZ_PRIVATE void blitz__io_shutdown(blitz_runtime *rt) {
         blitz__free(dropped.items);
     if (io->be->drain)
         io->be->drain(io);
+    if (io->files_ring)
+        blitz__uring_drain(io);
 }
 
 /* Frees the driver and every socket still open. */

@@ -3,7 +3,8 @@
  * | EPOLLRDHUP | EPOLLET), with the socket as the event's data; an event
  * bumps the socket's sequence numbers and wakes the waiters of its
  * directions (blitz__io_ready). Its wake-up object, an eventfd, is
- * registered level-triggered with NULL data. */
+ * registered level-triggered with NULL data; so is the eventfd of its
+ * file ring, when it has one, with that ring as data. */
 #include "io.h"
 
 #if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
@@ -35,10 +36,22 @@ static int blitz__epoll_init(blitz__io *io) {
         blitz__epoll_destroy(io);
         return rc;
     }
+    /* Files on a ring of their own where the kernel has io_uring; the
+     * blocking pool otherwise. Its eventfd's event has io->shared as
+     * data. */
+    if (io->files_wanted && blitz__uring_files_init(io) == BLITZ_OK) {
+        ev.data.ptr = io->shared;
+        if (epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->shared_efd, &ev) == 0)
+            io->files_ring = 1;
+        else
+            blitz__uring_files_destroy(io);
+    }
     return BLITZ_OK;
 }
 
 static void blitz__epoll_destroy(blitz__io *io) {
+    blitz__uring_files_destroy(io);
+    io->files_ring = 0;
     if (io->epfd >= 0)
         close(io->epfd);
     io->epfd = -1;
@@ -89,6 +102,10 @@ static void blitz__epoll_dispatch(blitz__io *io) {
         blitz_socket *s = (blitz_socket *)e->data.ptr;
         if (!s) {
             blitz__io_drain_fd(io->wake_rd);
+            continue;
+        }
+        if ((void *)s == (void *)io->shared) {
+            blitz__uring_files_reap(io);
             continue;
         }
         uint32_t ev = e->events;

@@ -209,6 +209,10 @@ typedef struct blitz__io {
     /* File ops the ring carries out itself (bit per BLITZ__UF_*, from the
      * start-up probe; uring_file.c). */
     uint32_t uf_ops;
+    /* A readiness backend asked for (files_wanted) and got (files_ring) a
+     * ring of its own for file ops: the shared ring alone, whose eventfd
+     * the backend watches (blitz__uring_files_init). */
+    int files_wanted, files_ring;
 } blitz__io;
 
 /* Provided buffers of multishot receives, per ring. A power of two;

@@ -125,7 +125,7 @@ BLITZ_PRIVATE int blitz__uring_ready_cheap(blitz__io *io);
 BLITZ_PRIVATE void blitz__uring_flush_mine(blitz__io *io);
 BLITZ_PRIVATE void blitz__uring_park(blitz__io *io, blitz__parker *p, uint64_t timeout_ns,
                                      void (*woke)(void *), void *arg);
-BLITZ_PRIVATE void blitz__uring_drain(blitz__io *io);
+static void blitz__uring_reap_shared(blitz__io *io);
 BLITZ_PRIVATE int blitz__uring_pbuf_ready(blitz__ring *r);
 BLITZ_PRIVATE void blitz__uring_pbuf_put(blitz__ring *r, uint32_t bid);
 BLITZ_PRIVATE const char *blitz__uring_pbuf_addr(const blitz__ring *r, uint32_t bid);
@@ -598,6 +598,42 @@ BLITZ_PRIVATE void blitz__uring_destroy(blitz__io *io) {
     blitz__rings_free(io);
 }
 
+/* The ring of a readiness backend that carries file ops only. Not
+ * COOP_TASKRUN: its submitters sleep in the other backend's wait, and
+ * any thread reaps it (reap_lock, tried). */
+BLITZ_PRIVATE int blitz__uring_files_init(blitz__io *io) {
+    io->nrings = 1;
+    io->rings = (blitz__ring *)blitz__calloc(sizeof(blitz__ring));
+    if (!io->rings) {
+        io->nrings = 0;
+        return BLITZ_ENOMEM;
+    }
+    blitz__ring *r = io->shared = &io->rings[0];
+    r->fd = r->wake_fd = -1;
+    blitz__mutex_init(&r->sq_lock);
+    blitz__mutex_init(&r->reap_lock);
+    blitz__mutex_init(&r->pbuf_lock);
+    io->shared_efd = blitz__fd_above_stdio(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    int rc = io->shared_efd < 0 ? blitz__from_errno(errno) : blitz__ring_init(io, r, 0);
+    if (rc == BLITZ_OK &&
+        syscall(SYS_io_uring_register, r->fd, IORING_REGISTER_EVENTFD, &io->shared_efd, 1) < 0)
+        rc = blitz__from_errno(errno);
+    if (rc != BLITZ_OK) {
+        blitz__rings_free(io);
+        io->uf_ops = 0;
+    }
+    return rc;
+}
+
+BLITZ_PRIVATE void blitz__uring_files_reap(blitz__io *io) {
+    blitz__uring_reap_shared(io);
+}
+
+BLITZ_PRIVATE void blitz__uring_files_destroy(blitz__io *io) {
+    if (io->rings)
+        blitz__rings_free(io);
+}
+
 /* On worker `index`'s thread, before it runs anything: arms its ring's
  * polls of its eventfd and of the shared ring's eventfd (an eventfd that
  * was written before is readable at once, so no wake is lost). */
@@ -616,7 +652,8 @@ BLITZ_PRIVATE void blitz__uring_worker_start(blitz__io *io, uint32_t index) {
  * once. */
 BLITZ_PRIVATE blitz__ring *blitz__uring_mine(blitz__io *io, int *batches) {
     blitz__context *ctx = blitz__context_get();
-    if (ctx && ctx->rt == io->rt && (ctx->worker || ctx->ct_driver)) {
+    /* A readiness backend's file ring has nobody to flush a batch. */
+    if (ctx && ctx->rt == io->rt && (ctx->worker || ctx->ct_driver) && io->be->completion) {
         if (batches)
             *batches = 1;
         if (ctx->worker && (uint32_t)ctx->worker_index < io->nrings - 1)
@@ -1103,6 +1140,16 @@ BLITZ_PRIVATE int blitz__uring_init(blitz__io *io, uint32_t workers) {
     (void)io;
     (void)workers;
     return BLITZ_ENOSYS;
+}
+BLITZ_PRIVATE int blitz__uring_files_init(blitz__io *io) {
+    (void)io;
+    return BLITZ_ENOSYS;
+}
+BLITZ_PRIVATE void blitz__uring_files_reap(blitz__io *io) {
+    (void)io;
+}
+BLITZ_PRIVATE void blitz__uring_files_destroy(blitz__io *io) {
+    (void)io;
 }
 BLITZ_PRIVATE void blitz__uring_destroy(blitz__io *io) {
     (void)io;

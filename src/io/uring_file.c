@@ -188,7 +188,8 @@ static void blitz__ufile_fill(struct io_uring_sqe *sqe, blitz__ufile *u) {
 /* Whether `rt` carries file op `op` on its ring. */
 BLITZ_PRIVATE int blitz__ufile_can(blitz_runtime *rt, int op) {
     blitz__io *io = rt ? rt->io : NULL;
-    return io && io->be->kind == BLITZ_BACKEND_IO_URING && (io->uf_ops >> op & 1u);
+    return io && (io->be->kind == BLITZ_BACKEND_IO_URING || io->files_ring) &&
+           (io->uf_ops >> op & 1u);
 }
 
 /* Hands the filled-in request to the kernel, on the calling thread's
