@@ -12872,7 +12872,6 @@ BLITZ_PRIVATE int blitz__uring_ready_cheap(blitz__io *io);
 BLITZ_PRIVATE void blitz__uring_flush_mine(blitz__io *io);
 BLITZ_PRIVATE void blitz__uring_park(blitz__io *io, blitz__parker *p, uint64_t timeout_ns,
                                      void (*woke)(void *), void *arg);
-static void blitz__uring_reap_shared(blitz__io *io);
 BLITZ_PRIVATE int blitz__uring_pbuf_ready(blitz__ring *r);
 BLITZ_PRIVATE void blitz__uring_pbuf_put(blitz__ring *r, uint32_t bid);
 BLITZ_PRIVATE const char *blitz__uring_pbuf_addr(const blitz__ring *r, uint32_t bid);
@@ -13372,10 +13371,6 @@ BLITZ_PRIVATE int blitz__uring_files_init(blitz__io *io) {
     return rc;
 }
 
-BLITZ_PRIVATE void blitz__uring_files_reap(blitz__io *io) {
-    blitz__uring_reap_shared(io);
-}
-
 BLITZ_PRIVATE void blitz__uring_files_destroy(blitz__io *io) {
     if (io->rings)
         blitz__rings_free(io);
@@ -13778,6 +13773,11 @@ static void blitz__uring_reap_shared(blitz__io *io) {
         blitz__io_drain_fd(io->shared_efd);
     blitz__uring_dispatch(io, r);
     blitz__mutex_unlock(&r->reap_lock);
+}
+
+/* A readiness backend's file ring signalled completions. */
+BLITZ_PRIVATE void blitz__uring_files_reap(blitz__io *io) {
+    blitz__uring_reap_shared(io);
 }
 
 /* Reaps without blocking (the start of a worker tick or a current-thread
