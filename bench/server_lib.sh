@@ -34,6 +34,12 @@ server_wait_port() {
     return 1
 }
 
+# The `env` arguments that remove every BLITZ_* variable: a server started
+# with them runs as a user's program that sets none.
+blitz_env_unset() {
+    env | sed -n 's/^\(BLITZ_[A-Za-z0-9_]*\)=.*/-u \1/p'
+}
+
 # User plus system CPU time of process $1, in clock ticks (1/100 s).
 server_cpu_ticks() {
     awk '{print $14 + $15}' "/proc/$1/stat"
