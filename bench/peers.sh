@@ -79,10 +79,10 @@ server_stdin_open
 start_server() {
     local portfile="$OUT/server.port"
     : >"$portfile"
+    # shellcheck disable=SC2046
     case "$1" in
     libuv) "$OUT/uv_echo_server" 0 300 >"$portfile" 2>/dev/null & ;;
     go) GOMAXPROCS=2 "$OUT/gobench" server -addr 127.0.0.1:0 -life 300s >"$portfile" 2>/dev/null & ;;
-    # shellcheck disable=SC2046
     blitz_default) env $(blitz_env_unset) "$DIR/tcp" echo-server --port 0 --default \
         >"$portfile" 2>/dev/null <"$OUT/stdin.fifo" & ;;
     blitz_uring_w2) BLITZ_BACKEND=io_uring "$DIR/tcp" echo-server --port 0 --workers 2 \

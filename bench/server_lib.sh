@@ -1,5 +1,5 @@
-# Shared by bench/peers.sh and bench/ceiling.sh (sourced, not run): the
-# echo servers they start in turn and measure.
+# Shared by bench/peers.sh, bench/ceiling.sh and bench/shapes.sh (sourced,
+# not run): the servers they start in turn and measure.
 #
 # The caller sets OUT (its output folder) and SCRIPT (its name, for
 # messages), and defines run_server NAME (one measured run of a server).
