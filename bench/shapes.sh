@@ -23,8 +23,8 @@
 #          multi-thread runtime), both built offline from Debian's crates;
 #   libuv  echo: the libuv anchor's uv_echo_server.c; http:
 #          bench/shapes/uv_http.c (one loop thread);
-#   go     echo only: the Go anchor's server (GOMAXPROCS=2), when a go
-#          toolchain is there.
+#   go     echo only: the Go anchor's server (GOMAXPROCS=2; Debian's
+#          golang-go, installed with apt-get when missing and root).
 # Each of REPEAT rounds (default 1) runs every server on every shape, in an
 # order that rotates each round; the table holds the medians, then each
 # blitz figure's ratio to the best peer.
@@ -80,6 +80,7 @@ if pkg-config --exists libuv 2>/dev/null &&
 else
     echo "shapes.sh: libuv left out (no libuv1-dev)" >&2
 fi
+command -v go >/dev/null || apt_get golang-go
 if command -v go >/dev/null &&
     (cd "$SHARED/anchors/go" && GOFLAGS=-mod=mod GOCACHE="$OUT/gocache" go build -o "$OUT/gobench" .) >&2; then
     SERVERS+=(go)
