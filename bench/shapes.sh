@@ -94,15 +94,19 @@ server_stdin_open
 start_server() {
     local portfile="$OUT/server.port"
     : >"$portfile"
+    case "$1/$2" in
+    blitz/* | tokio/* | libuv/* | go/echo) ;;
+    *) return 1 ;;
+    esac
+    # exec: SPID is the server itself (its memory and CPU are measured).
     # shellcheck disable=SC2046
     case "$1/$2" in
-    blitz/*) env $(blitz_env_unset) "$OUT/blitz_server" "$2" ;;
-    tokio/echo) "$TARGET/release/tokio-anchor" echo-server --port 0 --workers 2 --max-secs 300 ;;
-    tokio/http) "$TARGET/release/tokio-http" ;;
-    libuv/echo) "$OUT/uv_echo_server" 0 300 ;;
-    libuv/http) "$OUT/uv_http" ;;
-    go/echo) GOMAXPROCS=2 "$OUT/gobench" server -addr 127.0.0.1:0 -life 300s ;;
-    *) return 1 ;;
+    blitz/*) exec env $(blitz_env_unset) "$OUT/blitz_server" "$2" ;;
+    tokio/echo) exec "$TARGET/release/tokio-anchor" echo-server --port 0 --workers 2 --max-secs 300 ;;
+    tokio/http) exec "$TARGET/release/tokio-http" ;;
+    libuv/echo) exec "$OUT/uv_echo_server" 0 300 ;;
+    libuv/http) exec "$OUT/uv_http" ;;
+    go/echo) GOMAXPROCS=2 exec "$OUT/gobench" server -addr 127.0.0.1:0 -life 300s ;;
     esac >"$portfile" 2>/dev/null <"$OUT/stdin.fifo" &
     SPID=$!
     server_wait_port "$1" "$portfile"
