@@ -2,8 +2,8 @@
  * (../shared/anchors/tokio/src/tcp.rs).
  *
  *   tcp                      the group: start a blitz echo server (this
- *                            program, `echo-server`, a child process with a
- *                            2-worker runtime), drive it with the anchors'
+ *                            program, `echo-server --default`, a child
+ *                            process), drive it with the anchors'
  *                            load client, print the anchor's names:
  *                            tcp_echo_c50_m64_rps / _p50 / _p99 (50
  *                            connections x 64-byte ping-pong, 1 s warm-up,
