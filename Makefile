@@ -1,6 +1,6 @@
 # blitz: make (tests + examples), make test, make run, make bench,
-# make bench-compare, make bench-peers, make bench-ceiling, make amalgamate, make check-amalgamation,
-# make api-programs, make model-check, make model-check-mutants, make fault-inject.
+# make bench-compare, make bench-peers, make bench-ceiling, make bench-shapes, make amalgamate,
+# make check-amalgamation, make api-programs, make model-check, make model-check-mutants, make fault-inject.
 
 CC      ?= cc
 PYTHON  ?= python3
@@ -32,7 +32,7 @@ TEST_DEFS  := -DBLITZ_TEST_HEADER='"$(DEV_HEADER)"'
 .PHONY: all amalgamate check-amalgamation check-layout test test-quick test-gcc test-clang test-tsan \
         test-asan test-small-queue test-cxx test-misuse test-stress test-kqueue test-macos test-windows \
         model-check model-check-quick model-check-mutants fuzz fuzz-quick examples api-programs run bench \
-        bench-compare bench-peers bench-ceiling format clean soak fault-inject test-chaos \
+        bench-compare bench-peers bench-ceiling bench-shapes format clean soak fault-inject test-chaos \
         test-fault-quick
 
 all: $(BUILD)/blitz_tests $(addprefix $(BUILD)/examples/,$(EXAMPLES))
@@ -382,6 +382,9 @@ bench-peers: $(BUILD)/bench/tcp
 
 bench-ceiling: $(BUILD)/bench/tcp
 	@bash bench/ceiling.sh $(BUILD)/bench
+
+bench-shapes: blitz.h
+	@bash bench/shapes.sh
 
 format:
 	clang-format -i src/*/*.c src/*/*.h tests/*.c tests/*.h tests/misuse/*.c blitz_tests.c examples/*.c bench/*.c bench/*.h \

@@ -711,17 +711,17 @@ is freed with its last reference.
 The echo server of examples/echo_server.c, one task per connection:
 
     typedef struct { BLITZ_CORO; blitz_socket *sock; blitz_io io;
-                     char buf[16384]; } echo_conn;
+                     blitz_buf in; } echo_conn;
     static blitz_poll echo_conn_poll(blitz_cx *cx, void *p) {
         echo_conn *e = p;
         BLITZ_BEGIN(e);
         for (;;) {
-            BLITZ_AWAIT(e, blitz_sock_recv(cx, &e->io, e->sock, e->buf,
-                                          sizeof e->buf));
+            BLITZ_AWAIT(e, blitz_sock_recv_buf(cx, &e->io, e->sock, &e->in));
             if (e->io.result <= 0)              // 0 = EOF, < 0 = error
                 break;
-            BLITZ_AWAIT(e, blitz_sock_send_all(cx, &e->io, e->sock, e->buf,
-                                              (size_t)e->io.result));
+            BLITZ_AWAIT(e, blitz_sock_send_all(cx, &e->io, e->sock,
+                                              e->in.data, e->in.len));
+            blitz_buf_release(&e->in);          // the runtime's again
             if (e->io.result < 0)
                 break;
         }
@@ -755,6 +755,35 @@ The calls with their arguments:
     BLITZ_AWAIT(s, blitz_sock_send_to(cx, &s->io, u, buf, n, &s->from));
     blitz_socket *x, *y;
     blitz_unix_pair(rt, 1, &x, &y);  // 1 = stream, 2 = datagram
+
+Borrowed receive buffers
+------------------------
+blitz_sock_recv (buf, len) receives into a buffer the task owns, which
+then lives in the task's state for the connection's whole life: 16 KiB
+per idle connection is 160 MB at 10,000. blitz_sock_recv_buf borrows a
+buffer of the runtime instead, only while data is there:
+
+    BLITZ_AWAIT(s, blitz_sock_recv_buf(cx, &s->io, sock, &s->in));
+    if (s->io.result <= 0) ...          // as recv; nothing is held then
+    use(s->in.data, s->in.len);         // writable, the task's alone
+    blitz_buf_release(&s->in);          // any thread, any order
+
+The op waits for data holding no buffer. On io_uring TCP sockets it gets
+the provided buffer the kernel received into (the multishot receive of
+9. I/O's io_uring notes; up to BLITZ_URING_RECV_BUF_SIZE bytes, no
+copy); on epoll, kqueue, poll, Unix sockets and kernels without
+multishot receives it waits for readiness, then receives into a buffer
+of the driver's pool (up to BLITZ_RECV_BUF_SIZE, 16 KiB; the pool keeps
+up to 64 idle ones and allocates beyond). Buffers never run out: when
+tasks hold every provided buffer of a ring the receives go on from the
+heap pool, so holding buffers costs memory, not progress. A cancelled
+or failed receive holds nothing; a buffer outlives the socket's close
+and must be released before blitz_runtime_free (a task's cancel or drop
+function releases what it holds). Starting a receive with a view that
+still holds a buffer is BLITZ_EINVAL. blitz_op_sock_recv_buf makes it a
+blitz_op (timeouts, races, blitz_op_run_blocking). In
+examples/echo_server.c this takes an idle connection from 28 KB to
+about 1 KB of server memory (bench/conn_mem.py measures it).
 
 Multicast: blitz_udp_join_multicast / blitz_udp_leave_multicast. Any op
 without a limit of its own takes one with blitz_timeout(cx, &s->timer,
@@ -1168,6 +1197,9 @@ marked * in every file that includes it).
                               multishot receives (256, a power of two up
                               to 32768; 0 turns multishot receives off)
   BLITZ_URING_RECV_BUF_SIZE   bytes per provided buffer, 64..1048576 (4096)
+  BLITZ_RECV_BUF_SIZE         bytes per lent buffer of blitz_sock_recv_buf
+                              where no provided buffer serves, 64..16 MiB
+                              (16384)
   BLITZ_FAULT_INJECT          a test build that fails allocations and
                               system calls on request and can perturb
                               scheduling; off by default, and without it
@@ -3486,6 +3518,41 @@ BLITZ_API blitz_poll blitz_sock_send_all(blitz_cx *cx, blitz_io *op, blitz_socke
                                          const void *buf, size_t len);
 BLITZ_API blitz_poll blitz_sock_recv_exact(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
                                            size_t len);
+/* A receive into a buffer the runtime lends, so a connection waiting for
+ * data holds no receive buffer of its own:
+ *
+ *   BLITZ_AWAIT(s, blitz_sock_recv_buf(cx, &s->op, s->sock, &s->in));
+ *   if (s->op.result <= 0) ...          // as blitz_sock_recv: nothing held
+ *   ... s->in.data, s->in.len ...       // the task's until it releases it
+ *   blitz_buf_release(&s->in);
+ *
+ * READY with `result` > 0: `out` views that many bytes (at most
+ * BLITZ_RECV_BUF_SIZE, 16 KiB; BLITZ_URING_RECV_BUF_SIZE, 4 KiB, for a
+ * provided buffer on io_uring TCP sockets), writable, owned by the task
+ * until blitz_buf_release. With 0
+ * (end of stream) or an error nothing is held. The op waits with no
+ * buffer; it takes one only when data is there. On io_uring TCP sockets
+ * the buffer is the one the kernel received into (no copy); elsewhere the
+ * runtime's pool serves it. Buffers never run out: when the io_uring pool
+ * is empty (tasks hold its buffers) receives go on from the heap pool.
+ * `out` (zero-filled, or released) stays in place until READY; starting
+ * one with a view that still holds a buffer is BLITZ_EINVAL. Cancel with
+ * blitz_io_cancel: nothing is held then. A datagram longer than the
+ * buffer is truncated. Mixing it with other receives on one socket keeps
+ * the order of the bytes. */
+typedef struct blitz_buf {
+    char *data;
+    size_t len;
+    void *blitz__owner;
+    uint32_t blitz__id, blitz__kind;
+} blitz_buf;
+BLITZ_API blitz_poll blitz_sock_recv_buf(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                         blitz_buf *out);
+BLITZ_API blitz_op blitz_op_sock_recv_buf(blitz_io *io, blitz_socket *s, blitz_buf *out);
+/* Gives a lent buffer back (any thread; the socket may be closed by
+ * then, the runtime must not be freed yet) and empties the view. Nothing
+ * happens for an empty view or NULL. */
+BLITZ_API void blitz_buf_release(blitz_buf *b);
 /* Vectored: `iov` (at most 16 entries) must stay valid until READY. */
 BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                       const blitz_iovec *iov, int iovcnt);
@@ -9769,7 +9836,11 @@ BLITZ_PRIVATE void blitz__uring_drain(struct blitz__io *io);
 #define BLITZ__OP_FD_WRITE     11u
 #define BLITZ__OP_FD_WRITE_ALL 12u
 #define BLITZ__OP_FD_POLL      13u
-#define BLITZ__OP_IS_FD(k)     ((k) >= BLITZ__OP_FD_READ && (k) <= BLITZ__OP_FD_POLL)
+/* A receive into a buffer the runtime lends (recv_buf.c): carried as a
+ * descriptor op, so it waits without a buffer (readiness, or a kernel
+ * readiness wait) and takes one only for the system call. */
+#define BLITZ__OP_RECV_BUF 14u
+#define BLITZ__OP_IS_FD(k) ((k) >= BLITZ__OP_FD_READ && (k) <= BLITZ__OP_RECV_BUF)
 
 #define BLITZ__DIR_READ  0u
 #define BLITZ__DIR_WRITE 1u
@@ -9945,7 +10016,19 @@ typedef struct blitz__io {
      * ring of its own for file ops: the shared ring alone, whose eventfd
      * the backend watches (blitz__uring_files_init). */
     int files_wanted, files_ring;
+    /* Idle lent-receive buffers (recv_buf.c): a list through their first
+     * word, at most BLITZ__BUF_POOL_KEEP of them. */
+    blitz__mutex bpool_lock;
+    void *bpool;
+    uint32_t bpool_n;
+    blitz__atomic_u64 bpool_out; /* heap buffers lent and not yet given back */
 } blitz__io;
+
+/* The buffers blitz_sock_recv_buf lends where no provided buffer serves. */
+#ifndef BLITZ_RECV_BUF_SIZE
+#define BLITZ_RECV_BUF_SIZE 16384u
+#endif
+#define BLITZ__BUF_POOL_KEEP 64u
 
 /* Provided buffers of multishot receives, per ring. A power of two;
  * 0 turns multishot receives off. */
@@ -9995,6 +10078,14 @@ BLITZ_PRIVATE void blitz__recv_ms_close(blitz_socket *s);
 BLITZ_PRIVATE void blitz__recv_ms_release(blitz_socket *s);
 BLITZ_PRIVATE int blitz__recv_ms_wants(const blitz_socket *s, uint32_t kind, uint32_t dir);
 BLITZ_PRIVATE int blitz__recv_ms_direct(blitz_socket *s);
+/* Lent receive buffers (recv_buf.c). */
+BLITZ_PRIVATE int64_t blitz__recv_buf_attempt(blitz_io *op);
+BLITZ_PRIVATE int blitz__recv_buf_salvage(blitz_socket *s, blitz_io *op, int64_t *r);
+BLITZ_PRIVATE void blitz__recv_buf_pool_free(blitz__io *io);
+BLITZ_PRIVATE void blitz__recv_ms_give_back(void *ring, uint32_t bid);
+/* blitz_buf.blitz__kind: whose buffer the view holds. */
+#define BLITZ__BUF_RING 1u /* a provided buffer of io_uring ring blitz__owner */
+#define BLITZ__BUF_HEAP 2u /* a buffer of driver blitz__owner's pool */
 /* Data of receives cancelled too late (io_salvage.c). */
 BLITZ_PRIVATE int blitz__salvage_kind(uint32_t kind);
 BLITZ_PRIVATE int blitz__salvage_worth(const blitz_socket *s, int64_t res);
@@ -10996,8 +11087,8 @@ static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket 
         /* The same code on every backend (the kernel says EINVAL for a
          * Unix listener, and a completion backend's receive waits for a
          * connection first). */
-        if (s->listening &&
-            (kind == BLITZ__OP_RECV || kind == BLITZ__OP_RECVV || kind == BLITZ__OP_RECV_FROM)) {
+        if (s->listening && (kind == BLITZ__OP_RECV || kind == BLITZ__OP_RECVV ||
+                             kind == BLITZ__OP_RECV_FROM || kind == BLITZ__OP_RECV_BUF)) {
             op->result = BLITZ_ENOTCONN;
             return BLITZ_READY;
         }
@@ -11203,6 +11294,20 @@ BLITZ_API blitz_poll blitz_sock_recv(blitz_cx *cx, blitz_io *op, blitz_socket *s
     if (blitz__recv_nothing(op, s, len))
         return BLITZ_READY;
     return blitz__op_poll(cx, op, s, BLITZ__OP_RECV, buf, len, NULL, BLITZ__DIR_READ);
+}
+BLITZ_API blitz_poll blitz_sock_recv_buf(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                         blitz_buf *out) {
+    BLITZ__SOCK_CHECK(s);
+    if (op && blitz__op_state(op) == BLITZ__IO_IDLE) {
+        /* A view still holding a lent buffer would lose it. */
+        if (!out || out->blitz__owner) {
+            op->result = BLITZ_EINVAL;
+            return BLITZ_READY;
+        }
+        out->data = NULL;
+        out->len = 0;
+    }
+    return blitz__op_poll(cx, op, s, BLITZ__OP_RECV_BUF, out, 0, NULL, BLITZ__DIR_READ);
 }
 /* Plain receives into the rest of the buffer, so the backends and the
  * salvage of a cancelled receive see nothing new. blitz__got counts what
@@ -11665,6 +11770,7 @@ BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
     blitz__mutex_init(&io->lock);
     blitz__mutex_init(&io->socks_lock);
     blitz__mutex_init(&io->poll_lock);
+    blitz__mutex_init(&io->bpool_lock);
     int rc = BLITZ_EINVAL;
     if (forced != BLITZ_BACKEND_AUTO) {
         for (int i = 0; blitz__io_backend_of(i); i++)
@@ -11694,6 +11800,7 @@ BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
         blitz__mutex_destroy(&io->lock);
         blitz__mutex_destroy(&io->socks_lock);
         blitz__mutex_destroy(&io->poll_lock);
+        blitz__mutex_destroy(&io->bpool_lock);
         blitz__free(io);
         /* Without a forced choice a runtime still works, without I/O. */
         return forced == BLITZ_BACKEND_AUTO ? BLITZ_OK : rc;
@@ -11816,6 +11923,8 @@ BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
     }
     io->all = NULL;
     io->be->destroy(io);
+    blitz__recv_buf_pool_free(io);
+    blitz__mutex_destroy(&io->bpool_lock);
     blitz__mutex_destroy(&io->lock);
     blitz__mutex_destroy(&io->socks_lock);
     blitz__mutex_destroy(&io->poll_lock);
@@ -11852,7 +11961,9 @@ BLITZ_PRIVATE blitz_poll blitz__ready_submit(blitz_cx *cx, blitz_io *op) {
      * comes) every receive tries. (A Unix stream receive may stop short of queued data: it
      * does not join segments of different senders.) */
     int stream_recv = s->type == SOCK_STREAM && (s->family == AF_INET || s->family == AF_INET6) &&
-                      (op->blitz__kind == BLITZ__OP_RECV || op->blitz__kind == BLITZ__OP_RECVV);
+                      (op->blitz__kind == BLITZ__OP_RECV || op->blitz__kind == BLITZ__OP_RECVV ||
+                       op->blitz__kind == BLITZ__OP_RECV_BUF);
+    size_t room = op->blitz__kind == BLITZ__OP_RECV_BUF ? BLITZ_RECV_BUF_SIZE : op->blitz__len;
     for (;;) {
         uint32_t seq0 = blitz__u32_load(seqp, BLITZ__ACQUIRE);
         int64_t r = BLITZ_EAGAIN;
@@ -11861,7 +11972,7 @@ BLITZ_PRIVATE blitz_poll blitz__ready_submit(blitz_cx *cx, blitz_io *op) {
             r = blitz__op_attempt(op);
         if (r == BLITZ_EINTR)
             continue;
-        if (stream_recv && r > 0 && op->blitz__kind == BLITZ__OP_RECV && (size_t)r < op->blitz__len)
+        if (stream_recv && r > 0 && op->blitz__kind != BLITZ__OP_RECVV && (size_t)r < room)
             blitz__u32_store(&s->rd_drained, seq0 + 1u, BLITZ__RELAXED);
         if (r != BLITZ_EAGAIN) {
             if (blitz__op_result(op, r))
@@ -13495,6 +13606,7 @@ BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io
     case BLITZ__OP_FD_WRITE:
     case BLITZ__OP_FD_WRITE_ALL:
     case BLITZ__OP_FD_POLL:
+    case BLITZ__OP_RECV_BUF:
         sqe->opcode = IORING_OP_POLL_ADD;
         sqe->poll32_events = op->blitz__dir == BLITZ__DIR_WRITE ? POLLOUT : POLLIN;
         break;
@@ -14162,6 +14274,10 @@ static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
         blitz__op_result(op, kept);
         return BLITZ_READY;
     }
+    if (k == BLITZ__OP_RECV_BUF && blitz__recv_buf_salvage(s, op, &kept)) {
+        blitz__op_result(op, kept);
+        return BLITZ_READY;
+    }
     if (k == BLITZ__OP_ACCEPT && io->ms_accept)
         return blitz__uring_accept_ms(cx, op);
     if (blitz__recv_ms_wants(s, k, op->blitz__dir)) {
@@ -14415,7 +14531,7 @@ BLITZ_PRIVATE int blitz__recv_ms_wants(const blitz_socket *s, uint32_t kind, uin
     if (s->type != SOCK_STREAM || (s->family != AF_INET && s->family != AF_INET6) ||
         !blitz__u32_load(&s->io->ms_recv, BLITZ__RELAXED))
         return 0;
-    if (kind == BLITZ__OP_RECV || kind == BLITZ__OP_RECVV)
+    if (kind == BLITZ__OP_RECV || kind == BLITZ__OP_RECVV || kind == BLITZ__OP_RECV_BUF)
         return 1;
     if (kind == BLITZ__OP_FD_READ || (kind == BLITZ__OP_FD_POLL && dir == BLITZ__DIR_READ))
         return !blitz__recv_ms_direct((blitz_socket *)(uintptr_t)s);
@@ -14497,6 +14613,28 @@ static int blitz__rq_push(blitz_socket *s, uint32_t ring, uint32_t bid, uint32_t
     return 1;
 }
 
+/* Lends the head buffer of the queue to a borrowing receive (recv_buf.c):
+ * its view gets the unread part, and the buffer goes back to the ring's
+ * pool when the task releases it. Caller holds the socket's lock. */
+static int64_t blitz__rq_lend(blitz_socket *s, blitz_io *op) {
+    blitz__rbuf *q = &s->rq[s->rq_head];
+    blitz__ring *r = &s->io->rings[q->ring];
+    blitz_buf *b = (blitz_buf *)op->blitz__buf;
+    b->data = (char *)(uintptr_t)blitz__uring_pbuf_addr(r, q->bid) + q->off;
+    b->len = q->len - q->off;
+    b->blitz__owner = r;
+    b->blitz__id = q->bid;
+    b->blitz__kind = BLITZ__BUF_RING;
+    s->rq_head = (s->rq_head + 1) % s->rq_cap;
+    s->rq_count--;
+    return (int64_t)b->len;
+}
+
+/* A released lent buffer goes back to its ring's pool. Any thread. */
+BLITZ_PRIVATE void blitz__recv_ms_give_back(void *ring, uint32_t bid) {
+    blitz__uring_pbuf_put((blitz__ring *)ring, bid);
+}
+
 /* A receive on a stream socket (io_uring). Serves it from the queue, or
  * waits on the armed multishot receive, or arms one. `*single_shot` set:
  * the caller goes on with the system call / single-shot path. */
@@ -14507,7 +14645,8 @@ BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *s
     blitz__mutex_lock(&s->lock);
     int64_t r = 0;
     int done = 1;
-    size_t room = blitz__recv_room(op);
+    int lend = op->blitz__kind == BLITZ__OP_RECV_BUF;
+    size_t room = lend ? 1 : blitz__recv_room(op);
     if (s->closed) {
         r = BLITZ_ECLOSED;
     } else if (op->blitz__kind == BLITZ__OP_FD_POLL) {
@@ -14516,6 +14655,8 @@ BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *s
             r = POLLIN;
         else
             done = 0;
+    } else if (lend && s->rq_count) {
+        r = blitz__rq_lend(s, op);
     } else if (s->rq_count || !room) {
         r = (int64_t)blitz__rq_copy(s, op);
         /* A bulk reader (a pool buffer's worth at once): its data goes
@@ -14540,13 +14681,15 @@ BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *s
         /* Nothing queued and nothing armed: the system call is safe. A
          * bulk reader (its last receive filled its buffer, or got a pool
          * buffer's worth), a socket the pool could not serve last time, or
-         * one the kernel refused, goes single-shot. */
+         * one the kernel refused, goes single-shot (a borrowing receive:
+         * a readiness wait, then the system call into a heap buffer). */
         int batches = 0;
         blitz__ring *ring = blitz__uring_mine(io, &batches);
         blitz__u32_store(&s->rms_published, 1, BLITZ__RELEASE);
-        if (blitz__u32_load(&s->rd_hot, BLITZ__RELAXED) ||
-            blitz__u32_load(&s->rd_bulk, BLITZ__RELAXED) || s->rms_nobufs || s->rms_off ||
-            !blitz__uring_pbuf_ready(ring) || blitz__uring_arm_recv(io, ring, s, !batches)) {
+        if ((!lend && (blitz__u32_load(&s->rd_hot, BLITZ__RELAXED) ||
+                       blitz__u32_load(&s->rd_bulk, BLITZ__RELAXED))) ||
+            s->rms_nobufs || s->rms_off || !blitz__uring_pbuf_ready(ring) ||
+            blitz__uring_arm_recv(io, ring, s, !batches)) {
             s->rms_nobufs = 0;
             blitz__mutex_unlock(&s->lock);
             *single_shot = 1;
@@ -14633,6 +14776,131 @@ BLITZ_PRIVATE void blitz__recv_ms_release(blitz_socket *s) {
 
 #endif /* BLITZ__HAS_IO */
 /* ====[ END src/io/uring_recv_ms.c ]======================================= */
+/* ====[ BEGIN src/io/recv_buf.c ]========================================== */
+/* >>io/recv_buf */
+/* Receives into buffers the runtime lends (blitz_sock_recv_buf).
+ *
+ * The op waits for data without a buffer, so an idle connection holds
+ * none; a buffer is taken only once data is there, and the task gives it
+ * back with blitz_buf_release (any thread). On io_uring TCP sockets it is
+ * the provided buffer the socket's multishot receive filled
+ * (uring_recv_ms.c), lent as it is, without a copy. Everywhere else (the
+ * readiness backends, Unix sockets, a kernel without multishot receives,
+ * a provided-buffer pool that ran dry) the op is carried as a descriptor
+ * op: a readiness wait, then recv(2) into a heap buffer of the driver's
+ * pool, which goes straight back to the pool when nothing came. The pool
+ * keeps at most BLITZ__BUF_POOL_KEEP idle buffers; a busy moment beyond
+ * that allocates, so receives never wait for a buffer. */
+/* src/io/io.h already included */
+
+#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+
+_Static_assert(BLITZ_RECV_BUF_SIZE >= 64u && BLITZ_RECV_BUF_SIZE <= (16u << 20),
+               "BLITZ_RECV_BUF_SIZE: 64 bytes to 16 MiB");
+
+static char *blitz__bpool_get(blitz__io *io) {
+    blitz__mutex_lock(&io->bpool_lock);
+    void *b = io->bpool;
+    if (b) {
+        io->bpool = *(void **)b;
+        io->bpool_n--;
+    }
+    blitz__mutex_unlock(&io->bpool_lock);
+    return b ? (char *)b : (char *)blitz__malloc(BLITZ_RECV_BUF_SIZE);
+}
+
+static void blitz__bpool_put(blitz__io *io, void *b) {
+    blitz__mutex_lock(&io->bpool_lock);
+    if (io->bpool_n < BLITZ__BUF_POOL_KEEP) {
+        *(void **)b = io->bpool;
+        io->bpool = b;
+        io->bpool_n++;
+        b = NULL;
+    }
+    blitz__mutex_unlock(&io->bpool_lock);
+    blitz__free(b);
+}
+
+/* The driver goes: its idle buffers with it. */
+BLITZ_PRIVATE void blitz__recv_buf_pool_free(blitz__io *io) {
+    while (io->bpool) {
+        void *b = io->bpool;
+        io->bpool = *(void **)b;
+        blitz__free(b);
+    }
+    io->bpool_n = 0;
+}
+
+static void blitz__buf_lend_heap(blitz_io *op, char *mem, size_t n) {
+    blitz_buf *b = (blitz_buf *)op->blitz__buf;
+    b->data = mem;
+    b->len = n;
+    b->blitz__owner = op->blitz__sock->io;
+    b->blitz__id = 0;
+    b->blitz__kind = BLITZ__BUF_HEAP;
+}
+
+/* The op's system call (its blitz__buf is the caller's view): bytes lent,
+ * 0 at end of stream, or a BLITZ_E* code; no buffer is kept unless data
+ * came. */
+BLITZ_PRIVATE int64_t blitz__recv_buf_attempt(blitz_io *op) {
+    blitz_socket *s = op->blitz__sock;
+    char *mem = blitz__bpool_get(s->io);
+    if (!mem)
+        return BLITZ_ENOMEM;
+    errno = 0;
+    ssize_t r = BLITZ__SYS(recv(s->fd, mem, BLITZ__SYS_LEN(BLITZ_RECV_BUF_SIZE), 0));
+    if (r > 0) {
+        blitz__buf_lend_heap(op, mem, (size_t)r);
+        return (int64_t)r;
+    }
+    int err = errno;
+    blitz__bpool_put(s->io, mem);
+    if (r == 0)
+        return 0;
+    return err == EWOULDBLOCK || err == EAGAIN ? BLITZ_EAGAIN : blitz__from_errno(err);
+}
+
+/* Data a cancelled plain receive left on the socket (salvage.c) comes
+ * first, in a heap buffer. 1 with `*r` set when there was some. */
+BLITZ_PRIVATE int blitz__recv_buf_salvage(blitz_socket *s, blitz_io *op, int64_t *r) {
+    if (!blitz__u32_load(&s->salvage_n, BLITZ__RELAXED))
+        return 0;
+    char *mem = blitz__bpool_get(s->io);
+    if (!mem) {
+        *r = BLITZ_ENOMEM;
+        return 1;
+    }
+    void *view = op->blitz__buf;
+    size_t len = op->blitz__len;
+    op->blitz__buf = mem;
+    op->blitz__len = BLITZ_RECV_BUF_SIZE;
+    int got = blitz__salvage_take(s, op, r);
+    op->blitz__buf = view;
+    op->blitz__len = len;
+    if (got && *r > 0)
+        blitz__buf_lend_heap(op, mem, (size_t)*r);
+    else
+        blitz__bpool_put(s->io, mem);
+    return got;
+}
+
+BLITZ_API void blitz_buf_release(blitz_buf *b) {
+    if (!b || !b->blitz__owner)
+        return;
+    if (b->blitz__kind == BLITZ__BUF_RING)
+        blitz__recv_ms_give_back(b->blitz__owner, b->blitz__id);
+    else
+        blitz__bpool_put((blitz__io *)b->blitz__owner, b->data);
+    b->data = NULL;
+    b->len = 0;
+    b->blitz__owner = NULL;
+    b->blitz__id = 0;
+    b->blitz__kind = 0;
+}
+
+#endif /* BLITZ__HAS_IO */
+/* ====[ END src/io/recv_buf.c ]============================================ */
 /* ====[ BEGIN src/io/uring_file.c ]======================================== */
 /* >>io/uring_file */
 /* File operations on the io_uring backend: the kernel carries them out
@@ -15057,6 +15325,8 @@ BLITZ_PRIVATE int64_t blitz__fd_attempt(blitz_io *op) {
             return BLITZ_EAGAIN;
         break;
     }
+    case BLITZ__OP_RECV_BUF:
+        return blitz__recv_buf_attempt(op);
     default:
         return BLITZ_EINVAL;
     }
@@ -21712,7 +21982,8 @@ enum {
     BLITZ__OPC_FD_WRITE,
     BLITZ__OPC_FD_WRITE_ALL,
     BLITZ__OPC_FD_READABLE,
-    BLITZ__OPC_FD_WRITABLE
+    BLITZ__OPC_FD_WRITABLE,
+    BLITZ__OPC_RECV_BUF
 };
 
 static blitz_poll blitz__io_value_poll(blitz_cx *cx, void *arg) {
@@ -21759,6 +22030,8 @@ static blitz_poll blitz__io_value_poll(blitz_cx *cx, void *arg) {
         return blitz_fd_readable(cx, op, s);
     case BLITZ__OPC_FD_WRITABLE:
         return blitz_fd_writable(cx, op, s);
+    case BLITZ__OPC_RECV_BUF:
+        return blitz_sock_recv_buf(cx, op, s, (blitz_buf *)buf);
     default:
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
@@ -21797,6 +22070,10 @@ BLITZ_API blitz_op blitz_op_unix_connect(blitz_io *io, const blitz_addr *addr) {
 BLITZ_API blitz_op blitz_op_sock_recv(blitz_io *io, blitz_socket *s, void *buf, size_t len) {
     BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_RECV, s, buf, len, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_sock_recv_buf(blitz_io *io, blitz_socket *s, blitz_buf *out) {
+    BLITZ__SOCK_CHECK(s);
+    return blitz__io_value(io, BLITZ__OPC_RECV_BUF, s, out, 0, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_sock_send(blitz_io *io, blitz_socket *s, const void *buf, size_t len) {
     BLITZ__SOCK_CHECK(s);

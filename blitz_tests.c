@@ -69,6 +69,7 @@ static int test_fault(int site);
 #include "tests/test_io_edges.c"
 #include "tests/test_io_release.c"
 #include "tests/test_io_nomem.c"
+#include "tests/test_io_recv_buf.c"
 #endif
 #include "tests/test_pool.c"
 #if !defined(_WIN32)

@@ -9,7 +9,10 @@
 # process: Tokio's echo server (the anchor's `echo-server`: 2 workers, the
 # target's comparison; also 1 worker and current-thread),
 # bench/floor/echo_floor.c (one thread doing only epoll_wait, recv and
-# send: the least work any server can do per request), and blitz's server
+# send: the least work any server can do per request),
+# bench/floor/echo_floor_uring.c (the same with only io_uring's own
+# operations: a multishot accept, RECV and SEND, one io_uring_enter per
+# batch; shown as floor_uring), and blitz's server
 # on io_uring with 2 workers, 1 worker and current-thread, and on epoll
 # with 2 workers. Each is driven by the Tokio anchor's own client
 # (`tokio-anchor echo-client --no-bulk`: 50 connections x 64-byte
@@ -61,8 +64,13 @@ TOKIO=$CARGO_TARGET_DIR/release/tokio-anchor
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >&2
 [ -x /usr/bin/time ] || { echo "ceiling.sh: needs /usr/bin/time (Debian's time)" >&2; exit 1; }
 gcc -O2 -Wall -Wextra -o "$OUT/echo_floor" "$ROOT/bench/floor/echo_floor.c" || exit 1
-
-SERVERS=(tokio tokio_w1 tokio_ct floor blitz_uring_w2 blitz_uring_w1 blitz_uring_ct blitz_epoll_w2)
+SERVERS=(tokio tokio_w1 tokio_ct floor)
+if gcc -O2 -Wall -Wextra -o "$OUT/echo_floor_uring" "$ROOT/bench/floor/echo_floor_uring.c"; then
+    SERVERS+=(floor_uring)
+else
+    echo "ceiling.sh: floor_uring left out (no <linux/io_uring.h>)" >&2
+fi
+SERVERS+=(blitz_uring_w2 blitz_uring_w1 blitz_uring_ct blitz_epoll_w2)
 server_stdin_open
 
 start_server() {
@@ -73,6 +81,7 @@ start_server() {
     tokio_w1) exec "$TOKIO" echo-server --port 0 --workers 1 ;;
     tokio_ct) exec "$TOKIO" echo-server --port 0 --workers 0 ;;
     floor) exec "$OUT/echo_floor" 300 ;;
+    floor_uring) exec "$OUT/echo_floor_uring" 300 ;;
     blitz_uring_w2) BLITZ_BACKEND=io_uring exec "$DIR/tcp" echo-server --port 0 --workers 2 ;;
     blitz_uring_w1) BLITZ_BACKEND=io_uring exec "$DIR/tcp" echo-server --port 0 --workers 1 ;;
     blitz_uring_ct) BLITZ_BACKEND=io_uring exec "$DIR/tcp" echo-server --port 0 --workers 0 ;;

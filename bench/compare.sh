@@ -24,7 +24,10 @@
 #                 of foreign CPU. The anchor's run.sh reads the same three.
 # tcp: blitz's echo server is driven by the Tokio anchor's own client
 # (tokio-anchor echo-client, built here into build/tokio-target), the same
-# client as the anchor's tcp group; BLITZ_BACKEND picks blitz's backend.
+# client as the anchor's tcp group. The server is blitz as a user gets it:
+# blitz_runtime_new(NULL), no BLITZ_* variable in its environment
+# (bench/tcp.c; BENCH_TCP_TUNED=1 runs the tuned 2-worker server instead,
+# whose backend BLITZ_BACKEND picks).
 #   SHARED_DIR    the shared checkout (default: ../shared beside the repo)
 #   COMPARE_OUT   output folder (default build/bench-compare)
 # Nothing is written outside the repository's build/ folder: the anchor's

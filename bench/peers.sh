@@ -8,9 +8,10 @@
 # DIR holds blitz's `tcp` benchmark program (build/bench). Each of REPEAT
 # rounds (default 3) runs every server once, in turn, each in a fresh
 # process: the libuv anchor (uv_echo_server.c, one loop thread), the Go
-# anchor (gobench server, GOMAXPROCS=2), and blitz (`tcp echo-server`) with
-# 2 workers on io_uring, 1 current-thread driver on io_uring, and 2 workers
-# on epoll. Per server and round: 50 connections x 64-byte ping-pong (1 s
+# anchor (gobench server, GOMAXPROCS=2), and blitz (`tcp echo-server`):
+# blitz_default (the runtime as a user gets it: blitz_runtime_new(NULL), no
+# BLITZ_* variable in its environment), then the tuned ones: 2 workers on
+# io_uring, 1 current-thread driver on io_uring, and 2 workers on epoll. Per server and round: 50 connections x 64-byte ping-pong (1 s
 # warm-up, ECHO_SECS=5 s measured, one client thread, as the anchors), the
 # server's CPU time per request, then one 1 GiB bulk transfer. Prints the
 # median of the rounds per server and the ratios of each blitz server to
@@ -71,16 +72,19 @@ if command -v go >/dev/null &&
 else
     echo "peers.sh: Go anchor left out (no go toolchain)" >&2
 fi
-SERVERS+=(blitz_uring_w2 blitz_uring_ct blitz_epoll_w2)
+SERVERS+=(blitz_default blitz_uring_w2 blitz_uring_ct blitz_epoll_w2)
 server_stdin_open
 
 # Starts server $1 in the background; sets SPID and PORT.
 start_server() {
     local portfile="$OUT/server.port"
     : >"$portfile"
+    # shellcheck disable=SC2046
     case "$1" in
     libuv) "$OUT/uv_echo_server" 0 300 >"$portfile" 2>/dev/null & ;;
     go) GOMAXPROCS=2 "$OUT/gobench" server -addr 127.0.0.1:0 -life 300s >"$portfile" 2>/dev/null & ;;
+    blitz_default) env $(blitz_env_unset) "$DIR/tcp" echo-server --port 0 --default \
+        >"$portfile" 2>/dev/null <"$OUT/stdin.fifo" & ;;
     blitz_uring_w2) BLITZ_BACKEND=io_uring "$DIR/tcp" echo-server --port 0 --workers 2 \
         >"$portfile" 2>/dev/null <"$OUT/stdin.fifo" & ;;
     blitz_uring_ct) BLITZ_BACKEND=io_uring "$DIR/tcp" echo-server --port 0 --workers 0 \

@@ -1,5 +1,5 @@
-# Shared by bench/peers.sh and bench/ceiling.sh (sourced, not run): the
-# echo servers they start in turn and measure.
+# Shared by bench/peers.sh, bench/ceiling.sh and bench/shapes.sh (sourced,
+# not run): the servers they start in turn and measure.
 #
 # The caller sets OUT (its output folder) and SCRIPT (its name, for
 # messages), and defines run_server NAME (one measured run of a server).
@@ -32,6 +32,12 @@ server_wait_port() {
     done
     echo "$SCRIPT: $1 did not start" >&2
     return 1
+}
+
+# The `env` arguments that remove every BLITZ_* variable: a server started
+# with them runs as a user's program that sets none.
+blitz_env_unset() {
+    env | sed -n 's/^\(BLITZ_[A-Za-z0-9_]*\)=.*/-u \1/p'
 }
 
 # User plus system CPU time of process $1, in clock ticks (1/100 s).

@@ -2,16 +2,22 @@
  * (../shared/anchors/tokio/src/tcp.rs).
  *
  *   tcp                      the group: start a blitz echo server (this
- *                            program, `echo-server`, a child process with a
- *                            2-worker runtime), drive it with the anchors'
+ *                            program, `echo-server --default`, a child
+ *                            process), drive it with the anchors'
  *                            load client, print the anchor's names:
  *                            tcp_echo_c50_m64_rps / _p50 / _p99 (50
  *                            connections x 64-byte ping-pong, 1 s warm-up,
  *                            5 x 3 s windows, median) and tcp_bulk_1024mib.
- *   tcp echo-server [--port N] [--workers N]
+ *   tcp echo-server [--port N] [--workers N] [--default]
  *                            the server alone: prints "PORT <n>", echoes
  *                            (65,536-byte buffer per connection, TCP_NODELAY)
- *                            until its stdin closes.
+ *                            until its stdin closes. --default: the runtime
+ *                            as a user gets it, blitz_runtime_new(NULL)
+ *                            (workers, backend: blitz's own choice).
+ *
+ * The group's server is the default one, started with no BLITZ_*
+ * variable in its environment (BENCH_TCP_TUNED=1: 2 workers, and the
+ * environment as it is, e.g. BLITZ_BACKEND).
  *
  * The client, in order of preference (BENCH_TCP_CLIENT=tokio|uv|own forces
  * one):
@@ -29,8 +35,8 @@
  * BENCH_TCP_BULK_MIB (default 1024) the bulk transfer of the uv and own
  * clients, for quick checks; the figures are then not the anchors'
  * workload.
- * The backend is the server's: BLITZ_BACKEND=io_uring|epoll|poll. The
- * server reports its CPU time per request on stderr (# server_cpu ...). */
+ * The server reports its CPU time per request on stderr (# server_cpu
+ * ...). */
 #define BLITZ_IMPLEMENTATION
 #include "blitz.h"
 
@@ -111,11 +117,13 @@ static void *stdin_watch(void *arg) {
 }
 
 static int server_main(int argc, char **argv) {
-    int port = 0, workers = BENCH_MT_WORKERS;
-    for (int i = 0; i + 1 < argc; i++) {
-        if (!strcmp(argv[i], "--port"))
+    int port = 0, workers = BENCH_MT_WORKERS, dflt = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--default"))
+            dflt = 1;
+        if (i + 1 < argc && !strcmp(argv[i], "--port"))
             port = atoi(argv[i + 1]);
-        if (!strcmp(argv[i], "--workers"))
+        if (i + 1 < argc && !strcmp(argv[i], "--workers"))
             workers = atoi(argv[i + 1]);
     }
     bench_watchdog(300, "echo-server");
@@ -126,7 +134,7 @@ static int server_main(int argc, char **argv) {
     if (getenv("BENCH_TCP_SPIN")) /* experiments: spin rounds before parking */
         cfg.spin_before_park = (uint32_t)strtoul(getenv("BENCH_TCP_SPIN"), NULL, 10);
     blitz_runtime *rt;
-    BENCH_CHECK(blitz_runtime_new(&cfg, &rt));
+    BENCH_CHECK(blitz_runtime_new(dflt ? NULL : &cfg, &rt));
     blitz_addr a;
     BENCH_CHECK(blitz_addr_ip("127.0.0.1", (uint16_t)port, &a));
     accept_task at;
@@ -137,14 +145,41 @@ static int server_main(int argc, char **argv) {
     at.proto = calloc(1, sizeof *at.proto);
     printf("PORT %d\n", blitz_addr_port(&bound));
     fflush(stdout);
-    fprintf(stderr, "# echo-server backend=%s workers=%d\n",
-            blitz_backend_name(blitz_runtime_backend(rt)), workers);
+    if (dflt)
+        fprintf(stderr, "# echo-server backend=%s workers=default\n",
+                blitz_backend_name(blitz_runtime_backend(rt)));
+    else
+        fprintf(stderr, "# echo-server backend=%s workers=%d\n",
+                blitz_backend_name(blitz_runtime_backend(rt)), workers);
     pthread_t th;
     pthread_create(&th, NULL, stdin_watch, NULL);
     return blitz_runtime_run(rt, accept_poll, &at, sizeof at);
 }
 
 /* ---- the group: server child + client ------------------------------------------------------ */
+
+extern char **environ;
+
+/* The default server sees no BLITZ_* variable (as a user's program that
+ * sets none). */
+static void unset_blitz_env(void) {
+    for (int again = 1; again;) {
+        again = 0;
+        for (char **e = environ; *e; e++) {
+            if (!strncmp(*e, "BLITZ_", 6)) {
+                char name[256];
+                size_t n = strcspn(*e, "=");
+                if (n >= sizeof name)
+                    continue;
+                memcpy(name, *e, n);
+                name[n] = 0;
+                unsetenv(name);
+                again = 1;
+                break;
+            }
+        }
+    }
+}
 
 static int file_exists(const char *p) {
     return p && access(p, X_OK) == 0;
@@ -264,8 +299,14 @@ int main(int argc, char **argv) {
         dup2(outp[1], 1);
         close(in[1]);
         close(outp[0]);
-        execl("/proc/self/exe", argv[0], "echo-server", "--port", "0", "--workers", "2",
-              (char *)NULL);
+        if (getenv("BENCH_TCP_TUNED"))
+            execl("/proc/self/exe", argv[0], "echo-server", "--port", "0", "--workers", "2",
+                  (char *)NULL);
+        else {
+            unset_blitz_env();
+            execl("/proc/self/exe", argv[0], "echo-server", "--port", "0", "--default",
+                  (char *)NULL);
+        }
         _exit(127);
     }
     close(in[0]);

@@ -46,6 +46,10 @@
     BLITZ_IO_TEST3(X, io_serve, 30000)                 \
     BLITZ_IO_TEST3(X, io_serve_timeout, 10000)         \
     BLITZ_IO_TEST3(X, io_recv_exact, 10000)            \
+    BLITZ_IO_TEST3(X, io_recv_buf_echo, 30000)         \
+    BLITZ_IO_TEST3(X, io_recv_buf_hold, 30000)         \
+    BLITZ_IO_TEST3(X, io_recv_buf_edges, 10000)        \
+    BLITZ_IO_TEST3(X, io_recv_buf_blocking, 10000)     \
     X(io_host_port_split, 5000)                        \
     X(serve_bad_input, 5000)                           \
     X(io_uring_creator_not_woken, 20000)               \

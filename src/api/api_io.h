@@ -219,6 +219,41 @@ BLITZ_API blitz_poll blitz_sock_send_all(blitz_cx *cx, blitz_io *op, blitz_socke
                                          const void *buf, size_t len);
 BLITZ_API blitz_poll blitz_sock_recv_exact(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
                                            size_t len);
+/* A receive into a buffer the runtime lends, so a connection waiting for
+ * data holds no receive buffer of its own:
+ *
+ *   BLITZ_AWAIT(s, blitz_sock_recv_buf(cx, &s->op, s->sock, &s->in));
+ *   if (s->op.result <= 0) ...          // as blitz_sock_recv: nothing held
+ *   ... s->in.data, s->in.len ...       // the task's until it releases it
+ *   blitz_buf_release(&s->in);
+ *
+ * READY with `result` > 0: `out` views that many bytes (at most
+ * BLITZ_RECV_BUF_SIZE, 16 KiB; BLITZ_URING_RECV_BUF_SIZE, 4 KiB, for a
+ * provided buffer on io_uring TCP sockets), writable, owned by the task
+ * until blitz_buf_release. With 0
+ * (end of stream) or an error nothing is held. The op waits with no
+ * buffer; it takes one only when data is there. On io_uring TCP sockets
+ * the buffer is the one the kernel received into (no copy); elsewhere the
+ * runtime's pool serves it. Buffers never run out: when the io_uring pool
+ * is empty (tasks hold its buffers) receives go on from the heap pool.
+ * `out` (zero-filled, or released) stays in place until READY; starting
+ * one with a view that still holds a buffer is BLITZ_EINVAL. Cancel with
+ * blitz_io_cancel: nothing is held then. A datagram longer than the
+ * buffer is truncated. Mixing it with other receives on one socket keeps
+ * the order of the bytes. */
+typedef struct blitz_buf {
+    char *data;
+    size_t len;
+    void *blitz__owner;
+    uint32_t blitz__id, blitz__kind;
+} blitz_buf;
+BLITZ_API blitz_poll blitz_sock_recv_buf(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                         blitz_buf *out);
+BLITZ_API blitz_op blitz_op_sock_recv_buf(blitz_io *io, blitz_socket *s, blitz_buf *out);
+/* Gives a lent buffer back (any thread; the socket may be closed by
+ * then, the runtime must not be freed yet) and empties the view. Nothing
+ * happens for an empty view or NULL. */
+BLITZ_API void blitz_buf_release(blitz_buf *b);
 /* Vectored: `iov` (at most 16 entries) must stay valid until READY. */
 BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                       const blitz_iovec *iov, int iovcnt);

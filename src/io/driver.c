@@ -474,8 +474,8 @@ static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket 
         /* The same code on every backend (the kernel says EINVAL for a
          * Unix listener, and a completion backend's receive waits for a
          * connection first). */
-        if (s->listening &&
-            (kind == BLITZ__OP_RECV || kind == BLITZ__OP_RECVV || kind == BLITZ__OP_RECV_FROM)) {
+        if (s->listening && (kind == BLITZ__OP_RECV || kind == BLITZ__OP_RECVV ||
+                             kind == BLITZ__OP_RECV_FROM || kind == BLITZ__OP_RECV_BUF)) {
             op->result = BLITZ_ENOTCONN;
             return BLITZ_READY;
         }
@@ -681,6 +681,20 @@ BLITZ_API blitz_poll blitz_sock_recv(blitz_cx *cx, blitz_io *op, blitz_socket *s
     if (blitz__recv_nothing(op, s, len))
         return BLITZ_READY;
     return blitz__op_poll(cx, op, s, BLITZ__OP_RECV, buf, len, NULL, BLITZ__DIR_READ);
+}
+BLITZ_API blitz_poll blitz_sock_recv_buf(blitz_cx *cx, blitz_io *op, blitz_socket *s,
+                                         blitz_buf *out) {
+    BLITZ__SOCK_CHECK(s);
+    if (op && blitz__op_state(op) == BLITZ__IO_IDLE) {
+        /* A view still holding a lent buffer would lose it. */
+        if (!out || out->blitz__owner) {
+            op->result = BLITZ_EINVAL;
+            return BLITZ_READY;
+        }
+        out->data = NULL;
+        out->len = 0;
+    }
+    return blitz__op_poll(cx, op, s, BLITZ__OP_RECV_BUF, out, 0, NULL, BLITZ__DIR_READ);
 }
 /* Plain receives into the rest of the buffer, so the backends and the
  * salvage of a cancelled receive see nothing new. blitz__got counts what
@@ -1143,6 +1157,7 @@ BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
     blitz__mutex_init(&io->lock);
     blitz__mutex_init(&io->socks_lock);
     blitz__mutex_init(&io->poll_lock);
+    blitz__mutex_init(&io->bpool_lock);
     int rc = BLITZ_EINVAL;
     if (forced != BLITZ_BACKEND_AUTO) {
         for (int i = 0; blitz__io_backend_of(i); i++)
@@ -1172,6 +1187,7 @@ BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
         blitz__mutex_destroy(&io->lock);
         blitz__mutex_destroy(&io->socks_lock);
         blitz__mutex_destroy(&io->poll_lock);
+        blitz__mutex_destroy(&io->bpool_lock);
         blitz__free(io);
         /* Without a forced choice a runtime still works, without I/O. */
         return forced == BLITZ_BACKEND_AUTO ? BLITZ_OK : rc;
@@ -1294,6 +1310,8 @@ BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
     }
     io->all = NULL;
     io->be->destroy(io);
+    blitz__recv_buf_pool_free(io);
+    blitz__mutex_destroy(&io->bpool_lock);
     blitz__mutex_destroy(&io->lock);
     blitz__mutex_destroy(&io->socks_lock);
     blitz__mutex_destroy(&io->poll_lock);

@@ -97,6 +97,8 @@ BLITZ_PRIVATE int64_t blitz__fd_attempt(blitz_io *op) {
             return BLITZ_EAGAIN;
         break;
     }
+    case BLITZ__OP_RECV_BUF:
+        return blitz__recv_buf_attempt(op);
     default:
         return BLITZ_EINVAL;
     }

@@ -37,7 +37,11 @@
 #define BLITZ__OP_FD_WRITE     11u
 #define BLITZ__OP_FD_WRITE_ALL 12u
 #define BLITZ__OP_FD_POLL      13u
-#define BLITZ__OP_IS_FD(k)     ((k) >= BLITZ__OP_FD_READ && (k) <= BLITZ__OP_FD_POLL)
+/* A receive into a buffer the runtime lends (recv_buf.c): carried as a
+ * descriptor op, so it waits without a buffer (readiness, or a kernel
+ * readiness wait) and takes one only for the system call. */
+#define BLITZ__OP_RECV_BUF 14u
+#define BLITZ__OP_IS_FD(k) ((k) >= BLITZ__OP_FD_READ && (k) <= BLITZ__OP_RECV_BUF)
 
 #define BLITZ__DIR_READ  0u
 #define BLITZ__DIR_WRITE 1u
@@ -213,7 +217,19 @@ typedef struct blitz__io {
      * ring of its own for file ops: the shared ring alone, whose eventfd
      * the backend watches (blitz__uring_files_init). */
     int files_wanted, files_ring;
+    /* Idle lent-receive buffers (recv_buf.c): a list through their first
+     * word, at most BLITZ__BUF_POOL_KEEP of them. */
+    blitz__mutex bpool_lock;
+    void *bpool;
+    uint32_t bpool_n;
+    blitz__atomic_u64 bpool_out; /* heap buffers lent and not yet given back */
 } blitz__io;
+
+/* The buffers blitz_sock_recv_buf lends where no provided buffer serves. */
+#ifndef BLITZ_RECV_BUF_SIZE
+#define BLITZ_RECV_BUF_SIZE 16384u
+#endif
+#define BLITZ__BUF_POOL_KEEP 64u
 
 /* Provided buffers of multishot receives, per ring. A power of two;
  * 0 turns multishot receives off. */
@@ -263,6 +279,14 @@ BLITZ_PRIVATE void blitz__recv_ms_close(blitz_socket *s);
 BLITZ_PRIVATE void blitz__recv_ms_release(blitz_socket *s);
 BLITZ_PRIVATE int blitz__recv_ms_wants(const blitz_socket *s, uint32_t kind, uint32_t dir);
 BLITZ_PRIVATE int blitz__recv_ms_direct(blitz_socket *s);
+/* Lent receive buffers (recv_buf.c). */
+BLITZ_PRIVATE int64_t blitz__recv_buf_attempt(blitz_io *op);
+BLITZ_PRIVATE int blitz__recv_buf_salvage(blitz_socket *s, blitz_io *op, int64_t *r);
+BLITZ_PRIVATE void blitz__recv_buf_pool_free(blitz__io *io);
+BLITZ_PRIVATE void blitz__recv_ms_give_back(void *ring, uint32_t bid);
+/* blitz_buf.blitz__kind: whose buffer the view holds. */
+#define BLITZ__BUF_RING 1u /* a provided buffer of io_uring ring blitz__owner */
+#define BLITZ__BUF_HEAP 2u /* a buffer of driver blitz__owner's pool */
 /* Data of receives cancelled too late (io_salvage.c). */
 BLITZ_PRIVATE int blitz__salvage_kind(uint32_t kind);
 BLITZ_PRIVATE int blitz__salvage_worth(const blitz_socket *s, int64_t res);

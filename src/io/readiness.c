@@ -23,7 +23,9 @@ BLITZ_PRIVATE blitz_poll blitz__ready_submit(blitz_cx *cx, blitz_io *op) {
      * comes) every receive tries. (A Unix stream receive may stop short of queued data: it
      * does not join segments of different senders.) */
     int stream_recv = s->type == SOCK_STREAM && (s->family == AF_INET || s->family == AF_INET6) &&
-                      (op->blitz__kind == BLITZ__OP_RECV || op->blitz__kind == BLITZ__OP_RECVV);
+                      (op->blitz__kind == BLITZ__OP_RECV || op->blitz__kind == BLITZ__OP_RECVV ||
+                       op->blitz__kind == BLITZ__OP_RECV_BUF);
+    size_t room = op->blitz__kind == BLITZ__OP_RECV_BUF ? BLITZ_RECV_BUF_SIZE : op->blitz__len;
     for (;;) {
         uint32_t seq0 = blitz__u32_load(seqp, BLITZ__ACQUIRE);
         int64_t r = BLITZ_EAGAIN;
@@ -32,7 +34,7 @@ BLITZ_PRIVATE blitz_poll blitz__ready_submit(blitz_cx *cx, blitz_io *op) {
             r = blitz__op_attempt(op);
         if (r == BLITZ_EINTR)
             continue;
-        if (stream_recv && r > 0 && op->blitz__kind == BLITZ__OP_RECV && (size_t)r < op->blitz__len)
+        if (stream_recv && r > 0 && op->blitz__kind != BLITZ__OP_RECVV && (size_t)r < room)
             blitz__u32_store(&s->rd_drained, seq0 + 1u, BLITZ__RELAXED);
         if (r != BLITZ_EAGAIN) {
             if (blitz__op_result(op, r))

@@ -748,6 +748,7 @@ BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io
     case BLITZ__OP_FD_WRITE:
     case BLITZ__OP_FD_WRITE_ALL:
     case BLITZ__OP_FD_POLL:
+    case BLITZ__OP_RECV_BUF:
         sqe->opcode = IORING_OP_POLL_ADD;
         sqe->poll32_events = op->blitz__dir == BLITZ__DIR_WRITE ? POLLOUT : POLLIN;
         break;
@@ -1412,6 +1413,10 @@ static blitz_poll blitz__uring_start(blitz_cx *cx, blitz_io *op) {
     uint32_t k = op->blitz__kind;
     int64_t kept;
     if ((blitz__salvage_kind(k) || k == BLITZ__OP_FD_READ) && blitz__salvage_take(s, op, &kept)) {
+        blitz__op_result(op, kept);
+        return BLITZ_READY;
+    }
+    if (k == BLITZ__OP_RECV_BUF && blitz__recv_buf_salvage(s, op, &kept)) {
         blitz__op_result(op, kept);
         return BLITZ_READY;
     }

@@ -44,7 +44,7 @@ BLITZ_PRIVATE int blitz__recv_ms_wants(const blitz_socket *s, uint32_t kind, uin
     if (s->type != SOCK_STREAM || (s->family != AF_INET && s->family != AF_INET6) ||
         !blitz__u32_load(&s->io->ms_recv, BLITZ__RELAXED))
         return 0;
-    if (kind == BLITZ__OP_RECV || kind == BLITZ__OP_RECVV)
+    if (kind == BLITZ__OP_RECV || kind == BLITZ__OP_RECVV || kind == BLITZ__OP_RECV_BUF)
         return 1;
     if (kind == BLITZ__OP_FD_READ || (kind == BLITZ__OP_FD_POLL && dir == BLITZ__DIR_READ))
         return !blitz__recv_ms_direct((blitz_socket *)(uintptr_t)s);
@@ -126,6 +126,28 @@ static int blitz__rq_push(blitz_socket *s, uint32_t ring, uint32_t bid, uint32_t
     return 1;
 }
 
+/* Lends the head buffer of the queue to a borrowing receive (recv_buf.c):
+ * its view gets the unread part, and the buffer goes back to the ring's
+ * pool when the task releases it. Caller holds the socket's lock. */
+static int64_t blitz__rq_lend(blitz_socket *s, blitz_io *op) {
+    blitz__rbuf *q = &s->rq[s->rq_head];
+    blitz__ring *r = &s->io->rings[q->ring];
+    blitz_buf *b = (blitz_buf *)op->blitz__buf;
+    b->data = (char *)(uintptr_t)blitz__uring_pbuf_addr(r, q->bid) + q->off;
+    b->len = q->len - q->off;
+    b->blitz__owner = r;
+    b->blitz__id = q->bid;
+    b->blitz__kind = BLITZ__BUF_RING;
+    s->rq_head = (s->rq_head + 1) % s->rq_cap;
+    s->rq_count--;
+    return (int64_t)b->len;
+}
+
+/* A released lent buffer goes back to its ring's pool. Any thread. */
+BLITZ_PRIVATE void blitz__recv_ms_give_back(void *ring, uint32_t bid) {
+    blitz__uring_pbuf_put((blitz__ring *)ring, bid);
+}
+
 /* A receive on a stream socket (io_uring). Serves it from the queue, or
  * waits on the armed multishot receive, or arms one. `*single_shot` set:
  * the caller goes on with the system call / single-shot path. */
@@ -136,7 +158,8 @@ BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *s
     blitz__mutex_lock(&s->lock);
     int64_t r = 0;
     int done = 1;
-    size_t room = blitz__recv_room(op);
+    int lend = op->blitz__kind == BLITZ__OP_RECV_BUF;
+    size_t room = lend ? 1 : blitz__recv_room(op);
     if (s->closed) {
         r = BLITZ_ECLOSED;
     } else if (op->blitz__kind == BLITZ__OP_FD_POLL) {
@@ -145,6 +168,8 @@ BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *s
             r = POLLIN;
         else
             done = 0;
+    } else if (lend && s->rq_count) {
+        r = blitz__rq_lend(s, op);
     } else if (s->rq_count || !room) {
         r = (int64_t)blitz__rq_copy(s, op);
         /* A bulk reader (a pool buffer's worth at once): its data goes
@@ -169,13 +194,15 @@ BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *s
         /* Nothing queued and nothing armed: the system call is safe. A
          * bulk reader (its last receive filled its buffer, or got a pool
          * buffer's worth), a socket the pool could not serve last time, or
-         * one the kernel refused, goes single-shot. */
+         * one the kernel refused, goes single-shot (a borrowing receive:
+         * a readiness wait, then the system call into a heap buffer). */
         int batches = 0;
         blitz__ring *ring = blitz__uring_mine(io, &batches);
         blitz__u32_store(&s->rms_published, 1, BLITZ__RELEASE);
-        if (blitz__u32_load(&s->rd_hot, BLITZ__RELAXED) ||
-            blitz__u32_load(&s->rd_bulk, BLITZ__RELAXED) || s->rms_nobufs || s->rms_off ||
-            !blitz__uring_pbuf_ready(ring) || blitz__uring_arm_recv(io, ring, s, !batches)) {
+        if ((!lend && (blitz__u32_load(&s->rd_hot, BLITZ__RELAXED) ||
+                       blitz__u32_load(&s->rd_bulk, BLITZ__RELAXED))) ||
+            s->rms_nobufs || s->rms_off || !blitz__uring_pbuf_ready(ring) ||
+            blitz__uring_arm_recv(io, ring, s, !batches)) {
             s->rms_nobufs = 0;
             blitz__mutex_unlock(&s->lock);
             *single_shot = 1;

@@ -415,7 +415,8 @@ enum {
     BLITZ__OPC_FD_WRITE,
     BLITZ__OPC_FD_WRITE_ALL,
     BLITZ__OPC_FD_READABLE,
-    BLITZ__OPC_FD_WRITABLE
+    BLITZ__OPC_FD_WRITABLE,
+    BLITZ__OPC_RECV_BUF
 };
 
 static blitz_poll blitz__io_value_poll(blitz_cx *cx, void *arg) {
@@ -462,6 +463,8 @@ static blitz_poll blitz__io_value_poll(blitz_cx *cx, void *arg) {
         return blitz_fd_readable(cx, op, s);
     case BLITZ__OPC_FD_WRITABLE:
         return blitz_fd_writable(cx, op, s);
+    case BLITZ__OPC_RECV_BUF:
+        return blitz_sock_recv_buf(cx, op, s, (blitz_buf *)buf);
     default:
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
@@ -500,6 +503,10 @@ BLITZ_API blitz_op blitz_op_unix_connect(blitz_io *io, const blitz_addr *addr) {
 BLITZ_API blitz_op blitz_op_sock_recv(blitz_io *io, blitz_socket *s, void *buf, size_t len) {
     BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_RECV, s, buf, len, NULL, 0);
+}
+BLITZ_API blitz_op blitz_op_sock_recv_buf(blitz_io *io, blitz_socket *s, blitz_buf *out) {
+    BLITZ__SOCK_CHECK(s);
+    return blitz__io_value(io, BLITZ__OPC_RECV_BUF, s, out, 0, NULL, 0);
 }
 BLITZ_API blitz_op blitz_op_sock_send(blitz_io *io, blitz_socket *s, const void *buf, size_t len) {
     BLITZ__SOCK_CHECK(s);
