@@ -242,6 +242,10 @@ struct blitz_runtime {
      * threads. */
     blitz__mutex alloc_lock;
     blitz__chunk *chunks;
+    /* Chunks come in groups (task_alloc.c): the rest of the newest group,
+     * not handed out yet, and how many groups were allocated. */
+    char *chunk_spare;
+    uint32_t chunk_spare_left, chunk_groups;
     blitz__block_cache shared_cache;
     /* Full batches given up by caches, linked through each batch's first
      * block (join_waker.data). */

@@ -19,7 +19,14 @@
  * list and at most one full batch; a second full batch goes to the
  * runtime's spare batches, where a cache that runs dry takes one. Every
  * move is O(1) (no walking of cold blocks), and memory freed on one worker
- * is reused by the others. */
+ * is reused by the others.
+ *
+ * Chunks of a size class are allocated in groups (1, 2, 4, ... then 16 at
+ * a time) and live until the runtime is freed: one aligned allocation per
+ * chunk costs the allocator a page of bookkeeping or more each (the
+ * alignment slack it splits off and the headers it writes), about a tenth
+ * of a chunk, where a group pays it once. A group's first chunk holds the
+ * allocation; the others have no `raw`. */
 #include "core.h"
 
 static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
@@ -84,15 +91,31 @@ static blitz__block_cache *blitz__local_owner(blitz_runtime *rt, blitz__worker_c
     return c->cache;
 }
 
+#define BLITZ__GROUP_LOG_MAX 4u
+
 /* Adds a chunk of class `c` to the runtime's list. Caller holds nothing. */
 static blitz__chunk *blitz__chunk_new(blitz_runtime *rt, uint32_t c) {
-    void *raw;
-    blitz__chunk *ch =
-        (blitz__chunk *)blitz__alloc_aligned(BLITZ__CHUNK_SIZE, BLITZ__CHUNK_SIZE, &raw);
-    if (!ch)
-        return NULL;
+    void *raw = NULL;
+    blitz__chunk *ch;
+    blitz__mutex_lock(&rt->alloc_lock);
+    if (rt->chunk_spare_left == 0) {
+        uint32_t log =
+            rt->chunk_groups < BLITZ__GROUP_LOG_MAX ? rt->chunk_groups : BLITZ__GROUP_LOG_MAX;
+        char *g = (char *)blitz__alloc_aligned(BLITZ__CHUNK_SIZE << log, BLITZ__CHUNK_SIZE, &raw);
+        if (!g) {
+            blitz__mutex_unlock(&rt->alloc_lock);
+            return NULL;
+        }
+        rt->chunk_groups++;
+        rt->chunk_spare = g;
+        rt->chunk_spare_left = 1u << log;
+    }
+    ch = (blitz__chunk *)(void *)rt->chunk_spare;
+    rt->chunk_spare += BLITZ__CHUNK_SIZE;
+    rt->chunk_spare_left--;
+    blitz__mutex_unlock(&rt->alloc_lock);
     ch->rt = rt;
-    ch->raw = raw;
+    ch->raw = raw; /* NULL but in the group's first chunk */
     ch->block_size = blitz__class_size[c];
     ch->class_index = c;
     ch->capacity =
@@ -395,9 +418,22 @@ BLITZ_PRIVATE void blitz__block_walk(blitz_runtime *rt, void (*fn)(blitz__task *
 BLITZ_PRIVATE void blitz__block_free_all(blitz_runtime *rt) {
     blitz__chunk *ch = rt->chunks;
     rt->chunks = NULL;
+    /* A group goes with its first chunk, which need not be the last of
+     * the group on the list: relink the first chunks, then free them. */
+    blitz__chunk *firsts = NULL;
     while (ch) {
         blitz__chunk *next = ch->next;
-        blitz__free(ch->raw);
+        if (ch->raw) {
+            ch->next = firsts;
+            firsts = ch;
+        }
         ch = next;
     }
+    while (firsts) {
+        blitz__chunk *next = firsts->next;
+        blitz__free(firsts->raw);
+        firsts = next;
+    }
+    rt->chunk_spare = NULL;
+    rt->chunk_spare_left = 0;
 }
