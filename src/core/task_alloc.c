@@ -7,12 +7,10 @@
  * runtime can walk every live block at shutdown (a free block's state word
  * is zero) instead of keeping an owned-task list in every task.
  *
- * Blocks of every class but the first are a multiple of 16 bytes and start
- * 16-byte aligned, so the state after the 64-byte header is too. The first
- * class, 72 bytes, holds a header and at most 8 bytes of state, which need
- * no more than 8-byte alignment (a type's alignment divides its size): an
- * idle task with a small state costs 72 bytes, not 80. States too big for
- * the largest class get a chunk of their own. Caches: one per worker and
+ * Blocks are a multiple of 16 bytes and start at an address that is 8 mod
+ * 16, so the state after the 56-byte header is 16-byte aligned, and an
+ * idle task with at most 8 bytes of state costs 64 bytes. States too big
+ * for the largest class get a chunk of their own. Caches: one per worker and
  * one for the current-thread driver (no locking: only their thread touches
  * them), and a shared one behind alloc_lock for every other thread. Free
  * blocks travel in batches of BLITZ__FREE_BATCH: a cache keeps an active
@@ -30,11 +28,11 @@
 #include "core.h"
 
 static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
-    72,  80,   96,   112,  128,  160,  192,  224,  256,  320,  384,  448,  512,  640,  768,
+    64,  80,   96,   112,  128,  160,  192,  224,  256,  320,  384,  448,  512,  640,  768,
     896, 1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192, 10240};
 
-/* First block offset: the chunk header rounded up to 16. */
-#define BLITZ__FIRST_BLOCK ((sizeof(blitz__chunk) + 15) / 16 * 16)
+/* First block offset: past the chunk header, 8 mod 16. */
+#define BLITZ__FIRST_BLOCK ((sizeof(blitz__chunk) + 8 + 15) / 16 * 16 - 8)
 #define BLITZ__FREE_BATCH  64u
 
 /* Join handle generations (BLITZ__TAG_HANDLES): a 32-bit word per block
@@ -50,12 +48,12 @@ static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
 #endif
 
 /* A free block's header is unused: a batch's first block links to the next
- * batch through join_waker.data. */
+ * batch through join_data. */
 static inline blitz__task *blitz__batch_next(blitz__task *first) {
-    return (blitz__task *)(uintptr_t)first->join_waker.data;
+    return (blitz__task *)(uintptr_t)first->join_data;
 }
 static inline void blitz__batch_set_next(blitz__task *first, blitz__task *next) {
-    first->join_waker.data = next;
+    first->join_data = next;
 }
 
 static inline blitz__chunk *blitz__chunk_of(const void *block) {
