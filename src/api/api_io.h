@@ -38,7 +38,7 @@
 
 /* The backend the runtime's I/O driver uses. */
 BLITZ_API blitz_backend blitz_runtime_backend(const blitz_runtime *rt);
-/* "io_uring", "epoll", "kqueue", "poll", "auto", "none". */
+/* "io_uring", "epoll", "kqueue", "poll", "iocp", "auto", "none". */
 BLITZ_API const char *blitz_backend_name(blitz_backend b);
 
 /* ---------------------------------------------------------------------------

@@ -50,12 +50,20 @@
 #define EDQUOT WSAEDQUOT
 #endif
 
+/* What wakes a thread parked in the I/O driver: its completion port. */
+typedef void *blitz__wake_t;
+#define BLITZ__WAKE_NONE NULL
+
 static inline void blitz__thread_name(const char *name) {
     (void)name;
 }
 #else
-#define BLITZ__WIN32  0
-#define BLITZ__HAS_IO 1
+#define BLITZ__WIN32     0
+#define BLITZ__HAS_IO    1
+/* What wakes a thread parked in the I/O driver: a descriptor to write
+ * (eventfd, pipe) or an encoded kqueue (BLITZ__WAKE_KQ). */
+typedef int blitz__wake_t;
+#define BLITZ__WAKE_NONE (-1)
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
