@@ -14,16 +14,14 @@
  * ended (on the limit) stays queued and ends the next park early: a
  * spurious wake-up, which every caller allows.
  *
- * The sockets layers are POSIX code, left out here (BLITZ__HAS_IO 0):
- * the port carries wake-ups and time only, and the runtime has no
- * socket, so these entry points answer as driver.c does for one without
- * sockets. */
+ * A packet with an overlapped is a socket op's completion (iocp_sock.c):
+ * the reaping thread settles it (blitz__iocp_op.done). The sockets API
+ * is POSIX code, left out here (BLITZ__HAS_IO 0), so no public socket
+ * exists yet and these entry points answer as driver.c does for a
+ * runtime without sockets. */
 #include "io.h"
 
 #if BLITZ__WIN32
-
-/* Packets taken per wait. */
-#define BLITZ__IOCP_BATCH 64
 
 BLITZ_PRIVATE void blitz__io_poll(blitz_runtime *rt) {
     (void)rt;
@@ -62,26 +60,64 @@ BLITZ_PRIVATE void blitz__io_flush(blitz_runtime *rt) {
     (void)rt;
 }
 
+/* The result of an op's packet: bytes, or the code of its failure, which
+ * WSAGetOverlappedResult translates from the kernel's NTSTATUS. */
+static int64_t blitz__iocp_result(blitz__iocp_op *op) {
+    DWORD bytes = 0, flags = 0;
+    if (WSAGetOverlappedResult(op->sock, &op->ov, &bytes, FALSE, &flags))
+        return (int64_t)bytes;
+    return blitz__from_win32((DWORD)WSAGetLastError());
+}
+
+/* One wait on the port, at most timeout_ns (0: a look, UINT64_MAX: no
+ * limit): the packets taken, wake-ups included. */
+static ULONG blitz__iocp_wait(blitz__io *io, OVERLAPPED_ENTRY *got, uint64_t timeout_ns) {
+    ULONG n = 0;
+    DWORD ms = timeout_ns ? blitz__win32_ms(timeout_ns) : 0;
+    /* A failure is the limit passing (WAIT_TIMEOUT) or the port closing,
+     * which only the runtime's end does. */
+    if (!GetQueuedCompletionStatusEx((HANDLE)io->port, got, BLITZ__IOCP_BATCH, &n, ms, FALSE))
+        return 0;
+    return n;
+}
+
+/* Settles the ops whose packets a wait took. */
+static void blitz__iocp_settle(const OVERLAPPED_ENTRY *got, ULONG n) {
+    for (ULONG i = 0; i < n; i++) {
+        /* Wake-up packets carry no overlapped: taking them is all. */
+        if (!got[i].lpOverlapped)
+            continue;
+        blitz__iocp_op *op = (blitz__iocp_op *)got[i].lpOverlapped;
+        op->done(op, blitz__iocp_result(op));
+    }
+}
+
+/* A wait and the settling of what it took: the packets taken. */
+BLITZ_PRIVATE uint32_t blitz__iocp_reap(blitz__io *io, uint64_t timeout_ns) {
+    OVERLAPPED_ENTRY got[BLITZ__IOCP_BATCH];
+    ULONG n = blitz__iocp_wait(io, got, timeout_ns);
+    blitz__iocp_settle(got, n);
+    return (uint32_t)n;
+}
+
 /* Parks the calling thread on the port until a packet, an unpark of `p`
- * or timeout_ns (0: none). `woke(arg)` runs after the wait. */
+ * or timeout_ns (0: none). `woke(arg)` runs after the wait and before
+ * the ops are settled (a worker leaves the parked set there, so the
+ * tasks they wake go to other workers). */
 BLITZ_PRIVATE void blitz__io_park(blitz_runtime *rt, blitz__parker *p, uint64_t timeout_ns,
                                   void (*woke)(void *), void *arg) {
     blitz__io *io = rt->io;
+    OVERLAPPED_ENTRY got[BLITZ__IOCP_BATCH];
+    ULONG n = 0;
     blitz__mutex_lock(&io->lock);
     uint32_t expected = BLITZ__UNPARKED;
-    if (blitz__u32_cas(&p->state, &expected, BLITZ__PARKED_DRIVER, BLITZ__ACQ_REL)) {
-        OVERLAPPED_ENTRY got[BLITZ__IOCP_BATCH];
-        ULONG n = 0;
-        /* Wake-up packets carry nothing: taking them is all there is to
-         * do with them. A failure is the limit passing (WAIT_TIMEOUT) or
-         * the port closing, which only the runtime's end does. */
-        GetQueuedCompletionStatusEx((HANDLE)io->port, got, BLITZ__IOCP_BATCH, &n,
-                                    blitz__win32_ms(timeout_ns), FALSE);
-    }
+    if (blitz__u32_cas(&p->state, &expected, BLITZ__PARKED_DRIVER, BLITZ__ACQ_REL))
+        n = blitz__iocp_wait(io, got, timeout_ns ? timeout_ns : UINT64_MAX);
     /* Acquire: pairs with the unparker's release swap to NOTIFIED. */
     blitz__u32_swap(&p->state, BLITZ__UNPARKED, BLITZ__ACQUIRE);
     if (woke)
         woke(arg);
+    blitz__iocp_settle(got, n);
     blitz__mutex_unlock(&io->lock);
 }
 
