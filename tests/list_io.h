@@ -8,7 +8,7 @@
 #define BLITZ_IO_TEST3(X, name, ms) X(name##_uring, ms) X(name##_epoll, ms) X(name##_poll, ms)
 #endif
 #define BLITZ_IO_TEST_LIST(X)                          \
-    X(io_addr_parse, 5000)                             \
+    X(addr_parse, 5000)                                \
     X(io_backend_names, 5000)                          \
     X(io_uring_refused_fallback, 20000)                \
     X(io_uring_enter_refused_fallback, 20000)          \
@@ -45,7 +45,7 @@
     BLITZ_IO_TEST3(X, io_serve, 30000)                 \
     BLITZ_IO_TEST3(X, io_serve_timeout, 10000)         \
     BLITZ_IO_TEST3(X, io_recv_exact, 10000)            \
-    X(io_host_port_split, 5000)                        \
+    X(addr_host_port_split, 5000)                      \
     X(serve_bad_input, 5000)                           \
     X(io_uring_creator_not_woken, 20000)               \
     X(io_uring_ct_driver_moves, 30000)                 \

@@ -23,6 +23,7 @@
 #include <winsock2.h>
 #include <ws2tcpip.h>
 #include <mswsock.h>
+#include <afunix.h>
 #include <windows.h>
 #include <process.h>
 #include <signal.h>
@@ -49,6 +50,9 @@
 #endif
 #ifndef EDQUOT
 #define EDQUOT WSAEDQUOT
+#endif
+#ifndef IF_NAMESIZE
+#define IF_NAMESIZE 256 /* an IPv6 scope's interface name (Linux: 16) */
 #endif
 
 /* What wakes a thread parked in the I/O driver: its completion port. */
