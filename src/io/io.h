@@ -153,8 +153,8 @@ typedef struct blitz__io {
     blitz_runtime *rt;
     const blitz__io_backend *be;
     int wake_fd; /* writing 8 bytes to it wakes a thread blocked in the backend */
-    void *port;  /* Windows: the completion port, the only wait and wake-up object */
     int wake_rd; /* the end of the wake-up object the backend waits on */
+    void *port;  /* Windows: the completion port, the only wait and wake-up object */
     /* One thread at a time waits in the backend or dispatches its events. */
     blitz__mutex lock;
     blitz__atomic_u32 shutdown;

@@ -13,16 +13,16 @@
 
 /* ---- waits on a word ------------------------------------------------------ */
 
-/* Sleeps while *word == expected, at most timeout_ns (0 = no limit);
- * spurious returns are allowed. The limit is in whole milliseconds, rounded
- * up so that a short wait is no busy loop. */
-/* A wait's limit in milliseconds: 0 and UINT64_MAX are none (INFINITE). */
+/* A wait's limit in whole milliseconds, rounded up so that a short wait
+ * is no busy loop; 0 and UINT64_MAX are none (INFINITE). */
 BLITZ_PRIVATE DWORD blitz__win32_ms(uint64_t timeout_ns) {
     if (timeout_ns == 0 || timeout_ns == UINT64_MAX)
         return INFINITE;
     uint64_t m = (timeout_ns + 999999u) / 1000000u;
     return m >= INFINITE ? INFINITE - 1 : (DWORD)m;
 }
+/* Sleeps while *word == expected, at most timeout_ns (0 = no limit);
+ * spurious returns are allowed. */
 BLITZ_PRIVATE void blitz__futex_wait(blitz__atomic_u32 *word, uint32_t expected,
                                      uint64_t timeout_ns) {
     WaitOnAddress(&word->v, &expected, sizeof expected, blitz__win32_ms(timeout_ns));
