@@ -128,22 +128,25 @@ What is in this version
   copy with splice / sendfile) and a graceful-shutdown coordinator (see
   10. STREAMS, PIPES AND COPY and 11.6 GRACEFUL SHUTDOWN).
 
-blitz DOES NOT yet have: an IOCP (Windows) backend, or TLS.
+blitz DOES NOT yet have: sockets on Windows (see PLATFORMS), or TLS.
 
 PLATFORMS
   Linux: everything. macOS and the BSDs: everything, I/O on kqueue.
   Windows 10 1809 and later, mingw-w64 gcc or clang (Win32 only, no
   winpthreads): tasks, both schedulers, time, ops and task groups,
   synchronization, channels, the blocking pool (blitz_spawn_blocking),
-  graceful shutdown and metrics/dumps. Link with -lws2_32
-  -lsynchronization. Not yet on Windows, and not declared there (a use
-  does not compile): sections 9 and 10 (sockets, addresses, pipes,
+  graceful shutdown, metrics/dumps and addresses (blitz_addr_*,
+  blitz_host_port_split; an IPv6 scope as a number only). Link with
+  -lws2_32 -lsynchronization. A runtime there parks its threads on an
+  I/O completion port (blitz_runtime_backend says BLITZ_BACKEND_IOCP, or
+  BLITZ_BACKEND_NONE when asked for; asking for another backend fails
+  with BLITZ_ENOSYS). Not yet on Windows, and not declared there (a use
+  does not compile): the rest of sections 9 and 10 (sockets, pipes,
   streams, copy, blitz_serve), and in 11 files, DNS, signals and
-  processes. A runtime there has no I/O driver (blitz_runtime_backend
-  says BLITZ_BACKEND_NONE; asking for a named backend fails with
-  BLITZ_ENOSYS), and blitz_shutdown_new fails with BLITZ_EOPNOTSUPP
-  unless its options say nsignals < 0 (no signals API yet). MSVC is not
-  supported yet (the atomics need GCC/Clang builtins).
+  processes; blitz_shutdown_new fails with BLITZ_EOPNOTSUPP unless its
+  options say nsignals < 0 (no signals API yet). Tested under wine 8,
+  not on real Windows. MSVC is not supported yet (the atomics need
+  GCC/Clang builtins).
 
 
 2. RUNTIMES
@@ -1987,6 +1990,7 @@ typedef enum blitz_backend {
     BLITZ_BACKEND_POLL = 3,
     BLITZ_BACKEND_NONE = 4,   /* the runtime has no I/O driver (none could start) */
     BLITZ_BACKEND_KQUEUE = 5, /* Darwin and the BSDs */
+    BLITZ_BACKEND_IOCP = 6,   /* Windows: an I/O completion port */
 } blitz_backend;
 
 /* ---- tracing hooks -----------------------------------------------------
@@ -2063,6 +2067,8 @@ typedef struct blitz_config {
      * BLITZ_BACKEND_NONE and socket calls fail with BLITZ_ENOSYS. Any other
      * value forces that backend:
      * blitz_runtime_new fails (BLITZ_ENOSYS, ...) when it cannot start.
+     * Windows has one backend, BLITZ_BACKEND_IOCP (the variable is
+     * ignored there).
      * Compile-time exclusions: BLITZ_NO_IO_URING, BLITZ_NO_EPOLL,
      * BLITZ_NO_KQUEUE, BLITZ_NO_POLL. */
     blitz_backend backend;
@@ -3337,7 +3343,7 @@ BLITZ_API int blitz_watch_changed_blocking(blitz_watch_rx *rx);
 
 /* The backend the runtime's I/O driver uses. */
 BLITZ_API blitz_backend blitz_runtime_backend(const blitz_runtime *rt);
-/* "io_uring", "epoll", "kqueue", "poll", "auto", "none". */
+/* "io_uring", "epoll", "kqueue", "poll", "iocp", "auto", "none". */
 BLITZ_API const char *blitz_backend_name(blitz_backend b);
 
 /* ---------------------------------------------------------------------------
@@ -3356,8 +3362,7 @@ typedef struct blitz_addr {
 /* "1.2.3.4:80", "[::1]:8080", "[fe80::1%2]:80" (the IPv6 scope: a
  * number up to 4294967295, digits only, or an interface name such as
  * "lo"). BLITZ_EINVAL for anything else (missing port, port > 65535, bad
- * address, bad scope). */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
+ * address, bad scope; on Windows a scope is a number only). */
 BLITZ_API int blitz_addr_parse(const char *s, blitz_addr *out);
 /* Splits "host:port" or "[host]:port" (the brackets hold an IPv6 address,
  * which has colons of its own) into `host` (NUL-terminated, at most cap - 1
@@ -3382,7 +3387,6 @@ BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size);
 BLITZ_API int blitz_addr_port(const blitz_addr *a);
 /* AF_INET, AF_INET6, AF_UNIX, or 0. */
 BLITZ_API int blitz_addr_family(const blitz_addr *a);
-#endif
 
 /* ---------------------------------------------------------------------------
  * Sockets and ops
@@ -4987,6 +4991,8 @@ BLITZ_API int64_t blitz_metrics_format(const blitz_runtime *rt, char *buf, size_
 
 #include <winsock2.h>
 #include <ws2tcpip.h>
+#include <mswsock.h>
+#include <afunix.h>
 #include <windows.h>
 #include <process.h>
 #include <signal.h>
@@ -5014,13 +5020,24 @@ BLITZ_API int64_t blitz_metrics_format(const blitz_runtime *rt, char *buf, size_
 #ifndef EDQUOT
 #define EDQUOT WSAEDQUOT
 #endif
+#ifndef IF_NAMESIZE
+#define IF_NAMESIZE 256 /* an IPv6 scope's interface name (Linux: 16) */
+#endif
+
+/* What wakes a thread parked in the I/O driver: its completion port. */
+typedef void *blitz__wake_t;
+#define BLITZ__WAKE_NONE NULL
 
 static inline void blitz__thread_name(const char *name) {
     (void)name;
 }
 #else
-#define BLITZ__WIN32  0
-#define BLITZ__HAS_IO 1
+#define BLITZ__WIN32     0
+#define BLITZ__HAS_IO    1
+/* What wakes a thread parked in the I/O driver: a descriptor to write
+ * (eventfd, pipe) or an encoded kqueue (BLITZ__WAKE_KQ). */
+typedef int blitz__wake_t;
+#define BLITZ__WAKE_NONE (-1)
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
@@ -5535,7 +5552,9 @@ typedef pthread_mutex_t blitz__mutex;
 
 typedef struct blitz__parker {
     blitz__atomic_u32 state; /* UNPARKED / PARKED / NOTIFIED / PARKED_DRIVER; the futex word */
-    int wake_fd;             /* the I/O driver's eventfd or pipe, BLITZ__WAKE_KQ(kq), or -1 */
+    /* The I/O driver's eventfd or pipe, BLITZ__WAKE_KQ(kq), its completion
+     * port (Windows), or BLITZ__WAKE_NONE. */
+    blitz__wake_t wake_fd;
 #if !BLITZ__HAS_FUTEX
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -6497,17 +6516,19 @@ BLITZ_PRIVATE int blitz__proc_exit_fd(int pid) {
 
 /* ---- waits on a word ------------------------------------------------------ */
 
+/* A wait's limit in whole milliseconds, rounded up so that a short wait
+ * is no busy loop; 0 and UINT64_MAX are none (INFINITE). */
+BLITZ_PRIVATE DWORD blitz__win32_ms(uint64_t timeout_ns) {
+    if (timeout_ns == 0 || timeout_ns == UINT64_MAX)
+        return INFINITE;
+    uint64_t m = (timeout_ns + 999999u) / 1000000u;
+    return m >= INFINITE ? INFINITE - 1 : (DWORD)m;
+}
 /* Sleeps while *word == expected, at most timeout_ns (0 = no limit);
- * spurious returns are allowed. The limit is in whole milliseconds, rounded
- * up so that a short wait is no busy loop. */
+ * spurious returns are allowed. */
 BLITZ_PRIVATE void blitz__futex_wait(blitz__atomic_u32 *word, uint32_t expected,
                                      uint64_t timeout_ns) {
-    DWORD ms = INFINITE;
-    if (timeout_ns) {
-        uint64_t m = (timeout_ns + 999999u) / 1000000u;
-        ms = m >= INFINITE ? INFINITE - 1 : (DWORD)m;
-    }
-    WaitOnAddress(&word->v, &expected, sizeof expected, ms);
+    WaitOnAddress(&word->v, &expected, sizeof expected, blitz__win32_ms(timeout_ns));
 }
 BLITZ_PRIVATE void blitz__futex_wake(blitz__atomic_u32 *word, int n) {
     if (n == 1)
@@ -6697,6 +6718,15 @@ BLITZ_PRIVATE int blitz__from_win32(DWORD e) {
     }
 }
 
+/* ---- completion ports --------------------------------------------------------- */
+
+/* Ends a GetQueuedCompletionStatusEx on `port` (a parked I/O driver): a
+ * packet with no overlapped, which the driver takes for a wake-up. */
+BLITZ_PRIVATE void blitz__port_post(void *port) {
+    if (port)
+        PostQueuedCompletionStatus((HANDLE)port, 0, 0, NULL);
+}
+
 /* ---- Winsock ------------------------------------------------------------------- */
 
 static BOOL CALLBACK blitz__win32_wsa_main(PINIT_ONCE once, PVOID param, PVOID *context) {
@@ -6832,7 +6862,7 @@ BLITZ_PRIVATE void blitz__futex_wake(blitz__atomic_u32 *word, int n) {
 
 BLITZ_PRIVATE void blitz__parker_init(blitz__parker *p) {
     blitz__u32_store(&p->state, BLITZ__UNPARKED, BLITZ__RELAXED);
-    p->wake_fd = -1;
+    p->wake_fd = BLITZ__WAKE_NONE;
 #if !BLITZ__HAS_FUTEX
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->cond, NULL);
@@ -6875,11 +6905,11 @@ BLITZ_PRIVATE int blitz__parker_park(blitz__parker *p, uint64_t timeout_ns) {
 }
 
 /* Wakes a thread blocked in the I/O backend (epoll_wait, poll,
- * io_uring_enter, kevent): the driver's wake-up object is part of every
- * wait. */
-static void blitz__wake_fd_signal(int fd) {
-#if !BLITZ__HAS_IO
-    (void)fd; /* no backend parks a thread yet */
+ * io_uring_enter, kevent, GetQueuedCompletionStatusEx): the driver's
+ * wake-up object is part of every wait. */
+static void blitz__wake_fd_signal(blitz__wake_t fd) {
+#if BLITZ__WIN32
+    blitz__port_post(fd);
 #else
 #if BLITZ__HAS_KQUEUE
     if (fd < -1) {
@@ -7025,7 +7055,8 @@ BLITZ_PRIVATE void blitz__thread_block_sigpipe(void) {
  * (16-byte aligned), and, when the task has a drop function, that pointer in
  * the block's last 8 bytes. The runtime a task belongs to is found from the
  * 64 KiB-aligned chunk that holds the block, so the header carries no
- * runtime pointer: 64 bytes in all. */
+ * runtime pointer, and the join waker's vtable is a 3-bit index in the
+ * state word: 56 bytes in all. */
 struct blitz_task {
     /* ref_count 24 | shield 8 | flags 8 | lifecycle 8 | low flags 16; see
      * task_state.c. Zero means the block is free. */
@@ -7039,9 +7070,10 @@ struct blitz_task {
         struct blitz_task *next;
         uint64_t idle_since;
     };
-    /* The waker of the task awaiting this one; owned by whoever the
-     * JOIN_WAKER protocol says (join.c). */
-    blitz_waker join_waker;
+    /* The data of the waker of the task awaiting this one (its vtable is
+     * named by the state word, see join.c); owned by whoever the
+     * JOIN_WAKER protocol says. */
+    const void *join_data;
     /* The op the task is suspended in, recorded by the op during the poll
      * that returned PENDING (blitz_cx_pending; cleared before every poll),
      * and withdrawn with it when the task is cancelled. Only the thread
@@ -7054,7 +7086,7 @@ struct blitz_task {
 };
 typedef struct blitz_task blitz__task;
 
-#define BLITZ__TASK_HEADER_SIZE 64u
+#define BLITZ__TASK_HEADER_SIZE 56u
 _Static_assert(sizeof(struct blitz_task) == BLITZ__TASK_HEADER_SIZE || sizeof(void *) != 8,
                "task header layout");
 
@@ -7252,11 +7284,18 @@ struct blitz_runtime {
      * threads. */
     blitz__mutex alloc_lock;
     blitz__chunk *chunks;
+    /* Chunks come in groups (task_alloc.c): the rest of the newest group,
+     * not handed out yet, and how many groups were allocated. */
+    char *chunk_spare;
+    uint32_t chunk_spare_left, chunk_groups;
     blitz__block_cache shared_cache;
     /* Full batches given up by caches, linked through each batch's first
-     * block (join_waker.data). */
+     * block (join_data). */
     blitz__atomic_ptr spare_batches[BLITZ__NUM_CLASSES];
     blitz__worker_counters remote_counters; /* updated under alloc_lock */
+    /* Join waker vtables other than the task waker's, by index - 1
+     * (blitz__join_vtable): claimed once each, never changed. */
+    blitz__atomic_ptr join_vtables[6];
     /* ---- observation (runtime/dump.c) ---- */
     blitz__atomic_u64 id_ranges; /* task ids handed to caches so far */
     /* Where the tasks of each poll function keep their resume point
@@ -7345,6 +7384,14 @@ BLITZ_PRIVATE void blitz__wake_batch_end(void);
 BLITZ_PRIVATE void blitz__task_free(blitz__task *t);
 static inline blitz_runtime *blitz__task_runtime(const blitz__task *t);
 BLITZ_PRIVATE void blitz__pool_cancel_task(blitz__task *t);
+/* Join wakers (task.c): the vtable that index `idx` names for `t`'s
+ * runtime, and the index of `vt`, claiming a free one on first use
+ * (BLITZ__JOIN_VT_BOXED when all are taken). */
+BLITZ_PRIVATE const blitz_waker_vtable *blitz__join_vtable(const blitz__task *t, uint32_t idx);
+BLITZ_PRIVATE uint32_t blitz__join_vtable_index(const blitz__task *t, const blitz_waker_vtable *vt);
+/* Wakes the joiner stored in `t` as `prev` (its state word while
+ * JOIN_WAKER was set) names it, consuming the waker (join.c). */
+BLITZ_PRIVATE void blitz__join_wake(blitz__task *t, uint64_t prev);
 /* A timer became the earliest: wake the worker sleeping for timers (1 +
  * its index in `sleeper`), or any parked worker when there is none. */
 BLITZ_PRIVATE void blitz__sched_kick_timers(blitz_runtime *rt, uint32_t sleeper);
@@ -7375,6 +7422,12 @@ BLITZ_PRIVATE void blitz__deadline_disarm(blitz_timer *timer);
 #define BLITZ__TASK_HAS_DEADLINE      ((uint64_t)1 << 6)
 #define BLITZ__TASK_TIMED_OUT         ((uint64_t)1 << 7)
 #define BLITZ__TASK_HAS_NAME          ((uint64_t)1 << 8)
+/* The stored join waker's vtable (join.c): 0 the task waker's, 1-6 the
+ * runtime's table, BOXED a heap copy of the whole waker in join_data.
+ * Meaningful only while JOIN_WAKER is set. */
+#define BLITZ__JOIN_VT_SHIFT 9
+#define BLITZ__JOIN_VT_MASK  ((uint64_t)7 << BLITZ__JOIN_VT_SHIFT)
+#define BLITZ__JOIN_VT_BOXED 7u
 /* The runtime has task hooks: completion reports the end without looking
  * the runtime up otherwise. */
 #define BLITZ__TASK_TRACED ((uint64_t)1 << 15)
@@ -7481,7 +7534,7 @@ BLITZ_PRIVATE blitz__wake_transition blitz__state_wake(blitz__task *t) {
  * dropped in the same step (*freed_ref = 1); otherwise the caller still holds
  * it, because the handle's owner may free the block the moment it sees
  * COMPLETE, while the caller must still wake the joiner. JOIN_WAKER is
- * cleared: from here the completer owns join_waker. Release publishes the
+ * cleared: from here the completer owns join_data. Release publishes the
  * final state to joiners, which read the word with acquire. Returns the
  * previous word. */
 BLITZ_PRIVATE uint64_t blitz__state_complete(blitz__task *t, int cancelled, int *dropped_ref) {
@@ -7600,27 +7653,32 @@ static inline int blitz__state_is_complete(uint64_t s) {
  * runtime can walk every live block at shutdown (a free block's state word
  * is zero) instead of keeping an owned-task list in every task.
  *
- * Blocks of every class but the first are a multiple of 16 bytes and start
- * 16-byte aligned, so the state after the 64-byte header is too. The first
- * class, 72 bytes, holds a header and at most 8 bytes of state, which need
- * no more than 8-byte alignment (a type's alignment divides its size): an
- * idle task with a small state costs 72 bytes, not 80. States too big for
- * the largest class get a chunk of their own. Caches: one per worker and
+ * Blocks are a multiple of 16 bytes and start at an address that is 8 mod
+ * 16, so the state after the 56-byte header is 16-byte aligned, and an
+ * idle task with at most 8 bytes of state costs 64 bytes. States too big
+ * for the largest class get a chunk of their own. Caches: one per worker and
  * one for the current-thread driver (no locking: only their thread touches
  * them), and a shared one behind alloc_lock for every other thread. Free
  * blocks travel in batches of BLITZ__FREE_BATCH: a cache keeps an active
  * list and at most one full batch; a second full batch goes to the
  * runtime's spare batches, where a cache that runs dry takes one. Every
  * move is O(1) (no walking of cold blocks), and memory freed on one worker
- * is reused by the others. */
+ * is reused by the others.
+ *
+ * Chunks of a size class are allocated in groups (1, 2, 4, ... then 16 at
+ * a time) and live until the runtime is freed: one aligned allocation per
+ * chunk costs the allocator a page of bookkeeping or more each (the
+ * alignment slack it splits off and the headers it writes), about a tenth
+ * of a chunk, where a group pays it once. A group's first chunk holds the
+ * allocation; the others have no `raw`. */
 /* src/core/core.h already included */
 
 static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
-    72,  80,   96,   112,  128,  160,  192,  224,  256,  320,  384,  448,  512,  640,  768,
+    64,  80,   96,   112,  128,  160,  192,  224,  256,  320,  384,  448,  512,  640,  768,
     896, 1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192, 10240};
 
-/* First block offset: the chunk header rounded up to 16. */
-#define BLITZ__FIRST_BLOCK ((sizeof(blitz__chunk) + 15) / 16 * 16)
+/* First block offset: past the chunk header, 8 mod 16. */
+#define BLITZ__FIRST_BLOCK ((sizeof(blitz__chunk) + 8 + 15) / 16 * 16 - 8)
 #define BLITZ__FREE_BATCH  64u
 
 /* Join handle generations (BLITZ__TAG_HANDLES): a 32-bit word per block
@@ -7636,12 +7694,12 @@ static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
 #endif
 
 /* A free block's header is unused: a batch's first block links to the next
- * batch through join_waker.data. */
+ * batch through join_data. */
 static inline blitz__task *blitz__batch_next(blitz__task *first) {
-    return (blitz__task *)(uintptr_t)first->join_waker.data;
+    return (blitz__task *)(uintptr_t)first->join_data;
 }
 static inline void blitz__batch_set_next(blitz__task *first, blitz__task *next) {
-    first->join_waker.data = next;
+    first->join_data = next;
 }
 
 static inline blitz__chunk *blitz__chunk_of(const void *block) {
@@ -7677,15 +7735,31 @@ static blitz__block_cache *blitz__local_owner(blitz_runtime *rt, blitz__worker_c
     return c->cache;
 }
 
+#define BLITZ__GROUP_LOG_MAX 4u
+
 /* Adds a chunk of class `c` to the runtime's list. Caller holds nothing. */
 static blitz__chunk *blitz__chunk_new(blitz_runtime *rt, uint32_t c) {
-    void *raw;
-    blitz__chunk *ch =
-        (blitz__chunk *)blitz__alloc_aligned(BLITZ__CHUNK_SIZE, BLITZ__CHUNK_SIZE, &raw);
-    if (!ch)
-        return NULL;
+    void *raw = NULL;
+    blitz__chunk *ch;
+    blitz__mutex_lock(&rt->alloc_lock);
+    if (rt->chunk_spare_left == 0) {
+        uint32_t log =
+            rt->chunk_groups < BLITZ__GROUP_LOG_MAX ? rt->chunk_groups : BLITZ__GROUP_LOG_MAX;
+        char *g = (char *)blitz__alloc_aligned(BLITZ__CHUNK_SIZE << log, BLITZ__CHUNK_SIZE, &raw);
+        if (!g) {
+            blitz__mutex_unlock(&rt->alloc_lock);
+            return NULL;
+        }
+        rt->chunk_groups++;
+        rt->chunk_spare = g;
+        rt->chunk_spare_left = 1u << log;
+    }
+    ch = (blitz__chunk *)(void *)rt->chunk_spare;
+    rt->chunk_spare += BLITZ__CHUNK_SIZE;
+    rt->chunk_spare_left--;
+    blitz__mutex_unlock(&rt->alloc_lock);
     ch->rt = rt;
-    ch->raw = raw;
+    ch->raw = raw; /* NULL but in the group's first chunk */
     ch->block_size = blitz__class_size[c];
     ch->class_index = c;
     ch->capacity =
@@ -7988,11 +8062,24 @@ BLITZ_PRIVATE void blitz__block_walk(blitz_runtime *rt, void (*fn)(blitz__task *
 BLITZ_PRIVATE void blitz__block_free_all(blitz_runtime *rt) {
     blitz__chunk *ch = rt->chunks;
     rt->chunks = NULL;
+    /* A group goes with its first chunk, which need not be the last of
+     * the group on the list: relink the first chunks, then free them. */
+    blitz__chunk *firsts = NULL;
     while (ch) {
         blitz__chunk *next = ch->next;
-        blitz__free(ch->raw);
+        if (ch->raw) {
+            ch->next = firsts;
+            firsts = ch;
+        }
         ch = next;
     }
+    while (firsts) {
+        blitz__chunk *next = firsts->next;
+        blitz__free(firsts->raw);
+        firsts = next;
+    }
+    rt->chunk_spare = NULL;
+    rt->chunk_spare_left = 0;
 }
 /* ====[ END src/core/task_alloc.c ]======================================== */
 /* ====[ BEGIN src/core/task.c ]============================================ */
@@ -8166,10 +8253,8 @@ BLITZ_PRIVATE void blitz__task_finish(blitz__task *t, int cancelled) {
     }
     if (prev & BLITZ__TASK_JOIN_WAKER) {
         /* The completer only reads the slot (the handle owner may be reading
-         * it too, in blitz_join's will_wake check); the copy carries the
-         * waker's reference. */
-        blitz_waker w = t->join_waker;
-        w.vtable->wake(w.data);
+         * it too, in blitz_join's will_wake check). */
+        blitz__join_wake(t, prev);
     }
     if (prev & BLITZ__TASK_THREAD_JOINER)
         blitz__wake_thread_joiners(blitz__task_runtime(t));
@@ -8244,6 +8329,31 @@ BLITZ_API void blitz_waker_drop(blitz_waker w) {
 }
 BLITZ_API int blitz_waker_will_wake(const blitz_waker *a, const blitz_waker *b) {
     return a && b && a->data == b->data && a->vtable == b->vtable;
+}
+
+BLITZ_PRIVATE const blitz_waker_vtable *blitz__join_vtable(const blitz__task *t, uint32_t idx) {
+    if (idx == 0)
+        return &blitz__task_waker_vtable;
+    /* Acquire: pairs with the claim below (the vtables are constants, so
+     * this only has to see the pointer). */
+    return (const blitz_waker_vtable *)blitz__ptr_load(
+        &blitz__task_runtime(t)->join_vtables[idx - 1], BLITZ__ACQUIRE);
+}
+
+BLITZ_PRIVATE uint32_t blitz__join_vtable_index(const blitz__task *t,
+                                                const blitz_waker_vtable *vt) {
+    if (BLITZ__LIKELY(vt == &blitz__task_waker_vtable))
+        return 0;
+    blitz_runtime *rt = blitz__task_runtime(t);
+    for (uint32_t i = 0; i < BLITZ__JOIN_VT_BOXED - 1; i++) {
+        void *cur = blitz__ptr_load(&rt->join_vtables[i], BLITZ__ACQUIRE);
+        if (!cur &&
+            blitz__ptr_cas(&rt->join_vtables[i], &cur, (void *)(uintptr_t)vt, BLITZ__ACQ_REL))
+            return i + 1;
+        if (cur == (const void *)vt)
+            return i + 1;
+    }
+    return BLITZ__JOIN_VT_BOXED;
 }
 
 /* ---- the poll harness ------------------------------------------------------------ */
@@ -8516,8 +8626,7 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
         return BLITZ_ENOMEM;
     t->poll = o->poll;
     t->next = NULL;
-    t->join_waker.data = NULL;
-    t->join_waker.vtable = NULL;
+    t->join_data = NULL;
     t->pending_cancel = NULL;
     t->pending_op = NULL;
     /* t->id was given by blitz__block_alloc. */
@@ -8654,12 +8763,66 @@ BLITZ_API int blitz_spawn_fn(blitz_runtime *rt, blitz_fn fn, void *arg, blitz_ta
 /* Join handles: await, wait, status, state, cancel, release.
  *
  * The join waker protocol (Tokio's JOIN_WAKER): the handle's owner writes
- * join_waker only while JOIN_WAKER is clear, then sets the bit with a
+ * join_data only while JOIN_WAKER is clear, then sets the bit with a
  * release CAS that fails once the task is COMPLETE. The completer clears the
  * bit in its COMPLETE transition and then only reads the slot. To replace a
  * stored waker the owner first clears the bit (a CAS that also fails on
- * COMPLETE). So the slot is never written while another thread may read it. */
+ * COMPLETE). So the slot is never written while another thread may read it.
+ *
+ * The slot is one word, join_data; the waker's vtable is a 3-bit index
+ * set in the state word by the same CAS as JOIN_WAKER (task_state.c):
+ * the task waker's, one of the few others the runtime has seen
+ * (blitz__join_vtable), or, past those, the whole waker in a heap copy. */
 /* src/core/core.h already included */
+
+static inline uint32_t blitz__join_vt_of(uint64_t s) {
+    return (uint32_t)((s & BLITZ__JOIN_VT_MASK) >> BLITZ__JOIN_VT_SHIFT);
+}
+
+/* The stored waker, as `s` (a state word with JOIN_WAKER) names it. */
+static blitz_waker blitz__join_waker_get(const blitz__task *t, uint64_t s) {
+    uint32_t vt = blitz__join_vt_of(s);
+    const void *data = t->join_data;
+    if (vt == BLITZ__JOIN_VT_BOXED)
+        return *(const blitz_waker *)data;
+    blitz_waker w = {data, blitz__join_vtable(t, vt)};
+    return w;
+}
+
+/* Takes the stored waker out of its slot: the caller owns the returned
+ * reference. */
+static blitz_waker blitz__join_waker_take(blitz__task *t, uint64_t s) {
+    blitz_waker w = blitz__join_waker_get(t, s);
+    if (blitz__join_vt_of(s) == BLITZ__JOIN_VT_BOXED) {
+        const void *box = t->join_data;
+        blitz__free((void *)(uintptr_t)box);
+    }
+    return w;
+}
+
+/* Stores a clone of `w` in the slot (JOIN_WAKER clear: the owner's) and
+ * returns the state bits that name it; 0 with nothing stored when a heap
+ * copy was needed and memory ran out. */
+static uint64_t blitz__join_waker_put(blitz__task *t, const blitz_waker *w) {
+    blitz_waker c = blitz_waker_clone(w);
+    uint32_t vt = blitz__join_vtable_index(t, c.vtable);
+    if (vt == BLITZ__JOIN_VT_BOXED) {
+        blitz_waker *box = (blitz_waker *)blitz__malloc(sizeof *box);
+        if (!box) {
+            blitz_waker_drop(c);
+            return 0;
+        }
+        *box = c;
+        t->join_data = box;
+    } else {
+        t->join_data = c.data;
+    }
+    return BLITZ__TASK_JOIN_WAKER | (uint64_t)vt << BLITZ__JOIN_VT_SHIFT;
+}
+
+BLITZ_PRIVATE void blitz__join_wake(blitz__task *t, uint64_t prev) {
+    blitz_waker_wake(blitz__join_waker_take(t, prev));
+}
 
 BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *h) {
     BLITZ_ASSERT(cx && h);
@@ -8671,8 +8834,13 @@ BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *h) {
         return BLITZ_READY;
     blitz_waker mine = blitz_cx_waker(cx);
     if (s & BLITZ__TASK_JOIN_WAKER) {
-        if (blitz_waker_will_wake(&t->join_waker, &mine))
-            return blitz__pending(cx, blitz_join_cancel, t);
+        /* Reading the slot races only with the completer's read of it; a
+         * heap copy is not read (the completer frees it): it is replaced. */
+        if (blitz__join_vt_of(s) != BLITZ__JOIN_VT_BOXED) {
+            blitz_waker cur = blitz__join_waker_get(t, s);
+            if (blitz_waker_will_wake(&cur, &mine))
+                return blitz__pending(cx, blitz_join_cancel, t);
+        }
         /* A different waker is stored (the handle moved to another task):
          * take the slot back before overwriting it. */
         for (;;) {
@@ -8681,16 +8849,21 @@ BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *h) {
             if (blitz__u64_cas_weak(&t->state, &s, s & ~BLITZ__TASK_JOIN_WAKER, BLITZ__ACQ_REL))
                 break;
         }
-        blitz_waker_drop(t->join_waker);
+        blitz_waker_drop(blitz__join_waker_take(t, s));
     }
-    t->join_waker = blitz_waker_clone(&mine);
+    uint64_t bits = blitz__join_waker_put(t, &mine);
+    if (BLITZ__UNLIKELY(!bits)) {
+        /* No memory to store the waker: be polled again instead. */
+        blitz_waker_wake_by_ref(&mine);
+        return blitz__pending(cx, blitz_join_cancel, t);
+    }
     s = blitz__u64_load(&t->state, BLITZ__RELAXED);
     for (;;) {
         if (blitz__state_is_complete(s)) {
-            blitz_waker_drop(t->join_waker);
+            blitz_waker_drop(blitz__join_waker_take(t, bits));
             return BLITZ_READY;
         }
-        if (blitz__u64_cas_weak(&t->state, &s, s | BLITZ__TASK_JOIN_WAKER, BLITZ__ACQ_REL))
+        if (blitz__u64_cas_weak(&t->state, &s, (s & ~BLITZ__JOIN_VT_MASK) | bits, BLITZ__ACQ_REL))
             return blitz__pending(cx, blitz_join_cancel, t);
     }
 }
@@ -8709,7 +8882,7 @@ BLITZ_API void blitz_join_cancel(blitz_cx *cx, void *handle) {
         if (blitz__u64_cas_weak(&t->state, &s, s & ~BLITZ__TASK_JOIN_WAKER, BLITZ__ACQ_REL))
             break;
     }
-    blitz_waker_drop(t->join_waker);
+    blitz_waker_drop(blitz__join_waker_take(t, s));
 }
 
 BLITZ_API int blitz_task_status(const blitz_task *h) {
@@ -8769,7 +8942,7 @@ BLITZ_API int blitz_task_release(blitz_task **tp) {
     blitz__count_handle_released(rt);
     /* Before completion a stored join waker is ours again to drop. */
     if (!blitz__state_is_complete(s) && (s & BLITZ__TASK_JOIN_WAKER))
-        blitz_waker_drop(t->join_waker);
+        blitz_waker_drop(blitz__join_waker_take(t, s));
     if (blitz__refs(next) == 0)
         blitz__task_free(t);
     return BLITZ_OK;
@@ -9669,7 +9842,10 @@ BLITZ_API blitz_poll blitz_interval_tick(blitz_cx *cx, blitz_interval *iv) {
 /* ====[ BEGIN src/io/addr.c ]============================================== */
 /* >>io/addr */
 /* Socket addresses: parsing and formatting of IPv4, IPv6 and Unix
- * addresses into blitz_addr (a sockaddr_storage with its length). */
+ * addresses into blitz_addr (a sockaddr_storage with its length). The
+ * same code on Windows (Winsock's and afunix.h's structures), where an
+ * IPv6 scope is a number only: interface names need iphlpapi, which
+ * blitz does not link. */
 /* ====[ BEGIN src/io/io.h ]================================================ */
 /* >>io/io */
 /* The I/O driver's private structures (driver.c and the backends).
@@ -9957,6 +10133,7 @@ typedef struct blitz__io {
     const blitz__io_backend *be;
     int wake_fd; /* writing 8 bytes to it wakes a thread blocked in the backend */
     int wake_rd; /* the end of the wake-up object the backend waits on */
+    void *port;  /* Windows: the completion port, the only wait and wake-up object */
     /* One thread at a time waits in the backend or dispatches its events. */
     blitz__mutex lock;
     blitz__atomic_u32 shutdown;
@@ -10041,6 +10218,27 @@ typedef struct blitz__io {
 /* A socket whose reader lags holds at most this many buffers: then its
  * multishot receive is cancelled until the reader catches up. */
 #define BLITZ__RECV_MS_HOLD (BLITZ_URING_RECV_BUFS / 8u > 2u ? BLITZ_URING_RECV_BUFS / 8u : 2u)
+
+#if BLITZ__WIN32
+/* One overlapped operation on a socket attached to the completion port
+ * (iocp_sock.c). From a start that returned pending until its packet is
+ * reaped the kernel owns the op and its buffers, even after a cancel. */
+typedef struct blitz__iocp_op {
+    OVERLAPPED ov; /* first: a packet's lpOverlapped names the op */
+    SOCKET sock;
+    DWORD flags;  /* WSARecv's in/out flags */
+    INT from_len; /* WSARecvFrom's address length */
+    /* Runs on the reaping thread with bytes (>= 0) or a code. */
+    void (*done)(struct blitz__iocp_op *op, int64_t res);
+    void *arg;
+} blitz__iocp_op;
+
+/* Packets taken per wait. */
+#define BLITZ__IOCP_BATCH 64
+/* AcceptEx's room per address: the largest socket address, plus the 16
+ * bytes it asks for; an accept's buffer holds two. */
+#define BLITZ__IOCP_ADDR_SLOT ((DWORD)sizeof(struct sockaddr_storage) + 16u)
+#endif
 
 #if BLITZ__HAS_IO
 /* Backends (each in its own file, stubs when compiled out). */
@@ -10156,7 +10354,7 @@ BLITZ_PRIVATE void blitz__ufile_stat(const blitz__ufile *u, struct stat *st);
 /* ====[ END src/io/io.h ]================================================== */
 /* ----[ RESUME src/io/addr.c ] */
 
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_IO || BLITZ__WIN32
 
 _Static_assert(sizeof(((blitz_addr *)0)->u.bytes) >= sizeof(struct sockaddr_storage),
                "blitz_addr holds any socket address");
@@ -10205,13 +10403,19 @@ BLITZ_API int blitz_addr_ip(const char *ip, uint16_t port, blitz_addr *out) {
         if (!*z)
             goto bad;
         if (*z >= '0' && *z <= '9') {
-            if (!blitz__parse_index(z, &a6->sin6_scope_id))
+            uint32_t scope; /* sin6_scope_id is a ULONG on Windows */
+            if (!blitz__parse_index(z, &scope))
                 goto bad;
+            a6->sin6_scope_id = scope;
         } else {
+#if BLITZ__WIN32
+            goto bad;
+#else
             unsigned idx = if_nametoindex(z);
             if (!idx)
                 goto bad;
             a6->sin6_scope_id = idx;
+#endif
         }
     }
     a6->sin6_family = AF_INET6;
@@ -10393,7 +10597,7 @@ BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size) {
     return n;
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_IO || BLITZ__WIN32 */
 /* ====[ END src/io/addr.c ]================================================ */
 /* ====[ BEGIN src/io/sock_table.c ]======================================== */
 /* >>io/sock_table */
@@ -11719,6 +11923,8 @@ static const blitz__io_backend *blitz__io_backend_of(int i) {
 BLITZ_API const char *blitz_backend_name(blitz_backend b) {
     if (b == BLITZ_BACKEND_AUTO)
         return "auto";
+    if (b == BLITZ_BACKEND_IOCP)
+        return "iocp";
     for (int i = 0; blitz__io_backend_of(i); i++)
         if (blitz__io_backend_of(i)->kind == b)
             return blitz__io_backend_of(i)->name;
@@ -11756,10 +11962,12 @@ static const blitz__io_backend *blitz__backend_from_env(void) {
  * Without one: the environment's preference, then the backends in order
  * (the completion one, then the readiness ones). */
 BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
-    if (forced > BLITZ_BACKEND_KQUEUE)
+    if (forced > BLITZ_BACKEND_IOCP)
         return BLITZ_EINVAL;
     if (forced == BLITZ_BACKEND_NONE)
         return BLITZ_OK;
+    if (forced == BLITZ_BACKEND_IOCP)
+        return BLITZ_ENOSYS; /* Windows only (iocp.c) */
     blitz__io *io = (blitz__io *)blitz__calloc(sizeof *io);
     if (!io)
         return BLITZ_ENOMEM;
@@ -11811,7 +12019,7 @@ BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
 
 /* The descriptor that wakes worker `index` (UINT32_MAX: the current-thread
  * driver) when it is parked in the backend. */
-BLITZ_PRIVATE int blitz__io_wake_fd(const blitz__io *io, uint32_t index) {
+BLITZ_PRIVATE blitz__wake_t blitz__io_wake_fd(const blitz__io *io, uint32_t index) {
     return io->be->wake_fd ? io->be->wake_fd(io, index) : io->wake_fd;
 }
 
@@ -15401,17 +15609,32 @@ BLITZ_API int blitz_pipe(blitz_runtime *rt, blitz_socket **read_end, blitz_socke
 
 #endif /* BLITZ__HAS_IO */
 /* ====[ END src/io/fd.c ]================================================== */
-/* ====[ BEGIN src/io/none.c ]============================================== */
-/* >>io/none */
-/* The I/O driver's entry points on a system whose backend is not built
- * yet (Windows until IOCP): every runtime is one with no I/O driver
- * (BLITZ_BACKEND_NONE), as on Linux when no backend starts, so tasks,
- * timers and the blocking pool run and threads park on their parkers.
- * Each answer here is the one driver.c gives for a runtime without
- * rt->io. */
+/* ====[ BEGIN src/io/iocp.c ]============================================== */
+/* >>io/iocp */
+/* The I/O driver on Windows: one I/O completion port per runtime
+ * (BLITZ_BACKEND_IOCP), the only object a thread with nothing to run
+ * waits on. It waits in GetQueuedCompletionStatusEx, a batch at a time,
+ * with the next timer's deadline as its limit; an unpark posts a packet
+ * without an overlapped (blitz__port_post: the port is the parkers'
+ * wake-up object), which the driver takes for a wake-up. As on the other
+ * systems one thread at a time waits in the driver (io->lock): the
+ * current-thread driver or the multi-thread runtime's sleeper; the other
+ * workers park on their parkers.
+ *
+ * A park: the parker goes UNPARKED -> PARKED_DRIVER before the wait, so
+ * an unpark from then on posts and the wait ends; one before it left
+ * NOTIFIED and the wait is skipped. A post that arrives after its wait
+ * ended (on the limit) stays queued and ends the next park early: a
+ * spurious wake-up, which every caller allows.
+ *
+ * A packet with an overlapped is a socket op's completion (iocp_sock.c):
+ * the reaping thread settles it (blitz__iocp_op.done). The sockets API
+ * is POSIX code, left out here (BLITZ__HAS_IO 0), so no public socket
+ * exists yet and these entry points answer as driver.c does for a
+ * runtime without sockets. */
 /* src/io/io.h already included */
 
-#if !BLITZ__HAS_IO
+#if BLITZ__WIN32
 
 BLITZ_PRIVATE void blitz__io_poll(blitz_runtime *rt) {
     (void)rt;
@@ -15434,6 +15657,7 @@ BLITZ_PRIVATE int blitz__io_ready_cheap(blitz_runtime *rt) {
     (void)rt;
     return 0;
 }
+/* Only the sleeper waits on the port: it is the one with a deadline. */
 BLITZ_PRIVATE int blitz__io_parks_workers(blitz_runtime *rt) {
     (void)rt;
     return 0;
@@ -15448,45 +15672,323 @@ BLITZ_PRIVATE void blitz__io_driver_start(blitz_runtime *rt) {
 BLITZ_PRIVATE void blitz__io_flush(blitz_runtime *rt) {
     (void)rt;
 }
-/* Never called: the schedulers park here only when rt->io is set. */
+
+/* The result of an op's packet: bytes, or the code of its failure, which
+ * WSAGetOverlappedResult translates from the kernel's NTSTATUS. */
+static int64_t blitz__iocp_result(blitz__iocp_op *op) {
+    DWORD bytes = 0, flags = 0;
+    if (WSAGetOverlappedResult(op->sock, &op->ov, &bytes, FALSE, &flags))
+        return (int64_t)bytes;
+    return blitz__from_win32((DWORD)WSAGetLastError());
+}
+
+/* One wait on the port, at most timeout_ns (0: a look, UINT64_MAX: no
+ * limit): the packets taken, wake-ups included. */
+static ULONG blitz__iocp_wait(blitz__io *io, OVERLAPPED_ENTRY *got, uint64_t timeout_ns) {
+    ULONG n = 0;
+    DWORD ms = timeout_ns ? blitz__win32_ms(timeout_ns) : 0;
+    /* A failure is the limit passing (WAIT_TIMEOUT) or the port closing,
+     * which only the runtime's end does. */
+    if (!GetQueuedCompletionStatusEx((HANDLE)io->port, got, BLITZ__IOCP_BATCH, &n, ms, FALSE))
+        return 0;
+    return n;
+}
+
+/* Settles the ops whose packets a wait took. */
+static void blitz__iocp_settle(const OVERLAPPED_ENTRY *got, ULONG n) {
+    for (ULONG i = 0; i < n; i++) {
+        /* Wake-up packets carry no overlapped: taking them is all. */
+        if (!got[i].lpOverlapped)
+            continue;
+        blitz__iocp_op *op = (blitz__iocp_op *)got[i].lpOverlapped;
+        op->done(op, blitz__iocp_result(op));
+    }
+}
+
+/* A wait and the settling of what it took: the packets taken. */
+BLITZ_PRIVATE uint32_t blitz__iocp_reap(blitz__io *io, uint64_t timeout_ns) {
+    OVERLAPPED_ENTRY got[BLITZ__IOCP_BATCH];
+    ULONG n = blitz__iocp_wait(io, got, timeout_ns);
+    blitz__iocp_settle(got, n);
+    return (uint32_t)n;
+}
+
+/* Parks the calling thread on the port until a packet, an unpark of `p`
+ * or timeout_ns (0: none). `woke(arg)` runs after the wait and before
+ * the ops are settled (a worker leaves the parked set there, so the
+ * tasks they wake go to other workers). */
 BLITZ_PRIVATE void blitz__io_park(blitz_runtime *rt, blitz__parker *p, uint64_t timeout_ns,
                                   void (*woke)(void *), void *arg) {
-    (void)rt;
-    (void)woke;
-    (void)arg;
-    blitz__parker_park(p, timeout_ns);
+    blitz__io *io = rt->io;
+    OVERLAPPED_ENTRY got[BLITZ__IOCP_BATCH];
+    ULONG n = 0;
+    blitz__mutex_lock(&io->lock);
+    uint32_t expected = BLITZ__UNPARKED;
+    if (blitz__u32_cas(&p->state, &expected, BLITZ__PARKED_DRIVER, BLITZ__ACQ_REL))
+        n = blitz__iocp_wait(io, got, timeout_ns ? timeout_ns : UINT64_MAX);
+    /* Acquire: pairs with the unparker's release swap to NOTIFIED. */
+    blitz__u32_swap(&p->state, BLITZ__UNPARKED, BLITZ__ACQUIRE);
+    if (woke)
+        woke(arg);
+    blitz__iocp_settle(got, n);
+    blitz__mutex_unlock(&io->lock);
 }
 
 BLITZ_API const char *blitz_backend_name(blitz_backend b) {
-    return b == BLITZ_BACKEND_AUTO ? "auto" : "none";
+    switch (b) {
+    case BLITZ_BACKEND_AUTO:
+        return "auto";
+    case BLITZ_BACKEND_IOCP:
+        return "iocp";
+    default:
+        return "none";
+    }
 }
 BLITZ_API blitz_backend blitz_runtime_backend(const blitz_runtime *rt) {
-    (void)rt;
-    return BLITZ_BACKEND_NONE;
+    return rt && rt->io ? BLITZ_BACKEND_IOCP : BLITZ_BACKEND_NONE;
 }
 
-/* AUTO and NONE give a runtime without I/O; a named backend cannot start
- * (BLITZ_ENOSYS, as a compiled-out one elsewhere). */
+/* AUTO and IOCP give a runtime with a port (AUTO: without one if the
+ * system refuses it); NONE one without I/O; the other systems' backends
+ * are not here (BLITZ_ENOSYS, as a compiled-out one elsewhere). */
 BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
-    (void)rt;
-    if (forced > BLITZ_BACKEND_KQUEUE)
+    if (forced > BLITZ_BACKEND_IOCP)
         return BLITZ_EINVAL;
-    return forced == BLITZ_BACKEND_AUTO || forced == BLITZ_BACKEND_NONE ? BLITZ_OK : BLITZ_ENOSYS;
+    if (forced == BLITZ_BACKEND_NONE)
+        return BLITZ_OK;
+    if (forced != BLITZ_BACKEND_AUTO && forced != BLITZ_BACKEND_IOCP)
+        return BLITZ_ENOSYS;
+    blitz__io *io = (blitz__io *)blitz__calloc(sizeof *io);
+    if (!io)
+        return forced == BLITZ_BACKEND_AUTO ? BLITZ_OK : BLITZ_ENOMEM;
+    /* No concurrency limit: a thread that waited on the port counts as one
+     * of its running threads until it waits on it again, so any limit
+     * could hold back the next sleeper's wake-up while earlier sleepers
+     * run tasks. */
+    HANDLE port = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 0x7fffffff);
+    if (!port) {
+        int rc = blitz__from_win32(GetLastError());
+        blitz__free(io);
+        return forced == BLITZ_BACKEND_AUTO ? BLITZ_OK : rc;
+    }
+    io->rt = rt;
+    io->port = port;
+    io->wake_fd = io->wake_rd = io->epfd = io->shared_efd = -1;
+    blitz__mutex_init(&io->lock);
+    blitz__mutex_init(&io->socks_lock);
+    blitz__mutex_init(&io->poll_lock);
+    rt->io = io;
+    return BLITZ_OK;
 }
-BLITZ_PRIVATE int blitz__io_wake_fd(const blitz__io *io, uint32_t index) {
-    (void)io;
+/* The port wakes every parker: one thread at a time waits on it. */
+BLITZ_PRIVATE blitz__wake_t blitz__io_wake_fd(const blitz__io *io, uint32_t index) {
     (void)index;
-    return -1;
+    return io->port;
 }
 BLITZ_PRIVATE void blitz__io_shutdown(blitz_runtime *rt) {
     (void)rt;
 }
+/* After the workers are gone: nothing waits on the port any more. */
 BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
-    (void)rt;
+    blitz__io *io = rt->io;
+    if (!io)
+        return;
+    CloseHandle((HANDLE)io->port);
+    blitz__mutex_destroy(&io->lock);
+    blitz__mutex_destroy(&io->socks_lock);
+    blitz__mutex_destroy(&io->poll_lock);
+    blitz__free(io);
+    rt->io = NULL;
 }
 
-#endif
-/* ====[ END src/io/none.c ]================================================ */
+#endif /* BLITZ__WIN32 */
+/* ====[ END src/io/iocp.c ]================================================ */
+/* ====[ BEGIN src/io/iocp_sock.c ]========================================= */
+/* >>io/iocp_sock */
+/* Sockets on the completion port (Windows): the kernel side of the IOCP
+ * backend's socket ops.
+ *
+ * A socket is overlapped (WSA_FLAG_OVERLAPPED), attached to its runtime's
+ * port once, and set to FILE_SKIP_COMPLETION_PORT_ON_SUCCESS: a start that
+ * succeeds at once gives its result and queues no packet, so only a
+ * pending op completes through the port (blitz__iocp_reap, iocp.c, calls
+ * its `done`). From a pending start until that packet the kernel owns the
+ * op and its buffers, even after a cancel: CancelIoEx only asks, and the
+ * cancelled op's packet still comes (BLITZ_ECANCELED, or its result if it
+ * finished first) -- the lifetime rule of the io_uring backend.
+ *
+ * Every start returns 1 when a packet is due, or 0 with *res set: bytes
+ * (>= 0; 0 from a receive is the end of the stream) or a code. AcceptEx
+ * and ConnectEx are the provider's extension functions, asked of the
+ * socket itself (WSAIoctl SIO_GET_EXTENSION_FUNCTION_POINTER; no table
+ * kept between calls). Their sockets need blitz__iocp_accept_done or
+ * blitz__iocp_connect_done once connected, before shutdown, getpeername
+ * and the like work on them. */
+/* src/io/io.h already included */
+
+#if BLITZ__WIN32
+
+/* An overlapped socket attached to io's port, not inherited by child
+ * processes: 0 or a code. */
+BLITZ_PRIVATE int blitz__iocp_socket(blitz__io *io, int family, int type, SOCKET *out) {
+    int rc = blitz__winsock_start();
+    if (rc)
+        return rc;
+    SOCKET s =
+        WSASocketW(family, type, 0, NULL, 0, WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT);
+    if (s == INVALID_SOCKET)
+        return blitz__from_win32((DWORD)WSAGetLastError());
+    if (!CreateIoCompletionPort((HANDLE)s, (HANDLE)io->port, 0, 0) ||
+        !SetFileCompletionNotificationModes((HANDLE)s, FILE_SKIP_COMPLETION_PORT_ON_SUCCESS |
+                                                           FILE_SKIP_SET_EVENT_ON_HANDLE)) {
+        rc = blitz__from_win32(GetLastError());
+        closesocket(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+/* The op's start: pending (1) or done at once (0, *res set). */
+static int blitz__iocp_started(int failed, DWORD bytes, int64_t *res) {
+    if (!failed) {
+        *res = (int64_t)bytes;
+        return 0;
+    }
+    int e = WSAGetLastError();
+    if (e == WSA_IO_PENDING)
+        return 1;
+    *res = blitz__from_win32((DWORD)e);
+    return 0;
+}
+
+static void blitz__iocp_prepare(blitz__iocp_op *op, SOCKET s) {
+    memset(&op->ov, 0, sizeof op->ov);
+    op->sock = s;
+    op->flags = 0;
+}
+
+/* Receives into n buffers (the array itself may go once this returns:
+ * the provider copies it). */
+BLITZ_PRIVATE int blitz__iocp_recv(blitz__iocp_op *op, SOCKET s, WSABUF *bufs, DWORD n,
+                                   int64_t *res) {
+    blitz__iocp_prepare(op, s);
+    DWORD got = 0;
+    int r = WSARecv(s, bufs, n, &got, &op->flags, &op->ov, NULL);
+    return blitz__iocp_started(r != 0, got, res);
+}
+
+BLITZ_PRIVATE int blitz__iocp_send(blitz__iocp_op *op, SOCKET s, WSABUF *bufs, DWORD n,
+                                   int64_t *res) {
+    blitz__iocp_prepare(op, s);
+    DWORD sent = 0;
+    int r = WSASend(s, bufs, n, &sent, 0, &op->ov, NULL);
+    return blitz__iocp_started(r != 0, sent, res);
+}
+
+/* A datagram and its sender's address into `from` (`cap` bytes), which
+ * stays the kernel's until the packet, like op->from_len. */
+BLITZ_PRIVATE int blitz__iocp_recv_from(blitz__iocp_op *op, SOCKET s, WSABUF *buf,
+                                        struct sockaddr *from, int cap, int64_t *res) {
+    blitz__iocp_prepare(op, s);
+    op->from_len = cap;
+    DWORD got = 0;
+    int r = WSARecvFrom(s, buf, 1, &got, &op->flags, from, &op->from_len, &op->ov, NULL);
+    return blitz__iocp_started(r != 0, got, res);
+}
+
+BLITZ_PRIVATE int blitz__iocp_send_to(blitz__iocp_op *op, SOCKET s, WSABUF *buf,
+                                      const struct sockaddr *to, int to_len, int64_t *res) {
+    blitz__iocp_prepare(op, s);
+    DWORD sent = 0;
+    int r = WSASendTo(s, buf, 1, &sent, 0, to, to_len, &op->ov, NULL);
+    return blitz__iocp_started(r != 0, sent, res);
+}
+
+/* The provider's extension function `id` for socket s, or NULL. */
+static void *blitz__iocp_ext(SOCKET s, GUID id) {
+    void *fn = NULL;
+    DWORD bytes = 0;
+    if (WSAIoctl(s, SIO_GET_EXTENSION_FUNCTION_POINTER, &id, sizeof id, &fn, sizeof fn, &bytes,
+                 NULL, NULL) != 0)
+        return NULL;
+    return fn;
+}
+
+/* Accepts a connection of `listener` into `accepted` (a new socket of
+ * the same family): `addrs` receives both ends' addresses and stays the
+ * kernel's until the packet. */
+BLITZ_PRIVATE int blitz__iocp_accept(blitz__iocp_op *op, SOCKET listener, SOCKET accepted,
+                                     void *addrs, int64_t *res) {
+    GUID id = WSAID_ACCEPTEX;
+    LPFN_ACCEPTEX accept_ex;
+    void *fn = blitz__iocp_ext(listener, id);
+    if (!fn) {
+        *res = blitz__from_win32((DWORD)WSAGetLastError());
+        return 0;
+    }
+    memcpy(&accept_ex, &fn, sizeof fn);
+    blitz__iocp_prepare(op, listener);
+    DWORD bytes = 0;
+    BOOL ok = accept_ex(listener, accepted, addrs, 0, BLITZ__IOCP_ADDR_SLOT, BLITZ__IOCP_ADDR_SLOT,
+                        &bytes, &op->ov);
+    return blitz__iocp_started(!ok, bytes, res);
+}
+
+/* After an accept: the socket takes the listener's properties. */
+BLITZ_PRIVATE int blitz__iocp_accept_done(SOCKET listener, SOCKET accepted) {
+    if (setsockopt(accepted, SOL_SOCKET, SO_UPDATE_ACCEPT_CONTEXT, (const char *)&listener,
+                   sizeof listener) != 0)
+        return blitz__from_win32((DWORD)WSAGetLastError());
+    return 0;
+}
+
+/* Connects s to `to`; ConnectEx wants a bound socket, so an unbound one
+ * is bound to the family's any-address first. */
+BLITZ_PRIVATE int blitz__iocp_connect(blitz__iocp_op *op, SOCKET s, const struct sockaddr *to,
+                                      int to_len, int64_t *res) {
+    struct sockaddr_storage any;
+    int any_len = (int)sizeof any;
+    if (getsockname(s, (struct sockaddr *)&any, &any_len) != 0) {
+        memset(&any, 0, sizeof any);
+        any.ss_family = to->sa_family;
+        any_len = to->sa_family == AF_INET6 ? (int)sizeof(struct sockaddr_in6)
+                                            : (int)sizeof(struct sockaddr_in);
+        if (bind(s, (struct sockaddr *)&any, any_len) != 0) {
+            *res = blitz__from_win32((DWORD)WSAGetLastError());
+            return 0;
+        }
+    }
+    GUID id = WSAID_CONNECTEX;
+    LPFN_CONNECTEX connect_ex;
+    void *fn = blitz__iocp_ext(s, id);
+    if (!fn) {
+        *res = blitz__from_win32((DWORD)WSAGetLastError());
+        return 0;
+    }
+    memcpy(&connect_ex, &fn, sizeof fn);
+    blitz__iocp_prepare(op, s);
+    DWORD bytes = 0;
+    BOOL ok = connect_ex(s, to, to_len, NULL, 0, &bytes, &op->ov);
+    return blitz__iocp_started(!ok, 0, res);
+}
+
+/* After a connect: shutdown, getpeername and the like work from here. */
+BLITZ_PRIVATE int blitz__iocp_connect_done(SOCKET s) {
+    if (setsockopt(s, SOL_SOCKET, SO_UPDATE_CONNECT_CONTEXT, NULL, 0) != 0)
+        return blitz__from_win32((DWORD)WSAGetLastError());
+    return 0;
+}
+
+/* Asks the kernel to withdraw a pending op. Its packet still comes: the
+ * buffers stay alive until then. Not found: it completed already, and
+ * its packet is queued. */
+BLITZ_PRIVATE void blitz__iocp_cancel(blitz__iocp_op *op) {
+    CancelIoEx((HANDLE)op->sock, &op->ov);
+}
+
+#endif /* BLITZ__WIN32 */
+/* ====[ END src/io/iocp_sock.c ]=========================================== */
 /* ########################################################################## */
 /* LAYER sched: run queues, idle workers, both schedulers, the blocking pool */
 /* ########################################################################## */

@@ -54,6 +54,8 @@ static int test_fault(int site);
 #include "tests/test_shutdown.c"
 #include "tests/test_stats.c"
 #include "tests/test_internal.c"
+#include "tests/test_iocp.c"
+#include "tests/test_addr.c"
 #include "tests/test_timer_wheel.c"
 #include "tests/test_time.c"
 #include "tests/test_op.c"

@@ -18,6 +18,9 @@
     X(bad_spawn_mt2, 5000)                        \
     X(bad_spawn_mt4, 5000)                        \
     X(bad_spawn_ct, 5000)                         \
+    X(runtime_backend_kind_mt2, 5000)             \
+    X(runtime_backend_kind_mt4, 5000)             \
+    X(runtime_backend_kind_ct, 5000)              \
     X(bad_run, 5000)                              \
     X(bad_handles, 5000)                          \
     X(bad_stats, 5000)                            \

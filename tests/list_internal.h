@@ -24,4 +24,7 @@
     X(timer_wheel_differential, 60000)               \
     X(timer_wheel_edge_cases, 5000)                  \
     X(timer_wheel_big_jumps, 30000)                  \
-    X(timer_wheel_drive_by_next_expiry, 30000)
+    X(timer_wheel_drive_by_next_expiry, 30000)       \
+    X(iocp_stream, 30000)                            \
+    X(iocp_connect_refused, 10000)                   \
+    X(iocp_datagrams, 10000)

@@ -8,7 +8,6 @@
 #define BLITZ_IO_TEST3(X, name, ms) X(name##_uring, ms) X(name##_epoll, ms) X(name##_poll, ms)
 #endif
 #define BLITZ_IO_TEST_LIST(X)                          \
-    X(io_addr_parse, 5000)                             \
     X(io_backend_default, 5000)                        \
     X(io_backend_names, 5000)                          \
     X(io_uring_refused_fallback, 20000)                \
@@ -50,7 +49,6 @@
     BLITZ_IO_TEST3(X, io_recv_buf_hold, 30000)         \
     BLITZ_IO_TEST3(X, io_recv_buf_edges, 10000)        \
     BLITZ_IO_TEST3(X, io_recv_buf_blocking, 10000)     \
-    X(io_host_port_split, 5000)                        \
     X(serve_bad_input, 5000)                           \
     X(io_uring_creator_not_woken, 20000)               \
     X(io_uring_ct_driver_moves, 30000)                 \

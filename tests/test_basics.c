@@ -229,6 +229,78 @@ static int bad_spawn(tu_flavor f) {
 }
 TU_FLAVOR_TESTS(bad_spawn)
 
+/* ---- the I/O backend's kind ----------------------------------------------- */
+
+/* Sleeps, then waits for a blocking job: the runtime parks in its backend
+ * (on Windows the completion port) until the timer, then until a wake-up
+ * from a thread outside it. */
+typedef struct {
+    BLITZ_CORO;
+    blitz_timer timer;
+    blitz_task *job;
+    int rounds;
+} basics_park;
+
+static void basics_job(void *arg) {
+    (void)arg;
+}
+
+static blitz_poll basics_park_poll(blitz_cx *cx, void *p) {
+    basics_park *s = p;
+    BLITZ_BEGIN(s);
+    for (; s->rounds < 3; s->rounds++) {
+        BLITZ_AWAIT(s, blitz_sleep(cx, &s->timer, BLITZ_MSEC));
+        CHECK_OK(blitz_spawn_blocking(blitz_cx_runtime(cx), basics_job, NULL, &s->job));
+        BLITZ_AWAIT(s, blitz_join(cx, s->job));
+    }
+    BLITZ_END(s);
+}
+
+static int runtime_backend_kind(tu_flavor f) {
+    CHECK(strcmp(blitz_backend_name(BLITZ_BACKEND_IOCP), "iocp") == 0);
+    blitz_config cfg = tu_config(f);
+    blitz_runtime *rt = NULL;
+#if defined(_WIN32)
+    /* The completion port is the one backend: the default and the forced. */
+    blitz_backend want[] = {BLITZ_BACKEND_AUTO, BLITZ_BACKEND_IOCP};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        cfg.backend = want[i];
+        CHECK_OK(blitz_runtime_new(&cfg, &rt));
+        CHECK_EQ(blitz_runtime_backend(rt), BLITZ_BACKEND_IOCP);
+        basics_park st;
+        memset(&st, 0, sizeof st);
+        CHECK_OK(blitz_runtime_run(rt, basics_park_poll, &st, sizeof st));
+        CHECK_EQ(st.rounds, 3);
+        CHECK_OK(blitz_runtime_free(rt));
+    }
+    cfg.backend = BLITZ_BACKEND_EPOLL;
+    CHECK_EQ(blitz_runtime_new(&cfg, &rt), BLITZ_ENOSYS);
+    cfg.backend = BLITZ_BACKEND_NONE;
+    CHECK_OK(blitz_runtime_new(&cfg, &rt));
+    CHECK_EQ(blitz_runtime_backend(rt), BLITZ_BACKEND_NONE);
+    basics_park st;
+    memset(&st, 0, sizeof st);
+    CHECK_OK(blitz_runtime_run(rt, basics_park_poll, &st, sizeof st));
+    CHECK_EQ(st.rounds, 3);
+    CHECK_OK(blitz_runtime_free(rt));
+#else
+    /* Windows only. */
+    cfg.backend = BLITZ_BACKEND_IOCP;
+    CHECK_EQ(blitz_runtime_new(&cfg, &rt), BLITZ_ENOSYS);
+    cfg.backend = BLITZ_BACKEND_AUTO;
+    CHECK_OK(blitz_runtime_new(&cfg, &rt));
+    basics_park st;
+    memset(&st, 0, sizeof st);
+    CHECK_OK(blitz_runtime_run(rt, basics_park_poll, &st, sizeof st));
+    CHECK_EQ(st.rounds, 3);
+    CHECK_OK(blitz_runtime_free(rt));
+#endif
+    cfg.backend = (blitz_backend)(BLITZ_BACKEND_IOCP + 1);
+    CHECK_EQ(blitz_runtime_new(&cfg, &rt), BLITZ_EINVAL);
+    return 0;
+}
+TU_FLAVOR_TESTS(runtime_backend_kind)
+
 BLITZ_TEST(bad_run) {
     char state[8] = {0};
     atomic_store(&basics_polls, 0);

@@ -1,5 +1,5 @@
-/* Serving under a graceful shutdown (blitz_serve), exact-length receives
- * and "host:port" names. Every behaviour test runs on every backend
+/* Serving under a graceful shutdown (blitz_serve) and exact-length
+ * receives. Every behaviour test runs on every backend
  * (IO_BACKEND_TESTS of test_io.c). */
 #include "test_util.h"
 
@@ -295,34 +295,3 @@ static int io_recv_exact(blitz_backend b) {
     return 0;
 }
 IO_BACKEND_TESTS(io_recv_exact)
-
-/* ---- host:port --------------------------------------------------------------------------- */
-
-BLITZ_TEST(io_host_port_split) {
-    char host[64];
-    uint16_t port = 1;
-    CHECK_OK(blitz_host_port_split("example.com:443", host, sizeof host, &port));
-    CHECK_EQ(strcmp(host, "example.com"), 0);
-    CHECK_EQ(port, 443);
-    CHECK_OK(blitz_host_port_split("[::1]:8080", host, sizeof host, &port));
-    CHECK_EQ(strcmp(host, "::1"), 0);
-    CHECK_EQ(port, 8080);
-    CHECK_OK(blitz_host_port_split("10.0.0.1:0", host, sizeof host, &port));
-    CHECK_EQ(port, 0);
-    static const char *const bad[] = {"example.com", "example.com:", ":80",     "::1:80",
-                                      "[::1]80",     "[]:80",        "h:65536", "h:8x",
-                                      "h:-1",        "[a]b]:1",      ""};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        port = 7;
-        CHECK_EQ(blitz_host_port_split(bad[i], host, sizeof host, &port), BLITZ_EINVAL);
-        CHECK_EQ(host[0], 0);
-        CHECK_EQ(port, 0);
-    }
-    CHECK_EQ(blitz_host_port_split("abcd:1", host, 4, &port), BLITZ_EINVAL); /* too long */
-    CHECK_OK(blitz_host_port_split("abc:1", host, 4, &port));
-    CHECK_EQ(blitz_host_port_split(NULL, host, sizeof host, &port), BLITZ_EINVAL);
-    CHECK_EQ(blitz_host_port_split("a:1", NULL, sizeof host, &port), BLITZ_EINVAL);
-    CHECK_EQ(blitz_host_port_split("a:1", host, 0, &port), BLITZ_EINVAL);
-    CHECK_EQ(blitz_host_port_split("a:1", host, sizeof host, NULL), BLITZ_EINVAL);
-    return 0;
-}

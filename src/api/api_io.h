@@ -38,7 +38,7 @@
 
 /* The backend the runtime's I/O driver uses. */
 BLITZ_API blitz_backend blitz_runtime_backend(const blitz_runtime *rt);
-/* "io_uring", "epoll", "kqueue", "poll", "auto", "none". */
+/* "io_uring", "epoll", "kqueue", "poll", "iocp", "auto", "none". */
 BLITZ_API const char *blitz_backend_name(blitz_backend b);
 
 /* ---------------------------------------------------------------------------
@@ -57,8 +57,7 @@ typedef struct blitz_addr {
 /* "1.2.3.4:80", "[::1]:8080", "[fe80::1%2]:80" (the IPv6 scope: a
  * number up to 4294967295, digits only, or an interface name such as
  * "lo"). BLITZ_EINVAL for anything else (missing port, port > 65535, bad
- * address, bad scope). */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
+ * address, bad scope; on Windows a scope is a number only). */
 BLITZ_API int blitz_addr_parse(const char *s, blitz_addr *out);
 /* Splits "host:port" or "[host]:port" (the brackets hold an IPv6 address,
  * which has colons of its own) into `host` (NUL-terminated, at most cap - 1
@@ -83,7 +82,6 @@ BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size);
 BLITZ_API int blitz_addr_port(const blitz_addr *a);
 /* AF_INET, AF_INET6, AF_UNIX, or 0. */
 BLITZ_API int blitz_addr_family(const blitz_addr *a);
-#endif
 
 /* ---------------------------------------------------------------------------
  * Sockets and ops

@@ -405,6 +405,7 @@ typedef enum blitz_backend {
     BLITZ_BACKEND_POLL = 3,
     BLITZ_BACKEND_NONE = 4,   /* the runtime has no I/O driver (none could start) */
     BLITZ_BACKEND_KQUEUE = 5, /* Darwin and the BSDs */
+    BLITZ_BACKEND_IOCP = 6,   /* Windows: an I/O completion port */
 } blitz_backend;
 
 /* ---- tracing hooks -----------------------------------------------------
@@ -481,6 +482,8 @@ typedef struct blitz_config {
      * BLITZ_BACKEND_NONE and socket calls fail with BLITZ_ENOSYS. Any other
      * value forces that backend:
      * blitz_runtime_new fails (BLITZ_ENOSYS, ...) when it cannot start.
+     * Windows has one backend, BLITZ_BACKEND_IOCP (the variable is
+     * ignored there).
      * Compile-time exclusions: BLITZ_NO_IO_URING, BLITZ_NO_EPOLL,
      * BLITZ_NO_KQUEUE, BLITZ_NO_POLL. */
     blitz_backend backend;

@@ -1,8 +1,11 @@
 /* Socket addresses: parsing and formatting of IPv4, IPv6 and Unix
- * addresses into blitz_addr (a sockaddr_storage with its length). */
+ * addresses into blitz_addr (a sockaddr_storage with its length). The
+ * same code on Windows (Winsock's and afunix.h's structures), where an
+ * IPv6 scope is a number only: interface names need iphlpapi, which
+ * blitz does not link. */
 #include "io.h"
 
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_IO || BLITZ__WIN32
 
 _Static_assert(sizeof(((blitz_addr *)0)->u.bytes) >= sizeof(struct sockaddr_storage),
                "blitz_addr holds any socket address");
@@ -51,13 +54,19 @@ BLITZ_API int blitz_addr_ip(const char *ip, uint16_t port, blitz_addr *out) {
         if (!*z)
             goto bad;
         if (*z >= '0' && *z <= '9') {
-            if (!blitz__parse_index(z, &a6->sin6_scope_id))
+            uint32_t scope; /* sin6_scope_id is a ULONG on Windows */
+            if (!blitz__parse_index(z, &scope))
                 goto bad;
+            a6->sin6_scope_id = scope;
         } else {
+#if BLITZ__WIN32
+            goto bad;
+#else
             unsigned idx = if_nametoindex(z);
             if (!idx)
                 goto bad;
             a6->sin6_scope_id = idx;
+#endif
         }
     }
     a6->sin6_family = AF_INET6;
@@ -239,4 +248,4 @@ BLITZ_API int blitz_addr_format(const blitz_addr *a, char *buf, size_t size) {
     return n;
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_IO || BLITZ__WIN32 */

@@ -1106,6 +1106,8 @@ static const blitz__io_backend *blitz__io_backend_of(int i) {
 BLITZ_API const char *blitz_backend_name(blitz_backend b) {
     if (b == BLITZ_BACKEND_AUTO)
         return "auto";
+    if (b == BLITZ_BACKEND_IOCP)
+        return "iocp";
     for (int i = 0; blitz__io_backend_of(i); i++)
         if (blitz__io_backend_of(i)->kind == b)
             return blitz__io_backend_of(i)->name;
@@ -1143,10 +1145,12 @@ static const blitz__io_backend *blitz__backend_from_env(void) {
  * Without one: the environment's preference, then the backends in order
  * (the completion one, then the readiness ones). */
 BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
-    if (forced > BLITZ_BACKEND_KQUEUE)
+    if (forced > BLITZ_BACKEND_IOCP)
         return BLITZ_EINVAL;
     if (forced == BLITZ_BACKEND_NONE)
         return BLITZ_OK;
+    if (forced == BLITZ_BACKEND_IOCP)
+        return BLITZ_ENOSYS; /* Windows only (iocp.c) */
     blitz__io *io = (blitz__io *)blitz__calloc(sizeof *io);
     if (!io)
         return BLITZ_ENOMEM;
@@ -1198,7 +1202,7 @@ BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
 
 /* The descriptor that wakes worker `index` (UINT32_MAX: the current-thread
  * driver) when it is parked in the backend. */
-BLITZ_PRIVATE int blitz__io_wake_fd(const blitz__io *io, uint32_t index) {
+BLITZ_PRIVATE blitz__wake_t blitz__io_wake_fd(const blitz__io *io, uint32_t index) {
     return io->be->wake_fd ? io->be->wake_fd(io, index) : io->wake_fd;
 }
 

@@ -158,6 +158,7 @@ typedef struct blitz__io {
     const blitz__io_backend *be;
     int wake_fd; /* writing 8 bytes to it wakes a thread blocked in the backend */
     int wake_rd; /* the end of the wake-up object the backend waits on */
+    void *port;  /* Windows: the completion port, the only wait and wake-up object */
     /* One thread at a time waits in the backend or dispatches its events. */
     blitz__mutex lock;
     blitz__atomic_u32 shutdown;
@@ -242,6 +243,27 @@ typedef struct blitz__io {
 /* A socket whose reader lags holds at most this many buffers: then its
  * multishot receive is cancelled until the reader catches up. */
 #define BLITZ__RECV_MS_HOLD (BLITZ_URING_RECV_BUFS / 8u > 2u ? BLITZ_URING_RECV_BUFS / 8u : 2u)
+
+#if BLITZ__WIN32
+/* One overlapped operation on a socket attached to the completion port
+ * (iocp_sock.c). From a start that returned pending until its packet is
+ * reaped the kernel owns the op and its buffers, even after a cancel. */
+typedef struct blitz__iocp_op {
+    OVERLAPPED ov; /* first: a packet's lpOverlapped names the op */
+    SOCKET sock;
+    DWORD flags;  /* WSARecv's in/out flags */
+    INT from_len; /* WSARecvFrom's address length */
+    /* Runs on the reaping thread with bytes (>= 0) or a code. */
+    void (*done)(struct blitz__iocp_op *op, int64_t res);
+    void *arg;
+} blitz__iocp_op;
+
+/* Packets taken per wait. */
+#define BLITZ__IOCP_BATCH 64
+/* AcceptEx's room per address: the largest socket address, plus the 16
+ * bytes it asks for; an accept's buffer holds two. */
+#define BLITZ__IOCP_ADDR_SLOT ((DWORD)sizeof(struct sockaddr_storage) + 16u)
+#endif
 
 #if BLITZ__HAS_IO
 /* Backends (each in its own file, stubs when compiled out). */

@@ -211,7 +211,9 @@ typedef pthread_mutex_t blitz__mutex;
 
 typedef struct blitz__parker {
     blitz__atomic_u32 state; /* UNPARKED / PARKED / NOTIFIED / PARKED_DRIVER; the futex word */
-    int wake_fd;             /* the I/O driver's eventfd or pipe, BLITZ__WAKE_KQ(kq), or -1 */
+    /* The I/O driver's eventfd or pipe, BLITZ__WAKE_KQ(kq), its completion
+     * port (Windows), or BLITZ__WAKE_NONE. */
+    blitz__wake_t wake_fd;
 #if !BLITZ__HAS_FUTEX
     pthread_mutex_t lock;
     pthread_cond_t cond;

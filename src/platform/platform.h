@@ -22,6 +22,8 @@
 
 #include <winsock2.h>
 #include <ws2tcpip.h>
+#include <mswsock.h>
+#include <afunix.h>
 #include <windows.h>
 #include <process.h>
 #include <signal.h>
@@ -49,13 +51,24 @@
 #ifndef EDQUOT
 #define EDQUOT WSAEDQUOT
 #endif
+#ifndef IF_NAMESIZE
+#define IF_NAMESIZE 256 /* an IPv6 scope's interface name (Linux: 16) */
+#endif
+
+/* What wakes a thread parked in the I/O driver: its completion port. */
+typedef void *blitz__wake_t;
+#define BLITZ__WAKE_NONE NULL
 
 static inline void blitz__thread_name(const char *name) {
     (void)name;
 }
 #else
-#define BLITZ__WIN32  0
-#define BLITZ__HAS_IO 1
+#define BLITZ__WIN32     0
+#define BLITZ__HAS_IO    1
+/* What wakes a thread parked in the I/O driver: a descriptor to write
+ * (eventfd, pipe) or an encoded kqueue (BLITZ__WAKE_KQ). */
+typedef int blitz__wake_t;
+#define BLITZ__WAKE_NONE (-1)
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>

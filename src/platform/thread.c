@@ -111,7 +111,7 @@ BLITZ_PRIVATE void blitz__futex_wake(blitz__atomic_u32 *word, int n) {
 
 BLITZ_PRIVATE void blitz__parker_init(blitz__parker *p) {
     blitz__u32_store(&p->state, BLITZ__UNPARKED, BLITZ__RELAXED);
-    p->wake_fd = -1;
+    p->wake_fd = BLITZ__WAKE_NONE;
 #if !BLITZ__HAS_FUTEX
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->cond, NULL);
@@ -154,11 +154,11 @@ BLITZ_PRIVATE int blitz__parker_park(blitz__parker *p, uint64_t timeout_ns) {
 }
 
 /* Wakes a thread blocked in the I/O backend (epoll_wait, poll,
- * io_uring_enter, kevent): the driver's wake-up object is part of every
- * wait. */
-static void blitz__wake_fd_signal(int fd) {
-#if !BLITZ__HAS_IO
-    (void)fd; /* no backend parks a thread yet */
+ * io_uring_enter, kevent, GetQueuedCompletionStatusEx): the driver's
+ * wake-up object is part of every wait. */
+static void blitz__wake_fd_signal(blitz__wake_t fd) {
+#if BLITZ__WIN32
+    blitz__port_post(fd);
 #else
 #if BLITZ__HAS_KQUEUE
     if (fd < -1) {

@@ -13,17 +13,19 @@
 
 /* ---- waits on a word ------------------------------------------------------ */
 
+/* A wait's limit in whole milliseconds, rounded up so that a short wait
+ * is no busy loop; 0 and UINT64_MAX are none (INFINITE). */
+BLITZ_PRIVATE DWORD blitz__win32_ms(uint64_t timeout_ns) {
+    if (timeout_ns == 0 || timeout_ns == UINT64_MAX)
+        return INFINITE;
+    uint64_t m = (timeout_ns + 999999u) / 1000000u;
+    return m >= INFINITE ? INFINITE - 1 : (DWORD)m;
+}
 /* Sleeps while *word == expected, at most timeout_ns (0 = no limit);
- * spurious returns are allowed. The limit is in whole milliseconds, rounded
- * up so that a short wait is no busy loop. */
+ * spurious returns are allowed. */
 BLITZ_PRIVATE void blitz__futex_wait(blitz__atomic_u32 *word, uint32_t expected,
                                      uint64_t timeout_ns) {
-    DWORD ms = INFINITE;
-    if (timeout_ns) {
-        uint64_t m = (timeout_ns + 999999u) / 1000000u;
-        ms = m >= INFINITE ? INFINITE - 1 : (DWORD)m;
-    }
-    WaitOnAddress(&word->v, &expected, sizeof expected, ms);
+    WaitOnAddress(&word->v, &expected, sizeof expected, blitz__win32_ms(timeout_ns));
 }
 BLITZ_PRIVATE void blitz__futex_wake(blitz__atomic_u32 *word, int n) {
     if (n == 1)
@@ -211,6 +213,15 @@ BLITZ_PRIVATE int blitz__from_win32(DWORD e) {
     default:
         return BLITZ_EUNKNOWN;
     }
+}
+
+/* ---- completion ports --------------------------------------------------------- */
+
+/* Ends a GetQueuedCompletionStatusEx on `port` (a parked I/O driver): a
+ * packet with no overlapped, which the driver takes for a wake-up. */
+BLITZ_PRIVATE void blitz__port_post(void *port) {
+    if (port)
+        PostQueuedCompletionStatus((HANDLE)port, 0, 0, NULL);
 }
 
 /* ---- Winsock ------------------------------------------------------------------- */
