@@ -43,7 +43,8 @@ if [ "$#" -lt 1 ]; then
 fi
 DIR=$(cd "$1" && pwd) || exit 2
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-SHARED=${SHARED_DIR:-$ROOT/../shared}
+# SHARED_DIR may be relative to the repository (the Makefile's ../shared).
+SHARED=$(cd "$ROOT" && cd "${SHARED_DIR:-../shared}" && pwd) || exit 1
 ANCHOR=$SHARED/anchors/tokio
 OUT=${COMPARE_OUT:-$ROOT/build/bench-compare}
 REPEAT=${REPEAT:-1}

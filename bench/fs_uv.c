@@ -133,7 +133,13 @@ static double run_copy(void) {
     if (rc)
         die("uv_fs_copyfile", rc);
     uv_run(g_loop, UV_RUN_DEFAULT);
-    return now_ns() - start;
+    double ns = now_ns() - start;
+    /* Untimed: the copy written back before whatever runs next. */
+    int fd = open(g_dst, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fsync(fd) != 0)
+        die("fsync", fd);
+    close(fd);
+    return ns;
 }
 
 /* ---- small files: one chain of steps per file, files one after another ---- */
