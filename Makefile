@@ -20,7 +20,8 @@ SRC_FILES := $(wildcard src/*.txt src/*/*.c src/*/*.h) tools/manifest.txt tools/
 TEST_FILES := blitz_tests.c $(wildcard tests/*.c tests/*.h)
 EXAMPLES := $(patsubst examples/%.c,%,$(wildcard examples/*.c))
 # bench/echo_load.c is a tool (the tcp group's own load client), not a benchmark.
-BENCHES  := $(patsubst bench/%.c,%,$(filter-out bench/bench_common.c bench/echo_load.c,$(wildcard bench/*.c)))
+# bench/fs_uv.c is the fs group's libuv peer, built by bench/compare.sh.
+BENCHES  := $(patsubst bench/%.c,%,$(filter-out bench/bench_common.c bench/echo_load.c bench/fs_uv.c,$(wildcard bench/*.c)))
 # The sibling checkout with the anchors (optional: make bench runs without it).
 SHARED_DIR ?= ../shared
 export SHARED_DIR

@@ -44,6 +44,7 @@
     X(fs_native_cancel_mt4, 30000)              \
     X(fs_native_cancel_ct, 30000)               \
     X(fs_native_withdrawn_read, 10000)          \
+    X(fs_native_bad_input, 10000)               \
     X(fs_ext_roundtrip_mt2, 5000)               \
     X(fs_ext_roundtrip_mt4, 5000)               \
     X(fs_ext_roundtrip_ct, 5000)                \

@@ -370,3 +370,183 @@ BLITZ_TEST(fs_native_withdrawn_read) {
     free(s);
     return 0;
 }
+
+/* Bad input: the ring and the pool give the same codes for a missing path,
+ * a directory where a file is expected (and the reverse), an existing
+ * path, a descriptor used the wrong way, a permission refused (root is
+ * let in: then both paths must agree on that too) and a file deleted
+ * while open. */
+typedef struct {
+    BLITZ_CORO;
+    char dir[64], f[160], d[160], miss[160], under[160], lnk[160], locked[160];
+    blitz_fs_op op;
+    blitz_fs_metadata md;
+    int fd;
+    char buf[8];
+    int64_t out[TFU_MAX];
+    int n;
+} tfu_bad;
+
+/* A descriptor the op returned is closed and recorded as 1. */
+#define TFU_REC_OPEN(s)                 \
+    do {                                \
+        if ((s)->op.result >= 0) {      \
+            close((int)(s)->op.result); \
+            TFU_REC(s, 1);              \
+        } else {                        \
+            TFU_REC(s, (s)->op.result); \
+        }                               \
+    } while (0)
+
+static blitz_poll tfu_bad_poll(blitz_cx *cx, void *p) {
+    tfu_bad *s = p;
+    BLITZ_BEGIN(s);
+    /* missing paths */
+    BLITZ_AWAIT(s, blitz_fs_open(cx, &s->op, s->miss, BLITZ_FS_READ, 0));
+    TFU_REC_OPEN(s);
+    BLITZ_AWAIT(s, blitz_fs_stat(cx, &s->op, s->miss, &s->md));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_unlink(cx, &s->op, s->miss));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_rename(cx, &s->op, s->miss, s->miss));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_read_file(cx, &s->op, s->miss));
+    TFU_REC(s, s->op.result);
+    /* a directory where a file is expected, a file where a directory is */
+    BLITZ_AWAIT(s, blitz_fs_open(cx, &s->op, s->d, BLITZ_FS_WRITE, 0));
+    TFU_REC_OPEN(s);
+    BLITZ_AWAIT(s, blitz_fs_open(cx, &s->op, s->d, BLITZ_FS_READ, 0));
+    CHECK_GE(s->op.result, 0);
+    s->fd = (int)s->op.result;
+    BLITZ_AWAIT(s, blitz_fs_read(cx, &s->op, s->fd, s->buf, sizeof s->buf));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_close(cx, &s->op, s->fd));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_unlink(cx, &s->op, s->d));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_rmdir(cx, &s->op, s->f));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_open(cx, &s->op, s->under, BLITZ_FS_READ, 0));
+    TFU_REC_OPEN(s);
+    BLITZ_AWAIT(s, blitz_fs_stat(cx, &s->op, s->under, &s->md));
+    TFU_REC(s, s->op.result);
+    /* existing paths */
+    BLITZ_AWAIT(s, blitz_fs_mkdir(cx, &s->op, s->d, 0700));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(
+        s, blitz_fs_open(cx, &s->op, s->f, BLITZ_FS_WRITE | BLITZ_FS_CREATE | BLITZ_FS_EXCL, 0600));
+    TFU_REC_OPEN(s);
+    BLITZ_AWAIT(s, blitz_fs_rmdir(cx, &s->op, s->d));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_open(cx, &s->op, s->lnk, BLITZ_FS_READ | BLITZ_FS_NOFOLLOW, 0));
+    TFU_REC_OPEN(s);
+    /* permission refused (to anyone but root) */
+    BLITZ_AWAIT(s, blitz_fs_open(cx, &s->op, s->locked, BLITZ_FS_READ, 0));
+    TFU_REC_OPEN(s);
+    /* written through a read-only descriptor, then deleted while open */
+    BLITZ_AWAIT(s, blitz_fs_open(cx, &s->op, s->f, BLITZ_FS_READ, 0));
+    CHECK_GE(s->op.result, 0);
+    s->fd = (int)s->op.result;
+    BLITZ_AWAIT(s, blitz_fs_write(cx, &s->op, s->fd, "x", 1));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_unlink(cx, &s->op, s->f));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_pread(cx, &s->op, s->fd, s->buf, sizeof s->buf, 0));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_open(cx, &s->op, s->f, BLITZ_FS_READ, 0));
+    TFU_REC_OPEN(s);
+    BLITZ_AWAIT(s, blitz_fs_unlink(cx, &s->op, s->f));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_close(cx, &s->op, s->fd));
+    TFU_REC(s, s->op.result);
+    BLITZ_END(s);
+}
+
+static int tfu_bad_run(blitz_backend backend, tfu_bad *out, int *ran) {
+    blitz_config cfg = tu_config(TU_MT2);
+    cfg.backend = backend;
+    blitz_runtime *rt = NULL;
+    *ran = 0;
+    memset(out, 0, sizeof *out);
+    if (blitz_runtime_new(&cfg, &rt) != BLITZ_OK)
+        return 0; /* no io_uring here */
+    tf_tmpdir(out->dir, sizeof out->dir);
+    snprintf(out->f, sizeof out->f, "%s/f", out->dir);
+    snprintf(out->d, sizeof out->d, "%s/d", out->dir);
+    snprintf(out->miss, sizeof out->miss, "%s/missing", out->dir);
+    snprintf(out->under, sizeof out->under, "%s/f/x", out->dir);
+    snprintf(out->lnk, sizeof out->lnk, "%s/l", out->dir);
+    snprintf(out->locked, sizeof out->locked, "%s/locked", out->dir);
+    char inner[200];
+    snprintf(inner, sizeof inner, "%s/inner", out->d);
+    int fd = open(out->f, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CHECK_GE(fd, 0);
+    CHECK_EQ(write(fd, "abc", 3), 3);
+    close(fd);
+    CHECK_EQ(mkdir(out->d, 0700), 0);
+    CHECK_GE(fd = open(inner, O_WRONLY | O_CREAT, 0600), 0);
+    close(fd);
+    CHECK_GE(fd = open(out->locked, O_WRONLY | O_CREAT, 0600), 0);
+    close(fd);
+    CHECK_EQ(chmod(out->locked, 0), 0);
+    CHECK_EQ(symlink("f", out->lnk), 0);
+    int fds = tu_open_fds();
+    CHECK_OK(blitz_runtime_run(rt, tfu_bad_poll, out, sizeof *out));
+    CHECK_EQ(tu_open_fds(), fds);
+    CHECK_OK(blitz_runtime_free(rt));
+    tf_rm_rf(out->dir);
+    *ran = 1;
+    return 0;
+}
+
+BLITZ_TEST(fs_native_bad_input) {
+    static tfu_bad ring, pool;
+    int ran_ring, ran_pool;
+    const int64_t root_open = geteuid() == 0 ? 1 : BLITZ_EACCES;
+#if defined(__linux__)
+    const int64_t unlink_dir = BLITZ_EISDIR;
+#else
+    const int64_t unlink_dir = BLITZ_EPERM; /* POSIX's code; Linux says EISDIR */
+#endif
+    const int64_t expected[] = {
+        BLITZ_ENOENT,
+        BLITZ_ENOENT,
+        BLITZ_ENOENT,
+        BLITZ_ENOENT,
+        BLITZ_ENOENT, /* missing */
+        BLITZ_EISDIR,
+        BLITZ_EISDIR,
+        0,
+        unlink_dir,
+        BLITZ_ENOTDIR,
+        BLITZ_ENOTDIR,
+        BLITZ_ENOTDIR, /* directory vs file */
+        BLITZ_EEXIST,
+        BLITZ_EEXIST,
+        BLITZ_ENOTEMPTY,
+        BLITZ_ELOOP, /* existing */
+        root_open,   /* permission */
+        BLITZ_EBADF,
+        0,
+        3,
+        BLITZ_ENOENT,
+        BLITZ_ENOENT,
+        0, /* deleted */
+    };
+    CHECK_OK(tfu_bad_run(BLITZ_BACKEND_IO_URING, &ring, &ran_ring));
+    CHECK_OK(tfu_bad_run(BLITZ_BACKEND_EPOLL, &pool, &ran_pool));
+    CHECK(ran_pool);
+    const tfu_bad *runs[2] = {&pool, ran_ring ? &ring : NULL};
+    for (int r = 0; r < 2; r++) {
+        if (!runs[r])
+            continue;
+        CHECK_EQ(runs[r]->n, (int)(sizeof expected / sizeof expected[0]));
+        for (int i = 0; i < runs[r]->n; i++)
+            if (runs[r]->out[i] != expected[i]) {
+                fprintf(stderr, "# %s: result %d is %lld, not %lld\n", r ? "ring" : "pool", i,
+                        (long long)runs[r]->out[i], (long long)expected[i]);
+                CHECK_EQ(runs[r]->out[i], expected[i]);
+            }
+    }
+    return 0;
+}
