@@ -27,7 +27,9 @@ struct model_chan_mem {
     blitz__atomic_u64 words[MODEL_CHAN_WORDS];
     rl::mutex lock;
     alignas(64) unsigned char handle[1024];
-    alignas(8) unsigned char bytes[MODEL_CHAN_WORDS * 8];
+    /* The code steps through its words as blitz__atomic_u64, whose size
+     * here is that of a Relacy atomic. */
+    alignas(8) unsigned char bytes[MODEL_CHAN_WORDS * sizeof(blitz__atomic_u64)];
 
     /* What the constructor's allocation and memset give them. */
     void init() {
@@ -38,7 +40,7 @@ struct model_chan_mem {
         blitz__u32_store(&waiting, 0, BLITZ__RELAXED);
         for (int i = 0; i < MODEL_CHAN_WORDS; i++) {
             blitz__u64_store(&words[i], 0, BLITZ__RELAXED);
-            model_bind(bytes + 8 * i, &words[i]);
+            model_bind(bytes + sizeof(blitz__atomic_u64) * i, &words[i]);
         }
     }
 };
@@ -51,7 +53,7 @@ static void *blitz__alloc_aligned(size_t n, size_t align, void **raw) {
     return *raw;
 }
 static void *model_chan_malloc(size_t n) {
-    RL_ASSERT(n <= sizeof model_cur_chan->bytes);
+    RL_ASSERT(n / 8 <= MODEL_CHAN_WORDS);
     return model_cur_chan->bytes;
 }
 #define BLITZ_MALLOC(n) model_chan_malloc(n)
