@@ -12,7 +12,7 @@
  *   4. a batch from the global queue
  *   5. as a searcher (at most half the workers): steal half of a random
  *      victim's ring, then the global queue once more
- *   6. spin briefly, then park (idle.c has the protocol)
+ *   6. spin briefly, then park (lifo.c and idle.c have the protocol)
  * A tick is up to BLITZ_BUDGET_PER_TICK polls; after each the EWMA of the
  * poll time sets the next global-queue interval.
  *
