@@ -50,6 +50,15 @@ BLITZ_PRIVATE void blitz__idle_notify_parked(blitz_runtime *rt) {
     }
 }
 
+/* Queues a task where every worker looks (a thread that is not one of
+ * the runtime's workers schedules this way) and wakes a parked worker. */
+BLITZ_PRIVATE void blitz__idle_schedule_remote(blitz_runtime *rt, blitz__task *t) {
+    if (blitz__global_queue_push(rt->global, t) == BLITZ_OK)
+        blitz__idle_notify_parked(rt);
+    /* else: closed by shutdown; the task stays SCHEDULED and the sweep
+     * completes it as cancelled. */
+}
+
 /* A searcher found work. Returns 1 when it was the last one: then it must
  * wake another worker, because more work may be waiting (the chain that
  * keeps every queued task moving). */

@@ -12,7 +12,7 @@
  *   4. a batch from the global queue
  *   5. as a searcher (at most half the workers): steal half of a random
  *      victim's ring, then the global queue once more
- *   6. spin briefly, then park (idle.c has the protocol)
+ *   6. spin briefly, then park (lifo.c and idle.c have the protocol)
  * A tick is up to BLITZ_BUDGET_PER_TICK polls; after each the EWMA of the
  * poll time sets the next global-queue interval.
  *
@@ -57,16 +57,8 @@ BLITZ_PRIVATE void blitz__worker_init(blitz__worker *w, blitz_runtime *rt, uint3
 
 /* ---- scheduling onto a worker ------------------------------------------------ */
 
-static void blitz__remote_schedule(blitz_runtime *rt, blitz__task *t) {
-    if (blitz__global_queue_push(rt->global, t) == BLITZ_OK)
-        blitz__idle_notify_parked(rt);
-    /* else: closed by shutdown; the task stays SCHEDULED and the sweep
-     * completes it as cancelled. */
-}
-
-/* A task woken or spawned on worker `w` itself goes to the LIFO slot; the
- * task it displaces goes to the back of the ring, where others may steal
- * it, so a parked worker is told. */
+/* A task woken or spawned on worker `w` itself: the LIFO slot
+ * (lifo.c), unless wakes are being batched. */
 static void blitz__worker_schedule_local(blitz__worker *w, blitz__task *t) {
     if (w->wake_batching) {
         /* Many wakes at once (timers firing): collected, then spread in one
@@ -75,28 +67,7 @@ static void blitz__worker_schedule_local(blitz__worker *w, blitz__task *t) {
         w->wake_count++;
         return;
     }
-    /* Acquire: the flag is set by this same thread today, but maintenance
-     * that runs while parking (timers, I/O) may schedule from here too;
-     * then the task must not sit in the slot of a sleeping worker. */
-    if (blitz__u32_load(&w->transitioning_to_park, BLITZ__ACQUIRE)) {
-        blitz__remote_schedule(w->rt, t);
-        return;
-    }
-    if (BLITZ__CHAOS(8)) {
-        blitz__remote_schedule(w->rt, t);
-        return;
-    }
-    if (BLITZ__CHAOS(1)) {
-        blitz__local_queue_push(&w->queue, t, w->rt, &w->counters);
-        blitz__idle_notify_parked(w->rt);
-        return;
-    }
-    blitz__task *prev = w->lifo_slot;
-    w->lifo_slot = t;
-    if (prev) {
-        blitz__local_queue_push(&w->queue, prev, w->rt, &w->counters);
-        blitz__idle_notify_parked(w->rt);
-    }
+    blitz__lifo_schedule(w, t);
 }
 
 /* Wakes issued between begin and end on a worker thread are collected and
@@ -161,7 +132,7 @@ BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t) {
     if (ctx && ctx->rt == rt && ctx->worker)
         blitz__worker_schedule_local(ctx->worker, t);
     else
-        blitz__remote_schedule(rt, t);
+        blitz__idle_schedule_remote(rt, t);
 }
 
 /* Yielded tasks of this tick join the back of the ring, as far as it has
@@ -205,7 +176,7 @@ BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx, i
     } else if (rt->flavor == BLITZ_CURRENT_THREAD) {
         blitz__ct_inject(rt, t);
     } else {
-        blitz__remote_schedule(rt, t);
+        blitz__idle_schedule_remote(rt, t);
     }
 }
 
@@ -419,21 +390,7 @@ static void blitz__worker_io_woke(void *arg) {
         st->w->searching = 1; /* a notifier claimed us meanwhile */
 }
 
-/* With transitioning_to_park set: publishes this worker as parked and
- * returns 1, or returns 0 when work turned up (or it is claimed) and it
- * must not sleep. */
-static int blitz__worker_commit_park(blitz__worker *w) {
-    blitz_runtime *rt = w->rt;
-    if (w->lifo_slot) {
-        blitz__local_queue_push(&w->queue, w->lifo_slot, rt, &w->counters);
-        w->lifo_slot = NULL;
-    }
-    if (blitz__local_queue_len(&w->queue) || w->batch_head < w->batch_len)
-        return 0;
-    return blitz__idle_commit_park(rt, w->index, &w->searching, blitz__worker_stay_up);
-}
-
-/* Sleeps a worker that blitz__worker_commit_park published as parked. */
+/* Sleeps a worker that blitz__lifo_begin_park published as parked. */
 static void blitz__worker_sleep(blitz__worker *w) {
     blitz_runtime *rt = w->rt;
     /* One parked worker sleeps until the next timer (the sleeper); the
@@ -513,9 +470,8 @@ static int blitz__worker_park(blitz__worker *w) {
             blitz__cpu_relax();
     }
     /* From here on tasks scheduled from this thread go to the global queue
-     * (seed 000 "Lost wakeup prevention"). */
-    blitz__u32_store(&w->transitioning_to_park, 1, BLITZ__SEQ_CST);
-    int slept = blitz__worker_commit_park(w);
+     * (lifo.c). */
+    int slept = blitz__lifo_begin_park(w, blitz__worker_stay_up);
     if (slept) {
         if (BLITZ__UNLIKELY(rt->observe_workers))
             blitz__worker_observe_park(w, 1);
@@ -523,7 +479,7 @@ static int blitz__worker_park(blitz__worker *w) {
         if (BLITZ__UNLIKELY(rt->observe_workers))
             blitz__worker_observe_park(w, 0);
     }
-    blitz__u32_store(&w->transitioning_to_park, 0, BLITZ__RELEASE);
+    blitz__lifo_end_park(w);
     return slept;
 }
 

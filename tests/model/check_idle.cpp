@@ -31,10 +31,9 @@ struct idle_env {
         rt.workers = workers;
         rt.num_workers = 2;
     }
-    /* A thread that is not a worker schedules (worker.c's remote_schedule). */
+    /* A thread that is not a worker schedules. */
     void remote_schedule(blitz__task *t) {
-        if (blitz__global_queue_push(&global, t) == BLITZ_OK)
-            blitz__idle_notify_parked(&rt);
+        blitz__idle_schedule_remote(&rt, t);
     }
     uint32_t unparks(int i) {
         return blitz__u32_load(&workers[i].parker.unparks, BLITZ__RELAXED);

@@ -1,6 +1,6 @@
 /* Stand-ins for the scheduler's structures (src/sched/sched.h, the parts of
  * src/core/core.h they use) around the real run queues and idle set:
- * local_queue.c, global_queue.c and idle.c. The global queue's lock is a
+ * local_queue.c, global_queue.c, idle.c and lifo.c. The global queue's lock is a
  * Relacy mutex; a parker records its unparks. */
 #ifndef BLITZ_MODEL_SCHED_H
 #define BLITZ_MODEL_SCHED_H
@@ -47,6 +47,14 @@ static void blitz__parker_unpark(blitz__parker *p) {
 typedef struct blitz__worker {
     blitz__local_queue queue;
     blitz__parker parker;
+    /* Owner-only fields the LIFO slot's protocol uses (lifo.c). */
+    struct blitz_runtime *rt;
+    blitz__task *lifo_slot;
+    uint32_t batch_head, batch_len;
+    uint32_t index;
+    int searching;
+    blitz__atomic_u32 transitioning_to_park;
+    blitz__worker_counters counters;
 } blitz__worker;
 struct blitz_runtime {
     blitz__global_queue *global;
@@ -57,6 +65,8 @@ struct blitz_runtime {
 
 #include "sched/global_queue.c"
 #include "sched/local_queue.c"
+#define BLITZ__CHAOS(n) 0 /* chaos scheduling is a fault-injection build's */
 #include "sched/idle.c"
+#include "sched/lifo.c"
 
 #endif
