@@ -7115,6 +7115,14 @@ typedef struct blitz__chunk {
      * release after zeroing the block's state word, so a walk that reads
      * it with acquire never looks at uninitialised memory. */
     blitz__atomic_u32 carved;
+    /* Set (release) once no cache carves the chunk any more: then a trim
+     * may free it when all of its carved blocks are free. */
+    blitz__atomic_u32 retired;
+    uint32_t trim_free; /* a trim's count of its free blocks (alloc_lock) */
+    int trim_ok;        /* a trim's verdict on this chunk alone (alloc_lock) */
+    /* A group's first chunk: the chunks in its group, and how many of
+     * them were handed out (alloc_lock). */
+    uint32_t group_n, group_handed;
 } blitz__chunk;
 
 /* Free blocks by size class, moved between caches in whole batches of
@@ -7128,6 +7136,7 @@ typedef struct blitz__block_cache {
     uint32_t active_count[BLITZ__NUM_CLASSES];
     blitz__task *full[BLITZ__NUM_CLASSES]; /* one full batch held back, or NULL */
     blitz__chunk *carving[BLITZ__NUM_CLASSES];
+    uint32_t trim_epoch; /* the runtime's trim_epoch when this cache last gave its blocks back */
 } blitz__block_cache;
 
 typedef struct blitz__worker_counters {
@@ -7288,10 +7297,18 @@ struct blitz_runtime {
      * not handed out yet, and how many groups were allocated. */
     char *chunk_spare;
     uint32_t chunk_spare_left, chunk_groups;
+    blitz__chunk *chunk_group; /* the first chunk of the group chunk_spare is in */
     blitz__block_cache shared_cache;
     /* Full batches given up by caches, linked through each batch's first
      * block (join_data). */
     blitz__atomic_ptr spare_batches[BLITZ__NUM_CLASSES];
+    /* Chunks of size classes held, and how many the last trim left
+     * (written under alloc_lock, read without it to decide on a trim);
+     * trim_epoch counts the trims that growth or frees started. */
+    blitz__atomic_u32 chunks_held, chunks_at_trim, trim_epoch;
+    /* Batches given to the spares since the last trim, and the free
+     * blocks that trim kept (written under alloc_lock). */
+    blitz__atomic_u32 spares_since_trim, free_at_trim;
     blitz__worker_counters remote_counters; /* updated under alloc_lock */
     /* Join waker vtables other than the task waker's, by index - 1
      * (blitz__join_vtable): claimed once each, never changed. */
@@ -7665,12 +7682,23 @@ static inline int blitz__state_is_complete(uint64_t s) {
  * move is O(1) (no walking of cold blocks), and memory freed on one worker
  * is reused by the others.
  *
- * Chunks of a size class are allocated in groups (1, 2, 4, ... then 16 at
- * a time) and live until the runtime is freed: one aligned allocation per
- * chunk costs the allocator a page of bookkeeping or more each (the
- * alignment slack it splits off and the headers it writes), about a tenth
- * of a chunk, where a group pays it once. A group's first chunk holds the
- * allocation; the others have no `raw`. */
+ * Chunks of a size class are allocated in groups (1, 2, then 4 at
+ * a time) and live until a trim frees their whole group: one aligned
+ * allocation per chunk costs the allocator a page of bookkeeping or more
+ * each (the alignment slack it splits off and the headers it writes),
+ * about a tenth of a chunk, where a group pays it once. A group's first chunk holds the
+ * allocation and counts the group's chunks handed out; the others have no
+ * `raw`.
+ *
+ * Trims give memory back after a burst: an owner thread going idle hands
+ * its cache's blocks to the shared cache and, when the chunks grew by a
+ * quarter since the last trim (or another trim ran since it last gave its
+ * blocks back), frees every group all of whose chunks are retired and
+ * have all their carved blocks in the shared cache and spare batches (the
+ * group still being handed out: its chunks handed so far, and the rest
+ * with it). Only those lists, under alloc_lock, are counted, never
+ * another thread's private cache; a chunk is retired once its carver
+ * moved on to another, so nobody carves a freed chunk. */
 /* src/core/core.h already included */
 
 static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
@@ -7735,7 +7763,7 @@ static blitz__block_cache *blitz__local_owner(blitz_runtime *rt, blitz__worker_c
     return c->cache;
 }
 
-#define BLITZ__GROUP_LOG_MAX 4u
+#define BLITZ__GROUP_LOG_MAX 2u
 
 /* Adds a chunk of class `c` to the runtime's list. Caller holds nothing. */
 static blitz__chunk *blitz__chunk_new(blitz_runtime *rt, uint32_t c) {
@@ -7753,7 +7781,11 @@ static blitz__chunk *blitz__chunk_new(blitz_runtime *rt, uint32_t c) {
         rt->chunk_groups++;
         rt->chunk_spare = g;
         rt->chunk_spare_left = 1u << log;
+        rt->chunk_group = (blitz__chunk *)(void *)g;
+        rt->chunk_group->group_n = 1u << log;
+        rt->chunk_group->group_handed = 0;
     }
+    rt->chunk_group->group_handed++;
     ch = (blitz__chunk *)(void *)rt->chunk_spare;
     rt->chunk_spare += BLITZ__CHUNK_SIZE;
     rt->chunk_spare_left--;
@@ -7769,11 +7801,22 @@ static blitz__chunk *blitz__chunk_new(blitz_runtime *rt, uint32_t c) {
     memset((char *)ch + BLITZ__CHUNK_SIZE - ch->capacity * BLITZ__GEN_BYTES, 0,
            ch->capacity * BLITZ__GEN_BYTES);
 #endif
+    blitz__u32_store(&ch->retired, 0, BLITZ__RELAXED);
+    ch->trim_free = 0;
     blitz__mutex_lock(&rt->alloc_lock);
     ch->next = rt->chunks;
     rt->chunks = ch;
+    blitz__u32_store(&rt->chunks_held, blitz__u32_load(&rt->chunks_held, BLITZ__RELAXED) + 1,
+                     BLITZ__RELAXED);
     blitz__mutex_unlock(&rt->alloc_lock);
     return ch;
+}
+
+/* The carver of `ch` moves on: a trim may free it from now on. Release:
+ * the trim reads `carved` after this (acquire) and sees the final count. */
+static void blitz__chunk_retire(blitz__chunk *ch) {
+    if (ch)
+        blitz__u32_store(&ch->retired, 1, BLITZ__RELEASE);
 }
 
 static inline blitz__task *blitz__chunk_block(blitz__chunk *ch, uint32_t i) {
@@ -7869,6 +7912,7 @@ static blitz__task *blitz__cache_take(blitz_runtime *rt, blitz__block_cache *cac
             return NULL;
         /* With the lock dropped another thread may have installed a chunk;
          * the older one is full or nearly so and stays on the list. */
+        blitz__chunk_retire(cache->carving[c]);
         cache->carving[c] = ch;
     }
     /* Only this thread carves ch: relaxed read, release publish (see
@@ -7898,6 +7942,9 @@ static void blitz__cache_put(blitz_runtime *rt, blitz__block_cache *cache, uint3
         blitz__batch_set_next(
             spill, (blitz__task *)blitz__ptr_load(&rt->spare_batches[c], BLITZ__RELAXED));
         blitz__ptr_store(&rt->spare_batches[c], spill, BLITZ__RELAXED);
+        blitz__u32_store(&rt->spares_since_trim,
+                         blitz__u32_load(&rt->spares_since_trim, BLITZ__RELAXED) + 1,
+                         BLITZ__RELAXED);
         if (!locked)
             blitz__mutex_unlock(&rt->alloc_lock);
     }
@@ -7935,6 +7982,7 @@ BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need, in
             return NULL;
         ch->rt = rt;
         ch->raw = raw;
+        ch->group_n = ch->group_handed = 1;
         ch->block_size = (uint32_t)(total - BLITZ__FIRST_BLOCK - BLITZ__GEN_LARGE_BYTES);
         ch->class_index = BLITZ__CLASS_LARGE;
         ch->capacity = 1;
@@ -8034,6 +8082,149 @@ BLITZ_PRIVATE void blitz__block_release(blitz__task *t) {
         }
     }
     blitz__count_freed(rt, k);
+}
+
+/* Moves the blocks of list `t` (linked through next) onto *out. */
+static void blitz__trim_collect(blitz__task *t, blitz__task **out) {
+    while (t) {
+        blitz__task *next = t->next;
+        blitz__chunk_of(t)->trim_free++;
+        t->next = *out;
+        *out = t;
+        t = next;
+    }
+}
+
+/* Empties the shared cache, the spare batches and `own` (the caller's
+ * private cache, or NULL) into one list per class, frees the retired
+ * chunks all of whose carved blocks were there, and puts the other blocks
+ * back in the shared cache. Caller holds alloc_lock; the freed chunks are
+ * returned (linked through next) for the caller to free after unlocking. */
+static blitz__chunk *blitz__trim_locked(blitz_runtime *rt, blitz__block_cache *own) {
+    blitz__task *all[BLITZ__NUM_CLASSES];
+    blitz__block_cache *sh = &rt->shared_cache;
+    for (uint32_t c = 0; c < BLITZ__NUM_CLASSES; c++) {
+        all[c] = NULL;
+        blitz__block_cache *caches[2] = {sh, own};
+        for (int k = 0; k < 2; k++) {
+            blitz__block_cache *cache = caches[k];
+            if (!cache)
+                continue;
+            blitz__trim_collect(cache->active[c], &all[c]);
+            blitz__trim_collect(cache->full[c], &all[c]);
+            cache->active[c] = cache->full[c] = NULL;
+            cache->active_count[c] = 0;
+            blitz__chunk_retire(cache->carving[c]);
+            cache->carving[c] = NULL;
+        }
+        blitz__task *b = (blitz__task *)blitz__ptr_load(&rt->spare_batches[c], BLITZ__RELAXED);
+        blitz__ptr_store(&rt->spare_batches[c], NULL, BLITZ__RELAXED);
+        while (b) {
+            blitz__task *next_batch = blitz__batch_next(b);
+            blitz__trim_collect(b, &all[c]);
+            b = next_batch;
+        }
+    }
+    /* Acquire on retired, then carved: the carver's last count. */
+    for (blitz__chunk *ch = rt->chunks; ch; ch = ch->next)
+        ch->trim_ok = ch->class_index != BLITZ__CLASS_LARGE &&
+                      blitz__u32_load(&ch->retired, BLITZ__ACQUIRE) &&
+                      ch->trim_free == blitz__u32_load(&ch->carved, BLITZ__ACQUIRE);
+    /* A group goes whole: its chunks lie one after another behind its
+     * first, and those not handed out yet (the group being handed out)
+     * go with it. Freed chunks are marked with trim_free = UINT32_MAX
+     * until the blocks are put back. */
+    for (blitz__chunk *ch = rt->chunks; ch; ch = ch->next) {
+        if (!ch->raw || !ch->trim_ok)
+            continue;
+        int current = ch == rt->chunk_group;
+        int whole = ch->group_handed == ch->group_n || current;
+        for (uint32_t i = 1; whole && i < ch->group_handed; i++)
+            whole = ((blitz__chunk *)(void *)((char *)ch + (size_t)i * BLITZ__CHUNK_SIZE))->trim_ok;
+        if (!whole)
+            continue;
+        for (uint32_t i = 0; i < ch->group_handed; i++)
+            ((blitz__chunk *)(void *)((char *)ch + (size_t)i * BLITZ__CHUNK_SIZE))->trim_free =
+                UINT32_MAX;
+        if (current) {
+            rt->chunk_group = NULL;
+            rt->chunk_spare_left = 0;
+        }
+    }
+    blitz__chunk *dead = NULL, **p = &rt->chunks;
+    uint32_t held = blitz__u32_load(&rt->chunks_held, BLITZ__RELAXED);
+    while (*p) {
+        blitz__chunk *ch = *p;
+        if (ch->trim_free == UINT32_MAX) {
+            *p = ch->next;
+            held--;
+            /* The group's memory goes with its first chunk. */
+            if (ch->raw) {
+                ch->next = dead;
+                dead = ch;
+            }
+        } else {
+            ch->trim_free = 0;
+            p = &ch->next;
+        }
+    }
+    uint32_t kept = 0;
+    for (uint32_t c = 0; c < BLITZ__NUM_CLASSES; c++) {
+        for (blitz__task *t = all[c], *next; t; t = next) {
+            next = t->next;
+            if (blitz__chunk_of(t)->trim_free != UINT32_MAX) {
+                blitz__cache_put(rt, sh, c, t, 1);
+                kept++;
+            }
+        }
+    }
+    blitz__u32_store(&rt->spares_since_trim, 0, BLITZ__RELAXED);
+    blitz__u32_store(&rt->free_at_trim, kept, BLITZ__RELAXED);
+    blitz__u32_store(&rt->chunks_held, held, BLITZ__RELAXED);
+    blitz__u32_store(&rt->chunks_at_trim, held, BLITZ__RELAXED);
+    return dead;
+}
+
+/* An owner thread (a worker, the current-thread driver) going idle, with
+ * its private cache `own`: trims when the chunks grew by a quarter (at
+ * least 4) since the last trim, when at least as many blocks as the last
+ * trim kept (at least BLITZ__TRIM_MIN_FREED) went to the spares since, or
+ * when a trim ran since `own` last gave its blocks back. A trim costs a
+ * walk of the free blocks and the chunks, so these bounds keep its cost
+ * proportional to the frees and allocations since the last one. Cheap
+ * otherwise: a few relaxed loads. Not during shutdown, whose sweep walks
+ * the chunk list. */
+#define BLITZ__TRIM_MIN_FREED 2048u
+BLITZ_PRIVATE void blitz__block_trim_idle(blitz_runtime *rt, blitz__block_cache *own) {
+    uint32_t held = blitz__u32_load(&rt->chunks_held, BLITZ__RELAXED);
+    uint32_t at = blitz__u32_load(&rt->chunks_at_trim, BLITZ__RELAXED);
+    uint32_t slack = at / 4 < 4 ? 4 : at / 4;
+    uint64_t freed =
+        (uint64_t)blitz__u32_load(&rt->spares_since_trim, BLITZ__RELAXED) * BLITZ__FREE_BATCH;
+    uint32_t kept = blitz__u32_load(&rt->free_at_trim, BLITZ__RELAXED);
+    int grew =
+        held > at + slack || freed >= (kept < BLITZ__TRIM_MIN_FREED ? BLITZ__TRIM_MIN_FREED : kept);
+    if (!grew && own->trim_epoch == blitz__u32_load(&rt->trim_epoch, BLITZ__RELAXED))
+        return;
+    blitz__mutex_lock(&rt->alloc_lock);
+    blitz__chunk *dead = NULL;
+    /* The shutdown flag is set before the sweep takes this lock. */
+    if (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)) {
+        dead = blitz__trim_locked(rt, own);
+        uint32_t epoch = blitz__u32_load(&rt->trim_epoch, BLITZ__RELAXED);
+        if (grew)
+            blitz__u32_store(&rt->trim_epoch, ++epoch, BLITZ__RELAXED);
+        own->trim_epoch = epoch;
+    }
+    blitz__mutex_unlock(&rt->alloc_lock);
+    /* Not through the handle quarantine: a trim frees many chunks at
+     * once, the quarantine would keep only the last few, and those would
+     * hold megabytes. */
+    while (dead) {
+        blitz__chunk *next = dead->next;
+        blitz__free(dead->raw);
+        dead = next;
+    }
 }
 
 /* Calls fn on every live block of the runtime. Only for shutdown and free:
@@ -16464,6 +16655,15 @@ BLITZ_PRIVATE void blitz__idle_notify_parked(blitz_runtime *rt) {
     }
 }
 
+/* Queues a task where every worker looks (a thread that is not one of
+ * the runtime's workers schedules this way) and wakes a parked worker. */
+BLITZ_PRIVATE void blitz__idle_schedule_remote(blitz_runtime *rt, blitz__task *t) {
+    if (blitz__global_queue_push(rt->global, t) == BLITZ_OK)
+        blitz__idle_notify_parked(rt);
+    /* else: closed by shutdown; the task stays SCHEDULED and the sweep
+     * completes it as cancelled. */
+}
+
 /* A searcher found work. Returns 1 when it was the last one: then it must
  * wake another worker, because more work may be waiting (the chain that
  * keeps every queued task moving). */
@@ -16535,6 +16735,78 @@ BLITZ_PRIVATE void blitz__idle_unpark_all(blitz_runtime *rt) {
         blitz__parker_unpark(&rt->workers[i].parker);
 }
 /* ====[ END src/sched/idle.c ]============================================= */
+/* ====[ BEGIN src/sched/lifo.c ]=========================================== */
+/* >>sched/lifo */
+/* The worker's LIFO slot and how it is emptied for a park (seed 000 "LIFO
+ * slot", "Lost wakeup prevention").
+ *
+ * A task woken or spawned on a worker goes to its slot and runs next, on
+ * the core whose caches hold what its waker just wrote. Only the owner
+ * touches the slot, so no other worker can see or steal its task: the
+ * slot must be empty whenever its owner may sleep, or the task is
+ * stranded while every other worker is parked.
+ *
+ * A worker going to park:
+ *   1. sets transitioning_to_park: from here on a task scheduled from
+ *      this thread (a timer fired or an I/O completion run while parking)
+ *      goes to the global queue, and a parked worker is told, instead of
+ *      into the slot;
+ *   2. flushes the slot to the ring, where stealers see it, and stays up
+ *      when its ring or batch buffer holds anything;
+ *   3. joins the parked set (blitz__idle_commit_park), which re-checks
+ *      every shared queue after publishing its bit;
+ *   4. after the sleep, or when it did not sleep, clears the flag.
+ * From step 2 on the slot stays empty until the worker is awake again. */
+/* src/sched/sched.h already included */
+
+/* A task woken or spawned on worker `w` itself. The task it displaces
+ * goes to the back of the ring, where others may steal it, so a parked
+ * worker is told. */
+BLITZ_PRIVATE void blitz__lifo_schedule(blitz__worker *w, blitz__task *t) {
+    /* Acquire: the flag is set by this same thread today, but maintenance
+     * that runs while parking (timers, I/O) may schedule from here too;
+     * then the task must not sit in the slot of a sleeping worker. */
+    if (blitz__u32_load(&w->transitioning_to_park, BLITZ__ACQUIRE)) {
+        blitz__idle_schedule_remote(w->rt, t);
+        return;
+    }
+    if (BLITZ__CHAOS(8)) {
+        blitz__idle_schedule_remote(w->rt, t);
+        return;
+    }
+    if (BLITZ__CHAOS(1)) {
+        blitz__local_queue_push(&w->queue, t, w->rt, &w->counters);
+        blitz__idle_notify_parked(w->rt);
+        return;
+    }
+    blitz__task *prev = w->lifo_slot;
+    w->lifo_slot = t;
+    if (prev) {
+        blitz__local_queue_push(&w->queue, prev, w->rt, &w->counters);
+        blitz__idle_notify_parked(w->rt);
+    }
+}
+
+/* Steps 1-3: returns 1 when the worker may sleep, 0 when work turned up
+ * (or a notifier claimed it) and it must not. `stay_up` as for
+ * blitz__idle_commit_park. */
+BLITZ_PRIVATE int blitz__lifo_begin_park(blitz__worker *w, int (*stay_up)(blitz_runtime *rt)) {
+    blitz_runtime *rt = w->rt;
+    blitz__u32_store(&w->transitioning_to_park, 1, BLITZ__SEQ_CST);
+    if (w->lifo_slot) {
+        blitz__local_queue_push(&w->queue, w->lifo_slot, rt, &w->counters);
+        w->lifo_slot = NULL;
+    }
+    if (blitz__local_queue_len(&w->queue) || w->batch_head < w->batch_len)
+        return 0;
+    return blitz__idle_commit_park(rt, w->index, &w->searching, stay_up);
+}
+
+/* Step 4: the worker is awake; local wakes use the slot again. */
+BLITZ_PRIVATE void blitz__lifo_end_park(blitz__worker *w) {
+    blitz__u32_store(&w->transitioning_to_park, 0, BLITZ__RELEASE);
+}
+/* ====[ END src/sched/lifo.c ]============================================= */
 /* ====[ BEGIN src/sched/worker.c ]========================================= */
 /* >>sched/worker */
 /* The multi-thread scheduler's workers (seeds 000 and 001).
@@ -16551,7 +16823,7 @@ BLITZ_PRIVATE void blitz__idle_unpark_all(blitz_runtime *rt) {
  *   4. a batch from the global queue
  *   5. as a searcher (at most half the workers): steal half of a random
  *      victim's ring, then the global queue once more
- *   6. spin briefly, then park (idle.c has the protocol)
+ *   6. spin briefly, then park (lifo.c and idle.c have the protocol)
  * A tick is up to BLITZ_BUDGET_PER_TICK polls; after each the EWMA of the
  * poll time sets the next global-queue interval.
  *
@@ -16596,16 +16868,8 @@ BLITZ_PRIVATE void blitz__worker_init(blitz__worker *w, blitz_runtime *rt, uint3
 
 /* ---- scheduling onto a worker ------------------------------------------------ */
 
-static void blitz__remote_schedule(blitz_runtime *rt, blitz__task *t) {
-    if (blitz__global_queue_push(rt->global, t) == BLITZ_OK)
-        blitz__idle_notify_parked(rt);
-    /* else: closed by shutdown; the task stays SCHEDULED and the sweep
-     * completes it as cancelled. */
-}
-
-/* A task woken or spawned on worker `w` itself goes to the LIFO slot; the
- * task it displaces goes to the back of the ring, where others may steal
- * it, so a parked worker is told. */
+/* A task woken or spawned on worker `w` itself: the LIFO slot
+ * (lifo.c), unless wakes are being batched. */
 static void blitz__worker_schedule_local(blitz__worker *w, blitz__task *t) {
     if (w->wake_batching) {
         /* Many wakes at once (timers firing): collected, then spread in one
@@ -16614,28 +16878,7 @@ static void blitz__worker_schedule_local(blitz__worker *w, blitz__task *t) {
         w->wake_count++;
         return;
     }
-    /* Acquire: the flag is set by this same thread today, but maintenance
-     * that runs while parking (timers, I/O) may schedule from here too;
-     * then the task must not sit in the slot of a sleeping worker. */
-    if (blitz__u32_load(&w->transitioning_to_park, BLITZ__ACQUIRE)) {
-        blitz__remote_schedule(w->rt, t);
-        return;
-    }
-    if (BLITZ__CHAOS(8)) {
-        blitz__remote_schedule(w->rt, t);
-        return;
-    }
-    if (BLITZ__CHAOS(1)) {
-        blitz__local_queue_push(&w->queue, t, w->rt, &w->counters);
-        blitz__idle_notify_parked(w->rt);
-        return;
-    }
-    blitz__task *prev = w->lifo_slot;
-    w->lifo_slot = t;
-    if (prev) {
-        blitz__local_queue_push(&w->queue, prev, w->rt, &w->counters);
-        blitz__idle_notify_parked(w->rt);
-    }
+    blitz__lifo_schedule(w, t);
 }
 
 /* Wakes issued between begin and end on a worker thread are collected and
@@ -16700,7 +16943,7 @@ BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t) {
     if (ctx && ctx->rt == rt && ctx->worker)
         blitz__worker_schedule_local(ctx->worker, t);
     else
-        blitz__remote_schedule(rt, t);
+        blitz__idle_schedule_remote(rt, t);
 }
 
 /* Yielded tasks of this tick join the back of the ring, as far as it has
@@ -16744,7 +16987,7 @@ BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx, i
     } else if (rt->flavor == BLITZ_CURRENT_THREAD) {
         blitz__ct_inject(rt, t);
     } else {
-        blitz__remote_schedule(rt, t);
+        blitz__idle_schedule_remote(rt, t);
     }
 }
 
@@ -16958,21 +17201,7 @@ static void blitz__worker_io_woke(void *arg) {
         st->w->searching = 1; /* a notifier claimed us meanwhile */
 }
 
-/* With transitioning_to_park set: publishes this worker as parked and
- * returns 1, or returns 0 when work turned up (or it is claimed) and it
- * must not sleep. */
-static int blitz__worker_commit_park(blitz__worker *w) {
-    blitz_runtime *rt = w->rt;
-    if (w->lifo_slot) {
-        blitz__local_queue_push(&w->queue, w->lifo_slot, rt, &w->counters);
-        w->lifo_slot = NULL;
-    }
-    if (blitz__local_queue_len(&w->queue) || w->batch_head < w->batch_len)
-        return 0;
-    return blitz__idle_commit_park(rt, w->index, &w->searching, blitz__worker_stay_up);
-}
-
-/* Sleeps a worker that blitz__worker_commit_park published as parked. */
+/* Sleeps a worker that blitz__lifo_begin_park published as parked. */
 static void blitz__worker_sleep(blitz__worker *w) {
     blitz_runtime *rt = w->rt;
     /* One parked worker sleeps until the next timer (the sleeper); the
@@ -17051,10 +17280,11 @@ static int blitz__worker_park(blitz__worker *w) {
         for (int k = 0; k < BLITZ__SPIN_PAUSES; k++)
             blitz__cpu_relax();
     }
+    /* Idle: give memory back after a burst of tasks. */
+    blitz__block_trim_idle(rt, &w->cache);
     /* From here on tasks scheduled from this thread go to the global queue
-     * (seed 000 "Lost wakeup prevention"). */
-    blitz__u32_store(&w->transitioning_to_park, 1, BLITZ__SEQ_CST);
-    int slept = blitz__worker_commit_park(w);
+     * (lifo.c). */
+    int slept = blitz__lifo_begin_park(w, blitz__worker_stay_up);
     if (slept) {
         if (BLITZ__UNLIKELY(rt->observe_workers))
             blitz__worker_observe_park(w, 1);
@@ -17062,7 +17292,7 @@ static int blitz__worker_park(blitz__worker *w) {
         if (BLITZ__UNLIKELY(rt->observe_workers))
             blitz__worker_observe_park(w, 0);
     }
-    blitz__u32_store(&w->transitioning_to_park, 0, BLITZ__RELEASE);
+    blitz__lifo_end_park(w);
     return slept;
 }
 
@@ -17505,6 +17735,8 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
                 !blitz__u32_load(&rt->spawning, BLITZ__SEQ_CST) &&
                 blitz__time_auto_advance(rt, NULL))
                 continue;
+            /* Idle: give memory back after a burst of tasks. */
+            blitz__block_trim_idle(rt, &ct->cache);
             uint64_t timeout = rt->park_timeout_ns, timer_ns = blitz__time_sleep_ns(rt);
             if (timer_ns && (timeout == 0 || timer_ns < timeout))
                 timeout = timer_ns;
@@ -17554,6 +17786,8 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
             if (rt->metrics)
                 rt->ct->awake_since = blitz__now_ns();
             blitz__ct_drive_until(rt, t, &dctx);
+            /* Nobody drives until the next wait: as idle as it gets. */
+            blitz__block_trim_idle(rt, &rt->ct->cache);
             if (rt->metrics)
                 blitz__ct_add_busy(rt->ct);
             blitz__io_after_drive(rt);

@@ -17,6 +17,9 @@
     X(shutdown_nested_wait_mt2, 10000)               \
     X(shutdown_nested_wait_ct, 10000)                \
     X(lifo_eviction_and_transitioning_to_park, 5000) \
+    X(trim_after_burst_mt2, 60000)                   \
+    X(trim_after_burst_mt4, 60000)                   \
+    X(trim_after_burst_ct, 60000)                    \
     X(cancel_hook_frees_mt, 10000)                   \
     X(cancel_hook_frees_ct, 10000)                   \
     X(timeout_op_cancels_join, 10000)                \

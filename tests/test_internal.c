@@ -843,6 +843,48 @@ BLITZ_TEST(lifo_eviction_and_transitioning_to_park) {
     return 0;
 }
 
+/* ---- an idle runtime gives task memory back ------------------------------- */
+
+static blitz_poll trim_noop_poll(blitz_cx *cx, void *p) {
+    (void)cx;
+    (void)p;
+    return BLITZ_READY;
+}
+
+static uint32_t trim_chunks(blitz_runtime *rt) {
+    return blitz__u32_load(&rt->chunks_held, BLITZ__RELAXED);
+}
+
+/* Chunks held while N join handles keep their blocks, then after the
+ * handles are released and the runtime has gone idle once: back to a
+ * few (the frees since the last trim may keep some), not the burst's
+ * peak of over 50. */
+static int trim_after_burst(tu_flavor f) {
+    blitz_runtime *rt = tu_rt_new(f);
+    enum { N = 50000 };
+    blitz_task **h = (blitz_task **)calloc(N, sizeof *h);
+    CHECK_NOT_NULL(h);
+    int z = 0;
+    for (int i = 0; i < N; i++)
+        CHECK_OK(blitz_spawn(rt, trim_noop_poll, &z, sizeof z, &h[i]));
+    /* A chunk holds under 1000 of the smallest blocks. */
+    CHECK_GE(trim_chunks(rt), N / 1000);
+    for (int i = 0; i < N; i++) {
+        CHECK_OK(blitz_join_blocking(h[i]));
+        CHECK_OK(blitz_task_release(&h[i]));
+    }
+    free(h);
+    /* One more task: the runtime runs it and goes idle again. */
+    blitz_task *last = NULL;
+    CHECK_OK(blitz_spawn(rt, trim_noop_poll, &z, sizeof z, &last));
+    CHECK_OK(blitz_join_blocking(last));
+    CHECK_OK(blitz_task_release(&last));
+    TU_WAIT_UNTIL(trim_chunks(rt) <= 8, 30.0, 1);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+TU_FLAVOR_TESTS(trim_after_burst)
+
 /* ---- a cancelled task's pending op is withdrawn ---------------------------------- */
 
 typedef struct {

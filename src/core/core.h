@@ -75,6 +75,14 @@ typedef struct blitz__chunk {
      * release after zeroing the block's state word, so a walk that reads
      * it with acquire never looks at uninitialised memory. */
     blitz__atomic_u32 carved;
+    /* Set (release) once no cache carves the chunk any more: then a trim
+     * may free it when all of its carved blocks are free. */
+    blitz__atomic_u32 retired;
+    uint32_t trim_free; /* a trim's count of its free blocks (alloc_lock) */
+    int trim_ok;        /* a trim's verdict on this chunk alone (alloc_lock) */
+    /* A group's first chunk: the chunks in its group, and how many of
+     * them were handed out (alloc_lock). */
+    uint32_t group_n, group_handed;
 } blitz__chunk;
 
 /* Free blocks by size class, moved between caches in whole batches of
@@ -88,6 +96,7 @@ typedef struct blitz__block_cache {
     uint32_t active_count[BLITZ__NUM_CLASSES];
     blitz__task *full[BLITZ__NUM_CLASSES]; /* one full batch held back, or NULL */
     blitz__chunk *carving[BLITZ__NUM_CLASSES];
+    uint32_t trim_epoch; /* the runtime's trim_epoch when this cache last gave its blocks back */
 } blitz__block_cache;
 
 typedef struct blitz__worker_counters {
@@ -248,10 +257,18 @@ struct blitz_runtime {
      * not handed out yet, and how many groups were allocated. */
     char *chunk_spare;
     uint32_t chunk_spare_left, chunk_groups;
+    blitz__chunk *chunk_group; /* the first chunk of the group chunk_spare is in */
     blitz__block_cache shared_cache;
     /* Full batches given up by caches, linked through each batch's first
      * block (join_data). */
     blitz__atomic_ptr spare_batches[BLITZ__NUM_CLASSES];
+    /* Chunks of size classes held, and how many the last trim left
+     * (written under alloc_lock, read without it to decide on a trim);
+     * trim_epoch counts the trims that growth or frees started. */
+    blitz__atomic_u32 chunks_held, chunks_at_trim, trim_epoch;
+    /* Batches given to the spares since the last trim, and the free
+     * blocks that trim kept (written under alloc_lock). */
+    blitz__atomic_u32 spares_since_trim, free_at_trim;
     blitz__worker_counters remote_counters; /* updated under alloc_lock */
     /* Join waker vtables other than the task waker's, by index - 1
      * (blitz__join_vtable): claimed once each, never changed. */

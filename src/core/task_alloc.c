@@ -19,12 +19,23 @@
  * move is O(1) (no walking of cold blocks), and memory freed on one worker
  * is reused by the others.
  *
- * Chunks of a size class are allocated in groups (1, 2, 4, ... then 16 at
- * a time) and live until the runtime is freed: one aligned allocation per
- * chunk costs the allocator a page of bookkeeping or more each (the
- * alignment slack it splits off and the headers it writes), about a tenth
- * of a chunk, where a group pays it once. A group's first chunk holds the
- * allocation; the others have no `raw`. */
+ * Chunks of a size class are allocated in groups (1, 2, then 4 at
+ * a time) and live until a trim frees their whole group: one aligned
+ * allocation per chunk costs the allocator a page of bookkeeping or more
+ * each (the alignment slack it splits off and the headers it writes),
+ * about a tenth of a chunk, where a group pays it once. A group's first chunk holds the
+ * allocation and counts the group's chunks handed out; the others have no
+ * `raw`.
+ *
+ * Trims give memory back after a burst: an owner thread going idle hands
+ * its cache's blocks to the shared cache and, when the chunks grew by a
+ * quarter since the last trim (or another trim ran since it last gave its
+ * blocks back), frees every group all of whose chunks are retired and
+ * have all their carved blocks in the shared cache and spare batches (the
+ * group still being handed out: its chunks handed so far, and the rest
+ * with it). Only those lists, under alloc_lock, are counted, never
+ * another thread's private cache; a chunk is retired once its carver
+ * moved on to another, so nobody carves a freed chunk. */
 #include "core.h"
 
 static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
@@ -89,7 +100,7 @@ static blitz__block_cache *blitz__local_owner(blitz_runtime *rt, blitz__worker_c
     return c->cache;
 }
 
-#define BLITZ__GROUP_LOG_MAX 4u
+#define BLITZ__GROUP_LOG_MAX 2u
 
 /* Adds a chunk of class `c` to the runtime's list. Caller holds nothing. */
 static blitz__chunk *blitz__chunk_new(blitz_runtime *rt, uint32_t c) {
@@ -107,7 +118,11 @@ static blitz__chunk *blitz__chunk_new(blitz_runtime *rt, uint32_t c) {
         rt->chunk_groups++;
         rt->chunk_spare = g;
         rt->chunk_spare_left = 1u << log;
+        rt->chunk_group = (blitz__chunk *)(void *)g;
+        rt->chunk_group->group_n = 1u << log;
+        rt->chunk_group->group_handed = 0;
     }
+    rt->chunk_group->group_handed++;
     ch = (blitz__chunk *)(void *)rt->chunk_spare;
     rt->chunk_spare += BLITZ__CHUNK_SIZE;
     rt->chunk_spare_left--;
@@ -123,11 +138,22 @@ static blitz__chunk *blitz__chunk_new(blitz_runtime *rt, uint32_t c) {
     memset((char *)ch + BLITZ__CHUNK_SIZE - ch->capacity * BLITZ__GEN_BYTES, 0,
            ch->capacity * BLITZ__GEN_BYTES);
 #endif
+    blitz__u32_store(&ch->retired, 0, BLITZ__RELAXED);
+    ch->trim_free = 0;
     blitz__mutex_lock(&rt->alloc_lock);
     ch->next = rt->chunks;
     rt->chunks = ch;
+    blitz__u32_store(&rt->chunks_held, blitz__u32_load(&rt->chunks_held, BLITZ__RELAXED) + 1,
+                     BLITZ__RELAXED);
     blitz__mutex_unlock(&rt->alloc_lock);
     return ch;
+}
+
+/* The carver of `ch` moves on: a trim may free it from now on. Release:
+ * the trim reads `carved` after this (acquire) and sees the final count. */
+static void blitz__chunk_retire(blitz__chunk *ch) {
+    if (ch)
+        blitz__u32_store(&ch->retired, 1, BLITZ__RELEASE);
 }
 
 static inline blitz__task *blitz__chunk_block(blitz__chunk *ch, uint32_t i) {
@@ -223,6 +249,7 @@ static blitz__task *blitz__cache_take(blitz_runtime *rt, blitz__block_cache *cac
             return NULL;
         /* With the lock dropped another thread may have installed a chunk;
          * the older one is full or nearly so and stays on the list. */
+        blitz__chunk_retire(cache->carving[c]);
         cache->carving[c] = ch;
     }
     /* Only this thread carves ch: relaxed read, release publish (see
@@ -252,6 +279,9 @@ static void blitz__cache_put(blitz_runtime *rt, blitz__block_cache *cache, uint3
         blitz__batch_set_next(
             spill, (blitz__task *)blitz__ptr_load(&rt->spare_batches[c], BLITZ__RELAXED));
         blitz__ptr_store(&rt->spare_batches[c], spill, BLITZ__RELAXED);
+        blitz__u32_store(&rt->spares_since_trim,
+                         blitz__u32_load(&rt->spares_since_trim, BLITZ__RELAXED) + 1,
+                         BLITZ__RELAXED);
         if (!locked)
             blitz__mutex_unlock(&rt->alloc_lock);
     }
@@ -289,6 +319,7 @@ BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need, in
             return NULL;
         ch->rt = rt;
         ch->raw = raw;
+        ch->group_n = ch->group_handed = 1;
         ch->block_size = (uint32_t)(total - BLITZ__FIRST_BLOCK - BLITZ__GEN_LARGE_BYTES);
         ch->class_index = BLITZ__CLASS_LARGE;
         ch->capacity = 1;
@@ -388,6 +419,149 @@ BLITZ_PRIVATE void blitz__block_release(blitz__task *t) {
         }
     }
     blitz__count_freed(rt, k);
+}
+
+/* Moves the blocks of list `t` (linked through next) onto *out. */
+static void blitz__trim_collect(blitz__task *t, blitz__task **out) {
+    while (t) {
+        blitz__task *next = t->next;
+        blitz__chunk_of(t)->trim_free++;
+        t->next = *out;
+        *out = t;
+        t = next;
+    }
+}
+
+/* Empties the shared cache, the spare batches and `own` (the caller's
+ * private cache, or NULL) into one list per class, frees the retired
+ * chunks all of whose carved blocks were there, and puts the other blocks
+ * back in the shared cache. Caller holds alloc_lock; the freed chunks are
+ * returned (linked through next) for the caller to free after unlocking. */
+static blitz__chunk *blitz__trim_locked(blitz_runtime *rt, blitz__block_cache *own) {
+    blitz__task *all[BLITZ__NUM_CLASSES];
+    blitz__block_cache *sh = &rt->shared_cache;
+    for (uint32_t c = 0; c < BLITZ__NUM_CLASSES; c++) {
+        all[c] = NULL;
+        blitz__block_cache *caches[2] = {sh, own};
+        for (int k = 0; k < 2; k++) {
+            blitz__block_cache *cache = caches[k];
+            if (!cache)
+                continue;
+            blitz__trim_collect(cache->active[c], &all[c]);
+            blitz__trim_collect(cache->full[c], &all[c]);
+            cache->active[c] = cache->full[c] = NULL;
+            cache->active_count[c] = 0;
+            blitz__chunk_retire(cache->carving[c]);
+            cache->carving[c] = NULL;
+        }
+        blitz__task *b = (blitz__task *)blitz__ptr_load(&rt->spare_batches[c], BLITZ__RELAXED);
+        blitz__ptr_store(&rt->spare_batches[c], NULL, BLITZ__RELAXED);
+        while (b) {
+            blitz__task *next_batch = blitz__batch_next(b);
+            blitz__trim_collect(b, &all[c]);
+            b = next_batch;
+        }
+    }
+    /* Acquire on retired, then carved: the carver's last count. */
+    for (blitz__chunk *ch = rt->chunks; ch; ch = ch->next)
+        ch->trim_ok = ch->class_index != BLITZ__CLASS_LARGE &&
+                      blitz__u32_load(&ch->retired, BLITZ__ACQUIRE) &&
+                      ch->trim_free == blitz__u32_load(&ch->carved, BLITZ__ACQUIRE);
+    /* A group goes whole: its chunks lie one after another behind its
+     * first, and those not handed out yet (the group being handed out)
+     * go with it. Freed chunks are marked with trim_free = UINT32_MAX
+     * until the blocks are put back. */
+    for (blitz__chunk *ch = rt->chunks; ch; ch = ch->next) {
+        if (!ch->raw || !ch->trim_ok)
+            continue;
+        int current = ch == rt->chunk_group;
+        int whole = ch->group_handed == ch->group_n || current;
+        for (uint32_t i = 1; whole && i < ch->group_handed; i++)
+            whole = ((blitz__chunk *)(void *)((char *)ch + (size_t)i * BLITZ__CHUNK_SIZE))->trim_ok;
+        if (!whole)
+            continue;
+        for (uint32_t i = 0; i < ch->group_handed; i++)
+            ((blitz__chunk *)(void *)((char *)ch + (size_t)i * BLITZ__CHUNK_SIZE))->trim_free =
+                UINT32_MAX;
+        if (current) {
+            rt->chunk_group = NULL;
+            rt->chunk_spare_left = 0;
+        }
+    }
+    blitz__chunk *dead = NULL, **p = &rt->chunks;
+    uint32_t held = blitz__u32_load(&rt->chunks_held, BLITZ__RELAXED);
+    while (*p) {
+        blitz__chunk *ch = *p;
+        if (ch->trim_free == UINT32_MAX) {
+            *p = ch->next;
+            held--;
+            /* The group's memory goes with its first chunk. */
+            if (ch->raw) {
+                ch->next = dead;
+                dead = ch;
+            }
+        } else {
+            ch->trim_free = 0;
+            p = &ch->next;
+        }
+    }
+    uint32_t kept = 0;
+    for (uint32_t c = 0; c < BLITZ__NUM_CLASSES; c++) {
+        for (blitz__task *t = all[c], *next; t; t = next) {
+            next = t->next;
+            if (blitz__chunk_of(t)->trim_free != UINT32_MAX) {
+                blitz__cache_put(rt, sh, c, t, 1);
+                kept++;
+            }
+        }
+    }
+    blitz__u32_store(&rt->spares_since_trim, 0, BLITZ__RELAXED);
+    blitz__u32_store(&rt->free_at_trim, kept, BLITZ__RELAXED);
+    blitz__u32_store(&rt->chunks_held, held, BLITZ__RELAXED);
+    blitz__u32_store(&rt->chunks_at_trim, held, BLITZ__RELAXED);
+    return dead;
+}
+
+/* An owner thread (a worker, the current-thread driver) going idle, with
+ * its private cache `own`: trims when the chunks grew by a quarter (at
+ * least 4) since the last trim, when at least as many blocks as the last
+ * trim kept (at least BLITZ__TRIM_MIN_FREED) went to the spares since, or
+ * when a trim ran since `own` last gave its blocks back. A trim costs a
+ * walk of the free blocks and the chunks, so these bounds keep its cost
+ * proportional to the frees and allocations since the last one. Cheap
+ * otherwise: a few relaxed loads. Not during shutdown, whose sweep walks
+ * the chunk list. */
+#define BLITZ__TRIM_MIN_FREED 2048u
+BLITZ_PRIVATE void blitz__block_trim_idle(blitz_runtime *rt, blitz__block_cache *own) {
+    uint32_t held = blitz__u32_load(&rt->chunks_held, BLITZ__RELAXED);
+    uint32_t at = blitz__u32_load(&rt->chunks_at_trim, BLITZ__RELAXED);
+    uint32_t slack = at / 4 < 4 ? 4 : at / 4;
+    uint64_t freed =
+        (uint64_t)blitz__u32_load(&rt->spares_since_trim, BLITZ__RELAXED) * BLITZ__FREE_BATCH;
+    uint32_t kept = blitz__u32_load(&rt->free_at_trim, BLITZ__RELAXED);
+    int grew =
+        held > at + slack || freed >= (kept < BLITZ__TRIM_MIN_FREED ? BLITZ__TRIM_MIN_FREED : kept);
+    if (!grew && own->trim_epoch == blitz__u32_load(&rt->trim_epoch, BLITZ__RELAXED))
+        return;
+    blitz__mutex_lock(&rt->alloc_lock);
+    blitz__chunk *dead = NULL;
+    /* The shutdown flag is set before the sweep takes this lock. */
+    if (!blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)) {
+        dead = blitz__trim_locked(rt, own);
+        uint32_t epoch = blitz__u32_load(&rt->trim_epoch, BLITZ__RELAXED);
+        if (grew)
+            blitz__u32_store(&rt->trim_epoch, ++epoch, BLITZ__RELAXED);
+        own->trim_epoch = epoch;
+    }
+    blitz__mutex_unlock(&rt->alloc_lock);
+    /* Not through the handle quarantine: a trim frees many chunks at
+     * once, the quarantine would keep only the last few, and those would
+     * hold megabytes. */
+    while (dead) {
+        blitz__chunk *next = dead->next;
+        blitz__free(dead->raw);
+        dead = next;
+    }
 }
 
 /* Calls fn on every live block of the runtime. Only for shutdown and free:

@@ -112,6 +112,8 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
                 !blitz__u32_load(&rt->spawning, BLITZ__SEQ_CST) &&
                 blitz__time_auto_advance(rt, NULL))
                 continue;
+            /* Idle: give memory back after a burst of tasks. */
+            blitz__block_trim_idle(rt, &ct->cache);
             uint64_t timeout = rt->park_timeout_ns, timer_ns = blitz__time_sleep_ns(rt);
             if (timer_ns && (timeout == 0 || timer_ns < timeout))
                 timeout = timer_ns;
@@ -161,6 +163,8 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
             if (rt->metrics)
                 rt->ct->awake_since = blitz__now_ns();
             blitz__ct_drive_until(rt, t, &dctx);
+            /* Nobody drives until the next wait: as idle as it gets. */
+            blitz__block_trim_idle(rt, &rt->ct->cache);
             if (rt->metrics)
                 blitz__ct_add_busy(rt->ct);
             blitz__io_after_drive(rt);

@@ -469,6 +469,8 @@ static int blitz__worker_park(blitz__worker *w) {
         for (int k = 0; k < BLITZ__SPIN_PAUSES; k++)
             blitz__cpu_relax();
     }
+    /* Idle: give memory back after a burst of tasks. */
+    blitz__block_trim_idle(rt, &w->cache);
     /* From here on tasks scheduled from this thread go to the global queue
      * (lifo.c). */
     int slept = blitz__lifo_begin_park(w, blitz__worker_stay_up);
