@@ -1297,6 +1297,13 @@ timeout, and an idle runtime without timers sleeps until woken.
 Spawning from inside a task puts the child in the LIFO slot (see TASKS AND
 POLL FUNCTIONS), so spawn-then-join costs about a function call.
 
+Task memory comes from 64 KiB chunks, allocated in groups of up to four
+and cached per worker. When a worker (or the current-thread driver) goes
+idle after a burst of tasks, the groups whose tasks are all gone are
+freed, so memory returns close to where it was before the burst without
+waiting for blitz_runtime_free; a task still alive keeps its group
+(256 KiB at most) until it ends.
+
 I/O workers
 -----------
 A task that computes for long without yielding delays the completions of the ops
