@@ -7796,6 +7796,9 @@ static blitz__chunk *blitz__chunk_new(blitz_runtime *rt, uint32_t c) {
     ch = (blitz__chunk *)(void *)rt->chunk_spare;
     rt->chunk_spare += BLITZ__CHUNK_SIZE;
     rt->chunk_spare_left--;
+    /* Handed out but not on the list yet: a trim meanwhile must not take
+     * its group for free (it judges the group's chunks by trim_ok). */
+    ch->trim_ok = 0;
     blitz__mutex_unlock(&rt->alloc_lock);
     ch->rt = rt;
     ch->raw = raw; /* NULL but in the group's first chunk */
@@ -7990,6 +7993,9 @@ BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need, in
         ch->rt = rt;
         ch->raw = raw;
         ch->group_n = ch->group_handed = 1;
+        blitz__u32_store(&ch->retired, 0, BLITZ__RELAXED);
+        ch->trim_free = 0;
+        ch->trim_ok = 0;
         ch->block_size = (uint32_t)(total - BLITZ__FIRST_BLOCK - BLITZ__GEN_LARGE_BYTES);
         ch->class_index = BLITZ__CLASS_LARGE;
         ch->capacity = 1;
@@ -8133,10 +8139,13 @@ static blitz__chunk *blitz__trim_locked(blitz_runtime *rt, blitz__block_cache *o
         }
     }
     /* Acquire on retired, then carved: the carver's last count. */
-    for (blitz__chunk *ch = rt->chunks; ch; ch = ch->next)
+    for (blitz__chunk *ch = rt->chunks; ch; ch = ch->next) {
         ch->trim_ok = ch->class_index != BLITZ__CLASS_LARGE &&
                       blitz__u32_load(&ch->retired, BLITZ__ACQUIRE) &&
                       ch->trim_free == blitz__u32_load(&ch->carved, BLITZ__ACQUIRE);
+        if (!ch->trim_ok)
+            ch->trim_free = 0; /* never the freed mark below */
+    }
     /* A group goes whole: its chunks lie one after another behind its
      * first, and those not handed out yet (the group being handed out)
      * go with it. Freed chunks are marked with trim_free = UINT32_MAX
