@@ -170,6 +170,10 @@ static int observe_dump_sites(tu_flavor f) {
     int found = 0;
     while (!found && tu_now() < deadline) {
         ob_drive(rt);
+        /* A waiter whose wait failed (an injected fault) has ended: it
+         * will never show up waiting. */
+        for (int k = 0; k < OB_KINDS; k++)
+            CHECK_EQ(blitz_task_status(h[k]), BLITZ_EAGAIN);
         ob_dump(rt, &text, 0);
         found = 1;
         for (int k = 0; k < OB_KINDS && found; k++) {
