@@ -37,7 +37,9 @@ struct lifo_env {
             blitz__u32_store(&w->parker.unparks, 0, BLITZ__RELAXED);
             blitz__u32_store(&w->transitioning_to_park, 0, BLITZ__RELAXED);
             w->rt = &rt;
-            w->lifo_slot = NULL;
+            blitz__ptr_store(&w->lifo_slot, NULL, BLITZ__RELAXED);
+            blitz__u64_store(&w->polls_begun, 0, BLITZ__RELAXED);
+            w->watch_task = NULL;
             w->batch_head = w->batch_len = 0;
             w->index = (uint32_t)i;
             w->searching = 0;
@@ -63,9 +65,11 @@ struct lifo_env {
             seen[running->id]++;
         for (int i = 0; i < 2; i++) {
             RL_ASSERT(blitz__u32_load(&workers[i].parker.unparks, BLITZ__RELAXED) <= 1);
-            if (workers[i].lifo_slot) {
+            blitz__task *slot =
+                (blitz__task *)blitz__ptr_load(&workers[i].lifo_slot, BLITZ__RELAXED);
+            if (slot) {
                 RL_ASSERT(!slept[i]); /* stranded in a sleeping worker's slot */
-                seen[workers[i].lifo_slot->id]++;
+                seen[slot->id]++;
             }
             for (blitz__task *t; (t = blitz__local_queue_pop(&workers[i].queue)) != NULL; shared++)
                 seen[t->id]++;
