@@ -62,6 +62,7 @@
     X(spawn_fn_once_mt2, 10000)                   \
     X(spawn_fn_once_mt4, 10000)                   \
     X(spawn_fn_once_ct, 10000)                    \
+    X(lifo_slot_task_rescued_mt2, 60000)          \
     X(runtimes_mt_awaits_mt, 10000)               \
     X(runtimes_ct_awaits_mt, 10000)               \
     X(runtimes_mt_awaits_ct, 10000)               \

@@ -809,24 +809,24 @@ BLITZ_TEST(lifo_eviction_and_transitioning_to_park) {
     blitz__context *outer = blitz__context_set(&ctx);
     /* The newest task takes the slot; the one it displaces joins the ring. */
     blitz__worker_schedule_local(w, &p.tasks[0]);
-    CHECK_PTR_EQ(w->lifo_slot, &p.tasks[0]);
+    CHECK_PTR_EQ(blitz__ptr_load(&w->lifo_slot, BLITZ__RELAXED), &p.tasks[0]);
     CHECK_EQ(blitz__local_queue_len(&w->queue), 0);
     blitz__worker_schedule_local(w, &p.tasks[1]);
-    CHECK_PTR_EQ(w->lifo_slot, &p.tasks[1]);
+    CHECK_PTR_EQ(blitz__ptr_load(&w->lifo_slot, BLITZ__RELAXED), &p.tasks[1]);
     CHECK_EQ(blitz__local_queue_len(&w->queue), 1);
     CHECK_PTR_EQ(blitz__local_queue_pop(&w->queue), &p.tasks[0]);
     /* While the worker is on its way to park, a task scheduled from it
      * goes to the global queue, where a notified worker will find it. */
     blitz__u32_store(&w->transitioning_to_park, 1, BLITZ__SEQ_CST);
     blitz__worker_schedule_local(w, &p.tasks[2]);
-    CHECK_PTR_EQ(w->lifo_slot, &p.tasks[1]);
+    CHECK_PTR_EQ(blitz__ptr_load(&w->lifo_slot, BLITZ__RELAXED), &p.tasks[1]);
     CHECK_EQ(blitz__global_queue_len(rt->global), 1);
     blitz__u32_store(&w->transitioning_to_park, 0, BLITZ__SEQ_CST);
     CHECK_EQ(iq_drain_global(rt, &p), 1);
     CHECK_EQ(p.seen[2], 1);
     /* The LIFO cap: after BLITZ_MAX_LIFO_POLLS_PER_TICK hits in a tick the
      * slot's task goes through the ring. */
-    w->lifo_slot = NULL;
+    blitz__ptr_store(&w->lifo_slot, NULL, BLITZ__RELAXED);
     w->lifo_polls = 0;
     w->global_interval = 255;
     for (int i = 0; i < BLITZ_MAX_LIFO_POLLS_PER_TICK; i++) {
@@ -835,7 +835,7 @@ BLITZ_TEST(lifo_eviction_and_transitioning_to_park) {
     }
     blitz__worker_schedule_local(w, &p.tasks[3]);
     CHECK_PTR_EQ(blitz__worker_next_local(w), &p.tasks[3]);
-    CHECK_NULL(w->lifo_slot);
+    CHECK_NULL(blitz__ptr_load(&w->lifo_slot, BLITZ__RELAXED));
     CHECK_EQ(blitz__counter(&w->counters.lifo_hits), BLITZ_MAX_LIFO_POLLS_PER_TICK);
     blitz__context_set(outer);
     iq_pool_free(&p);

@@ -663,6 +663,63 @@ static int spawn_fn_once(tu_flavor f) {
 }
 TU_FLAVOR_TESTS(spawn_fn_once)
 
+/* A task spawned into a worker's LIFO slot by a task that then computes
+ * (here: waits on a flag only the spawned task sets) runs on the other
+ * worker, which was asleep: the slot's task is rescued, not left until the
+ * spawner's poll ends. */
+typedef struct {
+    atomic_int *flag;
+    atomic_int *worker;
+} lifo_child;
+
+static blitz_poll lifo_child_poll(blitz_cx *cx, void *p) {
+    lifo_child *c = p;
+    atomic_store(c->worker, blitz_cx_worker(cx));
+    atomic_store(c->flag, 1);
+    return BLITZ_READY;
+}
+
+typedef struct {
+    atomic_int *flag, *child_worker, *done, *saw_flag;
+    int worker;
+} lifo_spawner;
+
+static blitz_poll lifo_spawner_poll(blitz_cx *cx, void *p) {
+    lifo_spawner *s = p;
+    s->worker = blitz_cx_worker(cx);
+    lifo_child c = {s->flag, s->child_worker};
+    if (blitz_spawn(blitz_cx_runtime(cx), lifo_child_poll, &c, sizeof c, NULL) == BLITZ_OK) {
+        double deadline = tu_now() + 20.0 * tu_timeout_mult();
+        while (!atomic_load(s->flag) && tu_now() < deadline)
+            sched_yield();
+    }
+    atomic_store(s->saw_flag, atomic_load(s->flag));
+    atomic_store(s->done, 1);
+    return BLITZ_READY;
+}
+
+BLITZ_TEST(lifo_slot_task_rescued_mt2) {
+    blitz_runtime *rt = tu_rt_new(TU_MT2);
+    for (int round = 0; round < 3; round++) {
+        atomic_int flag = 0, child_worker = -1, done = 0, saw_flag = 0;
+        lifo_spawner s = {&flag, &child_worker, &done, &saw_flag, -1};
+        blitz_task *h = NULL;
+        /* Not joined from here: a joining thread may run the spawner
+         * itself, and then its child goes to the global queue. */
+        CHECK_OK(blitz_spawn(rt, lifo_spawner_poll, &s, sizeof s, &h));
+        TU_WAIT_UNTIL(tu_ldi(&done), 30.0, 1);
+        CHECK_EQ(tu_ldi(&saw_flag), 1);
+        CHECK_OK(blitz_join_blocking(h));
+        lifo_spawner *out = blitz_task_state(h);
+        CHECK_NOT_NULL(out);
+        CHECK_GE(out->worker, 0);
+        CHECK_NE(tu_ldi(&child_worker), out->worker);
+        CHECK_OK(blitz_task_release(&h));
+    }
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
 /* ---- several runtimes at once ------------------------------------------- */
 
 typedef struct {

@@ -19,6 +19,10 @@
 BLITZ_PRIVATE void blitz__idle_init(blitz__idle *idle) {
     blitz__u32_store(&idle->num_searching, 0, BLITZ__RELAXED);
     blitz__u64_store(&idle->parked_bitmap, 0, BLITZ__RELAXED);
+    blitz__u32_store(&idle->lifo_armed, 0, BLITZ__RELAXED);
+    blitz__u32_store(&idle->lifo_watcher, 0, BLITZ__RELAXED);
+    blitz__u32_store(&idle->lifo_quiet, 0, BLITZ__RELAXED);
+    blitz__u32_store(&idle->lifo_backoff, 0, BLITZ__RELAXED);
 }
 
 /* Searcher cap: at most half the workers steal at once (thundering herd). */

@@ -27,6 +27,14 @@ struct blitz__global_queue {
 struct blitz__idle {
     BLITZ__ALIGNED blitz__atomic_u32 num_searching;
     BLITZ__ALIGNED blitz__atomic_u64 parked_bitmap; /* bit i set: worker i parked */
+    /* LIFO rescue (lifo.c): armed by a worker that fills its empty slot;
+     * the index + 1 of the parked worker watching the slots (0: none); the
+     * watcher's rounds in a row with every other worker parked; the shift
+     * of its sleep (longer after rounds that rescued nothing). */
+    BLITZ__ALIGNED blitz__atomic_u32 lifo_armed;
+    blitz__atomic_u32 lifo_watcher;
+    blitz__atomic_u32 lifo_quiet;
+    blitz__atomic_u32 lifo_backoff;
 };
 
 /* ---- workers (worker.c) ----------------------------------------------------- */
@@ -35,7 +43,6 @@ struct blitz__worker {
     blitz__local_queue queue;
     /* Owner-only fields. */
     BLITZ__ALIGNED blitz_runtime *rt;
-    blitz__task *lifo_slot;
     blitz__task *batch[BLITZ__BATCH_BUFFER_SIZE];
     uint32_t batch_head, batch_len;
     uint32_t index;
@@ -53,8 +60,18 @@ struct blitz__worker {
     int wake_batching;                          /* between blitz__wake_batch_begin and _end */
     blitz__task *wake_head, *wake_tail;
     uint64_t wake_count;
+    /* As the rescue's watcher (lifo.c): the task seen in another worker's
+     * slot before the sleep, that worker and its polls_begun then. */
+    blitz__task *watch_task;
+    uint64_t watch_polls;
+    uint32_t watch_victim;
     blitz__thread thread;
     blitz__block_cache cache;
+    /* The LIFO slot: only the owner puts a task in; the owner takes it,
+     * or the watcher rescues it when the owner begins no poll for a while
+     * (lifo.c), which polls_begun counts. */
+    BLITZ__ALIGNED blitz__atomic_ptr lifo_slot;
+    blitz__atomic_u64 polls_begun;
     /* Read by producers on other threads (lost-wakeup guard, seed 000). */
     BLITZ__ALIGNED blitz__atomic_u32 transitioning_to_park;
     blitz__atomic_u32 interval_shared; /* for stats readers */

@@ -225,9 +225,7 @@ static blitz__task *blitz__worker_next_local(blitz__worker *w) {
         t = blitz__worker_fetch_global(w);
     if (!t && w->batch_head < w->batch_len)
         t = w->batch[w->batch_head++];
-    if (!t && w->lifo_slot) {
-        t = w->lifo_slot;
-        w->lifo_slot = NULL;
+    if (!t && (t = blitz__lifo_take(w)) != NULL) {
         /* At most BLITZ_MAX_LIFO_POLLS_PER_TICK LIFO polls in a row: two
          * tasks that keep waking each other would otherwise hold the worker
          * forever. The slot keeps a woken task on this core, next to the
@@ -325,6 +323,7 @@ static inline void blitz__paused_poll_end(blitz_runtime *rt) {
 static void blitz__worker_poll(blitz__worker *w, blitz__task *t, blitz__context *ctx) {
     if (BLITZ__CHAOS(16))
         blitz__yield();
+    blitz__lifo_poll_begin(w);
     blitz__paused_poll_begin(w->rt);
     if (blitz__task_run(t, ctx))
         BLITZ__STAT(blitz__u64_bump(&w->counters.polled, 1));
@@ -411,6 +410,10 @@ static void blitz__worker_sleep(blitz__worker *w) {
         if (timer_ns && (timeout == 0 || timer_ns < timeout))
             timeout = timer_ns;
     }
+    /* The rescue's watcher wakes on its own to look at the slots again. */
+    uint64_t watch_ns = blitz__lifo_watch(w);
+    if (watch_ns && (timeout == 0 || timeout > watch_ns))
+        timeout = watch_ns;
     BLITZ__STAT(blitz__u64_bump(&w->counters.parked, 1));
     blitz__worker_unpark_state st = {w, 0, sleeper};
     /* A worker with its own io_uring ring parks in it, sleeper or not: the
@@ -480,6 +483,10 @@ static int blitz__worker_park(blitz__worker *w) {
         blitz__worker_sleep(w);
         if (BLITZ__UNLIKELY(rt->observe_workers))
             blitz__worker_observe_park(w, 0);
+        if (blitz__lifo_rescue(w)) {
+            BLITZ__STAT(blitz__u64_bump(&w->counters.steals, 1));
+            BLITZ__STAT(blitz__u64_bump(&w->counters.stolen, 1));
+        }
     }
     blitz__lifo_end_park(w);
     return slept;

@@ -34,6 +34,7 @@ typedef struct blitz__global_queue {
 typedef struct blitz__idle {
     blitz__atomic_u32 num_searching;
     blitz__atomic_u64 parked_bitmap;
+    blitz__atomic_u32 lifo_armed, lifo_watcher, lifo_quiet, lifo_backoff;
 } blitz__idle;
 typedef struct blitz__worker_counters {
     int overflows;
@@ -49,10 +50,14 @@ typedef struct blitz__worker {
     blitz__parker parker;
     /* Owner-only fields the LIFO slot's protocol uses (lifo.c). */
     struct blitz_runtime *rt;
-    blitz__task *lifo_slot;
     uint32_t batch_head, batch_len;
     uint32_t index;
     int searching;
+    blitz__task *watch_task;
+    uint64_t watch_polls;
+    uint32_t watch_victim;
+    blitz__atomic_ptr lifo_slot;
+    blitz__atomic_u64 polls_begun;
     blitz__atomic_u32 transitioning_to_park;
     blitz__worker_counters counters;
 } blitz__worker;
