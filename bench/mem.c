@@ -17,10 +17,10 @@
  *
  * Variants:
  *   pending  mem_idle_task_pending_mt2 (Tokio: std::future::pending())
- *   notify   mem_idle_task_notify_mt2 is NOT measured yet: each task must
- *            await `notified()` on one shared, never-notified Notify, and
- *            blitz has no Notify yet. Add it here (variant "notify") when
- *            blitz's Notify lands.
+ *   notify   mem_idle_task_notify_mt2 (Tokio: `n.notified().await` on one
+ *            shared Arc<Notify> that is never notified): each task awaits
+ *            blitz_notify_wait on one shared blitz_notify, its state
+ *            holding the op and the Notify's address (the Arc clone).
  *
  * Difference from the anchor: Tokio's block_on future re-checks the counter
  * after each tokio::time::sleep(1 ms); blitz has no timer yet, so the main
@@ -95,6 +95,33 @@ static blitz_poll root_pending_poll(blitz_cx *cx, void *p) {
     return BLITZ_READY;
 }
 
+/* async move { POLLED.fetch_add(1); n.notified().await } */
+static blitz_notify shared_notify;
+typedef struct idle_notify_state {
+    BLITZ_CORO;
+    blitz_notify *n;
+    blitz_notify_wait_op op;
+} idle_notify_state;
+static blitz_poll idle_notify_poll(blitz_cx *cx, void *p) {
+    idle_notify_state *s = p;
+    BLITZ_BEGIN(s);
+    atomic_fetch_add_explicit(&polled, 1, memory_order_relaxed);
+    BLITZ_AWAIT(s, blitz_notify_wait(cx, &s->op, s->n));
+    BLITZ_END(s);
+}
+
+static blitz_poll root_notify_poll(blitz_cx *cx, void *p) {
+    blitz_runtime *rt = blitz_cx_runtime(cx);
+    idle_notify_state st;
+    int i;
+    (void)p;
+    memset(&st, 0, sizeof st);
+    st.n = &shared_notify;
+    for (i = 0; i < IDLE_TASKS; i++)
+        bench_spawn(rt, idle_notify_poll, &st, sizeof st, NULL);
+    return BLITZ_READY;
+}
+
 /* block_on: tokio::spawn(root).await.unwrap() */
 typedef struct main_state {
     BLITZ_CORO;
@@ -123,8 +150,11 @@ static int child(const char *variant) {
     memset(&m, 0, sizeof m);
     if (strcmp(variant, "pending") == 0)
         m.root = root_pending_poll;
+    else if (strcmp(variant, "notify") == 0)
+        m.root = root_notify_poll;
     else
-        bench_die("mem-child: unknown variant '%s' (notify needs blitz's Notify)", variant);
+        bench_die("mem-child: unknown variant '%s'", variant);
+    BENCH_CHECK(blitz_notify_init(&shared_notify));
 
     rt = bench_runtime_new(BENCH_MT2);
     memset(&w, 0, sizeof w);
@@ -215,7 +245,7 @@ static double run_child(const char *variant) {
 }
 
 int main(int argc, char **argv) {
-    static const char *const variants[] = {"pending"};
+    static const char *const variants[] = {"pending", "notify"};
     bench_cpu_snapshot cpu0;
     size_t v;
     if (argc >= 2 && strcmp(argv[1], "mem-child") == 0)
@@ -235,9 +265,6 @@ int main(int argc, char **argv) {
         bench_note(name, "bytes_per_task", s, MEM_RUNS);
         bench_emit(name, bench_median(s, MEM_RUNS), "bytes/task");
     }
-    /* mem_idle_task_notify_mt2: not measured until blitz has a Notify (see
-     * the top of this file). */
-    fprintf(stderr, "# mem_idle_task_notify_mt2 skipped: needs blitz Notify (not built yet)\n");
     bench_cpu_report_since(&cpu0, "mem");
     return 0;
 }

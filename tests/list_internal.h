@@ -6,6 +6,7 @@
     X(task_state_wake_during_running, 5000)          \
     X(task_cancel_vs_complete_race, 30000)           \
     X(task_blocks_sizes_alignment_and_reuse, 10000)  \
+    X(task_join_waker_kinds, 10000)                  \
     X(park_no_lost_wakeup_mt2, 30000)                \
     X(park_no_lost_wakeup_mt4, 30000)                \
     X(park_no_lost_wakeup_ct, 30000)                 \

@@ -15,7 +15,8 @@
  * (16-byte aligned), and, when the task has a drop function, that pointer in
  * the block's last 8 bytes. The runtime a task belongs to is found from the
  * 64 KiB-aligned chunk that holds the block, so the header carries no
- * runtime pointer: 64 bytes in all. */
+ * runtime pointer, and the join waker's vtable is a 3-bit index in the
+ * state word: 56 bytes in all. */
 struct blitz_task {
     /* ref_count 24 | shield 8 | flags 8 | lifecycle 8 | low flags 16; see
      * task_state.c. Zero means the block is free. */
@@ -29,9 +30,10 @@ struct blitz_task {
         struct blitz_task *next;
         uint64_t idle_since;
     };
-    /* The waker of the task awaiting this one; owned by whoever the
-     * JOIN_WAKER protocol says (join.c). */
-    blitz_waker join_waker;
+    /* The data of the waker of the task awaiting this one (its vtable is
+     * named by the state word, see join.c); owned by whoever the
+     * JOIN_WAKER protocol says. */
+    const void *join_data;
     /* The op the task is suspended in, recorded by the op during the poll
      * that returned PENDING (blitz_cx_pending; cleared before every poll),
      * and withdrawn with it when the task is cancelled. Only the thread
@@ -44,7 +46,7 @@ struct blitz_task {
 };
 typedef struct blitz_task blitz__task;
 
-#define BLITZ__TASK_HEADER_SIZE 64u
+#define BLITZ__TASK_HEADER_SIZE 56u
 _Static_assert(sizeof(struct blitz_task) == BLITZ__TASK_HEADER_SIZE || sizeof(void *) != 8,
                "task header layout");
 
@@ -242,11 +244,18 @@ struct blitz_runtime {
      * threads. */
     blitz__mutex alloc_lock;
     blitz__chunk *chunks;
+    /* Chunks come in groups (task_alloc.c): the rest of the newest group,
+     * not handed out yet, and how many groups were allocated. */
+    char *chunk_spare;
+    uint32_t chunk_spare_left, chunk_groups;
     blitz__block_cache shared_cache;
     /* Full batches given up by caches, linked through each batch's first
-     * block (join_waker.data). */
+     * block (join_data). */
     blitz__atomic_ptr spare_batches[BLITZ__NUM_CLASSES];
     blitz__worker_counters remote_counters; /* updated under alloc_lock */
+    /* Join waker vtables other than the task waker's, by index - 1
+     * (blitz__join_vtable): claimed once each, never changed. */
+    blitz__atomic_ptr join_vtables[6];
     /* ---- observation (runtime/dump.c) ---- */
     blitz__atomic_u64 id_ranges; /* task ids handed to caches so far */
     /* Where the tasks of each poll function keep their resume point
@@ -335,6 +344,14 @@ BLITZ_PRIVATE void blitz__wake_batch_end(void);
 BLITZ_PRIVATE void blitz__task_free(blitz__task *t);
 static inline blitz_runtime *blitz__task_runtime(const blitz__task *t);
 BLITZ_PRIVATE void blitz__pool_cancel_task(blitz__task *t);
+/* Join wakers (task.c): the vtable that index `idx` names for `t`'s
+ * runtime, and the index of `vt`, claiming a free one on first use
+ * (BLITZ__JOIN_VT_BOXED when all are taken). */
+BLITZ_PRIVATE const blitz_waker_vtable *blitz__join_vtable(const blitz__task *t, uint32_t idx);
+BLITZ_PRIVATE uint32_t blitz__join_vtable_index(const blitz__task *t, const blitz_waker_vtable *vt);
+/* Wakes the joiner stored in `t` as `prev` (its state word while
+ * JOIN_WAKER was set) names it, consuming the waker (join.c). */
+BLITZ_PRIVATE void blitz__join_wake(blitz__task *t, uint64_t prev);
 /* A timer became the earliest: wake the worker sleeping for timers (1 +
  * its index in `sleeper`), or any parked worker when there is none. */
 BLITZ_PRIVATE void blitz__sched_kick_timers(blitz_runtime *rt, uint32_t sleeper);

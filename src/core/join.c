@@ -1,12 +1,66 @@
 /* Join handles: await, wait, status, state, cancel, release.
  *
  * The join waker protocol (Tokio's JOIN_WAKER): the handle's owner writes
- * join_waker only while JOIN_WAKER is clear, then sets the bit with a
+ * join_data only while JOIN_WAKER is clear, then sets the bit with a
  * release CAS that fails once the task is COMPLETE. The completer clears the
  * bit in its COMPLETE transition and then only reads the slot. To replace a
  * stored waker the owner first clears the bit (a CAS that also fails on
- * COMPLETE). So the slot is never written while another thread may read it. */
+ * COMPLETE). So the slot is never written while another thread may read it.
+ *
+ * The slot is one word, join_data; the waker's vtable is a 3-bit index
+ * set in the state word by the same CAS as JOIN_WAKER (task_state.c):
+ * the task waker's, one of the few others the runtime has seen
+ * (blitz__join_vtable), or, past those, the whole waker in a heap copy. */
 #include "core.h"
+
+static inline uint32_t blitz__join_vt_of(uint64_t s) {
+    return (uint32_t)((s & BLITZ__JOIN_VT_MASK) >> BLITZ__JOIN_VT_SHIFT);
+}
+
+/* The stored waker, as `s` (a state word with JOIN_WAKER) names it. */
+static blitz_waker blitz__join_waker_get(const blitz__task *t, uint64_t s) {
+    uint32_t vt = blitz__join_vt_of(s);
+    const void *data = t->join_data;
+    if (vt == BLITZ__JOIN_VT_BOXED)
+        return *(const blitz_waker *)data;
+    blitz_waker w = {data, blitz__join_vtable(t, vt)};
+    return w;
+}
+
+/* Takes the stored waker out of its slot: the caller owns the returned
+ * reference. */
+static blitz_waker blitz__join_waker_take(blitz__task *t, uint64_t s) {
+    blitz_waker w = blitz__join_waker_get(t, s);
+    if (blitz__join_vt_of(s) == BLITZ__JOIN_VT_BOXED) {
+        const void *box = t->join_data;
+        blitz__free((void *)(uintptr_t)box);
+    }
+    return w;
+}
+
+/* Stores a clone of `w` in the slot (JOIN_WAKER clear: the owner's) and
+ * returns the state bits that name it; 0 with nothing stored when a heap
+ * copy was needed and memory ran out. */
+static uint64_t blitz__join_waker_put(blitz__task *t, const blitz_waker *w) {
+    blitz_waker c = blitz_waker_clone(w);
+    uint32_t vt = blitz__join_vtable_index(t, c.vtable);
+    if (vt == BLITZ__JOIN_VT_BOXED) {
+        blitz_waker *box = (blitz_waker *)blitz__malloc(sizeof *box);
+        if (!box) {
+            blitz_waker_drop(c);
+            return 0;
+        }
+        *box = c;
+        t->join_data = box;
+    } else {
+        t->join_data = c.data;
+    }
+    return BLITZ__TASK_JOIN_WAKER | (uint64_t)vt << BLITZ__JOIN_VT_SHIFT;
+}
+
+BLITZ_PRIVATE void blitz__join_wake(blitz__task *t, uint64_t prev) {
+    blitz_waker_wake(blitz__join_waker_take(t, prev));
+}
 
 BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *h) {
     BLITZ_ASSERT(cx && h);
@@ -18,8 +72,13 @@ BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *h) {
         return BLITZ_READY;
     blitz_waker mine = blitz_cx_waker(cx);
     if (s & BLITZ__TASK_JOIN_WAKER) {
-        if (blitz_waker_will_wake(&t->join_waker, &mine))
-            return blitz__pending(cx, blitz_join_cancel, t);
+        /* Reading the slot races only with the completer's read of it; a
+         * heap copy is not read (the completer frees it): it is replaced. */
+        if (blitz__join_vt_of(s) != BLITZ__JOIN_VT_BOXED) {
+            blitz_waker cur = blitz__join_waker_get(t, s);
+            if (blitz_waker_will_wake(&cur, &mine))
+                return blitz__pending(cx, blitz_join_cancel, t);
+        }
         /* A different waker is stored (the handle moved to another task):
          * take the slot back before overwriting it. */
         for (;;) {
@@ -28,16 +87,21 @@ BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *h) {
             if (blitz__u64_cas_weak(&t->state, &s, s & ~BLITZ__TASK_JOIN_WAKER, BLITZ__ACQ_REL))
                 break;
         }
-        blitz_waker_drop(t->join_waker);
+        blitz_waker_drop(blitz__join_waker_take(t, s));
     }
-    t->join_waker = blitz_waker_clone(&mine);
+    uint64_t bits = blitz__join_waker_put(t, &mine);
+    if (BLITZ__UNLIKELY(!bits)) {
+        /* No memory to store the waker: be polled again instead. */
+        blitz_waker_wake_by_ref(&mine);
+        return blitz__pending(cx, blitz_join_cancel, t);
+    }
     s = blitz__u64_load(&t->state, BLITZ__RELAXED);
     for (;;) {
         if (blitz__state_is_complete(s)) {
-            blitz_waker_drop(t->join_waker);
+            blitz_waker_drop(blitz__join_waker_take(t, bits));
             return BLITZ_READY;
         }
-        if (blitz__u64_cas_weak(&t->state, &s, s | BLITZ__TASK_JOIN_WAKER, BLITZ__ACQ_REL))
+        if (blitz__u64_cas_weak(&t->state, &s, (s & ~BLITZ__JOIN_VT_MASK) | bits, BLITZ__ACQ_REL))
             return blitz__pending(cx, blitz_join_cancel, t);
     }
 }
@@ -56,7 +120,7 @@ BLITZ_API void blitz_join_cancel(blitz_cx *cx, void *handle) {
         if (blitz__u64_cas_weak(&t->state, &s, s & ~BLITZ__TASK_JOIN_WAKER, BLITZ__ACQ_REL))
             break;
     }
-    blitz_waker_drop(t->join_waker);
+    blitz_waker_drop(blitz__join_waker_take(t, s));
 }
 
 BLITZ_API int blitz_task_status(const blitz_task *h) {
@@ -116,7 +180,7 @@ BLITZ_API int blitz_task_release(blitz_task **tp) {
     blitz__count_handle_released(rt);
     /* Before completion a stored join waker is ours again to drop. */
     if (!blitz__state_is_complete(s) && (s & BLITZ__TASK_JOIN_WAKER))
-        blitz_waker_drop(t->join_waker);
+        blitz_waker_drop(blitz__join_waker_take(t, s));
     if (blitz__refs(next) == 0)
         blitz__task_free(t);
     return BLITZ_OK;

@@ -167,10 +167,8 @@ BLITZ_PRIVATE void blitz__task_finish(blitz__task *t, int cancelled) {
     }
     if (prev & BLITZ__TASK_JOIN_WAKER) {
         /* The completer only reads the slot (the handle owner may be reading
-         * it too, in blitz_join's will_wake check); the copy carries the
-         * waker's reference. */
-        blitz_waker w = t->join_waker;
-        w.vtable->wake(w.data);
+         * it too, in blitz_join's will_wake check). */
+        blitz__join_wake(t, prev);
     }
     if (prev & BLITZ__TASK_THREAD_JOINER)
         blitz__wake_thread_joiners(blitz__task_runtime(t));
@@ -245,6 +243,31 @@ BLITZ_API void blitz_waker_drop(blitz_waker w) {
 }
 BLITZ_API int blitz_waker_will_wake(const blitz_waker *a, const blitz_waker *b) {
     return a && b && a->data == b->data && a->vtable == b->vtable;
+}
+
+BLITZ_PRIVATE const blitz_waker_vtable *blitz__join_vtable(const blitz__task *t, uint32_t idx) {
+    if (idx == 0)
+        return &blitz__task_waker_vtable;
+    /* Acquire: pairs with the claim below (the vtables are constants, so
+     * this only has to see the pointer). */
+    return (const blitz_waker_vtable *)blitz__ptr_load(
+        &blitz__task_runtime(t)->join_vtables[idx - 1], BLITZ__ACQUIRE);
+}
+
+BLITZ_PRIVATE uint32_t blitz__join_vtable_index(const blitz__task *t,
+                                                const blitz_waker_vtable *vt) {
+    if (BLITZ__LIKELY(vt == &blitz__task_waker_vtable))
+        return 0;
+    blitz_runtime *rt = blitz__task_runtime(t);
+    for (uint32_t i = 0; i < BLITZ__JOIN_VT_BOXED - 1; i++) {
+        void *cur = blitz__ptr_load(&rt->join_vtables[i], BLITZ__ACQUIRE);
+        if (!cur &&
+            blitz__ptr_cas(&rt->join_vtables[i], &cur, (void *)(uintptr_t)vt, BLITZ__ACQ_REL))
+            return i + 1;
+        if (cur == (const void *)vt)
+            return i + 1;
+    }
+    return BLITZ__JOIN_VT_BOXED;
 }
 
 /* ---- the poll harness ------------------------------------------------------------ */
@@ -517,8 +540,7 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
         return BLITZ_ENOMEM;
     t->poll = o->poll;
     t->next = NULL;
-    t->join_waker.data = NULL;
-    t->join_waker.vtable = NULL;
+    t->join_data = NULL;
     t->pending_cancel = NULL;
     t->pending_op = NULL;
     /* t->id was given by blitz__block_alloc. */

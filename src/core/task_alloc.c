@@ -7,27 +7,32 @@
  * runtime can walk every live block at shutdown (a free block's state word
  * is zero) instead of keeping an owned-task list in every task.
  *
- * Blocks of every class but the first are a multiple of 16 bytes and start
- * 16-byte aligned, so the state after the 64-byte header is too. The first
- * class, 72 bytes, holds a header and at most 8 bytes of state, which need
- * no more than 8-byte alignment (a type's alignment divides its size): an
- * idle task with a small state costs 72 bytes, not 80. States too big for
- * the largest class get a chunk of their own. Caches: one per worker and
+ * Blocks are a multiple of 16 bytes and start at an address that is 8 mod
+ * 16, so the state after the 56-byte header is 16-byte aligned, and an
+ * idle task with at most 8 bytes of state costs 64 bytes. States too big
+ * for the largest class get a chunk of their own. Caches: one per worker and
  * one for the current-thread driver (no locking: only their thread touches
  * them), and a shared one behind alloc_lock for every other thread. Free
  * blocks travel in batches of BLITZ__FREE_BATCH: a cache keeps an active
  * list and at most one full batch; a second full batch goes to the
  * runtime's spare batches, where a cache that runs dry takes one. Every
  * move is O(1) (no walking of cold blocks), and memory freed on one worker
- * is reused by the others. */
+ * is reused by the others.
+ *
+ * Chunks of a size class are allocated in groups (1, 2, 4, ... then 16 at
+ * a time) and live until the runtime is freed: one aligned allocation per
+ * chunk costs the allocator a page of bookkeeping or more each (the
+ * alignment slack it splits off and the headers it writes), about a tenth
+ * of a chunk, where a group pays it once. A group's first chunk holds the
+ * allocation; the others have no `raw`. */
 #include "core.h"
 
 static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
-    72,  80,   96,   112,  128,  160,  192,  224,  256,  320,  384,  448,  512,  640,  768,
+    64,  80,   96,   112,  128,  160,  192,  224,  256,  320,  384,  448,  512,  640,  768,
     896, 1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192, 10240};
 
-/* First block offset: the chunk header rounded up to 16. */
-#define BLITZ__FIRST_BLOCK ((sizeof(blitz__chunk) + 15) / 16 * 16)
+/* First block offset: past the chunk header, 8 mod 16. */
+#define BLITZ__FIRST_BLOCK ((sizeof(blitz__chunk) + 8 + 15) / 16 * 16 - 8)
 #define BLITZ__FREE_BATCH  64u
 
 /* Join handle generations (BLITZ__TAG_HANDLES): a 32-bit word per block
@@ -43,12 +48,12 @@ static const uint32_t blitz__class_size[BLITZ__NUM_CLASSES] = {
 #endif
 
 /* A free block's header is unused: a batch's first block links to the next
- * batch through join_waker.data. */
+ * batch through join_data. */
 static inline blitz__task *blitz__batch_next(blitz__task *first) {
-    return (blitz__task *)(uintptr_t)first->join_waker.data;
+    return (blitz__task *)(uintptr_t)first->join_data;
 }
 static inline void blitz__batch_set_next(blitz__task *first, blitz__task *next) {
-    first->join_waker.data = next;
+    first->join_data = next;
 }
 
 static inline blitz__chunk *blitz__chunk_of(const void *block) {
@@ -84,15 +89,31 @@ static blitz__block_cache *blitz__local_owner(blitz_runtime *rt, blitz__worker_c
     return c->cache;
 }
 
+#define BLITZ__GROUP_LOG_MAX 4u
+
 /* Adds a chunk of class `c` to the runtime's list. Caller holds nothing. */
 static blitz__chunk *blitz__chunk_new(blitz_runtime *rt, uint32_t c) {
-    void *raw;
-    blitz__chunk *ch =
-        (blitz__chunk *)blitz__alloc_aligned(BLITZ__CHUNK_SIZE, BLITZ__CHUNK_SIZE, &raw);
-    if (!ch)
-        return NULL;
+    void *raw = NULL;
+    blitz__chunk *ch;
+    blitz__mutex_lock(&rt->alloc_lock);
+    if (rt->chunk_spare_left == 0) {
+        uint32_t log =
+            rt->chunk_groups < BLITZ__GROUP_LOG_MAX ? rt->chunk_groups : BLITZ__GROUP_LOG_MAX;
+        char *g = (char *)blitz__alloc_aligned(BLITZ__CHUNK_SIZE << log, BLITZ__CHUNK_SIZE, &raw);
+        if (!g) {
+            blitz__mutex_unlock(&rt->alloc_lock);
+            return NULL;
+        }
+        rt->chunk_groups++;
+        rt->chunk_spare = g;
+        rt->chunk_spare_left = 1u << log;
+    }
+    ch = (blitz__chunk *)(void *)rt->chunk_spare;
+    rt->chunk_spare += BLITZ__CHUNK_SIZE;
+    rt->chunk_spare_left--;
+    blitz__mutex_unlock(&rt->alloc_lock);
     ch->rt = rt;
-    ch->raw = raw;
+    ch->raw = raw; /* NULL but in the group's first chunk */
     ch->block_size = blitz__class_size[c];
     ch->class_index = c;
     ch->capacity =
@@ -395,9 +416,22 @@ BLITZ_PRIVATE void blitz__block_walk(blitz_runtime *rt, void (*fn)(blitz__task *
 BLITZ_PRIVATE void blitz__block_free_all(blitz_runtime *rt) {
     blitz__chunk *ch = rt->chunks;
     rt->chunks = NULL;
+    /* A group goes with its first chunk, which need not be the last of
+     * the group on the list: relink the first chunks, then free them. */
+    blitz__chunk *firsts = NULL;
     while (ch) {
         blitz__chunk *next = ch->next;
-        blitz__free(ch->raw);
+        if (ch->raw) {
+            ch->next = firsts;
+            firsts = ch;
+        }
         ch = next;
     }
+    while (firsts) {
+        blitz__chunk *next = firsts->next;
+        blitz__free(firsts->raw);
+        firsts = next;
+    }
+    rt->chunk_spare = NULL;
+    rt->chunk_spare_left = 0;
 }

@@ -42,6 +42,12 @@
 #define BLITZ__TASK_HAS_DEADLINE      ((uint64_t)1 << 6)
 #define BLITZ__TASK_TIMED_OUT         ((uint64_t)1 << 7)
 #define BLITZ__TASK_HAS_NAME          ((uint64_t)1 << 8)
+/* The stored join waker's vtable (join.c): 0 the task waker's, 1-6 the
+ * runtime's table, BOXED a heap copy of the whole waker in join_data.
+ * Meaningful only while JOIN_WAKER is set. */
+#define BLITZ__JOIN_VT_SHIFT 9
+#define BLITZ__JOIN_VT_MASK  ((uint64_t)7 << BLITZ__JOIN_VT_SHIFT)
+#define BLITZ__JOIN_VT_BOXED 7u
 /* The runtime has task hooks: completion reports the end without looking
  * the runtime up otherwise. */
 #define BLITZ__TASK_TRACED ((uint64_t)1 << 15)
@@ -148,7 +154,7 @@ BLITZ_PRIVATE blitz__wake_transition blitz__state_wake(blitz__task *t) {
  * dropped in the same step (*freed_ref = 1); otherwise the caller still holds
  * it, because the handle's owner may free the block the moment it sees
  * COMPLETE, while the caller must still wake the joiner. JOIN_WAKER is
- * cleared: from here the completer owns join_waker. Release publishes the
+ * cleared: from here the completer owns join_data. Release publishes the
  * final state to joiners, which read the word with acquire. Returns the
  * previous word. */
 BLITZ_PRIVATE uint64_t blitz__state_complete(blitz__task *t, int cancelled, int *dropped_ref) {

@@ -1,5 +1,5 @@
 /* Stand-in for the task part of src/core/core.h, with the real state word
- * transitions (src/core/task_state.c). join_waker is a checked plain slot:
+ * transitions (src/core/task_state.c). join_data is a checked plain slot:
  * the JOIN_WAKER protocol must order every write of it before the
  * completer's read. */
 #ifndef BLITZ_MODEL_TASK_H
@@ -13,7 +13,7 @@
 struct blitz_task {
     blitz__atomic_u64 state;
     struct blitz_task *next;
-    model_slot<blitz_waker> join_waker;
+    model_slot<const void *> join_data;
     uint64_t id; /* fixed before the task is shared */
 };
 typedef struct blitz_task blitz__task;
