@@ -742,12 +742,16 @@ BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t,
 }
 
 /* Spins (spin_before_park rounds) until `t` is runnable or complete.
- * Returns 1 if it became so. */
+ * Returns 1 if it became so. Only while a worker is parked: with every
+ * worker awake the spin competes with them for CPUs (those of a shared
+ * machine too), and the wake this thread waits for is theirs to give. */
 static int blitz__spin_until_runnable(blitz_runtime *rt, blitz__task *t) {
     for (uint32_t i = 0; i < rt->spin_before_park; i++) {
         uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
         if (blitz__lifecycle(s) != BLITZ__LC_IDLE || blitz__u32_load(&rt->shutdown, BLITZ__RELAXED))
             return 1;
+        if (!blitz__u64_load(&rt->idle->parked_bitmap, BLITZ__RELAXED))
+            return 0;
         for (int k = 0; k < BLITZ__SPIN_PAUSES; k++)
             blitz__cpu_relax();
     }
