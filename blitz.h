@@ -1295,7 +1295,11 @@ searcher to find work wakes another, so queued tasks never wait for a
 timeout, and an idle runtime without timers sleeps until woken.
 
 Spawning from inside a task puts the child in the LIFO slot (see TASKS AND
-POLL FUNCTIONS), so spawn-then-join costs about a function call.
+POLL FUNCTIONS), so spawn-then-join costs about a function call. Other
+workers do not steal from the slot; but when its worker then keeps
+polling one task (computes for long), a parked worker that watches the
+slots takes the child within a few milliseconds (the watch runs while
+some worker filled its slot lately; an idle runtime stops it).
 
 Task memory comes from 64 KiB chunks, allocated in groups of up to four
 and cached per worker. When a worker (or the current-thread driver) goes
@@ -16236,6 +16240,14 @@ struct blitz__global_queue {
 struct blitz__idle {
     BLITZ__ALIGNED blitz__atomic_u32 num_searching;
     BLITZ__ALIGNED blitz__atomic_u64 parked_bitmap; /* bit i set: worker i parked */
+    /* LIFO rescue (lifo.c): armed by a worker that fills its empty slot;
+     * the index + 1 of the parked worker watching the slots (0: none); the
+     * watcher's rounds in a row with every other worker parked; the shift
+     * of its sleep (longer after rounds that rescued nothing). */
+    BLITZ__ALIGNED blitz__atomic_u32 lifo_armed;
+    blitz__atomic_u32 lifo_watcher;
+    blitz__atomic_u32 lifo_quiet;
+    blitz__atomic_u32 lifo_backoff;
 };
 
 /* ---- workers (worker.c) ----------------------------------------------------- */
@@ -16244,7 +16256,6 @@ struct blitz__worker {
     blitz__local_queue queue;
     /* Owner-only fields. */
     BLITZ__ALIGNED blitz_runtime *rt;
-    blitz__task *lifo_slot;
     blitz__task *batch[BLITZ__BATCH_BUFFER_SIZE];
     uint32_t batch_head, batch_len;
     uint32_t index;
@@ -16262,8 +16273,18 @@ struct blitz__worker {
     int wake_batching;                          /* between blitz__wake_batch_begin and _end */
     blitz__task *wake_head, *wake_tail;
     uint64_t wake_count;
+    /* As the rescue's watcher (lifo.c): the task seen in another worker's
+     * slot before the sleep, that worker and its polls_begun then. */
+    blitz__task *watch_task;
+    uint64_t watch_polls;
+    uint32_t watch_victim;
     blitz__thread thread;
     blitz__block_cache cache;
+    /* The LIFO slot: only the owner puts a task in; the owner takes it,
+     * or the watcher rescues it when the owner begins no poll for a while
+     * (lifo.c), which polls_begun counts. */
+    BLITZ__ALIGNED blitz__atomic_ptr lifo_slot;
+    blitz__atomic_u64 polls_begun;
     /* Read by producers on other threads (lost-wakeup guard, seed 000). */
     BLITZ__ALIGNED blitz__atomic_u32 transitioning_to_park;
     blitz__atomic_u32 interval_shared; /* for stats readers */
@@ -16640,6 +16661,10 @@ blitz__local_queue_steal_into(blitz__local_queue *src, blitz__local_queue *dst, 
 BLITZ_PRIVATE void blitz__idle_init(blitz__idle *idle) {
     blitz__u32_store(&idle->num_searching, 0, BLITZ__RELAXED);
     blitz__u64_store(&idle->parked_bitmap, 0, BLITZ__RELAXED);
+    blitz__u32_store(&idle->lifo_armed, 0, BLITZ__RELAXED);
+    blitz__u32_store(&idle->lifo_watcher, 0, BLITZ__RELAXED);
+    blitz__u32_store(&idle->lifo_quiet, 0, BLITZ__RELAXED);
+    blitz__u32_store(&idle->lifo_backoff, 0, BLITZ__RELAXED);
 }
 
 /* Searcher cap: at most half the workers steal at once (thundering herd). */
@@ -16772,8 +16797,47 @@ BLITZ_PRIVATE void blitz__idle_unpark_all(blitz_runtime *rt) {
  *   3. joins the parked set (blitz__idle_commit_park), which re-checks
  *      every shared queue after publishing its bit;
  *   4. after the sleep, or when it did not sleep, clears the flag.
- * From step 2 on the slot stays empty until the worker is awake again. */
+ * From step 2 on the slot stays empty until the worker is awake again.
+ *
+ * Rescue. A task left in the slot by a worker that then polls one task for
+ * long (a spawner that computes) would wait for the end of that poll while
+ * the others sleep. So one parked worker, the watcher, sleeps at most
+ * BLITZ__LIFO_RESCUE_NS while the rescue is armed (up to 8 times that
+ * after rounds that rescued nothing: each wake takes a core from the busy
+ * workers). Before its sleep it notes a task in another worker's slot and
+ * that worker's polls_begun; if the owner has begun no poll when it wakes,
+ * the task is stranded and the watcher takes it.
+ *   - Only the owner puts a task in its slot; the watcher only empties it.
+ *     So an empty slot the owner reads stays empty until the owner fills
+ *     it (a plain release store), and the owner empties a full one with a
+ *     swap, against the watcher's CAS: exactly one of them gets the task.
+ *   - The owner's release (store or swap) pairs with the watcher's acquire
+ *     CAS: the rescuer sees the task's contents.
+ *   - A worker filling its empty slot arms the rescue when it is off (a
+ *     relaxed load on that path, a wake only then); the watcher turns it
+ *     off after BLITZ__LIFO_QUIET_ROUNDS wakes in a row with every other
+ *     worker parked, so an idle runtime sleeps without a timeout again.
+ *     That hint may race with the turning off (the filler's store is not
+ *     fenced against the watcher's last look): the next fill re-arms it.
+ * tests/model/check_lifo.cpp runs both halves. */
 /* src/sched/sched.h already included */
+
+#ifndef BLITZ__LIFO_RESCUE_NS
+#define BLITZ__LIFO_RESCUE_NS 1000000u
+#endif
+#define BLITZ__LIFO_QUIET_ROUNDS 64u
+#define BLITZ__LIFO_MAX_BACKOFF  3u /* the watch sleeps up to 8x longer */
+
+static void blitz__lifo_arm_rescue(blitz_runtime *rt) {
+    uint32_t off = 0;
+    if (!blitz__u32_cas(&rt->idle->lifo_armed, &off, 1, BLITZ__SEQ_CST) || rt->num_workers < 2)
+        return; /* one worker: nobody to rescue to, and armed for good */
+    blitz__u32_store(&rt->idle->lifo_quiet, 0, BLITZ__RELAXED);
+    blitz__u32_store(&rt->idle->lifo_backoff, 0, BLITZ__RELAXED);
+    /* A worker woken here finds nothing and parks again, as the watcher;
+     * a searcher already up becomes it the same way. */
+    blitz__idle_notify_parked(rt);
+}
 
 /* A task woken or spawned on worker `w` itself. The task it displaces
  * goes to the back of the ring, where others may steal it, so a parked
@@ -16795,12 +16859,42 @@ BLITZ_PRIVATE void blitz__lifo_schedule(blitz__worker *w, blitz__task *t) {
         blitz__idle_notify_parked(w->rt);
         return;
     }
-    blitz__task *prev = w->lifo_slot;
-    w->lifo_slot = t;
+    /* Relaxed: only this thread fills the slot, so an empty one stays
+     * empty; a full one may be emptied by a rescuer meanwhile: swap. */
+    blitz__task *prev = (blitz__task *)blitz__ptr_load(&w->lifo_slot, BLITZ__RELAXED);
+    if (!prev) {
+        /* Release: the task's contents, for a rescuer's acquire CAS. */
+        blitz__ptr_store(&w->lifo_slot, t, BLITZ__RELEASE);
+        /* Relaxed: a hint (see the top of the file). */
+        if (BLITZ__UNLIKELY(!blitz__u32_load(&w->rt->idle->lifo_armed, BLITZ__RELAXED)))
+            blitz__lifo_arm_rescue(w->rt);
+        return;
+    }
+    /* Release as above; no acquire: a rescuer only stores NULL, and a
+     * task taken back was this thread's own. */
+    prev = (blitz__task *)blitz__ptr_swap(&w->lifo_slot, t, BLITZ__RELEASE);
     if (prev) {
         blitz__local_queue_push(&w->queue, prev, w->rt, &w->counters);
         blitz__idle_notify_parked(w->rt);
     }
+}
+
+/* The owner takes its slot's task, or NULL (empty, or rescued). */
+BLITZ_PRIVATE blitz__task *blitz__lifo_take(blitz__worker *w) {
+    blitz__task *t = (blitz__task *)blitz__ptr_load(&w->lifo_slot, BLITZ__RELAXED);
+    /* A swap, not a store: a rescuer's CAS may empty the slot meanwhile.
+     * Relaxed: the task is this thread's own (see blitz__lifo_schedule). */
+    if (t)
+        t = (blitz__task *)blitz__ptr_swap(&w->lifo_slot, NULL, BLITZ__RELAXED);
+    return t;
+}
+
+/* The owner is about to poll a task: a rescuer that noted a task in the
+ * slot before this leaves it (the owner is not stuck). Relaxed: rescuers
+ * only compare it; the slot's CAS decides who gets a task. */
+static inline void blitz__lifo_poll_begin(blitz__worker *w) {
+    blitz__u64_store(&w->polls_begun, blitz__u64_load(&w->polls_begun, BLITZ__RELAXED) + 1,
+                     BLITZ__RELAXED);
 }
 
 /* Steps 1-3: returns 1 when the worker may sleep, 0 when work turned up
@@ -16809,10 +16903,9 @@ BLITZ_PRIVATE void blitz__lifo_schedule(blitz__worker *w, blitz__task *t) {
 BLITZ_PRIVATE int blitz__lifo_begin_park(blitz__worker *w, int (*stay_up)(blitz_runtime *rt)) {
     blitz_runtime *rt = w->rt;
     blitz__u32_store(&w->transitioning_to_park, 1, BLITZ__SEQ_CST);
-    if (w->lifo_slot) {
-        blitz__local_queue_push(&w->queue, w->lifo_slot, rt, &w->counters);
-        w->lifo_slot = NULL;
-    }
+    blitz__task *slot = blitz__lifo_take(w);
+    if (slot)
+        blitz__local_queue_push(&w->queue, slot, rt, &w->counters);
     if (blitz__local_queue_len(&w->queue) || w->batch_head < w->batch_len)
         return 0;
     return blitz__idle_commit_park(rt, w->index, &w->searching, stay_up);
@@ -16821,6 +16914,71 @@ BLITZ_PRIVATE int blitz__lifo_begin_park(blitz__worker *w, int (*stay_up)(blitz_
 /* Step 4: the worker is awake; local wakes use the slot again. */
 BLITZ_PRIVATE void blitz__lifo_end_park(blitz__worker *w) {
     blitz__u32_store(&w->transitioning_to_park, 0, BLITZ__RELEASE);
+}
+
+/* Parked worker `w` before its sleep: the longest it may sleep, as the
+ * watcher, having noted a task (if any) in another worker's slot; 0 when
+ * it is not the watcher (the rescue is off, or another worker watches). */
+BLITZ_PRIVATE uint64_t blitz__lifo_watch(blitz__worker *w) {
+    blitz_runtime *rt = w->rt;
+    w->watch_task = NULL;
+    uint32_t none = 0;
+    if (rt->num_workers < 2 || !blitz__u32_load(&rt->idle->lifo_armed, BLITZ__ACQUIRE) ||
+        !blitz__u32_cas(&rt->idle->lifo_watcher, &none, w->index + 1, BLITZ__ACQ_REL))
+        return 0;
+    for (uint32_t i = 1; i < rt->num_workers; i++) {
+        uint32_t v = (w->index + i) % rt->num_workers;
+        blitz__worker *o = &rt->workers[v];
+        /* Relaxed: only noted; the CAS in blitz__lifo_rescue acquires. */
+        blitz__task *t = (blitz__task *)blitz__ptr_load(&o->lifo_slot, BLITZ__RELAXED);
+        if (t) {
+            w->watch_task = t;
+            w->watch_victim = v;
+            w->watch_polls = blitz__u64_load(&o->polls_begun, BLITZ__RELAXED);
+            break;
+        }
+    }
+    return (uint64_t)BLITZ__LIFO_RESCUE_NS
+           << blitz__u32_load(&rt->idle->lifo_backoff, BLITZ__RELAXED);
+}
+
+/* The watcher after its sleep: takes the noted task into its own ring when
+ * the owner has begun no poll since, gives the role up, and turns the
+ * rescue off after enough quiet rounds. Returns 1 when it took a task. */
+BLITZ_PRIVATE int blitz__lifo_rescue(blitz__worker *w) {
+    blitz_runtime *rt = w->rt;
+    if (blitz__u32_load(&rt->idle->lifo_watcher, BLITZ__RELAXED) != w->index + 1)
+        return 0;
+    blitz__task *t = w->watch_task;
+    w->watch_task = NULL;
+    blitz__worker *o = &rt->workers[w->watch_victim];
+    uint32_t backoff = blitz__u32_load(&rt->idle->lifo_backoff, BLITZ__RELAXED);
+    int rescued = 0;
+    /* Acquire: pairs with the owner's release store or swap, for the
+     * task's contents. The pointer may name a later task in the same
+     * memory; any task in the slot is runnable, and the CAS gives it to
+     * one thread only. */
+    if (t && blitz__u64_load(&o->polls_begun, BLITZ__RELAXED) == w->watch_polls &&
+        blitz__ptr_cas(&o->lifo_slot, (void **)&t, NULL, BLITZ__ACQUIRE)) {
+        blitz__local_queue_push(&w->queue, t, rt, &w->counters);
+        rescued = 1;
+        backoff = 0;
+    } else if (backoff < BLITZ__LIFO_MAX_BACKOFF) {
+        backoff++;
+    }
+    blitz__u32_store(&rt->idle->lifo_backoff, backoff, BLITZ__RELAXED);
+    uint64_t others = ~((uint64_t)1 << w->index);
+    if (rt->num_workers < 64)
+        others &= ((uint64_t)1 << rt->num_workers) - 1;
+    uint64_t parked = blitz__u64_load(&rt->idle->parked_bitmap, BLITZ__SEQ_CST);
+    if ((parked & others) != others)
+        blitz__u32_store(&rt->idle->lifo_quiet, 0, BLITZ__RELAXED);
+    else if (blitz__u32_fetch_add(&rt->idle->lifo_quiet, 1, BLITZ__RELAXED) + 1 >=
+             BLITZ__LIFO_QUIET_ROUNDS)
+        blitz__u32_store(&rt->idle->lifo_armed, 0, BLITZ__SEQ_CST);
+    /* Release: the next watcher's CAS sees this round's words. */
+    blitz__u32_store(&rt->idle->lifo_watcher, 0, BLITZ__RELEASE);
+    return rescued;
 }
 /* ====[ END src/sched/lifo.c ]============================================= */
 /* ====[ BEGIN src/sched/worker.c ]========================================= */
@@ -17052,9 +17210,7 @@ static blitz__task *blitz__worker_next_local(blitz__worker *w) {
         t = blitz__worker_fetch_global(w);
     if (!t && w->batch_head < w->batch_len)
         t = w->batch[w->batch_head++];
-    if (!t && w->lifo_slot) {
-        t = w->lifo_slot;
-        w->lifo_slot = NULL;
+    if (!t && (t = blitz__lifo_take(w)) != NULL) {
         /* At most BLITZ_MAX_LIFO_POLLS_PER_TICK LIFO polls in a row: two
          * tasks that keep waking each other would otherwise hold the worker
          * forever. The slot keeps a woken task on this core, next to the
@@ -17152,6 +17308,7 @@ static inline void blitz__paused_poll_end(blitz_runtime *rt) {
 static void blitz__worker_poll(blitz__worker *w, blitz__task *t, blitz__context *ctx) {
     if (BLITZ__CHAOS(16))
         blitz__yield();
+    blitz__lifo_poll_begin(w);
     blitz__paused_poll_begin(w->rt);
     if (blitz__task_run(t, ctx))
         BLITZ__STAT(blitz__u64_bump(&w->counters.polled, 1));
@@ -17238,6 +17395,10 @@ static void blitz__worker_sleep(blitz__worker *w) {
         if (timer_ns && (timeout == 0 || timer_ns < timeout))
             timeout = timer_ns;
     }
+    /* The rescue's watcher wakes on its own to look at the slots again. */
+    uint64_t watch_ns = blitz__lifo_watch(w);
+    if (watch_ns && (timeout == 0 || timeout > watch_ns))
+        timeout = watch_ns;
     BLITZ__STAT(blitz__u64_bump(&w->counters.parked, 1));
     blitz__worker_unpark_state st = {w, 0, sleeper};
     /* A worker with its own io_uring ring parks in it, sleeper or not: the
@@ -17307,6 +17468,10 @@ static int blitz__worker_park(blitz__worker *w) {
         blitz__worker_sleep(w);
         if (BLITZ__UNLIKELY(rt->observe_workers))
             blitz__worker_observe_park(w, 0);
+        if (blitz__lifo_rescue(w)) {
+            BLITZ__STAT(blitz__u64_bump(&w->counters.steals, 1));
+            BLITZ__STAT(blitz__u64_bump(&w->counters.stolen, 1));
+        }
     }
     blitz__lifo_end_park(w);
     return slept;
@@ -17562,12 +17727,16 @@ BLITZ_PRIVATE void blitz__external_help_until(blitz_runtime *rt, blitz__task *t,
 }
 
 /* Spins (spin_before_park rounds) until `t` is runnable or complete.
- * Returns 1 if it became so. */
+ * Returns 1 if it became so. Only while a worker is parked: with every
+ * worker awake the spin competes with them for CPUs (those of a shared
+ * machine too), and the wake this thread waits for is theirs to give. */
 static int blitz__spin_until_runnable(blitz_runtime *rt, blitz__task *t) {
     for (uint32_t i = 0; i < rt->spin_before_park; i++) {
         uint64_t s = blitz__u64_load(&t->state, BLITZ__ACQUIRE);
         if (blitz__lifecycle(s) != BLITZ__LC_IDLE || blitz__u32_load(&rt->shutdown, BLITZ__RELAXED))
             return 1;
+        if (!blitz__u64_load(&rt->idle->parked_bitmap, BLITZ__RELAXED))
+            return 0;
         for (int k = 0; k < BLITZ__SPIN_PAUSES; k++)
             blitz__cpu_relax();
     }
