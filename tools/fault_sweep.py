@@ -43,7 +43,8 @@ stream_lines_poll_mt2 stream_sendfile_uring_mt2 stream_sendfile_epoll_ct
 fs_roundtrip_mt2 fs_errors fs_ext_roundtrip_ct fs_ext_tree_ct fs_native_both_paths_ct
 dns_resolve_mt2 process_output process_pipes_mt2
 signal_each_listener_mt2 metrics_scrape_mt2 observe_dump_sites_mt2 observe_stall_mt2
-io_uring_cancel_after_completion
+io_uring_cancel_after_completion task_join_waker_kinds trim_after_burst_mt2
+lifo_slot_task_rescued_mt2
 """.split()
 QUICK_TESTS = "spawn_join_mt2 chan_try_basics io_echo_ct_uring io_echo_ct_epoll".split()
 
