@@ -1306,7 +1306,11 @@ and cached per worker. When a worker (or the current-thread driver) goes
 idle after a burst of tasks, the groups whose tasks are all gone are
 freed, so memory returns close to where it was before the burst without
 waiting for blitz_runtime_free; a task still alive keeps its group
-(256 KiB at most) until it ends.
+(256 KiB at most) until it ends. Such a trim runs at most once per 100 ms:
+a program whose bursts come faster reuses its blocks instead of faulting
+fresh pages in after each one. An idle worker wakes once to run a trim that
+was waiting; a current-thread runtime runs it the next time a thread
+drives it (blitz_runtime_run, a blocking wait, or its own idle park).
 
 I/O workers
 -----------
@@ -7320,6 +7324,10 @@ struct blitz_runtime {
     /* Batches given to the spares since the last trim, and the free
      * blocks that trim kept (written under alloc_lock). */
     blitz__atomic_u32 spares_since_trim, free_at_trim;
+    /* The clock before which no trim started by growth or frees runs
+     * (written under alloc_lock after a trim that freed chunks). */
+    blitz__atomic_u64 trim_not_before;
+    uint64_t trim_delay_ns;                 /* BLITZ__TRIM_DELAY_NS; tests set it */
     blitz__worker_counters remote_counters; /* updated under alloc_lock */
     /* Join waker vtables other than the task waker's, by index - 1
      * (blitz__join_vtable): claimed once each, never changed. */
@@ -8213,9 +8221,17 @@ static blitz__chunk *blitz__trim_locked(blitz_runtime *rt, blitz__block_cache *o
  * walk of the free blocks and the chunks, so these bounds keep its cost
  * proportional to the frees and allocations since the last one. Cheap
  * otherwise: a few relaxed loads. Not during shutdown, whose sweep walks
- * the chunk list. */
+ * the chunk list.
+ *
+ * A trim started by growth or frees waits BLITZ__TRIM_DELAY_NS after the
+ * last trim that gave memory back: a program whose bursts of tasks come
+ * and go faster than that keeps reusing its blocks rather than paying the
+ * page faults of fresh chunks after every burst. Returns 0, or how long
+ * such a trim still has to wait: an owner about to sleep wakes by then to
+ * run it, so an idle runtime still gives its memory back. */
 #define BLITZ__TRIM_MIN_FREED 2048u
-BLITZ_PRIVATE void blitz__block_trim_idle(blitz_runtime *rt, blitz__block_cache *own) {
+#define BLITZ__TRIM_DELAY_NS  100000000ull
+BLITZ_PRIVATE uint64_t blitz__block_trim_idle(blitz_runtime *rt, blitz__block_cache *own) {
     uint32_t held = blitz__u32_load(&rt->chunks_held, BLITZ__RELAXED);
     uint32_t at = blitz__u32_load(&rt->chunks_at_trim, BLITZ__RELAXED);
     uint32_t slack = at / 4 < 4 ? 4 : at / 4;
@@ -8225,7 +8241,13 @@ BLITZ_PRIVATE void blitz__block_trim_idle(blitz_runtime *rt, blitz__block_cache 
     int grew =
         held > at + slack || freed >= (kept < BLITZ__TRIM_MIN_FREED ? BLITZ__TRIM_MIN_FREED : kept);
     if (!grew && own->trim_epoch == blitz__u32_load(&rt->trim_epoch, BLITZ__RELAXED))
-        return;
+        return 0;
+    uint64_t now = blitz__now_ns();
+    if (grew) {
+        uint64_t not_before = blitz__u64_load(&rt->trim_not_before, BLITZ__RELAXED);
+        if (now < not_before)
+            return not_before - now;
+    }
     blitz__mutex_lock(&rt->alloc_lock);
     blitz__chunk *dead = NULL;
     /* The shutdown flag is set before the sweep takes this lock. */
@@ -8235,6 +8257,8 @@ BLITZ_PRIVATE void blitz__block_trim_idle(blitz_runtime *rt, blitz__block_cache 
         if (grew)
             blitz__u32_store(&rt->trim_epoch, ++epoch, BLITZ__RELAXED);
         own->trim_epoch = epoch;
+        if (dead)
+            blitz__u64_store(&rt->trim_not_before, now + rt->trim_delay_ns, BLITZ__RELAXED);
     }
     blitz__mutex_unlock(&rt->alloc_lock);
     /* Not through the handle quarantine: a trim frees many chunks at
@@ -8245,6 +8269,7 @@ BLITZ_PRIVATE void blitz__block_trim_idle(blitz_runtime *rt, blitz__block_cache 
         blitz__free(dead->raw);
         dead = next;
     }
+    return 0;
 }
 
 /* Calls fn on every live block of the runtime. Only for shutdown and free:
@@ -17375,7 +17400,7 @@ static void blitz__worker_io_woke(void *arg) {
 }
 
 /* Sleeps a worker that blitz__lifo_begin_park published as parked. */
-static void blitz__worker_sleep(blitz__worker *w) {
+static void blitz__worker_sleep(blitz__worker *w, uint64_t trim_ns) {
     blitz_runtime *rt = w->rt;
     /* One parked worker sleeps until the next timer (the sleeper); the
      * others until woken. Timer arming reads `sleeper` after publishing
@@ -17399,6 +17424,9 @@ static void blitz__worker_sleep(blitz__worker *w) {
     uint64_t watch_ns = blitz__lifo_watch(w);
     if (watch_ns && (timeout == 0 || timeout > watch_ns))
         timeout = watch_ns;
+    /* So does a worker whose memory trim waits for its delay. */
+    if (trim_ns && (timeout == 0 || timeout > trim_ns))
+        timeout = trim_ns;
     BLITZ__STAT(blitz__u64_bump(&w->counters.parked, 1));
     blitz__worker_unpark_state st = {w, 0, sleeper};
     /* A worker with its own io_uring ring parks in it, sleeper or not: the
@@ -17457,15 +17485,16 @@ static int blitz__worker_park(blitz__worker *w) {
         for (int k = 0; k < BLITZ__SPIN_PAUSES; k++)
             blitz__cpu_relax();
     }
-    /* Idle: give memory back after a burst of tasks. */
-    blitz__block_trim_idle(rt, &w->cache);
+    /* Idle: give memory back after a burst of tasks (or, in its delay,
+     * wake up to do it). */
+    uint64_t trim_ns = blitz__block_trim_idle(rt, &w->cache);
     /* From here on tasks scheduled from this thread go to the global queue
      * (lifo.c). */
     int slept = blitz__lifo_begin_park(w, blitz__worker_stay_up);
     if (slept) {
         if (BLITZ__UNLIKELY(rt->observe_workers))
             blitz__worker_observe_park(w, 1);
-        blitz__worker_sleep(w);
+        blitz__worker_sleep(w, trim_ns);
         if (BLITZ__UNLIKELY(rt->observe_workers))
             blitz__worker_observe_park(w, 0);
         if (blitz__lifo_rescue(w)) {
@@ -17920,11 +17949,14 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
                 !blitz__u32_load(&rt->spawning, BLITZ__SEQ_CST) &&
                 blitz__time_auto_advance(rt, NULL))
                 continue;
-            /* Idle: give memory back after a burst of tasks. */
-            blitz__block_trim_idle(rt, &ct->cache);
+            /* Idle: give memory back after a burst of tasks, or wake up
+             * to do it once its delay is over. */
+            uint64_t trim_ns = blitz__block_trim_idle(rt, &ct->cache);
             uint64_t timeout = rt->park_timeout_ns, timer_ns = blitz__time_sleep_ns(rt);
             if (timer_ns && (timeout == 0 || timer_ns < timeout))
                 timeout = timer_ns;
+            if (trim_ns && (timeout == 0 || trim_ns < timeout))
+                timeout = trim_ns;
             BLITZ__STAT(blitz__u64_bump(&ct->counters.parked, 1));
             if (rt->metrics)
                 blitz__ct_add_busy(ct);
@@ -17971,8 +18003,9 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
             if (rt->metrics)
                 rt->ct->awake_since = blitz__now_ns();
             blitz__ct_drive_until(rt, t, &dctx);
-            /* Nobody drives until the next wait: as idle as it gets. */
-            blitz__block_trim_idle(rt, &rt->ct->cache);
+            /* Nobody drives until the next wait: as idle as it gets. A
+             * trim still in its delay waits for a later drive. */
+            (void)blitz__block_trim_idle(rt, &rt->ct->cache);
             if (rt->metrics)
                 blitz__ct_add_busy(rt->ct);
             blitz__io_after_drive(rt);
@@ -29032,6 +29065,7 @@ BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out) {
     while (pow2 < sample && pow2 < (1u << 30))
         pow2 <<= 1;
     rt->poll_sample_mask = pow2 - 1;
+    rt->trim_delay_ns = BLITZ__TRIM_DELAY_NS;
     if (rt->fixed_interval && rt->fixed_interval < 1)
         rt->fixed_interval = 1;
     int rc = blitz__global_queue_init(rt->global);

@@ -20,6 +20,9 @@
     X(trim_after_burst_mt2, 60000)                   \
     X(trim_after_burst_mt4, 60000)                   \
     X(trim_after_burst_ct, 60000)                    \
+    X(trim_waits_between_bursts_mt2, 60000)          \
+    X(trim_waits_between_bursts_mt4, 60000)          \
+    X(trim_waits_between_bursts_ct, 60000)           \
     X(cancel_hook_frees_mt, 10000)                   \
     X(cancel_hook_frees_ct, 10000)                   \
     X(timeout_op_cancels_join, 10000)                \

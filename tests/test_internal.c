@@ -855,10 +855,22 @@ static uint32_t trim_chunks(blitz_runtime *rt) {
     return blitz__u32_load(&rt->chunks_held, BLITZ__RELAXED);
 }
 
+/* Runs one task to its end (on a current-thread runtime this drives it,
+ * which is when its trims run), then returns the chunks held. */
+static uint32_t trim_chunks_after_task(blitz_runtime *rt) {
+    int z = 0;
+    blitz_task *h = NULL;
+    if (blitz_spawn(rt, trim_noop_poll, &z, sizeof z, &h) == 0) {
+        (void)blitz_join_blocking(h);
+        (void)blitz_task_release(&h);
+    }
+    return trim_chunks(rt);
+}
+
 /* Chunks held while N join handles keep their blocks, then after the
- * handles are released and the runtime has gone idle once: back to a
- * few (the frees since the last trim may keep some), not the burst's
- * peak of over 50. */
+ * handles are released and the runtime has been idle for the trim's
+ * delay: back to a few (the frees since the last trim may keep some),
+ * not the burst's peak of over 50. */
 static int trim_after_burst(tu_flavor f) {
     blitz_runtime *rt = tu_rt_new(f);
     enum { N = 50000 };
@@ -874,16 +886,58 @@ static int trim_after_burst(tu_flavor f) {
         CHECK_OK(blitz_task_release(&h[i]));
     }
     free(h);
-    /* One more task: the runtime runs it and goes idle again. */
-    blitz_task *last = NULL;
-    CHECK_OK(blitz_spawn(rt, trim_noop_poll, &z, sizeof z, &last));
-    CHECK_OK(blitz_join_blocking(last));
-    CHECK_OK(blitz_task_release(&last));
-    TU_WAIT_UNTIL(trim_chunks(rt) <= 8, 30.0, 1);
+    /* Workers wake up on their own once the delay is over; a
+     * current-thread runtime trims when it is driven again. */
+    TU_WAIT_UNTIL(trim_chunks_after_task(rt) <= 8, 30.0, 20);
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
 TU_FLAVOR_TESTS(trim_after_burst)
+
+typedef struct {
+    int n;
+} trim_burst_state;
+static blitz_poll trim_burst_poll(blitz_cx *cx, void *p) {
+    trim_burst_state *s = p;
+    int z = 0;
+    for (int i = 0; i < s->n; i++)
+        if (blitz_spawn(blitz_cx_runtime(cx), trim_noop_poll, &z, sizeof z, NULL) != 0)
+            return BLITZ_READY;
+    return BLITZ_READY;
+}
+
+static uint32_t trim_groups(blitz_runtime *rt) {
+    blitz__mutex_lock(&rt->alloc_lock);
+    uint32_t n = rt->chunk_groups;
+    blitz__mutex_unlock(&rt->alloc_lock);
+    return n;
+}
+
+/* Bursts of tasks that come within the trim's delay reuse their blocks:
+ * the chunks are not freed and allocated again after each burst (page
+ * faults every time). The delay is made longer than the test may run, so
+ * only the trims that follow the first burst may free anything. */
+static int trim_waits_between_bursts(tu_flavor f) {
+    blitz_runtime *rt = tu_rt_new(f);
+    rt->trim_delay_ns = 120ull * 1000000000ull;
+    trim_burst_state s = {20000};
+    CHECK_OK(blitz_runtime_run(rt, trim_burst_poll, &s, sizeof s));
+    (void)trim_chunks_after_task(rt);
+    CHECK_OK(blitz_runtime_run(rt, trim_burst_poll, &s, sizeof s));
+    (void)trim_chunks_after_task(rt);
+    uint32_t first = trim_groups(rt);
+    CHECK_GE(first, 1);
+    for (int i = 0; i < 30; i++) {
+        CHECK_OK(blitz_runtime_run(rt, trim_burst_poll, &s, sizeof s));
+        (void)trim_chunks_after_task(rt);
+    }
+    /* Trimming after every burst allocates about as many groups per burst
+     * as the first burst did. */
+    CHECK_LE(trim_groups(rt) - first, first);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+TU_FLAVOR_TESTS(trim_waits_between_bursts)
 
 /* ---- a cancelled task's pending op is withdrawn ---------------------------------- */
 

@@ -269,6 +269,10 @@ struct blitz_runtime {
     /* Batches given to the spares since the last trim, and the free
      * blocks that trim kept (written under alloc_lock). */
     blitz__atomic_u32 spares_since_trim, free_at_trim;
+    /* The clock before which no trim started by growth or frees runs
+     * (written under alloc_lock after a trim that freed chunks). */
+    blitz__atomic_u64 trim_not_before;
+    uint64_t trim_delay_ns;                 /* BLITZ__TRIM_DELAY_NS; tests set it */
     blitz__worker_counters remote_counters; /* updated under alloc_lock */
     /* Join waker vtables other than the task waker's, by index - 1
      * (blitz__join_vtable): claimed once each, never changed. */

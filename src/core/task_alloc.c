@@ -539,9 +539,17 @@ static blitz__chunk *blitz__trim_locked(blitz_runtime *rt, blitz__block_cache *o
  * walk of the free blocks and the chunks, so these bounds keep its cost
  * proportional to the frees and allocations since the last one. Cheap
  * otherwise: a few relaxed loads. Not during shutdown, whose sweep walks
- * the chunk list. */
+ * the chunk list.
+ *
+ * A trim started by growth or frees waits BLITZ__TRIM_DELAY_NS after the
+ * last trim that gave memory back: a program whose bursts of tasks come
+ * and go faster than that keeps reusing its blocks rather than paying the
+ * page faults of fresh chunks after every burst. Returns 0, or how long
+ * such a trim still has to wait: an owner about to sleep wakes by then to
+ * run it, so an idle runtime still gives its memory back. */
 #define BLITZ__TRIM_MIN_FREED 2048u
-BLITZ_PRIVATE void blitz__block_trim_idle(blitz_runtime *rt, blitz__block_cache *own) {
+#define BLITZ__TRIM_DELAY_NS  100000000ull
+BLITZ_PRIVATE uint64_t blitz__block_trim_idle(blitz_runtime *rt, blitz__block_cache *own) {
     uint32_t held = blitz__u32_load(&rt->chunks_held, BLITZ__RELAXED);
     uint32_t at = blitz__u32_load(&rt->chunks_at_trim, BLITZ__RELAXED);
     uint32_t slack = at / 4 < 4 ? 4 : at / 4;
@@ -551,7 +559,13 @@ BLITZ_PRIVATE void blitz__block_trim_idle(blitz_runtime *rt, blitz__block_cache 
     int grew =
         held > at + slack || freed >= (kept < BLITZ__TRIM_MIN_FREED ? BLITZ__TRIM_MIN_FREED : kept);
     if (!grew && own->trim_epoch == blitz__u32_load(&rt->trim_epoch, BLITZ__RELAXED))
-        return;
+        return 0;
+    uint64_t now = blitz__now_ns();
+    if (grew) {
+        uint64_t not_before = blitz__u64_load(&rt->trim_not_before, BLITZ__RELAXED);
+        if (now < not_before)
+            return not_before - now;
+    }
     blitz__mutex_lock(&rt->alloc_lock);
     blitz__chunk *dead = NULL;
     /* The shutdown flag is set before the sweep takes this lock. */
@@ -561,6 +575,8 @@ BLITZ_PRIVATE void blitz__block_trim_idle(blitz_runtime *rt, blitz__block_cache 
         if (grew)
             blitz__u32_store(&rt->trim_epoch, ++epoch, BLITZ__RELAXED);
         own->trim_epoch = epoch;
+        if (dead)
+            blitz__u64_store(&rt->trim_not_before, now + rt->trim_delay_ns, BLITZ__RELAXED);
     }
     blitz__mutex_unlock(&rt->alloc_lock);
     /* Not through the handle quarantine: a trim frees many chunks at
@@ -571,6 +587,7 @@ BLITZ_PRIVATE void blitz__block_trim_idle(blitz_runtime *rt, blitz__block_cache 
         blitz__free(dead->raw);
         dead = next;
     }
+    return 0;
 }
 
 /* Calls fn on every live block of the runtime. Only for shutdown and free:

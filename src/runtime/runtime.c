@@ -89,6 +89,7 @@ BLITZ_API int blitz_runtime_new(const blitz_config *cfg, blitz_runtime **out) {
     while (pow2 < sample && pow2 < (1u << 30))
         pow2 <<= 1;
     rt->poll_sample_mask = pow2 - 1;
+    rt->trim_delay_ns = BLITZ__TRIM_DELAY_NS;
     if (rt->fixed_interval && rt->fixed_interval < 1)
         rt->fixed_interval = 1;
     int rc = blitz__global_queue_init(rt->global);

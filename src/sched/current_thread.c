@@ -112,11 +112,14 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
                 !blitz__u32_load(&rt->spawning, BLITZ__SEQ_CST) &&
                 blitz__time_auto_advance(rt, NULL))
                 continue;
-            /* Idle: give memory back after a burst of tasks. */
-            blitz__block_trim_idle(rt, &ct->cache);
+            /* Idle: give memory back after a burst of tasks, or wake up
+             * to do it once its delay is over. */
+            uint64_t trim_ns = blitz__block_trim_idle(rt, &ct->cache);
             uint64_t timeout = rt->park_timeout_ns, timer_ns = blitz__time_sleep_ns(rt);
             if (timer_ns && (timeout == 0 || timer_ns < timeout))
                 timeout = timer_ns;
+            if (trim_ns && (timeout == 0 || trim_ns < timeout))
+                timeout = trim_ns;
             BLITZ__STAT(blitz__u64_bump(&ct->counters.parked, 1));
             if (rt->metrics)
                 blitz__ct_add_busy(ct);
@@ -163,8 +166,9 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
             if (rt->metrics)
                 rt->ct->awake_since = blitz__now_ns();
             blitz__ct_drive_until(rt, t, &dctx);
-            /* Nobody drives until the next wait: as idle as it gets. */
-            blitz__block_trim_idle(rt, &rt->ct->cache);
+            /* Nobody drives until the next wait: as idle as it gets. A
+             * trim still in its delay waits for a later drive. */
+            (void)blitz__block_trim_idle(rt, &rt->ct->cache);
             if (rt->metrics)
                 blitz__ct_add_busy(rt->ct);
             blitz__io_after_drive(rt);

@@ -390,7 +390,7 @@ static void blitz__worker_io_woke(void *arg) {
 }
 
 /* Sleeps a worker that blitz__lifo_begin_park published as parked. */
-static void blitz__worker_sleep(blitz__worker *w) {
+static void blitz__worker_sleep(blitz__worker *w, uint64_t trim_ns) {
     blitz_runtime *rt = w->rt;
     /* One parked worker sleeps until the next timer (the sleeper); the
      * others until woken. Timer arming reads `sleeper` after publishing
@@ -414,6 +414,9 @@ static void blitz__worker_sleep(blitz__worker *w) {
     uint64_t watch_ns = blitz__lifo_watch(w);
     if (watch_ns && (timeout == 0 || timeout > watch_ns))
         timeout = watch_ns;
+    /* So does a worker whose memory trim waits for its delay. */
+    if (trim_ns && (timeout == 0 || timeout > trim_ns))
+        timeout = trim_ns;
     BLITZ__STAT(blitz__u64_bump(&w->counters.parked, 1));
     blitz__worker_unpark_state st = {w, 0, sleeper};
     /* A worker with its own io_uring ring parks in it, sleeper or not: the
@@ -472,15 +475,16 @@ static int blitz__worker_park(blitz__worker *w) {
         for (int k = 0; k < BLITZ__SPIN_PAUSES; k++)
             blitz__cpu_relax();
     }
-    /* Idle: give memory back after a burst of tasks. */
-    blitz__block_trim_idle(rt, &w->cache);
+    /* Idle: give memory back after a burst of tasks (or, in its delay,
+     * wake up to do it). */
+    uint64_t trim_ns = blitz__block_trim_idle(rt, &w->cache);
     /* From here on tasks scheduled from this thread go to the global queue
      * (lifo.c). */
     int slept = blitz__lifo_begin_park(w, blitz__worker_stay_up);
     if (slept) {
         if (BLITZ__UNLIKELY(rt->observe_workers))
             blitz__worker_observe_park(w, 1);
-        blitz__worker_sleep(w);
+        blitz__worker_sleep(w, trim_ns);
         if (BLITZ__UNLIKELY(rt->observe_workers))
             blitz__worker_observe_park(w, 0);
         if (blitz__lifo_rescue(w)) {
