@@ -326,6 +326,60 @@ static int fs_native_cancel(tu_flavor f) {
 }
 TU_FLAVOR_TESTS(fs_native_cancel)
 
+/* The same races on the block_on thread, which waits for its ring ops in
+ * the ring itself (its timers' wakes poke it there), while worker tasks'
+ * file ops go to the same ring (the default's file ring): no completion
+ * is lost while it mutes the ring's eventfd, and no descriptor leaks. */
+static int fs_native_block_on_on(tu_flavor f, blitz_backend backend) {
+    blitz_config cfg = tu_config(f);
+    cfg.backend = backend;
+    blitz_runtime *rt = NULL;
+    if (blitz_runtime_new(&cfg, &rt) != BLITZ_OK)
+        return 0; /* no io_uring here */
+    char dir[64], path[160];
+    tf_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/f", dir);
+    int fd = open(path, O_CREAT | O_WRONLY, 0644);
+    CHECK_GE(fd, 0);
+    CHECK_EQ(ftruncate(fd, 8192), 0);
+    close(fd);
+    int fds = tu_open_fds();
+    enum { N = 3 };
+    blitz_task *h[N];
+    for (int i = 0; i < N; i++) {
+        tfu_race s;
+        memset(&s, 0, sizeof s);
+        s.path = path;
+        s.n = test_scaled(300);
+        s.seed = (unsigned)i * 104729u + 3u;
+        CHECK_OK(blitz_spawn(rt, tfu_race_poll, &s, sizeof s, &h[i]));
+    }
+    static tfu_race mine;
+    memset(&mine, 0, sizeof mine);
+    mine.path = path;
+    mine.n = test_scaled(60);
+    mine.seed = 77u;
+    CHECK_OK(blitz_runtime_run(rt, tfu_race_poll, &mine, sizeof mine));
+    CHECK_EQ(mine.done + mine.timeouts, mine.n);
+    CHECK_GT(mine.done, 0);
+    for (int i = 0; i < N; i++) {
+        CHECK_OK(blitz_join_blocking(h[i]));
+        tfu_race *s = blitz_task_state(h[i]);
+        CHECK_EQ(s->done + s->timeouts, s->n);
+        blitz_task_release(&h[i]);
+    }
+    TU_WAIT_UNTIL(tu_open_fds() == fds, 2, 1);
+    CHECK_OK(blitz_runtime_free(rt));
+    tf_rm_rf(dir);
+    return 0;
+}
+
+static int fs_native_block_on(tu_flavor f) {
+    int rc = fs_native_block_on_on(f, BLITZ_BACKEND_IO_URING);
+    return rc ? rc : fs_native_block_on_on(f, BLITZ_BACKEND_AUTO);
+}
+TU_FLAVOR_TESTS(fs_native_block_on)
+
 /* A ring read of a pipe nobody writes is withdrawn by its cancel: the
  * kernel stops it, so the byte written afterwards is the next read's (a
  * pool thread's read cannot be stopped and would take it). */
