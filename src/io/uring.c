@@ -22,7 +22,12 @@
  * the wake-up of a sleeping one); one that computes without system calls
  * delays its own ops' completions until its next one. A multi-thread
  * runtime's shared ring stays without: its submitters are plain threads
- * and the block_on thread, whose completions the workers reap.
+ * and the block_on thread, whose completions the workers reap -- except
+ * its file ops: from their submission on the block_on thread mutes the
+ * eventfd and waits in the ring itself (blitz__uring_wait_files). The
+ * invariant: a thread that mutes reaps the ring after unmuting, and
+ * signals the eventfd itself while ops there are unreaped, so a
+ * completion posted while muted is never left without a reaper.
  *
  * Submissions take the ring's `sq_lock` (a few stores; a worker leaves the
  * io_uring_enter to the start of its next tick or its park, so one system
