@@ -555,7 +555,9 @@ static int fs_native_enospc(tu_flavor f) {
         snprintf(path, sizeof path, "/proc/%d/root%s/f", (int)pid, dir);
         rc = tfu_nospc_both(f, path, full, 5);
     } else {
-        printf("# tmpfs part skipped: no user and mount namespace here (%s)\n", strerror(err));
+        fprintf(stderr,
+                "# fs_native_enospc: tmpfs part skipped, no user and mount namespace here (%s)\n",
+                strerror(err));
     }
     close(hold);
     CHECK_EQ(waitpid(pid, NULL, 0), pid);
