@@ -43,6 +43,12 @@
     X(fs_native_cancel_mt2, 30000)              \
     X(fs_native_cancel_mt4, 30000)              \
     X(fs_native_cancel_ct, 30000)               \
+    X(fs_native_block_on_mt2, 30000)            \
+    X(fs_native_block_on_mt4, 30000)            \
+    X(fs_native_block_on_ct, 30000)             \
+    X(fs_native_enospc_mt2, 10000)              \
+    X(fs_native_enospc_mt4, 10000)              \
+    X(fs_native_enospc_ct, 10000)               \
     X(fs_native_withdrawn_read, 10000)          \
     X(fs_native_bad_input, 10000)               \
     X(fs_ext_roundtrip_mt2, 5000)               \

@@ -326,6 +326,247 @@ static int fs_native_cancel(tu_flavor f) {
 }
 TU_FLAVOR_TESTS(fs_native_cancel)
 
+/* The same races on the block_on thread, which waits for its ring ops in
+ * the ring itself (its timers' wakes poke it there), while worker tasks'
+ * file ops go to the same ring (the default's file ring): no completion
+ * is lost while it mutes the ring's eventfd, and no descriptor leaks. */
+static int fs_native_block_on_on(tu_flavor f, blitz_backend backend) {
+    blitz_config cfg = tu_config(f);
+    cfg.backend = backend;
+    blitz_runtime *rt = NULL;
+    if (blitz_runtime_new(&cfg, &rt) != BLITZ_OK)
+        return 0; /* no io_uring here */
+    char dir[64], path[160];
+    tf_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/f", dir);
+    int fd = open(path, O_CREAT | O_WRONLY, 0644);
+    CHECK_GE(fd, 0);
+    CHECK_EQ(ftruncate(fd, 8192), 0);
+    close(fd);
+    int fds = tu_open_fds();
+    enum { N = 3 };
+    blitz_task *h[N];
+    for (int i = 0; i < N; i++) {
+        tfu_race s;
+        memset(&s, 0, sizeof s);
+        s.path = path;
+        s.n = test_scaled(300);
+        s.seed = (unsigned)i * 104729u + 3u;
+        CHECK_OK(blitz_spawn(rt, tfu_race_poll, &s, sizeof s, &h[i]));
+    }
+    static tfu_race mine;
+    memset(&mine, 0, sizeof mine);
+    mine.path = path;
+    mine.n = test_scaled(60);
+    mine.seed = 77u;
+    CHECK_OK(blitz_runtime_run(rt, tfu_race_poll, &mine, sizeof mine));
+    CHECK_EQ(mine.done + mine.timeouts, mine.n);
+    CHECK_GT(mine.done, 0);
+    for (int i = 0; i < N; i++) {
+        CHECK_OK(blitz_join_blocking(h[i]));
+        tfu_race *s = blitz_task_state(h[i]);
+        CHECK_EQ(s->done + s->timeouts, s->n);
+        blitz_task_release(&h[i]);
+    }
+    TU_WAIT_UNTIL(tu_open_fds() == fds, 2, 1);
+    CHECK_OK(blitz_runtime_free(rt));
+    tf_rm_rf(dir);
+    return 0;
+}
+
+static int fs_native_block_on(tu_flavor f) {
+    int rc = fs_native_block_on_on(f, BLITZ_BACKEND_IO_URING);
+    return rc ? rc : fs_native_block_on_on(f, BLITZ_BACKEND_AUTO);
+}
+TU_FLAVOR_TESTS(fs_native_block_on)
+
+/* Out of space: a write answers BLITZ_ENOSPC alike on the ring and on the
+ * pool. /dev/full refuses every write with ENOSPC (and fsync with EINVAL:
+ * a device without one) everywhere, but the ring's runtime hands writes
+ * to anything but a regular file to the pool; a 64 KiB tmpfs, where a
+ * user and mount namespace may be made, fills up for real on the ring. */
+typedef struct {
+    BLITZ_CORO;
+    const char *path; /* a file to fill, or NULL: /dev/full */
+    blitz_fs_op op;
+    int fd;
+    long i;
+    char buf[4096];
+    int64_t out[8];
+    int n;
+} tfu_nospc;
+
+static blitz_poll tfu_nospc_poll(blitz_cx *cx, void *p) {
+    tfu_nospc *s = p;
+    BLITZ_BEGIN(s);
+    BLITZ_AWAIT(s, blitz_fs_open(
+                       cx, &s->op, s->path ? s->path : "/dev/full",
+                       BLITZ_FS_WRITE | (s->path ? BLITZ_FS_CREATE | BLITZ_FS_TRUNCATE : 0), 0644));
+    CHECK_GE(s->op.result, 0);
+    s->fd = (int)s->op.result;
+    if (!s->path) {
+        BLITZ_AWAIT(s, blitz_fs_write(cx, &s->op, s->fd, s->buf, sizeof s->buf));
+        TFU_REC(s, s->op.result);
+        BLITZ_AWAIT(s, blitz_fs_pwrite(cx, &s->op, s->fd, s->buf, sizeof s->buf, 0));
+        TFU_REC(s, s->op.result);
+        BLITZ_AWAIT(s, blitz_fs_fsync(cx, &s->op, s->fd));
+        TFU_REC(s, s->op.result);
+    } else {
+        /* Whole blocks until the first refusal: the bytes taken, then it. */
+        for (s->i = 0; s->i < 64; s->i++) {
+            BLITZ_AWAIT(s, blitz_fs_write(cx, &s->op, s->fd, s->buf, sizeof s->buf));
+            if (s->op.result < 0)
+                break;
+            CHECK_EQ(s->op.result, (int64_t)sizeof s->buf);
+        }
+        TFU_REC(s, s->i * (int64_t)sizeof s->buf);
+        TFU_REC(s, s->op.result);
+        BLITZ_AWAIT(s, blitz_fs_fsync(cx, &s->op, s->fd));
+        TFU_REC(s, s->op.result);
+    }
+    BLITZ_AWAIT(s, blitz_fs_close(cx, &s->op, s->fd));
+    TFU_REC(s, s->op.result);
+    if (s->path) {
+        BLITZ_AWAIT(s, blitz_fs_unlink(cx, &s->op, s->path));
+        TFU_REC(s, s->op.result);
+    }
+    BLITZ_END(s);
+}
+
+/* Runs the script on `backend`; `jobs`: the pool jobs it takes (-1: some). */
+static void tfu_nospc_run(blitz_backend backend, int jobs, tu_flavor f, const char *path,
+                          tfu_nospc *out, int *ran) {
+    blitz_config cfg = tu_config(f);
+    cfg.backend = backend;
+    blitz_runtime *rt = NULL;
+    *ran = 0;
+    if (blitz_runtime_new(&cfg, &rt) != BLITZ_OK)
+        return; /* no io_uring here */
+    memset(out, 0, sizeof *out);
+    out->path = path;
+    CHECK_OK(blitz_runtime_run(rt, tfu_nospc_poll, out, sizeof *out));
+    blitz_pool_stats st;
+    CHECK_OK(blitz_runtime_pool_stats(rt, &st));
+    CHECK_OK(blitz_runtime_free(rt));
+    if (jobs >= 0)
+        CHECK_EQ(st.jobs_run, (uint64_t)jobs);
+    else
+        CHECK_GT(st.jobs_run, 0);
+    *ran = 1;
+}
+
+/* Both paths over `path`, against `want`. */
+static int tfu_nospc_both(tu_flavor f, const char *path, const int64_t *want, int nwant) {
+    static tfu_nospc ring, pool;
+    int ran_ring, ran_pool;
+    /* The ring's: both writes to /dev/full, nothing of the tmpfs file's. */
+    tfu_nospc_run(BLITZ_BACKEND_IO_URING, path ? 0 : 2, f, path, &ring, &ran_ring);
+    tfu_nospc_run(BLITZ_BACKEND_EPOLL, -1, f, path, &pool, &ran_pool);
+    CHECK(ran_pool);
+    CHECK_EQ(pool.n, nwant);
+    for (int i = 0; i < nwant; i++)
+        CHECK_EQ(pool.out[i], want[i]);
+    if (ran_ring) {
+        CHECK_EQ(ring.n, nwant);
+        for (int i = 0; i < nwant; i++)
+            CHECK_EQ(ring.out[i], want[i]);
+    }
+    return 0;
+}
+
+#if defined(__linux__)
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+
+/* A child that makes a user and mount namespace, maps its ids to
+ * themselves (so this process's files are owned alike there) and mounts
+ * a 64 KiB tmpfs on `dir`, seen from here through /proc/PID/root. It
+ * reports 0 or the errno of the step that failed, then waits for `hold`
+ * to close. Only system calls after the fork: this process has threads. */
+static pid_t tfu_small_fs(const char *dir, int *hold, int *err) {
+    char um[48], gm[48];
+    snprintf(um, sizeof um, "%u %u 1", (unsigned)getuid(), (unsigned)getuid());
+    snprintf(gm, sizeof gm, "%u %u 1", (unsigned)getgid(), (unsigned)getgid());
+    int rep[2], hl[2];
+    CHECK_EQ(pipe(rep), 0);
+    CHECK_EQ(pipe(hl), 0);
+    pid_t pid = fork();
+    CHECK_GE(pid, 0);
+    if (pid == 0) {
+        int e = 0, w = -1;
+        close(rep[0]);
+        close(hl[1]);
+        if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0)
+            e = errno;
+        if (!e && ((w = open("/proc/self/uid_map", O_WRONLY)) < 0 || write(w, um, strlen(um)) < 0))
+            e = errno;
+        if (w >= 0)
+            close(w);
+        w = -1;
+        /* Without setgroups denied an unprivileged process may not map
+         * its group. */
+        if (!e && ((w = open("/proc/self/setgroups", O_WRONLY)) < 0 || write(w, "deny", 4) < 0))
+            e = errno;
+        if (w >= 0)
+            close(w);
+        w = -1;
+        if (!e && ((w = open("/proc/self/gid_map", O_WRONLY)) < 0 || write(w, gm, strlen(gm)) < 0))
+            e = errno;
+        if (w >= 0)
+            close(w);
+        if (!e && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+            e = errno;
+        if (!e && mount("tmpfs", dir, "tmpfs", 0, "size=64k") != 0)
+            e = errno;
+        ssize_t wr = write(rep[1], &e, sizeof e);
+        char c;
+        ssize_t rd = read(hl[0], &c, 1);
+        (void)wr;
+        (void)rd;
+        _exit(0);
+    }
+    close(rep[1]);
+    close(hl[0]);
+    *err = EIO;
+    ssize_t rd = read(rep[0], err, sizeof *err);
+    if (rd != (ssize_t)sizeof *err)
+        *err = EIO;
+    close(rep[0]);
+    *hold = hl[1];
+    return pid;
+}
+#endif
+
+static int fs_native_enospc(tu_flavor f) {
+    static const int64_t dev_full[] = {BLITZ_ENOSPC, BLITZ_ENOSPC, BLITZ_EINVAL, 0};
+    int rc = tfu_nospc_both(f, NULL, dev_full, 4);
+    if (rc)
+        return rc;
+#if defined(__linux__)
+    char dir[64], path[192];
+    tf_tmpdir(dir, sizeof dir);
+    int hold = -1, err = 0;
+    pid_t pid = tfu_small_fs(dir, &hold, &err);
+    if (err == 0) {
+        /* 64 KiB: sixteen blocks, then the refusal; fsync, close and
+         * unlink (which gives the space back for the next run) succeed. */
+        static const int64_t full[] = {65536, BLITZ_ENOSPC, 0, 0, 0};
+        snprintf(path, sizeof path, "/proc/%d/root%s/f", (int)pid, dir);
+        rc = tfu_nospc_both(f, path, full, 5);
+    } else {
+        fprintf(stderr,
+                "# fs_native_enospc: tmpfs part skipped, no user and mount namespace here (%s)\n",
+                strerror(err));
+    }
+    close(hold);
+    CHECK_EQ(waitpid(pid, NULL, 0), pid);
+    tf_rm_rf(dir);
+#endif
+    return rc;
+}
+TU_FLAVOR_TESTS(fs_native_enospc)
+
 /* A ring read of a pipe nobody writes is withdrawn by its cancel: the
  * kernel stops it, so the byte written afterwards is the next read's (a
  * pool thread's read cannot be stopped and would take it). */

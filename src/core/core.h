@@ -127,6 +127,9 @@ struct blitz__context {
     int ct_driver;         /* this thread drives rt (current-thread flavour) */
     blitz__task *current;  /* the task being polled, or NULL */
     uint32_t poll_seq;     /* polls observed here, for metrics sampling */
+    /* A block_on thread polling its task: it waits in the shared ring for
+     * the file ops it submits there (io/uring.c's blitz__uring_wait_files). */
+    int files_reaper;
     /* Filled in by the scheduler that owns the thread, so the layers below
      * it need not know its types: the thread's block cache and counters
      * (NULL: the shared ones), and its worker index (-1: not a worker). */
@@ -158,6 +161,7 @@ static inline void blitz__context_init(blitz__context *c, blitz_runtime *rt) {
     c->rt = rt;
     c->worker = NULL;
     c->ct_driver = 0;
+    c->files_reaper = 0;
     c->current = NULL;
     c->cache = NULL;
     c->counters = NULL;

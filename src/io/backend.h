@@ -115,6 +115,12 @@ BLITZ_PRIVATE void blitz__ready_park(struct blitz__io *io, blitz__parker *p, uin
  * no-ops without a ring. */
 BLITZ_PRIVATE int blitz__uring_files_init(struct blitz__io *io);
 BLITZ_PRIVATE void blitz__uring_files_reap(struct blitz__io *io);
+BLITZ_PRIVATE int blitz__uring_wait_files(struct blitz__io *io, const blitz__atomic_u32 *word,
+                                          uint32_t seq, uint64_t timeout_ns, uint32_t spin);
+BLITZ_PRIVATE void blitz__uring_poke_files(struct blitz__io *io);
+BLITZ_PRIVATE void blitz__uring_files_mute(struct blitz__io *io);
+BLITZ_PRIVATE int blitz__uring_files_mine(struct blitz__io *io);
+BLITZ_PRIVATE void blitz__uring_files_unmute(struct blitz__io *io);
 BLITZ_PRIVATE void blitz__uring_files_destroy(struct blitz__io *io);
 /* Shutdown: reaps the rings until the kernel holds no op. */
 BLITZ_PRIVATE void blitz__uring_drain(struct blitz__io *io);

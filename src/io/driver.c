@@ -1075,6 +1075,41 @@ BLITZ_PRIVATE void blitz__io_flush(blitz_runtime *rt) {
         io->be->flush(io);
 }
 
+/* A thread that is not a worker sleeps until `word` moves from `seq` or
+ * timeout_ns: in the file ring when file ops are in flight there (their
+ * completions then wake it directly). 0: it did not wait, the caller
+ * sleeps its own way. */
+BLITZ_PRIVATE int blitz__io_wait_files(blitz_runtime *rt, const blitz__atomic_u32 *word,
+                                       uint32_t seq, uint64_t timeout_ns) {
+    return rt->io ? blitz__uring_wait_files(rt->io, word, seq, timeout_ns, rt->spin_before_park)
+                  : 0;
+}
+
+/* File ops are in flight on the file ring: a thread waiting for them
+ * should not spin, the kernel's file worker may need its CPU. */
+BLITZ_PRIVATE int blitz__io_files_pending(blitz_runtime *rt) {
+    return rt->io && blitz__u32_load(&rt->io->shared_files, BLITZ__RELAXED) != 0;
+}
+
+/* The calling worker's file ops are in flight: 1 on its own ring, 2 on
+ * a readiness backend's file ring (blitz__uring_files_mine). */
+BLITZ_PRIVATE int blitz__io_files_mine(blitz_runtime *rt) {
+    return rt->io ? blitz__uring_files_mine(rt->io) : 0;
+}
+
+/* A block_on thread is about to do something other than wait (run other
+ * tasks, return): completions of its file ops signal the workers again. */
+BLITZ_PRIVATE void blitz__io_files_unmute(blitz_runtime *rt) {
+    if (rt->io)
+        blitz__uring_files_unmute(rt->io);
+}
+
+/* `word` of blitz__io_wait_files moved: wakes a thread waiting there. */
+BLITZ_PRIVATE void blitz__io_poke_files(blitz_runtime *rt) {
+    if (rt->io)
+        blitz__uring_poke_files(rt->io);
+}
+
 /* Parks the calling thread in the backend until an event, an unpark of
  * `p`, or timeout_ns (0: no timeout). `woke(arg)` runs after the wait and
  * before the events are dispatched (a worker leaves the parked set there,

@@ -218,6 +218,9 @@ typedef struct blitz__io {
      * ring of its own for file ops: the shared ring alone, whose eventfd
      * the backend watches (blitz__uring_files_init). */
     int files_wanted, files_ring;
+    /* File ops in flight on the shared ring, and whether a thread waits
+     * for them in it (blitz__uring_wait_files). */
+    blitz__atomic_u32 shared_files, shared_waiter;
     /* Idle lent-receive buffers (recv_buf.c): a list through their first
      * word, at most BLITZ__BUF_POOL_KEEP of them. */
     blitz__mutex bpool_lock;

@@ -59,6 +59,29 @@ BLITZ_PRIVATE void blitz__io_driver_start(blitz_runtime *rt) {
 BLITZ_PRIVATE void blitz__io_flush(blitz_runtime *rt) {
     (void)rt;
 }
+/* No file ring here: block_on sleeps its own way. */
+BLITZ_PRIVATE int blitz__io_wait_files(blitz_runtime *rt, const blitz__atomic_u32 *word,
+                                       uint32_t seq, uint64_t timeout_ns) {
+    (void)rt;
+    (void)word;
+    (void)seq;
+    (void)timeout_ns;
+    return 0;
+}
+BLITZ_PRIVATE int blitz__io_files_pending(blitz_runtime *rt) {
+    (void)rt;
+    return 0;
+}
+BLITZ_PRIVATE int blitz__io_files_mine(blitz_runtime *rt) {
+    (void)rt;
+    return 0;
+}
+BLITZ_PRIVATE void blitz__io_files_unmute(blitz_runtime *rt) {
+    (void)rt;
+}
+BLITZ_PRIVATE void blitz__io_poke_files(blitz_runtime *rt) {
+    (void)rt;
+}
 
 /* The result of an op's packet: bytes, or the code of its failure, which
  * WSAGetOverlappedResult translates from the kernel's NTSTATUS. */

@@ -213,8 +213,19 @@ BLITZ_PRIVATE int blitz__ufile_submit(blitz_cx *cx, blitz__ufile *u) {
      * see that). */
     blitz__u32_store(&u->state, BLITZ__UF_INFLIGHT, BLITZ__RELEASE);
     blitz__u64_fetch_add(&io->inflight, 1, BLITZ__RELAXED);
+    /* Counted before the kernel has it, so its completion's decrement
+     * cannot come first. */
+    if (r == io->shared)
+        blitz__u32_fetch_add(&io->shared_files, 1, BLITZ__RELAXED);
+    blitz__u32_fetch_add(&r->files, 1, BLITZ__RELAXED);
+    blitz__context *ctx = blitz__context_get();
+    if (r == io->shared && ctx && ctx->files_reaper && ctx->rt == io->rt)
+        blitz__uring_files_mute(io);
     int rc = blitz__uring_queue(r, &sqe, !batches);
     if (rc != BLITZ_OK) {
+        if (r == io->shared)
+            blitz__u32_fetch_sub(&io->shared_files, 1, BLITZ__RELAXED);
+        blitz__u32_fetch_sub(&r->files, 1, BLITZ__RELAXED);
         blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELAXED);
         blitz__u32_store(&u->state, BLITZ__UF_DONE, BLITZ__RELAXED);
         blitz_waker_drop(u->waker);
@@ -227,6 +238,9 @@ BLITZ_PRIVATE void blitz__ufile_complete(blitz__io *io, blitz__ufile *u, int32_t
     (void)blitz__u32_load(&u->state, BLITZ__ACQUIRE);
     blitz_waker w = u->waker;
     u->res = res;
+    if (u->ring == io->shared->index)
+        blitz__u32_fetch_sub(&io->shared_files, 1, BLITZ__RELAXED);
+    blitz__u32_fetch_sub(&io->rings[u->ring].files, 1, BLITZ__RELAXED);
     uint32_t expected = BLITZ__UF_INFLIGHT;
     /* Release publishes res to the owner's acquire of DONE (after which
      * the owner may free the record: nothing of it is touched below);
