@@ -166,7 +166,8 @@ static int blitz__op_wait_in_task(blitz_runtime *rt, blitz_op op) {
     blitz__u32_store(&freed, 0, BLITZ__RELAXED);
     blitz__u32_fetch_add(&tp->refs, 1, BLITZ__RELAXED);
     blitz__op_task st = {op, &freed, tp};
-    blitz_spawn_opts opts = blitz__plain_opts(blitz__op_task_poll, &st, sizeof st);
+    blitz_spawn_opts opts;
+    blitz__plain_opts(&opts, blitz__op_task_poll, &st, sizeof st);
     opts.cancel = blitz__op_task_cancel;
     opts.drop = blitz__op_task_drop;
     blitz_task *t = NULL;

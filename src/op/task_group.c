@@ -175,7 +175,8 @@ BLITZ_API int blitz_group_spawn_ex(blitz_group *g, const blitz_spawn_opts *opts)
 
 BLITZ_API int blitz_group_spawn(blitz_group *g, blitz_poll_fn poll, const void *state,
                                 size_t size) {
-    blitz_spawn_opts opts = blitz__plain_opts(poll, state, size);
+    blitz_spawn_opts opts;
+    blitz__plain_opts(&opts, poll, state, size);
     return blitz_group_spawn_ex(g, &opts);
 }
 

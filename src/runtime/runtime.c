@@ -268,7 +268,8 @@ BLITZ_API int blitz_runtime_free(blitz_runtime *rt) {
 
 BLITZ_API int blitz_runtime_run(blitz_runtime *rt, blitz_poll_fn poll, void *state, size_t size) {
     blitz_task *h;
-    blitz_spawn_opts o = blitz__plain_opts(poll, state, size);
+    blitz_spawn_opts o;
+    blitz__plain_opts(&o, poll, state, size);
     /* Multi-thread: the calling thread polls the main task itself (it is
      * pinned to this thread, like Tokio's block_on), so waking it costs no
      * queue trip. Not when called from inside one of rt's tasks: then it is

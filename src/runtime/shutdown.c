@@ -125,7 +125,8 @@ BLITZ_API int blitz_shutdown_spawn_ex(blitz_shutdown *sd, const blitz_spawn_opts
 
 BLITZ_API int blitz_shutdown_spawn(blitz_shutdown *sd, blitz_poll_fn poll, const void *state,
                                    size_t size) {
-    blitz_spawn_opts o = blitz__plain_opts(poll, state, size);
+    blitz_spawn_opts o;
+    blitz__plain_opts(&o, poll, state, size);
     return blitz_shutdown_spawn_ex(sd, &o);
 }
 

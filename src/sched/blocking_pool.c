@@ -451,7 +451,8 @@ static int blitz__spawn_blocking(blitz_runtime *rt, const blitz_blocking_opts *b
         *handle = NULL;
     if (!rt || !bo || !bo->fn)
         return BLITZ_EINVAL;
-    blitz_spawn_opts o = blitz__plain_opts(blitz__blocking_poll, bo->state, bo->size);
+    blitz_spawn_opts o;
+    blitz__plain_opts(&o, blitz__blocking_poll, bo->state, bo->size);
     o.drop = bo->drop;
     blitz__task *t;
     int entered = blitz__spawn_enter(rt);
