@@ -147,7 +147,6 @@ typedef struct blitz_io {
  * Safe to call on an idle or finished op, and with op or cx NULL. A
  * blitz_cancel_fn (op is the blitz_io): pass it to blitz_timeout_op and
  * blitz_op_make, call it from spawn cancel hooks. */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API void blitz_io_cancel(blitz_cx *cx, void *op);
 /* READY once the kernel holds nothing of the op (always READY except
  * after a cancel of an io_uring op whose completion has not arrived).
@@ -217,6 +216,7 @@ BLITZ_API blitz_poll blitz_sock_send_all(blitz_cx *cx, blitz_io *op, blitz_socke
                                          const void *buf, size_t len);
 BLITZ_API blitz_poll blitz_sock_recv_exact(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
                                            size_t len);
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 /* A receive into a buffer the runtime lends, so a connection waiting for
  * data holds no receive buffer of its own:
  *
@@ -252,6 +252,7 @@ BLITZ_API blitz_op blitz_op_sock_recv_buf(blitz_io *io, blitz_socket *s, blitz_b
  * then, the runtime must not be freed yet) and empties the view. Nothing
  * happens for an empty view or NULL. */
 BLITZ_API void blitz_buf_release(blitz_buf *b);
+#endif /* !_WIN32 */
 /* Vectored: `iov` (at most 16 entries) must stay valid until READY. */
 BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                       const blitz_iovec *iov, int iovcnt);
@@ -294,8 +295,10 @@ BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
  * while a socket just closed still holds it); another process may find
  * it taken for a moment. */
 BLITZ_API int blitz_sock_close(blitz_socket *s);
+#if !defined(_WIN32) /* a SOCKET does not fit an int */
 /* The descriptor (for options blitz does not wrap), or -1. */
 BLITZ_API int blitz_sock_fd(const blitz_socket *s);
+#endif
 BLITZ_API int blitz_sock_local_addr(const blitz_socket *s, blitz_addr *out);
 BLITZ_API int blitz_sock_peer_addr(const blitz_socket *s, blitz_addr *out);
 
@@ -339,6 +342,7 @@ BLITZ_API int blitz_udp_leave_multicast(blitz_socket *s, const char *group, cons
 BLITZ_API int blitz_udp_set_multicast_loop(blitz_socket *s, int on);
 BLITZ_API int blitz_udp_set_broadcast(blitz_socket *s, int on);
 
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 /* Unix sockets: stream listener (accept with blitz_sock_accept) and
  * connect (the op form, like TCP), datagram sockets (bound to addr, or
  * unbound with addr NULL). A path listener unlinks a stale socket file
