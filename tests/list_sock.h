@@ -12,4 +12,5 @@
     BLITZ_SOCK_TEST3(X, sock_options, 10000)          \
     BLITZ_SOCK_TEST3(X, sock_free_inflight, 10000)    \
     BLITZ_SOCK_TEST3(X, sock_udp, 10000)              \
+    BLITZ_SOCK_TEST3(X, sock_serve, 20000)            \
     X(sock_bad_input, 5000)

@@ -579,3 +579,78 @@ BLITZ_TEST(sock_bad_input) {
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
+
+/* ---- blitz_serve ------------------------------------------------------------------- */
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_socket *sock; /* set by blitz_serve; closed by it too */
+    blitz_io op;
+    char buf[512];
+} ts_served;
+
+static blitz_poll ts_served_poll(blitz_cx *cx, void *p) {
+    ts_served *c = p;
+    BLITZ_BEGIN(c);
+    for (;;) {
+        BLITZ_AWAIT(c, blitz_sock_recv(cx, &c->op, c->sock, c->buf, sizeof c->buf));
+        if (c->op.result <= 0)
+            break;
+        BLITZ_AWAIT(c, blitz_sock_send_all(cx, &c->op, c->sock, c->buf, (size_t)c->op.result));
+        if (c->op.result < 0)
+            break;
+    }
+    BLITZ_END(c);
+}
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_shutdown *sd;
+    blitz_shutdown_run_op run;
+    ts_clients clients;
+} ts_serve_main;
+
+/* Serves `conns` echo clients, then shuts down: every client done, the
+ * run reports the accept loop gone and nothing cancelled. */
+static blitz_poll ts_serve_main_poll(blitz_cx *cx, void *p) {
+    ts_serve_main *m = p;
+    BLITZ_BEGIN(m);
+    BLITZ_AWAIT(m, ts_clients_poll(cx, &m->clients));
+    CHECK_OK(blitz_shutdown_trigger(m->sd));
+    BLITZ_AWAIT(m, blitz_shutdown_run(cx, &m->run, m->sd, 5 * BLITZ_SEC));
+    CHECK_OK(m->run.result);
+    CHECK_EQ(m->run.cancelled, 0);
+    BLITZ_END(m);
+}
+
+static int sock_serve(tu_flavor f) {
+    blitz_runtime *rt = ts_rt(f);
+    ts_serve_main *m = calloc(1, sizeof *m);
+    CHECK_NOT_NULL(m);
+    blitz_shutdown_opts so;
+    memset(&so, 0, sizeof so);
+    so.nsignals = -1;
+    CHECK_OK(blitz_shutdown_new(rt, &so, &m->sd));
+    blitz_socket *l = tu_listen_any(rt, &m->clients.addr);
+    blitz_serve_opts o;
+    memset(&o, 0, sizeof o);
+    o.listener = l;
+    o.poll = ts_served_poll;
+    o.size = sizeof(ts_served);
+    o.socket_offset = offsetof(ts_served, sock);
+    CHECK_OK(blitz_serve(m->sd, &o));
+    atomic_long done;
+    atomic_init(&done, 0);
+    m->clients.conns = (int)test_scaled(50);
+    m->clients.done = &done;
+    m->clients.tasks = calloc((size_t)m->clients.conns, sizeof *m->clients.tasks);
+    CHECK_NOT_NULL(m->clients.tasks);
+    CHECK_OK(blitz_runtime_run(rt, ts_serve_main_poll, m, sizeof *m));
+    CHECK_EQ(tu_ldl(&done), m->clients.conns);
+    CHECK_OK(blitz_shutdown_free(m->sd));
+    CHECK_OK(blitz_runtime_free(rt));
+    free(m->clients.tasks);
+    free(m);
+    return 0;
+}
+TU_FLAVOR_TESTS(sock_serve)
