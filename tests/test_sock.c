@@ -1,11 +1,11 @@
 /* The socket API on the system's default backend, with nothing but the
- * public calls: TCP echo (many connections, every byte checked), a
- * refused connect, a connect with a limit it meets, the half-close, a
- * cancelled receive whose data goes to the next one, a close with a
- * receive in flight, a runtime freed with ops in flight, options and
- * addresses, UDP (addressed, connected, truncated). The same file runs on
- * Windows (the completion port) and elsewhere; all traffic is on
- * 127.0.0.1 with port-0 binds. */
+ * public calls: TCP echo (many connections, every byte checked, the
+ * server on lent buffers), a refused connect, a connect with a limit it
+ * meets, the half-close, a cancelled receive whose data goes to the next
+ * one, a close with a receive in flight, a runtime freed with ops in
+ * flight, options and addresses, UDP (addressed, connected, truncated),
+ * blitz_serve. The same file runs on Windows (the completion port) and
+ * elsewhere; all traffic is on 127.0.0.1 with port-0 binds. */
 #include "test_util.h"
 
 /* A runtime of flavour f on the default backend. */
@@ -18,21 +18,24 @@ static blitz_runtime *ts_rt(tu_flavor f) {
 
 /* ---- echo: a server task per connection, clients checking every byte ---- */
 
+/* The server's receives borrow the runtime's buffers (blitz_sock_recv_buf). */
 typedef struct {
     BLITZ_CORO;
     blitz_socket *sock;
     blitz_io op;
-    char buf[4096];
+    blitz_buf in;
 } ts_echo_conn;
 
 static blitz_poll ts_echo_conn_poll(blitz_cx *cx, void *p) {
     ts_echo_conn *e = p;
     BLITZ_BEGIN(e);
     for (;;) {
-        BLITZ_AWAIT(e, blitz_sock_recv(cx, &e->op, e->sock, e->buf, sizeof e->buf));
+        BLITZ_AWAIT(e, blitz_sock_recv_buf(cx, &e->op, e->sock, &e->in));
         if (e->op.result <= 0)
             break;
-        BLITZ_AWAIT(e, blitz_sock_send_all(cx, &e->op, e->sock, e->buf, (size_t)e->op.result));
+        CHECK_EQ(e->in.len, (size_t)e->op.result);
+        BLITZ_AWAIT(e, blitz_sock_send_all(cx, &e->op, e->sock, e->in.data, e->in.len));
+        blitz_buf_release(&e->in);
         if (e->op.result < 0)
             break;
     }
@@ -43,6 +46,7 @@ static blitz_poll ts_echo_conn_poll(blitz_cx *cx, void *p) {
 static void ts_echo_conn_cancel(void *p) {
     ts_echo_conn *e = p;
     blitz_io_cancel(NULL, &e->op);
+    blitz_buf_release(&e->in);
     blitz_sock_close(e->sock);
 }
 

@@ -216,7 +216,6 @@ BLITZ_API blitz_poll blitz_sock_send_all(blitz_cx *cx, blitz_io *op, blitz_socke
                                          const void *buf, size_t len);
 BLITZ_API blitz_poll blitz_sock_recv_exact(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
                                            size_t len);
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 /* A receive into a buffer the runtime lends, so a connection waiting for
  * data holds no receive buffer of its own:
  *
@@ -252,7 +251,6 @@ BLITZ_API blitz_op blitz_op_sock_recv_buf(blitz_io *io, blitz_socket *s, blitz_b
  * then, the runtime must not be freed yet) and empties the view. Nothing
  * happens for an empty view or NULL. */
 BLITZ_API void blitz_buf_release(blitz_buf *b);
-#endif /* !_WIN32 */
 /* Vectored: `iov` (at most 16 entries) must stay valid until READY. */
 BLITZ_API blitz_poll blitz_sock_recvv(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                       const blitz_iovec *iov, int iovcnt);

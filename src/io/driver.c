@@ -704,7 +704,6 @@ BLITZ_API blitz_poll blitz_sock_recv(blitz_cx *cx, blitz_io *op, blitz_socket *s
         return BLITZ_READY;
     return blitz__op_poll(cx, op, s, BLITZ__OP_RECV, buf, len, NULL, BLITZ__DIR_READ);
 }
-#if BLITZ__HAS_IO
 BLITZ_API blitz_poll blitz_sock_recv_buf(blitz_cx *cx, blitz_io *op, blitz_socket *s,
                                          blitz_buf *out) {
     BLITZ__SOCK_CHECK(s);
@@ -719,7 +718,6 @@ BLITZ_API blitz_poll blitz_sock_recv_buf(blitz_cx *cx, blitz_io *op, blitz_socke
     }
     return blitz__op_poll(cx, op, s, BLITZ__OP_RECV_BUF, out, 0, NULL, BLITZ__DIR_READ);
 }
-#endif
 /* Plain receives into the rest of the buffer, so the backends and the
  * salvage of a cancelled receive see nothing new. blitz__got counts what
  * came; every op start clears it, so each receive puts it back. An op
@@ -1367,9 +1365,7 @@ BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
     }
     io->all = NULL;
     io->be->destroy(io);
-#if BLITZ__HAS_IO
     blitz__recv_buf_pool_free(io);
-#endif
     blitz__mutex_destroy(&io->bpool_lock);
     blitz__mutex_destroy(&io->lock);
     blitz__mutex_destroy(&io->socks_lock);

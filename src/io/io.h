@@ -292,6 +292,13 @@ BLITZ_PRIVATE int blitz__fifo_grow(void **buf, uint32_t *head, uint32_t count, u
 BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, uint32_t flags);
 /* A socket of the platform's (sock_table.c; POSIX: non-blocking). */
 BLITZ_PRIVATE int blitz__sock_open(int family, int type, blitz__sock_t *out);
+/* blitz_buf.blitz__kind: whose buffer the view holds. */
+#define BLITZ__BUF_RING 1u /* a provided buffer of io_uring ring blitz__owner */
+#define BLITZ__BUF_HEAP 2u /* a buffer of driver blitz__owner's pool */
+/* Lent receive buffers (recv_buf.c). */
+BLITZ_PRIVATE int64_t blitz__recv_buf_attempt(blitz_io *op);
+BLITZ_PRIVATE int blitz__recv_buf_salvage(blitz_socket *s, blitz_io *op, int64_t *r);
+BLITZ_PRIVATE void blitz__recv_buf_pool_free(blitz__io *io);
 /* Data of receives cancelled too late (io_salvage.c). */
 BLITZ_PRIVATE int blitz__salvage_kind(uint32_t kind);
 BLITZ_PRIVATE int blitz__salvage_worth(const blitz_socket *s, int64_t res);
@@ -326,14 +333,7 @@ BLITZ_PRIVATE void blitz__recv_ms_close(blitz_socket *s);
 BLITZ_PRIVATE void blitz__recv_ms_release(blitz_socket *s);
 BLITZ_PRIVATE int blitz__recv_ms_wants(const blitz_socket *s, uint32_t kind, uint32_t dir);
 BLITZ_PRIVATE int blitz__recv_ms_direct(blitz_socket *s);
-/* Lent receive buffers (recv_buf.c). */
-BLITZ_PRIVATE int64_t blitz__recv_buf_attempt(blitz_io *op);
-BLITZ_PRIVATE int blitz__recv_buf_salvage(blitz_socket *s, blitz_io *op, int64_t *r);
-BLITZ_PRIVATE void blitz__recv_buf_pool_free(blitz__io *io);
 BLITZ_PRIVATE void blitz__recv_ms_give_back(void *ring, uint32_t bid);
-/* blitz_buf.blitz__kind: whose buffer the view holds. */
-#define BLITZ__BUF_RING 1u /* a provided buffer of io_uring ring blitz__owner */
-#define BLITZ__BUF_HEAP 2u /* a buffer of driver blitz__owner's pool */
 /* The common poll of every op kind (io_driver.c), and the system call of
  * the descriptor kinds (io_fd.c). */
 BLITZ_PRIVATE blitz_poll blitz__io_op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s,

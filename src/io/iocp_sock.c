@@ -39,8 +39,13 @@ BLITZ_PRIVATE int blitz__iocp_open(int family, int type, SOCKET *out) {
     return 0;
 }
 
-/* Attaches s to io's port, its successes queueing no packet: 0 or a code. */
+/* Attaches s to io's port, its successes queueing no packet: 0 or a code.
+ * Non-blocking too: a lent-buffer receive's own recv must not wait (the
+ * overlapped calls are not affected). */
 BLITZ_PRIVATE int blitz__iocp_attach(blitz__io *io, SOCKET s) {
+    u_long on = 1;
+    if (ioctlsocket(s, FIONBIO, &on) != 0)
+        return blitz__from_win32((DWORD)WSAGetLastError());
     if (!CreateIoCompletionPort((HANDLE)s, (HANDLE)io->port, 0, 0) ||
         !SetFileCompletionNotificationModes((HANDLE)s, FILE_SKIP_COMPLETION_PORT_ON_SUCCESS |
                                                            FILE_SKIP_SET_EVENT_ON_HANDLE))
@@ -269,6 +274,12 @@ static int blitz__iocp_start(blitz__iocp_rec *rec, blitz_io *op, int64_t *res) {
         return blitz__iocp_send_to(&rec->op, s->fd, b,
                                    (const struct sockaddr *)(const void *)op->blitz__addr->u.bytes,
                                    (int)op->blitz__addr->len, res);
+    case BLITZ__OP_RECV_BUF:
+        /* A receive of nothing: its packet says data (or the end) is
+         * there, and the lent buffer is taken only then. */
+        b[0].buf = NULL;
+        b[0].len = 0;
+        return blitz__iocp_recv(&rec->op, s->fd, b, 1, res);
     case BLITZ__OP_ACCEPT:
         return blitz__iocp_accept(&rec->op, s->fd, rec->accepted, rec->addrs, res);
     case BLITZ__OP_CONNECT: {
@@ -341,6 +352,17 @@ BLITZ_PRIVATE blitz_poll blitz__iocp_submit(blitz_cx *cx, blitz_io *op) {
             blitz__op_result(op, kept);
             return BLITZ_READY;
         }
+        if (op->blitz__kind == BLITZ__OP_RECV_BUF) {
+            if (blitz__recv_buf_salvage(s, op, &kept)) {
+                blitz__op_result(op, kept);
+                return BLITZ_READY;
+            }
+            kept = blitz__recv_buf_attempt(op);
+            if (kept != BLITZ_EAGAIN) {
+                blitz__op_result(op, kept);
+                return BLITZ_READY;
+            }
+        }
         blitz__iocp_rec *rec = (blitz__iocp_rec *)blitz__calloc(sizeof *rec);
         if (!rec) {
             blitz__op_result(op, BLITZ_ENOMEM);
@@ -395,6 +417,9 @@ BLITZ_PRIVATE blitz_poll blitz__iocp_submit(blitz_cx *cx, blitz_io *op) {
         }
         if (op->blitz__kind == BLITZ__OP_RECV_FROM && res >= 0)
             blitz__addr_set_from(op->blitz__addr, (uint32_t)op->blitz__scratch[0], s->family);
+        /* A lent-buffer receive whose wait ended at once: its recv now. */
+        if (op->blitz__kind == BLITZ__OP_RECV_BUF && res >= 0)
+            continue;
         if (blitz__op_result(op, res))
             return BLITZ_READY;
         /* send_all: the rest */

@@ -496,9 +496,9 @@ static blitz_poll blitz__io_value_poll(blitz_cx *cx, void *arg) {
         return blitz_fd_readable(cx, op, s);
     case BLITZ__OPC_FD_WRITABLE:
         return blitz_fd_writable(cx, op, s);
+#endif
     case BLITZ__OPC_RECV_BUF:
         return blitz_sock_recv_buf(cx, op, s, (blitz_buf *)buf);
-#endif
     default:
         op->result = BLITZ_EINVAL;
         return BLITZ_READY;
@@ -540,12 +540,10 @@ BLITZ_API blitz_op blitz_op_sock_recv(blitz_io *io, blitz_socket *s, void *buf, 
     BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_RECV, s, buf, len, NULL, 0);
 }
-#if BLITZ__HAS_IO
 BLITZ_API blitz_op blitz_op_sock_recv_buf(blitz_io *io, blitz_socket *s, blitz_buf *out) {
     BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_RECV_BUF, s, out, 0, NULL, 0);
 }
-#endif
 BLITZ_API blitz_op blitz_op_sock_send(blitz_io *io, blitz_socket *s, const void *buf, size_t len) {
     BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_SEND, s, buf, len, NULL, 0);
