@@ -273,14 +273,13 @@ BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
  * closed once no op uses it any more (the kernel's, or a task's in the
  * middle of its system call), whether or not the ops' tasks ever run
  * again. A listener made by blitz_tcp_listen or blitz_unix_listen refuses
- * new connections from the return on every backend; an adopted one on
- * io_uring may still take (and reset) some until its accept's cancel
- * completes. Any thread may close while tasks' ops are in progress. The
- * handle may be freed by the call: using it after (a new op, a second
- * close) is a use after free, as with free(3). So a connection whose task
- * loops over ops is closed by that task. To end it from elsewhere, cancel
- * the task (its pending op is withdrawn; close the socket when the task
- * ends, e.g. in its drop function), race its ops against a
+ * new connections from the return on every backend but IOCP (Windows:
+ * once its accept's withdrawal is reaped); an adopted one on io_uring may
+ * still take (and reset) some until its accept's cancel completes. Any thread may close while
+ * tasks' ops are in progress. The handle may be freed by the call: using it after (a new op, a
+ * second close) is a use after free, as with free(3). So a connection whose task loops over ops is
+ * closed by that task. To end it from elsewhere, cancel the task (its pending op is withdrawn;
+ * close the socket when the task ends, e.g. in its drop function), race its ops against a
  * cancellation token, or call blitz_sock_shutdown(s, 2) while the handle
  * is known to be open (e.g. under the lock of a table the task leaves
  * before it closes): the task's receive sees end of stream, its sends

@@ -2,8 +2,8 @@
 #if defined(_WIN32)
 /* Windows (10 1809 and later), Win32 only: threads, waits on an address
  * (WaitOnAddress), the performance counter, Winsock. No POSIX layer: the
- * I/O, network and OS layers are POSIX code and are left out here until
- * the IOCP backend replaces them (BLITZ__HAS_IO 0). */
+ * sockets API runs on the IOCP backend (BLITZ__HAS_SOCKETS); the rest of
+ * the I/O, network and OS layers is POSIX code, left out (BLITZ__HAS_IO 0). */
 #ifndef WIN32_LEAN_AND_MEAN
 #define WIN32_LEAN_AND_MEAN
 #endif
