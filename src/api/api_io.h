@@ -140,9 +140,9 @@ typedef struct blitz_io {
 #define BLITZ_SOCK_NO_REUSEADDR 8u
 
 /* Cancels a pending op: afterwards it holds no reference on the task and
- * the task is not woken for it. With io_uring an op already in the kernel
- * is cancelled asynchronously: its buffer stays the kernel's until the
- * cancellation completes, so reuse the buffer only after
+ * the task is not woken for it. With io_uring and IOCP an op already in
+ * the kernel is cancelled asynchronously: its buffer stays the kernel's
+ * until the cancellation completes, so reuse the buffer only after
  * blitz_io_settle is READY (polling the same op again also waits for it).
  * Safe to call on an idle or finished op, and with op or cx NULL. A
  * blitz_cancel_fn (op is the blitz_io): pass it to blitz_timeout_op and
