@@ -59,8 +59,10 @@ gcc_pid=$!
     -o "$OUT/blitz_tests_clang.exe" "${LIBS[@]}" -lpthread
 wait "$gcc_pid"
 for name in "${examples[@]}"; do
-    "$GCC" "${FLAGS[@]}" -O2 "examples/$name.c" -o "$OUT/$name.exe" "${LIBS[@]}"
+    "$GCC" "${FLAGS[@]}" -O2 "examples/$name.c" -o "$OUT/$name.exe" "${LIBS[@]}" &
+    gcc_pid=$!
     "$CLANG" "${CLANG_FLAGS[@]}" "${FLAGS[@]}" -O2 "examples/$name.c" -o "$OUT/${name}_clang.exe" "${LIBS[@]}"
+    wait "$gcc_pid"
 done
 echo "windows_check: suite and ${#examples[@]} examples built with gcc and clang in $(($(date +%s) - t0)) s"
 
@@ -74,8 +76,8 @@ trap cleanup EXIT
 
 fail=0
 # The echo server on a free port, then 1,000 client connections checking
-# every byte for 2 s (each build against the other's).
-for pair in "echo_server echo_client_clang" "echo_server_clang echo_client"; do
+# every byte for 2 s (the gcc build against the clang one's).
+for pair in "echo_server echo_client_clang"; do
     set -- $pair
     wine "$OUT/$1.exe" 127.0.0.1:0 >"$OUT/$1.out" 2>&1 &
     server=$!
