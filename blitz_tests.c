@@ -73,6 +73,7 @@ static int test_fault(int site);
 #include "tests/test_io_nomem.c"
 #include "tests/test_io_recv_buf.c"
 #endif
+#include "tests/test_sock.c"
 #include "tests/test_pool.c"
 #if !defined(_WIN32)
 #include "tests/test_connect_host.c"
@@ -142,8 +143,11 @@ static int run_forked(const test_entry *t, double mult) {
     memset(&si, 0, sizeof si);
     si.cb = sizeof si;
     PROCESS_INFORMATION pi;
-    if (!CreateProcessA(exe, cmd, NULL, NULL, TRUE, 0, NULL, NULL, &si, &pi))
+    if (!CreateProcessA(exe, cmd, NULL, NULL, TRUE, 0, NULL, NULL, &si, &pi)) {
+        fprintf(stderr, "# %s: CreateProcess failed (%lu)\n", t->name,
+                (unsigned long)GetLastError());
         return -1;
+    }
     CloseHandle(pi.hThread);
     int rc = 1;
     DWORD ms = (DWORD)((double)t->timeout_ms * mult);
@@ -155,7 +159,7 @@ static int run_forked(const test_entry *t, double mult) {
         DWORD code = 1;
         GetExitCodeProcess(pi.hProcess, &code);
         rc = code == 0 ? 0 : 1;
-        if (code > 1)
+        if (code != 0)
             fprintf(stderr, "# %s: exit code 0x%lx\n", t->name, (unsigned long)code);
     }
     CloseHandle(pi.hProcess);

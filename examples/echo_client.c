@@ -1,6 +1,7 @@
 /* An echo client and load generator: C connections, each a task doing
- * ping-pong with M-byte messages for D seconds; prints requests/s and
- * latency percentiles.
+ * ping-pong with M-byte messages for D seconds, every byte of every
+ * answer checked; prints requests/s and latency percentiles, and fails
+ * when a connection failed or an answer differed.
  *
  *   ./echo_client [ADDR] [CONNS] [MSG_BYTES] [SECONDS]
  *   (defaults 127.0.0.1:7777 50 64 3; run ./echo_server first) */
@@ -16,6 +17,7 @@
 static uint32_t *g_lat;
 static size_t g_nlat;
 static uint64_t g_end_ns;
+static long g_errors;
 
 typedef struct {
     BLITZ_CORO;
@@ -24,7 +26,7 @@ typedef struct {
     blitz_socket *sock;
     size_t msg, got;
     uint64_t t0;
-    long errors;
+    unsigned id, n;
     char out[4096], in[4096];
 } client;
 
@@ -34,23 +36,26 @@ static blitz_poll client_poll(blitz_cx *cx, void *p) {
     BLITZ_AWAIT(c, blitz_tcp_connect_timeout(cx, &c->io, &c->addr, 5 * BLITZ_SEC));
     if (c->io.result < 0) {
         fprintf(stderr, "connect: %s\n", blitz_strerror((int)c->io.result));
+        g_errors++;
         return BLITZ_READY;
     }
     c->sock = c->io.socket;
     blitz_tcp_set_nodelay(c->sock, 1);
-    memset(c->out, 'x', c->msg);
-    while (blitz_cx_now(cx) < g_end_ns) {
+    for (c->n = 0; blitz_cx_now(cx) < g_end_ns; c->n++) {
+        for (size_t i = 0; i < c->msg; i++) /* differs per connection and request */
+            c->out[i] = (char)(c->id * 131u + c->n * 31u + i);
         c->t0 = blitz_cx_now(cx);
         BLITZ_AWAIT(c, blitz_sock_send_all(cx, &c->io, c->sock, c->out, c->msg));
         if (c->io.result < 0)
             break;
         for (c->got = 0; c->got < c->msg; c->got += (size_t)c->io.result) {
-            BLITZ_AWAIT(c, blitz_sock_recv(cx, &c->io, c->sock, c->in, c->msg - c->got));
+            BLITZ_AWAIT(c, blitz_sock_recv(cx, &c->io, c->sock, c->in + c->got, c->msg - c->got));
             if (c->io.result <= 0)
                 break;
         }
-        if (c->got < c->msg) {
-            c->errors++;
+        if (c->got < c->msg || memcmp(c->in, c->out, c->msg) != 0) {
+            fprintf(stderr, "echo_client: a short or wrong answer\n");
+            g_errors++;
             break;
         }
         /* Tasks of this current-thread runtime run one at a time. */
@@ -71,8 +76,12 @@ typedef struct {
 static blitz_poll driver_poll(blitz_cx *cx, void *p) {
     driver *d = p;
     BLITZ_BEGIN(d);
-    for (d->i = 0; d->i < d->conns; d->i++)
-        blitz_spawn(blitz_cx_runtime(cx), client_poll, &d->proto, sizeof d->proto, &d->tasks[d->i]);
+    for (d->i = 0; d->i < d->conns; d->i++) {
+        d->proto.id = (unsigned)d->i;
+        if (blitz_spawn(blitz_cx_runtime(cx), client_poll, &d->proto, sizeof d->proto,
+                        &d->tasks[d->i]) != BLITZ_OK)
+            g_errors++;
+    }
     for (d->i = 0; d->i < d->conns; d->i++) {
         if (!d->tasks[d->i])
             continue;
@@ -111,8 +120,9 @@ int main(int argc, char **argv) {
     int rc = blitz_runtime_run(rt, driver_poll, &d, sizeof d);
     double el = (double)(blitz_time_now(rt) - start) / 1e9;
     blitz_runtime_free(rt);
-    if (rc != BLITZ_OK || g_nlat == 0) {
-        fprintf(stderr, "echo_client: no requests completed\n");
+    if (rc != BLITZ_OK || g_nlat == 0 || g_errors) {
+        fprintf(stderr, "echo_client: %ld failed connections, %zu requests completed\n", g_errors,
+                g_nlat);
         return 1;
     }
     qsort(g_lat, g_nlat, sizeof *g_lat, cmp_u32);

@@ -6,6 +6,7 @@
 #include "list_sync.h"
 #include "list_chan.h"
 #include "list_io.h"
+#include "list_sock.h"
 #include "list_pool.h"
 #include "list_stream.h"
 #include "list_metrics.h"
@@ -175,6 +176,7 @@
     BLITZ_SYNC_TEST_LIST(X)                       \
     BLITZ_CHAN_TEST_LIST(X)                       \
     BLITZ_IO_TEST_LIST(X)                         \
+    BLITZ_SOCK_TEST_LIST(X)                       \
     BLITZ_POOL_TEST_LIST(X)                       \
     BLITZ_STREAM_TEST_LIST(X)                     \
     BLITZ_METRICS_TEST_LIST(X)                    \

@@ -62,7 +62,6 @@ static inline blitz_runtime *tu_rt_paused(tu_flavor f, int paused) {
     return tu_rt_config(&cfg);
 }
 
-#if !defined(_WIN32) /* no sockets there yet */
 /* A runtime from `cfg` on cfg->backend, or NULL where the kernel refuses
  * io_uring: the test then returns 0 and reports itself skipped. */
 static inline blitz_runtime *tu_io_rt_config(const blitz_config *cfg) {
@@ -101,6 +100,7 @@ static inline blitz_socket *tu_listen_any(blitz_runtime *rt, blitz_addr *bound) 
     return l;
 }
 
+#if !defined(_WIN32) /* plain POSIX sockets */
 /* A plain kernel TCP listener (socket type flags `flags`) on an ephemeral
  * loopback port, for a peer the runtime does not drive; *sa gets its
  * address. */

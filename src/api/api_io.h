@@ -140,14 +140,13 @@ typedef struct blitz_io {
 #define BLITZ_SOCK_NO_REUSEADDR 8u
 
 /* Cancels a pending op: afterwards it holds no reference on the task and
- * the task is not woken for it. With io_uring an op already in the kernel
- * is cancelled asynchronously: its buffer stays the kernel's until the
- * cancellation completes, so reuse the buffer only after
+ * the task is not woken for it. With io_uring and IOCP an op already in
+ * the kernel is cancelled asynchronously: its buffer stays the kernel's
+ * until the cancellation completes, so reuse the buffer only after
  * blitz_io_settle is READY (polling the same op again also waits for it).
  * Safe to call on an idle or finished op, and with op or cx NULL. A
  * blitz_cancel_fn (op is the blitz_io): pass it to blitz_timeout_op and
  * blitz_op_make, call it from spawn cancel hooks. */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API void blitz_io_cancel(blitz_cx *cx, void *op);
 /* READY once the kernel holds nothing of the op (always READY except
  * after a cancel of an io_uring op whose completion has not arrived).
@@ -274,14 +273,13 @@ BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
  * closed once no op uses it any more (the kernel's, or a task's in the
  * middle of its system call), whether or not the ops' tasks ever run
  * again. A listener made by blitz_tcp_listen or blitz_unix_listen refuses
- * new connections from the return on every backend; an adopted one on
- * io_uring may still take (and reset) some until its accept's cancel
- * completes. Any thread may close while tasks' ops are in progress. The
- * handle may be freed by the call: using it after (a new op, a second
- * close) is a use after free, as with free(3). So a connection whose task
- * loops over ops is closed by that task. To end it from elsewhere, cancel
- * the task (its pending op is withdrawn; close the socket when the task
- * ends, e.g. in its drop function), race its ops against a
+ * new connections from the return on every backend but IOCP (Windows:
+ * once its accept's withdrawal is reaped); an adopted one on io_uring may
+ * still take (and reset) some until its accept's cancel completes. Any thread may close while
+ * tasks' ops are in progress. The handle may be freed by the call: using it after (a new op, a
+ * second close) is a use after free, as with free(3). So a connection whose task loops over ops is
+ * closed by that task. To end it from elsewhere, cancel the task (its pending op is withdrawn;
+ * close the socket when the task ends, e.g. in its drop function), race its ops against a
  * cancellation token, or call blitz_sock_shutdown(s, 2) while the handle
  * is known to be open (e.g. under the lock of a table the task leaves
  * before it closes): the task's receive sees end of stream, its sends
@@ -294,8 +292,10 @@ BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how);
  * while a socket just closed still holds it); another process may find
  * it taken for a moment. */
 BLITZ_API int blitz_sock_close(blitz_socket *s);
+#if !defined(_WIN32) /* a SOCKET does not fit an int */
 /* The descriptor (for options blitz does not wrap), or -1. */
 BLITZ_API int blitz_sock_fd(const blitz_socket *s);
+#endif
 BLITZ_API int blitz_sock_local_addr(const blitz_socket *s, blitz_addr *out);
 BLITZ_API int blitz_sock_peer_addr(const blitz_socket *s, blitz_addr *out);
 
@@ -339,6 +339,7 @@ BLITZ_API int blitz_udp_leave_multicast(blitz_socket *s, const char *group, cons
 BLITZ_API int blitz_udp_set_multicast_loop(blitz_socket *s, int on);
 BLITZ_API int blitz_udp_set_broadcast(blitz_socket *s, int on);
 
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 /* Unix sockets: stream listener (accept with blitz_sock_accept) and
  * connect (the op form, like TCP), datagram sockets (bound to addr, or
  * unbound with addr NULL). A path listener unlinks a stale socket file

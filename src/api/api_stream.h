@@ -418,6 +418,4 @@ typedef struct blitz_serve_opts {
  * BLITZ_ECLOSED (the grace period is over), BLITZ_ENOMEM, BLITZ_ESHUTDOWN;
  * on an error the listener is still the caller's. Several listeners may
  * be served under one shutdown. */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_serve(blitz_shutdown *sd, const blitz_serve_opts *opts);
-#endif

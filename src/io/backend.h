@@ -1,7 +1,7 @@
 /* The interface between the I/O driver's core and its backends.
  *
  * A backend is one of two styles, fixed by `completion`:
- *   completion (uring.c; IOCP next): submit may try the system call once
+ *   completion (uring.c, iocp.c): submit may try the system call once
  *     (a send into a socket with room), else hands the op to the kernel,
  *     which performs it: the op is INFLIGHT and the kernel owns its
  *     buffers until its completion is reaped (blitz__io_complete), even

@@ -30,7 +30,7 @@
  * finished. */
 #include "io.h"
 
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_SOCKETS
 
 /* The owner's view of an op's state. A completion publishes the final
  * state while it still holds the op's lock (blitz__op_lock below), so an
@@ -84,6 +84,8 @@ static void blitz__recv_note(blitz_socket *s, int64_t r, size_t len) {
 }
 
 /* ---- an op's own system call (readiness, and the tries before a submission) ---- */
+
+#if BLITZ__HAS_IO /* Windows: the completion port performs every op (iocp_sock.c) */
 
 static int64_t blitz__last_error(void) {
     return blitz__from_errno(errno);
@@ -194,6 +196,12 @@ BLITZ_PRIVATE int64_t blitz__op_attempt(blitz_io *op) {
     return (int64_t)r;
 }
 
+#else
+static uint32_t blitz__op_from_len(const blitz_io *op) {
+    return op->blitz__kind == BLITZ__OP_RECV_FROM ? (uint32_t)op->blitz__scratch[0] : 0;
+}
+#endif /* BLITZ__HAS_IO */
+
 static blitz_timer *blitz__connect_timer(blitz_io *op) {
     _Static_assert(offsetof(blitz_addr, u) + BLITZ__CONNECT_ADDR_MAX <= BLITZ__CONNECT_TIMER_AT,
                    "the timer comes after the address");
@@ -236,6 +244,7 @@ static int blitz__op_result_ex(blitz_io *op, int64_t r, int live) {
         break;
     case BLITZ__OP_ACCEPT:
         /* A completion's descriptor is a socket already. */
+#if BLITZ__HAS_IO
         if (r >= 0 && !op->socket) {
             /* The listener's driver and family were noted at the start. */
             blitz_socket *ns = NULL;
@@ -244,6 +253,7 @@ static int blitz__op_result_ex(blitz_io *op, int64_t r, int live) {
             op->socket = ns;
             r = rc;
         }
+#endif
         break;
     case BLITZ__OP_CONNECT:
         if (r == 0) {
@@ -329,8 +339,14 @@ BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, 
      * never runs again. (Before the listener's lock: the socket list's
      * lock comes first.) */
     blitz_socket *accepted = NULL;
+#if BLITZ__WIN32
+    /* The backend handed the accepted socket on in the op. */
+    blitz__sock_t got = (blitz__sock_t)op->blitz__scratch[2];
+#else
+    blitz__sock_t got = res;
+#endif
     if (op->blitz__kind == BLITZ__OP_ACCEPT && res >= 0)
-        res = blitz__sock_wrap((blitz__io *)(uintptr_t)op->blitz__scratch[0], res,
+        res = blitz__sock_wrap((blitz__io *)(uintptr_t)op->blitz__scratch[0], got,
                                (int)op->blitz__scratch[1], SOCK_STREAM, &accepted);
     blitz__mutex_lock(&s->lock);
     blitz__op_unlink(s, op);
@@ -507,11 +523,17 @@ static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket 
         if (BLITZ__OP_IS_FD(op->blitz__kind) && op->blitz__kind != BLITZ__OP_FD_POLL &&
             op->blitz__res >= 0)
             return blitz__op_go_on(cx, op);
+#if BLITZ__HAS_IO
         if (op->blitz__kind == BLITZ__OP_RECV_FROM && op->blitz__addr && op->blitz__res >= 0 &&
             (op->blitz__flags & BLITZ__OPF_URING))
             blitz__addr_set_from(op->blitz__addr,
                                  ((struct msghdr *)(void *)op->blitz__scratch)->msg_namelen,
                                  op->blitz__sock ? op->blitz__sock->family : 0);
+#else
+        if (op->blitz__kind == BLITZ__OP_RECV_FROM && op->blitz__addr && op->blitz__res >= 0)
+            blitz__addr_set_from(op->blitz__addr, blitz__op_from_len(op),
+                                 op->blitz__sock ? op->blitz__sock->family : 0);
+#endif
         if (blitz__op_result_ex(op, op->blitz__res, 0))
             return BLITZ_READY;
         return blitz__op_go_on(cx, op); /* send_all: the rest */
@@ -852,9 +874,10 @@ static blitz_poll blitz__connect(blitz_cx *cx, blitz_io *op, const blitz_addr *a
     }
     blitz_runtime *rt = cx->ctx->rt;
     blitz__io *io = rt->io;
-    int fd = blitz__socket_open(addr->u.family, SOCK_STREAM, 1);
-    if (fd < 0) {
-        op->result = fd;
+    blitz__sock_t fd;
+    int orc = blitz__sock_open(addr->u.family, SOCK_STREAM, &fd);
+    if (orc != BLITZ_OK) {
+        op->result = orc;
         return BLITZ_READY;
     }
     blitz_socket *s = NULL;
@@ -974,11 +997,13 @@ BLITZ_API int blitz_sock_close(blitz_socket *s) {
 
 /* ---- waiting in the backend -------------------------------------------------------------- */
 
+#if BLITZ__HAS_IO
 BLITZ_PRIVATE void blitz__io_drain_fd(int fd) {
     uint64_t v;
     while (read(fd, &v, sizeof v) < 0 && errno == EINTR) {
     }
 }
+#endif
 
 /* Reaps without blocking (start of a tick). */
 BLITZ_PRIVATE void blitz__io_poll(blitz_runtime *rt) {
@@ -1075,6 +1100,7 @@ BLITZ_PRIVATE void blitz__io_flush(blitz_runtime *rt) {
         io->be->flush(io);
 }
 
+#if BLITZ__HAS_IO
 /* A thread that is not a worker sleeps until `word` moves from `seq` or
  * timeout_ns: in the file ring when file ops are in flight there (their
  * completions then wake it directly). 0: it did not wait, the caller
@@ -1109,6 +1135,31 @@ BLITZ_PRIVATE void blitz__io_poke_files(blitz_runtime *rt) {
     if (rt->io)
         blitz__uring_poke_files(rt->io);
 }
+#else
+/* No file ring on Windows: a block_on thread sleeps its own way. */
+BLITZ_PRIVATE int blitz__io_wait_files(blitz_runtime *rt, const blitz__atomic_u32 *word,
+                                       uint32_t seq, uint64_t timeout_ns) {
+    (void)rt;
+    (void)word;
+    (void)seq;
+    (void)timeout_ns;
+    return 0;
+}
+BLITZ_PRIVATE int blitz__io_files_pending(blitz_runtime *rt) {
+    (void)rt;
+    return 0;
+}
+BLITZ_PRIVATE int blitz__io_files_mine(blitz_runtime *rt) {
+    (void)rt;
+    return 0;
+}
+BLITZ_PRIVATE void blitz__io_files_unmute(blitz_runtime *rt) {
+    (void)rt;
+}
+BLITZ_PRIVATE void blitz__io_poke_files(blitz_runtime *rt) {
+    (void)rt;
+}
+#endif /* BLITZ__HAS_IO */
 
 /* Parks the calling thread in the backend until an event, an unpark of
  * `p`, or timeout_ns (0: no timeout). `woke(arg)` runs after the wait and
@@ -1124,6 +1175,9 @@ BLITZ_PRIVATE void blitz__io_park(blitz_runtime *rt, blitz__parker *p, uint64_t 
 
 /* The backends, in the order tried without a preference. */
 static const blitz__io_backend *blitz__io_backend_of(int i) {
+#if BLITZ__WIN32
+    return i == 0 ? blitz__backend_iocp() : NULL;
+#else
     switch (i) {
     case 0:
         return blitz__backend_ring();
@@ -1136,6 +1190,7 @@ static const blitz__io_backend *blitz__io_backend_of(int i) {
     default:
         return NULL;
     }
+#endif
 }
 
 BLITZ_API const char *blitz_backend_name(blitz_backend b) {
@@ -1163,6 +1218,16 @@ static int blitz__io_try(blitz__io *io, const blitz__io_backend *be) {
     return rc;
 }
 
+/* Whether `e` spells `name`, in any case. */
+static int blitz__name_is(const char *e, const char *name) {
+    for (; *e && *name; e++, name++) {
+        char a = *e >= 'A' && *e <= 'Z' ? (char)(*e - 'A' + 'a') : *e;
+        if (a != *name)
+            return 0;
+    }
+    return !*e && !*name;
+}
+
 /* The backend the BLITZ_BACKEND environment variable names, or NULL. */
 static const blitz__io_backend *blitz__backend_from_env(void) {
     const char *e = getenv("BLITZ_BACKEND");
@@ -1170,7 +1235,7 @@ static const blitz__io_backend *blitz__backend_from_env(void) {
         return NULL;
     for (int i = 0; blitz__io_backend_of(i); i++) {
         const blitz__io_backend *be = blitz__io_backend_of(i);
-        if (!strcasecmp(e, be->name) || (be->alias && !strcasecmp(e, be->alias)))
+        if (blitz__name_is(e, be->name) || (be->alias && blitz__name_is(e, be->alias)))
             return be;
     }
     return NULL;
@@ -1184,8 +1249,10 @@ BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
         return BLITZ_EINVAL;
     if (forced == BLITZ_BACKEND_NONE)
         return BLITZ_OK;
+#if !BLITZ__WIN32
     if (forced == BLITZ_BACKEND_IOCP)
         return BLITZ_ENOSYS; /* Windows only (iocp.c) */
+#endif
     blitz__io *io = (blitz__io *)blitz__calloc(sizeof *io);
     if (!io)
         return BLITZ_ENOMEM;
@@ -1197,7 +1264,8 @@ BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
     blitz__mutex_init(&io->socks_lock);
     blitz__mutex_init(&io->poll_lock);
     blitz__mutex_init(&io->bpool_lock);
-    int rc = BLITZ_EINVAL;
+    /* A backend this system does not have: ENOSYS. */
+    int rc = BLITZ_ENOSYS;
     if (forced != BLITZ_BACKEND_AUTO) {
         for (int i = 0; blitz__io_backend_of(i); i++)
             if (blitz__io_backend_of(i)->kind == forced)
@@ -1206,19 +1274,21 @@ BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
         const blitz__io_backend *env = blitz__backend_from_env();
         if (env)
             rc = blitz__io_try(io, env);
-        /* With two workers or more, sockets go to epoll and files to a
-         * ring: the kernel finishes a ring's socket op in task work of the
-         * thread that submitted it, so a worker preempted by another
-         * process holds every completion of its sockets until it runs
-         * again, while with epoll any awake worker takes the events
-         * (measured with the anchors' echo client, 2 workers: p99 2.41 ms
-         * on the rings against 0.92 ms on epoll). A file op mostly
-         * completes at its submission or on the kernel's own threads. */
+            /* With two workers or more, sockets go to epoll and files to a
+             * ring: the kernel finishes a ring's socket op in task work of the
+             * thread that submitted it, so a worker preempted by another
+             * process holds every completion of its sockets until it runs
+             * again, while with epoll any awake worker takes the events
+             * (measured with the anchors' echo client, 2 workers: p99 2.41 ms
+             * on the rings against 0.92 ms on epoll). A file op mostly
+             * completes at its submission or on the kernel's own threads. */
+#if BLITZ__HAS_IO
         if (rc != BLITZ_OK && rt->workers && rt->num_workers > 1) {
             io->files_wanted = 1;
             rc = blitz__io_try(io, blitz__backend_edge());
             io->files_wanted = 0;
         }
+#endif
         for (int i = 0; rc != BLITZ_OK && blitz__io_backend_of(i); i++)
             rc = blitz__io_try(io, blitz__io_backend_of(i));
     }
@@ -1238,7 +1308,12 @@ BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
 /* The descriptor that wakes worker `index` (UINT32_MAX: the current-thread
  * driver) when it is parked in the backend. */
 BLITZ_PRIVATE blitz__wake_t blitz__io_wake_fd(const blitz__io *io, uint32_t index) {
+#if BLITZ__WIN32
+    (void)index;
+    return io->port; /* one thread at a time waits on it */
+#else
     return io->be->wake_fd ? io->be->wake_fd(io, index) : io->wake_fd;
+#endif
 }
 
 /* Wakers taken from ops while the sockets' locks are held, dropped after:
@@ -1328,8 +1403,10 @@ BLITZ_PRIVATE void blitz__io_shutdown(blitz_runtime *rt) {
         blitz__free(dropped.items);
     if (io->be->drain)
         io->be->drain(io);
+#if BLITZ__HAS_IO
     if (io->files_ring)
         blitz__uring_drain(io);
+#endif
 }
 
 /* Frees the driver and every socket still open. */
@@ -1343,7 +1420,7 @@ BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
     while (s) {
         blitz_socket *next = s->all_next;
         if (!s->fd_closed)
-            close(s->fd);
+            blitz__sock_close_raw(s->fd);
         blitz__sock_free_mem(s);
         s = next;
     }
@@ -1358,4 +1435,4 @@ BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
     rt->io = NULL;
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_SOCKETS */

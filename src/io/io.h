@@ -77,7 +77,7 @@ typedef struct blitz__rbuf {
 } blitz__rbuf;
 
 struct blitz_socket {
-    int fd;
+    blitz__sock_t fd;
     int family;
     int type;
     int closed;    /* under lock */
@@ -268,7 +268,7 @@ typedef struct blitz__iocp_op {
 #define BLITZ__IOCP_ADDR_SLOT ((DWORD)sizeof(struct sockaddr_storage) + 16u)
 #endif
 
-#if BLITZ__HAS_IO
+#if BLITZ__HAS_SOCKETS
 /* Backends (each in its own file, stubs when compiled out). */
 BLITZ_PRIVATE int blitz__parse_index(const char *s, uint32_t *out);
 BLITZ_PRIVATE int blitz__addr_valid(const blitz_addr *a);
@@ -287,31 +287,21 @@ BLITZ_PRIVATE void blitz__io_free_deferred(blitz__io *io);
 BLITZ_PRIVATE void blitz__sock_unref_mem(blitz_socket *s);
 BLITZ_PRIVATE void blitz__sock_fd_to_mem(blitz_socket *s);
 BLITZ_PRIVATE int blitz__sock_mem_to_fd(blitz_socket *s);
-BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type, blitz_socket **out);
+BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, blitz__sock_t fd, int family, int type,
+                                   blitz_socket **out);
 BLITZ_PRIVATE int blitz__op_result(blitz_io *op, int64_t r);
-/* One non-blocking attempt of the op's system call: bytes, a new
- * descriptor (accept), 0 (connect), or -errno. */
-BLITZ_PRIVATE int64_t blitz__op_attempt(blitz_io *op);
-BLITZ_PRIVATE struct iovec *blitz__op_iov(const blitz_io *op, struct iovec *one, size_t *n);
 BLITZ_PRIVATE int blitz__fifo_grow(void **buf, uint32_t *head, uint32_t count, uint32_t *cap,
                                    size_t elem, uint32_t first);
-BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr);
 BLITZ_PRIVATE void blitz__io_complete(blitz__io *io, blitz_io *op, int32_t res, uint32_t flags);
-BLITZ_PRIVATE void blitz__io_drain_fd(int fd);
-/* Multishot receive (io_recv_ms.c). */
-BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *single_shot);
-BLITZ_PRIVATE void blitz__recv_ms_close(blitz_socket *s);
-BLITZ_PRIVATE void blitz__recv_ms_release(blitz_socket *s);
-BLITZ_PRIVATE int blitz__recv_ms_wants(const blitz_socket *s, uint32_t kind, uint32_t dir);
-BLITZ_PRIVATE int blitz__recv_ms_direct(blitz_socket *s);
+/* A socket of the platform's (sock_table.c; POSIX: non-blocking). */
+BLITZ_PRIVATE int blitz__sock_open(int family, int type, blitz__sock_t *out);
+/* blitz_buf.blitz__kind: whose buffer the view holds. */
+#define BLITZ__BUF_RING 1u /* a provided buffer of io_uring ring blitz__owner */
+#define BLITZ__BUF_HEAP 2u /* a buffer of driver blitz__owner's pool */
 /* Lent receive buffers (recv_buf.c). */
 BLITZ_PRIVATE int64_t blitz__recv_buf_attempt(blitz_io *op);
 BLITZ_PRIVATE int blitz__recv_buf_salvage(blitz_socket *s, blitz_io *op, int64_t *r);
 BLITZ_PRIVATE void blitz__recv_buf_pool_free(blitz__io *io);
-BLITZ_PRIVATE void blitz__recv_ms_give_back(void *ring, uint32_t bid);
-/* blitz_buf.blitz__kind: whose buffer the view holds. */
-#define BLITZ__BUF_RING 1u /* a provided buffer of io_uring ring blitz__owner */
-#define BLITZ__BUF_HEAP 2u /* a buffer of driver blitz__owner's pool */
 /* Data of receives cancelled too late (io_salvage.c). */
 BLITZ_PRIVATE int blitz__salvage_kind(uint32_t kind);
 BLITZ_PRIVATE int blitz__salvage_worth(const blitz_socket *s, int64_t res);
@@ -320,6 +310,33 @@ BLITZ_PRIVATE void blitz__salvage_keep(blitz_socket *s, const blitz_io *op, size
 BLITZ_PRIVATE int blitz__salvage_take(blitz_socket *s, blitz_io *op, int64_t *r);
 BLITZ_PRIVATE int blitz__salvage_waiting(const blitz_socket *s);
 BLITZ_PRIVATE void blitz__salvage_release(blitz_socket *s);
+#endif /* BLITZ__HAS_SOCKETS */
+
+#if BLITZ__WIN32
+/* The completion port backend (iocp.c) and its socket ops (iocp_sock.c). */
+BLITZ_PRIVATE const blitz__io_backend *blitz__backend_iocp(void);
+BLITZ_PRIVATE int blitz__iocp_open(int family, int type, SOCKET *out);
+BLITZ_PRIVATE int blitz__iocp_attach(blitz__io *io, SOCKET s);
+BLITZ_PRIVATE int blitz__iocp_socket(blitz__io *io, int family, int type, SOCKET *out);
+BLITZ_PRIVATE uint32_t blitz__iocp_reap(blitz__io *io, uint64_t timeout_ns);
+BLITZ_PRIVATE blitz_poll blitz__iocp_submit(blitz_cx *cx, blitz_io *op);
+BLITZ_PRIVATE void blitz__iocp_op_cancel(blitz__io *io, blitz_io *op);
+#endif
+
+#if BLITZ__HAS_IO
+/* One non-blocking attempt of the op's system call: bytes, a new
+ * descriptor (accept), 0 (connect), or -errno. */
+BLITZ_PRIVATE int64_t blitz__op_attempt(blitz_io *op);
+BLITZ_PRIVATE struct iovec *blitz__op_iov(const blitz_io *op, struct iovec *one, size_t *n);
+BLITZ_PRIVATE void blitz__io_ready(blitz_socket *s, int rd, int wr);
+BLITZ_PRIVATE void blitz__io_drain_fd(int fd);
+/* Multishot receive (io_recv_ms.c). */
+BLITZ_PRIVATE blitz_poll blitz__recv_ms_start(blitz_cx *cx, blitz_io *op, int *single_shot);
+BLITZ_PRIVATE void blitz__recv_ms_close(blitz_socket *s);
+BLITZ_PRIVATE void blitz__recv_ms_release(blitz_socket *s);
+BLITZ_PRIVATE int blitz__recv_ms_wants(const blitz_socket *s, uint32_t kind, uint32_t dir);
+BLITZ_PRIVATE int blitz__recv_ms_direct(blitz_socket *s);
+BLITZ_PRIVATE void blitz__recv_ms_give_back(void *ring, uint32_t bid);
 /* The common poll of every op kind (io_driver.c), and the system call of
  * the descriptor kinds (io_fd.c). */
 BLITZ_PRIVATE blitz_poll blitz__io_op_poll(blitz_cx *cx, blitz_io *op, blitz_socket *s,

@@ -1,87 +1,27 @@
 /* The I/O driver on Windows: one I/O completion port per runtime
  * (BLITZ_BACKEND_IOCP), the only object a thread with nothing to run
- * waits on. It waits in GetQueuedCompletionStatusEx, a batch at a time,
- * with the next timer's deadline as its limit; an unpark posts a packet
- * without an overlapped (blitz__port_post: the port is the parkers'
- * wake-up object), which the driver takes for a wake-up. As on the other
- * systems one thread at a time waits in the driver (io->lock): the
- * current-thread driver or the multi-thread runtime's sleeper; the other
- * workers park on their parkers.
+ * waits on: the completion backend of driver.c (backend.h), whose
+ * socket ops are iocp_sock.c's. It waits in GetQueuedCompletionStatusEx,
+ * a batch at a time, with the next timer's deadline as its limit; an
+ * unpark posts a packet without an overlapped (blitz__port_post: the port
+ * is the parkers' wake-up object), which the driver takes for a wake-up.
+ * As on the other systems one thread at a time waits in the driver
+ * (io->lock): the current-thread driver or the multi-thread runtime's
+ * sleeper; the other workers park on their parkers.
  *
  * A park: the parker goes UNPARKED -> PARKED_DRIVER before the wait, so
  * an unpark from then on posts and the wait ends; one before it left
  * NOTIFIED and the wait is skipped. A post that arrives after its wait
  * ended (on the limit) stays queued and ends the next park early: a
- * spurious wake-up, which every caller allows.
+ * spurious wake-up, which every caller allows. A busy thread's look
+ * (poll) that takes a wake-up posts it again, since it may be a parked
+ * driver's.
  *
- * A packet with an overlapped is a socket op's completion (iocp_sock.c):
- * the reaping thread settles it (blitz__iocp_op.done). The sockets API
- * is POSIX code, left out here (BLITZ__HAS_IO 0), so no public socket
- * exists yet and these entry points answer as driver.c does for a
- * runtime without sockets. */
+ * A packet with an overlapped is an op's completion: the reaping thread
+ * settles it (blitz__iocp_op.done). */
 #include "io.h"
 
 #if BLITZ__WIN32
-
-BLITZ_PRIVATE void blitz__io_poll(blitz_runtime *rt) {
-    (void)rt;
-}
-BLITZ_PRIVATE void blitz__io_after_drive(blitz_runtime *rt) {
-    (void)rt;
-}
-BLITZ_PRIVATE void blitz__io_between_ticks(blitz_runtime *rt, uint64_t *polls_since) {
-    (void)rt;
-    (void)polls_since;
-}
-BLITZ_PRIVATE uint32_t blitz__io_spin_rounds(blitz_runtime *rt) {
-    return rt->spin_before_park;
-}
-BLITZ_PRIVATE int blitz__io_serving(blitz_runtime *rt) {
-    (void)rt;
-    return 0;
-}
-BLITZ_PRIVATE int blitz__io_ready_cheap(blitz_runtime *rt) {
-    (void)rt;
-    return 0;
-}
-/* Only the sleeper waits on the port: it is the one with a deadline. */
-BLITZ_PRIVATE int blitz__io_parks_workers(blitz_runtime *rt) {
-    (void)rt;
-    return 0;
-}
-BLITZ_PRIVATE void blitz__io_worker_start(blitz_runtime *rt, uint32_t index) {
-    (void)rt;
-    (void)index;
-}
-BLITZ_PRIVATE void blitz__io_driver_start(blitz_runtime *rt) {
-    (void)rt;
-}
-BLITZ_PRIVATE void blitz__io_flush(blitz_runtime *rt) {
-    (void)rt;
-}
-/* No file ring here: block_on sleeps its own way. */
-BLITZ_PRIVATE int blitz__io_wait_files(blitz_runtime *rt, const blitz__atomic_u32 *word,
-                                       uint32_t seq, uint64_t timeout_ns) {
-    (void)rt;
-    (void)word;
-    (void)seq;
-    (void)timeout_ns;
-    return 0;
-}
-BLITZ_PRIVATE int blitz__io_files_pending(blitz_runtime *rt) {
-    (void)rt;
-    return 0;
-}
-BLITZ_PRIVATE int blitz__io_files_mine(blitz_runtime *rt) {
-    (void)rt;
-    return 0;
-}
-BLITZ_PRIVATE void blitz__io_files_unmute(blitz_runtime *rt) {
-    (void)rt;
-}
-BLITZ_PRIVATE void blitz__io_poke_files(blitz_runtime *rt) {
-    (void)rt;
-}
 
 /* The result of an op's packet: bytes, or the code of its failure, which
  * WSAGetOverlappedResult translates from the kernel's NTSTATUS. */
@@ -124,18 +64,17 @@ BLITZ_PRIVATE uint32_t blitz__iocp_reap(blitz__io *io, uint64_t timeout_ns) {
 }
 
 /* Parks the calling thread on the port until a packet, an unpark of `p`
- * or timeout_ns (0: none). `woke(arg)` runs after the wait and before
- * the ops are settled (a worker leaves the parked set there, so the
- * tasks they wake go to other workers). */
-BLITZ_PRIVATE void blitz__io_park(blitz_runtime *rt, blitz__parker *p, uint64_t timeout_ns,
-                                  void (*woke)(void *), void *arg) {
-    blitz__io *io = rt->io;
+ * or timeout_ns (BLITZ__IO_FOREVER: none). `woke(arg)` runs after the
+ * wait and before the ops are settled (a worker leaves the parked set
+ * there, so the tasks they wake go to other workers). */
+static void blitz__iocp_park(blitz__io *io, blitz__parker *p, uint64_t timeout_ns,
+                             void (*woke)(void *), void *arg) {
     OVERLAPPED_ENTRY got[BLITZ__IOCP_BATCH];
     ULONG n = 0;
     blitz__mutex_lock(&io->lock);
     uint32_t expected = BLITZ__UNPARKED;
     if (blitz__u32_cas(&p->state, &expected, BLITZ__PARKED_DRIVER, BLITZ__ACQ_REL))
-        n = blitz__iocp_wait(io, got, timeout_ns ? timeout_ns : UINT64_MAX);
+        n = blitz__iocp_wait(io, got, timeout_ns);
     /* Acquire: pairs with the unparker's release swap to NOTIFIED. */
     blitz__u32_swap(&p->state, BLITZ__UNPARKED, BLITZ__ACQUIRE);
     if (woke)
@@ -144,71 +83,67 @@ BLITZ_PRIVATE void blitz__io_park(blitz_runtime *rt, blitz__parker *p, uint64_t 
     blitz__mutex_unlock(&io->lock);
 }
 
-BLITZ_API const char *blitz_backend_name(blitz_backend b) {
-    switch (b) {
-    case BLITZ_BACKEND_AUTO:
-        return "auto";
-    case BLITZ_BACKEND_IOCP:
-        return "iocp";
-    default:
-        return "none";
-    }
-}
-BLITZ_API blitz_backend blitz_runtime_backend(const blitz_runtime *rt) {
-    return rt && rt->io ? BLITZ_BACKEND_IOCP : BLITZ_BACKEND_NONE;
+/* A busy thread's look: completions are settled; a wake-up it took may
+ * be a parked driver's, so it goes back on the port. */
+static void blitz__iocp_poll(blitz__io *io) {
+    OVERLAPPED_ENTRY got[BLITZ__IOCP_BATCH];
+    ULONG n = blitz__iocp_wait(io, got, 0);
+    for (ULONG i = 0; i < n; i++)
+        if (!got[i].lpOverlapped)
+            blitz__port_post(io->port);
+    blitz__iocp_settle(got, n);
 }
 
-/* AUTO and IOCP give a runtime with a port (AUTO: without one if the
- * system refuses it); NONE one without I/O; the other systems' backends
- * are not here (BLITZ_ENOSYS, as a compiled-out one elsewhere). */
-BLITZ_PRIVATE int blitz__io_create(blitz_runtime *rt, blitz_backend forced) {
-    if (forced > BLITZ_BACKEND_IOCP)
-        return BLITZ_EINVAL;
-    if (forced == BLITZ_BACKEND_NONE)
-        return BLITZ_OK;
-    if (forced != BLITZ_BACKEND_AUTO && forced != BLITZ_BACKEND_IOCP)
-        return BLITZ_ENOSYS;
-    blitz__io *io = (blitz__io *)blitz__calloc(sizeof *io);
-    if (!io)
-        return forced == BLITZ_BACKEND_AUTO ? BLITZ_OK : BLITZ_ENOMEM;
-    /* No concurrency limit: a thread that waited on the port counts as one
-     * of its running threads until it waits on it again, so any limit
-     * could hold back the next sleeper's wake-up while earlier sleepers
-     * run tasks. */
+/* Shutdown: the kernel lets go of every op (their cancels are asked). */
+static void blitz__iocp_drain(blitz__io *io) {
+    blitz__mutex_lock(&io->lock);
+    while (blitz__u64_load(&io->inflight, BLITZ__ACQUIRE))
+        (void)blitz__iocp_reap(io, 10 * BLITZ_MSEC);
+    blitz__mutex_unlock(&io->lock);
+}
+
+/* No concurrency limit: a thread that waited on the port counts as one
+ * of its running threads until it waits on it again, so any limit could
+ * hold back the next sleeper's wake-up while earlier sleepers run tasks. */
+static int blitz__iocp_init(blitz__io *io) {
     HANDLE port = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 0x7fffffff);
-    if (!port) {
-        int rc = blitz__from_win32(GetLastError());
-        blitz__free(io);
-        return forced == BLITZ_BACKEND_AUTO ? BLITZ_OK : rc;
-    }
-    io->rt = rt;
+    if (!port)
+        return blitz__from_win32(GetLastError());
     io->port = port;
-    io->wake_fd = io->wake_rd = io->epfd = io->shared_efd = -1;
-    blitz__mutex_init(&io->lock);
-    blitz__mutex_init(&io->socks_lock);
-    blitz__mutex_init(&io->poll_lock);
-    rt->io = io;
     return BLITZ_OK;
 }
-/* The port wakes every parker: one thread at a time waits on it. */
-BLITZ_PRIVATE blitz__wake_t blitz__io_wake_fd(const blitz__io *io, uint32_t index) {
-    (void)index;
-    return io->port;
-}
-BLITZ_PRIVATE void blitz__io_shutdown(blitz_runtime *rt) {
-    (void)rt;
-}
+
 /* After the workers are gone: nothing waits on the port any more. */
-BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
-    blitz__io *io = rt->io;
-    if (!io)
-        return;
+static void blitz__iocp_destroy(blitz__io *io) {
     CloseHandle((HANDLE)io->port);
-    blitz__mutex_destroy(&io->lock);
-    blitz__mutex_destroy(&io->socks_lock);
-    blitz__mutex_destroy(&io->poll_lock);
-    blitz__free(io);
-    rt->io = NULL;
+    io->port = NULL;
+}
+
+/* Each socket is attached to the port once, as it is wrapped. */
+static int blitz__iocp_sock_add(blitz__io *io, blitz_socket *s) {
+    return blitz__iocp_attach(io, s->fd);
+}
+
+static const blitz__io_backend blitz__iocp_vtable = {
+    .kind = BLITZ_BACKEND_IOCP,
+    .name = "iocp",
+    .alias = NULL,
+    .completion = 1,
+    /* A look is a system call: busy threads look now and then. */
+    .look_interval = 61,
+    .init = blitz__iocp_init,
+    .destroy = blitz__iocp_destroy,
+    .submit = blitz__iocp_submit,
+    .cancel = blitz__iocp_op_cancel,
+    .sock_add = blitz__iocp_sock_add,
+    .poll = blitz__iocp_poll,
+    .park = blitz__iocp_park,
+    .after_drive = blitz__iocp_poll,
+    .drain = blitz__iocp_drain,
+};
+
+BLITZ_PRIVATE const blitz__io_backend *blitz__backend_iocp(void) {
+    return &blitz__iocp_vtable;
 }
 
 #endif /* BLITZ__WIN32 */

@@ -17,13 +17,17 @@
  * kept between calls). Their sockets need blitz__iocp_accept_done or
  * blitz__iocp_connect_done once connected, before shutdown, getpeername
  * and the like work on them. */
+/* The IOCP backend's submit and cancel of the driver's ops (driver.c)
+ * come last: each pending op has a record of its own on the heap (the
+ * overlapped, the accepted socket and its address room), freed after its
+ * packet is settled, since the op's scratch holds a connect's address
+ * and limit. */
 #include "io.h"
 
 #if BLITZ__WIN32
 
-/* An overlapped socket attached to io's port, not inherited by child
- * processes: 0 or a code. */
-BLITZ_PRIVATE int blitz__iocp_socket(blitz__io *io, int family, int type, SOCKET *out) {
+/* An overlapped socket, not inherited by child processes: 0 or a code. */
+BLITZ_PRIVATE int blitz__iocp_open(int family, int type, SOCKET *out) {
     int rc = blitz__winsock_start();
     if (rc)
         return rc;
@@ -31,15 +35,33 @@ BLITZ_PRIVATE int blitz__iocp_socket(blitz__io *io, int family, int type, SOCKET
         WSASocketW(family, type, 0, NULL, 0, WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT);
     if (s == INVALID_SOCKET)
         return blitz__from_win32((DWORD)WSAGetLastError());
-    if (!CreateIoCompletionPort((HANDLE)s, (HANDLE)io->port, 0, 0) ||
-        !SetFileCompletionNotificationModes((HANDLE)s, FILE_SKIP_COMPLETION_PORT_ON_SUCCESS |
-                                                           FILE_SKIP_SET_EVENT_ON_HANDLE)) {
-        rc = blitz__from_win32(GetLastError());
-        closesocket(s);
-        return rc;
-    }
     *out = s;
     return 0;
+}
+
+/* Attaches s to io's port, its successes queueing no packet: 0 or a code.
+ * Non-blocking too: a lent-buffer receive's own recv must not wait (the
+ * overlapped calls are not affected). */
+BLITZ_PRIVATE int blitz__iocp_attach(blitz__io *io, SOCKET s) {
+    u_long on = 1;
+    if (ioctlsocket(s, FIONBIO, &on) != 0)
+        return blitz__from_win32((DWORD)WSAGetLastError());
+    if (!CreateIoCompletionPort((HANDLE)s, (HANDLE)io->port, 0, 0) ||
+        !SetFileCompletionNotificationModes((HANDLE)s, FILE_SKIP_COMPLETION_PORT_ON_SUCCESS |
+                                                           FILE_SKIP_SET_EVENT_ON_HANDLE))
+        return blitz__from_win32(GetLastError());
+    return 0;
+}
+
+/* Both: 0 or a code (the socket closed). */
+BLITZ_PRIVATE int blitz__iocp_socket(blitz__io *io, int family, int type, SOCKET *out) {
+    int rc = blitz__iocp_open(family, type, out);
+    if (rc)
+        return rc;
+    rc = blitz__iocp_attach(io, *out);
+    if (rc)
+        closesocket(*out);
+    return rc;
 }
 
 /* The op's start: pending (1) or done at once (0, *res set). */
@@ -178,6 +200,238 @@ BLITZ_PRIVATE int blitz__iocp_connect_done(SOCKET s) {
  * its packet is queued. */
 BLITZ_PRIVATE void blitz__iocp_cancel(blitz__iocp_op *op) {
     CancelIoEx((HANDLE)op->sock, &op->ov);
+}
+
+/* ---- the driver's ops ------------------------------------------------------------- */
+
+typedef struct blitz__iocp_rec {
+    blitz__iocp_op op; /* first: the packet names the record */
+    blitz_io *owner;
+    blitz__io *io;
+    size_t want;     /* a datagram receive's room (a longer one is truncated) */
+    SOCKET accepted; /* accept: the new socket, INVALID_SOCKET once handed on */
+    char addrs[2 * BLITZ__IOCP_ADDR_SLOT];
+} blitz__iocp_rec;
+
+/* Where the op keeps its record: a connect's scratch holds its address
+ * and limit, and it has no buffer. */
+static blitz__iocp_rec **blitz__iocp_slot(blitz_io *op) {
+    _Static_assert(sizeof(blitz_addr) <= 17 * sizeof(uint64_t) &&
+                       sizeof(((blitz_io *)0)->blitz__scratch) >= 18 * sizeof(uint64_t),
+                   "an op's last scratch word is free but for a connect");
+    if (op->blitz__kind == BLITZ__OP_CONNECT)
+        return (blitz__iocp_rec **)(void *)&op->blitz__buf;
+    return (blitz__iocp_rec **)(void *)&op->blitz__scratch[17];
+}
+
+/* A buffer's length as Winsock counts it (a longer one is a partial
+ * transfer, as POSIX allows). */
+static ULONG blitz__iocp_len(size_t len) {
+    return len > (size_t)1 << 30 ? (ULONG)1 << 30 : (ULONG)len;
+}
+
+/* The op's buffers as WSABUFs (at most BLITZ__IO_MAX_IOV): the count. */
+static DWORD blitz__iocp_bufs(const blitz_io *op, WSABUF *b, size_t *total) {
+    *total = 0;
+    if (op->blitz__kind == BLITZ__OP_RECVV || op->blitz__kind == BLITZ__OP_SENDV) {
+        const blitz_iovec *v = (const blitz_iovec *)op->blitz__buf;
+        for (size_t i = 0; i < op->blitz__len; i++) {
+            b[i].buf = (char *)v[i].base;
+            b[i].len = blitz__iocp_len(v[i].len);
+            *total += b[i].len;
+        }
+        return (DWORD)op->blitz__len;
+    }
+    size_t off = op->blitz__done; /* send_all: what went out already */
+    b[0].buf = (char *)op->blitz__buf + off;
+    b[0].len = blitz__iocp_len(op->blitz__len - off);
+    *total = b[0].len;
+    return 1;
+}
+
+/* Starts the op's Winsock call: 1 pending, 0 done at once (*res set). */
+static int blitz__iocp_start(blitz__iocp_rec *rec, blitz_io *op, int64_t *res) {
+    blitz_socket *s = op->blitz__sock;
+    WSABUF b[BLITZ__IO_MAX_IOV];
+    DWORD n = 0;
+    switch (op->blitz__kind) {
+    case BLITZ__OP_RECV:
+    case BLITZ__OP_RECVV:
+        n = blitz__iocp_bufs(op, b, &rec->want);
+        return blitz__iocp_recv(&rec->op, s->fd, b, n, res);
+    case BLITZ__OP_RECV_FROM:
+        n = blitz__iocp_bufs(op, b, &rec->want);
+        return blitz__iocp_recv_from(&rec->op, s->fd, b,
+                                     (struct sockaddr *)(void *)op->blitz__addr->u.bytes,
+                                     (int)sizeof op->blitz__addr->u.bytes, res);
+    case BLITZ__OP_SEND:
+    case BLITZ__OP_SEND_ALL:
+    case BLITZ__OP_SENDV:
+        n = blitz__iocp_bufs(op, b, &rec->want);
+        return blitz__iocp_send(&rec->op, s->fd, b, n, res);
+    case BLITZ__OP_SEND_TO:
+        n = blitz__iocp_bufs(op, b, &rec->want);
+        return blitz__iocp_send_to(&rec->op, s->fd, b,
+                                   (const struct sockaddr *)(const void *)op->blitz__addr->u.bytes,
+                                   (int)op->blitz__addr->len, res);
+    case BLITZ__OP_RECV_BUF:
+        /* A receive of nothing: its packet says data (or the end) is
+         * there, and the lent buffer is taken only then. */
+        b[0].buf = NULL;
+        b[0].len = 0;
+        return blitz__iocp_recv(&rec->op, s->fd, b, 1, res);
+    case BLITZ__OP_ACCEPT:
+        return blitz__iocp_accept(&rec->op, s->fd, rec->accepted, rec->addrs, res);
+    case BLITZ__OP_CONNECT: {
+        const blitz_addr *a = (const blitz_addr *)(const void *)op->blitz__scratch;
+        return blitz__iocp_connect(
+            &rec->op, s->fd, (const struct sockaddr *)(const void *)a->u.bytes, (int)a->len, res);
+    }
+    default: /* descriptor ops: not on Windows */
+        *res = BLITZ_EOPNOTSUPP;
+        return 0;
+    }
+}
+
+/* The op's outcome (at once or from its packet) as the driver takes it:
+ * a connected socket's context updated, an accepted one handed on in the
+ * op (scratch[2]), a datagram longer than the buffer truncated, as on
+ * POSIX, and the sender's address length noted (scratch[0]). */
+static int64_t blitz__iocp_finish(blitz__iocp_rec *rec, blitz_io *op, int64_t res) {
+    blitz_socket *s = op->blitz__sock;
+    switch (op->blitz__kind) {
+    case BLITZ__OP_ACCEPT:
+        if (res >= 0)
+            res = blitz__iocp_accept_done(s->fd, rec->accepted);
+        if (res >= 0) {
+            op->blitz__scratch[2] = (uint64_t)rec->accepted;
+            rec->accepted = INVALID_SOCKET;
+        }
+        break;
+    case BLITZ__OP_CONNECT:
+        if (res >= 0)
+            res = blitz__iocp_connect_done(s->fd);
+        break;
+    case BLITZ__OP_RECV:
+    case BLITZ__OP_RECVV:
+    case BLITZ__OP_RECV_FROM:
+        if (res == BLITZ_EMSGSIZE && s->type == SOCK_DGRAM)
+            res = (int64_t)rec->want;
+        if (op->blitz__kind == BLITZ__OP_RECV_FROM)
+            op->blitz__scratch[0] = (uint64_t)rec->op.from_len;
+        break;
+    default:
+        break;
+    }
+    return res;
+}
+
+static void blitz__iocp_rec_free(blitz__iocp_rec *rec) {
+    if (rec->accepted != INVALID_SOCKET)
+        closesocket(rec->accepted);
+    blitz__free(rec);
+}
+
+/* An op's packet: settled on the reaping thread. */
+static void blitz__iocp_done(blitz__iocp_op *iop, int64_t res) {
+    blitz__iocp_rec *rec = (blitz__iocp_rec *)iop;
+    blitz_io *op = rec->owner;
+    res = blitz__iocp_finish(rec, op, res);
+    blitz__io_complete(rec->io, op, (int32_t)res, 0);
+    blitz__iocp_rec_free(rec);
+}
+
+/* The backend's submit: the Winsock call, which either finishes at once
+ * (no packet comes) or leaves the op in flight until its packet. */
+BLITZ_PRIVATE blitz_poll blitz__iocp_submit(blitz_cx *cx, blitz_io *op) {
+    blitz_socket *s = op->blitz__sock;
+    blitz__io *io = s->io;
+    for (;;) {
+        int64_t kept;
+        if (blitz__salvage_kind(op->blitz__kind) && blitz__salvage_take(s, op, &kept)) {
+            blitz__op_result(op, kept);
+            return BLITZ_READY;
+        }
+        if (op->blitz__kind == BLITZ__OP_RECV_BUF) {
+            if (blitz__recv_buf_salvage(s, op, &kept)) {
+                blitz__op_result(op, kept);
+                return BLITZ_READY;
+            }
+            kept = blitz__recv_buf_attempt(op);
+            if (kept != BLITZ_EAGAIN) {
+                blitz__op_result(op, kept);
+                return BLITZ_READY;
+            }
+        }
+        blitz__iocp_rec *rec = (blitz__iocp_rec *)blitz__calloc(sizeof *rec);
+        if (!rec) {
+            blitz__op_result(op, BLITZ_ENOMEM);
+            return BLITZ_READY;
+        }
+        rec->op.done = blitz__iocp_done;
+        rec->owner = op;
+        rec->io = io;
+        rec->accepted = INVALID_SOCKET;
+        if (op->blitz__kind == BLITZ__OP_ACCEPT) {
+            int rc = blitz__iocp_open(s->family, SOCK_STREAM, &rec->accepted);
+            if (rc) {
+                blitz__iocp_rec_free(rec);
+                blitz__op_result(op, rc);
+                return BLITZ_READY;
+            }
+        }
+        blitz__mutex_lock(&s->lock);
+        if (s->closed) {
+            blitz__mutex_unlock(&s->lock);
+            blitz__iocp_rec_free(rec);
+            blitz__op_result(op, BLITZ_ECLOSED);
+            return BLITZ_READY;
+        }
+        blitz_waker mine = blitz_cx_waker(cx);
+        op->blitz__waker = blitz_waker_clone(&mine);
+        *blitz__iocp_slot(op) = rec;
+        blitz__op_set_state(op, BLITZ__IO_INFLIGHT);
+        blitz__op_link(s, op);
+        blitz__sock_ref(s);
+        blitz__u64_fetch_add(&io->inflight, 1, BLITZ__RELAXED);
+        /* Under the socket's lock, so a close's cancel comes after it. */
+        int64_t res = 0;
+        if (blitz__iocp_start(rec, op, &res)) {
+            blitz__mutex_unlock(&s->lock);
+            return BLITZ_PENDING;
+        }
+        /* Done at once: no packet comes. */
+        blitz__op_unlink(s, op);
+        blitz_waker w = op->blitz__waker;
+        op->blitz__waker = blitz_waker_noop();
+        blitz__u64_fetch_sub(&io->inflight, 1, BLITZ__RELAXED);
+        blitz__mutex_unlock(&s->lock);
+        blitz_waker_drop(w);
+        blitz__sock_unref(s); /* not the last: the task holds one */
+        res = blitz__iocp_finish(rec, op, res);
+        blitz__iocp_rec_free(rec);
+        if (op->blitz__kind == BLITZ__OP_ACCEPT && res >= 0) {
+            blitz_socket *ns = NULL;
+            res = blitz__sock_wrap(io, (SOCKET)op->blitz__scratch[2], s->family, SOCK_STREAM, &ns);
+            op->socket = ns;
+        }
+        if (op->blitz__kind == BLITZ__OP_RECV_FROM && res >= 0)
+            blitz__addr_set_from(op->blitz__addr, (uint32_t)op->blitz__scratch[0], s->family);
+        /* A lent-buffer receive whose wait ended at once: its recv now. */
+        if (op->blitz__kind == BLITZ__OP_RECV_BUF && res >= 0)
+            continue;
+        if (blitz__op_result(op, res))
+            return BLITZ_READY;
+        /* send_all: the rest */
+    }
+}
+
+/* Asks the kernel to withdraw an op in flight (under the op's lock or
+ * its socket's: its record lives until its packet is settled, which
+ * takes both). */
+BLITZ_PRIVATE void blitz__iocp_op_cancel(blitz__io *io, blitz_io *op) {
+    (void)io;
+    blitz__iocp_cancel(&(*blitz__iocp_slot(op))->op);
 }
 
 #endif /* BLITZ__WIN32 */

@@ -13,7 +13,7 @@
  * that allocates, so receives never wait for a buffer. */
 #include "io.h"
 
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_SOCKETS
 
 _Static_assert(BLITZ_RECV_BUF_SIZE >= 64u && BLITZ_RECV_BUF_SIZE <= (16u << 20),
                "BLITZ_RECV_BUF_SIZE: 64 bytes to 16 MiB");
@@ -68,17 +68,21 @@ BLITZ_PRIVATE int64_t blitz__recv_buf_attempt(blitz_io *op) {
     char *mem = blitz__bpool_get(s->io);
     if (!mem)
         return BLITZ_ENOMEM;
+#if BLITZ__WIN32
+    /* The socket is non-blocking (iocp_sock.c) for this call. */
+    int r = recv(s->fd, mem, (int)BLITZ_RECV_BUF_SIZE, 0);
+    int err = r < 0 ? blitz__from_win32((DWORD)WSAGetLastError()) : 0;
+#else
     errno = 0;
     ssize_t r = BLITZ__SYS(recv(s->fd, mem, BLITZ__SYS_LEN(BLITZ_RECV_BUF_SIZE), 0));
+    int err = r < 0 ? (errno == EWOULDBLOCK ? BLITZ_EAGAIN : blitz__from_errno(errno)) : 0;
+#endif
     if (r > 0) {
         blitz__buf_lend_heap(op, mem, (size_t)r);
         return (int64_t)r;
     }
-    int err = errno;
     blitz__bpool_put(s->io, mem);
-    if (r == 0)
-        return 0;
-    return err == EWOULDBLOCK || err == EAGAIN ? BLITZ_EAGAIN : blitz__from_errno(err);
+    return r == 0 ? 0 : err;
 }
 
 /* Data a cancelled plain receive left on the socket (salvage.c) comes
@@ -108,9 +112,11 @@ BLITZ_PRIVATE int blitz__recv_buf_salvage(blitz_socket *s, blitz_io *op, int64_t
 BLITZ_API void blitz_buf_release(blitz_buf *b) {
     if (!b || !b->blitz__owner)
         return;
+#if BLITZ__HAS_IO
     if (b->blitz__kind == BLITZ__BUF_RING)
         blitz__recv_ms_give_back(b->blitz__owner, b->blitz__id);
     else
+#endif
         blitz__bpool_put((blitz__io *)b->blitz__owner, b->data);
     b->data = NULL;
     b->len = 0;
@@ -119,4 +125,4 @@ BLITZ_API void blitz_buf_release(blitz_buf *b) {
     b->blitz__kind = 0;
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_SOCKETS */

@@ -11,7 +11,19 @@
  * address. */
 #include "io.h"
 
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_SOCKETS
+
+/* The op's buffers (a receive's, or a descriptor read's) as an array. */
+static const blitz_iovec *blitz__salvage_bufs(const blitz_io *op, blitz_iovec *one, size_t *n) {
+    if (op->blitz__kind == BLITZ__OP_RECVV) {
+        *n = op->blitz__len;
+        return (const blitz_iovec *)op->blitz__buf;
+    }
+    one->base = op->blitz__buf;
+    one->len = op->blitz__len;
+    *n = 1;
+    return one;
+}
 
 typedef struct blitz__salvage {
     struct blitz__salvage *next;
@@ -52,12 +64,12 @@ BLITZ_PRIVATE void blitz__salvage_keep(blitz_socket *s, const blitz_io *op, size
         c->from.len = from_len <= sizeof c->from.u.bytes ? from_len : sizeof c->from.u.bytes;
         memcpy(c->from.u.bytes, op->blitz__addr->u.bytes, c->from.len);
     }
-    struct iovec one;
+    blitz_iovec one;
     size_t iovn, at = 0;
-    const struct iovec *iov = blitz__op_iov(op, &one, &iovn);
+    const blitz_iovec *iov = blitz__salvage_bufs(op, &one, &iovn);
     for (size_t i = 0; i < iovn && at < n; i++) {
-        size_t take = iov[i].iov_len < n - at ? iov[i].iov_len : n - at;
-        memcpy(c->data + at, iov[i].iov_base, take);
+        size_t take = iov[i].len < n - at ? iov[i].len : n - at;
+        memcpy(c->data + at, iov[i].base, take);
         at += take;
     }
     c->len = at;
@@ -86,13 +98,13 @@ BLITZ_PRIVATE int blitz__salvage_take(blitz_socket *s, blitz_io *op, int64_t *r)
         *r = s->salvage_err;
         s->salvage_err = 0;
     } else {
-        struct iovec one;
+        blitz_iovec one;
         size_t iovn, got = 0;
-        const struct iovec *iov = blitz__op_iov(op, &one, &iovn);
+        const blitz_iovec *iov = blitz__salvage_bufs(op, &one, &iovn);
         for (size_t i = 0; i < iovn && c->off + got < c->len; i++) {
             size_t left = c->len - c->off - got;
-            size_t take = iov[i].iov_len < left ? iov[i].iov_len : left;
-            memcpy(iov[i].iov_base, c->data + c->off + got, take);
+            size_t take = iov[i].len < left ? iov[i].len : left;
+            memcpy(iov[i].base, c->data + c->off + got, take);
             got += take;
         }
         c->off += got;
@@ -129,4 +141,4 @@ BLITZ_PRIVATE void blitz__salvage_release(blitz_socket *s) {
     s->salvage_tail = NULL;
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_SOCKETS */

@@ -12,7 +12,7 @@
  * socket's lock, then socks_lock. */
 #include "io.h"
 
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_SOCKETS
 
 BLITZ_PRIVATE void blitz__op_link(blitz_socket *s, blitz_io *op) {
     op->blitz__prev = NULL;
@@ -33,12 +33,14 @@ BLITZ_PRIVATE void blitz__op_unlink(blitz_socket *s, blitz_io *op) {
 }
 
 BLITZ_PRIVATE void blitz__sock_free_mem(blitz_socket *s) {
+#if BLITZ__HAS_IO
     for (uint32_t i = 0; i < s->ms_count; i++)
         close(s->ms_fds[(s->ms_head + i) % s->ms_cap]);
     if (s->ms_spare >= 0)
         close(s->ms_spare);
     blitz__free(s->ms_fds);
     blitz__recv_ms_release(s);
+#endif
     blitz__salvage_release(s);
     blitz__mutex_destroy(&s->lock);
     BLITZ__MAGIC_SET(s, BLITZ__MAGIC_DEAD);
@@ -122,7 +124,7 @@ BLITZ_PRIVATE void blitz__sock_unref(blitz_socket *s) {
         io->be->sock_del(io, s);
     /* The number may be reused at once; an event already fetched for it
      * only bumps this (closed) socket's sequence numbers. */
-    close(s->fd);
+    blitz__sock_close_raw(s->fd);
     s->fd_closed = 1;
     blitz__u32_fetch_sub(&io->nsocks, 1, BLITZ__RELAXED);
     blitz__sock_unref_mem(s);
@@ -157,8 +159,22 @@ BLITZ_PRIVATE int blitz__sock_mem_to_fd(blitz_socket *s) {
     return 1;
 }
 
+/* A socket of the platform's: non-blocking and close-on-exec (POSIX),
+ * overlapped and not inherited (Windows). */
+BLITZ_PRIVATE int blitz__sock_open(int family, int type, blitz__sock_t *out) {
+#if BLITZ__WIN32
+    return blitz__iocp_open(family, type, out);
+#else
+    int fd = blitz__socket_open(family, type, 1);
+    if (fd < 0)
+        return fd;
+    *out = fd;
+    return BLITZ_OK;
+#endif
+}
+
 /* Wraps a non-blocking descriptor (left open on failure). */
-BLITZ_PRIVATE int blitz__sock_wrap_keep(blitz__io *io, int fd, int family, int type,
+BLITZ_PRIVATE int blitz__sock_wrap_keep(blitz__io *io, blitz__sock_t fd, int family, int type,
                                         blitz_socket **out) {
     *out = NULL;
     if (!io)
@@ -200,12 +216,12 @@ BLITZ_PRIVATE int blitz__sock_wrap_keep(blitz__io *io, int fd, int family, int t
 }
 
 /* Wraps a non-blocking descriptor (closed on failure). */
-BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, int fd, int family, int type,
+BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, blitz__sock_t fd, int family, int type,
                                    blitz_socket **out) {
     int rc = blitz__sock_wrap_keep(io, fd, family, type, out);
     if (rc != BLITZ_OK)
-        close(fd);
+        blitz__sock_close_raw(fd);
     return rc;
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_SOCKETS */

@@ -2,64 +2,83 @@
  * addresses, shutdown. The transfers are ops (io_driver.c). */
 #include "../io/io.h"
 
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_SOCKETS
 
+/* The code of the last socket call's failure. */
 static int blitz__errno_rc(void) {
+#if BLITZ__WIN32
+    return blitz__from_win32((DWORD)WSAGetLastError());
+#else
     return blitz__from_errno(errno);
+#endif
 }
 
-static int blitz__sock_new_fd(blitz_runtime *rt, int family, int type, int *fd) {
+static int blitz__sock_new_fd(blitz_runtime *rt, int family, int type, blitz__sock_t *fd) {
     if (!rt)
         return BLITZ_EINVAL;
     if (!rt->io)
         return BLITZ_ENOSYS;
-    int r = blitz__socket_open(family, type, 1);
-    if (r < 0)
-        return r;
-    *fd = r;
-    return BLITZ_OK;
+    return blitz__sock_open(family, type, fd);
+}
+
+static int blitz__setsockopt(blitz__sock_t fd, int level, int name, const void *v, size_t len) {
+    return setsockopt(fd, level, name, (const char *)v, (socklen_t)len) < 0 ? blitz__errno_rc()
+                                                                            : BLITZ_OK;
 }
 
 #define BLITZ__SOCK_FLAGS_ALL \
     (BLITZ_SOCK_REUSEADDR | BLITZ_SOCK_REUSEPORT | BLITZ_SOCK_V6ONLY | BLITZ_SOCK_NO_REUSEADDR)
 
-static int blitz__apply_flags(int fd, int family, unsigned flags, int listener) {
-    int one = 1;
+static int blitz__apply_flags(blitz__sock_t fd, int family, unsigned flags, int listener) {
+    int one = 1, rc = BLITZ_OK;
     if (flags & ~BLITZ__SOCK_FLAGS_ALL)
         return BLITZ_EINVAL;
-    if ((listener && !(flags & BLITZ_SOCK_NO_REUSEADDR)) || (flags & BLITZ_SOCK_REUSEADDR))
-        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
-            return blitz__errno_rc();
+#if BLITZ__WIN32
+    /* SO_REUSEADDR there lets another socket take a bound address, and a
+     * listener's restart needs nothing: only asked for is it set. */
+    (void)listener;
     if (flags & BLITZ_SOCK_REUSEPORT)
-        if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0)
-            return blitz__errno_rc();
-    if ((flags & BLITZ_SOCK_V6ONLY) && family == AF_INET6)
-        if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
-            return blitz__errno_rc();
-    return BLITZ_OK;
+        return BLITZ_ENOSYS;
+    if (flags & BLITZ_SOCK_REUSEADDR)
+        rc = blitz__setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+#else
+    if ((listener && !(flags & BLITZ_SOCK_NO_REUSEADDR)) || (flags & BLITZ_SOCK_REUSEADDR))
+        rc = blitz__setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (rc == BLITZ_OK && (flags & BLITZ_SOCK_REUSEPORT))
+        rc = blitz__setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+#endif
+    if (rc == BLITZ_OK && (flags & BLITZ_SOCK_V6ONLY) && family == AF_INET6)
+        rc = blitz__setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    return rc;
 }
 
 /* Binds a listener's descriptor. A listener of this runtime closed a
  * moment ago may still hold the address (see listener_closed_ns), so
  * EADDRINUSE is retried for up to 200 ms after such a close. */
-static int blitz__bind_listener(blitz_runtime *rt, int fd, const blitz_addr *addr) {
+static int blitz__bind_listener(blitz_runtime *rt, blitz__sock_t fd, const blitz_addr *addr) {
     for (;;) {
-        if (bind(fd, (const struct sockaddr *)(const void *)addr->u.bytes, addr->len) == 0)
+        if (bind(fd, (const struct sockaddr *)(const void *)addr->u.bytes, (socklen_t)addr->len) ==
+            0)
             return BLITZ_OK;
-        int err = errno;
-        if (err != EADDRINUSE ||
+        int err = blitz__errno_rc();
+        if (err != BLITZ_EADDRINUSE ||
             blitz__now_ns() - blitz__u64_load(&rt->io->listener_closed_ns, BLITZ__RELAXED) >
                 200000000u)
-            return blitz__from_errno(err);
+            return err;
+#if BLITZ__WIN32
+        Sleep(1);
+#else
         struct timespec pause = {0, 1000000};
         nanosleep(&pause, NULL);
+#endif
     }
 }
 
 /* A listening descriptor blitz bound as a socket: its receives fail at
  * once with BLITZ_ENOTCONN on every backend (io_uring would wait for a
  * connection). */
-static int blitz__listener_wrap(blitz_runtime *rt, int fd, int family, blitz_socket **out) {
+static int blitz__listener_wrap(blitz_runtime *rt, blitz__sock_t fd, int family,
+                                blitz_socket **out) {
     int rc = blitz__sock_wrap(rt->io, fd, family, SOCK_STREAM, out);
     if (rc == BLITZ_OK) {
         (*out)->listening = 1;
@@ -70,14 +89,14 @@ static int blitz__listener_wrap(blitz_runtime *rt, int fd, int family, blitz_soc
 
 /* Binds and listens `fd` unless `rc` already failed, then wraps it; the
  * descriptor is closed on any failure. */
-static int blitz__listen_finish(blitz_runtime *rt, int fd, const blitz_addr *addr, int backlog,
-                                int rc, blitz_socket **out) {
+static int blitz__listen_finish(blitz_runtime *rt, blitz__sock_t fd, const blitz_addr *addr,
+                                int backlog, int rc, blitz_socket **out) {
     if (rc == BLITZ_OK)
         rc = blitz__bind_listener(rt, fd, addr);
     if (rc == BLITZ_OK && listen(fd, backlog ? backlog : SOMAXCONN) < 0)
         rc = blitz__errno_rc();
     if (rc != BLITZ_OK) {
-        close(fd);
+        blitz__sock_close_raw(fd);
         return rc;
     }
     return blitz__listener_wrap(rt, fd, addr->u.family, out);
@@ -91,7 +110,8 @@ BLITZ_API int blitz_tcp_listen(blitz_runtime *rt, const blitz_addr *addr, int ba
     if (!blitz__addr_valid(addr) || (addr->u.family != AF_INET && addr->u.family != AF_INET6) ||
         backlog < 0)
         return BLITZ_EINVAL;
-    int fd, rc = blitz__sock_new_fd(rt, addr->u.family, SOCK_STREAM, &fd);
+    blitz__sock_t fd;
+    int rc = blitz__sock_new_fd(rt, addr->u.family, SOCK_STREAM, &fd);
     if (rc != BLITZ_OK)
         return rc;
     rc = blitz__apply_flags(fd, addr->u.family, flags, 1);
@@ -105,15 +125,25 @@ BLITZ_API int blitz_udp_bind(blitz_runtime *rt, const blitz_addr *addr, unsigned
     *out = NULL;
     if (!blitz__addr_valid(addr) || (addr->u.family != AF_INET && addr->u.family != AF_INET6))
         return BLITZ_EINVAL;
-    int fd, rc = blitz__sock_new_fd(rt, addr->u.family, SOCK_DGRAM, &fd);
+    blitz__sock_t fd;
+    int rc = blitz__sock_new_fd(rt, addr->u.family, SOCK_DGRAM, &fd);
     if (rc != BLITZ_OK)
         return rc;
     rc = blitz__apply_flags(fd, addr->u.family, flags, 0);
     if (rc == BLITZ_OK &&
-        bind(fd, (const struct sockaddr *)(const void *)addr->u.bytes, addr->len) < 0)
+        bind(fd, (const struct sockaddr *)(const void *)addr->u.bytes, (socklen_t)addr->len) < 0)
         rc = blitz__errno_rc();
+#if BLITZ__WIN32
+    /* A port-unreachable answer to an earlier send would fail the next
+     * receive with WSAECONNRESET: POSIX UDP sockets never see it. */
+    BOOL off = FALSE;
+    DWORD got = 0;
+    if (rc == BLITZ_OK &&
+        WSAIoctl(fd, SIO_UDP_CONNRESET, &off, sizeof off, NULL, 0, &got, NULL, NULL) != 0)
+        rc = blitz__errno_rc();
+#endif
     if (rc != BLITZ_OK) {
-        close(fd);
+        blitz__sock_close_raw(fd);
         return rc;
     }
     return blitz__sock_wrap(rt->io, fd, addr->u.family, SOCK_DGRAM, out);
@@ -123,10 +153,13 @@ BLITZ_API int blitz_sock_connect_dgram(blitz_socket *s, const blitz_addr *addr) 
     BLITZ__SOCK_CHECK(s);
     if (!s || !blitz__addr_valid(addr))
         return BLITZ_EINVAL;
-    if (connect(s->fd, (const struct sockaddr *)(const void *)addr->u.bytes, addr->len) < 0)
+    if (connect(s->fd, (const struct sockaddr *)(const void *)addr->u.bytes, (socklen_t)addr->len) <
+        0)
         return blitz__errno_rc();
     return BLITZ_OK;
 }
+
+#if BLITZ__HAS_IO /* Unix sockets and descriptors: POSIX */
 
 BLITZ_API int blitz_unix_listen(blitz_runtime *rt, const blitz_addr *addr, int backlog,
                                 blitz_socket **out) {
@@ -243,17 +276,18 @@ BLITZ_API int blitz_sock_adopt(blitz_runtime *rt, int fd, blitz_socket **out) {
     return BLITZ_OK;
 }
 
+BLITZ_API int blitz_sock_fd(const blitz_socket *s) {
+    BLITZ__SOCK_CHECK(s);
+    return s ? s->fd : -1;
+}
+#endif /* BLITZ__HAS_IO */
+
 BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how) {
     BLITZ__SOCK_CHECK(s);
     if (!s || how < 0 || how > 2)
         return BLITZ_EINVAL;
     int h = how == 0 ? SHUT_RD : how == 1 ? SHUT_WR : SHUT_RDWR;
     return shutdown(s->fd, h) < 0 ? blitz__errno_rc() : BLITZ_OK;
-}
-
-BLITZ_API int blitz_sock_fd(const blitz_socket *s) {
-    BLITZ__SOCK_CHECK(s);
-    return s ? s->fd : -1;
 }
 
 /* The socket's own address, or its peer's. */
@@ -282,7 +316,7 @@ BLITZ_API int blitz_sock_peer_addr(const blitz_socket *s, blitz_addr *out) {
 static int blitz__setopt(blitz_socket *s, int level, int name, int v) {
     if (!s)
         return BLITZ_EINVAL;
-    return setsockopt(s->fd, level, name, &v, sizeof v) < 0 ? blitz__errno_rc() : BLITZ_OK;
+    return blitz__setsockopt(s->fd, level, name, &v, sizeof v);
 }
 
 static int blitz__getopt(const blitz_socket *s, int level, int name) {
@@ -290,7 +324,7 @@ static int blitz__getopt(const blitz_socket *s, int level, int name) {
         return BLITZ_EINVAL;
     int v = 0;
     socklen_t l = sizeof v;
-    return getsockopt(s->fd, level, name, &v, &l) < 0 ? blitz__errno_rc() : v;
+    return getsockopt(s->fd, level, name, (char *)&v, &l) < 0 ? blitz__errno_rc() : v;
 }
 
 BLITZ_API int blitz_tcp_set_nodelay(blitz_socket *s, int on) {
@@ -320,8 +354,7 @@ BLITZ_API int blitz_sock_set_linger(blitz_socket *s, int on, int secs) {
     struct linger l;
     l.l_onoff = on != 0;
     l.l_linger = secs;
-    return setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &l, sizeof l) < 0 ? blitz__errno_rc()
-                                                                      : BLITZ_OK;
+    return blitz__setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
 }
 BLITZ_API int blitz_sock_set_recv_buffer(blitz_socket *s, int bytes) {
     BLITZ__SOCK_CHECK(s);
@@ -352,10 +385,8 @@ static int blitz__multicast(blitz_socket *s, const char *group, const char *ifac
         m.interface_addr.s_addr = htonl(INADDR_ANY);
         if (iface && inet_pton(AF_INET, iface, &m.interface_addr) != 1)
             return BLITZ_EINVAL;
-        if (setsockopt(s->fd, IPPROTO_IP, join ? IP_ADD_MEMBERSHIP : IP_DROP_MEMBERSHIP, &m,
-                       sizeof m) < 0)
-            return blitz__errno_rc();
-        return BLITZ_OK;
+        return blitz__setsockopt(s->fd, IPPROTO_IP, join ? IP_ADD_MEMBERSHIP : IP_DROP_MEMBERSHIP,
+                                 &m, sizeof m);
     }
     if (inet_pton(AF_INET6, group, &g6) == 1) {
         struct ipv6_mreq m;
@@ -365,10 +396,9 @@ static int blitz__multicast(blitz_socket *s, const char *group, const char *ifac
         if (iface && !blitz__parse_index(iface, &idx))
             return BLITZ_EINVAL;
         m.ipv6mr_interface = idx;
-        if (setsockopt(s->fd, IPPROTO_IPV6, join ? BLITZ__IPV6_JOIN_GROUP : BLITZ__IPV6_LEAVE_GROUP,
-                       &m, sizeof m) < 0)
-            return blitz__errno_rc();
-        return BLITZ_OK;
+        return blitz__setsockopt(s->fd, IPPROTO_IPV6,
+                                 join ? BLITZ__IPV6_JOIN_GROUP : BLITZ__IPV6_LEAVE_GROUP, &m,
+                                 sizeof m);
     }
     return BLITZ_EINVAL;
 }
@@ -434,8 +464,10 @@ static blitz_poll blitz__io_value_poll(blitz_cx *cx, void *arg) {
         return blitz_tcp_connect(cx, op, op->blitz__arg_addr);
     case BLITZ__OPC_TCP_CONNECT_TIMEOUT:
         return blitz_tcp_connect_timeout(cx, op, op->blitz__arg_addr, op->blitz__arg_limit);
+#if BLITZ__HAS_IO
     case BLITZ__OPC_UNIX_CONNECT:
         return blitz_unix_connect(cx, op, op->blitz__arg_addr);
+#endif
     case BLITZ__OPC_RECV:
         return blitz_sock_recv(cx, op, s, buf, len);
     case BLITZ__OPC_SEND:
@@ -453,6 +485,7 @@ static blitz_poll blitz__io_value_poll(blitz_cx *cx, void *arg) {
     case BLITZ__OPC_RECV_FROM:
         return blitz_sock_recv_from(cx, op, s, buf, len,
                                     (blitz_addr *)(uintptr_t)op->blitz__arg_addr);
+#if BLITZ__HAS_IO
     case BLITZ__OPC_FD_READ:
         return blitz_fd_read(cx, op, s, buf, len);
     case BLITZ__OPC_FD_WRITE:
@@ -463,6 +496,7 @@ static blitz_poll blitz__io_value_poll(blitz_cx *cx, void *arg) {
         return blitz_fd_readable(cx, op, s);
     case BLITZ__OPC_FD_WRITABLE:
         return blitz_fd_writable(cx, op, s);
+#endif
     case BLITZ__OPC_RECV_BUF:
         return blitz_sock_recv_buf(cx, op, s, (blitz_buf *)buf);
     default:
@@ -497,9 +531,11 @@ BLITZ_API blitz_op blitz_op_tcp_connect_timeout(blitz_io *io, const blitz_addr *
                                                 int64_t timeout_ns) {
     return blitz__io_value(io, BLITZ__OPC_TCP_CONNECT_TIMEOUT, NULL, NULL, 0, addr, timeout_ns);
 }
+#if BLITZ__HAS_IO
 BLITZ_API blitz_op blitz_op_unix_connect(blitz_io *io, const blitz_addr *addr) {
     return blitz__io_value(io, BLITZ__OPC_UNIX_CONNECT, NULL, NULL, 0, addr, 0);
 }
+#endif
 BLITZ_API blitz_op blitz_op_sock_recv(blitz_io *io, blitz_socket *s, void *buf, size_t len) {
     BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_RECV, s, buf, len, NULL, 0);
@@ -542,6 +578,7 @@ BLITZ_API blitz_op blitz_op_sock_recv_from(blitz_io *io, blitz_socket *s, void *
     BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_RECV_FROM, s, buf, len, from, 0);
 }
+#if BLITZ__HAS_IO
 BLITZ_API blitz_op blitz_op_fd_read(blitz_io *io, blitz_socket *s, void *buf, size_t len) {
     BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_FD_READ, s, buf, len, NULL, 0);
@@ -563,5 +600,6 @@ BLITZ_API blitz_op blitz_op_fd_writable(blitz_io *io, blitz_socket *s) {
     BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_FD_WRITABLE, s, NULL, 0, NULL, 0);
 }
+#endif
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_SOCKETS */

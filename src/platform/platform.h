@@ -2,8 +2,8 @@
 #if defined(_WIN32)
 /* Windows (10 1809 and later), Win32 only: threads, waits on an address
  * (WaitOnAddress), the performance counter, Winsock. No POSIX layer: the
- * I/O, network and OS layers are POSIX code and are left out here until
- * the IOCP backend replaces them (BLITZ__HAS_IO 0). */
+ * sockets API runs on the IOCP backend (BLITZ__HAS_SOCKETS); the rest of
+ * the I/O, network and OS layers is POSIX code, left out (BLITZ__HAS_IO 0). */
 #ifndef WIN32_LEAN_AND_MEAN
 #define WIN32_LEAN_AND_MEAN
 #endif
@@ -36,6 +36,7 @@
 #define BLITZ__HAS_FUTEX   1 /* WaitOnAddress */
 #define BLITZ__HAS_KQUEUE  0
 #define BLITZ__HAS_IO      0
+#define BLITZ__HAS_SOCKETS 1 /* the sockets API, over the completion port */
 #define BLITZ__HAVE_DLADDR 0
 #define BLITZ_NO_IO_URING  1
 #define BLITZ_NO_EPOLL     1
@@ -59,16 +60,39 @@
 typedef void *blitz__wake_t;
 #define BLITZ__WAKE_NONE NULL
 
+/* A socket: Winsock's handle, closed with closesocket. */
+typedef SOCKET blitz__sock_t;
+#define BLITZ__SOCK_NONE INVALID_SOCKET
+static inline void blitz__sock_close_raw(blitz__sock_t s) {
+    (void)closesocket(s);
+}
+/* TCP_KEEPIDLE (Windows 10 1709 and later), which mingw-w64 leaves out. */
+#if defined(TCP_KEEPIDLE)
+#define BLITZ__TCP_KEEPIDLE TCP_KEEPIDLE
+#else
+#define BLITZ__TCP_KEEPIDLE 3
+#endif
+#define BLITZ__IPV6_JOIN_GROUP  IPV6_ADD_MEMBERSHIP
+#define BLITZ__IPV6_LEAVE_GROUP IPV6_DROP_MEMBERSHIP
+#define SHUT_RD                 SD_RECEIVE
+#define SHUT_WR                 SD_SEND
+#define SHUT_RDWR               SD_BOTH
+struct blitz__ip_mreq {
+    struct in_addr multiaddr;
+    struct in_addr interface_addr;
+};
+
 static inline void blitz__thread_name(const char *name) {
     (void)name;
 }
 #else
-#define BLITZ__WIN32     0
-#define BLITZ__HAS_IO    1
+#define BLITZ__WIN32       0
+#define BLITZ__HAS_IO      1
+#define BLITZ__HAS_SOCKETS 1
 /* What wakes a thread parked in the I/O driver: a descriptor to write
  * (eventfd, pipe) or an encoded kqueue (BLITZ__WAKE_KQ). */
 typedef int blitz__wake_t;
-#define BLITZ__WAKE_NONE (-1)
+#define BLITZ__WAKE_NONE   (-1)
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
@@ -229,6 +253,13 @@ static inline void blitz__thread_name(const char *name) {
 #else
     (void)name;
 #endif
+}
+
+/* A socket: a descriptor. */
+typedef int blitz__sock_t;
+#define BLITZ__SOCK_NONE (-1)
+static inline void blitz__sock_close_raw(blitz__sock_t s) {
+    (void)close(s);
 }
 
 /* Socket options some systems spell differently. */

@@ -193,7 +193,7 @@ static void blitz__describe_wait(blitz_runtime *rt, blitz_cancel_fn cancel, void
         v->wait_kind = cancel == blitz_timer_cancel ? "timer" : "timeout";
         snprintf(v->wait, sizeof v->wait, "%s due in %lld ms", v->wait_kind,
                  (long long)(in / 1000000));
-#if BLITZ__HAS_IO
+#if BLITZ__HAS_SOCKETS
     } else if (cancel == blitz_io_cancel) {
         const blitz_io *io = (const blitz_io *)op;
         uint32_t k = io->blitz__kind;
@@ -202,8 +202,8 @@ static void blitz__describe_wait(blitz_runtime *rt, blitz_cancel_fn cancel, void
                            : io->blitz__dir == BLITZ__DIR_WRITE ? "write"
                                                                 : "read";
         v->wait_kind = "socket";
-        snprintf(v->wait, sizeof v->wait, "socket fd %d %s",
-                 io->blitz__sock ? io->blitz__sock->fd : -1, what);
+        snprintf(v->wait, sizeof v->wait, "socket fd %lld %s",
+                 io->blitz__sock ? (long long)io->blitz__sock->fd : -1LL, what);
 #endif
     } else if (cancel == blitz_chan_cancel) {
         v->wait_kind = "channel";

@@ -15,7 +15,7 @@
  * fails. So the user never closes a served socket. */
 #include "../io/io.h"
 
-#if BLITZ__HAS_IO /* sockets: POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_SOCKETS
 
 #define BLITZ__SERVE_ACCEPT  0
 #define BLITZ__SERVE_BACKOFF 1
@@ -185,9 +185,9 @@ BLITZ_API int blitz_serve(blitz_shutdown *sd, const blitz_serve_opts *opts) {
     return blitz_shutdown_spawn_ex(sd, &o);
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_SOCKETS */
 
-#if !BLITZ__HAS_IO
+#if !BLITZ__HAS_SOCKETS
 /* No sockets, so no acceptor task (shutdown.c asks). */
 BLITZ_PRIVATE int blitz__serve_is_acceptor(blitz_task *h) {
     (void)h;
