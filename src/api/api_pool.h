@@ -201,7 +201,6 @@ typedef struct blitz_fs_op {
  * a file is created (e.g. 0644, less the umask). Result: the file
  * descriptor. EINVAL for no READ/WRITE or unknown flags, EOPNOTSUPP for
  * BLITZ_FS_DIRECT where the system has no such flag. */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API blitz_poll blitz_fs_open(blitz_cx *cx, blitz_fs_op *op, const char *path, int flags,
                                    uint32_t mode);
 /* Closes fd. Result 0. The descriptor is closed whatever the result, as
@@ -305,7 +304,6 @@ BLITZ_API blitz_op blitz_op_fs_read_dir(blitz_fs_op *op, const char *path);
 BLITZ_API blitz_op blitz_op_fs_symlink(blitz_fs_op *op, const char *target, const char *linkpath);
 BLITZ_API blitz_op blitz_op_fs_link(blitz_fs_op *op, const char *from, const char *to);
 BLITZ_API blitz_op blitz_op_fs_fallocate(blitz_fs_op *op, int fd, uint64_t offset, uint64_t len);
-#endif
 
 /* ---------------------------------------------------------------------------
  * DNS: name resolution on the blocking pool (getaddrinfo), cancellable
