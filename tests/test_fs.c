@@ -251,6 +251,16 @@ static blitz_poll tf_round_poll(blitz_cx *cx, void *p) {
     BLITZ_AWAIT(s, blitz_fs_read_dir(cx, &s->op, s->nested));
     CHECK_EQ(s->op.result, 1);
     blitz_free(s->op.data);
+    /* a name beyond ASCII comes back as it went in (UTF-16 on Windows) */
+    TF_PATH(s, path, "%s/x/caf\xc3\xa9.txt");
+    BLITZ_AWAIT(s, blitz_fs_write_file(cx, &s->op, s->path, "", 0));
+    CHECK_EQ(s->op.result, 0);
+    BLITZ_AWAIT(s, blitz_fs_read_dir(cx, &s->op, s->nested));
+    CHECK_EQ(s->op.result, 2);
+    CHECK(strcmp(((blitz_fs_dirent *)s->op.data)[0].name, "caf\xc3\xa9.txt") == 0);
+    blitz_free(s->op.data);
+    BLITZ_AWAIT(s, blitz_fs_unlink(cx, &s->op, s->path));
+    CHECK_EQ(s->op.result, 0);
     s->step = 1;
     BLITZ_END(s);
 }
@@ -406,6 +416,13 @@ static blitz_poll tf_err_poll(blitz_cx *cx, void *p) {
     CHECK_EQ(s->op.result, BLITZ_EINVAL);
     BLITZ_AWAIT(s, blitz_fs_mkdir_all(cx, &s->op, "", 0755));
     CHECK_EQ(s->op.result, BLITZ_ENOENT);
+#if defined(_WIN32)
+    /* a path that is no UTF-8 has no UTF-16 form */
+    BLITZ_AWAIT(s, blitz_fs_stat(cx, &s->op, "bad\xff", &s->md));
+    CHECK_EQ(s->op.result, BLITZ_EINVAL);
+    BLITZ_AWAIT(s, blitz_fs_open(cx, &s->op, "bad\xc3", BLITZ_FS_READ, 0));
+    CHECK_EQ(s->op.result, BLITZ_EINVAL);
+#endif
     BLITZ_AWAIT(s, blitz_fs_truncate(cx, &s->op, -1, 0));
     CHECK_EQ(s->op.result, BLITZ_EBADF);
     /* permissions */

@@ -348,7 +348,6 @@ typedef struct blitz_dns_op {
  * blitz_host_port_split). family: 0 for any, 4 for IPv4 only, 6 for IPv6
  * only. A zero-filled op is ready to use;
  * the same rules as for file ops apply. */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const char *host,
                                        uint16_t port, int family);
 /* The op's cancel (a blitz_cancel_fn; op is the blitz_dns_op). */
@@ -357,7 +356,6 @@ BLITZ_API void blitz_dns_cancel(blitz_cx *cx, void *op);
  * must stay valid until the op's first poll. */
 BLITZ_API blitz_op blitz_op_dns_resolve(blitz_dns_op *op, const char *host, uint16_t port,
                                         int family);
-#endif
 
 /* Connecting by host name: resolves `host` (on the blocking pool), then
  * tries each address in the resolver's order until one connects:

@@ -61,23 +61,6 @@ typedef struct {
 
 /* ---- conversions ------------------------------------------------------------------- */
 
-/* A UTF-16 copy of a UTF-8 string (blitz__free), or NULL: *err is
- * BLITZ_EINVAL for invalid UTF-8, BLITZ_ENOMEM. */
-BLITZ_PRIVATE wchar_t *blitz__utf16(const char *s, int *err) {
-    int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, NULL, 0);
-    if (n <= 0) {
-        *err = BLITZ_EINVAL;
-        return NULL;
-    }
-    wchar_t *w = (wchar_t *)blitz__malloc((size_t)n * sizeof *w);
-    if (!w) {
-        *err = BLITZ_ENOMEM;
-        return NULL;
-    }
-    MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, w, n);
-    return w;
-}
-
 /* The UTF-8 length of a NUL-terminated UTF-16 string, NUL included (0 on
  * failure: an unpaired surrogate). */
 static size_t blitz__wfs_utf8_len(const wchar_t *w) {

@@ -249,6 +249,25 @@ BLITZ_PRIVATE int blitz__from_win32(DWORD e) {
     }
 }
 
+/* ---- text -------------------------------------------------------------------- */
+
+/* A UTF-16 copy of a UTF-8 string (blitz__free), or NULL: *err is
+ * BLITZ_EINVAL for invalid UTF-8, BLITZ_ENOMEM. */
+BLITZ_PRIVATE wchar_t *blitz__utf16(const char *s, int *err) {
+    int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, NULL, 0);
+    if (n <= 0) {
+        *err = BLITZ_EINVAL;
+        return NULL;
+    }
+    wchar_t *w = (wchar_t *)blitz__malloc((size_t)n * sizeof *w);
+    if (!w) {
+        *err = BLITZ_ENOMEM;
+        return NULL;
+    }
+    MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, w, n);
+    return w;
+}
+
 /* ---- completion ports --------------------------------------------------------- */
 
 /* Ends a GetQueuedCompletionStatusEx on `port` (a parked I/O driver): a
