@@ -663,9 +663,9 @@ TU_FLAVOR_TESTS(pool_paused_clock_waits)
 
 #include "test_fs.c"
 #include "test_dns.c"
+#include "test_signal.c"
 #if !defined(_WIN32) /* not on Windows yet */
 #include "test_fs_ext.c"
-#include "test_signal.c"
 #include "test_process.c"
 #endif
 

@@ -435,7 +435,21 @@ typedef struct blitz_signal {
  * SIGILL) that a handler cannot meaningfully return from; BLITZ_EBUSY when
  * already initialised; an error from setting up the signal thread. The
  * listener must stay at its address until blitz_signal_deinit. */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
+#if defined(_WIN32)
+/* Windows: the console's control events are the signals there are.
+ * Ctrl-C is SIGINT, Ctrl-Break SIGBREAK; the console window closing, the
+ * user logging off and the system shutting down have numbers of their
+ * own (the last two reach services only). Windows ends the process soon
+ * after one of those three, listened to or not: a listener gets the time
+ * it allows (the handler does not return while the program runs on).
+ * While nobody listens to an event its default action (ending the
+ * process) stays. blitz_signal_init takes these and SIGINT only
+ * (BLITZ_EINVAL for another number). */
+#define BLITZ_SIGBREAK    21 /* CTRL_BREAK_EVENT (the C runtime's SIGBREAK) */
+#define BLITZ_SIGHUP      1  /* CTRL_CLOSE_EVENT (SIGHUP's number elsewhere) */
+#define BLITZ_SIGLOGOFF   32 /* CTRL_LOGOFF_EVENT */
+#define BLITZ_SIGSHUTDOWN 33 /* CTRL_SHUTDOWN_EVENT */
+#endif
 BLITZ_API int blitz_signal_init(blitz_signal *s, int signo);
 /* Listens to one more signal. Same errors (EINVAL when not initialised). */
 BLITZ_API int blitz_signal_add(blitz_signal *s, int signo);
@@ -456,7 +470,6 @@ BLITZ_API blitz_op blitz_op_signal_recv(blitz_signal *s);
 /* Stops listening and drops any registered waker. BLITZ_EINVAL when not
  * initialised. */
 BLITZ_API int blitz_signal_deinit(blitz_signal *s);
-#endif
 
 /* ---------------------------------------------------------------------------
  * Processes
