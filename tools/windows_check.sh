@@ -5,9 +5,9 @@
 # wine, headless, in a WINEPREFIX of their own that is removed at the end
 # (its wineserver stopped with `wineserver -k`).
 #
-# Windows has no sockets, files, DNS, signals or processes yet: the tests
-# of those are left out by tests/windows_skip.txt (each with its reason),
-# and so are the examples below.
+# Windows has no sockets, streams or processes yet: the tests of those
+# are left out by tests/windows_skip.txt (each with its reason), and so
+# are the examples below.
 #
 # Needs: gcc-mingw-w64-x86-64-posix, wine64 and wine (Debian 12), clang-14.
 # BUILD (default build) holds the outputs.
