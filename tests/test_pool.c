@@ -661,11 +661,11 @@ static int pool_paused_clock_waits(tu_flavor f) {
 }
 TU_FLAVOR_TESTS(pool_paused_clock_waits)
 
-#if !defined(_WIN32) /* not on Windows yet */
 #include "test_fs.c"
-#include "test_fs_ext.c"
 #include "test_dns.c"
 #include "test_signal.c"
+#if !defined(_WIN32) /* not on Windows yet */
+#include "test_fs_ext.c"
 #include "test_process.c"
 #endif
 

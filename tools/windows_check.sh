@@ -5,10 +5,11 @@
 # wine, headless, in a WINEPREFIX of their own that is removed at the end
 # (its wineserver stopped with `wineserver -k`).
 #
-# Windows has sockets (the completion port) but no files, DNS, signals or
-# processes yet: the tests of those are left out by tests/windows_skip.txt
-# (each with its reason), and so are the examples below. The echo server
-# is run apart, under 1,000 connections of the echo client.
+# Windows has sockets (the completion port), files, DNS and console
+# signals, but no Unix sockets, pipes, streams or processes yet: the tests
+# of those are left out by tests/windows_skip.txt (each with its reason),
+# and so are the examples below. The echo server is run apart, under
+# 1,000 connections of the echo client.
 #
 # Needs: gcc-mingw-w64-x86-64-posix, wine64 and wine (Debian 12), clang-14.
 # BUILD (default build) holds the outputs.

@@ -201,7 +201,6 @@ typedef struct blitz_fs_op {
  * a file is created (e.g. 0644, less the umask). Result: the file
  * descriptor. EINVAL for no READ/WRITE or unknown flags, EOPNOTSUPP for
  * BLITZ_FS_DIRECT where the system has no such flag. */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API blitz_poll blitz_fs_open(blitz_cx *cx, blitz_fs_op *op, const char *path, int flags,
                                    uint32_t mode);
 /* Closes fd. Result 0. The descriptor is closed whatever the result, as
@@ -305,7 +304,6 @@ BLITZ_API blitz_op blitz_op_fs_read_dir(blitz_fs_op *op, const char *path);
 BLITZ_API blitz_op blitz_op_fs_symlink(blitz_fs_op *op, const char *target, const char *linkpath);
 BLITZ_API blitz_op blitz_op_fs_link(blitz_fs_op *op, const char *from, const char *to);
 BLITZ_API blitz_op blitz_op_fs_fallocate(blitz_fs_op *op, int fd, uint64_t offset, uint64_t len);
-#endif
 
 /* ---------------------------------------------------------------------------
  * DNS: name resolution on the blocking pool (getaddrinfo), cancellable
@@ -350,7 +348,6 @@ typedef struct blitz_dns_op {
  * blitz_host_port_split). family: 0 for any, 4 for IPv4 only, 6 for IPv6
  * only. A zero-filled op is ready to use;
  * the same rules as for file ops apply. */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API blitz_poll blitz_dns_resolve(blitz_cx *cx, blitz_dns_op *op, const char *host,
                                        uint16_t port, int family);
 /* The op's cancel (a blitz_cancel_fn; op is the blitz_dns_op). */
@@ -359,7 +356,6 @@ BLITZ_API void blitz_dns_cancel(blitz_cx *cx, void *op);
  * must stay valid until the op's first poll. */
 BLITZ_API blitz_op blitz_op_dns_resolve(blitz_dns_op *op, const char *host, uint16_t port,
                                         int family);
-#endif
 
 /* Connecting by host name: resolves `host` (on the blocking pool), then
  * tries each address in the resolver's order until one connects:
@@ -439,7 +435,21 @@ typedef struct blitz_signal {
  * SIGILL) that a handler cannot meaningfully return from; BLITZ_EBUSY when
  * already initialised; an error from setting up the signal thread. The
  * listener must stay at its address until blitz_signal_deinit. */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
+#if defined(_WIN32)
+/* Windows: the console's control events are the signals there are.
+ * Ctrl-C is SIGINT, Ctrl-Break SIGBREAK; the console window closing, the
+ * user logging off and the system shutting down have numbers of their
+ * own (the last two reach services only). Windows ends the process soon
+ * after one of those three, listened to or not: a listener gets the time
+ * it allows (the handler does not return while the program runs on).
+ * While nobody listens to an event its default action (ending the
+ * process) stays. blitz_signal_init takes these and SIGINT only
+ * (BLITZ_EINVAL for another number). */
+#define BLITZ_SIGBREAK    21 /* CTRL_BREAK_EVENT (the C runtime's SIGBREAK) */
+#define BLITZ_SIGHUP      1  /* CTRL_CLOSE_EVENT (SIGHUP's number elsewhere) */
+#define BLITZ_SIGLOGOFF   32 /* CTRL_LOGOFF_EVENT */
+#define BLITZ_SIGSHUTDOWN 33 /* CTRL_SHUTDOWN_EVENT */
+#endif
 BLITZ_API int blitz_signal_init(blitz_signal *s, int signo);
 /* Listens to one more signal. Same errors (EINVAL when not initialised). */
 BLITZ_API int blitz_signal_add(blitz_signal *s, int signo);
@@ -460,7 +470,6 @@ BLITZ_API blitz_op blitz_op_signal_recv(blitz_signal *s);
 /* Stops listening and drops any registered waker. BLITZ_EINVAL when not
  * initialised. */
 BLITZ_API int blitz_signal_deinit(blitz_signal *s);
-#endif
 
 /* ---------------------------------------------------------------------------
  * Processes

@@ -327,14 +327,14 @@ BLITZ_API blitz_op blitz_op_copy(blitz_copy *c);
 typedef struct blitz_shutdown blitz_shutdown;
 
 typedef struct blitz_shutdown_opts {
-    /* Signals that trigger the shutdown; nsignals 0 = SIGINT and SIGTERM,
-     * nsignals < 0 = none. */
+    /* Signals that trigger the shutdown; nsignals 0 = SIGINT and SIGTERM
+     * (Windows: SIGINT, BLITZ_SIGBREAK and BLITZ_SIGHUP), nsignals < 0 =
+     * none. */
     const int *signals;
     int nsignals;
 } blitz_shutdown_opts;
 
-/* BLITZ_EINVAL, BLITZ_ENOMEM, or a signal set-up error; on Windows
- * (no signals API yet) BLITZ_EOPNOTSUPP unless nsignals < 0. */
+/* BLITZ_EINVAL, BLITZ_ENOMEM, or a signal set-up error. */
 BLITZ_API int blitz_shutdown_new(blitz_runtime *rt, const blitz_shutdown_opts *opts,
                                  blitz_shutdown **out);
 /* Starts the shutdown (any thread, idempotent). */

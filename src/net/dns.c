@@ -1,10 +1,11 @@
-/* DNS: getaddrinfo on the blocking pool (blocking_pool.c ops). The answer
- * is copied into one array of fixed-size addresses, so the caller frees
- * one block and a lookup abandoned by its task is freed by the thread that
+/* DNS: getaddrinfo on the blocking pool (blocking_pool.c ops); on
+ * Windows GetAddrInfoW, the name turned into UTF-16 first. The answer is
+ * copied into one array of fixed-size addresses, so the caller frees one
+ * block and a lookup abandoned by its task is freed by the thread that
  * finishes it (the op's discard). */
 #include "../io/io.h"
 
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_IO || BLITZ__WIN32
 
 _Static_assert(sizeof(struct sockaddr_in6) <= sizeof(((blitz_resolved_addr *)0)->addr.bytes),
                "a resolved address holds an IPv6 socket address");
@@ -27,41 +28,73 @@ static int blitz__dns_error(int gai) {
     case EAI_SERVICE:
     case EAI_BADFLAGS:
         return BLITZ_EINVAL;
+#ifdef EAI_SYSTEM
     case EAI_SYSTEM:
         return blitz__from_errno(errno);
+#endif
     default:
         return BLITZ_EDNS;
     }
 }
 
+#if BLITZ__WIN32
+typedef ADDRINFOW blitz__dns_ai;
+#define blitz__dns_free FreeAddrInfoW
+
+/* GetAddrInfoW: 0 or a code. */
+static int blitz__dns_getaddrinfo(const char *host, const char *service, const blitz__dns_ai *hints,
+                                  blitz__dns_ai **res) {
+    int rc = blitz__winsock_start();
+    if (rc != 0)
+        return rc;
+    wchar_t *whost = blitz__utf16(host, &rc), *wservice = NULL;
+    if (whost && (wservice = blitz__utf16(service, &rc)) != NULL) {
+        int e = GetAddrInfoW(whost, wservice, hints, res);
+        rc = e ? blitz__dns_error(e) : 0;
+    }
+    blitz__free(whost);
+    blitz__free(wservice);
+    return rc;
+}
+#else
+typedef struct addrinfo blitz__dns_ai;
+#define blitz__dns_free freeaddrinfo
+
+static int blitz__dns_getaddrinfo(const char *host, const char *service, const blitz__dns_ai *hints,
+                                  blitz__dns_ai **res) {
+    int e = getaddrinfo(host, service, hints, res);
+    return e ? blitz__dns_error(e) : 0;
+}
+#endif
+
 static int blitz__dns_lookup(const char *host, uint16_t port, int family,
                              blitz_resolved_addr **out) {
-    struct addrinfo hints, *res = NULL;
+    blitz__dns_ai hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
     hints.ai_family = family == 4 ? AF_INET : family == 6 ? AF_INET6 : AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_NUMERICSERV;
     char service[8];
     snprintf(service, sizeof service, "%u", (unsigned)port);
-    int rc = getaddrinfo(host, service, &hints, &res);
+    int rc = blitz__dns_getaddrinfo(host, service, &hints, &res);
     if (rc != 0)
-        return blitz__dns_error(rc);
+        return rc;
     size_t n = 0;
-    for (struct addrinfo *a = res; a; a = a->ai_next)
+    for (blitz__dns_ai *a = res; a; a = a->ai_next)
         if ((a->ai_family == AF_INET || a->ai_family == AF_INET6) &&
             a->ai_addrlen <= sizeof(((blitz_resolved_addr *)0)->addr.bytes))
             n++;
     if (n == 0) {
-        freeaddrinfo(res);
+        blitz__dns_free(res);
         return BLITZ_ENOHOST;
     }
     blitz_resolved_addr *list = (blitz_resolved_addr *)blitz__calloc(n * sizeof *list);
     if (!list) {
-        freeaddrinfo(res);
+        blitz__dns_free(res);
         return BLITZ_ENOMEM;
     }
     size_t i = 0;
-    for (struct addrinfo *a = res; a; a = a->ai_next) {
+    for (blitz__dns_ai *a = res; a; a = a->ai_next) {
         if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) ||
             a->ai_addrlen > sizeof list[i].addr.bytes)
             continue;
@@ -70,7 +103,7 @@ static int blitz__dns_lookup(const char *host, uint16_t port, int family,
         memcpy(list[i].addr.bytes, a->ai_addr, a->ai_addrlen);
         i++;
     }
-    freeaddrinfo(res);
+    blitz__dns_free(res);
     *out = list;
     return (int)n;
 }
@@ -163,4 +196,4 @@ BLITZ_API blitz_op blitz_op_dns_resolve(blitz_dns_op *op, const char *host, uint
     return blitz_op_make(blitz__dns_value_poll, blitz_dns_cancel, op);
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_IO || BLITZ__WIN32 */

@@ -157,27 +157,6 @@ static int64_t blitz__fs_mkdir_all(char *path, mode_t mode) {
     }
 }
 
-/* Growable buffer on BLITZ_MALLOC/BLITZ_FREE (there is no realloc hook). */
-BLITZ_PRIVATE int blitz__grow_buffer(char **buf, size_t *cap, size_t used, size_t need) {
-    if (need <= *cap)
-        return 0;
-    size_t ncap = *cap ? *cap : 256;
-    while (ncap < need) {
-        if (ncap > SIZE_MAX / 2)
-            return BLITZ_ENOMEM;
-        ncap *= 2;
-    }
-    char *n = (char *)blitz__malloc(ncap);
-    if (!n)
-        return BLITZ_ENOMEM;
-    if (used)
-        memcpy(n, *buf, used);
-    blitz__free(*buf);
-    *buf = n;
-    *cap = ncap;
-    return 0;
-}
-
 /* A whole file, or BLITZ_EFBIG as soon as it has more than `limit`
  * bytes (SIZE_MAX: no limit), so that an endless file stops early. */
 BLITZ_PRIVATE int64_t blitz__fs_read_file(const char *path, size_t limit, void **out) {
@@ -970,6 +949,11 @@ BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *p) {
     blitz__pool_op_cancel(&f->blitz__op);
 }
 
+#endif /* BLITZ__HAS_IO */
+
+/* Windows too: the calls below are fs_win32.c's there. */
+#if BLITZ__HAS_IO || BLITZ__WIN32
+
 /* ---- file ops as values ------------------------------------------------------------------- */
 
 /* The call a constructor recorded (the public calls read their arguments
@@ -1213,4 +1197,4 @@ BLITZ_API blitz_op blitz_op_fs_fallocate(blitz_fs_op *op, int fd, uint64_t offse
     return blitz__fs_value(op, BLITZ__FSC_FALLOCATE, fd, NULL, NULL, (size_t)len, offset);
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_IO || BLITZ__WIN32 */

@@ -1,5 +1,5 @@
 /* Signals: a counting handler, a self-pipe, and one thread per process
- * that turns counts into wake-ups.
+ * that turns counts into wake-ups; on Windows, console control events.
  *
  * Why a handler and not sigwait/signalfd: those need the signal blocked in
  * every thread of the process, and a thread blitz did not create (main,
@@ -13,23 +13,113 @@
  * The signal thread blocks every signal, sleeps in read() on the pipe,
  * and, under `lock`, moves each counter into the listeners of that signal
  * and wakes their waiting tasks. `lock` also guards the listener list and
- * the per-signal handler reference counts. */
+ * the per-signal handler reference counts.
+ *
+ * Windows has no signals from outside the process but the console's
+ * control events, which it delivers by calling a handler (registered with
+ * SetConsoleCtrlHandler) on a thread it starts for the event: an ordinary
+ * thread, which takes `lock` and wakes the listeners itself. */
 #include "../io/io.h"
 
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_IO || BLITZ__WIN32
 
 #define BLITZ__SIG_MAX 64
 
 static struct {
-    pthread_once_t once;
+    blitz__once once;
     int init_rc;
     blitz__mutex lock;
     blitz_signal *head;
+#if !BLITZ__WIN32
     uint32_t refs[BLITZ__SIG_MAX + 1];
     struct sigaction saved[BLITZ__SIG_MAX + 1];
     blitz__atomic_u32 counts[BLITZ__SIG_MAX + 1];
     int pipe_r, pipe_w;
-} blitz__sig = {.once = PTHREAD_ONCE_INIT};
+#endif
+} blitz__sig = {.once = BLITZ__ONCE_STATIC};
+
+/* Caller holds the lock: `count` deliveries of signal n to its listeners.
+ * Returns whether any listens to it. */
+static int blitz__sig_deliver(int n, uint32_t count) {
+    int found = 0;
+    uint64_t bit = (uint64_t)1 << (n - 1);
+    for (blitz_signal *s = blitz__sig.head; s; s = s->blitz__next) {
+        if (!(s->blitz__mask & bit))
+            continue;
+        found = 1;
+        s->blitz__arrived |= bit;
+        s->blitz__pending += count;
+        if (s->blitz__has_waker) {
+            s->blitz__has_waker = 0;
+            blitz_waker_wake(s->blitz__waker);
+        }
+    }
+    return found;
+}
+
+#if BLITZ__WIN32
+
+/* The signal number of a console control event (0: none). */
+static int blitz__sig_of_event(DWORD event) {
+    switch (event) {
+    case CTRL_C_EVENT:
+        return SIGINT;
+    case CTRL_BREAK_EVENT:
+        return BLITZ_SIGBREAK;
+    case CTRL_CLOSE_EVENT:
+        return BLITZ_SIGHUP;
+    case CTRL_LOGOFF_EVENT:
+        return BLITZ_SIGLOGOFF;
+    case CTRL_SHUTDOWN_EVENT:
+        return BLITZ_SIGSHUTDOWN;
+    default:
+        return 0;
+    }
+}
+
+/* Runs on the thread Windows starts for the event. FALSE when nobody
+ * listens: the next handler, in the end the default (ending the
+ * process), takes the event. */
+static BOOL WINAPI blitz__sig_console(DWORD event) {
+    int n = blitz__sig_of_event(event);
+    if (n == 0)
+        return FALSE;
+    blitz__mutex_lock(&blitz__sig.lock);
+    int found = blitz__sig_deliver(n, 1);
+    blitz__mutex_unlock(&blitz__sig.lock);
+    if (found &&
+        (event == CTRL_CLOSE_EVENT || event == CTRL_LOGOFF_EVENT || event == CTRL_SHUTDOWN_EVENT)) {
+        /* Windows ends the process as soon as this returns: holding on
+         * gives the program the time Windows allows to shut down. */
+        Sleep(INFINITE);
+    }
+    return found ? TRUE : FALSE;
+}
+
+static void blitz__sig_init_once(void) {
+    int rc = blitz__mutex_init(&blitz__sig.lock);
+    /* Installed once for good: it declines the events nobody listens to. */
+    if (rc == 0 && !SetConsoleCtrlHandler(blitz__sig_console, TRUE))
+        rc = blitz__from_win32(GetLastError());
+    blitz__sig.init_rc = rc;
+}
+
+static int blitz__sig_valid(int signo) {
+    return signo == SIGINT || signo == BLITZ_SIGBREAK || signo == BLITZ_SIGHUP ||
+           signo == BLITZ_SIGLOGOFF || signo == BLITZ_SIGSHUTDOWN;
+}
+
+/* The console handler is always there. Caller holds the lock. */
+static int blitz__sig_ref(int signo) {
+    (void)signo;
+    return 0;
+}
+
+static void blitz__sig_unref(int signo) {
+    (void)signo;
+}
+
+#else /* POSIX */
 
 static void blitz__sig_handler(int signo) {
     int saved = errno;
@@ -48,19 +138,8 @@ static void blitz__sig_handler(int signo) {
 static void blitz__sig_dispatch(void) {
     for (int n = 1; n <= BLITZ__SIG_MAX; n++) {
         uint32_t c = blitz__u32_swap(&blitz__sig.counts[n], 0, BLITZ__ACQ_REL);
-        if (!c)
-            continue;
-        uint64_t bit = (uint64_t)1 << (n - 1);
-        for (blitz_signal *s = blitz__sig.head; s; s = s->blitz__next) {
-            if (!(s->blitz__mask & bit))
-                continue;
-            s->blitz__arrived |= bit;
-            s->blitz__pending += c;
-            if (s->blitz__has_waker) {
-                s->blitz__has_waker = 0;
-                blitz_waker_wake(s->blitz__waker);
-            }
-        }
+        if (c)
+            blitz__sig_deliver(n, c);
     }
 }
 
@@ -161,6 +240,8 @@ static void blitz__sig_unref(int signo) {
         sigaction(signo, &blitz__sig.saved[signo], NULL);
 }
 
+#endif /* POSIX */
+
 /* Nonzero when `s` is a registered listener (caller holds the lock). The
  * list is searched rather than trusting s's own fields, which may be
  * garbage for a listener never initialised. */
@@ -174,7 +255,7 @@ static int blitz__sig_registered(const blitz_signal *s) {
 BLITZ_API int blitz_signal_init(blitz_signal *s, int signo) {
     if (!s || !blitz__sig_valid(signo))
         return BLITZ_EINVAL;
-    pthread_once(&blitz__sig.once, blitz__sig_init_once);
+    blitz__once_run(&blitz__sig.once, blitz__sig_init_once);
     if (blitz__sig.init_rc != 0)
         return blitz__sig.init_rc;
     blitz__mutex_lock(&blitz__sig.lock);
@@ -197,7 +278,7 @@ BLITZ_API int blitz_signal_init(blitz_signal *s, int signo) {
 }
 
 static int blitz__sig_ready(void) {
-    pthread_once(&blitz__sig.once, blitz__sig_init_once);
+    blitz__once_run(&blitz__sig.once, blitz__sig_init_once);
     return blitz__sig.init_rc == 0;
 }
 
@@ -218,7 +299,10 @@ BLITZ_API int blitz_signal_add(blitz_signal *s, int signo) {
 
 /* Caller holds the lock; something arrived. */
 static void blitz__sig_take(blitz_signal *s) {
-    s->signo = __builtin_ctzll(s->blitz__arrived) + 1;
+    int n = 1;
+    while (!(s->blitz__arrived & ((uint64_t)1 << (n - 1))))
+        n++;
+    s->signo = n;
     s->count = s->blitz__pending;
     s->blitz__arrived = 0;
     s->blitz__pending = 0;
@@ -312,4 +396,4 @@ BLITZ_API blitz_op blitz_op_signal_recv(blitz_signal *s) {
     return blitz_op_make(blitz__signal_value_poll, blitz_signal_cancel, s);
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_IO || BLITZ__WIN32 */

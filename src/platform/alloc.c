@@ -66,3 +66,24 @@ BLITZ_PRIVATE void *blitz__alloc_aligned(size_t size, size_t align, void **raw B
 #define blitz__alloc_aligned(size, align, raw) \
     blitz__alloc_aligned((size), (align), (raw), BLITZ__SITE)
 #endif
+
+/* Growable buffer on BLITZ_MALLOC/BLITZ_FREE (there is no realloc hook). */
+BLITZ_PRIVATE int blitz__grow_buffer(char **buf, size_t *cap, size_t used, size_t need) {
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap : 256;
+    while (ncap < need) {
+        if (ncap > SIZE_MAX / 2)
+            return BLITZ_ENOMEM;
+        ncap *= 2;
+    }
+    char *n = (char *)blitz__malloc(ncap);
+    if (!n)
+        return BLITZ_ENOMEM;
+    if (used)
+        memcpy(n, *buf, used);
+    blitz__free(*buf);
+    *buf = n;
+    *cap = ncap;
+    return 0;
+}

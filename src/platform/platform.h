@@ -26,6 +26,8 @@
 #include <afunix.h>
 #include <windows.h>
 #include <process.h>
+#include <io.h>
+#include <fcntl.h>
 #include <signal.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

@@ -161,6 +161,40 @@ BLITZ_PRIVATE int blitz__from_win32(DWORD e) {
     case ERROR_FILE_EXISTS:
     case ERROR_ALREADY_EXISTS:
         return BLITZ_EEXIST;
+    /* Files and directories. */
+    case ERROR_BAD_PATHNAME:
+    case ERROR_INVALID_DRIVE:
+        return BLITZ_ENOENT;
+    case ERROR_DIR_NOT_EMPTY:
+        return BLITZ_ENOTEMPTY;
+    case ERROR_DIRECTORY:
+        return BLITZ_ENOTDIR;
+    case ERROR_DISK_FULL:
+    case ERROR_HANDLE_DISK_FULL:
+        return BLITZ_ENOSPC;
+    case ERROR_FILENAME_EXCED_RANGE:
+        return BLITZ_ENAMETOOLONG;
+    case ERROR_NOT_SAME_DEVICE:
+        return BLITZ_EXDEV;
+    case ERROR_PRIVILEGE_NOT_HELD:
+        return BLITZ_EPERM;
+    case ERROR_WRITE_PROTECT:
+        return BLITZ_EROFS;
+    case ERROR_NEGATIVE_SEEK:
+    case ERROR_INVALID_FUNCTION:
+        return BLITZ_EINVAL;
+    case ERROR_FILE_TOO_LARGE:
+        return BLITZ_EFBIG;
+    case ERROR_TOO_MANY_LINKS:
+        return BLITZ_EMLINK;
+    case ERROR_CANT_RESOLVE_FILENAME:
+        return BLITZ_ELOOP;
+    case ERROR_NOACCESS:
+        return BLITZ_EFAULT;
+    case ERROR_CRC:
+    case ERROR_READ_FAULT:
+    case ERROR_WRITE_FAULT:
+        return BLITZ_EIO;
     case ERROR_TOO_MANY_OPEN_FILES:
     case WSAEMFILE:
         return BLITZ_EMFILE;
@@ -213,6 +247,25 @@ BLITZ_PRIVATE int blitz__from_win32(DWORD e) {
     default:
         return BLITZ_EUNKNOWN;
     }
+}
+
+/* ---- text -------------------------------------------------------------------- */
+
+/* A UTF-16 copy of a UTF-8 string (blitz__free), or NULL: *err is
+ * BLITZ_EINVAL for invalid UTF-8, BLITZ_ENOMEM. */
+BLITZ_PRIVATE wchar_t *blitz__utf16(const char *s, int *err) {
+    int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, NULL, 0);
+    if (n <= 0) {
+        *err = BLITZ_EINVAL;
+        return NULL;
+    }
+    wchar_t *w = (wchar_t *)blitz__malloc((size_t)n * sizeof *w);
+    if (!w) {
+        *err = BLITZ_ENOMEM;
+        return NULL;
+    }
+    MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, w, n);
+    return w;
 }
 
 /* ---- completion ports --------------------------------------------------------- */

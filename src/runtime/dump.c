@@ -167,12 +167,14 @@ static void blitz__describe_wait(blitz_runtime *rt, blitz_cancel_fn cancel, void
         {blitz_oneshot_cancel, "oneshot"},
         {blitz_broadcast_cancel, "broadcast"},
         {blitz_watch_cancel, "watch"},
-#if BLITZ__HAS_IO
+#if BLITZ__HAS_IO || BLITZ__WIN32
         {blitz_signal_cancel, "signal"},
-        {blitz_process_wait_cancel, "process"},
-        {blitz_process_output_cancel, "process"},
         {blitz_fs_cancel, "file"},
         {blitz_dns_cancel, "dns"},
+#endif
+#if BLITZ__HAS_IO
+        {blitz_process_wait_cancel, "process"},
+        {blitz_process_output_cancel, "process"},
         {blitz_tcp_connect_host_cancel, "connect"},
         {blitz_reader_cancel, "stream"},
         {blitz_writer_cancel, "stream"},

@@ -31,9 +31,14 @@ BLITZ_API int blitz_shutdown_new(blitz_runtime *rt, const blitz_shutdown_opts *o
     sd->rt = rt;
     blitz_cancel_token_init(&sd->token);
     blitz__mutex_init(&sd->lock);
-    static const int defaults[2] = {SIGINT, SIGTERM};
+#if BLITZ__WIN32
+    /* The console's Ctrl-C, Ctrl-Break and close. */
+    static const int defaults[] = {SIGINT, BLITZ_SIGBREAK, BLITZ_SIGHUP};
+#else
+    static const int defaults[] = {SIGINT, SIGTERM};
+#endif
     const int *sigs = defaults;
-    int n = 2;
+    int n = (int)(sizeof defaults / sizeof defaults[0]);
     if (opts && opts->nsignals != 0) {
         sigs = opts->signals;
         n = opts->nsignals < 0 ? 0 : opts->nsignals;
@@ -42,13 +47,6 @@ BLITZ_API int blitz_shutdown_new(blitz_runtime *rt, const blitz_shutdown_opts *o
             return BLITZ_EINVAL;
         }
     }
-#if !BLITZ__HAS_IO
-    /* No signals API here yet (console control events will be it). */
-    if (n > 0) {
-        blitz_shutdown_free(sd);
-        return BLITZ_EOPNOTSUPP;
-    }
-#else
     for (int i = 0; i < n; i++) {
         int rc = sd->has_sig ? blitz_signal_add(&sd->sig, sigs[i])
                              : blitz_signal_init(&sd->sig, sigs[i]);
@@ -58,7 +56,6 @@ BLITZ_API int blitz_shutdown_new(blitz_runtime *rt, const blitz_shutdown_opts *o
         }
         sd->has_sig = 1;
     }
-#endif
     *out = sd;
     return BLITZ_OK;
 }
@@ -189,10 +186,8 @@ BLITZ_API blitz_poll blitz_shutdown_run(blitz_cx *cx, blitz_shutdown_run_op *op,
         case BLITZ__SD_WAIT: {
             size_t n = 1;
             op->blitz__ops[0] = blitz_op_cancel_token_wait(&op->blitz__tw, &sd->token);
-#if BLITZ__HAS_IO
             if (sd->has_sig)
                 op->blitz__ops[n++] = blitz_op_signal_recv(&sd->sig);
-#endif
             if (blitz_race(cx, &op->blitz__combo, op->blitz__ops, n) == BLITZ_PENDING)
                 return blitz__pending(cx, blitz_shutdown_run_cancel, op);
             if (op->blitz__combo.winner == 1)
@@ -308,10 +303,8 @@ BLITZ_API void blitz_shutdown_run_cancel(blitz_cx *cx, void *p) {
 BLITZ_API int blitz_shutdown_free(blitz_shutdown *sd) {
     if (!sd)
         return BLITZ_EINVAL;
-#if BLITZ__HAS_IO
     if (sd->has_sig)
         blitz_signal_deinit(&sd->sig);
-#endif
     for (size_t i = 0; i < sd->ntasks; i++) {
         blitz_task_cancel(sd->tasks[i]);
         blitz_task_release(&sd->tasks[i]);
