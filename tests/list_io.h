@@ -39,6 +39,7 @@
     BLITZ_IO_TEST3(X, io_stress_10k, 120000)           \
     BLITZ_IO_TEST3(X, io_foreign_runtime, 20000)       \
     BLITZ_IO_TEST3(X, io_close_from_thread, 20000)     \
+    BLITZ_IO_TEST3(X, io_cancel_from_thread, 20000)    \
     BLITZ_IO_TEST3(X, io_close_busy, 30000)            \
     BLITZ_IO_TEST3(X, io_shutdown_from_thread, 30000)  \
     BLITZ_IO_TEST3(X, io_opwait_shutdown, 30000)       \

@@ -140,6 +140,135 @@ static int io_close_from_thread(blitz_backend b) {
 }
 IO_BACKEND_TESTS(io_close_from_thread)
 
+/* ---- a plain thread cancels tasks whose receives wait in the kernel ---------------------- */
+
+/* blitz_task_cancel from a thread that is not the runtime's: the task ends
+ * cancelled, its joiner (a task) wakes, the kernel lets go of the receive
+ * (on io_uring the cancel's submission may come after the joiner's wake),
+ * so the task's block is freed, and the socket keeps its data for the
+ * next receive. */
+
+#define IO_CANCEL_ROUNDS 20
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_task *target;
+    int status;
+} io_cancel_joiner;
+
+static blitz_poll io_cancel_joiner_poll(blitz_cx *cx, void *p) {
+    io_cancel_joiner *j = p;
+    BLITZ_BEGIN(j);
+    BLITZ_AWAIT(j, blitz_join(cx, j->target));
+    j->status = blitz_task_status(j->target);
+    BLITZ_END(j);
+}
+
+typedef struct {
+    _Atomic(blitz_io *) op;
+    blitz_task *target;
+    int wait_ms;
+} io_cancel_job;
+
+static void *io_cancel_thread(void *p) {
+    io_cancel_job *job = p;
+    TU_WAIT_UNTIL(atomic_load(&job->op) && blitz_io_pending(atomic_load(&job->op)), 10, 1);
+    if (job->wait_ms)
+        tu_sleep_ms(job->wait_ms); /* the receive reaches the kernel, the owner parks */
+    CHECK_OK(blitz_task_cancel(job->target));
+    return NULL;
+}
+
+static uint64_t io_tasks_live(blitz_runtime *rt) {
+    blitz_metrics m;
+    CHECK_OK(blitz_metrics_get(rt, &m));
+    return m.tasks_live;
+}
+
+/* Waits (driving the runtime, which a current-thread one needs to reap)
+ * until it is the runtime's only task. */
+typedef struct {
+    BLITZ_CORO;
+    blitz_timer timer;
+    double deadline;
+} io_cancel_alone;
+
+static blitz_poll io_cancel_alone_poll(blitz_cx *cx, void *p) {
+    io_cancel_alone *a = p;
+    BLITZ_BEGIN(a);
+    while (io_tasks_live(blitz_cx_runtime(cx)) > 1 && tu_now() < a->deadline)
+        BLITZ_AWAIT(a, blitz_sleep(cx, &a->timer, BLITZ_MSEC));
+    BLITZ_END(a);
+}
+
+static int io_cancel_from_thread_on(blitz_backend b, tu_flavor f) {
+    blitz_runtime *rt = tu_io_rt_new(b, f);
+    if (!rt)
+        return 0;
+    for (int round = 0; round < test_scaled(IO_CANCEL_ROUNDS); round++) {
+        blitz_socket *mine, *peer;
+        CHECK_OK(blitz_unix_pair(rt, 1, &mine, &peer));
+        io_cancel_job job;
+        atomic_init(&job.op, NULL);
+        job.wait_ms = round % 2 ? 0 : 2;
+        io_close_waiter w;
+        memset(&w, 0, sizeof w);
+        w.sock = mine;
+        w.where = &job.op;
+        CHECK_OK(blitz_spawn(rt, io_close_waiter_poll, &w, sizeof w, &job.target));
+        io_cancel_joiner j;
+        memset(&j, 0, sizeof j);
+        j.target = job.target;
+        j.status = 1;
+        blitz_task *jt;
+        CHECK_OK(blitz_spawn(rt, io_cancel_joiner_poll, &j, sizeof j, &jt));
+        pthread_t th;
+        CHECK_EQ(pthread_create(&th, NULL, io_cancel_thread, &job), 0);
+        /* Drives a current-thread runtime while the plain thread cancels. */
+        CHECK_OK(blitz_join_blocking(jt));
+        CHECK_EQ(pthread_join(th, NULL), 0);
+        CHECK_EQ(((io_cancel_joiner *)blitz_task_state(jt))->status, BLITZ_ECANCELED);
+        CHECK_EQ(blitz_task_status(job.target), BLITZ_ECANCELED);
+        blitz_task_release(&jt);
+        blitz_task_release(&job.target);
+        /* Both blocks go once the kernel has let go of the receive. */
+        io_cancel_alone alone;
+        memset(&alone, 0, sizeof alone);
+        alone.deadline = tu_now() + 10 * tu_timeout_mult();
+        blitz_task *at;
+        CHECK_OK(blitz_spawn(rt, io_cancel_alone_poll, &alone, sizeof alone, &at));
+        CHECK_OK(blitz_join_blocking(at));
+        blitz_task_release(&at);
+        TU_WAIT_UNTIL(io_tasks_live(rt) == 0, 10, 1);
+        /* The socket still works: the next receive gets what the peer
+         * sends. */
+        CHECK_EQ(write(blitz_sock_fd(peer), "x", 1), 1);
+        io_close_waiter w2;
+        memset(&w2, 0, sizeof w2);
+        _Atomic(blitz_io *) where2;
+        atomic_init(&where2, NULL);
+        w2.sock = mine;
+        w2.where = &where2;
+        blitz_task *t2;
+        CHECK_OK(blitz_spawn(rt, io_close_waiter_poll, &w2, sizeof w2, &t2));
+        CHECK_OK(blitz_join_blocking(t2));
+        const io_close_waiter *done = blitz_task_state(t2);
+        CHECK_EQ(done->op.result, 1);
+        CHECK_EQ(done->buf[0], 'x');
+        blitz_task_release(&t2);
+        CHECK_OK(blitz_sock_close(mine));
+        CHECK_OK(blitz_sock_close(peer));
+    }
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
+static int io_cancel_from_thread(blitz_backend b) {
+    CHECK_OK(io_cancel_from_thread_on(b, TU_CT));
+    return io_cancel_from_thread_on(b, TU_MT2);
+}
+IO_BACKEND_TESTS(io_cancel_from_thread)
+
 /* ---- a plain thread closing sockets whose sends are in progress ------------------------- */
 
 /* A send_all of more than the socket can buffer to a peer that never

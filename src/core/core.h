@@ -205,6 +205,13 @@ static inline void blitz__cx_pending_get(blitz_cx *cx, blitz_cancel_fn *cancel, 
     }
 }
 
+/* ---- deferred kicks (defer.c) ------------------------------------------------
+ * A kick of another thread (fn(arg)) made inside a begin/end span runs at
+ * the outermost end, on the calling thread; outside one, at once. */
+BLITZ_PRIVATE void blitz__defer_begin(void);
+BLITZ_PRIVATE void blitz__defer_end(void);
+BLITZ_PRIVATE void blitz__defer_kick(void (*fn)(void *), void *arg);
+
 /* ---- coroutine sites (task.c) ------------------------------------------------
  * The first BLITZ_BEGIN a task runs records, for the task's poll function,
  * the file it is in and the offset of its resume int in the state: one

@@ -148,7 +148,9 @@ BLITZ_PRIVATE void blitz__task_finish(blitz__task *t, int cancelled) {
     if (cancelled) {
         /* The task is ours (RUNNING): the op it waits in is withdrawn, then
          * its cancel hook releases the rest, before any joiner sees it
-         * complete. */
+         * complete. What that kicks (an io_uring cancel's submission wakes
+         * the ring's owner) waits until the joiners are woken (defer.c). */
+        blitz__defer_begin();
         blitz_cancel_fn withdraw = t->pending_cancel;
         if (withdraw) {
             t->pending_cancel = NULL;
@@ -163,16 +165,18 @@ BLITZ_PRIVATE void blitz__task_finish(blitz__task *t, int cancelled) {
     if (dropped) {
         if (blitz__refs(prev) == 1)
             blitz__task_free(t);
-        return;
+    } else {
+        if (prev & BLITZ__TASK_JOIN_WAKER) {
+            /* The completer only reads the slot (the handle owner may be
+             * reading it too, in blitz_join's will_wake check). */
+            blitz__join_wake(t, prev);
+        }
+        if (prev & BLITZ__TASK_THREAD_JOINER)
+            blitz__wake_thread_joiners(blitz__task_runtime(t));
+        blitz__task_unref(t);
     }
-    if (prev & BLITZ__TASK_JOIN_WAKER) {
-        /* The completer only reads the slot (the handle owner may be reading
-         * it too, in blitz_join's will_wake check). */
-        blitz__join_wake(t, prev);
-    }
-    if (prev & BLITZ__TASK_THREAD_JOINER)
-        blitz__wake_thread_joiners(blitz__task_runtime(t));
-    blitz__task_unref(t);
+    if (cancelled)
+        blitz__defer_end();
 }
 
 /* ---- wakers ----------------------------------------------------------------- */

@@ -602,17 +602,22 @@ static int blitz__io_cancel_state(blitz_io *op) {
         /* Under the op's lock: while it is INFLIGHT the completion has not
          * been taken, so the socket (and its driver) are still alive. The
          * kernel keeps the buffer until the completion: the op keeps its
-         * waker (the task's memory) until then. */
+         * waker (the task's memory) until then. The backend's kick goes
+         * after the unlock: it wakes the thread whose reaping needs the
+         * lock. */
+        blitz__defer_begin();
         blitz__op_lock(op);
         if (blitz__u32_field_load(&op->blitz__state, BLITZ__RELAXED) == BLITZ__IO_INFLIGHT) {
             op->blitz__res = 0; /* the completion's count replaces it */
             blitz__op_set_state(op, BLITZ__IO_CANCELLING);
             op->blitz__sock->io->be->cancel(op->blitz__sock->io, op);
             blitz__op_unlock(op);
+            blitz__defer_end();
             op->result = BLITZ_ECANCELED;
             return BLITZ_OK;
         }
         blitz__op_unlock(op);
+        blitz__defer_end();
         /* Completed meanwhile: consume the result as for DONE below. */
         return blitz__io_cancel_state(op);
     }
@@ -951,6 +956,9 @@ BLITZ_API int blitz_sock_close(blitz_socket *s) {
         return BLITZ_ECLOSED;
     }
     s->closed = 1;
+    /* The backend's cancels kick the ring owners after the unlock: their
+     * reaping needs the socket's lock. */
+    blitz__defer_begin();
     blitz_io *op = s->ops;
     blitz_io *woken = NULL;
     while (op) {
@@ -989,6 +997,7 @@ BLITZ_API int blitz_sock_close(blitz_socket *s) {
     }
     blitz__u32_store(&s->want, 0, BLITZ__RELAXED);
     blitz__mutex_unlock(&s->lock);
+    blitz__defer_end();
     for (int i = 0; i < n; i++)
         blitz__io_wake(io, batch[i]);
     blitz__sock_unref(s);

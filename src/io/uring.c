@@ -899,9 +899,18 @@ BLITZ_PRIVATE void blitz__uring_pbuf_free(blitz__ring *r) {
     r->pbuf_mem = NULL;
 }
 
-/* ASYNC_CANCEL by user_data in `r`, submitted at once: whoever cancels may
- * wait for the result. Any thread: the cancel runs in the submitting
- * thread, the cancelled op's completion goes to the ring's owner. */
+static void blitz__uring_flush_kick(void *r) {
+    blitz__uring_flush((blitz__ring *)r);
+}
+
+/* ASYNC_CANCEL by user_data in `r`, submitted at once (whoever cancels may
+ * wait for the result), or at the end of the caller's deferral span
+ * (core/defer.c): the submission wakes the ring's owner, whose reaping of
+ * the cancelled op needs the op's lock the caller may hold. A late
+ * submission cannot hit a newer op at the same address: that op's SQE
+ * goes to this ring after this one. Any thread: the cancel runs in the
+ * submitting thread, the cancelled op's completion goes to the ring's
+ * owner. */
 BLITZ_PRIVATE void blitz__uring_cancel_ud(blitz__io *io, blitz__ring *r, uint64_t ud) {
     struct io_uring_sqe sqe;
     memset(&sqe, 0, sizeof sqe);
@@ -911,7 +920,8 @@ BLITZ_PRIVATE void blitz__uring_cancel_ud(blitz__io *io, blitz__ring *r, uint64_
     sqe.user_data = BLITZ__UD_IGNORE;
     if (io->skip_cancel_cqe)
         sqe.flags = IOSQE_CQE_SKIP_SUCCESS;
-    (void)blitz__uring_queue(r, &sqe, 1);
+    if (blitz__uring_queue(r, &sqe, 0) == BLITZ_OK)
+        blitz__defer_kick(blitz__uring_flush_kick, r);
 }
 
 /* A thread starts driving a current-thread runtime. Its ring is
