@@ -894,23 +894,26 @@ static int trim_after_burst(tu_flavor f) {
 }
 TU_FLAVOR_TESTS(trim_after_burst)
 
-typedef struct {
-    int n;
-} trim_burst_state;
-static blitz_poll trim_burst_poll(blitz_cx *cx, void *p) {
-    trim_burst_state *s = p;
-    int z = 0;
-    for (int i = 0; i < s->n; i++)
-        if (blitz_spawn(blitz_cx_runtime(cx), trim_noop_poll, &z, sizeof z, NULL) != 0)
-            return BLITZ_READY;
-    return BLITZ_READY;
-}
-
 static uint32_t trim_groups(blitz_runtime *rt) {
     blitz__mutex_lock(&rt->alloc_lock);
     uint32_t n = rt->chunk_groups;
     blitz__mutex_unlock(&rt->alloc_lock);
     return n;
+}
+
+/* A burst whose n blocks are all alive at once (their join handles keep
+ * them), then released; then one more task, so every owner has gone idle
+ * after the frees. */
+static int trim_burst(blitz_runtime *rt, blitz_task **h, int n) {
+    int z = 0;
+    for (int i = 0; i < n; i++)
+        CHECK_OK(blitz_spawn(rt, trim_noop_poll, &z, sizeof z, &h[i]));
+    for (int i = 0; i < n; i++) {
+        CHECK_OK(blitz_join_blocking(h[i]));
+        CHECK_OK(blitz_task_release(&h[i]));
+    }
+    (void)trim_chunks_after_task(rt);
+    return 0;
 }
 
 /* Bursts of tasks that come within the trim's delay reuse their blocks:
@@ -920,20 +923,19 @@ static uint32_t trim_groups(blitz_runtime *rt) {
 static int trim_waits_between_bursts(tu_flavor f) {
     blitz_runtime *rt = tu_rt_new(f);
     rt->trim_delay_ns = 120ull * 1000000000ull;
-    trim_burst_state s = {20000};
-    CHECK_OK(blitz_runtime_run(rt, trim_burst_poll, &s, sizeof s));
-    (void)trim_chunks_after_task(rt);
-    CHECK_OK(blitz_runtime_run(rt, trim_burst_poll, &s, sizeof s));
-    (void)trim_chunks_after_task(rt);
+    enum { N = 8000, BURSTS = 20 };
+    blitz_task **h = (blitz_task **)calloc(N, sizeof *h);
+    CHECK_NOT_NULL(h);
+    for (int i = 0; i < 2; i++)
+        CHECK_OK(trim_burst(rt, h, N));
     uint32_t first = trim_groups(rt);
     CHECK_GE(first, 1);
-    for (int i = 0; i < 30; i++) {
-        CHECK_OK(blitz_runtime_run(rt, trim_burst_poll, &s, sizeof s));
-        (void)trim_chunks_after_task(rt);
-    }
+    for (int i = 0; i < BURSTS; i++)
+        CHECK_OK(trim_burst(rt, h, N));
     /* Trimming after every burst allocates about as many groups per burst
-     * as the first burst did. */
+     * as the first ones did. */
     CHECK_LE(trim_groups(rt) - first, first);
+    free(h);
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
