@@ -251,10 +251,18 @@ int main(int argc, char **argv) {
         mult = 1.0;
     /* BLITZ_TEST_FILTER=text: only the tests whose name contains it. */
     const char *filter = getenv("BLITZ_TEST_FILTER");
+    /* BLITZ_TEST_SHARD=i/n: only the tests whose index is i modulo n (for
+     * runs split over several processes). */
+    unsigned shard = 0, shards = 1;
+    const char *sh = getenv("BLITZ_TEST_SHARD");
+    if (sh && (sscanf(sh, "%u/%u", &shard, &shards) != 2 || shards == 0 || shard >= shards)) {
+        fprintf(stderr, "BLITZ_TEST_SHARD=%s: want i/n with i < n\n", sh);
+        return 2;
+    }
     int failed = 0;
     printf("1..%zu\n", NUM_TESTS);
     for (size_t i = 0; i < NUM_TESTS; i++) {
-        if (filter && !strstr(tests[i].name, filter))
+        if ((filter && !strstr(tests[i].name, filter)) || i % shards != shard)
             continue;
         double t0 = now_s();
         int rc = run_forked(&tests[i], mult);

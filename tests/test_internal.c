@@ -923,7 +923,7 @@ static int trim_burst(blitz_runtime *rt, blitz_task **h, int n) {
 static int trim_waits_between_bursts(tu_flavor f) {
     blitz_runtime *rt = tu_rt_new(f);
     rt->trim_delay_ns = 120ull * 1000000000ull;
-    enum { N = 8000, BURSTS = 20 };
+    enum { N = 4000, BURSTS = 12 };
     blitz_task **h = (blitz_task **)calloc(N, sizeof *h);
     CHECK_NOT_NULL(h);
     for (int i = 0; i < 2; i++)
