@@ -263,30 +263,52 @@ static blitz_poll tfu_race_poll(blitz_cx *cx, void *p) {
     BLITZ_END(s);
 }
 
-static int fs_native_cancel_on(tu_flavor f, blitz_backend backend) {
+/* A runtime on `backend` in *rt (NULL when it cannot be made: no io_uring
+ * here) and an 8 KiB file `path` in a fresh folder `dir` (64 and 160
+ * bytes) for the races. */
+static int tfu_race_setup(tu_flavor f, blitz_backend backend, blitz_runtime **rt, char *dir,
+                          char *path) {
     blitz_config cfg = tu_config(f);
     cfg.backend = backend;
-    blitz_runtime *rt = NULL;
-    if (blitz_runtime_new(&cfg, &rt) != BLITZ_OK)
-        return 0; /* no io_uring here */
-    char dir[64], path[160];
-    tf_tmpdir(dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/f", dir);
+    *rt = NULL;
+    if (blitz_runtime_new(&cfg, rt) != BLITZ_OK) {
+        *rt = NULL;
+        return 0;
+    }
+    tf_tmpdir(dir, 64);
+    snprintf(path, 160, "%s/f", dir);
     int fd = open(path, O_CREAT | O_WRONLY, 0644);
     CHECK_GE(fd, 0);
     CHECK_EQ(ftruncate(fd, 8192), 0);
     close(fd);
-    int fds = tu_open_fds();
-    enum { N = 6 };
-    blitz_task *h[N];
-    for (int i = 0; i < N; i++) {
+    return 0;
+}
+
+/* Spawns n races over `path` into h, `ops` rounds each, the i-th seeded
+ * with i * seed_mul + seed_add. */
+static int tfu_race_spawn(blitz_runtime *rt, blitz_task **h, int n, const char *path, long ops,
+                          unsigned seed_mul, unsigned seed_add) {
+    for (int i = 0; i < n; i++) {
         tfu_race s;
         memset(&s, 0, sizeof s);
         s.path = path;
-        s.n = test_scaled(300);
-        s.seed = (unsigned)i * 7919u + 11u;
+        s.n = ops;
+        s.seed = (unsigned)i * seed_mul + seed_add;
         CHECK_OK(blitz_spawn(rt, tfu_race_poll, &s, sizeof s, &h[i]));
     }
+    return 0;
+}
+
+static int fs_native_cancel_on(tu_flavor f, blitz_backend backend) {
+    blitz_runtime *rt = NULL;
+    char dir[64], path[160];
+    CHECK_OK(tfu_race_setup(f, backend, &rt, dir, path));
+    if (!rt)
+        return 0; /* no io_uring here */
+    int fds = tu_open_fds();
+    enum { N = 6 };
+    blitz_task *h[N];
+    CHECK_OK(tfu_race_spawn(rt, h, N, path, test_scaled(300), 7919u, 11u));
     long timeouts = 0, done = 0;
     for (int i = 0; i < N; i++) {
         CHECK_OK(blitz_join_blocking(h[i]));
@@ -301,14 +323,7 @@ static int fs_native_cancel_on(tu_flavor f, blitz_backend backend) {
      * completion is reaped, which may be a moment after its task ended. */
     TU_WAIT_UNTIL(tu_open_fds() == fds, 2, 1);
     /* Ops still in the kernel at shutdown: cancelled, their records freed. */
-    for (int i = 0; i < N; i++) {
-        tfu_race s;
-        memset(&s, 0, sizeof s);
-        s.path = path;
-        s.n = 1000000;
-        s.seed = (unsigned)i + 1u;
-        CHECK_OK(blitz_spawn(rt, tfu_race_poll, &s, sizeof s, &h[i]));
-    }
+    CHECK_OK(tfu_race_spawn(rt, h, N, path, 1000000, 1u, 1u));
     CHECK_OK(blitz_runtime_shutdown(rt));
     for (int i = 0; i < N; i++)
         blitz_task_release(&h[i]);
@@ -331,29 +346,15 @@ TU_FLAVOR_TESTS(fs_native_cancel)
  * file ops go to the same ring (the default's file ring): no completion
  * is lost while it mutes the ring's eventfd, and no descriptor leaks. */
 static int fs_native_block_on_on(tu_flavor f, blitz_backend backend) {
-    blitz_config cfg = tu_config(f);
-    cfg.backend = backend;
     blitz_runtime *rt = NULL;
-    if (blitz_runtime_new(&cfg, &rt) != BLITZ_OK)
-        return 0; /* no io_uring here */
     char dir[64], path[160];
-    tf_tmpdir(dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/f", dir);
-    int fd = open(path, O_CREAT | O_WRONLY, 0644);
-    CHECK_GE(fd, 0);
-    CHECK_EQ(ftruncate(fd, 8192), 0);
-    close(fd);
+    CHECK_OK(tfu_race_setup(f, backend, &rt, dir, path));
+    if (!rt)
+        return 0; /* no io_uring here */
     int fds = tu_open_fds();
     enum { N = 3 };
     blitz_task *h[N];
-    for (int i = 0; i < N; i++) {
-        tfu_race s;
-        memset(&s, 0, sizeof s);
-        s.path = path;
-        s.n = test_scaled(300);
-        s.seed = (unsigned)i * 104729u + 3u;
-        CHECK_OK(blitz_spawn(rt, tfu_race_poll, &s, sizeof s, &h[i]));
-    }
+    CHECK_OK(tfu_race_spawn(rt, h, N, path, test_scaled(300), 104729u, 3u));
     static tfu_race mine;
     memset(&mine, 0, sizeof mine);
     mine.path = path;
