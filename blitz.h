@@ -6886,6 +6886,66 @@ BLITZ_PRIVATE void blitz__port_post(void *port) {
         PostQueuedCompletionStatus((HANDLE)port, 0, 0, NULL);
 }
 
+/* ---- pipes ---------------------------------------------------------------------- */
+
+/* An anonymous pipe made of a named pipe, since only named pipes take
+ * overlapped I/O: the read end is the server instance (inbound), the
+ * write end a client opened on it. Each end is overlapped or inheritable
+ * as `flags` ask (BLITZ__WPIPE_*); an inheritable end is what a child
+ * process gets as its stdio, the other end stays the parent's. The name
+ * is made from the process and thread ids and the performance counter;
+ * FILE_FLAG_FIRST_PIPE_INSTANCE turns the unlikely clash with a name in
+ * use into ERROR_ACCESS_DENIED, and another name is tried. */
+enum {
+    BLITZ__WPIPE_READ_OVERLAPPED = 1,
+    BLITZ__WPIPE_WRITE_OVERLAPPED = 2,
+    BLITZ__WPIPE_READ_INHERIT = 4,
+    BLITZ__WPIPE_WRITE_INHERIT = 8,
+};
+BLITZ_PRIVATE int blitz__win_pipe_pair(void **read_end, void **write_end, unsigned flags,
+                                       uint32_t buffer_bytes) {
+    if (!read_end || !write_end)
+        return BLITZ_EINVAL;
+    *read_end = *write_end = NULL;
+    SECURITY_ATTRIBUTES read_sa = {sizeof read_sa, NULL, (flags & BLITZ__WPIPE_READ_INHERIT) != 0};
+    SECURITY_ATTRIBUTES write_sa = {sizeof write_sa, NULL,
+                                    (flags & BLITZ__WPIPE_WRITE_INHERIT) != 0};
+    DWORD read_mode = PIPE_ACCESS_INBOUND | FILE_FLAG_FIRST_PIPE_INSTANCE |
+                      ((flags & BLITZ__WPIPE_READ_OVERLAPPED) ? FILE_FLAG_OVERLAPPED : 0);
+    DWORD write_mode = (flags & BLITZ__WPIPE_WRITE_OVERLAPPED) ? FILE_FLAG_OVERLAPPED : 0;
+    if (!buffer_bytes)
+        buffer_bytes = 65536;
+    for (unsigned attempt = 0; attempt < 16; attempt++) {
+        LARGE_INTEGER tick;
+        QueryPerformanceCounter(&tick);
+        wchar_t name[96];
+        swprintf(name, sizeof name / sizeof name[0], L"\\\\.\\pipe\\blitz-%lu-%lu-%llx-%u",
+                 (unsigned long)GetCurrentProcessId(), (unsigned long)GetCurrentThreadId(),
+                 (unsigned long long)tick.QuadPart, attempt);
+        HANDLE r = CreateNamedPipeW(name, read_mode,
+                                    PIPE_TYPE_BYTE | PIPE_READMODE_BYTE | PIPE_WAIT |
+                                        PIPE_REJECT_REMOTE_CLIENTS,
+                                    1, buffer_bytes, buffer_bytes, 0, &read_sa);
+        if (r == INVALID_HANDLE_VALUE) {
+            DWORD e = GetLastError();
+            if (e == ERROR_ACCESS_DENIED || e == ERROR_PIPE_BUSY)
+                continue;
+            return blitz__from_win32(e);
+        }
+        HANDLE w = CreateFileW(name, GENERIC_WRITE | FILE_READ_ATTRIBUTES, 0, &write_sa,
+                               OPEN_EXISTING, write_mode, NULL);
+        if (w == INVALID_HANDLE_VALUE) {
+            DWORD e = GetLastError();
+            CloseHandle(r);
+            return blitz__from_win32(e);
+        }
+        *read_end = r;
+        *write_end = w;
+        return BLITZ_OK;
+    }
+    return BLITZ_EEXIST;
+}
+
 /* ---- Winsock ------------------------------------------------------------------- */
 
 static BOOL CALLBACK blitz__win32_wsa_main(PINIT_ONCE once, PVOID param, PVOID *context) {

@@ -33,4 +33,5 @@
     X(timer_wheel_drive_by_next_expiry, 30000)       \
     X(iocp_stream, 30000)                            \
     X(iocp_connect_refused, 10000)                   \
-    X(iocp_datagrams, 10000)
+    X(iocp_datagrams, 10000)                         \
+    X(iocp_pipe_pair, 10000)

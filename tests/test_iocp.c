@@ -246,3 +246,50 @@ BLITZ_TEST(iocp_datagrams) {
 #endif
     return 0;
 }
+
+/* The platform's pipe pair: bytes written at one end come out of the
+ * other through an overlapped read, and closing the write end ends the
+ * stream (ERROR_BROKEN_PIPE). */
+BLITZ_TEST(iocp_pipe_pair) {
+#if defined(_WIN32)
+    void *r = NULL, *w = NULL;
+    CHECK_OK(blitz__win_pipe_pair(&r, &w, BLITZ__WPIPE_READ_OVERLAPPED, 0));
+    CHECK(r != NULL && w != NULL);
+    CHECK_EQ(blitz__win_pipe_pair(NULL, &w, 0, 0), BLITZ_EINVAL);
+    char msg[3000], buf[4096];
+    for (size_t j = 0; j < sizeof msg; j++)
+        msg[j] = (char)(j * 7 + 3);
+    DWORD n = 0;
+    CHECK(WriteFile((HANDLE)w, msg, sizeof msg, &n, NULL));
+    CHECK_EQ(n, sizeof msg);
+    size_t got = 0;
+    while (got < sizeof msg) {
+        OVERLAPPED ov;
+        memset(&ov, 0, sizeof ov);
+        ov.hEvent = CreateEventW(NULL, TRUE, FALSE, NULL);
+        CHECK(ov.hEvent != NULL);
+        if (!ReadFile((HANDLE)r, buf + got, (DWORD)(sizeof buf - got), NULL, &ov))
+            CHECK_EQ(GetLastError(), ERROR_IO_PENDING);
+        CHECK(GetOverlappedResult((HANDLE)r, &ov, &n, TRUE));
+        CloseHandle(ov.hEvent);
+        CHECK(n > 0);
+        got += n;
+    }
+    CHECK_EQ(got, sizeof msg);
+    CHECK(memcmp(buf, msg, sizeof msg) == 0);
+    CloseHandle((HANDLE)w);
+    OVERLAPPED ov;
+    memset(&ov, 0, sizeof ov);
+    ov.hEvent = CreateEventW(NULL, TRUE, FALSE, NULL);
+    BOOL ok = ReadFile((HANDLE)r, buf, sizeof buf, NULL, &ov);
+    if (!ok && GetLastError() == ERROR_IO_PENDING)
+        ok = GetOverlappedResult((HANDLE)r, &ov, &n, TRUE);
+    CHECK(!ok);
+    CHECK_EQ(GetLastError(), ERROR_BROKEN_PIPE);
+    CloseHandle(ov.hEvent);
+    CloseHandle((HANDLE)r);
+#else
+    printf("# skipped: Windows only\n");
+#endif
+    return 0;
+}
