@@ -7385,7 +7385,10 @@ struct blitz__context {
     blitz__worker *worker; /* NULL on the current-thread driver and on helpers */
     int ct_driver;         /* this thread drives rt (current-thread flavour) */
     blitz__task *current;  /* the task being polled, or NULL */
-    uint32_t poll_seq;     /* polls observed here, for metrics sampling */
+    /* Polls until the next observed one (blitz__task_run's slow path, which
+     * sets it again from the runtime's settings). */
+    uint32_t poll_countdown;
+    uint32_t poll_seq; /* observed polls here, for sampling under poll hooks */
     /* A block_on thread polling its task: it waits in the shared ring for
      * the file ops it submits there (io/uring.c's blitz__uring_wait_files). */
     int files_reaper;
@@ -7425,6 +7428,7 @@ static inline void blitz__context_init(blitz__context *c, blitz_runtime *rt) {
     c->cache = NULL;
     c->counters = NULL;
     c->worker_index = -1;
+    c->poll_countdown = 1;
     c->poll_seq = 0;
     c->clock_ns = 0;
     c->stall = NULL;
@@ -7573,7 +7577,7 @@ struct blitz_runtime {
     int poll_hooks; /* poll_start or poll_end is set */
     int task_hooks; /* task_spawn or task_terminate is set */
     int metrics;
-    uint32_t poll_sample_mask; /* a poll is timed when (seq & mask) == 0 */
+    uint32_t poll_sample_mask; /* one poll in mask + 1 is timed */
     blitz_hooks hooks;
 };
 
@@ -8921,6 +8925,24 @@ static BLITZ__NOINLINE blitz_poll blitz__task_poll_observed(blitz__task *t, blit
     return r;
 }
 
+/* A poll whose countdown ran out: observed as the runtime's settings ask,
+ * with the countdown set for the next one. */
+static BLITZ__NOINLINE blitz_poll blitz__task_poll_counted_down(blitz__task *t, blitz_cx *cx) {
+    blitz__context *ctx = cx->ctx;
+    blitz_runtime *rt = ctx->rt;
+    if (!rt->observe) {
+        ctx->poll_countdown = UINT32_MAX;
+        return t->poll(cx, blitz__task_state_ptr(t));
+    }
+    if (!rt->poll_hooks) {
+        ctx->poll_countdown = rt->poll_sample_mask + 1u;
+        return blitz__task_poll_observed(t, cx, 1);
+    }
+    ctx->poll_countdown = 1;
+    int timed = rt->metrics && (ctx->poll_seq++ & rt->poll_sample_mask) == 0;
+    return blitz__task_poll_observed(t, cx, timed);
+}
+
 /* The site entry of poll function `poll` in rt's table: the one that holds
  * it, or (`claim`) a free one claimed for it; NULL when neither. */
 static blitz__site_entry *blitz__site_find(blitz_runtime *rt, blitz_poll_fn poll, int claim) {
@@ -9002,20 +9024,14 @@ BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
     blitz__stall_slot *stall = ctx->stall;
     if (BLITZ__UNLIKELY(stall != NULL))
         blitz__stall_begin(stall, t);
-    /* Without hooks and metrics, this one predictable branch is all
-     * observability costs a poll; with metrics alone, an untimed poll
-     * costs a count. */
-    blitz_runtime *rt = ctx->rt;
+    /* Observability costs a poll one countdown: it reaches 0 once per
+     * 2^32 polls without hooks and metrics, once per timed poll with
+     * metrics alone, and at every poll with poll hooks. */
     blitz_poll r;
-    if (BLITZ__LIKELY(!rt->observe)) {
+    if (BLITZ__LIKELY(--ctx->poll_countdown != 0))
         r = t->poll(&cx, blitz__task_state_ptr(t));
-    } else {
-        int timed = rt->metrics && (ctx->poll_seq++ & rt->poll_sample_mask) == 0;
-        if (BLITZ__LIKELY(!timed && !rt->poll_hooks))
-            r = t->poll(&cx, blitz__task_state_ptr(t));
-        else
-            r = blitz__task_poll_observed(t, &cx, timed);
-    }
+    else
+        r = blitz__task_poll_counted_down(t, &cx);
     if (BLITZ__UNLIKELY(stall != NULL))
         blitz__u64_store(&stall->since, 0, BLITZ__RELAXED);
     ctx->current = outer;

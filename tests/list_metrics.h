@@ -6,6 +6,7 @@
     X(metrics_snapshot_mt2, 10000)    \
     X(metrics_snapshot_mt4, 10000)    \
     X(metrics_snapshot_ct, 10000)     \
+    X(metrics_sample_rate, 10000)     \
     X(metrics_bad_args, 5000)         \
     X(metrics_format_fresh, 5000)     \
     X(metrics_scrape_mt2, 10000)      \

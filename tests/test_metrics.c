@@ -254,6 +254,29 @@ static int metrics_snapshot(tu_flavor f) {
 }
 TU_FLAVOR_TESTS(metrics_snapshot)
 
+/* One poll in metrics_poll_sample is timed: a task that yields 8,000
+ * times in one drive of a current-thread runtime, sampled one in 8, gets
+ * about 1,000 timed polls (the drive's first poll is timed too), and the
+ * histogram holds each of them once. */
+BLITZ_TEST(metrics_sample_rate) {
+    blitz_config cfg = tu_config(TU_CT);
+    cfg.metrics = 1;
+    cfg.metrics_poll_sample = 8;
+    blitz_runtime *rt = tu_rt_config(&cfg);
+    mh_kid kid;
+    memset(&kid, 0, sizeof kid);
+    kid.yields = 8000;
+    CHECK_OK(blitz_runtime_run(rt, mh_kid_poll, &kid, sizeof kid));
+    blitz_metrics m;
+    CHECK_OK(blitz_metrics_get(rt, &m));
+    CHECK_GE(m.polls, 8001);
+    CHECK_GE(m.poll_timed, m.polls / 8 - 2);
+    CHECK_LE(m.poll_timed, m.polls / 8 + 2);
+    CHECK_EQ(mx_bucket_sum(&m), m.poll_timed);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
 BLITZ_TEST(metrics_bad_args) {
     blitz_metrics m;
     CHECK_EQ(blitz_metrics_get(NULL, &m), BLITZ_EINVAL);

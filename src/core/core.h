@@ -126,7 +126,10 @@ struct blitz__context {
     blitz__worker *worker; /* NULL on the current-thread driver and on helpers */
     int ct_driver;         /* this thread drives rt (current-thread flavour) */
     blitz__task *current;  /* the task being polled, or NULL */
-    uint32_t poll_seq;     /* polls observed here, for metrics sampling */
+    /* Polls until the next observed one (blitz__task_run's slow path, which
+     * sets it again from the runtime's settings). */
+    uint32_t poll_countdown;
+    uint32_t poll_seq; /* observed polls here, for sampling under poll hooks */
     /* A block_on thread polling its task: it waits in the shared ring for
      * the file ops it submits there (io/uring.c's blitz__uring_wait_files). */
     int files_reaper;
@@ -166,6 +169,7 @@ static inline void blitz__context_init(blitz__context *c, blitz_runtime *rt) {
     c->cache = NULL;
     c->counters = NULL;
     c->worker_index = -1;
+    c->poll_countdown = 1;
     c->poll_seq = 0;
     c->clock_ns = 0;
     c->stall = NULL;
@@ -314,7 +318,7 @@ struct blitz_runtime {
     int poll_hooks; /* poll_start or poll_end is set */
     int task_hooks; /* task_spawn or task_terminate is set */
     int metrics;
-    uint32_t poll_sample_mask; /* a poll is timed when (seq & mask) == 0 */
+    uint32_t poll_sample_mask; /* one poll in mask + 1 is timed */
     blitz_hooks hooks;
 };
 
