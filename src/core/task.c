@@ -319,24 +319,6 @@ static BLITZ__NOINLINE blitz_poll blitz__task_poll_observed(blitz__task *t, blit
     return r;
 }
 
-/* A poll whose countdown ran out: observed as the runtime's settings ask,
- * with the countdown set for the next one. */
-static BLITZ__NOINLINE blitz_poll blitz__task_poll_counted_down(blitz__task *t, blitz_cx *cx) {
-    blitz__context *ctx = cx->ctx;
-    blitz_runtime *rt = ctx->rt;
-    if (!rt->observe) {
-        ctx->poll_countdown = UINT32_MAX;
-        return t->poll(cx, blitz__task_state_ptr(t));
-    }
-    if (!rt->poll_hooks) {
-        ctx->poll_countdown = rt->poll_sample_mask + 1u;
-        return blitz__task_poll_observed(t, cx, 1);
-    }
-    ctx->poll_countdown = 1;
-    int timed = rt->metrics && (ctx->poll_seq++ & rt->poll_sample_mask) == 0;
-    return blitz__task_poll_observed(t, cx, timed);
-}
-
 /* The site entry of poll function `poll` in rt's table: the one that holds
  * it, or (`claim`) a free one claimed for it; NULL when neither. */
 static blitz__site_entry *blitz__site_find(blitz_runtime *rt, blitz_poll_fn poll, int claim) {
@@ -401,6 +383,32 @@ static void blitz__stall_begin(blitz__stall_slot *slot, blitz__task *t) {
     blitz__u64_store(&slot->since, now ? now : 1, BLITZ__RELEASE);
 }
 
+/* A poll whose countdown ran out: observed as the runtime's settings ask
+ * (hooks, a timed poll, the stall watchdog's slot), with the countdown
+ * set for the next one. */
+static BLITZ__NOINLINE blitz_poll blitz__task_poll_counted_down(blitz__task *t, blitz_cx *cx) {
+    blitz__context *ctx = cx->ctx;
+    blitz_runtime *rt = ctx->rt;
+    blitz__stall_slot *stall = ctx->stall;
+    if (!rt->observe && !stall) {
+        ctx->poll_countdown = UINT32_MAX;
+        return t->poll(cx, blitz__task_state_ptr(t));
+    }
+    int timed = 1;
+    if (rt->poll_hooks || stall) {
+        ctx->poll_countdown = 1;
+        timed = rt->metrics && (ctx->poll_seq++ & rt->poll_sample_mask) == 0;
+    } else {
+        ctx->poll_countdown = rt->poll_sample_mask + 1u;
+    }
+    if (stall)
+        blitz__stall_begin(stall, t);
+    blitz_poll r = blitz__task_poll_observed(t, cx, timed);
+    if (stall)
+        blitz__u64_store(&stall->since, 0, BLITZ__RELAXED);
+    return r;
+}
+
 /* Runs a SCHEDULED task once on the calling thread (context `ctx`): polls
  * it, or completes it as cancelled. Returns 1 when the poll function ran. */
 BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
@@ -415,19 +423,15 @@ BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
     blitz__task *outer = ctx->current;
     ctx->current = t;
     t->pending_cancel = NULL;
-    blitz__stall_slot *stall = ctx->stall;
-    if (BLITZ__UNLIKELY(stall != NULL))
-        blitz__stall_begin(stall, t);
     /* Observability costs a poll one countdown: it reaches 0 once per
-     * 2^32 polls without hooks and metrics, once per timed poll with
-     * metrics alone, and at every poll with poll hooks. */
+     * 2^32 polls without hooks, metrics and the stall watchdog, once per
+     * timed poll with metrics alone, and at every poll with hooks or the
+     * watchdog. */
     blitz_poll r;
     if (BLITZ__LIKELY(--ctx->poll_countdown != 0))
         r = t->poll(&cx, blitz__task_state_ptr(t));
     else
         r = blitz__task_poll_counted_down(t, &cx);
-    if (BLITZ__UNLIKELY(stall != NULL))
-        blitz__u64_store(&stall->since, 0, BLITZ__RELAXED);
     ctx->current = outer;
     if (r == BLITZ_READY) {
         blitz__task_finish(t, 0);

@@ -112,7 +112,7 @@ BLITZ_PRIVATE blitz__run_transition blitz__state_to_running(blitz__task *t) {
  * due). Returns 1 when the caller must reschedule the task. Acq_rel: the
  * release publishes the poll's writes to whoever wakes the task next; the
  * acquire pairs with a waker's release when NOTIFIED was set. */
-BLITZ_PRIVATE int blitz__state_to_idle(blitz__task *t, int yielded) {
+static inline int blitz__state_to_idle(blitz__task *t, int yielded) {
     uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
     for (;;) {
         BLITZ_ASSERT(blitz__lifecycle(s) == BLITZ__LC_RUNNING);
