@@ -74,6 +74,7 @@ static int test_fault(int site);
 #include "tests/test_io_recv_buf.c"
 #endif
 #include "tests/test_sock.c"
+#include "tests/test_pipe.c"
 #include "tests/test_pool.c"
 #if !defined(_WIN32)
 #include "tests/test_connect_host.c"
