@@ -5,8 +5,8 @@
 # wine, headless, in a WINEPREFIX of their own that is removed at the end
 # (its wineserver stopped with `wineserver -k`).
 #
-# Windows has sockets (the completion port), files, DNS and console
-# signals, but no Unix sockets, pipes, streams or processes yet: the tests
+# Windows has sockets and pipes (the completion port), files, DNS and
+# console signals, but no Unix sockets, streams or processes yet: the tests
 # of those are left out by tests/windows_skip.txt (each with its reason),
 # and so are the examples below. The echo server is run apart, under
 # 1,000 connections of the echo client.
