@@ -3,7 +3,8 @@
  * and the end of the stream after the writer's close, BLITZ_EPIPE after
  * the reader's, a cancelled read whose data goes to the next one, a close
  * with a read in flight, a runtime freed with ops in flight, readable and
- * writable, the op forms, adoption of a bad descriptor. The same file
+ * writable, the op forms, the descriptor ops on a TCP socket, adoption
+ * of a pipe end and of a bad descriptor. The same file
  * runs on Windows (the completion port) and elsewhere. */
 #include "test_util.h"
 
@@ -329,6 +330,144 @@ BLITZ_TEST(pipe_bad_input) {
     /* A descriptor number nothing has open. */
     CHECK_EQ(blitz_sock_adopt(rt, 1000000, &a), BLITZ_EBADF);
     CHECK(a == NULL);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
+/* ---- the descriptor ops on a TCP socket: its own transfers ------------------------------- */
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_addr addr;
+    blitz_socket *listener, *a, *b;
+    blitz_io op, op2;
+    char buf[16];
+    size_t got;
+    int step;
+} tp_tcp;
+
+static blitz_poll tp_tcp_poll(blitz_cx *cx, void *p) {
+    tp_tcp *m = p;
+    BLITZ_BEGIN(m);
+    BLITZ_AWAIT(m, blitz_tcp_connect(cx, &m->op, &m->addr));
+    CHECK_OK((int)m->op.result);
+    m->a = m->op.socket;
+    BLITZ_AWAIT(m, blitz_sock_accept(cx, &m->op2, m->listener));
+    CHECK_OK((int)m->op2.result);
+    m->b = m->op2.socket;
+    BLITZ_AWAIT(m, blitz_fd_writable(cx, &m->op, m->a));
+    CHECK(m->op.result > 0 && (m->op.result & POLLOUT));
+    BLITZ_AWAIT(m, blitz_fd_write_all(cx, &m->op, m->a, "hello", 5));
+    CHECK_EQ(m->op.result, 5);
+    BLITZ_AWAIT(m, blitz_fd_readable(cx, &m->op2, m->b));
+    CHECK(m->op2.result > 0 && (m->op2.result & POLLIN));
+    while (m->got < 5) {
+        BLITZ_AWAIT(m, blitz_fd_read(cx, &m->op2, m->b, m->buf + m->got, 5 - m->got));
+        CHECK_GT(m->op2.result, 0);
+        m->got += (size_t)m->op2.result;
+    }
+    CHECK(memcmp(m->buf, "hello", 5) == 0);
+    CHECK_OK(blitz_sock_close(m->a));
+    BLITZ_AWAIT(m, blitz_fd_read(cx, &m->op2, m->b, m->buf, sizeof m->buf));
+    CHECK(m->op2.result == 0 || m->op2.result == BLITZ_ECONNRESET);
+    blitz_sock_close(m->b);
+    m->step = 100;
+    BLITZ_END(m);
+}
+
+static int pipe_fd_ops_tcp(tu_flavor f) {
+    blitz_runtime *rt = tp_rt(f);
+    tp_tcp *m = calloc(1, sizeof *m);
+    CHECK_NOT_NULL(m);
+    m->listener = tu_listen_any(rt, &m->addr);
+    CHECK_OK(blitz_runtime_run(rt, tp_tcp_poll, m, sizeof *m));
+    CHECK_EQ(m->step, 100);
+    blitz_sock_close(m->listener);
+    CHECK_OK(blitz_runtime_free(rt));
+    free(m);
+    return 0;
+}
+TU_FLAVOR_TESTS(pipe_fd_ops_tcp)
+
+/* ---- adoption of a pipe's read end ------------------------------------------------------------
+ */
+
+#if defined(_WIN32)
+/* An overlapped read end as a C runtime descriptor, and its writer's
+ * handle (synchronous). */
+static int tp_os_pipe(int *fd, HANDLE *writer) {
+    wchar_t name[64];
+    swprintf(name, 64, L"\\\\.\\pipe\\blitz-test-%lu-%p", (unsigned long)GetCurrentProcessId(),
+             (void *)fd);
+    HANDLE r = CreateNamedPipeW(name, PIPE_ACCESS_INBOUND | FILE_FLAG_OVERLAPPED,
+                                PIPE_TYPE_BYTE | PIPE_WAIT, 1, 4096, 4096, 0, NULL);
+    CHECK(r != INVALID_HANDLE_VALUE);
+    *writer = CreateFileW(name, GENERIC_WRITE, 0, NULL, OPEN_EXISTING, 0, NULL);
+    CHECK(*writer != INVALID_HANDLE_VALUE);
+    *fd = _open_osfhandle((intptr_t)r, _O_RDONLY);
+    CHECK_GE(*fd, 0);
+    return 0;
+}
+static void tp_os_write(HANDLE w, const char *s, DWORD n) {
+    DWORD put = 0;
+    CHECK(WriteFile(w, s, n, &put, NULL) && put == n);
+}
+static void tp_os_close(HANDLE w) {
+    CloseHandle(w);
+}
+#else
+static int tp_os_pipe(int *fd, int *writer) {
+    int fds[2];
+    CHECK_OK(pipe(fds));
+    *fd = fds[0];
+    *writer = fds[1];
+    return 0;
+}
+static void tp_os_write(int w, const char *s, size_t n) {
+    CHECK_EQ(write(w, s, n), (ssize_t)n);
+}
+static void tp_os_close(int w) {
+    close(w);
+}
+#endif
+
+BLITZ_TEST(pipe_adopt) {
+    blitz_runtime *rt = tp_rt(TU_MT2);
+    int fd = -1;
+#if defined(_WIN32)
+    HANDLE w;
+#else
+    int w;
+#endif
+    tp_os_pipe(&fd, &w);
+    blitz_socket *s = NULL;
+    CHECK_OK(blitz_sock_adopt(rt, fd, &s));
+    blitz_io op;
+    memset(&op, 0, sizeof op);
+    char buf[8];
+    tp_os_write(w, "hey", 3);
+    size_t got = 0;
+    while (got < 3) {
+        CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fd_read(&op, s, buf + got, 3 - got)));
+        CHECK_GT(op.result, 0);
+        got += (size_t)op.result;
+    }
+    CHECK(memcmp(buf, "hey", 3) == 0);
+    tp_os_close(w);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_fd_read(&op, s, buf, sizeof buf)));
+    CHECK_EQ(op.result, 0);
+    CHECK_OK(blitz_sock_close(s));
+#if defined(_WIN32)
+    /* A synchronous pipe end: refused, and still the caller's. */
+    HANDLE r2, w2;
+    CHECK(CreatePipe(&r2, &w2, NULL, 0));
+    fd = _open_osfhandle((intptr_t)r2, _O_RDONLY);
+    CHECK_GE(fd, 0);
+    CHECK_EQ(blitz_sock_adopt(rt, fd, &s), BLITZ_EINVAL);
+    CHECK(s == NULL);
+    CHECK_EQ(_close(fd), 0);
+    CloseHandle(w2);
+#endif
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
