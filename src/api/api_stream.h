@@ -21,9 +21,11 @@
  * use a file stream (blitz_stream_file) or the file ops of api_pool.h.
  * ------------------------------------------------------------------------- */
 
-/* A non-blocking, close-on-exec pipe: bytes written to *write_end come out
- * of *read_end. Closing the write end (blitz_sock_close) ends the stream
- * for the reader; closing the read end makes writes fail with BLITZ_EPIPE.
+/* A non-blocking, close-on-exec pipe (Windows: two overlapped ends on the
+ * runtime's completion port, not inherited): bytes written to *write_end
+ * come out of *read_end. Closing the write end (blitz_sock_close) ends
+ * the stream for the reader; closing the read end makes writes fail with
+ * BLITZ_EPIPE.
  * BLITZ_EINVAL (NULL), BLITZ_ENOSYS (runtime without I/O), BLITZ_EMFILE. */
 BLITZ_API int blitz_pipe(blitz_runtime *rt, blitz_socket **read_end, blitz_socket **write_end);
 
