@@ -519,12 +519,11 @@ static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket 
         return blitz__op_go_on(cx, op);
     case BLITZ__IO_DONE:
         /* A descriptor op's completion is readiness (a kernel readiness
-         * wait): the system call comes now. */
-#if !BLITZ__WIN32 /* there the completion is the transfer itself */
+         * wait): the system call comes now. On Windows only a lent-buffer
+         * receive's is: a descriptor read's or write's is the transfer. */
         if (BLITZ__OP_IS_FD(op->blitz__kind) && op->blitz__kind != BLITZ__OP_FD_POLL &&
-            op->blitz__res >= 0)
+            op->blitz__res >= 0 && (!BLITZ__WIN32 || op->blitz__kind == BLITZ__OP_RECV_BUF))
             return blitz__op_go_on(cx, op);
-#endif
 #if BLITZ__HAS_IO
         if (op->blitz__kind == BLITZ__OP_RECV_FROM && op->blitz__addr && op->blitz__res >= 0 &&
             (op->blitz__flags & BLITZ__OPF_URING))
