@@ -1,11 +1,12 @@
-/* Pipes and the descriptor ops on the system's default backend, with
- * nothing but the public calls: a 1 MiB round trip checked byte by byte
- * and the end of the stream after the writer's close, BLITZ_EPIPE after
- * the reader's, a cancelled read whose data goes to the next one, a close
- * with a read in flight, a runtime freed with ops in flight, readable and
- * writable, the op forms, the descriptor ops on a TCP socket, adoption
- * of a pipe end and of a bad descriptor. The same file
- * runs on Windows (the completion port) and elsewhere. */
+/* Pipes and the descriptor ops on the system's default backend, with the
+ * public calls (and the system's own to make what is adopted): a 1 MiB
+ * round trip checked byte by byte and the end of the stream after the
+ * writer's close, BLITZ_EPIPE after the reader's, a cancelled read whose
+ * data goes to the next one, a close with a read in flight, a runtime
+ * freed with ops in flight, readable and writable, the op forms, the
+ * descriptor ops on a TCP socket, adoption of a pipe end (a listening
+ * socket too on Windows) and of a bad descriptor. The same file runs on
+ * Windows (the completion port) and elsewhere. */
 #include "test_util.h"
 
 #define TP_BYTES (1u << 20)
@@ -467,6 +468,34 @@ BLITZ_TEST(pipe_adopt) {
     CHECK(s == NULL);
     CHECK_EQ(_close(fd), 0);
     CloseHandle(w2);
+    /* A listening socket: adopted, its address and listening kept. */
+    {
+        SOCKET ls = socket(AF_INET, SOCK_STREAM, IPPROTO_TCP);
+        CHECK(ls != INVALID_SOCKET);
+        struct sockaddr_in sin;
+        memset(&sin, 0, sizeof sin);
+        sin.sin_family = AF_INET;
+        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        CHECK_EQ(bind(ls, (struct sockaddr *)&sin, sizeof sin), 0);
+        CHECK_EQ(listen(ls, 4), 0);
+        int sl = (int)sizeof sin;
+        CHECK_EQ(getsockname(ls, (struct sockaddr *)&sin, &sl), 0);
+        fd = _open_osfhandle((intptr_t)ls, 0);
+        CHECK_GE(fd, 0);
+        CHECK_OK(blitz_sock_adopt(rt, fd, &s));
+        blitz_addr la;
+        CHECK_OK(blitz_sock_local_addr(s, &la));
+        CHECK_EQ(blitz_addr_port(&la), ntohs(sin.sin_port));
+        blitz_addr to = la;
+        CHECK_OK(blitz_op_run_blocking(rt, blitz_op_tcp_connect(&op, &to)));
+        CHECK_OK((int)op.result);
+        blitz_socket *c = op.socket;
+        CHECK_OK(blitz_op_run_blocking(rt, blitz_op_sock_accept(&op, s)));
+        CHECK_OK((int)op.result);
+        CHECK_OK(blitz_sock_close(op.socket));
+        CHECK_OK(blitz_sock_close(c));
+        CHECK_OK(blitz_sock_close(s));
+    }
 #endif
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
