@@ -37,10 +37,7 @@ static ch_connector ch_connect(blitz_runtime *rt, const char *host, uint16_t por
     return c;
 }
 
-static int io_connect_host(blitz_backend b) {
-    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
-    if (!rt)
-        return 0;
+static int ch_run(blitz_runtime *rt) {
     blitz_addr a;
     blitz_socket *l = tu_listen_any(rt, &a);
     uint16_t port = (uint16_t)blitz_addr_port(&a);
@@ -80,4 +77,15 @@ static int io_connect_host(blitz_backend b) {
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
+#if !defined(_WIN32)
+static int io_connect_host(blitz_backend b) {
+    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
+    return rt ? ch_run(rt) : 0;
+}
 IO_BACKEND_TESTS(io_connect_host)
+#endif
+
+/* The default backend (Windows: the completion port). */
+BLITZ_TEST(sock_connect_host) {
+    return ch_run(tu_rt_new(TU_MT2));
+}

@@ -100,6 +100,27 @@ static inline blitz_socket *tu_listen_any(blitz_runtime *rt, blitz_addr *bound) 
     return l;
 }
 
+/* A connected loopback TCP pair made with blitz calls only (every system,
+ * Windows included): *a connected, *b accepted. */
+static inline void tu_tcp_pair(blitz_runtime *rt, blitz_socket **a, blitz_socket **b) {
+    blitz_addr addr;
+    blitz_socket *l = tu_listen_any(rt, &addr);
+    blitz_io acc, con;
+    blitz_combo all;
+    memset(&acc, 0, sizeof acc);
+    memset(&con, 0, sizeof con);
+    memset(&all, 0, sizeof all);
+    blitz_op ops[2] = {blitz_op_sock_accept(&acc, l), blitz_op_tcp_connect(&con, &addr)};
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_join_all(&all, ops, 2)));
+    CHECK_EQ(all.error, 0);
+    CHECK_EQ(acc.result, 0);
+    CHECK_EQ(con.result, 0);
+    CHECK(acc.socket && con.socket);
+    *a = con.socket;
+    *b = acc.socket;
+    CHECK_OK(blitz_sock_close(l));
+}
+
 #if !defined(_WIN32) /* plain POSIX sockets */
 /* A plain kernel TCP listener (socket type flags `flags`) on an ephemeral
  * loopback port, for a peer the runtime does not drive; *sa gets its
