@@ -1,8 +1,8 @@
 /* Streams over sockets and files on the default backend of every system,
  * Windows included: the reader and writer, blitz_copy between sockets and
- * between a file and a socket, and cancelled stream ops that lose nothing
- * (included by blitz_tests.c after test_fs.c, whose temporary folder it
- * uses). */
+ * between a file and a socket, cancelled stream ops that lose nothing, and
+ * a stream of one's own (included by blitz_tests.c after test_fs.c, whose
+ * temporary folder it uses). */
 
 #define SS_LINES 5000
 
@@ -117,6 +117,113 @@ static int sock_stream_relay(tu_flavor f) {
     return 0;
 }
 TU_FLAVOR_TESTS(sock_stream_relay)
+
+/* ---- a stream of one's own (a vtable over memory), driven by blitz_op_run_blocking ---- */
+
+typedef struct {
+    const char *in;
+    size_t in_len, in_off;
+    char out[256];
+    size_t out_len;
+    int pending_once; /* every other read is PENDING first, to exercise re-polls */
+} st_mem;
+
+static blitz_poll st_mem_read(blitz_cx *cx, blitz_stream *st, void *buf, size_t len,
+                              int64_t *result) {
+    st_mem *m = st->user;
+    if ((m->pending_once ^= 1) != 0) {
+        blitz_waker w = blitz_cx_waker(cx);
+        blitz_waker_wake_by_ref(&w);
+        return BLITZ_PENDING;
+    }
+    size_t n = m->in_len - m->in_off;
+    if (n > 3)
+        n = 3;
+    if (n > len)
+        n = len;
+    memcpy(buf, m->in + m->in_off, n);
+    m->in_off += n;
+    *result = (int64_t)n;
+    return BLITZ_READY;
+}
+static blitz_poll st_mem_write(blitz_cx *cx, blitz_stream *st, const void *buf, size_t len,
+                               int64_t *result) {
+    (void)cx;
+    st_mem *m = st->user;
+    size_t n = len > 5 ? 5 : len; /* partial writes */
+    if (n > sizeof m->out - m->out_len)
+        n = sizeof m->out - m->out_len;
+    memcpy(m->out + m->out_len, buf, n);
+    m->out_len += n;
+    *result = n ? (int64_t)n : BLITZ_ENOSPC;
+    return BLITZ_READY;
+}
+static void st_mem_cancel(blitz_cx *cx, blitz_stream *st, int dir) {
+    (void)cx;
+    (void)st;
+    (void)dir;
+}
+static const blitz_stream_vtable st_mem_vt = {st_mem_read, st_mem_write, st_mem_cancel, NULL};
+
+BLITZ_TEST(stream_custom_and_bad_args) {
+    st_mem m;
+    memset(&m, 0, sizeof m);
+    m.in = "one\r\ntwo\nthree";
+    m.in_len = strlen(m.in);
+    blitz_stream st;
+    CHECK_OK(blitz_stream_custom(&st, &st_mem_vt, &m));
+    blitz_reader rd;
+    CHECK_OK(blitz_reader_init(&rd, &st, NULL, 0));
+    char line[16];
+    const char *want[] = {"one", "two", "three"};
+    for (int i = 0; i < 3; i++) {
+        CHECK_OK(blitz_op_run_blocking(NULL, blitz_op_reader_read_line(&rd, line, sizeof line)));
+        CHECK_GT(rd.result, 0);
+        CHECK(strcmp(line, want[i]) == 0);
+    }
+    CHECK_OK(blitz_op_run_blocking(NULL, blitz_op_reader_read_line(&rd, line, sizeof line)));
+    CHECK_EQ(rd.result, 0);
+    blitz_reader_deinit(&rd);
+
+    blitz_writer wr;
+    unsigned char wbuf[8];
+    CHECK_OK(blitz_writer_init(&wr, &st, wbuf, sizeof wbuf));
+    CHECK_OK(blitz_op_run_blocking(NULL, blitz_op_writer_write_all(&wr, "hello, ", 7)));
+    CHECK_EQ(wr.result, 7);
+    CHECK_EQ(blitz_writer_buffered(&wr), 7);
+    CHECK_OK(blitz_op_run_blocking(NULL, blitz_op_writer_write_all(&wr, "buffered world", 14)));
+    CHECK_OK(blitz_op_run_blocking(NULL, blitz_op_writer_flush(&wr)));
+    CHECK_EQ(wr.result, 0);
+    CHECK_EQ(m.out_len, 21);
+    CHECK(memcmp(m.out, "hello, buffered world", 21) == 0);
+    blitz_writer_deinit(&wr);
+
+    /* bad arguments are errors, not crashes */
+    CHECK_EQ(blitz_stream_custom(&st, NULL, NULL), BLITZ_EINVAL);
+    CHECK_EQ(blitz_stream_socket(&st, NULL, 0), BLITZ_EINVAL);
+#if !defined(_WIN32)
+    CHECK_EQ(blitz_stream_pipe(NULL, NULL, 0), BLITZ_EINVAL);
+#endif
+    CHECK_EQ(blitz_stream_file(&st, -1, 0), BLITZ_EINVAL);
+    CHECK_EQ(blitz_reader_init(&rd, NULL, NULL, 0), BLITZ_EINVAL);
+    CHECK_EQ(blitz_reader_init(&rd, &st, wbuf, 0), BLITZ_EINVAL);
+    CHECK_EQ(blitz_writer_init(&wr, NULL, NULL, 0), BLITZ_EINVAL);
+    blitz_copy c;
+    CHECK_EQ(blitz_copy_init(&c, NULL, &st, 0), BLITZ_EINVAL);
+    CHECK_EQ(blitz_copy_init(&c, &st, &st, 99), BLITZ_EINVAL);
+    CHECK_OK(blitz_stream_custom(&st, &st_mem_vt, &m));
+    CHECK_OK(blitz_reader_init(&rd, &st, NULL, 0));
+    CHECK_EQ(blitz_reader_read_line(NULL, &rd, line, 1), BLITZ_READY);
+    CHECK_EQ(rd.result, BLITZ_EINVAL);
+    CHECK_EQ(blitz_reader_read_until(NULL, &rd, 300, line, sizeof line), BLITZ_READY);
+    CHECK_EQ(rd.result, BLITZ_EINVAL);
+    blitz_reader_deinit(&rd);
+    CHECK_EQ(blitz_shutdown_trigger(NULL), BLITZ_EINVAL);
+    CHECK_EQ(blitz_shutdown_free(NULL), BLITZ_EINVAL);
+    CHECK_NULL(blitz_shutdown_token(NULL));
+    CHECK(strcmp(blitz_err_name(BLITZ_EEOF), "EEOF") == 0);
+    return 0;
+}
 
 /* ---- a file into a socket and the socket into another file ---------------------------- */
 
