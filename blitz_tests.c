@@ -72,21 +72,26 @@ static int test_fault(int site);
 #include "tests/test_io_release.c"
 #include "tests/test_io_nomem.c"
 #include "tests/test_io_recv_buf.c"
+#else
+/* The fault sites' delays only (test_io_nomem.c, POSIX, injects the rest). */
+static atomic_int test_fault_delay_ms[TEST_FAULT_SITES];
+static int test_fault(int site) {
+    int delay = atomic_load(&test_fault_delay_ms[site]);
+    if (delay > 0)
+        tu_sleep_ms(delay);
+    return 0;
+}
 #endif
 #include "tests/test_sock.c"
 #include "tests/test_pool.c"
-#if !defined(_WIN32)
+#include "tests/test_stream_sock.c"
 #include "tests/test_connect_host.c"
+#include "tests/test_withdraw.c"
+#if !defined(_WIN32)
 #include "tests/test_stream.c"
 #include "tests/test_stream_file.c"
 #include "tests/test_op_io.c"
-#include "tests/test_withdraw.c"
 #include "tests/test_serve.c"
-#else
-static int test_fault(int site) {
-    (void)site;
-    return 0;
-}
 #endif
 #include "tests/test_metrics.c"
 #include "tests/test_observe.c"

@@ -5,11 +5,12 @@
 # wine, headless, in a WINEPREFIX of their own that is removed at the end
 # (its wineserver stopped with `wineserver -k`).
 #
-# Windows has sockets (the completion port), files, DNS and console
-# signals, but no Unix sockets, pipes, streams or processes yet: the tests
-# of those are left out by tests/windows_skip.txt (each with its reason),
-# and so are the examples below. The echo server is run apart, under
-# 1,000 connections of the echo client.
+# Windows has sockets (the completion port), streams over sockets and
+# files, files, DNS and console signals, but no Unix sockets, pipes or
+# processes yet: the tests of those are left out by tests/windows_skip.txt
+# (each with its reason), and so are the examples below. The echo server
+# is run apart, under 1,000 connections of the echo client; the servers
+# that run until stopped, and the showcase, are built but not run.
 #
 # Needs: gcc-mingw-w64-x86-64-posix, wine64 and wine (Debian 12), clang-14.
 # BUILD (default build) holds the outputs.
@@ -27,7 +28,11 @@ for tool in "$GCC" "$CLANG" wine wineserver; do
     }
 done
 # The examples that need what Windows does not have yet.
-SKIP_EXAMPLES="echo_graceful file_copy graceful_server metrics_server process_pipeline showcase"
+SKIP_EXAMPLES="file_copy process_pipeline"
+# Built, not run: servers that run until a signal stops them, and the
+# showcase, whose I/O part wants 50,000 round trips in 5 s (under wine
+# on a loaded two-core machine it managed about 2,300 a second).
+BUILD_ONLY_EXAMPLES="echo_graceful metrics_server showcase"
 # Run apart below (a server, and its client).
 APART_EXAMPLES="echo_client echo_server"
 
@@ -101,7 +106,7 @@ for pair in "echo_server echo_client_clang"; do
     wait "$server" 2>/dev/null || true
 done
 for name in "${examples[@]}"; do
-    case " $APART_EXAMPLES " in *" $name "*) continue ;; esac
+    case " $APART_EXAMPLES $BUILD_ONLY_EXAMPLES " in *" $name "*) continue ;; esac
     for exe in "$name" "${name}_clang"; do
         if ! wine "$OUT/$exe.exe" >"$OUT/$exe.out" 2>&1; then
             echo "windows_check: example $exe failed:" >&2
