@@ -145,7 +145,14 @@ PLATFORMS
   exact, vectored and lent-buffer (blitz_sock_recv_buf) transfers,
   shutdown, close with ops in flight, addresses and options; UDP bind,
   send_to / recv_from, connected UDP and multicast options; the op
-  forms of all these, and blitz_serve. Link with -lws2_32
+  forms of all these, blitz_serve and blitz_tcp_connect_host (with its
+  op form); streams over sockets and files, custom streams, the
+  buffered reader and writer, and blitz_copy, which there always moves
+  the bytes through its buffer (a socket stream's fd is -1, a file
+  stream takes a C runtime descriptor, as the file ops below give). A
+  cancelled socket op stays in the kernel until its withdrawal is
+  reaped, as on io_uring: blitz_stream_settle and blitz_copy_settle
+  wait for it there. Link with -lws2_32
   -lsynchronization. Differences there: a closed listener refuses
   connections once the withdrawal of its accept is reaped (at once
   while a worker or the driver waits on the port; on a current-thread
@@ -165,12 +172,12 @@ PLATFORMS
   BLITZ_SIGBREAK, the console closing BLITZ_SIGHUP, logoff and shutdown
   BLITZ_SIGLOGOFF and BLITZ_SIGSHUTDOWN (blitz_shutdown_new listens to
   Ctrl-C, Ctrl-Break and close by default). Not yet on Windows, and
-  not declared there (a use does not compile): Unix sockets,
-  blitz_sock_adopt, blitz_sock_fd (a SOCKET does not fit an int),
-  pipes and the descriptor ops (blitz_fd_*), streams and copy (section
-  10 but blitz_serve), blitz_tcp_connect_host, and in 11 the file ops
-  of api_fs.h (seek, chmod, copies, trees, directory readers, ...) and
-  processes. Tested under wine 8 only (make test-windows), never on
+  not declared there (a use does not compile): Unix sockets (Windows
+  has AF_UNIX stream sockets since 10 1803, but wine 8, where blitz is
+  tested, has none), blitz_sock_adopt, blitz_sock_fd (a SOCKET does
+  not fit an int), pipes and the descriptor ops (blitz_fd_*) with
+  blitz_stream_pipe, and in 11 the file ops of api_fs.h (seek, chmod,
+  copies, trees, directory readers, ...) and processes. Tested under wine 8 only (make test-windows), never on
   real Windows: wine's own socket layer, not the kernel's AFD, carries
   every op there, so the kernel's behaviour under load, cancel races at
   the driver and the skip-on-success completion mode are what only
@@ -4108,14 +4115,12 @@ typedef struct blitz_connect_op {
     uint16_t blitz__port;
 } blitz_connect_op;
 
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API blitz_poll blitz_tcp_connect_host(blitz_cx *cx, blitz_connect_op *op, const char *host,
                                             uint16_t port);
 BLITZ_API void blitz_tcp_connect_host_cancel(blitz_cx *cx, void *op);
 /* blitz_tcp_connect_host as a blitz_op (cancel: blitz_tcp_connect_host_cancel);
  * `host` must stay valid until the op is READY or cancelled. */
 BLITZ_API blitz_op blitz_op_tcp_connect_host(blitz_connect_op *op, const char *host, uint16_t port);
-#endif
 
 /* ---------------------------------------------------------------------------
  * Signals
@@ -4607,12 +4612,15 @@ struct blitz_stream {
 
 /* A socket stream (recv/send), or a pipe stream (read/write) for any other
  * descriptor a blitz_socket wraps. flags: BLITZ_STREAM_OWN or 0.
- * BLITZ_EINVAL for NULL. */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
+ * BLITZ_EINVAL for NULL. On Windows a socket stream's fd is -1 (a SOCKET
+ * is no int). */
 BLITZ_API int blitz_stream_socket(blitz_stream *st, blitz_socket *s, unsigned flags);
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_stream_pipe(blitz_stream *st, blitz_socket *s, unsigned flags);
+#endif
 /* A stream over an open file descriptor: reads and writes at the file
- * position, on the blocking pool. */
+ * position, on the blocking pool (Windows: a C runtime descriptor, as
+ * blitz_fs_open gives). */
 BLITZ_API int blitz_stream_file(blitz_stream *st, int fd, unsigned flags);
 BLITZ_API int blitz_stream_custom(blitz_stream *st, const blitz_stream_vtable *vt, void *user);
 /* Ends the write side (socket: shutdown(SHUT_WR); owned pipe end: close;
@@ -4629,12 +4637,12 @@ BLITZ_API blitz_poll blitz_stream_write(blitz_cx *cx, blitz_stream *st, const vo
 BLITZ_API void blitz_stream_read_cancel(blitz_cx *cx, void *st);
 BLITZ_API void blitz_stream_write_cancel(blitz_cx *cx, void *st);
 /* READY once no cancelled op of the stream is still held by the kernel
- * (only io_uring has such a wait); then the stream may be freed. */
+ * (only io_uring and Windows' completion port have such a wait); then
+ * the stream may be freed. */
 BLITZ_API blitz_poll blitz_stream_settle(blitz_cx *cx, blitz_stream *st);
 /* The arguments are kept in the stream until the op is polled. */
 BLITZ_API blitz_op blitz_op_stream_read(blitz_stream *st, void *buf, size_t len);
 BLITZ_API blitz_op blitz_op_stream_write(blitz_stream *st, const void *buf, size_t len);
-#endif
 
 /* ---- the buffered reader --------------------------------------------------
  *
@@ -4681,7 +4689,6 @@ typedef struct blitz_reader {
 
 /* buf NULL: the reader allocates cap bytes (0 = 8 KiB). BLITZ_EINVAL (NULL
  * reader or stream, cap 0 with a buffer), BLITZ_ENOMEM. */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_reader_init(blitz_reader *r, blitz_stream *st, void *buf, size_t cap);
 /* Frees an allocated buffer. */
 BLITZ_API void blitz_reader_deinit(blitz_reader *r);
@@ -4714,7 +4721,6 @@ BLITZ_API blitz_op blitz_op_reader_read_line(blitz_reader *r, char *dst, size_t 
 BLITZ_API blitz_op blitz_op_reader_read_exact(blitz_reader *r, void *dst, size_t len);
 BLITZ_API blitz_op blitz_op_reader_read(blitz_reader *r, void *dst, size_t len);
 BLITZ_API blitz_op blitz_op_reader_read_until(blitz_reader *r, int delim, void *dst, size_t max);
-#endif
 
 /* ---- the buffered writer --------------------------------------------------
  *
@@ -4732,7 +4738,6 @@ typedef struct blitz_writer {
     size_t blitz__srclen, blitz__taken;
 } blitz_writer;
 
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_writer_init(blitz_writer *w, blitz_stream *st, void *buf, size_t cap);
 /* Frees an allocated buffer; bytes not flushed are dropped. */
 BLITZ_API void blitz_writer_deinit(blitz_writer *w);
@@ -4752,7 +4757,6 @@ BLITZ_API blitz_op blitz_op_writer_write_all(blitz_writer *w, const void *src, s
 BLITZ_API blitz_op blitz_op_writer_flush(blitz_writer *w);
 BLITZ_API blitz_op blitz_op_writer_write(blitz_writer *w, const void *src, size_t len);
 BLITZ_API blitz_op blitz_op_writer_close(blitz_writer *w);
-#endif
 
 /* ---- copy -----------------------------------------------------------------
  *
@@ -4760,8 +4764,8 @@ BLITZ_API blitz_op blitz_op_writer_close(blitz_writer *w);
  * where it can: splice(2) between a pipe and a pipe or socket (through a
  * pipe of the op's own between two sockets), sendfile(2) from a file to a
  * socket or pipe; otherwise (a copy into a file, say), or when the kernel
- * refuses, read and write through a buffer. dst's write side is left
- * open. */
+ * refuses, read and write through a buffer (always, on Windows). dst's
+ * write side is left open. */
 
 #define BLITZ_COPY_NO_SPLICE 1u /* always read and write through a buffer */
 
@@ -4780,22 +4784,21 @@ typedef struct blitz_copy {
 } blitz_copy;
 
 /* Prepares a copy (flags: BLITZ_COPY_* or 0). BLITZ_EINVAL for NULL. */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_copy_init(blitz_copy *c, blitz_stream *src, blitz_stream *dst, unsigned flags);
 BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c);
 /* Withdraws the copy and frees what it holds (the bytes in flight are
- * lost). On io_uring a receive or send of the copy may still be in the
- * kernel: its buffer goes when the kernel lets go, and the copy's own
- * waits finish later too, so before the copy is initialised again (or
- * its memory reused) wait for blitz_copy_settle. */
+ * lost). On io_uring and on Windows a receive or send of the copy may
+ * still be in the kernel: its buffer goes when the kernel lets go, and
+ * the copy's own waits finish later too, so before the copy is
+ * initialised again (or its memory reused) wait for blitz_copy_settle. */
 BLITZ_API void blitz_copy_cancel(blitz_cx *cx, void *copy);
 /* READY once nothing of a cancelled copy is in the kernel any more (its
  * waits, and the streams' receive and send): the struct may then be
  * initialised again and the streams used by other ops. READY at once on
- * every backend but io_uring, and for a copy that finished. */
+ * every backend but io_uring and Windows' completion port, and for a copy
+ * that finished. */
 BLITZ_API blitz_poll blitz_copy_settle(blitz_cx *cx, blitz_copy *c);
 BLITZ_API blitz_op blitz_op_copy(blitz_copy *c);
-#endif
 
 /* ---------------------------------------------------------------------------
  * Graceful shutdown
@@ -24256,7 +24259,7 @@ BLITZ_API blitz_op blitz_op_dns_resolve(blitz_dns_op *op, const char *host, uint
  * connect attempt per address, in the resolver's order. */
 /* src/io/io.h already included */
 
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_SOCKETS
 
 #define BLITZ__CONNECT_IDLE       0
 #define BLITZ__CONNECT_RESOLVING  1
@@ -24355,7 +24358,7 @@ BLITZ_API blitz_op blitz_op_tcp_connect_host(blitz_connect_op *op, const char *h
     return blitz_op_make(blitz__connect_host_value_poll, blitz_tcp_connect_host_cancel, op);
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_SOCKETS */
 /* ====[ END src/net/connect_host.c ]======================================= */
 /* ########################################################################## */
 /* LAYER os: files, signals, processes, streams                              */
@@ -28829,10 +28832,15 @@ BLITZ_API blitz_op blitz_op_process_output(blitz_output_op *op, const blitz_comm
 /* ====[ BEGIN src/os/stream.c ]============================================ */
 /* >>os/stream */
 /* Byte streams: the stream vtables over sockets, descriptors and files;
- * the buffered reader and writer; copy with splice / sendfile. */
+ * the buffered reader and writer; copy with splice / sendfile.
+ *
+ * Windows has the socket, file and custom streams (sockets over the
+ * completion port, files on the pool as fs_win32.c does them) and copies
+ * through a buffer; the descriptor streams and the kernel copies are
+ * POSIX (BLITZ__HAS_IO). */
 /* src/io/io.h already included */
 
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_SOCKETS
 
 #define BLITZ__READER_DEFAULT ((size_t)8192)
 #define BLITZ__COPY_BUF       ((size_t)64 * 1024)
@@ -28866,6 +28874,8 @@ static int blitz__sock_st_shutdown(blitz_stream *st) {
 static const blitz_stream_vtable blitz__sock_vt = {blitz__sock_st_read, blitz__sock_st_write,
                                                    blitz__io_st_cancel, blitz__sock_st_shutdown};
 
+#if BLITZ__HAS_IO
+
 static blitz_poll blitz__fd_st_read(blitz_cx *cx, blitz_stream *st, void *buf, size_t len,
                                     int64_t *res) {
     if (blitz_fd_read(cx, &st->blitz__rio, st->sock, buf, len) == BLITZ_PENDING)
@@ -28893,6 +28903,7 @@ static int blitz__fd_st_shutdown(blitz_stream *st) {
 }
 static const blitz_stream_vtable blitz__fd_vt = {blitz__fd_st_read, blitz__fd_st_write,
                                                  blitz__io_st_cancel, blitz__fd_st_shutdown};
+#endif
 
 static blitz_poll blitz__file_st_read(blitz_cx *cx, blitz_stream *st, void *buf, size_t len,
                                       int64_t *res) {
@@ -28918,6 +28929,14 @@ static int blitz__file_st_shutdown(blitz_stream *st) {
 static const blitz_stream_vtable blitz__file_vt = {blitz__file_st_read, blitz__file_st_write,
                                                    blitz__file_st_cancel, blitz__file_st_shutdown};
 
+static void blitz__stream_close_fd(int fd) {
+#if BLITZ__WIN32
+    (void)_close(fd); /* a C runtime descriptor (fs_win32.c) */
+#else
+    (void)close(fd);
+#endif
+}
+
 static void blitz__stream_base(blitz_stream *st, int kind, unsigned flags) {
     memset(st, 0, sizeof *st);
     st->kind = kind;
@@ -28931,10 +28950,13 @@ BLITZ_API int blitz_stream_socket(blitz_stream *st, blitz_socket *s, unsigned fl
     blitz__stream_base(st, BLITZ_STREAM_SOCKET, flags);
     st->vtable = &blitz__sock_vt;
     st->sock = s;
+#if BLITZ__HAS_IO
     st->fd = s->fd;
+#endif /* a SOCKET is no int: fd stays -1 */
     return BLITZ_OK;
 }
 
+#if BLITZ__HAS_IO
 BLITZ_API int blitz_stream_pipe(blitz_stream *st, blitz_socket *s, unsigned flags) {
     if (!st || !s || (flags & ~BLITZ_STREAM_OWN))
         return BLITZ_EINVAL;
@@ -28944,6 +28966,7 @@ BLITZ_API int blitz_stream_pipe(blitz_stream *st, blitz_socket *s, unsigned flag
     st->fd = s->fd;
     return BLITZ_OK;
 }
+#endif
 
 BLITZ_API int blitz_stream_file(blitz_stream *st, int fd, unsigned flags) {
     if (!st || fd < 0 || (flags & ~BLITZ_STREAM_OWN))
@@ -28982,7 +29005,7 @@ BLITZ_API int blitz_stream_close(blitz_stream *st) {
         if (st->sock)
             blitz_sock_close(st->sock);
         else if (st->kind == BLITZ_STREAM_FILE && st->fd >= 0)
-            close(st->fd);
+            blitz__stream_close_fd(st->fd);
         st->sock = NULL;
         st->fd = -1;
     }
@@ -29595,9 +29618,9 @@ BLITZ_API int blitz_copy_init(blitz_copy *c, blitz_stream *src, blitz_stream *ds
 
 static void blitz__copy_release(blitz_copy *c) {
     if (c->blitz__pipe[0] >= 0)
-        close(c->blitz__pipe[0]);
+        blitz__stream_close_fd(c->blitz__pipe[0]);
     if (c->blitz__pipe[1] >= 0)
-        close(c->blitz__pipe[1]);
+        blitz__stream_close_fd(c->blitz__pipe[1]);
     c->blitz__pipe[0] = c->blitz__pipe[1] = -1;
     c->blitz__inpipe = 0;
     blitz__free(c->blitz__buf);
@@ -29613,6 +29636,7 @@ static blitz_poll blitz__copy_finish(blitz_copy *c, int64_t result) {
     return BLITZ_READY;
 }
 
+#if BLITZ__HAS_IO
 static int blitz__is_fifo(int fd) {
     struct stat sb;
     return fd >= 0 && fstat(fd, &sb) == 0 && S_ISFIFO(sb.st_mode);
@@ -29713,6 +29737,8 @@ static blitz_poll blitz__copy_wait(blitz_cx *cx, blitz_copy *c, int *failed) {
     return BLITZ_READY;
 }
 
+#endif /* BLITZ__HAS_IO */
+
 static blitz_poll blitz__copy_buf(blitz_cx *cx, blitz_copy *c) {
     if (!c->blitz__buf) {
         c->blitz__buf = (unsigned char *)blitz__malloc(BLITZ__COPY_BUF);
@@ -29751,6 +29777,10 @@ static blitz_poll blitz__copy_buf(blitz_cx *cx, blitz_copy *c) {
     }
 }
 
+#if BLITZ__HAS_IO
+static blitz_poll blitz__copy_kernel(blitz_cx *cx, blitz_copy *c);
+#endif
+
 BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
     if (!c)
         return BLITZ_READY;
@@ -29765,6 +29795,7 @@ BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
     if (c->blitz__mode == BLITZ__CP_UNSET) {
         c->bytes = c->kernel = 0;
         c->blitz__eof = 0;
+#if BLITZ__HAS_IO
         c->blitz__mode = blitz__copy_pick(c);
         if (c->blitz__mode == BLITZ__CP_SPLICE2) {
             if (blitz__pipe_fds(c->blitz__pipe) != BLITZ_OK) {
@@ -29775,7 +29806,20 @@ BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
                 blitz__pipe_grow(c->blitz__pipe[1], 1 << 20);
             }
         }
+#else
+        c->blitz__mode = BLITZ__CP_BUF;
+#endif
     }
+#if BLITZ__HAS_IO
+    return blitz__copy_kernel(cx, c);
+#else
+    return blitz__record(cx, blitz__copy_buf(cx, c), blitz_copy_cancel, c);
+#endif
+}
+
+#if BLITZ__HAS_IO
+/* splice / sendfile until the kernel refuses (then through a buffer). */
+static blitz_poll blitz__copy_kernel(blitz_cx *cx, blitz_copy *c) {
     for (int budget = 0;; budget++) {
         if (c->blitz__mode == BLITZ__CP_BUF)
             return blitz__record(cx, blitz__copy_buf(cx, c), blitz_copy_cancel, c);
@@ -29845,6 +29889,7 @@ BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
         return blitz__copy_finish(c, r);
     }
 }
+#endif /* BLITZ__HAS_IO */
 
 BLITZ_API void blitz_copy_cancel(blitz_cx *cx, void *p) {
     blitz_copy *c = (blitz_copy *)p;
@@ -29888,7 +29933,7 @@ BLITZ_API blitz_op blitz_op_copy(blitz_copy *c) {
     return blitz_op_make(blitz__op_copy_poll, blitz_copy_cancel, c);
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_SOCKETS */
 /* ====[ END src/os/stream.c ]============================================== */
 /* ########################################################################## */
 /* LAYER runtime: the runtime's life: creation, run, graceful shutdown, metrics, observation */
