@@ -82,7 +82,7 @@ MSVC_DEFS=(-DBLITZ_ATOMICS_MSVC -DBLITZ_TEST_LIST_WINDOWS="\"$OUT/list_msvc_atom
 "$GCC" "${FLAGS[@]}" -O1 "${MSVC_DEFS[@]}" blitz_tests.c \
     -o "$OUT/blitz_tests_msvc_atomics.exe" "${LIBS[@]}" &
 gcc_pid=$!
-"$CLANG" "${CLANG_FLAGS[@]}" "${FLAGS[@]}" "${MSVC_DEFS[@]}" -fsyntax-only blitz_tests.c
+"$CLANG" --target=x86_64-w64-mingw32 "${FLAGS[@]}" "${MSVC_DEFS[@]}" -fsyntax-only blitz_tests.c
 wait "$gcc_pid"
 echo "windows_check: suite, MSVC atomics suite and ${#examples[@]} examples built with gcc and clang in $(($(date +%s) - t0)) s"
 
