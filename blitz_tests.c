@@ -148,11 +148,20 @@ static int run_forked(const test_entry *t, double mult) {
     memset(&si, 0, sizeof si);
     si.cb = sizeof si;
     PROCESS_INFORMATION pi;
-    if (!CreateProcessA(exe, cmd, NULL, NULL, TRUE, 0, NULL, NULL, &si, &pi)) {
-        fprintf(stderr, "# %s: CreateProcess failed (%lu)\n", t->name,
-                (unsigned long)GetLastError());
-        return -1;
+    /* wine under load sometimes fails a start with ERROR_INTERNAL_ERROR
+     * (1359) before the child runs a line: a failed start is no test
+     * result, so it is tried again a few times. */
+    int started = 0;
+    for (int attempt = 0; attempt < 5 && !started; attempt++) {
+        started = CreateProcessA(exe, cmd, NULL, NULL, TRUE, 0, NULL, NULL, &si, &pi) != 0;
+        if (!started) {
+            fprintf(stderr, "# %s: CreateProcess failed (%lu)\n", t->name,
+                    (unsigned long)GetLastError());
+            Sleep(200);
+        }
     }
+    if (!started)
+        return -1;
     CloseHandle(pi.hThread);
     int rc = 1;
     DWORD ms = (DWORD)((double)t->timeout_ms * mult);
