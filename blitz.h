@@ -145,7 +145,14 @@ PLATFORMS
   exact, vectored and lent-buffer (blitz_sock_recv_buf) transfers,
   shutdown, close with ops in flight, addresses and options; UDP bind,
   send_to / recv_from, connected UDP and multicast options; the op
-  forms of all these, and blitz_serve. Link with -lws2_32
+  forms of all these, blitz_serve and blitz_tcp_connect_host (with its
+  op form); streams over sockets and files, custom streams, the
+  buffered reader and writer, and blitz_copy, which there always moves
+  the bytes through its buffer (a socket stream's fd is -1, a file
+  stream takes a C runtime descriptor, as the file ops below give). A
+  cancelled socket op stays in the kernel until its withdrawal is
+  reaped, as on io_uring: blitz_stream_settle and blitz_copy_settle
+  wait for it there. Link with -lws2_32
   -lsynchronization. Differences there: a closed listener refuses
   connections once the withdrawal of its accept is reaped (at once
   while a worker or the driver waits on the port; on a current-thread
@@ -165,17 +172,27 @@ PLATFORMS
   BLITZ_SIGBREAK, the console closing BLITZ_SIGHUP, logoff and shutdown
   BLITZ_SIGLOGOFF and BLITZ_SIGSHUTDOWN (blitz_shutdown_new listens to
   Ctrl-C, Ctrl-Break and close by default). Not yet on Windows, and
-  not declared there (a use does not compile): Unix sockets,
-  blitz_sock_adopt, blitz_sock_fd (a SOCKET does not fit an int),
-  pipes and the descriptor ops (blitz_fd_*), streams and copy (section
-  10 but blitz_serve), blitz_tcp_connect_host, and in 11 the file ops
-  of api_fs.h (seek, chmod, copies, trees, directory readers, ...) and
-  processes. Tested under wine 8 only (make test-windows), never on
+  not declared there (a use does not compile): Unix sockets (Windows
+  has AF_UNIX stream sockets since 10 1803, but wine 8, where blitz is
+  tested, has none), blitz_sock_adopt, blitz_sock_fd (a SOCKET does
+  not fit an int), pipes and the descriptor ops (blitz_fd_*) with
+  blitz_stream_pipe, and in 11 the file ops of api_fs.h (seek, chmod,
+  copies, trees, directory readers, ...) and processes. Tested under wine 8 only (make test-windows), never on
   real Windows: wine's own socket layer, not the kernel's AFD, carries
   every op there, so the kernel's behaviour under load, cancel races at
   the driver and the skip-on-success completion mode are what only
-  real Windows can confirm. MSVC is not supported yet (the atomics need
-  GCC/Clang builtins).
+  real Windows can confirm. MSVC (Visual Studio 2022, /std:c11, x64
+  only: ARM64, ARM64EC and 32-bit x86 stop at an #error, build there
+  with clang-cl, which takes the GCC/Clang paths) is written for, never
+  compiled: no MSVC or Windows SDK headers exist on the project's
+  machines. What is proven of it is its atomics: make test-windows
+  builds the scheduler, timer, sync and channel tests with mingw-w64
+  gcc and BLITZ_ATOMICS_MSVC, which puts the atomics and bit scans on
+  the interlocked intrinsics MSVC uses (with the x64 ordering argument
+  at the top of that mapping), runs them under wine, and has clang
+  compile the same mode. MSVC's __declspec(thread), __declspec(align)
+  and __declspec(noinline), and cl compiling the declarations as C++,
+  are unproven.
 
 
 2. RUNTIMES
@@ -1218,7 +1235,12 @@ marked * in every file that includes it).
   BLITZ_MAX_LIFO_POLLS_PER_TICK  LIFO-slot runs per tick, 1..1024 (default 3)
   BLITZ_CACHE_LINE            alignment against false sharing, a power of
                               two in 8..4096 (default by architecture: 128
-                              on x86-64 and aarch64)
+                              on x86-64 and aarch64); a plain number under
+                              MSVC (__declspec(align) takes a literal)
+  BLITZ_ATOMICS_MSVC          a test switch for mingw-w64 gcc or clang on
+                              x64 Windows: the atomics and bit scans use
+                              MSVC's interlocked intrinsics, as an MSVC
+                              build does (see PLATFORMS); no use otherwise
   BLITZ_NO_STATS              compile the statistics counters out (the
                               stats calls then report zeros)
   BLITZ_NO_IO_URING, BLITZ_NO_EPOLL, BLITZ_NO_KQUEUE, BLITZ_NO_POLL
@@ -4108,14 +4130,12 @@ typedef struct blitz_connect_op {
     uint16_t blitz__port;
 } blitz_connect_op;
 
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API blitz_poll blitz_tcp_connect_host(blitz_cx *cx, blitz_connect_op *op, const char *host,
                                             uint16_t port);
 BLITZ_API void blitz_tcp_connect_host_cancel(blitz_cx *cx, void *op);
 /* blitz_tcp_connect_host as a blitz_op (cancel: blitz_tcp_connect_host_cancel);
  * `host` must stay valid until the op is READY or cancelled. */
 BLITZ_API blitz_op blitz_op_tcp_connect_host(blitz_connect_op *op, const char *host, uint16_t port);
-#endif
 
 /* ---------------------------------------------------------------------------
  * Signals
@@ -4607,12 +4627,15 @@ struct blitz_stream {
 
 /* A socket stream (recv/send), or a pipe stream (read/write) for any other
  * descriptor a blitz_socket wraps. flags: BLITZ_STREAM_OWN or 0.
- * BLITZ_EINVAL for NULL. */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
+ * BLITZ_EINVAL for NULL. On Windows a socket stream's fd is -1 (a SOCKET
+ * is no int). */
 BLITZ_API int blitz_stream_socket(blitz_stream *st, blitz_socket *s, unsigned flags);
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_stream_pipe(blitz_stream *st, blitz_socket *s, unsigned flags);
+#endif
 /* A stream over an open file descriptor: reads and writes at the file
- * position, on the blocking pool. */
+ * position, on the blocking pool (Windows: a C runtime descriptor, as
+ * blitz_fs_open gives). */
 BLITZ_API int blitz_stream_file(blitz_stream *st, int fd, unsigned flags);
 BLITZ_API int blitz_stream_custom(blitz_stream *st, const blitz_stream_vtable *vt, void *user);
 /* Ends the write side (socket: shutdown(SHUT_WR); owned pipe end: close;
@@ -4629,12 +4652,12 @@ BLITZ_API blitz_poll blitz_stream_write(blitz_cx *cx, blitz_stream *st, const vo
 BLITZ_API void blitz_stream_read_cancel(blitz_cx *cx, void *st);
 BLITZ_API void blitz_stream_write_cancel(blitz_cx *cx, void *st);
 /* READY once no cancelled op of the stream is still held by the kernel
- * (only io_uring has such a wait); then the stream may be freed. */
+ * (only io_uring and Windows' completion port have such a wait); then
+ * the stream may be freed. */
 BLITZ_API blitz_poll blitz_stream_settle(blitz_cx *cx, blitz_stream *st);
 /* The arguments are kept in the stream until the op is polled. */
 BLITZ_API blitz_op blitz_op_stream_read(blitz_stream *st, void *buf, size_t len);
 BLITZ_API blitz_op blitz_op_stream_write(blitz_stream *st, const void *buf, size_t len);
-#endif
 
 /* ---- the buffered reader --------------------------------------------------
  *
@@ -4681,7 +4704,6 @@ typedef struct blitz_reader {
 
 /* buf NULL: the reader allocates cap bytes (0 = 8 KiB). BLITZ_EINVAL (NULL
  * reader or stream, cap 0 with a buffer), BLITZ_ENOMEM. */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_reader_init(blitz_reader *r, blitz_stream *st, void *buf, size_t cap);
 /* Frees an allocated buffer. */
 BLITZ_API void blitz_reader_deinit(blitz_reader *r);
@@ -4714,7 +4736,6 @@ BLITZ_API blitz_op blitz_op_reader_read_line(blitz_reader *r, char *dst, size_t 
 BLITZ_API blitz_op blitz_op_reader_read_exact(blitz_reader *r, void *dst, size_t len);
 BLITZ_API blitz_op blitz_op_reader_read(blitz_reader *r, void *dst, size_t len);
 BLITZ_API blitz_op blitz_op_reader_read_until(blitz_reader *r, int delim, void *dst, size_t max);
-#endif
 
 /* ---- the buffered writer --------------------------------------------------
  *
@@ -4732,7 +4753,6 @@ typedef struct blitz_writer {
     size_t blitz__srclen, blitz__taken;
 } blitz_writer;
 
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_writer_init(blitz_writer *w, blitz_stream *st, void *buf, size_t cap);
 /* Frees an allocated buffer; bytes not flushed are dropped. */
 BLITZ_API void blitz_writer_deinit(blitz_writer *w);
@@ -4752,7 +4772,6 @@ BLITZ_API blitz_op blitz_op_writer_write_all(blitz_writer *w, const void *src, s
 BLITZ_API blitz_op blitz_op_writer_flush(blitz_writer *w);
 BLITZ_API blitz_op blitz_op_writer_write(blitz_writer *w, const void *src, size_t len);
 BLITZ_API blitz_op blitz_op_writer_close(blitz_writer *w);
-#endif
 
 /* ---- copy -----------------------------------------------------------------
  *
@@ -4760,8 +4779,8 @@ BLITZ_API blitz_op blitz_op_writer_close(blitz_writer *w);
  * where it can: splice(2) between a pipe and a pipe or socket (through a
  * pipe of the op's own between two sockets), sendfile(2) from a file to a
  * socket or pipe; otherwise (a copy into a file, say), or when the kernel
- * refuses, read and write through a buffer. dst's write side is left
- * open. */
+ * refuses, read and write through a buffer (always, on Windows). dst's
+ * write side is left open. */
 
 #define BLITZ_COPY_NO_SPLICE 1u /* always read and write through a buffer */
 
@@ -4780,22 +4799,21 @@ typedef struct blitz_copy {
 } blitz_copy;
 
 /* Prepares a copy (flags: BLITZ_COPY_* or 0). BLITZ_EINVAL for NULL. */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_copy_init(blitz_copy *c, blitz_stream *src, blitz_stream *dst, unsigned flags);
 BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c);
 /* Withdraws the copy and frees what it holds (the bytes in flight are
- * lost). On io_uring a receive or send of the copy may still be in the
- * kernel: its buffer goes when the kernel lets go, and the copy's own
- * waits finish later too, so before the copy is initialised again (or
- * its memory reused) wait for blitz_copy_settle. */
+ * lost). On io_uring and on Windows a receive or send of the copy may
+ * still be in the kernel: its buffer goes when the kernel lets go, and
+ * the copy's own waits finish later too, so before the copy is
+ * initialised again (or its memory reused) wait for blitz_copy_settle. */
 BLITZ_API void blitz_copy_cancel(blitz_cx *cx, void *copy);
 /* READY once nothing of a cancelled copy is in the kernel any more (its
  * waits, and the streams' receive and send): the struct may then be
  * initialised again and the streams used by other ops. READY at once on
- * every backend but io_uring, and for a copy that finished. */
+ * every backend but io_uring and Windows' completion port, and for a copy
+ * that finished. */
 BLITZ_API blitz_poll blitz_copy_settle(blitz_cx *cx, blitz_copy *c);
 BLITZ_API blitz_op blitz_op_copy(blitz_copy *c);
-#endif
 
 /* ---------------------------------------------------------------------------
  * Graceful shutdown
@@ -5020,6 +5038,25 @@ BLITZ_API int64_t blitz_metrics_format(const blitz_runtime *rt, char *buf, size_
 /* ====[ BEGIN src/platform/platform.h ]==================================== */
 /* >>platform/platform */
 /* The only place that includes system headers, grouped by OS. */
+
+/* MSVC's own dialect (clang-cl speaks GCC's too and takes the GCC paths):
+ * __declspec for attributes and thread-locals, intrinsics for atomics and
+ * bit scans. BLITZ_ATOMICS_MSVC forces the intrinsics on a mingw-w64
+ * compiler, whose <intrin.h> has them too: the build that runs the MSVC
+ * atomics where no MSVC is at hand. */
+#if defined(_MSC_VER) && !defined(__clang__)
+#define BLITZ__MSVC 1
+#else
+#define BLITZ__MSVC 0
+#endif
+#if BLITZ__MSVC || defined(BLITZ_ATOMICS_MSVC)
+#if !defined(_WIN32)
+#error "BLITZ_ATOMICS_MSVC: MSVC's intrinsics exist on Windows only"
+#endif
+#define BLITZ__ATOMICS_MSVC 1
+#else
+#define BLITZ__ATOMICS_MSVC 0
+#endif
 #if defined(_WIN32)
 /* Windows (10 1809 and later), Win32 only: threads, waits on an address
  * (WaitOnAddress), the performance counter, Winsock. No POSIX layer: the
@@ -5050,7 +5087,9 @@ BLITZ_API int64_t blitz_metrics_format(const blitz_runtime *rt, char *buf, size_
 #include <io.h>
 #include <fcntl.h>
 #include <signal.h>
-#if defined(__x86_64__) || defined(__i386__)
+#if BLITZ__ATOMICS_MSVC
+#include <intrin.h>
+#elif defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
 
@@ -5314,16 +5353,246 @@ struct blitz__ip_mreq {
  * shared word is one of the wrapper types below and is touched only through
  * these functions, so a test build can swap the layer for an instrumented
  * one (tests/model/model.h is the one on the Relacy model checker).
- * GCC/Clang __atomic builtins work in C and C++ alike and are seen by
- * ThreadSanitizer.
+ * GCC/Clang (clang-cl too) use the __atomic builtins, which work in C and
+ * C++ alike and are seen by ThreadSanitizer; MSVC uses its interlocked
+ * intrinsics (BLITZ__ATOMICS_MSVC below), on x64 only.
  *
  * Orders: BLITZ__RELAXED, BLITZ__ACQUIRE, BLITZ__RELEASE, BLITZ__ACQ_REL,
  * BLITZ__SEQ_CST. The ordering of every non-obvious use is argued at the
  * call site. */
 
-#if !defined(__GNUC__) && !defined(__clang__)
-#error "blitz needs GCC or Clang __atomic builtins (MSVC support is not built yet)"
+#if BLITZ__ATOMICS_MSVC
+/* x64 only. Its argument, which every function below relies on:
+ * - Every _Interlocked* intrinsic is a LOCK-prefixed instruction (XCHG is
+ *   locked by itself): a full hardware barrier, and MSVC treats each as a
+ *   full compiler barrier, so each gives seq_cst whatever order is asked.
+ * - An aligned, naturally sized plain load or store is one MOV, atomic on
+ *   x64. x64 keeps loads ordered with loads and stores with stores and
+ *   never moves a store above an earlier load (TSO), so a MOV load is an
+ *   acquire and a MOV store a release in hardware; only the compiler may
+ *   reorder them. That is stopped by _ReadWriteBarrier after an acquiring
+ *   load and before a releasing store, not by volatile: x64 builds default
+ *   to /volatile:iso, and nothing here depends on /volatile:ms. The
+ *   volatile access only keeps the compiler from splitting, merging or
+ *   dropping the MOV.
+ * - A seq_cst store is an XCHG (a MOV store may pass a later load: the
+ *   store-load reordering TSO allows), so seq_cst loads stay plain MOVs,
+ *   the mapping the C++ memory model's x86 proofs use.
+ * - The seq_cst fence is __faststorefence (a locked no-op on the stack,
+ *   full barrier like MFENCE for ordinary memory), with compiler barriers
+ *   around it.
+ * ARM64 and ARM64EC need LDAR/STLR (__ldar*, __stlr*) and the _acq/_rel
+ * interlocked variants; 32-bit x86 has no single-MOV 64-bit access. Both
+ * are refused rather than built on an argument that does not hold there. */
+#if !defined(_M_X64) && !defined(__x86_64__)
+#error \
+    "blitz: the MSVC atomics mapping is written and argued for x64 only (not ARM64, ARM64EC or x86); build with clang-cl there"
 #endif
+#if defined(_M_ARM64EC)
+#error \
+    "blitz: the MSVC atomics mapping is written and argued for x64 only (not ARM64EC); build with clang-cl there"
+#endif
+
+#define BLITZ__RELAXED 0
+#define BLITZ__ACQUIRE 2
+#define BLITZ__RELEASE 3
+#define BLITZ__ACQ_REL 4
+#define BLITZ__SEQ_CST 5
+
+typedef struct {
+    uint32_t v;
+} blitz__atomic_u32;
+typedef struct {
+    uint64_t v;
+} blitz__atomic_u64;
+typedef struct {
+    void *v;
+} blitz__atomic_ptr;
+
+/* Plain MOV loads and stores: see the ordering argument above. A relaxed
+ * access needs no compiler barrier (a relaxed store may still be moved
+ * after a later plain access, as C11 allows). */
+#define BLITZ__MSVC_LOAD(T, p, o)    \
+    T r_ = *(T const volatile *)(p); \
+    if ((o) != BLITZ__RELAXED)       \
+        _ReadWriteBarrier();         \
+    return r_
+#define BLITZ__MSVC_STORE(p, x, o) \
+    if ((o) != BLITZ__RELAXED)     \
+        _ReadWriteBarrier();       \
+    *(p) = (x)
+
+static inline uint32_t blitz__u32_load(const blitz__atomic_u32 *a, int o) {
+    BLITZ__MSVC_LOAD(uint32_t, &a->v, o);
+}
+static inline uint64_t blitz__u64_load(const blitz__atomic_u64 *a, int o) {
+    BLITZ__MSVC_LOAD(uint64_t, &a->v, o);
+}
+static inline void *blitz__ptr_load(const blitz__atomic_ptr *a, int o) {
+    BLITZ__MSVC_LOAD(void *, &a->v, o);
+}
+/* volatile long / __int64 / void *: what the intrinsics take (long is 32
+ * bits on Windows). */
+#define BLITZ__L32(p)  ((volatile long *)(p))
+#define BLITZ__L64(p)  ((volatile __int64 *)(p))
+#define BLITZ__LPTR(p) ((void *volatile *)(p))
+
+static inline void blitz__u32_store(blitz__atomic_u32 *a, uint32_t x, int o) {
+    if (o == BLITZ__SEQ_CST) {
+        (void)_InterlockedExchange(BLITZ__L32(&a->v), (long)x);
+        return;
+    }
+    BLITZ__MSVC_STORE((volatile uint32_t *)&a->v, x, o);
+}
+static inline void blitz__u64_store(blitz__atomic_u64 *a, uint64_t x, int o) {
+    if (o == BLITZ__SEQ_CST) {
+        (void)_InterlockedExchange64(BLITZ__L64(&a->v), (__int64)x);
+        return;
+    }
+    BLITZ__MSVC_STORE((volatile uint64_t *)&a->v, x, o);
+}
+static inline void blitz__ptr_store(blitz__atomic_ptr *a, void *x, int o) {
+    if (o == BLITZ__SEQ_CST) {
+        (void)_InterlockedExchangePointer(BLITZ__LPTR(&a->v), x);
+        return;
+    }
+    BLITZ__MSVC_STORE((void *volatile *)&a->v, x, o);
+}
+
+/* Read-modify-writes: one interlocked intrinsic each, seq_cst (above), so
+ * the order argument is unused. */
+static inline uint32_t blitz__u32_swap(blitz__atomic_u32 *a, uint32_t x, int o) {
+    (void)o;
+    return (uint32_t)_InterlockedExchange(BLITZ__L32(&a->v), (long)x);
+}
+static inline uint64_t blitz__u64_swap(blitz__atomic_u64 *a, uint64_t x, int o) {
+    (void)o;
+    return (uint64_t)_InterlockedExchange64(BLITZ__L64(&a->v), (__int64)x);
+}
+static inline void *blitz__ptr_swap(blitz__atomic_ptr *a, void *x, int o) {
+    (void)o;
+    return _InterlockedExchangePointer(BLITZ__LPTR(&a->v), x);
+}
+/* On failure *expected receives the current value. LOCK CMPXCHG never
+ * fails spuriously, so the weak form is the strong one. */
+static inline int blitz__u32_cas(blitz__atomic_u32 *a, uint32_t *expected, uint32_t desired,
+                                 int o) {
+    (void)o;
+    uint32_t seen =
+        (uint32_t)_InterlockedCompareExchange(BLITZ__L32(&a->v), (long)desired, (long)*expected);
+    if (seen == *expected)
+        return 1;
+    *expected = seen;
+    return 0;
+}
+static inline int blitz__u64_cas(blitz__atomic_u64 *a, uint64_t *expected, uint64_t desired,
+                                 int o) {
+    (void)o;
+    uint64_t seen = (uint64_t)_InterlockedCompareExchange64(BLITZ__L64(&a->v), (__int64)desired,
+                                                            (__int64)*expected);
+    if (seen == *expected)
+        return 1;
+    *expected = seen;
+    return 0;
+}
+static inline int blitz__ptr_cas(blitz__atomic_ptr *a, void **expected, void *desired, int o) {
+    (void)o;
+    void *seen = _InterlockedCompareExchangePointer(BLITZ__LPTR(&a->v), desired, *expected);
+    if (seen == *expected)
+        return 1;
+    *expected = seen;
+    return 0;
+}
+#define blitz__u32_cas_weak blitz__u32_cas
+#define blitz__u64_cas_weak blitz__u64_cas
+#define blitz__ptr_cas_weak blitz__ptr_cas
+
+/* Unsigned arithmetic wraps: adding 0 - x subtracts x. */
+static inline uint32_t blitz__u32_fetch_add(blitz__atomic_u32 *a, uint32_t x, int o) {
+    (void)o;
+    return (uint32_t)_InterlockedExchangeAdd(BLITZ__L32(&a->v), (long)x);
+}
+static inline uint32_t blitz__u32_fetch_sub(blitz__atomic_u32 *a, uint32_t x, int o) {
+    (void)o;
+    return (uint32_t)_InterlockedExchangeAdd(BLITZ__L32(&a->v), (long)(0u - x));
+}
+static inline uint32_t blitz__u32_fetch_or(blitz__atomic_u32 *a, uint32_t x, int o) {
+    (void)o;
+    return (uint32_t)_InterlockedOr(BLITZ__L32(&a->v), (long)x);
+}
+static inline uint32_t blitz__u32_fetch_and(blitz__atomic_u32 *a, uint32_t x, int o) {
+    (void)o;
+    return (uint32_t)_InterlockedAnd(BLITZ__L32(&a->v), (long)x);
+}
+static inline uint64_t blitz__u64_fetch_add(blitz__atomic_u64 *a, uint64_t x, int o) {
+    (void)o;
+    return (uint64_t)_InterlockedExchangeAdd64(BLITZ__L64(&a->v), (__int64)x);
+}
+static inline uint64_t blitz__u64_fetch_sub(blitz__atomic_u64 *a, uint64_t x, int o) {
+    (void)o;
+    return (uint64_t)_InterlockedExchangeAdd64(BLITZ__L64(&a->v), (__int64)(0u - x));
+}
+static inline uint64_t blitz__u64_fetch_or(blitz__atomic_u64 *a, uint64_t x, int o) {
+    (void)o;
+    return (uint64_t)_InterlockedOr64(BLITZ__L64(&a->v), (__int64)x);
+}
+static inline uint64_t blitz__u64_fetch_and(blitz__atomic_u64 *a, uint64_t x, int o) {
+    (void)o;
+    return (uint64_t)_InterlockedAnd64(BLITZ__L64(&a->v), (__int64)x);
+}
+
+/* A 32-bit word inside a public struct (the types above are private). */
+static inline uint32_t blitz__u32_field_load(const uint32_t *p, int o) {
+    BLITZ__MSVC_LOAD(uint32_t, p, o);
+}
+static inline void blitz__u32_field_store(uint32_t *p, uint32_t x, int o) {
+    if (o == BLITZ__SEQ_CST) {
+        (void)_InterlockedExchange(BLITZ__L32(p), (long)x);
+        return;
+    }
+    BLITZ__MSVC_STORE((volatile uint32_t *)p, x, o);
+}
+static inline int blitz__u32_field_cas(uint32_t *p, uint32_t *expected, uint32_t desired, int o) {
+    return blitz__u32_cas((blitz__atomic_u32 *)p, expected, desired, o);
+}
+/* (The io_uring buffer ring's 16-bit tail has no user on Windows.) */
+
+/* A single writer's counter (see the GCC form below): MOV load, release
+ * MOV store. */
+static inline void blitz__u64_bump(blitz__atomic_u64 *a, uint64_t n) {
+    blitz__u64_store(a, blitz__u64_load(a, BLITZ__RELAXED) + n, BLITZ__RELEASE);
+}
+
+static inline void blitz__fence_seq_cst(void) {
+    _ReadWriteBarrier();
+    __faststorefence();
+    _ReadWriteBarrier();
+}
+
+static inline void blitz__cpu_relax(void) {
+    _mm_pause();
+}
+
+/* Bit scans of a nonzero word. Portable popcount: POPCNT is not on every
+ * x64 CPU, and MSVC emits it without a check. */
+static inline unsigned blitz__ctz64(uint64_t x) {
+    unsigned long i;
+    (void)_BitScanForward64(&i, x);
+    return (unsigned)i;
+}
+static inline unsigned blitz__clz64(uint64_t x) {
+    unsigned long i;
+    (void)_BitScanReverse64(&i, x);
+    return 63u - (unsigned)i;
+}
+static inline unsigned blitz__popcount64(uint64_t x) {
+    x = x - ((x >> 1) & 0x5555555555555555u);
+    x = (x & 0x3333333333333333u) + ((x >> 2) & 0x3333333333333333u);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fu;
+    return (unsigned)((x * 0x0101010101010101u) >> 56);
+}
+
+#else /* GCC and Clang */
 
 #define BLITZ__RELAXED __ATOMIC_RELAXED
 #define BLITZ__ACQUIRE __ATOMIC_ACQUIRE
@@ -5435,6 +5704,19 @@ static inline void blitz__cpu_relax(void) {
     __asm__ __volatile__("yield");
 #endif
 }
+
+/* Bit scans of a nonzero word. */
+static inline unsigned blitz__ctz64(uint64_t x) {
+    return (unsigned)__builtin_ctzll(x);
+}
+static inline unsigned blitz__clz64(uint64_t x) {
+    return (unsigned)__builtin_clzll(x);
+}
+static inline unsigned blitz__popcount64(uint64_t x) {
+    return (unsigned)__builtin_popcountll(x);
+}
+
+#endif /* BLITZ__ATOMICS_MSVC */
 /* ====[ END src/platform/atomic.h ]======================================== */
 /* ----[ RESUME src/platform/base.h ] */
 
@@ -5443,7 +5725,11 @@ static inline void blitz__cpu_relax(void) {
 /* ---- configuration ------------------------------------------------------ */
 
 #ifndef BLITZ_PRIVATE
+#if BLITZ__MSVC
+#define BLITZ_PRIVATE static
+#else
 #define BLITZ_PRIVATE static __attribute__((unused))
+#endif
 #endif
 
 #ifndef BLITZ_ASSERT
@@ -5523,7 +5809,8 @@ BLITZ_PRIVATE int blitz__fault_chaos(uint32_t one_in);
 #endif
 
 #ifndef BLITZ_CACHE_LINE
-#if defined(__x86_64__) || defined(__aarch64__) || defined(__powerpc64__)
+#if defined(__x86_64__) || defined(__aarch64__) || defined(__powerpc64__) || defined(_M_X64) || \
+    defined(_M_ARM64)
 /* Adjacent-line prefetchers pull pairs of 64-byte lines (seed 002 table). */
 #define BLITZ_CACHE_LINE 128
 #elif defined(__s390x__)
@@ -5561,6 +5848,16 @@ _Static_assert(BLITZ_MAX_STATE_SIZE >= 1 && BLITZ_MAX_STATE_SIZE <= (1u << 30),
 #define BLITZ__HELP_WAIT_MAX_NS    10000000u
 #define BLITZ__DEFAULT_SPIN        64u
 
+#if BLITZ__MSVC
+/* __declspec(align) takes a literal: BLITZ_CACHE_LINE must be a plain
+ * number there. */
+#define BLITZ__ALIGNED     __declspec(align(BLITZ_CACHE_LINE))
+#define BLITZ__LIKELY(x)   (x)
+#define BLITZ__UNLIKELY(x) (x)
+#define BLITZ__PRINTF(f, a)
+#define BLITZ__NOINLINE     __declspec(noinline)
+#define BLITZ__THREAD_LOCAL __declspec(thread)
+#else
 #define BLITZ__ALIGNED     __attribute__((aligned(BLITZ_CACHE_LINE)))
 #define BLITZ__LIKELY(x)   __builtin_expect(!!(x), 1)
 #define BLITZ__UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -5573,7 +5870,9 @@ _Static_assert(BLITZ_MAX_STATE_SIZE >= 1 && BLITZ_MAX_STATE_SIZE <= (1u << 30),
 #define BLITZ__PRINTF(f, a) __attribute__((format(printf, f, a)))
 #endif
 /* Keeps a rarely taken path out of its caller. */
-#define BLITZ__NOINLINE __attribute__((noinline))
+#define BLITZ__NOINLINE     __attribute__((noinline))
+#define BLITZ__THREAD_LOCAL _Thread_local
+#endif
 
 #ifdef BLITZ_NO_STATS
 /* Not evaluated, but what it names counts as used (no unused warnings). */
@@ -5914,7 +6213,7 @@ BLITZ_PRIVATE size_t blitz__fault_len(const char *site, size_t len) {
 
 /* Under chaos scheduling, true one time in `one_in` (per-thread random). */
 BLITZ_PRIVATE int blitz__fault_chaos(uint32_t one_in) {
-    static _Thread_local uint64_t state;
+    static BLITZ__THREAD_LOCAL uint64_t state;
     if (!state) {
         blitz__fault_ready();
         if (!blitz__fault.chaos_seed)
@@ -7164,7 +7463,7 @@ BLITZ_PRIVATE void blitz__parker_unpark(blitz__parker *p) {
 
 /* ---- thread-local context ---------------------------------------------------- */
 
-static _Thread_local blitz__context *blitz__tls_context;
+static BLITZ__THREAD_LOCAL blitz__context *blitz__tls_context;
 
 BLITZ_PRIVATE blitz__context *blitz__context_get(void) {
     return blitz__tls_context;
@@ -8568,7 +8867,7 @@ typedef struct {
     void *arg[BLITZ__DEFER_MAX];
 } blitz__deferred;
 
-static _Thread_local blitz__deferred blitz__tls_deferred;
+static BLITZ__THREAD_LOCAL blitz__deferred blitz__tls_deferred;
 
 BLITZ_PRIVATE void blitz__defer_begin(void) {
     blitz__tls_deferred.depth++;
@@ -8887,7 +9186,7 @@ BLITZ_PRIVATE uint32_t blitz__join_vtable_index(const blitz__task *t,
 static inline uint32_t blitz__poll_bucket(uint64_t ns) {
     if (ns <= 64)
         return 0;
-    uint32_t b = (uint32_t)(64 - __builtin_clzll(ns - 1)) - 6;
+    uint32_t b = (uint32_t)(64 - blitz__clz64(ns - 1)) - 6;
     return b < BLITZ_METRICS_POLL_BUCKETS - 1 ? b : BLITZ_METRICS_POLL_BUCKETS - 1;
 }
 
@@ -9720,7 +10019,7 @@ static inline uint64_t blitz__rotr64(uint64_t x, unsigned r) {
  * when they are equal. >= BLITZ__WHEEL_LEVELS means the overflow. */
 static inline unsigned blitz__wheel_level_for(uint64_t elapsed, uint64_t when) {
     uint64_t masked = (elapsed ^ when) | BLITZ__WHEEL_SLOT_MASK;
-    unsigned significant = 63u - (unsigned)__builtin_clzll(masked);
+    unsigned significant = 63u - blitz__clz64(masked);
     return significant / BLITZ__WHEEL_SLOT_BITS;
 }
 
@@ -9811,7 +10110,7 @@ static int blitz__wheel_next_slot(const blitz__timer_wheel *w, uint64_t *start, 
             continue;
         unsigned shift = l * BLITZ__WHEEL_SLOT_BITS;
         unsigned cur = (unsigned)(w->elapsed >> shift) & BLITZ__WHEEL_SLOT_MASK;
-        unsigned s = cur + (unsigned)__builtin_ctzll(blitz__rotr64(occ, cur));
+        unsigned s = cur + blitz__ctz64(blitz__rotr64(occ, cur));
         /* I1: never elapsed's own slot, never wrapped past slot 63. */
         BLITZ_ASSERT(s > cur && s < BLITZ__WHEEL_SLOTS);
         uint64_t level_start = w->elapsed & ~(((uint64_t)BLITZ__WHEEL_SLOTS << shift) - 1);
@@ -17613,7 +17912,7 @@ BLITZ_PRIVATE void blitz__idle_notify_parked(blitz_runtime *rt) {
         return;
     uint64_t bm = blitz__u64_load(&rt->idle->parked_bitmap, BLITZ__RELAXED);
     while (bm) {
-        uint32_t i = (uint32_t)__builtin_ctzll(bm);
+        uint32_t i = (uint32_t)blitz__ctz64(bm);
         if (blitz__u64_cas_weak(&rt->idle->parked_bitmap, &bm, bm & ~((uint64_t)1 << i),
                                 BLITZ__ACQ_REL)) {
             blitz__u32_fetch_add(&rt->idle->num_searching, 1, BLITZ__SEQ_CST);
@@ -18260,7 +18559,7 @@ static int blitz__time_due(blitz_runtime *rt) {
  * is raised before its thread starts the work it counts. */
 static int blitz__runtime_idle(blitz_runtime *rt) {
     uint64_t parked = blitz__u64_load(&rt->idle->parked_bitmap, BLITZ__SEQ_CST);
-    return (uint32_t)__builtin_popcountll(parked) >=
+    return (uint32_t)blitz__popcount64(parked) >=
                blitz__u32_load(&rt->workers_started, BLITZ__RELAXED) &&
            !blitz__u32_load(&rt->external_running, BLITZ__SEQ_CST) &&
            !blitz__u32_load(&rt->pinned_runnable, BLITZ__SEQ_CST) &&
@@ -19920,7 +20219,7 @@ static blitz_waker blitz__thread_waker_clone(const void *data) {
 
 static blitz__tls_key blitz__thread_parker_key;
 static blitz__once blitz__thread_parker_once = BLITZ__ONCE_STATIC;
-static _Thread_local blitz__thread_parker *blitz__thread_parker_cached;
+static BLITZ__THREAD_LOCAL blitz__thread_parker *blitz__thread_parker_cached;
 
 /* Runs at the thread's exit, as the system calls it (BLITZ__TLS_DTOR). */
 static void BLITZ__TLS_DTOR blitz__thread_parker_release(void *p) {
@@ -24256,7 +24555,7 @@ BLITZ_API blitz_op blitz_op_dns_resolve(blitz_dns_op *op, const char *host, uint
  * connect attempt per address, in the resolver's order. */
 /* src/io/io.h already included */
 
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_SOCKETS
 
 #define BLITZ__CONNECT_IDLE       0
 #define BLITZ__CONNECT_RESOLVING  1
@@ -24355,7 +24654,7 @@ BLITZ_API blitz_op blitz_op_tcp_connect_host(blitz_connect_op *op, const char *h
     return blitz_op_make(blitz__connect_host_value_poll, blitz_tcp_connect_host_cancel, op);
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_SOCKETS */
 /* ====[ END src/net/connect_host.c ]======================================= */
 /* ########################################################################## */
 /* LAYER os: files, signals, processes, streams                              */
@@ -28829,10 +29128,15 @@ BLITZ_API blitz_op blitz_op_process_output(blitz_output_op *op, const blitz_comm
 /* ====[ BEGIN src/os/stream.c ]============================================ */
 /* >>os/stream */
 /* Byte streams: the stream vtables over sockets, descriptors and files;
- * the buffered reader and writer; copy with splice / sendfile. */
+ * the buffered reader and writer; copy with splice / sendfile.
+ *
+ * Windows has the socket, file and custom streams (sockets over the
+ * completion port, files on the pool as fs_win32.c does them) and copies
+ * through a buffer; the descriptor streams and the kernel copies are
+ * POSIX (BLITZ__HAS_IO). */
 /* src/io/io.h already included */
 
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_SOCKETS
 
 #define BLITZ__READER_DEFAULT ((size_t)8192)
 #define BLITZ__COPY_BUF       ((size_t)64 * 1024)
@@ -28866,6 +29170,8 @@ static int blitz__sock_st_shutdown(blitz_stream *st) {
 static const blitz_stream_vtable blitz__sock_vt = {blitz__sock_st_read, blitz__sock_st_write,
                                                    blitz__io_st_cancel, blitz__sock_st_shutdown};
 
+#if BLITZ__HAS_IO
+
 static blitz_poll blitz__fd_st_read(blitz_cx *cx, blitz_stream *st, void *buf, size_t len,
                                     int64_t *res) {
     if (blitz_fd_read(cx, &st->blitz__rio, st->sock, buf, len) == BLITZ_PENDING)
@@ -28893,6 +29199,7 @@ static int blitz__fd_st_shutdown(blitz_stream *st) {
 }
 static const blitz_stream_vtable blitz__fd_vt = {blitz__fd_st_read, blitz__fd_st_write,
                                                  blitz__io_st_cancel, blitz__fd_st_shutdown};
+#endif
 
 static blitz_poll blitz__file_st_read(blitz_cx *cx, blitz_stream *st, void *buf, size_t len,
                                       int64_t *res) {
@@ -28918,6 +29225,14 @@ static int blitz__file_st_shutdown(blitz_stream *st) {
 static const blitz_stream_vtable blitz__file_vt = {blitz__file_st_read, blitz__file_st_write,
                                                    blitz__file_st_cancel, blitz__file_st_shutdown};
 
+static void blitz__stream_close_fd(int fd) {
+#if BLITZ__WIN32
+    (void)_close(fd); /* a C runtime descriptor (fs_win32.c) */
+#else
+    (void)close(fd);
+#endif
+}
+
 static void blitz__stream_base(blitz_stream *st, int kind, unsigned flags) {
     memset(st, 0, sizeof *st);
     st->kind = kind;
@@ -28931,10 +29246,13 @@ BLITZ_API int blitz_stream_socket(blitz_stream *st, blitz_socket *s, unsigned fl
     blitz__stream_base(st, BLITZ_STREAM_SOCKET, flags);
     st->vtable = &blitz__sock_vt;
     st->sock = s;
+#if BLITZ__HAS_IO
     st->fd = s->fd;
+#endif /* a SOCKET is no int: fd stays -1 */
     return BLITZ_OK;
 }
 
+#if BLITZ__HAS_IO
 BLITZ_API int blitz_stream_pipe(blitz_stream *st, blitz_socket *s, unsigned flags) {
     if (!st || !s || (flags & ~BLITZ_STREAM_OWN))
         return BLITZ_EINVAL;
@@ -28944,6 +29262,7 @@ BLITZ_API int blitz_stream_pipe(blitz_stream *st, blitz_socket *s, unsigned flag
     st->fd = s->fd;
     return BLITZ_OK;
 }
+#endif
 
 BLITZ_API int blitz_stream_file(blitz_stream *st, int fd, unsigned flags) {
     if (!st || fd < 0 || (flags & ~BLITZ_STREAM_OWN))
@@ -28982,7 +29301,7 @@ BLITZ_API int blitz_stream_close(blitz_stream *st) {
         if (st->sock)
             blitz_sock_close(st->sock);
         else if (st->kind == BLITZ_STREAM_FILE && st->fd >= 0)
-            close(st->fd);
+            blitz__stream_close_fd(st->fd);
         st->sock = NULL;
         st->fd = -1;
     }
@@ -29595,9 +29914,9 @@ BLITZ_API int blitz_copy_init(blitz_copy *c, blitz_stream *src, blitz_stream *ds
 
 static void blitz__copy_release(blitz_copy *c) {
     if (c->blitz__pipe[0] >= 0)
-        close(c->blitz__pipe[0]);
+        blitz__stream_close_fd(c->blitz__pipe[0]);
     if (c->blitz__pipe[1] >= 0)
-        close(c->blitz__pipe[1]);
+        blitz__stream_close_fd(c->blitz__pipe[1]);
     c->blitz__pipe[0] = c->blitz__pipe[1] = -1;
     c->blitz__inpipe = 0;
     blitz__free(c->blitz__buf);
@@ -29613,6 +29932,7 @@ static blitz_poll blitz__copy_finish(blitz_copy *c, int64_t result) {
     return BLITZ_READY;
 }
 
+#if BLITZ__HAS_IO
 static int blitz__is_fifo(int fd) {
     struct stat sb;
     return fd >= 0 && fstat(fd, &sb) == 0 && S_ISFIFO(sb.st_mode);
@@ -29713,6 +30033,8 @@ static blitz_poll blitz__copy_wait(blitz_cx *cx, blitz_copy *c, int *failed) {
     return BLITZ_READY;
 }
 
+#endif /* BLITZ__HAS_IO */
+
 static blitz_poll blitz__copy_buf(blitz_cx *cx, blitz_copy *c) {
     if (!c->blitz__buf) {
         c->blitz__buf = (unsigned char *)blitz__malloc(BLITZ__COPY_BUF);
@@ -29751,6 +30073,10 @@ static blitz_poll blitz__copy_buf(blitz_cx *cx, blitz_copy *c) {
     }
 }
 
+#if BLITZ__HAS_IO
+static blitz_poll blitz__copy_kernel(blitz_cx *cx, blitz_copy *c);
+#endif
+
 BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
     if (!c)
         return BLITZ_READY;
@@ -29765,6 +30091,7 @@ BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
     if (c->blitz__mode == BLITZ__CP_UNSET) {
         c->bytes = c->kernel = 0;
         c->blitz__eof = 0;
+#if BLITZ__HAS_IO
         c->blitz__mode = blitz__copy_pick(c);
         if (c->blitz__mode == BLITZ__CP_SPLICE2) {
             if (blitz__pipe_fds(c->blitz__pipe) != BLITZ_OK) {
@@ -29775,7 +30102,20 @@ BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
                 blitz__pipe_grow(c->blitz__pipe[1], 1 << 20);
             }
         }
+#else
+        c->blitz__mode = BLITZ__CP_BUF;
+#endif
     }
+#if BLITZ__HAS_IO
+    return blitz__copy_kernel(cx, c);
+#else
+    return blitz__record(cx, blitz__copy_buf(cx, c), blitz_copy_cancel, c);
+#endif
+}
+
+#if BLITZ__HAS_IO
+/* splice / sendfile until the kernel refuses (then through a buffer). */
+static blitz_poll blitz__copy_kernel(blitz_cx *cx, blitz_copy *c) {
     for (int budget = 0;; budget++) {
         if (c->blitz__mode == BLITZ__CP_BUF)
             return blitz__record(cx, blitz__copy_buf(cx, c), blitz_copy_cancel, c);
@@ -29845,6 +30185,7 @@ BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
         return blitz__copy_finish(c, r);
     }
 }
+#endif /* BLITZ__HAS_IO */
 
 BLITZ_API void blitz_copy_cancel(blitz_cx *cx, void *p) {
     blitz_copy *c = (blitz_copy *)p;
@@ -29888,7 +30229,7 @@ BLITZ_API blitz_op blitz_op_copy(blitz_copy *c) {
     return blitz_op_make(blitz__op_copy_poll, blitz_copy_cancel, c);
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_SOCKETS */
 /* ====[ END src/os/stream.c ]============================================== */
 /* ########################################################################## */
 /* LAYER runtime: the runtime's life: creation, run, graceful shutdown, metrics, observation */

@@ -22,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(_WIN32)
+#include <windows.h>
+#endif
 
 #define TASKS 1000000L
 #define BATCH 1024
@@ -84,9 +87,16 @@ static blitz_poll spawner_poll(blitz_cx *cx, void *p) {
 /* ---- printing ------------------------------------------------------------------- */
 
 static double now_s(void) {
+#if defined(_WIN32) /* no clock_gettime without winpthreads */
+    LARGE_INTEGER freq, count;
+    QueryPerformanceFrequency(&freq);
+    QueryPerformanceCounter(&count);
+    return (double)count.QuadPart / (double)freq.QuadPart;
+#else
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+#endif
 }
 
 static void stat_line(const char *name, uint64_t value, const char *meaning) {

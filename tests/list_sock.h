@@ -13,6 +13,10 @@
     BLITZ_SOCK_TEST3(X, sock_free_inflight, 10000)    \
     BLITZ_SOCK_TEST3(X, sock_udp, 10000)              \
     BLITZ_SOCK_TEST3(X, sock_serve, 20000)            \
+    BLITZ_SOCK_TEST3(X, sock_stream_relay, 20000)     \
+    BLITZ_SOCK_TEST3(X, sock_stream_file, 20000)      \
+    BLITZ_SOCK_TEST3(X, sock_stream_cancel, 10000)    \
+    X(sock_connect_host, 10000)                       \
     X(sock_bad_input, 5000)                           \
     BLITZ_SOCK_TEST3(X, pipe_round_trip, 20000)       \
     BLITZ_SOCK_TEST3(X, pipe_epipe, 10000)            \

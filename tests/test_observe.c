@@ -71,7 +71,6 @@ static __attribute__((unused)) void ob_drive(blitz_runtime *rt) {
     CHECK_OK(blitz_runtime_run(rt, ob_yield_poll, &y, sizeof y));
 }
 
-#if !defined(_WIN32) /* sockets: not on Windows yet */
 /* ---- tasks that wait on one thing each, at a known line ---- */
 
 typedef struct {
@@ -152,15 +151,12 @@ static int observe_dump_sites(tu_flavor f) {
         for (int j = 0; j < k; j++)
             CHECK_NE(blitz_task_id(h[k]), blitz_task_id(h[j]));
     }
-    /* A plain peer for the socket task's accept. */
-    int peer = socket(AF_INET, SOCK_STREAM, 0);
-    CHECK_GE(peer, 0);
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((uint16_t)blitz_addr_port(&bound));
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK_OK(connect(peer, (struct sockaddr *)&sa, sizeof sa));
+    /* A peer for the socket task's accept, driven from this thread. */
+    blitz_io pio;
+    memset(&pio, 0, sizeof pio);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_tcp_connect(&pio, &bound)));
+    CHECK_OK((int)pio.result);
+    blitz_socket *peer = pio.socket;
 
     static const char *waits[OB_KINDS] = {" on timer due in ", " on socket fd ", " on channel ",
                                           " on mutex ", " on join of task "};
@@ -224,7 +220,8 @@ static int observe_dump_sites(tu_flavor f) {
     blitz_mutex_unlock(&mutex);
     int one = 1;
     CHECK_OK(blitz_chan_try_send(ch, &one));
-    CHECK_EQ(send(peer, "x", 1, 0), 1);
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_sock_send_all(&pio, peer, "x", 1)));
+    CHECK_EQ(pio.result, 1);
     CHECK_OK(blitz_task_cancel(never));
     CHECK_OK(blitz_task_cancel(h[OB_TIMER]));
     for (int k = 0; k < OB_KINDS; k++) {
@@ -246,7 +243,7 @@ static int observe_dump_sites(tu_flavor f) {
     for (int k = 0; k < OB_KINDS; k++)
         CHECK_OK(blitz_task_release(&h[k]));
     CHECK_OK(blitz_task_release(&never));
-    close(peer);
+    CHECK_OK(blitz_sock_close(peer));
     CHECK_OK(blitz_sock_close(listener));
     CHECK_OK(blitz_chan_sender_release(ch));
     CHECK_OK(blitz_chan_receiver_release(ch));
@@ -257,7 +254,6 @@ static int observe_dump_sites(tu_flavor f) {
     return 0;
 }
 TU_FLAVOR_TESTS(observe_dump_sites)
-#endif
 
 /* ---- ids from inside ---- */
 
@@ -448,7 +444,32 @@ TU_FLAVOR_TESTS(observe_stall)
 
 /* ---- the leak report ---- */
 
-#if !defined(_WIN32) /* sockets: not on Windows yet */
+#if defined(_WIN32) /* the C runtime's descriptors */
+#define ob_dup    _dup
+#define ob_dup2   _dup2
+#define ob_close  _close
+#define ob_fileno _fileno
+#else
+#define ob_dup    dup
+#define ob_dup2   dup2
+#define ob_close  close
+#define ob_fileno fileno
+#endif
+
+/* A scratch file for stderr (Windows' tmpfile wants the drive's root). */
+static FILE *ob_capture_open(char *dir, size_t n) {
+#if defined(_WIN32)
+    char path[600];
+    tf_tmpdir(dir, n);
+    snprintf(path, sizeof path, "%s\\report", dir);
+    return fopen(path, "w+");
+#else
+    (void)n;
+    dir[0] = 0;
+    return tmpfile();
+#endif
+}
+
 static int observe_leak_report(tu_flavor f) {
     blitz_config cfg = tu_config(f);
     cfg.leak_report = 1;
@@ -469,21 +490,24 @@ static int observe_leak_report(tu_flavor f) {
 
     /* Capture stderr for the report. */
     fflush(stderr);
-    FILE *cap = tmpfile();
+    char cap_dir[512];
+    FILE *cap = ob_capture_open(cap_dir, sizeof cap_dir);
     CHECK_NOT_NULL(cap);
-    int saved = dup(2);
+    int saved = ob_dup(2);
     CHECK_GE(saved, 0);
-    CHECK_GE(dup2(fileno(cap), 2), 0);
+    CHECK_GE(ob_dup2(ob_fileno(cap), 2), 0);
     int rc = blitz_runtime_shutdown(rt);
     fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
+    ob_dup2(saved, 2);
+    ob_close(saved);
     CHECK_OK(rc);
     char report[4096];
     rewind(cap);
     size_t n = fread(report, 1, sizeof report - 1, cap);
     report[n] = 0;
     fclose(cap);
+    if (cap_dir[0])
+        tf_rm_rf(cap_dir);
     char want[128];
     snprintf(want, sizeof want, "task %llu \"leaky\" idle", (unsigned long long)id);
     if (!strstr(report, want))
@@ -501,4 +525,3 @@ static int observe_leak_report(tu_flavor f) {
     return 0;
 }
 TU_FLAVOR_TESTS(observe_leak_report)
-#endif

@@ -1,23 +1,10 @@
 /* Tests of the blitz_op constructors of sockets, descriptors, files, DNS,
- * host-name connects, processes, signals, the blocking pool and task
- * groups: each op is raced against a timer or a token, the winner's result
- * is checked and the loser must have been withdrawn cleanly (its object
- * reusable at once). */
+ * processes, signals, the blocking pool and task groups (host-name
+ * connects: tests/test_connect_host.c): each op is raced against a timer
+ * or a token, the winner's result is checked and the loser must have
+ * been withdrawn cleanly (its object reusable at once). */
 #include <ftw.h>
 #include <sys/ioctl.h>
-
-/* Races ops[0] and ops[1] and leaves the winner in c->combo.winner. */
-#define OPIO_RACE(c, a, b)                                          \
-    do {                                                            \
-        (c)->ops[0] = (a);                                          \
-        (c)->ops[1] = (b);                                          \
-        blitz_combo_reset(&(c)->combo);                             \
-        BLITZ_AWAIT((c), blitz_race(cx, &(c)->combo, (c)->ops, 2)); \
-    } while (0)
-
-/* A sleep of `ns` from now as an op. */
-#define OPIO_SLEEP(c, ns) \
-    blitz_op_sleep_until(&(c)->timer, blitz_deadline_after(blitz_cx_now(cx), (ns)))
 
 /* ---- sockets ---------------------------------------------------------------------------- */
 
@@ -370,20 +357,6 @@ BLITZ_TEST(op_fs_more_run_blocking) {
 
 /* ---- files raced against timers ------------------------------------------------------ */
 
-/* Races `a` against a timer already due: a zeroed combo polls `a` first,
- * so it has started when the timer wins and it is withdrawn. */
-#define OPIO_LOSE(c, a)                                             \
-    do {                                                            \
-        (c)->ops[0] = (a);                                          \
-        (c)->ops[1] = blitz_op_sleep_until(&(c)->due, 0);           \
-        memset(&(c)->combo, 0, sizeof(c)->combo);                   \
-        BLITZ_AWAIT((c), blitz_race(cx, &(c)->combo, (c)->ops, 2)); \
-        CHECK_EQ((c)->combo.winner, 1);                             \
-    } while (0)
-
-/* A deadline no test run reaches. */
-#define OPIO_FAR(c) OPIO_SLEEP(c, 600 * BLITZ_SEC)
-
 typedef struct {
     BLITZ_CORO;
     char dir[PATH_MAX], nested[PATH_MAX], sub[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
@@ -548,73 +521,6 @@ BLITZ_TEST(op_fs_race_lose) {
     free(s);
     return 0;
 }
-
-/* ---- connecting by host name ------------------------------------------------------------ */
-
-typedef struct {
-    BLITZ_CORO;
-    blitz_socket *listener;
-    blitz_addr addr;
-    uint16_t port;
-    blitz_connect_op conn;
-    blitz_io acc;
-    blitz_timer timer, due;
-    blitz_combo combo;
-    blitz_op ops[2];
-} opio_host;
-
-static blitz_poll opio_host_poll(blitz_cx *cx, void *p) {
-    opio_host *s = p;
-    BLITZ_BEGIN(s);
-    /* "localhost" may resolve to ::1 first, where nobody listens: the
-     * connect then moves on to 127.0.0.1. */
-    OPIO_RACE(s, blitz_op_tcp_connect_host(&s->conn, "localhost", s->port), OPIO_FAR(s));
-    CHECK_EQ(s->combo.winner, 0);
-    CHECK_EQ(s->conn.result, 0);
-    CHECK_NOT_NULL(s->conn.socket);
-    OPIO_RACE(s, blitz_op_sock_accept(&s->acc, s->listener), OPIO_FAR(s));
-    CHECK_EQ(s->combo.winner, 0);
-    CHECK_OK((int)s->acc.result);
-    blitz_sock_close(s->acc.socket);
-    blitz_sock_close(s->conn.socket);
-
-    /* Withdrawn during its lookup, then reused. */
-    OPIO_LOSE(s, blitz_op_tcp_connect_host(&s->conn, "localhost", s->port));
-    CHECK_NULL(s->conn.socket);
-    OPIO_RACE(s, blitz_op_tcp_connect_host(&s->conn, "127.0.0.1", s->port), OPIO_FAR(s));
-    CHECK_EQ(s->combo.winner, 0);
-    CHECK_EQ(s->conn.result, 0);
-    CHECK_EQ(s->conn.attempts, 1);
-    blitz_sock_close(s->conn.socket);
-
-    OPIO_RACE(s, blitz_op_tcp_connect_host(&s->conn, "no-such-host.invalid", 80), OPIO_FAR(s));
-    CHECK_EQ(s->combo.winner, 0);
-    CHECK(s->conn.result == BLITZ_ENOHOST || s->conn.result == BLITZ_EDNSTEMP ||
-          s->conn.result == BLITZ_EDNS);
-    CHECK_NULL(s->conn.socket);
-    BLITZ_END(s);
-}
-
-static int op_connect_host(blitz_backend b) {
-    blitz_runtime *rt = tu_io_rt_new(b, TU_MT2);
-    if (!rt)
-        return 0;
-    opio_host *s = calloc(1, sizeof *s);
-    s->listener = tu_listen_any(rt, &s->addr);
-    s->port = (uint16_t)blitz_addr_port(&s->addr);
-    /* From a plain thread. */
-    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_tcp_connect_host(&s->conn, "localhost", s->port)));
-    CHECK_EQ(s->conn.result, 0);
-    blitz_sock_close(s->conn.socket);
-    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_tcp_connect_host(&s->conn, "", s->port)));
-    CHECK_EQ(s->conn.result, BLITZ_EINVAL);
-    CHECK_OK(blitz_runtime_run(rt, opio_host_poll, s, sizeof *s));
-    blitz_sock_close(s->listener);
-    CHECK_OK(blitz_runtime_free(rt));
-    free(s);
-    return 0;
-}
-IO_BACKEND_TESTS(op_connect_host)
 
 /* ---- pool ops, processes, signals, groups --------------------------------------------- */
 

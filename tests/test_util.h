@@ -100,6 +100,57 @@ static inline blitz_socket *tu_listen_any(blitz_runtime *rt, blitz_addr *bound) 
     return l;
 }
 
+/* ---- racing ops inside a coroutine (c: its state, with ops[2], combo,
+ * timer and due fields; cx in scope) ---- */
+
+/* Races ops[0] and ops[1] and leaves the winner in c->combo.winner. */
+#define OPIO_RACE(c, a, b)                                          \
+    do {                                                            \
+        (c)->ops[0] = (a);                                          \
+        (c)->ops[1] = (b);                                          \
+        blitz_combo_reset(&(c)->combo);                             \
+        BLITZ_AWAIT((c), blitz_race(cx, &(c)->combo, (c)->ops, 2)); \
+    } while (0)
+
+/* A sleep of `ns` from now as an op. */
+#define OPIO_SLEEP(c, ns) \
+    blitz_op_sleep_until(&(c)->timer, blitz_deadline_after(blitz_cx_now(cx), (ns)))
+
+/* Races `a` against a timer already due: a zeroed combo polls `a` first,
+ * so it has started when the timer wins and it is withdrawn. */
+#define OPIO_LOSE(c, a)                                             \
+    do {                                                            \
+        (c)->ops[0] = (a);                                          \
+        (c)->ops[1] = blitz_op_sleep_until(&(c)->due, 0);           \
+        memset(&(c)->combo, 0, sizeof(c)->combo);                   \
+        BLITZ_AWAIT((c), blitz_race(cx, &(c)->combo, (c)->ops, 2)); \
+        CHECK_EQ((c)->combo.winner, 1);                             \
+    } while (0)
+
+/* A deadline no test run reaches. */
+#define OPIO_FAR(c) OPIO_SLEEP(c, 600 * BLITZ_SEC)
+
+/* A connected loopback TCP pair made with blitz calls only (every system,
+ * Windows included): *a connected, *b accepted. */
+static inline void tu_tcp_pair(blitz_runtime *rt, blitz_socket **a, blitz_socket **b) {
+    blitz_addr addr;
+    blitz_socket *l = tu_listen_any(rt, &addr);
+    blitz_io acc, con;
+    blitz_combo all;
+    memset(&acc, 0, sizeof acc);
+    memset(&con, 0, sizeof con);
+    memset(&all, 0, sizeof all);
+    blitz_op ops[2] = {blitz_op_sock_accept(&acc, l), blitz_op_tcp_connect(&con, &addr)};
+    CHECK_OK(blitz_op_run_blocking(rt, blitz_op_join_all(&all, ops, 2)));
+    CHECK_EQ(all.error, 0);
+    CHECK_EQ(acc.result, 0);
+    CHECK_EQ(con.result, 0);
+    CHECK(acc.socket && con.socket);
+    *a = con.socket;
+    *b = acc.socket;
+    CHECK_OK(blitz_sock_close(l));
+}
+
 #if !defined(_WIN32) /* plain POSIX sockets */
 /* A plain kernel TCP listener (socket type flags `flags`) on an ephemeral
  * loopback port, for a peer the runtime does not drive; *sa gets its

@@ -135,7 +135,7 @@ static int withdraw_ops_on(tu_flavor f, blitz_backend backend) {
         blitz_task *child;
         CHECK_OK(blitz_spawn(rt, tu_forever_poll, &forever, sizeof forever, &child));
         blitz_socket *a = NULL, *b = NULL;
-        CHECK_OK(blitz_unix_pair(rt, 1, &a, &b));
+        tu_tcp_pair(rt, &a, &b);
 
         wd_state st;
         memset(&st, 0, sizeof st);
@@ -371,7 +371,7 @@ typedef struct {
     BLITZ_CORO;
     blitz_chan *ch;
     blitz_chan_op recv_op;
-    blitz_timer far;
+    blitz_timer distant;
     blitz_interval iv;
     blitz_op inner[2], outer[2];
     blitz_combo inner_combo, outer_combo;
@@ -383,7 +383,7 @@ static blitz_poll nest_poll(blitz_cx *cx, void *p) {
     nest_state *s = (nest_state *)p;
     BLITZ_BEGIN(s);
     CHECK_OK(blitz_interval_init(&s->iv, blitz_cx_now(cx), 10 * BLITZ_MSEC, BLITZ_MISSED_BURST));
-    s->inner[0] = blitz_op_sleep_until(&s->far, BLITZ_TIME_NEVER - 1);
+    s->inner[0] = blitz_op_sleep_until(&s->distant, BLITZ_TIME_NEVER - 1);
     s->inner[1] = blitz_op_chan_recv(&s->recv_op, s->ch, &s->value);
     s->outer[0] = blitz_op_race(&s->inner_combo, s->inner, 2);
     s->outer[1] = blitz_op_interval_tick(&s->iv);
@@ -411,7 +411,7 @@ static int op_nested(tu_flavor f) {
     CHECK_EQ(done->inner_winner, 1);
     CHECK_EQ(done->value, 99);
     CHECK_EQ(done->outer_error, 0);
-    CHECK(!blitz_timer_armed(&done->far));
+    CHECK(!blitz_timer_armed(&done->distant));
     CHECK_OK(blitz_task_release(&t));
     /* Too many ops: the nested op reports BLITZ_EINVAL, not a crash. */
     blitz_combo c;
@@ -430,7 +430,7 @@ TU_FLAVOR_TESTS(op_nested)
 BLITZ_TEST(op_reader_writer) {
     blitz_runtime *rt = tu_rt_new(TU_MT2);
     blitz_socket *a, *b;
-    CHECK_OK(blitz_unix_pair(rt, 1, &a, &b));
+    tu_tcp_pair(rt, &a, &b);
     blitz_stream sa, sb;
     CHECK_OK(blitz_stream_socket(&sa, a, BLITZ_STREAM_OWN));
     CHECK_OK(blitz_stream_socket(&sb, b, BLITZ_STREAM_OWN));

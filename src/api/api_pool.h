@@ -388,14 +388,12 @@ typedef struct blitz_connect_op {
     uint16_t blitz__port;
 } blitz_connect_op;
 
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API blitz_poll blitz_tcp_connect_host(blitz_cx *cx, blitz_connect_op *op, const char *host,
                                             uint16_t port);
 BLITZ_API void blitz_tcp_connect_host_cancel(blitz_cx *cx, void *op);
 /* blitz_tcp_connect_host as a blitz_op (cancel: blitz_tcp_connect_host_cancel);
  * `host` must stay valid until the op is READY or cancelled. */
 BLITZ_API blitz_op blitz_op_tcp_connect_host(blitz_connect_op *op, const char *host, uint16_t port);
-#endif
 
 /* ---------------------------------------------------------------------------
  * Signals

@@ -116,12 +116,15 @@ struct blitz_stream {
 
 /* A socket stream (recv/send), or a pipe stream (read/write) for any other
  * descriptor a blitz_socket wraps. flags: BLITZ_STREAM_OWN or 0.
- * BLITZ_EINVAL for NULL. */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
+ * BLITZ_EINVAL for NULL. On Windows a socket stream's fd is -1 (a SOCKET
+ * is no int). */
 BLITZ_API int blitz_stream_socket(blitz_stream *st, blitz_socket *s, unsigned flags);
+#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_stream_pipe(blitz_stream *st, blitz_socket *s, unsigned flags);
+#endif
 /* A stream over an open file descriptor: reads and writes at the file
- * position, on the blocking pool. */
+ * position, on the blocking pool (Windows: a C runtime descriptor, as
+ * blitz_fs_open gives). */
 BLITZ_API int blitz_stream_file(blitz_stream *st, int fd, unsigned flags);
 BLITZ_API int blitz_stream_custom(blitz_stream *st, const blitz_stream_vtable *vt, void *user);
 /* Ends the write side (socket: shutdown(SHUT_WR); owned pipe end: close;
@@ -138,12 +141,12 @@ BLITZ_API blitz_poll blitz_stream_write(blitz_cx *cx, blitz_stream *st, const vo
 BLITZ_API void blitz_stream_read_cancel(blitz_cx *cx, void *st);
 BLITZ_API void blitz_stream_write_cancel(blitz_cx *cx, void *st);
 /* READY once no cancelled op of the stream is still held by the kernel
- * (only io_uring has such a wait); then the stream may be freed. */
+ * (only io_uring and Windows' completion port have such a wait); then
+ * the stream may be freed. */
 BLITZ_API blitz_poll blitz_stream_settle(blitz_cx *cx, blitz_stream *st);
 /* The arguments are kept in the stream until the op is polled. */
 BLITZ_API blitz_op blitz_op_stream_read(blitz_stream *st, void *buf, size_t len);
 BLITZ_API blitz_op blitz_op_stream_write(blitz_stream *st, const void *buf, size_t len);
-#endif
 
 /* ---- the buffered reader --------------------------------------------------
  *
@@ -190,7 +193,6 @@ typedef struct blitz_reader {
 
 /* buf NULL: the reader allocates cap bytes (0 = 8 KiB). BLITZ_EINVAL (NULL
  * reader or stream, cap 0 with a buffer), BLITZ_ENOMEM. */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_reader_init(blitz_reader *r, blitz_stream *st, void *buf, size_t cap);
 /* Frees an allocated buffer. */
 BLITZ_API void blitz_reader_deinit(blitz_reader *r);
@@ -223,7 +225,6 @@ BLITZ_API blitz_op blitz_op_reader_read_line(blitz_reader *r, char *dst, size_t 
 BLITZ_API blitz_op blitz_op_reader_read_exact(blitz_reader *r, void *dst, size_t len);
 BLITZ_API blitz_op blitz_op_reader_read(blitz_reader *r, void *dst, size_t len);
 BLITZ_API blitz_op blitz_op_reader_read_until(blitz_reader *r, int delim, void *dst, size_t max);
-#endif
 
 /* ---- the buffered writer --------------------------------------------------
  *
@@ -241,7 +242,6 @@ typedef struct blitz_writer {
     size_t blitz__srclen, blitz__taken;
 } blitz_writer;
 
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_writer_init(blitz_writer *w, blitz_stream *st, void *buf, size_t cap);
 /* Frees an allocated buffer; bytes not flushed are dropped. */
 BLITZ_API void blitz_writer_deinit(blitz_writer *w);
@@ -261,7 +261,6 @@ BLITZ_API blitz_op blitz_op_writer_write_all(blitz_writer *w, const void *src, s
 BLITZ_API blitz_op blitz_op_writer_flush(blitz_writer *w);
 BLITZ_API blitz_op blitz_op_writer_write(blitz_writer *w, const void *src, size_t len);
 BLITZ_API blitz_op blitz_op_writer_close(blitz_writer *w);
-#endif
 
 /* ---- copy -----------------------------------------------------------------
  *
@@ -269,8 +268,8 @@ BLITZ_API blitz_op blitz_op_writer_close(blitz_writer *w);
  * where it can: splice(2) between a pipe and a pipe or socket (through a
  * pipe of the op's own between two sockets), sendfile(2) from a file to a
  * socket or pipe; otherwise (a copy into a file, say), or when the kernel
- * refuses, read and write through a buffer. dst's write side is left
- * open. */
+ * refuses, read and write through a buffer (always, on Windows). dst's
+ * write side is left open. */
 
 #define BLITZ_COPY_NO_SPLICE 1u /* always read and write through a buffer */
 
@@ -289,22 +288,21 @@ typedef struct blitz_copy {
 } blitz_copy;
 
 /* Prepares a copy (flags: BLITZ_COPY_* or 0). BLITZ_EINVAL for NULL. */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_copy_init(blitz_copy *c, blitz_stream *src, blitz_stream *dst, unsigned flags);
 BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c);
 /* Withdraws the copy and frees what it holds (the bytes in flight are
- * lost). On io_uring a receive or send of the copy may still be in the
- * kernel: its buffer goes when the kernel lets go, and the copy's own
- * waits finish later too, so before the copy is initialised again (or
- * its memory reused) wait for blitz_copy_settle. */
+ * lost). On io_uring and on Windows a receive or send of the copy may
+ * still be in the kernel: its buffer goes when the kernel lets go, and
+ * the copy's own waits finish later too, so before the copy is
+ * initialised again (or its memory reused) wait for blitz_copy_settle. */
 BLITZ_API void blitz_copy_cancel(blitz_cx *cx, void *copy);
 /* READY once nothing of a cancelled copy is in the kernel any more (its
  * waits, and the streams' receive and send): the struct may then be
  * initialised again and the streams used by other ops. READY at once on
- * every backend but io_uring, and for a copy that finished. */
+ * every backend but io_uring and Windows' completion port, and for a copy
+ * that finished. */
 BLITZ_API blitz_poll blitz_copy_settle(blitz_cx *cx, blitz_copy *c);
 BLITZ_API blitz_op blitz_op_copy(blitz_copy *c);
-#endif
 
 /* ---------------------------------------------------------------------------
  * Graceful shutdown

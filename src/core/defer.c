@@ -27,7 +27,7 @@ typedef struct {
     void *arg[BLITZ__DEFER_MAX];
 } blitz__deferred;
 
-static _Thread_local blitz__deferred blitz__tls_deferred;
+static BLITZ__THREAD_LOCAL blitz__deferred blitz__tls_deferred;
 
 BLITZ_PRIVATE void blitz__defer_begin(void) {
     blitz__tls_deferred.depth++;

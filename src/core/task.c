@@ -281,7 +281,7 @@ BLITZ_PRIVATE uint32_t blitz__join_vtable_index(const blitz__task *t,
 static inline uint32_t blitz__poll_bucket(uint64_t ns) {
     if (ns <= 64)
         return 0;
-    uint32_t b = (uint32_t)(64 - __builtin_clzll(ns - 1)) - 6;
+    uint32_t b = (uint32_t)(64 - blitz__clz64(ns - 1)) - 6;
     return b < BLITZ_METRICS_POLL_BUCKETS - 1 ? b : BLITZ_METRICS_POLL_BUCKETS - 1;
 }
 

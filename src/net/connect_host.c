@@ -2,7 +2,7 @@
  * connect attempt per address, in the resolver's order. */
 #include "../io/io.h"
 
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_SOCKETS
 
 #define BLITZ__CONNECT_IDLE       0
 #define BLITZ__CONNECT_RESOLVING  1
@@ -101,4 +101,4 @@ BLITZ_API blitz_op blitz_op_tcp_connect_host(blitz_connect_op *op, const char *h
     return blitz_op_make(blitz__connect_host_value_poll, blitz_tcp_connect_host_cancel, op);
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_SOCKETS */

@@ -85,7 +85,7 @@ static blitz_waker blitz__thread_waker_clone(const void *data) {
 
 static blitz__tls_key blitz__thread_parker_key;
 static blitz__once blitz__thread_parker_once = BLITZ__ONCE_STATIC;
-static _Thread_local blitz__thread_parker *blitz__thread_parker_cached;
+static BLITZ__THREAD_LOCAL blitz__thread_parker *blitz__thread_parker_cached;
 
 /* Runs at the thread's exit, as the system calls it (BLITZ__TLS_DTOR). */
 static void BLITZ__TLS_DTOR blitz__thread_parker_release(void *p) {

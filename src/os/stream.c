@@ -1,8 +1,13 @@
 /* Byte streams: the stream vtables over sockets, descriptors and files;
- * the buffered reader and writer; copy with splice / sendfile. */
+ * the buffered reader and writer; copy with splice / sendfile.
+ *
+ * Windows has the socket, file and custom streams (sockets over the
+ * completion port, files on the pool as fs_win32.c does them) and copies
+ * through a buffer; the descriptor streams and the kernel copies are
+ * POSIX (BLITZ__HAS_IO). */
 #include "../io/io.h"
 
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_SOCKETS
 
 #define BLITZ__READER_DEFAULT ((size_t)8192)
 #define BLITZ__COPY_BUF       ((size_t)64 * 1024)
@@ -36,6 +41,8 @@ static int blitz__sock_st_shutdown(blitz_stream *st) {
 static const blitz_stream_vtable blitz__sock_vt = {blitz__sock_st_read, blitz__sock_st_write,
                                                    blitz__io_st_cancel, blitz__sock_st_shutdown};
 
+#if BLITZ__HAS_IO
+
 static blitz_poll blitz__fd_st_read(blitz_cx *cx, blitz_stream *st, void *buf, size_t len,
                                     int64_t *res) {
     if (blitz_fd_read(cx, &st->blitz__rio, st->sock, buf, len) == BLITZ_PENDING)
@@ -63,6 +70,7 @@ static int blitz__fd_st_shutdown(blitz_stream *st) {
 }
 static const blitz_stream_vtable blitz__fd_vt = {blitz__fd_st_read, blitz__fd_st_write,
                                                  blitz__io_st_cancel, blitz__fd_st_shutdown};
+#endif
 
 static blitz_poll blitz__file_st_read(blitz_cx *cx, blitz_stream *st, void *buf, size_t len,
                                       int64_t *res) {
@@ -88,6 +96,14 @@ static int blitz__file_st_shutdown(blitz_stream *st) {
 static const blitz_stream_vtable blitz__file_vt = {blitz__file_st_read, blitz__file_st_write,
                                                    blitz__file_st_cancel, blitz__file_st_shutdown};
 
+static void blitz__stream_close_fd(int fd) {
+#if BLITZ__WIN32
+    (void)_close(fd); /* a C runtime descriptor (fs_win32.c) */
+#else
+    (void)close(fd);
+#endif
+}
+
 static void blitz__stream_base(blitz_stream *st, int kind, unsigned flags) {
     memset(st, 0, sizeof *st);
     st->kind = kind;
@@ -101,10 +117,13 @@ BLITZ_API int blitz_stream_socket(blitz_stream *st, blitz_socket *s, unsigned fl
     blitz__stream_base(st, BLITZ_STREAM_SOCKET, flags);
     st->vtable = &blitz__sock_vt;
     st->sock = s;
+#if BLITZ__HAS_IO
     st->fd = s->fd;
+#endif /* a SOCKET is no int: fd stays -1 */
     return BLITZ_OK;
 }
 
+#if BLITZ__HAS_IO
 BLITZ_API int blitz_stream_pipe(blitz_stream *st, blitz_socket *s, unsigned flags) {
     if (!st || !s || (flags & ~BLITZ_STREAM_OWN))
         return BLITZ_EINVAL;
@@ -114,6 +133,7 @@ BLITZ_API int blitz_stream_pipe(blitz_stream *st, blitz_socket *s, unsigned flag
     st->fd = s->fd;
     return BLITZ_OK;
 }
+#endif
 
 BLITZ_API int blitz_stream_file(blitz_stream *st, int fd, unsigned flags) {
     if (!st || fd < 0 || (flags & ~BLITZ_STREAM_OWN))
@@ -152,7 +172,7 @@ BLITZ_API int blitz_stream_close(blitz_stream *st) {
         if (st->sock)
             blitz_sock_close(st->sock);
         else if (st->kind == BLITZ_STREAM_FILE && st->fd >= 0)
-            close(st->fd);
+            blitz__stream_close_fd(st->fd);
         st->sock = NULL;
         st->fd = -1;
     }
@@ -765,9 +785,9 @@ BLITZ_API int blitz_copy_init(blitz_copy *c, blitz_stream *src, blitz_stream *ds
 
 static void blitz__copy_release(blitz_copy *c) {
     if (c->blitz__pipe[0] >= 0)
-        close(c->blitz__pipe[0]);
+        blitz__stream_close_fd(c->blitz__pipe[0]);
     if (c->blitz__pipe[1] >= 0)
-        close(c->blitz__pipe[1]);
+        blitz__stream_close_fd(c->blitz__pipe[1]);
     c->blitz__pipe[0] = c->blitz__pipe[1] = -1;
     c->blitz__inpipe = 0;
     blitz__free(c->blitz__buf);
@@ -783,6 +803,7 @@ static blitz_poll blitz__copy_finish(blitz_copy *c, int64_t result) {
     return BLITZ_READY;
 }
 
+#if BLITZ__HAS_IO
 static int blitz__is_fifo(int fd) {
     struct stat sb;
     return fd >= 0 && fstat(fd, &sb) == 0 && S_ISFIFO(sb.st_mode);
@@ -883,6 +904,8 @@ static blitz_poll blitz__copy_wait(blitz_cx *cx, blitz_copy *c, int *failed) {
     return BLITZ_READY;
 }
 
+#endif /* BLITZ__HAS_IO */
+
 static blitz_poll blitz__copy_buf(blitz_cx *cx, blitz_copy *c) {
     if (!c->blitz__buf) {
         c->blitz__buf = (unsigned char *)blitz__malloc(BLITZ__COPY_BUF);
@@ -921,6 +944,10 @@ static blitz_poll blitz__copy_buf(blitz_cx *cx, blitz_copy *c) {
     }
 }
 
+#if BLITZ__HAS_IO
+static blitz_poll blitz__copy_kernel(blitz_cx *cx, blitz_copy *c);
+#endif
+
 BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
     if (!c)
         return BLITZ_READY;
@@ -935,6 +962,7 @@ BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
     if (c->blitz__mode == BLITZ__CP_UNSET) {
         c->bytes = c->kernel = 0;
         c->blitz__eof = 0;
+#if BLITZ__HAS_IO
         c->blitz__mode = blitz__copy_pick(c);
         if (c->blitz__mode == BLITZ__CP_SPLICE2) {
             if (blitz__pipe_fds(c->blitz__pipe) != BLITZ_OK) {
@@ -945,7 +973,20 @@ BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
                 blitz__pipe_grow(c->blitz__pipe[1], 1 << 20);
             }
         }
+#else
+        c->blitz__mode = BLITZ__CP_BUF;
+#endif
     }
+#if BLITZ__HAS_IO
+    return blitz__copy_kernel(cx, c);
+#else
+    return blitz__record(cx, blitz__copy_buf(cx, c), blitz_copy_cancel, c);
+#endif
+}
+
+#if BLITZ__HAS_IO
+/* splice / sendfile until the kernel refuses (then through a buffer). */
+static blitz_poll blitz__copy_kernel(blitz_cx *cx, blitz_copy *c) {
     for (int budget = 0;; budget++) {
         if (c->blitz__mode == BLITZ__CP_BUF)
             return blitz__record(cx, blitz__copy_buf(cx, c), blitz_copy_cancel, c);
@@ -1015,6 +1056,7 @@ BLITZ_API blitz_poll blitz_copy_run(blitz_cx *cx, blitz_copy *c) {
         return blitz__copy_finish(c, r);
     }
 }
+#endif /* BLITZ__HAS_IO */
 
 BLITZ_API void blitz_copy_cancel(blitz_cx *cx, void *p) {
     blitz_copy *c = (blitz_copy *)p;
@@ -1058,4 +1100,4 @@ BLITZ_API blitz_op blitz_op_copy(blitz_copy *c) {
     return blitz_op_make(blitz__op_copy_poll, blitz_copy_cancel, c);
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_SOCKETS */

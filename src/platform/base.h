@@ -17,7 +17,11 @@
 /* ---- configuration ------------------------------------------------------ */
 
 #ifndef BLITZ_PRIVATE
+#if BLITZ__MSVC
+#define BLITZ_PRIVATE static
+#else
 #define BLITZ_PRIVATE static __attribute__((unused))
+#endif
 #endif
 
 #ifndef BLITZ_ASSERT
@@ -97,7 +101,8 @@ BLITZ_PRIVATE int blitz__fault_chaos(uint32_t one_in);
 #endif
 
 #ifndef BLITZ_CACHE_LINE
-#if defined(__x86_64__) || defined(__aarch64__) || defined(__powerpc64__)
+#if defined(__x86_64__) || defined(__aarch64__) || defined(__powerpc64__) || defined(_M_X64) || \
+    defined(_M_ARM64)
 /* Adjacent-line prefetchers pull pairs of 64-byte lines (seed 002 table). */
 #define BLITZ_CACHE_LINE 128
 #elif defined(__s390x__)
@@ -135,6 +140,16 @@ _Static_assert(BLITZ_MAX_STATE_SIZE >= 1 && BLITZ_MAX_STATE_SIZE <= (1u << 30),
 #define BLITZ__HELP_WAIT_MAX_NS    10000000u
 #define BLITZ__DEFAULT_SPIN        64u
 
+#if BLITZ__MSVC
+/* __declspec(align) takes a literal: BLITZ_CACHE_LINE must be a plain
+ * number there. */
+#define BLITZ__ALIGNED     __declspec(align(BLITZ_CACHE_LINE))
+#define BLITZ__LIKELY(x)   (x)
+#define BLITZ__UNLIKELY(x) (x)
+#define BLITZ__PRINTF(f, a)
+#define BLITZ__NOINLINE     __declspec(noinline)
+#define BLITZ__THREAD_LOCAL __declspec(thread)
+#else
 #define BLITZ__ALIGNED     __attribute__((aligned(BLITZ_CACHE_LINE)))
 #define BLITZ__LIKELY(x)   __builtin_expect(!!(x), 1)
 #define BLITZ__UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -147,7 +162,9 @@ _Static_assert(BLITZ_MAX_STATE_SIZE >= 1 && BLITZ_MAX_STATE_SIZE <= (1u << 30),
 #define BLITZ__PRINTF(f, a) __attribute__((format(printf, f, a)))
 #endif
 /* Keeps a rarely taken path out of its caller. */
-#define BLITZ__NOINLINE __attribute__((noinline))
+#define BLITZ__NOINLINE     __attribute__((noinline))
+#define BLITZ__THREAD_LOCAL _Thread_local
+#endif
 
 #ifdef BLITZ_NO_STATS
 /* Not evaluated, but what it names counts as used (no unused warnings). */

@@ -124,7 +124,7 @@ BLITZ_PRIVATE size_t blitz__fault_len(const char *site, size_t len) {
 
 /* Under chaos scheduling, true one time in `one_in` (per-thread random). */
 BLITZ_PRIVATE int blitz__fault_chaos(uint32_t one_in) {
-    static _Thread_local uint64_t state;
+    static BLITZ__THREAD_LOCAL uint64_t state;
     if (!state) {
         blitz__fault_ready();
         if (!blitz__fault.chaos_seed)

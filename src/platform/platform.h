@@ -1,4 +1,23 @@
 /* The only place that includes system headers, grouped by OS. */
+
+/* MSVC's own dialect (clang-cl speaks GCC's too and takes the GCC paths):
+ * __declspec for attributes and thread-locals, intrinsics for atomics and
+ * bit scans. BLITZ_ATOMICS_MSVC forces the intrinsics on a mingw-w64
+ * compiler, whose <intrin.h> has them too: the build that runs the MSVC
+ * atomics where no MSVC is at hand. */
+#if defined(_MSC_VER) && !defined(__clang__)
+#define BLITZ__MSVC 1
+#else
+#define BLITZ__MSVC 0
+#endif
+#if BLITZ__MSVC || defined(BLITZ_ATOMICS_MSVC)
+#if !defined(_WIN32)
+#error "BLITZ_ATOMICS_MSVC: MSVC's intrinsics exist on Windows only"
+#endif
+#define BLITZ__ATOMICS_MSVC 1
+#else
+#define BLITZ__ATOMICS_MSVC 0
+#endif
 #if defined(_WIN32)
 /* Windows (10 1809 and later), Win32 only: threads, waits on an address
  * (WaitOnAddress), the performance counter, Winsock. No POSIX layer: the
@@ -29,7 +48,9 @@
 #include <io.h>
 #include <fcntl.h>
 #include <signal.h>
-#if defined(__x86_64__) || defined(__i386__)
+#if BLITZ__ATOMICS_MSVC
+#include <intrin.h>
+#elif defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
 

@@ -194,7 +194,7 @@ BLITZ_PRIVATE void blitz__parker_unpark(blitz__parker *p) {
 
 /* ---- thread-local context ---------------------------------------------------- */
 
-static _Thread_local blitz__context *blitz__tls_context;
+static BLITZ__THREAD_LOCAL blitz__context *blitz__tls_context;
 
 BLITZ_PRIVATE blitz__context *blitz__context_get(void) {
     return blitz__tls_context;

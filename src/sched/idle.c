@@ -44,7 +44,7 @@ BLITZ_PRIVATE void blitz__idle_notify_parked(blitz_runtime *rt) {
         return;
     uint64_t bm = blitz__u64_load(&rt->idle->parked_bitmap, BLITZ__RELAXED);
     while (bm) {
-        uint32_t i = (uint32_t)__builtin_ctzll(bm);
+        uint32_t i = (uint32_t)blitz__ctz64(bm);
         if (blitz__u64_cas_weak(&rt->idle->parked_bitmap, &bm, bm & ~((uint64_t)1 << i),
                                 BLITZ__ACQ_REL)) {
             blitz__u32_fetch_add(&rt->idle->num_searching, 1, BLITZ__SEQ_CST);

@@ -348,7 +348,7 @@ static int blitz__time_due(blitz_runtime *rt) {
  * is raised before its thread starts the work it counts. */
 static int blitz__runtime_idle(blitz_runtime *rt) {
     uint64_t parked = blitz__u64_load(&rt->idle->parked_bitmap, BLITZ__SEQ_CST);
-    return (uint32_t)__builtin_popcountll(parked) >=
+    return (uint32_t)blitz__popcount64(parked) >=
                blitz__u32_load(&rt->workers_started, BLITZ__RELAXED) &&
            !blitz__u32_load(&rt->external_running, BLITZ__SEQ_CST) &&
            !blitz__u32_load(&rt->pinned_runnable, BLITZ__SEQ_CST) &&

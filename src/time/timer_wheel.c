@@ -62,7 +62,7 @@ static inline uint64_t blitz__rotr64(uint64_t x, unsigned r) {
  * when they are equal. >= BLITZ__WHEEL_LEVELS means the overflow. */
 static inline unsigned blitz__wheel_level_for(uint64_t elapsed, uint64_t when) {
     uint64_t masked = (elapsed ^ when) | BLITZ__WHEEL_SLOT_MASK;
-    unsigned significant = 63u - (unsigned)__builtin_clzll(masked);
+    unsigned significant = 63u - blitz__clz64(masked);
     return significant / BLITZ__WHEEL_SLOT_BITS;
 }
 
@@ -153,7 +153,7 @@ static int blitz__wheel_next_slot(const blitz__timer_wheel *w, uint64_t *start, 
             continue;
         unsigned shift = l * BLITZ__WHEEL_SLOT_BITS;
         unsigned cur = (unsigned)(w->elapsed >> shift) & BLITZ__WHEEL_SLOT_MASK;
-        unsigned s = cur + (unsigned)__builtin_ctzll(blitz__rotr64(occ, cur));
+        unsigned s = cur + blitz__ctz64(blitz__rotr64(occ, cur));
         /* I1: never elapsed's own slot, never wrapped past slot 63. */
         BLITZ_ASSERT(s > cur && s < BLITZ__WHEEL_SLOTS);
         uint64_t level_start = w->elapsed & ~(((uint64_t)BLITZ__WHEEL_SLOTS << shift) - 1);

@@ -142,6 +142,10 @@ static inline int model_cas(model_atomic<T> *a, T *expected, X desired, int o, b
 #define blitz__fence_seq_cst() rl::atomic_thread_fence(rl::mo_seq_cst, $)
 #define blitz__cpu_relax()     rl::yield(1, $)
 #define blitz__yield()         rl::yield(1, $) /* the platform's thread yield */
+/* Bit scans of a nonzero word, as in atomic.h. */
+#define blitz__ctz64(x)      ((unsigned)__builtin_ctzll(x))
+#define blitz__clz64(x)      ((unsigned)__builtin_clzll(x))
+#define blitz__popcount64(x) ((unsigned)__builtin_popcountll(x))
 
 /* ---- what base.h gives every module ----------------------------------------- */
 
