@@ -83,6 +83,7 @@ static int test_fault(int site) {
 }
 #endif
 #include "tests/test_sock.c"
+#include "tests/test_pipe.c"
 #include "tests/test_pool.c"
 #include "tests/test_stream_sock.c"
 #include "tests/test_connect_host.c"

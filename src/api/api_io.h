@@ -357,11 +357,15 @@ BLITZ_API blitz_op blitz_op_unix_connect(blitz_io *io, const blitz_addr *addr);
 BLITZ_API int blitz_unix_dgram(blitz_runtime *rt, const blitz_addr *addr, blitz_socket **out);
 /* A connected pair of Unix stream (type 1) or datagram (type 2) sockets. */
 BLITZ_API int blitz_unix_pair(blitz_runtime *rt, int type, blitz_socket **a, blitz_socket **b);
+#endif
 
 /* Adopts an existing descriptor (made non-blocking and close-on-exec);
  * blitz closes it with the socket. On failure the descriptor stays the
  * caller's, its flags as they were: BLITZ_EPERM for a regular file or a
  * directory (never anything to wait for; use the file ops of api_pool.h),
- * and on epoll for other descriptors it cannot watch (/dev/null). */
+ * and on epoll for other descriptors it cannot watch (/dev/null).
+ * Windows: fd is a C runtime descriptor (_open_osfhandle) of a socket or
+ * of a pipe end opened for overlapped I/O (else BLITZ_EINVAL); its handle
+ * is duplicated, then the descriptor closed. BLITZ_EBADF for a descriptor
+ * that is not open, BLITZ_EPERM for files and consoles. */
 BLITZ_API int blitz_sock_adopt(blitz_runtime *rt, int fd, blitz_socket **out);
-#endif

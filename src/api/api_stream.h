@@ -14,15 +14,19 @@
  * withdraws them. A write to a pipe whose reader is gone returns
  * BLITZ_EPIPE; SIGPIPE never reaches the process for it.
  *
+ * On Windows the completion port performs them: ReadFile / WriteFile on a
+ * pipe end, WSARecv / WSASend on a socket.
+ *
  * Regular files and /dev/null cannot be waited for (epoll refuses them):
  * use a file stream (blitz_stream_file) or the file ops of api_pool.h.
  * ------------------------------------------------------------------------- */
 
-/* A non-blocking, close-on-exec pipe: bytes written to *write_end come out
- * of *read_end. Closing the write end (blitz_sock_close) ends the stream
- * for the reader; closing the read end makes writes fail with BLITZ_EPIPE.
+/* A non-blocking, close-on-exec pipe (Windows: two overlapped ends on the
+ * runtime's completion port, not inherited): bytes written to *write_end
+ * come out of *read_end. Closing the write end (blitz_sock_close) ends
+ * the stream for the reader; closing the read end makes writes fail with
+ * BLITZ_EPIPE.
  * BLITZ_EINVAL (NULL), BLITZ_ENOSYS (runtime without I/O), BLITZ_EMFILE. */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_pipe(blitz_runtime *rt, blitz_socket **read_end, blitz_socket **write_end);
 
 /* Up to len bytes; result 0 at end of stream. */
@@ -36,7 +40,9 @@ BLITZ_API blitz_poll blitz_fd_write_all(blitz_cx *cx, blitz_io *op, blitz_socket
                                         const void *buf, size_t len);
 /* READY once the descriptor is readable / writable (or at end of stream,
  * or in error): result is the poll(2) event mask (> 0) or a negative
- * code. */
+ * code. Windows (POLLIN etc. of winsock2.h): readable is POLLIN, or
+ * POLLHUP at a pipe's end; writable is POLLOUT at once, since a write
+ * there waits in the kernel for room rather than failing. */
 BLITZ_API blitz_poll blitz_fd_readable(blitz_cx *cx, blitz_io *op, blitz_socket *s);
 BLITZ_API blitz_poll blitz_fd_writable(blitz_cx *cx, blitz_io *op, blitz_socket *s);
 /* The descriptor ops as blitz_ops (cancel: blitz_io_cancel). */
@@ -46,7 +52,6 @@ BLITZ_API blitz_op blitz_op_fd_write_all(blitz_io *io, blitz_socket *s, const vo
                                          size_t len);
 BLITZ_API blitz_op blitz_op_fd_readable(blitz_io *io, blitz_socket *s);
 BLITZ_API blitz_op blitz_op_fd_writable(blitz_io *io, blitz_socket *s);
-#endif
 
 /* ---------------------------------------------------------------------------
  * Byte streams

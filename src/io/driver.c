@@ -519,9 +519,10 @@ static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket 
         return blitz__op_go_on(cx, op);
     case BLITZ__IO_DONE:
         /* A descriptor op's completion is readiness (a kernel readiness
-         * wait): the system call comes now. */
+         * wait): the system call comes now. On Windows only a lent-buffer
+         * receive's is: a descriptor read's or write's is the transfer. */
         if (BLITZ__OP_IS_FD(op->blitz__kind) && op->blitz__kind != BLITZ__OP_FD_POLL &&
-            op->blitz__res >= 0)
+            op->blitz__res >= 0 && (!BLITZ__WIN32 || op->blitz__kind == BLITZ__OP_RECV_BUF))
             return blitz__op_go_on(cx, op);
 #if BLITZ__HAS_IO
         if (op->blitz__kind == BLITZ__OP_RECV_FROM && op->blitz__addr && op->blitz__res >= 0 &&
@@ -1429,7 +1430,7 @@ BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
     while (s) {
         blitz_socket *next = s->all_next;
         if (!s->fd_closed)
-            blitz__sock_close_raw(s->fd);
+            blitz__sock_close_fd(s->fd, s->family);
         blitz__sock_free_mem(s);
         s = next;
     }

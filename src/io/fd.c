@@ -8,10 +8,11 @@
  * system call is tried first and the wait is a readiness wait in the
  * kernel. The kernel's own reads and writes are not used: on a descriptor
  * with O_NONBLOCK they complete with BLITZ_EAGAIN instead of waiting, and the
- * kernel would own the caller's buffer. */
+ * kernel would own the caller's buffer. On Windows the completion port
+ * performs them (iocp_sock.c) and a pipe is an overlapped handle pair. */
 #include "io.h"
 
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_IO
 
 /* ---- writes without SIGPIPE ---------------------------------------------------- */
 
@@ -110,6 +111,10 @@ BLITZ_PRIVATE int64_t blitz__fd_attempt(blitz_io *op) {
     return (int64_t)r;
 }
 
+#endif /* BLITZ__HAS_IO */
+
+#if BLITZ__HAS_SOCKETS
+
 /* ---- public ops --------------------------------------------------------------------------- */
 
 BLITZ_API blitz_poll blitz_fd_read(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
@@ -138,9 +143,50 @@ BLITZ_API blitz_poll blitz_fd_writable(blitz_cx *cx, blitz_io *op, blitz_socket 
 
 /* ---- pipes ---------------------------------------------------------------------------------- */
 
+#if BLITZ__WIN32
+/* Both ends overlapped and not inherited, wrapped as AF_UNSPEC (handles)
+ * streams. */
+static int blitz__pipe_pair(blitz__io *io, blitz_socket **r, blitz_socket **w) {
+    void *rh = NULL, *wh = NULL;
+    int rc = blitz__win_pipe_pair(&rh, &wh,
+                                  BLITZ__WPIPE_READ_OVERLAPPED | BLITZ__WPIPE_WRITE_OVERLAPPED, 0);
+    if (rc != BLITZ_OK)
+        return rc;
+    rc = blitz__sock_wrap(io, (blitz__sock_t)(uintptr_t)rh, AF_UNSPEC, SOCK_STREAM, r);
+    if (rc != BLITZ_OK) {
+        CloseHandle((HANDLE)wh);
+        return rc;
+    }
+    rc = blitz__sock_wrap(io, (blitz__sock_t)(uintptr_t)wh, AF_UNSPEC, SOCK_STREAM, w);
+    if (rc != BLITZ_OK) {
+        blitz_sock_close(*r);
+        *r = NULL;
+    }
+    return rc;
+}
+#else
 BLITZ_PRIVATE int blitz__pipe_fds(int fds[2]) {
     return blitz__pipe_open(fds, 1);
 }
+
+static int blitz__pipe_pair(blitz__io *io, blitz_socket **r, blitz_socket **w) {
+    int fds[2];
+    int rc = blitz__pipe_fds(fds);
+    if (rc != BLITZ_OK)
+        return rc;
+    rc = blitz__sock_wrap(io, fds[0], AF_UNSPEC, 0, r);
+    if (rc != BLITZ_OK) {
+        close(fds[1]);
+        return rc;
+    }
+    rc = blitz__sock_wrap(io, fds[1], AF_UNSPEC, 0, w);
+    if (rc != BLITZ_OK) {
+        blitz_sock_close(*r);
+        *r = NULL;
+    }
+    return rc;
+}
+#endif
 
 BLITZ_API int blitz_pipe(blitz_runtime *rt, blitz_socket **read_end, blitz_socket **write_end) {
     if (read_end)
@@ -151,24 +197,13 @@ BLITZ_API int blitz_pipe(blitz_runtime *rt, blitz_socket **read_end, blitz_socke
         return BLITZ_EINVAL;
     if (!rt->io)
         return BLITZ_ENOSYS;
-    int fds[2];
-    int rc = blitz__pipe_fds(fds);
+    blitz_socket *r = NULL, *w = NULL;
+    int rc = blitz__pipe_pair(rt->io, &r, &w);
     if (rc != BLITZ_OK)
         return rc;
-    blitz_socket *r = NULL, *w = NULL;
-    rc = blitz__sock_wrap(rt->io, fds[0], AF_UNSPEC, 0, &r);
-    if (rc != BLITZ_OK) {
-        close(fds[1]);
-        return rc;
-    }
-    rc = blitz__sock_wrap(rt->io, fds[1], AF_UNSPEC, 0, &w);
-    if (rc != BLITZ_OK) {
-        blitz_sock_close(r);
-        return rc;
-    }
     *read_end = r;
     *write_end = w;
     return BLITZ_OK;
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_SOCKETS */

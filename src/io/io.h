@@ -256,6 +256,7 @@ typedef struct blitz__iocp_op {
     SOCKET sock;
     DWORD flags;  /* WSARecv's in/out flags */
     INT from_len; /* WSARecvFrom's address length */
+    int handle;   /* sock is a pipe end's HANDLE: ReadFile / WriteFile */
     /* Runs on the reaping thread with bytes (>= 0) or a code. */
     void (*done)(struct blitz__iocp_op *op, int64_t res);
     void *arg;
@@ -287,6 +288,7 @@ BLITZ_PRIVATE void blitz__io_free_deferred(blitz__io *io);
 BLITZ_PRIVATE void blitz__sock_unref_mem(blitz_socket *s);
 BLITZ_PRIVATE void blitz__sock_fd_to_mem(blitz_socket *s);
 BLITZ_PRIVATE int blitz__sock_mem_to_fd(blitz_socket *s);
+BLITZ_PRIVATE void blitz__sock_close_fd(blitz__sock_t fd, int family);
 BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, blitz__sock_t fd, int family, int type,
                                    blitz_socket **out);
 BLITZ_PRIVATE int blitz__op_result(blitz_io *op, int64_t r);
@@ -317,6 +319,7 @@ BLITZ_PRIVATE void blitz__salvage_release(blitz_socket *s);
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_iocp(void);
 BLITZ_PRIVATE int blitz__iocp_open(int family, int type, SOCKET *out);
 BLITZ_PRIVATE int blitz__iocp_attach(blitz__io *io, SOCKET s);
+BLITZ_PRIVATE int blitz__iocp_attach_handle(blitz__io *io, HANDLE h);
 BLITZ_PRIVATE int blitz__iocp_socket(blitz__io *io, int family, int type, SOCKET *out);
 BLITZ_PRIVATE uint32_t blitz__iocp_reap(blitz__io *io, uint64_t timeout_ns);
 BLITZ_PRIVATE blitz_poll blitz__iocp_submit(blitz_cx *cx, blitz_io *op);

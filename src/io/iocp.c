@@ -24,9 +24,16 @@
 #if BLITZ__WIN32
 
 /* The result of an op's packet: bytes, or the code of its failure, which
- * WSAGetOverlappedResult translates from the kernel's NTSTATUS. */
+ * (WSA)GetOverlappedResult translates from the kernel's NTSTATUS. A pipe
+ * end's end of stream is BLITZ_EPIPE here, as its hang-up is. */
 static int64_t blitz__iocp_result(blitz__iocp_op *op) {
     DWORD bytes = 0, flags = 0;
+    if (op->handle) {
+        if (GetOverlappedResult((HANDLE)op->sock, &op->ov, &bytes, FALSE))
+            return (int64_t)bytes;
+        DWORD e = GetLastError();
+        return e == ERROR_HANDLE_EOF ? BLITZ_EPIPE : blitz__from_win32(e);
+    }
     if (WSAGetOverlappedResult(op->sock, &op->ov, &bytes, FALSE, &flags))
         return (int64_t)bytes;
     return blitz__from_win32((DWORD)WSAGetLastError());
@@ -119,8 +126,11 @@ static void blitz__iocp_destroy(blitz__io *io) {
     io->port = NULL;
 }
 
-/* Each socket is attached to the port once, as it is wrapped. */
+/* Each socket (or pipe end: family AF_UNSPEC) is attached to the port
+ * once, as it is wrapped. */
 static int blitz__iocp_sock_add(blitz__io *io, blitz_socket *s) {
+    if (s->family == AF_UNSPEC)
+        return blitz__iocp_attach_handle(io, (HANDLE)s->fd);
     return blitz__iocp_attach(io, s->fd);
 }
 

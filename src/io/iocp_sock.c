@@ -16,7 +16,16 @@
  * socket itself (WSAIoctl SIO_GET_EXTENSION_FUNCTION_POINTER; no table
  * kept between calls). Their sockets need blitz__iocp_accept_done or
  * blitz__iocp_connect_done once connected, before shutdown, getpeername
- * and the like work on them. */
+ * and the like work on them.
+ *
+ * A pipe end (blitz_pipe, an adopted pipe: a blitz_socket of family
+ * AF_UNSPEC) is an overlapped HANDLE on the same port: the descriptor ops
+ * use ReadFile / WriteFile on it (on a socket, WSARecv / WSASend), and
+ * its hang-up is the end of the stream for a read, BLITZ_EPIPE for a
+ * write. Readable is a read of nothing, which completes once data or the
+ * end is there (POLLIN / POLLHUP); writable is ready at once (POLLOUT):
+ * a write that finds the pipe full stays pending in the kernel instead of
+ * failing, so there is no full state to wait out. */
 /* The IOCP backend's submit and cancel of the driver's ops (driver.c)
  * come last: each pending op has a record of its own on the heap (the
  * overlapped, the accepted socket and its address room), freed after its
@@ -53,6 +62,15 @@ BLITZ_PRIVATE int blitz__iocp_attach(blitz__io *io, SOCKET s) {
     return 0;
 }
 
+/* Attaches a pipe end to io's port, as blitz__iocp_attach does a socket. */
+BLITZ_PRIVATE int blitz__iocp_attach_handle(blitz__io *io, HANDLE h) {
+    if (!CreateIoCompletionPort(h, (HANDLE)io->port, 0, 0) ||
+        !SetFileCompletionNotificationModes(h, FILE_SKIP_COMPLETION_PORT_ON_SUCCESS |
+                                                   FILE_SKIP_SET_EVENT_ON_HANDLE))
+        return blitz__from_win32(GetLastError());
+    return 0;
+}
+
 /* Both: 0 or a code (the socket closed). */
 BLITZ_PRIVATE int blitz__iocp_socket(blitz__io *io, int family, int type, SOCKET *out) {
     int rc = blitz__iocp_open(family, type, out);
@@ -81,6 +99,25 @@ static void blitz__iocp_prepare(blitz__iocp_op *op, SOCKET s) {
     memset(&op->ov, 0, sizeof op->ov);
     op->sock = s;
     op->flags = 0;
+    op->handle = 0;
+}
+
+/* A pipe end's ReadFile or WriteFile: pending (1) or done at once (0). */
+static int blitz__iocp_file(blitz__iocp_op *op, HANDLE h, char *buf, DWORD len, int writing,
+                            int64_t *res) {
+    blitz__iocp_prepare(op, (SOCKET)h);
+    op->handle = 1;
+    DWORD n = 0;
+    BOOL ok = writing ? WriteFile(h, buf, len, &n, &op->ov) : ReadFile(h, buf, len, &n, &op->ov);
+    if (ok) {
+        *res = (int64_t)n;
+        return 0;
+    }
+    DWORD e = GetLastError();
+    if (e == ERROR_IO_PENDING)
+        return 1;
+    *res = e == ERROR_HANDLE_EOF ? BLITZ_EPIPE : blitz__from_win32(e);
+    return 0;
 }
 
 /* Receives into n buffers (the array itself may go once this returns:
@@ -249,6 +286,31 @@ static DWORD blitz__iocp_bufs(const blitz_io *op, WSABUF *b, size_t *total) {
     return 1;
 }
 
+/* A descriptor op's start: the pipe end's file call or the socket's. */
+static int blitz__iocp_fd_start(blitz__iocp_rec *rec, blitz_io *op, int64_t *res) {
+    blitz_socket *s = op->blitz__sock;
+    WSABUF b[1];
+    int writing = op->blitz__kind != BLITZ__OP_FD_READ;
+    if (op->blitz__kind == BLITZ__OP_FD_POLL) {
+        if (op->blitz__dir == BLITZ__DIR_WRITE) {
+            *res = POLLOUT;
+            return 0;
+        }
+        /* A read of nothing: done once there is something to read. */
+        writing = 0;
+        b[0].buf = NULL;
+        b[0].len = 0;
+        rec->want = 0;
+    } else {
+        (void)blitz__iocp_bufs(op, b, &rec->want);
+    }
+    if (s->family == AF_UNSPEC)
+        return blitz__iocp_file(&rec->op, (HANDLE)s->fd, b[0].buf, b[0].len, writing, res);
+    if (writing)
+        return blitz__iocp_send(&rec->op, s->fd, b, 1, res);
+    return blitz__iocp_recv(&rec->op, s->fd, b, 1, res);
+}
+
 /* Starts the op's Winsock call: 1 pending, 0 done at once (*res set). */
 static int blitz__iocp_start(blitz__iocp_rec *rec, blitz_io *op, int64_t *res) {
     blitz_socket *s = op->blitz__sock;
@@ -287,7 +349,12 @@ static int blitz__iocp_start(blitz__iocp_rec *rec, blitz_io *op, int64_t *res) {
         return blitz__iocp_connect(
             &rec->op, s->fd, (const struct sockaddr *)(const void *)a->u.bytes, (int)a->len, res);
     }
-    default: /* descriptor ops: not on Windows */
+    case BLITZ__OP_FD_READ:
+    case BLITZ__OP_FD_WRITE:
+    case BLITZ__OP_FD_WRITE_ALL:
+    case BLITZ__OP_FD_POLL:
+        return blitz__iocp_fd_start(rec, op, res);
+    default:
         *res = BLITZ_EOPNOTSUPP;
         return 0;
     }
@@ -319,6 +386,16 @@ static int64_t blitz__iocp_finish(blitz__iocp_rec *rec, blitz_io *op, int64_t re
             res = (int64_t)rec->want;
         if (op->blitz__kind == BLITZ__OP_RECV_FROM)
             op->blitz__scratch[0] = (uint64_t)rec->op.from_len;
+        break;
+    case BLITZ__OP_FD_READ:
+        if (res == BLITZ_EPIPE && s->family == AF_UNSPEC)
+            res = 0; /* the writer is gone: the end of the stream */
+        break;
+    case BLITZ__OP_FD_POLL:
+        if (op->blitz__dir == BLITZ__DIR_READ && res >= 0)
+            res = POLLIN;
+        else if (op->blitz__dir == BLITZ__DIR_READ && res == BLITZ_EPIPE)
+            res = POLLHUP;
         break;
     default:
         break;

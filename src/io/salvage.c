@@ -34,6 +34,11 @@ typedef struct blitz__salvage {
 
 /* Whether an op of this kind consumes data from the socket. */
 BLITZ_PRIVATE int blitz__salvage_kind(uint32_t kind) {
+#if BLITZ__WIN32
+    /* There a descriptor read's completion is its data, not readiness. */
+    if (kind == BLITZ__OP_FD_READ)
+        return 1;
+#endif
     return kind == BLITZ__OP_RECV || kind == BLITZ__OP_RECVV || kind == BLITZ__OP_RECV_FROM;
 }
 

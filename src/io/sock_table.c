@@ -124,7 +124,7 @@ BLITZ_PRIVATE void blitz__sock_unref(blitz_socket *s) {
         io->be->sock_del(io, s);
     /* The number may be reused at once; an event already fetched for it
      * only bumps this (closed) socket's sequence numbers. */
-    blitz__sock_close_raw(s->fd);
+    blitz__sock_close_fd(s->fd, s->family);
     s->fd_closed = 1;
     blitz__u32_fetch_sub(&io->nsocks, 1, BLITZ__RELAXED);
     blitz__sock_unref_mem(s);
@@ -157,6 +157,20 @@ BLITZ_PRIVATE int blitz__sock_mem_to_fd(blitz_socket *s) {
     } while (!blitz__u64_cas_weak(&s->refs, &cur, cur + BLITZ__SOCK_FD_REF - BLITZ__SOCK_MEM_REF,
                                   BLITZ__ACQUIRE));
     return 1;
+}
+
+/* Closes a wrapped descriptor: on Windows one of family AF_UNSPEC is a
+ * pipe end's HANDLE, not a SOCKET. */
+BLITZ_PRIVATE void blitz__sock_close_fd(blitz__sock_t fd, int family) {
+#if BLITZ__WIN32
+    if (family == AF_UNSPEC) {
+        CloseHandle((HANDLE)fd);
+        return;
+    }
+#else
+    (void)family;
+#endif
+    blitz__sock_close_raw(fd);
 }
 
 /* A socket of the platform's: non-blocking and close-on-exec (POSIX),
@@ -220,7 +234,7 @@ BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, blitz__sock_t fd, int family, 
                                    blitz_socket **out) {
     int rc = blitz__sock_wrap_keep(io, fd, family, type, out);
     if (rc != BLITZ_OK)
-        blitz__sock_close_raw(fd);
+        blitz__sock_close_fd(fd, family);
     return rc;
 }
 

@@ -282,6 +282,83 @@ BLITZ_API int blitz_sock_fd(const blitz_socket *s) {
 }
 #endif /* BLITZ__HAS_IO */
 
+#if BLITZ__WIN32
+/* Whether h was opened for overlapped I/O: FileModeInformation (16)
+ * without FILE_SYNCHRONOUS_IO_ALERT / _NONALERT (0x30). Taken for yes
+ * when ntdll does not answer. */
+typedef LONG(NTAPI *blitz__nt_query_file)(HANDLE, void *, void *, ULONG, ULONG);
+static int blitz__handle_overlapped(HANDLE h) {
+    HMODULE nt = GetModuleHandleW(L"ntdll.dll");
+    FARPROC fp = nt ? GetProcAddress(nt, "NtQueryInformationFile") : NULL;
+    if (!fp)
+        return 1;
+    blitz__nt_query_file query;
+    memcpy(&query, &fp, sizeof query);
+    ULONG_PTR status_block[2] = {0, 0};
+    ULONG mode = 0;
+    if (query(h, status_block, &mode, sizeof mode, 16) < 0)
+        return 1;
+    return (mode & 0x30) == 0;
+}
+
+/* The descriptor's handle is duplicated and wrapped, and only once that
+ * worked is the descriptor closed: on failure it stays the caller's. */
+BLITZ_API int blitz_sock_adopt(blitz_runtime *rt, int fd, blitz_socket **out) {
+    if (!out)
+        return BLITZ_EINVAL;
+    *out = NULL;
+    if (!rt || fd < 0)
+        return BLITZ_EINVAL;
+    if (!rt->io)
+        return BLITZ_ENOSYS;
+    HANDLE h = (HANDLE)_get_osfhandle(fd);
+    if (h == INVALID_HANDLE_VALUE || !h)
+        return BLITZ_EBADF;
+    /* Files and consoles: nothing to wait for, as regular files on POSIX. */
+    if (GetFileType(h) != FILE_TYPE_PIPE)
+        return BLITZ_EPERM;
+    int rc = blitz__winsock_start();
+    if (rc)
+        return rc;
+    int type = 0, len = (int)sizeof type;
+    if (getsockopt((SOCKET)h, SOL_SOCKET, SO_TYPE, (char *)&type, &len) != 0) {
+        /* A pipe end. */
+        if (!blitz__handle_overlapped(h))
+            return BLITZ_EINVAL;
+        HANDLE d = NULL;
+        if (!DuplicateHandle(GetCurrentProcess(), h, GetCurrentProcess(), &d, 0, FALSE,
+                             DUPLICATE_SAME_ACCESS))
+            return blitz__from_win32(GetLastError());
+        rc = blitz__sock_wrap_keep(rt->io, (blitz__sock_t)d, AF_UNSPEC, SOCK_STREAM, out);
+        if (rc != BLITZ_OK) {
+            CloseHandle(d);
+            return rc;
+        }
+        _close(fd);
+        return BLITZ_OK;
+    }
+    WSAPROTOCOL_INFOW info;
+    if (WSADuplicateSocketW((SOCKET)h, GetCurrentProcessId(), &info) != 0)
+        return blitz__errno_rc();
+    SOCKET ns = WSASocketW(FROM_PROTOCOL_INFO, FROM_PROTOCOL_INFO, FROM_PROTOCOL_INFO, &info, 0,
+                           WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT);
+    if (ns == INVALID_SOCKET)
+        return blitz__errno_rc();
+    int listening = 0;
+    len = (int)sizeof listening;
+    if (getsockopt(ns, SOL_SOCKET, SO_ACCEPTCONN, (char *)&listening, &len) != 0)
+        listening = 0;
+    rc = blitz__sock_wrap_keep(rt->io, ns, info.iAddressFamily, info.iSocketType, out);
+    if (rc != BLITZ_OK) {
+        closesocket(ns);
+        return rc;
+    }
+    (*out)->listening = listening != 0;
+    _close(fd);
+    return BLITZ_OK;
+}
+#endif
+
 BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how) {
     BLITZ__SOCK_CHECK(s);
     if (!s || how < 0 || how > 2)
@@ -485,7 +562,6 @@ static blitz_poll blitz__io_value_poll(blitz_cx *cx, void *arg) {
     case BLITZ__OPC_RECV_FROM:
         return blitz_sock_recv_from(cx, op, s, buf, len,
                                     (blitz_addr *)(uintptr_t)op->blitz__arg_addr);
-#if BLITZ__HAS_IO
     case BLITZ__OPC_FD_READ:
         return blitz_fd_read(cx, op, s, buf, len);
     case BLITZ__OPC_FD_WRITE:
@@ -496,7 +572,6 @@ static blitz_poll blitz__io_value_poll(blitz_cx *cx, void *arg) {
         return blitz_fd_readable(cx, op, s);
     case BLITZ__OPC_FD_WRITABLE:
         return blitz_fd_writable(cx, op, s);
-#endif
     case BLITZ__OPC_RECV_BUF:
         return blitz_sock_recv_buf(cx, op, s, (blitz_buf *)buf);
     default:
@@ -578,7 +653,6 @@ BLITZ_API blitz_op blitz_op_sock_recv_from(blitz_io *io, blitz_socket *s, void *
     BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_RECV_FROM, s, buf, len, from, 0);
 }
-#if BLITZ__HAS_IO
 BLITZ_API blitz_op blitz_op_fd_read(blitz_io *io, blitz_socket *s, void *buf, size_t len) {
     BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_FD_READ, s, buf, len, NULL, 0);
@@ -600,6 +674,5 @@ BLITZ_API blitz_op blitz_op_fd_writable(blitz_io *io, blitz_socket *s) {
     BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_FD_WRITABLE, s, NULL, 0, NULL, 0);
 }
-#endif
 
 #endif /* BLITZ__HAS_SOCKETS */
