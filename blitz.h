@@ -128,7 +128,7 @@ What is in this version
   copy with splice / sendfile) and a graceful-shutdown coordinator (see
   10. STREAMS, PIPES AND COPY and 11.6 GRACEFUL SHUTDOWN).
 
-blitz DOES NOT yet have: files, DNS, signals, processes or pipes on
+blitz DOES NOT yet have: processes, Unix sockets or blitz_stream_pipe on
 Windows (see PLATFORMS), or TLS.
 
 PLATFORMS
@@ -171,13 +171,23 @@ PLATFORMS
   console's control events: Ctrl-C is SIGINT, Ctrl-Break
   BLITZ_SIGBREAK, the console closing BLITZ_SIGHUP, logoff and shutdown
   BLITZ_SIGLOGOFF and BLITZ_SIGSHUTDOWN (blitz_shutdown_new listens to
-  Ctrl-C, Ctrl-Break and close by default). Not yet on Windows, and
-  not declared there (a use does not compile): Unix sockets (Windows
-  has AF_UNIX stream sockets since 10 1803, but wine 8, where blitz is
-  tested, has none), blitz_sock_adopt, blitz_sock_fd (a SOCKET does
-  not fit an int), pipes and the descriptor ops (blitz_fd_*) with
-  blitz_stream_pipe, and in 11 the file ops of api_fs.h (seek, chmod,
-  copies, trees, directory readers, ...) and processes. Tested under wine 8 only (make test-windows), never on
+  Ctrl-C, Ctrl-Break and close by default). Pipes too, on the port:
+  blitz_pipe gives two overlapped pipe ends, and the descriptor ops
+  (blitz_fd_* and their op forms) are ReadFile / WriteFile on a pipe
+  end (the writer's close is the end of the stream, a write after the
+  reader's close BLITZ_EPIPE) and WSARecv / WSASend on a socket;
+  blitz_fd_readable is a read of nothing that completes once data or
+  the end is there (POLLIN / POLLHUP of winsock2.h), blitz_fd_writable
+  is POLLOUT at once (a write waits in the kernel for room).
+  blitz_sock_adopt takes a C runtime descriptor of a socket or of a
+  pipe end opened for overlapped I/O (BLITZ_EINVAL for a synchronous
+  one), duplicates its handle and closes the descriptor. Not yet on
+  Windows, and not declared there (a use does not compile): Unix
+  sockets (Windows has AF_UNIX stream sockets since 10 1803, but wine
+  8, where blitz is tested, has none), blitz_sock_fd (a SOCKET does
+  not fit an int), blitz_stream_pipe, and in 11 the file ops of
+  api_fs.h (seek, chmod, copies, trees, directory readers, ...) and
+  processes. Tested under wine 8 only (make test-windows), never on
   real Windows: wine's own socket layer, not the kernel's AFD, carries
   every op there, so the kernel's behaviour under load, cancel races at
   the driver and the skip-on-success completion mode are what only
@@ -987,7 +997,9 @@ blitz_fd_readable / blitz_fd_writable wait for readiness. They are
 blitz_io ops on every backend (on io_uring a POLL_ADD followed by the
 system call, so the kernel never holds the buffer). A write into a pipe
 without a reader returns BLITZ_EPIPE: SIGPIPE is held back around the
-call and never reaches the process.
+call and never reaches the process. On Windows they are ReadFile /
+WriteFile on an overlapped pipe end and WSARecv / WSASend on a socket,
+through the completion port (see PLATFORMS).
 
 A blitz_stream is a read side and a write side over a socket
 (blitz_stream_socket), a pipe or other pollable descriptor
@@ -3728,14 +3740,18 @@ BLITZ_API blitz_op blitz_op_unix_connect(blitz_io *io, const blitz_addr *addr);
 BLITZ_API int blitz_unix_dgram(blitz_runtime *rt, const blitz_addr *addr, blitz_socket **out);
 /* A connected pair of Unix stream (type 1) or datagram (type 2) sockets. */
 BLITZ_API int blitz_unix_pair(blitz_runtime *rt, int type, blitz_socket **a, blitz_socket **b);
+#endif
 
 /* Adopts an existing descriptor (made non-blocking and close-on-exec);
  * blitz closes it with the socket. On failure the descriptor stays the
  * caller's, its flags as they were: BLITZ_EPERM for a regular file or a
  * directory (never anything to wait for; use the file ops of api_pool.h),
- * and on epoll for other descriptors it cannot watch (/dev/null). */
+ * and on epoll for other descriptors it cannot watch (/dev/null).
+ * Windows: fd is a C runtime descriptor (_open_osfhandle) of a socket or
+ * of a pipe end opened for overlapped I/O (else BLITZ_EINVAL); its handle
+ * is duplicated, then the descriptor closed. BLITZ_EBADF for a descriptor
+ * that is not open, BLITZ_EPERM for files and consoles. */
 BLITZ_API int blitz_sock_adopt(blitz_runtime *rt, int fd, blitz_socket **out);
-#endif
 /* ====[ END src/api/api_io.h ]============================================= */
 /* ----[ RESUME src/api/blitz_api.h ] */
 /* ====[ BEGIN src/api/api_pool.h ]========================================= */
@@ -4530,15 +4546,19 @@ BLITZ_API blitz_op blitz_op_fs_readdir(blitz_fs_op *op, blitz_fs_dir *dir, size_
  * withdraws them. A write to a pipe whose reader is gone returns
  * BLITZ_EPIPE; SIGPIPE never reaches the process for it.
  *
+ * On Windows the completion port performs them: ReadFile / WriteFile on a
+ * pipe end, WSARecv / WSASend on a socket.
+ *
  * Regular files and /dev/null cannot be waited for (epoll refuses them):
  * use a file stream (blitz_stream_file) or the file ops of api_pool.h.
  * ------------------------------------------------------------------------- */
 
-/* A non-blocking, close-on-exec pipe: bytes written to *write_end come out
- * of *read_end. Closing the write end (blitz_sock_close) ends the stream
- * for the reader; closing the read end makes writes fail with BLITZ_EPIPE.
+/* A non-blocking, close-on-exec pipe (Windows: two overlapped ends on the
+ * runtime's completion port, not inherited): bytes written to *write_end
+ * come out of *read_end. Closing the write end (blitz_sock_close) ends
+ * the stream for the reader; closing the read end makes writes fail with
+ * BLITZ_EPIPE.
  * BLITZ_EINVAL (NULL), BLITZ_ENOSYS (runtime without I/O), BLITZ_EMFILE. */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_pipe(blitz_runtime *rt, blitz_socket **read_end, blitz_socket **write_end);
 
 /* Up to len bytes; result 0 at end of stream. */
@@ -4552,7 +4572,9 @@ BLITZ_API blitz_poll blitz_fd_write_all(blitz_cx *cx, blitz_io *op, blitz_socket
                                         const void *buf, size_t len);
 /* READY once the descriptor is readable / writable (or at end of stream,
  * or in error): result is the poll(2) event mask (> 0) or a negative
- * code. */
+ * code. Windows (POLLIN etc. of winsock2.h): readable is POLLIN, or
+ * POLLHUP at a pipe's end; writable is POLLOUT at once, since a write
+ * there waits in the kernel for room rather than failing. */
 BLITZ_API blitz_poll blitz_fd_readable(blitz_cx *cx, blitz_io *op, blitz_socket *s);
 BLITZ_API blitz_poll blitz_fd_writable(blitz_cx *cx, blitz_io *op, blitz_socket *s);
 /* The descriptor ops as blitz_ops (cancel: blitz_io_cancel). */
@@ -4562,7 +4584,6 @@ BLITZ_API blitz_op blitz_op_fd_write_all(blitz_io *io, blitz_socket *s, const vo
                                          size_t len);
 BLITZ_API blitz_op blitz_op_fd_readable(blitz_io *io, blitz_socket *s);
 BLITZ_API blitz_op blitz_op_fd_writable(blitz_io *io, blitz_socket *s);
-#endif
 
 /* ---------------------------------------------------------------------------
  * Byte streams
@@ -11078,6 +11099,7 @@ typedef struct blitz__iocp_op {
     SOCKET sock;
     DWORD flags;  /* WSARecv's in/out flags */
     INT from_len; /* WSARecvFrom's address length */
+    int handle;   /* sock is a pipe end's HANDLE: ReadFile / WriteFile */
     /* Runs on the reaping thread with bytes (>= 0) or a code. */
     void (*done)(struct blitz__iocp_op *op, int64_t res);
     void *arg;
@@ -11109,6 +11131,7 @@ BLITZ_PRIVATE void blitz__io_free_deferred(blitz__io *io);
 BLITZ_PRIVATE void blitz__sock_unref_mem(blitz_socket *s);
 BLITZ_PRIVATE void blitz__sock_fd_to_mem(blitz_socket *s);
 BLITZ_PRIVATE int blitz__sock_mem_to_fd(blitz_socket *s);
+BLITZ_PRIVATE void blitz__sock_close_fd(blitz__sock_t fd, int family);
 BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, blitz__sock_t fd, int family, int type,
                                    blitz_socket **out);
 BLITZ_PRIVATE int blitz__op_result(blitz_io *op, int64_t r);
@@ -11139,6 +11162,7 @@ BLITZ_PRIVATE void blitz__salvage_release(blitz_socket *s);
 BLITZ_PRIVATE const blitz__io_backend *blitz__backend_iocp(void);
 BLITZ_PRIVATE int blitz__iocp_open(int family, int type, SOCKET *out);
 BLITZ_PRIVATE int blitz__iocp_attach(blitz__io *io, SOCKET s);
+BLITZ_PRIVATE int blitz__iocp_attach_handle(blitz__io *io, HANDLE h);
 BLITZ_PRIVATE int blitz__iocp_socket(blitz__io *io, int family, int type, SOCKET *out);
 BLITZ_PRIVATE uint32_t blitz__iocp_reap(blitz__io *io, uint64_t timeout_ns);
 BLITZ_PRIVATE blitz_poll blitz__iocp_submit(blitz_cx *cx, blitz_io *op);
@@ -11594,7 +11618,7 @@ BLITZ_PRIVATE void blitz__sock_unref(blitz_socket *s) {
         io->be->sock_del(io, s);
     /* The number may be reused at once; an event already fetched for it
      * only bumps this (closed) socket's sequence numbers. */
-    blitz__sock_close_raw(s->fd);
+    blitz__sock_close_fd(s->fd, s->family);
     s->fd_closed = 1;
     blitz__u32_fetch_sub(&io->nsocks, 1, BLITZ__RELAXED);
     blitz__sock_unref_mem(s);
@@ -11627,6 +11651,20 @@ BLITZ_PRIVATE int blitz__sock_mem_to_fd(blitz_socket *s) {
     } while (!blitz__u64_cas_weak(&s->refs, &cur, cur + BLITZ__SOCK_FD_REF - BLITZ__SOCK_MEM_REF,
                                   BLITZ__ACQUIRE));
     return 1;
+}
+
+/* Closes a wrapped descriptor: on Windows one of family AF_UNSPEC is a
+ * pipe end's HANDLE, not a SOCKET. */
+BLITZ_PRIVATE void blitz__sock_close_fd(blitz__sock_t fd, int family) {
+#if BLITZ__WIN32
+    if (family == AF_UNSPEC) {
+        CloseHandle((HANDLE)fd);
+        return;
+    }
+#else
+    (void)family;
+#endif
+    blitz__sock_close_raw(fd);
 }
 
 /* A socket of the platform's: non-blocking and close-on-exec (POSIX),
@@ -11690,7 +11728,7 @@ BLITZ_PRIVATE int blitz__sock_wrap(blitz__io *io, blitz__sock_t fd, int family, 
                                    blitz_socket **out) {
     int rc = blitz__sock_wrap_keep(io, fd, family, type, out);
     if (rc != BLITZ_OK)
-        blitz__sock_close_raw(fd);
+        blitz__sock_close_fd(fd, family);
     return rc;
 }
 
@@ -12219,9 +12257,10 @@ static blitz_poll blitz__op_poll_state(blitz_cx *cx, blitz_io *op, blitz_socket 
         return blitz__op_go_on(cx, op);
     case BLITZ__IO_DONE:
         /* A descriptor op's completion is readiness (a kernel readiness
-         * wait): the system call comes now. */
+         * wait): the system call comes now. On Windows only a lent-buffer
+         * receive's is: a descriptor read's or write's is the transfer. */
         if (BLITZ__OP_IS_FD(op->blitz__kind) && op->blitz__kind != BLITZ__OP_FD_POLL &&
-            op->blitz__res >= 0)
+            op->blitz__res >= 0 && (!BLITZ__WIN32 || op->blitz__kind == BLITZ__OP_RECV_BUF))
             return blitz__op_go_on(cx, op);
 #if BLITZ__HAS_IO
         if (op->blitz__kind == BLITZ__OP_RECV_FROM && op->blitz__addr && op->blitz__res >= 0 &&
@@ -13129,7 +13168,7 @@ BLITZ_PRIVATE void blitz__io_destroy(blitz_runtime *rt) {
     while (s) {
         blitz_socket *next = s->all_next;
         if (!s->fd_closed)
-            blitz__sock_close_raw(s->fd);
+            blitz__sock_close_fd(s->fd, s->family);
         blitz__sock_free_mem(s);
         s = next;
     }
@@ -13346,6 +13385,11 @@ typedef struct blitz__salvage {
 
 /* Whether an op of this kind consumes data from the socket. */
 BLITZ_PRIVATE int blitz__salvage_kind(uint32_t kind) {
+#if BLITZ__WIN32
+    /* There a descriptor read's completion is its data, not readiness. */
+    if (kind == BLITZ__OP_FD_READ)
+        return 1;
+#endif
     return kind == BLITZ__OP_RECV || kind == BLITZ__OP_RECVV || kind == BLITZ__OP_RECV_FROM;
 }
 
@@ -16669,10 +16713,11 @@ BLITZ_PRIVATE void blitz__ufile_stat(const blitz__ufile *u, struct stat *st) {
  * system call is tried first and the wait is a readiness wait in the
  * kernel. The kernel's own reads and writes are not used: on a descriptor
  * with O_NONBLOCK they complete with BLITZ_EAGAIN instead of waiting, and the
- * kernel would own the caller's buffer. */
+ * kernel would own the caller's buffer. On Windows the completion port
+ * performs them (iocp_sock.c) and a pipe is an overlapped handle pair. */
 /* src/io/io.h already included */
 
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_IO
 
 /* ---- writes without SIGPIPE ---------------------------------------------------- */
 
@@ -16771,6 +16816,10 @@ BLITZ_PRIVATE int64_t blitz__fd_attempt(blitz_io *op) {
     return (int64_t)r;
 }
 
+#endif /* BLITZ__HAS_IO */
+
+#if BLITZ__HAS_SOCKETS
+
 /* ---- public ops --------------------------------------------------------------------------- */
 
 BLITZ_API blitz_poll blitz_fd_read(blitz_cx *cx, blitz_io *op, blitz_socket *s, void *buf,
@@ -16799,9 +16848,50 @@ BLITZ_API blitz_poll blitz_fd_writable(blitz_cx *cx, blitz_io *op, blitz_socket 
 
 /* ---- pipes ---------------------------------------------------------------------------------- */
 
+#if BLITZ__WIN32
+/* Both ends overlapped and not inherited, wrapped as AF_UNSPEC (handles)
+ * streams. */
+static int blitz__pipe_pair(blitz__io *io, blitz_socket **r, blitz_socket **w) {
+    void *rh = NULL, *wh = NULL;
+    int rc = blitz__win_pipe_pair(&rh, &wh,
+                                  BLITZ__WPIPE_READ_OVERLAPPED | BLITZ__WPIPE_WRITE_OVERLAPPED, 0);
+    if (rc != BLITZ_OK)
+        return rc;
+    rc = blitz__sock_wrap(io, (blitz__sock_t)(uintptr_t)rh, AF_UNSPEC, SOCK_STREAM, r);
+    if (rc != BLITZ_OK) {
+        CloseHandle((HANDLE)wh);
+        return rc;
+    }
+    rc = blitz__sock_wrap(io, (blitz__sock_t)(uintptr_t)wh, AF_UNSPEC, SOCK_STREAM, w);
+    if (rc != BLITZ_OK) {
+        blitz_sock_close(*r);
+        *r = NULL;
+    }
+    return rc;
+}
+#else
 BLITZ_PRIVATE int blitz__pipe_fds(int fds[2]) {
     return blitz__pipe_open(fds, 1);
 }
+
+static int blitz__pipe_pair(blitz__io *io, blitz_socket **r, blitz_socket **w) {
+    int fds[2];
+    int rc = blitz__pipe_fds(fds);
+    if (rc != BLITZ_OK)
+        return rc;
+    rc = blitz__sock_wrap(io, fds[0], AF_UNSPEC, 0, r);
+    if (rc != BLITZ_OK) {
+        close(fds[1]);
+        return rc;
+    }
+    rc = blitz__sock_wrap(io, fds[1], AF_UNSPEC, 0, w);
+    if (rc != BLITZ_OK) {
+        blitz_sock_close(*r);
+        *r = NULL;
+    }
+    return rc;
+}
+#endif
 
 BLITZ_API int blitz_pipe(blitz_runtime *rt, blitz_socket **read_end, blitz_socket **write_end) {
     if (read_end)
@@ -16812,27 +16902,16 @@ BLITZ_API int blitz_pipe(blitz_runtime *rt, blitz_socket **read_end, blitz_socke
         return BLITZ_EINVAL;
     if (!rt->io)
         return BLITZ_ENOSYS;
-    int fds[2];
-    int rc = blitz__pipe_fds(fds);
+    blitz_socket *r = NULL, *w = NULL;
+    int rc = blitz__pipe_pair(rt->io, &r, &w);
     if (rc != BLITZ_OK)
         return rc;
-    blitz_socket *r = NULL, *w = NULL;
-    rc = blitz__sock_wrap(rt->io, fds[0], AF_UNSPEC, 0, &r);
-    if (rc != BLITZ_OK) {
-        close(fds[1]);
-        return rc;
-    }
-    rc = blitz__sock_wrap(rt->io, fds[1], AF_UNSPEC, 0, &w);
-    if (rc != BLITZ_OK) {
-        blitz_sock_close(r);
-        return rc;
-    }
     *read_end = r;
     *write_end = w;
     return BLITZ_OK;
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_SOCKETS */
 /* ====[ END src/io/fd.c ]================================================== */
 /* ====[ BEGIN src/io/iocp.c ]============================================== */
 /* >>io/iocp */
@@ -16862,9 +16941,16 @@ BLITZ_API int blitz_pipe(blitz_runtime *rt, blitz_socket **read_end, blitz_socke
 #if BLITZ__WIN32
 
 /* The result of an op's packet: bytes, or the code of its failure, which
- * WSAGetOverlappedResult translates from the kernel's NTSTATUS. */
+ * (WSA)GetOverlappedResult translates from the kernel's NTSTATUS. A pipe
+ * end's end of stream is BLITZ_EPIPE here, as its hang-up is. */
 static int64_t blitz__iocp_result(blitz__iocp_op *op) {
     DWORD bytes = 0, flags = 0;
+    if (op->handle) {
+        if (GetOverlappedResult((HANDLE)op->sock, &op->ov, &bytes, FALSE))
+            return (int64_t)bytes;
+        DWORD e = GetLastError();
+        return e == ERROR_HANDLE_EOF ? BLITZ_EPIPE : blitz__from_win32(e);
+    }
     if (WSAGetOverlappedResult(op->sock, &op->ov, &bytes, FALSE, &flags))
         return (int64_t)bytes;
     return blitz__from_win32((DWORD)WSAGetLastError());
@@ -16957,8 +17043,11 @@ static void blitz__iocp_destroy(blitz__io *io) {
     io->port = NULL;
 }
 
-/* Each socket is attached to the port once, as it is wrapped. */
+/* Each socket (or pipe end: family AF_UNSPEC) is attached to the port
+ * once, as it is wrapped. */
 static int blitz__iocp_sock_add(blitz__io *io, blitz_socket *s) {
+    if (s->family == AF_UNSPEC)
+        return blitz__iocp_attach_handle(io, (HANDLE)s->fd);
     return blitz__iocp_attach(io, s->fd);
 }
 
@@ -17006,7 +17095,16 @@ BLITZ_PRIVATE const blitz__io_backend *blitz__backend_iocp(void) {
  * socket itself (WSAIoctl SIO_GET_EXTENSION_FUNCTION_POINTER; no table
  * kept between calls). Their sockets need blitz__iocp_accept_done or
  * blitz__iocp_connect_done once connected, before shutdown, getpeername
- * and the like work on them. */
+ * and the like work on them.
+ *
+ * A pipe end (blitz_pipe, an adopted pipe: a blitz_socket of family
+ * AF_UNSPEC) is an overlapped HANDLE on the same port: the descriptor ops
+ * use ReadFile / WriteFile on it (on a socket, WSARecv / WSASend), and
+ * its hang-up is the end of the stream for a read, BLITZ_EPIPE for a
+ * write. Readable is a read of nothing, which completes once data or the
+ * end is there (POLLIN / POLLHUP); writable is ready at once (POLLOUT):
+ * a write that finds the pipe full stays pending in the kernel instead of
+ * failing, so there is no full state to wait out. */
 /* The IOCP backend's submit and cancel of the driver's ops (driver.c)
  * come last: each pending op has a record of its own on the heap (the
  * overlapped, the accepted socket and its address room), freed after its
@@ -17043,6 +17141,15 @@ BLITZ_PRIVATE int blitz__iocp_attach(blitz__io *io, SOCKET s) {
     return 0;
 }
 
+/* Attaches a pipe end to io's port, as blitz__iocp_attach does a socket. */
+BLITZ_PRIVATE int blitz__iocp_attach_handle(blitz__io *io, HANDLE h) {
+    if (!CreateIoCompletionPort(h, (HANDLE)io->port, 0, 0) ||
+        !SetFileCompletionNotificationModes(h, FILE_SKIP_COMPLETION_PORT_ON_SUCCESS |
+                                                   FILE_SKIP_SET_EVENT_ON_HANDLE))
+        return blitz__from_win32(GetLastError());
+    return 0;
+}
+
 /* Both: 0 or a code (the socket closed). */
 BLITZ_PRIVATE int blitz__iocp_socket(blitz__io *io, int family, int type, SOCKET *out) {
     int rc = blitz__iocp_open(family, type, out);
@@ -17071,6 +17178,25 @@ static void blitz__iocp_prepare(blitz__iocp_op *op, SOCKET s) {
     memset(&op->ov, 0, sizeof op->ov);
     op->sock = s;
     op->flags = 0;
+    op->handle = 0;
+}
+
+/* A pipe end's ReadFile or WriteFile: pending (1) or done at once (0). */
+static int blitz__iocp_file(blitz__iocp_op *op, HANDLE h, char *buf, DWORD len, int writing,
+                            int64_t *res) {
+    blitz__iocp_prepare(op, (SOCKET)h);
+    op->handle = 1;
+    DWORD n = 0;
+    BOOL ok = writing ? WriteFile(h, buf, len, &n, &op->ov) : ReadFile(h, buf, len, &n, &op->ov);
+    if (ok) {
+        *res = (int64_t)n;
+        return 0;
+    }
+    DWORD e = GetLastError();
+    if (e == ERROR_IO_PENDING)
+        return 1;
+    *res = e == ERROR_HANDLE_EOF ? BLITZ_EPIPE : blitz__from_win32(e);
+    return 0;
 }
 
 /* Receives into n buffers (the array itself may go once this returns:
@@ -17239,6 +17365,31 @@ static DWORD blitz__iocp_bufs(const blitz_io *op, WSABUF *b, size_t *total) {
     return 1;
 }
 
+/* A descriptor op's start: the pipe end's file call or the socket's. */
+static int blitz__iocp_fd_start(blitz__iocp_rec *rec, blitz_io *op, int64_t *res) {
+    blitz_socket *s = op->blitz__sock;
+    WSABUF b[1];
+    int writing = op->blitz__kind != BLITZ__OP_FD_READ;
+    if (op->blitz__kind == BLITZ__OP_FD_POLL) {
+        if (op->blitz__dir == BLITZ__DIR_WRITE) {
+            *res = POLLOUT;
+            return 0;
+        }
+        /* A read of nothing: done once there is something to read. */
+        writing = 0;
+        b[0].buf = NULL;
+        b[0].len = 0;
+        rec->want = 0;
+    } else {
+        (void)blitz__iocp_bufs(op, b, &rec->want);
+    }
+    if (s->family == AF_UNSPEC)
+        return blitz__iocp_file(&rec->op, (HANDLE)s->fd, b[0].buf, b[0].len, writing, res);
+    if (writing)
+        return blitz__iocp_send(&rec->op, s->fd, b, 1, res);
+    return blitz__iocp_recv(&rec->op, s->fd, b, 1, res);
+}
+
 /* Starts the op's Winsock call: 1 pending, 0 done at once (*res set). */
 static int blitz__iocp_start(blitz__iocp_rec *rec, blitz_io *op, int64_t *res) {
     blitz_socket *s = op->blitz__sock;
@@ -17277,7 +17428,12 @@ static int blitz__iocp_start(blitz__iocp_rec *rec, blitz_io *op, int64_t *res) {
         return blitz__iocp_connect(
             &rec->op, s->fd, (const struct sockaddr *)(const void *)a->u.bytes, (int)a->len, res);
     }
-    default: /* descriptor ops: not on Windows */
+    case BLITZ__OP_FD_READ:
+    case BLITZ__OP_FD_WRITE:
+    case BLITZ__OP_FD_WRITE_ALL:
+    case BLITZ__OP_FD_POLL:
+        return blitz__iocp_fd_start(rec, op, res);
+    default:
         *res = BLITZ_EOPNOTSUPP;
         return 0;
     }
@@ -17309,6 +17465,16 @@ static int64_t blitz__iocp_finish(blitz__iocp_rec *rec, blitz_io *op, int64_t re
             res = (int64_t)rec->want;
         if (op->blitz__kind == BLITZ__OP_RECV_FROM)
             op->blitz__scratch[0] = (uint64_t)rec->op.from_len;
+        break;
+    case BLITZ__OP_FD_READ:
+        if (res == BLITZ_EPIPE && s->family == AF_UNSPEC)
+            res = 0; /* the writer is gone: the end of the stream */
+        break;
+    case BLITZ__OP_FD_POLL:
+        if (op->blitz__dir == BLITZ__DIR_READ && res >= 0)
+            res = POLLIN;
+        else if (op->blitz__dir == BLITZ__DIR_READ && res == BLITZ_EPIPE)
+            res = POLLHUP;
         break;
     default:
         break;
@@ -24025,6 +24191,83 @@ BLITZ_API int blitz_sock_fd(const blitz_socket *s) {
 }
 #endif /* BLITZ__HAS_IO */
 
+#if BLITZ__WIN32
+/* Whether h was opened for overlapped I/O: FileModeInformation (16)
+ * without FILE_SYNCHRONOUS_IO_ALERT / _NONALERT (0x30). Taken for yes
+ * when ntdll does not answer. */
+typedef LONG(NTAPI *blitz__nt_query_file)(HANDLE, void *, void *, ULONG, ULONG);
+static int blitz__handle_overlapped(HANDLE h) {
+    HMODULE nt = GetModuleHandleW(L"ntdll.dll");
+    FARPROC fp = nt ? GetProcAddress(nt, "NtQueryInformationFile") : NULL;
+    if (!fp)
+        return 1;
+    blitz__nt_query_file query;
+    memcpy(&query, &fp, sizeof query);
+    ULONG_PTR status_block[2] = {0, 0};
+    ULONG mode = 0;
+    if (query(h, status_block, &mode, sizeof mode, 16) < 0)
+        return 1;
+    return (mode & 0x30) == 0;
+}
+
+/* The descriptor's handle is duplicated and wrapped, and only once that
+ * worked is the descriptor closed: on failure it stays the caller's. */
+BLITZ_API int blitz_sock_adopt(blitz_runtime *rt, int fd, blitz_socket **out) {
+    if (!out)
+        return BLITZ_EINVAL;
+    *out = NULL;
+    if (!rt || fd < 0)
+        return BLITZ_EINVAL;
+    if (!rt->io)
+        return BLITZ_ENOSYS;
+    HANDLE h = (HANDLE)_get_osfhandle(fd);
+    if (h == INVALID_HANDLE_VALUE || !h)
+        return BLITZ_EBADF;
+    /* Files and consoles: nothing to wait for, as regular files on POSIX. */
+    if (GetFileType(h) != FILE_TYPE_PIPE)
+        return BLITZ_EPERM;
+    int rc = blitz__winsock_start();
+    if (rc)
+        return rc;
+    int type = 0, len = (int)sizeof type;
+    if (getsockopt((SOCKET)h, SOL_SOCKET, SO_TYPE, (char *)&type, &len) != 0) {
+        /* A pipe end. */
+        if (!blitz__handle_overlapped(h))
+            return BLITZ_EINVAL;
+        HANDLE d = NULL;
+        if (!DuplicateHandle(GetCurrentProcess(), h, GetCurrentProcess(), &d, 0, FALSE,
+                             DUPLICATE_SAME_ACCESS))
+            return blitz__from_win32(GetLastError());
+        rc = blitz__sock_wrap_keep(rt->io, (blitz__sock_t)d, AF_UNSPEC, SOCK_STREAM, out);
+        if (rc != BLITZ_OK) {
+            CloseHandle(d);
+            return rc;
+        }
+        _close(fd);
+        return BLITZ_OK;
+    }
+    WSAPROTOCOL_INFOW info;
+    if (WSADuplicateSocketW((SOCKET)h, GetCurrentProcessId(), &info) != 0)
+        return blitz__errno_rc();
+    SOCKET ns = WSASocketW(FROM_PROTOCOL_INFO, FROM_PROTOCOL_INFO, FROM_PROTOCOL_INFO, &info, 0,
+                           WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT);
+    if (ns == INVALID_SOCKET)
+        return blitz__errno_rc();
+    int listening = 0;
+    len = (int)sizeof listening;
+    if (getsockopt(ns, SOL_SOCKET, SO_ACCEPTCONN, (char *)&listening, &len) != 0)
+        listening = 0;
+    rc = blitz__sock_wrap_keep(rt->io, ns, info.iAddressFamily, info.iSocketType, out);
+    if (rc != BLITZ_OK) {
+        closesocket(ns);
+        return rc;
+    }
+    (*out)->listening = listening != 0;
+    _close(fd);
+    return BLITZ_OK;
+}
+#endif
+
 BLITZ_API int blitz_sock_shutdown(blitz_socket *s, int how) {
     BLITZ__SOCK_CHECK(s);
     if (!s || how < 0 || how > 2)
@@ -24228,7 +24471,6 @@ static blitz_poll blitz__io_value_poll(blitz_cx *cx, void *arg) {
     case BLITZ__OPC_RECV_FROM:
         return blitz_sock_recv_from(cx, op, s, buf, len,
                                     (blitz_addr *)(uintptr_t)op->blitz__arg_addr);
-#if BLITZ__HAS_IO
     case BLITZ__OPC_FD_READ:
         return blitz_fd_read(cx, op, s, buf, len);
     case BLITZ__OPC_FD_WRITE:
@@ -24239,7 +24481,6 @@ static blitz_poll blitz__io_value_poll(blitz_cx *cx, void *arg) {
         return blitz_fd_readable(cx, op, s);
     case BLITZ__OPC_FD_WRITABLE:
         return blitz_fd_writable(cx, op, s);
-#endif
     case BLITZ__OPC_RECV_BUF:
         return blitz_sock_recv_buf(cx, op, s, (blitz_buf *)buf);
     default:
@@ -24321,7 +24562,6 @@ BLITZ_API blitz_op blitz_op_sock_recv_from(blitz_io *io, blitz_socket *s, void *
     BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_RECV_FROM, s, buf, len, from, 0);
 }
-#if BLITZ__HAS_IO
 BLITZ_API blitz_op blitz_op_fd_read(blitz_io *io, blitz_socket *s, void *buf, size_t len) {
     BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_FD_READ, s, buf, len, NULL, 0);
@@ -24343,7 +24583,6 @@ BLITZ_API blitz_op blitz_op_fd_writable(blitz_io *io, blitz_socket *s) {
     BLITZ__SOCK_CHECK(s);
     return blitz__io_value(io, BLITZ__OPC_FD_WRITABLE, s, NULL, 0, NULL, 0);
 }
-#endif
 
 #endif /* BLITZ__HAS_SOCKETS */
 /* ====[ END src/net/sock.c ]=============================================== */
