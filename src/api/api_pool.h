@@ -534,7 +534,6 @@ typedef struct blitz_child {
  * cwd), BLITZ_EACCES (not executable), BLITZ_ENOEXEC, BLITZ_ENOMEM, or
  * another exec or fork error: errors of the exec in the child are
  * reported here, not as an exit code. */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_process_spawn(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child);
 
 typedef struct blitz_wait_op {
@@ -600,4 +599,3 @@ BLITZ_API void blitz_process_output_cancel(blitz_cx *cx, void *op);
  * `cmd` and `input` must stay valid until the op's first poll. */
 BLITZ_API blitz_op blitz_op_process_output(blitz_output_op *op, const blitz_command *cmd,
                                            const void *input, size_t input_len);
-#endif
