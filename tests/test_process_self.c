@@ -244,3 +244,62 @@ BLITZ_TEST(process_self_kill) {
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_child child;
+    blitz_fs_op op;
+    blitz_wait_op wait;
+    char buf[64];
+    size_t got;
+    int fd, step;
+} tpc_pipes;
+
+/* The parent's pipe ends work with the file ops. */
+static blitz_poll tpc_pipes_poll(blitz_cx *cx, void *p) {
+    tpc_pipes *s = p;
+    BLITZ_BEGIN(s);
+    {
+        static char self[1024];
+        tpc_self(self, sizeof self);
+        const char *argv[] = {self, "--proc-child", "echo", NULL};
+        blitz_command c = {argv, NULL, NULL, BLITZ_STDIO_PIPE, BLITZ_STDIO_PIPE, BLITZ_STDIO_NULL};
+        CHECK_OK(blitz_process_spawn(blitz_cx_runtime(cx), &c, &s->child));
+        CHECK_GE(s->child.stdin_fd, 0);
+        CHECK_GE(s->child.stdout_fd, 0);
+        CHECK_EQ(s->child.stderr_fd, -1);
+    }
+    BLITZ_AWAIT(s, blitz_fs_write(cx, &s->op, s->child.stdin_fd, "hello\r\n\0x", 9));
+    CHECK_EQ(s->op.result, 9);
+    s->fd = s->child.stdin_fd;
+    s->child.stdin_fd = -1;
+    BLITZ_AWAIT(s, blitz_fs_close(cx, &s->op, s->fd));
+    CHECK_OK(s->op.result);
+    for (;;) {
+        BLITZ_AWAIT(s, blitz_fs_read(cx, &s->op, s->child.stdout_fd, s->buf + s->got,
+                                     sizeof s->buf - s->got));
+        CHECK_GE(s->op.result, 0);
+        if (s->op.result == 0)
+            break;
+        s->got += (size_t)s->op.result;
+    }
+    CHECK_EQ(s->got, 9);
+    CHECK(memcmp(s->buf, "hello\r\n\0x", 9) == 0);
+    BLITZ_AWAIT(s, blitz_process_wait(cx, &s->wait, &s->child));
+    CHECK_OK(s->wait.result);
+    CHECK_EQ(s->wait.exited, 1);
+    CHECK_EQ(s->wait.code, 5);
+    CHECK_OK(blitz_process_release(&s->child));
+    s->step = 1;
+    BLITZ_END(s);
+}
+
+BLITZ_TEST(process_self_pipes) {
+    blitz_runtime *rt = tu_rt_new(TU_MT2);
+    tpc_pipes s;
+    memset(&s, 0, sizeof s);
+    CHECK_OK(blitz_runtime_run(rt, tpc_pipes_poll, &s, sizeof s));
+    CHECK_EQ(s.step, 1);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
