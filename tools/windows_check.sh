@@ -6,7 +6,7 @@
 # (its wineserver stopped with `wineserver -k`).
 #
 # Windows has sockets (the completion port), files, DNS and console
-# signals, but no Unix sockets, pipes, streams or processes yet: the tests
+# signals, and processes, but no Unix sockets, pipes or streams yet: the tests
 # of those are left out by tests/windows_skip.txt (each with its reason),
 # and so are the examples below. The echo server is run apart, under
 # 1,000 connections of the echo client.

@@ -485,11 +485,11 @@ BLITZ_API int blitz_signal_deinit(blitz_signal *s);
  *   s->wait.exited ? s->wait.code : s->wait.signal
  *   blitz_process_release(&s->child);
  *
- * Waiting runs on a pool thread, which sleeps on the child's pidfd (Linux)
- * or polls with a short sleep elsewhere, and notices within 50 ms that its
- * op was cancelled or the runtime is shutting down: a wait never holds up
- * shutdown. A child is reaped exactly once, and kill never signals a
- * process id that was reaped and may have been reused.
+ * Waiting runs on a pool thread, which sleeps on the child's pidfd (Linux),
+ * its process handle (Windows) or polls with a short sleep elsewhere, and notices within 50 ms that
+ * its op was cancelled or the runtime is shutting down: a wait never holds up shutdown. A child is
+ * reaped exactly once, and kill never signals a process id that was reaped and may have been
+ * reused.
  *
  * The exit status needs the child to be reaped by blitz: with SIGCHLD set
  * to SIG_IGN (also when inherited from the parent across exec) the kernel
@@ -506,7 +506,8 @@ typedef enum blitz_stdio {
 
 typedef struct blitz_command {
     /* argv[0] is the program: a path (with a '/') or a name looked up in
-     * PATH. NULL-terminated. */
+     * PATH (Windows: as CreateProcessW looks it up, see the manual).
+     * NULL-terminated. */
     const char *const *argv;
     /* The whole environment ("NAME=value", NULL-terminated), or NULL to
      * inherit this process's. */
