@@ -95,6 +95,7 @@
     X(process_self_env_cwd, 10000)              \
     X(process_self_kill, 10000)                 \
     X(process_self_pipes, 10000)                \
+    X(process_self_shutdown, 10000)             \
     X(io_connect_host_uring, 10000)             \
     X(io_connect_host_epoll, 10000)             \
     X(io_connect_host_poll, 10000)

@@ -196,6 +196,7 @@ typedef struct {
     BLITZ_CORO;
     blitz_child child;
     blitz_wait_op w1, w2;
+    blitz_timer timer;
     int step;
 } tpc_kill;
 
@@ -211,6 +212,11 @@ static blitz_poll tpc_kill_poll(blitz_cx *cx, void *p) {
         blitz_command c = {argv, NULL, NULL, BLITZ_STDIO_NULL, BLITZ_STDIO_NULL, BLITZ_STDIO_NULL};
         CHECK_OK(blitz_process_spawn(blitz_cx_runtime(cx), &c, &s->child));
     }
+    /* A wait given up by a timeout ends, the child runs on. */
+    BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, 30 * BLITZ_MSEC,
+                                    blitz_process_wait(cx, &s->w1, &s->child),
+                                    blitz_process_wait_cancel, &s->w1));
+    CHECK_EQ(s->timer.expired, 1);
     r1 = blitz_process_wait(cx, &s->w1, &s->child);
     r2 = blitz_process_wait(cx, &s->w2, &s->child);
     CHECK_EQ(r1, BLITZ_PENDING);
@@ -300,6 +306,42 @@ BLITZ_TEST(process_self_pipes) {
     memset(&s, 0, sizeof s);
     CHECK_OK(blitz_runtime_run(rt, tpc_pipes_poll, &s, sizeof s));
     CHECK_EQ(s.step, 1);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
+static blitz_poll tpc_wait_forever_poll(blitz_cx *cx, void *p) {
+    tpc_kill *s = p;
+    BLITZ_BEGIN(s);
+    BLITZ_AWAIT(s, blitz_process_wait(cx, &s->w1, &s->child));
+    BLITZ_END(s);
+}
+
+/* A wait in flight does not hold up shutdown; the child outlives it. */
+BLITZ_TEST(process_self_shutdown) {
+    blitz_runtime *rt = tu_rt_new(TU_MT2);
+    static char self[1024];
+    tpc_self(self, sizeof self);
+    const char *argv[] = {self, "--proc-child", "sleep", NULL};
+    blitz_command c = {argv, NULL, NULL, BLITZ_STDIO_NULL, BLITZ_STDIO_NULL, BLITZ_STDIO_NULL};
+    tpc_kill s;
+    memset(&s, 0, sizeof s);
+    CHECK_OK(blitz_process_spawn(rt, &c, &s.child));
+    blitz_child copy = s.child;
+    blitz_task *t;
+    CHECK_OK(blitz_spawn(rt, tpc_wait_forever_poll, &s, sizeof s, &t));
+    while (tp_stats(rt).jobs_run < 1)
+        tu_sleep_ms(1);
+    CHECK_OK(blitz_runtime_shutdown(rt));
+    CHECK_EQ(blitz_task_status(t), BLITZ_ECANCELED);
+    blitz_task_release(&t);
+    blitz_wait_op st;
+    CHECK_EQ(blitz_process_try_wait(&copy, &st), 0);
+    CHECK_OK(blitz_process_kill(&copy, TPC_SIGKILL));
+    while (blitz_process_try_wait(&copy, &st) != 1)
+        tu_sleep_ms(1);
+    CHECK_EQ(st.signal, TPC_SIGKILL);
+    CHECK_OK(blitz_process_release(&copy));
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
