@@ -1,8 +1,8 @@
-#define TPC_SIGKILL 9 /* SIGKILL, also where signal.h lacks it */
-
 /* Processes with this test binary as the child (`--proc-child WHAT ...`,
  * see tpc_child_main), so that they run the same on every platform
  * (included by tests/test_pool.c). */
+
+#define TPC_SIGKILL 9 /* SIGKILL, also where signal.h lacks it */
 
 /* The child's side: returns its exit code. */
 static int tpc_child_main(int argc, char **argv) {

@@ -398,7 +398,8 @@ BLITZ_API int blitz_process_kill(blitz_child *child, int signo) {
     if (p->reaped) {
         rc = BLITZ_ESRCH;
     } else if (signo && WaitForSingleObject(p->process, 0) == WAIT_TIMEOUT) {
-        /* Ended already but not reaped: like a zombie, no effect. */
+        /* Still running (one that ended but is not reaped is left alone,
+         * like a zombie on POSIX: its status stays its own). */
         if (!p->killed_by)
             p->killed_by = signo;
         UINT code = (UINT)(128 + p->killed_by);
