@@ -128,7 +128,7 @@ What is in this version
   copy with splice / sendfile) and a graceful-shutdown coordinator (see
   10. STREAMS, PIPES AND COPY and 11.6 GRACEFUL SHUTDOWN).
 
-blitz DOES NOT yet have: processes, Unix sockets or blitz_stream_pipe on
+blitz DOES NOT yet have: Unix sockets or the file ops of api_fs.h on
 Windows (see PLATFORMS), or TLS.
 
 PLATFORMS
@@ -146,7 +146,7 @@ PLATFORMS
   shutdown, close with ops in flight, addresses and options; UDP bind,
   send_to / recv_from, connected UDP and multicast options; the op
   forms of all these, blitz_serve and blitz_tcp_connect_host (with its
-  op form); streams over sockets and files, custom streams, the
+  op form); streams over sockets, pipes and files, custom streams, the
   buffered reader and writer, and blitz_copy, which there always moves
   the bytes through its buffer (a socket stream's fd is -1, a file
   stream takes a C runtime descriptor, as the file ops below give). A
@@ -171,7 +171,9 @@ PLATFORMS
   console's control events: Ctrl-C is SIGINT, Ctrl-Break
   BLITZ_SIGBREAK, the console closing BLITZ_SIGHUP, logoff and shutdown
   BLITZ_SIGLOGOFF and BLITZ_SIGSHUTDOWN (blitz_shutdown_new listens to
-  Ctrl-C, Ctrl-Break and close by default). Pipes too, on the port:
+  Ctrl-C, Ctrl-Break and close by default); processes (11.5,
+  CreateProcessW; what differs there is said in that section). Pipes
+  too, on the port:
   blitz_pipe gives two overlapped pipe ends, and the descriptor ops
   (blitz_fd_* and their op forms) are ReadFile / WriteFile on a pipe
   end (the writer's close is the end of the stream, a write after the
@@ -185,9 +187,9 @@ PLATFORMS
   Windows, and not declared there (a use does not compile): Unix
   sockets (Windows has AF_UNIX stream sockets since 10 1803, but wine
   8, where blitz is tested, has none), blitz_sock_fd (a SOCKET does
-  not fit an int), blitz_stream_pipe, and in 11 the file ops of
-  api_fs.h (seek, chmod, copies, trees, directory readers, ...) and
-  processes. Tested under wine 8 only (make test-windows), never on
+  not fit an int), and in 11 the file ops of
+  api_fs.h (seek, chmod, copies, trees, directory readers, ...).
+  Tested under wine 8 only (make test-windows), never on
   real Windows: wine's own socket layer, not the kernel's AFD, carries
   every op there, so the kernel's behaviour under load, cancel races at
   the driver and the skip-on-success completion mode are what only
@@ -1179,6 +1181,26 @@ blitz_process_release closes only fields that are not -1.
     static const char *const argv[] = {"sh", "-c", "echo hi; exit 3", NULL};
     BLITZ_AWAIT(s, blitz_process_output(cx, &s->out, &s->cmd, NULL, 0));
     // with s->cmd = {argv}: s->out.out is "hi\n", s->out.exited 1, .code 3
+
+On Windows: CreateProcessW with no console window. argv becomes a
+command line quoted as the Microsoft C runtime parses it back (any
+argument round-trips to a child that uses that runtime; argv[0] may not
+hold a double quote: BLITZ_EINVAL); the program is looked up as
+CreateProcessW does (the parent's directory, the current directory,
+the system directories, then PATH, adding .exe), not as on POSIX. env
+is turned into a UTF-16 block sorted by name (programs expect
+SystemRoot in it). A child inherits only its own stdio handles (a
+handle list), never a pipe end of a child spawned at the same moment.
+BLITZ_STDIO_NULL is the NUL device. The parent's pipe ends are C
+runtime descriptors over overlapped pipe handles (the file ops and
+blitz_sock_adopt take them); the child's are plain ones. Each child
+runs in a job object of its own: blitz_process_kill with any signal
+number but 0 ends it and what it started (TerminateJobObject, exit code
+128 + signo), and its wait then says exited 0, signal = that number; 0
+only checks that it was not reaped. A normal end is exited 1 and code,
+the exit code as an int (NTSTATUS codes such as 0xC0000005 come out
+negative); core_dumped is 0. Releasing lets the child run on, as on
+POSIX (the job is not killed when closed); there is nothing to reap.
 
 Examples: examples/file_copy.c, examples/process_pipeline.c.
 
@@ -4241,11 +4263,11 @@ BLITZ_API int blitz_signal_deinit(blitz_signal *s);
  *   s->wait.exited ? s->wait.code : s->wait.signal
  *   blitz_process_release(&s->child);
  *
- * Waiting runs on a pool thread, which sleeps on the child's pidfd (Linux)
- * or polls with a short sleep elsewhere, and notices within 50 ms that its
- * op was cancelled or the runtime is shutting down: a wait never holds up
- * shutdown. A child is reaped exactly once, and kill never signals a
- * process id that was reaped and may have been reused.
+ * Waiting runs on a pool thread, which sleeps on the child's pidfd (Linux),
+ * its process handle (Windows) or polls with a short sleep elsewhere, and notices within 50 ms that
+ * its op was cancelled or the runtime is shutting down: a wait never holds up shutdown. A child is
+ * reaped exactly once, and kill never signals a process id that was reaped and may have been
+ * reused.
  *
  * The exit status needs the child to be reaped by blitz: with SIGCHLD set
  * to SIG_IGN (also when inherited from the parent across exec) the kernel
@@ -4262,7 +4284,8 @@ typedef enum blitz_stdio {
 
 typedef struct blitz_command {
     /* argv[0] is the program: a path (with a '/') or a name looked up in
-     * PATH. NULL-terminated. */
+     * PATH (Windows: as CreateProcessW looks it up, see the manual).
+     * NULL-terminated. */
     const char *const *argv;
     /* The whole environment ("NAME=value", NULL-terminated), or NULL to
      * inherit this process's. */
@@ -4290,7 +4313,6 @@ typedef struct blitz_child {
  * cwd), BLITZ_EACCES (not executable), BLITZ_ENOEXEC, BLITZ_ENOMEM, or
  * another exec or fork error: errors of the exec in the child are
  * reported here, not as an exit code. */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_process_spawn(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child);
 
 typedef struct blitz_wait_op {
@@ -4356,7 +4378,6 @@ BLITZ_API void blitz_process_output_cancel(blitz_cx *cx, void *op);
  * `cmd` and `input` must stay valid until the op's first poll. */
 BLITZ_API blitz_op blitz_op_process_output(blitz_output_op *op, const blitz_command *cmd,
                                            const void *input, size_t input_len);
-#endif
 /* ====[ END src/api/api_pool.h ]=========================================== */
 /* ----[ RESUME src/api/blitz_api.h ] */
 /* ====[ BEGIN src/api/api_fs.h ]=========================================== */
@@ -4651,9 +4672,7 @@ struct blitz_stream {
  * BLITZ_EINVAL for NULL. On Windows a socket stream's fd is -1 (a SOCKET
  * is no int). */
 BLITZ_API int blitz_stream_socket(blitz_stream *st, blitz_socket *s, unsigned flags);
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_stream_pipe(blitz_stream *st, blitz_socket *s, unsigned flags);
-#endif
 /* A stream over an open file descriptor: reads and writes at the file
  * position, on the blocking pool (Windows: a C runtime descriptor, as
  * blitz_fs_open gives). */
@@ -25135,6 +25154,26 @@ static int64_t blitz__wfs_io_err(void) {
     return e == ERROR_ACCESS_DENIED ? BLITZ_EBADF : blitz__from_win32(e);
 }
 
+/* A read or write at the position of a pipe, which may be overlapped (a
+ * child's pipe end: ReadFile without an OVERLAPPED is not defined for
+ * those). An OVERLAPPED with an event works for both kinds; pipes have
+ * no offset to misread. -1 when h is not a pipe. */
+static int blitz__wfs_pipe_io(HANDLE h, int write, void *buf, DWORD want, DWORD *got) {
+    if (GetFileType(h) != FILE_TYPE_PIPE)
+        return -1;
+    OVERLAPPED ov;
+    memset(&ov, 0, sizeof ov);
+    if (!(ov.hEvent = CreateEventW(NULL, TRUE, FALSE, NULL)))
+        return 0;
+    BOOL ok = write ? WriteFile(h, buf, want, NULL, &ov) : ReadFile(h, buf, want, NULL, &ov);
+    if (ok || GetLastError() == ERROR_IO_PENDING)
+        ok = GetOverlappedResult(h, &ov, got, TRUE);
+    DWORD e = GetLastError();
+    CloseHandle(ov.hEvent);
+    SetLastError(e);
+    return ok ? 1 : 0;
+}
+
 /* Reads once (at most len bytes; 0 at the end). At an offset the file
  * position is put back afterwards. */
 static int64_t blitz__wfs_read(HANDLE h, void *buf, size_t len, int64_t off) {
@@ -25142,7 +25181,8 @@ static int64_t blitz__wfs_read(HANDLE h, void *buf, size_t len, int64_t off) {
         return BLITZ_EBADF;
     DWORD want = len > 0x40000000u ? 0x40000000u : (DWORD)len, got = 0;
     if (off < 0) {
-        if (ReadFile(h, buf, want, &got, NULL))
+        int piped = blitz__wfs_pipe_io(h, 0, buf, want, &got);
+        if (piped == 1 || (piped < 0 && ReadFile(h, buf, want, &got, NULL)))
             return got;
         DWORD e = GetLastError();
         return e == ERROR_BROKEN_PIPE || e == ERROR_HANDLE_EOF ? 0
@@ -25194,7 +25234,8 @@ static int64_t blitz__wfs_write(HANDLE h, const char *p, size_t len, int64_t off
             ov.OffsetHigh = (DWORD)(at >> 32);
             pov = &ov;
         }
-        if (!WriteFile(h, p + done, want, &n, pov)) {
+        int piped = pov ? -1 : blitz__wfs_pipe_io(h, 1, (void *)(uintptr_t)(p + done), want, &n);
+        if (piped == 0 || (piped < 0 && !WriteFile(h, p + done, want, &n, pov))) {
             rc = blitz__wfs_io_err();
             break;
         }
@@ -28622,11 +28663,73 @@ BLITZ_API blitz_op blitz_op_signal_recv(blitz_signal *s) {
  * reset them. exec failures travel back through a close-on-exec pipe. */
 /* src/io/io.h already included */
 
+#if BLITZ__HAS_IO || BLITZ__WIN32
+/* What both platforms share: the argument checks, the ops' front ends
+ * (below), and the primitives each platform defines (here for POSIX,
+ * process_win32.c for Windows). A status is a waitpid status on POSIX,
+ * an exit code or the kill that ended the child on Windows. */
+
+#define BLITZ__PROC_TICK_MS 50
+#ifdef SIGKILL
+#define BLITZ__SIGKILL SIGKILL
+#else
+#define BLITZ__SIGKILL 9
+#endif
+
+typedef struct {
+    blitz__pool_rec base;
+    blitz_child child;
+    char *input; /* a copy */
+    size_t input_len;
+    int result, exited, code, signal;
+    char *out, *err;
+    size_t out_len, err_len;
+} blitz__output_rec;
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} blitz__outbuf;
+
+static void blitz__proc_ref(blitz__proc *p);
+static void blitz__proc_unref(blitz__proc *p);
+/* Takes the status without blocking; 1 once the child has ended. */
+static int blitz__proc_try_reap(blitz__proc *p, int64_t *status);
+/* Waits on a pool thread; 1 when reaped, 0 when the op gave up. */
+static int blitz__proc_wait_blocking(blitz__pool_rec *rec, blitz__proc *p, int64_t *status);
+/* BLITZ_OK and the fields, or BLITZ_ECHILD (the status was lost). */
+static int blitz__decode_status(int64_t st, int *exited, int *code, int *sig, int *core);
+static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child);
+static int blitz__release_child(blitz_runtime *rt, blitz_child *child);
+/* Feeds the input and collects stdout and stderr until both end. */
+static int blitz__output_pump(blitz__output_rec *o);
+/* Ends a child nobody will read from and reaps it. */
+static void blitz__output_end_child(blitz_child *c);
+
+static int blitz__stdio_valid(blitz_stdio m) {
+    return m == BLITZ_STDIO_INHERIT || m == BLITZ_STDIO_NULL || m == BLITZ_STDIO_PIPE;
+}
+
+/* Clears *child, then BLITZ_EINVAL, BLITZ_ESHUTDOWN or 0. */
+static int blitz__spawn_check(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child) {
+    if (child) {
+        memset(child, 0, sizeof *child);
+        child->stdin_fd = child->stdout_fd = child->stderr_fd = -1;
+    }
+    if (!rt || !cmd || !child || !cmd->argv || !cmd->argv[0] || !*cmd->argv[0] ||
+        !blitz__stdio_valid(cmd->stdin_mode) || !blitz__stdio_valid(cmd->stdout_mode) ||
+        !blitz__stdio_valid(cmd->stderr_mode))
+        return BLITZ_EINVAL;
+    if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+        return BLITZ_ESHUTDOWN;
+    return 0;
+}
+#endif
+
 #if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 extern char **environ;
 
-#define BLITZ__PROC_TICK_MS 50
 /* The status of a child that something else reaped: lost. */
 #define BLITZ__PROC_STATUS_LOST (-1)
 
@@ -28655,7 +28758,7 @@ static void blitz__proc_ref(blitz__proc *p) {
 }
 
 /* Reaps without blocking. Returns 1 once reaped (now or before). */
-static int blitz__proc_try_reap(blitz__proc *p, int *status) {
+static int blitz__proc_try_reap(blitz__proc *p, int64_t *status) {
     blitz__mutex_lock(&p->lock);
     if (!p->reaped) {
         int st;
@@ -28695,7 +28798,7 @@ static void blitz__proc_nap(blitz__proc *p, uint32_t *backoff_ms) {
 
 /* BLITZ_ECHILD (every field 0) when the status was lost, else BLITZ_OK
  * and the fields. */
-static int blitz__decode_status(int st, int *exited, int *code, int *sig, int *core) {
+static int blitz__decode_status(int64_t st, int *exited, int *code, int *sig, int *core) {
     if (st == BLITZ__PROC_STATUS_LOST) {
         *exited = *code = *sig = 0;
         if (core)
@@ -28872,21 +28975,10 @@ static int blitz__spawn_posix(const char *path, const blitz_command *cmd, char *
 }
 #endif
 
-static int blitz__stdio_valid(blitz_stdio m) {
-    return m == BLITZ_STDIO_INHERIT || m == BLITZ_STDIO_NULL || m == BLITZ_STDIO_PIPE;
-}
-
 static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child) {
-    if (child) {
-        memset(child, 0, sizeof *child);
-        child->stdin_fd = child->stdout_fd = child->stderr_fd = -1;
-    }
-    if (!rt || !cmd || !child || !cmd->argv || !cmd->argv[0] || !*cmd->argv[0] ||
-        !blitz__stdio_valid(cmd->stdin_mode) || !blitz__stdio_valid(cmd->stdout_mode) ||
-        !blitz__stdio_valid(cmd->stderr_mode))
-        return BLITZ_EINVAL;
-    if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
-        return BLITZ_ESHUTDOWN;
+    int rc0 = blitz__spawn_check(rt, cmd, child);
+    if (rc0 != 0)
+        return rc0;
     char *resolved = NULL;
     int rc = blitz__resolve_program(cmd->argv[0], &resolved);
     if (rc != 0)
@@ -28985,97 +29077,13 @@ static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, bli
     return BLITZ_OK;
 }
 
-BLITZ_API int blitz_process_spawn(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child) {
-    return blitz__spawn_process(rt, cmd, child);
-}
-
-/* ---- waiting ------------------------------------------------------------------ */
-
-typedef struct {
-    blitz__pool_rec base;
-    blitz__proc *proc;
-    int status, reaped;
-} blitz__wait_rec;
-
-/* Waits for the child on a pool thread; 1 when reaped, 0 when it gave up. */
-static int blitz__proc_wait_blocking(blitz__pool_rec *rec, blitz__proc *p, int *status) {
+static int blitz__proc_wait_blocking(blitz__pool_rec *rec, blitz__proc *p, int64_t *status) {
     uint32_t backoff = 1;
     while (!blitz__proc_try_reap(p, status)) {
         if (blitz__pool_rec_give_up(rec))
             return 0;
         blitz__proc_nap(p, &backoff);
     }
-    return 1;
-}
-
-static void blitz__wait_exec(blitz__pool_rec *rec, int cancelled) {
-    blitz__wait_rec *w = (blitz__wait_rec *)rec;
-    w->reaped = !cancelled && blitz__proc_wait_blocking(rec, w->proc, &w->status);
-}
-
-static void blitz__wait_discard(blitz__pool_rec *rec) {
-    blitz__proc_unref(((blitz__wait_rec *)rec)->proc);
-}
-
-static void blitz__wait_fill(blitz_wait_op *op, int st) {
-    op->result = blitz__decode_status(st, &op->exited, &op->code, &op->signal, &op->core_dumped);
-}
-
-BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_child *child) {
-    if (!op)
-        return BLITZ_READY;
-    blitz__pool_rec *done;
-    if (!blitz__pool_op_idle(&op->blitz__op)) {
-        if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
-            return blitz__pending(cx, blitz_process_wait_cancel, op);
-        blitz__wait_rec *w = (blitz__wait_rec *)done;
-        if (w->reaped)
-            blitz__wait_fill(op, w->status);
-        else
-            op->result = BLITZ_ECANCELED;
-        blitz__pool_rec_free(done);
-        return BLITZ_READY;
-    }
-    if (!cx || !child || !child->blitz__handle) {
-        op->result = BLITZ_EINVAL;
-        return BLITZ_READY;
-    }
-    /* Already reaped: no thread needed. */
-    int st;
-    if (blitz__proc_try_reap(child->blitz__handle, &st)) {
-        blitz__wait_fill(op, st);
-        return BLITZ_READY;
-    }
-    blitz__wait_rec *w =
-        (blitz__wait_rec *)blitz__pool_rec_new(sizeof *w, blitz__wait_exec, blitz__wait_discard);
-    if (!w) {
-        op->result = BLITZ_ENOMEM;
-        return BLITZ_READY;
-    }
-    blitz__proc_ref(child->blitz__handle);
-    w->proc = child->blitz__handle;
-    int err = 0;
-    if (blitz__pool_op_start(cx, &op->blitz__op, &w->base, &err) == BLITZ_PENDING)
-        return blitz__pending(cx, blitz_process_wait_cancel, op);
-    op->result = err;
-    return BLITZ_READY;
-}
-
-BLITZ_API void blitz_process_wait_cancel(blitz_cx *cx, void *p) {
-    (void)cx;
-    blitz_wait_op *w = (blitz_wait_op *)p;
-    if (w)
-        blitz__pool_op_cancel(&w->blitz__op);
-}
-
-BLITZ_API int blitz_process_try_wait(blitz_child *child, blitz_wait_op *status) {
-    if (!child || !child->blitz__handle || !status)
-        return BLITZ_EINVAL;
-    int st;
-    if (!blitz__proc_try_reap(child->blitz__handle, &st))
-        return 0;
-    status->result = blitz__decode_status(st, &status->exited, &status->code, &status->signal,
-                                          &status->core_dumped);
     return 1;
 }
 
@@ -29091,11 +29099,6 @@ BLITZ_API int blitz_process_kill(blitz_child *child, int signo) {
     return rc;
 }
 
-BLITZ_API int blitz_process_terminate(blitz_child *child) {
-    return blitz_process_kill(child, SIGTERM);
-}
-
-/* A released child that was still running: a detached pool job reaps it. */
 typedef struct {
     blitz__proc *p;
 } blitz__reaper_state;
@@ -29104,7 +29107,7 @@ static void blitz__reaper_fn(void *state) {
     blitz__proc *p = ((blitz__reaper_state *)state)->p;
     blitz_runtime *rt = p->rt;
     uint32_t backoff = 1;
-    int st;
+    int64_t st;
     while (!blitz__proc_try_reap(p, &st) && !(rt && blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)))
         blitz__proc_nap(p, &backoff);
 }
@@ -29121,7 +29124,7 @@ static int blitz__release_child(blitz_runtime *rt, blitz_child *child) {
     blitz__close_fd(&child->stderr_fd);
     blitz__proc *p = child->blitz__handle;
     child->blitz__handle = NULL;
-    int st;
+    int64_t st;
     if (!blitz__proc_try_reap(p, &st) && rt) {
         blitz__reaper_state rs = {p};
         blitz_blocking_opts o = {blitz__reaper_fn, &rs, sizeof rs, blitz__reaper_drop};
@@ -29136,23 +29139,6 @@ BLITZ_API int blitz_process_release(blitz_child *child) {
     return blitz__release_child(child && child->blitz__handle ? child->blitz__handle->rt : NULL,
                                 child);
 }
-
-/* ---- collecting output ------------------------------------------------------------ */
-
-typedef struct {
-    blitz__pool_rec base;
-    blitz_child child;
-    char *input; /* a copy */
-    size_t input_len;
-    int result, exited, code, signal;
-    char *out, *err;
-    size_t out_len, err_len;
-} blitz__output_rec;
-
-typedef struct {
-    char *buf;
-    size_t len, cap;
-} blitz__outbuf;
 
 static int blitz__output_pump(blitz__output_rec *o) {
     blitz_child *c = &o->child;
@@ -29238,16 +29224,112 @@ static int blitz__output_pump(blitz__output_rec *o) {
 /* Ends a child nobody will read from (SIGKILL) and reaps it. */
 static void blitz__output_end_child(blitz_child *c) {
     blitz_process_kill(c, SIGKILL);
-    int st;
+    int64_t st;
     uint32_t backoff = 1;
     while (!blitz__proc_try_reap(c->blitz__handle, &st))
         blitz__proc_nap(c->blitz__handle, &backoff);
 }
 
+#endif /* BLITZ__HAS_IO */
+
+#if BLITZ__HAS_IO || BLITZ__WIN32
+
+BLITZ_API int blitz_process_spawn(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child) {
+    return blitz__spawn_process(rt, cmd, child);
+}
+
+/* ---- waiting ------------------------------------------------------------------ */
+
+typedef struct {
+    blitz__pool_rec base;
+    blitz__proc *proc;
+    int64_t status;
+    int reaped;
+} blitz__wait_rec;
+
+/* Waits for the child on a pool thread; 1 when reaped, 0 when it gave up. */
+static void blitz__wait_exec(blitz__pool_rec *rec, int cancelled) {
+    blitz__wait_rec *w = (blitz__wait_rec *)rec;
+    w->reaped = !cancelled && blitz__proc_wait_blocking(rec, w->proc, &w->status);
+}
+
+static void blitz__wait_discard(blitz__pool_rec *rec) {
+    blitz__proc_unref(((blitz__wait_rec *)rec)->proc);
+}
+
+static void blitz__wait_fill(blitz_wait_op *op, int64_t st) {
+    op->result = blitz__decode_status(st, &op->exited, &op->code, &op->signal, &op->core_dumped);
+}
+
+BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_child *child) {
+    if (!op)
+        return BLITZ_READY;
+    blitz__pool_rec *done;
+    if (!blitz__pool_op_idle(&op->blitz__op)) {
+        if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
+            return blitz__pending(cx, blitz_process_wait_cancel, op);
+        blitz__wait_rec *w = (blitz__wait_rec *)done;
+        if (w->reaped)
+            blitz__wait_fill(op, w->status);
+        else
+            op->result = BLITZ_ECANCELED;
+        blitz__pool_rec_free(done);
+        return BLITZ_READY;
+    }
+    if (!cx || !child || !child->blitz__handle) {
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    /* Already reaped: no thread needed. */
+    int64_t st;
+    if (blitz__proc_try_reap(child->blitz__handle, &st)) {
+        blitz__wait_fill(op, st);
+        return BLITZ_READY;
+    }
+    blitz__wait_rec *w =
+        (blitz__wait_rec *)blitz__pool_rec_new(sizeof *w, blitz__wait_exec, blitz__wait_discard);
+    if (!w) {
+        op->result = BLITZ_ENOMEM;
+        return BLITZ_READY;
+    }
+    blitz__proc_ref(child->blitz__handle);
+    w->proc = child->blitz__handle;
+    int err = 0;
+    if (blitz__pool_op_start(cx, &op->blitz__op, &w->base, &err) == BLITZ_PENDING)
+        return blitz__pending(cx, blitz_process_wait_cancel, op);
+    op->result = err;
+    return BLITZ_READY;
+}
+
+BLITZ_API void blitz_process_wait_cancel(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz_wait_op *w = (blitz_wait_op *)p;
+    if (w)
+        blitz__pool_op_cancel(&w->blitz__op);
+}
+
+BLITZ_API int blitz_process_try_wait(blitz_child *child, blitz_wait_op *status) {
+    if (!child || !child->blitz__handle || !status)
+        return BLITZ_EINVAL;
+    int64_t st;
+    if (!blitz__proc_try_reap(child->blitz__handle, &st))
+        return 0;
+    status->result = blitz__decode_status(st, &status->exited, &status->code, &status->signal,
+                                          &status->core_dumped);
+    return 1;
+}
+
+BLITZ_API int blitz_process_terminate(blitz_child *child) {
+    return blitz_process_kill(child, SIGTERM);
+}
+
+/* A released child that was still running: a detached pool job reaps it. */
+/* ---- collecting output ------------------------------------------------------------ */
+
 static void blitz__output_exec(blitz__pool_rec *rec, int cancelled) {
     blitz__output_rec *o = (blitz__output_rec *)rec;
     int rc = cancelled ? BLITZ_ECANCELED : blitz__output_pump(o);
-    int st = 0;
+    int64_t st = 0;
     if (rc == 0 && !blitz__proc_wait_blocking(rec, o->child.blitz__handle, &st))
         rc = BLITZ_ECANCELED;
     if (rc != 0) {
@@ -29362,17 +29444,565 @@ BLITZ_API blitz_op blitz_op_process_output(blitz_output_op *op, const blitz_comm
     return blitz_op_make(blitz__output_value_poll, blitz_process_output_cancel, op);
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif
 /* ====[ END src/os/process.c ]============================================= */
+/* ====[ BEGIN src/os/process_win32.c ]===================================== */
+/* >>os/process_win32 */
+/* Processes on Windows: the platform half of process.c (spawning,
+ * reaping, kill, release, the output pump) with Win32 calls.
+ *
+ * Spawning: CreateProcessW with a command line quoted from argv as the
+ * Microsoft C runtime parses it back, a UTF-16 environment block sorted as
+ * Windows wants, no console window. The child starts suspended, joins a
+ * job object of its own (so kill ends the processes it started too) and
+ * then runs. Its stdio handles are passed by PROC_THREAD_ATTRIBUTE_HANDLE_LIST:
+ * it inherits those and nothing else, not another child's pipe ends that
+ * happen to be inheritable at the same moment.
+ *
+ * Pipes: the parent's ends are overlapped (blitz_sock_adopt can take
+ * them; the file ops wait on an event for them), the child's are plain
+ * blocking handles, as programs expect.
+ *
+ * Status: the record holds the process handle, so "reaped" only means the
+ * exit code was taken: kill never reaches another process with a reused
+ * id. A kill whose TerminateJobObject ended the child is remembered, and
+ * the child reads as killed by that signal number (exit code 128 + signo
+ * for those that look at it from outside). The job is not killed when
+ * closed: as on POSIX a released child runs on. */
+/* src/io/io.h already included */
+
+#if BLITZ__WIN32
+
+#define BLITZ__PROC_KILLED (INT64_C(1) << 32)
+
+struct blitz__proc {
+    blitz__atomic_u32 refs;
+    blitz__mutex lock;
+    HANDLE process, job; /* job: NULL when the child could not join one */
+    int reaped;
+    int killed_by; /* the signal number of a kill that ended it, or 0 */
+    int64_t status;
+    blitz_runtime *rt;
+};
+
+static void blitz__proc_unref(blitz__proc *p) {
+    /* Acq_rel: every user's accesses happen before the free. */
+    if (blitz__u32_fetch_sub(&p->refs, 1, BLITZ__ACQ_REL) != 1)
+        return;
+    CloseHandle(p->process);
+    if (p->job)
+        CloseHandle(p->job);
+    blitz__mutex_destroy(&p->lock);
+    blitz__free(p);
+}
+
+static void blitz__proc_ref(blitz__proc *p) {
+    blitz__u32_fetch_add(&p->refs, 1, BLITZ__RELAXED);
+}
+
+static int blitz__proc_try_reap(blitz__proc *p, int64_t *status) {
+    blitz__mutex_lock(&p->lock);
+    if (!p->reaped && WaitForSingleObject(p->process, 0) == WAIT_OBJECT_0) {
+        DWORD code = 0;
+        GetExitCodeProcess(p->process, &code);
+        p->reaped = 1;
+        p->status = p->killed_by && code == (DWORD)(128 + p->killed_by)
+                        ? BLITZ__PROC_KILLED | p->killed_by
+                        : (int64_t)code;
+    }
+    int done = p->reaped;
+    if (done)
+        *status = p->status;
+    blitz__mutex_unlock(&p->lock);
+    return done;
+}
+
+static int blitz__proc_wait_blocking(blitz__pool_rec *rec, blitz__proc *p, int64_t *status) {
+    while (!blitz__proc_try_reap(p, status)) {
+        if (blitz__pool_rec_give_up(rec))
+            return 0;
+        WaitForSingleObject(p->process, BLITZ__PROC_TICK_MS);
+    }
+    return 1;
+}
+
+/* Exit codes are DWORDs: `code` is that value as an int (NTSTATUS codes
+ * such as 0xC0000005 come out negative). */
+static int blitz__decode_status(int64_t st, int *exited, int *code, int *sig, int *core) {
+    int killed = (st & BLITZ__PROC_KILLED) != 0;
+    *exited = !killed;
+    *code = killed ? 0 : (int)(uint32_t)st;
+    *sig = killed ? (int)(st & 0xff) : 0;
+    if (core)
+        *core = 0;
+    return BLITZ_OK;
+}
+
+/* ---- spawning ------------------------------------------------------------------ */
+
+typedef struct {
+    wchar_t *buf;
+    size_t len, cap;
+    int err;
+} blitz__wbuf;
+
+static void blitz__wbuf_put(blitz__wbuf *b, const wchar_t *s, size_t n) {
+    if (b->err)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = (b->len + n + 1) * 2;
+        wchar_t *nb = (wchar_t *)blitz__malloc(cap * sizeof *nb);
+        if (!nb) {
+            b->err = BLITZ_ENOMEM;
+            return;
+        }
+        if (b->len)
+            memcpy(nb, b->buf, b->len * sizeof *nb);
+        blitz__free(b->buf);
+        b->buf = nb;
+        b->cap = cap;
+    }
+    memcpy(b->buf + b->len, s, n * sizeof *s);
+    b->len += n;
+    b->buf[b->len] = 0;
+}
+
+static void blitz__wbuf_rep(blitz__wbuf *b, wchar_t c, size_t n) {
+    while (n--)
+        blitz__wbuf_put(b, &c, 1);
+}
+
+/* One argument as the C runtime's parser reads it back: quoted when it is
+ * empty or has blanks or quotes; inside quotes, backslashes are literal
+ * unless they precede a quote (or the closing quote), where they double. */
+static void blitz__quote_arg(blitz__wbuf *b, const wchar_t *a) {
+    if (*a && !wcspbrk(a, L" \t\n\v\"")) {
+        blitz__wbuf_put(b, a, wcslen(a));
+        return;
+    }
+    blitz__wbuf_put(b, L"\"", 1);
+    for (;; a++) {
+        size_t slashes = 0;
+        while (*a == L'\\')
+            a++, slashes++;
+        if (!*a) {
+            blitz__wbuf_rep(b, L'\\', slashes * 2);
+            break;
+        }
+        if (*a == L'"') {
+            blitz__wbuf_rep(b, L'\\', slashes * 2 + 1);
+        } else {
+            blitz__wbuf_rep(b, L'\\', slashes);
+        }
+        blitz__wbuf_put(b, a, 1);
+    }
+    blitz__wbuf_put(b, L"\"", 1);
+}
+
+/* The command line. argv[0] is read by other rules (up to the next quote,
+ * no escapes): it is quoted whole and may not hold a quote. */
+static int blitz__command_line(const char *const *argv, wchar_t **out) {
+    blitz__wbuf b = {NULL, 0, 0, 0};
+    for (size_t i = 0; argv[i] && !b.err; i++) {
+        int err = 0;
+        wchar_t *w = blitz__utf16(argv[i], &err);
+        if (!w) {
+            b.err = err;
+            break;
+        }
+        if (i == 0) {
+            if (wcschr(w, L'"'))
+                b.err = BLITZ_EINVAL;
+            blitz__wbuf_put(&b, L"\"", 1);
+            blitz__wbuf_put(&b, w, wcslen(w));
+            blitz__wbuf_put(&b, L"\"", 1);
+        } else {
+            blitz__wbuf_put(&b, L" ", 1);
+            blitz__quote_arg(&b, w);
+        }
+        blitz__free(w);
+    }
+    if (b.err) {
+        blitz__free(b.buf);
+        return b.err;
+    }
+    *out = b.buf;
+    return 0;
+}
+
+/* Names compare without case, as Windows looks them up. */
+static int blitz__env_cmp(const void *a, const void *b) {
+    const wchar_t *x = *(const wchar_t *const *)a, *y = *(const wchar_t *const *)b;
+    for (;; x++, y++) {
+        wchar_t cx = *x == L'=' ? 0 : towupper(*x), cy = *y == L'=' ? 0 : towupper(*y);
+        if (cx != cy || !cx)
+            return cx < cy ? -1 : cx > cy;
+    }
+}
+
+/* "A=1\0B=2\0\0", sorted by name (CreateProcessW's documented order). */
+static int blitz__env_block(const char *const *env, wchar_t **out) {
+    size_t n = 0;
+    while (env[n])
+        n++;
+    wchar_t **vars = (wchar_t **)blitz__calloc((n + 1) * sizeof *vars);
+    if (!vars)
+        return BLITZ_ENOMEM;
+    int err = 0;
+    for (size_t i = 0; i < n && !err; i++)
+        vars[i] = blitz__utf16(env[i], &err);
+    blitz__wbuf b = {NULL, 0, 0, err};
+    if (!err) {
+        qsort(vars, n, sizeof *vars, blitz__env_cmp);
+        for (size_t i = 0; i < n; i++)
+            blitz__wbuf_put(&b, vars[i], wcslen(vars[i]) + 1);
+        blitz__wbuf_put(&b, L"\0", n ? 1 : 2);
+    }
+    for (size_t i = 0; i < n; i++)
+        blitz__free(vars[i]);
+    blitz__free(vars);
+    if (b.err) {
+        blitz__free(b.buf);
+        return b.err;
+    }
+    *out = b.buf;
+    return 0;
+}
+
+static void blitz__close_handle(HANDLE *h) {
+    if (*h && *h != INVALID_HANDLE_VALUE)
+        CloseHandle(*h);
+    *h = NULL;
+}
+
+/* A parent's end as a C runtime descriptor (taking the handle). */
+static int blitz__proc_crt_fd(HANDLE *h, int writable) {
+    int fd = _open_osfhandle((intptr_t)*h,
+                             (writable ? _O_WRONLY : _O_RDONLY) | _O_BINARY | _O_NOINHERIT);
+    if (fd >= 0)
+        *h = NULL;
+    return fd;
+}
+
+static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child) {
+    int rc = blitz__spawn_check(rt, cmd, child);
+    if (rc != 0)
+        return rc;
+    wchar_t *line = NULL, *envb = NULL, *cwd = NULL;
+    HANDLE parent[3] = {NULL, NULL, NULL}, kid[3] = {NULL, NULL, NULL}, nul = NULL;
+    int fds[3] = {-1, -1, -1};
+    LPPROC_THREAD_ATTRIBUTE_LIST attrs = NULL;
+    PROCESS_INFORMATION pi;
+    memset(&pi, 0, sizeof pi);
+    blitz__proc *p = NULL;
+    rc = blitz__command_line(cmd->argv, &line);
+    if (rc == 0 && cmd->env)
+        rc = blitz__env_block(cmd->env, &envb);
+    if (rc == 0 && cmd->cwd && !(cwd = blitz__utf16(cmd->cwd, &rc)))
+        goto out;
+    const blitz_stdio modes[3] = {cmd->stdin_mode, cmd->stdout_mode, cmd->stderr_mode};
+    static const DWORD std_ids[3] = {STD_INPUT_HANDLE, STD_OUTPUT_HANDLE, STD_ERROR_HANDLE};
+    for (int i = 0; i < 3 && rc == 0; i++) {
+        if (modes[i] == BLITZ_STDIO_PIPE) {
+            /* stdin: the child reads; stdout/stderr: it writes. */
+            HANDLE r, w;
+            rc = blitz__win_pipe_pair(
+                &r, &w,
+                i == 0 ? BLITZ__WPIPE_WRITE_OVERLAPPED | BLITZ__WPIPE_READ_INHERIT
+                       : BLITZ__WPIPE_READ_OVERLAPPED | BLITZ__WPIPE_WRITE_INHERIT,
+                0);
+            if (rc == 0) {
+                kid[i] = i == 0 ? r : w;
+                parent[i] = i == 0 ? w : r;
+            }
+        } else if (modes[i] == BLITZ_STDIO_NULL) {
+            SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, TRUE};
+            if (!nul) {
+                nul = CreateFileW(L"NUL", GENERIC_READ | GENERIC_WRITE,
+                                  FILE_SHARE_READ | FILE_SHARE_WRITE, &sa, OPEN_EXISTING, 0, NULL);
+                if (nul == INVALID_HANDLE_VALUE) {
+                    nul = NULL;
+                    rc = blitz__from_win32(GetLastError());
+                }
+            }
+            kid[i] = nul;
+        } else {
+            /* The parent's own, duplicated inheritable (it may not be). */
+            HANDLE own = GetStdHandle(std_ids[i]);
+            if (own && own != INVALID_HANDLE_VALUE &&
+                !DuplicateHandle(GetCurrentProcess(), own, GetCurrentProcess(), &kid[i], 0, TRUE,
+                                 DUPLICATE_SAME_ACCESS))
+                kid[i] = NULL;
+        }
+    }
+    if (rc != 0)
+        goto out;
+    /* The handle list names each handle once. */
+    HANDLE list[3];
+    DWORD nlist = 0;
+    for (int i = 0; i < 3; i++) {
+        int seen = !kid[i];
+        for (DWORD k = 0; k < nlist && !seen; k++)
+            seen = list[k] == kid[i];
+        if (!seen)
+            list[nlist++] = kid[i];
+    }
+    SIZE_T size = 0;
+    InitializeProcThreadAttributeList(NULL, 1, 0, &size);
+    attrs = (LPPROC_THREAD_ATTRIBUTE_LIST)blitz__malloc(size);
+    p = (blitz__proc *)blitz__calloc(sizeof *p);
+    if (!attrs || !p || blitz__mutex_init(&p->lock) != 0) {
+        blitz__free(p);
+        p = NULL;
+        rc = BLITZ_ENOMEM;
+        goto out;
+    }
+    if (!InitializeProcThreadAttributeList(attrs, 1, 0, &size)) {
+        blitz__free(attrs);
+        attrs = NULL;
+        rc = blitz__from_win32(GetLastError());
+        goto out;
+    }
+    if (nlist && !UpdateProcThreadAttribute(attrs, 0, PROC_THREAD_ATTRIBUTE_HANDLE_LIST, list,
+                                            nlist * sizeof list[0], NULL, NULL)) {
+        rc = blitz__from_win32(GetLastError());
+        goto out;
+    }
+    STARTUPINFOEXW si;
+    memset(&si, 0, sizeof si);
+    si.StartupInfo.cb = sizeof si;
+    si.StartupInfo.dwFlags = STARTF_USESTDHANDLES;
+    si.StartupInfo.hStdInput = kid[0];
+    si.StartupInfo.hStdOutput = kid[1];
+    si.StartupInfo.hStdError = kid[2];
+    si.lpAttributeList = attrs;
+    DWORD flags = CREATE_UNICODE_ENVIRONMENT | CREATE_NO_WINDOW | CREATE_SUSPENDED |
+                  EXTENDED_STARTUPINFO_PRESENT;
+    if (!CreateProcessW(NULL, line, NULL, NULL, nlist != 0, flags, envb, cwd, &si.StartupInfo,
+                        &pi)) {
+        DWORD e = GetLastError();
+        /* A missing working directory reads as such, not as "not a directory". */
+        rc = e == ERROR_DIRECTORY        ? BLITZ_ENOENT
+             : e == ERROR_BAD_EXE_FORMAT ? BLITZ_ENOEXEC
+                                         : blitz__from_win32(e);
+        goto out;
+    }
+    p->job = CreateJobObjectW(NULL, NULL);
+    if (p->job && !AssignProcessToJobObject(p->job, pi.hProcess))
+        blitz__close_handle(&p->job);
+    ResumeThread(pi.hThread);
+    CloseHandle(pi.hThread);
+    for (int i = 0; i < 3 && rc == 0; i++)
+        if (parent[i] && (fds[i] = blitz__proc_crt_fd(&parent[i], i == 0)) < 0)
+            rc = BLITZ_EMFILE;
+    if (rc != 0) {
+        /* Nobody could talk to it: end it rather than leave it running. */
+        TerminateProcess(pi.hProcess, 1);
+        WaitForSingleObject(pi.hProcess, INFINITE);
+        CloseHandle(pi.hProcess);
+        blitz__close_handle(&p->job);
+        goto out;
+    }
+    blitz__u32_store(&p->refs, 1, BLITZ__RELAXED);
+    p->process = pi.hProcess;
+    p->rt = rt;
+    child->pid = (int)pi.dwProcessId;
+    child->stdin_fd = fds[0];
+    child->stdout_fd = fds[1];
+    child->stderr_fd = fds[2];
+    child->blitz__handle = p;
+    p = NULL;
+out:
+    if (p) {
+        blitz__mutex_destroy(&p->lock);
+        blitz__free(p);
+    }
+    if (attrs) {
+        DeleteProcThreadAttributeList(attrs);
+        blitz__free(attrs);
+    }
+    for (int i = 0; i < 3; i++) {
+        if (kid[i] != nul)
+            blitz__close_handle(&kid[i]);
+        blitz__close_handle(&parent[i]);
+        if (rc != 0 && fds[i] >= 0)
+            _close(fds[i]);
+    }
+    blitz__close_handle(&nul);
+    blitz__free(line);
+    blitz__free(envb);
+    blitz__free(cwd);
+    return rc;
+}
+
+/* ---- kill and release ---------------------------------------------------------- */
+
+/* Every signal number ends the child (and what it started) with exit
+ * code 128 + signo; 0 only checks that it was not reaped. */
+BLITZ_API int blitz_process_kill(blitz_child *child, int signo) {
+    if (!child || !child->blitz__handle || signo < 0 || signo > 64)
+        return BLITZ_EINVAL;
+    blitz__proc *p = child->blitz__handle;
+    blitz__mutex_lock(&p->lock);
+    int rc = BLITZ_OK;
+    if (p->reaped) {
+        rc = BLITZ_ESRCH;
+    } else if (signo && WaitForSingleObject(p->process, 0) == WAIT_TIMEOUT) {
+        /* Still running (one that ended but is not reaped is left alone,
+         * like a zombie on POSIX: its status stays its own). */
+        if (!p->killed_by)
+            p->killed_by = signo;
+        UINT code = (UINT)(128 + p->killed_by);
+        BOOL ok = p->job ? TerminateJobObject(p->job, code) : TerminateProcess(p->process, code);
+        if (!ok && WaitForSingleObject(p->process, 0) == WAIT_TIMEOUT)
+            rc = blitz__from_win32(GetLastError());
+    }
+    blitz__mutex_unlock(&p->lock);
+    return rc;
+}
+
+static void blitz__close_fd(int *fd) {
+    if (*fd >= 0)
+        _close(*fd);
+    *fd = -1;
+}
+
+/* Nothing to reap on Windows: dropping the handle lets the child go. */
+static int blitz__release_child(blitz_runtime *rt, blitz_child *child) {
+    (void)rt;
+    if (!child || !child->blitz__handle)
+        return BLITZ_EINVAL;
+    blitz__close_fd(&child->stdin_fd);
+    blitz__close_fd(&child->stdout_fd);
+    blitz__close_fd(&child->stderr_fd);
+    blitz__proc *p = child->blitz__handle;
+    child->blitz__handle = NULL;
+    blitz__proc_unref(p);
+    return BLITZ_OK;
+}
+
+BLITZ_API int blitz_process_release(blitz_child *child) {
+    return blitz__release_child(NULL, child);
+}
+
+/* ---- collecting output ------------------------------------------------------------ */
+
+/* Overlapped reads of stdout and stderr and a write of the input, each
+ * with its own event, waited for together one tick at a time. */
+static int blitz__output_pump(blitz__output_rec *o) {
+    blitz_child *c = &o->child;
+    blitz__outbuf bufs[2];
+    memset(bufs, 0, sizeof bufs);
+    int *fds[3] = {&c->stdout_fd, &c->stderr_fd, &c->stdin_fd};
+    OVERLAPPED ov[3];
+    int busy[3] = {0, 0, 0};
+    memset(ov, 0, sizeof ov);
+    int rc = 0;
+    size_t written = 0;
+    if (c->stdin_fd >= 0 && o->input_len == 0)
+        blitz__close_fd(&c->stdin_fd);
+    for (int i = 0; i < 3 && rc == 0; i++)
+        if (!(ov[i].hEvent = CreateEventW(NULL, TRUE, FALSE, NULL)))
+            rc = BLITZ_ENOMEM;
+    while (rc == 0 && (c->stdout_fd >= 0 || c->stderr_fd >= 0 || c->stdin_fd >= 0)) {
+        if (blitz__pool_rec_give_up(&o->base)) {
+            rc = BLITZ_ECANCELED;
+            break;
+        }
+        HANDLE ev[3];
+        DWORD n = 0;
+        for (int i = 0; i < 3 && rc == 0; i++) {
+            if (*fds[i] < 0 || busy[i])
+                continue;
+            HANDLE h = (HANDLE)_get_osfhandle(*fds[i]);
+            BOOL ok;
+            ResetEvent(ov[i].hEvent);
+            if (i == 2) {
+                DWORD want =
+                    o->input_len - written > 65536 ? 65536 : (DWORD)(o->input_len - written);
+                ok = WriteFile(h, o->input + written, want, NULL, &ov[i]);
+            } else {
+                blitz__outbuf *b = &bufs[i];
+                if (b->len + 4096 + 1 > b->cap &&
+                    (rc = blitz__grow_buffer(&b->buf, &b->cap, b->len, b->len + 4096 + 1)) != 0)
+                    break;
+                DWORD room = (DWORD)(b->cap - b->len - 1);
+                ok = ReadFile(h, b->buf + b->len, room, NULL, &ov[i]);
+            }
+            if (ok || GetLastError() == ERROR_IO_PENDING)
+                busy[i] = 1;
+            else
+                blitz__close_fd(fds[i]); /* the other end is gone */
+        }
+        for (int i = 0; i < 3; i++)
+            if (busy[i])
+                ev[n++] = ov[i].hEvent;
+        if (rc != 0 || n == 0)
+            break;
+        WaitForMultipleObjects(n, ev, FALSE, BLITZ__PROC_TICK_MS);
+        for (int i = 0; i < 3; i++) {
+            DWORD got = 0;
+            if (!busy[i] || WaitForSingleObject(ov[i].hEvent, 0) != WAIT_OBJECT_0)
+                continue;
+            busy[i] = 0;
+            HANDLE h = (HANDLE)_get_osfhandle(*fds[i]);
+            BOOL ok = GetOverlappedResult(h, &ov[i], &got, FALSE);
+            if (i == 2) {
+                written += ok ? got : 0;
+                if (!ok || written == o->input_len)
+                    blitz__close_fd(fds[i]); /* done, or it stopped reading */
+            } else if (ok && got > 0) {
+                bufs[i].len += got;
+            } else {
+                blitz__close_fd(fds[i]);
+            }
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        if (busy[i]) {
+            HANDLE h = (HANDLE)_get_osfhandle(*fds[i]);
+            DWORD got;
+            CancelIoEx(h, &ov[i]);
+            GetOverlappedResult(h, &ov[i], &got, TRUE);
+        }
+        if (ov[i].hEvent)
+            CloseHandle(ov[i].hEvent);
+    }
+    for (int i = 0; i < 2 && rc == 0; i++)
+        if (!bufs[i].buf && (rc = blitz__grow_buffer(&bufs[i].buf, &bufs[i].cap, 0, 1)) != 0)
+            break;
+    if (rc != 0) {
+        blitz__free(bufs[0].buf);
+        blitz__free(bufs[1].buf);
+        return rc;
+    }
+    bufs[0].buf[bufs[0].len] = '\0';
+    bufs[1].buf[bufs[1].len] = '\0';
+    o->out = bufs[0].buf;
+    o->out_len = bufs[0].len;
+    o->err = bufs[1].buf;
+    o->err_len = bufs[1].len;
+    return 0;
+}
+
+static void blitz__output_end_child(blitz_child *c) {
+    blitz_process_kill(c, BLITZ__SIGKILL);
+    WaitForSingleObject(c->blitz__handle->process, INFINITE);
+    int64_t st;
+    blitz__proc_try_reap(c->blitz__handle, &st);
+}
+
+#endif /* BLITZ__WIN32 */
+/* ====[ END src/os/process_win32.c ]======================================= */
 /* ====[ BEGIN src/os/stream.c ]============================================ */
 /* >>os/stream */
 /* Byte streams: the stream vtables over sockets, descriptors and files;
  * the buffered reader and writer; copy with splice / sendfile.
  *
- * Windows has the socket, file and custom streams (sockets over the
- * completion port, files on the pool as fs_win32.c does them) and copies
- * through a buffer; the descriptor streams and the kernel copies are
- * POSIX (BLITZ__HAS_IO). */
+ * Windows has the socket, pipe, file and custom streams (sockets and
+ * pipe ends over the completion port, files on the pool as fs_win32.c
+ * does them) and copies through a buffer; the kernel copies are POSIX
+ * (BLITZ__HAS_IO). */
 /* src/io/io.h already included */
 
 #if BLITZ__HAS_SOCKETS
@@ -29409,8 +30039,6 @@ static int blitz__sock_st_shutdown(blitz_stream *st) {
 static const blitz_stream_vtable blitz__sock_vt = {blitz__sock_st_read, blitz__sock_st_write,
                                                    blitz__io_st_cancel, blitz__sock_st_shutdown};
 
-#if BLITZ__HAS_IO
-
 static blitz_poll blitz__fd_st_read(blitz_cx *cx, blitz_stream *st, void *buf, size_t len,
                                     int64_t *res) {
     if (blitz_fd_read(cx, &st->blitz__rio, st->sock, buf, len) == BLITZ_PENDING)
@@ -29438,7 +30066,6 @@ static int blitz__fd_st_shutdown(blitz_stream *st) {
 }
 static const blitz_stream_vtable blitz__fd_vt = {blitz__fd_st_read, blitz__fd_st_write,
                                                  blitz__io_st_cancel, blitz__fd_st_shutdown};
-#endif
 
 static blitz_poll blitz__file_st_read(blitz_cx *cx, blitz_stream *st, void *buf, size_t len,
                                       int64_t *res) {
@@ -29491,17 +30118,17 @@ BLITZ_API int blitz_stream_socket(blitz_stream *st, blitz_socket *s, unsigned fl
     return BLITZ_OK;
 }
 
-#if BLITZ__HAS_IO
 BLITZ_API int blitz_stream_pipe(blitz_stream *st, blitz_socket *s, unsigned flags) {
     if (!st || !s || (flags & ~BLITZ_STREAM_OWN))
         return BLITZ_EINVAL;
     blitz__stream_base(st, BLITZ_STREAM_PIPE, flags);
     st->vtable = &blitz__fd_vt;
     st->sock = s;
+#if BLITZ__HAS_IO
     st->fd = s->fd;
+#endif
     return BLITZ_OK;
 }
-#endif
 
 BLITZ_API int blitz_stream_file(blitz_stream *st, int fd, unsigned flags) {
     if (!st || fd < 0 || (flags & ~BLITZ_STREAM_OWN))

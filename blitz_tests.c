@@ -227,6 +227,8 @@ static int run_forked(const test_entry *t, double mult) {
 #endif
 
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--proc-child") == 0)
+        return tpc_child_main(argc, argv);
 #if defined(_WIN32)
     if (argc == 3 && strcmp(argv[1], "--child") == 0) {
         /* A crash ends this process with its code, no error dialog or

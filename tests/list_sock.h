@@ -26,5 +26,6 @@
     BLITZ_SOCK_TEST3(X, pipe_free_inflight, 10000)    \
     BLITZ_SOCK_TEST3(X, pipe_op_forms, 10000)         \
     BLITZ_SOCK_TEST3(X, pipe_fd_ops_tcp, 10000)       \
+    BLITZ_SOCK_TEST3(X, pipe_stream, 20000)           \
     X(pipe_adopt, 10000)                              \
     X(pipe_bad_input, 5000)

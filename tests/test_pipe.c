@@ -29,6 +29,7 @@ typedef struct {
     blitz_timer t;
     blitz_task *other;
     unsigned char *data;
+    void *stream; /* a blitz_stream (pipe_stream) */
     size_t got;
     char buf[4096];
     int step;
@@ -500,3 +501,81 @@ BLITZ_TEST(pipe_adopt) {
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
+
+/* ---- a stream over each end ---------------------------------------------------- */
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_stream st;
+    const unsigned char *data;
+    size_t sent;
+} tp_stream_writer;
+
+static blitz_poll tp_stream_writer_poll(blitz_cx *cx, void *p) {
+    tp_stream_writer *w = p;
+    BLITZ_BEGIN(w);
+    while (w->sent < TP_BYTES) {
+        BLITZ_AWAIT(w, blitz_stream_write(cx, &w->st, w->data + w->sent,
+                                          TP_BYTES - w->sent < 50000 ? TP_BYTES - w->sent : 50000));
+        CHECK_GT(w->st.write_result, 0);
+        w->sent += (size_t)w->st.write_result;
+    }
+    /* The owned write end closes: the reader sees the end. */
+    CHECK_OK(blitz_stream_shutdown_write(&w->st));
+    CHECK_OK(blitz_stream_close(&w->st));
+    BLITZ_END(w);
+}
+
+static blitz_poll tp_stream_poll(blitz_cx *cx, void *p) {
+    tp_pair *m = p;
+    BLITZ_BEGIN(m);
+    {
+        tp_stream_writer w;
+        memset(&w, 0, sizeof w);
+        CHECK_OK(blitz_stream_pipe(&w.st, m->wr, BLITZ_STREAM_OWN));
+        w.data = m->data;
+        CHECK_OK(blitz_spawn(blitz_cx_runtime(cx), tp_stream_writer_poll, &w, sizeof w, &m->other));
+    }
+    m->step = 1;
+    CHECK_OK(blitz_stream_pipe((blitz_stream *)m->stream, m->rd, BLITZ_STREAM_OWN));
+    for (;;) {
+        BLITZ_AWAIT(m, blitz_stream_read(cx, (blitz_stream *)m->stream, m->buf, sizeof m->buf));
+        CHECK_GE(((blitz_stream *)m->stream)->read_result, 0);
+        if (((blitz_stream *)m->stream)->read_result == 0)
+            break;
+        for (size_t i = 0; i < (size_t)((blitz_stream *)m->stream)->read_result; i++)
+            CHECK_EQ(m->buf[i], (char)tp_byte(m->got + i));
+        m->got += (size_t)((blitz_stream *)m->stream)->read_result;
+        CHECK(m->got <= TP_BYTES);
+    }
+    CHECK_EQ(m->got, (size_t)TP_BYTES);
+    BLITZ_AWAIT(m, blitz_join(cx, m->other));
+    CHECK_OK(blitz_task_status(m->other));
+    blitz_task_release(&m->other);
+    CHECK_OK(blitz_stream_close((blitz_stream *)m->stream));
+    m->step = 100;
+    BLITZ_END(m);
+}
+
+/* Streams over both ends of a pipe: 1 MiB through, checked byte by byte,
+ * and the end of the stream once the owned write end is closed. */
+static int pipe_stream(tu_flavor f) {
+    blitz_runtime *rt = tp_rt(f);
+    tp_pair *m = calloc(1, sizeof *m);
+    CHECK_NOT_NULL(m);
+    m->data = malloc(TP_BYTES);
+    m->stream = malloc(sizeof(blitz_stream));
+    CHECK_NOT_NULL(m->data);
+    CHECK_NOT_NULL(m->stream);
+    for (size_t i = 0; i < TP_BYTES; i++)
+        m->data[i] = tp_byte(i);
+    CHECK_OK(blitz_pipe(rt, &m->rd, &m->wr));
+    CHECK_OK(blitz_runtime_run(rt, tp_stream_poll, m, sizeof *m));
+    CHECK_EQ(m->step, 100);
+    CHECK_OK(blitz_runtime_free(rt));
+    free(m->stream);
+    free(m->data);
+    free(m);
+    return 0;
+}
+TU_FLAVOR_TESTS(pipe_stream)

@@ -6,8 +6,8 @@
 # (its wineserver stopped with `wineserver -k`).
 #
 # Windows has sockets and pipes (the completion port), streams over
-# sockets and files, files, DNS and console signals, but no Unix sockets
-# or processes yet: the tests of those are left out by tests/windows_skip.txt
+# sockets and files, files, DNS, console signals and processes, but no
+# Unix sockets yet: the tests of those are left out by tests/windows_skip.txt
 # (each with its reason), and so are the examples below. The echo server
 # is run apart, under 1,000 connections of the echo client; the servers
 # that run until stopped, and the showcase, are built but not run.

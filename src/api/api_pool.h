@@ -483,11 +483,11 @@ BLITZ_API int blitz_signal_deinit(blitz_signal *s);
  *   s->wait.exited ? s->wait.code : s->wait.signal
  *   blitz_process_release(&s->child);
  *
- * Waiting runs on a pool thread, which sleeps on the child's pidfd (Linux)
- * or polls with a short sleep elsewhere, and notices within 50 ms that its
- * op was cancelled or the runtime is shutting down: a wait never holds up
- * shutdown. A child is reaped exactly once, and kill never signals a
- * process id that was reaped and may have been reused.
+ * Waiting runs on a pool thread, which sleeps on the child's pidfd (Linux),
+ * its process handle (Windows) or polls with a short sleep elsewhere, and notices within 50 ms that
+ * its op was cancelled or the runtime is shutting down: a wait never holds up shutdown. A child is
+ * reaped exactly once, and kill never signals a process id that was reaped and may have been
+ * reused.
  *
  * The exit status needs the child to be reaped by blitz: with SIGCHLD set
  * to SIG_IGN (also when inherited from the parent across exec) the kernel
@@ -504,7 +504,8 @@ typedef enum blitz_stdio {
 
 typedef struct blitz_command {
     /* argv[0] is the program: a path (with a '/') or a name looked up in
-     * PATH. NULL-terminated. */
+     * PATH (Windows: as CreateProcessW looks it up, see the manual).
+     * NULL-terminated. */
     const char *const *argv;
     /* The whole environment ("NAME=value", NULL-terminated), or NULL to
      * inherit this process's. */
@@ -532,7 +533,6 @@ typedef struct blitz_child {
  * cwd), BLITZ_EACCES (not executable), BLITZ_ENOEXEC, BLITZ_ENOMEM, or
  * another exec or fork error: errors of the exec in the child are
  * reported here, not as an exit code. */
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_process_spawn(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child);
 
 typedef struct blitz_wait_op {
@@ -598,4 +598,3 @@ BLITZ_API void blitz_process_output_cancel(blitz_cx *cx, void *op);
  * `cmd` and `input` must stay valid until the op's first poll. */
 BLITZ_API blitz_op blitz_op_process_output(blitz_output_op *op, const blitz_command *cmd,
                                            const void *input, size_t input_len);
-#endif

@@ -119,9 +119,7 @@ struct blitz_stream {
  * BLITZ_EINVAL for NULL. On Windows a socket stream's fd is -1 (a SOCKET
  * is no int). */
 BLITZ_API int blitz_stream_socket(blitz_stream *st, blitz_socket *s, unsigned flags);
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 BLITZ_API int blitz_stream_pipe(blitz_stream *st, blitz_socket *s, unsigned flags);
-#endif
 /* A stream over an open file descriptor: reads and writes at the file
  * position, on the blocking pool (Windows: a C runtime descriptor, as
  * blitz_fs_open gives). */

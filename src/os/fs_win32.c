@@ -233,6 +233,26 @@ static int64_t blitz__wfs_io_err(void) {
     return e == ERROR_ACCESS_DENIED ? BLITZ_EBADF : blitz__from_win32(e);
 }
 
+/* A read or write at the position of a pipe, which may be overlapped (a
+ * child's pipe end: ReadFile without an OVERLAPPED is not defined for
+ * those). An OVERLAPPED with an event works for both kinds; pipes have
+ * no offset to misread. -1 when h is not a pipe. */
+static int blitz__wfs_pipe_io(HANDLE h, int write, void *buf, DWORD want, DWORD *got) {
+    if (GetFileType(h) != FILE_TYPE_PIPE)
+        return -1;
+    OVERLAPPED ov;
+    memset(&ov, 0, sizeof ov);
+    if (!(ov.hEvent = CreateEventW(NULL, TRUE, FALSE, NULL)))
+        return 0;
+    BOOL ok = write ? WriteFile(h, buf, want, NULL, &ov) : ReadFile(h, buf, want, NULL, &ov);
+    if (ok || GetLastError() == ERROR_IO_PENDING)
+        ok = GetOverlappedResult(h, &ov, got, TRUE);
+    DWORD e = GetLastError();
+    CloseHandle(ov.hEvent);
+    SetLastError(e);
+    return ok ? 1 : 0;
+}
+
 /* Reads once (at most len bytes; 0 at the end). At an offset the file
  * position is put back afterwards. */
 static int64_t blitz__wfs_read(HANDLE h, void *buf, size_t len, int64_t off) {
@@ -240,7 +260,8 @@ static int64_t blitz__wfs_read(HANDLE h, void *buf, size_t len, int64_t off) {
         return BLITZ_EBADF;
     DWORD want = len > 0x40000000u ? 0x40000000u : (DWORD)len, got = 0;
     if (off < 0) {
-        if (ReadFile(h, buf, want, &got, NULL))
+        int piped = blitz__wfs_pipe_io(h, 0, buf, want, &got);
+        if (piped == 1 || (piped < 0 && ReadFile(h, buf, want, &got, NULL)))
             return got;
         DWORD e = GetLastError();
         return e == ERROR_BROKEN_PIPE || e == ERROR_HANDLE_EOF ? 0
@@ -292,7 +313,8 @@ static int64_t blitz__wfs_write(HANDLE h, const char *p, size_t len, int64_t off
             ov.OffsetHigh = (DWORD)(at >> 32);
             pov = &ov;
         }
-        if (!WriteFile(h, p + done, want, &n, pov)) {
+        int piped = pov ? -1 : blitz__wfs_pipe_io(h, 1, (void *)(uintptr_t)(p + done), want, &n);
+        if (piped == 0 || (piped < 0 && !WriteFile(h, p + done, want, &n, pov))) {
             rc = blitz__wfs_io_err();
             break;
         }

@@ -21,11 +21,73 @@
  * reset them. exec failures travel back through a close-on-exec pipe. */
 #include "../io/io.h"
 
+#if BLITZ__HAS_IO || BLITZ__WIN32
+/* What both platforms share: the argument checks, the ops' front ends
+ * (below), and the primitives each platform defines (here for POSIX,
+ * process_win32.c for Windows). A status is a waitpid status on POSIX,
+ * an exit code or the kill that ended the child on Windows. */
+
+#define BLITZ__PROC_TICK_MS 50
+#ifdef SIGKILL
+#define BLITZ__SIGKILL SIGKILL
+#else
+#define BLITZ__SIGKILL 9
+#endif
+
+typedef struct {
+    blitz__pool_rec base;
+    blitz_child child;
+    char *input; /* a copy */
+    size_t input_len;
+    int result, exited, code, signal;
+    char *out, *err;
+    size_t out_len, err_len;
+} blitz__output_rec;
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} blitz__outbuf;
+
+static void blitz__proc_ref(blitz__proc *p);
+static void blitz__proc_unref(blitz__proc *p);
+/* Takes the status without blocking; 1 once the child has ended. */
+static int blitz__proc_try_reap(blitz__proc *p, int64_t *status);
+/* Waits on a pool thread; 1 when reaped, 0 when the op gave up. */
+static int blitz__proc_wait_blocking(blitz__pool_rec *rec, blitz__proc *p, int64_t *status);
+/* BLITZ_OK and the fields, or BLITZ_ECHILD (the status was lost). */
+static int blitz__decode_status(int64_t st, int *exited, int *code, int *sig, int *core);
+static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child);
+static int blitz__release_child(blitz_runtime *rt, blitz_child *child);
+/* Feeds the input and collects stdout and stderr until both end. */
+static int blitz__output_pump(blitz__output_rec *o);
+/* Ends a child nobody will read from and reaps it. */
+static void blitz__output_end_child(blitz_child *c);
+
+static int blitz__stdio_valid(blitz_stdio m) {
+    return m == BLITZ_STDIO_INHERIT || m == BLITZ_STDIO_NULL || m == BLITZ_STDIO_PIPE;
+}
+
+/* Clears *child, then BLITZ_EINVAL, BLITZ_ESHUTDOWN or 0. */
+static int blitz__spawn_check(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child) {
+    if (child) {
+        memset(child, 0, sizeof *child);
+        child->stdin_fd = child->stdout_fd = child->stderr_fd = -1;
+    }
+    if (!rt || !cmd || !child || !cmd->argv || !cmd->argv[0] || !*cmd->argv[0] ||
+        !blitz__stdio_valid(cmd->stdin_mode) || !blitz__stdio_valid(cmd->stdout_mode) ||
+        !blitz__stdio_valid(cmd->stderr_mode))
+        return BLITZ_EINVAL;
+    if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
+        return BLITZ_ESHUTDOWN;
+    return 0;
+}
+#endif
+
 #if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
 extern char **environ;
 
-#define BLITZ__PROC_TICK_MS 50
 /* The status of a child that something else reaped: lost. */
 #define BLITZ__PROC_STATUS_LOST (-1)
 
@@ -54,7 +116,7 @@ static void blitz__proc_ref(blitz__proc *p) {
 }
 
 /* Reaps without blocking. Returns 1 once reaped (now or before). */
-static int blitz__proc_try_reap(blitz__proc *p, int *status) {
+static int blitz__proc_try_reap(blitz__proc *p, int64_t *status) {
     blitz__mutex_lock(&p->lock);
     if (!p->reaped) {
         int st;
@@ -94,7 +156,7 @@ static void blitz__proc_nap(blitz__proc *p, uint32_t *backoff_ms) {
 
 /* BLITZ_ECHILD (every field 0) when the status was lost, else BLITZ_OK
  * and the fields. */
-static int blitz__decode_status(int st, int *exited, int *code, int *sig, int *core) {
+static int blitz__decode_status(int64_t st, int *exited, int *code, int *sig, int *core) {
     if (st == BLITZ__PROC_STATUS_LOST) {
         *exited = *code = *sig = 0;
         if (core)
@@ -271,21 +333,10 @@ static int blitz__spawn_posix(const char *path, const blitz_command *cmd, char *
 }
 #endif
 
-static int blitz__stdio_valid(blitz_stdio m) {
-    return m == BLITZ_STDIO_INHERIT || m == BLITZ_STDIO_NULL || m == BLITZ_STDIO_PIPE;
-}
-
 static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child) {
-    if (child) {
-        memset(child, 0, sizeof *child);
-        child->stdin_fd = child->stdout_fd = child->stderr_fd = -1;
-    }
-    if (!rt || !cmd || !child || !cmd->argv || !cmd->argv[0] || !*cmd->argv[0] ||
-        !blitz__stdio_valid(cmd->stdin_mode) || !blitz__stdio_valid(cmd->stdout_mode) ||
-        !blitz__stdio_valid(cmd->stderr_mode))
-        return BLITZ_EINVAL;
-    if (blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
-        return BLITZ_ESHUTDOWN;
+    int rc0 = blitz__spawn_check(rt, cmd, child);
+    if (rc0 != 0)
+        return rc0;
     char *resolved = NULL;
     int rc = blitz__resolve_program(cmd->argv[0], &resolved);
     if (rc != 0)
@@ -384,97 +435,13 @@ static int blitz__spawn_process(blitz_runtime *rt, const blitz_command *cmd, bli
     return BLITZ_OK;
 }
 
-BLITZ_API int blitz_process_spawn(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child) {
-    return blitz__spawn_process(rt, cmd, child);
-}
-
-/* ---- waiting ------------------------------------------------------------------ */
-
-typedef struct {
-    blitz__pool_rec base;
-    blitz__proc *proc;
-    int status, reaped;
-} blitz__wait_rec;
-
-/* Waits for the child on a pool thread; 1 when reaped, 0 when it gave up. */
-static int blitz__proc_wait_blocking(blitz__pool_rec *rec, blitz__proc *p, int *status) {
+static int blitz__proc_wait_blocking(blitz__pool_rec *rec, blitz__proc *p, int64_t *status) {
     uint32_t backoff = 1;
     while (!blitz__proc_try_reap(p, status)) {
         if (blitz__pool_rec_give_up(rec))
             return 0;
         blitz__proc_nap(p, &backoff);
     }
-    return 1;
-}
-
-static void blitz__wait_exec(blitz__pool_rec *rec, int cancelled) {
-    blitz__wait_rec *w = (blitz__wait_rec *)rec;
-    w->reaped = !cancelled && blitz__proc_wait_blocking(rec, w->proc, &w->status);
-}
-
-static void blitz__wait_discard(blitz__pool_rec *rec) {
-    blitz__proc_unref(((blitz__wait_rec *)rec)->proc);
-}
-
-static void blitz__wait_fill(blitz_wait_op *op, int st) {
-    op->result = blitz__decode_status(st, &op->exited, &op->code, &op->signal, &op->core_dumped);
-}
-
-BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_child *child) {
-    if (!op)
-        return BLITZ_READY;
-    blitz__pool_rec *done;
-    if (!blitz__pool_op_idle(&op->blitz__op)) {
-        if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
-            return blitz__pending(cx, blitz_process_wait_cancel, op);
-        blitz__wait_rec *w = (blitz__wait_rec *)done;
-        if (w->reaped)
-            blitz__wait_fill(op, w->status);
-        else
-            op->result = BLITZ_ECANCELED;
-        blitz__pool_rec_free(done);
-        return BLITZ_READY;
-    }
-    if (!cx || !child || !child->blitz__handle) {
-        op->result = BLITZ_EINVAL;
-        return BLITZ_READY;
-    }
-    /* Already reaped: no thread needed. */
-    int st;
-    if (blitz__proc_try_reap(child->blitz__handle, &st)) {
-        blitz__wait_fill(op, st);
-        return BLITZ_READY;
-    }
-    blitz__wait_rec *w =
-        (blitz__wait_rec *)blitz__pool_rec_new(sizeof *w, blitz__wait_exec, blitz__wait_discard);
-    if (!w) {
-        op->result = BLITZ_ENOMEM;
-        return BLITZ_READY;
-    }
-    blitz__proc_ref(child->blitz__handle);
-    w->proc = child->blitz__handle;
-    int err = 0;
-    if (blitz__pool_op_start(cx, &op->blitz__op, &w->base, &err) == BLITZ_PENDING)
-        return blitz__pending(cx, blitz_process_wait_cancel, op);
-    op->result = err;
-    return BLITZ_READY;
-}
-
-BLITZ_API void blitz_process_wait_cancel(blitz_cx *cx, void *p) {
-    (void)cx;
-    blitz_wait_op *w = (blitz_wait_op *)p;
-    if (w)
-        blitz__pool_op_cancel(&w->blitz__op);
-}
-
-BLITZ_API int blitz_process_try_wait(blitz_child *child, blitz_wait_op *status) {
-    if (!child || !child->blitz__handle || !status)
-        return BLITZ_EINVAL;
-    int st;
-    if (!blitz__proc_try_reap(child->blitz__handle, &st))
-        return 0;
-    status->result = blitz__decode_status(st, &status->exited, &status->code, &status->signal,
-                                          &status->core_dumped);
     return 1;
 }
 
@@ -490,11 +457,6 @@ BLITZ_API int blitz_process_kill(blitz_child *child, int signo) {
     return rc;
 }
 
-BLITZ_API int blitz_process_terminate(blitz_child *child) {
-    return blitz_process_kill(child, SIGTERM);
-}
-
-/* A released child that was still running: a detached pool job reaps it. */
 typedef struct {
     blitz__proc *p;
 } blitz__reaper_state;
@@ -503,7 +465,7 @@ static void blitz__reaper_fn(void *state) {
     blitz__proc *p = ((blitz__reaper_state *)state)->p;
     blitz_runtime *rt = p->rt;
     uint32_t backoff = 1;
-    int st;
+    int64_t st;
     while (!blitz__proc_try_reap(p, &st) && !(rt && blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE)))
         blitz__proc_nap(p, &backoff);
 }
@@ -520,7 +482,7 @@ static int blitz__release_child(blitz_runtime *rt, blitz_child *child) {
     blitz__close_fd(&child->stderr_fd);
     blitz__proc *p = child->blitz__handle;
     child->blitz__handle = NULL;
-    int st;
+    int64_t st;
     if (!blitz__proc_try_reap(p, &st) && rt) {
         blitz__reaper_state rs = {p};
         blitz_blocking_opts o = {blitz__reaper_fn, &rs, sizeof rs, blitz__reaper_drop};
@@ -535,23 +497,6 @@ BLITZ_API int blitz_process_release(blitz_child *child) {
     return blitz__release_child(child && child->blitz__handle ? child->blitz__handle->rt : NULL,
                                 child);
 }
-
-/* ---- collecting output ------------------------------------------------------------ */
-
-typedef struct {
-    blitz__pool_rec base;
-    blitz_child child;
-    char *input; /* a copy */
-    size_t input_len;
-    int result, exited, code, signal;
-    char *out, *err;
-    size_t out_len, err_len;
-} blitz__output_rec;
-
-typedef struct {
-    char *buf;
-    size_t len, cap;
-} blitz__outbuf;
 
 static int blitz__output_pump(blitz__output_rec *o) {
     blitz_child *c = &o->child;
@@ -637,16 +582,112 @@ static int blitz__output_pump(blitz__output_rec *o) {
 /* Ends a child nobody will read from (SIGKILL) and reaps it. */
 static void blitz__output_end_child(blitz_child *c) {
     blitz_process_kill(c, SIGKILL);
-    int st;
+    int64_t st;
     uint32_t backoff = 1;
     while (!blitz__proc_try_reap(c->blitz__handle, &st))
         blitz__proc_nap(c->blitz__handle, &backoff);
 }
 
+#endif /* BLITZ__HAS_IO */
+
+#if BLITZ__HAS_IO || BLITZ__WIN32
+
+BLITZ_API int blitz_process_spawn(blitz_runtime *rt, const blitz_command *cmd, blitz_child *child) {
+    return blitz__spawn_process(rt, cmd, child);
+}
+
+/* ---- waiting ------------------------------------------------------------------ */
+
+typedef struct {
+    blitz__pool_rec base;
+    blitz__proc *proc;
+    int64_t status;
+    int reaped;
+} blitz__wait_rec;
+
+/* Waits for the child on a pool thread; 1 when reaped, 0 when it gave up. */
+static void blitz__wait_exec(blitz__pool_rec *rec, int cancelled) {
+    blitz__wait_rec *w = (blitz__wait_rec *)rec;
+    w->reaped = !cancelled && blitz__proc_wait_blocking(rec, w->proc, &w->status);
+}
+
+static void blitz__wait_discard(blitz__pool_rec *rec) {
+    blitz__proc_unref(((blitz__wait_rec *)rec)->proc);
+}
+
+static void blitz__wait_fill(blitz_wait_op *op, int64_t st) {
+    op->result = blitz__decode_status(st, &op->exited, &op->code, &op->signal, &op->core_dumped);
+}
+
+BLITZ_API blitz_poll blitz_process_wait(blitz_cx *cx, blitz_wait_op *op, blitz_child *child) {
+    if (!op)
+        return BLITZ_READY;
+    blitz__pool_rec *done;
+    if (!blitz__pool_op_idle(&op->blitz__op)) {
+        if (blitz__pool_op_poll(cx, &op->blitz__op, &done) == BLITZ_PENDING)
+            return blitz__pending(cx, blitz_process_wait_cancel, op);
+        blitz__wait_rec *w = (blitz__wait_rec *)done;
+        if (w->reaped)
+            blitz__wait_fill(op, w->status);
+        else
+            op->result = BLITZ_ECANCELED;
+        blitz__pool_rec_free(done);
+        return BLITZ_READY;
+    }
+    if (!cx || !child || !child->blitz__handle) {
+        op->result = BLITZ_EINVAL;
+        return BLITZ_READY;
+    }
+    /* Already reaped: no thread needed. */
+    int64_t st;
+    if (blitz__proc_try_reap(child->blitz__handle, &st)) {
+        blitz__wait_fill(op, st);
+        return BLITZ_READY;
+    }
+    blitz__wait_rec *w =
+        (blitz__wait_rec *)blitz__pool_rec_new(sizeof *w, blitz__wait_exec, blitz__wait_discard);
+    if (!w) {
+        op->result = BLITZ_ENOMEM;
+        return BLITZ_READY;
+    }
+    blitz__proc_ref(child->blitz__handle);
+    w->proc = child->blitz__handle;
+    int err = 0;
+    if (blitz__pool_op_start(cx, &op->blitz__op, &w->base, &err) == BLITZ_PENDING)
+        return blitz__pending(cx, blitz_process_wait_cancel, op);
+    op->result = err;
+    return BLITZ_READY;
+}
+
+BLITZ_API void blitz_process_wait_cancel(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz_wait_op *w = (blitz_wait_op *)p;
+    if (w)
+        blitz__pool_op_cancel(&w->blitz__op);
+}
+
+BLITZ_API int blitz_process_try_wait(blitz_child *child, blitz_wait_op *status) {
+    if (!child || !child->blitz__handle || !status)
+        return BLITZ_EINVAL;
+    int64_t st;
+    if (!blitz__proc_try_reap(child->blitz__handle, &st))
+        return 0;
+    status->result = blitz__decode_status(st, &status->exited, &status->code, &status->signal,
+                                          &status->core_dumped);
+    return 1;
+}
+
+BLITZ_API int blitz_process_terminate(blitz_child *child) {
+    return blitz_process_kill(child, SIGTERM);
+}
+
+/* A released child that was still running: a detached pool job reaps it. */
+/* ---- collecting output ------------------------------------------------------------ */
+
 static void blitz__output_exec(blitz__pool_rec *rec, int cancelled) {
     blitz__output_rec *o = (blitz__output_rec *)rec;
     int rc = cancelled ? BLITZ_ECANCELED : blitz__output_pump(o);
-    int st = 0;
+    int64_t st = 0;
     if (rc == 0 && !blitz__proc_wait_blocking(rec, o->child.blitz__handle, &st))
         rc = BLITZ_ECANCELED;
     if (rc != 0) {
@@ -761,4 +802,4 @@ BLITZ_API blitz_op blitz_op_process_output(blitz_output_op *op, const blitz_comm
     return blitz_op_make(blitz__output_value_poll, blitz_process_output_cancel, op);
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif

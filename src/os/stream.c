@@ -1,10 +1,10 @@
 /* Byte streams: the stream vtables over sockets, descriptors and files;
  * the buffered reader and writer; copy with splice / sendfile.
  *
- * Windows has the socket, file and custom streams (sockets over the
- * completion port, files on the pool as fs_win32.c does them) and copies
- * through a buffer; the descriptor streams and the kernel copies are
- * POSIX (BLITZ__HAS_IO). */
+ * Windows has the socket, pipe, file and custom streams (sockets and
+ * pipe ends over the completion port, files on the pool as fs_win32.c
+ * does them) and copies through a buffer; the kernel copies are POSIX
+ * (BLITZ__HAS_IO). */
 #include "../io/io.h"
 
 #if BLITZ__HAS_SOCKETS
@@ -41,8 +41,6 @@ static int blitz__sock_st_shutdown(blitz_stream *st) {
 static const blitz_stream_vtable blitz__sock_vt = {blitz__sock_st_read, blitz__sock_st_write,
                                                    blitz__io_st_cancel, blitz__sock_st_shutdown};
 
-#if BLITZ__HAS_IO
-
 static blitz_poll blitz__fd_st_read(blitz_cx *cx, blitz_stream *st, void *buf, size_t len,
                                     int64_t *res) {
     if (blitz_fd_read(cx, &st->blitz__rio, st->sock, buf, len) == BLITZ_PENDING)
@@ -70,7 +68,6 @@ static int blitz__fd_st_shutdown(blitz_stream *st) {
 }
 static const blitz_stream_vtable blitz__fd_vt = {blitz__fd_st_read, blitz__fd_st_write,
                                                  blitz__io_st_cancel, blitz__fd_st_shutdown};
-#endif
 
 static blitz_poll blitz__file_st_read(blitz_cx *cx, blitz_stream *st, void *buf, size_t len,
                                       int64_t *res) {
@@ -123,17 +120,17 @@ BLITZ_API int blitz_stream_socket(blitz_stream *st, blitz_socket *s, unsigned fl
     return BLITZ_OK;
 }
 
-#if BLITZ__HAS_IO
 BLITZ_API int blitz_stream_pipe(blitz_stream *st, blitz_socket *s, unsigned flags) {
     if (!st || !s || (flags & ~BLITZ_STREAM_OWN))
         return BLITZ_EINVAL;
     blitz__stream_base(st, BLITZ_STREAM_PIPE, flags);
     st->vtable = &blitz__fd_vt;
     st->sock = s;
+#if BLITZ__HAS_IO
     st->fd = s->fd;
+#endif
     return BLITZ_OK;
 }
-#endif
 
 BLITZ_API int blitz_stream_file(blitz_stream *st, int fd, unsigned flags) {
     if (!st || fd < 0 || (flags & ~BLITZ_STREAM_OWN))
