@@ -330,16 +330,14 @@ BLITZ_TEST(process_self_shutdown) {
     blitz_child copy = s.child;
     blitz_task *t;
     CHECK_OK(blitz_spawn(rt, tpc_wait_forever_poll, &s, sizeof s, &t));
-    while (tp_stats(rt).jobs_run < 1)
-        tu_sleep_ms(1);
+    TU_WAIT_UNTIL(tp_stats(rt).jobs_run >= 1, 10, 1);
     CHECK_OK(blitz_runtime_shutdown(rt));
     CHECK_EQ(blitz_task_status(t), BLITZ_ECANCELED);
     blitz_task_release(&t);
     blitz_wait_op st;
     CHECK_EQ(blitz_process_try_wait(&copy, &st), 0);
     CHECK_OK(blitz_process_kill(&copy, TPC_SIGKILL));
-    while (blitz_process_try_wait(&copy, &st) != 1)
-        tu_sleep_ms(1);
+    TU_WAIT_UNTIL(blitz_process_try_wait(&copy, &st) == 1, 10, 1);
     CHECK_EQ(st.signal, TPC_SIGKILL);
     CHECK_OK(blitz_process_release(&copy));
     CHECK_OK(blitz_runtime_free(rt));
