@@ -268,6 +268,9 @@ int main(int argc, char **argv) {
         mult = 1.0;
     /* BLITZ_TEST_FILTER=text: only the tests whose name contains it. */
     const char *filter = getenv("BLITZ_TEST_FILTER");
+    /* BLITZ_TEST_EXCLUDE=prefix: not the tests whose name starts with it. */
+    const char *exclude = getenv("BLITZ_TEST_EXCLUDE");
+    size_t exclude_len = exclude ? strlen(exclude) : 0;
     /* BLITZ_TEST_SHARD=i/n: only the tests whose index is i modulo n (for
      * runs split over several processes). */
     unsigned shard = 0, shards = 1;
@@ -279,7 +282,8 @@ int main(int argc, char **argv) {
     int failed = 0;
     printf("1..%zu\n", NUM_TESTS);
     for (size_t i = 0; i < NUM_TESTS; i++) {
-        if ((filter && !strstr(tests[i].name, filter)) || i % shards != shard)
+        if ((filter && !strstr(tests[i].name, filter)) || i % shards != shard ||
+            (exclude_len && strncmp(tests[i].name, exclude, exclude_len) == 0))
             continue;
         double t0 = now_s();
         int rc = run_forked(&tests[i], mult);
