@@ -49,6 +49,28 @@ typedef struct {
     size_t len, cap;
 } blitz__outbuf;
 
+/* The end of an output op's collection: on success (rc == 0) each buffer,
+ * NUL-terminated (an empty one allocated for it), goes to the record;
+ * otherwise, or when that allocation fails, both are freed and the error
+ * returned. */
+static int blitz__output_finish(blitz__output_rec *o, blitz__outbuf bufs[2], int rc) {
+    for (int i = 0; i < 2 && rc == 0; i++)
+        if (!bufs[i].buf && (rc = blitz__grow_buffer(&bufs[i].buf, &bufs[i].cap, 0, 1)) != 0)
+            break;
+    if (rc != 0) {
+        blitz__free(bufs[0].buf);
+        blitz__free(bufs[1].buf);
+        return rc;
+    }
+    bufs[0].buf[bufs[0].len] = '\0';
+    bufs[1].buf[bufs[1].len] = '\0';
+    o->out = bufs[0].buf;
+    o->out_len = bufs[0].len;
+    o->err = bufs[1].buf;
+    o->err_len = bufs[1].len;
+    return 0;
+}
+
 static void blitz__proc_ref(blitz__proc *p);
 static void blitz__proc_unref(blitz__proc *p);
 /* Takes the status without blocking; 1 once the child has ended. */
@@ -562,21 +584,7 @@ static int blitz__output_pump(blitz__output_rec *o) {
                 blitz__close_fd(fds[i]);
         }
     }
-    for (int i = 0; i < 2 && rc == 0; i++)
-        if (!bufs[i].buf && (rc = blitz__grow_buffer(&bufs[i].buf, &bufs[i].cap, 0, 1)) != 0)
-            break;
-    if (rc != 0) {
-        blitz__free(bufs[0].buf);
-        blitz__free(bufs[1].buf);
-        return rc;
-    }
-    bufs[0].buf[bufs[0].len] = '\0';
-    bufs[1].buf[bufs[1].len] = '\0';
-    o->out = bufs[0].buf;
-    o->out_len = bufs[0].len;
-    o->err = bufs[1].buf;
-    o->err_len = bufs[1].len;
-    return 0;
+    return blitz__output_finish(o, bufs, rc);
 }
 
 /* Ends a child nobody will read from (SIGKILL) and reaps it. */

@@ -518,21 +518,7 @@ static int blitz__output_pump(blitz__output_rec *o) {
         if (ov[i].hEvent)
             CloseHandle(ov[i].hEvent);
     }
-    for (int i = 0; i < 2 && rc == 0; i++)
-        if (!bufs[i].buf && (rc = blitz__grow_buffer(&bufs[i].buf, &bufs[i].cap, 0, 1)) != 0)
-            break;
-    if (rc != 0) {
-        blitz__free(bufs[0].buf);
-        blitz__free(bufs[1].buf);
-        return rc;
-    }
-    bufs[0].buf[bufs[0].len] = '\0';
-    bufs[1].buf[bufs[1].len] = '\0';
-    o->out = bufs[0].buf;
-    o->out_len = bufs[0].len;
-    o->err = bufs[1].buf;
-    o->err_len = bufs[1].len;
-    return 0;
+    return blitz__output_finish(o, bufs, rc);
 }
 
 static void blitz__output_end_child(blitz_child *c) {
