@@ -30,8 +30,6 @@
  *   blitz_fs_closedir(s->dir);
  * ------------------------------------------------------------------------- */
 
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
-
 /* blitz_fs_seek's origins. */
 #define BLITZ_SEEK_SET 0
 #define BLITZ_SEEK_CUR 1
@@ -162,4 +160,3 @@ BLITZ_API blitz_op blitz_op_fs_remove_all(blitz_fs_op *op, const char *path);
 BLITZ_API blitz_op blitz_op_fs_opendir(blitz_fs_op *op, const char *path);
 BLITZ_API blitz_op blitz_op_fs_readdir(blitz_fs_op *op, blitz_fs_dir *dir, size_t max);
 
-#endif /* !_WIN32 */

@@ -472,28 +472,51 @@ static int blitz__wfs_dirent_cmp(const void *a, const void *b) {
     return strcmp(((const blitz_fs_dirent *)a)->name, ((const blitz_fs_dirent *)b)->name);
 }
 
-/* Every entry of a directory, sorted by name, in one allocation: the
- * array, then the names. */
-static int64_t blitz__wfs_read_dir(const wchar_t *path, void **out) {
+/* The first entry of directory `path` (FindFirstFileExW over "path\\*"):
+ * a find handle, or INVALID_HANDLE_VALUE with the code in *err (0: the
+ * directory has no entry at all). */
+static HANDLE blitz__wfs_find_first(const wchar_t *path, WIN32_FIND_DATAW *fd, int64_t *err) {
     DWORD a = GetFileAttributesW(path);
-    if (a == INVALID_FILE_ATTRIBUTES)
-        return blitz__wfs_err();
-    if (!(a & FILE_ATTRIBUTE_DIRECTORY))
-        return BLITZ_ENOTDIR;
+    *err = a == INVALID_FILE_ATTRIBUTES      ? blitz__wfs_err()
+           : !(a & FILE_ATTRIBUTE_DIRECTORY) ? BLITZ_ENOTDIR
+                                             : 0;
+    if (*err)
+        return INVALID_HANDLE_VALUE;
     size_t n = wcslen(path);
     wchar_t *pattern = (wchar_t *)blitz__malloc((n + 3) * sizeof *pattern);
-    if (!pattern)
-        return BLITZ_ENOMEM;
+    if (!pattern) {
+        *err = BLITZ_ENOMEM;
+        return INVALID_HANDLE_VALUE;
+    }
     memcpy(pattern, path, n * sizeof *pattern);
     if (n && !blitz__wfs_sep(path[n - 1]))
         pattern[n++] = L'\\';
     pattern[n++] = L'*';
     pattern[n] = 0;
-    WIN32_FIND_DATAW fd;
-    HANDLE f = FindFirstFileExW(pattern, FindExInfoBasic, &fd, FindExSearchNameMatch, NULL, 0);
+    HANDLE f = FindFirstFileExW(pattern, FindExInfoBasic, fd, FindExSearchNameMatch, NULL, 0);
     blitz__free(pattern);
+    if (f == INVALID_HANDLE_VALUE && GetLastError() != ERROR_FILE_NOT_FOUND)
+        *err = blitz__wfs_err();
+    return f;
+}
+
+/* A found entry's type: a symlink is a reparse point of that tag. */
+static blitz_file_type blitz__wfs_find_type(const WIN32_FIND_DATAW *fd) {
+    if ((fd->dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) &&
+        fd->dwReserved0 == IO_REPARSE_TAG_SYMLINK)
+        return BLITZ_FILE_SYMLINK;
+    return (fd->dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) ? BLITZ_FILE_DIRECTORY
+                                                             : BLITZ_FILE_REGULAR;
+}
+
+/* Every entry of a directory, sorted by name, in one allocation: the
+ * array, then the names. */
+static int64_t blitz__wfs_read_dir(const wchar_t *path, void **out) {
+    WIN32_FIND_DATAW fd;
+    int64_t err;
+    HANDLE f = blitz__wfs_find_first(path, &fd, &err);
     if (f == INVALID_HANDLE_VALUE)
-        return GetLastError() == ERROR_FILE_NOT_FOUND ? 0 : blitz__wfs_err();
+        return err;
     /* Names and types first, packed; the array is built once the count
      * is known. */
     char *names = NULL;
@@ -514,13 +537,7 @@ static int64_t blitz__wfs_read_dir(const wchar_t *path, void **out) {
         }
         WideCharToMultiByte(CP_UTF8, 0, w, -1, names + used, (int)len, NULL, NULL);
         used += len;
-        blitz_file_type t = BLITZ_FILE_REGULAR;
-        if ((fd.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) &&
-            fd.dwReserved0 == IO_REPARSE_TAG_SYMLINK)
-            t = BLITZ_FILE_SYMLINK;
-        else if (fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)
-            t = BLITZ_FILE_DIRECTORY;
-        types[count++] = (char)t;
+        types[count++] = (char)blitz__wfs_find_type(&fd);
     } while (FindNextFileW(f, &fd));
     if (rc == 0 && GetLastError() != ERROR_NO_MORE_FILES)
         rc = blitz__wfs_err();
@@ -549,22 +566,34 @@ static int64_t blitz__wfs_read_dir(const wchar_t *path, void **out) {
     return (int64_t)count;
 }
 
-static int64_t blitz__wfs_read_file(const wchar_t *path, void **out) {
+/* A whole file, or BLITZ_EFBIG as soon as it has more than `limit`
+ * bytes (SIZE_MAX: no limit), as fs.c's blitz__fs_read_file. */
+static int64_t blitz__wfs_read_file(const wchar_t *path, size_t limit, void **out) {
     int64_t err = 0;
     HANDLE h = blitz__wfs_create(path, BLITZ_FS_READ, 0, &err);
     if (h == INVALID_HANDLE_VALUE)
         return err;
     LARGE_INTEGER size;
-    size_t hint = GetFileSizeEx(h, &size) && size.QuadPart > 0 &&
-                          (uint64_t)size.QuadPart < (uint64_t)SIZE_MAX / 2
+    int sized = GetFileType(h) == FILE_TYPE_DISK && GetFileSizeEx(h, &size) && size.QuadPart > 0;
+    if (sized && (uint64_t)size.QuadPart > limit) {
+        CloseHandle(h);
+        return BLITZ_EFBIG;
+    }
+    size_t hint = sized && (uint64_t)size.QuadPart < (uint64_t)SIZE_MAX / 2
                       ? (size_t)size.QuadPart + 1
                       : 4096;
+    if (limit < SIZE_MAX - 1 && hint > limit + 2)
+        hint = limit + 2;
     char *buf = NULL;
     size_t used = 0, cap = 0;
-    int64_t rc = blitz__grow_buffer(&buf, &cap, 0, hint + 1);
+    int64_t rc = blitz__grow_buffer(&buf, &cap, 0, hint);
     /* The size is a hint: the file may grow or shrink while it is read
      * (the read that finds the end needs room for one byte). */
     while (rc == 0) {
+        if (used > limit) {
+            rc = BLITZ_EFBIG;
+            break;
+        }
         if (used + 1 >= cap && (rc = blitz__grow_buffer(&buf, &cap, used, cap * 2)) != 0)
             break;
         int64_t n = blitz__wfs_read(h, buf + used, cap - used - 1, -1);
@@ -679,7 +708,7 @@ static int64_t blitz__wfs_do_path(blitz__wfs_rec *f) {
         rc = blitz__wfs_read_dir(p, &f->data);
         break;
     case BLITZ__WFS_READ_FILE:
-        rc = blitz__wfs_read_file(p, &f->data);
+        rc = blitz__wfs_read_file(p, SIZE_MAX, &f->data);
         break;
     case BLITZ__WFS_WRITE_FILE:
         rc = blitz__wfs_write_file(p, f->buf, f->len);
