@@ -33,21 +33,6 @@ static DWORD blitz__wfx_mode_attrs(DWORD attrs, uint32_t mode) {
     return attrs ? attrs : FILE_ATTRIBUTE_NORMAL;
 }
 
-/* A handle to set `fd`'s attributes or times through: its own when it
- * has the access, else a second one (*own = 0: the caller closes it). */
-static HANDLE blitz__wfx_attr_handle(int fd, int *own) {
-    HANDLE h = blitz__wfs_handle(fd);
-    *own = 1;
-    if (h == INVALID_HANDLE_VALUE)
-        return h;
-    HANDLE again = ReOpenFile(h, FILE_WRITE_ATTRIBUTES,
-                              FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, 0);
-    if (again == INVALID_HANDLE_VALUE)
-        return h;
-    *own = 0;
-    return again;
-}
-
 static int64_t blitz__wfx_set_attrs(HANDLE h, uint32_t mode) {
     FILE_BASIC_INFO basic;
     if (!GetFileInformationByHandleEx(h, FileBasicInfo, &basic, sizeof basic))
@@ -57,6 +42,30 @@ static int64_t blitz__wfx_set_attrs(HANDLE h, uint32_t mode) {
     basic.FileAttributes = attrs;
     return SetFileInformationByHandle(h, FileBasicInfo, &basic, sizeof basic) ? 0
                                                                               : blitz__wfs_err();
+}
+
+static int64_t blitz__wfx_set_times(HANDLE h, const FILETIME *a, const FILETIME *m) {
+    return SetFileTime(h, NULL, a, m) ? 0 : blitz__wfs_err();
+}
+
+/* Sets `fd`'s mode (`a` NULL) or times through its own handle, whose
+ * writes then leave the times alone; a descriptor opened without the
+ * access to attributes goes through a second handle. */
+static int64_t blitz__wfx_fd_set(int fd, uint32_t mode, const FILETIME *a, const FILETIME *m,
+                                 int times) {
+    HANDLE h = blitz__wfs_handle(fd);
+    if (h == INVALID_HANDLE_VALUE)
+        return BLITZ_EBADF;
+    int64_t rc = times ? blitz__wfx_set_times(h, a, m) : blitz__wfx_set_attrs(h, mode);
+    if (rc != BLITZ_EACCES)
+        return rc;
+    HANDLE again = ReOpenFile(h, FILE_WRITE_ATTRIBUTES,
+                              FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, 0);
+    if (again == INVALID_HANDLE_VALUE)
+        return rc;
+    rc = times ? blitz__wfx_set_times(again, a, m) : blitz__wfx_set_attrs(again, mode);
+    CloseHandle(again);
+    return rc;
 }
 
 /* ---- positions, permissions, owners, times, access ----------------------------------- */
@@ -77,16 +86,8 @@ static int64_t blitz__fsm_seek(blitz__fsx_rec *r) {
 }
 
 static int64_t blitz__fsm_chmod(blitz__fsx_rec *r) {
-    if (!r->path) {
-        int own;
-        HANDLE h = blitz__wfx_attr_handle(r->fd, &own);
-        if (h == INVALID_HANDLE_VALUE)
-            return BLITZ_EBADF;
-        int64_t rc = blitz__wfx_set_attrs(h, r->mode);
-        if (!own)
-            CloseHandle(h);
-        return rc;
-    }
+    if (!r->path)
+        return blitz__wfx_fd_set(r->fd, r->mode, NULL, NULL, 0);
     int64_t rc;
     wchar_t *p = blitz__wfx_wide(r->path, &rc);
     if (!p)
@@ -133,25 +134,21 @@ static const FILETIME *blitz__wfx_time(int64_t ns, FILETIME *ft) {
 static int64_t blitz__fsm_utimes(blitz__fsx_rec *r) {
     FILETIME at, mt;
     const FILETIME *a = blitz__wfx_time(r->a, &at), *m = blitz__wfx_time(r->b, &mt);
-    int own = 0;
-    HANDLE h;
-    wchar_t *p = NULL;
-    int64_t rc = 0;
-    if (r->path) {
-        if (!(p = blitz__wfx_wide(r->path, &rc)))
-            return rc;
-        h = CreateFileW(p, FILE_WRITE_ATTRIBUTES,
-                        FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL, OPEN_EXISTING,
-                        FILE_FLAG_BACKUP_SEMANTICS, NULL);
-        if (h == INVALID_HANDLE_VALUE)
-            rc = blitz__wfx_fail(p, blitz__wfs_err());
-    } else if ((h = blitz__wfx_attr_handle(r->fd, &own)) == INVALID_HANDLE_VALUE) {
-        rc = BLITZ_EBADF;
-    }
-    if (rc == 0 && !SetFileTime(h, NULL, a, m))
-        rc = blitz__wfs_err();
-    if (h != INVALID_HANDLE_VALUE && !own)
+    if (!r->path)
+        return blitz__wfx_fd_set(r->fd, 0, a, m, 1);
+    int64_t rc;
+    wchar_t *p = blitz__wfx_wide(r->path, &rc);
+    if (!p)
+        return rc;
+    HANDLE h = CreateFileW(p, FILE_WRITE_ATTRIBUTES,
+                           FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                           OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS, NULL);
+    if (h == INVALID_HANDLE_VALUE) {
+        rc = blitz__wfx_fail(p, blitz__wfs_err());
+    } else {
+        rc = blitz__wfx_set_times(h, a, m);
         CloseHandle(h);
+    }
     blitz__free(p);
     return rc;
 }
