@@ -290,6 +290,7 @@ typedef struct {
     blitz_fs_metadata md;
     int fd, pfd[2];
     char buf[8];
+    blitz_iovec iov[1];
     int check_perm;
 } tf_err;
 
@@ -416,6 +417,22 @@ static blitz_poll tf_err_poll(blitz_cx *cx, void *p) {
     CHECK_EQ(s->op.result, BLITZ_EINVAL);
     BLITZ_AWAIT(s, blitz_fs_mkdir_all(cx, &s->op, "", 0755));
     CHECK_EQ(s->op.result, BLITZ_ENOENT);
+    BLITZ_AWAIT(s, blitz_fs_pread(cx, &s->op, 0, s->buf, 1, (uint64_t)INT64_MAX + 1));
+    CHECK_EQ(s->op.result, BLITZ_EINVAL);
+    s->iov[0].base = s->buf;
+    s->iov[0].len = sizeof s->buf;
+    BLITZ_AWAIT(s, blitz_fs_readv(cx, &s->op, 0, s->iov, 1025, -1));
+    CHECK_EQ(s->op.result, BLITZ_EINVAL);
+    BLITZ_AWAIT(s, blitz_fs_writev(cx, &s->op, -1, s->iov, 1, -1));
+    CHECK_EQ(s->op.result, BLITZ_EBADF);
+    BLITZ_AWAIT(s, blitz_fs_truncate(cx, &s->op, 0, (uint64_t)INT64_MAX + 1));
+    CHECK_EQ(s->op.result, BLITZ_EINVAL);
+    BLITZ_AWAIT(s, blitz_fs_write_file(cx, &s->op, s->path, NULL, 3));
+    CHECK_EQ(s->op.result, BLITZ_EFAULT);
+    BLITZ_AWAIT(s, blitz_fs_close(cx, &s->op, -1));
+    CHECK_EQ(s->op.result, BLITZ_EBADF);
+    BLITZ_AWAIT(s, blitz_fs_fstat(cx, &s->op, -1, &s->md));
+    CHECK_EQ(s->op.result, BLITZ_EBADF);
 #if defined(_WIN32)
     /* a path that is no UTF-8 has no UTF-16 form */
     BLITZ_AWAIT(s, blitz_fs_stat(cx, &s->op, "bad\xff", &s->md));

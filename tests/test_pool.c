@@ -665,9 +665,7 @@ TU_FLAVOR_TESTS(pool_paused_clock_waits)
 #include "test_dns.c"
 #include "test_signal.c"
 #include "test_process_self.c"
-#if !defined(_WIN32) /* not on Windows yet */
 #include "test_fs_ext.c"
-#endif
 #if !defined(_WIN32) /* POSIX children (Windows: test_process_self.c) */
 #include "test_process.c"
 #endif

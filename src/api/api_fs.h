@@ -18,6 +18,17 @@
  * copy leaves a partial destination, a cancelled removal part of the tree,
  * as an interrupted cp or rm would.
  *
+ * On Windows (Win32 calls on the pool, UTF-8 paths): permission bits are
+ * the read-only attribute, as for the file ops above; there are no
+ * owners, so chown and fchown are BLITZ_ENOSYS unless both ids are
+ * BLITZ_FS_ID_KEEP; times are kept in 100 ns units, and the file system
+ * may update an access time as it pleases; BLITZ_FS_CAN_EXEC asks only
+ * that the path exists; readlink reads symlinks and junctions; realpath
+ * resolves ".." by name before looking ("a/missing/../b" is "a/b");
+ * statfs has no inode figures (files and files_free are 0); mkstemp's
+ * file and mkdtemp's directory get the default access list, not 0600 or
+ * 0700; copy_file copies the read-only attribute as the mode.
+ *
  * Reading a directory without holding all of it:
  *   BLITZ_AWAIT(s, blitz_fs_opendir(cx, &s->op, path));
  *   if (s->op.result < 0) ...; s->dir = s->op.data;
@@ -29,8 +40,6 @@
  *   }
  *   blitz_fs_closedir(s->dir);
  * ------------------------------------------------------------------------- */
-
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 
 /* blitz_fs_seek's origins. */
 #define BLITZ_SEEK_SET 0
@@ -162,4 +171,3 @@ BLITZ_API blitz_op blitz_op_fs_remove_all(blitz_fs_op *op, const char *path);
 BLITZ_API blitz_op blitz_op_fs_opendir(blitz_fs_op *op, const char *path);
 BLITZ_API blitz_op blitz_op_fs_readdir(blitz_fs_op *op, blitz_fs_dir *dir, size_t max);
 
-#endif /* !_WIN32 */

@@ -14,34 +14,6 @@
 
 #if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
-enum {
-    BLITZ__FS_OPEN = 1,
-    BLITZ__FS_CLOSE,
-    BLITZ__FS_READ,
-    BLITZ__FS_WRITE,
-    BLITZ__FS_PREAD,
-    BLITZ__FS_PWRITE,
-    BLITZ__FS_READV,
-    BLITZ__FS_WRITEV,
-    BLITZ__FS_FSYNC,
-    BLITZ__FS_FDATASYNC,
-    BLITZ__FS_TRUNCATE,
-    BLITZ__FS_STAT,
-    BLITZ__FS_LSTAT,
-    BLITZ__FS_FSTAT,
-    BLITZ__FS_RENAME,
-    BLITZ__FS_UNLINK,
-    BLITZ__FS_RMDIR,
-    BLITZ__FS_MKDIR,
-    BLITZ__FS_MKDIR_ALL,
-    BLITZ__FS_READ_DIR,
-    BLITZ__FS_READ_FILE,
-    BLITZ__FS_WRITE_FILE,
-    BLITZ__FS_SYMLINK,
-    BLITZ__FS_LINK,
-    BLITZ__FS_FALLOCATE,
-};
-
 /* What a pool thread works on: the request, with copies of the paths
  * and of the data to write, and the results, reads landing in `buf`. */
 typedef struct {
@@ -419,19 +391,6 @@ static int blitz__fs_set_paths(blitz__fs_rec *f, const char *a, const char *b) {
     return 0;
 }
 
-/* A request, as the public calls describe it. */
-typedef struct {
-    int kind, fd, flags;
-    uint32_t mode;
-    const void *buf; /* data to write; where a read goes */
-    size_t len;
-    int64_t off;
-    const char *path, *path2;
-    const blitz_iovec *iov;
-    int iovcnt;
-    blitz_fs_metadata *md;
-} blitz__fs_req;
-
 static int blitz__fs_is_read(int kind) {
     return kind == BLITZ__FS_READ || kind == BLITZ__FS_PREAD || kind == BLITZ__FS_READV;
 }
@@ -714,14 +673,31 @@ static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_r
     return blitz__fs_unstarted(f, r, rc);
 }
 
-static blitz__fs_req blitz__fs_req_new(int kind) {
-    blitz__fs_req r;
-    memset(&r, 0, sizeof r);
-    r.kind = kind;
-    r.fd = -1;
-    r.off = -1;
-    return r;
+BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz_fs_op *f = (blitz_fs_op *)p;
+    if (!f)
+        return;
+    blitz__fs_rec *nat = blitz__fs_native_rec(f);
+    if (nat) {
+        /* The record (buffers, paths) stays the kernel's until its
+         * completion, which frees it when it comes after this. */
+        f->blitz__op.rec = NULL;
+        if (blitz__ufile_cancel(&nat->uf)) {
+            nat->result = nat->uf.res; /* an opened file is closed */
+            blitz__pool_rec_free(&nat->base);
+        }
+        return;
+    }
+    blitz__pool_op_cancel(&f->blitz__op);
 }
+
+#endif /* BLITZ__HAS_IO */
+
+/* Windows too: the work below the calls is fs_win32.c's there. */
+#if BLITZ__HAS_IO || BLITZ__WIN32
+
+/* ---- the public calls: one set of checks for every system --------------------------------- */
 
 /* An argument error known before anything starts. */
 static blitz_poll blitz__fs_fail(blitz_cx *cx, blitz_fs_op *f, int err) {
@@ -800,7 +776,7 @@ BLITZ_API blitz_poll blitz_fs_pwrite(blitz_cx *cx, blitz_fs_op *op, int fd, cons
 
 static blitz_poll blitz__fs_vec(blitz_cx *cx, blitz_fs_op *op, int kind, int fd,
                                 const blitz_iovec *iov, int iovcnt, int64_t offset) {
-    if (!iov || iovcnt <= 0 || iovcnt > IOV_MAX || offset < -1)
+    if (!iov || iovcnt <= 0 || iovcnt > BLITZ__FS_IOV_MAX || offset < -1)
         return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     if (fd < 0)
         return blitz__fs_fail(cx, op, BLITZ_EBADF);
@@ -929,30 +905,6 @@ BLITZ_API blitz_poll blitz_fs_fallocate(blitz_cx *cx, blitz_fs_op *op, int fd, u
     r.len = (size_t)len;
     return blitz__fs_call(cx, op, &r);
 }
-
-BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *p) {
-    (void)cx;
-    blitz_fs_op *f = (blitz_fs_op *)p;
-    if (!f)
-        return;
-    blitz__fs_rec *nat = blitz__fs_native_rec(f);
-    if (nat) {
-        /* The record (buffers, paths) stays the kernel's until its
-         * completion, which frees it when it comes after this. */
-        f->blitz__op.rec = NULL;
-        if (blitz__ufile_cancel(&nat->uf)) {
-            nat->result = nat->uf.res; /* an opened file is closed */
-            blitz__pool_rec_free(&nat->base);
-        }
-        return;
-    }
-    blitz__pool_op_cancel(&f->blitz__op);
-}
-
-#endif /* BLITZ__HAS_IO */
-
-/* Windows too: the calls below are fs_win32.c's there. */
-#if BLITZ__HAS_IO || BLITZ__WIN32
 
 /* ---- file ops as values ------------------------------------------------------------------- */
 

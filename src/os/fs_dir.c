@@ -9,24 +9,23 @@
  * read after a cancelled one that is still running gets BLITZ_EBUSY
  * instead of sharing the DIR stream with that thread. */
 #include "../io/io.h"
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_IO || BLITZ__WIN32
 
 #define BLITZ__FSD_BATCH     64u
 #define BLITZ__FSD_MAX_BATCH 4096u
 
 struct blitz_fs_dir {
-    DIR *d;
+    void *stream; /* the system's (fs_job.c's blitz__fsd_stream_*) */
     blitz__atomic_u32 refs;
     blitz__atomic_u32 busy;
 };
 
-static void blitz__fsd_unref(blitz_fs_dir *dir) {
-    /* Acq_rel: the last owner sees every other owner's use of the stream
-     * before closing it. */
-    if (blitz__u32_fetch_sub(&dir->refs, 1, BLITZ__ACQ_REL) == 1) {
-        closedir(dir->d);
-        blitz__free(dir);
-    }
+#if !BLITZ__WIN32
+/* The POSIX stream is a DIR (Windows's: fs_ext_win32.c). */
+static int64_t blitz__fsd_stream_open(const char *path, void **stream) {
+    DIR *d = opendir(path);
+    *stream = d;
+    return d ? 0 : blitz__fsx_errno();
 }
 
 static blitz_file_type blitz__fsd_type(const struct dirent *e) {
@@ -49,6 +48,30 @@ static blitz_file_type blitz__fsd_type(const struct dirent *e) {
 #endif
 }
 
+static int64_t blitz__fsd_stream_next(void *stream, const char **name, blitz_file_type *type) {
+    errno = 0;
+    struct dirent *e = readdir((DIR *)stream);
+    if (!e)
+        return errno ? blitz__fsx_errno() : 0;
+    *name = e->d_name;
+    *type = blitz__fsd_type(e);
+    return 1;
+}
+
+static void blitz__fsd_stream_close(void *stream) {
+    closedir((DIR *)stream);
+}
+#endif /* !BLITZ__WIN32 */
+
+static void blitz__fsd_unref(blitz_fs_dir *dir) {
+    /* Acq_rel: the last owner sees every other owner's use of the stream
+     * before closing it. */
+    if (blitz__u32_fetch_sub(&dir->refs, 1, BLITZ__ACQ_REL) == 1) {
+        blitz__fsd_stream_close(dir->stream);
+        blitz__free(dir);
+    }
+}
+
 /* An opened reader nobody took. */
 static void blitz__fsd_open_undo(blitz__fsx_rec *r) {
     if (r->result >= 0 && r->data) {
@@ -61,9 +84,8 @@ static int64_t blitz__fsd_open(blitz__fsx_rec *r) {
     blitz_fs_dir *dir = (blitz_fs_dir *)blitz__calloc(sizeof *dir);
     if (!dir)
         return BLITZ_ENOMEM;
-    dir->d = opendir(r->path);
-    if (!dir->d) {
-        int64_t rc = blitz__fsx_errno();
+    int64_t rc = blitz__fsd_stream_open(r->path, &dir->stream);
+    if (rc < 0) {
         blitz__free(dir);
         return rc;
     }
@@ -84,22 +106,20 @@ static int64_t blitz__fsd_next(blitz__fsx_rec *r) {
     int64_t rc = 0;
     /* Names are placed by offset while the block may still move. */
     while (count < r->n) {
-        errno = 0;
-        struct dirent *e = readdir(dir->d);
-        if (!e) {
-            if (errno)
-                rc = blitz__fsx_errno();
+        const char *name = NULL;
+        blitz_file_type type = BLITZ_FILE_UNKNOWN;
+        if ((rc = blitz__fsd_stream_next(dir->stream, &name, &type)) <= 0)
             break;
-        }
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+        rc = 0;
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
             continue;
-        size_t len = strlen(e->d_name) + 1;
+        size_t len = strlen(name) + 1;
         if ((rc = blitz__grow_buffer(&block, &cap, used, used + len)) != 0)
             break;
         blitz_fs_dirent *ent = (blitz_fs_dirent *)(void *)block + count++;
         ent->name = (const char *)(uintptr_t)used;
-        ent->type = blitz__fsd_type(e);
-        memcpy(block + used, e->d_name, len);
+        ent->type = type;
+        memcpy(block + used, name, len);
         used += len;
     }
     if (rc != 0 || count == 0) {
@@ -185,4 +205,4 @@ BLITZ_API blitz_op blitz_op_fs_readdir(blitz_fs_op *op, blitz_fs_dir *dir, size_
     return blitz_op_make(blitz__fsd_value_poll, blitz_fs_cancel, op);
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_IO || BLITZ__WIN32 */

@@ -10,7 +10,7 @@
  * function: a temporary file is closed and removed, a directory batch
  * freed. */
 #include "../io/io.h"
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_IO || BLITZ__WIN32
 
 typedef struct blitz__fsx_rec blitz__fsx_rec;
 
@@ -66,9 +66,11 @@ static int blitz__fsx_give_up(blitz__fsx_rec *r) {
     return blitz__pool_rec_give_up(&r->base);
 }
 
+#if !BLITZ__WIN32
 static int64_t blitz__fsx_errno(void) {
     return blitz__from_errno(errno);
 }
+#endif
 
 /* Ready with an argument error, when the op is idle; an op in flight is
  * polled on (its caller repeats the call that started it). */
@@ -152,4 +154,32 @@ static void blitz__fsx_value_set(blitz_fs_op *op, int call, int fd, const char *
     op->blitz__mode = mode;
 }
 
-#endif /* BLITZ__HAS_IO */
+/* The work of each op, run on a pool thread: a result >= 0 or a code.
+ * The front ends (argument checks, requests, value forms) are one for
+ * every system; the work is the system's: the POSIX forms sit beside
+ * their front ends in fs_meta.c, fs_tree.c and fs_dir.c, the Windows
+ * forms in fs_ext_win32.c. */
+static int64_t blitz__fsm_seek(blitz__fsx_rec *r);
+static int64_t blitz__fsm_chmod(blitz__fsx_rec *r);
+static int64_t blitz__fsm_chown(blitz__fsx_rec *r);
+static int64_t blitz__fsm_utimes(blitz__fsx_rec *r);
+static int64_t blitz__fsm_access(blitz__fsx_rec *r);
+static int64_t blitz__fsm_readlink(blitz__fsx_rec *r);
+static int64_t blitz__fsm_realpath(blitz__fsx_rec *r);
+static int64_t blitz__fsm_statfs(blitz__fsx_rec *r);
+static int64_t blitz__fsm_read_file(blitz__fsx_rec *r);
+/* Creates `name` exclusively: a descriptor (a file), 0 (a directory,
+ * `dir`), or a code; BLITZ_EEXIST when the name is taken. */
+static int64_t blitz__fst_create(const char *name, int dir);
+/* Removes what blitz__fst_create made (closing the file first). */
+static void blitz__fst_remove_made(const char *name, int dir, int fd);
+static int64_t blitz__fst_copy(blitz__fsx_rec *r);
+static int64_t blitz__fst_remove_all(blitz__fsx_rec *r);
+/* A directory stream: opened on a path, read an entry at a time (1 with
+ * the entry's name, valid until the next call, and type; 0 at the end;
+ * or a code), closed once. "." and ".." may come; the caller skips them. */
+static int64_t blitz__fsd_stream_open(const char *path, void **stream);
+static int64_t blitz__fsd_stream_next(void *stream, const char **name, blitz_file_type *type);
+static void blitz__fsd_stream_close(void *stream);
+
+#endif /* BLITZ__HAS_IO || BLITZ__WIN32 */

@@ -1,9 +1,12 @@
 /* File positions, permissions, owners, times, access checks, links read
  * back, canonical paths, file-system figures and size-limited whole-file
  * reads: each one system call (or a short loop of them) on a pool thread,
- * through fs_job.c's record. */
+ * through fs_job.c's record. The POSIX work is here; Windows's is in
+ * fs_ext_win32.c. */
 #include "../io/io.h"
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_IO || BLITZ__WIN32
+
+#if !BLITZ__WIN32
 
 static int64_t blitz__fsm_seek(blitz__fsx_rec *r) {
     off_t at = lseek(r->fd, (off_t)r->a, r->how);
@@ -112,6 +115,7 @@ static int64_t blitz__fsm_statfs(blitz__fsx_rec *r) {
 static int64_t blitz__fsm_read_file(blitz__fsx_rec *r) {
     return blitz__fs_read_file(r->path, r->n, &r->data);
 }
+#endif /* !BLITZ__WIN32 */
 
 /* ---- public calls ------------------------------------------------------------------- */
 
@@ -324,4 +328,4 @@ BLITZ_API blitz_op blitz_op_fs_read_file_limit(blitz_fs_op *op, const char *path
     return blitz__fsm_value(op, BLITZ__FSM_READ_FILE_LIMIT, -1, path, 0, (uint64_t)max, 0);
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_IO || BLITZ__WIN32 */

@@ -2,9 +2,11 @@
  * copying a file, removing a tree. Long work (a copy, a removal) checks
  * between steps whether its task gave up, and stops there: a cancelled
  * copy leaves a partial destination, a cancelled removal part of the
- * tree, as an interrupted cp or rm would. */
+ * tree, as an interrupted cp or rm would. The naming of temporary files
+ * and the front ends are every system's; the POSIX work is here,
+ * Windows's in fs_ext_win32.c. */
 #include "../io/io.h"
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_IO || BLITZ__WIN32
 
 #define BLITZ__FST_CHUNK ((size_t)1 << 20) /* bytes copied between give-up checks */
 #define BLITZ__FST_BUF   ((size_t)64 * 1024)
@@ -12,9 +14,9 @@
 /* ---- temporary files ---------------------------------------------------------------- */
 
 /* The template's trailing XXXXXX are replaced by random letters until a
- * name is free: O_EXCL (or mkdir) makes the creation atomic, and the
- * descriptor is close-on-exec from the start, which mkstemp cannot
- * promise portably. */
+ * name is free: the exclusive creation (O_EXCL, mkdir; CREATE_NEW) makes
+ * it atomic, and a file's descriptor is not inherited from the start,
+ * which mkstemp cannot promise portably. */
 static const char blitz__fst_letters[] =
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
@@ -24,48 +26,30 @@ static int64_t blitz__fst_temp(blitz__fsx_rec *r, int dir) {
     if (!name)
         return BLITZ_ENOMEM;
     memcpy(name, r->path, len + 1);
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    uint64_t x = (uint64_t)now.tv_nsec ^ ((uint64_t)now.tv_sec << 20) ^ (uint64_t)(uintptr_t)name ^
-                 ((uint64_t)getpid() << 40);
-    for (int attempt = 0; attempt < 1000; attempt++) {
+    /* Names need only be unlikely to collide: a taken one is retried. */
+    uint64_t x = blitz__now_ns() ^ ((uint64_t)(uintptr_t)name << 16) ^ (uint64_t)(uintptr_t)&len;
+    int64_t rc = BLITZ_EEXIST;
+    for (int attempt = 0; attempt < 1000 && rc == BLITZ_EEXIST; attempt++) {
         for (size_t i = len - 6; i < len; i++) {
-            x ^= x << 13; /* xorshift64: names need only be unlikely to collide */
+            x ^= x << 13; /* xorshift64 */
             x ^= x >> 7;
             x ^= x << 17;
             name[i] = blitz__fst_letters[x % (sizeof blitz__fst_letters - 1)];
         }
-        int fd = 0;
-        if (dir) {
-            if (mkdir(name, 0700) != 0)
-                fd = -1;
-        } else {
-            do
-                fd = open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-            while (fd < 0 && errno == EINTR);
-        }
-        if (fd >= 0) {
-            r->data = name;
-            return fd;
-        }
-        if (errno != EEXIST)
-            break;
+        rc = blitz__fst_create(name, dir);
     }
-    int64_t rc = blitz__fsx_errno();
-    blitz__free(name);
+    if (rc < 0) {
+        blitz__free(name);
+        return rc;
+    }
+    r->data = name;
     return rc;
 }
 
 /* A temporary file or directory the caller never learnt the name of. */
 static void blitz__fst_temp_undo(blitz__fsx_rec *r) {
-    if (r->result < 0 || !r->data)
-        return;
-    if (r->how) {
-        rmdir((const char *)r->data);
-    } else {
-        close((int)r->result);
-        unlink((const char *)r->data);
-    }
+    if (r->result >= 0 && r->data)
+        blitz__fst_remove_made((const char *)r->data, r->how, r->how ? -1 : (int)r->result);
 }
 
 static int64_t blitz__fst_mkstemp(blitz__fsx_rec *r) {
@@ -77,6 +61,27 @@ static int64_t blitz__fst_mkdtemp(blitz__fsx_rec *r) {
     r->undo = blitz__fst_temp_undo;
     int64_t rc = blitz__fst_temp(r, 1);
     return rc < 0 ? rc : 0;
+}
+
+#if !BLITZ__WIN32
+
+static int64_t blitz__fst_create(const char *name, int dir) {
+    if (dir)
+        return mkdir(name, 0700) == 0 ? 0 : blitz__fsx_errno();
+    int fd;
+    do
+        fd = open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    while (fd < 0 && errno == EINTR);
+    return fd >= 0 ? fd : blitz__fsx_errno();
+}
+
+static void blitz__fst_remove_made(const char *name, int dir, int fd) {
+    if (dir) {
+        rmdir(name);
+    } else {
+        close(fd);
+        unlink(name);
+    }
 }
 
 /* ---- copy --------------------------------------------------------------------------- */
@@ -258,6 +263,8 @@ static int64_t blitz__fst_remove_all(blitz__fsx_rec *r) {
     return rc;
 }
 
+#endif /* !BLITZ__WIN32 */
+
 /* ---- public calls ------------------------------------------------------------------- */
 
 static int blitz__fst_template_ok(const char *t) {
@@ -329,4 +336,4 @@ BLITZ_API blitz_op blitz_op_fs_remove_all(blitz_fs_op *op, const char *path) {
     return blitz__fst_value(op, BLITZ__FST_REMOVE_ALL, path, NULL);
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_IO || BLITZ__WIN32 */

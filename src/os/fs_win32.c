@@ -20,32 +20,6 @@
 
 #if BLITZ__WIN32
 
-enum {
-    BLITZ__WFS_OPEN = 1,
-    BLITZ__WFS_CLOSE,
-    BLITZ__WFS_READ,
-    BLITZ__WFS_WRITE,
-    BLITZ__WFS_FSYNC,
-    BLITZ__WFS_TRUNCATE,
-    BLITZ__WFS_STAT,
-    BLITZ__WFS_LSTAT,
-    BLITZ__WFS_FSTAT,
-    BLITZ__WFS_RENAME,
-    BLITZ__WFS_UNLINK,
-    BLITZ__WFS_RMDIR,
-    BLITZ__WFS_MKDIR,
-    BLITZ__WFS_MKDIR_ALL,
-    BLITZ__WFS_READ_DIR,
-    BLITZ__WFS_READ_FILE,
-    BLITZ__WFS_WRITE_FILE,
-    BLITZ__WFS_SYMLINK,
-    BLITZ__WFS_LINK,
-    BLITZ__WFS_FALLOCATE,
-};
-
-/* The most buffers of a vectored op (IOV_MAX on Linux). */
-#define BLITZ__WFS_IOV_MAX 1024
-
 typedef struct {
     blitz__pool_rec base;
     int kind, fd, flags;
@@ -472,28 +446,51 @@ static int blitz__wfs_dirent_cmp(const void *a, const void *b) {
     return strcmp(((const blitz_fs_dirent *)a)->name, ((const blitz_fs_dirent *)b)->name);
 }
 
-/* Every entry of a directory, sorted by name, in one allocation: the
- * array, then the names. */
-static int64_t blitz__wfs_read_dir(const wchar_t *path, void **out) {
+/* The first entry of directory `path` (FindFirstFileExW over "path\\*"):
+ * a find handle, or INVALID_HANDLE_VALUE with the code in *err (0: the
+ * directory has no entry at all). */
+static HANDLE blitz__wfs_find_first(const wchar_t *path, WIN32_FIND_DATAW *fd, int64_t *err) {
     DWORD a = GetFileAttributesW(path);
-    if (a == INVALID_FILE_ATTRIBUTES)
-        return blitz__wfs_err();
-    if (!(a & FILE_ATTRIBUTE_DIRECTORY))
-        return BLITZ_ENOTDIR;
+    *err = a == INVALID_FILE_ATTRIBUTES      ? blitz__wfs_err()
+           : !(a & FILE_ATTRIBUTE_DIRECTORY) ? BLITZ_ENOTDIR
+                                             : 0;
+    if (*err)
+        return INVALID_HANDLE_VALUE;
     size_t n = wcslen(path);
     wchar_t *pattern = (wchar_t *)blitz__malloc((n + 3) * sizeof *pattern);
-    if (!pattern)
-        return BLITZ_ENOMEM;
+    if (!pattern) {
+        *err = BLITZ_ENOMEM;
+        return INVALID_HANDLE_VALUE;
+    }
     memcpy(pattern, path, n * sizeof *pattern);
     if (n && !blitz__wfs_sep(path[n - 1]))
         pattern[n++] = L'\\';
     pattern[n++] = L'*';
     pattern[n] = 0;
-    WIN32_FIND_DATAW fd;
-    HANDLE f = FindFirstFileExW(pattern, FindExInfoBasic, &fd, FindExSearchNameMatch, NULL, 0);
+    HANDLE f = FindFirstFileExW(pattern, FindExInfoBasic, fd, FindExSearchNameMatch, NULL, 0);
     blitz__free(pattern);
+    if (f == INVALID_HANDLE_VALUE && GetLastError() != ERROR_FILE_NOT_FOUND)
+        *err = blitz__wfs_err();
+    return f;
+}
+
+/* A found entry's type: a symlink is a reparse point of that tag. */
+static blitz_file_type blitz__wfs_find_type(const WIN32_FIND_DATAW *fd) {
+    if ((fd->dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) &&
+        fd->dwReserved0 == IO_REPARSE_TAG_SYMLINK)
+        return BLITZ_FILE_SYMLINK;
+    return (fd->dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) ? BLITZ_FILE_DIRECTORY
+                                                             : BLITZ_FILE_REGULAR;
+}
+
+/* Every entry of a directory, sorted by name, in one allocation: the
+ * array, then the names. */
+static int64_t blitz__wfs_read_dir(const wchar_t *path, void **out) {
+    WIN32_FIND_DATAW fd;
+    int64_t err;
+    HANDLE f = blitz__wfs_find_first(path, &fd, &err);
     if (f == INVALID_HANDLE_VALUE)
-        return GetLastError() == ERROR_FILE_NOT_FOUND ? 0 : blitz__wfs_err();
+        return err;
     /* Names and types first, packed; the array is built once the count
      * is known. */
     char *names = NULL;
@@ -514,13 +511,7 @@ static int64_t blitz__wfs_read_dir(const wchar_t *path, void **out) {
         }
         WideCharToMultiByte(CP_UTF8, 0, w, -1, names + used, (int)len, NULL, NULL);
         used += len;
-        blitz_file_type t = BLITZ_FILE_REGULAR;
-        if ((fd.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) &&
-            fd.dwReserved0 == IO_REPARSE_TAG_SYMLINK)
-            t = BLITZ_FILE_SYMLINK;
-        else if (fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)
-            t = BLITZ_FILE_DIRECTORY;
-        types[count++] = (char)t;
+        types[count++] = (char)blitz__wfs_find_type(&fd);
     } while (FindNextFileW(f, &fd));
     if (rc == 0 && GetLastError() != ERROR_NO_MORE_FILES)
         rc = blitz__wfs_err();
@@ -549,22 +540,34 @@ static int64_t blitz__wfs_read_dir(const wchar_t *path, void **out) {
     return (int64_t)count;
 }
 
-static int64_t blitz__wfs_read_file(const wchar_t *path, void **out) {
+/* A whole file, or BLITZ_EFBIG as soon as it has more than `limit`
+ * bytes (SIZE_MAX: no limit), as fs.c's blitz__fs_read_file. */
+static int64_t blitz__wfs_read_file(const wchar_t *path, size_t limit, void **out) {
     int64_t err = 0;
     HANDLE h = blitz__wfs_create(path, BLITZ_FS_READ, 0, &err);
     if (h == INVALID_HANDLE_VALUE)
         return err;
     LARGE_INTEGER size;
-    size_t hint = GetFileSizeEx(h, &size) && size.QuadPart > 0 &&
-                          (uint64_t)size.QuadPart < (uint64_t)SIZE_MAX / 2
+    int sized = GetFileType(h) == FILE_TYPE_DISK && GetFileSizeEx(h, &size) && size.QuadPart > 0;
+    if (sized && (uint64_t)size.QuadPart > limit) {
+        CloseHandle(h);
+        return BLITZ_EFBIG;
+    }
+    size_t hint = sized && (uint64_t)size.QuadPart < (uint64_t)SIZE_MAX / 2
                       ? (size_t)size.QuadPart + 1
                       : 4096;
+    if (limit < SIZE_MAX - 1 && hint > limit + 2)
+        hint = limit + 2;
     char *buf = NULL;
     size_t used = 0, cap = 0;
-    int64_t rc = blitz__grow_buffer(&buf, &cap, 0, hint + 1);
+    int64_t rc = blitz__grow_buffer(&buf, &cap, 0, hint);
     /* The size is a hint: the file may grow or shrink while it is read
      * (the read that finds the end needs room for one byte). */
     while (rc == 0) {
+        if (used > limit) {
+            rc = BLITZ_EFBIG;
+            break;
+        }
         if (used + 1 >= cap && (rc = blitz__grow_buffer(&buf, &cap, used, cap * 2)) != 0)
             break;
         int64_t n = blitz__wfs_read(h, buf + used, cap - used - 1, -1);
@@ -653,41 +656,41 @@ static int64_t blitz__wfs_do_path(blitz__wfs_rec *f) {
     }
     int64_t rc;
     switch (f->kind) {
-    case BLITZ__WFS_OPEN:
+    case BLITZ__FS_OPEN:
         rc = blitz__wfs_open(p, f->flags, f->mode);
         break;
-    case BLITZ__WFS_STAT:
-    case BLITZ__WFS_LSTAT:
-        rc = blitz__wfs_stat(p, f->kind == BLITZ__WFS_LSTAT, &f->md);
+    case BLITZ__FS_STAT:
+    case BLITZ__FS_LSTAT:
+        rc = blitz__wfs_stat(p, f->kind == BLITZ__FS_LSTAT, &f->md);
         break;
-    case BLITZ__WFS_RENAME:
+    case BLITZ__FS_RENAME:
         rc = MoveFileExW(p, p2, MOVEFILE_REPLACE_EXISTING) ? 0 : blitz__wfs_err();
         break;
-    case BLITZ__WFS_UNLINK:
+    case BLITZ__FS_UNLINK:
         rc = blitz__wfs_unlink(p);
         break;
-    case BLITZ__WFS_RMDIR:
+    case BLITZ__FS_RMDIR:
         rc = blitz__wfs_rmdir(p);
         break;
-    case BLITZ__WFS_MKDIR:
+    case BLITZ__FS_MKDIR:
         rc = blitz__wfs_mkdir(p, f->mode);
         break;
-    case BLITZ__WFS_MKDIR_ALL:
+    case BLITZ__FS_MKDIR_ALL:
         rc = blitz__wfs_mkdir_all(p, f->mode);
         break;
-    case BLITZ__WFS_READ_DIR:
+    case BLITZ__FS_READ_DIR:
         rc = blitz__wfs_read_dir(p, &f->data);
         break;
-    case BLITZ__WFS_READ_FILE:
-        rc = blitz__wfs_read_file(p, &f->data);
+    case BLITZ__FS_READ_FILE:
+        rc = blitz__wfs_read_file(p, SIZE_MAX, &f->data);
         break;
-    case BLITZ__WFS_WRITE_FILE:
+    case BLITZ__FS_WRITE_FILE:
         rc = blitz__wfs_write_file(p, f->buf, f->len);
         break;
-    case BLITZ__WFS_SYMLINK:
+    case BLITZ__FS_SYMLINK:
         rc = blitz__wfs_symlink(p, p2);
         break;
-    case BLITZ__WFS_LINK: /* link(from, to): `to` is the new name */
+    case BLITZ__FS_LINK: /* link(from, to): `to` is the new name */
         rc = CreateHardLinkW(p2, p, NULL) ? 0 : blitz__wfs_err();
         break;
     default:
@@ -695,8 +698,8 @@ static int64_t blitz__wfs_do_path(blitz__wfs_rec *f) {
         break;
     }
     if (rc == BLITZ_ENOENT)
-        rc = blitz__wfs_not_found(f->kind == BLITZ__WFS_SYMLINK || f->kind == BLITZ__WFS_LINK ? p2
-                                                                                              : p);
+        rc = blitz__wfs_not_found(f->kind == BLITZ__FS_SYMLINK || f->kind == BLITZ__FS_LINK ? p2
+                                                                                            : p);
     blitz__free(p);
     blitz__free(p2);
     return rc;
@@ -705,20 +708,20 @@ static int64_t blitz__wfs_do_path(blitz__wfs_rec *f) {
 static int64_t blitz__wfs_do(blitz__wfs_rec *f) {
     HANDLE h = blitz__wfs_handle(f->fd);
     switch (f->kind) {
-    case BLITZ__WFS_CLOSE:
+    case BLITZ__FS_CLOSE:
         return _close(f->fd) == 0 ? 0 : BLITZ_EBADF;
-    case BLITZ__WFS_READ:
+    case BLITZ__FS_READ:
         return blitz__wfs_read(h, f->buf, f->len, f->off);
-    case BLITZ__WFS_WRITE:
+    case BLITZ__FS_WRITE:
         return blitz__wfs_write(h, (const char *)f->buf, f->len, f->off);
-    case BLITZ__WFS_FSYNC:
+    case BLITZ__FS_FSYNC:
         return blitz__wfs_fsync(h);
-    case BLITZ__WFS_TRUNCATE:
+    case BLITZ__FS_TRUNCATE:
         /* ftruncate(2) on a descriptor not open for writing: EINVAL. */
         return blitz__wfs_set_size(h, (uint64_t)f->off, BLITZ_EINVAL);
-    case BLITZ__WFS_FSTAT:
+    case BLITZ__FS_FSTAT:
         return h == INVALID_HANDLE_VALUE ? BLITZ_EBADF : blitz__wfs_fill_metadata(h, 0, &f->md);
-    case BLITZ__WFS_FALLOCATE:
+    case BLITZ__FS_FALLOCATE:
         return blitz__wfs_fallocate(h, f->off, (int64_t)f->len);
     default:
         return blitz__wfs_do_path(f);
@@ -736,39 +739,22 @@ static void blitz__wfs_exec(blitz__pool_rec *rec, int cancelled) {
  * closed. */
 static void blitz__wfs_discard(blitz__pool_rec *rec) {
     blitz__wfs_rec *f = (blitz__wfs_rec *)rec;
-    if (f->kind == BLITZ__WFS_OPEN && f->result >= 0)
+    if (f->kind == BLITZ__FS_OPEN && f->result >= 0)
         _close((int)f->result);
     blitz__free(f->data);
     blitz__free(f->buf);
     blitz__free(f->path);
 }
 
-/* A request, as the public calls describe it. */
-typedef struct {
-    int kind, fd, flags;
-    uint32_t mode;
-    const void *buf; /* data to write; where a read goes */
-    size_t len;
-    int64_t off;
-    const char *path, *path2;
-    const blitz_iovec *iov;
-    int iovcnt;
-    blitz_fs_metadata *md;
-} blitz__wfs_req;
-
-static blitz__wfs_req blitz__wfs_req_new(int kind) {
-    blitz__wfs_req r;
-    memset(&r, 0, sizeof r);
-    r.kind = kind;
-    r.fd = -1;
-    r.off = -1;
-    return r;
-}
-
 /* Copies the paths and the data to write into the record, makes room for
  * a read. */
-static int blitz__wfs_fill(blitz__wfs_rec *f, const blitz__wfs_req *r) {
-    f->kind = r->kind;
+static int blitz__wfs_fill(blitz__wfs_rec *f, const blitz__fs_req *r) {
+    /* One read, one write and one flush here: the offset (-1: the file
+     * position) and the buffers say the rest. */
+    f->kind = r->kind == BLITZ__FS_PREAD || r->kind == BLITZ__FS_READV     ? BLITZ__FS_READ
+              : r->kind == BLITZ__FS_PWRITE || r->kind == BLITZ__FS_WRITEV ? BLITZ__FS_WRITE
+              : r->kind == BLITZ__FS_FDATASYNC                             ? BLITZ__FS_FSYNC
+                                                                           : r->kind;
     f->fd = r->fd;
     f->flags = r->flags;
     f->mode = r->mode;
@@ -796,7 +782,7 @@ static int blitz__wfs_fill(blitz__wfs_rec *f, const blitz__wfs_req *r) {
             len += r->iov[i].len;
         }
     }
-    int read = r->kind == BLITZ__WFS_READ;
+    int read = f->kind == BLITZ__FS_READ;
     if (read && len > BLITZ_FS_MAX_READ)
         len = BLITZ_FS_MAX_READ;
     f->len = len;
@@ -820,7 +806,7 @@ static int blitz__wfs_fill(blitz__wfs_rec *f, const blitz__wfs_req *r) {
 
 static void blitz__wfs_take(blitz_fs_op *op, blitz__wfs_rec *f) {
     op->result = f->result;
-    if (f->result > 0 && f->kind == BLITZ__WFS_READ) {
+    if (f->result > 0 && f->kind == BLITZ__FS_READ) {
         if (op->blitz__iov) {
             size_t at = 0, left = (size_t)f->result;
             for (int i = 0; i < op->blitz__iovcnt && left; i++) {
@@ -835,7 +821,7 @@ static void blitz__wfs_take(blitz_fs_op *op, blitz__wfs_rec *f) {
         }
     }
     if (f->result == 0 &&
-        (f->kind == BLITZ__WFS_STAT || f->kind == BLITZ__WFS_LSTAT || f->kind == BLITZ__WFS_FSTAT))
+        (f->kind == BLITZ__FS_STAT || f->kind == BLITZ__FS_LSTAT || f->kind == BLITZ__FS_FSTAT))
         *(blitz_fs_metadata *)op->blitz__out = f->md;
     op->data = f->data;
     f->data = NULL;
@@ -845,14 +831,14 @@ static void blitz__wfs_take(blitz_fs_op *op, blitz__wfs_rec *f) {
 
 /* A request that cannot reach the pool ends with `err`; a close runs
  * here instead (the caller has given the descriptor up). */
-static blitz_poll blitz__wfs_unstarted(blitz_fs_op *f, const blitz__wfs_req *r, int err) {
-    if (r->kind == BLITZ__WFS_CLOSE)
+static blitz_poll blitz__wfs_unstarted(blitz_fs_op *f, const blitz__fs_req *r, int err) {
+    if (r->kind == BLITZ__FS_CLOSE)
         err = _close(r->fd) == 0 ? 0 : BLITZ_EBADF;
     f->result = err;
     return BLITZ_READY;
 }
 
-static blitz_poll blitz__wfs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__wfs_req *r) {
+static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_req *r) {
     if (!f)
         return BLITZ_READY;
     blitz__pool_rec *done;
@@ -885,209 +871,15 @@ static blitz_poll blitz__wfs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__wfs
     return blitz__wfs_unstarted(f, r, rc);
 }
 
-/* An argument error known before anything starts (an op in flight is
- * polled instead). */
-static blitz_poll blitz__fs_fail(blitz_cx *cx, blitz_fs_op *f, int err) {
-    if (f && blitz__pool_op_idle(&f->blitz__op)) {
-        f->data = NULL;
-        f->result = err;
-        return BLITZ_READY;
-    }
-    blitz__wfs_req none = blitz__wfs_req_new(0);
-    return blitz__wfs_call(cx, f, &none);
-}
-
-/* ---- the public calls ---------------------------------------------------------------- */
-
-BLITZ_API blitz_poll blitz_fs_open(blitz_cx *cx, blitz_fs_op *op, const char *path, int flags,
-                                   uint32_t mode) {
+/* The flags of an open, checked: Windows takes them as they are. */
+static int blitz__fs_open_flags(int flags, int *out) {
     const int known = BLITZ_FS_READ | BLITZ_FS_WRITE | BLITZ_FS_APPEND | BLITZ_FS_CREATE |
                       BLITZ_FS_TRUNCATE | BLITZ_FS_EXCL | BLITZ_FS_SYNC | BLITZ_FS_DSYNC |
                       BLITZ_FS_DIRECT | BLITZ_FS_NOFOLLOW;
-    if (!path || (flags & ~known) || !(flags & (BLITZ_FS_READ | BLITZ_FS_WRITE | BLITZ_FS_APPEND)))
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    blitz__wfs_req r = blitz__wfs_req_new(BLITZ__WFS_OPEN);
-    r.path = path;
-    r.flags = flags;
-    r.mode = mode;
-    return blitz__wfs_call(cx, op, &r);
-}
-
-static blitz_poll blitz__wfs_fd_call(blitz_cx *cx, blitz_fs_op *op, int kind, int fd) {
-    if (fd < 0 && kind != BLITZ__WFS_CLOSE)
-        return blitz__fs_fail(cx, op, BLITZ_EBADF);
-    blitz__wfs_req r = blitz__wfs_req_new(kind);
-    r.fd = fd;
-    return blitz__wfs_call(cx, op, &r);
-}
-BLITZ_API blitz_poll blitz_fs_close(blitz_cx *cx, blitz_fs_op *op, int fd) {
-    return blitz__wfs_fd_call(cx, op, BLITZ__WFS_CLOSE, fd);
-}
-BLITZ_API blitz_poll blitz_fs_fsync(blitz_cx *cx, blitz_fs_op *op, int fd) {
-    return blitz__wfs_fd_call(cx, op, BLITZ__WFS_FSYNC, fd);
-}
-BLITZ_API blitz_poll blitz_fs_fdatasync(blitz_cx *cx, blitz_fs_op *op, int fd) {
-    /* FlushFileBuffers is the one flush Windows has. */
-    return blitz__wfs_fd_call(cx, op, BLITZ__WFS_FSYNC, fd);
-}
-
-static blitz_poll blitz__wfs_io(blitz_cx *cx, blitz_fs_op *op, int kind, int fd, const void *buf,
-                                size_t len, int64_t off) {
-    if (fd < 0)
-        return blitz__fs_fail(cx, op, BLITZ_EBADF);
-    if (!buf && len)
-        return blitz__fs_fail(cx, op, BLITZ_EFAULT);
-    if (off < -1 || len > (size_t)INT64_MAX)
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    blitz__wfs_req r = blitz__wfs_req_new(kind);
-    r.fd = fd;
-    r.buf = buf;
-    r.len = len;
-    r.off = off;
-    return blitz__wfs_call(cx, op, &r);
-}
-BLITZ_API blitz_poll blitz_fs_read(blitz_cx *cx, blitz_fs_op *op, int fd, void *buf, size_t len) {
-    return blitz__wfs_io(cx, op, BLITZ__WFS_READ, fd, buf, len, -1);
-}
-BLITZ_API blitz_poll blitz_fs_write(blitz_cx *cx, blitz_fs_op *op, int fd, const void *buf,
-                                    size_t len) {
-    return blitz__wfs_io(cx, op, BLITZ__WFS_WRITE, fd, buf, len, -1);
-}
-BLITZ_API blitz_poll blitz_fs_pread(blitz_cx *cx, blitz_fs_op *op, int fd, void *buf, size_t len,
-                                    uint64_t offset) {
-    if (offset > (uint64_t)INT64_MAX)
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    return blitz__wfs_io(cx, op, BLITZ__WFS_READ, fd, buf, len, (int64_t)offset);
-}
-BLITZ_API blitz_poll blitz_fs_pwrite(blitz_cx *cx, blitz_fs_op *op, int fd, const void *buf,
-                                     size_t len, uint64_t offset) {
-    if (offset > (uint64_t)INT64_MAX)
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    return blitz__wfs_io(cx, op, BLITZ__WFS_WRITE, fd, buf, len, (int64_t)offset);
-}
-
-static blitz_poll blitz__wfs_vec(blitz_cx *cx, blitz_fs_op *op, int kind, int fd,
-                                 const blitz_iovec *iov, int iovcnt, int64_t offset) {
-    if (!iov || iovcnt <= 0 || iovcnt > BLITZ__WFS_IOV_MAX || offset < -1)
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    if (fd < 0)
-        return blitz__fs_fail(cx, op, BLITZ_EBADF);
-    blitz__wfs_req r = blitz__wfs_req_new(kind);
-    r.fd = fd;
-    r.iov = iov;
-    r.iovcnt = iovcnt;
-    r.off = offset;
-    return blitz__wfs_call(cx, op, &r);
-}
-BLITZ_API blitz_poll blitz_fs_readv(blitz_cx *cx, blitz_fs_op *op, int fd, const blitz_iovec *iov,
-                                    int iovcnt, int64_t offset) {
-    return blitz__wfs_vec(cx, op, BLITZ__WFS_READ, fd, iov, iovcnt, offset);
-}
-BLITZ_API blitz_poll blitz_fs_writev(blitz_cx *cx, blitz_fs_op *op, int fd, const blitz_iovec *iov,
-                                     int iovcnt, int64_t offset) {
-    return blitz__wfs_vec(cx, op, BLITZ__WFS_WRITE, fd, iov, iovcnt, offset);
-}
-
-BLITZ_API blitz_poll blitz_fs_truncate(blitz_cx *cx, blitz_fs_op *op, int fd, uint64_t length) {
-    if (length > (uint64_t)INT64_MAX)
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    if (fd < 0)
-        return blitz__fs_fail(cx, op, BLITZ_EBADF);
-    blitz__wfs_req r = blitz__wfs_req_new(BLITZ__WFS_TRUNCATE);
-    r.fd = fd;
-    r.off = (int64_t)length;
-    return blitz__wfs_call(cx, op, &r);
-}
-
-static blitz_poll blitz__wfs_stat_call(blitz_cx *cx, blitz_fs_op *op, int kind, const char *path,
-                                       int fd, blitz_fs_metadata *out) {
-    if (!out || (kind != BLITZ__WFS_FSTAT && !path))
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    if (kind == BLITZ__WFS_FSTAT && fd < 0)
-        return blitz__fs_fail(cx, op, BLITZ_EBADF);
-    blitz__wfs_req r = blitz__wfs_req_new(kind);
-    r.path = path;
-    r.fd = fd;
-    r.md = out;
-    return blitz__wfs_call(cx, op, &r);
-}
-BLITZ_API blitz_poll blitz_fs_stat(blitz_cx *cx, blitz_fs_op *op, const char *path,
-                                   blitz_fs_metadata *out) {
-    return blitz__wfs_stat_call(cx, op, BLITZ__WFS_STAT, path, -1, out);
-}
-BLITZ_API blitz_poll blitz_fs_lstat(blitz_cx *cx, blitz_fs_op *op, const char *path,
-                                    blitz_fs_metadata *out) {
-    return blitz__wfs_stat_call(cx, op, BLITZ__WFS_LSTAT, path, -1, out);
-}
-BLITZ_API blitz_poll blitz_fs_fstat(blitz_cx *cx, blitz_fs_op *op, int fd, blitz_fs_metadata *out) {
-    return blitz__wfs_stat_call(cx, op, BLITZ__WFS_FSTAT, NULL, fd, out);
-}
-
-static blitz_poll blitz__wfs_path_call(blitz_cx *cx, blitz_fs_op *op, int kind, const char *path,
-                                       const char *path2, int two, uint32_t mode) {
-    if (!path || (two && !path2))
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    blitz__wfs_req r = blitz__wfs_req_new(kind);
-    r.path = path;
-    r.path2 = path2;
-    r.mode = mode;
-    return blitz__wfs_call(cx, op, &r);
-}
-BLITZ_API blitz_poll blitz_fs_rename(blitz_cx *cx, blitz_fs_op *op, const char *from,
-                                     const char *to) {
-    return blitz__wfs_path_call(cx, op, BLITZ__WFS_RENAME, from, to, 1, 0);
-}
-BLITZ_API blitz_poll blitz_fs_unlink(blitz_cx *cx, blitz_fs_op *op, const char *path) {
-    return blitz__wfs_path_call(cx, op, BLITZ__WFS_UNLINK, path, NULL, 0, 0);
-}
-BLITZ_API blitz_poll blitz_fs_rmdir(blitz_cx *cx, blitz_fs_op *op, const char *path) {
-    return blitz__wfs_path_call(cx, op, BLITZ__WFS_RMDIR, path, NULL, 0, 0);
-}
-BLITZ_API blitz_poll blitz_fs_mkdir(blitz_cx *cx, blitz_fs_op *op, const char *path,
-                                    uint32_t mode) {
-    return blitz__wfs_path_call(cx, op, BLITZ__WFS_MKDIR, path, NULL, 0, mode);
-}
-BLITZ_API blitz_poll blitz_fs_mkdir_all(blitz_cx *cx, blitz_fs_op *op, const char *path,
-                                        uint32_t mode) {
-    return blitz__wfs_path_call(cx, op, BLITZ__WFS_MKDIR_ALL, path, NULL, 0, mode);
-}
-BLITZ_API blitz_poll blitz_fs_read_dir(blitz_cx *cx, blitz_fs_op *op, const char *path) {
-    return blitz__wfs_path_call(cx, op, BLITZ__WFS_READ_DIR, path, NULL, 0, 0);
-}
-BLITZ_API blitz_poll blitz_fs_read_file(blitz_cx *cx, blitz_fs_op *op, const char *path) {
-    return blitz__wfs_path_call(cx, op, BLITZ__WFS_READ_FILE, path, NULL, 0, 0);
-}
-BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const char *path,
-                                         const void *data, size_t len) {
-    if (!path)
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    if (!data && len)
-        return blitz__fs_fail(cx, op, BLITZ_EFAULT);
-    blitz__wfs_req r = blitz__wfs_req_new(BLITZ__WFS_WRITE_FILE);
-    r.path = path;
-    r.buf = data;
-    r.len = len;
-    return blitz__wfs_call(cx, op, &r);
-}
-BLITZ_API blitz_poll blitz_fs_symlink(blitz_cx *cx, blitz_fs_op *op, const char *target,
-                                      const char *linkpath) {
-    return blitz__wfs_path_call(cx, op, BLITZ__WFS_SYMLINK, target, linkpath, 1, 0);
-}
-BLITZ_API blitz_poll blitz_fs_link(blitz_cx *cx, blitz_fs_op *op, const char *from,
-                                   const char *to) {
-    return blitz__wfs_path_call(cx, op, BLITZ__WFS_LINK, from, to, 1, 0);
-}
-BLITZ_API blitz_poll blitz_fs_fallocate(blitz_cx *cx, blitz_fs_op *op, int fd, uint64_t offset,
-                                        uint64_t len) {
-    if (offset > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX || len == 0)
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    if (fd < 0)
-        return blitz__fs_fail(cx, op, BLITZ_EBADF);
-    blitz__wfs_req r = blitz__wfs_req_new(BLITZ__WFS_FALLOCATE);
-    r.fd = fd;
-    r.off = (int64_t)offset;
-    r.len = (size_t)len;
-    return blitz__wfs_call(cx, op, &r);
+    if ((flags & ~known) || !(flags & (BLITZ_FS_READ | BLITZ_FS_WRITE | BLITZ_FS_APPEND)))
+        return BLITZ_EINVAL;
+    *out = flags;
+    return 0;
 }
 
 BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *p) {
