@@ -128,8 +128,8 @@ What is in this version
   copy with splice / sendfile) and a graceful-shutdown coordinator (see
   10. STREAMS, PIPES AND COPY and 11.6 GRACEFUL SHUTDOWN).
 
-blitz DOES NOT yet have: Unix sockets or the file ops of api_fs.h on
-Windows (see PLATFORMS), or TLS.
+blitz DOES NOT yet have: Unix sockets on Windows (see PLATFORMS), or
+TLS.
 
 PLATFORMS
   Linux: everything. macOS and the BSDs: everything, I/O on kqueue.
@@ -167,7 +167,12 @@ PLATFORMS
   (directories 0777 or 0555), a file created with a mode without 0200
   made read-only; a directory cannot be opened as a file: BLITZ_EISDIR;
   blitz_fs_symlink needs the privilege or developer mode, else
-  BLITZ_EPERM); DNS (GetAddrInfoW); and signals, which there are the
+  BLITZ_EPERM); the more file ops of api_fs.h, the same way (the
+  differences are said at their declarations: no owners, so
+  blitz_fs_chown is BLITZ_ENOSYS unless it keeps both ids; times in
+  100 ns units; BLITZ_FS_CAN_EXEC asks only that the path exists;
+  readlink reads symlinks and junctions; realpath resolves ".." by name
+  before looking; statfs has no inode figures); DNS (GetAddrInfoW); and signals, which there are the
   console's control events: Ctrl-C is SIGINT, Ctrl-Break
   BLITZ_SIGBREAK, the console closing BLITZ_SIGHUP, logoff and shutdown
   BLITZ_SIGLOGOFF and BLITZ_SIGSHUTDOWN (blitz_shutdown_new listens to
@@ -187,8 +192,7 @@ PLATFORMS
   Windows, and not declared there (a use does not compile): Unix
   sockets (Windows has AF_UNIX stream sockets since 10 1803, but wine
   8, where blitz is tested, has none), blitz_sock_fd (a SOCKET does
-  not fit an int), and in 11 the file ops of
-  api_fs.h (seek, chmod, copies, trees, directory readers, ...).
+  not fit an int).
   Tested under wine 8 only (make test-windows), never on
   real Windows: wine's own socket layer, not the kernel's AFD, carries
   every op there, so the kernel's behaviour under load, cancel races at
@@ -4402,6 +4406,17 @@ BLITZ_API blitz_op blitz_op_process_output(blitz_output_op *op, const blitz_comm
  * copy leaves a partial destination, a cancelled removal part of the tree,
  * as an interrupted cp or rm would.
  *
+ * On Windows (Win32 calls on the pool, UTF-8 paths): permission bits are
+ * the read-only attribute, as for the file ops above; there are no
+ * owners, so chown and fchown are BLITZ_ENOSYS unless both ids are
+ * BLITZ_FS_ID_KEEP; times are kept in 100 ns units, and the file system
+ * may update an access time as it pleases; BLITZ_FS_CAN_EXEC asks only
+ * that the path exists; readlink reads symlinks and junctions; realpath
+ * resolves ".." by name before looking ("a/missing/../b" is "a/b");
+ * statfs has no inode figures (files and files_free are 0); mkstemp's
+ * file and mkdtemp's directory get the default access list, not 0600 or
+ * 0700; copy_file copies the read-only attribute as the mode.
+ *
  * Reading a directory without holding all of it:
  *   BLITZ_AWAIT(s, blitz_fs_opendir(cx, &s->op, path));
  *   if (s->op.result < 0) ...; s->dir = s->op.data;
@@ -4413,8 +4428,6 @@ BLITZ_API blitz_op blitz_op_process_output(blitz_output_op *op, const blitz_comm
  *   }
  *   blitz_fs_closedir(s->dir);
  * ------------------------------------------------------------------------- */
-
-#if !defined(_WIN32) /* not on Windows yet: see PLATFORMS in the manual */
 
 /* blitz_fs_seek's origins. */
 #define BLITZ_SEEK_SET 0
@@ -4546,7 +4559,6 @@ BLITZ_API blitz_op blitz_op_fs_remove_all(blitz_fs_op *op, const char *path);
 BLITZ_API blitz_op blitz_op_fs_opendir(blitz_fs_op *op, const char *path);
 BLITZ_API blitz_op blitz_op_fs_readdir(blitz_fs_op *op, blitz_fs_dir *dir, size_t max);
 
-#endif /* !_WIN32 */
 /* ====[ END src/api/api_fs.h ]============================================= */
 /* ----[ RESUME src/api/blitz_api.h ] */
 /* ====[ BEGIN src/api/api_stream.h ]======================================= */
@@ -24917,6 +24929,74 @@ BLITZ_API blitz_op blitz_op_tcp_connect_host(blitz_connect_op *op, const char *h
 /* ########################################################################## */
 /* LAYER os: files, signals, processes, streams                              */
 /* ########################################################################## */
+/* ====[ BEGIN src/os/fs_req.c ]============================================ */
+/* >>os/fs_req */
+/* The request of a file op of api_pool.h, as its public call (os/fs.c,
+ * every system's) describes it to the system's front end: fs.c's own on
+ * POSIX (the ring or a pool job), fs_win32.c's on Windows. A request
+ * lives on the caller's stack; the front end copies what it needs. */
+/* src/io/io.h already included */
+#if BLITZ__HAS_IO || BLITZ__WIN32
+
+enum {
+    BLITZ__FS_OPEN = 1,
+    BLITZ__FS_CLOSE,
+    BLITZ__FS_READ,
+    BLITZ__FS_WRITE,
+    BLITZ__FS_PREAD,
+    BLITZ__FS_PWRITE,
+    BLITZ__FS_READV,
+    BLITZ__FS_WRITEV,
+    BLITZ__FS_FSYNC,
+    BLITZ__FS_FDATASYNC,
+    BLITZ__FS_TRUNCATE,
+    BLITZ__FS_STAT,
+    BLITZ__FS_LSTAT,
+    BLITZ__FS_FSTAT,
+    BLITZ__FS_RENAME,
+    BLITZ__FS_UNLINK,
+    BLITZ__FS_RMDIR,
+    BLITZ__FS_MKDIR,
+    BLITZ__FS_MKDIR_ALL,
+    BLITZ__FS_READ_DIR,
+    BLITZ__FS_READ_FILE,
+    BLITZ__FS_WRITE_FILE,
+    BLITZ__FS_SYMLINK,
+    BLITZ__FS_LINK,
+    BLITZ__FS_FALLOCATE,
+};
+
+/* The most buffers of a vectored op. */
+#if BLITZ__WIN32
+#define BLITZ__FS_IOV_MAX 1024 /* Linux's IOV_MAX: the same limit everywhere */
+#else
+#define BLITZ__FS_IOV_MAX IOV_MAX
+#endif
+
+/* A request, as the public calls describe it. */
+typedef struct {
+    int kind, fd, flags;
+    uint32_t mode;
+    const void *buf; /* data to write; where a read goes */
+    size_t len;
+    int64_t off;
+    const char *path, *path2;
+    const blitz_iovec *iov;
+    int iovcnt;
+    blitz_fs_metadata *md;
+} blitz__fs_req;
+
+static blitz__fs_req blitz__fs_req_new(int kind) {
+    blitz__fs_req r;
+    memset(&r, 0, sizeof r);
+    r.kind = kind;
+    r.fd = -1;
+    r.off = -1;
+    return r;
+}
+
+#endif /* BLITZ__HAS_IO || BLITZ__WIN32 */
+/* ====[ END src/os/fs_req.c ]============================================== */
 /* ====[ BEGIN src/os/fs_win32.c ]========================================== */
 /* >>os/fs_win32 */
 /* Files on Windows: the file ops of api_pool.h as pool jobs making Win32
@@ -24940,32 +25020,6 @@ BLITZ_API blitz_op blitz_op_tcp_connect_host(blitz_connect_op *op, const char *h
 /* src/io/io.h already included */
 
 #if BLITZ__WIN32
-
-enum {
-    BLITZ__WFS_OPEN = 1,
-    BLITZ__WFS_CLOSE,
-    BLITZ__WFS_READ,
-    BLITZ__WFS_WRITE,
-    BLITZ__WFS_FSYNC,
-    BLITZ__WFS_TRUNCATE,
-    BLITZ__WFS_STAT,
-    BLITZ__WFS_LSTAT,
-    BLITZ__WFS_FSTAT,
-    BLITZ__WFS_RENAME,
-    BLITZ__WFS_UNLINK,
-    BLITZ__WFS_RMDIR,
-    BLITZ__WFS_MKDIR,
-    BLITZ__WFS_MKDIR_ALL,
-    BLITZ__WFS_READ_DIR,
-    BLITZ__WFS_READ_FILE,
-    BLITZ__WFS_WRITE_FILE,
-    BLITZ__WFS_SYMLINK,
-    BLITZ__WFS_LINK,
-    BLITZ__WFS_FALLOCATE,
-};
-
-/* The most buffers of a vectored op (IOV_MAX on Linux). */
-#define BLITZ__WFS_IOV_MAX 1024
 
 typedef struct {
     blitz__pool_rec base;
@@ -25393,28 +25447,51 @@ static int blitz__wfs_dirent_cmp(const void *a, const void *b) {
     return strcmp(((const blitz_fs_dirent *)a)->name, ((const blitz_fs_dirent *)b)->name);
 }
 
-/* Every entry of a directory, sorted by name, in one allocation: the
- * array, then the names. */
-static int64_t blitz__wfs_read_dir(const wchar_t *path, void **out) {
+/* The first entry of directory `path` (FindFirstFileExW over "path\\*"):
+ * a find handle, or INVALID_HANDLE_VALUE with the code in *err (0: the
+ * directory has no entry at all). */
+static HANDLE blitz__wfs_find_first(const wchar_t *path, WIN32_FIND_DATAW *fd, int64_t *err) {
     DWORD a = GetFileAttributesW(path);
-    if (a == INVALID_FILE_ATTRIBUTES)
-        return blitz__wfs_err();
-    if (!(a & FILE_ATTRIBUTE_DIRECTORY))
-        return BLITZ_ENOTDIR;
+    *err = a == INVALID_FILE_ATTRIBUTES      ? blitz__wfs_err()
+           : !(a & FILE_ATTRIBUTE_DIRECTORY) ? BLITZ_ENOTDIR
+                                             : 0;
+    if (*err)
+        return INVALID_HANDLE_VALUE;
     size_t n = wcslen(path);
     wchar_t *pattern = (wchar_t *)blitz__malloc((n + 3) * sizeof *pattern);
-    if (!pattern)
-        return BLITZ_ENOMEM;
+    if (!pattern) {
+        *err = BLITZ_ENOMEM;
+        return INVALID_HANDLE_VALUE;
+    }
     memcpy(pattern, path, n * sizeof *pattern);
     if (n && !blitz__wfs_sep(path[n - 1]))
         pattern[n++] = L'\\';
     pattern[n++] = L'*';
     pattern[n] = 0;
-    WIN32_FIND_DATAW fd;
-    HANDLE f = FindFirstFileExW(pattern, FindExInfoBasic, &fd, FindExSearchNameMatch, NULL, 0);
+    HANDLE f = FindFirstFileExW(pattern, FindExInfoBasic, fd, FindExSearchNameMatch, NULL, 0);
     blitz__free(pattern);
+    if (f == INVALID_HANDLE_VALUE && GetLastError() != ERROR_FILE_NOT_FOUND)
+        *err = blitz__wfs_err();
+    return f;
+}
+
+/* A found entry's type: a symlink is a reparse point of that tag. */
+static blitz_file_type blitz__wfs_find_type(const WIN32_FIND_DATAW *fd) {
+    if ((fd->dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) &&
+        fd->dwReserved0 == IO_REPARSE_TAG_SYMLINK)
+        return BLITZ_FILE_SYMLINK;
+    return (fd->dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) ? BLITZ_FILE_DIRECTORY
+                                                             : BLITZ_FILE_REGULAR;
+}
+
+/* Every entry of a directory, sorted by name, in one allocation: the
+ * array, then the names. */
+static int64_t blitz__wfs_read_dir(const wchar_t *path, void **out) {
+    WIN32_FIND_DATAW fd;
+    int64_t err;
+    HANDLE f = blitz__wfs_find_first(path, &fd, &err);
     if (f == INVALID_HANDLE_VALUE)
-        return GetLastError() == ERROR_FILE_NOT_FOUND ? 0 : blitz__wfs_err();
+        return err;
     /* Names and types first, packed; the array is built once the count
      * is known. */
     char *names = NULL;
@@ -25435,13 +25512,7 @@ static int64_t blitz__wfs_read_dir(const wchar_t *path, void **out) {
         }
         WideCharToMultiByte(CP_UTF8, 0, w, -1, names + used, (int)len, NULL, NULL);
         used += len;
-        blitz_file_type t = BLITZ_FILE_REGULAR;
-        if ((fd.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) &&
-            fd.dwReserved0 == IO_REPARSE_TAG_SYMLINK)
-            t = BLITZ_FILE_SYMLINK;
-        else if (fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)
-            t = BLITZ_FILE_DIRECTORY;
-        types[count++] = (char)t;
+        types[count++] = (char)blitz__wfs_find_type(&fd);
     } while (FindNextFileW(f, &fd));
     if (rc == 0 && GetLastError() != ERROR_NO_MORE_FILES)
         rc = blitz__wfs_err();
@@ -25470,22 +25541,34 @@ static int64_t blitz__wfs_read_dir(const wchar_t *path, void **out) {
     return (int64_t)count;
 }
 
-static int64_t blitz__wfs_read_file(const wchar_t *path, void **out) {
+/* A whole file, or BLITZ_EFBIG as soon as it has more than `limit`
+ * bytes (SIZE_MAX: no limit), as fs.c's blitz__fs_read_file. */
+static int64_t blitz__wfs_read_file(const wchar_t *path, size_t limit, void **out) {
     int64_t err = 0;
     HANDLE h = blitz__wfs_create(path, BLITZ_FS_READ, 0, &err);
     if (h == INVALID_HANDLE_VALUE)
         return err;
     LARGE_INTEGER size;
-    size_t hint = GetFileSizeEx(h, &size) && size.QuadPart > 0 &&
-                          (uint64_t)size.QuadPart < (uint64_t)SIZE_MAX / 2
+    int sized = GetFileType(h) == FILE_TYPE_DISK && GetFileSizeEx(h, &size) && size.QuadPart > 0;
+    if (sized && (uint64_t)size.QuadPart > limit) {
+        CloseHandle(h);
+        return BLITZ_EFBIG;
+    }
+    size_t hint = sized && (uint64_t)size.QuadPart < (uint64_t)SIZE_MAX / 2
                       ? (size_t)size.QuadPart + 1
                       : 4096;
+    if (limit < SIZE_MAX - 1 && hint > limit + 2)
+        hint = limit + 2;
     char *buf = NULL;
     size_t used = 0, cap = 0;
-    int64_t rc = blitz__grow_buffer(&buf, &cap, 0, hint + 1);
+    int64_t rc = blitz__grow_buffer(&buf, &cap, 0, hint);
     /* The size is a hint: the file may grow or shrink while it is read
      * (the read that finds the end needs room for one byte). */
     while (rc == 0) {
+        if (used > limit) {
+            rc = BLITZ_EFBIG;
+            break;
+        }
         if (used + 1 >= cap && (rc = blitz__grow_buffer(&buf, &cap, used, cap * 2)) != 0)
             break;
         int64_t n = blitz__wfs_read(h, buf + used, cap - used - 1, -1);
@@ -25574,41 +25657,41 @@ static int64_t blitz__wfs_do_path(blitz__wfs_rec *f) {
     }
     int64_t rc;
     switch (f->kind) {
-    case BLITZ__WFS_OPEN:
+    case BLITZ__FS_OPEN:
         rc = blitz__wfs_open(p, f->flags, f->mode);
         break;
-    case BLITZ__WFS_STAT:
-    case BLITZ__WFS_LSTAT:
-        rc = blitz__wfs_stat(p, f->kind == BLITZ__WFS_LSTAT, &f->md);
+    case BLITZ__FS_STAT:
+    case BLITZ__FS_LSTAT:
+        rc = blitz__wfs_stat(p, f->kind == BLITZ__FS_LSTAT, &f->md);
         break;
-    case BLITZ__WFS_RENAME:
+    case BLITZ__FS_RENAME:
         rc = MoveFileExW(p, p2, MOVEFILE_REPLACE_EXISTING) ? 0 : blitz__wfs_err();
         break;
-    case BLITZ__WFS_UNLINK:
+    case BLITZ__FS_UNLINK:
         rc = blitz__wfs_unlink(p);
         break;
-    case BLITZ__WFS_RMDIR:
+    case BLITZ__FS_RMDIR:
         rc = blitz__wfs_rmdir(p);
         break;
-    case BLITZ__WFS_MKDIR:
+    case BLITZ__FS_MKDIR:
         rc = blitz__wfs_mkdir(p, f->mode);
         break;
-    case BLITZ__WFS_MKDIR_ALL:
+    case BLITZ__FS_MKDIR_ALL:
         rc = blitz__wfs_mkdir_all(p, f->mode);
         break;
-    case BLITZ__WFS_READ_DIR:
+    case BLITZ__FS_READ_DIR:
         rc = blitz__wfs_read_dir(p, &f->data);
         break;
-    case BLITZ__WFS_READ_FILE:
-        rc = blitz__wfs_read_file(p, &f->data);
+    case BLITZ__FS_READ_FILE:
+        rc = blitz__wfs_read_file(p, SIZE_MAX, &f->data);
         break;
-    case BLITZ__WFS_WRITE_FILE:
+    case BLITZ__FS_WRITE_FILE:
         rc = blitz__wfs_write_file(p, f->buf, f->len);
         break;
-    case BLITZ__WFS_SYMLINK:
+    case BLITZ__FS_SYMLINK:
         rc = blitz__wfs_symlink(p, p2);
         break;
-    case BLITZ__WFS_LINK: /* link(from, to): `to` is the new name */
+    case BLITZ__FS_LINK: /* link(from, to): `to` is the new name */
         rc = CreateHardLinkW(p2, p, NULL) ? 0 : blitz__wfs_err();
         break;
     default:
@@ -25616,8 +25699,8 @@ static int64_t blitz__wfs_do_path(blitz__wfs_rec *f) {
         break;
     }
     if (rc == BLITZ_ENOENT)
-        rc = blitz__wfs_not_found(f->kind == BLITZ__WFS_SYMLINK || f->kind == BLITZ__WFS_LINK ? p2
-                                                                                              : p);
+        rc = blitz__wfs_not_found(f->kind == BLITZ__FS_SYMLINK || f->kind == BLITZ__FS_LINK ? p2
+                                                                                            : p);
     blitz__free(p);
     blitz__free(p2);
     return rc;
@@ -25626,20 +25709,20 @@ static int64_t blitz__wfs_do_path(blitz__wfs_rec *f) {
 static int64_t blitz__wfs_do(blitz__wfs_rec *f) {
     HANDLE h = blitz__wfs_handle(f->fd);
     switch (f->kind) {
-    case BLITZ__WFS_CLOSE:
+    case BLITZ__FS_CLOSE:
         return _close(f->fd) == 0 ? 0 : BLITZ_EBADF;
-    case BLITZ__WFS_READ:
+    case BLITZ__FS_READ:
         return blitz__wfs_read(h, f->buf, f->len, f->off);
-    case BLITZ__WFS_WRITE:
+    case BLITZ__FS_WRITE:
         return blitz__wfs_write(h, (const char *)f->buf, f->len, f->off);
-    case BLITZ__WFS_FSYNC:
+    case BLITZ__FS_FSYNC:
         return blitz__wfs_fsync(h);
-    case BLITZ__WFS_TRUNCATE:
+    case BLITZ__FS_TRUNCATE:
         /* ftruncate(2) on a descriptor not open for writing: EINVAL. */
         return blitz__wfs_set_size(h, (uint64_t)f->off, BLITZ_EINVAL);
-    case BLITZ__WFS_FSTAT:
+    case BLITZ__FS_FSTAT:
         return h == INVALID_HANDLE_VALUE ? BLITZ_EBADF : blitz__wfs_fill_metadata(h, 0, &f->md);
-    case BLITZ__WFS_FALLOCATE:
+    case BLITZ__FS_FALLOCATE:
         return blitz__wfs_fallocate(h, f->off, (int64_t)f->len);
     default:
         return blitz__wfs_do_path(f);
@@ -25657,39 +25740,22 @@ static void blitz__wfs_exec(blitz__pool_rec *rec, int cancelled) {
  * closed. */
 static void blitz__wfs_discard(blitz__pool_rec *rec) {
     blitz__wfs_rec *f = (blitz__wfs_rec *)rec;
-    if (f->kind == BLITZ__WFS_OPEN && f->result >= 0)
+    if (f->kind == BLITZ__FS_OPEN && f->result >= 0)
         _close((int)f->result);
     blitz__free(f->data);
     blitz__free(f->buf);
     blitz__free(f->path);
 }
 
-/* A request, as the public calls describe it. */
-typedef struct {
-    int kind, fd, flags;
-    uint32_t mode;
-    const void *buf; /* data to write; where a read goes */
-    size_t len;
-    int64_t off;
-    const char *path, *path2;
-    const blitz_iovec *iov;
-    int iovcnt;
-    blitz_fs_metadata *md;
-} blitz__wfs_req;
-
-static blitz__wfs_req blitz__wfs_req_new(int kind) {
-    blitz__wfs_req r;
-    memset(&r, 0, sizeof r);
-    r.kind = kind;
-    r.fd = -1;
-    r.off = -1;
-    return r;
-}
-
 /* Copies the paths and the data to write into the record, makes room for
  * a read. */
-static int blitz__wfs_fill(blitz__wfs_rec *f, const blitz__wfs_req *r) {
-    f->kind = r->kind;
+static int blitz__wfs_fill(blitz__wfs_rec *f, const blitz__fs_req *r) {
+    /* One read, one write and one flush here: the offset (-1: the file
+     * position) and the buffers say the rest. */
+    f->kind = r->kind == BLITZ__FS_PREAD || r->kind == BLITZ__FS_READV     ? BLITZ__FS_READ
+              : r->kind == BLITZ__FS_PWRITE || r->kind == BLITZ__FS_WRITEV ? BLITZ__FS_WRITE
+              : r->kind == BLITZ__FS_FDATASYNC                             ? BLITZ__FS_FSYNC
+                                                                           : r->kind;
     f->fd = r->fd;
     f->flags = r->flags;
     f->mode = r->mode;
@@ -25717,7 +25783,7 @@ static int blitz__wfs_fill(blitz__wfs_rec *f, const blitz__wfs_req *r) {
             len += r->iov[i].len;
         }
     }
-    int read = r->kind == BLITZ__WFS_READ;
+    int read = f->kind == BLITZ__FS_READ;
     if (read && len > BLITZ_FS_MAX_READ)
         len = BLITZ_FS_MAX_READ;
     f->len = len;
@@ -25741,7 +25807,7 @@ static int blitz__wfs_fill(blitz__wfs_rec *f, const blitz__wfs_req *r) {
 
 static void blitz__wfs_take(blitz_fs_op *op, blitz__wfs_rec *f) {
     op->result = f->result;
-    if (f->result > 0 && f->kind == BLITZ__WFS_READ) {
+    if (f->result > 0 && f->kind == BLITZ__FS_READ) {
         if (op->blitz__iov) {
             size_t at = 0, left = (size_t)f->result;
             for (int i = 0; i < op->blitz__iovcnt && left; i++) {
@@ -25756,7 +25822,7 @@ static void blitz__wfs_take(blitz_fs_op *op, blitz__wfs_rec *f) {
         }
     }
     if (f->result == 0 &&
-        (f->kind == BLITZ__WFS_STAT || f->kind == BLITZ__WFS_LSTAT || f->kind == BLITZ__WFS_FSTAT))
+        (f->kind == BLITZ__FS_STAT || f->kind == BLITZ__FS_LSTAT || f->kind == BLITZ__FS_FSTAT))
         *(blitz_fs_metadata *)op->blitz__out = f->md;
     op->data = f->data;
     f->data = NULL;
@@ -25766,14 +25832,14 @@ static void blitz__wfs_take(blitz_fs_op *op, blitz__wfs_rec *f) {
 
 /* A request that cannot reach the pool ends with `err`; a close runs
  * here instead (the caller has given the descriptor up). */
-static blitz_poll blitz__wfs_unstarted(blitz_fs_op *f, const blitz__wfs_req *r, int err) {
-    if (r->kind == BLITZ__WFS_CLOSE)
+static blitz_poll blitz__wfs_unstarted(blitz_fs_op *f, const blitz__fs_req *r, int err) {
+    if (r->kind == BLITZ__FS_CLOSE)
         err = _close(r->fd) == 0 ? 0 : BLITZ_EBADF;
     f->result = err;
     return BLITZ_READY;
 }
 
-static blitz_poll blitz__wfs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__wfs_req *r) {
+static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_req *r) {
     if (!f)
         return BLITZ_READY;
     blitz__pool_rec *done;
@@ -25806,209 +25872,15 @@ static blitz_poll blitz__wfs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__wfs
     return blitz__wfs_unstarted(f, r, rc);
 }
 
-/* An argument error known before anything starts (an op in flight is
- * polled instead). */
-static blitz_poll blitz__fs_fail(blitz_cx *cx, blitz_fs_op *f, int err) {
-    if (f && blitz__pool_op_idle(&f->blitz__op)) {
-        f->data = NULL;
-        f->result = err;
-        return BLITZ_READY;
-    }
-    blitz__wfs_req none = blitz__wfs_req_new(0);
-    return blitz__wfs_call(cx, f, &none);
-}
-
-/* ---- the public calls ---------------------------------------------------------------- */
-
-BLITZ_API blitz_poll blitz_fs_open(blitz_cx *cx, blitz_fs_op *op, const char *path, int flags,
-                                   uint32_t mode) {
+/* The flags of an open, checked: Windows takes them as they are. */
+static int blitz__fs_open_flags(int flags, int *out) {
     const int known = BLITZ_FS_READ | BLITZ_FS_WRITE | BLITZ_FS_APPEND | BLITZ_FS_CREATE |
                       BLITZ_FS_TRUNCATE | BLITZ_FS_EXCL | BLITZ_FS_SYNC | BLITZ_FS_DSYNC |
                       BLITZ_FS_DIRECT | BLITZ_FS_NOFOLLOW;
-    if (!path || (flags & ~known) || !(flags & (BLITZ_FS_READ | BLITZ_FS_WRITE | BLITZ_FS_APPEND)))
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    blitz__wfs_req r = blitz__wfs_req_new(BLITZ__WFS_OPEN);
-    r.path = path;
-    r.flags = flags;
-    r.mode = mode;
-    return blitz__wfs_call(cx, op, &r);
-}
-
-static blitz_poll blitz__wfs_fd_call(blitz_cx *cx, blitz_fs_op *op, int kind, int fd) {
-    if (fd < 0 && kind != BLITZ__WFS_CLOSE)
-        return blitz__fs_fail(cx, op, BLITZ_EBADF);
-    blitz__wfs_req r = blitz__wfs_req_new(kind);
-    r.fd = fd;
-    return blitz__wfs_call(cx, op, &r);
-}
-BLITZ_API blitz_poll blitz_fs_close(blitz_cx *cx, blitz_fs_op *op, int fd) {
-    return blitz__wfs_fd_call(cx, op, BLITZ__WFS_CLOSE, fd);
-}
-BLITZ_API blitz_poll blitz_fs_fsync(blitz_cx *cx, blitz_fs_op *op, int fd) {
-    return blitz__wfs_fd_call(cx, op, BLITZ__WFS_FSYNC, fd);
-}
-BLITZ_API blitz_poll blitz_fs_fdatasync(blitz_cx *cx, blitz_fs_op *op, int fd) {
-    /* FlushFileBuffers is the one flush Windows has. */
-    return blitz__wfs_fd_call(cx, op, BLITZ__WFS_FSYNC, fd);
-}
-
-static blitz_poll blitz__wfs_io(blitz_cx *cx, blitz_fs_op *op, int kind, int fd, const void *buf,
-                                size_t len, int64_t off) {
-    if (fd < 0)
-        return blitz__fs_fail(cx, op, BLITZ_EBADF);
-    if (!buf && len)
-        return blitz__fs_fail(cx, op, BLITZ_EFAULT);
-    if (off < -1 || len > (size_t)INT64_MAX)
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    blitz__wfs_req r = blitz__wfs_req_new(kind);
-    r.fd = fd;
-    r.buf = buf;
-    r.len = len;
-    r.off = off;
-    return blitz__wfs_call(cx, op, &r);
-}
-BLITZ_API blitz_poll blitz_fs_read(blitz_cx *cx, blitz_fs_op *op, int fd, void *buf, size_t len) {
-    return blitz__wfs_io(cx, op, BLITZ__WFS_READ, fd, buf, len, -1);
-}
-BLITZ_API blitz_poll blitz_fs_write(blitz_cx *cx, blitz_fs_op *op, int fd, const void *buf,
-                                    size_t len) {
-    return blitz__wfs_io(cx, op, BLITZ__WFS_WRITE, fd, buf, len, -1);
-}
-BLITZ_API blitz_poll blitz_fs_pread(blitz_cx *cx, blitz_fs_op *op, int fd, void *buf, size_t len,
-                                    uint64_t offset) {
-    if (offset > (uint64_t)INT64_MAX)
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    return blitz__wfs_io(cx, op, BLITZ__WFS_READ, fd, buf, len, (int64_t)offset);
-}
-BLITZ_API blitz_poll blitz_fs_pwrite(blitz_cx *cx, blitz_fs_op *op, int fd, const void *buf,
-                                     size_t len, uint64_t offset) {
-    if (offset > (uint64_t)INT64_MAX)
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    return blitz__wfs_io(cx, op, BLITZ__WFS_WRITE, fd, buf, len, (int64_t)offset);
-}
-
-static blitz_poll blitz__wfs_vec(blitz_cx *cx, blitz_fs_op *op, int kind, int fd,
-                                 const blitz_iovec *iov, int iovcnt, int64_t offset) {
-    if (!iov || iovcnt <= 0 || iovcnt > BLITZ__WFS_IOV_MAX || offset < -1)
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    if (fd < 0)
-        return blitz__fs_fail(cx, op, BLITZ_EBADF);
-    blitz__wfs_req r = blitz__wfs_req_new(kind);
-    r.fd = fd;
-    r.iov = iov;
-    r.iovcnt = iovcnt;
-    r.off = offset;
-    return blitz__wfs_call(cx, op, &r);
-}
-BLITZ_API blitz_poll blitz_fs_readv(blitz_cx *cx, blitz_fs_op *op, int fd, const blitz_iovec *iov,
-                                    int iovcnt, int64_t offset) {
-    return blitz__wfs_vec(cx, op, BLITZ__WFS_READ, fd, iov, iovcnt, offset);
-}
-BLITZ_API blitz_poll blitz_fs_writev(blitz_cx *cx, blitz_fs_op *op, int fd, const blitz_iovec *iov,
-                                     int iovcnt, int64_t offset) {
-    return blitz__wfs_vec(cx, op, BLITZ__WFS_WRITE, fd, iov, iovcnt, offset);
-}
-
-BLITZ_API blitz_poll blitz_fs_truncate(blitz_cx *cx, blitz_fs_op *op, int fd, uint64_t length) {
-    if (length > (uint64_t)INT64_MAX)
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    if (fd < 0)
-        return blitz__fs_fail(cx, op, BLITZ_EBADF);
-    blitz__wfs_req r = blitz__wfs_req_new(BLITZ__WFS_TRUNCATE);
-    r.fd = fd;
-    r.off = (int64_t)length;
-    return blitz__wfs_call(cx, op, &r);
-}
-
-static blitz_poll blitz__wfs_stat_call(blitz_cx *cx, blitz_fs_op *op, int kind, const char *path,
-                                       int fd, blitz_fs_metadata *out) {
-    if (!out || (kind != BLITZ__WFS_FSTAT && !path))
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    if (kind == BLITZ__WFS_FSTAT && fd < 0)
-        return blitz__fs_fail(cx, op, BLITZ_EBADF);
-    blitz__wfs_req r = blitz__wfs_req_new(kind);
-    r.path = path;
-    r.fd = fd;
-    r.md = out;
-    return blitz__wfs_call(cx, op, &r);
-}
-BLITZ_API blitz_poll blitz_fs_stat(blitz_cx *cx, blitz_fs_op *op, const char *path,
-                                   blitz_fs_metadata *out) {
-    return blitz__wfs_stat_call(cx, op, BLITZ__WFS_STAT, path, -1, out);
-}
-BLITZ_API blitz_poll blitz_fs_lstat(blitz_cx *cx, blitz_fs_op *op, const char *path,
-                                    blitz_fs_metadata *out) {
-    return blitz__wfs_stat_call(cx, op, BLITZ__WFS_LSTAT, path, -1, out);
-}
-BLITZ_API blitz_poll blitz_fs_fstat(blitz_cx *cx, blitz_fs_op *op, int fd, blitz_fs_metadata *out) {
-    return blitz__wfs_stat_call(cx, op, BLITZ__WFS_FSTAT, NULL, fd, out);
-}
-
-static blitz_poll blitz__wfs_path_call(blitz_cx *cx, blitz_fs_op *op, int kind, const char *path,
-                                       const char *path2, int two, uint32_t mode) {
-    if (!path || (two && !path2))
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    blitz__wfs_req r = blitz__wfs_req_new(kind);
-    r.path = path;
-    r.path2 = path2;
-    r.mode = mode;
-    return blitz__wfs_call(cx, op, &r);
-}
-BLITZ_API blitz_poll blitz_fs_rename(blitz_cx *cx, blitz_fs_op *op, const char *from,
-                                     const char *to) {
-    return blitz__wfs_path_call(cx, op, BLITZ__WFS_RENAME, from, to, 1, 0);
-}
-BLITZ_API blitz_poll blitz_fs_unlink(blitz_cx *cx, blitz_fs_op *op, const char *path) {
-    return blitz__wfs_path_call(cx, op, BLITZ__WFS_UNLINK, path, NULL, 0, 0);
-}
-BLITZ_API blitz_poll blitz_fs_rmdir(blitz_cx *cx, blitz_fs_op *op, const char *path) {
-    return blitz__wfs_path_call(cx, op, BLITZ__WFS_RMDIR, path, NULL, 0, 0);
-}
-BLITZ_API blitz_poll blitz_fs_mkdir(blitz_cx *cx, blitz_fs_op *op, const char *path,
-                                    uint32_t mode) {
-    return blitz__wfs_path_call(cx, op, BLITZ__WFS_MKDIR, path, NULL, 0, mode);
-}
-BLITZ_API blitz_poll blitz_fs_mkdir_all(blitz_cx *cx, blitz_fs_op *op, const char *path,
-                                        uint32_t mode) {
-    return blitz__wfs_path_call(cx, op, BLITZ__WFS_MKDIR_ALL, path, NULL, 0, mode);
-}
-BLITZ_API blitz_poll blitz_fs_read_dir(blitz_cx *cx, blitz_fs_op *op, const char *path) {
-    return blitz__wfs_path_call(cx, op, BLITZ__WFS_READ_DIR, path, NULL, 0, 0);
-}
-BLITZ_API blitz_poll blitz_fs_read_file(blitz_cx *cx, blitz_fs_op *op, const char *path) {
-    return blitz__wfs_path_call(cx, op, BLITZ__WFS_READ_FILE, path, NULL, 0, 0);
-}
-BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const char *path,
-                                         const void *data, size_t len) {
-    if (!path)
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    if (!data && len)
-        return blitz__fs_fail(cx, op, BLITZ_EFAULT);
-    blitz__wfs_req r = blitz__wfs_req_new(BLITZ__WFS_WRITE_FILE);
-    r.path = path;
-    r.buf = data;
-    r.len = len;
-    return blitz__wfs_call(cx, op, &r);
-}
-BLITZ_API blitz_poll blitz_fs_symlink(blitz_cx *cx, blitz_fs_op *op, const char *target,
-                                      const char *linkpath) {
-    return blitz__wfs_path_call(cx, op, BLITZ__WFS_SYMLINK, target, linkpath, 1, 0);
-}
-BLITZ_API blitz_poll blitz_fs_link(blitz_cx *cx, blitz_fs_op *op, const char *from,
-                                   const char *to) {
-    return blitz__wfs_path_call(cx, op, BLITZ__WFS_LINK, from, to, 1, 0);
-}
-BLITZ_API blitz_poll blitz_fs_fallocate(blitz_cx *cx, blitz_fs_op *op, int fd, uint64_t offset,
-                                        uint64_t len) {
-    if (offset > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX || len == 0)
-        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
-    if (fd < 0)
-        return blitz__fs_fail(cx, op, BLITZ_EBADF);
-    blitz__wfs_req r = blitz__wfs_req_new(BLITZ__WFS_FALLOCATE);
-    r.fd = fd;
-    r.off = (int64_t)offset;
-    r.len = (size_t)len;
-    return blitz__wfs_call(cx, op, &r);
+    if ((flags & ~known) || !(flags & (BLITZ_FS_READ | BLITZ_FS_WRITE | BLITZ_FS_APPEND)))
+        return BLITZ_EINVAL;
+    *out = flags;
+    return 0;
 }
 
 BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *p) {
@@ -26036,34 +25908,6 @@ BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *p) {
 /* src/io/io.h already included */
 
 #if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
-
-enum {
-    BLITZ__FS_OPEN = 1,
-    BLITZ__FS_CLOSE,
-    BLITZ__FS_READ,
-    BLITZ__FS_WRITE,
-    BLITZ__FS_PREAD,
-    BLITZ__FS_PWRITE,
-    BLITZ__FS_READV,
-    BLITZ__FS_WRITEV,
-    BLITZ__FS_FSYNC,
-    BLITZ__FS_FDATASYNC,
-    BLITZ__FS_TRUNCATE,
-    BLITZ__FS_STAT,
-    BLITZ__FS_LSTAT,
-    BLITZ__FS_FSTAT,
-    BLITZ__FS_RENAME,
-    BLITZ__FS_UNLINK,
-    BLITZ__FS_RMDIR,
-    BLITZ__FS_MKDIR,
-    BLITZ__FS_MKDIR_ALL,
-    BLITZ__FS_READ_DIR,
-    BLITZ__FS_READ_FILE,
-    BLITZ__FS_WRITE_FILE,
-    BLITZ__FS_SYMLINK,
-    BLITZ__FS_LINK,
-    BLITZ__FS_FALLOCATE,
-};
 
 /* What a pool thread works on: the request, with copies of the paths
  * and of the data to write, and the results, reads landing in `buf`. */
@@ -26442,19 +26286,6 @@ static int blitz__fs_set_paths(blitz__fs_rec *f, const char *a, const char *b) {
     return 0;
 }
 
-/* A request, as the public calls describe it. */
-typedef struct {
-    int kind, fd, flags;
-    uint32_t mode;
-    const void *buf; /* data to write; where a read goes */
-    size_t len;
-    int64_t off;
-    const char *path, *path2;
-    const blitz_iovec *iov;
-    int iovcnt;
-    blitz_fs_metadata *md;
-} blitz__fs_req;
-
 static int blitz__fs_is_read(int kind) {
     return kind == BLITZ__FS_READ || kind == BLITZ__FS_PREAD || kind == BLITZ__FS_READV;
 }
@@ -26737,14 +26568,31 @@ static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_r
     return blitz__fs_unstarted(f, r, rc);
 }
 
-static blitz__fs_req blitz__fs_req_new(int kind) {
-    blitz__fs_req r;
-    memset(&r, 0, sizeof r);
-    r.kind = kind;
-    r.fd = -1;
-    r.off = -1;
-    return r;
+BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *p) {
+    (void)cx;
+    blitz_fs_op *f = (blitz_fs_op *)p;
+    if (!f)
+        return;
+    blitz__fs_rec *nat = blitz__fs_native_rec(f);
+    if (nat) {
+        /* The record (buffers, paths) stays the kernel's until its
+         * completion, which frees it when it comes after this. */
+        f->blitz__op.rec = NULL;
+        if (blitz__ufile_cancel(&nat->uf)) {
+            nat->result = nat->uf.res; /* an opened file is closed */
+            blitz__pool_rec_free(&nat->base);
+        }
+        return;
+    }
+    blitz__pool_op_cancel(&f->blitz__op);
 }
+
+#endif /* BLITZ__HAS_IO */
+
+/* Windows too: the work below the calls is fs_win32.c's there. */
+#if BLITZ__HAS_IO || BLITZ__WIN32
+
+/* ---- the public calls: one set of checks for every system --------------------------------- */
 
 /* An argument error known before anything starts. */
 static blitz_poll blitz__fs_fail(blitz_cx *cx, blitz_fs_op *f, int err) {
@@ -26823,7 +26671,7 @@ BLITZ_API blitz_poll blitz_fs_pwrite(blitz_cx *cx, blitz_fs_op *op, int fd, cons
 
 static blitz_poll blitz__fs_vec(blitz_cx *cx, blitz_fs_op *op, int kind, int fd,
                                 const blitz_iovec *iov, int iovcnt, int64_t offset) {
-    if (!iov || iovcnt <= 0 || iovcnt > IOV_MAX || offset < -1)
+    if (!iov || iovcnt <= 0 || iovcnt > BLITZ__FS_IOV_MAX || offset < -1)
         return blitz__fs_fail(cx, op, BLITZ_EINVAL);
     if (fd < 0)
         return blitz__fs_fail(cx, op, BLITZ_EBADF);
@@ -26952,30 +26800,6 @@ BLITZ_API blitz_poll blitz_fs_fallocate(blitz_cx *cx, blitz_fs_op *op, int fd, u
     r.len = (size_t)len;
     return blitz__fs_call(cx, op, &r);
 }
-
-BLITZ_API void blitz_fs_cancel(blitz_cx *cx, void *p) {
-    (void)cx;
-    blitz_fs_op *f = (blitz_fs_op *)p;
-    if (!f)
-        return;
-    blitz__fs_rec *nat = blitz__fs_native_rec(f);
-    if (nat) {
-        /* The record (buffers, paths) stays the kernel's until its
-         * completion, which frees it when it comes after this. */
-        f->blitz__op.rec = NULL;
-        if (blitz__ufile_cancel(&nat->uf)) {
-            nat->result = nat->uf.res; /* an opened file is closed */
-            blitz__pool_rec_free(&nat->base);
-        }
-        return;
-    }
-    blitz__pool_op_cancel(&f->blitz__op);
-}
-
-#endif /* BLITZ__HAS_IO */
-
-/* Windows too: the calls below are fs_win32.c's there. */
-#if BLITZ__HAS_IO || BLITZ__WIN32
 
 /* ---- file ops as values ------------------------------------------------------------------- */
 
@@ -27236,7 +27060,7 @@ BLITZ_API blitz_op blitz_op_fs_fallocate(blitz_fs_op *op, int fd, uint64_t offse
  * function: a temporary file is closed and removed, a directory batch
  * freed. */
 /* src/io/io.h already included */
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_IO || BLITZ__WIN32
 
 typedef struct blitz__fsx_rec blitz__fsx_rec;
 
@@ -27292,9 +27116,11 @@ static int blitz__fsx_give_up(blitz__fsx_rec *r) {
     return blitz__pool_rec_give_up(&r->base);
 }
 
+#if !BLITZ__WIN32
 static int64_t blitz__fsx_errno(void) {
     return blitz__from_errno(errno);
 }
+#endif
 
 /* Ready with an argument error, when the op is idle; an op in flight is
  * polled on (its caller repeats the call that started it). */
@@ -27378,16 +27204,47 @@ static void blitz__fsx_value_set(blitz_fs_op *op, int call, int fd, const char *
     op->blitz__mode = mode;
 }
 
-#endif /* BLITZ__HAS_IO */
+/* The work of each op, run on a pool thread: a result >= 0 or a code.
+ * The front ends (argument checks, requests, value forms) are one for
+ * every system; the work is the system's: the POSIX forms sit beside
+ * their front ends in fs_meta.c, fs_tree.c and fs_dir.c, the Windows
+ * forms in fs_ext_win32.c. */
+static int64_t blitz__fsm_seek(blitz__fsx_rec *r);
+static int64_t blitz__fsm_chmod(blitz__fsx_rec *r);
+static int64_t blitz__fsm_chown(blitz__fsx_rec *r);
+static int64_t blitz__fsm_utimes(blitz__fsx_rec *r);
+static int64_t blitz__fsm_access(blitz__fsx_rec *r);
+static int64_t blitz__fsm_readlink(blitz__fsx_rec *r);
+static int64_t blitz__fsm_realpath(blitz__fsx_rec *r);
+static int64_t blitz__fsm_statfs(blitz__fsx_rec *r);
+static int64_t blitz__fsm_read_file(blitz__fsx_rec *r);
+/* Creates `name` exclusively: a descriptor (a file), 0 (a directory,
+ * `dir`), or a code; BLITZ_EEXIST when the name is taken. */
+static int64_t blitz__fst_create(const char *name, int dir);
+/* Removes what blitz__fst_create made (closing the file first). */
+static void blitz__fst_remove_made(const char *name, int dir, int fd);
+static int64_t blitz__fst_copy(blitz__fsx_rec *r);
+static int64_t blitz__fst_remove_all(blitz__fsx_rec *r);
+/* A directory stream: opened on a path, read an entry at a time (1 with
+ * the entry's name, valid until the next call, and type; 0 at the end;
+ * or a code), closed once. "." and ".." may come; the caller skips them. */
+static int64_t blitz__fsd_stream_open(const char *path, void **stream);
+static int64_t blitz__fsd_stream_next(void *stream, const char **name, blitz_file_type *type);
+static void blitz__fsd_stream_close(void *stream);
+
+#endif /* BLITZ__HAS_IO || BLITZ__WIN32 */
 /* ====[ END src/os/fs_job.c ]============================================== */
 /* ====[ BEGIN src/os/fs_meta.c ]=========================================== */
 /* >>os/fs_meta */
 /* File positions, permissions, owners, times, access checks, links read
  * back, canonical paths, file-system figures and size-limited whole-file
  * reads: each one system call (or a short loop of them) on a pool thread,
- * through fs_job.c's record. */
+ * through fs_job.c's record. The POSIX work is here; Windows's is in
+ * fs_ext_win32.c. */
 /* src/io/io.h already included */
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_IO || BLITZ__WIN32
+
+#if !BLITZ__WIN32
 
 static int64_t blitz__fsm_seek(blitz__fsx_rec *r) {
     off_t at = lseek(r->fd, (off_t)r->a, r->how);
@@ -27496,6 +27353,7 @@ static int64_t blitz__fsm_statfs(blitz__fsx_rec *r) {
 static int64_t blitz__fsm_read_file(blitz__fsx_rec *r) {
     return blitz__fs_read_file(r->path, r->n, &r->data);
 }
+#endif /* !BLITZ__WIN32 */
 
 /* ---- public calls ------------------------------------------------------------------- */
 
@@ -27708,7 +27566,7 @@ BLITZ_API blitz_op blitz_op_fs_read_file_limit(blitz_fs_op *op, const char *path
     return blitz__fsm_value(op, BLITZ__FSM_READ_FILE_LIMIT, -1, path, 0, (uint64_t)max, 0);
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_IO || BLITZ__WIN32 */
 /* ====[ END src/os/fs_meta.c ]============================================= */
 /* ====[ BEGIN src/os/fs_tree.c ]=========================================== */
 /* >>os/fs_tree */
@@ -27716,9 +27574,11 @@ BLITZ_API blitz_op blitz_op_fs_read_file_limit(blitz_fs_op *op, const char *path
  * copying a file, removing a tree. Long work (a copy, a removal) checks
  * between steps whether its task gave up, and stops there: a cancelled
  * copy leaves a partial destination, a cancelled removal part of the
- * tree, as an interrupted cp or rm would. */
+ * tree, as an interrupted cp or rm would. The naming of temporary files
+ * and the front ends are every system's; the POSIX work is here,
+ * Windows's in fs_ext_win32.c. */
 /* src/io/io.h already included */
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_IO || BLITZ__WIN32
 
 #define BLITZ__FST_CHUNK ((size_t)1 << 20) /* bytes copied between give-up checks */
 #define BLITZ__FST_BUF   ((size_t)64 * 1024)
@@ -27726,9 +27586,9 @@ BLITZ_API blitz_op blitz_op_fs_read_file_limit(blitz_fs_op *op, const char *path
 /* ---- temporary files ---------------------------------------------------------------- */
 
 /* The template's trailing XXXXXX are replaced by random letters until a
- * name is free: O_EXCL (or mkdir) makes the creation atomic, and the
- * descriptor is close-on-exec from the start, which mkstemp cannot
- * promise portably. */
+ * name is free: the exclusive creation (O_EXCL, mkdir; CREATE_NEW) makes
+ * it atomic, and a file's descriptor is not inherited from the start,
+ * which mkstemp cannot promise portably. */
 static const char blitz__fst_letters[] =
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
@@ -27738,48 +27598,30 @@ static int64_t blitz__fst_temp(blitz__fsx_rec *r, int dir) {
     if (!name)
         return BLITZ_ENOMEM;
     memcpy(name, r->path, len + 1);
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    uint64_t x = (uint64_t)now.tv_nsec ^ ((uint64_t)now.tv_sec << 20) ^ (uint64_t)(uintptr_t)name ^
-                 ((uint64_t)getpid() << 40);
-    for (int attempt = 0; attempt < 1000; attempt++) {
+    /* Names need only be unlikely to collide: a taken one is retried. */
+    uint64_t x = blitz__now_ns() ^ ((uint64_t)(uintptr_t)name << 16) ^ (uint64_t)(uintptr_t)&len;
+    int64_t rc = BLITZ_EEXIST;
+    for (int attempt = 0; attempt < 1000 && rc == BLITZ_EEXIST; attempt++) {
         for (size_t i = len - 6; i < len; i++) {
-            x ^= x << 13; /* xorshift64: names need only be unlikely to collide */
+            x ^= x << 13; /* xorshift64 */
             x ^= x >> 7;
             x ^= x << 17;
             name[i] = blitz__fst_letters[x % (sizeof blitz__fst_letters - 1)];
         }
-        int fd = 0;
-        if (dir) {
-            if (mkdir(name, 0700) != 0)
-                fd = -1;
-        } else {
-            do
-                fd = open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-            while (fd < 0 && errno == EINTR);
-        }
-        if (fd >= 0) {
-            r->data = name;
-            return fd;
-        }
-        if (errno != EEXIST)
-            break;
+        rc = blitz__fst_create(name, dir);
     }
-    int64_t rc = blitz__fsx_errno();
-    blitz__free(name);
+    if (rc < 0) {
+        blitz__free(name);
+        return rc;
+    }
+    r->data = name;
     return rc;
 }
 
 /* A temporary file or directory the caller never learnt the name of. */
 static void blitz__fst_temp_undo(blitz__fsx_rec *r) {
-    if (r->result < 0 || !r->data)
-        return;
-    if (r->how) {
-        rmdir((const char *)r->data);
-    } else {
-        close((int)r->result);
-        unlink((const char *)r->data);
-    }
+    if (r->result >= 0 && r->data)
+        blitz__fst_remove_made((const char *)r->data, r->how, r->how ? -1 : (int)r->result);
 }
 
 static int64_t blitz__fst_mkstemp(blitz__fsx_rec *r) {
@@ -27791,6 +27633,27 @@ static int64_t blitz__fst_mkdtemp(blitz__fsx_rec *r) {
     r->undo = blitz__fst_temp_undo;
     int64_t rc = blitz__fst_temp(r, 1);
     return rc < 0 ? rc : 0;
+}
+
+#if !BLITZ__WIN32
+
+static int64_t blitz__fst_create(const char *name, int dir) {
+    if (dir)
+        return mkdir(name, 0700) == 0 ? 0 : blitz__fsx_errno();
+    int fd;
+    do
+        fd = open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    while (fd < 0 && errno == EINTR);
+    return fd >= 0 ? fd : blitz__fsx_errno();
+}
+
+static void blitz__fst_remove_made(const char *name, int dir, int fd) {
+    if (dir) {
+        rmdir(name);
+    } else {
+        close(fd);
+        unlink(name);
+    }
 }
 
 /* ---- copy --------------------------------------------------------------------------- */
@@ -27972,6 +27835,8 @@ static int64_t blitz__fst_remove_all(blitz__fsx_rec *r) {
     return rc;
 }
 
+#endif /* !BLITZ__WIN32 */
+
 /* ---- public calls ------------------------------------------------------------------- */
 
 static int blitz__fst_template_ok(const char *t) {
@@ -28043,7 +27908,7 @@ BLITZ_API blitz_op blitz_op_fs_remove_all(blitz_fs_op *op, const char *path) {
     return blitz__fst_value(op, BLITZ__FST_REMOVE_ALL, path, NULL);
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_IO || BLITZ__WIN32 */
 /* ====[ END src/os/fs_tree.c ]============================================= */
 /* ====[ BEGIN src/os/fs_dir.c ]============================================ */
 /* >>os/fs_dir */
@@ -28058,24 +27923,23 @@ BLITZ_API blitz_op blitz_op_fs_remove_all(blitz_fs_op *op, const char *path) {
  * read after a cancelled one that is still running gets BLITZ_EBUSY
  * instead of sharing the DIR stream with that thread. */
 /* src/io/io.h already included */
-#if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
+#if BLITZ__HAS_IO || BLITZ__WIN32
 
 #define BLITZ__FSD_BATCH     64u
 #define BLITZ__FSD_MAX_BATCH 4096u
 
 struct blitz_fs_dir {
-    DIR *d;
+    void *stream; /* the system's (fs_job.c's blitz__fsd_stream_*) */
     blitz__atomic_u32 refs;
     blitz__atomic_u32 busy;
 };
 
-static void blitz__fsd_unref(blitz_fs_dir *dir) {
-    /* Acq_rel: the last owner sees every other owner's use of the stream
-     * before closing it. */
-    if (blitz__u32_fetch_sub(&dir->refs, 1, BLITZ__ACQ_REL) == 1) {
-        closedir(dir->d);
-        blitz__free(dir);
-    }
+#if !BLITZ__WIN32
+/* The POSIX stream is a DIR (Windows's: fs_ext_win32.c). */
+static int64_t blitz__fsd_stream_open(const char *path, void **stream) {
+    DIR *d = opendir(path);
+    *stream = d;
+    return d ? 0 : blitz__fsx_errno();
 }
 
 static blitz_file_type blitz__fsd_type(const struct dirent *e) {
@@ -28098,6 +27962,30 @@ static blitz_file_type blitz__fsd_type(const struct dirent *e) {
 #endif
 }
 
+static int64_t blitz__fsd_stream_next(void *stream, const char **name, blitz_file_type *type) {
+    errno = 0;
+    struct dirent *e = readdir((DIR *)stream);
+    if (!e)
+        return errno ? blitz__fsx_errno() : 0;
+    *name = e->d_name;
+    *type = blitz__fsd_type(e);
+    return 1;
+}
+
+static void blitz__fsd_stream_close(void *stream) {
+    closedir((DIR *)stream);
+}
+#endif /* !BLITZ__WIN32 */
+
+static void blitz__fsd_unref(blitz_fs_dir *dir) {
+    /* Acq_rel: the last owner sees every other owner's use of the stream
+     * before closing it. */
+    if (blitz__u32_fetch_sub(&dir->refs, 1, BLITZ__ACQ_REL) == 1) {
+        blitz__fsd_stream_close(dir->stream);
+        blitz__free(dir);
+    }
+}
+
 /* An opened reader nobody took. */
 static void blitz__fsd_open_undo(blitz__fsx_rec *r) {
     if (r->result >= 0 && r->data) {
@@ -28110,9 +27998,8 @@ static int64_t blitz__fsd_open(blitz__fsx_rec *r) {
     blitz_fs_dir *dir = (blitz_fs_dir *)blitz__calloc(sizeof *dir);
     if (!dir)
         return BLITZ_ENOMEM;
-    dir->d = opendir(r->path);
-    if (!dir->d) {
-        int64_t rc = blitz__fsx_errno();
+    int64_t rc = blitz__fsd_stream_open(r->path, &dir->stream);
+    if (rc < 0) {
         blitz__free(dir);
         return rc;
     }
@@ -28133,22 +28020,20 @@ static int64_t blitz__fsd_next(blitz__fsx_rec *r) {
     int64_t rc = 0;
     /* Names are placed by offset while the block may still move. */
     while (count < r->n) {
-        errno = 0;
-        struct dirent *e = readdir(dir->d);
-        if (!e) {
-            if (errno)
-                rc = blitz__fsx_errno();
+        const char *name = NULL;
+        blitz_file_type type = BLITZ_FILE_UNKNOWN;
+        if ((rc = blitz__fsd_stream_next(dir->stream, &name, &type)) <= 0)
             break;
-        }
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+        rc = 0;
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
             continue;
-        size_t len = strlen(e->d_name) + 1;
+        size_t len = strlen(name) + 1;
         if ((rc = blitz__grow_buffer(&block, &cap, used, used + len)) != 0)
             break;
         blitz_fs_dirent *ent = (blitz_fs_dirent *)(void *)block + count++;
         ent->name = (const char *)(uintptr_t)used;
-        ent->type = blitz__fsd_type(e);
-        memcpy(block + used, e->d_name, len);
+        ent->type = type;
+        memcpy(block + used, name, len);
         used += len;
     }
     if (rc != 0 || count == 0) {
@@ -28234,8 +28119,595 @@ BLITZ_API blitz_op blitz_op_fs_readdir(blitz_fs_op *op, blitz_fs_dir *dir, size_
     return blitz_op_make(blitz__fsd_value_poll, blitz_fs_cancel, op);
 }
 
-#endif /* BLITZ__HAS_IO */
+#endif /* BLITZ__HAS_IO || BLITZ__WIN32 */
 /* ====[ END src/os/fs_dir.c ]============================================== */
+/* ====[ BEGIN src/os/fs_ext_win32.c ]====================================== */
+/* >>os/fs_ext_win32 */
+/* The work of api_fs.h's ops on Windows (fs_job.c lists it; the front
+ * ends are those of fs_meta.c, fs_tree.c and fs_dir.c). Each runs on a
+ * pool thread with the paths turned into UTF-16, through fs_win32.c's
+ * helpers, and answers as POSIX does where Windows has the concept:
+ *   - permission bits are the read-only attribute (fs_win32.c's rule);
+ *   - owners do not exist: chown is BLITZ_ENOSYS unless it keeps both;
+ *   - BLITZ_FS_CAN_EXEC asks only that the path exists;
+ *   - times are kept in 100 ns units;
+ *   - readlink reads symlinks and junctions (reparse points);
+ *   - statfs has no inode figures (files and files_free are 0). */
+/* src/io/io.h already included */
+#if BLITZ__WIN32
+
+/* A path's UTF-16 copy (blitz__free), or NULL with the code in *rc. */
+static wchar_t *blitz__wfx_wide(const char *path, int64_t *rc) {
+    int err = 0;
+    wchar_t *w = blitz__utf16(path, &err);
+    *rc = err;
+    return w;
+}
+
+/* A code for a path op's failure: not found through a file is
+ * BLITZ_ENOTDIR, as fs_win32.c's ops say. */
+static int64_t blitz__wfx_fail(wchar_t *path, int64_t rc) {
+    return rc == BLITZ_ENOENT ? blitz__wfs_not_found(path) : rc;
+}
+
+/* `attrs` with the read-only attribute as `mode` says (no 0200). */
+static DWORD blitz__wfx_mode_attrs(DWORD attrs, uint32_t mode) {
+    attrs =
+        (mode & 0200) ? attrs & ~(DWORD)FILE_ATTRIBUTE_READONLY : attrs | FILE_ATTRIBUTE_READONLY;
+    attrs &= ~(DWORD)FILE_ATTRIBUTE_NORMAL;
+    return attrs ? attrs : FILE_ATTRIBUTE_NORMAL;
+}
+
+static int64_t blitz__wfx_set_attrs(HANDLE h, uint32_t mode) {
+    FILE_BASIC_INFO basic;
+    if (!GetFileInformationByHandleEx(h, FileBasicInfo, &basic, sizeof basic))
+        return blitz__wfs_err();
+    DWORD attrs = blitz__wfx_mode_attrs(basic.FileAttributes, mode);
+    memset(&basic, 0, sizeof basic); /* times of 0: left as they are */
+    basic.FileAttributes = attrs;
+    return SetFileInformationByHandle(h, FileBasicInfo, &basic, sizeof basic) ? 0
+                                                                              : blitz__wfs_err();
+}
+
+static int64_t blitz__wfx_set_times(HANDLE h, const FILETIME *a, const FILETIME *m) {
+    return SetFileTime(h, NULL, a, m) ? 0 : blitz__wfs_err();
+}
+
+/* Sets `fd`'s mode (`a` NULL) or times through its own handle, whose
+ * writes then leave the times alone; a descriptor opened without the
+ * access to attributes goes through a second handle. */
+static int64_t blitz__wfx_fd_set(int fd, uint32_t mode, const FILETIME *a, const FILETIME *m,
+                                 int times) {
+    HANDLE h = blitz__wfs_handle(fd);
+    if (h == INVALID_HANDLE_VALUE)
+        return BLITZ_EBADF;
+    int64_t rc = times ? blitz__wfx_set_times(h, a, m) : blitz__wfx_set_attrs(h, mode);
+    if (rc != BLITZ_EACCES)
+        return rc;
+    HANDLE again = ReOpenFile(h, FILE_WRITE_ATTRIBUTES,
+                              FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, 0);
+    if (again == INVALID_HANDLE_VALUE)
+        return rc;
+    rc = times ? blitz__wfx_set_times(again, a, m) : blitz__wfx_set_attrs(again, mode);
+    CloseHandle(again);
+    return rc;
+}
+
+/* ---- positions, permissions, owners, times, access ----------------------------------- */
+
+static int64_t blitz__fsm_seek(blitz__fsx_rec *r) {
+    HANDLE h = blitz__wfs_handle(r->fd);
+    if (h == INVALID_HANDLE_VALUE)
+        return BLITZ_EBADF;
+    if (GetFileType(h) != FILE_TYPE_DISK)
+        return BLITZ_ESPIPE;
+    LARGE_INTEGER to, at;
+    to.QuadPart = r->a;
+    /* SEEK_SET, SEEK_CUR and SEEK_END are FILE_BEGIN, _CURRENT, _END. */
+    if (SetFilePointerEx(h, to, &at, (DWORD)r->how))
+        return (int64_t)at.QuadPart;
+    DWORD e = GetLastError();
+    return e == ERROR_NEGATIVE_SEEK ? BLITZ_EINVAL : blitz__from_win32(e);
+}
+
+static int64_t blitz__fsm_chmod(blitz__fsx_rec *r) {
+    if (!r->path)
+        return blitz__wfx_fd_set(r->fd, r->mode, NULL, NULL, 0);
+    int64_t rc;
+    wchar_t *p = blitz__wfx_wide(r->path, &rc);
+    if (!p)
+        return rc;
+    DWORD a = GetFileAttributesW(p);
+    if (a == INVALID_FILE_ATTRIBUTES || !SetFileAttributesW(p, blitz__wfx_mode_attrs(a, r->mode)))
+        rc = blitz__wfx_fail(p, blitz__wfs_err());
+    blitz__free(p);
+    return rc;
+}
+
+static int64_t blitz__fsm_chown(blitz__fsx_rec *r) {
+    int keep = r->uid == BLITZ_FS_ID_KEEP && r->gid == BLITZ_FS_ID_KEEP;
+    if (!r->path)
+        return blitz__wfs_handle(r->fd) == INVALID_HANDLE_VALUE ? BLITZ_EBADF
+               : keep                                           ? 0
+                                                                : BLITZ_ENOSYS;
+    int64_t rc;
+    wchar_t *p = blitz__wfx_wide(r->path, &rc);
+    if (!p)
+        return rc;
+    if (GetFileAttributesW(p) == INVALID_FILE_ATTRIBUTES)
+        rc = blitz__wfx_fail(p, blitz__wfs_err());
+    else if (!keep)
+        rc = BLITZ_ENOSYS;
+    blitz__free(p);
+    return rc;
+}
+
+/* A time for SetFileTime: NULL to keep it. */
+static const FILETIME *blitz__wfx_time(int64_t ns, FILETIME *ft) {
+    if (ns == BLITZ_FS_TIME_KEEP)
+        return NULL;
+    if (ns == BLITZ_FS_TIME_NOW) {
+        GetSystemTimeAsFileTime(ft);
+        return ft;
+    }
+    uint64_t t = (uint64_t)ns / 100u + 116444736000000000u; /* 1970 in 1601's units */
+    ft->dwLowDateTime = (DWORD)(t & 0xffffffffu);
+    ft->dwHighDateTime = (DWORD)(t >> 32);
+    return ft;
+}
+
+static int64_t blitz__fsm_utimes(blitz__fsx_rec *r) {
+    FILETIME at, mt;
+    const FILETIME *a = blitz__wfx_time(r->a, &at), *m = blitz__wfx_time(r->b, &mt);
+    if (!r->path)
+        return blitz__wfx_fd_set(r->fd, 0, a, m, 1);
+    int64_t rc;
+    wchar_t *p = blitz__wfx_wide(r->path, &rc);
+    if (!p)
+        return rc;
+    HANDLE h = CreateFileW(p, FILE_WRITE_ATTRIBUTES,
+                           FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                           OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS, NULL);
+    if (h == INVALID_HANDLE_VALUE) {
+        rc = blitz__wfx_fail(p, blitz__wfs_err());
+    } else {
+        rc = blitz__wfx_set_times(h, a, m);
+        CloseHandle(h);
+    }
+    blitz__free(p);
+    return rc;
+}
+
+static int64_t blitz__fsm_access(blitz__fsx_rec *r) {
+    int64_t rc;
+    wchar_t *p = blitz__wfx_wide(r->path, &rc);
+    if (!p)
+        return rc;
+    DWORD a = GetFileAttributesW(p);
+    DWORD want = ((r->how & BLITZ_FS_CAN_READ) ? GENERIC_READ : 0) |
+                 ((r->how & BLITZ_FS_CAN_WRITE) ? GENERIC_WRITE : 0);
+    if (a == INVALID_FILE_ATTRIBUTES) {
+        rc = blitz__wfx_fail(p, blitz__wfs_err());
+    } else if ((a & FILE_ATTRIBUTE_DIRECTORY) && want) {
+        /* A directory's contents are readable and changeable unless it
+         * is read-only (which Windows itself only advises). */
+        rc = (r->how & BLITZ_FS_CAN_WRITE) && (a & FILE_ATTRIBUTE_READONLY) ? BLITZ_EACCES : 0;
+    } else if (want) {
+        /* Whether it could be opened so now: the attribute, the access
+         * lists and other openers' sharing all answer. */
+        HANDLE h = CreateFileW(p, want, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                               NULL, OPEN_EXISTING, 0, NULL);
+        if (h == INVALID_HANDLE_VALUE)
+            rc = blitz__wfx_fail(p, blitz__wfs_err());
+        else
+            CloseHandle(h);
+    }
+    blitz__free(p);
+    return rc;
+}
+
+/* ---- links read back, canonical paths, file-system figures --------------------------- */
+
+/* UTF-16 text of `n` units as UTF-8 into r->data; its length. */
+static int64_t blitz__wfx_utf8_out(blitz__fsx_rec *r, const wchar_t *w, int n) {
+    int len = n ? WideCharToMultiByte(CP_UTF8, WC_ERR_INVALID_CHARS, w, n, NULL, 0, NULL, NULL) : 0;
+    if (n && len <= 0)
+        return BLITZ_EIO; /* an unpaired surrogate: no UTF-8 form */
+    char *out = (char *)blitz__malloc((size_t)len + 1);
+    if (!out)
+        return BLITZ_ENOMEM;
+    if (len)
+        WideCharToMultiByte(CP_UTF8, WC_ERR_INVALID_CHARS, w, n, out, len, NULL, NULL);
+    out[len] = '\0';
+    r->data = out;
+    return len;
+}
+
+/* The reparse data of a symlink or junction: the tag, then the lengths
+ * and offsets of its two names (bytes into the path buffer), a symlink's
+ * flags, then the buffer. Read by offset: mingw's headers may lack the
+ * struct. */
+#define BLITZ__WFX_REPARSE_MAX 16384u
+#ifndef FSCTL_GET_REPARSE_POINT /* winioctl.h's, left out by a lean windows.h */
+#define FSCTL_GET_REPARSE_POINT 0x000900a8
+#endif
+
+static int64_t blitz__fsm_readlink(blitz__fsx_rec *r) {
+    int64_t rc;
+    wchar_t *p = blitz__wfx_wide(r->path, &rc);
+    if (!p)
+        return rc;
+    HANDLE h = CreateFileW(
+        p, FILE_READ_ATTRIBUTES, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+        OPEN_EXISTING, FILE_FLAG_OPEN_REPARSE_POINT | FILE_FLAG_BACKUP_SEMANTICS, NULL);
+    unsigned char *buf = NULL;
+    DWORD got = 0;
+    if (h == INVALID_HANDLE_VALUE) {
+        rc = blitz__wfx_fail(p, blitz__wfs_err());
+    } else if (!(buf = (unsigned char *)blitz__malloc(BLITZ__WFX_REPARSE_MAX))) {
+        rc = BLITZ_ENOMEM;
+    } else if (!DeviceIoControl(h, FSCTL_GET_REPARSE_POINT, NULL, 0, buf, BLITZ__WFX_REPARSE_MAX,
+                                &got, NULL)) {
+        DWORD e = GetLastError();
+        /* Not a link (readlink(2) says EINVAL), or a system that keeps
+         * no reparse points. */
+        rc = e == ERROR_NOT_A_REPARSE_POINT || e == ERROR_INVALID_FUNCTION ||
+                     e == ERROR_NOT_SUPPORTED
+                 ? BLITZ_EINVAL
+                 : blitz__from_win32(e);
+    }
+    if (h != INVALID_HANDLE_VALUE)
+        CloseHandle(h);
+    if (rc == 0) {
+        uint32_t tag;
+        uint16_t names[4]; /* substitute offset, length; print offset, length */
+        memcpy(&tag, buf, sizeof tag);
+        size_t start = tag == IO_REPARSE_TAG_SYMLINK ? 20 : 16;
+        if ((tag != IO_REPARSE_TAG_SYMLINK && tag != IO_REPARSE_TAG_MOUNT_POINT) || got < start) {
+            rc = BLITZ_EINVAL;
+        } else {
+            memcpy(names, buf + 8, sizeof names);
+            /* The name to show, else the one Windows follows, without
+             * its "\??\" prefix. */
+            size_t off = names[3] ? names[2] : names[0], len = names[3] ? names[3] : names[1];
+            if (start + off + len > got) {
+                rc = BLITZ_EIO;
+            } else {
+                wchar_t *name = (wchar_t *)blitz__malloc(len + sizeof(wchar_t));
+                if (!name) {
+                    rc = BLITZ_ENOMEM;
+                } else {
+                    memcpy(name, buf + start + off, len);
+                    int n = (int)(len / sizeof(wchar_t)), skip = 0;
+                    if (!names[3] && n >= 4 && !wcsncmp(name, L"\\??\\", 4))
+                        skip = 4;
+                    rc = blitz__wfx_utf8_out(r, name + skip, n - skip);
+                    blitz__free(name);
+                }
+            }
+        }
+    }
+    blitz__free(buf);
+    blitz__free(p);
+    return rc;
+}
+
+static int64_t blitz__fsm_realpath(blitz__fsx_rec *r) {
+    int64_t rc;
+    wchar_t *p = blitz__wfx_wide(r->path, &rc);
+    if (!p)
+        return rc;
+    HANDLE h = CreateFileW(p, 0, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                           OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS, NULL);
+    wchar_t *full = NULL;
+    DWORD n = 0;
+    if (h == INVALID_HANDLE_VALUE) {
+        rc = blitz__wfx_fail(p, blitz__wfs_err());
+    } else {
+        DWORD want = GetFinalPathNameByHandleW(h, NULL, 0, VOLUME_NAME_DOS);
+        if (want == 0)
+            rc = blitz__wfs_err();
+        else if (!(full = (wchar_t *)blitz__malloc((size_t)want * sizeof *full)))
+            rc = BLITZ_ENOMEM;
+        else if ((n = GetFinalPathNameByHandleW(h, full, want, VOLUME_NAME_DOS)) == 0 || n >= want)
+            rc = n ? BLITZ_EAGAIN : blitz__wfs_err(); /* renamed meanwhile: longer */
+        CloseHandle(h);
+    }
+    if (rc == 0) {
+        /* "\\?\C:\x" is "C:\x"; "\\?\UNC\host\share" is "\\host\share". */
+        wchar_t *at = full;
+        if (n >= 8 && !wcsncmp(full, L"\\\\?\\UNC\\", 8)) {
+            at = full + 6;
+            at[0] = L'\\';
+        } else if (n >= 4 && !wcsncmp(full, L"\\\\?\\", 4)) {
+            at = full + 4;
+        }
+        rc = blitz__wfx_utf8_out(r, at, (int)(n - (DWORD)(at - full)));
+    }
+    blitz__free(full);
+    blitz__free(p);
+    return rc;
+}
+
+static int64_t blitz__fsm_statfs(blitz__fsx_rec *r) {
+    int64_t rc;
+    wchar_t *p = blitz__wfx_wide(r->path, &rc);
+    if (!p)
+        return rc;
+    wchar_t root[MAX_PATH + 1];
+    DWORD per_cluster, sector, free_clusters, clusters, name_max = 0;
+    ULARGE_INTEGER avail, total, free_bytes;
+    if (GetFileAttributesW(p) == INVALID_FILE_ATTRIBUTES) {
+        rc = blitz__wfx_fail(p, blitz__wfs_err());
+    } else if (!GetVolumePathNameW(p, root, MAX_PATH + 1) ||
+               !GetDiskFreeSpaceW(root, &per_cluster, &sector, &free_clusters, &clusters) ||
+               !GetDiskFreeSpaceExW(root, &avail, &total, &free_bytes)) {
+        rc = blitz__wfs_err();
+    } else {
+        uint64_t block = (uint64_t)per_cluster * sector;
+        if (block == 0)
+            block = 4096;
+        if (!GetVolumeInformationW(root, NULL, 0, NULL, &name_max, NULL, NULL, 0))
+            name_max = 255;
+        r->info.block_size = block;
+        r->info.blocks = total.QuadPart / block;
+        r->info.blocks_free = free_bytes.QuadPart / block;
+        r->info.blocks_avail = avail.QuadPart / block;
+        r->info.files = 0;
+        r->info.files_free = 0;
+        r->info.name_max = name_max;
+    }
+    blitz__free(p);
+    return rc;
+}
+
+static int64_t blitz__fsm_read_file(blitz__fsx_rec *r) {
+    int64_t rc;
+    wchar_t *p = blitz__wfx_wide(r->path, &rc);
+    if (!p)
+        return rc;
+    rc = blitz__wfx_fail(p, blitz__wfs_read_file(p, r->n, &r->data));
+    blitz__free(p);
+    return rc;
+}
+
+/* ---- temporary files, copies, trees ------------------------------------------------- */
+
+static int64_t blitz__fst_create(const char *name, int dir) {
+    int64_t rc;
+    wchar_t *p = blitz__wfx_wide(name, &rc);
+    if (!p)
+        return rc;
+    if (dir)
+        rc = CreateDirectoryW(p, NULL) ? 0 : blitz__wfs_err();
+    else
+        rc = blitz__wfs_open(p, BLITZ_FS_READ | BLITZ_FS_WRITE | BLITZ_FS_CREATE | BLITZ_FS_EXCL,
+                             0600);
+    rc = blitz__wfx_fail(p, rc);
+    blitz__free(p);
+    return rc;
+}
+
+static void blitz__fst_remove_made(const char *name, int dir, int fd) {
+    int64_t rc;
+    wchar_t *p = blitz__wfx_wide(name, &rc);
+    if (!dir)
+        _close(fd);
+    if (!p)
+        return;
+    if (dir)
+        RemoveDirectoryW(p);
+    else
+        DeleteFileW(p);
+    blitz__free(p);
+}
+
+/* Copies through memory, checking between chunks whether to give up. */
+static int64_t blitz__wfx_copy_loop(blitz__fsx_rec *r, HANDLE in, HANDLE out) {
+    char *buf = (char *)blitz__malloc(BLITZ__FST_BUF);
+    if (!buf)
+        return BLITZ_ENOMEM;
+    int64_t total = 0, chunk = 0;
+    for (;;) {
+        if (chunk >= (int64_t)BLITZ__FST_CHUNK) {
+            chunk = 0;
+            if (blitz__fsx_give_up(r)) {
+                total = BLITZ_ECANCELED;
+                break;
+            }
+        }
+        int64_t n = blitz__wfs_read(in, buf, BLITZ__FST_BUF, -1);
+        if (n > 0)
+            n = blitz__wfs_write(out, buf, (size_t)n, -1);
+        if (n <= 0) {
+            total = n < 0 ? n : total;
+            break;
+        }
+        total += n;
+        chunk += n;
+    }
+    blitz__free(buf);
+    return total;
+}
+
+static int64_t blitz__fst_copy(blitz__fsx_rec *r) {
+    int64_t rc;
+    wchar_t *from = blitz__wfx_wide(r->path, &rc), *to = NULL;
+    if (!from)
+        return rc;
+    if (!(to = blitz__wfx_wide(r->path2, &rc))) {
+        blitz__free(from);
+        return rc;
+    }
+    blitz_fs_metadata src, dst;
+    memset(&src, 0, sizeof src);
+    memset(&dst, 0, sizeof dst);
+    src.mode = 0666;
+    HANDLE in = blitz__wfs_create(from, BLITZ_FS_READ, 0, &rc), out = INVALID_HANDLE_VALUE;
+    int regular = 0;
+    if (in == INVALID_HANDLE_VALUE) {
+        rc = blitz__wfx_fail(from, rc);
+    } else {
+        /* A device (NUL, a console) has no figures: copied as a stream. */
+        regular = GetFileType(in) == FILE_TYPE_DISK;
+        if (regular)
+            rc = blitz__wfs_fill_metadata(in, 0, &src);
+        /* Not truncated at open: the destination may be the source. */
+        if (rc == 0 && (out = blitz__wfs_create(to, BLITZ_FS_WRITE | BLITZ_FS_CREATE, 0666, &rc)) ==
+                           INVALID_HANDLE_VALUE)
+            rc = blitz__wfx_fail(to, rc);
+    }
+    if (rc == 0 && GetFileType(out) == FILE_TYPE_DISK) {
+        if ((rc = blitz__wfs_fill_metadata(out, 0, &dst)) == 0 && regular && dst.dev == src.dev &&
+            dst.ino == src.ino)
+            rc = BLITZ_EINVAL;
+        else if (rc == 0)
+            rc = blitz__wfs_set_size(out, 0, BLITZ_EACCES);
+    }
+    if (rc == 0) {
+        rc = blitz__wfx_copy_loop(r, in, out);
+        /* The source's read-only attribute, as POSIX copies the mode. */
+        if (rc >= 0 && dst.type == BLITZ_FILE_REGULAR) {
+            int64_t set = blitz__wfx_set_attrs(out, src.mode);
+            rc = set < 0 ? set : rc;
+        }
+    }
+    if (out != INVALID_HANDLE_VALUE)
+        CloseHandle(out);
+    if (in != INVALID_HANDLE_VALUE)
+        CloseHandle(in);
+    blitz__free(from);
+    blitz__free(to);
+    return rc;
+}
+
+/* "dir\name" (blitz__free), or NULL. */
+static wchar_t *blitz__wfx_join(const wchar_t *dir, const wchar_t *name) {
+    size_t a = wcslen(dir), b = wcslen(name);
+    wchar_t *p = (wchar_t *)blitz__malloc((a + b + 2) * sizeof *p);
+    if (!p)
+        return NULL;
+    memcpy(p, dir, a * sizeof *p);
+    p[a] = L'\\';
+    memcpy(p + a + 1, name, (b + 1) * sizeof *p);
+    return p;
+}
+
+/* Removes `path` (its attributes `attrs`): a directory after its
+ * entries; a link to a directory (a symlink or junction) as itself,
+ * never what it points to. An entry that vanished meanwhile is fine. */
+static int64_t blitz__wfx_remove(blitz__fsx_rec *r, const wchar_t *path, DWORD attrs) {
+    if (!(attrs & FILE_ATTRIBUTE_DIRECTORY)) {
+        int64_t rc = blitz__wfs_unlink(path);
+        return rc == BLITZ_ENOENT ? 0 : rc;
+    }
+    int64_t rc = 0;
+    if (!(attrs & FILE_ATTRIBUTE_REPARSE_POINT)) {
+        WIN32_FIND_DATAW fd;
+        HANDLE f = blitz__wfs_find_first(path, &fd, &rc);
+        if (f == INVALID_HANDLE_VALUE)
+            return rc == BLITZ_ENOENT ? 0 : rc;
+        do {
+            if (blitz__fsx_give_up(r)) {
+                rc = BLITZ_ECANCELED;
+                break;
+            }
+            if (!wcscmp(fd.cFileName, L".") || !wcscmp(fd.cFileName, L".."))
+                continue;
+            wchar_t *sub = blitz__wfx_join(path, fd.cFileName);
+            rc = sub ? blitz__wfx_remove(r, sub, fd.dwFileAttributes) : BLITZ_ENOMEM;
+            blitz__free(sub);
+        } while (rc == 0 && FindNextFileW(f, &fd));
+        if (rc == 0 && GetLastError() != ERROR_NO_MORE_FILES)
+            rc = blitz__wfs_err();
+        FindClose(f);
+        if (rc != 0)
+            return rc;
+    }
+    /* A read-only directory refuses removal until it is writable. */
+    if (attrs & FILE_ATTRIBUTE_READONLY)
+        SetFileAttributesW(path, attrs & ~(DWORD)FILE_ATTRIBUTE_READONLY);
+    if (RemoveDirectoryW(path) || GetLastError() == ERROR_FILE_NOT_FOUND)
+        return 0;
+    return blitz__wfs_err();
+}
+
+static int64_t blitz__fst_remove_all(blitz__fsx_rec *r) {
+    int64_t rc;
+    wchar_t *p = blitz__wfx_wide(r->path, &rc);
+    if (!p)
+        return rc;
+    DWORD a = GetFileAttributesW(p);
+    rc = a == INVALID_FILE_ATTRIBUTES ? blitz__wfx_fail(p, blitz__wfs_err())
+                                      : blitz__wfx_remove(r, p, a);
+    blitz__free(p);
+    return rc;
+}
+
+/* ---- the directory stream ----------------------------------------------------------- */
+
+typedef struct {
+    HANDLE find; /* INVALID_HANDLE_VALUE once at the end */
+    WIN32_FIND_DATAW entry;
+    int unread;      /* `entry` is one not handed out yet */
+    char name[1024]; /* the last one handed out, in UTF-8 (255 units at most) */
+} blitz__wfx_dir;
+
+static int64_t blitz__fsd_stream_open(const char *path, void **stream) {
+    int64_t rc;
+    wchar_t *p = blitz__wfx_wide(path, &rc);
+    if (!p)
+        return rc;
+    blitz__wfx_dir *d = (blitz__wfx_dir *)blitz__calloc(sizeof *d);
+    if (!d) {
+        blitz__free(p);
+        return BLITZ_ENOMEM;
+    }
+    d->find = blitz__wfs_find_first(p, &d->entry, &rc);
+    rc = blitz__wfx_fail(p, rc);
+    blitz__free(p);
+    if (rc != 0) {
+        blitz__free(d);
+        return rc;
+    }
+    d->unread = d->find != INVALID_HANDLE_VALUE;
+    *stream = d;
+    return 0;
+}
+
+static int64_t blitz__fsd_stream_next(void *stream, const char **name, blitz_file_type *type) {
+    blitz__wfx_dir *d = (blitz__wfx_dir *)stream;
+    for (;;) {
+        if (d->find == INVALID_HANDLE_VALUE)
+            return 0;
+        if (!d->unread && !FindNextFileW(d->find, &d->entry)) {
+            DWORD e = GetLastError();
+            if (e != ERROR_NO_MORE_FILES)
+                return blitz__from_win32(e);
+            FindClose(d->find);
+            d->find = INVALID_HANDLE_VALUE;
+            return 0;
+        }
+        d->unread = 0;
+        /* A name with no UTF-8 form could not be named back: skipped. */
+        if (WideCharToMultiByte(CP_UTF8, WC_ERR_INVALID_CHARS, d->entry.cFileName, -1, d->name,
+                                (int)sizeof d->name, NULL, NULL) <= 0)
+            continue;
+        *name = d->name;
+        *type = blitz__wfs_find_type(&d->entry);
+        return 1;
+    }
+}
+
+static void blitz__fsd_stream_close(void *stream) {
+    blitz__wfx_dir *d = (blitz__wfx_dir *)stream;
+    if (d->find != INVALID_HANDLE_VALUE)
+        FindClose(d->find);
+    blitz__free(d);
+}
+
+#endif /* BLITZ__WIN32 */
+/* ====[ END src/os/fs_ext_win32.c ]======================================== */
 /* ====[ BEGIN src/os/signal.c ]============================================ */
 /* >>os/signal */
 /* Signals: a counting handler, a self-pipe, and one thread per process
