@@ -92,10 +92,12 @@
     X(process_sigchld_ignored, 10000)           \
     X(process_self_output, 10000)               \
     X(process_self_argv, 10000)                 \
+    X(process_self_unicode, 10000)              \
     X(process_self_env_cwd, 10000)              \
     X(process_self_kill, 10000)                 \
     X(process_self_pipes, 10000)                \
     X(process_self_shutdown, 10000)             \
+    X(process_self_concurrent_spawns, 30000)    \
     X(io_connect_host_uring, 10000)             \
     X(io_connect_host_epoll, 10000)             \
     X(io_connect_host_poll, 10000)

@@ -11,6 +11,12 @@ static int tpc_child_main(int argc, char **argv) {
     _setmode(0, _O_BINARY);
 #endif
     const char *what = argc > 2 ? argv[2] : "";
+#if !defined(_WIN32) /* the C runtime's argv and environment are the bytes given */
+    if (strcmp(what, "argvw") == 0)
+        what = "argv";
+    if (strcmp(what, "envw") == 0)
+        what = "env";
+#endif
     if (strcmp(what, "exit") == 0)
         return argc > 3 ? atoi(argv[3]) : 0;
     if (strcmp(what, "argv") == 0) {
@@ -19,6 +25,42 @@ static int tpc_child_main(int argc, char **argv) {
             fwrite(argv[i], 1, strlen(argv[i]) + 1, stdout);
         return 0;
     }
+#if defined(_WIN32)
+    /* The arguments and a variable as Windows holds them (UTF-16), in
+     * UTF-8: the C runtime's argv and getenv use the ANSI code page. */
+    if (strcmp(what, "argvw") == 0) {
+        typedef LPWSTR *(WINAPI * to_argv_fn)(LPCWSTR, int *);
+        HMODULE shell = LoadLibraryA("shell32.dll");
+        to_argv_fn to_argv =
+            shell ? (to_argv_fn)(void (*)(void))GetProcAddress(shell, "CommandLineToArgvW") : NULL;
+        int wargc = 0;
+        LPWSTR *wargv = to_argv ? to_argv(GetCommandLineW(), &wargc) : NULL;
+        if (!wargv)
+            return 98;
+        for (int i = 3; i < wargc; i++) {
+            char buf[1024];
+            int n = WideCharToMultiByte(CP_UTF8, 0, wargv[i], -1, buf, sizeof buf, NULL, NULL);
+            if (n <= 0)
+                return 97;
+            fwrite(buf, 1, (size_t)n, stdout);
+        }
+        LocalFree(wargv);
+        return 0;
+    }
+    if (strcmp(what, "envw") == 0) {
+        wchar_t name[64], value[512];
+        char buf[1024];
+        if (argc < 4 || !MultiByteToWideChar(CP_UTF8, 0, argv[3], -1, name, 64))
+            return 98;
+        DWORD n = GetEnvironmentVariableW(name, value, 512);
+        if (n == 0 || n >= 512)
+            return 97;
+        if (WideCharToMultiByte(CP_UTF8, 0, value, -1, buf, sizeof buf, NULL, NULL) <= 0)
+            return 96;
+        fputs(buf, stdout);
+        return 0;
+    }
+#endif
     if (strcmp(what, "echo") == 0) {
         char buf[4096];
         size_t n;
@@ -146,6 +188,53 @@ BLITZ_TEST(process_self_argv) {
         at += strlen(args[i]) + 1;
     }
     CHECK_EQ(at, o.out_len);
+    blitz_free(o.out);
+    blitz_free(o.err);
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
+#define TPC_UNICODE \
+    "\xc3\xbc"      \
+    "n"             \
+    "\xc3\xaf"      \
+    "c"             \
+    "\xc3\xb6"      \
+    "d"             \
+    "\xc3\xa9"      \
+    " \xe2\x9c\x93" /* accented letters, a check mark */
+
+/* Arguments and environment values beyond ASCII arrive as the UTF-8
+ * they were given in (on Windows through UTF-16). */
+BLITZ_TEST(process_self_unicode) {
+    blitz_runtime *rt = tu_rt_new(TU_MT2);
+    static const char *const args[] = {"argvw", "h\xc3\xa9llo", "\xe6\x97\xa5\xe6\x9c\xac",
+                                       "a \xf0\x9f\x98\x80 b", NULL};
+    blitz_output_op o = tpc_run(rt, args, NULL, NULL, NULL, 0);
+    CHECK_OK(o.result);
+    CHECK_EQ(o.code, 0);
+    size_t at = 0;
+    for (int i = 1; args[i]; i++) {
+        CHECK(at < o.out_len);
+        CHECK(strcmp(o.out + at, args[i]) == 0);
+        at += strlen(args[i]) + 1;
+    }
+    CHECK_EQ(at, o.out_len);
+    blitz_free(o.out);
+    blitz_free(o.err);
+    static const char *const env_args[] = {"envw", "BLITZ_TPC", NULL};
+#if defined(_WIN32)
+    char sysroot[512];
+    snprintf(sysroot, sizeof sysroot, "SystemRoot=%s",
+             getenv("SystemRoot") ? getenv("SystemRoot") : "C:\\windows");
+    const char *env[] = {"BLITZ_TPC=" TPC_UNICODE, sysroot, NULL};
+#else
+    const char *env[] = {"BLITZ_TPC=" TPC_UNICODE, NULL};
+#endif
+    o = tpc_run(rt, env_args, env, NULL, NULL, 0);
+    CHECK_OK(o.result);
+    CHECK_EQ(o.code, 0);
+    CHECK(strcmp(o.out, TPC_UNICODE) == 0);
     blitz_free(o.out);
     blitz_free(o.err);
     CHECK_OK(blitz_runtime_free(rt));
@@ -340,6 +429,99 @@ BLITZ_TEST(process_self_shutdown) {
     TU_WAIT_UNTIL(blitz_process_try_wait(&copy, &st) == 1, 10, 1);
     CHECK_EQ(st.signal, TPC_SIGKILL);
     CHECK_OK(blitz_process_release(&copy));
+    CHECK_OK(blitz_runtime_free(rt));
+    return 0;
+}
+
+/* Children spawned at the same moment from two threads inherit only
+ * their own pipe ends. One task keeps spawning sleepers (with pipes of
+ * their own) while the other spawns short children and reads each one's
+ * stdout to its end: a sleeper that had inherited a short child's write
+ * end would hold that stream open until the sleepers are killed, which
+ * happens only after the reads, so the test would hang. */
+#define TPC_ROUNDS   12
+#define TPC_SLEEPERS 40
+
+typedef struct {
+    BLITZ_CORO;
+    blitz_child child[TPC_SLEEPERS];
+    blitz_fs_op op;
+    blitz_wait_op wait;
+    blitz_timer timer;
+    char buf[64];
+    size_t got;
+    int i, n;
+    atomic_int *short_done;
+} tpc_spawner;
+
+static blitz_poll tpc_short_poll(blitz_cx *cx, void *p) {
+    tpc_spawner *s = p;
+    BLITZ_BEGIN(s);
+    for (s->i = 0; s->i < TPC_ROUNDS; s->i++) {
+        {
+            static char self[1024];
+            tpc_self(self, sizeof self);
+            const char *argv[] = {self, "--proc-child", "argv", "x", NULL};
+            blitz_command c = {
+                argv, NULL, NULL, BLITZ_STDIO_NULL, BLITZ_STDIO_PIPE, BLITZ_STDIO_NULL};
+            CHECK_OK(blitz_process_spawn(blitz_cx_runtime(cx), &c, &s->child[0]));
+        }
+        for (s->got = 0;;) {
+            BLITZ_AWAIT(s, blitz_fs_read(cx, &s->op, s->child[0].stdout_fd, s->buf + s->got,
+                                         sizeof s->buf - s->got));
+            CHECK_GE(s->op.result, 0);
+            if (s->op.result == 0)
+                break;
+            s->got += (size_t)s->op.result;
+        }
+        CHECK_EQ(s->got, 2);
+        BLITZ_AWAIT(s, blitz_process_wait(cx, &s->wait, &s->child[0]));
+        CHECK_EQ(s->wait.code, 0);
+        CHECK_OK(blitz_process_release(&s->child[0]));
+    }
+    atomic_store(s->short_done, 1);
+    BLITZ_END(s);
+}
+
+static blitz_poll tpc_sleepers_poll(blitz_cx *cx, void *p) {
+    tpc_spawner *s = p;
+    BLITZ_BEGIN(s);
+    for (s->i = 0; s->i < TPC_ROUNDS; s->i++) {
+        {
+            static char self[1024];
+            tpc_self(self, sizeof self);
+            const char *argv[] = {self, "--proc-child", "sleep", NULL};
+            blitz_command c = {
+                argv, NULL, NULL, BLITZ_STDIO_PIPE, BLITZ_STDIO_PIPE, BLITZ_STDIO_NULL};
+            CHECK_OK(blitz_process_spawn(blitz_cx_runtime(cx), &c, &s->child[s->i]));
+        }
+        BLITZ_YIELD(s, cx);
+    }
+    while (!atomic_load(s->short_done))
+        BLITZ_AWAIT(s, blitz_sleep(cx, &s->timer, 5 * BLITZ_MSEC));
+    for (s->i = 0; s->i < TPC_ROUNDS; s->i++) {
+        CHECK_OK(blitz_process_kill(&s->child[s->i], TPC_SIGKILL));
+        BLITZ_AWAIT(s, blitz_process_wait(cx, &s->wait, &s->child[s->i]));
+        CHECK_EQ(s->wait.signal, TPC_SIGKILL);
+        CHECK_OK(blitz_process_release(&s->child[s->i]));
+    }
+    BLITZ_END(s);
+}
+
+BLITZ_TEST(process_self_concurrent_spawns) {
+    blitz_runtime *rt = tu_rt_new(TU_MT2);
+    atomic_int short_done = 0;
+    tpc_spawner a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    a.short_done = b.short_done = &short_done;
+    blitz_task *ta, *tb;
+    CHECK_OK(blitz_spawn(rt, tpc_sleepers_poll, &b, sizeof b, &tb));
+    CHECK_OK(blitz_spawn(rt, tpc_short_poll, &a, sizeof a, &ta));
+    CHECK_OK(blitz_join_blocking(ta));
+    CHECK_OK(blitz_join_blocking(tb));
+    blitz_task_release(&ta);
+    blitz_task_release(&tb);
     CHECK_OK(blitz_runtime_free(rt));
     return 0;
 }
