@@ -537,14 +537,15 @@ BLITZ_PRIVATE void blitz__spawn_leave(blitz_runtime *rt, int entered) {
 BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *o, int with_handle,
                                      size_t trailer, uint64_t flags, blitz__task **out) {
     *out = NULL;
-    if (!rt || !o || !o->poll || o->size == 0 || o->size > BLITZ_MAX_STATE_SIZE ||
+    /* size - 1 wraps for 0: one compare refuses both ends. */
+    if (!rt || !o || !o->poll || o->size - 1 >= (size_t)BLITZ_MAX_STATE_SIZE ||
         (o->init && o->state))
         return BLITZ_EINVAL;
     if (blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST))
         return BLITZ_ESHUTDOWN;
-    if (o->timeout_ns < 0)
-        return BLITZ_EINVAL;
-    if (o->timeout_ns > 0) {
+    if (BLITZ__UNLIKELY(o->timeout_ns != 0)) {
+        if (o->timeout_ns < 0)
+            return BLITZ_EINVAL;
         /* The deadline's timer is the trailer (blocking-pool jobs have
          * their own trailer and no deadline). */
         BLITZ_ASSERT(trailer == 0);
@@ -552,9 +553,11 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
         flags |= BLITZ__TASK_HAS_DEADLINE;
     }
     size_t need = BLITZ__TASK_HEADER_SIZE + o->size;
-    size_t hooks = (o->drop != NULL) + (o->cancel != NULL) + (o->name != NULL);
-    if (hooks || trailer)
+    /* The plain spawn has no slots after its state. */
+    if (BLITZ__UNLIKELY(o->drop || o->cancel || o->name || trailer)) {
+        size_t hooks = (o->drop != NULL) + (o->cancel != NULL) + (o->name != NULL);
         need = ((need + 7) & ~(size_t)7) + trailer + hooks * sizeof(blitz_drop_fn);
+    }
     blitz__task *t = blitz__block_alloc(rt, need, with_handle);
     if (!t)
         return BLITZ_ENOMEM;
@@ -586,13 +589,14 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
         memset(blitz__task_deadline_timer(t, initial), 0, sizeof(blitz_timer));
     /* Task hooks: the spawn is reported now, the end by completion or by
      * blitz__task_discard when the block is never queued. */
-    if (BLITZ__UNLIKELY(rt->task_hooks))
+    int traced = BLITZ__UNLIKELY(rt->task_hooks != 0);
+    if (traced)
         initial |= BLITZ__TASK_TRACED;
     /* The enqueue publishes the block to its scheduler (queue release or a
      * mutex); release here publishes it to a task dump, which may find the
      * block before that and reads the word with acquire. */
     blitz__u64_store(&t->state, initial, BLITZ__RELEASE);
-    if (BLITZ__UNLIKELY(rt->task_hooks) && rt->hooks.task_spawn)
+    if (traced && rt->hooks.task_spawn)
         rt->hooks.task_spawn(rt->hooks.arg, t);
     *out = t;
     return BLITZ_OK;

@@ -211,34 +211,31 @@ BLITZ_PRIVATE void blitz__handle_retire(const blitz_task *h, blitz__task *t) {
 #define blitz__handle_retire(h, t) ((void)(h), (void)(t))
 #endif
 
-/* Takes a block of class c from `cache`: its active list, its held-back
- * batch, a spare batch of the runtime, or a fresh carve. `locked`: the
- * caller holds alloc_lock (and `cache` is the shared one). */
-static blitz__task *blitz__cache_take(blitz_runtime *rt, blitz__block_cache *cache, uint32_t c,
-                                      int locked) {
-    if (!cache->active[c]) {
-        if (cache->full[c]) {
-            cache->active[c] = cache->full[c];
-            cache->full[c] = NULL;
-        } else if (blitz__ptr_load(&rt->spare_batches[c], BLITZ__RELAXED)) {
-            /* The unlocked peek above only saves a lock when there is
-             * nothing; the list itself is read and written under it. */
-            if (!locked)
-                blitz__mutex_lock(&rt->alloc_lock);
-            blitz__task *b = (blitz__task *)blitz__ptr_load(&rt->spare_batches[c], BLITZ__RELAXED);
-            if (b)
-                blitz__ptr_store(&rt->spare_batches[c], blitz__batch_next(b), BLITZ__RELAXED);
-            if (!locked)
-                blitz__mutex_unlock(&rt->alloc_lock);
-            cache->active[c] = b;
-        }
-        if (cache->active[c])
-            cache->active_count[c] = BLITZ__FREE_BATCH;
+/* Takes a block of class c when `cache`'s active list is empty: its
+ * held-back batch, a spare batch of the runtime, or a fresh carve.
+ * `locked`: the caller holds alloc_lock (and `cache` is the shared one).
+ * Out of line, so that the common take stays a few instructions. */
+static BLITZ__NOINLINE blitz__task *
+blitz__cache_refill(blitz_runtime *rt, blitz__block_cache *cache, uint32_t c, int locked) {
+    if (cache->full[c]) {
+        cache->active[c] = cache->full[c];
+        cache->full[c] = NULL;
+    } else if (blitz__ptr_load(&rt->spare_batches[c], BLITZ__RELAXED)) {
+        /* The unlocked peek above only saves a lock when there is
+         * nothing; the list itself is read and written under it. */
+        if (!locked)
+            blitz__mutex_lock(&rt->alloc_lock);
+        blitz__task *b = (blitz__task *)blitz__ptr_load(&rt->spare_batches[c], BLITZ__RELAXED);
+        if (b)
+            blitz__ptr_store(&rt->spare_batches[c], blitz__batch_next(b), BLITZ__RELAXED);
+        if (!locked)
+            blitz__mutex_unlock(&rt->alloc_lock);
+        cache->active[c] = b;
     }
     blitz__task *t = cache->active[c];
     if (t) {
         cache->active[c] = t->next;
-        cache->active_count[c]--;
+        cache->active_count[c] = BLITZ__FREE_BATCH - 1;
         return t;
     }
     blitz__chunk *ch = cache->carving[c];
@@ -264,14 +261,21 @@ static blitz__task *blitz__cache_take(blitz_runtime *rt, blitz__block_cache *cac
     return t;
 }
 
-/* Puts a free block into `cache`; a second full batch goes to the spares.
- * `locked` as for blitz__cache_take. */
-static void blitz__cache_put(blitz_runtime *rt, blitz__block_cache *cache, uint32_t c,
-                             blitz__task *t, int locked) {
-    t->next = cache->active[c];
-    cache->active[c] = t;
-    if (++cache->active_count[c] < BLITZ__FREE_BATCH)
-        return;
+/* Takes a block of class c from `cache` (see blitz__cache_refill). */
+static inline blitz__task *blitz__cache_take(blitz_runtime *rt, blitz__block_cache *cache,
+                                             uint32_t c, int locked) {
+    blitz__task *t = cache->active[c];
+    if (!t)
+        return blitz__cache_refill(rt, cache, c, locked);
+    cache->active[c] = t->next;
+    cache->active_count[c]--;
+    return t;
+}
+
+/* A full active list becomes the held-back batch; the batch held back
+ * before goes to the runtime's spares. Out of line, as refill. */
+static BLITZ__NOINLINE void blitz__cache_spill(blitz_runtime *rt, blitz__block_cache *cache,
+                                               uint32_t c, int locked) {
     blitz__task *spill = cache->full[c];
     cache->full[c] = cache->active[c];
     cache->active[c] = NULL;
@@ -290,6 +294,16 @@ static void blitz__cache_put(blitz_runtime *rt, blitz__block_cache *cache, uint3
     }
 }
 
+/* Gives block t of class c back to `cache`; `locked` as for
+ * blitz__cache_take. */
+static inline void blitz__cache_put(blitz_runtime *rt, blitz__block_cache *cache, uint32_t c,
+                                    blitz__task *t, int locked) {
+    t->next = cache->active[c];
+    cache->active[c] = t;
+    if (++cache->active_count[c] >= BLITZ__FREE_BATCH)
+        blitz__cache_spill(rt, cache, c, locked);
+}
+
 /* Task ids: each cache takes ranges of BLITZ__ID_RANGE from the runtime's
  * counter, so a spawn pays one increment and an atomic only once per
  * range. Ids are unique in the runtime and roughly in spawn order; 0 is
@@ -304,6 +318,44 @@ static inline uint64_t blitz__task_id_next(blitz_runtime *rt, blitz__block_cache
     return cache->id_next++;
 }
 
+/* A chunk of its own for a block too large for the size classes. Out of
+ * line: the common allocation stays short. */
+static BLITZ__NOINLINE blitz__task *
+blitz__block_alloc_large(blitz_runtime *rt, blitz__block_cache *cache, size_t need) {
+    blitz__task *t;
+    size_t total = BLITZ__FIRST_BLOCK + ((need + 15) & ~(size_t)15) + BLITZ__GEN_LARGE_BYTES;
+    void *raw;
+    blitz__chunk *ch = (blitz__chunk *)blitz__alloc_aligned(
+        total < BLITZ__CHUNK_SIZE ? BLITZ__CHUNK_SIZE : total, BLITZ__CHUNK_SIZE, &raw);
+    if (!ch)
+        return NULL;
+    ch->rt = rt;
+    ch->raw = raw;
+    ch->group_n = ch->group_handed = 1;
+    blitz__u32_store(&ch->retired, 0, BLITZ__RELAXED);
+    ch->trim_free = 0;
+    ch->trim_ok = 0;
+    ch->block_size = (uint32_t)(total - BLITZ__FIRST_BLOCK - BLITZ__GEN_LARGE_BYTES);
+    ch->class_index = BLITZ__CLASS_LARGE;
+    ch->capacity = 1;
+    blitz__u64_store(&blitz__chunk_block(ch, 0)->state, 0, BLITZ__RELAXED);
+    blitz__u32_store(&ch->carved, 1, BLITZ__RELAXED);
+#if BLITZ__TAG_HANDLES
+    /* Memory a stale handle's block had may come back here: start
+     * from a generation no earlier chunk used. */
+    static blitz__atomic_u32 large_gen;
+    blitz__u32_store(blitz__block_gen(blitz__chunk_block(ch, 0)),
+                     blitz__u32_fetch_add(&large_gen, 1u << 8, BLITZ__RELAXED), BLITZ__RELAXED);
+#endif
+    t = blitz__chunk_block(ch, 0);
+    blitz__mutex_lock(&rt->alloc_lock);
+    t->id = blitz__task_id_next(rt, cache ? cache : &rt->shared_cache);
+    ch->next = rt->chunks;
+    rt->chunks = ch;
+    blitz__mutex_unlock(&rt->alloc_lock);
+    return t;
+}
+
 /* A block for a task whose header + state (+ drop pointer) need `need`
  * bytes; NULL when out of memory. Counts the spawn, and the join handle
  * given out with it when `with_handle`, on the counters its one look-up
@@ -313,37 +365,10 @@ BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need, in
     blitz__task *t;
     blitz__worker_counters *k;
     blitz__block_cache *cache = blitz__local_owner(rt, &k);
-    if (c == BLITZ__CLASS_LARGE) {
-        size_t total = BLITZ__FIRST_BLOCK + ((need + 15) & ~(size_t)15) + BLITZ__GEN_LARGE_BYTES;
-        void *raw;
-        blitz__chunk *ch = (blitz__chunk *)blitz__alloc_aligned(
-            total < BLITZ__CHUNK_SIZE ? BLITZ__CHUNK_SIZE : total, BLITZ__CHUNK_SIZE, &raw);
-        if (!ch)
+    if (BLITZ__UNLIKELY(c == BLITZ__CLASS_LARGE)) {
+        t = blitz__block_alloc_large(rt, cache, need);
+        if (!t)
             return NULL;
-        ch->rt = rt;
-        ch->raw = raw;
-        ch->group_n = ch->group_handed = 1;
-        blitz__u32_store(&ch->retired, 0, BLITZ__RELAXED);
-        ch->trim_free = 0;
-        ch->trim_ok = 0;
-        ch->block_size = (uint32_t)(total - BLITZ__FIRST_BLOCK - BLITZ__GEN_LARGE_BYTES);
-        ch->class_index = BLITZ__CLASS_LARGE;
-        ch->capacity = 1;
-        blitz__u64_store(&blitz__chunk_block(ch, 0)->state, 0, BLITZ__RELAXED);
-        blitz__u32_store(&ch->carved, 1, BLITZ__RELAXED);
-#if BLITZ__TAG_HANDLES
-        /* Memory a stale handle's block had may come back here: start
-         * from a generation no earlier chunk used. */
-        static blitz__atomic_u32 large_gen;
-        blitz__u32_store(blitz__block_gen(blitz__chunk_block(ch, 0)),
-                         blitz__u32_fetch_add(&large_gen, 1u << 8, BLITZ__RELAXED), BLITZ__RELAXED);
-#endif
-        t = blitz__chunk_block(ch, 0);
-        blitz__mutex_lock(&rt->alloc_lock);
-        t->id = blitz__task_id_next(rt, cache ? cache : &rt->shared_cache);
-        ch->next = rt->chunks;
-        rt->chunks = ch;
-        blitz__mutex_unlock(&rt->alloc_lock);
     } else {
         if (cache) {
             t = blitz__cache_take(rt, cache, c, 0);
