@@ -8463,34 +8463,31 @@ BLITZ_PRIVATE void blitz__handle_retire(const blitz_task *h, blitz__task *t) {
 #define blitz__handle_retire(h, t) ((void)(h), (void)(t))
 #endif
 
-/* Takes a block of class c from `cache`: its active list, its held-back
- * batch, a spare batch of the runtime, or a fresh carve. `locked`: the
- * caller holds alloc_lock (and `cache` is the shared one). */
-static blitz__task *blitz__cache_take(blitz_runtime *rt, blitz__block_cache *cache, uint32_t c,
-                                      int locked) {
-    if (!cache->active[c]) {
-        if (cache->full[c]) {
-            cache->active[c] = cache->full[c];
-            cache->full[c] = NULL;
-        } else if (blitz__ptr_load(&rt->spare_batches[c], BLITZ__RELAXED)) {
-            /* The unlocked peek above only saves a lock when there is
-             * nothing; the list itself is read and written under it. */
-            if (!locked)
-                blitz__mutex_lock(&rt->alloc_lock);
-            blitz__task *b = (blitz__task *)blitz__ptr_load(&rt->spare_batches[c], BLITZ__RELAXED);
-            if (b)
-                blitz__ptr_store(&rt->spare_batches[c], blitz__batch_next(b), BLITZ__RELAXED);
-            if (!locked)
-                blitz__mutex_unlock(&rt->alloc_lock);
-            cache->active[c] = b;
-        }
-        if (cache->active[c])
-            cache->active_count[c] = BLITZ__FREE_BATCH;
+/* Takes a block of class c when `cache`'s active list is empty: its
+ * held-back batch, a spare batch of the runtime, or a fresh carve.
+ * `locked`: the caller holds alloc_lock (and `cache` is the shared one).
+ * Out of line, so that the common take stays a few instructions. */
+static BLITZ__NOINLINE blitz__task *
+blitz__cache_refill(blitz_runtime *rt, blitz__block_cache *cache, uint32_t c, int locked) {
+    if (cache->full[c]) {
+        cache->active[c] = cache->full[c];
+        cache->full[c] = NULL;
+    } else if (blitz__ptr_load(&rt->spare_batches[c], BLITZ__RELAXED)) {
+        /* The unlocked peek above only saves a lock when there is
+         * nothing; the list itself is read and written under it. */
+        if (!locked)
+            blitz__mutex_lock(&rt->alloc_lock);
+        blitz__task *b = (blitz__task *)blitz__ptr_load(&rt->spare_batches[c], BLITZ__RELAXED);
+        if (b)
+            blitz__ptr_store(&rt->spare_batches[c], blitz__batch_next(b), BLITZ__RELAXED);
+        if (!locked)
+            blitz__mutex_unlock(&rt->alloc_lock);
+        cache->active[c] = b;
     }
     blitz__task *t = cache->active[c];
     if (t) {
         cache->active[c] = t->next;
-        cache->active_count[c]--;
+        cache->active_count[c] = BLITZ__FREE_BATCH - 1;
         return t;
     }
     blitz__chunk *ch = cache->carving[c];
@@ -8516,14 +8513,21 @@ static blitz__task *blitz__cache_take(blitz_runtime *rt, blitz__block_cache *cac
     return t;
 }
 
-/* Puts a free block into `cache`; a second full batch goes to the spares.
- * `locked` as for blitz__cache_take. */
-static void blitz__cache_put(blitz_runtime *rt, blitz__block_cache *cache, uint32_t c,
-                             blitz__task *t, int locked) {
-    t->next = cache->active[c];
-    cache->active[c] = t;
-    if (++cache->active_count[c] < BLITZ__FREE_BATCH)
-        return;
+/* Takes a block of class c from `cache` (see blitz__cache_refill). */
+static inline blitz__task *blitz__cache_take(blitz_runtime *rt, blitz__block_cache *cache,
+                                             uint32_t c, int locked) {
+    blitz__task *t = cache->active[c];
+    if (!t)
+        return blitz__cache_refill(rt, cache, c, locked);
+    cache->active[c] = t->next;
+    cache->active_count[c]--;
+    return t;
+}
+
+/* A full active list becomes the held-back batch; the batch held back
+ * before goes to the runtime's spares. Out of line, as refill. */
+static BLITZ__NOINLINE void blitz__cache_spill(blitz_runtime *rt, blitz__block_cache *cache,
+                                               uint32_t c, int locked) {
     blitz__task *spill = cache->full[c];
     cache->full[c] = cache->active[c];
     cache->active[c] = NULL;
@@ -8542,6 +8546,16 @@ static void blitz__cache_put(blitz_runtime *rt, blitz__block_cache *cache, uint3
     }
 }
 
+/* Gives block t of class c back to `cache`; `locked` as for
+ * blitz__cache_take. */
+static inline void blitz__cache_put(blitz_runtime *rt, blitz__block_cache *cache, uint32_t c,
+                                    blitz__task *t, int locked) {
+    t->next = cache->active[c];
+    cache->active[c] = t;
+    if (++cache->active_count[c] >= BLITZ__FREE_BATCH)
+        blitz__cache_spill(rt, cache, c, locked);
+}
+
 /* Task ids: each cache takes ranges of BLITZ__ID_RANGE from the runtime's
  * counter, so a spawn pays one increment and an atomic only once per
  * range. Ids are unique in the runtime and roughly in spawn order; 0 is
@@ -8556,6 +8570,44 @@ static inline uint64_t blitz__task_id_next(blitz_runtime *rt, blitz__block_cache
     return cache->id_next++;
 }
 
+/* A chunk of its own for a block too large for the size classes. Out of
+ * line: the common allocation stays short. */
+static BLITZ__NOINLINE blitz__task *
+blitz__block_alloc_large(blitz_runtime *rt, blitz__block_cache *cache, size_t need) {
+    blitz__task *t;
+    size_t total = BLITZ__FIRST_BLOCK + ((need + 15) & ~(size_t)15) + BLITZ__GEN_LARGE_BYTES;
+    void *raw;
+    blitz__chunk *ch = (blitz__chunk *)blitz__alloc_aligned(
+        total < BLITZ__CHUNK_SIZE ? BLITZ__CHUNK_SIZE : total, BLITZ__CHUNK_SIZE, &raw);
+    if (!ch)
+        return NULL;
+    ch->rt = rt;
+    ch->raw = raw;
+    ch->group_n = ch->group_handed = 1;
+    blitz__u32_store(&ch->retired, 0, BLITZ__RELAXED);
+    ch->trim_free = 0;
+    ch->trim_ok = 0;
+    ch->block_size = (uint32_t)(total - BLITZ__FIRST_BLOCK - BLITZ__GEN_LARGE_BYTES);
+    ch->class_index = BLITZ__CLASS_LARGE;
+    ch->capacity = 1;
+    blitz__u64_store(&blitz__chunk_block(ch, 0)->state, 0, BLITZ__RELAXED);
+    blitz__u32_store(&ch->carved, 1, BLITZ__RELAXED);
+#if BLITZ__TAG_HANDLES
+    /* Memory a stale handle's block had may come back here: start
+     * from a generation no earlier chunk used. */
+    static blitz__atomic_u32 large_gen;
+    blitz__u32_store(blitz__block_gen(blitz__chunk_block(ch, 0)),
+                     blitz__u32_fetch_add(&large_gen, 1u << 8, BLITZ__RELAXED), BLITZ__RELAXED);
+#endif
+    t = blitz__chunk_block(ch, 0);
+    blitz__mutex_lock(&rt->alloc_lock);
+    t->id = blitz__task_id_next(rt, cache ? cache : &rt->shared_cache);
+    ch->next = rt->chunks;
+    rt->chunks = ch;
+    blitz__mutex_unlock(&rt->alloc_lock);
+    return t;
+}
+
 /* A block for a task whose header + state (+ drop pointer) need `need`
  * bytes; NULL when out of memory. Counts the spawn, and the join handle
  * given out with it when `with_handle`, on the counters its one look-up
@@ -8565,37 +8617,10 @@ BLITZ_PRIVATE blitz__task *blitz__block_alloc(blitz_runtime *rt, size_t need, in
     blitz__task *t;
     blitz__worker_counters *k;
     blitz__block_cache *cache = blitz__local_owner(rt, &k);
-    if (c == BLITZ__CLASS_LARGE) {
-        size_t total = BLITZ__FIRST_BLOCK + ((need + 15) & ~(size_t)15) + BLITZ__GEN_LARGE_BYTES;
-        void *raw;
-        blitz__chunk *ch = (blitz__chunk *)blitz__alloc_aligned(
-            total < BLITZ__CHUNK_SIZE ? BLITZ__CHUNK_SIZE : total, BLITZ__CHUNK_SIZE, &raw);
-        if (!ch)
+    if (BLITZ__UNLIKELY(c == BLITZ__CLASS_LARGE)) {
+        t = blitz__block_alloc_large(rt, cache, need);
+        if (!t)
             return NULL;
-        ch->rt = rt;
-        ch->raw = raw;
-        ch->group_n = ch->group_handed = 1;
-        blitz__u32_store(&ch->retired, 0, BLITZ__RELAXED);
-        ch->trim_free = 0;
-        ch->trim_ok = 0;
-        ch->block_size = (uint32_t)(total - BLITZ__FIRST_BLOCK - BLITZ__GEN_LARGE_BYTES);
-        ch->class_index = BLITZ__CLASS_LARGE;
-        ch->capacity = 1;
-        blitz__u64_store(&blitz__chunk_block(ch, 0)->state, 0, BLITZ__RELAXED);
-        blitz__u32_store(&ch->carved, 1, BLITZ__RELAXED);
-#if BLITZ__TAG_HANDLES
-        /* Memory a stale handle's block had may come back here: start
-         * from a generation no earlier chunk used. */
-        static blitz__atomic_u32 large_gen;
-        blitz__u32_store(blitz__block_gen(blitz__chunk_block(ch, 0)),
-                         blitz__u32_fetch_add(&large_gen, 1u << 8, BLITZ__RELAXED), BLITZ__RELAXED);
-#endif
-        t = blitz__chunk_block(ch, 0);
-        blitz__mutex_lock(&rt->alloc_lock);
-        t->id = blitz__task_id_next(rt, cache ? cache : &rt->shared_cache);
-        ch->next = rt->chunks;
-        rt->chunks = ch;
-        blitz__mutex_unlock(&rt->alloc_lock);
     } else {
         if (cache) {
             t = blitz__cache_take(rt, cache, c, 0);
@@ -9494,14 +9519,15 @@ BLITZ_PRIVATE void blitz__spawn_leave(blitz_runtime *rt, int entered) {
 BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *o, int with_handle,
                                      size_t trailer, uint64_t flags, blitz__task **out) {
     *out = NULL;
-    if (!rt || !o || !o->poll || o->size == 0 || o->size > BLITZ_MAX_STATE_SIZE ||
+    /* size - 1 wraps for 0: one compare refuses both ends. */
+    if (!rt || !o || !o->poll || o->size - 1 >= (size_t)BLITZ_MAX_STATE_SIZE ||
         (o->init && o->state))
         return BLITZ_EINVAL;
     if (blitz__u32_load(&rt->shutdown, BLITZ__SEQ_CST))
         return BLITZ_ESHUTDOWN;
-    if (o->timeout_ns < 0)
-        return BLITZ_EINVAL;
-    if (o->timeout_ns > 0) {
+    if (BLITZ__UNLIKELY(o->timeout_ns != 0)) {
+        if (o->timeout_ns < 0)
+            return BLITZ_EINVAL;
         /* The deadline's timer is the trailer (blocking-pool jobs have
          * their own trailer and no deadline). */
         BLITZ_ASSERT(trailer == 0);
@@ -9509,9 +9535,11 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
         flags |= BLITZ__TASK_HAS_DEADLINE;
     }
     size_t need = BLITZ__TASK_HEADER_SIZE + o->size;
-    size_t hooks = (o->drop != NULL) + (o->cancel != NULL) + (o->name != NULL);
-    if (hooks || trailer)
+    /* The plain spawn has no slots after its state. */
+    if (BLITZ__UNLIKELY(o->drop || o->cancel || o->name || trailer)) {
+        size_t hooks = (o->drop != NULL) + (o->cancel != NULL) + (o->name != NULL);
         need = ((need + 7) & ~(size_t)7) + trailer + hooks * sizeof(blitz_drop_fn);
+    }
     blitz__task *t = blitz__block_alloc(rt, need, with_handle);
     if (!t)
         return BLITZ_ENOMEM;
@@ -9543,13 +9571,14 @@ BLITZ_PRIVATE int blitz__task_create(blitz_runtime *rt, const blitz_spawn_opts *
         memset(blitz__task_deadline_timer(t, initial), 0, sizeof(blitz_timer));
     /* Task hooks: the spawn is reported now, the end by completion or by
      * blitz__task_discard when the block is never queued. */
-    if (BLITZ__UNLIKELY(rt->task_hooks))
+    int traced = BLITZ__UNLIKELY(rt->task_hooks != 0);
+    if (traced)
         initial |= BLITZ__TASK_TRACED;
     /* The enqueue publishes the block to its scheduler (queue release or a
      * mutex); release here publishes it to a task dump, which may find the
      * block before that and reads the word with acquire. */
     blitz__u64_store(&t->state, initial, BLITZ__RELEASE);
-    if (BLITZ__UNLIKELY(rt->task_hooks) && rt->hooks.task_spawn)
+    if (traced && rt->hooks.task_spawn)
         rt->hooks.task_spawn(rt->hooks.arg, t);
     *out = t;
     return BLITZ_OK;
