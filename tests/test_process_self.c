@@ -173,6 +173,17 @@ BLITZ_TEST(process_self_output) {
     return 0;
 }
 
+/* The child's output is args[1..], each NUL-terminated, and no more. */
+static void tpc_check_args(const blitz_output_op *o, const char *const *args) {
+    size_t at = 0;
+    for (int i = 1; args[i]; i++) {
+        CHECK(at < o->out_len);
+        CHECK(strcmp(o->out + at, args[i]) == 0);
+        at += strlen(args[i]) + 1;
+    }
+    CHECK_EQ(at, o->out_len);
+}
+
 /* Odd arguments come back as they were sent. */
 BLITZ_TEST(process_self_argv) {
     blitz_runtime *rt = tu_rt_new(TU_MT2);
@@ -181,13 +192,7 @@ BLITZ_TEST(process_self_argv) {
                                        "x\\\\\"y", "\"",   "{ }^&|<>%!", NULL};
     blitz_output_op o = tpc_run(rt, args, NULL, NULL, NULL, 0);
     CHECK_OK(o.result);
-    size_t at = 0;
-    for (int i = 1; args[i]; i++) {
-        CHECK(at < o.out_len);
-        CHECK(strcmp(o.out + at, args[i]) == 0);
-        at += strlen(args[i]) + 1;
-    }
-    CHECK_EQ(at, o.out_len);
+    tpc_check_args(&o, args);
     blitz_free(o.out);
     blitz_free(o.err);
     CHECK_OK(blitz_runtime_free(rt));
@@ -213,13 +218,7 @@ BLITZ_TEST(process_self_unicode) {
     blitz_output_op o = tpc_run(rt, args, NULL, NULL, NULL, 0);
     CHECK_OK(o.result);
     CHECK_EQ(o.code, 0);
-    size_t at = 0;
-    for (int i = 1; args[i]; i++) {
-        CHECK(at < o.out_len);
-        CHECK(strcmp(o.out + at, args[i]) == 0);
-        at += strlen(args[i]) + 1;
-    }
-    CHECK_EQ(at, o.out_len);
+    tpc_check_args(&o, args);
     blitz_free(o.out);
     blitz_free(o.err);
     static const char *const env_args[] = {"envw", "BLITZ_TPC", NULL};
