@@ -28179,6 +28179,17 @@ static int64_t blitz__wfx_fail(wchar_t *path, int64_t rc) {
     return rc == BLITZ_ENOENT ? blitz__wfs_not_found(path) : rc;
 }
 
+/* A handle on path `p` itself, a directory too, for `access` (`flags`
+ * besides backup semantics); or INVALID_HANDLE_VALUE with the code in
+ * *rc. Shared as POSIX files are. */
+static HANDLE blitz__wfx_open(wchar_t *p, DWORD access, DWORD flags, int64_t *rc) {
+    HANDLE h = CreateFileW(p, access, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                           OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS | flags, NULL);
+    if (h == INVALID_HANDLE_VALUE)
+        *rc = blitz__wfx_fail(p, blitz__wfs_err());
+    return h;
+}
+
 /* `attrs` with the read-only attribute as `mode` says (no 0200). */
 static DWORD blitz__wfx_mode_attrs(DWORD attrs, uint32_t mode) {
     attrs =
@@ -28294,12 +28305,8 @@ static int64_t blitz__fsm_utimes(blitz__fsx_rec *r) {
     wchar_t *p = blitz__wfx_wide(r->path, &rc);
     if (!p)
         return rc;
-    HANDLE h = CreateFileW(p, FILE_WRITE_ATTRIBUTES,
-                           FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
-                           OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS, NULL);
-    if (h == INVALID_HANDLE_VALUE) {
-        rc = blitz__wfx_fail(p, blitz__wfs_err());
-    } else {
+    HANDLE h = blitz__wfx_open(p, FILE_WRITE_ATTRIBUTES, 0, &rc);
+    if (h != INVALID_HANDLE_VALUE) {
         rc = blitz__wfx_set_times(h, a, m);
         CloseHandle(h);
     }
@@ -28366,27 +28373,24 @@ static int64_t blitz__fsm_readlink(blitz__fsx_rec *r) {
     wchar_t *p = blitz__wfx_wide(r->path, &rc);
     if (!p)
         return rc;
-    HANDLE h = CreateFileW(
-        p, FILE_READ_ATTRIBUTES, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
-        OPEN_EXISTING, FILE_FLAG_OPEN_REPARSE_POINT | FILE_FLAG_BACKUP_SEMANTICS, NULL);
+    HANDLE h = blitz__wfx_open(p, FILE_READ_ATTRIBUTES, FILE_FLAG_OPEN_REPARSE_POINT, &rc);
     unsigned char *buf = NULL;
     DWORD got = 0;
-    if (h == INVALID_HANDLE_VALUE) {
-        rc = blitz__wfx_fail(p, blitz__wfs_err());
-    } else if (!(buf = (unsigned char *)blitz__malloc(BLITZ__WFX_REPARSE_MAX))) {
-        rc = BLITZ_ENOMEM;
-    } else if (!DeviceIoControl(h, FSCTL_GET_REPARSE_POINT, NULL, 0, buf, BLITZ__WFX_REPARSE_MAX,
-                                &got, NULL)) {
-        DWORD e = GetLastError();
-        /* Not a link (readlink(2) says EINVAL), or a system that keeps
-         * no reparse points. */
-        rc = e == ERROR_NOT_A_REPARSE_POINT || e == ERROR_INVALID_FUNCTION ||
-                     e == ERROR_NOT_SUPPORTED
-                 ? BLITZ_EINVAL
-                 : blitz__from_win32(e);
-    }
-    if (h != INVALID_HANDLE_VALUE)
+    if (h != INVALID_HANDLE_VALUE) {
+        if (!(buf = (unsigned char *)blitz__malloc(BLITZ__WFX_REPARSE_MAX))) {
+            rc = BLITZ_ENOMEM;
+        } else if (!DeviceIoControl(h, FSCTL_GET_REPARSE_POINT, NULL, 0, buf,
+                                    BLITZ__WFX_REPARSE_MAX, &got, NULL)) {
+            DWORD e = GetLastError();
+            /* Not a link (readlink(2) says EINVAL), or a system that
+             * keeps no reparse points. */
+            rc = e == ERROR_NOT_A_REPARSE_POINT || e == ERROR_INVALID_FUNCTION ||
+                         e == ERROR_NOT_SUPPORTED
+                     ? BLITZ_EINVAL
+                     : blitz__from_win32(e);
+        }
         CloseHandle(h);
+    }
     if (rc == 0) {
         uint32_t tag;
         uint16_t names[4]; /* substitute offset, length; print offset, length */
@@ -28426,13 +28430,10 @@ static int64_t blitz__fsm_realpath(blitz__fsx_rec *r) {
     wchar_t *p = blitz__wfx_wide(r->path, &rc);
     if (!p)
         return rc;
-    HANDLE h = CreateFileW(p, 0, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
-                           OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS, NULL);
+    HANDLE h = blitz__wfx_open(p, 0, 0, &rc);
     wchar_t *full = NULL;
     DWORD n = 0;
-    if (h == INVALID_HANDLE_VALUE) {
-        rc = blitz__wfx_fail(p, blitz__wfs_err());
-    } else {
+    if (h != INVALID_HANDLE_VALUE) {
         DWORD want = GetFinalPathNameByHandleW(h, NULL, 0, VOLUME_NAME_DOS);
         if (want == 0)
             rc = blitz__wfs_err();
