@@ -4558,7 +4558,6 @@ BLITZ_API blitz_op blitz_op_fs_copy_file(blitz_fs_op *op, const char *from, cons
 BLITZ_API blitz_op blitz_op_fs_remove_all(blitz_fs_op *op, const char *path);
 BLITZ_API blitz_op blitz_op_fs_opendir(blitz_fs_op *op, const char *path);
 BLITZ_API blitz_op blitz_op_fs_readdir(blitz_fs_op *op, blitz_fs_dir *dir, size_t max);
-
 /* ====[ END src/api/api_fs.h ]============================================= */
 /* ----[ RESUME src/api/blitz_api.h ] */
 /* ====[ BEGIN src/api/api_stream.h ]======================================= */

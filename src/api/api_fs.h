@@ -170,4 +170,3 @@ BLITZ_API blitz_op blitz_op_fs_copy_file(blitz_fs_op *op, const char *from, cons
 BLITZ_API blitz_op blitz_op_fs_remove_all(blitz_fs_op *op, const char *path);
 BLITZ_API blitz_op blitz_op_fs_opendir(blitz_fs_op *op, const char *path);
 BLITZ_API blitz_op blitz_op_fs_readdir(blitz_fs_op *op, blitz_fs_dir *dir, size_t max);
-
