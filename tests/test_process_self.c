@@ -107,6 +107,17 @@ static void tpc_self(char *out, size_t n) {
 #endif
 }
 
+/* Spawns this binary as a child doing `what` (with `arg` unless NULL),
+ * stdin and stdout as given, stderr to the null device. */
+static void tpc_spawn(blitz_runtime *rt, const char *what, const char *arg, blitz_stdio in,
+                      blitz_stdio out, blitz_child *child) {
+    char self[1024]; /* spawn copies what it needs */
+    tpc_self(self, sizeof self);
+    const char *argv[] = {self, "--proc-child", what, arg, NULL};
+    blitz_command c = {argv, NULL, NULL, in, out, BLITZ_STDIO_NULL};
+    CHECK_OK(blitz_process_spawn(rt, &c, child));
+}
+
 typedef struct {
     BLITZ_CORO;
     blitz_output_op out;
@@ -293,13 +304,7 @@ static blitz_poll tpc_kill_poll(blitz_cx *cx, void *p) {
     tpc_kill *s = p;
     blitz_poll r1, r2;
     BLITZ_BEGIN(s);
-    {
-        static char self[1024];
-        tpc_self(self, sizeof self);
-        const char *argv[] = {self, "--proc-child", "sleep", NULL};
-        blitz_command c = {argv, NULL, NULL, BLITZ_STDIO_NULL, BLITZ_STDIO_NULL, BLITZ_STDIO_NULL};
-        CHECK_OK(blitz_process_spawn(blitz_cx_runtime(cx), &c, &s->child));
-    }
+    tpc_spawn(blitz_cx_runtime(cx), "sleep", NULL, BLITZ_STDIO_NULL, BLITZ_STDIO_NULL, &s->child);
     /* A wait given up by a timeout ends, the child runs on. */
     BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, 30 * BLITZ_MSEC,
                                     blitz_process_wait(cx, &s->w1, &s->child),
@@ -353,16 +358,10 @@ typedef struct {
 static blitz_poll tpc_pipes_poll(blitz_cx *cx, void *p) {
     tpc_pipes *s = p;
     BLITZ_BEGIN(s);
-    {
-        static char self[1024];
-        tpc_self(self, sizeof self);
-        const char *argv[] = {self, "--proc-child", "echo", NULL};
-        blitz_command c = {argv, NULL, NULL, BLITZ_STDIO_PIPE, BLITZ_STDIO_PIPE, BLITZ_STDIO_NULL};
-        CHECK_OK(blitz_process_spawn(blitz_cx_runtime(cx), &c, &s->child));
-        CHECK_GE(s->child.stdin_fd, 0);
-        CHECK_GE(s->child.stdout_fd, 0);
-        CHECK_EQ(s->child.stderr_fd, -1);
-    }
+    tpc_spawn(blitz_cx_runtime(cx), "echo", NULL, BLITZ_STDIO_PIPE, BLITZ_STDIO_PIPE, &s->child);
+    CHECK_GE(s->child.stdin_fd, 0);
+    CHECK_GE(s->child.stdout_fd, 0);
+    CHECK_EQ(s->child.stderr_fd, -1);
     BLITZ_AWAIT(s, blitz_fs_write(cx, &s->op, s->child.stdin_fd, "hello\r\n\0x", 9));
     CHECK_EQ(s->op.result, 9);
     s->fd = s->child.stdin_fd;
@@ -408,13 +407,9 @@ static blitz_poll tpc_wait_forever_poll(blitz_cx *cx, void *p) {
 /* A wait in flight does not hold up shutdown; the child outlives it. */
 BLITZ_TEST(process_self_shutdown) {
     blitz_runtime *rt = tu_rt_new(TU_MT2);
-    static char self[1024];
-    tpc_self(self, sizeof self);
-    const char *argv[] = {self, "--proc-child", "sleep", NULL};
-    blitz_command c = {argv, NULL, NULL, BLITZ_STDIO_NULL, BLITZ_STDIO_NULL, BLITZ_STDIO_NULL};
     tpc_kill s;
     memset(&s, 0, sizeof s);
-    CHECK_OK(blitz_process_spawn(rt, &c, &s.child));
+    tpc_spawn(rt, "sleep", NULL, BLITZ_STDIO_NULL, BLITZ_STDIO_NULL, &s.child);
     blitz_child copy = s.child;
     blitz_task *t;
     CHECK_OK(blitz_spawn(rt, tpc_wait_forever_poll, &s, sizeof s, &t));
@@ -433,23 +428,22 @@ BLITZ_TEST(process_self_shutdown) {
 }
 
 /* Children spawned at the same moment from two threads inherit only
- * their own pipe ends. One task keeps spawning sleepers (with pipes of
- * their own) while the other spawns short children and reads each one's
+ * their own pipe ends. One task spawns sleepers (with pipes of their
+ * own) while the other spawns short children and reads each one's
  * stdout to its end: a sleeper that had inherited a short child's write
  * end would hold that stream open until the sleepers are killed, which
  * happens only after the reads, so the test would hang. */
-#define TPC_ROUNDS   12
-#define TPC_SLEEPERS 40
+#define TPC_ROUNDS 12
 
 typedef struct {
     BLITZ_CORO;
-    blitz_child child[TPC_SLEEPERS];
+    blitz_child child[TPC_ROUNDS];
     blitz_fs_op op;
     blitz_wait_op wait;
     blitz_timer timer;
     char buf[64];
     size_t got;
-    int i, n;
+    int i;
     atomic_int *short_done;
 } tpc_spawner;
 
@@ -457,14 +451,8 @@ static blitz_poll tpc_short_poll(blitz_cx *cx, void *p) {
     tpc_spawner *s = p;
     BLITZ_BEGIN(s);
     for (s->i = 0; s->i < TPC_ROUNDS; s->i++) {
-        {
-            static char self[1024];
-            tpc_self(self, sizeof self);
-            const char *argv[] = {self, "--proc-child", "argv", "x", NULL};
-            blitz_command c = {
-                argv, NULL, NULL, BLITZ_STDIO_NULL, BLITZ_STDIO_PIPE, BLITZ_STDIO_NULL};
-            CHECK_OK(blitz_process_spawn(blitz_cx_runtime(cx), &c, &s->child[0]));
-        }
+        tpc_spawn(blitz_cx_runtime(cx), "argv", "x", BLITZ_STDIO_NULL, BLITZ_STDIO_PIPE,
+                  &s->child[0]);
         for (s->got = 0;;) {
             BLITZ_AWAIT(s, blitz_fs_read(cx, &s->op, s->child[0].stdout_fd, s->buf + s->got,
                                          sizeof s->buf - s->got));
@@ -486,14 +474,8 @@ static blitz_poll tpc_sleepers_poll(blitz_cx *cx, void *p) {
     tpc_spawner *s = p;
     BLITZ_BEGIN(s);
     for (s->i = 0; s->i < TPC_ROUNDS; s->i++) {
-        {
-            static char self[1024];
-            tpc_self(self, sizeof self);
-            const char *argv[] = {self, "--proc-child", "sleep", NULL};
-            blitz_command c = {
-                argv, NULL, NULL, BLITZ_STDIO_PIPE, BLITZ_STDIO_PIPE, BLITZ_STDIO_NULL};
-            CHECK_OK(blitz_process_spawn(blitz_cx_runtime(cx), &c, &s->child[s->i]));
-        }
+        tpc_spawn(blitz_cx_runtime(cx), "sleep", NULL, BLITZ_STDIO_PIPE, BLITZ_STDIO_PIPE,
+                  &s->child[s->i]);
         BLITZ_YIELD(s, cx);
     }
     while (!atomic_load(s->short_done))
