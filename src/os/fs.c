@@ -586,6 +586,12 @@ static int blitz__fs_native_op(blitz_runtime *rt, const blitz__fs_rec *f) {
     }
     if (!op || !blitz__ufile_can(rt, op))
         return 0;
+    /* A whole-file write only where the path names a regular file, a
+     * directory (EISDIR) or nothing, for the same reason as a write's. */
+    struct stat pst;
+    if (op == BLITZ__UF_WRITE_FILE && stat(f->path, &pst) == 0 && !S_ISREG(pst.st_mode) &&
+        !S_ISDIR(pst.st_mode))
+        return 0;
     if (op == BLITZ__UF_WRITE || (op == BLITZ__UF_READ && f->off >= 0)) {
         struct stat st;
         if (fstat(f->fd, &st) != 0 ||
