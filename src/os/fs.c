@@ -625,7 +625,7 @@ static int blitz__fs_native_submit(blitz_cx *cx, blitz__fs_rec *f) {
         u->off = (int64_t)f->done;
         if (!w && !f->buf && !(f->buf = blitz__malloc(BLITZ__FS_RING_READ + 1)))
             return BLITZ_ENOMEM;
-        u->buf = w ? (char *)f->buf + f->done : f->buf;
+        u->buf = w && f->buf ? (char *)f->buf + f->done : f->buf;
         u->len = w ? f->len - f->done : BLITZ__FS_RING_READ;
         return blitz__ufile_submit(cx, u);
     }
