@@ -314,8 +314,10 @@ BLITZ_PRIVATE int blitz__ufile_submit(blitz_cx *cx, blitz__ufile *u) {
     } else {
         blitz__ufile_fill(sqe, u);
     }
+    /* Release, with the completion's acquire of the entry: its thread
+     * finds the record through it before it can read `state`. */
     for (uint32_t i = 0; i < n; i++)
-        blitz__u64_store(&u->link[i], (uint64_t)(uintptr_t)u, BLITZ__RELAXED);
+        blitz__u64_store(&u->link[i], (uint64_t)(uintptr_t)u, BLITZ__RELEASE);
     blitz__u32_store(&u->due, n, BLITZ__RELAXED);
     blitz_waker mine = blitz_cx_waker(cx);
     u->io = io;
@@ -352,7 +354,7 @@ BLITZ_PRIVATE int blitz__ufile_submit(blitz_cx *cx, blitz__ufile *u) {
 /* The completion of `u`, on the reaping thread. */
 BLITZ_PRIVATE void blitz__ufile_complete(blitz__io *io, blitz__ufile *at, int32_t res) {
     blitz__atomic_u64 *lp = (blitz__atomic_u64 *)(void *)at;
-    blitz__ufile *u = (blitz__ufile *)(uintptr_t)blitz__u64_load(lp, BLITZ__RELAXED);
+    blitz__ufile *u = (blitz__ufile *)(uintptr_t)blitz__u64_load(lp, BLITZ__ACQUIRE);
     (void)blitz__u32_load(&u->state, BLITZ__ACQUIRE);
     u->link_res[lp - u->link] = res;
     /* Acq_rel: the last CQE of a chain sees the others' link_res. */
