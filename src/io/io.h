@@ -367,8 +367,9 @@ enum {
     BLITZ__UF_LINK,
     BLITZ__UF_FALLOCATE, /* len bytes at off */
     /* Whole files, one submission of linked SQEs on a direct descriptor:
-     * OPENAT (flags, mode) + WRITE of len at off + CLOSE; OPENAT + STATX
-     * + READ of up to len + CLOSE. link_res holds each step's result. */
+     * OPENAT (flags, mode) + WRITE of len at off + CLOSE; OPENAT + READ
+     * of up to len + READ of what follows (into stx) + CLOSE. link_res
+     * holds each step's result. */
     BLITZ__UF_WRITE_FILE,
     BLITZ__UF_READ_FILE
 };

@@ -138,8 +138,8 @@ BLITZ_PRIVATE void blitz__ufile_probe(blitz__io *io, const void *probe) {
         if (code <= p->last_op && (p->ops[code].flags & IO_URING_OP_SUPPORTED))
             io->uf_ops |= 1u << op;
     }
-    uint32_t need = 1u << BLITZ__UF_OPEN | 1u << BLITZ__UF_CLOSE | 1u << BLITZ__UF_READ |
-                    1u << BLITZ__UF_WRITE | 1u << BLITZ__UF_STAT;
+    uint32_t need =
+        1u << BLITZ__UF_OPEN | 1u << BLITZ__UF_CLOSE | 1u << BLITZ__UF_READ | 1u << BLITZ__UF_WRITE;
     /* Older kernels ignore an OPENAT's file_index and would hand back a
      * plain descriptor: direct opens only from 5.15, which has LINKAT. */
     if ((io->uf_ops & need) == need && (io->uf_ops >> BLITZ__UF_LINK & 1u))
@@ -195,19 +195,23 @@ static uint32_t blitz__ufile_fill_chain(struct io_uring_sqe *q, blitz__ufile *u)
     q[n].len = u->mode;
     q[n].rw_flags = u->flags; /* O_CLOEXEC is EINVAL for a direct open */
     blitz__ufile_set_index(&q[n++], u->slot);
-    if (u->op == BLITZ__UF_READ_FILE) {
-        q[n].opcode = BLITZ__IOP_STATX;
-        q[n].fd = AT_FDCWD;
-        q[n].addr = (uint64_t)(uintptr_t)u->path;
-        q[n].len = 0x7ffu;
-        q[n++].off = (uint64_t)(uintptr_t)u->stx;
-    }
     q[n].opcode = u->op == BLITZ__UF_READ_FILE ? BLITZ__IOP_READ : BLITZ__IOP_WRITE;
     q[n].fd = u->slot;
     q[n].flags = IOSQE_FIXED_FILE;
     q[n].addr = (uint64_t)(uintptr_t)u->buf;
     q[n].len = (uint32_t)(u->len > 0x7ffff000u ? 0x7ffff000u : u->len);
     q[n++].off = (uint64_t)u->off;
+    if (u->op == BLITZ__UF_READ_FILE) {
+        /* At the file position the first read left: 0 says the end was
+         * reached, as a read loop learns it (a stat's size would not do
+         * for /proc's files, and STATX always waits for a kernel worker). */
+        q[n].opcode = BLITZ__IOP_READ;
+        q[n].fd = u->slot;
+        q[n].flags = IOSQE_FIXED_FILE;
+        q[n].addr = (uint64_t)(uintptr_t)u->stx;
+        q[n].len = (uint32_t)sizeof u->stx;
+        q[n++].off = (uint64_t)-1;
+    }
     q[n].opcode = BLITZ__IOP_CLOSE;
     blitz__ufile_set_index(&q[n++], u->slot);
     for (uint32_t i = 0; i < n; i++) {

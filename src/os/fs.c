@@ -608,9 +608,9 @@ static void blitz__fs_native_discard(blitz__ufile *u) {
     blitz__pool_rec_free(&f->base);
 }
 
-/* What a whole-file read reads on the ring: a file whose statx size is
- * smaller, read in full, needs nothing else; any other (larger, growing,
- * or sized 0 like /proc's) is read again by a pool job. */
+/* What a whole-file read reads on the ring: a file whose end its second
+ * read finds needs nothing else; any other (larger, or giving its data
+ * in pieces like some of /proc's) is read again by a pool job. */
 #define BLITZ__FS_RING_READ 16384u
 
 /* (Re)submits the record's request; a write continues after `done`. */
@@ -622,7 +622,7 @@ static int blitz__fs_native_submit(blitz_cx *cx, blitz__fs_rec *f) {
         u->flags = w ? O_WRONLY | (f->done ? 0 : O_CREAT | O_TRUNC) : O_RDONLY;
         u->mode = 0666;
         u->path = f->path;
-        u->off = (int64_t)f->done;
+        u->off = w ? (int64_t)f->done : -1;
         if (!w && !f->buf && !(f->buf = blitz__malloc(BLITZ__FS_RING_READ + 1)))
             return BLITZ_ENOMEM;
         u->buf = w && f->buf ? (char *)f->buf + f->done : f->buf;
@@ -646,13 +646,13 @@ static int64_t blitz__fs_kerr(int32_t res) {
     return blitz__from_errno(-res);
 }
 
-/* A whole-file chain's result from its steps' (open, [statx,] read or
- * write, close), as the pool's calls would answer; *again: go on (a
+/* A whole-file chain's result from its steps' (open, write or two
+ * reads, close), as the pool's calls would answer; *again: go on (a
  * short write, EINTR); *pool: read it again on a pool thread. */
 static int64_t blitz__fs_chain_result(blitz__fs_rec *f, int *again, int *pool) {
     const int32_t *r = f->uf.link_res;
     int w = f->kind == BLITZ__FS_WRITE_FILE;
-    int32_t io = r[w ? 1 : 2], closed = r[w ? 2 : 3];
+    int32_t io = r[1] < 0 || w ? r[1] : r[2] < 0 ? r[2] : r[1], closed = r[w ? 2 : 3];
     if (r[0] < 0 || io < 0) {
         int32_t e = r[0] < 0 ? r[0] : io;
         *again = e == -EINTR;
@@ -667,10 +667,7 @@ static int64_t blitz__fs_chain_result(blitz__fs_rec *f, int *again, int *pool) {
         *again = f->done < f->len;
         return (int64_t)f->done;
     }
-    struct stat st;
-    blitz__ufile_stat(&f->uf, &st);
-    if (r[1] != 0 || !S_ISREG(st.st_mode) || (uint64_t)io != (uint64_t)st.st_size ||
-        (uint32_t)io >= BLITZ__FS_RING_READ) {
+    if (r[2] != 0 || (uint32_t)io >= BLITZ__FS_RING_READ) {
         *pool = 1;
         return 0;
     }
