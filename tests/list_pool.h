@@ -51,6 +51,9 @@
     X(fs_native_enospc_ct, 10000)               \
     X(fs_native_withdrawn_read, 10000)          \
     X(fs_native_bad_input, 10000)               \
+    X(fs_native_whole_files_mt2, 10000)         \
+    X(fs_native_whole_files_mt4, 10000)         \
+    X(fs_native_whole_files_ct, 10000)          \
     X(fs_ext_roundtrip_mt2, 5000)               \
     X(fs_ext_roundtrip_mt4, 5000)               \
     X(fs_ext_roundtrip_ct, 5000)                \

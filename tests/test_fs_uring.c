@@ -209,6 +209,31 @@ static int fs_native_both_paths(tu_flavor f) {
 }
 TU_FLAVOR_TESTS(fs_native_both_paths)
 
+/* Direct descriptor slots of the runtime's rings still taken by
+ * whole-file chains (0 once every chain's last CQE was reaped). */
+static int tfu_slots_taken(blitz_runtime *rt) {
+    int n = 0;
+#if defined(__linux__) && !defined(BLITZ_NO_IO_URING)
+    blitz__io *io = rt->io;
+    for (uint32_t i = 0; io && i < io->nrings; i++)
+        for (int w = 0; w < 4; w++)
+            n += __builtin_popcountll(blitz__u64_load(&io->rings[i].slots[w], BLITZ__RELAXED));
+#else
+    (void)rt;
+#endif
+    return n;
+}
+
+/* Whether the runtime's ring carries read_file and write_file itself. */
+static int tfu_chains(blitz_runtime *rt) {
+#if defined(__linux__) && !defined(BLITZ_NO_IO_URING)
+    return rt->io && (rt->io->uf_ops >> BLITZ__UF_READ_FILE & 1u);
+#else
+    (void)rt;
+    return 0;
+#endif
+}
+
 /* Ring ops given up at every point (right after the submission, while the
  * kernel works, after the completion but before the task took it), many
  * times over: opened files are closed by the completion, records freed,
@@ -216,6 +241,7 @@ TU_FLAVOR_TESTS(fs_native_both_paths)
 typedef struct {
     BLITZ_CORO;
     const char *path;
+    char wpath[192]; /* this task's own file for write_file */
     blitz_fs_op op;
     blitz_timer timer;
     blitz_fs_metadata md;
@@ -229,7 +255,14 @@ static blitz_poll tfu_race_poll(blitz_cx *cx, void *p) {
     BLITZ_BEGIN(s);
     for (s->i = 0; s->i < s->n; s->i++) {
         s->seed = s->seed * 1103515245u + 12345u;
-        if ((s->seed >> 8) % 3 == 0) {
+        if ((s->seed >> 8) % 4 == 3) {
+            BLITZ_AWAIT(s, blitz_timeout_op(
+                               cx, &s->timer, (int64_t)((s->seed >> 16) % 40) * 1000,
+                               blitz_fs_write_file(cx, &s->op, s->wpath, s->buf, sizeof s->buf),
+                               blitz_fs_cancel, &s->op));
+            if (!s->timer.expired)
+                CHECK_EQ(s->op.result, (int64_t)sizeof s->buf);
+        } else if ((s->seed >> 8) % 3 == 0) {
             BLITZ_AWAIT(s, blitz_timeout_op(cx, &s->timer, (int64_t)((s->seed >> 16) % 40) * 1000,
                                             blitz_fs_open(cx, &s->op, s->path, BLITZ_FS_READ, 0),
                                             blitz_fs_cancel, &s->op));
@@ -294,6 +327,7 @@ static int tfu_race_spawn(blitz_runtime *rt, blitz_task **h, int n, const char *
         s.path = path;
         s.n = ops;
         s.seed = (unsigned)i * seed_mul + seed_add;
+        snprintf(s.wpath, sizeof s.wpath, "%s.%d", path, i);
         CHECK_OK(blitz_spawn(rt, tfu_race_poll, &s, sizeof s, &h[i]));
     }
     return 0;
@@ -328,6 +362,9 @@ static int fs_native_cancel_on(tu_flavor f, blitz_backend backend) {
     for (int i = 0; i < N; i++)
         blitz_task_release(&h[i]);
     CHECK_EQ(tu_open_fds(), fds);
+    /* Whole-file chains given up anywhere still closed their slot (the
+     * shutdown waited for every chain's last completion). */
+    CHECK_EQ(tfu_slots_taken(rt), 0);
     CHECK_OK(blitz_runtime_free(rt));
     tf_rm_rf(dir);
     return 0;
@@ -360,6 +397,7 @@ static int fs_native_block_on_on(tu_flavor f, blitz_backend backend) {
     mine.path = path;
     mine.n = test_scaled(60);
     mine.seed = 77u;
+    snprintf(mine.wpath, sizeof mine.wpath, "%s.mine", path);
     CHECK_OK(blitz_runtime_run(rt, tfu_race_poll, &mine, sizeof mine));
     CHECK_EQ(mine.done + mine.timeouts, mine.n);
     CHECK_GT(mine.done, 0);
@@ -370,6 +408,8 @@ static int fs_native_block_on_on(tu_flavor f, blitz_backend backend) {
         blitz_task_release(&h[i]);
     }
     TU_WAIT_UNTIL(tu_open_fds() == fds, 2, 1);
+    CHECK_OK(blitz_runtime_shutdown(rt));
+    CHECK_EQ(tfu_slots_taken(rt), 0);
     CHECK_OK(blitz_runtime_free(rt));
     tf_rm_rf(dir);
     return 0;
@@ -396,6 +436,8 @@ typedef struct {
     int64_t out[8];
     int n;
 } tfu_nospc;
+
+static const char tfu_nospc_big[131072];
 
 static blitz_poll tfu_nospc_poll(blitz_cx *cx, void *p) {
     tfu_nospc *s = p;
@@ -431,6 +473,15 @@ static blitz_poll tfu_nospc_poll(blitz_cx *cx, void *p) {
         BLITZ_AWAIT(s, blitz_fs_unlink(cx, &s->op, s->path));
         TFU_REC(s, s->op.result);
     }
+    /* A whole file: on the tmpfs the write stops short at 64 KiB, the
+     * rest is refused. */
+    BLITZ_AWAIT(s, blitz_fs_write_file(cx, &s->op, s->path ? s->path : "/dev/full", tfu_nospc_big,
+                                       sizeof tfu_nospc_big));
+    TFU_REC(s, s->op.result);
+    if (s->path) {
+        BLITZ_AWAIT(s, blitz_fs_unlink(cx, &s->op, s->path));
+        TFU_REC(s, s->op.result);
+    }
     BLITZ_END(s);
 }
 
@@ -460,8 +511,8 @@ static void tfu_nospc_run(blitz_backend backend, int jobs, tu_flavor f, const ch
 static int tfu_nospc_both(tu_flavor f, const char *path, const int64_t *want, int nwant) {
     static tfu_nospc ring, pool;
     int ran_ring, ran_pool;
-    /* The ring's: both writes to /dev/full, nothing of the tmpfs file's. */
-    tfu_nospc_run(BLITZ_BACKEND_IO_URING, path ? 0 : 2, f, path, &ring, &ran_ring);
+    /* The ring's: the writes to /dev/full, nothing of the tmpfs file's. */
+    tfu_nospc_run(BLITZ_BACKEND_IO_URING, path ? 0 : 3, f, path, &ring, &ran_ring);
     tfu_nospc_run(BLITZ_BACKEND_EPOLL, -1, f, path, &pool, &ran_pool);
     CHECK(ran_pool);
     CHECK_EQ(pool.n, nwant);
@@ -540,8 +591,8 @@ static pid_t tfu_small_fs(const char *dir, int *hold, int *err) {
 #endif
 
 static int fs_native_enospc(tu_flavor f) {
-    static const int64_t dev_full[] = {BLITZ_ENOSPC, BLITZ_ENOSPC, BLITZ_EINVAL, 0};
-    int rc = tfu_nospc_both(f, NULL, dev_full, 4);
+    static const int64_t dev_full[] = {BLITZ_ENOSPC, BLITZ_ENOSPC, BLITZ_EINVAL, 0, BLITZ_ENOSPC};
+    int rc = tfu_nospc_both(f, NULL, dev_full, 5);
     if (rc)
         return rc;
 #if defined(__linux__)
@@ -552,9 +603,9 @@ static int fs_native_enospc(tu_flavor f) {
     if (err == 0) {
         /* 64 KiB: sixteen blocks, then the refusal; fsync, close and
          * unlink (which gives the space back for the next run) succeed. */
-        static const int64_t full[] = {65536, BLITZ_ENOSPC, 0, 0, 0};
+        static const int64_t full[] = {65536, BLITZ_ENOSPC, 0, 0, 0, BLITZ_ENOSPC, 0};
         snprintf(path, sizeof path, "/proc/%d/root%s/f", (int)pid, dir);
-        rc = tfu_nospc_both(f, path, full, 5);
+        rc = tfu_nospc_both(f, path, full, 7);
     } else {
         fprintf(stderr,
                 "# fs_native_enospc: tmpfs part skipped, no user and mount namespace here (%s)\n",
@@ -792,3 +843,174 @@ BLITZ_TEST(fs_native_bad_input) {
     }
     return 0;
 }
+
+/* Whole files, written and read back, on the ring (linked SQEs on a
+ * direct descriptor) and on the pool: the same results, contents and
+ * errors, for /proc's files sized 0 too; files larger than the ring
+ * read's buffer are read in full by the pool. */
+enum { TFU_BIG = 100000, TFU_EDGE = 16384 };
+
+typedef struct {
+    BLITZ_CORO;
+    char dir[64], f[160], big[160], edge[160], miss[160], d[160], under[160], locked[160];
+    blitz_fs_op op;
+    char *pattern; /* TFU_BIG bytes */
+    size_t i;
+    int64_t out[TFU_MAX];
+    int n;
+} tfu_whole;
+
+/* The read's length, then 1 when its data is `want` NUL-terminated. */
+#define TFU_REC_DATA(s, want, len)                                     \
+    do {                                                               \
+        TFU_REC(s, (s)->op.result);                                    \
+        TFU_REC(s, (s)->op.result == (int64_t)(len) && (s)->op.data && \
+                       memcmp((s)->op.data, want, len) == 0 &&         \
+                       ((const char *)(s)->op.data)[len] == '\0');     \
+        blitz_free((s)->op.data);                                      \
+    } while (0)
+
+static blitz_poll tfu_whole_poll(blitz_cx *cx, void *p) {
+    tfu_whole *s = p;
+    BLITZ_BEGIN(s);
+    BLITZ_AWAIT(s, blitz_fs_write_file(cx, &s->op, s->f, "hello world", 11));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_read_file(cx, &s->op, s->f));
+    TFU_REC_DATA(s, "hello world", 11);
+    /* rewritten shorter: truncated */
+    BLITZ_AWAIT(s, blitz_fs_write_file(cx, &s->op, s->f, "hi", 2));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_read_file(cx, &s->op, s->f));
+    TFU_REC_DATA(s, "hi", 2);
+    BLITZ_AWAIT(s, blitz_fs_write_file(cx, &s->op, s->f, NULL, 0));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_read_file(cx, &s->op, s->f));
+    TFU_REC_DATA(s, "", 0);
+    /* around the ring read's buffer, and well past it */
+    BLITZ_AWAIT(s, blitz_fs_write_file(cx, &s->op, s->edge, s->pattern, TFU_EDGE - 1));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_read_file(cx, &s->op, s->edge));
+    TFU_REC_DATA(s, s->pattern, TFU_EDGE - 1);
+    BLITZ_AWAIT(s, blitz_fs_write_file(cx, &s->op, s->edge, s->pattern, TFU_EDGE));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_read_file(cx, &s->op, s->edge));
+    TFU_REC_DATA(s, s->pattern, TFU_EDGE);
+    BLITZ_AWAIT(s, blitz_fs_write_file(cx, &s->op, s->big, s->pattern, TFU_BIG));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_read_file(cx, &s->op, s->big));
+    TFU_REC_DATA(s, s->pattern, TFU_BIG);
+    /* sized 0, yet it has contents */
+    BLITZ_AWAIT(s, blitz_fs_read_file(cx, &s->op, "/proc/self/status"));
+    TFU_REC(s, s->op.result > 5 && memcmp(s->op.data, "Name:", 5) == 0 &&
+                   strlen((const char *)s->op.data) == (size_t)s->op.result);
+    blitz_free(s->op.data);
+    /* errors */
+    BLITZ_AWAIT(s, blitz_fs_read_file(cx, &s->op, s->miss));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_write_file(cx, &s->op, s->under, "x", 1));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_read_file(cx, &s->op, s->under));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_read_file(cx, &s->op, s->d));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_write_file(cx, &s->op, s->d, "x", 1));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_read_file(cx, &s->op, s->locked));
+    TFU_REC(s, s->op.result);
+    blitz_free(s->op.data);
+    BLITZ_AWAIT(s, blitz_fs_write_file(cx, &s->op, s->locked, "x", 1));
+    TFU_REC(s, s->op.result);
+    BLITZ_END(s);
+}
+
+static int tfu_whole_run(blitz_backend backend, tu_flavor f, tfu_whole *out, int *ran) {
+    blitz_config cfg = tu_config(f);
+    cfg.backend = backend;
+    blitz_runtime *rt = NULL;
+    *ran = 0;
+    static char pattern[TFU_BIG];
+    for (size_t i = 0; i < sizeof pattern; i++)
+        pattern[i] = (char)('a' + i % 23);
+    memset(out, 0, sizeof *out);
+    if (blitz_runtime_new(&cfg, &rt) != BLITZ_OK)
+        return 0; /* no io_uring here */
+    out->pattern = pattern;
+    tf_tmpdir(out->dir, sizeof out->dir);
+    snprintf(out->f, sizeof out->f, "%s/f", out->dir);
+    snprintf(out->big, sizeof out->big, "%s/big", out->dir);
+    snprintf(out->edge, sizeof out->edge, "%s/edge", out->dir);
+    snprintf(out->miss, sizeof out->miss, "%s/missing", out->dir);
+    snprintf(out->d, sizeof out->d, "%s/d", out->dir);
+    snprintf(out->under, sizeof out->under, "%s/f/x", out->dir);
+    snprintf(out->locked, sizeof out->locked, "%s/locked", out->dir);
+    CHECK_EQ(mkdir(out->d, 0700), 0);
+    int fd = open(out->locked, O_WRONLY | O_CREAT, 0600);
+    CHECK_GE(fd, 0);
+    close(fd);
+    CHECK_EQ(chmod(out->locked, 0), 0);
+    int fds = tu_open_fds();
+    CHECK_OK(blitz_runtime_run(rt, tfu_whole_poll, out, sizeof *out));
+    blitz_pool_stats st;
+    CHECK_OK(blitz_runtime_pool_stats(rt, &st));
+    CHECK_EQ(tu_open_fds(), fds);
+    /* Only the reads the ring cannot finish alone: the 16 KiB and
+     * 100 KB files (/proc's status comes whole in one read). */
+    if (tfu_chains(rt))
+        CHECK_EQ(st.jobs_run, 2);
+    CHECK_EQ(tfu_slots_taken(rt), 0);
+    CHECK_OK(blitz_runtime_free(rt));
+    tf_rm_rf(out->dir);
+    *ran = 1;
+    return 0;
+}
+
+static int fs_native_whole_files(tu_flavor f) {
+    static tfu_whole ring, pool;
+    int ran_ring, ran_pool;
+    const int64_t root = geteuid() == 0;
+    const int64_t expected[] = {
+        11,
+        11,
+        1,
+        2,
+        2,
+        1,
+        0,
+        0,
+        1, /* written, read back */
+        TFU_EDGE - 1,
+        TFU_EDGE - 1,
+        1,
+        TFU_EDGE,
+        TFU_EDGE,
+        1,
+        TFU_BIG,
+        TFU_BIG,
+        1,
+        1, /* /proc */
+        BLITZ_ENOENT,
+        BLITZ_ENOTDIR,
+        BLITZ_ENOTDIR,
+        BLITZ_EISDIR,
+        BLITZ_EISDIR,
+        root ? 0 : BLITZ_EACCES,
+        root ? 1 : BLITZ_EACCES, /* permission */
+    };
+    CHECK_OK(tfu_whole_run(BLITZ_BACKEND_IO_URING, f, &ring, &ran_ring));
+    CHECK_OK(tfu_whole_run(BLITZ_BACKEND_EPOLL, f, &pool, &ran_pool));
+    CHECK(ran_pool);
+    const tfu_whole *runs[2] = {&pool, ran_ring ? &ring : NULL};
+    for (int r = 0; r < 2; r++) {
+        if (!runs[r])
+            continue;
+        CHECK_EQ(runs[r]->n, (int)(sizeof expected / sizeof expected[0]));
+        for (int i = 0; i < runs[r]->n; i++)
+            if (runs[r]->out[i] != expected[i]) {
+                fprintf(stderr, "# %s: result %d is %lld, not %lld\n", r ? "ring" : "pool", i,
+                        (long long)runs[r]->out[i], (long long)expected[i]);
+                CHECK_EQ(runs[r]->out[i], expected[i]);
+            }
+    }
+    return 0;
+}
+TU_FLAVOR_TESTS(fs_native_whole_files)

@@ -365,8 +365,15 @@ enum {
     BLITZ__UF_MKDIR,
     BLITZ__UF_SYMLINK, /* path: the target, path2: the new link */
     BLITZ__UF_LINK,
-    BLITZ__UF_FALLOCATE /* len bytes at off */
+    BLITZ__UF_FALLOCATE, /* len bytes at off */
+    /* Whole files, one submission of linked SQEs on a direct descriptor:
+     * OPENAT (flags, mode) + WRITE of len at off + CLOSE; OPENAT + READ
+     * of up to len + READ of what follows (into stx) + CLOSE. link_res
+     * holds each step's result. */
+    BLITZ__UF_WRITE_FILE,
+    BLITZ__UF_READ_FILE
 };
+#define BLITZ__UF_LINKS 4
 
 /* One file op in the kernel. Its owner (the op's heap record, which
  * embeds it) fills the request; the buffer and paths stay alive until
@@ -374,6 +381,12 @@ enum {
  * (the owner's poll takes res), or INFLIGHT|ABANDONED when the owner gave
  * up: the completion then calls `discard`, which releases the record. */
 typedef struct blitz__ufile {
+    /* Each SQE's user_data is &link[step] (tagged); every entry points
+     * back to the record, so link[0] must come first. */
+    blitz__atomic_u64 link[BLITZ__UF_LINKS];
+    blitz__atomic_u32 due; /* CQEs still to come */
+    int32_t link_res[BLITZ__UF_LINKS];
+    int slot; /* the direct descriptor of a chain, or -1 */
     blitz__atomic_u32 state;
     int32_t res;
     blitz_waker waker;
@@ -397,5 +410,6 @@ BLITZ_PRIVATE int blitz__ufile_cancel(blitz__ufile *u);
 BLITZ_PRIVATE void blitz__ufile_complete(blitz__io *io, blitz__ufile *u, int32_t res);
 BLITZ_PRIVATE void blitz__ufile_probe(blitz__io *io, const void *probe);
 BLITZ_PRIVATE void blitz__ufile_stat(const blitz__ufile *u, struct stat *st);
+BLITZ_PRIVATE void blitz__ufile_ring_init(blitz__io *io, int ring_fd);
 #endif /* BLITZ__HAS_IO */
 #endif

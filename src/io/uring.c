@@ -91,6 +91,8 @@ typedef struct blitz__ring {
     blitz__mutex reap_lock;
     blitz__atomic_u32 to_submit; /* SQEs written and not yet given to the kernel */
     blitz__atomic_u32 files;     /* file ops in flight here (uring_file.c) */
+    /* Direct descriptor slots taken by whole-file chains (uring_file.c). */
+    blitz__atomic_u64 slots[4];
     uint32_t sq_tail_local;
     uint32_t sq_entries, cq_entries;
     uint32_t *sq_head, *sq_tail, *sq_mask, *sq_array, *sq_flags;
@@ -123,6 +125,8 @@ BLITZ_PRIVATE blitz__ring *blitz__uring_op_ring(blitz__io *io, const blitz_io *o
 BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io *op, int flush);
 BLITZ_PRIVATE void blitz__uring_submit_cancel(blitz__io *io, blitz_io *op);
 BLITZ_PRIVATE int blitz__uring_arm_accept(blitz__io *io, blitz__ring *r, blitz_socket *s);
+BLITZ_PRIVATE int blitz__uring_queue_n(blitz__ring *r, const struct io_uring_sqe *sqes, uint32_t n,
+                                       int flush);
 BLITZ_PRIVATE void blitz__uring_cancel_ud(blitz__io *io, blitz__ring *r, uint64_t ud);
 BLITZ_PRIVATE void blitz__uring_flush(blitz__ring *r);
 BLITZ_PRIVATE int blitz__uring_cq_ready(const blitz__ring *r);
@@ -404,6 +408,27 @@ static int blitz__uring_room(blitz__ring *r, uint32_t n) {
     return 0;
 }
 
+/* Queues copies of the `n` linked SQEs in `r` back to back, so they
+ * reach the kernel in one submission. BLITZ_EBUSY when there is no
+ * room even after a flush. */
+BLITZ_PRIVATE int blitz__uring_queue_n(blitz__ring *r, const struct io_uring_sqe *sqes, uint32_t n,
+                                       int flush) {
+    blitz__mutex_lock(&r->sq_lock);
+    int ok = blitz__uring_room(r, n);
+    if (ok) {
+        for (uint32_t i = 0; i < n; i++) {
+            *blitz__uring_get_sqe(r) = sqes[i];
+            if (i + 1 < n)
+                blitz__uring_stage(r);
+        }
+        blitz__uring_push(r);
+        if (flush || blitz__u32_load(&r->to_submit, BLITZ__RELAXED) >= BLITZ__URING_BATCH)
+            blitz__uring_flush_locked(r);
+    }
+    blitz__mutex_unlock(&r->sq_lock);
+    return ok ? BLITZ_OK : BLITZ_EBUSY;
+}
+
 /* Queues a copy of `sqe` in `r`; submits at once when `flush` is set or a
  * batch is full. BLITZ_EBUSY when the ring has no room even after a
  * flush. */
@@ -482,6 +507,8 @@ static int blitz__ring_init(blitz__io *io, blitz__ring *r, int coop) {
         rc = blitz__from_errno(errno);
     if (rc == BLITZ_OK && r->index == 0)
         rc = blitz__uring_probe(io, fd);
+    if (rc == BLITZ_OK)
+        blitz__ufile_ring_init(io, fd);
     if (rc == BLITZ_OK) {
         io->skip_cancel_cqe = (p.features & IORING_FEAT_CQE_SKIP) != 0;
         r->sq_entries = p.sq_entries;

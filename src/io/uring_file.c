@@ -17,7 +17,20 @@
  *   cancel:   ASYNC_CANCEL first, while the record is surely alive (the
  *             completion cannot free it before ABANDONED is set), then
  *             INFLIGHT -> INFLIGHT|ABANDONED; a record already DONE is the
- *             caller's to free. */
+ *             caller's to free.
+ *
+ * Whole-file ops (WRITE_FILE, READ_FILE) are one submission of linked
+ * SQEs on a direct descriptor: the ring's sparse registered file table
+ * (set up with the ring, when the kernel has direct opens: 5.15) holds
+ * the opened file, so no descriptor ever enters the process. The slot
+ * is picked here, not by the kernel (IORING_FILE_INDEX_ALLOC tells it
+ * only in the OPENAT's CQE, too late for the linked SQEs that use it);
+ * `slots` in each ring marks those taken. Every link is a HARDLINK:
+ * each step runs whatever the one before returned (a failed open leaves
+ * the slot empty, so the steps after it fail with EBADF), hence the
+ * CLOSE always runs and every step posts its CQE, even when a cancel
+ * cut one short. Each CQE lands in link_res[step]; the last of them
+ * (`due`) completes the record as above, after giving the slot back. */
 #include "io.h"
 #if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
@@ -41,6 +54,17 @@
 #define BLITZ__IOP_SYMLINKAT 38u
 #define BLITZ__IOP_LINKAT    39u
 #define BLITZ__IOP_FTRUNCATE 55u
+
+#ifndef IOSQE_FIXED_FILE
+#define IOSQE_FIXED_FILE (1U << 0)
+#endif
+#ifndef IOSQE_IO_HARDLINK
+#define IOSQE_IO_HARDLINK (1U << 3)
+#endif
+#define BLITZ__IOREG_FILES        2u
+#define BLITZ__IOREG_FILES_UPDATE 6u
+#define BLITZ__IOP_LINKAT_MIN     39u /* came with direct descriptors (5.15) */
+#define BLITZ__UF_SLOTS           256u
 
 #ifndef AT_EMPTY_PATH
 #define AT_EMPTY_PATH 0x1000 /* Linux's, hidden without _GNU_SOURCE */
@@ -114,6 +138,88 @@ BLITZ_PRIVATE void blitz__ufile_probe(blitz__io *io, const void *probe) {
         if (code <= p->last_op && (p->ops[code].flags & IO_URING_OP_SUPPORTED))
             io->uf_ops |= 1u << op;
     }
+    uint32_t need =
+        1u << BLITZ__UF_OPEN | 1u << BLITZ__UF_CLOSE | 1u << BLITZ__UF_READ | 1u << BLITZ__UF_WRITE;
+    /* Older kernels ignore an OPENAT's file_index and would hand back a
+     * plain descriptor: direct opens only from 5.15, which has LINKAT. */
+    if ((io->uf_ops & need) == need && (io->uf_ops >> BLITZ__UF_LINK & 1u))
+        io->uf_ops |= 1u << BLITZ__UF_WRITE_FILE | 1u << BLITZ__UF_READ_FILE;
+}
+
+/* Each new ring: the sparse file table the chains open into. Without
+ * it (a kernel refusing the table) the whole-file ops stay pool jobs. */
+BLITZ_PRIVATE void blitz__ufile_ring_init(blitz__io *io, int ring_fd) {
+    uint32_t chains = 1u << BLITZ__UF_WRITE_FILE | 1u << BLITZ__UF_READ_FILE;
+    if (!(io->uf_ops & chains))
+        return;
+    int32_t fds[BLITZ__UF_SLOTS];
+    for (uint32_t i = 0; i < BLITZ__UF_SLOTS; i++)
+        fds[i] = -1;
+    if (syscall(SYS_io_uring_register, ring_fd, BLITZ__IOREG_FILES, fds, BLITZ__UF_SLOTS) < 0)
+        io->uf_ops &= ~chains;
+}
+
+/* A free slot of `r`'s table, or -1. Acquire pairs with the release of
+ * the slot's previous user, after its CLOSE's CQE. */
+static int blitz__ufile_slot_get(blitz__ring *r) {
+    for (int w = 0; w < 4; w++) {
+        uint64_t v = blitz__u64_load(&r->slots[w], BLITZ__RELAXED);
+        while (~v) {
+            int bit = __builtin_ctzll(~v);
+            if (blitz__u64_cas(&r->slots[w], &v, v | (uint64_t)1 << bit, BLITZ__ACQUIRE))
+                return w * 64 + bit;
+        }
+    }
+    return -1;
+}
+
+static void blitz__ufile_slot_put(blitz__ring *r, int slot) {
+    blitz__u64_fetch_and(&r->slots[slot / 64], ~((uint64_t)1 << (slot % 64)), BLITZ__RELEASE);
+}
+
+/* Direct descriptor `slot` (+1: 0 is "none") in the SQE's file_index,
+ * which older uapi headers do not name. */
+static void blitz__ufile_set_index(struct io_uring_sqe *sqe, int slot) {
+    uint32_t v = (uint32_t)slot + 1u;
+    _Static_assert(sizeof(struct io_uring_sqe) == 64, "the SQE's layout");
+    memcpy((char *)sqe + 44, &v, sizeof v);
+}
+
+/* The SQEs of a whole-file chain in slot u->slot; returns their count. */
+static uint32_t blitz__ufile_fill_chain(struct io_uring_sqe *q, blitz__ufile *u) {
+    uint32_t n = 0;
+    memset(q, 0, sizeof(struct io_uring_sqe) * BLITZ__UF_LINKS);
+    q[n].opcode = BLITZ__IOP_OPENAT;
+    q[n].fd = AT_FDCWD;
+    q[n].addr = (uint64_t)(uintptr_t)u->path;
+    q[n].len = u->mode;
+    q[n].rw_flags = u->flags; /* O_CLOEXEC is EINVAL for a direct open */
+    blitz__ufile_set_index(&q[n++], u->slot);
+    q[n].opcode = u->op == BLITZ__UF_READ_FILE ? BLITZ__IOP_READ : BLITZ__IOP_WRITE;
+    q[n].fd = u->slot;
+    q[n].flags = IOSQE_FIXED_FILE;
+    q[n].addr = (uint64_t)(uintptr_t)u->buf;
+    q[n].len = (uint32_t)(u->len > 0x7ffff000u ? 0x7ffff000u : u->len);
+    q[n++].off = (uint64_t)u->off;
+    if (u->op == BLITZ__UF_READ_FILE) {
+        /* At the file position the first read left: 0 says the end was
+         * reached, as a read loop learns it (a stat's size would not do
+         * for /proc's files, and STATX always waits for a kernel worker). */
+        q[n].opcode = BLITZ__IOP_READ;
+        q[n].fd = u->slot;
+        q[n].flags = IOSQE_FIXED_FILE;
+        q[n].addr = (uint64_t)(uintptr_t)u->stx;
+        q[n].len = (uint32_t)sizeof u->stx;
+        q[n++].off = (uint64_t)-1;
+    }
+    q[n].opcode = BLITZ__IOP_CLOSE;
+    blitz__ufile_set_index(&q[n++], u->slot);
+    for (uint32_t i = 0; i < n; i++) {
+        if (i + 1 < n)
+            q[i].flags |= IOSQE_IO_HARDLINK;
+        q[i].user_data = (uint64_t)(uintptr_t)&u->link[i] | BLITZ__UD_FILE;
+    }
+    return n;
 }
 
 static void blitz__ufile_fill(struct io_uring_sqe *sqe, blitz__ufile *u) {
@@ -202,8 +308,21 @@ BLITZ_PRIVATE int blitz__ufile_submit(blitz_cx *cx, blitz__ufile *u) {
         return BLITZ_ESHUTDOWN;
     int batches = 0;
     blitz__ring *r = blitz__uring_mine(io, &batches);
-    struct io_uring_sqe sqe;
-    blitz__ufile_fill(&sqe, u);
+    struct io_uring_sqe sqe[BLITZ__UF_LINKS];
+    uint32_t n = 1;
+    u->slot = -1;
+    if (u->op == BLITZ__UF_WRITE_FILE || u->op == BLITZ__UF_READ_FILE) {
+        if ((u->slot = blitz__ufile_slot_get(r)) < 0)
+            return BLITZ_EBUSY;
+        n = blitz__ufile_fill_chain(sqe, u);
+    } else {
+        blitz__ufile_fill(sqe, u);
+    }
+    /* Release, with the completion's acquire of the entry: its thread
+     * finds the record through it before it can read `state`. */
+    for (uint32_t i = 0; i < n; i++)
+        blitz__u64_store(&u->link[i], (uint64_t)(uintptr_t)u, BLITZ__RELEASE);
+    blitz__u32_store(&u->due, n, BLITZ__RELAXED);
     blitz_waker mine = blitz_cx_waker(cx);
     u->io = io;
     u->ring = r->index;
@@ -221,8 +340,11 @@ BLITZ_PRIVATE int blitz__ufile_submit(blitz_cx *cx, blitz__ufile *u) {
     blitz__context *ctx = blitz__context_get();
     if (r == io->shared && ctx && ctx->files_reaper && ctx->rt == io->rt)
         blitz__uring_files_mute(io);
-    int rc = blitz__uring_queue(r, &sqe, !batches);
+    int rc =
+        n == 1 ? blitz__uring_queue(r, sqe, !batches) : blitz__uring_queue_n(r, sqe, n, !batches);
     if (rc != BLITZ_OK) {
+        if (u->slot >= 0)
+            blitz__ufile_slot_put(r, u->slot);
         if (r == io->shared)
             blitz__u32_fetch_sub(&io->shared_files, 1, BLITZ__RELAXED);
         blitz__u32_fetch_sub(&r->files, 1, BLITZ__RELAXED);
@@ -234,8 +356,28 @@ BLITZ_PRIVATE int blitz__ufile_submit(blitz_cx *cx, blitz__ufile *u) {
 }
 
 /* The completion of `u`, on the reaping thread. */
-BLITZ_PRIVATE void blitz__ufile_complete(blitz__io *io, blitz__ufile *u, int32_t res) {
+BLITZ_PRIVATE void blitz__ufile_complete(blitz__io *io, blitz__ufile *at, int32_t res) {
+    blitz__atomic_u64 *lp = (blitz__atomic_u64 *)(void *)at;
+    blitz__ufile *u = (blitz__ufile *)(uintptr_t)blitz__u64_load(lp, BLITZ__ACQUIRE);
     (void)blitz__u32_load(&u->state, BLITZ__ACQUIRE);
+    u->link_res[lp - u->link] = res;
+    /* Acq_rel: the last CQE of a chain sees the others' link_res. */
+    if (blitz__u32_fetch_sub(&u->due, 1, BLITZ__ACQ_REL) != 1)
+        return;
+    if (u->slot >= 0) {
+        blitz__ring *r = &io->rings[u->ring];
+        int32_t closed = u->link_res[u->op == BLITZ__UF_READ_FILE ? 3 : 2];
+        /* An opened file whose CLOSE failed: empty its slot here. */
+        if (u->link_res[0] >= 0 && closed < 0) {
+            int32_t none = -1;
+            struct {
+                uint32_t offset, resv;
+                uint64_t fds;
+            } up = {(uint32_t)u->slot, 0, (uint64_t)(uintptr_t)&none};
+            (void)syscall(SYS_io_uring_register, r->fd, BLITZ__IOREG_FILES_UPDATE, &up, 1);
+        }
+        blitz__ufile_slot_put(r, u->slot);
+    }
     blitz_waker w = u->waker;
     u->res = res;
     if (u->ring == io->shared->index)
@@ -300,6 +442,10 @@ BLITZ_PRIVATE void blitz__ufile_stat(const blitz__ufile *u, struct stat *st) {
 BLITZ_PRIVATE void blitz__ufile_probe(blitz__io *io, const void *probe) {
     (void)probe;
     io->uf_ops = 0;
+}
+BLITZ_PRIVATE void blitz__ufile_ring_init(blitz__io *io, int ring_fd) {
+    (void)io;
+    (void)ring_fd;
 }
 BLITZ_PRIVATE int blitz__ufile_can(blitz_runtime *rt, int op) {
     (void)rt;

@@ -534,10 +534,22 @@ static int blitz__fs_native_op(blitz_runtime *rt, const blitz__fs_rec *f) {
     case BLITZ__FS_FALLOCATE:
         op = BLITZ__UF_FALLOCATE;
         break;
+    case BLITZ__FS_READ_FILE:
+        op = BLITZ__UF_READ_FILE;
+        break;
+    case BLITZ__FS_WRITE_FILE:
+        op = BLITZ__UF_WRITE_FILE;
+        break;
     default:
         return 0;
     }
     if (!op || !blitz__ufile_can(rt, op))
+        return 0;
+    /* A whole-file write only where the path names a regular file, a
+     * directory (EISDIR) or nothing, for the same reason as a write's. */
+    struct stat pst;
+    if (op == BLITZ__UF_WRITE_FILE && stat(f->path, &pst) == 0 && !S_ISREG(pst.st_mode) &&
+        !S_ISDIR(pst.st_mode))
         return 0;
     if (op == BLITZ__UF_WRITE || (op == BLITZ__UF_READ && f->off >= 0)) {
         struct stat st;
@@ -555,9 +567,27 @@ static void blitz__fs_native_discard(blitz__ufile *u) {
     blitz__pool_rec_free(&f->base);
 }
 
+/* What a whole-file read reads on the ring: a file whose end its second
+ * read finds needs nothing else; any other (larger, or giving its data
+ * in pieces like some of /proc's) is read again by a pool job. */
+#define BLITZ__FS_RING_READ 16384u
+
 /* (Re)submits the record's request; a write continues after `done`. */
 static int blitz__fs_native_submit(blitz_cx *cx, blitz__fs_rec *f) {
     blitz__ufile *u = &f->uf;
+    if (f->kind == BLITZ__FS_WRITE_FILE || f->kind == BLITZ__FS_READ_FILE) {
+        int w = f->kind == BLITZ__FS_WRITE_FILE;
+        /* A write_file cut short goes on in the same file, reopened. */
+        u->flags = w ? O_WRONLY | (f->done ? 0 : O_CREAT | O_TRUNC) : O_RDONLY;
+        u->mode = 0666;
+        u->path = f->path;
+        u->off = w ? (int64_t)f->done : -1;
+        if (!w && !f->buf && !(f->buf = blitz__malloc(BLITZ__FS_RING_READ + 1)))
+            return BLITZ_ENOMEM;
+        u->buf = w && f->buf ? (char *)f->buf + f->done : f->buf;
+        u->len = w ? f->len - f->done : BLITZ__FS_RING_READ;
+        return blitz__ufile_submit(cx, u);
+    }
     u->fd = f->fd;
     u->flags = f->flags;
     u->mode = f->mode;
@@ -571,12 +601,57 @@ static int blitz__fs_native_submit(blitz_cx *cx, blitz__fs_rec *f) {
     return blitz__ufile_submit(cx, u);
 }
 
+static int64_t blitz__fs_kerr(int32_t res) {
+    return blitz__from_errno(-res);
+}
+
+/* A whole-file chain's result from its steps' (open, write or two
+ * reads, close), as the pool's calls would answer; *again: go on (a
+ * short write, EINTR); *pool: read it again on a pool thread. */
+static int64_t blitz__fs_chain_result(blitz__fs_rec *f, int *again, int *pool) {
+    const int32_t *r = f->uf.link_res;
+    int w = f->kind == BLITZ__FS_WRITE_FILE;
+    int32_t io = r[1] < 0 || w ? r[1] : r[2] < 0 ? r[2] : r[1], closed = r[w ? 2 : 3];
+    if (r[0] < 0 || io < 0) {
+        int32_t e = r[0] < 0 ? r[0] : io;
+        *again = e == -EINTR;
+        return blitz__fs_kerr(e);
+    }
+    if (closed < 0 && closed != -EINTR)
+        return blitz__fs_kerr(closed);
+    if (w) {
+        if (io == 0 && f->done < f->len)
+            return BLITZ_EIO;
+        f->done += (size_t)io;
+        *again = f->done < f->len;
+        return (int64_t)f->done;
+    }
+    if (r[2] != 0 || (uint32_t)io >= BLITZ__FS_RING_READ) {
+        *pool = 1;
+        return 0;
+    }
+    char *data = (char *)f->buf;
+    data[io] = '\0';
+    f->data = data;
+    f->buf = NULL;
+    return io;
+}
+
 /* A native record's completion: 1 when the result is final (in
- * f->result), 0 when the rest was submitted again. */
+ * f->result) or the record was given to the pool (f->native cleared), 0
+ * when the rest was submitted again. */
 static int blitz__fs_native_finish(blitz_cx *cx, blitz__fs_rec *f) {
     int64_t res = f->uf.res;
-    int again = 0;
-    if (res == BLITZ_EINTR && f->kind != BLITZ__FS_CLOSE) {
+    int again = 0, pool = 0;
+    if (f->uf.op == BLITZ__UF_WRITE_FILE || f->uf.op == BLITZ__UF_READ_FILE) {
+        res = blitz__fs_chain_result(f, &again, &pool);
+        if (pool) {
+            blitz__free(f->buf);
+            f->buf = NULL;
+            f->native = 0;
+            return 1;
+        }
+    } else if (res == BLITZ_EINTR && f->kind != BLITZ__FS_CLOSE) {
         again = 1;
     } else if (f->uf.op == BLITZ__UF_WRITE && res >= 0) {
         /* Short writes are continued, as a pool thread does. */
@@ -627,6 +702,13 @@ static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_r
         if (!blitz__ufile_done(&nat->uf) || !blitz__fs_native_finish(cx, nat))
             return blitz__pending(cx, blitz_fs_cancel, f);
         f->blitz__op.rec = NULL;
+        if (!nat->native) {
+            int rc;
+            if (blitz__pool_op_start(cx, &f->blitz__op, &nat->base, &rc) == BLITZ_PENDING)
+                return blitz__pending(cx, blitz_fs_cancel, f);
+            f->result = rc;
+            return BLITZ_READY;
+        }
         blitz__fs_take(f, nat);
         return BLITZ_READY;
     }
