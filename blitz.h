@@ -1102,9 +1102,13 @@ Cancel: blitz_fs_cancel.
 On an io_uring runtime the kernel carries out each op it has (probed once
 at start-up: OPENAT, READ, WRITE, STATX, ...) from the worker's own ring,
 with no thread hop; so does the default runtime with several workers (epoll
-for sockets, see 9. I/O), from its one file ring. mkdir_all, read_dir,
-read_file, write_file, ops the kernel lacks and every op on a runtime that
-names epoll, kqueue or poll are blocking-pool jobs.
+for sockets, see 9. I/O), from its one file ring. write_file and
+read_file are there one submission of linked steps (open into a ring-only
+descriptor, write or read twice, close; Linux 5.15 or later); a read_file
+that has not found the end within 16 KiB is then done again by a pool
+job. mkdir_all, read_dir, read_file_limit, ops the kernel lacks and
+every op on a runtime that names epoll, kqueue or poll are blocking-pool
+jobs.
 Results and error codes are the same on both paths.
 
 More open flags: BLITZ_FS_SYNC, DSYNC, DIRECT (BLITZ_EOPNOTSUPP where the
@@ -11267,8 +11271,15 @@ enum {
     BLITZ__UF_MKDIR,
     BLITZ__UF_SYMLINK, /* path: the target, path2: the new link */
     BLITZ__UF_LINK,
-    BLITZ__UF_FALLOCATE /* len bytes at off */
+    BLITZ__UF_FALLOCATE, /* len bytes at off */
+    /* Whole files, one submission of linked SQEs on a direct descriptor:
+     * OPENAT (flags, mode) + WRITE of len at off + CLOSE; OPENAT + READ
+     * of up to len + READ of what follows (into stx) + CLOSE. link_res
+     * holds each step's result. */
+    BLITZ__UF_WRITE_FILE,
+    BLITZ__UF_READ_FILE
 };
+#define BLITZ__UF_LINKS 4
 
 /* One file op in the kernel. Its owner (the op's heap record, which
  * embeds it) fills the request; the buffer and paths stay alive until
@@ -11276,6 +11287,12 @@ enum {
  * (the owner's poll takes res), or INFLIGHT|ABANDONED when the owner gave
  * up: the completion then calls `discard`, which releases the record. */
 typedef struct blitz__ufile {
+    /* Each SQE's user_data is &link[step] (tagged); every entry points
+     * back to the record, so link[0] must come first. */
+    blitz__atomic_u64 link[BLITZ__UF_LINKS];
+    blitz__atomic_u32 due; /* CQEs still to come */
+    int32_t link_res[BLITZ__UF_LINKS];
+    int slot; /* the direct descriptor of a chain, or -1 */
     blitz__atomic_u32 state;
     int32_t res;
     blitz_waker waker;
@@ -11299,6 +11316,7 @@ BLITZ_PRIVATE int blitz__ufile_cancel(blitz__ufile *u);
 BLITZ_PRIVATE void blitz__ufile_complete(blitz__io *io, blitz__ufile *u, int32_t res);
 BLITZ_PRIVATE void blitz__ufile_probe(blitz__io *io, const void *probe);
 BLITZ_PRIVATE void blitz__ufile_stat(const blitz__ufile *u, struct stat *st);
+BLITZ_PRIVATE void blitz__ufile_ring_init(blitz__io *io, int ring_fd);
 #endif /* BLITZ__HAS_IO */
 #endif
 /* ====[ END src/io/io.h ]================================================== */
@@ -14276,6 +14294,8 @@ typedef struct blitz__ring {
     blitz__mutex reap_lock;
     blitz__atomic_u32 to_submit; /* SQEs written and not yet given to the kernel */
     blitz__atomic_u32 files;     /* file ops in flight here (uring_file.c) */
+    /* Direct descriptor slots taken by whole-file chains (uring_file.c). */
+    blitz__atomic_u64 slots[4];
     uint32_t sq_tail_local;
     uint32_t sq_entries, cq_entries;
     uint32_t *sq_head, *sq_tail, *sq_mask, *sq_array, *sq_flags;
@@ -14308,6 +14328,8 @@ BLITZ_PRIVATE blitz__ring *blitz__uring_op_ring(blitz__io *io, const blitz_io *o
 BLITZ_PRIVATE int blitz__uring_submit_op(blitz__io *io, blitz__ring *r, blitz_io *op, int flush);
 BLITZ_PRIVATE void blitz__uring_submit_cancel(blitz__io *io, blitz_io *op);
 BLITZ_PRIVATE int blitz__uring_arm_accept(blitz__io *io, blitz__ring *r, blitz_socket *s);
+BLITZ_PRIVATE int blitz__uring_queue_n(blitz__ring *r, const struct io_uring_sqe *sqes, uint32_t n,
+                                       int flush);
 BLITZ_PRIVATE void blitz__uring_cancel_ud(blitz__io *io, blitz__ring *r, uint64_t ud);
 BLITZ_PRIVATE void blitz__uring_flush(blitz__ring *r);
 BLITZ_PRIVATE int blitz__uring_cq_ready(const blitz__ring *r);
@@ -14589,6 +14611,27 @@ static int blitz__uring_room(blitz__ring *r, uint32_t n) {
     return 0;
 }
 
+/* Queues copies of the `n` linked SQEs in `r` back to back, so they
+ * reach the kernel in one submission. BLITZ_EBUSY when there is no
+ * room even after a flush. */
+BLITZ_PRIVATE int blitz__uring_queue_n(blitz__ring *r, const struct io_uring_sqe *sqes, uint32_t n,
+                                       int flush) {
+    blitz__mutex_lock(&r->sq_lock);
+    int ok = blitz__uring_room(r, n);
+    if (ok) {
+        for (uint32_t i = 0; i < n; i++) {
+            *blitz__uring_get_sqe(r) = sqes[i];
+            if (i + 1 < n)
+                blitz__uring_stage(r);
+        }
+        blitz__uring_push(r);
+        if (flush || blitz__u32_load(&r->to_submit, BLITZ__RELAXED) >= BLITZ__URING_BATCH)
+            blitz__uring_flush_locked(r);
+    }
+    blitz__mutex_unlock(&r->sq_lock);
+    return ok ? BLITZ_OK : BLITZ_EBUSY;
+}
+
 /* Queues a copy of `sqe` in `r`; submits at once when `flush` is set or a
  * batch is full. BLITZ_EBUSY when the ring has no room even after a
  * flush. */
@@ -14667,6 +14710,8 @@ static int blitz__ring_init(blitz__io *io, blitz__ring *r, int coop) {
         rc = blitz__from_errno(errno);
     if (rc == BLITZ_OK && r->index == 0)
         rc = blitz__uring_probe(io, fd);
+    if (rc == BLITZ_OK)
+        blitz__ufile_ring_init(io, fd);
     if (rc == BLITZ_OK) {
         io->skip_cancel_cqe = (p.features & IORING_FEAT_CQE_SKIP) != 0;
         r->sq_entries = p.sq_entries;
@@ -16444,7 +16489,20 @@ BLITZ_API void blitz_buf_release(blitz_buf *b) {
  *   cancel:   ASYNC_CANCEL first, while the record is surely alive (the
  *             completion cannot free it before ABANDONED is set), then
  *             INFLIGHT -> INFLIGHT|ABANDONED; a record already DONE is the
- *             caller's to free. */
+ *             caller's to free.
+ *
+ * Whole-file ops (WRITE_FILE, READ_FILE) are one submission of linked
+ * SQEs on a direct descriptor: the ring's sparse registered file table
+ * (set up with the ring, when the kernel has direct opens: 5.15) holds
+ * the opened file, so no descriptor ever enters the process. The slot
+ * is picked here, not by the kernel (IORING_FILE_INDEX_ALLOC tells it
+ * only in the OPENAT's CQE, too late for the linked SQEs that use it);
+ * `slots` in each ring marks those taken. Every link is a HARDLINK:
+ * each step runs whatever the one before returned (a failed open leaves
+ * the slot empty, so the steps after it fail with EBADF), hence the
+ * CLOSE always runs and every step posts its CQE, even when a cancel
+ * cut one short. Each CQE lands in link_res[step]; the last of them
+ * (`due`) completes the record as above, after giving the slot back. */
 /* src/io/io.h already included */
 #if BLITZ__HAS_IO /* POSIX only until the IOCP backend (platform.h) */
 
@@ -16468,6 +16526,17 @@ BLITZ_API void blitz_buf_release(blitz_buf *b) {
 #define BLITZ__IOP_SYMLINKAT 38u
 #define BLITZ__IOP_LINKAT    39u
 #define BLITZ__IOP_FTRUNCATE 55u
+
+#ifndef IOSQE_FIXED_FILE
+#define IOSQE_FIXED_FILE (1U << 0)
+#endif
+#ifndef IOSQE_IO_HARDLINK
+#define IOSQE_IO_HARDLINK (1U << 3)
+#endif
+#define BLITZ__IOREG_FILES        2u
+#define BLITZ__IOREG_FILES_UPDATE 6u
+#define BLITZ__IOP_LINKAT_MIN     39u /* came with direct descriptors (5.15) */
+#define BLITZ__UF_SLOTS           256u
 
 #ifndef AT_EMPTY_PATH
 #define AT_EMPTY_PATH 0x1000 /* Linux's, hidden without _GNU_SOURCE */
@@ -16541,6 +16610,88 @@ BLITZ_PRIVATE void blitz__ufile_probe(blitz__io *io, const void *probe) {
         if (code <= p->last_op && (p->ops[code].flags & IO_URING_OP_SUPPORTED))
             io->uf_ops |= 1u << op;
     }
+    uint32_t need =
+        1u << BLITZ__UF_OPEN | 1u << BLITZ__UF_CLOSE | 1u << BLITZ__UF_READ | 1u << BLITZ__UF_WRITE;
+    /* Older kernels ignore an OPENAT's file_index and would hand back a
+     * plain descriptor: direct opens only from 5.15, which has LINKAT. */
+    if ((io->uf_ops & need) == need && (io->uf_ops >> BLITZ__UF_LINK & 1u))
+        io->uf_ops |= 1u << BLITZ__UF_WRITE_FILE | 1u << BLITZ__UF_READ_FILE;
+}
+
+/* Each new ring: the sparse file table the chains open into. Without
+ * it (a kernel refusing the table) the whole-file ops stay pool jobs. */
+BLITZ_PRIVATE void blitz__ufile_ring_init(blitz__io *io, int ring_fd) {
+    uint32_t chains = 1u << BLITZ__UF_WRITE_FILE | 1u << BLITZ__UF_READ_FILE;
+    if (!(io->uf_ops & chains))
+        return;
+    int32_t fds[BLITZ__UF_SLOTS];
+    for (uint32_t i = 0; i < BLITZ__UF_SLOTS; i++)
+        fds[i] = -1;
+    if (syscall(SYS_io_uring_register, ring_fd, BLITZ__IOREG_FILES, fds, BLITZ__UF_SLOTS) < 0)
+        io->uf_ops &= ~chains;
+}
+
+/* A free slot of `r`'s table, or -1. Acquire pairs with the release of
+ * the slot's previous user, after its CLOSE's CQE. */
+static int blitz__ufile_slot_get(blitz__ring *r) {
+    for (int w = 0; w < 4; w++) {
+        uint64_t v = blitz__u64_load(&r->slots[w], BLITZ__RELAXED);
+        while (~v) {
+            int bit = __builtin_ctzll(~v);
+            if (blitz__u64_cas(&r->slots[w], &v, v | (uint64_t)1 << bit, BLITZ__ACQUIRE))
+                return w * 64 + bit;
+        }
+    }
+    return -1;
+}
+
+static void blitz__ufile_slot_put(blitz__ring *r, int slot) {
+    blitz__u64_fetch_and(&r->slots[slot / 64], ~((uint64_t)1 << (slot % 64)), BLITZ__RELEASE);
+}
+
+/* Direct descriptor `slot` (+1: 0 is "none") in the SQE's file_index,
+ * which older uapi headers do not name. */
+static void blitz__ufile_set_index(struct io_uring_sqe *sqe, int slot) {
+    uint32_t v = (uint32_t)slot + 1u;
+    _Static_assert(sizeof(struct io_uring_sqe) == 64, "the SQE's layout");
+    memcpy((char *)sqe + 44, &v, sizeof v);
+}
+
+/* The SQEs of a whole-file chain in slot u->slot; returns their count. */
+static uint32_t blitz__ufile_fill_chain(struct io_uring_sqe *q, blitz__ufile *u) {
+    uint32_t n = 0;
+    memset(q, 0, sizeof(struct io_uring_sqe) * BLITZ__UF_LINKS);
+    q[n].opcode = BLITZ__IOP_OPENAT;
+    q[n].fd = AT_FDCWD;
+    q[n].addr = (uint64_t)(uintptr_t)u->path;
+    q[n].len = u->mode;
+    q[n].rw_flags = u->flags; /* O_CLOEXEC is EINVAL for a direct open */
+    blitz__ufile_set_index(&q[n++], u->slot);
+    q[n].opcode = u->op == BLITZ__UF_READ_FILE ? BLITZ__IOP_READ : BLITZ__IOP_WRITE;
+    q[n].fd = u->slot;
+    q[n].flags = IOSQE_FIXED_FILE;
+    q[n].addr = (uint64_t)(uintptr_t)u->buf;
+    q[n].len = (uint32_t)(u->len > 0x7ffff000u ? 0x7ffff000u : u->len);
+    q[n++].off = (uint64_t)u->off;
+    if (u->op == BLITZ__UF_READ_FILE) {
+        /* At the file position the first read left: 0 says the end was
+         * reached, as a read loop learns it (a stat's size would not do
+         * for /proc's files, and STATX always waits for a kernel worker). */
+        q[n].opcode = BLITZ__IOP_READ;
+        q[n].fd = u->slot;
+        q[n].flags = IOSQE_FIXED_FILE;
+        q[n].addr = (uint64_t)(uintptr_t)u->stx;
+        q[n].len = (uint32_t)sizeof u->stx;
+        q[n++].off = (uint64_t)-1;
+    }
+    q[n].opcode = BLITZ__IOP_CLOSE;
+    blitz__ufile_set_index(&q[n++], u->slot);
+    for (uint32_t i = 0; i < n; i++) {
+        if (i + 1 < n)
+            q[i].flags |= IOSQE_IO_HARDLINK;
+        q[i].user_data = (uint64_t)(uintptr_t)&u->link[i] | BLITZ__UD_FILE;
+    }
+    return n;
 }
 
 static void blitz__ufile_fill(struct io_uring_sqe *sqe, blitz__ufile *u) {
@@ -16629,8 +16780,21 @@ BLITZ_PRIVATE int blitz__ufile_submit(blitz_cx *cx, blitz__ufile *u) {
         return BLITZ_ESHUTDOWN;
     int batches = 0;
     blitz__ring *r = blitz__uring_mine(io, &batches);
-    struct io_uring_sqe sqe;
-    blitz__ufile_fill(&sqe, u);
+    struct io_uring_sqe sqe[BLITZ__UF_LINKS];
+    uint32_t n = 1;
+    u->slot = -1;
+    if (u->op == BLITZ__UF_WRITE_FILE || u->op == BLITZ__UF_READ_FILE) {
+        if ((u->slot = blitz__ufile_slot_get(r)) < 0)
+            return BLITZ_EBUSY;
+        n = blitz__ufile_fill_chain(sqe, u);
+    } else {
+        blitz__ufile_fill(sqe, u);
+    }
+    /* Release, with the completion's acquire of the entry: its thread
+     * finds the record through it before it can read `state`. */
+    for (uint32_t i = 0; i < n; i++)
+        blitz__u64_store(&u->link[i], (uint64_t)(uintptr_t)u, BLITZ__RELEASE);
+    blitz__u32_store(&u->due, n, BLITZ__RELAXED);
     blitz_waker mine = blitz_cx_waker(cx);
     u->io = io;
     u->ring = r->index;
@@ -16648,8 +16812,11 @@ BLITZ_PRIVATE int blitz__ufile_submit(blitz_cx *cx, blitz__ufile *u) {
     blitz__context *ctx = blitz__context_get();
     if (r == io->shared && ctx && ctx->files_reaper && ctx->rt == io->rt)
         blitz__uring_files_mute(io);
-    int rc = blitz__uring_queue(r, &sqe, !batches);
+    int rc =
+        n == 1 ? blitz__uring_queue(r, sqe, !batches) : blitz__uring_queue_n(r, sqe, n, !batches);
     if (rc != BLITZ_OK) {
+        if (u->slot >= 0)
+            blitz__ufile_slot_put(r, u->slot);
         if (r == io->shared)
             blitz__u32_fetch_sub(&io->shared_files, 1, BLITZ__RELAXED);
         blitz__u32_fetch_sub(&r->files, 1, BLITZ__RELAXED);
@@ -16661,8 +16828,28 @@ BLITZ_PRIVATE int blitz__ufile_submit(blitz_cx *cx, blitz__ufile *u) {
 }
 
 /* The completion of `u`, on the reaping thread. */
-BLITZ_PRIVATE void blitz__ufile_complete(blitz__io *io, blitz__ufile *u, int32_t res) {
+BLITZ_PRIVATE void blitz__ufile_complete(blitz__io *io, blitz__ufile *at, int32_t res) {
+    blitz__atomic_u64 *lp = (blitz__atomic_u64 *)(void *)at;
+    blitz__ufile *u = (blitz__ufile *)(uintptr_t)blitz__u64_load(lp, BLITZ__ACQUIRE);
     (void)blitz__u32_load(&u->state, BLITZ__ACQUIRE);
+    u->link_res[lp - u->link] = res;
+    /* Acq_rel: the last CQE of a chain sees the others' link_res. */
+    if (blitz__u32_fetch_sub(&u->due, 1, BLITZ__ACQ_REL) != 1)
+        return;
+    if (u->slot >= 0) {
+        blitz__ring *r = &io->rings[u->ring];
+        int32_t closed = u->link_res[u->op == BLITZ__UF_READ_FILE ? 3 : 2];
+        /* An opened file whose CLOSE failed: empty its slot here. */
+        if (u->link_res[0] >= 0 && closed < 0) {
+            int32_t none = -1;
+            struct {
+                uint32_t offset, resv;
+                uint64_t fds;
+            } up = {(uint32_t)u->slot, 0, (uint64_t)(uintptr_t)&none};
+            (void)syscall(SYS_io_uring_register, r->fd, BLITZ__IOREG_FILES_UPDATE, &up, 1);
+        }
+        blitz__ufile_slot_put(r, u->slot);
+    }
     blitz_waker w = u->waker;
     u->res = res;
     if (u->ring == io->shared->index)
@@ -16727,6 +16914,10 @@ BLITZ_PRIVATE void blitz__ufile_stat(const blitz__ufile *u, struct stat *st) {
 BLITZ_PRIVATE void blitz__ufile_probe(blitz__io *io, const void *probe) {
     (void)probe;
     io->uf_ops = 0;
+}
+BLITZ_PRIVATE void blitz__ufile_ring_init(blitz__io *io, int ring_fd) {
+    (void)io;
+    (void)ring_fd;
 }
 BLITZ_PRIVATE int blitz__ufile_can(blitz_runtime *rt, int op) {
     (void)rt;
@@ -26457,10 +26648,22 @@ static int blitz__fs_native_op(blitz_runtime *rt, const blitz__fs_rec *f) {
     case BLITZ__FS_FALLOCATE:
         op = BLITZ__UF_FALLOCATE;
         break;
+    case BLITZ__FS_READ_FILE:
+        op = BLITZ__UF_READ_FILE;
+        break;
+    case BLITZ__FS_WRITE_FILE:
+        op = BLITZ__UF_WRITE_FILE;
+        break;
     default:
         return 0;
     }
     if (!op || !blitz__ufile_can(rt, op))
+        return 0;
+    /* A whole-file write only where the path names a regular file, a
+     * directory (EISDIR) or nothing, for the same reason as a write's. */
+    struct stat pst;
+    if (op == BLITZ__UF_WRITE_FILE && stat(f->path, &pst) == 0 && !S_ISREG(pst.st_mode) &&
+        !S_ISDIR(pst.st_mode))
         return 0;
     if (op == BLITZ__UF_WRITE || (op == BLITZ__UF_READ && f->off >= 0)) {
         struct stat st;
@@ -26478,9 +26681,27 @@ static void blitz__fs_native_discard(blitz__ufile *u) {
     blitz__pool_rec_free(&f->base);
 }
 
+/* What a whole-file read reads on the ring: a file whose end its second
+ * read finds needs nothing else; any other (larger, or giving its data
+ * in pieces like some of /proc's) is read again by a pool job. */
+#define BLITZ__FS_RING_READ 16384u
+
 /* (Re)submits the record's request; a write continues after `done`. */
 static int blitz__fs_native_submit(blitz_cx *cx, blitz__fs_rec *f) {
     blitz__ufile *u = &f->uf;
+    if (f->kind == BLITZ__FS_WRITE_FILE || f->kind == BLITZ__FS_READ_FILE) {
+        int w = f->kind == BLITZ__FS_WRITE_FILE;
+        /* A write_file cut short goes on in the same file, reopened. */
+        u->flags = w ? O_WRONLY | (f->done ? 0 : O_CREAT | O_TRUNC) : O_RDONLY;
+        u->mode = 0666;
+        u->path = f->path;
+        u->off = w ? (int64_t)f->done : -1;
+        if (!w && !f->buf && !(f->buf = blitz__malloc(BLITZ__FS_RING_READ + 1)))
+            return BLITZ_ENOMEM;
+        u->buf = w && f->buf ? (char *)f->buf + f->done : f->buf;
+        u->len = w ? f->len - f->done : BLITZ__FS_RING_READ;
+        return blitz__ufile_submit(cx, u);
+    }
     u->fd = f->fd;
     u->flags = f->flags;
     u->mode = f->mode;
@@ -26494,12 +26715,57 @@ static int blitz__fs_native_submit(blitz_cx *cx, blitz__fs_rec *f) {
     return blitz__ufile_submit(cx, u);
 }
 
+static int64_t blitz__fs_kerr(int32_t res) {
+    return blitz__from_errno(-res);
+}
+
+/* A whole-file chain's result from its steps' (open, write or two
+ * reads, close), as the pool's calls would answer; *again: go on (a
+ * short write, EINTR); *pool: read it again on a pool thread. */
+static int64_t blitz__fs_chain_result(blitz__fs_rec *f, int *again, int *pool) {
+    const int32_t *r = f->uf.link_res;
+    int w = f->kind == BLITZ__FS_WRITE_FILE;
+    int32_t io = r[1] < 0 || w ? r[1] : r[2] < 0 ? r[2] : r[1], closed = r[w ? 2 : 3];
+    if (r[0] < 0 || io < 0) {
+        int32_t e = r[0] < 0 ? r[0] : io;
+        *again = e == -EINTR;
+        return blitz__fs_kerr(e);
+    }
+    if (closed < 0 && closed != -EINTR)
+        return blitz__fs_kerr(closed);
+    if (w) {
+        if (io == 0 && f->done < f->len)
+            return BLITZ_EIO;
+        f->done += (size_t)io;
+        *again = f->done < f->len;
+        return (int64_t)f->done;
+    }
+    if (r[2] != 0 || (uint32_t)io >= BLITZ__FS_RING_READ) {
+        *pool = 1;
+        return 0;
+    }
+    char *data = (char *)f->buf;
+    data[io] = '\0';
+    f->data = data;
+    f->buf = NULL;
+    return io;
+}
+
 /* A native record's completion: 1 when the result is final (in
- * f->result), 0 when the rest was submitted again. */
+ * f->result) or the record was given to the pool (f->native cleared), 0
+ * when the rest was submitted again. */
 static int blitz__fs_native_finish(blitz_cx *cx, blitz__fs_rec *f) {
     int64_t res = f->uf.res;
-    int again = 0;
-    if (res == BLITZ_EINTR && f->kind != BLITZ__FS_CLOSE) {
+    int again = 0, pool = 0;
+    if (f->uf.op == BLITZ__UF_WRITE_FILE || f->uf.op == BLITZ__UF_READ_FILE) {
+        res = blitz__fs_chain_result(f, &again, &pool);
+        if (pool) {
+            blitz__free(f->buf);
+            f->buf = NULL;
+            f->native = 0;
+            return 1;
+        }
+    } else if (res == BLITZ_EINTR && f->kind != BLITZ__FS_CLOSE) {
         again = 1;
     } else if (f->uf.op == BLITZ__UF_WRITE && res >= 0) {
         /* Short writes are continued, as a pool thread does. */
@@ -26550,6 +26816,13 @@ static blitz_poll blitz__fs_call(blitz_cx *cx, blitz_fs_op *f, const blitz__fs_r
         if (!blitz__ufile_done(&nat->uf) || !blitz__fs_native_finish(cx, nat))
             return blitz__pending(cx, blitz_fs_cancel, f);
         f->blitz__op.rec = NULL;
+        if (!nat->native) {
+            int rc;
+            if (blitz__pool_op_start(cx, &f->blitz__op, &nat->base, &rc) == BLITZ_PENDING)
+                return blitz__pending(cx, blitz_fs_cancel, f);
+            f->result = rc;
+            return BLITZ_READY;
+        }
         blitz__fs_take(f, nat);
         return BLITZ_READY;
     }
