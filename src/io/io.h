@@ -410,6 +410,6 @@ BLITZ_PRIVATE int blitz__ufile_cancel(blitz__ufile *u);
 BLITZ_PRIVATE void blitz__ufile_complete(blitz__io *io, blitz__ufile *u, int32_t res);
 BLITZ_PRIVATE void blitz__ufile_probe(blitz__io *io, const void *probe);
 BLITZ_PRIVATE void blitz__ufile_stat(const blitz__ufile *u, struct stat *st);
-BLITZ_PRIVATE void blitz__ufile_ring_init(blitz__io *io, int ring_fd);
+BLITZ_PRIVATE void blitz__ufile_ring_init(blitz__io *io, int ring_fd, uint32_t sq_entries);
 #endif /* BLITZ__HAS_IO */
 #endif

@@ -508,7 +508,7 @@ static int blitz__ring_init(blitz__io *io, blitz__ring *r, int coop) {
     if (rc == BLITZ_OK && r->index == 0)
         rc = blitz__uring_probe(io, fd);
     if (rc == BLITZ_OK)
-        blitz__ufile_ring_init(io, fd);
+        blitz__ufile_ring_init(io, fd, p.sq_entries);
     if (rc == BLITZ_OK) {
         io->skip_cancel_cqe = (p.features & IORING_FEAT_CQE_SKIP) != 0;
         r->sq_entries = p.sq_entries;

@@ -148,10 +148,16 @@ BLITZ_PRIVATE void blitz__ufile_probe(blitz__io *io, const void *probe) {
 
 /* Each new ring: the sparse file table the chains open into. Without
  * it (a kernel refusing the table) the whole-file ops stay pool jobs. */
-BLITZ_PRIVATE void blitz__ufile_ring_init(blitz__io *io, int ring_fd) {
+BLITZ_PRIVATE void blitz__ufile_ring_init(blitz__io *io, int ring_fd, uint32_t sq_entries) {
     uint32_t chains = 1u << BLITZ__UF_WRITE_FILE | 1u << BLITZ__UF_READ_FILE;
     if (!(io->uf_ops & chains))
         return;
+    /* A chain reaches the kernel whole: a ring smaller than the longest
+     * one (BLITZ_URING_ENTRIES) could never take it. */
+    if (sq_entries < BLITZ__UF_LINKS) {
+        io->uf_ops &= ~chains;
+        return;
+    }
     int32_t fds[BLITZ__UF_SLOTS];
     for (uint32_t i = 0; i < BLITZ__UF_SLOTS; i++)
         fds[i] = -1;
@@ -443,9 +449,10 @@ BLITZ_PRIVATE void blitz__ufile_probe(blitz__io *io, const void *probe) {
     (void)probe;
     io->uf_ops = 0;
 }
-BLITZ_PRIVATE void blitz__ufile_ring_init(blitz__io *io, int ring_fd) {
+BLITZ_PRIVATE void blitz__ufile_ring_init(blitz__io *io, int ring_fd, uint32_t sq_entries) {
     (void)io;
     (void)ring_fd;
+    (void)sq_entries;
 }
 BLITZ_PRIVATE int blitz__ufile_can(blitz_runtime *rt, int op) {
     (void)rt;
