@@ -11316,7 +11316,7 @@ BLITZ_PRIVATE int blitz__ufile_cancel(blitz__ufile *u);
 BLITZ_PRIVATE void blitz__ufile_complete(blitz__io *io, blitz__ufile *u, int32_t res);
 BLITZ_PRIVATE void blitz__ufile_probe(blitz__io *io, const void *probe);
 BLITZ_PRIVATE void blitz__ufile_stat(const blitz__ufile *u, struct stat *st);
-BLITZ_PRIVATE void blitz__ufile_ring_init(blitz__io *io, int ring_fd);
+BLITZ_PRIVATE void blitz__ufile_ring_init(blitz__io *io, int ring_fd, uint32_t sq_entries);
 #endif /* BLITZ__HAS_IO */
 #endif
 /* ====[ END src/io/io.h ]================================================== */
@@ -14711,7 +14711,7 @@ static int blitz__ring_init(blitz__io *io, blitz__ring *r, int coop) {
     if (rc == BLITZ_OK && r->index == 0)
         rc = blitz__uring_probe(io, fd);
     if (rc == BLITZ_OK)
-        blitz__ufile_ring_init(io, fd);
+        blitz__ufile_ring_init(io, fd, p.sq_entries);
     if (rc == BLITZ_OK) {
         io->skip_cancel_cqe = (p.features & IORING_FEAT_CQE_SKIP) != 0;
         r->sq_entries = p.sq_entries;
@@ -16620,10 +16620,16 @@ BLITZ_PRIVATE void blitz__ufile_probe(blitz__io *io, const void *probe) {
 
 /* Each new ring: the sparse file table the chains open into. Without
  * it (a kernel refusing the table) the whole-file ops stay pool jobs. */
-BLITZ_PRIVATE void blitz__ufile_ring_init(blitz__io *io, int ring_fd) {
+BLITZ_PRIVATE void blitz__ufile_ring_init(blitz__io *io, int ring_fd, uint32_t sq_entries) {
     uint32_t chains = 1u << BLITZ__UF_WRITE_FILE | 1u << BLITZ__UF_READ_FILE;
     if (!(io->uf_ops & chains))
         return;
+    /* A chain reaches the kernel whole: a ring smaller than the longest
+     * one (BLITZ_URING_ENTRIES) could never take it. */
+    if (sq_entries < BLITZ__UF_LINKS) {
+        io->uf_ops &= ~chains;
+        return;
+    }
     int32_t fds[BLITZ__UF_SLOTS];
     for (uint32_t i = 0; i < BLITZ__UF_SLOTS; i++)
         fds[i] = -1;
@@ -16915,9 +16921,10 @@ BLITZ_PRIVATE void blitz__ufile_probe(blitz__io *io, const void *probe) {
     (void)probe;
     io->uf_ops = 0;
 }
-BLITZ_PRIVATE void blitz__ufile_ring_init(blitz__io *io, int ring_fd) {
+BLITZ_PRIVATE void blitz__ufile_ring_init(blitz__io *io, int ring_fd, uint32_t sq_entries) {
     (void)io;
     (void)ring_fd;
+    (void)sq_entries;
 }
 BLITZ_PRIVATE int blitz__ufile_can(blitz_runtime *rt, int op) {
     (void)rt;
