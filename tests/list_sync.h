@@ -23,7 +23,7 @@
     X(sync_sem_stress_mt2, 30000)            \
     X(sync_sem_stress_mt4, 30000)            \
     X(sync_sem_stress_ct, 30000)             \
-    X(sync_sem_cancel_release_race, 30000)   \
+    X(sync_sem_cancel_release_race, 60000)   \
     X(sync_notify_cancel_race, 30000)        \
     X(sync_rwlock_stress_mt2, 30000)         \
     X(sync_rwlock_stress_mt4, 30000)         \
