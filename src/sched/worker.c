@@ -157,8 +157,10 @@ static void blitz__worker_flush_deferred(blitz__worker *w) {
 }
 
 /* After NOTIFIED: behind everything already runnable here. After a yield:
- * deferred to the end of the tick. */
-BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx, int yielded) {
+ * deferred to the end of the tick. Inlined into the task harnesses, its
+ * one caller. */
+static BLITZ__ALWAYS_INLINE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx,
+                                                        int yielded) {
     blitz_runtime *rt = ctx->rt;
     if (rt != blitz__task_runtime(t) ||
         (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_PINNED)) {
@@ -327,8 +329,8 @@ static void blitz__worker_poll(blitz__worker *w, blitz__task *t, blitz__context 
         blitz__yield();
     blitz__lifo_poll_begin(w);
     blitz__paused_poll_begin(w->rt);
-    if (blitz__task_run(t, ctx))
-        BLITZ__STAT(blitz__u64_bump(&w->counters.polled, 1));
+    uint64_t ran = (uint64_t)blitz__task_run(t, ctx); /* 0: completed as cancelled */
+    BLITZ__STAT(blitz__u64_bump(&w->counters.polled, ran));
     blitz__paused_poll_end(w->rt);
 }
 
@@ -543,7 +545,7 @@ static void *blitz__worker_main(void *arg) {
     ctx.cache = &w->cache;
     ctx.counters = &w->counters;
     ctx.worker_index = (int)w->index;
-    ctx.stall = rt->stall_slots ? &rt->stall_slots[w->index] : NULL;
+    blitz__context_set_stall(&ctx, rt->stall_slots ? &rt->stall_slots[w->index] : NULL);
     blitz__context_set(&ctx);
     /* Linux keeps 15 characters of a thread's name: "blitz-worker-63"
      * fits (the modulo only bounds the number for the compiler). */
