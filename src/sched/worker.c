@@ -111,16 +111,22 @@ BLITZ_PRIVATE void blitz__wake_batch_end(void) {
         blitz__idle_notify_parked(w->rt);
 }
 
+/* A woken pinned task: its thread polls it. Out of line, so that the
+ * common wake keeps few registers. */
+static BLITZ__NOINLINE void blitz__task_schedule_pinned(blitz_runtime *rt) {
+    /* Counted runnable until its thread starts polling it (the paused
+     * clock must not jump meanwhile). */
+    blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
+    blitz__wake_thread_joiners(rt);
+    /* Its thread may wait in the file ring instead (blitz__block_on). */
+    blitz__io_poke_files(rt);
+}
+
 BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t) {
     blitz_runtime *rt = blitz__task_runtime(t);
     /* Relaxed: PINNED never changes after spawn. */
     if (BLITZ__UNLIKELY(blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_PINNED)) {
-        /* Counted runnable until its thread starts polling it (the paused
-         * clock must not jump meanwhile). */
-        blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
-        blitz__wake_thread_joiners(rt);
-        /* Its thread may wait in the file ring instead (blitz__block_on). */
-        blitz__io_poke_files(rt);
+        blitz__task_schedule_pinned(rt);
         return;
     }
     blitz__context *ctx = blitz__context_get();
