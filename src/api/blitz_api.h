@@ -328,11 +328,9 @@ struct blitz__coro_site {
 #else
 #define BLITZ__TLS _Thread_local
 #endif
-#ifdef BLITZ_STATIC
-static BLITZ__TLS struct blitz__coro_site blitz__coro_note;
-#else
-extern BLITZ__TLS struct blitz__coro_site blitz__coro_note;
-#endif
+/* Declared with BLITZ_API, so a shared library that exports blitz's
+ * functions exports it too. */
+BLITZ_API BLITZ__TLS struct blitz__coro_site blitz__coro_note;
 /* BLITZ_BEGIN declares the names the other macros use, so one used outside
  * BLITZ_BEGIN ... BLITZ_END fails with "blitz_AWAIT_needs_BLITZ_BEGIN
  * undeclared" rather than with a stray case label. Enumerators are no

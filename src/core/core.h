@@ -284,7 +284,7 @@ struct blitz_runtime {
     /* ---- observation (runtime/dump.c) ---- */
     blitz__atomic_u64 id_ranges; /* task ids handed to caches so far */
     /* Where the tasks of each poll function keep their resume point
-     * (blitz_coro_site). */
+     * (blitz__coro_note_take). */
     blitz__site_entry sites[BLITZ__SITES];
     struct blitz__stall *stall; /* the stall watchdog, or NULL */
     /* Its slots: one per worker (index), or one for the current-thread
