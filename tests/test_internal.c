@@ -220,28 +220,28 @@ BLITZ_TEST(task_state_wake_during_running) {
     CHECK(blitz__u64_load(&t.state, BLITZ__RELAXED) & BLITZ__TASK_NOTIFIED);
     CHECK_EQ(blitz__state_wake(&t), BLITZ__WAKE_NOTHING);
     /* ...and going idle turns it into a reschedule, clearing the bit. */
-    CHECK_EQ(blitz__state_to_idle(&t, 0), 1);
+    CHECK_EQ(blitz__state_to_idle(&t, 0, NULL), 1);
     uint64_t s = blitz__u64_load(&t.state, BLITZ__RELAXED);
     CHECK_EQ(blitz__lifecycle(s), BLITZ__LC_SCHEDULED);
     CHECK(!(s & BLITZ__TASK_NOTIFIED));
     /* Without a wake it goes idle; the next wake schedules it once. */
     CHECK_EQ(blitz__state_to_running(&t), BLITZ__RUN_POLL);
-    CHECK_EQ(blitz__state_to_idle(&t, 0), 0);
+    CHECK_EQ(blitz__state_to_idle(&t, 0, NULL), 0);
     CHECK_EQ(blitz__state_wake(&t), BLITZ__WAKE_SCHEDULE);
     CHECK_EQ(blitz__state_wake(&t), BLITZ__WAKE_NOTHING);
     /* A yield reschedules without a wake. */
     CHECK_EQ(blitz__state_to_running(&t), BLITZ__RUN_POLL);
-    CHECK_EQ(blitz__state_to_idle(&t, 1), 1);
+    CHECK_EQ(blitz__state_to_idle(&t, 1, NULL), 1);
     /* Shielded cancel is deferred until the shield drops. */
     CHECK_EQ(blitz__state_to_running(&t), BLITZ__RUN_POLL);
     CHECK_OK(blitz__state_shield(&t, 1));
     CHECK_EQ(blitz__state_cancel(&t), 0);
-    CHECK_EQ(blitz__state_to_idle(&t, 0), 0);
+    CHECK_EQ(blitz__state_to_idle(&t, 0, NULL), 0);
     CHECK_EQ(blitz__state_wake(&t), BLITZ__WAKE_SCHEDULE);
     CHECK_EQ(blitz__state_to_running(&t), BLITZ__RUN_POLL);
     CHECK_OK(blitz__state_shield(&t, -1));
     CHECK_EQ(blitz__state_shield(&t, -1), BLITZ_ERANGE);
-    CHECK_EQ(blitz__state_to_idle(&t, 0), 1); /* due now: run again to cancel */
+    CHECK_EQ(blitz__state_to_idle(&t, 0, NULL), 1); /* due now: run again to cancel */
     CHECK_EQ(blitz__state_to_running(&t), BLITZ__RUN_CANCEL);
     int dropped;
     uint64_t prev = blitz__state_complete(&t, 1, &dropped);

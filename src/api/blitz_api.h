@@ -310,19 +310,43 @@ BLITZ_API blitz_waker blitz_waker_noop(void);
  * ------------------------------------------------------------------------- */
 
 #define BLITZ_CORO int blitz__resume
+/* Where a coroutine's first BLITZ_BEGIN on a thread leaves its resume int
+ * and file for the runtime, which takes them after the poll: once per
+ * poll function, blitz_runtime_dump then prints the file:line each of its
+ * tasks waits at. Two stores, no call: a call would make every poll
+ * function keep its arguments in saved registers on every poll. The
+ * outermost BEGIN of a poll counts (a nested one finds the note taken). */
+struct blitz__coro_site {
+    const int *resume;
+    const char *file;
+};
+#if defined(_MSC_VER)
+#define BLITZ__TLS __declspec(thread)
+#elif defined(__cplusplus)
+/* Not thread_local: C++ reaches an extern one through a wrapper call. */
+#define BLITZ__TLS __thread
+#else
+#define BLITZ__TLS _Thread_local
+#endif
+/* Declared with BLITZ_API, so a shared library that exports blitz's
+ * functions exports it too. */
+BLITZ_API BLITZ__TLS struct blitz__coro_site blitz__coro_note;
 /* BLITZ_BEGIN declares the names the other macros use, so one used outside
  * BLITZ_BEGIN ... BLITZ_END fails with "blitz_AWAIT_needs_BLITZ_BEGIN
  * undeclared" rather than with a stray case label. Enumerators are no
  * variables: resume points may jump past them, in C++ too. */
-#define BLITZ_BEGIN(s)                                  \
-    switch ((s)->blitz__resume) {                       \
-    case 0:;                                            \
-        blitz_coro_site(&(s)->blitz__resume, __FILE__); \
-        enum {                                          \
-            blitz_AWAIT_needs_BLITZ_BEGIN = 0,          \
-            blitz_YIELD_needs_BLITZ_BEGIN = 0,          \
-            blitz_RETURN_needs_BLITZ_BEGIN = 0,         \
-            blitz_END_needs_BLITZ_BEGIN = 0             \
+#define BLITZ_BEGIN(s)                                     \
+    switch ((s)->blitz__resume) {                          \
+    case 0:;                                               \
+        if (!blitz__coro_note.resume) {                    \
+            blitz__coro_note.resume = &(s)->blitz__resume; \
+            blitz__coro_note.file = __FILE__;              \
+        }                                                  \
+        enum {                                             \
+            blitz_AWAIT_needs_BLITZ_BEGIN = 0,             \
+            blitz_YIELD_needs_BLITZ_BEGIN = 0,             \
+            blitz_RETURN_needs_BLITZ_BEGIN = 0,            \
+            blitz_END_needs_BLITZ_BEGIN = 0                \
         }
 /* Re-evaluates `expr` (a blitz_poll expression) on every resumption until it
  * is BLITZ_READY. */
@@ -382,11 +406,6 @@ BLITZ_API blitz_waker blitz_waker_noop(void);
 /* What BLITZ_END calls in a debug build on a bad resume point: prints it
  * with the poll function's file, line and name to stderr and aborts. */
 BLITZ_API void blitz_coro_bad_resume(const char *file, int line, const char *func, int resume);
-/* What BLITZ_BEGIN calls on a task's first poll: records, once per poll
- * function, where its tasks keep their resume point and in which file it
- * is, so that blitz_runtime_dump can print the file:line each task waits
- * at (the outermost BLITZ_BEGIN of the task counts). */
-BLITZ_API void blitz_coro_site(const int *resume, const char *file);
 
 /* ---------------------------------------------------------------------------
  * Runtime

@@ -126,8 +126,13 @@ struct blitz__context {
     blitz__worker *worker; /* NULL on the current-thread driver and on helpers */
     int ct_driver;         /* this thread drives rt (current-thread flavour) */
     blitz__task *current;  /* the task being polled, or NULL */
-    /* Polls until the next observed one (blitz__task_run's slow path, which
-     * sets it again from the runtime's settings). */
+    /* How this thread runs a task (blitz__task_run): the plain harness, or,
+     * when the runtime has poll hooks or metrics or this thread has a stall
+     * watchdog slot, the observing one. Chosen with the context, so a
+     * plain poll tests nothing for observability. */
+    int (*run)(blitz__task *t, struct blitz__context *ctx);
+    /* Polls until the next observed one (the observing harness's slow
+     * path, which sets it again from the runtime's settings). */
     uint32_t poll_countdown;
     uint32_t poll_seq; /* observed polls here, for sampling under poll hooks */
     /* A block_on thread polling its task: it waits in the shared ring for
@@ -158,22 +163,6 @@ typedef struct blitz__stall_slot {
     blitz__atomic_u32 line;
     uint64_t reported_since; /* the watchdog's own: a stall is reported once */
 } blitz__stall_slot;
-
-/* A context for `rt` that owns no cache and is no worker. */
-static inline void blitz__context_init(blitz__context *c, blitz_runtime *rt) {
-    c->rt = rt;
-    c->worker = NULL;
-    c->ct_driver = 0;
-    c->files_reaper = 0;
-    c->current = NULL;
-    c->cache = NULL;
-    c->counters = NULL;
-    c->worker_index = -1;
-    c->poll_countdown = 1;
-    c->poll_seq = 0;
-    c->clock_ns = 0;
-    c->stall = NULL;
-}
 
 /* The poll context handed to poll functions. A context with no task polls
  * an op for a plain thread (blitz_op_run_blocking) or for a runtime-internal
@@ -295,7 +284,7 @@ struct blitz_runtime {
     /* ---- observation (runtime/dump.c) ---- */
     blitz__atomic_u64 id_ranges; /* task ids handed to caches so far */
     /* Where the tasks of each poll function keep their resume point
-     * (blitz_coro_site). */
+     * (blitz__coro_note_take). */
     blitz__site_entry sites[BLITZ__SITES];
     struct blitz__stall *stall; /* the stall watchdog, or NULL */
     /* Its slots: one per worker (index), or one for the current-thread
@@ -321,6 +310,42 @@ struct blitz_runtime {
     uint32_t poll_sample_mask; /* one poll in mask + 1 is timed */
     blitz_hooks hooks;
 };
+
+/* ---- thread contexts (continued) ------------------------------------------- */
+
+/* The task harnesses (task.c); blitz__context.run holds one. */
+BLITZ_PRIVATE int blitz__task_run_plain(blitz__task *t, blitz__context *ctx);
+BLITZ_PRIVATE int blitz__task_run_observed(blitz__task *t, blitz__context *ctx);
+
+/* A context for `rt` that owns no cache and is no worker. */
+static inline void blitz__context_init(blitz__context *c, blitz_runtime *rt) {
+    c->rt = rt;
+    c->run = rt && rt->observe ? blitz__task_run_observed : blitz__task_run_plain;
+    c->worker = NULL;
+    c->ct_driver = 0;
+    c->files_reaper = 0;
+    c->current = NULL;
+    c->cache = NULL;
+    c->counters = NULL;
+    c->worker_index = -1;
+    c->poll_countdown = 1;
+    c->poll_seq = 0;
+    c->clock_ns = 0;
+    c->stall = NULL;
+}
+
+/* Gives the thread of `c` its stall watchdog slot (NULL: none). */
+static inline void blitz__context_set_stall(blitz__context *c, blitz__stall_slot *slot) {
+    c->stall = slot;
+    if (slot)
+        c->run = blitz__task_run_observed;
+}
+
+/* Runs a SCHEDULED task once on the calling thread (context `ctx`): polls
+ * it, or completes it as cancelled. Returns 1 when the poll function ran. */
+static inline int blitz__task_run(blitz__task *t, blitz__context *ctx) {
+    return ctx->run(t, ctx);
+}
 
 /* Appends `t` to an intrusive FIFO (head, tail) linked through `next`. A
  * task is in at most one such list: it is SCHEDULED and in no queue. */

@@ -42,6 +42,12 @@ static blitz_waker blitz__join_waker_take(blitz__task *t, uint64_t s) {
  * returns the state bits that name it; 0 with nothing stored when a heap
  * copy was needed and memory ran out. */
 static uint64_t blitz__join_waker_put(blitz__task *t, const blitz_waker *w) {
+    /* The common joiner, a task: its waker's clone, without the calls. */
+    if (BLITZ__LIKELY(w->vtable == &blitz__task_waker_vtable)) {
+        blitz__task_ref((blitz__task *)(uintptr_t)w->data);
+        t->join_data = w->data;
+        return BLITZ__TASK_JOIN_WAKER;
+    }
     blitz_waker c = blitz_waker_clone(w);
     uint32_t vt = blitz__join_vtable_index(t, c.vtable);
     if (vt == BLITZ__JOIN_VT_BOXED) {
@@ -59,7 +65,11 @@ static uint64_t blitz__join_waker_put(blitz__task *t, const blitz_waker *w) {
 }
 
 BLITZ_PRIVATE void blitz__join_wake(blitz__task *t, uint64_t prev) {
-    blitz_waker_wake(blitz__join_waker_take(t, prev));
+    /* The common joiner, a task: its waker's wake, without the look-up. */
+    if (BLITZ__LIKELY(blitz__join_vt_of(prev) == 0))
+        blitz__waker_wake_fn(t->join_data);
+    else
+        blitz_waker_wake(blitz__join_waker_take(t, prev));
 }
 
 BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *h) {

@@ -367,6 +367,46 @@ static inline const char *blitz__site_file(uint64_t site) {
     return (const char *)(uintptr_t)(site & (((uint64_t)1 << 48) - 1));
 }
 
+/* ---- coroutine sites -----------------------------------------------------------
+ * BLITZ_BEGIN leaves a note (blitz__coro_note) on a coroutine's first poll;
+ * the harness takes it after the poll. The first note for a poll function
+ * whose resume int lies in the task's own block records the site of every
+ * task of that function: only such a one can be read back by a dump. */
+
+#ifndef BLITZ_STATIC
+BLITZ__TLS struct blitz__coro_site blitz__coro_note;
+#endif
+
+/* Whether the int at `r` lies in the state part of t's block. Compared as
+ * integers: `r` may point anywhere. */
+static inline int blitz__in_state(blitz__task *t, const int *r) {
+    uintptr_t p = (uintptr_t)r, state = (uintptr_t)blitz__task_state_ptr(t);
+    return p >= state && p + sizeof(int) <= (uintptr_t)t + blitz__block_size(t);
+}
+
+/* Takes the note left during t's poll. One in the block of the task whose
+ * poll polled t (the thread's current task again) is left for that task's
+ * harness; any other that is not t's is dropped, so a note never outlives
+ * the poll it was left in by more than the next poll on the thread. */
+static BLITZ__NOINLINE void blitz__coro_note_take(blitz__task *t) {
+    const int *resume = blitz__coro_note.resume;
+    blitz__task *outer = blitz__context_get()->current;
+    if (!blitz__in_state(t, resume)) {
+        if (!outer || !blitz__in_state(outer, resume))
+            blitz__coro_note.resume = NULL;
+        return;
+    }
+    blitz__coro_note.resume = NULL;
+    blitz_runtime *rt = blitz__task_runtime(t);
+    uint64_t off = (uint64_t)((uintptr_t)resume - (uintptr_t)blitz__task_state_ptr(t)) + 1;
+    uint64_t f = (uint64_t)(uintptr_t)blitz__coro_note.file;
+    if (off > 0xffffu || f >> 48 || blitz__site_find(rt, t->poll, 0))
+        return;
+    blitz__site_entry *e = blitz__site_find(rt, t->poll, 1);
+    if (e)
+        blitz__u64_store(&e->site, f | off << 48, BLITZ__RELEASE);
+}
+
 /* The stall watchdog's view of a poll about to start (see
  * blitz__stall_slot); only when the watchdog runs. */
 static void blitz__stall_begin(blitz__stall_slot *slot, blitz__task *t) {
@@ -383,9 +423,9 @@ static void blitz__stall_begin(blitz__stall_slot *slot, blitz__task *t) {
     blitz__u64_store(&slot->since, now ? now : 1, BLITZ__RELEASE);
 }
 
-/* A poll whose countdown ran out: observed as the runtime's settings ask
- * (hooks, a timed poll, the stall watchdog's slot), with the countdown
- * set for the next one. */
+/* A poll of the observing harness whose countdown ran out: observed as the
+ * runtime's settings ask (hooks, a timed poll, the stall watchdog's slot),
+ * with the countdown set for the next one. */
 static BLITZ__NOINLINE blitz_poll blitz__task_poll_counted_down(blitz__task *t, blitz_cx *cx) {
     blitz__context *ctx = cx->ctx;
     blitz_runtime *rt = ctx->rt;
@@ -409,9 +449,12 @@ static BLITZ__NOINLINE blitz_poll blitz__task_poll_counted_down(blitz__task *t, 
     return r;
 }
 
-/* Runs a SCHEDULED task once on the calling thread (context `ctx`): polls
- * it, or completes it as cancelled. Returns 1 when the poll function ran. */
-BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
+/* Runs a SCHEDULED task once (blitz__task_run), with the observing
+ * harness's one countdown per poll when `observed`: it reaches 0 once per
+ * timed poll with metrics alone, and at every poll with hooks or the
+ * watchdog. A coroutine's site note costs a poll one test. */
+static BLITZ__ALWAYS_INLINE int blitz__task_run_as(blitz__task *t, blitz__context *ctx,
+                                                   int observed) {
     if (blitz__state_to_running(t) == BLITZ__RUN_CANCEL) {
         blitz__task_finish(t, 1);
         return 0;
@@ -423,25 +466,26 @@ BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
     blitz__task *outer = ctx->current;
     ctx->current = t;
     t->pending_cancel = NULL;
-    /* Observability costs a poll one countdown: it reaches 0 once per
-     * 2^32 polls without hooks, metrics and the stall watchdog, once per
-     * timed poll with metrics alone, and at every poll with hooks or the
-     * watchdog. */
     blitz_poll r;
-    if (BLITZ__LIKELY(--ctx->poll_countdown != 0))
+    if (!observed || BLITZ__LIKELY(--ctx->poll_countdown != 0))
         r = t->poll(&cx, blitz__task_state_ptr(t));
     else
         r = blitz__task_poll_counted_down(t, &cx);
     ctx->current = outer;
-    if (r == BLITZ_READY) {
+    if (BLITZ__UNLIKELY(blitz__coro_note.resume != NULL))
+        blitz__coro_note_take(t);
+    if (r == BLITZ_READY)
         blitz__task_finish(t, 0);
-    } else {
-        /* Before the transition: from IDLE on, a waker may link the task. */
-        t->idle_since = ctx->clock_ns;
-        if (blitz__state_to_idle(t, cx.yielded))
-            blitz__task_reschedule(t, ctx, cx.yielded);
-    }
+    else if (blitz__state_to_idle(t, cx.yielded, &ctx->clock_ns))
+        blitz__task_reschedule(t, ctx, cx.yielded);
     return 1;
+}
+
+BLITZ_PRIVATE int blitz__task_run_plain(blitz__task *t, blitz__context *ctx) {
+    return blitz__task_run_as(t, ctx, 0);
+}
+BLITZ_PRIVATE int blitz__task_run_observed(blitz__task *t, blitz__context *ctx) {
+    return blitz__task_run_as(t, ctx, 1);
 }
 
 /* ---- poll-context accessors ---------------------------------------------------- */
@@ -469,31 +513,6 @@ BLITZ_API int blitz_cx_unshield(blitz_cx *cx) {
 }
 BLITZ_API uint64_t blitz_cx_task_id(blitz_cx *cx) {
     return cx && cx->task ? cx->task->id : 0;
-}
-
-/* BLITZ_BEGIN's first run in a task: the first task of each poll function
- * records the site for all of them (a coroutine nested in the task, whose
- * BEGIN runs later, finds it taken). Only a resume int inside the task's
- * own block can be read back by a dump. */
-BLITZ_API void blitz_coro_site(const int *resume, const char *file) {
-    blitz__context *c = blitz__context_get();
-    blitz__task *t = c ? c->current : NULL;
-    if (!t)
-        return;
-    blitz_runtime *rt = blitz__task_runtime(t);
-    if (blitz__site_find(rt, t->poll, 0))
-        return;
-    const char *state = (const char *)blitz__task_state_ptr(t);
-    const char *end = (const char *)t + blitz__block_size(t);
-    const char *r = (const char *)resume;
-    if (r < state || r + sizeof(int) > end)
-        return;
-    uint64_t off = (uint64_t)(r - state) + 1, f = (uint64_t)(uintptr_t)file;
-    if (off > 0xffffu || f >> 48)
-        return;
-    blitz__site_entry *e = blitz__site_find(rt, t->poll, 1);
-    if (e)
-        blitz__u64_store(&e->site, f | off << 48, BLITZ__RELEASE);
 }
 
 BLITZ_API int blitz_cx_worker(blitz_cx *cx) {

@@ -109,14 +109,19 @@ BLITZ_PRIVATE blitz__run_transition blitz__state_to_running(blitz__task *t) {
 
 /* After a poll returned PENDING: RUNNING -> IDLE, or RUNNING -> SCHEDULED
  * when it must run again (woken during the poll, yielded, or a cancel became
- * due). Returns 1 when the caller must reschedule the task. Acq_rel: the
- * release publishes the poll's writes to whoever wakes the task next; the
- * acquire pairs with a waker's release when NOTIFIED was set. */
-static inline int blitz__state_to_idle(blitz__task *t, int yielded) {
+ * due). Returns 1 when the caller must reschedule the task. Going IDLE, the
+ * task is stamped with *clock (the dump's idle time) unless `clock` is
+ * NULL: before the transition, as from IDLE on a waker may link it through
+ * the same slot. Acq_rel: the release publishes the poll's writes to
+ * whoever wakes the task next; the acquire pairs with a waker's release
+ * when NOTIFIED was set. */
+static inline int blitz__state_to_idle(blitz__task *t, int yielded, const uint64_t *clock) {
     uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
     for (;;) {
         BLITZ_ASSERT(blitz__lifecycle(s) == BLITZ__LC_RUNNING);
         int again = yielded || (s & BLITZ__TASK_NOTIFIED) || blitz__cancel_due(s);
+        if (!again && clock)
+            t->idle_since = *clock;
         uint64_t next = (s & ~(BLITZ__LC_MASK | BLITZ__TASK_NOTIFIED)) |
                         (again ? BLITZ__LC_SCHEDULED : BLITZ__LC_IDLE);
         if (blitz__u64_cas_weak(&t->state, &s, next, BLITZ__ACQ_REL))

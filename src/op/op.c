@@ -210,7 +210,12 @@ BLITZ_API int blitz_op_run_blocking(blitz_runtime *rt, blitz_op op) {
     blitz_cx cx;
     blitz_waker borrowed = {tp, &blitz__thread_waker_vtable};
     blitz__cx_init_waker(&cx, &ctx, borrowed);
-    while (op.poll(&cx, op.arg) == BLITZ_PENDING)
+    for (;;) {
+        blitz_poll r = op.poll(&cx, op.arg);
+        /* No task here to take a coroutine's site note. */
+        blitz__coro_note.resume = NULL;
+        if (r == BLITZ_READY)
+            return BLITZ_OK;
         blitz__parker_park(&tp->parker, 0);
-    return BLITZ_OK;
+    }
 }

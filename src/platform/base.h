@@ -147,8 +147,9 @@ _Static_assert(BLITZ_MAX_STATE_SIZE >= 1 && BLITZ_MAX_STATE_SIZE <= (1u << 30),
 #define BLITZ__LIKELY(x)   (x)
 #define BLITZ__UNLIKELY(x) (x)
 #define BLITZ__PRINTF(f, a)
-#define BLITZ__NOINLINE     __declspec(noinline)
-#define BLITZ__THREAD_LOCAL __declspec(thread)
+#define BLITZ__NOINLINE      __declspec(noinline)
+#define BLITZ__ALWAYS_INLINE __forceinline
+#define BLITZ__THREAD_LOCAL  __declspec(thread)
 #else
 #define BLITZ__ALIGNED     __attribute__((aligned(BLITZ_CACHE_LINE)))
 #define BLITZ__LIKELY(x)   __builtin_expect(!!(x), 1)
@@ -162,8 +163,10 @@ _Static_assert(BLITZ_MAX_STATE_SIZE >= 1 && BLITZ_MAX_STATE_SIZE <= (1u << 30),
 #define BLITZ__PRINTF(f, a) __attribute__((format(printf, f, a)))
 #endif
 /* Keeps a rarely taken path out of its caller. */
-#define BLITZ__NOINLINE     __attribute__((noinline))
-#define BLITZ__THREAD_LOCAL _Thread_local
+#define BLITZ__NOINLINE      __attribute__((noinline))
+/* One body compiled into each of a few variants (a constant argument). */
+#define BLITZ__ALWAYS_INLINE inline __attribute__((always_inline))
+#define BLITZ__THREAD_LOCAL  _Thread_local
 #endif
 
 #ifdef BLITZ_NO_STATS

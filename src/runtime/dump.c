@@ -293,7 +293,7 @@ static void blitz__view_task(blitz_runtime *rt, blitz__task *t, blitz__task_view
     blitz__view_detail(rt, t, v, now, 1);
     /* Hand back, keeping the idle stamp its last poll left: a wake or a
      * cancel that came meanwhile found it RUNNING and left it to us. */
-    if (blitz__state_to_idle(t, 0))
+    if (blitz__state_to_idle(t, 0, NULL))
         blitz__task_schedule(t);
 }
 

@@ -68,6 +68,7 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
     blitz__ct_core *ct = rt->ct;
     uint32_t interval = rt->fixed_interval ? rt->fixed_interval : 31;
     uint64_t polls_since_io = BLITZ__IO_EVENT_INTERVAL; /* look first */
+    uint32_t inject_in = interval; /* polls until the next look at injected tasks */
     for (;;) {
         if (blitz__task_is_complete(target) || blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
             return;
@@ -78,8 +79,10 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
         while (polls < BLITZ_BUDGET_PER_TICK) {
             /* Take injected tasks now and then even when the list is busy,
              * so remote spawns and wakes are not starved. */
-            if (++ct->tick % interval == 0)
+            if (BLITZ__UNLIKELY(--inject_in == 0)) {
+                inject_in = interval;
                 blitz__ct_drain_inject(rt);
+            }
             blitz__task *t = blitz__ct_pop(ct);
             if (!t) {
                 blitz__ct_drain_inject(rt);
@@ -87,8 +90,9 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
                 if (!(t = blitz__ct_pop(ct)))
                     break;
             }
-            if (blitz__task_run(t, ctx))
-                BLITZ__STAT(blitz__u64_bump(&ct->counters.polled, 1));
+            /* Counted without a branch: 0 for a task completed as cancelled. */
+            uint64_t ran = (uint64_t)blitz__task_run(t, ctx);
+            BLITZ__STAT(blitz__u64_bump(&ct->counters.polled, ran));
             polls++;
             if (blitz__task_is_complete(target) || blitz__u32_load(&rt->shutdown, BLITZ__RELAXED)) {
                 blitz__ct_flush_deferred(ct);
@@ -160,7 +164,7 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
             dctx.ct_driver = 1;
             dctx.cache = &rt->ct->cache;
             dctx.counters = &rt->ct->counters;
-            dctx.stall = rt->stall_slots; /* the driver's slot, or NULL */
+            blitz__context_set_stall(&dctx, rt->stall_slots); /* the driver's slot, or NULL */
             blitz__context *outer = blitz__context_set(&dctx);
             blitz__io_driver_start(rt);
             if (rt->metrics)

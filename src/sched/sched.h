@@ -86,8 +86,7 @@ struct blitz__ct_core {
     blitz__task *deferred_head, *deferred_tail; /* yielded this tick */
     blitz__atomic_u32 driving;                  /* 1 while a thread drives the runtime */
     blitz__parker parker;                       /* the driver sleeps here */
-    uint32_t tick;
-    uint64_t awake_since; /* metrics: clock when busy time was last added */
+    uint64_t awake_since;                       /* metrics: clock when busy time was last added */
     blitz__worker_counters counters;
     blitz__block_cache cache;
 };

@@ -111,16 +111,22 @@ BLITZ_PRIVATE void blitz__wake_batch_end(void) {
         blitz__idle_notify_parked(w->rt);
 }
 
+/* A woken pinned task: its thread polls it. Out of line, so that the
+ * common wake keeps few registers. */
+static BLITZ__NOINLINE void blitz__task_schedule_pinned(blitz_runtime *rt) {
+    /* Counted runnable until its thread starts polling it (the paused
+     * clock must not jump meanwhile). */
+    blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
+    blitz__wake_thread_joiners(rt);
+    /* Its thread may wait in the file ring instead (blitz__block_on). */
+    blitz__io_poke_files(rt);
+}
+
 BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t) {
     blitz_runtime *rt = blitz__task_runtime(t);
     /* Relaxed: PINNED never changes after spawn. */
     if (BLITZ__UNLIKELY(blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_PINNED)) {
-        /* Counted runnable until its thread starts polling it (the paused
-         * clock must not jump meanwhile). */
-        blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
-        blitz__wake_thread_joiners(rt);
-        /* Its thread may wait in the file ring instead (blitz__block_on). */
-        blitz__io_poke_files(rt);
+        blitz__task_schedule_pinned(rt);
         return;
     }
     blitz__context *ctx = blitz__context_get();
@@ -157,8 +163,10 @@ static void blitz__worker_flush_deferred(blitz__worker *w) {
 }
 
 /* After NOTIFIED: behind everything already runnable here. After a yield:
- * deferred to the end of the tick. */
-BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx, int yielded) {
+ * deferred to the end of the tick. Inlined into the task harnesses, its
+ * one caller. */
+static BLITZ__ALWAYS_INLINE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx,
+                                                        int yielded) {
     blitz_runtime *rt = ctx->rt;
     if (rt != blitz__task_runtime(t) ||
         (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_PINNED)) {
@@ -327,8 +335,8 @@ static void blitz__worker_poll(blitz__worker *w, blitz__task *t, blitz__context 
         blitz__yield();
     blitz__lifo_poll_begin(w);
     blitz__paused_poll_begin(w->rt);
-    if (blitz__task_run(t, ctx))
-        BLITZ__STAT(blitz__u64_bump(&w->counters.polled, 1));
+    uint64_t ran = (uint64_t)blitz__task_run(t, ctx); /* 0: completed as cancelled */
+    BLITZ__STAT(blitz__u64_bump(&w->counters.polled, ran));
     blitz__paused_poll_end(w->rt);
 }
 
@@ -543,7 +551,7 @@ static void *blitz__worker_main(void *arg) {
     ctx.cache = &w->cache;
     ctx.counters = &w->counters;
     ctx.worker_index = (int)w->index;
-    ctx.stall = rt->stall_slots ? &rt->stall_slots[w->index] : NULL;
+    blitz__context_set_stall(&ctx, rt->stall_slots ? &rt->stall_slots[w->index] : NULL);
     blitz__context_set(&ctx);
     /* Linux keeps 15 characters of a thread's name: "blitz-worker-63"
      * fits (the modulo only bounds the number for the compiler). */

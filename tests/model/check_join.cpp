@@ -99,6 +99,15 @@ static uint32_t blitz__join_vtable_index(const blitz__task *t, const blitz_waker
     return 1;
 }
 
+/* The task waker (task.c), which join.c stores and wakes without its
+ * vtable: the model's joiner has another waker, so never reached. */
+static void blitz__waker_wake_fn(const void *d) {
+    (void)d;
+    RL_ASSERT(!"not reached");
+}
+static const blitz_waker_vtable blitz__task_waker_vtable = {
+    blitz__waker_wake_fn, blitz__waker_wake_fn, model_noop_clone, blitz__waker_wake_fn};
+
 #include "core/join.c"
 
 /* blitz__task_finish's completion, for a task with a handle. */

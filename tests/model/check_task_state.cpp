@@ -35,7 +35,7 @@ struct wake_while_running : rl::test_suite<wake_while_running, 2> {
         if (i == 0) {
             link($) = 0;      /* it was dequeued here */
             poll_data($) = 1; /* the first poll's work */
-            if (blitz__state_to_idle(&t, 0))
+            if (blitz__state_to_idle(&t, 0, NULL))
                 second_poll();
         } else {
             message($) = 1;
@@ -58,7 +58,7 @@ struct cancel_vs_complete : rl::test_suite<cancel_vs_complete, 2> {
         /* Spawned with a handle, polled once, now IDLE waiting for a wake. */
         blitz__u64_store(&t.state, blitz__state_initial(1, 0, 0), BLITZ__RELAXED);
         blitz__state_to_running(&t);
-        blitz__state_to_idle(&t, 0);
+        blitz__state_to_idle(&t, 0, NULL);
         completions = cancelled_outcome = claimed = polled = 0;
         model_freed = 0;
     }
@@ -76,7 +76,7 @@ struct cancel_vs_complete : rl::test_suite<cancel_vs_complete, 2> {
                     complete(1);
                 } else {
                     polled = 1;
-                    if (blitz__state_to_idle(&t, 0)) { /* a cancel arrived meanwhile */
+                    if (blitz__state_to_idle(&t, 0, NULL)) { /* a cancel arrived meanwhile */
                         RL_ASSERT(blitz__state_to_running(&t) == BLITZ__RUN_CANCEL);
                         complete(1);
                     }

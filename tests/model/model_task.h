@@ -12,7 +12,10 @@
 
 struct blitz_task {
     blitz__atomic_u64 state;
-    struct blitz_task *next;
+    union {
+        struct blitz_task *next;
+        uint64_t idle_since;
+    };
     model_slot<const void *> join_data;
     uint64_t id; /* fixed before the task is shared */
 };
