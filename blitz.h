@@ -2003,19 +2003,43 @@ BLITZ_API blitz_waker blitz_waker_noop(void);
  * ------------------------------------------------------------------------- */
 
 #define BLITZ_CORO int blitz__resume
+/* Where a coroutine's first BLITZ_BEGIN on a thread leaves its resume int
+ * and file for the runtime, which takes them after the poll: once per
+ * poll function, blitz_runtime_dump then prints the file:line each of its
+ * tasks waits at. Two stores, no call: a call would make every poll
+ * function keep its arguments in saved registers on every poll. The
+ * outermost BEGIN of a poll counts (a nested one finds the note taken). */
+struct blitz__coro_site {
+    const int *resume;
+    const char *file;
+};
+#if defined(_MSC_VER)
+#define BLITZ__TLS __declspec(thread)
+#elif defined(__cplusplus)
+/* Not thread_local: C++ reaches an extern one through a wrapper call. */
+#define BLITZ__TLS __thread
+#else
+#define BLITZ__TLS _Thread_local
+#endif
+/* Declared with BLITZ_API, so a shared library that exports blitz's
+ * functions exports it too. */
+BLITZ_API BLITZ__TLS struct blitz__coro_site blitz__coro_note;
 /* BLITZ_BEGIN declares the names the other macros use, so one used outside
  * BLITZ_BEGIN ... BLITZ_END fails with "blitz_AWAIT_needs_BLITZ_BEGIN
  * undeclared" rather than with a stray case label. Enumerators are no
  * variables: resume points may jump past them, in C++ too. */
-#define BLITZ_BEGIN(s)                                  \
-    switch ((s)->blitz__resume) {                       \
-    case 0:;                                            \
-        blitz_coro_site(&(s)->blitz__resume, __FILE__); \
-        enum {                                          \
-            blitz_AWAIT_needs_BLITZ_BEGIN = 0,          \
-            blitz_YIELD_needs_BLITZ_BEGIN = 0,          \
-            blitz_RETURN_needs_BLITZ_BEGIN = 0,         \
-            blitz_END_needs_BLITZ_BEGIN = 0             \
+#define BLITZ_BEGIN(s)                                     \
+    switch ((s)->blitz__resume) {                          \
+    case 0:;                                               \
+        if (!blitz__coro_note.resume) {                    \
+            blitz__coro_note.resume = &(s)->blitz__resume; \
+            blitz__coro_note.file = __FILE__;              \
+        }                                                  \
+        enum {                                             \
+            blitz_AWAIT_needs_BLITZ_BEGIN = 0,             \
+            blitz_YIELD_needs_BLITZ_BEGIN = 0,             \
+            blitz_RETURN_needs_BLITZ_BEGIN = 0,            \
+            blitz_END_needs_BLITZ_BEGIN = 0                \
         }
 /* Re-evaluates `expr` (a blitz_poll expression) on every resumption until it
  * is BLITZ_READY. */
@@ -2075,11 +2099,6 @@ BLITZ_API blitz_waker blitz_waker_noop(void);
 /* What BLITZ_END calls in a debug build on a bad resume point: prints it
  * with the poll function's file, line and name to stderr and aborts. */
 BLITZ_API void blitz_coro_bad_resume(const char *file, int line, const char *func, int resume);
-/* What BLITZ_BEGIN calls on a task's first poll: records, once per poll
- * function, where its tasks keep their resume point and in which file it
- * is, so that blitz_runtime_dump can print the file:line each task waits
- * at (the outermost BLITZ_BEGIN of the task counts). */
-BLITZ_API void blitz_coro_site(const int *resume, const char *file);
 
 /* ---------------------------------------------------------------------------
  * Runtime
@@ -5910,8 +5929,9 @@ _Static_assert(BLITZ_MAX_STATE_SIZE >= 1 && BLITZ_MAX_STATE_SIZE <= (1u << 30),
 #define BLITZ__LIKELY(x)   (x)
 #define BLITZ__UNLIKELY(x) (x)
 #define BLITZ__PRINTF(f, a)
-#define BLITZ__NOINLINE     __declspec(noinline)
-#define BLITZ__THREAD_LOCAL __declspec(thread)
+#define BLITZ__NOINLINE      __declspec(noinline)
+#define BLITZ__ALWAYS_INLINE __forceinline
+#define BLITZ__THREAD_LOCAL  __declspec(thread)
 #else
 #define BLITZ__ALIGNED     __attribute__((aligned(BLITZ_CACHE_LINE)))
 #define BLITZ__LIKELY(x)   __builtin_expect(!!(x), 1)
@@ -5925,8 +5945,10 @@ _Static_assert(BLITZ_MAX_STATE_SIZE >= 1 && BLITZ_MAX_STATE_SIZE <= (1u << 30),
 #define BLITZ__PRINTF(f, a) __attribute__((format(printf, f, a)))
 #endif
 /* Keeps a rarely taken path out of its caller. */
-#define BLITZ__NOINLINE     __attribute__((noinline))
-#define BLITZ__THREAD_LOCAL _Thread_local
+#define BLITZ__NOINLINE      __attribute__((noinline))
+/* One body compiled into each of a few variants (a constant argument). */
+#define BLITZ__ALWAYS_INLINE inline __attribute__((always_inline))
+#define BLITZ__THREAD_LOCAL  _Thread_local
 #endif
 
 #ifdef BLITZ_NO_STATS
@@ -7739,8 +7761,13 @@ struct blitz__context {
     blitz__worker *worker; /* NULL on the current-thread driver and on helpers */
     int ct_driver;         /* this thread drives rt (current-thread flavour) */
     blitz__task *current;  /* the task being polled, or NULL */
-    /* Polls until the next observed one (blitz__task_run's slow path, which
-     * sets it again from the runtime's settings). */
+    /* How this thread runs a task (blitz__task_run): the plain harness, or,
+     * when the runtime has poll hooks or metrics or this thread has a stall
+     * watchdog slot, the observing one. Chosen with the context, so a
+     * plain poll tests nothing for observability. */
+    int (*run)(blitz__task *t, struct blitz__context *ctx);
+    /* Polls until the next observed one (the observing harness's slow
+     * path, which sets it again from the runtime's settings). */
     uint32_t poll_countdown;
     uint32_t poll_seq; /* observed polls here, for sampling under poll hooks */
     /* A block_on thread polling its task: it waits in the shared ring for
@@ -7771,22 +7798,6 @@ typedef struct blitz__stall_slot {
     blitz__atomic_u32 line;
     uint64_t reported_since; /* the watchdog's own: a stall is reported once */
 } blitz__stall_slot;
-
-/* A context for `rt` that owns no cache and is no worker. */
-static inline void blitz__context_init(blitz__context *c, blitz_runtime *rt) {
-    c->rt = rt;
-    c->worker = NULL;
-    c->ct_driver = 0;
-    c->files_reaper = 0;
-    c->current = NULL;
-    c->cache = NULL;
-    c->counters = NULL;
-    c->worker_index = -1;
-    c->poll_countdown = 1;
-    c->poll_seq = 0;
-    c->clock_ns = 0;
-    c->stall = NULL;
-}
 
 /* The poll context handed to poll functions. A context with no task polls
  * an op for a plain thread (blitz_op_run_blocking) or for a runtime-internal
@@ -7908,7 +7919,7 @@ struct blitz_runtime {
     /* ---- observation (runtime/dump.c) ---- */
     blitz__atomic_u64 id_ranges; /* task ids handed to caches so far */
     /* Where the tasks of each poll function keep their resume point
-     * (blitz_coro_site). */
+     * (blitz__coro_note_take). */
     blitz__site_entry sites[BLITZ__SITES];
     struct blitz__stall *stall; /* the stall watchdog, or NULL */
     /* Its slots: one per worker (index), or one for the current-thread
@@ -7934,6 +7945,42 @@ struct blitz_runtime {
     uint32_t poll_sample_mask; /* one poll in mask + 1 is timed */
     blitz_hooks hooks;
 };
+
+/* ---- thread contexts (continued) ------------------------------------------- */
+
+/* The task harnesses (task.c); blitz__context.run holds one. */
+BLITZ_PRIVATE int blitz__task_run_plain(blitz__task *t, blitz__context *ctx);
+BLITZ_PRIVATE int blitz__task_run_observed(blitz__task *t, blitz__context *ctx);
+
+/* A context for `rt` that owns no cache and is no worker. */
+static inline void blitz__context_init(blitz__context *c, blitz_runtime *rt) {
+    c->rt = rt;
+    c->run = rt && rt->observe ? blitz__task_run_observed : blitz__task_run_plain;
+    c->worker = NULL;
+    c->ct_driver = 0;
+    c->files_reaper = 0;
+    c->current = NULL;
+    c->cache = NULL;
+    c->counters = NULL;
+    c->worker_index = -1;
+    c->poll_countdown = 1;
+    c->poll_seq = 0;
+    c->clock_ns = 0;
+    c->stall = NULL;
+}
+
+/* Gives the thread of `c` its stall watchdog slot (NULL: none). */
+static inline void blitz__context_set_stall(blitz__context *c, blitz__stall_slot *slot) {
+    c->stall = slot;
+    if (slot)
+        c->run = blitz__task_run_observed;
+}
+
+/* Runs a SCHEDULED task once on the calling thread (context `ctx`): polls
+ * it, or completes it as cancelled. Returns 1 when the poll function ran. */
+static inline int blitz__task_run(blitz__task *t, blitz__context *ctx) {
+    return ctx->run(t, ctx);
+}
 
 /* Appends `t` to an intrusive FIFO (head, tail) linked through `next`. A
  * task is in at most one such list: it is SCHEDULED and in no queue. */
@@ -8098,14 +8145,19 @@ BLITZ_PRIVATE blitz__run_transition blitz__state_to_running(blitz__task *t) {
 
 /* After a poll returned PENDING: RUNNING -> IDLE, or RUNNING -> SCHEDULED
  * when it must run again (woken during the poll, yielded, or a cancel became
- * due). Returns 1 when the caller must reschedule the task. Acq_rel: the
- * release publishes the poll's writes to whoever wakes the task next; the
- * acquire pairs with a waker's release when NOTIFIED was set. */
-static inline int blitz__state_to_idle(blitz__task *t, int yielded) {
+ * due). Returns 1 when the caller must reschedule the task. Going IDLE, the
+ * task is stamped with *clock (the dump's idle time) unless `clock` is
+ * NULL: before the transition, as from IDLE on a waker may link it through
+ * the same slot. Acq_rel: the release publishes the poll's writes to
+ * whoever wakes the task next; the acquire pairs with a waker's release
+ * when NOTIFIED was set. */
+static inline int blitz__state_to_idle(blitz__task *t, int yielded, const uint64_t *clock) {
     uint64_t s = blitz__u64_load(&t->state, BLITZ__RELAXED);
     for (;;) {
         BLITZ_ASSERT(blitz__lifecycle(s) == BLITZ__LC_RUNNING);
         int again = yielded || (s & BLITZ__TASK_NOTIFIED) || blitz__cancel_due(s);
+        if (!again && clock)
+            t->idle_since = *clock;
         uint64_t next = (s & ~(BLITZ__LC_MASK | BLITZ__TASK_NOTIFIED)) |
                         (again ? BLITZ__LC_SCHEDULED : BLITZ__LC_IDLE);
         if (blitz__u64_cas_weak(&t->state, &s, next, BLITZ__ACQ_REL))
@@ -9352,6 +9404,46 @@ static inline const char *blitz__site_file(uint64_t site) {
     return (const char *)(uintptr_t)(site & (((uint64_t)1 << 48) - 1));
 }
 
+/* ---- coroutine sites -----------------------------------------------------------
+ * BLITZ_BEGIN leaves a note (blitz__coro_note) on a coroutine's first poll;
+ * the harness takes it after the poll. The first note for a poll function
+ * whose resume int lies in the task's own block records the site of every
+ * task of that function: only such a one can be read back by a dump. */
+
+#ifndef BLITZ_STATIC
+BLITZ__TLS struct blitz__coro_site blitz__coro_note;
+#endif
+
+/* Whether the int at `r` lies in the state part of t's block. Compared as
+ * integers: `r` may point anywhere. */
+static inline int blitz__in_state(blitz__task *t, const int *r) {
+    uintptr_t p = (uintptr_t)r, state = (uintptr_t)blitz__task_state_ptr(t);
+    return p >= state && p + sizeof(int) <= (uintptr_t)t + blitz__block_size(t);
+}
+
+/* Takes the note left during t's poll. One in the block of the task whose
+ * poll polled t (the thread's current task again) is left for that task's
+ * harness; any other that is not t's is dropped, so a note never outlives
+ * the poll it was left in by more than the next poll on the thread. */
+static BLITZ__NOINLINE void blitz__coro_note_take(blitz__task *t) {
+    const int *resume = blitz__coro_note.resume;
+    blitz__task *outer = blitz__context_get()->current;
+    if (!blitz__in_state(t, resume)) {
+        if (!outer || !blitz__in_state(outer, resume))
+            blitz__coro_note.resume = NULL;
+        return;
+    }
+    blitz__coro_note.resume = NULL;
+    blitz_runtime *rt = blitz__task_runtime(t);
+    uint64_t off = (uint64_t)((uintptr_t)resume - (uintptr_t)blitz__task_state_ptr(t)) + 1;
+    uint64_t f = (uint64_t)(uintptr_t)blitz__coro_note.file;
+    if (off > 0xffffu || f >> 48 || blitz__site_find(rt, t->poll, 0))
+        return;
+    blitz__site_entry *e = blitz__site_find(rt, t->poll, 1);
+    if (e)
+        blitz__u64_store(&e->site, f | off << 48, BLITZ__RELEASE);
+}
+
 /* The stall watchdog's view of a poll about to start (see
  * blitz__stall_slot); only when the watchdog runs. */
 static void blitz__stall_begin(blitz__stall_slot *slot, blitz__task *t) {
@@ -9368,9 +9460,9 @@ static void blitz__stall_begin(blitz__stall_slot *slot, blitz__task *t) {
     blitz__u64_store(&slot->since, now ? now : 1, BLITZ__RELEASE);
 }
 
-/* A poll whose countdown ran out: observed as the runtime's settings ask
- * (hooks, a timed poll, the stall watchdog's slot), with the countdown
- * set for the next one. */
+/* A poll of the observing harness whose countdown ran out: observed as the
+ * runtime's settings ask (hooks, a timed poll, the stall watchdog's slot),
+ * with the countdown set for the next one. */
 static BLITZ__NOINLINE blitz_poll blitz__task_poll_counted_down(blitz__task *t, blitz_cx *cx) {
     blitz__context *ctx = cx->ctx;
     blitz_runtime *rt = ctx->rt;
@@ -9394,9 +9486,12 @@ static BLITZ__NOINLINE blitz_poll blitz__task_poll_counted_down(blitz__task *t, 
     return r;
 }
 
-/* Runs a SCHEDULED task once on the calling thread (context `ctx`): polls
- * it, or completes it as cancelled. Returns 1 when the poll function ran. */
-BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
+/* Runs a SCHEDULED task once (blitz__task_run), with the observing
+ * harness's one countdown per poll when `observed`: it reaches 0 once per
+ * timed poll with metrics alone, and at every poll with hooks or the
+ * watchdog. A coroutine's site note costs a poll one test. */
+static BLITZ__ALWAYS_INLINE int blitz__task_run_as(blitz__task *t, blitz__context *ctx,
+                                                   int observed) {
     if (blitz__state_to_running(t) == BLITZ__RUN_CANCEL) {
         blitz__task_finish(t, 1);
         return 0;
@@ -9408,25 +9503,26 @@ BLITZ_PRIVATE int blitz__task_run(blitz__task *t, blitz__context *ctx) {
     blitz__task *outer = ctx->current;
     ctx->current = t;
     t->pending_cancel = NULL;
-    /* Observability costs a poll one countdown: it reaches 0 once per
-     * 2^32 polls without hooks, metrics and the stall watchdog, once per
-     * timed poll with metrics alone, and at every poll with hooks or the
-     * watchdog. */
     blitz_poll r;
-    if (BLITZ__LIKELY(--ctx->poll_countdown != 0))
+    if (!observed || BLITZ__LIKELY(--ctx->poll_countdown != 0))
         r = t->poll(&cx, blitz__task_state_ptr(t));
     else
         r = blitz__task_poll_counted_down(t, &cx);
     ctx->current = outer;
-    if (r == BLITZ_READY) {
+    if (BLITZ__UNLIKELY(blitz__coro_note.resume != NULL))
+        blitz__coro_note_take(t);
+    if (r == BLITZ_READY)
         blitz__task_finish(t, 0);
-    } else {
-        /* Before the transition: from IDLE on, a waker may link the task. */
-        t->idle_since = ctx->clock_ns;
-        if (blitz__state_to_idle(t, cx.yielded))
-            blitz__task_reschedule(t, ctx, cx.yielded);
-    }
+    else if (blitz__state_to_idle(t, cx.yielded, &ctx->clock_ns))
+        blitz__task_reschedule(t, ctx, cx.yielded);
     return 1;
+}
+
+BLITZ_PRIVATE int blitz__task_run_plain(blitz__task *t, blitz__context *ctx) {
+    return blitz__task_run_as(t, ctx, 0);
+}
+BLITZ_PRIVATE int blitz__task_run_observed(blitz__task *t, blitz__context *ctx) {
+    return blitz__task_run_as(t, ctx, 1);
 }
 
 /* ---- poll-context accessors ---------------------------------------------------- */
@@ -9454,31 +9550,6 @@ BLITZ_API int blitz_cx_unshield(blitz_cx *cx) {
 }
 BLITZ_API uint64_t blitz_cx_task_id(blitz_cx *cx) {
     return cx && cx->task ? cx->task->id : 0;
-}
-
-/* BLITZ_BEGIN's first run in a task: the first task of each poll function
- * records the site for all of them (a coroutine nested in the task, whose
- * BEGIN runs later, finds it taken). Only a resume int inside the task's
- * own block can be read back by a dump. */
-BLITZ_API void blitz_coro_site(const int *resume, const char *file) {
-    blitz__context *c = blitz__context_get();
-    blitz__task *t = c ? c->current : NULL;
-    if (!t)
-        return;
-    blitz_runtime *rt = blitz__task_runtime(t);
-    if (blitz__site_find(rt, t->poll, 0))
-        return;
-    const char *state = (const char *)blitz__task_state_ptr(t);
-    const char *end = (const char *)t + blitz__block_size(t);
-    const char *r = (const char *)resume;
-    if (r < state || r + sizeof(int) > end)
-        return;
-    uint64_t off = (uint64_t)(r - state) + 1, f = (uint64_t)(uintptr_t)file;
-    if (off > 0xffffu || f >> 48)
-        return;
-    blitz__site_entry *e = blitz__site_find(rt, t->poll, 1);
-    if (e)
-        blitz__u64_store(&e->site, f | off << 48, BLITZ__RELEASE);
 }
 
 BLITZ_API int blitz_cx_worker(blitz_cx *cx) {
@@ -9729,6 +9800,12 @@ static blitz_waker blitz__join_waker_take(blitz__task *t, uint64_t s) {
  * returns the state bits that name it; 0 with nothing stored when a heap
  * copy was needed and memory ran out. */
 static uint64_t blitz__join_waker_put(blitz__task *t, const blitz_waker *w) {
+    /* The common joiner, a task: its waker's clone, without the calls. */
+    if (BLITZ__LIKELY(w->vtable == &blitz__task_waker_vtable)) {
+        blitz__task_ref((blitz__task *)(uintptr_t)w->data);
+        t->join_data = w->data;
+        return BLITZ__TASK_JOIN_WAKER;
+    }
     blitz_waker c = blitz_waker_clone(w);
     uint32_t vt = blitz__join_vtable_index(t, c.vtable);
     if (vt == BLITZ__JOIN_VT_BOXED) {
@@ -9746,7 +9823,11 @@ static uint64_t blitz__join_waker_put(blitz__task *t, const blitz_waker *w) {
 }
 
 BLITZ_PRIVATE void blitz__join_wake(blitz__task *t, uint64_t prev) {
-    blitz_waker_wake(blitz__join_waker_take(t, prev));
+    /* The common joiner, a task: its waker's wake, without the look-up. */
+    if (BLITZ__LIKELY(blitz__join_vt_of(prev) == 0))
+        blitz__waker_wake_fn(t->join_data);
+    else
+        blitz_waker_wake(blitz__join_waker_take(t, prev));
 }
 
 BLITZ_API blitz_poll blitz_join(blitz_cx *cx, blitz_task *h) {
@@ -17948,8 +18029,7 @@ struct blitz__ct_core {
     blitz__task *deferred_head, *deferred_tail; /* yielded this tick */
     blitz__atomic_u32 driving;                  /* 1 while a thread drives the runtime */
     blitz__parker parker;                       /* the driver sleeps here */
-    uint32_t tick;
-    uint64_t awake_since; /* metrics: clock when busy time was last added */
+    uint64_t awake_since;                       /* metrics: clock when busy time was last added */
     blitz__worker_counters counters;
     blitz__block_cache cache;
 };
@@ -18745,16 +18825,22 @@ BLITZ_PRIVATE void blitz__wake_batch_end(void) {
         blitz__idle_notify_parked(w->rt);
 }
 
+/* A woken pinned task: its thread polls it. Out of line, so that the
+ * common wake keeps few registers. */
+static BLITZ__NOINLINE void blitz__task_schedule_pinned(blitz_runtime *rt) {
+    /* Counted runnable until its thread starts polling it (the paused
+     * clock must not jump meanwhile). */
+    blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
+    blitz__wake_thread_joiners(rt);
+    /* Its thread may wait in the file ring instead (blitz__block_on). */
+    blitz__io_poke_files(rt);
+}
+
 BLITZ_PRIVATE void blitz__task_schedule(blitz__task *t) {
     blitz_runtime *rt = blitz__task_runtime(t);
     /* Relaxed: PINNED never changes after spawn. */
     if (BLITZ__UNLIKELY(blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_PINNED)) {
-        /* Counted runnable until its thread starts polling it (the paused
-         * clock must not jump meanwhile). */
-        blitz__u32_fetch_add(&rt->pinned_runnable, 1, BLITZ__SEQ_CST);
-        blitz__wake_thread_joiners(rt);
-        /* Its thread may wait in the file ring instead (blitz__block_on). */
-        blitz__io_poke_files(rt);
+        blitz__task_schedule_pinned(rt);
         return;
     }
     blitz__context *ctx = blitz__context_get();
@@ -18791,8 +18877,10 @@ static void blitz__worker_flush_deferred(blitz__worker *w) {
 }
 
 /* After NOTIFIED: behind everything already runnable here. After a yield:
- * deferred to the end of the tick. */
-BLITZ_PRIVATE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx, int yielded) {
+ * deferred to the end of the tick. Inlined into the task harnesses, its
+ * one caller. */
+static BLITZ__ALWAYS_INLINE void blitz__task_reschedule(blitz__task *t, blitz__context *ctx,
+                                                        int yielded) {
     blitz_runtime *rt = ctx->rt;
     if (rt != blitz__task_runtime(t) ||
         (blitz__u64_load(&t->state, BLITZ__RELAXED) & BLITZ__TASK_PINNED)) {
@@ -18961,8 +19049,8 @@ static void blitz__worker_poll(blitz__worker *w, blitz__task *t, blitz__context 
         blitz__yield();
     blitz__lifo_poll_begin(w);
     blitz__paused_poll_begin(w->rt);
-    if (blitz__task_run(t, ctx))
-        BLITZ__STAT(blitz__u64_bump(&w->counters.polled, 1));
+    uint64_t ran = (uint64_t)blitz__task_run(t, ctx); /* 0: completed as cancelled */
+    BLITZ__STAT(blitz__u64_bump(&w->counters.polled, ran));
     blitz__paused_poll_end(w->rt);
 }
 
@@ -19177,7 +19265,7 @@ static void *blitz__worker_main(void *arg) {
     ctx.cache = &w->cache;
     ctx.counters = &w->counters;
     ctx.worker_index = (int)w->index;
-    ctx.stall = rt->stall_slots ? &rt->stall_slots[w->index] : NULL;
+    blitz__context_set_stall(&ctx, rt->stall_slots ? &rt->stall_slots[w->index] : NULL);
     blitz__context_set(&ctx);
     /* Linux keeps 15 characters of a thread's name: "blitz-worker-63"
      * fits (the modulo only bounds the number for the compiler). */
@@ -19556,6 +19644,7 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
     blitz__ct_core *ct = rt->ct;
     uint32_t interval = rt->fixed_interval ? rt->fixed_interval : 31;
     uint64_t polls_since_io = BLITZ__IO_EVENT_INTERVAL; /* look first */
+    uint32_t inject_in = interval; /* polls until the next look at injected tasks */
     for (;;) {
         if (blitz__task_is_complete(target) || blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
             return;
@@ -19566,8 +19655,10 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
         while (polls < BLITZ_BUDGET_PER_TICK) {
             /* Take injected tasks now and then even when the list is busy,
              * so remote spawns and wakes are not starved. */
-            if (++ct->tick % interval == 0)
+            if (BLITZ__UNLIKELY(--inject_in == 0)) {
+                inject_in = interval;
                 blitz__ct_drain_inject(rt);
+            }
             blitz__task *t = blitz__ct_pop(ct);
             if (!t) {
                 blitz__ct_drain_inject(rt);
@@ -19575,8 +19666,9 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
                 if (!(t = blitz__ct_pop(ct)))
                     break;
             }
-            if (blitz__task_run(t, ctx))
-                BLITZ__STAT(blitz__u64_bump(&ct->counters.polled, 1));
+            /* Counted without a branch: 0 for a task completed as cancelled. */
+            uint64_t ran = (uint64_t)blitz__task_run(t, ctx);
+            BLITZ__STAT(blitz__u64_bump(&ct->counters.polled, ran));
             polls++;
             if (blitz__task_is_complete(target) || blitz__u32_load(&rt->shutdown, BLITZ__RELAXED)) {
                 blitz__ct_flush_deferred(ct);
@@ -19648,7 +19740,7 @@ BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__cont
             dctx.ct_driver = 1;
             dctx.cache = &rt->ct->cache;
             dctx.counters = &rt->ct->counters;
-            dctx.stall = rt->stall_slots; /* the driver's slot, or NULL */
+            blitz__context_set_stall(&dctx, rt->stall_slots); /* the driver's slot, or NULL */
             blitz__context *outer = blitz__context_set(&dctx);
             blitz__io_driver_start(rt);
             if (rt->metrics)
@@ -20767,9 +20859,14 @@ BLITZ_API int blitz_op_run_blocking(blitz_runtime *rt, blitz_op op) {
     blitz_cx cx;
     blitz_waker borrowed = {tp, &blitz__thread_waker_vtable};
     blitz__cx_init_waker(&cx, &ctx, borrowed);
-    while (op.poll(&cx, op.arg) == BLITZ_PENDING)
+    for (;;) {
+        blitz_poll r = op.poll(&cx, op.arg);
+        /* No task here to take a coroutine's site note. */
+        blitz__coro_note.resume = NULL;
+        if (r == BLITZ_READY)
+            return BLITZ_OK;
         blitz__parker_park(&tp->parker, 0);
-    return BLITZ_OK;
+    }
 }
 /* ====[ END src/op/op.c ]================================================== */
 /* ====[ BEGIN src/op/combinators.c ]======================================= */
@@ -32691,7 +32788,7 @@ static void blitz__view_task(blitz_runtime *rt, blitz__task *t, blitz__task_view
     blitz__view_detail(rt, t, v, now, 1);
     /* Hand back, keeping the idle stamp its last poll left: a wake or a
      * cancel that came meanwhile found it RUNNING and left it to us. */
-    if (blitz__state_to_idle(t, 0))
+    if (blitz__state_to_idle(t, 0, NULL))
         blitz__task_schedule(t);
 }
 
