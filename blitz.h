@@ -7761,6 +7761,10 @@ struct blitz__context {
     blitz__worker *worker; /* NULL on the current-thread driver and on helpers */
     int ct_driver;         /* this thread drives rt (current-thread flavour) */
     blitz__task *current;  /* the task being polled, or NULL */
+    /* Poll functions of rt whose await sites this thread found recorded,
+     * by address bits: their tasks' site notes are dropped without a
+     * look-up. */
+    blitz_poll_fn site_known[4];
     /* How this thread runs a task (blitz__task_run): the plain harness, or,
      * when the runtime has poll hooks or metrics or this thread has a stall
      * watchdog slot, the observing one. Chosen with the context, so a
@@ -7960,6 +7964,8 @@ static inline void blitz__context_init(blitz__context *c, blitz_runtime *rt) {
     c->ct_driver = 0;
     c->files_reaper = 0;
     c->current = NULL;
+    for (int i = 0; i < 4; i++)
+        c->site_known[i] = NULL;
     c->cache = NULL;
     c->counters = NULL;
     c->worker_index = -1;
@@ -9421,27 +9427,40 @@ static inline int blitz__in_state(blitz__task *t, const int *r) {
     return p >= state && p + sizeof(int) <= (uintptr_t)t + blitz__block_size(t);
 }
 
-/* Takes the note left during t's poll. One in the block of the task whose
- * poll polled t (the thread's current task again) is left for that task's
- * harness; any other that is not t's is dropped, so a note never outlives
- * the poll it was left in by more than the next poll on the thread. */
-static BLITZ__NOINLINE void blitz__coro_note_take(blitz__task *t) {
+/* ctx's slot for t's poll function among those whose sites it knows. */
+static inline blitz_poll_fn *blitz__site_known(const blitz__task *t, blitz__context *ctx) {
+    uintptr_t a;
+    memcpy(&a, &t->poll, sizeof a);
+    return &ctx->site_known[(a >> 4) & 3];
+}
+
+/* Takes the note left during t's poll (ctx: the harness's context, whose
+ * current task is again the one whose poll polled t, if any). A note in
+ * that task's block is left for its harness; any other that is not t's is
+ * dropped, so a note never outlives the poll it was left in by more than
+ * the next poll on the thread. */
+static BLITZ__NOINLINE void blitz__coro_note_take(blitz__task *t, blitz__context *ctx) {
     const int *resume = blitz__coro_note.resume;
-    blitz__task *outer = blitz__context_get()->current;
-    if (!blitz__in_state(t, resume)) {
-        if (!outer || !blitz__in_state(outer, resume))
+    if (ctx->current && !blitz__in_state(t, resume)) {
+        if (!blitz__in_state(ctx->current, resume))
             blitz__coro_note.resume = NULL;
         return;
     }
+    /* t's note, or a stale one: dropped either way. */
     blitz__coro_note.resume = NULL;
     blitz_runtime *rt = blitz__task_runtime(t);
+    blitz_poll_fn *known = blitz__site_known(t, ctx);
+    if ((*known == t->poll && rt == ctx->rt) || !blitz__in_state(t, resume))
+        return;
     uint64_t off = (uint64_t)((uintptr_t)resume - (uintptr_t)blitz__task_state_ptr(t)) + 1;
     uint64_t f = (uint64_t)(uintptr_t)blitz__coro_note.file;
-    if (off > 0xffffu || f >> 48 || blitz__site_find(rt, t->poll, 0))
+    if (off > 0xffffu || f >> 48)
         return;
-    blitz__site_entry *e = blitz__site_find(rt, t->poll, 1);
-    if (e)
+    blitz__site_entry *e = blitz__site_find(rt, t->poll, 0);
+    if (!e && (e = blitz__site_find(rt, t->poll, 1)) != NULL)
         blitz__u64_store(&e->site, f | off << 48, BLITZ__RELEASE);
+    if (e && rt == ctx->rt)
+        *known = t->poll;
 }
 
 /* The stall watchdog's view of a poll about to start (see
@@ -9509,8 +9528,14 @@ static BLITZ__ALWAYS_INLINE int blitz__task_run_as(blitz__task *t, blitz__contex
     else
         r = blitz__task_poll_counted_down(t, &cx);
     ctx->current = outer;
-    if (BLITZ__UNLIKELY(blitz__coro_note.resume != NULL))
-        blitz__coro_note_take(t);
+    if (BLITZ__UNLIKELY(blitz__coro_note.resume != NULL)) {
+        /* The common note: the first poll of another task of a known
+         * function, with no outer task whose note it could be. */
+        if (!outer && *blitz__site_known(t, ctx) == t->poll && blitz__task_runtime(t) == ctx->rt)
+            blitz__coro_note.resume = NULL;
+        else
+            blitz__coro_note_take(t, ctx);
+    }
     if (r == BLITZ_READY)
         blitz__task_finish(t, 0);
     else if (blitz__state_to_idle(t, cx.yielded, &ctx->clock_ns))

@@ -126,6 +126,10 @@ struct blitz__context {
     blitz__worker *worker; /* NULL on the current-thread driver and on helpers */
     int ct_driver;         /* this thread drives rt (current-thread flavour) */
     blitz__task *current;  /* the task being polled, or NULL */
+    /* Poll functions of rt whose await sites this thread found recorded,
+     * by address bits: their tasks' site notes are dropped without a
+     * look-up. */
+    blitz_poll_fn site_known[4];
     /* How this thread runs a task (blitz__task_run): the plain harness, or,
      * when the runtime has poll hooks or metrics or this thread has a stall
      * watchdog slot, the observing one. Chosen with the context, so a
@@ -325,6 +329,8 @@ static inline void blitz__context_init(blitz__context *c, blitz_runtime *rt) {
     c->ct_driver = 0;
     c->files_reaper = 0;
     c->current = NULL;
+    for (int i = 0; i < 4; i++)
+        c->site_known[i] = NULL;
     c->cache = NULL;
     c->counters = NULL;
     c->worker_index = -1;
