@@ -7741,7 +7741,7 @@ typedef struct blitz__worker_counters {
      * wait for blocks that only a handle the program holds keeps alive. */
     blitz__atomic_u64 handles, handles_released;
     /* ---- metrics (blitz_metrics_get) ---- */
-    blitz__atomic_u64 io_submitted, io_completed, timers_armed, timers_fired;
+    blitz__atomic_u64 io_submitted, io_completed;
     blitz__atomic_u64 busy_ns, poll_timed, poll_ns_sum;
     blitz__atomic_u64 poll_buckets[BLITZ_METRICS_POLL_BUCKETS];
 } blitz__worker_counters;
@@ -10175,6 +10175,9 @@ struct blitz__time_driver {
     /* 1 + index of the parked worker that sleeps until the next deadline,
      * or 0. */
     blitz__atomic_u32 sleeper;
+    /* Timers armed and fired (metrics): bumped under the lock, which the
+     * arm and the fire take anyway, and read without it. */
+    blitz__atomic_u64 armed, fired;
 };
 
 #endif
@@ -10515,7 +10518,7 @@ static size_t blitz__time_fire(blitz_runtime *rt, int fire) {
         }
         fired += (size_t)n;
         if (fire)
-            BLITZ__COUNT(rt, timers_fired, (uint64_t)n);
+            BLITZ__STAT(blitz__u64_bump(&td->fired, (uint64_t)n));
         blitz__mutex_unlock(&td->lock);
         if (fire) {
             blitz__wake_batch_begin();
@@ -10624,9 +10627,9 @@ static void blitz__timer_arm(blitz_runtime *rt, blitz_timer *t, uint64_t deadlin
     t->blitz__entry.deadline = blitz__tick_ceil(rt, deadline_ns);
     /* Outside the lock: the clone is an atomic increment on the task. */
     blitz_waker mine = blitz_waker_clone(w);
-    BLITZ__COUNT(rt, timers_armed, 1);
     uint64_t due_ns = blitz__tick_start_ns(rt, t->blitz__entry.deadline);
     blitz__mutex_lock(&rt->time->lock);
+    BLITZ__STAT(blitz__u64_bump(&rt->time->armed, 1));
     t->blitz__waker = mine;
     blitz__u32_field_store(&t->blitz__state, BLITZ__TIMER_ARMED, BLITZ__RELAXED);
     blitz__wheel_insert(&rt->time->wheel, &t->blitz__entry);
@@ -33596,7 +33599,8 @@ BLITZ_API int blitz_runtime_stats(const blitz_runtime *rt, blitz_stats *out) {
  * exposition (blitz_metrics_write).
  *
  * Every counter is written by one thread only (a worker's or the
- * current-thread driver's own, with a relaxed load and a release store), or
+ * current-thread driver's own, with a relaxed load and a release store),
+ * by one thread at a time (the timers', under the time driver's lock), or
  * with an atomic add (the shared ones, for every other thread). A reader
  * loads each with a relaxed atomic load: it sees some value the counter
  * held recently, never a torn one, and nothing else is inferred from it,
@@ -33612,8 +33616,6 @@ static uint64_t blitz__metric(const blitz__atomic_u64 *c) {
 static void blitz__metrics_add(blitz_metrics *m, const blitz__worker_counters *k) {
     m->io_submitted += blitz__metric(&k->io_submitted);
     m->io_completed += blitz__metric(&k->io_completed);
-    m->timers_armed += blitz__metric(&k->timers_armed);
-    m->timers_fired += blitz__metric(&k->timers_fired);
     m->poll_timed += blitz__metric(&k->poll_timed);
     m->poll_ns_sum += blitz__metric(&k->poll_ns_sum);
     for (int i = 0; i < BLITZ_METRICS_POLL_BUCKETS; i++)
@@ -33634,6 +33636,10 @@ BLITZ_API int blitz_metrics_get(const blitz_runtime *rt, blitz_metrics *out) {
     out->polls = st.total_polled;
     out->global_queue_depth = st.global_queue_depth;
     blitz__metrics_add(out, &rt->remote_counters);
+    if (rt->time) {
+        out->timers_armed = blitz__metric(&rt->time->armed);
+        out->timers_fired = blitz__metric(&rt->time->fired);
+    }
     for (uint32_t i = 0; i < rt->num_workers; i++) {
         const blitz__worker_counters *k =
             rt->workers ? &rt->workers[i].counters : &rt->ct->counters;

@@ -106,7 +106,7 @@ typedef struct blitz__worker_counters {
      * wait for blocks that only a handle the program holds keeps alive. */
     blitz__atomic_u64 handles, handles_released;
     /* ---- metrics (blitz_metrics_get) ---- */
-    blitz__atomic_u64 io_submitted, io_completed, timers_armed, timers_fired;
+    blitz__atomic_u64 io_submitted, io_completed;
     blitz__atomic_u64 busy_ns, poll_timed, poll_ns_sum;
     blitz__atomic_u64 poll_buckets[BLITZ_METRICS_POLL_BUCKETS];
 } blitz__worker_counters;

@@ -2,7 +2,8 @@
  * exposition (blitz_metrics_write).
  *
  * Every counter is written by one thread only (a worker's or the
- * current-thread driver's own, with a relaxed load and a release store), or
+ * current-thread driver's own, with a relaxed load and a release store),
+ * by one thread at a time (the timers', under the time driver's lock), or
  * with an atomic add (the shared ones, for every other thread). A reader
  * loads each with a relaxed atomic load: it sees some value the counter
  * held recently, never a torn one, and nothing else is inferred from it,
@@ -18,8 +19,6 @@ static uint64_t blitz__metric(const blitz__atomic_u64 *c) {
 static void blitz__metrics_add(blitz_metrics *m, const blitz__worker_counters *k) {
     m->io_submitted += blitz__metric(&k->io_submitted);
     m->io_completed += blitz__metric(&k->io_completed);
-    m->timers_armed += blitz__metric(&k->timers_armed);
-    m->timers_fired += blitz__metric(&k->timers_fired);
     m->poll_timed += blitz__metric(&k->poll_timed);
     m->poll_ns_sum += blitz__metric(&k->poll_ns_sum);
     for (int i = 0; i < BLITZ_METRICS_POLL_BUCKETS; i++)
@@ -40,6 +39,10 @@ BLITZ_API int blitz_metrics_get(const blitz_runtime *rt, blitz_metrics *out) {
     out->polls = st.total_polled;
     out->global_queue_depth = st.global_queue_depth;
     blitz__metrics_add(out, &rt->remote_counters);
+    if (rt->time) {
+        out->timers_armed = blitz__metric(&rt->time->armed);
+        out->timers_fired = blitz__metric(&rt->time->fired);
+    }
     for (uint32_t i = 0; i < rt->num_workers; i++) {
         const blitz__worker_counters *k =
             rt->workers ? &rt->workers[i].counters : &rt->ct->counters;

@@ -20,6 +20,9 @@ struct blitz__time_driver {
     /* 1 + index of the parked worker that sleeps until the next deadline,
      * or 0. */
     blitz__atomic_u32 sleeper;
+    /* Timers armed and fired (metrics): bumped under the lock, which the
+     * arm and the fire take anyway, and read without it. */
+    blitz__atomic_u64 armed, fired;
 };
 
 #endif

@@ -131,7 +131,7 @@ static size_t blitz__time_fire(blitz_runtime *rt, int fire) {
         }
         fired += (size_t)n;
         if (fire)
-            BLITZ__COUNT(rt, timers_fired, (uint64_t)n);
+            BLITZ__STAT(blitz__u64_bump(&td->fired, (uint64_t)n));
         blitz__mutex_unlock(&td->lock);
         if (fire) {
             blitz__wake_batch_begin();
@@ -240,9 +240,9 @@ static void blitz__timer_arm(blitz_runtime *rt, blitz_timer *t, uint64_t deadlin
     t->blitz__entry.deadline = blitz__tick_ceil(rt, deadline_ns);
     /* Outside the lock: the clone is an atomic increment on the task. */
     blitz_waker mine = blitz_waker_clone(w);
-    BLITZ__COUNT(rt, timers_armed, 1);
     uint64_t due_ns = blitz__tick_start_ns(rt, t->blitz__entry.deadline);
     blitz__mutex_lock(&rt->time->lock);
+    BLITZ__STAT(blitz__u64_bump(&rt->time->armed, 1));
     t->blitz__waker = mine;
     blitz__u32_field_store(&t->blitz__state, BLITZ__TIMER_ARMED, BLITZ__RELAXED);
     blitz__wheel_insert(&rt->time->wheel, &t->blitz__entry);
