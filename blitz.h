@@ -18057,7 +18057,8 @@ struct blitz__ct_core {
     blitz__task *deferred_head, *deferred_tail; /* yielded this tick */
     blitz__atomic_u32 driving;                  /* 1 while a thread drives the runtime */
     blitz__parker parker;                       /* the driver sleeps here */
-    uint64_t awake_since;                       /* metrics: clock when busy time was last added */
+    uint32_t inject_in;   /* blitz__ct_drive_until's countdown between drives */
+    uint64_t awake_since; /* metrics: clock when busy time was last added */
     blitz__worker_counters counters;
     blitz__block_cache cache;
 };
@@ -19672,10 +19673,12 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
     blitz__ct_core *ct = rt->ct;
     uint32_t interval = rt->fixed_interval ? rt->fixed_interval : 31;
     uint64_t polls_since_io = BLITZ__IO_EVENT_INTERVAL; /* look first */
-    uint32_t inject_in = interval; /* polls until the next look at injected tasks */
+    /* Polls until the next look at injected tasks, kept across drives: a
+     * program that drives in short spells still takes them in time. */
+    uint32_t inject_in = ct->inject_in ? ct->inject_in : interval;
     for (;;) {
         if (blitz__task_is_complete(target) || blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
-            return;
+            goto out;
         uint32_t polls = 0;
         blitz__time_process(rt, 1);
         blitz__io_between_ticks(rt, &polls_since_io);
@@ -19700,7 +19703,7 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
             polls++;
             if (blitz__task_is_complete(target) || blitz__u32_load(&rt->shutdown, BLITZ__RELAXED)) {
                 blitz__ct_flush_deferred(ct);
-                return;
+                goto out;
             }
         }
         blitz__ct_flush_deferred(ct);
@@ -19709,7 +19712,7 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
             /* Idle. A completion on another thread (a cancel) wakes the
              * joiners and unparks us; so does any inject. */
             if (!blitz__task_set_thread_joiner(target))
-                return;
+                goto out;
             if (blitz__global_queue_len(rt->global))
                 continue;
             /* Idle with a paused clock: jump to the next timer, unless a
@@ -19746,6 +19749,8 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
                 ct->awake_since = blitz__now_ns();
         }
     }
+out:
+    ct->inject_in = inject_in;
 }
 
 BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__context *ctx) {

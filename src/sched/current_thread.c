@@ -68,10 +68,12 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
     blitz__ct_core *ct = rt->ct;
     uint32_t interval = rt->fixed_interval ? rt->fixed_interval : 31;
     uint64_t polls_since_io = BLITZ__IO_EVENT_INTERVAL; /* look first */
-    uint32_t inject_in = interval; /* polls until the next look at injected tasks */
+    /* Polls until the next look at injected tasks, kept across drives: a
+     * program that drives in short spells still takes them in time. */
+    uint32_t inject_in = ct->inject_in ? ct->inject_in : interval;
     for (;;) {
         if (blitz__task_is_complete(target) || blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE))
-            return;
+            goto out;
         uint32_t polls = 0;
         blitz__time_process(rt, 1);
         blitz__io_between_ticks(rt, &polls_since_io);
@@ -96,7 +98,7 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
             polls++;
             if (blitz__task_is_complete(target) || blitz__u32_load(&rt->shutdown, BLITZ__RELAXED)) {
                 blitz__ct_flush_deferred(ct);
-                return;
+                goto out;
             }
         }
         blitz__ct_flush_deferred(ct);
@@ -105,7 +107,7 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
             /* Idle. A completion on another thread (a cancel) wakes the
              * joiners and unparks us; so does any inject. */
             if (!blitz__task_set_thread_joiner(target))
-                return;
+                goto out;
             if (blitz__global_queue_len(rt->global))
                 continue;
             /* Idle with a paused clock: jump to the next timer, unless a
@@ -142,6 +144,8 @@ static void blitz__ct_drive_until(blitz_runtime *rt, blitz__task *target, blitz_
                 ct->awake_since = blitz__now_ns();
         }
     }
+out:
+    ct->inject_in = inject_in;
 }
 
 BLITZ_PRIVATE void blitz__ct_wait(blitz_runtime *rt, blitz__task *t, blitz__context *ctx) {

@@ -86,7 +86,8 @@ struct blitz__ct_core {
     blitz__task *deferred_head, *deferred_tail; /* yielded this tick */
     blitz__atomic_u32 driving;                  /* 1 while a thread drives the runtime */
     blitz__parker parker;                       /* the driver sleeps here */
-    uint64_t awake_since;                       /* metrics: clock when busy time was last added */
+    uint32_t inject_in;   /* blitz__ct_drive_until's countdown between drives */
+    uint64_t awake_since; /* metrics: clock when busy time was last added */
     blitz__worker_counters counters;
     blitz__block_cache cache;
 };
