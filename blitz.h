@@ -26039,7 +26039,7 @@ static int64_t blitz__wfs_do_path(blitz__wfs_rec *f) {
         rc = blitz__wfs_read_dir(p, &f->data);
         break;
     case BLITZ__FS_READ_FILE:
-        rc = blitz__wfs_read_file(p, SIZE_MAX, &f->data);
+        rc = blitz__wfs_read_file(p, f->len, &f->data); /* len: the limit */
         break;
     case BLITZ__FS_WRITE_FILE:
         rc = blitz__wfs_write_file(p, f->buf, f->len);
@@ -26382,7 +26382,7 @@ static int64_t blitz__fs_mkdir_all(char *path, mode_t mode) {
 
 /* A whole file, or BLITZ_EFBIG as soon as it has more than `limit`
  * bytes (SIZE_MAX: no limit), so that an endless file stops early. */
-BLITZ_PRIVATE int64_t blitz__fs_read_file(const char *path, size_t limit, void **out) {
+static int64_t blitz__fs_read_file(const char *path, size_t limit, void **out) {
     int fd;
     do
         fd = BLITZ__SYS(open(path, O_RDONLY | O_CLOEXEC));
@@ -26598,7 +26598,7 @@ static int64_t blitz__fs_do(blitz__fs_rec *f) {
     case BLITZ__FS_READ_DIR:
         return blitz__fs_read_dir(f->path, &f->data);
     case BLITZ__FS_READ_FILE:
-        return blitz__fs_read_file(f->path, SIZE_MAX, &f->data);
+        return blitz__fs_read_file(f->path, f->len, &f->data);
     case BLITZ__FS_WRITE_FILE:
         return blitz__fs_write_file(f->path, f->buf, f->len);
     case BLITZ__FS_SYMLINK:
@@ -26877,6 +26877,10 @@ static int64_t blitz__fs_chain_result(blitz__fs_rec *f, int *again, int *pool) {
         *again = f->done < f->len;
         return (int64_t)f->done;
     }
+    /* More bytes than the limit (f->len) already: as the pool's read
+     * would end, keeping nothing. */
+    if ((uint64_t)io + (uint64_t)(r[2] > 0 ? r[2] : 0) > (uint64_t)f->len)
+        return BLITZ_EFBIG;
     if (r[2] != 0 || (uint32_t)io >= BLITZ__FS_RING_READ) {
         *pool = 1;
         return 0;
@@ -27202,8 +27206,17 @@ BLITZ_API blitz_poll blitz_fs_mkdir_all(blitz_cx *cx, blitz_fs_op *op, const cha
 BLITZ_API blitz_poll blitz_fs_read_dir(blitz_cx *cx, blitz_fs_op *op, const char *path) {
     return blitz__fs_path_call(cx, op, BLITZ__FS_READ_DIR, path, NULL, 0);
 }
+BLITZ_API blitz_poll blitz_fs_read_file_limit(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                              size_t max) {
+    if (!path)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_READ_FILE);
+    r.path = path;
+    r.len = max; /* the most bytes it may have */
+    return blitz__fs_call(cx, op, &r);
+}
 BLITZ_API blitz_poll blitz_fs_read_file(blitz_cx *cx, blitz_fs_op *op, const char *path) {
-    return blitz__fs_path_call(cx, op, BLITZ__FS_READ_FILE, path, NULL, 0);
+    return blitz_fs_read_file_limit(cx, op, path, SIZE_MAX);
 }
 BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const char *path,
                                          const void *data, size_t len) {
@@ -27655,7 +27668,6 @@ static int64_t blitz__fsm_access(blitz__fsx_rec *r);
 static int64_t blitz__fsm_readlink(blitz__fsx_rec *r);
 static int64_t blitz__fsm_realpath(blitz__fsx_rec *r);
 static int64_t blitz__fsm_statfs(blitz__fsx_rec *r);
-static int64_t blitz__fsm_read_file(blitz__fsx_rec *r);
 /* Creates `name` exclusively: a descriptor (a file), 0 (a directory,
  * `dir`), or a code; BLITZ_EEXIST when the name is taken. */
 static int64_t blitz__fst_create(const char *name, int dir);
@@ -27787,10 +27799,6 @@ static int64_t blitz__fsm_statfs(blitz__fsx_rec *r) {
     r->info.name_max = (uint64_t)v.f_namemax;
     return 0;
 }
-
-static int64_t blitz__fsm_read_file(blitz__fsx_rec *r) {
-    return blitz__fs_read_file(r->path, r->n, &r->data);
-}
 #endif /* !BLITZ__WIN32 */
 
 /* ---- public calls ------------------------------------------------------------------- */
@@ -27894,13 +27902,6 @@ BLITZ_API blitz_poll blitz_fs_statfs(blitz_cx *cx, blitz_fs_op *op, const char *
     q.path = path;
     q.info_out = out;
     return blitz__fsx_call(cx, op, &q, !path || !out ? BLITZ_EINVAL : 0);
-}
-
-BLITZ_API blitz_poll blitz_fs_read_file_limit(blitz_cx *cx, blitz_fs_op *op, const char *path,
-                                              size_t max) {
-    blitz__fsx_rec q = blitz__fsx_req(blitz__fsm_read_file);
-    q.n = max;
-    return blitz__fsm_path_call(cx, op, &q, path);
 }
 
 /* ---- the value forms ---------------------------------------------------------------- */
@@ -28896,16 +28897,6 @@ static int64_t blitz__fsm_statfs(blitz__fsx_rec *r) {
         r->info.files_free = 0;
         r->info.name_max = name_max;
     }
-    blitz__free(p);
-    return rc;
-}
-
-static int64_t blitz__fsm_read_file(blitz__fsx_rec *r) {
-    int64_t rc;
-    wchar_t *p = blitz__wfx_wide(r->path, &rc);
-    if (!p)
-        return rc;
-    rc = blitz__wfx_fail(p, blitz__wfs_read_file(p, r->n, &r->data));
     blitz__free(p);
     return rc;
 }

@@ -881,6 +881,12 @@ static blitz_poll tfu_whole_poll(blitz_cx *cx, void *p) {
     TFU_REC(s, s->op.result);
     BLITZ_AWAIT(s, blitz_fs_read_file(cx, &s->op, s->f));
     TFU_REC_DATA(s, "hello world", 11);
+    /* with a limit: all of it, or EFBIG keeping nothing */
+    BLITZ_AWAIT(s, blitz_fs_read_file_limit(cx, &s->op, s->f, 11));
+    TFU_REC_DATA(s, "hello world", 11);
+    BLITZ_AWAIT(s, blitz_fs_read_file_limit(cx, &s->op, s->f, 10));
+    TFU_REC(s, s->op.result);
+    TFU_REC(s, s->op.data == NULL);
     /* rewritten shorter: truncated */
     BLITZ_AWAIT(s, blitz_fs_write_file(cx, &s->op, s->f, "hi", 2));
     TFU_REC(s, s->op.result);
@@ -903,6 +909,16 @@ static blitz_poll tfu_whole_poll(blitz_cx *cx, void *p) {
     TFU_REC(s, s->op.result);
     BLITZ_AWAIT(s, blitz_fs_read_file(cx, &s->op, s->big));
     TFU_REC_DATA(s, s->pattern, TFU_BIG);
+    BLITZ_AWAIT(s, blitz_fs_read_file_limit(cx, &s->op, s->big, TFU_BIG));
+    TFU_REC_DATA(s, s->pattern, TFU_BIG);
+    /* past the limit within the ring's read, or after it */
+    BLITZ_AWAIT(s, blitz_fs_read_file_limit(cx, &s->op, s->big, 100));
+    TFU_REC(s, s->op.result);
+    TFU_REC(s, s->op.data == NULL);
+    BLITZ_AWAIT(s, blitz_fs_read_file_limit(cx, &s->op, s->big, TFU_BIG - 1));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_read_file_limit(cx, &s->op, "/dev/zero", 100));
+    TFU_REC(s, s->op.result);
     /* sized 0, yet it has contents */
     BLITZ_AWAIT(s, blitz_fs_read_file(cx, &s->op, "/proc/self/status"));
     TFU_REC(s, s->op.result > 5 && memcmp(s->op.data, "Name:", 5) == 0 &&
@@ -916,6 +932,8 @@ static blitz_poll tfu_whole_poll(blitz_cx *cx, void *p) {
     BLITZ_AWAIT(s, blitz_fs_read_file(cx, &s->op, s->under));
     TFU_REC(s, s->op.result);
     BLITZ_AWAIT(s, blitz_fs_read_file(cx, &s->op, s->d));
+    TFU_REC(s, s->op.result);
+    BLITZ_AWAIT(s, blitz_fs_read_file_limit(cx, &s->op, s->d, 100));
     TFU_REC(s, s->op.result);
     BLITZ_AWAIT(s, blitz_fs_write_file(cx, &s->op, s->d, "x", 1));
     TFU_REC(s, s->op.result);
@@ -957,10 +975,12 @@ static int tfu_whole_run(blitz_backend backend, tu_flavor f, tfu_whole *out, int
     blitz_pool_stats st;
     CHECK_OK(blitz_runtime_pool_stats(rt, &st));
     CHECK_EQ(tu_open_fds(), fds);
-    /* Only the reads the ring cannot finish alone: the 16 KiB and
-     * 100 KB files (/proc's status comes whole in one read). */
+    /* Only the reads the ring cannot finish alone: the 16 KiB file and
+     * the 100 KB one, whole and past limits above the ring's read
+     * (/proc's status comes whole in one read; /dev/zero is past its
+     * limit within it). */
     if (tfu_chains(rt))
-        CHECK_EQ(st.jobs_run, 2);
+        CHECK_EQ(st.jobs_run, 4);
     CHECK_EQ(tfu_slots_taken(rt), 0);
     CHECK_OK(blitz_runtime_free(rt));
     tf_rm_rf(out->dir);
@@ -976,6 +996,10 @@ static int fs_native_whole_files(tu_flavor f) {
         11,
         11,
         1,
+        11,
+        1,
+        BLITZ_EFBIG,
+        1, /* limited */
         2,
         2,
         1,
@@ -991,10 +1015,17 @@ static int fs_native_whole_files(tu_flavor f) {
         TFU_BIG,
         TFU_BIG,
         1,
-        1, /* /proc */
+        TFU_BIG,
+        1,
+        BLITZ_EFBIG,
+        1,
+        BLITZ_EFBIG,
+        BLITZ_EFBIG, /* limited */
+        1,           /* /proc */
         BLITZ_ENOENT,
         BLITZ_ENOTDIR,
         BLITZ_ENOTDIR,
+        BLITZ_EISDIR,
         BLITZ_EISDIR,
         BLITZ_EISDIR,
         root ? 0 : BLITZ_EACCES,

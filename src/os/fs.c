@@ -131,7 +131,7 @@ static int64_t blitz__fs_mkdir_all(char *path, mode_t mode) {
 
 /* A whole file, or BLITZ_EFBIG as soon as it has more than `limit`
  * bytes (SIZE_MAX: no limit), so that an endless file stops early. */
-BLITZ_PRIVATE int64_t blitz__fs_read_file(const char *path, size_t limit, void **out) {
+static int64_t blitz__fs_read_file(const char *path, size_t limit, void **out) {
     int fd;
     do
         fd = BLITZ__SYS(open(path, O_RDONLY | O_CLOEXEC));
@@ -347,7 +347,7 @@ static int64_t blitz__fs_do(blitz__fs_rec *f) {
     case BLITZ__FS_READ_DIR:
         return blitz__fs_read_dir(f->path, &f->data);
     case BLITZ__FS_READ_FILE:
-        return blitz__fs_read_file(f->path, SIZE_MAX, &f->data);
+        return blitz__fs_read_file(f->path, f->len, &f->data);
     case BLITZ__FS_WRITE_FILE:
         return blitz__fs_write_file(f->path, f->buf, f->len);
     case BLITZ__FS_SYMLINK:
@@ -626,6 +626,10 @@ static int64_t blitz__fs_chain_result(blitz__fs_rec *f, int *again, int *pool) {
         *again = f->done < f->len;
         return (int64_t)f->done;
     }
+    /* More bytes than the limit (f->len) already: as the pool's read
+     * would end, keeping nothing. */
+    if ((uint64_t)io + (uint64_t)(r[2] > 0 ? r[2] : 0) > (uint64_t)f->len)
+        return BLITZ_EFBIG;
     if (r[2] != 0 || (uint32_t)io >= BLITZ__FS_RING_READ) {
         *pool = 1;
         return 0;
@@ -951,8 +955,17 @@ BLITZ_API blitz_poll blitz_fs_mkdir_all(blitz_cx *cx, blitz_fs_op *op, const cha
 BLITZ_API blitz_poll blitz_fs_read_dir(blitz_cx *cx, blitz_fs_op *op, const char *path) {
     return blitz__fs_path_call(cx, op, BLITZ__FS_READ_DIR, path, NULL, 0);
 }
+BLITZ_API blitz_poll blitz_fs_read_file_limit(blitz_cx *cx, blitz_fs_op *op, const char *path,
+                                              size_t max) {
+    if (!path)
+        return blitz__fs_fail(cx, op, BLITZ_EINVAL);
+    blitz__fs_req r = blitz__fs_req_new(BLITZ__FS_READ_FILE);
+    r.path = path;
+    r.len = max; /* the most bytes it may have */
+    return blitz__fs_call(cx, op, &r);
+}
 BLITZ_API blitz_poll blitz_fs_read_file(blitz_cx *cx, blitz_fs_op *op, const char *path) {
-    return blitz__fs_path_call(cx, op, BLITZ__FS_READ_FILE, path, NULL, 0);
+    return blitz_fs_read_file_limit(cx, op, path, SIZE_MAX);
 }
 BLITZ_API blitz_poll blitz_fs_write_file(blitz_cx *cx, blitz_fs_op *op, const char *path,
                                          const void *data, size_t len) {

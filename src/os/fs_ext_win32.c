@@ -337,16 +337,6 @@ static int64_t blitz__fsm_statfs(blitz__fsx_rec *r) {
     return rc;
 }
 
-static int64_t blitz__fsm_read_file(blitz__fsx_rec *r) {
-    int64_t rc;
-    wchar_t *p = blitz__wfx_wide(r->path, &rc);
-    if (!p)
-        return rc;
-    rc = blitz__wfx_fail(p, blitz__wfs_read_file(p, r->n, &r->data));
-    blitz__free(p);
-    return rc;
-}
-
 /* ---- temporary files, copies, trees ------------------------------------------------- */
 
 static int64_t blitz__fst_create(const char *name, int dir) {

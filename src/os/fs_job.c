@@ -167,7 +167,6 @@ static int64_t blitz__fsm_access(blitz__fsx_rec *r);
 static int64_t blitz__fsm_readlink(blitz__fsx_rec *r);
 static int64_t blitz__fsm_realpath(blitz__fsx_rec *r);
 static int64_t blitz__fsm_statfs(blitz__fsx_rec *r);
-static int64_t blitz__fsm_read_file(blitz__fsx_rec *r);
 /* Creates `name` exclusively: a descriptor (a file), 0 (a directory,
  * `dir`), or a code; BLITZ_EEXIST when the name is taken. */
 static int64_t blitz__fst_create(const char *name, int dir);

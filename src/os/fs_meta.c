@@ -111,10 +111,6 @@ static int64_t blitz__fsm_statfs(blitz__fsx_rec *r) {
     r->info.name_max = (uint64_t)v.f_namemax;
     return 0;
 }
-
-static int64_t blitz__fsm_read_file(blitz__fsx_rec *r) {
-    return blitz__fs_read_file(r->path, r->n, &r->data);
-}
 #endif /* !BLITZ__WIN32 */
 
 /* ---- public calls ------------------------------------------------------------------- */
@@ -218,13 +214,6 @@ BLITZ_API blitz_poll blitz_fs_statfs(blitz_cx *cx, blitz_fs_op *op, const char *
     q.path = path;
     q.info_out = out;
     return blitz__fsx_call(cx, op, &q, !path || !out ? BLITZ_EINVAL : 0);
-}
-
-BLITZ_API blitz_poll blitz_fs_read_file_limit(blitz_cx *cx, blitz_fs_op *op, const char *path,
-                                              size_t max) {
-    blitz__fsx_rec q = blitz__fsx_req(blitz__fsm_read_file);
-    q.n = max;
-    return blitz__fsm_path_call(cx, op, &q, path);
 }
 
 /* ---- the value forms ---------------------------------------------------------------- */

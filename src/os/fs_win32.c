@@ -682,7 +682,7 @@ static int64_t blitz__wfs_do_path(blitz__wfs_rec *f) {
         rc = blitz__wfs_read_dir(p, &f->data);
         break;
     case BLITZ__FS_READ_FILE:
-        rc = blitz__wfs_read_file(p, SIZE_MAX, &f->data);
+        rc = blitz__wfs_read_file(p, f->len, &f->data); /* len: the limit */
         break;
     case BLITZ__FS_WRITE_FILE:
         rc = blitz__wfs_write_file(p, f->buf, f->len);
