@@ -5,6 +5,8 @@
 #
 #   tools/test_all.sh STAGE...
 #
+# A stage builds its programs in parallel (TEST_JOBS, default the CPU
+# count) and runs its tests one program after another, as before.
 # A stage's output goes to build/test-logs/STAGE.log. Tests print TAP
 # ("ok N - name" / "not ok N - name"); a stage without TAP lines counts as
 # one check. Only what failed is shown, unless VERBOSE=1.
@@ -14,6 +16,7 @@ logs=${BUILD:-build}/test-logs
 rm -rf "$logs"
 mkdir -p "$logs"
 make_cmd=${MAKE:-make}
+jobs=${TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
 total_pass=0
 total_fail=0
 failed_stages=()
@@ -21,10 +24,10 @@ for stage in "$@"; do
     log=$logs/$stage.log
     start=$(date +%s)
     if [ "${VERBOSE:-0}" = 1 ]; then
-        $make_cmd --no-print-directory "$stage" 2>&1 | tee "$log"
+        $make_cmd --no-print-directory -j"$jobs" "$stage" 2>&1 | tee "$log"
         rc=${PIPESTATUS[0]}
     else
-        $make_cmd --no-print-directory "$stage" >"$log" 2>&1
+        $make_cmd --no-print-directory -j"$jobs" "$stage" >"$log" 2>&1
         rc=$?
     fi
     pass=$(grep -c '^ok ' "$log")
