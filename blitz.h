@@ -2003,16 +2003,20 @@ BLITZ_API blitz_waker blitz_waker_noop(void);
  * ------------------------------------------------------------------------- */
 
 #define BLITZ_CORO int blitz__resume
-/* Where a coroutine's first BLITZ_BEGIN on a thread leaves its resume int
+/* Where a coroutine's first BLITZ_BEGIN in a poll leaves its resume int
  * and file for the runtime, which takes them after the poll: once per
  * poll function, blitz_runtime_dump then prints the file:line each of its
- * tasks waits at. Two stores, no call: a call would make every poll
- * function keep its arguments in saved registers on every poll. The
- * outermost BEGIN of a poll counts (a nested one finds the note taken). */
+ * tasks waits at. The note is the first member of the calling thread's
+ * runtime context (blitz__tls_context, NULL on a thread that runs no
+ * blitz code). A few loads and two stores, no call: a call would make
+ * every poll function keep its arguments in saved registers on every
+ * poll. The outermost BEGIN of a poll counts (a nested one finds the note
+ * taken). */
 struct blitz__coro_site {
     const int *resume;
     const char *file;
 };
+struct blitz__context;
 #if defined(_MSC_VER)
 #define BLITZ__TLS __declspec(thread)
 #elif defined(__cplusplus)
@@ -2023,23 +2027,24 @@ struct blitz__coro_site {
 #endif
 /* Declared with BLITZ_API, so a shared library that exports blitz's
  * functions exports it too. */
-BLITZ_API BLITZ__TLS struct blitz__coro_site blitz__coro_note;
+BLITZ_API BLITZ__TLS struct blitz__context *blitz__tls_context;
+#define BLITZ__CORO_NOTE ((struct blitz__coro_site *)(void *)blitz__tls_context)
 /* BLITZ_BEGIN declares the names the other macros use, so one used outside
  * BLITZ_BEGIN ... BLITZ_END fails with "blitz_AWAIT_needs_BLITZ_BEGIN
  * undeclared" rather than with a stray case label. Enumerators are no
  * variables: resume points may jump past them, in C++ too. */
-#define BLITZ_BEGIN(s)                                     \
-    switch ((s)->blitz__resume) {                          \
-    case 0:;                                               \
-        if (!blitz__coro_note.resume) {                    \
-            blitz__coro_note.resume = &(s)->blitz__resume; \
-            blitz__coro_note.file = __FILE__;              \
-        }                                                  \
-        enum {                                             \
-            blitz_AWAIT_needs_BLITZ_BEGIN = 0,             \
-            blitz_YIELD_needs_BLITZ_BEGIN = 0,             \
-            blitz_RETURN_needs_BLITZ_BEGIN = 0,            \
-            blitz_END_needs_BLITZ_BEGIN = 0                \
+#define BLITZ_BEGIN(s)                                         \
+    switch ((s)->blitz__resume) {                              \
+    case 0:;                                                   \
+        if (blitz__tls_context && !BLITZ__CORO_NOTE->resume) { \
+            BLITZ__CORO_NOTE->resume = &(s)->blitz__resume;    \
+            BLITZ__CORO_NOTE->file = __FILE__;                 \
+        }                                                      \
+        enum {                                                 \
+            blitz_AWAIT_needs_BLITZ_BEGIN = 0,                 \
+            blitz_YIELD_needs_BLITZ_BEGIN = 0,                 \
+            blitz_RETURN_needs_BLITZ_BEGIN = 0,                \
+            blitz_END_needs_BLITZ_BEGIN = 0                    \
         }
 /* Re-evaluates `expr` (a blitz_poll expression) on every resumption until it
  * is BLITZ_READY. */
@@ -7540,7 +7545,11 @@ BLITZ_PRIVATE void blitz__parker_unpark(blitz__parker *p) {
 
 /* ---- thread-local context ---------------------------------------------------- */
 
-static BLITZ__THREAD_LOCAL blitz__context *blitz__tls_context;
+/* Declared in the public header: BLITZ_BEGIN leaves its site note in the
+ * context (blitz__coro_site). */
+#ifndef BLITZ_STATIC
+BLITZ__THREAD_LOCAL blitz__context *blitz__tls_context;
+#endif
 
 BLITZ_PRIVATE blitz__context *blitz__context_get(void) {
     return blitz__tls_context;
@@ -7757,6 +7766,8 @@ typedef struct blitz__pool blitz__pool;
 /* ---- thread context (seed 002 "Thread-Local Context") ---------------------- */
 
 struct blitz__context {
+    /* First: BLITZ_BEGIN reaches it through the context pointer alone. */
+    struct blitz__coro_site note;
     blitz_runtime *rt;
     blitz__worker *worker; /* NULL on the current-thread driver and on helpers */
     int ct_driver;         /* this thread drives rt (current-thread flavour) */
@@ -7958,6 +7969,8 @@ BLITZ_PRIVATE int blitz__task_run_observed(blitz__task *t, blitz__context *ctx);
 
 /* A context for `rt` that owns no cache and is no worker. */
 static inline void blitz__context_init(blitz__context *c, blitz_runtime *rt) {
+    c->note.resume = NULL;
+    c->note.file = NULL;
     c->rt = rt;
     c->run = rt && rt->observe ? blitz__task_run_observed : blitz__task_run_plain;
     c->worker = NULL;
@@ -9411,14 +9424,12 @@ static inline const char *blitz__site_file(uint64_t site) {
 }
 
 /* ---- coroutine sites -----------------------------------------------------------
- * BLITZ_BEGIN leaves a note (blitz__coro_note) on a coroutine's first poll;
+ * BLITZ_BEGIN leaves a note (the thread context's `note`) on a coroutine's first poll;
  * the harness takes it after the poll. The first note for a poll function
  * whose resume int lies in the task's own block records the site of every
  * task of that function: only such a one can be read back by a dump. */
 
-#ifndef BLITZ_STATIC
-BLITZ__TLS struct blitz__coro_site blitz__coro_note;
-#endif
+_Static_assert(offsetof(blitz__context, note) == 0, "BLITZ_BEGIN finds the note at the context");
 
 /* Whether the int at `r` lies in the state part of t's block. Compared as
  * integers: `r` may point anywhere. */
@@ -9440,20 +9451,20 @@ static inline blitz_poll_fn *blitz__site_known(const blitz__task *t, blitz__cont
  * dropped, so a note never outlives the poll it was left in by more than
  * the next poll on the thread. */
 static BLITZ__NOINLINE void blitz__coro_note_take(blitz__task *t, blitz__context *ctx) {
-    const int *resume = blitz__coro_note.resume;
+    const int *resume = ctx->note.resume;
     if (ctx->current && !blitz__in_state(t, resume)) {
         if (!blitz__in_state(ctx->current, resume))
-            blitz__coro_note.resume = NULL;
+            ctx->note.resume = NULL;
         return;
     }
     /* t's note, or a stale one: dropped either way. */
-    blitz__coro_note.resume = NULL;
+    ctx->note.resume = NULL;
     blitz_runtime *rt = blitz__task_runtime(t);
     blitz_poll_fn *known = blitz__site_known(t, ctx);
     if ((*known == t->poll && rt == ctx->rt) || !blitz__in_state(t, resume))
         return;
     uint64_t off = (uint64_t)((uintptr_t)resume - (uintptr_t)blitz__task_state_ptr(t)) + 1;
-    uint64_t f = (uint64_t)(uintptr_t)blitz__coro_note.file;
+    uint64_t f = (uint64_t)(uintptr_t)ctx->note.file;
     if (off > 0xffffu || f >> 48)
         return;
     blitz__site_entry *e = blitz__site_find(rt, t->poll, 0);
@@ -9528,11 +9539,11 @@ static BLITZ__ALWAYS_INLINE int blitz__task_run_as(blitz__task *t, blitz__contex
     else
         r = blitz__task_poll_counted_down(t, &cx);
     ctx->current = outer;
-    if (BLITZ__UNLIKELY(blitz__coro_note.resume != NULL)) {
+    if (BLITZ__UNLIKELY(ctx->note.resume != NULL)) {
         /* The common note: the first poll of another task of a known
          * function, with no outer task whose note it could be. */
         if (!outer && *blitz__site_known(t, ctx) == t->poll && blitz__task_runtime(t) == ctx->rt)
-            blitz__coro_note.resume = NULL;
+            ctx->note.resume = NULL;
         else
             blitz__coro_note_take(t, ctx);
     }
@@ -20880,7 +20891,8 @@ static int blitz__thread_may_block(const blitz__context *c) {
 BLITZ_API int blitz_op_run_blocking(blitz_runtime *rt, blitz_op op) {
     if (!op.poll)
         return BLITZ_EINVAL;
-    if (!blitz__thread_may_block(blitz__context_get()))
+    blitz__context *home = blitz__context_get();
+    if (!blitz__thread_may_block(home))
         return BLITZ_EDEADLK;
     if (rt)
         return blitz__op_wait_in_task(rt, op);
@@ -20894,8 +20906,10 @@ BLITZ_API int blitz_op_run_blocking(blitz_runtime *rt, blitz_op op) {
     blitz__cx_init_waker(&cx, &ctx, borrowed);
     for (;;) {
         blitz_poll r = op.poll(&cx, op.arg);
-        /* No task here to take a coroutine's site note. */
-        blitz__coro_note.resume = NULL;
+        /* A coroutine's site note left in this thread's context: no task
+         * here takes it (one polling further out would find its own). */
+        if (home && !home->current)
+            home->note.resume = NULL;
         if (r == BLITZ_READY)
             return BLITZ_OK;
         blitz__parker_park(&tp->parker, 0);

@@ -310,16 +310,20 @@ BLITZ_API blitz_waker blitz_waker_noop(void);
  * ------------------------------------------------------------------------- */
 
 #define BLITZ_CORO int blitz__resume
-/* Where a coroutine's first BLITZ_BEGIN on a thread leaves its resume int
+/* Where a coroutine's first BLITZ_BEGIN in a poll leaves its resume int
  * and file for the runtime, which takes them after the poll: once per
  * poll function, blitz_runtime_dump then prints the file:line each of its
- * tasks waits at. Two stores, no call: a call would make every poll
- * function keep its arguments in saved registers on every poll. The
- * outermost BEGIN of a poll counts (a nested one finds the note taken). */
+ * tasks waits at. The note is the first member of the calling thread's
+ * runtime context (blitz__tls_context, NULL on a thread that runs no
+ * blitz code). A few loads and two stores, no call: a call would make
+ * every poll function keep its arguments in saved registers on every
+ * poll. The outermost BEGIN of a poll counts (a nested one finds the note
+ * taken). */
 struct blitz__coro_site {
     const int *resume;
     const char *file;
 };
+struct blitz__context;
 #if defined(_MSC_VER)
 #define BLITZ__TLS __declspec(thread)
 #elif defined(__cplusplus)
@@ -330,23 +334,24 @@ struct blitz__coro_site {
 #endif
 /* Declared with BLITZ_API, so a shared library that exports blitz's
  * functions exports it too. */
-BLITZ_API BLITZ__TLS struct blitz__coro_site blitz__coro_note;
+BLITZ_API BLITZ__TLS struct blitz__context *blitz__tls_context;
+#define BLITZ__CORO_NOTE ((struct blitz__coro_site *)(void *)blitz__tls_context)
 /* BLITZ_BEGIN declares the names the other macros use, so one used outside
  * BLITZ_BEGIN ... BLITZ_END fails with "blitz_AWAIT_needs_BLITZ_BEGIN
  * undeclared" rather than with a stray case label. Enumerators are no
  * variables: resume points may jump past them, in C++ too. */
-#define BLITZ_BEGIN(s)                                     \
-    switch ((s)->blitz__resume) {                          \
-    case 0:;                                               \
-        if (!blitz__coro_note.resume) {                    \
-            blitz__coro_note.resume = &(s)->blitz__resume; \
-            blitz__coro_note.file = __FILE__;              \
-        }                                                  \
-        enum {                                             \
-            blitz_AWAIT_needs_BLITZ_BEGIN = 0,             \
-            blitz_YIELD_needs_BLITZ_BEGIN = 0,             \
-            blitz_RETURN_needs_BLITZ_BEGIN = 0,            \
-            blitz_END_needs_BLITZ_BEGIN = 0                \
+#define BLITZ_BEGIN(s)                                         \
+    switch ((s)->blitz__resume) {                              \
+    case 0:;                                                   \
+        if (blitz__tls_context && !BLITZ__CORO_NOTE->resume) { \
+            BLITZ__CORO_NOTE->resume = &(s)->blitz__resume;    \
+            BLITZ__CORO_NOTE->file = __FILE__;                 \
+        }                                                      \
+        enum {                                                 \
+            blitz_AWAIT_needs_BLITZ_BEGIN = 0,                 \
+            blitz_YIELD_needs_BLITZ_BEGIN = 0,                 \
+            blitz_RETURN_needs_BLITZ_BEGIN = 0,                \
+            blitz_END_needs_BLITZ_BEGIN = 0                    \
         }
 /* Re-evaluates `expr` (a blitz_poll expression) on every resumption until it
  * is BLITZ_READY. */

@@ -122,6 +122,8 @@ typedef struct blitz__pool blitz__pool;
 /* ---- thread context (seed 002 "Thread-Local Context") ---------------------- */
 
 struct blitz__context {
+    /* First: BLITZ_BEGIN reaches it through the context pointer alone. */
+    struct blitz__coro_site note;
     blitz_runtime *rt;
     blitz__worker *worker; /* NULL on the current-thread driver and on helpers */
     int ct_driver;         /* this thread drives rt (current-thread flavour) */
@@ -323,6 +325,8 @@ BLITZ_PRIVATE int blitz__task_run_observed(blitz__task *t, blitz__context *ctx);
 
 /* A context for `rt` that owns no cache and is no worker. */
 static inline void blitz__context_init(blitz__context *c, blitz_runtime *rt) {
+    c->note.resume = NULL;
+    c->note.file = NULL;
     c->rt = rt;
     c->run = rt && rt->observe ? blitz__task_run_observed : blitz__task_run_plain;
     c->worker = NULL;

@@ -368,14 +368,12 @@ static inline const char *blitz__site_file(uint64_t site) {
 }
 
 /* ---- coroutine sites -----------------------------------------------------------
- * BLITZ_BEGIN leaves a note (blitz__coro_note) on a coroutine's first poll;
+ * BLITZ_BEGIN leaves a note (the thread context's `note`) on a coroutine's first poll;
  * the harness takes it after the poll. The first note for a poll function
  * whose resume int lies in the task's own block records the site of every
  * task of that function: only such a one can be read back by a dump. */
 
-#ifndef BLITZ_STATIC
-BLITZ__TLS struct blitz__coro_site blitz__coro_note;
-#endif
+_Static_assert(offsetof(blitz__context, note) == 0, "BLITZ_BEGIN finds the note at the context");
 
 /* Whether the int at `r` lies in the state part of t's block. Compared as
  * integers: `r` may point anywhere. */
@@ -397,20 +395,20 @@ static inline blitz_poll_fn *blitz__site_known(const blitz__task *t, blitz__cont
  * dropped, so a note never outlives the poll it was left in by more than
  * the next poll on the thread. */
 static BLITZ__NOINLINE void blitz__coro_note_take(blitz__task *t, blitz__context *ctx) {
-    const int *resume = blitz__coro_note.resume;
+    const int *resume = ctx->note.resume;
     if (ctx->current && !blitz__in_state(t, resume)) {
         if (!blitz__in_state(ctx->current, resume))
-            blitz__coro_note.resume = NULL;
+            ctx->note.resume = NULL;
         return;
     }
     /* t's note, or a stale one: dropped either way. */
-    blitz__coro_note.resume = NULL;
+    ctx->note.resume = NULL;
     blitz_runtime *rt = blitz__task_runtime(t);
     blitz_poll_fn *known = blitz__site_known(t, ctx);
     if ((*known == t->poll && rt == ctx->rt) || !blitz__in_state(t, resume))
         return;
     uint64_t off = (uint64_t)((uintptr_t)resume - (uintptr_t)blitz__task_state_ptr(t)) + 1;
-    uint64_t f = (uint64_t)(uintptr_t)blitz__coro_note.file;
+    uint64_t f = (uint64_t)(uintptr_t)ctx->note.file;
     if (off > 0xffffu || f >> 48)
         return;
     blitz__site_entry *e = blitz__site_find(rt, t->poll, 0);
@@ -485,11 +483,11 @@ static BLITZ__ALWAYS_INLINE int blitz__task_run_as(blitz__task *t, blitz__contex
     else
         r = blitz__task_poll_counted_down(t, &cx);
     ctx->current = outer;
-    if (BLITZ__UNLIKELY(blitz__coro_note.resume != NULL)) {
+    if (BLITZ__UNLIKELY(ctx->note.resume != NULL)) {
         /* The common note: the first poll of another task of a known
          * function, with no outer task whose note it could be. */
         if (!outer && *blitz__site_known(t, ctx) == t->poll && blitz__task_runtime(t) == ctx->rt)
-            blitz__coro_note.resume = NULL;
+            ctx->note.resume = NULL;
         else
             blitz__coro_note_take(t, ctx);
     }

@@ -198,7 +198,8 @@ static int blitz__thread_may_block(const blitz__context *c) {
 BLITZ_API int blitz_op_run_blocking(blitz_runtime *rt, blitz_op op) {
     if (!op.poll)
         return BLITZ_EINVAL;
-    if (!blitz__thread_may_block(blitz__context_get()))
+    blitz__context *home = blitz__context_get();
+    if (!blitz__thread_may_block(home))
         return BLITZ_EDEADLK;
     if (rt)
         return blitz__op_wait_in_task(rt, op);
@@ -212,8 +213,10 @@ BLITZ_API int blitz_op_run_blocking(blitz_runtime *rt, blitz_op op) {
     blitz__cx_init_waker(&cx, &ctx, borrowed);
     for (;;) {
         blitz_poll r = op.poll(&cx, op.arg);
-        /* No task here to take a coroutine's site note. */
-        blitz__coro_note.resume = NULL;
+        /* A coroutine's site note left in this thread's context: no task
+         * here takes it (one polling further out would find its own). */
+        if (home && !home->current)
+            home->note.resume = NULL;
         if (r == BLITZ_READY)
             return BLITZ_OK;
         blitz__parker_park(&tp->parker, 0);

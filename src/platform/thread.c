@@ -194,7 +194,11 @@ BLITZ_PRIVATE void blitz__parker_unpark(blitz__parker *p) {
 
 /* ---- thread-local context ---------------------------------------------------- */
 
-static BLITZ__THREAD_LOCAL blitz__context *blitz__tls_context;
+/* Declared in the public header: BLITZ_BEGIN leaves its site note in the
+ * context (blitz__coro_site). */
+#ifndef BLITZ_STATIC
+BLITZ__THREAD_LOCAL blitz__context *blitz__tls_context;
+#endif
 
 BLITZ_PRIVATE blitz__context *blitz__context_get(void) {
     return blitz__tls_context;
