@@ -292,9 +292,12 @@ typedef struct {
 
 static blitz_poll io_busy_sender_poll(blitz_cx *cx, void *p) {
     io_busy_sender *s = p;
+    blitz_poll sent = blitz_sock_send_all(cx, &s->op, s->sock, s->data, IO_BUSY_BYTES);
+    /* Counted once the op has started: the main thread may close the
+     * socket from then on, and a handle is not used after its close. */
     if (s->polls++ == 0)
         atomic_fetch_add(s->started, 1);
-    if (blitz_sock_send_all(cx, &s->op, s->sock, s->data, IO_BUSY_BYTES) == BLITZ_READY) {
+    if (sent == BLITZ_READY) {
         blitz_timer_cancel(NULL, &s->tick);
         return BLITZ_READY;
     }
