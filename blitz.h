@@ -19328,13 +19328,15 @@ static void *blitz__worker_main(void *arg) {
         ctx.clock_ns = blitz__now_ns();
         while (polls < BLITZ_BUDGET_PER_TICK) {
             blitz__task *t = blitz__worker_find(w);
-            if (!t)
+            /* Shutdown: finish the poll in progress, start no other. A
+             * task taken now stays SCHEDULED, and the shutdown's sweep
+             * completes it. Checked after the find: a task that another
+             * worker queued after seeing the flag is seen with it (the
+             * queue's release and acquire), so relaxed suffices. */
+            if (!t || blitz__u32_load(&rt->shutdown, BLITZ__RELAXED))
                 break;
             blitz__worker_poll(w, t, &ctx);
             polls++;
-            /* Shutdown: finish the poll in progress, start no other. */
-            if (blitz__u32_load(&rt->shutdown, BLITZ__RELAXED))
-                break;
         }
         w->lifo_polls = 0;
         if (w->deferred_head)
