@@ -74,6 +74,13 @@ BLITZ_PRIVATE void blitz__idle_set_parked(blitz_runtime *rt, uint32_t index) {
     blitz__u64_fetch_or(&rt->idle->parked_bitmap, (uint64_t)1 << index, BLITZ__SEQ_CST);
 }
 
+/* Whether worker `index` is still parked: no notifier claimed it. A
+ * notifier clears the bit before it unparks, so a bit read clear here
+ * means a token is on its way. */
+BLITZ_PRIVATE int blitz__idle_is_parked(blitz_runtime *rt, uint32_t index) {
+    return (blitz__u64_load(&rt->idle->parked_bitmap, BLITZ__ACQUIRE) >> index) & 1;
+}
+
 /* Clears our own bit. Returns 1 when it was still set (nobody claimed us),
  * 0 when a notifier had claimed us (we are now counted as a searcher). */
 BLITZ_PRIVATE int blitz__idle_unset_parked(blitz_runtime *rt, uint32_t index) {

@@ -26,7 +26,12 @@
  * after rounds that rescued nothing: each wake takes a core from the busy
  * workers). Before its sleep it notes a task in another worker's slot and
  * that worker's polls_begun; if the owner has begun no poll when it wakes,
- * the task is stranded and the watcher takes it.
+ * the task is stranded and the watcher takes it (tasks left in that
+ * worker's ring are noted the same way, and stolen by the search that
+ * follows). Otherwise, when nobody claimed it meanwhile, the watcher
+ * sleeps again without leaving the parked set: an awake worker steals
+ * from the busy ones, and would split two tasks that wake each other on
+ * one worker.
  *   - Only the owner puts a task in its slot; the watcher only empties it.
  *     So an empty slot the owner reads stays empty until the owner fills
  *     it (a plain release store), and the owner empties a full one with a
@@ -137,11 +142,13 @@ BLITZ_PRIVATE void blitz__lifo_end_park(blitz__worker *w) {
 }
 
 /* Parked worker `w` before its sleep: the longest it may sleep, as the
- * watcher, having noted a task (if any) in another worker's slot; 0 when
- * it is not the watcher (the rescue is off, or another worker watches). */
+ * watcher, having noted another worker with a task in its slot or ring
+ * (if any) and that worker's polls_begun; 0 when it is not the watcher
+ * (the rescue is off, or another worker watches). */
 BLITZ_PRIVATE uint64_t blitz__lifo_watch(blitz__worker *w) {
     blitz_runtime *rt = w->rt;
     w->watch_task = NULL;
+    w->watch_queued = 0;
     uint32_t none = 0;
     if (rt->num_workers < 2 || !blitz__u32_load(&rt->idle->lifo_armed, BLITZ__ACQUIRE) ||
         !blitz__u32_cas(&rt->idle->lifo_watcher, &none, w->index + 1, BLITZ__ACQ_REL))
@@ -151,8 +158,10 @@ BLITZ_PRIVATE uint64_t blitz__lifo_watch(blitz__worker *w) {
         blitz__worker *o = &rt->workers[v];
         /* Relaxed: only noted; the CAS in blitz__lifo_rescue acquires. */
         blitz__task *t = (blitz__task *)blitz__ptr_load(&o->lifo_slot, BLITZ__RELAXED);
-        if (t) {
+        int queued = blitz__local_queue_len(&o->queue) != 0;
+        if (t || queued) {
             w->watch_task = t;
+            w->watch_queued = queued;
             w->watch_victim = v;
             w->watch_polls = blitz__u64_load(&o->polls_begun, BLITZ__RELAXED);
             break;
@@ -162,30 +171,25 @@ BLITZ_PRIVATE uint64_t blitz__lifo_watch(blitz__worker *w) {
            << blitz__u32_load(&rt->idle->lifo_backoff, BLITZ__RELAXED);
 }
 
-/* The watcher after its sleep: takes the noted task into its own ring when
- * the owner has begun no poll since, gives the role up, and turns the
- * rescue off after enough quiet rounds. Returns 1 when it took a task. */
-BLITZ_PRIVATE int blitz__lifo_rescue(blitz__worker *w) {
-    blitz_runtime *rt = w->rt;
-    if (blitz__u32_load(&rt->idle->lifo_watcher, BLITZ__RELAXED) != w->index + 1)
+/* The worker noted by blitz__lifo_watch has begun no poll since: what it
+ * holds waits for the end of a long poll. */
+static int blitz__lifo_stranded(blitz__worker *w) {
+    if (!w->watch_task && !w->watch_queued)
         return 0;
-    blitz__task *t = w->watch_task;
-    w->watch_task = NULL;
-    blitz__worker *o = &rt->workers[w->watch_victim];
+    blitz__worker *o = &w->rt->workers[w->watch_victim];
+    return blitz__u64_load(&o->polls_begun, BLITZ__RELAXED) == w->watch_polls;
+}
+
+/* Ends a watch round: the sleep backs off after a round that rescued
+ * nothing, the rescue turns off after enough quiet rounds, and the
+ * watcher gives the role up. */
+static void blitz__lifo_end_round(blitz__worker *w, int rescued) {
+    blitz_runtime *rt = w->rt;
     uint32_t backoff = blitz__u32_load(&rt->idle->lifo_backoff, BLITZ__RELAXED);
-    int rescued = 0;
-    /* Acquire: pairs with the owner's release store or swap, for the
-     * task's contents. The pointer may name a later task in the same
-     * memory; any task in the slot is runnable, and the CAS gives it to
-     * one thread only. */
-    if (t && blitz__u64_load(&o->polls_begun, BLITZ__RELAXED) == w->watch_polls &&
-        blitz__ptr_cas(&o->lifo_slot, (void **)&t, NULL, BLITZ__ACQUIRE)) {
-        blitz__local_queue_push(&w->queue, t, rt, &w->counters);
-        rescued = 1;
+    if (rescued)
         backoff = 0;
-    } else if (backoff < BLITZ__LIFO_MAX_BACKOFF) {
+    else if (backoff < BLITZ__LIFO_MAX_BACKOFF)
         backoff++;
-    }
     blitz__u32_store(&rt->idle->lifo_backoff, backoff, BLITZ__RELAXED);
     uint64_t others = ~((uint64_t)1 << w->index);
     if (rt->num_workers < 64)
@@ -198,5 +202,46 @@ BLITZ_PRIVATE int blitz__lifo_rescue(blitz__worker *w) {
         blitz__u32_store(&rt->idle->lifo_armed, 0, BLITZ__SEQ_CST);
     /* Release: the next watcher's CAS sees this round's words. */
     blitz__u32_store(&rt->idle->lifo_watcher, 0, BLITZ__RELEASE);
+}
+
+/* The watcher whose sleep timed out, still parked (no notifier claimed
+ * it): returns 1 when it must wake to rescue, or 0 with the next sleep's
+ * limit in *sleep_ns (0: none, the watch is over). Waking for nothing
+ * would do harm: an awake worker steals from busy ones, and a pair of
+ * tasks that wake each other on one worker would be split across two,
+ * each message then a wake between threads. */
+BLITZ_PRIVATE int blitz__lifo_watch_again(blitz__worker *w, uint64_t *sleep_ns) {
+    *sleep_ns = 0;
+    if (blitz__u32_load(&w->rt->idle->lifo_watcher, BLITZ__RELAXED) != w->index + 1)
+        return 0;
+    if (blitz__lifo_stranded(w))
+        return 1;
+    blitz__lifo_end_round(w, 0);
+    *sleep_ns = blitz__lifo_watch(w);
+    return 0;
+}
+
+/* The watcher after its sleep: takes the noted task into its own ring when
+ * the owner has begun no poll since (a task stranded in the owner's ring
+ * is left to the search that follows), and ends the round. Returns 1 when
+ * it took a task. */
+BLITZ_PRIVATE int blitz__lifo_rescue(blitz__worker *w) {
+    blitz_runtime *rt = w->rt;
+    if (blitz__u32_load(&rt->idle->lifo_watcher, BLITZ__RELAXED) != w->index + 1)
+        return 0;
+    blitz__task *t = w->watch_task;
+    blitz__worker *o = &rt->workers[w->watch_victim];
+    int stranded = blitz__lifo_stranded(w), rescued = 0;
+    /* Acquire: pairs with the owner's release store or swap, for the
+     * task's contents. The pointer may name a later task in the same
+     * memory; any task in the slot is runnable, and the CAS gives it to
+     * one thread only. */
+    if (t && stranded && blitz__ptr_cas(&o->lifo_slot, (void **)&t, NULL, BLITZ__ACQUIRE)) {
+        blitz__local_queue_push(&w->queue, t, rt, &w->counters);
+        rescued = 1;
+    }
+    w->watch_task = NULL;
+    w->watch_queued = 0;
+    blitz__lifo_end_round(w, stranded);
     return rescued;
 }

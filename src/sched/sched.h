@@ -61,10 +61,12 @@ struct blitz__worker {
     blitz__task *wake_head, *wake_tail;
     uint64_t wake_count;
     /* As the rescue's watcher (lifo.c): the task seen in another worker's
-     * slot before the sleep, that worker and its polls_begun then. */
+     * slot before the sleep (or whether its ring held tasks), that worker
+     * and its polls_begun then. */
     blitz__task *watch_task;
     uint64_t watch_polls;
     uint32_t watch_victim;
+    int watch_queued;
     blitz__thread thread;
     blitz__block_cache cache;
     /* The LIFO slot: only the owner puts a task in; the owner takes it,

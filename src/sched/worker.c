@@ -385,13 +385,33 @@ typedef struct {
     blitz__worker *w;
     int done;
     int sleeper;
+    int again;            /* the watch goes on: sleep again, still parked */
+    uint64_t watch_until; /* the watch's deadline, when only it limits the sleep */
+    uint64_t watch_ns;    /* the next watch's limit, when `again` */
 } blitz__worker_unpark_state;
+
+/* A watcher that slept its whole limit and that nobody claimed stays in
+ * the parked set while the backend dispatches what it got, then sleeps
+ * again when its ring is still empty and the watch found nothing
+ * stranded: an awake worker would steal from busy ones, splitting a pair
+ * of tasks that wake each other on one worker into a wake between threads
+ * per message. */
+static int blitz__worker_may_watch_on(blitz__worker_unpark_state *st) {
+    blitz_runtime *rt = st->w->rt;
+    return blitz__now_ns() >= st->watch_until && !blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) &&
+           blitz__idle_is_parked(rt, st->w->index) &&
+           !(st->sleeper && blitz__time_sleep_ns(rt) == 1);
+}
 
 static void blitz__worker_io_woke(void *arg) {
     blitz__worker_unpark_state *st = (blitz__worker_unpark_state *)arg;
     if (st->done)
         return;
     st->done = 1;
+    if (st->watch_until && blitz__worker_may_watch_on(st)) {
+        st->again = 1;
+        return;
+    }
     blitz_runtime *rt = st->w->rt;
     if (st->sleeper)
         blitz__u32_store(&rt->time->sleeper, 0, BLITZ__SEQ_CST);
@@ -428,18 +448,38 @@ static void blitz__worker_sleep(blitz__worker *w, uint64_t trim_ns) {
     if (trim_ns && (timeout == 0 || timeout > trim_ns))
         timeout = trim_ns;
     BLITZ__STAT(blitz__u64_bump(&w->counters.parked, 1));
-    blitz__worker_unpark_state st = {w, 0, sleeper};
-    /* A worker with its own io_uring ring parks in it, sleeper or not: the
-     * completions of the ops it submitted come back to it. */
-    if (io && (sleeper || blitz__io_parks_workers(rt))) {
-        blitz__io_park(rt, &w->parker, timeout, blitz__worker_io_woke, &st);
-    } else {
-        /* Submissions must not wait for this worker. */
-        blitz__io_flush(rt);
-        if (!sleeper || timer_ns)
-            blitz__parker_park(&w->parker, timeout);
+    blitz__worker_unpark_state st = {w, 0, sleeper, 0, 0, 0};
+    int watching = watch_ns && timeout == watch_ns && !trim_ns && !rt->park_timeout_ns;
+    for (;;) {
+        st.done = st.again = 0;
+        st.watch_until = watching ? blitz__now_ns() + timeout : 0;
+        /* A worker with its own io_uring ring parks in it, sleeper or
+         * not: the completions of the ops it submitted come back to it. */
+        if (io && (sleeper || blitz__io_parks_workers(rt))) {
+            blitz__io_park(rt, &w->parker, timeout, blitz__worker_io_woke, &st);
+        } else {
+            /* Submissions must not wait for this worker. */
+            blitz__io_flush(rt);
+            if (!sleeper || timer_ns)
+                blitz__parker_park(&w->parker, timeout);
+        }
+        blitz__worker_io_woke(&st);
+        if (!st.again)
+            break;
+        /* The dispatch queued tasks here (this worker runs what it wakes),
+         * or the noted worker is stuck: wake after all. */
+        if (blitz__local_queue_len(&w->queue) || blitz__lifo_watch_again(w, &st.watch_ns)) {
+            st.watch_until = 0;
+            st.done = 0;
+            blitz__worker_io_woke(&st);
+            break;
+        }
+        timer_ns = sleeper ? blitz__time_sleep_ns(rt) : 0;
+        timeout = st.watch_ns;
+        if (timer_ns && (timeout == 0 || timer_ns < timeout))
+            timeout = timer_ns;
+        watching = st.watch_ns && timeout == st.watch_ns;
     }
-    blitz__worker_io_woke(&st);
 }
 
 /* Busy time is the time awake: the interval since the worker last woke

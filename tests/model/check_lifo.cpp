@@ -204,8 +204,12 @@ struct rescue_vs_owner : rl::test_suite<rescue_vs_owner, 2> {
                 model_run_task(&e, t);
             }
         } else {
+            /* A watch round that times out while still parked, then a
+             * second round's wake when the first found nothing stranded. */
             blitz__worker *w = &e.workers[1];
-            if (blitz__lifo_watch(w) && blitz__lifo_rescue(w))
+            uint64_t next = 0;
+            if (blitz__lifo_watch(w) && (blitz__lifo_watch_again(w, &next) || next) &&
+                blitz__lifo_rescue(w))
                 model_run_task(&e, blitz__local_queue_pop(&w->queue));
         }
     }

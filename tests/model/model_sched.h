@@ -56,6 +56,7 @@ typedef struct blitz__worker {
     blitz__task *watch_task;
     uint64_t watch_polls;
     uint32_t watch_victim;
+    int watch_queued;
     blitz__atomic_ptr lifo_slot;
     blitz__atomic_u64 polls_begun;
     blitz__atomic_u32 transitioning_to_park;
