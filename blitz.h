@@ -18764,10 +18764,7 @@ static void blitz__lifo_end_round(blitz__worker *w, int rescued) {
 
 /* The watcher whose sleep timed out, still parked (no notifier claimed
  * it): returns 1 when it must wake to rescue, or 0 with the next sleep's
- * limit in *sleep_ns (0: none, the watch is over). Waking for nothing
- * would do harm: an awake worker steals from busy ones, and a pair of
- * tasks that wake each other on one worker would be split across two,
- * each message then a wake between threads. */
+ * limit in *sleep_ns (0: none, the watch is over). */
 BLITZ_PRIVATE int blitz__lifo_watch_again(blitz__worker *w, uint64_t *sleep_ns) {
     *sleep_ns = 0;
     if (blitz__u32_load(&w->rt->idle->lifo_watcher, BLITZ__RELAXED) != w->index + 1)
@@ -19199,11 +19196,8 @@ typedef struct {
 } blitz__worker_unpark_state;
 
 /* A watcher that slept its whole limit and that nobody claimed stays in
- * the parked set while the backend dispatches what it got, then sleeps
- * again when its ring is still empty and the watch found nothing
- * stranded: an awake worker would steal from busy ones, splitting a pair
- * of tasks that wake each other on one worker into a wake between threads
- * per message. */
+ * the parked set while the backend dispatches what it got (lifo.c says
+ * why it does not wake). */
 static int blitz__worker_may_watch_on(blitz__worker_unpark_state *st) {
     blitz_runtime *rt = st->w->rt;
     return blitz__now_ns() >= st->watch_until && !blitz__u32_load(&rt->shutdown, BLITZ__ACQUIRE) &&
@@ -19211,20 +19205,23 @@ static int blitz__worker_may_watch_on(blitz__worker_unpark_state *st) {
            !(st->sleeper && blitz__time_sleep_ns(rt) == 1);
 }
 
-static void blitz__worker_io_woke(void *arg) {
-    blitz__worker_unpark_state *st = (blitz__worker_unpark_state *)arg;
-    if (st->done)
-        return;
-    st->done = 1;
-    if (st->watch_until && blitz__worker_may_watch_on(st)) {
-        st->again = 1;
-        return;
-    }
+static void blitz__worker_leave_parked(blitz__worker_unpark_state *st) {
     blitz_runtime *rt = st->w->rt;
     if (st->sleeper)
         blitz__u32_store(&rt->time->sleeper, 0, BLITZ__SEQ_CST);
     if (!blitz__idle_unset_parked(rt, st->w->index))
         st->w->searching = 1; /* a notifier claimed us meanwhile */
+}
+
+static void blitz__worker_io_woke(void *arg) {
+    blitz__worker_unpark_state *st = (blitz__worker_unpark_state *)arg;
+    if (st->done)
+        return;
+    st->done = 1;
+    if (st->watch_until && blitz__worker_may_watch_on(st))
+        st->again = 1;
+    else
+        blitz__worker_leave_parked(st);
 }
 
 /* Sleeps a worker that blitz__lifo_begin_park published as parked. */
@@ -19277,9 +19274,7 @@ static void blitz__worker_sleep(blitz__worker *w, uint64_t trim_ns) {
         /* The dispatch queued tasks here (this worker runs what it wakes),
          * or the noted worker is stuck: wake after all. */
         if (blitz__local_queue_len(&w->queue) || blitz__lifo_watch_again(w, &st.watch_ns)) {
-            st.watch_until = 0;
-            st.done = 0;
-            blitz__worker_io_woke(&st);
+            blitz__worker_leave_parked(&st);
             break;
         }
         timer_ns = sleeper ? blitz__time_sleep_ns(rt) : 0;

@@ -206,10 +206,7 @@ static void blitz__lifo_end_round(blitz__worker *w, int rescued) {
 
 /* The watcher whose sleep timed out, still parked (no notifier claimed
  * it): returns 1 when it must wake to rescue, or 0 with the next sleep's
- * limit in *sleep_ns (0: none, the watch is over). Waking for nothing
- * would do harm: an awake worker steals from busy ones, and a pair of
- * tasks that wake each other on one worker would be split across two,
- * each message then a wake between threads. */
+ * limit in *sleep_ns (0: none, the watch is over). */
 BLITZ_PRIVATE int blitz__lifo_watch_again(blitz__worker *w, uint64_t *sleep_ns) {
     *sleep_ns = 0;
     if (blitz__u32_load(&w->rt->idle->lifo_watcher, BLITZ__RELAXED) != w->index + 1)
